@@ -1,0 +1,21 @@
+// Subcommands of the `jarvis` binary. Each lives in its own cmd_*.cpp and
+// returns the process exit code; errors go to stderr.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace jarvis::cli {
+
+using Args = std::vector<std::string>;
+
+int cmd_info(const Args& args);
+
+// Small helpers shared by the subcommands.
+// Value following `flag` in args (e.g. --out DIR), or "" when absent.
+std::string flag_value(const Args& args, const std::string& flag);
+bool has_flag(const Args& args, const std::string& flag);
+// Positional arguments (those not starting with "--" and not a flag's value).
+std::vector<std::string> positionals(const Args& args, const std::vector<std::string>& value_flags);
+
+}  // namespace jarvis::cli

@@ -1,0 +1,50 @@
+#include <cstdio>
+#include <cstring>
+#include <exception>
+#include <map>
+#include <string>
+
+#include "cli/commands.h"
+
+namespace {
+
+using Handler = int (*)(const jarvis::cli::Args&);
+
+struct Command {
+  Handler run;
+  const char* help;
+};
+
+const std::map<std::string, Command>& commands() {
+  static const std::map<std::string, Command> table = {
+      {"info", {jarvis::cli::cmd_info, "info TRACE                      short summary of a trace"}},
+  };
+  return table;
+}
+
+void usage() {
+  std::fprintf(stderr, "usage: jarvis <command> [options]\n\ncommands:\n");
+  for (const auto& [name, cmd] : commands()) std::fprintf(stderr, "  %s\n", cmd.help);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2 || !std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h")) {
+    usage();
+    return argc < 2 ? 2 : 0;
+  }
+  auto it = commands().find(argv[1]);
+  if (it == commands().end()) {
+    std::fprintf(stderr, "jarvis: unknown command '%s'\n", argv[1]);
+    usage();
+    return 2;
+  }
+  jarvis::cli::Args args(argv + 2, argv + argc);
+  try {
+    return it->second.run(args);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "jarvis %s: %s\n", argv[1], e.what());
+    return 1;
+  }
+}

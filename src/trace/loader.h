@@ -1,0 +1,19 @@
+// Loading a Kineto trace (.json or .json.gz, single or multi-member gzip)
+// into a Trace, streaming: the file is decompressed in chunks and each event
+// object is parsed on its own, so peak memory is the event store plus one
+// chunk, never the whole JSON text.
+#pragma once
+
+#include <string>
+
+#include "trace/trace.h"
+
+namespace jarvis {
+
+// Throws TraceError (message names the file and what is wrong).
+Trace load_trace(const std::string& path, const LoadOptions& options = {});
+
+// Same, from JSON text already in memory (used by tests and the fuzzer).
+Trace load_trace_from_json(std::string_view json, const std::string& label = "<memory>");
+
+}  // namespace jarvis

@@ -1,0 +1,35 @@
+#include <doctest/doctest.h>
+
+#include "trace/value.h"
+
+using jarvis::PyValue;
+using jarvis::py_float_repr;
+
+TEST_CASE("python float repr") {
+  CHECK(py_float_repr(0.0) == "0.0");
+  CHECK(py_float_repr(1e-07) == "1e-07");
+  CHECK(py_float_repr(0.0001) == "0.0001");
+  CHECK(py_float_repr(0.009158656) == "0.009158656");
+  CHECK(py_float_repr(5308.2734375) == "5308.2734375");
+  CHECK(py_float_repr(220.0) == "220.0");
+  CHECK(py_float_repr(1e15) == "1000000000000000.0");
+  CHECK(py_float_repr(1e16) == "1e+16");
+  CHECK(py_float_repr(-2.5e-05) == "-2.5e-05");
+  CHECK(py_float_repr(1154.1640000000002) == "1154.1640000000002");
+}
+
+TEST_CASE("python tuple repr of shapes") {
+  auto shape = [](std::initializer_list<int64_t> dims) {
+    std::vector<PyValue> v;
+    for (auto d : dims) v.push_back(PyValue::integer(d));
+    return PyValue::make_list(std::move(v));
+  };
+  PyValue dims = PyValue::make_list({shape({8944, 1024}), shape({1024, 2816})});
+  CHECK(dims.repr_tuple() == "((8944, 1024), (1024, 2816))");
+  PyValue one = PyValue::make_list({shape({16, 559, 1})});
+  CHECK(one.repr_tuple() == "((16, 559, 1),)");
+  PyValue types = PyValue::make_list({PyValue::string("c10::BFloat16"), PyValue::string("")});
+  CHECK(types.repr_tuple() == "('c10::BFloat16', '')");
+  CHECK(PyValue::make_list({PyValue::string("GEMM")}).repr_list() == "['GEMM']");
+  CHECK(PyValue::string("it's").repr_tuple() == "\"it's\"");
+}
