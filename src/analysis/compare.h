@@ -1,0 +1,79 @@
+// Report comparison: TraceLens's compare_perf_reports_pytorch over report
+// tables (spec compare-and-replay.md Part 1).
+//
+// The first report is the baseline (reference), the others are variants.
+// Every compared sheet is tagged ("<tag>::<column>"), outer-merged on its key
+// columns, and gets "<col>__<tag>_diff" (variant - baseline) and
+// "<col>__<tag>_pct" (100 * diff / baseline, missing when the baseline is 0)
+// columns. Per-op sheets are split into <name>_intersect_<tag>,
+// <name>_only_baseline_<tag> and <name>_only_variant_<tag>.
+//
+// TraceLens behaviours reproduced on purpose (see docs/deviations.md):
+//  * Matching is purely textual: the same op with a different dtype string,
+//    stride or category does not match.
+//  * The sheets compared are those of the first report; ops_summary and
+//    kernel_summary are required in it when selected (also under "all").
+//  * Roofline sheets are skipped when empty in any report.
+//  * Split sheets lose every all-missing column, key columns included; an
+//    empty split sheet has no columns at all.
+//  * Sorts are pandas' unstable quicksort: ties keep NumPy's order.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "analysis/compare_frame.h"
+#include "report/table.h"
+
+namespace jarvis {
+
+// One report: its tag and its sheets (Table::name = sheet name).
+struct NamedReport {
+  std::string tag;
+  std::vector<Table> sheets;
+  // The sheet named `name`, or nullptr.
+  const Table* sheet(const std::string& name) const;
+};
+
+struct CompareOptions {
+  // Sheet groups: "gpu_timeline", "ops_summary", "kernel_summary", "ops_all",
+  // "roofline", or "all" (every group).
+  std::vector<std::string> sheet_groups = {"all"};
+  // FirstAppearance = pandas < 2.2, what the conformance references were
+  // produced with; Lexicographic = pandas >= 2.2.
+  frame::MergeOrder merge_order = frame::MergeOrder::FirstAppearance;
+};
+
+struct CompareResult {
+  // Result sheets in TraceLens order: gpu_timeline, ops_summary,
+  // kernel_summary, the ops_unique_args / unified_perf_summary splits, then
+  // the roofline splits (GEMM, SDPA_fwd, SDPA_bwd, CONV_fwd, CONV_bwd,
+  // un_eltwise, bin_eltwise).
+  std::vector<Table> tables;
+  // Sheets left out and why (e.g. a roofline sheet empty in one report).
+  std::vector<std::string> notes;
+  const Table* table(const std::string& name) const;
+};
+
+// The sheet groups understood by CompareOptions::sheet_groups.
+const std::vector<std::string>& compare_sheet_groups();
+
+// Compares reports[0] (baseline) with reports[1..]. Throws std::runtime_error
+// for fewer than two reports, duplicate tags, an unknown sheet group, or a
+// required sheet / column missing from a report.
+CompareResult compare_reports(const std::vector<NamedReport>& reports,
+                              const CompareOptions& options = {});
+
+// Reads a TraceLens report directory (one <sheet>.csv per sheet) with the
+// column types pandas read_csv infers. Zero-byte or header-less files give
+// empty sheets. Throws std::runtime_error if `dir` is not a directory.
+NamedReport load_report_dir(const std::string& dir, const std::string& tag);
+
+// Gives the cells of report tables built in memory the normal form the
+// comparison expects (float columns hold doubles, NaN is missing).
+void normalize_report(NamedReport& report);
+
+// Writes every result table as <dir>/<name>.csv (atomically); returns the paths.
+std::vector<std::string> write_compare_csvs(const CompareResult& result, const std::string& dir);
+
+}  // namespace jarvis

@@ -1,0 +1,102 @@
+#include "analysis/trace_store.h"
+
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <system_error>
+
+#include <fmt/format.h>
+
+#include "trace/loader.h"
+
+namespace jarvis {
+
+namespace fs = std::filesystem;
+
+std::shared_ptr<LoadedTrace::Slot> LoadedTrace::slot_for(std::type_index type,
+                                                         const std::string& key) const {
+  std::lock_guard<std::mutex> lock(slots_mutex_);
+  auto& slot = slots_[{type, key}];
+  if (!slot) slot = std::make_shared<Slot>();
+  return slot;
+}
+
+namespace {
+
+struct FileIdentity {
+  std::string path;
+  uint64_t size = 0;
+  int64_t mtime_ns = 0;
+};
+
+FileIdentity identify(const std::string& path) {
+  std::error_code ec;
+  fs::path canonical = fs::canonical(path, ec);
+  if (ec) throw TraceError(fmt::format("{}: {}", path, ec.message()));
+  if (!fs::is_regular_file(canonical, ec)) throw TraceError(fmt::format("{}: not a regular file", path));
+  FileIdentity id;
+  id.path = canonical.string();
+  id.size = fs::file_size(canonical, ec);
+  if (ec) throw TraceError(fmt::format("{}: {}", path, ec.message()));
+  auto mtime = fs::last_write_time(canonical, ec);
+  if (ec) throw TraceError(fmt::format("{}: {}", path, ec.message()));
+  id.mtime_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(mtime.time_since_epoch()).count();
+  return id;
+}
+
+}  // namespace
+
+TraceStore::LoadResult TraceStore::load(const std::string& path, const LoadOptions& options) {
+  FileIdentity id = identify(path);
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (const auto& handle : order_) {
+      const auto& entry = by_handle_.at(handle);
+      if (entry->path() == id.path && entry->file_size() == id.size && entry->mtime_ns() == id.mtime_ns)
+        return {entry, true};
+    }
+  }
+  auto start = std::chrono::steady_clock::now();
+  auto trace = std::make_shared<Trace>(load_trace(id.path, options));
+  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  std::lock_guard<std::mutex> lock(mutex_);
+  // Another call may have loaded the same file meanwhile; keep the first.
+  for (const auto& handle : order_) {
+    const auto& entry = by_handle_.at(handle);
+    if (entry->path() == id.path && entry->file_size() == id.size && entry->mtime_ns() == id.mtime_ns)
+      return {entry, true};
+  }
+  std::string handle = fmt::format("t{}", next_id_++);
+  auto entry = std::make_shared<const LoadedTrace>(handle, id.path, id.size, id.mtime_ns,
+                                                   std::move(trace), seconds);
+  by_handle_[handle] = entry;
+  order_.push_back(handle);
+  return {entry, false};
+}
+
+std::shared_ptr<const LoadedTrace> TraceStore::get(const std::string& handle) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto it = by_handle_.find(handle);
+  return it == by_handle_.end() ? nullptr : it->second;
+}
+
+bool TraceStore::unload(const std::string& handle) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (!by_handle_.erase(handle)) return false;
+  order_.erase(std::remove(order_.begin(), order_.end(), handle), order_.end());
+  return true;
+}
+
+std::vector<std::shared_ptr<const LoadedTrace>> TraceStore::list() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  std::vector<std::shared_ptr<const LoadedTrace>> out;
+  for (const auto& handle : order_) out.push_back(by_handle_.at(handle));
+  return out;
+}
+
+size_t TraceStore::size() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return by_handle_.size();
+}
+
+}  // namespace jarvis

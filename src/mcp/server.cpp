@@ -1,0 +1,560 @@
+#include "mcp/server.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <future>
+
+#include <fmt/format.h>
+
+#include "mcp/fixtures.h"
+#include "mcp/json_schema.h"
+
+namespace jarvis::mcp {
+
+namespace {
+
+constexpr const char* kServerName = "jarvis";
+constexpr const char* kServerVersion = "0.1.0";
+
+// A JSON-RPC error raised while handling a request.
+struct RpcError {
+  int code;
+  std::string message;
+  json data = nullptr;
+};
+
+// The request was cancelled by the client: no reply.
+struct Cancelled {};
+
+std::string id_key(const json& id) { return id.dump(); }
+
+bool valid_id(const json& id) { return id.is_string() || id.is_number_integer(); }
+
+json text_block(const std::string& text) { return {{"type", "text"}, {"text", text}}; }
+
+const char* kDefaultInstructions =
+    "jarvis analyses PyTorch profiler (Kineto) traces and reproduces AMD TraceLens's numbers. "
+    "Start with load_trace (a path inside the allowed roots) to get a handle, then call the "
+    "analysis tools with that handle (ops_summary for the top operators). The prompts describe "
+    "complete analysis workflows.";
+
+}  // namespace
+
+const std::vector<std::string>& legacy_versions() {
+  static const std::vector<std::string> versions = {"2025-11-25", "2025-06-18", "2025-03-26",
+                                                    "2024-11-05"};
+  return versions;
+}
+
+bool is_supported_version(std::string_view version) {
+  if (version == kModernVersion) return true;
+  const auto& v = legacy_versions();
+  return std::find(v.begin(), v.end(), version) != v.end();
+}
+
+json make_error(const json& id, int code, const std::string& message, const json& data) {
+  json error = {{"code", code}, {"message", message}};
+  if (!data.is_null()) error["data"] = data;
+  json reply = {{"jsonrpc", "2.0"}, {"error", std::move(error)}};
+  if (valid_id(id)) reply["id"] = id;
+  return reply;
+}
+
+// ---------------------------------------------------------------- Server
+
+Server::Server(ServerOptions options) : options_(std::move(options)) {
+  std::vector<std::string> roots = options_.roots;
+  if (roots.empty()) roots.push_back(std::filesystem::current_path().string());
+  paths_ = PathPolicy(roots);
+  tools_ = builtin_tools(problems_);
+  prompts_ = skill_prompts();
+  if (options_.conformance_fixtures) {
+    for (auto& tool : fixture_tools()) tools_.push_back(std::move(tool));
+    for (auto& prompt : fixture_prompts()) prompts_.push_back(std::move(prompt));
+  }
+  instructions_ = options_.instructions.empty() ? kDefaultInstructions : options_.instructions;
+  stateless_ = std::make_shared<Session>(*this);
+}
+
+Server::~Server() = default;
+
+const ToolSpec* Server::find_tool(std::string_view name) const {
+  for (const auto& tool : tools_)
+    if (tool.name == name) return &tool;
+  return nullptr;
+}
+
+json Server::server_info() const {
+  return {{"name", kServerName},
+          {"title", "jarvis — PyTorch trace analysis"},
+          {"version", kServerVersion}};
+}
+
+json Server::capabilities() const {
+  json caps = {{"tools", {{"listChanged", false}}}, {"logging", json::object()}};
+  if (!prompts_.empty()) caps["prompts"] = {{"listChanged", false}};
+  if (options_.conformance_fixtures) {
+    caps["resources"] = {{"subscribe", true}, {"listChanged", false}};
+    caps["completions"] = json::object();
+  }
+  return caps;
+}
+
+std::shared_ptr<Session> Server::new_session() { return std::make_shared<Session>(*this); }
+
+json Server::list_resources() const {
+  return options_.conformance_fixtures ? fixture_resources() : json::array();
+}
+
+json Server::list_resource_templates() const {
+  return options_.conformance_fixtures ? fixture_resource_templates() : json::array();
+}
+
+std::optional<json> Server::read_resource(const std::string& uri) const {
+  if (!options_.conformance_fixtures) return std::nullopt;
+  return read_fixture_resource(uri);
+}
+
+// ---------------------------------------------------------------- Session
+
+struct Session::Call {
+  json id;
+  std::shared_ptr<std::atomic<bool>> cancelled;
+  const Emit& emit;
+  json meta = json::object();  // params._meta
+  bool modern = false;
+};
+
+struct Session::PendingClientRequest {
+  std::promise<json> reply;  // the response message
+};
+
+Session::Session(Server& server) : server_(server) {}
+
+bool Session::initialized() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return initialized_;
+}
+
+std::string Session::protocol_version() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return version_;
+}
+
+size_t Session::in_flight() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return in_flight_.size();
+}
+
+void Session::cancel_all() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (auto& [_, flag] : in_flight_) flag->store(true);
+  for (auto& [_, pending] : pending_)
+    pending->reply.set_value(make_error(nullptr, rpc::kInternalError, "connection closed"));
+  pending_.clear();
+}
+
+bool Session::version_at_least(const std::string& version) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return version_ >= version;  // dates compare as strings
+}
+
+std::optional<json> Session::handle_text(std::string_view text, const Emit& emit) {
+  if (text.size() > server_.options().max_message_bytes)
+    return make_error(nullptr, rpc::kInvalidRequest,
+                      fmt::format("message of {} bytes exceeds the limit of {} bytes", text.size(),
+                                  server_.options().max_message_bytes));
+  json message = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (message.is_discarded()) return make_error(nullptr, rpc::kParseError, "Parse error: invalid JSON");
+  return handle(message, emit);
+}
+
+std::optional<json> Session::handle(const json& message, const Emit& emit) {
+  if (message.is_array()) return handle_batch(message, emit);
+  return handle_one(message, emit);
+}
+
+std::optional<json> Session::handle_batch(const json& batch, const Emit& emit) {
+  // JSON-RPC batches exist only in 2025-03-26; elsewhere one -32600.
+  if (protocol_version() != "2025-03-26")
+    return make_error(nullptr, rpc::kInvalidRequest,
+                      "Invalid Request: JSON-RPC batches are not supported by this protocol version; "
+                      "send one message at a time");
+  if (batch.empty()) return make_error(nullptr, rpc::kInvalidRequest, "Invalid Request: empty batch");
+  json replies = json::array();
+  for (const auto& message : batch) {
+    auto reply = handle_one(message, emit);
+    if (reply) replies.push_back(std::move(*reply));
+  }
+  if (replies.empty()) return std::nullopt;
+  return replies;
+}
+
+std::optional<json> Session::handle_one(const json& message, const Emit& emit) {
+  if (!message.is_object())
+    return make_error(nullptr, rpc::kInvalidRequest, "Invalid Request: expected a JSON-RPC object");
+  json id = message.contains("id") ? message["id"] : json();
+  bool has_id = message.contains("id");
+  if (has_id && !valid_id(id))
+    return make_error(nullptr, rpc::kInvalidRequest, "Invalid Request: id must be a string or an integer");
+  if (message.value("jsonrpc", json()) != "2.0")
+    return make_error(id, rpc::kInvalidRequest, "Invalid Request: \"jsonrpc\" must be \"2.0\"");
+  if (!message.contains("method")) {
+    if (has_id && (message.contains("result") || message.contains("error"))) {
+      handle_client_response(message);
+      return std::nullopt;
+    }
+    return make_error(id, rpc::kInvalidRequest, "Invalid Request: no \"method\"");
+  }
+  if (!message["method"].is_string())
+    return make_error(id, rpc::kInvalidRequest, "Invalid Request: \"method\" must be a string");
+  std::string method = message["method"].get<std::string>();
+  json params = message.contains("params") ? message["params"] : json::object();
+  if (!has_id) {
+    if (params.is_object()) handle_notification(method, params);
+    return std::nullopt;
+  }
+  if (!params.is_object())
+    return make_error(id, rpc::kInvalidParams, "Invalid params: \"params\" must be an object");
+  return handle_request(id, method, params, emit);
+}
+
+void Session::handle_notification(const std::string& method, const json& params) {
+  if (method == "notifications/cancelled") {
+    json request_id = params.value("requestId", json());
+    if (!valid_id(request_id)) return;
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = in_flight_.find(id_key(request_id));
+    if (it != in_flight_.end()) it->second->store(true);
+  }
+  // notifications/initialized, roots/list_changed, progress, unknown: nothing to do.
+}
+
+void Session::handle_client_response(const json& message) {
+  std::shared_ptr<PendingClientRequest> pending;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = pending_.find(id_key(message["id"]));
+    if (it == pending_.end()) return;  // late or unknown: ignore
+    pending = it->second;
+    pending_.erase(it);
+  }
+  pending->reply.set_value(message);
+}
+
+std::optional<json> Session::handle_request(const json& id, const std::string& method,
+                                            const json& params, const Emit& emit) {
+  Call call{id, std::make_shared<std::atomic<bool>>(false), emit};
+  if (params.contains("_meta") && params["_meta"].is_object()) call.meta = params["_meta"];
+  call.modern = method == "server/discover" ||
+                (method != "initialize" && call.meta.contains(kMetaProtocolVersion));
+  std::string key = id_key(id);
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (in_flight_.count(key))
+      return make_error(id, rpc::kInvalidRequest, "Invalid Request: this id is already in use");
+    if (method != "initialize") in_flight_[key] = call.cancelled;
+  }
+  std::optional<json> reply;
+  try {
+    json result = call.modern ? modern_request(call, method, params)
+                              : legacy_request(call, method, params);
+    if (!call.cancelled->load()) reply = json{{"jsonrpc", "2.0"}, {"id", id}, {"result", std::move(result)}};
+  } catch (const RpcError& e) {
+    if (!call.cancelled->load()) reply = make_error(id, e.code, e.message, e.data);
+  } catch (const Cancelled&) {
+  } catch (const std::exception& e) {
+    reply = make_error(id, rpc::kInternalError, fmt::format("Internal error: {}", e.what()));
+  }
+  std::lock_guard<std::mutex> lock(mutex_);
+  in_flight_.erase(key);
+  return reply;
+}
+
+json Session::legacy_request(Call& call, const std::string& method, const json& params) {
+  if (method == "initialize") return initialize(params);
+  if (method == "ping") return json::object();
+  if (!initialized())
+    throw RpcError{rpc::kInvalidRequest,
+                   fmt::format("Server not initialized: send \"initialize\" before \"{}\"", method)};
+  if (method == "logging/setLevel") return set_log_level(params);
+  if (method == "resources/subscribe" || method == "resources/unsubscribe") {
+    if (!server_.options().conformance_fixtures)
+      throw RpcError{rpc::kMethodNotFound, "Method not found: " + method};
+    if (!params.contains("uri") || !params["uri"].is_string())
+      throw RpcError{rpc::kInvalidParams, "Invalid params: \"uri\" (string) is required"};
+    return json::object();
+  }
+  return common_request(call, method, params, /*modern=*/false);
+}
+
+json Session::modern_request(Call& call, const std::string& method, const json& params) {
+  if (!call.meta.contains(kMetaProtocolVersion) || !call.meta[kMetaProtocolVersion].is_string() ||
+      !call.meta.contains(kMetaClientCapabilities) || !call.meta[kMetaClientCapabilities].is_object())
+    throw RpcError{rpc::kInvalidParams,
+                   fmt::format("Invalid params: a {} request must carry params._meta[\"{}\"] and "
+                               "params._meta[\"{}\"]",
+                               kModernVersion, kMetaProtocolVersion, kMetaClientCapabilities)};
+  std::string requested = call.meta[kMetaProtocolVersion].get<std::string>();
+  if (requested != kModernVersion)
+    throw RpcError{rpc::kUnsupportedProtocolVersion,
+                   fmt::format("Unsupported protocol version {}", requested),
+                   {{"supported", {kModernVersion}}, {"requested", requested}}};
+  json result;
+  if (method == "server/discover") {
+    result = {{"supportedVersions", {kModernVersion}},
+              {"capabilities", server_.capabilities()},
+              {"instructions", server_.instructions()}};
+  } else {
+    result = common_request(call, method, params, /*modern=*/true);
+  }
+  static const char* const cacheable[] = {"server/discover", "tools/list", "prompts/list",
+                                          "resources/list", "resources/templates/list",
+                                          "resources/read"};
+  if (std::any_of(std::begin(cacheable), std::end(cacheable), [&](const char* m) { return method == m; })) {
+    result["ttlMs"] = 0;
+    result["cacheScope"] = "public";
+  }
+  result["resultType"] = "complete";
+  result["_meta"][kMetaServerInfo] = server_.server_info();
+  return result;
+}
+
+json Session::common_request(Call& call, const std::string& method, const json& params, bool modern) {
+  if (method == "tools/list") return list_tools(params, modern);
+  if (method == "tools/call") return call_tool(call, params, modern);
+  if (method == "prompts/list") {
+    if (server_.prompts().empty()) throw RpcError{rpc::kMethodNotFound, "Method not found: " + method};
+    json prompts = json::array();
+    for (const auto& prompt : server_.prompts()) prompts.push_back(prompt.definition);
+    return {{"prompts", prompts}};
+  }
+  if (method == "prompts/get") return get_prompt(params);
+  if (server_.options().conformance_fixtures) {
+    if (method == "resources/list") return {{"resources", server_.list_resources()}};
+    if (method == "resources/templates/list")
+      return {{"resourceTemplates", server_.list_resource_templates()}};
+    if (method == "resources/read") {
+      if (!params.contains("uri") || !params["uri"].is_string())
+        throw RpcError{rpc::kInvalidParams, "Invalid params: \"uri\" (string) is required"};
+      auto contents = server_.read_resource(params["uri"].get<std::string>());
+      if (!contents)
+        throw RpcError{modern ? rpc::kInvalidParams : rpc::kResourceNotFound, "Resource not found",
+                       {{"uri", params["uri"]}}};
+      return {{"contents", *contents}};
+    }
+    if (method == "completion/complete")
+      return {{"completion", {{"values", json::array()}, {"total", 0}, {"hasMore", false}}}};
+  }
+  throw RpcError{rpc::kMethodNotFound, "Method not found: " + method};
+}
+
+json Session::initialize(const json& params) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (initialized_)
+    throw RpcError{rpc::kInvalidRequest, "Invalid Request: this session is already initialized"};
+  if (!params.contains("protocolVersion") || !params["protocolVersion"].is_string())
+    throw RpcError{rpc::kInvalidParams, "Invalid params: \"protocolVersion\" (string) is required"};
+  std::string requested = params["protocolVersion"].get<std::string>();
+  const auto& known = legacy_versions();
+  // A version we do not know gets our newest; the client decides whether it can use it.
+  version_ = std::find(known.begin(), known.end(), requested) != known.end() ? requested
+                                                                              : kLatestLegacyVersion;
+  if (params.contains("capabilities") && params["capabilities"].is_object())
+    client_capabilities_ = params["capabilities"];
+  initialized_ = true;
+  json info = server_.server_info();
+  if (version_ < "2025-06-18") info.erase("title");
+  return {{"protocolVersion", version_},
+          {"capabilities", server_.capabilities()},
+          {"serverInfo", info},
+          {"instructions", server_.instructions()}};
+}
+
+json Session::set_log_level(const json& params) {
+  LogLevel level;
+  if (!params.contains("level") || !params["level"].is_string() ||
+      !parse_log_level(params["level"].get<std::string>(), level))
+    throw RpcError{rpc::kInvalidParams,
+                   "Invalid params: \"level\" must be one of debug, info, notice, warning, error, "
+                   "critical, alert, emergency"};
+  std::lock_guard<std::mutex> lock(mutex_);
+  log_level_ = level;
+  return json::object();
+}
+
+json Session::list_tools(const json& params, bool modern) const {
+  const auto& tools = server_.tools();
+  size_t page = std::max<size_t>(1, server_.options().tools_page_size);
+  size_t start = 0;
+  if (params.contains("cursor") && !params["cursor"].is_null()) {
+    const json& cursor = params["cursor"];
+    bool ok = cursor.is_string() && cursor.get<std::string>().rfind("tools:", 0) == 0;
+    if (ok) {
+      const std::string digits = cursor.get<std::string>().substr(6);
+      ok = !digits.empty() && digits.size() < 10 &&
+           std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; });
+      if (ok) start = std::stoul(digits);
+      ok = ok && start > 0 && start < tools.size();
+    }
+    if (!ok) throw RpcError{rpc::kInvalidParams, "Invalid params: unknown or stale cursor"};
+  }
+  bool rich = modern || version_at_least("2025-06-18");
+  bool annotated = modern || version_at_least("2025-03-26");
+  json list = json::array();
+  for (size_t k = start; k < tools.size() && k < start + page; ++k) {
+    json tool = tools[k].definition;
+    if (!rich) {
+      tool.erase("title");
+      tool.erase("outputSchema");
+    }
+    if (!annotated) tool.erase("annotations");
+    list.push_back(std::move(tool));
+  }
+  json result = {{"tools", list}};
+  if (start + page < tools.size()) result["nextCursor"] = fmt::format("tools:{}", start + page);
+  return result;
+}
+
+json Session::get_prompt(const json& params) const {
+  if (!params.contains("name") || !params["name"].is_string())
+    throw RpcError{rpc::kInvalidParams, "Invalid params: \"name\" (string) is required"};
+  std::string name = params["name"].get<std::string>();
+  json arguments = params.value("arguments", json::object());
+  if (!arguments.is_object())
+    throw RpcError{rpc::kInvalidParams, "Invalid params: \"arguments\" must be an object"};
+  for (const auto& prompt : server_.prompts()) {
+    if (prompt.definition["name"] != name) continue;
+    for (const auto& arg : prompt.definition.value("arguments", json::array()))
+      if (arg.value("required", false) && !arguments.contains(arg["name"].get<std::string>()))
+        throw RpcError{rpc::kInvalidParams,
+                       fmt::format("Invalid params: prompt {} needs argument \"{}\"", name,
+                                   arg["name"].get<std::string>())};
+    return prompt.render(arguments);
+  }
+  throw RpcError{rpc::kInvalidParams, fmt::format("Invalid params: unknown prompt \"{}\"", name)};
+}
+
+json Session::client_request(Call& call, const std::string& method, const json& params) {
+  if (call.modern)
+    throw ToolError("requests to the client are not available in protocol 2026-07-28");
+  std::string capability = method.substr(0, method.find('/'));
+  if (capability == "elicitation" || capability == "sampling" || capability == "roots") {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!client_capabilities_.contains(capability))
+      throw ToolError(fmt::format("the client did not declare the \"{}\" capability", capability));
+  }
+  auto pending = std::make_shared<PendingClientRequest>();
+  std::future<json> reply = pending->reply.get_future();
+  std::string request_id;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    request_id = fmt::format("jarvis-{}", next_client_request_++);
+    pending_[id_key(request_id)] = pending;
+  }
+  call.emit({{"jsonrpc", "2.0"}, {"id", request_id}, {"method", method}, {"params", params}});
+  auto deadline = std::chrono::steady_clock::now() + server_.options().client_request_timeout;
+  while (reply.wait_for(std::chrono::milliseconds(50)) != std::future_status::ready) {
+    if (call.cancelled->load() || std::chrono::steady_clock::now() > deadline) {
+      std::lock_guard<std::mutex> lock(mutex_);
+      pending_.erase(id_key(request_id));
+      if (call.cancelled->load()) throw Cancelled{};
+      throw ToolError(fmt::format("the client did not answer {} in time", method));
+    }
+  }
+  json message = reply.get();
+  if (message.contains("error"))
+    throw ToolError(fmt::format("the client answered {} with an error: {}", method,
+                                message["error"].value("message", std::string("?"))));
+  return message.value("result", json::object());
+}
+
+json Session::call_tool(Call& call, const json& params, bool modern) {
+  if (!params.contains("name") || !params["name"].is_string())
+    throw RpcError{rpc::kInvalidParams, "Invalid params: \"name\" (string) is required"};
+  std::string name = params["name"].get<std::string>();
+  json args = params.contains("arguments") && !params["arguments"].is_null() ? params["arguments"]
+                                                                             : json::object();
+  if (!args.is_object())
+    throw RpcError{rpc::kInvalidParams, "Invalid params: \"arguments\" must be an object"};
+  const ToolSpec* tool = server_.find_tool(name);
+  if (!tool)
+    throw RpcError{rpc::kInvalidParams,
+                   fmt::format("Unknown tool: {} (call tools/list for the available tools)", name)};
+
+  bool structured = modern || version_at_least("2025-06-18");
+  auto error_result = [](const std::string& message) {
+    return json{{"content", {text_block(message)}}, {"isError", true}};
+  };
+  const json& input_schema = tool->definition["inputSchema"];
+  apply_defaults(input_schema, args);
+  if (std::string problem = validate_json(input_schema, args); !problem.empty())
+    return error_result(fmt::format("Invalid arguments for tool {}: {}. Fix the arguments to match "
+                                    "the tool's inputSchema and call it again.",
+                                    name, problem));
+
+  ToolContext ctx(traces_, server_.paths());
+  ctx.cancel_flag_ = call.cancelled.get();
+  if (call.meta.contains("progressToken") &&
+      (call.meta["progressToken"].is_string() || call.meta["progressToken"].is_number_integer())) {
+    json token = call.meta["progressToken"];
+    ctx.on_progress = [&call, token](double done, double total, const std::string& message) {
+      if (call.cancelled->load()) return;
+      json p = {{"progressToken", token}, {"progress", done}};
+      if (total > 0) p["total"] = total;
+      if (!message.empty()) p["message"] = message;
+      call.emit({{"jsonrpc", "2.0"}, {"method", "notifications/progress"}, {"params", p}});
+    };
+  }
+  std::optional<LogLevel> threshold;
+  if (modern) {
+    LogLevel level;
+    if (call.meta.contains(kMetaLogLevel) && call.meta[kMetaLogLevel].is_string() &&
+        parse_log_level(call.meta[kMetaLogLevel].get<std::string>(), level))
+      threshold = level;
+  } else {
+    std::lock_guard<std::mutex> lock(mutex_);
+    threshold = log_level_;
+  }
+  if (threshold) {
+    LogLevel min = *threshold;
+    ctx.on_log = [&call, min](LogLevel level, const std::string& message) {
+      if (level < min || call.cancelled->load()) return;
+      call.emit({{"jsonrpc", "2.0"},
+                 {"method", "notifications/message"},
+                 {"params", {{"level", log_level_name(level)}, {"logger", "jarvis"}, {"data", message}}}});
+    };
+  }
+  ctx.on_client_request = [this, &call](const std::string& method, const json& p) {
+    return client_request(call, method, p);
+  };
+
+  ToolResult out;
+  try {
+    out = tool->handler(args, ctx);
+  } catch (const Cancelled&) {
+    throw;
+  } catch (const std::runtime_error& e) {  // ToolError, TraceError, engine input errors
+    if (call.cancelled->load()) throw Cancelled{};
+    return error_result(e.what());
+  }
+  if (call.cancelled->load()) throw Cancelled{};
+
+  json result = json::object();
+  if (!out.content.is_null()) {
+    result["content"] = out.content;
+  } else {
+    result["content"] = {text_block(out.text.empty() ? out.structured.dump() : out.text)};
+  }
+  if (tool->definition.contains("outputSchema")) {
+    if (std::string problem = validate_json(tool->definition["outputSchema"], out.structured);
+        !problem.empty())
+      throw RpcError{rpc::kInternalError,
+                     fmt::format("tool {} produced a result that does not match its outputSchema: {}",
+                                 name, problem)};
+    if (structured) result["structuredContent"] = std::move(out.structured);
+  }
+  return result;
+}
+
+}  // namespace jarvis::mcp

@@ -1,0 +1,176 @@
+// The MCP protocol core, independent of the transport.
+//
+// A Server holds what every connection shares (the tools, prompts, options,
+// the trace store of stateless 2026-07-28 requests). A Session is one stdio
+// process or one HTTP session: negotiated version, log level, its own
+// TraceStore, the requests in flight (for cancellation) and the requests we
+// sent to the client. Transports feed messages to Session::handle*, from any
+// number of threads, and deliver what comes back.
+//
+// Eras are chosen per message: a request whose params._meta carries
+// "io.modelcontextprotocol/protocolVersion" (and server/discover) is served
+// statelessly as 2026-07-28; everything else follows the initialize handshake
+// (2024-11-05 ... 2025-11-25).
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "analysis/trace_store.h"
+#include "mcp/tool.h"
+
+namespace jarvis::mcp {
+
+inline constexpr const char* kLatestLegacyVersion = "2025-11-25";
+inline constexpr const char* kModernVersion = "2026-07-28";
+inline constexpr const char* kMetaProtocolVersion = "io.modelcontextprotocol/protocolVersion";
+inline constexpr const char* kMetaClientCapabilities = "io.modelcontextprotocol/clientCapabilities";
+inline constexpr const char* kMetaLogLevel = "io.modelcontextprotocol/logLevel";
+inline constexpr const char* kMetaServerInfo = "io.modelcontextprotocol/serverInfo";
+
+// Legacy revisions we answer, newest first.
+const std::vector<std::string>& legacy_versions();
+bool is_supported_version(std::string_view version);  // any era
+
+// JSON-RPC error codes.
+namespace rpc {
+inline constexpr int kParseError = -32700;
+inline constexpr int kInvalidRequest = -32600;
+inline constexpr int kMethodNotFound = -32601;
+inline constexpr int kInvalidParams = -32602;
+inline constexpr int kInternalError = -32603;
+inline constexpr int kResourceNotFound = -32002;
+inline constexpr int kHeaderMismatch = -32020;
+inline constexpr int kUnsupportedProtocolVersion = -32022;
+}  // namespace rpc
+
+// An error response; `id` is omitted when null (MCP never sends id:null).
+json make_error(const json& id, int code, const std::string& message, const json& data = nullptr);
+
+// A prompt served by prompts/list and prompts/get.
+struct Prompt {
+  json definition;  // {name, title?, description?, arguments?}
+  std::function<json(const json& arguments)> render;  // -> {description?, messages}
+};
+
+// Prompts from the skill documents compiled in from skills/ (front matter
+// `name:` and `description:`). Files without a name are skipped.
+std::vector<Prompt> skill_prompts();
+
+struct ServerOptions {
+  std::vector<std::string> roots;           // --root; empty = the current directory
+  bool conformance_fixtures = false;        // add the conformance suite's fixtures
+  size_t max_message_bytes = 64u << 20;     // one JSON-RPC message (stdio line, HTTP body)
+  size_t tools_page_size = 100;             // tools/list page size
+  std::chrono::milliseconds client_request_timeout{60000};
+  std::string instructions;                 // initialize.instructions ("" = default text)
+};
+
+class Session;
+
+class Server {
+ public:
+  explicit Server(ServerOptions options);
+  ~Server();
+
+  const ServerOptions& options() const { return options_; }
+  const PathPolicy& paths() const { return paths_; }
+  // Tools in tools/list order (built-ins sorted by name, then fixtures).
+  const std::vector<ToolSpec>& tools() const { return tools_; }
+  const ToolSpec* find_tool(std::string_view name) const;
+  const std::vector<Prompt>& prompts() const { return prompts_; }
+  // Schema/handler mismatches found at startup (those tools are not served).
+  const std::vector<std::string>& registry_problems() const { return problems_; }
+
+  json server_info() const;
+  json capabilities() const;
+  const std::string& instructions() const { return instructions_; }
+
+  std::shared_ptr<Session> new_session();
+  // The session that serves stateless (2026-07-28) HTTP requests.
+  Session& stateless_session() { return *stateless_; }
+
+  // Fixture resources (conformance mode only).
+  json list_resources() const;
+  json list_resource_templates() const;
+  std::optional<json> read_resource(const std::string& uri) const;
+
+ private:
+  ServerOptions options_;
+  PathPolicy paths_;
+  std::vector<ToolSpec> tools_;
+  std::vector<Prompt> prompts_;
+  std::vector<std::string> problems_;
+  std::string instructions_;
+  std::shared_ptr<Session> stateless_;
+};
+
+// Delivers a message related to the request being handled (progress, log,
+// a request to the client) on that request's channel. Must be thread-safe.
+using Emit = std::function<void(const json&)>;
+
+class Session {
+ public:
+  explicit Session(Server& server);
+
+  // Handles one message given as text: -32700 on bad JSON, batches per the
+  // negotiated version. Returns the reply (an object, an array for a batch,
+  // or nothing for notifications, responses and cancelled requests).
+  std::optional<json> handle_text(std::string_view text, const Emit& emit);
+  // Handles one parsed message (object or array).
+  std::optional<json> handle(const json& message, const Emit& emit);
+
+  bool initialized() const;
+  std::string protocol_version() const;  // "" before initialize
+  TraceStore& traces() { return traces_; }
+  // Cancels every request in flight and fails every pending client request
+  // (the transport is going away).
+  void cancel_all();
+  // Number of requests running now.
+  size_t in_flight() const;
+
+ private:
+  struct Call;  // one request being handled
+  struct PendingClientRequest;
+
+  std::optional<json> handle_one(const json& message, const Emit& emit);
+  std::optional<json> handle_batch(const json& batch, const Emit& emit);
+  void handle_notification(const std::string& method, const json& params);
+  void handle_client_response(const json& message);
+  std::optional<json> handle_request(const json& id, const std::string& method, const json& params,
+                                     const Emit& emit);
+  json legacy_request(Call& call, const std::string& method, const json& params);
+  json modern_request(Call& call, const std::string& method, const json& params);
+  json common_request(Call& call, const std::string& method, const json& params, bool modern);
+  json initialize(const json& params);
+  json list_tools(const json& params, bool modern) const;
+  json call_tool(Call& call, const json& params, bool modern);
+  json get_prompt(const json& params) const;
+  json set_log_level(const json& params);
+  json client_request(Call& call, const std::string& method, const json& params);
+  bool version_at_least(const std::string& version) const;
+
+  Server& server_;
+  TraceStore traces_;
+  mutable std::mutex mutex_;
+  bool initialized_ = false;
+  std::string version_;
+  json client_capabilities_ = json::object();
+  std::optional<LogLevel> log_level_;
+  std::map<std::string, std::shared_ptr<std::atomic<bool>>> in_flight_;  // id key -> cancel flag
+  std::map<std::string, std::shared_ptr<PendingClientRequest>> pending_;
+  uint64_t next_client_request_ = 1;
+};
+
+}  // namespace jarvis::mcp

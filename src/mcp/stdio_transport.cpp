@@ -1,0 +1,179 @@
+// stdio transport: one JSON-RPC message per line on stdin/stdout.
+#include <unistd.h>
+
+#include <condition_variable>
+#include <deque>
+#include <mutex>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "mcp/transport.h"
+
+namespace jarvis::mcp {
+
+namespace {
+
+// Writes whole lines to a descriptor; one message per write under a mutex so
+// concurrent replies and notifications never interleave.
+class LineWriter {
+ public:
+  explicit LineWriter(int fd) : fd_(fd) {}
+  void write(const json& message) {
+    std::string line = message.dump(-1, ' ', false, json::error_handler_t::replace);
+    line.push_back('\n');
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (broken_) return;
+    const char* p = line.data();
+    size_t left = line.size();
+    while (left > 0) {
+      ssize_t n = ::write(fd_, p, left);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) {
+        broken_ = true;  // the client went away; drop further output
+        return;
+      }
+      p += n;
+      left -= static_cast<size_t>(n);
+    }
+  }
+
+ private:
+  int fd_;
+  std::mutex mutex_;
+  bool broken_ = false;
+};
+
+// Reads lines of at most `max` bytes; longer lines are consumed and reported
+// as oversized instead of being buffered.
+class LineReader {
+ public:
+  LineReader(int fd, size_t max) : fd_(fd), max_(max) {}
+  // false at EOF with nothing left.
+  bool next(std::string& line, bool& oversized) {
+    line.clear();
+    oversized = false;
+    while (true) {
+      if (pos_ == len_) {
+        ssize_t n = ::read(fd_, buf_, sizeof buf_);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) return !line.empty() || oversized;
+        pos_ = 0;
+        len_ = static_cast<size_t>(n);
+      }
+      char* start = buf_ + pos_;
+      char* nl = static_cast<char*>(memchr(start, '\n', len_ - pos_));
+      size_t take = nl ? static_cast<size_t>(nl - start) : len_ - pos_;
+      if (!oversized) {
+        if (line.size() + take > max_) {
+          oversized = true;
+          line.clear();
+        } else {
+          line.append(start, take);
+        }
+      }
+      pos_ += take;
+      if (nl) {
+        ++pos_;
+        if (!line.empty() && line.back() == '\r') line.pop_back();
+        return true;
+      }
+    }
+  }
+
+ private:
+  int fd_;
+  size_t max_;
+  char buf_[1 << 16];
+  size_t pos_ = 0, len_ = 0;
+};
+
+class WorkQueue {
+ public:
+  explicit WorkQueue(size_t threads) {
+    for (size_t k = 0; k < threads; ++k) threads_.emplace_back([this] { loop(); });
+  }
+  ~WorkQueue() { finish(); }
+  void push(std::function<void()> job) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    jobs_.push_back(std::move(job));
+    cv_.notify_one();
+  }
+  // Runs the queued jobs to the end, then stops the threads.
+  void finish() {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      closing_ = true;
+      cv_.notify_all();
+    }
+    for (auto& t : threads_)
+      if (t.joinable()) t.join();
+  }
+
+ private:
+  void loop() {
+    while (true) {
+      std::function<void()> job;
+      {
+        std::unique_lock<std::mutex> lock(mutex_);
+        cv_.wait(lock, [&] { return closing_ || !jobs_.empty(); });
+        if (jobs_.empty()) return;
+        job = std::move(jobs_.front());
+        jobs_.pop_front();
+      }
+      job();
+    }
+  }
+  std::vector<std::thread> threads_;
+  std::deque<std::function<void()>> jobs_;
+  std::mutex mutex_;
+  std::condition_variable cv_;
+  bool closing_ = false;
+};
+
+// Requests other than initialize run on the pool; notifications (cancel!),
+// responses to our requests and initialize are handled on the reader thread,
+// in order.
+bool runs_on_pool(const json& message) {
+  if (message.is_array()) return true;
+  return message.is_object() && message.contains("method") && message.contains("id") &&
+         message["method"] != "initialize";
+}
+
+}  // namespace
+
+int serve_stdio(Server& server, int in_fd, int out_fd, size_t workers) {
+  auto session = server.new_session();
+  LineWriter writer(out_fd);
+  Emit emit = [&writer](const json& message) { writer.write(message); };
+  WorkQueue pool(std::max<size_t>(1, workers));
+  LineReader reader(in_fd, server.options().max_message_bytes);
+  std::string line;
+  bool oversized = false;
+  while (reader.next(line, oversized)) {
+    if (oversized) {
+      writer.write(make_error(nullptr, rpc::kInvalidRequest,
+                              fmt::format("message exceeds the limit of {} bytes",
+                                          server.options().max_message_bytes)));
+      continue;
+    }
+    if (line.find_first_not_of(" \t") == std::string::npos) continue;
+    json message = json::parse(line, nullptr, /*allow_exceptions=*/false);
+    if (message.is_discarded()) {
+      writer.write(make_error(nullptr, rpc::kParseError, "Parse error: invalid JSON"));
+      continue;
+    }
+    if (runs_on_pool(message)) {
+      pool.push([session, message = std::move(message), &emit, &writer] {
+        if (auto reply = session->handle(message, emit)) writer.write(*reply);
+      });
+    } else if (auto reply = session->handle(message, emit)) {
+      writer.write(*reply);
+    }
+  }
+  // EOF: let the calls in flight finish (their replies still go out), then exit.
+  pool.finish();
+  return 0;
+}
+
+}  // namespace jarvis::mcp

@@ -1,0 +1,144 @@
+// The tool plug-in interface of the MCP server.
+//
+// A tool is two files:
+//   tools_schema/<name>.json   {name, title, description, inputSchema, outputSchema, annotations}
+//                              (the single source of truth for tools/list; compiled into the binary)
+//   src/mcp/tools/<name>.cpp   the adapter: parse arguments, call the engine, shape the result,
+//                              registered with JARVIS_MCP_TOOL(<name>, handler).
+//
+// The server validates the arguments against inputSchema (filling in `default`s)
+// before the handler runs, and checks the structured result against outputSchema.
+// A handler either returns a ToolResult or throws ToolError with a message that
+// tells the agent what to do instead (sent back as an isError result).
+// See docs/adding-a-tool.md.
+#pragma once
+
+#include <atomic>
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace jarvis {
+class TraceStore;
+}
+
+namespace jarvis::mcp {
+
+using json = nlohmann::json;
+
+// A failure the agent can act on (bad argument value, unknown handle, file not
+// found, ...). Becomes a tools/call result with isError:true and this text.
+class ToolError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+struct ToolResult {
+  json structured = json::object();  // structuredContent; must match the tool's outputSchema
+  std::string text;                  // text block; empty = structured serialized as JSON
+  json content;                      // rarely needed: explicit content blocks (replaces `text`)
+  ToolResult() = default;
+  ToolResult(json structured_content, std::string text_block = {})  // NOLINT: implicit on purpose
+      : structured(std::move(structured_content)), text(std::move(text_block)) {}
+};
+
+// MCP log levels, lowest first (notifications/message, logging/setLevel).
+enum class LogLevel { Debug, Info, Notice, Warning, Error, Critical, Alert, Emergency };
+const char* log_level_name(LogLevel level);
+bool parse_log_level(std::string_view name, LogLevel& level);
+
+// The directories a session may read and write (--root, repeatable).
+class PathPolicy {
+ public:
+  PathPolicy() = default;
+  // Roots are made absolute and canonical; a root that does not exist is an error.
+  explicit PathPolicy(const std::vector<std::string>& roots);
+  const std::vector<std::filesystem::path>& roots() const { return roots_; }
+  // Resolves `path` (relative paths are taken against the first root) and
+  // checks, after following symlinks, that it lies inside a root. must_exist:
+  // the path must exist. for_write: its parent directory must exist.
+  // Throws ToolError with a message naming the roots.
+  std::filesystem::path resolve(const std::string& path, bool must_exist, bool for_write) const;
+
+ private:
+  std::vector<std::filesystem::path> roots_;
+};
+
+// What a handler may use besides its arguments. One per tools/call.
+class ToolContext {
+ public:
+  ToolContext(TraceStore& traces, const PathPolicy& paths) : traces_(traces), paths_(paths) {}
+
+  // The session's loaded traces (handles from load_trace).
+  TraceStore& traces() { return traces_; }
+  const PathPolicy& paths() const { return paths_; }
+  std::filesystem::path resolve_path(const std::string& path, bool must_exist,
+                                     bool for_write) const {
+    return paths_.resolve(path, must_exist, for_write);
+  }
+
+  // notifications/progress when the client asked for it (a progressToken);
+  // a no-op otherwise. Non-increasing values are dropped.
+  void report_progress(double done, double total, const std::string& message = {});
+  // True once the client cancelled this call; long loops should check it and
+  // return early (the result is discarded anyway).
+  bool cancelled() const { return cancel_flag_ && cancel_flag_->load(); }
+  // Throws ToolError("cancelled") when cancelled().
+  void throw_if_cancelled() const;
+  // notifications/message to the client, subject to its log level.
+  void log(LogLevel level, const std::string& message);
+  // Sends a request to the client (sampling/createMessage, elicitation/create,
+  // roots/list) and waits for its result. Throws ToolError if the client did
+  // not declare the capability or answered with an error.
+  json ask_client(const std::string& method, const json& params);
+
+  // Wiring, set by the session that runs the call (tests may set these too).
+  std::function<void(double, double, const std::string&)> on_progress;
+  std::function<void(LogLevel, const std::string&)> on_log;
+  std::function<json(const std::string&, const json&)> on_client_request;
+  const std::atomic<bool>* cancel_flag_ = nullptr;
+
+ private:
+  TraceStore& traces_;
+  const PathPolicy& paths_;
+  double last_progress_ = -1;
+};
+
+using ToolHandler = std::function<ToolResult(const json& args, ToolContext& ctx)>;
+
+// A tool as the server serves it: its schema file joined with its handler.
+struct ToolSpec {
+  std::string name;
+  json definition;  // the schema file: name, title, description, inputSchema, outputSchema, ...
+  ToolHandler handler;
+};
+
+// Handlers registered by JARVIS_MCP_TOOL, by name.
+std::map<std::string, ToolHandler>& registered_tool_handlers();
+
+struct ToolRegistrar {
+  ToolRegistrar(const char* name, ToolHandler handler);
+};
+
+// The built-in tools, sorted by name: every embedded schema joined with its
+// handler. Mismatches (a schema without handler or the reverse, a schema whose
+// name differs from its file name, a malformed schema) are appended to
+// `problems` and the tool is left out.
+std::vector<ToolSpec> builtin_tools(std::vector<std::string>& problems);
+
+// Checks a schema file's shape (name format, description, object schemas).
+// Returns "" when fine, else the problem.
+std::string check_tool_definition(const json& definition);
+
+}  // namespace jarvis::mcp
+
+// Registers `handler` (a function or lambda) as the handler of tool `name`.
+// Use once at namespace scope in src/mcp/tools/<name>.cpp.
+#define JARVIS_MCP_TOOL(name, handler) \
+  static const ::jarvis::mcp::ToolRegistrar jarvis_mcp_tool_registrar_##name(#name, handler)

@@ -1,0 +1,55 @@
+// GPU architecture specs for roofline analysis (spec perf-models.md §7), in
+// TraceLens's arch JSON schema: name, mem_bw_gbps, memory_gb and
+// max_achievable_tflops keyed by Compute Spec ("matrix_bf16", ...).
+#pragma once
+
+#include <map>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace jarvis::perf {
+
+struct GpuArch {
+  std::string name;
+  double mem_bw_gbps = 0;  // GB/s (decimal)
+  double memory_gb = 0;
+  std::map<std::string, double> max_achievable_tflops;  // by Compute Spec
+  std::string source;  // the `_source` note of bundled files ("" otherwise)
+  std::string path;    // file it was read from
+
+  // Peak TFLOPS for a Compute Spec, when the arch lists it.
+  std::optional<double> peak_tflops(const std::string& compute_spec) const;
+  // FLOPs per byte where compute and memory time are equal, for a spec.
+  std::optional<double> ridge_point(const std::string& compute_spec) const;
+};
+
+class GpuArchError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// Loads a bundled arch by name (case-insensitive: "mi300x", "H100") from
+// <repo>/arch/<NAME>.json, or any arch JSON file by path. Throws GpuArchError
+// naming the known archs when neither resolves, or describing a bad file.
+GpuArch load_gpu_arch(const std::string& name_or_path);
+// Parses arch JSON text (`origin` is used in error messages).
+GpuArch parse_gpu_arch(const std::string& json_text, const std::string& origin);
+// Names of the bundled arch files (without .json), sorted.
+std::vector<std::string> bundled_gpu_arch_names();
+std::string bundled_arch_dir();
+
+// Roofline columns (§7.2): only when the arch lists the Compute Spec, bytes
+// are known and GFLOPS > 0.
+struct Roofline {
+  double time_us = 0;
+  std::string bound;  // "COMPUTE_BOUND" / "MEMORY_BOUND"
+  double pct = 0;     // Roofline Time / Kernel Time · 100 (NaN when kernel time is 0)
+  double compute_time_us = 0;
+  double memory_time_us = 0;
+};
+std::optional<Roofline> compute_roofline(const GpuArch& arch, const std::string& compute_spec, double gflops,
+                                         std::optional<double> bytes, double kernel_time_us);
+
+}  // namespace jarvis::perf

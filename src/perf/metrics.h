@@ -1,0 +1,33 @@
+// Per-op performance metrics (spec perf-models.md §3.4, §4): GFLOPS, data
+// moved, arithmetic intensity, achieved TFLOPS/s and TB/s, Compute Spec and
+// the roofline columns, from a model's work and the op's kernel busy time.
+#pragma once
+
+#include <cmath>
+#include <optional>
+#include <string>
+
+#include "perf/gpu_arch.h"
+#include "perf/perf_model.h"
+
+namespace jarvis::perf {
+
+struct PerfMetrics {
+  double gflops = 0;                  // GFLOPS (work of one op instance)
+  double kernel_time_us = 0;          // Kernel Time (µs)
+  double tflops_per_s = NAN;          // TFLOPS/s (NaN when kernel time is 0)
+  std::optional<double> bytes;        // bytes moved (None when a dtype is unknown)
+  double data_moved_mb = NAN;         // Data Moved (MB) = bytes / 2^20
+  double flops_per_byte = NAN;        // FLOPS/Byte
+  double tb_per_s = NAN;              // TB/s
+  std::string compute_spec;           // "" when unknown
+  std::optional<Roofline> roofline;   // only with an arch and a known spec
+  Params params;                      // the model's params, in order
+};
+
+// Metrics of one op for the given direction (backward uses flops_bwd /
+// bytes_bwd). Throws what the model throws (PerfNotImplemented, PerfModelError).
+PerfMetrics compute_perf_metrics(const PerfModel& model, bool backward, double kernel_time_us,
+                                 const GpuArch* arch);
+
+}  // namespace jarvis::perf

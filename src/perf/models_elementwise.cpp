@@ -1,0 +1,293 @@
+// Elementwise and reduce families (spec perf-models.md §5.4, §5.6).
+//
+// Unary: one FLOP per element, read + write. Binary: one FLOP per broadcast
+// output element, both inputs read and the output written. Reduce: one FLOP
+// per input element. Quirk kept from TraceLens: Kineto's Concrete Inputs are
+// strings, so the reduce dim/keepdim parser never finds a typed value and the
+// output is counted as one element (except cumsum / cumprod).
+#include "perf/models_internal.h"
+
+namespace jarvis::perf::detail {
+namespace {
+
+class UnaryModel : public PerfModel {
+ public:
+  double flops() const override { return static_cast<double>(nelems_); }
+  std::optional<double> bytes() const override {
+    if (!bpe_in_ || !bpe_out_) return std::nullopt;
+    return static_cast<double>(nelems_in_ * *bpe_in_ + nelems_ * *bpe_out_);
+  }
+  std::string maf_type() const override { return "vector"; }
+  std::string precision() const override { return precision_of_value(dtype_in_); }
+
+ protected:
+  // Called once params are set: op_shape, dtype_in_out.
+  void finish(const Shape& op_shape, const PyValue& dtype_in, const PyValue& dtype_out) {
+    nelems_ = prod(op_shape);
+    if (nelems_in_ < 0) nelems_in_ = nelems_;
+    dtype_in_ = dtype_in;
+    bpe_in_ = bpe_of(dtype_in);
+    bpe_out_ = dtype_out.is_none() ? bpe_in_ : bpe_of(dtype_out);
+  }
+
+  int64_t nelems_ = 0, nelems_in_ = -1;
+  PyValue dtype_in_;
+  std::optional<int> bpe_in_, bpe_out_;
+};
+
+// aten::copy_, silu, neg, ... : op_shape = dims[0]; output dtype/stride only
+// when a second non-empty tensor arg exists.
+class AtenUnary : public UnaryModel {
+ public:
+  explicit AtenUnary(const OpInput& op) {
+    Shape shape = dims_at(op, 0);
+    PyValue din = type_at(op, 0);
+    PyValue stride_in = strides_at(op, 0);
+    PyValue dout = PyValue::none(), stride_out = PyValue::none();
+    if (arg_size(op.input_dims) > 1 && truthy(op.input_dims->list[1])) {
+      dout = type_at(op, 1);
+      stride_out = strides_at(op, 1);
+    }
+    add(params_, "op_shape", tuple_value(shape));
+    add(params_, "dtype_in_out", tuple_of({din, dout}));
+    add(params_, "stride_input", stride_in);
+    add(params_, "stride_output", stride_out);
+    finish(shape, din, dout);
+  }
+};
+
+// aten::replication_pad{1,2,3}d: padding "[l, r, t, b, ...]" innermost first.
+class ReplicationPad : public UnaryModel {
+ public:
+  explicit ReplicationPad(const OpInput& op) {
+    Shape in = dims_at(op, 0);
+    PyValue dtype = type_at(op, 0);
+    PyValue stride_in = strides_at(op, 0);
+    std::vector<int64_t> pad = int_list(literal_list(concrete_at(op, 1), "padding"), "padding");
+    Shape out = in;
+    for (size_t i = 0; i < pad.size() / 2; ++i) {
+      if (i >= out.size()) throw PerfModelError("padding longer than the input rank");
+      out[out.size() - 1 - i] += pad[2 * i] + pad[2 * i + 1];
+    }
+    std::vector<PyValue> pad_values;
+    for (int64_t p : pad) pad_values.push_back(int_value(p));
+    add(params_, "input_shape", tuple_value(in));
+    add(params_, "output_shape", tuple_value(out));
+    add(params_, "padding", PyValue::make_list(std::move(pad_values)), true);
+    add(params_, "op_shape", tuple_value(out));
+    add(params_, "dtype_in_out", tuple_of({dtype, dtype}));
+    add(params_, "stride_input", stride_in);
+    add(params_, "stride_output", PyValue::none());
+    nelems_in_ = prod(in);
+    finish(out, dtype, dtype);
+  }
+};
+
+// aten::upsample_nearest{1,2,3}d: output = input[:2] + literal ci[1].
+class UpsampleNearest : public UnaryModel {
+ public:
+  explicit UpsampleNearest(const OpInput& op) {
+    Shape in = dims_at(op, 0);
+    PyValue dtype = type_at(op, 0);
+    PyValue stride_in = strides_at(op, 0);
+    std::vector<int64_t> spatial = int_list(literal_list(concrete_at(op, 1), "output_size"), "output_size");
+    Shape out(in.begin(), in.begin() + std::min<size_t>(2, in.size()));
+    out.insert(out.end(), spatial.begin(), spatial.end());
+    add(params_, "input_shape", tuple_value(in));
+    add(params_, "output_shape", tuple_value(out));
+    add(params_, "op_shape", tuple_value(out));
+    add(params_, "dtype_in_out", tuple_of({dtype, dtype}));
+    add(params_, "stride_input", stride_in);
+    add(params_, "stride_output", PyValue::none());
+    nelems_in_ = prod(in);
+    finish(out, dtype, dtype);
+  }
+};
+
+Shape broadcast(const Shape& a, const Shape& b) {
+  size_t n = std::max(a.size(), b.size());
+  Shape pa(n - a.size(), 1), pb(n - b.size(), 1);
+  pa.insert(pa.end(), a.begin(), a.end());
+  pb.insert(pb.end(), b.begin(), b.end());
+  Shape out;
+  for (size_t i = 0; i < n; ++i) {
+    if (pa[i] != pb[i] && pa[i] != 1 && pb[i] != 1)
+      throw PerfModelError("Shapes not broadcastable: " + tuple_value(a).repr_tuple() + " and " +
+                           tuple_value(b).repr_tuple());
+    out.push_back(std::max(pa[i], pb[i]));
+  }
+  return out;
+}
+
+class BinaryModel : public PerfModel {
+ public:
+  double flops() const override { return static_cast<double>(n_out_); }
+  std::optional<double> bytes() const override {
+    if (!bpe1_ || !bpe2_ || !bpe_out_) return std::nullopt;
+    return static_cast<double>(n1_ * *bpe1_ + n2_ * *bpe2_ + n_out_ * *bpe_out_);
+  }
+  std::string maf_type() const override { return "vector"; }
+  std::string precision() const override { return precision_of_value(dtype1_); }
+
+ protected:
+  void build(const OpInput& op, bool read_output) {
+    Shape s1 = dims_at(op, 0), s2 = dims_at(op, 1);
+    PyValue d1 = type_at(op, 0), d2 = type_at(op, 1);
+    PyValue st1 = strides_at(op, 0), st2 = strides_at(op, 1);
+    PyValue dout = PyValue::none(), stout = PyValue::none();
+    if (read_output && arg_size(op.input_dims) > 2 && truthy(op.input_dims->list[2])) {
+      dout = type_at(op, 2);
+      stout = strides_at(op, 2);
+    }
+    add(params_, "shape_in1", tuple_value(s1));
+    add(params_, "shape_in2", tuple_value(s2));
+    add(params_, "dtype_in1_in2_out", tuple_of({d1, d2, dout}));
+    add(params_, "stride_input1", st1);
+    add(params_, "stride_input2", st2);
+    add(params_, "stride_output", stout);
+    n_out_ = prod(broadcast(s1, s2));
+    n1_ = prod(s1);
+    n2_ = prod(s2);
+    dtype1_ = d1;
+    bpe1_ = bpe_of(d1);
+    bpe2_ = bpe_of(d2);
+    if (!dout.is_none()) {
+      bpe_out_ = bpe_of(dout);
+    } else if (bpe1_ && bpe2_ && *bpe1_ && *bpe2_) {
+      // A 0-d operand (Python scalar) does not widen the output.
+      bpe_out_ = (!s1.empty() && !s2.empty()) ? std::max(*bpe1_, *bpe2_) : *bpe1_;
+    }
+  }
+
+  int64_t n1_ = 0, n2_ = 0, n_out_ = 0;
+  PyValue dtype1_;
+  std::optional<int> bpe1_, bpe2_, bpe_out_;
+};
+
+class AtenBinary : public BinaryModel {
+ public:
+  explicit AtenBinary(const OpInput& op) { build(op, true); }
+};
+
+class LigerSiluMul : public BinaryModel {
+ public:
+  explicit LigerSiluMul(const OpInput& op) { build(op, false); }
+};
+
+// aten::sum / mean / max / ... (Reduce).
+class AtenReduce : public PerfModel {
+ public:
+  explicit AtenReduce(const OpInput& op) {
+    size_t ndims = arg_size(op.input_dims);
+    if (op.input_dims == nullptr || ndims == 0 || op.input_dims->list[0].is_none()) {
+      add(params_, "num_input_elems", int_value(0));
+      add(params_, "num_output_elems", int_value(0));
+      add(params_, "dtype_in_out", tuple_of({PyValue::none(), PyValue::none()}));
+      return;
+    }
+    Shape in = dims_at(op, 0);
+    n_in_ = prod(in);
+    dtype_in_ = arg_size(op.input_type) > 0 ? type_at(op, 0) : PyValue::none();
+    std::optional<std::vector<int64_t>> dim;
+    bool keepdim = false;
+    find_dims(op, dim, keepdim);
+    std::string_view name = op.name;
+    if (name.find("cumsum") != std::string_view::npos || name.find("cumprod") != std::string_view::npos) {
+      n_out_ = n_in_;
+    } else if (dim && !dim->empty()) {
+      n_out_ = reduced_elems(in, *dim, keepdim);
+    } else {
+      n_out_ = 1;
+    }
+    std::string type = "sum";
+    for (const char* word : {"mean", "max", "min", "norm"}) {
+      if (name.find(word) != std::string_view::npos) {
+        type = word;
+        break;
+      }
+    }
+    add(params_, "num_input_elems", int_value(n_in_));
+    add(params_, "num_output_elems", int_value(n_out_));
+    add(params_, "dtype_in_out", tuple_of({dtype_in_, PyValue::none()}));
+    add(params_, "reduce_type", str_value(type));
+    bpe_in_ = dtype_in_.is_string() && !dtype_in_.s.empty() ? bytes_per_element(dtype_in_.s) : std::nullopt;
+  }
+  double flops() const override { return static_cast<double>(n_in_); }
+  std::optional<double> bytes() const override {
+    if (!bpe_in_) return std::nullopt;
+    return static_cast<double>(n_in_ * *bpe_in_ + n_out_ * *bpe_in_);
+  }
+  double flops_bwd() const override { return static_cast<double>(n_in_); }
+  std::optional<double> bytes_bwd() const override {
+    if (!bpe_in_) return std::nullopt;
+    return static_cast<double>(n_out_ * *bpe_in_ + n_in_ * *bpe_in_);
+  }
+  std::string maf_type() const override { return "vector"; }
+  std::string precision() const override { return precision_of_value(dtype_in_); }
+
+ private:
+  // Scans Concrete Inputs[1:] from the end for a bool (keepdim) and then an
+  // int or list (dim); strings are skipped, as in TraceLens.
+  static void find_dims(const OpInput& op, std::optional<std::vector<int64_t>>& dim, bool& keepdim) {
+    size_t n = arg_size(op.concrete_inputs);
+    if (n < 2) return;
+    const auto& ci = op.concrete_inputs->list;
+    std::optional<size_t> keep_idx;
+    for (size_t k = n; k-- > 1;) {
+      if (ci[k].kind == PyValue::Kind::Bool) {
+        keepdim = ci[k].b;
+        keep_idx = k;
+        break;
+      }
+    }
+    for (size_t k = n; k-- > 1;) {
+      if (keep_idx && k == *keep_idx) continue;
+      const PyValue& v = ci[k];
+      if (v.is_none() || v.is_string()) continue;
+      if (v.is_list()) {
+        try {
+          dim = int_list(v.list, "dim");
+          return;
+        } catch (const PerfModelError&) {
+          continue;
+        }
+      }
+      if (v.kind == PyValue::Kind::Int) {
+        dim = std::vector<int64_t>{v.i};
+        return;
+      }
+    }
+  }
+  static int64_t reduced_elems(const Shape& in, std::vector<int64_t> dim, bool keepdim) {
+    int64_t nd = static_cast<int64_t>(in.size());
+    for (int64_t& d : dim)
+      if (d < 0) d += nd;
+    std::sort(dim.rbegin(), dim.rend());
+    Shape out = in;
+    for (int64_t d : dim) {
+      if (d < 0 || d >= static_cast<int64_t>(out.size())) continue;
+      if (keepdim)
+        out[d] = 1;
+      else
+        out.erase(out.begin() + d);
+    }
+    return out.empty() ? 1 : prod(out);
+  }
+
+  int64_t n_in_ = 0, n_out_ = 0;
+  PyValue dtype_in_;
+  std::optional<int> bpe_in_;
+};
+
+}  // namespace
+
+void register_elementwise_models(std::map<std::string_view, Factory>& out) {
+  out["aten_unary_elementwise"] = [](const OpInput& op) { return std::make_unique<AtenUnary>(op); };
+  out["aten_replication_pad"] = [](const OpInput& op) { return std::make_unique<ReplicationPad>(op); };
+  out["aten_upsample_nearest"] = [](const OpInput& op) { return std::make_unique<UpsampleNearest>(op); };
+  out["aten_binary_elementwise"] = [](const OpInput& op) { return std::make_unique<AtenBinary>(op); };
+  out["liger_silu_mul_function"] = [](const OpInput& op) { return std::make_unique<LigerSiluMul>(op); };
+  out["aten_reduce"] = [](const OpInput& op) { return std::make_unique<AtenReduce>(op); };
+}
+
+}  // namespace jarvis::perf::detail

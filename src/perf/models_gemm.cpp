@@ -1,0 +1,254 @@
+// GEMM family (spec perf-models.md §5.1): aten::mm / addmm / bmm / baddbmm /
+// _scaled_mm, TransformerEngine and vLLM GEMMs.
+//
+// Work per matrix product M×K·K×N: 2MNK FLOPs (+MN for a bias) and the
+// operands' bytes. Quirk kept from TraceLens: the bias traffic always counts
+// N elements, whatever the real bias shape (addmm passes an M×N C).
+#include <cmath>
+
+#include "perf/models_internal.h"
+
+namespace jarvis::perf::detail {
+namespace {
+
+struct GemmShape {
+  int64_t M = 0, N = 0, K = 0;
+  bool bias = false;
+};
+
+int64_t gemm_flops(const GemmShape& g) { return 2 * g.M * g.N * g.K + (g.bias ? g.M * g.N : 0); }
+
+std::optional<double> gemm_bytes(const GemmShape& g, std::optional<int> a, std::optional<int> b,
+                                 std::optional<int> bias, std::optional<int> out) {
+  if (!a || !b || !bias || !out) return std::nullopt;
+  int64_t total = g.M * g.K * *a + g.K * g.N * *b + g.M * g.N * *out + (g.bias ? g.N : 0) * *bias;
+  return static_cast<double>(total);
+}
+
+class GemmModel : public PerfModel {
+ public:
+  double flops() const override { return static_cast<double>(batch_ * gemm_flops(shape_)); }
+  std::string maf_type() const override { return "matrix"; }
+  std::string precision() const override {
+    const Param* p = find_param(params_, "dtype_A_B");
+    if (p == nullptr || !p->value.is_list() || p->value.list.empty()) return "";
+    return precision_of_value(p->value.list[0]);
+  }
+  // TraceLens's GEMM base computes backward FLOPs but its bytes_bwd needs an
+  // argument the metric code never passes, so the backward pass fails.
+  double flops_bwd() const override {
+    if (bwd_not_implemented_) return PerfModel::flops_bwd();
+    GemmShape in{shape_.M, shape_.K, shape_.N, false}, w{shape_.N, shape_.K, shape_.M, false};
+    return static_cast<double>(gemm_flops(in) + gemm_flops(w) +
+                               (shape_.bias ? shape_.M * shape_.N : 0));
+  }
+  std::optional<double> bytes_bwd() const override {
+    if (bwd_not_implemented_) return PerfModel::bytes_bwd();
+    throw PerfModelError("GEMM.bytes_bwd() missing 1 required positional argument");
+  }
+
+ protected:
+  // Adds B (when the class did not) and the transpose flags, as the GEMM
+  // base constructor does after get_param_details.
+  void finish(const OpInput& op) {
+    if (find_param(params_, "B") == nullptr) add(params_, "B", int_value(1));
+    for (std::string_view k : op.kernel_names) {
+      auto info = parse_gemm_kernel_name(k);
+      if (!info) continue;
+      auto flag = [](std::optional<bool> f) { return f ? bool_value(*f) : PyValue::none(); };
+      add(params_, "transpose", tuple_of({flag(info->trans_a), flag(info->trans_b)}));
+      break;
+    }
+    batch_ = to_int(find_param(params_, "B")->value, "B");
+  }
+  PyValue dtype_pair(const OpInput& op, size_t first) const {
+    std::vector<PyValue> items;
+    for (size_t i = first; i < first + 2 && i < arg_size(op.input_type); ++i)
+      items.push_back(type_at(op, i));
+    return tuple_of(std::move(items));
+  }
+  std::optional<int> dtype_bpe(size_t i) const {
+    const PyValue& d = find_param(params_, "dtype_A_B")->value;
+    if (i >= d.size()) throw PerfModelError("dtype_A_B index out of range");
+    return bpe_of(d.list[i]);
+  }
+  // stride_A / stride_B: None when the trace has no Input Strides at all.
+  void add_strides(const OpInput& op, size_t a, size_t b) {
+    if (op.input_strides == nullptr) {
+      add(params_, "stride_A", PyValue::none());
+      add(params_, "stride_B", PyValue::none());
+      return;
+    }
+    add(params_, "stride_A", strides_at(op, a));
+    add(params_, "stride_B", strides_at(op, b));
+  }
+  void add_mnk(const GemmShape& g) {
+    add(params_, "M", int_value(g.M));
+    add(params_, "N", int_value(g.N));
+    add(params_, "K", int_value(g.K));
+    add(params_, "bias", bool_value(g.bias));
+  }
+
+  GemmShape shape_;
+  int64_t batch_ = 1;
+  bool bwd_not_implemented_ = true;
+};
+
+// aten::mm, TEv2 pseudo GEMMs: A = dims[0] (M×K), B = dims[1] (K×N).
+class MmModel : public GemmModel {
+ public:
+  MmModel(const OpInput& op, bool out_bpe_two) : out_bpe_two_(out_bpe_two) {
+    Shape a = dims_at(op, 0), b = dims_at(op, 1);
+    if (a.size() < 2 || b.size() < 2) fail("mm: operands are not 2-D");
+    shape_ = {a[0], b[1], a[1], false};
+    add_mnk(shape_);
+    add_strides(op, 0, 1);
+    add(params_, "dtype_A_B", dtype_pair(op, 0));
+    finish(op);
+  }
+  std::optional<double> bytes() const override {
+    auto bpe = dtype_bpe(0);
+    if (out_bpe_two_) {
+      const PyValue& d = find_param(params_, "dtype_A_B")->value;
+      if (d.size() < 2 || !(d.list[0] == d.list[1]))
+        throw PerfModelError("Data types of A and B are different");
+      return gemm_bytes(shape_, bpe, bpe, bpe, 2);
+    }
+    return gemm_bytes(shape_, bpe, bpe, bpe, bpe);
+  }
+
+ private:
+  bool out_bpe_two_;
+};
+
+// aten::addmm: C = dims[0] (ignored), A = dims[1], B = dims[2]; bias always.
+class AddmmModel : public GemmModel {
+ public:
+  explicit AddmmModel(const OpInput& op) {
+    Shape a = dims_at(op, 1), b = dims_at(op, 2);
+    if (a.size() < 2 || b.size() < 2) fail("addmm: operands are not 2-D");
+    shape_ = {a[0], b[1], a[1], true};
+    add_mnk(shape_);
+    add_strides(op, 1, 2);
+    add(params_, "dtype_A_B", dtype_pair(op, 1));
+    finish(op);
+  }
+  std::optional<double> bytes() const override {
+    auto bpe = dtype_bpe(0);
+    return gemm_bytes(shape_, bpe, bpe, bpe, bpe);
+  }
+};
+
+// aten::_scaled_mm and aliases. bias = (len(Input Dims) == 3); fp8 inputs
+// write a 2-byte output.
+class ScaledMmModel : public GemmModel {
+ public:
+  explicit ScaledMmModel(const OpInput& op) {
+    Shape a = dims_at(op, 0), b = dims_at(op, 1);
+    if (a.size() < 2 || b.size() < 2) fail("_scaled_mm: operands are not 2-D");
+    shape_ = {a[0], b[1], a[1], arg_size(op.input_dims) == 3};
+    add_mnk(shape_);
+    add_strides(op, 0, 1);
+    add(params_, "dtype_A_B", dtype_pair(op, 0));
+    finish(op);
+  }
+  std::optional<double> bytes() const override {
+    auto a = dtype_bpe(0), b = dtype_bpe(1);
+    if (!a || !b) throw PerfModelError("Data types of A and B are not supported");
+    std::optional<int> out;
+    if (*a == 1)
+      out = 2;
+    else if (*a == 2 || *a == 4)
+      out = *a;
+    return gemm_bytes(shape_, a, a, a, out);
+  }
+};
+
+// aten::bmm (A = (B, M, K), B = (B, K, N)) and aten::baddbmm (operands at 1, 2).
+class BmmModel : public GemmModel {
+ public:
+  BmmModel(const OpInput& op, bool with_bias) {
+    size_t ia = with_bias ? 1 : 0;
+    Shape a = dims_at(op, ia), b = dims_at(op, ia + 1);
+    if (a.size() != 3 || b.size() != 3) fail("bmm: operands are not 3-D");
+    shape_ = {a[1], b[2], a[2], with_bias};
+    add(params_, "B", int_value(a[0]));
+    add_mnk(shape_);
+    add_strides(op, ia, ia + 1);
+    add(params_, "dtype_A_B", dtype_pair(op, ia));
+    finish(op);
+  }
+  std::optional<double> bytes() const override {
+    auto bpe = dtype_bpe(0);
+    auto per_batch = gemm_bytes(shape_, bpe, bpe, bpe, bpe);
+    if (!per_batch) return std::nullopt;
+    return static_cast<double>(batch_ * static_cast<int64_t>(*per_batch));
+  }
+};
+
+// vllm::gemm_with_dynamic_quant: first two 2-D shapes are x (M×K) and w (N×K).
+class VllmDynQuantGemmModel : public GemmModel {
+ public:
+  explicit VllmDynQuantGemmModel(const OpInput& op) {
+    bwd_not_implemented_ = false;
+    std::optional<Shape> a, b;
+    for (size_t i = 0; i < arg_size(op.input_dims) && !b; ++i) {
+      const PyValue& d = op.input_dims->list[i];
+      if (!d.is_list() || d.size() != 2) continue;
+      (a ? b : a) = to_shape(d, "Input Dims");
+    }
+    if (!a || !b) fail("vllm::gemm_with_dynamic_quant missing 2D A,B shapes in Input Dims");
+    if (arg_size(op.input_type) < 2)
+      fail("vllm::gemm_with_dynamic_quant missing A,B dtypes in 'Input type'");
+    shape_ = {(*a)[0], (*b)[0], (*a)[1], false};
+    add_mnk(shape_);
+    add_strides(op, 0, 1);
+    add(params_, "dtype_A_B", dtype_pair(op, 0));
+    finish(op);
+  }
+  std::optional<double> bytes() const override {
+    auto bpe = dtype_bpe(0);
+    return gemm_bytes(shape_, bpe, bpe, bpe, bpe);
+  }
+};
+
+// tex_ts::te_gemm_ts: A = dims[0], B = dims[5]; transposes from ci[4], ci[9];
+// bias when ci[14] is non-empty; per-operand dtypes (A, B, out, bias).
+class TeGemmTsModel : public GemmModel {
+ public:
+  explicit TeGemmTsModel(const OpInput& op) {
+    Shape a = dims_at(op, 0), b = dims_at(op, 5);
+    dims_at(op, 10);
+    bool trans_a = concrete_str(op, 4) == "1", trans_b = concrete_str(op, 9) == "1";
+    if (a.size() < 2 || b.size() < 2) fail("te_gemm_ts: operands are not 2-D");
+    shape_.M = trans_a ? a[0] : a[1];
+    shape_.K = trans_a ? a[1] : a[0];
+    shape_.N = trans_b ? b[1] : b[0];
+    shape_.bias = !concrete_str(op, 14).empty();
+    add_mnk(shape_);
+    add_strides(op, 0, 5);
+    add(params_, "dtype_A_B",
+        tuple_of({type_at(op, 0), type_at(op, 5), type_at(op, 10), type_at(op, 18)}));
+    finish(op);
+  }
+  std::optional<double> bytes() const override {
+    return gemm_bytes(shape_, dtype_bpe(0), dtype_bpe(1), dtype_bpe(3), dtype_bpe(2));
+  }
+};
+
+}  // namespace
+
+void register_gemm_models(std::map<std::string_view, Factory>& out) {
+  out["aten_mm"] = [](const OpInput& op) { return std::make_unique<MmModel>(op, false); };
+  out["tev2_pseudo_gemm"] = [](const OpInput& op) { return std::make_unique<MmModel>(op, true); };
+  out["aten_addmm"] = [](const OpInput& op) { return std::make_unique<AddmmModel>(op); };
+  out["aten_scaled_mm"] = [](const OpInput& op) { return std::make_unique<ScaledMmModel>(op); };
+  out["aten_bmm"] = [](const OpInput& op) { return std::make_unique<BmmModel>(op, false); };
+  out["aten_baddbmm"] = [](const OpInput& op) { return std::make_unique<BmmModel>(op, true); };
+  out["vllm_gemm_with_dynamic_quant"] = [](const OpInput& op) {
+    return std::make_unique<VllmDynQuantGemmModel>(op);
+  };
+  out["tex_ts_te_gemm_ts"] = [](const OpInput& op) { return std::make_unique<TeGemmTsModel>(op); };
+}
+
+}  // namespace jarvis::perf::detail

@@ -1,0 +1,86 @@
+// Shared helpers for the model implementations (not part of the public API).
+//
+// TraceLens reads event args as Python lists and fails with KeyError /
+// IndexError / ValueError when they don't fit; the accessors here raise
+// PerfModelError with a message naming the arg instead.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "perf/perf_model.h"
+
+namespace jarvis::perf::detail {
+
+using Shape = std::vector<int64_t>;
+
+[[noreturn]] void fail(const std::string& message);
+
+// The arg list itself (throws when the arg is absent or not a list).
+const PyValue& arg_list(const PyValue* arg, const char* arg_name);
+// Element i of an arg list (IndexError-like failure when out of range).
+const PyValue& arg_at(const PyValue* arg, const char* arg_name, size_t i);
+size_t arg_size(const PyValue* arg);  // 0 when absent / not a list
+
+int64_t to_int(const PyValue& v, const char* what);
+Shape to_shape(const PyValue& v, const char* what);
+Shape dims_at(const OpInput& op, size_t i);
+// Input type[i] as text ("" for non-strings, as a Python None would fail later).
+const PyValue& type_at(const OpInput& op, size_t i);
+std::string type_str(const OpInput& op, size_t i);
+// Input Strides[i] as a tuple value.
+PyValue strides_at(const OpInput& op, size_t i);
+// Concrete Inputs[i] (a string in Kineto traces).
+const PyValue& concrete_at(const OpInput& op, size_t i);
+std::string concrete_str(const OpInput& op, size_t i);
+
+int64_t prod(const Shape& s);
+PyValue tuple_value(const Shape& s);
+PyValue str_value(std::string s);
+PyValue dtype_value(const PyValue& v);  // keeps None / string as recorded
+PyValue bool_value(bool b);
+PyValue int_value(int64_t i);
+PyValue float_value(double f);
+PyValue tuple_of(std::vector<PyValue> items);
+
+// Python truthiness of a recorded value ("" / [] / 0 / None are false).
+bool truthy(const PyValue& v);
+// TraceLens `optional_float`: "", "None", None → default; unparsable → default.
+double optional_float(const PyValue& v, double dflt);
+// Python float(x) on a string (throws on garbage, like ValueError).
+double python_float(const PyValue& v, const char* what);
+// eval() of a concrete-input literal: True/False/None/int.
+PyValue eval_literal(const PyValue& v, const char* what);
+// ast.literal_eval of "[a, b, ...]" into values (ints, bools, floats, nested).
+std::vector<PyValue> literal_list(const PyValue& v, const char* what);
+// Python bool() of each element.
+std::vector<bool> bool_list(const std::vector<PyValue>& items);
+std::vector<int64_t> int_list(const std::vector<PyValue>& items, const char* what);
+
+// bpe / precision of an optional dtype value (None → nullopt / "").
+std::optional<int> bpe_of(const PyValue& dtype);
+std::string precision_of_value(const PyValue& dtype);
+
+// Registration of model factories by TraceLens class name.
+using Factory = std::function<std::unique_ptr<PerfModel>(const OpInput&)>;
+void register_gemm_models(std::map<std::string_view, Factory>& out);
+void register_sdpa_models(std::map<std::string_view, Factory>& out);
+void register_conv_models(std::map<std::string_view, Factory>& out);
+void register_elementwise_models(std::map<std::string_view, Factory>& out);
+void register_norm_models(std::map<std::string_view, Factory>& out);
+void register_misc_models(std::map<std::string_view, Factory>& out);
+std::unique_ptr<PerfModel> make_triton_compiled_model(const OpInput& op);
+bool triton_metadata_present(const OpInput& op);
+
+// Adds a param (in order).
+inline void add(Params& p, std::string name, PyValue v, bool is_list = false) {
+  p.push_back(Param{std::move(name), std::move(v), is_list});
+}
+
+}  // namespace jarvis::perf::detail

@@ -1,0 +1,286 @@
+// Normalization family (spec perf-models.md §5.5): batch / layer / group /
+// instance / RMS norms and their backward ops.
+//
+// Quirks kept from TraceLens: "is not None" tests on Input Dims entries are
+// always true (Kineto writes [] rather than null), so is_affine / has_bias
+// are always true; BatchNorm / InstanceNorm is_training is the truthiness of
+// the *string* concrete input, so "False" counts as training; GroupNormBwd's
+// channel count is a float.
+#include <cmath>
+
+#include "perf/models_internal.h"
+
+namespace jarvis::perf::detail {
+namespace {
+
+// "x is not None" on an Input Dims entry (present and not a JSON null).
+bool present_not_none(const OpInput& op, size_t i) { return !arg_at(op.input_dims, "Input Dims", i).is_none(); }
+
+class NormModel : public PerfModel {
+ public:
+  double flops() const override {
+    if (backward_op_) return flops_backward();
+    double c = channels_;
+    // Python: C*3 [+ N*3] + C*3 + 2N, ints unless C is a float.
+    double total = c * 3;
+    if (training_) total += static_cast<double>(n_) * 3;
+    total += c * 3;
+    return total + 2 * static_cast<double>(n_);
+  }
+  std::optional<double> bytes() const override {
+    if (backward_op_) return bytes_backward();
+    if (!bpe_in_ || !bpe_out_) return std::nullopt;
+    int w = 2 + (affine_ ? 1 + (has_bias_ ? 1 : 0) : 0) + (training_ ? 2 : 0);
+    return static_cast<double>(n_) * *bpe_in_ + static_cast<double>(n_) * *bpe_out_ + w * channels_ * *bpe_in_;
+  }
+  double flops_bwd() const override {
+    if (!bwd_pass_defined_) return PerfModel::flops_bwd();
+    return flops_backward();
+  }
+  std::optional<double> bytes_bwd() const override {
+    if (!bwd_pass_defined_) return PerfModel::bytes_bwd();
+    return bytes_backward();
+  }
+  std::string maf_type() const override { return "vector"; }
+  std::string precision() const override { return precision_of_value(dtype_in_); }
+
+ protected:
+  double flops_backward() const {
+    double per_channel_elems = static_cast<double>(n_) / channels_;
+    double per_channel = training_ ? 0 : 3;
+    per_channel += 4 * per_channel_elems;
+    if (mask0()) {
+      if (training_) per_channel += 5 * per_channel_elems;
+    } else {
+      per_channel += 2 * per_channel_elems;
+    }
+    return channels_ * per_channel;
+  }
+  std::optional<double> bytes_backward() const {
+    if (!bpe_in_ || !bpe_out_) return std::nullopt;
+    double n = static_cast<double>(n_), c = channels_;
+    double total = n * *bpe_out_ + n * *bpe_in_ * ((mask0() && training_) ? 2 : 1);
+    if (training_) total += c * *bpe_in_;
+    if (affine_) {
+      total += c * *bpe_in_;
+      if (training_) total += c * *bpe_in_ * (has_bias_ ? 2 : 1);
+    }
+    return total;
+  }
+  // output_mask[0]; forward classes keep TraceLens's default string "[False]",
+  // whose first character '[' is truthy.
+  bool mask0() const { return output_mask_.empty() ? true : output_mask_[0]; }
+
+  // Common params: op_shape, dtype_in_out, stride_input, stride_output,
+  // num_channels, has_bias, is_affine, is_training [, output_mask].
+  void set_common(const Shape& shape, const PyValue& dtype, const PyValue& stride, PyValue channels,
+                  bool has_bias, bool affine, bool training) {
+    add(params_, "op_shape", tuple_value(shape));
+    add(params_, "dtype_in_out", tuple_of({dtype, PyValue::none()}));
+    add(params_, "stride_input", stride);
+    add(params_, "stride_output", PyValue::none());
+    channels_ = channels.as_double();
+    add(params_, "num_channels", std::move(channels));
+    add(params_, "has_bias", bool_value(has_bias));
+    add(params_, "is_affine", bool_value(affine));
+    add(params_, "is_training", bool_value(training));
+    n_ = prod(shape);
+    dtype_in_ = dtype;
+    bpe_in_ = bpe_of(dtype);
+    bpe_out_ = bpe_in_;
+    has_bias_ = has_bias;
+    affine_ = affine;
+    training_ = training;
+  }
+  void set_mask(const std::vector<bool>& mask) {
+    output_mask_ = mask;
+    std::vector<PyValue> v;
+    for (bool b : mask) v.push_back(bool_value(b));
+    add(params_, "output_mask", PyValue::make_list(std::move(v)), true);
+  }
+
+  int64_t n_ = 0;
+  double channels_ = 0;
+  bool has_bias_ = false, affine_ = false, training_ = false;
+  bool backward_op_ = false, bwd_pass_defined_ = false;
+  std::vector<bool> output_mask_;
+  PyValue dtype_in_;
+  std::optional<int> bpe_in_, bpe_out_;
+};
+
+int64_t prod_literal(const OpInput& op, size_t ci, const char* what) {
+  int64_t p = 1;
+  for (int64_t v : int_list(literal_list(concrete_at(op, ci), what), what)) p *= v;
+  return p;
+}
+
+int64_t dim1(const Shape& s) {
+  if (s.size() < 2) throw PerfModelError("norm input has fewer than 2 dims");
+  return s[1];
+}
+
+class BatchNorm : public NormModel {
+ public:
+  explicit BatchNorm(const OpInput& op) {
+    Shape s = dims_at(op, 0);
+    PyValue d = type_at(op, 0), st = strides_at(op, 0);
+    bool affine = present_not_none(op, 2);
+    bool training = truthy(concrete_at(op, 5));
+    set_common(s, d, st, int_value(dim1(s)), true, affine, training);
+  }
+};
+
+class BatchNormBwd : public NormModel {
+ public:
+  explicit BatchNormBwd(const OpInput& op) {
+    backward_op_ = bwd_pass_defined_ = true;
+    bool fused = op.name == "aten::cudnn_batch_norm_backward" || op.name == "aten::miopen_batch_norm_backward";
+    size_t in = fused ? 0 : 1;
+    bool has_output = fused ? true : !arg_at(op.input_dims, "Input Dims", 0).is_none();
+    bool training = fused ? false : truthy(concrete_at(op, 7));
+    Shape s = dims_at(op, in);
+    int64_t c = dim1(s);
+    PyValue d = type_at(op, in), st = strides_at(op, in);
+    bool affine = present_not_none(op, 2);
+    set_common(s, d, st, int_value(c), true, affine, training);
+    set_mask({has_output});
+  }
+};
+
+class LayerNorm : public NormModel {
+ public:
+  explicit LayerNorm(const OpInput& op) {
+    Shape s = dims_at(op, 0);
+    int64_t c = prod_literal(op, 1, "normalized_shape");
+    bool has_bias = present_not_none(op, 3);
+    PyValue d = type_at(op, 0), st = strides_at(op, 0);
+    bool affine = present_not_none(op, 2);
+    set_common(s, d, st, int_value(c), has_bias, affine, true);
+  }
+};
+
+class LayerNormBwd : public NormModel {
+ public:
+  explicit LayerNormBwd(const OpInput& op) {
+    backward_op_ = bwd_pass_defined_ = true;
+    Shape s = dims_at(op, 1);
+    int64_t c = prod_literal(op, 2, "normalized_shape");
+    PyValue d = type_at(op, 1), st = strides_at(op, 1);
+    std::vector<bool> mask = bool_list(literal_list(concrete_at(op, 7), "output_mask"));
+    if (mask.size() < 3) throw PerfModelError("output_mask has fewer than 3 entries");
+    set_common(s, d, st, int_value(c), mask[2], mask[1], true);
+    set_mask(mask);
+  }
+};
+
+class GroupNorm : public NormModel {
+ public:
+  explicit GroupNorm(const OpInput& op) {
+    Shape s = dims_at(op, 0);
+    PyValue d = type_at(op, 0), st = strides_at(op, 0);
+    bool affine = present_not_none(op, 2);
+    set_common(s, d, st, int_value(dim1(s)), true, affine, true);
+  }
+};
+
+class GroupNormBwd : public NormModel {
+ public:
+  explicit GroupNormBwd(const OpInput& op) {
+    backward_op_ = bwd_pass_defined_ = true;
+    Shape s = dims_at(op, 1);
+    PyValue d = type_at(op, 1), st = strides_at(op, 1);
+    bool affine = present_not_none(op, 5);
+    std::vector<bool> mask = bool_list(literal_list(concrete_at(op, 9), "output_mask"));
+    int64_t groups = std::stoll(concrete_str(op, 8));
+    if (groups == 0) throw PerfModelError("division by zero (groups)");
+    set_common(s, d, st, float_value(static_cast<double>(dim1(s)) / static_cast<double>(groups)), true, affine,
+               true);
+    set_mask(mask);
+  }
+};
+
+class InstanceNorm : public NormModel {
+ public:
+  explicit InstanceNorm(const OpInput& op) {
+    Shape s = dims_at(op, 0);
+    PyValue d = type_at(op, 0), st = strides_at(op, 0);
+    bool affine = present_not_none(op, 2);
+    bool training = truthy(concrete_at(op, 5));
+    set_common(s, d, st, int_value(dim1(s)), true, affine, training);
+  }
+};
+
+class RmsNorm : public NormModel {
+ public:
+  explicit RmsNorm(const OpInput& op) {
+    Shape s = dims_at(op, 0);
+    PyValue d = type_at(op, 0), st = strides_at(op, 0);
+    bool affine = present_not_none(op, 2);
+    int64_t c = prod_literal(op, 1, "normalized_shape");
+    set_common(s, d, st, int_value(c), false, affine, false);
+  }
+  double flops() const override {
+    double rows = static_cast<double>(n_) / channels_;
+    double total = rows * (2 * channels_ + 2);
+    return total + static_cast<double>(n_ * (affine_ ? 2 : 1));
+  }
+  std::optional<double> bytes() const override {
+    if (!bpe_in_ || !bpe_out_) return std::nullopt;
+    double n = static_cast<double>(n_);
+    return n * *bpe_in_ + n * *bpe_out_ + (affine_ ? channels_ * *bpe_in_ : 0);
+  }
+};
+
+class RmsNormBwd : public NormModel {
+ public:
+  explicit RmsNormBwd(const OpInput& op) {
+    bwd_pass_defined_ = true;
+    Shape s = dims_at(op, 1);
+    PyValue d = type_at(op, 1), st = strides_at(op, 1);
+    bool affine = present_not_none(op, 4);
+    int64_t c = prod_literal(op, 2, "normalized_shape");
+    std::vector<bool> mask = bool_list(literal_list(concrete_at(op, 5), "output_mask"));
+    set_common(s, d, st, int_value(c), false, affine, false);
+    set_mask(mask);
+  }
+  double flops() const override { return flops_bwd(); }
+  std::optional<double> bytes() const override { return bytes_bwd(); }
+  double flops_bwd() const override {
+    if (output_mask_.size() < 2) throw PerfModelError("output_mask has fewer than 2 entries");
+    double rows = static_cast<double>(n_) / channels_;
+    int64_t total = affine_ ? n_ : 0;
+    total += n_;
+    if (output_mask_[0]) total += 6 * n_;
+    if (output_mask_[1] && affine_) {
+      total += n_;
+      if (rows > 1) total += n_;
+    }
+    return static_cast<double>(total);
+  }
+  std::optional<double> bytes_bwd() const override {
+    if (!bpe_in_ || !bpe_out_) return std::nullopt;
+    double n = static_cast<double>(n_);
+    double total = n * *bpe_out_ + n * *bpe_in_ * 2;
+    if (affine_) total += channels_ * *bpe_in_ * 2;
+    return total;
+  }
+};
+
+}  // namespace
+
+void register_norm_models(std::map<std::string_view, Factory>& out) {
+  out["BatchNorm"] = [](const OpInput& op) { return std::make_unique<BatchNorm>(op); };
+  out["BatchNormBwd"] = [](const OpInput& op) { return std::make_unique<BatchNormBwd>(op); };
+  out["LayerNorm"] = [](const OpInput& op) { return std::make_unique<LayerNorm>(op); };
+  out["LayerNormBwd"] = [](const OpInput& op) { return std::make_unique<LayerNormBwd>(op); };
+  out["GroupNorm"] = [](const OpInput& op) { return std::make_unique<GroupNorm>(op); };
+  out["GroupNormBwd"] = [](const OpInput& op) { return std::make_unique<GroupNormBwd>(op); };
+  out["InstanceNorm"] = [](const OpInput& op) { return std::make_unique<InstanceNorm>(op); };
+  out["InstanceNormBwd"] = [](const OpInput&) -> std::unique_ptr<PerfModel> {
+    throw PerfNotImplemented("Backward pass for InstanceNorm is not defined.");
+  };
+  out["RMSNorm"] = [](const OpInput& op) { return std::make_unique<RmsNorm>(op); };
+  out["RMSNormBwd"] = [](const OpInput& op) { return std::make_unique<RmsNormBwd>(op); };
+}
+
+}  // namespace jarvis::perf::detail

@@ -1,0 +1,467 @@
+// Model dispatch, params, dtype tables and the arg accessors shared by the
+// model families.
+#include "perf/perf_model.h"
+
+#include <algorithm>
+#include <cctype>
+#include <charconv>
+#include <cmath>
+#include <map>
+#include <regex>
+
+#include "perf/models_internal.h"
+
+namespace jarvis::perf {
+
+namespace detail {
+
+void fail(const std::string& message) { throw PerfModelError(message); }
+
+const PyValue& arg_list(const PyValue* arg, const char* arg_name) {
+  if (arg == nullptr) fail(std::string("missing arg '") + arg_name + "'");
+  if (!arg->is_list()) fail(std::string("arg '") + arg_name + "' is not a list");
+  return *arg;
+}
+
+const PyValue& arg_at(const PyValue* arg, const char* arg_name, size_t i) {
+  const PyValue& list = arg_list(arg, arg_name);
+  if (i >= list.size())
+    fail(std::string("arg '") + arg_name + "' has no index " + std::to_string(i));
+  return list[i];
+}
+
+size_t arg_size(const PyValue* arg) { return arg != nullptr && arg->is_list() ? arg->size() : 0; }
+
+int64_t to_int(const PyValue& v, const char* what) {
+  if (v.kind == PyValue::Kind::Int) return v.i;
+  if (v.kind == PyValue::Kind::Bool) return v.b ? 1 : 0;
+  fail(std::string(what) + ": expected an integer, got " + v.repr_tuple());
+}
+
+Shape to_shape(const PyValue& v, const char* what) {
+  if (!v.is_list()) fail(std::string(what) + ": expected a shape, got " + v.repr_tuple());
+  Shape s;
+  s.reserve(v.size());
+  for (const PyValue& d : v.list) s.push_back(to_int(d, what));
+  return s;
+}
+
+Shape dims_at(const OpInput& op, size_t i) {
+  return to_shape(arg_at(op.input_dims, "Input Dims", i), "Input Dims");
+}
+
+const PyValue& type_at(const OpInput& op, size_t i) {
+  return arg_at(op.input_type, "Input type", i);
+}
+
+std::string type_str(const OpInput& op, size_t i) {
+  const PyValue& v = type_at(op, i);
+  return v.is_string() ? v.s : std::string();
+}
+
+PyValue strides_at(const OpInput& op, size_t i) {
+  const PyValue& v = arg_at(op.input_strides, "Input Strides", i);
+  if (!v.is_list()) fail("Input Strides entry is not a list");
+  return v;
+}
+
+const PyValue& concrete_at(const OpInput& op, size_t i) {
+  return arg_at(op.concrete_inputs, "Concrete Inputs", i);
+}
+
+std::string concrete_str(const OpInput& op, size_t i) {
+  const PyValue& v = concrete_at(op, i);
+  if (!v.is_string()) fail("Concrete Inputs entry is not a string");
+  return v.s;
+}
+
+int64_t prod(const Shape& s) {
+  int64_t p = 1;
+  for (int64_t d : s) p *= d;
+  return p;
+}
+
+PyValue tuple_value(const Shape& s) {
+  std::vector<PyValue> items;
+  items.reserve(s.size());
+  for (int64_t d : s) items.push_back(PyValue::integer(d));
+  return PyValue::make_list(std::move(items));
+}
+
+PyValue str_value(std::string s) { return PyValue::string(std::move(s)); }
+PyValue dtype_value(const PyValue& v) { return v.is_string() ? v : PyValue::none(); }
+PyValue bool_value(bool b) { return PyValue::boolean(b); }
+PyValue int_value(int64_t i) { return PyValue::integer(i); }
+PyValue float_value(double f) { return PyValue::real(f); }
+PyValue tuple_of(std::vector<PyValue> items) { return PyValue::make_list(std::move(items)); }
+
+bool truthy(const PyValue& v) {
+  switch (v.kind) {
+    case PyValue::Kind::None:
+      return false;
+    case PyValue::Kind::Bool:
+      return v.b;
+    case PyValue::Kind::Int:
+      return v.i != 0;
+    case PyValue::Kind::Float:
+      return v.f != 0.0;
+    case PyValue::Kind::String:
+      return !v.s.empty();
+    case PyValue::Kind::List:
+      return !v.list.empty();
+  }
+  return false;
+}
+
+namespace {
+
+std::string trim(std::string_view s) {
+  size_t b = 0, e = s.size();
+  while (b < e && std::isspace(static_cast<unsigned char>(s[b]))) ++b;
+  while (e > b && std::isspace(static_cast<unsigned char>(s[e - 1]))) --e;
+  return std::string(s.substr(b, e - b));
+}
+
+// Python float() of text: accepts decimal / exponent forms, inf, nan.
+std::optional<double> parse_python_float(std::string_view text) {
+  std::string t = trim(text);
+  if (t.empty()) return std::nullopt;
+  std::string lower = t;
+  std::transform(lower.begin(), lower.end(), lower.begin(), ::tolower);
+  std::string_view body = lower;
+  bool neg = false;
+  if (!body.empty() && (body[0] == '+' || body[0] == '-')) {
+    neg = body[0] == '-';
+    body.remove_prefix(1);
+  }
+  if (body == "inf" || body == "infinity") return neg ? -INFINITY : INFINITY;
+  if (body == "nan") return NAN;
+  double v = 0;
+  const char* b = t.data();
+  if (t[0] == '+') ++b;
+  auto res = std::from_chars(b, t.data() + t.size(), v);
+  if (res.ec != std::errc() || res.ptr != t.data() + t.size()) return std::nullopt;
+  return v;
+}
+
+// A tiny reader for Python literals as they appear in Concrete Inputs.
+class LiteralReader {
+ public:
+  explicit LiteralReader(std::string_view s) : s_(s) {}
+
+  PyValue value() {
+    skip();
+    if (pos_ >= s_.size()) bad();
+    char c = s_[pos_];
+    if (c == '[' || c == '(') return sequence(c == '[' ? ']' : ')');
+    if (c == '\'' || c == '"') return quoted();
+    return atom();
+  }
+  bool at_end() {
+    skip();
+    return pos_ >= s_.size();
+  }
+
+ private:
+  [[noreturn]] void bad() { fail("cannot parse literal '" + std::string(s_) + "'"); }
+  void skip() {
+    while (pos_ < s_.size() && std::isspace(static_cast<unsigned char>(s_[pos_]))) ++pos_;
+  }
+  PyValue sequence(char close) {
+    ++pos_;
+    std::vector<PyValue> items;
+    skip();
+    if (pos_ < s_.size() && s_[pos_] == close) {
+      ++pos_;
+      return PyValue::make_list(std::move(items));
+    }
+    for (;;) {
+      items.push_back(value());
+      skip();
+      if (pos_ >= s_.size()) bad();
+      if (s_[pos_] == ',') {
+        ++pos_;
+        skip();
+        if (pos_ < s_.size() && s_[pos_] == close) {
+          ++pos_;
+          break;
+        }
+        continue;
+      }
+      if (s_[pos_] == close) {
+        ++pos_;
+        break;
+      }
+      bad();
+    }
+    return PyValue::make_list(std::move(items));
+  }
+  PyValue quoted() {
+    char q = s_[pos_++];
+    std::string out;
+    while (pos_ < s_.size() && s_[pos_] != q) {
+      if (s_[pos_] == '\\' && pos_ + 1 < s_.size()) ++pos_;
+      out += s_[pos_++];
+    }
+    if (pos_ >= s_.size()) bad();
+    ++pos_;
+    return PyValue::string(out);
+  }
+  PyValue atom() {
+    size_t b = pos_;
+    while (pos_ < s_.size() && s_[pos_] != ',' && s_[pos_] != ']' && s_[pos_] != ')') ++pos_;
+    std::string t = trim(s_.substr(b, pos_ - b));
+    if (t == "True") return PyValue::boolean(true);
+    if (t == "False") return PyValue::boolean(false);
+    if (t == "None") return PyValue::none();
+    int64_t i = 0;
+    const char* first = t.data() + (!t.empty() && t[0] == '+' ? 1 : 0);
+    auto res = std::from_chars(first, t.data() + t.size(), i);
+    if (!t.empty() && res.ec == std::errc() && res.ptr == t.data() + t.size())
+      return PyValue::integer(i);
+    if (t.find_first_of("0123456789") != std::string::npos) {
+      if (auto f = parse_python_float(t); f && t.find_first_of("in") == std::string::npos)
+        return PyValue::real(*f);
+    }
+    bad();
+  }
+
+  std::string_view s_;
+  size_t pos_ = 0;
+};
+
+}  // namespace
+
+double optional_float(const PyValue& v, double dflt) {
+  if (v.is_none()) return dflt;
+  if (v.is_number()) return v.as_double();
+  if (v.kind == PyValue::Kind::Bool) return v.b ? 1.0 : 0.0;
+  if (!v.is_string() || v.s.empty() || v.s == "None") return dflt;
+  auto f = parse_python_float(v.s);
+  return f ? *f : dflt;
+}
+
+double python_float(const PyValue& v, const char* what) {
+  if (v.is_number()) return v.as_double();
+  if (v.kind == PyValue::Kind::Bool) return v.b ? 1.0 : 0.0;
+  if (v.is_string()) {
+    if (auto f = parse_python_float(v.s)) return *f;
+  }
+  fail(std::string(what) + ": could not convert to float: " + v.repr_tuple());
+}
+
+PyValue eval_literal(const PyValue& v, const char* what) {
+  if (!v.is_string()) return v;
+  LiteralReader reader(v.s);
+  PyValue out = reader.value();
+  if (!reader.at_end()) fail(std::string(what) + ": cannot evaluate '" + v.s + "'");
+  return out;
+}
+
+std::vector<PyValue> literal_list(const PyValue& v, const char* what) {
+  PyValue parsed = eval_literal(v, what);
+  if (!parsed.is_list()) fail(std::string(what) + ": expected a list literal");
+  return parsed.list;
+}
+
+std::vector<bool> bool_list(const std::vector<PyValue>& items) {
+  std::vector<bool> out;
+  for (const PyValue& x : items) out.push_back(truthy(x));
+  return out;
+}
+
+std::vector<int64_t> int_list(const std::vector<PyValue>& items, const char* what) {
+  std::vector<int64_t> out;
+  for (const PyValue& x : items) {
+    if (x.kind == PyValue::Kind::Float) {
+      out.push_back(static_cast<int64_t>(x.f));  // int(float) truncates
+      continue;
+    }
+    out.push_back(to_int(x, what));
+  }
+  return out;
+}
+
+std::optional<int> bpe_of(const PyValue& dtype) {
+  if (!dtype.is_string()) return std::nullopt;
+  return bytes_per_element(dtype.s);
+}
+
+std::string precision_of_value(const PyValue& dtype) {
+  if (!dtype.is_string()) return "";
+  return precision_of(dtype.s);
+}
+
+}  // namespace detail
+
+using namespace detail;
+
+OpInput op_input_from_event(const Trace& trace, Uid uid) {
+  OpInput op;
+  op.name = trace.name(uid);
+  op.input_dims = trace.arg(uid, "Input Dims");
+  op.input_type = trace.arg(uid, "Input type");
+  op.input_strides = trace.arg(uid, "Input Strides");
+  op.concrete_inputs = trace.arg(uid, "Concrete Inputs");
+  op.trace = &trace;
+  op.uid = uid;
+  return op;
+}
+
+std::string Param::repr() const { return is_list ? value.repr_list() : value.repr_tuple(); }
+
+std::string Param::str() const { return value.is_string() ? value.s : repr(); }
+
+std::string params_dict_repr(const Params& params) {
+  std::string out = "{";
+  for (size_t k = 0; k < params.size(); ++k) {
+    if (k) out += ", ";
+    out += py_str_repr(params[k].name);
+    out += ": ";
+    out += params[k].repr();
+  }
+  out += "}";
+  return out;
+}
+
+const Param* find_param(const Params& params, std::string_view name) {
+  for (const Param& p : params)
+    if (p.name == name) return &p;
+  return nullptr;
+}
+
+std::string_view PerfModel::model_name() const {
+  return entry_ ? entry_->model : std::string_view("TritonCompiledPerfModel");
+}
+
+double PerfModel::flops_bwd() const {
+  throw PerfNotImplemented("Backward pass for " + std::string(model_name()) + " is not defined.");
+}
+
+std::optional<double> PerfModel::bytes_bwd() const {
+  throw PerfNotImplemented("Backward pass for " + std::string(model_name()) + " is not defined.");
+}
+
+std::string PerfModel::compute_spec() const {
+  std::string maf = maf_type(), prec = precision();
+  if (maf.empty() || prec.empty()) return "";
+  return maf + "_" + prec;
+}
+
+namespace {
+
+std::string lower(std::string_view s) {
+  std::string out(s);
+  std::transform(out.begin(), out.end(), out.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return out;
+}
+
+const std::map<std::string_view, Factory>& factories() {
+  static const std::map<std::string_view, Factory> table = [] {
+    std::map<std::string_view, Factory> t;
+    register_gemm_models(t);
+    register_sdpa_models(t);
+    register_conv_models(t);
+    register_elementwise_models(t);
+    register_norm_models(t);
+    register_misc_models(t);
+    return t;
+  }();
+  return table;
+}
+
+}  // namespace
+
+std::optional<int> bytes_per_element(std::string_view dtype) {
+  static const std::map<std::string, int> table = {
+      {"double", 8},
+      {"long int", 8},
+      {"float", 4},
+      {"scalar", 4},
+      {"int", 4},
+      {"c10::half", 2},
+      {"c10::bfloat16", 2},
+      {"c10::float8_e4m3fnuz", 1},
+      {"c10::float8_e4m3fn", 1},
+      {"c10::float8_e5m2", 1},
+      {"c10::float8_e8m0fnu", 1},
+      {"unsigned char", 1},
+      {"signed char", 1},
+      {"fp8", 1},
+      {"c10::float4_e2m1fn_x2", 1},
+      {"fp4", 1},
+  };
+  auto it = table.find(lower(dtype));
+  if (it == table.end()) return std::nullopt;
+  return it->second;
+}
+
+std::string precision_of(std::string_view dtype) {
+  static const std::map<std::string, std::string> table = {
+      {"float", "fp32"},
+      {"double", "fp64"},
+      {"c10::half", "fp16"},
+      {"c10::bfloat16", "bf16"},
+      {"c10::float8_e4m3fnuz", "fp8"},
+      {"unsigned char", "fp8"},
+      {"fp8", "fp8"},
+      {"fp4", "fp4"},
+      {"mxfp4", "fp4"},
+      {"c10::float4_e2m1fn_x2", "fp4"},
+      {"c10::float8_e4m3fn", "fp8"},
+  };
+  auto it = table.find(lower(dtype));
+  return it == table.end() ? std::string() : it->second;
+}
+
+std::optional<GemmKernelInfo> parse_gemm_kernel_name(std::string_view name) {
+  // ROCm / Tensile: C???_A???_B??? anywhere in the name.
+  static const std::regex rocm("C[a-z]{3}_A[a-z]{3}_B[a-z]{3}");
+  std::string text(name);
+  if (text.find('\n') == std::string::npos && std::regex_search(text, rocm)) {
+    GemmKernelInfo info;
+    if (text.find("_Ailk_") != std::string::npos)
+      info.trans_a = false;
+    else if (text.find("_Alik_") != std::string::npos)
+      info.trans_a = true;
+    if (text.find("_Bljk_") != std::string::npos)
+      info.trans_b = false;
+    else if (text.find("_Bjlk_") != std::string::npos)
+      info.trans_b = true;
+    return info;
+  }
+  // CUDA nvjet: the text after the last '_' holds the two transpose letters.
+  if (name.substr(0, 5) == "nvjet") {
+    size_t us = name.rfind('_');
+    std::string_view tail = us == std::string_view::npos ? name : name.substr(us + 1);
+    if (tail.size() < 2) return std::nullopt;  // Python would raise IndexError
+    GemmKernelInfo info;
+    info.trans_a = tail[0] == 'T';
+    info.trans_b = tail[1] == 'T';
+    return info;
+  }
+  return std::nullopt;
+}
+
+std::unique_ptr<PerfModel> make_perf_model(const OpInput& op) {
+  const ModelEntry* entry = find_model_entry(op.name);
+  if (entry == nullptr) {
+    if (is_triton_compiled_name(op.name)) return make_triton_compiled_model(op);
+    return nullptr;
+  }
+  auto it = factories().find(entry->model);
+  if (it == factories().end())
+    throw PerfModelUnavailable("no jarvis implementation of TraceLens model " +
+                               std::string(entry->model) + " (op " + std::string(op.name) + ")");
+  std::unique_ptr<PerfModel> model = it->second(op);
+  model->entry_ = entry;
+  return model;
+}
+
+bool has_perf_model(const OpInput& op) {
+  if (find_model_entry(op.name) != nullptr) return true;
+  return is_triton_compiled_name(op.name) && triton_metadata_present(op);
+}
+
+}  // namespace jarvis::perf

@@ -1,0 +1,513 @@
+#include "report/core_tables.h"
+
+#include <algorithm>
+#include <array>
+#include <cctype>
+#include <cmath>
+#include <tuple>
+#include <map>
+#include <numeric>
+#include <unordered_map>
+
+#include "perf/categories.h"
+#include "report/stats.h"
+#include "trace/value.h"
+
+namespace jarvis::report {
+
+namespace {
+
+constexpr std::string_view kArgColumns[] = {"Input Dims", "Input type", "Input Strides",
+                                            "Concrete Inputs"};
+
+// Groups in order of first occurrence (pandas groupby sort=False).
+template <typename Key>
+class OrderedGroups {
+ public:
+  size_t add(const Key& key, size_t row) {
+    auto [it, fresh] = index_.emplace(key, groups_.size());
+    if (fresh) groups_.emplace_back();
+    groups_[it->second].push_back(row);
+    return it->second;
+  }
+  const std::vector<std::vector<size_t>>& groups() const { return groups_; }
+
+ private:
+  std::map<Key, size_t> index_;
+  std::vector<std::vector<size_t>> groups_;
+};
+
+std::vector<double> pick(const std::vector<LauncherRow>& rows, const std::vector<size_t>& idx,
+                         double LauncherRow::*field) {
+  std::vector<double> out;
+  out.reserve(idx.size());
+  for (size_t k : idx) out.push_back(rows[k].*field);
+  return out;
+}
+
+// Percentage and cumulative percentage of `values` (already in output order).
+void add_percentages(Table& table, const std::vector<double>& values) {
+  double total = stats::numpy_sum(values);
+  std::vector<double> pct(values.size());
+  for (size_t k = 0; k < values.size(); ++k) pct[k] = values[k] / total * 100;
+  auto cum = stats::cumsum(pct);
+  int p = table.col("Percentage (%)"), c = table.col("Cumulative Percentage (%)");
+  for (size_t k = 0; k < values.size(); ++k) {
+    table.rows[k][static_cast<size_t>(p)] = Cell(pct[k]);
+    table.rows[k][static_cast<size_t>(c)] = Cell(cum[k]);
+  }
+}
+
+std::string lower(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+// First direct kernel by ts of a launcher ("" when uid launches nothing).
+std::string_view first_kernel_name(const Trace& trace, const CallTree& tree, Uid uid) {
+  auto kernels = tree.direct_kernels(uid);
+  Uid best = kNoUid;
+  double best_ts = 0;
+  for (Uid k : kernels) {
+    double ts = trace.events[k].has_ts() ? trace.events[k].ts : 0.0;
+    if (best == kNoUid || ts < best_ts) {
+      best = k;
+      best_ts = ts;
+    }
+  }
+  return best == kNoUid ? std::string_view{} : trace.name(best);
+}
+
+}  // namespace
+
+bool is_gpu_only(const Trace& trace) {
+  for (const Event& e : trace.events)
+    if (e.cat == Cat::CpuOp) return false;
+  return true;
+}
+
+std::string_view op_category_of(const Trace& trace, const CallTree& tree, Uid uid) {
+  return perf::op_category(trace.name(uid), first_kernel_name(trace, tree, uid));
+}
+
+std::vector<LauncherRow> kernel_launcher_rows(const Trace& trace, const CallTree& tree) {
+  std::vector<LauncherRow> rows;
+  rows.reserve(tree.launchers().size());
+  for (Uid l : tree.launchers()) {
+    LauncherRow row;
+    row.uid = l;
+    row.name = trace.name(l);
+    auto direct = tree.direct_kernels(l);
+    row.direct_time = tree.busy_time(direct);
+    row.subtree_time = tree.busy_time(tree.gpu_events(l));
+    row.kernel_details = kernel_details_by_ts(trace, direct);
+    row.category = perf::op_category(
+        row.name, row.kernel_details.empty() ? std::string_view{} : row.kernel_details[0].name);
+    rows.push_back(std::move(row));
+  }
+  return rows;
+}
+
+Cell arg_cell(const Trace& trace, Uid uid, std::string_view key) {
+  const PyValue* v = trace.arg(uid, key);
+  if (!v || v->is_none()) return Cell();
+  if (v->is_string()) return Cell(v->s);
+  return Cell(v->repr_tuple());
+}
+
+std::string arg_key(const Trace& trace, Uid uid, std::string_view key) {
+  const PyValue* v = trace.arg(uid, key);
+  if (!v) return "None";
+  if (v->is_string()) return v->s;
+  return v->repr_tuple();
+}
+
+Table ops_summary_by_category_table(const std::vector<LauncherRow>& launchers) {
+  // pandas groupby (sorted keys), then a descending sort on the sum.
+  std::map<std::string_view, std::vector<size_t>> groups;
+  for (size_t k = 0; k < launchers.size(); ++k) groups[launchers[k].category].push_back(k);
+  struct Agg {
+    std::string_view category;
+    double sum;
+    size_t count;
+  };
+  std::vector<Agg> aggs;
+  for (const auto& [cat, idx] : groups)
+    aggs.push_back({cat, stats::pandas_sum(pick(launchers, idx, &LauncherRow::direct_time)),
+                    idx.size()});
+  std::stable_sort(aggs.begin(), aggs.end(),
+                   [](const Agg& a, const Agg& b) { return a.sum > b.sum; });
+  Table table("ops_summary_by_category",
+              {"op category", "Count", "total_direct_kernel_time_ms", "Percentage (%)",
+               "Cumulative Percentage (%)"});
+  std::vector<double> ms;
+  for (const Agg& a : aggs) {
+    auto& row = table.add_row();
+    row[0] = Cell(std::string(a.category));
+    row[1] = Cell(a.count);
+    row[2] = Cell(a.sum / 1000);
+    ms.push_back(a.sum / 1000);
+  }
+  add_percentages(table, ms);
+  return table;
+}
+
+Table ops_summary_table(const std::vector<LauncherRow>& launchers) {
+  std::map<std::string_view, std::vector<size_t>> groups;
+  for (size_t k = 0; k < launchers.size(); ++k) groups[launchers[k].name].push_back(k);
+  struct Agg {
+    std::string_view name;
+    double direct, subtree;
+    size_t count;
+    std::string categories;
+  };
+  std::vector<Agg> aggs;
+  for (const auto& [name, idx] : groups) {
+    std::vector<std::string_view> cats;
+    for (size_t k : idx) cats.push_back(launchers[k].category);
+    std::sort(cats.begin(), cats.end());
+    cats.erase(std::unique(cats.begin(), cats.end()), cats.end());
+    std::vector<PyValue> items;
+    for (auto c : cats) items.push_back(PyValue::string(std::string(c)));
+    aggs.push_back({name, stats::pandas_sum(pick(launchers, idx, &LauncherRow::direct_time)),
+                    stats::pandas_sum(pick(launchers, idx, &LauncherRow::subtree_time)),
+                    idx.size(), PyValue::make_list(std::move(items)).repr_list()});
+  }
+  std::stable_sort(aggs.begin(), aggs.end(),
+                   [](const Agg& a, const Agg& b) { return a.direct > b.direct; });
+  Table table("ops_summary",
+              {"name", "total_direct_kernel_time_sum", "total_subtree_kernel_time_sum",
+               "total_direct_kernel_time_ms", "total_subtree_kernel_time_ms", "Count",
+               "Categories", "Percentage (%)", "Cumulative Percentage (%)"});
+  std::vector<double> ms;
+  for (const Agg& a : aggs) {
+    auto& row = table.add_row();
+    row[0] = Cell(std::string(a.name));
+    row[1] = Cell(a.direct);
+    row[2] = Cell(a.subtree);
+    row[3] = Cell(a.direct / 1000);
+    row[4] = Cell(a.subtree / 1000);
+    row[5] = Cell(a.count);
+    row[6] = Cell(a.categories);
+    ms.push_back(a.direct / 1000);
+  }
+  add_percentages(table, ms);
+  return table;
+}
+
+Table ops_unique_args_table(const Trace& trace, const std::vector<LauncherRow>& launchers) {
+  // Key cells per launcher: name, op category, process/thread names, args.
+  constexpr size_t kKeys = 9;
+  auto key_cells = [&](const LauncherRow& l) {
+    const Event& e = trace.events[l.uid];
+    std::vector<Cell> cells{Cell(std::string(l.name)), Cell(std::string(l.category)),
+                            Cell(trace.process_name(e.pid)), Cell(trace.process_label(e.pid)),
+                            Cell(trace.thread_name(e.pid, e.tid))};
+    for (auto arg : kArgColumns) cells.push_back(arg_cell(trace, l.uid, arg));
+    return cells;
+  };
+  auto key_string = [&](const LauncherRow& l, const std::vector<Cell>& cells) {
+    std::string key;
+    for (size_t k = 0; k < 5; ++k) key += cells[k].text() + '\x1f';
+    for (auto arg : kArgColumns) key += arg_key(trace, l.uid, arg) + '\x1f';
+    return key;
+  };
+  std::vector<std::vector<Cell>> keys(launchers.size());
+  OrderedGroups<std::string> groups;
+  for (size_t k = 0; k < launchers.size(); ++k) {
+    keys[k] = key_cells(launchers[k]);
+    groups.add(key_string(launchers[k], keys[k]), k);
+  }
+
+  struct Agg {
+    std::vector<size_t> rows;
+    double direct_sum;
+    Uid ex_uid;
+  };
+  std::vector<Agg> aggs;
+  for (const auto& idx : groups.groups())
+    aggs.push_back({idx, stats::pandas_sum(pick(launchers, idx, &LauncherRow::direct_time)),
+                    launchers[idx[0]].uid});
+  std::stable_sort(aggs.begin(), aggs.end(), [](const Agg& a, const Agg& b) {
+    if (a.direct_sum != b.direct_sum) return a.direct_sum > b.direct_sum;
+    return a.ex_uid < b.ex_uid;
+  });
+
+  Table table("ops_unique_args",
+              {"name", "op category", "process_name", "process_label", "thread_name",
+               "Input Dims", "Input type", "Input Strides", "Concrete Inputs", "operation_count",
+               "total_direct_kernel_time_mean", "total_subtree_kernel_time_mean",
+               "total_direct_kernel_time_median", "total_subtree_kernel_time_median",
+               "total_direct_kernel_time_std", "total_subtree_kernel_time_std",
+               "total_direct_kernel_time_min", "total_subtree_kernel_time_min",
+               "total_direct_kernel_time_max", "total_subtree_kernel_time_max",
+               "total_direct_kernel_time_sum", "total_subtree_kernel_time_sum", "ex_UID",
+               "kernel_details_summary", "trunc_kernel_details", "Percentage (%)",
+               "Cumulative Percentage (%)"});
+  std::vector<double> sums;
+  for (const Agg& a : aggs) {
+    auto& row = table.add_row();
+    // Key columns: first non-null value of the group.
+    for (size_t c = 0; c < kKeys; ++c)
+      for (size_t k : a.rows)
+        if (!keys[k][c].missing()) {
+          row[c] = keys[k][c];
+          break;
+        }
+    row[9] = Cell(a.rows.size());
+    auto direct = pick(launchers, a.rows, &LauncherRow::direct_time);
+    auto subtree = pick(launchers, a.rows, &LauncherRow::subtree_time);
+    size_t c = 10;
+    for (auto fn : {stats::pandas_mean, stats::median, stats::pandas_std, stats::min,
+                    stats::max, stats::pandas_sum}) {
+      double d = fn(direct), s = fn(subtree);
+      row[c++] = std::isnan(d) ? Cell() : Cell(d);
+      row[c++] = std::isnan(s) ? Cell() : Cell(s);
+    }
+    row[22] = Cell(a.ex_uid);
+    std::vector<const KernelDetailList*> lists;
+    for (size_t k : a.rows) lists.push_back(&launchers[k].kernel_details);
+    auto summary = summarize_kernel_details(lists);
+    row[23] = Cell(kernel_stats_repr(summary));
+    row[24] = trunc_kernel_details_cell(summary);
+    sums.push_back(a.direct_sum);
+  }
+  add_percentages(table, sums);
+  return table;
+}
+
+namespace {
+
+// Per-kernel facts shared by kernel_summary and the short-kernel sheets
+// (TraceLens get_kernel_details).
+struct KernelFacts {
+  Uid uid;
+  Uid launcher;  // parent runtime call, kNoUid when unlinked
+  Uid cpu_op;    // nearest cpu_op above the launcher (execute not skipped)
+};
+
+std::vector<KernelFacts> kernel_facts(const Trace& trace, const CallTree& tree) {
+  std::vector<KernelFacts> out;
+  for (size_t u = 0; u < trace.events.size(); ++u) {
+    if (trace.events[u].cat != Cat::Kernel) continue;
+    Uid launcher = tree.parent(static_cast<Uid>(u));
+    Uid cpu_op = kNoUid;
+    for (Uid p = launcher; p != kNoUid; p = tree.parent(p))
+      if (trace.events[p].cat == Cat::CpuOp) {
+        cpu_op = p;
+        break;
+      }
+    out.push_back({static_cast<Uid>(u), launcher, cpu_op});
+  }
+  return out;
+}
+
+// A grouping key cell: text plus a "missing" flag (pandas NaN).
+struct KeyCell {
+  bool missing = true;
+  std::string text;
+  int64_t number = 0;
+  bool is_number = false;
+  Cell cell() const {
+    if (missing) return Cell();
+    return is_number ? Cell(number) : Cell(text);
+  }
+  auto order() const { return std::tuple(missing, is_number, number, text); }
+  bool operator<(const KeyCell& o) const { return order() < o.order(); }
+};
+
+KeyCell text_key(std::string_view s) { return {false, std::string(s), 0, false}; }
+KeyCell arg_key_cell(const Trace& trace, Uid cpu_op, std::string_view arg) {
+  if (cpu_op == kNoUid) return {};
+  Cell c = arg_cell(trace, cpu_op, arg);
+  if (c.missing()) return {};
+  return text_key(c.text());
+}
+
+}  // namespace
+
+Table kernel_summary_table(const Trace& trace, const CallTree& tree, double total_time_ms) {
+  auto facts = kernel_facts(trace, tree);
+  // Per-cpu_op category cache (§9 on the cpu_op).
+  std::unordered_map<Uid, std::string_view> category_cache;
+  using Key = std::array<KeyCell, 4>;  // category, cpu_op, kernel name, stream
+  std::map<Key, std::vector<double>> groups;  // pandas groupby: sorted keys, NaN kept
+  std::vector<double> all_durations;
+  for (const KernelFacts& f : facts) {
+    const Event& k = trace.events[f.uid];
+    Key key;
+    if (f.cpu_op != kNoUid) {
+      auto it = category_cache.find(f.cpu_op);
+      if (it == category_cache.end())
+        it = category_cache.emplace(f.cpu_op, op_category_of(trace, tree, f.cpu_op)).first;
+      key[0] = text_key(it->second);
+      key[1] = text_key(trace.name(f.cpu_op));
+    } else if (f.launcher != kNoUid) {
+      std::string_view launcher = trace.name(f.launcher);
+      key[1] = text_key(launcher);
+      std::string l = lower(launcher);
+      if (l.find("cudagraph") != std::string::npos || l.find("graphlaunch") != std::string::npos)
+        key[0] = text_key("graph");
+      else if (!l.empty() && l != "nan")
+        key[0] = text_key("runtime");
+    }
+    key[2] = text_key(trace.name(f.uid));
+    if (k.stream != kNoInt) key[3] = {false, "", k.stream, true};
+    groups[key].push_back(k.dur);
+    all_durations.push_back(k.dur);
+  }
+  struct Agg {
+    const Key* key;
+    double sum, mean, min, max;
+    size_t count;
+  };
+  std::vector<Agg> aggs;
+  for (const auto& [key, durs] : groups)
+    aggs.push_back({&key, stats::pandas_sum(durs), stats::pandas_mean(durs), stats::min(durs),
+                    stats::max(durs), durs.size()});
+  std::stable_sort(aggs.begin(), aggs.end(),
+                   [](const Agg& a, const Agg& b) { return a.sum > b.sum; });
+
+  Table table("kernel_summary",
+              {"Parent op category", "Parent cpu_op", "Kernel name", "Kernel stream",
+               "Kernel duration (µs)_sum", "Kernel duration (µs)_count",
+               "Kernel duration (µs)_mean", "Kernel duration (µs)_min",
+               "Kernel duration (µs)_max", "Percent of kernels time (%)",
+               "Percent of total time (%)"});
+  double total_kernels_us = stats::numpy_sum(all_durations);
+  double total_us = total_time_ms * 1e3;
+  for (const Agg& a : aggs) {
+    auto& row = table.add_row();
+    for (size_t c = 0; c < 4; ++c) row[c] = (*a.key)[c].cell();
+    row[4] = Cell(a.sum);
+    row[5] = Cell(a.count);
+    row[6] = Cell(a.mean);
+    row[7] = Cell(a.min);
+    row[8] = Cell(a.max);
+    row[9] = total_kernels_us > 0 ? Cell(a.sum / total_kernels_us * 100) : Cell();
+    row[10] = total_us != 0 ? Cell(a.sum / total_us * 100) : Cell();
+  }
+  return table;
+}
+
+namespace {
+
+std::vector<double> short_durations(const Trace& trace, double threshold_us) {
+  std::vector<double> out;
+  for (const Event& e : trace.events)
+    if (e.cat == Cat::Kernel && e.dur < threshold_us) out.push_back(e.dur);
+  return out;
+}
+
+}  // namespace
+
+Table short_kernel_histogram_table(const Trace& trace, double threshold_us, int bins) {
+  Table table("short_kernel_histogram", {"bin_start", "bin_end", "count"});
+  auto values = short_durations(trace, threshold_us);
+  if (values.empty() || bins <= 0) return table;
+  double lo = stats::min(values), hi = stats::max(values);
+  if (lo == hi) {
+    lo -= 0.5;
+    hi += 0.5;
+  }
+  // np.linspace(lo, hi, bins + 1)
+  std::vector<double> edges(static_cast<size_t>(bins) + 1);
+  double step = (hi - lo) / bins;
+  for (int i = 0; i <= bins; ++i) edges[static_cast<size_t>(i)] = i * step + lo;
+  edges.back() = hi;
+  std::vector<int64_t> counts(static_cast<size_t>(bins), 0);
+  for (double x : values) {
+    if (x < lo || x > hi) continue;
+    // Guess the bin like NumPy, then correct against the edges.
+    auto i = static_cast<int64_t>((x - lo) / (hi - lo) * bins);
+    if (i >= bins) i = bins - 1;
+    if (i > 0 && x < edges[static_cast<size_t>(i)]) --i;
+    if (i < bins - 1 && x >= edges[static_cast<size_t>(i) + 1]) ++i;
+    ++counts[static_cast<size_t>(i)];
+  }
+  for (int i = 0; i < bins; ++i) {
+    auto& row = table.add_row();
+    row[0] = Cell(edges[static_cast<size_t>(i)]);
+    row[1] = Cell(edges[static_cast<size_t>(i) + 1]);
+    row[2] = Cell(counts[static_cast<size_t>(i)]);
+  }
+  return table;
+}
+
+Table short_kernels_summary_table(const Trace& trace, const CallTree& tree, double threshold_us,
+                                  double total_time_ms) {
+  bool gpu_only = is_gpu_only(trace);
+  auto facts = kernel_facts(trace, tree);
+  using Key = std::vector<std::string>;
+  OrderedGroups<Key> groups;
+  std::vector<std::vector<Cell>> key_cells;  // per group
+  std::vector<double> durations;             // per fact row
+  std::vector<size_t> group_of;
+  for (const KernelFacts& f : facts) {
+    const Event& k = trace.events[f.uid];
+    if (!(k.dur < threshold_us)) continue;
+    std::vector<KeyCell> cells;
+    if (!gpu_only) {
+      cells.push_back(f.cpu_op == kNoUid ? KeyCell{} : text_key(trace.name(f.cpu_op)));
+      cells.push_back(arg_key_cell(trace, f.cpu_op, "Input Dims"));
+      cells.push_back(arg_key_cell(trace, f.cpu_op, "Input Strides"));
+      cells.push_back(arg_key_cell(trace, f.cpu_op, "Concrete Inputs"));
+    }
+    cells.push_back(text_key(trace.name(f.uid)));
+    // pandas drops groups with any NaN key (dropna=True).
+    if (std::any_of(cells.begin(), cells.end(), [](const KeyCell& c) { return c.missing; }))
+      continue;
+    Key key;
+    for (const auto& c : cells) key.push_back(c.text);
+    size_t g = groups.add(key, durations.size());
+    if (g == key_cells.size()) {
+      std::vector<Cell> row;
+      for (const auto& c : cells) row.push_back(c.cell());
+      key_cells.push_back(std::move(row));
+    }
+    durations.push_back(k.dur);
+  }
+  if (groups.groups().empty()) return Table("short_kernels_summary", {});
+
+  struct Agg {
+    size_t group;
+    double sum, mean, pct;
+    size_t count;
+  };
+  std::vector<Agg> aggs;
+  double total_us = total_time_ms * 1e3;
+  for (size_t g = 0; g < groups.groups().size(); ++g) {
+    std::vector<double> d;
+    for (size_t r : groups.groups()[g]) d.push_back(durations[r]);
+    double sum = stats::pandas_sum(d);
+    aggs.push_back({g, sum, stats::pandas_mean(d), sum / total_us * 100, d.size()});
+  }
+  std::stable_sort(aggs.begin(), aggs.end(), [](const Agg& a, const Agg& b) {
+    if (a.sum != b.sum) return a.sum > b.sum;
+    if (a.count != b.count) return a.count < b.count;
+    if (a.mean != b.mean) return a.mean < b.mean;
+    return a.pct < b.pct;
+  });
+  std::vector<std::string> columns;
+  if (!gpu_only)
+    columns = {"Parent cpu_op", "Input dims", "Input strides", "Concrete Inputs"};
+  columns.push_back("Kernel name");
+  for (const char* c :
+       {"Short Kernel duration (µs) sum", "Short Kernel count", "Short Kernel duration (µs) mean",
+        "Short Kernel duration (µs) percent of total time"})
+    columns.push_back(c);
+  Table table("short_kernels_summary", columns);
+  for (const Agg& a : aggs) {
+    auto& row = table.add_row();
+    size_t c = 0;
+    for (const Cell& k : key_cells[a.group]) row[c++] = k;
+    row[c++] = Cell(a.sum);
+    row[c++] = Cell(a.count);
+    row[c++] = Cell(a.mean);
+    row[c++] = Cell(a.pct);
+  }
+  return table;
+}
+
+}  // namespace jarvis::report

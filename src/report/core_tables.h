@@ -1,0 +1,57 @@
+// The core TraceLens report sheets built from the call tree (spec
+// tree-and-timeline.md §8-§13): kernel launchers and their summaries
+// (ops_summary_by_category, ops_summary, ops_unique_args) and the per-kernel
+// sheets (kernel_summary, short_kernel_histogram, short_kernels_summary).
+#pragma once
+
+#include <string_view>
+#include <vector>
+
+#include "report/kernel_details.h"
+#include "report/table.h"
+#include "trace/trace.h"
+#include "tree/call_tree.h"
+
+namespace jarvis::report {
+
+// One kernel launcher (spec §8.2).
+struct LauncherRow {
+  Uid uid = kNoUid;
+  std::string_view name;
+  std::string_view category;      // §9 on the launcher with its direct kernels
+  double direct_time = 0;         // busy time of the direct kernels (us)
+  double subtree_time = 0;        // busy time of all gpu_events (us)
+  KernelDetailList kernel_details;  // direct kernels sorted by ts
+};
+
+// Launchers in TraceLens order (ts, stable).
+std::vector<LauncherRow> kernel_launcher_rows(const Trace& trace, const CallTree& tree);
+
+// §9 op category of any host event: registry, name patterns, then the
+// kernel-name fallback on the event's first direct kernel by ts (only
+// launchers have direct kernels; other events fall through to "other").
+std::string_view op_category_of(const Trace& trace, const CallTree& tree, Uid uid);
+
+// GPU-only trace: no cpu_op event at all.
+bool is_gpu_only(const Trace& trace);
+
+Table ops_summary_by_category_table(const std::vector<LauncherRow>& launchers);
+Table ops_summary_table(const std::vector<LauncherRow>& launchers);
+Table ops_unique_args_table(const Trace& trace, const std::vector<LauncherRow>& launchers);
+
+// Cell value of a cpu_op arg as pandas shows TraceLens's tuple-converted
+// value: tuple repr for lists, raw text for strings, missing when absent.
+Cell arg_cell(const Trace& trace, Uid uid, std::string_view key);
+// Python str() of the same value (grouping key; "None" when absent).
+std::string arg_key(const Trace& trace, Uid uid, std::string_view key);
+
+// kernel_summary (§13.2); total_time_ms is the gpu_timeline total.
+Table kernel_summary_table(const Trace& trace, const CallTree& tree, double total_time_ms);
+// short_kernel_histogram (§13.3): NumPy histogram of kernel durations below
+// the threshold.
+Table short_kernel_histogram_table(const Trace& trace, double threshold_us, int bins);
+// short_kernels_summary (§13.3).
+Table short_kernels_summary_table(const Trace& trace, const CallTree& tree, double threshold_us,
+                                  double total_time_ms);
+
+}  // namespace jarvis::report

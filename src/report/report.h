@@ -1,0 +1,51 @@
+// The TraceLens-compatible performance report: every sheet as a Table, in
+// TraceLens's sheet order (spec tree-and-timeline.md §17.1), and the CSV
+// writer for `jarvis report`.
+//
+// Perf-model sheets plug in through one hook: when src/report/perf_tables.h
+// exists it must declare, in namespace jarvis,
+//   void add_perf_tables(Report& report, const Trace& trace, const CallTree& tree,
+//                        const ReportOptions& options);
+// build_report calls it once, right after ops_unique_args, so the tables it
+// appends (unified_perf_summary, GEMM, SDPA_fwd, ...) land where TraceLens
+// writes them, before kernel_summary.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "report/gpu_timeline.h"
+#include "report/table.h"
+#include "trace/trace.h"
+#include "tree/call_tree.h"
+
+namespace jarvis {
+
+struct GpuArch;  // defined by src/perf/gpu_arch.h
+
+struct ReportOptions {
+  const GpuArch* arch = nullptr;
+  bool kernel_summary = true;
+  bool short_kernel_study = true;
+  double short_kernel_threshold_us = 10.0;
+  int short_kernel_bins = 100;
+  bool include_python_frames = false;
+};
+
+struct Report {
+  std::vector<Table> tables;  // sheet order
+  GpuTimeline timeline;       // the numbers behind gpu_timeline
+  bool gpu_only = false;      // trace without cpu_ops: only GPU sheets
+
+  const Table* find(std::string_view name) const;
+};
+
+// Builds every sheet. Throws std::runtime_error when the trace has no GPU
+// event linked to a launch ("No GPU events found in the trace").
+Report build_report(const Trace& trace, const CallTree& tree, const ReportOptions& options);
+
+// Writes DIR/<table>.csv for every table (each file written atomically).
+void write_report_csvs(const Report& report, const std::string& dir);
+
+}  // namespace jarvis

@@ -1,0 +1,429 @@
+#include "tree/call_tree.h"
+
+#include <algorithm>
+#include <cctype>
+#include <map>
+#include <unordered_set>
+
+namespace jarvis {
+
+namespace {
+
+bool contains_ci(std::string_view hay, std::string_view needle) {
+  if (needle.size() > hay.size()) return false;
+  for (size_t i = 0; i + needle.size() <= hay.size(); ++i) {
+    size_t k = 0;
+    while (k < needle.size() &&
+           std::tolower(static_cast<unsigned char>(hay[i + k])) == needle[k])
+      ++k;
+    if (k == needle.size()) return true;
+  }
+  return false;
+}
+
+bool starts_with(std::string_view s, std::string_view p) { return s.substr(0, p.size()) == p; }
+
+// Strips one optional ".kd" suffix.
+std::string_view without_kd(std::string_view s) {
+  if (s.size() >= 3 && s.substr(s.size() - 3) == ".kd") s.remove_suffix(3);
+  return s;
+}
+
+// Key of the (pid, tid, link) index.
+struct LinkKey {
+  ProcId pid, tid;
+  int64_t link;
+  bool operator==(const LinkKey&) const = default;
+};
+struct LinkKeyHash {
+  size_t operator()(const LinkKey& k) const noexcept {
+    ProcIdHash h;
+    return h(k.pid) * 1000003u ^ h(k.tid) * 7919u ^ std::hash<int64_t>()(k.link);
+  }
+};
+
+}  // namespace
+
+bool is_communication_name(std::string_view name) {
+  return contains_ci(name, "nccl") || contains_ci(name, "rccl") ||
+         contains_ci(name, "cross_device_reduce");
+}
+
+bool is_rocm_legacy_memcpy_name(std::string_view name) {
+  name = without_kd(name);
+  if (name == "MEMORY_COPY_HOST_TO_DEVICE" || name == "MEMORY_COPY_DEVICE_TO_HOST" ||
+      name == "MEMORY_COPY_DEVICE_TO_DEVICE")
+    return true;
+  if (!starts_with(name, "__amd_rocclr_copyBuffer")) return false;
+  std::string_view rest = name.substr(std::string_view("__amd_rocclr_copyBuffer").size());
+  if (starts_with(rest, "Rect")) rest.remove_prefix(4);
+  if (starts_with(rest, "Aligned")) rest.remove_prefix(7);
+  return rest.empty();
+}
+
+bool is_rocm_legacy_memset_name(std::string_view name) {
+  name = without_kd(name);
+  return name == "__amd_rocclr_fillBuffer" || name == "__amd_rocclr_fillBufferAligned";
+}
+
+double busy_time(const Trace& trace, std::span<const Uid> gpu_uids) {
+  std::vector<std::pair<double, double>> iv;
+  iv.reserve(gpu_uids.size());
+  for (Uid u : gpu_uids) {
+    const Event& e = trace.events[u];
+    if (e.has_ts() && e.has_dur()) iv.emplace_back(e.ts, e.t_end);
+  }
+  if (iv.empty()) return 0.0;
+  std::stable_sort(iv.begin(), iv.end(),
+                   [](const auto& a, const auto& b) { return a.first < b.first; });
+  double total = 0.0;
+  double start = iv[0].first, end = iv[0].second;
+  for (size_t k = 1; k < iv.size(); ++k) {
+    if (iv[k].first <= end) {
+      end = std::max(end, iv[k].second);
+    } else {
+      total += end - start;
+      start = iv[k].first;
+      end = iv[k].second;
+    }
+  }
+  total += end - start;
+  return total;
+}
+
+CallTree::CallTree(const Trace& trace, const TreeOptions& options)
+    : trace_(&trace), options_(options) {
+  const size_t n = trace.events.size();
+  parent_.assign(n, kNoUid);
+  flags_.assign(n, 0);
+  choose_linking_key();
+  std::vector<Uid> first_child(n, kNoUid), last_child(n, kNoUid), next_sibling(n, kNoUid);
+  build_host_tree(first_child, last_child, next_sibling);
+  attach_gpu_events(first_child, last_child, next_sibling);
+
+  // Children lists to CSR (host children first, then attached GPU events).
+  child_off_.assign(n + 1, 0);
+  for (size_t u = 0; u < n; ++u) {
+    uint32_t count = 0;
+    for (Uid c = first_child[u]; c != kNoUid; c = next_sibling[c]) ++count;
+    child_off_[u + 1] = child_off_[u] + count;
+  }
+  child_uids_.resize(child_off_[n]);
+  for (size_t u = 0; u < n; ++u) {
+    uint32_t at = child_off_[u];
+    for (Uid c = first_child[u]; c != kNoUid; c = next_sibling[c]) child_uids_[at++] = c;
+  }
+  link_fwd_bwd();
+  find_launchers();
+}
+
+int64_t CallTree::link_value(Uid uid) const {
+  const Event& e = trace_->events[uid];
+  return link_by_correlation_ ? e.correlation : e.external_id;
+}
+
+void CallTree::choose_linking_key() {
+  for (size_t u = 0; u < trace_->events.size(); ++u) {
+    const Event& e = trace_->events[u];
+    if (!e.is_runtime()) continue;
+    if (!contains_ci(trace_->name(static_cast<Uid>(u)), "launch")) continue;
+    link_by_correlation_ = e.correlation != kNoInt;
+    return;
+  }
+  link_by_correlation_ = false;
+}
+
+void CallTree::build_host_tree(std::vector<Uid>& first_child, std::vector<Uid>& last_child,
+                               std::vector<Uid>& next_sibling) {
+  const Trace& t = *trace_;
+  std::vector<std::pair<double, Uid>> order;
+  for (size_t u = 0; u < t.events.size(); ++u) {
+    const Event& e = t.events[u];
+    bool host = e.cat == Cat::CpuOp || e.is_runtime() ||
+                (options_.include_python_frames && e.cat == Cat::PythonFunction);
+    if (!host || !e.has_ts() || !e.has_dur()) continue;
+    order.emplace_back(e.ts, static_cast<Uid>(u));
+  }
+  // Sorting (ts, uid) pairs == a stable sort on ts.
+  std::sort(order.begin(), order.end());
+
+  struct ThreadState {
+    std::vector<Uid> stack;
+    int cpu_ops = 0;
+  };
+  std::map<std::pair<ProcId, ProcId>, ThreadState> threads;
+  auto pop = [&](ThreadState& s) {
+    if (t.events[s.stack.back()].cat == Cat::CpuOp) --s.cpu_ops;
+    s.stack.pop_back();
+  };
+
+  for (const auto& [ts, uid] : order) {
+    const Event& e = t.events[uid];
+    flags_[uid] |= kInTree;
+    ThreadState& s = threads[{e.pid, e.tid}];
+    while (!s.stack.empty() && e.ts >= t.events[s.stack.back()].t_end) pop(s);
+    if (!s.stack.empty() && e.t_end > t.events[s.stack.back()].t_end) {
+      double overlap = t.events[s.stack.back()].t_end - e.ts;
+      if (overlap < 1.0 && s.stack.size() >= 2) {
+        pop(s);
+      } else {
+        flags_[uid] |= kBleedSkipped;
+        continue;
+      }
+    }
+    if (!s.stack.empty()) {
+      Uid p = s.stack.back();
+      parent_[uid] = p;
+      if (last_child[p] == kNoUid)
+        first_child[p] = uid;
+      else
+        next_sibling[last_child[p]] = uid;
+      last_child[p] = uid;
+    }
+    s.stack.push_back(uid);
+    if (e.cat == Cat::CpuOp) {
+      if (s.cpu_ops == 0) {
+        flags_[uid] |= kCpuOpRoot;
+        cpu_root_nodes_.push_back(uid);
+      }
+      ++s.cpu_ops;
+    }
+  }
+}
+
+void CallTree::attach_gpu_events(std::vector<Uid>& first_child, std::vector<Uid>& last_child,
+                                 std::vector<Uid>& next_sibling) {
+  const Trace& t = *trace_;
+  const size_t n = t.events.size();
+  std::unordered_map<int64_t, Uid> flow_start, flow_end;
+  std::unordered_map<LinkKey, Uid, LinkKeyHash> by_link;
+  std::unordered_map<int64_t, std::vector<Uid>> gpu_by_link;
+  bool any_graph_launch = false;
+  for (size_t u = 0; u < n; ++u) {
+    const Event& e = t.events[u];
+    std::string_view name = t.name(static_cast<Uid>(u));
+    if (e.is_runtime()) {
+      runtime_uids_.push_back(static_cast<Uid>(u));
+      if (name == "cudaGraphLaunch" || name == "hipGraphLaunch") any_graph_launch = true;
+    }
+    if (e.cat == Cat::Ac2g) {
+      if (e.ph == Phase::FlowStart) flow_start[e.flow_id] = static_cast<Uid>(u);
+      if (e.ph == Phase::FlowEnd) flow_end[e.flow_id] = static_cast<Uid>(u);
+      continue;
+    }
+    if (!e.has_args) continue;
+    int64_t link = link_value(static_cast<Uid>(u));
+    if (link == kNoInt) continue;
+    if (e.pid.present() && e.tid.present()) by_link[{e.pid, e.tid, link}] = static_cast<Uid>(u);
+  }
+  if (any_graph_launch) {
+    for (size_t u = 0; u < n; ++u) {
+      const Event& e = t.events[u];
+      int64_t link = link_value(static_cast<Uid>(u));
+      if (e.is_gpu() && e.has_args && link != kNoInt)
+        gpu_by_link[link].push_back(static_cast<Uid>(u));
+    }
+  }
+
+  // (runtime, gpu event) pairs in TraceLens processing order.
+  std::vector<std::pair<Uid, Uid>> attached;
+  for (Uid r : runtime_uids_) {
+    std::string_view name = t.name(r);
+    int64_t link = link_value(r);
+    if (name == "cudaGraphLaunch" || name == "hipGraphLaunch") {
+      if (link == kNoInt) continue;
+      auto it = gpu_by_link.find(link);
+      if (it == gpu_by_link.end()) continue;
+      for (Uid g : it->second) attached.emplace_back(r, g);
+      continue;
+    }
+    if (link == kNoInt) continue;
+    auto s = flow_start.find(link);
+    auto f = flow_end.find(link);
+    if (s == flow_start.end() || f == flow_end.end()) continue;
+    const Event& fe = t.events[f->second];
+    auto g = by_link.find({fe.pid, fe.tid, fe.flow_id});
+    if (g == by_link.end() || !t.events[g->second].is_gpu()) continue;
+    attached.emplace_back(r, g->second);
+  }
+
+  // gpu_events CSR: count per node (runtime and its ancestors), then fill.
+  std::vector<uint32_t> count(n + 1, 0);
+  for (auto [r, g] : attached)
+    for (Uid p = r; p != kNoUid; p = parent_[p]) ++count[p];
+  gpu_off_.assign(n + 1, 0);
+  for (size_t u = 0; u < n; ++u) gpu_off_[u + 1] = gpu_off_[u] + count[u];
+  gpu_uids_.resize(gpu_off_[n]);
+  std::vector<uint32_t> fill(gpu_off_.begin(), gpu_off_.end() - 1);
+  for (auto [r, g] : attached) {
+    if (last_child[r] == kNoUid)
+      first_child[r] = g;
+    else
+      next_sibling[last_child[r]] = g;
+    last_child[r] = g;
+    parent_[g] = r;
+    flags_[g] |= kInTree;
+    for (Uid p = r; p != kNoUid; p = parent_[p]) gpu_uids_[fill[p]++] = g;
+  }
+}
+
+void CallTree::link_fwd_bwd() {
+  const Trace& t = *trace_;
+  std::unordered_map<int64_t, size_t> index;
+  std::vector<std::vector<Uid>> groups;
+  for (size_t u = 0; u < t.events.size(); ++u) {
+    const Event& e = t.events[u];
+    if (e.cat == Cat::Ac2g || !e.has_args || e.sequence_number == kNoInt) continue;
+    auto [it, fresh] = index.emplace(e.sequence_number, groups.size());
+    if (fresh) groups.emplace_back();
+    groups[it->second].push_back(static_cast<Uid>(u));
+  }
+  for (const auto& uids : groups) {
+    Uid bwd = kNoUid;
+    for (Uid u : uids)
+      if (starts_with(t.name(u), "autograd::engine::evaluate_function:")) {
+        bwd = u;
+        break;
+      }
+    if (bwd == kNoUid) continue;
+    const Event& b = t.events[bwd];
+    Uid fwd = kNoUid;
+    double best = -1;
+    for (Uid u : uids) {
+      const Event& e = t.events[u];
+      if (e.pid == b.pid && e.tid == b.tid) continue;
+      double ts = e.has_ts() ? e.ts : 0.0;
+      if (ts > best) {
+        best = ts;
+        fwd = u;
+      }
+    }
+    if (fwd == kNoUid) continue;
+    fwd_of_[bwd] = fwd;
+    bwd_of_[fwd].push_back(bwd);
+  }
+}
+
+void CallTree::find_launchers() {
+  const Trace& t = *trace_;
+  launcher_.assign(t.events.size(), kNoUid);
+  std::vector<Uid> first_met;  // launchers in order of first kernel met
+  std::unordered_map<Uid, uint32_t> kernels_per_launcher;
+  for (size_t u = 0; u < t.events.size(); ++u) {
+    const Event& k = t.events[u];
+    if (!k.is_gpu() || is_communication_name(t.name(static_cast<Uid>(u)))) continue;
+    Uid r = parent_[u];
+    if (r == kNoUid) continue;
+    Uid found = kNoUid;
+    for (Uid cur = parent_[r]; cur != kNoUid;) {
+      const Event& c = t.events[cur];
+      if (c.cat == Cat::CpuOp) {
+        if (t.name(cur) == "execute") {
+          cur = parent_[cur];
+          continue;
+        }
+        found = cur;
+        break;
+      }
+      if (c.cat != Cat::PythonFunction) break;
+      cur = parent_[cur];
+    }
+    Uid l = found != kNoUid ? found : r;
+    launcher_[u] = l;
+    if (kernels_per_launcher[l]++ == 0) first_met.push_back(l);
+  }
+  // Direct kernels: contiguous ranges in launcher first-met order.
+  uint32_t at = 0;
+  for (Uid l : first_met) {
+    direct_range_[l] = {at, at};
+    at += kernels_per_launcher[l];
+  }
+  direct_uids_.resize(at);
+  for (size_t u = 0; u < t.events.size(); ++u) {
+    Uid l = launcher_[u];
+    if (l == kNoUid) continue;
+    auto& range = direct_range_[l];
+    direct_uids_[range.second++] = static_cast<Uid>(u);
+  }
+  launchers_ = first_met;
+  std::stable_sort(launchers_.begin(), launchers_.end(), [&](Uid a, Uid b) {
+    double ta = t.events[a].has_ts() ? t.events[a].ts : 0.0;
+    double tb = t.events[b].has_ts() ? t.events[b].ts : 0.0;
+    return ta < tb;
+  });
+}
+
+std::span<const Uid> CallTree::direct_kernels(Uid uid) const {
+  auto it = direct_range_.find(uid);
+  if (it == direct_range_.end()) return {};
+  return {direct_uids_.data() + it->second.first, direct_uids_.data() + it->second.second};
+}
+
+std::vector<Uid> CallTree::parent_chain(Uid uid) const {
+  std::vector<Uid> out;
+  for (Uid p = parent_[uid]; p != kNoUid; p = parent_[p]) out.push_back(p);
+  return out;
+}
+
+std::vector<SubtreeNode> CallTree::subtree(Uid uid, int max_depth) const {
+  std::vector<SubtreeNode> out;
+  std::vector<SubtreeNode> stack{{uid, 0}};
+  while (!stack.empty()) {
+    SubtreeNode node = stack.back();
+    stack.pop_back();
+    out.push_back(node);
+    if (max_depth >= 0 && node.depth >= max_depth) continue;
+    auto kids = children(node.uid);
+    for (size_t k = kids.size(); k-- > 0;) stack.push_back({kids[k], node.depth + 1});
+  }
+  return out;
+}
+
+Uid CallTree::nearest_cpu_op(Uid uid) const {
+  for (Uid p = parent_[uid]; p != kNoUid; p = parent_[p])
+    if (trace_->events[p].cat == Cat::CpuOp) return p;
+  return kNoUid;
+}
+
+std::vector<std::string_view> CallTree::nn_module_stack(Uid uid) const {
+  std::vector<std::string_view> out;
+  for (Uid p = parent_[uid]; p != kNoUid; p = parent_[p]) {
+    if (trace_->events[p].cat != Cat::PythonFunction) continue;
+    std::string_view name = trace_->name(p);
+    if (!starts_with(name, "nn.Module:")) continue;
+    // Remove a trailing _<digits>.
+    size_t end = name.size();
+    while (end > 0 && std::isdigit(static_cast<unsigned char>(name[end - 1]))) --end;
+    if (end < name.size() && end > 0 && name[end - 1] == '_') name = name.substr(0, end - 1);
+    out.push_back(name);
+  }
+  std::reverse(out.begin(), out.end());
+  if (out.empty()) out.push_back("root");
+  return out;
+}
+
+Uid CallTree::fwd_event(Uid bwd_uid) const {
+  auto it = fwd_of_.find(bwd_uid);
+  return it == fwd_of_.end() ? kNoUid : it->second;
+}
+
+std::span<const Uid> CallTree::bwd_events(Uid fwd_uid) const {
+  auto it = bwd_of_.find(fwd_uid);
+  if (it == bwd_of_.end()) return {};
+  return it->second;
+}
+
+std::vector<Uid> CallTree::subtree_bwd_events(Uid uid) const {
+  std::unordered_set<Uid> seen;
+  for (const SubtreeNode& node : subtree(uid))
+    for (Uid b : bwd_events(node.uid)) seen.insert(b);
+  std::vector<Uid> out(seen.begin(), seen.end());
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+double CallTree::busy_time(std::span<const Uid> gpu_uids) const {
+  return jarvis::busy_time(*trace_, gpu_uids);
+}
+
+}  // namespace jarvis
