@@ -1,13 +1,18 @@
 #include "analysis/trace_store.h"
 
 #include <algorithm>
+#include <cctype>
+#include <optional>
 #include <chrono>
 #include <filesystem>
 #include <system_error>
 
 #include <fmt/format.h>
 
+#include "perf/gpu_arch.h"
+#include "report/report.h"
 #include "trace/loader.h"
+#include "tree/call_tree.h"
 
 namespace jarvis {
 
@@ -97,6 +102,45 @@ std::vector<std::shared_ptr<const LoadedTrace>> TraceStore::list() const {
 size_t TraceStore::size() const {
   std::lock_guard<std::mutex> lock(mutex_);
   return by_handle_.size();
+}
+
+std::shared_ptr<const CallTree> trace_call_tree(const LoadedTrace& entry) {
+  return entry.cached<CallTree>("tree", [&] { return CallTree(entry.trace()); });
+}
+
+std::string detect_arch_name(const Trace& trace) {
+  auto upper = [](std::string s) {
+    for (char& c : s) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+    return s;
+  };
+  std::string gpu = upper(trace.gpu_name());
+  if (gpu.empty()) return "";
+  // Longest name first, so "MI325X" is not taken for "MI300X"-like prefixes.
+  std::vector<std::string> names = perf::bundled_gpu_arch_names();
+  std::sort(names.begin(), names.end(),
+            [](const std::string& a, const std::string& b) { return a.size() > b.size(); });
+  for (const auto& name : names)
+    if (gpu.find(upper(name)) != std::string::npos) return name;
+  // "MI300X" traces may name the GPU "AMD Instinct MI300X" or just "MI300".
+  for (const auto& name : names) {
+    std::string base = upper(name);
+    if (!base.empty() && base.back() == 'X' && gpu.find(base.substr(0, base.size() - 1)) != std::string::npos)
+      return name;
+  }
+  return "";
+}
+
+std::shared_ptr<const Report> trace_report(const LoadedTrace& entry, const std::string& arch) {
+  std::string name = arch.empty() ? detect_arch_name(entry.trace()) : arch;
+  if (name == "none") name.clear();
+  return entry.cached<Report>("report:" + name, [&] {
+    std::optional<GpuArch> gpu_arch;
+    if (!name.empty()) gpu_arch = perf::load_gpu_arch(name);
+    ReportOptions options;
+    options.arch = gpu_arch ? &*gpu_arch : nullptr;
+    auto tree = trace_call_tree(entry);
+    return build_report(entry.trace(), *tree, options);
+  });
 }
 
 }  // namespace jarvis

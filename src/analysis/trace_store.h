@@ -21,6 +21,9 @@
 
 namespace jarvis {
 
+class CallTree;
+struct Report;
+
 class LoadedTrace {
  public:
   LoadedTrace(std::string handle, std::string path, uint64_t file_size, int64_t mtime_ns,
@@ -94,5 +97,19 @@ class TraceStore {
   std::vector<std::string> order_;
   uint64_t next_id_ = 1;
 };
+
+// The call tree of a loaded trace (TraceLens defaults: no python frames),
+// built on first use and cached on the entry.
+std::shared_ptr<const CallTree> trace_call_tree(const LoadedTrace& entry);
+
+// The bundled GPU arch matching the trace's GPU name ("H100", "MI300X", ...),
+// or "" when none matches.
+std::string detect_arch_name(const Trace& trace);
+
+// The full TraceLens report of a loaded trace, cached per arch. `arch` is a
+// bundled arch name or an arch JSON path; "" = detect_arch_name (no roofline
+// columns when nothing matches), "none" = no arch. Throws std::runtime_error
+// (e.g. "No GPU events found in the trace") or perf::GpuArchError.
+std::shared_ptr<const Report> trace_report(const LoadedTrace& entry, const std::string& arch = "");
 
 }  // namespace jarvis

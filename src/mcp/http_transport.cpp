@@ -234,7 +234,7 @@ struct HttpServer::Impl {
     }
     res.set_header("Mcp-Session-Id", req.get_header_value("Mcp-Session-Id"));
     bool stream = accepts_sse && message.is_object() && message["method"] == "tools/call";
-    if (stream) return stream_reply(res, slot->session, message, /*modern=*/false);
+    if (stream) return stream_reply(res, slot->session, message);
     auto reply = slot->session->handle(message, [](const json&) {});
     if (!reply) {
       res.status = 202;
@@ -262,23 +262,19 @@ struct HttpServer::Impl {
 
   void post_stateless(const httplib::Request& req, httplib::Response& res, const json& message,
                       bool accepts_sse) {
-    Session& session = server.stateless_session();
+    auto session = server.new_stateless_session();
     bool is_request = message.contains("id");
     if (is_request) {
       if (std::string problem = header_mismatch(req, message); !problem.empty())
         return send_error(res, 400, rpc::kHeaderMismatch, "Header mismatch: " + problem, message["id"]);
     }
     if (!is_request) {
-      session.handle(message, [](const json&) {});
+      session->handle(message, [](const json&) {});
       res.status = 202;
       return;
     }
-    if (accepts_sse && message["method"] == "tools/call") {
-      // Serve through a session handle that does not own the stateless session.
-      std::shared_ptr<Session> alias(std::shared_ptr<Session>(), &session);
-      return stream_reply(res, alias, message, /*modern=*/true);
-    }
-    auto reply = session.handle(message, [](const json&) {});
+    if (accepts_sse && message["method"] == "tools/call") return stream_reply(res, session, message);
+    auto reply = session->handle(message, [](const json&) {});
     if (!reply) {
       res.status = 202;
       return;
@@ -288,7 +284,7 @@ struct HttpServer::Impl {
 
   // Answers a request as an SSE stream: its notifications and requests to
   // the client first, then the response, then the stream ends.
-  void stream_reply(httplib::Response& res, std::shared_ptr<Session> session, json message, bool modern) {
+  void stream_reply(httplib::Response& res, std::shared_ptr<Session> session, json message) {
     res.status = 200;
     res.set_header("Cache-Control", "no-cache");
     res.set_header("X-Accel-Buffering", "no");
@@ -308,7 +304,6 @@ struct HttpServer::Impl {
           sink.done();
           return true;
         });
-    (void)modern;
   }
 
   void get(const httplib::Request& req, httplib::Response& res) {

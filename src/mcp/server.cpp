@@ -73,7 +73,7 @@ Server::Server(ServerOptions options) : options_(std::move(options)) {
     for (auto& prompt : fixture_prompts()) prompts_.push_back(std::move(prompt));
   }
   instructions_ = options_.instructions.empty() ? kDefaultInstructions : options_.instructions;
-  stateless_ = std::make_shared<Session>(*this);
+  stateless_traces_ = std::make_shared<TraceStore>();
 }
 
 Server::~Server() = default;
@@ -102,6 +102,10 @@ json Server::capabilities() const {
 
 std::shared_ptr<Session> Server::new_session() { return std::make_shared<Session>(*this); }
 
+std::shared_ptr<Session> Server::new_stateless_session() {
+  return std::make_shared<Session>(*this, stateless_traces_);
+}
+
 json Server::list_resources() const {
   return options_.conformance_fixtures ? fixture_resources() : json::array();
 }
@@ -129,7 +133,8 @@ struct Session::PendingClientRequest {
   std::promise<json> reply;  // the response message
 };
 
-Session::Session(Server& server) : server_(server) {}
+Session::Session(Server& server, std::shared_ptr<TraceStore> traces)
+    : server_(server), traces_(std::move(traces)) {}
 
 bool Session::initialized() const {
   std::lock_guard<std::mutex> lock(mutex_);
@@ -493,7 +498,7 @@ json Session::call_tool(Call& call, const json& params, bool modern) {
                                     "the tool's inputSchema and call it again.",
                                     name, problem));
 
-  ToolContext ctx(traces_, server_.paths());
+  ToolContext ctx(*traces_, server_.paths());
   ctx.cancel_flag_ = call.cancelled.get();
   if (call.meta.contains("progressToken") &&
       (call.meta["progressToken"].is_string() || call.meta["progressToken"].is_number_integer())) {

@@ -98,8 +98,9 @@ class Server {
   const std::string& instructions() const { return instructions_; }
 
   std::shared_ptr<Session> new_session();
-  // The session that serves stateless (2026-07-28) HTTP requests.
-  Session& stateless_session() { return *stateless_; }
+  // A session for one stateless (2026-07-28) HTTP request; all of them share
+  // one server-wide TraceStore, so handles outlive the request.
+  std::shared_ptr<Session> new_stateless_session();
 
   // Fixture resources (conformance mode only).
   json list_resources() const;
@@ -113,7 +114,7 @@ class Server {
   std::vector<Prompt> prompts_;
   std::vector<std::string> problems_;
   std::string instructions_;
-  std::shared_ptr<Session> stateless_;
+  std::shared_ptr<TraceStore> stateless_traces_;
 };
 
 // Delivers a message related to the request being handled (progress, log,
@@ -122,7 +123,8 @@ using Emit = std::function<void(const json&)>;
 
 class Session {
  public:
-  explicit Session(Server& server);
+  explicit Session(Server& server,
+                   std::shared_ptr<TraceStore> traces = std::make_shared<TraceStore>());
 
   // Handles one message given as text: -32700 on bad JSON, batches per the
   // negotiated version. Returns the reply (an object, an array for a batch,
@@ -133,7 +135,7 @@ class Session {
 
   bool initialized() const;
   std::string protocol_version() const;  // "" before initialize
-  TraceStore& traces() { return traces_; }
+  TraceStore& traces() { return *traces_; }
   // Cancels every request in flight and fails every pending client request
   // (the transport is going away).
   void cancel_all();
@@ -162,7 +164,7 @@ class Session {
   bool version_at_least(const std::string& version) const;
 
   Server& server_;
-  TraceStore traces_;
+  std::shared_ptr<TraceStore> traces_;
   mutable std::mutex mutex_;
   bool initialized_ = false;
   std::string version_;

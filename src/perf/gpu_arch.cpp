@@ -9,9 +9,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-namespace jarvis::perf {
-
-namespace fs = std::filesystem;
+namespace jarvis {
 
 std::optional<double> GpuArch::peak_tflops(const std::string& compute_spec) const {
   auto it = max_achievable_tflops.find(compute_spec);
@@ -24,6 +22,12 @@ std::optional<double> GpuArch::ridge_point(const std::string& compute_spec) cons
   if (!peak || mem_bw_gbps <= 0) return std::nullopt;
   return (*peak * 1e12) / (mem_bw_gbps * 1e9);
 }
+
+}  // namespace jarvis
+
+namespace jarvis::perf {
+
+namespace fs = std::filesystem;
 
 std::string bundled_arch_dir() {
   if (const char* env = std::getenv("JARVIS_ARCH_DIR"); env && *env) return env;

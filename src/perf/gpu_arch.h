@@ -9,8 +9,10 @@
 #include <string>
 #include <vector>
 
-namespace jarvis::perf {
+namespace jarvis {
 
+// Declared in namespace jarvis (report/report.h forward-declares it there for
+// ReportOptions); also visible as jarvis::perf::GpuArch.
 struct GpuArch {
   std::string name;
   double mem_bw_gbps = 0;  // GB/s (decimal)
@@ -24,6 +26,12 @@ struct GpuArch {
   // FLOPs per byte where compute and memory time are equal, for a spec.
   std::optional<double> ridge_point(const std::string& compute_spec) const;
 };
+
+}  // namespace jarvis
+
+namespace jarvis::perf {
+
+using jarvis::GpuArch;
 
 class GpuArchError : public std::runtime_error {
  public:

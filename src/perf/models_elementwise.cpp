@@ -10,8 +10,16 @@
 namespace jarvis::perf::detail {
 namespace {
 
+// TraceLens's elementwise classes define no backward methods; calling them
+// raises AttributeError, an ordinary (non-"not implemented") failure.
+[[noreturn]] void no_backward_method(std::string_view model) {
+  throw PerfModelError(std::string(model) + " has no backward model (no flops_bwd attribute)");
+}
+
 class UnaryModel : public PerfModel {
  public:
+  double flops_bwd() const override { no_backward_method(model_name()); }
+  std::optional<double> bytes_bwd() const override { no_backward_method(model_name()); }
   double flops() const override { return static_cast<double>(nelems_); }
   std::optional<double> bytes() const override {
     if (!bpe_in_ || !bpe_out_) return std::nullopt;
@@ -121,6 +129,8 @@ Shape broadcast(const Shape& a, const Shape& b) {
 
 class BinaryModel : public PerfModel {
  public:
+  double flops_bwd() const override { no_backward_method(model_name()); }
+  std::optional<double> bytes_bwd() const override { no_backward_method(model_name()); }
   double flops() const override { return static_cast<double>(n_out_); }
   std::optional<double> bytes() const override {
     if (!bpe1_ || !bpe2_ || !bpe_out_) return std::nullopt;

@@ -24,6 +24,14 @@ std::string first_precision(const OpInput& op) {
   return truthy(d) ? precision_of_value(d) : "";
 }
 
+// A model class without backward methods (Python AttributeError: an ordinary
+// failure, not "not implemented").
+class NoBackward : public PerfModel {
+ public:
+  double flops_bwd() const override { fail(std::string(model_name()) + " has no flops_bwd"); }
+  std::optional<double> bytes_bwd() const override { fail(std::string(model_name()) + " has no bytes_bwd"); }
+};
+
 // MoEDispatch / MoECombine: pure data movement, no FLOPs, no Compute Spec.
 class MoEComm : public PerfModel {
  public:
@@ -54,7 +62,7 @@ class MoEComm : public PerfModel {
 };
 
 // DaoAILab::_causal_conv1d_fwd_cpp: x = (B, C, L), w = (C, k), optional bias.
-class CausalConv1d : public PerfModel {
+class CausalConv1d : public NoBackward {
  public:
   explicit CausalConv1d(const OpInput& op) : precision_(first_precision(op)) {
     Shape x = dims_at(op, 0), w = dims_at(op, 1);
@@ -87,7 +95,7 @@ class CausalConv1d : public PerfModel {
 };
 
 // FusedRoPEFunc: t = (S, B, H, D); 3 FLOPs per element, read + write.
-class FusedRope : public PerfModel {
+class FusedRope : public NoBackward {
  public:
   explicit FusedRope(const OpInput& op) : precision_(first_precision(op)) {
     Shape t = dims_at(op, 0);
@@ -113,7 +121,7 @@ class FusedRope : public PerfModel {
 
 // CrossEntropyFunction: logits = dims[0]; 5 FLOPs per logit; int64 targets
 // and fp32 loss per row.
-class CrossEntropy : public PerfModel {
+class CrossEntropy : public NoBackward {
  public:
   explicit CrossEntropy(const OpInput& op) : precision_(first_precision(op)) {
     logits_ = dims_at(op, 0);

@@ -23,6 +23,9 @@ ToolResult load_trace_tool(const json& args, ToolContext& ctx) {
   auto loaded = ctx.traces().load(path.string(), options);
   json summary = analysis::trace_overview(*loaded.entry);
   summary["reused"] = loaded.reused;
+  ctx.throw_if_cancelled();
+  if (json timeline = analysis::trace_gpu_timeline(*loaded.entry); !timeline.is_null())
+    summary["gpu_timeline"] = timeline;
   std::string text = fmt::format(
       "Loaded {} as handle \"{}\"{}: platform {}, GPU {}, {} events ({} kernels, {} cpu_ops).\n{}",
       loaded.entry->path(), loaded.entry->handle(), loaded.reused ? " (reused, unchanged file)" : "",

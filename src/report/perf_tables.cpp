@@ -1,0 +1,818 @@
+// unified_perf_summary and the per-family perf sheets, reproducing
+// TraceLens's build_df_perf_metrics / summarize_df_perf_metrics /
+// collect_unified_perf_events / build_df_unified_perf_table /
+// summarize_df_unified_perf_table (spec tree-and-timeline.md §15,
+// perf-models.md §4 and §6).
+#include "report/perf_tables.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <set>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "perf/categories.h"
+#include "perf/perf_model.h"
+#include "report/core_tables.h"
+#include "report/kernel_details.h"
+#include "report/stats.h"
+
+namespace jarvis {
+namespace report {
+namespace {
+
+using perf::PerfMetrics;
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+Cell num(double v) { return std::isnan(v) ? Cell() : Cell(v); }
+
+bool is_cpu_op(const Trace& t, Uid u) { return t.events[u].cat == Cat::CpuOp; }
+bool is_python(const Trace& t, Uid u) { return t.events[u].cat == Cat::PythonFunction; }
+
+// TraceLens agg_kernels_in_subtree: GPU events reached through `children`,
+// depth-first in children order (a GPU event ends its branch).
+void collect_subtree_kernels(const Trace& trace, const CallTree& tree, Uid uid, std::vector<Uid>& out) {
+  if (trace.events[uid].is_gpu()) {
+    out.push_back(uid);
+    return;
+  }
+  for (Uid c : tree.children(uid)) collect_subtree_kernels(trace, tree, c, out);
+}
+
+std::vector<Uid> sorted_by_ts(const Trace& trace, std::vector<Uid> uids) {
+  std::stable_sort(uids.begin(), uids.end(), [&](Uid a, Uid b) {
+    double ta = trace.events[a].has_ts() ? trace.events[a].ts : 0.0;
+    double tb = trace.events[b].has_ts() ? trace.events[b].ts : 0.0;
+    return ta < tb;
+  });
+  return uids;
+}
+
+// The op a metric computation works on: the event itself, or for a synthetic
+// unified row, a copy of its parent under another name.
+struct OpRef {
+  Uid uid;        // row UID
+  Uid base;       // event providing args / structure
+  std::string_view name;
+};
+
+// TraceLens compute_perf_metrics for one op and direction. Throws what the
+// model throws; returns nullopt when no model class resolves.
+struct Computed {
+  PerfMetrics metrics;
+  std::vector<Uid> kernels;  // sorted by ts
+};
+
+std::optional<Computed> compute_metrics(const Trace& trace, const CallTree& tree, const OpRef& op, bool bwd,
+                                        const GpuArch* arch) {
+  std::vector<Uid> kernels;
+  if (bwd) {
+    for (Uid b : tree.subtree_bwd_events(op.base)) collect_subtree_kernels(trace, tree, b, kernels);
+  } else {
+    collect_subtree_kernels(trace, tree, op.base, kernels);
+  }
+  double busy = kernels.empty() ? 0.0 : tree.busy_time(kernels);
+  Computed c;
+  c.kernels = sorted_by_ts(trace, std::move(kernels));
+  perf::OpInput in = perf::op_input_from_event(trace, op.base);
+  in.name = op.name;
+  for (Uid k : c.kernels) in.kernel_names.push_back(trace.name(k));
+  auto model = perf::make_perf_model(in);
+  if (!model) return std::nullopt;
+  c.metrics = perf::compute_perf_metrics(*model, bwd, busy, arch);
+  return c;
+}
+
+// ---------------------------------------------------------------------------
+// Generic pandas-like aggregation helpers.
+
+struct NumAgg {
+  double mean = kNaN, median = kNaN, std = kNaN, min = kNaN, max = kNaN, sum = 0, first = kNaN;
+};
+
+NumAgg aggregate(const std::vector<double>& values) {
+  std::vector<double> v;
+  for (double x : values)
+    if (!std::isnan(x)) v.push_back(x);
+  NumAgg a;
+  a.sum = stats::pandas_sum(v);
+  if (v.empty()) return a;
+  a.first = v.front();
+  a.mean = stats::pandas_mean(v);
+  a.median = stats::median(v);
+  a.std = stats::pandas_std(v);
+  a.min = stats::min(v);
+  a.max = stats::max(v);
+  return a;
+}
+
+void put_aggs(std::vector<Cell>& row, Table& t, const std::string& base, const NumAgg& a,
+              std::initializer_list<const char*> which) {
+  for (const char* w : which) {
+    std::string s = w;
+    double v = s == "mean"     ? a.mean
+               : s == "median" ? a.median
+               : s == "std"    ? a.std
+               : s == "min"    ? a.min
+               : s == "max"    ? a.max
+               : s == "sum"    ? a.sum
+                               : a.first;
+    int c = t.col(base + "_" + s);
+    if (c >= 0) row[c] = s == "sum" ? Cell(v) : num(v);
+  }
+}
+
+Cell raw_arg_list_cell(const Trace& trace, Uid uid, std::string_view key) {
+  const PyValue* v = trace.arg(uid, key);
+  if (!v || v->is_none()) return Cell();
+  if (v->is_string()) return Cell(v->s);
+  return Cell(v->repr_list());
+}
+
+Cell kernel_summary_cell(const std::vector<KernelStat>& stats) { return Cell(kernel_stats_repr(stats)); }
+
+// ---------------------------------------------------------------------------
+// Perf sheets (summarize_df_perf_metrics).
+
+struct SheetRow {
+  const PerfOpRow* row;
+  KernelDetailList kernels;
+};
+
+std::string param_str_or_nan(const perf::Params& params, const std::string& name) {
+  const perf::Param* p = perf::find_param(params, name);
+  return p ? p->str() : std::string("nan");
+}
+
+}  // namespace
+
+Table perf_sheet_summary_table(const Trace& trace, const std::vector<PerfOpRow>& rows, std::string name) {
+  // Param columns in order of first appearance across the rows.
+  std::vector<std::string> param_names;
+  bool has_roofline = false;
+  for (const PerfOpRow& r : rows) {
+    for (const perf::Param& p : r.metrics->params)
+      if (std::find(param_names.begin(), param_names.end(), p.name) == param_names.end())
+        param_names.push_back(p.name);
+    has_roofline = has_roofline || r.metrics->roofline.has_value();
+  }
+  // Group by name + str(params) (pandas sorts group keys; the final sort
+  // below makes that order irrelevant).
+  std::map<std::vector<std::string>, std::vector<size_t>> groups;
+  for (size_t k = 0; k < rows.size(); ++k) {
+    std::vector<std::string> key{rows[k].name};
+    for (const std::string& p : param_names) key.push_back(param_str_or_nan(rows[k].metrics->params, p));
+    groups[key].push_back(k);
+  }
+
+  std::vector<std::string> cols{"name"};
+  for (const std::string& p : param_names) cols.push_back("param: " + p);
+  const char* aggs5[] = {"mean", "median", "std", "min", "max"};
+  auto add_aggs = [&](const std::string& base) {
+    for (const char* a : aggs5) cols.push_back(base + "_" + a);
+  };
+  cols.insert(cols.end(), {"GFLOPS_first", "Data Moved (MB)_first", "FLOPS/Byte_first"});
+  add_aggs("TB/s");
+  add_aggs("TFLOPS/s");
+  cols.insert(cols.end(), {"process_name_first", "process_label_first", "thread_name_first", "Compute Spec"});
+  if (has_roofline) {
+    cols.insert(cols.end(), {"Roofline Time (µs)_first", "Roofline Bound_first"});
+    add_aggs("Pct Roofline");
+  }
+  cols.insert(cols.end(), {"kernel_details__summarize_kernel_stats", "trunc_kernel_details", "Input Dims_first",
+                           "Input type_first", "Input Strides_first", "Concrete Inputs_first"});
+  add_aggs("Kernel Time (µs)");
+  cols.insert(cols.end(), {"Kernel Time (µs)_sum", "name_count", "UID_first"});
+  Table t(std::move(name), cols);
+
+  struct Out {
+    double kt_sum;
+    int64_t uid_first;
+    std::vector<Cell> cells;
+  };
+  std::vector<Out> outs;
+  for (const auto& [key, idx] : groups) {
+    std::vector<Cell> row(cols.size());
+    row[0] = Cell(key[0]);
+    for (size_t p = 0; p < param_names.size(); ++p) row[1 + p] = Cell(key[1 + p]);
+    auto collect = [&](auto get) {
+      std::vector<double> v;
+      for (size_t k : idx) v.push_back(get(rows[k]));
+      return aggregate(v);
+    };
+    const PerfOpRow& first = rows[idx.front()];
+    put_aggs(row, t, "GFLOPS", collect([](const PerfOpRow& r) { return r.metrics->gflops; }), {"first"});
+    put_aggs(row, t, "Data Moved (MB)", collect([](const PerfOpRow& r) { return r.metrics->data_moved_mb; }),
+             {"first"});
+    put_aggs(row, t, "FLOPS/Byte", collect([](const PerfOpRow& r) { return r.metrics->flops_per_byte; }),
+             {"first"});
+    put_aggs(row, t, "TB/s", collect([](const PerfOpRow& r) { return r.metrics->tb_per_s; }),
+             {"mean", "median", "std", "min", "max"});
+    put_aggs(row, t, "TFLOPS/s", collect([](const PerfOpRow& r) { return r.metrics->tflops_per_s; }),
+             {"mean", "median", "std", "min", "max"});
+    const Event& fe = trace.events[first.event_uid];
+    row[t.col("process_name_first")] = Cell(trace.process_name(fe.pid));
+    row[t.col("process_label_first")] = Cell(trace.process_label(fe.pid));
+    row[t.col("thread_name_first")] = Cell(trace.thread_name(fe.pid, fe.tid));
+    row[t.col("Compute Spec")] = Cell(first.metrics->compute_spec);
+    if (has_roofline) {
+      put_aggs(row, t, "Roofline Time (µs)", collect([](const PerfOpRow& r) {
+                 return r.metrics->roofline ? r.metrics->roofline->time_us : kNaN;
+               }),
+               {"first"});
+      for (size_t k : idx)
+        if (rows[k].metrics->roofline) {
+          row[t.col("Roofline Bound_first")] = Cell(rows[k].metrics->roofline->bound);
+          break;
+        }
+      put_aggs(row, t, "Pct Roofline",
+               collect([](const PerfOpRow& r) { return r.metrics->roofline ? r.metrics->roofline->pct : kNaN; }),
+               {"mean", "median", "std", "min", "max"});
+    }
+    std::vector<KernelDetailList> lists;
+    for (size_t k : idx) lists.push_back(kernel_details_of(trace, rows[k].kernels));
+    std::vector<const KernelDetailList*> ptrs;
+    for (const auto& l : lists) ptrs.push_back(&l);
+    auto ks = summarize_kernel_details(ptrs);
+    row[t.col("kernel_details__summarize_kernel_stats")] = kernel_summary_cell(ks);
+    row[t.col("trunc_kernel_details")] = trunc_kernel_details_cell(ks);
+    for (const char* arg : {"Input Dims", "Input type", "Input Strides", "Concrete Inputs"}) {
+      for (size_t k : idx) {
+        Cell c = raw_arg_list_cell(trace, rows[k].event_uid, arg);
+        if (!c.missing()) {
+          row[t.col(std::string(arg) + "_first")] = c;
+          break;
+        }
+      }
+    }
+    NumAgg kt = collect([](const PerfOpRow& r) { return r.metrics->kernel_time_us; });
+    put_aggs(row, t, "Kernel Time (µs)", kt, {"mean", "median", "std", "min", "max", "sum"});
+    row[t.col("name_count")] = Cell(static_cast<int64_t>(idx.size()));
+    row[t.col("UID_first")] = Cell(static_cast<int64_t>(first.uid));
+    outs.push_back({kt.sum, static_cast<int64_t>(first.uid), std::move(row)});
+  }
+  std::sort(outs.begin(), outs.end(), [](const Out& a, const Out& b) {
+    if (a.kt_sum != b.kt_sum) return a.kt_sum > b.kt_sum;
+    return a.uid_first < b.uid_first;
+  });
+  for (Out& o : outs) t.rows.push_back(std::move(o.cells));
+  return t;
+}
+
+std::vector<PerfOpRow> perf_sheet_rows(const Trace& trace, const CallTree& tree, std::string_view family,
+                                       bool backward, const GpuArch* arch) {
+  std::unordered_set<std::string_view> names;
+  for (const perf::ModelEntry& e : perf::model_entries())
+    if (e.sheet == family) names.insert(e.name);
+  std::vector<PerfOpRow> rows;
+  for (Uid u = 0; u < trace.events.size(); ++u) {
+    if (!names.count(trace.name(u))) continue;
+    if (backward && trace.name(u) == "vllm::unified_attention_with_output") continue;
+    OpRef op{u, u, trace.name(u)};
+    std::optional<Computed> c;
+    try {
+      c = compute_metrics(trace, tree, op, backward, arch);
+    } catch (const std::exception&) {
+      continue;  // "not implemented" is silent in TraceLens, other failures warn; both skip
+    }
+    if (!c) continue;
+    if (backward && tree.bwd_events(u).empty()) continue;
+    PerfOpRow r;
+    r.uid = r.event_uid = u;
+    r.name = std::string(trace.name(u));
+    r.category = std::string(perf::op_category_by_name(r.name));
+    r.sheet = std::string(family);
+    r.backward = backward;
+    r.has_perf_model = true;
+    r.kernel_time_us = c->metrics.kernel_time_us;
+    r.duration_us = trace.events[u].dur;
+    r.kernels = std::move(c->kernels);
+    r.metrics = std::move(c->metrics);
+    rows.push_back(std::move(r));
+  }
+  return rows;
+}
+
+namespace {
+
+// pd.concat of two summaries: union of columns (first table's order, then
+// the second's new ones), rows stacked.
+Table concat_tables(Table a, const Table& b) {
+  if (a.columns.empty()) {
+    Table out = b;
+    out.name = a.name;
+    return out;
+  }
+  for (const std::string& c : b.columns)
+    if (a.col(c) < 0) {
+      a.columns.push_back(c);
+      for (auto& r : a.rows) r.emplace_back();
+    }
+  for (const auto& br : b.rows) {
+    std::vector<Cell> row(a.columns.size());
+    for (size_t c = 0; c < b.columns.size(); ++c) row[a.col(b.columns[c])] = br[c];
+    a.rows.push_back(std::move(row));
+  }
+  return a;
+}
+
+Table filter_rows(const Table& t, const std::function<bool(const std::string&)>& keep_name) {
+  Table out(t.name, t.columns);
+  int c = t.col("name");
+  for (const auto& r : t.rows)
+    if (keep_name(r[c].is_text() ? r[c].text() : std::string())) out.rows.push_back(r);
+  return out;
+}
+
+bool in_list(const std::string& s, std::initializer_list<const char*> names) {
+  for (const char* n : names)
+    if (s == n) return true;
+  return false;
+}
+
+void add_perf_sheets(Report& report, const Trace& trace, const CallTree& tree, const GpuArch* arch) {
+  for (std::string_view fam : perf::sheet_families()) {
+    std::string family(fam);
+    if (in_list(family, {"GEMM", "UnaryElementwise", "BinaryElementwise", "Normalization"})) {
+      auto rows = perf_sheet_rows(trace, tree, fam, false, arch);
+      if (rows.empty()) continue;
+      report.tables.push_back(perf_sheet_summary_table(trace, rows, family));
+      continue;
+    }
+    auto fwd_rows = perf_sheet_rows(trace, tree, fam, false, arch);
+    Table fwd = fwd_rows.empty() ? Table(family + "_fwd", {})
+                                 : perf_sheet_summary_table(trace, fwd_rows, family + "_fwd");
+    auto is_moved = [](const std::string& n) {
+      return in_list(n, {"flash_attn::_flash_attn_varlen_backward", "aten::convolution_backward", "ConvBias_Backward",
+                         "ConvBiasReLU_Backward"});
+    };
+    Table moved = filter_rows(fwd, is_moved);
+    fwd = filter_rows(fwd, [&](const std::string& n) { return !is_moved(n); });
+    auto bwd_rows = perf_sheet_rows(trace, tree, fam, true, arch);
+    Table bwd = bwd_rows.empty() ? Table(family + "_bwd", {})
+                                 : perf_sheet_summary_table(trace, bwd_rows, family + "_bwd");
+    if (!fwd_rows.empty()) bwd = concat_tables(std::move(bwd), moved);
+    bwd.name = family + "_bwd";
+    bwd = filter_rows(bwd, [](const std::string& n) {
+      return !in_list(n, {"aten::convolution", "aten::miopen_convolution", "aten::cudnn_convolution", "ConvBias_",
+                          "ConvBiasReLU_"});
+    });
+    if (!fwd.rows.empty()) report.tables.push_back(std::move(fwd));
+    if (!bwd.rows.empty()) report.tables.push_back(std::move(bwd));
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Unified perf table.
+
+class UnifiedCollector {
+ public:
+  UnifiedCollector(const Trace& trace, const CallTree& tree, const GpuArch* arch, bool python_frames)
+      : trace_(trace), tree_(tree), arch_(arch), python_frames_(python_frames) {}
+
+  std::vector<PerfOpRow> run() {
+    std::vector<OpRef> collected = collect();
+    std::vector<PerfOpRow> rows;
+    for (const OpRef& op : collected) {
+      std::optional<PerfOpRow> r = build_row(op);
+      if (r) rows.push_back(std::move(*r));
+    }
+    return rows;
+  }
+
+ private:
+  bool launches_gpu(Uid u) const { return !tree_.gpu_events(u).empty(); }
+
+  bool has_model(Uid base, std::string_view name) const {
+    perf::OpInput in = perf::op_input_from_event(trace_, base);
+    in.name = name;
+    return perf::has_perf_model(in);
+  }
+  bool has_model(Uid u) const { return has_model(u, trace_.name(u)); }
+
+  bool is_leaf_cpu_op(Uid u) const {
+    if (!is_cpu_op(trace_, u)) return false;
+    return has_kernel_descendant(u, 10);
+  }
+  bool has_kernel_descendant(Uid u, int depth) const {
+    if (depth <= 0) return false;
+    for (Uid c : tree_.children(u)) {
+      const Event& e = trace_.events[c];
+      if (e.is_gpu()) return true;
+      if ((e.cat == Cat::CudaRuntime || e.cat == Cat::PythonFunction) && has_kernel_descendant(c, depth - 1))
+        return true;
+    }
+    return false;
+  }
+
+  // TraceLens _get_linked_fwd_event: (forward event, is the only main backward op).
+  std::pair<Uid, bool> linked_fwd(Uid base) const {
+    Uid cur = base, wrapper = kNoUid, fwd = kNoUid;
+    for (int k = 0; k < 5; ++k) {
+      Uid p = tree_.parent(cur);
+      if (p == kNoUid) break;
+      Uid f = tree_.fwd_event(p);
+      if (f != kNoUid && f != 0) {  // Python `if fwd_uid:` (UID 0 is falsy)
+        wrapper = p;
+        fwd = f;
+        break;
+      }
+      cur = p;
+    }
+    if (wrapper == kNoUid || !has_model(fwd)) return {kNoUid, false};
+    std::string_view wname = trace_.name(wrapper);
+    size_t sep = wname.find(": ");
+    std::optional<std::string_view> main_name;
+    if (sep != std::string_view::npos) main_name = wname.substr(sep + 2);
+    size_t count = 0;
+    count_main_bwd_ops(wrapper, main_name, count);
+    return {fwd, count == 1};
+  }
+  void count_main_bwd_ops(Uid u, const std::optional<std::string_view>& main_name, size_t& count) const {
+    for (Uid c : tree_.children(u)) {
+      if (!is_cpu_op(trace_, c)) continue;
+      if (launches_gpu(c) && (!main_name || trace_.name(c) == *main_name)) ++count;
+      count_main_bwd_ops(c, main_name, count);
+    }
+  }
+
+  // Cached: it runs a backward metric computation.
+  bool sole_bwd(Uid base) {
+    auto it = sole_cache_.find(base);
+    if (it != sole_cache_.end()) return it->second;
+    bool result = false;
+    auto [fwd, sole] = linked_fwd(base);
+    if (fwd != kNoUid && sole) {
+      const perf::ModelEntry* e = perf::find_model_entry(trace_.name(fwd));
+      if (e && !e->bwd_category.empty()) {
+        try {
+          result = compute_metrics(trace_, tree_, {fwd, fwd, trace_.name(fwd)}, true, arch_).has_value();
+        } catch (const std::exception&) {
+          result = false;
+        }
+      }
+    }
+    sole_cache_[base] = result;
+    return result;
+  }
+
+  bool desc_with_model(Uid u) const {
+    std::vector<Uid> stack(tree_.children(u).begin(), tree_.children(u).end());
+    while (!stack.empty()) {
+      Uid n = stack.back();
+      stack.pop_back();
+      if (is_python(trace_, n)) {
+        stack.insert(stack.end(), tree_.children(n).begin(), tree_.children(n).end());
+        continue;
+      }
+      if (!is_cpu_op(trace_, n)) continue;
+      if (has_model(n) && launches_gpu(n)) return true;
+      stack.insert(stack.end(), tree_.children(n).begin(), tree_.children(n).end());
+    }
+    return false;
+  }
+
+  bool launches_comm_kernel(Uid u) const {
+    for (Uid g : tree_.gpu_events(u))
+      if (is_communication_name(trace_.name(g))) return true;
+    return false;
+  }
+
+  void traverse(Uid u) {
+    if (!visited_.insert(u).second) return;
+    if (!python_frames_ && !is_cpu_op(trace_, u)) return;
+    if (!launches_gpu(u)) return;
+    if (has_model(u)) {
+      collected_.push_back({u, u, trace_.name(u)});
+      return;
+    }
+    if (sole_bwd(u)) {
+      if (desc_with_model(u)) {
+        for (Uid c : tree_.children(u)) traverse(c);
+        return;
+      }
+      collected_.push_back({u, u, trace_.name(u)});
+      return;
+    }
+    if (desc_with_model(u)) {
+      for (Uid c : tree_.children(u)) traverse(c);
+      return;
+    }
+    if (is_leaf_cpu_op(u)) {
+      std::vector<Uid> modeled;
+      for (Uid c : tree_.children(u))
+        if (is_cpu_op(trace_, c) && has_model(c) && launches_gpu(c)) modeled.push_back(c);
+      if (!modeled.empty()) {
+        for (Uid c : modeled) traverse(c);
+      } else if (!launches_comm_kernel(u)) {
+        collected_.push_back({u, u, trace_.name(u)});
+      }
+      return;
+    }
+    for (Uid c : tree_.children(u)) traverse(c);
+  }
+
+  std::vector<OpRef> collect() {
+    if (python_frames_) {
+      for (Uid u = 0; u < trace_.events.size(); ++u)
+        if (is_python(trace_, u) && tree_.parent(u) == kNoUid && launches_gpu(u)) traverse(u);
+    }
+    for (Uid r : tree_.cpu_root_nodes()) traverse(r);
+    add_leftover_kernels();
+    return collected_;
+  }
+
+  // Synthetic rows for GPU events no collected op covers.
+  void add_leftover_kernels() {
+    std::unordered_set<Uid> covered;
+    for (const OpRef& op : collected_)
+      for (Uid g : gpu_events_of(op)) covered.insert(g);
+    std::vector<std::pair<Uid, Uid>> with_cpu_op;  // (kernel, cpu_op)
+    std::vector<Uid> parent_order;
+    std::unordered_map<Uid, std::vector<Uid>> orphans;  // runtime parent -> kernels
+    for (Uid u = 0; u < trace_.events.size(); ++u) {
+      if (!trace_.events[u].is_gpu() || covered.count(u)) continue;
+      if (is_communication_name(trace_.name(u))) continue;
+      Uid cpu = kNoUid;
+      for (Uid p = tree_.parent(u); p != kNoUid; p = tree_.parent(p))
+        if (is_cpu_op(trace_, p)) {
+          cpu = p;
+          break;
+        }
+      if (cpu != kNoUid) {
+        with_cpu_op.emplace_back(u, cpu);
+        continue;
+      }
+      Uid parent = tree_.parent(u);
+      if (parent == kNoUid) continue;
+      if (!orphans.count(parent)) parent_order.push_back(parent);
+      orphans[parent].push_back(u);
+    }
+    Uid next = static_cast<Uid>(trace_.events.size());
+    auto add = [&](Uid parent, Uid kernel) {
+      synthetic_names_.push_back(std::string(trace_.name(parent)) + "->" + std::string(trace_.name(kernel)) +
+                                 " (Synthetic Op)");
+      synthetic_kernel_[next] = kernel;
+      collected_.push_back({next, parent, {}});
+      synthetic_index_[next] = synthetic_names_.size() - 1;
+      ++next;
+    };
+    for (Uid p : parent_order)
+      for (Uid k : orphans[p]) add(p, k);
+    for (auto [k, p] : with_cpu_op) add(p, k);
+    for (OpRef& op : collected_)
+      if (synthetic_index_.count(op.uid)) op.name = synthetic_names_[synthetic_index_[op.uid]];
+  }
+
+  bool is_synthetic(const OpRef& op) const { return op.uid != op.base; }
+  std::vector<Uid> gpu_events_of(const OpRef& op) const {
+    if (is_synthetic(op)) return {synthetic_kernel_.at(op.uid)};
+    auto g = tree_.gpu_events(op.uid);
+    return {g.begin(), g.end()};
+  }
+
+  std::string category_of(const OpRef& op) const {
+    if (!is_synthetic(op)) return std::string(op_category_of(trace_, tree_, op.uid));
+    // A synthetic row is a copy of its parent: the parent's stored kernel
+    // details (its direct kernels by ts) drive the kernel-name fallback.
+    auto direct = tree_.direct_kernels(op.base);
+    std::vector<Uid> sorted = sorted_by_ts(trace_, {direct.begin(), direct.end()});
+    return std::string(perf::op_category(op.name, sorted.empty() ? std::string_view{} : trace_.name(sorted[0])));
+  }
+
+  std::optional<PerfOpRow> build_row(const OpRef& op) {
+    PerfOpRow r;
+    r.uid = op.uid;
+    r.event_uid = op.base;
+    r.name = std::string(op.name);
+    r.duration_us = trace_.events[op.base].dur;
+    bool own = has_model(op.base, op.name);
+    bool sole = sole_bwd(op.base);
+    std::string bwd_category;
+    Uid fwd = kNoUid;
+    if (sole) {
+      fwd = linked_fwd(op.base).first;
+      if (fwd != kNoUid)
+        if (const perf::ModelEntry* e = perf::find_model_entry(trace_.name(fwd))) bwd_category = e->bwd_category;
+    }
+    r.category = category_of(op);
+    if (!own && !bwd_category.empty()) r.category = bwd_category;
+    r.has_perf_model = own || sole;
+    r.kernels = gpu_events_of(op);
+    if (own || sole) {
+      try {
+        OpRef target = own ? op : OpRef{fwd, fwd, trace_.name(fwd)};
+        auto c = compute_metrics(trace_, tree_, target, !own, arch_);
+        if (c) {
+          r.backward = !own;
+          r.kernel_time_us = c->metrics.kernel_time_us;
+          if (const perf::ModelEntry* e = perf::find_model_entry(target.name)) r.sheet = std::string(e->sheet);
+          r.metrics = std::move(c->metrics);
+          return r;
+        }
+      } catch (const perf::PerfNotImplemented&) {
+        return std::nullopt;  // TraceLens drops the row
+      } catch (const std::exception& e) {
+        r.error = e.what();
+      }
+    }
+    r.kernel_time_us = r.kernels.empty() ? 0.0 : tree_.busy_time(r.kernels);
+    return r;
+  }
+
+  const Trace& trace_;
+  const CallTree& tree_;
+  const GpuArch* arch_;
+  bool python_frames_;
+  std::unordered_set<Uid> visited_;
+  std::vector<OpRef> collected_;
+  std::unordered_map<Uid, bool> sole_cache_;
+  std::vector<std::string> synthetic_names_;
+  std::unordered_map<Uid, size_t> synthetic_index_;
+  std::unordered_map<Uid, Uid> synthetic_kernel_;
+};
+
+}  // namespace
+
+std::vector<PerfOpRow> unified_perf_rows(const Trace& trace, const CallTree& tree, const GpuArch* arch,
+                                         bool include_python_frames) {
+  UnifiedCollector collector(trace, tree, arch, include_python_frames);
+  return collector.run();
+}
+
+Table unified_perf_summary_table(const Trace& trace, const std::vector<PerfOpRow>& rows) {
+  const std::vector<std::string> keys{"name",        "op category",   "process_name",  "process_label",
+                                      "thread_name", "Input Dims",    "Input type",    "Input Strides",
+                                      "Concrete Inputs"};
+  auto key_text = [&](const PerfOpRow& r, size_t k) -> std::string {
+    const Event& e = trace.events[r.event_uid];
+    switch (k) {
+      case 0:
+        return r.name;
+      case 1:
+        return r.category;
+      case 2:
+        return trace.process_name(e.pid);
+      case 3:
+        return trace.process_label(e.pid);
+      case 4:
+        return trace.thread_name(e.pid, e.tid);
+      default:
+        return arg_key(trace, r.event_uid, keys[k]);
+    }
+  };
+  // Groups in first-occurrence order (groupby sort=False).
+  std::vector<std::vector<size_t>> groups;
+  std::map<std::vector<std::string>, size_t> index;
+  for (size_t i = 0; i < rows.size(); ++i) {
+    std::vector<std::string> key;
+    for (size_t k = 0; k < keys.size(); ++k) key.push_back(key_text(rows[i], k));
+    auto [it, inserted] = index.emplace(key, groups.size());
+    if (inserted) groups.emplace_back();
+    groups[it->second].push_back(i);
+  }
+  bool any_model = false, any_roofline = false;
+  for (const PerfOpRow& r : rows) {
+    any_model = any_model || r.metrics.has_value();
+    any_roofline = any_roofline || (r.metrics && r.metrics->roofline);
+  }
+  std::vector<std::string> cols(keys);
+  cols.insert(cols.end(), {"ex_UID", "operation_count", "total_duration_us", "mean_duration_us", "std_duration_us"});
+  if (any_model) {
+    cols.insert(cols.end(), {"GFLOPS", "Data Moved (MB)", "FLOPS/Byte", "Compute Spec"});
+    if (any_roofline) cols.push_back("Roofline Bound");
+    cols.insert(cols.end(), {"TB/s_mean", "TB/s_std", "TFLOPS/s_mean", "TFLOPS/s_std"});
+  }
+  cols.insert(cols.end(), {"Kernel Time (µs)_mean", "Kernel Time (µs)_std", "Kernel Time (µs)_sum",
+                           "duration_us_median", "duration_us_min", "duration_us_max"});
+  if (any_model)
+    cols.insert(cols.end(), {"TB/s_median", "TB/s_min", "TB/s_max", "TFLOPS/s_median", "TFLOPS/s_min", "TFLOPS/s_max"});
+  if (any_roofline)
+    cols.insert(cols.end(), {"Roofline Time (µs)_first", "Pct Roofline_mean", "Pct Roofline_median",
+                             "Pct Roofline_std", "Pct Roofline_min", "Pct Roofline_max"});
+  cols.insert(cols.end(), {"Kernel Time (µs)_median", "Kernel Time (µs)_min", "Kernel Time (µs)_max",
+                           "kernel_details_summary", "trunc_kernel_details", "perf_params", "has_perf_model",
+                           "Percentage (%)", "Cumulative Percentage (%)"});
+  Table t("unified_perf_summary", cols);
+
+  struct Out {
+    double kt_sum;
+    int64_t ex_uid;
+    std::vector<Cell> cells;
+  };
+  std::vector<Out> outs;
+  auto metric = [](const PerfOpRow& r, auto get) { return r.metrics ? get(*r.metrics) : kNaN; };
+  for (const auto& idx : groups) {
+    std::vector<Cell> row(cols.size());
+    auto set = [&](const std::string& c, Cell v) {
+      int i = t.col(c);
+      if (i >= 0) row[i] = std::move(v);
+    };
+    const PerfOpRow& first = rows[idx.front()];
+    for (size_t k = 0; k < 5; ++k) set(keys[k], Cell(key_text(first, k)));
+    for (size_t k = 5; k < keys.size(); ++k)
+      for (size_t i : idx) {
+        Cell c = arg_cell(trace, rows[i].event_uid, keys[k]);
+        if (!c.missing()) {
+          set(keys[k], c);
+          break;
+        }
+      }
+    set("ex_UID", Cell(static_cast<int64_t>(first.uid)));
+    set("operation_count", Cell(static_cast<int64_t>(idx.size())));
+    auto collect = [&](auto get) {
+      std::vector<double> v;
+      for (size_t i : idx) v.push_back(get(rows[i]));
+      return aggregate(v);
+    };
+    NumAgg dur = collect([](const PerfOpRow& r) { return r.duration_us; });
+    set("total_duration_us", Cell(dur.sum));
+    set("mean_duration_us", num(dur.mean));
+    set("std_duration_us", num(dur.std));
+    set("duration_us_median", num(dur.median));
+    set("duration_us_min", num(dur.min));
+    set("duration_us_max", num(dur.max));
+    if (any_model) {
+      set("GFLOPS", num(collect([&](const PerfOpRow& r) {
+                          return metric(r, [](const PerfMetrics& m) { return m.gflops; });
+                        }).first));
+      set("Data Moved (MB)", num(collect([&](const PerfOpRow& r) {
+                                   return metric(r, [](const PerfMetrics& m) { return m.data_moved_mb; });
+                                 }).first));
+      set("FLOPS/Byte", num(collect([&](const PerfOpRow& r) {
+                              return metric(r, [](const PerfMetrics& m) { return m.flops_per_byte; });
+                            }).first));
+      for (size_t i : idx)
+        if (rows[i].metrics) {
+          set("Compute Spec", Cell(rows[i].metrics->compute_spec));
+          break;
+        }
+      NumAgg tb = collect([&](const PerfOpRow& r) { return metric(r, [](const PerfMetrics& m) { return m.tb_per_s; }); });
+      NumAgg tf =
+          collect([&](const PerfOpRow& r) { return metric(r, [](const PerfMetrics& m) { return m.tflops_per_s; }); });
+      put_aggs(row, t, "TB/s", tb, {"mean", "median", "std", "min", "max"});
+      put_aggs(row, t, "TFLOPS/s", tf, {"mean", "median", "std", "min", "max"});
+    }
+    if (any_roofline) {
+      for (size_t i : idx)
+        if (rows[i].metrics && rows[i].metrics->roofline) {
+          set("Roofline Bound", Cell(rows[i].metrics->roofline->bound));
+          break;
+        }
+      auto roof = [&](const PerfOpRow& r, bool pct) {
+        if (!r.metrics || !r.metrics->roofline) return kNaN;
+        return pct ? r.metrics->roofline->pct : r.metrics->roofline->time_us;
+      };
+      set("Roofline Time (µs)_first", num(collect([&](const PerfOpRow& r) { return roof(r, false); }).first));
+      put_aggs(row, t, "Pct Roofline", collect([&](const PerfOpRow& r) { return roof(r, true); }),
+               {"mean", "median", "std", "min", "max"});
+    }
+    NumAgg kt = collect([](const PerfOpRow& r) { return r.kernel_time_us; });
+    put_aggs(row, t, "Kernel Time (µs)", kt, {"mean", "median", "std", "min", "max", "sum"});
+    std::vector<KernelDetailList> lists;
+    for (size_t i : idx) lists.push_back(kernel_details_of(trace, rows[i].kernels));
+    std::vector<const KernelDetailList*> ptrs;
+    for (const auto& l : lists) ptrs.push_back(&l);
+    auto ks = summarize_kernel_details(ptrs);
+    set("kernel_details_summary", kernel_summary_cell(ks));
+    set("trunc_kernel_details", trunc_kernel_details_cell(ks));
+    for (size_t i : idx)
+      if (rows[i].metrics && !rows[i].metrics->params.empty()) {
+        set("perf_params", Cell(perf::params_dict_repr(rows[i].metrics->params)));
+        break;
+      }
+    set("has_perf_model", Cell(first.has_perf_model));
+    outs.push_back({kt.sum, static_cast<int64_t>(first.uid), std::move(row)});
+  }
+  std::sort(outs.begin(), outs.end(), [](const Out& a, const Out& b) {
+    if (a.kt_sum != b.kt_sum) return a.kt_sum > b.kt_sum;
+    return a.ex_uid < b.ex_uid;
+  });
+  std::vector<double> sums;
+  for (const Out& o : outs) sums.push_back(o.kt_sum);
+  double total = stats::numpy_sum(sums);
+  double cum = 0;
+  int pc = t.col("Percentage (%)"), cc = t.col("Cumulative Percentage (%)");
+  for (Out& o : outs) {
+    double pct = o.kt_sum / total * 100;
+    cum += pct;
+    o.cells[pc] = num(pct);
+    o.cells[cc] = num(cum);
+    t.rows.push_back(std::move(o.cells));
+  }
+  return t;
+}
+
+}  // namespace report
+
+void add_perf_tables(Report& report, const Trace& trace, const CallTree& tree, const ReportOptions& options) {
+  // TraceLens writes the perf sheets after unified_perf_summary but computes
+  // them first; the computations here have no side effects, so order is free.
+  auto rows = report::unified_perf_rows(trace, tree, options.arch, options.include_python_frames);
+  if (!rows.empty()) report.tables.push_back(report::unified_perf_summary_table(trace, rows));
+  report::add_perf_sheets(report, trace, tree, options.arch);
+}
+
+}  // namespace jarvis

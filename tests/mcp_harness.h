@@ -1,0 +1,72 @@
+// In-process MCP test harness: one Server and one Session, messages in,
+// replies and notifications out.
+#pragma once
+
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "mcp/server.h"
+
+namespace jarvis::mcp::testing {
+
+inline std::string conformance_trace(const std::string& name) {
+  return std::string(JARVIS_SHARED_DIR) + "/conformance/" + name + "/trace.json.gz";
+}
+
+inline ServerOptions shared_root_options() {
+  ServerOptions options;
+  options.roots = {std::string(JARVIS_SHARED_DIR)};
+  return options;
+}
+
+struct Harness {
+  Server server;
+  std::shared_ptr<Session> session;
+  std::mutex mutex;
+  std::vector<json> notes;  // everything emitted besides replies
+  Emit emit = [this](const json& m) {
+    std::lock_guard<std::mutex> lock(mutex);
+    notes.push_back(m);
+  };
+
+  explicit Harness(ServerOptions options = shared_root_options())
+      : server(std::move(options)), session(server.new_session()) {}
+
+  // The reply (null json when none).
+  json send(const json& message) {
+    auto reply = session->handle(message, emit);
+    return reply ? *reply : json();
+  }
+  json send_text(const std::string& text) {
+    auto reply = session->handle_text(text, emit);
+    return reply ? *reply : json();
+  }
+  json request(int id, const std::string& method, json params = json::object()) {
+    return send({{"jsonrpc", "2.0"}, {"id", id}, {"method", method}, {"params", std::move(params)}});
+  }
+  json initialize(const std::string& version = "2025-11-25") {
+    json reply = request(0, "initialize",
+                         {{"protocolVersion", version},
+                          {"capabilities", json::object()},
+                          {"clientInfo", {{"name", "test"}, {"version", "0"}}}});
+    send({{"jsonrpc", "2.0"}, {"method", "notifications/initialized"}});
+    return reply;
+  }
+  json call_tool(int id, const std::string& name, json args, json meta = nullptr) {
+    json params = {{"name", name}, {"arguments", std::move(args)}};
+    if (!meta.is_null()) params["_meta"] = meta;
+    return request(id, "tools/call", params);
+  }
+  // structuredContent of a successful call (fails the test otherwise).
+  json tool_result(int id, const std::string& name, json args) {
+    json reply = call_tool(id, name, std::move(args));
+    if (!reply.contains("result") || reply["result"].value("isError", false))
+      throw std::runtime_error("tool call failed: " + reply.dump());
+    return reply["result"]["structuredContent"];
+  }
+};
+
+}  // namespace jarvis::mcp::testing

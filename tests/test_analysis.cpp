@@ -1,0 +1,122 @@
+// Golden tests of the category analyses (<cat>_metrics.json) against the
+// TraceLens reference files, plus unit tests of the rendering helpers.
+#include <doctest/doctest.h>
+
+#include <filesystem>
+#include <set>
+
+#include "analysis/category_analysis.h"
+#include "test_analysis_support.h"
+
+namespace fs = std::filesystem;
+using namespace jarvis;
+using namespace jarvis::testing;
+using analysis::ojson;
+
+namespace {
+
+// Reference metrics files: compute categories first, system ones last (the
+// order the reference was produced in, see analysis_order()).
+std::vector<std::string> reference_metric_categories(const std::string& dir) {
+  std::vector<std::string> compute, system;
+  for (const auto& e : fs::directory_iterator(dir + "/category_data")) {
+    std::string name = e.path().filename().string();
+    if (!name.ends_with("_metrics.json")) continue;
+    std::string cat = name.substr(0, name.size() - 13);
+    std::string kind = analysis::analysis_kind(cat);
+    (kind == "cpu_idle" || kind == "multi_kernel" || kind == "kernel_fusion" ? system : compute)
+        .push_back(cat);
+  }
+  std::sort(compute.begin(), compute.end());
+  std::sort(system.begin(), system.end());
+  compute.insert(compute.end(), system.begin(), system.end());
+  return compute;
+}
+
+}  // namespace
+
+TEST_CASE("analyze: golden <cat>_metrics.json for every conformance trace") {
+  auto dirs = agent_conformance_dirs();
+  REQUIRE(dirs.size() >= 7);
+  size_t compared = 0;
+  for (const auto& dir : dirs) {
+    TempDir tmp;
+    prepare_from_reference(dir, tmp.path);
+    auto norm = path_normalizer(tmp.path);
+    for (const auto& cat : reference_metric_categories(dir)) {
+      CAPTURE(dir);
+      CAPTURE(cat);
+      auto res = analysis::analyze_category(tmp.path, cat);
+      auto ref = analysis::read_json_file(dir + "/category_data/" + cat + "_metrics.json");
+      std::vector<std::string> problems;
+      compare_json(ref, analysis::read_json_file(res.metrics_path), cat, problems, norm);
+      CHECK_MESSAGE(problems.empty(), join_problems(problems));
+      CHECK(res.status == ref.value("status", ""));
+      CHECK_FALSE(res.markdown.empty());
+      ++compared;
+    }
+  }
+  CHECK(compared >= 80);
+}
+
+TEST_CASE("analyze: markdown digest carries the table, the P-items and the key metrics") {
+  std::string dir = golden::shared_dir() + "/conformance/mi300_qwen1.5-0.5b";
+  TempDir tmp;
+  prepare_from_reference(dir, tmp.path);
+  auto res = analysis::analyze_category(tmp.path, "gemm");
+  CHECK(res.kind == "gemm");
+  CHECK(res.markdown.find("## Operations breakdown") != std::string::npos);
+  CHECK(res.markdown.find("| 1 | aten::mm | (8944,1024) bf16<br>(1024,2816) bf16 | 48 | 5.308 |") !=
+        std::string::npos);
+  CHECK(res.markdown.find("65.94% of 708 TFLOPS") != std::string::npos);
+  CHECK(res.markdown.find("### P1: compute-bound, Tensile, efficiency bucket 60-100") != std::string::npos);
+  CHECK(res.markdown.find("- peak_maf_tflops: 708") != std::string::npos);
+}
+
+TEST_CASE("analyze: errors") {
+  TempDir tmp;
+  CHECK_THROWS_AS(analysis::analyze_category(tmp.path, "../x"), std::invalid_argument);
+  CHECK_THROWS_AS(analysis::analyze_category(tmp.path + "/nope", "gemm"), std::invalid_argument);
+  fs::create_directories(tmp.path + "/category_data");
+  auto res = analysis::analyze_category(tmp.path, "gemm");
+  CHECK(res.status == "ERROR");
+  CHECK(res.metrics["error"].get<std::string>().find("Category CSV not found") != std::string::npos);
+  auto moe = analysis::analyze_category(tmp.path, "moe_unfused");
+  CHECK(moe.status == "NO_DATA");
+}
+
+TEST_CASE("analyze: format_args renders shapes like TraceLens") {
+  auto args = [](const char* dims, const char* types) {
+    Cell d{std::string(dims)}, t{std::string(types)};
+    return analysis::format_args(&d, &t);
+  };
+  CHECK(args("((8944, 1024), (1024, 2816))", "('c10::BFloat16', 'c10::BFloat16')") ==
+        "(8944,1024) bf16<br>(1024,2816) bf16");
+  CHECK(args("((1024,), (8944, 1024), (1024, 1024), (), ())",
+             "('c10::BFloat16', 'c10::BFloat16', 'c10::BFloat16', 'Scalar', 'Scalar')") ==
+        "(1024,) bf16<br>(8944,1024) bf16<br>(1024,1024) bf16");
+  CHECK(args("((16, 559, 1024), ())", "('float', 'ScalarList')") ==
+        "(16,559,1024) fp32<br>() ScalarList");
+  CHECK(args("((4,), ())", "('long int', '')") == "(4,) long int");
+  CHECK(args("not a literal", "()") == "");
+}
+
+TEST_CASE("analyze: library classification rules") {
+  CHECK(analysis::classify_kernel_library("aiter::gemm", "") == "AITER");
+  CHECK(analysis::classify_kernel_library("aten::mm", "[{'name': 'Cijk_Alik_Bljk'}]") == "Tensile");
+  CHECK(analysis::classify_kernel_library("aten::mm", "void at::native::x") == "PyTorch Native");
+  CHECK(analysis::classify_kernel_library("aten::mm", "sm90_xmma_gemm") == "");
+}
+
+TEST_CASE("common: Python literal parsing, rounding and JSON dump") {
+  auto v = analysis::parse_py_literal("[{'name': 'k', 'dur': np.float64(2.5)}, (1,), None, True]");
+  CHECK(v.repr() == "[{'name': 'k', 'dur': 2.5}, (1,), None, True]");
+  CHECK_THROWS_AS(analysis::parse_py_literal("[1, 2"), std::invalid_argument);
+  CHECK(analysis::py_round(2.675, 2) == doctest::Approx(2.67));  // binary value below the tie
+  CHECK(analysis::py_round(0.125, 2) == 0.12);                    // exact tie to even
+  CHECK(analysis::py_json_dump(ojson{{"a", 1.0}, {"b", ojson::array()}, {"c", "\xC2\xB5"}}) ==
+        "{\n  \"a\": 1.0,\n  \"b\": [],\n  \"c\": \"\\u00b5\"\n}");
+  std::vector<double> values(300);
+  for (size_t i = 0; i < values.size(); ++i) values[i] = 0.1 * static_cast<double>(i);
+  CHECK(analysis::pandas_sum(values) == doctest::Approx(4485.0));
+}

@@ -1,0 +1,92 @@
+// Golden tests: unified_perf_summary and every perf-model sheet (GEMM,
+// SDPA_fwd, CONV_fwd, UnaryElementwise, ...) of each conformance trace,
+// built with the GPU arch named in its COMMANDS.txt, against the TraceLens
+// reference CSVs.
+#include <doctest/doctest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <sstream>
+
+#include "golden.h"
+#include "perf/categories.h"
+#include "perf/gpu_arch.h"
+#include "report/perf_tables.h"
+#include "report_fixture.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+
+// The arch TraceLens was run with: `--gpu_arch_json_path arch/<NAME>.json`.
+std::string arch_of(const std::string& dir) {
+  std::ifstream in(dir + "/COMMANDS.txt");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  std::smatch m;
+  std::string text = ss.str();
+  if (std::regex_search(text, m, std::regex("--gpu_arch_json_path arch/([A-Za-z0-9_]+)\\.json"))) return m[1];
+  return "";
+}
+
+struct PerfReport {
+  jarvis::GpuArch arch;
+  jarvis::Report report;
+};
+
+const PerfReport& perf_report(const std::string& dir) {
+  static std::map<std::string, std::unique_ptr<PerfReport>> cache;
+  auto& slot = cache[dir];
+  if (!slot) {
+    const auto& fx = jarvis::testing::report_fixture(dir);
+    slot = std::make_unique<PerfReport>();
+    std::string arch = arch_of(dir);
+    REQUIRE_MESSAGE(!arch.empty(), dir << ": no arch in COMMANDS.txt");
+    slot->arch = jarvis::perf::load_gpu_arch(arch);
+    jarvis::ReportOptions opts;
+    opts.arch = &slot->arch;
+    jarvis::add_perf_tables(slot->report, fx.trace, fx.tree, opts);
+  }
+  return *slot;
+}
+
+// Every perf sheet name TraceLens can write (family, or family_fwd / _bwd).
+bool is_perf_sheet(const std::string& name) {
+  if (name == "unified_perf_summary") return true;
+  for (std::string_view f : jarvis::perf::sheet_families()) {
+    std::string fam(f);
+    if (name == fam || name == fam + "_fwd" || name == fam + "_bwd") return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+TEST_CASE("golden perf sheets: unified_perf_summary and per-family sheets") {
+  for (const auto& dir : jarvis::golden::conformance_dirs()) {
+    std::string trace = fs::path(dir).filename().string();
+    const PerfReport& pr = perf_report(dir);
+    std::vector<std::string> expected_sheets;
+    for (const auto& entry : fs::directory_iterator(dir + "/perf_report_csvs")) {
+      std::string sheet = entry.path().stem().string();
+      if (is_perf_sheet(sheet)) expected_sheets.push_back(sheet);
+    }
+    std::sort(expected_sheets.begin(), expected_sheets.end());
+    std::vector<std::string> produced;
+    for (const auto& t : pr.report.tables) produced.push_back(t.name);
+    std::vector<std::string> produced_sorted = produced;
+    std::sort(produced_sorted.begin(), produced_sorted.end());
+    INFO(trace);
+    CHECK(produced_sorted == expected_sheets);
+    for (const std::string& sheet : expected_sheets) {
+      const jarvis::Table* actual = pr.report.find(sheet);
+      INFO(trace << " / " << sheet);
+      REQUIRE_MESSAGE(actual != nullptr, trace << ": sheet " << sheet << " not produced");
+      auto result = jarvis::golden::compare_tables(
+          jarvis::read_csv_file(dir + "/perf_report_csvs/" + sheet + ".csv"), *actual);
+      MESSAGE(trace << " " << sheet << ": " << (result.ok() ? "MATCH " : "MISMATCH ") << result.summary());
+      CHECK(result.ok());
+    }
+  }
+}
