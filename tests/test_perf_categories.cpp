@@ -29,7 +29,8 @@ TEST_CASE("perf categories: patterns and kernel fallback") {
   CHECK(op_category("aten::fill_", "void at::native::vectorized_elementwise_kernel<4, ...>") ==
         "elementwise");
   CHECK(op_category("aten::all", "void at::native::reduce_kernel<512, 1, ...>") == "reduce");
-  CHECK(op_category("aten::_foreach_add_", "void at::native::(anonymous)::multi_tensor_apply_kernel") ==
+  CHECK(op_category("aten::_foreach_add_",
+                    "void at::native::(anonymous)::multi_tensor_apply_kernel") ==
         "multi_tensor_apply");
   CHECK(op_category("aten::cat", "void at::native::(anonymous namespace)::CatArrayBatchedCopy") ==
         "other");

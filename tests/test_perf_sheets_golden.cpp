@@ -26,7 +26,8 @@ std::string arch_of(const std::string& dir) {
   ss << in.rdbuf();
   std::smatch m;
   std::string text = ss.str();
-  if (std::regex_search(text, m, std::regex("--gpu_arch_json_path arch/([A-Za-z0-9_]+)\\.json"))) return m[1];
+  if (std::regex_search(text, m, std::regex("--gpu_arch_json_path arch/([A-Za-z0-9_]+)\\.json")))
+    return m[1];
   return "";
 }
 
@@ -85,7 +86,8 @@ TEST_CASE("golden perf sheets: unified_perf_summary and per-family sheets") {
       REQUIRE_MESSAGE(actual != nullptr, trace << ": sheet " << sheet << " not produced");
       auto result = jarvis::golden::compare_tables(
           jarvis::read_csv_file(dir + "/perf_report_csvs/" + sheet + ".csv"), *actual);
-      MESSAGE(trace << " " << sheet << ": " << (result.ok() ? "MATCH " : "MISMATCH ") << result.summary());
+      MESSAGE(trace << " " << sheet << ": " << std::string(result.ok() ? "MATCH " : "MISMATCH ")
+                    << result.summary());
       CHECK(result.ok());
     }
   }

@@ -36,7 +36,7 @@ void check_sheet(const std::string& sheet) {
     REQUIRE_MESSAGE(actual != nullptr, trace << ": sheet " << sheet << " not produced");
     auto result = jarvis::golden::compare_tables(jarvis::read_csv_file(ref), *actual,
                                                  sheet_options(sheet));
-    MESSAGE(trace << " " << sheet << ": " << (result.ok() ? "MATCH " : "MISMATCH ")
+    MESSAGE(trace << " " << sheet << ": " << std::string(result.ok() ? "MATCH " : "MISMATCH ")
                   << result.summary());
     CHECK(result.ok());
   }

@@ -255,8 +255,9 @@ ojson build_operations(const Table& ops, const ojson& metadata, const CategoryCo
     op["name"] = name;
     op["count"] = count;
     op["time_ms"] = py_round(time_ms, 3);
+    // total_ms is a numpy scalar (column sum), so this ratio rounds the numpy way.
     op["percent_of_category"] =
-        total_ms > 0 ? ojson(py_round(time_ms / total_ms * 100, 2)) : ojson(0);
+        total_ms > 0 ? ojson(np_round(time_ms / total_ms * 100, 2)) : ojson(0);
     op["percent_of_total"] = e2e > 0 ? ojson(py_round(time_ms / e2e * 100, 2)) : ojson(nullptr);
     ojson eff = calculate_efficiency(row, peak_hbm, maf);
     op["efficiency"] = eff;
@@ -792,8 +793,11 @@ ojson category_specific(const std::string& kind, const Table& ops, const ojson& 
     double total_ms = ops.col(kKernelSum) >= 0 ? pandas_sum(column_numbers(ops, kKernelSum)) / 1000.0 : 0;
     ojson overhead = total_ms > 0 ? ojson(t_ms.get<double>() / total_ms * 100) : ojson(0);
     s["transpose_count"] = transpose_count;
-    s["transpose_time_ms"] = py_round_json(t_ms, 3);
-    s["transpose_overhead_percent"] = py_round_json(overhead, 2);
+    auto np_json = [](const ojson& v, int n) {
+      return v.is_number_float() ? ojson(np_round(v.get<double>(), n)) : v;
+    };
+    s["transpose_time_ms"] = np_json(t_ms, 3);
+    s["transpose_overhead_percent"] = np_json(overhead, 2);
     merge(s, peak_specs(metadata));
   } else if (kind == "triton") {
     std::map<std::string, int64_t> counts = {{"pointwise", 0}, {"reduction", 0}, {"persistent", 0}, {"other", 0}};
@@ -886,8 +890,8 @@ ojson compute_metrics(const std::string& output_dir, const std::string& category
     double compute_ms = 1;
     if (metadata.contains("gpu_utilization") && metadata["gpu_utilization"].contains("total_time_ms"))
       compute_ms = metadata["gpu_utilization"]["total_time_ms"].get<double>();
-    total_time_ms = py_round(total_time_ms_raw, 3);
-    percent_of_compute = compute_ms > 0 ? ojson(py_round(total_time_ms_raw / compute_ms * 100, 2)) : ojson(0);
+    total_time_ms = np_round(total_time_ms_raw, 3);
+    percent_of_compute = compute_ms > 0 ? ojson(np_round(total_time_ms_raw / compute_ms * 100, 2)) : ojson(0);
   }
   int64_t op_count = static_cast<int64_t>(ops.rows.size());
   if (ops.col("operation_count") >= 0)

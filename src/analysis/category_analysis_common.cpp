@@ -1,6 +1,8 @@
 #include "analysis/category_analysis_common.h"
 
+#include <algorithm>
 #include <cctype>
+#include <cerrno>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -8,6 +10,7 @@
 #include <limits>
 #include <sstream>
 #include <stdexcept>
+#include <vector>
 
 #include "trace/value.h"
 
@@ -376,6 +379,71 @@ bool parse_int_text(const std::string& s, int64_t& out) {
   return true;
 }
 
+// pandas' default CSV float parser (precise_xstrtod): at most 17 significant
+// digits (leading zeros included) accumulated in a double, then one scaling
+// by an exact power of ten. Not always correctly rounded; reproduced so the
+// values match what TraceLens computed from the same CSV text.
+bool pandas_xstrtod(const std::string& s, double& out) {
+  static const std::vector<double> kPow10 = [] {
+    std::vector<double> e(309);
+    for (int k = 0; k <= 308; ++k) e[k] = std::strtod(("1e" + std::to_string(k)).c_str(), nullptr);
+    return e;
+  }();
+  size_t p = 0;
+  bool negative = false;
+  if (p < s.size() && (s[p] == '-' || s[p] == '+')) negative = s[p++] == '-';
+  double number = 0;
+  int exponent = 0, num_digits = 0, num_decimals = 0;
+  constexpr int kMaxDigits = 17;
+  auto digit = [&](size_t q) { return q < s.size() && std::isdigit(static_cast<unsigned char>(s[q])); };
+  for (; digit(p); ++p) {
+    if (num_digits < kMaxDigits) {
+      number = number * 10. + (s[p] - '0');
+      ++num_digits;
+    } else {
+      ++exponent;
+    }
+  }
+  if (p < s.size() && s[p] == '.') {
+    ++p;
+    for (; num_digits < kMaxDigits && digit(p); ++p) {
+      number = number * 10. + (s[p] - '0');
+      ++num_digits;
+      ++num_decimals;
+    }
+    while (digit(p)) ++p;
+    exponent -= num_decimals;
+  }
+  if (num_digits == 0) return false;
+  if (negative) number = -number;
+  if (p < s.size() && (s[p] == 'e' || s[p] == 'E')) {
+    ++p;
+    bool neg_exp = false;
+    if (p < s.size() && (s[p] == '-' || s[p] == '+')) neg_exp = s[p++] == '-';
+    if (!digit(p)) return false;
+    int n = 0;
+    for (; digit(p); ++p) n = std::min(n * 10 + (s[p] - '0'), 100000);
+    exponent += neg_exp ? -n : n;
+  }
+  if (p != s.size()) return false;
+  if (exponent > 308) {
+    number = negative ? -HUGE_VAL : HUGE_VAL;
+  } else if (exponent > 0) {
+    number *= kPow10[exponent];
+  } else if (exponent < -308) {
+    if (exponent < -616) {
+      number = 0.;
+    } else {
+      number /= kPow10[-308 - exponent];
+      number /= kPow10[308];
+    }
+  } else {
+    number /= kPow10[-exponent];
+  }
+  out = number;
+  return true;
+}
+
 bool parse_float_text(const std::string& s, double& out) {
   if (s.empty() || std::isspace(static_cast<unsigned char>(s[0]))) return false;
   if (s == "inf" || s == "+inf" || s == "Infinity" || s == "+Infinity") {
@@ -386,14 +454,7 @@ bool parse_float_text(const std::string& s, double& out) {
     out = -std::numeric_limits<double>::infinity();
     return true;
   }
-  // strtod accepts hex and "nan(...)" forms pandas does not; require decimal.
-  for (char c : s)
-    if (!(std::isdigit(static_cast<unsigned char>(c)) || c == '.' || c == 'e' || c == 'E' ||
-          c == '-' || c == '+'))
-      return false;
-  char* end = nullptr;
-  out = std::strtod(s.c_str(), &end);
-  return end && *end == '\0';
+  return pandas_xstrtod(s, out);
 }
 
 bool is_true_text(const std::string& s) { return s == "True" || s == "TRUE" || s == "true"; }
@@ -542,6 +603,12 @@ double py_round(double x, int ndigits) {
   double r = std::strtod(buf, nullptr);
   if (r == 0.0) r = std::copysign(0.0, x);
   return r;
+}
+
+double np_round(double x, int ndigits) {
+  double f = 1.0;
+  for (int k = 0; k < ndigits; ++k) f *= 10.0;
+  return std::nearbyint(x * f) / f;
 }
 
 ojson py_round_json(const ojson& v, int ndigits) {

@@ -82,6 +82,9 @@ std::vector<double> column_numbers(const Table& table, std::string_view column);
 
 // Python round(x, ndigits) for floats (correctly rounded, ties to even).
 double py_round(double x, int ndigits);
+// numpy's round for np.float64 values (pandas sums and Series arithmetic):
+// rint(x * 10^n) / 10^n. Differs from py_round on ties such as 0.0165.
+double np_round(double x, int ndigits);
 // round() applied to a JSON number: ints stay ints (Python round(int, n)).
 ojson py_round_json(const ojson& v, int ndigits);
 

@@ -105,8 +105,9 @@ ojson time_breakdown(const Table& typed, const std::vector<size_t>& rows) {
     }
   }
   ojson t = ojson::object();
-  t["gpu_kernel_time_ms"] = py_round_json(gpu_ms, 3);
-  t["cpu_duration_ms"] = py_round_json(cpu_ms, 3);
+  // Column sums are numpy scalars: numpy rounding. The sync sum is a Python float.
+  t["gpu_kernel_time_ms"] = gpu_ms.is_number_float() ? ojson(np_round(gpu_ms.get<double>(), 3)) : gpu_ms;
+  t["cpu_duration_ms"] = cpu_ms.is_number_float() ? ojson(np_round(cpu_ms.get<double>(), 3)) : cpu_ms;
   t["sync_time_ms"] = sync_is_float ? ojson(py_round(sync_ms, 3)) : ojson(0);
   t["sync_ops_count"] = sync_count;
   double gpu = gpu_ms.get<double>();
@@ -290,8 +291,10 @@ PrepareResult prepare_category_data(const std::map<std::string, Table>& perf_tab
     if (wanted(cat.key)) {
       Table part = csv_shape;
       for (size_t r : cat.rows) {
-        auto row = unified_text.rows[r];
-        row.resize(unified_text.columns.size());
+        // Typed cells, so floats are re-written the way pandas writes the
+        // values it parsed (repr of the parsed double).
+        auto row = unified.rows[r];
+        row.resize(unified.columns.size());
         row.emplace_back(cat.key);
         row.emplace_back(cat.display);
         part.rows.push_back(std::move(row));

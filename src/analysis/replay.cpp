@@ -73,7 +73,9 @@ PyValue json_to_py(const json& j) {
   throw ReplayError("Input Dims filter: only nested lists of integers are allowed");
 }
 
-json py_to_json(const PyValue& v) { return json::parse(v.to_json()); }
+json py_to_json(const PyValue& v) {
+  return json::parse(v.to_json());
+}
 
 }  // namespace
 
@@ -103,19 +105,30 @@ namespace {
 
 // Kineto dtype spellings the runner can rebuild (its DTYPE_NAMES).
 const std::set<std::string, std::less<>>& known_dtypes() {
-  static const std::set<std::string, std::less<>> names = {
-      "double",        "float",          "c10::Half",          "c10::BFloat16",
-      "long int",      "long",           "int",                "short int",
-      "short",         "signed char",    "unsigned char",      "bool",
-      "c10::Float8_e4m3fn", "c10::Float8_e4m3fnuz", "c10::Float8_e5m2",
-      "c10::Float8_e5m2fnuz", "c10::Float8_e8m0fnu"};
+  static const std::set<std::string, std::less<>> names = {"double",
+                                                           "float",
+                                                           "c10::Half",
+                                                           "c10::BFloat16",
+                                                           "long int",
+                                                           "long",
+                                                           "int",
+                                                           "short int",
+                                                           "short",
+                                                           "signed char",
+                                                           "unsigned char",
+                                                           "bool",
+                                                           "c10::Float8_e4m3fn",
+                                                           "c10::Float8_e4m3fnuz",
+                                                           "c10::Float8_e5m2",
+                                                           "c10::Float8_e5m2fnuz",
+                                                           "c10::Float8_e8m0fnu"};
   return names;
 }
 
 // The tensor dtypes TraceLens's EventReplayer accepts (utils.py list).
 bool tracelens_dtype(std::string_view t) {
-  return t == "double" || t == "float" || t == "c10::Half" || t == "c10::BFloat16" ||
-         t == "long" || t == "int" || t == "bool";
+  return t == "double" || t == "float" || t == "c10::Half" || t == "c10::BFloat16" || t == "long" ||
+         t == "int" || t == "bool";
 }
 
 bool is_non_tensor_type(std::string_view t) {
@@ -123,9 +136,8 @@ bool is_non_tensor_type(std::string_view t) {
 }
 
 bool is_int_list(const PyValue& v) {
-  return v.is_list() && std::all_of(v.list.begin(), v.list.end(), [](const PyValue& x) {
-           return x.kind == PyValue::Kind::Int;
-         });
+  return v.is_list() && std::all_of(v.list.begin(), v.list.end(),
+                                    [](const PyValue& x) { return x.kind == PyValue::Kind::Int; });
 }
 
 struct RecordedArgs {
@@ -150,8 +162,7 @@ std::string shape_problem(const RecordedArgs& a) {
   if (!a.dims || !a.types || !a.strides || !a.concrete)
     return "the trace has no Input Dims / Input type / Input Strides / Concrete Inputs for this "
            "op (profile with record_shapes=True)";
-  if (!a.dims->is_list() || !a.types->is_list() || !a.strides->is_list() ||
-      !a.concrete->is_list())
+  if (!a.dims->is_list() || !a.types->is_list() || !a.strides->is_list() || !a.concrete->is_list())
     return "recorded input args are not lists";
   size_t n = a.types->size();
   if (a.dims->size() != n || a.strides->size() != n || a.concrete->size() != n)
@@ -217,8 +228,7 @@ json decode_concrete(const std::string& text) {
   if (ec == std::errc() && p == text.data() + text.size() && !text.empty()) return iv;
   double dv = 0;
   auto [q, ec2] = std::from_chars(text.data(), text.data() + text.size(), dv);
-  if (ec2 == std::errc() && q == text.data() + text.size() && !text.empty() &&
-      std::isfinite(dv))
+  if (ec2 == std::errc() && q == text.data() + text.size() && !text.empty() && std::isfinite(dv))
     return dv;
   return text;
 }
@@ -231,8 +241,8 @@ json decode_concrete_list(const std::string& text) {
   size_t start = 0;
   while (start <= inner.size()) {
     size_t comma = inner.find(',', start);
-    std::string item = inner.substr(start, comma == std::string::npos ? std::string::npos
-                                                                       : comma - start);
+    std::string item =
+        inner.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
     item.erase(0, item.find_first_not_of(' '));
     item.erase(item.find_last_not_of(' ') + 1);
     if (!item.empty()) out.push_back(decode_concrete(item));
@@ -249,7 +259,8 @@ json decode_arg(const RecordedArgs& a, size_t i) {
   const PyValue& c = (*a.concrete)[i];
   std::string concrete = c.is_string() ? c.s : "";
   if (t.empty()) return {{"kind", "none"}};
-  if (t == "Scalar") return {{"kind", "scalar"}, {"text", concrete}, {"value", decode_concrete(concrete)}};
+  if (t == "Scalar")
+    return {{"kind", "scalar"}, {"text", concrete}, {"value", decode_concrete(concrete)}};
   if (t == "ScalarList")
     return {{"kind", "scalar_list"}, {"text", concrete}, {"value", decode_concrete_list(concrete)}};
   json shape = py_to_json((*a.dims)[i]);
@@ -368,7 +379,9 @@ std::string uid_error(const Trace& trace, const CallTree& tree, Uid uid) {
   return what + "; pass the UID of an aten:: op (cat cpu_op)";
 }
 
-double total_gpu(const ReplayOp& op) { return op.gpu_time ? op.gpu_time->sum : 0.0; }
+double total_gpu(const ReplayOp& op) {
+  return op.gpu_time ? op.gpu_time->sum : 0.0;
+}
 
 void order_by_gpu_time(std::vector<ReplayOp>& ops) {
   std::stable_sort(ops.begin(), ops.end(), [](const ReplayOp& x, const ReplayOp& y) {
@@ -402,12 +415,12 @@ std::string similar_names(const Trace& trace, const std::string& text) {
     for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
     return s;
   };
-  std::string needle = lower(text.substr(text.rfind(':') == std::string::npos ? 0
-                                                                              : text.rfind(':') + 1));
+  std::string needle =
+      lower(text.substr(text.rfind(':') == std::string::npos ? 0 : text.rfind(':') + 1));
   std::set<std::string> hits;
   for (Uid u = 0; u < trace.events.size() && hits.size() < 8; ++u)
-    if (trace.events[u].cat == Cat::CpuOp && lower(std::string(trace.name(u))).find(needle) !=
-                                                 std::string::npos)
+    if (trace.events[u].cat == Cat::CpuOp &&
+        lower(std::string(trace.name(u))).find(needle) != std::string::npos)
       hits.insert(std::string(trace.name(u)));
   std::string out;
   for (const auto& h : hits) out += (out.empty() ? "" : ", ") + h;
@@ -483,9 +496,9 @@ std::vector<ReplayOp> plan_category(const Trace& trace, const CallTree& tree, co
     std::string have;
     for (const auto& [cat, t] : category_time)
       have += fmt::format("{}{} ({:.1f} us)", have.empty() ? "" : ", ", cat, t);
-    throw ReplayError("no GPU-launching op of category '" + s.category +
-                      "' in the trace; launcher categories present: " +
-                      (have.empty() ? "none" : have));
+    throw ReplayError(
+        "no GPU-launching op of category '" + s.category +
+        "' in the trace; launcher categories present: " + (have.empty() ? "none" : have));
   }
   // Group by signature; rank by the summed subtree GPU time, then first UID.
   std::map<std::string, std::pair<double, Uid>> rank;
@@ -511,11 +524,13 @@ std::vector<ReplayOp> plan_category(const Trace& trace, const CallTree& tree, co
 
 json gpu_time_json(const std::optional<GpuTimeStats>& g) {
   if (!g) return nullptr;
-  return {{"n", g->n},       {"mean", g->mean}, {"median", g->median},
-          {"min", g->min},   {"max", g->max},   {"sum", g->sum}};
+  return {{"n", g->n},     {"mean", g->mean}, {"median", g->median},
+          {"min", g->min}, {"max", g->max},   {"sum", g->sum}};
 }
 
-json text_or_null(const std::string& s) { return s.empty() ? json(nullptr) : json(s); }
+json text_or_null(const std::string& s) {
+  return s.empty() ? json(nullptr) : json(s);
+}
 
 json op_json(const ReplayOp& op) {
   constexpr size_t kMaxUids = 20;
@@ -642,7 +657,7 @@ json replay_summary_json(const ReplayResult& result) {
             {"runner", result.files.runner},
             {"readme", result.files.readme},
             {"zip", result.files.zip}}},
-          {"run_command", "python3 replay.py            # in " + result.files.dir}};
+          {"run_command", "cd " + result.files.dir + " && python3 replay.py"}};
 }
 
 }  // namespace jarvis::replay

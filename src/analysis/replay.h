@@ -50,11 +50,11 @@ class ReplayError : public std::runtime_error {
 struct Selection {
   enum class Mode { Uids, OpName, Category };
   Mode mode = Mode::Uids;
-  std::vector<Uid> uids;             // Mode::Uids: cpu_op UIDs
-  std::string op_name;               // Mode::OpName: exact op name, e.g. "aten::mm"
+  std::vector<Uid> uids;              // Mode::Uids: cpu_op UIDs
+  std::string op_name;                // Mode::OpName: exact op name, e.g. "aten::mm"
   std::optional<PyValue> input_dims;  // Mode::OpName: keep only this Input Dims
-  std::string category;              // Mode::Category: op category, e.g. "GEMM"
-  size_t top_n = 10;                 // Mode::Category: rows to keep
+  std::string category;               // Mode::Category: op category, e.g. "GEMM"
+  size_t top_n = 10;                  // Mode::Category: rows to keep
 
   static Selection by_uids(std::vector<Uid> uids);
   static Selection by_op(std::string name, std::optional<PyValue> dims = std::nullopt);
@@ -80,7 +80,7 @@ struct ReplayOp {
   std::string name;
   std::string category;  // TraceLens op category ("" when unknown)
   PyValue input_dims, input_type, input_strides, concrete_inputs;
-  std::vector<Uid> uids;  // every cpu_op of the trace with this signature, UID order
+  std::vector<Uid> uids;                 // every cpu_op of the trace with this signature, UID order
   std::optional<GpuTimeStats> gpu_time;  // nullopt: no GPU work recorded
   std::vector<std::string> kernels;      // kernel names of the first occurrence, ts order
   std::string not_replayable;            // why no PyTorch can rebuild it ("" = try it)

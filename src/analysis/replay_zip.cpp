@@ -13,7 +13,7 @@ namespace {
 constexpr uint32_t kLocalHeaderSig = 0x04034b50;
 constexpr uint32_t kCentralHeaderSig = 0x02014b50;
 constexpr uint32_t kEndOfCentralDirSig = 0x06054b50;
-constexpr uint16_t kVersion = 20;       // 2.0: deflate
+constexpr uint16_t kVersion = 20;  // 2.0: deflate
 constexpr uint16_t kMethodStore = 0;
 constexpr uint16_t kMethodDeflate = 8;
 constexpr uint16_t kFlagUtf8Names = 1u << 11;
@@ -114,9 +114,9 @@ std::string make_zip(const std::vector<ZipMember>& members) {
     put32(out, kCentralHeaderSig);
     put16(out, (3u << 8) | kVersion);  // made by: Unix, so the mode below is honoured
     put_common_header(out, entries[k], static_cast<uint16_t>(members[k].name.size()), time, date);
-    put16(out, 0);  // comment length
-    put16(out, 0);  // disk number start
-    put16(out, 0);  // internal attributes
+    put16(out, 0);               // comment length
+    put16(out, 0);               // disk number start
+    put16(out, 0);               // internal attributes
     put32(out, 0100644u << 16);  // external attributes: regular file, rw-r--r--
     put32(out, entries[k].offset);
     out += members[k].name;

@@ -27,7 +27,8 @@ uint64_t parse_count(const std::string& text, const char* flag) {
   uint64_t v = 0;
   auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
   if (ec != std::errc() || p != text.data() + text.size())
-    throw replay::ReplayError(fmt::format("{} expects a non-negative integer, got '{}'", flag, text));
+    throw replay::ReplayError(
+        fmt::format("{} expects a non-negative integer, got '{}'", flag, text));
   return v;
 }
 
@@ -85,8 +86,8 @@ void print_summary(const replay::ReplayResult& r) {
                op.input_dims.repr_tuple());
     if (!op.not_replayable.empty()) fmt::print("     not replayable: {}\n", op.not_replayable);
   }
-  fmt::print("wrote {}\n      {}\n      {}\n      {}\n", r.files.ir, r.files.runner,
-             r.files.readme, r.files.zip);
+  fmt::print("wrote {}\n      {}\n      {}\n      {}\n", r.files.ir, r.files.runner, r.files.readme,
+             r.files.zip);
   fmt::print("run:  cd {} && python3 replay.py\n", r.files.dir);
 }
 

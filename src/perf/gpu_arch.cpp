@@ -57,7 +57,8 @@ GpuArch parse_gpu_arch(const std::string& json_text, const std::string& origin) 
   if (j.contains("name") && j["name"].is_string()) arch.name = j["name"].get<std::string>();
   auto number = [&](const char* key, double& out) {
     if (!j.contains(key)) return;
-    if (!j[key].is_number()) throw GpuArchError("GPU arch file " + origin + ": '" + key + "' must be a number");
+    if (!j[key].is_number())
+      throw GpuArchError("GPU arch file " + origin + ": '" + key + "' must be a number");
     out = j[key].get<double>();
   };
   number("mem_bw_gbps", arch.mem_bw_gbps);
@@ -68,18 +69,21 @@ GpuArch parse_gpu_arch(const std::string& json_text, const std::string& origin) 
       throw GpuArchError("GPU arch file " + origin + ": 'max_achievable_tflops' must be an object");
     for (const auto& [k, v] : m.items()) {
       if (!v.is_number())
-        throw GpuArchError("GPU arch file " + origin + ": max_achievable_tflops." + k + " must be a number");
+        throw GpuArchError("GPU arch file " + origin + ": max_achievable_tflops." + k +
+                           " must be a number");
       arch.max_achievable_tflops[k] = v.get<double>();
     }
   }
-  if (j.contains("_source") && j["_source"].is_string()) arch.source = j["_source"].get<std::string>();
+  if (j.contains("_source") && j["_source"].is_string())
+    arch.source = j["_source"].get<std::string>();
   return arch;
 }
 
 namespace {
 
 std::string upper(std::string s) {
-  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return static_cast<char>(std::toupper(c)); });
+  std::transform(s.begin(), s.end(), s.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::toupper(c)); });
   return s;
 }
 
@@ -102,7 +106,8 @@ GpuArch load_gpu_arch(const std::string& name_or_path) {
     }
   }
   std::error_code ec;
-  if (fs::is_regular_file(name_or_path, ec)) return parse_gpu_arch(read_file(name_or_path), name_or_path);
+  if (fs::is_regular_file(name_or_path, ec))
+    return parse_gpu_arch(read_file(name_or_path), name_or_path);
   std::string known;
   for (const std::string& n : bundled_gpu_arch_names()) known += (known.empty() ? "" : ", ") + n;
   throw GpuArchError("unknown GPU arch '" + name_or_path + "': not a bundled arch (" +
@@ -110,8 +115,9 @@ GpuArch load_gpu_arch(const std::string& name_or_path) {
                      ") and not an existing file");
 }
 
-std::optional<Roofline> compute_roofline(const GpuArch& arch, const std::string& compute_spec, double gflops,
-                                         std::optional<double> bytes, double kernel_time_us) {
+std::optional<Roofline> compute_roofline(const GpuArch& arch, const std::string& compute_spec,
+                                         double gflops, std::optional<double> bytes,
+                                         double kernel_time_us) {
   auto peak = arch.peak_tflops(compute_spec);
   // TraceLens skips the roofline when the arch has no bandwidth (mem_bw_gbps absent).
   if (!peak || !bytes || !(gflops > 0) || !(arch.mem_bw_gbps > 0)) return std::nullopt;

@@ -57,7 +57,8 @@ struct Roofline {
   double compute_time_us = 0;
   double memory_time_us = 0;
 };
-std::optional<Roofline> compute_roofline(const GpuArch& arch, const std::string& compute_spec, double gflops,
-                                         std::optional<double> bytes, double kernel_time_us);
+std::optional<Roofline> compute_roofline(const GpuArch& arch, const std::string& compute_spec,
+                                         double gflops, std::optional<double> bytes,
+                                         double kernel_time_us);
 
 }  // namespace jarvis::perf

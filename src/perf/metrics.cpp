@@ -17,7 +17,8 @@ PerfMetrics compute_perf_metrics(const PerfModel& model, bool backward, double k
     m.tb_per_s = kernel_time_us > 0 ? (*m.bytes / 1e12) / (kernel_time_us / 1e6) : NAN;
   }
   m.compute_spec = model.compute_spec();
-  if (arch != nullptr) m.roofline = compute_roofline(*arch, m.compute_spec, m.gflops, m.bytes, kernel_time_us);
+  if (arch != nullptr)
+    m.roofline = compute_roofline(*arch, m.compute_spec, m.gflops, m.bytes, kernel_time_us);
   m.params = model.params();
   return m;
 }

@@ -13,16 +13,16 @@
 namespace jarvis::perf {
 
 struct PerfMetrics {
-  double gflops = 0;                  // GFLOPS (work of one op instance)
-  double kernel_time_us = 0;          // Kernel Time (µs)
-  double tflops_per_s = NAN;          // TFLOPS/s (NaN when kernel time is 0)
-  std::optional<double> bytes;        // bytes moved (None when a dtype is unknown)
-  double data_moved_mb = NAN;         // Data Moved (MB) = bytes / 2^20
-  double flops_per_byte = NAN;        // FLOPS/Byte
-  double tb_per_s = NAN;              // TB/s
-  std::string compute_spec;           // "" when unknown
-  std::optional<Roofline> roofline;   // only with an arch and a known spec
-  Params params;                      // the model's params, in order
+  double gflops = 0;                 // GFLOPS (work of one op instance)
+  double kernel_time_us = 0;         // Kernel Time (µs)
+  double tflops_per_s = NAN;         // TFLOPS/s (NaN when kernel time is 0)
+  std::optional<double> bytes;       // bytes moved (None when a dtype is unknown)
+  double data_moved_mb = NAN;        // Data Moved (MB) = bytes / 2^20
+  double flops_per_byte = NAN;       // FLOPS/Byte
+  double tb_per_s = NAN;             // TB/s
+  std::string compute_spec;          // "" when unknown
+  std::optional<Roofline> roofline;  // only with an arch and a known spec
+  Params params;                     // the model's params, in order
 };
 
 // Metrics of one op for the given direction (backward uses flops_bwd /

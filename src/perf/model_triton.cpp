@@ -27,12 +27,13 @@ const std::unordered_set<std::string_view>& known_aten_ops() {
 // FLOPs per element of each fused ATen op (memory-only ops weigh 0).
 int flops_per_elem(std::string_view op) {
   static const std::unordered_map<std::string_view, int> table = {
-      {"aten.add", 1},    {"aten.sub", 1},    {"aten.mul", 1},       {"aten.div", 1},     {"aten.pow", 2},
-      {"aten.sqrt", 2},   {"aten.rsqrt", 2},  {"aten.exp", 4},       {"aten.log", 4},     {"aten.sigmoid", 4},
-      {"aten.tanh", 4},   {"aten.relu", 1},   {"aten.silu", 4},      {"aten.gelu", 8},    {"aten.mean", 1},
-      {"aten.sum", 1},    {"aten.var", 2},    {"aten.abs", 1},       {"aten.neg", 1},     {"aten.reciprocal", 2},
-      {"aten.ne", 1},     {"aten.eq", 1},     {"aten.lt", 1},        {"aten.gt", 1},      {"aten._to_copy", 0},
-      {"aten.copy_", 0},  {"aten.clone", 0},  {"aten.embedding", 0},
+      {"aten.add", 1},      {"aten.sub", 1},     {"aten.mul", 1},   {"aten.div", 1},
+      {"aten.pow", 2},      {"aten.sqrt", 2},    {"aten.rsqrt", 2}, {"aten.exp", 4},
+      {"aten.log", 4},      {"aten.sigmoid", 4}, {"aten.tanh", 4},  {"aten.relu", 1},
+      {"aten.silu", 4},     {"aten.gelu", 8},    {"aten.mean", 1},  {"aten.sum", 1},
+      {"aten.var", 2},      {"aten.abs", 1},     {"aten.neg", 1},   {"aten.reciprocal", 2},
+      {"aten.ne", 1},       {"aten.eq", 1},      {"aten.lt", 1},    {"aten.gt", 1},
+      {"aten._to_copy", 0}, {"aten.copy_", 0},   {"aten.clone", 0}, {"aten.embedding", 0},
   };
   auto it = table.find(op);
   return it == table.end() ? 0 : it->second;
@@ -118,8 +119,8 @@ struct TritonMeta {
 };
 
 std::optional<TritonMeta> meta_from_args(const OpInput& op) {
-  if (!op.concrete_inputs || !truthy(*op.concrete_inputs) || !op.input_dims || !truthy(*op.input_dims) ||
-      !op.input_type || !truthy(*op.input_type))
+  if (!op.concrete_inputs || !truthy(*op.concrete_inputs) || !op.input_dims ||
+      !truthy(*op.input_dims) || !op.input_type || !truthy(*op.input_type))
     return std::nullopt;
   bool reduction = op.name.starts_with("triton_red_") || op.name.starts_with("triton_per_");
   bool pointwise = op.name.starts_with("triton_poi_");
@@ -200,6 +201,8 @@ std::unique_ptr<PerfModel> make_triton_compiled_model(const OpInput& op) {
   return std::make_unique<TritonCompiled>(op);
 }
 
-bool triton_metadata_present(const OpInput& op) { return meta_from_args(op).has_value(); }
+bool triton_metadata_present(const OpInput& op) {
+  return meta_from_args(op).has_value();
+}
 
 }  // namespace jarvis::perf::detail

@@ -43,7 +43,8 @@ Shape int_tuple(const std::string& s, size_t ndims, int64_t dflt) {
   size_t start = 0;
   for (;;) {
     size_t comma = body.find(',', start);
-    std::string part = body.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    std::string part =
+        body.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
     size_t b = part.find_first_not_of(" \t"), e = part.find_last_not_of(" \t");
     if (b == std::string::npos) throw PerfModelError("invalid literal for int(): '" + part + "'");
     part = part.substr(b, e - b + 1);
@@ -54,7 +55,8 @@ Shape int_tuple(const std::string& s, size_t ndims, int64_t dflt) {
     } catch (const std::exception&) {
       used = 0;
     }
-    if (used != part.size() || part.empty()) throw PerfModelError("invalid literal for int(): '" + part + "'");
+    if (used != part.size() || part.empty())
+      throw PerfModelError("invalid literal for int(): '" + part + "'");
     out.push_back(v);
     if (comma == std::string::npos) break;
     start = comma + 1;
@@ -112,7 +114,8 @@ class ConvModel : public PerfModel {
   }
 
   double flops() const override {
-    return backward_op_ ? flops_bwd() : static_cast<double>(conv_flops(x_, w_, out_, bias_, transposed_));
+    return backward_op_ ? flops_bwd()
+                        : static_cast<double>(conv_flops(x_, w_, out_, bias_, transposed_));
   }
   std::optional<double> bytes() const override {
     if (backward_op_) return bytes_bwd();
@@ -127,7 +130,8 @@ class ConvModel : public PerfModel {
   }
   std::optional<double> bytes_bwd() const override {
     if (!bpe_) return std::nullopt;
-    int64_t total = conv_elems(out_, w_, x_, false) * *bpe_ + conv_elems(out_, x_, w_, false) * *bpe_;
+    int64_t total =
+        conv_elems(out_, w_, x_, false) * *bpe_ + conv_elems(out_, x_, w_, false) * *bpe_;
     if (bias_) total += prod(out_) + elem(out_, 1);
     return static_cast<double>(total);
   }
@@ -137,7 +141,9 @@ class ConvModel : public PerfModel {
   }
 
  private:
-  static PyValue forward_bias(const OpInput& op) { return bool_value(arg_size(op.input_dims) == 3); }
+  static PyValue forward_bias(const OpInput& op) {
+    return bool_value(arg_size(op.input_dims) == 3);
+  }
   // Python: len(dims) > 3 and dims[3] and len(dims[3]) > 0
   static PyValue backward_bias(const OpInput& op) {
     if (arg_size(op.input_dims) <= 3) return bool_value(false);

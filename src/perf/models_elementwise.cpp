@@ -98,7 +98,8 @@ class UpsampleNearest : public UnaryModel {
     Shape in = dims_at(op, 0);
     PyValue dtype = type_at(op, 0);
     PyValue stride_in = strides_at(op, 0);
-    std::vector<int64_t> spatial = int_list(literal_list(concrete_at(op, 1), "output_size"), "output_size");
+    std::vector<int64_t> spatial =
+        int_list(literal_list(concrete_at(op, 1), "output_size"), "output_size");
     Shape out(in.begin(), in.begin() + std::min<size_t>(2, in.size()));
     out.insert(out.end(), spatial.begin(), spatial.end());
     add(params_, "input_shape", tuple_value(in));
@@ -202,7 +203,8 @@ class AtenReduce : public PerfModel {
     bool keepdim = false;
     find_dims(op, dim, keepdim);
     std::string_view name = op.name;
-    if (name.find("cumsum") != std::string_view::npos || name.find("cumprod") != std::string_view::npos) {
+    if (name.find("cumsum") != std::string_view::npos ||
+        name.find("cumprod") != std::string_view::npos) {
       n_out_ = n_in_;
     } else if (dim && !dim->empty()) {
       n_out_ = reduced_elems(in, *dim, keepdim);
@@ -220,7 +222,8 @@ class AtenReduce : public PerfModel {
     add(params_, "num_output_elems", int_value(n_out_));
     add(params_, "dtype_in_out", tuple_of({dtype_in_, PyValue::none()}));
     add(params_, "reduce_type", str_value(type));
-    bpe_in_ = dtype_in_.is_string() && !dtype_in_.s.empty() ? bytes_per_element(dtype_in_.s) : std::nullopt;
+    bpe_in_ = dtype_in_.is_string() && !dtype_in_.s.empty() ? bytes_per_element(dtype_in_.s)
+                                                            : std::nullopt;
   }
   double flops() const override { return static_cast<double>(n_in_); }
   std::optional<double> bytes() const override {
@@ -238,7 +241,8 @@ class AtenReduce : public PerfModel {
  private:
   // Scans Concrete Inputs[1:] from the end for a bool (keepdim) and then an
   // int or list (dim); strings are skipped, as in TraceLens.
-  static void find_dims(const OpInput& op, std::optional<std::vector<int64_t>>& dim, bool& keepdim) {
+  static void find_dims(const OpInput& op, std::optional<std::vector<int64_t>>& dim,
+                        bool& keepdim) {
     size_t n = arg_size(op.concrete_inputs);
     if (n < 2) return;
     const auto& ci = op.concrete_inputs->list;
@@ -293,10 +297,18 @@ class AtenReduce : public PerfModel {
 
 void register_elementwise_models(std::map<std::string_view, Factory>& out) {
   out["aten_unary_elementwise"] = [](const OpInput& op) { return std::make_unique<AtenUnary>(op); };
-  out["aten_replication_pad"] = [](const OpInput& op) { return std::make_unique<ReplicationPad>(op); };
-  out["aten_upsample_nearest"] = [](const OpInput& op) { return std::make_unique<UpsampleNearest>(op); };
-  out["aten_binary_elementwise"] = [](const OpInput& op) { return std::make_unique<AtenBinary>(op); };
-  out["liger_silu_mul_function"] = [](const OpInput& op) { return std::make_unique<LigerSiluMul>(op); };
+  out["aten_replication_pad"] = [](const OpInput& op) {
+    return std::make_unique<ReplicationPad>(op);
+  };
+  out["aten_upsample_nearest"] = [](const OpInput& op) {
+    return std::make_unique<UpsampleNearest>(op);
+  };
+  out["aten_binary_elementwise"] = [](const OpInput& op) {
+    return std::make_unique<AtenBinary>(op);
+  };
+  out["liger_silu_mul_function"] = [](const OpInput& op) {
+    return std::make_unique<LigerSiluMul>(op);
+  };
   out["aten_reduce"] = [](const OpInput& op) { return std::make_unique<AtenReduce>(op); };
 }
 

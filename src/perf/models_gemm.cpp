@@ -16,7 +16,9 @@ struct GemmShape {
   bool bias = false;
 };
 
-int64_t gemm_flops(const GemmShape& g) { return 2 * g.M * g.N * g.K + (g.bias ? g.M * g.N : 0); }
+int64_t gemm_flops(const GemmShape& g) {
+  return 2 * g.M * g.N * g.K + (g.bias ? g.M * g.N : 0);
+}
 
 std::optional<double> gemm_bytes(const GemmShape& g, std::optional<int> a, std::optional<int> b,
                                  std::optional<int> bias, std::optional<int> out) {

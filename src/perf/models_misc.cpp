@@ -29,7 +29,9 @@ std::string first_precision(const OpInput& op) {
 class NoBackward : public PerfModel {
  public:
   double flops_bwd() const override { fail(std::string(model_name()) + " has no flops_bwd"); }
-  std::optional<double> bytes_bwd() const override { fail(std::string(model_name()) + " has no bytes_bwd"); }
+  std::optional<double> bytes_bwd() const override {
+    fail(std::string(model_name()) + " has no bytes_bwd");
+  }
 };
 
 // MoEDispatch / MoECombine: pure data movement, no FLOPs, no Compute Spec.
@@ -71,7 +73,8 @@ class CausalConv1d : public NoBackward {
     c_ = x[1];
     l_ = x[2];
     k_ = w[1];
-    bias_ = arg_size(op.input_dims) > 2 && op.input_dims->list[2].is_list() && op.input_dims->list[2].size() > 0;
+    bias_ = arg_size(op.input_dims) > 2 && op.input_dims->list[2].is_list() &&
+            op.input_dims->list[2].size() > 0;
     add(params_, "batch", int_value(b_));
     add(params_, "channels", int_value(c_));
     add(params_, "seq_len", int_value(l_));

@@ -14,7 +14,9 @@ namespace jarvis::perf::detail {
 namespace {
 
 // "x is not None" on an Input Dims entry (present and not a JSON null).
-bool present_not_none(const OpInput& op, size_t i) { return !arg_at(op.input_dims, "Input Dims", i).is_none(); }
+bool present_not_none(const OpInput& op, size_t i) {
+  return !arg_at(op.input_dims, "Input Dims", i).is_none();
+}
 
 class NormModel : public PerfModel {
  public:
@@ -31,7 +33,8 @@ class NormModel : public PerfModel {
     if (backward_op_) return bytes_backward();
     if (!bpe_in_ || !bpe_out_) return std::nullopt;
     int w = 2 + (affine_ ? 1 + (has_bias_ ? 1 : 0) : 0) + (training_ ? 2 : 0);
-    return static_cast<double>(n_) * *bpe_in_ + static_cast<double>(n_) * *bpe_out_ + w * channels_ * *bpe_in_;
+    return static_cast<double>(n_) * *bpe_in_ + static_cast<double>(n_) * *bpe_out_ +
+           w * channels_ * *bpe_in_;
   }
   double flops_bwd() const override {
     if (!bwd_pass_defined_) return PerfModel::flops_bwd();
@@ -134,7 +137,8 @@ class BatchNormBwd : public NormModel {
  public:
   explicit BatchNormBwd(const OpInput& op) {
     backward_op_ = bwd_pass_defined_ = true;
-    bool fused = op.name == "aten::cudnn_batch_norm_backward" || op.name == "aten::miopen_batch_norm_backward";
+    bool fused = op.name == "aten::cudnn_batch_norm_backward" ||
+                 op.name == "aten::miopen_batch_norm_backward";
     size_t in = fused ? 0 : 1;
     bool has_output = fused ? true : !arg_at(op.input_dims, "Input Dims", 0).is_none();
     bool training = fused ? false : truthy(concrete_at(op, 7));
@@ -193,8 +197,8 @@ class GroupNormBwd : public NormModel {
     std::vector<bool> mask = bool_list(literal_list(concrete_at(op, 9), "output_mask"));
     int64_t groups = std::stoll(concrete_str(op, 8));
     if (groups == 0) throw PerfModelError("division by zero (groups)");
-    set_common(s, d, st, float_value(static_cast<double>(dim1(s)) / static_cast<double>(groups)), true, affine,
-               true);
+    set_common(s, d, st, float_value(static_cast<double>(dim1(s)) / static_cast<double>(groups)),
+               true, affine, true);
     set_mask(mask);
   }
 };

@@ -144,8 +144,8 @@ class SdpaModel : public PerfModel {
       check(c, pick(v, 1), pick(v, 0), pick(k, 2));
       return c;
     }
-    std::array<size_t, 4> idx =
-        spec_.layout == Layout::BHND ? std::array<size_t, 4>{0, 1, 2, 3} : std::array<size_t, 4>{0, 2, 1, 3};
+    std::array<size_t, 4> idx = spec_.layout == Layout::BHND ? std::array<size_t, 4>{0, 1, 2, 3}
+                                                             : std::array<size_t, 4>{0, 2, 1, 3};
     Cfg c{pick(q, idx[0]), pick(q, idx[2]), pick(q, idx[1]), pick(k, idx[2]),
           pick(k, idx[1]), pick(q, idx[3]), pick(v, idx[3])};
     if (c.B != pick(k, idx[0]) || c.B != pick(v, idx[0]))
@@ -215,13 +215,15 @@ class SdpaModel : public PerfModel {
 
   double fwd() const {
     if (spec_.layout != Layout::Varlen)
-      return apply_causal(fwd_flops<int64_t>(cfg_.B, cfg_.N_Q, cfg_.H_Q, cfg_.N_KV, cfg_.d_qk, cfg_.d_v),
-                          causal_, static_cast<double>(cfg_.N_Q), static_cast<double>(cfg_.N_KV));
+      return apply_causal(
+          fwd_flops<int64_t>(cfg_.B, cfg_.N_Q, cfg_.H_Q, cfg_.N_KV, cfg_.d_qk, cfg_.d_v), causal_,
+          static_cast<double>(cfg_.N_Q), static_cast<double>(cfg_.N_KV));
     // Varlen: the longest sequence plus (num_seqs - 1) equal-length others.
     auto one = [&](double nq, double nkv) {
-      return apply_causal(fwd_flops<double>(static_cast<double>(cfg_.B), nq, static_cast<double>(cfg_.H_Q), nkv,
-                                            static_cast<double>(cfg_.d_qk), static_cast<double>(cfg_.d_v)),
-                          causal_, nq, nkv);
+      return apply_causal(
+          fwd_flops<double>(static_cast<double>(cfg_.B), nq, static_cast<double>(cfg_.H_Q), nkv,
+                            static_cast<double>(cfg_.d_qk), static_cast<double>(cfg_.d_v)),
+          causal_, nq, nkv);
     };
     double total = one(max_q_, max_kv_);
     if (num_seqs_q_ > 1) total += static_cast<double>(num_seqs_q_ - 1) * one(rest_q(), rest_kv());
@@ -230,20 +232,23 @@ class SdpaModel : public PerfModel {
   double varlen_bwd() const {
     auto one = [&](double nq, double nkv) {
       double B = static_cast<double>(cfg_.B), HQ = static_cast<double>(cfg_.H_Q);
-      return apply_causal(bwd_flops<double>(B, nq, HQ, nkv, cfg_.H_KV, static_cast<double>(cfg_.d_qk),
-                                            static_cast<double>(cfg_.d_v), spec_.flash_impl),
-                          causal_, nq, nkv);
+      return apply_causal(
+          bwd_flops<double>(B, nq, HQ, nkv, cfg_.H_KV, static_cast<double>(cfg_.d_qk),
+                            static_cast<double>(cfg_.d_v), spec_.flash_impl),
+          causal_, nq, nkv);
     };
     double total = one(max_q_, max_kv_);
     if (num_seqs_q_ > 1) total += static_cast<double>(num_seqs_q_ - 1) * one(rest_q(), rest_kv());
     return total;
   }
   double rest_q() const {
-    return std::floor((static_cast<double>(cfg_.N_Q) - max_q_) / static_cast<double>(num_seqs_q_ - 1));
+    return std::floor((static_cast<double>(cfg_.N_Q) - max_q_) /
+                      static_cast<double>(num_seqs_q_ - 1));
   }
   double rest_kv() const {
     if (num_seqs_kv_ == 1) throw PerfModelError("float floor division by zero");
-    return std::floor((static_cast<double>(cfg_.N_KV) - max_kv_) / static_cast<double>(num_seqs_kv_ - 1));
+    return std::floor((static_cast<double>(cfg_.N_KV) - max_kv_) /
+                      static_cast<double>(num_seqs_kv_ - 1));
   }
 
   SdpaSpec spec_;
@@ -277,7 +282,9 @@ class EvoformerAttention : public PerfModel {
     PyValue dtype = arg_size(op.input_type) > 0 ? type_at(op, 0) : PyValue::none();
     add(params_, "dtype_A_B", tuple_of({dtype}), true);
   }
-  double flops() const override { return static_cast<double>(fwd_flops<int64_t>(B_, N_, H_, N_, D_, D_)); }
+  double flops() const override {
+    return static_cast<double>(fwd_flops<int64_t>(B_, N_, H_, N_, D_, D_));
+  }
   std::optional<double> bytes() const override {
     return static_cast<double>(bytes_elems({B_, N_, H_, N_, H_, D_, D_}, false) * 2);
   }
@@ -306,36 +313,150 @@ void register_sdpa_models(std::map<std::string_view, Factory>& out) {
   using L = Layout;
   using D = DropoutRule;
   using C = CausalRule;
-  //                         qkv        layout  dropout          causal            flash strides dtype  bwd   dbytes
-  out["flash_attention"] = sdpa({{0, 1, 2}, L::BNHD, D::Float, 3, C::Eval, 5, true, true, true, false, false, 0, 0});
-  out["flash_attention_backward"] = sdpa(
-      {{1, 2, 3}, L::BNHD, D::FloatIfPresent, 8, C::EvalIfPresentElseTrue, 10, true, true, true, true, true, 0, 0});
+  //                         qkv        layout  dropout          causal            flash strides
+  //                         dtype  bwd   dbytes
+  out["flash_attention"] =
+      sdpa({{0, 1, 2}, L::BNHD, D::Float, 3, C::Eval, 5, true, true, true, false, false, 0, 0});
+  out["flash_attention_backward"] = sdpa({{1, 2, 3},
+                                          L::BNHD,
+                                          D::FloatIfPresent,
+                                          8,
+                                          C::EvalIfPresentElseTrue,
+                                          10,
+                                          true,
+                                          true,
+                                          true,
+                                          true,
+                                          true,
+                                          0,
+                                          0});
   out["flash_attention_varlen_forward"] =
       sdpa({{0, 1, 2}, L::Varlen, D::Float, 7, C::Eval, 9, true, true, true, false, false, 3, 5});
   out["flash_attention_varlen_backward"] =
       sdpa({{1, 2, 3}, L::Varlen, D::Float, 13, C::Eval, 15, true, true, true, true, false, 9, 11});
-  out["aten__scaled_dot_product_cudnn_attention"] =
-      sdpa({{0, 1, 2}, L::BHND, D::OptionalFloat, 5, C::EqualsTrue, 6, false, false, true, false, false, 0, 0});
-  out["aten__scaled_dot_product_efficient_attention"] =
-      sdpa({{0, 1, 2}, L::BHND, D::OptionalFloat, 5, C::EqualsTrue, 6, false, false, true, false, false, 0, 0});
-  out["aten__scaled_dot_product_flash_attention"] =
-      sdpa({{0, 1, 2}, L::BHND, D::OptionalFloat, 3, C::EqualsTrue, 4, true, false, true, false, false, 0, 0});
-  out["aiter__flash_attn_forward"] =
-      sdpa({{0, 1, 2}, L::BNHD, D::OptionalFloat, 3, C::EqualsTrue, 5, true, false, false, false, false, 0, 0});
-  out["aiter__flash_attn_backward"] =
-      sdpa({{0, 1, 2}, L::BNHD, D::OptionalFloat, 10, C::EqualsTrue, 12, true, false, false, true, false, 0, 0});
-  out["aiter__fmha_v3_forward"] =
-      sdpa({{1, 2, 3}, L::BNHD, D::OptionalFloat, 4, C::EqualsTrue, 6, true, false, false, false, false, 0, 0});
-  out["aiter__fmha_v3_backward"] =
-      sdpa({{1, 2, 3}, L::BNHD, D::OptionalFloat, 7, C::EqualsTrue, 9, true, false, false, true, false, 0, 0});
-  out["aiter__mha_fwd"] =
-      sdpa({{0, 1, 2}, L::BNHD, D::OptionalFloat, 3, C::EqualsTrue, 5, true, false, false, false, false, 0, 0});
+  out["aten__scaled_dot_product_cudnn_attention"] = sdpa({{0, 1, 2},
+                                                          L::BHND,
+                                                          D::OptionalFloat,
+                                                          5,
+                                                          C::EqualsTrue,
+                                                          6,
+                                                          false,
+                                                          false,
+                                                          true,
+                                                          false,
+                                                          false,
+                                                          0,
+                                                          0});
+  out["aten__scaled_dot_product_efficient_attention"] = sdpa({{0, 1, 2},
+                                                              L::BHND,
+                                                              D::OptionalFloat,
+                                                              5,
+                                                              C::EqualsTrue,
+                                                              6,
+                                                              false,
+                                                              false,
+                                                              true,
+                                                              false,
+                                                              false,
+                                                              0,
+                                                              0});
+  out["aten__scaled_dot_product_flash_attention"] = sdpa({{0, 1, 2},
+                                                          L::BHND,
+                                                          D::OptionalFloat,
+                                                          3,
+                                                          C::EqualsTrue,
+                                                          4,
+                                                          true,
+                                                          false,
+                                                          true,
+                                                          false,
+                                                          false,
+                                                          0,
+                                                          0});
+  out["aiter__flash_attn_forward"] = sdpa({{0, 1, 2},
+                                           L::BNHD,
+                                           D::OptionalFloat,
+                                           3,
+                                           C::EqualsTrue,
+                                           5,
+                                           true,
+                                           false,
+                                           false,
+                                           false,
+                                           false,
+                                           0,
+                                           0});
+  out["aiter__flash_attn_backward"] = sdpa({{0, 1, 2},
+                                            L::BNHD,
+                                            D::OptionalFloat,
+                                            10,
+                                            C::EqualsTrue,
+                                            12,
+                                            true,
+                                            false,
+                                            false,
+                                            true,
+                                            false,
+                                            0,
+                                            0});
+  out["aiter__fmha_v3_forward"] = sdpa({{1, 2, 3},
+                                        L::BNHD,
+                                        D::OptionalFloat,
+                                        4,
+                                        C::EqualsTrue,
+                                        6,
+                                        true,
+                                        false,
+                                        false,
+                                        false,
+                                        false,
+                                        0,
+                                        0});
+  out["aiter__fmha_v3_backward"] = sdpa({{1, 2, 3},
+                                         L::BNHD,
+                                         D::OptionalFloat,
+                                         7,
+                                         C::EqualsTrue,
+                                         9,
+                                         true,
+                                         false,
+                                         false,
+                                         true,
+                                         false,
+                                         0,
+                                         0});
+  out["aiter__mha_fwd"] = sdpa({{0, 1, 2},
+                                L::BNHD,
+                                D::OptionalFloat,
+                                3,
+                                C::EqualsTrue,
+                                5,
+                                true,
+                                false,
+                                false,
+                                false,
+                                false,
+                                0,
+                                0});
   out["aiter__fmha_v3_fwd"] = out["aiter__mha_fwd"];
-  out["aiter__mha_bwd"] =
-      sdpa({{1, 2, 3}, L::BNHD, D::OptionalFloat, 6, C::EqualsTrue, 8, true, false, false, true, false, 0, 0});
-  out["flash_attn_v3_forward"] =
-      sdpa({{0, 1, 2}, L::BNHD, D::Zero, 0, C::EqualsTrue, 24, true, false, false, false, false, 0, 0});
-  out["evoformer_attention"] = [](const OpInput& op) { return std::make_unique<EvoformerAttention>(op); };
+  out["aiter__mha_bwd"] = sdpa({{1, 2, 3},
+                                L::BNHD,
+                                D::OptionalFloat,
+                                6,
+                                C::EqualsTrue,
+                                8,
+                                true,
+                                false,
+                                false,
+                                true,
+                                false,
+                                0,
+                                0});
+  out["flash_attn_v3_forward"] = sdpa(
+      {{0, 1, 2}, L::BNHD, D::Zero, 0, C::EqualsTrue, 24, true, false, false, false, false, 0, 0});
+  out["evoformer_attention"] = [](const OpInput& op) {
+    return std::make_unique<EvoformerAttention>(op);
+  };
 }
 
 }  // namespace jarvis::perf::detail

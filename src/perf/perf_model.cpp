@@ -15,7 +15,9 @@ namespace jarvis::perf {
 
 namespace detail {
 
-void fail(const std::string& message) { throw PerfModelError(message); }
+void fail(const std::string& message) {
+  throw PerfModelError(message);
+}
 
 const PyValue& arg_list(const PyValue* arg, const char* arg_name) {
   if (arg == nullptr) fail(std::string("missing arg '") + arg_name + "'");
@@ -30,7 +32,9 @@ const PyValue& arg_at(const PyValue* arg, const char* arg_name, size_t i) {
   return list[i];
 }
 
-size_t arg_size(const PyValue* arg) { return arg != nullptr && arg->is_list() ? arg->size() : 0; }
+size_t arg_size(const PyValue* arg) {
+  return arg != nullptr && arg->is_list() ? arg->size() : 0;
+}
 
 int64_t to_int(const PyValue& v, const char* what) {
   if (v.kind == PyValue::Kind::Int) return v.i;
@@ -88,12 +92,24 @@ PyValue tuple_value(const Shape& s) {
   return PyValue::make_list(std::move(items));
 }
 
-PyValue str_value(std::string s) { return PyValue::string(std::move(s)); }
-PyValue dtype_value(const PyValue& v) { return v.is_string() ? v : PyValue::none(); }
-PyValue bool_value(bool b) { return PyValue::boolean(b); }
-PyValue int_value(int64_t i) { return PyValue::integer(i); }
-PyValue float_value(double f) { return PyValue::real(f); }
-PyValue tuple_of(std::vector<PyValue> items) { return PyValue::make_list(std::move(items)); }
+PyValue str_value(std::string s) {
+  return PyValue::string(std::move(s));
+}
+PyValue dtype_value(const PyValue& v) {
+  return v.is_string() ? v : PyValue::none();
+}
+PyValue bool_value(bool b) {
+  return PyValue::boolean(b);
+}
+PyValue int_value(int64_t i) {
+  return PyValue::integer(i);
+}
+PyValue float_value(double f) {
+  return PyValue::real(f);
+}
+PyValue tuple_of(std::vector<PyValue> items) {
+  return PyValue::make_list(std::move(items));
+}
 
 bool truthy(const PyValue& v) {
   switch (v.kind) {
@@ -308,9 +324,13 @@ OpInput op_input_from_event(const Trace& trace, Uid uid) {
   return op;
 }
 
-std::string Param::repr() const { return is_list ? value.repr_list() : value.repr_tuple(); }
+std::string Param::repr() const {
+  return is_list ? value.repr_list() : value.repr_tuple();
+}
 
-std::string Param::str() const { return value.is_string() ? value.s : repr(); }
+std::string Param::str() const {
+  return value.is_string() ? value.s : repr();
+}
 
 std::string params_dict_repr(const Params& params) {
   std::string out = "{";

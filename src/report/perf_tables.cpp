@@ -26,14 +26,21 @@ using perf::PerfMetrics;
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
-Cell num(double v) { return std::isnan(v) ? Cell() : Cell(v); }
+Cell num(double v) {
+  return std::isnan(v) ? Cell() : Cell(v);
+}
 
-bool is_cpu_op(const Trace& t, Uid u) { return t.events[u].cat == Cat::CpuOp; }
-bool is_python(const Trace& t, Uid u) { return t.events[u].cat == Cat::PythonFunction; }
+bool is_cpu_op(const Trace& t, Uid u) {
+  return t.events[u].cat == Cat::CpuOp;
+}
+bool is_python(const Trace& t, Uid u) {
+  return t.events[u].cat == Cat::PythonFunction;
+}
 
 // TraceLens agg_kernels_in_subtree: GPU events reached through `children`,
 // depth-first in children order (a GPU event ends its branch).
-void collect_subtree_kernels(const Trace& trace, const CallTree& tree, Uid uid, std::vector<Uid>& out) {
+void collect_subtree_kernels(const Trace& trace, const CallTree& tree, Uid uid,
+                             std::vector<Uid>& out) {
   if (trace.events[uid].is_gpu()) {
     out.push_back(uid);
     return;
@@ -53,8 +60,8 @@ std::vector<Uid> sorted_by_ts(const Trace& trace, std::vector<Uid> uids) {
 // The op a metric computation works on: the event itself, or for a synthetic
 // unified row, a copy of its parent under another name.
 struct OpRef {
-  Uid uid;        // row UID
-  Uid base;       // event providing args / structure
+  Uid uid;   // row UID
+  Uid base;  // event providing args / structure
   std::string_view name;
 };
 
@@ -65,8 +72,8 @@ struct Computed {
   std::vector<Uid> kernels;  // sorted by ts
 };
 
-std::optional<Computed> compute_metrics(const Trace& trace, const CallTree& tree, const OpRef& op, bool bwd,
-                                        const GpuArch* arch) {
+std::optional<Computed> compute_metrics(const Trace& trace, const CallTree& tree, const OpRef& op,
+                                        bool bwd, const GpuArch* arch) {
   std::vector<Uid> kernels;
   if (bwd) {
     for (Uid b : tree.subtree_bwd_events(op.base)) collect_subtree_kernels(trace, tree, b, kernels);
@@ -131,7 +138,9 @@ Cell raw_arg_list_cell(const Trace& trace, Uid uid, std::string_view key) {
   return Cell(v->repr_list());
 }
 
-Cell kernel_summary_cell(const std::vector<KernelStat>& stats) { return Cell(kernel_stats_repr(stats)); }
+Cell kernel_summary_cell(const std::vector<KernelStat>& stats) {
+  return Cell(kernel_stats_repr(stats));
+}
 
 // ---------------------------------------------------------------------------
 // Perf sheets (summarize_df_perf_metrics).
@@ -148,7 +157,8 @@ std::string param_str_or_nan(const perf::Params& params, const std::string& name
 
 }  // namespace
 
-Table perf_sheet_summary_table(const Trace& trace, const std::vector<PerfOpRow>& rows, std::string name) {
+Table perf_sheet_summary_table(const Trace& trace, const std::vector<PerfOpRow>& rows,
+                               std::string name) {
   // Param columns in order of first appearance across the rows.
   std::vector<std::string> param_names;
   bool has_roofline = false;
@@ -163,7 +173,8 @@ Table perf_sheet_summary_table(const Trace& trace, const std::vector<PerfOpRow>&
   std::map<std::vector<std::string>, std::vector<size_t>> groups;
   for (size_t k = 0; k < rows.size(); ++k) {
     std::vector<std::string> key{rows[k].name};
-    for (const std::string& p : param_names) key.push_back(param_str_or_nan(rows[k].metrics->params, p));
+    for (const std::string& p : param_names)
+      key.push_back(param_str_or_nan(rows[k].metrics->params, p));
     groups[key].push_back(k);
   }
 
@@ -176,13 +187,15 @@ Table perf_sheet_summary_table(const Trace& trace, const std::vector<PerfOpRow>&
   cols.insert(cols.end(), {"GFLOPS_first", "Data Moved (MB)_first", "FLOPS/Byte_first"});
   add_aggs("TB/s");
   add_aggs("TFLOPS/s");
-  cols.insert(cols.end(), {"process_name_first", "process_label_first", "thread_name_first", "Compute Spec"});
+  cols.insert(cols.end(),
+              {"process_name_first", "process_label_first", "thread_name_first", "Compute Spec"});
   if (has_roofline) {
     cols.insert(cols.end(), {"Roofline Time (µs)_first", "Roofline Bound_first"});
     add_aggs("Pct Roofline");
   }
-  cols.insert(cols.end(), {"kernel_details__summarize_kernel_stats", "trunc_kernel_details", "Input Dims_first",
-                           "Input type_first", "Input Strides_first", "Concrete Inputs_first"});
+  cols.insert(cols.end(),
+              {"kernel_details__summarize_kernel_stats", "trunc_kernel_details", "Input Dims_first",
+               "Input type_first", "Input Strides_first", "Concrete Inputs_first"});
   add_aggs("Kernel Time (µs)");
   cols.insert(cols.end(), {"Kernel Time (µs)_sum", "name_count", "UID_first"});
   Table t(std::move(name), cols);
@@ -203,14 +216,16 @@ Table perf_sheet_summary_table(const Trace& trace, const std::vector<PerfOpRow>&
       return aggregate(v);
     };
     const PerfOpRow& first = rows[idx.front()];
-    put_aggs(row, t, "GFLOPS", collect([](const PerfOpRow& r) { return r.metrics->gflops; }), {"first"});
-    put_aggs(row, t, "Data Moved (MB)", collect([](const PerfOpRow& r) { return r.metrics->data_moved_mb; }),
+    put_aggs(row, t, "GFLOPS", collect([](const PerfOpRow& r) { return r.metrics->gflops; }),
              {"first"});
-    put_aggs(row, t, "FLOPS/Byte", collect([](const PerfOpRow& r) { return r.metrics->flops_per_byte; }),
-             {"first"});
+    put_aggs(row, t, "Data Moved (MB)",
+             collect([](const PerfOpRow& r) { return r.metrics->data_moved_mb; }), {"first"});
+    put_aggs(row, t, "FLOPS/Byte",
+             collect([](const PerfOpRow& r) { return r.metrics->flops_per_byte; }), {"first"});
     put_aggs(row, t, "TB/s", collect([](const PerfOpRow& r) { return r.metrics->tb_per_s; }),
              {"mean", "median", "std", "min", "max"});
-    put_aggs(row, t, "TFLOPS/s", collect([](const PerfOpRow& r) { return r.metrics->tflops_per_s; }),
+    put_aggs(row, t, "TFLOPS/s",
+             collect([](const PerfOpRow& r) { return r.metrics->tflops_per_s; }),
              {"mean", "median", "std", "min", "max"});
     const Event& fe = trace.events[first.event_uid];
     row[t.col("process_name_first")] = Cell(trace.process_name(fe.pid));
@@ -227,8 +242,9 @@ Table perf_sheet_summary_table(const Trace& trace, const std::vector<PerfOpRow>&
           row[t.col("Roofline Bound_first")] = Cell(rows[k].metrics->roofline->bound);
           break;
         }
-      put_aggs(row, t, "Pct Roofline",
-               collect([](const PerfOpRow& r) { return r.metrics->roofline ? r.metrics->roofline->pct : kNaN; }),
+      put_aggs(row, t, "Pct Roofline", collect([](const PerfOpRow& r) {
+                 return r.metrics->roofline ? r.metrics->roofline->pct : kNaN;
+               }),
                {"mean", "median", "std", "min", "max"});
     }
     std::vector<KernelDetailList> lists;
@@ -261,8 +277,9 @@ Table perf_sheet_summary_table(const Trace& trace, const std::vector<PerfOpRow>&
   return t;
 }
 
-std::vector<PerfOpRow> perf_sheet_rows(const Trace& trace, const CallTree& tree, std::string_view family,
-                                       bool backward, const GpuArch* arch) {
+std::vector<PerfOpRow> perf_sheet_rows(const Trace& trace, const CallTree& tree,
+                                       std::string_view family, bool backward,
+                                       const GpuArch* arch) {
   std::unordered_set<std::string_view> names;
   for (const perf::ModelEntry& e : perf::model_entries())
     if (e.sheet == family) names.insert(e.name);
@@ -332,7 +349,8 @@ bool in_list(const std::string& s, std::initializer_list<const char*> names) {
   return false;
 }
 
-void add_perf_sheets(Report& report, const Trace& trace, const CallTree& tree, const GpuArch* arch) {
+void add_perf_sheets(Report& report, const Trace& trace, const CallTree& tree,
+                     const GpuArch* arch) {
   for (std::string_view fam : perf::sheet_families()) {
     std::string family(fam);
     if (in_list(family, {"GEMM", "UnaryElementwise", "BinaryElementwise", "Normalization"})) {
@@ -345,8 +363,8 @@ void add_perf_sheets(Report& report, const Trace& trace, const CallTree& tree, c
     Table fwd = fwd_rows.empty() ? Table(family + "_fwd", {})
                                  : perf_sheet_summary_table(trace, fwd_rows, family + "_fwd");
     auto is_moved = [](const std::string& n) {
-      return in_list(n, {"flash_attn::_flash_attn_varlen_backward", "aten::convolution_backward", "ConvBias_Backward",
-                         "ConvBiasReLU_Backward"});
+      return in_list(n, {"flash_attn::_flash_attn_varlen_backward", "aten::convolution_backward",
+                         "ConvBias_Backward", "ConvBiasReLU_Backward"});
     };
     Table moved = filter_rows(fwd, is_moved);
     fwd = filter_rows(fwd, [&](const std::string& n) { return !is_moved(n); });
@@ -356,8 +374,8 @@ void add_perf_sheets(Report& report, const Trace& trace, const CallTree& tree, c
     if (!fwd_rows.empty()) bwd = concat_tables(std::move(bwd), moved);
     bwd.name = family + "_bwd";
     bwd = filter_rows(bwd, [](const std::string& n) {
-      return !in_list(n, {"aten::convolution", "aten::miopen_convolution", "aten::cudnn_convolution", "ConvBias_",
-                          "ConvBiasReLU_"});
+      return !in_list(n, {"aten::convolution", "aten::miopen_convolution",
+                          "aten::cudnn_convolution", "ConvBias_", "ConvBiasReLU_"});
     });
     if (!fwd.rows.empty()) report.tables.push_back(std::move(fwd));
     if (!bwd.rows.empty()) report.tables.push_back(std::move(bwd));
@@ -369,7 +387,8 @@ void add_perf_sheets(Report& report, const Trace& trace, const CallTree& tree, c
 
 class UnifiedCollector {
  public:
-  UnifiedCollector(const Trace& trace, const CallTree& tree, const GpuArch* arch, bool python_frames)
+  UnifiedCollector(const Trace& trace, const CallTree& tree, const GpuArch* arch,
+                   bool python_frames)
       : trace_(trace), tree_(tree), arch_(arch), python_frames_(python_frames) {}
 
   std::vector<PerfOpRow> run() {
@@ -401,7 +420,8 @@ class UnifiedCollector {
     for (Uid c : tree_.children(u)) {
       const Event& e = trace_.events[c];
       if (e.is_gpu()) return true;
-      if ((e.cat == Cat::CudaRuntime || e.cat == Cat::PythonFunction) && has_kernel_descendant(c, depth - 1))
+      if ((e.cat == Cat::CudaRuntime || e.cat == Cat::PythonFunction) &&
+          has_kernel_descendant(c, depth - 1))
         return true;
     }
     return false;
@@ -430,7 +450,8 @@ class UnifiedCollector {
     count_main_bwd_ops(wrapper, main_name, count);
     return {fwd, count == 1};
   }
-  void count_main_bwd_ops(Uid u, const std::optional<std::string_view>& main_name, size_t& count) const {
+  void count_main_bwd_ops(Uid u, const std::optional<std::string_view>& main_name,
+                          size_t& count) const {
     for (Uid c : tree_.children(u)) {
       if (!is_cpu_op(trace_, c)) continue;
       if (launches_gpu(c) && (!main_name || trace_.name(c) == *main_name)) ++count;
@@ -448,7 +469,8 @@ class UnifiedCollector {
       const perf::ModelEntry* e = perf::find_model_entry(trace_.name(fwd));
       if (e && !e->bwd_category.empty()) {
         try {
-          result = compute_metrics(trace_, tree_, {fwd, fwd, trace_.name(fwd)}, true, arch_).has_value();
+          result =
+              compute_metrics(trace_, tree_, {fwd, fwd, trace_.name(fwd)}, true, arch_).has_value();
         } catch (const std::exception&) {
           result = false;
         }
@@ -552,8 +574,8 @@ class UnifiedCollector {
     }
     Uid next = static_cast<Uid>(trace_.events.size());
     auto add = [&](Uid parent, Uid kernel) {
-      synthetic_names_.push_back(std::string(trace_.name(parent)) + "->" + std::string(trace_.name(kernel)) +
-                                 " (Synthetic Op)");
+      synthetic_names_.push_back(std::string(trace_.name(parent)) + "->" +
+                                 std::string(trace_.name(kernel)) + " (Synthetic Op)");
       synthetic_kernel_[next] = kernel;
       collected_.push_back({next, parent, {}});
       synthetic_index_[next] = synthetic_names_.size() - 1;
@@ -579,7 +601,8 @@ class UnifiedCollector {
     // details (its direct kernels by ts) drive the kernel-name fallback.
     auto direct = tree_.direct_kernels(op.base);
     std::vector<Uid> sorted = sorted_by_ts(trace_, {direct.begin(), direct.end()});
-    return std::string(perf::op_category(op.name, sorted.empty() ? std::string_view{} : trace_.name(sorted[0])));
+    return std::string(
+        perf::op_category(op.name, sorted.empty() ? std::string_view{} : trace_.name(sorted[0])));
   }
 
   std::optional<PerfOpRow> build_row(const OpRef& op) {
@@ -595,7 +618,8 @@ class UnifiedCollector {
     if (sole) {
       fwd = linked_fwd(op.base).first;
       if (fwd != kNoUid)
-        if (const perf::ModelEntry* e = perf::find_model_entry(trace_.name(fwd))) bwd_category = e->bwd_category;
+        if (const perf::ModelEntry* e = perf::find_model_entry(trace_.name(fwd)))
+          bwd_category = e->bwd_category;
     }
     r.category = category_of(op);
     if (!own && !bwd_category.empty()) r.category = bwd_category;
@@ -608,7 +632,8 @@ class UnifiedCollector {
         if (c) {
           r.backward = !own;
           r.kernel_time_us = c->metrics.kernel_time_us;
-          if (const perf::ModelEntry* e = perf::find_model_entry(target.name)) r.sheet = std::string(e->sheet);
+          if (const perf::ModelEntry* e = perf::find_model_entry(target.name))
+            r.sheet = std::string(e->sheet);
           r.metrics = std::move(c->metrics);
           return r;
         }
@@ -636,16 +661,16 @@ class UnifiedCollector {
 
 }  // namespace
 
-std::vector<PerfOpRow> unified_perf_rows(const Trace& trace, const CallTree& tree, const GpuArch* arch,
-                                         bool include_python_frames) {
+std::vector<PerfOpRow> unified_perf_rows(const Trace& trace, const CallTree& tree,
+                                         const GpuArch* arch, bool include_python_frames) {
   UnifiedCollector collector(trace, tree, arch, include_python_frames);
   return collector.run();
 }
 
 Table unified_perf_summary_table(const Trace& trace, const std::vector<PerfOpRow>& rows) {
-  const std::vector<std::string> keys{"name",        "op category",   "process_name",  "process_label",
-                                      "thread_name", "Input Dims",    "Input type",    "Input Strides",
-                                      "Concrete Inputs"};
+  const std::vector<std::string> keys{"name",          "op category",   "process_name",
+                                      "process_label", "thread_name",   "Input Dims",
+                                      "Input type",    "Input Strides", "Concrete Inputs"};
   auto key_text = [&](const PerfOpRow& r, size_t k) -> std::string {
     const Event& e = trace.events[r.event_uid];
     switch (k) {
@@ -679,7 +704,8 @@ Table unified_perf_summary_table(const Trace& trace, const std::vector<PerfOpRow
     any_roofline = any_roofline || (r.metrics && r.metrics->roofline);
   }
   std::vector<std::string> cols(keys);
-  cols.insert(cols.end(), {"ex_UID", "operation_count", "total_duration_us", "mean_duration_us", "std_duration_us"});
+  cols.insert(cols.end(), {"ex_UID", "operation_count", "total_duration_us", "mean_duration_us",
+                           "std_duration_us"});
   if (any_model) {
     cols.insert(cols.end(), {"GFLOPS", "Data Moved (MB)", "FLOPS/Byte", "Compute Spec"});
     if (any_roofline) cols.push_back("Roofline Bound");
@@ -688,13 +714,15 @@ Table unified_perf_summary_table(const Trace& trace, const std::vector<PerfOpRow
   cols.insert(cols.end(), {"Kernel Time (µs)_mean", "Kernel Time (µs)_std", "Kernel Time (µs)_sum",
                            "duration_us_median", "duration_us_min", "duration_us_max"});
   if (any_model)
-    cols.insert(cols.end(), {"TB/s_median", "TB/s_min", "TB/s_max", "TFLOPS/s_median", "TFLOPS/s_min", "TFLOPS/s_max"});
+    cols.insert(cols.end(), {"TB/s_median", "TB/s_min", "TB/s_max", "TFLOPS/s_median",
+                             "TFLOPS/s_min", "TFLOPS/s_max"});
   if (any_roofline)
     cols.insert(cols.end(), {"Roofline Time (µs)_first", "Pct Roofline_mean", "Pct Roofline_median",
                              "Pct Roofline_std", "Pct Roofline_min", "Pct Roofline_max"});
-  cols.insert(cols.end(), {"Kernel Time (µs)_median", "Kernel Time (µs)_min", "Kernel Time (µs)_max",
-                           "kernel_details_summary", "trunc_kernel_details", "perf_params", "has_perf_model",
-                           "Percentage (%)", "Cumulative Percentage (%)"});
+  cols.insert(cols.end(),
+              {"Kernel Time (µs)_median", "Kernel Time (µs)_min", "Kernel Time (µs)_max",
+               "kernel_details_summary", "trunc_kernel_details", "perf_params", "has_perf_model",
+               "Percentage (%)", "Cumulative Percentage (%)"});
   Table t("unified_perf_summary", cols);
 
   struct Out {
@@ -739,19 +767,24 @@ Table unified_perf_summary_table(const Trace& trace, const std::vector<PerfOpRow
                           return metric(r, [](const PerfMetrics& m) { return m.gflops; });
                         }).first));
       set("Data Moved (MB)", num(collect([&](const PerfOpRow& r) {
-                                   return metric(r, [](const PerfMetrics& m) { return m.data_moved_mb; });
+                                   return metric(
+                                       r, [](const PerfMetrics& m) { return m.data_moved_mb; });
                                  }).first));
       set("FLOPS/Byte", num(collect([&](const PerfOpRow& r) {
-                              return metric(r, [](const PerfMetrics& m) { return m.flops_per_byte; });
+                              return metric(r,
+                                            [](const PerfMetrics& m) { return m.flops_per_byte; });
                             }).first));
       for (size_t i : idx)
         if (rows[i].metrics) {
           set("Compute Spec", Cell(rows[i].metrics->compute_spec));
           break;
         }
-      NumAgg tb = collect([&](const PerfOpRow& r) { return metric(r, [](const PerfMetrics& m) { return m.tb_per_s; }); });
-      NumAgg tf =
-          collect([&](const PerfOpRow& r) { return metric(r, [](const PerfMetrics& m) { return m.tflops_per_s; }); });
+      NumAgg tb = collect([&](const PerfOpRow& r) {
+        return metric(r, [](const PerfMetrics& m) { return m.tb_per_s; });
+      });
+      NumAgg tf = collect([&](const PerfOpRow& r) {
+        return metric(r, [](const PerfMetrics& m) { return m.tflops_per_s; });
+      });
       put_aggs(row, t, "TB/s", tb, {"mean", "median", "std", "min", "max"});
       put_aggs(row, t, "TFLOPS/s", tf, {"mean", "median", "std", "min", "max"});
     }
@@ -765,7 +798,8 @@ Table unified_perf_summary_table(const Trace& trace, const std::vector<PerfOpRow
         if (!r.metrics || !r.metrics->roofline) return kNaN;
         return pct ? r.metrics->roofline->pct : r.metrics->roofline->time_us;
       };
-      set("Roofline Time (µs)_first", num(collect([&](const PerfOpRow& r) { return roof(r, false); }).first));
+      set("Roofline Time (µs)_first",
+          num(collect([&](const PerfOpRow& r) { return roof(r, false); }).first));
       put_aggs(row, t, "Pct Roofline", collect([&](const PerfOpRow& r) { return roof(r, true); }),
                {"mean", "median", "std", "min", "max"});
     }
@@ -807,7 +841,8 @@ Table unified_perf_summary_table(const Trace& trace, const std::vector<PerfOpRow
 
 }  // namespace report
 
-void add_perf_tables(Report& report, const Trace& trace, const CallTree& tree, const ReportOptions& options) {
+void add_perf_tables(Report& report, const Trace& trace, const CallTree& tree,
+                     const ReportOptions& options) {
   // TraceLens writes the perf sheets after unified_perf_summary but computes
   // them first; the computations here have no side effects, so order is free.
   auto rows = report::unified_perf_rows(trace, tree, options.arch, options.include_python_frames);

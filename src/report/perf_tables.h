@@ -22,23 +22,24 @@ namespace jarvis {
 // Appends unified_perf_summary and then the perf-model sheets, in TraceLens
 // file order (only non-empty sheets). With options.arch set, the roofline
 // columns appear as TraceLens writes them.
-void add_perf_tables(Report& report, const Trace& trace, const CallTree& tree, const ReportOptions& options);
+void add_perf_tables(Report& report, const Trace& trace, const CallTree& tree,
+                     const ReportOptions& options);
 
 namespace report {
 
 // One modeled op instance with its metrics (a row before summarizing).
 struct PerfOpRow {
-  Uid uid = kNoUid;          // event UID (synthetic unified rows: a new UID past the trace)
-  Uid event_uid = kNoUid;    // the trace event the row's args / pid / tid come from
+  Uid uid = kNoUid;        // event UID (synthetic unified rows: a new UID past the trace)
+  Uid event_uid = kNoUid;  // the trace event the row's args / pid / tid come from
   std::string name;
-  std::string category;      // §9 category (unified rows: sole-backward rows get bwd_category)
-  std::string sheet;         // perf sheet family of the model ("" without a model)
-  bool backward = false;     // metrics are the backward pass of the op
+  std::string category;   // §9 category (unified rows: sole-backward rows get bwd_category)
+  std::string sheet;      // perf sheet family of the model ("" without a model)
+  bool backward = false;  // metrics are the backward pass of the op
   bool has_perf_model = false;
   std::optional<perf::PerfMetrics> metrics;  // absent: no model, or the model failed
-  std::string error;         // model failure message, "" when none
-  double kernel_time_us = 0; // busy time of the op's kernels
-  double duration_us = 0;    // the op's own CPU duration
+  std::string error;                         // model failure message, "" when none
+  double kernel_time_us = 0;                 // busy time of the op's kernels
+  double duration_us = 0;                    // the op's own CPU duration
   std::vector<Uid> kernels;  // GPU events attributed to the op (sorted by ts for metric rows)
 };
 
@@ -46,18 +47,19 @@ struct PerfOpRow {
 // TraceLens builds them before summarizing: every event whose name belongs
 // to the family, array order; ops without a model for the direction and
 // failed ops are left out (backward: ops without linked backward events too).
-std::vector<PerfOpRow> perf_sheet_rows(const Trace& trace, const CallTree& tree, std::string_view family,
-                                       bool backward, const GpuArch* arch);
+std::vector<PerfOpRow> perf_sheet_rows(const Trace& trace, const CallTree& tree,
+                                       std::string_view family, bool backward, const GpuArch* arch);
 
 // The rows of the unified table (§15.2–15.3) in collection order: ops with a
 // model at their outermost modeled level, sole backward ops, leaf launchers
 // without a model and synthetic rows for left-over kernels.
-std::vector<PerfOpRow> unified_perf_rows(const Trace& trace, const CallTree& tree, const GpuArch* arch,
-                                         bool include_python_frames = false);
+std::vector<PerfOpRow> unified_perf_rows(const Trace& trace, const CallTree& tree,
+                                         const GpuArch* arch, bool include_python_frames = false);
 
 // Tables from rows (exposed for tests and tools).
 Table unified_perf_summary_table(const Trace& trace, const std::vector<PerfOpRow>& rows);
-Table perf_sheet_summary_table(const Trace& trace, const std::vector<PerfOpRow>& rows, std::string name);
+Table perf_sheet_summary_table(const Trace& trace, const std::vector<PerfOpRow>& rows,
+                               std::string name);
 
 }  // namespace report
 }  // namespace jarvis

@@ -5,13 +5,13 @@
 #include "analysis/replay.h"
 #include "analysis/trace_store.h"
 #include "mcp/tool.h"
-#include "tree/call_tree.h"
 
 namespace jarvis::mcp {
 namespace {
 
 replay::Selection selection_from(const json& args) {
-  if (args.contains("uids")) return replay::Selection::by_uids(args.at("uids").get<std::vector<Uid>>());
+  if (args.contains("uids"))
+    return replay::Selection::by_uids(args.at("uids").get<std::vector<Uid>>());
   if (args.contains("op")) {
     std::optional<PyValue> dims;
     if (args.contains("input_dims")) dims = replay::parse_dims(args.at("input_dims").dump());
@@ -22,20 +22,20 @@ replay::Selection selection_from(const json& args) {
 }
 
 std::string summary_text(const json& s) {
-  std::string text = fmt::format("Replay package for {} ({} op signatures, {} replayable) in {}.\n",
-                                 s["selection"].get<std::string>(), s["op_count"].get<size_t>(),
-                                 s["replayable_count"].get<size_t>(),
-                                 s["files"]["dir"].get<std::string>());
+  std::string text =
+      fmt::format("Replay package for {} ({} op signatures, {} replayable) in {}.\n",
+                  s["selection"].get<std::string>(), s["op_count"].get<size_t>(),
+                  s["replayable_count"].get<size_t>(), s["files"]["dir"].get<std::string>());
   for (const json& op : s["ops"]) {
     std::string t = op["trace_gpu_time_us_mean"].is_null()
                         ? "no GPU work"
                         : fmt::format("{:.2f} us/call", op["trace_gpu_time_us_mean"].get<double>());
-    text += fmt::format("  [{}] {} {} x{} {}{}\n", op["id"].get<size_t>(),
-                        op["name"].get<std::string>(), op["input_dims"].get<std::string>(),
-                        op["count"].get<size_t>(), t,
-                        op["not_replayable_reason"].is_null()
-                            ? ""
-                            : " (not replayable: " + op["not_replayable_reason"].get<std::string>() + ")");
+    text += fmt::format(
+        "  [{}] {} {} x{} {}{}\n", op["id"].get<size_t>(), op["name"].get<std::string>(),
+        op["input_dims"].get<std::string>(), op["count"].get<size_t>(), t,
+        op["not_replayable_reason"].is_null()
+            ? ""
+            : " (not replayable: " + op["not_replayable_reason"].get<std::string>() + ")");
   }
   text += "Run it with: " + s["run_command"].get<std::string>() + "\n";
   return text + s.dump();
@@ -52,7 +52,7 @@ ToolResult make_replay_tool(const json& args, ToolContext& ctx) {
   } catch (const replay::ReplayError& e) {
     throw ToolError(e.what());
   }
-  auto tree = entry->cached<CallTree>("call_tree", [&] { return CallTree(entry->trace()); });
+  auto tree = trace_call_tree(*entry);
   ctx.throw_if_cancelled();
   try {
     auto result = replay::make_replay(entry->trace(), *tree, selection, out.string());

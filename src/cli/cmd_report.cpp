@@ -1,0 +1,152 @@
+// jarvis report TRACE --out DIR [--arch NAME|FILE] [options]
+//
+// Writes the TraceLens-compatible CSV sheets to DIR/perf_report_csvs/. Every
+// sheet is computed before anything is written; the sheets go to a temporary
+// directory that replaces DIR/perf_report_csvs only once complete, so a
+// failure never leaves a partial report behind.
+#include <unistd.h>
+
+#include <algorithm>
+#include <charconv>
+#include <cstdio>
+#include <filesystem>
+#include <stdexcept>
+
+#include <fmt/format.h>
+
+#include "cli/commands.h"
+#include "report/report.h"
+#include "trace/loader.h"
+#include "tree/call_tree.h"
+
+#if __has_include("perf/gpu_arch.h")
+#include "perf/gpu_arch.h"
+#define JARVIS_HAVE_GPU_ARCH 1
+#endif
+
+namespace jarvis::cli {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr const char* kUsage =
+    "usage: jarvis report TRACE --out DIR [options]\n"
+    "writes DIR/perf_report_csvs/<sheet>.csv (TraceLens perf report sheets)\n"
+    "options:\n"
+    "  --arch NAME|FILE                 GPU arch for roofline columns (e.g. MI300X, H100, or a JSON file)\n"
+    "  --include-python-frames          put python frames into the call tree\n"
+    "  --no-kernel-summary              skip the kernel_summary sheet\n"
+    "  --no-short-kernel-study          skip the short-kernel sheets\n"
+    "  --short-kernel-threshold-us X    short kernel threshold (default 10)\n"
+    "  --short-kernel-bins N            histogram bins (default 100)\n";
+
+const std::vector<std::string> kValueFlags = {"--out", "--arch", "--short-kernel-threshold-us",
+                                              "--short-kernel-bins"};
+const std::vector<std::string> kSwitches = {"--include-python-frames", "--no-kernel-summary",
+                                            "--no-short-kernel-study"};
+
+class UsageError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+template <typename T>
+T parse_number(const std::string& text, const char* flag) {
+  T v{};
+  auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (ec != std::errc() || p != text.data() + text.size())
+    throw UsageError(fmt::format("{} expects a number, got '{}'", flag, text));
+  return v;
+}
+
+void check_flags(const Args& args) {
+  for (size_t k = 0; k < args.size(); ++k) {
+    const std::string& a = args[k];
+    if (a.rfind("--", 0) != 0) continue;
+    if (std::find(kValueFlags.begin(), kValueFlags.end(), a) != kValueFlags.end()) {
+      if (k + 1 >= args.size()) throw UsageError(a + " needs a value");
+      ++k;
+      continue;
+    }
+    if (std::find(kSwitches.begin(), kSwitches.end(), a) == kSwitches.end())
+      throw UsageError("unknown option " + a);
+  }
+}
+
+// Writes the report into a fresh sibling directory, then swaps it in.
+void write_report_dir(const Report& report, const fs::path& target) {
+  fs::path parent = target.parent_path();
+  fs::create_directories(parent);
+  std::string suffix = std::to_string(::getpid());
+  fs::path tmp = parent / (".perf_report_csvs.tmp." + suffix);
+  fs::path old = parent / (".perf_report_csvs.old." + suffix);
+  fs::remove_all(tmp);
+  try {
+    write_report_csvs(report, tmp.string());
+    if (fs::exists(target)) fs::rename(target, old);
+    fs::rename(tmp, target);
+  } catch (...) {
+    std::error_code ec;
+    fs::remove_all(tmp, ec);
+    if (!fs::exists(target, ec) && fs::exists(old, ec)) fs::rename(old, target, ec);
+    throw;
+  }
+  std::error_code ec;
+  fs::remove_all(old, ec);
+}
+
+}  // namespace
+
+int cmd_report(const Args& args) {
+  if (has_flag(args, "--help") || has_flag(args, "-h")) {
+    std::fputs(kUsage, stdout);
+    return 0;
+  }
+  ReportOptions options;
+  std::string out, trace_path;
+#ifdef JARVIS_HAVE_GPU_ARCH
+  GpuArch arch;
+#endif
+  try {
+    check_flags(args);
+    auto pos = positionals(args, kValueFlags);
+    if (pos.size() != 1) throw UsageError("expected exactly one TRACE argument");
+    trace_path = pos[0];
+    out = flag_value(args, "--out");
+    if (out.empty()) throw UsageError("--out DIR is required");
+    options.include_python_frames = has_flag(args, "--include-python-frames");
+    options.kernel_summary = !has_flag(args, "--no-kernel-summary");
+    options.short_kernel_study = !has_flag(args, "--no-short-kernel-study");
+    if (has_flag(args, "--short-kernel-threshold-us"))
+      options.short_kernel_threshold_us =
+          parse_number<double>(flag_value(args, "--short-kernel-threshold-us"),
+                               "--short-kernel-threshold-us");
+    if (has_flag(args, "--short-kernel-bins")) {
+      options.short_kernel_bins =
+          parse_number<int>(flag_value(args, "--short-kernel-bins"), "--short-kernel-bins");
+      if (options.short_kernel_bins < 1) throw UsageError("--short-kernel-bins must be >= 1");
+    }
+    if (has_flag(args, "--arch")) {
+#ifdef JARVIS_HAVE_GPU_ARCH
+      arch = perf::load_gpu_arch(flag_value(args, "--arch"));
+      options.arch = &arch;
+#else
+      throw UsageError("--arch is not supported by this build (no GPU arch support)");
+#endif
+    }
+  } catch (const UsageError& e) {
+    std::fprintf(stderr, "jarvis report: %s\n%s", e.what(), kUsage);
+    return 2;
+  }
+
+  Trace trace = load_trace(trace_path);
+  CallTree tree(trace, TreeOptions{options.include_python_frames});
+  Report report = build_report(trace, tree, options);
+  fs::path target = fs::path(out) / "perf_report_csvs";
+  write_report_dir(report, target);
+  for (const Table& t : report.tables)
+    fmt::print("{}: {} rows\n", (target / (t.name + ".csv")).string(), t.rows.size());
+  return 0;
+}
+
+}  // namespace jarvis::cli
