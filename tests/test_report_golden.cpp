@@ -34,8 +34,8 @@ void check_sheet(const std::string& sheet) {
     std::string trace = std::filesystem::path(dir).filename().string();
     INFO(trace << " / " << sheet);
     REQUIRE_MESSAGE(actual != nullptr, trace << ": sheet " << sheet << " not produced");
-    auto result = jarvis::golden::compare_tables(jarvis::read_csv_file(ref), *actual,
-                                                 sheet_options(sheet));
+    auto result =
+        jarvis::golden::compare_tables(jarvis::read_csv_file(ref), *actual, sheet_options(sheet));
     MESSAGE(trace << " " << sheet << ": " << std::string(result.ok() ? "MATCH " : "MISMATCH ")
                   << result.summary());
     CHECK(result.ok());
@@ -44,13 +44,27 @@ void check_sheet(const std::string& sheet) {
 
 }  // namespace
 
-TEST_CASE("golden report: gpu_timeline") { check_sheet("gpu_timeline"); }
-TEST_CASE("golden report: ops_summary_by_category") { check_sheet("ops_summary_by_category"); }
-TEST_CASE("golden report: ops_summary") { check_sheet("ops_summary"); }
-TEST_CASE("golden report: ops_unique_args") { check_sheet("ops_unique_args"); }
-TEST_CASE("golden report: kernel_summary") { check_sheet("kernel_summary"); }
-TEST_CASE("golden report: short_kernel_histogram") { check_sheet("short_kernel_histogram"); }
-TEST_CASE("golden report: short_kernels_summary") { check_sheet("short_kernels_summary"); }
+TEST_CASE("golden report: gpu_timeline") {
+  check_sheet("gpu_timeline");
+}
+TEST_CASE("golden report: ops_summary_by_category") {
+  check_sheet("ops_summary_by_category");
+}
+TEST_CASE("golden report: ops_summary") {
+  check_sheet("ops_summary");
+}
+TEST_CASE("golden report: ops_unique_args") {
+  check_sheet("ops_unique_args");
+}
+TEST_CASE("golden report: kernel_summary") {
+  check_sheet("kernel_summary");
+}
+TEST_CASE("golden report: short_kernel_histogram") {
+  check_sheet("short_kernel_histogram");
+}
+TEST_CASE("golden report: short_kernels_summary") {
+  check_sheet("short_kernels_summary");
+}
 
 TEST_CASE("golden report: sheet order follows TraceLens") {
   for (const auto& dir : jarvis::golden::conformance_dirs()) {
@@ -61,8 +75,8 @@ TEST_CASE("golden report: sheet order follows TraceLens") {
            {"gpu_timeline", "ops_summary_by_category", "ops_summary", "ops_unique_args",
             "kernel_summary", "short_kernel_histogram", "short_kernels_summary"})
         if (t.name == name) core.push_back(t.name);
-    CHECK(core == std::vector<std::string>{"gpu_timeline", "ops_summary_by_category",
-                                           "ops_summary", "ops_unique_args", "kernel_summary",
+    CHECK(core == std::vector<std::string>{"gpu_timeline", "ops_summary_by_category", "ops_summary",
+                                           "ops_unique_args", "kernel_summary",
                                            "short_kernel_histogram", "short_kernels_summary"});
   }
 }

@@ -13,8 +13,10 @@
 #include <string>
 #include <vector>
 
+#include "report/gpu_timeline.h"
 #include "trace/loader.h"
 #include "trace/trace.h"
+#include "tree/call_tree.h"
 
 namespace fs = std::filesystem;
 using namespace jarvis;
@@ -132,6 +134,51 @@ TEST_SUITE("example_trace") {
     std::sort(gpu.begin(), gpu.end(), by_start);
     for (size_t i = 1; i < gpu.size(); ++i)
       CHECK(t.events[gpu[i - 1]].t_end <= t.events[gpu[i]].ts);
+  }
+
+  TEST_CASE("example trace: the call tree links every GPU event to the op that launched it") {
+    const Trace& t = example();
+    CallTree tree(t, TreeOptions{.include_python_frames = true});
+    CHECK(tree.linking_key() == "correlation");
+    for (Uid u = 0; u < t.events.size(); ++u) CHECK_FALSE(tree.is_bleed_skipped(u));
+    std::map<std::string, std::set<std::string>> launchers_of;  // kernel family -> launcher names
+    for (Uid u = 0; u < t.events.size(); ++u) {
+      if (!t.events[u].is_gpu()) continue;
+      CAPTURE(t.name(u));
+      REQUIRE(tree.is_linked(u));
+      Uid launcher = tree.launcher(u);
+      REQUIRE(launcher != kNoUid);
+      CHECK(t.events[launcher].cat == Cat::CpuOp);
+      std::string name(t.name(u));
+      std::string family = name.rfind("sm90_xmma_gemm", 0) == 0                 ? "gemm"
+                           : name.find("flash_fwd_kernel") != std::string::npos ? "flash"
+                           : name.rfind("Memcpy", 0) == 0                       ? "memcpy"
+                           : name.rfind("Memset", 0) == 0                       ? "memset"
+                                                                                : "other";
+      launchers_of[family].insert(std::string(t.name(launcher)));
+      // Module frames sit above every op of the model (with_modules traces).
+      if (family == "gemm" || family == "flash") CHECK(tree.nn_module_stack(u).size() >= 2);
+    }
+    CHECK(launchers_of["gemm"] == std::set<std::string>{"aten::addmm", "aten::mm"});
+    CHECK(launchers_of["flash"] == std::set<std::string>{"aten::_flash_attention_forward"});
+    CHECK(launchers_of["memcpy"] == std::set<std::string>{"aten::copy_"});
+    CHECK(launchers_of["memset"] == std::set<std::string>{"aten::addmm"});
+  }
+
+  TEST_CASE("example trace: GPU timeline is mostly compute with visible idle and memcpy") {
+    const Trace& t = example();
+    CallTree tree(t);
+    GpuTimeline tl = compute_gpu_timeline(t, tree);
+    REQUIRE(tl.total_time > 0);
+    double compute_pct = 100 * tl.computation_time / tl.total_time;
+    double idle_pct = 100 * tl.idle_time / tl.total_time;
+    // examples/README.md describes the trace as ~80 % busy, ~20 % idle.
+    CHECK(compute_pct > 70);
+    CHECK(compute_pct < 90);
+    CHECK(idle_pct > 15);  // above the cpu_idle analysis threshold on purpose
+    CHECK(idle_pct < 30);
+    CHECK(tl.exposed_memcpy_time > 0);
+    CHECK(tl.total_comm_time == 0);
   }
 
   TEST_CASE("example trace: cpu ops carry shape args the way Kineto records them") {

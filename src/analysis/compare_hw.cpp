@@ -300,7 +300,7 @@ Table HardwareGapAnalysis::table() const {
   return t;
 }
 
-nlohmann::json HardwareGapAnalysis::to_json(size_t top_n) const {
+nlohmann::json HardwareGapAnalysis::to_json(size_t top_n, bool all_rows) const {
   nlohmann::json compute_ratios = nlohmann::json::object();
   for (const auto& [spec, peak] : arch_reference.max_achievable_tflops)
     if (auto ratio = compute_time_ratio(arch_reference, arch_target, spec))
@@ -315,18 +315,24 @@ nlohmann::json HardwareGapAnalysis::to_json(size_t top_n) const {
     if (top_n && flagged_ops.size() >= top_n) break;
     flagged_ops.push_back(row_json(*r));
   }
-  return {{"reference", {{"tag", reference_tag}, {"arch", arch_json(arch_reference)}}},
-          {"target", {{"tag", target_tag}, {"arch", arch_json(arch_target)}}},
-          {"hbm_time_ratio", hbm_ratio},
-          {"compute_time_ratios", compute_ratios},
-          {"thresholds",
-           {{"gap_threshold", options.gap_threshold},
-            {"min_target_share_pct", 100.0 * options.min_target_share}}},
-          {"target_kernel_time_us", target_kernel_time_us},
-          {"matched_ops", rows.size()},
-          {"status_counts", counts},
-          {"flagged_count", flagged().size()},
-          {"flagged", flagged_ops}};
+  nlohmann::json out = {
+      {"reference", {{"tag", reference_tag}, {"arch", arch_json(arch_reference)}}},
+      {"target", {{"tag", target_tag}, {"arch", arch_json(arch_target)}}},
+      {"hbm_time_ratio", hbm_ratio},
+      {"compute_time_ratios", compute_ratios},
+      {"thresholds",
+       {{"gap_threshold", options.gap_threshold},
+        {"min_target_share_pct", 100.0 * options.min_target_share}}},
+      {"target_kernel_time_us", target_kernel_time_us},
+      {"matched_ops", rows.size()},
+      {"status_counts", counts},
+      {"flagged_count", flagged().size()},
+      {"flagged", flagged_ops}};
+  if (all_rows) {
+    out["rows"] = nlohmann::json::array();
+    for (const auto& r : rows) out["rows"].push_back(row_json(r));
+  }
+  return out;
 }
 
 }  // namespace jarvis

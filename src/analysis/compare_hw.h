@@ -82,8 +82,8 @@ struct HardwareGapAnalysis {
   // hardware_gap_analysis sheet (one row per matched op).
   Table table() const;
   // The analysis as JSON: archs, ratios, thresholds, flagged ops (top_n; 0 =
-  // all) and counts per status.
-  nlohmann::json to_json(size_t top_n = 0) const;
+  // all), counts per status and, with all_rows, every row ("rows").
+  nlohmann::json to_json(size_t top_n = 0, bool all_rows = false) const;
 };
 
 // HBM bandwidth ratio reference/target: the expected time ratio of an op

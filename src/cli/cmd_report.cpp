@@ -33,7 +33,8 @@ constexpr const char* kUsage =
     "usage: jarvis report TRACE --out DIR [options]\n"
     "writes DIR/perf_report_csvs/<sheet>.csv (TraceLens perf report sheets)\n"
     "options:\n"
-    "  --arch NAME|FILE                 GPU arch for roofline columns (e.g. MI300X, H100, or a JSON file)\n"
+    "  --arch NAME|FILE                 GPU arch for roofline columns (e.g. MI300X, H100, or a "
+    "JSON file)\n"
     "  --include-python-frames          put python frames into the call tree\n"
     "  --no-kernel-summary              skip the kernel_summary sheet\n"
     "  --no-short-kernel-study          skip the short-kernel sheets\n"
@@ -118,9 +119,8 @@ int cmd_report(const Args& args) {
     options.kernel_summary = !has_flag(args, "--no-kernel-summary");
     options.short_kernel_study = !has_flag(args, "--no-short-kernel-study");
     if (has_flag(args, "--short-kernel-threshold-us"))
-      options.short_kernel_threshold_us =
-          parse_number<double>(flag_value(args, "--short-kernel-threshold-us"),
-                               "--short-kernel-threshold-us");
+      options.short_kernel_threshold_us = parse_number<double>(
+          flag_value(args, "--short-kernel-threshold-us"), "--short-kernel-threshold-us");
     if (has_flag(args, "--short-kernel-bins")) {
       options.short_kernel_bins =
           parse_number<int>(flag_value(args, "--short-kernel-bins"), "--short-kernel-bins");

@@ -4,9 +4,9 @@
 #include <array>
 #include <cctype>
 #include <cmath>
-#include <tuple>
 #include <map>
 #include <numeric>
+#include <tuple>
 #include <unordered_map>
 
 #include "perf/categories.h"
@@ -134,13 +134,12 @@ Table ops_summary_by_category_table(const std::vector<LauncherRow>& launchers) {
   };
   std::vector<Agg> aggs;
   for (const auto& [cat, idx] : groups)
-    aggs.push_back({cat, stats::pandas_sum(pick(launchers, idx, &LauncherRow::direct_time)),
-                    idx.size()});
+    aggs.push_back(
+        {cat, stats::pandas_sum(pick(launchers, idx, &LauncherRow::direct_time)), idx.size()});
   std::stable_sort(aggs.begin(), aggs.end(),
                    [](const Agg& a, const Agg& b) { return a.sum > b.sum; });
-  Table table("ops_summary_by_category",
-              {"op category", "Count", "total_direct_kernel_time_ms", "Percentage (%)",
-               "Cumulative Percentage (%)"});
+  Table table("ops_summary_by_category", {"op category", "Count", "total_direct_kernel_time_ms",
+                                          "Percentage (%)", "Cumulative Percentage (%)"});
   std::vector<double> ms;
   for (const Agg& a : aggs) {
     auto& row = table.add_row();
@@ -171,15 +170,15 @@ Table ops_summary_table(const std::vector<LauncherRow>& launchers) {
     std::vector<PyValue> items;
     for (auto c : cats) items.push_back(PyValue::string(std::string(c)));
     aggs.push_back({name, stats::pandas_sum(pick(launchers, idx, &LauncherRow::direct_time)),
-                    stats::pandas_sum(pick(launchers, idx, &LauncherRow::subtree_time)),
-                    idx.size(), PyValue::make_list(std::move(items)).repr_list()});
+                    stats::pandas_sum(pick(launchers, idx, &LauncherRow::subtree_time)), idx.size(),
+                    PyValue::make_list(std::move(items)).repr_list()});
   }
   std::stable_sort(aggs.begin(), aggs.end(),
                    [](const Agg& a, const Agg& b) { return a.direct > b.direct; });
   Table table("ops_summary",
               {"name", "total_direct_kernel_time_sum", "total_subtree_kernel_time_sum",
-               "total_direct_kernel_time_ms", "total_subtree_kernel_time_ms", "Count",
-               "Categories", "Percentage (%)", "Cumulative Percentage (%)"});
+               "total_direct_kernel_time_ms", "total_subtree_kernel_time_ms", "Count", "Categories",
+               "Percentage (%)", "Cumulative Percentage (%)"});
   std::vector<double> ms;
   for (const Agg& a : aggs) {
     auto& row = table.add_row();
@@ -234,17 +233,33 @@ Table ops_unique_args_table(const Trace& trace, const std::vector<LauncherRow>& 
     return a.ex_uid < b.ex_uid;
   });
 
-  Table table("ops_unique_args",
-              {"name", "op category", "process_name", "process_label", "thread_name",
-               "Input Dims", "Input type", "Input Strides", "Concrete Inputs", "operation_count",
-               "total_direct_kernel_time_mean", "total_subtree_kernel_time_mean",
-               "total_direct_kernel_time_median", "total_subtree_kernel_time_median",
-               "total_direct_kernel_time_std", "total_subtree_kernel_time_std",
-               "total_direct_kernel_time_min", "total_subtree_kernel_time_min",
-               "total_direct_kernel_time_max", "total_subtree_kernel_time_max",
-               "total_direct_kernel_time_sum", "total_subtree_kernel_time_sum", "ex_UID",
-               "kernel_details_summary", "trunc_kernel_details", "Percentage (%)",
-               "Cumulative Percentage (%)"});
+  Table table("ops_unique_args", {"name",
+                                  "op category",
+                                  "process_name",
+                                  "process_label",
+                                  "thread_name",
+                                  "Input Dims",
+                                  "Input type",
+                                  "Input Strides",
+                                  "Concrete Inputs",
+                                  "operation_count",
+                                  "total_direct_kernel_time_mean",
+                                  "total_subtree_kernel_time_mean",
+                                  "total_direct_kernel_time_median",
+                                  "total_subtree_kernel_time_median",
+                                  "total_direct_kernel_time_std",
+                                  "total_subtree_kernel_time_std",
+                                  "total_direct_kernel_time_min",
+                                  "total_subtree_kernel_time_min",
+                                  "total_direct_kernel_time_max",
+                                  "total_subtree_kernel_time_max",
+                                  "total_direct_kernel_time_sum",
+                                  "total_subtree_kernel_time_sum",
+                                  "ex_UID",
+                                  "kernel_details_summary",
+                                  "trunc_kernel_details",
+                                  "Percentage (%)",
+                                  "Cumulative Percentage (%)"});
   std::vector<double> sums;
   for (const Agg& a : aggs) {
     auto& row = table.add_row();
@@ -259,8 +274,8 @@ Table ops_unique_args_table(const Trace& trace, const std::vector<LauncherRow>& 
     auto direct = pick(launchers, a.rows, &LauncherRow::direct_time);
     auto subtree = pick(launchers, a.rows, &LauncherRow::subtree_time);
     size_t c = 10;
-    for (auto fn : {stats::pandas_mean, stats::median, stats::pandas_std, stats::min,
-                    stats::max, stats::pandas_sum}) {
+    for (auto fn : {stats::pandas_mean, stats::median, stats::pandas_std, stats::min, stats::max,
+                    stats::pandas_sum}) {
       double d = fn(direct), s = fn(subtree);
       row[c++] = std::isnan(d) ? Cell() : Cell(d);
       row[c++] = std::isnan(s) ? Cell() : Cell(s);
@@ -317,7 +332,9 @@ struct KeyCell {
   bool operator<(const KeyCell& o) const { return order() < o.order(); }
 };
 
-KeyCell text_key(std::string_view s) { return {false, std::string(s), 0, false}; }
+KeyCell text_key(std::string_view s) {
+  return {false, std::string(s), 0, false};
+}
 KeyCell arg_key_cell(const Trace& trace, Uid cpu_op, std::string_view arg) {
   if (cpu_op == kNoUid) return {};
   Cell c = arg_cell(trace, cpu_op, arg);
@@ -331,7 +348,7 @@ Table kernel_summary_table(const Trace& trace, const CallTree& tree, double tota
   auto facts = kernel_facts(trace, tree);
   // Per-cpu_op category cache (§9 on the cpu_op).
   std::unordered_map<Uid, std::string_view> category_cache;
-  using Key = std::array<KeyCell, 4>;  // category, cpu_op, kernel name, stream
+  using Key = std::array<KeyCell, 4>;         // category, cpu_op, kernel name, stream
   std::map<Key, std::vector<double>> groups;  // pandas groupby: sorted keys, NaN kept
   std::vector<double> all_durations;
   for (const KernelFacts& f : facts) {
@@ -372,9 +389,8 @@ Table kernel_summary_table(const Trace& trace, const CallTree& tree, double tota
   Table table("kernel_summary",
               {"Parent op category", "Parent cpu_op", "Kernel name", "Kernel stream",
                "Kernel duration (µs)_sum", "Kernel duration (µs)_count",
-               "Kernel duration (µs)_mean", "Kernel duration (µs)_min",
-               "Kernel duration (µs)_max", "Percent of kernels time (%)",
-               "Percent of total time (%)"});
+               "Kernel duration (µs)_mean", "Kernel duration (µs)_min", "Kernel duration (µs)_max",
+               "Percent of kernels time (%)", "Percent of total time (%)"});
   double total_kernels_us = stats::numpy_sum(all_durations);
   double total_us = total_time_ms * 1e3;
   for (const Agg& a : aggs) {
@@ -490,8 +506,7 @@ Table short_kernels_summary_table(const Trace& trace, const CallTree& tree, doub
     return a.pct < b.pct;
   });
   std::vector<std::string> columns;
-  if (!gpu_only)
-    columns = {"Parent cpu_op", "Input dims", "Input strides", "Concrete Inputs"};
+  if (!gpu_only) columns = {"Parent cpu_op", "Input dims", "Input strides", "Concrete Inputs"};
   columns.push_back("Kernel name");
   for (const char* c :
        {"Short Kernel duration (µs) sum", "Short Kernel count", "Short Kernel duration (µs) mean",

@@ -18,9 +18,9 @@ namespace jarvis::report {
 struct LauncherRow {
   Uid uid = kNoUid;
   std::string_view name;
-  std::string_view category;      // §9 on the launcher with its direct kernels
-  double direct_time = 0;         // busy time of the direct kernels (us)
-  double subtree_time = 0;        // busy time of all gpu_events (us)
+  std::string_view category;        // §9 on the launcher with its direct kernels
+  double direct_time = 0;           // busy time of the direct kernels (us)
+  double subtree_time = 0;          // busy time of all gpu_events (us)
   KernelDetailList kernel_details;  // direct kernels sorted by ts
 };
 

@@ -42,8 +42,7 @@ double intervals_length(const std::vector<Interval>& intervals) {
   return total;
 }
 
-GpuTimeline compute_gpu_timeline(const Trace& trace, const CallTree& tree,
-                                 bool include_unlinked) {
+GpuTimeline compute_gpu_timeline(const Trace& trace, const CallTree& tree, bool include_unlinked) {
   std::vector<Interval> all, comp, comm, memcpy;
   for (size_t u = 0; u < trace.events.size(); ++u) {
     const Event& e = trace.events[u];

@@ -700,14 +700,20 @@ class EventParser {
       od::value v;
       if (std::move(item).get(v)) fail_arg(a.key, "is not valid JSON");
       current_arg_ = a.key;
-      return to_py(v);
+      return to_py(v, 0);
     }
     fail_arg(a.key, "is not valid JSON");
   }
 
   [[noreturn]] void fail_value(std::string_view what) { fail_arg(current_arg_, what); }
 
-  PyValue to_py(od::value v) {
+  // Kineto args nest at most three levels (lists of shapes of a TensorList);
+  // anything much deeper is not a trace and would only risk the stack.
+  static constexpr int kMaxArgDepth = 100;
+
+  PyValue to_py(od::value v, int depth) {
+    if (depth > kMaxArgDepth)
+      fail_value(fmt::format("is nested too deeply (more than {} levels)", kMaxArgDepth));
     od::json_type type;
     if (v.type().get(type)) fail_value("has a malformed value");
     switch (type) {
@@ -742,7 +748,7 @@ class EventParser {
         for (auto item : arr) {
           od::value iv;
           if (std::move(item).get(iv)) fail_value("has a malformed array");
-          items.push_back(to_py(iv));
+          items.push_back(to_py(iv, depth + 1));
         }
         return PyValue::make_list(std::move(items));
       }
@@ -759,7 +765,7 @@ class EventParser {
           if (field.unescaped_key().get(k)) fail_value("has a malformed key");
           std::vector<PyValue> pair;
           pair.push_back(PyValue::string(std::string(k)));
-          pair.push_back(to_py(field.value()));
+          pair.push_back(to_py(field.value(), depth + 1));
           pairs.push_back(PyValue::make_list(std::move(pair)));
         }
         return PyValue::make_list(std::move(pairs));

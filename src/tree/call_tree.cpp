@@ -13,15 +13,16 @@ bool contains_ci(std::string_view hay, std::string_view needle) {
   if (needle.size() > hay.size()) return false;
   for (size_t i = 0; i + needle.size() <= hay.size(); ++i) {
     size_t k = 0;
-    while (k < needle.size() &&
-           std::tolower(static_cast<unsigned char>(hay[i + k])) == needle[k])
+    while (k < needle.size() && std::tolower(static_cast<unsigned char>(hay[i + k])) == needle[k])
       ++k;
     if (k == needle.size()) return true;
   }
   return false;
 }
 
-bool starts_with(std::string_view s, std::string_view p) { return s.substr(0, p.size()) == p; }
+bool starts_with(std::string_view s, std::string_view p) {
+  return s.substr(0, p.size()) == p;
+}
 
 // Strips one optional ".kd" suffix.
 std::string_view without_kd(std::string_view s) {

@@ -58,7 +58,9 @@ class CallTree {
   const Trace& trace() const { return *trace_; }
   const TreeOptions& options() const { return options_; }
   // "correlation" or "External id".
-  std::string_view linking_key() const { return link_by_correlation_ ? "correlation" : "External id"; }
+  std::string_view linking_key() const {
+    return link_by_correlation_ ? "correlation" : "External id";
+  }
   // The value of the linking key on an event, kNoInt when absent.
   int64_t link_value(Uid uid) const;
 
@@ -151,8 +153,8 @@ class CallTree {
   std::vector<Uid> cpu_root_nodes_;
   std::vector<Uid> runtime_uids_;
 
-  std::vector<Uid> launcher_;            // per UID (meaningful for GPU events)
-  std::vector<Uid> launchers_;           // ts order
+  std::vector<Uid> launcher_;   // per UID (meaningful for GPU events)
+  std::vector<Uid> launchers_;  // ts order
   std::unordered_map<Uid, std::pair<uint32_t, uint32_t>> direct_range_;  // launcher -> range
   std::vector<Uid> direct_uids_;
 

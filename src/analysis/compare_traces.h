@@ -1,0 +1,72 @@
+// Cross-platform comparison of two traces (or report directories): builds
+// each side's TraceLens report, compares them (analysis/compare.h), adds the
+// hardware-expected ratios (analysis/compare_hw.h) when both GPU archs are
+// known, and optionally writes everything as CSV/JSON.
+//
+// Framing: the first input is the reference, the second the target — the
+// platform to improve. Nothing here ranks platforms; the gap analysis lists
+// what to investigate on the target.
+#pragma once
+
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "analysis/compare.h"
+#include "analysis/compare_hw.h"
+#include "analysis/trace_store.h"
+#include "perf/gpu_arch.h"
+
+namespace jarvis {
+
+struct CompareTracesOptions {
+  std::string reference_tag = "reference";
+  std::string target_tag = "target";
+  // A bundled arch name (H100, MI300X, ...) or an arch JSON path. "" = detect
+  // from the trace's GPU name (nothing for a report directory); "none" = no
+  // arch (no roofline columns, no gap analysis).
+  std::string arch_reference, arch_target;
+  // When set, every result sheet is written as <dir>/<sheet>.csv, plus
+  // hardware_gap_analysis.csv / .json when the gap analysis ran.
+  std::string output_dir;
+  CompareOptions compare;  // default: every sheet group
+  HardwareGapOptions gaps;
+};
+
+struct TraceComparison {
+  NamedReport reference, target;
+  std::optional<GpuArch> arch_reference, arch_target;
+  CompareResult result;
+  std::optional<HardwareGapAnalysis> hardware_gaps;  // both archs known
+  std::vector<std::string> notes;                    // what was skipped and why
+  std::vector<std::string> files;                    // files written
+
+  // Compact JSON for agents: archs, the gpu_timeline side by side, the
+  // top_n ops_summary rows side by side (by the larger of the two times),
+  // the top_n flagged hardware gaps with their share of target time, result
+  // sheet names and row counts, notes and files.
+  nlohmann::json summary(size_t top_n = 10) const;
+};
+
+// Each input is a Kineto trace file (.json / .json.gz) or a report
+// directory of <sheet>.csv files. Throws TraceError, perf::GpuArchError or
+// std::runtime_error with a message naming the bad input.
+TraceComparison compare_traces(const std::string& reference_path, const std::string& target_path,
+                               const CompareTracesOptions& options = {});
+
+// The same for traces already loaded in a TraceStore (reports are taken from
+// its cache).
+TraceComparison compare_loaded_traces(const LoadedTrace& reference, const LoadedTrace& target,
+                                      const CompareTracesOptions& options = {});
+
+// Compares two prepared reports; archs may be absent. Writes
+// options.output_dir when set.
+TraceComparison compare_prepared_reports(NamedReport reference, NamedReport target,
+                                         std::optional<GpuArch> arch_reference,
+                                         std::optional<GpuArch> arch_target,
+                                         const CompareTracesOptions& options);
+
+}  // namespace jarvis

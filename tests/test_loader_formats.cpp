@@ -1,0 +1,224 @@
+// Valid traces: .json, .json.gz, multi-member gzip and in-memory text load to
+// the same Trace, and the loaded fields match an independent JSON parser
+// (nlohmann::json) event by event on the conformance traces.
+#include <doctest/doctest.h>
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "test_loader_support.h"
+#include "trace/loader.h"
+
+using namespace jarvis;
+using namespace jarvis::loader_test;
+
+namespace {
+
+std::string conformance_trace(const std::string& name) {
+  return std::string(JARVIS_SHARED_DIR) + "/conformance/" + name + "/trace.json.gz";
+}
+
+// Everything the loader stores about one event, as text, for comparison.
+std::string describe(const Trace& t, Uid uid) {
+  const Event& e = t.events[uid];
+  std::string s = std::to_string(static_cast<int>(e.ph)) + "|" + std::string(t.cat_name(uid)) +
+                  "|" + std::string(t.name(uid)) + "|" + py_float_repr(e.ts) + "|" +
+                  py_float_repr(e.dur) + "|" + py_float_repr(e.t_end) + "|" + t.proc_id_text(e.pid) +
+                  "|" + t.proc_id_text(e.tid);
+  for (int64_t v : {e.external_id, e.correlation, e.flow_id, e.stream, e.device,
+                    e.sequence_number, e.python_id, e.python_parent_id})
+    s += "|" + std::to_string(v);
+  s += e.has_args ? "|args" : "|-";
+  s += e.bp_enclosing ? "|e" : "|-";
+  if (e.args >= 0)
+    for (const auto& [key, value] : t.arg_lists[static_cast<size_t>(e.args)])
+      s += "|" + std::string(t.str(key)) + "=" + value.repr_tuple();
+  return s;
+}
+
+void check_same(const Trace& a, const Trace& b) {
+  REQUIRE(a.events.size() == b.events.size());
+  CHECK(a.platform == b.platform);
+  CHECK(a.json_bytes == b.json_bytes);
+  CHECK(a.top_level_json == b.top_level_json);
+  CHECK(a.gpu_name() == b.gpu_name());
+  size_t mismatches = 0;
+  for (Uid u = 0; u < a.events.size() && mismatches < 5; ++u) {
+    std::string da = describe(a, u), db = describe(b, u);
+    if (da != db) {
+      ++mismatches;
+      CHECK(da == db);
+    }
+  }
+  CHECK(mismatches == 0);
+  CHECK(a.metadata.process_name == b.metadata.process_name);
+  CHECK(a.metadata.process_labels == b.metadata.process_labels);
+  CHECK(a.metadata.thread_name == b.metadata.thread_name);
+}
+
+// Splits text into n pieces and gzips each as its own member.
+std::string multi_member_gzip(const std::string& text, size_t n) {
+  std::string out;
+  size_t step = text.size() / n + 1;
+  for (size_t pos = 0; pos < text.size(); pos += step)
+    out += gzip_member(std::string_view(text).substr(pos, step), pos == 0 ? 9 : 1);
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("loader: .json, .json.gz, multi-member gzip and memory load identically") {
+  for (const char* name : {"mi300_qwen1.5-0.5b", "h100_bert-small"}) {
+    CAPTURE(name);
+    std::string gz = conformance_trace(name);
+    std::string text = gunzip_file(gz);
+    TempDir tmp;
+    auto plain = tmp.path / "trace.json";
+    auto multi = tmp.path / "multi.json.gz";
+    auto one_member = tmp.path / "single.json.gz";
+    write_file(plain, text);
+    write_file(multi, multi_member_gzip(text, 7));
+    write_file(one_member, gzip_member(text, 1));
+
+    Trace from_gz = load_trace(gz);
+    CHECK(from_gz.json_bytes == text.size());
+    CHECK(from_gz.file_bytes == fs::file_size(gz));
+    check_same(from_gz, load_trace(plain.string()));
+    check_same(from_gz, load_trace(multi.string()));
+    check_same(from_gz, load_trace(one_member.string()));
+    check_same(from_gz, load_trace_from_json(text, "memory"));
+  }
+}
+
+TEST_CASE("loader: a gzip-compressed file without the .gz suffix is still read as gzip") {
+  std::string text = gunzip_file(conformance_trace("mi300_compile_triton"));
+  TempDir tmp;
+  auto path = tmp.path / "trace.json";
+  write_file(path, gzip_member(text));
+  check_same(load_trace(path.string()), load_trace_from_json(text));
+}
+
+namespace {
+
+// Compares one loaded event against the same element parsed by nlohmann.
+void check_event_against_json(const Trace& t, Uid uid, const nlohmann::json& j) {
+  const Event& e = t.events[uid];
+  CAPTURE(uid);
+  CHECK(t.name(uid) == j.value("name", std::string()));
+  CHECK(t.cat_name(uid) == j.value("cat", std::string()));
+  if (j.contains("ts")) {
+    CHECK(e.ts == j["ts"].get<double>());  // bit-exact: both correctly rounded
+  } else {
+    CHECK_FALSE(e.has_ts());
+  }
+  if (j.contains("dur")) {
+    CHECK(e.dur == j["dur"].get<double>());
+    CHECK(e.t_end == j["ts"].get<double>() + j["dur"].get<double>());
+  } else {
+    CHECK_FALSE(e.has_dur());
+  }
+  for (const char* field : {"pid", "tid"}) {
+    const ProcId& p = field[0] == 'p' ? e.pid : e.tid;
+    if (!j.contains(field)) {
+      CHECK_FALSE(p.present());
+    } else if (j[field].is_number_integer()) {
+      CHECK(t.proc_id_text(p) == std::to_string(j[field].get<int64_t>()));
+    } else {
+      CHECK(t.proc_id_text(p) == j[field].get<std::string>());
+    }
+  }
+  if (j.contains("id")) CHECK(e.flow_id == j["id"].get<int64_t>());
+  if (!j.contains("args") || j["ph"] == "M") return;
+  const auto& args = j["args"];
+  auto int_arg = [&](const char* key) -> int64_t {
+    return args.contains(key) && args[key].is_number_integer() ? args[key].get<int64_t>() : kNoInt;
+  };
+  CHECK(e.external_id == int_arg("External id"));
+  CHECK(e.correlation == int_arg("correlation"));
+  CHECK(e.stream == int_arg("stream"));
+  CHECK(e.device == int_arg("device"));
+  CHECK(e.sequence_number == int_arg("Sequence number"));
+  CHECK(e.python_id == int_arg("Python id"));
+  for (const char* key : {"Input Dims", "Input type", "Input Strides", "Concrete Inputs", "grid",
+                          "block", "kernel", "bytes", "shared memory"}) {
+    const PyValue* v = t.arg(uid, key);
+    if (!v) continue;  // not kept for this category
+    CAPTURE(key);
+    REQUIRE(args.contains(key));
+    CHECK(nlohmann::json::parse(v->to_json()) == args[key]);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("loader: every event matches an independent parse of the conformance traces") {
+  for (const char* name : {"mi300_qwen1.5-0.5b", "h100_qwen1.5-0.5b"}) {
+    CAPTURE(name);
+    std::string gz = conformance_trace(name);
+    Trace t = load_trace(gz);
+    nlohmann::json doc = nlohmann::json::parse(gunzip_file(gz));
+    const auto& events = doc["traceEvents"];
+    REQUIRE(events.size() == t.events.size());
+    size_t with_dims = 0;
+    for (Uid u = 0; u < t.events.size(); ++u) {
+      check_event_against_json(t, u, events[u]);
+      if (t.arg(u, "Input Dims")) ++with_dims;
+    }
+    CHECK(with_dims > 1000);  // shapes really were kept and compared
+    for (auto it = doc.begin(); it != doc.end(); ++it) {
+      if (it.key() == "traceEvents") continue;
+      bool found = false;
+      for (const auto& [key, json] : t.top_level_json)
+        if (key == it.key()) found = nlohmann::json::parse(json) == it.value();
+      CHECK_MESSAGE(found, it.key());
+    }
+  }
+}
+
+TEST_CASE("loader: spot checks of known events (trace-format.md section 9)") {
+  Trace t = load_trace(conformance_trace("mi300_qwen1.5-0.5b"));
+  // The ROCm aten::mm example of the spec: find it by its External id.
+  bool found = false;
+  for (Uid u = 0; u < t.events.size(); ++u) {
+    const Event& e = t.events[u];
+    if (e.cat != Cat::CpuOp || e.external_id != 20712 || t.name(u) != "aten::mm") continue;
+    found = true;
+    CHECK(e.ts == 2241346144971.224);
+    CHECK(e.dur == 92.572);
+    CHECK(e.t_end == 2241346144971.224 + 92.572);
+    REQUIRE(t.arg(u, "Input Dims"));
+    CHECK(t.arg(u, "Input Dims")->repr_tuple() == "((8944, 1024), (1024, 2816))");
+    CHECK(t.arg(u, "Input type")->repr_tuple() == "('c10::BFloat16', 'c10::BFloat16')");
+    CHECK(t.arg(u, "Ev Idx") == nullptr);  // dropped
+  }
+  CHECK(found);
+  CHECK(t.platform == Platform::Rocm);
+}
+
+TEST_CASE("loader: identical kept args are stored once and shared") {
+  std::string events;
+  for (int k = 0; k < 100; ++k) {
+    if (k) events += ",";
+    events += R"({"ph":"X","cat":"cpu_op","name":"aten::mm","pid":1,"tid":1,"ts":)" +
+              std::to_string(k) + R"(.0,"dur":1.0,"args":{"External id":)" + std::to_string(k) +
+              R"(,"Input Dims":[[2,3],[3,)" + std::to_string(k % 2) + "]]}}";
+  }
+  Trace t = load_trace_from_json(R"({"traceEvents":[)" + events + "]}");
+  CHECK(t.arg_lists.size() == 2);
+  CHECK(t.events[0].args == t.events[2].args);
+  CHECK(t.events[0].args != t.events[1].args);
+  CHECK(t.events[3].external_id == 3);
+  CHECK(t.arg(3, "Input Dims")->repr_tuple() == "((2, 3), (3, 1))");
+}
+
+TEST_CASE("loader: hot integer args accept integral floats and ignore non-numbers") {
+  Trace t = load_trace_from_json(
+      R"({"traceEvents":[{"ph":"X","cat":"kernel","name":"k","pid":0,"tid":7,"ts":1.5,"dur":2.0,)"
+      R"("args":{"correlation":12.0,"stream":"7","device":1e0,"External id":3.5}}]})");
+  const Event& e = t.events[0];
+  CHECK(e.correlation == 12);
+  CHECK(e.stream == kNoInt);
+  CHECK(e.device == 1);
+  CHECK(e.external_id == kNoInt);
+}

@@ -1,0 +1,107 @@
+// Helpers shared by the loader tests: gzip in memory, temp dirs, running the
+// jarvis binary.
+#pragma once
+
+#include <sys/wait.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+
+namespace jarvis::loader_test {
+
+namespace fs = std::filesystem;
+
+// One gzip member holding data.
+inline std::string gzip_member(std::string_view data, int level = 6) {
+  z_stream zs{};
+  if (deflateInit2(&zs, level, Z_DEFLATED, 16 + MAX_WBITS, 8, Z_DEFAULT_STRATEGY) != Z_OK)
+    throw std::runtime_error("deflateInit2 failed");
+  std::string out(deflateBound(&zs, static_cast<uLong>(data.size())) + 64, '\0');
+  zs.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(data.data()));
+  zs.avail_in = static_cast<uInt>(data.size());
+  zs.next_out = reinterpret_cast<Bytef*>(out.data());
+  zs.avail_out = static_cast<uInt>(out.size());
+  int rc = deflate(&zs, Z_FINISH);
+  deflateEnd(&zs);
+  if (rc != Z_STREAM_END) throw std::runtime_error("deflate failed");
+  out.resize(zs.total_out);
+  return out;
+}
+
+inline std::string gunzip_file(const std::string& path) {
+  gzFile gz = gzopen(path.c_str(), "rb");
+  if (!gz) throw std::runtime_error("cannot open " + path);
+  std::string text;
+  char buf[1 << 16];
+  int n;
+  while ((n = gzread(gz, buf, sizeof buf)) > 0) text.append(buf, static_cast<size_t>(n));
+  gzclose(gz);
+  if (n < 0) throw std::runtime_error("gunzip failed: " + path);
+  return text;
+}
+
+inline std::string read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+inline void write_file(const fs::path& path, std::string_view data) {
+  std::ofstream out(path, std::ios::binary);
+  out.write(data.data(), static_cast<std::streamsize>(data.size()));
+  if (!out) throw std::runtime_error("cannot write " + path.string());
+}
+
+// A fresh directory removed at scope exit.
+struct TempDir {
+  fs::path path;
+  TempDir() {
+    path = fs::temp_directory_path() /
+           ("jarvis_loader_test." + std::to_string(getpid()) + "." + std::to_string(counter()++));
+    fs::create_directories(path);
+  }
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(path, ec);
+  }
+  static int& counter() {
+    static int n = 0;
+    return n;
+  }
+};
+
+struct CliResult {
+  int exit_code = -1;
+  std::string output;  // stdout and stderr together
+};
+
+// Runs the built jarvis binary with args (already shell-quoted where needed).
+inline CliResult run_jarvis(const std::string& args) {
+  std::string cmd = std::string(JARVIS_BINARY) + " " + args + " 2>&1";
+  CliResult r;
+  FILE* p = popen(cmd.c_str(), "r");
+  if (!p) return r;
+  char buf[4096];
+  size_t n;
+  while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) r.output.append(buf, n);
+  int status = pclose(p);
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  return r;
+}
+
+inline std::string quoted(const std::string& s) { return "'" + s + "'"; }
+
+inline bool jarvis_has_command(const std::string& name) {
+  CliResult r = run_jarvis("--help");
+  return r.output.find("\n  " + name + " ") != std::string::npos;
+}
+
+}  // namespace jarvis::loader_test
