@@ -395,6 +395,54 @@ TEST_SUITE("replay") {
     fs::remove_all(dir);
   }
 
+  TEST_CASE("the runner reports unreplayable ops, int64 tensors and dtype fallbacks") {
+    if (!has_debian_torch()) {
+      MESSAGE("skipped: /usr/bin/python3 cannot import torch (install python3-torch)");
+      return;
+    }
+    const char* json_text = R"({"traceEvents": [
+      {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 10, "dur": 5,
+       "args": {"External id": 1, "Input Dims": [[64, 32], [32, 16]], "Input type": ["c10::Half", "c10::Half"],
+                "Input Strides": [[32, 1], [1, 32]], "Concrete Inputs": ["", ""]}},
+      {"ph": "X", "cat": "cpu_op", "name": "aten::cat", "pid": 1, "tid": 1, "ts": 20, "dur": 5,
+       "args": {"External id": 2, "Input Dims": [[[2, 3], [2, 3]], []], "Input type": ["TensorList", "Scalar"],
+                "Input Strides": [[[3, 1], [3, 1]], []], "Concrete Inputs": ["", "0"]}},
+      {"ph": "X", "cat": "cpu_op", "name": "aten::embedding", "pid": 1, "tid": 1, "ts": 30, "dur": 5,
+       "args": {"External id": 3, "Input Dims": [[100, 8], [4, 5], [], [], []],
+                "Input type": ["float", "long int", "Scalar", "Scalar", "Scalar"],
+                "Input Strides": [[8, 1], [5, 1], [], [], []], "Concrete Inputs": ["", "", "-1", "False", "False"]}}
+    ]})";
+    Trace t = load_trace_from_json(json_text);
+    CallTree tree(t);
+    fs::path dir = fresh_dir("mixed");
+    auto result = replay::make_replay(t, tree, replay::Selection::by_uids({0, 1, 2}), dir.string());
+    fs::path results = dir / "results.json";
+    auto run = [&](const std::string& extra) {
+      std::string cmd = "/usr/bin/python3 " + result.files.runner +
+                        " --device cpu --warmup 0 --iters 1 --results-json " + results.string() +
+                        " " + extra + " > " + (dir / "out.txt").string() + " 2>&1";
+      int rc = std::system(cmd.c_str());
+      INFO(slurp(dir / "out.txt"));
+      REQUIRE(WIFEXITED(rc));
+      return WEXITSTATUS(rc);
+    };
+    CHECK(run("") == 1);  // the tensor-list op fails
+    json res = json::parse(slurp(results));
+    REQUIRE(res["ops"].size() == 3);
+    CHECK(res["ops"][0]["status"] == "ok");
+    if (res["ops"][0]["float32_fallback"] == true)  // CPU Half GEMM is missing in old PyTorch
+      CHECK(res["ops"][0]["notes"].dump().find("float32") != std::string::npos);
+    CHECK(res["ops"][1]["status"] == "error");
+    CHECK(res["ops"][1]["error"].get<std::string>().find("tensor list") != std::string::npos);
+    CHECK(res["ops"][2]["status"] == "ok");  // int64 indices, zero-filled
+    CHECK(run("--tracelens-strict --ids 2") == 1);
+    res = json::parse(slurp(results));
+    REQUIRE(res["ops"].size() == 1);
+    CHECK(res["ops"][0]["error"].get<std::string>().find("no schema") != std::string::npos);
+    CHECK(run("--only aten::mm") == 0);
+    fs::remove_all(dir);
+  }
+
   TEST_CASE("CLI: jarvis replay writes a package and rejects bad selections") {
     fs::path dir = fresh_dir("cli");
     std::string base =

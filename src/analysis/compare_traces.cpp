@@ -14,11 +14,6 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-struct Side {
-  NamedReport report;
-  std::optional<GpuArch> arch;
-};
-
 // The arch to use for one side: explicit name/path, "none", or detected.
 std::string arch_choice(const std::string& requested, const Trace* trace) {
   if (requested == "none") return "";
@@ -26,29 +21,12 @@ std::string arch_choice(const std::string& requested, const Trace* trace) {
   return trace ? detect_arch_name(*trace) : "";
 }
 
-Side side_from_loaded(const LoadedTrace& entry, const std::string& tag,
-                      const std::string& requested_arch) {
-  std::string arch = arch_choice(requested_arch, &entry.trace());
-  Side side;
-  if (!arch.empty()) side.arch = perf::load_gpu_arch(arch);
-  auto report = trace_report(entry, arch.empty() ? "none" : arch);
-  side.report = NamedReport{tag, report->tables};
-  normalize_report(side.report);
-  return side;
-}
-
-Side side_from_path(TraceStore& store, const std::string& path, const std::string& tag,
-                    const std::string& requested_arch) {
+PreparedReport side_from_path(TraceStore& store, const std::string& path, const std::string& tag,
+                              const std::string& requested_arch) {
   std::error_code ec;
-  if (!fs::is_directory(path, ec)) {
-    auto loaded = store.load(path);
-    return side_from_loaded(*loaded.entry, tag, requested_arch);
-  }
-  Side side;
-  side.report = load_report_dir(path, tag);
-  std::string arch = arch_choice(requested_arch, nullptr);
-  if (!arch.empty()) side.arch = perf::load_gpu_arch(arch);
-  return side;
+  if (fs::is_directory(path, ec)) return prepare_report_dir(path, tag, requested_arch);
+  auto loaded = store.load(path);
+  return prepare_loaded_trace(*loaded.entry, tag, requested_arch);
 }
 
 json number_or_null(const Table& t, size_t row, const std::string& column) {
@@ -125,6 +103,26 @@ void write_outputs(TraceComparison& c, const std::string& dir) {
 
 }  // namespace
 
+PreparedReport prepare_loaded_trace(const LoadedTrace& entry, const std::string& tag,
+                                    const std::string& requested_arch) {
+  std::string arch = arch_choice(requested_arch, &entry.trace());
+  PreparedReport side;
+  if (!arch.empty()) side.arch = perf::load_gpu_arch(arch);
+  auto report = trace_report(entry, arch.empty() ? "none" : arch);
+  side.report = NamedReport{tag, report->tables};
+  normalize_report(side.report);
+  return side;
+}
+
+PreparedReport prepare_report_dir(const std::string& dir, const std::string& tag,
+                                  const std::string& requested_arch) {
+  PreparedReport side;
+  side.report = load_report_dir(dir, tag);
+  std::string arch = arch_choice(requested_arch, nullptr);
+  if (!arch.empty()) side.arch = perf::load_gpu_arch(arch);
+  return side;
+}
+
 TraceComparison compare_prepared_reports(NamedReport reference, NamedReport target,
                                          std::optional<GpuArch> arch_reference,
                                          std::optional<GpuArch> arch_target,
@@ -153,8 +151,9 @@ TraceComparison compare_prepared_reports(NamedReport reference, NamedReport targ
 
 TraceComparison compare_loaded_traces(const LoadedTrace& reference, const LoadedTrace& target,
                                       const CompareTracesOptions& options) {
-  Side ref = side_from_loaded(reference, options.reference_tag, options.arch_reference);
-  Side tgt = side_from_loaded(target, options.target_tag, options.arch_target);
+  PreparedReport ref =
+      prepare_loaded_trace(reference, options.reference_tag, options.arch_reference);
+  PreparedReport tgt = prepare_loaded_trace(target, options.target_tag, options.arch_target);
   return compare_prepared_reports(std::move(ref.report), std::move(tgt.report), std::move(ref.arch),
                                   std::move(tgt.arch), options);
 }
@@ -162,8 +161,9 @@ TraceComparison compare_loaded_traces(const LoadedTrace& reference, const Loaded
 TraceComparison compare_traces(const std::string& reference_path, const std::string& target_path,
                                const CompareTracesOptions& options) {
   TraceStore store;
-  Side ref = side_from_path(store, reference_path, options.reference_tag, options.arch_reference);
-  Side tgt = side_from_path(store, target_path, options.target_tag, options.arch_target);
+  PreparedReport ref =
+      side_from_path(store, reference_path, options.reference_tag, options.arch_reference);
+  PreparedReport tgt = side_from_path(store, target_path, options.target_tag, options.arch_target);
   return compare_prepared_reports(std::move(ref.report), std::move(tgt.report), std::move(ref.arch),
                                   std::move(tgt.arch), options);
 }

@@ -51,6 +51,19 @@ struct TraceComparison {
   nlohmann::json summary(size_t top_n = 10) const;
 };
 
+// One side of a comparison: its report and GPU arch (when known).
+struct PreparedReport {
+  NamedReport report;
+  std::optional<GpuArch> arch;
+};
+
+// `arch` as in CompareTracesOptions. The loaded-trace report comes from the
+// entry's cache; a report directory is read with load_report_dir.
+PreparedReport prepare_loaded_trace(const LoadedTrace& entry, const std::string& tag,
+                                    const std::string& arch);
+PreparedReport prepare_report_dir(const std::string& dir, const std::string& tag,
+                                  const std::string& arch);
+
 // Each input is a Kineto trace file (.json / .json.gz) or a report
 // directory of <sheet>.csv files. Throws TraceError, perf::GpuArchError or
 // std::runtime_error with a message naming the bad input.

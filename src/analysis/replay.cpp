@@ -18,7 +18,8 @@
 
 namespace jarvis::replay {
 
-using nlohmann::json;
+// Ordered so replay_ir.json reads name-first, as written.
+using json = nlohmann::ordered_json;
 
 // ------------------------------------------------------------- selection ---
 

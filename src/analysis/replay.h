@@ -98,7 +98,7 @@ struct ReplayPlan {
 ReplayPlan plan_replay(const Trace& trace, const CallTree& tree, const Selection& selection);
 
 // The replay IR document written as replay_ir.json.
-nlohmann::json replay_ir_json(const Trace& trace, const ReplayPlan& plan);
+nlohmann::ordered_json replay_ir_json(const Trace& trace, const ReplayPlan& plan);
 
 // The runner script and the README text of a package.
 const std::string& runner_script();
@@ -127,6 +127,6 @@ ReplayResult make_replay(const Trace& trace, const CallTree& tree, const Selecti
 
 // A summary of a result for agents and the CLI (ops, counts, times, files,
 // what cannot be replayed).
-nlohmann::json replay_summary_json(const ReplayResult& result);
+nlohmann::ordered_json replay_summary_json(const ReplayResult& result);
 
 }  // namespace jarvis::replay

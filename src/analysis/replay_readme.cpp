@@ -74,6 +74,9 @@ replayed kernel can be matched with the one in the trace (e.g. with
   against the schemas of the installed PyTorch, first match wins (TraceLens's
   rule). Ops with tensor-list arguments (e.g. `aten::cat`) cannot be rebuilt:
   the profiler does not record the element dtypes.
+- In-place ops (`aten::add_`, `aten::mul_`, ...) run repeatedly on the same
+  tensors, so values can grow to inf/NaN over many iterations; this rarely
+  changes the kernel time but matters for value-dependent kernels.
 - CPU timings are for functional checking only; they are not comparable with
   GPU kernel times.
 - Timing very short ops (a few microseconds) is dominated by launch overhead;

@@ -535,7 +535,10 @@ def parse_args(argv):
 
 
 def select(entries, opts):
-    ids = {int(x) for x in opts.ids.split(",") if x.strip()} if opts.ids else None
+    try:
+        ids = {int(x) for x in opts.ids.split(",") if x.strip()} if opts.ids else None
+    except ValueError:
+        sys.exit(f"--ids expects comma-separated integers, got '{opts.ids}'")
     return [e for e in entries if opts.only in e["name"] and (ids is None or e.get("id") in ids)]
 
 
@@ -554,8 +557,13 @@ def write_outputs(opts, device_text, results):
 
 def main(argv=None):
     opts = parse_args(argv)
-    with open(opts.ir) as f:
-        package = json.load(f)
+    try:
+        with open(opts.ir) as f:
+            package = json.load(f)
+    except (OSError, ValueError) as e:
+        sys.exit(f"cannot read replay IR {opts.ir}: {e}")
+    if not isinstance(package, dict) or not isinstance(package.get("ops"), list):
+        sys.exit(f"{opts.ir} is not a jarvis replay IR (no 'ops' list)")
     entries = select(package["ops"], opts)
     device, device_text = pick_device(opts.device)
     torch.manual_seed(0)

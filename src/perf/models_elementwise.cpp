@@ -113,6 +113,35 @@ class UpsampleNearest : public UnaryModel {
   }
 };
 
+// Primus-Turbo quantizers: one BF16/FP16 2-D input, fixed output dtype.
+class PrimusQuantize : public UnaryModel {
+ public:
+  PrimusQuantize(const OpInput& op, bool mxfp4) : mxfp4_(mxfp4) {
+    shape_ = dims_at(op, 0);
+    PyValue din = type_at(op, 0);
+    PyValue stride =
+        op.input_strides && arg_size(op.input_strides) > 0 ? strides_at(op, 0) : PyValue::none();
+    PyValue dout = str_value(mxfp4 ? "c10::Float4_e2m1fn_x2" : "c10::Float8_e4m3fnuz");
+    add(params_, "op_shape", tuple_value(shape_));
+    add(params_, "dtype_in_out", tuple_of({din, dout}));
+    add(params_, "stride_input", stride);
+    add(params_, "stride_output", PyValue::none());
+    finish(shape_, din, dout);
+  }
+  std::optional<double> bytes() const override {
+    if (!mxfp4_) return UnaryModel::bytes();
+    if (shape_.size() != 2) throw PerfModelError("quantize_mxfp4_dual: input is not 2-D");
+    if (!bpe_in_) return std::nullopt;
+    int64_t M = shape_[0], N = shape_[1];
+    return static_cast<double>(M * N * *bpe_in_ + (M * N + 1) / 2 + (N * M + 1) / 2 +
+                               M * ((N + 31) / 32) + N * ((M + 31) / 32));
+  }
+
+ private:
+  bool mxfp4_;
+  Shape shape_;
+};
+
 Shape broadcast(const Shape& a, const Shape& b) {
   size_t n = std::max(a.size(), b.size());
   Shape pa(n - a.size(), 1), pb(n - b.size(), 1);
@@ -308,6 +337,12 @@ void register_elementwise_models(std::map<std::string_view, Factory>& out) {
   };
   out["liger_silu_mul_function"] = [](const OpInput& op) {
     return std::make_unique<LigerSiluMul>(op);
+  };
+  out["primus_turbo_quantize_fp8"] = [](const OpInput& op) {
+    return std::make_unique<PrimusQuantize>(op, false);
+  };
+  out["primus_turbo_quantize_mxfp4_dual"] = [](const OpInput& op) {
+    return std::make_unique<PrimusQuantize>(op, true);
   };
   out["aten_reduce"] = [](const OpInput& op) { return std::make_unique<AtenReduce>(op); };
 }

@@ -4,6 +4,7 @@
 // Work per matrix product M×K·K×N: 2MNK FLOPs (+MN for a bias) and the
 // operands' bytes. Quirk kept from TraceLens: the bias traffic always counts
 // N elements, whatever the real bias shape (addmm passes an M×N C).
+#include <cctype>
 #include <cmath>
 
 #include "perf/models_internal.h"
@@ -238,6 +239,87 @@ class TeGemmTsModel : public GemmModel {
   }
 };
 
+// Python parse_bool: "true"/"1" → True, "false"/"0"/"" → False, else truthiness.
+bool parse_bool(const PyValue& v) {
+  if (v.kind == PyValue::Kind::Bool) return v.b;
+  if (v.is_none()) return false;
+  if (v.is_string()) {
+    std::string t;
+    for (char c : v.s)
+      if (!std::isspace(static_cast<unsigned char>(c)))
+        t += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    if (t == "true" || t == "1") return true;
+    if (t == "false" || t == "0" || t.empty()) return false;
+  }
+  return truthy(v);
+}
+
+// Strides that TraceLens reads under try/except (KeyError, IndexError).
+PyValue strides_or_none(const OpInput& op, size_t i) {
+  if (op.input_strides == nullptr || i >= arg_size(op.input_strides)) return PyValue::none();
+  return strides_at(op, i);
+}
+
+PyValue type_or_none(const OpInput& op, size_t i) {
+  return i < arg_size(op.input_type) ? op.input_type->list[i] : PyValue::none();
+}
+
+// hipBLASLt fp8 / fp4 GEMMs (Primus-Turbo): A = dims[0], B = dims[2]; the
+// transC flag swaps the operands. fp4 tensors pack two values per byte, so
+// the logical K is twice the recorded one; block scales add traffic.
+class HipblasltGemm : public GemmModel {
+ public:
+  HipblasltGemm(const OpInput& op, bool fp4) : fp4_(fp4) { build(op, 0, 2, 1, 3, true); }
+  // aiter::gemm_a4w4: fixed NT layout, operands at 0, 1, scales at 2, 3.
+  HipblasltGemm(const OpInput& op, int) : fp4_(true) { build(op, 0, 1, 2, 3, false); }
+
+  std::optional<double> bytes() const override {
+    auto a = dtype_bpe(0), b = dtype_bpe(1);
+    if (!a || !b) throw PerfModelError("Data types of A and B are not supported");
+    if (!fp4_) return gemm_bytes(shape_, a, a, a, *a == 1 ? 2 : *a);
+    const int64_t M = shape_.M, N = shape_.N, K = shape_.K;
+    auto scale_bpe = [&](const char* name) {
+      auto bpe = bpe_of(find_param(params_, name)->value);
+      return bpe && *bpe ? *bpe : 1;
+    };
+    int64_t scales_per_row = (K + 31) / 32;
+    return static_cast<double>(M * (K / 2) * *a + N * (K / 2) * *b +
+                               M * scales_per_row * scale_bpe("dtype_scaleA") +
+                               N * scales_per_row * scale_bpe("dtype_scaleB") + M * N * 2);
+  }
+
+ private:
+  void build(const OpInput& op, size_t ia, size_t ib, size_t isa, size_t isb,
+             bool trans_from_args) {
+    Shape a = dims_at(op, ia), b = dims_at(op, ib);
+    bool ta = false, tb = true;
+    if (trans_from_args) {
+      size_t n = arg_size(op.concrete_inputs);
+      ta = n > 5 && parse_bool(op.concrete_inputs->list[5]);
+      tb = n > 6 && parse_bool(op.concrete_inputs->list[6]);
+      bool tc = n > 7 && parse_bool(op.concrete_inputs->list[7]);
+      if (tc) {
+        std::swap(a, b);
+        bool na = !tb, nb = !ta;
+        ta = na;
+        tb = nb;
+      }
+    }
+    if (a.size() < 2 || b.size() < 2) fail("hipBLASLt GEMM: operands are not 2-D");
+    shape_.M = ta ? a[1] : a[0];
+    shape_.K = (ta ? a[0] : a[1]) * (fp4_ ? 2 : 1);
+    shape_.N = tb ? b[0] : b[1];
+    add_mnk(shape_);
+    add(params_, "stride_A", strides_or_none(op, ia));
+    add(params_, "stride_B", strides_or_none(op, ib));
+    add(params_, "dtype_A_B", tuple_of({type_at(op, ia), type_at(op, ib)}));
+    add(params_, "dtype_scaleA", type_or_none(op, isa));
+    add(params_, "dtype_scaleB", type_or_none(op, isb));
+    finish(op);
+  }
+  bool fp4_;
+};
+
 }  // namespace
 
 void register_gemm_models(std::map<std::string_view, Factory>& out) {
@@ -250,6 +332,13 @@ void register_gemm_models(std::map<std::string_view, Factory>& out) {
   out["vllm_gemm_with_dynamic_quant"] = [](const OpInput& op) {
     return std::make_unique<VllmDynQuantGemmModel>(op);
   };
+  out["hipblaslt_gemm_fp8"] = [](const OpInput& op) {
+    return std::make_unique<HipblasltGemm>(op, false);
+  };
+  out["hipblaslt_gemm_fp4"] = [](const OpInput& op) {
+    return std::make_unique<HipblasltGemm>(op, true);
+  };
+  out["aiter_gemm_a4w4"] = [](const OpInput& op) { return std::make_unique<HipblasltGemm>(op, 0); };
   out["tex_ts_te_gemm_ts"] = [](const OpInput& op) { return std::make_unique<TeGemmTsModel>(op); };
 }
 

@@ -270,6 +270,35 @@ class RmsNormBwd : public NormModel {
   }
 };
 
+// primus::fused_ln_modulate (x = (T, B, H)) and its backward op.
+class FusedLnModulate : public NormModel {
+ public:
+  FusedLnModulate(const OpInput& op, bool backward) : backward_(backward) {
+    Shape s = dims_at(op, 0);
+    if (s.size() < 3) throw PerfModelError("fused_ln_modulate: input is not (T, B, H)");
+    PyValue d = type_at(op, 0);
+    PyValue st =
+        op.input_strides && arg_size(op.input_strides) > 0 ? strides_at(op, 0) : PyValue::none();
+    set_common(s, d, st, int_value(s[2]), true, true, true);
+    if (backward) set_mask({true, true, true});
+    t_ = s[0];
+    b_ = s[1];
+  }
+  double flops() const override { return static_cast<double>(n_ * (backward_ ? 15 : 12)); }
+  std::optional<double> bytes() const override {
+    if (!bpe_in_) throw PerfModelError("unsupported dtype for fused_ln_modulate");
+    int64_t bpe = *bpe_in_, h = static_cast<int64_t>(channels_);
+    if (!backward_)
+      return static_cast<double>(n_ * bpe + n_ * bpe + 2 * b_ * h * bpe + 2 * t_ * b_ * 4);
+    return static_cast<double>(2 * n_ * bpe + 2 * b_ * t_ * 4 + n_ * bpe + 2 * b_ * h * bpe +
+                               b_ * h * bpe);
+  }
+
+ private:
+  bool backward_;
+  int64_t t_ = 0, b_ = 0;
+};
+
 }  // namespace
 
 void register_norm_models(std::map<std::string_view, Factory>& out) {
@@ -282,6 +311,12 @@ void register_norm_models(std::map<std::string_view, Factory>& out) {
   out["InstanceNorm"] = [](const OpInput& op) { return std::make_unique<InstanceNorm>(op); };
   out["InstanceNormBwd"] = [](const OpInput&) -> std::unique_ptr<PerfModel> {
     throw PerfNotImplemented("Backward pass for InstanceNorm is not defined.");
+  };
+  out["FusedLnModulate"] = [](const OpInput& op) {
+    return std::make_unique<FusedLnModulate>(op, false);
+  };
+  out["FusedLnModulateBackward"] = [](const OpInput& op) {
+    return std::make_unique<FusedLnModulate>(op, true);
   };
   out["RMSNorm"] = [](const OpInput& op) { return std::make_unique<RmsNorm>(op); };
   out["RMSNormBwd"] = [](const OpInput& op) { return std::make_unique<RmsNormBwd>(op); };

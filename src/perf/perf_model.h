@@ -62,8 +62,8 @@ struct OpInput {
 OpInput op_input_from_event(const Trace& trace, Uid uid);
 
 // One model parameter, in the model's dictionary order. Values print like
-// Python: tuples for shapes/strides/dtype pairs, lists where TraceLens keeps
-// a list (`is_list`).
+// Python: tuples for shapes/strides/dtype pairs; `is_list` makes the top level
+// a list (its nested sequences stay tuples), where TraceLens keeps a list.
 struct Param {
   std::string name;
   PyValue value;

@@ -1,0 +1,107 @@
+// compare: TraceLens report comparison of a reference and a target trace plus
+// hardware-expected ratios. Adapter only: resolves each input (handle, trace
+// path or report directory) and the output directory through the session's
+// root confinement, then calls the engine (analysis/compare_traces.h).
+#include <cmath>
+#include <filesystem>
+
+#include <fmt/format.h>
+
+#include "analysis/compare_traces.h"
+#include "analysis/trace_store.h"
+#include "mcp/tool.h"
+#include "perf/gpu_arch.h"
+
+namespace jarvis::mcp {
+namespace {
+
+struct Input {
+  PreparedReport prepared;
+  json handle;  // the trace handle, or null for a report directory
+};
+
+Input prepare_input(const std::string& value, const std::string& tag, const std::string& arch,
+                    ToolContext& ctx) {
+  auto entry = ctx.traces().get(value);
+  if (!entry) {
+    auto path = ctx.resolve_path(value, /*must_exist=*/true, /*for_write=*/false);
+    if (std::filesystem::is_directory(path))
+      return {prepare_report_dir(path.string(), tag, arch), json()};
+    entry = ctx.traces().load(path.string()).entry;
+  }
+  return {prepare_loaded_trace(*entry, tag, arch), entry->handle()};
+}
+
+std::string num(const json& j, const char* fmt_spec = "{:.3f}") {
+  return j.is_number() ? fmt::format(fmt::runtime(fmt_spec), j.get<double>()) : "-";
+}
+
+std::string summary_text(const json& r) {
+  std::string ref = r["reference"]["tag"], tgt = r["target"]["tag"];
+  std::string text = fmt::format("Comparison: reference {} vs target {}.\n", ref, tgt);
+  if (r["gpu_timeline"].is_array()) {
+    text += "gpu_timeline (ms, reference -> target, diff %):\n";
+    for (const auto& row : r["gpu_timeline"])
+      text += fmt::format("  {:<20} {} -> {} ({}%)\n", row["type"].get<std::string>(),
+                          num(row["reference_ms"]), num(row["target_ms"]),
+                          num(row["diff_pct"], "{:+.1f}"));
+  }
+  if (r["hardware_gaps"].is_object()) {
+    const auto& g = r["hardware_gaps"];
+    text +=
+        fmt::format("{} of {} matched ops to investigate on the target (measured/expected > {}):\n",
+                    g["flagged_count"].get<size_t>(), g["matched_ops"].get<size_t>(),
+                    g["thresholds"]["gap_threshold"].get<double>());
+    for (const auto& op : g["flagged"])
+      text +=
+          fmt::format("  {:5.1f}% of target  measured {}x expected {}x ({})  {} {}\n",
+                      op["target_share_pct"].get<double>(), num(op["measured_ratio"], "{:.2f}"),
+                      num(op["expected_ratio"], "{:.2f}"), op["expected_basis"].get<std::string>(),
+                      op["name"].get<std::string>(), op["input_dims"].get<std::string>());
+  }
+  for (const auto& n : r["notes"]) text += "note: " + n.get<std::string>() + "\n";
+  return text + r.dump();
+}
+
+ToolResult compare_tool(const json& args, ToolContext& ctx) {
+  CompareTracesOptions options;
+  options.reference_tag = args.at("reference_tag").get<std::string>();
+  options.target_tag = args.at("target_tag").get<std::string>();
+  options.arch_reference = args.value("arch_reference", std::string());
+  options.arch_target = args.value("arch_target", std::string());
+  options.compare.sheet_groups = args.at("sheets").get<std::vector<std::string>>();
+  options.gaps.gap_threshold = args.at("gap_threshold").get<double>();
+  options.gaps.min_target_share = args.at("min_target_share_pct").get<double>() / 100.0;
+  if (options.reference_tag == options.target_tag)
+    throw ToolError("reference_tag and target_tag must differ");
+  if (args.contains("output_dir"))
+    options.output_dir = ctx.resolve_path(args.at("output_dir").get<std::string>(),
+                                          /*must_exist=*/false, /*for_write=*/true)
+                             .string();
+  Input ref, tgt;
+  try {
+    ctx.report_progress(0, 3, "reference report");
+    ref = prepare_input(args.at("reference_trace").get<std::string>(), options.reference_tag,
+                        options.arch_reference, ctx);
+    ctx.throw_if_cancelled();
+    ctx.report_progress(1, 3, "target report");
+    tgt = prepare_input(args.at("target_trace").get<std::string>(), options.target_tag,
+                        options.arch_target, ctx);
+    ctx.throw_if_cancelled();
+  } catch (const perf::GpuArchError& e) {
+    throw ToolError(
+        fmt::format("{}; pass a bundled arch name, an arch JSON path, or 'none'", e.what()));
+  }
+  ctx.report_progress(2, 3, "comparing");
+  TraceComparison c =
+      compare_prepared_reports(std::move(ref.prepared.report), std::move(tgt.prepared.report),
+                               std::move(ref.prepared.arch), std::move(tgt.prepared.arch), options);
+  json result = c.summary(args.at("top_n").get<size_t>());
+  result["reference"]["handle"] = ref.handle;
+  result["target"]["handle"] = tgt.handle;
+  return {result, summary_text(result)};
+}
+
+}  // namespace
+JARVIS_MCP_TOOL(compare, compare_tool);
+}  // namespace jarvis::mcp
