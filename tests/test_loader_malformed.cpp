@@ -176,7 +176,7 @@ TEST_CASE("cli: info exits non-zero with the loader's message for every bad inpu
   files.push_back(kCorpus + "does_not_exist.json");
   for (const std::string& path : files) {
     CAPTURE(path);
-    CliResult r = run_jarvis("info " + quoted(path));
+    CliResult r = run_jarvis("info " + shell_quote(path));
     CAPTURE(r.output);
     CHECK(r.exit_code == 1);
     CHECK(r.output.find("jarvis info: " + path + ": ") != std::string::npos);
@@ -194,7 +194,7 @@ TEST_CASE("cli: report exits non-zero and writes nothing for bad input") {
     std::string path = kCorpus + bad.file;
     CAPTURE(path);
     auto out = tmp.path / ("out_" + bad.file);
-    CliResult r = run_jarvis("report " + quoted(path) + " --out " + quoted(out.string()));
+    CliResult r = run_jarvis("report " + shell_quote(path) + " --out " + shell_quote(out.string()));
     CAPTURE(r.output);
     CHECK(r.exit_code != 0);
     CHECK(r.output.find(path + ": ") != std::string::npos);

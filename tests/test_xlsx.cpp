@@ -9,6 +9,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <regex>
+#include <set>
 #include <string>
 
 #include "report/xlsx.h"
@@ -136,4 +137,23 @@ TEST_CASE("xlsx: a failed write leaves nothing behind and names the file") {
     CHECK(std::string(e.what()).find(out.string()) != std::string::npos);
   }
   CHECK_FALSE(fs::exists(out));
+}
+
+TEST_CASE("cli: report --xlsx writes one sheet per CSV sheet") {
+  TempDir tmp;
+  std::string trace = std::string(JARVIS_SHARED_DIR) + "/conformance/mi300_compile_triton/trace.json.gz";
+  fs::path out = tmp.path / "out";
+  fs::path book = tmp.path / "book.xlsx";
+  std::string cmd = std::string(JARVIS_BINARY) + " report '" + trace + "' --out '" + out.string() +
+                    "' --xlsx '" + book.string() + "' > /dev/null 2>&1";
+  REQUIRE(std::system(cmd.c_str()) == 0);
+  std::set<std::string> csv_sheets;
+  for (const auto& entry : fs::directory_iterator(out / "perf_report_csvs"))
+    if (entry.path().extension() == ".csv") csv_sheets.insert(entry.path().stem().string().substr(0, 31));
+  REQUIRE_FALSE(csv_sheets.empty());
+  nlohmann::json x = read_xlsx(book);
+  CHECK(x["bad"].is_null());
+  auto names = sheet_names(x["parts"]["xl/workbook.xml"].get<std::string>());
+  CHECK(std::set<std::string>(names.begin(), names.end()) == csv_sheets);
+  CHECK(names.size() == csv_sheets.size());
 }

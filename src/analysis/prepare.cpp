@@ -6,6 +6,8 @@
 #include <filesystem>
 #include <stdexcept>
 
+#include "perf/gpu_arch.h"
+
 namespace jarvis::analysis {
 
 namespace fs = std::filesystem;
@@ -211,7 +213,12 @@ ojson load_arch_json(const std::string& name_or_path) {
   } else {
     if (const char* env = std::getenv("JARVIS_ARCH_DIR"))
       candidates.push_back(std::string(env) + "/" + name_or_path + ".json");
-    candidates.push_back(std::string(JARVIS_SOURCE_DIR) + "/arch/" + name_or_path + ".json");
+    // The bundled arch files (case-insensitive names), read as ordered JSON so
+    // metadata keeps the file's key order and int/float spelling.
+    try {
+      candidates.push_back(perf::load_gpu_arch(name_or_path).path);
+    } catch (const perf::GpuArchError&) {
+    }
   }
   for (const auto& path : candidates) {
     if (!fs::is_regular_file(path)) continue;

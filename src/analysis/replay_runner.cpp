@@ -320,7 +320,15 @@ def sdpa_fallback_call(entry, device, force_fp32, notes):
     F = torch.nn.functional
     if hasattr(F, "scaled_dot_product_attention"):
         notes.append("ran as torch.nn.functional.scaled_dot_product_attention (fallback)")
-        return lambda: F.scaled_dot_product_attention(q, k, v, attn_mask=mask, is_causal=causal)
+        extra = {"scale": scale}
+
+        def fused():
+            return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, is_causal=causal, **extra)
+        try:
+            fused()
+        except TypeError:  # PyTorch 2.0 has no `scale` argument: default 1/sqrt(head dim)
+            extra.clear()
+        return fused
     notes.append("PyTorch has no scaled_dot_product_attention: ran the math formula "
                  "softmax(q@k^T*scale)@v (matmul + softmax, not a fused kernel)")
 

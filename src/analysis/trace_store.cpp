@@ -61,8 +61,14 @@ TraceStore::LoadResult TraceStore::load(const std::string& path, const LoadOptio
         return {entry, true};
     }
   }
+  // The loader polls `progress` only every few thousand events; polling it
+  // once before and once after as well makes small loads cancellable too,
+  // and a load cancelled at the end is not registered.
+  if (options.progress && !options.progress(0, 0)) throw TraceError(id.path + ": load cancelled");
   auto start = std::chrono::steady_clock::now();
   auto trace = std::make_shared<Trace>(load_trace(id.path, options));
+  if (options.progress && !options.progress(trace->json_bytes, trace->events.size()))
+    throw TraceError(id.path + ": load cancelled");
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   std::lock_guard<std::mutex> lock(mutex_);
   // Another call may have loaded the same file meanwhile; keep the first.

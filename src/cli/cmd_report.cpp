@@ -16,6 +16,7 @@
 
 #include "cli/commands.h"
 #include "report/report.h"
+#include "report/xlsx.h"
 #include "trace/loader.h"
 #include "tree/call_tree.h"
 
@@ -36,13 +37,14 @@ constexpr const char* kUsage =
     "  --arch NAME|FILE                 GPU arch for roofline columns (e.g. MI300X, H100, or a "
     "JSON file)\n"
     "  --include-python-frames          put python frames into the call tree\n"
+    "  --xlsx FILE                      also write all sheets to an Excel workbook\n"
     "  --no-kernel-summary              skip the kernel_summary sheet\n"
     "  --no-short-kernel-study          skip the short-kernel sheets\n"
     "  --short-kernel-threshold-us X    short kernel threshold (default 10)\n"
     "  --short-kernel-bins N            histogram bins (default 100)\n";
 
 const std::vector<std::string> kValueFlags = {"--out", "--arch", "--short-kernel-threshold-us",
-                                              "--short-kernel-bins"};
+                                              "--short-kernel-bins", "--xlsx"};
 const std::vector<std::string> kSwitches = {"--include-python-frames", "--no-kernel-summary",
                                             "--no-short-kernel-study"};
 
@@ -144,6 +146,7 @@ int cmd_report(const Args& args) {
   Report report = build_report(trace, tree, options);
   fs::path target = fs::path(out) / "perf_report_csvs";
   write_report_dir(report, target);
+  if (has_flag(args, "--xlsx")) write_xlsx(report.tables, flag_value(args, "--xlsx"));
   for (const Table& t : report.tables)
     fmt::print("{}: {} rows\n", (target / (t.name + ".csv")).string(), t.rows.size());
   return 0;

@@ -113,6 +113,49 @@ class ConvModel : public PerfModel {
     bpe_ = bpe_of(d0);
   }
 
+  // ConvBias_ / ConvBiasReLU_ (fused conv + bias): x, w = dims[0], dims[1];
+  // single-int stride / padding in ci[3], ci[4]; dilation 1, groups 1.
+  struct Fused {};
+  ConvModel(const OpInput& op, Fused) : backward_op_(false) {
+    x_ = dims_at(op, 0);
+    w_ = dims_at(op, 1);
+    if (x_.size() < 2) throw PerfModelError("convolution input has fewer than 2 dims");
+    size_t nd = x_.size() - 2;
+    auto single = [&](size_t i, int64_t dflt) {
+      if (arg_size(op.concrete_inputs) <= i) return Shape(nd, dflt);
+      std::string a = concrete_str(op, i);
+      return a.empty() ? Shape(nd, dflt) : Shape(nd, static_cast<int64_t>(std::stoll(a)));
+    };
+    stride_ = single(3, 1);
+    padding_ = single(4, 0);
+    dilation_ = Shape(nd, 1);
+    output_padding_ = Shape(nd, 0);
+    bias_ = true;
+    std::vector<PyValue> d;
+    for (size_t i = 0; i < 2 && i < arg_size(op.input_type); ++i) d.push_back(type_at(op, i));
+    if (d.size() == 2 && !(d[0] == d[1]))
+      throw PerfModelError("Data types of input and weight are different");
+    if (x_.size() < 3 || x_.size() > 5)
+      throw PerfModelError("Unknown convolution dimension: " + std::to_string(x_.size()));
+    bool strides = op.input_strides && arg_size(op.input_strides) > 1;
+    add(params_, "convNd", str_value("conv" + std::to_string(nd) + "d"));
+    add(params_, "input_shape", tuple_value(x_));
+    add(params_, "filter_shape", tuple_value(w_));
+    add(params_, "dtype_input_weight", tuple_of(d));
+    add(params_, "input_stride", strides ? strides_at(op, 0) : PyValue::none());
+    add(params_, "weight_stride", strides ? strides_at(op, 1) : PyValue::none());
+    add(params_, "bias", bool_value(true));
+    add(params_, "stride", tuple_value(stride_));
+    add(params_, "padding", tuple_value(padding_));
+    add(params_, "dilation", tuple_value(dilation_));
+    add(params_, "transposed_conv", bool_value(false));
+    add(params_, "output_padding", tuple_value(output_padding_));
+    add(params_, "groups", int_value(1));
+    out_ = output_shape();
+    if (d.empty()) throw PerfModelError("missing Input type");
+    bpe_ = bpe_of(d[0]);
+  }
+
   double flops() const override {
     return backward_op_ ? flops_bwd()
                         : static_cast<double>(conv_flops(x_, w_, out_, bias_, transposed_));
@@ -180,6 +223,12 @@ class ConvModel : public PerfModel {
 
 void register_conv_models(std::map<std::string_view, Factory>& out) {
   out["aten_conv"] = [](const OpInput& op) { return std::make_unique<ConvModel>(op, false); };
+  out["ConvBias_"] = [](const OpInput& op) {
+    return std::make_unique<ConvModel>(op, ConvModel::Fused{});
+  };
+  out["ConvBiasReLU_"] = [](const OpInput& op) {
+    return std::make_unique<ConvModel>(op, ConvModel::Fused{});
+  };
   out["aten_conv_bwd"] = [](const OpInput& op) { return std::make_unique<ConvModel>(op, true); };
 }
 

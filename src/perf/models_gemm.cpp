@@ -271,7 +271,11 @@ class HipblasltGemm : public GemmModel {
  public:
   HipblasltGemm(const OpInput& op, bool fp4) : fp4_(fp4) { build(op, 0, 2, 1, 3, true); }
   // aiter::gemm_a4w4: fixed NT layout, operands at 0, 1, scales at 2, 3.
-  HipblasltGemm(const OpInput& op, int) : fp4_(true) { build(op, 0, 1, 2, 3, false); }
+  // (It declares no backward, so the GEMM base backward applies.)
+  HipblasltGemm(const OpInput& op, int) : fp4_(true) {
+    bwd_not_implemented_ = false;
+    build(op, 0, 1, 2, 3, false);
+  }
 
   std::optional<double> bytes() const override {
     auto a = dtype_bpe(0), b = dtype_bpe(1);

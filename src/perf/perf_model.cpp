@@ -324,8 +324,16 @@ OpInput op_input_from_event(const Trace& trace, Uid uid) {
   return op;
 }
 
+// A Python list at the top level; nested sequences are tuples (TraceLens's
+// list params hold scalars or tuples, e.g. group_pairs [((M, K), (K, N))]).
 std::string Param::repr() const {
-  return is_list ? value.repr_list() : value.repr_tuple();
+  if (!is_list || !value.is_list()) return value.repr_tuple();
+  std::string out = "[";
+  for (size_t k = 0; k < value.size(); ++k) {
+    if (k) out += ", ";
+    out += value[k].repr_tuple();
+  }
+  return out + "]";
 }
 
 std::string Param::str() const {

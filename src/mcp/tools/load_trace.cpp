@@ -1,5 +1,9 @@
 // load_trace: confine the path, load (or reuse) the trace with progress and
 // cancellation, return the engine's overview.
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+
 #include <fmt/format.h>
 
 #include "analysis/summaries.h"
@@ -12,20 +16,28 @@ namespace {
 ToolResult load_trace_tool(const json& args, ToolContext& ctx) {
   auto path = ctx.resolve_path(args.at("path").get<std::string>(), /*must_exist=*/true,
                                /*for_write=*/false);
+  // Progress is a fraction of 1: loading takes it to 0.9 (the uncompressed
+  // size is unknown up front, so bytes read are mapped onto a saturating
+  // curve scaled by the file size), the GPU timeline to 1.
+  std::error_code ec;
+  double file_bytes = static_cast<double>(std::filesystem::file_size(path, ec));
+  double expected = std::max(1.0, file_bytes * (path.extension() == ".gz" ? 12.0 : 1.0));
+  ctx.report_progress(0, 1, "loading " + path.filename().string());
   LoadOptions options;
-  // The loader reports uncompressed bytes read; their total is unknown until
-  // the end, so the notifications carry no total.
-  options.progress = [&ctx](uint64_t bytes, uint64_t events) {
-    ctx.report_progress(static_cast<double>(bytes), 0,
-                        fmt::format("{} events read ({} MB of JSON)", events, bytes >> 20));
+  options.progress = [&ctx, expected](uint64_t bytes, uint64_t events) {
+    if (bytes > 0)
+      ctx.report_progress(0.9 * (1 - std::exp(-static_cast<double>(bytes) / expected)), 1,
+                          fmt::format("{} events read", events));
     return !ctx.cancelled();
   };
   auto loaded = ctx.traces().load(path.string(), options);
   json summary = analysis::trace_overview(*loaded.entry);
   summary["reused"] = loaded.reused;
   ctx.throw_if_cancelled();
+  if (!loaded.reused) ctx.report_progress(0.95, 1, "computing the GPU timeline");
   if (json timeline = analysis::trace_gpu_timeline(*loaded.entry); !timeline.is_null())
     summary["gpu_timeline"] = timeline;
+  ctx.report_progress(1, 1, "loaded");
   std::string text = fmt::format(
       "Loaded {} as handle \"{}\"{}: platform {}, GPU {}, {} events ({} kernels, {} cpu_ops).\n{}",
       loaded.entry->path(), loaded.entry->handle(), loaded.reused ? " (reused, unchanged file)" : "",

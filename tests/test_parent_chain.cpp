@@ -1,0 +1,92 @@
+// parent_chain against known chains of the conformance traces: the first
+// cpu_op above each kernel must be kernel_summary's "Parent cpu_op", and the
+// event at each unified_perf_summary ex_UID must carry that row's name.
+#include <doctest/doctest.h>
+
+#include "analysis/parent_chain.h"
+#include "test_analysis_support.h"
+#include "trace/loader.h"
+
+using namespace jarvis;
+using namespace jarvis::testing;
+using analysis::ojson;
+
+TEST_CASE("parent_chain: kernels sit under kernel_summary's Parent cpu_op") {
+  for (const char* name : {"mi300_qwen1.5-0.5b", "h100_bert-small"}) {
+    std::string dir = golden::shared_dir() + "/conformance/" + name;
+    CAPTURE(dir);
+    Trace trace = load_trace(dir + "/trace.json.gz");
+    CallTree tree(trace);
+    Table ks = analysis::read_csv_typed(dir + "/perf_report_csvs/kernel_summary.csv");
+    size_t checked = 0;
+    for (size_t r = 0; r < ks.rows.size() && checked < 40; ++r) {
+      std::string kernel = analysis::cell_text(analysis::cell_at(ks, r, "Kernel name"));
+      std::string parent = analysis::cell_text(analysis::cell_at(ks, r, "Parent cpu_op"));
+      if (kernel.empty() || parent.empty()) continue;
+      analysis::ParentChainQuery q;
+      q.kernel_name = kernel;
+      auto res = analysis::parent_chain(trace, tree, q);
+      CAPTURE(kernel);
+      // Every match is a kernel of that name; one of them has this parent.
+      bool found = false;
+      for (size_t i = 0; i < res.json["match_count"].get<size_t>() && !found; ++i) {
+        q.index = i;
+        auto m = analysis::parent_chain(trace, tree, q);
+        CHECK(m.json["event"]["name"] == kernel);
+        for (const auto& level : m.json["parent_chain"])
+          if (level["category"] == "cpu_op") {
+            found = level["name"] == parent;
+            break;
+          }
+      }
+      CHECK(found);
+      ++checked;
+    }
+    CHECK(checked > 5);
+  }
+}
+
+TEST_CASE("parent_chain: ex_UID of unified_perf_summary, subtree and text") {
+  std::string dir = golden::shared_dir() + "/conformance/mi300_qwen1.5-0.5b";
+  Trace trace = load_trace(dir + "/trace.json.gz");
+  CallTree tree(trace);
+  Table up = analysis::read_csv_typed(dir + "/perf_report_csvs/unified_perf_summary.csv");
+  for (size_t r = 0; r < up.rows.size(); ++r) {
+    double uid = analysis::cell_number(analysis::cell_at(up, r, "ex_UID"));
+    if (uid >= static_cast<double>(trace.events.size())) continue;  // synthetic rows
+    analysis::ParentChainQuery q;
+    q.uid = static_cast<Uid>(uid);
+    q.subtree_depth = 1;
+    auto res = analysis::parent_chain(trace, tree, q);
+    CHECK(res.json["event"]["name"] == analysis::cell_text(analysis::cell_at(up, r, "name")));
+    if (res.json["event"]["category"] == "cpu_op") {
+      CHECK(res.json["event"]["Input Dims"].is_array());
+      // A launcher's subtree (depth 1) lists its runtime calls.
+      CHECK(res.json["subtree"].contains("children"));
+    }
+    CHECK(res.text.starts_with("Node:\n  UID: " + std::to_string(q.uid.value()) + ", Category: "));
+  }
+  analysis::ParentChainQuery q;
+  q.op_name = "aten::mm";
+  q.index = 1;
+  auto mm = analysis::parent_chain(trace, tree, q);
+  CHECK(mm.json["event"]["name"] == "aten::mm");
+  CHECK(mm.json["match_count"].get<size_t>() >= 2);
+  CHECK(mm.text.find("    Input Dims: [[") != std::string::npos);
+  CHECK(mm.text.find("\nSubtree:\n\xE2\x94\x94\xE2\x94\x80\xE2\x94\x80 UID: ") != std::string::npos);
+  // The chain ends at a root: the last level has no parent.
+  CHECK(tree.parent(mm.json["parent_chain"].back()["uid"].get<Uid>()) == kNoUid);
+
+  analysis::ParentChainQuery bad;
+  CHECK_THROWS_AS(analysis::parent_chain(trace, tree, bad), std::invalid_argument);
+  bad.op_name = "aten::does_not_exist";
+  CHECK_THROWS_WITH_AS(analysis::parent_chain(trace, tree, bad), doctest::Contains("no event matches"),
+                       std::invalid_argument);
+  bad.op_name = "aten::mm";
+  bad.index = 1000000;
+  CHECK_THROWS_WITH_AS(analysis::parent_chain(trace, tree, bad), doctest::Contains("out of range"),
+                       std::invalid_argument);
+  analysis::ParentChainQuery big;
+  big.uid = static_cast<Uid>(trace.events.size());
+  CHECK_THROWS_AS(analysis::parent_chain(trace, tree, big), std::invalid_argument);
+}
