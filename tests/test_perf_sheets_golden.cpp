@@ -92,3 +92,46 @@ TEST_CASE("golden perf sheets: unified_perf_summary and per-family sheets") {
     }
   }
 }
+
+TEST_CASE("perf rows API: per-op rows behind the sheets (Qwen MI300)") {
+  std::string dir;
+  for (const auto& d : jarvis::golden::conformance_dirs())
+    if (fs::path(d).filename() == "mi300_qwen1.5-0.5b") dir = d;
+  REQUIRE(!dir.empty());
+  const auto& fx = jarvis::testing::report_fixture(dir);
+  const auto& arch = perf_report(dir).arch;
+  auto rows = jarvis::report::unified_perf_rows(fx.trace, fx.tree, &arch);
+  // The SDPA op absorbs its nested _flash_attention_forward and fill_ (spec §15.5).
+  double sdpa_time = 0;
+  size_t sdpa_count = 0;
+  for (const auto& r : rows) {
+    if (r.name != "aten::_scaled_dot_product_flash_attention") continue;
+    ++sdpa_count;
+    sdpa_time += r.kernel_time_us;
+    REQUIRE(r.metrics);
+    CHECK(r.category == "SDPA_fwd");
+    CHECK(r.sheet == "SDPA");
+    CHECK(r.metrics->gflops == doctest::Approx(10.239377408).epsilon(1e-12));
+    REQUIRE(r.metrics->roofline);
+    CHECK(r.metrics->roofline->bound == "COMPUTE_BOUND");
+  }
+  CHECK(sdpa_count == 24);
+  CHECK(sdpa_time == doctest::Approx(4016.34326171875).epsilon(1e-9));
+  // Every GEMM-sheet row is a modeled GEMM with the Qwen reference mm among them.
+  auto gemm = jarvis::report::perf_sheet_rows(fx.trace, fx.tree, "GEMM", false, &arch);
+  REQUIRE(!gemm.empty());
+  bool found_mm = false;
+  for (const auto& r : gemm) {
+    CHECK(r.category == "GEMM");
+    const auto* m = jarvis::perf::find_param(r.metrics->params, "M");
+    const auto* n = jarvis::perf::find_param(r.metrics->params, "N");
+    if (r.name == "aten::mm" && m && n && m->value.i == 8944 && n->value.i == 2816) {
+      found_mm = true;
+      CHECK(r.metrics->gflops == doctest::Approx(51.581550592).epsilon(1e-12));
+      CHECK(r.metrics->roofline->time_us == doctest::Approx(72.85529744632768).epsilon(1e-12));
+    }
+  }
+  CHECK(found_mm);
+  // No backward rows in an inference trace.
+  CHECK(jarvis::report::perf_sheet_rows(fx.trace, fx.tree, "SDPA", true, &arch).empty());
+}

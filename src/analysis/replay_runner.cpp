@@ -75,6 +75,10 @@ class ReplayError(Exception):
     pass
 
 
+class TensorListSchema(ReplayError):
+    """A schema with a tensor-list argument at a recorded position."""
+
+
 # ---------------------------------------------------------------- dtypes ---
 
 
@@ -117,7 +121,9 @@ def parse_schema(schema):
         if item == "*":
             seen_star = True
             continue
-        am = re.match(r"^(\S+)\s+([A-Za-z_][A-Za-z0-9_]*)(?:=(.*))?$", item)
+        # The type may hold spaces (view annotations like Tensor(a -> *)), so
+        # the name is the last identifier with an optional default.
+        am = re.match(r"^(.*\S)\s+([A-Za-z_][A-Za-z0-9_]*)(?:=(.*))?$", item)
         if not am:
             raise ReplayError(f"cannot parse schema argument '{item}' of {schema}")
         (kw if seen_star else pos).append((am.group(1), am.group(2)))
@@ -141,6 +147,10 @@ def is_float_text(text):
         return False
 
 
+def is_tensor_list_type(base):
+    return base.startswith("Tensor") and base.endswith("]")
+
+
 def tensor_type_ok(schema_type, recorded, strict):
     if strict:
         return schema_type in ("Tensor", "Tensor(a!)") and recorded in TRACELENS_TENSOR_TYPES
@@ -154,8 +164,8 @@ def arg_matches(schema_type, recorded, concrete, strict):
     base = schema_type[:-1] if optional else schema_type
     if optional and (recorded == "" or (recorded == "ScalarList" and concrete == "[]")):
         return True
-    if base.startswith("Tensor["):
-        raise ReplayError("tensor-list argument: the profiler records no per-element dtypes")
+    if is_tensor_list_type(base):
+        raise TensorListSchema("tensor-list argument: the profiler records no per-element dtypes")
     if base.startswith("Tensor"):
         return tensor_type_ok(base, recorded, strict)
     if base == "bool":
@@ -186,10 +196,18 @@ def find_schema(entry, strict):
     candidates = [s for s in torch._C._jit_get_all_schemas() if s.name == name]
     if not candidates:
         return None, f"operator {name} is not registered in this PyTorch ({torch.__version__})"
+    reason = f"no schema of {name} in this PyTorch matches the recorded argument types"
     for schema in candidates:
-        if schema_matches(entry, schema, strict):
-            return schema, ""
-    return None, f"no schema of {name} in this PyTorch matches the recorded argument types"
+        try:
+            if schema_matches(entry, schema, strict):
+                return schema, ""
+        except TensorListSchema as e:
+            if strict:  # TraceLens stops the search here
+                raise
+            reason = str(e)
+        except ReplayError:
+            continue  # a schema string this parser cannot read
+    return None, reason
 
 
 def tensor_init(op_name, arg_name):

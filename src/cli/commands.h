@@ -10,6 +10,8 @@ namespace jarvis::cli {
 using Args = std::vector<std::string>;
 
 int cmd_info(const Args& args);
+int cmd_prepare(const Args& args);
+int cmd_analyze(const Args& args);
 int cmd_report(const Args& args);
 int cmd_serve(const Args& args);
 int cmd_replay(const Args& args);

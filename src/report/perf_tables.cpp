@@ -277,16 +277,39 @@ Table perf_sheet_summary_table(const Trace& trace, const std::vector<PerfOpRow>&
   return t;
 }
 
-std::vector<PerfOpRow> perf_sheet_rows(const Trace& trace, const CallTree& tree,
-                                       std::string_view family, bool backward,
-                                       const GpuArch* arch) {
-  std::unordered_set<std::string_view> names;
-  for (const perf::ModelEntry& e : perf::model_entries())
-    if (e.sheet == family) names.insert(e.name);
-  std::vector<PerfOpRow> rows;
+namespace {
+
+// Events of each sheet family, array order, in one pass over the trace.
+std::unordered_map<std::string_view, std::vector<Uid>> events_by_family(const Trace& trace) {
+  std::unordered_map<uint32_t, std::string_view> family_of_name;  // interned name id -> family
+  std::unordered_set<uint32_t> unmodeled;
+  std::unordered_map<std::string_view, std::vector<Uid>> out;
   for (Uid u = 0; u < trace.events.size(); ++u) {
-    if (!names.count(trace.name(u))) continue;
+    uint32_t id = trace.events[u].name;
+    if (unmodeled.count(id)) continue;
+    auto it = family_of_name.find(id);
+    if (it == family_of_name.end()) {
+      std::string_view fam = perf::sheet_family_by_name(trace.str(id));
+      if (fam.empty()) {
+        unmodeled.insert(id);
+        continue;
+      }
+      it = family_of_name.emplace(id, fam).first;
+    }
+    out[it->second].push_back(u);
+  }
+  return out;
+}
+
+std::vector<PerfOpRow> sheet_rows_for(const Trace& trace, const CallTree& tree,
+                                      const std::vector<Uid>& events, std::string_view family,
+                                      bool backward, const GpuArch* arch) {
+  std::vector<PerfOpRow> rows;
+  for (Uid u : events) {
     if (backward && trace.name(u) == "vllm::unified_attention_with_output") continue;
+    // TraceLens drops backward rows without linked backward events after
+    // computing them; checking first gives the same rows.
+    if (backward && tree.bwd_events(u).empty()) continue;
     OpRef op{u, u, trace.name(u)};
     std::optional<Computed> c;
     try {
@@ -295,7 +318,6 @@ std::vector<PerfOpRow> perf_sheet_rows(const Trace& trace, const CallTree& tree,
       continue;  // "not implemented" is silent in TraceLens, other failures warn; both skip
     }
     if (!c) continue;
-    if (backward && tree.bwd_events(u).empty()) continue;
     PerfOpRow r;
     r.uid = r.event_uid = u;
     r.name = std::string(trace.name(u));
@@ -310,6 +332,17 @@ std::vector<PerfOpRow> perf_sheet_rows(const Trace& trace, const CallTree& tree,
     rows.push_back(std::move(r));
   }
   return rows;
+}
+
+}  // namespace
+
+std::vector<PerfOpRow> perf_sheet_rows(const Trace& trace, const CallTree& tree,
+                                       std::string_view family, bool backward,
+                                       const GpuArch* arch) {
+  auto by_family = events_by_family(trace);
+  auto it = by_family.find(family);
+  if (it == by_family.end()) return {};
+  return sheet_rows_for(trace, tree, it->second, family, backward, arch);
 }
 
 namespace {
@@ -409,7 +442,12 @@ class UnifiedCollector {
     in.name = name;
     return perf::has_perf_model(in);
   }
-  bool has_model(Uid u) const { return has_model(u, trace_.name(u)); }
+  bool has_model(Uid u) const {
+    if (model_cache_.empty()) model_cache_.assign(trace_.events.size(), -1);
+    int8_t& c = model_cache_[u];
+    if (c < 0) c = has_model(u, trace_.name(u)) ? 1 : 0;
+    return c == 1;
+  }
 
   bool is_leaf_cpu_op(Uid u) const {
     if (!is_cpu_op(trace_, u)) return false;
@@ -481,6 +519,11 @@ class UnifiedCollector {
   }
 
   bool desc_with_model(Uid u) const {
+    auto it = desc_cache_.find(u);
+    if (it != desc_cache_.end()) return it->second;
+    return desc_cache_[u] = desc_with_model_uncached(u);
+  }
+  bool desc_with_model_uncached(Uid u) const {
     std::vector<Uid> stack(tree_.children(u).begin(), tree_.children(u).end());
     while (!stack.empty()) {
       Uid n = stack.back();
@@ -654,6 +697,8 @@ class UnifiedCollector {
   std::unordered_set<Uid> visited_;
   std::vector<OpRef> collected_;
   std::unordered_map<Uid, bool> sole_cache_;
+  mutable std::vector<int8_t> model_cache_;
+  mutable std::unordered_map<Uid, bool> desc_cache_;
   std::vector<std::string> synthetic_names_;
   std::unordered_map<Uid, size_t> synthetic_index_;
   std::unordered_map<Uid, Uid> synthetic_kernel_;
