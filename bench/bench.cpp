@@ -19,13 +19,13 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include <fmt/format.h>
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
-#include <fmt/format.h>
 #include <functional>
 #include <string>
 #include <vector>
@@ -39,7 +39,9 @@ struct Sample {
   int exit_code = -1;
 };
 
-double seconds(const timeval& tv) { return static_cast<double>(tv.tv_sec) + tv.tv_usec * 1e-6; }
+double seconds(const timeval& tv) {
+  return static_cast<double>(tv.tv_sec) + tv.tv_usec * 1e-6;
+}
 
 // Runs child() in a forked process (it returns the exit code) and measures it.
 Sample measure(const std::function<int()>& child) {
@@ -141,15 +143,16 @@ int floor_child(const std::string& path, bool on_demand, int out_fd) {
       cap *= 2;
       text.resize(cap + simdjson::SIMDJSON_PADDING);
     }
-    int n = gzread(gz, text.data() + len, static_cast<unsigned>(std::min<size_t>(cap - len, 1u << 30)));
+    int n =
+        gzread(gz, text.data() + len, static_cast<unsigned>(std::min<size_t>(cap - len, 1u << 30)));
     if (n < 0) return 4;
     if (n == 0) break;
     len += static_cast<size_t>(n);
   }
   gzclose(gz);
   auto t1 = std::chrono::steady_clock::now();
-  uint64_t count = on_demand ? scan_on_demand(text.data(), len, text.size())
-                             : parse_dom(text.data(), len);
+  uint64_t count =
+      on_demand ? scan_on_demand(text.data(), len, text.size()) : parse_dom(text.data(), len);
   if (count == 0) return 5;
   auto t2 = std::chrono::steady_clock::now();
   FloorResult r{len, count, std::chrono::duration<double>(t1 - t0).count(),
@@ -232,10 +235,11 @@ Floor run_floor(const std::string& trace, bool on_demand, int repeat) {
 int main(int argc, char** argv) {
   Options opt = parse_options(argc, argv);
   auto out_dir = std::filesystem::temp_directory_path() / fmt::format("jarvis_bench.{}", getpid());
-  fmt::print("| trace | events | JSON MB | floor wall s (gunzip + parse) | floor CPU s | "
-             "jarvis {} wall s | jarvis CPU s | wall ratio | CPU ratio | peak RSS MB | "
-             "RSS / JSON | us/event (wall) | us/event (CPU) |\n",
-             opt.cmd);
+  fmt::print(
+      "| trace | events | JSON MB | floor wall s (gunzip + parse) | floor CPU s | "
+      "jarvis {} wall s | jarvis CPU s | wall ratio | CPU ratio | peak RSS MB | "
+      "RSS / JSON | us/event (wall) | us/event (CPU) |\n",
+      opt.cmd);
   fmt::print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
   int failures = 0;
   std::vector<std::string> floor_lines;
@@ -252,9 +256,9 @@ int main(int argc, char** argv) {
     const Floor& best = od.sample.wall_s < dom.sample.wall_s ? od : dom;
     const Sample& floor = best.sample;
     const FloorResult& fr = best.result;
-    floor_lines.push_back(fmt::format(
-        "| {} | {:.3f} | {:.3f} | {:.3f} | {:.3f} | {:.3f} |", short_name(trace), dom.result.gunzip_s,
-        dom.result.parse_s, od.result.parse_s, dom.sample.cpu_s, od.sample.cpu_s));
+    floor_lines.push_back(fmt::format("| {} | {:.3f} | {:.3f} | {:.3f} | {:.3f} | {:.3f} |",
+                                      short_name(trace), dom.result.gunzip_s, dom.result.parse_s,
+                                      od.result.parse_s, dom.sample.cpu_s, od.sample.cpu_s));
     std::vector<std::string> cmd = {opt.jarvis, opt.cmd, trace};
     if (opt.cmd == "report") {
       cmd.push_back("--out");
@@ -271,19 +275,22 @@ int main(int argc, char** argv) {
     double json_mb = static_cast<double>(fr.json_bytes) / 1e6;
     double rss_mb = static_cast<double>(j.maxrss_kb) * 1024 / 1e6;
     double events = static_cast<double>(fr.events);
-    fmt::print("| {} | {} | {:.1f} | {:.3f} ({:.3f} + {:.3f}) | {:.3f} | {:.3f} | {:.3f} | {:.2f} | "
-               "{:.2f} | {:.1f} | {:.2f} | {:.2f} | {:.2f} |\n",
-               short_name(trace), fr.events, json_mb, floor.wall_s, fr.gunzip_s, fr.parse_s,
-               floor.cpu_s, j.wall_s, j.cpu_s, j.wall_s / floor.wall_s, j.cpu_s / floor.cpu_s,
-               rss_mb, rss_mb / json_mb, j.wall_s * 1e6 / events, j.cpu_s * 1e6 / events);
+    fmt::print(
+        "| {} | {} | {:.1f} | {:.3f} ({:.3f} + {:.3f}) | {:.3f} | {:.3f} | {:.3f} | {:.2f} | "
+        "{:.2f} | {:.1f} | {:.2f} | {:.2f} | {:.2f} |\n",
+        short_name(trace), fr.events, json_mb, floor.wall_s, fr.gunzip_s, fr.parse_s, floor.cpu_s,
+        j.wall_s, j.cpu_s, j.wall_s / floor.wall_s, j.cpu_s / floor.cpu_s, rss_mb, rss_mb / json_mb,
+        j.wall_s * 1e6 / events, j.cpu_s * 1e6 / events);
     std::fflush(stdout);
   }
-  fmt::print("\nFloor details (best of {}): gunzip = zlib gzread into one buffer; DOM = "
-             "simdjson dom::parser::parse; on-demand = simdjson ondemand pass over every event "
-             "and member key.\n\n",
-             opt.repeat);
-  fmt::print("| trace | gunzip wall s | DOM parse wall s | on-demand scan wall s | "
-             "gunzip+DOM CPU s | gunzip+on-demand CPU s |\n|---|---:|---:|---:|---:|---:|\n");
+  fmt::print(
+      "\nFloor details (best of {}): gunzip = zlib gzread into one buffer; DOM = "
+      "simdjson dom::parser::parse; on-demand = simdjson ondemand pass over every event "
+      "and member key.\n\n",
+      opt.repeat);
+  fmt::print(
+      "| trace | gunzip wall s | DOM parse wall s | on-demand scan wall s | "
+      "gunzip+DOM CPU s | gunzip+on-demand CPU s |\n|---|---:|---:|---:|---:|---:|\n");
   for (const auto& line : floor_lines) fmt::print("{}\n", line);
   return failures == 0 ? 0 : 1;
 }

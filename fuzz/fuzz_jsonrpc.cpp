@@ -46,7 +46,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     size_t end = input.find('\n', start);
     if (end == std::string_view::npos) end = input.size();
     auto reply = session->handle_text(input.substr(start, end - start), emit);
-    if (reply && reply->is_object() && reply->contains("id") && (*reply)["id"].is_null()) __builtin_trap();
+    if (reply && reply->is_object() && reply->contains("id") && (*reply)["id"].is_null())
+      __builtin_trap();
     start = end + 1;
   }
   return 0;

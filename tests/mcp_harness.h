@@ -45,7 +45,8 @@ struct Harness {
     return reply ? *reply : json();
   }
   json request(int id, const std::string& method, json params = json::object()) {
-    return send({{"jsonrpc", "2.0"}, {"id", id}, {"method", method}, {"params", std::move(params)}});
+    return send(
+        {{"jsonrpc", "2.0"}, {"id", id}, {"method", method}, {"params", std::move(params)}});
   }
   json initialize(const std::string& version = "2025-11-25") {
     json reply = request(0, "initialize",

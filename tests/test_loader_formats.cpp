@@ -24,10 +24,10 @@ std::string describe(const Trace& t, Uid uid) {
   const Event& e = t.events[uid];
   std::string s = std::to_string(static_cast<int>(e.ph)) + "|" + std::string(t.cat_name(uid)) +
                   "|" + std::string(t.name(uid)) + "|" + py_float_repr(e.ts) + "|" +
-                  py_float_repr(e.dur) + "|" + py_float_repr(e.t_end) + "|" + t.proc_id_text(e.pid) +
-                  "|" + t.proc_id_text(e.tid);
-  for (int64_t v : {e.external_id, e.correlation, e.flow_id, e.stream, e.device,
-                    e.sequence_number, e.python_id, e.python_parent_id})
+                  py_float_repr(e.dur) + "|" + py_float_repr(e.t_end) + "|" +
+                  t.proc_id_text(e.pid) + "|" + t.proc_id_text(e.tid);
+  for (int64_t v : {e.external_id, e.correlation, e.flow_id, e.stream, e.device, e.sequence_number,
+                    e.python_id, e.python_parent_id})
     s += "|" + std::to_string(v);
   s += e.has_args ? "|args" : "|-";
   s += e.bp_enclosing ? "|e" : "|-";

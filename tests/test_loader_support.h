@@ -97,7 +97,9 @@ inline CliResult run_jarvis(const std::string& args) {
   return r;
 }
 
-inline std::string shell_quote(const std::string& s) { return "'" + s + "'"; }
+inline std::string shell_quote(const std::string& s) {
+  return "'" + s + "'";
+}
 
 inline bool jarvis_has_command(const std::string& name) {
   CliResult r = run_jarvis("--help");

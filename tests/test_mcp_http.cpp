@@ -18,8 +18,8 @@ struct LiveServer {
   mcp::HttpServer http;
   std::thread thread;
 
-  explicit LiveServer(mcp::HttpOptions options = {}, mcp::ServerOptions server_options =
-                                                         mcp::testing::shared_root_options())
+  explicit LiveServer(mcp::HttpOptions options = {},
+                      mcp::ServerOptions server_options = mcp::testing::shared_root_options())
       : server(std::move(server_options)), http(server, std::move(options)) {
     http.bind();
     thread = std::thread([this] { http.run(); });
@@ -60,7 +60,8 @@ std::string open_session(httplib::Client& c) {
   REQUIRE(!id.empty());
   for (char ch : id) CHECK((ch >= 0x21 && ch <= 0x7e));
   auto note = c.Post("/mcp", base_headers(id),
-                     json{{"jsonrpc", "2.0"}, {"method", "notifications/initialized"}}.dump(), "application/json");
+                     json{{"jsonrpc", "2.0"}, {"method", "notifications/initialized"}}.dump(),
+                     "application/json");
   REQUIRE(note);
   CHECK(note->status == 202);
   CHECK(note->body.empty());
@@ -87,7 +88,8 @@ TEST_SUITE("mcp_http") {
     LiveServer live;
     auto c = live.client();
     std::string id = open_session(c);
-    auto list = c.Post("/mcp", base_headers(id), R"({"jsonrpc":"2.0","id":2,"method":"tools/list"})", "application/json");
+    auto list = c.Post("/mcp", base_headers(id),
+                       R"({"jsonrpc":"2.0","id":2,"method":"tools/list"})", "application/json");
     REQUIRE(list);
     CHECK(list->status == 200);
     CHECK(list->get_header_value("Content-Type").find("application/json") != std::string::npos);
@@ -96,7 +98,8 @@ TEST_SUITE("mcp_http") {
     auto del = c.Delete("/mcp", base_headers(id));
     REQUIRE(del);
     CHECK(del->status == 200);
-    auto after = c.Post("/mcp", base_headers(id), R"({"jsonrpc":"2.0","id":3,"method":"ping"})", "application/json");
+    auto after = c.Post("/mcp", base_headers(id), R"({"jsonrpc":"2.0","id":3,"method":"ping"})",
+                        "application/json");
     REQUIRE(after);
     CHECK(after->status == 404);
     CHECK(live.http.session_count() == 0);
@@ -105,10 +108,12 @@ TEST_SUITE("mcp_http") {
   TEST_CASE("missing and unknown session ids") {
     LiveServer live;
     auto c = live.client();
-    auto none = c.Post("/mcp", base_headers(), R"({"jsonrpc":"2.0","id":1,"method":"ping"})", "application/json");
+    auto none = c.Post("/mcp", base_headers(), R"({"jsonrpc":"2.0","id":1,"method":"ping"})",
+                       "application/json");
     REQUIRE(none);
     CHECK(none->status == 400);
-    auto unknown = c.Post("/mcp", base_headers("nope"), R"({"jsonrpc":"2.0","id":1,"method":"ping"})", "application/json");
+    auto unknown = c.Post("/mcp", base_headers("nope"),
+                          R"({"jsonrpc":"2.0","id":1,"method":"ping"})", "application/json");
     REQUIRE(unknown);
     CHECK(unknown->status == 404);
     auto del = c.Delete("/mcp", base_headers("nope"));
@@ -150,17 +155,20 @@ TEST_SUITE("mcp_http") {
     CHECK(garbage->status == 400);
     CHECK(json::parse(garbage->body)["error"]["code"] == mcp::rpc::kParseError);
 
-    auto batch = c.Post("/mcp", base_headers(id), R"([{"jsonrpc":"2.0","id":1,"method":"ping"}])", "application/json");
+    auto batch = c.Post("/mcp", base_headers(id), R"([{"jsonrpc":"2.0","id":1,"method":"ping"}])",
+                        "application/json");
     REQUIRE(batch);
     CHECK(batch->status == 400);
     CHECK(json::parse(batch->body)["error"]["code"] == mcp::rpc::kInvalidRequest);
 
-    auto text = c.Post("/mcp", base_headers(id), R"({"jsonrpc":"2.0","id":1,"method":"ping"})", "text/plain");
+    auto text = c.Post("/mcp", base_headers(id), R"({"jsonrpc":"2.0","id":1,"method":"ping"})",
+                       "text/plain");
     REQUIRE(text);
     CHECK(text->status == 415);
 
     httplib::Headers html = {{"Accept", "text/html"}, {"Mcp-Session-Id", id}};
-    auto not_acceptable = c.Post("/mcp", html, R"({"jsonrpc":"2.0","id":1,"method":"ping"})", "application/json");
+    auto not_acceptable =
+        c.Post("/mcp", html, R"({"jsonrpc":"2.0","id":1,"method":"ping"})", "application/json");
     REQUIRE(not_acceptable);
     CHECK(not_acceptable->status == 406);
 
@@ -170,7 +178,8 @@ TEST_SUITE("mcp_http") {
 
     auto version = base_headers(id);
     version.emplace("MCP-Protocol-Version", "1999-01-01");
-    auto bad_version = c.Post("/mcp", version, R"({"jsonrpc":"2.0","id":1,"method":"ping"})", "application/json");
+    auto bad_version =
+        c.Post("/mcp", version, R"({"jsonrpc":"2.0","id":1,"method":"ping"})", "application/json");
     REQUIRE(bad_version);
     CHECK(bad_version->status == 400);
   }
@@ -205,25 +214,31 @@ TEST_SUITE("mcp_http") {
     std::string a = open_session(c1);
     std::string b = open_session(c2);
     CHECK(a != b);
-    json load = {{"jsonrpc", "2.0"},
-                 {"id", 2},
-                 {"method", "tools/call"},
-                 {"params", {{"name", "load_trace"}, {"arguments", {{"path", mcp::testing::conformance_trace("h100_qwen1.5-0.5b")}}}}}};
+    json load = {
+        {"jsonrpc", "2.0"},
+        {"id", 2},
+        {"method", "tools/call"},
+        {"params",
+         {{"name", "load_trace"},
+          {"arguments", {{"path", mcp::testing::conformance_trace("h100_qwen1.5-0.5b")}}}}}};
     std::thread slow([&] {
       auto c = live.client();
-      auto res = c.Post("/mcp", httplib::Headers{{"Accept", "application/json"}, {"Mcp-Session-Id", a}}, load.dump(),
-                        "application/json");
+      auto res =
+          c.Post("/mcp", httplib::Headers{{"Accept", "application/json"}, {"Mcp-Session-Id", a}},
+                 load.dump(), "application/json");
       REQUIRE(res);
       CHECK(json::parse(res->body)["result"]["structuredContent"]["trace"] == "t1");
     });
-    auto ping = c2.Post("/mcp", base_headers(b), R"({"jsonrpc":"2.0","id":5,"method":"ping"})", "application/json");
+    auto ping = c2.Post("/mcp", base_headers(b), R"({"jsonrpc":"2.0","id":5,"method":"ping"})",
+                        "application/json");
     REQUIRE(ping);
     CHECK(json::parse(ping->body)["result"] == json::object());
     slow.join();
     // Session b has its own, empty, trace store.
-    auto list = c2.Post("/mcp", httplib::Headers{{"Accept", "application/json"}, {"Mcp-Session-Id", b}},
-                        R"({"jsonrpc":"2.0","id":6,"method":"tools/call","params":{"name":"list_traces"}})",
-                        "application/json");
+    auto list =
+        c2.Post("/mcp", httplib::Headers{{"Accept", "application/json"}, {"Mcp-Session-Id", b}},
+                R"({"jsonrpc":"2.0","id":6,"method":"tools/call","params":{"name":"list_traces"}})",
+                "application/json");
     REQUIRE(list);
     CHECK(json::parse(list->body)["result"]["structuredContent"]["traces"].empty());
   }
@@ -252,11 +267,17 @@ TEST_SUITE("mcp_http") {
   TEST_CASE("stateless 2026-07-28 requests over HTTP") {
     LiveServer live;
     auto c = live.client();
-    json meta = {{mcp::kMetaProtocolVersion, "2026-07-28"}, {mcp::kMetaClientCapabilities, json::object()}};
+    json meta = {{mcp::kMetaProtocolVersion, "2026-07-28"},
+                 {mcp::kMetaClientCapabilities, json::object()}};
     auto headers = base_headers();
     headers.emplace("MCP-Protocol-Version", "2026-07-28");
     headers.emplace("Mcp-Method", "server/discover");
-    auto discover = c.Post("/mcp", headers, json{{"jsonrpc", "2.0"}, {"id", 1}, {"method", "server/discover"}, {"params", {{"_meta", meta}}}}.dump(),
+    auto discover = c.Post("/mcp", headers,
+                           json{{"jsonrpc", "2.0"},
+                                {"id", 1},
+                                {"method", "server/discover"},
+                                {"params", {{"_meta", meta}}}}
+                               .dump(),
                            "application/json");
     REQUIRE(discover);
     CHECK(discover->status == 200);
@@ -265,22 +286,33 @@ TEST_SUITE("mcp_http") {
 
     auto mismatch = base_headers();
     mismatch.emplace("Mcp-Method", "tools/list");
-    auto bad = c.Post("/mcp", mismatch, json{{"jsonrpc", "2.0"}, {"id", 2}, {"method", "server/discover"}, {"params", {{"_meta", meta}}}}.dump(),
+    auto bad = c.Post("/mcp", mismatch,
+                      json{{"jsonrpc", "2.0"},
+                           {"id", 2},
+                           {"method", "server/discover"},
+                           {"params", {{"_meta", meta}}}}
+                          .dump(),
                       "application/json");
     REQUIRE(bad);
     CHECK(bad->status == 400);
     CHECK(json::parse(bad->body)["error"]["code"] == mcp::rpc::kHeaderMismatch);
 
-    auto missing = c.Post("/mcp", base_headers(), R"({"jsonrpc":"2.0","id":3,"method":"server/discover"})", "application/json");
+    auto missing =
+        c.Post("/mcp", base_headers(), R"({"jsonrpc":"2.0","id":3,"method":"server/discover"})",
+               "application/json");
     REQUIRE(missing);
     CHECK(missing->status == 400);
 
-    auto unknown = c.Post("/mcp", base_headers(), json{{"jsonrpc", "2.0"}, {"id", 4}, {"method", "nope"}, {"params", {{"_meta", meta}}}}.dump(),
-                          "application/json");
+    auto unknown = c.Post(
+        "/mcp", base_headers(),
+        json{{"jsonrpc", "2.0"}, {"id", 4}, {"method", "nope"}, {"params", {{"_meta", meta}}}}
+            .dump(),
+        "application/json");
     REQUIRE(unknown);
     CHECK(unknown->status == 404);
 
-    auto get = c.Get("/mcp", httplib::Headers{{"Accept", "text/event-stream"}, {"MCP-Protocol-Version", "2026-07-28"}});
+    auto get = c.Get("/mcp", httplib::Headers{{"Accept", "text/event-stream"},
+                                              {"MCP-Protocol-Version", "2026-07-28"}});
     REQUIRE(get);
     CHECK(get->status == 405);
   }

@@ -78,9 +78,10 @@ TEST_SUITE("mcp_protocol") {
   TEST_CASE("invalid requests never carry id:null") {
     Harness h;
     h.initialize();
-    for (const json& bad : {json(42), json("text"), json{{"jsonrpc", "2.0"}, {"id", nullptr}, {"method", "ping"}},
-                            json{{"jsonrpc", "2.0"}, {"id", 1.5}, {"method", "ping"}},
-                            json{{"jsonrpc", "2.0"}, {"id", true}, {"method", "ping"}}}) {
+    for (const json& bad :
+         {json(42), json("text"), json{{"jsonrpc", "2.0"}, {"id", nullptr}, {"method", "ping"}},
+          json{{"jsonrpc", "2.0"}, {"id", 1.5}, {"method", "ping"}},
+          json{{"jsonrpc", "2.0"}, {"id", true}, {"method", "ping"}}}) {
       json reply = h.send(bad);
       CHECK(error_code(reply) == rpc::kInvalidRequest);
       CHECK_FALSE(reply.contains("id"));
@@ -111,15 +112,18 @@ TEST_SUITE("mcp_protocol") {
   TEST_CASE("bad params") {
     Harness h;
     h.initialize();
-    CHECK(error_code(h.send({{"jsonrpc", "2.0"}, {"id", 1}, {"method", "tools/call"}, {"params", {1, 2}}})) ==
+    CHECK(error_code(h.send(
+              {{"jsonrpc", "2.0"}, {"id", 1}, {"method", "tools/call"}, {"params", {1, 2}}})) ==
           rpc::kInvalidParams);
-    CHECK(error_code(h.request(2, "tools/call", {{"arguments", json::object()}})) == rpc::kInvalidParams);
+    CHECK(error_code(h.request(2, "tools/call", {{"arguments", json::object()}})) ==
+          rpc::kInvalidParams);
     CHECK(error_code(h.request(3, "tools/call", {{"name", "list_traces"}, {"arguments", {1}}})) ==
           rpc::kInvalidParams);
     CHECK(error_code(h.request(4, "logging/setLevel", {{"level", "loud"}})) == rpc::kInvalidParams);
     CHECK(h.request(5, "logging/setLevel", {{"level", "debug"}})["result"] == json::object());
     CHECK(error_code(h.request(6, "tools/list", {{"cursor", "bogus"}})) == rpc::kInvalidParams);
-    CHECK(error_code(h.request(7, "prompts/get", {{"name", "no_such_prompt"}})) == rpc::kInvalidParams);
+    CHECK(error_code(h.request(7, "prompts/get", {{"name", "no_such_prompt"}})) ==
+          rpc::kInvalidParams);
   }
 
   TEST_CASE("unknown tool is a JSON-RPC error") {
@@ -135,22 +139,29 @@ TEST_SUITE("mcp_protocol") {
     h.initialize();
     json missing = h.call_tool(1, "load_trace", json::object());
     CHECK(missing["result"]["isError"] == true);
-    CHECK(missing["result"]["content"][0]["text"].get<std::string>().find("\"path\"") != std::string::npos);
+    CHECK(missing["result"]["content"][0]["text"].get<std::string>().find("\"path\"") !=
+          std::string::npos);
     json wrong_type = h.call_tool(2, "load_trace", {{"path", 5}});
     CHECK(wrong_type["result"]["isError"] == true);
     json extra = h.call_tool(3, "list_traces", {{"bogus", 1}});
     CHECK(extra["result"]["isError"] == true);
-    CHECK(extra["result"]["content"][0]["text"].get<std::string>().find("bogus") != std::string::npos);
+    CHECK(extra["result"]["content"][0]["text"].get<std::string>().find("bogus") !=
+          std::string::npos);
     json range = h.call_tool(4, "ops_summary", {{"trace", "t1"}, {"top_n", 0}});
     CHECK(range["result"]["isError"] == true);
-    CHECK(range["result"]["content"][0]["text"].get<std::string>().find(">= 1") != std::string::npos);
+    CHECK(range["result"]["content"][0]["text"].get<std::string>().find(">= 1") !=
+          std::string::npos);
   }
 
   TEST_CASE("oversize message is rejected") {
     jarvis::mcp::ServerOptions options = jarvis::mcp::testing::shared_root_options();
     options.max_message_bytes = 100;
     Harness h(options);
-    std::string big = json{{"jsonrpc", "2.0"}, {"id", 1}, {"method", "ping"}, {"params", {{"pad", std::string(200, 'x')}}}}.dump();
+    std::string big = json{{"jsonrpc", "2.0"},
+                           {"id", 1},
+                           {"method", "ping"},
+                           {"params", {{"pad", std::string(200, 'x')}}}}
+                          .dump();
     json reply = h.send_text(big);
     CHECK(error_code(reply) == rpc::kInvalidRequest);
     CHECK_FALSE(reply.contains("id"));
@@ -159,7 +170,8 @@ TEST_SUITE("mcp_protocol") {
   TEST_CASE("path outside the roots is refused") {
     Harness h;
     h.initialize();
-    for (std::string path : {"/etc/passwd", "../../etc/passwd", "conformance/../../../etc/hostname"}) {
+    for (std::string path :
+         {"/etc/passwd", "../../etc/passwd", "conformance/../../../etc/hostname"}) {
       json reply = h.call_tool(1, "load_trace", {{"path", path}});
       REQUIRE(reply.contains("result"));
       CHECK(reply["result"]["isError"] == true);
@@ -168,7 +180,8 @@ TEST_SUITE("mcp_protocol") {
     }
     json missing = h.call_tool(2, "load_trace", {{"path", "conformance/nope.json"}});
     CHECK(missing["result"]["isError"] == true);
-    CHECK(missing["result"]["content"][0]["text"].get<std::string>().find("does not exist") != std::string::npos);
+    CHECK(missing["result"]["content"][0]["text"].get<std::string>().find("does not exist") !=
+          std::string::npos);
   }
 
   TEST_CASE("cancelled load sends no reply and keeps no handle") {
@@ -264,7 +277,8 @@ TEST_SUITE("mcp_protocol") {
     CHECK(list["result"]["resultType"] == "complete");
     CHECK(list["result"]["cacheScope"] == "public");
 
-    json call = h.request(3, "tools/call", {{"name", "list_traces"}, {"arguments", json::object()}, {"_meta", meta}});
+    json call = h.request(
+        3, "tools/call", {{"name", "list_traces"}, {"arguments", json::object()}, {"_meta", meta}});
     CHECK(call["result"]["resultType"] == "complete");
     CHECK(call["result"]["structuredContent"]["traces"].is_array());
 

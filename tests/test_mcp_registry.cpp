@@ -24,7 +24,8 @@ TEST_SUITE("mcp_registry") {
     for (const auto& entry : fs::directory_iterator(fs::path(JARVIS_SOURCE_DIR) / "tools_schema"))
       if (entry.path().extension() == ".json") on_disk.insert(entry.path().filename().string());
     std::set<std::string> embedded;
-    for (const auto& file : jarvis::mcp::embedded_tool_schemas()) embedded.insert(std::string(file.path));
+    for (const auto& file : jarvis::mcp::embedded_tool_schemas())
+      embedded.insert(std::string(file.path));
     CHECK(on_disk == embedded);
   }
 
@@ -46,13 +47,16 @@ TEST_SUITE("mcp_registry") {
       json args = json::object();
       jarvis::mcp::apply_defaults(definition["inputSchema"], args);
       for (const auto& [key, value] : args.items())
-        CHECK(jarvis::mcp::validate_json(definition["inputSchema"]["properties"][key], value) == "");
+        CHECK(jarvis::mcp::validate_json(definition["inputSchema"]["properties"][key], value) ==
+              "");
     }
-    CHECK(jarvis::mcp::check_tool_definition({{"name", "bad name"}, {"description", "x"},
+    CHECK(jarvis::mcp::check_tool_definition({{"name", "bad name"},
+                                              {"description", "x"},
                                               {"inputSchema", {{"type", "object"}}}}) != "");
-    CHECK(jarvis::mcp::check_tool_definition({{"name", "ok"}, {"inputSchema", {{"type", "object"}}}}) != "");
-    CHECK(jarvis::mcp::check_tool_definition({{"name", "ok"}, {"description", "x"},
-                                              {"inputSchema", {{"type", "array"}}}}) != "");
+    CHECK(jarvis::mcp::check_tool_definition(
+              {{"name", "ok"}, {"inputSchema", {{"type", "object"}}}}) != "");
+    CHECK(jarvis::mcp::check_tool_definition(
+              {{"name", "ok"}, {"description", "x"}, {"inputSchema", {{"type", "array"}}}}) != "");
   }
 
   TEST_CASE("validator: types, ranges, enums, objects") {
@@ -73,20 +77,31 @@ TEST_SUITE("mcp_registry") {
     })");
     using jarvis::mcp::validate_json;
     CHECK(validate_json(schema, {{"mode", "a"}}) == "");
-    CHECK(validate_json(schema, json::object()).find("missing required property \"mode\"") != std::string::npos);
+    CHECK(validate_json(schema, json::object()).find("missing required property \"mode\"") !=
+          std::string::npos);
     CHECK(validate_json(schema, {{"mode", "c"}}).find("must be one of") != std::string::npos);
-    CHECK(validate_json(schema, {{"mode", "a"}, {"n", 0}}).find("at /n: must be >= 1") != std::string::npos);
-    CHECK(validate_json(schema, {{"mode", "a"}, {"n", 2.5}}).find("must be integer") != std::string::npos);
+    CHECK(validate_json(schema, {{"mode", "a"}, {"n", 0}}).find("at /n: must be >= 1") !=
+          std::string::npos);
+    CHECK(validate_json(schema, {{"mode", "a"}, {"n", 2.5}}).find("must be integer") !=
+          std::string::npos);
     CHECK(validate_json(schema, {{"mode", "a"}, {"n", 4.0}}) == "");  // 4.0 is an integer
-    CHECK(validate_json(schema, {{"mode", "a"}, {"x", 0}}).find("must be > 0") != std::string::npos);
-    CHECK(validate_json(schema, {{"mode", "a"}, {"tags", json::array()}}).find("at least 1") != std::string::npos);
-    CHECK(validate_json(schema, {{"mode", "a"}, {"tags", {"a", "a"}}}).find("unique") != std::string::npos);
-    CHECK(validate_json(schema, {{"mode", "a"}, {"tags", {"a", 1}}}).find("at /tags/1") != std::string::npos);
-    CHECK(validate_json(schema, {{"mode", "a"}, {"name", "A1"}}).find("pattern") != std::string::npos);
-    CHECK(validate_json(schema, {{"mode", "a"}, {"either", 1.5}}).find("none of the allowed") != std::string::npos);
-    CHECK(validate_json(schema, {{"mode", "a"}, {"any", -1}}).find("none of the allowed") != std::string::npos);
+    CHECK(validate_json(schema, {{"mode", "a"}, {"x", 0}}).find("must be > 0") !=
+          std::string::npos);
+    CHECK(validate_json(schema, {{"mode", "a"}, {"tags", json::array()}}).find("at least 1") !=
+          std::string::npos);
+    CHECK(validate_json(schema, {{"mode", "a"}, {"tags", {"a", "a"}}}).find("unique") !=
+          std::string::npos);
+    CHECK(validate_json(schema, {{"mode", "a"}, {"tags", {"a", 1}}}).find("at /tags/1") !=
+          std::string::npos);
+    CHECK(validate_json(schema, {{"mode", "a"}, {"name", "A1"}}).find("pattern") !=
+          std::string::npos);
+    CHECK(validate_json(schema, {{"mode", "a"}, {"either", 1.5}}).find("none of the allowed") !=
+          std::string::npos);
+    CHECK(validate_json(schema, {{"mode", "a"}, {"any", -1}}).find("none of the allowed") !=
+          std::string::npos);
     CHECK(validate_json(schema, {{"mode", "a"}, {"any", nullptr}}) == "");
-    CHECK(validate_json(schema, {{"mode", "a"}, {"zzz", 1}}).find("unknown property \"zzz\"") != std::string::npos);
+    CHECK(validate_json(schema, {{"mode", "a"}, {"zzz", 1}}).find("unknown property \"zzz\"") !=
+          std::string::npos);
     CHECK(validate_json(schema, 5).find("must be object") != std::string::npos);
 
     json args = {{"mode", "a"}};

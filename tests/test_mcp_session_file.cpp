@@ -94,8 +94,9 @@ TEST_SUITE("mcp_stdio") {
     std::ifstream file(std::string(JARVIS_SOURCE_DIR) + "/examples/session.jsonl");
     REQUIRE(file);
     Child child({JARVIS_BINARY, "serve", "--stdio", "--root", JARVIS_SHARED_DIR});
-    auto reference = jarvis::read_csv_file(std::string(JARVIS_SHARED_DIR) +
-                                           "/conformance/h100_bert-small/perf_report_csvs/ops_summary.csv");
+    auto reference =
+        jarvis::read_csv_file(std::string(JARVIS_SHARED_DIR) +
+                              "/conformance/h100_bert-small/perf_report_csvs/ops_summary.csv");
     std::string line;
     int requests = 0, progress = 0;
     while (std::getline(file, line)) {
@@ -129,7 +130,8 @@ TEST_SUITE("mcp_stdio") {
           CHECK(out["rows"][r]["name"].get<std::string>() == reference.at(r, "name").text());
       }
       if (tool == "ops_summary" && message["params"]["arguments"].contains("category"))
-        for (const auto& row : out["rows"]) CHECK(row["categories"].dump().find("GEMM") != std::string::npos);
+        for (const auto& row : out["rows"])
+          CHECK(row["categories"].dump().find("GEMM") != std::string::npos);
     }
     CHECK(requests == 8);
     CHECK(progress >= 1);
@@ -139,7 +141,8 @@ TEST_SUITE("mcp_stdio") {
   }
 
   TEST_CASE("stdio answers garbage, batches and oversize lines without dying") {
-    Child child({JARVIS_BINARY, "serve", "--stdio", "--root", JARVIS_SHARED_DIR, "--max-message-mb", "1"});
+    Child child(
+        {JARVIS_BINARY, "serve", "--stdio", "--root", JARVIS_SHARED_DIR, "--max-message-mb", "1"});
     child.send("this is not json");
     json parse = json::parse(child.read_line());
     CHECK(parse["error"]["code"] == jarvis::mcp::rpc::kParseError);

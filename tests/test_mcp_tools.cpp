@@ -33,17 +33,21 @@ TEST_SUITE("mcp_tools") {
     CHECK(first["gpu_name"].get<std::string>().find("H100") != std::string::npos);
     CHECK(first["events"]["kernel"].get<int>() > 0);
     // GPU timeline equals TraceLens's gpu_timeline.csv.
-    auto reference = jarvis::read_csv_file(std::string(JARVIS_SHARED_DIR) +
-                                           "/conformance/h100_bert-small/perf_report_csvs/gpu_timeline.csv");
+    auto reference =
+        jarvis::read_csv_file(std::string(JARVIS_SHARED_DIR) +
+                              "/conformance/h100_bert-small/perf_report_csvs/gpu_timeline.csv");
     REQUIRE(first.contains("gpu_timeline"));
     for (size_t r = 0; r < reference.rows.size(); ++r) {
       std::string type = reference.at(r, "type").text();
       INFO(type);
-      CHECK(close_to(std::stod(reference.at(r, "time ms").text()), first["gpu_timeline"][type]["time_ms"].get<double>()));
-      CHECK(close_to(std::stod(reference.at(r, "percent").text()), first["gpu_timeline"][type]["percent"].get<double>()));
+      CHECK(close_to(std::stod(reference.at(r, "time ms").text()),
+                     first["gpu_timeline"][type]["time_ms"].get<double>()));
+      CHECK(close_to(std::stod(reference.at(r, "percent").text()),
+                     first["gpu_timeline"][type]["percent"].get<double>()));
     }
 
-    json again = h.tool_result(2, "load_trace", {{"path", "conformance/h100_bert-small/trace.json.gz"}});
+    json again =
+        h.tool_result(2, "load_trace", {{"path", "conformance/h100_bert-small/trace.json.gz"}});
     CHECK(again["trace"] == "t1");
     CHECK(again["reused"] == true);
 
@@ -62,13 +66,15 @@ TEST_SUITE("mcp_tools") {
     CHECK(unknown["result"]["isError"] == true);
     json ops_unknown = h.call_tool(7, "ops_summary", {{"trace", "t1"}});
     CHECK(ops_unknown["result"]["isError"] == true);
-    CHECK(ops_unknown["result"]["content"][0]["text"].get<std::string>().find("load_trace") != std::string::npos);
+    CHECK(ops_unknown["result"]["content"][0]["text"].get<std::string>().find("load_trace") !=
+          std::string::npos);
   }
 
   TEST_CASE("load_trace of a file that is not a trace is a tool error") {
     Harness h;
     h.initialize();
-    json reply = h.call_tool(1, "load_trace", {{"path", "conformance/h100_bert-small/COMMANDS.txt"}});
+    json reply =
+        h.call_tool(1, "load_trace", {{"path", "conformance/h100_bert-small/COMMANDS.txt"}});
     REQUIRE(reply.contains("result"));
     CHECK(reply["result"]["isError"] == true);
     CHECK(h.session->traces().size() == 0);
@@ -98,7 +104,8 @@ TEST_SUITE("mcp_tools") {
         CHECK(close_to(std::stod(reference.at(r, "total_subtree_kernel_time_sum").text()),
                        row["total_subtree_kernel_time_us"].get<double>()));
         CHECK(std::stoll(reference.at(r, "Count").text()) == row["count"].get<int64_t>());
-        CHECK(close_to(std::stod(reference.at(r, "Percentage (%)").text()), row["percent"].get<double>()));
+        CHECK(close_to(std::stod(reference.at(r, "Percentage (%)").text()),
+                       row["percent"].get<double>()));
         std::string categories = "[";
         for (size_t k = 0; k < row["categories"].size(); ++k)
           categories += (k ? ", '" : "'") + row["categories"][k].get<std::string>() + "'";
@@ -111,21 +118,26 @@ TEST_SUITE("mcp_tools") {
   TEST_CASE("ops_summary filters, sorts and cuts") {
     Harness h;
     h.initialize();
-    json loaded = h.tool_result(1, "load_trace", {{"path", conformance_trace("h100_qwen1.5-0.5b")}});
+    json loaded =
+        h.tool_result(1, "load_trace", {{"path", conformance_trace("h100_qwen1.5-0.5b")}});
     json top3 = h.tool_result(2, "ops_summary", {{"trace", "t1"}, {"top_n", 3}});
     REQUIRE(top3["rows"].size() == 3);
     CHECK(top3["rows"][0]["percent"].get<double>() >= top3["rows"][1]["percent"].get<double>());
-    json gemm = h.tool_result(3, "ops_summary", {{"trace", "t1"}, {"category", "GEMM"}, {"top_n", 1000}});
+    json gemm =
+        h.tool_result(3, "ops_summary", {{"trace", "t1"}, {"category", "GEMM"}, {"top_n", 1000}});
     CHECK(gemm["matched_rows"].get<int>() > 0);
     for (const auto& row : gemm["rows"]) {
       auto cats = row["categories"].get<std::vector<std::string>>();
       CHECK(std::find(cats.begin(), cats.end(), "GEMM") != cats.end());
     }
-    json big = h.tool_result(4, "ops_summary", {{"trace", "t1"}, {"min_percent", 5.0}, {"top_n", 1000}});
+    json big =
+        h.tool_result(4, "ops_summary", {{"trace", "t1"}, {"min_percent", 5.0}, {"top_n", 1000}});
     for (const auto& row : big["rows"]) CHECK(row["percent"].get<double>() >= 5.0);
-    json by_count = h.tool_result(5, "ops_summary", {{"trace", "t1"}, {"sort_by", "count"}, {"top_n", 1000}});
+    json by_count =
+        h.tool_result(5, "ops_summary", {{"trace", "t1"}, {"sort_by", "count"}, {"top_n", 1000}});
     for (size_t k = 1; k < by_count["rows"].size(); ++k)
-      CHECK(by_count["rows"][k - 1]["count"].get<int64_t>() >= by_count["rows"][k]["count"].get<int64_t>());
+      CHECK(by_count["rows"][k - 1]["count"].get<int64_t>() >=
+            by_count["rows"][k]["count"].get<int64_t>());
     json bad_arch = h.call_tool(6, "ops_summary", {{"trace", "t1"}, {"arch", "NoSuchGPU"}});
     CHECK(bad_arch["result"]["isError"] == true);
   }

@@ -109,7 +109,8 @@ TEST_CASE("xlsx: workbook is a valid zip with one formatted sheet per table") {
   std::string sheet1 = x["parts"]["xl/worksheets/sheet1.xml"].get<std::string>();
   CAPTURE(sheet1);
   // Frozen header row.
-  CHECK(std::regex_search(sheet1, std::regex("<pane ySplit=\"1\" topLeftCell=\"A2\"[^>]*state=\"frozen\"")));
+  CHECK(std::regex_search(
+      sheet1, std::regex("<pane ySplit=\"1\" topLeftCell=\"A2\"[^>]*state=\"frozen\"")));
   // Numbers as numbers (no string type), NaN and missing cells left empty.
   CHECK(std::regex_search(sheet1, std::regex("<c r=\"B2\"><v>42</v></c>")));
   CHECK(std::regex_search(sheet1, std::regex("<c r=\"C2\"><v>1.5</v></c>")));
@@ -141,7 +142,8 @@ TEST_CASE("xlsx: a failed write leaves nothing behind and names the file") {
 
 TEST_CASE("cli: report --xlsx writes one sheet per CSV sheet") {
   TempDir tmp;
-  std::string trace = std::string(JARVIS_SHARED_DIR) + "/conformance/mi300_compile_triton/trace.json.gz";
+  std::string trace =
+      std::string(JARVIS_SHARED_DIR) + "/conformance/mi300_compile_triton/trace.json.gz";
   fs::path out = tmp.path / "out";
   fs::path book = tmp.path / "book.xlsx";
   std::string cmd = std::string(JARVIS_BINARY) + " report '" + trace + "' --out '" + out.string() +
@@ -149,7 +151,8 @@ TEST_CASE("cli: report --xlsx writes one sheet per CSV sheet") {
   REQUIRE(std::system(cmd.c_str()) == 0);
   std::set<std::string> csv_sheets;
   for (const auto& entry : fs::directory_iterator(out / "perf_report_csvs"))
-    if (entry.path().extension() == ".csv") csv_sheets.insert(entry.path().stem().string().substr(0, 31));
+    if (entry.path().extension() == ".csv")
+      csv_sheets.insert(entry.path().stem().string().substr(0, 31));
   REQUIRE_FALSE(csv_sheets.empty());
   nlohmann::json x = read_xlsx(book);
   CHECK(x["bad"].is_null());

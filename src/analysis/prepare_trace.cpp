@@ -226,8 +226,11 @@ std::map<std::string, ojson> category_tree_data(const Trace& trace, const CallTr
   return out;
 }
 
-PrepareResult prepare_from_trace(const Trace& trace, const TracePrepareOptions& o) {
-  if (o.platform.empty()) throw std::invalid_argument("--platform is required (e.g. MI300X, H100)");
+namespace {
+
+PrepareResult prepare_with_tables(const Trace& trace, const CallTree& tree,
+                                  const std::map<std::string, Table>& tables,
+                                  const TracePrepareOptions& o) {
   PrepareOptions p;
   p.arch = load_arch_json(o.platform);
   p.platform = o.platform.find('/') != std::string::npos || o.platform.ends_with(".json")
@@ -236,14 +239,34 @@ PrepareResult prepare_from_trace(const Trace& trace, const TracePrepareOptions& 
   p.trace_path = o.trace_path.empty() ? trace.path : o.trace_path;
   p.output_dir = o.output_dir;
   p.category = o.category;
-  CallTree tree(trace);
-  std::map<std::string, Table> tables = perf_report_tables(trace, tree, o.platform);
   PrepareInputs inputs;
   inputs.multi_kernel_data = multi_kernel_data(trace, tree);
   auto unified = tables.find("unified_perf_summary");
   if (o.tree_data && unified != tables.end())
     inputs.tree_data = category_tree_data(trace, tree, unified->second, o.tree_subtree_depth);
   return prepare_category_data(tables, p, inputs);
+}
+
+void require_platform(const TracePrepareOptions& o) {
+  if (o.platform.empty()) throw std::invalid_argument("--platform is required (e.g. MI300X, H100)");
+  load_arch_json(o.platform);  // fails early with a specific message
+}
+
+}  // namespace
+
+PrepareResult prepare_from_report(const Trace& trace, const CallTree& tree,
+                                  const std::vector<Table>& report_tables,
+                                  const TracePrepareOptions& o) {
+  require_platform(o);
+  std::map<std::string, Table> tables;
+  for (const auto& t : report_tables) tables[t.name] = t;
+  return prepare_with_tables(trace, tree, tables, o);
+}
+
+PrepareResult prepare_from_trace(const Trace& trace, const TracePrepareOptions& o) {
+  require_platform(o);
+  CallTree tree(trace);
+  return prepare_with_tables(trace, tree, perf_report_tables(trace, tree, o.platform), o);
 }
 
 }  // namespace jarvis::analysis

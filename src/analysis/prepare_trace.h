@@ -39,6 +39,12 @@ std::map<std::string, ojson> category_tree_data(const Trace& trace, const CallTr
                                                 const Table& unified_perf_summary,
                                                 int subtree_depth = 3);
 
+// prepare_from_trace with report tables already built (e.g. a cached report
+// built for the same arch).
+PrepareResult prepare_from_report(const Trace& trace, const CallTree& tree,
+                                  const std::vector<Table>& report_tables,
+                                  const TracePrepareOptions& options);
+
 // Everything `jarvis prepare TRACE` does. Throws std::invalid_argument /
 // std::runtime_error with a specific message on bad input.
 PrepareResult prepare_from_trace(const Trace& trace, const TracePrepareOptions& options);

@@ -12,22 +12,43 @@ namespace jarvis::analysis {
 
 nlohmann::json trace_overview(const LoadedTrace& entry) {
   const Trace& trace = entry.trace();
-  std::map<std::string, int64_t> counts = {
-      {"cpu_op", 0},       {"python_function", 0}, {"user_annotation", 0}, {"gpu_user_annotation", 0},
-      {"cuda_runtime", 0}, {"cuda_driver", 0},     {"kernel", 0},          {"gpu_memcpy", 0},
-      {"gpu_memset", 0},   {"other", 0}};
+  std::map<std::string, int64_t> counts = {{"cpu_op", 0},          {"python_function", 0},
+                                           {"user_annotation", 0}, {"gpu_user_annotation", 0},
+                                           {"cuda_runtime", 0},    {"cuda_driver", 0},
+                                           {"kernel", 0},          {"gpu_memcpy", 0},
+                                           {"gpu_memset", 0},      {"other", 0}};
   for (const Event& e : trace.events) {
     switch (e.cat) {
-      case Cat::CpuOp: counts["cpu_op"]++; break;
-      case Cat::PythonFunction: counts["python_function"]++; break;
-      case Cat::UserAnnotation: counts["user_annotation"]++; break;
-      case Cat::GpuUserAnnotation: counts["gpu_user_annotation"]++; break;
-      case Cat::CudaRuntime: counts["cuda_runtime"]++; break;
-      case Cat::CudaDriver: counts["cuda_driver"]++; break;
-      case Cat::Kernel: counts["kernel"]++; break;
-      case Cat::GpuMemcpy: counts["gpu_memcpy"]++; break;
-      case Cat::GpuMemset: counts["gpu_memset"]++; break;
-      default: counts["other"]++; break;
+      case Cat::CpuOp:
+        counts["cpu_op"]++;
+        break;
+      case Cat::PythonFunction:
+        counts["python_function"]++;
+        break;
+      case Cat::UserAnnotation:
+        counts["user_annotation"]++;
+        break;
+      case Cat::GpuUserAnnotation:
+        counts["gpu_user_annotation"]++;
+        break;
+      case Cat::CudaRuntime:
+        counts["cuda_runtime"]++;
+        break;
+      case Cat::CudaDriver:
+        counts["cuda_driver"]++;
+        break;
+      case Cat::Kernel:
+        counts["kernel"]++;
+        break;
+      case Cat::GpuMemcpy:
+        counts["gpu_memcpy"]++;
+        break;
+      case Cat::GpuMemset:
+        counts["gpu_memset"]++;
+        break;
+      default:
+        counts["other"]++;
+        break;
     }
   }
   nlohmann::json events(counts);
@@ -60,7 +81,9 @@ std::string text_or_empty(const Table& t, size_t row, std::string_view column) {
   return cell.is_text() ? cell.text() : "";
 }
 
-nlohmann::json finite_or_null(double x) { return std::isfinite(x) ? nlohmann::json(x) : nlohmann::json(); }
+nlohmann::json finite_or_null(double x) {
+  return std::isfinite(x) ? nlohmann::json(x) : nlohmann::json();
+}
 
 // The Python list literal of the Categories cell ("['GEMM', 'other']").
 std::vector<std::string> parse_categories(const std::string& cell) {
@@ -119,17 +142,19 @@ std::map<std::string, PerfAggregate> aggregate_perf(const Report& report) {
 
 nlohmann::json perf_json(const PerfAggregate& a) {
   double time = a.kernel_time_us;
-  return {{"unique_arg_rows", a.rows},
-          {"operation_count", a.operation_count},
-          {"gflops", a.gflops},
-          {"data_moved_mb", a.data_moved_mb},
-          {"kernel_time_us", time},
-          // GFLOP/us = 1e3 TFLOP/s; MB/us = 1 TB/s.
-          {"tflops_per_s", time > 0 ? nlohmann::json(a.gflops / time * 1e3) : nlohmann::json()},
-          {"tb_per_s", time > 0 ? nlohmann::json(a.data_moved_mb / time) : nlohmann::json()},
-          {"compute_spec", a.compute_spec.empty() ? nlohmann::json() : nlohmann::json(a.compute_spec)},
-          {"roofline_bound", a.bound.empty() ? nlohmann::json() : nlohmann::json(a.bound)},
-          {"pct_roofline", a.pct_weight > 0 ? nlohmann::json(a.weighted_pct / a.pct_weight) : nlohmann::json()}};
+  return {
+      {"unique_arg_rows", a.rows},
+      {"operation_count", a.operation_count},
+      {"gflops", a.gflops},
+      {"data_moved_mb", a.data_moved_mb},
+      {"kernel_time_us", time},
+      // GFLOP/us = 1e3 TFLOP/s; MB/us = 1 TB/s.
+      {"tflops_per_s", time > 0 ? nlohmann::json(a.gflops / time * 1e3) : nlohmann::json()},
+      {"tb_per_s", time > 0 ? nlohmann::json(a.data_moved_mb / time) : nlohmann::json()},
+      {"compute_spec", a.compute_spec.empty() ? nlohmann::json() : nlohmann::json(a.compute_spec)},
+      {"roofline_bound", a.bound.empty() ? nlohmann::json() : nlohmann::json(a.bound)},
+      {"pct_roofline",
+       a.pct_weight > 0 ? nlohmann::json(a.weighted_pct / a.pct_weight) : nlohmann::json()}};
 }
 
 }  // namespace
@@ -138,8 +163,9 @@ nlohmann::json gpu_timeline_json(const GpuTimeline& timeline) {
   Table table = gpu_timeline_table(timeline);
   nlohmann::json out = nlohmann::json::object();
   for (size_t r = 0; r < table.rows.size(); ++r)
-    out[text_or_empty(table, r, "type")] = {{"time_ms", finite_or_null(number_or_nan(table, r, "time ms"))},
-                                            {"percent", finite_or_null(number_or_nan(table, r, "percent"))}};
+    out[text_or_empty(table, r, "type")] = {
+        {"time_ms", finite_or_null(number_or_nan(table, r, "time ms"))},
+        {"percent", finite_or_null(number_or_nan(table, r, "percent"))}};
   return out;
 }
 
@@ -157,7 +183,8 @@ nlohmann::json trace_gpu_timeline(const LoadedTrace& entry) {
 
 nlohmann::json ops_summary_rows(const Report& report, const OpsSummaryQuery& query) {
   const Table* ops = report.find("ops_summary");
-  if (!ops) throw std::runtime_error("the report has no ops_summary sheet (trace without cpu_ops?)");
+  if (!ops)
+    throw std::runtime_error("the report has no ops_summary sheet (trace without cpu_ops?)");
   auto perf = aggregate_perf(report);
   std::vector<nlohmann::json> rows;
   double total_ms = 0;
@@ -181,20 +208,24 @@ nlohmann::json ops_summary_rows(const Report& report, const OpsSummaryQuery& que
                     {"total_direct_kernel_time_ms", finite_or_null(direct / 1e3)},
                     {"total_subtree_kernel_time_ms", finite_or_null(subtree / 1e3)},
                     {"percent", finite_or_null(percent)},
-                    {"cumulative_percent", finite_or_null(number_or_nan(*ops, r, "Cumulative Percentage (%)"))},
+                    {"cumulative_percent",
+                     finite_or_null(number_or_nan(*ops, r, "Cumulative Percentage (%)"))},
                     {"perf", p == perf.end() ? nlohmann::json() : perf_json(p->second)}});
   }
   size_t matched = rows.size();
   auto key = [&](const nlohmann::json& row) -> double {
     if (query.sort_by == "count") return row["count"].get<double>();
-    const char* field = query.sort_by == "total_subtree_kernel_time" ? "total_subtree_kernel_time_us"
-                                                                     : "total_direct_kernel_time_us";
+    const char* field = query.sort_by == "total_subtree_kernel_time"
+                            ? "total_subtree_kernel_time_us"
+                            : "total_direct_kernel_time_us";
     return row[field].is_number() ? row[field].get<double>() : -1;
   };
   if (query.sort_by == "name") {
-    std::stable_sort(rows.begin(), rows.end(), [](const auto& a, const auto& b) { return a["name"] < b["name"]; });
+    std::stable_sort(rows.begin(), rows.end(),
+                     [](const auto& a, const auto& b) { return a["name"] < b["name"]; });
   } else if (query.sort_by != "total_direct_kernel_time") {  // the sheet's own order otherwise
-    std::stable_sort(rows.begin(), rows.end(), [&](const auto& a, const auto& b) { return key(a) > key(b); });
+    std::stable_sort(rows.begin(), rows.end(),
+                     [&](const auto& a, const auto& b) { return key(a) > key(b); });
   }
   if (rows.size() > query.top_n) rows.resize(query.top_n);
   return {{"total_rows", ops->rows.size()},

@@ -27,8 +27,8 @@ struct OpsSummaryQuery {
   size_t top_n = 20;
   // total_direct_kernel_time | total_subtree_kernel_time | count | name
   std::string sort_by = "total_direct_kernel_time";
-  std::string category;      // keep rows whose Categories include it ("" = all)
-  double min_percent = 0;    // drop rows whose Percentage (%) is below
+  std::string category;    // keep rows whose Categories include it ("" = all)
+  double min_percent = 0;  // drop rows whose Percentage (%) is below
 };
 
 // Rows of the report's ops_summary sheet (one per op name), filtered, sorted

@@ -2,9 +2,9 @@
 
 #include <algorithm>
 #include <cctype>
-#include <optional>
 #include <chrono>
 #include <filesystem>
+#include <optional>
 #include <system_error>
 
 #include <fmt/format.h>
@@ -38,14 +38,16 @@ FileIdentity identify(const std::string& path) {
   std::error_code ec;
   fs::path canonical = fs::canonical(path, ec);
   if (ec) throw TraceError(fmt::format("{}: {}", path, ec.message()));
-  if (!fs::is_regular_file(canonical, ec)) throw TraceError(fmt::format("{}: not a regular file", path));
+  if (!fs::is_regular_file(canonical, ec))
+    throw TraceError(fmt::format("{}: not a regular file", path));
   FileIdentity id;
   id.path = canonical.string();
   id.size = fs::file_size(canonical, ec);
   if (ec) throw TraceError(fmt::format("{}: {}", path, ec.message()));
   auto mtime = fs::last_write_time(canonical, ec);
   if (ec) throw TraceError(fmt::format("{}: {}", path, ec.message()));
-  id.mtime_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(mtime.time_since_epoch()).count();
+  id.mtime_ns =
+      std::chrono::duration_cast<std::chrono::nanoseconds>(mtime.time_since_epoch()).count();
   return id;
 }
 
@@ -57,7 +59,8 @@ TraceStore::LoadResult TraceStore::load(const std::string& path, const LoadOptio
     std::lock_guard<std::mutex> lock(mutex_);
     for (const auto& handle : order_) {
       const auto& entry = by_handle_.at(handle);
-      if (entry->path() == id.path && entry->file_size() == id.size && entry->mtime_ns() == id.mtime_ns)
+      if (entry->path() == id.path && entry->file_size() == id.size &&
+          entry->mtime_ns() == id.mtime_ns)
         return {entry, true};
     }
   }
@@ -74,7 +77,8 @@ TraceStore::LoadResult TraceStore::load(const std::string& path, const LoadOptio
   // Another call may have loaded the same file meanwhile; keep the first.
   for (const auto& handle : order_) {
     const auto& entry = by_handle_.at(handle);
-    if (entry->path() == id.path && entry->file_size() == id.size && entry->mtime_ns() == id.mtime_ns)
+    if (entry->path() == id.path && entry->file_size() == id.size &&
+        entry->mtime_ns() == id.mtime_ns)
       return {entry, true};
   }
   std::string handle = fmt::format("t{}", next_id_++);
@@ -130,7 +134,8 @@ std::string detect_arch_name(const Trace& trace) {
   // "MI300X" traces may name the GPU "AMD Instinct MI300X" or just "MI300".
   for (const auto& name : names) {
     std::string base = upper(name);
-    if (!base.empty() && base.back() == 'X' && gpu.find(base.substr(0, base.size() - 1)) != std::string::npos)
+    if (!base.empty() && base.back() == 'X' &&
+        gpu.find(base.substr(0, base.size() - 1)) != std::string::npos)
       return name;
   }
   return "";

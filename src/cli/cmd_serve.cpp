@@ -60,8 +60,10 @@ int serve_http(mcp::Server& server, mcp::HttpOptions options) {
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
   mcp::HttpServer http(server, options);
   http.bind();
-  std::string shown_host = options.host.find(':') != std::string::npos ? "[" + options.host + "]" : options.host;
-  std::fprintf(stderr, "jarvis serve: listening on http://%s:%d/mcp\n", shown_host.c_str(), http.port());
+  std::string shown_host =
+      options.host.find(':') != std::string::npos ? "[" + options.host + "]" : options.host;
+  std::fprintf(stderr, "jarvis serve: listening on http://%s:%d/mcp\n", shown_host.c_str(),
+               http.port());
   std::thread waiter([&] {
     int sig = 0;
     sigwait(&stop_signals, &sig);

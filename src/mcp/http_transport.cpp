@@ -116,9 +116,12 @@ struct HttpServer::Impl {
       return guard(req, res) ? httplib::Server::HandlerResponse::Unhandled
                              : httplib::Server::HandlerResponse::Handled;
     });
-    http.Post(kEndpoint, [this](const httplib::Request& req, httplib::Response& res) { post(req, res); });
-    http.Get(kEndpoint, [this](const httplib::Request& req, httplib::Response& res) { get(req, res); });
-    http.Delete(kEndpoint, [this](const httplib::Request& req, httplib::Response& res) { del(req, res); });
+    http.Post(kEndpoint,
+              [this](const httplib::Request& req, httplib::Response& res) { post(req, res); });
+    http.Get(kEndpoint,
+             [this](const httplib::Request& req, httplib::Response& res) { get(req, res); });
+    http.Delete(kEndpoint,
+                [this](const httplib::Request& req, httplib::Response& res) { del(req, res); });
   }
 
   // Origin / Host / token checks for every request. False = answered.
@@ -129,7 +132,8 @@ struct HttpServer::Impl {
                      std::find(options.allowed_origins.begin(), options.allowed_origins.end(),
                                origin) != options.allowed_origins.end();
       if (!allowed) {
-        send_error(res, 403, rpc::kInvalidRequest, "Forbidden: Origin " + origin + " is not allowed");
+        send_error(res, 403, rpc::kInvalidRequest,
+                   "Forbidden: Origin " + origin + " is not allowed");
         return false;
       }
     }
@@ -154,14 +158,16 @@ struct HttpServer::Impl {
   }
 
   // The session named by Mcp-Session-Id, or nullptr after answering 400/404.
-  std::shared_ptr<SessionSlot> require_session(const httplib::Request& req, httplib::Response& res) {
+  std::shared_ptr<SessionSlot> require_session(const httplib::Request& req,
+                                               httplib::Response& res) {
     if (!req.has_header("Mcp-Session-Id")) {
       send_error(res, 400, rpc::kInvalidRequest,
                  "Bad Request: Mcp-Session-Id header is required (send initialize first)");
       return nullptr;
     }
     auto slot = find_session(req.get_header_value("Mcp-Session-Id"));
-    if (!slot) send_error(res, 404, rpc::kInvalidRequest, "Session not found: initialize a new session");
+    if (!slot)
+      send_error(res, 404, rpc::kInvalidRequest, "Session not found: initialize a new session");
     return slot;
   }
 
@@ -202,8 +208,9 @@ struct HttpServer::Impl {
     bool accepts_json = any || accept.find("application/json") != std::string::npos;
     bool accepts_sse = any || accept.find("text/event-stream") != std::string::npos;
     if (!accepts_json && !accepts_sse)
-      return send_error(res, 406, rpc::kInvalidRequest,
-                        "Not Acceptable: Accept must include application/json or text/event-stream");
+      return send_error(
+          res, 406, rpc::kInvalidRequest,
+          "Not Acceptable: Accept must include application/json or text/event-stream");
     json message = json::parse(req.body, nullptr, /*allow_exceptions=*/false);
     if (message.is_discarded())
       return send_error(res, 400, rpc::kParseError, "Parse error: invalid JSON");
@@ -247,7 +254,8 @@ struct HttpServer::Impl {
   void post_initialize(httplib::Response& res, const std::shared_ptr<SessionSlot>& slot,
                        const json& message) {
     auto reply = slot->session->handle(message, [](const json&) {});
-    if (!reply) return send_error(res, 400, rpc::kInvalidRequest, "Bad Request: initialize needs an id");
+    if (!reply)
+      return send_error(res, 400, rpc::kInvalidRequest, "Bad Request: initialize needs an id");
     if (reply->contains("error")) return send_json(res, 400, *reply);
     std::string id = random_session_id();
     {
@@ -266,14 +274,16 @@ struct HttpServer::Impl {
     bool is_request = message.contains("id");
     if (is_request) {
       if (std::string problem = header_mismatch(req, message); !problem.empty())
-        return send_error(res, 400, rpc::kHeaderMismatch, "Header mismatch: " + problem, message["id"]);
+        return send_error(res, 400, rpc::kHeaderMismatch, "Header mismatch: " + problem,
+                          message["id"]);
     }
     if (!is_request) {
       session->handle(message, [](const json&) {});
       res.status = 202;
       return;
     }
-    if (accepts_sse && message["method"] == "tools/call") return stream_reply(res, session, message);
+    if (accepts_sse && message["method"] == "tools/call")
+      return stream_reply(res, session, message);
     auto reply = session->handle(message, [](const json&) {});
     if (!reply) {
       res.status = 202;
@@ -288,34 +298,36 @@ struct HttpServer::Impl {
     res.status = 200;
     res.set_header("Cache-Control", "no-cache");
     res.set_header("X-Accel-Buffering", "no");
-    res.set_chunked_content_provider(
-        "text/event-stream",
-        [session, message = std::move(message)](size_t, httplib::DataSink& sink) {
-          std::mutex write_mutex;
-          bool open = true;
-          auto write = [&](const json& m) {
-            std::lock_guard<std::mutex> lock(write_mutex);
-            if (!open) return;
-            std::string event = sse_event(m);
-            open = sink.write(event.data(), event.size());
-          };
-          auto reply = session->handle(message, write);
-          if (reply) write(*reply);
-          sink.done();
-          return true;
-        });
+    res.set_chunked_content_provider("text/event-stream", [session, message = std::move(message)](
+                                                              size_t, httplib::DataSink& sink) {
+      std::mutex write_mutex;
+      bool open = true;
+      auto write = [&](const json& m) {
+        std::lock_guard<std::mutex> lock(write_mutex);
+        if (!open) return;
+        std::string event = sse_event(m);
+        open = sink.write(event.data(), event.size());
+      };
+      auto reply = session->handle(message, write);
+      if (reply) write(*reply);
+      sink.done();
+      return true;
+    });
   }
 
   void get(const httplib::Request& req, httplib::Response& res) {
     if (req.get_header_value("MCP-Protocol-Version") == kModernVersion)
-      return send_error(res, 405, rpc::kMethodNotFound, "Method Not Allowed in protocol 2026-07-28");
+      return send_error(res, 405, rpc::kMethodNotFound,
+                        "Method Not Allowed in protocol 2026-07-28");
     std::string accept = lower(req.get_header_value("Accept"));
     if (accept.find("text/event-stream") == std::string::npos)
-      return send_error(res, 406, rpc::kInvalidRequest, "Not Acceptable: Accept must include text/event-stream");
+      return send_error(res, 406, rpc::kInvalidRequest,
+                        "Not Acceptable: Accept must include text/event-stream");
     auto slot = require_session(req, res);
     if (!slot) return;
     if (slot->get_open.exchange(true))
-      return send_error(res, 409, rpc::kInvalidRequest, "Conflict: this session already has a GET stream");
+      return send_error(res, 409, rpc::kInvalidRequest,
+                        "Conflict: this session already has a GET stream");
     if (get_streams.fetch_add(1) >= options.max_get_streams) {
       get_streams.fetch_sub(1);
       slot->get_open = false;
@@ -351,7 +363,8 @@ struct HttpServer::Impl {
 
   void del(const httplib::Request& req, httplib::Response& res) {
     if (req.get_header_value("MCP-Protocol-Version") == kModernVersion)
-      return send_error(res, 405, rpc::kMethodNotFound, "Method Not Allowed in protocol 2026-07-28");
+      return send_error(res, 405, rpc::kMethodNotFound,
+                        "Method Not Allowed in protocol 2026-07-28");
     auto slot = require_session(req, res);
     if (!slot) return;
     {
@@ -367,7 +380,9 @@ struct HttpServer::Impl {
 HttpServer::HttpServer(Server& server, HttpOptions options)
     : impl_(std::make_unique<Impl>(server, std::move(options))) {}
 
-HttpServer::~HttpServer() { stop(); }
+HttpServer::~HttpServer() {
+  stop();
+}
 
 void HttpServer::bind() {
   std::string host = impl_->options.host == "[::1]" ? "::1" : impl_->options.host;
@@ -381,9 +396,13 @@ void HttpServer::bind() {
   }
 }
 
-int HttpServer::port() const { return impl_->bound_port; }
+int HttpServer::port() const {
+  return impl_->bound_port;
+}
 
-void HttpServer::run() { impl_->http.listen_after_bind(); }
+void HttpServer::run() {
+  impl_->http.listen_after_bind();
+}
 
 void HttpServer::stop() {
   impl_->stopping = true;

@@ -48,7 +48,8 @@ class Validator {
   explicit Validator(const json& root) : root_(root) {}
 
   std::string check(const json& schema, const json& v, const std::string& at) {
-    if (schema.is_boolean()) return schema.get<bool>() ? "" : where(at) + "no value is allowed here";
+    if (schema.is_boolean())
+      return schema.get<bool>() ? "" : where(at) + "no value is allowed here";
     if (!schema.is_object()) return "";
     if (auto ref = schema.find("$ref"); ref != schema.end() && ref->is_string()) {
       const json* target = resolve(ref->get<std::string>());
@@ -92,8 +93,8 @@ class Validator {
         if (one.is_string() && has_type(v, one.get<std::string>())) return "";
         if (one.is_string()) names.push_back(one.get<std::string>());
       }
-      return where(at) + fmt::format("must be one of the types {} (got {})", fmt::join(names, ", "),
-                                     show(v));
+      return where(at) +
+             fmt::format("must be one of the types {} (got {})", fmt::join(names, ", "), show(v));
     }
     return "";
   }
@@ -116,14 +117,18 @@ class Validator {
     auto bound = [&](const char* key, auto fails, const char* words) -> std::string {
       auto b = s.find(key);
       if (b == s.end() || !b->is_number()) return "";
-      if (fails(x, b->get<double>())) return where(at) + fmt::format("must be {} {} (got {})", words, b->dump(), show(v));
+      if (fails(x, b->get<double>()))
+        return where(at) + fmt::format("must be {} {} (got {})", words, b->dump(), show(v));
       return "";
     };
-    for (auto problem :
-         {bound("minimum", [](double a, double b) { return a < b; }, ">="),
-          bound("maximum", [](double a, double b) { return a > b; }, "<="),
-          bound("exclusiveMinimum", [](double a, double b) { return a <= b; }, ">"),
-          bound("exclusiveMaximum", [](double a, double b) { return a >= b; }, "<")})
+    for (auto problem : {bound(
+                             "minimum", [](double a, double b) { return a < b; }, ">="),
+                         bound(
+                             "maximum", [](double a, double b) { return a > b; }, "<="),
+                         bound(
+                             "exclusiveMinimum", [](double a, double b) { return a <= b; }, ">"),
+                         bound(
+                             "exclusiveMaximum", [](double a, double b) { return a >= b; }, "<")})
       if (!problem.empty()) return problem;
     return "";
   }
@@ -131,9 +136,11 @@ class Validator {
   std::string check_string(const json& s, const json& v, const std::string& at) {
     if (!v.is_string()) return "";
     const std::string& text = v.get_ref<const std::string&>();
-    if (auto m = s.find("minLength"); m != s.end() && m->is_number() && text.size() < m->get<size_t>())
+    if (auto m = s.find("minLength");
+        m != s.end() && m->is_number() && text.size() < m->get<size_t>())
       return where(at) + fmt::format("must have at least {} characters", m->get<size_t>());
-    if (auto m = s.find("maxLength"); m != s.end() && m->is_number() && text.size() > m->get<size_t>())
+    if (auto m = s.find("maxLength");
+        m != s.end() && m->is_number() && text.size() > m->get<size_t>())
       return where(at) + fmt::format("must have at most {} characters", m->get<size_t>());
     if (auto p = s.find("pattern"); p != s.end() && p->is_string()) {
       try {
@@ -155,9 +162,11 @@ class Validator {
     if (auto u = s.find("uniqueItems"); u != s.end() && u->is_boolean() && u->get<bool>()) {
       for (size_t i = 0; i < v.size(); ++i)
         for (size_t j = i + 1; j < v.size(); ++j)
-          if (v[i] == v[j]) return where(at) + fmt::format("items must be unique ({} repeats)", show(v[i]));
+          if (v[i] == v[j])
+            return where(at) + fmt::format("items must be unique ({} repeats)", show(v[i]));
     }
-    if (auto items = s.find("items"); items != s.end() && (items->is_object() || items->is_boolean())) {
+    if (auto items = s.find("items");
+        items != s.end() && (items->is_object() || items->is_boolean())) {
       for (size_t i = 0; i < v.size(); ++i)
         if (auto problem = check(*items, v[i], at + "/" + std::to_string(i)); !problem.empty())
           return problem;
@@ -170,7 +179,8 @@ class Validator {
     if (auto req = s.find("required"); req != s.end() && req->is_array()) {
       for (const auto& key : *req)
         if (key.is_string() && !v.contains(key.get<std::string>()))
-          return where(at) + fmt::format("missing required property \"{}\"", key.get<std::string>());
+          return where(at) +
+                 fmt::format("missing required property \"{}\"", key.get<std::string>());
     }
     auto props = s.find("properties");
     auto extra = s.find("additionalProperties");
@@ -185,8 +195,9 @@ class Validator {
         std::vector<std::string> known;
         if (props != s.end() && props->is_object())
           for (const auto& [name, _] : props->items()) known.push_back(name);
-        return where(at) + fmt::format("unknown property \"{}\" (allowed: {})", key,
-                                       known.empty() ? "none" : fmt::format("{}", fmt::join(known, ", ")));
+        return where(at) +
+               fmt::format("unknown property \"{}\" (allowed: {})", key,
+                           known.empty() ? "none" : fmt::format("{}", fmt::join(known, ", ")));
       }
       if (auto problem = check(*extra, value, child); !problem.empty()) return problem;
     }
@@ -216,10 +227,13 @@ class Validator {
       std::string first;
       for (const auto& branch : *one) {
         std::string problem = check(branch, v, at);
-        if (problem.empty()) ++matches;
-        else if (first.empty()) first = problem;
+        if (problem.empty())
+          ++matches;
+        else if (first.empty())
+          first = problem;
       }
-      if (matches == 0) return where(at) + "matches none of the allowed forms (first: " + first + ")";
+      if (matches == 0)
+        return where(at) + "matches none of the allowed forms (first: " + first + ")";
       if (matches > 1) return where(at) + "matches more than one of the exclusive forms";
     }
     if (auto no = s.find("not"); no != s.end() && check(*no, v, at).empty())

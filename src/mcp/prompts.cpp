@@ -82,13 +82,13 @@ std::vector<Prompt> skill_prompts() {
     if (doc.front.count("description")) definition["description"] = doc.front["description"];
     std::string body = doc.body;
     std::string description = doc.front.count("description") ? doc.front["description"] : "";
-    prompts.push_back({definition, [body, description](const json&) {
-                         json result = {{"messages",
-                                         {{{"role", "user"},
-                                           {"content", {{"type", "text"}, {"text", body}}}}}}};
-                         if (!description.empty()) result["description"] = description;
-                         return result;
-                       }});
+    prompts.push_back(
+        {definition, [body, description](const json&) {
+           json result = {
+               {"messages", {{{"role", "user"}, {"content", {{"type", "text"}, {"text", body}}}}}}};
+           if (!description.empty()) result["description"] = description;
+           return result;
+         }});
   }
   return prompts;
 }

@@ -26,11 +26,17 @@ struct RpcError {
 // The request was cancelled by the client: no reply.
 struct Cancelled {};
 
-std::string id_key(const json& id) { return id.dump(); }
+std::string id_key(const json& id) {
+  return id.dump();
+}
 
-bool valid_id(const json& id) { return id.is_string() || id.is_number_integer(); }
+bool valid_id(const json& id) {
+  return id.is_string() || id.is_number_integer();
+}
 
-json text_block(const std::string& text) { return {{"type", "text"}, {"text", text}}; }
+json text_block(const std::string& text) {
+  return {{"type", "text"}, {"text", text}};
+}
 
 const char* kDefaultInstructions =
     "jarvis analyses PyTorch profiler (Kineto) traces and reproduces AMD TraceLens's numbers. "
@@ -100,7 +106,9 @@ json Server::capabilities() const {
   return caps;
 }
 
-std::shared_ptr<Session> Server::new_session() { return std::make_shared<Session>(*this); }
+std::shared_ptr<Session> Server::new_session() {
+  return std::make_shared<Session>(*this);
+}
 
 std::shared_ptr<Session> Server::new_stateless_session() {
   return std::make_shared<Session>(*this, stateless_traces_);
@@ -170,7 +178,8 @@ std::optional<json> Session::handle_text(std::string_view text, const Emit& emit
                       fmt::format("message of {} bytes exceeds the limit of {} bytes", text.size(),
                                   server_.options().max_message_bytes));
   json message = json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (message.is_discarded()) return make_error(nullptr, rpc::kParseError, "Parse error: invalid JSON");
+  if (message.is_discarded())
+    return make_error(nullptr, rpc::kParseError, "Parse error: invalid JSON");
   return handle(message, emit);
 }
 
@@ -182,10 +191,12 @@ std::optional<json> Session::handle(const json& message, const Emit& emit) {
 std::optional<json> Session::handle_batch(const json& batch, const Emit& emit) {
   // JSON-RPC batches exist only in 2025-03-26; elsewhere one -32600.
   if (protocol_version() != "2025-03-26")
-    return make_error(nullptr, rpc::kInvalidRequest,
-                      "Invalid Request: JSON-RPC batches are not supported by this protocol version; "
-                      "send one message at a time");
-  if (batch.empty()) return make_error(nullptr, rpc::kInvalidRequest, "Invalid Request: empty batch");
+    return make_error(
+        nullptr, rpc::kInvalidRequest,
+        "Invalid Request: JSON-RPC batches are not supported by this protocol version; "
+        "send one message at a time");
+  if (batch.empty())
+    return make_error(nullptr, rpc::kInvalidRequest, "Invalid Request: empty batch");
   json replies = json::array();
   for (const auto& message : batch) {
     auto reply = handle_one(message, emit);
@@ -201,7 +212,8 @@ std::optional<json> Session::handle_one(const json& message, const Emit& emit) {
   json id = message.contains("id") ? message["id"] : json();
   bool has_id = message.contains("id");
   if (has_id && !valid_id(id))
-    return make_error(nullptr, rpc::kInvalidRequest, "Invalid Request: id must be a string or an integer");
+    return make_error(nullptr, rpc::kInvalidRequest,
+                      "Invalid Request: id must be a string or an integer");
   if (message.value("jsonrpc", json()) != "2.0")
     return make_error(id, rpc::kInvalidRequest, "Invalid Request: \"jsonrpc\" must be \"2.0\"");
   if (!message.contains("method")) {
@@ -262,9 +274,10 @@ std::optional<json> Session::handle_request(const json& id, const std::string& m
   }
   std::optional<json> reply;
   try {
-    json result = call.modern ? modern_request(call, method, params)
-                              : legacy_request(call, method, params);
-    if (!call.cancelled->load()) reply = json{{"jsonrpc", "2.0"}, {"id", id}, {"result", std::move(result)}};
+    json result =
+        call.modern ? modern_request(call, method, params) : legacy_request(call, method, params);
+    if (!call.cancelled->load())
+      reply = json{{"jsonrpc", "2.0"}, {"id", id}, {"result", std::move(result)}};
   } catch (const RpcError& e) {
     if (!call.cancelled->load()) reply = make_error(id, e.code, e.message, e.data);
   } catch (const Cancelled&) {
@@ -280,8 +293,9 @@ json Session::legacy_request(Call& call, const std::string& method, const json& 
   if (method == "initialize") return initialize(params);
   if (method == "ping") return json::object();
   if (!initialized())
-    throw RpcError{rpc::kInvalidRequest,
-                   fmt::format("Server not initialized: send \"initialize\" before \"{}\"", method)};
+    throw RpcError{
+        rpc::kInvalidRequest,
+        fmt::format("Server not initialized: send \"initialize\" before \"{}\"", method)};
   if (method == "logging/setLevel") return set_log_level(params);
   if (method == "resources/subscribe" || method == "resources/unsubscribe") {
     if (!server_.options().conformance_fixtures)
@@ -295,7 +309,8 @@ json Session::legacy_request(Call& call, const std::string& method, const json& 
 
 json Session::modern_request(Call& call, const std::string& method, const json& params) {
   if (!call.meta.contains(kMetaProtocolVersion) || !call.meta[kMetaProtocolVersion].is_string() ||
-      !call.meta.contains(kMetaClientCapabilities) || !call.meta[kMetaClientCapabilities].is_object())
+      !call.meta.contains(kMetaClientCapabilities) ||
+      !call.meta[kMetaClientCapabilities].is_object())
     throw RpcError{rpc::kInvalidParams,
                    fmt::format("Invalid params: a {} request must carry params._meta[\"{}\"] and "
                                "params._meta[\"{}\"]",
@@ -313,10 +328,11 @@ json Session::modern_request(Call& call, const std::string& method, const json& 
   } else {
     result = common_request(call, method, params, /*modern=*/true);
   }
-  static const char* const cacheable[] = {"server/discover", "tools/list", "prompts/list",
-                                          "resources/list", "resources/templates/list",
-                                          "resources/read"};
-  if (std::any_of(std::begin(cacheable), std::end(cacheable), [&](const char* m) { return method == m; })) {
+  static const char* const cacheable[] = {
+      "server/discover",          "tools/list",    "prompts/list", "resources/list",
+      "resources/templates/list", "resources/read"};
+  if (std::any_of(std::begin(cacheable), std::end(cacheable),
+                  [&](const char* m) { return method == m; })) {
     result["ttlMs"] = 0;
     result["cacheScope"] = "public";
   }
@@ -325,11 +341,13 @@ json Session::modern_request(Call& call, const std::string& method, const json& 
   return result;
 }
 
-json Session::common_request(Call& call, const std::string& method, const json& params, bool modern) {
+json Session::common_request(Call& call, const std::string& method, const json& params,
+                             bool modern) {
   if (method == "tools/list") return list_tools(params, modern);
   if (method == "tools/call") return call_tool(call, params, modern);
   if (method == "prompts/list") {
-    if (server_.prompts().empty()) throw RpcError{rpc::kMethodNotFound, "Method not found: " + method};
+    if (server_.prompts().empty())
+      throw RpcError{rpc::kMethodNotFound, "Method not found: " + method};
     json prompts = json::array();
     for (const auto& prompt : server_.prompts()) prompts.push_back(prompt.definition);
     return {{"prompts", prompts}};
@@ -344,7 +362,8 @@ json Session::common_request(Call& call, const std::string& method, const json& 
         throw RpcError{rpc::kInvalidParams, "Invalid params: \"uri\" (string) is required"};
       auto contents = server_.read_resource(params["uri"].get<std::string>());
       if (!contents)
-        throw RpcError{modern ? rpc::kInvalidParams : rpc::kResourceNotFound, "Resource not found",
+        throw RpcError{modern ? rpc::kInvalidParams : rpc::kResourceNotFound,
+                       "Resource not found",
                        {{"uri", params["uri"]}}};
       return {{"contents", *contents}};
     }
@@ -364,7 +383,7 @@ json Session::initialize(const json& params) {
   const auto& known = legacy_versions();
   // A version we do not know gets our newest; the client decides whether it can use it.
   version_ = std::find(known.begin(), known.end(), requested) != known.end() ? requested
-                                                                              : kLatestLegacyVersion;
+                                                                             : kLatestLegacyVersion;
   if (params.contains("capabilities") && params["capabilities"].is_object())
     client_capabilities_ = params["capabilities"];
   initialized_ = true;
@@ -494,9 +513,10 @@ json Session::call_tool(Call& call, const json& params, bool modern) {
   const json& input_schema = tool->definition["inputSchema"];
   apply_defaults(input_schema, args);
   if (std::string problem = validate_json(input_schema, args); !problem.empty())
-    return error_result(fmt::format("Invalid arguments for tool {}: {}. Fix the arguments to match "
-                                    "the tool's inputSchema and call it again.",
-                                    name, problem));
+    return error_result(
+        fmt::format("Invalid arguments for tool {}: {}. Fix the arguments to match "
+                    "the tool's inputSchema and call it again.",
+                    name, problem));
 
   ToolContext ctx(*traces_, server_.paths());
   ctx.cancel_flag_ = call.cancelled.get();
@@ -527,7 +547,8 @@ json Session::call_tool(Call& call, const json& params, bool modern) {
       if (level < min || call.cancelled->load()) return;
       call.emit({{"jsonrpc", "2.0"},
                  {"method", "notifications/message"},
-                 {"params", {{"level", log_level_name(level)}, {"logger", "jarvis"}, {"data", message}}}});
+                 {"params",
+                  {{"level", log_level_name(level)}, {"logger", "jarvis"}, {"data", message}}}});
     };
   }
   ctx.on_client_request = [this, &call](const std::string& method, const json& p) {
@@ -554,9 +575,10 @@ json Session::call_tool(Call& call, const json& params, bool modern) {
   if (tool->definition.contains("outputSchema")) {
     if (std::string problem = validate_json(tool->definition["outputSchema"], out.structured);
         !problem.empty())
-      throw RpcError{rpc::kInternalError,
-                     fmt::format("tool {} produced a result that does not match its outputSchema: {}",
-                                 name, problem)};
+      throw RpcError{
+          rpc::kInternalError,
+          fmt::format("tool {} produced a result that does not match its outputSchema: {}", name,
+                      problem)};
     if (structured) result["structuredContent"] = std::move(out.structured);
   }
   return result;

@@ -60,7 +60,7 @@ json make_error(const json& id, int code, const std::string& message, const json
 
 // A prompt served by prompts/list and prompts/get.
 struct Prompt {
-  json definition;  // {name, title?, description?, arguments?}
+  json definition;                                    // {name, title?, description?, arguments?}
   std::function<json(const json& arguments)> render;  // -> {description?, messages}
 };
 
@@ -69,12 +69,12 @@ struct Prompt {
 std::vector<Prompt> skill_prompts();
 
 struct ServerOptions {
-  std::vector<std::string> roots;           // --root; empty = the current directory
-  bool conformance_fixtures = false;        // add the conformance suite's fixtures
-  size_t max_message_bytes = 64u << 20;     // one JSON-RPC message (stdio line, HTTP body)
-  size_t tools_page_size = 100;             // tools/list page size
+  std::vector<std::string> roots;        // --root; empty = the current directory
+  bool conformance_fixtures = false;     // add the conformance suite's fixtures
+  size_t max_message_bytes = 64u << 20;  // one JSON-RPC message (stdio line, HTTP body)
+  size_t tools_page_size = 100;          // tools/list page size
   std::chrono::milliseconds client_request_timeout{60000};
-  std::string instructions;                 // initialize.instructions ("" = default text)
+  std::string instructions;  // initialize.instructions ("" = default text)
 };
 
 class Session;

@@ -2,7 +2,8 @@
 //
 // A tool is two files:
 //   tools_schema/<name>.json   {name, title, description, inputSchema, outputSchema, annotations}
-//                              (the single source of truth for tools/list; compiled into the binary)
+//                              (the single source of truth for tools/list; compiled into the
+//                              binary)
 //   src/mcp/tools/<name>.cpp   the adapter: parse arguments, call the engine, shape the result,
 //                              registered with JARVIS_MCP_TOOL(<name>, handler).
 //

@@ -80,8 +80,8 @@ fs::path PathPolicy::resolve(const std::string& path, bool must_exist, bool for_
   if (for_write) {
     fs::path parent = resolved.parent_path();
     if (!fs::is_directory(parent, ec))
-      throw ToolError(fmt::format("cannot write '{}': directory {} does not exist", path,
-                                  parent.string()));
+      throw ToolError(
+          fmt::format("cannot write '{}': directory {} does not exist", path, parent.string()));
   }
   return resolved;
 }
@@ -162,22 +162,27 @@ std::vector<ToolSpec> builtin_tools(std::vector<std::string>& problems) {
     }
     std::string name = definition["name"].get<std::string>();
     if (path != name + ".json") {
-      problems.push_back(fmt::format("tools_schema/{}: name \"{}\" differs from the file name", path, name));
+      problems.push_back(
+          fmt::format("tools_schema/{}: name \"{}\" differs from the file name", path, name));
       continue;
     }
     has_schema[name] = true;
     auto handler = handlers.find(name);
     if (handler == handlers.end()) {
-      problems.push_back(fmt::format("tool {}: schema tools_schema/{} has no handler "
-                                     "(JARVIS_MCP_TOOL in src/mcp/tools/{}.cpp)", name, path, name));
+      problems.push_back(
+          fmt::format("tool {}: schema tools_schema/{} has no handler "
+                      "(JARVIS_MCP_TOOL in src/mcp/tools/{}.cpp)",
+                      name, path, name));
       continue;
     }
     tools.push_back({name, std::move(definition), handler->second});
   }
   for (const auto& [name, _] : handlers)
     if (!has_schema.count(name))
-      problems.push_back(fmt::format("tool {}: handler registered but tools_schema/{}.json is missing "
-                                     "(re-run cmake after adding it)", name, name));
+      problems.push_back(
+          fmt::format("tool {}: handler registered but tools_schema/{}.json is missing "
+                      "(re-run cmake after adding it)",
+                      name, name));
   std::sort(tools.begin(), tools.end(),
             [](const ToolSpec& a, const ToolSpec& b) { return a.name < b.name; });
   return tools;

@@ -324,6 +324,125 @@ class HipblasltGemm : public GemmModel {
   bool fp4_;
 };
 
+// Inference-extension GEMMs (AITER / vLLM / SGLang): X (M, K) · Wᵀ with
+// W = (N, K), per-operand byte sizes that may be fractional (packed fp4).
+class ExtGemm : public GemmModel {
+ public:
+  enum class Kind {
+    A8W8Blockscale,
+    VllmUnquantized,
+    A16W16Atomic,
+    A16W16,
+    A16W16Asm,
+    AFp4WFp4,
+    BatchedA16WFp4
+  };
+
+  ExtGemm(const OpInput& op, Kind kind) : kind_(kind) {
+    bwd_not_implemented_ = false;
+    Shape a = dims_at(op, 0), b = dims_at(op, 1);
+    auto at = [](const Shape& s, size_t i) {
+      if (i >= s.size()) throw PerfModelError("GEMM operand has too few dims");
+      return s[i];
+    };
+    auto t = [&](size_t i) { return type_at(op, i); };
+    auto t_or = [&](size_t i, const char* dflt) {
+      return i < arg_size(op.input_type) ? op.input_type->list[i] : str_value(dflt);
+    };
+    const PyValue bf16 = str_value("c10::bfloat16");
+    size_t ntypes = arg_size(op.input_type);
+    bool dims2_bias = arg_size(op.input_dims) > 2 && op.input_dims->list[2].is_list() &&
+                      op.input_dims->list[2].size() > 0;
+    switch (kind) {
+      case Kind::A8W8Blockscale: {
+        shape_ = {at(a, 0), at(b, 0), at(a, 1), false};
+        add(params_, "B", int_value(1));
+        add_mnk(shape_);
+        add(params_, "dtype_A_B", tuple_of({t_or(0, ""), t_or(1, ""), bf16}));
+        if (arg_size(op.input_dims) > 3) {
+          Shape xs = dims_at(op, 2), ws = dims_at(op, 3);
+          // Python -(-n // d): ceiling division with floor semantics.
+          auto floor_div = [](int64_t x, int64_t y) {
+            return x / y - ((x % y != 0 && ((x < 0) != (y < 0))) ? 1 : 0);
+          };
+          auto ceil_div = [&](int64_t n, int64_t d) { return -floor_div(-n, d); };
+          add(params_, "quant_scheme", str_value("a8w8_blockscale"));
+          add(params_, "quant_granularity", str_value("per_block"));
+          add(params_, "block_k",
+              !xs.empty() && xs.back() ? int_value(ceil_div(shape_.K, xs.back()))
+                                       : PyValue::none());
+          add(params_, "block_n",
+              !ws.empty() && ws.front() ? int_value(ceil_div(shape_.N, ws.front()))
+                                        : PyValue::none());
+          add(params_, "scale_dtype", ntypes > 2 ? t(2) : str_value("float32"));
+        }
+        add(params_, "output_shape", tuple_value({shape_.M, shape_.N}));
+        add(params_, "output_dtype", bf16);
+        break;
+      }
+      case Kind::VllmUnquantized:
+        shape_ = {at(a, 0), at(b, 0), at(a, 1), dims2_bias};
+        add_mnk(shape_);
+        add(params_, "dtype_A_B", tuple_of({t(0), t(1), ntypes > 2 ? t(2) : str_value("")}));
+        break;
+      case Kind::A16W16Atomic:
+      case Kind::A16W16:
+      case Kind::A16W16Asm: {
+        shape_ = {at(a, 0), at(b, 0), at(a, 1), kind == Kind::A16W16 && dims2_bias};
+        PyValue out = t(0);
+        if (kind == Kind::A16W16Atomic) out = ntypes > 3 ? t(3) : bf16;
+        if (kind == Kind::A16W16Asm && ntypes > 2 && bpe_of(t(2))) out = t(2);
+        PyValue t0 = t(0), t1 = t(1);
+        add(params_, "B", int_value(1));
+        add_mnk(shape_);
+        add(params_, "dtype_A_B", tuple_of({t0, t1, out}));
+        break;
+      }
+      case Kind::AFp4WFp4:
+        shape_ = {at(a, 0), at(b, 0), at(a, 1) * 2, false};
+        add(params_, "B", int_value(1));
+        add_mnk(shape_);
+        add(params_, "dtype_A_B", tuple_of({t(0), t(1), bf16}));
+        break;
+      case Kind::BatchedA16WFp4:
+        shape_ = {at(a, 1), at(b, 1), at(a, 2), false};
+        add(params_, "B", int_value(at(a, 0)));
+        add_mnk(shape_);
+        add(params_, "dtype_A_B", tuple_of({t(0), t(1), bf16}));
+        break;
+    }
+    finish(op);
+  }
+
+  double flops() const override {
+    double one = static_cast<double>(gemm_flops(shape_));
+    return kind_ == Kind::BatchedA16WFp4 ? static_cast<double>(batch_) * one : one;
+  }
+  std::optional<double> bytes() const override {
+    const PyValue& d = find_param(params_, "dtype_A_B")->value;
+    auto bpe = [&](size_t i) -> std::optional<double> {
+      auto b = bpe_of(d.list.at(i));
+      return b ? std::optional<double>(*b) : std::nullopt;
+    };
+    std::optional<double> a = bpe(0), b = bpe(1), out = bpe(2), bias = bpe(2);
+    if (kind_ == Kind::VllmUnquantized && !shape_.bias) out = bias = bpe(1);
+    if (kind_ == Kind::AFp4WFp4) a = b = 0.5;
+    if (kind_ == Kind::BatchedA16WFp4) b = 0.5;
+    if (!a || !b || !out || !bias) return std::nullopt;
+    double M = static_cast<double>(shape_.M), N = static_cast<double>(shape_.N),
+           K = static_cast<double>(shape_.K);
+    double total = M * K * *a + K * N * *b + M * N * *out + (shape_.bias ? N : 0.0) * *bias;
+    return kind_ == Kind::BatchedA16WFp4 ? static_cast<double>(batch_) * total : total;
+  }
+  std::string precision() const override {
+    if (kind_ == Kind::AFp4WFp4 || kind_ == Kind::BatchedA16WFp4) return "fp4";
+    return GemmModel::precision();
+  }
+
+ private:
+  Kind kind_;
+};
+
 }  // namespace
 
 void register_gemm_models(std::map<std::string_view, Factory>& out) {
@@ -343,6 +462,16 @@ void register_gemm_models(std::map<std::string_view, Factory>& out) {
     return std::make_unique<HipblasltGemm>(op, true);
   };
   out["aiter_gemm_a4w4"] = [](const OpInput& op) { return std::make_unique<HipblasltGemm>(op, 0); };
+  auto ext = [&](const char* cls, ExtGemm::Kind kind) {
+    out[cls] = [kind](const OpInput& op) { return std::make_unique<ExtGemm>(op, kind); };
+  };
+  ext("gemm_a8w8_blockscale", ExtGemm::Kind::A8W8Blockscale);
+  ext("vllm_rocm_unquantized_gemm", ExtGemm::Kind::VllmUnquantized);
+  ext("gemm_a16w16_atomic_", ExtGemm::Kind::A16W16Atomic);
+  ext("gemm_a16w16", ExtGemm::Kind::A16W16);
+  ext("gemm_a16w16_asm", ExtGemm::Kind::A16W16Asm);
+  ext("gemm_afp4wfp4", ExtGemm::Kind::AFp4WFp4);
+  ext("batched_gemm_a16wfp4", ExtGemm::Kind::BatchedA16WFp4);
   out["tex_ts_te_gemm_ts"] = [](const OpInput& op) { return std::make_unique<TeGemmTsModel>(op); };
 }
 

@@ -3,11 +3,11 @@
 #include <unistd.h>
 #include <xlsxwriter.h>
 
+#include <fmt/format.h>
 #include <algorithm>
 #include <cctype>
 #include <cmath>
 #include <filesystem>
-#include <fmt/format.h>
 #include <set>
 #include <stdexcept>
 
@@ -15,16 +15,16 @@ namespace jarvis {
 
 namespace {
 
-constexpr size_t kMaxSheetName = 31;     // Excel's limit, in characters
-constexpr size_t kMaxCellText = 32767;   // Excel's limit per cell
-constexpr size_t kMaxRows = 1048576;     // including the header row
+constexpr size_t kMaxSheetName = 31;    // Excel's limit, in characters
+constexpr size_t kMaxCellText = 32767;  // Excel's limit per cell
+constexpr size_t kMaxRows = 1048576;    // including the header row
 constexpr size_t kMaxColumns = 16384;
 constexpr size_t kWidthSampleRows = 2000;  // rows looked at to size columns
 
 // Number of UTF-8 code points in s.
 size_t utf8_length(std::string_view s) {
-  return static_cast<size_t>(
-      std::count_if(s.begin(), s.end(), [](char c) { return (static_cast<unsigned char>(c) & 0xC0) != 0x80; }));
+  return static_cast<size_t>(std::count_if(
+      s.begin(), s.end(), [](char c) { return (static_cast<unsigned char>(c) & 0xC0) != 0x80; }));
 }
 
 // Longest prefix of s with at most max_chars code points.
@@ -53,7 +53,9 @@ std::string valid_sheet_name(const std::string& name) {
 }
 
 // Cell text as shown in the sheet: the same rendering as the CSV output.
-std::string cell_text(const Cell& cell) { return cell.to_csv_text(false); }
+std::string cell_text(const Cell& cell) {
+  return cell.to_csv_text(false);
+}
 
 double column_width(const Table& t, size_t c) {
   size_t widest = utf8_length(t.columns[c]);
@@ -79,9 +81,9 @@ class Workbook {
 
   void add_table(const Table& t, const std::string& sheet_name) {
     if (t.rows.size() + 1 > kMaxRows || t.columns.size() > kMaxColumns)
-      throw std::runtime_error(fmt::format(
-          "{}: table '{}' has {} rows x {} columns, more than an Excel sheet holds", final_path_,
-          t.name, t.rows.size(), t.columns.size()));
+      throw std::runtime_error(
+          fmt::format("{}: table '{}' has {} rows x {} columns, more than an Excel sheet holds",
+                      final_path_, t.name, t.rows.size(), t.columns.size()));
     lxw_worksheet* ws = workbook_add_worksheet(wb_, sheet_name.c_str());
     if (!ws)
       throw std::runtime_error(
@@ -93,7 +95,8 @@ class Workbook {
     }
     worksheet_freeze_panes(ws, 1, 0);
     for (size_t c = 0; c < t.columns.size(); ++c)
-      check(worksheet_write_string(ws, 0, static_cast<lxw_col_t>(c), t.columns[c].c_str(), bold_), t);
+      check(worksheet_write_string(ws, 0, static_cast<lxw_col_t>(c), t.columns[c].c_str(), bold_),
+            t);
     for (size_t r = 0; r < t.rows.size(); ++r)
       for (size_t c = 0; c < t.rows[r].size() && c < t.columns.size(); ++c)
         write_cell(ws, static_cast<lxw_row_t>(r + 1), static_cast<lxw_col_t>(c), t.rows[r][c], t);
@@ -103,12 +106,13 @@ class Workbook {
     lxw_error err = workbook_close(wb_);
     wb_ = nullptr;
     if (err != LXW_NO_ERROR)
-      throw std::runtime_error(fmt::format("{}: writing the workbook failed: {}", final_path_,
-                                           lxw_strerror(err)));
+      throw std::runtime_error(
+          fmt::format("{}: writing the workbook failed: {}", final_path_, lxw_strerror(err)));
   }
 
  private:
-  void write_cell(lxw_worksheet* ws, lxw_row_t row, lxw_col_t col, const Cell& cell, const Table& t) {
+  void write_cell(lxw_worksheet* ws, lxw_row_t row, lxw_col_t col, const Cell& cell,
+                  const Table& t) {
     if (cell.missing()) return;
     if (cell.is_number()) {
       double v = cell.number();
@@ -131,8 +135,8 @@ class Workbook {
 
   void check(lxw_error err, const Table& t) {
     if (err != LXW_NO_ERROR)
-      throw std::runtime_error(fmt::format("{}: writing table '{}' failed: {}", final_path_, t.name,
-                                           lxw_strerror(err)));
+      throw std::runtime_error(
+          fmt::format("{}: writing table '{}' failed: {}", final_path_, t.name, lxw_strerror(err)));
   }
 
   std::string final_path_;
@@ -172,7 +176,8 @@ void write_xlsx(const std::vector<Table>& tables, const std::string& path) {
     for (size_t k = 0; k < tables.size(); ++k) wb.add_table(tables[k], names[k]);
     wb.close();
     fs::rename(tmp, target, ec);
-    if (ec) throw std::runtime_error(fmt::format("{}: cannot rename into place: {}", path, ec.message()));
+    if (ec)
+      throw std::runtime_error(fmt::format("{}: cannot rename into place: {}", path, ec.message()));
   } catch (...) {
     fs::remove(tmp, ec);
     throw;

@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <zlib.h>
 
+#include <fmt/format.h>
 #include <algorithm>
 #include <cerrno>
 #include <charconv>
@@ -13,7 +14,6 @@
 #include <cstring>
 #include <deque>
 #include <exception>
-#include <fmt/format.h>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -47,7 +47,8 @@ using FilePtr = std::unique_ptr<FILE, FileCloser>;
 
 class PlainFileSource : public ByteSource {
  public:
-  PlainFileSource(FilePtr file, std::string path) : file_(std::move(file)), path_(std::move(path)) {}
+  PlainFileSource(FilePtr file, std::string path)
+      : file_(std::move(file)), path_(std::move(path)) {}
   size_t read(char* dst, size_t cap) override {
     size_t n = std::fread(dst, 1, cap, file_.get());
     if (n == 0 && std::ferror(file_.get()))
@@ -92,8 +93,8 @@ class GzipFileSource : public ByteSource {
       }
       if (rc == Z_BUF_ERROR) continue;  // needs more input; the loop refills
       if (rc != Z_OK)
-        throw TraceError(fmt::format("{}: corrupt gzip data ({})", path_,
-                                     zs_.msg ? zs_.msg : "inflate failed"));
+        throw TraceError(
+            fmt::format("{}: corrupt gzip data ({})", path_, zs_.msg ? zs_.msg : "inflate failed"));
     }
     return cap - zs_.avail_out;
   }
@@ -111,7 +112,8 @@ class GzipFileSource : public ByteSource {
       return;
     }
     if (p[0] != 0x1f || (zs_.avail_in > 1 && p[1] != 0x8b)) {
-      if (members_ == 0) throw TraceError(fmt::format("{}: not gzip data (bad magic bytes)", path_));
+      if (members_ == 0)
+        throw TraceError(fmt::format("{}: not gzip data (bad magic bytes)", path_));
       throw TraceError(fmt::format("{}: data after gzip member {} is not gzip (trailing garbage)",
                                    path_, members_));
     }
@@ -265,7 +267,9 @@ class PipelinedSource : public ByteSource {
 
 class Window {
  public:
-  explicit Window(ByteSource& src) : src_(src) { buf_.resize(kInitial + simdjson::SIMDJSON_PADDING); }
+  explicit Window(ByteSource& src) : src_(src) {
+    buf_.resize(kInitial + simdjson::SIMDJSON_PADDING);
+  }
 
   // Ensures at least n bytes are available at pos (or the data ends). Returns
   // the number available (may be < n only at end of data).
@@ -310,7 +314,9 @@ class Window {
   bool eof_ = false;
 };
 
-bool is_ws(char c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; }
+bool is_ws(char c) {
+  return c == ' ' || c == '\n' || c == '\r' || c == '\t';
+}
 
 std::string_view trim_right(std::string_view s) {
   while (!s.empty() && is_ws(s.back())) s.remove_suffix(1);
@@ -688,9 +694,10 @@ class EventParser {
 
   // Full parse of one staged value (wrapped in [ ] so scalars parse as values).
   PyValue to_value(const StagedArg& a) {
-    scratch_.assign("[");
+    scratch_.clear();
+    scratch_.push_back('[');
     scratch_.append(a.raw);
-    scratch_.append("]");
+    scratch_.push_back(']');
     size_t len = scratch_.size();
     scratch_.append(simdjson::SIMDJSON_PADDING, '\0');
     auto doc_result = value_parser_.iterate(scratch_.data(), len, scratch_.size());
@@ -823,7 +830,10 @@ class EventParser {
 class TraceReader {
  public:
   TraceReader(ByteSource& src, Trace& trace, std::string label, const LoadOptions& options)
-      : win_(src), trace_(trace), label_(std::move(label)), events_(trace, label_),
+      : win_(src),
+        trace_(trace),
+        label_(std::move(label)),
+        events_(trace, label_),
         options_(options) {}
 
   void run() {
@@ -881,12 +891,14 @@ class TraceReader {
     if (n >= 4 && p[0] == 0x89 && p[1] == 'P' && p[2] == 'N' && p[3] == 'G')
       return "not JSON: this is a PNG image";
     if (n >= 2 && p[0] == 0x1f && p[1] == 0x8b) return "not JSON: gzip data inside gzip data";
-    if (p[0] == '[') return "not a Kineto trace: the top-level JSON value is an array, not an object";
+    if (p[0] == '[')
+      return "not a Kineto trace: the top-level JSON value is an array, not an object";
     std::string hex;
     for (size_t k = 0; k < std::min<size_t>(n, 8); ++k) hex += fmt::format("{:02x} ", p[k]);
-    return fmt::format("not JSON or not a JSON object (a Kineto trace starts with '{{'; "
-                       "the data starts with bytes {})",
-                       trim_right(hex));
+    return fmt::format(
+        "not JSON or not a JSON object (a Kineto trace starts with '{{'; "
+        "the data starts with bytes {})",
+        trim_right(hex));
   }
 
   char peek() { return *win_.at(0); }
@@ -980,8 +992,7 @@ class TraceReader {
       events_.parse(win_.at(0), len, win_.capacity_from(0), index);
       win_.advance(len);
       ++index;
-      if (options_.progress && (index & 0x3fff) == 0 &&
-          !options_.progress(win_.consumed(), index))
+      if (options_.progress && (index & 0x3fff) == 0 && !options_.progress(win_.consumed(), index))
         fail("load cancelled");
       skip_ws();
       char c = need_char();
@@ -1062,7 +1073,8 @@ Trace load_trace(const std::string& path, const LoadOptions& options) {
   bool gzip = got == 2 && magic[0] == 0x1f && magic[1] == 0x8b;
   bool gz_name = path.size() >= 3 && path.compare(path.size() - 3, 3, ".gz") == 0;
   if (gz_name && !gzip)
-    throw TraceError(fmt::format("{}: not a gzip file (bad magic bytes; the name ends in .gz)", path));
+    throw TraceError(
+        fmt::format("{}: not a gzip file (bad magic bytes; the name ends in .gz)", path));
 
   Trace trace;
   trace.path = path;

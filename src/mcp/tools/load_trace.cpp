@@ -40,9 +40,10 @@ ToolResult load_trace_tool(const json& args, ToolContext& ctx) {
   ctx.report_progress(1, 1, "loaded");
   std::string text = fmt::format(
       "Loaded {} as handle \"{}\"{}: platform {}, GPU {}, {} events ({} kernels, {} cpu_ops).\n{}",
-      loaded.entry->path(), loaded.entry->handle(), loaded.reused ? " (reused, unchanged file)" : "",
-      summary["platform"].get<std::string>(),
-      summary["gpu_name"].get<std::string>().empty() ? "unknown" : summary["gpu_name"].get<std::string>(),
+      loaded.entry->path(), loaded.entry->handle(),
+      loaded.reused ? " (reused, unchanged file)" : "", summary["platform"].get<std::string>(),
+      summary["gpu_name"].get<std::string>().empty() ? "unknown"
+                                                     : summary["gpu_name"].get<std::string>(),
       summary["events"]["total"].get<int64_t>(), summary["events"]["kernel"].get<int64_t>(),
       summary["events"]["cpu_op"].get<int64_t>(), summary.dump());
   return {summary, text};

@@ -10,19 +10,24 @@ namespace jarvis::mcp {
 namespace {
 
 std::string rows_text(const json& result) {
-  std::string text = fmt::format("ops_summary of {} ({} of {} ops shown, total direct kernel time {:.4f} ms):\n",
-                                 result["trace"].get<std::string>(), result["rows"].size(),
-                                 result["matched_rows"].get<int64_t>(),
-                                 result["total_direct_kernel_time_ms"].get<double>());
+  std::string text = fmt::format(
+      "ops_summary of {} ({} of {} ops shown, total direct kernel time {:.4f} ms):\n",
+      result["trace"].get<std::string>(), result["rows"].size(),
+      result["matched_rows"].get<int64_t>(), result["total_direct_kernel_time_ms"].get<double>());
   for (const auto& row : result["rows"]) {
-    double ms = row["total_direct_kernel_time_ms"].is_number() ? row["total_direct_kernel_time_ms"].get<double>() : 0;
+    double ms = row["total_direct_kernel_time_ms"].is_number()
+                    ? row["total_direct_kernel_time_ms"].get<double>()
+                    : 0;
     double pct = row["percent"].is_number() ? row["percent"].get<double>() : 0;
     text += fmt::format("  {:>7.3f} ms {:6.2f}%  x{:<5} {}", ms, pct, row["count"].get<int64_t>(),
                         row["name"].get<std::string>());
     if (row["perf"].is_object() && row["perf"]["tflops_per_s"].is_number())
-      text += fmt::format("  [{:.2f} TFLOPS/s, {:.3f} TB/s, {}]", row["perf"]["tflops_per_s"].get<double>(),
-                          row["perf"]["tb_per_s"].is_number() ? row["perf"]["tb_per_s"].get<double>() : 0.0,
-                          row["perf"]["roofline_bound"].is_string() ? row["perf"]["roofline_bound"].get<std::string>() : "?");
+      text += fmt::format(
+          "  [{:.2f} TFLOPS/s, {:.3f} TB/s, {}]", row["perf"]["tflops_per_s"].get<double>(),
+          row["perf"]["tb_per_s"].is_number() ? row["perf"]["tb_per_s"].get<double>() : 0.0,
+          row["perf"]["roofline_bound"].is_string()
+              ? row["perf"]["roofline_bound"].get<std::string>()
+              : "?");
     text += "\n";
   }
   return text + result.dump();
@@ -32,7 +37,8 @@ ToolResult ops_summary_tool(const json& args, ToolContext& ctx) {
   std::string handle = args.at("trace").get<std::string>();
   auto entry = ctx.traces().get(handle);
   if (!entry)
-    throw ToolError("unknown trace handle \"" + handle + "\"; call load_trace first (or list_traces)");
+    throw ToolError("unknown trace handle \"" + handle +
+                    "\"; call load_trace first (or list_traces)");
   std::string arch = args.value("arch", std::string());
   std::string used_arch = arch.empty() ? detect_arch_name(entry->trace()) : arch;
   std::shared_ptr<const Report> report;

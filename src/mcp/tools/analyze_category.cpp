@@ -1,0 +1,48 @@
+// analyze_category: runs one TraceLens category analysis on a prepared
+// directory (category_filter output) and returns its markdown digest.
+#include <filesystem>
+
+#include "analysis/category_analysis.h"
+#include "analysis/findings.h"
+#include "mcp/tool.h"
+
+namespace jarvis::mcp {
+namespace {
+
+json summary_of(const analysis::ojson& m, size_t top_ops) {
+  json s = json::parse(m.dump());
+  if (s.contains("operations") && s["operations"].size() > top_ops) {
+    s["operations_omitted"] = s["operations"].size() - top_ops;
+    s["operations"].erase(s["operations"].begin() + static_cast<long>(top_ops), s["operations"].end());
+  }
+  return s;
+}
+
+ToolResult analyze_category_tool(const json& args, ToolContext& ctx) {
+  auto dir = ctx.resolve_path(args.at("output_dir").get<std::string>(), true, false);
+  std::string category = args.at("category").get<std::string>();
+  analysis::AnalyzeResult r;
+  try {
+    r = analysis::analyze_category(dir.string(), category);
+  } catch (const std::invalid_argument& e) {
+    throw ToolError(e.what());
+  }
+  json result = {{"category", category},
+                 {"kind", r.kind},
+                 {"status", r.status},
+                 {"metrics_path", r.metrics_path},
+                 {"metrics", summary_of(r.metrics, args.at("max_operations").get<size_t>())},
+                 {"markdown", r.markdown},
+                 {"draft_findings_path", nullptr}};
+  if (args.at("write_draft").get<bool>() && r.status != "ERROR") {
+    std::string path = analysis::findings_path(dir.string(), category);
+    if (!std::filesystem::exists(path))
+      result["draft_findings_path"] =
+          analysis::write_findings(dir.string(), category, analysis::draft_findings(category, r.metrics));
+  }
+  return {result, r.markdown};
+}
+
+}  // namespace
+JARVIS_MCP_TOOL(analyze_category, analyze_category_tool);
+}  // namespace jarvis::mcp

@@ -1,0 +1,61 @@
+// category_filter: TraceLens orchestrator preparation for one category (or
+// all) of a loaded trace, written under a confined output directory.
+#include <fmt/format.h>
+
+#include "analysis/prepare_trace.h"
+#include "analysis/trace_store.h"
+#include "mcp/tool.h"
+#include "perf/gpu_arch.h"
+
+namespace jarvis::mcp {
+namespace {
+
+ToolResult category_filter_tool(const json& args, ToolContext& ctx) {
+  auto entry = ctx.traces().get(args.at("trace").get<std::string>());
+  if (!entry) throw ToolError("unknown trace handle; call load_trace first or list_traces");
+  std::string arch = args.value("arch", std::string());
+  if (arch.empty()) arch = detect_arch_name(entry->trace());
+  if (arch.empty())
+    throw ToolError("cannot detect the GPU arch from the trace; pass arch (e.g. MI300X, H100)");
+  auto out = ctx.resolve_path(args.at("output_dir").get<std::string>(), false, true);
+  analysis::TracePrepareOptions o;
+  o.platform = arch;
+  o.output_dir = out.string();
+  o.category = args.at("category").get<std::string>();
+  o.trace_path = entry->path();
+  o.tree_data = args.at("tree_data").get<bool>();
+  analysis::PrepareResult r;
+  try {
+    auto report = trace_report(*entry, arch);
+    ctx.throw_if_cancelled();
+    r = analysis::prepare_from_report(entry->trace(), *trace_call_tree(*entry), report->tables, o);
+  } catch (const perf::GpuArchError& e) {
+    throw ToolError(e.what());
+  } catch (const std::invalid_argument& e) {
+    throw ToolError(e.what());
+  }
+  json cats = json::array();
+  std::string text = fmt::format("Prepared {} in {} (arch {}):\n", o.category, o.output_dir, arch);
+  for (const auto& c : r.manifest["categories"]) {
+    json e = {{"name", c["name"]}, {"display_name", c["display_name"]}, {"skill", c["skill"]},
+              {"tier", c["tier"]}, {"ops_count", c["ops_count"]},
+              {"gpu_kernel_time_ms", c.contains("gpu_kernel_time_ms") ? json(c["gpu_kernel_time_ms"].get<double>()) : json()}};
+    text += fmt::format("  {:<14} {:<16} ops={:<4} {}\n", c["name"].get<std::string>(),
+                        c["tier"].get<std::string>(), c["ops_count"].dump(),
+                        e["gpu_kernel_time_ms"].is_null() ? "" : fmt::format("{:.3f} ms", e["gpu_kernel_time_ms"].get<double>()));
+    cats.push_back(e);
+  }
+  json result = {{"trace", entry->handle()},
+                 {"output_dir", o.output_dir},
+                 {"arch", arch},
+                 {"category", o.category},
+                 {"gpu_utilization", json::parse(r.gpu_utilization.dump())},
+                 {"categories", cats},
+                 {"files", r.files}};
+  text += "Next: analyze_category for each compute category, then write_findings.\n";
+  return {result, text + result.dump()};
+}
+
+}  // namespace
+JARVIS_MCP_TOOL(category_filter, category_filter_tool);
+}  // namespace jarvis::mcp

@@ -1,0 +1,76 @@
+// gemm_roofline: per-shape GEMM roofline of a loaded trace, optional SVG plot.
+#include <fmt/format.h>
+
+#include "analysis/gemm_roofline.h"
+#include "analysis/prepare.h"
+#include "analysis/trace_store.h"
+#include "mcp/tool.h"
+#include "perf/gpu_arch.h"
+#include "report/report.h"
+
+namespace jarvis::mcp {
+namespace {
+
+std::string shapes_text(const json& r) {
+  std::string t = fmt::format("GEMM roofline ({}): {} shapes, {:.1f}% of compute time\n",
+                              r["arch"].get<std::string>(), r["shape_count"].get<size_t>(),
+                              r["gemm_percent_of_compute"].get<double>());
+  for (const auto& s : r["shapes"]) {
+    auto n = [&](const char* k) { return s[k].is_number() ? s[k].get<double>() : 0.0; };
+    t += fmt::format("  #{} {:<8} {} M={} N={} K={} B={} x{} {:.2f}% compute  AI={:.1f} (ridge {:.1f}) {}  {:.1f} TFLOPS/s {:.2f} TB/s  eff {:.1f}%\n",
+                     s["index"].dump(), s["priority"].get<std::string>(), s["op"].get<std::string>(),
+                     s["M"].dump(), s["N"].dump(), s["K"].dump(), s["batch"].dump(), s["count"].dump(),
+                     n("percent_of_compute"), n("flops_per_byte"), n("ridge_point"),
+                     s["bound"].is_string() ? s["bound"].get<std::string>() : "?", n("achieved_tflops"),
+                     n("achieved_tbs"), n("efficiency_percent"));
+  }
+  return t;
+}
+
+ToolResult gemm_roofline_tool(const json& args, ToolContext& ctx) {
+  auto entry = ctx.traces().get(args.at("trace").get<std::string>());
+  if (!entry) throw ToolError("unknown trace handle; call load_trace first or list_traces");
+  std::string arch = args.value("arch", std::string());
+  if (arch.empty()) arch = detect_arch_name(entry->trace());
+  if (arch.empty()) throw ToolError("cannot detect the GPU arch from the trace; pass arch (e.g. MI300X, H100)");
+  analysis::GemmRooflineFilters f;
+  f.op_contains = args.value("op_contains", std::string());
+  f.dtype = args.value("dtype", std::string());
+  f.min_percent = args.at("min_percent").get<double>();
+  f.top_n = args.at("top_n").get<size_t>();
+  analysis::ojson r;
+  try {
+    auto report = trace_report(*entry, arch);
+    auto tree = trace_call_tree(*entry);
+    analysis::GemmRooflineInputs in;
+    in.gemm_sheet = report->find("GEMM");
+    in.unified = report->find("unified_perf_summary");
+    in.arch = analysis::load_arch_json(arch);
+    in.computation_time_us = report->timeline.computation_time;
+    in.total_time_us = report->timeline.total_time;
+    const Trace& trace = entry->trace();
+    in.is_backward = [&](Uid uid) {
+      for (Uid p = uid; p != kNoUid && p < trace.events.size(); p = tree->parent(p))
+        if (trace.name(p).starts_with("autograd::engine::evaluate_function")) return true;
+      return false;
+    };
+    r = analysis::gemm_roofline(in, f);
+  } catch (const perf::GpuArchError& e) {
+    throw ToolError(e.what());
+  } catch (const std::invalid_argument& e) {
+    throw ToolError(e.what());
+  }
+  json result = json::parse(r.dump());
+  result["trace"] = entry->handle();
+  result["svg_path"] = nullptr;
+  if (args.contains("svg_path")) {
+    auto path = ctx.resolve_path(args.at("svg_path").get<std::string>(), false, true);
+    write_file_atomic(path.string(), analysis::gemm_roofline_svg(r));
+    result["svg_path"] = path.string();
+  }
+  return {result, shapes_text(result) + result.dump()};
+}
+
+}  // namespace
+JARVIS_MCP_TOOL(gemm_roofline, gemm_roofline_tool);
+}  // namespace jarvis::mcp

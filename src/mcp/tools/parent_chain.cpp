@@ -1,0 +1,33 @@
+// parent_chain: call stack (parents) and subtree of one event of a loaded trace.
+#include "analysis/parent_chain.h"
+#include "analysis/trace_store.h"
+#include "mcp/tool.h"
+
+namespace jarvis::mcp {
+namespace {
+
+ToolResult parent_chain_tool(const json& args, ToolContext& ctx) {
+  auto entry = ctx.traces().get(args.at("trace").get<std::string>());
+  if (!entry) throw ToolError("unknown trace handle; call load_trace first or list_traces");
+  analysis::ParentChainQuery q;
+  if (args.contains("uid")) q.uid = args.at("uid").get<Uid>();
+  q.op_name = args.value("op_name", std::string());
+  q.kernel_name = args.value("kernel_name", std::string());
+  q.index = args.at("index").get<size_t>();
+  q.subtree_depth = args.at("subtree_depth").get<int>();
+  q.prune_non_gpu = args.at("prune_non_gpu").get<bool>();
+  q.max_children = args.at("max_children").get<size_t>();
+  analysis::ParentChainResult r;
+  try {
+    r = analysis::parent_chain(entry->trace(), *trace_call_tree(*entry), q);
+  } catch (const std::invalid_argument& e) {
+    throw ToolError(e.what());
+  }
+  json result = json::parse(r.json.dump());
+  result["trace"] = entry->handle();
+  return {result, r.text};
+}
+
+}  // namespace
+JARVIS_MCP_TOOL(parent_chain, parent_chain_tool);
+}  // namespace jarvis::mcp
