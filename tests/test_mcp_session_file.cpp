@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <fstream>
+#include <set>
 
 #include "mcp/server.h"
 #include "report/table.h"
@@ -138,6 +139,32 @@ TEST_SUITE("mcp_stdio") {
     child.close_stdin();
     CHECK(child.read_line(5000) == "");  // nothing after the last answer
     CHECK(child.wait_exit() == 0);       // exits on EOF
+  }
+
+  TEST_CASE("examples/session.jsonl piped at once runs in order") {
+    std::ifstream file(std::string(JARVIS_SOURCE_DIR) + "/examples/session.jsonl");
+    REQUIRE(file);
+    Child child({JARVIS_BINARY, "serve", "--stdio", "--root", JARVIS_SHARED_DIR});
+    std::string line;
+    std::set<json> ids;
+    while (std::getline(file, line)) {
+      if (line.empty()) continue;
+      child.send(line);
+      json message = json::parse(line);
+      if (message.contains("id")) ids.insert(message["id"]);
+    }
+    child.close_stdin();  // EOF right away: the server must still answer everything
+    std::set<json> answered;
+    for (std::string out; !(out = child.read_line()).empty();) {
+      json reply = json::parse(out);
+      if (!reply.contains("id")) continue;
+      INFO(out.substr(0, 300));
+      CHECK(reply.contains("result"));
+      CHECK(reply["result"].value("isError", false) == false);
+      CHECK(answered.insert(reply["id"]).second);
+    }
+    CHECK(answered == ids);
+    CHECK(child.wait_exit() == 0);
   }
 
   TEST_CASE("stdio answers garbage, batches and oversize lines without dying") {

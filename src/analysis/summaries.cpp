@@ -5,7 +5,6 @@
 #include <map>
 #include <stdexcept>
 
-#include "analysis/category_analysis_common.h"
 #include "report/gpu_timeline.h"
 
 namespace jarvis::analysis {
@@ -85,14 +84,19 @@ nlohmann::json finite_or_null(double x) {
   return std::isfinite(x) ? nlohmann::json(x) : nlohmann::json();
 }
 
-// The Python list literal of the Categories cell ("['GEMM', 'other']").
+// The Python list literal of the Categories cell ("['GEMM', 'other']"):
+// the quoted items, in order. Category names hold no quotes or commas.
 std::vector<std::string> parse_categories(const std::string& cell) {
   std::vector<std::string> out;
-  if (auto lit = try_parse_py_literal(cell); lit && lit->is_seq()) {
-    for (const auto& item : lit->items) out.push_back(item.str());
-  } else if (!cell.empty()) {
-    out.push_back(cell);
+  size_t pos = 0;
+  while ((pos = cell.find_first_of("'\"", pos)) != std::string::npos) {
+    char quote = cell[pos];
+    size_t end = cell.find(quote, pos + 1);
+    if (end == std::string::npos) break;
+    out.push_back(cell.substr(pos + 1, end - pos - 1));
+    pos = end + 1;
   }
+  if (out.empty() && !cell.empty() && cell != "[]") out.push_back(cell);
   return out;
 }
 

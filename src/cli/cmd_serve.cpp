@@ -21,7 +21,7 @@ const char* kUsage =
     "  --token TOKEN            HTTP bearer token (default: $JARVIS_TOKEN; required off loopback)\n"
     "  --allow-origin ORIGIN    extra allowed Origin for HTTP (repeatable)\n"
     "  --max-message-mb N       largest JSON-RPC message accepted (default 64)\n"
-    "  --workers N              threads running requests (default 4 stdio, 32 HTTP)\n"
+    "  --workers N              threads running requests (default: stdio 1 = in order, HTTP 32)\n"
     "  --conformance-fixtures   add the MCP conformance suite's test fixtures (tests only)\n";
 
 std::vector<std::string> all_values(const Args& args, const std::string& flag) {
@@ -93,7 +93,7 @@ int cmd_serve(const Args& args) {
   for (const auto& problem : server.registry_problems())
     std::fprintf(stderr, "jarvis serve: warning: %s\n", problem.c_str());
   std::string workers = flag_value(args, "--workers");
-  if (stdio) return mcp::serve_stdio(server, 0, 1, workers.empty() ? 4 : std::stoul(workers));
+  if (stdio) return mcp::serve_stdio(server, 0, 1, workers.empty() ? 1 : std::stoul(workers));
 
   mcp::HttpOptions http_options;
   parse_http_address(args, http_options);

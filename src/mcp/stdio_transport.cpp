@@ -131,13 +131,13 @@ class WorkQueue {
   bool closing_ = false;
 };
 
-// Requests other than initialize run on the pool; notifications (cancel!),
-// responses to our requests and initialize are handled on the reader thread,
-// in order.
+// Requests run on the pool; notifications (cancel!), responses to our
+// requests, initialize and ping are handled on the reader thread, in order,
+// so they are answered even while a long call runs.
 bool runs_on_pool(const json& message) {
   if (message.is_array()) return true;
   return message.is_object() && message.contains("method") && message.contains("id") &&
-         message["method"] != "initialize";
+         message["method"] != "initialize" && message["method"] != "ping";
 }
 
 }  // namespace

@@ -12,10 +12,12 @@
 
 namespace jarvis::mcp {
 
-// Serves one session on the given descriptors until EOF on `in_fd`; requests
-// run on `workers` threads so a slow call does not block ping or
-// cancellation. Waits for calls in flight, then returns 0.
-int serve_stdio(Server& server, int in_fd = 0, int out_fd = 1, size_t workers = 4);
+// Serves one session on the given descriptors until EOF on `in_fd`.
+// Requests run on `workers` threads (1 = in arrival order, so a piped script
+// may use a handle right after the load_trace that creates it); ping,
+// cancellation and responses are handled by the reader meanwhile. At EOF the
+// calls in flight finish, then it returns 0.
+int serve_stdio(Server& server, int in_fd = 0, int out_fd = 1, size_t workers = 1);
 
 struct HttpOptions {
   std::string host = "127.0.0.1";

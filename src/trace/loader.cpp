@@ -100,7 +100,7 @@ class GzipFileSource : public ByteSource {
   }
 
  private:
-  static constexpr size_t kInChunk = 1 << 20;
+  static constexpr size_t kInChunk = 256 << 10;
 
   // Called with input available at a member boundary. A following member
   // must start with the gzip magic; trailing zero padding (written by some
@@ -192,7 +192,7 @@ class PipelinedSource : public ByteSource {
   }
 
  private:
-  static constexpr size_t kChunk = 1 << 20;
+  static constexpr size_t kChunk = 256 << 10;
   static constexpr size_t kChunks = 4;
   struct Chunk {
     std::vector<char> data;

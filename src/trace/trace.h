@@ -53,7 +53,9 @@ enum class Phase : uint8_t { Complete, Instant, FlowStart, FlowEnd, Metadata, Ot
 inline bool is_gpu_cat(Cat c) {
   return c == Cat::Kernel || c == Cat::GpuMemcpy || c == Cat::GpuMemset;
 }
-inline bool is_runtime_cat(Cat c) { return c == Cat::CudaRuntime || c == Cat::CudaDriver; }
+inline bool is_runtime_cat(Cat c) {
+  return c == Cat::CudaRuntime || c == Cat::CudaDriver;
+}
 
 // pid / tid are JSON scalars that may be ints or strings ("Spans"). Strings are
 // interned; comparison is by (kind, value) as TraceLens compares Python values.
@@ -91,14 +93,14 @@ struct Event {
   double dur = std::numeric_limits<double>::quiet_NaN();
   double t_end = std::numeric_limits<double>::quiet_NaN();  // ts + dur, computed once
 
-  int64_t external_id = kNoInt;   // args["External id"]
-  int64_t correlation = kNoInt;   // args["correlation"]
-  int64_t flow_id = kNoInt;       // top-level "id" (ac2g / fwdbwd flows)
-  int64_t stream = kNoInt;        // args["stream"]
-  int64_t device = kNoInt;        // args["device"]
-  int64_t sequence_number = kNoInt;  // args["Sequence number"]
-  int64_t python_id = kNoInt;        // args["Python id"]
-  int64_t python_parent_id = kNoInt; // args["Python parent id"]
+  int64_t external_id = kNoInt;       // args["External id"]
+  int64_t correlation = kNoInt;       // args["correlation"]
+  int64_t flow_id = kNoInt;           // top-level "id" (ac2g / fwdbwd flows)
+  int64_t stream = kNoInt;            // args["stream"]
+  int64_t device = kNoInt;            // args["device"]
+  int64_t sequence_number = kNoInt;   // args["Sequence number"]
+  int64_t python_id = kNoInt;         // args["Python id"]
+  int64_t python_parent_id = kNoInt;  // args["Python parent id"]
 
   ProcId pid;
   ProcId tid;
@@ -134,17 +136,20 @@ struct ProcessMetadata {
 
 class Trace {
  public:
-  std::string path;                 // as given by the caller
-  std::vector<Event> events;        // index == UID
-  std::vector<ArgList> arg_lists;   // side table for Event::args
+  std::string path;           // as given by the caller
+  std::vector<Event> events;  // index == UID
+  // Side table for Event::args. Events whose kept args are identical share
+  // one entry (the loader stores each distinct list once), so treat entries
+  // as read-only.
+  std::vector<ArgList> arg_lists;
   StringPool strings;
   ProcessMetadata metadata;
   Platform platform = Platform::Unknown;
   // Top-level members other than traceEvents, as compact JSON text
   // (deviceProperties, distributedInfo, version fields, ...).
   std::vector<std::pair<std::string, std::string>> top_level_json;
-  uint64_t json_bytes = 0;          // uncompressed JSON size
-  uint64_t file_bytes = 0;          // size on disk
+  uint64_t json_bytes = 0;  // uncompressed JSON size
+  uint64_t file_bytes = 0;  // size on disk
 
   std::string_view name(Uid uid) const { return strings.view(events[uid].name); }
   std::string_view cat_name(Uid uid) const { return strings.view(events[uid].cat_name); }

@@ -6,6 +6,8 @@
 #include "analysis/trace_store.h"
 #include "mcp/tool.h"
 #include "perf/gpu_arch.h"
+#include "report/report.h"
+#include "tree/call_tree.h"
 
 namespace jarvis::mcp {
 namespace {

@@ -7,6 +7,7 @@
 #include "mcp/tool.h"
 #include "perf/gpu_arch.h"
 #include "report/report.h"
+#include "tree/call_tree.h"
 
 namespace jarvis::mcp {
 namespace {

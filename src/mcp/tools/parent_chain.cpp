@@ -2,6 +2,7 @@
 #include "analysis/parent_chain.h"
 #include "analysis/trace_store.h"
 #include "mcp/tool.h"
+#include "tree/call_tree.h"
 
 namespace jarvis::mcp {
 namespace {
