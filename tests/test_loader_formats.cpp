@@ -3,6 +3,8 @@
 // (nlohmann::json) event by event on the conformance traces.
 #include <doctest/doctest.h>
 
+#include <fmt/format.h>
+
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -22,18 +24,17 @@ std::string conformance_trace(const std::string& name) {
 // Everything the loader stores about one event, as text, for comparison.
 std::string describe(const Trace& t, Uid uid) {
   const Event& e = t.events[uid];
-  std::string s = std::to_string(static_cast<int>(e.ph)) + "|" + std::string(t.cat_name(uid)) +
-                  "|" + std::string(t.name(uid)) + "|" + py_float_repr(e.ts) + "|" +
-                  py_float_repr(e.dur) + "|" + py_float_repr(e.t_end) + "|" +
-                  t.proc_id_text(e.pid) + "|" + t.proc_id_text(e.tid);
+  std::string s = fmt::format("{}|{}|{}|{}|{}|{}|{}|{}", static_cast<int>(e.ph), t.cat_name(uid),
+                              t.name(uid), py_float_repr(e.ts), py_float_repr(e.dur),
+                              py_float_repr(e.t_end), t.proc_id_text(e.pid), t.proc_id_text(e.tid));
   for (int64_t v : {e.external_id, e.correlation, e.flow_id, e.stream, e.device, e.sequence_number,
                     e.python_id, e.python_parent_id})
-    s += "|" + std::to_string(v);
+    s += fmt::format("|{}", v);
   s += e.has_args ? "|args" : "|-";
   s += e.bp_enclosing ? "|e" : "|-";
   if (e.args >= 0)
     for (const auto& [key, value] : t.arg_lists[static_cast<size_t>(e.args)])
-      s += "|" + std::string(t.str(key)) + "=" + value.repr_tuple();
+      s += fmt::format("|{}={}", t.str(key), value.repr_tuple());
   return s;
 }
 

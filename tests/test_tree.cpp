@@ -35,7 +35,7 @@ std::string kernel(const char* name, double ts, double dur, int corr, int stream
             fmt::format(R"("pid":0,"tid":{})", stream));
 }
 std::string flow(char ph, int id, std::string pidtid) {
-  return fmt::format(R"({{"ph":"{}","cat":"ac2g","name":"ac2g","id":{},{},"ts":0}}})", ph, id,
+  return fmt::format(R"({{"ph":"{}","cat":"ac2g","name":"ac2g","id":{},{},"ts":0}})", ph, id,
                      pidtid);
 }
 // A launch at ts with its flow pair and the kernel it starts.
