@@ -69,7 +69,8 @@ TEST_CASE("analyze: markdown digest carries the table, the P-items and the key m
   CHECK(res.markdown.find("| 1 | aten::mm | (8944,1024) bf16<br>(1024,2816) bf16 | 48 | 5.308 |") !=
         std::string::npos);
   CHECK(res.markdown.find("65.94% of 708 TFLOPS") != std::string::npos);
-  CHECK(res.markdown.find("### P1: compute-bound, Tensile, efficiency bucket 60-100") != std::string::npos);
+  CHECK(res.markdown.find("### P1: compute-bound, Tensile, efficiency bucket 60-100") !=
+        std::string::npos);
   CHECK(res.markdown.find("- peak_maf_tflops: 708") != std::string::npos);
 }
 
@@ -80,7 +81,8 @@ TEST_CASE("analyze: errors") {
   fs::create_directories(tmp.path + "/category_data");
   auto res = analysis::analyze_category(tmp.path, "gemm");
   CHECK(res.status == "ERROR");
-  CHECK(res.metrics["error"].get<std::string>().find("Category CSV not found") != std::string::npos);
+  CHECK(res.metrics["error"].get<std::string>().find("Category CSV not found") !=
+        std::string::npos);
   auto moe = analysis::analyze_category(tmp.path, "moe_unfused");
   CHECK(moe.status == "NO_DATA");
 }
@@ -113,7 +115,7 @@ TEST_CASE("common: Python literal parsing, rounding and JSON dump") {
   CHECK(v.repr() == "[{'name': 'k', 'dur': 2.5}, (1,), None, True]");
   CHECK_THROWS_AS(analysis::parse_py_literal("[1, 2"), std::invalid_argument);
   CHECK(analysis::py_round(2.675, 2) == doctest::Approx(2.67));  // binary value below the tie
-  CHECK(analysis::py_round(0.125, 2) == 0.12);                    // exact tie to even
+  CHECK(analysis::py_round(0.125, 2) == 0.12);                   // exact tie to even
   CHECK(analysis::py_json_dump(ojson{{"a", 1.0}, {"b", ojson::array()}, {"c", "\xC2\xB5"}}) ==
         "{\n  \"a\": 1.0,\n  \"b\": [],\n  \"c\": \"\\u00b5\"\n}");
   std::vector<double> values(300);

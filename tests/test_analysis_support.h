@@ -41,8 +41,10 @@ inline void compare_json(const ojson& exp, const ojson& act, const std::string& 
   }
   if (exp.is_object()) {
     for (const auto& [k, v] : exp.items()) {
-      if (!act.contains(k)) problems.push_back(path + "." + k + ": missing");
-      else compare_json(v, act[k], path + "." + k, problems, normalize, rel_tol);
+      if (!act.contains(k))
+        problems.push_back(path + "." + k + ": missing");
+      else
+        compare_json(v, act[k], path + "." + k, problems, normalize, rel_tol);
     }
     for (const auto& [k, v] : act.items())
       if (!exp.contains(k)) problems.push_back(path + "." + k + ": unexpected key");
@@ -55,7 +57,8 @@ inline void compare_json(const ojson& exp, const ojson& act, const std::string& 
       return;
     }
     for (size_t i = 0; i < exp.size(); ++i)
-      compare_json(exp[i], act[i], path + "[" + std::to_string(i) + "]", problems, normalize, rel_tol);
+      compare_json(exp[i], act[i], path + "[" + std::to_string(i) + "]", problems, normalize,
+                   rel_tol);
     return;
   }
   if (exp.is_string()) {
@@ -128,7 +131,8 @@ inline std::vector<std::string> agent_conformance_dirs() {
 // Runs prepare on a conformance dir's reference perf CSVs into `out`,
 // handing in the reference trace-derived files (multi-kernel data and
 // fusion candidates) so only the table-driven logic is under test.
-inline analysis::PrepareResult prepare_from_reference(const std::string& dir, const std::string& out,
+inline analysis::PrepareResult prepare_from_reference(const std::string& dir,
+                                                      const std::string& out,
                                                       const std::string& category = "all") {
   ConformanceArch arch = conformance_arch(dir);
   analysis::PrepareOptions o;
@@ -138,8 +142,10 @@ inline analysis::PrepareResult prepare_from_reference(const std::string& dir, co
   o.output_dir = out;
   o.category = category;
   analysis::PrepareInputs inputs;
-  inputs.multi_kernel_data = analysis::read_json_file(dir + "/category_data/multi_kernel_data.json");
-  inputs.fusion_candidates = analysis::read_json_file(dir + "/category_data/fusion_candidates.json");
+  inputs.multi_kernel_data =
+      analysis::read_json_file(dir + "/category_data/multi_kernel_data.json");
+  inputs.fusion_candidates =
+      analysis::read_json_file(dir + "/category_data/fusion_candidates.json");
   return analysis::prepare_category_data(analysis::read_perf_report_csvs(dir + "/perf_report_csvs"),
                                          o, inputs);
 }

@@ -13,12 +13,12 @@ using analysis::ojson;
 TEST_CASE("gemm_roofline: priority rules of the GEMM skill") {
   using analysis::gemm_priority;
   CHECK(gemm_priority(16, 25.0, false) == "Critical");
-  CHECK(gemm_priority(16, 35.0, false) == "High");     // >10 % of compute
-  CHECK(gemm_priority(15, 25.0, false) == "High");     // exactly 15 % is not > 15 %
-  CHECK(gemm_priority(2, 35.0, false) == "High");      // < 40 % efficiency
+  CHECK(gemm_priority(16, 35.0, false) == "High");  // >10 % of compute
+  CHECK(gemm_priority(15, 25.0, false) == "High");  // exactly 15 % is not > 15 %
+  CHECK(gemm_priority(2, 35.0, false) == "High");   // < 40 % efficiency
   CHECK(gemm_priority(11, std::nullopt, false) == "High");
   CHECK(gemm_priority(6, 80.0, false) == "Medium");
-  CHECK(gemm_priority(1, 80.0, true) == "Medium");     // batching pattern
+  CHECK(gemm_priority(1, 80.0, true) == "Medium");  // batching pattern
   CHECK(gemm_priority(1, 80.0, false) == "Low");
   CHECK(gemm_priority(1, std::nullopt, false) == "Low");
   CHECK(analysis::gemm_batching_pattern(8, 16, 64, 1, 1000));
@@ -56,7 +56,8 @@ TEST_CASE("gemm_roofline: GEMM.csv numbers and a hand-worked roofline (MI300X qw
   CHECK(top["efficiency_percent"].get<double>() == doctest::Approx(466.8243456800369 / 708 * 100));
   CHECK(top["pct_roofline_mean"].get<double>() == doctest::Approx(65.93564204520295));
   CHECK(top["count"] == 48);
-  CHECK(top["percent_of_compute"].get<double>() == doctest::Approx(5308.2734375 / 29743.16796875 * 100));
+  CHECK(top["percent_of_compute"].get<double>() ==
+        doctest::Approx(5308.2734375 / 29743.16796875 * 100));
   CHECK(top["priority"] == "High");  // 17.8 % of compute, 65.9 % efficiency
   CHECK(top["flags"]["quantized"] == false);
   // The fp32 bmm (1x32x1 @ 1x1x559) is memory bound against the fp32 roof.
@@ -97,5 +98,6 @@ TEST_CASE("gemm_roofline: from a trace (H100 bert) and errors") {
   }
   analysis::GemmRooflineInputs none;
   CHECK_THROWS_AS(analysis::gemm_roofline(none), std::invalid_argument);
-  CHECK_THROWS_AS(analysis::gemm_roofline_for_trace(trace, tree, "NoSuchGPU"), std::invalid_argument);
+  CHECK_THROWS_AS(analysis::gemm_roofline_for_trace(trace, tree, "NoSuchGPU"),
+                  std::invalid_argument);
 }

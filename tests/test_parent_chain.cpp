@@ -73,15 +73,16 @@ TEST_CASE("parent_chain: ex_UID of unified_perf_summary, subtree and text") {
   CHECK(mm.json["event"]["name"] == "aten::mm");
   CHECK(mm.json["match_count"].get<size_t>() >= 2);
   CHECK(mm.text.find("    Input Dims: [[") != std::string::npos);
-  CHECK(mm.text.find("\nSubtree:\n\xE2\x94\x94\xE2\x94\x80\xE2\x94\x80 UID: ") != std::string::npos);
+  CHECK(mm.text.find("\nSubtree:\n\xE2\x94\x94\xE2\x94\x80\xE2\x94\x80 UID: ") !=
+        std::string::npos);
   // The chain ends at a root: the last level has no parent.
   CHECK(tree.parent(mm.json["parent_chain"].back()["uid"].get<Uid>()) == kNoUid);
 
   analysis::ParentChainQuery bad;
   CHECK_THROWS_AS(analysis::parent_chain(trace, tree, bad), std::invalid_argument);
   bad.op_name = "aten::does_not_exist";
-  CHECK_THROWS_WITH_AS(analysis::parent_chain(trace, tree, bad), doctest::Contains("no event matches"),
-                       std::invalid_argument);
+  CHECK_THROWS_WITH_AS(analysis::parent_chain(trace, tree, bad),
+                       doctest::Contains("no event matches"), std::invalid_argument);
   bad.op_name = "aten::mm";
   bad.index = 1000000;
   CHECK_THROWS_WITH_AS(analysis::parent_chain(trace, tree, bad), doctest::Contains("out of range"),

@@ -67,7 +67,8 @@ TEST_CASE("prepare: golden category_data / metadata for every conformance trace"
                  "manifest", problems, norm);
     CHECK_MESSAGE(problems.empty(), join_problems(problems));
     CHECK(result.manifest["categories"].size() ==
-          analysis::read_json_file(dir + "/category_data/category_manifest.json")["categories"].size());
+          analysis::read_json_file(dir + "/category_data/category_manifest.json")["categories"]
+              .size());
   }
 }
 
@@ -105,8 +106,9 @@ TEST_CASE("prepare: one category writes only its files plus the shared ones") {
   CHECK(fs::exists(tmp.path + "/metadata/model_info.json"));
   auto manifest = analysis::read_json_file(tmp.path + "/category_data/category_manifest.json");
   // The manifest still describes every category of the trace.
-  CHECK(manifest["categories"].size() ==
-        analysis::read_json_file(dir + "/category_data/category_manifest.json")["categories"].size());
+  CHECK(
+      manifest["categories"].size() ==
+      analysis::read_json_file(dir + "/category_data/category_manifest.json")["categories"].size());
 }
 
 TEST_CASE("prepare: bad input gives specific errors and writes nothing") {
@@ -125,8 +127,8 @@ TEST_CASE("prepare: bad input gives specific errors and writes nothing") {
   o.platform = "H100";
   o.arch = conformance_arch(dir).arch;
   o.output_dir = out;
-  CHECK_THROWS_WITH_AS(analysis::prepare_category_data(tables, o), doctest::Contains("unified_perf_summary"),
-                       std::invalid_argument);
+  CHECK_THROWS_WITH_AS(analysis::prepare_category_data(tables, o),
+                       doctest::Contains("unified_perf_summary"), std::invalid_argument);
   o.arch = ojson::object();
   CHECK_THROWS_WITH_AS(analysis::prepare_category_data(tables, o), doctest::Contains("mem_bw_gbps"),
                        std::invalid_argument);

@@ -44,7 +44,8 @@ TEST_CASE("prepare_trace: golden from trace.json.gz for every conformance trace"
     compare_json(analysis::read_json_file(dir + "/category_data/multi_kernel_data.json"),
                  analysis::read_json_file(tmp.path + "/category_data/multi_kernel_data.json"),
                  "multi_kernel_data", problems, norm);
-    compare_json(without_kernel_fusion(analysis::read_json_file(dir + "/category_data/category_manifest.json")),
+    compare_json(without_kernel_fusion(
+                     analysis::read_json_file(dir + "/category_data/category_manifest.json")),
                  without_kernel_fusion(result.manifest), "manifest", problems, norm);
     for (const auto& e : fs::directory_iterator(dir + "/metadata")) {
       std::string name = e.path().filename().string();

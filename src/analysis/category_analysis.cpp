@@ -100,8 +100,10 @@ ojson calculate_efficiency(const Row& row, const ojson& peak_hbm_bw, const ojson
   if (truthy(peak_hbm_bw)) r["resolved_peak_hbm_bw"] = py_round_json(peak_hbm_bw, 2);
 
   std::string bound = row.text("Roofline Bound");
-  if (bound == "COMPUTE_BOUND") r["bound_type"] = "compute";
-  else if (bound == "MEMORY_BOUND") r["bound_type"] = "memory";
+  if (bound == "COMPUTE_BOUND")
+    r["bound_type"] = "compute";
+  else if (bound == "MEMORY_BOUND")
+    r["bound_type"] = "memory";
 
   if (!row.na("Pct Roofline_mean")) {
     double pct = py_round(row.num("Pct Roofline_mean"), 2);
@@ -139,11 +141,12 @@ ojson module_chain(const std::string& cs) {
 }
 
 ojson call_chain(const std::string& cs) {
-  static const char* const kSkip[] = {
-      "torch/nn/modules/module.py", "torch/utils/_device.py",      "torch/overrides.py",
-      "torch/_ops.py",              "multiprocessing/spawn.py",    "torch/_dynamo/eval_frame.py",
-      "torch/_functorch/",          "torch/autograd/function.py",  "torch/_inductor/",
-      "torch/cuda/graphs.py",       "torch/utils/_contextlib.py"};
+  static const char* const kSkip[] = {"torch/nn/modules/module.py", "torch/utils/_device.py",
+                                      "torch/overrides.py",         "torch/_ops.py",
+                                      "multiprocessing/spawn.py",   "torch/_dynamo/eval_frame.py",
+                                      "torch/_functorch/",          "torch/autograd/function.py",
+                                      "torch/_inductor/",           "torch/cuda/graphs.py",
+                                      "torch/utils/_contextlib.py"};
   ojson out = ojson::array();
   for (const auto& f : string_frames(cs)) {
     bool skip = false;
@@ -218,9 +221,9 @@ ojson load_fusion_map(const std::string& output_dir) {
 ojson build_operations(const Table& ops, const ojson& metadata, const CategoryConfig& config,
                        const std::string& output_dir) {
   ojson peak_hbm = metadata.contains("peak_hbm_bw_tbs") ? metadata["peak_hbm_bw_tbs"] : ojson(1);
-  ojson maf = metadata.contains("max_achievable_tflops") ? metadata["max_achievable_tflops"]
+  ojson maf = metadata.contains("max_achievable_tflops")  ? metadata["max_achievable_tflops"]
               : metadata.contains("peak_bf16_maf_tflops") ? metadata["peak_bf16_maf_tflops"]
-                                                           : ojson(1);
+                                                          : ojson(1);
   ojson fusion_map = load_fusion_map(output_dir);
   double e2e = 0;
   if (metadata.contains("gpu_utilization") && metadata["gpu_utilization"].contains("total_time_ms"))
@@ -242,8 +245,8 @@ ojson build_operations(const Table& ops, const ojson& metadata, const CategoryCo
   std::vector<std::string> raw_stacks;
   for (size_t r : order) {
     Row row{ops, r};
-    std::string name = row.has("name") && !row.na("name") ? row.get("name")->to_csv_text(false)
-                                                          : "Unknown";
+    std::string name =
+        row.has("name") && !row.na("name") ? row.get("name")->to_csv_text(false) : "Unknown";
     if (row.get("name") && row.get("name")->is_text()) name = row.get("name")->text();
     double count_d = row.has("count")             ? row.num("count")
                      : row.has("operation_count") ? row.num("operation_count")
@@ -276,9 +279,9 @@ ojson build_operations(const Table& ops, const ojson& metadata, const CategoryCo
     }
     if (config.classifier) op["classification"] = config.classifier(name, row);
 
-    std::string kd = row.na("kernel_details_summary") ? ""
-                                                       : row.get("kernel_details_summary")
-                                                             ->to_csv_text(false);
+    std::string kd = row.na("kernel_details_summary")
+                         ? ""
+                         : row.get("kernel_details_summary")->to_csv_text(false);
     std::string library = classify_kernel_library(name, kd);
     op["library"] = library.empty() ? ojson(nullptr) : ojson(library);
     if (!fusion_map.empty() && !kd.empty())
@@ -311,7 +314,8 @@ ojson build_operations(const Table& ops, const ojson& metadata, const CategoryCo
     operations.push_back(std::move(op));
   }
   if (operations.size() <= kCallChainMaxOps)
-    for (size_t k = 0; k < operations.size(); ++k) operations[k]["call_chain"] = call_chain(raw_stacks[k]);
+    for (size_t k = 0; k < operations.size(); ++k)
+      operations[k]["call_chain"] = call_chain(raw_stacks[k]);
   return operations;
 }
 
@@ -416,7 +420,8 @@ ojson category_findings(const ojson& estimates) {
       g = &it->second;
     } else {
       std::string op = e["operation"].get<std::string>();
-      auto it = std::find_if(hgroups.begin(), hgroups.end(), [&](auto& p) { return p.first == op; });
+      auto it =
+          std::find_if(hgroups.begin(), hgroups.end(), [&](auto& p) { return p.first == op; });
       if (it == hgroups.end()) it = hgroups.insert(hgroups.end(), {op, Group{}});
       g = &it->second;
       g->pct += e["percent_of_total"].is_number() ? e["percent_of_total"].get<double>() : 0.0;
@@ -476,13 +481,14 @@ ojson category_findings(const ojson& estimates) {
 
 ojson peak_specs(const ojson& metadata) {
   ojson s = ojson::object();
-  const ojson* maf = metadata.contains("max_achievable_tflops") ? &metadata["max_achievable_tflops"]
-                                                               : nullptr;
+  const ojson* maf =
+      metadata.contains("max_achievable_tflops") ? &metadata["max_achievable_tflops"] : nullptr;
   if (maf && maf->is_object())
     s["peak_maf_tflops"] = maf->contains("matrix_bf16") ? (*maf)["matrix_bf16"] : ojson(nullptr);
   else
-    s["peak_maf_tflops"] =
-        metadata.contains("peak_bf16_maf_tflops") ? metadata["peak_bf16_maf_tflops"] : ojson(nullptr);
+    s["peak_maf_tflops"] = metadata.contains("peak_bf16_maf_tflops")
+                               ? metadata["peak_bf16_maf_tflops"]
+                               : ojson(nullptr);
   s["peak_hbm_bw_tbs"] =
       metadata.contains("peak_hbm_bw_tbs") ? metadata["peak_hbm_bw_tbs"] : ojson(nullptr);
   return s;
@@ -503,8 +509,9 @@ std::vector<std::string> names_of(const Table& ops) {
   std::vector<std::string> out;
   int c = ops.col("name");
   for (const auto& row : ops.rows)
-    out.push_back(c < 0 || is_na(row[static_cast<size_t>(c)]) ? "nan"
-                                                               : row[static_cast<size_t>(c)].to_csv_text(false));
+    out.push_back(c < 0 || is_na(row[static_cast<size_t>(c)])
+                      ? "nan"
+                      : row[static_cast<size_t>(c)].to_csv_text(false));
   return out;
 }
 
@@ -569,7 +576,8 @@ KernelBreakdown parse_kernel_breakdown(const std::optional<std::string>& kd_in) 
   }
   static const std::regex re(R"('name':\s*'([^']+)'[\s\S]*?'mean_duration_us':\s*([0-9.]+))");
   double total = 0;
-  for (auto it = std::sregex_iterator(kd.begin(), kd.end(), re); it != std::sregex_iterator(); ++it) {
+  for (auto it = std::sregex_iterator(kd.begin(), kd.end(), re); it != std::sregex_iterator();
+       ++it) {
     std::string name = (*it)[1].str();
     double mean = std::strtod((*it)[2].str().c_str(), nullptr);
     total += mean;
@@ -587,32 +595,47 @@ KernelBreakdown parse_kernel_breakdown(const std::optional<std::string>& kd_in) 
     out.kernels.push_back({{"name", name}, {"mean_us", mean}, {"kernel_type", type}});
   }
   if (total > 0)
-    for (auto& k : out.kernels) k["percent"] = py_round(k["mean_us"].get<double>() / total * 100, 2);
+    for (auto& k : out.kernels)
+      k["percent"] = py_round(k["mean_us"].get<double>() / total * 100, 2);
   return out;
 }
 
-ojson json_or_null(const PyLit* v) { return v ? v->to_json() : ojson(nullptr); }
+ojson json_or_null(const PyLit* v) {
+  return v ? v->to_json() : ojson(nullptr);
+}
 
 // parse_perf_params: nullopt for missing text (returns the all-None default).
 ojson parse_perf_params(const std::optional<std::string>& text) {
-  ojson r = {{"batch_size", nullptr}, {"n_q", nullptr},       {"h_q", nullptr},
-             {"n_kv", nullptr},       {"h_kv", nullptr},      {"d_h_qk", nullptr},
-             {"d_h_v", nullptr},      {"dropout", nullptr},   {"causal", nullptr},
-             {"flash_impl", nullptr}, {"sum_ctx_tokens", nullptr}, {"sum_gen_tokens", nullptr},
-             {"ctx_ratio", nullptr},  {"workload_type", "unknown"}};
+  ojson r = {{"batch_size", nullptr},
+             {"n_q", nullptr},
+             {"h_q", nullptr},
+             {"n_kv", nullptr},
+             {"h_kv", nullptr},
+             {"d_h_qk", nullptr},
+             {"d_h_v", nullptr},
+             {"dropout", nullptr},
+             {"causal", nullptr},
+             {"flash_impl", nullptr},
+             {"sum_ctx_tokens", nullptr},
+             {"sum_gen_tokens", nullptr},
+             {"ctx_ratio", nullptr},
+             {"workload_type", "unknown"}};
   if (!text || *text == "nan") return r;
   auto params = try_parse_py_literal(*text);
   if (!params || params->kind != PyLit::Kind::Dict) return r;
   const std::pair<const char*, const char*> keys[] = {
-      {"batch_size", "B"}, {"n_q", "N_Q"},       {"h_q", "H_Q"},         {"n_kv", "N_KV"},
-      {"h_kv", "H_KV"},    {"d_h_qk", "d_h_qk"}, {"d_h_v", "d_h_v"},     {"dropout", "dropout"},
+      {"batch_size", "B"},  {"n_q", "N_Q"},
+      {"h_q", "H_Q"},       {"n_kv", "N_KV"},
+      {"h_kv", "H_KV"},     {"d_h_qk", "d_h_qk"},
+      {"d_h_v", "d_h_v"},   {"dropout", "dropout"},
       {"causal", "causal"}, {"flash_impl", "flash_impl"}};
   for (const auto& [dst, src] : keys) r[dst] = json_or_null(params->get(src));
   const PyLit* ctx = params->get("sum_ctx_tokens");
   const PyLit* gen = params->get("sum_gen_tokens");
   r["sum_ctx_tokens"] = ctx ? ctx->to_json() : ojson(0);
   r["sum_gen_tokens"] = gen ? gen->to_json() : ojson(0);
-  double c = ctx && ctx->is_number() ? ctx->number() : 0, g = gen && gen->is_number() ? gen->number() : 0;
+  double c = ctx && ctx->is_number() ? ctx->number() : 0,
+         g = gen && gen->is_number() ? gen->number() : 0;
   if (c + g > 0) {
     double ratio = c / (c + g);
     r["ctx_ratio"] = py_round(ratio, 3);
@@ -688,15 +711,19 @@ ojson sdpa_specific(const Table& ops, const ojson& metadata) {
         ++breakdowns;
         for (const auto& k : b.kernels) {
           double p = k.contains("percent") ? k["percent"].get<double>() : 0.0;
-          if (k["kernel_type"] == "reshape_cache") reshape_pct += p;
-          else if (k["kernel_type"] == "fwd_kernel") fwd_pct += p;
-          else if (k["kernel_type"] == "paged_attention") paged_pct += p;
+          if (k["kernel_type"] == "reshape_cache")
+            reshape_pct += p;
+          else if (k["kernel_type"] == "fwd_kernel")
+            fwd_pct += p;
+          else if (k["kernel_type"] == "paged_attention")
+            paged_pct += p;
         }
       }
     }
     if (auto pp = optional_text(row, "perf_params")) {
       ojson prof = parse_perf_params(pp);
-      for (auto [key, acc] : {std::pair{"sum_ctx_tokens", &ctx_total}, std::pair{"sum_gen_tokens", &gen_total}}) {
+      for (auto [key, acc] :
+           {std::pair{"sum_ctx_tokens", &ctx_total}, std::pair{"sum_gen_tokens", &gen_total}}) {
         const ojson& v = prof[key];
         if (v.is_number()) {
           *acc += v.get<double>();
@@ -710,7 +737,8 @@ ojson sdpa_specific(const Table& ops, const ojson& metadata) {
   s["paged_attention_count"] = paged;
   int64_t with_model = 0;
   if (ops.col("has_perf_model") >= 0)
-    for (double v : column_numbers(ops, "has_perf_model")) with_model += std::isnan(v) ? 0 : static_cast<int64_t>(v);
+    for (double v : column_numbers(ops, "has_perf_model"))
+      with_model += std::isnan(v) ? 0 : static_cast<int64_t>(v);
   s["has_perf_model_count"] = with_model;
   s["flash_attention_detected"] = flash > 0;
   s["paged_attention_detected"] = paged > 0;
@@ -777,8 +805,9 @@ ojson category_specific(const std::string& kind, const Table& ops, const ojson& 
     s["missing_perf_model_count"] = missing;
     merge(s, peak_specs(metadata));
   } else if (kind == "reduce") {
-    s["softmax_count"] = std::count_if(names.begin(), names.end(),
-                                       [](const std::string& n) { return contains(lower(n), "softmax"); });
+    s["softmax_count"] = std::count_if(names.begin(), names.end(), [](const std::string& n) {
+      return contains(lower(n), "softmax");
+    });
     merge(s, peak_hbm_only(metadata));
   } else if (kind == "convolution") {
     std::vector<double> transpose_times;
@@ -790,7 +819,8 @@ ojson category_specific(const std::string& kind, const Table& ops, const ojson& 
         transpose_times.push_back(cell_number(cell_at(ops, r, kKernelSum)));
       }
     ojson t_ms = transpose_count > 0 ? ojson(pandas_sum(transpose_times) / 1000.0) : ojson(0);
-    double total_ms = ops.col(kKernelSum) >= 0 ? pandas_sum(column_numbers(ops, kKernelSum)) / 1000.0 : 0;
+    double total_ms =
+        ops.col(kKernelSum) >= 0 ? pandas_sum(column_numbers(ops, kKernelSum)) / 1000.0 : 0;
     ojson overhead = total_ms > 0 ? ojson(t_ms.get<double>() / total_ms * 100) : ojson(0);
     s["transpose_count"] = transpose_count;
     auto np_json = [](const ojson& v, int n) {
@@ -800,7 +830,8 @@ ojson category_specific(const std::string& kind, const Table& ops, const ojson& 
     s["transpose_overhead_percent"] = np_json(overhead, 2);
     merge(s, peak_specs(metadata));
   } else if (kind == "triton") {
-    std::map<std::string, int64_t> counts = {{"pointwise", 0}, {"reduction", 0}, {"persistent", 0}, {"other", 0}};
+    std::map<std::string, int64_t> counts = {
+        {"pointwise", 0}, {"reduction", 0}, {"persistent", 0}, {"other", 0}};
     for (const auto& n : names) ++counts[triton_kind(n)];
     for (const char* k : {"pointwise", "reduction", "persistent", "other"})
       s[std::string(k) + "_count"] = counts[k];
@@ -840,8 +871,10 @@ ojson strip_communication(Table& ops) {
   ojson names = ojson::array();
   std::vector<std::string> all = names_of(ops);
   for (size_t r = 0; r < ops.rows.size(); ++r) {
-    if (other_kind(all[r]) == "communication") names.push_back(all[r]);
-    else kept.rows.push_back(ops.rows[r]);
+    if (other_kind(all[r]) == "communication")
+      names.push_back(all[r]);
+    else
+      kept.rows.push_back(ops.rows[r]);
   }
   ops = std::move(kept);
   return {{"count", names.size()},
@@ -888,10 +921,12 @@ ojson compute_metrics(const std::string& output_dir, const std::string& category
   if (ops.col(kKernelSum) >= 0) {
     total_time_ms_raw = pandas_sum(column_numbers(ops, kKernelSum)) / 1000.0;
     double compute_ms = 1;
-    if (metadata.contains("gpu_utilization") && metadata["gpu_utilization"].contains("total_time_ms"))
+    if (metadata.contains("gpu_utilization") &&
+        metadata["gpu_utilization"].contains("total_time_ms"))
       compute_ms = metadata["gpu_utilization"]["total_time_ms"].get<double>();
     total_time_ms = np_round(total_time_ms_raw, 3);
-    percent_of_compute = compute_ms > 0 ? ojson(np_round(total_time_ms_raw / compute_ms * 100, 2)) : ojson(0);
+    percent_of_compute =
+        compute_ms > 0 ? ojson(np_round(total_time_ms_raw / compute_ms * 100, 2)) : ojson(0);
   }
   int64_t op_count = static_cast<int64_t>(ops.rows.size());
   if (ops.col("operation_count") >= 0)
@@ -952,14 +987,23 @@ std::string format_args(const Cell* input_dims, const Cell* input_type) {
 }
 
 std::string classify_kernel_library(const std::string& op_name, const std::string& kd) {
-  static const std::pair<const char*, const char*> kOpRules[] = {
-      {"aiter::", "AITER"}, {"rocm_aiter", "AITER"}, {"fbgemm", "FBGEMM"},
-      {"miopen", "MIOpen"}, {"triton", "Triton"}};
+  static const std::pair<const char*, const char*> kOpRules[] = {{"aiter::", "AITER"},
+                                                                 {"rocm_aiter", "AITER"},
+                                                                 {"fbgemm", "FBGEMM"},
+                                                                 {"miopen", "MIOpen"},
+                                                                 {"triton", "Triton"}};
   static const std::pair<const char*, const char*> kKernelRules[] = {
-      {"aiter", "AITER"},         {"ck_tile::", "CK"},          {"ck_tile6kentry", "CK"},
-      {"FmhaFwd", "CK"},          {"FmhaBwd", "CK"},            {"Cijk_", "Tensile"},
-      {"wvSplitK", "rocBLAS"},    {"splitKreduce", "rocBLAS"},  {"rocprim::", "rocPRIM"},
-      {"triton_", "Triton"},      {"void at::native::", "PyTorch Native"}};
+      {"aiter", "AITER"},
+      {"ck_tile::", "CK"},
+      {"ck_tile6kentry", "CK"},
+      {"FmhaFwd", "CK"},
+      {"FmhaBwd", "CK"},
+      {"Cijk_", "Tensile"},
+      {"wvSplitK", "rocBLAS"},
+      {"splitKreduce", "rocBLAS"},
+      {"rocprim::", "rocPRIM"},
+      {"triton_", "Triton"},
+      {"void at::native::", "PyTorch Native"}};
   std::string l = lower(op_name);
   for (const auto& [marker, lib] : kOpRules)
     if (contains(l, marker)) return lib;
@@ -987,8 +1031,10 @@ std::vector<std::string> analysis_order(const std::string& output_dir) {
   for (const auto& e : manifest.value("categories", ojson::array())) {
     std::string name = e.value("name", "");
     if (!is_valid_category_name(name)) continue;
-    if (e.value("tier", "") == "compute_kernel") compute.push_back(name);
-    else if (name != "cpu_idle") system.push_back(name);
+    if (e.value("tier", "") == "compute_kernel")
+      compute.push_back(name);
+    else if (name != "cpu_idle")
+      system.push_back(name);
   }
   compute.insert(compute.end(), system.begin(), system.end());
   return compute;
@@ -1003,10 +1049,14 @@ AnalyzeResult analyze_category(const std::string& output_dir, const std::string&
   AnalyzeResult res;
   res.category = category;
   res.kind = analysis_kind(category);
-  if (res.kind == "cpu_idle") res.metrics = detail::cpu_idle_metrics(output_dir);
-  else if (res.kind == "multi_kernel") res.metrics = detail::multi_kernel_metrics(output_dir);
-  else if (res.kind == "kernel_fusion") res.metrics = detail::kernel_fusion_metrics(output_dir);
-  else res.metrics = compute_metrics(output_dir, category, res.kind);
+  if (res.kind == "cpu_idle")
+    res.metrics = detail::cpu_idle_metrics(output_dir);
+  else if (res.kind == "multi_kernel")
+    res.metrics = detail::multi_kernel_metrics(output_dir);
+  else if (res.kind == "kernel_fusion")
+    res.metrics = detail::kernel_fusion_metrics(output_dir);
+  else
+    res.metrics = compute_metrics(output_dir, category, res.kind);
   res.status = res.metrics.value("status", "");
   res.metrics_path = output_dir + "/category_data/" + category + "_metrics.json";
   write_json_atomic(res.metrics_path, res.metrics);

@@ -22,14 +22,21 @@ namespace jarvis::analysis {
 
 bool PyLit::truthy() const {
   switch (kind) {
-    case Kind::None: return false;
-    case Kind::Bool: return b;
-    case Kind::Int: return i != 0;
-    case Kind::Float: return f != 0.0;  // NaN is truthy, as in Python
-    case Kind::Str: return !s.empty();
+    case Kind::None:
+      return false;
+    case Kind::Bool:
+      return b;
+    case Kind::Int:
+      return i != 0;
+    case Kind::Float:
+      return f != 0.0;  // NaN is truthy, as in Python
+    case Kind::Str:
+      return !s.empty();
     case Kind::List:
-    case Kind::Tuple: return !items.empty();
-    case Kind::Dict: return !entries.empty();
+    case Kind::Tuple:
+      return !items.empty();
+    case Kind::Dict:
+      return !entries.empty();
   }
   return false;
 }
@@ -42,11 +49,16 @@ const PyLit* PyLit::get(std::string_view key) const {
 
 std::string PyLit::repr() const {
   switch (kind) {
-    case Kind::None: return "None";
-    case Kind::Bool: return b ? "True" : "False";
-    case Kind::Int: return std::to_string(i);
-    case Kind::Float: return py_float_repr(f);
-    case Kind::Str: return py_str_repr(s);
+    case Kind::None:
+      return "None";
+    case Kind::Bool:
+      return b ? "True" : "False";
+    case Kind::Int:
+      return std::to_string(i);
+    case Kind::Float:
+      return py_float_repr(f);
+    case Kind::Str:
+      return py_str_repr(s);
     case Kind::List:
     case Kind::Tuple: {
       bool tuple = kind == Kind::Tuple;
@@ -71,15 +83,22 @@ std::string PyLit::repr() const {
   return "";
 }
 
-std::string PyLit::str() const { return kind == Kind::Str ? s : repr(); }
+std::string PyLit::str() const {
+  return kind == Kind::Str ? s : repr();
+}
 
 ojson PyLit::to_json() const {
   switch (kind) {
-    case Kind::None: return nullptr;
-    case Kind::Bool: return b;
-    case Kind::Int: return i;
-    case Kind::Float: return f;
-    case Kind::Str: return s;
+    case Kind::None:
+      return nullptr;
+    case Kind::Bool:
+      return b;
+    case Kind::Int:
+      return i;
+    case Kind::Float:
+      return f;
+    case Kind::Str:
+      return s;
     case Kind::List:
     case Kind::Tuple: {
       ojson arr = ojson::array();
@@ -228,8 +247,10 @@ class LiteralParser {
       PyLit val = value();
       v.entries.emplace_back(std::move(key), std::move(val));
       skip_ws();
-      if (p_ < t_.size() && t_[p_] == ',') ++p_;
-      else if (p_ >= t_.size() || t_[p_] != '}') fail("expected , or }");
+      if (p_ < t_.size() && t_[p_] == ',')
+        ++p_;
+      else if (p_ >= t_.size() || t_[p_] != '}')
+        fail("expected , or }");
     }
     return v;
   }
@@ -258,10 +279,14 @@ class LiteralParser {
     for (int k = 0; k < n; ++k) {
       char h = t_[p_++];
       cp <<= 4;
-      if (h >= '0' && h <= '9') cp |= h - '0';
-      else if (h >= 'a' && h <= 'f') cp |= h - 'a' + 10;
-      else if (h >= 'A' && h <= 'F') cp |= h - 'A' + 10;
-      else fail("bad hex escape");
+      if (h >= '0' && h <= '9')
+        cp |= h - '0';
+      else if (h >= 'a' && h <= 'f')
+        cp |= h - 'a' + 10;
+      else if (h >= 'A' && h <= 'F')
+        cp |= h - 'A' + 10;
+      else
+        fail("bad hex escape");
     }
     return cp;
   }
@@ -280,19 +305,44 @@ class LiteralParser {
       if (p_ >= t_.size()) fail("unterminated escape");
       char e = t_[p_++];
       switch (e) {
-        case 'n': out += '\n'; break;
-        case 't': out += '\t'; break;
-        case 'r': out += '\r'; break;
-        case '0': out += '\0'; break;
-        case 'a': out += '\a'; break;
-        case 'b': out += '\b'; break;
-        case 'f': out += '\f'; break;
-        case 'v': out += '\v'; break;
-        case 'x': append_utf8(out, hex_digits(2)); break;
-        case 'u': append_utf8(out, hex_digits(4)); break;
-        case 'U': append_utf8(out, hex_digits(8)); break;
-        case '\n': break;
-        default: out += e; break;  // \\ \' \" and unknown escapes
+        case 'n':
+          out += '\n';
+          break;
+        case 't':
+          out += '\t';
+          break;
+        case 'r':
+          out += '\r';
+          break;
+        case '0':
+          out += '\0';
+          break;
+        case 'a':
+          out += '\a';
+          break;
+        case 'b':
+          out += '\b';
+          break;
+        case 'f':
+          out += '\f';
+          break;
+        case 'v':
+          out += '\v';
+          break;
+        case 'x':
+          append_utf8(out, hex_digits(2));
+          break;
+        case 'u':
+          append_utf8(out, hex_digits(4));
+          break;
+        case 'U':
+          append_utf8(out, hex_digits(8));
+          break;
+        case '\n':
+          break;
+        default:
+          out += e;
+          break;  // \\ \' \" and unknown escapes
       }
     }
     return out;
@@ -340,7 +390,9 @@ class LiteralParser {
 
 }  // namespace
 
-PyLit parse_py_literal(std::string_view text) { return LiteralParser(text).parse_all(); }
+PyLit parse_py_literal(std::string_view text) {
+  return LiteralParser(text).parse_all();
+}
 
 std::optional<PyLit> try_parse_py_literal(std::string_view text) {
   try {
@@ -357,9 +409,9 @@ std::optional<PyLit> try_parse_py_literal(std::string_view text) {
 namespace {
 
 bool is_na_text(const std::string& s) {
-  static const char* const kNa[] = {"",    "nan",  "NaN", "NA",  "N/A",  "NULL", "None",
-                                    "null", "n/a", "<NA>", "#N/A", "-NaN", "-nan", "1.#IND",
-                                    "1.#QNAN", "#N/A N/A", "-1.#IND", "-1.#QNAN"};
+  static const char* const kNa[] = {"",     "nan",    "NaN",     "NA",       "N/A",     "NULL",
+                                    "None", "null",   "n/a",     "<NA>",     "#N/A",    "-NaN",
+                                    "-nan", "1.#IND", "1.#QNAN", "#N/A N/A", "-1.#IND", "-1.#QNAN"};
   for (const char* na : kNa)
     if (s == na) return true;
   return false;
@@ -395,7 +447,9 @@ bool pandas_xstrtod(const std::string& s, double& out) {
   double number = 0;
   int exponent = 0, num_digits = 0, num_decimals = 0;
   constexpr int kMaxDigits = 17;
-  auto digit = [&](size_t q) { return q < s.size() && std::isdigit(static_cast<unsigned char>(s[q])); };
+  auto digit = [&](size_t q) {
+    return q < s.size() && std::isdigit(static_cast<unsigned char>(s[q]));
+  };
   for (; digit(p); ++p) {
     if (num_digits < kMaxDigits) {
       number = number * 10. + (s[p] - '0');
@@ -457,8 +511,12 @@ bool parse_float_text(const std::string& s, double& out) {
   return pandas_xstrtod(s, out);
 }
 
-bool is_true_text(const std::string& s) { return s == "True" || s == "TRUE" || s == "true"; }
-bool is_false_text(const std::string& s) { return s == "False" || s == "FALSE" || s == "false"; }
+bool is_true_text(const std::string& s) {
+  return s == "True" || s == "TRUE" || s == "true";
+}
+bool is_false_text(const std::string& s) {
+  return s == "False" || s == "FALSE" || s == "false";
+}
 
 enum class ColType { Int, Float, Bool, Text };
 
@@ -510,22 +568,32 @@ Table infer_pandas_types(const Table& text_table) {
         case ColType::Float: {
           double d = 0;
           int64_t i = 0;
-          if (parse_int_text(s, i)) d = static_cast<double>(i);
-          else parse_float_text(s, d);
+          if (parse_int_text(s, i))
+            d = static_cast<double>(i);
+          else
+            parse_float_text(s, d);
           cell = Cell(d);
           break;
         }
-        case ColType::Bool: cell = Cell(is_true_text(s)); break;
-        case ColType::Text: cell = Cell(s); break;
+        case ColType::Bool:
+          cell = Cell(is_true_text(s));
+          break;
+        case ColType::Text:
+          cell = Cell(s);
+          break;
       }
     }
   }
   return out;
 }
 
-Table read_csv_typed(const std::string& path) { return infer_pandas_types(read_csv_file(path)); }
+Table read_csv_typed(const std::string& path) {
+  return infer_pandas_types(read_csv_file(path));
+}
 
-bool is_na(const Cell& c) { return c.missing() || (c.is_double() && std::isnan(c.number())); }
+bool is_na(const Cell& c) {
+  return c.missing() || (c.is_double() && std::isnan(c.number()));
+}
 
 const Cell* cell_at(const Table& table, size_t row, std::string_view column) {
   int c = table.col(column);
@@ -539,7 +607,9 @@ double cell_number(const Cell* c) {
   return c->number();
 }
 
-std::string cell_text(const Cell* c) { return c && c->is_text() ? c->text() : std::string(); }
+std::string cell_text(const Cell* c) {
+  return c && c->is_text() ? c->text() : std::string();
+}
 
 ojson cell_to_json(const Cell& c) {
   if (c.missing()) return nullptr;
@@ -634,16 +704,32 @@ void dump_string(std::string& out, const std::string& s) {
     unsigned char c = static_cast<unsigned char>(s[k]);
     if (c < 0x80) {
       switch (c) {
-        case '"': out += "\\\""; break;
-        case '\\': out += "\\\\"; break;
-        case '\n': out += "\\n"; break;
-        case '\r': out += "\\r"; break;
-        case '\t': out += "\\t"; break;
-        case '\b': out += "\\b"; break;
-        case '\f': out += "\\f"; break;
+        case '"':
+          out += "\\\"";
+          break;
+        case '\\':
+          out += "\\\\";
+          break;
+        case '\n':
+          out += "\\n";
+          break;
+        case '\r':
+          out += "\\r";
+          break;
+        case '\t':
+          out += "\\t";
+          break;
+        case '\b':
+          out += "\\b";
+          break;
+        case '\f':
+          out += "\\f";
+          break;
         default:
-          if (c < 0x20) u_escape(c);
-          else out += static_cast<char>(c);
+          if (c < 0x20)
+            u_escape(c);
+          else
+            out += static_cast<char>(c);
       }
       ++k;
       continue;
@@ -680,18 +766,31 @@ void dump_value(std::string& out, const ojson& v, int indent, int level) {
     out.append(static_cast<size_t>(indent * lvl), ' ');
   };
   switch (v.type()) {
-    case ojson::value_t::null: out += "null"; break;
-    case ojson::value_t::boolean: out += v.get<bool>() ? "true" : "false"; break;
-    case ojson::value_t::number_integer: out += std::to_string(v.get<int64_t>()); break;
-    case ojson::value_t::number_unsigned: out += std::to_string(v.get<uint64_t>()); break;
+    case ojson::value_t::null:
+      out += "null";
+      break;
+    case ojson::value_t::boolean:
+      out += v.get<bool>() ? "true" : "false";
+      break;
+    case ojson::value_t::number_integer:
+      out += std::to_string(v.get<int64_t>());
+      break;
+    case ojson::value_t::number_unsigned:
+      out += std::to_string(v.get<uint64_t>());
+      break;
     case ojson::value_t::number_float: {
       double d = v.get<double>();
-      if (std::isnan(d)) out += "NaN";
-      else if (std::isinf(d)) out += d > 0 ? "Infinity" : "-Infinity";
-      else out += py_float_repr(d);
+      if (std::isnan(d))
+        out += "NaN";
+      else if (std::isinf(d))
+        out += d > 0 ? "Infinity" : "-Infinity";
+      else
+        out += py_float_repr(d);
       break;
     }
-    case ojson::value_t::string: dump_string(out, v.get_ref<const std::string&>()); break;
+    case ojson::value_t::string:
+      dump_string(out, v.get_ref<const std::string&>());
+      break;
     case ojson::value_t::array: {
       if (v.empty()) {
         out += "[]";
@@ -728,7 +827,9 @@ void dump_value(std::string& out, const ojson& v, int indent, int level) {
       out += '}';
       break;
     }
-    default: out += "null"; break;
+    default:
+      out += "null";
+      break;
   }
 }
 
@@ -741,8 +842,10 @@ std::string neutralize_non_json_numbers(const std::string& text) {
     char c = text[k];
     if (in_str) {
       out += c;
-      if (c == '\\' && k + 1 < text.size()) out += text[++k];
-      else if (c == '"') in_str = false;
+      if (c == '\\' && k + 1 < text.size())
+        out += text[++k];
+      else if (c == '"')
+        in_str = false;
       continue;
     }
     if (c == '"') {
@@ -804,8 +907,10 @@ std::pair<std::string, std::string> normalize_category(const Cell* op_category) 
   if (display.empty()) return {"other", "Other"};
   std::string key;
   for (char c : display) {
-    if (c == ' ' || c == '/') key += '_';
-    else key += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    if (c == ' ' || c == '/')
+      key += '_';
+    else
+      key += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   }
   return {key, display};
 }
@@ -834,8 +939,8 @@ std::string torch_dtype_precision(std::string_view dtype) {
 bool is_valid_category_name(std::string_view name) {
   if (name.empty() || name.size() > 64) return false;
   for (char c : name)
-    if (!(std::islower(static_cast<unsigned char>(c)) || std::isdigit(static_cast<unsigned char>(c)) ||
-          c == '_'))
+    if (!(std::islower(static_cast<unsigned char>(c)) ||
+          std::isdigit(static_cast<unsigned char>(c)) || c == '_'))
       return false;
   return true;
 }

@@ -35,8 +35,8 @@ struct PyLit {
   int64_t i = 0;
   double f = 0;
   std::string s;
-  std::vector<PyLit> items;                       // List / Tuple
-  std::vector<std::pair<PyLit, PyLit>> entries;   // Dict, in source order
+  std::vector<PyLit> items;                      // List / Tuple
+  std::vector<std::pair<PyLit, PyLit>> entries;  // Dict, in source order
 
   bool is_seq() const { return kind == Kind::List || kind == Kind::Tuple; }
   bool is_number() const { return kind == Kind::Int || kind == Kind::Float; }

@@ -25,9 +25,12 @@ std::string str_or_dash(const ojson& v) {
 std::string cell(std::string s) {
   std::string out;
   for (char c : s) {
-    if (c == '|') out += "\\|";
-    else if (c == '\n') out += ' ';
-    else out += c;
+    if (c == '|')
+      out += "\\|";
+    else if (c == '\n')
+      out += ' ';
+    else
+      out += c;
   }
   return out;
 }
@@ -66,19 +69,20 @@ std::string compute_markdown(const ojson& m) {
          std::to_string(m["operations"].size()) + " distinct (op, shape) rows\n\n";
 
   out += "## Operations breakdown\n\n";
-  out += "| # | Operation | Args | Count | Time (ms) | % of category | % E2E | FLOPS/Byte | "
-         "Efficiency | Bound | Library |\n";
+  out +=
+      "| # | Operation | Args | Count | Time (ms) | % of category | % E2E | FLOPS/Byte | "
+      "Efficiency | Bound | Library |\n";
   out += "|---|---|---|---|---|---|---|---|---|---|---|\n";
   size_t k = 0;
   for (const auto& op : m["operations"]) {
     if (++k > kMaxRows) break;
     const ojson& eff = op["efficiency"];
     out += "| " + std::to_string(k) + " | " + cell(op["name"].get<std::string>()) + " | " +
-           cell(op.value("args", "")) + " | " + std::to_string(op["count"].get<int64_t>()) +
-           " | " + num_text(op["time_ms"], 3) + " | " + num_text(op["percent_of_category"], 2) +
-           " | " + num_text(op["percent_of_total"], 2) + " | " +
-           num_text(eff["flops_per_byte"], 2) + " | " + efficiency_text(eff) + " | " +
-           str_or_dash(eff["bound_type"]) + " | " + str_or_dash(op["library"]) + " |\n";
+           cell(op.value("args", "")) + " | " + std::to_string(op["count"].get<int64_t>()) + " | " +
+           num_text(op["time_ms"], 3) + " | " + num_text(op["percent_of_category"], 2) + " | " +
+           num_text(op["percent_of_total"], 2) + " | " + num_text(eff["flops_per_byte"], 2) +
+           " | " + efficiency_text(eff) + " | " + str_or_dash(eff["bound_type"]) + " | " +
+           str_or_dash(op["library"]) + " |\n";
   }
   if (m["operations"].size() > kMaxRows)
     out += "\n(" + std::to_string(m["operations"].size() - kMaxRows) +
@@ -94,8 +98,9 @@ std::string compute_markdown(const ojson& m) {
              f["bound_type"].get<std::string>() + "-bound, " + f["library"].get<std::string>() +
              ", efficiency bucket " + f["eff_bucket"].get<std::string>() + "\n\n";
       out += "- Estimated impact: " + num_text(f["impact_score"], 2) + " % of E2E (range " +
-             num_text(f["impact_score_low"], 2) + "\xE2\x80\x93" + num_text(f["impact_score_high"], 2) +
-             "), method " + f["estimate_method"].get<std::string>() + "\n";
+             num_text(f["impact_score_low"], 2) + "\xE2\x80\x93" +
+             num_text(f["impact_score_high"], 2) + "), method " +
+             f["estimate_method"].get<std::string>() + "\n";
       for (const auto& mem : f["members"])
         out += "  - " + mem["operation"].get<std::string>() + ": " + num_text(mem["time_ms"], 3) +
                " ms, efficiency " + num_text(mem["efficiency_pct"], 2) + " %, impact " +
@@ -131,12 +136,14 @@ std::string system_markdown(const std::string& category, const ojson& m) {
     out += "- Idle: " + num_text(u["idle_time_ms"], 3) + " ms (" +
            num_text(u["idle_time_percent"], 2) + " %)" +
            (m["idle_flagged"].get<bool>() ? " \xE2\x80\x94 FLAGGED (> 15 %)" : "") + "\n";
-    out += "- Computation: " + num_text(u["computation_percent"], 2) + " %, exposed "
-           "communication: " + num_text(u["communication_percent"], 2) + " %, exposed memcpy: " +
-           num_text(u["memcpy_percent"], 2) + " %\n";
+    out += "- Computation: " + num_text(u["computation_percent"], 2) +
+           " %, exposed "
+           "communication: " +
+           num_text(u["communication_percent"], 2) +
+           " %, exposed memcpy: " + num_text(u["memcpy_percent"], 2) + " %\n";
     const ojson& k = m["kernel_analysis"];
-    out += "- Kernels: " + k["total_kernel_count"].dump() + " (short < 10 us: " +
-           k["short_kernel_count"].dump() + ")\n";
+    out += "- Kernels: " + k["total_kernel_count"].dump() +
+           " (short < 10 us: " + k["short_kernel_count"].dump() + ")\n";
   } else if (category == "multi_kernel") {
     out += "- Memcpy: " + m["memcpy_summary"]["total_count"].dump() + " transfers, " +
            num_text(m["memcpy_summary"]["total_time_ms"], 3) + " ms\n";
@@ -144,20 +151,24 @@ std::string system_markdown(const std::string& category, const ojson& m) {
            num_text(m["nccl_summary"]["total_time_ms"], 3) + " ms\n";
     out += "- Patterns detected: " + std::to_string(m["patterns_detected"].size()) + "\n";
     for (const auto& p : m["patterns_detected"])
-      out += "  - " + p["pattern"].get<std::string>() + ": " + p["description"].get<std::string>() + "\n";
+      out += "  - " + p["pattern"].get<std::string>() + ": " + p["description"].get<std::string>() +
+             "\n";
     if (m["cross_validation"].is_object())
-      out += "- Cross-check against gpu_timeline: " + m["cross_validation"]["status"].get<std::string>() + "\n";
+      out += "- Cross-check against gpu_timeline: " +
+             m["cross_validation"]["status"].get<std::string>() + "\n";
   } else if (category == "kernel_fusion") {
     out += "- Candidates kept: " + m.value("candidate_count", ojson(0)).dump() + "\n";
     if (m.contains("impact_estimates") && !m["impact_estimates"].empty()) {
-      out += "\n| Candidate | Instances | Kernels | Time (ms) | Impact % E2E | Confidence | Bound |\n";
+      out +=
+          "\n| Candidate | Instances | Kernels | Time (ms) | Impact % E2E | Confidence | Bound |\n";
       out += "|---|---|---|---|---|---|---|\n";
       for (const auto& e : m["impact_estimates"])
         out += "| " + cell(e["operation"].get<std::string>()) + " | " + e["instance_count"].dump() +
                " | " + e["kernel_count"].dump() + " | " + num_text(e["time_ms"], 3) + " | " +
                num_text(e["impact_score"], 2) + " (" + num_text(e["impact_score_low"], 2) +
                "\xE2\x80\x93" + num_text(e["impact_score_high"], 2) + ") | " +
-               e["confidence"].get<std::string>() + " | " + e["bound_type"].get<std::string>() + " |\n";
+               e["confidence"].get<std::string>() + " | " + e["bound_type"].get<std::string>() +
+               " |\n";
     }
   }
   return out;

@@ -45,7 +45,7 @@ std::map<std::string, std::pair<ojson, ojson>> read_timeline(const std::string& 
     const Cell* ms = cell_at(t, r, "time ms");
     const Cell* pct = cell_at(t, r, "percent");
     out[type->to_csv_text(false)] = {ms ? cell_to_json(*ms) : ojson(0),
-                                      pct ? cell_to_json(*pct) : ojson(0)};
+                                     pct ? cell_to_json(*pct) : ojson(0)};
   }
   return out;
 }
@@ -145,15 +145,15 @@ ojson memcpy_assessment(const ojson& memcpy, double total_time_ms) {
     if (count == 0) continue;
     if (dir_pct > 5 || count > 10) {
       flagged = true;
-      issues.push_back({{"direction", dir},
-                        {"count", value_or(info, "count", 0)},
-                        {"time_ms", py_round(dir_ms, 3)},
-                        {"percent_of_total", py_round(dir_pct, 2)},
-                        {"avg_bytes", value_or(info, "avg_bytes", 0)},
-                        {"description", std::string(dir) + " memcpy: " +
-                                            std::to_string(static_cast<int64_t>(count)) +
-                                            " transfers, " + fixed(dir_ms, 3) + "ms (" +
-                                            fixed(dir_pct, 2) + "% of total)"}});
+      issues.push_back(
+          {{"direction", dir},
+           {"count", value_or(info, "count", 0)},
+           {"time_ms", py_round(dir_ms, 3)},
+           {"percent_of_total", py_round(dir_pct, 2)},
+           {"avg_bytes", value_or(info, "avg_bytes", 0)},
+           {"description",
+            std::string(dir) + " memcpy: " + std::to_string(static_cast<int64_t>(count)) +
+                " transfers, " + fixed(dir_ms, 3) + "ms (" + fixed(dir_pct, 2) + "% of total)"}});
     }
   }
   return {{"flagged", flagged},
@@ -180,17 +180,19 @@ ojson overlap_assessment(const ojson& overlap) {
   ojson ratio_j = value_or(overlap, "comm_overlap_ratio", nullptr);
   double total_us = num(overlap, "total_comm_time_us");
   if (ratio_j.is_null() || total_us < 100)
-    return {{"flagged", false}, {"details", "Insufficient communication data for overlap analysis"}};
+    return {{"flagged", false},
+            {"details", "Insufficient communication data for overlap analysis"}};
   double ratio = ratio_j.get<double>();
   return {{"flagged", ratio < 0.7},
           {"overlap_ratio", py_round(ratio, 4)},
           {"overlap_percent", py_round(ratio * 100, 2)},
           {"target_percent", 70},
-          {"description", "Compute/communication overlap: " + fixed(ratio * 100, 1) +
-                              "% (target > 70%)"}};
+          {"description",
+           "Compute/communication overlap: " + fixed(ratio * 100, 1) + "% (target > 70%)"}};
 }
 
-ojson cross_validate(const ojson& overlap, const std::map<std::string, std::pair<ojson, ojson>>& tl) {
+ojson cross_validate(const ojson& overlap,
+                     const std::map<std::string, std::pair<ojson, ojson>>& tl) {
   ojson v = {{"status", "PASS"}, {"checks", ojson::array()}, {"warnings", ojson::array()}};
   const std::tuple<const char*, const char*, const char*> checks[] = {
       {"computation_time_us", "computation_time", "Computation time"},
@@ -267,8 +269,9 @@ ojson multi_kernel_metrics(const std::string& output_dir) {
   ojson patterns = ojson::array();
   if (mem_a["flagged"].get<bool>())
     for (const auto& issue : mem_a["issues"])
-      patterns.push_back({{"pattern", "high_" + lower(issue["direction"].get<std::string>()) + "_memcpy"},
-                          {"description", issue["description"]}});
+      patterns.push_back(
+          {{"pattern", "high_" + lower(issue["direction"].get<std::string>()) + "_memcpy"},
+           {"description", issue["description"]}});
   if (nccl_a["flagged"].get<bool>())
     patterns.push_back({{"pattern", "nccl_blocking_compute"},
                         {"description", value_or(nccl_a, "description", "")}});
@@ -355,7 +358,8 @@ PerfLookup build_perf_lookup(const Table& unified) {
   return lookup;
 }
 
-ojson shape_aware_lookup(const PerfLookup& lookup, const std::string& kname, const ojson& input_dims) {
+ojson shape_aware_lookup(const PerfLookup& lookup, const std::string& kname,
+                         const ojson& input_dims) {
   const std::vector<std::pair<std::string, ojson>>* shapes = nullptr;
   for (const auto& [name, s] : lookup)
     if (name == kname) shapes = &s;
@@ -400,7 +404,8 @@ bool is_norm_kernel(const Enriched& e) {
   for (const char* t : {"LayerNorm", "BatchNorm", "GroupNorm", "InstanceNorm", "Norm"})
     if (e.type == t) return true;
   std::string l = lower(e.name);
-  for (const char* p : {"batchnorm", "layernorm", "groupnorm", "instancenorm", "miopenbatchnorm", "rmsnorm"})
+  for (const char* p :
+       {"batchnorm", "layernorm", "groupnorm", "instancenorm", "miopenbatchnorm", "rmsnorm"})
     if (l.find(p) != std::string::npos) return true;
   return false;
 }
@@ -434,8 +439,10 @@ double roofline_savings_us(const std::vector<Enriched>& group, double peak_bw, d
   if (ext_bytes <= 0) return 0.0;
   double frac = target_pct / 100.0;
   double memory_us = ext_bytes / (peak_bw * frac) * 1e6;
-  double matrix_us = matrix_gflops > 0 ? matrix_gflops * 1e9 / (matrix_maf * 1e12 * frac) * 1e6 : 0.0;
-  double vector_us = vector_gflops > 0 ? vector_gflops * 1e9 / (vector_maf * 1e12 * frac) * 1e6 : 0.0;
+  double matrix_us =
+      matrix_gflops > 0 ? matrix_gflops * 1e9 / (matrix_maf * 1e12 * frac) * 1e6 : 0.0;
+  double vector_us =
+      vector_gflops > 0 ? vector_gflops * 1e9 / (vector_maf * 1e12 * frac) * 1e6 : 0.0;
   double optimal = std::max({memory_us, matrix_us, vector_us});
   double summed = memory_us + matrix_us + vector_us;
   double fused = optimal + (1.0 - kOverlapEfficiency) * (summed - optimal);
@@ -477,8 +484,9 @@ std::string classify_confidence(const ojson& cand, const std::vector<Enriched>& 
   return "low";
 }
 
-std::optional<ojson> standalone_estimate(const ojson& cand, const PerfLookup& lookup, double peak_bw,
-                                         double vector_maf, double matrix_maf, double baseline_ms) {
+std::optional<ojson> standalone_estimate(const ojson& cand, const PerfLookup& lookup,
+                                         double peak_bw, double vector_maf, double matrix_maf,
+                                         double baseline_ms) {
   std::string op_name = cand.contains("base_name") ? cand["base_name"].get<std::string>()
                                                    : cand.value("module_name", "Unknown");
   double instances = num(cand, "instance_count", 1);
@@ -501,10 +509,12 @@ std::optional<ojson> standalone_estimate(const ojson& cand, const PerfLookup& lo
     e.has_perf_data = e.data_moved_mb.has_value();
     enriched.push_back(e);
   }
-  size_t modeled = std::count_if(enriched.begin(), enriched.end(), [](auto& e) { return e.has_perf_data; });
+  size_t modeled =
+      std::count_if(enriched.begin(), enriched.end(), [](auto& e) { return e.has_perf_data; });
   if (modeled == 0) return std::nullopt;
   if (std::all_of(enriched.begin(), enriched.end(), is_matrix_op)) return std::nullopt;
-  if (std::any_of(enriched.begin(), enriched.end(), [](auto& e) { return e.name.starts_with("triton_"); }))
+  if (std::any_of(enriched.begin(), enriched.end(),
+                  [](auto& e) { return e.name.starts_with("triton_"); }))
     return std::nullopt;
   bool any_matrix = std::any_of(enriched.begin(), enriched.end(), is_matrix_op);
   std::vector<const Enriched*> non_matrix;
@@ -587,14 +597,16 @@ std::vector<ojson> filter_and_dedup(const ojson& candidates, double baseline_ms)
     if (num(c, "kernel_count") <= kMaxFusionKernels) filtered.push_back(c);
   if (baseline_ms > 0) {
     double min_us = baseline_ms * 10 * kMinFusionImpact;
-    std::erase_if(filtered, [&](const ojson& c) { return num(c, "total_kernel_time_us") < min_us; });
+    std::erase_if(filtered,
+                  [&](const ojson& c) { return num(c, "total_kernel_time_us") < min_us; });
   }
   std::vector<std::pair<std::tuple<double, double, double>, ojson>> seen;
   for (const auto& c : filtered) {
     auto sig = std::make_tuple(num(c, "instance_count"), num(c, "kernel_count"),
                                py_round(num(c, "total_kernel_time_us"), 1));
     auto it = std::find_if(seen.begin(), seen.end(), [&](auto& p) { return p.first == sig; });
-    if (it == seen.end()) seen.push_back({sig, c});
+    if (it == seen.end())
+      seen.push_back({sig, c});
     else if (c.value("module_name", "").size() < it->second.value("module_name", "").size())
       it->second = c;
   }
@@ -608,7 +620,8 @@ std::optional<ojson> arch_from_metadata(const std::string& output_dir) {
   if (!fs::is_directory(dir)) return std::nullopt;
   std::vector<std::string> files;
   for (const auto& e : fs::directory_iterator(dir))
-    if (e.path().filename().string().ends_with("_metadata.json")) files.push_back(e.path().string());
+    if (e.path().filename().string().ends_with("_metadata.json"))
+      files.push_back(e.path().string());
   std::sort(files.begin(), files.end());
   for (const auto& f : files) {
     ojson meta = read_json_file(f);
@@ -634,8 +647,8 @@ ojson kernel_fusion_metrics(const std::string& output_dir) {
   if (!fs::exists(csv_path)) return error("Perf summary CSV not found: " + csv_path);
 
   double baseline_ms = num(value_or(manifest, "gpu_utilization", ojson::object()), "total_time_ms");
-  std::vector<ojson> kept = filter_and_dedup(candidates.is_array() ? candidates : ojson::array(),
-                                             baseline_ms);
+  std::vector<ojson> kept =
+      filter_and_dedup(candidates.is_array() ? candidates : ojson::array(), baseline_ms);
   if (kept.empty())
     return {{"category", "kernel_fusion"},
             {"status", "NO_DATA"},

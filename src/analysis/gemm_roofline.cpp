@@ -16,9 +16,13 @@ namespace {
 
 constexpr const char* kKernelSum = "Kernel Time (\xC2\xB5s)_sum";
 
-double num(const Table& t, size_t r, std::string_view col) { return cell_number(cell_at(t, r, col)); }
+double num(const Table& t, size_t r, std::string_view col) {
+  return cell_number(cell_at(t, r, col));
+}
 
-ojson num_or_null(double v) { return std::isnan(v) ? ojson(nullptr) : ojson(v); }
+ojson num_or_null(double v) {
+  return std::isnan(v) ? ojson(nullptr) : ojson(v);
+}
 
 std::string lower(std::string s) {
   for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
@@ -51,11 +55,16 @@ std::string fmt(double v, int digits) {
 std::string xml_escape(const std::string& in) {
   std::string out;
   for (char c : in) {
-    if (c == '<') out += "&lt;";
-    else if (c == '>') out += "&gt;";
-    else if (c == '&') out += "&amp;";
-    else if (c == '"') out += "&quot;";
-    else out += c;
+    if (c == '<')
+      out += "&lt;";
+    else if (c == '>')
+      out += "&gt;";
+    else if (c == '&')
+      out += "&amp;";
+    else if (c == '"')
+      out += "&quot;";
+    else
+      out += c;
   }
   return out;
 }
@@ -85,9 +94,12 @@ std::string gemm_priority(double pct, std::optional<double> eff, bool batching) 
 }
 
 ojson gemm_roofline(const GemmRooflineInputs& in, const GemmRooflineFilters& f) {
-  if (!in.gemm_sheet) throw std::invalid_argument("the report has no GEMM sheet (no modeled GEMM in the trace)");
-  if (!in.arch.is_object() || !in.arch.contains("mem_bw_gbps") || !in.arch.contains("max_achievable_tflops"))
-    throw std::invalid_argument("a GPU arch is needed for the roofline (mem_bw_gbps, max_achievable_tflops)");
+  if (!in.gemm_sheet)
+    throw std::invalid_argument("the report has no GEMM sheet (no modeled GEMM in the trace)");
+  if (!in.arch.is_object() || !in.arch.contains("mem_bw_gbps") ||
+      !in.arch.contains("max_achievable_tflops"))
+    throw std::invalid_argument(
+        "a GPU arch is needed for the roofline (mem_bw_gbps, max_achievable_tflops)");
   Table g = infer_pandas_types(*in.gemm_sheet);
   double bw_tbs = in.arch["mem_bw_gbps"].get<double>() / 1000.0;
   const ojson& maf = in.arch["max_achievable_tflops"];
@@ -148,7 +160,8 @@ ojson gemm_roofline(const GemmRooflineInputs& in, const GemmRooflineFilters& f) 
     double pct = compute_time > 0 ? kernel_us / compute_time * 100 : 0;
     s["percent_of_compute"] = pct;
     s["percent_of_gemm"] = gemm_time > 0 ? kernel_us / gemm_time * 100 : 0;
-    s["percent_of_total"] = in.total_time_us > 0 ? ojson(kernel_us / in.total_time_us * 100) : ojson(nullptr);
+    s["percent_of_total"] =
+        in.total_time_us > 0 ? ojson(kernel_us / in.total_time_us * 100) : ojson(nullptr);
     bool tiny = gemm_is_tiny(m, n, k);
     bool batching = gemm_batching_pattern(m, n, k, batch, count);
     bool quant = quantized(op, precision, dtype);
@@ -172,12 +185,18 @@ ojson gemm_roofline(const GemmRooflineInputs& in, const GemmRooflineFilters& f) 
     ojson dx = nullptr, dw = nullptr;
     for (size_t b = 0; b < shapes.size(); ++b) {
       if (b == a || !backward[b]) continue;
-      if (dx.is_null() && mnk[b] == want_dx) dx = b;
-      else if (dw.is_null() && mnk[b] == want_dw) dw = b;
+      if (dx.is_null() && mnk[b] == want_dx)
+        dx = b;
+      else if (dw.is_null() && mnk[b] == want_dw)
+        dw = b;
     }
     if (dx.is_null() && dw.is_null()) continue;
-    linear.push_back({{"forward", a}, {"grad_input", dx}, {"grad_weight", dw},
-                      {"M", mnk[a].m}, {"N", mnk[a].n}, {"K", mnk[a].k}});
+    linear.push_back({{"forward", a},
+                      {"grad_input", dx},
+                      {"grad_weight", dw},
+                      {"M", mnk[a].m},
+                      {"N", mnk[a].n},
+                      {"K", mnk[a].k}});
   }
 
   // GEMM-category rows of unified_perf_summary without a perf model.
@@ -212,7 +231,9 @@ ojson gemm_roofline(const GemmRooflineInputs& in, const GemmRooflineFilters& f) 
     priority_counts[s["priority"].get<std::string>()]++;
     quant_count += s["flags"]["quantized"].get<bool>();
     batching_count += s["flags"]["batching_pattern"].get<bool>();
-    if (!f.op_contains.empty() && s["op"].get<std::string>().find(f.op_contains) == std::string::npos) continue;
+    if (!f.op_contains.empty() &&
+        s["op"].get<std::string>().find(f.op_contains) == std::string::npos)
+      continue;
     if (!f.dtype.empty() && s["precision"] != f.dtype) continue;
     if (s["percent_of_compute"].get<double>() < f.min_percent) continue;
     if (out_shapes.size() >= f.top_n) break;
@@ -268,20 +289,23 @@ std::string gemm_roofline_svg(const ojson& rf) {
   auto py = [&](double tf) { return H - B - (std::log10(tf) - y0) / (y1 - y0) * (H - T - B); };
   auto clampx = [&](double v) { return std::clamp(v, std::pow(10, x0), std::pow(10, x1)); };
   auto clampy = [&](double v) { return std::clamp(v, std::pow(10, y0), std::pow(10, y1)); };
-  std::string svg = "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" + fmt(W, 0) + "\" height=\"" +
-                    fmt(H, 0) + "\" font-family=\"sans-serif\" font-size=\"11\">\n";
+  std::string svg = "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" + fmt(W, 0) +
+                    "\" height=\"" + fmt(H, 0) +
+                    "\" font-family=\"sans-serif\" font-size=\"11\">\n";
   svg += "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n";
-  svg += "<text x=\"" + fmt(W / 2, 0) + "\" y=\"18\" text-anchor=\"middle\" font-size=\"13\">GEMM roofline (" +
+  svg += "<text x=\"" + fmt(W / 2, 0) +
+         "\" y=\"18\" text-anchor=\"middle\" font-size=\"13\">GEMM roofline (" +
          xml_escape(rf.value("arch", std::string("?"))) + ")</text>\n";
   for (int e = static_cast<int>(x0); e <= static_cast<int>(x1); ++e)
     svg += "<line x1=\"" + fmt(px(std::pow(10, e)), 1) + "\" y1=\"" + fmt(T, 0) + "\" x2=\"" +
-           fmt(px(std::pow(10, e)), 1) + "\" y2=\"" + fmt(H - B, 0) + "\" stroke=\"#eee\"/><text x=\"" +
-           fmt(px(std::pow(10, e)), 1) + "\" y=\"" + fmt(H - B + 15, 0) + "\" text-anchor=\"middle\">1e" +
-           std::to_string(e) + "</text>\n";
+           fmt(px(std::pow(10, e)), 1) + "\" y2=\"" + fmt(H - B, 0) +
+           "\" stroke=\"#eee\"/><text x=\"" + fmt(px(std::pow(10, e)), 1) + "\" y=\"" +
+           fmt(H - B + 15, 0) + "\" text-anchor=\"middle\">1e" + std::to_string(e) + "</text>\n";
   for (int e = static_cast<int>(y0); e <= static_cast<int>(y1); ++e)
-    svg += "<line x1=\"" + fmt(L, 0) + "\" y1=\"" + fmt(py(std::pow(10, e)), 1) + "\" x2=\"" + fmt(W - R, 0) +
-           "\" y2=\"" + fmt(py(std::pow(10, e)), 1) + "\" stroke=\"#eee\"/><text x=\"" + fmt(L - 5, 0) +
-           "\" y=\"" + fmt(py(std::pow(10, e)) + 4, 1) + "\" text-anchor=\"end\">1e" + std::to_string(e) +
+    svg += "<line x1=\"" + fmt(L, 0) + "\" y1=\"" + fmt(py(std::pow(10, e)), 1) + "\" x2=\"" +
+           fmt(W - R, 0) + "\" y2=\"" + fmt(py(std::pow(10, e)), 1) +
+           "\" stroke=\"#eee\"/><text x=\"" + fmt(L - 5, 0) + "\" y=\"" +
+           fmt(py(std::pow(10, e)) + 4, 1) + "\" text-anchor=\"end\">1e" + std::to_string(e) +
            "</text>\n";
   svg += "<text x=\"" + fmt(W / 2, 0) + "\" y=\"" + fmt(H - 10, 0) +
          "\" text-anchor=\"middle\">arithmetic intensity (FLOPs/byte)</text>\n";
@@ -297,23 +321,28 @@ std::string gemm_roofline_svg(const ojson& rf) {
   for (double p : peaks) {
     double ridge = p / bw;
     double xa = std::pow(10, x0), xb = std::pow(10, x1);
-    svg += "<polyline fill=\"none\" stroke=\"#c33\" stroke-width=\"2\" points=\"" + fmt(px(xa), 1) + "," +
-           fmt(py(clampy(bw * xa)), 1) + " " + fmt(px(clampx(ridge)), 1) + "," + fmt(py(p), 1) + " " +
-           fmt(px(xb), 1) + "," + fmt(py(p), 1) + "\"/>\n";
+    svg += "<polyline fill=\"none\" stroke=\"#c33\" stroke-width=\"2\" points=\"" + fmt(px(xa), 1) +
+           "," + fmt(py(clampy(bw * xa)), 1) + " " + fmt(px(clampx(ridge)), 1) + "," +
+           fmt(py(p), 1) + " " + fmt(px(xb), 1) + "," + fmt(py(p), 1) + "\"/>\n";
     svg += "<line x1=\"" + fmt(px(clampx(ridge)), 1) + "\" y1=\"" + fmt(py(p), 1) + "\" x2=\"" +
            fmt(px(clampx(ridge)), 1) + "\" y2=\"" + fmt(H - B, 0) +
-           "\" stroke=\"#c33\" stroke-dasharray=\"4,3\"/><text x=\"" + fmt(px(clampx(ridge)) + 4, 1) + "\" y=\"" +
-           fmt(py(p) - 4, 1) + "\">ridge " + fmt(ridge, 1) + " (" + fmt(p, 0) + " TFLOPS)</text>\n";
+           "\" stroke=\"#c33\" stroke-dasharray=\"4,3\"/><text x=\"" +
+           fmt(px(clampx(ridge)) + 4, 1) + "\" y=\"" + fmt(py(p) - 4, 1) + "\">ridge " +
+           fmt(ridge, 1) + " (" + fmt(p, 0) + " TFLOPS)</text>\n";
   }
   for (const auto& s : rf["shapes"]) {
     if (!s["flops_per_byte"].is_number() || !s["achieved_tflops"].is_number()) continue;
-    double x = clampx(s["flops_per_byte"].get<double>()), y = clampy(s["achieved_tflops"].get<double>());
-    std::string color = s["priority"] == "Critical" ? "#d00" : s["priority"] == "High" ? "#e80"
-                        : s["priority"] == "Medium" ? "#cc0" : "#39c";
-    svg += "<circle cx=\"" + fmt(px(x), 1) + "\" cy=\"" + fmt(py(y), 1) + "\" r=\"5\" fill=\"" + color +
-           "\" opacity=\"0.8\"><title>" + xml_escape(s["op"].get<std::string>()) + " M=" + s["M"].dump() + " N=" +
-           s["N"].dump() + " K=" + s["K"].dump() + "</title></circle><text x=\"" + fmt(px(x) + 6, 1) +
-           "\" y=\"" + fmt(py(y) - 6, 1) + "\">#" + s["index"].dump() + "</text>\n";
+    double x = clampx(s["flops_per_byte"].get<double>()),
+           y = clampy(s["achieved_tflops"].get<double>());
+    std::string color = s["priority"] == "Critical" ? "#d00"
+                        : s["priority"] == "High"   ? "#e80"
+                        : s["priority"] == "Medium" ? "#cc0"
+                                                    : "#39c";
+    svg += "<circle cx=\"" + fmt(px(x), 1) + "\" cy=\"" + fmt(py(y), 1) + "\" r=\"5\" fill=\"" +
+           color + "\" opacity=\"0.8\"><title>" + xml_escape(s["op"].get<std::string>()) +
+           " M=" + s["M"].dump() + " N=" + s["N"].dump() + " K=" + s["K"].dump() +
+           "</title></circle><text x=\"" + fmt(px(x) + 6, 1) + "\" y=\"" + fmt(py(y) - 6, 1) +
+           "\">#" + s["index"].dump() + "</text>\n";
   }
   svg += "</svg>\n";
   return svg;

@@ -11,13 +11,16 @@ namespace {
 
 constexpr const char* kFields[] = {"Input Dims", "Input type"};
 
-bool is_gpu_category(const Trace& trace, Uid uid) { return trace.events[uid].is_gpu(); }
+bool is_gpu_category(const Trace& trace, Uid uid) {
+  return trace.events[uid].is_gpu();
+}
 
 // Python prints a JSON duration as read: integral values without ".0" are the
 // common Kineto spelling; fractional ones use the float repr.
 std::string duration_text(double dur) {
   if (std::isnan(dur)) return "None";
-  if (dur == std::floor(dur) && std::fabs(dur) < 1e15) return std::to_string(static_cast<int64_t>(dur));
+  if (dur == std::floor(dur) && std::fabs(dur) < 1e15)
+    return std::to_string(static_cast<int64_t>(dur));
   return py_float_repr(dur);
 }
 
@@ -29,7 +32,9 @@ std::string node_line(const Trace& trace, Uid uid) {
   return line;
 }
 
-ojson json_value(const PyValue& v) { return ojson::parse(v.to_json()); }
+ojson json_value(const PyValue& v) {
+  return ojson::parse(v.to_json());
+}
 
 bool keep_child(const Trace& trace, const CallTree& tree, Uid child, bool prune) {
   return !prune || is_gpu_category(trace, child) || !tree.gpu_events(child).empty();
@@ -63,7 +68,9 @@ ojson subtree_json(const Trace& trace, const CallTree& tree, Uid uid, int depth,
 void subtree_text(const Trace& trace, const CallTree& tree, Uid uid, int depth,
                   const ParentChainQuery& q, const std::string& prefix, bool is_last,
                   std::string& out) {
-  out += prefix + (is_last ? "\xE2\x94\x94\xE2\x94\x80\xE2\x94\x80 " : "\xE2\x94\x9C\xE2\x94\x80\xE2\x94\x80 ") +
+  out += prefix +
+         (is_last ? "\xE2\x94\x94\xE2\x94\x80\xE2\x94\x80 "
+                  : "\xE2\x94\x9C\xE2\x94\x80\xE2\x94\x80 ") +
          node_line(trace, uid) + "\n";
   std::string child_prefix = prefix + (is_last ? "    " : "\xE2\x94\x82   ");
   if (trace.events[uid].cat == Cat::CpuOp) {
@@ -79,14 +86,15 @@ void subtree_text(const Trace& trace, const CallTree& tree, Uid uid, int depth,
   std::vector<Uid> kids = shown_children(trace, tree, uid, q.prune_non_gpu);
   if (kids.empty()) return;
   if (q.subtree_depth >= 0 && depth >= q.subtree_depth) {
-    out += child_prefix + "\xE2\x94\x94\xE2\x94\x80\xE2\x94\x80 ... " + std::to_string(kids.size()) +
-           " child event(s) below the depth limit\n";
+    out += child_prefix + "\xE2\x94\x94\xE2\x94\x80\xE2\x94\x80 ... " +
+           std::to_string(kids.size()) + " child event(s) below the depth limit\n";
     return;
   }
   size_t shown = std::min(kids.size(), q.max_children);
   bool truncated = kids.size() > shown;
   for (size_t k = 0; k < shown; ++k)
-    subtree_text(trace, tree, kids[k], depth + 1, q, child_prefix, k + 1 == shown && !truncated, out);
+    subtree_text(trace, tree, kids[k], depth + 1, q, child_prefix, k + 1 == shown && !truncated,
+                 out);
   if (truncated)
     out += child_prefix + "\xE2\x94\x94\xE2\x94\x80\xE2\x94\x80 ... " +
            std::to_string(kids.size() - shown) + " more child event(s)\n";
@@ -102,8 +110,10 @@ std::vector<Uid> matches(const Trace& trace, const ParentChainQuery& q) {
     if (kernel != e.is_gpu()) continue;
     if (!kernel && e.ph != Phase::Complete) continue;
     std::string_view name = trace.name(u);
-    if (name == wanted) exact.push_back(u);
-    else if (kernel && name.find(wanted) != std::string_view::npos) partial.push_back(u);
+    if (name == wanted)
+      exact.push_back(u);
+    else if (kernel && name.find(wanted) != std::string_view::npos)
+      partial.push_back(u);
   }
   return exact.empty() ? partial : exact;
 }
@@ -130,7 +140,8 @@ ojson describe_event(const Trace& trace, Uid uid) {
   return j;
 }
 
-ParentChainResult parent_chain(const Trace& trace, const CallTree& tree, const ParentChainQuery& q) {
+ParentChainResult parent_chain(const Trace& trace, const CallTree& tree,
+                               const ParentChainQuery& q) {
   int selectors = (q.uid ? 1 : 0) + (q.op_name.empty() ? 0 : 1) + (q.kernel_name.empty() ? 0 : 1);
   if (selectors != 1)
     throw std::invalid_argument("give exactly one of uid, op_name or kernel_name");
@@ -144,7 +155,8 @@ ParentChainResult parent_chain(const Trace& trace, const CallTree& tree, const P
   } else {
     std::vector<Uid> found = matches(trace, q);
     match_count = found.size();
-    std::string what = q.kernel_name.empty() ? "op '" + q.op_name + "'" : "kernel '" + q.kernel_name + "'";
+    std::string what =
+        q.kernel_name.empty() ? "op '" + q.op_name + "'" : "kernel '" + q.kernel_name + "'";
     if (found.empty()) throw std::invalid_argument("no event matches " + what);
     if (q.index >= found.size())
       throw std::invalid_argument("index " + std::to_string(q.index) + " out of range: " + what +
@@ -159,7 +171,8 @@ ParentChainResult parent_chain(const Trace& trace, const CallTree& tree, const P
   auto append_fields = [&](Uid u) {
     if (trace.events[u].cat != Cat::CpuOp) return;
     for (const char* f : kFields)
-      if (const PyValue* v = trace.arg(u, f)) text += std::string("    ") + f + ": " + v->repr_list() + "\n";
+      if (const PyValue* v = trace.arg(u, f))
+        text += std::string("    ") + f + ": " + v->repr_list() + "\n";
   };
   append_fields(uid);
   int depth = 1;

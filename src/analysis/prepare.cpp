@@ -32,8 +32,10 @@ Table as_text_table(const Table& t) {
     auto& dst = out.add_row();
     for (size_t c = 0; c < row.size() && c < dst.size(); ++c) {
       if (row[c].missing()) continue;
-      if (row[c].is_text()) dst[c] = row[c];
-      else dst[c] = Cell(row[c].to_csv_text(as_float[c]));
+      if (row[c].is_text())
+        dst[c] = row[c];
+      else
+        dst[c] = Cell(row[c].to_csv_text(as_float[c]));
     }
   }
   return out;
@@ -108,8 +110,10 @@ ojson time_breakdown(const Table& typed, const std::vector<size_t>& rows) {
   }
   ojson t = ojson::object();
   // Column sums are numpy scalars: numpy rounding. The sync sum is a Python float.
-  t["gpu_kernel_time_ms"] = gpu_ms.is_number_float() ? ojson(np_round(gpu_ms.get<double>(), 3)) : gpu_ms;
-  t["cpu_duration_ms"] = cpu_ms.is_number_float() ? ojson(np_round(cpu_ms.get<double>(), 3)) : cpu_ms;
+  t["gpu_kernel_time_ms"] =
+      gpu_ms.is_number_float() ? ojson(np_round(gpu_ms.get<double>(), 3)) : gpu_ms;
+  t["cpu_duration_ms"] =
+      cpu_ms.is_number_float() ? ojson(np_round(cpu_ms.get<double>(), 3)) : cpu_ms;
   t["sync_time_ms"] = sync_is_float ? ojson(py_round(sync_ms, 3)) : ojson(0);
   t["sync_ops_count"] = sync_count;
   double gpu = gpu_ms.get<double>();
@@ -150,15 +154,24 @@ std::string recorded_path(const std::string& output_dir, const std::string& rela
 
 std::string skill_for_category(const std::string& key) {
   static const std::map<std::string, std::string> kSkills = {
-      {"cpu_idle", "cpu-idle-analyzer"},      {"gemm", "gemm-analyzer"},
-      {"groupedgemm_fwd", "gemm-analyzer"},   {"groupedgemm_bwd", "gemm-analyzer"},
-      {"moe_fused", "moe-analyzer"},          {"moe_unfused", "moe-analyzer"},
-      {"sdpa_fwd", "sdpa-analyzer"},          {"sdpa_bwd", "sdpa-analyzer"},
-      {"inferenceattention", "sdpa-analyzer"}, {"elementwise", "elementwise-analyzer"},
-      {"reduce", "reduce-analyzer"},          {"triton", "triton-analyzer"},
-      {"norm", "norm-analyzer"},              {"norm_fwd", "norm-analyzer"},
-      {"norm_bwd", "norm-analyzer"},          {"rmsnorm", "norm-analyzer"},
-      {"convolution", "convolution-analyzer"}, {"conv_fwd", "convolution-analyzer"},
+      {"cpu_idle", "cpu-idle-analyzer"},
+      {"gemm", "gemm-analyzer"},
+      {"groupedgemm_fwd", "gemm-analyzer"},
+      {"groupedgemm_bwd", "gemm-analyzer"},
+      {"moe_fused", "moe-analyzer"},
+      {"moe_unfused", "moe-analyzer"},
+      {"sdpa_fwd", "sdpa-analyzer"},
+      {"sdpa_bwd", "sdpa-analyzer"},
+      {"inferenceattention", "sdpa-analyzer"},
+      {"elementwise", "elementwise-analyzer"},
+      {"reduce", "reduce-analyzer"},
+      {"triton", "triton-analyzer"},
+      {"norm", "norm-analyzer"},
+      {"norm_fwd", "norm-analyzer"},
+      {"norm_bwd", "norm-analyzer"},
+      {"rmsnorm", "norm-analyzer"},
+      {"convolution", "convolution-analyzer"},
+      {"conv_fwd", "convolution-analyzer"},
       {"conv_bwd", "convolution-analyzer"},
   };
   auto it = kSkills.find(key);
@@ -248,10 +261,10 @@ PrepareResult prepare_category_data(const std::map<std::string, Table>& perf_tab
   Table unified = infer_pandas_types(unified_text);
   std::vector<CategoryRows> cats = split_categories(unified);
 
-  bool special = o.category == "all" || o.category == "cpu_idle" ||
-                 o.category == "multi_kernel" || o.category == "kernel_fusion";
-  if (!special && std::none_of(cats.begin(), cats.end(),
-                               [&](const auto& c) { return c.key == o.category; })) {
+  bool special = o.category == "all" || o.category == "cpu_idle" || o.category == "multi_kernel" ||
+                 o.category == "kernel_fusion";
+  if (!special &&
+      std::none_of(cats.begin(), cats.end(), [&](const auto& c) { return c.key == o.category; })) {
     std::string names;
     for (const auto& c : cats) names += (names.empty() ? "" : ", ") + c.key;
     throw std::invalid_argument("category '" + o.category + "' not in this trace (available: " +
@@ -280,11 +293,15 @@ PrepareResult prepare_category_data(const std::map<std::string, Table>& perf_tab
 
   // Step 4.5 / 4b outputs (trace-derived); stale files are reused as TraceLens does.
   std::optional<ojson> mk = inputs.multi_kernel_data;
-  if (mk) write_json("category_data/multi_kernel_data.json", *mk);
-  else mk = existing_json(out + "/category_data/multi_kernel_data.json");
+  if (mk)
+    write_json("category_data/multi_kernel_data.json", *mk);
+  else
+    mk = existing_json(out + "/category_data/multi_kernel_data.json");
   std::optional<ojson> fusion = inputs.fusion_candidates;
-  if (fusion) write_json("category_data/fusion_candidates.json", *fusion);
-  else fusion = existing_json(out + "/category_data/fusion_candidates.json");
+  if (fusion)
+    write_json("category_data/fusion_candidates.json", *fusion);
+  else
+    fusion = existing_json(out + "/category_data/fusion_candidates.json");
 
   // Step 5: per-category CSV + metadata.
   ojson entries = ojson::array();

@@ -23,10 +23,10 @@
 namespace jarvis::analysis {
 
 struct PrepareOptions {
-  std::string platform;     // recorded as "platform" (e.g. "MI300X")
-  ojson arch;               // arch dict: mem_bw_gbps, memory_gb, max_achievable_tflops
-  std::string trace_path;   // recorded verbatim in metadata / manifest
-  std::string output_dir;   // where files are written; recorded verbatim
+  std::string platform;          // recorded as "platform" (e.g. "MI300X")
+  ojson arch;                    // arch dict: mem_bw_gbps, memory_gb, max_achievable_tflops
+  std::string trace_path;        // recorded verbatim in metadata / manifest
+  std::string output_dir;        // where files are written; recorded verbatim
   std::string category = "all";  // one normalized category key, or "all"
   // Also write every perf table as <output_dir>/perf_report_csvs/<sheet>.csv
   // (Step 1's output; the cpu_idle / multi_kernel / kernel_fusion analyses
@@ -35,9 +35,9 @@ struct PrepareOptions {
 };
 
 struct PrepareInputs {
-  std::optional<ojson> multi_kernel_data;   // category_data/multi_kernel_data.json
-  std::optional<ojson> fusion_candidates;   // category_data/fusion_candidates.json (array)
-  std::map<std::string, ojson> tree_data;   // category key -> <cat>_tree_data.json
+  std::optional<ojson> multi_kernel_data;  // category_data/multi_kernel_data.json
+  std::optional<ojson> fusion_candidates;  // category_data/fusion_candidates.json (array)
+  std::map<std::string, ojson> tree_data;  // category key -> <cat>_tree_data.json
 };
 
 struct PrepareResult {

@@ -22,7 +22,9 @@ std::string lower(std::string_view s) {
   return out;
 }
 
-bool has(const std::string& s, const char* needle) { return s.find(needle) != std::string::npos; }
+bool has(const std::string& s, const char* needle) {
+  return s.find(needle) != std::string::npos;
+}
 
 std::string memcpy_direction(std::string_view name) {
   std::string n = lower(name);
@@ -35,7 +37,9 @@ std::string memcpy_direction(std::string_view name) {
 // A sum of JSON durations keeps Python's int-ness only when every term was an
 // int; Kineto durations are read as doubles here, so integral sums of an empty
 // list are the only ints (TraceLens writes 0 then).
-ojson us_total(double sum, bool any) { return any ? ojson(py_round(sum, 2)) : ojson(0); }
+ojson us_total(double sum, bool any) {
+  return any ? ojson(py_round(sum, 2)) : ojson(0);
+}
 
 }  // namespace
 
@@ -67,7 +71,8 @@ ojson multi_kernel_data(const Trace& trace, const CallTree& tree) {
     const Event& e = trace.events[u];
     if (!e.is_gpu() || !e.has_ts() || !e.has_dur()) continue;
     std::string_view name = trace.name(u);
-    bool memcpy = e.cat == Cat::GpuMemcpy || (e.cat == Cat::Kernel && is_rocm_legacy_memcpy_name(name));
+    bool memcpy =
+        e.cat == Cat::GpuMemcpy || (e.cat == Cat::Kernel && is_rocm_legacy_memcpy_name(name));
     if (memcpy) {
       ++memcpy_count;
       Dir& d = dirs[memcpy_direction(name)];
@@ -104,7 +109,8 @@ ojson multi_kernel_data(const Trace& trace, const CallTree& tree) {
     s["avg_time_us"] = py_round(sum / n, 2);
     s["max_time_us"] = py_round(mx, 2);
     s["total_bytes"] = total_bytes;
-    s["avg_bytes"] = any_bytes ? ojson(py_round(static_cast<double>(total_bytes) / n, 2)) : ojson(0);
+    s["avg_bytes"] =
+        any_bytes ? ojson(py_round(static_cast<double>(total_bytes) / n, 2)) : ojson(0);
     memcpy_total += s["total_time_us"].get<double>();
     by_dir[key] = s;
   }
@@ -149,14 +155,17 @@ ojson multi_kernel_data(const Trace& trace, const CallTree& tree) {
     overlap["total_memcpy_time_us"] = us_total(t.total_memcpy_time, has_memcpy);
     overlap["exposed_memcpy_time_us"] = us_total(t.exposed_memcpy_time, has_memcpy);
     overlap["comm_overlap_ratio"] =
-        t.total_comm_time > 0 ? ojson(py_round(1 - t.exposed_comm_time / t.total_comm_time, 4)) : ojson(nullptr);
+        t.total_comm_time > 0 ? ojson(py_round(1 - t.exposed_comm_time / t.total_comm_time, 4))
+                              : ojson(nullptr);
     overlap["memcpy_overlap_ratio"] =
-        t.total_memcpy_time > 0 ? ojson(py_round(1 - t.exposed_memcpy_time / t.total_memcpy_time, 4))
-                                : ojson(nullptr);
+        t.total_memcpy_time > 0
+            ? ojson(py_round(1 - t.exposed_memcpy_time / t.total_memcpy_time, 4))
+            : ojson(nullptr);
     overlap["comm_percent_of_total"] =
         t.total_time > 0 ? ojson(py_round(t.exposed_comm_time / t.total_time * 100, 2)) : ojson(0);
     overlap["memcpy_percent_of_total"] =
-        t.total_time > 0 ? ojson(py_round(t.exposed_memcpy_time / t.total_time * 100, 2)) : ojson(0);
+        t.total_time > 0 ? ojson(py_round(t.exposed_memcpy_time / t.total_time * 100, 2))
+                         : ojson(0);
   } catch (const std::runtime_error&) {
     // No GPU events: TraceLens leaves overlap_analysis empty.
   }
@@ -186,7 +195,8 @@ std::map<std::string, ojson> category_tree_data(const Trace& trace, const CallTr
     if (picked.empty()) {
       std::vector<size_t> idx(rows.size());
       for (size_t k = 0; k < idx.size(); ++k) idx[k] = k;
-      std::stable_sort(idx.begin(), idx.end(), [&](size_t a, size_t b) { return times[a] > times[b]; });
+      std::stable_sort(idx.begin(), idx.end(),
+                       [&](size_t a, size_t b) { return times[a] > times[b]; });
       idx.resize(std::min<size_t>(5, idx.size()));
       picked = idx;
       rule = "top 5 operations by kernel time (none above 10%)";
@@ -200,7 +210,8 @@ std::map<std::string, ojson> category_tree_data(const Trace& trace, const CallTr
       entry["uid"] = std::isnan(uid_d) ? ojson(nullptr) : ojson(static_cast<int64_t>(uid_d));
       entry["selection"] = rule;
       entry["time_ms"] = py_round(times[k] / 1000, 3);
-      entry["percent_of_category"] = total > 0 ? ojson(py_round(times[k] / total * 100, 2)) : ojson(0);
+      entry["percent_of_category"] =
+          total > 0 ? ojson(py_round(times[k] / total * 100, 2)) : ojson(0);
       const Cell* count = cell_at(unified, r, "operation_count");
       entry["operation_count"] = count ? cell_to_json(*count) : ojson(nullptr);
       for (const char* f : {"Input Dims", "Input type"}) {

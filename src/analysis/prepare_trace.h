@@ -14,7 +14,7 @@
 namespace jarvis::analysis {
 
 struct TracePrepareOptions {
-  std::string platform;    // arch name ("MI300X", case-insensitive) or arch JSON path
+  std::string platform;  // arch name ("MI300X", case-insensitive) or arch JSON path
   std::string output_dir;
   std::string category = "all";
   std::string trace_path;  // recorded in metadata; defaults to trace.path

@@ -1,8 +1,8 @@
 // `jarvis prepare` (TraceLens orchestrator steps 1-5) and `jarvis analyze`
 // (category analyses -> <cat>_metrics.json, plus findings drafts).
+#include <fmt/format.h>
 #include <cstdio>
 #include <filesystem>
-#include <fmt/format.h>
 
 #include "analysis/category_analysis.h"
 #include "analysis/findings.h"
@@ -26,8 +26,10 @@ int run_analyses(const std::string& out, const std::string& category, bool draft
       if (!std::filesystem::exists(path))
         analysis::write_findings(out, cat, analysis::draft_findings(cat, res.metrics));
     }
-    if (!quiet) fmt::print("{}\n", res.markdown);
-    else fmt::print("{:<16} {:<8} {}\n", cat, res.status, res.metrics_path);
+    if (!quiet)
+      fmt::print("{}\n", res.markdown);
+    else
+      fmt::print("{:<16} {:<8} {}\n", cat, res.status, res.metrics_path);
   }
   return failures ? 1 : 0;
 }
@@ -39,13 +41,14 @@ int cmd_prepare(const Args& args) {
   std::string out = flag_value(args, "--out");
   std::string platform = flag_value(args, "--platform");
   if (pos.size() != 1 || out.empty() || platform.empty()) {
-    std::fprintf(stderr,
-                 "usage: jarvis prepare TRACE --out DIR --platform NAME|ARCH.json [--category CAT|all]\n"
-                 "                      [--trace-path TEXT] [--no-tree-data] [--analyze] [--drafts]\n"
-                 "  Writes perf_report_csvs/, category_data/ (per-category ops CSVs, manifest,\n"
-                 "  multi-kernel data, tree data) and metadata/ as TraceLens's orchestrator does.\n"
-                 "  --analyze also runs the category analyses (<cat>_metrics.json); --drafts writes\n"
-                 "  first-draft findings files where none exist.\n");
+    std::fprintf(
+        stderr,
+        "usage: jarvis prepare TRACE --out DIR --platform NAME|ARCH.json [--category CAT|all]\n"
+        "                      [--trace-path TEXT] [--no-tree-data] [--analyze] [--drafts]\n"
+        "  Writes perf_report_csvs/, category_data/ (per-category ops CSVs, manifest,\n"
+        "  multi-kernel data, tree data) and metadata/ as TraceLens's orchestrator does.\n"
+        "  --analyze also runs the category analyses (<cat>_metrics.json); --drafts writes\n"
+        "  first-draft findings files where none exist.\n");
     return 2;
   }
   Trace trace = load_trace(pos[0]);
@@ -53,7 +56,8 @@ int cmd_prepare(const Args& args) {
   o.platform = platform;
   o.output_dir = out;
   o.category = flag_value(args, "--category").empty() ? "all" : flag_value(args, "--category");
-  o.trace_path = flag_value(args, "--trace-path").empty() ? pos[0] : flag_value(args, "--trace-path");
+  o.trace_path =
+      flag_value(args, "--trace-path").empty() ? pos[0] : flag_value(args, "--trace-path");
   o.tree_data = !has_flag(args, "--no-tree-data");
   auto result = analysis::prepare_from_trace(trace, o);
   fmt::print("prepared {} compute categories in {} ({} files):", result.categories.size(), out,

@@ -13,7 +13,8 @@ json summary_of(const analysis::ojson& m, size_t top_ops) {
   json s = json::parse(m.dump());
   if (s.contains("operations") && s["operations"].size() > top_ops) {
     s["operations_omitted"] = s["operations"].size() - top_ops;
-    s["operations"].erase(s["operations"].begin() + static_cast<long>(top_ops), s["operations"].end());
+    s["operations"].erase(s["operations"].begin() + static_cast<long>(top_ops),
+                          s["operations"].end());
   }
   return s;
 }
@@ -37,8 +38,8 @@ ToolResult analyze_category_tool(const json& args, ToolContext& ctx) {
   if (args.at("write_draft").get<bool>() && r.status != "ERROR") {
     std::string path = analysis::findings_path(dir.string(), category);
     if (!std::filesystem::exists(path))
-      result["draft_findings_path"] =
-          analysis::write_findings(dir.string(), category, analysis::draft_findings(category, r.metrics));
+      result["draft_findings_path"] = analysis::write_findings(
+          dir.string(), category, analysis::draft_findings(category, r.metrics));
   }
   return {result, r.markdown};
 }

@@ -39,12 +39,19 @@ ToolResult category_filter_tool(const json& args, ToolContext& ctx) {
   json cats = json::array();
   std::string text = fmt::format("Prepared {} in {} (arch {}):\n", o.category, o.output_dir, arch);
   for (const auto& c : r.manifest["categories"]) {
-    json e = {{"name", c["name"]}, {"display_name", c["display_name"]}, {"skill", c["skill"]},
-              {"tier", c["tier"]}, {"ops_count", c["ops_count"]},
-              {"gpu_kernel_time_ms", c.contains("gpu_kernel_time_ms") ? json(c["gpu_kernel_time_ms"].get<double>()) : json()}};
+    json e = {
+        {"name", c["name"]},
+        {"display_name", c["display_name"]},
+        {"skill", c["skill"]},
+        {"tier", c["tier"]},
+        {"ops_count", c["ops_count"]},
+        {"gpu_kernel_time_ms",
+         c.contains("gpu_kernel_time_ms") ? json(c["gpu_kernel_time_ms"].get<double>()) : json()}};
     text += fmt::format("  {:<14} {:<16} ops={:<4} {}\n", c["name"].get<std::string>(),
                         c["tier"].get<std::string>(), c["ops_count"].dump(),
-                        e["gpu_kernel_time_ms"].is_null() ? "" : fmt::format("{:.3f} ms", e["gpu_kernel_time_ms"].get<double>()));
+                        e["gpu_kernel_time_ms"].is_null()
+                            ? ""
+                            : fmt::format("{:.3f} ms", e["gpu_kernel_time_ms"].get<double>()));
     cats.push_back(e);
   }
   json result = {{"trace", entry->handle()},

@@ -18,12 +18,14 @@ std::string shapes_text(const json& r) {
                               r["gemm_percent_of_compute"].get<double>());
   for (const auto& s : r["shapes"]) {
     auto n = [&](const char* k) { return s[k].is_number() ? s[k].get<double>() : 0.0; };
-    t += fmt::format("  #{} {:<8} {} M={} N={} K={} B={} x{} {:.2f}% compute  AI={:.1f} (ridge {:.1f}) {}  {:.1f} TFLOPS/s {:.2f} TB/s  eff {:.1f}%\n",
-                     s["index"].dump(), s["priority"].get<std::string>(), s["op"].get<std::string>(),
-                     s["M"].dump(), s["N"].dump(), s["K"].dump(), s["batch"].dump(), s["count"].dump(),
-                     n("percent_of_compute"), n("flops_per_byte"), n("ridge_point"),
-                     s["bound"].is_string() ? s["bound"].get<std::string>() : "?", n("achieved_tflops"),
-                     n("achieved_tbs"), n("efficiency_percent"));
+    t += fmt::format(
+        "  #{} {:<8} {} M={} N={} K={} B={} x{} {:.2f}% compute  AI={:.1f} (ridge {:.1f}) {}  "
+        "{:.1f} TFLOPS/s {:.2f} TB/s  eff {:.1f}%\n",
+        s["index"].dump(), s["priority"].get<std::string>(), s["op"].get<std::string>(),
+        s["M"].dump(), s["N"].dump(), s["K"].dump(), s["batch"].dump(), s["count"].dump(),
+        n("percent_of_compute"), n("flops_per_byte"), n("ridge_point"),
+        s["bound"].is_string() ? s["bound"].get<std::string>() : "?", n("achieved_tflops"),
+        n("achieved_tbs"), n("efficiency_percent"));
   }
   return t;
 }
@@ -33,7 +35,8 @@ ToolResult gemm_roofline_tool(const json& args, ToolContext& ctx) {
   if (!entry) throw ToolError("unknown trace handle; call load_trace first or list_traces");
   std::string arch = args.value("arch", std::string());
   if (arch.empty()) arch = detect_arch_name(entry->trace());
-  if (arch.empty()) throw ToolError("cannot detect the GPU arch from the trace; pass arch (e.g. MI300X, H100)");
+  if (arch.empty())
+    throw ToolError("cannot detect the GPU arch from the trace; pass arch (e.g. MI300X, H100)");
   analysis::GemmRooflineFilters f;
   f.op_contains = args.value("op_contains", std::string());
   f.dtype = args.value("dtype", std::string());
