@@ -2,8 +2,8 @@
 
 #include "trace/value.h"
 
-using jarvis::PyValue;
 using jarvis::py_float_repr;
+using jarvis::PyValue;
 
 TEST_CASE("python float repr") {
   CHECK(py_float_repr(0.0) == "0.0");

@@ -14,7 +14,8 @@ bool has_flag(const Args& args, const std::string& flag) {
   return std::find(args.begin(), args.end(), flag) != args.end();
 }
 
-std::vector<std::string> positionals(const Args& args, const std::vector<std::string>& value_flags) {
+std::vector<std::string> positionals(const Args& args,
+                                     const std::vector<std::string>& value_flags) {
   std::vector<std::string> out;
   for (size_t k = 0; k < args.size(); ++k) {
     if (std::find(value_flags.begin(), value_flags.end(), args[k]) != value_flags.end()) {

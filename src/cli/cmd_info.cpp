@@ -1,5 +1,5 @@
-#include <cstdio>
 #include <fmt/format.h>
+#include <cstdio>
 
 #include "cli/commands.h"
 #include "trace/loader.h"

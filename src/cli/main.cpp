@@ -18,12 +18,27 @@ struct Command {
 const std::map<std::string, Command>& commands() {
   static const std::map<std::string, Command> table = {
       {"info", {jarvis::cli::cmd_info, "info TRACE                      short summary of a trace"}},
-      {"prepare", {jarvis::cli::cmd_prepare, "prepare TRACE --out DIR --platform NAME [--category CAT] [--analyze]  TraceLens agent category data"}},
-      {"analyze", {jarvis::cli::cmd_analyze, "analyze DIR [--category CAT|all] [--drafts]  category analyses -> <cat>_metrics.json"}},
-      {"compare", {jarvis::cli::cmd_compare, "compare REF TARGET --out DIR [--names A B] [--arch-ref X --arch-target Y]  TraceLens report comparison + hardware gaps"}},
-      {"report", {jarvis::cli::cmd_report, "report TRACE --out DIR [--arch NAME|FILE]  TraceLens perf report CSVs"}},
-      {"serve", {jarvis::cli::cmd_serve, "serve --stdio | --http [HOST:]PORT  MCP server (see serve --help)"}},
-      {"replay", {jarvis::cli::cmd_replay, "replay TRACE --out DIR (--uid N.. | --op NAME [--dims D] | --category C [--top N])  op reproducer package"}},
+      {"prepare",
+       {jarvis::cli::cmd_prepare,
+        "prepare TRACE --out DIR --platform NAME [--category CAT] [--analyze]  TraceLens agent "
+        "category data"}},
+      {"analyze",
+       {jarvis::cli::cmd_analyze,
+        "analyze DIR [--category CAT|all] [--drafts]  category analyses -> <cat>_metrics.json"}},
+      {"compare",
+       {jarvis::cli::cmd_compare,
+        "compare REF TARGET --out DIR [--names A B] [--arch-ref X --arch-target Y]  TraceLens "
+        "report comparison + hardware gaps"}},
+      {"report",
+       {jarvis::cli::cmd_report,
+        "report TRACE --out DIR [--arch NAME|FILE]  TraceLens perf report CSVs"}},
+      {"serve",
+       {jarvis::cli::cmd_serve,
+        "serve --stdio | --http [HOST:]PORT  MCP server (see serve --help)"}},
+      {"replay",
+       {jarvis::cli::cmd_replay,
+        "replay TRACE --out DIR (--uid N.. | --op NAME [--dims D] | --category C [--top N])  op "
+        "reproducer package"}},
   };
   return table;
 }

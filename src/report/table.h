@@ -47,7 +47,8 @@ class Table {
   std::vector<std::vector<Cell>> rows;
 
   Table() = default;
-  Table(std::string n, std::vector<std::string> cols) : name(std::move(n)), columns(std::move(cols)) {}
+  Table(std::string n, std::vector<std::string> cols)
+      : name(std::move(n)), columns(std::move(cols)) {}
 
   // Index of a column, or -1.
   int col(std::string_view column) const;
