@@ -27,6 +27,8 @@ namespace jarvis::analysis {
 
 using ojson = nlohmann::ordered_json;
 
+struct PyLitEntry;
+
 // A Python literal value as ast.literal_eval returns it.
 struct PyLit {
   enum class Kind { None, Bool, Int, Float, Str, List, Tuple, Dict };
@@ -35,8 +37,11 @@ struct PyLit {
   int64_t i = 0;
   double f = 0;
   std::string s;
-  std::vector<PyLit> items;                      // List / Tuple
-  std::vector<std::pair<PyLit, PyLit>> entries;  // Dict, in source order
+  std::vector<PyLit> items;  // List / Tuple
+  // Dict, in source order. The element type is declared below: a
+  // std::pair<PyLit, PyLit> here would instantiate pair with an incomplete
+  // PyLit, which clang rejects.
+  std::vector<PyLitEntry> entries;
 
   bool is_seq() const { return kind == Kind::List || kind == Kind::Tuple; }
   bool is_number() const { return kind == Kind::Int || kind == Kind::Float; }
@@ -48,6 +53,13 @@ struct PyLit {
   std::string repr() const;  // Python repr()
   std::string str() const;   // Python str(): strings unquoted, else repr
   ojson to_json() const;     // tuples as arrays, dict keys via str()
+};
+
+// One dict entry (key, value), with pair-like member names.
+struct PyLitEntry {
+  PyLit first;
+  PyLit second;
+  PyLitEntry(PyLit key, PyLit value) : first(std::move(key)), second(std::move(value)) {}
 };
 
 // Parses a Python literal; throws std::invalid_argument when the text is not

@@ -1,10 +1,12 @@
 #include "analysis/prepare_trace.h"
 
+
 #include <algorithm>
 #include <cctype>
 #include <cmath>
 #include <stdexcept>
 
+#include "analysis/fusion_candidates.h"
 #include "analysis/parent_chain.h"
 #include "perf/gpu_arch.h"
 #include "report/gpu_timeline.h"
@@ -255,6 +257,8 @@ PrepareResult prepare_with_tables(const Trace& trace, const CallTree& tree,
   auto unified = tables.find("unified_perf_summary");
   if (o.tree_data && unified != tables.end())
     inputs.tree_data = category_tree_data(trace, tree, unified->second, o.tree_subtree_depth);
+  inputs.fusion_candidates =
+      fusion_candidates(trace, unified != tables.end() ? &unified->second : nullptr);
   return prepare_category_data(tables, p, inputs);
 }
 

@@ -418,18 +418,58 @@ void add_perf_sheets(Report& report, const Trace& trace, const CallTree& tree,
 // ---------------------------------------------------------------------------
 // Unified perf table.
 
+// unified_perf_summary groups rows by these columns (groupby sort=False).
+const std::vector<std::string> kUnifiedKeys{"name",          "op category",   "process_name",
+                                            "process_label", "thread_name",   "Input Dims",
+                                            "Input type",    "Input Strides", "Concrete Inputs"};
+
+std::string unified_key_text(const Trace& trace, const PerfOpRow& r, size_t k) {
+  const Event& e = trace.events[r.event_uid];
+  switch (k) {
+    case 0:
+      return r.name;
+    case 1:
+      return r.category;
+    case 2:
+      return trace.process_name(e.pid);
+    case 3:
+      return trace.process_label(e.pid);
+    case 4:
+      return trace.thread_name(e.pid, e.tid);
+    default:
+      return arg_key(trace, r.event_uid, kUnifiedKeys[k]);
+  }
+}
+
+std::vector<std::string> unified_group_key(const Trace& trace, const PerfOpRow& r) {
+  std::vector<std::string> key;
+  for (size_t k = 0; k < kUnifiedKeys.size(); ++k) key.push_back(unified_key_text(trace, r, k));
+  return key;
+}
+
 class UnifiedCollector {
  public:
   UnifiedCollector(const Trace& trace, const CallTree& tree, const GpuArch* arch,
                    bool python_frames)
       : trace_(trace), tree_(tree), arch_(arch), python_frames_(python_frames) {}
 
-  std::vector<PerfOpRow> run() {
+  // keep_all_params false: perf params are kept only on the first row with
+  // params of each summary group, the one unified_perf_summary_table reads;
+  // the params of every op instance are most of these rows' memory.
+  std::vector<PerfOpRow> run(bool keep_all_params) {
     std::vector<OpRef> collected = collect();
+    std::set<std::vector<std::string>> groups_with_params;
     std::vector<PerfOpRow> rows;
+    // At most one row per collected op: reserving avoids the regrowth copies
+    // (old and new buffers live at once) of these large rows.
+    rows.reserve(collected.size());
     for (const OpRef& op : collected) {
       std::optional<PerfOpRow> r = build_row(op);
-      if (r) rows.push_back(std::move(*r));
+      if (!r) continue;
+      if (!keep_all_params && r->metrics && !r->metrics->params.empty() &&
+          !groups_with_params.insert(unified_group_key(trace_, *r)).second)
+        perf::Params().swap(r->metrics->params);
+      rows.push_back(std::move(*r));
     }
     return rows;
   }
@@ -709,37 +749,23 @@ class UnifiedCollector {
 std::vector<PerfOpRow> unified_perf_rows(const Trace& trace, const CallTree& tree,
                                          const GpuArch* arch, bool include_python_frames) {
   UnifiedCollector collector(trace, tree, arch, include_python_frames);
-  return collector.run();
+  return collector.run(true);
+}
+
+std::vector<PerfOpRow> unified_perf_summary_rows(const Trace& trace, const CallTree& tree,
+                                                 const GpuArch* arch, bool include_python_frames) {
+  UnifiedCollector collector(trace, tree, arch, include_python_frames);
+  return collector.run(false);
 }
 
 Table unified_perf_summary_table(const Trace& trace, const std::vector<PerfOpRow>& rows) {
-  const std::vector<std::string> keys{"name",          "op category",   "process_name",
-                                      "process_label", "thread_name",   "Input Dims",
-                                      "Input type",    "Input Strides", "Concrete Inputs"};
-  auto key_text = [&](const PerfOpRow& r, size_t k) -> std::string {
-    const Event& e = trace.events[r.event_uid];
-    switch (k) {
-      case 0:
-        return r.name;
-      case 1:
-        return r.category;
-      case 2:
-        return trace.process_name(e.pid);
-      case 3:
-        return trace.process_label(e.pid);
-      case 4:
-        return trace.thread_name(e.pid, e.tid);
-      default:
-        return arg_key(trace, r.event_uid, keys[k]);
-    }
-  };
+  const std::vector<std::string>& keys = kUnifiedKeys;
+  auto key_text = [&](const PerfOpRow& r, size_t k) { return unified_key_text(trace, r, k); };
   // Groups in first-occurrence order (groupby sort=False).
   std::vector<std::vector<size_t>> groups;
   std::map<std::vector<std::string>, size_t> index;
   for (size_t i = 0; i < rows.size(); ++i) {
-    std::vector<std::string> key;
-    for (size_t k = 0; k < keys.size(); ++k) key.push_back(key_text(rows[i], k));
-    auto [it, inserted] = index.emplace(key, groups.size());
+    auto [it, inserted] = index.emplace(unified_group_key(trace, rows[i]), groups.size());
     if (inserted) groups.emplace_back();
     groups[it->second].push_back(i);
   }
@@ -890,8 +916,13 @@ void add_perf_tables(Report& report, const Trace& trace, const CallTree& tree,
                      const ReportOptions& options) {
   // TraceLens writes the perf sheets after unified_perf_summary but computes
   // them first; the computations here have no side effects, so order is free.
-  auto rows = report::unified_perf_rows(trace, tree, options.arch, options.include_python_frames);
-  if (!rows.empty()) report.tables.push_back(report::unified_perf_summary_table(trace, rows));
+  // The unified rows (metrics, params, kernel lists of every op) are freed
+  // before the sheet rows are built, so the two sets never coexist in memory.
+  {
+    auto rows =
+        report::unified_perf_summary_rows(trace, tree, options.arch, options.include_python_frames);
+    if (!rows.empty()) report.tables.push_back(report::unified_perf_summary_table(trace, rows));
+  }
   report::add_perf_sheets(report, trace, tree, options.arch);
 }
 

@@ -56,6 +56,12 @@ std::vector<PerfOpRow> perf_sheet_rows(const Trace& trace, const CallTree& tree,
 std::vector<PerfOpRow> unified_perf_rows(const Trace& trace, const CallTree& tree,
                                          const GpuArch* arch, bool include_python_frames = false);
 
+// unified_perf_rows with perf params kept only where unified_perf_summary_table
+// reads them (the first row with params of each summary group): the same
+// summary table for much less memory. Other rows' metrics have empty params.
+std::vector<PerfOpRow> unified_perf_summary_rows(const Trace& trace, const CallTree& tree,
+                                                 const GpuArch* arch, bool include_python_frames);
+
 // Tables from rows (exposed for tests and tools).
 Table unified_perf_summary_table(const Trace& trace, const std::vector<PerfOpRow>& rows);
 Table perf_sheet_summary_table(const Trace& trace, const std::vector<PerfOpRow>& rows,

@@ -26,11 +26,13 @@ Report build_report(const Trace& trace, const CallTree& tree, const ReportOption
   const double total_time_ms = report.timeline.total_time_ms();
 
   if (!report.gpu_only) {
-    auto launchers = report::kernel_launcher_rows(trace, tree);
-    if (!launchers.empty()) {
-      report.tables.push_back(report::ops_summary_by_category_table(launchers));
-      report.tables.push_back(report::ops_summary_table(launchers));
-      report.tables.push_back(report::ops_unique_args_table(trace, launchers));
+    {  // scoped: the launcher rows are freed before the perf sheets are built
+      auto launchers = report::kernel_launcher_rows(trace, tree);
+      if (!launchers.empty()) {
+        report.tables.push_back(report::ops_summary_by_category_table(launchers));
+        report.tables.push_back(report::ops_summary_table(launchers));
+        report.tables.push_back(report::ops_unique_args_table(trace, launchers));
+      }
     }
 #ifdef JARVIS_HAVE_PERF_TABLES
     // ---- perf-model sheets (unified_perf_summary, GEMM, SDPA_fwd, ...) ----
