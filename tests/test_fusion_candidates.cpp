@@ -27,7 +27,8 @@ std::vector<std::string> keys_of(const ojson& o) {
 
 TEST_CASE("fusion_candidates: kernel type classifier follows the priority-ordered rules") {
   using analysis::classify_kernel_type;
-  CHECK(classify_kernel_type("Cijk_Alik_Bljk_BBS_BH_Bias_HA_S_SAV_UserArgs_MT256x192x64") == "GEMM");
+  CHECK(classify_kernel_type("Cijk_Alik_Bljk_BBS_BH_Bias_HA_S_SAV_UserArgs_MT256x192x64") ==
+        "GEMM");
   CHECK(classify_kernel_type("triton_red_fused_add_mean_mul_pow_rsqrt_0") ==
         "RMSNorm (fused triton)");
   // memcpy (30) outranks elementwise rules; the low-priority norm rule is below the cut.

@@ -1,6 +1,6 @@
 // End-to-end: trace.json.gz -> report -> prepare, compared with TraceLens's
-// reference category_data/ and metadata/ (fusion candidates excepted: not
-// produced from traces yet, see docs/outputs.md).
+// reference category_data/ and metadata/ (fusion candidates and the
+// manifest's kernel_fusion entry included).
 #include <doctest/doctest.h>
 
 #include <filesystem>
@@ -14,19 +14,6 @@ namespace fs = std::filesystem;
 using namespace jarvis;
 using namespace jarvis::testing;
 using analysis::ojson;
-
-namespace {
-
-// The manifest without the kernel_fusion entry (needs fusion candidates).
-ojson without_kernel_fusion(ojson manifest) {
-  ojson cats = ojson::array();
-  for (const auto& c : manifest["categories"])
-    if (c["name"] != "kernel_fusion") cats.push_back(c);
-  manifest["categories"] = cats;
-  return manifest;
-}
-
-}  // namespace
 
 TEST_CASE("prepare_trace: golden from trace.json.gz for every conformance trace") {
   for (const auto& dir : agent_conformance_dirs()) {
@@ -44,9 +31,11 @@ TEST_CASE("prepare_trace: golden from trace.json.gz for every conformance trace"
     compare_json(analysis::read_json_file(dir + "/category_data/multi_kernel_data.json"),
                  analysis::read_json_file(tmp.path + "/category_data/multi_kernel_data.json"),
                  "multi_kernel_data", problems, norm);
-    compare_json(without_kernel_fusion(
-                     analysis::read_json_file(dir + "/category_data/category_manifest.json")),
-                 without_kernel_fusion(result.manifest), "manifest", problems, norm);
+    compare_json(analysis::read_json_file(dir + "/category_data/fusion_candidates.json"),
+                 analysis::read_json_file(tmp.path + "/category_data/fusion_candidates.json"),
+                 "fusion_candidates", problems, norm);
+    compare_json(analysis::read_json_file(dir + "/category_data/category_manifest.json"),
+                 result.manifest, "manifest", problems, norm);
     for (const auto& e : fs::directory_iterator(dir + "/metadata")) {
       std::string name = e.path().filename().string();
       compare_json(analysis::read_json_file(e.path().string()),

@@ -161,9 +161,9 @@ constexpr KernelTypeRule kKernelTypeRules[] = {
 constexpr int kMinConfidence = 5;
 
 constexpr const char* kExcludedKernels[] = {"nccl", "rccl", "memcpy", "memset"};
-constexpr const char* kAlreadyFused[] = {"attn_fwd",        "attn_bwd",   "fmha",
+constexpr const char* kAlreadyFused[] = {"attn_fwd",          "attn_bwd",        "fmha",
                                          "unified_attention", "paged_attention", "flash_attn",
-                                         "flash_fwd",       "silu_and_mul"};
+                                         "flash_fwd",         "silu_and_mul"};
 constexpr const char* kNormKernels[] = {"batchnorm", "layernorm", "groupnorm", "instancenorm",
                                         "rmsnorm"};
 
@@ -440,8 +440,8 @@ PerfLookup build_perf_lookup(const Table& t) {
     std::string params = pp && !is_na(*pp) ? cell_text(pp) : "";
     auto [din, dout] = split_data_moved(category, params, moved);
     const Cell* dims = cell_at(t, r, "Input Dims");
-    std::string shape = dims && !is_na(*dims) ? first_shape_key(try_parse_py_literal(cell_text(dims)))
-                                              : "None";
+    std::string shape =
+        dims && !is_na(*dims) ? first_shape_key(try_parse_py_literal(cell_text(dims))) : "None";
     std::string text = cell_text(kd);
     for (auto m = std::sregex_iterator(text.begin(), text.end(), name_re);
          m != std::sregex_iterator(); ++m) {

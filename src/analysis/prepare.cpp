@@ -73,7 +73,9 @@ std::vector<CategoryRows> split_categories(const Table& typed) {
   std::vector<CategoryRows> cats;
   for (size_t r = 0; r < typed.rows.size(); ++r) {
     auto [key, display] = normalize_category(cell_at(typed, r, "op category"));
-    auto it = std::find_if(cats.begin(), cats.end(), [&](const auto& c) { return c.key == key; });
+    // Captured through an init-capture: clang 14 cannot capture a structured binding.
+    auto it =
+        std::find_if(cats.begin(), cats.end(), [&k = key](const auto& c) { return c.key == k; });
     if (it == cats.end()) {
       cats.push_back({key, display, {}});
       it = cats.end() - 1;

@@ -1,6 +1,5 @@
 #include "analysis/prepare_trace.h"
 
-
 #include <algorithm>
 #include <cctype>
 #include <cmath>
