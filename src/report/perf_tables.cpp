@@ -210,7 +210,8 @@ Table perf_sheet_summary_table(const Trace& trace, const std::vector<PerfOpRow>&
     std::vector<Cell> row(cols.size());
     row[0] = Cell(key[0]);
     for (size_t p = 0; p < param_names.size(); ++p) row[1 + p] = Cell(key[1 + p]);
-    auto collect = [&](auto get) {
+    // idx by init-capture: clang 14 cannot capture a structured binding.
+    auto collect = [&, &idx = idx](auto get) {
       std::vector<double> v;
       for (size_t k : idx) v.push_back(get(rows[k]));
       return aggregate(v);
@@ -821,7 +822,8 @@ Table unified_perf_summary_table(const Trace& trace, const std::vector<PerfOpRow
       }
     set("ex_UID", Cell(static_cast<int64_t>(first.uid)));
     set("operation_count", Cell(static_cast<int64_t>(idx.size())));
-    auto collect = [&](auto get) {
+    // idx by init-capture: clang 14 cannot capture a structured binding.
+    auto collect = [&, &idx = idx](auto get) {
       std::vector<double> v;
       for (size_t i : idx) v.push_back(get(rows[i]));
       return aggregate(v);
