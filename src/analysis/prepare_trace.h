@@ -1,5 +1,6 @@
 // The trace-driven half of the orchestrator preparation: builds the perf
-// report from a trace (TraceLens Step 1), the multi-kernel data (Step 4.5)
+// report from a trace (TraceLens Step 1), the multi-kernel data (Step 4.5),
+// the fusion candidates (Step 4b, fusion_candidates.h)
 // and the per-category tree data, then runs prepare_category_data.
 #pragma once
 
