@@ -139,7 +139,8 @@ std::string check_tool_definition(const json& d) {
   for (const auto& [key, _] : d.items()) {
     static const char* const known[] = {"name",         "title",       "description", "inputSchema",
                                         "outputSchema", "annotations", "icons",       "_meta"};
-    if (std::none_of(std::begin(known), std::end(known), [&](const char* k) { return key == k; }))
+    if (std::none_of(std::begin(known), std::end(known),
+                     [&key = key](const char* k) { return key == k; }))
       return fmt::format("unknown top-level key \"{}\"", key);
   }
   return "";
