@@ -1,5 +1,7 @@
 #include "analysis/category_analysis_common.h"
 
+#include "perf/perf_model.h"
+
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
@@ -915,25 +917,9 @@ std::pair<std::string, std::string> normalize_category(const Cell* op_category) 
   return {key, display};
 }
 
+// TraceLens's torch_dtype_map, shared with the perf models.
 std::string torch_dtype_precision(std::string_view dtype) {
-  std::string lower;
-  for (char c : dtype) lower += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  static const std::pair<const char*, const char*> kMap[] = {
-      {"float", "fp32"},
-      {"double", "fp64"},
-      {"c10::half", "fp16"},
-      {"c10::bfloat16", "bf16"},
-      {"c10::float8_e4m3fnuz", "fp8"},
-      {"unsigned char", "fp8"},
-      {"fp8", "fp8"},
-      {"fp4", "fp4"},
-      {"mxfp4", "fp4"},
-      {"c10::float4_e2m1fn_x2", "fp4"},
-      {"c10::float8_e4m3fn", "fp8"},
-  };
-  for (const auto& [from, to] : kMap)
-    if (lower == from) return to;
-  return "";
+  return perf::precision_of(dtype);
 }
 
 bool is_valid_category_name(std::string_view name) {
