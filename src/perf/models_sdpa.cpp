@@ -347,19 +347,9 @@ void register_sdpa_models(std::map<std::string_view, Factory>& out) {
                                                           false,
                                                           0,
                                                           0});
-  out["aten__scaled_dot_product_efficient_attention"] = sdpa({{0, 1, 2},
-                                                              L::BHND,
-                                                              D::OptionalFloat,
-                                                              5,
-                                                              C::EqualsTrue,
-                                                              6,
-                                                              false,
-                                                              false,
-                                                              true,
-                                                              false,
-                                                              false,
-                                                              0,
-                                                              0});
+  // Same argument layout as the cuDNN variant.
+  out["aten__scaled_dot_product_efficient_attention"] =
+      out["aten__scaled_dot_product_cudnn_attention"];
   out["aten__scaled_dot_product_flash_attention"] = sdpa({{0, 1, 2},
                                                           L::BHND,
                                                           D::OptionalFloat,
