@@ -5,17 +5,19 @@
 // conformance trace, calls ops_summary and checks every row against
 // TraceLens's perf_report_csvs/ops_summary.csv.
 //
-//   node tests/e2e/client_e2e.mjs <jarvis binary> <shared dir>
+//   node tests/e2e/client_e2e.mjs <jarvis binary> <shared dir> [<mcp-client dir>]
+// The client dir defaults to <shared dir>/mcp-client; the ctest wrapper passes
+// a copy staged in the build tree (dependencies installed there).
 import { spawn, spawnSync } from "node:child_process";
 import { readFileSync } from "node:fs";
 import path from "node:path";
 
-const [binary, shared] = process.argv.slice(2);
+const [binary, shared, clientDir] = process.argv.slice(2);
 if (!binary || !shared) {
-  console.error("usage: client_e2e.mjs <jarvis binary> <shared dir>");
+  console.error("usage: client_e2e.mjs <jarvis binary> <shared dir> [<mcp-client dir>]");
   process.exit(2);
 }
-const client = path.join(shared, "mcp-client", "client.mjs");
+const client = path.join(clientDir || path.join(shared, "mcp-client"), "client.mjs");
 const TRACE = "conformance/h100_bert-small";
 let failures = 0;
 

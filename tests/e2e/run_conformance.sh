@@ -2,8 +2,9 @@
 # ctest wrapper: the official MCP conformance suite (HTTP only) against
 # `jarvis serve --http --conformance-fixtures`. Every scenario of the active
 # suite must pass, or be listed in mcp-conformance-baseline.yml with a reason.
-# Skips (exit 77) only when node is missing; ../shared/mcp-conformance/run.sh
-# installs its pinned packages (Node 22 included) on first use.
+# Skips (exit 77) only when node is missing. ../shared/mcp-conformance is
+# staged into the build tree and its pinned packages (Node 22 included) are
+# installed there on first use; ../shared stays read-only.
 set -euo pipefail
 binary="$1"; shared="$2"; source_dir="$3"
 if ! command -v node >/dev/null 2>&1; then
@@ -24,7 +25,9 @@ done
 args=(conformance server --url "$url" "${@:4}")
 baseline="$source_dir/mcp-conformance-baseline.yml"
 [ -f "$baseline" ] && args+=(--expected-failures "$baseline")
-out="$("$shared/mcp-conformance/run.sh" "${args[@]}" 2>&1)" && rc=0 || rc=$?
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+suite="$("$here/stage_npm_package.sh" "$shared/mcp-conformance" "$(dirname "$binary")/npm/mcp-conformance")"
+out="$("$suite/run.sh" "${args[@]}" 2>&1)" && rc=0 || rc=$?
 echo "$out" | sed -n '/=== SUMMARY ===/,$p'
 [ "$rc" = 0 ] || echo "$out" | tail -80
 exit "$rc"

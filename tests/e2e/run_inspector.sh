@@ -7,7 +7,9 @@ if ! command -v node >/dev/null 2>&1; then
   echo "SKIP: node is not installed; the MCP Inspector CLI needs npm/Node" >&2
   exit 77
 fi
-run="$shared/mcp-conformance/run.sh"
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+# Staged into the build tree with its packages; ../shared stays read-only.
+run="$("$here/stage_npm_package.sh" "$shared/mcp-conformance" "$(dirname "$binary")/npm/mcp-conformance")/run.sh"
 tools="$("$run" inspector --cli -q "$binary" serve --stdio --root "$shared" --method tools/list --format json)"
 for name in load_trace list_traces unload_trace ops_summary; do
   echo "$tools" | grep -q "\"name\": *\"$name\"" || { echo "FAIL: tools/list lacks $name"; echo "$tools" | head -50; exit 1; }
