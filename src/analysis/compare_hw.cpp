@@ -5,6 +5,8 @@
 #include <map>
 #include <stdexcept>
 
+#include <fmt/format.h>
+
 #include "analysis/compare_frame.h"
 
 namespace jarvis {
@@ -54,6 +56,7 @@ double total_kernel_time(const Table& unified) {
 }
 
 std::string basis_of(const HardwareGapRow& r) {
+  if (r.regime == "latency-bound") return "launch latency";
   if (r.bound_reference == "MEMORY_BOUND" && r.bound_target == "MEMORY_BOUND")
     return "HBM bandwidth";
   if (r.bound_reference == "COMPUTE_BOUND" && r.bound_target == "COMPUTE_BOUND")
@@ -61,8 +64,20 @@ std::string basis_of(const HardwareGapRow& r) {
   return "roofline mix";
 }
 
-// Fills the model columns (bounds, ridges, expected ratio) of one op.
-void rate_against_hardware(HardwareGapRow& r, const GpuArch& ref_arch, const GpuArch& tgt_arch) {
+std::string regime_of(const HardwareGapRow& r, double floor_ref, double floor_tgt) {
+  if (floor_ref > 0 && floor_tgt > 0 && *r.roofline_us_reference < floor_ref &&
+      *r.roofline_us_target < floor_tgt)
+    return "latency-bound";
+  if (r.bound_reference == "MEMORY_BOUND" && r.bound_target == "MEMORY_BOUND")
+    return "memory-bound";
+  if (r.bound_reference == "COMPUTE_BOUND" && r.bound_target == "COMPUTE_BOUND")
+    return "compute-bound";
+  return "mixed";
+}
+
+// Fills the model columns (bounds, ridges, regime, expected ratio) of one op.
+void rate_against_hardware(HardwareGapRow& r, const GpuArch& ref_arch, const GpuArch& tgt_arch,
+                           double floor_ref, double floor_tgt) {
   if (r.compute_spec.empty() || !r.gflops || !(*r.gflops > 0) || !r.data_moved_mb) {
     r.status = kGapNoModel;
     return;
@@ -73,19 +88,43 @@ void rate_against_hardware(HardwareGapRow& r, const GpuArch& ref_arch, const Gpu
   auto ref =
       perf::compute_roofline(ref_arch, r.compute_spec, *r.gflops, bytes, r.mean_us_reference);
   auto tgt = perf::compute_roofline(tgt_arch, r.compute_spec, *r.gflops, bytes, r.mean_us_target);
-  if (!ref || !tgt) {
+  if (!ref || !tgt || !(ref->time_us > 0)) {
     r.status = kGapNoArchEntry;
     return;
   }
   r.bound_reference = ref->bound;
   r.bound_target = tgt->bound;
+  r.roofline_us_reference = ref->time_us;
+  r.roofline_us_target = tgt->time_us;
+  r.roofline_ratio = tgt->time_us / ref->time_us;
+  r.regime = regime_of(r, floor_ref, floor_tgt);
   r.expected_basis = basis_of(r);
-  r.expected_ratio = tgt->time_us / ref->time_us;
+  if (!(r.mean_us_reference > 0)) return;  // judged as "no kernel time" below
+  double explained = std::min(ref->time_us, r.mean_us_reference);
+  r.roofline_share_reference = explained / r.mean_us_reference;
+  double rest_scale = r.regime == "latency-bound" ? floor_tgt / floor_ref : 1.0;
+  double expected_us = tgt->time_us + (r.mean_us_reference - explained) * rest_scale;
+  r.expected_ratio = expected_us / r.mean_us_reference;
+}
+
+std::string why_of(const HardwareGapRow& r) {
+  std::string model =
+      r.regime == "latency-bound"
+          ? fmt::format(
+                "latency-bound (roofline {:.2f} us per call, below both platforms' kernel "
+                "latency floor): expected {:.2f}x",
+                *r.roofline_us_reference, *r.expected_ratio)
+          : fmt::format(
+                "{} ({}): the roofline explains {:.0f}% of the reference time and scales "
+                "{:.2f}x, the rest stays: expected {:.2f}x",
+                r.regime, r.expected_basis, 100.0 * *r.roofline_share_reference, *r.roofline_ratio,
+                *r.expected_ratio);
+  return fmt::format("{}; measured {:.2f}x, gap {:.2f}", model, r.measured_ratio, *r.gap);
 }
 
 void judge(HardwareGapRow& r, const HardwareGapOptions& options) {
   if (!r.status.empty()) return;  // no model / no arch entry
-  if (!(r.mean_us_reference > 0)) {
+  if (!(r.mean_us_reference > 0) || !r.expected_ratio) {
     r.status = kNoKernelTime;
     return;
   }
@@ -98,6 +137,7 @@ void judge(HardwareGapRow& r, const HardwareGapOptions& options) {
     r.status = kGapReferenceSlower;
   else
     r.status = kGapWithin;
+  r.why = why_of(r);
 }
 
 HardwareGapRow make_row(const RowView& v, double target_total) {
@@ -163,6 +203,9 @@ nlohmann::json row_json(const HardwareGapRow& r) {
           {"bound_reference", r.bound_reference},
           {"bound_target", r.bound_target},
           {"expected_basis", r.expected_basis},
+          {"regime", r.regime},
+          {"roofline_share_reference", opt_json(r.roofline_share_reference)},
+          {"roofline_ratio", opt_json(r.roofline_ratio)},
           {"count_reference", r.count_reference},
           {"count_target", r.count_target},
           {"mean_us_reference", r.mean_us_reference},
@@ -173,10 +216,27 @@ nlohmann::json row_json(const HardwareGapRow& r) {
           {"expected_ratio", opt_json(r.expected_ratio)},
           {"gap", opt_json(r.gap)},
           {"excess_us_target", opt_json(r.excess_us_target)},
-          {"status", r.status}};
+          {"status", r.status},
+          {"why", r.why}};
 }
 
 }  // namespace
+
+double latency_floor_us(const Table& unified_perf_summary) {
+  int c = unified_perf_summary.col("Kernel Time (µs)_mean");
+  if (c < 0) return 0;
+  std::vector<double> means;
+  for (const auto& row : unified_perf_summary.rows) {
+    const Cell& cell = row[static_cast<size_t>(c)];
+    if (cell.is_number() && cell.number() > 0) means.push_back(cell.number());
+  }
+  if (means.empty()) return 0;
+  // The median of the shortest tenth (at least 3 ops): one odd op, such as a
+  // fill that happened to run on an idle clock, does not set the floor.
+  std::sort(means.begin(), means.end());
+  size_t n = std::min(means.size(), std::max<size_t>(3, means.size() / 10));
+  return n % 2 ? means[n / 2] : 0.5 * (means[n / 2 - 1] + means[n / 2]);
+}
 
 double hbm_time_ratio(const GpuArch& reference, const GpuArch& target) {
   if (!(reference.mem_bw_gbps > 0) || !(target.mem_bw_gbps > 0))
@@ -216,6 +276,8 @@ HardwareGapAnalysis analyze_hardware_gaps(const NamedReport& reference, const Na
   a.arch_target = arch_target;
   a.options = options;
   a.target_kernel_time_us = total_kernel_time(*tgt);
+  a.latency_floor_us_reference = latency_floor_us(*ref);
+  a.latency_floor_us_target = latency_floor_us(*tgt);
 
   Table merged = frame::outer_merge(prefixed(*ref, "ref::"), prefixed(*tgt, "tgt::"), kOpKeys,
                                     frame::MergeOrder::FirstAppearance);
@@ -224,7 +286,8 @@ HardwareGapAnalysis analyze_hardware_gaps(const NamedReport& reference, const Na
     if (!v.number("ref::Kernel Time (µs)_sum") || !v.number("tgt::Kernel Time (µs)_sum"))
       continue;  // not in both reports
     HardwareGapRow row = make_row(v, a.target_kernel_time_us);
-    rate_against_hardware(row, arch_reference, arch_target);
+    rate_against_hardware(row, arch_reference, arch_target, a.latency_floor_us_reference,
+                          a.latency_floor_us_target);
     judge(row, options);
     a.rows.push_back(std::move(row));
   }
@@ -257,6 +320,11 @@ Table HardwareGapAnalysis::table() const {
                                     rt + "::Roofline Bound",
                                     tt + "::Roofline Bound",
                                     "expected basis",
+                                    "regime",
+                                    rt + "::roofline time (µs)",
+                                    tt + "::roofline time (µs)",
+                                    "roofline share of reference time",
+                                    "roofline ratio (target/reference)",
                                     rt + "::operation_count",
                                     tt + "::operation_count",
                                     rt + "::Kernel Time (µs)_mean",
@@ -267,7 +335,8 @@ Table HardwareGapAnalysis::table() const {
                                     "expected ratio (target/reference)",
                                     "gap (measured/expected)",
                                     "target time beyond hardware expectation (µs)",
-                                    "status"});
+                                    "status",
+                                    "why"});
   for (const auto& r : rows) {
     auto& row = t.add_row();
     row = {text_cell(r.name),
@@ -285,6 +354,11 @@ Table HardwareGapAnalysis::table() const {
            text_cell(r.bound_reference),
            text_cell(r.bound_target),
            text_cell(r.expected_basis),
+           text_cell(r.regime),
+           opt_cell(r.roofline_us_reference),
+           opt_cell(r.roofline_us_target),
+           opt_cell(r.roofline_share_reference),
+           opt_cell(r.roofline_ratio),
            Cell(r.count_reference),
            Cell(r.count_target),
            Cell(r.mean_us_reference),
@@ -295,7 +369,8 @@ Table HardwareGapAnalysis::table() const {
            opt_cell(r.expected_ratio),
            opt_cell(r.gap),
            opt_cell(r.excess_us_target),
-           text_cell(r.status)};
+           text_cell(r.status),
+           text_cell(r.why)};
   }
   return t;
 }
@@ -324,6 +399,11 @@ nlohmann::json HardwareGapAnalysis::to_json(size_t top_n, bool all_rows) const {
        {{"gap_threshold", options.gap_threshold},
         {"min_target_share_pct", 100.0 * options.min_target_share}}},
       {"target_kernel_time_us", target_kernel_time_us},
+      {"latency_floor_us",
+       {{"reference", latency_floor_us_reference}, {"target", latency_floor_us_target}}},
+      {"model",
+       "expected = roofline_target + (measured_reference - roofline_reference) * k; k = 1, "
+       "or the ratio of latency floors for a latency-bound op"},
       {"matched_ops", rows.size()},
       {"status_counts", counts},
       {"flagged_count", flagged().size()},

@@ -137,10 +137,9 @@ void print_gaps(const nlohmann::json& summary) {
       gaps["thresholds"]["gap_threshold"].get<double>(),
       gaps["thresholds"]["min_target_share_pct"].get<double>());
   for (const auto& op : gaps["flagged"])
-    fmt::print("  {:5.1f}% of target  measured {:.2f}x  expected {:.2f}x ({})  {} {}\n",
-               op["target_share_pct"].get<double>(), op["measured_ratio"].get<double>(),
-               op["expected_ratio"].get<double>(), op["expected_basis"].get<std::string>(),
-               op["name"].get<std::string>(), op["input_dims"].get<std::string>());
+    fmt::print("  {:5.1f}% of target  {} {}\n      {}\n", op["target_share_pct"].get<double>(),
+               op["name"].get<std::string>(), op["input_dims"].get<std::string>(),
+               op["why"].get<std::string>());
 }
 
 }  // namespace

@@ -53,11 +53,9 @@ std::string summary_text(const json& r) {
                     g["flagged_count"].get<size_t>(), g["matched_ops"].get<size_t>(),
                     g["thresholds"]["gap_threshold"].get<double>());
     for (const auto& op : g["flagged"])
-      text +=
-          fmt::format("  {:5.1f}% of target  measured {}x expected {}x ({})  {} {}\n",
-                      op["target_share_pct"].get<double>(), num(op["measured_ratio"], "{:.2f}"),
-                      num(op["expected_ratio"], "{:.2f}"), op["expected_basis"].get<std::string>(),
-                      op["name"].get<std::string>(), op["input_dims"].get<std::string>());
+      text += fmt::format("  {:5.1f}% of target  {} {}: {}\n", op["target_share_pct"].get<double>(),
+                          op["name"].get<std::string>(), op["input_dims"].get<std::string>(),
+                          op["why"].get<std::string>());
   }
   for (const auto& n : r["notes"]) text += "note: " + n.get<std::string>() + "\n";
   return text + r.dump();
