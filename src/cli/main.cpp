@@ -29,6 +29,10 @@ const std::map<std::string, Command>& commands() {
        {jarvis::cli::cmd_compare,
         "compare REF TARGET --out DIR [--names A B] [--arch-ref X --arch-target Y]  TraceLens "
         "report comparison + hardware gaps"}},
+      {"insights",
+       {jarvis::cli::cmd_insights,
+        "insights TRACE [--arch NAME|FILE|none] [--json FILE]  expert insights, ranked by "
+        "recoverable time"}},
       {"report",
        {jarvis::cli::cmd_report,
         "report TRACE --out DIR [--arch NAME|FILE]  TraceLens perf report CSVs"}},

@@ -1,0 +1,127 @@
+#include "insights/insights.h"
+
+#include <algorithm>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "insights/rules_internal.h"
+#include "perf/perf_model.h"
+
+namespace jarvis::insights {
+namespace {
+
+struct NamedRule {
+  const char* id;
+  RuleFn fn;
+};
+
+// Run order. One line per rule.
+constexpr NamedRule kRules[] = {
+    {"gemm_unaligned_dims", rule_gemm_unaligned_dims},
+    {"old_arch_kernel", rule_old_arch_kernel},
+    {"autocast_dtype", rule_autocast_dtype},
+    {"tiny_gemm_batching", rule_tiny_gemm_batching},
+    {"launch_bound", rule_launch_bound},
+};
+
+int64_t int_param(const perf::Params& params, std::string_view name) {
+  const perf::Param* p = perf::find_param(params, name);
+  if (!p || p->value.kind != PyValue::Kind::Int) return 0;
+  return p->value.i;
+}
+
+}  // namespace
+
+namespace detail {
+
+std::optional<GemmDims> gemm_dims(const report::PerfOpRow& row) {
+  if (!row.metrics || row.sheet != "GEMM") return std::nullopt;
+  const auto& params = row.metrics->params;
+  GemmDims d;
+  d.m = int_param(params, "M");
+  d.n = int_param(params, "N");
+  d.k = int_param(params, "K");
+  if (int64_t b = int_param(params, "B"); b > 0) d.batch = b;
+  if (d.m <= 0 || d.n <= 0 || d.k <= 0) return std::nullopt;
+  if (const perf::Param* p = perf::find_param(params, "dtype_A_B");
+      p && p->value.is_list() && !p->value.list.empty() && p->value.list[0].is_string())
+    d.precision = perf::precision_of(p->value.list[0].s);
+  return d;
+}
+
+std::optional<double> time_above_roofline(const report::PerfOpRow& row) {
+  if (!row.metrics || !row.metrics->roofline) return std::nullopt;
+  return std::max(0.0, row.kernel_time_us - row.metrics->roofline->time_us);
+}
+
+std::vector<std::string> kernel_names(const Trace& trace, const report::PerfOpRow& row) {
+  std::vector<std::string> out;
+  std::set<std::string_view> seen;
+  for (Uid k : row.kernels)
+    if (seen.insert(trace.name(k)).second) out.emplace_back(trace.name(k));
+  return out;
+}
+
+std::string gemm_label(const report::PerfOpRow& row, const GemmDims& d) {
+  std::string batch = d.batch > 1 ? fmt::format("{} x ", d.batch) : "";
+  return fmt::format("{} {}({}, {}) x ({}, {})", row.name, batch, d.m, d.k, d.k, d.n);
+}
+
+double share_of(const InsightContext& c, double time_us) {
+  return c.total_kernel_time_us > 0 ? time_us / c.total_kernel_time_us : 0;
+}
+
+}  // namespace detail
+
+InsightContext make_context(const Trace& trace, const CallTree& tree, const GpuArch* arch) {
+  InsightContext c{trace, tree, arch, report::unified_perf_rows(trace, tree, arch), 0, {}, {}};
+  for (const auto& r : c.rows) c.total_kernel_time_us += r.kernel_time_us;
+  try {
+    c.timeline = compute_gpu_timeline(trace, tree);
+  } catch (const std::runtime_error&) {
+    // No GPU events: the trace-level rules have nothing to say.
+  }
+  c.gpu_name = trace.gpu_name();
+  return c;
+}
+
+std::vector<Insight> run_insights(const InsightContext& context) {
+  std::vector<Insight> out;
+  for (const auto& rule : kRules) rule.fn(context, out);
+  std::stable_sort(out.begin(), out.end(), [](const Insight& a, const Insight& b) {
+    double ga = a.gain_upper_bound_us.value_or(0), gb = b.gain_upper_bound_us.value_or(0);
+    if (ga != gb) return ga > gb;
+    return a.time_us > b.time_us;
+  });
+  return out;
+}
+
+std::vector<std::string> rule_ids() {
+  std::vector<std::string> ids;
+  for (const auto& rule : kRules) ids.emplace_back(rule.id);
+  return ids;
+}
+
+nlohmann::json to_json(const Insight& i) {
+  nlohmann::json uids = nlohmann::json::array();
+  for (Uid u : i.uids) uids.push_back(u);
+  return {{"rule", i.rule},
+          {"severity", i.severity},
+          {"scope", i.scope},
+          {"category", i.category},
+          {"title", i.title},
+          {"detail", i.detail},
+          {"uids", uids},
+          {"kernel_names", i.kernel_names},
+          {"evidence", i.evidence},
+          {"time_us", i.time_us},
+          {"share_pct", 100.0 * i.share},
+          {"gain_upper_bound_us",
+           i.gain_upper_bound_us ? nlohmann::json(*i.gain_upper_bound_us) : nlohmann::json()},
+          {"action_model", i.action_model},
+          {"action_kernel", i.action_kernel},
+          {"verify", i.verify}};
+}
+
+}  // namespace jarvis::insights

@@ -1,0 +1,66 @@
+// A launch-bound trace: most kernels are short and the GPU is idle for a
+// large share of the time between them, so the host (Python, dispatcher,
+// launch latency) sets the pace, not the GPU. Typical of decode steps and
+// small-batch inference; the fix is on the host side (CUDA/HIP graphs,
+// torch.compile with mode="reduce-overhead", fusing small ops).
+#include <fmt/format.h>
+
+#include "insights/rules_internal.h"
+
+namespace jarvis::insights {
+namespace {
+
+constexpr double kShortKernelUs = 10.0;  // TraceLens's short-kernel threshold
+constexpr double kMinIdleShare = 0.3;
+constexpr double kMinShortShare = 0.5;
+
+}  // namespace
+
+void rule_launch_bound(const InsightContext& c, std::vector<Insight>& out) {
+  if (!c.timeline || !(c.timeline->total_time > 0)) return;
+  size_t kernels = 0, short_kernels = 0;
+  double short_time_us = 0;
+  for (const Event& e : c.trace.events) {
+    if (e.cat != Cat::Kernel || !e.has_dur()) continue;
+    ++kernels;
+    if (e.dur < kShortKernelUs) ++short_kernels, short_time_us += e.dur;
+  }
+  if (kernels == 0) return;
+  double idle_share = c.timeline->idle_time / c.timeline->total_time;
+  double short_share = static_cast<double>(short_kernels) / static_cast<double>(kernels);
+  if (idle_share < kMinIdleShare || short_share < kMinShortShare) return;
+  Insight i;
+  i.rule = "launch_bound";
+  i.scope = "trace";
+  i.time_us = c.timeline->idle_time;
+  i.share = idle_share;
+  i.severity = idle_share >= 0.5 ? "high" : "medium";
+  i.gain_upper_bound_us = c.timeline->idle_time;
+  i.title = fmt::format(
+      "Launch-bound: GPU idle {:.1f}% of {:.2f} ms; {} of {} kernels ({:.0f}%) run under {} us",
+      100 * idle_share, c.timeline->total_time / 1e3, short_kernels, kernels, 100 * short_share,
+      kShortKernelUs);
+  i.detail =
+      "The GPU waits for the host between short kernels: kernel tuning cannot recover "
+      "this time; removing launches can.";
+  i.evidence = {{"kernels", kernels},
+                {"short_kernels", short_kernels},
+                {"short_kernel_threshold_us", kShortKernelUs},
+                {"short_kernel_time_us", short_time_us},
+                {"idle_time_us", c.timeline->idle_time},
+                {"busy_time_us", c.timeline->busy_time},
+                {"total_time_us", c.timeline->total_time},
+                {"mean_kernel_us", c.timeline->busy_time / static_cast<double>(kernels)}};
+  i.action_model =
+      "Capture the step in a CUDA/HIP graph (torch.cuda.graphs, torch.compile "
+      "mode=\"reduce-overhead\") and fuse chains of small ops.";
+  i.action_kernel =
+      "Fuse consecutive short kernels (e.g. norm + activation + residual) so fewer "
+      "launches remain; kernel speed-ups of short kernels do not help here.";
+  i.verify =
+      "Look at the cpu_idle / multi_kernel categories and the short-kernel histogram; "
+      "check the trace covers steady-state steps (not warm-up or a graph capture).";
+  out.push_back(std::move(i));
+}
+
+}  // namespace jarvis::insights

@@ -1,0 +1,44 @@
+// The rules and the helpers they share. Adding a rule: one rule_<name>.cpp
+// defining a function of this signature, and one line in insights.cpp.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "insights/insights.h"
+#include "insights/kernel_name.h"
+
+namespace jarvis::insights {
+
+using RuleFn = void (*)(const InsightContext&, std::vector<Insight>&);
+
+void rule_gemm_unaligned_dims(const InsightContext& c, std::vector<Insight>& out);
+void rule_old_arch_kernel(const InsightContext& c, std::vector<Insight>& out);
+void rule_autocast_dtype(const InsightContext& c, std::vector<Insight>& out);
+void rule_tiny_gemm_batching(const InsightContext& c, std::vector<Insight>& out);
+void rule_launch_bound(const InsightContext& c, std::vector<Insight>& out);
+
+namespace detail {
+
+// GEMM dims of a modelled row (M, N, K, B), when the model has them.
+struct GemmDims {
+  int64_t m = 0, n = 0, k = 0, batch = 1;
+  std::string precision;  // of the recorded inputs: fp32, bf16, ...
+};
+std::optional<GemmDims> gemm_dims(const report::PerfOpRow& row);
+
+// Kernel time above the roofline of a row (its recoverable time if it ran
+// at the roof), or nullopt without a roofline.
+std::optional<double> time_above_roofline(const report::PerfOpRow& row);
+
+// Distinct kernel names of a row, in first-launch order.
+std::vector<std::string> kernel_names(const Trace& trace, const report::PerfOpRow& row);
+
+// "aten::mm (4096, 768) x (768, 50257)"-style label of a GEMM row.
+std::string gemm_label(const report::PerfOpRow& row, const GemmDims& d);
+
+double share_of(const InsightContext& c, double time_us);
+
+}  // namespace detail
+}  // namespace jarvis::insights

@@ -1,0 +1,48 @@
+// insights: the rule engine's judgments on a loaded trace (src/insights).
+#include <fmt/format.h>
+
+#include "analysis/trace_store.h"
+#include "insights/insights.h"
+#include "mcp/tool.h"
+#include "perf/gpu_arch.h"
+#include "tree/call_tree.h"
+
+namespace jarvis::mcp {
+namespace {
+
+ToolResult insights_tool(const json& args, ToolContext& ctx) {
+  auto entry = ctx.traces().get(args.at("trace").get<std::string>());
+  if (!entry) throw ToolError("unknown trace handle; call load_trace first or list_traces");
+  std::string arch_name = args.value("arch", std::string());
+  if (arch_name.empty()) arch_name = detect_arch_name(entry->trace());
+  std::optional<GpuArch> arch;
+  try {
+    if (!arch_name.empty() && arch_name != "none") arch = perf::load_gpu_arch(arch_name);
+  } catch (const perf::GpuArchError& e) {
+    throw ToolError(e.what());
+  }
+  std::string rule = args.value("rule", std::string());
+  size_t top_n = args.at("top_n").get<size_t>();
+  auto tree = trace_call_tree(*entry);
+  auto context = insights::make_context(entry->trace(), *tree, arch ? &*arch : nullptr);
+  auto found = insights::run_insights(context);
+  json rows = json::array();
+  std::string text = fmt::format("{} insights on {}{}\n", found.size(), entry->handle(),
+                                 arch ? "" : " (no GPU arch: rules needing peaks skipped)");
+  size_t matched = 0;
+  for (const auto& i : found) {
+    if (!rule.empty() && i.rule != rule) continue;
+    if (++matched > top_n) continue;
+    rows.push_back(insights::to_json(i));
+    text += fmt::format("[{}] {}: {}\n", i.severity, i.rule, i.title);
+  }
+  json result = {
+      {"trace", entry->handle()},      {"arch", arch ? json(arch->name) : json()},
+      {"rules", insights::rule_ids()}, {"total_kernel_time_us", context.total_kernel_time_us},
+      {"insight_count", matched},      {"insights", rows}};
+  return {result, text};
+}
+
+}  // namespace
+JARVIS_MCP_TOOL(insights, insights_tool);
+}  // namespace jarvis::mcp

@@ -1,0 +1,228 @@
+// Insight rules (src/insights): the kernel-name parser on names found in the
+// shared traces, each rule on a constructed trace with known numbers, and the
+// headline cases on real traces with expectations computed from raw events.
+#include <doctest/doctest.h>
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "golden.h"
+#include "insights/insights.h"
+#include "insights/kernel_name.h"
+#include "perf/gpu_arch.h"
+#include "trace/loader.h"
+#include "tree/call_tree.h"
+
+using doctest::Approx;
+using jarvis::CallTree;
+using jarvis::Trace;
+namespace in = jarvis::insights;
+
+namespace {
+
+std::vector<in::Insight> of_rule(const std::vector<in::Insight>& all, const std::string& rule) {
+  std::vector<in::Insight> out;
+  for (const auto& i : all)
+    if (i.rule == rule) out.push_back(i);
+  return out;
+}
+
+// A constructed H100 trace: `calls` aten::mm of one shape, each launching
+// one kernel of `kernel_us` on stream 7, one launch every `period_us`.
+std::string mm_trace(int calls, const char* dims, const char* kernel, double kernel_us,
+                     double period_us) {
+  std::string ev;
+  for (int k = 0; k < calls; ++k) {
+    double ts = k * period_us;
+    int corr = k + 1;
+    ev += fmt::format(
+        R"({{"ph":"X","cat":"cpu_op","name":"aten::mm","pid":1,"tid":1,"ts":{},"dur":5,)"
+        R"("args":{{"Input Dims":{},"Input type":["c10::BFloat16","c10::BFloat16"],)"
+        R"("Input Strides":[[],[]],"Concrete Inputs":["",""]}}}},)",
+        ts, dims);
+    ev += fmt::format(
+        R"({{"ph":"X","cat":"cuda_runtime","name":"cudaLaunchKernel","pid":1,"tid":1,"ts":{},)"
+        R"("dur":2,"args":{{"correlation":{}}}}},)",
+        ts + 1, corr);
+    ev += fmt::format(R"({{"ph":"s","cat":"ac2g","name":"ac2g","id":{},"pid":1,"tid":1,"ts":{}}},)",
+                      corr, ts + 1);
+    ev += fmt::format(R"({{"ph":"X","cat":"kernel","name":"{}","pid":0,"tid":7,"ts":{},"dur":{},)"
+                      R"("args":{{"correlation":{},"stream":7,"device":0}}}},)",
+                      kernel, ts + 4, kernel_us, corr);
+    ev += fmt::format(R"({{"ph":"f","bp":"e","cat":"ac2g","name":"ac2g","id":{},"pid":0,"tid":7,)"
+                      R"("ts":{}}})",
+                      corr, ts + 4);
+    if (k + 1 < calls) ev += ",";
+  }
+  return R"({"deviceProperties":[{"name":"NVIDIA H100 80GB HBM3"}],"traceEvents":[)" + ev + "]}";
+}
+
+}  // namespace
+
+TEST_CASE("kernel names: library, arch tag, tile, split-K, alignment") {
+  // Names as they appear in ../shared (conformance, hw_pairs, nccl traces).
+  auto lm = in::parse_kernel_name(
+      "void cutlass::Kernel2<cutlass_75_tensorop_bf16_s1688gemm_bf16_128x256_nt_align1>("
+      "cutlass_75_tensorop_bf16_s1688gemm_bf16_128x256_nt_align1::Params)");
+  CHECK(lm.library == "CUTLASS");
+  CHECK(lm.sm_arch == 75);
+  CHECK(lm.alignment == 1);
+  CHECK(lm.tile == "128x256");
+  CHECK(lm.math_dtype == "bf16");
+  auto nvjet = in::parse_kernel_name("nvjet_sm90_tst_192x128_64x5_1x2_h_bz_coopB_TNT");
+  CHECK(nvjet.library == "cuBLASLt");
+  CHECK(nvjet.sm_arch == 90);
+  CHECK(nvjet.tile == "192x128");
+  auto xmma = in::parse_kernel_name(
+      "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64_warpgroupsize1x1x1_execute_"
+      "segment_k_off_kernel__5x_cublas");
+  CHECK(xmma.library == "cuBLAS");
+  CHECK(xmma.sm_arch == 90);
+  CHECK(xmma.tile == "128x128x64");
+  auto splitk = in::parse_kernel_name(
+      "void cublasLt::splitKreduce_kernel<32, 16, int, float, float, float, float, true, false, "
+      "false>(cublasLt::cublasSplitKParams<float>, float const*)");
+  CHECK(splitk.library == "cuBLASLt");
+  CHECK(splitk.split_k);
+  CHECK_FALSE(splitk.sm_arch.has_value());
+  auto ampere = in::parse_kernel_name("ampere_sgemm_32x128_nt");
+  CHECK(ampere.library == "cuBLAS");
+  CHECK(ampere.sm_arch == 80);
+  CHECK(ampere.math_dtype == "f32");
+  auto sdpa = in::parse_kernel_name(
+      "cudnn_generated_fort_native_sdpa_sm90_flash_fprop_wgmma_f16_knob_7_64x128x64_4x1x1_cga1x1x1_"
+      "kernel0_0");
+  CHECK(sdpa.library == "cuDNN");
+  CHECK(sdpa.sm_arch == 90);
+  auto tensile = in::parse_kernel_name(
+      "Cijk_Alik_Bljk_B_BS_BH_Bias_HA_S_SAV_UserArgs_MT128x224x64_MI16x16x1_SN_LDSB1_AFC1");
+  CHECK(tensile.library == "Tensile (rocBLAS/hipBLASLt)");
+  CHECK(tensile.tile == "128x224x64");
+  CHECK_FALSE(tensile.sm_arch.has_value());
+  CHECK(in::parse_kernel_name("triton_poi_fused__unsafe_view_add_3").library == "Triton");
+  CHECK(in::parse_kernel_name("igemm_fwd_gtcx3_nhwc_bf16_bx0_ex1_bt64x64x16").library == "MIOpen");
+  // A 1 MB name is parsed in bounded time and finds nothing beyond the scan limit.
+  std::string huge(1 << 20, 'a');
+  huge += "_sm75_align1";
+  auto h = in::parse_kernel_name(huge);
+  CHECK_FALSE(h.sm_arch.has_value());
+  CHECK(h.library.empty());
+}
+
+TEST_CASE("device arch from GPU names") {
+  CHECK(in::device_arch_from_name("NVIDIA H100 80GB HBM3").sm_arch == 90);
+  CHECK(in::device_arch_from_name("NVIDIA A100-SXM4-80GB").sm_arch == 80);
+  CHECK(in::device_arch_from_name("AMD Instinct MI300X").gfx_arch == "gfx942");
+  CHECK(in::device_arch_from_name("MI355X").gfx_arch == "gfx950");
+  CHECK_FALSE(in::device_arch_from_name("Some GPU").sm_arch.has_value());
+}
+
+TEST_CASE("insights: tiny GEMMs, old-arch kernels and a launch-bound trace (constructed)") {
+  // 1000 calls of a 16x16x16 bf16 mm, each a 3 us sm75 kernel every 20 us:
+  // idle 17 of every 20 us, every kernel short.
+  Trace t = jarvis::load_trace_from_json(
+      mm_trace(1000, "[[16,16],[16,16]]",
+               "void cutlass::Kernel2<cutlass_75_tensorop_bf16_s1688gemm_bf16_64x64_tn_align8>(x)",
+               3.0, 20.0));
+  CallTree tree(t);
+  auto arch = jarvis::perf::load_gpu_arch("H100");
+  auto ctx = in::make_context(t, tree, &arch);
+  auto all = in::run_insights(ctx);
+  CHECK(ctx.total_kernel_time_us == Approx(3000.0));
+
+  auto tiny = of_rule(all, "tiny_gemm_batching");
+  REQUIRE(tiny.size() == 1);
+  CHECK(tiny[0].uids.size() == 1000);
+  CHECK(tiny[0].time_us == Approx(3000.0));
+  CHECK(*tiny[0].gain_upper_bound_us == Approx(3000.0 - 3.0));
+  CHECK(tiny[0].evidence["calls"] == 1000);
+
+  auto old = of_rule(all, "old_arch_kernel");
+  REQUIRE(old.size() == 1);
+  CHECK(old[0].evidence["kernel_sm"] == 75);
+  CHECK(old[0].evidence["device_sm"] == 90);
+  CHECK(old[0].severity == "high");  // two generations, 100% of kernel time
+  CHECK(old[0].time_us == Approx(3000.0));
+
+  auto launch = of_rule(all, "launch_bound");
+  REQUIRE(launch.size() == 1);
+  // GPU span: first kernel start (4) to last end (19980 + 4 + 3); busy 3000.
+  double total = 19980.0 + 3.0;
+  CHECK(launch[0].evidence["kernels"] == 1000);
+  CHECK(launch[0].evidence["short_kernels"] == 1000);
+  CHECK(launch[0].evidence["total_time_us"].get<double>() == Approx(total));
+  CHECK(*launch[0].gain_upper_bound_us == Approx(total - 3000.0));
+  CHECK(launch[0].severity == "high");
+
+  CHECK(of_rule(all, "gemm_unaligned_dims").empty());  // 16 is a multiple of 8
+}
+
+TEST_CASE("insights: unaligned GEMM dims on a constructed trace") {
+  // 10 calls of (141 x 512) @ (512 x 50257) bf16: M and N misaligned.
+  Trace t = jarvis::load_trace_from_json(mm_trace(
+      10, "[[141,512],[512,50257]]", "nvjet_sm90_tst_128x128_64x6_1x2_h_bz_TNT", 100.0, 120.0));
+  CallTree tree(t);
+  auto arch = jarvis::perf::load_gpu_arch("H100");
+  auto all = in::run_insights(in::make_context(t, tree, &arch));
+  auto un = of_rule(all, "gemm_unaligned_dims");
+  REQUIRE(un.size() == 1);
+  CHECK(un[0].evidence["M"] == 141);
+  CHECK(un[0].evidence["N"] == 50257);
+  CHECK(un[0].evidence["misaligned"]["M"]["pad_to"] == 144);    // tokens: next multiple of 8
+  CHECK(un[0].evidence["misaligned"]["N"]["pad_to"] == 50304);  // vocabulary: multiple of 64
+  CHECK_FALSE(un[0].evidence["misaligned"].contains("K"));
+  CHECK(un[0].time_us == Approx(1000.0));
+  // Recoverable: kernel time above the roofline, from the H100 peaks.
+  double flops = 2.0 * 141 * 512 * 50257;
+  double bytes = 2.0 * (141 * 512 + 512 * 50257 + 141 * 50257);
+  double roof_us = std::max(flops / (arch.peak_tflops("matrix_bf16").value() * 1e12),
+                            bytes / (arch.mem_bw_gbps * 1e9)) *
+                   1e6;
+  CHECK(*un[0].gain_upper_bound_us == Approx(10 * (100.0 - roof_us)).epsilon(1e-6));
+  CHECK(of_rule(all, "old_arch_kernel").empty());  // nvjet sm90 on sm90
+}
+
+TEST_CASE("insights: GPT-2 on H100 (real): LM-head GEMMs on sm75 kernels, vocabulary 50257") {
+  std::string path = jarvis::golden::shared_dir() + "/hw_pairs/gpt2_train/h100.json.gz";
+  Trace t = jarvis::load_trace(path);
+  CallTree tree(t);
+  auto arch = jarvis::perf::load_gpu_arch("H100");
+  auto all = in::run_insights(in::make_context(t, tree, &arch));
+  // Independently: the time of every cutlass_75 kernel in the raw events.
+  double sm75_us = 0;
+  for (const auto& e : t.events)
+    if (e.cat == jarvis::Cat::Kernel &&
+        t.str(e.name).find("cutlass_75_tensorop") != std::string_view::npos)
+      sm75_us += e.dur;
+  REQUIRE(sm75_us > 0);
+  double old_us = 0;
+  for (const auto& i : of_rule(all, "old_arch_kernel"))
+    if (i.evidence["kernel_sm"] == 75) old_us += i.time_us;
+  CHECK(old_us == Approx(sm75_us).epsilon(1e-9));
+  auto un = of_rule(all, "gemm_unaligned_dims");
+  REQUIRE(un.size() >= 3);  // the LM head forward and its two backward GEMMs
+  for (const auto& i : un) {
+    CAPTURE(i.title);
+    bool vocab = false;
+    for (const auto& [dim, v] : i.evidence["misaligned"].items())
+      vocab = vocab || (v["value"] == 50257 && v["pad_to"] == 50304);
+    CHECK(vocab);
+    CHECK(i.action_model.find("vocabulary") != std::string::npos);
+  }
+  // Ranked first: the largest recoverable time is an LM-head insight.
+  REQUIRE_FALSE(all.empty());
+  CHECK((all[0].rule == "gemm_unaligned_dims" || all[0].rule == "old_arch_kernel"));
+}
+
+TEST_CASE("insights: no arch, no GPU events: rules that need them say nothing") {
+  Trace t = jarvis::load_trace_from_json(
+      R"({"traceEvents":[{"ph":"X","cat":"cpu_op","name":"aten::add","pid":1,"tid":1,"ts":0,"dur":1}]})");
+  CallTree tree(t);
+  auto ctx = in::make_context(t, tree, nullptr);
+  CHECK_FALSE(ctx.timeline.has_value());
+  CHECK(in::run_insights(ctx).empty());
+  CHECK(in::rule_ids().size() == 5);
+}
