@@ -342,6 +342,15 @@ Cat parse_cat(std::string_view c) {
   if (c == "fwdbwd") return Cat::FwdBwd;
   if (c == "cpu_instant_event") return Cat::CpuInstantEvent;
   if (c == "Trace") return Cat::Trace;
+  // Older Kineto schemas (PyTorch <= 1.9): capitalised categories and
+  // launch flows named async_cpu_to_gpu. TraceLens reads none of them and
+  // finds no GPU events; see docs/deviations.md.
+  if (c == "Operator") return Cat::CpuOp;
+  if (c == "Kernel") return Cat::Kernel;
+  if (c == "Runtime") return Cat::CudaRuntime;
+  if (c == "Memcpy") return Cat::GpuMemcpy;
+  if (c == "Memset") return Cat::GpuMemset;
+  if (c == "async_cpu_to_gpu") return Cat::Ac2g;
   return Cat::Other;
 }
 

@@ -217,6 +217,19 @@ void CallTree::attach_gpu_events(std::vector<Uid>& first_child, std::vector<Uid>
     if (link == kNoInt) continue;
     if (e.pid.present() && e.tid.present()) by_link[{e.pid, e.tid, link}] = static_cast<Uid>(u);
   }
+  // Older traces carry no launch flows at all: the runtime call and its GPU
+  // event then share only the link value (correlation). Link by it, last
+  // GPU event per value, as HTA does (TraceLens finds no GPU events there).
+  links_without_flows_ = flow_start.empty() && flow_end.empty();
+  std::unordered_map<int64_t, Uid> gpu_by_link_value;
+  if (links_without_flows_) {
+    for (size_t u = 0; u < n; ++u) {
+      const Event& e = t.events[u];
+      if (!e.is_gpu() || !e.has_args) continue;
+      int64_t link = link_value(static_cast<Uid>(u));
+      if (link != kNoInt) gpu_by_link_value[link] = static_cast<Uid>(u);
+    }
+  }
   if (any_graph_launch) {
     for (size_t u = 0; u < n; ++u) {
       const Event& e = t.events[u];
@@ -239,6 +252,11 @@ void CallTree::attach_gpu_events(std::vector<Uid>& first_child, std::vector<Uid>
       continue;
     }
     if (link == kNoInt) continue;
+    if (links_without_flows_) {
+      auto g = gpu_by_link_value.find(link);
+      if (g != gpu_by_link_value.end()) attached.emplace_back(r, g->second);
+      continue;
+    }
     auto s = flow_start.find(link);
     auto f = flow_end.find(link);
     if (s == flow_start.end() || f == flow_end.end()) continue;

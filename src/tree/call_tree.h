@@ -58,6 +58,9 @@ class CallTree {
   const Trace& trace() const { return *trace_; }
   const TreeOptions& options() const { return options_; }
   // "correlation" or "External id".
+  // True when the trace has no launch flow events and launches were linked
+  // to GPU events by the link value alone (older Kineto schemas).
+  bool links_without_flows() const { return links_without_flows_; }
   std::string_view linking_key() const {
     return link_by_correlation_ ? "correlation" : "External id";
   }
@@ -143,6 +146,7 @@ class CallTree {
   const Trace* trace_;
   TreeOptions options_;
   bool link_by_correlation_ = false;
+  bool links_without_flows_ = false;
 
   std::vector<Uid> parent_;
   std::vector<uint8_t> flags_;
