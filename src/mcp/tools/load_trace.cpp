@@ -5,9 +5,11 @@
 #include <filesystem>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "analysis/summaries.h"
 #include "analysis/trace_store.h"
+#include "insights/trace_health.h"
 #include "mcp/tool.h"
 
 namespace jarvis::mcp {
@@ -37,15 +39,20 @@ ToolResult load_trace_tool(const json& args, ToolContext& ctx) {
   if (!loaded.reused) ctx.report_progress(0.95, 1, "computing the GPU timeline");
   if (json timeline = analysis::trace_gpu_timeline(*loaded.entry); !timeline.is_null())
     summary["gpu_timeline"] = timeline;
+  auto health = insights::trace_health(loaded.entry->trace(), *trace_call_tree(*loaded.entry));
+  summary["health"] = insights::to_json(health);
   ctx.report_progress(1, 1, "loaded");
   std::string text = fmt::format(
-      "Loaded {} as handle \"{}\"{}: platform {}, GPU {}, {} events ({} kernels, {} cpu_ops).\n{}",
+      "Loaded {} as handle \"{}\"{}: platform {}, GPU {}, {} events ({} kernels, {} cpu_ops).\n"
+      "Confidence {}{}{}.\n{}",
       loaded.entry->path(), loaded.entry->handle(),
       loaded.reused ? " (reused, unchanged file)" : "", summary["platform"].get<std::string>(),
       summary["gpu_name"].get<std::string>().empty() ? "unknown"
                                                      : summary["gpu_name"].get<std::string>(),
       summary["events"]["total"].get<int64_t>(), summary["events"]["kernel"].get<int64_t>(),
-      summary["events"]["cpu_op"].get<int64_t>(), summary.dump());
+      summary["events"]["cpu_op"].get<int64_t>(), health.confidence,
+      health.warnings.empty() ? "" : ": ", fmt::format("{}", fmt::join(health.warnings, "; ")),
+      summary.dump());
   return {summary, text};
 }
 

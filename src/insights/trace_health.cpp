@@ -1,0 +1,120 @@
+#include "insights/trace_health.h"
+
+#include <fmt/format.h>
+
+#include "report/gpu_timeline.h"
+
+namespace jarvis::insights {
+namespace {
+
+// Below these, conclusions about kernels rest on too little.
+constexpr double kLowBusyShare = 0.1;
+constexpr double kLowLinkedShare = 0.5;
+constexpr size_t kMinSteps = 2;
+constexpr double kHighGraphShare = 0.5;
+constexpr size_t kFewGpuEvents = 50;
+
+bool is_graph_launch(std::string_view name) {
+  return name == "cudaGraphLaunch" || name == "hipGraphLaunch";
+}
+
+void count_events(const Trace& trace, const CallTree& tree, TraceHealth& h, double& graph_time_us,
+                  double& gpu_time_us) {
+  for (size_t u = 0; u < trace.events.size(); ++u) {
+    const Event& e = trace.events[u];
+    std::string_view name = trace.name(static_cast<Uid>(u));
+    if (e.has_dur() && e.dur < 0) ++h.negative_durations;
+    if (e.cat == Cat::UserAnnotation && name.starts_with("ProfilerStep#")) ++h.profiler_steps;
+    if (e.is_runtime() && is_graph_launch(name)) ++h.graph_launches;
+    if (!e.is_gpu()) continue;
+    ++h.gpu_events;
+    double dur = e.has_dur() && e.dur > 0 ? e.dur : 0;
+    gpu_time_us += dur;
+    if (!tree.is_linked(static_cast<Uid>(u))) continue;
+    ++h.linked_gpu_events;
+    Uid launcher = tree.parent(static_cast<Uid>(u));
+    if (launcher != kNoUid && is_graph_launch(trace.name(launcher))) graph_time_us += dur;
+  }
+}
+
+void add_warnings(TraceHealth& h) {
+  double linked_share =
+      h.gpu_events ? static_cast<double>(h.linked_gpu_events) / static_cast<double>(h.gpu_events)
+                   : 0;
+  int strikes = 0;
+  auto warn = [&](std::string text, int weight) {
+    h.warnings.push_back(std::move(text));
+    strikes += weight;
+  };
+  if (h.gpu_events == 0) warn("no GPU events: nothing about kernels can be concluded", 2);
+  if (h.gpu_events && h.gpu_events < kFewGpuEvents)
+    warn(fmt::format("only {} GPU events: too few to rank kernels or categories (a graph "
+                     "capture, or a trace cut before the steady state?)",
+                     h.gpu_events),
+         1);
+  if (h.gpu_events && linked_share < kLowLinkedShare)
+    warn(fmt::format("only {:.0f}% of GPU events are linked to a launching op: op-level tables "
+                     "miss the rest",
+                     100 * linked_share),
+         2);
+  if (h.gpu_events && h.gpu_busy_share < kLowBusyShare)
+    warn(fmt::format("the GPU is busy {:.1f}% of its span: the trace is host- or launch-bound, "
+                     "or covers mostly idle time",
+                     100 * h.gpu_busy_share),
+         1);
+  if (h.profiler_steps < kMinSteps)
+    warn(fmt::format("{} ProfilerStep annotation(s): steady state cannot be told from warm-up; "
+                     "record with schedule(wait, warmup, active>=2)",
+                     h.profiler_steps),
+         1);
+  if (h.graph_kernel_share >= kHighGraphShare)
+    warn(fmt::format("{:.0f}% of GPU time was launched by CUDA/HIP graphs: per-op attribution "
+                     "inside graphs is by graph, not by op",
+                     100 * h.graph_kernel_share),
+         1);
+  if (h.links_without_flows)
+    warn(
+        "no launch flow events: kernels were linked to launches by correlation only (older "
+        "Kineto schema)",
+        0);
+  if (h.negative_durations)
+    warn(fmt::format("{} events with a negative duration (clock or timebase problems)",
+                     h.negative_durations),
+         1);
+  h.confidence = strikes == 0 ? "high" : strikes == 1 ? "medium" : "low";
+}
+
+}  // namespace
+
+TraceHealth trace_health(const Trace& trace, const CallTree& tree) {
+  TraceHealth h;
+  double graph_time_us = 0, gpu_time_us = 0;
+  count_events(trace, tree, h, graph_time_us, gpu_time_us);
+  h.links_without_flows = tree.links_without_flows();
+  h.graph_kernel_share = gpu_time_us > 0 ? graph_time_us / gpu_time_us : 0;
+  try {
+    GpuTimeline t = compute_gpu_timeline(trace, tree);
+    h.gpu_span_us = t.total_time;
+    h.gpu_busy_share = t.total_time > 0 ? t.busy_time / t.total_time : 0;
+  } catch (const std::runtime_error&) {
+    // No linked GPU events: the warnings below say so.
+  }
+  add_warnings(h);
+  return h;
+}
+
+nlohmann::json to_json(const TraceHealth& h) {
+  return {{"confidence", h.confidence},
+          {"warnings", h.warnings},
+          {"gpu_events", h.gpu_events},
+          {"linked_gpu_events", h.linked_gpu_events},
+          {"gpu_busy_share", h.gpu_busy_share},
+          {"gpu_span_us", h.gpu_span_us},
+          {"profiler_steps", h.profiler_steps},
+          {"graph_launches", h.graph_launches},
+          {"graph_kernel_share", h.graph_kernel_share},
+          {"links_without_flows", h.links_without_flows},
+          {"negative_durations", h.negative_durations}};
+}
+
+}  // namespace jarvis::insights

@@ -1,0 +1,34 @@
+// Trace health: can this trace support conclusions about GPU performance?
+// A trace cut before the steady state, a CUDA-graph capture, kernels that no
+// op launched or a GPU that is almost never busy all make the usual analyses
+// misleading; this block says so before an agent draws conclusions.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "trace/trace.h"
+#include "tree/call_tree.h"
+
+namespace jarvis::insights {
+
+struct TraceHealth {
+  size_t gpu_events = 0;
+  size_t linked_gpu_events = 0;  // launched by a host op the tree knows
+  double gpu_busy_share = 0;     // busy / GPU span (0 without GPU events)
+  double gpu_span_us = 0;
+  size_t profiler_steps = 0;      // ProfilerStep#N annotations
+  size_t graph_launches = 0;      // cudaGraphLaunch / hipGraphLaunch calls
+  double graph_kernel_share = 0;  // share of GPU time launched by graph launches
+  bool links_without_flows = false;
+  size_t negative_durations = 0;  // events with dur < 0
+  std::string confidence;         // high / medium / low
+  std::vector<std::string> warnings;
+};
+
+TraceHealth trace_health(const Trace& trace, const CallTree& tree);
+nlohmann::json to_json(const TraceHealth& health);
+
+}  // namespace jarvis::insights
