@@ -224,5 +224,132 @@ TEST_CASE("insights: no arch, no GPU events: rules that need them say nothing") 
   auto ctx = in::make_context(t, tree, nullptr);
   CHECK_FALSE(ctx.timeline.has_value());
   CHECK(in::run_insights(ctx).empty());
-  CHECK(in::rule_ids().size() == 5);
+  CHECK(in::rule_ids().size() == 9);
+}
+
+namespace {
+
+// A tiny trace builder: host ops on thread 1/1 (nesting by time), each leaf
+// may launch one kernel on stream 7 (launch at ts+1, kernel right after).
+struct TraceBuilder {
+  std::string events;
+  int corr = 0;
+  void add(const std::string& e) { events += (events.empty() ? "" : ",") + e; }
+  void op(const char* name, double ts, double dur, const char* dims = nullptr,
+          const char* types = nullptr, const char* strides = "[]", const char* concrete = "[]") {
+    std::string args = dims ? fmt::format(R"(,"args":{{"Input Dims":{},"Input type":{},)"
+                                          R"("Input Strides":{},"Concrete Inputs":{}}})",
+                                          dims, types, strides, concrete)
+                            : "";
+    add(fmt::format(R"({{"ph":"X","cat":"cpu_op","name":"{}","pid":1,"tid":1,"ts":{},"dur":{}{}}})",
+                    name, ts, dur, args));
+  }
+  // A leaf op launching one kernel of kernel_us at ts + 2.
+  void leaf(const char* name, double ts, const char* kernel, double kernel_us,
+            const char* dims = nullptr, const char* types = nullptr, const char* strides = "[]",
+            const char* concrete = "[]") {
+    op(name, ts, 3, dims, types, strides, concrete);
+    ++corr;
+    add(fmt::format(R"({{"ph":"X","cat":"cuda_runtime","name":"cudaLaunchKernel","pid":1,"tid":1,)"
+                    R"("ts":{},"dur":1,"args":{{"correlation":{}}}}})",
+                    ts + 1, corr));
+    add(fmt::format(R"({{"ph":"s","cat":"ac2g","name":"ac2g","id":{},"pid":1,"tid":1,"ts":{}}})",
+                    corr, ts + 1));
+    add(fmt::format(R"({{"ph":"X","cat":"kernel","name":"{}","pid":0,"tid":7,"ts":{},"dur":{},)"
+                    R"("args":{{"correlation":{},"stream":7,"device":0}}}})",
+                    kernel, ts + 2, kernel_us, corr));
+    add(fmt::format(R"({{"ph":"f","bp":"e","cat":"ac2g","name":"ac2g","id":{},"pid":0,"tid":7,)"
+                    R"("ts":{}}})",
+                    corr, ts + 2));
+  }
+  Trace build() const {
+    return jarvis::load_trace_from_json(
+        R"({"deviceProperties":[{"name":"NVIDIA H100 80GB HBM3"}],"traceEvents":[)" + events +
+        "]}");
+  }
+};
+
+constexpr const char* kBf16x2 = R"(["c10::BFloat16","c10::BFloat16"])";
+constexpr const char* kBf16x1 = R"(["c10::BFloat16"])";
+constexpr const char* kStrides2 = "[[4096,1],[4096,1]]";
+constexpr const char* kNoConcrete2 = R"(["",""])";
+
+std::vector<in::Insight> run_on(const Trace& t) {
+  CallTree tree(t);
+  static auto arch = jarvis::perf::load_gpu_arch("H100");
+  return in::run_insights(in::make_context(t, tree, &arch));
+}
+
+}  // namespace
+
+TEST_CASE("insights: hand-written attention (bmm -> softmax -> bmm) in one module") {
+  TraceBuilder b;
+  b.op("MyAttention", 0, 100);
+  b.leaf("aten::bmm", 10, "gemm_qk", 20.0);
+  b.leaf("aten::div", 20, "div_kernel", 5.0);
+  b.leaf("aten::softmax", 30, "softmax_kernel", 8.0);
+  b.leaf("aten::bmm", 40, "gemm_pv", 20.0);
+  b.op("Other", 200, 50);  // a softmax with no matmul around it is not attention
+  b.leaf("aten::softmax", 210, "softmax_kernel", 8.0);
+  auto att = of_rule(run_on(b.build()), "unfused_attention");
+  REQUIRE(att.size() == 1);
+  CHECK(att[0].evidence["blocks"] == 1);
+  CHECK(att[0].time_us == Approx(20.0 + 8.0 + 20.0));
+  CHECK(*att[0].gain_upper_bound_us == Approx(8.0));
+}
+
+TEST_CASE("insights: an elementwise chain and a slow op against the trace's own bandwidth") {
+  TraceBuilder b;
+  const char* big = "[[4096,4096],[4096,4096]]";
+  // Module 1: mul -> add -> tanh, one parent: a chain of three (TraceLens files
+  // tanh under "other"; it is pointwise all the same).
+  b.op("GELU", 0, 100);
+  b.leaf("aten::mul", 10, "mul_kernel", 30.0, big, kBf16x2);
+  b.leaf("aten::add", 20, "add_kernel", 30.0, big, kBf16x2, kStrides2, kNoConcrete2);
+  b.leaf("aten::tanh", 30, "tanh_kernel", 20.0, "[[4096,4096]]", kBf16x1);
+  // Module 2: an add of half the bytes in 5x the time: a tenth of the baseline.
+  b.op("Slow", 200, 300);
+  b.leaf("aten::add", 210, "add_kernel", 150.0, "[[2048,4096],[2048,4096]]", kBf16x2, kStrides2,
+         kNoConcrete2);
+  auto all = run_on(b.build());
+  auto chain = of_rule(all, "elementwise_chain");
+  REQUIRE(chain.size() == 1);
+  CHECK(chain[0].evidence["chain"] == "aten::mul -> aten::add -> aten::tanh");
+  CHECK(chain[0].time_us == Approx(80.0));
+  CHECK(*chain[0].gain_upper_bound_us == Approx(80.0 - 30.0));
+  auto slow = of_rule(all, "bandwidth_baseline");
+  REQUIRE(slow.size() == 1);
+  CHECK(slow[0].category == "elementwise");
+  // Baseline: the 30 us add (B bytes). The slow one moves B/2 in 150 us: 0.1 of
+  // the baseline, and would take 15 us at it.
+  REQUIRE(slow[0].evidence["ops"].size() == 1);
+  CHECK(slow[0].evidence["ops"][0]["fraction_of_baseline"].get<double>() == Approx(0.1));
+  CHECK(*slow[0].gain_upper_bound_us == Approx(150.0 - 15.0));
+}
+
+TEST_CASE("insights: ResNet-50 on H100 (real): NCHW<->NHWC conversions around convolutions") {
+  Trace t =
+      jarvis::load_trace(jarvis::golden::shared_dir() + "/hw_pairs/resnet50_train/h100.json.gz");
+  double raw_us = 0;
+  size_t raw_n = 0;
+  for (const auto& e : t.events) {
+    std::string_view n = t.str(e.name);
+    if (e.cat == jarvis::Cat::Kernel && (n.find("nchwToNhwcKernel") != std::string_view::npos ||
+                                         n.find("nhwcToNchwKernel") != std::string_view::npos))
+      raw_us += e.dur, ++raw_n;
+  }
+  REQUIRE(raw_n > 0);
+  auto conv = of_rule(run_on(t), "conv_layout_transposes");
+  REQUIRE(conv.size() == 1);
+  CHECK(conv[0].evidence["conversions"] == raw_n);
+  CHECK(conv[0].time_us == Approx(raw_us));
+  CHECK(conv[0].action_model.find("channels_last") != std::string::npos);
+}
+
+TEST_CASE("insights: GPT-2 (real) writes GELU out as pow/mul chains") {
+  Trace t = jarvis::load_trace(jarvis::golden::shared_dir() + "/hw_pairs/gpt2_train/h100.json.gz");
+  bool gelu = false;
+  for (const auto& i : of_rule(run_on(t), "elementwise_chain"))
+    gelu = gelu || i.evidence["chain"].get<std::string>().find("aten::pow") != std::string::npos;
+  CHECK(gelu);
 }

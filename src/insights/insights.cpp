@@ -23,6 +23,10 @@ constexpr NamedRule kRules[] = {
     {"autocast_dtype", rule_autocast_dtype},
     {"tiny_gemm_batching", rule_tiny_gemm_batching},
     {"launch_bound", rule_launch_bound},
+    {"conv_layout_transposes", rule_conv_layout_transposes},
+    {"unfused_attention", rule_unfused_attention},
+    {"elementwise_chain", rule_elementwise_chain},
+    {"bandwidth_baseline", rule_bandwidth_baseline},
 };
 
 int64_t int_param(const perf::Params& params, std::string_view name) {

@@ -18,6 +18,10 @@ void rule_old_arch_kernel(const InsightContext& c, std::vector<Insight>& out);
 void rule_autocast_dtype(const InsightContext& c, std::vector<Insight>& out);
 void rule_tiny_gemm_batching(const InsightContext& c, std::vector<Insight>& out);
 void rule_launch_bound(const InsightContext& c, std::vector<Insight>& out);
+void rule_conv_layout_transposes(const InsightContext& c, std::vector<Insight>& out);
+void rule_unfused_attention(const InsightContext& c, std::vector<Insight>& out);
+void rule_elementwise_chain(const InsightContext& c, std::vector<Insight>& out);
+void rule_bandwidth_baseline(const InsightContext& c, std::vector<Insight>& out);
 
 namespace detail {
 

@@ -1,0 +1,104 @@
+// Memory-bound ops far below the bandwidth that this very trace shows is
+// achievable: the fastest large elementwise op sets the baseline (what the
+// GPU, its clocks and this software stack really deliver), and norm, reduce
+// and elementwise ops at less than half of it are poorly implemented or
+// poorly shaped, whatever the datasheet peak says.
+#include <algorithm>
+#include <map>
+
+#include <fmt/format.h>
+
+#include "insights/rules_internal.h"
+
+namespace jarvis::insights {
+namespace {
+
+constexpr double kMinBaselineOpUs = 10.0;  // ops shorter than this never reach full bandwidth
+constexpr double kSlowFraction = 0.5;
+constexpr double kMinShare = 0.005;
+
+struct Group {
+  std::string category, label;
+  std::vector<Uid> uids;
+  double time_us = 0, bytes = 0;
+  size_t calls = 0;
+  double tbs() const { return time_us > 0 ? bytes / time_us / 1e6 : 0; }  // TB/s
+};
+
+bool memory_bound_category(const std::string& cat) {
+  return cat == "elementwise" || cat == "reduce" || cat.starts_with("NORM") ||
+         cat.starts_with("Normalization");
+}
+
+}  // namespace
+
+void rule_bandwidth_baseline(const InsightContext& c, std::vector<Insight>& out) {
+  std::map<std::string, Group> groups;
+  for (const auto& row : c.rows) {
+    if (!row.metrics || !row.metrics->bytes || !(row.kernel_time_us > 0)) continue;
+    if (!memory_bound_category(row.category)) continue;
+    std::string label = row.name + " " + row.metrics->compute_spec + " " +
+                        fmt::format("{:.6g}", *row.metrics->bytes);
+    Group& g = groups[label];
+    g.category = row.category;
+    g.label = row.name;
+    g.uids.push_back(row.uid);
+    g.time_us += row.kernel_time_us;
+    g.bytes += *row.metrics->bytes;
+    ++g.calls;
+  }
+  double baseline = 0;
+  std::string baseline_op;
+  for (const auto& [label, g] : groups)
+    if (g.category == "elementwise" &&
+        g.time_us / static_cast<double>(g.calls) >= kMinBaselineOpUs && g.tbs() > baseline)
+      baseline = g.tbs(), baseline_op = label;
+  if (!(baseline > 0)) return;
+  std::map<std::string, std::vector<const Group*>> slow_by_category;
+  for (const auto& [label, g] : groups)
+    if (g.tbs() < kSlowFraction * baseline && detail::share_of(c, g.time_us) >= kMinShare)
+      slow_by_category[g.category].push_back(&g);
+  for (auto& [category, slow] : slow_by_category) {
+    std::sort(slow.begin(), slow.end(),
+              [](const Group* a, const Group* b) { return a->time_us > b->time_us; });
+    Insight i;
+    i.rule = "bandwidth_baseline";
+    i.scope = "op";
+    i.category = category;
+    double gain = 0;
+    nlohmann::json ops = nlohmann::json::array();
+    for (const Group* g : slow) {
+      i.time_us += g->time_us;
+      gain += g->time_us - g->bytes / (baseline * 1e6);
+      i.uids.insert(i.uids.end(), g->uids.begin(), g->uids.end());
+      ops.push_back({{"op", g->label},
+                     {"calls", g->calls},
+                     {"time_us", g->time_us},
+                     {"achieved_tbs", g->tbs()},
+                     {"fraction_of_baseline", g->tbs() / baseline}});
+    }
+    i.share = detail::share_of(c, i.time_us);
+    i.severity = i.share >= 0.05 ? "high" : i.share >= 0.01 ? "medium" : "low";
+    i.gain_upper_bound_us = gain;
+    i.title = fmt::format(
+        "{}: {} op shapes at < {:.0f}% of this trace's own elementwise "
+        "bandwidth ({:.2f} TB/s): {:.1f} us, {:.1f}% of kernel time",
+        category, slow.size(), 100 * kSlowFraction, baseline, i.time_us, 100 * i.share);
+    i.detail =
+        "The trace shows the GPU can stream memory at the baseline rate; these "
+        "memory-bound ops move their bytes at less than half of it.";
+    i.evidence = {{"baseline_tbs", baseline}, {"baseline_op", baseline_op}, {"ops", ops}};
+    i.action_model =
+        "Check shapes and layouts of these ops (non-contiguous inputs, tiny inner "
+        "dimensions, broadcasting) and fuse them with neighbours.";
+    i.action_kernel =
+        "A vectorised, coalesced kernel for these shapes (norm/reduce kernels with "
+        "the right block size for the reduced dimension).";
+    i.verify =
+        "Compare achieved_tbs with the baseline op's; an op shorter than ~10 us cannot "
+        "reach full bandwidth (latency-bound): judge it by count instead.";
+    out.push_back(std::move(i));
+  }
+}
+
+}  // namespace jarvis::insights
