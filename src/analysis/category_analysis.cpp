@@ -1,4 +1,5 @@
 #include "analysis/category_analysis.h"
+#include "analysis/category_insights.h"
 
 #include <algorithm>
 #include <cmath>
@@ -1063,6 +1064,8 @@ AnalyzeResult analyze_category(const std::string& output_dir, const std::string&
   bool system = res.kind == "cpu_idle" || res.kind == "multi_kernel" || res.kind == "kernel_fusion";
   res.markdown = system ? detail::system_markdown(category, res.metrics)
                         : detail::compute_markdown(res.metrics);
+  res.insights = category_insights(output_dir, category);
+  res.markdown += insights_markdown(res.insights);
   return res;
 }
 

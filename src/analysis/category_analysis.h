@@ -23,11 +23,12 @@ namespace jarvis::analysis {
 
 struct AnalyzeResult {
   std::string category;
-  std::string kind;          // script logic used: gemm, sdpa, other, cpu_idle, ...
-  std::string status;        // OK, SUCCESS, NO_DATA or ERROR (as in the JSON)
-  std::string metrics_path;  // the file written
-  ojson metrics;             // its content
-  std::string markdown;      // digest for the caller
+  std::string kind;                 // script logic used: gemm, sdpa, other, cpu_idle, ...
+  std::string status;               // OK, SUCCESS, NO_DATA or ERROR (as in the JSON)
+  std::string metrics_path;         // the file written
+  ojson metrics;                    // its content
+  std::string markdown;             // digest for the caller
+  ojson insights = ojson::array();  // category_data/insights.json entries of this category
 };
 
 // Runs one category analysis and writes its metrics file atomically.

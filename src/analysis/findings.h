@@ -8,6 +8,7 @@
 
 #include <string>
 
+#include "analysis/category_analysis.h"
 #include "analysis/category_analysis_common.h"
 
 namespace jarvis::analysis {
@@ -26,5 +27,9 @@ std::string write_findings(const std::string& output_dir, const std::string& cat
 // ones get a short summary). `display_name` defaults to the category key.
 std::string draft_findings(const std::string& category, const ojson& metrics,
                            const std::string& display_name = "");
+
+// The draft of an analysis result: draft_findings of its metrics followed by
+// the category's insights (beyond TraceLens), when there are any.
+std::string draft_findings(const AnalyzeResult& result);
 
 }  // namespace jarvis::analysis

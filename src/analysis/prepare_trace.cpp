@@ -3,13 +3,16 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <filesystem>
 #include <stdexcept>
 
 #include "analysis/fusion_candidates.h"
 #include "analysis/parent_chain.h"
+#include "insights/insights.h"
 #include "perf/gpu_arch.h"
 #include "report/gpu_timeline.h"
 #include "report/report.h"
+#include "report/table.h"
 
 namespace jarvis::analysis {
 
@@ -240,6 +243,20 @@ std::map<std::string, ojson> category_tree_data(const Trace& trace, const CallTr
 
 namespace {
 
+// category_data/insights.json: the rule engine's insights (beyond
+// TraceLens), read by analyze_category for its category and the drafts.
+std::string write_insights(const Trace& trace, const CallTree& tree, const TracePrepareOptions& o) {
+  GpuArch arch = perf::load_gpu_arch(o.platform);
+  auto found = insights::run_insights(insights::make_context(trace, tree, &arch));
+  nlohmann::json all = nlohmann::json::array();
+  for (const auto& i : found) all.push_back(insights::to_json(i));
+  nlohmann::json doc = {{"rules", insights::rule_ids()}, {"insights", all}};
+  std::string path =
+      (std::filesystem::path(o.output_dir) / "category_data" / "insights.json").string();
+  write_file_atomic(path, doc.dump(2) + "\n");
+  return path;
+}
+
 PrepareResult prepare_with_tables(const Trace& trace, const CallTree& tree,
                                   const std::map<std::string, Table>& tables,
                                   const TracePrepareOptions& o) {
@@ -258,7 +275,9 @@ PrepareResult prepare_with_tables(const Trace& trace, const CallTree& tree,
     inputs.tree_data = category_tree_data(trace, tree, unified->second, o.tree_subtree_depth);
   inputs.fusion_candidates =
       fusion_candidates(trace, unified != tables.end() ? &unified->second : nullptr);
-  return prepare_category_data(tables, p, inputs);
+  PrepareResult result = prepare_category_data(tables, p, inputs);
+  result.files.push_back(write_insights(trace, tree, o));
+  return result;
 }
 
 void require_platform(const TracePrepareOptions& o) {

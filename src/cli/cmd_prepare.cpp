@@ -24,7 +24,7 @@ int run_analyses(const std::string& out, const std::string& category, bool draft
     if (drafts && res.status != "ERROR") {
       std::string path = analysis::findings_path(out, cat);
       if (!std::filesystem::exists(path))
-        analysis::write_findings(out, cat, analysis::draft_findings(cat, res.metrics));
+        analysis::write_findings(out, cat, analysis::draft_findings(res));
     }
     if (!quiet)
       fmt::print("{}\n", res.markdown);

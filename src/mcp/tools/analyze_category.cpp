@@ -3,6 +3,7 @@
 #include <filesystem>
 
 #include "analysis/category_analysis.h"
+#include "analysis/category_insights.h"
 #include "analysis/findings.h"
 #include "mcp/tool.h"
 
@@ -34,12 +35,13 @@ ToolResult analyze_category_tool(const json& args, ToolContext& ctx) {
                  {"metrics_path", r.metrics_path},
                  {"metrics", summary_of(r.metrics, args.at("max_operations").get<size_t>())},
                  {"markdown", r.markdown},
+                 {"insights", json::parse(r.insights.dump())},
                  {"draft_findings_path", nullptr}};
   if (args.at("write_draft").get<bool>() && r.status != "ERROR") {
     std::string path = analysis::findings_path(dir.string(), category);
     if (!std::filesystem::exists(path))
-      result["draft_findings_path"] = analysis::write_findings(
-          dir.string(), category, analysis::draft_findings(category, r.metrics));
+      result["draft_findings_path"] =
+          analysis::write_findings(dir.string(), category, analysis::draft_findings(r));
   }
   return {result, r.markdown};
 }

@@ -4,6 +4,7 @@
 #include "analysis/gemm_roofline.h"
 #include "analysis/prepare.h"
 #include "analysis/trace_store.h"
+#include "insights/insights.h"
 #include "mcp/tool.h"
 #include "perf/gpu_arch.h"
 #include "report/report.h"
@@ -28,6 +29,17 @@ std::string shapes_text(const json& r) {
         n("achieved_tbs"), n("efficiency_percent"));
   }
   return t;
+}
+
+// The rule engine's GEMM insights (unaligned dims, old-arch kernels,
+// autocast dtype, tiny GEMMs): the judgment beside the roofline numbers.
+json gemm_insights(const LoadedTrace& entry, const std::string& arch_name) {
+  GpuArch arch = perf::load_gpu_arch(arch_name);
+  auto tree = trace_call_tree(entry);
+  json out = json::array();
+  for (const auto& i : insights::run_insights(insights::make_context(entry.trace(), *tree, &arch)))
+    if (i.category == "GEMM") out.push_back(insights::to_json(i));
+  return out;
 }
 
 ToolResult gemm_roofline_tool(const json& args, ToolContext& ctx) {
@@ -66,6 +78,7 @@ ToolResult gemm_roofline_tool(const json& args, ToolContext& ctx) {
   }
   json result = json::parse(r.dump());
   result["trace"] = entry->handle();
+  result["insights"] = gemm_insights(*entry, arch);
   result["svg_path"] = nullptr;
   if (args.contains("svg_path")) {
     auto path = ctx.resolve_path(args.at("svg_path").get<std::string>(), false, true);

@@ -3,8 +3,10 @@
 
 #include "analysis/summaries.h"
 #include "analysis/trace_store.h"
+#include "insights/insights.h"
 #include "mcp/tool.h"
 #include "perf/gpu_arch.h"
+#include "tree/call_tree.h"
 
 namespace jarvis::mcp {
 namespace {
@@ -30,7 +32,31 @@ std::string rows_text(const json& result) {
               : "?");
     text += "\n";
   }
+  for (const auto& i : result["insights"])
+    text += fmt::format("insight [{}] {}: {}\n", i["severity"].get<std::string>(),
+                        i["rule"].get<std::string>(), i["title"].get<std::string>());
   return text + result.dump();
+}
+
+// The five insights with the largest recoverable time (of the category when
+// one is asked for), in short form; the insights tool has the full objects.
+json top_insights(const LoadedTrace& entry, const std::string& arch_name,
+                  const std::string& category) {
+  std::optional<GpuArch> arch;
+  if (!arch_name.empty() && arch_name != "none") arch = perf::load_gpu_arch(arch_name);
+  auto tree = trace_call_tree(entry);
+  json out = json::array();
+  for (const auto& i : insights::run_insights(
+           insights::make_context(entry.trace(), *tree, arch ? &*arch : nullptr))) {
+    if (!category.empty() && i.category != category) continue;
+    if (out.size() == 5) break;
+    out.push_back(
+        {{"rule", i.rule},
+         {"severity", i.severity},
+         {"title", i.title},
+         {"gain_upper_bound_us", i.gain_upper_bound_us ? json(*i.gain_upper_bound_us) : json()}});
+  }
+  return out;
 }
 
 ToolResult ops_summary_tool(const json& args, ToolContext& ctx) {
@@ -55,6 +81,7 @@ ToolResult ops_summary_tool(const json& args, ToolContext& ctx) {
   json result = analysis::ops_summary_rows(*report, query);
   result["trace"] = handle;
   result["arch"] = used_arch.empty() || used_arch == "none" ? json() : json(used_arch);
+  result["insights"] = top_insights(*entry, used_arch, query.category);
   return {result, rows_text(result)};
 }
 

@@ -1,0 +1,56 @@
+// Insights over MCP: the insights tool, and the same judgments beside the
+// numbers in ops_summary, gemm_roofline and analyze_category (digest and
+// findings draft), on the real GPT-2 H100 trace.
+#include <doctest/doctest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "mcp_harness.h"
+#include "test_analysis_support.h"
+
+using jarvis::mcp::json;
+using jarvis::mcp::testing::Harness;
+
+TEST_CASE("MCP insights: tool, ops_summary, gemm_roofline and analyze_category agree") {
+  jarvis::testing::TempDir scratch;
+  jarvis::mcp::ServerOptions options;
+  options.roots = {std::string(JARVIS_SHARED_DIR), scratch.path};
+  Harness h(options);
+  h.initialize();
+  h.tool_result(1, "load_trace",
+                {{"path", std::string(JARVIS_SHARED_DIR) + "/hw_pairs/gpt2_train/h100.json.gz"}});
+
+  json all = h.tool_result(2, "insights", {{"trace", "t1"}});
+  REQUIRE(all["insights"].size() > 0);
+  CHECK(all["rules"].size() == 9);
+  size_t unaligned = 0;
+  for (const auto& i : all["insights"]) unaligned += i["rule"] == "gemm_unaligned_dims";
+  CHECK(unaligned >= 3);
+  json one_rule = h.tool_result(3, "insights", {{"trace", "t1"}, {"rule", "old_arch_kernel"}});
+  for (const auto& i : one_rule["insights"]) CHECK(i["rule"] == "old_arch_kernel");
+
+  json ops = h.tool_result(4, "ops_summary", {{"trace", "t1"}, {"top_n", 3}});
+  REQUIRE(ops["insights"].size() == 5);
+  CHECK(ops["insights"][0]["title"] == all["insights"][0]["title"]);  // same ranking
+
+  json gemm = h.tool_result(5, "gemm_roofline", {{"trace", "t1"}, {"top_n", 3}});
+  size_t gemm_insights = 0;
+  for (const auto& i : all["insights"]) gemm_insights += i["category"] == "GEMM";
+  CHECK(gemm["insights"].size() == gemm_insights);
+
+  std::string out = scratch.path + "/prep";
+  h.tool_result(6, "category_filter", {{"trace", "t1"}, {"output_dir", out}, {"arch", "H100"}});
+  CHECK(std::filesystem::exists(out + "/category_data/insights.json"));
+  json analyzed = h.tool_result(7, "analyze_category",
+                                {{"output_dir", out}, {"category", "gemm"}, {"write_draft", true}});
+  CHECK(analyzed["insights"].size() == gemm_insights);
+  CHECK(analyzed["markdown"].get<std::string>().find("## Insights (beyond TraceLens)") !=
+        std::string::npos);
+  REQUIRE(analyzed["draft_findings_path"].is_string());
+  std::ifstream draft(analyzed["draft_findings_path"].get<std::string>());
+  std::stringstream text;
+  text << draft.rdbuf();
+  CHECK(text.str().find("50304") != std::string::npos);  // the padded vocabulary
+}
