@@ -24,6 +24,15 @@ ojson num_or_null(double v) {
   return std::isnan(v) ? ojson(nullptr) : ojson(v);
 }
 
+// Dimensions and counts: integers in JSON (M=4096, not 4096.0), null when
+// unknown. Values outside the exactly-representable range stay doubles.
+ojson int_or_null(double v) {
+  if (std::isnan(v)) return nullptr;
+  if (v == std::floor(v) && std::fabs(v) < 9007199254740992.0)  // 2^53
+    return ojson(static_cast<int64_t>(v));
+  return ojson(v);
+}
+
 std::string lower(std::string s) {
   for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   return s;
@@ -128,16 +137,16 @@ ojson gemm_roofline(const GemmRooflineInputs& in, const GemmRooflineFilters& f) 
 
     ojson s = ojson::object();
     s["op"] = op;
-    s["uid"] = num_or_null(num(g, r, "UID_first"));
-    s["M"] = num_or_null(m);
-    s["N"] = num_or_null(n);
-    s["K"] = num_or_null(k);
-    s["batch"] = batch;
+    s["uid"] = int_or_null(num(g, r, "UID_first"));
+    s["M"] = int_or_null(m);
+    s["N"] = int_or_null(n);
+    s["K"] = int_or_null(k);
+    s["batch"] = int_or_null(batch);
     s["dtype"] = dtype;
     s["precision"] = precision.empty() ? ojson(nullptr) : ojson(precision);
     const Cell* tr = cell_at(g, r, "param: transpose");
     s["transpose"] = tr && !is_na(*tr) ? ojson(tr->to_csv_text(false)) : ojson(nullptr);
-    s["count"] = num_or_null(count);
+    s["count"] = int_or_null(count);
     s["flops"] = num_or_null(gflops * 1e9);
     s["bytes"] = num_or_null(mb * 1024 * 1024);
     s["flops_per_byte"] = num_or_null(fpb);
@@ -194,9 +203,9 @@ ojson gemm_roofline(const GemmRooflineInputs& in, const GemmRooflineFilters& f) 
     linear.push_back({{"forward", a},
                       {"grad_input", dx},
                       {"grad_weight", dw},
-                      {"M", mnk[a].m},
-                      {"N", mnk[a].n},
-                      {"K", mnk[a].k}});
+                      {"M", int_or_null(mnk[a].m)},
+                      {"N", int_or_null(mnk[a].n)},
+                      {"K", int_or_null(mnk[a].k)}});
   }
 
   // GEMM-category rows of unified_perf_summary without a perf model.
@@ -211,7 +220,7 @@ ojson gemm_roofline(const GemmRooflineInputs& in, const GemmRooflineFilters& f) 
       if (has_model && !std::isnan(num(u, r, "GFLOPS"))) continue;
       missing.push_back({{"op", cell_text(cell_at(u, r, "name"))},
                          {"Input Dims", cell_text(cell_at(u, r, "Input Dims"))},
-                         {"count", num_or_null(num(u, r, "operation_count"))},
+                         {"count", int_or_null(num(u, r, "operation_count"))},
                          {"kernel_time_us", num_or_null(num(u, r, kKernelSum))}});
     }
   }
