@@ -39,6 +39,11 @@ TEST_CASE("MCP insights: tool, ops_summary, gemm_roofline and analyze_category a
   size_t gemm_insights = 0;
   for (const auto& i : all["insights"]) gemm_insights += i["category"] == "GEMM";
   CHECK(gemm["insights"].size() == gemm_insights);
+  // Dimensions and counts are integers for agents (M=4096, x2; not 4096.0).
+  for (const char* key : {"M", "N", "K", "batch", "count"}) {
+    CAPTURE(key);
+    CHECK(gemm["shapes"][0][key].is_number_integer());
+  }
 
   std::string out = scratch.path + "/prep";
   h.tool_result(6, "category_filter", {{"trace", "t1"}, {"output_dir", out}, {"arch", "H100"}});
