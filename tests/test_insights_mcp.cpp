@@ -59,3 +59,29 @@ TEST_CASE("MCP insights: tool, ops_summary, gemm_roofline and analyze_category a
   text << draft.rdbuf();
   CHECK(text.str().find("50304") != std::string::npos);  // the padded vocabulary
 }
+
+TEST_CASE("MCP ops_summary: categories case-insensitive, unknown ones an error that lists them") {
+  jarvis::mcp::ServerOptions options;
+  options.roots = {std::string(JARVIS_SHARED_DIR)};
+  Harness h(options);
+  h.initialize();
+  h.tool_result(
+      1, "load_trace",
+      {{"path", std::string(JARVIS_SHARED_DIR) + "/conformance/h100_qwen1.5-0.5b/trace.json.gz"}});
+  json upper = h.tool_result(2, "ops_summary", {{"trace", "t1"}, {"category", "GEMM"}});
+  json lower = h.tool_result(3, "ops_summary", {{"trace", "t1"}, {"category", "gemm"}});
+  REQUIRE(upper["rows"].size() > 0);
+  CHECK(lower["rows"] == upper["rows"]);
+  json sdpa = h.tool_result(4, "ops_summary", {{"trace", "t1"}, {"category", "sdpa"}});
+  REQUIRE(sdpa["rows"].size() > 0);
+  for (const auto& r : sdpa["rows"])
+    CHECK(r["categories"].dump().find("SDPA_fwd") != std::string::npos);
+  json bad = h.call_tool(5, "ops_summary", {{"trace", "t1"}, {"category", "gemmm"}});
+  REQUIRE(bad["result"]["isError"] == true);
+  std::string text = bad["result"]["content"][0]["text"];
+  CHECK(text.find("unknown category 'gemmm'") != std::string::npos);
+  CHECK(text.find("GEMM") != std::string::npos);
+  CHECK(text.find("SDPA_fwd") != std::string::npos);
+  // The server answers the next request.
+  CHECK(h.tool_result(6, "ops_summary", {{"trace", "t1"}, {"top_n", 1}})["rows"].size() == 1);
+}

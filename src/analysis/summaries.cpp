@@ -3,8 +3,13 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <set>
 #include <stdexcept>
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "perf/categories.h"
 #include "report/gpu_timeline.h"
 
 namespace jarvis::analysis {
@@ -185,11 +190,37 @@ nlohmann::json trace_gpu_timeline(const LoadedTrace& entry) {
   return gpu_timeline_json(*timeline);
 }
 
+namespace {
+
+// The category spellings of an ops_summary sheet that a user's category
+// names: case-insensitive, and without the direction suffix ("sdpa" names
+// SDPA_fwd and SDPA_bwd, "norm" NORM_fwd ...). Empty query: no filter.
+// Throws std::invalid_argument listing the trace's categories when nothing
+// matches, so a typo is an error and never an empty answer.
+std::vector<std::string> resolve_category(const Table& ops, const std::string& query) {
+  if (query.empty()) return {};
+  std::set<std::string> present;
+  for (size_t r = 0; r < ops.rows.size(); ++r)
+    for (auto& c : parse_categories(text_or_empty(ops, r, "Categories"))) present.insert(c);
+  std::vector<std::string> out;
+  for (const auto& c : present)
+    if (perf::category_named_by(c, query)) out.push_back(c);
+  if (out.empty())
+    throw std::invalid_argument(fmt::format(
+        "unknown category '{}' for this trace; its ops have categories: {} (case-insensitive; "
+        "'sdpa' or 'norm' also name their _fwd/_bwd parts)",
+        query, fmt::join(present, ", ")));
+  return out;
+}
+
+}  // namespace
+
 nlohmann::json ops_summary_rows(const Report& report, const OpsSummaryQuery& query) {
   const Table* ops = report.find("ops_summary");
   if (!ops)
     throw std::runtime_error("the report has no ops_summary sheet (trace without cpu_ops?)");
   auto perf = aggregate_perf(report);
+  std::vector<std::string> wanted = resolve_category(*ops, query.category);
   std::vector<nlohmann::json> rows;
   double total_ms = 0;
   for (size_t r = 0; r < ops->rows.size(); ++r) {
@@ -199,8 +230,8 @@ nlohmann::json ops_summary_rows(const Report& report, const OpsSummaryQuery& que
     std::string name = text_or_empty(*ops, r, "name");
     auto categories = parse_categories(text_or_empty(*ops, r, "Categories"));
     double percent = number_or_nan(*ops, r, "Percentage (%)");
-    if (!query.category.empty() &&
-        std::find(categories.begin(), categories.end(), query.category) == categories.end())
+    if (!wanted.empty() && std::find_first_of(categories.begin(), categories.end(), wanted.begin(),
+                                              wanted.end()) == categories.end())
       continue;
     if (query.min_percent > 0 && !(percent >= query.min_percent)) continue;
     auto p = perf.find(name);

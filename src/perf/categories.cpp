@@ -3,6 +3,8 @@
 // (commit 171dd747); see categories.h for the lookup rules.
 #include "perf/categories.h"
 
+#include <algorithm>
+#include <cctype>
 #include <string>
 #include <unordered_map>
 
@@ -490,6 +492,16 @@ std::string_view strip_direction_suffix(std::string_view category) {
       return category.substr(0, category.size() - suffix.size());
   }
   return category;
+}
+
+bool category_named_by(std::string_view category, std::string_view user_name) {
+  auto same = [](std::string_view a, std::string_view b) {
+    return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
+             return std::tolower(static_cast<unsigned char>(x)) ==
+                    std::tolower(static_cast<unsigned char>(y));
+           });
+  };
+  return same(category, user_name) || same(strip_direction_suffix(category), user_name);
 }
 
 }  // namespace jarvis::perf

@@ -56,4 +56,8 @@ bool has_registered_model(std::string_view name);
 // `category` with a trailing `_fwd` / `_bwd` removed.
 std::string_view strip_direction_suffix(std::string_view category);
 
+// Whether a user's category name names `category`: case-insensitive, with or
+// without the _fwd/_bwd suffix ("gemm" names GEMM, "sdpa" SDPA_fwd/_bwd).
+bool category_named_by(std::string_view category, std::string_view user_name);
+
 }  // namespace jarvis::perf

@@ -5,6 +5,7 @@
 #include "analysis/trace_store.h"
 #include "insights/insights.h"
 #include "mcp/tool.h"
+#include "perf/categories.h"
 #include "perf/gpu_arch.h"
 #include "tree/call_tree.h"
 
@@ -48,7 +49,7 @@ json top_insights(const LoadedTrace& entry, const std::string& arch_name,
   json out = json::array();
   for (const auto& i : insights::run_insights(
            insights::make_context(entry.trace(), *tree, arch ? &*arch : nullptr))) {
-    if (!category.empty() && i.category != category) continue;
+    if (!category.empty() && !perf::category_named_by(i.category, category)) continue;
     if (out.size() == 5) break;
     out.push_back(
         {{"rule", i.rule},
@@ -78,7 +79,12 @@ ToolResult ops_summary_tool(const json& args, ToolContext& ctx) {
   query.sort_by = args.at("sort_by").get<std::string>();
   query.category = args.value("category", std::string());
   query.min_percent = args.at("min_percent").get<double>();
-  json result = analysis::ops_summary_rows(*report, query);
+  json result;
+  try {
+    result = analysis::ops_summary_rows(*report, query);
+  } catch (const std::invalid_argument& e) {
+    throw ToolError(e.what());
+  }
   result["trace"] = handle;
   result["arch"] = used_arch.empty() || used_arch == "none" ? json() : json(used_arch);
   result["insights"] = top_insights(*entry, used_arch, query.category);
