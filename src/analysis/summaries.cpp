@@ -197,11 +197,35 @@ namespace {
 // SDPA_fwd and SDPA_bwd, "norm" NORM_fwd ...). Empty query: no filter.
 // Throws std::invalid_argument listing the trace's categories when nothing
 // matches, so a typo is an error and never an empty answer.
-std::vector<std::string> resolve_category(const Table& ops, const std::string& query) {
+// unified_perf_summary's "op category" of each op name (SDPA_fwd for the
+// attention op that TraceLens's ops_summary files under "other").
+std::map<std::string, std::set<std::string>> perf_categories(const Report& report) {
+  std::map<std::string, std::set<std::string>> out;
+  if (const Table* unified = report.find("unified_perf_summary"))
+    for (size_t r = 0; r < unified->rows.size(); ++r)
+      if (auto c = text_or_empty(*unified, r, "op category"); !c.empty())
+        out[text_or_empty(*unified, r, "name")].insert(c);
+  return out;
+}
+
+// Every category an ops_summary row belongs to: its Categories cell and the
+// perf categories of its op name.
+std::vector<std::string> row_categories(const Table& ops, size_t r,
+                                        const std::map<std::string, std::set<std::string>>& perf) {
+  auto out = parse_categories(text_or_empty(ops, r, "Categories"));
+  if (auto it = perf.find(text_or_empty(ops, r, "name")); it != perf.end())
+    for (const auto& c : it->second)
+      if (std::find(out.begin(), out.end(), c) == out.end()) out.push_back(c);
+  return out;
+}
+
+std::vector<std::string> resolve_category(
+    const Table& ops, const std::string& query,
+    const std::map<std::string, std::set<std::string>>& perf) {
   if (query.empty()) return {};
   std::set<std::string> present;
   for (size_t r = 0; r < ops.rows.size(); ++r)
-    for (auto& c : parse_categories(text_or_empty(ops, r, "Categories"))) present.insert(c);
+    for (auto& c : row_categories(ops, r, perf)) present.insert(c);
   std::vector<std::string> out;
   for (const auto& c : present)
     if (perf::category_named_by(c, query)) out.push_back(c);
@@ -220,7 +244,8 @@ nlohmann::json ops_summary_rows(const Report& report, const OpsSummaryQuery& que
   if (!ops)
     throw std::runtime_error("the report has no ops_summary sheet (trace without cpu_ops?)");
   auto perf = aggregate_perf(report);
-  std::vector<std::string> wanted = resolve_category(*ops, query.category);
+  auto perf_cats = perf_categories(report);
+  std::vector<std::string> wanted = resolve_category(*ops, query.category, perf_cats);
   std::vector<nlohmann::json> rows;
   double total_ms = 0;
   for (size_t r = 0; r < ops->rows.size(); ++r) {
@@ -230,14 +255,16 @@ nlohmann::json ops_summary_rows(const Report& report, const OpsSummaryQuery& que
     std::string name = text_or_empty(*ops, r, "name");
     auto categories = parse_categories(text_or_empty(*ops, r, "Categories"));
     double percent = number_or_nan(*ops, r, "Percentage (%)");
-    if (!wanted.empty() && std::find_first_of(categories.begin(), categories.end(), wanted.begin(),
-                                              wanted.end()) == categories.end())
+    auto all_categories = row_categories(*ops, r, perf_cats);
+    if (!wanted.empty() && std::find_first_of(all_categories.begin(), all_categories.end(),
+                                              wanted.begin(), wanted.end()) == all_categories.end())
       continue;
     if (query.min_percent > 0 && !(percent >= query.min_percent)) continue;
     auto p = perf.find(name);
     rows.push_back({{"name", name},
                     {"count", static_cast<int64_t>(number_or_nan(*ops, r, "Count"))},
                     {"categories", categories},
+                    {"perf_categories", all_categories},
                     {"total_direct_kernel_time_us", finite_or_null(direct)},
                     {"total_subtree_kernel_time_us", finite_or_null(subtree)},
                     {"total_direct_kernel_time_ms", finite_or_null(direct / 1e3)},
