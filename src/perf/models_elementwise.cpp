@@ -43,6 +43,32 @@ class UnaryModel : public PerfModel {
   std::optional<int> bpe_in_, bpe_out_;
 };
 
+// Gated activations of the inference extensions (aiter::silu_and_mul,
+// sgl_kernel::silu_and_mul, aiter::gelu_and_mul ...): (out, input) args with
+// input = gate and up concatenated (twice out's size). Reads 2 * nelems,
+// writes nelems; `flops_per_elem` per output element (5 for SiLU * gate).
+class GatedActivation : public UnaryModel {
+ public:
+  GatedActivation(const OpInput& op, int flops_per_elem) : flops_per_elem_(flops_per_elem) {
+    Shape shape = dims_at(op, 0);
+    PyValue din = type_at(op, 1), dout = type_at(op, 0);
+    add(params_, "op_shape", tuple_value(shape));
+    add(params_, "dtype_in_out", tuple_of({dtype_value(din), dtype_value(dout)}));
+    add(params_, "stride_input", strides_at(op, 1));
+    add(params_, "stride_output", strides_at(op, 0));
+    finish(shape, din, dout);
+  }
+  double flops() const override { return flops_per_elem_ * static_cast<double>(nelems_); }
+  std::optional<double> bytes() const override {
+    if (!bpe_in_ || !bpe_out_) return std::nullopt;
+    double n = static_cast<double>(nelems_);
+    return 2 * n * *bpe_in_ + n * *bpe_out_;
+  }
+
+ private:
+  int flops_per_elem_;
+};
+
 // aten::copy_, silu, neg, ... : op_shape = dims[0]; output dtype/stride only
 // when a second non-empty tensor arg exists.
 class AtenUnary : public UnaryModel {
@@ -325,6 +351,14 @@ class AtenReduce : public PerfModel {
 }  // namespace
 
 void register_elementwise_models(std::map<std::string_view, Factory>& out) {
+  for (std::string_view name : {"aiter_silu_and_mul", "sgl_kernel_silu_and_mul"})
+    out[name] = [](const OpInput& op) { return std::make_unique<GatedActivation>(op, 5); };
+  out["aiter_gelu_and_mul"] = [](const OpInput& op) {
+    return std::make_unique<GatedActivation>(op, 8);
+  };
+  out["aiter_gelu_tanh_and_mul"] = [](const OpInput& op) {
+    return std::make_unique<GatedActivation>(op, 10);
+  };
   out["aten_unary_elementwise"] = [](const OpInput& op) { return std::make_unique<AtenUnary>(op); };
   out["aten_replication_pad"] = [](const OpInput& op) {
     return std::make_unique<ReplicationPad>(op);

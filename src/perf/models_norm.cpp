@@ -223,6 +223,16 @@ class RmsNorm : public NormModel {
     int64_t c = prod_literal(op, 1, "normalized_shape");
     set_common(s, d, st, int_value(c), false, affine, false);
   }
+  // The inference extensions' RMSNorm ops (aiter::rms_norm, aiter::rmsnorm):
+  // the input at `input`, the affine weight's length at Input Dims[weight][0];
+  // always affine, never training, same roofline as RMSNorm.
+  RmsNorm(const OpInput& op, size_t input, size_t weight) {
+    Shape s = dims_at(op, input);
+    PyValue d = type_at(op, input), st = strides_at(op, input);
+    Shape w = dims_at(op, weight);
+    if (w.empty()) fail("Input Dims[" + std::to_string(weight) + "] (weight) is empty");
+    set_common(s, d, st, int_value(w[0]), false, true, false);
+  }
   double flops() const override {
     double rows = static_cast<double>(n_) / channels_;
     double total = rows * (2 * channels_ + 2);
@@ -232,6 +242,21 @@ class RmsNorm : public NormModel {
     if (!bpe_in_ || !bpe_out_) return std::nullopt;
     double n = static_cast<double>(n_);
     return n * *bpe_in_ + n * *bpe_out_ + (affine_ ? channels_ * *bpe_in_ : 0);
+  }
+};
+
+// Fused residual add + RMSNorm (aiter::rmsnorm2d_fwd_with_add_ck,
+// aiter::add_rmsnorm): (out, input, residual_in, residual_out, weight, eps).
+// Adds one FLOP per element; reads input, residual and weight, writes out
+// and residual_out.
+class AddRmsNorm : public RmsNorm {
+ public:
+  explicit AddRmsNorm(const OpInput& op) : RmsNorm(op, 1, 4) {}
+  double flops() const override { return static_cast<double>(n_) + RmsNorm::flops(); }
+  std::optional<double> bytes() const override {
+    if (!bpe_in_) return std::nullopt;
+    double n = static_cast<double>(n_);
+    return 2 * n * *bpe_in_ + channels_ * *bpe_in_ + 2 * n * *bpe_in_;
   }
 };
 
@@ -319,6 +344,12 @@ void register_norm_models(std::map<std::string_view, Factory>& out) {
     return std::make_unique<FusedLnModulate>(op, true);
   };
   out["RMSNorm"] = [](const OpInput& op) { return std::make_unique<RmsNorm>(op); };
+  // aiter::rms_norm(x, weight, eps) and aiter::rmsnorm(out, input, weight, eps).
+  out["aiter_rms_norm"] = [](const OpInput& op) { return std::make_unique<RmsNorm>(op, 0, 1); };
+  out["aiter_rmsnorm"] = [](const OpInput& op) { return std::make_unique<RmsNorm>(op, 1, 2); };
+  out["aiter_rmsnorm2d_fwd_with_add_ck"] = [](const OpInput& op) {
+    return std::make_unique<AddRmsNorm>(op);
+  };
   out["RMSNormBwd"] = [](const OpInput& op) { return std::make_unique<RmsNormBwd>(op); };
 }
 

@@ -394,6 +394,7 @@ const std::map<std::string_view, Factory>& factories() {
     register_elementwise_models(t);
     register_norm_models(t);
     register_misc_models(t);
+    register_inference_models(t);
     return t;
   }();
   return table;

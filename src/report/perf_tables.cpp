@@ -206,6 +206,11 @@ Table perf_sheet_summary_table(const Trace& trace, const std::vector<PerfOpRow>&
     std::vector<Cell> cells;
   };
   std::vector<Out> outs;
+  // TraceLens sums each op's kernel durations with Python's sum(): an op
+  // without kernels gets the int 0, so when no op of the sheet launched a
+  // kernel (a graph-captured trace) the column is int64, not float64.
+  bool kernel_time_is_int =
+      std::all_of(rows.begin(), rows.end(), [](const PerfOpRow& r) { return r.kernels.empty(); });
   for (const auto& [key, idx] : groups) {
     std::vector<Cell> row(cols.size());
     row[0] = Cell(key[0]);
@@ -266,6 +271,16 @@ Table perf_sheet_summary_table(const Trace& trace, const std::vector<PerfOpRow>&
     }
     NumAgg kt = collect([](const PerfOpRow& r) { return r.metrics->kernel_time_us; });
     put_aggs(row, t, "Kernel Time (µs)", kt, {"mean", "median", "std", "min", "max", "sum"});
+    if (kernel_time_is_int) {
+      // pandas keeps an int column's dtype through min / max / sum.
+      for (const char* agg : {"_min", "_max", "_sum"}) {
+        int c = t.col(std::string("Kernel Time (µs)") + agg);
+        double v = agg == std::string("_min")   ? kt.min
+                   : agg == std::string("_max") ? kt.max
+                                                : kt.sum;
+        row[static_cast<size_t>(c)] = Cell(static_cast<int64_t>(v));
+      }
+    }
     row[t.col("name_count")] = Cell(static_cast<int64_t>(idx.size()));
     row[t.col("UID_first")] = Cell(static_cast<int64_t>(first.uid));
     outs.push_back({kt.sum, static_cast<int64_t>(first.uid), std::move(row)});
