@@ -352,14 +352,16 @@ TEST_SUITE("replay") {
         cell.erase(cell.find_last_not_of(' ') + 1);
         cells.push_back(cell);
       }
-      if (cells.size() == 9 && cells[0] != "id") rows.push_back(cells);
+      if (cells.size() == 11 && cells[0] != "id") rows.push_back(cells);
     }
     REQUIRE(rows.size() == 3);
     const char* names[] = {"aten::addmm", "aten::_scaled_dot_product_flash_attention", "aten::add"};
     for (size_t k = 0; k < 3; ++k) {
       CHECK(rows[k][1] == names[k]);
-      CHECK(rows[k][8] == "ok");
+      CHECK(rows[k][10] == "ok");
+      CHECK(rows[k][9] == "cpu-wall");     // timing method on CPU
       CHECK(std::stod(rows[k][6]) > 0.0);  // replay_us
+      CHECK(std::stod(rows[k][8]) > 0.0);  // host_us
       CHECK(std::stod(rows[k][5]) ==
             doctest::Approx(result.plan.ops[k].gpu_time->mean).epsilon(0.01));
     }
@@ -371,6 +373,11 @@ TEST_SUITE("replay") {
       CHECK(op["status"] == "ok");
       CHECK(op["iters"] == 2);
       CHECK(op["replay_us_mean"].get<double>() > 0.0);
+      CHECK(op["timing_method"] == "cpu-wall");
+      CHECK(op["replay_gpu_us"].is_null());  // no GPU: host time only
+      CHECK(op["replay_host_us"]["samples"] == 2);
+      CHECK(op["ratio"].get<double>() == doctest::Approx(op["replay_us_median"].get<double>() /
+                                                         op["trace_gpu_us_mean"].get<double>()));
     }
     // Old PyTorch has no SDPA operator: the runner says how it computed it.
     std::string sdpa_notes = res["ops"][1]["notes"].dump();
@@ -457,6 +464,77 @@ TEST_SUITE("replay") {
     CHECK(WEXITSTATUS(std::system((base + " --uid 48 --op aten::add 2>/dev/null").c_str())) == 2);
     CHECK(WEXITSTATUS(std::system((base + " --uid x 2>/dev/null").c_str())) == 2);
     CHECK(WEXITSTATUS(std::system((base + " --op aten::nope 2>/dev/null").c_str())) == 1);
+    fs::remove_all(dir);
+  }
+
+  TEST_CASE("the runner rebuilds every recorded argument kind (constructed IR, CPU)") {
+    // One op per argument kind, recorded as PyTorch 2.x's profiler records
+    // them: an unrecorded string (gelu approximate), dtype / memory-format
+    // enums as integers, optional None, negative dims in an int list,
+    // non-contiguous and channels-last strides, zero-size tensors, out= and
+    // in-place variants.
+    auto op = [](int id, const char* name, json types, json dims, json strides, json concrete) {
+      return json{{"id", id},
+                  {"name", name},
+                  {"Input type", types},
+                  {"Input Dims", dims},
+                  {"Input Strides", strides},
+                  {"Concrete Inputs", concrete},
+                  {"count", 1},
+                  {"trace_gpu_time_us", {{"mean", 1.0}}}};
+    };
+    json ops = json::array({
+        op(0, "aten::gelu", {"float", ""}, {{4, 8}, json::array()}, {{8, 1}, json::array()},
+           {"", ""}),
+        op(1, "aten::_to_copy", {"float", "Scalar", "", "", "", "Scalar", ""},
+           {{4, 8},
+            json::array(),
+            json::array(),
+            json::array(),
+            json::array(),
+            json::array(),
+            json::array()},
+           {{8, 1},
+            json::array(),
+            json::array(),
+            json::array(),
+            json::array(),
+            json::array(),
+            json::array()},
+           {"", "15", "", "", "", "False", ""}),
+        op(2, "aten::sum", {"float", "ScalarList", "Scalar", ""},
+           {{4, 8}, json::array(), json::array(), json::array()},
+           {{8, 1}, json::array(), json::array(), json::array()}, {"", "[-1]", "True", ""}),
+        op(3, "aten::add", {"float", "float", "Scalar"}, {{4, 8}, {4, 8}, json::array()},
+           {{1, 4}, {8, 1}, json::array()}, {"", "", "1"}),
+        op(4, "aten::relu", {"float"}, {{2, 3, 4, 4}}, {{48, 1, 12, 3}}, {""}),
+        op(5, "aten::mul", {"float", "float"}, {{0, 8}, {0, 8}}, {{8, 1}, {8, 1}}, {"", ""}),
+        op(6, "aten::mul", {"float", "float", "float"}, {{4, 8}, {4, 8}, {4, 8}},
+           {{8, 1}, {8, 1}, {8, 1}}, {"", "", ""}),
+        op(7, "aten::add_", {"float", "float", "Scalar"}, {{4, 8}, {4, 8}, json::array()},
+           {{8, 1}, {8, 1}, json::array()}, {"", "", "1"}),
+    });
+    fs::path dir = fresh_dir("argkinds");
+    fs::create_directories(dir);
+    std::ofstream(dir / "replay.py") << replay::runner_script();
+    std::ofstream(dir / "replay_ir.json") << json{{"ops", ops}}.dump();
+    fs::path results = dir / "results.json", out = dir / "stdout.txt";
+    std::string cmd = "cd /tmp && /usr/bin/python3 " + (dir / "replay.py").string() +
+                      " --device cpu --warmup 0 --iters 1 --results-json " + results.string() +
+                      " > " + out.string() + " 2>&1";
+    int rc = std::system(cmd.c_str());
+    INFO(slurp(out));
+    REQUIRE(rc == 0);
+    json res = json::parse(slurp(results));
+    REQUIRE(res["ops"].size() == ops.size());
+    for (const json& r : res["ops"]) {
+      CAPTURE(r.dump());
+      CHECK(r["status"] == "ok");
+    }
+    // The gelu string was not recorded: the schema default is used and said.
+    CHECK(res["ops"][0]["notes"].dump().find("approximate") != std::string::npos);
+    CHECK(res["ops"][0]["path"].get<std::string>().find("aten::gelu") == 0);
+    CHECK(res["ops"][6]["path"] == "aten::mul.out");
     fs::remove_all(dir);
   }
 }

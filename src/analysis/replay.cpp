@@ -133,7 +133,7 @@ bool tracelens_dtype(std::string_view t) {
 }
 
 bool is_non_tensor_type(std::string_view t) {
-  return t.empty() || t == "Scalar" || t == "ScalarList" || t == "TensorList";
+  return t.empty() || t == "Scalar" || t == "ScalarList" || t == "TensorList" || t == "String";
 }
 
 bool is_int_list(const PyValue& v) {

@@ -71,6 +71,25 @@ SDPA_FALLBACK = {
 }
 
 
+# c10 enums the profiler records as integers (ScalarType, MemoryFormat,
+# Layout), back to their torch objects; None for an unknown value.
+SCALAR_TYPES = ["uint8", "int8", "int16", "int32", "int64", "float16", "float32", "float64",
+                "complex32", "complex64", "complex128", "bool", "qint8", "quint8", "qint32",
+                "bfloat16"]
+MEMORY_FORMATS = ["contiguous_format", "preserve_format", "channels_last", "channels_last_3d"]
+LAYOUTS = ["strided", "sparse_coo"]
+
+
+def enum_lookup(names):
+    def get(i):
+        return getattr(torch, names[i], None) if 0 <= i < len(names) else None
+    return get
+
+
+ENUM_ARGS = {"ScalarType": enum_lookup(SCALAR_TYPES), "MemoryFormat": enum_lookup(MEMORY_FORMATS),
+             "Layout": enum_lookup(LAYOUTS)}
+
+
 class ReplayError(Exception):
     pass
 
@@ -179,7 +198,32 @@ def arg_matches(schema_type, recorded, concrete, strict):
     if base.startswith("bool["):
         return recorded == "ScalarList" and all(
             x.lower() in ("true", "false") for x in list_items(concrete))
+    if base.startswith("float["):
+        return recorded == "ScalarList" and all(is_float_text(x) for x in list_items(concrete))
+    if base == "str":  # gelu approximate, reduction modes, padding modes, einsum equations
+        return recorded == "String" or (recorded == "" and concrete != "")
+    if base in ENUM_ARGS:  # recorded as the enum's integer value
+        return recorded == "Scalar" and is_int_text(concrete) and \
+            ENUM_ARGS[base](int(concrete)) is not None
     return False
+
+
+def schema_defaults(schema):
+    """{argument name: default text} of a schema (e.g. approximate -> "'none'")."""
+    m = re.match(r"^([^(]+)\((.*)\)\s*->", str(schema).strip())
+    out = {}
+    for item in split_top_level(m.group(2)) if m else []:
+        am = re.match(r"^.*\S\s+([A-Za-z_][A-Za-z0-9_]*)=(.*)$", item)
+        if am:
+            out[am.group(1)] = am.group(2).strip()
+    return out
+
+
+def unrecorded_string(schema_type, recorded, concrete, default):
+    """A str argument the profiler left empty (it records no string values),
+    with a schema default to stand in for it."""
+    return schema_type.rstrip("?") == "str" and recorded == "" and concrete == "" and \
+        default is not None
 
 
 def schema_matches(entry, schema, strict):
@@ -188,7 +232,9 @@ def schema_matches(entry, schema, strict):
     if len(types) != len(pos) + len(kw):
         return False
     full = pos + kw
-    return all(arg_matches(full[i][0], types[i], concrete[i], strict) for i in range(len(types)))
+    defaults = schema_defaults(schema)
+    return all(unrecorded_string(full[i][0], types[i], concrete[i], defaults.get(full[i][1])) or
+               arg_matches(full[i][0], types[i], concrete[i], strict) for i in range(len(types)))
 
 
 def find_schema(entry, strict):
@@ -218,9 +264,11 @@ def tensor_init(op_name, arg_name):
     return "normal"
 
 
-def arg_value(entry, i, schema_type, arg_name):
+def arg_value(entry, i, schema_type, arg_name, default=None):
     """The replay value of argument i: a tensor spec dict or a plain value."""
     recorded, concrete = entry["Input type"][i], entry["Concrete Inputs"][i]
+    if unrecorded_string(schema_type, recorded, concrete, default):
+        return {"str": default.strip("'\""), "defaulted": arg_name}
     optional = schema_type.endswith("?")
     base = schema_type[:-1] if optional else schema_type
     if optional and recorded == "":
@@ -240,18 +288,26 @@ def arg_value(entry, i, schema_type, arg_name):
         return [int(x) for x in list_items(concrete)]
     if base.startswith("bool["):
         return [x.lower() == "true" for x in list_items(concrete)]
-    raise ReplayError(f"unsupported argument type {schema_type}")
+    if base.startswith("float["):
+        return [float(x) for x in list_items(concrete)]
+    if base == "str":
+        return {"str": concrete}
+    if base in ENUM_ARGS:
+        return {"enum": base, "value": int(concrete)}
+    raise ReplayError(f"unsupported argument type {schema_type}: the runner cannot rebuild it "
+                      "from the recorded value")
 
 
 def build_replay_ir(entry, schema):
     """TraceLens-style IR: {list_pos_args: [...], list_kwargs: [...]}."""
     pos, kw = parse_schema(schema)
     full = pos + kw
+    defaults = schema_defaults(schema)
     ir = {"list_pos_args": [], "list_kwargs": []}
     for i in range(len(entry["Input type"])):
         arg_type, arg_name = full[i]
         item = {"arg_name": arg_name, "arg_type": arg_type,
-                "value": arg_value(entry, i, arg_type, arg_name)}
+                "value": arg_value(entry, i, arg_type, arg_name, defaults.get(arg_name))}
         ir["list_pos_args" if i < len(pos) else "list_kwargs"].append(item)
     return ir
 
@@ -294,6 +350,16 @@ def materialize(ir, device, force_fp32, notes):
             if note and note not in notes:
                 notes.append(note)
             return t
+        if isinstance(v, dict) and "str" in v:
+            if v.get("defaulted"):
+                note = (f"string argument {v['defaulted']} is not recorded by the profiler: "
+                        f"used the schema default '{v['str']}' (check the model's call if the "
+                        "trace's kernel differs)")
+                if note not in notes:
+                    notes.append(note)
+            return v["str"]
+        if isinstance(v, dict) and "enum" in v:
+            return ENUM_ARGS[v["enum"]](v["value"])
         return v
     args = [value(a["value"]) for a in ir["list_pos_args"]]
     kwargs = {a["arg_name"]: value(a["value"]) for a in ir["list_kwargs"]}
@@ -371,28 +437,131 @@ def synchronize(device):
         torch.cuda.synchronize()
 
 
-def time_call(fn, device, warmup, iters):
-    """Per-call times in microseconds: device events on GPU, else perf_counter."""
+def cpu_times(fn, warmup, iters):
     for _ in range(warmup):
         fn()
-    synchronize(device)
     times = []
-    if device == "cuda":
-        pairs = []
-        for _ in range(iters):
-            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            start.record()
-            fn()
-            end.record()
-            pairs.append((start, end))
-        torch.cuda.synchronize()
-        times = [s.elapsed_time(e) * 1000.0 for s, e in pairs]
-    else:
-        for _ in range(iters):
-            t0 = time.perf_counter()
-            fn()
-            times.append((time.perf_counter() - t0) * 1e6)
+    for _ in range(iters):
+        t0 = time.perf_counter()
+        fn()
+        times.append((time.perf_counter() - t0) * 1e6)
     return times
+
+
+def host_us_per_call(fn, batch):
+    """Launch-inclusive wall time per call: `batch` eager calls, then a sync."""
+    torch.cuda.synchronize()
+    t0 = time.perf_counter()
+    for _ in range(batch):
+        fn()
+    torch.cuda.synchronize()
+    return (time.perf_counter() - t0) * 1e6 / batch
+
+
+def batch_size(fn, target_us):
+    """Calls per timed batch so that one batch lasts about target_us."""
+    per_call = host_us_per_call(fn, 3)
+    return max(1, min(1000, int(math.ceil(target_us / max(per_call, 0.5)))))
+
+
+def graph_times(fn, batch, repeats):
+    """Per-call GPU times from CUDA/HIP-graph replays of `batch` calls: no
+    launch overhead between the kernels, so short kernels are measured, not
+    the launches. Raises when the op cannot be captured."""
+    stream = torch.cuda.Stream()
+    stream.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(stream):  # warm-up on the capture stream, as torch requires
+        for _ in range(3):
+            fn()
+    torch.cuda.current_stream().wait_stream(stream)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        for _ in range(batch):
+            fn()
+    graph.replay()
+    torch.cuda.synchronize()
+    pairs = []
+    for _ in range(repeats):
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        graph.replay()
+        end.record()
+        pairs.append((start, end))
+    torch.cuda.synchronize()
+    return [s.elapsed_time(e) * 1000.0 / batch for s, e in pairs]
+
+
+def event_times(fn, batch, repeats):
+    """Per-call times from one pair of events around `batch` eager calls:
+    GPU time when the GPU is the bottleneck, the launch rate when not."""
+    pairs = []
+    for _ in range(repeats):
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        for _ in range(batch):
+            fn()
+        end.record()
+        pairs.append((start, end))
+    torch.cuda.synchronize()
+    return [s.elapsed_time(e) * 1000.0 / batch for s, e in pairs]
+
+
+def profiled_kernels(fn, calls=3):
+    """(kernel name, mean device us per call) of what one call launches, from
+    torch.profiler; [] when the profiler has no device activity here."""
+    try:
+        from torch.profiler import ProfilerActivity, profile
+        with profile(activities=[ProfilerActivity.CUDA]) as prof:
+            for _ in range(calls):
+                fn()
+            torch.cuda.synchronize()
+    except Exception:  # noqa: BLE001 - the profiler is optional evidence
+        return []
+    totals = {}
+    for ev in prof.events():
+        if str(getattr(ev, "device_type", "")).endswith("CUDA") and ev.name:
+            us = getattr(ev, "device_time", None)
+            if us is None:
+                us = getattr(ev, "cuda_time", 0.0)
+            totals.setdefault(ev.name, [0.0, 0])
+            totals[ev.name][0] += us
+            totals[ev.name][1] += 1
+    return [(name, t / calls) for name, (t, n) in totals.items()]
+
+
+def summarize(times):
+    ordered = sorted(times)
+    n = len(ordered)
+    q = lambda f: ordered[min(n - 1, max(0, int(round(f * (n - 1)))))]
+    med = statistics.median(ordered)
+    return {"median": med, "mean": statistics.fmean(ordered), "min": ordered[0],
+            "p10": q(0.1), "p90": q(0.9), "spread": (q(0.9) - q(0.1)) / med if med else None,
+            "samples": n}
+
+
+def time_call(fn, device, opts, notes):
+    """Timing of one op: GPU time per call (graph replay, else batched events),
+    host launch-inclusive time per call, and their summaries."""
+    if device != "cuda":
+        t = cpu_times(fn, opts.warmup, opts.iters)
+        return {"method": "cpu-wall", "gpu": None, "host": summarize(t), "times": t}
+    for _ in range(opts.warmup):
+        fn()
+    torch.cuda.synchronize()
+    batch = batch_size(fn, opts.batch_target_us)
+    method, times = "cuda-graph", None
+    if not opts.no_graph:
+        try:
+            times = graph_times(fn, batch, opts.iters)
+        except Exception as e:  # noqa: BLE001 - capture is best effort
+            torch.cuda.synchronize()
+            notes.append("graph capture failed (" + type(e).__name__ + "): timed batched eager "
+                         "calls, which include launch gaps when kernels are short")
+    if times is None:
+        method, times = "batched-events", event_times(fn, batch, opts.iters)
+    host = [host_us_per_call(fn, batch) for _ in range(3)]
+    return {"method": method, "batch": batch, "gpu": summarize(times), "host": summarize(host),
+            "times": times}
 
 
 # ---------------------------------------------------------------- replay ---
@@ -460,10 +629,25 @@ def run_entry(entry, device, opts):
         if force_fp32:
             notes.insert(1 if failures else 0,
                          f"low-precision dtype not usable on {device}: ran in float32")
-        times = time_call(fn, device, opts.warmup, opts.iters)
+        timing = time_call(fn, device, opts, notes)
+        main = timing["gpu"] or timing["host"]
         result.update(status="ok", path=path, float32_fallback=force_fp32, tracelens_ir=ir,
-                      replay_us_mean=statistics.fmean(times), replay_us_median=statistics.median(times),
-                      replay_us_min=min(times), iters=len(times), notes=notes)
+                      timing_method=timing["method"], batch=timing.get("batch"),
+                      replay_us_median=main["median"], replay_us_mean=main["mean"],
+                      replay_us_min=main["min"], replay_us_spread=main["spread"],
+                      replay_gpu_us=timing["gpu"], replay_host_us=timing["host"],
+                      iters=main["samples"], notes=notes)
+        trace_us = result.get("trace_gpu_us_mean")
+        result["ratio"] = main["median"] / trace_us if trace_us else None
+        if device == "cuda" and opts.profile_kernels:
+            kernels = profiled_kernels(fn)
+            result["replay_kernels"] = [{"name": k, "us_per_call": us} for k, us in kernels]
+            recorded = entry.get("kernels") or []
+            if recorded and kernels:
+                result["kernel_names_match"] = sorted(set(recorded)) == sorted({k for k, _ in kernels})
+                if not result["kernel_names_match"]:
+                    notes.append("the replay launched other kernels than the trace: a different "
+                                 "library path (itself a finding for the kernel team)")
         return result
     result["error"] = "; ".join(dict.fromkeys(failures))
     return result
@@ -496,15 +680,17 @@ def fmt_us(x):
 
 def print_table(entries, results):
     header = ["id", "op", "input shapes", "dtype", "count", "trace_us", "replay_us", "replay/trace",
-              "status"]
+              "host_us", "method", "status"]
     rows = []
     for entry, r in zip(entries, results):
         ratio = "-"
-        if r.get("replay_us_mean") is not None and r.get("trace_gpu_us_mean"):
-            ratio = f"{r['replay_us_mean'] / r['trace_gpu_us_mean']:.2f}"
+        if r.get("ratio") is not None:
+            ratio = f"{r['ratio']:.2f}"
+        host = (r.get("replay_host_us") or {}).get("median")
         rows.append([str(r["id"]), r["name"], shape_text(entry)[:60], dtype_text(entry),
                      str(r.get("count") or "-"), fmt_us(r.get("trace_gpu_us_mean")),
-                     fmt_us(r.get("replay_us_mean")), ratio, r["status"]])
+                     fmt_us(r.get("replay_us_median")), ratio, fmt_us(host),
+                     r.get("timing_method", "-"), r["status"]])
     widths = [max(len(h), *(len(row[c]) for row in rows)) if rows else len(h)
               for c, h in enumerate(header)]
     line = lambda cells: " | ".join(c.ljust(w) for c, w in zip(cells, widths)).rstrip()
@@ -543,7 +729,17 @@ def parse_args(argv):
     p.add_argument("--device", choices=["auto", "cuda", "cpu"], default="auto",
                    help="cuda also means ROCm GPUs; auto picks the GPU when there is one")
     p.add_argument("--warmup", type=int, default=10, help="untimed calls per op (default 10)")
-    p.add_argument("--iters", type=int, default=50, help="timed calls per op (default 50)")
+    p.add_argument("--iters", type=int, default=20,
+                   help="timed samples per op (default 20); on a GPU each sample is one batch of "
+                        "calls, its time divided by the batch size")
+    p.add_argument("--batch-target-us", type=float, default=2000.0,
+                   help="GPU: calls per timed batch chosen so a batch lasts about this long")
+    p.add_argument("--no-graph", action="store_true",
+                   help="GPU: time batched eager calls instead of CUDA/HIP graph replays "
+                        "(includes launch gaps for short kernels)")
+    p.add_argument("--profile-kernels", action="store_true",
+                   help="GPU: also run each op under torch.profiler and report the kernels it "
+                        "launches and whether they match the trace's")
     p.add_argument("--only", default="", help="replay only ops whose name contains this text")
     p.add_argument("--ids", default="", help="comma-separated entry ids to replay")
     p.add_argument("--no-dtype-fallback", dest="dtype_fallback", action="store_false",
@@ -555,8 +751,8 @@ def parse_args(argv):
                    help="write a TraceLens event_replay_ir.json for the ops that matched a schema")
     p.add_argument("--stop-on-error", action="store_true", help="raise at the first failing op")
     opts = p.parse_args(argv)
-    if opts.warmup < 0 or opts.iters < 1:
-        p.error("--warmup must be >= 0 and --iters >= 1")
+    if opts.warmup < 0 or opts.iters < 1 or opts.batch_target_us <= 0:
+        p.error("--warmup must be >= 0, --iters >= 1 and --batch-target-us > 0")
     return opts
 
 
@@ -570,7 +766,7 @@ def select(entries, opts):
 
 def write_outputs(opts, device_text, results):
     if opts.results_json:
-        slim = [{k: v for k, v in r.items() if k != "tracelens_ir"} for r in results]
+        slim = [{k: v for k, v in r.items() if k not in ("tracelens_ir",)} for r in results]
         with open(opts.results_json, "w") as f:
             json.dump({"torch": torch.__version__, "device": device_text, "warmup": opts.warmup,
                        "iters": opts.iters, "ops": slim}, f, indent=2)
@@ -596,7 +792,8 @@ def main(argv=None):
     print(f"jarvis replay: {len(entries)} ops from {os.path.basename(opts.ir)} "
           f"(trace: {package.get('source_trace', '?')}, recorded on {package.get('gpu_name') or '?'})")
     print(f"torch {torch.__version__} on {device_text}; warmup {opts.warmup}, iters {opts.iters}; "
-          "times are per call in microseconds")
+          "times are per call in microseconds (replay_us: GPU time per call, median; host_us: "
+          "launch-inclusive wall time per call)")
     results = []
     for entry in entries:
         r = run_entry(entry, device, opts)
