@@ -513,6 +513,9 @@ TEST_SUITE("replay") {
            {{8, 1}, {8, 1}, {8, 1}}, {"", "", ""}),
         op(7, "aten::add_", {"float", "float", "Scalar"}, {{4, 8}, {4, 8}, json::array()},
            {{8, 1}, {8, 1}, json::array()}, {"", "", "1"}),
+        // Integral tensors refuse a float alpha: the IR's 1.0 goes back to 1.
+        op(8, "aten::add_", {"long int", "long int", "Scalar"}, {{4, 8}, {4, 8}, json::array()},
+           {{8, 1}, {8, 1}, json::array()}, {"", "", "1"}),
     });
     fs::path dir = fresh_dir("argkinds");
     fs::create_directories(dir);

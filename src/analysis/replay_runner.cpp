@@ -464,10 +464,8 @@ def batch_size(fn, target_us):
     return max(1, min(1000, int(math.ceil(target_us / max(per_call, 0.5)))))
 
 
-def graph_times(fn, batch, repeats):
-    """Per-call GPU times from CUDA/HIP-graph replays of `batch` calls: no
-    launch overhead between the kernels, so short kernels are measured, not
-    the launches. Raises when the op cannot be captured."""
+def capture(fn, batch, flush=None):
+    """A CUDA/HIP graph of `batch` calls of fn (each preceded by flush())."""
     stream = torch.cuda.Stream()
     stream.wait_stream(torch.cuda.current_stream())
     with torch.cuda.stream(stream):  # warm-up on the capture stream, as torch requires
@@ -477,9 +475,15 @@ def graph_times(fn, batch, repeats):
     graph = torch.cuda.CUDAGraph()
     with torch.cuda.graph(graph):
         for _ in range(batch):
+            if flush is not None:
+                flush()
             fn()
     graph.replay()
     torch.cuda.synchronize()
+    return graph
+
+
+def replay_us(graph, batch, repeats):
     pairs = []
     for _ in range(repeats):
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
@@ -489,6 +493,38 @@ def graph_times(fn, batch, repeats):
         pairs.append((start, end))
     torch.cuda.synchronize()
     return [s.elapsed_time(e) * 1000.0 / batch for s, e in pairs]
+
+
+def graph_times(fn, batch, repeats):
+    """Per-call GPU times from CUDA/HIP-graph replays of `batch` calls: no
+    launch overhead between the kernels, so short kernels are measured, not
+    the launches. Inputs stay in the L2 cache between calls (warm cache).
+    Raises when the op cannot be captured."""
+    return replay_us(capture(fn, batch), batch, repeats)
+
+
+_FLUSH = {}
+
+
+def flush_buffer():
+    """A buffer several times the GPU's L2 cache (256 MB at least, for
+    AMD's Infinity Cache), zeroed between calls to evict their inputs."""
+    if "buf" not in _FLUSH:
+        l2 = getattr(torch.cuda.get_device_properties(0), "L2_cache_size", 0) or 0
+        _FLUSH["buf"] = torch.empty(max(4 * l2, 256 << 20), dtype=torch.uint8, device="cuda")
+    return _FLUSH["buf"]
+
+
+def cold_graph_times(fn, batch, repeats):
+    """Per-call GPU times with the inputs evicted from L2 before each call, as
+    in a real model where other ops touch memory in between: graphs of
+    (flush, call) minus graphs of flushes alone."""
+    buf = flush_buffer()
+    flush = lambda: buf.zero_()
+    both = replay_us(capture(fn, batch, flush), batch, repeats)
+    alone = replay_us(capture(lambda: None, batch, flush), batch, repeats)
+    base = statistics.median(alone)
+    return [max(t - base, 0.0) for t in both]
 
 
 def event_times(fn, batch, repeats):
@@ -559,9 +595,21 @@ def time_call(fn, device, opts, notes):
                          "calls, which include launch gaps when kernels are short")
     if times is None:
         method, times = "batched-events", event_times(fn, batch, opts.iters)
+    warm = summarize(times)
+    cold = None
+    if method == "cuda-graph" and not opts.warm_cache and warm["median"] >= opts.cold_cache_min_us:
+        # Large ops: their inputs would not sit in L2 in the model; small ones
+        # are launch/latency-bound and the flush subtraction would drown them.
+        try:
+            cold_batch = max(1, min(batch, int(math.ceil(opts.batch_target_us / warm["median"]))))
+            cold = summarize(cold_graph_times(fn, cold_batch, opts.iters))
+            method = "cuda-graph, cold L2"
+        except Exception as e:  # noqa: BLE001
+            torch.cuda.synchronize()
+            notes.append("cold-cache timing failed (" + type(e).__name__ + "): warm-cache time kept")
     host = [host_us_per_call(fn, batch) for _ in range(3)]
-    return {"method": method, "batch": batch, "gpu": summarize(times), "host": summarize(host),
-            "times": times}
+    return {"method": method, "batch": batch, "gpu": cold or warm, "warm": warm, "cold": cold,
+            "host": summarize(host), "times": times}
 
 
 # ---------------------------------------------------------------- replay ---
@@ -583,7 +631,25 @@ def prepare(entry, device, strict, force_fp32, use_fallback, notes):
     ir = build_replay_ir(entry, schema)
     op = resolve_overload(entry["name"], schema)
     args, kwargs = materialize(ir, device, force_fp32, notes)
+    integral_scalars(ir, args, kwargs)
     return (lambda: op(*args, **kwargs)), f"{schema.name}.{schema.overload_name or 'default'}", ir
+
+
+def integral_scalars(ir, args, kwargs):
+    """Scalars are floats in the IR (as in TraceLens's); an op on integral
+    tensors refuses a float alpha, so there they become ints again."""
+    tensors = [v for v in list(args) + list(kwargs.values()) if isinstance(v, torch.Tensor)]
+    if not tensors or any(t.is_floating_point() or t.is_complex() for t in tensors):
+        return
+
+    def fix(item, value):
+        base = item["arg_type"].rstrip("?")
+        return int(value) if base == "Scalar" and isinstance(value, float) and \
+            value.is_integer() else value
+    for i, item in enumerate(ir["list_pos_args"]):
+        args[i] = fix(item, args[i])
+    for item in ir["list_kwargs"]:
+        kwargs[item["arg_name"]] = fix(item, kwargs[item["arg_name"]])
 
 
 def has_low_precision_tensor(entry):
@@ -636,6 +702,7 @@ def run_entry(entry, device, opts):
                       replay_us_median=main["median"], replay_us_mean=main["mean"],
                       replay_us_min=main["min"], replay_us_spread=main["spread"],
                       replay_gpu_us=timing["gpu"], replay_host_us=timing["host"],
+                      replay_warm_l2_us=timing.get("warm"), replay_cold_l2_us=timing.get("cold"),
                       iters=main["samples"], notes=notes)
         trace_us = result.get("trace_gpu_us_mean")
         result["ratio"] = main["median"] / trace_us if trace_us else None
@@ -737,6 +804,11 @@ def parse_args(argv):
     p.add_argument("--no-graph", action="store_true",
                    help="GPU: time batched eager calls instead of CUDA/HIP graph replays "
                         "(includes launch gaps for short kernels)")
+    p.add_argument("--warm-cache", action="store_true",
+                   help="GPU: keep inputs in L2 between calls (default: large ops are timed with "
+                        "L2 flushed before each call, as in a model)")
+    p.add_argument("--cold-cache-min-us", type=float, default=10.0,
+                   help="GPU: ops at least this long (warm) are also timed with a cold L2")
     p.add_argument("--profile-kernels", action="store_true",
                    help="GPU: also run each op under torch.profiler and report the kernels it "
                         "launches and whether they match the trace's")
