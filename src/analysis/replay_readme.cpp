@@ -42,9 +42,16 @@ The runner prints one row per entry:
 | `op`, `input shapes`, `dtype` | the recorded call |
 | `count` | how many times the trace ran this exact call (same shapes, strides, dtypes, scalars) |
 | `trace_us` | mean GPU time per call in the trace: busy time (union of kernel, memcpy and memset intervals) of everything the op launched, including kernels of nested ops |
-| `replay_us` | mean time per call of the replay: CUDA/HIP events around each call on a GPU, `time.perf_counter` around each call on CPU |
+| `replay_us` | GPU time per call of the replay, median over `--iters` samples: a batch of calls (about 2 ms of work) is captured in a CUDA/HIP graph and replayed between one pair of events, so launch overhead is not measured and a 2 µs kernel reads 2 µs. When capture fails, batched eager calls are timed (the `method` column says which). On CPU: wall time per call |
 | `replay/trace` | ratio of the two; near 1 means the replay reproduces the trace's kernel time |
+| `host_us` | launch-inclusive wall time per call of eager calls (what a Python loop pays) |
+| `method` | `cuda-graph`, `batched-events` (capture failed), `cuda-graph, cold L2` (`--cold-cache`) or `cpu-wall` |
 | `status` | `ok`, or `error` with the reason printed under the table |
+
+`--results-json FILE` also gives per op the p10/p90 spread, the warm- and cold-cache times, and
+with `--profile-kernels` the kernels the replay launched (from `torch.profiler`) and whether they
+are the trace's (`kernel_names_match`): another kernel than the trace's is itself a finding (a
+different library path on this stack).
 
 Notes under the table say when the runner had to deviate from the recorded
 call: a dtype the device does not support (run again in float32), an operator
@@ -79,8 +86,10 @@ replayed kernel can be matched with the one in the trace (e.g. with
   changes the kernel time but matters for value-dependent kernels.
 - CPU timings are for functional checking only; they are not comparable with
   GPU kernel times.
-- Timing very short ops (a few microseconds) is dominated by launch overhead;
-  raise `--iters` for steadier numbers.
+- Ops recorded with float32 inputs whose trace kernels compute in bf16/fp16 (autocast casts
+  inside the op) are replayed under `torch.autocast` with that dtype; string arguments, which
+  the profiler does not record (e.g. `aten::gelu`'s `approximate`), take the schema default.
+  Both are said in the op's notes.
 )MD";
 
 std::string shapes_text(const PyValue& dims, const PyValue& types) {
@@ -119,6 +128,45 @@ std::string op_table(const ReplayPlan& plan) {
   return out;
 }
 
+// A regex that matches exactly the kernel's name up to its parameter list:
+// anchored, with every regex metacharacter escaped.
+std::string kernel_regex(const std::string& name) {
+  std::string head = name.substr(0, name.find('('));
+  std::string out = "^";
+  for (char c : head) {
+    if (std::string_view("\\^$.|?*+()[]{}").find(c) != std::string_view::npos) out += '\\';
+    out += c;
+  }
+  return out;
+}
+
+// ncu / rocprofv3 command lines that profile exactly one entry's kernels.
+std::string profiling_commands(const ReplayPlan& plan) {
+  std::string out;
+  for (const ReplayOp& op : plan.ops) {
+    if (op.kernels.empty() || !op.not_replayable.empty()) continue;
+    std::string alternatives;
+    for (const std::string& k : op.kernels) {
+      if (!alternatives.empty()) alternatives += '|';
+      alternatives += kernel_regex(k);
+    }
+    out += fmt::format(
+        "Entry {} (`{}`):\n\n```sh\n"
+        "ncu --kernel-name-base demangled --kernel-name 'regex:{}' --launch-count 10 \\\n"
+        "    --set full -o entry{} python3 replay.py --ids {} --no-graph --iters 5\n"
+        "rocprofv3 --kernel-trace --stats --kernel-include-regex '{}' \\\n"
+        "    --pmc SQ_WAVES SQ_BUSY_CU_CYCLES SQ_INSTS_VALU SQ_INSTS_MFMA -- "
+        "python3 replay.py --ids {} --no-graph --iters 5\n```\n\n",
+        op.id, op.name, alternatives, op.id, op.id, alternatives, op.id);
+  }
+  if (out.empty()) return "";
+  return "\n## Profile the kernels further\n\n"
+         "Nsight Compute (NVIDIA) and rocprofv3 (AMD) on exactly the kernels each entry launched "
+         "in the trace (the regexes are anchored and escaped; `--no-graph` launches them "
+         "eagerly):\n\n" +
+         out;
+}
+
 std::string tracelens_notes(const ReplayPlan& plan) {
   std::string out;
   for (const ReplayOp& op : plan.ops)
@@ -151,7 +199,7 @@ std::string readme_text(const Trace& trace, const ReplayPlan& plan) {
       "## Ops\n\n{}{}",
       plan.ops.size(), source, platform_name(trace.platform), gpu.empty() ? "unknown" : gpu,
       plan.selection, op_table(plan), tracelens_notes(plan));
-  return out + kHowToRun;
+  return out + kHowToRun + profiling_commands(plan);
 }
 
 }  // namespace jarvis::replay
