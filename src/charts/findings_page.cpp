@@ -1,6 +1,7 @@
 #include "charts/findings_page.h"
 
-#include <cmark.h>
+#include <cmark-gfm-core-extensions.h>
+#include <cmark-gfm.h>
 
 #include <algorithm>
 #include <cstdlib>
@@ -67,8 +68,9 @@ std::string image_markup(const std::string& url, const std::string& alt, const f
                          const fs::path& root, FindingsPage& page) {
   auto refused = [&](const std::string& why) {
     page.images_refused.push_back(url);
-    return fmt::format("<span class=\"note\">[image {} not embedded: {}]</span>", html_escape(url),
-                       why);
+    // The URL itself is left out: a page must not carry remote addresses.
+    return fmt::format("<span class=\"note\">[image \"{}\" not embedded: {}]</span>",
+                       html_escape(alt), why);
   };
   if (url.find("://") != std::string::npos || url.starts_with("data:") || url.starts_with("/"))
     return refused("only relative paths to files inside the output directory are embedded");
@@ -90,11 +92,23 @@ std::string image_markup(const std::string& url, const std::string& alt, const f
                      base64(read_file(target)), html_escape(alt), html_escape(url));
 }
 
+// CommonMark plus the GitHub extensions findings use: tables, strikethrough,
+// autolinks, and tagfilter (defuses <script>, <iframe>, ... even if raw HTML
+// were ever enabled; the default safe mode already drops raw HTML).
 std::string render_markdown(const std::string& markdown, const fs::path& md_dir,
                             const fs::path& root, FindingsPage& page) {
-  std::unique_ptr<cmark_node, decltype(&cmark_node_free)> doc(
-      cmark_parse_document(markdown.data(), markdown.size(), CMARK_OPT_DEFAULT), cmark_node_free);
-  if (!doc) throw std::runtime_error("cmark could not parse the markdown");
+  cmark_gfm_core_extensions_ensure_registered();
+  // The parser owns the extension list the renderer needs: it lives until
+  // the end of this function.
+  std::unique_ptr<cmark_parser, decltype(&cmark_parser_free)> parser(
+      cmark_parser_new(CMARK_OPT_DEFAULT), cmark_parser_free);
+  for (const char* name : {"table", "strikethrough", "autolink", "tagfilter"})
+    if (cmark_syntax_extension* ext = cmark_find_syntax_extension(name))
+      cmark_parser_attach_syntax_extension(parser.get(), ext);
+  cmark_parser_feed(parser.get(), markdown.data(), markdown.size());
+  std::unique_ptr<cmark_node, decltype(&cmark_node_free)> doc(cmark_parser_finish(parser.get()),
+                                                              cmark_node_free);
+  if (!doc) throw std::runtime_error("cmark-gfm could not parse the markdown");
   std::vector<cmark_node*> images;
   cmark_iter* iter = cmark_iter_new(doc.get());
   for (cmark_event_type ev; (ev = cmark_iter_next(iter)) != CMARK_EVENT_DONE;)
@@ -113,7 +127,8 @@ std::string render_markdown(const std::string& markdown, const fs::path& md_dir,
     cmark_node_replace(image, replacement);
     cmark_node_free(image);
   }
-  char* html = cmark_render_html(doc.get(), CMARK_OPT_DEFAULT);
+  char* html = cmark_render_html(doc.get(), CMARK_OPT_DEFAULT,
+                                 cmark_parser_get_syntax_extensions(parser.get()));
   std::string out(html);
   std::free(html);
   return out;

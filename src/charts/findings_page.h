@@ -1,8 +1,8 @@
 // One HTML page from the findings an agent wrote: every
-// <output_dir>/category_findings/*.md and system_findings/*.md, rendered from
-// CommonMark by cmark (raw HTML and unsafe link schemes suppressed), with the
-// local images they reference (SVG, PNG inside output_dir) embedded as data:
-// URIs so the page stays one self-contained file.
+// <output_dir>/category_findings/*.md and system_findings/*.md, rendered by
+// cmark-gfm (CommonMark + GitHub tables; raw HTML and unsafe link schemes
+// suppressed), with the local images they reference (SVG, PNG inside
+// output_dir) embedded as data: URIs so the page stays one self-contained file.
 #pragma once
 
 #include <string>
