@@ -1,4 +1,5 @@
 // jarvis report TRACE --out DIR [--arch NAME|FILE] [options]
+// jarvis report TRACE --html FILE [--svg-dir DIR] [options]
 //
 // Writes the TraceLens-compatible CSV sheets to DIR/perf_report_csvs/. Every
 // sheet is computed before anything is written; the sheets go to a temporary
@@ -14,6 +15,9 @@
 
 #include <fmt/format.h>
 
+#include "analysis/prepare.h"
+#include "analysis/trace_store.h"
+#include "charts/report_page.h"
 #include "cli/commands.h"
 #include "report/report.h"
 #include "report/xlsx.h"
@@ -31,9 +35,12 @@ namespace {
 namespace fs = std::filesystem;
 
 constexpr const char* kUsage =
-    "usage: jarvis report TRACE --out DIR [options]\n"
+    "usage: jarvis report TRACE (--out DIR | --html FILE) [options]\n"
     "writes DIR/perf_report_csvs/<sheet>.csv (TraceLens perf report sheets)\n"
+    "and/or a self-contained HTML report with charts\n"
     "options:\n"
+    "  --html FILE                      write the HTML report (arch detected when no --arch)\n"
+    "  --svg-dir DIR                    also write each chart as DIR/<chart>.svg\n"
     "  --arch NAME|FILE                 GPU arch for roofline columns (e.g. MI300X, H100, or a "
     "JSON file)\n"
     "  --include-python-frames          put python frames into the call tree\n"
@@ -43,8 +50,9 @@ constexpr const char* kUsage =
     "  --short-kernel-threshold-us X    short kernel threshold (default 10)\n"
     "  --short-kernel-bins N            histogram bins (default 100)\n";
 
-const std::vector<std::string> kValueFlags = {"--out", "--arch", "--short-kernel-threshold-us",
-                                              "--short-kernel-bins", "--xlsx"};
+const std::vector<std::string> kValueFlags = {
+    "--out",  "--arch",   "--short-kernel-threshold-us", "--short-kernel-bins", "--xlsx",
+    "--html", "--svg-dir"};
 const std::vector<std::string> kSwitches = {"--include-python-frames", "--no-kernel-summary",
                                             "--no-short-kernel-study"};
 
@@ -98,6 +106,25 @@ void write_report_dir(const Report& report, const fs::path& target) {
   fs::remove_all(old, ec);
 }
 
+void write_html_report(const Trace& trace, const Report& report, const std::string& trace_path,
+                       const std::string& arch_name, const std::string& html_path,
+                       const std::string& svg_dir) {
+  charts::ReportPageOptions page;
+  page.trace_path = trace_path;
+  if (!arch_name.empty()) {
+    page.arch_name = arch_name;
+    page.arch = analysis::load_arch_json(arch_name);
+    if (page.arch.contains("name") && page.arch["name"].is_string())
+      page.arch_name = page.arch["name"].get<std::string>();
+  }
+  auto charts = charts::report_charts(trace, report, page);
+  std::string html = charts::report_html(trace, report, charts, page);
+  write_file_atomic(html_path, html);
+  fmt::print("{}: HTML report, {} charts, {} bytes\n", html_path, charts.size(), html.size());
+  if (!svg_dir.empty())
+    for (const auto& path : charts::write_chart_svgs(charts, svg_dir)) fmt::print("{}\n", path);
+}
+
 }  // namespace
 
 int cmd_report(const Args& args) {
@@ -116,7 +143,10 @@ int cmd_report(const Args& args) {
     if (pos.size() != 1) throw UsageError("expected exactly one TRACE argument");
     trace_path = pos[0];
     out = flag_value(args, "--out");
-    if (out.empty()) throw UsageError("--out DIR is required");
+    if (out.empty() && !has_flag(args, "--html"))
+      throw UsageError("--out DIR or --html FILE is required");
+    if (has_flag(args, "--svg-dir") && !has_flag(args, "--html"))
+      throw UsageError("--svg-dir needs --html");
     options.include_python_frames = has_flag(args, "--include-python-frames");
     options.kernel_summary = !has_flag(args, "--no-kernel-summary");
     options.short_kernel_study = !has_flag(args, "--no-short-kernel-study");
@@ -143,12 +173,28 @@ int cmd_report(const Args& args) {
 
   Trace trace = load_trace(trace_path);
   CallTree tree(trace, TreeOptions{options.include_python_frames});
+  std::string arch_name = has_flag(args, "--arch") ? flag_value(args, "--arch") : "";
+#ifdef JARVIS_HAVE_GPU_ARCH
+  // The HTML page draws rooflines, so it detects the arch like the MCP tools do.
+  if (arch_name.empty() && has_flag(args, "--html")) {
+    arch_name = detect_arch_name(trace);
+    if (!arch_name.empty()) {
+      arch = perf::load_gpu_arch(arch_name);
+      options.arch = &arch;
+    }
+  }
+#endif
   Report report = build_report(trace, tree, options);
-  fs::path target = fs::path(out) / "perf_report_csvs";
-  write_report_dir(report, target);
+  if (!out.empty()) {
+    fs::path target = fs::path(out) / "perf_report_csvs";
+    write_report_dir(report, target);
+    for (const Table& t : report.tables)
+      fmt::print("{}: {} rows\n", (target / (t.name + ".csv")).string(), t.rows.size());
+  }
   if (has_flag(args, "--xlsx")) write_xlsx(report.tables, flag_value(args, "--xlsx"));
-  for (const Table& t : report.tables)
-    fmt::print("{}: {} rows\n", (target / (t.name + ".csv")).string(), t.rows.size());
+  if (has_flag(args, "--html"))
+    write_html_report(trace, report, trace_path, arch_name, flag_value(args, "--html"),
+                      flag_value(args, "--svg-dir"));
   return 0;
 }
 

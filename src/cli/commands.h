@@ -17,6 +17,7 @@ int cmd_serve(const Args& args);
 int cmd_replay(const Args& args);
 int cmd_compare(const Args& args);
 int cmd_insights(const Args& args);
+int cmd_render_findings(const Args& args);
 
 // Small helpers shared by the subcommands.
 // Value following `flag` in args (e.g. --out DIR), or "" when absent.

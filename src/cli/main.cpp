@@ -35,7 +35,11 @@ const std::map<std::string, Command>& commands() {
         "recoverable time"}},
       {"report",
        {jarvis::cli::cmd_report,
-        "report TRACE --out DIR [--arch NAME|FILE]  TraceLens perf report CSVs"}},
+        "report TRACE --out DIR [--arch NAME|FILE] [--html FILE [--svg-dir DIR]]  TraceLens perf "
+        "report CSVs, HTML report with charts"}},
+      {"render-findings",
+       {jarvis::cli::cmd_render_findings,
+        "render-findings OUTPUT_DIR [--out FILE]  one HTML page from the findings markdown"}},
       {"serve",
        {jarvis::cli::cmd_serve,
         "serve --stdio | --http [HOST:]PORT  MCP server (see serve --help)"}},

@@ -1,0 +1,63 @@
+// render_report: the self-contained HTML report of a loaded trace, and
+// optionally every chart as an SVG file.
+#include <filesystem>
+
+#include <fmt/format.h>
+
+#include "analysis/prepare.h"
+#include "analysis/trace_store.h"
+#include "charts/report_page.h"
+#include "mcp/tool.h"
+#include "perf/gpu_arch.h"
+
+namespace jarvis::mcp {
+namespace {
+
+ToolResult render_report_tool(const json& args, ToolContext& ctx) {
+  auto entry = ctx.traces().get(args.at("trace").get<std::string>());
+  if (!entry) throw ToolError("unknown trace handle; call load_trace first or list_traces");
+  auto out = ctx.resolve_path(args.at("output").get<std::string>(), false, true);
+  std::filesystem::path svg_dir;
+  if (args.contains("svg_dir"))
+    svg_dir = ctx.resolve_path(args.at("svg_dir").get<std::string>(), false, true);
+  std::string arch = args.value("arch", std::string());
+  if (arch.empty()) arch = detect_arch_name(entry->trace());
+  charts::ReportPageOptions page;
+  page.trace_path = entry->path();
+  page.top_ops = args.at("top_n").get<size_t>();
+  std::shared_ptr<const Report> report;
+  try {
+    report = trace_report(*entry, arch.empty() ? "none" : arch);
+    if (!arch.empty()) {
+      page.arch = analysis::load_arch_json(arch);
+      page.arch_name = page.arch.value("name", arch);
+    }
+  } catch (const perf::GpuArchError& e) {
+    throw ToolError(e.what());
+  } catch (const std::invalid_argument& e) {
+    throw ToolError(e.what());
+  }
+  ctx.report_progress(1, 2, "report built; drawing charts");
+  auto charts = charts::report_charts(entry->trace(), *report, page);
+  std::string html = charts::report_html(entry->trace(), *report, charts, page);
+  write_file_atomic(out.string(), html);
+  std::vector<std::string> svg_paths;
+  if (!svg_dir.empty()) svg_paths = charts::write_chart_svgs(charts, svg_dir.string());
+  json list = json::array();
+  for (size_t i = 0; i < charts.size(); ++i)
+    list.push_back({{"name", charts[i].name},
+                    {"title", std::visit([](const auto& c) { return c.title; }, charts[i].chart)},
+                    {"svg_path", svg_paths.empty() ? json(nullptr) : json(svg_paths[i])}});
+  json result = {{"trace", entry->handle()},
+                 {"path", out.string()},
+                 {"bytes", html.size()},
+                 {"arch", page.arch_name.empty() ? json(nullptr) : json(page.arch_name)},
+                 {"charts", list}};
+  return {result,
+          fmt::format("Wrote {} ({} bytes, {} charts{}).", out.string(), html.size(), charts.size(),
+                      svg_paths.empty() ? "" : ", SVGs in " + svg_dir.string())};
+}
+
+}  // namespace
+JARVIS_MCP_TOOL(render_report, render_report_tool);
+}  // namespace jarvis::mcp

@@ -1,0 +1,184 @@
+#!/usr/bin/env python3
+"""Loads HTML pages in headless Chromium and fails on any console error,
+uncaught exception or failed request; saves a full-page screenshot per page.
+
+Talks the Chrome DevTools Protocol over --remote-debugging-pipe (fd 3 in,
+fd 4 out, NUL-separated JSON), so it needs nothing beyond the standard
+library and the chromium binary.
+
+    check_pages.py CHROMIUM SCREENSHOT_DIR PAGE.html...
+"""
+import base64
+import json
+import os
+import pathlib
+import select
+import subprocess
+import sys
+import tempfile
+import time
+
+TIMEOUT_S = 60
+
+
+class Browser:
+    def __init__(self, binary, profile):
+        to_child_r, self.to_child = os.pipe()
+        self.from_child, from_child_w = os.pipe()
+
+        def wire_fds():  # runs in the child: CDP expects fds 3 and 4
+            # Move both ends out of the way first: the pipes may themselves be 3 or 4.
+            read_end, write_end = os.dup(to_child_r), os.dup(from_child_w)
+            os.dup2(read_end, 3, inheritable=True)
+            os.dup2(write_end, 4, inheritable=True)
+
+        self.proc = subprocess.Popen(
+            [binary, "--headless=new", "--no-sandbox", "--disable-gpu",
+             "--remote-debugging-pipe", "--no-first-run", "--no-default-browser-check",
+             "--disable-extensions", "--disable-background-networking",
+             "--disable-component-update", "--disable-sync", "--hide-scrollbars",
+             f"--user-data-dir={profile}", "--window-size=1200,900", "about:blank"],
+            # close_fds would run after preexec_fn and close fds 3 and 4 again.
+            preexec_fn=wire_fds, close_fds=False,
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        os.close(to_child_r)
+        os.close(from_child_w)
+        self.buffer = b""
+        self.next_id = 0
+        self.events = []
+
+    def send(self, method, params=None, session=None):
+        self.next_id += 1
+        message = {"id": self.next_id, "method": method, "params": params or {}}
+        if session:
+            message["sessionId"] = session
+        os.write(self.to_child, json.dumps(message).encode() + b"\0")
+        return self.wait_reply(self.next_id)
+
+    def read_message(self, deadline):
+        while b"\0" not in self.buffer:
+            left = deadline - time.time()
+            if left <= 0 or not select.select([self.from_child], [], [], left)[0]:
+                raise TimeoutError("chromium did not answer in time")
+            chunk = os.read(self.from_child, 1 << 20)
+            if not chunk:
+                raise RuntimeError("chromium closed the DevTools pipe")
+            self.buffer += chunk
+        raw, self.buffer = self.buffer.split(b"\0", 1)
+        return json.loads(raw)
+
+    def wait_reply(self, message_id):
+        deadline = time.time() + TIMEOUT_S
+        while True:
+            message = self.read_message(deadline)
+            if message.get("id") == message_id:
+                if "error" in message:
+                    raise RuntimeError(f"CDP error: {message['error']}")
+                return message.get("result", {})
+            self.events.append(message)
+
+    def wait_event(self, method, session):
+        deadline = time.time() + TIMEOUT_S
+        for i, event in enumerate(self.events):
+            if event.get("method") == method and event.get("sessionId") == session:
+                return self.events.pop(i)
+        while True:
+            message = self.read_message(deadline)
+            if message.get("method") == method and message.get("sessionId") == session:
+                return message
+            self.events.append(message)
+
+    def close(self):
+        try:
+            self.send("Browser.close")
+        except Exception:
+            pass
+        try:
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+
+
+def problems_in(events, session):
+    """Console errors, exceptions and failed or non-local requests."""
+    found = []
+    for e in events:
+        if e.get("sessionId") != session:
+            continue
+        method, params = e.get("method"), e.get("params", {})
+        if method == "Runtime.consoleAPICalled" and params.get("type") in ("error", "assert"):
+            found.append("console error: " + " ".join(
+                str(a.get("value", a.get("description", ""))) for a in params.get("args", [])))
+        elif method == "Runtime.exceptionThrown":
+            found.append("exception: " + json.dumps(params.get("exceptionDetails", {}))[:500])
+        elif method == "Log.entryAdded" and params.get("entry", {}).get("level") == "error":
+            found.append("log error: " + params["entry"].get("text", ""))
+        elif method == "Network.loadingFailed":
+            found.append("failed request: " + params.get("errorText", ""))
+        elif method == "Network.requestWillBeSent":
+            url = params.get("request", {}).get("url", "")
+            if not url.startswith(("file:", "data:", "about:")):
+                found.append("network request to " + url)
+    return found
+
+
+def check_page(browser, page, screenshot):
+    target = browser.send("Target.createTarget", {"url": "about:blank"})["targetId"]
+    session = browser.send("Target.attachToTarget",
+                           {"targetId": target, "flatten": True})["sessionId"]
+    for domain in ("Page", "Runtime", "Log", "Network"):
+        browser.send(domain + ".enable", session=session)
+    browser.send("Page.navigate", {"url": page.resolve().as_uri()}, session=session)
+    browser.wait_event("Page.loadEventFired", session)
+    # Click every sortable header once so the sorting script runs too.
+    clicked = browser.send("Runtime.evaluate", {
+        "expression": "(function(){var n=0;document.querySelectorAll('table.sortable th')"
+                      ".forEach(function(th){th.click();n++;});return n;})()",
+        "returnByValue": True}, session=session)["result"].get("value", 0)
+    counts = browser.send("Runtime.evaluate", {
+        "expression": "JSON.stringify({svg: document.querySelectorAll('svg').length,"
+                      " img: Array.prototype.filter.call(document.images,"
+                      " function(i){return i.complete && i.naturalWidth > 0;}).length,"
+                      " brokenImg: Array.prototype.filter.call(document.images,"
+                      " function(i){return !(i.complete && i.naturalWidth > 0);}).length})",
+        "returnByValue": True}, session=session)["result"]["value"]
+    metrics = browser.send("Page.getLayoutMetrics", session=session)
+    size = metrics.get("cssContentSize", metrics.get("contentSize"))
+    shot = browser.send("Page.captureScreenshot", {
+        "format": "png", "captureBeyondViewport": True,
+        "clip": {"x": 0, "y": 0, "width": min(size["width"], 1200),
+                 "height": min(size["height"], 6000), "scale": 1}}, session=session)
+    screenshot.write_bytes(base64.b64decode(shot["data"]))
+    problems = problems_in(browser.events, session)
+    stats = json.loads(counts)
+    if stats["brokenImg"]:
+        problems.append(f"{stats['brokenImg']} images did not load")
+    browser.send("Target.closeTarget", {"targetId": target})
+    return problems, stats, clicked
+
+
+def main():
+    if len(sys.argv) < 4:
+        sys.exit(__doc__)
+    binary, shots = sys.argv[1], pathlib.Path(sys.argv[2])
+    shots.mkdir(parents=True, exist_ok=True)
+    failed = False
+    with tempfile.TemporaryDirectory() as profile:
+        browser = Browser(binary, profile)
+        try:
+            for name in sys.argv[3:]:
+                page = pathlib.Path(name)
+                screenshot = shots / (page.stem + ".png")
+                problems, stats, clicked = check_page(browser, page, screenshot)
+                print(f"{page}: {stats['svg']} inline svg, {stats['img']} images, "
+                      f"{clicked} sortable headers clicked -> {screenshot}")
+                for p in problems:
+                    print("  PROBLEM " + p)
+                failed |= bool(problems)
+        finally:
+            browser.close()
+    sys.exit(1 if failed else 0)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Browser test of the HTML report kinds: builds each page with the jarvis CLI
+# (single-trace report; findings page with an embedded chart), then loads
+# them in headless Chromium (check_pages.py). Fails on any console error,
+# failed request or request leaving the file; screenshots go to OUTDIR.
+#
+#   run_browser_test.sh JARVIS SHARED_DIR OUTDIR CHROMIUM PYTHON3
+set -euo pipefail
+jarvis="$1"; shared="$2"; out="$3"; chromium="${4:-}"; python="${5:-}"
+if [ -z "$chromium" ] || [ ! -x "$chromium" ]; then
+  echo "chromium not found: install the Debian package 'chromium' (CI does)" >&2; exit 1
+fi
+if [ -z "$python" ] || [ ! -x "$python" ]; then
+  echo "python3 not found" >&2; exit 1
+fi
+trace="$shared/conformance/h100_bert-small/trace.json.gz"
+rm -rf "$out"; mkdir -p "$out/pages" "$out/findings/category_findings"
+"$jarvis" report "$trace" --html "$out/pages/report.html" --svg-dir "$out/findings/charts"
+cat > "$out/findings/category_findings/gemm_findings.md" <<'MD'
+# GEMM findings
+
+## Overview
+GEMMs take most of the kernel time of this BERT step; most shapes are memory bound.
+
+![GEMM roofline](../charts/gemm_roofline.svg)
+
+## Key Bottlenecks
+
+| Priority | Op | Time share |
+|---|---|---|
+| High | aten::addmm (512 x 512) | see the top-ops chart |
+
+![Top ops](../charts/top_ops.svg)
+MD
+"$jarvis" render-findings "$out/findings" --out "$out/pages/findings.html"
+"$python" "$(dirname "$0")/check_pages.py" "$chromium" "$out/screenshots" \
+  "$out/pages/report.html" "$out/pages/findings.html"
