@@ -81,8 +81,9 @@ TEST_SUITE("replay") {
     REQUIRE(cat["op_count"] == 1);
     CHECK(cat["ops"][0]["name"] == "aten::_scaled_dot_product_flash_attention");
 
-    json uids = r.h->tool_result(5, "make_replay",
-                                 {{"trace", "t1"}, {"output_dir", "uids"}, {"uids", {48, 19}}});
+    json uids = r.h->tool_result(
+        5, "make_replay",
+        {{"trace", "t1"}, {"output_dir", (r.scratch / "uids").string()}, {"uids", {48, 19}}});
     CHECK(uids["op_count"] == 2);
   }
 
