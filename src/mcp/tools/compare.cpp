@@ -65,17 +65,17 @@ ToolResult compare_tool(const json& args, ToolContext& ctx) {
   CompareTracesOptions options;
   options.reference_tag = args.at("reference_tag").get<std::string>();
   options.target_tag = args.at("target_tag").get<std::string>();
-  options.arch_reference = args.value("arch_reference", std::string());
-  options.arch_target = args.value("arch_target", std::string());
+  options.arch_reference = ctx.arch(args.value("arch_reference", std::string()));
+  options.arch_target = ctx.arch(args.value("arch_target", std::string()));
   options.compare.sheet_groups = args.at("sheets").get<std::vector<std::string>>();
   options.gaps.gap_threshold = args.at("gap_threshold").get<double>();
   options.gaps.min_target_share = args.at("min_target_share_pct").get<double>() / 100.0;
   if (options.reference_tag == options.target_tag)
     throw ToolError("reference_tag and target_tag must differ");
   if (args.contains("output_dir"))
-    options.output_dir = ctx.resolve_path(args.at("output_dir").get<std::string>(),
-                                          /*must_exist=*/false, /*for_write=*/true)
-                             .string();
+    options.output_dir =
+        ctx.output_dir(args.at("output_dir").get<std::string>(), args.at("overwrite").get<bool>())
+            .string();
   Input ref, tgt;
   try {
     ctx.report_progress(0, 3, "reference report");
@@ -94,6 +94,7 @@ ToolResult compare_tool(const json& args, ToolContext& ctx) {
   TraceComparison c =
       compare_prepared_reports(std::move(ref.prepared.report), std::move(tgt.prepared.report),
                                std::move(ref.prepared.arch), std::move(tgt.prepared.arch), options);
+  if (!options.output_dir.empty()) ctx.paths().mark_output_dir(options.output_dir);
   json result = c.summary(args.at("top_n").get<size_t>());
   result["reference"]["handle"] = ref.handle;
   result["target"]["handle"] = tgt.handle;

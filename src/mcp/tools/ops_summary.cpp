@@ -66,7 +66,7 @@ ToolResult ops_summary_tool(const json& args, ToolContext& ctx) {
   if (!entry)
     throw ToolError("unknown trace handle \"" + handle +
                     "\"; call load_trace first (or list_traces)");
-  std::string arch = args.value("arch", std::string());
+  std::string arch = ctx.arch(args.value("arch", std::string()));
   std::string used_arch = arch.empty() ? detect_arch_name(entry->trace()) : arch;
   std::shared_ptr<const Report> report;
   try {
