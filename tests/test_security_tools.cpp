@@ -326,6 +326,15 @@ TEST_SUITE("mcp_security") {
     CHECK(tool_error(stateless_call(h, 4, "unload_trace", {{"trace", "s0"}})));
     // The holder of the handle uses it in a later request.
     CHECK_FALSE(tool_error(stateless_call(h, 5, "ops_summary", {{"trace", handle}})));
+    // Or it names the trace by path in each request: served from the shared
+    // cache, confined like load_trace, no handle kept.
+    json by_path = stateless_call(h, 8, "ops_summary", {{"trace", "trace.json.gz"}});
+    REQUIRE_FALSE(tool_error(by_path));
+    CHECK(by_path["result"]["structuredContent"]["trace"] == "trace.json.gz");
+    CHECK(h.server.trace_cache().stats().parses == 1);
+    json escape = stateless_call(h, 9, "ops_summary", {{"trace", "/etc/x.json"}});
+    REQUIRE(tool_error(escape));
+    CHECK(tool_text(escape).find("outside the allowed directories") != std::string::npos);
     // A legacy session does not see it either.
     h.initialize();
     CHECK(h.tool_result(6, "list_traces", json::object())["traces"].empty());

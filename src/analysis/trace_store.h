@@ -94,6 +94,13 @@ class TraceStore {
   std::vector<HandleInfo> list() const;
   size_t size() const;
   bool lists_handles() const { return mode_ == Handles::Sequential; }
+  // Lets get() take a trace path where a handle is expected: `confine`
+  // returns the confined path (or throws); the trace is served from the
+  // shared cache for that call only, no handle is kept. Stateless clients
+  // can so name a trace in every request instead of sharing handles.
+  void set_path_loader(std::function<std::string(const std::string&)> confine) {
+    confine_ = std::move(confine);
+  }
   TraceCache& cache() const { return cache_; }
 
  private:
@@ -112,6 +119,7 @@ class TraceStore {
   mutable std::map<std::string, Handle> by_handle_;
   mutable std::vector<std::string> order_;
   uint64_t next_id_ = 1;
+  std::function<std::string(const std::string&)> confine_;
 };
 
 // The call tree of a loaded trace (TraceLens defaults: no python frames),

@@ -249,6 +249,17 @@ void PathPolicy::mark_output_dir(const fs::path& dir) const {
     std::ofstream(marker) << "Written by jarvis tools; they may replace files here.\n";
 }
 
+fs::path PathPolicy::trace_path(const std::string& given) const {
+  fs::path path = resolve(given, /*must_exist=*/true, /*for_write=*/false);
+  std::string name = path.filename().string();
+  if (!ends_with(name, ".json") && !ends_with(name, ".json.gz") && !ends_with(name, ".gz"))
+    throw ToolError(fmt::format(
+        "'{}' is not a trace file name: load_trace reads .json and .json.gz Kineto traces", given));
+  if (written_by_us(path))
+    throw ToolError(fmt::format("'{}' was written by a jarvis tool and is not a trace", given));
+  return path;
+}
+
 void PathPolicy::note_written(const fs::path& path) const {
   std::lock_guard<std::mutex> lock(written_mutex_);
   written_.insert(path.lexically_normal().string());

@@ -114,6 +114,7 @@ Server::Server(ServerOptions options) : options_(std::move(options)) {
   cache_ = std::make_unique<TraceCache>(options_.max_memory_bytes);
   stateless_traces_ = std::make_shared<TraceStore>(*cache_, TraceStore::Handles::Capability,
                                                    options_.session_idle_ttl);
+  stateless_traces_->set_path_loader(trace_path_loader());
 }
 
 Server::~Server() {
@@ -145,6 +146,10 @@ json Server::capabilities() const {
 
 std::shared_ptr<Session> Server::new_session() {
   return std::make_shared<Session>(*this);
+}
+
+std::function<std::string(const std::string&)> Server::trace_path_loader() const {
+  return [this](const std::string& path) { return paths_.trace_path(path).string(); };
 }
 
 std::shared_ptr<Session> Server::new_stateless_session() {
@@ -182,7 +187,9 @@ Session::Session(Server& server, std::shared_ptr<TraceStore> traces)
     : server_(server), traces_(std::move(traces)) {}
 
 Session::Session(Server& server)
-    : Session(server, std::make_shared<TraceStore>(server.trace_cache())) {}
+    : Session(server, std::make_shared<TraceStore>(server.trace_cache())) {
+  traces_->set_path_loader(server.trace_path_loader());
+}
 
 bool Session::initialized() const {
   std::lock_guard<std::mutex> lock(mutex_);

@@ -125,6 +125,8 @@ class Server {
   // outlives its request but only its holder can use or unload it.
   std::shared_ptr<Session> new_stateless_session();
   TraceCache& trace_cache() { return *cache_; }
+  // Confines a trace path named where a handle is expected (TraceStore::set_path_loader).
+  std::function<std::string(const std::string&)> trace_path_loader() const;
 
   // Fixture resources (conformance mode only).
   json list_resources() const;

@@ -95,6 +95,11 @@ class PathPolicy {
   void note_written(const std::filesystem::path& path) const;
   bool written_by_us(const std::filesystem::path& path) const;
 
+  // A trace to read: resolved like resolve(must_exist), named .json or
+  // .json.gz, and nothing a jarvis tool wrote (a planted findings file or
+  // report is never read as a trace).
+  std::filesystem::path trace_path(const std::string& path) const;
+
   // The `arch` argument of a tool: a bundled arch name (any case) becomes
   // its canonical name; anything else must be a .json file under a root or
   // an --arch-dir and become its canonical path. "" and "none" pass through.

@@ -17,15 +17,7 @@ namespace {
 
 ToolResult load_trace_tool(const json& args, ToolContext& ctx) {
   std::string given = args.at("path").get<std::string>();
-  auto path = ctx.resolve_path(given, /*must_exist=*/true, /*for_write=*/false);
-  // Traces are JSON: refusing other names (and whatever our tools wrote)
-  // keeps a planted findings file or report from being read as a trace.
-  std::string name = path.filename().string();
-  if (!name.ends_with(".json") && !name.ends_with(".json.gz") && !name.ends_with(".gz"))
-    throw ToolError(fmt::format(
-        "'{}' is not a trace file name: load_trace reads .json and .json.gz Kineto traces", given));
-  if (ctx.paths().written_by_us(path))
-    throw ToolError(fmt::format("'{}' was written by a jarvis tool and is not a trace", given));
+  auto path = ctx.paths().trace_path(given);
   // Progress is a fraction of 1: loading takes it to 0.9 (the uncompressed
   // size is unknown up front, so bytes read are mapped onto a saturating
   // curve scaled by the file size), the GPU timeline to 1.
