@@ -175,7 +175,9 @@ class ConnectionWatch {
       by_ip[c.ip].push_back(c);
     }
     first_seen_ = std::move(present);
+    // Connections that vanished mid-request never reach the logger: forget them here.
     std::erase_if(restarted_, [&](const auto& r) { return !first_seen_.count(r.first); });
+    std::erase_if(busy_, [&](const std::string& peer) { return !first_seen_.count(peer); });
     size_t killed = 0;
     for (auto& [ip, conns] : by_ip) {
       std::sort(conns.begin(), conns.end(),

@@ -1,5 +1,6 @@
 #include "session/trace_cache.h"
 
+#include <malloc.h>
 #include <sys/stat.h>
 
 #include <chrono>
@@ -225,6 +226,10 @@ bool TraceCache::evict_one_locked(bool referenced_too) {
   resident_bytes_ -= victim->second.entry->bytes();
   resident_.erase(victim);
   ++evictions_;
+  // A parsed trace is many small blocks spread over the worker threads'
+  // arenas; without a trim the freed pages stay in the process and the
+  // budget would not show in its resident size.
+  ::malloc_trim(0);
   return true;
 }
 
