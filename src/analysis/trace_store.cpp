@@ -89,8 +89,7 @@ std::shared_ptr<const LoadedTrace> TraceStore::get(const std::string& handle) co
     expire_locked();
     auto it = by_handle_.find(handle);
     if (it == by_handle_.end()) {
-      bool path_like = handle.find('/') != std::string::npos || handle.ends_with(".json") ||
-                       handle.ends_with(".gz");
+      bool path_like = handle.ends_with(".json") || handle.ends_with(".gz");
       if (!confine_ || !path_like) return nullptr;
       std::string path = confine_(handle);
       return std::make_shared<const LoadedTrace>(handle, cache_.acquire(identify_file(path)).entry);

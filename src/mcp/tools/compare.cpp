@@ -22,12 +22,16 @@ struct Input {
 
 Input prepare_input(const std::string& value, const std::string& tag, const std::string& arch,
                     ToolContext& ctx) {
-  auto entry = ctx.traces().get(value);
+  // A trace path is loaded under a handle of this session (reported back),
+  // not served per call as other tools' path arguments are.
+  bool trace_file = value.ends_with(".json") || value.ends_with(".gz");
+  auto entry = trace_file ? nullptr : ctx.traces().get(value);
   if (!entry) {
     auto path = ctx.resolve_path(value, /*must_exist=*/true, /*for_write=*/false);
     if (std::filesystem::is_directory(path))
       return {prepare_report_dir(path.string(), tag, arch), json()};
-    entry = ctx.traces().load(path.string()).entry;
+    // A file goes through load_trace's checks (trace names, nothing we wrote).
+    entry = ctx.traces().load(ctx.paths().trace_path(value).string()).entry;
   }
   return {prepare_loaded_trace(*entry, tag, arch), entry->handle()};
 }
