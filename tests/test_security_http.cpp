@@ -212,6 +212,22 @@ TEST_SUITE("mcp_security") {
     answers_next_request(live);
     CHECK(Clock::now() - start < std::chrono::seconds(8));
     for (int fd : slow) ::close(fd);
+    // Below the per-address cap, the request deadline cuts a trickling client.
+    int trickle = connect_raw(live.http.port());
+    send_all(trickle, "POST /mcp HTTP/1.1\r\n");
+    start = Clock::now();
+    char byte;
+    ssize_t got = 1;
+    while (got > 0 && Clock::now() - start < std::chrono::seconds(6)) {
+      send_all(trickle, "X");
+      got = ::recv(trickle, &byte, 1, MSG_DONTWAIT);
+      if (got < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) got = 1;
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    }
+    CHECK(got <= 0);  // closed by the server
+    CHECK(Clock::now() - start < std::chrono::seconds(4));
+    ::close(trickle);
+    answers_next_request(live);
   }
 
   TEST_CASE("point 6: idle sessions expire and the cap evicts the least recently used") {
