@@ -47,6 +47,7 @@ constexpr const char* kUsage =
     "  --xlsx FILE                      also write all sheets to an Excel workbook\n"
     "  --no-kernel-summary              skip the kernel_summary sheet\n"
     "  --no-short-kernel-study          skip the short-kernel sheets\n"
+    "  --no-coll-analysis               skip the coll_analysis sheet\n"
     "  --short-kernel-threshold-us X    short kernel threshold (default 10)\n"
     "  --short-kernel-bins N            histogram bins (default 100)\n";
 
@@ -54,7 +55,7 @@ const std::vector<std::string> kValueFlags = {
     "--out",  "--arch",   "--short-kernel-threshold-us", "--short-kernel-bins", "--xlsx",
     "--html", "--svg-dir"};
 const std::vector<std::string> kSwitches = {"--include-python-frames", "--no-kernel-summary",
-                                            "--no-short-kernel-study"};
+                                            "--no-short-kernel-study", "--no-coll-analysis"};
 
 class UsageError : public std::runtime_error {
  public:
@@ -150,6 +151,7 @@ int cmd_report(const Args& args) {
     options.include_python_frames = has_flag(args, "--include-python-frames");
     options.kernel_summary = !has_flag(args, "--no-kernel-summary");
     options.short_kernel_study = !has_flag(args, "--no-short-kernel-study");
+    options.collective_analysis = !has_flag(args, "--no-coll-analysis");
     if (has_flag(args, "--short-kernel-threshold-us"))
       options.short_kernel_threshold_us = parse_number<double>(
           flag_value(args, "--short-kernel-threshold-us"), "--short-kernel-threshold-us");
