@@ -88,6 +88,7 @@ void check_flags(const Args& args) {
 // Writes the report into a fresh sibling directory, then swaps it in.
 void write_report_dir(const Report& report, const fs::path& target) {
   fs::path parent = target.parent_path();
+  auto dir_lock = lock_output_dir(target);
   fs::create_directories(parent);
   std::string suffix = std::to_string(::getpid());
   fs::path tmp = parent / (".perf_report_csvs.tmp." + suffix);
