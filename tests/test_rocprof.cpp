@@ -381,6 +381,17 @@ TEST_SUITE("rocprof") {
     CHECK(counters.col("cu_utilization_pct_mean") >= 0);
     Table rows = read_csv_file((tmp.path / "rocprof_counters/dispatch_counters.csv").string());
     CHECK(rows.rows.size() == 30);
+    CliResult info = run_jarvis("info " + shell_quote(kCsvDir));
+    CHECK(info.exit_code == 0);
+    CHECK(info.output.find("source:     rocprofv3") != std::string::npos);
+    CHECK(info.output.find("kernels:    21") != std::string::npos);
+    // Commands that need a PyTorch trace say why they cannot read this one.
+    if (have_reference()) {
+      CliResult ins = run_jarvis("insights " + shell_quote(kJson));
+      CHECK(ins.exit_code == 1);
+      CHECK(ins.output.find("a rocprofv3 results file, not a PyTorch profiler trace") !=
+            std::string::npos);
+    }
     // Kineto-only flags are refused for rocprof input, and the reverse.
     CHECK(run_jarvis("report " + shell_quote(kCsvDir) + " --html x.html").exit_code == 2);
     CHECK(
