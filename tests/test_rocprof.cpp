@@ -357,6 +357,16 @@ TEST_SUITE("rocprof") {
     CHECK(t.events[21].cat == Cat::GpuMemcpy);
   }
 
+  TEST_CASE("rocprof: find_outputs lists one entry per process output") {
+    CHECK(rocprof::find_outputs(kCsvDir) ==
+          std::vector<std::string>{kCsvDir + "/908_kernel_trace.csv"});
+    if (have_reference()) CHECK(rocprof::find_outputs(kRefDir) == std::vector<std::string>{kJson});
+    // A sweep-style join: per-kernel aggregates of each output by name.
+    auto kernels = rocprof::kernel_counters_from_file(rocprof::find_outputs(kCsvDir).at(0));
+    CHECK(kernels.size() == 7);
+    CHECK(kernels.front().name == "ncclDevKernel_Generic_1");
+  }
+
   TEST_CASE("rocprof: detection by content and name") {
     CHECK(rocprof::detect_input(kCsvDir) == rocprof::InputKind::CsvSet);
     CHECK(rocprof::detect_input(kCsvDir + "/908_kernel_stats.csv") == rocprof::InputKind::CsvSet);

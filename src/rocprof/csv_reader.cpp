@@ -275,6 +275,22 @@ uint64_t file_size_or_zero(const fs::path& f) {
 
 }  // namespace
 
+std::vector<std::string> find_outputs(const std::string& dir) {
+  std::vector<std::string> out;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(dir, ec)) {
+    std::string name = entry.path().filename().string();
+    if (ends_with(name, "_results.json") || ends_with(name, "_results.json.gz"))
+      out.push_back(entry.path().string());
+  }
+  for (const auto& prefix : prefixes_in(dir)) {
+    CsvSet set{dir, prefix};
+    out.push_back((set.has(kKernelTrace) ? set.file(kKernelTrace) : set.file(kCounters)).string());
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
 Profile load_profile_csv(const std::string& path) {
   CsvSet set = resolve_set(path);
   if (!set.has(kKernelTrace)) {

@@ -127,6 +127,12 @@ inline bool is_rocprof_input(const std::string& path) {
   return detect_input(path) != InputKind::Other;
 }
 
+// The rocprofv3 outputs in a directory (not recursive), sorted: every
+// *_results.json[.gz] and, per CSV set, its kernel trace (or its counter file
+// when the kernel trace is missing, so load_profile explains). A run
+// directory's rocprof_traces/ holds one output per profiled process (rank).
+std::vector<std::string> find_outputs(const std::string& dir);
+
 // Reads a rocprofv3 JSON results file or CSV set. Throws TraceError naming
 // the file and the problem (not rocprofv3, missing columns, a counter CSV
 // without its kernel trace, ...).
