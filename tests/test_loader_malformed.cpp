@@ -227,6 +227,8 @@ const std::vector<BadRocprof>& rocprof_corpus() {
       {"missing_columns/1_kernel_trace.csv", "missing column(s) End_Timestamp, Grid_Size_Z"},
       {"counters_only", "a counter_collection.csv needs its kernel trace"},
       {"counters_only/1_counter_collection.csv", "a counter_collection.csv needs its kernel trace"},
+      {"counters_without_dispatch.json",
+       "callback_records.counter_collection[0]: dispatch 7 has no kernel_dispatch record"},
   };
   return cases;
 }

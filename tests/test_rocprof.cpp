@@ -327,6 +327,32 @@ TEST_SUITE("rocprof") {
       }
   }
 
+  TEST_CASE("rocprof counters: the JSON's counter_collection gives the CSV's aggregates") {
+    // tests/rocprof/908_subset_results.json: the fixture's dispatches and
+    // counters as a results file, each value split over two instances.
+    auto json = rocprof::load_profile(std::string(JARVIS_SOURCE_DIR) +
+                                      "/tests/rocprof/908_subset_results.json");
+    CHECK(json.format == "json");
+    CHECK(json.counters.size() == 30);
+    auto from_json = rocprof::kernel_counters(json);
+    auto from_csv = rocprof::kernel_counters(csv_profile());
+    REQUIRE(from_json.size() == from_csv.size());
+    for (size_t k = 0; k < from_csv.size(); ++k) {
+      CAPTURE(from_csv[k].name);
+      CHECK(from_json[k].name == from_csv[k].name);
+      CHECK(from_json[k].total_ns == from_csv[k].total_ns);
+      CHECK(from_json[k].launch == from_csv[k].launch);
+      REQUIRE(from_json[k].counters.size() == from_csv[k].counters.size());
+      for (const auto& [name, a] : from_csv[k].counters) {
+        CAPTURE(name);
+        CHECK(from_json[k].counters.at(name).mean == a.mean);
+        CHECK(from_json[k].counters.at(name).max == a.max);
+      }
+      for (const auto& [name, a] : from_csv[k].derived)
+        CHECK(from_json[k].derived.at(name).mean == doctest::Approx(a.mean));
+    }
+  }
+
   TEST_CASE("rocprof counters: without GRBM_GUI_ACTIVE the cycles come from time x clock") {
     rocprof::Agent gpu;
     gpu.gpu = true;

@@ -4,6 +4,7 @@
 // kernel id without symbol is named unknown_kernel_<id>, ...).
 #include <simdjson.h>
 
+#include <map>
 #include <unordered_map>
 
 #include <fmt/format.h>
@@ -175,6 +176,51 @@ void read_copies(element records, Profile& p) {
   }
 }
 
+// callback_records.counter_collection: per dispatch, records of (counter id,
+// value), one per counter instance; values of one counter are summed per
+// dispatch, as rocprofv3's CSV writer does. Counter names come from the
+// top-level "counters" list.
+void read_counters(const std::string& label, element tool, Profile& p) {
+  simdjson::dom::array records;
+  if (tool["callback_records"]["counter_collection"].get_array().get(records) ||
+      records.size() == 0)
+    return;
+  std::unordered_map<int64_t, std::string> names;
+  simdjson::dom::array infos;
+  if (!tool["counters"].get_array().get(infos))
+    for (element c : infos) names[handle_or(c, "id", -1)] = string_or(c, "name");
+  std::unordered_map<int64_t, size_t> by_dispatch;
+  for (size_t k = 0; k < p.dispatches.size(); ++k) by_dispatch[p.dispatches[k].dispatch_id] = k;
+  std::unordered_map<std::string, uint32_t> name_index;
+  size_t k = 0;
+  for (element r : records) {
+    int64_t id = int_or(r["dispatch_data"]["dispatch_info"], "dispatch_id", -1);
+    auto it = by_dispatch.find(id);
+    if (it == by_dispatch.end())
+      throw TraceError(fmt::format(
+          "{}: callback_records.counter_collection[{}]: dispatch {} has no kernel_dispatch "
+          "record; run rocprofv3 with --kernel-trace as well as --pmc",
+          label, k, id));
+    std::map<int64_t, double> sums;
+    simdjson::dom::array values;
+    if (!r["records"].get_array().get(values))
+      for (element v : values) {
+        double x;
+        if (v["value"].get_double().get(x)) x = static_cast<double>(int_or(v, "value", 0));
+        sums[handle_or(v, "counter_id", -1)] += x;
+      }
+    for (const auto& [cid, value] : sums) {
+      auto n = names.find(cid);
+      std::string name = n != names.end() ? n->second : fmt::format("counter_{}", cid);
+      auto [ni, added] =
+          name_index.try_emplace(name, static_cast<uint32_t>(p.counter_names.size()));
+      if (added) p.counter_names.push_back(name);
+      p.counters.push_back({it->second, ni->second, value});
+    }
+    ++k;
+  }
+}
+
 [[noreturn]] void not_rocprof(const std::string& label, object top) {
   bool kineto = false;
   for (auto field : top) kineto |= field.key == "traceEvents";
@@ -223,6 +269,7 @@ Profile load_profile_json_text(std::string_view json, const std::string& label) 
   read_agents(tool, p);
   read_dispatches(label, records, read_symbols(tool), p);
   read_copies(records, p);
+  read_counters(label, tool, p);
   return p;
 }
 

@@ -24,6 +24,10 @@ What is synthetic (the JSON run collected no counters and no copies):
     GEMM kernels and 0 otherwise (k = kernel index in COUNTED, j = dispatch).
   * 908_memory_copy_trace.csv: two host-to-device copies, one overlapping
     the first kernel, one in the gap before the second.
+And tests/rocprof/908_subset_results.json: the same 21 dispatches (JSON
+records, kernel symbols, agents, metadata) with the same synthetic counters
+as callback_records.counter_collection, each value split over two counter
+instances the way rocprofv3 writes per-dimension values.
 """
 import csv, gzip, json, math, statistics, sys
 from pathlib import Path
@@ -127,6 +131,9 @@ def main(src):
                                    "MinNs", "MaxNs", "StdDev"], srows)
 
     crows = []
+    counter_ids = {"GRBM_GUI_ACTIVE": 1, "SQ_BUSY_CU_CYCLES": 2, "SQ_INSTS_MFMA": 3,
+                   "SQ_INSTS_VALU": 4, "SQ_WAVES": 5}
+    json_counters = []
     for k, kname in enumerate(counted):
         j = 0
         for name, d in picked:
@@ -146,15 +153,50 @@ def main(src):
                     i["kernel_id"], name, w["x"] * w["y"] * w["z"], i["group_segment_size"],
                     i["private_segment_size"], s["arch_vgpr_count"], s["accum_vgpr_count"],
                     s["sgpr_count"]]
-            for cname, val in [("GRBM_GUI_ACTIVE", grbm), ("SQ_BUSY_CU_CYCLES", busy),
-                               ("SQ_INSTS_MFMA", mfma), ("SQ_INSTS_VALU", valu), ("SQ_WAVES", waves)]:
+            values = [("GRBM_GUI_ACTIVE", grbm), ("SQ_BUSY_CU_CYCLES", busy),
+                      ("SQ_INSTS_MFMA", mfma), ("SQ_INSTS_VALU", valu), ("SQ_WAVES", waves)]
+            for cname, val in values:
                 crows.append(base + [cname, val, d["start_timestamp"], d["end_timestamp"]])
+            # JSON: one record per counter instance; split each value over two
+            # instances (XCC halves) as rocprofv3 reports per-dimension values.
+            records = []
+            for cname, val in values:
+                half = val // 2
+                records += [{"counter_id": {"handle": counter_ids[cname]}, "value": half},
+                            {"counter_id": {"handle": counter_ids[cname]}, "value": val - half}]
+            json_counters.append({
+                "dispatch_data": {"size": 0, "correlation_id": d["correlation_id"],
+                                  "start_timestamp": d["start_timestamp"],
+                                  "end_timestamp": d["end_timestamp"], "dispatch_info": i},
+                "records": records, "thread_id": d["thread_id"],
+                "arch_vgpr_count": s["arch_vgpr_count"], "sgpr_count": s["sgpr_count"],
+                "lds_block_size_v": i["group_segment_size"]})
             j += 1
     write("908_counter_collection.csv",
           ["Correlation_Id", "Dispatch_Id", "Agent_Id", "Queue_Id", "Process_Id", "Thread_Id",
            "Grid_Size", "Kernel_Id", "Kernel_Name", "Workgroup_Size", "LDS_Block_Size",
            "Scratch_Size", "VGPR_Count", "Accum_VGPR_Count", "SGPR_Count", "Counter_Name",
            "Counter_Value", "Start_Timestamp", "End_Timestamp"], crows)
+
+    # The same dispatches and counters as a (small) JSON results file.
+    used = {d["dispatch_info"]["kernel_id"] for _, d in picked}
+    subset = {k: v for k, v in tool.items()
+              if k in ("metadata", "agents", "strings", "host_functions", "summary")}
+    subset["metadata"] = dict(tool["metadata"], config={})
+    subset["code_objects"] = []
+    # Agents keep their scalar fields (the nested caches / io_links / memory
+    # banks are most of the file's size and nothing reads them).
+    subset["agents"] = [{k: v for k, v in a.items() if not isinstance(v, list)}
+                        for a in tool["agents"]]
+    subset["kernel_symbols"] = [s for s in tool["kernel_symbols"] if s["kernel_id"] in used]
+    subset["counters"] = [{"id": {"handle": h}, "is_constant": 0, "is_derived": 0, "name": n,
+                           "description": "", "block": "", "expression": ""}
+                          for n, h in counter_ids.items()]
+    subset["callback_records"] = {"counter_collection": json_counters}
+    subset["buffer_records"] = {"kernel_dispatch": [d for _, d in picked], "memory_copy": []}
+    subset["strings"] = {}
+    with open(OUT.parent / "908_subset_results.json", "w") as f:
+        json.dump({"rocprofiler-sdk-tool": [subset]}, f, separators=(",", ":"))
 
     first, second = picked[0][1], picked[1][1]
     copies = [["MEMORY_COPY", "MEMORY_COPY_HOST_TO_DEVICE", 0, "Agent 0", "Agent 2", 0,
