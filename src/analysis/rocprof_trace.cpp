@@ -58,8 +58,7 @@ nlohmann::json rocprof_health_json(const rocprof::Profile& profile) {
       "rocprofv3 kernel trace: no CPU op tree, kernels are not attributed to PyTorch ops "
       "(op-level tools refuse it; ops_summary falls back to the kernel summary)"};
   if (profile.counters.empty())
-    warnings.push_back(
-        "no hardware counters (rerun rocprofv3 with --pmc and CSV output for kernel_counters)");
+    warnings.push_back("no hardware counters (rerun rocprofv3 with --pmc for kernel_counters)");
   if (!profile.init_ns)
     warnings.push_back(
         "CSV input has no tool init/fini times: total time is the span of the "
