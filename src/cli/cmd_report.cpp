@@ -50,6 +50,7 @@ constexpr const char* kUsage =
     "  --xlsx FILE                      also write all sheets to an Excel workbook\n"
     "  --no-kernel-summary              skip the kernel_summary sheet\n"
     "  --no-short-kernel-study          skip the short-kernel sheets\n"
+    "  --no-coll-analysis               skip the coll_analysis sheet\n"
     "  --short-kernel-threshold-us X    short kernel threshold (default 10)\n"
     "  --short-kernel-bins N            histogram bins (default 100)\n"
     "rocprofv3 input (a *_results.json[.gz], a CSV set directory or one of its files;\n"
@@ -68,9 +69,10 @@ const std::vector<std::string> kValueFlags = {"--out",
                                               "--html",
                                               "--svg-dir",
                                               "--topk-kernels"};
-const std::vector<std::string> kSwitches = {"--include-python-frames", "--no-kernel-summary",
-                                            "--no-short-kernel-study", "--rocprof",
-                                            "--kernel-details",        "--fix-rocprof-units"};
+const std::vector<std::string> kSwitches = {
+    "--include-python-frames", "--no-kernel-summary", "--no-short-kernel-study",
+    "--no-coll-analysis",      "--rocprof",           "--kernel-details",
+    "--fix-rocprof-units"};
 const std::vector<std::string> kRocprofOnly = {"--rocprof", "--kernel-details", "--topk-kernels",
                                                "--fix-rocprof-units"};
 
@@ -215,6 +217,7 @@ int cmd_report(const Args& args) {
     options.include_python_frames = has_flag(args, "--include-python-frames");
     options.kernel_summary = !has_flag(args, "--no-kernel-summary");
     options.short_kernel_study = !has_flag(args, "--no-short-kernel-study");
+    options.collective_analysis = !has_flag(args, "--no-coll-analysis");
     if (has_flag(args, "--short-kernel-threshold-us"))
       options.short_kernel_threshold_us = parse_number<double>(
           flag_value(args, "--short-kernel-threshold-us"), "--short-kernel-threshold-us");

@@ -10,6 +10,7 @@
 #include "analysis/rocprof_trace.h"
 #include "analysis/summaries.h"
 #include "analysis/trace_store.h"
+#include "collectives/collectives_json.h"
 #include "insights/trace_health.h"
 #include "mcp/tool.h"
 
@@ -43,6 +44,20 @@ ToolResult rocprof_result(const LoadedTrace& entry, const rocprof::Profile& prof
   return {summary, text};
 }
 
+// One line on the collectives, when the trace has any.
+std::string collectives_line(const json& summary) {
+  if (!summary.contains("collectives")) return "";
+  const json& c = summary["collectives"];
+  std::string line =
+      fmt::format("Collectives: {} kernels, {:.3f} ms busy, {:.3f} ms exposed ({:.1f}%)",
+                  c["count"].get<int64_t>(), c["total_us"].get<double>() / 1e3,
+                  c["exposed_us"].get<double>() / 1e3, c["exposed_percent"].get<double>());
+  if (!c["top"].empty())
+    line += fmt::format("; top: {} ({:.3f} ms)", c["top"][0]["collective"].get<std::string>(),
+                        c["top"][0]["total_us"].get<double>() / 1e3);
+  return line + ".\n";
+}
+
 ToolResult load_trace_tool(const json& args, ToolContext& ctx) {
   auto path = ctx.resolve_path(args.at("path").get<std::string>(), /*must_exist=*/true,
                                /*for_write=*/false);
@@ -72,6 +87,8 @@ ToolResult load_trace_tool(const json& args, ToolContext& ctx) {
   if (!loaded.reused) ctx.report_progress(0.95, 1, "computing the GPU timeline");
   if (json timeline = analysis::trace_gpu_timeline(*loaded.entry); !timeline.is_null())
     summary["gpu_timeline"] = timeline;
+  if (json coll = collectives::loaded_trace_collectives_json(*loaded.entry); !coll.is_null())
+    summary["collectives"] = coll;
   auto health = insights::trace_health(loaded.entry->trace(), *trace_call_tree(*loaded.entry));
   summary["health"] = insights::to_json(health);
   ctx.report_progress(1, 1, "loaded");
@@ -85,7 +102,7 @@ ToolResult load_trace_tool(const json& args, ToolContext& ctx) {
       summary["events"]["total"].get<int64_t>(), summary["events"]["kernel"].get<int64_t>(),
       summary["events"]["cpu_op"].get<int64_t>(), health.confidence,
       health.warnings.empty() ? "" : ": ", fmt::format("{}", fmt::join(health.warnings, "; ")),
-      summary.dump());
+      collectives_line(summary) + summary.dump());
   return {summary, text};
 }
 

@@ -4,6 +4,7 @@
 #include "analysis/rocprof_trace.h"
 #include "analysis/summaries.h"
 #include "analysis/trace_store.h"
+#include "collectives/collectives_json.h"
 #include "insights/insights.h"
 #include "mcp/tool.h"
 #include "perf/categories.h"
@@ -33,6 +34,12 @@ std::string rows_text(const json& result) {
               ? row["perf"]["roofline_bound"].get<std::string>()
               : "?");
     text += "\n";
+  }
+  if (result.contains("collectives")) {
+    const json& c = result["collectives"];
+    text += fmt::format("  collectives: {} kernels, {:.3f} ms busy, {:.3f} ms exposed\n",
+                        c["count"].get<int64_t>(), c["total_us"].get<double>() / 1e3,
+                        c["exposed_us"].get<double>() / 1e3);
   }
   for (const auto& i : result["insights"])
     text += fmt::format("insight [{}] {}: {}\n", i["severity"].get<std::string>(),
@@ -111,6 +118,8 @@ ToolResult ops_summary_tool(const json& args, ToolContext& ctx) {
   result["trace"] = handle;
   result["source"] = "ops_summary";
   result["arch"] = used_arch.empty() || used_arch == "none" ? json() : json(used_arch);
+  if (json coll = collectives::loaded_trace_collectives_json(*entry); !coll.is_null())
+    result["collectives"] = coll;
   result["insights"] = top_insights(*entry, used_arch, query.category);
   return {result, rows_text(result)};
 }
