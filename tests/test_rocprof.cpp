@@ -393,6 +393,26 @@ TEST_SUITE("rocprof") {
     CHECK(kernels.front().name == "ncclDevKernel_Generic_1");
   }
 
+  TEST_CASE("rocprof: gzip containers of the results file") {
+    std::string json =
+        read_file(std::string(JARVIS_SOURCE_DIR) + "/tests/rocprof/908_subset_results.json");
+    TempDir tmp;
+    // Two gzip members plus zero padding read as one file.
+    auto multi = tmp.path / "908_results.json.gz";
+    size_t half = json.size() / 2;
+    write_file(multi, gzip_member(json.substr(0, half)) + gzip_member(json.substr(half)) +
+                          std::string(64, '\0'));
+    CHECK(rocprof::detect_input(multi.string()) == rocprof::InputKind::Json);
+    CHECK(rocprof::load_profile(multi.string()).dispatches.size() == 21);
+    // A truncated file is detected as rocprofv3 and then named truncated.
+    auto cut = tmp.path / "cut_results.json.gz";
+    std::string gz = gzip_member(json);
+    write_file(cut, gz.substr(0, gz.size() / 2));
+    CHECK(rocprof::detect_input(cut.string()) == rocprof::InputKind::Json);
+    CHECK_THROWS_WITH_AS(rocprof::load_profile(cut.string()),
+                         (cut.string() + ": truncated gzip data").c_str(), TraceError);
+  }
+
   TEST_CASE("rocprof: detection by content and name") {
     CHECK(rocprof::detect_input(kCsvDir) == rocprof::InputKind::CsvSet);
     CHECK(rocprof::detect_input(kCsvDir + "/908_kernel_stats.csv") == rocprof::InputKind::CsvSet);

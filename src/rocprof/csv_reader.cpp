@@ -4,6 +4,7 @@
 // names are those rocprofv3 writes (ROCprofiler-SDK tool, generateCSV);
 // optional columns of newer versions (Stream_Id, Accum_VGPR_Count, ...)
 // default to 0.
+#include <algorithm>
 #include <charconv>
 #include <filesystem>
 #include <map>

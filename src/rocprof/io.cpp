@@ -2,6 +2,7 @@
 
 #include <zlib.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -40,32 +41,40 @@ bool is_gzip(const std::string& data) {
 }
 
 // Inflates every gzip member; `limit` stops early (peeking). Trailing zero
-// padding after the last member is tolerated, as gzip(1) does.
+// padding after the last member is tolerated, as gzip(1) does. Input is fed
+// in chunks because zlib counts available bytes in 32 bits.
 std::string gunzip(const std::string& path, const std::string& data, size_t limit) {
   std::string out;
   z_stream zs{};
   if (inflateInit2(&zs, 16 + MAX_WBITS) != Z_OK) throw TraceError(path + ": zlib init failed");
-  zs.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(data.data()));
-  zs.avail_in = static_cast<uInt>(data.size());
+  const char* next = data.data();
+  const char* end = data.data() + data.size();
+  auto feed = [&] {
+    size_t n = std::min<size_t>(static_cast<size_t>(end - next), size_t{1} << 30);
+    zs.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(next));
+    zs.avail_in = static_cast<uInt>(n);
+    next += n;
+  };
+  feed();
   char buf[1 << 16];
   int rc = Z_OK;
   while (out.size() < limit) {
+    if (zs.avail_in == 0 && next < end) feed();
     zs.next_out = reinterpret_cast<Bytef*>(buf);
     zs.avail_out = sizeof buf;
     rc = inflate(&zs, Z_NO_FLUSH);
     out.append(buf, sizeof buf - zs.avail_out);
     if (rc == Z_STREAM_END) {
-      size_t rest = zs.avail_in;
-      const char* p = reinterpret_cast<const char*>(zs.next_in);
-      while (rest && *p == '\0') ++p, --rest;
-      if (!rest) break;
+      const char* p = reinterpret_cast<const char*>(zs.next_in);  // input is contiguous
+      while (p < end && *p == '\0') ++p;
+      if (p == end) break;
       inflateReset(&zs);
-      zs.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(p));
-      zs.avail_in = static_cast<uInt>(rest);
+      next = p;
+      feed();
       continue;
     }
     if (rc != Z_OK) break;
-    if (zs.avail_in == 0 && zs.avail_out != 0) {
+    if (zs.avail_in == 0 && next == end && zs.avail_out != 0) {
       rc = Z_BUF_ERROR;  // input ended inside a member
       break;
     }

@@ -1,5 +1,6 @@
 #include "rocprof/profile.h"
 
+#include <algorithm>
 #include <filesystem>
 
 #include <fmt/format.h>
