@@ -1,8 +1,11 @@
 #include "analysis/trace_store.h"
 
+#include <sys/stat.h>
+
 #include <algorithm>
 #include <cctype>
 #include <chrono>
+#include <cstring>
 #include <filesystem>
 #include <optional>
 #include <random>
@@ -10,8 +13,10 @@
 
 #include <fmt/format.h>
 
+#include "analysis/rocprof_trace.h"
 #include "perf/gpu_arch.h"
 #include "report/report.h"
+#include "rocprof/profile.h"
 #include "trace/loader.h"
 #include "tree/call_tree.h"
 
@@ -25,6 +30,52 @@ std::string random_handle() {
   static thread_local std::mt19937_64 rng{std::random_device{}()};
   std::random_device dev;
   return fmt::format("s{:016x}{:016x}", rng() ^ dev(), rng() ^ (uint64_t{dev()} << 32));
+}
+
+// A rocprofv3 CSV directory: the directory's device and inode, its CSV
+// files' total size and newest mtime (a rewritten CSV makes a new identity).
+FileIdentity identify_csv_directory(const fs::path& dir) {
+  struct stat st {};
+  if (::stat(dir.c_str(), &st) != 0)
+    throw TraceError(fmt::format("{}: {}", dir.string(), std::strerror(errno)));
+  FileIdentity id;
+  id.device = static_cast<uint64_t>(st.st_dev);
+  id.inode = static_cast<uint64_t>(st.st_ino);
+  id.path = dir.string();
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(dir, ec)) {
+    if (entry.path().extension() != ".csv" || !entry.is_regular_file(ec)) continue;
+    id.size += entry.file_size(ec);
+    auto mtime = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                     entry.last_write_time(ec).time_since_epoch())
+                     .count();
+    id.mtime_ns = std::max<int64_t>(id.mtime_ns, mtime);
+  }
+  return id;
+}
+
+// A Kineto trace file, a rocprofv3 results file, or a rocprofv3 CSV directory.
+FileIdentity identify_input(const std::string& path) {
+  std::error_code ec;
+  fs::path canonical = fs::canonical(path, ec);
+  if (ec) throw TraceError(fmt::format("{}: {}", path, ec.message()));
+  if (fs::is_directory(canonical, ec) &&
+      rocprof::detect_input(canonical.string()) == rocprof::InputKind::CsvSet)
+    return identify_csv_directory(canonical);
+  return identify_file(canonical.string());
+}
+
+// rocprofv3 output (JSON results or CSV set) feeds the same event store; its
+// profile stays on the entry for the rocprof-only tools. Kineto otherwise.
+std::shared_ptr<const TraceEntry> parse_input(const FileIdentity& id, const LoadOptions& options) {
+  if (!rocprof::is_rocprof_input(id.path)) return parse_kineto(id, options);
+  auto start = std::chrono::steady_clock::now();
+  rocprof::Profile profile = rocprof::load_profile(id.path);
+  auto trace = std::make_shared<const Trace>(rocprof::to_trace(profile));
+  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  auto entry = std::make_shared<const TraceEntry>(id, trace, seconds, estimate_trace_bytes(*trace));
+  analysis::attach_rocprof_profile(LoadedTrace("", entry), std::move(profile));
+  return entry;
 }
 
 TraceStore::HandleInfo describe(const std::string& handle, const TraceEntry& entry) {
@@ -59,12 +110,12 @@ void TraceStore::expire_locked() const {
 }
 
 TraceStore::LoadResult TraceStore::load(const std::string& path, const LoadOptions& options) {
-  FileIdentity id = identify_file(path);
+  FileIdentity id = identify_input(path);
   // The loader polls `progress` only every few thousand events; polling it
   // once before and once after as well makes small loads cancellable too,
   // and a load cancelled at the end is not registered.
   if (options.progress && !options.progress(0, 0)) throw TraceError(id.path + ": load cancelled");
-  TraceCache::Acquired got = cache_.acquire(id, options);
+  TraceCache::Acquired got = cache_.acquire(id, options, parse_input);
   const Trace& trace = got.entry->trace();
   if (options.progress && !options.progress(trace.json_bytes, trace.events.size()))
     throw TraceError(id.path + ": load cancelled");
@@ -92,7 +143,8 @@ std::shared_ptr<const LoadedTrace> TraceStore::get(const std::string& handle) co
       bool path_like = handle.ends_with(".json") || handle.ends_with(".gz");
       if (!confine_ || !path_like) return nullptr;
       std::string path = confine_(handle);
-      return std::make_shared<const LoadedTrace>(handle, cache_.acquire(identify_file(path)).entry);
+      return std::make_shared<const LoadedTrace>(
+          handle, cache_.acquire(identify_input(path), {}, parse_input).entry);
     }
     it->second.last_used = std::chrono::steady_clock::now();
     id = it->second.ref.identity();
@@ -101,7 +153,7 @@ std::shared_ptr<const LoadedTrace> TraceStore::get(const std::string& handle) co
   // file the handle was made for.
   FileIdentity now;
   try {
-    now = identify_file(id.path);
+    now = identify_input(id.path);
   } catch (const TraceError&) {
   }
   if (!now.same_file(id))
@@ -109,7 +161,7 @@ std::shared_ptr<const LoadedTrace> TraceStore::get(const std::string& handle) co
         fmt::format("the file behind handle \"{}\" ({}) changed or vanished since load_trace; call "
                     "load_trace again",
                     handle, id.path));
-  return std::make_shared<const LoadedTrace>(handle, cache_.acquire(id).entry);
+  return std::make_shared<const LoadedTrace>(handle, cache_.acquire(id, {}, parse_input).entry);
 }
 
 bool TraceStore::unload(const std::string& handle) {
@@ -134,6 +186,10 @@ size_t TraceStore::size() const {
 }
 
 std::shared_ptr<const CallTree> trace_call_tree(const LoadedTrace& entry) {
+  // Every op-level tool asks for the tree: this is where rocprofv3 traces
+  // (kernels only) get their one clear refusal.
+  if (rocprof::is_rocprof_trace(entry.trace()))
+    throw TraceError(analysis::rocprof_no_tree_message(entry));
   return entry.cached<CallTree>("tree", [&] { return CallTree(entry.trace()); });
 }
 

@@ -16,6 +16,7 @@ int cmd_report(const Args& args);
 int cmd_serve(const Args& args);
 int cmd_replay(const Args& args);
 int cmd_compare(const Args& args);
+int cmd_collectives(const Args& args);
 int cmd_insights(const Args& args);
 int cmd_render_findings(const Args& args);
 

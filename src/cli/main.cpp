@@ -25,6 +25,10 @@ const std::map<std::string, Command>& commands() {
       {"analyze",
        {jarvis::cli::cmd_analyze,
         "analyze DIR [--category CAT|all] [--drafts]  category analyses -> <cat>_metrics.json"}},
+      {"collectives",
+       {jarvis::cli::cmd_collectives,
+        "collectives RANK_TRACE... --out DIR [--align end|none] [--overlap] [--xlsx FILE]  "
+        "multi-rank collective report"}},
       {"compare",
        {jarvis::cli::cmd_compare,
         "compare REF TARGET --out DIR [--names A B] [--arch-ref X --arch-target Y]  TraceLens "

@@ -229,17 +229,29 @@ fs::path PathPolicy::output_file(const std::string& path, std::string_view exten
 
 fs::path PathPolicy::output_dir(const std::string& path, bool overwrite) const {
   fs::path dir = resolve(path, /*must_exist=*/false, /*for_write=*/true);
+  // Claimed by a call of this server (it may still be writing, marker not
+  // yet there): its files are ours. Concurrent sessions share outputs so.
+  auto claim = [&] {
+    std::lock_guard<std::mutex> lock(written_mutex_);
+    claimed_.insert(dir.lexically_normal().string());
+    return dir;
+  };
+  bool claimed;
+  {
+    std::lock_guard<std::mutex> lock(written_mutex_);
+    claimed = claimed_.count(dir.lexically_normal().string()) > 0;
+  }
   std::error_code ec;
-  if (!fs::exists(dir, ec)) return dir;  // the tool creates it
+  if (!fs::exists(dir, ec)) return claim();  // the tool creates it
   if (!fs::is_directory(dir, ec))
     throw ToolError(fmt::format("output directory '{}' exists and is not a directory", path));
   size_t foreign = check_tree(dir, path, [this](const fs::path& p) { return written_by_us(p); });
-  if (foreign > 0 && !overwrite && !in_output_dir(dir, roots_))
+  if (foreign > 0 && !overwrite && !claimed && !in_output_dir(dir, roots_))
     throw ToolError(fmt::format(
         "output directory '{}' holds {} files jarvis did not write (and no {} marker); use a "
         "new directory, or pass overwrite: true to write into it",
         path, foreign, kMarker));
-  return dir;
+  return claim();
 }
 
 void PathPolicy::mark_output_dir(const fs::path& dir) const {
@@ -252,9 +264,14 @@ void PathPolicy::mark_output_dir(const fs::path& dir) const {
 fs::path PathPolicy::trace_path(const std::string& given) const {
   fs::path path = resolve(given, /*must_exist=*/true, /*for_write=*/false);
   std::string name = path.filename().string();
-  if (!ends_with(name, ".json") && !ends_with(name, ".json.gz") && !ends_with(name, ".gz"))
+  std::error_code ec;
+  bool csv_dir = fs::is_directory(path, ec);  // a rocprofv3 CSV set; the loader checks
+  if (!csv_dir && !ends_with(name, ".json") && !ends_with(name, ".json.gz") &&
+      !ends_with(name, ".gz") && !ends_with(name, ".csv"))
     throw ToolError(fmt::format(
-        "'{}' is not a trace file name: load_trace reads .json and .json.gz Kineto traces", given));
+        "'{}' is not a trace file name: load_trace reads .json / .json.gz Kineto traces and "
+        "rocprofv3 results (.json, a CSV directory or its *_kernel_trace.csv)",
+        given));
   if (written_by_us(path))
     throw ToolError(fmt::format("'{}' was written by a jarvis tool and is not a trace", given));
   return path;

@@ -112,6 +112,7 @@ class PathPolicy {
   std::vector<std::filesystem::path> arch_dirs_;
   mutable std::mutex written_mutex_;
   mutable std::set<std::string> written_;
+  mutable std::set<std::string> claimed_;  // output directories tools of this server write
 };
 
 // What a handler may use besides its arguments. One per tools/call.

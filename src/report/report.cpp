@@ -2,6 +2,7 @@
 
 #include <filesystem>
 
+#include "report/coll_analysis.h"
 #include "report/core_tables.h"
 
 #if __has_include("report/perf_tables.h")
@@ -50,10 +51,16 @@ Report build_report(const Trace& trace, const CallTree& tree, const ReportOption
     report.tables.push_back(report::short_kernels_summary_table(
         trace, tree, options.short_kernel_threshold_us, total_time_ms));
   }
+  // Like TraceLens: no collective sheet for GPU-only traces, none when empty.
+  if (options.collective_analysis && !report.gpu_only) {
+    Table coll = coll_analysis_table(collective_kernels(trace));
+    if (!coll.rows.empty()) report.tables.push_back(std::move(coll));
+  }
   return report;
 }
 
 void write_report_csvs(const Report& report, const std::string& dir) {
+  auto dir_lock = lock_output_dir(dir);  // concurrent writers of one report take turns
   // Render everything first so a failure leaves no file behind.
   std::vector<std::pair<std::string, std::string>> files;
   for (const Table& t : report.tables)

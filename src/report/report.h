@@ -31,6 +31,7 @@ struct ReportOptions {
   double short_kernel_threshold_us = 10.0;
   int short_kernel_bins = 100;
   bool include_python_frames = false;
+  bool collective_analysis = true;  // coll_analysis sheet (TraceLens default on)
 };
 
 struct Report {

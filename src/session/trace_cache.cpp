@@ -135,7 +135,16 @@ std::shared_ptr<const TraceEntry> TraceCache::lookup_locked(const FileIdentity& 
   return it->second.entry;
 }
 
-TraceCache::Acquired TraceCache::acquire(const FileIdentity& id, const LoadOptions& options) {
+std::shared_ptr<const TraceEntry> parse_kineto(const FileIdentity& id, const LoadOptions& options) {
+  auto start = std::chrono::steady_clock::now();
+  auto trace = std::make_shared<const Trace>(load_trace(id.path, options));
+  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  uint64_t bytes = estimate_trace_bytes(*trace);
+  return std::make_shared<const TraceEntry>(id, std::move(trace), seconds, bytes);
+}
+
+TraceCache::Acquired TraceCache::acquire(const FileIdentity& id, const LoadOptions& options,
+                                         const Parser& parser) {
   std::unique_lock<std::mutex> lock(mutex_);
   while (true) {
     if (auto entry = lookup_locked(id)) return {entry, false};
@@ -143,7 +152,7 @@ TraceCache::Acquired TraceCache::acquire(const FileIdentity& id, const LoadOptio
     if (it == in_flight_.end()) {
       auto flight = std::make_shared<InFlight>();
       in_flight_[id] = flight;
-      return parse(lock, flight, id, options);
+      return parse(lock, flight, id, options, parser ? parser : Parser(parse_kineto));
     }
     // Someone else parses this file: wait for their result. If they were
     // cancelled, loop and parse it ourselves.
@@ -174,7 +183,8 @@ TraceCache::Acquired TraceCache::wait_for(std::unique_lock<std::mutex>& lock,
 
 TraceCache::Acquired TraceCache::parse(std::unique_lock<std::mutex>& lock,
                                        const std::shared_ptr<InFlight>& flight,
-                                       const FileIdentity& id, const LoadOptions& options) {
+                                       const FileIdentity& id, const LoadOptions& options,
+                                       const Parser& parser) {
   auto finish = [&](std::shared_ptr<const TraceEntry> result, std::exception_ptr error) {
     flight->done = true;
     flight->result = std::move(result);
@@ -193,12 +203,7 @@ TraceCache::Acquired TraceCache::parse(std::unique_lock<std::mutex>& lock,
     std::shared_ptr<const TraceEntry> entry;
     std::exception_ptr error;
     try {
-      auto start = std::chrono::steady_clock::now();
-      auto trace = std::make_shared<const Trace>(load_trace(id.path, options));
-      double seconds =
-          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-      uint64_t bytes = estimate_trace_bytes(*trace);
-      entry = std::make_shared<const TraceEntry>(id, std::move(trace), seconds, bytes);
+      entry = parser(id, options);
     } catch (...) {
       error = std::current_exception();
     }

@@ -82,6 +82,9 @@ class TraceEntry {
 // Rough resident size of a parsed trace plus room for its derived data.
 uint64_t estimate_trace_bytes(const Trace& trace);
 
+// The Kineto loader's entry for a file (TraceCache's default parser).
+std::shared_ptr<const TraceEntry> parse_kineto(const FileIdentity& id, const LoadOptions& options);
+
 class TraceCache {
  public:
   // max_bytes = 0: no budget. Parses run at most `parallel_loads` at a time,
@@ -115,9 +118,14 @@ class TraceCache {
     std::shared_ptr<const TraceEntry> entry;
     bool parsed = false;  // this call parsed the file (false: cached or another call's parse)
   };
+  // Builds the entry of a file (default: the Kineto loader); the caller's
+  // layer may read other formats and attach what it derived to the entry.
+  using Parser =
+      std::function<std::shared_ptr<const TraceEntry>(const FileIdentity&, const LoadOptions&)>;
   // The entry for `id`, parsing the file when it is not resident. Throws
   // TraceError (bad file, cancelled, or the budget cannot hold it).
-  Acquired acquire(const FileIdentity& id, const LoadOptions& options = {});
+  Acquired acquire(const FileIdentity& id, const LoadOptions& options = {},
+                   const Parser& parser = {});
   Ref reference(const FileIdentity& id) { return Ref(this, id); }
 
   struct Stats {
@@ -146,7 +154,7 @@ class TraceCache {
   Acquired wait_for(std::unique_lock<std::mutex>& lock, const std::shared_ptr<InFlight>& flight,
                     const FileIdentity& id, const LoadOptions& options);
   Acquired parse(std::unique_lock<std::mutex>& lock, const std::shared_ptr<InFlight>& flight,
-                 const FileIdentity& id, const LoadOptions& options);
+                 const FileIdentity& id, const LoadOptions& options, const Parser& parser);
   void admit_locked(const std::shared_ptr<const TraceEntry>& entry);
   bool evict_one_locked(bool referenced_too);
   void add_ref(const FileIdentity& id);

@@ -21,6 +21,8 @@
 #include <thread>
 #include <unordered_map>
 
+#include "trace/numeric.h"
+
 namespace jarvis {
 
 namespace {
@@ -381,6 +383,15 @@ KeepPolicy keep_policy(Cat c) {
   }
 }
 
+// Collective kernels carry their process group and message metadata
+// (coll_analysis and the multi-rank collective report read them).
+bool is_collective_metadata_key(std::string_view key) {
+  return key == "Collective name" || key == "Process Group Name" || key == "Process Group Ranks" ||
+         key == "Process Group Description" || key == "Group size" || key == "dtype" ||
+         key == "In msg nelems" || key == "Out msg nelems" || key == "In split size" ||
+         key == "Out split size";
+}
+
 bool keep_arg(KeepPolicy policy, std::string_view key) {
   switch (policy) {
     case KeepPolicy::Nothing:
@@ -394,7 +405,7 @@ bool keep_arg(KeepPolicy policy, std::string_view key) {
              key == "bytes";
     case KeepPolicy::Gpu:
       return key == "grid" || key == "block" || key == "bytes" || key == "kind" ||
-             key == "shared memory";
+             key == "shared memory" || is_collective_metadata_key(key);
   }
   return false;
 }
@@ -440,9 +451,8 @@ bool int_from_number_text(std::string_view text, int64_t& out) {
   double d = 0;
   auto [p, ec] = std::from_chars(text.data(), end, d);
   if (p != end || (ec != std::errc() && ec != std::errc::result_out_of_range)) return false;
-  if (ec == std::errc() && d >= -9.2233720368547758e18 && d < 9.2233720368547758e18 &&
-      d == static_cast<double>(static_cast<int64_t>(d)))
-    out = static_cast<int64_t>(d);
+  if (ec == std::errc())
+    if (auto exact = exact_int64(d)) out = *exact;
   return true;
 }
 
@@ -584,8 +594,10 @@ class EventParser {
     if (!v.get_int64().get(out)) return true;
     double d;
     if (v.get_double().get(d)) return false;
-    out = static_cast<int64_t>(d);
-    return static_cast<double>(out) == d;
+    auto exact = exact_int64(d);
+    if (!exact) return false;
+    out = *exact;
+    return true;
   }
   ProcId get_proc_id(od::value& v, std::string_view field) {
     od::json_type type;
@@ -884,6 +896,12 @@ class TraceReader {
     skip_ws();
     if (win_.ensure(1) != 0) fail("unexpected data after the top-level JSON object");
     trace_.json_bytes = win_.consumed();
+    if (!saw_events && !trace_.top_level_json.empty() &&
+        trace_.top_level_json.front().first == "rocprofiler-sdk-tool")
+      fail(
+          "a rocprofv3 results file, not a PyTorch profiler trace: this command needs a Kineto "
+          "trace (jarvis report / info and the MCP tools load_trace, ops_summary and "
+          "kernel_counters read rocprofv3)");
     if (!saw_events) fail("no 'traceEvents' array (not a Kineto/Chrome trace)");
     if (trace_.events.empty()) fail("'traceEvents' is empty: the trace has no events");
   }

@@ -1,0 +1,65 @@
+// collective_report: confine the paths, run the multi-rank collective report,
+// optionally write its CSV tables.
+#include <fmt/format.h>
+
+#include "collectives/collectives.h"
+#include "collectives/collectives_json.h"
+#include "mcp/tool.h"
+
+namespace jarvis::mcp {
+namespace {
+
+std::string summary_text(const json& result) {
+  std::string text = fmt::format("{} ranks, {} matched collective instances.\n",
+                                 result["ranks"].size(), result["instance_count"].get<size_t>());
+  for (const auto& row : result["summary"])
+    text +=
+        fmt::format("  {} {} x{}: comm {:.1f} us total, mean skew {:.1f} us, straggler rank {}\n",
+                    row["collective"].get<std::string>(), row["dtype"].get<std::string>(),
+                    row["count"].get<int64_t>(), row["total_comm_us"].get<double>(),
+                    row["start_skew_us_mean"].get<double>(), row["straggler_rank"].get<int64_t>());
+  return text + result.dump();
+}
+
+ToolResult collective_report_tool(const json& args, ToolContext& ctx) {
+  std::vector<std::string> paths;
+  for (const auto& p : args.at("traces"))
+    paths.push_back(ctx.paths().trace_path(p.get<std::string>()).string());
+  std::string out_dir;
+  if (args.contains("output_dir"))
+    out_dir =
+        ctx.output_dir(args.at("output_dir").get<std::string>(), args.at("overwrite").get<bool>())
+            .string();
+  collectives::CollectiveReportOptions options;
+  options.alignment = args.at("align").get<std::string>() == "none"
+                          ? collectives::TimeAlignment::None
+                          : collectives::TimeAlignment::CollectiveEnd;
+  options.progress = [&ctx](size_t done, size_t total) {
+    ctx.report_progress(static_cast<double>(done), static_cast<double>(total + 1),
+                        fmt::format("{} of {} rank traces loaded", done, total));
+    return !ctx.cancelled();
+  };
+  collectives::CollectiveReportResult result;
+  try {
+    result = collectives::collective_report(paths, options);
+  } catch (const collectives::CollectiveError& e) {
+    throw ToolError(e.what());
+  } catch (const TraceError& e) {
+    throw ToolError(e.what());
+  }
+  json structured = collectives::multi_rank_json(result, args.at("top_n").get<size_t>());
+  structured["files"] = json::array();
+  if (!out_dir.empty()) {
+    try {
+      structured["files"] = collectives::write_collective_tables(result.tables, out_dir);
+      ctx.paths().mark_output_dir(out_dir);
+    } catch (const std::runtime_error& e) {
+      throw ToolError(fmt::format("cannot write the tables to {}: {}", out_dir, e.what()));
+    }
+  }
+  return {structured, summary_text(structured)};
+}
+
+}  // namespace
+JARVIS_MCP_TOOL(collective_report, collective_report_tool);
+}  // namespace jarvis::mcp
