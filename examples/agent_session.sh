@@ -119,7 +119,8 @@ top_gemm_uid="$(json 'int(d[0]["shapes"][0]["uid"])' "$out/.gemm_roofline.json")
 echo "top GEMM shape: uid $top_gemm_uid" >&2
 
 step "category_filter all H100"
-call category_filter "{\"trace\":\"$handle\",\"output_dir\":$(jstr "$out"),\"category\":\"all\",\"arch\":\"H100\"}"
+# OUTDIR also holds this script's logs, files jarvis did not write: say so.
+call category_filter "{\"trace\":\"$handle\",\"output_dir\":$(jstr "$out"),\"category\":\"all\",\"arch\":\"H100\",\"overwrite\":true}"
 
 # Every category of the manifest, compute-kernel and system tier alike.
 categories="$(json '" ".join(c["name"] for c in d[0]["categories"])' "$out/category_data/category_manifest.json")"

@@ -88,6 +88,13 @@ bool has_sheet(const NamedReport& report, const std::string& name) {
   return report.sheet(name) != nullptr;
 }
 
+// A sheet only one side has (a BERT trace has no SDPA sheet a vLLM trace
+// has) has nothing to be compared with: it is skipped, not an error.
+bool all_have_sheet(const std::vector<NamedReport>& reports, const std::string& name) {
+  return std::all_of(reports.begin(), reports.end(),
+                     [&](const NamedReport& r) { return has_sheet(r, name); });
+}
+
 const Table& require_sheet(const NamedReport& report, const std::string& name) {
   const Table* t = report.sheet(name);
   if (!t) throw std::runtime_error("report '" + report.tag + "' has no sheet '" + name + "'");
@@ -304,7 +311,7 @@ void compare_main_sheets(const std::vector<NamedReport>& reports, const CompareO
                          std::vector<Table>& out) {
   auto tags = tags_of(reports);
   for (const auto& [sheet, config] : main_sheets()) {
-    if (!has_sheet(reports[0], sheet)) continue;
+    if (!all_have_sheet(reports, sheet)) continue;
     Table merged = build_diff(load_all(reports, sheet), tags, config.keys, config.diff_cols,
                               options.merge_order);
     split_diff(merged, sheet, tags, config.diff_cols[0], config.sort_col, out);
@@ -322,7 +329,7 @@ void compare_roofline_sheets(const std::vector<NamedReport>& reports, const Comp
                              CompareResult& result) {
   auto tags = tags_of(reports);
   for (const auto& [sheet, short_name] : kRooflineSheets) {
-    if (!has_sheet(reports[0], sheet)) continue;
+    if (!all_have_sheet(reports, sheet)) continue;
     std::vector<Table> tables = load_all(reports, sheet);
     for (size_t i = 1; i < tables.size(); ++i) drop_columns(tables[i], kRooflineVariantDrops);
     // Keys: name + the param columns every report has, in byte order.

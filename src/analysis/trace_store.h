@@ -1,22 +1,24 @@
 // The traces one MCP session (or one CLI run) has loaded, by handle.
 //
-// A handle ("t1", "t2", ...) names one loaded file. Loading the same file
-// again while it is unchanged (same canonical path, size and mtime) returns
-// the existing entry instead of parsing it twice. Derived data (call tree,
-// report tables, perf rows) is built lazily on first use and cached on the
-// entry; every accessor is thread-safe, so tool calls of one session may run
-// in parallel.
+// A handle names one loaded file *for this store only*: sessions never see
+// each other's handles. The parsed data lives in a TraceCache shared by all
+// stores (keyed by file identity, under a memory budget), so a file loaded by
+// several sessions is parsed once, and a handle whose trace was evicted is
+// parsed again on next use (refused if the file changed meanwhile). Derived
+// data (call tree, report tables, perf rows) is built lazily on first use and
+// cached on the shared entry; every accessor is thread-safe.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <string>
-#include <typeindex>
 #include <vector>
 
+#include "session/trace_cache.h"
 #include "trace/trace.h"
 
 namespace jarvis {
@@ -24,79 +26,100 @@ namespace jarvis {
 class CallTree;
 struct Report;
 
+// One handle's view of a cached trace, held for the duration of a call.
 class LoadedTrace {
  public:
-  LoadedTrace(std::string handle, std::string path, uint64_t file_size, int64_t mtime_ns,
-              std::shared_ptr<const Trace> trace, double load_seconds)
-      : handle_(std::move(handle)),
-        path_(std::move(path)),
-        file_size_(file_size),
-        mtime_ns_(mtime_ns),
-        load_seconds_(load_seconds),
-        trace_(std::move(trace)) {}
+  LoadedTrace(std::string handle, std::shared_ptr<const TraceEntry> entry)
+      : handle_(std::move(handle)), entry_(std::move(entry)) {}
 
   const std::string& handle() const { return handle_; }
-  const std::string& path() const { return path_; }  // canonical path
-  uint64_t file_size() const { return file_size_; }
-  int64_t mtime_ns() const { return mtime_ns_; }
-  double load_seconds() const { return load_seconds_; }
-  const Trace& trace() const { return *trace_; }
+  const std::string& path() const { return entry_->identity().path; }  // canonical path
+  uint64_t file_size() const { return entry_->identity().size; }
+  int64_t mtime_ns() const { return entry_->identity().mtime_ns; }
+  double load_seconds() const { return entry_->load_seconds(); }
+  const Trace& trace() const { return entry_->trace(); }
+  const TraceEntry& entry() const { return *entry_; }
 
-  // A derived artefact of type T, built by `build` on first request and
-  // cached (one per type and key). Concurrent first requests build it once;
-  // if `build` throws, nothing is cached and the exception propagates.
+  // A derived artefact of type T, built once and cached on the shared entry
+  // (see TraceEntry::cached).
   template <class T>
   std::shared_ptr<const T> cached(const std::string& key, const std::function<T()>& build) const {
-    std::shared_ptr<Slot> slot = slot_for(std::type_index(typeid(T)), key);
-    std::lock_guard<std::mutex> lock(slot->mutex);
-    if (!slot->value) slot->value = std::make_shared<const T>(build());
-    return std::static_pointer_cast<const T>(slot->value);
+    return entry_->cached<T>(key, build);
   }
 
  private:
-  struct Slot {
-    std::mutex mutex;
-    std::shared_ptr<const void> value;
-  };
-  std::shared_ptr<Slot> slot_for(std::type_index type, const std::string& key) const;
-
   std::string handle_;
-  std::string path_;
-  uint64_t file_size_;
-  int64_t mtime_ns_;
-  double load_seconds_;
-  std::shared_ptr<const Trace> trace_;
-  mutable std::mutex slots_mutex_;
-  mutable std::map<std::pair<std::type_index, std::string>, std::shared_ptr<Slot>> slots_;
+  std::shared_ptr<const TraceEntry> entry_;
 };
 
 class TraceStore {
  public:
+  // Sequential: "t1", "t2", ... listed by list(); one per session.
+  // Capability: unguessable random handles, never listed; for stateless
+  // clients, where knowing the handle is the only proof of having loaded it.
+  enum class Handles { Sequential, Capability };
+
+  explicit TraceStore(TraceCache& cache = TraceCache::process_default(),
+                      Handles mode = Handles::Sequential,
+                      std::chrono::seconds idle_ttl = std::chrono::seconds(0));
+  TraceStore(const TraceStore&) = delete;
+  TraceStore& operator=(const TraceStore&) = delete;
+
   struct LoadResult {
     std::shared_ptr<const LoadedTrace> entry;
-    bool reused = false;  // an unchanged file already loaded: no parse happened
+    bool reused = false;  // no parse happened (this store or another had it loaded)
   };
 
-  // Loads `path` (already confined by the caller) or reuses an earlier load
+  // Loads `path` (already confined by the caller) or reuses the cached parse
   // of the unchanged file. options.progress is also called once before and
   // once after parsing; returning false cancels (TraceError, nothing kept).
-  // Loads of different files run in parallel.
   LoadResult load(const std::string& path, const LoadOptions& options = {});
 
-  // The entry for a handle, or nullptr.
+  // The entry for a handle, or nullptr when unknown. Parses the file again
+  // when the cache evicted it; throws TraceError when it changed since.
   std::shared_ptr<const LoadedTrace> get(const std::string& handle) const;
   // Forgets a handle; returns false when unknown. Entries still in use by a
   // running call stay alive until that call ends.
   bool unload(const std::string& handle);
-  // Every entry, in load order.
-  std::vector<std::shared_ptr<const LoadedTrace>> list() const;
+
+  struct HandleInfo {
+    std::string handle;
+    std::string path;
+    uint64_t file_bytes = 0;
+    Platform platform = Platform::Unknown;
+    std::string gpu_name;
+    size_t events = 0;
+  };
+  // Every handle, in load order (none in Capability mode).
+  std::vector<HandleInfo> list() const;
   size_t size() const;
+  bool lists_handles() const { return mode_ == Handles::Sequential; }
+  // Lets get() take a trace path where a handle is expected: `confine`
+  // returns the confined path (or throws); the trace is served from the
+  // shared cache for that call only, no handle is kept. Stateless clients
+  // can so name a trace in every request instead of sharing handles.
+  void set_path_loader(std::function<std::string(const std::string&)> confine) {
+    confine_ = std::move(confine);
+  }
+  TraceCache& cache() const { return cache_; }
 
  private:
+  struct Handle {
+    HandleInfo info;
+    TraceCache::Ref ref;
+    std::chrono::steady_clock::time_point last_used;
+  };
+  std::string new_handle_locked();
+  void expire_locked() const;
+
+  TraceCache& cache_;
+  Handles mode_;
+  std::chrono::seconds idle_ttl_;
   mutable std::mutex mutex_;
-  std::map<std::string, std::shared_ptr<const LoadedTrace>> by_handle_;
-  std::vector<std::string> order_;
+  mutable std::map<std::string, Handle> by_handle_;
+  mutable std::vector<std::string> order_;
   uint64_t next_id_ = 1;
+  std::function<std::string(const std::string&)> confine_;
 };
 
 // The call tree of a loaded trace (TraceLens defaults: no python frames),
@@ -107,9 +130,14 @@ std::shared_ptr<const CallTree> trace_call_tree(const LoadedTrace& entry);
 // or "" when none matches.
 std::string detect_arch_name(const Trace& trace);
 
-// The full TraceLens report of a loaded trace, cached per arch. `arch` is a
-// bundled arch name or an arch JSON path; "" = detect_arch_name (no roofline
-// columns when nothing matches), "none" = no arch. Throws std::runtime_error
+// One spelling per arch: a bundled name in its file's case ("mi300x",
+// "arch/MI300X.json" -> "MI300X"), another arch file as its canonical path,
+// "" for "" and "none". Keys the report cache, so spellings share a report.
+std::string canonical_arch_id(const std::string& arch);
+
+// The full TraceLens report of a loaded trace, cached per canonical arch id.
+// `arch` is a bundled arch name or an arch JSON path; "" = detect_arch_name
+// (no roofline columns when nothing matches), "none" = no arch. Throws std::runtime_error
 // (e.g. "No GPU events found in the trace") or perf::GpuArchError.
 std::shared_ptr<const Report> trace_report(const LoadedTrace& entry, const std::string& arch = "");
 

@@ -2,12 +2,17 @@
 // 2026-07-28 requests) on cpp-httplib: one endpoint /mcp taking POST, GET
 // and DELETE. See docs/mcp.md for the status codes.
 #include <httplib.h>
+#include <netdb.h>
+#include <sys/socket.h>
 
 #include <algorithm>
 #include <chrono>
+#include <condition_variable>
+#include <filesystem>
 #include <map>
 #include <random>
 #include <regex>
+#include <set>
 #include <thread>
 
 #include <fmt/format.h>
@@ -31,25 +36,36 @@ std::string random_session_id() {
   return fmt::format("{:016x}{:016x}", rng() ^ (static_cast<uint64_t>(dev()) << 32), rng() ^ dev());
 }
 
-// host[:port] -> host (IPv6 in brackets kept).
-std::string strip_port(const std::string& host) {
-  if (!host.empty() && host[0] == '[') {
-    size_t close = host.find(']');
-    return close == std::string::npos ? host : host.substr(0, close + 1);
-  }
-  size_t colon = host.rfind(':');
-  return colon == std::string::npos ? host : host.substr(0, colon);
+std::string trim(const std::string& s) {
+  size_t a = s.find_first_not_of(" \t");
+  if (a == std::string::npos) return "";
+  size_t b = s.find_last_not_of(" \t");
+  return s.substr(a, b - a + 1);
 }
 
-bool is_local_name(const std::string& host) {
-  std::string h = lower(strip_port(host));
-  return h == "localhost" || h == "127.0.0.1" || h == "[::1]";
+bool all_digits(std::string_view s) {
+  return !s.empty() && s.size() <= 5 &&
+         std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
+}
+
+// Nanoseconds on the steady clock: orders session uses (LRU) without ties.
+int64_t now_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+// Milliseconds on the steady clock (stored in atomics).
+int64_t now_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
 }
 
 bool local_origin(const std::string& origin) {
   static const std::regex pattern(R"(^https?://(localhost|127\.0\.0\.1|\[::1\])(:\d+)?/?$)",
                                   std::regex::icase);
-  return std::regex_match(origin, pattern);
+  return origin.size() < 256 && std::regex_match(origin, pattern);
 }
 
 void send_json(httplib::Response& res, int status, const json& body) {
@@ -86,42 +102,255 @@ bool is_loopback_host(const std::string& host) {
   return host == "127.0.0.1" || host == "localhost" || host == "::1" || host == "[::1]";
 }
 
+bool is_local_host_header(const std::string& header) {
+  std::string host = lower(trim(header));
+  std::string name = host, port;
+  if (!host.empty() && host[0] == '[') {
+    size_t close = host.find(']');
+    if (close == std::string::npos) return false;
+    name = host.substr(0, close + 1);
+    std::string rest = host.substr(close + 1);
+    if (!rest.empty()) {
+      if (rest[0] != ':' || !all_digits(std::string_view(rest).substr(1))) return false;
+    }
+  } else if (size_t colon = host.find(':'); colon != std::string::npos) {
+    name = host.substr(0, colon);
+    if (!all_digits(std::string_view(host).substr(colon + 1))) return false;
+  }
+  return name == "localhost" || name == "127.0.0.1" || name == "[::1]";
+}
+
+bool is_json_media_type(const std::string& content_type) {
+  return lower(trim(content_type.substr(0, content_type.find(';')))) == "application/json";
+}
+
+bool bearer_token_matches(const std::string& authorization, const std::string& token) {
+  std::string value = trim(authorization);
+  size_t space = value.find_first_of(" \t");
+  if (space == std::string::npos || lower(value.substr(0, space)) != "bearer") return false;
+  std::string given = trim(value.substr(space + 1));
+  // Constant time in the token's content: every byte is compared whatever
+  // the first mismatch, so response timing reveals no prefix.
+  unsigned char diff = given.size() == token.size() ? 0 : 1;
+  for (size_t k = 0; k < token.size(); ++k)
+    diff |= static_cast<unsigned char>(token[k] ^ (k < given.size() ? given[k] : 0));
+  return diff == 0 && !token.empty();
+}
+
+namespace {
+
+// Watches the accepted connections of the listening port (cpp-httplib does
+// not expose them): from /proc/self/fd, each socket whose local port is ours.
+// A connection that has not delivered a whole request within the deadline
+// (slow headers or body, one byte a second) is shut down, which frees its
+// worker; when one address holds more connections than its cap, its oldest
+// idle ones are shut down. A request being handled (a long tool call, a GET
+// stream) is never touched.
+class ConnectionWatch {
+ public:
+  void set_port(int port) { port_ = port; }
+  // The request of this peer ("addr:port") is being handled / has been answered.
+  void busy(const std::string& peer, bool on) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (on) {
+      busy_.insert(peer);
+    } else {
+      busy_.erase(peer);
+      restarted_[peer] = now_ms();  // a keep-alive connection starts its next request
+    }
+  }
+  // One pass: returns how many connections were shut down.
+  size_t sweep(int64_t deadline_ms, size_t per_ip_cap) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    int64_t now = now_ms();
+    std::map<std::string, std::vector<Conn>> by_ip;
+    std::map<std::string, int64_t> present;
+    for (Conn c : list_connections()) {
+      auto first = first_seen_.find(c.peer);
+      present[c.peer] = first == first_seen_.end() ? now : first->second;
+      c.since = present[c.peer];
+      if (auto r = restarted_.find(c.peer); r != restarted_.end())
+        c.since = std::max(c.since, r->second);
+      c.busy = busy_.count(c.peer) > 0;
+      by_ip[c.ip].push_back(c);
+    }
+    first_seen_ = std::move(present);
+    // Connections that vanished mid-request never reach the logger: forget them here.
+    std::erase_if(restarted_, [&](const auto& r) { return !first_seen_.count(r.first); });
+    std::erase_if(busy_, [&](const std::string& peer) { return !first_seen_.count(peer); });
+    size_t killed = 0;
+    for (auto& [ip, conns] : by_ip) {
+      std::sort(conns.begin(), conns.end(),
+                [](const Conn& a, const Conn& b) { return a.since < b.since; });
+      size_t over = conns.size() > per_ip_cap ? conns.size() - per_ip_cap : 0;
+      for (const Conn& c : conns) {
+        if (c.busy || (now - c.since <= deadline_ms && over == 0)) continue;
+        if (over > 0) --over;  // the oldest idle connections make room first
+        ::shutdown(c.fd, SHUT_RDWR);
+        first_seen_.erase(c.peer);
+        ++killed;
+      }
+    }
+    return killed;
+  }
+
+ private:
+  struct Conn {
+    int fd = -1;
+    std::string ip, peer;
+    int64_t since = 0;
+    bool busy = false;
+  };
+
+  static bool numeric(const sockaddr_storage& addr, socklen_t len, std::string& host,
+                      std::string& port) {
+    char h[NI_MAXHOST], p[NI_MAXSERV];
+    if (getnameinfo(reinterpret_cast<const sockaddr*>(&addr), len, h, sizeof h, p, sizeof p,
+                    NI_NUMERICHOST | NI_NUMERICSERV) != 0)
+      return false;
+    host = h;
+    port = p;
+    return true;
+  }
+
+  std::vector<Conn> list_connections() const {
+    std::vector<Conn> out;
+    std::error_code ec;
+    for (auto it = std::filesystem::directory_iterator("/proc/self/fd", ec);
+         !ec && it != std::filesystem::directory_iterator(); it.increment(ec)) {
+      int fd = std::atoi(it->path().filename().c_str());
+      sockaddr_storage local{}, peer{};
+      socklen_t llen = sizeof local, plen = sizeof peer;
+      if (getsockname(fd, reinterpret_cast<sockaddr*>(&local), &llen) != 0) continue;
+      if (getpeername(fd, reinterpret_cast<sockaddr*>(&peer), &plen) != 0) continue;
+      std::string lhost, lport, phost, pport;
+      if (!numeric(local, llen, lhost, lport) || !numeric(peer, plen, phost, pport)) continue;
+      if (lport != std::to_string(port_)) continue;
+      out.push_back({fd, phost, phost + ":" + pport});
+    }
+    return out;
+  }
+
+  int port_ = 0;
+  std::mutex mutex_;
+  std::set<std::string> busy_;
+  std::map<std::string, int64_t> first_seen_, restarted_;
+};
+
+// cpp-httplib with the listen backlog raised to fit the workers (its own is 5).
+class BackloggedServer : public httplib::Server {
+ public:
+  void raise_backlog(int backlog) {
+    socket_t sock = svr_sock_;
+    if (sock != INVALID_SOCKET) ::listen(sock, backlog);  // Linux: a second listen() resizes it
+  }
+};
+
+}  // namespace
+
 struct HttpServer::Impl {
   struct SessionSlot {
     std::shared_ptr<Session> session;
     std::atomic<bool> closed{false};
     std::atomic<bool> get_open{false};
+    std::atomic<int64_t> last_used{now_ns()};  // steady clock, ns
+    std::mutex wake_mutex;                     // GET stream sleeps on wake until closed or stopping
+    std::condition_variable wake;
+    void close() {
+      std::lock_guard<std::mutex> lock(wake_mutex);
+      closed = true;
+      wake.notify_all();
+    }
   };
 
   Server& server;
   HttpOptions options;
-  httplib::Server http;
+  BackloggedServer http;
   int bound_port = 0;
+  size_t threads = 0;
+  size_t max_get_streams = 0;
+  size_t per_ip_cap = 0;
   std::atomic<bool> stopping{false};
   std::atomic<size_t> get_streams{0};
   mutable std::mutex mutex;
   std::map<std::string, std::shared_ptr<SessionSlot>> sessions;
+  ConnectionWatch watch;
+  std::mutex watchdog_mutex;
+  std::condition_variable watchdog_wake;
+  std::thread watchdog;
 
   Impl(Server& s, HttpOptions o) : server(s), options(std::move(o)) {
     if (!is_loopback_host(options.host) && options.token.empty())
       throw std::runtime_error(
           "refusing to listen on a non-loopback address without a bearer token "
           "(--token or JARVIS_TOKEN)");
-    size_t threads = std::max<size_t>(4, options.threads);
-    http.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
+    threads = std::max<size_t>(4, options.threads);
+    // GET streams hold a worker each: leave at least half for POSTs.
+    max_get_streams = std::max<size_t>(1, std::min(options.max_get_streams, threads / 2));
+    per_ip_cap = options.max_connections_per_ip > 0
+                     ? std::min(options.max_connections_per_ip, threads - 1)
+                     : std::max<size_t>(1, threads * 3 / 4);
+    size_t pool = threads;
+    http.new_task_queue = [pool] { return new httplib::ThreadPool(pool); };
+    // The raw body cap; the decoded body is capped while it is read (post()).
     http.set_payload_max_length(server.options().max_message_bytes);
-    http.set_keep_alive_timeout(2);
-    http.set_read_timeout(30);
+    http.set_keep_alive_timeout(options.idle_keepalive_s);
+    http.set_read_timeout(options.io_timeout_s);
+    http.set_write_timeout(options.io_timeout_s);
     http.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
+      watch.busy(peer_of(req), true);
       return guard(req, res) ? httplib::Server::HandlerResponse::Unhandled
                              : httplib::Server::HandlerResponse::Handled;
     });
-    http.Post(kEndpoint,
-              [this](const httplib::Request& req, httplib::Response& res) { post(req, res); });
+    // Called once the response is written: the connection waits for its next request.
+    http.set_logger([this](const httplib::Request& req, const httplib::Response&) {
+      watch.busy(peer_of(req), false);
+    });
+    http.set_exception_handler(
+        [](const httplib::Request&, httplib::Response& res, std::exception_ptr error) {
+          std::string what = "unknown error";
+          try {
+            std::rethrow_exception(error);
+          } catch (const std::exception& e) {
+            what = e.what();
+          } catch (...) {
+          }
+          send_error(res, 500, rpc::kInternalError, "Internal error: " + what);
+        });
+    http.Post(kEndpoint, [this](const httplib::Request& req, httplib::Response& res,
+                                const httplib::ContentReader& reader) { post(req, res, reader); });
     http.Get(kEndpoint,
              [this](const httplib::Request& req, httplib::Response& res) { get(req, res); });
     http.Delete(kEndpoint,
                 [this](const httplib::Request& req, httplib::Response& res) { del(req, res); });
+  }
+
+  ~Impl() { stop_watchdog(); }
+
+  static std::string peer_of(const httplib::Request& req) {
+    return req.remote_addr + ":" + std::to_string(req.remote_port);
+  }
+
+  void start_watchdog() {
+    watch.set_port(bound_port);
+    watchdog = std::thread([this] {
+      std::unique_lock<std::mutex> lock(watchdog_mutex);
+      while (!stopping) {
+        watchdog_wake.wait_for(lock, std::chrono::milliseconds(200));
+        if (stopping) break;
+        watch.sweep(int64_t{options.request_timeout_s} * 1000, per_ip_cap);
+        expire_sessions();
+      }
+    });
+  }
+
+  void stop_watchdog() {
+    {
+      std::lock_guard<std::mutex> lock(watchdog_mutex);
+      stopping = true;
+      watchdog_wake.notify_all();
+    }
+    if (watchdog.joinable()) watchdog.join();
   }
 
   // Origin / Host / token checks for every request. False = answered.
@@ -132,22 +361,64 @@ struct HttpServer::Impl {
                      std::find(options.allowed_origins.begin(), options.allowed_origins.end(),
                                origin) != options.allowed_origins.end();
       if (!allowed) {
-        send_error(res, 403, rpc::kInvalidRequest,
-                   "Forbidden: Origin " + origin + " is not allowed");
+        send_error(res, 403, rpc::kInvalidRequest, "Forbidden: Origin is not allowed");
         return false;
       }
     }
-    if (is_loopback_host(options.host) && !is_local_name(req.get_header_value("Host"))) {
+    if (is_loopback_host(options.host) && !is_local_host_header(req.get_header_value("Host"))) {
       send_error(res, 403, rpc::kInvalidRequest,
                  "Forbidden: Host header must name localhost, 127.0.0.1 or [::1]");
       return false;
     }
     if (!options.token.empty() &&
-        req.get_header_value("Authorization") != "Bearer " + options.token) {
+        !bearer_token_matches(req.get_header_value("Authorization"), options.token)) {
       res.set_header("WWW-Authenticate", "Bearer");
       send_error(res, 401, rpc::kInvalidRequest, "Unauthorized: a valid bearer token is required");
       return false;
     }
+    return true;
+  }
+
+  bool idle(const SessionSlot& slot) const {
+    return !slot.get_open && slot.session->in_flight() == 0;
+  }
+
+  // Forgets sessions idle for longer than the TTL (their clients are gone).
+  void expire_sessions() {
+    int64_t ttl_ns =
+        std::chrono::duration_cast<std::chrono::nanoseconds>(server.options().session_idle_ttl)
+            .count();
+    std::vector<std::shared_ptr<SessionSlot>> gone;
+    {
+      std::lock_guard<std::mutex> lock(mutex);
+      int64_t now = now_ns();
+      for (auto it = sessions.begin(); it != sessions.end();) {
+        if (ttl_ns > 0 && now - it->second->last_used > ttl_ns && idle(*it->second)) {
+          gone.push_back(it->second);
+          it = sessions.erase(it);
+        } else {
+          ++it;
+        }
+      }
+    }
+    for (auto& slot : gone) {
+      slot->close();
+      slot->session->cancel_all();
+    }
+  }
+
+  // At the cap: the least recently used idle session makes room. False when
+  // every session is busy.
+  bool make_room_locked() {
+    if (sessions.size() < options.max_sessions) return true;
+    auto victim = sessions.end();
+    for (auto it = sessions.begin(); it != sessions.end(); ++it)
+      if (idle(*it->second) &&
+          (victim == sessions.end() || it->second->last_used < victim->second->last_used))
+        victim = it;
+    if (victim == sessions.end()) return false;
+    victim->second->close();
+    sessions.erase(victim);
     return true;
   }
 
@@ -168,6 +439,8 @@ struct HttpServer::Impl {
     auto slot = find_session(req.get_header_value("Mcp-Session-Id"));
     if (!slot)
       send_error(res, 404, rpc::kInvalidRequest, "Session not found: initialize a new session");
+    else
+      slot->last_used = now_ns();
     return slot;
   }
 
@@ -198,9 +471,66 @@ struct HttpServer::Impl {
     return "";
   }
 
-  void post(const httplib::Request& req, httplib::Response& res) {
-    std::string content_type = lower(req.get_header_value("Content-Type"));
-    if (content_type.find("application/json") == std::string::npos)
+  void post_stateless(const httplib::Request& req, httplib::Response& res, const json& message,
+                      bool accepts_sse) {
+    auto session = server.new_stateless_session();
+    bool is_request = message.contains("id");
+    if (is_request) {
+      if (std::string problem = header_mismatch(req, message); !problem.empty())
+        return send_error(res, 400, rpc::kHeaderMismatch, "Header mismatch: " + problem,
+                          message["id"]);
+    }
+    if (!is_request) {
+      session->handle(message, [](const json&) {});
+      res.status = 202;
+      return;
+    }
+    if (accepts_sse && message["method"] == "tools/call")
+      return stream_reply(res, session, message);
+    auto reply = session->handle(message, [](const json&) {});
+    if (!reply) {
+      res.status = 202;
+      return;
+    }
+    send_json(res, modern_status(*reply), *reply);
+  }
+
+  // Reads the body through httplib's decoder (chunked, gzip) and stops as
+  // soon as the *decoded* bytes pass the message cap, or a compressed body
+  // inflates more than kMaxInflation times its raw length. False = answered.
+  bool read_body(const httplib::Request& req, httplib::Response& res,
+                 const httplib::ContentReader& reader, std::string& body) {
+    constexpr size_t kMaxInflation = 100;
+    size_t cap = server.options().max_message_bytes;
+    bool encoded = req.has_header("Content-Encoding") &&
+                   lower(trim(req.get_header_value("Content-Encoding"))) != "identity";
+    size_t raw = req.has_header("Content-Length")
+                     ? std::strtoull(req.get_header_value("Content-Length").c_str(), nullptr, 10)
+                     : 0;
+    if (encoded && raw > 0) cap = std::min(cap, raw * kMaxInflation + 4096);
+    bool over = raw > server.options().max_message_bytes;  // refused before reading
+    bool ok = !over && reader([&](const char* data, size_t length) {
+      if (body.size() + length > cap) {
+        over = true;
+        return false;
+      }
+      body.append(data, length);
+      return true;
+    });
+    if (over || !ok) {
+      res.set_header("Connection", "close");  // the rest of the body is not read
+      send_error(res, over ? 413 : 400, rpc::kInvalidRequest,
+                 over ? fmt::format("Payload Too Large: the decoded body exceeds {} bytes{}", cap,
+                                    encoded ? " (or inflates too much)" : "")
+                      : "Bad Request: the body could not be read");
+      return false;
+    }
+    return true;
+  }
+
+  void post(const httplib::Request& req, httplib::Response& res,
+            const httplib::ContentReader& reader) {
+    if (!is_json_media_type(req.get_header_value("Content-Type")))
       return send_error(res, 415, rpc::kInvalidRequest,
                         "Unsupported Media Type: Content-Type must be application/json");
     std::string accept = lower(req.get_header_value("Accept"));
@@ -211,9 +541,12 @@ struct HttpServer::Impl {
       return send_error(
           res, 406, rpc::kInvalidRequest,
           "Not Acceptable: Accept must include application/json or text/event-stream");
-    json message = json::parse(req.body, nullptr, /*allow_exceptions=*/false);
-    if (message.is_discarded())
-      return send_error(res, 400, rpc::kParseError, "Parse error: invalid JSON");
+    std::string body;
+    if (!read_body(req, res, reader, body)) return;
+    ParsedMessage parsed = parse_message_text(body);
+    body = std::string();
+    if (parsed.error) return send_json(res, 400, *parsed.error);
+    const json& message = parsed.message;
 
     if (is_modern_message(message)) return post_stateless(req, res, message, accepts_sse);
 
@@ -243,6 +576,7 @@ struct HttpServer::Impl {
     bool stream = accepts_sse && message.is_object() && message["method"] == "tools/call";
     if (stream) return stream_reply(res, slot->session, message);
     auto reply = slot->session->handle(message, [](const json&) {});
+    slot->last_used = now_ns();
     if (!reply) {
       res.status = 202;
       return;
@@ -260,36 +594,13 @@ struct HttpServer::Impl {
     std::string id = random_session_id();
     {
       std::lock_guard<std::mutex> lock(mutex);
-      if (sessions.size() >= options.max_sessions)
-        return send_error(res, 503, rpc::kInternalError, "Too many sessions; DELETE unused ones");
+      if (!make_room_locked())
+        return send_error(res, 503, rpc::kInternalError,
+                          "Too many busy sessions; DELETE unused ones or retry later");
       sessions[id] = slot;
     }
     res.set_header("Mcp-Session-Id", id);
     send_json(res, 200, *reply);
-  }
-
-  void post_stateless(const httplib::Request& req, httplib::Response& res, const json& message,
-                      bool accepts_sse) {
-    auto session = server.new_stateless_session();
-    bool is_request = message.contains("id");
-    if (is_request) {
-      if (std::string problem = header_mismatch(req, message); !problem.empty())
-        return send_error(res, 400, rpc::kHeaderMismatch, "Header mismatch: " + problem,
-                          message["id"]);
-    }
-    if (!is_request) {
-      session->handle(message, [](const json&) {});
-      res.status = 202;
-      return;
-    }
-    if (accepts_sse && message["method"] == "tools/call")
-      return stream_reply(res, session, message);
-    auto reply = session->handle(message, [](const json&) {});
-    if (!reply) {
-      res.status = 202;
-      return;
-    }
-    send_json(res, modern_status(*reply), *reply);
   }
 
   // Answers a request as an SSE stream: its notifications and requests to
@@ -308,8 +619,12 @@ struct HttpServer::Impl {
         std::string event = sse_event(m);
         open = sink.write(event.data(), event.size());
       };
-      auto reply = session->handle(message, write);
-      if (reply) write(*reply);
+      json id = message.is_object() && message.contains("id") ? message["id"] : json();
+      try {
+        if (auto reply = session->handle(message, write)) write(*reply);
+      } catch (const std::exception& e) {  // never let a worker die with the stream
+        write(make_error(id, rpc::kInternalError, fmt::format("Internal error: {}", e.what())));
+      }
       sink.done();
       return true;
     });
@@ -328,7 +643,7 @@ struct HttpServer::Impl {
     if (slot->get_open.exchange(true))
       return send_error(res, 409, rpc::kInvalidRequest,
                         "Conflict: this session already has a GET stream");
-    if (get_streams.fetch_add(1) >= options.max_get_streams) {
+    if (get_streams.fetch_add(1) >= max_get_streams) {
       get_streams.fetch_sub(1);
       slot->get_open = false;
       return send_error(res, 503, rpc::kInternalError, "Too many open GET streams");
@@ -337,21 +652,25 @@ struct HttpServer::Impl {
     res.set_header("Cache-Control", "no-cache");
     res.set_header("X-Accel-Buffering", "no");
     res.set_header("Mcp-Session-Id", req.get_header_value("Mcp-Session-Id"));
-    int keepalive_ms = options.keepalive_ms;
+    auto interval = std::chrono::milliseconds(options.keepalive_ms);
     // We send no unsolicited notifications (tools never change), so the stream
     // carries only keep-alive comments; they also reveal a vanished client.
+    // Between them the worker sleeps on the session's condition variable,
+    // woken at once by DELETE, expiry or shutdown.
     res.set_chunked_content_provider(
         "text/event-stream",
-        [this, slot, keepalive_ms](size_t, httplib::DataSink& sink) {
-          const char* comment = ": keep-alive\n\n";
-          if (!sink.write(comment, strlen(comment))) return false;
-          auto next = std::chrono::steady_clock::now() + std::chrono::milliseconds(keepalive_ms);
-          while (!stopping && !slot->closed && sink.is_writable()) {
-            std::this_thread::sleep_for(std::chrono::milliseconds(20));
-            if (std::chrono::steady_clock::now() < next) continue;
-            if (!sink.write(comment, strlen(comment))) return false;
-            next += std::chrono::milliseconds(keepalive_ms);
+        [this, slot, interval](size_t, httplib::DataSink& sink) {
+          const std::string comment = ": keep-alive\n\n";
+          std::unique_lock<std::mutex> lock(slot->wake_mutex);
+          while (!stopping && !slot->closed) {
+            lock.unlock();
+            bool ok = sink.is_writable() && sink.write(comment.data(), comment.size());
+            lock.lock();
+            if (!ok) return false;
+            slot->last_used = now_ns();
+            slot->wake.wait_for(lock, interval, [&] { return stopping || slot->closed; });
           }
+          lock.unlock();
           sink.done();
           return true;
         },
@@ -371,9 +690,18 @@ struct HttpServer::Impl {
       std::lock_guard<std::mutex> lock(mutex);
       sessions.erase(req.get_header_value("Mcp-Session-Id"));
     }
-    slot->closed = true;
+    slot->close();
     slot->session->cancel_all();
     res.status = 200;
+  }
+
+  // Wakes every GET stream so the workers return before the pool joins.
+  void wake_streams() {
+    std::lock_guard<std::mutex> lock(mutex);
+    for (auto& [_, slot] : sessions) {
+      std::lock_guard<std::mutex> wake_lock(slot->wake_mutex);
+      slot->wake.notify_all();
+    }
   }
 };
 
@@ -394,6 +722,8 @@ void HttpServer::bind() {
       throw std::runtime_error(fmt::format("cannot bind to {}:{}", host, impl_->options.port));
     impl_->bound_port = impl_->options.port;
   }
+  impl_->http.raise_backlog(static_cast<int>(std::max<size_t>(64, impl_->threads * 4)));
+  impl_->start_watchdog();
 }
 
 int HttpServer::port() const {
@@ -405,7 +735,8 @@ void HttpServer::run() {
 }
 
 void HttpServer::stop() {
-  impl_->stopping = true;
+  impl_->stop_watchdog();
+  impl_->wake_streams();
   impl_->http.stop();
 }
 

@@ -58,6 +58,38 @@ bool is_supported_version(std::string_view version) {
   return std::find(v.begin(), v.end(), version) != v.end();
 }
 
+bool json_nesting_exceeds(std::string_view text, size_t max_depth) {
+  size_t depth = 0;
+  bool in_string = false;
+  for (size_t k = 0; k < text.size(); ++k) {
+    char c = text[k];
+    if (in_string) {
+      if (c == '\\')
+        ++k;  // the escaped character cannot end the string
+      else if (c == '"')
+        in_string = false;
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      if (++depth > max_depth) return true;
+    } else if ((c == ']' || c == '}') && depth > 0) {
+      --depth;
+    }
+  }
+  return false;
+}
+
+ParsedMessage parse_message_text(std::string_view text) {
+  if (json_nesting_exceeds(text, kMaxJsonDepth))
+    return {json(), make_error(nullptr, rpc::kInvalidRequest,
+                               fmt::format("Invalid Request: JSON nested deeper than {} levels",
+                                           kMaxJsonDepth))};
+  json message = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (message.is_discarded())
+    return {json(), make_error(nullptr, rpc::kParseError, "Parse error: invalid JSON")};
+  return {std::move(message), std::nullopt};
+}
+
 json make_error(const json& id, int code, const std::string& message, const json& data) {
   json error = {{"code", code}, {"message", message}};
   if (!data.is_null()) error["data"] = data;
@@ -71,7 +103,7 @@ json make_error(const json& id, int code, const std::string& message, const json
 Server::Server(ServerOptions options) : options_(std::move(options)) {
   std::vector<std::string> roots = options_.roots;
   if (roots.empty()) roots.push_back(std::filesystem::current_path().string());
-  paths_ = PathPolicy(roots);
+  paths_ = PathPolicy(roots, options_.arch_dirs);
   tools_ = builtin_tools(problems_);
   prompts_ = skill_prompts();
   if (options_.conformance_fixtures) {
@@ -79,10 +111,16 @@ Server::Server(ServerOptions options) : options_(std::move(options)) {
     for (auto& prompt : fixture_prompts()) prompts_.push_back(std::move(prompt));
   }
   instructions_ = options_.instructions.empty() ? kDefaultInstructions : options_.instructions;
-  stateless_traces_ = std::make_shared<TraceStore>();
+  cache_ = std::make_unique<TraceCache>(options_.max_memory_bytes);
+  stateless_traces_ = std::make_shared<TraceStore>(*cache_, TraceStore::Handles::Capability,
+                                                   options_.session_idle_ttl);
+  stateless_traces_->set_path_loader(trace_path_loader());
 }
 
-Server::~Server() = default;
+Server::~Server() {
+  // The stores hold references into the cache: release them first.
+  stateless_traces_.reset();
+}
 
 const ToolSpec* Server::find_tool(std::string_view name) const {
   for (const auto& tool : tools_)
@@ -108,6 +146,10 @@ json Server::capabilities() const {
 
 std::shared_ptr<Session> Server::new_session() {
   return std::make_shared<Session>(*this);
+}
+
+std::function<std::string(const std::string&)> Server::trace_path_loader() const {
+  return [this](const std::string& path) { return paths_.trace_path(path).string(); };
 }
 
 std::shared_ptr<Session> Server::new_stateless_session() {
@@ -144,6 +186,11 @@ struct Session::PendingClientRequest {
 Session::Session(Server& server, std::shared_ptr<TraceStore> traces)
     : server_(server), traces_(std::move(traces)) {}
 
+Session::Session(Server& server)
+    : Session(server, std::make_shared<TraceStore>(server.trace_cache())) {
+  traces_->set_path_loader(server.trace_path_loader());
+}
+
 bool Session::initialized() const {
   std::lock_guard<std::mutex> lock(mutex_);
   return initialized_;
@@ -177,10 +224,9 @@ std::optional<json> Session::handle_text(std::string_view text, const Emit& emit
     return make_error(nullptr, rpc::kInvalidRequest,
                       fmt::format("message of {} bytes exceeds the limit of {} bytes", text.size(),
                                   server_.options().max_message_bytes));
-  json message = json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (message.is_discarded())
-    return make_error(nullptr, rpc::kParseError, "Parse error: invalid JSON");
-  return handle(message, emit);
+  ParsedMessage parsed = parse_message_text(text);
+  if (parsed.error) return parsed.error;
+  return handle(parsed.message, emit);
 }
 
 std::optional<json> Session::handle(const json& message, const Emit& emit) {
@@ -563,6 +609,12 @@ json Session::call_tool(Call& call, const json& params, bool modern) {
   } catch (const std::runtime_error& e) {  // ToolError, TraceError, engine input errors
     if (call.cancelled->load()) throw Cancelled{};
     return error_result(e.what());
+  } catch (const std::exception& e) {
+    // An engine invariant broke on this input (a missing table, an index out
+    // of range): still the tool's failure, which the agent can work around,
+    // not a protocol fault. Nothing was stored: caches keep only successes.
+    if (call.cancelled->load()) throw Cancelled{};
+    return error_result(fmt::format("{} failed on this input: {}", name, e.what()));
   }
   if (call.cancelled->load()) throw Cancelled{};
 

@@ -1,11 +1,12 @@
 // The MCP protocol core, independent of the transport.
 //
 // A Server holds what every connection shares (the tools, prompts, options,
-// the trace store of stateless 2026-07-28 requests). A Session is one stdio
-// process or one HTTP session: negotiated version, log level, its own
-// TraceStore, the requests in flight (for cancellation) and the requests we
-// sent to the client. Transports feed messages to Session::handle*, from any
-// number of threads, and deliver what comes back.
+// the cache of parsed traces under the memory budget, the capability-handle
+// store of stateless 2026-07-28 requests). A Session is one stdio process or
+// one HTTP session: negotiated version, log level, its own handles (a
+// TraceStore over the shared cache), the requests in flight (for
+// cancellation) and the requests we sent to the client. Transports feed messages to
+// Session::handle*, from any number of threads, and deliver what comes back.
 //
 // Eras are chosen per message: a request whose params._meta carries
 // "io.modelcontextprotocol/protocolVersion" (and server/discover) is served
@@ -58,6 +59,23 @@ inline constexpr int kUnsupportedProtocolVersion = -32022;
 // An error response; `id` is omitted when null (MCP never sends id:null).
 json make_error(const json& id, int code, const std::string& message, const json& data = nullptr);
 
+// The deepest nesting of arrays and objects a message may have. Tool
+// arguments need a handful of levels; a limit keeps every recursive walk
+// over a message (schema validation, dump, copies) shallow.
+inline constexpr size_t kMaxJsonDepth = 64;
+
+// True when `text` nests arrays/objects deeper than `max_depth` (one linear
+// scan, strings skipped, before any parser or recursion sees it).
+bool json_nesting_exceeds(std::string_view text, size_t max_depth);
+
+// Parses one JSON-RPC message; on failure returns the error reply instead:
+// -32700 for invalid JSON, -32600 for nesting beyond kMaxJsonDepth.
+struct ParsedMessage {
+  json message;
+  std::optional<json> error;  // set when the text is refused
+};
+ParsedMessage parse_message_text(std::string_view text);
+
 // A prompt served by prompts/list and prompts/get.
 struct Prompt {
   json definition;                                    // {name, title?, description?, arguments?}
@@ -74,7 +92,11 @@ struct ServerOptions {
   size_t max_message_bytes = 64u << 20;  // one JSON-RPC message (stdio line, HTTP body)
   size_t tools_page_size = 100;          // tools/list page size
   std::chrono::milliseconds client_request_timeout{60000};
-  std::string instructions;  // initialize.instructions ("" = default text)
+  std::string instructions;       // initialize.instructions ("" = default text)
+  uint64_t max_memory_bytes = 0;  // --max-memory: budget of the parsed-trace cache (0 = none)
+  // Idle time after which an HTTP session, or a stateless client's handle, is forgotten.
+  std::chrono::seconds session_idle_ttl{30 * 60};
+  std::vector<std::string> arch_dirs;  // --arch-dir: arch JSON files readable besides the roots
 };
 
 class Session;
@@ -98,9 +120,13 @@ class Server {
   const std::string& instructions() const { return instructions_; }
 
   std::shared_ptr<Session> new_session();
-  // A session for one stateless (2026-07-28) HTTP request; all of them share
-  // one server-wide TraceStore, so handles outlive the request.
+  // A session for one stateless (2026-07-28) request. They share one store
+  // of unguessable capability handles that is never listed, so a handle
+  // outlives its request but only its holder can use or unload it.
   std::shared_ptr<Session> new_stateless_session();
+  TraceCache& trace_cache() { return *cache_; }
+  // Confines a trace path named where a handle is expected (TraceStore::set_path_loader).
+  std::function<std::string(const std::string&)> trace_path_loader() const;
 
   // Fixture resources (conformance mode only).
   json list_resources() const;
@@ -114,6 +140,7 @@ class Server {
   std::vector<Prompt> prompts_;
   std::vector<std::string> problems_;
   std::string instructions_;
+  std::unique_ptr<TraceCache> cache_;  // before the stores that reference it
   std::shared_ptr<TraceStore> stateless_traces_;
 };
 
@@ -123,8 +150,8 @@ using Emit = std::function<void(const json&)>;
 
 class Session {
  public:
-  explicit Session(Server& server,
-                   std::shared_ptr<TraceStore> traces = std::make_shared<TraceStore>());
+  Session(Server& server, std::shared_ptr<TraceStore> traces);
+  explicit Session(Server& server);
 
   // Handles one message given as text: -32700 on bad JSON, batches per the
   // negotiated version. Returns the reply (an object, an array for a batch,

@@ -140,6 +140,20 @@ bool runs_on_pool(const json& message) {
          message["method"] != "initialize" && message["method"] != "ping";
 }
 
+// Session::handle answers every failure of a request itself; this guard is
+// for what escapes anyway (bad_alloc while building a reply, a bug), so one
+// message can never take the whole server down.
+void guarded_handle(Session& session, const json& message, const Emit& emit, LineWriter& writer) {
+  json id = message.is_object() && message.contains("id") ? message["id"] : json();
+  try {
+    if (auto reply = session.handle(message, emit)) writer.write(*reply);
+  } catch (const std::exception& e) {
+    writer.write(make_error(id, rpc::kInternalError, fmt::format("Internal error: {}", e.what())));
+  } catch (...) {
+    writer.write(make_error(id, rpc::kInternalError, "Internal error"));
+  }
+}
+
 }  // namespace
 
 int serve_stdio(Server& server, int in_fd, int out_fd, size_t workers) {
@@ -158,17 +172,17 @@ int serve_stdio(Server& server, int in_fd, int out_fd, size_t workers) {
       continue;
     }
     if (line.find_first_not_of(" \t") == std::string::npos) continue;
-    json message = json::parse(line, nullptr, /*allow_exceptions=*/false);
-    if (message.is_discarded()) {
-      writer.write(make_error(nullptr, rpc::kParseError, "Parse error: invalid JSON"));
+    ParsedMessage parsed = parse_message_text(line);
+    if (parsed.error) {
+      writer.write(*parsed.error);
       continue;
     }
-    if (runs_on_pool(message)) {
-      pool.push([session, message = std::move(message), &emit, &writer] {
-        if (auto reply = session->handle(message, emit)) writer.write(*reply);
+    if (runs_on_pool(parsed.message)) {
+      pool.push([session, message = std::move(parsed.message), &emit, &writer] {
+        guarded_handle(*session, message, emit, writer);
       });
-    } else if (auto reply = session->handle(message, emit)) {
-      writer.write(*reply);
+    } else {
+      guarded_handle(*session, parsed.message, emit, writer);
     }
   }
   // EOF: let the calls in flight finish (their replies still go out), then exit.

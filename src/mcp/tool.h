@@ -18,6 +18,8 @@
 #include <filesystem>
 #include <functional>
 #include <map>
+#include <mutex>
+#include <set>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -54,21 +56,63 @@ enum class LogLevel { Debug, Info, Notice, Warning, Error, Critical, Alert, Emer
 const char* log_level_name(LogLevel level);
 bool parse_log_level(std::string_view name, LogLevel& level);
 
-// The directories a session may read and write (--root, repeatable).
+// The directories a session may read and write (--root, repeatable), and
+// the rules for what tools may write there (docs/security.md).
 class PathPolicy {
  public:
   PathPolicy() = default;
-  // Roots are made absolute and canonical; a root that does not exist is an error.
-  explicit PathPolicy(const std::vector<std::string>& roots);
+  // Roots are made absolute and canonical; a root that does not exist is an
+  // error. arch_dirs: extra directories arch JSON files may be read from.
+  explicit PathPolicy(const std::vector<std::string>& roots,
+                      const std::vector<std::string>& arch_dirs = {});
+  PathPolicy(const PathPolicy& o) : roots_(o.roots_), given_(o.given_), arch_dirs_(o.arch_dirs_) {}
+  PathPolicy& operator=(const PathPolicy& o);
   const std::vector<std::filesystem::path>& roots() const { return roots_; }
-  // Resolves `path` (relative paths are taken against the first root) and
-  // checks, after following symlinks, that it lies inside a root. must_exist:
-  // the path must exist. for_write: its parent directory must exist.
+  // Resolves `path` (relative paths are taken against the first root) the
+  // way the kernel will: component by component, every symlink followed,
+  // then checks that the result lies inside a root. A path that does not
+  // even spell a place inside a root is refused before the file system is
+  // looked at, so the answers tell nothing about files elsewhere.
+  // must_exist: the path must exist. for_write: its parent directory must
+  // exist and the path itself must not be a symlink.
   // Throws ToolError with a message naming the roots.
   std::filesystem::path resolve(const std::string& path, bool must_exist, bool for_write) const;
 
+  // A file a tool is about to write: `extension` (".svg", ".html", ".md")
+  // required; never a symlink, a directory or a trace; an existing file only
+  // when this server wrote it (or it lies in a jarvis output directory) or
+  // `overwrite` is set.
+  std::filesystem::path output_file(const std::string& path, std::string_view extension,
+                                    bool overwrite) const;
+  // A directory a tool writes its files into: new, holding only files this
+  // server wrote, or one a jarvis tool wrote before (it holds a
+  // .jarvis-output marker), unless `overwrite`; never holding symlinks or
+  // traces. Creates nothing: call mark_output_dir once the tool succeeded.
+  std::filesystem::path output_dir(const std::string& path, bool overwrite) const;
+  void mark_output_dir(const std::filesystem::path& dir) const;
+  // Records a file a tool wrote, so a later call may replace it and
+  // load_trace never reads it.
+  void note_written(const std::filesystem::path& path) const;
+  bool written_by_us(const std::filesystem::path& path) const;
+
+  // A trace to read: resolved like resolve(must_exist), named .json or
+  // .json.gz, and nothing a jarvis tool wrote (a planted findings file or
+  // report is never read as a trace).
+  std::filesystem::path trace_path(const std::string& path) const;
+
+  // The `arch` argument of a tool: a bundled arch name (any case) becomes
+  // its canonical name; anything else must be a .json file under a root or
+  // an --arch-dir and become its canonical path. "" and "none" pass through.
+  // Errors never quote the file's contents.
+  std::string resolve_arch(const std::string& arch) const;
+
  private:
   std::vector<std::filesystem::path> roots_;
+  std::vector<std::filesystem::path> given_;  // roots as given, made absolute
+  std::vector<std::filesystem::path> arch_dirs_;
+  mutable std::mutex written_mutex_;
+  mutable std::set<std::string> written_;
+  mutable std::set<std::string> claimed_;  // output directories tools of this server write
 };
 
 // What a handler may use besides its arguments. One per tools/call.
@@ -83,6 +127,15 @@ class ToolContext {
                                      bool for_write) const {
     return paths_.resolve(path, must_exist, for_write);
   }
+  // PathPolicy::output_file / output_dir / resolve_arch.
+  std::filesystem::path output_file(const std::string& path, std::string_view extension,
+                                    bool overwrite = false) const {
+    return paths_.output_file(path, extension, overwrite);
+  }
+  std::filesystem::path output_dir(const std::string& path, bool overwrite = false) const {
+    return paths_.output_dir(path, overwrite);
+  }
+  std::string arch(const std::string& arch) const { return paths_.resolve_arch(arch); }
 
   // notifications/progress when the client asked for it (a progressToken);
   // a no-op otherwise. Non-increasing values are dropped.

@@ -1,5 +1,6 @@
 // Tool registry: handlers registered by JARVIS_MCP_TOOL joined with the schema
-// files compiled in from tools_schema/. Also the ToolContext and PathPolicy helpers.
+// files compiled in from tools_schema/. Also the ToolContext helpers (PathPolicy:
+// path_policy.cpp).
 #include <algorithm>
 #include <regex>
 #include <system_error>
@@ -27,63 +28,6 @@ bool parse_log_level(std::string_view name, LogLevel& level) {
     }
   }
   return false;
-}
-
-// ---------------------------------------------------------------- paths
-
-PathPolicy::PathPolicy(const std::vector<std::string>& roots) {
-  for (const auto& root : roots) {
-    std::error_code ec;
-    fs::path canonical = fs::canonical(fs::absolute(root), ec);
-    if (ec || !fs::is_directory(canonical))
-      throw std::runtime_error(fmt::format("--root {}: not an existing directory", root));
-    roots_.push_back(canonical);
-  }
-}
-
-namespace {
-
-bool is_inside(const fs::path& path, const fs::path& root) {
-  auto p = path.begin();
-  for (auto r = root.begin(); r != root.end(); ++r, ++p) {
-    if (r->empty()) continue;  // trailing separator of the root
-    if (p == path.end() || *p != *r) return false;
-  }
-  return true;
-}
-
-}  // namespace
-
-fs::path PathPolicy::resolve(const std::string& path, bool must_exist, bool for_write) const {
-  if (roots_.empty()) throw ToolError("no directory is allowed: start the server with --root DIR");
-  if (path.empty()) throw ToolError("empty path: give a file path under " + roots_[0].string());
-  if (path.find('\0') != std::string::npos) throw ToolError("path contains a NUL character");
-  fs::path given(path);
-  fs::path absolute = given.is_absolute() ? given : roots_[0] / given;
-  std::error_code ec;
-  // weakly_canonical follows symlinks of the existing prefix, so a link that
-  // points outside a root is judged by its target.
-  fs::path resolved = fs::weakly_canonical(absolute, ec);
-  if (ec) throw ToolError(fmt::format("cannot resolve path '{}': {}", path, ec.message()));
-  bool allowed = std::any_of(roots_.begin(), roots_.end(),
-                             [&](const fs::path& root) { return is_inside(resolved, root); });
-  if (!allowed) {
-    std::vector<std::string> names;
-    for (const auto& r : roots_) names.push_back(r.string());
-    throw ToolError(fmt::format(
-        "path '{}' is outside the allowed directories ({}); use a path inside one of them, or "
-        "restart the server with --root for the directory you need",
-        path, fmt::join(names, ", ")));
-  }
-  if (must_exist && !fs::exists(resolved, ec))
-    throw ToolError(fmt::format("'{}' does not exist (resolved to {})", path, resolved.string()));
-  if (for_write) {
-    fs::path parent = resolved.parent_path();
-    if (!fs::is_directory(parent, ec))
-      throw ToolError(
-          fmt::format("cannot write '{}': directory {} does not exist", path, parent.string()));
-  }
-  return resolved;
 }
 
 // ---------------------------------------------------------------- context

@@ -39,9 +39,12 @@ ToolResult analyze_category_tool(const json& args, ToolContext& ctx) {
                  {"draft_findings_path", nullptr}};
   if (args.at("write_draft").get<bool>() && r.status != "ERROR") {
     std::string path = analysis::findings_path(dir.string(), category);
-    if (!std::filesystem::exists(path))
+    if (!std::filesystem::exists(path)) {
+      auto target = ctx.output_file(path, ".md");  // no symlinks, inside the roots
       result["draft_findings_path"] =
           analysis::write_findings(dir.string(), category, analysis::draft_findings(r));
+      ctx.paths().note_written(target);
+    }
   }
   return {result, r.markdown};
 }

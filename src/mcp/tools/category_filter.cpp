@@ -15,11 +15,12 @@ namespace {
 ToolResult category_filter_tool(const json& args, ToolContext& ctx) {
   auto entry = ctx.traces().get(args.at("trace").get<std::string>());
   if (!entry) throw ToolError("unknown trace handle; call load_trace first or list_traces");
-  std::string arch = args.value("arch", std::string());
+  std::string arch = ctx.arch(args.value("arch", std::string()));
   if (arch.empty()) arch = detect_arch_name(entry->trace());
   if (arch.empty())
     throw ToolError("cannot detect the GPU arch from the trace; pass arch (e.g. MI300X, H100)");
-  auto out = ctx.resolve_path(args.at("output_dir").get<std::string>(), false, true);
+  auto out =
+      ctx.output_dir(args.at("output_dir").get<std::string>(), args.at("overwrite").get<bool>());
   analysis::TracePrepareOptions o;
   o.platform = arch;
   o.output_dir = out.string();
@@ -31,6 +32,7 @@ ToolResult category_filter_tool(const json& args, ToolContext& ctx) {
     auto report = trace_report(*entry, arch);
     ctx.throw_if_cancelled();
     r = analysis::prepare_from_report(entry->trace(), *trace_call_tree(*entry), report->tables, o);
+    ctx.paths().mark_output_dir(out);
   } catch (const perf::GpuArchError& e) {
     throw ToolError(e.what());
   } catch (const std::invalid_argument& e) {

@@ -24,14 +24,12 @@ std::string summary_text(const json& result) {
 ToolResult collective_report_tool(const json& args, ToolContext& ctx) {
   std::vector<std::string> paths;
   for (const auto& p : args.at("traces"))
-    paths.push_back(ctx.resolve_path(p.get<std::string>(), /*must_exist=*/true,
-                                     /*for_write=*/false)
-                        .string());
+    paths.push_back(ctx.paths().trace_path(p.get<std::string>()).string());
   std::string out_dir;
   if (args.contains("output_dir"))
-    out_dir = ctx.resolve_path(args.at("output_dir").get<std::string>(), /*must_exist=*/false,
-                               /*for_write=*/true)
-                  .string();
+    out_dir =
+        ctx.output_dir(args.at("output_dir").get<std::string>(), args.at("overwrite").get<bool>())
+            .string();
   collectives::CollectiveReportOptions options;
   options.alignment = args.at("align").get<std::string>() == "none"
                           ? collectives::TimeAlignment::None
@@ -54,6 +52,7 @@ ToolResult collective_report_tool(const json& args, ToolContext& ctx) {
   if (!out_dir.empty()) {
     try {
       structured["files"] = collectives::write_collective_tables(result.tables, out_dir);
+      ctx.paths().mark_output_dir(out_dir);
     } catch (const std::runtime_error& e) {
       throw ToolError(fmt::format("cannot write the tables to {}: {}", out_dir, e.what()));
     }

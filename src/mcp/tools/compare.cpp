@@ -22,12 +22,16 @@ struct Input {
 
 Input prepare_input(const std::string& value, const std::string& tag, const std::string& arch,
                     ToolContext& ctx) {
-  auto entry = ctx.traces().get(value);
+  // A trace path is loaded under a handle of this session (reported back),
+  // not served per call as other tools' path arguments are.
+  bool trace_file = value.ends_with(".json") || value.ends_with(".gz");
+  auto entry = trace_file ? nullptr : ctx.traces().get(value);
   if (!entry) {
     auto path = ctx.resolve_path(value, /*must_exist=*/true, /*for_write=*/false);
     if (std::filesystem::is_directory(path))
       return {prepare_report_dir(path.string(), tag, arch), json()};
-    entry = ctx.traces().load(path.string()).entry;
+    // A file goes through load_trace's checks (trace names, nothing we wrote).
+    entry = ctx.traces().load(ctx.paths().trace_path(value).string()).entry;
   }
   return {prepare_loaded_trace(*entry, tag, arch), entry->handle()};
 }
@@ -65,17 +69,17 @@ ToolResult compare_tool(const json& args, ToolContext& ctx) {
   CompareTracesOptions options;
   options.reference_tag = args.at("reference_tag").get<std::string>();
   options.target_tag = args.at("target_tag").get<std::string>();
-  options.arch_reference = args.value("arch_reference", std::string());
-  options.arch_target = args.value("arch_target", std::string());
+  options.arch_reference = ctx.arch(args.value("arch_reference", std::string()));
+  options.arch_target = ctx.arch(args.value("arch_target", std::string()));
   options.compare.sheet_groups = args.at("sheets").get<std::vector<std::string>>();
   options.gaps.gap_threshold = args.at("gap_threshold").get<double>();
   options.gaps.min_target_share = args.at("min_target_share_pct").get<double>() / 100.0;
   if (options.reference_tag == options.target_tag)
     throw ToolError("reference_tag and target_tag must differ");
   if (args.contains("output_dir"))
-    options.output_dir = ctx.resolve_path(args.at("output_dir").get<std::string>(),
-                                          /*must_exist=*/false, /*for_write=*/true)
-                             .string();
+    options.output_dir =
+        ctx.output_dir(args.at("output_dir").get<std::string>(), args.at("overwrite").get<bool>())
+            .string();
   Input ref, tgt;
   try {
     ctx.report_progress(0, 3, "reference report");
@@ -94,6 +98,7 @@ ToolResult compare_tool(const json& args, ToolContext& ctx) {
   TraceComparison c =
       compare_prepared_reports(std::move(ref.prepared.report), std::move(tgt.prepared.report),
                                std::move(ref.prepared.arch), std::move(tgt.prepared.arch), options);
+  if (!options.output_dir.empty()) ctx.paths().mark_output_dir(options.output_dir);
   json result = c.summary(args.at("top_n").get<size_t>());
   result["reference"]["handle"] = ref.handle;
   result["target"]["handle"] = tgt.handle;

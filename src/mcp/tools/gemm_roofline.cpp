@@ -45,7 +45,7 @@ json gemm_insights(const LoadedTrace& entry, const std::string& arch_name) {
 ToolResult gemm_roofline_tool(const json& args, ToolContext& ctx) {
   auto entry = ctx.traces().get(args.at("trace").get<std::string>());
   if (!entry) throw ToolError("unknown trace handle; call load_trace first or list_traces");
-  std::string arch = args.value("arch", std::string());
+  std::string arch = ctx.arch(args.value("arch", std::string()));
   if (arch.empty()) arch = detect_arch_name(entry->trace());
   if (arch.empty())
     throw ToolError("cannot detect the GPU arch from the trace; pass arch (e.g. MI300X, H100)");
@@ -81,8 +81,10 @@ ToolResult gemm_roofline_tool(const json& args, ToolContext& ctx) {
   result["insights"] = gemm_insights(*entry, arch);
   result["svg_path"] = nullptr;
   if (args.contains("svg_path")) {
-    auto path = ctx.resolve_path(args.at("svg_path").get<std::string>(), false, true);
+    auto path = ctx.output_file(args.at("svg_path").get<std::string>(), ".svg",
+                                args.at("overwrite").get<bool>());
     write_file_atomic(path.string(), analysis::gemm_roofline_svg(r));
+    ctx.paths().note_written(path);
     result["svg_path"] = path.string();
   }
   return {result, shapes_text(result) + result.dump()};

@@ -7,16 +7,22 @@ namespace {
 
 ToolResult list_traces_tool(const json&, ToolContext& ctx) {
   json traces = json::array();
-  for (const auto& entry : ctx.traces().list()) {
-    const Trace& trace = entry->trace();
-    traces.push_back({{"trace", entry->handle()},
-                      {"path", entry->path()},
-                      {"platform", platform_name(trace.platform)},
-                      {"gpu_name", trace.gpu_name()},
-                      {"events", static_cast<int64_t>(trace.events.size())},
-                      {"file_bytes", entry->file_size()}});
-  }
-  return json{{"traces", traces}};
+  for (const auto& info : ctx.traces().list())
+    traces.push_back({{"trace", info.handle},
+                      {"path", info.path},
+                      {"platform", platform_name(info.platform)},
+                      {"gpu_name", info.gpu_name},
+                      {"events", static_cast<int64_t>(info.events)},
+                      {"file_bytes", info.file_bytes}});
+  json result = {{"traces", traces}};
+  // Stateless clients' handles are capabilities: never listed, so no client
+  // learns another's traces.
+  if (!ctx.traces().lists_handles())
+    return {result,
+            "Handles of stateless (2026-07-28) requests are not listed; keep the handle "
+            "load_trace returned. " +
+                result.dump()};
+  return result;
 }
 
 }  // namespace

@@ -59,8 +59,8 @@ std::string collectives_line(const json& summary) {
 }
 
 ToolResult load_trace_tool(const json& args, ToolContext& ctx) {
-  auto path = ctx.resolve_path(args.at("path").get<std::string>(), /*must_exist=*/true,
-                               /*for_write=*/false);
+  std::string given = args.at("path").get<std::string>();
+  auto path = ctx.paths().trace_path(given);
   // Progress is a fraction of 1: loading takes it to 0.9 (the uncompressed
   // size is unknown up front, so bytes read are mapped onto a saturating
   // curve scaled by the file size), the GPU timeline to 1.

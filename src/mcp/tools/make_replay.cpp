@@ -51,8 +51,8 @@ std::string summary_text(const json& s) {
 ToolResult make_replay_tool(const json& args, ToolContext& ctx) {
   auto entry = ctx.traces().get(args.at("trace").get<std::string>());
   if (!entry) throw ToolError("unknown trace handle; call load_trace first or list_traces");
-  auto out = ctx.resolve_path(args.at("output_dir").get<std::string>(), /*must_exist=*/false,
-                              /*for_write=*/true);
+  auto out =
+      ctx.output_dir(args.at("output_dir").get<std::string>(), args.at("overwrite").get<bool>());
   replay::Selection selection;
   try {
     selection = selection_from(args);
@@ -63,6 +63,7 @@ ToolResult make_replay_tool(const json& args, ToolContext& ctx) {
   ctx.throw_if_cancelled();
   try {
     auto result = replay::make_replay(entry->trace(), *tree, selection, out.string());
+    ctx.paths().mark_output_dir(out);
     json summary = replay::replay_summary_json(result);
     summary["trace"] = entry->handle();
     return {summary, summary_text(summary)};

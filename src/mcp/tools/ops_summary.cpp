@@ -101,7 +101,7 @@ ToolResult ops_summary_tool(const json& args, ToolContext& ctx) {
   query.min_percent = args.at("min_percent").get<double>();
   if (auto profile = analysis::rocprof_profile(*entry))
     return rocprof_fallback(handle, *profile, query);
-  std::string arch = args.value("arch", std::string());
+  std::string arch = ctx.arch(args.value("arch", std::string()));
   std::string used_arch = arch.empty() ? detect_arch_name(entry->trace()) : arch;
   std::shared_ptr<const Report> report;
   try {

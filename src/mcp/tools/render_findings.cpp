@@ -16,7 +16,8 @@ ToolResult render_findings_tool(const json& args, ToolContext& ctx) {
   auto dir = ctx.resolve_path(args.at("output_dir").get<std::string>(), true, false);
   std::string output = args.contains("output") ? args.at("output").get<std::string>()
                                                : (dir / "findings.html").string();
-  auto out = ctx.resolve_path(output, false, true);
+  auto out = ctx.output_file(output, output.ends_with(".htm") ? ".htm" : ".html",
+                             args.at("overwrite").get<bool>());
   charts::FindingsPage page;
   try {
     page = charts::render_findings_page(dir.string());
@@ -24,6 +25,7 @@ ToolResult render_findings_tool(const json& args, ToolContext& ctx) {
     throw ToolError(e.what());
   }
   write_file_atomic(out.string(), page.html);
+  ctx.paths().note_written(out);
   json result = {{"path", out.string()},
                  {"bytes", page.html.size()},
                  {"files", page.files},

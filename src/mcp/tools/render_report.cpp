@@ -16,11 +16,13 @@ namespace {
 ToolResult render_report_tool(const json& args, ToolContext& ctx) {
   auto entry = ctx.traces().get(args.at("trace").get<std::string>());
   if (!entry) throw ToolError("unknown trace handle; call load_trace first or list_traces");
-  auto out = ctx.resolve_path(args.at("output").get<std::string>(), false, true);
+  std::string output = args.at("output").get<std::string>();
+  bool overwrite = args.at("overwrite").get<bool>();
+  auto out = ctx.output_file(output, output.ends_with(".htm") ? ".htm" : ".html", overwrite);
   std::filesystem::path svg_dir;
   if (args.contains("svg_dir"))
-    svg_dir = ctx.resolve_path(args.at("svg_dir").get<std::string>(), false, true);
-  std::string arch = args.value("arch", std::string());
+    svg_dir = ctx.output_dir(args.at("svg_dir").get<std::string>(), overwrite);
+  std::string arch = ctx.arch(args.value("arch", std::string()));
   if (arch.empty()) arch = detect_arch_name(entry->trace());
   charts::ReportPageOptions page;
   page.trace_path = entry->path();
@@ -41,8 +43,12 @@ ToolResult render_report_tool(const json& args, ToolContext& ctx) {
   auto charts = charts::report_charts(entry->trace(), *report, page);
   std::string html = charts::report_html(entry->trace(), *report, charts, page);
   write_file_atomic(out.string(), html);
+  ctx.paths().note_written(out);
   std::vector<std::string> svg_paths;
-  if (!svg_dir.empty()) svg_paths = charts::write_chart_svgs(charts, svg_dir.string());
+  if (!svg_dir.empty()) {
+    svg_paths = charts::write_chart_svgs(charts, svg_dir.string());
+    ctx.paths().mark_output_dir(svg_dir);
+  }
   json list = json::array();
   for (size_t i = 0; i < charts.size(); ++i)
     list.push_back({{"name", charts[i].name},

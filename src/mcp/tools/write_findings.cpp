@@ -12,10 +12,13 @@ ToolResult write_findings_tool(const json& args, ToolContext& ctx) {
   std::string markdown = args.at("markdown").get<std::string>();
   std::string path;
   try {
-    // Resolve the final path through the policy too (a symlinked findings dir
-    // must not lead outside the allowed roots).
-    ctx.resolve_path(analysis::findings_path(dir.string(), category), false, false);
+    // The final path goes through the policy too: a symlinked findings dir
+    // must not lead outside the roots, and a file jarvis did not write is
+    // replaced only on request.
+    auto target = ctx.output_file(analysis::findings_path(dir.string(), category), ".md",
+                                  args.at("overwrite").get<bool>());
     path = analysis::write_findings(dir.string(), category, markdown);
+    ctx.paths().note_written(target);
   } catch (const std::invalid_argument& e) {
     throw ToolError(e.what());
   }

@@ -1,0 +1,260 @@
+#include "session/trace_cache.h"
+
+#include <malloc.h>
+#include <sys/stat.h>
+
+#include <chrono>
+#include <filesystem>
+#include <system_error>
+
+#include <fmt/format.h>
+
+#include "trace/loader.h"
+
+namespace jarvis {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr auto kPoll = std::chrono::milliseconds(50);
+
+double mib(uint64_t bytes) {
+  return static_cast<double>(bytes) / (1024.0 * 1024.0);
+}
+
+// True when the caller's progress callback asks to stop.
+bool caller_cancelled(const LoadOptions& options) {
+  return options.progress && !options.progress(0, 0);
+}
+
+}  // namespace
+
+FileIdentity identify_file(const std::string& path) {
+  std::error_code ec;
+  fs::path canonical = fs::canonical(path, ec);
+  if (ec) throw TraceError(fmt::format("{}: {}", path, ec.message()));
+  struct stat st {};
+  if (::stat(canonical.c_str(), &st) != 0)
+    throw TraceError(fmt::format("{}: {}", path, std::strerror(errno)));
+  if (!S_ISREG(st.st_mode)) throw TraceError(fmt::format("{}: not a regular file", path));
+  FileIdentity id;
+  id.device = static_cast<uint64_t>(st.st_dev);
+  id.inode = static_cast<uint64_t>(st.st_ino);
+  id.size = static_cast<uint64_t>(st.st_size);
+  id.mtime_ns = static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
+  id.path = canonical.string();
+  return id;
+}
+
+std::shared_ptr<TraceEntry::Slot> TraceEntry::slot_for(std::type_index type,
+                                                       const std::string& key) const {
+  std::lock_guard<std::mutex> lock(slots_mutex_);
+  auto& slot = slots_[{type, key}];
+  if (!slot) slot = std::make_shared<Slot>();
+  return slot;
+}
+
+uint64_t estimate_trace_bytes(const Trace& trace) {
+  uint64_t bytes = trace.events.capacity() * sizeof(Event);
+  for (const auto& args : trace.arg_lists)
+    bytes += sizeof(ArgList) + args.capacity() * (sizeof(args[0]) + 32);
+  for (size_t id = 0; id < trace.strings.size(); ++id)
+    bytes += trace.strings.view(static_cast<uint32_t>(id)).size() + 2 * sizeof(std::string) + 16;
+  // The call tree, reports and summaries built later are of the same order
+  // as the events themselves; reserving as much again keeps the budget honest
+  // without re-measuring after every tool call.
+  return 2 * bytes + 4096;
+}
+
+// ---------------------------------------------------------------- Ref
+
+TraceCache::Ref::Ref(TraceCache* cache, FileIdentity id) : cache_(cache), id_(std::move(id)) {
+  if (cache_) cache_->add_ref(id_);
+}
+
+TraceCache::Ref::Ref(Ref&& o) noexcept : cache_(o.cache_), id_(std::move(o.id_)) {
+  o.cache_ = nullptr;
+}
+
+TraceCache::Ref& TraceCache::Ref::operator=(Ref&& o) noexcept {
+  if (this != &o) {
+    if (cache_) cache_->drop_ref(id_);
+    cache_ = o.cache_;
+    id_ = std::move(o.id_);
+    o.cache_ = nullptr;
+  }
+  return *this;
+}
+
+TraceCache::Ref::~Ref() {
+  if (cache_) cache_->drop_ref(id_);
+}
+
+void TraceCache::add_ref(const FileIdentity& id) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  ++refs_[id];
+}
+
+void TraceCache::drop_ref(const FileIdentity& id) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto it = refs_.find(id);
+  if (it != refs_.end() && --it->second == 0) refs_.erase(it);
+  // An unreferenced trace is the first to go, so make room right away when
+  // we are over the budget (a load refused earlier may fit now).
+  if (max_bytes_ > 0)
+    while (resident_bytes_ > max_bytes_ && evict_one_locked(false)) {
+    }
+}
+
+// ---------------------------------------------------------------- cache
+
+TraceCache::TraceCache(uint64_t max_bytes, size_t parallel_loads)
+    : max_bytes_(max_bytes), parallel_loads_(std::max<size_t>(1, parallel_loads)) {}
+
+TraceCache& TraceCache::process_default() {
+  static TraceCache cache;
+  return cache;
+}
+
+TraceCache::Stats TraceCache::stats() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return {resident_bytes_, resident_.size(), parses_, evictions_};
+}
+
+void TraceCache::trim() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  while (evict_one_locked(true)) {
+  }
+}
+
+std::shared_ptr<const TraceEntry> TraceCache::lookup_locked(const FileIdentity& id) {
+  auto it = resident_.find(id);
+  if (it == resident_.end()) return nullptr;
+  it->second.last_used = ++clock_;
+  return it->second.entry;
+}
+
+std::shared_ptr<const TraceEntry> parse_kineto(const FileIdentity& id, const LoadOptions& options) {
+  auto start = std::chrono::steady_clock::now();
+  auto trace = std::make_shared<const Trace>(load_trace(id.path, options));
+  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  uint64_t bytes = estimate_trace_bytes(*trace);
+  return std::make_shared<const TraceEntry>(id, std::move(trace), seconds, bytes);
+}
+
+TraceCache::Acquired TraceCache::acquire(const FileIdentity& id, const LoadOptions& options,
+                                         const Parser& parser) {
+  std::unique_lock<std::mutex> lock(mutex_);
+  while (true) {
+    if (auto entry = lookup_locked(id)) return {entry, false};
+    auto it = in_flight_.find(id);
+    if (it == in_flight_.end()) {
+      auto flight = std::make_shared<InFlight>();
+      in_flight_[id] = flight;
+      return parse(lock, flight, id, options, parser ? parser : Parser(parse_kineto));
+    }
+    // Someone else parses this file: wait for their result. If they were
+    // cancelled, loop and parse it ourselves.
+    std::shared_ptr<InFlight> flight = it->second;
+    Acquired got = wait_for(lock, flight, id, options);
+    if (got.entry) return got;
+  }
+}
+
+TraceCache::Acquired TraceCache::wait_for(std::unique_lock<std::mutex>& lock,
+                                          const std::shared_ptr<InFlight>& flight,
+                                          const FileIdentity& id, const LoadOptions& options) {
+  while (!flight->done) {
+    changed_.wait_for(lock, kPoll);
+    if (!flight->done && caller_cancelled(options)) throw TraceError(id.path + ": load cancelled");
+  }
+  if (flight->result) return {flight->result, false};
+  if (flight->error) {
+    try {
+      std::rethrow_exception(flight->error);
+    } catch (const TraceError& e) {
+      // The loader's own cancellation is no verdict on the file.
+      if (std::string(e.what()).find("cancelled") == std::string::npos) throw;
+    }
+  }
+  return {};
+}
+
+TraceCache::Acquired TraceCache::parse(std::unique_lock<std::mutex>& lock,
+                                       const std::shared_ptr<InFlight>& flight,
+                                       const FileIdentity& id, const LoadOptions& options,
+                                       const Parser& parser) {
+  auto finish = [&](std::shared_ptr<const TraceEntry> result, std::exception_ptr error) {
+    flight->done = true;
+    flight->result = std::move(result);
+    flight->error = std::move(error);
+    in_flight_.erase(id);
+    changed_.notify_all();
+  };
+  try {
+    while (parsing_ >= parallel_loads_) {
+      changed_.wait_for(lock, kPoll);
+      if (parsing_ >= parallel_loads_ && caller_cancelled(options))
+        throw TraceError(id.path + ": load cancelled");
+    }
+    ++parsing_;
+    lock.unlock();
+    std::shared_ptr<const TraceEntry> entry;
+    std::exception_ptr error;
+    try {
+      entry = parser(id, options);
+    } catch (...) {
+      error = std::current_exception();
+    }
+    lock.lock();
+    --parsing_;
+    ++parses_;
+    if (error) std::rethrow_exception(error);
+    admit_locked(entry);
+    finish(entry, nullptr);
+    return {entry, true};
+  } catch (...) {
+    finish(nullptr, std::current_exception());
+    throw;
+  }
+}
+
+bool TraceCache::evict_one_locked(bool referenced_too) {
+  auto victim = resident_.end();
+  for (auto it = resident_.begin(); it != resident_.end(); ++it) {
+    if (it->second.entry.use_count() > 1) continue;  // a running call holds it
+    if (!referenced_too && refs_.count(it->first)) continue;
+    if (victim == resident_.end() || it->second.last_used < victim->second.last_used) victim = it;
+  }
+  if (victim == resident_.end()) return false;
+  resident_bytes_ -= victim->second.entry->bytes();
+  resident_.erase(victim);
+  ++evictions_;
+  // A parsed trace is many small blocks spread over the worker threads'
+  // arenas; without a trim the freed pages stay in the process and the
+  // budget would not show in its resident size.
+  ::malloc_trim(0);
+  return true;
+}
+
+void TraceCache::admit_locked(const std::shared_ptr<const TraceEntry>& entry) {
+  uint64_t need = entry->bytes();
+  if (max_bytes_ > 0) {
+    // Unreferenced traces first, then traces whose sessions may reload them.
+    while (resident_bytes_ + need > max_bytes_ && evict_one_locked(false)) {
+    }
+    while (resident_bytes_ + need > max_bytes_ && evict_one_locked(true)) {
+    }
+    if (resident_bytes_ + need > max_bytes_)
+      throw TraceError(fmt::format(
+          "{}: the memory budget of {:.0f} MiB cannot hold this trace (about {:.0f} MiB) while "
+          "{:.0f} MiB are in use by running calls; unload traces, wait, or restart the server "
+          "with a larger --max-memory",
+          entry->identity().path, mib(max_bytes_), mib(need), mib(resident_bytes_)));
+  }
+  resident_[entry->identity()] = {entry, ++clock_};
+  resident_bytes_ += need;
+}
+
+}  // namespace jarvis

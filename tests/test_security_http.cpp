@@ -1,0 +1,324 @@
+// Security regression tests of the HTTP transport (issue 24 points 3, 4, 5,
+// 6, 12; issue 18's GET streams and token comparison): each attack, the
+// refusal or bound, and a normal request answered afterwards.
+#include <arpa/inet.h>
+#include <doctest/doctest.h>
+#include <httplib.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include <fmt/format.h>
+
+#include <chrono>
+#include <thread>
+
+#include "mcp/transport.h"
+#include "mcp_harness.h"
+#include "security_support.h"
+
+using jarvis::mcp::json;
+namespace mcp = jarvis::mcp;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+struct Live {
+  mcp::Server server;
+  mcp::HttpServer http;
+  std::thread thread;
+  explicit Live(mcp::HttpOptions options = {},
+                mcp::ServerOptions server_options = mcp::testing::shared_root_options())
+      : server(std::move(server_options)), http(server, std::move(options)) {
+    http.bind();
+    thread = std::thread([this] { http.run(); });
+  }
+  ~Live() {
+    http.stop();
+    thread.join();
+  }
+  httplib::Client client() const {
+    httplib::Client c("127.0.0.1", http.port());
+    c.set_read_timeout(20);
+    return c;
+  }
+};
+
+httplib::Headers headers(const std::string& session = "") {
+  httplib::Headers h = {{"Accept", "application/json, text/event-stream"}};
+  if (!session.empty()) h.emplace("Mcp-Session-Id", session);
+  return h;
+}
+
+std::string init_body() {
+  return json{{"jsonrpc", "2.0"},
+              {"id", 1},
+              {"method", "initialize"},
+              {"params",
+               {{"protocolVersion", "2025-11-25"},
+                {"capabilities", json::object()},
+                {"clientInfo", {{"name", "t"}, {"version", "0"}}}}}}
+      .dump();
+}
+
+std::string open_session(httplib::Client& c) {
+  auto res = c.Post("/mcp", headers(), init_body(), "application/json");
+  REQUIRE(res);
+  REQUIRE(res->status == 200);
+  return res->get_header_value("Mcp-Session-Id");
+}
+
+std::string ping_body(int id) {
+  return json{{"jsonrpc", "2.0"}, {"id", id}, {"method", "ping"}}.dump();
+}
+
+// A normal request on a fresh connection succeeds: the server is still up.
+void answers_next_request(const Live& live) {
+  auto c = live.client();
+  std::string id = open_session(c);
+  auto res = c.Post("/mcp", headers(id), ping_body(77), "application/json");
+  REQUIRE(res);
+  CHECK(res->status == 200);
+  CHECK(json::parse(res->body)["id"] == 77);
+}
+
+// A raw TCP connection to the server, for requests httplib's client would not send.
+int connect_raw(int port) {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  REQUIRE(::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
+  timeval tv{10, 0};
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  return fd;
+}
+
+void send_all(int fd, const std::string& data) {
+  for (size_t off = 0; off < data.size();) {
+    ssize_t n = ::send(fd, data.data() + off, data.size() - off, MSG_NOSIGNAL);
+    if (n <= 0) return;  // the server may close early: that is the point
+    off += static_cast<size_t>(n);
+  }
+}
+
+std::string receive_some(int fd) {
+  std::string out;
+  char buf[4096];
+  ssize_t n;
+  while ((n = ::recv(fd, buf, sizeof buf, 0)) > 0) {
+    out.append(buf, static_cast<size_t>(n));
+    if (out.find("\r\n\r\n") != std::string::npos) break;
+  }
+  return out;
+}
+
+std::string gzip(const std::string& data) {
+  z_stream z{};
+  REQUIRE(deflateInit2(&z, 9, Z_DEFLATED, 15 + 16, 9, Z_DEFAULT_STRATEGY) == Z_OK);
+  std::string out(deflateBound(&z, data.size()) + 64, '\0');
+  z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(data.data()));
+  z.avail_in = static_cast<uInt>(data.size());
+  z.next_out = reinterpret_cast<Bytef*>(out.data());
+  z.avail_out = static_cast<uInt>(out.size());
+  REQUIRE(deflate(&z, Z_FINISH) == Z_STREAM_END);
+  out.resize(z.total_out);
+  deflateEnd(&z);
+  return out;
+}
+
+}  // namespace
+
+TEST_SUITE("mcp_security") {
+  TEST_CASE("point 3: a deeply nested POST body is refused with -32600, server stays up") {
+    Live live;
+    auto c = live.client();
+    std::string deep = R"({"jsonrpc":"2.0","id":1,"method":"server/discover","params":{"x":)" +
+                       std::string(200000, '[') + std::string(200000, ']') + "}}";
+    auto res = c.Post("/mcp", headers(), deep, "application/json");
+    REQUIRE(res);
+    CHECK(res->status == 400);
+    CHECK(json::parse(res->body)["error"]["code"] == mcp::rpc::kInvalidRequest);
+    answers_next_request(live);
+  }
+
+  TEST_CASE("point 4: the body cap applies to decoded gzip and chunked bodies") {
+    mcp::ServerOptions options = mcp::testing::shared_root_options();
+    options.max_message_bytes = 1u << 20;
+    Live live({}, options);
+    uint64_t rss_before = jarvis::testing::resident_bytes();
+    auto start = Clock::now();
+    // 64 MiB of one JSON string, sent as ~64 KiB of gzip.
+    std::string huge = R"({"jsonrpc":"2.0","id":1,"method":"ping","params":{"x":")" +
+                       std::string(64u << 20, 'a') + "\"}}";
+    std::string packed = gzip(huge);
+    huge = std::string();
+    CHECK(packed.size() < (1u << 20));
+    {
+      auto c = live.client();
+      httplib::Headers h = headers();
+      h.emplace("Content-Encoding", "gzip");
+      auto res = c.Post("/mcp", h, packed, "application/json");
+      REQUIRE(res);
+      CHECK(res->status == 413);
+    }
+    // Chunked: no Content-Length for the raw cap to see.
+    {
+      int fd = connect_raw(live.http.port());
+      send_all(fd,
+               "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+               "Accept: application/json\r\nTransfer-Encoding: chunked\r\n\r\n");
+      std::string chunk(256u << 10, ' ');
+      std::string framed = fmt::format("{:x}\r\n", chunk.size()) + chunk + "\r\n";
+      for (int k = 0; k < 16; ++k) send_all(fd, framed);
+      send_all(fd, "0\r\n\r\n");
+      std::string reply = receive_some(fd);
+      CHECK(reply.find(" 413 ") != std::string::npos);
+      ::close(fd);
+    }
+    CHECK(jarvis::testing::resident_bytes() < rss_before + (256ull << 20));
+    CHECK(Clock::now() - start < std::chrono::seconds(10));
+    answers_next_request(live);
+  }
+
+  TEST_CASE("point 4: negative or absurd --max-message-mb stops the start") {
+    for (const char* value : {"-1", "0", "99999999999", "12abc"}) {
+      std::string cmd = std::string(JARVIS_BINARY) + " serve --stdio --max-message-mb " + value +
+                        " </dev/null >/dev/null 2>&1";
+      int status = std::system(cmd.c_str());
+      INFO(value);
+      CHECK(WEXITSTATUS(status) != 0);
+    }
+    std::string cmd = std::string(JARVIS_BINARY) + " serve --stdio --max-memory -5 </dev/null" +
+                      " >/dev/null 2>&1";
+    CHECK(WEXITSTATUS(std::system(cmd.c_str())) != 0);
+  }
+
+  TEST_CASE("point 5: slow clients cannot hold every worker") {
+    mcp::HttpOptions options;
+    options.threads = 4;
+    options.request_timeout_s = 1;
+    Live live(options);
+    // Twelve connections trickling a request that never ends.
+    std::vector<int> slow;
+    for (int k = 0; k < 12; ++k) {
+      int fd = connect_raw(live.http.port());
+      send_all(fd, "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n");
+      slow.push_back(fd);
+    }
+    auto start = Clock::now();
+    answers_next_request(live);
+    CHECK(Clock::now() - start < std::chrono::seconds(8));
+    for (int fd : slow) ::close(fd);
+    // Below the per-address cap, the request deadline cuts a trickling client.
+    int trickle = connect_raw(live.http.port());
+    send_all(trickle, "POST /mcp HTTP/1.1\r\n");
+    start = Clock::now();
+    char byte;
+    ssize_t got = 1;
+    while (got > 0 && Clock::now() - start < std::chrono::seconds(6)) {
+      send_all(trickle, "X");
+      got = ::recv(trickle, &byte, 1, MSG_DONTWAIT);
+      if (got < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) got = 1;
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    }
+    CHECK(got <= 0);  // closed by the server
+    CHECK(Clock::now() - start < std::chrono::seconds(4));
+    ::close(trickle);
+    answers_next_request(live);
+  }
+
+  TEST_CASE("point 6: idle sessions expire and the cap evicts the least recently used") {
+    mcp::HttpOptions options;
+    options.max_sessions = 3;
+    Live live(options);
+    auto c = live.client();
+    std::string first = open_session(c);
+    std::string second = open_session(c);
+    std::string third = open_session(c);
+    CHECK(c.Post("/mcp", headers(first), ping_body(2), "application/json")->status == 200);
+    // Full: a new client still gets a session; the least recently used (second) goes.
+    std::string fourth = open_session(c);
+    CHECK(live.http.session_count() == 3);
+    CHECK(c.Post("/mcp", headers(second), ping_body(3), "application/json")->status == 404);
+    CHECK(c.Post("/mcp", headers(first), ping_body(4), "application/json")->status == 200);
+    for (int k = 0; k < 20; ++k) open_session(c);  // never a 503 for idle sessions
+    CHECK(live.http.session_count() == 3);
+
+    mcp::ServerOptions short_ttl = mcp::testing::shared_root_options();
+    short_ttl.session_idle_ttl = std::chrono::seconds(1);
+    Live expiring({}, short_ttl);
+    auto e = expiring.client();
+    std::string id = open_session(e);
+    std::this_thread::sleep_for(std::chrono::milliseconds(1600));
+    CHECK(expiring.http.session_count() == 0);
+    CHECK(e.Post("/mcp", headers(id), ping_body(5), "application/json")->status == 404);
+    answers_next_request(expiring);
+  }
+
+  TEST_CASE("issue 18: GET streams wake at once and stay below the worker count") {
+    mcp::HttpOptions options;
+    options.threads = 4;  // at most 2 GET streams
+    options.keepalive_ms = 60000;
+    Live live(options);
+    std::vector<std::string> ids;
+    std::vector<std::thread> streams;
+    std::atomic<int> refused{0};
+    for (int k = 0; k < 3; ++k) {
+      auto c = live.client();
+      ids.push_back(open_session(c));
+    }
+    for (int k = 0; k < 3; ++k)
+      streams.emplace_back([&, k] {
+        auto c = live.client();
+        auto res = c.Get(
+            "/mcp", httplib::Headers{{"Accept", "text/event-stream"}, {"Mcp-Session-Id", ids[k]}});
+        if (res && res->status == 503) ++refused;
+      });
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    CHECK(refused == 1);
+    answers_next_request(live);  // POSTs still have workers
+    // DELETE wakes the stream's worker at once (no polling interval to wait for).
+    auto start = Clock::now();
+    auto c = live.client();
+    for (const auto& id : ids) c.Delete("/mcp", headers(id));
+    for (auto& t : streams) t.join();
+    CHECK(Clock::now() - start < std::chrono::seconds(5));
+  }
+
+  TEST_CASE("point 12: Host, Content-Type and the bearer scheme as the RFCs say") {
+    CHECK(mcp::is_local_host_header("localhost"));
+    CHECK(mcp::is_local_host_header("127.0.0.1:8765"));
+    CHECK(mcp::is_local_host_header("[::1]:8765"));
+    CHECK(mcp::is_local_host_header("[::1]"));
+    CHECK_FALSE(mcp::is_local_host_header("[::1]evil.com"));
+    CHECK_FALSE(mcp::is_local_host_header("[::1]:80evil"));
+    CHECK_FALSE(mcp::is_local_host_header("localhost.evil.com"));
+    CHECK_FALSE(mcp::is_local_host_header("localhost:"));
+    CHECK(mcp::is_json_media_type("application/json"));
+    CHECK(mcp::is_json_media_type("Application/JSON; charset=utf-8"));
+    CHECK_FALSE(mcp::is_json_media_type("text/plain; x=application/json"));
+    CHECK_FALSE(mcp::is_json_media_type("application/jsonp"));
+    CHECK(mcp::bearer_token_matches("Bearer s3cret", "s3cret"));
+    CHECK(mcp::bearer_token_matches("bearer s3cret", "s3cret"));
+    CHECK(mcp::bearer_token_matches("BEARER   s3cret ", "s3cret"));
+    CHECK_FALSE(mcp::bearer_token_matches("Bearer s3cre", "s3cret"));
+    CHECK_FALSE(mcp::bearer_token_matches("Bearer s3cretx", "s3cret"));
+    CHECK_FALSE(mcp::bearer_token_matches("Basic s3cret", "s3cret"));
+    CHECK_FALSE(mcp::bearer_token_matches("Bearer", ""));
+
+    mcp::HttpOptions options;
+    options.token = "s3cret";
+    Live live(options);
+    auto c = live.client();
+    httplib::Headers lower = headers();
+    lower.emplace("Authorization", "bearer s3cret");
+    CHECK(c.Post("/mcp", lower, init_body(), "application/json")->status == 200);
+    httplib::Headers evil = {{"Host", "[::1]evil.com"}, {"Authorization", "Bearer s3cret"}};
+    CHECK(c.Post("/mcp", evil, init_body(), "application/json")->status == 403);
+    CHECK(c.Post("/mcp", lower, init_body(), "text/plain; x=application/json")->status == 415);
+    CHECK(c.Post("/mcp", lower, init_body(), "application/json")->status == 200);
+  }
+}
