@@ -5,6 +5,7 @@
 // torch.compile with mode="reduce-overhead", fusing small ops).
 #include <fmt/format.h>
 
+#include "insights/idle_breakdown.h"
 #include "insights/rules_internal.h"
 
 namespace jarvis::insights {
@@ -40,9 +41,16 @@ void rule_launch_bound(const InsightContext& c, std::vector<Insight>& out) {
       "Launch-bound: GPU idle {:.1f}% of {:.2f} ms; {} of {} kernels ({:.0f}%) run under {} us",
       100 * idle_share, c.timeline->total_time / 1e3, short_kernels, kernels, 100 * short_share,
       kShortKernelUs);
-  i.detail =
-      "The GPU waits for the host between short kernels: kernel tuning cannot recover "
-      "this time; removing launches can.";
+  IdleBreakdown idle = idle_breakdown(c.trace, c.tree);
+  double gap_us = idle.total.total_us();
+  double host_share = gap_us > 0 ? idle.total.host_wait_us / gap_us : 0;
+  i.detail = fmt::format(
+      "Of {:.2f} ms of gaps between GPU operations, {:.0f}% is the GPU waiting for the host to "
+      "issue the next one, {:.0f}% launch latency of work already issued (gaps up to {} us) "
+      "and {:.0f}% longer waits (syncs, other streams). Kernel tuning cannot recover this "
+      "time; removing launches can.",
+      gap_us / 1e3, 100 * host_share, gap_us > 0 ? 100 * idle.total.launch_latency_us / gap_us : 0,
+      idle.latency_threshold_us, gap_us > 0 ? 100 * idle.total.other_us / gap_us : 0);
   i.evidence = {{"kernels", kernels},
                 {"short_kernels", short_kernels},
                 {"short_kernel_threshold_us", kShortKernelUs},
@@ -50,7 +58,8 @@ void rule_launch_bound(const InsightContext& c, std::vector<Insight>& out) {
                 {"idle_time_us", c.timeline->idle_time},
                 {"busy_time_us", c.timeline->busy_time},
                 {"total_time_us", c.timeline->total_time},
-                {"mean_kernel_us", c.timeline->busy_time / static_cast<double>(kernels)}};
+                {"mean_kernel_us", c.timeline->busy_time / static_cast<double>(kernels)},
+                {"idle_breakdown", idle_breakdown_json(idle)}};
   i.action_model =
       "Capture the step in a CUDA/HIP graph (torch.cuda.graphs, torch.compile "
       "mode=\"reduce-overhead\") and fuse chains of small ops.";
