@@ -144,8 +144,7 @@ GemmInstance make_instance(const Trace& trace, const report::PerfOpRow& op,
   GemmInstance inst;
   inst.op_uid = static_cast<int64_t>(op.uid);
   inst.kernel_time_us = op.kernel_time_us;
-  inst.start_us = INFINITY;
-  inst.end_us = -INFINITY;
+  inst.start_us = inst.end_us = NAN;
   std::map<std::string, double> per_collective;
   double longest = -1;
   for (Uid k : op.kernels) {
@@ -154,9 +153,9 @@ GemmInstance make_instance(const Trace& trace, const report::PerfOpRow& op,
     if (e.dur > longest) {
       longest = e.dur;
       inst.kernel_name = trace.name(k);
+      inst.start_us = e.ts;
+      inst.end_us = e.t_end;
     }
-    inst.start_us = std::min(inst.start_us, e.ts);
-    inst.end_us = std::max(inst.end_us, e.t_end);
     auto it = ov.by_uid.find(k);
     if (it == ov.by_uid.end()) continue;
     inst.overlap_us += it->second->overlapped_us;
@@ -167,7 +166,6 @@ GemmInstance make_instance(const Trace& trace, const report::PerfOpRow& op,
     }
   }
   for (auto& [name, us] : per_collective) inst.collectives.push_back({name, us});
-  if (op.kernels.empty()) inst.start_us = inst.end_us = NAN;
   return inst;
 }
 
@@ -297,7 +295,8 @@ RunData read_report_dir(const std::string& dir) {
   }
   if (fs::is_regular_file(p / "kernel_summary.csv", ec)) {
     Table t = read_csv_file((p / "kernel_summary.csv").string());
-    int c = t.col("Kernel name");
+    // PyTorch reports name the column "Kernel name", rocprof ones "name".
+    int c = t.col("Kernel name") >= 0 ? t.col("Kernel name") : t.col("name");
     std::set<std::string> names;
     for (const auto& row : t.rows)
       if (c >= 0 && row[c].is_text()) names.insert(row[c].text());

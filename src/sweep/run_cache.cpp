@@ -18,7 +18,7 @@ namespace fs = std::filesystem;
 using json = nlohmann::json;
 
 // Bump when RunData or its meaning changes: old cache files then miss.
-constexpr int kCacheVersion = 1;
+constexpr int kCacheVersion = 2;
 
 json num(double v) {
   return std::isnan(v) ? json(nullptr) : json(v);

@@ -86,11 +86,11 @@ struct OverlapHit {
 // One op instance of a GEMM row: its kernels' span and busy time.
 struct GemmInstance {
   int64_t op_uid = -1;
-  std::string kernel_name;  // the instance's first kernel
-  double start_us = 0;      // trace time of its first kernel
-  double end_us = 0;        // end of its last kernel
-  double kernel_time_us = 0;
-  double overlap_us = 0;  // time under collective kernels on other streams (union)
+  std::string kernel_name;    // the instance's longest kernel (the GEMM, not a memset)
+  double start_us = 0;        // trace time of that kernel
+  double end_us = 0;          // its end
+  double kernel_time_us = 0;  // busy time of all the op's kernels (the sheet's Kernel Time)
+  double overlap_us = 0;      // time under collective kernels on other streams (union)
   std::vector<OverlapHit> collectives;
 };
 
