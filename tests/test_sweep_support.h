@@ -86,7 +86,8 @@ inline std::vector<GemmSheetRow> read_gemm(const std::string& path) {
       if (col.rfind("param: ", 0) != 0) continue;
       const Cell& c = t.at(r, col);
       if (!c.is_text() || c.text() == "nan") continue;
-      g.shape += (g.shape.empty() ? "" : " ") + col.substr(7) + "=" + c.text();
+      if (!g.shape.empty()) g.shape += ' ';
+      g.shape.append(col, 7).append("=").append(c.text());
     }
     const Cell& d = t.at(r, "kernel_details__summarize_kernel_stats");
     g.details = d.is_text() ? d.text() : "";

@@ -66,7 +66,7 @@ void add_change(double b, double c, double noise, std::vector<Cell>& row) {
     row.push_back(Cell());
     row.push_back(Cell("no noise estimate: one sample per side"));
   } else {
-    bool inside = std::fabs(c - b) < noise;
+    bool inside = std::fabs(c - b) <= noise;
     row.push_back(Cell(inside));
     row.push_back(Cell(inside ? "inside run-to-run noise" : "beyond run-to-run noise"));
   }
