@@ -15,6 +15,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "collectives/collectives.h"
 #include "mcp_harness.h"
 #include "report/table.h"
 #include "sweep/sweep.h"
@@ -426,5 +427,52 @@ json.dump(d, gzip.open(dst, 'wt'))
     CHECK(lay["run_count"] == 6);
     REQUIRE(lay["failures"].size() == 1);
     CHECK(lay["failures"][0]["path"] == ls.broken);
+  }
+}
+
+TEST_SUITE("sweep") {
+  TEST_CASE("sweep NCCL: skew across ranks equals the multi-rank collective report") {
+    jarvis::testing::TempDir tmp;
+    std::string dir = tmp.path + "/sweep/256thread/nccl_28channels";
+    std::string src =
+        jarvis::golden::shared_dir() + "/nccl/hta_allreduce_2ranks_rank0/trace.json.gz";
+    REQUIRE(run("python3 '" + std::string(JARVIS_SOURCE_DIR) +
+                "/tools/make_multirank_traces.py' --src '" + src + "' --out '" + dir +
+                "' --ranks 2 > /dev/null") == 0);
+    sw::LoadOptions o;
+    o.pattern = "{threads}thread/nccl_{channel}channels/rank{rank}.json.gz";
+    o.cache_dir = "none";
+    sw::Sweep s = sw::load_sweep(tmp.path + "/sweep", o);
+    REQUIRE(s.runs.size() == 2);
+    Table nccl = sw::nccl_table(s);
+    auto ref =
+        jarvis::collectives::collective_report({dir + "/rank0.json.gz", dir + "/rank1.json.gz"});
+    struct Acc {
+      std::vector<double> skew, dur;
+    };
+    std::map<std::string, Acc> by_group;
+    for (const auto& m : ref.report.instances) {
+      Acc& a = by_group[m.collective + "|" + m.dtype + "|" + fmt::format("{}", m.msg_size_mb)];
+      a.skew.push_back(m.start_skew_us);
+      a.dur.insert(a.dur.end(), m.dur_us.begin(), m.dur_us.end());
+    }
+    REQUIRE(nccl.rows.size() == by_group.size());
+    for (size_t r = 0; r < nccl.rows.size(); ++r) {
+      std::string key = nccl.at(r, "collective").text() + "|" + nccl.at(r, "dtype").text() + "|" +
+                        fmt::format("{}", nccl.at(r, "msg_size_mb").number());
+      CAPTURE(key);
+      REQUIRE(by_group.count(key) == 1);
+      const Acc& a = by_group[key];
+      double skew_mean = 0, dur_mean = 0;
+      for (double x : a.skew) skew_mean += x / static_cast<double>(a.skew.size());
+      for (double x : a.dur) dur_mean += x / static_cast<double>(a.dur.size());
+      CHECK(nccl.at(r, "num_ranks").number() == 2);
+      CHECK(nccl.at(r, "count").number() == a.dur.size());
+      CHECK(nccl.at(r, "start_skew_us_mean").number() == doctest::Approx(skew_mean).epsilon(1e-9));
+      CHECK(nccl.at(r, "start_skew_us_max").number() ==
+            *std::max_element(a.skew.begin(), a.skew.end()));
+      CHECK(nccl.at(r, "comm_latency_mean_us").number() == doctest::Approx(dur_mean).epsilon(1e-9));
+      CHECK(nccl.at(r, "note").text().empty());
+    }
   }
 }
