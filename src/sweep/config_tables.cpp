@@ -173,8 +173,18 @@ void accumulate_run(const Run& run, std::map<GroupKey, NcclAcc>& acc) {
   }
 }
 
+// Extremes ignoring NaN (a bandwidth is NaN when its size is unknown).
+double extreme(const std::vector<double>& v, bool largest) {
+  double out = NAN;
+  for (double x : v)
+    if (!std::isnan(x) && (std::isnan(out) || (largest ? x > out : x < out))) out = x;
+  return out;
+}
 double max_of(const std::vector<double>& v) {
-  return v.empty() ? NAN : *std::max_element(v.begin(), v.end());
+  return extreme(v, true);
+}
+double min_of(const std::vector<double>& v) {
+  return extreme(v, false);
 }
 
 }  // namespace
@@ -244,31 +254,30 @@ Table nccl_table(const Sweep& sweep) {
       std::vector<Cell> row{Cell(label)};
       add_config_cells(sweep, *runs.front(), row);
       double nranks = static_cast<double>(a.ranks.size());
-      row.insert(row.end(),
-                 {Cell(a.ranks.size()),
-                  Cell(std::get<0>(key)),
-                  Cell(std::get<1>(key)),
-                  Cell(std::get<2>(key)),
-                  num(std::get<3>(key)),
-                  Cell(std::get<4>(key)),
-                  Cell(a.count),
-                  num(a.count / nranks),
-                  num(a.dur_sum / a.count),
-                  a.durs.empty() ? Cell() : num(stats::median(a.durs)),
-                  num(a.dur_min),
-                  num(a.dur_max),
-                  num(a.dur_sum / nranks / 1e3),
-                  num(stats::pandas_mean(a.algbw)),
-                  num(a.algbw.empty() ? NAN : *std::min_element(a.algbw.begin(), a.algbw.end())),
-                  num(max_of(a.algbw)),
-                  num(stats::pandas_mean(a.busbw)),
-                  num(a.busbw.empty() ? NAN : *std::min_element(a.busbw.begin(), a.busbw.end())),
-                  num(max_of(a.busbw)),
-                  num(stats::pandas_mean(a.start_skew)),
-                  num(max_of(a.start_skew)),
-                  num(stats::pandas_mean(a.end_skew)),
-                  num(max_of(a.end_skew)),
-                  Cell(note)});
+      row.insert(row.end(), {Cell(a.ranks.size()),
+                             Cell(std::get<0>(key)),
+                             Cell(std::get<1>(key)),
+                             Cell(std::get<2>(key)),
+                             num(std::get<3>(key)),
+                             Cell(std::get<4>(key)),
+                             Cell(a.count),
+                             num(a.count / nranks),
+                             num(a.dur_sum / a.count),
+                             a.durs.empty() ? Cell() : num(stats::median(a.durs)),
+                             num(a.dur_min),
+                             num(a.dur_max),
+                             num(a.dur_sum / nranks / 1e3),
+                             num(stats::pandas_mean(a.algbw)),
+                             num(min_of(a.algbw)),
+                             num(max_of(a.algbw)),
+                             num(stats::pandas_mean(a.busbw)),
+                             num(min_of(a.busbw)),
+                             num(max_of(a.busbw)),
+                             num(stats::pandas_mean(a.start_skew)),
+                             num(max_of(a.start_skew)),
+                             num(stats::pandas_mean(a.end_skew)),
+                             num(max_of(a.end_skew)),
+                             Cell(note)});
       t.rows.push_back(std::move(row));
     }
   }

@@ -146,11 +146,18 @@ struct Spread {
 
 void add_field_cells(const Sweep& sweep, const Run& run, std::vector<Cell>& row) {
   for (size_t f = 0; f < sweep.layout.fields.size(); ++f) {
-    bool all_int = std::all_of(sweep.runs.begin(), sweep.runs.end(),
-                               [f](const Run& r) { return is_int_text(r.input.values[f]); });
     const std::string& v = run.input.values[f];
-    row.push_back(all_int ? Cell(static_cast<int64_t>(std::stoll(v))) : Cell(v));
+    bool as_int = f < sweep.int_fields.size() ? sweep.int_fields[f] : is_int_text(v);
+    row.push_back(as_int ? Cell(static_cast<int64_t>(std::stoll(v))) : Cell(v));
   }
+}
+
+std::vector<bool> integer_fields(const Sweep& sweep) {
+  std::vector<bool> out;
+  for (size_t f = 0; f < sweep.layout.fields.size(); ++f)
+    out.push_back(std::all_of(sweep.runs.begin(), sweep.runs.end(),
+                              [f](const Run& r) { return is_int_text(r.input.values[f]); }));
+  return out;
 }
 
 Table gemm_variance_table(const Sweep& sweep, size_t top_k) {

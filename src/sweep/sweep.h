@@ -171,8 +171,9 @@ struct Sweep {
   std::vector<Run> runs;  // discovery order, failed runs left out
   std::vector<RunFailure> failures;
   size_t cache_hits = 0;
-  std::string cache_dir;      // "" when caching was off or impossible
-  std::string cache_warning;  // why nothing was cached, "" when fine
+  std::string cache_dir;         // "" when caching was off or impossible
+  std::string cache_warning;     // why nothing was cached, "" when fine
+  std::vector<bool> int_fields;  // per layout field: every run's value is an integer
 
   // Field names without "rank": the configuration key.
   std::vector<std::string> config_fields() const;
@@ -187,8 +188,10 @@ Sweep load_sweep(const std::string& root, const LoadOptions& options = {});
 
 // ---- outputs ---------------------------------------------------------------------
 
-// Field columns for a run: numbers as ints when every value of the field is one.
+// Field columns for a run: numbers as ints when every value of the field is one
+// (Sweep::int_fields, set by load_sweep from integer_fields).
 void add_field_cells(const Sweep& sweep, const Run& run, std::vector<Cell>& row);
+std::vector<bool> integer_fields(const Sweep& sweep);
 
 // 1. Per run, the top_k GEMM rows by max - min kernel time, merged and sorted
 //    by time_diff_us: gemm_variance. The cross-run view per kernel:

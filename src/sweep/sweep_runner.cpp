@@ -170,6 +170,7 @@ Sweep load_sweep(const std::string& root, const LoadOptions& options) {
     sweep.cache_hits += results[k]->from_cache ? 1 : 0;
     sweep.runs.push_back(std::move(*results[k]));
   }
+  sweep.int_fields = integer_fields(sweep);
   if (sweep.runs.empty())
     throw SweepError(fmt::format("all {} runs under {} failed; first: {}: {}", total, root,
                                  sweep.failures.front().path, sweep.failures.front().reason));
