@@ -476,3 +476,42 @@ TEST_SUITE("sweep") {
     }
   }
 }
+
+TEST_SUITE("sweep") {
+  TEST_CASE("sweep xlsx: report workbooks in the seed's individual_reports layout") {
+    const H100& h = h100();
+    jarvis::testing::TempDir tmp;
+    for (const auto& c : h.configs) {
+      fs::path dir = fs::path(tmp.path) / "sweep" / (c.threads + "thread") / "individual_reports";
+      fs::create_directories(dir);
+      std::string cmd = std::string(JARVIS_BINARY) + " report '" + h.trace_path(c) + "' --out '" +
+                        tmp.path + "/scratch' --xlsx '" +
+                        (dir / ("perf_" + c.channel + "ch_rank0.xlsx")).string() + "' > /dev/null";
+      REQUIRE(run(cmd) == 0);
+    }
+    sw::LoadOptions o;
+    o.cache_dir = "none";
+    sw::Sweep s = sw::load_sweep(tmp.path + "/sweep", o);
+    CHECK(s.layout.pattern ==
+          "{threads}thread/individual_reports/perf_{channel}ch_rank{rank}.xlsx");
+    REQUIRE(s.runs.size() == 6);
+    CHECK(s.runs[0].input.kind == sw::RunKind::ReportXlsx);
+    Table t = sw::gemm_variance_table(s, 5), ref = sw::gemm_variance_table(h.sweep, 5);
+    REQUIRE(t.rows.size() == ref.rows.size());
+    for (size_t r = 0; r < t.rows.size(); ++r)
+      for (const char* c : {"threads", "channel", "rank", "kernel_name", "kernel_time_min_us",
+                            "kernel_time_max_us", "time_diff_us", "count", "op", "shape"}) {
+        CAPTURE(c);
+        CHECK(t.at(r, c).v == ref.at(r, c).v);
+      }
+    CHECK(sw::gpu_timeline_tables(s)[3].to_csv() == sw::gpu_timeline_tables(h.sweep)[3].to_csv());
+    // Kernel names come from the kernel_summary sheet.
+    CHECK(!s.runs[0].data.kernel_names.empty());
+    // A file that is no workbook fails with its path.
+    std::ofstream(tmp.path + "/sweep/256thread/individual_reports/perf_70ch_rank0.xlsx")
+        << "no zip";
+    sw::Sweep bad = sw::load_sweep(tmp.path + "/sweep", o);
+    REQUIRE(bad.failures.size() == 1);
+    CHECK(bad.failures[0].reason.find("not a readable xlsx workbook") != std::string::npos);
+  }
+}

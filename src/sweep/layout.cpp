@@ -131,10 +131,13 @@ struct Walker {
       run.kind = RunKind::ReportDir;
     } else if (!is_dir && is_trace_file(path)) {
       run.kind = RunKind::Trace;
+    } else if (!is_dir && ends_with(run.path, ".xlsx")) {
+      run.kind = RunKind::ReportXlsx;
     } else {
-      if (!is_dir && (ends_with(run.path, ".xlsx") || ends_with(run.path, ".csv")))
-        out.failures.push_back(
-            {run.path, "not a run: give a trace (.json/.json.gz) or a perf_report_csvs directory"});
+      if (!is_dir && ends_with(run.path, ".csv"))
+        out.failures.push_back({run.path,
+                                "not a run: give a trace (.json/.json.gz), a report .xlsx or a "
+                                "perf_report_csvs directory"});
       return;
     }
     for (const std::string& f : layout.fields) run.values.push_back(values.at(f));
@@ -189,6 +192,8 @@ const std::vector<std::string>& default_layouts() {
       "{threads}thread/nccl_{channel}channels/torch_profiler/rank{rank}/*.json*",
       "{threads}thread/perf_{channel}ch_rank{rank}_perf_report_csvs",
       "{threads}thread/individual_reports/perf_{channel}ch_rank{rank}_perf_report_csvs",
+      "{threads}thread/individual_reports/perf_{channel}ch_rank{rank}.xlsx",
+      "tracelens_analysis/{threads}thread/individual_reports/perf_{channel}ch_rank{rank}.xlsx",
   };
   return layouts;
 }

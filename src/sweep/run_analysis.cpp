@@ -6,7 +6,9 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <functional>
 #include <map>
+#include <optional>
 #include <regex>
 #include <set>
 #include <unordered_map>
@@ -16,6 +18,7 @@
 #include "collectives/collectives.h"
 #include "report/gpu_timeline.h"
 #include "report/perf_tables.h"
+#include "report/xlsx_read.h"
 #include "sweep/sweep.h"
 #include "trace/loader.h"
 #include "tree/call_tree.h"
@@ -265,43 +268,68 @@ RunData analyse_trace(const std::string& path) {
   return d;
 }
 
-RunData read_report_dir(const std::string& dir) {
+namespace {
+
+// A report's sheets by name, from CSV files or workbook sheets.
+using SheetGetter = std::function<std::optional<Table>(const std::string&)>;
+
+RunData run_data_from_sheets(const SheetGetter& sheet) {
   RunData d;
-  d.kind = RunKind::ReportDir;
-  fs::path p(dir);
-  std::error_code ec;
-  if (fs::is_regular_file(p / "gpu_timeline.csv", ec))
-    d.timeline = timeline_from_table(read_csv_file((p / "gpu_timeline.csv").string()));
-  if (fs::is_regular_file(p / "GEMM.csv", ec))
-    d.gemms = gemm_rows_from_table(read_csv_file((p / "GEMM.csv").string()));
-  if (fs::is_regular_file(p / "coll_analysis.csv", ec)) {
-    Table t = read_csv_file((p / "coll_analysis.csv").string());
-    for (size_t r = 0; r < t.rows.size(); ++r) {
+  if (auto t = sheet("gpu_timeline")) d.timeline = timeline_from_table(*t);
+  if (auto t = sheet("GEMM")) d.gemms = gemm_rows_from_table(*t);
+  if (auto t = sheet("coll_analysis")) {
+    for (size_t r = 0; r < t->rows.size(); ++r) {
       CollectiveGroup g;
       auto text = [&](const char* c) {
-        return t.col(c) >= 0 ? cell_text(t.rows[r][t.col(c)]) : "";
+        return t->col(c) >= 0 ? cell_text(t->rows[r][t->col(c)]) : std::string();
       };
       g.process_group = text("Process Group Name");
       g.collective = text("Collective name");
       g.dtype = text("dtype");
-      g.group_size = static_cast<int64_t>(cell_number(t, r, "Group size"));
-      g.msg_size_mb = cell_number(t, r, "In msg size (MB)_first");
-      g.count = static_cast<int64_t>(cell_number(t, r, "operation_count"));
-      g.dur_sum = cell_number(t, r, "dur_sum");
-      g.dur_min = cell_number(t, r, "dur_min");
-      g.dur_max = cell_number(t, r, "dur_max");
+      g.group_size = static_cast<int64_t>(cell_number(*t, r, "Group size"));
+      g.msg_size_mb = cell_number(*t, r, "In msg size (MB)_first");
+      g.count = static_cast<int64_t>(cell_number(*t, r, "operation_count"));
+      g.dur_sum = cell_number(*t, r, "dur_sum");
+      g.dur_min = cell_number(*t, r, "dur_min");
+      g.dur_max = cell_number(*t, r, "dur_max");
       d.collective_groups.push_back(g);
     }
   }
-  if (fs::is_regular_file(p / "kernel_summary.csv", ec)) {
-    Table t = read_csv_file((p / "kernel_summary.csv").string());
+  if (auto t = sheet("kernel_summary")) {
     // PyTorch reports name the column "Kernel name", rocprof ones "name".
-    int c = t.col("Kernel name") >= 0 ? t.col("Kernel name") : t.col("name");
+    int c = t->col("Kernel name") >= 0 ? t->col("Kernel name") : t->col("name");
     std::set<std::string> names;
-    for (const auto& row : t.rows)
+    for (const auto& row : t->rows)
       if (c >= 0 && row[c].is_text()) names.insert(row[c].text());
     d.kernel_names.assign(names.begin(), names.end());
   }
+  return d;
+}
+
+}  // namespace
+
+RunData read_report_dir(const std::string& dir) {
+  RunData d = run_data_from_sheets([&dir](const std::string& name) -> std::optional<Table> {
+    fs::path p = fs::path(dir) / (name + ".csv");
+    std::error_code ec;
+    if (!fs::is_regular_file(p, ec)) return std::nullopt;
+    return read_csv_file(p.string());
+  });
+  d.kind = RunKind::ReportDir;
+  return d;
+}
+
+RunData read_report_xlsx(const std::string& path) {
+  auto sheets = read_xlsx_sheets(path, {"gpu_timeline", "GEMM", "coll_analysis", "kernel_summary"});
+  if (sheets.empty())
+    throw std::runtime_error(path +
+                             ": no gpu_timeline, GEMM, coll_analysis or kernel_summary sheet");
+  RunData d = run_data_from_sheets([&sheets](const std::string& name) -> std::optional<Table> {
+    auto it = sheets.find(name);
+    if (it == sheets.end()) return std::nullopt;
+    return it->second;
+  });
+  d.kind = RunKind::ReportXlsx;
   return d;
 }
 

@@ -18,7 +18,7 @@ namespace fs = std::filesystem;
 using json = nlohmann::json;
 
 // Bump when RunData or its meaning changes: old cache files then miss.
-constexpr int kCacheVersion = 2;
+constexpr int kCacheVersion = 3;
 
 json num(double v) {
   return std::isnan(v) ? json(nullptr) : json(v);
@@ -127,7 +127,7 @@ CollectiveGroup group_from(const json& j) {
 
 std::string run_data_to_json(const RunData& d) {
   json j = {{"version", kCacheVersion},
-            {"kind", d.kind == RunKind::Trace ? "trace" : "report"},
+            {"kind", static_cast<int>(d.kind)},
             {"rank", d.rank},
             {"first_gpu_ts", num(d.first_gpu_ts)},
             {"kernel_names", d.kernel_names}};
@@ -146,7 +146,7 @@ RunData run_data_from_json(const std::string& text) {
   json j = json::parse(text);
   if (j.value("version", 0) != kCacheVersion) throw SweepError("cache file of another version");
   RunData d;
-  d.kind = j.at("kind") == "trace" ? RunKind::Trace : RunKind::ReportDir;
+  d.kind = static_cast<RunKind>(j.at("kind").get<int>());
   d.rank = j.at("rank").get<int64_t>();
   d.first_gpu_ts = num(j.at("first_gpu_ts"));
   d.kernel_names = j.at("kernel_names").get<std::vector<std::string>>();

@@ -48,7 +48,7 @@ Layout parse_layout(const std::string& pattern);
 // then TraceLens report directories per thread setting.
 const std::vector<std::string>& default_layouts();
 
-enum class RunKind { Trace, ReportDir };
+enum class RunKind { Trace, ReportDir, ReportXlsx };
 
 struct RunInput {
   std::string path;      // absolute
@@ -69,8 +69,9 @@ struct Discovery {
 };
 
 // Walks `root` segment by segment. A final match is a run when it is a file
-// ending in .json / .json.gz (a trace) or a directory holding gpu_timeline.csv
-// or GEMM.csv (a TraceLens perf_report_csvs directory).
+// ending in .json / .json.gz (a trace), an .xlsx report workbook, or a
+// directory holding gpu_timeline.csv or GEMM.csv (a TraceLens
+// perf_report_csvs directory).
 Discovery discover_runs(const std::string& root, const Layout& layout);
 // With no pattern: the first default layout that finds a run. Throws
 // SweepError when none does.
@@ -141,8 +142,10 @@ struct RunData {
 // Analyses one trace (throws TraceError / std::runtime_error).
 RunData analyse_trace(const std::string& path);
 // Reads a TraceLens perf_report_csvs directory (gpu_timeline.csv, GEMM.csv,
-// coll_analysis.csv; missing sheets give empty parts).
+// coll_analysis.csv, kernel_summary.csv; missing sheets give empty parts).
 RunData read_report_dir(const std::string& dir);
+// The same sheets from a report workbook (TraceLens perf_report.xlsx).
+RunData read_report_xlsx(const std::string& path);
 
 // Cache file contents (versioned JSON) and the file name for a run's identity.
 std::string run_data_to_json(const RunData& data);

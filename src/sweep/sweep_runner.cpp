@@ -82,7 +82,9 @@ struct Worker {
       }
     }
     try {
-      run.data = in.kind == RunKind::Trace ? analyse_trace(in.path) : read_report_dir(in.path);
+      run.data = in.kind == RunKind::Trace       ? analyse_trace(in.path)
+                 : in.kind == RunKind::ReportDir ? read_report_dir(in.path)
+                                                 : read_report_xlsx(in.path);
     } catch (const std::exception& e) {
       failures[k] = RunFailure{in.path, e.what()};
       return;

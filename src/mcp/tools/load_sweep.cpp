@@ -50,7 +50,9 @@ ToolResult load_sweep_tool(const json& args, ToolContext& ctx) {
     runs.push_back({{"run", r.input.relative},
                     {"config", s->config_label(r)},
                     {"rank", s->rank_of(r)},
-                    {"kind", r.input.kind == sweep::RunKind::Trace ? "trace" : "report"},
+                    {"kind", r.input.kind == sweep::RunKind::Trace       ? "trace"
+                             : r.input.kind == sweep::RunKind::ReportDir ? "report"
+                                                                         : "xlsx"},
                     {"gemm_rows", r.data.gemms.size()},
                     {"collective_kernels", r.data.collectives.size()}});
   json result = {{"sweep", handle},
