@@ -21,7 +21,7 @@ namespace {
 
 constexpr const char* kSweepUsage =
     "usage: jarvis sweep DIR --out OUT [options]\n"
-    "analyses every run of a sweep (traces or TraceLens perf_report_csvs directories) and\n"
+    "analyses every run of a sweep (traces, TraceLens perf_report_csvs dirs or .xlsx) and\n"
     "writes OUT/gemm_variance.csv, gemm_variance_by_kernel.csv, gemm_variance_timestamps.csv,\n"
     "gemm_variance_coll_overlap.csv, gpu_timeline_*.csv, nccl_by_config.csv, failed_runs.csv\n"
     "options:\n"
@@ -118,7 +118,10 @@ const std::vector<std::string> kSweepValues = {"--out",  "--layout", "--top-k",
 }  // namespace
 
 int cmd_sweep(const Args& args) {
-  if (has_flag(args, "--help") || has_flag(args, "-h")) return std::fputs(kSweepUsage, stdout), 0;
+  if (has_flag(args, "--help") || has_flag(args, "-h")) {
+    std::fputs(kSweepUsage, stdout);
+    return 0;
+  }
   std::string dir, out;
   size_t top_k = 5;
   sweep::LoadOptions options;
@@ -143,7 +146,10 @@ int cmd_sweep(const Args& args) {
 }
 
 int cmd_sweep_compare(const Args& args) {
-  if (has_flag(args, "--help") || has_flag(args, "-h")) return std::fputs(kCompareUsage, stdout), 0;
+  if (has_flag(args, "--help") || has_flag(args, "-h")) {
+    std::fputs(kCompareUsage, stdout);
+    return 0;
+  }
   const std::vector<std::string> values = {"--out",  "--layout", "--base-layout", "--cand-layout",
                                            "--jobs", "--cache",  "--xlsx"};
   std::vector<std::string> pos;
@@ -168,7 +174,10 @@ int cmd_sweep_compare(const Args& args) {
 }
 
 int cmd_rocprof_config(const Args& args) {
-  if (has_flag(args, "--help") || has_flag(args, "-h")) return std::fputs(kRocprofUsage, stdout), 0;
+  if (has_flag(args, "--help") || has_flag(args, "-h")) {
+    std::fputs(kRocprofUsage, stdout);
+    return 0;
+  }
   std::vector<std::string> pos;
   try {
     check_flags(args, {"--out"}, {});

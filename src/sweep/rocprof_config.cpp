@@ -70,7 +70,8 @@ RocprofConfig rocprof_config(std::vector<std::string> kernels) {
   if (distinct.empty()) throw SweepError("no kernel name to profile");
   RocprofConfig cfg;
   cfg.kernels.assign(distinct.begin(), distinct.end());
-  std::string regex = escape_alternatives(cfg.kernels);
+  cfg.regex = escape_alternatives(cfg.kernels);
+  const std::string& regex = cfg.regex;
   cfg.yaml = make_yaml(regex, cfg.kernels.size());
   nlohmann::json job = {{"kernel_include_regex", regex},
                         {"kernel_trace", true},

@@ -223,6 +223,7 @@ std::vector<std::string> write_sweep_outputs(const std::vector<Table>& tables,
 
 struct RocprofConfig {
   std::vector<std::string> kernels;  // exact kernel names, sorted, distinct
+  std::string regex;                 // kernel_include_regex
   std::string yaml;
   std::string json;
   std::string kernel_list;

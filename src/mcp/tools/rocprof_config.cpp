@@ -38,7 +38,7 @@ ToolResult rocprof_config_tool(const json& args, ToolContext& ctx) {
     throw ToolError(std::string("cannot write the rocprof files: ") + e.what());
   }
   json result = {{"kernels", cfg.kernels},
-                 {"kernel_include_regex", json::parse(cfg.json)["jobs"][0]["kernel_include_regex"]},
+                 {"kernel_include_regex", cfg.regex},
                  {"yaml", cfg.yaml},
                  {"files", files}};
   return result;
