@@ -18,6 +18,7 @@
 #include "collectives/collectives.h"
 #include "mcp_harness.h"
 #include "report/table.h"
+#include "report/xlsx.h"
 #include "sweep/sweep.h"
 #include "test_analysis_support.h"
 #include "test_sweep_support.h"
@@ -349,6 +350,21 @@ json.dump(d, gzip.open(dst, 'wt'))
       CHECK(slurp(out + "/" + t.name + ".csv") == t.to_csv());
     }
     CHECK(fs::file_size(tmp.path + "/all.xlsx") > 1000);
+    CHECK(jarvis::xlsx_sheet_names(tables).size() == tables.size());
+    // Variance plots: a box and a violin per field, levels as axis labels.
+    REQUIRE(run(bin + " sweep '" + h.root + "' --out '" + out + "' --cache '" + tmp.path +
+                "/cache' --svg-dir '" + tmp.path + "/svg' --quiet > /dev/null") == 0);
+    for (const char* f : {"box_threads", "violin_threads"}) {
+      CAPTURE(f);
+      std::string svg = slurp(tmp.path + "/svg/" + f + ".svg");
+      CHECK(svg.rfind("<svg", 0) == 0);
+      CHECK(svg.find(">256<") != std::string::npos);
+      CHECK(svg.find(">512<") != std::string::npos);
+    }
+    std::string inter = slurp(tmp.path + "/svg/interaction_channel_threads.svg");
+    for (const char* label : {">threads = 256<", ">threads = 512<", ">28<", ">42<", ">56<"})
+      CHECK_MESSAGE(inter.find(label) != std::string::npos, label);
+    CHECK(fs::exists(tmp.path + "/svg/box_channel.svg"));
     REQUIRE(run(bin + " rocprof-config '" + out + "/gemm_variance.csv' --out '" + tmp.path +
                 "/rp.yaml' > /dev/null") == 0);
     std::vector<std::string> kernels = sw::kernels_from_csv(out + "/gemm_variance.csv");

@@ -35,6 +35,7 @@ constexpr const char* kSweepUsage =
     "  --jobs N       runs analysed in parallel (default: cores)\n"
     "  --cache DIR    per-run cache directory (default DIR/.jarvis-sweep-cache; 'none': off)\n"
     "  --xlsx FILE    also write every table as a sheet of one workbook\n"
+    "  --svg-dir DIR  also the variance plots (box / violin per field, interaction) as SVG\n"
     "  --quiet        no progress on stderr\n";
 
 constexpr const char* kCompareUsage =
@@ -112,8 +113,8 @@ int usage_error(const char* cmd, const UsageError& e, const char* usage) {
   return 2;
 }
 
-const std::vector<std::string> kSweepValues = {"--out",  "--layout", "--top-k",
-                                               "--jobs", "--cache",  "--xlsx"};
+const std::vector<std::string> kSweepValues = {"--out",   "--layout", "--top-k",  "--jobs",
+                                               "--cache", "--xlsx",   "--svg-dir"};
 
 }  // namespace
 
@@ -139,9 +140,13 @@ int cmd_sweep(const Args& args) {
   }
   sweep::Sweep s = sweep::load_sweep(dir, options);
   report_load(s);
-  for (const auto& path :
-       sweep::write_sweep_outputs(sweep::sweep_tables(s, top_k), out, flag_value(args, "--xlsx")))
+  auto tables = sweep::sweep_tables(s, top_k);
+  for (const auto& path : sweep::write_sweep_outputs(tables, out, flag_value(args, "--xlsx")))
     fmt::print("{}\n", path);
+  if (has_flag(args, "--svg-dir"))
+    for (const auto& path :
+         sweep::write_variance_svgs(s, tables.front(), flag_value(args, "--svg-dir")))
+      fmt::print("{}\n", path);
   return 0;
 }
 

@@ -219,6 +219,11 @@ std::vector<std::string> write_sweep_outputs(const std::vector<Table>& tables,
                                              const std::string& out_dir,
                                              const std::string& xlsx_path);
 
+// The seed's plots of gemm_variance: DIR/box_<field>.svg and violin_<field>.svg
+// per layout field, and the interaction of the first two config fields.
+std::vector<std::string> write_variance_svgs(const Sweep& sweep, const Table& gemm_variance,
+                                             const std::string& dir);
+
 // ---- 6. rocprofv3 input -----------------------------------------------------------
 
 struct RocprofConfig {
