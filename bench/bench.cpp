@@ -2,6 +2,7 @@
 // reading the trace.
 //
 //   jarvis_bench --jarvis BUILD/jarvis [--cmd report|info] [--repeat N] TRACE...
+//   jarvis_bench --rocprof [--repeat N] [--kernel-details] RESULTS...  (bench/rocprof.cpp)
 //
 // For every trace it times, each in a fresh child process:
 //   floor  : zlib gunzip of the whole file (gzread, the same zlib jarvis links)
@@ -232,7 +233,10 @@ Floor run_floor(const std::string& trace, bool on_demand, int repeat) {
 
 }  // namespace
 
+int rocprof_bench(int argc, char** argv);  // bench/rocprof.cpp
+
 int main(int argc, char** argv) {
+  if (argc > 1 && std::string(argv[1]) == "--rocprof") return rocprof_bench(argc - 1, argv + 1);
   Options opt = parse_options(argc, argv);
   auto out_dir = std::filesystem::temp_directory_path() / fmt::format("jarvis_bench.{}", getpid());
   fmt::print(

@@ -8,17 +8,18 @@
 
 #include <nlohmann/json.hpp>
 
+#include "golden.h"
 #include "mcp/server.h"
 
 namespace jarvis::mcp::testing {
 
 inline std::string conformance_trace(const std::string& name) {
-  return std::string(JARVIS_SHARED_DIR) + "/conformance/" + name + "/trace.json.gz";
+  return golden::shared_dir() + "/conformance/" + name + "/trace.json.gz";
 }
 
 inline ServerOptions shared_root_options() {
   ServerOptions options;
-  options.roots = {std::string(JARVIS_SHARED_DIR)};
+  options.roots = {golden::shared_dir()};
   return options;
 }
 

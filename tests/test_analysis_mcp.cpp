@@ -5,6 +5,7 @@
 #include <filesystem>
 
 #include "analysis/category_analysis_common.h"
+#include "golden.h"
 #include "mcp_harness.h"
 #include "test_analysis_support.h"
 
@@ -20,7 +21,7 @@ struct AgentHarness {
   std::unique_ptr<Harness> h;
   AgentHarness() {
     jarvis::mcp::ServerOptions options;
-    options.roots = {std::string(JARVIS_SHARED_DIR), scratch.path};
+    options.roots = {jarvis::golden::shared_dir(), scratch.path};
     h = std::make_unique<Harness>(options);
     h->initialize();
     h->tool_result(1, "load_trace", {{"path", conformance_trace("mi300_qwen1.5-0.5b")}});

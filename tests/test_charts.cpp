@@ -33,7 +33,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-const std::string kBert = std::string(JARVIS_SHARED_DIR) + "/conformance/h100_bert-small";
+const std::string kBert = jarvis::golden::shared_dir() + "/conformance/h100_bert-small";
 
 // Facts of every SVG in the files (tests/svg_facts.py); fails on bad XML.
 json svg_facts(const std::vector<std::string>& files) {
@@ -338,7 +338,7 @@ TEST_SUITE("charts") {
   TEST_CASE("MCP render_report and render_findings") {
     TempDir dir;
     mcp::ServerOptions options;
-    options.roots = {std::string(JARVIS_SHARED_DIR), dir.path};
+    options.roots = {jarvis::golden::shared_dir(), dir.path};
     mcp::testing::Harness h(options);
     h.initialize();
     json loaded = h.tool_result(1, "load_trace", {{"path", kBert + "/trace.json.gz"}});

@@ -36,7 +36,7 @@ jarvis::mcp::ServerOptions roots_with(const fs::path& extra) {
 }
 
 std::string conformance_csv(const std::string& sub) {
-  return std::string(JARVIS_SHARED_DIR) + "/conformance/" + sub;
+  return jarvis::golden::shared_dir() + "/conformance/" + sub;
 }
 
 }  // namespace

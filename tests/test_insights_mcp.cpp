@@ -7,6 +7,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "golden.h"
 #include "mcp_harness.h"
 #include "test_analysis_support.h"
 
@@ -16,11 +17,11 @@ using jarvis::mcp::testing::Harness;
 TEST_CASE("MCP insights: tool, ops_summary, gemm_roofline and analyze_category agree") {
   jarvis::testing::TempDir scratch;
   jarvis::mcp::ServerOptions options;
-  options.roots = {std::string(JARVIS_SHARED_DIR), scratch.path};
+  options.roots = {jarvis::golden::shared_dir(), scratch.path};
   Harness h(options);
   h.initialize();
   h.tool_result(1, "load_trace",
-                {{"path", std::string(JARVIS_SHARED_DIR) + "/hw_pairs/gpt2_train/h100.json.gz"}});
+                {{"path", jarvis::golden::shared_dir() + "/hw_pairs/gpt2_train/h100.json.gz"}});
 
   json all = h.tool_result(2, "insights", {{"trace", "t1"}});
   REQUIRE(all["insights"].size() > 0);
@@ -62,12 +63,12 @@ TEST_CASE("MCP insights: tool, ops_summary, gemm_roofline and analyze_category a
 
 TEST_CASE("MCP ops_summary: categories case-insensitive, unknown ones an error that lists them") {
   jarvis::mcp::ServerOptions options;
-  options.roots = {std::string(JARVIS_SHARED_DIR)};
+  options.roots = {jarvis::golden::shared_dir()};
   Harness h(options);
   h.initialize();
   h.tool_result(
       1, "load_trace",
-      {{"path", std::string(JARVIS_SHARED_DIR) + "/conformance/h100_qwen1.5-0.5b/trace.json.gz"}});
+      {{"path", jarvis::golden::shared_dir() + "/conformance/h100_qwen1.5-0.5b/trace.json.gz"}});
   json upper = h.tool_result(2, "ops_summary", {{"trace", "t1"}, {"category", "GEMM"}});
   json lower = h.tool_result(3, "ops_summary", {{"trace", "t1"}, {"category", "gemm"}});
   REQUIRE(upper["rows"].size() > 0);

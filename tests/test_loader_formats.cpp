@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "golden.h"
 #include "test_loader_support.h"
 #include "trace/loader.h"
 
@@ -18,7 +19,7 @@ using namespace jarvis::loader_test;
 namespace {
 
 std::string conformance_trace(const std::string& name) {
-  return std::string(JARVIS_SHARED_DIR) + "/conformance/" + name + "/trace.json.gz";
+  return jarvis::golden::shared_dir() + "/conformance/" + name + "/trace.json.gz";
 }
 
 // Everything the loader stores about one event, as text, for comparison.

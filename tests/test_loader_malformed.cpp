@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "rocprof/profile.h"
 #include "test_loader_support.h"
 #include "trace/loader.h"
 
@@ -185,10 +186,6 @@ TEST_CASE("cli: info exits non-zero with the loader's message for every bad inpu
 }
 
 TEST_CASE("cli: report exits non-zero and writes nothing for bad input") {
-  if (!jarvis_has_command("report")) {
-    MESSAGE("jarvis has no 'report' command yet; skipped");
-    return;
-  }
   TempDir tmp;
   for (const BadInput& bad : corpus()) {
     std::string path = kCorpus + bad.file;
@@ -198,6 +195,74 @@ TEST_CASE("cli: report exits non-zero and writes nothing for bad input") {
     CAPTURE(r.output);
     CHECK(r.exit_code != 0);
     CHECK(r.output.find(path + ": ") != std::string::npos);
+    bool wrote_something = fs::exists(out) && !fs::is_empty(out);
+    CHECK_FALSE(wrote_something);
+  }
+}
+
+// ---- rocprofv3 input -------------------------------------------------------
+
+namespace {
+
+struct BadRocprof {
+  std::string path;      // under tests/malformed/rocprof/
+  std::string expected;  // substring of the error message
+  bool force = false;    // only read as rocprofv3 when asked (--rocprof)
+};
+
+const std::vector<BadRocprof>& rocprof_corpus() {
+  static const std::vector<BadRocprof> cases = {
+      {"kineto_not_rocprof.json",
+       "not a rocprofv3 results file: no top-level 'rocprofiler-sdk-tool' member", true},
+      {"tool_not_array.json", "'rocprofiler-sdk-tool' is not a non-empty array"},
+      {"no_buffer_records.json", "rocprofiler-sdk-tool[0] has no 'buffer_records' object"},
+      {"dispatch_without_end.json",
+       "buffer_records.kernel_dispatch[0] has no integer start_timestamp/end_timestamp"},
+      {"1_results.pftrace", "rocprofv3 Perfetto output (.pftrace) is not supported"},
+      {"missing_columns", "missing column(s) End_Timestamp, Grid_Size_Z"},
+      {"missing_columns/1_kernel_trace.csv", "missing column(s) End_Timestamp, Grid_Size_Z"},
+      {"counters_only", "a counter_collection.csv needs its kernel trace"},
+      {"counters_only/1_counter_collection.csv", "a counter_collection.csv needs its kernel trace"},
+      {"counters_without_dispatch.json",
+       "callback_records.counter_collection[0]: dispatch 7 has no kernel_dispatch record"},
+  };
+  return cases;
+}
+
+std::string rocprof_error(const std::string& path) {
+  try {
+    jarvis::rocprof::load_profile(path);
+  } catch (const TraceError& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+}  // namespace
+
+TEST_CASE("rocprof loader: every bad rocprofv3 input gives one clear error naming the file") {
+  for (const BadRocprof& bad : rocprof_corpus()) {
+    std::string path = kCorpus + "rocprof/" + bad.path;
+    CAPTURE(path);
+    std::string msg = rocprof_error(path);
+    CAPTURE(msg);
+    CHECK(msg.rfind(path, 0) == 0);  // names the file (or the set's file) first
+    CHECK(msg.find(bad.expected) != std::string::npos);
+  }
+}
+
+TEST_CASE("cli: report on bad rocprofv3 input exits non-zero and writes nothing") {
+  TempDir tmp;
+  int k = 0;
+  for (const BadRocprof& bad : rocprof_corpus()) {
+    std::string path = kCorpus + "rocprof/" + bad.path;
+    CAPTURE(path);
+    auto out = tmp.path / ("out_" + std::to_string(k++));
+    CliResult r = run_jarvis("report " + shell_quote(path) + " --out " + shell_quote(out.string()) +
+                             (bad.force ? " --rocprof" : ""));
+    CAPTURE(r.output);
+    CHECK(r.exit_code == 1);
+    CHECK(r.output.find(bad.expected) != std::string::npos);
     bool wrote_something = fs::exists(out) && !fs::is_empty(out);
     CHECK_FALSE(wrote_something);
   }

@@ -101,9 +101,5 @@ inline std::string shell_quote(const std::string& s) {
   return "'" + s + "'";
 }
 
-inline bool jarvis_has_command(const std::string& name) {
-  CliResult r = run_jarvis("--help");
-  return r.output.find("\n  " + name + " ") != std::string::npos;
-}
 
 }  // namespace jarvis::loader_test

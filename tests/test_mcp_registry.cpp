@@ -5,6 +5,7 @@
 #include <fstream>
 #include <set>
 
+#include "golden.h"
 #include "mcp/embedded.h"
 #include "mcp/json_schema.h"
 #include "mcp/tool.h"
@@ -110,7 +111,7 @@ TEST_SUITE("mcp_registry") {
   }
 
   TEST_CASE("path policy confines to the roots") {
-    jarvis::mcp::PathPolicy policy({std::string(JARVIS_SHARED_DIR)});
+    jarvis::mcp::PathPolicy policy({jarvis::golden::shared_dir()});
     auto inside = policy.resolve("conformance", true, false);
     CHECK(fs::is_directory(inside));
     CHECK_THROWS_AS(policy.resolve("/etc/passwd", true, false), jarvis::mcp::ToolError);

@@ -12,6 +12,7 @@
 #include <fstream>
 #include <set>
 
+#include "golden.h"
 #include "mcp/server.h"
 #include "report/table.h"
 
@@ -94,9 +95,9 @@ TEST_SUITE("mcp_stdio") {
   TEST_CASE("examples/session.jsonl through jarvis serve --stdio") {
     std::ifstream file(std::string(JARVIS_SOURCE_DIR) + "/examples/session.jsonl");
     REQUIRE(file);
-    Child child({JARVIS_BINARY, "serve", "--stdio", "--root", JARVIS_SHARED_DIR});
+    Child child({JARVIS_BINARY, "serve", "--stdio", "--root", jarvis::golden::shared_dir()});
     auto reference =
-        jarvis::read_csv_file(std::string(JARVIS_SHARED_DIR) +
+        jarvis::read_csv_file(jarvis::golden::shared_dir() +
                               "/conformance/h100_bert-small/perf_report_csvs/ops_summary.csv");
     std::string line;
     int requests = 0, progress = 0;
@@ -144,7 +145,7 @@ TEST_SUITE("mcp_stdio") {
   TEST_CASE("examples/session.jsonl piped at once runs in order") {
     std::ifstream file(std::string(JARVIS_SOURCE_DIR) + "/examples/session.jsonl");
     REQUIRE(file);
-    Child child({JARVIS_BINARY, "serve", "--stdio", "--root", JARVIS_SHARED_DIR});
+    Child child({JARVIS_BINARY, "serve", "--stdio", "--root", jarvis::golden::shared_dir()});
     std::string line;
     std::set<json> ids;
     while (std::getline(file, line)) {
@@ -168,8 +169,8 @@ TEST_SUITE("mcp_stdio") {
   }
 
   TEST_CASE("stdio answers garbage, batches and oversize lines without dying") {
-    Child child(
-        {JARVIS_BINARY, "serve", "--stdio", "--root", JARVIS_SHARED_DIR, "--max-message-mb", "1"});
+    Child child({JARVIS_BINARY, "serve", "--stdio", "--root", jarvis::golden::shared_dir(),
+                 "--max-message-mb", "1"});
     child.send("this is not json");
     json parse = json::parse(child.read_line());
     CHECK(parse["error"]["code"] == jarvis::mcp::rpc::kParseError);

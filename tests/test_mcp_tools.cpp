@@ -34,7 +34,7 @@ TEST_SUITE("mcp_tools") {
     CHECK(first["events"]["kernel"].get<int>() > 0);
     // GPU timeline equals TraceLens's gpu_timeline.csv.
     auto reference =
-        jarvis::read_csv_file(std::string(JARVIS_SHARED_DIR) +
+        jarvis::read_csv_file(jarvis::golden::shared_dir() +
                               "/conformance/h100_bert-small/perf_report_csvs/gpu_timeline.csv");
     REQUIRE(first.contains("gpu_timeline"));
     for (size_t r = 0; r < reference.rows.size(); ++r) {

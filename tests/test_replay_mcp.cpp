@@ -7,6 +7,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "golden.h"
 #include "mcp_harness.h"
 
 using jarvis::mcp::json;
@@ -27,7 +28,7 @@ struct ReplayHarness {
     fs::remove_all(scratch);
     fs::create_directories(scratch);
     jarvis::mcp::ServerOptions options;
-    options.roots = {std::string(JARVIS_SHARED_DIR), scratch.string()};
+    options.roots = {jarvis::golden::shared_dir(), scratch.string()};
     h = std::make_unique<Harness>(options);
     h->initialize();
     h->tool_result(1, "load_trace", {{"path", conformance_trace("h100_bert-small")}});

@@ -12,6 +12,7 @@
 #include <set>
 #include <string>
 
+#include "golden.h"
 #include "report/xlsx.h"
 
 using namespace jarvis;
@@ -143,7 +144,7 @@ TEST_CASE("xlsx: a failed write leaves nothing behind and names the file") {
 TEST_CASE("cli: report --xlsx writes one sheet per CSV sheet") {
   TempDir tmp;
   std::string trace =
-      std::string(JARVIS_SHARED_DIR) + "/conformance/mi300_compile_triton/trace.json.gz";
+      jarvis::golden::shared_dir() + "/conformance/mi300_compile_triton/trace.json.gz";
   fs::path out = tmp.path / "out";
   fs::path book = tmp.path / "book.xlsx";
   std::string cmd = std::string(JARVIS_BINARY) + " report '" + trace + "' --out '" + out.string() +

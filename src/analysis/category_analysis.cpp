@@ -7,10 +7,10 @@
 #include <filesystem>
 #include <functional>
 #include <map>
-#include <regex>
 #include <stdexcept>
 
 #include "analysis/category_analysis_internal.h"
+#include "analysis/kernel_details_text.h"
 #include "analysis/prepare.h"
 
 namespace jarvis::analysis {
@@ -185,15 +185,6 @@ std::pair<std::string, std::string> kernel_names(const std::string& cs) {
     cut += sep + "Kernel " + std::to_string(k + 1) + ": " + trunc(kernels[k]);
   }
   return {full, cut};
-}
-
-// Kernel names inside a kernel_details_summary cell ('name': '...').
-std::vector<std::string> kernel_detail_names(const std::string& kd) {
-  static const std::regex re(R"('name':\s*'([^']+)')");
-  std::vector<std::string> out;
-  for (auto it = std::sregex_iterator(kd.begin(), kd.end(), re); it != std::sregex_iterator(); ++it)
-    out.push_back((*it)[1].str());
-  return out;
 }
 
 std::optional<std::string> match_fusion(const std::string& kd, const ojson& fusion_map) {
@@ -575,12 +566,8 @@ KernelBreakdown parse_kernel_breakdown(const std::optional<std::string>& kd_in) 
     }
     if ((*kd_in)[k] != ')') kd += (*kd_in)[k];
   }
-  static const std::regex re(R"('name':\s*'([^']+)'[\s\S]*?'mean_duration_us':\s*([0-9.]+))");
   double total = 0;
-  for (auto it = std::sregex_iterator(kd.begin(), kd.end(), re); it != std::sregex_iterator();
-       ++it) {
-    std::string name = (*it)[1].str();
-    double mean = std::strtod((*it)[2].str().c_str(), nullptr);
+  for (const auto& [name, mean] : kernel_detail_means(kd)) {
     total += mean;
     std::string l = lower(name), type = "other";
     if (contains(l, "reshape_and_cache")) {

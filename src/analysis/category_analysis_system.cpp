@@ -5,9 +5,9 @@
 #include <cstdio>
 #include <filesystem>
 #include <map>
-#include <regex>
 
 #include "analysis/category_analysis_internal.h"
+#include "analysis/kernel_details_text.h"
 #include "analysis/prepare.h"
 
 namespace jarvis::analysis::detail {
@@ -329,7 +329,6 @@ std::string first_shape_key_text(const std::string& text) {
 using PerfLookup = std::vector<std::pair<std::string, std::vector<std::pair<std::string, ojson>>>>;
 
 PerfLookup build_perf_lookup(const Table& unified) {
-  static const std::regex re(R"('name':\s*'([^']+)')");
   PerfLookup lookup;
   std::map<std::string, size_t> index;
   for (size_t r = 0; r < unified.rows.size(); ++r) {
@@ -339,9 +338,7 @@ PerfLookup build_perf_lookup(const Table& unified) {
     const Cell* dims = cell_at(unified, r, "Input Dims");
     std::string shape =
         dims && !is_na(*dims) ? first_shape_key_text(dims->to_csv_text(false)) : "None";
-    for (auto it = std::sregex_iterator(kd_text.begin(), kd_text.end(), re);
-         it != std::sregex_iterator(); ++it) {
-      std::string kn = (*it)[1].str();
+    for (const std::string& kn : kernel_detail_names(kd_text)) {
       auto [pos, inserted] = index.emplace(kn, lookup.size());
       if (inserted) lookup.push_back({kn, {}});
       auto& shapes = lookup[pos->second].second;

@@ -434,6 +434,7 @@ void normalize_report(NamedReport& report) {
 }
 
 std::vector<std::string> write_compare_csvs(const CompareResult& result, const std::string& dir) {
+  auto dir_lock = lock_output_dir(dir);
   std::vector<std::string> paths;
   for (const auto& t : result.tables) {
     std::string path = (std::filesystem::path(dir) / (t.name + ".csv")).string();

@@ -2,14 +2,16 @@
 // orchestrator_prepare.py (standalone extraction) and classify_kernels.py.
 #include "analysis/fusion_candidates.h"
 
+#include <re2/re2.h>
 #include <algorithm>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <optional>
-#include <regex>
 #include <unordered_map>
 #include <vector>
 
+#include "analysis/kernel_details_text.h"
 #include "report/perf_tables.h"
 #include "tree/call_tree.h"
 
@@ -167,11 +169,15 @@ constexpr const char* kAlreadyFused[] = {"attn_fwd",          "attn_bwd",       
 constexpr const char* kNormKernels[] = {"batchnorm", "layernorm", "groupnorm", "instancenorm",
                                         "rmsnorm"};
 
-const std::vector<std::regex>& compiled_rules() {
-  static const std::vector<std::regex> rules = [] {
-    std::vector<std::regex> v;
-    for (const auto& r : kKernelTypeRules)
-      v.emplace_back(r.pattern, std::regex::ECMAScript | std::regex::icase | std::regex::optimize);
+// RE2: linear time in the kernel name, whatever its length (std::regex's
+// backtracking overflowed the stack on a 100k-character name).
+const std::vector<std::unique_ptr<RE2>>& compiled_rules() {
+  static const std::vector<std::unique_ptr<RE2>> rules = [] {
+    RE2::Options options;
+    options.set_case_sensitive(false);
+    options.set_log_errors(false);
+    std::vector<std::unique_ptr<RE2>> v;
+    for (const auto& r : kKernelTypeRules) v.push_back(std::make_unique<RE2>(r.pattern, options));
     return v;
   }();
   return rules;
@@ -427,7 +433,6 @@ std::pair<std::optional<double>, std::optional<double>> split_data_moved(
 }
 
 PerfLookup build_perf_lookup(const Table& t) {
-  static const std::regex name_re(R"('name':\s*'([^']+)')");
   PerfLookup lookup;
   for (size_t r = 0; r < t.rows.size(); ++r) {
     const Cell* kd = cell_at(t, r, "kernel_details_summary");
@@ -443,9 +448,7 @@ PerfLookup build_perf_lookup(const Table& t) {
     std::string shape =
         dims && !is_na(*dims) ? first_shape_key(try_parse_py_literal(cell_text(dims))) : "None";
     std::string text = cell_text(kd);
-    for (auto m = std::sregex_iterator(text.begin(), text.end(), name_re);
-         m != std::sregex_iterator(); ++m) {
-      std::string kn = (*m)[1];
+    for (const std::string& kn : kernel_detail_names(text)) {
       auto it = std::find_if(lookup.begin(), lookup.end(), [&](auto& p) { return p.first == kn; });
       if (it == lookup.end()) {
         lookup.emplace_back(kn, ShapeMap{});
@@ -573,7 +576,7 @@ std::string classify_kernel_type(std::string_view kernel_name) {
   std::string type = "Unknown";
   for (size_t i = 0; i < rules.size(); ++i) {
     if (kKernelTypeRules[i].priority <= best) continue;
-    if (std::regex_search(name, rules[i])) {
+    if (RE2::PartialMatch(name, *rules[i])) {
       best = kKernelTypeRules[i].priority;
       type = kKernelTypeRules[i].type;
     }

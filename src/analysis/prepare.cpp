@@ -254,6 +254,9 @@ PrepareResult prepare_category_data(const std::map<std::string, Table>& perf_tab
     if (!o.arch.is_object() || !o.arch.contains(key))
       throw std::invalid_argument(std::string("arch description lacks '") + key + "'");
   if (o.output_dir.empty()) throw std::invalid_argument("output directory is empty");
+  // Prepare reads back and rewrites files of its output directory: writers of
+  // the same directory take turns.
+  auto dir_lock = lock_output_dir(o.output_dir);
   if (o.category != "all" && !is_valid_category_name(o.category))
     throw std::invalid_argument("bad category name '" + o.category + "'");
 

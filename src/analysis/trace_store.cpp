@@ -9,8 +9,10 @@
 
 #include <fmt/format.h>
 
+#include "analysis/rocprof_trace.h"
 #include "perf/gpu_arch.h"
 #include "report/report.h"
+#include "rocprof/profile.h"
 #include "trace/loader.h"
 #include "tree/call_tree.h"
 
@@ -34,10 +36,29 @@ struct FileIdentity {
   int64_t mtime_ns = 0;
 };
 
+// A rocprofv3 CSV directory: its CSV files' total size and newest mtime.
+FileIdentity identify_directory(const fs::path& dir) {
+  FileIdentity id;
+  id.path = dir.string();
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(dir, ec)) {
+    if (entry.path().extension() != ".csv" || !entry.is_regular_file(ec)) continue;
+    id.size += entry.file_size(ec);
+    auto mtime = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                     entry.last_write_time(ec).time_since_epoch())
+                     .count();
+    id.mtime_ns = std::max<int64_t>(id.mtime_ns, mtime);
+  }
+  return id;
+}
+
 FileIdentity identify(const std::string& path) {
   std::error_code ec;
   fs::path canonical = fs::canonical(path, ec);
   if (ec) throw TraceError(fmt::format("{}: {}", path, ec.message()));
+  if (fs::is_directory(canonical, ec) &&
+      rocprof::detect_input(canonical.string()) == rocprof::InputKind::CsvSet)
+    return identify_directory(canonical);
   if (!fs::is_regular_file(canonical, ec))
     throw TraceError(fmt::format("{}: not a regular file", path));
   FileIdentity id;
@@ -69,7 +90,12 @@ TraceStore::LoadResult TraceStore::load(const std::string& path, const LoadOptio
   // and a load cancelled at the end is not registered.
   if (options.progress && !options.progress(0, 0)) throw TraceError(id.path + ": load cancelled");
   auto start = std::chrono::steady_clock::now();
-  auto trace = std::make_shared<Trace>(load_trace(id.path, options));
+  // rocprofv3 output (JSON results or CSV set) feeds the same event store;
+  // its profile stays on the entry for the rocprof-only tools.
+  std::optional<rocprof::Profile> profile;
+  if (rocprof::is_rocprof_input(id.path)) profile = rocprof::load_profile(id.path);
+  auto trace =
+      std::make_shared<Trace>(profile ? rocprof::to_trace(*profile) : load_trace(id.path, options));
   if (options.progress && !options.progress(trace->json_bytes, trace->events.size()))
     throw TraceError(id.path + ": load cancelled");
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -84,6 +110,7 @@ TraceStore::LoadResult TraceStore::load(const std::string& path, const LoadOptio
   std::string handle = fmt::format("t{}", next_id_++);
   auto entry = std::make_shared<const LoadedTrace>(handle, id.path, id.size, id.mtime_ns,
                                                    std::move(trace), seconds);
+  if (profile) analysis::attach_rocprof_profile(*entry, std::move(*profile));
   by_handle_[handle] = entry;
   order_.push_back(handle);
   return {entry, false};
@@ -115,6 +142,10 @@ size_t TraceStore::size() const {
 }
 
 std::shared_ptr<const CallTree> trace_call_tree(const LoadedTrace& entry) {
+  // Every op-level tool asks for the tree: this is where rocprofv3 traces
+  // (kernels only) get their one clear refusal.
+  if (rocprof::is_rocprof_trace(entry.trace()))
+    throw TraceError(analysis::rocprof_no_tree_message(entry));
   return entry.cached<CallTree>("tree", [&] { return CallTree(entry.trace()); });
 }
 

@@ -1,5 +1,6 @@
 // jarvis report TRACE --out DIR [--arch NAME|FILE] [options]
 // jarvis report TRACE --html FILE [--svg-dir DIR] [options]
+// jarvis report ROCPROF_RESULTS.json[.gz]|ROCPROF_CSV_DIR --out DIR [options]
 //
 // Writes the TraceLens-compatible CSV sheets to DIR/perf_report_csvs/. Every
 // sheet is computed before anything is written; the sheets go to a temporary
@@ -21,6 +22,8 @@
 #include "cli/commands.h"
 #include "report/report.h"
 #include "report/xlsx.h"
+#include "rocprof/counters.h"
+#include "rocprof/report.h"
 #include "trace/loader.h"
 #include "tree/call_tree.h"
 
@@ -49,13 +52,29 @@ constexpr const char* kUsage =
     "  --no-short-kernel-study          skip the short-kernel sheets\n"
     "  --no-coll-analysis               skip the coll_analysis sheet\n"
     "  --short-kernel-threshold-us X    short kernel threshold (default 10)\n"
-    "  --short-kernel-bins N            histogram bins (default 100)\n";
+    "  --short-kernel-bins N            histogram bins (default 100)\n"
+    "rocprofv3 input (a *_results.json[.gz], a CSV set directory or one of its files;\n"
+    "detected by content, TraceLens_generate_perf_report_rocprof's sheets):\n"
+    "  --rocprof                        read TRACE as rocprofv3 output without detection\n"
+    "  --kernel-details                 also write kernel_details (one row per dispatch)\n"
+    "  --topk-kernels N                 kernel_details: only the N longest dispatches\n"
+    "  --fix-rocprof-units              write times in the units the headers name (TraceLens\n"
+    "                                   writes ns under us headers; see docs/deviations.md)\n";
 
-const std::vector<std::string> kValueFlags = {
-    "--out",  "--arch",   "--short-kernel-threshold-us", "--short-kernel-bins", "--xlsx",
-    "--html", "--svg-dir"};
-const std::vector<std::string> kSwitches = {"--include-python-frames", "--no-kernel-summary",
-                                            "--no-short-kernel-study", "--no-coll-analysis"};
+const std::vector<std::string> kValueFlags = {"--out",
+                                              "--arch",
+                                              "--short-kernel-threshold-us",
+                                              "--short-kernel-bins",
+                                              "--xlsx",
+                                              "--html",
+                                              "--svg-dir",
+                                              "--topk-kernels"};
+const std::vector<std::string> kSwitches = {
+    "--include-python-frames", "--no-kernel-summary", "--no-short-kernel-study",
+    "--no-coll-analysis",      "--rocprof",           "--kernel-details",
+    "--fix-rocprof-units"};
+const std::vector<std::string> kRocprofOnly = {"--rocprof", "--kernel-details", "--topk-kernels",
+                                               "--fix-rocprof-units"};
 
 class UsageError : public std::runtime_error {
  public:
@@ -88,6 +107,7 @@ void check_flags(const Args& args) {
 // Writes the report into a fresh sibling directory, then swaps it in.
 void write_report_dir(const Report& report, const fs::path& target) {
   fs::path parent = target.parent_path();
+  auto dir_lock = lock_output_dir(target);
   fs::create_directories(parent);
   std::string suffix = std::to_string(::getpid());
   fs::path tmp = parent / (".perf_report_csvs.tmp." + suffix);
@@ -126,6 +146,51 @@ void write_html_report(const Trace& trace, const Report& report, const std::stri
     for (const auto& path : charts::write_chart_svgs(charts, svg_dir)) fmt::print("{}\n", path);
 }
 
+// The rocprof report options from the shared ones and the rocprof flags.
+rocprof::ReportOptions rocprof_options(const Args& args, const ReportOptions& shared) {
+  if (has_flag(args, "--html")) throw UsageError("--html is not supported for rocprofv3 input");
+  if (has_flag(args, "--arch") || has_flag(args, "--include-python-frames"))
+    throw UsageError("--arch and --include-python-frames do not apply to rocprofv3 input");
+  rocprof::ReportOptions o;
+  o.kernel_summary = shared.kernel_summary;
+  o.short_kernel_study = shared.short_kernel_study;
+  o.short_kernel_threshold_us = shared.short_kernel_threshold_us;
+  o.short_kernel_bins = shared.short_kernel_bins;
+  o.kernel_details = has_flag(args, "--kernel-details");
+  o.fix_units = has_flag(args, "--fix-rocprof-units");
+  if (has_flag(args, "--topk-kernels")) {
+    if (!o.kernel_details) throw UsageError("--topk-kernels needs --kernel-details");
+    int topk = parse_number<int>(flag_value(args, "--topk-kernels"), "--topk-kernels");
+    if (topk < 1) throw UsageError("--topk-kernels must be >= 1");
+    o.topk_kernels = static_cast<size_t>(topk);
+  }
+  return o;
+}
+
+// TraceLens's rocprof sheets into DIR/perf_report_csvs; the counters, when
+// the input has them, into DIR/rocprof_counters.
+int write_rocprof_report(const std::string& path, const rocprof::ReportOptions& options,
+                         const std::string& out, const std::string& xlsx) {
+  rocprof::Profile profile = rocprof::load_profile(path);
+  Report report;
+  report.gpu_only = true;
+  report.tables = rocprof::report_tables(profile, options);
+  fs::path target = fs::path(out) / "perf_report_csvs";
+  write_report_dir(report, target);
+  for (const Table& t : report.tables)
+    fmt::print("{}: {} rows\n", (target / (t.name + ".csv")).string(), t.rows.size());
+  if (!profile.counters.empty()) {
+    fs::path dir = fs::path(out) / "rocprof_counters";
+    for (const Table& t : {rocprof::dispatch_counters_table(profile),
+                           rocprof::kernel_counters_table(rocprof::kernel_counters(profile))}) {
+      write_file_atomic((dir / (t.name + ".csv")).string(), t.to_csv());
+      fmt::print("{}: {} rows\n", (dir / (t.name + ".csv")).string(), t.rows.size());
+    }
+  }
+  if (!xlsx.empty()) write_xlsx(report.tables, xlsx);
+  return 0;
+}
+
 }  // namespace
 
 int cmd_report(const Args& args) {
@@ -134,6 +199,8 @@ int cmd_report(const Args& args) {
     return 0;
   }
   ReportOptions options;
+  rocprof::ReportOptions rocprof_report;
+  bool rocprof_input = false;
   std::string out, trace_path;
 #ifdef JARVIS_HAVE_GPU_ARCH
   GpuArch arch;
@@ -168,10 +235,20 @@ int cmd_report(const Args& args) {
       throw UsageError("--arch is not supported by this build (no GPU arch support)");
 #endif
     }
+    rocprof_input = has_flag(args, "--rocprof") || rocprof::is_rocprof_input(trace_path);
+    if (rocprof_input) {
+      if (out.empty()) throw UsageError("--out DIR is required for rocprofv3 input");
+      rocprof_report = rocprof_options(args, options);
+    } else {
+      for (const auto& flag : kRocprofOnly)
+        if (has_flag(args, flag)) throw UsageError(flag + " applies to rocprofv3 input only");
+    }
   } catch (const UsageError& e) {
     std::fprintf(stderr, "jarvis report: %s\n%s", e.what(), kUsage);
     return 2;
   }
+  if (rocprof_input)
+    return write_rocprof_report(trace_path, rocprof_report, out, flag_value(args, "--xlsx"));
 
   Trace trace = load_trace(trace_path);
   CallTree tree(trace, TreeOptions{options.include_python_frames});

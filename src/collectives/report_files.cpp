@@ -47,6 +47,7 @@ CollectiveReportResult collective_report(const std::vector<std::string>& paths,
 
 std::vector<std::string> write_collective_tables(const std::vector<Table>& tables,
                                                  const std::string& dir) {
+  auto dir_lock = lock_output_dir(dir);
   std::vector<std::pair<std::string, std::string>> files;
   for (const Table& t : tables)
     files.emplace_back((std::filesystem::path(dir) / (t.name + ".csv")).string(), t.to_csv());

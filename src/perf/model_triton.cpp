@@ -7,12 +7,16 @@
 // kernels). xnumel / rnumel are the trailing integer concrete inputs. The
 // Inductor cache-directory fallback TraceLens also has is not implemented:
 // without trace metadata the kernel is unmodeled.
+#include <algorithm>
+#include <cctype>
 #include <charconv>
-#include <regex>
+#include <optional>
+#include <string_view>
 #include <unordered_map>
 #include <unordered_set>
 
 #include "perf/models_internal.h"
+#include "trace/numeric.h"
 
 namespace jarvis::perf::detail {
 namespace {
@@ -22,6 +26,17 @@ const std::unordered_set<std::string_view>& known_aten_ops() {
 #include "perf/aten_op_names.inc"
   };
   return ops;
+}
+
+// The most '_'-separated tokens of a known op name.
+size_t max_op_tokens() {
+  static const size_t most = [] {
+    size_t m = 1;
+    for (std::string_view op : known_aten_ops())
+      m = std::max<size_t>(m, 1 + std::count(op.begin(), op.end(), '_'));
+    return m;
+  }();
+  return most;
 }
 
 // FLOPs per element of each fused ATen op (memory-only ops weigh 0).
@@ -59,20 +74,38 @@ std::vector<std::string> split_underscore(const std::string& s) {
   }
 }
 
+// The middle of "triton_{poi,red,per}_fused_<ops>_<digits>": <ops>, or
+// nullopt when the name has another form. Plain string checks rather than a
+// regex: the name comes from the trace and may be arbitrarily long.
+std::optional<std::string_view> fused_ops_part(std::string_view name) {
+  static constexpr std::string_view kPrefixes[] = {"triton_poi_fused_", "triton_red_fused_",
+                                                   "triton_per_fused_"};
+  bool known = false;
+  for (std::string_view prefix : kPrefixes) known = known || name.starts_with(prefix);
+  if (!known) return std::nullopt;
+  std::string_view rest = name.substr(kPrefixes[0].size());
+  size_t digits = rest.size();
+  while (digits > 0 && std::isdigit(static_cast<unsigned char>(rest[digits - 1]))) --digits;
+  // At least one digit after the last '_' and a non-empty middle before it.
+  if (digits == rest.size() || digits < 2 || rest[digits - 1] != '_') return std::nullopt;
+  return rest.substr(0, digits - 1);
+}
+
 // Segments the kernel name's middle part into known ATen op names, preferring
 // the longest op at each step when backtracking (fewest ops).
 std::vector<std::string> fused_ops_from_name(std::string_view name) {
-  static const std::regex pattern("^triton_(?:poi|red|per)_fused_(.+)_(\\d+)$");
-  std::smatch m;
-  std::string text(name);
-  if (!std::regex_match(text, m, pattern)) return {};
-  std::vector<std::string> tokens = split_underscore(m[1].str());
+  auto middle = fused_ops_part(name);
+  if (!middle) return {};
+  std::vector<std::string> tokens = split_underscore(std::string(*middle));
   size_t n = tokens.size();
   // reach[i]: (candidate, start) pairs whose segmentation ends at token i.
   std::vector<std::optional<std::vector<std::pair<std::string, size_t>>>> reach(n + 1);
   reach[0].emplace();
   for (size_t i = 1; i <= n; ++i) {
-    for (size_t j = 0; j < i; ++j) {
+    // An op name spans at most max_op_tokens() tokens, which keeps the
+    // search linear in the name's length.
+    const size_t span = max_op_tokens();
+    for (size_t j = i > span ? i - span : 0; j < i; ++j) {
       if (!reach[j]) continue;
       std::string cand = tokens[j];
       for (size_t k = j + 1; k < i; ++k) cand += "_" + tokens[k];
@@ -97,7 +130,7 @@ std::vector<std::string> fused_ops_from_name(std::string_view name) {
 std::optional<int64_t> python_int(const PyValue& v) {
   if (v.kind == PyValue::Kind::Int) return v.i;
   if (v.kind == PyValue::Kind::Bool) return v.b ? 1 : 0;
-  if (v.kind == PyValue::Kind::Float) return static_cast<int64_t>(v.f);
+  if (v.kind == PyValue::Kind::Float) return truncate_to_int64(v.f);
   if (!v.is_string()) return std::nullopt;
   std::string s = v.s;
   size_t b = s.find_first_not_of(" \t\n"), e = s.find_last_not_of(" \t\n");
@@ -113,7 +146,7 @@ std::optional<int64_t> python_int(const PyValue& v) {
 
 struct TritonMeta {
   std::vector<std::string> ops;
-  int64_t xnumel = 0, rnumel = 1;
+  PyInt xnumel = 0, rnumel = 1;
   double total_bytes = 0;
   std::string dtype;  // "" when no tensor arg had a known dtype
 };
@@ -142,7 +175,7 @@ std::optional<TritonMeta> meta_from_args(const OpInput& op) {
   }
   meta.ops = fused_ops_from_name(op.name);
   int64_t first_bpe = -1;
-  int64_t total = 0;
+  PyInt total = 0;
   size_t n = std::min(arg_size(op.input_dims), arg_size(op.input_type));
   for (size_t i = 0; i < n; ++i) {
     const PyValue& dims = op.input_dims->list[i];
@@ -150,7 +183,7 @@ std::optional<TritonMeta> meta_from_args(const OpInput& op) {
     if ((dt.is_string() && dt.s == "Scalar") || !truthy(dims)) continue;
     int bpe = dt.is_string() ? c10_dtype_bytes(dt.s) : 0;
     if (first_bpe < 0) first_bpe = bpe;
-    total += prod(to_shape(dims, "Input Dims")) * bpe;
+    total += PyInt(prod(to_shape(dims, "Input Dims"))) * bpe;
     if (meta.dtype.empty() && bpe > 0) {
       std::string_view d = dt.s;
       size_t c = d.rfind("::");
@@ -171,12 +204,12 @@ class TritonCompiled : public PerfModel {
     std::string joined;
     for (size_t i = 0; i < meta_->ops.size(); ++i) joined += (i ? ", " : "") + meta_->ops[i];
     add(params_, "fused_ops", str_value(joined));
-    add(params_, "xnumel", int_value(meta_->xnumel));
-    add(params_, "rnumel", int_value(meta_->rnumel));
+    add(params_, "xnumel", int_value(meta_->xnumel.to_int64()));
+    add(params_, "rnumel", int_value(meta_->rnumel.to_int64()));
   }
   double flops() const override {
     need_meta();
-    int64_t fpe = 0;
+    PyInt fpe = 0;
     for (const std::string& o : meta_->ops) fpe += flops_per_elem(o);
     return static_cast<double>(fpe * (meta_->xnumel * meta_->rnumel));
   }

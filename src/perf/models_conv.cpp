@@ -9,6 +9,7 @@
 #include <cmath>
 
 #include "perf/models_internal.h"
+#include "trace/numeric.h"
 
 namespace jarvis::perf::detail {
 namespace {
@@ -24,14 +25,14 @@ int64_t elem(const Shape& s, size_t i) {
   return s[i];
 }
 
-int64_t conv_flops(const Shape& x, const Shape& w, const Shape& out, bool bias, bool transposed) {
-  int64_t per_elem = 2 * prod(Shape(w.begin() + std::min<size_t>(1, w.size()), w.end()));
-  int64_t conv = (transposed ? prod(x) : prod(out)) * per_elem;
+PyInt conv_flops(const Shape& x, const Shape& w, const Shape& out, bool bias, bool transposed) {
+  PyInt per_elem = 2 * PyInt(prod(Shape(w.begin() + std::min<size_t>(1, w.size()), w.end())));
+  PyInt conv = PyInt(transposed ? prod(x) : prod(out)) * per_elem;
   return conv + (bias ? prod(out) : 0);
 }
 
-int64_t conv_elems(const Shape& x, const Shape& w, const Shape& out, bool bias) {
-  return prod(x) + prod(w) + (bias ? elem(out, 1) : 0) + prod(out);
+PyInt conv_elems(const Shape& x, const Shape& w, const Shape& out, bool bias) {
+  return PyInt(prod(x)) + prod(w) + (bias ? elem(out, 1) : 0) + prod(out);
 }
 
 // "[16, 16]" -> (16, 16); "" -> default repeated over the spatial dims.
@@ -166,16 +167,15 @@ class ConvModel : public PerfModel {
     return static_cast<double>(conv_elems(x_, w_, out_, bias_) * *bpe_);
   }
   double flops_bwd() const override {
-    int64_t in_grad = conv_flops(out_, w_, x_, false, !transposed_);
-    int64_t w_grad = transposed_ ? conv_flops(t(out_), t(x_), t(w_), false, false)
-                                 : conv_flops(t(x_), t(out_), t(w_), false, false);
+    PyInt in_grad = conv_flops(out_, w_, x_, false, !transposed_);
+    PyInt w_grad = transposed_ ? conv_flops(t(out_), t(x_), t(w_), false, false)
+                               : conv_flops(t(x_), t(out_), t(w_), false, false);
     return static_cast<double>(in_grad + w_grad + (bias_ ? prod(out_) : 0));
   }
   std::optional<double> bytes_bwd() const override {
     if (!bpe_) return std::nullopt;
-    int64_t total =
-        conv_elems(out_, w_, x_, false) * *bpe_ + conv_elems(out_, x_, w_, false) * *bpe_;
-    if (bias_) total += prod(out_) + elem(out_, 1);
+    PyInt total = conv_elems(out_, w_, x_, false) * *bpe_ + conv_elems(out_, x_, w_, false) * *bpe_;
+    if (bias_) total += PyInt(prod(out_)) + elem(out_, 1);
     return static_cast<double>(total);
   }
   std::string maf_type() const override { return "matrix"; }
@@ -200,14 +200,17 @@ class ConvModel : public PerfModel {
     if (w_.size() < 2 + nd) throw PerfModelError("filter shape does not match the input rank");
     Shape out{x_[0], transposed_ ? w_[1] : w_[0]};
     for (size_t i = 0; i < nd; ++i) {
-      int64_t in = x_[2 + i], k = w_[2 + i];
-      int64_t s = elem(stride_, i), p = elem(padding_, i), d = elem(dilation_, i);
+      PyInt in = x_[2 + i], k = w_[2 + i];
+      PyInt s = elem(stride_, i), p = elem(padding_, i), d = elem(dilation_, i);
       if (transposed_) {
-        out.push_back((in - 1) * s - 2 * p + d * (k - 1) + elem(output_padding_, i) + 1);
+        out.push_back(
+            ((in - 1) * s - 2 * p + d * (k - 1) + elem(output_padding_, i) + 1).to_int64());
       } else {
         if (s == 0) throw PerfModelError("division by zero (conv stride)");
         double v = static_cast<double>(in + 2 * p - d * (k - 1) - 1) / static_cast<double>(s) + 1;
-        out.push_back(static_cast<int64_t>(std::trunc(v)));
+        auto size = truncate_to_int64(std::trunc(v));
+        if (!size) throw PerfModelError("convolution output size out of integer range");
+        out.push_back(*size);
       }
     }
     return out;

@@ -38,7 +38,7 @@ class UnaryModel : public PerfModel {
     bpe_out_ = dtype_out.is_none() ? bpe_in_ : bpe_of(dtype_out);
   }
 
-  int64_t nelems_ = 0, nelems_in_ = -1;
+  PyInt nelems_ = 0, nelems_in_ = -1;
   PyValue dtype_in_;
   std::optional<int> bpe_in_, bpe_out_;
 };
@@ -225,7 +225,7 @@ class BinaryModel : public PerfModel {
     }
   }
 
-  int64_t n1_ = 0, n2_ = 0, n_out_ = 0;
+  PyInt n1_ = 0, n2_ = 0, n_out_ = 0;
   PyValue dtype1_;
   std::optional<int> bpe1_, bpe2_, bpe_out_;
 };
@@ -343,7 +343,7 @@ class AtenReduce : public PerfModel {
     return out.empty() ? 1 : prod(out);
   }
 
-  int64_t n_in_ = 0, n_out_ = 0;
+  PyInt n_in_ = 0, n_out_ = 0;
   PyValue dtype_in_;
   std::optional<int> bpe_in_;
 };

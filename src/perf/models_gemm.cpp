@@ -17,15 +17,24 @@ struct GemmShape {
   bool bias = false;
 };
 
-int64_t gemm_flops(const GemmShape& g) {
-  return 2 * g.M * g.N * g.K + (g.bias ? g.M * g.N : 0);
+PyInt gemm_flops(const GemmShape& g) {
+  PyInt M = g.M, N = g.N, K = g.K;
+  return 2 * M * N * K + (g.bias ? M * N : 0);
+}
+
+std::optional<PyInt> gemm_bytes_exact(const GemmShape& g, std::optional<int> a,
+                                      std::optional<int> b, std::optional<int> bias,
+                                      std::optional<int> out) {
+  if (!a || !b || !bias || !out) return std::nullopt;
+  PyInt M = g.M, N = g.N, K = g.K;
+  return M * K * *a + K * N * *b + M * N * *out + (g.bias ? N : 0) * *bias;
 }
 
 std::optional<double> gemm_bytes(const GemmShape& g, std::optional<int> a, std::optional<int> b,
                                  std::optional<int> bias, std::optional<int> out) {
-  if (!a || !b || !bias || !out) return std::nullopt;
-  int64_t total = g.M * g.K * *a + g.K * g.N * *b + g.M * g.N * *out + (g.bias ? g.N : 0) * *bias;
-  return static_cast<double>(total);
+  auto total = gemm_bytes_exact(g, a, b, bias, out);
+  if (!total) return std::nullopt;
+  return static_cast<double>(*total);
 }
 
 class GemmModel : public PerfModel {
@@ -43,7 +52,7 @@ class GemmModel : public PerfModel {
     if (bwd_not_implemented_) return PerfModel::flops_bwd();
     GemmShape in{shape_.M, shape_.K, shape_.N, false}, w{shape_.N, shape_.K, shape_.M, false};
     return static_cast<double>(gemm_flops(in) + gemm_flops(w) +
-                               (shape_.bias ? shape_.M * shape_.N : 0));
+                               (shape_.bias ? PyInt(shape_.M) * shape_.N : 0));
   }
   std::optional<double> bytes_bwd() const override {
     if (bwd_not_implemented_) return PerfModel::bytes_bwd();
@@ -183,9 +192,9 @@ class BmmModel : public GemmModel {
   }
   std::optional<double> bytes() const override {
     auto bpe = dtype_bpe(0);
-    auto per_batch = gemm_bytes(shape_, bpe, bpe, bpe, bpe);
+    auto per_batch = gemm_bytes_exact(shape_, bpe, bpe, bpe, bpe);
     if (!per_batch) return std::nullopt;
-    return static_cast<double>(batch_ * static_cast<int64_t>(*per_batch));
+    return static_cast<double>(batch_ * *per_batch);
   }
 };
 

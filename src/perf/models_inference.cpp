@@ -30,7 +30,7 @@ class SglangStoreCache : public PerfModel {
 
  private:
   PyValue dtype_;
-  int64_t nelems_ = 0;
+  PyInt nelems_ = 0;
 };
 
 // sgl_kernel::rotary_embedding(positions, query, key, head_size,
@@ -68,7 +68,7 @@ class SglRotaryEmbedding : public PerfModel {
 
  private:
   PyValue dtype_;
-  int64_t elements_ = 0;
+  PyInt elements_ = 0;
 };
 
 }  // namespace

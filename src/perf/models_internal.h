@@ -22,6 +22,53 @@ using Shape = std::vector<int64_t>;
 
 [[noreturn]] void fail(const std::string& message);
 
+// Python's int for FLOP and byte formulas. TraceLens computes them in Python
+// ints, which never wrap; int64 products of trace shapes do (M = N = K = 2^40
+// gave 0 FLOPs). 128 bits hold every product of two int64 values and every
+// realistic formula exactly; past that the model fails with a PerfModelError
+// instead of printing a wrapped number.
+class PyInt {
+ public:
+  constexpr PyInt(int64_t v = 0) : v_(v) {}  // NOLINT: implicit like Python's int
+
+  friend PyInt operator+(PyInt a, PyInt b) {
+    PyInt r;
+    if (__builtin_add_overflow(a.v_, b.v_, &r.v_)) overflow();
+    return r;
+  }
+  friend PyInt operator-(PyInt a, PyInt b) {
+    PyInt r;
+    if (__builtin_sub_overflow(a.v_, b.v_, &r.v_)) overflow();
+    return r;
+  }
+  friend PyInt operator*(PyInt a, PyInt b) {
+    PyInt r;
+    if (__builtin_mul_overflow(a.v_, b.v_, &r.v_)) overflow();
+    return r;
+  }
+  PyInt& operator+=(PyInt b) { return *this = *this + b; }
+  PyInt& operator*=(PyInt b) { return *this = *this * b; }
+  // Truncating division, as the int64 code it replaces (operands are sizes).
+  friend PyInt operator/(PyInt a, PyInt b) {
+    if (b.v_ == 0) fail("integer division by zero");
+    PyInt r;
+    r.v_ = a.v_ / b.v_;
+    return r;
+  }
+  friend bool operator==(PyInt a, PyInt b) { return a.v_ == b.v_; }
+  friend auto operator<=>(PyInt a, PyInt b) { return a.v_ <=> b.v_; }
+
+  // float(int): one rounding to nearest, as Python does.
+  explicit operator double() const { return static_cast<double>(v_); }
+  // The value as int64 (an element count stored in a table); fails past int64.
+  int64_t to_int64() const;
+
+ private:
+  __extension__ typedef __int128 Wide;
+  [[noreturn]] static void overflow();
+  Wide v_;
+};
+
 // The arg list itself (throws when the arg is absent or not a list).
 const PyValue& arg_list(const PyValue* arg, const char* arg_name);
 // Element i of an arg list (IndexError-like failure when out of range).
@@ -40,12 +87,16 @@ PyValue strides_at(const OpInput& op, size_t i);
 const PyValue& concrete_at(const OpInput& op, size_t i);
 std::string concrete_str(const OpInput& op, size_t i);
 
+// The product of the dims (Python's math.prod); fails past int64.
 int64_t prod(const Shape& s);
 PyValue tuple_value(const Shape& s);
 PyValue str_value(std::string s);
 PyValue dtype_value(const PyValue& v);  // keeps None / string as recorded
 PyValue bool_value(bool b);
 PyValue int_value(int64_t i);
+inline PyValue int_value(PyInt i) {
+  return int_value(i.to_int64());
+}
 PyValue float_value(double f);
 PyValue tuple_of(std::vector<PyValue> items);
 

@@ -84,14 +84,14 @@ class CausalConv1d : public NoBackward {
   }
   double flops() const override { return static_cast<double>(2 * b_ * c_ * l_ * k_); }
   std::optional<double> bytes() const override {
-    int64_t io = 2 * (b_ * c_ * l_ * bpe_);
+    PyInt io = 2 * (b_ * c_ * l_ * bpe_);
     return static_cast<double>(io + c_ * k_ * bpe_ + (bias_ ? c_ * bpe_ : 0));
   }
   std::string maf_type() const override { return "matrix"; }
   std::string precision() const override { return precision_; }
 
  private:
-  int64_t b_, c_, l_, k_;
+  PyInt b_, c_, l_, k_;
   bool bias_;
   int bpe_;
   std::string precision_;
@@ -117,7 +117,7 @@ class FusedRope : public NoBackward {
   std::string precision() const override { return precision_; }
 
  private:
-  int64_t n_;
+  PyInt n_;
   int bpe_;
   std::string precision_;
 };
@@ -145,7 +145,7 @@ class CrossEntropy : public NoBackward {
 
  private:
   Shape logits_;
-  int64_t batch_, vocab_;
+  PyInt batch_, vocab_;
   int bpe_;
   std::string precision_;
 };
@@ -279,7 +279,7 @@ class GroupedGemm : public PerfModel {
   }
 
   bool variable_k_;
-  int64_t M_ = 0, K_ = 0, N_ = 0, G_ = 0;
+  PyInt M_ = 0, K_ = 0, N_ = 0, G_ = 0;
   std::vector<std::pair<std::pair<int64_t, int64_t>, std::pair<int64_t, int64_t>>> pairs_;
   std::optional<int> bpe_in_, bpe_out_;
   std::string precision_;
@@ -307,22 +307,22 @@ class MambaSsd : public PerfModel {
     P_ = ci_int(15, 64);
     G_ = ci_int(16, 1);
     d_inner_ = H_ * P_;
-    int64_t num = combined_ - 2 * d_inner_ - H_, den = 2 * G_;
+    int64_t num = (combined_ - 2 * d_inner_ - H_).to_int64(), den = (2 * G_).to_int64();
     if (num <= 0 || den == 0 || num % den != 0)
       throw PerfModelError("MambaSSD: cannot derive d_state");
     N_ = num / den;
     for (auto [k, v] :
-         std::initializer_list<std::pair<const char*, int64_t>>{{"B", B_},
-                                                                {"T", T_},
-                                                                {"H", H_},
-                                                                {"P", P_},
-                                                                {"G", G_},
-                                                                {"N", N_},
-                                                                {"C", C_},
-                                                                {"d_inner", d_inner_},
-                                                                {"d_conv", d_conv_},
-                                                                {"conv_channels", conv_ch_},
-                                                                {"combined_dim", combined_}})
+         std::initializer_list<std::pair<const char*, PyInt>>{{"B", B_},
+                                                              {"T", T_},
+                                                              {"H", H_},
+                                                              {"P", P_},
+                                                              {"G", G_},
+                                                              {"N", N_},
+                                                              {"C", C_},
+                                                              {"d_inner", d_inner_},
+                                                              {"d_conv", d_conv_},
+                                                              {"conv_channels", conv_ch_},
+                                                              {"combined_dim", combined_}})
       add(params_, k, int_value(v));
     bpe_ = bpe_default_two(op);
     auto slot_bpe = [&](size_t slot, int dflt) {
@@ -351,7 +351,7 @@ class MambaSsd : public PerfModel {
   std::string precision() const override { return precision_; }
 
  private:
-  int64_t B_, T_, combined_, conv_ch_, d_conv_, H_, C_, P_, G_, d_inner_, N_;
+  PyInt B_, T_, combined_, conv_ch_, d_conv_, H_, C_, P_, G_, d_inner_, N_;
   int bpe_, bpe_dt_, bpe_a_, bpe_d_;
   std::string precision_;
 };

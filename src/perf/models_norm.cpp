@@ -102,7 +102,7 @@ class NormModel : public PerfModel {
     add(params_, "output_mask", PyValue::make_list(std::move(v)), true);
   }
 
-  int64_t n_ = 0;
+  PyInt n_ = 0;
   double channels_ = 0;
   bool has_bias_ = false, affine_ = false, training_ = false;
   bool backward_op_ = false, bwd_pass_defined_ = false;
@@ -112,9 +112,9 @@ class NormModel : public PerfModel {
 };
 
 int64_t prod_literal(const OpInput& op, size_t ci, const char* what) {
-  int64_t p = 1;
+  PyInt p = 1;
   for (int64_t v : int_list(literal_list(concrete_at(op, ci), what), what)) p *= v;
-  return p;
+  return p.to_int64();
 }
 
 int64_t dim1(const Shape& s) {
@@ -277,7 +277,7 @@ class RmsNormBwd : public NormModel {
   double flops_bwd() const override {
     if (output_mask_.size() < 2) throw PerfModelError("output_mask has fewer than 2 entries");
     double rows = static_cast<double>(n_) / channels_;
-    int64_t total = affine_ ? n_ : 0;
+    PyInt total = affine_ ? n_ : 0;
     total += n_;
     if (output_mask_[0]) total += 6 * n_;
     if (output_mask_[1] && affine_) {
@@ -321,7 +321,7 @@ class FusedLnModulate : public NormModel {
 
  private:
   bool backward_;
-  int64_t t_ = 0, b_ = 0;
+  PyInt t_ = 0, b_ = 0;
 };
 
 }  // namespace

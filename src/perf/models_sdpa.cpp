@@ -9,6 +9,7 @@
 #include <cmath>
 
 #include "perf/models_internal.h"
+#include "trace/numeric.h"
 
 namespace jarvis::perf::detail {
 namespace {
@@ -48,7 +49,9 @@ T bwd_flops(T B, T NQ, T HQ, T NKV, int64_t HKV, T d_qk, T d_v, bool flash) {
   if (HKV == 0) throw PerfModelError("integer division by zero (H_KV)");
   T total = 0;
   if (flash) total += B * HQ * (2 * NQ * NKV * d_qk);
-  int64_t gqa = static_cast<int64_t>(std::floor(static_cast<double>(HQ) / HKV)) - 1;
+  auto gqa_floor = truncate_to_int64(std::floor(static_cast<double>(HQ) / HKV));
+  if (!gqa_floor) throw PerfModelError("H_Q / H_KV out of integer range");
+  int64_t gqa = *gqa_floor - 1;
   total += B * HQ * (2 * NKV * NQ * d_v) + B * NKV * d_v * static_cast<T>(gqa);
   total += B * HQ * (2 * NQ * NKV * d_v);
   total += B * HQ * (2 * NQ * NKV * d_qk);
@@ -64,9 +67,10 @@ double apply_causal(T total, bool causal, double nq, double nkv) {
   return static_cast<double>(total) / 2;
 }
 
-int64_t bytes_elems(const Cfg& c, bool bwd) {
-  int64_t q = c.B * c.N_Q * c.H_Q * c.d_qk, k = c.B * c.N_KV * c.H_KV * c.d_qk;
-  int64_t v = c.B * c.N_KV * c.H_KV * c.d_v, o = c.B * c.N_Q * c.H_Q * c.d_v;
+PyInt bytes_elems(const Cfg& c, bool bwd) {
+  PyInt B = c.B;
+  PyInt q = B * c.N_Q * c.H_Q * c.d_qk, k = B * c.N_KV * c.H_KV * c.d_qk;
+  PyInt v = B * c.N_KV * c.H_KV * c.d_v, o = B * c.N_Q * c.H_Q * c.d_v;
   if (!bwd) return q + k + v + o;
   return q + k + v + o + q + k + v;
 }
@@ -117,8 +121,8 @@ class SdpaModel : public PerfModel {
     return static_cast<double>(bytes_elems(cfg_, true) * *bpe);
   }
   double flops_bwd() const override {
-    return apply_causal(bwd_flops<int64_t>(cfg_.B, cfg_.N_Q, cfg_.H_Q, cfg_.N_KV, cfg_.H_KV,
-                                           cfg_.d_qk, cfg_.d_v, spec_.flash_impl),
+    return apply_causal(bwd_flops<PyInt>(cfg_.B, cfg_.N_Q, cfg_.H_Q, cfg_.N_KV, cfg_.H_KV,
+                                         cfg_.d_qk, cfg_.d_v, spec_.flash_impl),
                         causal_, static_cast<double>(cfg_.N_Q), static_cast<double>(cfg_.N_KV));
   }
   std::optional<double> bytes_bwd() const override {
@@ -216,7 +220,7 @@ class SdpaModel : public PerfModel {
   double fwd() const {
     if (spec_.layout != Layout::Varlen)
       return apply_causal(
-          fwd_flops<int64_t>(cfg_.B, cfg_.N_Q, cfg_.H_Q, cfg_.N_KV, cfg_.d_qk, cfg_.d_v), causal_,
+          fwd_flops<PyInt>(cfg_.B, cfg_.N_Q, cfg_.H_Q, cfg_.N_KV, cfg_.d_qk, cfg_.d_v), causal_,
           static_cast<double>(cfg_.N_Q), static_cast<double>(cfg_.N_KV));
     // Varlen: the longest sequence plus (num_seqs - 1) equal-length others.
     auto one = [&](double nq, double nkv) {
@@ -283,13 +287,13 @@ class EvoformerAttention : public PerfModel {
     add(params_, "dtype_A_B", tuple_of({dtype}), true);
   }
   double flops() const override {
-    return static_cast<double>(fwd_flops<int64_t>(B_, N_, H_, N_, D_, D_));
+    return static_cast<double>(fwd_flops<PyInt>(B_, N_, H_, N_, D_, D_));
   }
   std::optional<double> bytes() const override {
     return static_cast<double>(bytes_elems({B_, N_, H_, N_, H_, D_, D_}, false) * 2);
   }
   double flops_bwd() const override {
-    return static_cast<double>(bwd_flops<int64_t>(B_, N_, H_, N_, H_, D_, D_, false));
+    return static_cast<double>(bwd_flops<PyInt>(B_, N_, H_, N_, H_, D_, D_, false));
   }
   std::optional<double> bytes_bwd() const override {
     return static_cast<double>(bytes_elems({B_, N_, H_, N_, H_, D_, D_}, true) * 2);

@@ -6,10 +6,13 @@
 #include <cctype>
 #include <charconv>
 #include <cmath>
+#include <limits>
 #include <map>
-#include <regex>
+
+#include <fmt/format.h>
 
 #include "perf/models_internal.h"
+#include "trace/numeric.h"
 
 namespace jarvis::perf {
 
@@ -79,10 +82,20 @@ std::string concrete_str(const OpInput& op, size_t i) {
   return v.s;
 }
 
+void PyInt::overflow() {
+  fail("integer overflow: the shape's FLOPs or bytes exceed 2^127");
+}
+
+int64_t PyInt::to_int64() const {
+  if (v_ < std::numeric_limits<int64_t>::min() || v_ > std::numeric_limits<int64_t>::max())
+    fail("integer overflow: a shape product exceeds int64");
+  return static_cast<int64_t>(v_);
+}
+
 int64_t prod(const Shape& s) {
-  int64_t p = 1;
+  PyInt p = 1;
   for (int64_t d : s) p *= d;
-  return p;
+  return p.to_int64();
 }
 
 PyValue tuple_value(const Shape& s) {
@@ -169,7 +182,15 @@ class LiteralReader {
     skip();
     if (pos_ >= s_.size()) bad();
     char c = s_[pos_];
-    if (c == '[' || c == '(') return sequence(c == '[' ? ']' : ')');
+    if (c == '[' || c == '(') {
+      // The loader caps argument nesting at the same depth; a literal inside a
+      // string is a second way in, and each level costs a stack frame here.
+      if (++depth_ > kMaxLiteralDepth)
+        fail(fmt::format("literal nested deeper than {} levels", kMaxLiteralDepth));
+      PyValue seq = sequence(c == '[' ? ']' : ')');
+      --depth_;
+      return seq;
+    }
     if (c == '\'' || c == '"') return quoted();
     return atom();
   }
@@ -179,7 +200,15 @@ class LiteralReader {
   }
 
  private:
-  [[noreturn]] void bad() { fail("cannot parse literal '" + std::string(s_) + "'"); }
+  static constexpr int kMaxLiteralDepth = 100;
+  static constexpr size_t kMaxQuotedChars = 200;
+  // The error quotes at most the first kMaxQuotedChars characters: a crafted
+  // literal can be megabytes long.
+  [[noreturn]] void bad() {
+    std::string shown(s_.substr(0, kMaxQuotedChars));
+    if (s_.size() > kMaxQuotedChars) shown += fmt::format("... ({} chars)", s_.size());
+    fail("cannot parse literal '" + shown + "'");
+  }
   void skip() {
     while (pos_ < s_.size() && std::isspace(static_cast<unsigned char>(s_[pos_]))) ++pos_;
   }
@@ -244,6 +273,7 @@ class LiteralReader {
 
   std::string_view s_;
   size_t pos_ = 0;
+  int depth_ = 0;
 };
 
 }  // namespace
@@ -290,7 +320,10 @@ std::vector<int64_t> int_list(const std::vector<PyValue>& items, const char* wha
   std::vector<int64_t> out;
   for (const PyValue& x : items) {
     if (x.kind == PyValue::Kind::Float) {
-      out.push_back(static_cast<int64_t>(x.f));  // int(float) truncates
+      // int(float) truncates; a float beyond int64 is no shape.
+      auto truncated = truncate_to_int64(x.f);
+      if (!truncated) fail(std::string(what) + ": float out of integer range");
+      out.push_back(*truncated);
       continue;
     }
     out.push_back(to_int(x, what));
@@ -444,11 +477,30 @@ std::string precision_of(std::string_view dtype) {
   return it == table.end() ? std::string() : it->second;
 }
 
+namespace {
+
+// Tensile's layout tag C???_A???_B??? (three lowercase letters each) anywhere
+// in the name: a fixed-width scan, linear in the name's length.
+bool has_tensile_layout_tag(std::string_view name) {
+  constexpr std::string_view kShape = "Cxxx_Axxx_Bxxx";
+  auto fits = [&](size_t at) {
+    for (size_t k = 0; k < kShape.size(); ++k) {
+      char c = name[at + k];
+      if (kShape[k] == 'x' ? !(c >= 'a' && c <= 'z') : c != kShape[k]) return false;
+    }
+    return true;
+  };
+  for (size_t at = 0; at + kShape.size() <= name.size(); ++at)
+    if (name[at] == 'C' && fits(at)) return true;
+  return false;
+}
+
+}  // namespace
+
 std::optional<GemmKernelInfo> parse_gemm_kernel_name(std::string_view name) {
   // ROCm / Tensile: C???_A???_B??? anywhere in the name.
-  static const std::regex rocm("C[a-z]{3}_A[a-z]{3}_B[a-z]{3}");
-  std::string text(name);
-  if (text.find('\n') == std::string::npos && std::regex_search(text, rocm)) {
+  std::string_view text = name;
+  if (text.find('\n') == std::string_view::npos && has_tensile_layout_tag(text)) {
     GemmKernelInfo info;
     if (text.find("_Ailk_") != std::string::npos)
       info.trans_a = false;

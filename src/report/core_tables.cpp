@@ -418,9 +418,8 @@ std::vector<double> short_durations(const Trace& trace, double threshold_us) {
 
 }  // namespace
 
-Table short_kernel_histogram_table(const Trace& trace, double threshold_us, int bins) {
+Table numpy_histogram_table(const std::vector<double>& values, int bins) {
   Table table("short_kernel_histogram", {"bin_start", "bin_end", "count"});
-  auto values = short_durations(trace, threshold_us);
   if (values.empty() || bins <= 0) return table;
   double lo = stats::min(values), hi = stats::max(values);
   if (lo == hi) {
@@ -449,6 +448,10 @@ Table short_kernel_histogram_table(const Trace& trace, double threshold_us, int 
     row[2] = Cell(counts[static_cast<size_t>(i)]);
   }
   return table;
+}
+
+Table short_kernel_histogram_table(const Trace& trace, double threshold_us, int bins) {
+  return numpy_histogram_table(short_durations(trace, threshold_us), bins);
 }
 
 Table short_kernels_summary_table(const Trace& trace, const CallTree& tree, double threshold_us,

@@ -50,6 +50,9 @@ Table kernel_summary_table(const Trace& trace, const CallTree& tree, double tota
 // short_kernel_histogram (§13.3): NumPy histogram of kernel durations below
 // the threshold.
 Table short_kernel_histogram_table(const Trace& trace, double threshold_us, int bins);
+// np.histogram(values, bins) as the short_kernel_histogram sheet
+// (bin_start, bin_end, count); no rows when values is empty.
+Table numpy_histogram_table(const std::vector<double>& values, int bins);
 // short_kernels_summary (§13.3).
 Table short_kernels_summary_table(const Trace& trace, const CallTree& tree, double threshold_us,
                                   double total_time_ms);

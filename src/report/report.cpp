@@ -60,6 +60,7 @@ Report build_report(const Trace& trace, const CallTree& tree, const ReportOption
 }
 
 void write_report_csvs(const Report& report, const std::string& dir) {
+  auto dir_lock = lock_output_dir(dir);  // concurrent writers of one report take turns
   // Render everything first so a failure leaves no file behind.
   std::vector<std::pair<std::string, std::string>> files;
   for (const Table& t : report.tables)

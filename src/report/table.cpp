@@ -170,28 +170,4 @@ Table read_csv_file(const std::string& path) {
   return parse_csv(ss.str(), stem);
 }
 
-void write_file_atomic(const std::string& path, std::string_view data) {
-  namespace fs = std::filesystem;
-  fs::path target(path);
-  if (target.has_parent_path()) fs::create_directories(target.parent_path());
-  std::string tmp = path + ".tmp." + std::to_string(::getpid());
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) throw std::runtime_error(path + ": cannot write");
-    out.write(data.data(), static_cast<std::streamsize>(data.size()));
-    out.flush();
-    if (!out) {
-      out.close();
-      std::remove(tmp.c_str());
-      throw std::runtime_error(path + ": write failed");
-    }
-  }
-  std::error_code ec;
-  fs::rename(tmp, target, ec);
-  if (ec) {
-    std::remove(tmp.c_str());
-    throw std::runtime_error(path + ": cannot rename into place: " + ec.message());
-  }
-}
-
 }  // namespace jarvis

@@ -13,6 +13,8 @@
 #include <variant>
 #include <vector>
 
+#include "base/atomic_file.h"  // write_file_atomic, used by every table writer
+
 namespace jarvis {
 
 struct Cell {
@@ -69,9 +71,5 @@ class Table {
 // text cells; empty fields become missing cells.
 Table parse_csv(std::string_view text, std::string name = "");
 Table read_csv_file(const std::string& path);
-
-// Writes data to path atomically (temp file in the same directory, then
-// rename), creating parent directories. Throws std::runtime_error.
-void write_file_atomic(const std::string& path, std::string_view data);
 
 }  // namespace jarvis

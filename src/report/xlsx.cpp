@@ -1,5 +1,7 @@
 #include "report/xlsx.h"
 
+#include "base/atomic_file.h"
+
 #include <unistd.h>
 #include <xlsxwriter.h>
 
@@ -169,19 +171,12 @@ void write_xlsx(const std::vector<Table>& tables, const std::string& path) {
   if (target.has_parent_path()) fs::create_directories(target.parent_path(), ec);
   if (ec)
     throw std::runtime_error(fmt::format("{}: cannot create directory: {}", path, ec.message()));
-  std::string tmp = fmt::format("{}.tmp.{}", path, getpid());
-  try {
-    std::vector<std::string> names = xlsx_sheet_names(tables);
-    Workbook wb(tmp, path);
-    for (size_t k = 0; k < tables.size(); ++k) wb.add_table(tables[k], names[k]);
-    wb.close();
-    fs::rename(tmp, target, ec);
-    if (ec)
-      throw std::runtime_error(fmt::format("{}: cannot rename into place: {}", path, ec.message()));
-  } catch (...) {
-    fs::remove(tmp, ec);
-    throw;
-  }
+  AtomicFile file(target);  // a temp of this writer's own, removed unless committed
+  std::vector<std::string> names = xlsx_sheet_names(tables);
+  Workbook wb(file.temp_path(), path);
+  for (size_t k = 0; k < tables.size(); ++k) wb.add_table(tables[k], names[k]);
+  wb.close();
+  file.commit();
 }
 
 }  // namespace jarvis

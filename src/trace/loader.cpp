@@ -896,6 +896,12 @@ class TraceReader {
     skip_ws();
     if (win_.ensure(1) != 0) fail("unexpected data after the top-level JSON object");
     trace_.json_bytes = win_.consumed();
+    if (!saw_events && !trace_.top_level_json.empty() &&
+        trace_.top_level_json.front().first == "rocprofiler-sdk-tool")
+      fail(
+          "a rocprofv3 results file, not a PyTorch profiler trace: this command needs a Kineto "
+          "trace (jarvis report / info and the MCP tools load_trace, ops_summary and "
+          "kernel_counters read rocprofv3)");
     if (!saw_events) fail("no 'traceEvents' array (not a Kineto/Chrome trace)");
     if (trace_.events.empty()) fail("'traceEvents' is empty: the trace has no events");
   }

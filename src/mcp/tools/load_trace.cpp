@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "analysis/rocprof_trace.h"
 #include "analysis/summaries.h"
 #include "analysis/trace_store.h"
 #include "collectives/collectives_json.h"
@@ -15,6 +16,33 @@
 
 namespace jarvis::mcp {
 namespace {
+
+// A rocprofv3 trace: kernels (and copies) only, so the overview, TraceLens's
+// rocprof gpu_timeline and a health note saying what the trace cannot do.
+ToolResult rocprof_result(const LoadedTrace& entry, const rocprof::Profile& profile, bool reused) {
+  json summary = analysis::trace_overview(entry);
+  summary["reused"] = reused;
+  summary["source"] = "rocprofv3";
+  summary["rocprof"] = analysis::rocprof_info_json(profile);
+  if (json timeline = analysis::rocprof_gpu_timeline_json(profile); !timeline.is_null())
+    summary["gpu_timeline"] = timeline;
+  summary["health"] = analysis::rocprof_health_json(profile);
+  std::string text = fmt::format(
+      "Loaded {} as handle \"{}\"{}: rocprofv3 {} output, platform ROCm, GPU {}, {} kernel "
+      "dispatches of {} kernels, {} memory copies, {} counter values ({}).\n"
+      "No CPU op tree: ops_summary gives the kernel summary; kernel_counters gives hardware "
+      "counters; op-level tools (parent_chain, category_filter, gemm_roofline, insights, ...) "
+      "refuse this trace.\n{}",
+      entry.path(), entry.handle(), reused ? " (reused, unchanged file)" : "", profile.format,
+      summary["gpu_name"].get<std::string>().empty() ? "unknown"
+                                                     : summary["gpu_name"].get<std::string>(),
+      profile.dispatches.size(), profile.kernel_names.size(), profile.copies.size(),
+      profile.counters.size(),
+      profile.counter_names.empty() ? "none"
+                                    : fmt::format("{}", fmt::join(profile.counter_names, ", ")),
+      summary.dump());
+  return {summary, text};
+}
 
 // One line on the collectives, when the trace has any.
 std::string collectives_line(const json& summary) {
@@ -48,8 +76,13 @@ ToolResult load_trace_tool(const json& args, ToolContext& ctx) {
     return !ctx.cancelled();
   };
   auto loaded = ctx.traces().load(path.string(), options);
+  if (auto profile = analysis::rocprof_profile(*loaded.entry)) {
+    ctx.report_progress(1, 1, "loaded");
+    return rocprof_result(*loaded.entry, *profile, loaded.reused);
+  }
   json summary = analysis::trace_overview(*loaded.entry);
   summary["reused"] = loaded.reused;
+  summary["source"] = "kineto";
   ctx.throw_if_cancelled();
   if (!loaded.reused) ctx.report_progress(0.95, 1, "computing the GPU timeline");
   if (json timeline = analysis::trace_gpu_timeline(*loaded.entry); !timeline.is_null())

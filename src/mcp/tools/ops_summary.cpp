@@ -1,6 +1,7 @@
 // ops_summary: the report's ops_summary rows with perf-model aggregates.
 #include <fmt/format.h>
 
+#include "analysis/rocprof_trace.h"
 #include "analysis/summaries.h"
 #include "analysis/trace_store.h"
 #include "collectives/collectives_json.h"
@@ -67,12 +68,39 @@ json top_insights(const LoadedTrace& entry, const std::string& arch_name,
   return out;
 }
 
+// rocprofv3 traces have no ops: the kernel summary answers instead, one row
+// per kernel name (no perf model, no insights: both need the op tree).
+ToolResult rocprof_fallback(const std::string& handle, const rocprof::Profile& profile,
+                            const analysis::OpsSummaryQuery& query) {
+  json result;
+  try {
+    result = analysis::rocprof_ops_summary_rows(profile, query);
+  } catch (const std::invalid_argument& e) {
+    throw ToolError(e.what());
+  }
+  result["trace"] = handle;
+  result["arch"] = nullptr;
+  result["insights"] = json::array();
+  std::string text = fmt::format(
+      "{} is a rocprofv3 trace (no CPU ops): kernel summary instead of ops_summary, rows are "
+      "kernel names.\n",
+      handle);
+  return {result, text + rows_text(result)};
+}
+
 ToolResult ops_summary_tool(const json& args, ToolContext& ctx) {
   std::string handle = args.at("trace").get<std::string>();
   auto entry = ctx.traces().get(handle);
   if (!entry)
     throw ToolError("unknown trace handle \"" + handle +
                     "\"; call load_trace first (or list_traces)");
+  analysis::OpsSummaryQuery query;
+  query.top_n = args.at("top_n").get<size_t>();
+  query.sort_by = args.at("sort_by").get<std::string>();
+  query.category = args.value("category", std::string());
+  query.min_percent = args.at("min_percent").get<double>();
+  if (auto profile = analysis::rocprof_profile(*entry))
+    return rocprof_fallback(handle, *profile, query);
   std::string arch = args.value("arch", std::string());
   std::string used_arch = arch.empty() ? detect_arch_name(entry->trace()) : arch;
   std::shared_ptr<const Report> report;
@@ -81,11 +109,6 @@ ToolResult ops_summary_tool(const json& args, ToolContext& ctx) {
   } catch (const perf::GpuArchError& e) {
     throw ToolError(fmt::format("{}; pass arch as one of the bundled names or 'none'", e.what()));
   }
-  analysis::OpsSummaryQuery query;
-  query.top_n = args.at("top_n").get<size_t>();
-  query.sort_by = args.at("sort_by").get<std::string>();
-  query.category = args.value("category", std::string());
-  query.min_percent = args.at("min_percent").get<double>();
   json result;
   try {
     result = analysis::ops_summary_rows(*report, query);
@@ -93,6 +116,7 @@ ToolResult ops_summary_tool(const json& args, ToolContext& ctx) {
     throw ToolError(e.what());
   }
   result["trace"] = handle;
+  result["source"] = "ops_summary";
   result["arch"] = used_arch.empty() || used_arch == "none" ? json() : json(used_arch);
   if (json coll = collectives::loaded_trace_collectives_json(*entry); !coll.is_null())
     result["collectives"] = coll;

@@ -1,0 +1,123 @@
+#include "base/atomic_file.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <stdexcept>
+
+namespace jarvis {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+[[noreturn]] void fail(const fs::path& path, const std::string& what, int err) {
+  throw std::runtime_error(path.string() + ": " + what + ": " + std::strerror(err));
+}
+
+void fsync_path(const fs::path& path, int flags) {
+  int fd = ::open(path.c_str(), flags | O_CLOEXEC);
+  if (fd < 0) fail(path, "cannot open for fsync", errno);
+  int rc = ::fsync(fd);
+  int err = errno;
+  ::close(fd);
+  // Some file systems cannot fsync a directory (EINVAL); the rename stands.
+  if (rc != 0 && err != EINVAL) fail(path, "fsync failed", err);
+}
+
+fs::path parent_of(const fs::path& target) {
+  return target.has_parent_path() ? target.parent_path() : fs::path(".");
+}
+
+// mkstemp in the target's directory; returns the open descriptor.
+int make_temp(const fs::path& target, std::string& temp) {
+  fs::path dir = parent_of(target);
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec) throw std::runtime_error(target.string() + ": cannot create directory: " + ec.message());
+  // Built with append: GCC 12 warns falsely (-Wrestrict) on "." + name + ...
+  std::string name(".");
+  name.append(target.filename().string()).append(".tmp.XXXXXX");
+  std::string pattern = (dir / name).string();
+  int fd = ::mkostemp(pattern.data(), O_CLOEXEC);
+  if (fd < 0) fail(target, "cannot create a temp file", errno);
+  temp = pattern;
+  return fd;
+}
+
+void write_all(int fd, std::string_view data, const fs::path& target) {
+  while (!data.empty()) {
+    ssize_t n = ::write(fd, data.data(), data.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) fail(target, "write failed", errno);
+    data.remove_prefix(static_cast<size_t>(n));
+  }
+}
+
+void rename_into_place(const std::string& temp, const fs::path& target) {
+  if (::rename(temp.c_str(), target.c_str()) != 0) fail(target, "cannot rename into place", errno);
+  fsync_path(parent_of(target), O_RDONLY | O_DIRECTORY);
+}
+
+}  // namespace
+
+void write_file_atomic(const std::string& path, std::string_view data) {
+  fs::path target(path);
+  std::string temp;
+  int fd = make_temp(target, temp);
+  try {
+    write_all(fd, data, target);
+    if (::fchmod(fd, 0644) != 0) fail(target, "chmod failed", errno);
+    if (::fsync(fd) != 0) fail(target, "fsync failed", errno);
+    if (::close(fd) != 0) {
+      fd = -1;
+      fail(target, "close failed", errno);
+    }
+    fd = -1;
+    rename_into_place(temp, target);
+  } catch (...) {
+    if (fd >= 0) ::close(fd);
+    ::unlink(temp.c_str());
+    throw;
+  }
+}
+
+AtomicFile::AtomicFile(const fs::path& target) : target_(target) {
+  int fd = make_temp(target_, temp_);
+  ::fchmod(fd, 0644);
+  ::close(fd);
+}
+
+AtomicFile::~AtomicFile() {
+  if (!committed_) ::unlink(temp_.c_str());
+}
+
+void AtomicFile::commit() {
+  fsync_path(temp_, O_RDONLY);
+  rename_into_place(temp_, target_);
+  committed_ = true;
+}
+
+std::unique_lock<std::recursive_mutex> lock_output_dir(const fs::path& dir) {
+  static std::mutex registry_mutex;
+  // Never erased: one mutex per distinct output directory of the process.
+  static std::map<std::string, std::unique_ptr<std::recursive_mutex>> registry;
+  std::error_code ec;
+  fs::path key = fs::weakly_canonical(fs::absolute(dir, ec), ec);
+  if (ec) key = fs::absolute(dir).lexically_normal();
+  std::recursive_mutex* mutex;
+  {
+    std::lock_guard lock(registry_mutex);
+    auto& slot = registry[key.string()];
+    if (!slot) slot = std::make_unique<std::recursive_mutex>();
+    mutex = slot.get();
+  }
+  return std::unique_lock<std::recursive_mutex>(*mutex);
+}
+
+}  // namespace jarvis

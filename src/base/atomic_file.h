@@ -1,0 +1,45 @@
+// Output files that appear whole or not at all, safe when several threads,
+// HTTP sessions or processes write the same path at once.
+//
+// Each writer gets its own temp file in the target's directory (mkstemp, so
+// two writers never share one), fsyncs it, renames it over the target and
+// fsyncs the directory, so a crash leaves the old file or the new one, never a
+// torn one. Writers of a set of files (a report directory) hold the
+// directory's lock so that concurrent writers of the same set take turns.
+#pragma once
+
+#include <filesystem>
+#include <mutex>
+#include <string>
+#include <string_view>
+
+namespace jarvis {
+
+// Writes data to path atomically; creates missing parent directories.
+// Throws std::runtime_error naming the path on failure (the temp is removed).
+void write_file_atomic(const std::string& path, std::string_view data);
+
+// A unique temp file beside `target` for writers that need a path of their
+// own (libxlsxwriter): write temp_path(), then commit(). Destroyed without
+// commit(), the temp file is removed.
+class AtomicFile {
+ public:
+  explicit AtomicFile(const std::filesystem::path& target);
+  ~AtomicFile();
+  AtomicFile(const AtomicFile&) = delete;
+  AtomicFile& operator=(const AtomicFile&) = delete;
+
+  const std::string& temp_path() const { return temp_; }
+  void commit();  // fsync, rename over the target, fsync the directory
+
+ private:
+  std::filesystem::path target_;
+  std::string temp_;
+  bool committed_ = false;
+};
+
+// The process-wide lock of one output directory (by its absolute, normalised
+// path). Recursive, so a set writer holding it can call write_file_atomic.
+std::unique_lock<std::recursive_mutex> lock_output_dir(const std::filesystem::path& dir);
+
+}  // namespace jarvis

@@ -1,0 +1,156 @@
+// Concurrent writers of the same outputs (issue 18): each writer has its own
+// temp file, so 8 threads and 4 MCP sessions writing one path all succeed and
+// leave a complete file identical to a single writer's.
+#include <doctest/doctest.h>
+
+#include <atomic>
+#include <filesystem>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "base/atomic_file.h"
+#include "golden.h"
+#include "mcp_harness.h"
+#include "report/report.h"
+#include "report/xlsx.h"
+#include "test_loader_support.h"
+#include "trace/loader.h"
+#include "tree/call_tree.h"
+
+using namespace jarvis;
+using namespace jarvis::loader_test;
+using json = nlohmann::json;
+
+namespace {
+
+// Runs fn(i) on n threads started together; returns the number that threw.
+template <typename Fn>
+int run_together(int n, Fn fn) {
+  std::atomic<int> ready{0}, failures{0};
+  std::vector<std::thread> threads;
+  for (int i = 0; i < n; ++i)
+    threads.emplace_back([&, i] {
+      ++ready;
+      while (ready.load() < n) std::this_thread::yield();
+      try {
+        fn(i);
+      } catch (const std::exception& e) {
+        MESSAGE(e.what());
+        ++failures;
+      }
+    });
+  for (auto& t : threads) t.join();
+  return failures.load();
+}
+
+std::vector<std::string> leftovers(const fs::path& dir) {
+  std::vector<std::string> out;
+  for (const auto& e : fs::recursive_directory_iterator(dir))
+    if (e.path().filename().string().find(".tmp.") != std::string::npos)
+      out.push_back(e.path().string());
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("atomic writes: 8 threads writing one file, 100 rounds, no failure, no torn file") {
+  TempDir dir;
+  const std::string path = (dir.path / "out" / "table.csv").string();
+  // Each thread writes its own content, of different lengths: the file must
+  // always be exactly one writer's content.
+  std::vector<std::string> contents;
+  for (int i = 0; i < 8; ++i) contents.push_back(std::string(1000 + 3000 * i, char('a' + i)));
+  for (int round = 0; round < 100; ++round) {
+    int failures = run_together(8, [&](int i) { write_file_atomic(path, contents[i]); });
+    REQUIRE(failures == 0);
+    std::string now = read_file(path);
+    CHECK(std::find(contents.begin(), contents.end(), now) != contents.end());
+  }
+  CHECK(leftovers(dir.path).empty());
+}
+
+TEST_CASE("atomic writes: a failed write leaves the old file and no temp") {
+  TempDir dir;
+  const std::string path = (dir.path / "keep.csv").string();
+  write_file_atomic(path, "old");
+  fs::create_directories(dir.path / "blocked.csv");  // a directory where the file should go
+  CHECK_THROWS(write_file_atomic((dir.path / "blocked.csv").string(), "new"));
+  CHECK(read_file(path) == "old");
+  CHECK(leftovers(dir.path).empty());
+}
+
+TEST_CASE("atomic writes: 8 threads writing the same report and workbook equal one writer") {
+  Trace trace = load_trace(golden::shared_dir() + "/nccl/hta_allreduce_2ranks_rank0/trace.json.gz");
+  CallTree tree(trace);
+  Report report = build_report(trace, tree, ReportOptions{});
+  TempDir dir;
+  write_report_csvs(report, (dir.path / "single").string());
+  write_xlsx(report.tables, (dir.path / "single.xlsx").string());
+
+  int failures = run_together(8, [&](int) {
+    write_report_csvs(report, (dir.path / "shared").string());
+    write_xlsx(report.tables, (dir.path / "shared.xlsx").string());
+  });
+  CHECK(failures == 0);
+  size_t files = 0;
+  for (const auto& e : fs::directory_iterator(dir.path / "single")) {
+    ++files;
+    CHECK(read_file(e.path().string()) ==
+          read_file((dir.path / "shared" / e.path().filename()).string()));
+  }
+  CHECK(files == report.tables.size());
+  CHECK(fs::file_size(dir.path / "shared.xlsx") > 0);
+  CHECK(leftovers(dir.path).empty());
+}
+
+TEST_CASE("atomic writes: 4 MCP sessions preparing the same category data") {
+  TempDir dir;
+  const std::string trace = golden::shared_dir() + "/nccl/hta_allreduce_2ranks_rank0/trace.json.gz";
+  mcp::ServerOptions options;
+  options.roots = {golden::shared_dir(), dir.path.string()};
+  mcp::Server server(options);
+  auto write_tables = [&](const std::string& out) {
+    auto session = server.new_session();
+    mcp::Emit emit = [](const json&) {};
+    auto call = [&](int id, const std::string& method, json params) {
+      auto reply = session->handle(
+          {{"jsonrpc", "2.0"}, {"id", id}, {"method", method}, {"params", std::move(params)}},
+          emit);
+      return reply ? *reply : json();
+    };
+    call(0, "initialize",
+         {{"protocolVersion", "2025-11-25"},
+          {"capabilities", json::object()},
+          {"clientInfo", {{"name", "t"}, {"version", "0"}}}});
+    session->handle({{"jsonrpc", "2.0"}, {"method", "notifications/initialized"}}, emit);
+    json loaded = call(1, "tools/call", {{"name", "load_trace"}, {"arguments", {{"path", trace}}}});
+    if (!loaded.contains("result") || loaded["result"].value("isError", false))
+      throw std::runtime_error(loaded.dump().substr(0, 500));
+    std::string handle = loaded["result"]["structuredContent"]["trace"];
+    json reply = call(
+        2, "tools/call",
+        {{"name", "category_filter"}, {"arguments", {{"trace", handle}, {"output_dir", out}}}});
+    if (!reply.contains("result") || reply["result"].value("isError", false))
+      throw std::runtime_error(reply.dump().substr(0, 500));
+  };
+  write_tables((dir.path / "single").string());
+  int failures = run_together(4, [&](int) { write_tables((dir.path / "shared").string()); });
+  CHECK(failures == 0);
+  size_t files = 0;
+  for (const auto& e : fs::recursive_directory_iterator(dir.path / "single")) {
+    if (!e.is_regular_file()) continue;
+    ++files;
+    fs::path twin = dir.path / "shared" / fs::relative(e.path(), dir.path / "single");
+    // The metadata names its own output directory; otherwise the files are equal.
+    std::string expected = read_file(e.path().string());
+    const std::string single = (dir.path / "single").string(),
+                      shared = (dir.path / "shared").string();
+    for (size_t at = expected.find(single); at != std::string::npos;
+         at = expected.find(single, at + shared.size()))
+      expected.replace(at, single.size(), shared);
+    CHECK(expected == read_file(twin.string()));
+  }
+  CHECK(files > 3);
+  CHECK(leftovers(dir.path).empty());
+}
