@@ -100,9 +100,12 @@ sweep::LoadOptions load_options(const Args& args, const std::string& layout_flag
   return o;
 }
 
-void report_load(const sweep::Sweep& s) {
-  std::fprintf(stderr, "sweep %s: %zu runs (%zu from cache), layout %s\n", s.root.c_str(),
-               s.runs.size(), s.cache_hits, s.layout.pattern.c_str());
+// The summary line is progress-like (left out with --quiet); failures and
+// warnings always go out.
+void report_load(const sweep::Sweep& s, bool quiet) {
+  if (!quiet)
+    std::fprintf(stderr, "sweep %s: %zu runs (%zu from cache), layout %s\n", s.root.c_str(),
+                 s.runs.size(), s.cache_hits, s.layout.pattern.c_str());
   if (!s.cache_warning.empty()) std::fprintf(stderr, "warning: %s\n", s.cache_warning.c_str());
   for (const auto& f : s.failures)
     std::fprintf(stderr, "failed run: %s: %s\n", f.path.c_str(), f.reason.c_str());
@@ -139,7 +142,7 @@ int cmd_sweep(const Args& args) {
     return usage_error("sweep", e, kSweepUsage);
   }
   sweep::Sweep s = sweep::load_sweep(dir, options);
-  report_load(s);
+  report_load(s, has_flag(args, "--quiet"));
   auto tables = sweep::sweep_tables(s, top_k);
   for (const auto& path : sweep::write_sweep_outputs(tables, out, flag_value(args, "--xlsx")))
     fmt::print("{}\n", path);
@@ -168,9 +171,9 @@ int cmd_sweep_compare(const Args& args) {
     return usage_error("sweep-compare", e, kCompareUsage);
   }
   sweep::Sweep base = sweep::load_sweep(pos[0], load_options(args, "--base-layout"));
-  report_load(base);
+  report_load(base, has_flag(args, "--quiet"));
   sweep::Sweep cand = sweep::load_sweep(pos[1], load_options(args, "--cand-layout"));
-  report_load(cand);
+  report_load(cand, has_flag(args, "--quiet"));
   for (const auto& path :
        sweep::write_sweep_outputs(sweep::compare_sweeps(base, cand), flag_value(args, "--out"),
                                   flag_value(args, "--xlsx")))

@@ -9,12 +9,12 @@
 #include <functional>
 #include <map>
 #include <optional>
-#include <regex>
 #include <set>
 #include <unordered_map>
 
 #include <nlohmann/json.hpp>
 
+#include "analysis/kernel_details_text.h"
 #include "collectives/collectives.h"
 #include "report/gpu_timeline.h"
 #include "report/perf_tables.h"
@@ -47,27 +47,22 @@ double cell_number(const Table& t, size_t row, std::string_view column) {
   }
 }
 
-// The GEMM kernel of a kernel_details__summarize_kernel_stats cell, which
-// holds a Python list of dicts ([{'name': '...', 'stream': 7, ...,
-// 'total_duration_us': np.float64(12.5), ...}]): the entry with the largest
-// total duration, so that a memset launched by the same op is not taken for
-// the GEMM (the seed's first-entry rule would).
+// The GEMM kernel of a kernel_details__summarize_kernel_stats cell (a Python
+// list of dicts, one per kernel the op launched): the one with the largest
+// mean duration, so that a memset launched by the same op is not taken for
+// the GEMM (the seed's first-entry rule would). The cell holds trace text, so
+// it is read with the RE2-based scanner of analysis/kernel_details_text.h.
 std::string main_kernel_name(const std::string& details) {
-  static const std::regex entry(
-      R"re('name':\s*(?:'([^']*)'|"([^"]*)").*?'total_duration_us':\s*(?:np\.float64\()?([-+0-9.eE]+))re");
   std::string best;
   double best_us = -1;
-  for (std::sregex_iterator it(details.begin(), details.end(), entry), end; it != end; ++it) {
-    double us = std::strtod((*it)[3].str().c_str(), nullptr);
-    if (us > best_us) {
-      best_us = us;
-      best = (*it)[1].matched ? (*it)[1].str() : (*it)[2].str();
+  for (const auto& k : analysis::kernel_detail_means(details))
+    if (k.mean_us > best_us) {
+      best_us = k.mean_us;
+      best = k.name;
     }
-  }
   if (!best.empty()) return best;
-  static const std::regex first(R"('name':\s*'([^']*)')");
-  std::smatch m;
-  return std::regex_search(details, m, first) ? m[1].str() : std::string();
+  auto names = analysis::kernel_detail_names(details);
+  return names.empty() ? std::string() : names.front();
 }
 
 std::vector<std::string> param_columns(const Table& t) {
