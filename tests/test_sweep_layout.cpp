@@ -531,3 +531,31 @@ TEST_SUITE("sweep") {
     CHECK(bad.failures[0].reason.find("not a readable xlsx workbook") != std::string::npos);
   }
 }
+
+TEST_SUITE("sweep") {
+  TEST_CASE("sweep rocprof: a rocprofv3 results file is a run with TraceLens's timeline") {
+    std::string src = jarvis::golden::shared_dir() + "/rocprof/mi350_aorta_train";
+    jarvis::testing::TempDir tmp;
+    fs::path dir = fs::path(tmp.path) / "sweep/256thread/nccl_28channels/torch_profiler/rank0";
+    fs::create_directories(dir);
+    fs::copy_file(src + "/908_results.json.gz", dir / "908_results.json.gz");
+    sw::LoadOptions o;
+    o.cache_dir = tmp.path + "/cache";
+    sw::Sweep s = sw::load_sweep(tmp.path + "/sweep", o);
+    REQUIRE(s.runs.size() == 1);
+    CHECK(s.runs[0].data.kind == sw::RunKind::Rocprof);
+    CHECK(s.runs[0].data.gemms.empty());
+    Table pivot = sw::gpu_timeline_tables(s)[1];
+    Table ref = jarvis::read_csv_file(src + "/perf_report_csvs/gpu_timeline.csv");
+    REQUIRE(pivot.rows.size() == ref.rows.size());
+    for (size_t k = 0; k < ref.rows.size(); ++k)
+      CHECK(pivot_cell(pivot, ref.at(k, "type").text(), "threads=256 channel=28") ==
+            doctest::Approx(std::stod(ref.at(k, "time ms").text())).epsilon(1e-12));
+    Table ks = jarvis::read_csv_file(src + "/perf_report_csvs/kernel_summary.csv");
+    std::set<std::string> names;
+    for (size_t k = 0; k < ks.rows.size(); ++k) names.insert(ks.at(k, "name").text());
+    CHECK(std::set<std::string>(s.runs[0].data.kernel_names.begin(),
+                                s.runs[0].data.kernel_names.end()) == names);
+    CHECK(sw::load_sweep(tmp.path + "/sweep", o).cache_hits == 1);
+  }
+}

@@ -19,6 +19,8 @@
 #include "report/gpu_timeline.h"
 #include "report/perf_tables.h"
 #include "report/xlsx_read.h"
+#include "rocprof/profile.h"
+#include "rocprof/report.h"
 #include "sweep/sweep.h"
 #include "trace/loader.h"
 #include "tree/call_tree.h"
@@ -311,6 +313,19 @@ RunData read_report_dir(const std::string& dir) {
     return read_csv_file(p.string());
   });
   d.kind = RunKind::ReportDir;
+  return d;
+}
+
+RunData read_rocprof(const std::string& path) {
+  rocprof::Profile profile = rocprof::load_profile(path);
+  Table timeline = rocprof::gpu_timeline_table(profile);
+  Table kernels = rocprof::kernel_summary_table(profile);
+  RunData d = run_data_from_sheets([&](const std::string& name) -> std::optional<Table> {
+    if (name == "gpu_timeline") return timeline;
+    if (name == "kernel_summary") return kernels;
+    return std::nullopt;
+  });
+  d.kind = RunKind::Rocprof;
   return d;
 }
 

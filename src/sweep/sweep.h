@@ -48,7 +48,9 @@ Layout parse_layout(const std::string& pattern);
 // then TraceLens report directories per thread setting.
 const std::vector<std::string>& default_layouts();
 
-enum class RunKind { Trace, ReportDir, ReportXlsx };
+// Trace: a PyTorch profiler (Kineto) trace; Rocprof: a rocprofv3 results file
+// (timeline and kernel names only: it has no ops, so no GEMM rows).
+enum class RunKind { Trace, ReportDir, ReportXlsx, Rocprof };
 
 struct RunInput {
   std::string path;      // absolute
@@ -146,6 +148,9 @@ RunData analyse_trace(const std::string& path);
 RunData read_report_dir(const std::string& dir);
 // The same sheets from a report workbook (TraceLens perf_report.xlsx).
 RunData read_report_xlsx(const std::string& path);
+// A rocprofv3 JSON results file: the GPU timeline and kernel names of
+// TraceLens's rocprof report.
+RunData read_rocprof(const std::string& path);
 
 // Cache file contents (versioned JSON) and the file name for a run's identity.
 std::string run_data_to_json(const RunData& data);

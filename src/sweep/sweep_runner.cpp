@@ -11,6 +11,7 @@
 
 #include <fmt/format.h>
 
+#include "rocprof/profile.h"
 #include "sweep/sweep.h"
 
 namespace jarvis::sweep {
@@ -57,6 +58,21 @@ std::string prepare_cache_dir(const std::string& root, const std::string& wanted
   return dir.string();
 }
 
+// A trace file may be a rocprofv3 results file (judged by content).
+RunData analyse(const RunInput& in) {
+  switch (in.kind) {
+    case RunKind::ReportDir:
+      return read_report_dir(in.path);
+    case RunKind::ReportXlsx:
+      return read_report_xlsx(in.path);
+    case RunKind::Rocprof:
+      return read_rocprof(in.path);
+    case RunKind::Trace:
+      break;
+  }
+  return rocprof::is_rocprof_input(in.path) ? read_rocprof(in.path) : analyse_trace(in.path);
+}
+
 struct Worker {
   const std::vector<RunInput>& inputs;
   const std::string& cache_dir;
@@ -82,9 +98,7 @@ struct Worker {
       }
     }
     try {
-      run.data = in.kind == RunKind::Trace       ? analyse_trace(in.path)
-                 : in.kind == RunKind::ReportDir ? read_report_dir(in.path)
-                                                 : read_report_xlsx(in.path);
+      run.data = analyse(in);
     } catch (const std::exception& e) {
       failures[k] = RunFailure{in.path, e.what()};
       return;

@@ -8,6 +8,20 @@
 namespace jarvis::mcp {
 namespace {
 
+const char* kind_name(sweep::RunKind kind) {
+  switch (kind) {
+    case sweep::RunKind::Trace:
+      return "trace";
+    case sweep::RunKind::ReportDir:
+      return "report";
+    case sweep::RunKind::ReportXlsx:
+      return "xlsx";
+    case sweep::RunKind::Rocprof:
+      return "rocprof";
+  }
+  return "trace";
+}
+
 json configs_json(const sweep::Sweep& s) {
   json out = json::array();
   std::map<std::string, size_t> index;
@@ -50,9 +64,7 @@ ToolResult load_sweep_tool(const json& args, ToolContext& ctx) {
     runs.push_back({{"run", r.input.relative},
                     {"config", s->config_label(r)},
                     {"rank", s->rank_of(r)},
-                    {"kind", r.input.kind == sweep::RunKind::Trace       ? "trace"
-                             : r.input.kind == sweep::RunKind::ReportDir ? "report"
-                                                                         : "xlsx"},
+                    {"kind", kind_name(r.data.kind)},
                     {"gemm_rows", r.data.gemms.size()},
                     {"collective_kernels", r.data.collectives.size()}});
   json result = {{"sweep", handle},
