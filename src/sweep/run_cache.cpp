@@ -18,7 +18,7 @@ namespace fs = std::filesystem;
 using json = nlohmann::json;
 
 // Bump when RunData or its meaning changes: old cache files then miss.
-constexpr int kCacheVersion = 3;
+constexpr int kCacheVersion = 4;
 
 json num(double v) {
   return std::isnan(v) ? json(nullptr) : json(v);
@@ -27,29 +27,33 @@ double num(const json& j) {
   return j.is_number() ? j.get<double>() : NAN;
 }
 
-json instance_json(const GemmInstance& i) {
+// Instances are stored as arrays [uid, start, end, time, overlap, hits,
+// kernel?]; the kernel name only when it differs from the row's (it rarely
+// does, and names are long): the cache stays small and quick to parse.
+json instance_json(const GemmInstance& i, const std::string& row_kernel) {
   json hits = json::array();
   for (const auto& h : i.collectives) hits.push_back({h.collective, h.overlap_us});
-  return {{"uid", i.op_uid},     {"k", i.kernel_name},         {"s", num(i.start_us)},
-          {"e", num(i.end_us)},  {"t", num(i.kernel_time_us)}, {"o", num(i.overlap_us)},
-          {"c", std::move(hits)}};
+  json a = {i.op_uid,          num(i.start_us), num(i.end_us), num(i.kernel_time_us),
+            num(i.overlap_us), std::move(hits)};
+  if (i.kernel_name != row_kernel) a.push_back(i.kernel_name);
+  return a;
 }
 
-GemmInstance instance_from(const json& j) {
+GemmInstance instance_from(const json& a, const std::string& row_kernel) {
   GemmInstance i;
-  i.op_uid = j.at("uid").get<int64_t>();
-  i.kernel_name = j.at("k").get<std::string>();
-  i.start_us = num(j.at("s"));
-  i.end_us = num(j.at("e"));
-  i.kernel_time_us = num(j.at("t"));
-  i.overlap_us = num(j.at("o"));
-  for (const auto& h : j.at("c")) i.collectives.push_back({h[0].get<std::string>(), num(h[1])});
+  i.op_uid = a.at(0).get<int64_t>();
+  i.start_us = num(a.at(1));
+  i.end_us = num(a.at(2));
+  i.kernel_time_us = num(a.at(3));
+  i.overlap_us = num(a.at(4));
+  for (const auto& h : a.at(5)) i.collectives.push_back({h[0].get<std::string>(), num(h[1])});
+  i.kernel_name = a.size() > 6 ? a.at(6).get<std::string>() : row_kernel;
   return i;
 }
 
 json gemm_json(const GemmRow& g) {
   json inst = json::array();
-  for (const auto& i : g.instances) inst.push_back(instance_json(i));
+  for (const auto& i : g.instances) inst.push_back(instance_json(i, g.kernel_name));
   return {{"op", g.op},
           {"shape", g.shape},
           {"kernel", g.kernel_name},
@@ -73,7 +77,7 @@ GemmRow gemm_from(const json& j) {
   g.mean_us = num(j.at("mean"));
   g.std_us = num(j.at("std"));
   g.sum_us = num(j.at("sum"));
-  for (const auto& i : j.at("instances")) g.instances.push_back(instance_from(i));
+  for (const auto& i : j.at("instances")) g.instances.push_back(instance_from(i, g.kernel_name));
   return g;
 }
 
