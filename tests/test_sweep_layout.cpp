@@ -559,3 +559,30 @@ TEST_SUITE("sweep") {
     CHECK(sw::load_sweep(tmp.path + "/sweep", o).cache_hits == 1);
   }
 }
+
+TEST_SUITE("sweep") {
+  TEST_CASE("sweep MCP: cancelling load_sweep stops it without a reply") {
+    const H100& h = h100();
+    jarvis::mcp::testing::Harness mcp;
+    mcp.initialize();
+    size_t progress = 0;
+    jarvis::mcp::Emit cancel_on_progress = [&](const json& note) {
+      if (note.value("method", "") != "notifications/progress" || progress++ > 0) return;
+      mcp.session->handle({{"jsonrpc", "2.0"},
+                           {"method", "notifications/cancelled"},
+                           {"params", {{"requestId", 91}, {"reason", "test"}}}},
+                          mcp.emit);
+    };
+    json request = {{"jsonrpc", "2.0"},
+                    {"id", 91},
+                    {"method", "tools/call"},
+                    {"params",
+                     {{"name", "load_sweep"},
+                      {"arguments", {{"path", h.root}, {"jobs", 1}, {"cache_dir", "none"}}},
+                      {"_meta", {{"progressToken", "tok"}}}}}};
+    auto reply = mcp.session->handle(request, cancel_on_progress);
+    CHECK_FALSE(reply.has_value());
+    CHECK(progress == 1);  // the first run's progress, then the workers stopped
+    CHECK(mcp.session->in_flight() == 0);
+  }
+}
