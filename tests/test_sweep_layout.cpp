@@ -123,6 +123,14 @@ TEST_SUITE("sweep") {
     CHECK(sw::parse_layout("{a}_{b}/x{a}/*.json").fields == std::vector<std::string>{"a", "b"});
     jarvis::testing::TempDir empty;
     CHECK_THROWS_AS(sw::load_sweep(empty.path), sw::SweepError);
+    // Many lazy fields against a long name: linear matching, no blow-up.
+    std::ofstream(empty.path + "/" + std::string(200, 'a') + ".json") << "{}";
+    auto d = sw::discover_runs(empty.path, "{a}{b}{c}{d}{e}{f}{g}{h}x.json");
+    CHECK(d.runs.empty());
+    d = sw::discover_runs(empty.path, "{a}{b}{c}{d}{e}{f}{g}{h}.json");
+    REQUIRE(d.runs.size() == 1);
+    CHECK(d.runs[0].values.front() == "a");
+    CHECK(d.runs[0].values.back() == std::string(193, 'a'));
   }
 
   TEST_CASE("sweep layout: cache hits, and a changed file misses") {

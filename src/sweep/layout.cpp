@@ -1,12 +1,16 @@
 // Layout patterns and run discovery: the pattern is matched one directory
 // level at a time, so only directories that can still lead to a run are
 // listed (a sweep of hundreds of runs beside large unrelated trees stays fast).
+// Segments are RE2 expressions: the pattern comes from the user (or an agent)
+// and several lazy fields in one segment would make a backtracking engine
+// polynomial in the name length; RE2 stays linear.
 #include <algorithm>
 #include <charconv>
 #include <filesystem>
-#include <regex>
+#include <memory>
 
 #include <fmt/format.h>
+#include <re2/re2.h>
 
 #include "sweep/sweep.h"
 
@@ -16,7 +20,7 @@ namespace {
 namespace fs = std::filesystem;
 
 struct Segment {
-  std::regex re;
+  std::shared_ptr<const RE2> re;
   std::vector<std::string> fields;  // capture groups, in order
 };
 
@@ -28,8 +32,7 @@ bool valid_field_name(const std::string& name) {
 }
 
 std::string regex_escape(char c) {
-  static const std::string special = R"(\^$.|?*+()[]{}/)";
-  return special.find(c) != std::string::npos ? std::string("\\") + c : std::string(1, c);
+  return RE2::QuoteMeta(std::string(1, c));
 }
 
 // Converts one segment; fields capture lazily so that "perf_{channel}ch_rank{rank}"
@@ -57,7 +60,15 @@ Segment compile_segment(const std::string& seg, const std::string& pattern) {
       re += regex_escape(c);
     }
   }
-  out.re = std::regex(re);
+  RE2::Options options;
+  options.set_log_errors(false);
+  options.set_dot_nl(true);
+  // File names are bytes, not necessarily UTF-8.
+  options.set_encoding(RE2::Options::EncodingLatin1);
+  out.re = std::make_shared<const RE2>(re, options);
+  if (!out.re->ok())
+    throw SweepError(
+        fmt::format("layout '{}': bad segment '{}': {}", pattern, seg, out.re->error()));
   return out;
 }
 
@@ -105,13 +116,19 @@ struct Walker {
              const std::map<std::string, std::string>& values) {
     std::string name = entry.path().filename().string();
     if (!name.empty() && name[0] == '.') return;  // caches, temp files
-    std::smatch m;
     const Segment& seg = segments[level];
-    if (!std::regex_match(name, m, seg.re)) return;
+    std::vector<std::string> captured(seg.fields.size());
+    std::vector<RE2::Arg> args(captured.size());
+    std::vector<const RE2::Arg*> arg_ptrs;
+    for (size_t f = 0; f < captured.size(); ++f) {
+      args[f] = RE2::Arg(&captured[f]);
+      arg_ptrs.push_back(&args[f]);
+    }
+    if (!RE2::FullMatchN(name, *seg.re, arg_ptrs.data(), static_cast<int>(arg_ptrs.size()))) return;
     auto next = values;
     for (size_t f = 0; f < seg.fields.size(); ++f) {
-      auto [it, fresh] = next.emplace(seg.fields[f], m[f + 1].str());
-      if (!fresh && it->second != m[f + 1].str()) return;  // repeated field disagrees
+      auto [it, fresh] = next.emplace(seg.fields[f], captured[f]);
+      if (!fresh && it->second != captured[f]) return;  // repeated field disagrees
     }
     std::error_code ec;
     bool is_dir = entry.is_directory(ec);
