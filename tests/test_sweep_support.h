@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -42,9 +43,10 @@ struct H100 {
   }
 };
 
+// Built once per test run; the unique_ptr removes the temp dir at exit.
 inline const H100& h100() {
-  static H100* h = [] {
-    auto* x = new H100;
+  static std::unique_ptr<H100> h = [] {
+    auto x = std::make_unique<H100>();
     x->root = golden::shared_dir() + "/sweeps/h100_gpt2_ddp";
     x->cache_dir = x->tmp.path + "/cache";
     for (const char* t : {"256", "512"})
