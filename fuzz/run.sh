@@ -1,14 +1,34 @@
 #!/usr/bin/env bash
-# Builds the libFuzzer targets with clang and runs each for a short time.
-#   fuzz/run.sh [SECONDS]      (default 60; CI uses a short run)
+# Builds the libFuzzer targets (clang, ASan + UBSan, one instrumented build
+# shared with the sanitizer test suite in build-san/) and runs each for a time.
+#   fuzz/run.sh [SECONDS] [JOBS]   (default 60 s per target, 1 job; CI: 30 s)
+# Prints the executions each target reached (the "stat::number_of_executed_units").
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 repo="$(dirname "$here")"
 secs="${1:-60}"
-build="$repo/build-fuzz"
-cmake -S "$repo" -B "$build" -DJARVIS_FUZZ=ON -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
-cmake --build "$build" -j"$(nproc)" --target fuzz_jsonrpc
+jobs="${2:-1}"
+build="${JARVIS_SAN_BUILD:-$repo/build-san}"
+cmake -S "$repo" -B "$build" -DJARVIS_FUZZ=ON -DJARVIS_SANITIZE=ON -DCMAKE_CXX_COMPILER=clang++ \
+  -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+cmake --build "$build" -j"$(nproc)" --target fuzz_jsonrpc fuzz_trace
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
-cp "$here"/corpus_jsonrpc/* "$work"/
-"$build/fuzz/fuzz_jsonrpc" -max_total_time="$secs" -max_len=4096 -timeout=10 "$work" "$here/corpus_jsonrpc"
+run() {  # target corpus... ; the first corpus directory receives new inputs
+  local target="$1" max_len="$2"
+  shift 2
+  echo "== $target: $secs s, $jobs job(s)"
+  local parallel=()
+  [ "$jobs" -gt 1 ] && parallel=(-fork="$jobs")
+  "$build/fuzz/$target" -max_total_time="$secs" -max_len="$max_len" -timeout=20 -rss_limit_mb=4096 \
+    -print_final_stats=1 "${parallel[@]}" "$@" >"$work/$target.log" 2>&1 || {
+    tail -60 "$work/$target.log"
+    return 1
+  }
+  grep -E "stat::number_of_executed_units|cov:|Done [0-9]+ runs" "$work/$target.log" | tail -3
+}
+mkdir -p "$work/jsonrpc" "$work/trace"
+cp "$here"/corpus_jsonrpc/* "$work/jsonrpc/"
+cp "$here"/corpus_trace/* "$repo"/tests/malformed/*.json "$work/trace/"
+run fuzz_jsonrpc 4096 "$work/jsonrpc" "$here/corpus_jsonrpc"
+run fuzz_trace 65536 "$work/trace"

@@ -6,6 +6,9 @@
 #include <doctest/doctest.h>
 #include <fmt/format.h>
 
+#include <sys/resource.h>
+
+#include <chrono>
 #include <cmath>
 #include <string>
 
@@ -228,4 +231,84 @@ TEST_CASE("crafted: the MCP server answers ops_summary on the crafted trace and 
   CHECK_FALSE(summary["result"].value("isError", false));
   json next = h.request(3, "tools/list");
   CHECK(next.contains("result"));
+}
+
+namespace {
+
+// python_function frames nested `depth` deep (each with its own name) over
+// two ops that launch one kernel each.
+std::string deep_stack_trace(int depth) {
+  std::string ev;
+  for (int i = 0; i < depth; ++i)
+    ev += fmt::format(
+        R"({{"ph":"X","cat":"python_function","name":"frame_{0}.py(1): f{0}","pid":1,"tid":1,)"
+        R"("ts":{1},"dur":{2}}},)",
+        i, i * 0.001, 1e6 - i * 0.002);
+  double t = depth * 0.001 + 1;
+  ev += op_with_kernel("aten::add",
+                       R"("Input Dims":[[4],[4]],"Input type":["float","float"],)"
+                       R"("Input Strides":[[1],[1]],"Concrete Inputs":["",""])",
+                       "elementwise_kernel_add", 1, t);
+  ev.append(",").append(op_with_kernel("aten::mul",
+                                       R"("Input Dims":[[4],[4]],"Input type":["float","float"],)"
+                                       R"("Input Strides":[[1],[1]],"Concrete Inputs":["",""])",
+                                       "elementwise_kernel_mul", 2, t + 10));
+  std::string trace = R"({"deviceProperties":[{"name":"NVIDIA H100 80GB HBM3"}],"traceEvents":[)";
+  trace.append(ev).append("]}");
+  return trace;
+}
+
+long children_max_rss_kb() {
+  struct rusage usage {};
+  getrusage(RUSAGE_CHILDREN, &usage);
+  return usage.ru_maxrss;
+}
+
+}  // namespace
+
+TEST_CASE("crafted: 50,000 nested frames prepare in bounded time and memory") {
+  // The fusion-candidate pass was quadratic in the stack depth (8,000 frames:
+  // 21.7 s and 2.1 GB; 50,000: > 9 GB). Generous bounds; figures in bench/.
+  TempDir dir;
+  write_file(dir.path / "deep.json", deep_stack_trace(50000));
+  auto start = std::chrono::steady_clock::now();
+  auto prepare = run_jarvis("prepare " + shell_quote((dir.path / "deep.json").string()) +
+                            " --platform H100 --out " + shell_quote((dir.path / "out").string()));
+  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  INFO(prepare.output.substr(0, 2000));
+  CHECK(prepare.exit_code == 0);
+  CHECK(seconds < 10.0);
+  CHECK(children_max_rss_kb() < 1024 * 1024);
+}
+
+TEST_CASE("crafted: negative durations are clamped to 0 and counted") {
+  std::string trace =
+      R"({"traceEvents":[)" +
+      op_with_kernel("aten::add", R"("Input Dims":[[4],[4]])", "k_neg", 1, 0) + "," +
+      op_with_kernel("aten::add", R"("Input Dims":[[4],[4]])", "k_ok", 2, 100) + "]}";
+  // Make the first kernel's duration negative.
+  size_t at = trace.find(R"("name":"k_neg","pid":0,"tid":7,"ts":2,"dur":3)");
+  REQUIRE(at != std::string::npos);
+  trace.replace(trace.find(R"("dur":3)", at), 7, R"("dur":-500)");
+  Trace t = load_trace_from_json(trace);
+  CHECK(t.clamped_negative_durations == 1);
+  for (const Event& e : t.events)
+    if (e.has_dur()) CHECK(e.dur >= 0);
+}
+
+TEST_CASE("crafted: a uid past 2^32 is refused, not wrapped to another event") {
+  TempDir dir;
+  write_file(dir.path / "t.json", deep_stack_trace(3));
+  mcp::ServerOptions options;
+  options.roots = {dir.path.string()};
+  mcp::testing::Harness h(options);
+  h.initialize();
+  std::string handle =
+      h.tool_result(1, "load_trace", {{"path", (dir.path / "t.json").string()}})["trace"];
+  json reply = h.call_tool(2, "parent_chain", {{"trace", handle}, {"uid", (1ULL << 32) + 1}});
+  REQUIRE(reply.contains("result"));
+  CHECK(reply["result"].value("isError", false));
+  CHECK(reply["result"].dump().find("out of range") != std::string::npos);
+  json ok = h.call_tool(3, "parent_chain", {{"trace", handle}, {"uid", 1}});
+  CHECK_FALSE(ok["result"].value("isError", false));
 }

@@ -23,7 +23,6 @@ void count_events(const Trace& trace, const CallTree& tree, TraceHealth& h, doub
   for (size_t u = 0; u < trace.events.size(); ++u) {
     const Event& e = trace.events[u];
     std::string_view name = trace.name(static_cast<Uid>(u));
-    if (e.has_dur() && e.dur < 0) ++h.negative_durations;
     if (e.cat == Cat::UserAnnotation && name.starts_with("ProfilerStep#")) ++h.profiler_steps;
     if (e.is_runtime() && is_graph_launch(name)) ++h.graph_launches;
     if (!e.is_gpu()) continue;
@@ -78,7 +77,8 @@ void add_warnings(TraceHealth& h) {
         "Kineto schema)",
         0);
   if (h.negative_durations)
-    warn(fmt::format("{} events with a negative duration (clock or timebase problems)",
+    warn(fmt::format("{} events had a negative duration (clock or timebase problems); "
+                     "the loader set them to 0",
                      h.negative_durations),
          1);
   h.confidence = strikes == 0 ? "high" : strikes == 1 ? "medium" : "low";
@@ -91,6 +91,7 @@ TraceHealth trace_health(const Trace& trace, const CallTree& tree) {
   double graph_time_us = 0, gpu_time_us = 0;
   count_events(trace, tree, h, graph_time_us, gpu_time_us);
   h.links_without_flows = tree.links_without_flows();
+  h.negative_durations = trace.clamped_negative_durations;
   h.graph_kernel_share = gpu_time_us > 0 ? graph_time_us / gpu_time_us : 0;
   try {
     GpuTimeline t = compute_gpu_timeline(trace, tree);

@@ -23,7 +23,7 @@ struct TraceHealth {
   size_t graph_launches = 0;      // cudaGraphLaunch / hipGraphLaunch calls
   double graph_kernel_share = 0;  // share of GPU time launched by graph launches
   bool links_without_flows = false;
-  size_t negative_durations = 0;  // events with dur < 0
+  size_t negative_durations = 0;  // events whose dur < 0 the loader clamped to 0
   std::string confidence;         // high / medium / low
   std::vector<std::string> warnings;
 };

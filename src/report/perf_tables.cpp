@@ -544,12 +544,16 @@ class UnifiedCollector {
     count_main_bwd_ops(wrapper, main_name, count);
     return {fwd, count == 1};
   }
-  void count_main_bwd_ops(Uid u, const std::optional<std::string_view>& main_name,
+  // cpu_op descendants reached through cpu_ops only (iterative: deep stacks).
+  void count_main_bwd_ops(Uid root, const std::optional<std::string_view>& main_name,
                           size_t& count) const {
-    for (Uid c : tree_.children(u)) {
+    std::vector<Uid> stack(tree_.children(root).begin(), tree_.children(root).end());
+    while (!stack.empty()) {
+      Uid c = stack.back();
+      stack.pop_back();
       if (!is_cpu_op(trace_, c)) continue;
       if (launches_gpu(c) && (!main_name || trace_.name(c) == *main_name)) ++count;
-      count_main_bwd_ops(c, main_name, count);
+      stack.insert(stack.end(), tree_.children(c).begin(), tree_.children(c).end());
     }
   }
 
@@ -574,26 +578,38 @@ class UnifiedCollector {
     return result;
   }
 
+  // Whether a cpu_op with a perf model that launches GPU work lies below u,
+  // reached through Python frames and cpu_ops. Computed bottom-up for the whole
+  // subtree at once and cached: a walk per node was quadratic in the depth.
   bool desc_with_model(Uid u) const {
-    auto it = desc_cache_.find(u);
-    if (it != desc_cache_.end()) return it->second;
-    return desc_cache_[u] = desc_with_model_uncached(u);
-  }
-  bool desc_with_model_uncached(Uid u) const {
-    std::vector<Uid> stack(tree_.children(u).begin(), tree_.children(u).end());
+    if (auto it = desc_cache_.find(u); it != desc_cache_.end()) return it->second;
+    // Iterative post-order: a node is decided once all its children are.
+    std::vector<std::pair<Uid, bool>> stack{{u, false}};
     while (!stack.empty()) {
-      Uid n = stack.back();
-      stack.pop_back();
-      if (is_python(trace_, n)) {
-        stack.insert(stack.end(), tree_.children(n).begin(), tree_.children(n).end());
+      auto [n, expanded] = stack.back();
+      if (desc_cache_.count(n)) {
+        stack.pop_back();
         continue;
       }
-      if (!is_cpu_op(trace_, n)) continue;
-      if (has_model(n) && launches_gpu(n)) return true;
-      stack.insert(stack.end(), tree_.children(n).begin(), tree_.children(n).end());
+      if (!expanded) {
+        stack.back().second = true;
+        for (Uid c : tree_.children(n))
+          if (walks_into(c) && !desc_cache_.count(c)) stack.push_back({c, false});
+        continue;
+      }
+      stack.pop_back();
+      bool found = false;
+      for (Uid c : tree_.children(n)) {
+        if (!walks_into(c)) continue;
+        if (!is_python(trace_, c) && has_model(c) && launches_gpu(c)) found = true;
+        if (desc_cache_.at(c)) found = true;
+        if (found) break;
+      }
+      desc_cache_[n] = found;
     }
-    return false;
+    return desc_cache_.at(u);
   }
+  bool walks_into(Uid c) const { return is_python(trace_, c) || is_cpu_op(trace_, c); }
 
   bool launches_comm_kernel(Uid u) const {
     for (Uid g : tree_.gpu_events(u))
@@ -601,38 +617,47 @@ class UnifiedCollector {
     return false;
   }
 
-  void traverse(Uid u) {
-    if (!visited_.insert(u).second) return;
-    if (!python_frames_ && !is_cpu_op(trace_, u)) return;
-    if (!launches_gpu(u)) return;
-    if (has_model(u)) {
-      collected_.push_back({u, u, trace_.name(u)});
-      return;
-    }
-    if (sole_bwd(u)) {
-      if (desc_with_model(u)) {
-        for (Uid c : tree_.children(u)) traverse(c);
-        return;
-      }
-      collected_.push_back({u, u, trace_.name(u)});
-      return;
-    }
-    if (desc_with_model(u)) {
-      for (Uid c : tree_.children(u)) traverse(c);
-      return;
-    }
-    if (is_leaf_cpu_op(u)) {
-      std::vector<Uid> modeled;
-      for (Uid c : tree_.children(u))
-        if (is_cpu_op(trace_, c) && has_model(c) && launches_gpu(c)) modeled.push_back(c);
-      if (!modeled.empty()) {
-        for (Uid c : modeled) traverse(c);
-      } else if (!launches_comm_kernel(u)) {
+  // Pre-order walk with an explicit stack (children pushed in reverse, so the
+  // order is the recursive one): crafted traces nest tens of thousands of
+  // frames, which recursion turned into a stack overflow.
+  void traverse(Uid root) {
+    std::vector<Uid> stack{root};
+    auto push_children = [&](auto&& kids) {
+      stack.insert(stack.end(), kids.rbegin(), kids.rend());
+    };
+    while (!stack.empty()) {
+      Uid u = stack.back();
+      stack.pop_back();
+      if (!visited_.insert(u).second) continue;
+      if (!python_frames_ && !is_cpu_op(trace_, u)) continue;
+      if (!launches_gpu(u)) continue;
+      if (has_model(u)) {
         collected_.push_back({u, u, trace_.name(u)});
+        continue;
       }
-      return;
+      if (sole_bwd(u)) {
+        if (desc_with_model(u))
+          push_children(tree_.children(u));
+        else
+          collected_.push_back({u, u, trace_.name(u)});
+        continue;
+      }
+      if (desc_with_model(u)) {
+        push_children(tree_.children(u));
+        continue;
+      }
+      if (is_leaf_cpu_op(u)) {
+        std::vector<Uid> modeled;
+        for (Uid c : tree_.children(u))
+          if (is_cpu_op(trace_, c) && has_model(c) && launches_gpu(c)) modeled.push_back(c);
+        if (!modeled.empty())
+          push_children(modeled);
+        else if (!launches_comm_kernel(u))
+          collected_.push_back({u, u, trace_.name(u)});
+        continue;
+      }
+      push_children(tree_.children(u));
     }
-    for (Uid c : tree_.children(u)) traverse(c);
   }
 
   std::vector<OpRef> collect() {

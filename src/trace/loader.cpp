@@ -1079,6 +1079,12 @@ uint64_t gzip_size_hint(FILE* f, uint64_t file_size) {
 }
 
 void finish(Trace& trace) {
+  for (Event& e : trace.events) {
+    if (e.has_dur() && e.dur < 0) {
+      e.dur = 0;
+      ++trace.clamped_negative_durations;
+    }
+  }
   trace.platform = detect_platform(trace);
   trace.arg_lists.shrink_to_fit();
 }

@@ -150,6 +150,9 @@ class Trace {
   std::vector<std::pair<std::string, std::string>> top_level_json;
   uint64_t json_bytes = 0;  // uncompressed JSON size
   uint64_t file_bytes = 0;  // size on disk
+  // Events whose negative "dur" the loader set to 0 (a clock or timebase
+  // fault; kept, they made idle shares exceed 100%). Reported by the health block.
+  uint64_t clamped_negative_durations = 0;
 
   std::string_view name(Uid uid) const { return strings.view(events[uid].name); }
   std::string_view cat_name(Uid uid) const { return strings.view(events[uid].cat_name); }

@@ -1,6 +1,8 @@
 // kernel_counters: per-kernel hardware counters and derived metrics of a
 // rocprofv3 trace (src/rocprof/counters.h).
-#include <regex>
+#include <re2/re2.h>
+
+#include <memory>
 
 #include <fmt/format.h>
 
@@ -12,22 +14,22 @@
 namespace jarvis::mcp {
 namespace {
 
-// std::regex backtracks recursively: the pattern is capped by the schema
-// (256 characters) and names are matched on a bounded prefix, so a huge
-// template name cannot exhaust the stack.
+// RE2 runs in time linear in the name with bounded memory, whatever the
+// pattern (std::regex backtracks and recursed off the stack on long names);
+// the pattern itself is capped by the schema (256 characters).
 constexpr size_t kMaxPatternChars = 256;
-constexpr size_t kMaxNameChars = 4096;
 
-std::optional<std::regex> compile_filter(const json& args) {
+std::unique_ptr<RE2> compile_filter(const json& args) {
   std::string pattern = args.value("kernel_regex", std::string());
-  if (pattern.empty()) return std::nullopt;
+  if (pattern.empty()) return nullptr;
   if (pattern.size() > kMaxPatternChars)
     throw ToolError(fmt::format("kernel_regex is longer than {} characters", kMaxPatternChars));
-  try {
-    return std::regex(pattern, std::regex::ECMAScript | std::regex::optimize);
-  } catch (const std::regex_error& e) {
-    throw ToolError(fmt::format("kernel_regex is not a valid regular expression: {}", e.what()));
-  }
+  RE2::Options options;
+  options.set_log_errors(false);
+  auto re = std::make_unique<RE2>(pattern, options);
+  if (!re->ok())
+    throw ToolError(fmt::format("kernel_regex is not a valid regular expression: {}", re->error()));
+  return re;
 }
 
 json aggregates_json(const std::map<std::string, rocprof::Aggregate>& m) {
@@ -104,9 +106,7 @@ ToolResult kernel_counters_tool(const json& args, ToolContext& ctx) {
   size_t matched = 0;
   for (const auto& k : kernels) {
     std::string_view name(k.name);
-    if (filter && !std::regex_search(name.begin(),
-                                     name.begin() + std::min(name.size(), kMaxNameChars), *filter))
-      continue;
+    if (filter && !RE2::PartialMatch(re2::StringPiece(name.data(), name.size()), *filter)) continue;
     if (++matched <= top_n) rows.push_back(kernel_json(k));
   }
   json result = {{"trace", handle},

@@ -10,8 +10,15 @@ namespace jarvis::mcp {
 namespace {
 
 replay::Selection selection_from(const json& args) {
-  if (args.contains("uids"))
-    return replay::Selection::by_uids(args.at("uids").get<std::vector<Uid>>());
+  if (args.contains("uids")) {
+    // Read wide and range-check: get<Uid>() would wrap 2^32 + 1 to event 1.
+    std::vector<Uid> uids;
+    for (uint64_t uid : args.at("uids").get<std::vector<uint64_t>>()) {
+      if (uid >= kNoUid) throw ToolError(fmt::format("uid {} is out of range", uid));
+      uids.push_back(static_cast<Uid>(uid));
+    }
+    return replay::Selection::by_uids(std::move(uids));
+  }
   if (args.contains("op")) {
     std::optional<PyValue> dims;
     if (args.contains("input_dims")) dims = replay::parse_dims(args.at("input_dims").dump());

@@ -1,4 +1,6 @@
 // parent_chain: call stack (parents) and subtree of one event of a loaded trace.
+#include <fmt/format.h>
+
 #include "analysis/parent_chain.h"
 #include "analysis/trace_store.h"
 #include "mcp/tool.h"
@@ -11,7 +13,14 @@ ToolResult parent_chain_tool(const json& args, ToolContext& ctx) {
   auto entry = ctx.traces().get(args.at("trace").get<std::string>());
   if (!entry) throw ToolError("unknown trace handle; call load_trace first or list_traces");
   analysis::ParentChainQuery q;
-  if (args.contains("uid")) q.uid = args.at("uid").get<Uid>();
+  if (args.contains("uid")) {
+    // Read wide and range-check: get<Uid>() would wrap 2^32 + 1 to event 1.
+    uint64_t uid = args.at("uid").get<uint64_t>();
+    if (uid >= entry->trace().events.size())
+      throw ToolError(fmt::format("uid {} is out of range: the trace has {} events (0 to {})", uid,
+                                  entry->trace().events.size(), entry->trace().events.size() - 1));
+    q.uid = static_cast<Uid>(uid);
+  }
   q.op_name = args.value("op_name", std::string());
   q.kernel_name = args.value("kernel_name", std::string());
   q.index = args.at("index").get<size_t>();
