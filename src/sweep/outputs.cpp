@@ -2,6 +2,7 @@
 // the sheets of one workbook.
 #include <filesystem>
 
+#include "base/atomic_file.h"
 #include "report/xlsx.h"
 #include "sweep/sweep.h"
 
@@ -29,6 +30,9 @@ std::vector<std::string> write_sweep_outputs(const std::vector<Table>& tables,
   std::vector<std::pair<std::string, std::string>> files;
   for (const Table& t : tables)
     files.push_back({(std::filesystem::path(out_dir) / (t.name + ".csv")).string(), t.to_csv()});
+  // Concurrent writers of one directory (two MCP sessions) take turns, so the
+  // set on disk is always one writer's.
+  auto lock = lock_output_dir(std::filesystem::path(out_dir));
   std::vector<std::string> written;
   for (const auto& [path, text] : files) {
     write_file_atomic(path, text);

@@ -4,11 +4,13 @@
 // escaped and the alternation anchored: a kernel is selected only when its
 // whole name equals one of the listed names.
 #include <algorithm>
+#include <filesystem>
 #include <set>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "base/atomic_file.h"
 #include "sweep/sweep.h"
 
 namespace jarvis::sweep {
@@ -105,6 +107,7 @@ std::vector<std::string> write_rocprof_config(const RocprofConfig& config,
     }
   }
   std::vector<std::string> files = {yaml_path, stem + ".json", stem + "_kernel_list.txt"};
+  auto lock = lock_output_dir(std::filesystem::absolute(yaml_path).parent_path());
   write_file_atomic(files[0], config.yaml);
   write_file_atomic(files[1], config.json);
   write_file_atomic(files[2], config.kernel_list);
