@@ -19,6 +19,9 @@ int cmd_compare(const Args& args);
 int cmd_collectives(const Args& args);
 int cmd_insights(const Args& args);
 int cmd_render_findings(const Args& args);
+int cmd_sweep(const Args& args);
+int cmd_sweep_compare(const Args& args);
+int cmd_rocprof_config(const Args& args);
 
 // Small helpers shared by the subcommands.
 // Value following `flag` in args (e.g. --out DIR), or "" when absent.

@@ -1,0 +1,91 @@
+// load_sweep: discover and analyse every run of a sweep directory (parallel,
+// cached), keep the derived tables under a handle.
+#include <fmt/format.h>
+
+#include "mcp/tool.h"
+#include "mcp/tools/sweep_common.h"
+
+namespace jarvis::mcp {
+namespace {
+
+const char* kind_name(sweep::RunKind kind) {
+  switch (kind) {
+    case sweep::RunKind::Trace:
+      return "trace";
+    case sweep::RunKind::ReportDir:
+      return "report";
+    case sweep::RunKind::ReportXlsx:
+      return "xlsx";
+    case sweep::RunKind::Rocprof:
+      return "rocprof";
+  }
+  return "trace";
+}
+
+json configs_json(const sweep::Sweep& s) {
+  json out = json::array();
+  std::map<std::string, size_t> index;
+  for (const auto& run : s.runs) {
+    std::string label = s.config_label(run);
+    auto [it, fresh] = index.emplace(label, out.size());
+    if (fresh) out.push_back({{"config", label}, {"runs", 0}, {"ranks", json::array()}});
+    json& c = out[it->second];
+    c["runs"] = c["runs"].get<int>() + 1;
+    c["ranks"].push_back(s.rank_of(run));
+  }
+  return out;
+}
+
+ToolResult load_sweep_tool(const json& args, ToolContext& ctx) {
+  std::string root = ctx.resolve_path(args.at("path").get<std::string>(), true, false).string();
+  sweep::LoadOptions options;
+  if (args.contains("layout")) options.pattern = args.at("layout").get<std::string>();
+  options.jobs = args.at("jobs").get<size_t>();
+  if (args.contains("cache_dir")) {
+    std::string c = args.at("cache_dir").get<std::string>();
+    options.cache_dir = c == "none" ? c : ctx.resolve_path(c, false, true).string();
+  }
+  options.progress = [&ctx](size_t done, size_t total, const std::string& path) {
+    ctx.report_progress(static_cast<double>(done), static_cast<double>(total),
+                        fmt::format("{} of {} runs analysed ({})", done, total, path));
+    return !ctx.cancelled();
+  };
+  std::shared_ptr<const sweep::Sweep> s;
+  try {
+    s = std::make_shared<const sweep::Sweep>(sweep::load_sweep(root, options));
+  } catch (const sweep::SweepError& e) {
+    throw ToolError(e.what());
+  }
+  std::string handle = sweep::SweepStore::global().add(s);
+  json failures = json::array();
+  for (const auto& f : s->failures) failures.push_back({{"path", f.path}, {"reason", f.reason}});
+  json runs = json::array();
+  for (const auto& r : s->runs)
+    runs.push_back({{"run", r.input.relative},
+                    {"config", s->config_label(r)},
+                    {"rank", s->rank_of(r)},
+                    {"kind", kind_name(r.data.kind)},
+                    {"gemm_rows", r.data.gemms.size()},
+                    {"collective_kernels", r.data.collectives.size()}});
+  json result = {{"sweep", handle},
+                 {"root", s->root},
+                 {"layout", s->layout.pattern},
+                 {"fields", s->layout.fields},
+                 {"run_count", s->runs.size()},
+                 {"cache_hits", s->cache_hits},
+                 {"cache_dir", s->cache_dir},
+                 {"cache_warning", s->cache_warning},
+                 {"configs", configs_json(*s)},
+                 {"runs", runs},
+                 {"failures", failures}};
+  std::string text = fmt::format(
+      "sweep {}: {} runs ({} from cache), {} configs, {} failed; "
+      "layout {}\n",
+      handle, s->runs.size(), s->cache_hits, result["configs"].size(), failures.size(),
+      s->layout.pattern);
+  return {result, text + result.dump()};
+}
+
+}  // namespace
+JARVIS_MCP_TOOL(load_sweep, load_sweep_tool);
+}  // namespace jarvis::mcp

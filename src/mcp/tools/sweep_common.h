@@ -1,0 +1,45 @@
+// Shared by the sweep tool adapters: handle lookup, table rows as JSON,
+// optional CSV output.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "collectives/collectives_json.h"
+#include "mcp/tool.h"
+#include "sweep/sweep.h"
+#include "sweep/sweep_store.h"
+
+namespace jarvis::mcp::sweep_tools {
+
+inline std::shared_ptr<const sweep::Sweep> get_sweep(const json& args, const char* key = "sweep") {
+  std::string handle = args.at(key).get<std::string>();
+  auto s = sweep::SweepStore::global().get(handle);
+  if (!s) throw ToolError("unknown sweep handle '" + handle + "'; call load_sweep first");
+  return s;
+}
+
+inline json rows_json(const Table& t, size_t max_rows) {
+  return collectives::table_rows_json(t, max_rows);
+}
+
+// Writes the tables as CSVs under output_dir (and optionally one xlsx) when
+// the argument is given; returns the files written.
+inline json write_if_asked(const json& args, ToolContext& ctx, const std::vector<Table>& tables) {
+  json files = json::array();
+  if (!args.contains("output_dir")) return files;
+  std::string dir =
+      ctx.resolve_path(args.at("output_dir").get<std::string>(), false, true).string();
+  std::string xlsx;
+  if (args.contains("xlsx"))
+    xlsx = ctx.resolve_path(args.at("xlsx").get<std::string>(), false, true).string();
+  try {
+    for (const auto& f : sweep::write_sweep_outputs(tables, dir, xlsx)) files.push_back(f);
+  } catch (const std::runtime_error& e) {
+    throw ToolError("cannot write the tables to " + dir + ": " + e.what());
+  }
+  return files;
+}
+
+}  // namespace jarvis::mcp::sweep_tools

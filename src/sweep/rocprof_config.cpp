@@ -1,0 +1,117 @@
+// Output 6: a rocprofv3 input job that traces only the given kernels and
+// collects the CU-utilisation counters of the seed's profile. rocprofv3
+// searches the include regex in each kernel's full name, so every name is
+// escaped and the alternation anchored: a kernel is selected only when its
+// whole name equals one of the listed names.
+#include <algorithm>
+#include <filesystem>
+#include <set>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "base/atomic_file.h"
+#include "sweep/sweep.h"
+
+namespace jarvis::sweep {
+namespace {
+
+const std::vector<std::string>& counters() {
+  static const std::vector<std::string> c = {"SQ_BUSY_CU_CYCLES", "SQ_WAVES", "SQ_INSTS_MFMA",
+                                             "SQ_INSTS_VALU"};
+  return c;
+}
+
+std::string escape_alternatives(const std::vector<std::string>& kernels) {
+  std::string out;
+  for (const std::string& k : kernels) {
+    if (!out.empty()) out += '|';
+    std::string body = exact_kernel_regex(k);
+    out += body.substr(1, body.size() - 2);  // drop the per-name anchors
+  }
+  return "^(" + out + ")$";
+}
+
+// YAML single-quoted scalar: backslashes are literal, quotes are doubled.
+std::string yaml_quote(const std::string& s) {
+  std::string out = "'";
+  for (char c : s) out += c == '\'' ? std::string("''") : std::string(1, c);
+  return out + "'";
+}
+
+std::string make_yaml(const std::string& regex, size_t n) {
+  std::string y = fmt::format(
+      "# rocprofv3 input (rocprofv3 -i FILE.yaml -- <app>), written by jarvis rocprof-config.\n"
+      "# Traces only the {} kernel(s) listed in the companion _kernel_list.txt: the regex is\n"
+      "# anchored and escaped, so each selects exactly one full kernel name.\n"
+      "jobs:\n"
+      "  - kernel_include_regex: {}\n"
+      "    kernel_trace: true\n"
+      "    output_format: [json, csv]\n"
+      "    pmc:\n",
+      n, yaml_quote(regex));
+  for (const auto& c : counters()) y += "      - " + c + "\n";
+  return y;
+}
+
+}  // namespace
+
+std::string exact_kernel_regex(const std::string& kernel_name) {
+  static const std::string special = R"(\^$.|?*+()[]{})";
+  std::string out = "^";
+  for (char c : kernel_name) {
+    if (special.find(c) != std::string::npos) out += '\\';
+    out += c;
+  }
+  return out + "$";
+}
+
+RocprofConfig rocprof_config(std::vector<std::string> kernels) {
+  std::set<std::string> distinct(kernels.begin(), kernels.end());
+  distinct.erase("");
+  if (distinct.empty()) throw SweepError("no kernel name to profile");
+  RocprofConfig cfg;
+  cfg.kernels.assign(distinct.begin(), distinct.end());
+  cfg.regex = escape_alternatives(cfg.kernels);
+  const std::string& regex = cfg.regex;
+  cfg.yaml = make_yaml(regex, cfg.kernels.size());
+  nlohmann::json job = {{"kernel_include_regex", regex},
+                        {"kernel_trace", true},
+                        {"output_format", {"json", "csv"}},
+                        {"pmc", counters()}};
+  cfg.json = nlohmann::json{{"jobs", {job}}}.dump(2) + "\n";
+  cfg.kernel_list = fmt::format("# {} kernel(s) selected by the rocprofv3 job, one per line\n",
+                                cfg.kernels.size());
+  for (const auto& k : cfg.kernels) cfg.kernel_list += k + "\n";
+  return cfg;
+}
+
+std::vector<std::string> kernels_from_csv(const std::string& csv_path) {
+  Table t = read_csv_file(csv_path);
+  int c = t.col("kernel_name");
+  if (c < 0) throw SweepError(csv_path + " has no kernel_name column");
+  std::vector<std::string> names;
+  for (const auto& row : t.rows)
+    if (row[c].is_text()) names.push_back(row[c].text());
+  return names;
+}
+
+std::vector<std::string> write_rocprof_config(const RocprofConfig& config,
+                                              const std::string& yaml_path) {
+  std::string stem = yaml_path;
+  for (const char* ext : {".yaml", ".yml"}) {
+    std::string e = ext;
+    if (stem.size() > e.size() && stem.compare(stem.size() - e.size(), e.size(), e) == 0) {
+      stem.resize(stem.size() - e.size());
+      break;
+    }
+  }
+  std::vector<std::string> files = {yaml_path, stem + ".json", stem + "_kernel_list.txt"};
+  auto lock = lock_output_dir(std::filesystem::absolute(yaml_path).parent_path());
+  write_file_atomic(files[0], config.yaml);
+  write_file_atomic(files[1], config.json);
+  write_file_atomic(files[2], config.kernel_list);
+  return files;
+}
+
+}  // namespace jarvis::sweep

@@ -1,0 +1,262 @@
+// Sweeps: many profiled runs of one program under different configurations
+// (NCCL threads x channels, batch sizes, ROCm versions, ...), each run one
+// rank's trace or one TraceLens report directory.
+//
+// A layout pattern with named fields ("{threads}thread/nccl_{channel}channels/
+// torch_profiler/rank{rank}/*.json*") finds the runs and gives each its field
+// values; the fields become columns of every output. Each run is reduced to a
+// small RunData (GPU timeline, GEMM rows with their instances and collective
+// overlap, collective kernels, kernel names), analysed in parallel and cached
+// by file identity, so the outputs are cheap to recompute from the cache.
+// docs/sweeps.md describes every output and its columns.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "report/table.h"
+
+namespace jarvis::sweep {
+
+// A fault in the sweep as a whole (no run found, bad pattern, cancelled, ...).
+class SweepError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// ---- layout -----------------------------------------------------------------
+
+// A compiled layout pattern: '/'-separated segments; in a segment `{name}` is a
+// named field (one or more characters), `*` any characters, `?` one character,
+// anything else literal. A field used twice must take the same value.
+struct Layout {
+  std::string pattern;
+  std::vector<std::string> fields;  // in order of first appearance
+};
+
+// Throws SweepError naming the problem (empty segment, bad field name, ...).
+Layout parse_layout(const std::string& pattern);
+
+// The layouts tried, in order, when none is given: the seed's trace layout,
+// then TraceLens report directories per thread setting.
+const std::vector<std::string>& default_layouts();
+
+// Trace: a PyTorch profiler (Kineto) trace; Rocprof: a rocprofv3 results file
+// (timeline and kernel names only: it has no ops, so no GEMM rows).
+enum class RunKind { Trace, ReportDir, ReportXlsx, Rocprof };
+
+struct RunInput {
+  std::string path;      // absolute
+  std::string relative;  // relative to the sweep root (the `run` column)
+  RunKind kind = RunKind::Trace;
+  std::vector<std::string> values;  // one per Layout::fields
+};
+
+struct RunFailure {
+  std::string path;
+  std::string reason;
+};
+
+struct Discovery {
+  Layout layout;
+  std::vector<RunInput> runs;        // sorted by field values (numbers numerically), then path
+  std::vector<RunFailure> failures;  // matched paths that are no run (e.g. an xlsx)
+};
+
+// Walks `root` segment by segment. A final match is a run when it is a file
+// ending in .json / .json.gz (a trace), an .xlsx report workbook, or a
+// directory holding gpu_timeline.csv or GEMM.csv (a TraceLens
+// perf_report_csvs directory).
+Discovery discover_runs(const std::string& root, const Layout& layout);
+// With no pattern: the first default layout that finds a run. Throws
+// SweepError when none does.
+Discovery discover_runs(const std::string& root, const std::string& pattern = "");
+
+// ---- per-run data (what is cached) ---------------------------------------------
+
+struct OverlapHit {
+  std::string collective;  // collective kernel name
+  double overlap_us = 0;
+};
+
+// One op instance of a GEMM row: its kernels' span and busy time.
+struct GemmInstance {
+  int64_t op_uid = -1;
+  std::string kernel_name;    // the instance's longest kernel (the GEMM, not a memset)
+  double start_us = 0;        // trace time of that kernel
+  double end_us = 0;          // its end
+  double kernel_time_us = 0;  // busy time of all the op's kernels (the sheet's Kernel Time)
+  double overlap_us = 0;      // time under collective kernels on other streams (union)
+  std::vector<OverlapHit> collectives;
+};
+
+// One row of TraceLens's GEMM sheet (op name + shape) with its instances.
+struct GemmRow {
+  std::string op;
+  std::string shape;  // "M=.. N=.. K=.. ..." from the param columns
+  std::string kernel_name;
+  int64_t count = 0;
+  double min_us = 0, max_us = 0, mean_us = 0, std_us = 0, sum_us = 0;
+  std::vector<GemmInstance> instances;  // empty for report-directory runs
+};
+
+struct TimelineRow {
+  std::string type;
+  double time_ms = 0;
+  double percent = 0;
+};
+
+// One collective kernel (trace runs) with the fields the NCCL tables need.
+struct CollectiveRecord {
+  std::string process_group, collective, dtype, kernel_name;
+  std::vector<int64_t> group_ranks;
+  int64_t in_msg_nelems = -1, group_size = 0, seq = 0;
+  double msg_size_mb = 0, ts = 0, dur = 0, algbw = 0, busbw = 0;
+};
+
+// A coll_analysis-style group: counts and duration statistics (µs).
+struct CollectiveGroup {
+  std::string process_group, collective, dtype;
+  int64_t group_size = 0;
+  double msg_size_mb = 0;
+  int64_t count = 0;
+  double dur_sum = 0, dur_min = 0, dur_max = 0;
+};
+
+struct RunData {
+  RunKind kind = RunKind::Trace;
+  int64_t rank = -1;        // distributedInfo.rank when the trace has it
+  double first_gpu_ts = 0;  // trace time of the run's first GPU event
+  std::vector<TimelineRow> timeline;
+  std::vector<GemmRow> gemms;
+  std::vector<CollectiveRecord> collectives;  // trace runs only
+  std::vector<CollectiveGroup> collective_groups;
+  std::vector<std::string> kernel_names;  // distinct GPU kernel names, sorted
+};
+
+// Analyses one trace (throws TraceError / std::runtime_error).
+RunData analyse_trace(const std::string& path);
+// Reads a TraceLens perf_report_csvs directory (gpu_timeline.csv, GEMM.csv,
+// coll_analysis.csv, kernel_summary.csv; missing sheets give empty parts).
+RunData read_report_dir(const std::string& dir);
+// The same sheets from a report workbook (TraceLens perf_report.xlsx).
+RunData read_report_xlsx(const std::string& path);
+// A rocprofv3 JSON results file: the GPU timeline and kernel names of
+// TraceLens's rocprof report.
+RunData read_rocprof(const std::string& path);
+
+// Cache file contents (versioned JSON) and the file name for a run's identity.
+std::string run_data_to_json(const RunData& data);
+RunData run_data_from_json(const std::string& text);   // throws on a bad or old file
+std::string cache_file_name(const std::string& path);  // from path + size + mtime
+
+// ---- the whole sweep ------------------------------------------------------------
+
+struct Run {
+  RunInput input;
+  RunData data;
+  bool from_cache = false;
+};
+
+struct LoadOptions {
+  std::string pattern;    // "" = default layouts
+  size_t jobs = 0;        // 0 = hardware threads
+  std::string cache_dir;  // "" = <root>/.jarvis-sweep-cache; "none" = no cache
+  // Called after each run (done, total, path); return false to cancel.
+  std::function<bool(size_t, size_t, const std::string&)> progress;
+};
+
+struct Sweep {
+  std::string root;
+  Layout layout;
+  std::vector<Run> runs;  // discovery order, failed runs left out
+  std::vector<RunFailure> failures;
+  size_t cache_hits = 0;
+  std::string cache_dir;         // "" when caching was off or impossible
+  std::string cache_warning;     // why nothing was cached, "" when fine
+  std::vector<bool> int_fields;  // per layout field: every run's value is an integer
+
+  // Field names without "rank": the configuration key.
+  std::vector<std::string> config_fields() const;
+  std::string config_label(const Run& run) const;  // "threads=256 channel=28"
+  int64_t rank_of(const Run& run) const;           // rank field, else trace rank, else -1
+};
+
+// Discovers and analyses every run (in parallel, at most `jobs` traces held at
+// once). Runs that fail are listed in Sweep::failures. Throws SweepError when
+// no run is found or on cancellation.
+Sweep load_sweep(const std::string& root, const LoadOptions& options = {});
+
+// ---- outputs ---------------------------------------------------------------------
+
+// Field columns for a run: numbers as ints when every value of the field is one
+// (Sweep::int_fields, set by load_sweep from integer_fields).
+void add_field_cells(const Sweep& sweep, const Run& run, std::vector<Cell>& row);
+std::vector<bool> integer_fields(const Sweep& sweep);
+
+// 1. Per run, the top_k GEMM rows by max - min kernel time, merged and sorted
+//    by time_diff_us: gemm_variance. The cross-run view per kernel:
+//    gemm_variance_by_kernel.
+Table gemm_variance_table(const Sweep& sweep, size_t top_k);
+Table gemm_kernel_spread_table(const Sweep& sweep);
+// 2. Every instance of the rows of gemm_variance: gemm_variance_timestamps.
+Table gemm_timestamps_table(const Sweep& sweep, size_t top_k);
+// 3. Those instances with the collectives that overlapped them.
+Table gemm_overlap_table(const Sweep& sweep, size_t top_k);
+// 4. GPU timeline across configs (All_Data, Pivot_Time_ms, Pivot_Percent,
+//    Summary_By_Config).
+std::vector<Table> gpu_timeline_tables(const Sweep& sweep);
+// 5. NCCL statistics per config (nccl_by_config).
+Table nccl_table(const Sweep& sweep);
+
+// Every output table of a sweep, in sheet order.
+std::vector<Table> sweep_tables(const Sweep& sweep, size_t top_k);
+// Writes OUT/<table>.csv for every table and, when xlsx_path is set, one
+// workbook with all of them. Returns the files written.
+std::vector<std::string> write_sweep_outputs(const std::vector<Table>& tables,
+                                             const std::string& out_dir,
+                                             const std::string& xlsx_path);
+
+// The seed's plots of gemm_variance: DIR/box_<field>.svg and violin_<field>.svg
+// per layout field, and the interaction of the first two config fields.
+std::vector<std::string> write_variance_svgs(const Sweep& sweep, const Table& gemm_variance,
+                                             const std::string& dir);
+
+// ---- 6. rocprofv3 input -----------------------------------------------------------
+
+struct RocprofConfig {
+  std::vector<std::string> kernels;  // exact kernel names, sorted, distinct
+  std::string regex;                 // kernel_include_regex
+  std::string yaml;
+  std::string json;
+  std::string kernel_list;
+};
+
+// The regex that matches exactly `kernel_name` (anchored, every regex
+// metacharacter escaped).
+std::string exact_kernel_regex(const std::string& kernel_name);
+// A rocprofv3 job tracing only `kernels` with the CU-utilisation counters.
+RocprofConfig rocprof_config(std::vector<std::string> kernels);
+// Kernel names of a kernel_name column of a CSV (gemm_variance.csv or the
+// seed's top5_gemm_kernels_time_variance.csv).
+std::vector<std::string> kernels_from_csv(const std::string& csv_path);
+// Writes FILE.yaml, FILE.json and FILE_kernel_list.txt (FILE = yaml_path
+// without .yaml). Returns the paths.
+std::vector<std::string> write_rocprof_config(const RocprofConfig& config,
+                                              const std::string& yaml_path);
+
+// ---- 7. two sweeps -------------------------------------------------------------------
+
+// Per config: the timeline totals; per (config, kernel): GEMM kernel mean time,
+// baseline vs candidate, with the change and whether it lies inside the
+// run-to-run noise of the two sweeps (see docs/sweeps.md).
+std::vector<Table> compare_sweeps(const Sweep& base, const Sweep& cand);
+
+}  // namespace jarvis::sweep

@@ -1,0 +1,196 @@
+// load_sweep: discovery, then a pool of `jobs` worker threads taking runs from
+// a shared counter. A worker holds one trace at a time and keeps only its
+// RunData, so peak memory is `jobs` traces plus the small derived tables.
+#include <algorithm>
+#include <atomic>
+#include <filesystem>
+#include <fstream>
+#include <mutex>
+#include <sstream>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "rocprof/profile.h"
+#include "sweep/sweep.h"
+
+namespace jarvis::sweep {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string read_text(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// The cache directory, created; "" (with a warning) when it cannot be used.
+std::string prepare_cache_dir(const std::string& root, const std::string& wanted,
+                              std::string& warning) {
+  if (wanted == "none") return "";
+  fs::path dir = wanted.empty() ? fs::path(root) / ".jarvis-sweep-cache" : fs::path(wanted);
+  std::error_code ec;
+  // A sweep directory without write bits is meant to stay untouched, even by
+  // root (who could write there anyway).
+  auto perms = fs::status(wanted.empty() ? fs::path(root) : dir.parent_path(), ec).permissions();
+  if (wanted.empty() && (perms & (fs::perms::owner_write | fs::perms::group_write |
+                                  fs::perms::others_write)) == fs::perms::none) {
+    warning = fmt::format("{} is read-only; runs are not cached (use --cache DIR)", root);
+    return "";
+  }
+  fs::create_directories(dir, ec);
+  // A probe write: root ignores directory permissions only sometimes (e.g. on
+  // read-only mounts), so try instead of checking mode bits.
+  fs::path probe =
+      dir / fmt::format(".probe.{}", std::hash<std::thread::id>{}(std::this_thread::get_id()));
+  {
+    std::ofstream out(probe);
+    if (!out) {
+      warning =
+          fmt::format("cache directory {} is not writable; runs are not cached (use --cache DIR)",
+                      dir.string());
+      return "";
+    }
+  }
+  fs::remove(probe, ec);
+  return dir.string();
+}
+
+// A trace file may be a rocprofv3 results file (judged by content).
+RunData analyse(const RunInput& in) {
+  switch (in.kind) {
+    case RunKind::ReportDir:
+      return read_report_dir(in.path);
+    case RunKind::ReportXlsx:
+      return read_report_xlsx(in.path);
+    case RunKind::Rocprof:
+      return read_rocprof(in.path);
+    case RunKind::Trace:
+      break;
+  }
+  return rocprof::is_rocprof_input(in.path) ? read_rocprof(in.path) : analyse_trace(in.path);
+}
+
+struct Worker {
+  const std::vector<RunInput>& inputs;
+  const std::string& cache_dir;
+  std::vector<std::optional<Run>>& results;
+  std::vector<std::optional<RunFailure>>& failures;
+
+  void run_one(size_t k) {
+    const RunInput& in = inputs[k];
+    Run run{in, {}, false};
+    fs::path cache_file;
+    if (!cache_dir.empty()) {
+      cache_file = fs::path(cache_dir) / cache_file_name(in.path);
+      std::error_code ec;
+      if (fs::is_regular_file(cache_file, ec)) {
+        try {
+          run.data = run_data_from_json(read_text(cache_file));
+          run.from_cache = true;
+          results[k] = std::move(run);
+          return;
+        } catch (const std::exception&) {
+          // A corrupt or old cache file is rebuilt below.
+        }
+      }
+    }
+    try {
+      run.data = analyse(in);
+    } catch (const std::exception& e) {
+      failures[k] = RunFailure{in.path, e.what()};
+      return;
+    }
+    if (!cache_file.empty()) {
+      try {
+        write_file_atomic(cache_file.string(), run_data_to_json(run.data));
+      } catch (const std::exception&) {
+        // Caching is an optimisation; the run itself succeeded.
+      }
+    }
+    results[k] = std::move(run);
+  }
+};
+
+}  // namespace
+
+std::vector<std::string> Sweep::config_fields() const {
+  std::vector<std::string> out;
+  for (const auto& f : layout.fields)
+    if (f != "rank") out.push_back(f);
+  return out;
+}
+
+std::string Sweep::config_label(const Run& run) const {
+  std::string label;
+  for (size_t k = 0; k < layout.fields.size(); ++k) {
+    if (layout.fields[k] == "rank") continue;
+    if (!label.empty()) label += ' ';
+    label += layout.fields[k] + "=" + run.input.values[k];
+  }
+  return label.empty() ? "all" : label;
+}
+
+int64_t Sweep::rank_of(const Run& run) const {
+  for (size_t k = 0; k < layout.fields.size(); ++k)
+    if (layout.fields[k] == "rank") {
+      try {
+        return std::stoll(run.input.values[k]);
+      } catch (...) {
+        break;
+      }
+    }
+  return run.data.rank;
+}
+
+Sweep load_sweep(const std::string& root, const LoadOptions& options) {
+  Discovery found = discover_runs(root, options.pattern);
+  if (found.runs.empty())
+    throw SweepError(
+        fmt::format("no run matches layout '{}' under {}", found.layout.pattern, root));
+  Sweep sweep;
+  sweep.root = fs::absolute(root).string();
+  sweep.layout = found.layout;
+  sweep.failures = found.failures;
+  sweep.cache_dir = prepare_cache_dir(sweep.root, options.cache_dir, sweep.cache_warning);
+
+  const size_t total = found.runs.size();
+  size_t jobs = options.jobs ? options.jobs : std::max(1u, std::thread::hardware_concurrency());
+  jobs = std::min(jobs, total);
+  std::vector<std::optional<Run>> results(total);
+  std::vector<std::optional<RunFailure>> failures(total);
+  Worker worker{found.runs, sweep.cache_dir, results, failures};
+  std::atomic<size_t> next{0};
+  std::atomic<bool> cancelled{false};
+  std::mutex progress_mutex;
+  size_t done = 0;
+  auto loop = [&] {
+    for (size_t k; !cancelled && (k = next++) < total;) {
+      worker.run_one(k);
+      std::lock_guard lock(progress_mutex);
+      ++done;
+      if (options.progress && !options.progress(done, total, found.runs[k].path)) cancelled = true;
+    }
+  };
+  std::vector<std::thread> pool;
+  for (size_t j = 1; j < jobs; ++j) pool.emplace_back(loop);
+  loop();
+  for (auto& t : pool) t.join();
+  if (cancelled) throw SweepError("cancelled");
+
+  for (size_t k = 0; k < total; ++k) {
+    if (failures[k]) sweep.failures.push_back(*failures[k]);
+    if (!results[k]) continue;
+    sweep.cache_hits += results[k]->from_cache ? 1 : 0;
+    sweep.runs.push_back(std::move(*results[k]));
+  }
+  sweep.int_fields = integer_fields(sweep);
+  if (sweep.runs.empty())
+    throw SweepError(fmt::format("all {} runs under {} failed; first: {}: {}", total, root,
+                                 sweep.failures.front().path, sweep.failures.front().reason));
+  return sweep;
+}
+
+}  // namespace jarvis::sweep
