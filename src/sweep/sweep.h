@@ -216,7 +216,14 @@ std::vector<Table> gpu_timeline_tables(const Sweep& sweep);
 // 5. NCCL statistics per config (nccl_by_config).
 Table nccl_table(const Sweep& sweep);
 
-// Every output table of a sweep, in sheet order.
+// The rocprofv3 counters of the kernels of gemm_variance, per configuration:
+// each run's nearest rocprof_traces/ directory (the seed's layout), each
+// rocprofv3 output in it, one row per matched kernel with the counters' means
+// and the derived metrics (docs/rocprof.md). Empty when no run has one.
+Table gemm_counters_table(const Sweep& sweep, size_t top_k);
+
+// Every output table of a sweep, in sheet order (gemm_counters only when some
+// configuration has rocprofv3 outputs).
 std::vector<Table> sweep_tables(const Sweep& sweep, size_t top_k);
 // Writes OUT/<table>.csv for every table and, when xlsx_path is set, one
 // workbook with all of them. Returns the files written.
