@@ -13,15 +13,23 @@ namespace jarvis::golden {
 namespace {
 
 // A parsed cell: the subset of Python literals pandas writes.
+struct LitEntry;
+
 struct Lit {
   enum class Kind { Missing, Bool, Number, String, Tuple, List, Dict, Text };
   Kind kind = Kind::Missing;
   bool b = false;
   double num = 0;
-  bool integral = false;                     // number written without '.', 'e', inf or nan
-  std::string s;                             // String value or raw Text
-  std::vector<Lit> items;                    // Tuple / List elements
-  std::vector<std::pair<Lit, Lit>> entries;  // Dict, in written order
+  bool integral = false;   // number written without '.', 'e', inf or nan
+  std::string s;           // String value or raw Text
+  std::vector<Lit> items;  // Tuple / List elements
+  // Dict, in written order. A named struct, not std::pair<Lit, Lit>: a pair
+  // needs Lit complete here (clang refuses; GCC let it pass).
+  std::vector<LitEntry> entries;
+};
+
+struct LitEntry {
+  Lit key, value;
 };
 
 bool is_space(char c) {
@@ -226,7 +234,7 @@ class Parser {
       if (!key || !eat(':')) return std::nullopt;
       auto val = value(depth + 1);
       if (!val) return std::nullopt;
-      lit.entries.emplace_back(std::move(*key), std::move(*val));
+      lit.entries.push_back(LitEntry{std::move(*key), std::move(*val)});
       if (eat('}')) return lit;
       if (!eat(',')) return std::nullopt;
       if (eat('}')) return lit;

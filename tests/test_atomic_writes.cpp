@@ -9,8 +9,11 @@
 #include <thread>
 #include <vector>
 
+#include <httplib.h>
+
 #include "base/atomic_file.h"
 #include "golden.h"
+#include "mcp/transport.h"
 #include "mcp_harness.h"
 #include "report/report.h"
 #include "report/xlsx.h"
@@ -150,6 +153,95 @@ TEST_CASE("atomic writes: 4 MCP sessions preparing the same category data") {
          at = expected.find(single, at + shared.size()))
       expected.replace(at, single.size(), shared);
     CHECK(expected == read_file(twin.string()));
+  }
+  CHECK(files > 3);
+  CHECK(leftovers(dir.path).empty());
+}
+
+namespace {
+
+// One HTTP MCP session: initialize, then JSON-RPC calls on its session id.
+struct HttpSession {
+  httplib::Client client;
+  std::string id;
+  explicit HttpSession(int port) : client("127.0.0.1", port) {
+    client.set_read_timeout(120);
+    json init = {{"jsonrpc", "2.0"},
+                 {"id", 0},
+                 {"method", "initialize"},
+                 {"params",
+                  {{"protocolVersion", "2025-11-25"},
+                   {"capabilities", json::object()},
+                   {"clientInfo", {{"name", "t"}, {"version", "0"}}}}}};
+    auto res = client.Post("/mcp", headers(), init.dump(), "application/json");
+    if (!res || res->status != 200) throw std::runtime_error("initialize failed");
+    id = res->get_header_value("Mcp-Session-Id");
+    client.Post("/mcp", headers(),
+                json{{"jsonrpc", "2.0"}, {"method", "notifications/initialized"}}.dump(),
+                "application/json");
+  }
+  httplib::Headers headers() const {
+    httplib::Headers h = {{"Accept", "application/json, text/event-stream"}};
+    if (!id.empty()) h.emplace("Mcp-Session-Id", id);
+    return h;
+  }
+  // The tool's structuredContent; throws on an error.
+  json call(int n, const std::string& tool, json args) {
+    json body = {{"jsonrpc", "2.0"},
+                 {"id", n},
+                 {"method", "tools/call"},
+                 {"params", {{"name", tool}, {"arguments", std::move(args)}}}};
+    auto res = client.Post("/mcp", headers(), body.dump(), "application/json");
+    if (!res || res->status != 200) throw std::runtime_error(tool + ": HTTP failure");
+    // A JSON body, or an SSE stream whose last data line is the reply.
+    std::string text = res->body;
+    if (size_t at = text.rfind("data: "); text.rfind('{', 0) != 0 && at != std::string::npos)
+      text = text.substr(at + 6, text.find('\n', at) - at - 6);
+    json reply = json::parse(text);
+    if (!reply.contains("result") || reply["result"].value("isError", false))
+      throw std::runtime_error(reply.dump().substr(0, 500));
+    return reply["result"]["structuredContent"];
+  }
+};
+
+}  // namespace
+
+TEST_CASE("atomic writes: 4 HTTP sessions preparing the same category data") {
+  TempDir dir;
+  const std::string trace = golden::shared_dir() + "/nccl/hta_allreduce_2ranks_rank0/trace.json.gz";
+  mcp::ServerOptions options;
+  options.roots = {golden::shared_dir(), dir.path.string()};
+  mcp::Server server(options);
+  mcp::HttpServer http(server, mcp::HttpOptions{});
+  http.bind();
+  std::thread serving([&] { http.run(); });
+  auto prepare = [&](const std::string& out) {
+    HttpSession s(http.port());
+    std::string handle = s.call(1, "load_trace", {{"path", trace}})["trace"];
+    s.call(2, "category_filter", {{"trace", handle}, {"output_dir", out}});
+  };
+  int failures = 0;
+  try {
+    prepare((dir.path / "single").string());
+    failures = run_together(4, [&](int) { prepare((dir.path / "shared").string()); });
+  } catch (const std::exception& e) {
+    MESSAGE(e.what());
+    failures = -1;
+  }
+  http.stop();
+  serving.join();
+  CHECK(failures == 0);
+  size_t files = 0;
+  const std::string single = (dir.path / "single").string(),
+                    shared = (dir.path / "shared").string();
+  for (const auto& e : fs::recursive_directory_iterator(dir.path / "single")) {
+    if (!e.is_regular_file() || e.path().filename().string().starts_with(".jarvis")) continue;
+    ++files;
+    std::string expected = read_file(e.path().string());
+    for (size_t at = expected.find(single); at != std::string::npos;
+         at = expected.find(single, at + shared.size()))
+      expected.replace(at, single.size(), shared);
+    CHECK(expected == read_file((dir.path / "shared" / fs::relative(e.path(), single)).string()));
   }
   CHECK(files > 3);
   CHECK(leftovers(dir.path).empty());
