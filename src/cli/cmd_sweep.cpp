@@ -8,7 +8,9 @@
 #include <charconv>
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <stdexcept>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -36,6 +38,8 @@ constexpr const char* kSweepUsage =
     "  --cache DIR    per-run cache directory (default DIR/.jarvis-sweep-cache; 'none': off)\n"
     "  --xlsx FILE    also write every table as a sheet of one workbook\n"
     "  --svg-dir DIR  also the variance plots (box / violin per field, interaction) as SVG\n"
+    "  --html FILE    one self-contained HTML page: variance plots, timeline and NCCL by config,\n"
+    "                 top-variance kernels\n"
     "  --quiet        no progress on stderr\n";
 
 constexpr const char* kCompareUsage =
@@ -43,7 +47,8 @@ constexpr const char* kCompareUsage =
     "compares two sweeps per config: OUT/compare_gpu_timeline.csv, compare_gemm_kernels.csv\n"
     "(change, and whether it lies inside run-to-run noise)\n"
     "options: --layout P (both), --base-layout P, --cand-layout P, --jobs N, --cache DIR|none,\n"
-    "         --xlsx FILE, --quiet\n";
+    "         --xlsx FILE, --html FILE [--labels A B] (side-by-side page; default labels: the\n"
+    "         directory names), --quiet\n";
 
 constexpr const char* kRocprofUsage =
     "usage: jarvis rocprof-config CSV --out FILE.yaml\n"
@@ -116,8 +121,28 @@ int usage_error(const char* cmd, const UsageError& e, const char* usage) {
   return 2;
 }
 
-const std::vector<std::string> kSweepValues = {"--out",   "--layout", "--top-k",  "--jobs",
-                                               "--cache", "--xlsx",   "--svg-dir"};
+const std::vector<std::string> kSweepValues = {"--out",   "--layout", "--top-k",   "--jobs",
+                                               "--cache", "--xlsx",   "--svg-dir", "--html"};
+
+// `--labels A B` takes two values: removed from the args (the generic flag
+// parser takes one value per flag), returned as the pair.
+std::pair<std::string, std::string> take_labels(Args& args) {
+  for (size_t k = 0; k < args.size(); ++k) {
+    if (args[k] != "--labels") continue;
+    if (k + 2 >= args.size()) throw UsageError("--labels needs two values: --labels A B");
+    std::pair<std::string, std::string> labels{args[k + 1], args[k + 2]};
+    args.erase(args.begin() + static_cast<std::ptrdiff_t>(k),
+               args.begin() + static_cast<std::ptrdiff_t>(k + 3));
+    return labels;
+  }
+  return {};
+}
+
+std::string dir_label(const std::string& dir) {
+  std::filesystem::path p = std::filesystem::path(dir).lexically_normal();
+  if (!p.has_filename()) p = p.parent_path();
+  return p.filename().string();
+}
 
 }  // namespace
 
@@ -150,18 +175,25 @@ int cmd_sweep(const Args& args) {
     for (const auto& path :
          sweep::write_variance_svgs(s, tables.front(), flag_value(args, "--svg-dir")))
       fmt::print("{}\n", path);
+  if (std::string html = flag_value(args, "--html"); !html.empty()) {
+    write_file_atomic(html, sweep::sweep_html_page(s, tables));
+    fmt::print("{}\n", html);
+  }
   return 0;
 }
 
-int cmd_sweep_compare(const Args& args) {
-  if (has_flag(args, "--help") || has_flag(args, "-h")) {
+int cmd_sweep_compare(const Args& given) {
+  if (has_flag(given, "--help") || has_flag(given, "-h")) {
     std::fputs(kCompareUsage, stdout);
     return 0;
   }
   const std::vector<std::string> values = {"--out",  "--layout", "--base-layout", "--cand-layout",
-                                           "--jobs", "--cache",  "--xlsx"};
+                                           "--jobs", "--cache",  "--xlsx",        "--html"};
+  Args args = given;
   std::vector<std::string> pos;
+  std::pair<std::string, std::string> labels;
   try {
+    labels = take_labels(args);
     check_flags(args, values, {"--quiet"});
     pos = positionals(args, values);
     if (pos.size() != 2) throw UsageError("expected BASE and CAND sweep directories");
@@ -174,10 +206,16 @@ int cmd_sweep_compare(const Args& args) {
   report_load(base, has_flag(args, "--quiet"));
   sweep::Sweep cand = sweep::load_sweep(pos[1], load_options(args, "--cand-layout"));
   report_load(cand, has_flag(args, "--quiet"));
-  for (const auto& path :
-       sweep::write_sweep_outputs(sweep::compare_sweeps(base, cand), flag_value(args, "--out"),
-                                  flag_value(args, "--xlsx")))
+  auto comparison = sweep::compare_sweeps(base, cand);
+  for (const auto& path : sweep::write_sweep_outputs(comparison, flag_value(args, "--out"),
+                                                     flag_value(args, "--xlsx")))
     fmt::print("{}\n", path);
+  if (std::string html = flag_value(args, "--html"); !html.empty()) {
+    if (labels.first.empty()) labels = {dir_label(pos[0]), dir_label(pos[1])};
+    write_file_atomic(
+        html, sweep::sweep_compare_html_page(base, cand, comparison, labels.first, labels.second));
+    fmt::print("{}\n", html);
+  }
   return 0;
 }
 

@@ -236,6 +236,17 @@ std::vector<std::string> write_sweep_outputs(const std::vector<Table>& tables,
 std::vector<std::string> write_variance_svgs(const Sweep& sweep, const Table& gemm_variance,
                                              const std::string& dir);
 
+// One self-contained HTML page (inline SVG, no external resource): summary,
+// variance plots (box / violin per field, interaction), top-variance kernels,
+// GPU timeline by config (chart + table), NCCL by config, kernels across runs,
+// rocprofv3 counters and failed runs when present. `tables` = sweep_tables().
+std::string sweep_html_page(const Sweep& sweep, const std::vector<Table>& tables);
+// Two sweeps: each one's timeline by config side by side, then total time
+// baseline vs candidate and the change tables. `comparison` = compare_sweeps().
+std::string sweep_compare_html_page(const Sweep& base, const Sweep& cand,
+                                    const std::vector<Table>& comparison,
+                                    const std::string& base_label, const std::string& cand_label);
+
 // ---- 6. rocprofv3 input -----------------------------------------------------------
 
 struct RocprofConfig {

@@ -33,5 +33,14 @@ GEMMs take most of the kernel time of this BERT step; most shapes are memory bou
 ![Top ops](../charts/top_ops.svg)
 MD
 "$jarvis" render-findings "$out/findings" --out "$out/pages/findings.html"
+# The sweep page (real H100 DDP sweep) and the two-sweep comparison (the two
+# TraceLens report sweeps of the MI300 NCCL study).
+"$jarvis" sweep "$shared/sweeps/h100_gpt2_ddp" --out "$out/sweep" --cache none --quiet \
+  --html "$out/pages/sweep.html" >/dev/null
+mi300="$shared/sweeps/tracelens_mi300_nccl_sweep"
+"$jarvis" sweep-compare "$mi300/compare_test" "$mi300/compare_test_ops" --out "$out/sweep_compare" \
+  --layout '{threads}thread/perf_*_perf_report_csvs' --cache none --quiet \
+  --html "$out/pages/sweep_compare.html" --labels baseline candidate >/dev/null
 "$python" "$(dirname "$0")/check_pages.py" "$chromium" "$out/screenshots" \
-  "$out/pages/report.html" "$out/pages/findings.html"
+  "$out/pages/report.html" "$out/pages/findings.html" "$out/pages/sweep.html" \
+  "$out/pages/sweep_compare.html"

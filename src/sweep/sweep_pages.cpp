@@ -1,0 +1,163 @@
+// Self-contained HTML pages of a sweep and of two compared sweeps (the seed's
+// create_embeded_html_report: variance plots, GPU timeline by config, NCCL by
+// config, top-variance kernels), from the sweep's own tables and the chart
+// layer. Inline SVG and CSS only: the page opens offline and can be mailed.
+#include <fmt/format.h>
+
+#include <cmath>
+#include <map>
+
+#include "charts/charts.h"
+#include "charts/html.h"
+#include "charts/variance_charts.h"
+#include "sweep/sweep.h"
+
+namespace jarvis::sweep {
+namespace {
+
+const Table* find_table(const std::vector<Table>& tables, std::string_view name) {
+  for (const Table& t : tables)
+    if (t.name == name) return &t;
+  return nullptr;
+}
+
+double number_or_nan(const Cell& c) {
+  return c.is_number() ? c.number() : NAN;
+}
+
+// Timeline split per config (mean over ranks), stacked, from Summary_By_Config.
+charts::BarChart timeline_chart(const Table& summary) {
+  charts::BarChart chart;
+  chart.title = "GPU time per step by configuration (mean over ranks)";
+  chart.value_label = "Time";
+  chart.unit = charts::Unit::Microseconds;
+  chart.stacked = true;
+  const std::pair<const char*, const char*> parts[] = {
+      {"computation_time_ms", "computation"},
+      {"exposed_comm_time_ms", "exposed communication"},
+      {"exposed_memcpy_time_ms", "exposed memcpy"},
+      {"idle_time_ms", "idle"}};
+  for (const auto& [column, label] : parts) chart.series.push_back({label, {}});
+  for (size_t r = 0; r < summary.rows.size(); ++r) {
+    chart.categories.push_back(summary.at(r, "full_config").to_csv_text(false));
+    for (size_t s = 0; s < std::size(parts); ++s) {
+      int c = summary.col(parts[s].first);
+      chart.series[s].values.push_back(c < 0 ? NAN : number_or_nan(summary.rows[r][c]) * 1e3);
+    }
+  }
+  return chart;
+}
+
+std::string figures(const std::vector<charts::NamedChart>& charts) {
+  std::string html;
+  for (const auto& c : charts) html += charts::html_figure(charts::to_svg(c.chart), c.caption);
+  return html;
+}
+
+std::vector<charts::NamedChart> variance_figures(const Sweep& sweep, const Table& variance) {
+  if (variance.rows.empty()) return {};
+  charts::VarianceSpec spec;
+  spec.value_column = "time_diff_us";
+  spec.value_label = "GEMM kernel time max - min";
+  for (const auto& f : sweep.layout.fields) spec.fields.push_back(f);
+  if (variance.col("rank") >= 0 &&
+      std::find(spec.fields.begin(), spec.fields.end(), "rank") == spec.fields.end())
+    spec.fields.push_back("rank");
+  auto config = sweep.config_fields();
+  if (config.size() >= 2) {
+    spec.interaction_x = config[1];
+    spec.interaction_line = config[0];
+  }
+  return charts::variance_charts(variance, spec);
+}
+
+std::string summary_html(const Sweep& sweep) {
+  std::map<std::string, size_t> configs;
+  for (const Run& run : sweep.runs) ++configs[sweep.config_label(run)];
+  std::string fields;
+  for (const auto& f : sweep.layout.fields) fields += (fields.empty() ? "" : ", ") + f;
+  return fmt::format(
+      "<p>{} runs in {} configurations; {} failed to load. Layout <code>{}</code> (fields: {}). "
+      "Variance is the max - min of a GEMM row's kernel time across its instances within one "
+      "run; compare it with the spread between runs of the same configuration before calling "
+      "it a configuration effect.</p>",
+      sweep.runs.size(), configs.size(), sweep.failures.size(),
+      charts::html_escape(sweep.layout.pattern), charts::html_escape(fields));
+}
+
+}  // namespace
+
+std::string sweep_html_page(const Sweep& sweep, const std::vector<Table>& tables) {
+  std::vector<charts::HtmlSection> sections;
+  sections.push_back({"summary", "Summary", summary_html(sweep)});
+  if (const Table* v = find_table(tables, "gemm_variance")) {
+    sections.push_back({"variance", "GEMM time variance", figures(variance_figures(sweep, *v))});
+    sections.push_back({"top-kernels", "Top-variance GEMM kernels", charts::html_table(*v, 100)});
+  }
+  if (const Table* s = find_table(tables, "gpu_timeline_Summary_By_Config")) {
+    std::string html = charts::html_figure(
+        charts::to_svg(timeline_chart(*s)),
+        "Computation, exposed communication, exposed memcpy and idle time per configuration.");
+    sections.push_back(
+        {"timeline", "GPU timeline by configuration", html + charts::html_table(*s, 200)});
+  }
+  if (const Table* n = find_table(tables, "nccl_by_config"); n && !n->rows.empty())
+    sections.push_back({"nccl", "Collectives by configuration", charts::html_table(*n, 200)});
+  if (const Table* k = find_table(tables, "gemm_variance_by_kernel"); k && !k->rows.empty())
+    sections.push_back({"spread", "GEMM kernels across runs", charts::html_table(*k, 100)});
+  if (const Table* c = find_table(tables, "gemm_counters"))
+    sections.push_back(
+        {"counters", "rocprofv3 counters of the top kernels", charts::html_table(*c, 200)});
+  if (const Table* f = find_table(tables, "failed_runs"); f && !f->rows.empty())
+    sections.push_back({"failures", "Runs that failed to load", charts::html_table(*f, 200)});
+  return charts::html_page("Sweep report", sweep.root, sections);
+}
+
+std::string sweep_compare_html_page(const Sweep& base, const Sweep& cand,
+                                    const std::vector<Table>& comparison,
+                                    const std::string& base_label, const std::string& cand_label) {
+  std::vector<charts::HtmlSection> sections;
+  sections.push_back(
+      {"summary", "Summary",
+       fmt::format("<p><b>{}</b>: {} ({} runs). <b>{}</b>: {} ({} runs). A change is marked "
+                   "within noise when it is smaller than twice the combined standard error of "
+                   "the runs of the two sweeps.</p>",
+                   charts::html_escape(base_label), charts::html_escape(base.root),
+                   base.runs.size(), charts::html_escape(cand_label),
+                   charts::html_escape(cand.root), cand.runs.size())});
+  // Side by side: each sweep's timeline per config, then the differences.
+  std::string side;
+  for (const auto& [sweep, label] : {std::pair{&base, base_label}, std::pair{&cand, cand_label}}) {
+    for (const Table& t : gpu_timeline_tables(*sweep))
+      if (t.name == "Summary_By_Config") {
+        charts::BarChart chart = timeline_chart(t);
+        chart.title = label + ": GPU time by configuration";
+        side += charts::html_figure(charts::to_svg(chart), label);
+      }
+  }
+  sections.push_back({"side-by-side", "Side by side", side});
+  if (const Table* t = find_table(comparison, "compare_gpu_timeline")) {
+    // Total time per config, both sweeps as bars side by side.
+    charts::BarChart chart;
+    chart.title = "Total GPU time per step by configuration";
+    chart.value_label = "Time";
+    chart.unit = charts::Unit::Microseconds;
+    chart.series = {{base_label, {}}, {cand_label, {}}};
+    for (size_t r = 0; r < t->rows.size(); ++r) {
+      if (t->at(r, "type").to_csv_text(false) != "total_time") continue;
+      chart.categories.push_back(t->at(r, "full_config").to_csv_text(false));
+      chart.series[0].values.push_back(number_or_nan(t->at(r, "base_ms")) * 1e3);
+      chart.series[1].values.push_back(number_or_nan(t->at(r, "cand_ms")) * 1e3);
+    }
+    std::string html;
+    if (!chart.categories.empty())
+      html = charts::html_figure(charts::to_svg(chart), "Total time, baseline vs candidate.");
+    sections.push_back(
+        {"timeline-changes", "GPU timeline changes", html + charts::html_table(*t, 300)});
+  }
+  if (const Table* k = find_table(comparison, "compare_gemm_kernels"))
+    sections.push_back({"kernel-changes", "GEMM kernel changes", charts::html_table(*k, 200)});
+  return charts::html_page("Sweep comparison: " + base_label + " vs " + cand_label, "", sections);
+}
+
+}  // namespace jarvis::sweep

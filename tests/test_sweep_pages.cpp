@@ -1,0 +1,78 @@
+// The sweep HTML pages (issue 13): built from the MI300 TraceLens report
+// sweeps; marks counted against the tables they draw, no external resource.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <string>
+
+#include "golden.h"
+#include "sweep/sweep.h"
+
+using namespace jarvis;
+
+namespace {
+
+size_t count_of(const std::string& text, const std::string& needle) {
+  size_t n = 0;
+  for (size_t at = text.find(needle); at != std::string::npos; at = text.find(needle, at + 1)) ++n;
+  return n;
+}
+
+sweep::Sweep mi300(const std::string& which) {
+  sweep::LoadOptions options;
+  options.pattern = "{threads}thread/perf_*_perf_report_csvs";
+  options.cache_dir = "none";
+  return sweep::load_sweep(golden::shared_dir() + "/sweeps/tracelens_mi300_nccl_sweep/" + which,
+                           options);
+}
+
+void offline(const std::string& html) {
+  CHECK(html.find("src=\"http") == std::string::npos);
+  CHECK(html.find("href=\"http") == std::string::npos);
+  CHECK(html.find("<script src") == std::string::npos);
+  CHECK(html.find("@import") == std::string::npos);
+}
+
+}  // namespace
+
+TEST_CASE("sweep pages: the sweep page draws the timeline of every config") {
+  sweep::Sweep s = mi300("compare_test");
+  auto tables = sweep::sweep_tables(s, 5);
+  std::string html = sweep::sweep_html_page(s, tables);
+  offline(html);
+  const Table* summary = nullptr;
+  for (const Table& t : tables)
+    if (t.name == "gpu_timeline_Summary_By_Config") summary = &t;
+  REQUIRE(summary);
+  REQUIRE(summary->rows.size() >= 2);
+  // Stacked bars: one mark per config and part with a positive time.
+  size_t expected = 0;
+  for (size_t r = 0; r < summary->rows.size(); ++r)
+    for (const char* c : {"computation_time_ms", "exposed_comm_time_ms", "exposed_memcpy_time_ms",
+                          "idle_time_ms"}) {
+      double v = summary->at(r, c).number();
+      if (std::isfinite(v) && v > 0) ++expected;
+    }
+  CHECK(count_of(html, "class=\"mark\"") >= expected);
+  CHECK(html.find("GPU timeline by configuration") != std::string::npos);
+  // Sections only for tables with rows: NCCL statistics when collectives exist.
+  bool has_nccl = false;
+  for (const Table& t : tables)
+    has_nccl = has_nccl || (t.name == "nccl_by_config" && !t.rows.empty());
+  CHECK((html.find("Collectives by configuration") != std::string::npos) == has_nccl);
+}
+
+TEST_CASE("sweep pages: the comparison page has both sweeps and the total-time bars") {
+  sweep::Sweep base = mi300("compare_test"), cand = mi300("compare_test_ops");
+  auto comparison = sweep::compare_sweeps(base, cand);
+  std::string html = sweep::sweep_compare_html_page(base, cand, comparison, "ROCm A", "ROCm B");
+  offline(html);
+  CHECK(html.find("Sweep comparison: ROCm A vs ROCm B") != std::string::npos);
+  size_t totals = 0;
+  const Table& timeline = comparison.front();
+  for (size_t r = 0; r < timeline.rows.size(); ++r)
+    if (timeline.at(r, "type").to_csv_text(false) == "total_time") ++totals;
+  REQUIRE(totals >= 2);
+  CHECK(html.find("Total GPU time per step by configuration") != std::string::npos);
+  CHECK(count_of(html, "class=\"mark\"") >= 2 * totals);
+}
