@@ -343,7 +343,8 @@ TEST_SUITE("rocprof") {
       CHECK(from_json[k].total_ns == from_csv[k].total_ns);
       CHECK(from_json[k].launch == from_csv[k].launch);
       REQUIRE(from_json[k].counters.size() == from_csv[k].counters.size());
-      for (const auto& [name, a] : from_csv[k].counters) {
+      for (const auto& [counter_name, a] : from_csv[k].counters) {
+        const std::string& name = counter_name;  // clang 14 cannot capture a binding
         CAPTURE(name);
         CHECK(from_json[k].counters.at(name).mean == a.mean);
         CHECK(from_json[k].counters.at(name).max == a.max);
@@ -532,10 +533,11 @@ TEST_SUITE("rocprof") {
     CHECK((too_long.contains("error") || !error_text(too_long).empty()));
 
     // Tools that need the op tree say so.
-    for (const auto& [tool, args] : std::vector<std::pair<std::string, json>>{
+    for (const auto& [tool_name, args] : std::vector<std::pair<std::string, json>>{
              {"parent_chain", {{"trace", handle}, {"kernel_name", "reduce_kernel"}}},
              {"insights", {{"trace", handle}}},
              {"gemm_roofline", {{"trace", handle}, {"arch", "MI355X"}}}}) {
+      const std::string& tool = tool_name;  // clang 14 cannot capture a binding
       CAPTURE(tool);
       std::string text = error_text(h.call_tool(10, tool, args));
       CHECK(text.find("is a rocprofv3 kernel trace: it has no CPU op tree") != std::string::npos);

@@ -428,7 +428,8 @@ TEST_SUITE("mcp_security") {
     REQUIRE(reply.contains("result"));
     if (!tool_error(reply)) {
       const json& timeline = reply["result"]["structuredContent"]["gpu_timeline"];
-      for (const auto& [type, row] : timeline.items()) {
+      for (const auto& [timeline_type, row] : timeline.items()) {
+        const std::string& type = timeline_type;  // clang 14 cannot capture a binding
         INFO(type);
         CHECK((row["percent"].is_null() || std::isfinite(row["percent"].get<double>())));
       }

@@ -92,7 +92,8 @@ TEST_CASE("sweep counters: rocprofv3 counters of the top-variance GEMM kernels p
     ++n;
   }
   REQUIRE_FALSE(sums.empty());
-  for (const auto& [name, sn] : sums) {
+  for (const auto& [counter_name, sn] : sums) {
+    const std::string& name = counter_name;  // clang 14 cannot capture a binding
     CAPTURE(name);
     REQUIRE(t.col(name + "_mean") >= 0);
     CHECK(t.at(0, name + "_mean").number() == doctest::Approx(sn.first / sn.second));

@@ -306,7 +306,8 @@ TEST_CASE("tree: kernel attribution matches ops_summary and kernel_summary") {
       ours_by_parent[parent] += t.events[u].dur;
     }
     CHECK(ours_by_parent.size() == ref_by_parent.size());
-    for (const auto& [parent, sum] : ref_by_parent) {
+    for (const auto& [parent_name, sum] : ref_by_parent) {
+      const auto& parent = parent_name;  // clang 14 cannot capture a binding
       INFO(parent);
       CHECK(ours_by_parent[parent] == doctest::Approx(sum).epsilon(1e-9));
     }
