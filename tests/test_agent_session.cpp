@@ -134,7 +134,8 @@ TEST_CASE("agent_session: scripted performance-analysis workflow over MCP stdio"
   // category_filter's categories are in the manifest, and every manifest
   // category (including system ones the manifest adds) was analysed.
   std::set<std::string> analysed;
-  for (const auto& c : structured(5).at("categories"))
+  const json filtered = structured(5);  // the range below must not outlive a temporary
+  for (const auto& c : filtered.at("categories"))
     CHECK(manifest_categories.count(c.at("name").get<std::string>()) == 1);
   for (size_t k = 6; k < 6 + manifest_categories.size(); ++k)
     analysed.insert(structured(k).at("category").get<std::string>());

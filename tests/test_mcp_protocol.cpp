@@ -259,6 +259,8 @@ TEST_SUITE("mcp_protocol") {
     json list = old.request(1, "tools/list");
     CHECK_FALSE(list["result"]["tools"][0].contains("outputSchema"));
     json call = old.call_tool(2, "list_traces", json::object());
+    INFO(call.dump());
+    REQUIRE(call.contains("result"));
     CHECK_FALSE(call["result"].contains("structuredContent"));
     CHECK(json::parse(call["result"]["content"][0]["text"].get<std::string>()).contains("traces"));
   }

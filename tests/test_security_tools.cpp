@@ -15,6 +15,7 @@
 #include "mcp/transport.h"
 #include "mcp_harness.h"
 #include "report/report.h"
+#include "sanitizer.h"
 #include "security_support.h"
 
 using jarvis::mcp::json;
@@ -274,7 +275,10 @@ TEST_SUITE("mcp_security") {
     ::malloc_trim(0);
     uint64_t rss_after = jarvis::testing::resident_bytes();
     CHECK(rss_after < (1ull << 30));
-    CHECK(rss_after < rss_before + 64 * (1ull << 20));
+    // ASan keeps freed memory in its quarantine (256 MB by default), so the
+    // sanitizer build allows that much more.
+    constexpr uint64_t kHeld = (JARVIS_ASAN ? 64 + 256 : 64) * (1ull << 20);
+    CHECK(rss_after < rss_before + kHeld);
     CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(10));
   }
 

@@ -178,19 +178,21 @@ std::vector<ToolSpec> fixture_tools() {
                           [](const json&, ToolContext&) -> ToolResult {
                             throw ToolError("This tool intentionally returns an error for testing");
                           }));
-  tools.push_back(fixture(
-      "test_sampling", "Tests server-initiated sampling (LLM completion request)",
-      string_arg("prompt", "The prompt to send to the LLM"),
-      [](const json& args, ToolContext& ctx) {
-        json r = ctx.ask_client(
-            "sampling/createMessage",
-            {{"messages",
-              {{{"role", "user"}, {"content", text(args.at("prompt").get<std::string>())}}}},
-             {"maxTokens", 100}});
-        std::string reply = "No response";
-        if (r.contains("content") && r["content"].contains("text")) reply = r["content"]["text"];
-        return content_only({text("LLM response: " + reply)});
-      }));
+  tools.push_back(
+      fixture("test_sampling", "Tests server-initiated sampling (LLM completion request)",
+              string_arg("prompt", "The prompt to send to the LLM"),
+              [](const json& args, ToolContext& ctx) {
+                json r = ctx.ask_client(
+                    "sampling/createMessage",
+                    {{"messages",
+                      json::array({json{{"role", "user"},
+                                        {"content", text(args.at("prompt").get<std::string>())}}})},
+                     {"maxTokens", 100}});
+                std::string reply = "No response";
+                if (r.contains("content") && r["content"].contains("text"))
+                  reply = r["content"]["text"];
+                return content_only({text("LLM response: " + reply)});
+              }));
   tools.push_back(fixture(
       "test_elicitation", "Tests server-initiated elicitation (user input request)",
       string_arg("message", "The message to show the user"),

@@ -85,7 +85,8 @@ std::vector<Prompt> skill_prompts() {
     prompts.push_back(
         {definition, [body, description](const json&) {
            json result = {
-               {"messages", {{{"role", "user"}, {"content", {{"type", "text"}, {"text", body}}}}}}};
+               {"messages", json::array({json{{"role", "user"},
+                                              {"content", {{"type", "text"}, {"text", body}}}}})}};
            if (!description.empty()) result["description"] = description;
            return result;
          }});

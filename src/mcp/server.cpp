@@ -554,7 +554,9 @@ json Session::call_tool(Call& call, const json& params, bool modern) {
 
   bool structured = modern || version_at_least("2025-06-18");
   auto error_result = [](const std::string& message) {
-    return json{{"content", {text_block(message)}}, {"isError", true}};
+    // json::array: a one-element braced list is an array for GCC but a copy
+    // of the element for clang.
+    return json{{"content", json::array({text_block(message)})}, {"isError", true}};
   };
   const json& input_schema = tool->definition["inputSchema"];
   apply_defaults(input_schema, args);
@@ -622,7 +624,8 @@ json Session::call_tool(Call& call, const json& params, bool modern) {
   if (!out.content.is_null()) {
     result["content"] = out.content;
   } else {
-    result["content"] = {text_block(out.text.empty() ? out.structured.dump() : out.text)};
+    result["content"] =
+        json::array({text_block(out.text.empty() ? out.structured.dump() : out.text)});
   }
   if (tool->definition.contains("outputSchema")) {
     if (std::string problem = validate_json(tool->definition["outputSchema"], out.structured);

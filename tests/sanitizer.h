@@ -1,0 +1,15 @@
+// JARVIS_ASAN is 1 in AddressSanitizer builds (GCC or clang), else 0: tests
+// with time or memory bounds widen them there (ASan runs ~3x slower and keeps
+// freed memory in its quarantine).
+#pragma once
+
+#if defined(__SANITIZE_ADDRESS__)
+#define JARVIS_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define JARVIS_ASAN 1
+#endif
+#endif
+#ifndef JARVIS_ASAN
+#define JARVIS_ASAN 0
+#endif
