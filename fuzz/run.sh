@@ -20,7 +20,9 @@ run() {  # target corpus... ; the first corpus directory receives new inputs
   echo "== $target: $secs s, $jobs job(s)"
   local parallel=()
   [ "$jobs" -gt 1 ] && parallel=(-fork="$jobs")
+  mkdir -p "$build/fuzz-artifacts"  # crashing inputs land here, never in the checkout
   "$build/fuzz/$target" -max_total_time="$secs" -max_len="$max_len" -timeout=20 -rss_limit_mb=4096 \
+    -artifact_prefix="$build/fuzz-artifacts/$target-" \
     -print_final_stats=1 "${parallel[@]}" "$@" >"$work/$target.log" 2>&1 || {
     tail -60 "$work/$target.log"
     return 1
