@@ -101,5 +101,4 @@ inline std::string shell_quote(const std::string& s) {
   return "'" + s + "'";
 }
 
-
 }  // namespace jarvis::loader_test
