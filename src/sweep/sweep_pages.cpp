@@ -38,12 +38,24 @@ charts::BarChart timeline_chart(const Table& summary) {
       {"exposed_memcpy_time_ms", "exposed memcpy"},
       {"idle_time_ms", "idle"}};
   for (const auto& [column, label] : parts) chart.series.push_back({label, {}});
+  bool any_part = false;
   for (size_t r = 0; r < summary.rows.size(); ++r) {
     chart.categories.push_back(summary.at(r, "full_config").to_csv_text(false));
     for (size_t s = 0; s < std::size(parts); ++s) {
       int c = summary.col(parts[s].first);
-      chart.series[s].values.push_back(c < 0 ? NAN : number_or_nan(summary.rows[r][c]) * 1e3);
+      double v = c < 0 ? NAN : number_or_nan(summary.rows[r][c]) * 1e3;
+      any_part = any_part || std::isfinite(v);
+      chart.series[s].values.push_back(v);
     }
+  }
+  if (any_part) return chart;
+  // Kernel-only (rocprof-style) reports have busy and total time only.
+  chart.series = {{"busy", {}}, {"idle", {}}};
+  for (size_t r = 0; r < summary.rows.size(); ++r) {
+    double busy = number_or_nan(summary.at(r, "busy_time_ms")) * 1e3;
+    double total = number_or_nan(summary.at(r, "total_time_ms")) * 1e3;
+    chart.series[0].values.push_back(busy);
+    chart.series[1].values.push_back(total - busy);
   }
   return chart;
 }
