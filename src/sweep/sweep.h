@@ -21,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "charts/charts.h"
 #include "report/table.h"
 
 namespace jarvis::sweep {
@@ -231,7 +232,10 @@ std::vector<std::string> write_sweep_outputs(const std::vector<Table>& tables,
                                              const std::string& out_dir,
                                              const std::string& xlsx_path);
 
-// The seed's plots of gemm_variance: DIR/box_<field>.svg and violin_<field>.svg
+// The seed's plots of gemm_variance: box and violin per layout field (and rank),
+// and the interaction of the first two config fields; none for an empty table.
+std::vector<charts::NamedChart> variance_charts(const Sweep& sweep, const Table& gemm_variance);
+// The same as files: DIR/box_<field>.svg and violin_<field>.svg
 // per layout field, and the interaction of the first two config fields.
 std::vector<std::string> write_variance_svgs(const Sweep& sweep, const Table& gemm_variance,
                                              const std::string& dir);

@@ -9,7 +9,6 @@
 
 #include "charts/charts.h"
 #include "charts/html.h"
-#include "charts/variance_charts.h"
 #include "sweep/sweep.h"
 
 namespace jarvis::sweep {
@@ -66,23 +65,6 @@ std::string figures(const std::vector<charts::NamedChart>& charts) {
   return html;
 }
 
-std::vector<charts::NamedChart> variance_figures(const Sweep& sweep, const Table& variance) {
-  if (variance.rows.empty()) return {};
-  charts::VarianceSpec spec;
-  spec.value_column = "time_diff_us";
-  spec.value_label = "GEMM kernel time max - min";
-  for (const auto& f : sweep.layout.fields) spec.fields.push_back(f);
-  if (variance.col("rank") >= 0 &&
-      std::find(spec.fields.begin(), spec.fields.end(), "rank") == spec.fields.end())
-    spec.fields.push_back("rank");
-  auto config = sweep.config_fields();
-  if (config.size() >= 2) {
-    spec.interaction_x = config[1];
-    spec.interaction_line = config[0];
-  }
-  return charts::variance_charts(variance, spec);
-}
-
 std::string summary_html(const Sweep& sweep) {
   std::map<std::string, size_t> configs;
   for (const Run& run : sweep.runs) ++configs[sweep.config_label(run)];
@@ -103,7 +85,7 @@ std::string sweep_html_page(const Sweep& sweep, const std::vector<Table>& tables
   std::vector<charts::HtmlSection> sections;
   sections.push_back({"summary", "Summary", summary_html(sweep)});
   if (const Table* v = find_table(tables, "gemm_variance")) {
-    sections.push_back({"variance", "GEMM time variance", figures(variance_figures(sweep, *v))});
+    sections.push_back({"variance", "GEMM time variance", figures(variance_charts(sweep, *v))});
     sections.push_back({"top-kernels", "Top-variance GEMM kernels", charts::html_table(*v, 100)});
   }
   if (const Table* s = find_table(tables, "gpu_timeline_Summary_By_Config")) {

@@ -9,8 +9,7 @@
 
 namespace jarvis::sweep {
 
-std::vector<std::string> write_variance_svgs(const Sweep& sweep, const Table& gemm_variance,
-                                             const std::string& dir) {
+std::vector<charts::NamedChart> variance_charts(const Sweep& sweep, const Table& gemm_variance) {
   if (gemm_variance.rows.empty()) return {};
   charts::VarianceSpec spec;
   spec.value_column = "time_diff_us";
@@ -25,7 +24,12 @@ std::vector<std::string> write_variance_svgs(const Sweep& sweep, const Table& ge
     spec.interaction_x = config[1];
     spec.interaction_line = config[0];
   }
-  return charts::write_chart_svgs(charts::variance_charts(gemm_variance, spec), dir);
+  return charts::variance_charts(gemm_variance, spec);
+}
+
+std::vector<std::string> write_variance_svgs(const Sweep& sweep, const Table& gemm_variance,
+                                             const std::string& dir) {
+  return charts::write_chart_svgs(variance_charts(sweep, gemm_variance), dir);
 }
 
 }  // namespace jarvis::sweep
