@@ -222,30 +222,31 @@ std::map<std::string, Table> read_perf_report_csvs(const std::string& dir) {
 }
 
 ojson load_arch_json(const std::string& name_or_path) {
-  std::vector<std::string> candidates;
-  if (name_or_path.find('/') != std::string::npos || name_or_path.ends_with(".json")) {
-    candidates.push_back(name_or_path);
-  } else {
-    if (const char* env = std::getenv("JARVIS_ARCH_DIR"))
-      candidates.push_back(std::string(env) + "/" + name_or_path + ".json");
-    // The bundled arch files (case-insensitive names), read as ordered JSON so
-    // metadata keeps the file's key order and int/float spelling.
-    try {
-      candidates.push_back(perf::load_gpu_arch(name_or_path).path);
-    } catch (const perf::GpuArchError&) {
-    }
-  }
-  for (const auto& path : candidates) {
-    if (!fs::is_regular_file(path)) continue;
-    ojson arch = read_json_file(path);
+  auto check = [](ojson arch, const std::string& origin) {
     for (const char* key : {"mem_bw_gbps", "memory_gb", "max_achievable_tflops"})
       if (!arch.contains(key))
-        throw std::invalid_argument(path + ": arch file lacks '" + key + "'");
+        throw std::invalid_argument(origin + ": arch file lacks '" + key + "'");
     return arch;
-  }
+  };
+  bool is_path = name_or_path.find('/') != std::string::npos || name_or_path.ends_with(".json");
+  // The bundled arch files (case-insensitive names), read as ordered JSON so
+  // metadata keeps the file's key order and int/float spelling.
+  if (!is_path)
+    if (auto bundled = perf::bundled_arch_text(name_or_path)) {
+      ojson arch;
+      try {
+        arch = ojson::parse(bundled->json);
+      } catch (const std::exception& e) {
+        throw std::invalid_argument(bundled->origin + ": not valid JSON: " + e.what());
+      }
+      return check(std::move(arch), bundled->origin);
+    }
+  if (fs::is_regular_file(name_or_path)) return check(read_json_file(name_or_path), name_or_path);
+  std::string known;
+  for (const auto& n : perf::bundled_gpu_arch_names()) known += (known.empty() ? "" : ", ") + n;
   throw std::invalid_argument("unknown platform '" + name_or_path +
-                              "': no arch JSON found (pass a path, or put <name>.json in "
-                              "$JARVIS_ARCH_DIR or the repository's arch/ directory)");
+                              "': no such arch JSON file and not a bundled arch (" + known +
+                              "; $JARVIS_ARCH_DIR adds <name>.json files)");
 }
 
 PrepareResult prepare_category_data(const std::map<std::string, Table>& perf_tables,

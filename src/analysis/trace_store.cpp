@@ -8,7 +8,6 @@
 #include <cstring>
 #include <filesystem>
 #include <optional>
-#include <random>
 #include <system_error>
 
 #include <fmt/format.h>
@@ -17,6 +16,7 @@
 #include "perf/gpu_arch.h"
 #include "report/report.h"
 #include "rocprof/profile.h"
+#include "base/random_id.h"
 #include "trace/loader.h"
 #include "tree/call_tree.h"
 
@@ -26,11 +26,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-std::string random_handle() {
-  static thread_local std::mt19937_64 rng{std::random_device{}()};
-  std::random_device dev;
-  return fmt::format("s{:016x}{:016x}", rng() ^ dev(), rng() ^ (uint64_t{dev()} << 32));
-}
+std::string random_handle() { return fmt::format("s{}", random_hex(16)); }
 
 // A rocprofv3 CSV directory: the directory's device and inode, its CSV
 // files' total size and newest mtime (a rewritten CSV makes a new identity).
@@ -228,10 +224,8 @@ std::string canonical_arch_id(const std::string& arch) {
   std::error_code ec;
   fs::path path = fs::canonical(arch, ec);
   if (ec) return arch;  // load_gpu_arch reports the problem
-  for (const auto& name : names) {
-    fs::path bundled = fs::canonical(fs::path(perf::bundled_arch_dir()) / (name + ".json"), ec);
-    if (!ec && bundled == path) return name;
-  }
+  if (std::string bundled = perf::bundled_arch_for_file(path.string()); !bundled.empty())
+    return bundled;
   return path.string();
 }
 

@@ -1,21 +1,17 @@
+// jarvis info TRACE: a short summary of a trace (Kineto or rocprofv3).
 #include <fmt/format.h>
-#include <cstdio>
+
+#include <memory>
 
 #include "cli/commands.h"
+#include "cli/options.h"
 #include "rocprof/profile.h"
 #include "trace/loader.h"
 
 namespace jarvis::cli {
+namespace {
 
-int cmd_info(const Args& args) {
-  auto pos = positionals(args, {});
-  if (pos.size() != 1) {
-    std::fprintf(stderr, "usage: jarvis info TRACE\n");
-    return 2;
-  }
-  // rocprofv3 output goes through its own reader into the same event store.
-  bool rocprof = rocprof::is_rocprof_input(pos[0]);
-  Trace trace = rocprof ? rocprof::to_trace(rocprof::load_profile(pos[0])) : load_trace(pos[0]);
+void print_info(const Trace& trace, bool rocprof) {
   size_t counts[16] = {};
   for (const Event& e : trace.events) counts[static_cast<size_t>(e.cat)]++;
   fmt::print("trace:      {}\n", trace.path);
@@ -32,7 +28,22 @@ int cmd_info(const Args& args) {
   fmt::print("memcpy:     {}\n", counts[static_cast<size_t>(Cat::GpuMemcpy)]);
   fmt::print("memset:     {}\n", counts[static_cast<size_t>(Cat::GpuMemset)]);
   fmt::print("json bytes: {}\n", trace.json_bytes);
-  return 0;
+}
+
+}  // namespace
+
+Runner add_info(CLI::App& app) {
+  auto path = std::make_shared<std::string>();
+  CLI::App* cmd = app.add_subcommand("info", "short summary of a trace (events, GPU, platform)");
+  cmd->add_option("TRACE", *path, "Kineto trace (.json/.json.gz) or rocprofv3 output")
+      ->required();
+  return [path] {
+    // rocprofv3 output goes through its own reader into the same event store.
+    bool rocprof = rocprof::is_rocprof_input(*path);
+    Trace trace = rocprof ? rocprof::to_trace(rocprof::load_profile(*path)) : load_trace(*path);
+    print_info(trace, rocprof);
+    return 0;
+  };
 }
 
 }  // namespace jarvis::cli

@@ -1,13 +1,17 @@
 // `jarvis prepare` (TraceLens orchestrator steps 1-5) and `jarvis analyze`
 // (category analyses -> <cat>_metrics.json, plus findings drafts).
 #include <fmt/format.h>
+
 #include <cstdio>
 #include <filesystem>
+#include <memory>
 
 #include "analysis/category_analysis.h"
 #include "analysis/findings.h"
 #include "analysis/prepare_trace.h"
+#include "analysis/trace_store.h"
 #include "cli/commands.h"
+#include "cli/options.h"
 #include "trace/loader.h"
 
 namespace jarvis::cli {
@@ -34,52 +38,80 @@ int run_analyses(const std::string& out, const std::string& category, bool draft
   return failures ? 1 : 0;
 }
 
-}  // namespace
+struct PrepareArgs {
+  std::string trace, out, platform, category = "all", trace_path;
+  bool no_tree_data = false, analyze = false, drafts = false;
+  ProgressFlags progress;
+};
 
-int cmd_prepare(const Args& args) {
-  auto pos = positionals(args, {"--out", "--platform", "--category", "--trace-path"});
-  std::string out = flag_value(args, "--out");
-  std::string platform = flag_value(args, "--platform");
-  if (pos.size() != 1 || out.empty() || platform.empty()) {
-    std::fprintf(
-        stderr,
-        "usage: jarvis prepare TRACE --out DIR --platform NAME|ARCH.json [--category CAT|all]\n"
-        "                      [--trace-path TEXT] [--no-tree-data] [--analyze] [--drafts]\n"
-        "  Writes perf_report_csvs/, category_data/ (per-category ops CSVs, manifest,\n"
-        "  multi-kernel data, tree data) and metadata/ as TraceLens's orchestrator does.\n"
-        "  --analyze also runs the category analyses (<cat>_metrics.json); --drafts writes\n"
-        "  first-draft findings files where none exist.\n");
-    return 2;
-  }
-  Trace trace = load_trace(pos[0]);
-  analysis::TracePrepareOptions o;
-  o.platform = platform;
-  o.output_dir = out;
-  o.category = flag_value(args, "--category").empty() ? "all" : flag_value(args, "--category");
-  o.trace_path =
-      flag_value(args, "--trace-path").empty() ? pos[0] : flag_value(args, "--trace-path");
-  o.tree_data = !has_flag(args, "--no-tree-data");
-  auto result = analysis::prepare_from_trace(trace, o);
-  fmt::print("prepared {} compute categories in {} ({} files):", result.categories.size(), out,
-             result.files.size());
-  for (const auto& c : result.categories) fmt::print(" {}", c);
-  fmt::print("\n");
-  if (has_flag(args, "--analyze") || has_flag(args, "--drafts"))
-    return run_analyses(out, o.category, has_flag(args, "--drafts"), true);
-  return 0;
+// The platform named on the command line, else the bundled arch of the GPU
+// the trace ran on.
+std::string platform_for(const Trace& trace, const std::string& given) {
+  if (!given.empty()) return given;
+  std::string detected = detect_arch_name(trace);
+  if (detected.empty())
+    throw UsageError(fmt::format(
+        "the trace's GPU ('{}') matches no bundled arch: pass --platform NAME|ARCH.json",
+        trace.gpu_name().empty() ? "unknown" : trace.gpu_name()));
+  return detected;
 }
 
-int cmd_analyze(const Args& args) {
-  auto pos = positionals(args, {"--category"});
-  if (pos.size() != 1) {
-    std::fprintf(stderr,
-                 "usage: jarvis analyze DIR [--category CAT|all] [--drafts] [--quiet]\n"
-                 "  Runs the category analyses on a directory written by `jarvis prepare`, writes\n"
-                 "  category_data/<cat>_metrics.json and prints the markdown digest.\n");
-    return 2;
-  }
-  std::string cat = flag_value(args, "--category").empty() ? "all" : flag_value(args, "--category");
-  return run_analyses(pos[0], cat, has_flag(args, "--drafts"), has_flag(args, "--quiet"));
+}  // namespace
+
+Runner add_prepare(CLI::App& app) {
+  auto a = std::make_shared<PrepareArgs>();
+  CLI::App* cmd = app.add_subcommand(
+      "prepare", "TraceLens agent category data: perf_report_csvs/, category_data/, metadata/");
+  cmd->add_option("TRACE", a->trace, "Kineto trace (.json/.json.gz)")->required();
+  cmd->add_option("-o,--out", a->out, "output directory (created)")->required();
+  cmd->add_option("--platform", a->platform,
+                  "GPU arch name (MI300X, H100, ...) or arch JSON file (default: the trace's GPU)");
+  cmd->add_option("--category", a->category, "one category, or all")->default_str("all");
+  cmd->add_option("--trace-path", a->trace_path, "trace path recorded in metadata");
+  cmd->add_flag("--no-tree-data", a->no_tree_data, "skip category_data/<cat>_tree_data.json");
+  cmd->add_flag("--analyze", a->analyze, "also run the category analyses (<cat>_metrics.json)");
+  cmd->add_flag("--drafts", a->drafts, "also write first-draft findings where none exist");
+  add_progress_flags(cmd, a->progress);
+  cmd->footer(
+      "Writes perf_report_csvs/, category_data/ (per-category ops CSVs, manifest, multi-kernel\n"
+      "data, tree data) and metadata/ as TraceLens's orchestrator does.");
+  return [a] {
+    Progress progress(a->progress.resolve(), "prepare");
+    progress.phase("load");
+    Trace trace = load_trace(a->trace);
+    analysis::TracePrepareOptions o;
+    o.platform = platform_for(trace, a->platform);
+    o.output_dir = a->out;
+    o.category = a->category;
+    o.trace_path = a->trace_path.empty() ? a->trace : a->trace_path;
+    o.tree_data = !a->no_tree_data;
+    progress.phase("prepare");
+    auto result = analysis::prepare_from_trace(trace, o);
+    progress.finish();
+    fmt::print("prepared {} compute categories in {} for {} ({} files):",
+               result.categories.size(), a->out, o.platform, result.files.size());
+    for (const auto& c : result.categories) fmt::print(" {}", c);
+    fmt::print("\n");
+    if (a->analyze || a->drafts) return run_analyses(a->out, o.category, a->drafts, true);
+    return 0;
+  };
+}
+
+Runner add_analyze(CLI::App& app) {
+  struct AnalyzeArgs {
+    std::string dir, category = "all";
+    bool drafts = false, quiet = false;
+  };
+  auto a = std::make_shared<AnalyzeArgs>();
+  CLI::App* cmd = app.add_subcommand(
+      "analyze", "category analyses of a `jarvis prepare` directory -> <cat>_metrics.json");
+  cmd->add_option("DIR", a->dir, "directory written by `jarvis prepare`")
+      ->required()
+      ->check(CLI::ExistingDirectory);
+  cmd->add_option("--category", a->category, "one category, or all")->default_str("all");
+  cmd->add_flag("--drafts", a->drafts, "also write first-draft findings where none exist");
+  cmd->add_flag("-q,--quiet", a->quiet, "one status line per category instead of the digest");
+  return [a] { return run_analyses(a->dir, a->category, a->drafts, a->quiet); };
 }
 
 }  // namespace jarvis::cli

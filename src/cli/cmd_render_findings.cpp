@@ -2,47 +2,43 @@
 //
 // One self-contained HTML page from OUTPUT_DIR/category_findings/*.md and
 // system_findings/*.md, with the local SVG/PNG charts they reference embedded.
-#include <cstdio>
+#include <memory>
 
 #include <fmt/format.h>
 
+#include "base/atomic_file.h"
 #include "charts/findings_page.h"
 #include "cli/commands.h"
-#include "report/table.h"
+#include "cli/options.h"
 
 namespace jarvis::cli {
 
-namespace {
-constexpr const char* kUsage =
-    "usage: jarvis render-findings OUTPUT_DIR [--out FILE]\n"
-    "renders OUTPUT_DIR/category_findings/*.md and system_findings/*.md into one HTML page\n"
-    "(default FILE: OUTPUT_DIR/findings.html); local .svg/.png images are embedded\n";
-}  // namespace
-
-int cmd_render_findings(const Args& args) {
-  if (has_flag(args, "--help") || has_flag(args, "-h")) {
-    std::fputs(kUsage, stdout);
+Runner add_render_findings(CLI::App& app) {
+  struct RenderArgs {
+    std::string dir, out;
+    bool mkdirs = false;
+  };
+  auto a = std::make_shared<RenderArgs>();
+  CLI::App* cmd =
+      app.add_subcommand("render-findings", "one HTML page from the findings markdown files");
+  cmd->add_option("OUTPUT_DIR", a->dir, "analysis output directory (category_findings/, ...)")
+      ->required()
+      ->check(CLI::ExistingDirectory);
+  cmd->add_option("-o,--out", a->out, "HTML file (default: OUTPUT_DIR/findings.html)");
+  cmd->add_flag("--mkdirs", a->mkdirs, "create a missing parent directory of --out");
+  cmd->footer(
+      "Renders OUTPUT_DIR/category_findings/*.md and system_findings/*.md; local .svg/.png\n"
+      "images are embedded.");
+  return [a] {
+    std::string out = a->out.empty() ? a->dir + "/findings.html" : a->out;
+    if (!a->out.empty()) check_output_parent(out, a->mkdirs, "--out");
+    charts::FindingsPage page = charts::render_findings_page(a->dir);
+    write_file_atomic(out, page.html);
+    fmt::print("{}: {} findings files, {} images embedded, {} missing, {} refused\n", out,
+               page.files.size(), page.images_embedded, page.images_missing.size(),
+               page.images_refused.size());
     return 0;
-  }
-  auto pos = positionals(args, {"--out"});
-  bool bad_option = false;
-  for (size_t k = 0; k < args.size(); ++k)
-    if (args[k] == "--out")
-      ++k;
-    else if (args[k].rfind("--", 0) == 0)
-      bad_option = true;
-  if (pos.size() != 1 || bad_option ||
-      (has_flag(args, "--out") && flag_value(args, "--out").empty())) {
-    std::fprintf(stderr, "jarvis render-findings: expected OUTPUT_DIR [--out FILE]\n%s", kUsage);
-    return 2;
-  }
-  std::string out = has_flag(args, "--out") ? flag_value(args, "--out") : pos[0] + "/findings.html";
-  charts::FindingsPage page = charts::render_findings_page(pos[0]);
-  write_file_atomic(out, page.html);
-  fmt::print("{}: {} findings files, {} images embedded, {} missing, {} refused\n", out,
-             page.files.size(), page.images_embedded, page.images_missing.size(),
-             page.images_refused.size());
-  return 0;
+  };
 }
 
 }  // namespace jarvis::cli

@@ -1,79 +1,44 @@
 // jarvis replay TRACE --out DIR (--uid N ... | --op NAME [--dims DIMS] | --category CAT --top N)
-#include <charconv>
-#include <cstdio>
+#include <memory>
 #include <optional>
 
 #include <fmt/format.h>
 
 #include "analysis/replay.h"
 #include "cli/commands.h"
+#include "cli/options.h"
 #include "trace/loader.h"
 #include "tree/call_tree.h"
 
 namespace jarvis::cli {
 namespace {
 
-constexpr const char* kUsage =
-    "usage: jarvis replay TRACE --out DIR SELECTION\n"
-    "selection (one of):\n"
-    "  --uid N [--uid N ...]        cpu_op UIDs (also --uid 12,40,77)\n"
-    "  --op NAME [--dims DIMS]      every call of an op, optionally only Input Dims DIMS\n"
-    "                               (e.g. --dims \"[[8944, 1024], [1024, 2816]]\")\n"
-    "  --category CAT [--top N]     the N (default 10) op signatures of a category with the\n"
-    "                               most GPU kernel time (GEMM, SDPA_fwd, elementwise, ...)\n"
-    "writes DIR/replay_ir.json, DIR/replay.py, DIR/README.md, DIR/replay_package.zip\n";
+struct ReplayArgs {
+  std::string trace, out, op, dims, category;
+  std::vector<uint64_t> uids;
+  size_t top = 10;
+  ProgressFlags progress;
+};
 
-uint64_t parse_count(const std::string& text, const char* flag) {
-  uint64_t v = 0;
-  auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
-  if (ec != std::errc() || p != text.data() + text.size())
-    throw replay::ReplayError(
-        fmt::format("{} expects a non-negative integer, got '{}'", flag, text));
-  return v;
-}
-
-// Every value of a repeatable flag; comma-separated lists are split.
-std::vector<Uid> uid_values(const Args& args) {
-  std::vector<Uid> uids;
-  for (size_t k = 0; k < args.size(); ++k) {
-    if (args[k] != "--uid") continue;
-    if (k + 1 >= args.size()) throw replay::ReplayError("--uid needs a value");
-    std::string list = args[k + 1];
-    size_t start = 0;
-    while (start <= list.size()) {
-      size_t comma = list.find(',', start);
-      std::string item = list.substr(start, comma == std::string::npos ? comma : comma - start);
-      if (!item.empty()) {
-        uint64_t v = parse_count(item, "--uid");
-        if (v >= kNoUid) throw replay::ReplayError("--uid value out of range: " + item);
-        uids.push_back(static_cast<Uid>(v));
-      }
-      if (comma == std::string::npos) break;
-      start = comma + 1;
+replay::Selection selection_from(const ReplayArgs& a) {
+  if (!a.uids.empty()) {
+    std::vector<Uid> uids;
+    for (uint64_t v : a.uids) {
+      if (v >= kNoUid) usage_error(fmt::format("--uid value out of range: {}", v));
+      uids.push_back(static_cast<Uid>(v));
     }
+    return replay::Selection::by_uids(uids);
   }
-  return uids;
-}
-
-replay::Selection selection_from(const Args& args) {
-  bool by_uid = has_flag(args, "--uid");
-  bool by_op = has_flag(args, "--op");
-  bool by_cat = has_flag(args, "--category");
-  if (by_uid + by_op + by_cat != 1)
-    throw replay::ReplayError("give exactly one of --uid, --op, --category\n" +
-                              std::string(kUsage));
-  if (by_uid) return replay::Selection::by_uids(uid_values(args));
-  if (by_op) {
-    std::string name = flag_value(args, "--op");
-    if (name.empty()) throw replay::ReplayError("--op needs an op name, e.g. --op aten::mm");
+  if (!a.op.empty()) {
     std::optional<PyValue> dims;
-    if (has_flag(args, "--dims")) dims = replay::parse_dims(flag_value(args, "--dims"));
-    return replay::Selection::by_op(name, dims);
+    try {
+      if (!a.dims.empty()) dims = replay::parse_dims(a.dims);
+    } catch (const replay::ReplayError& e) {
+      usage_error(fmt::format("--dims: {}", e.what()));
+    }
+    return replay::Selection::by_op(a.op, dims);
   }
-  std::string cat = flag_value(args, "--category");
-  if (cat.empty()) throw replay::ReplayError("--category needs a category, e.g. --category GEMM");
-  size_t top = has_flag(args, "--top") ? parse_count(flag_value(args, "--top"), "--top") : 10;
-  return replay::Selection::by_category(cat, top);
+  return replay::Selection::by_category(a.category, a.top);
 }
 
 void print_summary(const replay::ReplayResult& r) {
@@ -91,27 +56,46 @@ void print_summary(const replay::ReplayResult& r) {
   fmt::print("run:  cd {} && python3 replay.py\n", r.files.dir);
 }
 
-}  // namespace
-
-int cmd_replay(const Args& args) {
-  auto pos = positionals(args, {"--out", "--uid", "--op", "--dims", "--category", "--top"});
-  std::string out = flag_value(args, "--out");
-  if (pos.size() != 1 || out.empty()) {
-    std::fputs(kUsage, stderr);
-    return 2;
-  }
-  replay::Selection selection;
-  try {
-    selection = selection_from(args);
-  } catch (const replay::ReplayError& e) {
-    std::fprintf(stderr, "jarvis replay: %s\n", e.what());
-    return 2;
-  }
-  Trace trace = load_trace(pos[0]);
+int run_replay(const ReplayArgs& a) {
+  replay::Selection selection = selection_from(a);
+  Progress progress(a.progress.resolve(), "replay");
+  progress.phase("load");
+  Trace trace = load_trace(a.trace);
+  progress.phase("call tree");
   CallTree tree(trace);
-  replay::ReplayResult result = replay::make_replay(trace, tree, selection, out);
+  progress.phase("package");
+  replay::ReplayResult result = replay::make_replay(trace, tree, selection, a.out);
+  progress.finish();
   print_summary(result);
   return 0;
+}
+
+}  // namespace
+
+Runner add_replay(CLI::App& app) {
+  auto a = std::make_shared<ReplayArgs>();
+  CLI::App* cmd = app.add_subcommand("replay", "reproducer package of selected ops (PyTorch)");
+  cmd->add_option("TRACE", a->trace, "Kineto trace (.json/.json.gz)")->required();
+  cmd->add_option("-o,--out", a->out, "package directory (created)")->required();
+  auto* selection = cmd->add_option_group("selection", "exactly one of --uid, --op, --category");
+  selection
+      ->add_option("--uid", a->uids, "cpu_op UIDs (repeatable; also --uid 12,40,77)")
+      ->delimiter(',')
+      ->allow_extra_args(false);
+  auto* op = selection->add_option("--op", a->op, "every call of an op, e.g. aten::mm");
+  auto* category = selection->add_option(
+      "--category", a->category,
+      "the --top op signatures of a category with the most GPU kernel time (GEMM, SDPA_fwd, ...)");
+  selection->require_option(1);
+  cmd->add_option("--dims", a->dims, "with --op: only Input Dims DIMS, e.g. \"[[8944, 1024], "
+                                     "[1024, 2816]]\"")
+      ->needs(op);
+  cmd->add_option("--top", a->top, "with --category: how many op signatures")
+      ->needs(category)
+      ->default_str("10");
+  add_progress_flags(cmd, a->progress);
+  cmd->footer("Writes DIR/replay_ir.json, DIR/replay.py, DIR/README.md, DIR/replay_package.zip.");
+  return [a] { return run_replay(*a); };
 }
 
 }  // namespace jarvis::cli

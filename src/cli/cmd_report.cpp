@@ -1,25 +1,30 @@
-// jarvis report TRACE --out DIR [--arch NAME|FILE] [options]
-// jarvis report TRACE --html FILE [--svg-dir DIR] [options]
+// jarvis report TRACE --out DIR [options]      DIR/perf_report_csvs/*.csv + DIR/perf_report.xlsx
+// jarvis report TRACE --html FILE [--svg-dir DIR]
 // jarvis report ROCPROF_RESULTS.json[.gz]|ROCPROF_CSV_DIR --out DIR [options]
 //
-// Writes the TraceLens-compatible CSV sheets to DIR/perf_report_csvs/. Every
-// sheet is computed before anything is written; the sheets go to a temporary
-// directory that replaces DIR/perf_report_csvs only once complete, so a
-// failure never leaves a partial report behind.
-#include <unistd.h>
-
+// Every sheet is computed before anything is written; the sheets go to a
+// temporary directory that replaces the CSV directory only once complete, so
+// a failure never leaves a partial report behind. A CSV directory holding
+// files jarvis did not write is refused unless --force: replacing it would
+// delete them.
 #include <algorithm>
-#include <charconv>
 #include <cstdio>
 #include <filesystem>
-#include <stdexcept>
+#include <fstream>
+#include <memory>
+#include <optional>
+#include <set>
 
 #include <fmt/format.h>
+#include <unistd.h>
 
 #include "analysis/prepare.h"
 #include "analysis/trace_store.h"
+#include "base/atomic_file.h"
 #include "charts/report_page.h"
 #include "cli/commands.h"
+#include "cli/options.h"
+#include "perf/gpu_arch.h"
 #include "report/report.h"
 #include "report/xlsx.h"
 #include "rocprof/counters.h"
@@ -27,94 +32,71 @@
 #include "trace/loader.h"
 #include "tree/call_tree.h"
 
-#if __has_include("perf/gpu_arch.h")
-#include "perf/gpu_arch.h"
-#define JARVIS_HAVE_GPU_ARCH 1
-#endif
-
 namespace jarvis::cli {
 namespace {
 
 namespace fs = std::filesystem;
 
-constexpr const char* kUsage =
-    "usage: jarvis report TRACE (--out DIR | --html FILE) [options]\n"
-    "writes DIR/perf_report_csvs/<sheet>.csv (TraceLens perf report sheets)\n"
-    "and/or a self-contained HTML report with charts\n"
-    "options:\n"
-    "  --html FILE                      write the HTML report (arch detected when no --arch)\n"
-    "  --svg-dir DIR                    also write each chart as DIR/<chart>.svg\n"
-    "  --arch NAME|FILE                 GPU arch for roofline columns (e.g. MI300X, H100, or a "
-    "JSON file)\n"
-    "  --include-python-frames          put python frames into the call tree\n"
-    "  --xlsx FILE                      also write all sheets to an Excel workbook\n"
-    "  --no-kernel-summary              skip the kernel_summary sheet\n"
-    "  --no-short-kernel-study          skip the short-kernel sheets\n"
-    "  --no-coll-analysis               skip the coll_analysis sheet\n"
-    "  --short-kernel-threshold-us X    short kernel threshold (default 10)\n"
-    "  --short-kernel-bins N            histogram bins (default 100)\n"
-    "rocprofv3 input (a *_results.json[.gz], a CSV set directory or one of its files;\n"
-    "detected by content, TraceLens_generate_perf_report_rocprof's sheets):\n"
-    "  --rocprof                        read TRACE as rocprofv3 output without detection\n"
-    "  --kernel-details                 also write kernel_details (one row per dispatch)\n"
-    "  --topk-kernels N                 kernel_details: only the N longest dispatches\n"
-    "  --fix-rocprof-units              write times in the units the headers name (TraceLens\n"
-    "                                   writes ns under us headers; see docs/deviations.md)\n";
+// Lists the files of a report directory jarvis wrote, so a re-run knows what
+// it may replace.
+constexpr const char* kMarker = ".jarvis-report";
 
-const std::vector<std::string> kValueFlags = {"--out",
-                                              "--arch",
-                                              "--short-kernel-threshold-us",
-                                              "--short-kernel-bins",
-                                              "--xlsx",
-                                              "--html",
-                                              "--svg-dir",
-                                              "--topk-kernels"};
-const std::vector<std::string> kSwitches = {
-    "--include-python-frames", "--no-kernel-summary", "--no-short-kernel-study",
-    "--no-coll-analysis",      "--rocprof",           "--kernel-details",
-    "--fix-rocprof-units"};
-const std::vector<std::string> kRocprofOnly = {"--rocprof", "--kernel-details", "--topk-kernels",
-                                               "--fix-rocprof-units"};
-
-class UsageError : public std::runtime_error {
- public:
-  using std::runtime_error::runtime_error;
+struct ReportArgs {
+  std::string trace, profile_json_path, out, csv_dir, xlsx, html, svg_dir, arch;
+  bool no_xlsx = false, force = false, mkdirs = false;
+  bool python_frames = false, no_kernel_summary = false, no_short_kernel_study = false;
+  bool no_coll_analysis = false, tracelens_on_by_default = false;
+  double short_kernel_threshold_us = 10;
+  int short_kernel_bins = 100;
+  bool rocprof = false, kernel_details = false, fix_rocprof_units = false;
+  std::optional<size_t> topk_kernels;
+  ProgressFlags progress;
 };
 
-template <typename T>
-T parse_number(const std::string& text, const char* flag) {
-  T v{};
-  auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
-  if (ec != std::errc() || p != text.data() + text.size())
-    throw UsageError(fmt::format("{} expects a number, got '{}'", flag, text));
-  return v;
+// Files in `dir` that no earlier jarvis report listed in its marker.
+std::vector<std::string> foreign_files(const fs::path& dir) {
+  std::set<std::string> ours;
+  std::ifstream marker(dir / kMarker);
+  for (std::string line; std::getline(marker, line);) ours.insert(line);
+  std::vector<std::string> foreign;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(dir, ec)) {
+    std::string name = entry.path().filename().string();
+    if (name != kMarker && !ours.count(name)) foreign.push_back(name);
+  }
+  std::sort(foreign.begin(), foreign.end());
+  return foreign;
 }
 
-void check_flags(const Args& args) {
-  for (size_t k = 0; k < args.size(); ++k) {
-    const std::string& a = args[k];
-    if (a.rfind("--", 0) != 0) continue;
-    if (std::find(kValueFlags.begin(), kValueFlags.end(), a) != kValueFlags.end()) {
-      if (k + 1 >= args.size()) throw UsageError(a + " needs a value");
-      ++k;
-      continue;
-    }
-    if (std::find(kSwitches.begin(), kSwitches.end(), a) == kSwitches.end())
-      throw UsageError("unknown option " + a);
-  }
+void refuse_foreign(const fs::path& target, bool force) {
+  std::error_code ec;
+  if (force || !fs::is_directory(target, ec)) return;
+  auto foreign = foreign_files(target);
+  if (foreign.empty()) return;
+  std::string shown;
+  for (size_t k = 0; k < foreign.size() && k < 5; ++k) shown += (k ? ", " : "") + foreign[k];
+  if (foreign.size() > 5) shown += fmt::format(" and {} more", foreign.size() - 5);
+  usage_error(fmt::format(
+      "{} holds files jarvis did not write ({}); the report replaces the whole directory: "
+      "choose another --out, or pass --force to replace it",
+      target.string(), shown));
 }
 
 // Writes the report into a fresh sibling directory, then swaps it in.
 void write_report_dir(const Report& report, const fs::path& target) {
-  fs::path parent = target.parent_path();
+  fs::path parent = target.parent_path().empty() ? fs::path(".") : target.parent_path();
   auto dir_lock = lock_output_dir(target);
   fs::create_directories(parent);
   std::string suffix = std::to_string(::getpid());
-  fs::path tmp = parent / (".perf_report_csvs.tmp." + suffix);
-  fs::path old = parent / (".perf_report_csvs.old." + suffix);
+  std::string stem = target.filename().string();
+  fs::path tmp = parent / ("." + stem + ".tmp." + suffix);
+  fs::path old = parent / ("." + stem + ".old." + suffix);
   fs::remove_all(tmp);
   try {
     write_report_csvs(report, tmp.string());
+    std::string listing;
+    for (const Table& t : report.tables) listing += t.name + ".csv\n";
+    write_file_atomic((tmp / kMarker).string(), listing);
     if (fs::exists(target)) fs::rename(target, old);
     fs::rename(tmp, target);
   } catch (...) {
@@ -127,11 +109,10 @@ void write_report_dir(const Report& report, const fs::path& target) {
   fs::remove_all(old, ec);
 }
 
-void write_html_report(const Trace& trace, const Report& report, const std::string& trace_path,
-                       const std::string& arch_name, const std::string& html_path,
-                       const std::string& svg_dir) {
+void write_html_report(const Trace& trace, const Report& report, const ReportArgs& a,
+                       const std::string& arch_name) {
   charts::ReportPageOptions page;
-  page.trace_path = trace_path;
+  page.trace_path = a.trace;
   if (!arch_name.empty()) {
     page.arch_name = arch_name;
     page.arch = analysis::load_arch_json(arch_name);
@@ -140,141 +121,219 @@ void write_html_report(const Trace& trace, const Report& report, const std::stri
   }
   auto charts = charts::report_charts(trace, report, page);
   std::string html = charts::report_html(trace, report, charts, page);
-  write_file_atomic(html_path, html);
-  fmt::print("{}: HTML report, {} charts, {} bytes\n", html_path, charts.size(), html.size());
-  if (!svg_dir.empty())
-    for (const auto& path : charts::write_chart_svgs(charts, svg_dir)) fmt::print("{}\n", path);
+  write_file_atomic(a.html, html);
+  fmt::print("{}: HTML report, {} charts, {} bytes\n", a.html, charts.size(), html.size());
+  if (!a.svg_dir.empty())
+    for (const auto& path : charts::write_chart_svgs(charts, a.svg_dir)) fmt::print("{}\n", path);
 }
 
-// The rocprof report options from the shared ones and the rocprof flags.
-rocprof::ReportOptions rocprof_options(const Args& args, const ReportOptions& shared) {
-  if (has_flag(args, "--html")) throw UsageError("--html is not supported for rocprofv3 input");
-  if (has_flag(args, "--arch") || has_flag(args, "--include-python-frames"))
-    throw UsageError("--arch and --include-python-frames do not apply to rocprofv3 input");
+ReportOptions report_options(const ReportArgs& a) {
+  ReportOptions o;
+  o.include_python_frames = a.python_frames;
+  o.kernel_summary = !a.no_kernel_summary;
+  o.short_kernel_study = !a.no_short_kernel_study;
+  o.collective_analysis = !a.no_coll_analysis;
+  o.short_kernel_threshold_us = a.short_kernel_threshold_us;
+  o.short_kernel_bins = a.short_kernel_bins;
+  return o;
+}
+
+rocprof::ReportOptions rocprof_options(const ReportArgs& a) {
+  if (!a.html.empty()) usage_error("--html is not supported for rocprofv3 input");
+  if (!a.arch.empty() || a.python_frames)
+    usage_error("--arch and --include-python-frames do not apply to rocprofv3 input");
+  ReportOptions shared = report_options(a);
   rocprof::ReportOptions o;
   o.kernel_summary = shared.kernel_summary;
   o.short_kernel_study = shared.short_kernel_study;
   o.short_kernel_threshold_us = shared.short_kernel_threshold_us;
   o.short_kernel_bins = shared.short_kernel_bins;
-  o.kernel_details = has_flag(args, "--kernel-details");
-  o.fix_units = has_flag(args, "--fix-rocprof-units");
-  if (has_flag(args, "--topk-kernels")) {
-    if (!o.kernel_details) throw UsageError("--topk-kernels needs --kernel-details");
-    int topk = parse_number<int>(flag_value(args, "--topk-kernels"), "--topk-kernels");
-    if (topk < 1) throw UsageError("--topk-kernels must be >= 1");
-    o.topk_kernels = static_cast<size_t>(topk);
+  o.kernel_details = a.kernel_details;
+  o.fix_units = a.fix_rocprof_units;
+  if (a.topk_kernels) {
+    if (!o.kernel_details) usage_error("--topk-kernels needs --kernel-details");
+    o.topk_kernels = *a.topk_kernels;
   }
   return o;
 }
 
-// TraceLens's rocprof sheets into DIR/perf_report_csvs; the counters, when
-// the input has them, into DIR/rocprof_counters.
-int write_rocprof_report(const std::string& path, const rocprof::ReportOptions& options,
-                         const std::string& out, const std::string& xlsx) {
-  rocprof::Profile profile = rocprof::load_profile(path);
+// Where the CSVs and the workbook go: --csv-dir (TraceLens's output_csvs_dir)
+// holds the sheets itself; --out DIR holds perf_report_csvs/ and, unless
+// --no-xlsx, perf_report.xlsx.
+struct Targets {
+  std::optional<fs::path> csv_dir;
+  std::string xlsx;
+};
+
+Targets targets(const ReportArgs& a) {
+  Targets t;
+  if (!a.csv_dir.empty()) t.csv_dir = fs::path(a.csv_dir);
+  if (!a.out.empty()) t.csv_dir = fs::path(a.out) / "perf_report_csvs";
+  t.xlsx = a.xlsx;
+  if (t.xlsx.empty() && !a.out.empty() && !a.no_xlsx)
+    t.xlsx = (fs::path(a.out) / "perf_report.xlsx").string();
+  return t;
+}
+
+// Returns the lines to print once progress is done (stdout stays clean of
+// the progress line).
+std::vector<std::string> write_tables(const Report& report, const Targets& t) {
+  std::vector<std::string> lines;
+  if (t.csv_dir) {
+    write_report_dir(report, *t.csv_dir);
+    for (const Table& table : report.tables)
+      lines.push_back(fmt::format("{}: {} rows", (*t.csv_dir / (table.name + ".csv")).string(),
+                                  table.rows.size()));
+  }
+  if (!t.xlsx.empty()) {
+    write_xlsx(report.tables, t.xlsx);
+    lines.push_back(fmt::format("{}: {} sheets", t.xlsx, report.tables.size()));
+  }
+  return lines;
+}
+
+void print_lines(const std::vector<std::string>& lines) {
+  for (const auto& line : lines) fmt::print("{}\n", line);
+}
+
+// TraceLens's rocprof sheets, and the counters (when the input has them) in
+// OUT/rocprof_counters.
+int run_rocprof(const ReportArgs& a, const Targets& t, Progress& progress) {
+  rocprof::ReportOptions options = rocprof_options(a);
+  progress.phase("load");
+  rocprof::Profile profile = rocprof::load_profile(a.trace);
+  progress.phase("report");
   Report report;
   report.gpu_only = true;
   report.tables = rocprof::report_tables(profile, options);
-  fs::path target = fs::path(out) / "perf_report_csvs";
-  write_report_dir(report, target);
-  for (const Table& t : report.tables)
-    fmt::print("{}: {} rows\n", (target / (t.name + ".csv")).string(), t.rows.size());
-  if (!profile.counters.empty()) {
-    fs::path dir = fs::path(out) / "rocprof_counters";
-    for (const Table& t : {rocprof::dispatch_counters_table(profile),
-                           rocprof::kernel_counters_table(rocprof::kernel_counters(profile))}) {
-      write_file_atomic((dir / (t.name + ".csv")).string(), t.to_csv());
-      fmt::print("{}: {} rows\n", (dir / (t.name + ".csv")).string(), t.rows.size());
+  std::vector<Table> counters;
+  if (!profile.counters.empty())
+    counters = {rocprof::dispatch_counters_table(profile),
+                rocprof::kernel_counters_table(rocprof::kernel_counters(profile))};
+  progress.phase("write");
+  auto lines = write_tables(report, t);
+  progress.finish();
+  print_lines(lines);
+  if (!counters.empty() && !a.out.empty()) {
+    fs::path dir = fs::path(a.out) / "rocprof_counters";
+    for (const Table& table : counters) {
+      write_file_atomic((dir / (table.name + ".csv")).string(), table.to_csv());
+      fmt::print("{}: {} rows\n", (dir / (table.name + ".csv")).string(), table.rows.size());
     }
   }
-  if (!xlsx.empty()) write_xlsx(report.tables, xlsx);
   return 0;
+}
+
+int run_report(ReportArgs& a) {
+  if (!a.profile_json_path.empty()) {
+    if (!a.trace.empty()) usage_error("give the trace once: TRACE or --profile_json_path");
+    a.trace = a.profile_json_path;
+  }
+  if (a.trace.empty()) usage_error("TRACE is required");
+  if (a.out.empty() && a.csv_dir.empty() && a.xlsx.empty() && a.html.empty())
+    usage_error("nothing to write: give --out DIR (or --csv-dir DIR, --xlsx FILE, --html FILE)");
+  for (const auto& [file, flag] : {std::pair{a.xlsx, "--xlsx"}, {a.html, "--html"}})
+    if (!file.empty()) check_output_parent(file, a.mkdirs, flag);
+  Targets t = targets(a);
+  if (t.csv_dir) refuse_foreign(*t.csv_dir, a.force);
+  Progress progress(a.progress.resolve(), "report");
+  bool rocprof_input = a.rocprof || rocprof::is_rocprof_input(a.trace);
+  if (rocprof_input) return run_rocprof(a, t, progress);
+  if (a.kernel_details || a.topk_kernels || a.fix_rocprof_units)
+    usage_error("--kernel-details, --topk-kernels and --fix-rocprof-units apply to rocprofv3 "
+                "input only");
+
+  ReportOptions options = report_options(a);
+  std::optional<GpuArch> arch;
+  if (!a.arch.empty() && a.arch != "none") arch = perf::load_gpu_arch(a.arch);
+  progress.phase("load");
+  Trace trace = load_trace(a.trace);
+  progress.phase("call tree");
+  CallTree tree(trace, TreeOptions{options.include_python_frames});
+  // No --arch: the bundled arch of the GPU the trace ran on, so the roofline
+  // columns appear without a flag (--arch none leaves them out, as TraceLens
+  // does without --gpu_arch_json_path).
+  std::string arch_name = a.arch;
+  if (arch_name.empty()) {
+    arch_name = detect_arch_name(trace);
+    if (!arch_name.empty()) arch = perf::load_gpu_arch(arch_name);
+  }
+  if (arch_name == "none") arch_name.clear();
+  if (arch) options.arch = &*arch;
+  progress.phase("report");
+  Report report = build_report(trace, tree, options);
+  progress.phase("write");
+  auto lines = write_tables(report, t);
+  progress.finish();
+  fmt::print("arch: {}\n", arch ? arch->name + (a.arch.empty() ? " (detected from the trace)" : "")
+                                : std::string("none (no roofline columns)"));
+  print_lines(lines);
+  if (!a.html.empty()) write_html_report(trace, report, a, arch_name);
+  return 0;
+}
+
+void add_pytorch_options(CLI::App* cmd, ReportArgs& a) {
+  cmd->add_option("--arch,--gpu_arch_json_path", a.arch,
+                  "GPU arch for the roofline columns: bundled name (MI300X, H100, ...), arch "
+                  "JSON file, or none (default: the bundled arch of the trace's GPU)");
+  cmd->add_flag("--include-python-frames", a.python_frames, "put python frames into the tree");
+  cmd->add_flag("--no-kernel-summary", a.no_kernel_summary, "skip the kernel_summary sheet");
+  cmd->add_flag("--no-short-kernel-study", a.no_short_kernel_study, "skip the short-kernel sheets");
+  cmd->add_flag("--no-coll-analysis,--disable_coll_analysis", a.no_coll_analysis,
+                "skip the coll_analysis sheet");
+  cmd->add_flag("--enable_kernel_summary,--short_kernel_study", a.tracelens_on_by_default,
+                "TraceLens spellings of sheets jarvis writes by default (accepted, no effect)");
+  cmd->add_option("--short-kernel-threshold-us,--short_kernel_threshold_us",
+                  a.short_kernel_threshold_us, "short kernel threshold in us")
+      ->check(CLI::PositiveNumber)
+      ->default_str("10");
+  cmd->add_option("--short-kernel-bins,--short_kernel_histogram_bins", a.short_kernel_bins,
+                  "short-kernel histogram bins")
+      ->check(CLI::Range(1, 100000))
+      ->default_str("100");
+}
+
+void add_rocprof_options(CLI::App* cmd, ReportArgs& a) {
+  auto* group = cmd->add_option_group("rocprofv3 input",
+                                      "a *_results.json[.gz], a CSV set directory or one of its "
+                                      "files; detected by content (TraceLens's rocprof sheets)");
+  group->add_flag("--rocprof", a.rocprof, "read TRACE as rocprofv3 output without detection");
+  group->add_flag("--kernel-details", a.kernel_details,
+                  "also write kernel_details (one row per dispatch)");
+  group->add_option("--topk-kernels", a.topk_kernels, "kernel_details: the N longest dispatches")
+      ->check(CLI::Range(size_t{1}, size_t{1} << 40));
+  group->add_flag("--fix-rocprof-units", a.fix_rocprof_units,
+                  "write times in the units the headers name (see docs/deviations.md)");
 }
 
 }  // namespace
 
-int cmd_report(const Args& args) {
-  if (has_flag(args, "--help") || has_flag(args, "-h")) {
-    std::fputs(kUsage, stdout);
-    return 0;
-  }
-  ReportOptions options;
-  rocprof::ReportOptions rocprof_report;
-  bool rocprof_input = false;
-  std::string out, trace_path;
-#ifdef JARVIS_HAVE_GPU_ARCH
-  GpuArch arch;
-#endif
-  try {
-    check_flags(args);
-    auto pos = positionals(args, kValueFlags);
-    if (pos.size() != 1) throw UsageError("expected exactly one TRACE argument");
-    trace_path = pos[0];
-    out = flag_value(args, "--out");
-    if (out.empty() && !has_flag(args, "--html"))
-      throw UsageError("--out DIR or --html FILE is required");
-    if (has_flag(args, "--svg-dir") && !has_flag(args, "--html"))
-      throw UsageError("--svg-dir needs --html");
-    options.include_python_frames = has_flag(args, "--include-python-frames");
-    options.kernel_summary = !has_flag(args, "--no-kernel-summary");
-    options.short_kernel_study = !has_flag(args, "--no-short-kernel-study");
-    options.collective_analysis = !has_flag(args, "--no-coll-analysis");
-    if (has_flag(args, "--short-kernel-threshold-us"))
-      options.short_kernel_threshold_us = parse_number<double>(
-          flag_value(args, "--short-kernel-threshold-us"), "--short-kernel-threshold-us");
-    if (has_flag(args, "--short-kernel-bins")) {
-      options.short_kernel_bins =
-          parse_number<int>(flag_value(args, "--short-kernel-bins"), "--short-kernel-bins");
-      if (options.short_kernel_bins < 1) throw UsageError("--short-kernel-bins must be >= 1");
-    }
-    if (has_flag(args, "--arch")) {
-#ifdef JARVIS_HAVE_GPU_ARCH
-      arch = perf::load_gpu_arch(flag_value(args, "--arch"));
-      options.arch = &arch;
-#else
-      throw UsageError("--arch is not supported by this build (no GPU arch support)");
-#endif
-    }
-    rocprof_input = has_flag(args, "--rocprof") || rocprof::is_rocprof_input(trace_path);
-    if (rocprof_input) {
-      if (out.empty()) throw UsageError("--out DIR is required for rocprofv3 input");
-      rocprof_report = rocprof_options(args, options);
-    } else {
-      for (const auto& flag : kRocprofOnly)
-        if (has_flag(args, flag)) throw UsageError(flag + " applies to rocprofv3 input only");
-    }
-  } catch (const UsageError& e) {
-    std::fprintf(stderr, "jarvis report: %s\n%s", e.what(), kUsage);
-    return 2;
-  }
-  if (rocprof_input)
-    return write_rocprof_report(trace_path, rocprof_report, out, flag_value(args, "--xlsx"));
-
-  Trace trace = load_trace(trace_path);
-  CallTree tree(trace, TreeOptions{options.include_python_frames});
-  std::string arch_name = has_flag(args, "--arch") ? flag_value(args, "--arch") : "";
-#ifdef JARVIS_HAVE_GPU_ARCH
-  // The HTML page draws rooflines, so it detects the arch like the MCP tools do.
-  if (arch_name.empty() && has_flag(args, "--html")) {
-    arch_name = detect_arch_name(trace);
-    if (!arch_name.empty()) {
-      arch = perf::load_gpu_arch(arch_name);
-      options.arch = &arch;
-    }
-  }
-#endif
-  Report report = build_report(trace, tree, options);
-  if (!out.empty()) {
-    fs::path target = fs::path(out) / "perf_report_csvs";
-    write_report_dir(report, target);
-    for (const Table& t : report.tables)
-      fmt::print("{}: {} rows\n", (target / (t.name + ".csv")).string(), t.rows.size());
-  }
-  if (has_flag(args, "--xlsx")) write_xlsx(report.tables, flag_value(args, "--xlsx"));
-  if (has_flag(args, "--html"))
-    write_html_report(trace, report, trace_path, arch_name, flag_value(args, "--html"),
-                      flag_value(args, "--svg-dir"));
-  return 0;
+Runner add_report(CLI::App& app) {
+  auto a = std::make_shared<ReportArgs>();
+  CLI::App* cmd = app.add_subcommand(
+      "report", "TraceLens perf report: CSV sheets, Excel workbook, HTML report with charts");
+  cmd->add_option("TRACE", a->trace, "Kineto trace (.json/.json.gz) or rocprofv3 output");
+  cmd->add_option("--profile_json_path", a->profile_json_path, "TraceLens spelling of TRACE");
+  auto* out = cmd->add_option("-o,--out", a->out,
+                              "output directory: DIR/perf_report_csvs/<sheet>.csv and "
+                              "DIR/perf_report.xlsx (created)");
+  cmd->add_option("--csv-dir,--output_csvs_dir", a->csv_dir,
+                  "write the sheets straight into this directory (TraceLens's layout)")
+      ->excludes(out);
+  cmd->add_option("--xlsx,--output_xlsx_path", a->xlsx,
+                  "Excel workbook path (default with --out: DIR/perf_report.xlsx)");
+  cmd->add_flag("--no-xlsx", a->no_xlsx, "no workbook beside the CSVs");
+  cmd->add_option("--html", a->html, "self-contained HTML report with charts");
+  cmd->add_option("--svg-dir", a->svg_dir, "also each chart as DIR/<chart>.svg")
+      ->needs(cmd->get_option("--html"));
+  cmd->add_flag("--force", a->force,
+                "replace a CSV directory that holds files jarvis did not write");
+  cmd->add_flag("--mkdirs", a->mkdirs, "create missing parent directories of --xlsx/--html");
+  add_pytorch_options(cmd, *a);
+  add_rocprof_options(cmd, *a);
+  add_progress_flags(cmd, a->progress);
+  cmd->footer("TraceLens flag spellings are accepted where they map to jarvis's (docs/cli.md).");
+  return [a] { return run_report(*a); };
 }
 
 }  // namespace jarvis::cli

@@ -5,34 +5,26 @@
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
+#include <memory>
 #include <thread>
 
 #include <fmt/format.h>
 
 #include "cli/commands.h"
+#include "cli/options.h"
 #include "mcp/transport.h"
 
 namespace jarvis::cli {
 
 namespace {
 
-const char* kUsage =
-    "usage: jarvis serve --stdio [options]\n"
-    "       jarvis serve --http [HOST:]PORT [options]     (or --http --host H --port P)\n"
-    "options:\n"
-    "  --root DIR               directory tools may read/write (repeatable; default: cwd)\n"
-    "  --token TOKEN            HTTP bearer token (default: $JARVIS_TOKEN; required off loopback)\n"
-    "  --allow-origin ORIGIN    extra allowed Origin for HTTP (repeatable)\n"
-    "  --max-message-mb N       largest JSON-RPC message accepted, decoded (1-1024, default 64)\n"
-    "  --max-memory SIZE        budget of the parsed-trace cache shared by all sessions, e.g.\n"
-    "                           4096M or 8G (default: unlimited); least recently used traces\n"
-    "                           are evicted and parsed again on next use\n"
-    "  --session-ttl-min N      forget HTTP sessions and stateless handles idle this long\n"
-    "                           (1-10080 minutes, default 30)\n"
-    "  --arch-dir DIR           directory of GPU arch .json files readable besides --root\n"
-    "                           (repeatable)\n"
-    "  --workers N              threads running requests (default: stdio 1 = in order, HTTP 32)\n"
-    "  --conformance-fixtures   add the MCP conformance suite's test fixtures (tests only)\n";
+struct ServeArgs {
+  bool stdio = false, conformance_fixtures = false;
+  bool http = false;     // --http given (with or without an address)
+  std::string http_address;
+  std::string host, port, token, max_message_mb, max_memory, session_ttl_min, workers;
+  std::vector<std::string> roots, allow_origins, arch_dirs;
+};
 
 // A whole number in [lo, hi]; anything else (negative, junk, absurd) stops
 // the start instead of wrapping around to "no limit".
@@ -66,31 +58,19 @@ uint64_t memory_size(const std::string& text) {
   return n * unit;
 }
 
-std::vector<std::string> all_values(const Args& args, const std::string& flag) {
-  std::vector<std::string> out;
-  for (size_t k = 0; k + 1 < args.size(); ++k)
-    if (args[k] == flag) out.push_back(args[k + 1]);
-  return out;
-}
-
-// --http takes an optional value: [HOST:]PORT.
-void parse_http_address(const Args& args, mcp::HttpOptions& http) {
-  for (size_t k = 0; k < args.size(); ++k) {
-    if (args[k] != "--http" || k + 1 >= args.size() || args[k + 1].rfind("--", 0) == 0) continue;
-    const std::string& addr = args[k + 1];
+// --http [HOST:]PORT, or --http with --host / --port.
+void parse_http_address(const ServeArgs& a, mcp::HttpOptions& http) {
+  const std::string& addr = a.http_address;
+  if (!addr.empty()) {
     size_t colon = addr.rfind(':');
-    if (colon == std::string::npos) {
-      http.port = std::stoi(addr);
-    } else {
-      http.host = addr.substr(0, colon);
-      http.port = std::stoi(addr.substr(colon + 1));
-    }
+    if (colon != std::string::npos) http.host = addr.substr(0, colon);
+    std::string port = colon == std::string::npos ? addr : addr.substr(colon + 1);
+    http.port = static_cast<int>(bounded_number("--http", port, 0, 65535));
   }
-  if (auto host = flag_value(args, "--host"); !host.empty()) http.host = host;
-  if (auto port = flag_value(args, "--port"); !port.empty()) http.port = std::stoi(port);
+  if (!a.host.empty()) http.host = a.host;
+  if (!a.port.empty()) http.port = static_cast<int>(bounded_number("--port", a.port, 0, 65535));
   if (http.host.size() > 2 && http.host.front() == '[' && http.host.back() == ']')
     http.host = http.host.substr(1, http.host.size() - 2);
-  if (http.port < 0 || http.port > 65535) throw std::runtime_error("port out of range");
 }
 
 int serve_http(mcp::Server& server, mcp::HttpOptions options) {
@@ -116,42 +96,90 @@ int serve_http(mcp::Server& server, mcp::HttpOptions options) {
   return 0;
 }
 
-}  // namespace
+mcp::ServerOptions server_options(const ServeArgs& a) {
+  mcp::ServerOptions options;
+  options.roots = a.roots;
+  options.conformance_fixtures = a.conformance_fixtures;
+  if (!a.max_message_mb.empty())
+    options.max_message_bytes = bounded_number("--max-message-mb", a.max_message_mb, 1, 1024)
+                                << 20;
+  if (!a.max_memory.empty()) options.max_memory_bytes = memory_size(a.max_memory);
+  if (!a.session_ttl_min.empty())
+    options.session_idle_ttl =
+        std::chrono::minutes(bounded_number("--session-ttl-min", a.session_ttl_min, 1, 10080));
+  options.arch_dirs = a.arch_dirs;
+  return options;
+}
 
-int cmd_serve(const Args& args) {
-  bool stdio = has_flag(args, "--stdio");
-  bool http = has_flag(args, "--http");
-  if (stdio == http || has_flag(args, "--help")) {
-    std::fputs(kUsage, stderr);
-    return has_flag(args, "--help") ? 0 : 2;
+int run_serve(const ServeArgs& a) {
+  if (a.stdio == a.http) usage_error("give exactly one of --stdio and --http");
+  if (a.stdio && (!a.host.empty() || !a.port.empty() || !a.token.empty()))
+    usage_error("--host, --port and --token apply to --http");
+  mcp::ServerOptions options;
+  size_t worker_count = 0;
+  try {
+    options = server_options(a);
+    if (!a.workers.empty()) worker_count = bounded_number("--workers", a.workers, 1, 1024);
+  } catch (const std::runtime_error& e) {
+    usage_error(e.what());
   }
   std::signal(SIGPIPE, SIG_IGN);
-  mcp::ServerOptions options;
-  options.roots = all_values(args, "--root");
-  options.conformance_fixtures = has_flag(args, "--conformance-fixtures");
-  if (auto mb = flag_value(args, "--max-message-mb"); !mb.empty())
-    options.max_message_bytes = bounded_number("--max-message-mb", mb, 1, 1024) << 20;
-  if (auto mem = flag_value(args, "--max-memory"); !mem.empty())
-    options.max_memory_bytes = memory_size(mem);
-  if (auto ttl = flag_value(args, "--session-ttl-min"); !ttl.empty())
-    options.session_idle_ttl =
-        std::chrono::minutes(bounded_number("--session-ttl-min", ttl, 1, 10080));
-  options.arch_dirs = all_values(args, "--arch-dir");
   mcp::Server server(options);
   for (const auto& problem : server.registry_problems())
     std::fprintf(stderr, "jarvis serve: warning: %s\n", problem.c_str());
-  std::string workers = flag_value(args, "--workers");
-  size_t worker_count = workers.empty() ? 0 : bounded_number("--workers", workers, 1, 1024);
-  if (stdio) return mcp::serve_stdio(server, 0, 1, worker_count ? worker_count : 1);
+  if (a.stdio) return mcp::serve_stdio(server, 0, 1, worker_count ? worker_count : 1);
 
   mcp::HttpOptions http_options;
-  parse_http_address(args, http_options);
-  http_options.token = flag_value(args, "--token");
+  try {
+    parse_http_address(a, http_options);
+  } catch (const std::runtime_error& e) {
+    usage_error(e.what());
+  }
+  http_options.token = a.token;
   if (http_options.token.empty())
     if (const char* env = std::getenv("JARVIS_TOKEN")) http_options.token = env;
-  http_options.allowed_origins = all_values(args, "--allow-origin");
+  http_options.allowed_origins = a.allow_origins;
   if (worker_count) http_options.threads = worker_count;
   return serve_http(server, http_options);
+}
+
+}  // namespace
+
+Runner add_serve(CLI::App& app) {
+  auto a = std::make_shared<ServeArgs>();
+  CLI::App* cmd = app.add_subcommand("serve", "MCP server for agents over stdio or HTTP");
+  cmd->add_flag("--stdio", a->stdio, "JSON-RPC over stdin/stdout");
+  CLI::Option* http = cmd->add_option("--http", a->http_address,
+                  "Streamable HTTP on [HOST:]PORT (default 127.0.0.1:8080; or --host/--port)")
+      ->expected(0, 1);
+  cmd->add_option("--host", a->host, "HTTP bind address (default 127.0.0.1)");
+  cmd->add_option("--port", a->port, "HTTP port");
+  cmd->add_option("--root", a->roots,
+                  "directory tools may read/write (repeatable; default: the working directory)")
+      ->allow_extra_args(false);
+  cmd->add_option("--token", a->token,
+                  "HTTP bearer token (default: $JARVIS_TOKEN; required off loopback)");
+  cmd->add_option("--allow-origin", a->allow_origins, "extra allowed Origin (repeatable)")
+      ->allow_extra_args(false);
+  cmd->add_option("--max-message-mb", a->max_message_mb,
+                  "largest JSON-RPC message accepted, decoded (1-1024, default 64)");
+  cmd->add_option("--max-memory", a->max_memory,
+                  "budget of the parsed-trace cache shared by all sessions, e.g. 4096M or 8G "
+                  "(default: unlimited); least recently used traces are evicted");
+  cmd->add_option("--session-ttl-min", a->session_ttl_min,
+                  "forget HTTP sessions and stateless handles idle this long (1-10080, "
+                  "default 30)");
+  cmd->add_option("--arch-dir", a->arch_dirs,
+                  "directory of GPU arch .json files readable besides --root (repeatable)")
+      ->allow_extra_args(false);
+  cmd->add_option("--workers", a->workers,
+                  "threads running requests (default: stdio 1 = in order, HTTP 32)");
+  cmd->add_flag("--conformance-fixtures", a->conformance_fixtures,
+                "add the MCP conformance suite's test fixtures (tests only)");
+  return [a, http] {
+    a->http = http->count() > 0;
+    return run_serve(*a);
+  };
 }
 
 }  // namespace jarvis::cli

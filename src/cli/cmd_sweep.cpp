@@ -4,105 +4,62 @@
 //
 // Sweep outputs are described in docs/sweeps.md. Progress (runs done / total,
 // ETA) goes to stderr, results to stdout.
-#include <algorithm>
-#include <charconv>
-#include <chrono>
 #include <cstdio>
 #include <filesystem>
-#include <stdexcept>
+#include <memory>
 #include <utility>
 
 #include <fmt/format.h>
 
+#include "base/atomic_file.h"
 #include "cli/commands.h"
-#include "report/xlsx.h"
+#include "cli/options.h"
 #include "sweep/sweep.h"
 
 namespace jarvis::cli {
 namespace {
 
-constexpr const char* kSweepUsage =
-    "usage: jarvis sweep DIR --out OUT [options]\n"
-    "analyses every run of a sweep (traces, TraceLens perf_report_csvs dirs or .xlsx) and\n"
-    "writes OUT/gemm_variance.csv, gemm_variance_by_kernel.csv, gemm_variance_timestamps.csv,\n"
-    "gemm_variance_coll_overlap.csv, gpu_timeline_*.csv, nccl_by_config.csv, failed_runs.csv\n"
-    "options:\n"
-    "  --layout P     run pattern with named fields, e.g.\n"
-    "                 'runs/bs{batch}_ch{channels}/torch_profiler/rank{rank}/*.json.gz'\n"
-    "                 (default: {threads}thread/nccl_{channel}channels/torch_profiler/"
-    "rank{rank}/*.json*,\n"
-    "                 then TraceLens report directories {threads}thread/"
-    "perf_{channel}ch_rank{rank}_perf_report_csvs)\n"
-    "  --top-k N      GEMM rows per run in gemm_variance (default 5)\n"
-    "  --jobs N       runs analysed in parallel (default: cores)\n"
-    "  --cache DIR    per-run cache directory (default DIR/.jarvis-sweep-cache; 'none': off)\n"
-    "  --xlsx FILE    also write every table as a sheet of one workbook\n"
-    "  --svg-dir DIR  also the variance plots (box / violin per field, interaction) as SVG\n"
-    "  --html FILE    one self-contained HTML page: variance plots, timeline and NCCL by config,\n"
-    "                 top-variance kernels\n"
-    "  --quiet        no progress on stderr\n";
+constexpr const char* kLayoutHelp =
+    "run pattern with named fields, e.g. "
+    "'runs/bs{batch}_ch{channels}/torch_profiler/rank{rank}/*.json.gz' (default: "
+    "{threads}thread/nccl_{channel}channels/torch_profiler/rank{rank}/*.json*, then TraceLens "
+    "report directories {threads}thread/perf_{channel}ch_rank{rank}_perf_report_csvs)";
 
-constexpr const char* kCompareUsage =
-    "usage: jarvis sweep-compare BASE CAND --out OUT [options]\n"
-    "compares two sweeps per config: OUT/compare_gpu_timeline.csv, compare_gemm_kernels.csv\n"
-    "(change, and whether it lies inside run-to-run noise)\n"
-    "options: --layout P (both), --base-layout P, --cand-layout P, --jobs N, --cache DIR|none,\n"
-    "         --xlsx FILE, --html FILE [--labels A B] (side-by-side page; default labels: the\n"
-    "         directory names), --quiet\n";
-
-constexpr const char* kRocprofUsage =
-    "usage: jarvis rocprof-config CSV --out FILE.yaml\n"
-    "rocprofv3 input tracing exactly the kernels of CSV's kernel_name column (gemm_variance.csv\n"
-    "or top5_gemm_kernels_time_variance.csv): FILE.yaml, FILE.json, FILE_kernel_list.txt\n";
-
-class UsageError : public std::runtime_error {
- public:
-  using std::runtime_error::runtime_error;
+// Options shared by sweep and sweep-compare.
+struct LoadArgs {
+  std::string layout, cache;
+  size_t jobs = 0;
+  bool mkdirs = false;
+  ProgressFlags progress;
 };
 
-void check_flags(const Args& args, const std::vector<std::string>& values,
-                 const std::vector<std::string>& switches) {
-  for (size_t k = 0; k < args.size(); ++k) {
-    const std::string& a = args[k];
-    if (a.rfind("--", 0) != 0) continue;
-    if (std::find(values.begin(), values.end(), a) != values.end()) {
-      if (k + 1 >= args.size()) throw UsageError(a + " needs a value");
-      ++k;
-    } else if (std::find(switches.begin(), switches.end(), a) == switches.end()) {
-      throw UsageError("unknown option " + a);
-    }
-  }
+void add_load_options(CLI::App* cmd, LoadArgs& a) {
+  cmd->add_option("--layout", a.layout, kLayoutHelp);
+  cmd->add_option("--jobs", a.jobs, "runs analysed in parallel (default: cores)")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--cache", a.cache,
+                  "per-run cache directory (default DIR/.jarvis-sweep-cache; none: off)");
+  cmd->add_flag("--mkdirs", a.mkdirs, "create missing parent directories of --xlsx/--html");
+  add_progress_flags(cmd, a.progress);
 }
 
-size_t parse_count(const Args& args, const std::string& flag, size_t fallback) {
-  if (!has_flag(args, flag)) return fallback;
-  std::string text = flag_value(args, flag);
-  size_t v = 0;
-  auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
-  if (ec != std::errc() || p != text.data() + text.size() || v == 0)
-    throw UsageError(fmt::format("{} expects a positive integer, got '{}'", flag, text));
-  return v;
-}
-
-// Progress line on stderr: runs done / total and the remaining time at the
-// rate so far.
-sweep::LoadOptions load_options(const Args& args, const std::string& layout_flag) {
+sweep::LoadOptions load_options(const LoadArgs& a, const std::string& layout,
+                                Progress& progress) {
   sweep::LoadOptions o;
-  o.pattern = flag_value(args, layout_flag);
-  if (o.pattern.empty()) o.pattern = flag_value(args, "--layout");
-  o.jobs = parse_count(args, "--jobs", 0);
-  o.cache_dir = flag_value(args, "--cache");
-  if (!has_flag(args, "--quiet")) {
-    auto start = std::chrono::steady_clock::now();
-    o.progress = [start](size_t done, size_t total, const std::string&) {
-      double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-      double eta = s / static_cast<double>(done) * static_cast<double>(total - done);
-      std::fprintf(stderr, "\rsweep: %zu/%zu runs, %.1f s, ETA %.1f s   ", done, total, s, eta);
-      if (done == total) std::fputc('\n', stderr);
-      return true;
-    };
-  }
+  o.pattern = layout.empty() ? a.layout : layout;
+  o.jobs = a.jobs;
+  o.cache_dir = a.cache;
+  o.progress = [&progress](size_t done, size_t total, const std::string&) {
+    progress.count(done, total, "runs");
+    return true;
+  };
   return o;
+}
+
+sweep::Sweep load(const std::string& dir, const LoadArgs& a, const std::string& layout,
+                  Progress& progress) {
+  progress.phase("load " + dir);
+  return sweep::load_sweep(dir, load_options(a, layout, progress));
 }
 
 // The summary line is progress-like (left out with --quiet); failures and
@@ -116,128 +73,139 @@ void report_load(const sweep::Sweep& s, bool quiet) {
     std::fprintf(stderr, "failed run: %s: %s\n", f.path.c_str(), f.reason.c_str());
 }
 
-int usage_error(const char* cmd, const UsageError& e, const char* usage) {
-  std::fprintf(stderr, "jarvis %s: %s\n%s", cmd, e.what(), usage);
-  return 2;
-}
-
-const std::vector<std::string> kSweepValues = {"--out",   "--layout", "--top-k",   "--jobs",
-                                               "--cache", "--xlsx",   "--svg-dir", "--html"};
-
-// `--labels A B` takes two values: removed from the args (the generic flag
-// parser takes one value per flag), returned as the pair.
-std::pair<std::string, std::string> take_labels(Args& args) {
-  for (size_t k = 0; k < args.size(); ++k) {
-    if (args[k] != "--labels") continue;
-    if (k + 2 >= args.size()) throw UsageError("--labels needs two values: --labels A B");
-    std::pair<std::string, std::string> labels{args[k + 1], args[k + 2]};
-    args.erase(args.begin() + static_cast<std::ptrdiff_t>(k),
-               args.begin() + static_cast<std::ptrdiff_t>(k + 3));
-    return labels;
-  }
-  return {};
-}
-
 std::string dir_label(const std::string& dir) {
   std::filesystem::path p = std::filesystem::path(dir).lexically_normal();
   if (!p.has_filename()) p = p.parent_path();
   return p.filename().string();
 }
 
+struct SweepArgs {
+  std::string dir, out, xlsx, svg_dir, html;
+  size_t top_k = 5;
+  LoadArgs load;
+};
+
+int run_sweep(const SweepArgs& a) {
+  for (const auto& [file, flag] : {std::pair{a.xlsx, "--xlsx"}, {a.html, "--html"}})
+    if (!file.empty()) check_output_parent(file, a.load.mkdirs, flag);
+  bool quiet = a.load.progress.resolve() == ProgressMode::None;
+  Progress progress(a.load.progress.resolve(), "sweep");
+  sweep::Sweep s = load(a.dir, a.load, "", progress);
+  progress.phase("tables");
+  auto tables = sweep::sweep_tables(s, a.top_k);
+  progress.finish();
+  report_load(s, quiet);
+  for (const auto& path : sweep::write_sweep_outputs(tables, a.out, a.xlsx))
+    fmt::print("{}\n", path);
+  if (!a.svg_dir.empty())
+    for (const auto& path : sweep::write_variance_svgs(s, tables.front(), a.svg_dir))
+      fmt::print("{}\n", path);
+  if (!a.html.empty()) {
+    write_file_atomic(a.html, sweep::sweep_html_page(s, tables));
+    fmt::print("{}\n", a.html);
+  }
+  return 0;
+}
+
+struct SweepCompareArgs {
+  std::string base, cand, out, base_layout, cand_layout, xlsx, html;
+  std::vector<std::string> labels;
+  LoadArgs load;
+};
+
+int run_sweep_compare(const SweepCompareArgs& a) {
+  for (const auto& [file, flag] : {std::pair{a.xlsx, "--xlsx"}, {a.html, "--html"}})
+    if (!file.empty()) check_output_parent(file, a.load.mkdirs, flag);
+  bool quiet = a.load.progress.resolve() == ProgressMode::None;
+  Progress progress(a.load.progress.resolve(), "sweep-compare");
+  sweep::Sweep base = load(a.base, a.load, a.base_layout, progress);
+  sweep::Sweep cand = load(a.cand, a.load, a.cand_layout, progress);
+  progress.phase("compare");
+  auto comparison = sweep::compare_sweeps(base, cand);
+  progress.finish();
+  report_load(base, quiet);
+  report_load(cand, quiet);
+  for (const auto& path : sweep::write_sweep_outputs(comparison, a.out, a.xlsx))
+    fmt::print("{}\n", path);
+  if (!a.html.empty()) {
+    std::string left = a.labels.size() == 2 ? a.labels[0] : dir_label(a.base);
+    std::string right = a.labels.size() == 2 ? a.labels[1] : dir_label(a.cand);
+    write_file_atomic(a.html, sweep::sweep_compare_html_page(base, cand, comparison, left, right));
+    fmt::print("{}\n", a.html);
+  }
+  return 0;
+}
+
 }  // namespace
 
-int cmd_sweep(const Args& args) {
-  if (has_flag(args, "--help") || has_flag(args, "-h")) {
-    std::fputs(kSweepUsage, stdout);
-    return 0;
-  }
-  std::string dir, out;
-  size_t top_k = 5;
-  sweep::LoadOptions options;
-  try {
-    check_flags(args, kSweepValues, {"--quiet"});
-    auto pos = positionals(args, kSweepValues);
-    if (pos.size() != 1) throw UsageError("expected exactly one sweep DIR");
-    dir = pos[0];
-    out = flag_value(args, "--out");
-    if (out.empty()) throw UsageError("--out OUT is required");
-    top_k = parse_count(args, "--top-k", 5);
-    options = load_options(args, "--layout");
-  } catch (const UsageError& e) {
-    return usage_error("sweep", e, kSweepUsage);
-  }
-  sweep::Sweep s = sweep::load_sweep(dir, options);
-  report_load(s, has_flag(args, "--quiet"));
-  auto tables = sweep::sweep_tables(s, top_k);
-  for (const auto& path : sweep::write_sweep_outputs(tables, out, flag_value(args, "--xlsx")))
-    fmt::print("{}\n", path);
-  if (has_flag(args, "--svg-dir"))
-    for (const auto& path :
-         sweep::write_variance_svgs(s, tables.front(), flag_value(args, "--svg-dir")))
-      fmt::print("{}\n", path);
-  if (std::string html = flag_value(args, "--html"); !html.empty()) {
-    write_file_atomic(html, sweep::sweep_html_page(s, tables));
-    fmt::print("{}\n", html);
-  }
-  return 0;
+Runner add_sweep(CLI::App& app) {
+  auto a = std::make_shared<SweepArgs>();
+  CLI::App* cmd = app.add_subcommand(
+      "sweep", "GEMM variance, timelines and NCCL statistics across the runs of a sweep");
+  cmd->add_option("DIR", a->dir, "sweep root (traces, TraceLens perf_report_csvs dirs or .xlsx)")
+      ->required()
+      ->check(CLI::ExistingDirectory);
+  cmd->add_option("-o,--out", a->out, "output directory (created)")->required();
+  cmd->add_option("--top-k", a->top_k, "GEMM rows per run in gemm_variance")
+      ->check(CLI::PositiveNumber)
+      ->default_str("5");
+  cmd->add_option("--xlsx", a->xlsx, "also write every table as a sheet of one workbook");
+  cmd->add_option("--svg-dir", a->svg_dir,
+                  "also the variance plots (box / violin per field, interaction) as SVG");
+  cmd->add_option("--html", a->html,
+                  "one self-contained HTML page: variance plots, timeline and NCCL by config");
+  add_load_options(cmd, a->load);
+  cmd->footer(
+      "Writes OUT/gemm_variance.csv, gemm_variance_by_kernel.csv, gemm_variance_timestamps.csv,\n"
+      "gemm_variance_coll_overlap.csv, gpu_timeline_*.csv, nccl_by_config.csv, failed_runs.csv\n"
+      "(docs/sweeps.md).");
+  return [a] { return run_sweep(*a); };
 }
 
-int cmd_sweep_compare(const Args& given) {
-  if (has_flag(given, "--help") || has_flag(given, "-h")) {
-    std::fputs(kCompareUsage, stdout);
-    return 0;
-  }
-  const std::vector<std::string> values = {"--out",  "--layout", "--base-layout", "--cand-layout",
-                                           "--jobs", "--cache",  "--xlsx",        "--html"};
-  Args args = given;
-  std::vector<std::string> pos;
-  std::pair<std::string, std::string> labels;
-  try {
-    labels = take_labels(args);
-    check_flags(args, values, {"--quiet"});
-    pos = positionals(args, values);
-    if (pos.size() != 2) throw UsageError("expected BASE and CAND sweep directories");
-    if (flag_value(args, "--out").empty()) throw UsageError("--out OUT is required");
-    load_options(args, "--layout");  // validates --jobs
-  } catch (const UsageError& e) {
-    return usage_error("sweep-compare", e, kCompareUsage);
-  }
-  sweep::Sweep base = sweep::load_sweep(pos[0], load_options(args, "--base-layout"));
-  report_load(base, has_flag(args, "--quiet"));
-  sweep::Sweep cand = sweep::load_sweep(pos[1], load_options(args, "--cand-layout"));
-  report_load(cand, has_flag(args, "--quiet"));
-  auto comparison = sweep::compare_sweeps(base, cand);
-  for (const auto& path : sweep::write_sweep_outputs(comparison, flag_value(args, "--out"),
-                                                     flag_value(args, "--xlsx")))
-    fmt::print("{}\n", path);
-  if (std::string html = flag_value(args, "--html"); !html.empty()) {
-    if (labels.first.empty()) labels = {dir_label(pos[0]), dir_label(pos[1])};
-    write_file_atomic(
-        html, sweep::sweep_compare_html_page(base, cand, comparison, labels.first, labels.second));
-    fmt::print("{}\n", html);
-  }
-  return 0;
+Runner add_sweep_compare(CLI::App& app) {
+  auto a = std::make_shared<SweepCompareArgs>();
+  CLI::App* cmd = app.add_subcommand(
+      "sweep-compare", "two sweeps compared per config and GEMM row, run-to-run noise noted");
+  cmd->add_option("BASE", a->base, "baseline sweep directory")
+      ->required()
+      ->check(CLI::ExistingDirectory);
+  cmd->add_option("CAND", a->cand, "candidate sweep directory")
+      ->required()
+      ->check(CLI::ExistingDirectory);
+  cmd->add_option("-o,--out", a->out, "output directory (created)")->required();
+  cmd->add_option("--base-layout", a->base_layout, "layout of BASE (default: --layout)");
+  cmd->add_option("--cand-layout", a->cand_layout, "layout of CAND (default: --layout)");
+  cmd->add_option("--xlsx", a->xlsx, "also write every table as a sheet of one workbook");
+  cmd->add_option("--html", a->html, "side-by-side HTML page of the two sweeps");
+  cmd->add_option("--labels", a->labels, "page labels A B (default: the directory names)")
+      ->expected(2)
+      ->needs(cmd->get_option("--html"));
+  add_load_options(cmd, a->load);
+  cmd->footer(
+      "Writes OUT/compare_gpu_timeline.csv, compare_gemm_kernels.csv (change, and whether it\n"
+      "lies inside run-to-run noise).");
+  return [a] { return run_sweep_compare(*a); };
 }
 
-int cmd_rocprof_config(const Args& args) {
-  if (has_flag(args, "--help") || has_flag(args, "-h")) {
-    std::fputs(kRocprofUsage, stdout);
+Runner add_rocprof_config(CLI::App& app) {
+  struct ConfigArgs {
+    std::string csv, out;
+  };
+  auto a = std::make_shared<ConfigArgs>();
+  CLI::App* cmd = app.add_subcommand(
+      "rocprof-config", "rocprofv3 input tracing exactly the kernels of a sweep CSV");
+  cmd->add_option("CSV", a->csv,
+                  "gemm_variance.csv or top5_gemm_kernels_time_variance.csv (kernel_name column)")
+      ->required()
+      ->check(CLI::ExistingFile);
+  cmd->add_option("-o,--out", a->out, "FILE.yaml (also FILE.json, FILE_kernel_list.txt)")
+      ->required();
+  return [a] {
+    auto config = sweep::rocprof_config(sweep::kernels_from_csv(a->csv));
+    for (const auto& path : sweep::write_rocprof_config(config, a->out)) fmt::print("{}\n", path);
+    fmt::print("{} kernels\n", config.kernels.size());
     return 0;
-  }
-  std::vector<std::string> pos;
-  try {
-    check_flags(args, {"--out"}, {});
-    pos = positionals(args, {"--out"});
-    if (pos.size() != 1) throw UsageError("expected exactly one CSV");
-    if (flag_value(args, "--out").empty()) throw UsageError("--out FILE.yaml is required");
-  } catch (const UsageError& e) {
-    return usage_error("rocprof-config", e, kRocprofUsage);
-  }
-  auto config = sweep::rocprof_config(sweep::kernels_from_csv(pos[0]));
-  for (const auto& path : sweep::write_rocprof_config(config, flag_value(args, "--out")))
-    fmt::print("{}\n", path);
-  fmt::print("{} kernels\n", config.kernels.size());
-  return 0;
+  };
 }
 
 }  // namespace jarvis::cli

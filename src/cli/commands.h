@@ -1,33 +1,45 @@
-// Subcommands of the `jarvis` binary. Each lives in its own cmd_*.cpp and
-// returns the process exit code; errors go to stderr.
+// Subcommands of the `jarvis` binary, parsed with CLI11.
+//
+// Each cmd_*.cpp adds its subcommand (options, help text, validators) to the
+// application and returns the function that runs it once parsing succeeded.
+// Exit codes, the same for every command (docs/cli.md):
+//   0 ok, 1 input or analysis error, 2 usage error (unknown flag, bad value).
 #pragma once
 
+#include <functional>
+#include <stdexcept>
 #include <string>
-#include <vector>
+
+namespace CLI {
+class App;
+}
 
 namespace jarvis::cli {
 
-using Args = std::vector<std::string>;
+// A command line that parsed but does not make sense (e.g. --svg-dir without
+// --html): exit code 2, like a parse error.
+class UsageError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
 
-int cmd_info(const Args& args);
-int cmd_prepare(const Args& args);
-int cmd_analyze(const Args& args);
-int cmd_report(const Args& args);
-int cmd_serve(const Args& args);
-int cmd_replay(const Args& args);
-int cmd_compare(const Args& args);
-int cmd_collectives(const Args& args);
-int cmd_insights(const Args& args);
-int cmd_render_findings(const Args& args);
-int cmd_sweep(const Args& args);
-int cmd_sweep_compare(const Args& args);
-int cmd_rocprof_config(const Args& args);
+using Runner = std::function<int()>;
 
-// Small helpers shared by the subcommands.
-// Value following `flag` in args (e.g. --out DIR), or "" when absent.
-std::string flag_value(const Args& args, const std::string& flag);
-bool has_flag(const Args& args, const std::string& flag);
-// Positional arguments (those not starting with "--" and not a flag's value).
-std::vector<std::string> positionals(const Args& args, const std::vector<std::string>& value_flags);
+Runner add_info(CLI::App& app);
+Runner add_prepare(CLI::App& app);
+Runner add_analyze(CLI::App& app);
+Runner add_report(CLI::App& app);
+Runner add_serve(CLI::App& app);
+Runner add_replay(CLI::App& app);
+Runner add_compare(CLI::App& app);
+Runner add_collectives(CLI::App& app);
+Runner add_insights(CLI::App& app);
+Runner add_render_findings(CLI::App& app);
+Runner add_sweep(CLI::App& app);
+Runner add_sweep_compare(CLI::App& app);
+Runner add_rocprof_config(CLI::App& app);
+
+// The jarvis version ("0.9.0"), from the CMake project version.
+const char* version();
 
 }  // namespace jarvis::cli

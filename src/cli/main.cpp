@@ -1,93 +1,124 @@
+// `jarvis`: one binary, one CLI11 application with a subcommand per task.
+// Help and version go to stdout (exit 0); usage errors to stderr (exit 2);
+// input and analysis errors to stderr (exit 1).
 #include <cstdio>
-#include <cstring>
 #include <exception>
-#include <map>
 #include <string>
+#include <utility>
+#include <vector>
+
+#include <CLI/CLI.hpp>
 
 #include "cli/commands.h"
+#include "cli/docgen.h"
+
+#ifndef JARVIS_VERSION
+#error "JARVIS_VERSION is set by CMake from the project version"
+#endif
+
+namespace jarvis::cli {
+const char* version() { return JARVIS_VERSION; }
+}  // namespace jarvis::cli
 
 namespace {
 
-using Handler = int (*)(const jarvis::cli::Args&);
+using jarvis::cli::Runner;
 
-struct Command {
-  Handler run;
-  const char* help;
+constexpr const char* kFooter =
+    "Run `jarvis COMMAND --help` for a command's options. Flags take `--flag VALUE` or\n"
+    "`--flag=VALUE`. Exit codes: 0 ok, 1 input or analysis error, 2 usage error.\n"
+    "Docs: README.md, docs/cli.md; MCP server for agents: `jarvis serve --help`.";
+
+struct Registered {
+  CLI::App* command;
+  Runner run;
 };
 
-const std::map<std::string, Command>& commands() {
-  static const std::map<std::string, Command> table = {
-      {"info", {jarvis::cli::cmd_info, "info TRACE                      short summary of a trace"}},
-      {"prepare",
-       {jarvis::cli::cmd_prepare,
-        "prepare TRACE --out DIR --platform NAME [--category CAT] [--analyze]  TraceLens agent "
-        "category data"}},
-      {"analyze",
-       {jarvis::cli::cmd_analyze,
-        "analyze DIR [--category CAT|all] [--drafts]  category analyses -> <cat>_metrics.json"}},
-      {"collectives",
-       {jarvis::cli::cmd_collectives,
-        "collectives RANK_TRACE... --out DIR [--align end|none] [--overlap] [--xlsx FILE]  "
-        "multi-rank collective report"}},
-      {"compare",
-       {jarvis::cli::cmd_compare,
-        "compare REF TARGET --out DIR [--names A B] [--arch-ref X --arch-target Y]  TraceLens "
-        "report comparison + hardware gaps"}},
-      {"insights",
-       {jarvis::cli::cmd_insights,
-        "insights TRACE [--arch NAME|FILE|none] [--json FILE]  expert insights, ranked by "
-        "recoverable time"}},
-      {"report",
-       {jarvis::cli::cmd_report,
-        "report TRACE --out DIR [--arch NAME|FILE] [--html FILE [--svg-dir DIR]]  TraceLens perf "
-        "report CSVs, HTML report with charts"}},
-      {"render-findings",
-       {jarvis::cli::cmd_render_findings,
-        "render-findings OUTPUT_DIR [--out FILE]  one HTML page from the findings markdown"}},
-      {"sweep",
-       {jarvis::cli::cmd_sweep,
-        "sweep DIR --out OUT [--layout P] [--top-k 5] [--jobs N] [--xlsx FILE]  GEMM variance, "
-        "timelines and NCCL statistics across the runs of a sweep"}},
-      {"sweep-compare",
-       {jarvis::cli::cmd_sweep_compare,
-        "sweep-compare BASE CAND --out OUT  two sweeps compared per config, noise noted"}},
-      {"rocprof-config",
-       {jarvis::cli::cmd_rocprof_config,
-        "rocprof-config CSV --out FILE.yaml  rocprofv3 job tracing exactly the CSV's kernels"}},
-      {"serve",
-       {jarvis::cli::cmd_serve,
-        "serve --stdio | --http [HOST:]PORT  MCP server (see serve --help)"}},
-      {"replay",
-       {jarvis::cli::cmd_replay,
-        "replay TRACE --out DIR (--uid N.. | --op NAME [--dims D] | --category C [--top N])  op "
-        "reproducer package"}},
-  };
-  return table;
+std::vector<Registered> register_commands(CLI::App& app) {
+  using namespace jarvis::cli;
+  std::vector<Registered> out;
+  for (auto add : {add_info, add_report, add_prepare, add_analyze, add_compare, add_insights,
+                   add_collectives, add_sweep, add_sweep_compare, add_rocprof_config, add_replay,
+                   add_render_findings, add_serve, add_completion, add_manpage}) {
+    Runner run = add(app);
+    CLI::App* added = app.get_subcommands([](CLI::App*) { return true; }).back();
+    out.push_back({added, std::move(run)});
+  }
+  return out;
 }
 
-void usage() {
-  std::fprintf(stderr, "usage: jarvis <command> [options]\n\ncommands:\n");
-  for (const auto& [name, cmd] : commands()) std::fprintf(stderr, "  %s\n", cmd.help);
+std::string joined(const std::vector<std::string>& words) {
+  std::string out;
+  for (const auto& w : words) out += (out.empty() ? "" : " ") + w;
+  return out;
+}
+
+int parse_error(const CLI::App& app, const CLI::ParseError& e, const CLI::App* command,
+                const std::vector<Registered>& commands, int argc, char** argv) {
+  if (e.get_exit_code() == 0) return app.exit(e);  // --help, --version: stdout, exit 0
+  if (!command) {
+    if (argc > 1 && argv[1][0] != '-') {
+      std::string names;
+      for (const auto& c : commands)
+        if (!c.command->get_group().empty()) names += " " + c.command->get_name();
+      std::fprintf(stderr, "jarvis: unknown command '%s'\ncommands:%s\n", argv[1],
+                   names.c_str());
+    } else {
+      std::fprintf(stderr, "jarvis: %s\n", e.what());
+    }
+    std::fprintf(stderr, "Run `jarvis --help` for the commands.\n");
+    return 2;
+  }
+  std::string name = " " + command->get_name();
+  // Arguments CLI11 could not place are most often a typo'd flag: name them
+  // first (a missing required flag may only be their consequence) and list
+  // what the command accepts.
+  std::vector<std::string> unplaced = command->remaining();
+  bool extras = dynamic_cast<const CLI::ExtrasError*>(&e) != nullptr;
+  if (!unplaced.empty())
+    std::fprintf(stderr, "jarvis%s: unknown argument(s): %s\n", name.c_str(),
+                 joined(unplaced).c_str());
+  if (!extras || unplaced.empty()) std::fprintf(stderr, "jarvis%s: %s\n", name.c_str(), e.what());
+  if (!unplaced.empty()) {
+    std::string flags;
+    for (const auto& flag : jarvis::cli::long_flags(*command)) flags += " " + flag;
+    std::fprintf(stderr, "valid flags:%s\n", flags.c_str());
+  }
+  std::fprintf(stderr, "Run `jarvis%s --help` for the options.\n", name.c_str());
+  return 2;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc < 2 || !std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h")) {
-    usage();
-    return argc < 2 ? 2 : 0;
-  }
-  auto it = commands().find(argv[1]);
-  if (it == commands().end()) {
-    std::fprintf(stderr, "jarvis: unknown command '%s'\n", argv[1]);
-    usage();
-    return 2;
-  }
-  jarvis::cli::Args args(argv + 2, argv + argc);
+  CLI::App app{"jarvis: GPU performance analysis of PyTorch profiler traces and sweeps"};
+  app.name("jarvis");
+  app.footer(kFooter);
+  app.set_version_flag("--version", std::string("jarvis ") + jarvis::cli::version());
+  app.require_subcommand(1);
+  std::vector<Registered> commands = register_commands(app);
+  std::string chosen;
   try {
-    return it->second.run(args);
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "jarvis %s: %s\n", argv[1], e.what());
-    return 1;
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const CLI::App* parsed = nullptr;
+    for (const auto& c : commands)
+      if (c.command->parsed()) parsed = c.command;
+    return parse_error(app, e, parsed, commands, argc, argv);
   }
+  for (const auto& c : commands) {
+    if (!c.command->parsed()) continue;
+    chosen = c.command->get_name();
+    try {
+      return c.run();
+    } catch (const jarvis::cli::UsageError& e) {
+      std::fprintf(stderr, "jarvis %s: %s\nRun `jarvis %s --help` for the options.\n",
+                   chosen.c_str(), e.what(), chosen.c_str());
+      return 2;
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "jarvis %s: %s\n", chosen.c_str(), e.what());
+      return 1;
+    }
+  }
+  return 2;  // unreachable: require_subcommand(1)
 }

@@ -10,13 +10,13 @@
 #include <condition_variable>
 #include <filesystem>
 #include <map>
-#include <random>
 #include <regex>
 #include <set>
 #include <thread>
 
 #include <fmt/format.h>
 
+#include "base/random_id.h"
 #include "mcp/transport.h"
 
 namespace jarvis::mcp {
@@ -30,11 +30,7 @@ std::string lower(std::string s) {
   return s;
 }
 
-std::string random_session_id() {
-  static thread_local std::mt19937_64 rng{std::random_device{}()};
-  std::random_device dev;
-  return fmt::format("{:016x}{:016x}", rng() ^ (static_cast<uint64_t>(dev()) << 32), rng() ^ dev());
-}
+std::string random_session_id() { return random_hex(16); }
 
 std::string trim(const std::string& s) {
   size_t a = s.find_first_not_of(" \t");

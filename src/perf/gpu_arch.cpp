@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -29,19 +30,80 @@ namespace jarvis::perf {
 
 namespace fs = std::filesystem;
 
-std::string bundled_arch_dir() {
-  if (const char* env = std::getenv("JARVIS_ARCH_DIR"); env && *env) return env;
-  return std::string(JARVIS_SOURCE_DIR) + "/arch";
+namespace {
+
+std::string upper(std::string s) {
+  std::transform(s.begin(), s.end(), s.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::toupper(c)); });
+  return s;
 }
+
+std::string read_file(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  if (!in) throw GpuArchError("cannot read GPU arch file " + p.string());
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+std::string arch_dir_from_env() {
+  const char* env = std::getenv("JARVIS_ARCH_DIR");
+  return env && *env ? env : "";
+}
+
+std::string stem(const std::string& file_name) {
+  return file_name.substr(0, file_name.size() - std::string(".json").size());
+}
+
+}  // namespace
 
 std::vector<std::string> bundled_gpu_arch_names() {
   std::vector<std::string> names;
-  std::error_code ec;
-  for (const auto& entry : fs::directory_iterator(bundled_arch_dir(), ec)) {
-    if (entry.path().extension() == ".json") names.push_back(entry.path().stem().string());
+  for (const auto& f : embedded_arch_files()) names.push_back(stem(f.path));
+  if (std::string dir = arch_dir_from_env(); !dir.empty()) {
+    std::error_code ec;
+    for (const auto& entry : fs::directory_iterator(dir, ec))
+      if (entry.path().extension() == ".json") names.push_back(entry.path().stem().string());
   }
   std::sort(names.begin(), names.end());
+  // One spelling per name (the env dir may repeat an embedded one).
+  names.erase(std::unique(names.begin(), names.end(),
+                          [](const std::string& a, const std::string& b) {
+                            return upper(a) == upper(b);
+                          }),
+              names.end());
   return names;
+}
+
+std::optional<BundledArchText> bundled_arch_text(const std::string& name) {
+  if (std::string dir = arch_dir_from_env(); !dir.empty()) {
+    std::error_code ec;
+    for (const auto& entry : fs::directory_iterator(dir, ec))
+      if (entry.path().extension() == ".json" &&
+          upper(entry.path().stem().string()) == upper(name))
+        return BundledArchText{entry.path().stem().string(), read_file(entry.path()),
+                               entry.path().string()};
+  }
+  for (const auto& f : embedded_arch_files())
+    if (upper(stem(f.path)) == upper(name))
+      return BundledArchText{stem(f.path), f.content, "bundled:" + stem(f.path)};
+  return std::nullopt;
+}
+
+std::string bundled_arch_for_file(const std::string& path) {
+  std::error_code ec;
+  if (!fs::is_regular_file(path, ec)) return "";
+  std::string text;
+  try {
+    text = read_file(path);
+  } catch (const GpuArchError&) {
+    return "";
+  }
+  for (const std::string& name : bundled_gpu_arch_names()) {
+    auto bundled = bundled_arch_text(name);
+    if (bundled && bundled->json == text) return bundled->name;
+  }
+  return "";
 }
 
 GpuArch parse_gpu_arch(const std::string& json_text, const std::string& origin) {
@@ -79,39 +141,16 @@ GpuArch parse_gpu_arch(const std::string& json_text, const std::string& origin) 
   return arch;
 }
 
-namespace {
-
-std::string upper(std::string s) {
-  std::transform(s.begin(), s.end(), s.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::toupper(c)); });
-  return s;
-}
-
-std::string read_file(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  if (!in) throw GpuArchError("cannot read GPU arch file " + p.string());
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-}  // namespace
-
 GpuArch load_gpu_arch(const std::string& name_or_path) {
   if (name_or_path.empty()) throw GpuArchError("empty GPU arch name");
-  for (const std::string& known : bundled_gpu_arch_names()) {
-    if (upper(known) == upper(name_or_path)) {
-      fs::path p = fs::path(bundled_arch_dir()) / (known + ".json");
-      return parse_gpu_arch(read_file(p), p.string());
-    }
-  }
+  if (auto bundled = bundled_arch_text(name_or_path))
+    return parse_gpu_arch(bundled->json, bundled->origin);
   std::error_code ec;
   if (fs::is_regular_file(name_or_path, ec))
     return parse_gpu_arch(read_file(name_or_path), name_or_path);
   std::string known;
   for (const std::string& n : bundled_gpu_arch_names()) known += (known.empty() ? "" : ", ") + n;
-  throw GpuArchError("unknown GPU arch '" + name_or_path + "': not a bundled arch (" +
-                     (known.empty() ? std::string("none found in ") + bundled_arch_dir() : known) +
+  throw GpuArchError("unknown GPU arch '" + name_or_path + "': not a bundled arch (" + known +
                      ") and not an existing file");
 }
 

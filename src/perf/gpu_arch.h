@@ -38,15 +38,36 @@ class GpuArchError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-// Loads a bundled arch by name (case-insensitive: "mi300x", "H100") from
-// <repo>/arch/<NAME>.json, or any arch JSON file by path. Throws GpuArchError
-// naming the known archs when neither resolves, or describing a bad file.
+// Loads a bundled arch by name (case-insensitive: "mi300x", "H100") or any
+// arch JSON file by path. Bundled archs are the repository's arch/*.json,
+// compiled into the binary; $JARVIS_ARCH_DIR/<NAME>.json, when present, takes
+// precedence (a site's own specs). Throws GpuArchError naming the known archs
+// when neither resolves, or describing a bad file.
 GpuArch load_gpu_arch(const std::string& name_or_path);
 // Parses arch JSON text (`origin` is used in error messages).
 GpuArch parse_gpu_arch(const std::string& json_text, const std::string& origin);
-// Names of the bundled arch files (without .json), sorted.
+// Names of the bundled archs (without .json), sorted: the embedded ones and
+// those of $JARVIS_ARCH_DIR.
 std::vector<std::string> bundled_gpu_arch_names();
-std::string bundled_arch_dir();
+
+struct BundledArchText {
+  std::string name;    // in its file's case ("MI300X")
+  std::string json;    // the file's text
+  std::string origin;  // "$JARVIS_ARCH_DIR/H100.json" or "bundled:H100"
+};
+// The text of a bundled arch by case-insensitive name, or nullopt.
+std::optional<BundledArchText> bundled_arch_text(const std::string& name);
+
+// The bundled arch whose text equals this file's, or "" (so that a path to a
+// copy of arch/H100.json and the name "H100" share one cache key).
+std::string bundled_arch_for_file(const std::string& path);
+
+// arch/*.json compiled in by cmake/arch.cmake.
+struct EmbeddedArchFile {
+  const char* path;  // "H100.json"
+  const char* content;
+};
+const std::vector<EmbeddedArchFile>& embedded_arch_files();
 
 // Roofline columns (§7.2): only when the arch lists the Compute Spec, bytes
 // are known and GFLOPS > 0.

@@ -1,0 +1,130 @@
+#include "cli/options.h"
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+
+#include <fmt/format.h>
+
+#include "cli/commands.h"
+
+namespace jarvis::cli {
+
+ProgressMode ProgressFlags::resolve() const {
+  if (quiet || mode == "none") return ProgressMode::None;
+  if (mode == "plain") return ProgressMode::Plain;
+  if (mode == "bar") return ProgressMode::Bar;
+  return ::isatty(STDERR_FILENO) ? ProgressMode::Bar : ProgressMode::None;
+}
+
+void add_progress_flags(CLI::App* cmd, ProgressFlags& flags) {
+  cmd->add_option("--progress", flags.mode,
+                  "progress on stderr: auto (a live line on a terminal, else nothing), bar, "
+                  "plain (one line per step, for logs), none")
+      ->check(CLI::IsMember({"auto", "bar", "plain", "none"}))
+      ->default_str("auto");
+  cmd->add_flag("-q,--quiet", flags.quiet, "no progress on stderr (= --progress none)");
+}
+
+Progress::Progress(ProgressMode mode, std::string command)
+    : mode_(mode), command_(std::move(command)), start_(std::chrono::steady_clock::now()) {
+  phase_start_ = start_;
+  if (mode_ == ProgressMode::Bar) ticker_ = std::thread([this] { tick(); });
+}
+
+Progress::~Progress() { finish(); }
+
+void Progress::tick() {
+  std::unique_lock lock(mutex_);
+  while (!stop_) {
+    draw();
+    wake_.wait_for(lock, std::chrono::milliseconds(200));
+  }
+}
+
+// Called with mutex_ held.
+void Progress::draw() {
+  if (mode_ != ProgressMode::Bar || phase_.empty()) return;
+  auto now = std::chrono::steady_clock::now();
+  double phase_s = std::chrono::duration<double>(now - phase_start_).count();
+  std::string line = fmt::format("{}: {} {:.1f} s", command_, phase_, phase_s);
+  if (total_ > 0) {
+    constexpr size_t kWidth = 24;
+    size_t filled = done_ * kWidth / total_;
+    line += fmt::format(" [{}{}] {}/{} {}", std::string(filled, '#'),
+                        std::string(kWidth - filled, '.'), done_, total_, unit_);
+    if (done_ > 0 && done_ < total_)
+      line += fmt::format(", ETA {:.0f} s", phase_s / static_cast<double>(done_) *
+                                                static_cast<double>(total_ - done_));
+  }
+  std::fprintf(stderr, "\r%-78s", line.c_str());
+  std::fflush(stderr);
+}
+
+// Called with mutex_ held.
+void Progress::end_phase() {
+  if (phase_.empty()) return;
+  double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - phase_start_).count();
+  if (mode_ == ProgressMode::Plain) {
+    std::string counted = total_ ? fmt::format(" ({}/{} {})", done_, total_, unit_) : "";
+    std::fprintf(stderr, "%s: %s%s %.2f s\n", command_.c_str(), phase_.c_str(), counted.c_str(),
+                 s);
+  } else if (mode_ == ProgressMode::Bar) {
+    draw();
+  }
+  phase_.clear();
+}
+
+void Progress::phase(const std::string& name) {
+  if (mode_ == ProgressMode::None) return;
+  std::lock_guard lock(mutex_);
+  end_phase();
+  phase_ = name;
+  phase_start_ = std::chrono::steady_clock::now();
+  done_ = total_ = 0;
+  draw();
+}
+
+void Progress::count(size_t done, size_t total, const std::string& unit) {
+  if (mode_ == ProgressMode::None) return;
+  std::lock_guard lock(mutex_);
+  done_ = done;
+  total_ = total;
+  unit_ = unit;
+  if (mode_ == ProgressMode::Bar) draw();
+}
+
+void Progress::finish() {
+  {
+    std::lock_guard lock(mutex_);
+    if (stop_) return;
+    end_phase();
+    stop_ = true;
+    if (mode_ == ProgressMode::Bar) {
+      double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+      std::fprintf(stderr, "\r%-78s\r", fmt::format("{}: done in {:.1f} s", command_, s).c_str());
+      std::fputc('\n', stderr);
+    }
+  }
+  wake_.notify_all();
+  if (ticker_.joinable()) ticker_.join();
+}
+
+void check_output_parent(const std::string& file, bool mkdirs, const std::string& flag) {
+  namespace fs = std::filesystem;
+  fs::path parent = fs::path(file).parent_path();
+  if (parent.empty()) return;
+  std::error_code ec;
+  if (fs::is_directory(parent, ec)) return;
+  if (fs::exists(parent, ec)) usage_error(fmt::format("{} {}: {} is not a directory", flag, file,
+                                                      parent.string()));
+  if (!mkdirs)
+    usage_error(fmt::format("{} {}: directory {} does not exist (create it, or pass --mkdirs)",
+                            flag, file, parent.string()));
+  fs::create_directories(parent);
+}
+
+void usage_error(const std::string& message) { throw UsageError(message); }
+
+}  // namespace jarvis::cli

@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# The installed tree works on its own: install to a temp prefix, move the
+# prefix, run the moved binary from another directory with JARVIS_ARCH_DIR
+# unset, and compare its report (roofline columns need the compiled-in arch
+# files) with the build tree's, file for file. Also checks the man page and
+# the bash completion that the install adds.
+#   run_install_test.sh BUILD_DIR SOURCE_DIR
+set -euo pipefail
+build="$1"
+src="$2"
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
+unset JARVIS_ARCH_DIR
+
+cmake --install "$build" --prefix "$work/prefix" >/dev/null
+mv "$work/prefix" "$work/moved"
+bin="$work/moved/bin/jarvis"
+mkdir "$work/elsewhere"
+cd "$work/elsewhere"
+
+version="$("$bin" --version)"
+[[ "$version" == "jarvis "* ]] || { echo "FAIL: --version printed '$version'"; exit 1; }
+
+trace="$src/examples/example_trace.json.gz"
+"$bin" report "$trace" --out "$work/installed" --arch H100 --no-xlsx >/dev/null
+"$build/jarvis" report "$trace" --out "$work/built" --arch H100 --no-xlsx >/dev/null
+diff -r "$work/installed/perf_report_csvs" "$work/built/perf_report_csvs" ||
+  { echo "FAIL: the moved install's report differs from the build tree's"; exit 1; }
+grep -q "Roofline" "$work/installed/perf_report_csvs/"*.csv ||
+  { echo "FAIL: no roofline columns: the installed binary did not find the H100 arch"; exit 1; }
+# Detection from the trace's GPU name, with no arch flag, also works installed.
+"$bin" report "$trace" --out "$work/detected" --no-xlsx | grep -q "^arch: " ||
+  { echo "FAIL: report printed no arch line"; exit 1; }
+
+man_page="$work/moved/share/man/man1/jarvis.1"
+head -1 "$man_page" | grep -q '^\.TH JARVIS 1' || { echo "FAIL: $man_page is not a man page"; exit 1; }
+for cmd in report compare sweep serve; do
+  grep -q "^\.SS $cmd\$" "$man_page" || { echo "FAIL: man page lacks command $cmd"; exit 1; }
+done
+completion="$work/moved/share/bash-completion/completions/jarvis"
+words="$(bash -c "source '$completion'; COMP_WORDS=(jarvis repo); COMP_CWORD=1; _jarvis; echo \${COMPREPLY[*]}")"
+[ "$words" = "report" ] || { echo "FAIL: completing 'repo' gave '$words'"; exit 1; }
+flags="$(bash -c "source '$completion'; COMP_WORDS=(jarvis report --no-x); COMP_CWORD=2; _jarvis; echo \${COMPREPLY[*]}")"
+[ "$flags" = "--no-xlsx" ] || { echo "FAIL: completing 'report --no-x' gave '$flags'"; exit 1; }
+[ -f "$work/moved/share/jarvis/skills/gemm-analysis.md" ] || { echo "FAIL: skills not installed"; exit 1; }
+echo "install tree OK: $version, report identical to the build tree's"

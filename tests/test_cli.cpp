@@ -1,0 +1,278 @@
+// The command line as a Unix tool (docs/cli.md): help and version on stdout
+// with exit 0, unknown flags and bad values exit 2 naming the flag,
+// --flag=value, TraceLens's flag spellings, defaults from the trace, and
+// outputs that never delete what jarvis did not write.
+#include <doctest/doctest.h>
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <string>
+
+#include "golden.h"
+#include "test_loader_support.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+using jarvis::loader_test::shell_quote;
+using jarvis::loader_test::TempDir;
+
+struct Run {
+  int exit_code = -1;
+  std::string out, err;
+};
+
+// The built binary with stdout and stderr kept apart.
+Run jarvis_cli(const std::string& args) {
+  TempDir tmp;
+  fs::path err_file = tmp.path / "stderr";
+  std::string cmd = std::string(JARVIS_BINARY) + " " + args + " 2>" + shell_quote(err_file);
+  Run r;
+  FILE* p = popen(cmd.c_str(), "r");
+  REQUIRE(p);
+  char buf[4096];
+  size_t n;
+  while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
+  int status = pclose(p);
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  std::ifstream in(err_file);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  r.err = ss.str();
+  return r;
+}
+
+std::string bert_dir() { return jarvis::golden::shared_dir() + "/conformance/h100_bert-small"; }
+std::string bert_trace() { return bert_dir() + "/trace.json.gz"; }
+
+std::string read(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// Every file under dir (relative name -> bytes).
+std::map<std::string, std::string> tree_of(const fs::path& dir) {
+  std::map<std::string, std::string> files;
+  for (const auto& e : fs::recursive_directory_iterator(dir))
+    if (e.is_regular_file()) files[fs::relative(e.path(), dir).string()] = read(e.path());
+  return files;
+}
+
+const char* kCommands[] = {"info",    "report",         "prepare",       "analyze",
+                           "compare", "insights",       "collectives",   "sweep",
+                           "sweep-compare", "rocprof-config", "replay", "render-findings",
+                           "serve",   "completion"};
+
+}  // namespace
+
+TEST_SUITE("cli") {
+  TEST_CASE("--help and --version print on stdout and exit 0") {
+    Run help = jarvis_cli("--help");
+    CHECK(help.exit_code == 0);
+    CHECK(help.err.empty());
+    for (const char* cmd : kCommands) CHECK_MESSAGE(help.out.find(cmd) != std::string::npos, cmd);
+    Run version = jarvis_cli("--version");
+    CHECK(version.exit_code == 0);
+    CHECK(version.out.rfind("jarvis ", 0) == 0);
+    CHECK(version.out.find('.') != std::string::npos);
+  }
+
+  TEST_CASE("every command has --help on stdout with exit 0") {
+    for (const char* cmd : kCommands) {
+      CAPTURE(cmd);
+      Run r = jarvis_cli(std::string(cmd) + " --help");
+      CHECK(r.exit_code == 0);
+      CHECK(r.err.empty());
+      CHECK(r.out.find("Usage:") != std::string::npos);
+      CHECK(r.out.find("--help") != std::string::npos);
+    }
+    CHECK(jarvis_cli("report --help").out.find("--short-kernel-threshold-us") !=
+          std::string::npos);
+  }
+
+  TEST_CASE("usage errors exit 2 on stderr and name the flag") {
+    Run none = jarvis_cli("");
+    CHECK(none.exit_code == 2);
+    CHECK(none.out.empty());
+    Run unknown_cmd = jarvis_cli("reprot x");
+    CHECK(unknown_cmd.exit_code == 2);
+    CHECK(unknown_cmd.err.find("reprot") != std::string::npos);
+    // A typo'd flag used to run with defaults in info/prepare/replay/analyze.
+    for (const char* cmd : {"info", "prepare", "replay", "analyze", "report", "compare"}) {
+      CAPTURE(cmd);
+      Run r = jarvis_cli(std::string(cmd) + " " + shell_quote(bert_trace()) + " --outt x");
+      CHECK(r.exit_code == 2);
+      CHECK(r.out.empty());
+      CHECK(r.err.find("--outt") != std::string::npos);
+      CHECK(r.err.find("valid flags:") != std::string::npos);  // what the typo meant
+      CHECK(r.err.find(" --help") != std::string::npos);
+    }
+    Run bad_number = jarvis_cli("report " + shell_quote(bert_trace()) +
+                                " --out /tmp/never --short-kernel-bins many");
+    CHECK(bad_number.exit_code == 2);
+    CHECK(bad_number.err.find("--short-kernel-bins") != std::string::npos);
+    CHECK(bad_number.err.find("many") != std::string::npos);
+    Run negative = jarvis_cli("report " + shell_quote(bert_trace()) +
+                              " --out /tmp/never --short-kernel-threshold-us -5");
+    CHECK(negative.exit_code == 2);
+    CHECK(negative.err.find("--short-kernel-threshold-us") != std::string::npos);
+    Run bad_choice = jarvis_cli("collectives " + shell_quote(bert_trace()) +
+                                " --out /tmp/never --align sideways");
+    CHECK(bad_choice.exit_code == 2);
+    CHECK(bad_choice.err.find("end") != std::string::npos);  // the accepted values
+    CHECK(bad_choice.err.find("none") != std::string::npos);
+    Run needs = jarvis_cli("report " + shell_quote(bert_trace()) + " --out /tmp/never --svg-dir d");
+    CHECK(needs.exit_code == 2);
+    CHECK(needs.err.find("--html") != std::string::npos);
+    CHECK_FALSE(fs::exists("/tmp/never"));
+  }
+
+  TEST_CASE("input errors exit 1 with the path in the message") {
+    Run r = jarvis_cli("info /nonexistent/trace.json");
+    CHECK(r.exit_code == 1);
+    CHECK(r.err.find("/nonexistent/trace.json") != std::string::npos);
+  }
+
+  TEST_CASE("--flag=value equals --flag value") {
+    TempDir tmp;
+    Run eq = jarvis_cli("report " + shell_quote(bert_trace()) + " --out=" +
+                        shell_quote((tmp.path / "a").string()) + " --arch=H100 --no-xlsx");
+    REQUIRE(eq.exit_code == 0);
+    Run sp = jarvis_cli("report " + shell_quote(bert_trace()) + " --out " +
+                        shell_quote((tmp.path / "b").string()) + " --arch H100 --no-xlsx");
+    REQUIRE(sp.exit_code == 0);
+    CHECK(tree_of(tmp.path / "a") == tree_of(tmp.path / "b"));
+  }
+
+  TEST_CASE("TraceLens's own command line gives TraceLens's sheets") {
+    // COMMANDS.txt of the conformance trace: TraceLens_generate_perf_report_pytorch
+    // --profile_json_path --output_csvs_dir --gpu_arch_json_path --enable_kernel_summary
+    // --short_kernel_study, run here with the same flags.
+    TempDir tmp;
+    fs::path csvs = tmp.path / "perf_report_csvs";
+    Run r = jarvis_cli("report --profile_json_path " + shell_quote(bert_trace()) +
+                       " --output_csvs_dir " + shell_quote(csvs.string()) +
+                       " --gpu_arch_json_path " +
+                       shell_quote(std::string(JARVIS_SOURCE_DIR) + "/arch/H100.json") +
+                       " --enable_kernel_summary --short_kernel_study");
+    REQUIRE_MESSAGE(r.exit_code == 0, r.err);
+    size_t sheets = 0;
+    for (const auto& e : fs::directory_iterator(bert_dir() + "/perf_report_csvs")) {
+      std::string sheet = e.path().filename().string();
+      CAPTURE(sheet);
+      REQUIRE(fs::exists(csvs / sheet));
+      auto result = jarvis::golden::compare_csv_files(e.path().string(), (csvs / sheet).string());
+      CHECK_MESSAGE(result.ok(), result.summary());
+      ++sheets;
+    }
+    CHECK(sheets >= 10);
+    CHECK_FALSE(fs::exists(tmp.path / "perf_report.xlsx"));  // --output_csvs_dir: CSVs only
+  }
+
+  TEST_CASE("report --out writes the workbook beside the CSVs; --no-xlsx skips it") {
+    TempDir tmp;
+    REQUIRE(jarvis_cli("report " + shell_quote(bert_trace()) + " --out " +
+                       shell_quote((tmp.path / "with").string()))
+                .exit_code == 0);
+    std::string xlsx = read(tmp.path / "with" / "perf_report.xlsx");
+    CHECK(xlsx.rfind("PK", 0) == 0);  // a zip container
+    REQUIRE(jarvis_cli("report " + shell_quote(bert_trace()) + " --no-xlsx --out " +
+                       shell_quote((tmp.path / "without").string()))
+                .exit_code == 0);
+    CHECK_FALSE(fs::exists(tmp.path / "without" / "perf_report.xlsx"));
+  }
+
+  TEST_CASE("arch and platform default to the trace's GPU") {
+    TempDir tmp;
+    Run detected = jarvis_cli("report " + shell_quote(bert_trace()) + " --no-xlsx --out " +
+                              shell_quote((tmp.path / "d").string()));
+    REQUIRE(detected.exit_code == 0);
+    CHECK(detected.out.find("arch: H100 (detected from the trace)") != std::string::npos);
+    Run named = jarvis_cli("report " + shell_quote(bert_trace()) + " --no-xlsx --arch h100 --out " +
+                           shell_quote((tmp.path / "n").string()));
+    REQUIRE(named.exit_code == 0);
+    CHECK(tree_of(tmp.path / "d") == tree_of(tmp.path / "n"));
+    Run none = jarvis_cli("report " + shell_quote(bert_trace()) + " --no-xlsx --arch none --out " +
+                          shell_quote((tmp.path / "none").string()));
+    REQUIRE(none.exit_code == 0);
+    CHECK(read(tmp.path / "none/perf_report_csvs/GEMM.csv").find("Roofline") ==
+          std::string::npos);
+    CHECK(read(tmp.path / "d/perf_report_csvs/GEMM.csv").find("Roofline") != std::string::npos);
+
+    // prepare without --platform: the platform of TraceLens's own run (H100).
+    Run prep = jarvis_cli("prepare " + shell_quote(bert_trace()) + " --out " +
+                          shell_quote((tmp.path / "p").string()));
+    REQUIRE_MESSAGE(prep.exit_code == 0, prep.err);
+    CHECK(prep.out.find("for H100") != std::string::npos);
+    auto result = jarvis::golden::compare_csv_files(
+        bert_dir() + "/category_data/gemm_ops.csv", (tmp.path / "p/category_data/gemm_ops.csv").string());
+    CHECK_MESSAGE(result.ok(), result.summary());
+  }
+
+  TEST_CASE("a report never deletes files jarvis did not write") {
+    TempDir tmp;
+    fs::path out = tmp.path / "out";
+    std::string base = "report " + shell_quote(bert_trace()) + " --no-xlsx --arch H100 --out " +
+                       shell_quote(out.string());
+    REQUIRE(jarvis_cli(base).exit_code == 0);
+    auto first = tree_of(out);
+    // Built twice into the same directory = built into an empty one.
+    REQUIRE(jarvis_cli(base).exit_code == 0);
+    CHECK(tree_of(out) == first);
+
+    { std::ofstream(out / "perf_report_csvs" / "my_notes.txt") << "keep me"; }
+    Run refused = jarvis_cli(base);
+    CHECK(refused.exit_code == 2);
+    CHECK(refused.err.find("my_notes.txt") != std::string::npos);
+    CHECK(refused.err.find("--force") != std::string::npos);
+    CHECK(read(out / "perf_report_csvs" / "my_notes.txt") == "keep me");
+
+    // A directory someone else filled (no jarvis marker) is refused too.
+    fs::create_directories(tmp.path / "foreign" / "perf_report_csvs");
+    { std::ofstream(tmp.path / "foreign" / "perf_report_csvs" / "GEMM.csv") << "theirs\n"; }
+    Run foreign = jarvis_cli("report " + shell_quote(bert_trace()) + " --no-xlsx --out " +
+                             shell_quote((tmp.path / "foreign").string()));
+    CHECK(foreign.exit_code == 2);
+    CHECK(read(tmp.path / "foreign" / "perf_report_csvs" / "GEMM.csv") == "theirs\n");
+
+    REQUIRE(jarvis_cli(base + " --force").exit_code == 0);
+    CHECK_FALSE(fs::exists(out / "perf_report_csvs" / "my_notes.txt"));
+    CHECK(tree_of(out) == first);
+  }
+
+  TEST_CASE("output files need an existing directory unless --mkdirs") {
+    TempDir tmp;
+    fs::path xlsx = tmp.path / "no" / "such" / "dir" / "r.xlsx";
+    Run refused = jarvis_cli("report " + shell_quote(bert_trace()) + " --xlsx " +
+                             shell_quote(xlsx.string()));
+    CHECK(refused.exit_code == 2);
+    CHECK(refused.err.find("--mkdirs") != std::string::npos);
+    CHECK_FALSE(fs::exists(tmp.path / "no"));
+    Run made = jarvis_cli("report " + shell_quote(bert_trace()) + " --mkdirs --xlsx " +
+                          shell_quote(xlsx.string()));
+    CHECK(made.exit_code == 0);
+    CHECK(fs::exists(xlsx));
+  }
+
+  TEST_CASE("progress goes to stderr only when asked off a terminal") {
+    TempDir tmp;
+    std::string base = "report " + shell_quote(bert_trace()) + " --no-xlsx --out " +
+                       shell_quote((tmp.path / "o").string());
+    Run silent = jarvis_cli(base);  // stderr is a file: auto = no progress
+    CHECK(silent.err.empty());
+    Run plain = jarvis_cli(base + " --force --progress plain");
+    for (const char* step : {"report: load ", "report: call tree ", "report: report ",
+                             "report: write "})
+      CHECK_MESSAGE(plain.err.find(step) != std::string::npos, step);
+    CHECK(plain.err.find('\r') == std::string::npos);
+    CHECK(plain.out.find("gpu_timeline.csv") != std::string::npos);
+    Run quiet = jarvis_cli(base + " --force --progress plain --quiet");
+    CHECK(quiet.err.empty());
+  }
+}
