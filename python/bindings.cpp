@@ -140,12 +140,35 @@ void check_settings(const LoadSettings& s, bool rocprof) {
   if (s.topk_kernels && *s.topk_kernels < 1)
     throw std::invalid_argument("topk_kernels must be >= 1");
   if (rocprof) {
-    if (s.arch || s.include_python_frames)
+    if ((s.arch && *s.arch != "none") || s.include_python_frames)
       throw std::invalid_argument("arch and include_python_frames do not apply to rocprofv3 input");
   } else if (s.kernel_details || s.topk_kernels || s.fix_rocprof_units) {
     throw std::invalid_argument(
         "kernel_details, topk_kernels and fix_rocprof_units apply to rocprofv3 input only");
   }
+}
+
+ReportOptions report_options(const LoadSettings& s) {
+  ReportOptions o;
+  o.kernel_summary = s.kernel_summary;
+  o.short_kernel_study = s.short_kernel_study;
+  o.short_kernel_threshold_us = s.short_kernel_threshold_us;
+  o.short_kernel_bins = s.short_kernel_bins;
+  o.include_python_frames = s.include_python_frames;
+  o.collective_analysis = s.collective_analysis;
+  return o;
+}
+
+rocprof::ReportOptions rocprof_options(const LoadSettings& s) {
+  rocprof::ReportOptions o;
+  o.kernel_summary = s.kernel_summary;
+  o.short_kernel_study = s.short_kernel_study;
+  o.short_kernel_threshold_us = s.short_kernel_threshold_us;
+  o.short_kernel_bins = s.short_kernel_bins;
+  o.kernel_details = s.kernel_details;
+  o.topk_kernels = s.topk_kernels;
+  o.fix_units = s.fix_rocprof_units;
+  return o;
 }
 
 // One loaded trace (Kineto or rocprofv3) and its report, built on first use.
@@ -209,26 +232,12 @@ class LoadedFile {
   Report build() {
     Report report;
     if (rocprof_) {
-      rocprof::ReportOptions o;
-      o.kernel_summary = settings_.kernel_summary;
-      o.short_kernel_study = settings_.short_kernel_study;
-      o.short_kernel_threshold_us = settings_.short_kernel_threshold_us;
-      o.short_kernel_bins = settings_.short_kernel_bins;
-      o.kernel_details = settings_.kernel_details;
-      o.topk_kernels = settings_.topk_kernels;
-      o.fix_units = settings_.fix_rocprof_units;
       report.gpu_only = true;
-      report.tables = rocprof::report_tables(*profile_, o);
+      report.tables = rocprof::report_tables(*profile_, rocprof_options(settings_));
       return report;
     }
-    ReportOptions o;
+    ReportOptions o = report_options(settings_);
     o.arch = arch_ ? &*arch_ : nullptr;
-    o.kernel_summary = settings_.kernel_summary;
-    o.short_kernel_study = settings_.short_kernel_study;
-    o.short_kernel_threshold_us = settings_.short_kernel_threshold_us;
-    o.short_kernel_bins = settings_.short_kernel_bins;
-    o.include_python_frames = settings_.include_python_frames;
-    o.collective_analysis = settings_.collective_analysis;
     return build_report(*trace_, tree_locked(), o);
   }
 

@@ -250,6 +250,8 @@ class ApiTest(unittest.TestCase):
         self.assertIn("NO_SUCH_GPU", str(caught.exception))
         with self.assertRaises(ValueError):
             jarvis.load_trace(H100, kernel_details=True)  # rocprofv3 only
+        with self.assertRaises(ValueError):
+            jarvis.load_trace(ROCPROF, arch="MI300X")  # Kineto traces only
         with self.assertRaises(KeyError):
             jarvis.load_trace(H100).sheet("no_such_sheet")
 
