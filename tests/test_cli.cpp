@@ -241,6 +241,15 @@ TEST_SUITE("cli") {
     CHECK(foreign.exit_code == 2);
     CHECK(read(tmp.path / "foreign" / "perf_report_csvs" / "GEMM.csv") == "theirs\n");
 
+    // prepare's perf_report_csvs are jarvis's too: a report may replace them.
+    fs::path prepared = tmp.path / "prepared";
+    REQUIRE(jarvis_cli("prepare " + shell_quote(bert_trace()) + " --out " +
+                       shell_quote(prepared.string()))
+                .exit_code == 0);
+    CHECK(jarvis_cli("report " + shell_quote(bert_trace()) + " --no-xlsx --out " +
+                     shell_quote(prepared.string()))
+              .exit_code == 0);
+
     REQUIRE(jarvis_cli(base + " --force").exit_code == 0);
     CHECK_FALSE(fs::exists(out / "perf_report_csvs" / "my_notes.txt"));
     CHECK(tree_of(out) == first);

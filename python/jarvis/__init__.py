@@ -19,13 +19,7 @@ import io
 import json
 import os
 
-# An installed package carries the bundled GPU arch files next to itself
-# (the build tree reads them from the source tree instead).
-_ARCH_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "arch")
-if os.path.isdir(_ARCH_DIR) and not os.environ.get("JARVIS_ARCH_DIR"):
-    os.environ["JARVIS_ARCH_DIR"] = _ARCH_DIR
-
-from . import _jarvis  # noqa: E402  (after JARVIS_ARCH_DIR is set)
+from . import _jarvis
 
 __all__ = ["Trace", "load_trace", "compare", "sweep", "bundled_archs"]
 

@@ -7,6 +7,7 @@
 #include <stdexcept>
 
 #include "perf/gpu_arch.h"
+#include "report/report.h"
 
 namespace jarvis::analysis {
 
@@ -290,9 +291,14 @@ PrepareResult prepare_category_data(const std::map<std::string, Table>& perf_tab
   for (const char* d : {"metadata", "category_data", "category_findings", "system_findings"})
     fs::create_directories(fs::path(out) / d);
 
-  if (o.write_perf_report_csvs)
-    for (const auto& [name, table] : perf_tables)
+  if (o.write_perf_report_csvs) {
+    std::vector<std::string> written;
+    for (const auto& [name, table] : perf_tables) {
       write_text("perf_report_csvs/" + name + ".csv", table.to_csv());
+      written.push_back(name + ".csv");
+    }
+    record_report_files(out + "/perf_report_csvs", written);
+  }
 
   ojson gpu_util = gpu_utilization_from_timeline(timeline);
   result.gpu_utilization = gpu_util;

@@ -10,10 +10,8 @@
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <memory>
 #include <optional>
-#include <set>
 
 #include <fmt/format.h>
 #include <unistd.h>
@@ -37,10 +35,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// Lists the files of a report directory jarvis wrote, so a re-run knows what
-// it may replace.
-constexpr const char* kMarker = ".jarvis-report";
-
 struct ReportArgs {
   std::string trace, profile_json_path, out, csv_dir, xlsx, html, svg_dir, arch;
   bool no_xlsx = false, force = false, mkdirs = false;
@@ -53,25 +47,10 @@ struct ReportArgs {
   ProgressFlags progress;
 };
 
-// Files in `dir` that no earlier jarvis report listed in its marker.
-std::vector<std::string> foreign_files(const fs::path& dir) {
-  std::set<std::string> ours;
-  std::ifstream marker(dir / kMarker);
-  for (std::string line; std::getline(marker, line);) ours.insert(line);
-  std::vector<std::string> foreign;
-  std::error_code ec;
-  for (const auto& entry : fs::directory_iterator(dir, ec)) {
-    std::string name = entry.path().filename().string();
-    if (name != kMarker && !ours.count(name)) foreign.push_back(name);
-  }
-  std::sort(foreign.begin(), foreign.end());
-  return foreign;
-}
-
 void refuse_foreign(const fs::path& target, bool force) {
   std::error_code ec;
   if (force || !fs::is_directory(target, ec)) return;
-  auto foreign = foreign_files(target);
+  auto foreign = foreign_report_files(target.string());
   if (foreign.empty()) return;
   std::string shown;
   for (size_t k = 0; k < foreign.size() && k < 5; ++k) shown += (k ? ", " : "") + foreign[k];
@@ -93,10 +72,7 @@ void write_report_dir(const Report& report, const fs::path& target) {
   fs::path old = parent / ("." + stem + ".old." + suffix);
   fs::remove_all(tmp);
   try {
-    write_report_csvs(report, tmp.string());
-    std::string listing;
-    for (const Table& t : report.tables) listing += t.name + ".csv\n";
-    write_file_atomic((tmp / kMarker).string(), listing);
+    write_report_csvs(report, tmp.string());  // with its marker
     if (fs::exists(target)) fs::rename(target, old);
     fs::rename(tmp, target);
   } catch (...) {

@@ -1,6 +1,9 @@
 #include "report/report.h"
 
+#include <algorithm>
 #include <filesystem>
+#include <fstream>
+#include <set>
 
 #include "report/coll_analysis.h"
 #include "report/core_tables.h"
@@ -66,6 +69,41 @@ void write_report_csvs(const Report& report, const std::string& dir) {
   for (const Table& t : report.tables)
     files.emplace_back((std::filesystem::path(dir) / (t.name + ".csv")).string(), t.to_csv());
   for (const auto& [path, text] : files) write_file_atomic(path, text);
+  std::vector<std::string> names;
+  for (const Table& t : report.tables) names.push_back(t.name + ".csv");
+  record_report_files(dir, names);
+}
+
+namespace {
+
+std::set<std::string> recorded_files(const std::filesystem::path& dir) {
+  std::set<std::string> names;
+  std::ifstream marker(dir / kReportMarker);
+  for (std::string line; std::getline(marker, line);)
+    if (!line.empty()) names.insert(line);
+  return names;
+}
+
+}  // namespace
+
+void record_report_files(const std::string& dir, const std::vector<std::string>& names) {
+  std::set<std::string> all = recorded_files(dir);
+  all.insert(names.begin(), names.end());
+  std::string listing;
+  for (const auto& name : all) listing += name + "\n";
+  write_file_atomic((std::filesystem::path(dir) / kReportMarker).string(), listing);
+}
+
+std::vector<std::string> foreign_report_files(const std::string& dir) {
+  std::set<std::string> ours = recorded_files(dir);
+  std::vector<std::string> foreign;
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
+    std::string name = entry.path().filename().string();
+    if (name != kReportMarker && !ours.count(name)) foreign.push_back(name);
+  }
+  std::sort(foreign.begin(), foreign.end());
+  return foreign;
 }
 
 }  // namespace jarvis

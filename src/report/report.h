@@ -46,7 +46,18 @@ struct Report {
 // event linked to a launch ("No GPU events found in the trace").
 Report build_report(const Trace& trace, const CallTree& tree, const ReportOptions& options);
 
-// Writes DIR/<table>.csv for every table (each file written atomically).
+// Writes DIR/<table>.csv for every table (each file written atomically) and
+// records them in DIR's marker.
 void write_report_csvs(const Report& report, const std::string& dir);
+
+// DIR/.jarvis-report lists the files jarvis wrote into a report directory,
+// so that a later run knows which files it may replace and which belong to
+// someone else (docs/cli.md, "Outputs never surprise").
+inline constexpr const char* kReportMarker = ".jarvis-report";
+// Adds names (file names inside dir) to dir's marker, keeping earlier ones.
+void record_report_files(const std::string& dir, const std::vector<std::string>& names);
+// Files in dir that no jarvis run recorded in its marker (all of them when
+// there is no marker), sorted; empty when dir does not exist.
+std::vector<std::string> foreign_report_files(const std::string& dir);
 
 }  // namespace jarvis

@@ -4,10 +4,11 @@
 # unset, and compare its report (roofline columns need the compiled-in arch
 # files) with the build tree's, file for file. Also checks the man page and
 # the bash completion that the install adds.
-#   run_install_test.sh BUILD_DIR SOURCE_DIR
+#   run_install_test.sh BUILD_DIR SOURCE_DIR WITH_PYTHON(1|0)
 set -euo pipefail
 build="$1"
 src="$2"
+with_python="${3:-0}"
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 unset JARVIS_ARCH_DIR
@@ -43,4 +44,22 @@ words="$(bash -c "source '$completion'; COMP_WORDS=(jarvis repo); COMP_CWORD=1; 
 flags="$(bash -c "source '$completion'; COMP_WORDS=(jarvis report --no-x); COMP_CWORD=2; _jarvis; echo \${COMPREPLY[*]}")"
 [ "$flags" = "--no-xlsx" ] || { echo "FAIL: completing 'report --no-x' gave '$flags'"; exit 1; }
 [ -f "$work/moved/share/jarvis/skills/gemm-analysis.md" ] || { echo "FAIL: skills not installed"; exit 1; }
+# The Python module from the moved prefix: its DataFrames equal the installed
+# CLI's CSVs cell for cell (built when pybind11 and Python headers exist).
+pkg="$work/moved/lib/python3/dist-packages"
+if [ "$with_python" = 1 ]; then
+  PYTHONPATH="$pkg" /usr/bin/python3 - "$trace" "$work/installed/perf_report_csvs" <<'PY'
+import os, sys
+import pandas as pd
+import jarvis
+trace, csv_dir = sys.argv[1], sys.argv[2]
+assert os.path.dirname(jarvis.__file__).startswith(os.environ["PYTHONPATH"]), jarvis.__file__
+t = jarvis.load_trace(trace, arch="H100")
+names = sorted(f[:-4] for f in os.listdir(csv_dir) if f.endswith(".csv"))
+assert sorted(t.sheet_names()) == names, (t.sheet_names(), names)
+for name in names:
+    pd.testing.assert_frame_equal(t.sheet(name), pd.read_csv(os.path.join(csv_dir, name + ".csv")))
+print(f"python module from the moved prefix: {len(names)} sheets equal the CSVs")
+PY
+fi
 echo "install tree OK: $version, report identical to the build tree's"
