@@ -3,8 +3,11 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <optional>
 #include <set>
 #include <stdexcept>
+
+#include "report/xlsx_read.h"
 
 namespace jarvis {
 
@@ -78,10 +81,14 @@ const std::vector<std::string> kRooflineVariantDrops = {
     "GFLOPS_first",     "Data Moved (MB)_first", "FLOPS/Byte_first",     "Input type_first",
     "Input Dims_first", "Input Strides_first",   "Concrete Inputs_first"};
 
-bool wants(const CompareOptions& options, const std::string& group) {
+// The group is in CompareOptions::sheet_groups by its own name.
+bool named(const CompareOptions& options, const std::string& group) {
   const auto& g = options.sheet_groups;
-  return std::find(g.begin(), g.end(), group) != g.end() ||
-         std::find(g.begin(), g.end(), "all") != g.end();
+  return std::find(g.begin(), g.end(), group) != g.end();
+}
+
+bool wants(const CompareOptions& options, const std::string& group) {
+  return named(options, group) || named(options, "all");
 }
 
 bool has_sheet(const NamedReport& report, const std::string& name) {
@@ -95,10 +102,72 @@ bool all_have_sheet(const std::vector<NamedReport>& reports, const std::string& 
                      [&](const NamedReport& r) { return has_sheet(r, name); });
 }
 
+// "report '<tag>'", plus where it was read from when known.
+std::string describe(const NamedReport& report) {
+  std::string text = "report '" + report.tag + "'";
+  return report.source.empty() ? text : text + " (" + report.source + ")";
+}
+
 const Table& require_sheet(const NamedReport& report, const std::string& name) {
   const Table* t = report.sheet(name);
-  if (!t) throw std::runtime_error("report '" + report.tag + "' has no sheet '" + name + "'");
+  if (!t) throw std::runtime_error(describe(report) + " has no sheet '" + name + "'");
   return *t;
+}
+
+// The tags of the reports without `sheet`, e.g. "'a', 'b'".
+std::string lacking(const std::vector<NamedReport>& reports, const std::string& sheet) {
+  std::string out;
+  for (const auto& r : reports)
+    if (!has_sheet(r, sheet)) out += (out.empty() ? "'" : ", '") + r.tag + "'";
+  return out;
+}
+
+// A sheet of a group chosen by name must be in every report (TraceLens
+// raises); under "all" a sheet some report lacks is skipped with a note, so a
+// kernel-only (rocprof) report still compares with a PyTorch one on the
+// sheets both have.
+bool sheet_everywhere(const std::vector<NamedReport>& reports, const CompareOptions& options,
+                      const std::string& group, const std::string& sheet,
+                      std::vector<std::string>& notes) {
+  if (all_have_sheet(reports, sheet)) return true;
+  if (named(options, group)) {
+    if (!has_sheet(reports[0], sheet) && sheet != "gpu_timeline")
+      throw std::runtime_error(sheet + " sheet not found in " + describe(reports[0]));
+    for (const auto& r : reports) require_sheet(r, sheet);
+  }
+  notes.push_back("sheet '" + sheet + "' skipped: not in report " + lacking(reports, sheet));
+  return false;
+}
+
+// Per-op and roofline sheets are compared when every report has them; one
+// that only some reports have is noted (TraceLens looks at the first only).
+bool sheet_in_every_report(const std::vector<NamedReport>& reports, const std::string& sheet,
+                           std::vector<std::string>& notes) {
+  if (all_have_sheet(reports, sheet)) return true;
+  if (std::any_of(reports.begin(), reports.end(),
+                  [&](const NamedReport& r) { return has_sheet(r, sheet); }))
+    notes.push_back("sheet '" + sheet + "' skipped: not in report " + lacking(reports, sheet));
+  return false;
+}
+
+// Sheets of different styles cannot be merged: a PyTorch-trace
+// kernel_summary is keyed by "Kernel name", a rocprof-style one by "name".
+// An error for a group chosen by name, a note under "all".
+bool keys_everywhere(const std::vector<NamedReport>& reports, const std::vector<Table>& tables,
+                     const std::vector<std::string>& keys, const CompareOptions& options,
+                     const std::string& group, std::vector<std::string>& notes) {
+  for (size_t i = 0; i < tables.size(); ++i)
+    for (const auto& k : keys) {
+      if (tables[i].col(k) >= 0) continue;
+      std::string why = describe(reports[i]) + " has no column '" + k +
+                        "' to match rows on (is one report PyTorch-style and the other "
+                        "kernel-only/rocprof-style?)";
+      if (named(options, group))
+        throw std::runtime_error("sheet '" + tables[i].name + "' of " + why);
+      notes.push_back("sheet '" + tables[i].name + "' skipped: " + why);
+      return false;
+    }
+  return true;
 }
 
 void drop_columns(Table& table, const std::vector<std::string>& names) {
@@ -234,13 +303,16 @@ std::vector<std::string> tags_of(const std::vector<NamedReport>& reports) {
   return tags;
 }
 
-// ops_summary / kernel_summary: one merged table sorted by the baseline.
-Table compare_summary(const std::vector<NamedReport>& reports, const std::string& sheet,
-                      const CompareOptions& options) {
+// ops_summary / kernel_summary: one merged table sorted by the baseline
+// (nothing when the reports' sheets do not share their key column).
+std::optional<Table> compare_summary(const std::vector<NamedReport>& reports,
+                                     const std::string& sheet, const CompareOptions& options,
+                                     std::vector<std::string>& notes) {
   std::vector<Table> tables = load_all(reports, sheet);
   const SheetConfig* config = sheet == "ops_summary" ? &kOpsSummary : &kKernelSummary;
   if (sheet == "kernel_summary" && tables[0].col(config->keys[0]) < 0)
     config = &kKernelSummaryLegacy;
+  if (!keys_everywhere(reports, tables, config->keys, options, sheet, notes)) return std::nullopt;
   for (size_t i = 0; i < tables.size(); ++i) {
     auto drops = config->cols_to_delete;
     if (i > 0) drops.push_back("Cumulative Percentage (%)");
@@ -308,13 +380,14 @@ void split_diff(const Table& merged, const std::string& name, const std::vector<
 }
 
 void compare_main_sheets(const std::vector<NamedReport>& reports, const CompareOptions& options,
-                         std::vector<Table>& out) {
+                         CompareResult& result) {
   auto tags = tags_of(reports);
   for (const auto& [sheet, config] : main_sheets()) {
-    if (!all_have_sheet(reports, sheet)) continue;
-    Table merged = build_diff(load_all(reports, sheet), tags, config.keys, config.diff_cols,
-                              options.merge_order);
-    split_diff(merged, sheet, tags, config.diff_cols[0], config.sort_col, out);
+    if (!sheet_in_every_report(reports, sheet, result.notes)) continue;
+    std::vector<Table> tables = load_all(reports, sheet);
+    if (!keys_everywhere(reports, tables, config.keys, options, "ops_all", result.notes)) continue;
+    Table merged = build_diff(tables, tags, config.keys, config.diff_cols, options.merge_order);
+    split_diff(merged, sheet, tags, config.diff_cols[0], config.sort_col, result.tables);
   }
 }
 
@@ -329,7 +402,7 @@ void compare_roofline_sheets(const std::vector<NamedReport>& reports, const Comp
                              CompareResult& result) {
   auto tags = tags_of(reports);
   for (const auto& [sheet, short_name] : kRooflineSheets) {
-    if (!all_have_sheet(reports, sheet)) continue;
+    if (!sheet_in_every_report(reports, sheet, result.notes)) continue;
     std::vector<Table> tables = load_all(reports, sheet);
     for (size_t i = 1; i < tables.size(); ++i) drop_columns(tables[i], kRooflineVariantDrops);
     // Keys: name + the param columns every report has, in byte order.
@@ -351,10 +424,30 @@ void compare_roofline_sheets(const std::vector<NamedReport>& reports, const Comp
                              "' skipped: empty in at least one report");
       continue;
     }
+    if (!keys_everywhere(reports, tables, keys, options, "roofline", result.notes)) continue;
     Table merged = build_diff(tables, tags, keys, kRooflineDiffCols, options.merge_order);
     split_diff(merged, short_name, tags, kRooflineDiffCols[0], "Kernel Time (µs)_sum",
                result.tables);
   }
+}
+
+std::string join(const std::vector<std::string>& items) {
+  std::string out;
+  for (const auto& i : items) out += (out.empty() ? "" : ", ") + i;
+  return out;
+}
+
+// Why nothing was compared: each report's sheets, so the user sees the mismatch.
+std::string nothing_shared(const std::vector<NamedReport>& reports, const CompareOptions& options) {
+  std::string text = describe(reports[0]);
+  for (size_t i = 1; i < reports.size(); ++i) text += " and " + describe(reports[i]);
+  text += " have no sheet both sides share (sheet groups: " + join(options.sheet_groups) + ")";
+  for (const auto& r : reports) {
+    std::vector<std::string> names;
+    for (const auto& t : r.sheets) names.push_back(t.name);
+    text += "; '" + r.tag + "' has " + (names.empty() ? "no sheets" : join(names));
+  }
+  return text;
 }
 
 void check_inputs(const std::vector<NamedReport>& reports, const CompareOptions& options) {
@@ -371,6 +464,14 @@ void check_inputs(const std::vector<NamedReport>& reports, const CompareOptions&
       throw std::runtime_error("unknown sheet group '" + g +
                                "' (use gpu_timeline, ops_summary, kernel_summary, ops_all, "
                                "roofline or all)");
+}
+
+// A sheet read back from CSV text, typed as pandas read_csv types it; a
+// zero-byte or header-less file is an empty sheet.
+Table typed_sheet(Table t) {
+  if (t.columns.size() == 1 && t.columns[0].empty() && t.rows.empty()) t.columns.clear();
+  frame::infer_column_types(t);
+  return t;
 }
 
 }  // namespace
@@ -398,20 +499,24 @@ CompareResult compare_reports(const std::vector<NamedReport>& reports,
   check_inputs(reports, options);
   CompareResult result;
   auto tags = tags_of(reports);
-  if (wants(options, "gpu_timeline")) {
-    Table t = build_diff(load_all(reports, "gpu_timeline"), tags, {"type"}, {"time ms"},
-                         options.merge_order);
-    t.name = "gpu_timeline";
-    result.tables.push_back(std::move(t));
+  if (wants(options, "gpu_timeline") &&
+      sheet_everywhere(reports, options, "gpu_timeline", "gpu_timeline", result.notes)) {
+    std::vector<Table> tables = load_all(reports, "gpu_timeline");
+    if (keys_everywhere(reports, tables, {"type"}, options, "gpu_timeline", result.notes)) {
+      Table t = build_diff(tables, tags, {"type"}, {"time ms"}, options.merge_order);
+      t.name = "gpu_timeline";
+      result.tables.push_back(std::move(t));
+    }
   }
   for (const std::string sheet : {"ops_summary", "kernel_summary"}) {
-    if (!wants(options, sheet)) continue;
-    if (!has_sheet(reports[0], sheet))
-      throw std::runtime_error(sheet + " sheet not found in report '" + reports[0].tag + "'");
-    result.tables.push_back(compare_summary(reports, sheet, options));
+    if (!wants(options, sheet) || !sheet_everywhere(reports, options, sheet, sheet, result.notes))
+      continue;
+    if (auto t = compare_summary(reports, sheet, options, result.notes))
+      result.tables.push_back(std::move(*t));
   }
-  if (wants(options, "ops_all")) compare_main_sheets(reports, options, result.tables);
+  if (wants(options, "ops_all")) compare_main_sheets(reports, options, result);
   if (wants(options, "roofline")) compare_roofline_sheets(reports, options, result);
+  if (result.tables.empty()) throw std::runtime_error(nothing_shared(reports, options));
   return result;
 }
 
@@ -422,22 +527,29 @@ NamedReport load_report_dir(const std::string& dir, const std::string& tag) {
     throw std::runtime_error(dir + ": not a directory of report CSVs");
   NamedReport report;
   report.tag = tag;
+  report.source = dir;
   std::vector<fs::path> files;
   for (const auto& entry : fs::directory_iterator(dir))
     if (entry.is_regular_file() && entry.path().extension() == ".csv")
       files.push_back(entry.path());
   std::sort(files.begin(), files.end());
-  for (const auto& f : files) {
-    Table t = read_csv_file(f.string());
-    if (t.columns.size() == 1 && t.columns[0].empty() && t.rows.empty()) t.columns.clear();
-    frame::infer_column_types(t);
-    report.sheets.push_back(std::move(t));
-  }
+  for (const auto& f : files) report.sheets.push_back(typed_sheet(read_csv_file(f.string())));
+  return report;
+}
+
+NamedReport load_report_xlsx(const std::string& path, const std::string& tag) {
+  NamedReport report;
+  report.tag = tag;
+  report.source = path;
+  report.sheets = read_xlsx_workbook(path);
+  // Cells come back as text, as from a CSV file: pandas read_excel then
+  // types each column as read_csv does, whole-number floats as ints.
+  for (auto& t : report.sheets) frame::infer_column_types(t);
   return report;
 }
 
 void normalize_report(NamedReport& report) {
-  for (auto& t : report.sheets) frame::materialize_float_columns(t);
+  for (auto& t : report.sheets) t = typed_sheet(parse_csv(t.to_csv(), t.name));
 }
 
 std::vector<std::string> write_compare_csvs(const CompareResult& result, const std::string& dir) {

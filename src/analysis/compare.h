@@ -11,8 +11,12 @@
 // TraceLens behaviours reproduced on purpose (see docs/deviations.md):
 //  * Matching is purely textual: the same op with a different dtype string,
 //    stride or category does not match.
-//  * The sheets compared are those of the first report; ops_summary and
-//    kernel_summary are required in it when selected (also under "all").
+//  * A sheet group named in CompareOptions::sheet_groups must be in every
+//    report (ops_summary / kernel_summary: TraceLens's "sheet not found").
+//
+// Deliberate deviation: under "all" only the sheets every report has are
+// compared (TraceLens requires ops_summary there, so a kernel-only rocprof
+// report cannot be compared); what is skipped is listed in the notes.
 //  * Roofline sheets are skipped when empty in any report.
 //  * Split sheets lose every all-missing column, key columns included; an
 //    empty split sheet has no columns at all.
@@ -20,6 +24,7 @@
 #pragma once
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "analysis/compare_frame.h"
@@ -29,8 +34,14 @@ namespace jarvis {
 
 // One report: its tag and its sheets (Table::name = sheet name).
 struct NamedReport {
+  NamedReport() = default;
+  NamedReport(std::string t, std::vector<Table> s, std::string src = "")
+      : tag(std::move(t)), sheets(std::move(s)), source(std::move(src)) {}
+
   std::string tag;
   std::vector<Table> sheets;
+  // What the report was read from (a path), for error messages; may be "".
+  std::string source;
   // The sheet named `name`, or nullptr.
   const Table* sheet(const std::string& name) const;
 };
@@ -59,8 +70,10 @@ struct CompareResult {
 const std::vector<std::string>& compare_sheet_groups();
 
 // Compares reports[0] (baseline) with reports[1..]. Throws std::runtime_error
-// for fewer than two reports, duplicate tags, an unknown sheet group, or a
-// required sheet / column missing from a report.
+// for fewer than two reports, duplicate tags, an unknown sheet group, a
+// sheet of a named group or a required column missing from a report, sheets
+// of different styles (a PyTorch-trace kernel_summary vs a rocprof one) in a
+// named group, or when no selected sheet is in every report.
 CompareResult compare_reports(const std::vector<NamedReport>& reports,
                               const CompareOptions& options = {});
 
@@ -69,8 +82,18 @@ CompareResult compare_reports(const std::vector<NamedReport>& reports,
 // empty sheets. Throws std::runtime_error if `dir` is not a directory.
 NamedReport load_report_dir(const std::string& dir, const std::string& tag);
 
-// Gives the cells of report tables built in memory the normal form the
-// comparison expects (float columns hold doubles, NaN is missing).
+// Reads a report workbook (.xlsx: TraceLens's perf_report.xlsx or one written
+// by `jarvis report --xlsx`) with the column types pandas read_excel gives:
+// every sheet, typed as load_report_dir types CSV cells (a float column whose
+// values are all whole numbers reads as int, as in pandas). Throws
+// std::runtime_error naming the file when it is not a readable workbook.
+NamedReport load_report_xlsx(const std::string& path, const std::string& tag);
+
+// Gives report tables built in memory (from a trace) the cells the same
+// report has when read back from its CSV files, so a trace compares with a
+// report directory or workbook of it cell for cell (a bool or tuple-valued
+// param key matches its written text; float columns hold doubles, NaN is
+// missing).
 void normalize_report(NamedReport& report);
 
 // Writes every result table as <dir>/<name>.csv (atomically); returns the paths.

@@ -5,7 +5,9 @@
 #include <filesystem>
 #include <stdexcept>
 
+#include "analysis/rocprof_trace.h"
 #include "report/report.h"
+#include "rocprof/report.h"
 
 namespace jarvis {
 
@@ -21,12 +23,43 @@ std::string arch_choice(const std::string& requested, const Trace* trace) {
   return trace ? detect_arch_name(*trace) : "";
 }
 
+// Runs `read` for the side called `role` ("REF" / "TARGET"), naming the side
+// in the message of a plain std::runtime_error; trace and arch errors keep
+// their type (callers tell them apart) and already name their file.
+template <class F>
+PreparedReport for_side(const std::string& role, F&& read) {
+  try {
+    return read();
+  } catch (const TraceError&) {
+    throw;
+  } catch (const perf::GpuArchError&) {
+    throw;
+  } catch (const std::runtime_error& e) {
+    throw std::runtime_error(role + ": " + e.what());
+  }
+}
+
 PreparedReport side_from_path(TraceStore& store, const std::string& path, const std::string& tag,
-                              const std::string& requested_arch) {
-  std::error_code ec;
-  if (fs::is_directory(path, ec)) return prepare_report_dir(path, tag, requested_arch);
-  auto loaded = store.load(path);
-  return prepare_loaded_trace(*loaded.entry, tag, requested_arch);
+                              const std::string& requested_arch, const std::string& role) {
+  return for_side(role, [&] {
+    CompareInput input = detect_compare_input(path);
+    if (input.kind != CompareInputKind::Trace)
+      return prepare_report_input(input, tag, requested_arch);
+    auto loaded = store.load(input.path);
+    return prepare_loaded_trace(*loaded.entry, tag, requested_arch);
+  });
+}
+
+// TraceLens's rocprof report (default sheets, TraceLens's units) of a
+// rocprofv3 trace, cached on the entry; such a trace has no op tree.
+std::shared_ptr<const Report> rocprof_report(const LoadedTrace& entry,
+                                             const rocprof::Profile& profile) {
+  return entry.cached<Report>("compare:rocprof_report", [&] {
+    Report report;
+    report.gpu_only = true;
+    report.tables = rocprof::report_tables(profile, rocprof::ReportOptions{});
+    return report;
+  });
 }
 
 json number_or_null(const Table& t, size_t row, const std::string& column) {
@@ -108,16 +141,31 @@ PreparedReport prepare_loaded_trace(const LoadedTrace& entry, const std::string&
   std::string arch = arch_choice(requested_arch, &entry.trace());
   PreparedReport side;
   if (!arch.empty()) side.arch = perf::load_gpu_arch(arch);
-  auto report = trace_report(entry, arch.empty() ? "none" : arch);
-  side.report = NamedReport{tag, report->tables};
+  auto profile = analysis::rocprof_profile(entry);
+  auto report =
+      profile ? rocprof_report(entry, *profile) : trace_report(entry, arch.empty() ? "none" : arch);
+  side.report = NamedReport{tag, report->tables, entry.path()};
   normalize_report(side.report);
   return side;
 }
 
 PreparedReport prepare_report_dir(const std::string& dir, const std::string& tag,
                                   const std::string& requested_arch) {
+  return prepare_report_input({CompareInputKind::ReportDir, dir}, tag, requested_arch);
+}
+
+PreparedReport prepare_report_xlsx(const std::string& path, const std::string& tag,
+                                   const std::string& requested_arch) {
+  return prepare_report_input({CompareInputKind::ReportXlsx, path}, tag, requested_arch);
+}
+
+PreparedReport prepare_report_input(const CompareInput& input, const std::string& tag,
+                                    const std::string& requested_arch) {
+  if (input.kind == CompareInputKind::Trace)
+    throw std::invalid_argument(input.path + ": a trace, not a report");
   PreparedReport side;
-  side.report = load_report_dir(dir, tag);
+  side.report = input.kind == CompareInputKind::ReportXlsx ? load_report_xlsx(input.path, tag)
+                                                           : load_report_dir(input.path, tag);
   std::string arch = arch_choice(requested_arch, nullptr);
   if (!arch.empty()) side.arch = perf::load_gpu_arch(arch);
   return side;
@@ -162,8 +210,9 @@ TraceComparison compare_traces(const std::string& reference_path, const std::str
                                const CompareTracesOptions& options) {
   TraceStore store;
   PreparedReport ref =
-      side_from_path(store, reference_path, options.reference_tag, options.arch_reference);
-  PreparedReport tgt = side_from_path(store, target_path, options.target_tag, options.arch_target);
+      side_from_path(store, reference_path, options.reference_tag, options.arch_reference, "REF");
+  PreparedReport tgt =
+      side_from_path(store, target_path, options.target_tag, options.arch_target, "TARGET");
   return compare_prepared_reports(std::move(ref.report), std::move(tgt.report), std::move(ref.arch),
                                   std::move(tgt.arch), options);
 }

@@ -1,7 +1,8 @@
-// Cross-platform comparison of two traces (or report directories): builds
-// each side's TraceLens report, compares them (analysis/compare.h), adds the
-// hardware-expected ratios (analysis/compare_hw.h) when both GPU archs are
-// known, and optionally writes everything as CSV/JSON.
+// Cross-platform comparison of two traces or reports, in any mix (see
+// analysis/compare_inputs.h for the input kinds): builds each trace's
+// TraceLens report (PyTorch or, for rocprofv3, kernel-only), compares them (analysis/compare.h),
+// adds the hardware-expected ratios (analysis/compare_hw.h) when both GPU archs are known, and
+// optionally writes everything as CSV/JSON.
 //
 // Framing: the first input is the reference, the second the target — the
 // platform to improve. Nothing here ranks platforms; the gap analysis lists
@@ -17,6 +18,7 @@
 
 #include "analysis/compare.h"
 #include "analysis/compare_hw.h"
+#include "analysis/compare_inputs.h"
 #include "analysis/trace_store.h"
 #include "perf/gpu_arch.h"
 
@@ -58,15 +60,25 @@ struct PreparedReport {
 };
 
 // `arch` as in CompareTracesOptions. The loaded-trace report comes from the
-// entry's cache; a report directory is read with load_report_dir.
+// entry's cache (a rocprofv3 trace gets TraceLens's rocprof report:
+// gpu_timeline, kernel_summary, ...); a report directory is read with
+// load_report_dir, a workbook with load_report_xlsx.
 PreparedReport prepare_loaded_trace(const LoadedTrace& entry, const std::string& tag,
                                     const std::string& arch);
 PreparedReport prepare_report_dir(const std::string& dir, const std::string& tag,
                                   const std::string& arch);
+PreparedReport prepare_report_xlsx(const std::string& path, const std::string& tag,
+                                   const std::string& arch);
+// A report input (kind ReportDir or ReportXlsx) as detect_compare_input
+// classified it.
+PreparedReport prepare_report_input(const CompareInput& input, const std::string& tag,
+                                    const std::string& arch);
 
-// Each input is a Kineto trace file (.json / .json.gz) or a report
-// directory of <sheet>.csv files. Throws TraceError, perf::GpuArchError or
-// std::runtime_error with a message naming the bad input.
+// Each input is anything detect_compare_input accepts: a trace (Kineto or
+// rocprofv3), a report directory (or one holding perf_report_csvs/) or a
+// report .xlsx; the two need not be of the same kind. Throws TraceError,
+// perf::GpuArchError or std::runtime_error; messages about an input start
+// with "REF: " or "TARGET: " and name it.
 TraceComparison compare_traces(const std::string& reference_path, const std::string& target_path,
                                const CompareTracesOptions& options = {});
 

@@ -84,7 +84,9 @@ Runner add_compare(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand(
       "compare", "TraceLens report comparison of two runs plus hardware-expected gaps");
   cmd->add_option("REF", a->reference,
-                  "reference: a trace (.json/.json.gz) or a report directory of <sheet>.csv files")
+                  "reference: a trace (Kineto .json/.json.gz, rocprofv3), a report directory "
+                  "(<sheet>.csv files, or one holding perf_report_csvs/) or a report .xlsx; "
+                  "PyTorch-style or kernel-only")
       ->required();
   cmd->add_option("TARGET", a->target, "target: the platform to improve (same kinds)")
       ->required();
@@ -114,6 +116,10 @@ Runner add_compare(CLI::App& app) {
       ->check(CLI::Range(0.0, 100.0))
       ->default_str("1");
   cmd->add_option("--top", a->top, "flagged ops printed")->default_str("10");
+  cmd->footer(
+      "The sheets both sides have are compared (notes name the rest); inputs may mix kinds.\n"
+      "TraceLens's own comparisons use --merge-order lexicographic (pandas >= 2.2). "
+      "docs/compare.md");
   return [a] { return run_compare(*a); };
 }
 

@@ -6,6 +6,7 @@
 
 #include <zlib.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <fstream>
@@ -180,8 +181,9 @@ std::vector<std::string> shared_strings(const Zip& zip) {
   return out;
 }
 
-// Sheet name -> entry path, through workbook.xml and its relationships.
-std::map<std::string, std::string> sheet_files(const Zip& zip) {
+// (sheet name, entry path) in workbook order, through workbook.xml and its
+// relationships.
+std::vector<std::pair<std::string, std::string>> sheet_files(const Zip& zip) {
   std::map<std::string, std::string> target_of;
   Bytes rels = zip.read("xl/_rels/workbook.xml.rels");
   std::string_view r(rels);
@@ -192,14 +194,15 @@ std::map<std::string, std::string> sheet_files(const Zip& zip) {
     target = target.rfind('/', 0) == 0 ? target.substr(1) : "xl/" + target;
     target_of[attr(tag, "Id")] = target;
   }
-  std::map<std::string, std::string> out;
+  std::vector<std::pair<std::string, std::string>> out;
   Bytes wb = zip.read("xl/workbook.xml");
   std::string_view w(wb);
   for (size_t at = w.find("<sheet "); at != std::string_view::npos;
        at = w.find("<sheet ", at + 1)) {
     std::string_view tag = w.substr(at, w.find('>', at) - at);
     auto it = target_of.find(attr(tag, "r:id"));
-    if (it != target_of.end()) out[attr(tag, "name")] = it->second;
+    if (it != target_of.end() && zip.has(it->second))
+      out.emplace_back(attr(tag, "name"), it->second);
   }
   return out;
 }
@@ -272,16 +275,22 @@ Table parse_sheet(std::string_view xml, const std::vector<std::string>& strings,
 
 std::map<std::string, Table> read_xlsx_sheets(const std::string& path,
                                               const std::vector<std::string>& sheets) {
+  std::map<std::string, Table> out;
+  for (Table& t : read_xlsx_workbook(path, sheets)) out.emplace(t.name, std::move(t));
+  return out;
+}
+
+std::vector<Table> read_xlsx_workbook(const std::string& path,
+                                      const std::optional<std::vector<std::string>>& only) {
   try {
     Zip zip(path);
     auto files = sheet_files(zip);
     auto strings = shared_strings(zip);
-    std::map<std::string, Table> out;
-    for (const std::string& s : sheets) {
-      auto it = files.find(s);
-      if (it == files.end() || !zip.has(it->second)) continue;
-      Bytes xml = zip.read(it->second);
-      out.emplace(s, parse_sheet(xml, strings, s));
+    std::vector<Table> out;
+    for (const auto& [name, file] : files) {
+      if (only && std::find(only->begin(), only->end(), name) == only->end()) continue;
+      Bytes xml = zip.read(file);
+      out.push_back(parse_sheet(xml, strings, name));
     }
     return out;
   } catch (const std::exception& e) {

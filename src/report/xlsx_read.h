@@ -9,6 +9,7 @@
 #pragma once
 
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -20,5 +21,11 @@ namespace jarvis {
 // std::runtime_error naming the file when it is not a readable workbook.
 std::map<std::string, Table> read_xlsx_sheets(const std::string& path,
                                               const std::vector<std::string>& sheets);
+
+// Every sheet of the workbook in workbook order (Table::name = sheet name),
+// or only those named in `only`. Throws std::runtime_error naming the file
+// when it is not a readable workbook.
+std::vector<Table> read_xlsx_workbook(
+    const std::string& path, const std::optional<std::vector<std::string>>& only = std::nullopt);
 
 }  // namespace jarvis

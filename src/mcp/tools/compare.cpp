@@ -1,7 +1,8 @@
 // compare: TraceLens report comparison of a reference and a target trace plus
 // hardware-expected ratios. Adapter only: resolves each input (handle, trace
-// path or report directory) and the output directory through the session's
-// root confinement, then calls the engine (analysis/compare_traces.h).
+// path, report directory or workbook) and the output directory through the session's
+// root confinement, then calls the engine (analysis/compare_traces.h), which
+// also tells traces from report directories and workbooks.
 #include <cmath>
 #include <filesystem>
 
@@ -11,6 +12,7 @@
 #include "analysis/trace_store.h"
 #include "mcp/tool.h"
 #include "perf/gpu_arch.h"
+#include "trace/trace.h"
 
 namespace jarvis::mcp {
 namespace {
@@ -20,20 +22,41 @@ struct Input {
   json handle;  // the trace handle, or null for a report directory
 };
 
-Input prepare_input(const std::string& value, const std::string& tag, const std::string& arch,
-                    ToolContext& ctx) {
+// Runs `read`, naming the argument in the message of a plain
+// std::runtime_error (input detection, report reading); tool, trace and arch
+// errors pass through unchanged.
+template <class F>
+Input for_argument(const std::string& argument, F&& read) {
+  try {
+    return read();
+  } catch (const ToolError&) {
+    throw;
+  } catch (const TraceError&) {
+    throw;
+  } catch (const perf::GpuArchError&) {
+    throw;
+  } catch (const std::runtime_error& e) {
+    throw ToolError(argument + ": " + e.what());
+  }
+}
+
+Input prepare_input(const std::string& argument, const std::string& value, const std::string& tag,
+                    const std::string& arch, ToolContext& ctx) {
   // A trace path is loaded under a handle of this session (reported back),
   // not served per call as other tools' path arguments are.
   bool trace_file = value.ends_with(".json") || value.ends_with(".gz");
   auto entry = trace_file ? nullptr : ctx.traces().get(value);
-  if (!entry) {
-    auto path = ctx.resolve_path(value, /*must_exist=*/true, /*for_write=*/false);
-    if (std::filesystem::is_directory(path))
-      return {prepare_report_dir(path.string(), tag, arch), json()};
-    // A file goes through load_trace's checks (trace names, nothing we wrote).
-    entry = ctx.traces().load(ctx.paths().trace_path(value).string()).entry;
-  }
-  return {prepare_loaded_trace(*entry, tag, arch), entry->handle()};
+  if (entry) return {prepare_loaded_trace(*entry, tag, arch), entry->handle()};
+  auto path = ctx.resolve_path(value, /*must_exist=*/true, /*for_write=*/false);
+  return for_argument(argument, [&]() -> Input {
+    // The engine tells traces from report directories and workbooks.
+    CompareInput input = detect_compare_input(path.string());
+    if (input.kind != CompareInputKind::Trace)
+      return {prepare_report_input(input, tag, arch), json()};
+    // A trace goes through load_trace's checks (trace names, nothing we wrote).
+    auto loaded = ctx.traces().load(ctx.paths().trace_path(input.path).string()).entry;
+    return {prepare_loaded_trace(*loaded, tag, arch), loaded->handle()};
+  });
 }
 
 std::string num(const json& j, const char* fmt_spec = "{:.3f}") {
@@ -83,12 +106,12 @@ ToolResult compare_tool(const json& args, ToolContext& ctx) {
   Input ref, tgt;
   try {
     ctx.report_progress(0, 3, "reference report");
-    ref = prepare_input(args.at("reference_trace").get<std::string>(), options.reference_tag,
-                        options.arch_reference, ctx);
+    ref = prepare_input("reference_trace", args.at("reference_trace").get<std::string>(),
+                        options.reference_tag, options.arch_reference, ctx);
     ctx.throw_if_cancelled();
     ctx.report_progress(1, 3, "target report");
-    tgt = prepare_input(args.at("target_trace").get<std::string>(), options.target_tag,
-                        options.arch_target, ctx);
+    tgt = prepare_input("target_trace", args.at("target_trace").get<std::string>(),
+                        options.target_tag, options.arch_target, ctx);
     ctx.throw_if_cancelled();
   } catch (const perf::GpuArchError& e) {
     throw ToolError(
