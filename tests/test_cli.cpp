@@ -46,8 +46,12 @@ Run jarvis_cli(const std::string& args) {
   return r;
 }
 
-std::string bert_dir() { return jarvis::golden::shared_dir() + "/conformance/h100_bert-small"; }
-std::string bert_trace() { return bert_dir() + "/trace.json.gz"; }
+std::string bert_dir() {
+  return jarvis::golden::shared_dir() + "/conformance/h100_bert-small";
+}
+std::string bert_trace() {
+  return bert_dir() + "/trace.json.gz";
+}
 
 std::string read(const fs::path& p) {
   std::ifstream in(p, std::ios::binary);
@@ -64,10 +68,10 @@ std::map<std::string, std::string> tree_of(const fs::path& dir) {
   return files;
 }
 
-const char* kCommands[] = {"info",    "report",         "prepare",       "analyze",
-                           "compare", "insights",       "collectives",   "sweep",
-                           "sweep-compare", "rocprof-config", "replay", "render-findings",
-                           "serve",   "completion"};
+const char* kCommands[] = {"info",          "report",         "prepare",     "analyze",
+                           "compare",       "insights",       "collectives", "sweep",
+                           "sweep-compare", "rocprof-config", "replay",      "render-findings",
+                           "serve",         "completion"};
 
 }  // namespace
 
@@ -92,8 +96,7 @@ TEST_SUITE("cli") {
       CHECK(r.out.find("Usage:") != std::string::npos);
       CHECK(r.out.find("--help") != std::string::npos);
     }
-    CHECK(jarvis_cli("report --help").out.find("--short-kernel-threshold-us") !=
-          std::string::npos);
+    CHECK(jarvis_cli("report --help").out.find("--short-kernel-threshold-us") != std::string::npos);
   }
 
   TEST_CASE("usage errors exit 2 on stderr and name the flag") {
@@ -156,11 +159,11 @@ TEST_SUITE("cli") {
     // --short_kernel_study, run here with the same flags.
     TempDir tmp;
     fs::path csvs = tmp.path / "perf_report_csvs";
-    Run r = jarvis_cli("report --profile_json_path " + shell_quote(bert_trace()) +
-                       " --output_csvs_dir " + shell_quote(csvs.string()) +
-                       " --gpu_arch_json_path " +
-                       shell_quote(std::string(JARVIS_SOURCE_DIR) + "/arch/H100.json") +
-                       " --enable_kernel_summary --short_kernel_study");
+    Run r =
+        jarvis_cli("report --profile_json_path " + shell_quote(bert_trace()) +
+                   " --output_csvs_dir " + shell_quote(csvs.string()) + " --gpu_arch_json_path " +
+                   shell_quote(std::string(JARVIS_SOURCE_DIR) + "/arch/H100.json") +
+                   " --enable_kernel_summary --short_kernel_study");
     REQUIRE_MESSAGE(r.exit_code == 0, r.err);
     size_t sheets = 0;
     for (const auto& e : fs::directory_iterator(bert_dir() + "/perf_report_csvs")) {
@@ -201,8 +204,7 @@ TEST_SUITE("cli") {
     Run none = jarvis_cli("report " + shell_quote(bert_trace()) + " --no-xlsx --arch none --out " +
                           shell_quote((tmp.path / "none").string()));
     REQUIRE(none.exit_code == 0);
-    CHECK(read(tmp.path / "none/perf_report_csvs/GEMM.csv").find("Roofline") ==
-          std::string::npos);
+    CHECK(read(tmp.path / "none/perf_report_csvs/GEMM.csv").find("Roofline") == std::string::npos);
     CHECK(read(tmp.path / "d/perf_report_csvs/GEMM.csv").find("Roofline") != std::string::npos);
 
     // prepare without --platform: the platform of TraceLens's own run (H100).
@@ -210,8 +212,9 @@ TEST_SUITE("cli") {
                           shell_quote((tmp.path / "p").string()));
     REQUIRE_MESSAGE(prep.exit_code == 0, prep.err);
     CHECK(prep.out.find("for H100") != std::string::npos);
-    auto result = jarvis::golden::compare_csv_files(
-        bert_dir() + "/category_data/gemm_ops.csv", (tmp.path / "p/category_data/gemm_ops.csv").string());
+    auto result =
+        jarvis::golden::compare_csv_files(bert_dir() + "/category_data/gemm_ops.csv",
+                                          (tmp.path / "p/category_data/gemm_ops.csv").string());
     CHECK_MESSAGE(result.ok(), result.summary());
   }
 
@@ -258,8 +261,8 @@ TEST_SUITE("cli") {
   TEST_CASE("output files need an existing directory unless --mkdirs") {
     TempDir tmp;
     fs::path xlsx = tmp.path / "no" / "such" / "dir" / "r.xlsx";
-    Run refused = jarvis_cli("report " + shell_quote(bert_trace()) + " --xlsx " +
-                             shell_quote(xlsx.string()));
+    Run refused =
+        jarvis_cli("report " + shell_quote(bert_trace()) + " --xlsx " + shell_quote(xlsx.string()));
     CHECK(refused.exit_code == 2);
     CHECK(refused.err.find("--mkdirs") != std::string::npos);
     CHECK_FALSE(fs::exists(tmp.path / "no"));
@@ -276,8 +279,8 @@ TEST_SUITE("cli") {
     Run silent = jarvis_cli(base);  // stderr is a file: auto = no progress
     CHECK(silent.err.empty());
     Run plain = jarvis_cli(base + " --force --progress plain");
-    for (const char* step : {"report: load ", "report: call tree ", "report: report ",
-                             "report: write "})
+    for (const char* step :
+         {"report: load ", "report: call tree ", "report: report ", "report: write "})
       CHECK_MESSAGE(plain.err.find(step) != std::string::npos, step);
     CHECK(plain.err.find('\r') == std::string::npos);
     CHECK(plain.out.find("gpu_timeline.csv") != std::string::npos);

@@ -348,8 +348,8 @@ json.dump(d, gzip.open(dst, 'wt'))
     std::string bin = JARVIS_BINARY;
     std::string out = tmp.path + "/out";
     REQUIRE(run(bin + " sweep '" + h.root + "' --out '" + out + "' --cache '" + tmp.path +
-                "/cache' --jobs 2 --progress plain --xlsx '" + tmp.path + "/all.xlsx' > '" + tmp.path +
-                "/stdout' 2> '" + tmp.path + "/stderr'") == 0);
+                "/cache' --jobs 2 --progress plain --xlsx '" + tmp.path + "/all.xlsx' > '" +
+                tmp.path + "/stdout' 2> '" + tmp.path + "/stderr'") == 0);
     CHECK(slurp(tmp.path + "/stderr").find("(6/6 runs)") != std::string::npos);
     auto tables = sw::sweep_tables(h.sweep, 5);
     for (const auto& t : tables) {

@@ -13,10 +13,10 @@
 #include <fmt/format.h>
 
 #include "analysis/rocprof_trace.h"
+#include "base/random_id.h"
 #include "perf/gpu_arch.h"
 #include "report/report.h"
 #include "rocprof/profile.h"
-#include "base/random_id.h"
 #include "trace/loader.h"
 #include "tree/call_tree.h"
 
@@ -26,7 +26,9 @@ namespace fs = std::filesystem;
 
 namespace {
 
-std::string random_handle() { return fmt::format("s{}", random_hex(16)); }
+std::string random_handle() {
+  return fmt::format("s{}", random_hex(16));
+}
 
 // A rocprofv3 CSV directory: the directory's device and inode, its CSV
 // files' total size and newest mtime (a rewritten CSV makes a new identity).

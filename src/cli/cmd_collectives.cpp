@@ -47,9 +47,10 @@ int run_collectives(const CollectivesArgs& a) {
 
 Runner add_collectives(CLI::App& app) {
   auto a = std::make_shared<CollectivesArgs>();
-  CLI::App* cmd = app.add_subcommand(
-      "collectives", "multi-rank collective report: instances matched across ranks, skew, "
-                     "bandwidths, overlap");
+  CLI::App* cmd =
+      app.add_subcommand("collectives",
+                         "multi-rank collective report: instances matched across ranks, skew, "
+                         "bandwidths, overlap");
   cmd->add_option("RANK_TRACE", a->traces,
                   "one trace per rank (rank from distributedInfo, else the order given)")
       ->required();

@@ -88,8 +88,7 @@ Runner add_compare(CLI::App& app) {
                   "(<sheet>.csv files, or one holding perf_report_csvs/) or a report .xlsx; "
                   "PyTorch-style or kernel-only")
       ->required();
-  cmd->add_option("TARGET", a->target, "target: the platform to improve (same kinds)")
-      ->required();
+  cmd->add_option("TARGET", a->target, "target: the platform to improve (same kinds)")->required();
   cmd->add_option("-o,--out", a->options.output_dir,
                   "writes DIR/<sheet>.csv per comparison sheet and "
                   "DIR/hardware_gap_analysis.{csv,json} when both archs are known")

@@ -35,8 +35,7 @@ void print_info(const Trace& trace, bool rocprof) {
 Runner add_info(CLI::App& app) {
   auto path = std::make_shared<std::string>();
   CLI::App* cmd = app.add_subcommand("info", "short summary of a trace (events, GPU, platform)");
-  cmd->add_option("TRACE", *path, "Kineto trace (.json/.json.gz) or rocprofv3 output")
-      ->required();
+  cmd->add_option("TRACE", *path, "Kineto trace (.json/.json.gz) or rocprofv3 output")->required();
   return [path] {
     // rocprofv3 output goes through its own reader into the same event store.
     bool rocprof = rocprof::is_rocprof_input(*path);

@@ -65,8 +65,8 @@ int run_insights(const InsightsArgs& a) {
 
 Runner add_insights(CLI::App& app) {
   auto a = std::make_shared<InsightsArgs>();
-  CLI::App* cmd =
-      app.add_subcommand("insights", "expert insights beyond TraceLens, ranked by recoverable time");
+  CLI::App* cmd = app.add_subcommand(
+      "insights", "expert insights beyond TraceLens, ranked by recoverable time");
   cmd->add_option("TRACE", a->trace, "Kineto trace (.json/.json.gz)")->required();
   cmd->add_option("--arch", a->arch,
                   "GPU arch for rooflines: name, JSON file or none (default: detected)");

@@ -88,8 +88,8 @@ Runner add_prepare(CLI::App& app) {
     progress.phase("prepare");
     auto result = analysis::prepare_from_trace(trace, o);
     progress.finish();
-    fmt::print("prepared {} compute categories in {} for {} ({} files):",
-               result.categories.size(), a->out, o.platform, result.files.size());
+    fmt::print("prepared {} compute categories in {} for {} ({} files):", result.categories.size(),
+               a->out, o.platform, result.files.size());
     for (const auto& c : result.categories) fmt::print(" {}", c);
     fmt::print("\n");
     if (a->analyze || a->drafts) return run_analyses(a->out, o.category, a->drafts, true);

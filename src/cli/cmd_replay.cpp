@@ -78,8 +78,7 @@ Runner add_replay(CLI::App& app) {
   cmd->add_option("TRACE", a->trace, "Kineto trace (.json/.json.gz)")->required();
   cmd->add_option("-o,--out", a->out, "package directory (created)")->required();
   auto* selection = cmd->add_option_group("selection", "exactly one of --uid, --op, --category");
-  selection
-      ->add_option("--uid", a->uids, "cpu_op UIDs (repeatable; also --uid 12,40,77)")
+  selection->add_option("--uid", a->uids, "cpu_op UIDs (repeatable; also --uid 12,40,77)")
       ->delimiter(',')
       ->allow_extra_args(false);
   auto* op = selection->add_option("--op", a->op, "every call of an op, e.g. aten::mm");
@@ -87,8 +86,9 @@ Runner add_replay(CLI::App& app) {
       "--category", a->category,
       "the --top op signatures of a category with the most GPU kernel time (GEMM, SDPA_fwd, ...)");
   selection->require_option(1);
-  cmd->add_option("--dims", a->dims, "with --op: only Input Dims DIMS, e.g. \"[[8944, 1024], "
-                                     "[1024, 2816]]\"")
+  cmd->add_option("--dims", a->dims,
+                  "with --op: only Input Dims DIMS, e.g. \"[[8944, 1024], "
+                  "[1024, 2816]]\"")
       ->needs(op);
   cmd->add_option("--top", a->top, "with --category: how many op signatures")
       ->needs(category)

@@ -216,8 +216,9 @@ int run_report(ReportArgs& a) {
   bool rocprof_input = a.rocprof || rocprof::is_rocprof_input(a.trace);
   if (rocprof_input) return run_rocprof(a, t, progress);
   if (a.kernel_details || a.topk_kernels || a.fix_rocprof_units)
-    usage_error("--kernel-details, --topk-kernels and --fix-rocprof-units apply to rocprofv3 "
-                "input only");
+    usage_error(
+        "--kernel-details, --topk-kernels and --fix-rocprof-units apply to rocprofv3 "
+        "input only");
 
   ReportOptions options = report_options(a);
   std::optional<GpuArch> arch;

@@ -20,7 +20,7 @@ namespace {
 
 struct ServeArgs {
   bool stdio = false, conformance_fixtures = false;
-  bool http = false;     // --http given (with or without an address)
+  bool http = false;  // --http given (with or without an address)
   std::string http_address;
   std::string host, port, token, max_message_mb, max_memory, session_ttl_min, workers;
   std::vector<std::string> roots, allow_origins, arch_dirs;
@@ -101,8 +101,7 @@ mcp::ServerOptions server_options(const ServeArgs& a) {
   options.roots = a.roots;
   options.conformance_fixtures = a.conformance_fixtures;
   if (!a.max_message_mb.empty())
-    options.max_message_bytes = bounded_number("--max-message-mb", a.max_message_mb, 1, 1024)
-                                << 20;
+    options.max_message_bytes = bounded_number("--max-message-mb", a.max_message_mb, 1, 1024) << 20;
   if (!a.max_memory.empty()) options.max_memory_bytes = memory_size(a.max_memory);
   if (!a.session_ttl_min.empty())
     options.session_idle_ttl =
@@ -149,9 +148,10 @@ Runner add_serve(CLI::App& app) {
   auto a = std::make_shared<ServeArgs>();
   CLI::App* cmd = app.add_subcommand("serve", "MCP server for agents over stdio or HTTP");
   cmd->add_flag("--stdio", a->stdio, "JSON-RPC over stdin/stdout");
-  CLI::Option* http = cmd->add_option("--http", a->http_address,
-                  "Streamable HTTP on [HOST:]PORT (default 127.0.0.1:8080; or --host/--port)")
-      ->expected(0, 1);
+  CLI::Option* http =
+      cmd->add_option("--http", a->http_address,
+                      "Streamable HTTP on [HOST:]PORT (default 127.0.0.1:8080; or --host/--port)")
+          ->expected(0, 1);
   cmd->add_option("--host", a->host, "HTTP bind address (default 127.0.0.1)");
   cmd->add_option("--port", a->port, "HTTP port");
   cmd->add_option("--root", a->roots,

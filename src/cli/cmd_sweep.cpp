@@ -43,8 +43,7 @@ void add_load_options(CLI::App* cmd, LoadArgs& a) {
   add_progress_flags(cmd, a.progress);
 }
 
-sweep::LoadOptions load_options(const LoadArgs& a, const std::string& layout,
-                                Progress& progress) {
+sweep::LoadOptions load_options(const LoadArgs& a, const std::string& layout, Progress& progress) {
   sweep::LoadOptions o;
   o.pattern = layout.empty() ? a.layout : layout;
   o.jobs = a.jobs;
@@ -192,8 +191,8 @@ Runner add_rocprof_config(CLI::App& app) {
     std::string csv, out;
   };
   auto a = std::make_shared<ConfigArgs>();
-  CLI::App* cmd = app.add_subcommand(
-      "rocprof-config", "rocprofv3 input tracing exactly the kernels of a sweep CSV");
+  CLI::App* cmd = app.add_subcommand("rocprof-config",
+                                     "rocprofv3 input tracing exactly the kernels of a sweep CSV");
   cmd->add_option("CSV", a->csv,
                   "gemm_variance.csv or top5_gemm_kernels_time_variance.csv (kernel_name column)")
       ->required()

@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <CLI/CLI.hpp>
 
 #include "cli/commands.h"
 
@@ -15,9 +15,8 @@ namespace jarvis::cli {
 namespace {
 
 std::vector<const CLI::App*> visible_commands(const CLI::App& app) {
-  return app.get_subcommands([](const CLI::App* sub) {
-    return !sub->get_name().empty() && !sub->get_group().empty();
-  });
+  return app.get_subcommands(
+      [](const CLI::App* sub) { return !sub->get_name().empty() && !sub->get_group().empty(); });
 }
 
 std::string join(const std::set<std::string>& words) {
@@ -96,9 +95,10 @@ std::string man_page(const CLI::App& app, const std::string& version) {
     out += roff(cmd->help("jarvis")) + ".fi\n";
   }
   out += ".SH EXIT STATUS\n0 success, 1 input or analysis error, 2 usage error.\n";
-  out += ".SH ENVIRONMENT\n.TP\n.B JARVIS_ARCH_DIR\nextra GPU arch files (<NAME>.json), searched "
-         "before the bundled ones.\n.TP\n.B JARVIS_TOKEN\nbearer token of `jarvis serve "
-         "\\-\\-http`.\n";
+  out +=
+      ".SH ENVIRONMENT\n.TP\n.B JARVIS_ARCH_DIR\nextra GPU arch files (<NAME>.json), searched "
+      "before the bundled ones.\n.TP\n.B JARVIS_TOKEN\nbearer token of `jarvis serve "
+      "\\-\\-http`.\n";
   return out;
 }
 

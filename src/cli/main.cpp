@@ -17,7 +17,9 @@
 #endif
 
 namespace jarvis::cli {
-const char* version() { return JARVIS_VERSION; }
+const char* version() {
+  return JARVIS_VERSION;
+}
 }  // namespace jarvis::cli
 
 namespace {
@@ -61,8 +63,7 @@ int parse_error(const CLI::App& app, const CLI::ParseError& e, const CLI::App* c
       std::string names;
       for (const auto& c : commands)
         if (!c.command->get_group().empty()) names += " " + c.command->get_name();
-      std::fprintf(stderr, "jarvis: unknown command '%s'\ncommands:%s\n", argv[1],
-                   names.c_str());
+      std::fprintf(stderr, "jarvis: unknown command '%s'\ncommands:%s\n", argv[1], names.c_str());
     } else {
       std::fprintf(stderr, "jarvis: %s\n", e.what());
     }

@@ -33,7 +33,9 @@ Progress::Progress(ProgressMode mode, std::string command)
   if (mode_ == ProgressMode::Bar) ticker_ = std::thread([this] { tick(); });
 }
 
-Progress::~Progress() { finish(); }
+Progress::~Progress() {
+  finish();
+}
 
 void Progress::tick() {
   std::unique_lock lock(mutex_);
@@ -68,8 +70,7 @@ void Progress::end_phase() {
   double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - phase_start_).count();
   if (mode_ == ProgressMode::Plain) {
     std::string counted = total_ ? fmt::format(" ({}/{} {})", done_, total_, unit_) : "";
-    std::fprintf(stderr, "%s: %s%s %.2f s\n", command_.c_str(), phase_.c_str(), counted.c_str(),
-                 s);
+    std::fprintf(stderr, "%s: %s%s %.2f s\n", command_.c_str(), phase_.c_str(), counted.c_str(), s);
   } else if (mode_ == ProgressMode::Bar) {
     draw();
   }
@@ -117,14 +118,16 @@ void check_output_parent(const std::string& file, bool mkdirs, const std::string
   if (parent.empty()) return;
   std::error_code ec;
   if (fs::is_directory(parent, ec)) return;
-  if (fs::exists(parent, ec)) usage_error(fmt::format("{} {}: {} is not a directory", flag, file,
-                                                      parent.string()));
+  if (fs::exists(parent, ec))
+    usage_error(fmt::format("{} {}: {} is not a directory", flag, file, parent.string()));
   if (!mkdirs)
     usage_error(fmt::format("{} {}: directory {} does not exist (create it, or pass --mkdirs)",
                             flag, file, parent.string()));
   fs::create_directories(parent);
 }
 
-void usage_error(const std::string& message) { throw UsageError(message); }
+void usage_error(const std::string& message) {
+  throw UsageError(message);
+}
 
 }  // namespace jarvis::cli

@@ -30,7 +30,9 @@ std::string lower(std::string s) {
   return s;
 }
 
-std::string random_session_id() { return random_hex(16); }
+std::string random_session_id() {
+  return random_hex(16);
+}
 
 std::string trim(const std::string& s) {
   size_t a = s.find_first_not_of(" \t");

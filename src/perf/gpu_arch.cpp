@@ -67,11 +67,10 @@ std::vector<std::string> bundled_gpu_arch_names() {
   }
   std::sort(names.begin(), names.end());
   // One spelling per name (the env dir may repeat an embedded one).
-  names.erase(std::unique(names.begin(), names.end(),
-                          [](const std::string& a, const std::string& b) {
-                            return upper(a) == upper(b);
-                          }),
-              names.end());
+  names.erase(
+      std::unique(names.begin(), names.end(),
+                  [](const std::string& a, const std::string& b) { return upper(a) == upper(b); }),
+      names.end());
   return names;
 }
 
@@ -79,8 +78,7 @@ std::optional<BundledArchText> bundled_arch_text(const std::string& name) {
   if (std::string dir = arch_dir_from_env(); !dir.empty()) {
     std::error_code ec;
     for (const auto& entry : fs::directory_iterator(dir, ec))
-      if (entry.path().extension() == ".json" &&
-          upper(entry.path().stem().string()) == upper(name))
+      if (entry.path().extension() == ".json" && upper(entry.path().stem().string()) == upper(name))
         return BundledArchText{entry.path().stem().string(), read_file(entry.path()),
                                entry.path().string()};
   }

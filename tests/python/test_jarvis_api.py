@@ -132,7 +132,7 @@ class ApiTest(unittest.TestCase):
             short_kernel_bins=20,
         )
         self.assertIsNone(t.arch)
-        args = [MI300, "--no-kernel-summary", "--short-kernel-threshold-us", "5"]
+        args = [MI300, "--arch", "none", "--no-kernel-summary", "--short-kernel-threshold-us", "5"]
         args += ["--short-kernel-bins", "20"]
         self.check_report(t, args, self.out_dir("mi300"))
         self.assertNotIn("kernel_summary", t.sheet_names())
