@@ -12,6 +12,8 @@
 #include <sstream>
 #include <string>
 
+#include <nlohmann/json.hpp>
+
 #include "golden.h"
 #include "test_loader_support.h"
 
@@ -286,5 +288,28 @@ TEST_SUITE("cli") {
     CHECK(plain.out.find("gpu_timeline.csv") != std::string::npos);
     Run quiet = jarvis_cli(base + " --force --progress plain --quiet");
     CHECK(quiet.err.empty());
+  }
+}
+
+TEST_SUITE("cli") {
+  TEST_CASE("one name per category: aliases select the same ops in every tool") {
+    TempDir tmp;
+    auto ir = [&](const std::string& category) {
+      fs::path out = tmp.path / ("replay_" + category);
+      Run r = jarvis_cli("replay " + shell_quote(bert_trace()) + " --category " + category +
+                         " --out " + shell_quote(out.string()));
+      REQUIRE_MESSAGE(r.exit_code == 0, r.err);
+      // The selection text names what the user typed; the ops must be equal.
+      return nlohmann::json::parse(read(out / "replay_ir.json"))["ops"].dump();
+    };
+    std::string norm = ir("NORM_fwd");
+    CHECK(norm.find("layer_norm") != std::string::npos);
+    for (const char* alias : {"Normalization", "norm", "layernorm", "NORM_FWD"})
+      CHECK_MESSAGE(ir(alias) == norm, alias);
+    CHECK(ir("matmul") == ir("GEMM"));
+    Run unknown = jarvis_cli("replay " + shell_quote(bert_trace()) + " --category bogus --out " +
+                             shell_quote((tmp.path / "x").string()));
+    CHECK(unknown.exit_code == 1);
+    CHECK(unknown.err.find("NORM_fwd") != std::string::npos);  // lists what is there
   }
 }

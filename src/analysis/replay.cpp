@@ -452,13 +452,6 @@ std::vector<ReplayOp> plan_op_name(const Trace& trace, const CallTree& tree, con
   return ops;
 }
 
-bool same_category(std::string_view a, std::string_view b) {
-  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
-           return std::tolower(static_cast<unsigned char>(x)) ==
-                  std::tolower(static_cast<unsigned char>(y));
-         });
-}
-
 // Ops of a category, as the roofline sheets see them: every kernel launcher
 // with its TraceLens category, plus registered perf-model ops that reach their
 // kernels through a nested launcher (aten::_scaled_dot_product_flash_attention
@@ -473,13 +466,13 @@ std::map<Uid, std::string> category_members(const Trace& trace, const CallTree& 
     if (trace.events[u].cat != Cat::CpuOp) continue;
     std::string cat = category_of(trace, tree, u);
     category_time[cat] += tree.busy_time(tree.direct_kernels(u));
-    if (same_category(cat, category)) members[u] = cat;
+    if (perf::category_named_by(cat, category)) members[u] = cat;
   }
   for (Uid u = 0; u < trace.events.size(); ++u) {
     if (trace.events[u].cat != Cat::CpuOp || members.count(u) || tree.gpu_events(u).empty())
       continue;
     std::string_view cat = perf::op_category_by_name(trace.name(u));
-    if (!cat.empty() && same_category(cat, category)) members[u] = std::string(cat);
+    if (!cat.empty() && perf::category_named_by(cat, category)) members[u] = std::string(cat);
   }
   std::erase_if(members, [&](const auto& m) {
     for (Uid up : tree.parent_chain(m.first))

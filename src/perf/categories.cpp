@@ -494,14 +494,58 @@ std::string_view strip_direction_suffix(std::string_view category) {
   return category;
 }
 
+namespace {
+
+bool same_ignoring_case(std::string_view a, std::string_view b) {
+  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
+           return std::tolower(static_cast<unsigned char>(x)) ==
+                  std::tolower(static_cast<unsigned char>(y));
+         });
+}
+
+// Other names for a category stem: TraceLens's roofline sheet names
+// (Normalization, UnaryElementwise, ...) and the words people use. One table
+// for every tool and flag, so "Normalization" finds NORM_fwd everywhere.
+struct CategoryAlias {
+  std::string_view alias;
+  std::string_view stem;
+};
+constexpr CategoryAlias kCategoryAliases[] = {
+    {"normalization", "NORM"},
+    {"norm", "NORM"},
+    {"layernorm", "NORM"},
+    {"layer_norm", "NORM"},
+    {"rmsnorm", "NORM"},
+    {"batchnorm", "NORM"},
+    {"attention", "SDPA"},
+    {"flash_attention", "SDPA"},
+    {"matmul", "GEMM"},
+    {"linear", "GEMM"},
+    {"conv", "CONV"},
+    {"convolution", "CONV"},
+    {"unaryelementwise", "elementwise"},
+    {"binaryelementwise", "elementwise"},
+    {"eltwise", "elementwise"},
+    {"pointwise", "elementwise"},
+    {"reduction", "reduce"},
+    {"reduce_fwd", "reduce"},
+};
+
+}  // namespace
+
+std::vector<std::string_view> category_aliases_of(std::string_view stem) {
+  std::vector<std::string_view> out;
+  for (const auto& a : kCategoryAliases)
+    if (same_ignoring_case(a.stem, stem)) out.push_back(a.alias);
+  return out;
+}
+
 bool category_named_by(std::string_view category, std::string_view user_name) {
-  auto same = [](std::string_view a, std::string_view b) {
-    return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
-             return std::tolower(static_cast<unsigned char>(x)) ==
-                    std::tolower(static_cast<unsigned char>(y));
-           });
-  };
-  return same(category, user_name) || same(strip_direction_suffix(category), user_name);
+  std::string_view stem = strip_direction_suffix(category);
+  if (same_ignoring_case(category, user_name) || same_ignoring_case(stem, user_name)) return true;
+  for (const auto& a : kCategoryAliases)
+    if (same_ignoring_case(a.alias, user_name) && same_ignoring_case(a.stem, stem)) return true;
+  return false;
 }
 
 }  // namespace jarvis::perf

@@ -57,7 +57,11 @@ bool has_registered_model(std::string_view name);
 std::string_view strip_direction_suffix(std::string_view category);
 
 // Whether a user's category name names `category`: case-insensitive, with or
-// without the _fwd/_bwd suffix ("gemm" names GEMM, "sdpa" SDPA_fwd/_bwd).
+// without the _fwd/_bwd suffix ("gemm" names GEMM, "sdpa" SDPA_fwd/_bwd), or
+// by an alias ("Normalization", "layernorm" and "norm" name NORM_fwd/_bwd;
+// "attention" SDPA; "matmul" GEMM; "UnaryElementwise" elementwise; ...).
 bool category_named_by(std::string_view category, std::string_view user_name);
+// The aliases of a category stem (GEMM, SDPA, NORM, ...), for messages.
+std::vector<std::string_view> category_aliases_of(std::string_view stem);
 
 }  // namespace jarvis::perf
