@@ -16,10 +16,12 @@
 #include "analysis/kernel_details_text.h"
 #include "mcp_harness.h"
 #include "perf/perf_model.h"
+#include "report/report.h"
 #include "sanitizer.h"
 #include "test_loader_support.h"
 #include "trace/loader.h"
 #include "trace/numeric.h"
+#include "tree/call_tree.h"
 
 using namespace jarvis;
 using namespace jarvis::loader_test;
@@ -315,4 +317,39 @@ TEST_CASE("crafted: a uid past 2^32 is refused, not wrapped to another event") {
   CHECK(reply["result"].dump().find("out of range") != std::string::npos);
   json ok = h.call_tool(3, "parent_chain", {{"trace", handle}, {"uid", 1}});
   CHECK_FALSE(ok["result"].value("isError", false));
+}
+
+TEST_CASE("crafted: perf-model failures skip the op as TraceLens does and are reported") {
+  // A GEMM whose first operand is 1-D: TraceLens's model raises, the op
+  // leaves the GEMM sheet with a printed warning. jarvis keeps the sheet
+  // equal and records the reason (it used to swallow it).
+  std::string events =
+      op_with_kernel("aten::mm",
+                     R"("Input Dims":[[64],[32,16]],"Input type":["float","float"],)"
+                     R"("Input Strides":[[1],[16,1]],"Concrete Inputs":["",""])",
+                     "sm90_xmma_gemm_bf16", 1, 0);
+  events.append(",").append(
+      op_with_kernel("aten::mm",
+                     R"("Input Dims":[[64,32],[32,16]],"Input type":["float","float"],)"
+                     R"("Input Strides":[[32,1],[16,1]],"Concrete Inputs":["",""])",
+                     "sm90_xmma_gemm_f32", 2, 20));
+  std::string text =
+      R"({"deviceProperties":[{"name":"NVIDIA H100 80GB HBM3"}],"traceEvents":[)" + events + "]}";
+  Trace trace = load_trace_from_json(text);
+  CallTree tree(trace);
+  Report report = build_report(trace, tree, ReportOptions{});
+  REQUIRE(report.model_failures.size() == 1);
+  CHECK(report.model_failures[0].op == "aten::mm");
+  CHECK(report.model_failures[0].count == 1);
+  CHECK(report.model_failures[0].reason.find("not 2-D") != std::string::npos);
+  const Table* gemm = report.find("GEMM");
+  REQUIRE(gemm);
+  CHECK(gemm->rows.size() == 1);  // the fp32 GEMM only
+
+  TempDir dir;
+  write_file(dir.path / "mixed.json", text);
+  auto r = run_jarvis("report " + shell_quote((dir.path / "mixed.json").string()) +
+                      " --no-xlsx --out " + shell_quote((dir.path / "out").string()));
+  CHECK(r.exit_code == 0);
+  CHECK(r.output.find("warning: perf model failed for 1 op(s) of aten::mm") != std::string::npos);
 }

@@ -168,6 +168,21 @@ std::vector<std::string> write_tables(const Report& report, const Targets& t) {
   return lines;
 }
 
+// Ops left out of the perf sheets because their model failed (TraceLens
+// prints the same warning per op); one line per op name and reason.
+void print_model_failures(const Report& report) {
+  constexpr size_t kShown = 10;
+  for (size_t k = 0; k < report.model_failures.size() && k < kShown; ++k) {
+    const ModelFailure& f = report.model_failures[k];
+    std::fprintf(stderr,
+                 "warning: perf model failed for %zu op(s) of %s (left out of its sheet): %s\n",
+                 f.count, f.op.c_str(), f.reason.c_str());
+  }
+  if (report.model_failures.size() > kShown)
+    std::fprintf(stderr, "warning: ... and %zu more op names with perf-model failures\n",
+                 report.model_failures.size() - kShown);
+}
+
 void print_lines(const std::vector<std::string>& lines) {
   for (const auto& line : lines) fmt::print("{}\n", line);
 }
@@ -242,6 +257,7 @@ int run_report(ReportArgs& a) {
   progress.phase("write");
   auto lines = write_tables(report, t);
   progress.finish();
+  print_model_failures(report);
   fmt::print("arch: {}\n", arch ? arch->name + (a.arch.empty() ? " (detected from the trace)" : "")
                                 : std::string("none (no roofline columns)"));
   print_lines(lines);

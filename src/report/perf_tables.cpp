@@ -319,7 +319,8 @@ std::unordered_map<std::string_view, std::vector<Uid>> events_by_family(const Tr
 
 std::vector<PerfOpRow> sheet_rows_for(const Trace& trace, const CallTree& tree,
                                       const std::vector<Uid>& events, std::string_view family,
-                                      bool backward, const GpuArch* arch) {
+                                      bool backward, const GpuArch* arch,
+                                      ModelFailureCounts* failures) {
   std::vector<PerfOpRow> rows;
   for (Uid u : events) {
     if (backward && trace.name(u) == "vllm::unified_attention_with_output") continue;
@@ -330,8 +331,15 @@ std::vector<PerfOpRow> sheet_rows_for(const Trace& trace, const CallTree& tree,
     std::optional<Computed> c;
     try {
       c = compute_metrics(trace, tree, op, backward, arch);
-    } catch (const std::exception&) {
-      continue;  // "not implemented" is silent in TraceLens, other failures warn; both skip
+    } catch (const perf::PerfNotImplemented&) {
+      continue;  // no model for this direction: silent in TraceLens too
+    } catch (const std::bad_alloc&) {
+      throw;  // out of memory is no property of the op
+    } catch (const std::exception& e) {
+      // TraceLens prints a warning and skips the op; the sheets stay equal
+      // and the reason is kept for the report's warnings.
+      if (failures) ++(*failures)[{std::string(trace.name(u)), e.what()}];
+      continue;
     }
     if (!c) continue;
     PerfOpRow r;
@@ -353,12 +361,12 @@ std::vector<PerfOpRow> sheet_rows_for(const Trace& trace, const CallTree& tree,
 }  // namespace
 
 std::vector<PerfOpRow> perf_sheet_rows(const Trace& trace, const CallTree& tree,
-                                       std::string_view family, bool backward,
-                                       const GpuArch* arch) {
+                                       std::string_view family, bool backward, const GpuArch* arch,
+                                       ModelFailureCounts* failures) {
   auto by_family = events_by_family(trace);
   auto it = by_family.find(family);
   if (it == by_family.end()) return {};
-  return sheet_rows_for(trace, tree, it->second, family, backward, arch);
+  return sheet_rows_for(trace, tree, it->second, family, backward, arch, failures);
 }
 
 namespace {
@@ -400,15 +408,16 @@ bool in_list(const std::string& s, std::initializer_list<const char*> names) {
 
 void add_perf_sheets(Report& report, const Trace& trace, const CallTree& tree,
                      const GpuArch* arch) {
+  ModelFailureCounts failures;
   for (std::string_view fam : perf::sheet_families()) {
     std::string family(fam);
     if (in_list(family, {"GEMM", "UnaryElementwise", "BinaryElementwise", "Normalization"})) {
-      auto rows = perf_sheet_rows(trace, tree, fam, false, arch);
+      auto rows = perf_sheet_rows(trace, tree, fam, false, arch, &failures);
       if (rows.empty()) continue;
       report.tables.push_back(perf_sheet_summary_table(trace, rows, family));
       continue;
     }
-    auto fwd_rows = perf_sheet_rows(trace, tree, fam, false, arch);
+    auto fwd_rows = perf_sheet_rows(trace, tree, fam, false, arch, &failures);
     Table fwd = fwd_rows.empty() ? Table(family + "_fwd", {})
                                  : perf_sheet_summary_table(trace, fwd_rows, family + "_fwd");
     auto is_moved = [](const std::string& n) {
@@ -417,7 +426,7 @@ void add_perf_sheets(Report& report, const Trace& trace, const CallTree& tree,
     };
     Table moved = filter_rows(fwd, is_moved);
     fwd = filter_rows(fwd, [&](const std::string& n) { return !is_moved(n); });
-    auto bwd_rows = perf_sheet_rows(trace, tree, fam, true, arch);
+    auto bwd_rows = perf_sheet_rows(trace, tree, fam, true, arch, &failures);
     Table bwd = bwd_rows.empty() ? Table(family + "_bwd", {})
                                  : perf_sheet_summary_table(trace, bwd_rows, family + "_bwd");
     if (!fwd_rows.empty()) bwd = concat_tables(std::move(bwd), moved);
@@ -429,6 +438,8 @@ void add_perf_sheets(Report& report, const Trace& trace, const CallTree& tree,
     if (!fwd.rows.empty()) report.tables.push_back(std::move(fwd));
     if (!bwd.rows.empty()) report.tables.push_back(std::move(bwd));
   }
+  for (auto& [key, count] : failures)
+    report.model_failures.push_back({key.first, key.second, count});
 }
 
 // ---------------------------------------------------------------------------
@@ -569,8 +580,10 @@ class UnifiedCollector {
         try {
           result =
               compute_metrics(trace_, tree_, {fwd, fwd, trace_.name(fwd)}, true, arch_).has_value();
+        } catch (const std::bad_alloc&) {
+          throw;
         } catch (const std::exception&) {
-          result = false;
+          result = false;  // a failing backward model: not a sole backward op
         }
       }
     }

@@ -5,6 +5,7 @@
 // need per-op FLOPs / bytes / roofline numbers (gemm_roofline, ops_summary).
 #pragma once
 
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -47,8 +48,11 @@ struct PerfOpRow {
 // TraceLens builds them before summarizing: every event whose name belongs
 // to the family, array order; ops without a model for the direction and
 // failed ops are left out (backward: ops without linked backward events too).
+// Model failures are counted into `failures` (op name, reason) when given.
+using ModelFailureCounts = std::map<std::pair<std::string, std::string>, size_t>;
 std::vector<PerfOpRow> perf_sheet_rows(const Trace& trace, const CallTree& tree,
-                                       std::string_view family, bool backward, const GpuArch* arch);
+                                       std::string_view family, bool backward, const GpuArch* arch,
+                                       ModelFailureCounts* failures = nullptr);
 
 // The rows of the unified table (§15.2–15.3) in collection order: ops with a
 // model at their outermost modeled level, sole backward ops, leaf launchers

@@ -34,10 +34,21 @@ struct ReportOptions {
   bool collective_analysis = true;  // coll_analysis sheet (TraceLens default on)
 };
 
+// Ops a perf model could not compute (bad or missing args, inconsistent
+// shapes): TraceLens skips them with a printed warning; jarvis skips them the
+// same way (the sheets stay equal) and keeps the reason here, one entry per
+// (op name, reason) with how many ops it hit.
+struct ModelFailure {
+  std::string op;
+  std::string reason;
+  size_t count = 0;
+};
+
 struct Report {
-  std::vector<Table> tables;  // sheet order
-  GpuTimeline timeline;       // the numbers behind gpu_timeline
-  bool gpu_only = false;      // trace without cpu_ops: only GPU sheets
+  std::vector<Table> tables;                 // sheet order
+  std::vector<ModelFailure> model_failures;  // sorted by op, then reason
+  GpuTimeline timeline;                      // the numbers behind gpu_timeline
+  bool gpu_only = false;                     // trace without cpu_ops: only GPU sheets
 
   const Table* find(std::string_view name) const;
 };
