@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "analysis/fusion_candidates.h"
+#include "categories/fusion_candidates.h"
 #include "trace/loader.h"
 
 namespace {

@@ -11,7 +11,7 @@
 #include <string>
 #include <string_view>
 
-#include "analysis/prepare_trace.h"
+#include "categories/prepare_trace.h"
 #include "collectives/collectives.h"
 #include "report/report.h"
 #include "trace/loader.h"

@@ -21,8 +21,8 @@
 #include <variant>
 #include <vector>
 
-#include "analysis/compare_traces.h"
-#include "analysis/trace_store.h"
+#include "compare/compare_traces.h"
+#include "explore/trace_store.h"
 #include "insights/insights.h"
 #include "perf/gpu_arch.h"
 #include "report/report.h"

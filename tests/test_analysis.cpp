@@ -5,7 +5,7 @@
 #include <filesystem>
 #include <set>
 
-#include "analysis/category_analysis.h"
+#include "categories/category_analysis.h"
 #include "test_analysis_support.h"
 
 namespace fs = std::filesystem;

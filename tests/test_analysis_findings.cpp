@@ -3,8 +3,8 @@
 
 #include <filesystem>
 
-#include "analysis/category_analysis.h"
-#include "analysis/findings.h"
+#include "categories/category_analysis.h"
+#include "categories/findings.h"
 #include "test_analysis_support.h"
 
 namespace fs = std::filesystem;

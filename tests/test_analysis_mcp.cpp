@@ -4,7 +4,7 @@
 
 #include <filesystem>
 
-#include "analysis/category_analysis_common.h"
+#include "categories/category_analysis_common.h"
 #include "golden.h"
 #include "mcp_harness.h"
 #include "test_analysis_support.h"

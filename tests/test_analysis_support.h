@@ -11,8 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "analysis/category_analysis_common.h"
-#include "analysis/prepare.h"
+#include "categories/category_analysis_common.h"
+#include "categories/prepare.h"
 #include "golden.h"
 
 namespace jarvis::testing {

@@ -7,8 +7,8 @@
 #include <filesystem>
 #include <string>
 
-#include "analysis/compare.h"
-#include "analysis/compare_frame.h"
+#include "compare/compare.h"
+#include "compare/compare_frame.h"
 #include "golden.h"
 
 namespace fs = std::filesystem;

@@ -5,10 +5,10 @@
 
 #include <string>
 
-#include "analysis/compare.h"
-#include "analysis/compare_frame.h"
-#include "analysis/compare_hw.h"
-#include "analysis/compare_traces.h"
+#include "compare/compare.h"
+#include "compare/compare_frame.h"
+#include "compare/compare_hw.h"
+#include "compare/compare_traces.h"
 #include "golden.h"
 #include "perf/gpu_arch.h"
 

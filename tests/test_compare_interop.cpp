@@ -13,8 +13,8 @@
 #include <string>
 #include <vector>
 
-#include "analysis/compare_inputs.h"
-#include "analysis/compare_traces.h"
+#include "compare/compare_inputs.h"
+#include "compare/compare_traces.h"
 #include "golden.h"
 #include "mcp_harness.h"
 #include "report/table.h"

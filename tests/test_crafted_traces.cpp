@@ -12,8 +12,8 @@
 #include <cmath>
 #include <string>
 
-#include "analysis/fusion_candidates.h"
-#include "analysis/kernel_details_text.h"
+#include "categories/fusion_candidates.h"
+#include "categories/kernel_details_text.h"
 #include "mcp_harness.h"
 #include "perf/perf_model.h"
 #include "report/report.h"

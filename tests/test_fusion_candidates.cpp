@@ -4,8 +4,8 @@
 
 #include <filesystem>
 
-#include "analysis/fusion_candidates.h"
-#include "analysis/prepare_trace.h"
+#include "categories/fusion_candidates.h"
+#include "categories/prepare_trace.h"
 #include "test_analysis_support.h"
 #include "trace/loader.h"
 #include "tree/call_tree.h"

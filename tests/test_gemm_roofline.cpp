@@ -2,7 +2,7 @@
 // roofline, the skill's priority rules on constructed cases, the SVG plot.
 #include <doctest/doctest.h>
 
-#include "analysis/gemm_roofline.h"
+#include "explore/gemm_roofline.h"
 #include "test_analysis_support.h"
 #include "trace/loader.h"
 

@@ -3,7 +3,7 @@
 // event at each unified_perf_summary ex_UID must carry that row's name.
 #include <doctest/doctest.h>
 
-#include "analysis/parent_chain.h"
+#include "explore/parent_chain.h"
 #include "test_analysis_support.h"
 #include "trace/loader.h"
 

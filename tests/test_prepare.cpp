@@ -5,7 +5,7 @@
 #include <filesystem>
 #include <set>
 
-#include "analysis/prepare.h"
+#include "categories/prepare.h"
 #include "test_analysis_support.h"
 
 namespace fs = std::filesystem;

@@ -5,8 +5,8 @@
 
 #include <filesystem>
 
-#include "analysis/category_analysis.h"
-#include "analysis/prepare_trace.h"
+#include "categories/category_analysis.h"
+#include "categories/prepare_trace.h"
 #include "test_analysis_support.h"
 #include "trace/loader.h"
 

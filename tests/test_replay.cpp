@@ -15,8 +15,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "analysis/replay.h"
-#include "analysis/replay_zip.h"
+#include "replay/replay.h"
+#include "replay/replay_zip.h"
 #include "golden.h"
 #include "report/table.h"
 #include "trace/loader.h"

@@ -11,7 +11,7 @@
 
 #include <fmt/format.h>
 
-#include "analysis/trace_store.h"
+#include "explore/trace_store.h"
 #include "mcp/transport.h"
 #include "mcp_harness.h"
 #include "report/report.h"

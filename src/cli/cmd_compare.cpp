@@ -10,8 +10,8 @@
 
 #include <fmt/format.h>
 
-#include "analysis/compare.h"
-#include "analysis/compare_traces.h"
+#include "compare/compare.h"
+#include "compare/compare_traces.h"
 #include "cli/commands.h"
 #include "cli/options.h"
 

@@ -5,7 +5,7 @@
 #include <memory>
 #include <optional>
 
-#include "analysis/trace_store.h"
+#include "explore/trace_store.h"
 #include "base/atomic_file.h"
 #include "cli/commands.h"
 #include "cli/options.h"

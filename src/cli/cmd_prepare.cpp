@@ -6,10 +6,10 @@
 #include <filesystem>
 #include <memory>
 
-#include "analysis/category_analysis.h"
-#include "analysis/findings.h"
-#include "analysis/prepare_trace.h"
-#include "analysis/trace_store.h"
+#include "categories/category_analysis.h"
+#include "categories/findings.h"
+#include "categories/prepare_trace.h"
+#include "explore/trace_store.h"
 #include "cli/commands.h"
 #include "cli/options.h"
 #include "trace/loader.h"

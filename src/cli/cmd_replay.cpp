@@ -4,7 +4,7 @@
 
 #include <fmt/format.h>
 
-#include "analysis/replay.h"
+#include "replay/replay.h"
 #include "cli/commands.h"
 #include "cli/options.h"
 #include "trace/loader.h"

@@ -16,8 +16,8 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
-#include "analysis/prepare.h"
-#include "analysis/trace_store.h"
+#include "categories/prepare.h"
+#include "explore/trace_store.h"
 #include "base/atomic_file.h"
 #include "charts/report_page.h"
 #include "cli/commands.h"

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "analysis/trace_store.h"
+#include "explore/trace_store.h"
 
 namespace jarvis::collectives {
 namespace {

@@ -28,7 +28,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "analysis/trace_store.h"
+#include "explore/trace_store.h"
 #include "mcp/tool.h"
 
 namespace jarvis::mcp {

@@ -14,7 +14,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "analysis/kernel_details_text.h"
+#include "categories/kernel_details_text.h"
 #include "collectives/collectives.h"
 #include "report/gpu_timeline.h"
 #include "report/perf_tables.h"
@@ -53,7 +53,7 @@ double cell_number(const Table& t, size_t row, std::string_view column) {
 // list of dicts, one per kernel the op launched): the one with the largest
 // mean duration, so that a memset launched by the same op is not taken for
 // the GEMM (the seed's first-entry rule would). The cell holds trace text, so
-// it is read with the RE2-based scanner of analysis/kernel_details_text.h.
+// it is read with the RE2-based scanner of categories/kernel_details_text.h.
 std::string main_kernel_name(const std::string& details) {
   std::string best;
   double best_us = -1;

@@ -2,9 +2,9 @@
 // directory (category_filter output) and returns its markdown digest.
 #include <filesystem>
 
-#include "analysis/category_analysis.h"
-#include "analysis/category_insights.h"
-#include "analysis/findings.h"
+#include "categories/category_analysis.h"
+#include "categories/category_insights.h"
+#include "categories/findings.h"
 #include "mcp/tool.h"
 
 namespace jarvis::mcp {

@@ -2,8 +2,8 @@
 // all) of a loaded trace, written under a confined output directory.
 #include <fmt/format.h>
 
-#include "analysis/prepare_trace.h"
-#include "analysis/trace_store.h"
+#include "categories/prepare_trace.h"
+#include "explore/trace_store.h"
 #include "mcp/tool.h"
 #include "perf/gpu_arch.h"
 #include "report/report.h"

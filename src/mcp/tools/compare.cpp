@@ -1,15 +1,15 @@
 // compare: TraceLens report comparison of a reference and a target trace plus
 // hardware-expected ratios. Adapter only: resolves each input (handle, trace
 // path, report directory or workbook) and the output directory through the session's
-// root confinement, then calls the engine (analysis/compare_traces.h), which
+// root confinement, then calls the engine (compare/compare_traces.h), which
 // also tells traces from report directories and workbooks.
 #include <cmath>
 #include <filesystem>
 
 #include <fmt/format.h>
 
-#include "analysis/compare_traces.h"
-#include "analysis/trace_store.h"
+#include "compare/compare_traces.h"
+#include "explore/trace_store.h"
 #include "mcp/tool.h"
 #include "perf/gpu_arch.h"
 #include "trace/trace.h"

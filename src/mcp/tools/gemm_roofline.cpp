@@ -1,9 +1,9 @@
 // gemm_roofline: per-shape GEMM roofline of a loaded trace, optional SVG plot.
 #include <fmt/format.h>
 
-#include "analysis/gemm_roofline.h"
-#include "analysis/prepare.h"
-#include "analysis/trace_store.h"
+#include "explore/gemm_roofline.h"
+#include "categories/prepare.h"
+#include "explore/trace_store.h"
 #include "insights/insights.h"
 #include "mcp/tool.h"
 #include "perf/gpu_arch.h"

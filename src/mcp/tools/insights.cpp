@@ -1,7 +1,7 @@
 // insights: the rule engine's judgments on a loaded trace (src/insights).
 #include <fmt/format.h>
 
-#include "analysis/trace_store.h"
+#include "explore/trace_store.h"
 #include "insights/insights.h"
 #include "mcp/tool.h"
 #include "perf/gpu_arch.h"

@@ -6,8 +6,8 @@
 
 #include <fmt/format.h>
 
-#include "analysis/rocprof_trace.h"
-#include "analysis/trace_store.h"
+#include "explore/rocprof_trace.h"
+#include "explore/trace_store.h"
 #include "mcp/tool.h"
 #include "rocprof/counters.h"
 

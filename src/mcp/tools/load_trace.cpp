@@ -7,9 +7,9 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include "analysis/rocprof_trace.h"
-#include "analysis/summaries.h"
-#include "analysis/trace_store.h"
+#include "explore/rocprof_trace.h"
+#include "explore/summaries.h"
+#include "explore/trace_store.h"
 #include "collectives/collectives_json.h"
 #include "insights/trace_health.h"
 #include "mcp/tool.h"

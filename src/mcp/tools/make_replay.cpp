@@ -2,8 +2,8 @@
 // replay::Selection and let the engine write the package.
 #include <fmt/format.h>
 
-#include "analysis/replay.h"
-#include "analysis/trace_store.h"
+#include "replay/replay.h"
+#include "explore/trace_store.h"
 #include "mcp/tool.h"
 
 namespace jarvis::mcp {

@@ -1,8 +1,8 @@
 // parent_chain: call stack (parents) and subtree of one event of a loaded trace.
 #include <fmt/format.h>
 
-#include "analysis/parent_chain.h"
-#include "analysis/trace_store.h"
+#include "explore/parent_chain.h"
+#include "explore/trace_store.h"
 #include "mcp/tool.h"
 #include "tree/call_tree.h"
 

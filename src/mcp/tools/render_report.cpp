@@ -4,8 +4,8 @@
 
 #include <fmt/format.h>
 
-#include "analysis/prepare.h"
-#include "analysis/trace_store.h"
+#include "categories/prepare.h"
+#include "explore/trace_store.h"
 #include "charts/report_page.h"
 #include "mcp/tool.h"
 #include "perf/gpu_arch.h"

@@ -1,5 +1,5 @@
 // unload_trace: forget a handle.
-#include "analysis/trace_store.h"
+#include "explore/trace_store.h"
 #include "mcp/tool.h"
 
 namespace jarvis::mcp {

@@ -1,6 +1,6 @@
 // write_findings: saves an agent's findings markdown for a category,
 // atomically, inside the prepared output directory.
-#include "analysis/findings.h"
+#include "categories/findings.h"
 #include "mcp/tool.h"
 
 namespace jarvis::mcp {

@@ -1,0 +1,177 @@
+// Markdown digests of the metrics files: what TraceLens's analysis scripts
+// print for their sub-agent (operations breakdown, flagged bottlenecks, key
+// metrics), rendered from the metrics JSON so the two never disagree.
+#include <string>
+
+#include "categories/category_analysis_internal.h"
+
+namespace jarvis::analysis::detail {
+
+namespace {
+
+constexpr size_t kMaxRows = 25;
+
+std::string num_text(const ojson& v, int digits) {
+  if (!v.is_number()) return "\xE2\x80\x94";  // em dash
+  return fixed(v.get<double>(), digits);
+}
+
+std::string str_or_dash(const ojson& v) {
+  if (v.is_string() && !v.get<std::string>().empty()) return v.get<std::string>();
+  return "\xE2\x80\x94";
+}
+
+// Keeps a markdown table cell on one line.
+std::string cell(std::string s) {
+  std::string out;
+  for (char c : s) {
+    if (c == '|')
+      out += "\\|";
+    else if (c == '\n')
+      out += ' ';
+    else
+      out += c;
+  }
+  return out;
+}
+
+std::string efficiency_text(const ojson& eff) {
+  if (!eff.is_object() || !eff["efficiency_percent"].is_number()) return "\xE2\x80\x94";
+  std::string pct = fixed(eff["efficiency_percent"].get<double>(), 2) + "%";
+  if (eff["bound_type"] == "compute" && eff["resolved_peak_maf"].is_number())
+    return pct + " of " + num_text(eff["resolved_peak_maf"], 0) + " TFLOPS";
+  if (eff["bound_type"] == "memory" && eff["resolved_peak_hbm_bw"].is_number())
+    return pct + " of " + num_text(eff["resolved_peak_hbm_bw"], 2) + " TB/s";
+  return pct;
+}
+
+std::string flat_value(const ojson& v) {
+  if (v.is_string()) return v.get<std::string>();
+  if (v.is_number_float()) return fixed(v.get<double>(), 3);
+  return v.dump();
+}
+
+}  // namespace
+
+std::string compute_markdown(const ojson& m) {
+  std::string cat = m.value("category", "?");
+  std::string out = "# " + cat + " analysis\n\n";
+  std::string status = m.value("status", "");
+  if (status != "OK") {
+    out += "Status: " + status + "\n\n";
+    if (m.contains("error")) out += "Error: " + m["error"].get<std::string>() + "\n";
+    if (m.contains("message")) out += m["message"].get<std::string>() + "\n";
+    return out;
+  }
+  out += "- Total kernel time: " + num_text(m["total_time_ms"], 3) + " ms (" +
+         num_text(m["percent_of_compute"], 2) + "% of end-to-end GPU time)\n";
+  out += "- Operations: " + std::to_string(m["operation_count"].get<int64_t>()) + " calls in " +
+         std::to_string(m["operations"].size()) + " distinct (op, shape) rows\n\n";
+
+  out += "## Operations breakdown\n\n";
+  out +=
+      "| # | Operation | Args | Count | Time (ms) | % of category | % E2E | FLOPS/Byte | "
+      "Efficiency | Bound | Library |\n";
+  out += "|---|---|---|---|---|---|---|---|---|---|---|\n";
+  size_t k = 0;
+  for (const auto& op : m["operations"]) {
+    if (++k > kMaxRows) break;
+    const ojson& eff = op["efficiency"];
+    out += "| " + std::to_string(k) + " | " + cell(op["name"].get<std::string>()) + " | " +
+           cell(op.value("args", "")) + " | " + std::to_string(op["count"].get<int64_t>()) + " | " +
+           num_text(op["time_ms"], 3) + " | " + num_text(op["percent_of_category"], 2) + " | " +
+           num_text(op["percent_of_total"], 2) + " | " + num_text(eff["flops_per_byte"], 2) +
+           " | " + efficiency_text(eff) + " | " + str_or_dash(eff["bound_type"]) + " | " +
+           str_or_dash(op["library"]) + " |\n";
+  }
+  if (m["operations"].size() > kMaxRows)
+    out += "\n(" + std::to_string(m["operations"].size() - kMaxRows) +
+           " smaller rows omitted; see the metrics JSON)\n";
+
+  out += "\n## Potential bottlenecks (flagged by rule)\n\n";
+  const ojson& findings = m["category_findings"];
+  if (findings.empty()) {
+    out += "No group of operations reaches the 0.5 % end-to-end impact threshold.\n";
+  } else {
+    for (const auto& f : findings) {
+      out += "### P" + std::to_string(f["rank"].get<int64_t>()) + ": " +
+             f["bound_type"].get<std::string>() + "-bound, " + f["library"].get<std::string>() +
+             ", efficiency bucket " + f["eff_bucket"].get<std::string>() + "\n\n";
+      out += "- Estimated impact: " + num_text(f["impact_score"], 2) + " % of E2E (range " +
+             num_text(f["impact_score_low"], 2) + "\xE2\x80\x93" +
+             num_text(f["impact_score_high"], 2) + "), method " +
+             f["estimate_method"].get<std::string>() + "\n";
+      for (const auto& mem : f["members"])
+        out += "  - " + mem["operation"].get<std::string>() + ": " + num_text(mem["time_ms"], 3) +
+               " ms, efficiency " + num_text(mem["efficiency_pct"], 2) + " %, impact " +
+               num_text(mem["impact_score"], 2) + "\n";
+      out += "\n";
+    }
+  }
+  bool any_warning = false;
+  for (const auto& op : m["operations"])
+    if (op.contains("efficiency_warning") || op.value("high_variance", false)) {
+      if (!any_warning) out += "\n### Anomalies\n\n";
+      any_warning = true;
+      if (op.contains("efficiency_warning"))
+        out += "- " + op["name"].get<std::string>() + ": " +
+               op["efficiency_warning"].get<std::string>() + "\n";
+      if (op.value("high_variance", false))
+        out += "- " + op["name"].get<std::string>() + ": kernel-time coefficient of variation " +
+               num_text(op["cov"], 3) + " (> 1.0)\n";
+    }
+
+  out += "\n## Key metrics\n\n";
+  for (const auto& [key, value] : m["category_specific"].items())
+    out += "- " + key + ": " + flat_value(value) + "\n";
+  return out;
+}
+
+std::string system_markdown(const std::string& category, const ojson& m) {
+  std::string out = "# " + category + " analysis\n\nStatus: " + m.value("status", "") + "\n\n";
+  if (m.contains("error")) return out + "Error: " + m["error"].get<std::string>() + "\n";
+  if (category == "cpu_idle") {
+    const ojson& u = m["gpu_utilization"];
+    out += "- Total time: " + num_text(u["total_time_ms"], 3) + " ms\n";
+    out += "- Idle: " + num_text(u["idle_time_ms"], 3) + " ms (" +
+           num_text(u["idle_time_percent"], 2) + " %)" +
+           (m["idle_flagged"].get<bool>() ? " \xE2\x80\x94 FLAGGED (> 15 %)" : "") + "\n";
+    out += "- Computation: " + num_text(u["computation_percent"], 2) +
+           " %, exposed "
+           "communication: " +
+           num_text(u["communication_percent"], 2) +
+           " %, exposed memcpy: " + num_text(u["memcpy_percent"], 2) + " %\n";
+    const ojson& k = m["kernel_analysis"];
+    out += "- Kernels: " + k["total_kernel_count"].dump() +
+           " (short < 10 us: " + k["short_kernel_count"].dump() + ")\n";
+  } else if (category == "multi_kernel") {
+    out += "- Memcpy: " + m["memcpy_summary"]["total_count"].dump() + " transfers, " +
+           num_text(m["memcpy_summary"]["total_time_ms"], 3) + " ms\n";
+    out += "- Communication: " + m["nccl_summary"]["total_count"].dump() + " kernels, " +
+           num_text(m["nccl_summary"]["total_time_ms"], 3) + " ms\n";
+    out += "- Patterns detected: " + std::to_string(m["patterns_detected"].size()) + "\n";
+    for (const auto& p : m["patterns_detected"])
+      out += "  - " + p["pattern"].get<std::string>() + ": " + p["description"].get<std::string>() +
+             "\n";
+    if (m["cross_validation"].is_object())
+      out += "- Cross-check against gpu_timeline: " +
+             m["cross_validation"]["status"].get<std::string>() + "\n";
+  } else if (category == "kernel_fusion") {
+    out += "- Candidates kept: " + m.value("candidate_count", ojson(0)).dump() + "\n";
+    if (m.contains("impact_estimates") && !m["impact_estimates"].empty()) {
+      out +=
+          "\n| Candidate | Instances | Kernels | Time (ms) | Impact % E2E | Confidence | Bound |\n";
+      out += "|---|---|---|---|---|---|---|\n";
+      for (const auto& e : m["impact_estimates"])
+        out += "| " + cell(e["operation"].get<std::string>()) + " | " + e["instance_count"].dump() +
+               " | " + e["kernel_count"].dump() + " | " + num_text(e["time_ms"], 3) + " | " +
+               num_text(e["impact_score"], 2) + " (" + num_text(e["impact_score_low"], 2) +
+               "\xE2\x80\x93" + num_text(e["impact_score_high"], 2) + ") | " +
+               e["confidence"].get<std::string>() + " | " + e["bound_type"].get<std::string>() +
+               " |\n";
+    }
+  }
+  return out;
+}
+
+}  // namespace jarvis::analysis::detail

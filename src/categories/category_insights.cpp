@@ -1,0 +1,63 @@
+#include "categories/category_insights.h"
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <fmt/format.h>
+
+#include "categories/category_analysis.h"
+
+namespace jarvis::analysis {
+namespace {
+
+std::string lower(std::string s) {
+  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+// The analysis kind an insight belongs to (see analysis_kind()).
+std::string kind_of_insight(const ojson& insight) {
+  if (insight.value("scope", std::string()) == "trace") return "cpu_idle";
+  std::string c = lower(insight.value("category", std::string()));
+  if (c.starts_with("gemm")) return "gemm";
+  if (c.starts_with("sdpa")) return "sdpa";
+  if (c.starts_with("norm")) return "norm";
+  if (c.starts_with("conv")) return "convolution";
+  if (c == "elementwise" || c == "reduce") return c;
+  return "other";
+}
+
+}  // namespace
+
+ojson category_insights(const std::string& output_dir, const std::string& category) {
+  ojson out = ojson::array();
+  std::ifstream in(std::filesystem::path(output_dir) / "category_data" / "insights.json");
+  if (!in) return out;
+  std::stringstream text;
+  text << in.rdbuf();
+  ojson doc = ojson::parse(text.str(), nullptr, /*allow_exceptions=*/false);
+  if (!doc.is_object() || !doc.contains("insights") || !doc["insights"].is_array()) return out;
+  std::string kind = analysis_kind(category);
+  for (const auto& i : doc["insights"])
+    if (i.is_object() && kind_of_insight(i) == kind) out.push_back(i);
+  return out;
+}
+
+std::string insights_markdown(const ojson& insights) {
+  if (!insights.is_array() || insights.empty()) return "";
+  std::string md = "## Insights (beyond TraceLens)\n\n";
+  for (const auto& i : insights) {
+    md += fmt::format("- **[{}] {}**: {}\n", i.value("severity", std::string()),
+                      i.value("rule", std::string()), i.value("title", std::string()));
+    if (i.contains("gain_upper_bound_us") && i["gain_upper_bound_us"].is_number())
+      md +=
+          fmt::format("  - Recoverable: up to {:.1f} us\n", i["gain_upper_bound_us"].get<double>());
+    md += "  - Path A (model): " + i.value("action_model", std::string()) + "\n";
+    md += "  - Path B (kernel): " + i.value("action_kernel", std::string()) + "\n";
+    md += "  - Verify: " + i.value("verify", std::string()) + "\n";
+  }
+  return md + "\n";
+}
+
+}  // namespace jarvis::analysis

@@ -1,0 +1,20 @@
+// The rule engine's insights (category_data/insights.json, written by
+// prepare) that belong to one category of the agent workflow, and their
+// markdown for digests and findings drafts.
+#pragma once
+
+#include <string>
+
+#include "categories/category_analysis_common.h"
+
+namespace jarvis::analysis {
+
+// The insights of category_data/insights.json whose category maps to the
+// same analysis kind as `category` (gemm, sdpa, norm, ...; trace-wide
+// launch-bound insights go to cpu_idle). Empty array when the file is absent.
+ojson category_insights(const std::string& output_dir, const std::string& category);
+
+// "## Insights (beyond TraceLens)" section, "" when there are none.
+std::string insights_markdown(const ojson& insights);
+
+}  // namespace jarvis::analysis

@@ -1,0 +1,209 @@
+#include "categories/findings.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <stdexcept>
+
+#include "categories/category_analysis.h"
+#include "categories/category_analysis_internal.h"
+#include "categories/category_insights.h"
+#include "explore/gemm_roofline.h"
+
+namespace jarvis::analysis {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr size_t kMaxFindingsBytes = 1 << 20;
+constexpr size_t kMaxBottlenecks = 5;
+
+bool is_system(const std::string& c) {
+  return c == "cpu_idle" || c == "multi_kernel" || c == "kernel_fusion";
+}
+
+std::string f2(double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.2f", v);
+  return buf;
+}
+
+std::optional<double> opt(const ojson& v) {
+  if (v.is_number()) return v.get<double>();
+  return std::nullopt;
+}
+
+std::string issue_text(const std::string& kind, const ojson& op, std::optional<double> eff,
+                       const std::string& bound) {
+  int64_t count = op.value("count", int64_t{0});
+  if (!eff)
+    return "No perf model: efficiency cannot be judged from the trace; time share alone flags it.";
+  std::string base = bound.empty() ? "" : bound + "-bound, ";
+  if (kind == "gemm" && op.contains("Input Dims")) {
+    // Tiny batched GEMMs are expected to be inefficient.
+    auto dims = try_parse_py_literal(op["Input Dims"].get<std::string>());
+    if (dims && dims->is_seq() && dims->items.size() >= 2 && dims->items[0].is_seq() &&
+        dims->items[1].is_seq() && !dims->items[0].items.empty() && !dims->items[1].items.empty()) {
+      const auto& a = dims->items[0].items;
+      const auto& b = dims->items[1].items;
+      double m = a.size() >= 2 ? a[a.size() - 2].number() : 1, k = a.back().number(),
+             n = b.back().number();
+      if (gemm_batching_pattern(m, n, k, a.size() > 2 ? a[0].number() : 1,
+                                static_cast<double>(count)))
+        return base + "tiny batched GEMM shape: low parallelism per launch (batching opportunity)";
+    }
+  }
+  if (*eff < 40) return base + "runs well below the roofline (" + f2(*eff) + "% of peak)";
+  if (*eff < 60) return base + "acceptable but improvable efficiency (" + f2(*eff) + "% of peak)";
+  if (count > 1000)
+    return base + "efficient kernel, but " + std::to_string(count) + " launches add overhead";
+  return base + "near the roofline (" + f2(*eff) + "% of peak); gains need algorithmic changes";
+}
+
+std::pair<std::string, std::string> paths(const std::string& kind, const std::string& bound) {
+  if (kind == "gemm")
+    return {bound == "memory"
+                ? "Fuse producers/consumers or quantize (FP8/W8A8) to cut memory traffic; "
+                  "batch small GEMMs (bmm / grouped GEMM, torch.compile)."
+                : "Batch or merge GEMMs sharing an input (e.g. fused QKV / gate-up projections).",
+            "Generate a replay artifact for the kernel team: tile-size tuning / better kernel "
+            "selection "
+            "for this M/N/K and dtype."};
+  if (kind == "sdpa")
+    return {"Use a fused flash-attention path for this shape (check causal / head-dim support).",
+            "Replay the attention shape and tune the fused attention kernel (sequence length, head "
+            "dim)."};
+  if (kind == "elementwise" || kind == "norm" || kind == "reduce" || kind == "triton")
+    return {
+        "Fuse the surrounding elementwise / normalization chain (torch.compile or a fused kernel) "
+        "to remove memory round trips.",
+        "Compare achieved TB/s with simple ops (add, mul, copy) in the same trace; if far below, "
+        "replay the op for kernel tuning."};
+  if (kind == "convolution")
+    return {"Use channels_last to avoid layout transposes; fuse conv + bias + activation.",
+            "Replay the convolution shape and check the selected MIOpen / cuDNN algorithm."};
+  return {"Check whether the op is needed or can be fused with its neighbours.",
+          "Replay the op to profile the kernel with rocprof / nsight-compute."};
+}
+
+std::string priority_for(double pct, std::optional<double> eff, bool batching) {
+  return gemm_priority(pct, eff, batching);
+}
+
+}  // namespace
+
+std::string findings_path(const std::string& output_dir, const std::string& category) {
+  std::string sub = is_system(category) ? "system_findings" : "category_findings";
+  return output_dir + "/" + sub + "/" + category + "_findings.md";
+}
+
+std::string write_findings(const std::string& output_dir, const std::string& category,
+                           const std::string& markdown) {
+  if (!is_valid_category_name(category))
+    throw std::invalid_argument(
+        "bad category name '" + category +
+        "': use the manifest's category key (lower-case letters, digits, _)");
+  if (!fs::is_directory(output_dir))
+    throw std::invalid_argument("output directory '" + output_dir + "' does not exist");
+  if (markdown.find_first_not_of(" \t\r\n") == std::string::npos)
+    throw std::invalid_argument("findings markdown is empty");
+  if (markdown.size() > kMaxFindingsBytes)
+    throw std::invalid_argument("findings markdown is larger than 1 MiB");
+  std::string path = findings_path(output_dir, category);
+  fs::create_directories(fs::path(path).parent_path());
+  fs::path root = fs::canonical(output_dir);
+  fs::path dir = fs::canonical(fs::path(path).parent_path());
+  auto rel = dir.lexically_relative(root);
+  if (rel.empty() || rel.native().starts_with(".."))
+    throw std::invalid_argument("findings directory resolves outside the output directory");
+  if (fs::is_symlink(path)) throw std::invalid_argument("refusing to overwrite a symlink: " + path);
+  write_file_atomic(path, markdown);
+  return path;
+}
+
+std::string draft_findings(const std::string& cat, const ojson& m, const std::string& display) {
+  std::string name = display.empty() ? cat : display;
+  std::string out = "# " + name + " Analysis Summary\n\n";
+  std::string status = m.value("status", std::string());
+  if (is_system(cat) && status != "ERROR") return out + detail::system_markdown(cat, m);
+  if (status != "OK") {
+    out += "## Overview\nNo analysis data (status " + status + ").";
+    if (m.contains("error")) out += " " + m["error"].get<std::string>();
+    if (m.contains("message")) out += " " + m["message"].get<std::string>();
+    return out + "\n";
+  }
+  std::string kind = analysis_kind(cat);
+  const ojson& ops = m["operations"];
+  double weighted = 0, weight = 0;
+  for (const auto& op : ops)
+    if (auto e = opt(op["efficiency"]["efficiency_percent"])) {
+      weighted += *e * op["time_ms"].get<double>();
+      weight += op["time_ms"].get<double>();
+    }
+  out += "## Overview\n" + name + " accounts for " + f2(m["percent_of_compute"].get<double>()) +
+         "% of GPU time (" + f2(m["total_time_ms"].get<double>()) + " ms over " +
+         std::to_string(m["operation_count"].get<int64_t>()) + " calls, " +
+         std::to_string(ops.size()) + " distinct shapes). ";
+  out += weight > 0 ? "Time-weighted roofline efficiency of modeled ops: " + f2(weighted / weight) +
+                          "%.\n\n"
+                    : "No op of this category has a perf model.\n\n";
+
+  out += "## Key Bottlenecks\n\n";
+  size_t shown = 0;
+  for (const auto& op : ops) {
+    if (shown >= kMaxBottlenecks) break;
+    double pct = op["percent_of_total"].is_number() ? op["percent_of_total"].get<double>() : 0;
+    if (pct < 1.0 && shown > 0) break;
+    const ojson& eff = op["efficiency"];
+    std::optional<double> e = opt(eff["efficiency_percent"]);
+    std::string bound = eff["bound_type"].is_string() ? eff["bound_type"].get<std::string>() : "";
+    auto [path_a, path_b] = paths(kind, bound);
+    bool batching = issue_text(kind, op, e, bound).find("batching") != std::string::npos;
+    out += "### " + std::to_string(++shown) + ". " + op["name"].get<std::string>();
+    if (op.contains("args")) out += " (" + op["args"].get<std::string>() + ")";
+    out += "\n- **Time:** " + f2(op["time_ms"].get<double>()) + " ms (" + f2(pct) +
+           "% of compute, " + std::to_string(op["count"].get<int64_t>()) + " calls)\n";
+    if (e) {
+      std::string roof = bound == "memory"
+                             ? f2(opt(eff["resolved_peak_hbm_bw"]).value_or(0)) + " TB/s HBM"
+                             : f2(opt(eff["resolved_peak_maf"]).value_or(0)) + " TFLOPS MAF";
+      out += "- **Efficiency:** " + f2(*e) + "% of " + roof + "\n";
+    } else {
+      out += "- **Efficiency:** unknown (no perf model)\n";
+    }
+    out += "- **Issue:** " + issue_text(kind, op, e, bound) + "\n";
+    out += "- **Path A:** " + path_a + "\n- **Path B:** " + path_b + "\n";
+    out += "- **Priority:** " + priority_for(pct, e, batching) + "\n\n";
+  }
+  if (shown == 0) out += "No operation stands out.\n\n";
+
+  out += "## Additional Notes\n";
+  const ojson& spec = m["category_specific"];
+  if (spec.contains("missing_perf_model_count"))
+    out += "- Missing perf models: " + spec["missing_perf_model_count"].dump() + "\n";
+  if (spec.contains("quantized_count"))
+    out += "- Quantized GEMMs detected: " + spec["quantized_count"].dump() + "\n";
+  for (const auto& op : ops)
+    if (op.contains("efficiency_warning"))
+      out += "- " + op["name"].get<std::string>() + ": " +
+             op["efficiency_warning"].get<std::string>() + "\n";
+  size_t groups = m["category_findings"].size();
+  out += "- Rule-based P-items (impact >= 0.5 % of E2E): " + std::to_string(groups) + "\n";
+  for (const auto& f : m["category_findings"])
+    out += "  - " + f["bound_type"].get<std::string>() + " / " + f["library"].get<std::string>() +
+           " / " + f["eff_bucket"].get<std::string>() + ": impact " +
+           f2(f["impact_score"].get<double>()) + "% (" + f2(f["impact_score_low"].get<double>()) +
+           "-" + f2(f["impact_score_high"].get<double>()) + "), " +
+           std::to_string(f["member_count"].get<int64_t>()) + " op(s)\n";
+  out += "\n_Draft generated by jarvis from " + cat +
+         "_metrics.json; validate against the tree data before acting._\n";
+  return out;
+}
+
+std::string draft_findings(const AnalyzeResult& result) {
+  return draft_findings(result.category, result.metrics) + insights_markdown(result.insights);
+}
+
+}  // namespace jarvis::analysis

@@ -1,0 +1,429 @@
+#include "categories/prepare.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <stdexcept>
+
+#include "perf/gpu_arch.h"
+#include "report/report.h"
+
+namespace jarvis::analysis {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr const char* kKernelSum = "Kernel Time (\xC2\xB5s)_sum";
+constexpr const char* kTimeNote =
+    "Use gpu_kernel_time_ms for bottleneck prioritization. cpu_duration_ms includes sync/launch "
+    "overhead.";
+constexpr const char* kBreakdownNote =
+    "Use gpu_kernel_time_ms for bottleneck prioritization. sync_time_ms indicates host-device "
+    "sync overhead.";
+
+// A copy of `t` with every cell as the text pandas would write for it
+// (float columns decided on the whole table, as a DataFrame column dtype is).
+Table as_text_table(const Table& t) {
+  Table out(t.name, t.columns);
+  std::vector<bool> as_float(t.columns.size());
+  for (size_t c = 0; c < t.columns.size(); ++c) as_float[c] = t.column_is_float(c);
+  for (const auto& row : t.rows) {
+    auto& dst = out.add_row();
+    for (size_t c = 0; c < row.size() && c < dst.size(); ++c) {
+      if (row[c].missing()) continue;
+      if (row[c].is_text())
+        dst[c] = row[c];
+      else
+        dst[c] = Cell(row[c].to_csv_text(as_float[c]));
+    }
+  }
+  return out;
+}
+
+const Table& require_table(const std::map<std::string, Table>& tables, const std::string& name) {
+  auto it = tables.find(name);
+  if (it == tables.end())
+    throw std::invalid_argument("perf report has no '" + name + "' sheet (needed by prepare)");
+  return it->second;
+}
+
+ojson base_metadata(const PrepareOptions& o, const ojson& gpu_util, const std::string& display,
+                    const std::string& key) {
+  ojson m = ojson::object();
+  m["platform"] = o.platform;
+  m["peak_hbm_bw_tbs"] = o.arch.at("mem_bw_gbps").get<double>() / 1000.0;
+  m["max_achievable_tflops"] = o.arch.at("max_achievable_tflops");
+  m["memory_gb"] = o.arch.at("memory_gb");
+  m["trace_path"] = o.trace_path;
+  m["output_dir"] = o.output_dir;
+  m["category"] = display;
+  m["category_name"] = key;
+  m["gpu_utilization"] = gpu_util;
+  return m;
+}
+
+struct CategoryRows {
+  std::string key;
+  std::string display;
+  std::vector<size_t> rows;
+};
+
+std::vector<CategoryRows> split_categories(const Table& typed) {
+  std::vector<CategoryRows> cats;
+  for (size_t r = 0; r < typed.rows.size(); ++r) {
+    auto [key, display] = normalize_category(cell_at(typed, r, "op category"));
+    // Captured through an init-capture: clang 14 cannot capture a structured binding.
+    auto it =
+        std::find_if(cats.begin(), cats.end(), [&k = key](const auto& c) { return c.key == k; });
+    if (it == cats.end()) {
+      cats.push_back({key, display, {}});
+      it = cats.end() - 1;
+    }
+    it->rows.push_back(r);
+  }
+  return cats;
+}
+
+// Step 5.5 numbers for one category's rows of the typed unified table.
+ojson time_breakdown(const Table& typed, const std::vector<size_t>& rows) {
+  bool has_kernel = typed.col(kKernelSum) >= 0;
+  bool has_duration = typed.col("total_duration_us") >= 0;
+  std::vector<double> kernel, duration;
+  for (size_t r : rows) {
+    kernel.push_back(cell_number(cell_at(typed, r, kKernelSum)));
+    duration.push_back(cell_number(cell_at(typed, r, "total_duration_us")));
+  }
+  ojson gpu_ms = has_kernel ? ojson(pandas_sum(kernel) / 1000.0) : ojson(0);
+  ojson cpu_ms = has_duration ? ojson(pandas_sum(duration) / 1000.0) : gpu_ms;
+  double sync_ms = 0;
+  bool sync_is_float = false;
+  int64_t sync_count = 0;
+  if (has_kernel && has_duration) {
+    for (size_t k = 0; k < rows.size(); ++k) {
+      // `x or 0` keeps NaN (truthy), so NaN rows never qualify.
+      double kus = kernel[k], dus = duration[k];
+      if (kus > 0 && dus > kus * 5) {
+        sync_ms += (dus - kus) / 1000.0;
+        sync_is_float = true;
+        ++sync_count;
+      }
+    }
+  }
+  ojson t = ojson::object();
+  // Column sums are numpy scalars: numpy rounding. The sync sum is a Python float.
+  t["gpu_kernel_time_ms"] =
+      gpu_ms.is_number_float() ? ojson(np_round(gpu_ms.get<double>(), 3)) : gpu_ms;
+  t["cpu_duration_ms"] =
+      cpu_ms.is_number_float() ? ojson(np_round(cpu_ms.get<double>(), 3)) : cpu_ms;
+  t["sync_time_ms"] = sync_is_float ? ojson(py_round(sync_ms, 3)) : ojson(0);
+  t["sync_ops_count"] = sync_count;
+  double gpu = gpu_ms.get<double>();
+  t["has_sync_bottleneck"] = sync_ms > 0.1 * gpu && sync_ms > 1;
+  return t;
+}
+
+void add_breakdown(ojson& entry, const ojson& breakdown) {
+  for (const auto& [k, v] : breakdown.items()) entry[k] = v;
+}
+
+std::optional<ojson> existing_json(const std::string& path) {
+  if (!fs::exists(path)) return std::nullopt;
+  try {
+    return read_json_file(path);
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+}
+
+bool has_multi_kernel_events(const ojson& mk) {
+  auto count = [&](const char* section) -> double {
+    if (!mk.is_object() || !mk.contains(section) || !mk[section].is_object()) return 0;
+    const auto& s = mk[section];
+    return s.contains("total_count") && s["total_count"].is_number()
+               ? s["total_count"].get<double>()
+               : 0;
+  };
+  return count("memcpy_summary") > 0 || count("nccl_summary") > 0;
+}
+
+}  // namespace
+
+std::string recorded_path(const std::string& output_dir, const std::string& relative) {
+  if (output_dir.empty() || output_dir == ".") return relative;
+  return output_dir + "/" + relative;
+}
+
+std::string skill_for_category(const std::string& key) {
+  static const std::map<std::string, std::string> kSkills = {
+      {"cpu_idle", "cpu-idle-analyzer"},
+      {"gemm", "gemm-analyzer"},
+      {"groupedgemm_fwd", "gemm-analyzer"},
+      {"groupedgemm_bwd", "gemm-analyzer"},
+      {"moe_fused", "moe-analyzer"},
+      {"moe_unfused", "moe-analyzer"},
+      {"sdpa_fwd", "sdpa-analyzer"},
+      {"sdpa_bwd", "sdpa-analyzer"},
+      {"inferenceattention", "sdpa-analyzer"},
+      {"elementwise", "elementwise-analyzer"},
+      {"reduce", "reduce-analyzer"},
+      {"triton", "triton-analyzer"},
+      {"norm", "norm-analyzer"},
+      {"norm_fwd", "norm-analyzer"},
+      {"norm_bwd", "norm-analyzer"},
+      {"rmsnorm", "norm-analyzer"},
+      {"convolution", "convolution-analyzer"},
+      {"conv_fwd", "convolution-analyzer"},
+      {"conv_bwd", "convolution-analyzer"},
+  };
+  auto it = kSkills.find(key);
+  return it == kSkills.end() ? "generic-op-analyzer" : it->second;
+}
+
+ojson gpu_utilization_from_timeline(const Table& gpu_timeline) {
+  Table typed = infer_pandas_types(as_text_table(gpu_timeline));
+  std::map<std::string, std::pair<ojson, ojson>> by_type;
+  for (size_t r = 0; r < typed.rows.size(); ++r) {
+    const Cell* type = cell_at(typed, r, "type");
+    const Cell* ms = cell_at(typed, r, "time ms");
+    const Cell* pct = cell_at(typed, r, "percent");
+    if (!type || !ms || !pct) continue;
+    std::string name = type->is_text() ? type->text() : type->to_csv_text(false);
+    by_type[name] = {cell_to_json(*ms), cell_to_json(*pct)};
+  }
+  auto pick = [&](const char* type, bool time) -> ojson {
+    auto it = by_type.find(type);
+    if (it == by_type.end()) return 0;
+    return time ? it->second.first : it->second.second;
+  };
+  ojson g = ojson::object();
+  g["total_time_ms"] = pick("total_time", true);
+  g["computation_time_percent"] = pick("computation_time", false);
+  g["exposed_comm_time_percent"] = pick("exposed_comm_time", false);
+  g["exposed_memcpy_time_percent"] = pick("exposed_memcpy_time", false);
+  g["idle_time_percent"] = pick("idle_time", false);
+  return g;
+}
+
+std::map<std::string, Table> read_perf_report_csvs(const std::string& dir) {
+  std::map<std::string, Table> tables;
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec))
+    throw std::runtime_error("[DIAG:pipeline:STEP1_FAIL] Perf report CSVs missing at " + dir);
+  for (const auto& entry : fs::directory_iterator(dir, ec)) {
+    if (!entry.is_regular_file() || entry.path().extension() != ".csv") continue;
+    std::string stem = entry.path().stem().string();
+    tables[stem] = read_csv_file(entry.path().string());
+    tables[stem].name = stem;
+  }
+  if (tables.empty())
+    throw std::runtime_error("[DIAG:pipeline:STEP1_FAIL] Perf report CSVs missing at " + dir);
+  return tables;
+}
+
+ojson load_arch_json(const std::string& name_or_path) {
+  auto check = [](ojson arch, const std::string& origin) {
+    for (const char* key : {"mem_bw_gbps", "memory_gb", "max_achievable_tflops"})
+      if (!arch.contains(key))
+        throw std::invalid_argument(origin + ": arch file lacks '" + key + "'");
+    return arch;
+  };
+  bool is_path = name_or_path.find('/') != std::string::npos || name_or_path.ends_with(".json");
+  // The bundled arch files (case-insensitive names), read as ordered JSON so
+  // metadata keeps the file's key order and int/float spelling.
+  if (!is_path)
+    if (auto bundled = perf::bundled_arch_text(name_or_path)) {
+      ojson arch;
+      try {
+        arch = ojson::parse(bundled->json);
+      } catch (const std::exception& e) {
+        throw std::invalid_argument(bundled->origin + ": not valid JSON: " + e.what());
+      }
+      return check(std::move(arch), bundled->origin);
+    }
+  if (fs::is_regular_file(name_or_path)) return check(read_json_file(name_or_path), name_or_path);
+  std::string known;
+  for (const auto& n : perf::bundled_gpu_arch_names()) known += (known.empty() ? "" : ", ") + n;
+  throw std::invalid_argument("unknown platform '" + name_or_path +
+                              "': no such arch JSON file and not a bundled arch (" + known +
+                              "; $JARVIS_ARCH_DIR adds <name>.json files)");
+}
+
+PrepareResult prepare_category_data(const std::map<std::string, Table>& perf_tables,
+                                    const PrepareOptions& o, const PrepareInputs& inputs) {
+  for (const char* key : {"mem_bw_gbps", "memory_gb", "max_achievable_tflops"})
+    if (!o.arch.is_object() || !o.arch.contains(key))
+      throw std::invalid_argument(std::string("arch description lacks '") + key + "'");
+  if (o.output_dir.empty()) throw std::invalid_argument("output directory is empty");
+  // Prepare reads back and rewrites files of its output directory: writers of
+  // the same directory take turns.
+  auto dir_lock = lock_output_dir(o.output_dir);
+  if (o.category != "all" && !is_valid_category_name(o.category))
+    throw std::invalid_argument("bad category name '" + o.category + "'");
+
+  const Table& timeline = require_table(perf_tables, "gpu_timeline");
+  const Table& unified_in = require_table(perf_tables, "unified_perf_summary");
+  Table unified_text = as_text_table(unified_in);
+  Table unified = infer_pandas_types(unified_text);
+  std::vector<CategoryRows> cats = split_categories(unified);
+
+  bool special = o.category == "all" || o.category == "cpu_idle" || o.category == "multi_kernel" ||
+                 o.category == "kernel_fusion";
+  if (!special &&
+      std::none_of(cats.begin(), cats.end(), [&](const auto& c) { return c.key == o.category; })) {
+    std::string names;
+    for (const auto& c : cats) names += (names.empty() ? "" : ", ") + c.key;
+    throw std::invalid_argument("category '" + o.category + "' not in this trace (available: " +
+                                names + ", cpu_idle, multi_kernel, kernel_fusion, all)");
+  }
+  auto wanted = [&](const std::string& key) { return o.category == "all" || o.category == key; };
+
+  PrepareResult result;
+  const std::string& out = o.output_dir;
+  auto write_text = [&](const std::string& rel, const std::string& data) {
+    write_file_atomic(out + "/" + rel, data);
+    result.files.push_back(out + "/" + rel);
+  };
+  auto write_json = [&](const std::string& rel, const ojson& data) {
+    write_text(rel, py_json_dump(data));
+  };
+  for (const char* d : {"metadata", "category_data", "category_findings", "system_findings"})
+    fs::create_directories(fs::path(out) / d);
+
+  if (o.write_perf_report_csvs) {
+    std::vector<std::string> written;
+    for (const auto& [name, table] : perf_tables) {
+      write_text("perf_report_csvs/" + name + ".csv", table.to_csv());
+      written.push_back(name + ".csv");
+    }
+    record_report_files(out + "/perf_report_csvs", written);
+  }
+
+  ojson gpu_util = gpu_utilization_from_timeline(timeline);
+  result.gpu_utilization = gpu_util;
+
+  // Step 4.5 / 4b outputs (trace-derived); stale files are reused as TraceLens does.
+  std::optional<ojson> mk = inputs.multi_kernel_data;
+  if (mk)
+    write_json("category_data/multi_kernel_data.json", *mk);
+  else
+    mk = existing_json(out + "/category_data/multi_kernel_data.json");
+  std::optional<ojson> fusion = inputs.fusion_candidates;
+  if (fusion)
+    write_json("category_data/fusion_candidates.json", *fusion);
+  else
+    fusion = existing_json(out + "/category_data/fusion_candidates.json");
+
+  // Step 5: per-category CSV + metadata.
+  ojson entries = ojson::array();
+  Table csv_shape(unified_text.name, unified_text.columns);
+  csv_shape.columns.push_back("enhanced_category");
+  csv_shape.columns.push_back("display_name");
+  for (const auto& cat : cats) {
+    std::string csv_rel = "category_data/" + cat.key + "_ops.csv";
+    std::string meta_rel = "metadata/" + cat.key + "_metadata.json";
+    ojson breakdown = time_breakdown(unified, cat.rows);
+    if (wanted(cat.key)) {
+      Table part = csv_shape;
+      for (size_t r : cat.rows) {
+        // Typed cells, so floats are re-written the way pandas writes the
+        // values it parsed (repr of the parsed double).
+        auto row = unified.rows[r];
+        row.resize(unified.columns.size());
+        row.emplace_back(cat.key);
+        row.emplace_back(cat.display);
+        part.rows.push_back(std::move(row));
+      }
+      write_text(csv_rel, part.to_csv());
+      ojson meta = base_metadata(o, gpu_util, cat.display, cat.key);
+      meta["trace_loading_policy"] = "DO_NOT_LOAD_TRACE_use_precomputed_tree_data";
+      ojson tb = breakdown;
+      tb["note"] = kBreakdownNote;
+      meta["time_breakdown"] = tb;
+      write_json(meta_rel, meta);
+      auto tree = inputs.tree_data.find(cat.key);
+      if (tree != inputs.tree_data.end())
+        write_json("category_data/" + cat.key + "_tree_data.json", tree->second);
+    }
+    ojson e = ojson::object();
+    e["name"] = cat.key;
+    e["display_name"] = cat.display;
+    e["skill"] = skill_for_category(cat.key);
+    e["tier"] = "compute_kernel";
+    e["ops_count"] = cat.rows.size();
+    e["csv_file"] = recorded_path(out, csv_rel);
+    e["metadata_file"] = recorded_path(out, meta_rel);
+    add_breakdown(e, breakdown);
+    entries.push_back(e);
+    result.categories.push_back(cat.key);
+  }
+
+  // CPU/idle: always present.
+  write_json("metadata/cpu_idle_metadata.json",
+             base_metadata(o, gpu_util, "CPU/Idle Analysis", "cpu_idle"));
+  write_text("category_data/cpu_idle_ops.csv", "\n");
+  ojson idle = ojson::object();
+  idle["name"] = "cpu_idle";
+  idle["display_name"] = "CPU/Idle Analysis";
+  idle["skill"] = "cpu-idle-analyzer";
+  idle["tier"] = "system";
+  idle["ops_count"] = 0;
+  idle["csv_file"] = recorded_path(out, "category_data/cpu_idle_ops.csv");
+  idle["metadata_file"] = recorded_path(out, "metadata/cpu_idle_metadata.json");
+  idle["priority"] = 0;
+  entries.insert(entries.begin(), idle);
+
+  if (mk && has_multi_kernel_events(*mk)) {
+    ojson meta = base_metadata(o, gpu_util, "Multi-Kernel Issues", "multi_kernel");
+    meta["tier"] = "system";
+    write_json("metadata/multi_kernel_metadata.json", meta);
+    ojson e = ojson::object();
+    e["name"] = "multi_kernel";
+    e["display_name"] = "Multi-Kernel Issues";
+    e["skill"] = "multi-kernel-analyzer";
+    e["tier"] = "system";
+    e["ops_count"] = 0;
+    e["csv_file"] = nullptr;
+    e["metadata_file"] = recorded_path(out, "metadata/multi_kernel_metadata.json");
+    e["data_file"] = recorded_path(out, "category_data/multi_kernel_data.json");
+    entries.push_back(e);
+  }
+  if (fusion && fusion->is_array() && !fusion->empty()) {
+    ojson e = ojson::object();
+    e["name"] = "kernel_fusion";
+    e["display_name"] = "Kernel Fusion Opportunities";
+    e["skill"] = "kernel-fusion-analyzer";
+    e["tier"] = "system";
+    e["ops_count"] = fusion->size();
+    e["csv_file"] = nullptr;
+    e["metadata_file"] = nullptr;
+    e["data_file"] = recorded_path(out, "category_data/fusion_candidates.json");
+    // TraceLens gives the system kernel_fusion entry an (empty) time breakdown too.
+    add_breakdown(e, time_breakdown(unified, {}));
+    entries.push_back(e);
+  }
+
+  ojson manifest = ojson::object();
+  manifest["platform"] = o.platform;
+  manifest["trace_path"] = o.trace_path;
+  manifest["output_dir"] = o.output_dir;
+  manifest["comparison_scope"] = "standalone";
+  manifest["gpu_utilization"] = gpu_util;
+  manifest["categories"] = entries;
+  manifest["time_metric_note"] = kTimeNote;
+  write_json("category_data/category_manifest.json", manifest);
+  result.manifest = manifest;
+
+  ojson model_info = {{"model", "Cannot be inferred from trace"},
+                      {"architecture", "Cannot be inferred from trace"},
+                      {"scale", "Cannot be inferred from trace"},
+                      {"precision", "Cannot be inferred from trace"}};
+  if (auto existing = existing_json(out + "/metadata/model_info.json");
+      existing && existing->is_object())
+    for (const auto& [k, v] : existing->items()) model_info[k] = v;
+  write_json("metadata/model_info.json", model_info);
+  return result;
+}
+
+}  // namespace jarvis::analysis

@@ -1,0 +1,200 @@
+#include "explore/parent_chain.h"
+
+#include <cmath>
+#include <stdexcept>
+
+#include "trace/value.h"
+
+namespace jarvis::analysis {
+
+namespace {
+
+constexpr const char* kFields[] = {"Input Dims", "Input type"};
+
+bool is_gpu_category(const Trace& trace, Uid uid) {
+  return trace.events[uid].is_gpu();
+}
+
+// Python prints a JSON duration as read: integral values without ".0" are the
+// common Kineto spelling; fractional ones use the float repr.
+std::string duration_text(double dur) {
+  if (std::isnan(dur)) return "None";
+  if (dur == std::floor(dur) && std::fabs(dur) < 1e15)
+    return std::to_string(static_cast<int64_t>(dur));
+  return py_float_repr(dur);
+}
+
+std::string node_line(const Trace& trace, Uid uid) {
+  std::string cat(trace.cat_name(uid));
+  std::string line = "UID: " + std::to_string(uid) + ", Category: " + cat +
+                     ", Name: " + short_event_name(trace.name(uid));
+  if (is_gpu_category(trace, uid)) line += ", Duration: " + duration_text(trace.events[uid].dur);
+  return line;
+}
+
+ojson json_value(const PyValue& v) {
+  return ojson::parse(v.to_json());
+}
+
+bool keep_child(const Trace& trace, const CallTree& tree, Uid child, bool prune) {
+  return !prune || is_gpu_category(trace, child) || !tree.gpu_events(child).empty();
+}
+
+std::vector<Uid> shown_children(const Trace& trace, const CallTree& tree, Uid uid, bool prune) {
+  std::vector<Uid> out;
+  for (Uid c : tree.children(uid))
+    if (keep_child(trace, tree, c, prune)) out.push_back(c);
+  return out;
+}
+
+ojson subtree_json(const Trace& trace, const CallTree& tree, Uid uid, int depth,
+                   const ParentChainQuery& q) {
+  ojson node = describe_event(trace, uid);
+  std::vector<Uid> kids = shown_children(trace, tree, uid, q.prune_non_gpu);
+  node["gpu_event_count"] = tree.gpu_events(uid).size();
+  if (kids.empty()) return node;
+  if (q.subtree_depth >= 0 && depth >= q.subtree_depth) {
+    node["children_not_shown"] = kids.size();
+    return node;
+  }
+  ojson children = ojson::array();
+  for (size_t k = 0; k < kids.size() && k < q.max_children; ++k)
+    children.push_back(subtree_json(trace, tree, kids[k], depth + 1, q));
+  node["children"] = children;
+  if (kids.size() > q.max_children) node["children_not_shown"] = kids.size() - q.max_children;
+  return node;
+}
+
+void subtree_text(const Trace& trace, const CallTree& tree, Uid uid, int depth,
+                  const ParentChainQuery& q, const std::string& prefix, bool is_last,
+                  std::string& out) {
+  out += prefix +
+         (is_last ? "\xE2\x94\x94\xE2\x94\x80\xE2\x94\x80 "
+                  : "\xE2\x94\x9C\xE2\x94\x80\xE2\x94\x80 ") +
+         node_line(trace, uid) + "\n";
+  std::string child_prefix = prefix + (is_last ? "    " : "\xE2\x94\x82   ");
+  if (trace.events[uid].cat == Cat::CpuOp) {
+    std::string detail_prefix = child_prefix + "|   ";
+    bool emitted = false;
+    for (const char* f : kFields)
+      if (const PyValue* v = trace.arg(uid, f)) {
+        out += detail_prefix + f + ": " + v->repr_list() + "\n";
+        emitted = true;
+      }
+    if (emitted) out += detail_prefix + "\n";
+  }
+  std::vector<Uid> kids = shown_children(trace, tree, uid, q.prune_non_gpu);
+  if (kids.empty()) return;
+  if (q.subtree_depth >= 0 && depth >= q.subtree_depth) {
+    out += child_prefix + "\xE2\x94\x94\xE2\x94\x80\xE2\x94\x80 ... " +
+           std::to_string(kids.size()) + " child event(s) below the depth limit\n";
+    return;
+  }
+  size_t shown = std::min(kids.size(), q.max_children);
+  bool truncated = kids.size() > shown;
+  for (size_t k = 0; k < shown; ++k)
+    subtree_text(trace, tree, kids[k], depth + 1, q, child_prefix, k + 1 == shown && !truncated,
+                 out);
+  if (truncated)
+    out += child_prefix + "\xE2\x94\x94\xE2\x94\x80\xE2\x94\x80 ... " +
+           std::to_string(kids.size() - shown) + " more child event(s)\n";
+}
+
+// UIDs matching the query's name selector, UID order.
+std::vector<Uid> matches(const Trace& trace, const ParentChainQuery& q) {
+  std::vector<Uid> exact, partial;
+  bool kernel = !q.kernel_name.empty();
+  const std::string& wanted = kernel ? q.kernel_name : q.op_name;
+  for (Uid u = 0; u < trace.events.size(); ++u) {
+    const Event& e = trace.events[u];
+    if (kernel != e.is_gpu()) continue;
+    if (!kernel && e.ph != Phase::Complete) continue;
+    std::string_view name = trace.name(u);
+    if (name == wanted)
+      exact.push_back(u);
+    else if (kernel && name.find(wanted) != std::string_view::npos)
+      partial.push_back(u);
+  }
+  return exact.empty() ? partial : exact;
+}
+
+}  // namespace
+
+std::string short_event_name(std::string_view name) {
+  if (name.size() > 64) return std::string(name.substr(0, 64)) + "..";
+  return std::string(name);
+}
+
+ojson describe_event(const Trace& trace, Uid uid) {
+  const Event& e = trace.events[uid];
+  ojson j = ojson::object();
+  j["uid"] = uid;
+  j["name"] = std::string(trace.name(uid));
+  j["category"] = std::string(trace.cat_name(uid));
+  j["ts"] = e.has_ts() ? ojson(e.ts) : ojson(nullptr);
+  j["duration_us"] = e.has_dur() ? ojson(e.dur) : ojson(nullptr);
+  if (e.cat == Cat::CpuOp)
+    for (const char* f : kFields)
+      if (const PyValue* v = trace.arg(uid, f)) j[f] = json_value(*v);
+  if (e.is_gpu() && e.stream != kNoInt) j["stream"] = e.stream;
+  return j;
+}
+
+ParentChainResult parent_chain(const Trace& trace, const CallTree& tree,
+                               const ParentChainQuery& q) {
+  int selectors = (q.uid ? 1 : 0) + (q.op_name.empty() ? 0 : 1) + (q.kernel_name.empty() ? 0 : 1);
+  if (selectors != 1)
+    throw std::invalid_argument("give exactly one of uid, op_name or kernel_name");
+  Uid uid = kNoUid;
+  size_t match_count = 1;
+  if (q.uid) {
+    if (*q.uid >= trace.events.size())
+      throw std::invalid_argument("uid " + std::to_string(*q.uid) + " out of range (trace has " +
+                                  std::to_string(trace.events.size()) + " events)");
+    uid = *q.uid;
+  } else {
+    std::vector<Uid> found = matches(trace, q);
+    match_count = found.size();
+    std::string what =
+        q.kernel_name.empty() ? "op '" + q.op_name + "'" : "kernel '" + q.kernel_name + "'";
+    if (found.empty()) throw std::invalid_argument("no event matches " + what);
+    if (q.index >= found.size())
+      throw std::invalid_argument("index " + std::to_string(q.index) + " out of range: " + what +
+                                  " has " + std::to_string(found.size()) + " match(es)");
+    uid = found[q.index];
+  }
+
+  ParentChainResult r;
+  r.uid = uid;
+  ojson chain = ojson::array();
+  std::string text = "Node:\n  " + node_line(trace, uid) + "\n";
+  auto append_fields = [&](Uid u) {
+    if (trace.events[u].cat != Cat::CpuOp) return;
+    for (const char* f : kFields)
+      if (const PyValue* v = trace.arg(u, f))
+        text += std::string("    ") + f + ": " + v->repr_list() + "\n";
+  };
+  append_fields(uid);
+  int depth = 1;
+  for (Uid p : tree.parent_chain(uid)) {
+    ojson node = describe_event(trace, p);
+    node["level"] = depth;
+    chain.push_back(node);
+    text += std::to_string(depth) + "-up:\n  " + node_line(trace, p) + "\n";
+    append_fields(p);
+    ++depth;
+  }
+  std::string sub;
+  subtree_text(trace, tree, uid, 0, q, "", true, sub);
+
+  r.json = ojson::object();
+  r.json["event"] = describe_event(trace, uid);
+  r.json["match_count"] = match_count;
+  r.json["parent_chain"] = chain;
+  r.json["subtree"] = subtree_json(trace, tree, uid, 0, q);
+  r.text = text + "\nSubtree:\n" + sub;
+  r.json["text"] = r.text;
+  return r;
+}
+
+}  // namespace jarvis::analysis
