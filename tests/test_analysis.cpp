@@ -59,6 +59,56 @@ TEST_CASE("analyze: golden <cat>_metrics.json for every conformance trace") {
   CHECK(compared >= 80);
 }
 
+TEST_CASE("analyze all: writes every metrics file TraceLens's scripts write without an ERROR") {
+  // The reference directories hold the output of every TraceLens analysis
+  // script: besides the manifest's categories, moe_fused (NO_DATA without MoE
+  // ops) and multi_kernel even where the manifest has no multi_kernel entry
+  // (mi300_compile_triton: no memcpy, no collective). `analyze all` must write
+  // every one of those files that is not an input-missing ERROR, with equal
+  // content.
+  auto dirs = agent_conformance_dirs();
+  REQUIRE(dirs.size() >= 7);
+  size_t unlisted_multi_kernel = 0;
+  for (const auto& dir : dirs) {
+    CAPTURE(dir);
+    TempDir tmp;
+    prepare_from_reference(dir, tmp.path);
+    auto norm = path_normalizer(tmp.path);
+    std::set<std::string> expected, written;
+    for (const auto& cat : reference_metric_categories(dir)) {
+      auto ref = analysis::read_json_file(dir + "/category_data/" + cat + "_metrics.json");
+      if (ref.value("status", "") != "ERROR") expected.insert(cat);
+    }
+    std::vector<std::string> order = analysis::analysis_order(tmp.path);
+    if (std::find(order.begin(), order.end(), "multi_kernel") != order.end() &&
+        analysis::read_json_file(tmp.path + "/category_data/category_manifest.json")
+                .dump()
+                .find("\"multi_kernel\"") == std::string::npos)
+      ++unlisted_multi_kernel;
+    for (const auto& cat : order) {
+      CAPTURE(cat);
+      auto res = analysis::analyze_category(tmp.path, cat);
+      CHECK(res.status != "ERROR");
+      written.insert(cat);
+      // The reference ran each script for its default category only (norm,
+      // not norm_fwd): manifest categories without a reference file are
+      // jarvis's extra analyses.
+      auto ref_path = dir + "/category_data/" + cat + "_metrics.json";
+      if (!fs::exists(ref_path)) continue;
+      std::vector<std::string> problems;
+      compare_json(analysis::read_json_file(ref_path), analysis::read_json_file(res.metrics_path),
+                   cat, problems, norm);
+      CHECK_MESSAGE(problems.empty(), join_problems(problems));
+    }
+    for (const auto& cat : expected) {
+      CAPTURE(cat);
+      CHECK(written.count(cat) == 1);
+    }
+    CHECK(written.count("moe_fused") == 1);
+  }
+  CHECK(unlisted_multi_kernel >= 1);
+}
+
 TEST_CASE("analyze: markdown digest carries the table, the P-items and the key metrics") {
   std::string dir = golden::shared_dir() + "/conformance/mi300_qwen1.5-0.5b";
   TempDir tmp;

@@ -1024,6 +1024,14 @@ std::vector<std::string> analysis_order(const std::string& output_dir) {
     else if (name != "cpu_idle")
       system.push_back(name);
   }
+  auto absent = [](const std::vector<std::string>& v, const char* name) {
+    return std::find(v.begin(), v.end(), name) == v.end();
+  };
+  if (absent(compute, "moe_fused")) compute.push_back("moe_fused");
+  for (const auto& [name, input] : {std::pair{"multi_kernel", "multi_kernel_data.json"},
+                                    std::pair{"kernel_fusion", "fusion_candidates.json"}})
+    if (absent(system, name) && fs::exists(output_dir + "/category_data/" + input))
+      system.push_back(name);
   compute.insert(compute.end(), system.begin(), system.end());
   return compute;
 }

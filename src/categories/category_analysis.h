@@ -38,9 +38,15 @@ struct AnalyzeResult {
 AnalyzeResult analyze_category(const std::string& output_dir, const std::string& category);
 
 // Categories `analyze all` runs, in order: the compute categories of the
-// manifest, then cpu_idle, multi_kernel (when in the manifest) and
-// kernel_fusion (when in the manifest). Compute categories come first
-// because TraceLens's reference runs did so (kernel_fusion_metrics.json
+// manifest, moe_fused (always: TraceLens's moe_analysis.py, run for its
+// default bucket, writes a NO_DATA metrics file when the trace has no MoE
+// ops), then cpu_idle, multi_kernel and kernel_fusion. The last two run
+// whenever their input (multi_kernel_data.json, fusion_candidates.json) is
+// there, also when the manifest leaves them out (no memcpy or collective, no
+// fusion candidate): their TraceLens scripts then still write SUCCESS /
+// NO_DATA metrics. Analyses whose only outcome would be an input-missing
+// ERROR (a compute category without ops) are not run. Compute categories come
+// first because TraceLens's reference runs did so (kernel_fusion_metrics.json
 // would otherwise mark their operations fusion_flagged).
 std::vector<std::string> analysis_order(const std::string& output_dir);
 

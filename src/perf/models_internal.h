@@ -127,6 +127,8 @@ void register_elementwise_models(std::map<std::string_view, Factory>& out);
 void register_norm_models(std::map<std::string_view, Factory>& out);
 void register_misc_models(std::map<std::string_view, Factory>& out);
 void register_inference_models(std::map<std::string_view, Factory>& out);
+void register_inference_attention_models(std::map<std::string_view, Factory>& out);
+void register_moe_models(std::map<std::string_view, Factory>& out);
 std::unique_ptr<PerfModel> make_triton_compiled_model(const OpInput& op);
 bool triton_metadata_present(const OpInput& op);
 

@@ -428,6 +428,8 @@ const std::map<std::string_view, Factory>& factories() {
     register_norm_models(t);
     register_misc_models(t);
     register_inference_models(t);
+    register_inference_attention_models(t);
+    register_moe_models(t);
     return t;
   }();
   return table;

@@ -10,6 +10,7 @@
 #include <unordered_map>
 
 #include "perf/categories.h"
+#include "report/numpy_sort.h"
 #include "report/stats.h"
 #include "trace/value.h"
 
@@ -43,6 +44,27 @@ std::vector<double> pick(const std::vector<LauncherRow>& rows, const std::vector
   out.reserve(idx.size());
   for (size_t k : idx) out.push_back(rows[k].*field);
   return out;
+}
+
+// DataFrame.sort_values(by=<one column>, ascending=False): NumPy's unstable
+// introsort, so tied rows come out in the order TraceLens's sheets show them.
+template <typename T, typename Key>
+void sort_descending_like_pandas(std::vector<T>& items, Key key) {
+  std::vector<double> values;
+  values.reserve(items.size());
+  for (const T& item : items) values.push_back(key(item));
+  std::vector<T> sorted;
+  sorted.reserve(items.size());
+  for (size_t i : numpy::argsort_descending(values)) sorted.push_back(std::move(items[i]));
+  items = std::move(sorted);
+}
+
+void drop_column(Table& table, std::string_view column) {
+  int c = table.col(column);
+  if (c < 0) return;
+  auto at = static_cast<std::ptrdiff_t>(c);
+  table.columns.erase(table.columns.begin() + at);
+  for (auto& row : table.rows) row.erase(row.begin() + at);
 }
 
 // Percentage and cumulative percentage of `values` (already in output order).
@@ -136,8 +158,7 @@ Table ops_summary_by_category_table(const std::vector<LauncherRow>& launchers) {
   for (const auto& [cat, idx] : groups)
     aggs.push_back(
         {cat, stats::pandas_sum(pick(launchers, idx, &LauncherRow::direct_time)), idx.size()});
-  std::stable_sort(aggs.begin(), aggs.end(),
-                   [](const Agg& a, const Agg& b) { return a.sum > b.sum; });
+  sort_descending_like_pandas(aggs, [](const Agg& a) { return a.sum; });
   Table table("ops_summary_by_category", {"op category", "Count", "total_direct_kernel_time_ms",
                                           "Percentage (%)", "Cumulative Percentage (%)"});
   std::vector<double> ms;
@@ -173,8 +194,7 @@ Table ops_summary_table(const std::vector<LauncherRow>& launchers) {
                     stats::pandas_sum(pick(launchers, idx, &LauncherRow::subtree_time)), idx.size(),
                     PyValue::make_list(std::move(items)).repr_list()});
   }
-  std::stable_sort(aggs.begin(), aggs.end(),
-                   [](const Agg& a, const Agg& b) { return a.direct > b.direct; });
+  sort_descending_like_pandas(aggs, [](const Agg& a) { return a.direct; });
   Table table("ops_summary",
               {"name", "total_direct_kernel_time_sum", "total_subtree_kernel_time_sum",
                "total_direct_kernel_time_ms", "total_subtree_kernel_time_ms", "Count", "Categories",
@@ -346,6 +366,11 @@ KeyCell arg_key_cell(const Trace& trace, Uid cpu_op, std::string_view arg) {
 
 Table kernel_summary_table(const Trace& trace, const CallTree& tree, double total_time_ms) {
   auto facts = kernel_facts(trace, tree);
+  // TraceLens's kernel frame has a "Parent cpu_op" column only when some
+  // kernel has a cpu_op above it; a GPU-only or runtime-only trace has none,
+  // and then the launcher name is not put in its place either.
+  bool cpu_op_column = std::any_of(facts.begin(), facts.end(),
+                                   [](const KernelFacts& f) { return f.cpu_op != kNoUid; });
   // Per-cpu_op category cache (§9 on the cpu_op).
   std::unordered_map<Uid, std::string_view> category_cache;
   using Key = std::array<KeyCell, 4>;         // category, cpu_op, kernel name, stream
@@ -362,7 +387,7 @@ Table kernel_summary_table(const Trace& trace, const CallTree& tree, double tota
       key[1] = text_key(trace.name(f.cpu_op));
     } else if (f.launcher != kNoUid) {
       std::string_view launcher = trace.name(f.launcher);
-      key[1] = text_key(launcher);
+      if (cpu_op_column) key[1] = text_key(launcher);
       std::string l = lower(launcher);
       if (l.find("cudagraph") != std::string::npos || l.find("graphlaunch") != std::string::npos)
         key[0] = text_key("graph");
@@ -383,8 +408,7 @@ Table kernel_summary_table(const Trace& trace, const CallTree& tree, double tota
   for (const auto& [key, durs] : groups)
     aggs.push_back({&key, stats::pandas_sum(durs), stats::pandas_mean(durs), stats::min(durs),
                     stats::max(durs), durs.size()});
-  std::stable_sort(aggs.begin(), aggs.end(),
-                   [](const Agg& a, const Agg& b) { return a.sum > b.sum; });
+  sort_descending_like_pandas(aggs, [](const Agg& a) { return a.sum; });
 
   Table table("kernel_summary",
               {"Parent op category", "Parent cpu_op", "Kernel name", "Kernel stream",
@@ -404,6 +428,7 @@ Table kernel_summary_table(const Trace& trace, const CallTree& tree, double tota
     row[9] = total_kernels_us > 0 ? Cell(a.sum / total_kernels_us * 100) : Cell();
     row[10] = total_us != 0 ? Cell(a.sum / total_us * 100) : Cell();
   }
+  if (!cpu_op_column) drop_column(table, "Parent cpu_op");
   return table;
 }
 
@@ -454,6 +479,24 @@ Table short_kernel_histogram_table(const Trace& trace, double threshold_us, int 
   return numpy_histogram_table(short_durations(trace, threshold_us), bins);
 }
 
+namespace {
+
+// What TraceLens returns when no group is left. Without short kernels it is a
+// bare DataFrame() (the CSV is one empty line); with short kernels whose every
+// group key has a missing part (dropna), it is the aggregation's empty result
+// with its two-level column header, which TraceLens returns before flattening.
+Table empty_short_kernels_summary(bool had_short_kernels) {
+  Table t("short_kernels_summary", {});
+  if (!had_short_kernels) return t;
+  for (const char* agg : {"sum", "count", "mean"}) {
+    t.columns.emplace_back("Kernel duration (µs)");
+    t.column_level2.emplace_back(agg);
+  }
+  return t;
+}
+
+}  // namespace
+
 Table short_kernels_summary_table(const Trace& trace, const CallTree& tree, double threshold_us,
                                   double total_time_ms) {
   bool gpu_only = is_gpu_only(trace);
@@ -463,9 +506,11 @@ Table short_kernels_summary_table(const Trace& trace, const CallTree& tree, doub
   std::vector<std::vector<Cell>> key_cells;  // per group
   std::vector<double> durations;             // per fact row
   std::vector<size_t> group_of;
+  bool any_short = false;
   for (const KernelFacts& f : facts) {
     const Event& k = trace.events[f.uid];
     if (!(k.dur < threshold_us)) continue;
+    any_short = true;
     std::vector<KeyCell> cells;
     if (!gpu_only) {
       cells.push_back(f.cpu_op == kNoUid ? KeyCell{} : text_key(trace.name(f.cpu_op)));
@@ -487,7 +532,7 @@ Table short_kernels_summary_table(const Trace& trace, const CallTree& tree, doub
     }
     durations.push_back(k.dur);
   }
-  if (groups.groups().empty()) return Table("short_kernels_summary", {});
+  if (groups.groups().empty()) return empty_short_kernels_summary(any_short);
 
   struct Agg {
     size_t group;

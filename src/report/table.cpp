@@ -94,6 +94,13 @@ std::string Table::to_csv() const {
     append_field(out, columns[c]);
   }
   out += '\n';
+  if (!column_level2.empty()) {
+    for (size_t c = 0; c < column_level2.size(); ++c) {
+      if (c) out += ',';
+      append_field(out, column_level2[c]);
+    }
+    out += '\n';
+  }
   std::vector<bool> as_float(columns.size());
   for (size_t c = 0; c < columns.size(); ++c) as_float[c] = column_is_float(c);
   for (const auto& row : rows) {

@@ -46,6 +46,10 @@ class Table {
  public:
   std::string name;  // sheet name, e.g. "ops_summary"
   std::vector<std::string> columns;
+  // Second header row, one entry per column, or empty: pandas writes the two
+  // levels of a MultiIndex column header (e.g. ("Kernel duration (µs)",
+  // "sum") of an aggregation whose flattening TraceLens skipped) as two rows.
+  std::vector<std::string> column_level2;
   std::vector<std::vector<Cell>> rows;
 
   Table() = default;

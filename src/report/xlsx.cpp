@@ -95,13 +95,24 @@ class Workbook {
       auto col = static_cast<lxw_col_t>(c);
       check(worksheet_set_column(ws, col, col, column_width(t, c), nullptr), t);
     }
-    worksheet_freeze_panes(ws, 1, 0);
+    worksheet_freeze_panes(ws, t.column_level2.empty() ? 1 : 2, 0);
     for (size_t c = 0; c < t.columns.size(); ++c)
       check(worksheet_write_string(ws, 0, static_cast<lxw_col_t>(c), t.columns[c].c_str(), bold_),
             t);
+    // A second header level gets its own row (pandas refuses to write such a
+    // sheet to Excel without an index; jarvis writes it as the CSV has it).
+    lxw_row_t first = 1;
+    if (!t.column_level2.empty()) {
+      for (size_t c = 0; c < t.column_level2.size(); ++c)
+        check(worksheet_write_string(ws, 1, static_cast<lxw_col_t>(c), t.column_level2[c].c_str(),
+                                     bold_),
+              t);
+      first = 2;
+    }
     for (size_t r = 0; r < t.rows.size(); ++r)
       for (size_t c = 0; c < t.rows[r].size() && c < t.columns.size(); ++c)
-        write_cell(ws, static_cast<lxw_row_t>(r + 1), static_cast<lxw_col_t>(c), t.rows[r][c], t);
+        write_cell(ws, static_cast<lxw_row_t>(r + first), static_cast<lxw_col_t>(c), t.rows[r][c],
+                   t);
   }
 
   void close() {
