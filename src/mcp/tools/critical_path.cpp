@@ -13,9 +13,9 @@ ToolResult critical_path_tool(const json& args, ToolContext& ctx) {
   cp::Analysis analysis = cp::analyse(loaded.graph);
   json structured = cp::analysis_json(analysis, args.at("top_n").get<size_t>());
   structured["files"] = write_files(ctx, dir, [&] { return cp::write_analysis(analysis, dir); });
-  std::string text = fmt::format("step time {:.1f} us ({} iterations, {} ranks); on the path:\n",
-                                 analysis.step_time_us, analysis.iterations.size(),
-                                 analysis.ranks.size());
+  std::string text =
+      fmt::format("step time {:.1f} us ({} iterations, {} ranks); on the path:\n",
+                  analysis.step_time_us, analysis.iterations.size(), analysis.ranks.size());
   return {structured, text + top_text(structured) + structured.dump()};
 }
 

@@ -43,7 +43,7 @@ inline std::string out_dir(const json& args, ToolContext& ctx) {
 }
 
 inline json write_files(ToolContext& ctx, const std::string& dir,
-           const std::function<std::vector<std::string>()>& writer) {
+                        const std::function<std::vector<std::string>()>& writer) {
   if (dir.empty()) return json::array();
   try {
     json files = writer();
