@@ -33,6 +33,8 @@ Runner add_serve(CLI::App& app);
 Runner add_replay(CLI::App& app);
 Runner add_compare(CLI::App& app);
 Runner add_collectives(CLI::App& app);
+Runner add_critical_path(CLI::App& app);
+Runner add_what_if(CLI::App& app);
 Runner add_insights(CLI::App& app);
 Runner add_render_findings(CLI::App& app);
 Runner add_sweep(CLI::App& app);

@@ -1,0 +1,135 @@
+// jarvis critical-path TRACE... --out DIR
+// jarvis what-if TRACE... --out DIR [--rank R] [--category C] [--op O] [--kernel K]
+//                         [--factor F | --median-rank] [--remove-launch-gaps]
+//                         [--overlap-collective NAME]
+//
+// The cross-rank critical path per iteration and what a change would buy
+// (docs/critical-path.md).
+#include <memory>
+
+#include <fmt/format.h>
+
+#include "cli/commands.h"
+#include "cli/options.h"
+#include "critical_path/critical_path.h"
+
+namespace jarvis::cli {
+namespace {
+
+namespace cp = critical_path;
+
+struct CriticalPathArgs {
+  std::vector<std::string> traces;
+  std::string out;
+  ProgressFlags progress;
+};
+
+struct WhatIfArgs : CriticalPathArgs {
+  int64_t rank = -1;
+  std::string category, op, kernel, overlap;
+  double factor = 1.0;
+  bool median = false, remove_gaps = false;
+};
+
+cp::Loaded load(const CriticalPathArgs& a, Progress& progress) {
+  progress.phase(fmt::format("load {} trace(s) and build the graph", a.traces.size()));
+  return cp::load_graph(a.traces);
+}
+
+void print_notes(const cp::Analysis& analysis) {
+  for (const std::string& note : analysis.notes) fmt::print("note: {}\n", note);
+}
+
+int run_critical_path(const CriticalPathArgs& a) {
+  Progress progress(a.progress.resolve(), "critical-path");
+  auto loaded = load(a, progress);
+  progress.phase("critical path");
+  cp::Analysis analysis = cp::analyse(loaded.graph);
+  auto files = cp::write_analysis(analysis, a.out);
+  progress.finish();
+  for (const std::string& f : files) fmt::print("{}\n", f);
+  fmt::print("step time {:.1f} us over {} iteration(s), {} rank(s)\n", analysis.step_time_us,
+             analysis.iterations.size(), analysis.ranks.size());
+  for (size_t k = 0; k < analysis.contributors.size() && k < 5; ++k) {
+    const auto& c = analysis.contributors[k];
+    fmt::print("  {:5.1f}%  rank {} {} {} {}\n", 100 * c.share, c.rank, c.category, c.op, c.kernel);
+  }
+  print_notes(analysis);
+  return 0;
+}
+
+int run_what_if(const WhatIfArgs& a) {
+  if (a.median && a.factor != 1.0) usage_error("--factor and --median-rank exclude each other");
+  cp::Scenario sc;
+  if (a.rank >= 0) sc.select.rank = a.rank;
+  sc.select.category = a.category;
+  sc.select.op = a.op;
+  sc.select.kernel = a.kernel;
+  sc.factor = a.factor;
+  sc.median_rank = a.median;
+  sc.remove_launch_gaps = a.remove_gaps;
+  sc.overlap_collective = a.overlap;
+  Progress progress(a.progress.resolve(), "what-if");
+  auto loaded = load(a, progress);
+  progress.phase("replay");
+  cp::WhatIfResult result = cp::what_if(loaded.graph, sc);
+  auto files = cp::write_what_if(result, sc, a.out);
+  progress.finish();
+  for (const std::string& f : files) fmt::print("{}\n", f);
+  for (const std::string& c : result.changes) fmt::print("{}\n", c);
+  fmt::print("step time: measured {:.1f} us, predicted {:.1f} us ({:+.1f}%)\n",
+             result.measured_step_time_us, result.predicted_step_time_us,
+             100 * (result.predicted_step_time_us / result.measured_step_time_us - 1));
+  print_notes(result.predicted);
+  return 0;
+}
+
+void add_common(CLI::App* cmd, CriticalPathArgs& a) {
+  cmd->add_option("TRACE", a.traces,
+                  "one trace per rank (rank from distributedInfo, else the order given); one "
+                  "trace gives the path of one GPU and its host")
+      ->required();
+  cmd->add_option("-o,--out", a.out, "output directory (created)")->required();
+  add_progress_flags(cmd, a.progress);
+}
+
+}  // namespace
+
+Runner add_critical_path(CLI::App& app) {
+  auto a = std::make_shared<CriticalPathArgs>();
+  CLI::App* cmd = app.add_subcommand(
+      "critical-path",
+      "critical path of each iteration across ranks: what sets the step time, and who waits "
+      "for whom");
+  add_common(cmd, *a);
+  cmd->footer(
+      "Writes DIR/critical_path_summary.json (step_time_us, iterations, contributors, waits)\n"
+      "and DIR/path_iteration<K>.csv (the path's segments in time order).");
+  return [a] { return run_critical_path(*a); };
+}
+
+Runner add_what_if(CLI::App& app) {
+  auto a = std::make_shared<WhatIfArgs>();
+  CLI::App* cmd = app.add_subcommand(
+      "what-if", "predict the step time after a change, by replaying the dependency graph");
+  add_common(cmd, *a);
+  cmd->add_option("--rank", a->rank, "only this rank's ops");
+  cmd->add_option("--category", a->category,
+                  "ops of this perf category (GEMM, elementwise, SDPA_fwd, communication, ...)");
+  cmd->add_option("--op", a->op, "ops whose name contains this (case-insensitive)");
+  cmd->add_option("--kernel", a->kernel, "kernels whose name contains this (case-insensitive)");
+  cmd->add_option("--factor", a->factor, "multiply the selected ops' durations by this")
+      ->check(CLI::PositiveNumber);
+  cmd->add_flag("--median-rank", a->median,
+                "make the selected ops of each selected rank as fast as the median rank's");
+  cmd->add_flag("--remove-launch-gaps", a->remove_gaps,
+                "no host time between runtime calls (an ideal host / CUDA graphs)");
+  cmd->add_option("--overlap-collective", a->overlap,
+                  "collective (name substring, or 'all') fully overlapped: no transfer time");
+  cmd->footer(
+      "Writes DIR/what_if.json (measured_step_time_us, predicted_step_time_us, the new\n"
+      "critical path) and DIR/predicted_path_iteration<K>.csv.");
+  return [a] { return run_what_if(*a); };
+}
+
+}  // namespace jarvis::cli

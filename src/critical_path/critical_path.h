@@ -1,0 +1,238 @@
+// Cross-rank critical path and what-if (docs/critical-path.md).
+//
+// One dependency graph over all ranks of a job: host runtime calls chained per
+// thread, GPU operations chained per stream, launch edges (runtime call ->
+// GPU op), host synchronisations (the call returns after the GPU work it
+// waits for), cross-stream waits inferred around collectives, and each
+// collective instance as a join of its process group's ranks (it completes
+// once the last rank arrived and the data moved). Every edge carries a lag
+// calibrated on the measured trace so that replaying the graph reproduces the
+// measured times; a what-if changes durations or lags and replays.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "report/table.h"
+#include "trace/trace.h"
+#include "tree/call_tree.h"
+
+namespace jarvis::critical_path {
+
+// The input cannot give a graph (no GPU work, ranks that cannot be joined,
+// bad what-if selector); what() says what is missing.
+class CriticalPathError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+enum class NodeKind : uint8_t {
+  HostCall,    // a runtime / driver call (or the entry of a synchronising one)
+  SyncReturn,  // the return of a synchronising call
+  StepStart,   // ProfilerStep#N begins (or the trace window)
+  StepEnd,
+  Gpu,         // kernel / memcpy / memset
+  CollArrive,  // a collective kernel starts on one rank
+  CollJoin,    // the instance moves its data once every rank arrived
+  CollDone,    // the collective kernel ends on one rank
+  IterEnd,     // the iteration is over on every rank
+};
+
+enum class EdgeKind : uint8_t {
+  HostSeq,      // next call on the same host thread
+  Launch,       // runtime call start -> GPU op start
+  Stream,       // previous op on the same stream
+  Sync,         // GPU op end -> return of a synchronising call
+  CrossStream,  // inferred wait of one stream on another
+  CollArrive,   // rank's arrival -> instance join
+  CollDone,     // join -> rank's kernel end
+  IterEnd,      // a rank's step end -> the iteration's end
+};
+
+// What a node's time (or an edge's lag) is charged to.
+struct Label {
+  int64_t rank = -1;
+  std::string op, kernel, category;
+};
+
+struct Node {
+  NodeKind kind = NodeKind::HostCall;
+  int64_t rank = -1;
+  double start = 0;  // measured, aligned time base (us)
+  double dur = 0;
+  Uid uid = kNoUid;  // source event, kNoUid for synthetic nodes
+  uint32_t label = 0;
+  double end() const { return start + dur; }
+};
+
+struct Edge {
+  uint32_t from = 0, to = 0;
+  EdgeKind kind = EdgeKind::HostSeq;
+  bool from_start = false;  // anchored at the predecessor's start, not its end
+  double intrinsic = 0;     // the lag the edge has when it does not bind
+  double lag = 0;           // calibrated on the measured times
+  uint32_t label = 0;       // what the lag is charged to when on the path
+};
+
+struct Iteration {
+  std::string name;  // "ProfilerStep#4", or "trace" for the whole trace
+  double start = 0, end = 0;
+  std::vector<uint32_t> start_nodes;  // per rank
+  uint32_t sink = 0;
+};
+
+// A collective instance: its join node and each rank's arrival.
+struct Join {
+  uint32_t node = 0;
+  std::string collective;
+  std::vector<int64_t> ranks;
+  std::vector<uint32_t> arrivals;
+};
+
+struct Graph {
+  std::vector<Node> nodes;
+  std::vector<Edge> edges;
+  std::vector<uint32_t> in_off, in_edges;  // CSR of incoming edges per node
+  std::vector<uint32_t> order;             // topological order
+  std::vector<Label> labels;
+  std::vector<Iteration> iterations;
+  std::vector<Join> joins;
+  std::vector<int64_t> ranks;
+  std::map<int64_t, double> clock_offset_us;
+  std::map<int64_t, double> launch_latency_us;  // per rank, the launch edges' intrinsic lag
+  // Every GPU op as (start node, end node): the busy time under any schedule.
+  std::vector<std::pair<uint32_t, uint32_t>> gpu_spans;
+  std::vector<std::string> notes;  // what the trace lacked, what was assumed
+};
+
+struct RankInput {
+  const Trace* trace = nullptr;
+  const CallTree* tree = nullptr;
+  int64_t rank = -1;  // -1: from distributedInfo, else the position
+};
+
+// Builds and calibrates the graph. Throws CriticalPathError (and the
+// collectives' CollectiveError when the ranks' collectives do not match).
+Graph build_graph(const std::vector<RankInput>& ranks);
+
+// ---- replay and path ----------------------------------------------------------
+
+struct Schedule {
+  std::vector<double> start;      // per node
+  std::vector<uint32_t> binding;  // per node: the in-edge that set its start, or kNone
+  static constexpr uint32_t kNone = UINT32_MAX;
+};
+
+// Replays the graph with the given node durations and edge lags.
+Schedule propagate(const Graph& graph, const std::vector<double>& dur,
+                   const std::vector<double>& lag);
+
+struct Segment {
+  size_t iteration = 0;
+  int64_t rank = -1;
+  std::string kind;  // node / edge kind name ("gpu", "host_call", "launch", ...)
+  std::string op, kernel, category;
+  double start_us = 0, dur_us = 0;
+};
+
+struct Contributor {
+  int64_t rank = -1;
+  std::string op, kernel, category;
+  double time_us = 0;  // mean per iteration on the path
+  double share = 0;    // of the mean step time
+};
+
+struct Wait {
+  int64_t rank = -1, waiting_for_rank = -1;
+  double time_us = 0;  // mean per iteration
+  size_t instances = 0;
+};
+
+struct IterationResult {
+  std::string name;
+  double start_us = 0, end_us = 0;
+  double length_us = 0;       // end - start
+  double path_length_us = 0;  // sum of the path's segments
+  bool differs = false;       // length more than 5% from the median
+  // Per rank: GPU idle time in the window and the part of it the path spends
+  // on the host (host calls, host gaps, launch latency) of that rank.
+  std::map<int64_t, double> gpu_idle_us, idle_host_us;
+  std::vector<Segment> path;  // in time order
+};
+
+struct Analysis {
+  std::vector<int64_t> ranks;
+  std::map<int64_t, double> clock_offset_us;
+  double step_time_us = 0;  // mean iteration length
+  std::vector<IterationResult> iterations;
+  std::vector<Contributor> contributors;  // by share, largest first
+  std::vector<Wait> waits;                // by time, largest first
+  std::vector<std::string> notes;
+};
+
+// The critical path of each iteration under a schedule (the measured one when
+// dur/lag are the graph's own).
+Analysis analyse(const Graph& graph, const std::vector<double>& dur,
+                 const std::vector<double>& lag);
+Analysis analyse(const Graph& graph);
+
+// ---- what-if --------------------------------------------------------------------
+
+struct Selector {
+  std::optional<int64_t> rank;
+  std::string category;  // perf category ("gemm" names GEMM), or communication / host
+  std::string op;        // substring of the launching op, case-insensitive
+  std::string kernel;    // substring of the kernel name, case-insensitive
+  bool empty() const { return !rank && category.empty() && op.empty() && kernel.empty(); }
+};
+
+struct Scenario {
+  Selector select;
+  double factor = 1.0;              // duration multiplier of the selected GPU ops
+  bool median_rank = false;         // instead: each selected rank as fast as the median rank
+  bool remove_launch_gaps = false;  // host gaps between runtime calls become 0
+  std::string overlap_collective;   // "" none, "all", or a collective name substring
+};
+
+struct WhatIfResult {
+  double measured_step_time_us = 0;
+  double predicted_step_time_us = 0;
+  size_t selected_nodes = 0;
+  std::map<int64_t, double> factor_by_rank;  // the factors applied
+  Analysis predicted;                        // the new critical path
+  std::vector<std::string> changes;          // what the scenario changed, in words
+};
+
+WhatIfResult what_if(const Graph& graph, const Scenario& scenario);
+
+// ---- files ----------------------------------------------------------------------
+
+struct Loaded {
+  std::vector<std::unique_ptr<Trace>> traces;
+  std::vector<std::unique_ptr<CallTree>> trees;
+  Graph graph;
+};
+
+// Loads the traces (rank from distributedInfo, else the order given) and
+// builds the graph. progress(done, total) after each load; false cancels.
+Loaded load_graph(const std::vector<std::string>& paths,
+                  const std::function<bool(size_t, size_t)>& progress = {});
+
+nlohmann::json analysis_json(const Analysis& analysis, size_t top_n);
+nlohmann::json what_if_json(const WhatIfResult& result, const Scenario& scenario, size_t top_n);
+
+// critical_path_summary.json and path_iteration<K>.csv; returns the files.
+std::vector<std::string> write_analysis(const Analysis& analysis, const std::string& dir);
+// what_if.json (+ the predicted path CSVs); returns the files.
+std::vector<std::string> write_what_if(const WhatIfResult& result, const Scenario& scenario,
+                                       const std::string& dir);
+
+}  // namespace jarvis::critical_path

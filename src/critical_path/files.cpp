@@ -1,0 +1,149 @@
+// Loading rank traces into a graph, and the JSON / CSV views of the results.
+#include <filesystem>
+
+#include <fmt/format.h>
+
+#include "base/atomic_file.h"
+#include "critical_path/critical_path.h"
+#include "report/table.h"
+#include "trace/loader.h"
+
+namespace jarvis::critical_path {
+namespace {
+
+using nlohmann::json;
+
+json rank_map(const std::map<int64_t, double>& m) {
+  json out = json::object();
+  for (const auto& [rank, v] : m) out[std::to_string(rank)] = v;
+  return out;
+}
+
+json iteration_json(const IterationResult& it) {
+  json shares = json::object();
+  for (const auto& [rank, idle] : it.idle_host_us)
+    shares[std::to_string(rank)] = it.length_us > 0 ? idle / it.length_us : 0.0;
+  return {{"name", it.name},
+          {"start_us", it.start_us},
+          {"end_us", it.end_us},
+          {"length_us", it.length_us},
+          {"path_length_us", it.path_length_us},
+          {"path_segments", it.path.size()},
+          {"differs", it.differs},
+          {"gpu_idle_us", rank_map(it.gpu_idle_us)},
+          {"idle_host_us", rank_map(it.idle_host_us)},
+          {"idle_host_share", shares}};
+}
+
+Table path_table(const IterationResult& it) {
+  Table t("path_iteration",
+          {"iteration", "start_us", "dur_us", "rank", "kind", "category", "op", "kernel"});
+  for (const Segment& seg : it.path) {
+    auto& row = t.add_row();
+    row = {it.name, seg.start_us, seg.dur_us, seg.rank, seg.kind, seg.category, seg.op, seg.kernel};
+  }
+  return t;
+}
+
+std::vector<std::string> write_paths(const Analysis& a, const std::string& dir,
+                                     const std::string& prefix) {
+  std::vector<std::string> files;
+  for (size_t k = 0; k < a.iterations.size(); ++k) {
+    std::string path = fmt::format("{}/{}path_iteration{}.csv", dir, prefix, k);
+    write_file_atomic(path, path_table(a.iterations[k]).to_csv());
+    files.push_back(path);
+  }
+  return files;
+}
+
+}  // namespace
+
+Loaded load_graph(const std::vector<std::string>& paths,
+                  const std::function<bool(size_t, size_t)>& progress) {
+  Loaded out;
+  std::vector<RankInput> inputs;
+  for (const std::string& p : paths) {
+    out.traces.push_back(std::make_unique<Trace>(load_trace(p)));
+    out.trees.push_back(std::make_unique<CallTree>(*out.traces.back()));
+    inputs.push_back({out.traces.back().get(), out.trees.back().get(), -1});
+    if (progress && !progress(out.traces.size(), paths.size()))
+      throw CriticalPathError("cancelled");
+  }
+  out.graph = build_graph(inputs);
+  return out;
+}
+
+nlohmann::json analysis_json(const Analysis& a, size_t top_n) {
+  json iterations = json::array(), differing = json::array();
+  for (const IterationResult& it : a.iterations) {
+    iterations.push_back(iteration_json(it));
+    if (it.differs) differing.push_back(it.name);
+  }
+  json contributors = json::array();
+  for (const Contributor& c : a.contributors) {
+    if (contributors.size() >= top_n) break;
+    contributors.push_back({{"rank", c.rank},
+                            {"op", c.op},
+                            {"kernel", c.kernel},
+                            {"category", c.category},
+                            {"time_us", c.time_us},
+                            {"share", c.share}});
+  }
+  json waits = json::array();
+  for (const Wait& w : a.waits)
+    waits.push_back({{"rank", w.rank},
+                     {"waiting_for_rank", w.waiting_for_rank},
+                     {"time_us", w.time_us},
+                     {"instances", w.instances}});
+  return {{"step_time_us", a.step_time_us},
+          {"ranks", a.ranks},
+          {"clock_offset_us", rank_map(a.clock_offset_us)},
+          {"iterations", iterations},
+          {"differing_iterations", differing},
+          {"contributors", contributors},
+          {"contributor_count", a.contributors.size()},
+          {"waits", waits},
+          {"notes", a.notes}};
+}
+
+nlohmann::json what_if_json(const WhatIfResult& r, const Scenario& sc, size_t top_n) {
+  json scenario = {{"factor", sc.factor},
+                   {"median_rank", sc.median_rank},
+                   {"remove_launch_gaps", sc.remove_launch_gaps},
+                   {"overlap_collective", sc.overlap_collective},
+                   {"category", sc.select.category},
+                   {"op", sc.select.op},
+                   {"kernel", sc.select.kernel}};
+  scenario["rank"] = sc.select.rank ? json(*sc.select.rank) : json();
+  const double saved = r.measured_step_time_us - r.predicted_step_time_us;
+  return {{"measured_step_time_us", r.measured_step_time_us},
+          {"predicted_step_time_us", r.predicted_step_time_us},
+          {"saved_us", saved},
+          {"saved_share", r.measured_step_time_us > 0 ? saved / r.measured_step_time_us : 0.0},
+          {"selected_nodes", r.selected_nodes},
+          {"factor_by_rank", rank_map(r.factor_by_rank)},
+          {"changes", r.changes},
+          {"scenario", scenario},
+          {"predicted", analysis_json(r.predicted, top_n)}};
+}
+
+std::vector<std::string> write_analysis(const Analysis& a, const std::string& dir) {
+  std::filesystem::create_directories(dir);
+  std::string summary = dir + "/critical_path_summary.json";
+  write_file_atomic(summary, analysis_json(a, a.contributors.size()).dump(1) + "\n");
+  std::vector<std::string> files{summary};
+  for (std::string& f : write_paths(a, dir, "")) files.push_back(std::move(f));
+  return files;
+}
+
+std::vector<std::string> write_what_if(const WhatIfResult& r, const Scenario& sc,
+                                       const std::string& dir) {
+  std::filesystem::create_directories(dir);
+  std::string file = dir + "/what_if.json";
+  write_file_atomic(file, what_if_json(r, sc, r.predicted.contributors.size()).dump(1) + "\n");
+  std::vector<std::string> files{file};
+  for (std::string& f : write_paths(r.predicted, dir, "predicted_")) files.push_back(std::move(f));
+  return files;
+}
+
+}  // namespace jarvis::critical_path

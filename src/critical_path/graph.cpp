@@ -1,0 +1,617 @@
+// Building the dependency graph of one or more ranks (docs/critical-path.md
+// lists the rules for each edge kind).
+#include <algorithm>
+#include <queue>
+#include <tuple>
+#include <unordered_map>
+
+#include <fmt/format.h>
+
+#include "collectives/collectives.h"
+#include "critical_path/critical_path.h"
+#include "critical_path/internal.h"
+#include "perf/categories.h"
+#include "report/gpu_timeline.h"
+#include "report/stats.h"
+
+namespace jarvis::critical_path {
+namespace {
+
+// A GPU op that ends this close after a synchronising call returned (or a
+// kernel that starts this close after a collective ended) is taken as the
+// thing waited for: Kineto's host and GPU clocks agree to about a microsecond.
+constexpr double kTolUs = 2.0;
+
+using StreamKey = std::pair<int64_t, int64_t>;  // device, stream
+
+struct HostItem {
+  double time = 0;
+  int order = 0;  // ties: step end, step start, calls
+  uint32_t first = 0, last = 0;
+  Uid uid = kNoUid;  // the runtime call, kNoUid for step markers
+};
+
+struct Step {
+  std::string name;
+  uint32_t start = 0, end = 0;
+};
+
+class Builder {
+ public:
+  Graph g;
+
+  uint32_t label(int64_t rank, std::string_view op, std::string_view kernel,
+                 std::string_view category) {
+    auto key = std::make_tuple(rank, std::string(op), std::string(kernel), std::string(category));
+    auto [it, fresh] = index_.emplace(key, static_cast<uint32_t>(g.labels.size()));
+    if (fresh)
+      g.labels.push_back({rank, std::string(op), std::string(kernel), std::string(category)});
+    return it->second;
+  }
+  uint32_t node(NodeKind kind, int64_t rank, double start, double dur, Uid uid, uint32_t lbl) {
+    g.nodes.push_back({kind, rank, start, dur, uid, lbl});
+    return static_cast<uint32_t>(g.nodes.size() - 1);
+  }
+  void edge(uint32_t from, uint32_t to, EdgeKind kind, bool from_start, double intrinsic,
+            uint32_t lbl) {
+    g.edges.push_back({from, to, kind, from_start, intrinsic, 0.0, lbl});
+  }
+
+ private:
+  std::map<std::tuple<int64_t, std::string, std::string, std::string>, uint32_t> index_;
+};
+
+// One rank's share of the graph while it is built.
+class RankBuilder {
+ public:
+  RankBuilder(Builder& b, const RankInput& in, int64_t rank, double offset,
+              const std::vector<collectives::CollectiveInstance>& colls)
+      : b_(b), trace_(*in.trace), tree_(*in.tree), rank_(rank), off_(offset) {
+    for (const auto& c : colls) coll_[c.kernel.uid] = &c;
+  }
+
+  void build() {
+    add_gpu_ops();
+    add_host_threads();
+    add_launch_edges();
+    add_sync_edges();
+    add_collective_waits();
+    add_waits_after_collectives();
+  }
+
+  std::vector<Step> steps;
+  std::unordered_map<Uid, uint32_t> arrive, done;  // collective kernel -> nodes
+  std::vector<std::pair<double, double>> busy;
+  std::vector<uint32_t> tails;  // last node of each host thread and stream
+  size_t launch_edges = 0;
+
+ private:
+  std::string_view op_of(Uid uid) const {
+    Uid op = uid == kNoUid ? kNoUid : tree_.nearest_cpu_op(uid);
+    return op == kNoUid ? std::string_view{} : trace_.name(op);
+  }
+
+  uint32_t gpu_label(Uid uid) {
+    const Event& e = trace_.events[uid];
+    Uid launcher = tree_.launcher(uid);
+    std::string_view op = launcher == kNoUid ? std::string_view{} : trace_.name(launcher);
+    std::string_view kernel = trace_.name(uid);
+    std::string_view cat = e.cat == Cat::GpuMemcpy   ? "memcpy"
+                           : e.cat == Cat::GpuMemset ? "memset"
+                                                     : perf::op_category(op, kernel);
+    if (auto c = coll_.find(uid); c != coll_.end()) {
+      cat = "communication";
+      if (!c->second->collective.empty()) op = c->second->collective;
+    }
+    return b_.label(rank_, op, kernel, cat);
+  }
+
+  void add_gpu_ops() {
+    for (Uid uid = 0; uid < trace_.events.size(); ++uid) {
+      const Event& e = trace_.events[uid];
+      if (!e.is_gpu() || !e.has_ts() || !e.has_dur()) continue;
+      const double ts = e.ts + off_;
+      uint32_t lbl = gpu_label(uid);
+      if (coll_.count(uid)) {
+        arrive[uid] = b_.node(NodeKind::CollArrive, rank_, ts, 0, uid, lbl);
+        done[uid] = b_.node(NodeKind::CollDone, rank_, ts + e.dur, 0, uid, lbl);
+        start_[uid] = arrive[uid];
+        end_[uid] = done[uid];
+      } else {
+        start_[uid] = end_[uid] = b_.node(NodeKind::Gpu, rank_, ts, e.dur, uid, lbl);
+      }
+      streams_[{e.device, e.stream}].push_back(uid);
+      b_.g.gpu_spans.emplace_back(start_[uid], end_[uid]);
+      busy.emplace_back(ts, ts + e.dur);
+    }
+    for (auto& [key, ops] : streams_) {
+      std::stable_sort(ops.begin(), ops.end(),
+                       [&](Uid a, Uid c) { return trace_.events[a].ts < trace_.events[c].ts; });
+      for (size_t k = 1; k < ops.size(); ++k)
+        b_.edge(end_[ops[k - 1]], start_[ops[k]], EdgeKind::Stream, false, 0.0,
+                b_.label(rank_, "", trace_.name(ops[k]), "gpu_idle"));
+      if (!ops.empty()) tails.push_back(end_[ops.back()]);
+    }
+    busy = merge_intervals(std::move(busy));
+  }
+
+  // The return of a call waits for GPU work: synchronize calls, and copies
+  // whose GPU side finished while the call ran (pageable copies block).
+  bool is_blocking(Uid uid) const {
+    std::string_view name = trace_.name(uid);
+    if (name.find("Synchronize") != std::string_view::npos) return true;
+    if (name.find("Memcpy") == std::string_view::npos) return false;
+    const Event& c = trace_.events[uid];
+    for (Uid gpu : tree_.gpu_events(uid)) {
+      const Event& e = trace_.events[gpu];
+      if (e.t_end >= c.ts && e.t_end <= c.t_end + kTolUs) return true;
+    }
+    return false;
+  }
+
+  HostItem host_call(Uid uid) {
+    const Event& e = trace_.events[uid];
+    std::string_view name = trace_.name(uid);
+    HostItem item{e.ts + off_, 2, 0, 0, uid};
+    uint32_t lbl = b_.label(rank_, op_of(uid), name, "host_runtime");
+    if (!is_blocking(uid)) {
+      item.first = item.last = b_.node(NodeKind::HostCall, rank_, e.ts + off_, e.dur, uid, lbl);
+      entry_[uid] = item.first;
+      return item;
+    }
+    item.first = b_.node(NodeKind::HostCall, rank_, e.ts + off_, 0, uid, lbl);
+    item.last = b_.node(NodeKind::SyncReturn, rank_, e.t_end + off_, 0, uid, lbl);
+    b_.edge(item.first, item.last, EdgeKind::HostSeq, false, 0.0,
+            b_.label(rank_, name, "", "sync"));
+    entry_[uid] = item.first;
+    returns_.emplace_back(uid, item.last);
+    return item;
+  }
+
+  void add_host_threads() {
+    std::map<std::pair<ProcId, ProcId>, std::vector<HostItem>> threads;
+    for (Uid uid = 0; uid < trace_.events.size(); ++uid) {
+      const Event& e = trace_.events[uid];
+      if (!e.has_ts() || !e.has_dur()) continue;
+      if (e.is_runtime()) {
+        threads[{e.pid, e.tid}].push_back(host_call(uid));
+      } else if (e.cat == Cat::UserAnnotation && trace_.name(uid).starts_with("ProfilerStep#")) {
+        uint32_t lbl = b_.label(rank_, trace_.name(uid), "", "host_gap");
+        Step s{std::string(trace_.name(uid)),
+               b_.node(NodeKind::StepStart, rank_, e.ts + off_, 0, uid, lbl),
+               b_.node(NodeKind::StepEnd, rank_, e.t_end + off_, 0, uid, lbl)};
+        threads[{e.pid, e.tid}].push_back({e.ts + off_, 1, s.start, s.start, kNoUid});
+        threads[{e.pid, e.tid}].push_back({e.t_end + off_, 0, s.end, s.end, kNoUid});
+        steps.push_back(std::move(s));
+      }
+    }
+    for (auto& [key, items] : threads) chain(items);
+  }
+
+  void chain(std::vector<HostItem>& items) {
+    std::stable_sort(items.begin(), items.end(), [](const HostItem& a, const HostItem& c) {
+      return std::tie(a.time, a.order) < std::tie(c.time, c.order);
+    });
+    for (size_t k = 1; k < items.size(); ++k) {
+      const Node& prev = b_.g.nodes[items[k - 1].last];
+      const Node& next = b_.g.nodes[items[k].first];
+      // The op the host was busy in: the one around the next call (a step
+      // end has none, so the previous call's).
+      Uid about = items[k].uid != kNoUid ? items[k].uid : items[k - 1].uid;
+      b_.edge(items[k - 1].last, items[k].first, EdgeKind::HostSeq, false, next.start - prev.end(),
+              b_.label(rank_, op_of(about), "", "host_gap"));
+    }
+    if (!items.empty()) tails.push_back(items.back().last);
+  }
+
+  void add_launch_edges() {
+    for (Uid rt : tree_.runtime_uids()) {
+      auto host = entry_.find(rt);
+      if (host == entry_.end()) continue;
+      for (Uid gpu : tree_.gpu_events(rt)) {
+        auto it = start_.find(gpu);
+        if (it == start_.end()) continue;
+        launch_[gpu] = rt;
+        Uid launcher = tree_.launcher(gpu);
+        b_.edge(host->second, it->second, EdgeKind::Launch, true, 0.0,
+                b_.label(rank_, launcher == kNoUid ? "" : trace_.name(launcher), trace_.name(gpu),
+                         "launch_latency"));
+        ++launch_edges;
+      }
+    }
+  }
+
+  double launch_ts(Uid gpu) const {
+    auto it = launch_.find(gpu);
+    return it == launch_.end() ? trace_.events[gpu].ts : trace_.events[it->second].ts;
+  }
+
+  // The last op of `ops` (in start order) whose launch began before `t`.
+  Uid last_launched_before(const std::vector<Uid>& ops, double t) const {
+    Uid best = kNoUid;
+    double best_launch = -1e300;
+    for (auto it = ops.rbegin(); it != ops.rend(); ++it) {
+      double lt = launch_ts(*it);
+      if (lt < t && lt > best_launch) {
+        best = *it;
+        best_launch = lt;
+      }
+      // Start order follows launch order on a stream; stop well past t.
+      if (trace_.events[*it].t_end < t - 1e6) break;
+    }
+    return best;
+  }
+
+  // The last op of a stream a synchronising call can have waited for: it
+  // ended before the call returned, and was launched before the call (an op
+  // without a recorded launch counts when it started before the return).
+  Uid waited_op(const std::vector<Uid>& ops, const Event& c) const {
+    for (auto it = ops.rbegin(); it != ops.rend(); ++it) {
+      const Event& e = trace_.events[*it];
+      if (e.ts >= c.t_end || e.t_end > c.t_end + kTolUs) continue;
+      if (launch_.count(*it) && launch_ts(*it) >= c.ts) continue;
+      return *it;
+    }
+    return kNoUid;
+  }
+
+  void add_sync_edges() {
+    for (auto [call, ret] : returns_) {
+      const Event& c = trace_.events[call];
+      std::string_view name = trace_.name(call);
+      uint32_t lbl = b_.label(rank_, name, "", "sync");
+      auto waited = [&](Uid gpu, bool must_overlap) {
+        const Event& e = trace_.events[gpu];
+        if (e.t_end > c.t_end + kTolUs || (must_overlap && e.t_end < c.ts)) return;
+        b_.edge(end_.at(gpu), ret, EdgeKind::Sync, false, 0.0, lbl);
+      };
+      if (name.find("Memcpy") != std::string_view::npos) {
+        for (Uid gpu : tree_.gpu_events(call))
+          if (end_.count(gpu)) waited(gpu, true);
+        continue;
+      }
+      const bool device = name.find("DeviceSynchronize") != std::string_view::npos;
+      for (const auto& [key, ops] : streams_) {
+        Uid last = waited_op(ops, c);
+        if (last != kNoUid) waited(last, !device);
+      }
+    }
+  }
+
+  // ProcessGroupNCCL makes the collective's stream wait for the work already
+  // issued on the others: the collective cannot start before it ends.
+  void add_collective_waits() {
+    for (const auto& [uid, inst] : coll_) {
+      const Event& k = trace_.events[uid];
+      for (const auto& [key, ops] : streams_) {
+        if (key.first != k.device || key.second == k.stream) continue;
+        Uid last = last_launched_before(ops, launch_ts(uid));
+        if (last == kNoUid || coll_.count(last)) continue;
+        if (trace_.events[last].t_end > k.ts + kTolUs) continue;  // ran alongside: no wait
+        b_.edge(end_.at(last), arrive.at(uid), EdgeKind::CrossStream, false, 0.0,
+                b_.label(rank_, inst->collective, trace_.name(uid), "stream_wait"));
+      }
+    }
+  }
+
+  // work.wait(): an op that starts as a collective on another stream of its
+  // device ends, launched after that collective, waited for it.
+  void add_waits_after_collectives() {
+    std::vector<std::pair<double, Uid>> ends;  // collective end, uid
+    for (const auto& [uid, inst] : coll_) ends.emplace_back(trace_.events[uid].t_end, uid);
+    std::sort(ends.begin(), ends.end());
+    if (ends.empty()) return;
+    for (const auto& [key, ops] : streams_)
+      for (Uid op : ops) {
+        if (coll_.count(op)) continue;
+        const Event& e = trace_.events[op];
+        auto lo = std::lower_bound(ends.begin(), ends.end(), std::make_pair(e.ts - kTolUs, Uid{0}));
+        for (auto it = lo; it != ends.end() && it->first <= e.ts; ++it) {
+          const Event& c = trace_.events[it->second];
+          if (c.device != e.device || c.stream == e.stream) continue;
+          if (launch_ts(it->second) >= launch_ts(op)) continue;
+          b_.edge(
+              done.at(it->second), start_.at(op), EdgeKind::CrossStream, false, 0.0,
+              b_.label(rank_, coll_.at(it->second)->collective, trace_.name(op), "stream_wait"));
+        }
+      }
+  }
+
+  Builder& b_;
+  const Trace& trace_;
+  const CallTree& tree_;
+  int64_t rank_;
+  double off_;
+  std::unordered_map<Uid, const collectives::CollectiveInstance*> coll_;
+  std::unordered_map<Uid, uint32_t> start_, end_, entry_;
+  std::unordered_map<Uid, Uid> launch_;  // GPU op -> runtime call
+  std::map<StreamKey, std::vector<Uid>> streams_;
+  std::vector<std::pair<Uid, uint32_t>> returns_;
+};
+
+}  // namespace
+
+namespace detail {
+
+// Kahn's order, earliest measured start first; a cycle (clock faults) is
+// broken by dropping the in-edges of its earliest node.
+void order_nodes(Graph& g) {
+  const size_t n = g.nodes.size();
+  g.in_off.assign(n + 1, 0);
+  for (const Edge& e : g.edges) ++g.in_off[e.to + 1];
+  for (size_t k = 0; k < n; ++k) g.in_off[k + 1] += g.in_off[k];
+  g.in_edges.assign(g.edges.size(), 0);
+  std::vector<uint32_t> fill(g.in_off.begin(), g.in_off.end() - 1);
+  std::vector<std::vector<uint32_t>> out(n);
+  for (uint32_t k = 0; k < g.edges.size(); ++k) {
+    g.in_edges[fill[g.edges[k].to]++] = k;
+    out[g.edges[k].from].push_back(g.edges[k].to);
+  }
+  std::vector<uint32_t> pending(n);
+  for (size_t k = 0; k < n; ++k) pending[k] = g.in_off[k + 1] - g.in_off[k];
+  using Item = std::pair<double, uint32_t>;
+  std::priority_queue<Item, std::vector<Item>, std::greater<>> ready, waiting;
+  for (uint32_t k = 0; k < n; ++k) (pending[k] == 0 ? ready : waiting).push({g.nodes[k].start, k});
+  std::vector<char> done(n, 0);
+  size_t broken = 0;
+  g.order.clear();
+  while (g.order.size() < n) {
+    if (ready.empty()) {  // a cycle: release the earliest waiting node
+      while (done[waiting.top().second]) waiting.pop();
+      ready.push(waiting.top());
+      waiting.pop();
+      ++broken;
+    }
+    uint32_t k = ready.top().second;
+    ready.pop();
+    if (done[k]) continue;
+    done[k] = 1;
+    g.order.push_back(k);
+    for (uint32_t to : out[k])
+      if (--pending[to] == 0 && !done[to]) ready.push({g.nodes[to].start, to});
+  }
+  if (broken)
+    g.notes.push_back(fmt::format(
+        "{} dependency cycle(s) (inconsistent clocks) were broken at their earliest event",
+        broken));
+}
+
+}  // namespace detail
+
+namespace {
+
+// The launch edges' intrinsic lag per rank: the median time from a launch
+// call's start to its op's start over the ops nothing else held back (the
+// stream was idle and no other stream was waited for).
+void estimate_launch_latency(Graph& g) {
+  std::map<int64_t, std::vector<double>> free_runs, all;
+  for (uint32_t n = 0; n < g.nodes.size(); ++n) {
+    const Edge* launch = nullptr;
+    bool held = false;
+    for (uint32_t k = g.in_off[n]; k < g.in_off[n + 1]; ++k) {
+      const Edge& e = g.edges[g.in_edges[k]];
+      if (e.kind == EdgeKind::Launch) launch = &e;
+      if (e.kind == EdgeKind::CrossStream) held = true;
+      if (e.kind == EdgeKind::Stream && g.nodes[e.from].end() + kTolUs >= g.nodes[n].start)
+        held = true;
+    }
+    if (!launch) continue;
+    const double lat = g.nodes[n].start - g.nodes[launch->from].start;
+    all[g.nodes[n].rank].push_back(lat);
+    if (!held) free_runs[g.nodes[n].rank].push_back(lat);
+  }
+  for (auto& [rank, v] : all) {
+    auto it = free_runs.find(rank);
+    g.launch_latency_us[rank] = std::max(0.0, it != free_runs.end() && !it->second.empty()
+                                                  ? stats::median(it->second)
+                                                  : *std::min_element(v.begin(), v.end()));
+  }
+  for (Edge& e : g.edges)
+    if (e.kind == EdgeKind::Launch) e.intrinsic = g.launch_latency_us[g.nodes[e.to].rank];
+}
+
+// Lags that make the replay reproduce the measured starts: the in-edge that
+// explains most of a node's start binds with the measured slack; the others
+// keep their intrinsic lag, capped by their slack.
+void calibrate(Graph& g) {
+  for (uint32_t n = 0; n < g.nodes.size(); ++n) {
+    if (g.in_off[n] == g.in_off[n + 1]) continue;
+    auto anchor = [&](const Edge& e) {
+      const Node& p = g.nodes[e.from];
+      return e.from_start ? p.start : p.end();
+    };
+    uint32_t best = g.in_edges[g.in_off[n]];
+    for (uint32_t k = g.in_off[n]; k < g.in_off[n + 1]; ++k) {
+      const Edge& e = g.edges[g.in_edges[k]];
+      const Edge& b = g.edges[best];
+      if (anchor(e) + e.intrinsic > anchor(b) + b.intrinsic) best = g.in_edges[k];
+    }
+    for (uint32_t k = g.in_off[n]; k < g.in_off[n + 1]; ++k) {
+      Edge& e = g.edges[g.in_edges[k]];
+      const double slack = g.nodes[n].start - anchor(e);
+      e.lag = g.in_edges[k] == best ? slack : std::min(e.intrinsic, slack);
+    }
+  }
+}
+
+// Each instance of a collective joins its ranks: one node from the last
+// arrival to the first end (the data moving), then each rank's end.
+void add_joins(Builder& b, const std::vector<RankBuilder*>& ranks,
+               const std::vector<std::vector<collectives::CollectiveInstance>>& colls) {
+  std::map<std::pair<std::string, int64_t>, std::vector<std::pair<size_t, Uid>>> instances;
+  std::map<std::pair<std::string, int64_t>, std::string> names;
+  for (size_t r = 0; r < colls.size(); ++r)
+    for (const auto& c : colls[r]) {
+      instances[{c.process_group, c.seq}].push_back({r, c.kernel.uid});
+      names[{c.process_group, c.seq}] = c.collective.empty() ? c.kernel_name : c.collective;
+    }
+  for (const auto& [key, members] : instances) {
+    Join join;
+    double last = -1e300, first_end = 1e300;
+    int64_t last_rank = -1;
+    for (auto [r, uid] : members) {
+      const Node& a = b.g.nodes[ranks[r]->arrive.at(uid)];
+      const Node& d = b.g.nodes[ranks[r]->done.at(uid)];
+      if (a.start > last) std::tie(last, last_rank) = std::make_pair(a.start, a.rank);
+      first_end = std::min(first_end, d.start);
+      join.ranks.push_back(a.rank);
+      join.arrivals.push_back(ranks[r]->arrive.at(uid));
+    }
+    const Label& any = b.g.labels[b.g.nodes[join.arrivals.front()].label];
+    join.collective = names.at(key);
+    join.node = b.node(NodeKind::CollJoin, last_rank, last, std::max(0.0, first_end - last), kNoUid,
+                       b.label(last_rank, any.op, any.kernel, "communication"));
+    for (size_t m = 0; m < members.size(); ++m) {
+      auto [r, uid] = members[m];
+      const int64_t rank = join.ranks[m];
+      b.edge(join.arrivals[m], join.node, EdgeKind::CollArrive, false, 0.0,
+             b.label(rank, any.op, any.kernel, "communication"));
+      b.edge(join.node, ranks[r]->done.at(uid), EdgeKind::CollDone, false, 0.0,
+             b.label(rank, any.op, any.kernel, "communication"));
+    }
+    b.g.joins.push_back(std::move(join));
+  }
+}
+
+// The whole trace as one iteration: from the rank's first event to its last.
+Step whole_trace_step(Builder& b, RankBuilder& rb, int64_t rank, uint32_t first, uint32_t last) {
+  double lo = 1e300, hi = -1e300;
+  for (uint32_t n = first; n < last; ++n) {
+    lo = std::min(lo, b.g.nodes[n].start);
+    hi = std::max(hi, b.g.nodes[n].end());
+  }
+  uint32_t lbl = b.label(rank, "trace", "", "host_gap");
+  Step s{"trace", b.node(NodeKind::StepStart, rank, lo, 0, kNoUid, lbl),
+         b.node(NodeKind::StepEnd, rank, hi, 0, kNoUid, lbl)};
+  for (uint32_t tail : rb.tails)
+    b.edge(tail, s.end, EdgeKind::IterEnd, false, 0.0, b.label(rank, "", "", "step_end"));
+  return s;
+}
+
+void add_iterations(Builder& b, std::vector<std::vector<Step>>& steps) {
+  // Steps every rank recorded, in the first rank's order.
+  std::vector<std::string> names;
+  for (const Step& s : steps.front()) {
+    bool everywhere = true;
+    for (const auto& other : steps)
+      everywhere &=
+          std::any_of(other.begin(), other.end(), [&](const Step& o) { return o.name == s.name; });
+    if (everywhere)
+      names.push_back(s.name);
+    else
+      b.g.notes.push_back(fmt::format("{} is missing on some rank: left out", s.name));
+  }
+  for (const std::string& name : names) {
+    Iteration it;
+    it.name = name;
+    it.start = 1e300;
+    it.end = -1e300;
+    std::vector<uint32_t> ends;
+    for (const auto& rank_steps : steps)
+      for (const Step& s : rank_steps)
+        if (s.name == name) {
+          it.start_nodes.push_back(s.start);
+          ends.push_back(s.end);
+          it.start = std::min(it.start, b.g.nodes[s.start].start);
+          it.end = std::max(it.end, b.g.nodes[s.end].start);
+          break;
+        }
+    it.sink = b.node(NodeKind::IterEnd, -1, it.end, 0, kNoUid, b.label(-1, name, "", "step_end"));
+    for (uint32_t e : ends)
+      b.edge(e, it.sink, EdgeKind::IterEnd, false, 0.0,
+             b.label(b.g.nodes[e].rank, "", "", "step_end"));
+    b.g.iterations.push_back(std::move(it));
+  }
+  std::sort(b.g.iterations.begin(), b.g.iterations.end(),
+            [](const Iteration& x, const Iteration& y) { return x.start < y.start; });
+}
+
+// Rank identities and clock offsets: collectives align the ranks' clocks.
+std::vector<collectives::RankTrace> rank_traces(const std::vector<RankInput>& in,
+                                                std::map<int64_t, double>& offsets) {
+  std::vector<collectives::RankTrace> out;
+  for (size_t k = 0; k < in.size(); ++k) {
+    collectives::RankTrace r;
+    if (in.size() == 1) {
+      r.rank = in[k].rank >= 0 ? in[k].rank : 0;
+      r.instances = collectives::collective_instances(*in[k].trace);
+    } else {
+      try {
+        r = collectives::rank_trace(*in[k].trace, static_cast<int64_t>(k));
+      } catch (const collectives::CollectiveError& e) {
+        throw CriticalPathError(fmt::format(
+            "ranks are joined through their collectives, and one has none: {}", e.what()));
+      }
+      if (in[k].rank >= 0) r.rank = in[k].rank;
+    }
+    out.push_back(std::move(r));
+  }
+  if (in.size() == 1) {
+    offsets[out[0].rank] = 0.0;
+    return out;
+  }
+  auto report = collectives::match_ranks(out);  // validates, throws CollectiveError
+  offsets = report.clock_offset_us;
+  return out;
+}
+
+}  // namespace
+
+Graph build_graph(const std::vector<RankInput>& in) {
+  if (in.empty()) throw CriticalPathError("no traces given");
+  Builder b;
+  auto ranks = rank_traces(in, b.g.clock_offset_us);
+  std::vector<std::unique_ptr<RankBuilder>> builders;
+  std::vector<std::vector<collectives::CollectiveInstance>> colls;
+  std::vector<std::vector<Step>> steps;
+  bool any_missing_steps = false;
+  size_t launch_edges = 0;
+  for (size_t k = 0; k < in.size(); ++k) {
+    const int64_t rank = ranks[k].rank;
+    b.g.ranks.push_back(rank);
+    const auto first = static_cast<uint32_t>(b.g.nodes.size());
+    auto rb = std::make_unique<RankBuilder>(b, in[k], rank, b.g.clock_offset_us.at(rank),
+                                            ranks[k].instances);
+    rb->build();
+    if (rb->busy.empty())
+      throw CriticalPathError(
+          fmt::format("{} (rank {}) has no GPU operations with timestamps: "
+                      "there is no GPU work to put on a path",
+                      in[k].trace->path, rank));
+    launch_edges += rb->launch_edges;
+    any_missing_steps |= rb->steps.empty();
+    steps.push_back(rb->steps);
+    if (rb->steps.empty())
+      steps.back() = {
+          whole_trace_step(b, *rb, rank, first, static_cast<uint32_t>(b.g.nodes.size()))};
+    colls.push_back(std::move(ranks[k].instances));
+    builders.push_back(std::move(rb));
+  }
+  if (any_missing_steps) {
+    b.g.notes.push_back(
+        "no ProfilerStep#N annotations on some rank: the whole trace is one iteration there");
+    if (in.size() > 1)  // iterations must pair up across ranks
+      for (size_t k = 0; k < steps.size(); ++k)
+        if (steps[k].size() != 1 || steps[k][0].name != "trace")
+          throw CriticalPathError(fmt::format(
+              "rank {} has ProfilerStep#N annotations but another rank has none: the ranks' "
+              "iterations cannot be paired",
+              ranks[k].rank));
+  }
+  if (launch_edges == 0)
+    b.g.notes.push_back(
+        "no launch links (ac2g flows / correlation ids): GPU work is not tied to the host, so "
+        "the path cannot pass from host to GPU");
+  std::vector<RankBuilder*> raw;
+  for (auto& rb : builders) raw.push_back(rb.get());
+  add_joins(b, raw, colls);
+  add_iterations(b, steps);
+  if (b.g.iterations.empty()) throw CriticalPathError("no iteration is recorded on every rank");
+  detail::order_nodes(b.g);
+  estimate_launch_latency(b.g);
+  calibrate(b.g);
+  std::sort(b.g.ranks.begin(), b.g.ranks.end());
+  return std::move(b.g);
+}
+
+}  // namespace jarvis::critical_path

@@ -1,0 +1,247 @@
+// Replaying the graph, walking each iteration's critical path back from its
+// end, and charging the path's time to ranks, ops, kernels and categories.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <tuple>
+
+#include "critical_path/critical_path.h"
+#include "critical_path/internal.h"
+#include "report/gpu_timeline.h"
+#include "report/stats.h"
+
+namespace jarvis::critical_path {
+
+namespace detail {
+
+const char* node_kind_name(NodeKind kind) {
+  switch (kind) {
+    case NodeKind::HostCall:
+      return "host_call";
+    case NodeKind::SyncReturn:
+      return "sync_return";
+    case NodeKind::StepStart:
+      return "step_start";
+    case NodeKind::StepEnd:
+      return "step_end";
+    case NodeKind::Gpu:
+      return "gpu";
+    case NodeKind::CollArrive:
+      return "collective_arrive";
+    case NodeKind::CollJoin:
+      return "collective";
+    case NodeKind::CollDone:
+      return "collective_done";
+    case NodeKind::IterEnd:
+      return "iteration_end";
+  }
+  return "?";
+}
+
+const char* edge_kind_name(EdgeKind kind) {
+  switch (kind) {
+    case EdgeKind::HostSeq:
+      return "host_seq";
+    case EdgeKind::Launch:
+      return "launch";
+    case EdgeKind::Stream:
+      return "stream";
+    case EdgeKind::Sync:
+      return "sync";
+    case EdgeKind::CrossStream:
+      return "cross_stream";
+    case EdgeKind::CollArrive:
+      return "collective_arrive";
+    case EdgeKind::CollDone:
+      return "collective_done";
+    case EdgeKind::IterEnd:
+      return "iteration_end";
+  }
+  return "?";
+}
+
+bool is_host_category(std::string_view category) {
+  return category == "host_runtime" || category == "host_gap" || category == "launch_latency" ||
+         category == "sync";
+}
+
+}  // namespace detail
+
+Schedule propagate(const Graph& g, const std::vector<double>& dur, const std::vector<double>& lag) {
+  Schedule s;
+  const size_t n = g.nodes.size();
+  s.start.assign(n, 0.0);
+  s.binding.assign(n, Schedule::kNone);
+  std::vector<char> known(n, 0);
+  for (uint32_t node : g.order) {
+    double best = -std::numeric_limits<double>::infinity();
+    for (uint32_t k = g.in_off[node]; k < g.in_off[node + 1]; ++k) {
+      const uint32_t idx = g.in_edges[k];
+      const Edge& e = g.edges[idx];
+      if (!known[e.from]) continue;  // an edge of a broken cycle
+      const double anchor = e.from_start ? s.start[e.from] : s.start[e.from] + dur[e.from];
+      if (anchor + lag[idx] > best) {
+        best = anchor + lag[idx];
+        s.binding[node] = idx;
+      }
+    }
+    s.start[node] = s.binding[node] == Schedule::kNone ? g.nodes[node].start : best;
+    known[node] = 1;
+  }
+  return s;
+}
+
+namespace {
+
+struct Walk {
+  const Graph& g;
+  const std::vector<double>& dur;
+  const Schedule& s;
+  double window_start;
+  size_t iteration;
+  std::vector<Segment> out;
+
+  void add(uint32_t label, const char* kind, double from, double to) {
+    if (to <= window_start || to == from) return;
+    from = std::max(from, window_start);
+    const Label& l = g.labels[label];
+    out.push_back({iteration, l.rank, kind, l.op, l.kernel, l.category, from, to - from});
+  }
+
+  // Back from `node` along binding edges until the window start is passed.
+  void run(uint32_t node) {
+    bool at_start = false;  // entered through a launch edge: its duration is not on the path
+    for (size_t guard = 0; guard <= g.nodes.size(); ++guard) {
+      const double start = s.start[node];
+      if (!at_start)
+        add(g.nodes[node].label, detail::node_kind_name(g.nodes[node].kind), start,
+            start + dur[node]);
+      if (start <= window_start) return;
+      const uint32_t idx = s.binding[node];
+      if (idx == Schedule::kNone) {
+        out.push_back({iteration, g.nodes[node].rank, "untraced", "", "", "untraced", window_start,
+                       start - window_start});
+        return;
+      }
+      const Edge& e = g.edges[idx];
+      const double anchor = e.from_start ? s.start[e.from] : s.start[e.from] + dur[e.from];
+      add(e.label, detail::edge_kind_name(e.kind), anchor, start);
+      node = e.from;
+      at_start = e.from_start;
+    }
+  }
+};
+
+using Busy = std::vector<Interval>;
+
+std::map<int64_t, Busy> busy_by_rank(const Graph& g, const std::vector<double>& dur,
+                                     const Schedule& s) {
+  std::map<int64_t, Busy> busy;
+  for (auto [a, b] : g.gpu_spans)
+    busy[g.nodes[a].rank].emplace_back(s.start[a], s.start[b] + dur[b]);
+  for (auto& [rank, v] : busy) v = merge_intervals(std::move(v));
+  return busy;
+}
+
+// GPU idle time of each rank in the window, and the part of it during which
+// the path is on that rank's host.
+void idle_accounting(const Graph& g, const std::map<int64_t, Busy>& busy, IterationResult& it) {
+  for (int64_t rank : g.ranks) {
+    auto found = busy.find(rank);
+    const Busy window{{it.start_us, it.end_us}};
+    Busy idle = found == busy.end() ? window : subtract_intervals(found->second, window);
+    it.gpu_idle_us[rank] = intervals_length(idle);
+    Busy host;
+    for (const Segment& seg : it.path)
+      if (seg.rank == rank && seg.dur_us > 0 && detail::is_host_category(seg.category))
+        host.emplace_back(seg.start_us, seg.start_us + seg.dur_us);
+    host = merge_intervals(std::move(host));
+    // idle minus (idle minus host) = idle intersected with host.
+    it.idle_host_us[rank] = it.gpu_idle_us[rank] - intervals_length(subtract_intervals(host, idle));
+  }
+}
+
+void summarise(const Graph& g, const Schedule& s, Analysis& a) {
+  using Key = std::tuple<int64_t, std::string, std::string, std::string>;
+  std::map<Key, double> time;
+  for (const IterationResult& it : a.iterations)
+    for (const Segment& seg : it.path)
+      time[{seg.rank, seg.op, seg.kernel, seg.category}] += seg.dur_us;
+  const double n = static_cast<double>(a.iterations.size());
+  for (const auto& [key, t] : time) {
+    const auto& [rank, op, kernel, category] = key;
+    a.contributors.push_back(
+        {rank, op, kernel, category, t / n, a.step_time_us > 0 ? t / n / a.step_time_us : 0.0});
+  }
+  std::stable_sort(
+      a.contributors.begin(), a.contributors.end(),
+      [](const Contributor& x, const Contributor& y) { return x.time_us > y.time_us; });
+  // Waits at the collective joins inside an iteration: every rank that
+  // arrived before the last one waited for it.
+  std::map<std::pair<int64_t, int64_t>, Wait> waits;
+  for (const Join& j : g.joins) {
+    const double t = s.start[j.node];
+    const bool inside = std::any_of(a.iterations.begin(), a.iterations.end(), [&](const auto& it) {
+      return t >= it.start_us && t <= it.end_us;
+    });
+    const uint32_t bind = s.binding[j.node];
+    if (!inside || bind == Schedule::kNone) continue;
+    const int64_t last = g.nodes[g.edges[bind].from].rank;
+    for (size_t m = 0; m < j.arrivals.size(); ++m) {
+      const double w = t - s.start[j.arrivals[m]];
+      if (j.ranks[m] == last || w <= 0) continue;
+      Wait& wait = waits[{j.ranks[m], last}];
+      wait.rank = j.ranks[m];
+      wait.waiting_for_rank = last;
+      wait.time_us += w / n;
+      ++wait.instances;
+    }
+  }
+  for (const auto& [key, w] : waits) a.waits.push_back(w);
+  std::stable_sort(a.waits.begin(), a.waits.end(),
+                   [](const Wait& x, const Wait& y) { return x.time_us > y.time_us; });
+}
+
+}  // namespace
+
+Analysis analyse(const Graph& g, const std::vector<double>& dur, const std::vector<double>& lag) {
+  const Schedule s = propagate(g, dur, lag);
+  const auto busy = busy_by_rank(g, dur, s);
+  Analysis a;
+  a.ranks = g.ranks;
+  a.clock_offset_us = g.clock_offset_us;
+  a.notes = g.notes;
+  std::vector<double> lengths;
+  for (size_t k = 0; k < g.iterations.size(); ++k) {
+    const Iteration& iter = g.iterations[k];
+    IterationResult it;
+    it.name = iter.name;
+    it.start_us = std::numeric_limits<double>::infinity();
+    for (uint32_t n : iter.start_nodes) it.start_us = std::min(it.start_us, s.start[n]);
+    it.end_us = s.start[iter.sink];
+    it.length_us = it.end_us - it.start_us;
+    Walk walk{g, dur, s, it.start_us, k, {}};
+    walk.run(iter.sink);
+    std::reverse(walk.out.begin(), walk.out.end());
+    it.path = std::move(walk.out);
+    for (const Segment& seg : it.path) it.path_length_us += seg.dur_us;
+    idle_accounting(g, busy, it);
+    lengths.push_back(it.length_us);
+    a.iterations.push_back(std::move(it));
+  }
+  a.step_time_us = stats::numpy_mean(lengths);
+  const double median = stats::median(lengths);
+  for (IterationResult& it : a.iterations)
+    it.differs = std::abs(it.length_us - median) > 0.05 * median;
+  summarise(g, s, a);
+  return a;
+}
+
+Analysis analyse(const Graph& g) {
+  std::vector<double> dur, lag;
+  for (const Node& n : g.nodes) dur.push_back(n.dur);
+  for (const Edge& e : g.edges) lag.push_back(e.lag);
+  return analyse(g, dur, lag);
+}
+
+}  // namespace jarvis::critical_path

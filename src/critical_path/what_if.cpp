@@ -1,0 +1,151 @@
+// What-if: change node durations or edge lags of the calibrated graph and
+// replay it (docs/critical-path.md says what this can and cannot predict).
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+
+#include <fmt/format.h>
+
+#include "critical_path/critical_path.h"
+#include "critical_path/internal.h"
+#include "perf/categories.h"
+#include "report/stats.h"
+
+namespace jarvis::critical_path {
+namespace {
+
+bool contains_nocase(std::string_view text, std::string_view part) {
+  auto it = std::search(text.begin(), text.end(), part.begin(), part.end(), [](char a, char b) {
+    return std::tolower(static_cast<unsigned char>(a)) ==
+           std::tolower(static_cast<unsigned char>(b));
+  });
+  return it != text.end();
+}
+
+// The selector without its rank: GPU ops and collective instances.
+bool matches_what(const Graph& g, uint32_t n, const Selector& sel) {
+  const Node& node = g.nodes[n];
+  if (node.kind != NodeKind::Gpu && node.kind != NodeKind::CollJoin) return false;
+  const Label& l = g.labels[node.label];
+  if (!sel.category.empty() && !perf::category_named_by(l.category, sel.category)) return false;
+  if (!sel.op.empty() && !contains_nocase(l.op, sel.op)) return false;
+  return sel.kernel.empty() || contains_nocase(l.kernel, sel.kernel);
+}
+
+std::string describe(const Selector& sel) {
+  std::vector<std::string> parts;
+  if (sel.rank) parts.push_back(fmt::format("rank {}", *sel.rank));
+  if (!sel.category.empty()) parts.push_back(fmt::format("category {}", sel.category));
+  if (!sel.op.empty()) parts.push_back(fmt::format("op ~ '{}'", sel.op));
+  if (!sel.kernel.empty()) parts.push_back(fmt::format("kernel ~ '{}'", sel.kernel));
+  return parts.empty() ? "every GPU op" : fmt::format("{}", fmt::join(parts, ", "));
+}
+
+// Per rank in scope: the factor that brings its selected time to the median
+// rank's (never slower than measured).
+std::map<int64_t, double> median_factors(const Graph& g, const std::vector<uint32_t>& what,
+                                         const Selector& sel) {
+  std::map<int64_t, double> total;
+  for (int64_t r : g.ranks) total[r] = 0.0;
+  for (uint32_t n : what)
+    if (g.nodes[n].kind == NodeKind::Gpu) total[g.nodes[n].rank] += g.nodes[n].dur;
+  std::vector<double> values;
+  for (const auto& [r, t] : total) values.push_back(t);
+  const double median = stats::median(values);
+  std::map<int64_t, double> factor;
+  for (const auto& [r, t] : total)
+    if ((!sel.rank || *sel.rank == r) && t > 0) factor[r] = std::min(1.0, median / t);
+  return factor;
+}
+
+void scale_selection(const Graph& g, const Scenario& sc, std::vector<double>& dur,
+                     WhatIfResult& out) {
+  std::vector<uint32_t> what;
+  for (uint32_t n = 0; n < g.nodes.size(); ++n)
+    if (matches_what(g, n, sc.select)) what.push_back(n);
+  if (sc.select.rank && !std::count(g.ranks.begin(), g.ranks.end(), *sc.select.rank))
+    throw CriticalPathError(fmt::format("rank {} is not among the traces' ranks ({})",
+                                        *sc.select.rank, fmt::join(g.ranks, ", ")));
+  std::map<int64_t, double> factor;
+  if (sc.median_rank) {
+    factor = median_factors(g, what, sc.select);
+  } else {
+    for (int64_t r : g.ranks)
+      if (!sc.select.rank || *sc.select.rank == r) factor[r] = sc.factor;
+  }
+  for (uint32_t n : what) {
+    const Node& node = g.nodes[n];
+    auto it = factor.find(node.rank);
+    if (node.kind == NodeKind::CollJoin && sc.select.rank) {
+      // An instance belongs to every rank of its group.
+      it = factor.find(*sc.select.rank);
+      const Join* j = nullptr;
+      for (const Join& join : g.joins)
+        if (join.node == n) j = &join;
+      if (!j || !std::count(j->ranks.begin(), j->ranks.end(), *sc.select.rank)) continue;
+    }
+    if (it == factor.end()) continue;
+    dur[n] *= it->second;
+    ++out.selected_nodes;
+  }
+  if (out.selected_nodes == 0)
+    throw CriticalPathError(
+        fmt::format("no GPU operation matches {} (categories are perf categories such as GEMM, "
+                    "elementwise, SDPA_fwd, or communication; op and kernel match substrings)",
+                    describe(sc.select)));
+  out.factor_by_rank = factor;
+  for (const auto& [r, f] : factor)
+    out.changes.push_back(
+        fmt::format("{} on rank {}: durations x {:.4g}", describe(sc.select), r, f));
+}
+
+void overlap_collectives(const Graph& g, const std::string& which, std::vector<double>& dur,
+                         std::vector<double>& lag, WhatIfResult& out) {
+  size_t n = 0;
+  for (const Join& j : g.joins) {
+    if (which != "all" && !contains_nocase(j.collective, which)) continue;
+    dur[j.node] = 0.0;
+    for (size_t k = 0; k < g.edges.size(); ++k)
+      if (g.edges[k].from == j.node) lag[k] = std::min(lag[k], 0.0);
+    ++n;
+  }
+  if (n == 0) throw CriticalPathError(fmt::format("no collective instance matches '{}'", which));
+  out.changes.push_back(fmt::format(
+      "{} instance(s) of '{}' fully overlapped: no transfer time (ranks still wait for the last "
+      "one to arrive)",
+      n, which));
+}
+
+}  // namespace
+
+WhatIfResult what_if(const Graph& g, const Scenario& sc) {
+  const bool scales = !sc.select.empty() || sc.median_rank || sc.factor != 1.0;
+  if (!scales && !sc.remove_launch_gaps && sc.overlap_collective.empty())
+    throw CriticalPathError(
+        "the what-if changes nothing: give a selector (rank, category, op, kernel) with a factor "
+        "or median_rank, remove_launch_gaps, or overlap_collective");
+  if (!(sc.factor > 0) || !std::isfinite(sc.factor))
+    throw CriticalPathError(fmt::format("factor must be a positive number, got {}", sc.factor));
+  WhatIfResult out;
+  std::vector<double> dur, lag;
+  for (const Node& n : g.nodes) dur.push_back(n.dur);
+  for (const Edge& e : g.edges) lag.push_back(e.lag);
+  if (scales) scale_selection(g, sc, dur, out);
+  if (sc.remove_launch_gaps) {
+    size_t n = 0;
+    for (size_t k = 0; k < g.edges.size(); ++k)
+      if (g.edges[k].kind == EdgeKind::HostSeq &&
+          g.labels[g.edges[k].label].category == "host_gap" && lag[k] > 0) {
+        lag[k] = 0.0;
+        ++n;
+      }
+    out.changes.push_back(fmt::format("{} host gaps between runtime calls removed", n));
+  }
+  if (!sc.overlap_collective.empty()) overlap_collectives(g, sc.overlap_collective, dur, lag, out);
+  out.measured_step_time_us = analyse(g).step_time_us;
+  out.predicted = analyse(g, dur, lag);
+  out.predicted_step_time_us = out.predicted.step_time_us;
+  return out;
+}
+
+}  // namespace jarvis::critical_path

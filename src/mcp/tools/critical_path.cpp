@@ -1,0 +1,24 @@
+// critical_path: confine the paths, build the cross-rank dependency graph,
+// return each iteration's critical path attribution (and write its files).
+#include "mcp/tools/critical_path_common.h"
+
+namespace jarvis::mcp {
+namespace {
+
+using namespace cp_tools;
+
+ToolResult critical_path_tool(const json& args, ToolContext& ctx) {
+  const std::string dir = out_dir(args, ctx);
+  auto loaded = load_ranks(args, ctx);
+  cp::Analysis analysis = cp::analyse(loaded.graph);
+  json structured = cp::analysis_json(analysis, args.at("top_n").get<size_t>());
+  structured["files"] = write_files(ctx, dir, [&] { return cp::write_analysis(analysis, dir); });
+  std::string text =
+      fmt::format("step time {:.1f} us ({} iterations, {} ranks); on the path:\n",
+                  analysis.step_time_us, analysis.iterations.size(), analysis.ranks.size());
+  return {structured, text + top_text(structured) + structured.dump()};
+}
+
+}  // namespace
+JARVIS_MCP_TOOL(critical_path, critical_path_tool);
+}  // namespace jarvis::mcp

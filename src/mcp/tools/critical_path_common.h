@@ -1,0 +1,71 @@
+// Shared by the critical_path and what_if adapters: load the confined
+// traces into a graph, prepare and mark the output directory, summarise.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "collectives/collectives.h"
+#include "critical_path/critical_path.h"
+#include "mcp/tool.h"
+
+namespace jarvis::mcp::cp_tools {
+
+namespace cp = critical_path;
+
+inline cp::Loaded load_ranks(const json& args, ToolContext& ctx) {
+  std::vector<std::string> paths;
+  for (const auto& p : args.at("traces"))
+    paths.push_back(ctx.paths().trace_path(p.get<std::string>()).string());
+  auto progress = [&ctx](size_t done, size_t total) {
+    ctx.report_progress(static_cast<double>(done), static_cast<double>(total + 1),
+                        fmt::format("{} of {} traces loaded", done, total));
+    return !ctx.cancelled();
+  };
+  try {
+    return cp::load_graph(paths, progress);
+  } catch (const cp::CriticalPathError& e) {
+    throw ToolError(e.what());
+  } catch (const collectives::CollectiveError& e) {
+    throw ToolError(fmt::format("the ranks' collectives cannot be matched: {}", e.what()));
+  } catch (const TraceError& e) {
+    throw ToolError(e.what());
+  }
+}
+
+inline std::string out_dir(const json& args, ToolContext& ctx) {
+  if (!args.contains("output_dir")) return "";
+  return ctx.output_dir(args.at("output_dir").get<std::string>(), args.at("overwrite").get<bool>())
+      .string();
+}
+
+inline json write_files(ToolContext& ctx, const std::string& dir,
+                        const std::function<std::vector<std::string>()>& writer) {
+  if (dir.empty()) return json::array();
+  try {
+    json files = writer();
+    ctx.paths().mark_output_dir(dir);
+    return files;
+  } catch (const std::runtime_error& e) {
+    throw ToolError(fmt::format("cannot write the results to {}: {}", dir, e.what()));
+  }
+}
+
+inline std::string top_text(const json& result) {
+  std::string text;
+  for (const auto& c : result["contributors"])
+    text += fmt::format("  {:5.1f}%  rank {} {} {} {}\n", 100 * c["share"].get<double>(),
+                        c["rank"].get<int64_t>(), c["category"].get<std::string>(),
+                        c["op"].get<std::string>(), c["kernel"].get<std::string>().substr(0, 80));
+  for (const auto& w : result["waits"])
+    text += fmt::format("  rank {} waits {:.1f} us per iteration for rank {}\n",
+                        w["rank"].get<int64_t>(), w["time_us"].get<double>(),
+                        w["waiting_for_rank"].get<int64_t>());
+  for (const auto& n : result["notes"]) text += "  note: " + n.get<std::string>() + "\n";
+  return text;
+}
+
+}  // namespace jarvis::mcp::cp_tools

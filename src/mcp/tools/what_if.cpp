@@ -1,0 +1,47 @@
+// what_if: confine the paths, build the graph, apply the scenario and return
+// the replayed step time with the new critical path.
+#include "mcp/tools/critical_path_common.h"
+
+namespace jarvis::mcp {
+namespace {
+
+using namespace cp_tools;
+
+cp::Scenario scenario(const json& args) {
+  cp::Scenario sc;
+  if (args.contains("rank")) sc.select.rank = args.at("rank").get<int64_t>();
+  sc.select.category = args.value("category", "");
+  sc.select.op = args.value("op", "");
+  sc.select.kernel = args.value("kernel", "");
+  sc.factor = args.value("factor", 1.0);
+  sc.median_rank = args.at("median_rank").get<bool>();
+  sc.remove_launch_gaps = args.at("remove_launch_gaps").get<bool>();
+  sc.overlap_collective = args.value("overlap_collective", "");
+  if (sc.median_rank && args.contains("factor"))
+    throw ToolError("give either factor or median_rank, not both");
+  return sc;
+}
+
+ToolResult what_if_tool(const json& args, ToolContext& ctx) {
+  const cp::Scenario sc = scenario(args);
+  const std::string dir = out_dir(args, ctx);
+  auto loaded = load_ranks(args, ctx);
+  cp::WhatIfResult result;
+  try {
+    result = cp::what_if(loaded.graph, sc);
+  } catch (const cp::CriticalPathError& e) {
+    throw ToolError(e.what());
+  }
+  json structured = cp::what_if_json(result, sc, args.at("top_n").get<size_t>());
+  structured["files"] = write_files(ctx, dir, [&] { return cp::write_what_if(result, sc, dir); });
+  std::string text;
+  for (const std::string& c : result.changes) text += c + "\n";
+  text += fmt::format("step time: measured {:.1f} us, predicted {:.1f} us ({:+.1f}%); new path:\n",
+                      result.measured_step_time_us, result.predicted_step_time_us,
+                      100 * (result.predicted_step_time_us / result.measured_step_time_us - 1));
+  return {structured, text + top_text(structured["predicted"]) + structured.dump()};
+}
+
+}  // namespace
+JARVIS_MCP_TOOL(what_if, what_if_tool);
+}  // namespace jarvis::mcp
