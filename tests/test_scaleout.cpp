@@ -202,6 +202,14 @@ TEST_SUITE("scaleout" * doctest::skip()) {
     CHECK(tt.parsed == 0);
     CHECK(tt.hits == 6);
     check_same_csvs(t + "/a", t + "/c");
+    // The job's OUT reopens the sweep from the shared cache (what load_sweep
+    // over MCP does on a laptop): nothing parsed, the job's CSVs exactly.
+    jarvis::sweep::Sweep s = jarvis::sweep::load_sweep(t + "/c", {});
+    CHECK(s.runs_parsed == 0);
+    for (const auto& table : jarvis::sweep::sweep_tables(s, 5)) {
+      CAPTURE(table.name);
+      CHECK(table.to_csv() == slurp(t + "/c/" + table.name + ".csv"));
+    }
   }
 }
 

@@ -65,11 +65,18 @@ sweep::Sweep load(SweepEngine& engine, const std::string& dir, const LoadArgs& a
   return engine.load(dir, load_options(a, layout, progress));
 }
 
-// OUT's CSVs (whole, under MPI), then the workbook; prints every path.
+// OUT's CSVs (whole, under MPI), then the workbook; prints every path. With
+// a cache, OUT also gets the manifest that reopens the sweep from it (not
+// printed: it is no output table).
 void write_tables(SweepEngine& engine, const std::vector<Table>& tables, const std::string& out,
-                  const std::string& xlsx) {
-  auto written = engine.write_dir(
-      out, [&](const std::string& dir) { return sweep::write_sweep_outputs(tables, dir, ""); });
+                  const std::string& xlsx, const sweep::Sweep* manifest_of = nullptr) {
+  auto written = engine.write_dir(out, [&](const std::string& dir) {
+    auto files = sweep::write_sweep_outputs(tables, dir, "");
+    if (manifest_of && !manifest_of->cache_dir.empty())
+      write_file_atomic((std::filesystem::path(dir) / sweep::kSweepManifest).string(),
+                        sweep::sweep_manifest_json(*manifest_of));
+    return files;
+  });
   if (!xlsx.empty()) {
     write_xlsx(tables, xlsx);
     written.push_back(xlsx);
@@ -116,7 +123,7 @@ int run_sweep(const SweepArgs& a) {
   progress.finish();
   report_load(s, quiet);
   if (a.load.stats) engine.print_stats({&s});
-  write_tables(engine, tables, a.out, a.xlsx);
+  write_tables(engine, tables, a.out, a.xlsx, &s);
   if (!a.svg_dir.empty())
     for (const auto& path : sweep::write_variance_svgs(s, tables.front(), a.svg_dir))
       fmt::print("{}\n", path);

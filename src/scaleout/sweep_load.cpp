@@ -43,6 +43,9 @@ sweep::RunOutcome outcome_from(const sweep::RunInput& input, const std::string& 
 }  // namespace
 
 sweep::Sweep Job::load_sweep(const std::string& root, const sweep::LoadOptions& options) {
+  // Already analysed (an OUT directory): nothing to hand out.
+  if (sweep::is_analysed_sweep_dir(root))
+    return sweep::load_analysed_sweep(root, options.cache_dir);
   sweep::SweepPlan plan = sweep::plan_sweep(root, options);
   std::vector<Task> tasks;
   for (const auto& in : plan.runs)

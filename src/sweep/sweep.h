@@ -192,7 +192,8 @@ struct Sweep {
 };
 
 // Discovers and analyses every run (in parallel, at most `jobs` traces held at
-// once). Runs that fail are listed in Sweep::failures. Throws SweepError when
+// once). A `root` holding kSweepManifest (an OUT directory) is opened with
+// load_analysed_sweep instead. Runs that fail are listed in Sweep::failures. Throws SweepError when
 // no run is found or on cancellation.
 Sweep load_sweep(const std::string& root, const LoadOptions& options = {});
 
@@ -216,6 +217,19 @@ RunOutcome analyse_run(const RunInput& input, const std::string& cache_dir);
 // The sweep from one outcome per run of `plan.runs` (same order), merged in
 // that order. Throws SweepError when every run failed.
 Sweep finish_sweep(SweepPlan plan, std::vector<RunOutcome> outcomes);
+
+// ---- a sweep analysed elsewhere ---------------------------------------------------
+
+// `jarvis sweep` leaves OUT/.jarvis-sweep.json (when it has a cache): the
+// sweep's layout, runs, failures and each run's cache entry, so the sweep
+// opens again from OUT and the cache alone (a cluster job's results on a
+// laptop) without the traces and without parsing anything.
+inline constexpr const char* kSweepManifest = ".jarvis-sweep.json";
+std::string sweep_manifest_json(const Sweep& sweep);
+bool is_analysed_sweep_dir(const std::string& dir);
+// Throws SweepError naming the run whose cache entry is missing or unreadable.
+// `cache_dir` "" (or "none") = the directory the manifest records.
+Sweep load_analysed_sweep(const std::string& dir, const std::string& cache_dir);
 
 // ---- outputs ---------------------------------------------------------------------
 

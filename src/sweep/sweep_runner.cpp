@@ -174,6 +174,7 @@ Sweep finish_sweep(SweepPlan plan, std::vector<RunOutcome> outcomes) {
 }
 
 Sweep load_sweep(const std::string& root, const LoadOptions& options) {
+  if (is_analysed_sweep_dir(root)) return load_analysed_sweep(root, options.cache_dir);
   SweepPlan plan = plan_sweep(root, options);
   const std::vector<RunInput>& runs = plan.runs;
   const size_t total = runs.size();
