@@ -87,6 +87,9 @@ TEST_SUITE("cli") {
     CHECK(version.exit_code == 0);
     CHECK(version.out.rfind("jarvis ", 0) == 0);
     CHECK(version.out.find('.') != std::string::npos);
+    // The build options: MPI scale-out and the Python API, on or off.
+    CHECK(version.out.find(JARVIS_MPI_BUILD ? "MPI on" : "MPI off") != std::string::npos);
+    CHECK(version.out.find("Python o") != std::string::npos);
   }
 
   TEST_CASE("every command has --help on stdout with exit 0") {

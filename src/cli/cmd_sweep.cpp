@@ -14,6 +14,8 @@
 #include "base/atomic_file.h"
 #include "cli/commands.h"
 #include "cli/options.h"
+#include "cli/sweep_engine.h"
+#include "report/xlsx.h"
 #include "sweep/sweep.h"
 
 namespace jarvis::cli {
@@ -29,7 +31,7 @@ constexpr const char* kLayoutHelp =
 struct LoadArgs {
   std::string layout, cache;
   size_t jobs = 0;
-  bool mkdirs = false;
+  bool mkdirs = false, stats = false;
   ProgressFlags progress;
 };
 
@@ -40,6 +42,8 @@ void add_load_options(CLI::App* cmd, LoadArgs& a) {
   cmd->add_option("--cache", a.cache,
                   "per-run cache directory (default DIR/.jarvis-sweep-cache; none: off)");
   cmd->add_flag("--mkdirs", a.mkdirs, "create missing parent directories of --xlsx/--html");
+  cmd->add_flag("--stats", a.stats,
+                "print peak RSS, runs parsed and cache hits per process (per MPI rank) to stderr");
   add_progress_flags(cmd, a.progress);
 }
 
@@ -55,10 +59,29 @@ sweep::LoadOptions load_options(const LoadArgs& a, const std::string& layout, Pr
   return o;
 }
 
-sweep::Sweep load(const std::string& dir, const LoadArgs& a, const std::string& layout,
-                  Progress& progress) {
+sweep::Sweep load(SweepEngine& engine, const std::string& dir, const LoadArgs& a,
+                  const std::string& layout, Progress& progress) {
   progress.phase("load " + dir);
-  return sweep::load_sweep(dir, load_options(a, layout, progress));
+  return engine.load(dir, load_options(a, layout, progress));
+}
+
+// OUT's CSVs (whole, under MPI), then the workbook; prints every path. With
+// a cache, OUT also gets the manifest that reopens the sweep from it (not
+// printed: it is no output table).
+void write_tables(SweepEngine& engine, const std::vector<Table>& tables, const std::string& out,
+                  const std::string& xlsx, const sweep::Sweep* manifest_of = nullptr) {
+  auto written = engine.write_dir(out, [&](const std::string& dir) {
+    auto files = sweep::write_sweep_outputs(tables, dir, "");
+    if (manifest_of && !manifest_of->cache_dir.empty())
+      write_file_atomic((std::filesystem::path(dir) / sweep::kSweepManifest).string(),
+                        sweep::sweep_manifest_json(*manifest_of));
+    return files;
+  });
+  if (!xlsx.empty()) {
+    write_xlsx(tables, xlsx);
+    written.push_back(xlsx);
+  }
+  for (const auto& path : written) fmt::print("{}\n", path);
 }
 
 // The summary line is progress-like (left out with --quiet); failures and
@@ -85,17 +108,22 @@ struct SweepArgs {
 };
 
 int run_sweep(const SweepArgs& a) {
+  SweepEngine engine;
+  if (engine.serving_rank()) {
+    engine.serve();
+    return 0;
+  }
   for (const auto& [file, flag] : {std::pair{a.xlsx, "--xlsx"}, {a.html, "--html"}})
     if (!file.empty()) check_output_parent(file, a.load.mkdirs, flag);
   bool quiet = a.load.progress.resolve() == ProgressMode::None;
   Progress progress(a.load.progress.resolve(), "sweep");
-  sweep::Sweep s = load(a.dir, a.load, "", progress);
+  sweep::Sweep s = load(engine, a.dir, a.load, "", progress);
   progress.phase("tables");
   auto tables = sweep::sweep_tables(s, a.top_k);
   progress.finish();
   report_load(s, quiet);
-  for (const auto& path : sweep::write_sweep_outputs(tables, a.out, a.xlsx))
-    fmt::print("{}\n", path);
+  if (a.load.stats) engine.print_stats({&s});
+  write_tables(engine, tables, a.out, a.xlsx, &s);
   if (!a.svg_dir.empty())
     for (const auto& path : sweep::write_variance_svgs(s, tables.front(), a.svg_dir))
       fmt::print("{}\n", path);
@@ -113,19 +141,24 @@ struct SweepCompareArgs {
 };
 
 int run_sweep_compare(const SweepCompareArgs& a) {
+  SweepEngine engine;
+  if (engine.serving_rank()) {
+    engine.serve();
+    return 0;
+  }
   for (const auto& [file, flag] : {std::pair{a.xlsx, "--xlsx"}, {a.html, "--html"}})
     if (!file.empty()) check_output_parent(file, a.load.mkdirs, flag);
   bool quiet = a.load.progress.resolve() == ProgressMode::None;
   Progress progress(a.load.progress.resolve(), "sweep-compare");
-  sweep::Sweep base = load(a.base, a.load, a.base_layout, progress);
-  sweep::Sweep cand = load(a.cand, a.load, a.cand_layout, progress);
+  sweep::Sweep base = load(engine, a.base, a.load, a.base_layout, progress);
+  sweep::Sweep cand = load(engine, a.cand, a.load, a.cand_layout, progress);
   progress.phase("compare");
   auto comparison = sweep::compare_sweeps(base, cand);
   progress.finish();
   report_load(base, quiet);
   report_load(cand, quiet);
-  for (const auto& path : sweep::write_sweep_outputs(comparison, a.out, a.xlsx))
-    fmt::print("{}\n", path);
+  if (a.load.stats) engine.print_stats({&base, &cand});
+  write_tables(engine, comparison, a.out, a.xlsx);
   if (!a.html.empty()) {
     std::string left = a.labels.size() == 2 ? a.labels[0] : dir_label(a.base);
     std::string right = a.labels.size() == 2 ? a.labels[1] : dir_label(a.cand);

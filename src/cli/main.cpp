@@ -15,6 +15,9 @@
 #ifndef JARVIS_VERSION
 #error "JARVIS_VERSION is set by CMake from the project version"
 #endif
+#ifndef JARVIS_BUILD_OPTIONS
+#error "JARVIS_BUILD_OPTIONS is set by cmake/build_options.cmake"
+#endif
 
 namespace jarvis::cli {
 const char* version() {
@@ -96,7 +99,9 @@ int main(int argc, char** argv) {
   CLI::App app{"jarvis: GPU performance analysis of PyTorch profiler traces and sweeps"};
   app.name("jarvis");
   app.footer(kFooter);
-  app.set_version_flag("--version", std::string("jarvis ") + jarvis::cli::version());
+  // The build options say what this binary can do (MPI scale-out, Python API).
+  app.set_version_flag("--version", std::string("jarvis ") + jarvis::cli::version() + " (" +
+                                        JARVIS_BUILD_OPTIONS + ")");
   app.require_subcommand(1);
   std::vector<Registered> commands = register_commands(app);
   std::string chosen;

@@ -180,6 +180,7 @@ struct Sweep {
   std::vector<Run> runs;  // discovery order, failed runs left out
   std::vector<RunFailure> failures;
   size_t cache_hits = 0;
+  size_t runs_parsed = 0;        // runs analysed from their files (cache misses, failed ones too)
   std::string cache_dir;         // "" when caching was off or impossible
   std::string cache_warning;     // why nothing was cached, "" when fine
   std::vector<bool> int_fields;  // per layout field: every run's value is an integer
@@ -191,9 +192,44 @@ struct Sweep {
 };
 
 // Discovers and analyses every run (in parallel, at most `jobs` traces held at
-// once). Runs that fail are listed in Sweep::failures. Throws SweepError when
+// once). A `root` holding kSweepManifest (an OUT directory) is opened with
+// load_analysed_sweep instead. Runs that fail are listed in Sweep::failures. Throws SweepError when
 // no run is found or on cancellation.
 Sweep load_sweep(const std::string& root, const LoadOptions& options = {});
+
+// load_sweep in three steps, for drivers that analyse the runs elsewhere (the
+// MPI driver of src/scaleout analyses them on other processes).
+struct SweepPlan {
+  Sweep sweep;                 // root, layout, discovery failures, cache dir; no run yet
+  std::vector<RunInput> runs;  // what to analyse, in discovery order
+};
+// What analysing one run gave: the run, or why it failed.
+struct RunOutcome {
+  std::optional<Run> run;
+  std::optional<RunFailure> failure;
+};
+// Discovery and the cache directory. Throws SweepError when no run is found.
+SweepPlan plan_sweep(const std::string& root, const LoadOptions& options);
+// One run: from the cache when its entry is there and readable, else analysed
+// (and then cached atomically: unique temp file + rename, so concurrent jobs
+// sharing a cache never see a torn entry). Never throws for a bad run.
+RunOutcome analyse_run(const RunInput& input, const std::string& cache_dir);
+// The sweep from one outcome per run of `plan.runs` (same order), merged in
+// that order. Throws SweepError when every run failed.
+Sweep finish_sweep(SweepPlan plan, std::vector<RunOutcome> outcomes);
+
+// ---- a sweep analysed elsewhere ---------------------------------------------------
+
+// `jarvis sweep` leaves OUT/.jarvis-sweep.json (when it has a cache): the
+// sweep's layout, runs, failures and each run's cache entry, so the sweep
+// opens again from OUT and the cache alone (a cluster job's results on a
+// laptop) without the traces and without parsing anything.
+inline constexpr const char* kSweepManifest = ".jarvis-sweep.json";
+std::string sweep_manifest_json(const Sweep& sweep);
+bool is_analysed_sweep_dir(const std::string& dir);
+// Throws SweepError naming the run whose cache entry is missing or unreadable.
+// `cache_dir` "" (or "none") = the directory the manifest records.
+Sweep load_analysed_sweep(const std::string& dir, const std::string& cache_dir);
 
 // ---- outputs ---------------------------------------------------------------------
 

@@ -11,6 +11,7 @@
 
 #include <fmt/format.h>
 
+#include "base/atomic_file.h"
 #include "rocprof/profile.h"
 #include "sweep/sweep.h"
 
@@ -73,47 +74,6 @@ RunData analyse(const RunInput& in) {
   return rocprof::is_rocprof_input(in.path) ? read_rocprof(in.path) : analyse_trace(in.path);
 }
 
-struct Worker {
-  const std::vector<RunInput>& inputs;
-  const std::string& cache_dir;
-  std::vector<std::optional<Run>>& results;
-  std::vector<std::optional<RunFailure>>& failures;
-
-  void run_one(size_t k) {
-    const RunInput& in = inputs[k];
-    Run run{in, {}, false};
-    fs::path cache_file;
-    if (!cache_dir.empty()) {
-      cache_file = fs::path(cache_dir) / cache_file_name(in.path);
-      std::error_code ec;
-      if (fs::is_regular_file(cache_file, ec)) {
-        try {
-          run.data = run_data_from_json(read_text(cache_file));
-          run.from_cache = true;
-          results[k] = std::move(run);
-          return;
-        } catch (const std::exception&) {
-          // A corrupt or old cache file is rebuilt below.
-        }
-      }
-    }
-    try {
-      run.data = analyse(in);
-    } catch (const std::exception& e) {
-      failures[k] = RunFailure{in.path, e.what()};
-      return;
-    }
-    if (!cache_file.empty()) {
-      try {
-        write_file_atomic(cache_file.string(), run_data_to_json(run.data));
-      } catch (const std::exception&) {
-        // Caching is an optimisation; the run itself succeeded.
-      }
-    }
-    results[k] = std::move(run);
-  }
-};
-
 }  // namespace
 
 std::vector<std::string> Sweep::config_fields() const {
@@ -145,33 +105,92 @@ int64_t Sweep::rank_of(const Run& run) const {
   return run.data.rank;
 }
 
-Sweep load_sweep(const std::string& root, const LoadOptions& options) {
+RunOutcome analyse_run(const RunInput& in, const std::string& cache_dir) {
+  RunOutcome out;
+  Run run{in, {}, false};
+  fs::path cache_file;
+  if (!cache_dir.empty()) {
+    cache_file = fs::path(cache_dir) / cache_file_name(in.path);
+    std::error_code ec;
+    if (fs::is_regular_file(cache_file, ec)) {
+      try {
+        run.data = run_data_from_json(read_text(cache_file));
+        run.from_cache = true;
+        out.run = std::move(run);
+        return out;
+      } catch (const std::exception&) {
+        // A corrupt or old cache file is rebuilt below.
+      }
+    }
+  }
+  try {
+    run.data = analyse(in);
+  } catch (const std::exception& e) {
+    out.failure = RunFailure{in.path, e.what()};
+    return out;
+  }
+  if (!cache_file.empty()) {
+    try {
+      write_file_atomic(cache_file.string(), run_data_to_json(run.data));
+    } catch (const std::exception&) {
+      // Caching is an optimisation; the run itself succeeded.
+    }
+  }
+  out.run = std::move(run);
+  return out;
+}
+
+SweepPlan plan_sweep(const std::string& root, const LoadOptions& options) {
   Discovery found = discover_runs(root, options.pattern);
   if (found.runs.empty())
     throw SweepError(
         fmt::format("no run matches layout '{}' under {}", found.layout.pattern, root));
-  Sweep sweep;
-  sweep.root = fs::absolute(root).string();
-  sweep.layout = found.layout;
-  sweep.failures = found.failures;
-  sweep.cache_dir = prepare_cache_dir(sweep.root, options.cache_dir, sweep.cache_warning);
+  SweepPlan plan;
+  plan.sweep.root = fs::absolute(root).string();
+  plan.sweep.layout = found.layout;
+  plan.sweep.failures = found.failures;
+  plan.sweep.cache_dir =
+      prepare_cache_dir(plan.sweep.root, options.cache_dir, plan.sweep.cache_warning);
+  plan.runs = std::move(found.runs);
+  return plan;
+}
 
-  const size_t total = found.runs.size();
+Sweep finish_sweep(SweepPlan plan, std::vector<RunOutcome> outcomes) {
+  Sweep sweep = std::move(plan.sweep);
+  const size_t total = plan.runs.size();
+  for (size_t k = 0; k < total && k < outcomes.size(); ++k) {
+    RunOutcome& o = outcomes[k];
+    if (o.failure) sweep.failures.push_back(*o.failure);
+    sweep.runs_parsed += o.failure || (o.run && !o.run->from_cache) ? 1 : 0;
+    if (!o.run) continue;
+    sweep.cache_hits += o.run->from_cache ? 1 : 0;
+    sweep.runs.push_back(std::move(*o.run));
+  }
+  sweep.int_fields = integer_fields(sweep);
+  if (sweep.runs.empty())
+    throw SweepError(fmt::format("all {} runs under {} failed; first: {}: {}", total, sweep.root,
+                                 sweep.failures.front().path, sweep.failures.front().reason));
+  return sweep;
+}
+
+Sweep load_sweep(const std::string& root, const LoadOptions& options) {
+  if (is_analysed_sweep_dir(root)) return load_analysed_sweep(root, options.cache_dir);
+  SweepPlan plan = plan_sweep(root, options);
+  const std::vector<RunInput>& runs = plan.runs;
+  const size_t total = runs.size();
   size_t jobs = options.jobs ? options.jobs : std::max(1u, std::thread::hardware_concurrency());
   jobs = std::min(jobs, total);
-  std::vector<std::optional<Run>> results(total);
-  std::vector<std::optional<RunFailure>> failures(total);
-  Worker worker{found.runs, sweep.cache_dir, results, failures};
+  std::vector<RunOutcome> outcomes(total);
   std::atomic<size_t> next{0};
   std::atomic<bool> cancelled{false};
   std::mutex progress_mutex;
   size_t done = 0;
   auto loop = [&] {
     for (size_t k; !cancelled && (k = next++) < total;) {
-      worker.run_one(k);
+      outcomes[k] = analyse_run(runs[k], plan.sweep.cache_dir);
       std::lock_guard lock(progress_mutex);
       ++done;
-      if (options.progress && !options.progress(done, total, found.runs[k].path)) cancelled = true;
+      if (options.progress && !options.progress(done, total, runs[k].path)) cancelled = true;
     }
   };
   std::vector<std::thread> pool;
@@ -179,18 +198,7 @@ Sweep load_sweep(const std::string& root, const LoadOptions& options) {
   loop();
   for (auto& t : pool) t.join();
   if (cancelled) throw SweepError("cancelled");
-
-  for (size_t k = 0; k < total; ++k) {
-    if (failures[k]) sweep.failures.push_back(*failures[k]);
-    if (!results[k]) continue;
-    sweep.cache_hits += results[k]->from_cache ? 1 : 0;
-    sweep.runs.push_back(std::move(*results[k]));
-  }
-  sweep.int_fields = integer_fields(sweep);
-  if (sweep.runs.empty())
-    throw SweepError(fmt::format("all {} runs under {} failed; first: {}: {}", total, root,
-                                 sweep.failures.front().path, sweep.failures.front().reason));
-  return sweep;
+  return finish_sweep(std::move(plan), std::move(outcomes));
 }
 
 }  // namespace jarvis::sweep

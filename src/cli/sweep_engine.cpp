@@ -1,0 +1,115 @@
+// The one place the CLI chooses between the single-process sweep load and
+// the MPI one (JARVIS_MPI builds only).
+#include "cli/sweep_engine.h"
+
+#include <sys/resource.h>
+
+#include <cstdio>
+#include <filesystem>
+
+#if JARVIS_MPI
+#include "scaleout/scaleout.h"
+#endif
+
+namespace jarvis::cli {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct Line {
+  double peak_rss_mb = 0;
+  size_t runs = 0, parsed = 0, hits = 0, failed = 0;
+};
+
+void print_line(const std::string& who, const Line& l) {
+  std::fprintf(stderr,
+               "stats: %s: peak RSS %.1f MB, runs %zu, parsed %zu, cache hits %zu, failed %zu\n",
+               who.c_str(), l.peak_rss_mb, l.runs, l.parsed, l.hits, l.failed);
+}
+
+double own_peak_rss_mb() {
+  rusage ru{};
+  getrusage(RUSAGE_SELF, &ru);
+  return static_cast<double>(ru.ru_maxrss) / 1024.0;
+}
+
+}  // namespace
+
+#if JARVIS_MPI
+struct SweepEngine::Mpi {
+  scaleout::Job job;
+};
+#else
+struct SweepEngine::Mpi {};
+#endif
+
+SweepEngine::SweepEngine() {
+#if JARVIS_MPI
+  if (scaleout::started_as_ranks()) mpi_ = std::make_unique<Mpi>();
+#endif
+}
+
+SweepEngine::~SweepEngine() = default;
+
+bool SweepEngine::serving_rank() const {
+#if JARVIS_MPI
+  return mpi_ && !mpi_->job.root();
+#else
+  return false;
+#endif
+}
+
+void SweepEngine::serve() {
+#if JARVIS_MPI
+  if (mpi_) mpi_->job.serve();
+#endif
+}
+
+sweep::Sweep SweepEngine::load(const std::string& dir, const sweep::LoadOptions& options) {
+#if JARVIS_MPI
+  if (mpi_) return mpi_->job.load_sweep(dir, options);
+#endif
+  return sweep::load_sweep(dir, options);
+}
+
+std::vector<std::string> SweepEngine::write_dir(
+    const std::string& out,
+    const std::function<std::vector<std::string>(const std::string&)>& write) {
+#if JARVIS_MPI
+  if (mpi_) {
+    std::vector<std::string> written;
+    scaleout::write_dir_staged(out, [&](const std::string& staging) {
+      for (const auto& p : write(staging))
+        written.push_back((fs::path(out) / fs::path(p).filename()).string());
+    });
+    return written;
+  }
+#endif
+  return write(out);
+}
+
+void SweepEngine::print_stats(const std::vector<const sweep::Sweep*>& sweeps) {
+  Line total;
+  for (const sweep::Sweep* s : sweeps) {
+    size_t analysed_ok = s->runs.size() - s->cache_hits;
+    total.runs += s->runs.size() + (s->runs_parsed - analysed_ok);
+    total.parsed += s->runs_parsed;
+    total.hits += s->cache_hits;
+    total.failed += s->runs_parsed - analysed_ok;
+  }
+#if JARVIS_MPI
+  if (mpi_) {
+    for (const auto& r : mpi_->job.stats()) {
+      print_line("rank " + std::to_string(r.rank),
+                 {r.peak_rss_mb, r.tasks, r.runs_parsed, r.cache_hits, r.failed});
+      total.peak_rss_mb = std::max(total.peak_rss_mb, r.peak_rss_mb);
+    }
+    print_line("all " + std::to_string(mpi_->job.size()) + " ranks (largest peak RSS)", total);
+    return;
+  }
+#endif
+  total.peak_rss_mb = own_peak_rss_mb();
+  print_line("rank 0", total);
+}
+
+}  // namespace jarvis::cli
