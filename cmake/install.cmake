@@ -33,4 +33,6 @@ set(CPACK_DEBIAN_PACKAGE_SECTION devel)
 # dpkg-shlibdeps turns the linked shared libraries (fmt, simdjson, re2,
 # xlsxwriter, cmark-gfm, ...) into the package's Depends.
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
+# The Python module (when built) imports pandas at run time.
+set(CPACK_DEBIAN_PACKAGE_RECOMMENDS "python3, python3-pandas")
 include(CPack)
