@@ -15,9 +15,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "golden.h"
 #include "replay/replay.h"
 #include "replay/replay_zip.h"
-#include "golden.h"
 #include "report/table.h"
 #include "trace/loader.h"
 #include "tree/call_tree.h"

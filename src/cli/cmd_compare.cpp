@@ -10,10 +10,10 @@
 
 #include <fmt/format.h>
 
-#include "compare/compare.h"
-#include "compare/compare_traces.h"
 #include "cli/commands.h"
 #include "cli/options.h"
+#include "compare/compare.h"
+#include "compare/compare_traces.h"
 
 namespace jarvis::cli {
 namespace {

@@ -5,10 +5,10 @@
 #include <memory>
 #include <optional>
 
-#include "explore/trace_store.h"
 #include "base/atomic_file.h"
 #include "cli/commands.h"
 #include "cli/options.h"
+#include "explore/trace_store.h"
 #include "insights/insights.h"
 #include "perf/gpu_arch.h"
 #include "trace/loader.h"

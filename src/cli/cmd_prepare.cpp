@@ -9,9 +9,9 @@
 #include "categories/category_analysis.h"
 #include "categories/findings.h"
 #include "categories/prepare_trace.h"
-#include "explore/trace_store.h"
 #include "cli/commands.h"
 #include "cli/options.h"
+#include "explore/trace_store.h"
 #include "trace/loader.h"
 
 namespace jarvis::cli {

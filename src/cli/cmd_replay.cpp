@@ -4,9 +4,9 @@
 
 #include <fmt/format.h>
 
-#include "replay/replay.h"
 #include "cli/commands.h"
 #include "cli/options.h"
+#include "replay/replay.h"
 #include "trace/loader.h"
 #include "tree/call_tree.h"
 

@@ -16,12 +16,12 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
-#include "categories/prepare.h"
-#include "explore/trace_store.h"
 #include "base/atomic_file.h"
+#include "categories/prepare.h"
 #include "charts/report_page.h"
 #include "cli/commands.h"
 #include "cli/options.h"
+#include "explore/trace_store.h"
 #include "perf/gpu_arch.h"
 #include "report/report.h"
 #include "report/xlsx.h"

@@ -12,8 +12,8 @@
 
 #include <fmt/format.h>
 
-#include "explore/rocprof_trace.h"
 #include "base/random_id.h"
+#include "explore/rocprof_trace.h"
 #include "perf/gpu_arch.h"
 #include "report/report.h"
 #include "rocprof/profile.h"

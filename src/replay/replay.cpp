@@ -11,8 +11,8 @@
 
 #include <fmt/format.h>
 
-#include "replay/replay_zip.h"
 #include "perf/categories.h"
+#include "replay/replay_zip.h"
 #include "report/table.h"
 #include "tree/call_tree.h"
 

@@ -1,8 +1,8 @@
 // gemm_roofline: per-shape GEMM roofline of a loaded trace, optional SVG plot.
 #include <fmt/format.h>
 
-#include "explore/gemm_roofline.h"
 #include "categories/prepare.h"
+#include "explore/gemm_roofline.h"
 #include "explore/trace_store.h"
 #include "insights/insights.h"
 #include "mcp/tool.h"

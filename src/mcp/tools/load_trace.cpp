@@ -7,10 +7,10 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "collectives/collectives_json.h"
 #include "explore/rocprof_trace.h"
 #include "explore/summaries.h"
 #include "explore/trace_store.h"
-#include "collectives/collectives_json.h"
 #include "insights/trace_health.h"
 #include "mcp/tool.h"
 

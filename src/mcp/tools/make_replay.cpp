@@ -2,9 +2,9 @@
 // replay::Selection and let the engine write the package.
 #include <fmt/format.h>
 
-#include "replay/replay.h"
 #include "explore/trace_store.h"
 #include "mcp/tool.h"
+#include "replay/replay.h"
 
 namespace jarvis::mcp {
 namespace {

@@ -1,10 +1,10 @@
 // ops_summary: the report's ops_summary rows with perf-model aggregates.
 #include <fmt/format.h>
 
+#include "collectives/collectives_json.h"
 #include "explore/rocprof_trace.h"
 #include "explore/summaries.h"
 #include "explore/trace_store.h"
-#include "collectives/collectives_json.h"
 #include "insights/insights.h"
 #include "mcp/tool.h"
 #include "perf/categories.h"

@@ -5,8 +5,8 @@
 #include <fmt/format.h>
 
 #include "categories/prepare.h"
-#include "explore/trace_store.h"
 #include "charts/report_page.h"
+#include "explore/trace_store.h"
 #include "mcp/tool.h"
 #include "perf/gpu_arch.h"
 
