@@ -267,10 +267,12 @@ TEST_CASE("compare interop: rocprofv3 results against TraceLens's report of them
       jarvis::compare_traces(dir + "/perf_report_csvs", dir + "/908_results.json.gz", o);
   REQUIRE(sheet_names(c) == std::vector<std::string>{"gpu_timeline", "kernel_summary"});
   // jarvis's rocprof report of the same file is TraceLens's: every diff is 0.
-  for (const auto& [sheet, col] : std::vector<std::pair<std::string, std::string>>{
+  for (const auto& sheet_col : std::vector<std::pair<std::string, std::string>>{
            {"gpu_timeline", "time ms__jarvis_diff"},
            {"kernel_summary", "Total Kernel Time (ms)__jarvis_diff"},
            {"kernel_summary", "Count__jarvis_diff"}}) {
+    const std::string& sheet = sheet_col.first;  // CAPTURE cannot take a structured binding
+    const std::string& col = sheet_col.second;
     CAPTURE(sheet);
     const Table& t = *c.result.table(sheet);
     int d = t.col(col);

@@ -108,7 +108,9 @@ void check_dp_job(const Job& j) {
   for (const auto& w : a.waits)
     waits[std::to_string(w.rank) + ":" + std::to_string(w.waiting_for_rank)] = w.time_us;
   CHECK(waits.size() == t["waits_us"].size());
-  for (const auto& [key, value] : t["waits_us"].items()) {
+  for (const auto& item : t["waits_us"].items()) {
+    const std::string key = item.key();
+    const auto& value = item.value();
     CAPTURE(key);
     REQUIRE(waits.count(key) == 1);
     CHECK(waits[key] == doctest::Approx(value.get<double>()).epsilon(1e-12));

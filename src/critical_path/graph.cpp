@@ -256,7 +256,11 @@ class RankBuilder {
   }
 
   void add_sync_edges() {
-    for (auto [call, ret] : returns_) {
+    for (const auto& entry : returns_) {
+      // Named copies: lambdas may not capture structured bindings (C++20 allows
+      // it, clang 14 does not).
+      const auto call = entry.first;
+      const auto ret = entry.second;
       const Event& c = trace_.events[call];
       std::string_view name = trace_.name(call);
       uint32_t lbl = b_.label(rank_, name, "", "sync");
