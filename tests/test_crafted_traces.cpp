@@ -352,4 +352,16 @@ TEST_CASE("crafted: perf-model failures skip the op as TraceLens does and are re
                       " --no-xlsx --out " + shell_quote((dir.path / "out").string()));
   CHECK(r.exit_code == 0);
   CHECK(r.output.find("warning: perf model failed for 1 op(s) of aten::mm") != std::string::npos);
+
+  // The agent sees the same over MCP, in ops_summary.
+  mcp::ServerOptions options;
+  options.roots = {dir.path.string()};
+  mcp::testing::Harness h(options);
+  h.initialize();
+  json loaded = h.tool_result(1, "load_trace", {{"path", (dir.path / "mixed.json").string()}});
+  json summary = h.tool_result(2, "ops_summary", {{"trace", loaded["trace"]}});
+  REQUIRE(summary.contains("model_failures"));
+  REQUIRE(summary["model_failures"].size() == 1);
+  CHECK(summary["model_failures"][0]["op"] == "aten::mm");
+  CHECK(summary["model_failures"][0]["count"] == 1);
 }

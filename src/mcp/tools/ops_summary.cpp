@@ -41,6 +41,10 @@ std::string rows_text(const json& result) {
                         c["count"].get<int64_t>(), c["total_us"].get<double>() / 1e3,
                         c["exposed_us"].get<double>() / 1e3);
   }
+  if (result.contains("model_failures"))
+    for (const auto& f : result["model_failures"])
+      text += fmt::format("  perf model failed for {} op(s) of {}: {}\n", f["count"].get<int64_t>(),
+                          f["op"].get<std::string>(), f["reason"].get<std::string>());
   for (const auto& i : result["insights"])
     text += fmt::format("insight [{}] {}: {}\n", i["severity"].get<std::string>(),
                         i["rule"].get<std::string>(), i["title"].get<std::string>());
@@ -121,6 +125,12 @@ ToolResult ops_summary_tool(const json& args, ToolContext& ctx) {
   if (json coll = collectives::loaded_trace_collectives_json(*entry); !coll.is_null())
     result["collectives"] = coll;
   result["insights"] = top_insights(*entry, used_arch, query.category);
+  if (!report->model_failures.empty()) {
+    json failures = json::array();
+    for (const ModelFailure& f : report->model_failures)
+      failures.push_back({{"op", f.op}, {"reason", f.reason}, {"count", f.count}});
+    result["model_failures"] = std::move(failures);
+  }
   return {result, rows_text(result)};
 }
 
