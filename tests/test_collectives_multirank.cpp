@@ -6,6 +6,7 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -151,6 +152,44 @@ TEST_CASE("collectives multi-rank: tables and ranks are consistent") {
     count += std::get<int64_t>(summary.at(r, "count").v);
   CHECK(count == 21);
   CHECK(summary.rows.size() == 7);  // the coll_analysis groups of the source trace
+}
+
+// The per-rank stage's wire form (what an MPI rank sends rank 0) gives the
+// merge the values it would have had in one process: the same table bytes.
+TEST_CASE("collectives multi-rank: the per-rank stage survives its wire form") {
+  const RankSet& set = rank_set("gpu4", 4, "--gpu-only --seed 4");
+  co::CollectiveReportOptions options;
+  options.overlap = true;
+  auto direct = co::collective_report(set.paths(), options);
+  std::vector<co::RankAnalysis> shipped;
+  for (size_t k = 0; k < set.paths().size(); ++k) {
+    auto a = co::analyse_rank(set.paths()[k], static_cast<int64_t>(k), true);
+    shipped.push_back(co::rank_analysis_from_text(co::rank_analysis_to_text(a)));
+  }
+  // Values the traces may not have: non-finite doubles, an int-valued
+  // double, bools; each comes back as the same alternative.
+  co::RankAnalysis edge = shipped.front();
+  edge.overlap_tables.front().add_row() = {NAN, INFINITY, -INFINITY, 3.0, true, int64_t{7}, ""};
+  edge.trace.instances.front().bw.busbw_gbps = NAN;
+  edge = co::rank_analysis_from_text(co::rank_analysis_to_text(edge));
+  const auto& row = edge.overlap_tables.front().rows.back();
+  CHECK(std::isnan(std::get<double>(row[0].v)));
+  CHECK(std::get<double>(row[1].v) == INFINITY);
+  CHECK(std::get<double>(row[2].v) == -INFINITY);
+  CHECK(row[3].is_double());
+  CHECK(row[4].is_bool());
+  CHECK(row[5].is_int());
+  CHECK(row[6].is_text());
+  CHECK(std::isnan(edge.trace.instances.front().bw.busbw_gbps));
+  auto merged = co::merge_ranks(std::move(shipped), options.alignment);
+  REQUIRE(merged.tables.size() == direct.tables.size());
+  CHECK(merged.tables.size() == 3 + 2 * 4);
+  for (size_t k = 0; k < direct.tables.size(); ++k) {
+    CAPTURE(direct.tables[k].name);
+    CHECK(merged.tables[k].name == direct.tables[k].name);
+    CHECK(merged.tables[k].to_csv() == direct.tables[k].to_csv());
+  }
+  CHECK_THROWS(co::rank_analysis_from_text("{\"rank\": 1}"));
 }
 
 TEST_CASE("collectives multi-rank: a rank missing an instance is named with its collective") {

@@ -1,5 +1,6 @@
 // Scale-out over MPI (issue 21, docs/scale-out.md): `mpirun -np 3 jarvis
-// sweep` against one process on the shared H100 sweep. Built when cmake
+// sweep` against one process on the shared H100 sweep, and `mpirun -np 3
+// jarvis collectives` against one process on generated multi-rank sets. Built when cmake
 // found MPI (cmake/mpi_tests.cmake); skipped in the `unit` run and run by the
 // `scaleout_mpi` ctest entry (jarvis_tests -ts=scaleout --no-skip).
 #include <doctest/doctest.h>
@@ -67,9 +68,9 @@ std::vector<std::string> csv_names(const std::string& dir) {
 }
 
 // Every CSV of `b` has the bytes of the same file in `a`, and the sets match.
-void check_same_csvs(const std::string& a, const std::string& b) {
+void check_same_csvs(const std::string& a, const std::string& b, size_t at_least = 8) {
   auto names = csv_names(a);
-  REQUIRE(names.size() >= 8);
+  REQUIRE(names.size() >= at_least);
   CHECK(csv_names(b) == names);
   for (const auto& n : names) {
     CAPTURE(n);
@@ -89,6 +90,48 @@ Totals totals(const std::string& stderr_text) {
   if (std::regex_search(stderr_text, m, re))
     t = {std::stoi(m[1].str()), std::stoi(m[2].str()), std::stoi(m[3].str())};
   return t;
+}
+
+// Every sheet of workbook `b` equals the same sheet of `a`, in order.
+void check_same_sheets(const std::string& a, const std::string& b) {
+  auto one = jarvis::read_xlsx_workbook(a);
+  auto other = jarvis::read_xlsx_workbook(b);
+  REQUIRE(one.size() == other.size());
+  for (size_t k = 0; k < one.size(); ++k) {
+    CAPTURE(one[k].name);
+    CHECK(other[k].name == one[k].name);
+    CHECK(other[k].to_csv() == one[k].to_csv());
+  }
+}
+
+// No staging directory (.OUT.partial-*) left in `dir`.
+void check_no_staging(const std::string& dir) {
+  for (const auto& e : fs::directory_iterator(dir))
+    CHECK(e.path().filename().string().find(".partial-") == std::string::npos);
+}
+
+// An N-rank set of full Kineto traces (CPU side kept, so each rank's parse
+// and overlap tables take real work) derived from the shared 2-rank HTA
+// allreduce trace by tools/make_multirank_traces.py, as in
+// tests/test_collectives_multirank.cpp. Returns the trace paths, quoted and
+// space-separated, in a shuffled order (rank from distributedInfo).
+std::string make_rank_set(const std::string& dir, int ranks) {
+  std::string cmd = "python3 '" + std::string(JARVIS_SOURCE_DIR) +
+                    "/tools/make_multirank_traces.py' --src '" + jarvis::golden::shared_dir() +
+                    "/nccl/hta_allreduce_2ranks_rank0/trace.json.gz' --out '" + dir + "' --ranks " +
+                    std::to_string(ranks) + " > /dev/null";
+  REQUIRE_MESSAGE(run(cmd) == 0, cmd);
+  std::string args;
+  for (int r = ranks - 1; r >= 0; --r)
+    args += " '" + dir + "/rank" + std::to_string(r) + ".json.gz'";
+  return args;
+}
+
+// The "all N ranks" line of `jarvis collectives --stats`: traces parsed, or -1.
+int traces_parsed(const std::string& stderr_text) {
+  std::smatch m;
+  std::regex re(R"(stats: all \d+ ranks[^:]*: peak RSS [0-9.]+ MB, traces parsed (\d+), failed 0)");
+  return std::regex_search(stderr_text, m, re) ? std::stoi(m[1].str()) : -1;
 }
 
 }  // namespace
@@ -210,6 +253,91 @@ TEST_SUITE("scaleout" * doctest::skip()) {
       CAPTURE(table.name);
       CHECK(table.to_csv() == slurp(t + "/c/" + table.name + ".csv"));
     }
+  }
+
+  TEST_CASE("scaleout: mpirun -np 3 collectives writes the bytes of one process") {
+    jarvis::testing::TempDir tmp;
+    const std::string t = tmp.path;
+    const std::string traces = make_rank_set(t + "/set", 8);
+    for (std::string overlap : {"", " --overlap"}) {
+      CAPTURE(overlap);
+      const std::string args = "collectives" + traces + overlap + " --quiet --stats";
+      const std::string one = t + "/one" + (overlap.empty() ? "" : "-ov");
+      const std::string three = t + "/three" + (overlap.empty() ? "" : "-ov");
+      REQUIRE_MESSAGE(
+          run(single(args + " --out '" + one + "' --xlsx '" + one + ".xlsx'", one + ".err")) == 0,
+          slurp(one + ".err"));
+      REQUIRE_MESSAGE(run(mpirun(3, args + " --out '" + three + "' --xlsx '" + three + ".xlsx'",
+                                 three + ".err")) == 0,
+                      slurp(three + ".err"));
+      // Instances, summary, ranks; with --overlap two overlap tables per rank.
+      check_same_csvs(one, three, overlap.empty() ? 3 : 3 + 2 * 8);
+      CHECK(csv_names(one).size() == (overlap.empty() ? 3u : 19u));
+      check_same_sheets(one + ".xlsx", three + ".xlsx");
+      // One process parsed all 8 traces; the three ranks 8 between them,
+      // each rank taking part (rank 0 analyses too).
+      CHECK(slurp(one + ".err").find("stats: rank 0: peak RSS") != std::string::npos);
+      CHECK(slurp(one + ".err").find("traces parsed 8, failed 0") != std::string::npos);
+      std::string err = slurp(three + ".err");
+      CAPTURE(err);
+      for (const char* r : {"stats: rank 0:", "stats: rank 1:", "stats: rank 2:"})
+        CHECK_MESSAGE(err.find(r) != std::string::npos, r);
+      CHECK(traces_parsed(err) == 8);
+    }
+    // -np 1 is one process: the same bytes again.
+    REQUIRE(run(mpirun(1, "collectives" + traces + " --overlap --quiet --out '" + t + "/np1'",
+                       t + "/np1.err")) == 0);
+    check_same_csvs(t + "/one-ov", t + "/np1", 19);
+    check_no_staging(t);
+  }
+
+  TEST_CASE("scaleout: collectives with a rank killed mid-run ends non-zero, writes no OUT") {
+    jarvis::testing::TempDir tmp;
+    const std::string t = tmp.path;
+    const std::string traces = make_rank_set(t + "/set", 8);
+    auto start = std::chrono::steady_clock::now();
+    // Rank 2 dies by SIGKILL on the first trace it picks (every label ends
+    // in .json.gz).
+    int rc = run(mpirun(3, "collectives" + traces + " --overlap --quiet --out '" + t + "/out'",
+                        t + "/err", "JARVIS_SCALEOUT_TEST_KILL=2:.json.gz"));
+    double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    std::string err = slurp(t + "/err");
+    CAPTURE(err);
+    CHECK(rc != 0);
+    CHECK(seconds < 60);
+    CHECK_FALSE(fs::exists(t + "/out"));
+    for (const auto& e : fs::directory_iterator(t))
+      CHECK(e.path().filename().string().find("out") == std::string::npos);
+    std::smatch m;
+    REQUIRE(std::regex_search(err, m, std::regex("rank 2 was analysing (/[^\n]*\\.json\\.gz)")));
+    CHECK(m[1].str().rfind(t + "/set/rank", 0) == 0);
+    CHECK(fs::exists(m[1].str()));
+  }
+
+  TEST_CASE("scaleout: collectives with a trace that fails to load: one process's error") {
+    jarvis::testing::TempDir tmp;
+    const std::string t = tmp.path;
+    std::string traces = make_rank_set(t + "/set", 4);
+    {
+      std::ofstream bad(t + "/set/broken.json");
+      bad << "{\"traceEvents\": [ {\"name\": ";
+    }
+    // The broken trace in the middle: one process stops there.
+    traces += " '" + t + "/set/broken.json'" + make_rank_set(t + "/more", 2);
+    const std::string args = "collectives" + traces + " --quiet --out ";
+    int rc1 = run(single(args + "'" + t + "/one'", t + "/one.err"));
+    int rc3 = run(mpirun(3, args + "'" + t + "/three'", t + "/three.err"));
+    std::string one = slurp(t + "/one.err"), three = slurp(t + "/three.err");
+    CAPTURE(one);
+    CAPTURE(three);
+    CHECK(rc1 != 0);
+    CHECK(rc3 != 0);
+    REQUIRE(one.find("broken.json") != std::string::npos);
+    CHECK(three.find(one) != std::string::npos);  // same message (mpirun adds its own lines)
+    CHECK_FALSE(fs::exists(t + "/one"));
+    CHECK_FALSE(fs::exists(t + "/three"));
+    check_no_staging(t);
   }
 }
 

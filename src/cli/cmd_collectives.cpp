@@ -2,13 +2,16 @@
 //
 // Matches the collective kernels of one trace per rank and writes
 // DIR/collective_instances.csv, collective_summary.csv and
-// collective_ranks.csv (plus per-rank overlap tables with --overlap).
+// collective_ranks.csv (plus per-rank overlap tables with --overlap). Under
+// `mpirun -np N` the rank traces are parsed across the MPI ranks
+// (docs/scale-out.md); the outputs are the same bytes.
 #include <memory>
 
 #include <fmt/format.h>
 
 #include "cli/commands.h"
 #include "cli/options.h"
+#include "cli/sweep_engine.h"
 #include "collectives/collectives.h"
 #include "report/xlsx.h"
 
@@ -18,21 +21,35 @@ namespace {
 struct CollectivesArgs {
   std::vector<std::string> traces;
   std::string out, xlsx, align = "end";
-  bool overlap = false, mkdirs = false;
+  bool overlap = false, mkdirs = false, stats = false;
   ProgressFlags progress;
 };
 
-int run_collectives(const CollectivesArgs& a) {
-  if (!a.xlsx.empty()) check_output_parent(a.xlsx, a.mkdirs, "--xlsx");
+collectives::CollectiveReportOptions report_options(const CollectivesArgs& a) {
   collectives::CollectiveReportOptions options;
   options.alignment = a.align == "none" ? collectives::TimeAlignment::None
                                         : collectives::TimeAlignment::CollectiveEnd;
   options.overlap = a.overlap;
+  return options;
+}
+
+int run_collectives(const CollectivesArgs& a) {
+  // Under mpirun the rank traces are analysed across the ranks; rank 0 runs
+  // the command, the others serve it.
+  SweepEngine engine;
+  if (engine.serving_rank()) {
+    engine.serve();
+    return 0;
+  }
+  if (!a.xlsx.empty()) check_output_parent(a.xlsx, a.mkdirs, "--xlsx");
   Progress progress(a.progress.resolve(), "collectives");
   progress.phase(fmt::format("load and match {} rank traces", a.traces.size()));
-  auto result = collectives::collective_report(a.traces, options);
+  auto result = engine.collective_report(a.traces, report_options(a));
   progress.phase("write");
-  auto paths = collectives::write_collective_tables(result.tables, a.out);
+  if (a.stats) engine.print_trace_stats(a.traces.size());
+  auto paths = engine.write_dir(a.out, [&](const std::string& dir) {
+    return collectives::write_collective_tables(result.tables, dir);
+  });
   if (!a.xlsx.empty()) write_xlsx(result.tables, a.xlsx);
   progress.finish();
   for (const std::string& path : paths) fmt::print("{}\n", path);
@@ -64,6 +81,8 @@ Runner add_collectives(CLI::App& app) {
                 "also DIR/rank<R>_collective_overlap_by_op.csv / _by_category.csv");
   cmd->add_option("--xlsx", a->xlsx, "also write the tables to an Excel workbook");
   cmd->add_flag("--mkdirs", a->mkdirs, "create a missing parent directory of --xlsx");
+  cmd->add_flag("--stats", a->stats,
+                "print peak RSS and traces parsed per process (per MPI rank) to stderr");
   add_progress_flags(cmd, a->progress);
   cmd->footer(
       "Writes DIR/collective_instances.csv, collective_summary.csv, collective_ranks.csv;\n"

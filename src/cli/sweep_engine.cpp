@@ -27,6 +27,11 @@ void print_line(const std::string& who, const Line& l) {
                who.c_str(), l.peak_rss_mb, l.runs, l.parsed, l.hits, l.failed);
 }
 
+void print_trace_line(const std::string& who, double peak_rss_mb, size_t parsed, size_t failed) {
+  std::fprintf(stderr, "stats: %s: peak RSS %.1f MB, traces parsed %zu, failed %zu\n", who.c_str(),
+               peak_rss_mb, parsed, failed);
+}
+
 double own_peak_rss_mb() {
   rusage ru{};
   getrusage(RUSAGE_SELF, &ru);
@@ -72,6 +77,14 @@ sweep::Sweep SweepEngine::load(const std::string& dir, const sweep::LoadOptions&
   return sweep::load_sweep(dir, options);
 }
 
+collectives::CollectiveReportResult SweepEngine::collective_report(
+    const std::vector<std::string>& paths, const collectives::CollectiveReportOptions& options) {
+#if JARVIS_MPI
+  if (mpi_) return mpi_->job.collective_report(paths, options);
+#endif
+  return collectives::collective_report(paths, options);
+}
+
 std::vector<std::string> SweepEngine::write_dir(
     const std::string& out,
     const std::function<std::vector<std::string>(const std::string&)>& write) {
@@ -110,6 +123,25 @@ void SweepEngine::print_stats(const std::vector<const sweep::Sweep*>& sweeps) {
 #endif
   total.peak_rss_mb = own_peak_rss_mb();
   print_line("rank 0", total);
+}
+
+void SweepEngine::print_trace_stats(size_t traces) {
+#if JARVIS_MPI
+  if (mpi_) {
+    double peak = 0;
+    size_t parsed = 0, failed = 0;
+    for (const auto& r : mpi_->job.stats()) {
+      print_trace_line("rank " + std::to_string(r.rank), r.peak_rss_mb, r.runs_parsed, r.failed);
+      peak = std::max(peak, r.peak_rss_mb);
+      parsed += r.runs_parsed;
+      failed += r.failed;
+    }
+    print_trace_line("all " + std::to_string(mpi_->job.size()) + " ranks (largest peak RSS)", peak,
+                     parsed, failed);
+    return;
+  }
+#endif
+  print_trace_line("rank 0", own_peak_rss_mb(), traces, 0);
 }
 
 }  // namespace jarvis::cli

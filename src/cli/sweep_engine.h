@@ -1,8 +1,8 @@
-// Where a sweep command analyses its runs: in this process (threads), or,
-// when mpirun / srun started it as one of several ranks and the build has
-// JARVIS_MPI, across the ranks of the MPI job (src/scaleout). The commands
-// are written once against this; only rank 0 runs them, the other ranks
-// serve it.
+// Where a sweep command analyses its runs (and `jarvis collectives` its rank
+// traces): in this process (threads), or, when mpirun / srun started it as
+// one of several ranks and the build has JARVIS_MPI, across the ranks of the
+// MPI job (src/scaleout). The commands are written once against this; only
+// rank 0 runs them, the other ranks serve it.
 #pragma once
 
 #include <functional>
@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "collectives/collectives.h"
 #include "sweep/sweep.h"
 
 namespace jarvis::cli {
@@ -27,6 +28,10 @@ class SweepEngine {
 
   sweep::Sweep load(const std::string& dir, const sweep::LoadOptions& options);
 
+  // collectives::collective_report, the per-rank stage spread over the ranks.
+  collectives::CollectiveReportResult collective_report(
+      const std::vector<std::string>& paths, const collectives::CollectiveReportOptions& options);
+
   // Fills the output directory `out` through `write(dir)`; under MPI the
   // directory appears whole (written beside it, then renamed). Returns the
   // paths written, under `out`.
@@ -37,6 +42,9 @@ class SweepEngine {
   // --stats: peak RSS and counters per process (per rank under MPI) on
   // stderr, from the sweeps this engine loaded.
   void print_stats(const std::vector<const sweep::Sweep*>& sweeps);
+  // --stats of `jarvis collectives`: peak RSS and traces parsed per process
+  // (per rank under MPI); `traces` is what one process parsed.
+  void print_trace_stats(size_t traces);
 
  private:
   struct Mpi;

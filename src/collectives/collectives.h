@@ -233,8 +233,40 @@ Table rank_collectives_table(const std::vector<CollectiveInstance>& instances);
 
 // Loads one trace per rank (rank from distributedInfo, else the position in
 // `paths`) and builds the report tables. Load failures propagate as TraceError.
+// The same as analyse_rank over `paths` then merge_ranks.
 CollectiveReportResult collective_report(const std::vector<std::string>& paths,
                                          const CollectiveReportOptions& options = {});
+
+// ---- the two stages of collective_report -----------------------------------------
+// The per-rank stage (parse a trace, extract its instances and overlap
+// tables) is the expensive part and independent per rank, so an MPI job runs
+// it on many ranks and ships each result to rank 0 (src/scaleout), which
+// runs the merge stage exactly as one process does.
+
+// What the merge stage needs of one rank: its identity and instances, and its
+// overlap tables (rank<R>_collective_overlap_by_op / _by_category) if asked.
+struct RankAnalysis {
+  RankTrace trace;
+  std::vector<Table> overlap_tables;
+};
+
+// Whether the traces of a report over `count` ranks need their overlap
+// tables: with --overlap, or always for a single trace.
+bool wants_overlap(const CollectiveReportOptions& options, size_t count);
+
+// Loads `path` and extracts the rank's analysis; only it is kept, so the trace
+// is freed on return. Throws as load_trace and rank_trace do.
+RankAnalysis analyse_rank(const std::string& path, int64_t rank_from_order, bool with_overlap);
+
+// Matches and aligns the ranks (in `paths` order) and builds the tables.
+CollectiveReportResult merge_ranks(std::vector<RankAnalysis> ranks, TimeAlignment alignment);
+
+// A compact, exact text form of a RankAnalysis (the MPI message): instances
+// as arrays of the fields the merge reads, doubles in shortest round-trip
+// form (non-finite ones as strings), table cells tagged with their type.
+std::string rank_analysis_to_text(const RankAnalysis& analysis);
+// Throws std::runtime_error on malformed text.
+RankAnalysis rank_analysis_from_text(std::string_view text);
 
 // Writes DIR/<table>.csv for every table; each file atomically, all rendered
 // before the first is written.

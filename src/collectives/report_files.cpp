@@ -8,41 +8,61 @@
 
 namespace jarvis::collectives {
 
-CollectiveReportResult collective_report(const std::vector<std::string>& paths,
-                                         const CollectiveReportOptions& options) {
-  if (paths.empty()) throw CollectiveError("no rank traces given");
-  const bool single = paths.size() == 1;
+bool wants_overlap(const CollectiveReportOptions& options, size_t count) {
+  return options.overlap || count == 1;
+}
+
+RankAnalysis analyse_rank(const std::string& path, int64_t rank_from_order, bool with_overlap) {
+  Trace trace = load_trace(path);
+  RankAnalysis a;
+  a.trace = rank_trace(trace, rank_from_order);
+  if (with_overlap) {
+    CallTree tree(trace);
+    auto overlaps = kernel_overlap(trace);
+    for (Table t : {overlap_by_op_table(trace, tree, overlaps),
+                    overlap_by_category_table(trace, tree, overlaps)}) {
+      t.name = fmt::format("rank{}_{}", a.trace.rank, t.name);
+      a.overlap_tables.push_back(std::move(t));
+    }
+  }
+  return a;
+}
+
+CollectiveReportResult merge_ranks(std::vector<RankAnalysis> analyses, TimeAlignment alignment) {
+  if (analyses.empty()) throw CollectiveError("no rank traces given");
   std::vector<RankTrace> ranks;
   std::vector<Table> overlap_tables;
-  for (size_t k = 0; k < paths.size(); ++k) {
-    // Only the instances are kept, so one trace is in memory at a time.
-    Trace trace = load_trace(paths[k]);
-    ranks.push_back(rank_trace(trace, static_cast<int64_t>(k)));
-    if (options.overlap || single) {
-      CallTree tree(trace);
-      auto overlaps = kernel_overlap(trace);
-      for (Table t : {overlap_by_op_table(trace, tree, overlaps),
-                      overlap_by_category_table(trace, tree, overlaps)}) {
-        t.name = fmt::format("rank{}_{}", ranks.back().rank, t.name);
-        overlap_tables.push_back(std::move(t));
-      }
-    }
-    if (options.progress && !options.progress(k + 1, paths.size()))
-      throw CollectiveError("cancelled");
+  for (RankAnalysis& a : analyses) {
+    ranks.push_back(std::move(a.trace));
+    for (Table& t : a.overlap_tables) overlap_tables.push_back(std::move(t));
   }
   CollectiveReportResult result;
-  if (single) {
+  if (ranks.size() == 1) {
     result.single_rank = true;
     result.report.ranks = {ranks.front().rank};
     result.tables.push_back(rank_collectives_table(ranks.front().instances));
-    for (Table& t : overlap_tables) result.tables.push_back(std::move(t));
-    return result;
+  } else {
+    result.report = match_ranks(std::move(ranks), alignment);
+    result.tables = {collective_instances_table(result.report),
+                     collective_summary_table(result.report),
+                     collective_ranks_table(result.report)};
   }
-  result.report = match_ranks(std::move(ranks), options.alignment);
-  result.tables = {collective_instances_table(result.report),
-                   collective_summary_table(result.report), collective_ranks_table(result.report)};
   for (Table& t : overlap_tables) result.tables.push_back(std::move(t));
   return result;
+}
+
+CollectiveReportResult collective_report(const std::vector<std::string>& paths,
+                                         const CollectiveReportOptions& options) {
+  if (paths.empty()) throw CollectiveError("no rank traces given");
+  const bool overlap = wants_overlap(options, paths.size());
+  std::vector<RankAnalysis> ranks;
+  for (size_t k = 0; k < paths.size(); ++k) {
+    // Only the analysis is kept, so one trace is in memory at a time.
+    ranks.push_back(analyse_rank(paths[k], static_cast<int64_t>(k), overlap));
+    if (options.progress && !options.progress(k + 1, paths.size()))
+      throw CollectiveError("cancelled");
+  }
+  return merge_ranks(std::move(ranks), options.alignment);
 }
 
 std::vector<std::string> write_collective_tables(const std::vector<Table>& tables,

@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "collectives/collectives.h"
 #include "sweep/sweep.h"
 
 namespace jarvis::scaleout {
@@ -30,9 +31,9 @@ struct RankStats {
   int rank = 0;
   double peak_rss_mb = 0;  // getrusage ru_maxrss of that rank's process
   size_t tasks = 0;        // tasks it ran (cache hits included)
-  size_t runs_parsed = 0;  // runs analysed from their files (cache misses, failures too)
+  size_t runs_parsed = 0;  // runs / traces analysed from their files (cache misses, failures too)
   size_t cache_hits = 0;
-  size_t failed = 0;  // runs that failed to load (reported and skipped)
+  size_t failed = 0;  // runs / traces that failed to load
 };
 
 // One MPI job: MPI_Init_thread on construction, MPI_Finalize on destruction
@@ -52,6 +53,13 @@ class Job {
   // Rank 0: sweep::load_sweep with the runs analysed across the ranks; same
   // Sweep (runs, failures, order) as the single-process load.
   sweep::Sweep load_sweep(const std::string& root, const sweep::LoadOptions& options);
+
+  // Rank 0: collectives::collective_report with the per-rank stage
+  // (analyse_rank) run across the ranks and the merge here; same result as
+  // one process, and the same error (the first failing trace in `paths`
+  // order) when a trace fails to load.
+  collectives::CollectiveReportResult collective_report(
+      const std::vector<std::string>& paths, const collectives::CollectiveReportOptions& options);
 
   // Ranks > 0: run the tasks rank 0 hands out until it ends the job.
   void serve();

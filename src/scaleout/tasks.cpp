@@ -1,6 +1,7 @@
 // The work a rank does for a task, and the message packing. The sweep task
 // reuses the per-run cache format (run_data_to_json) on the wire, so rank 0
-// reads a remote run exactly as it reads a cache hit.
+// reads a remote run exactly as it reads a cache hit; the collectives task
+// sends the per-rank stage of the collective report (rank_analysis_to_text).
 #include "scaleout/tasks.h"
 
 #include <sys/resource.h>
@@ -10,6 +11,7 @@
 
 #include <fmt/format.h>
 
+#include "collectives/collectives.h"
 #include "sweep/sweep.h"
 
 namespace jarvis::scaleout::detail {
@@ -72,8 +74,30 @@ std::string run_sweep_task(const std::string& payload) {
       {"run", outcome.run->from_cache ? "1" : "0", sweep::run_data_to_json(outcome.run->data)});
 }
 
+std::string run_collectives_task(const std::string& payload) {
+  auto f = unpack(payload);
+  if (f.size() != 3) throw std::runtime_error("malformed collectives task");
+  Counters& c = counters();
+  ++c.tasks;
+  ++c.runs_parsed;
+  try {
+    auto analysis = collectives::analyse_rank(f[0], std::stoll(f[1]), f[2] == "1");
+    return pack({"rank", collectives::rank_analysis_to_text(analysis)});
+  } catch (const TraceError& e) {
+    ++c.failed;
+    return pack({"error", e.what(), "trace"});
+  } catch (const collectives::CollectiveError& e) {
+    ++c.failed;
+    return pack({"error", e.what(), "collective"});
+  } catch (const std::exception& e) {
+    ++c.failed;
+    return pack({"error", e.what(), "other"});
+  }
+}
+
 std::string run_task(const std::string& kind, const std::string& payload) {
   if (kind == kSweepRunTask) return run_sweep_task(payload);
+  if (kind == kCollectivesRankTask) return run_collectives_task(payload);
   throw std::runtime_error("unknown scale-out task " + kind);
 }
 

@@ -22,6 +22,13 @@ Counters& counters();
 inline constexpr const char* kSweepRunTask = "sweep-run";
 std::string run_sweep_task(const std::string& payload);
 
+// The collectives task: payload = pack({path, rank from order, overlap 0|1});
+// result = pack({"rank", rank_analysis_to_text}) or pack({"error", what(),
+// "trace"|"collective"|"other"}): rank 0 rethrows the error of the first
+// failing trace as one process would have thrown it.
+inline constexpr const char* kCollectivesRankTask = "collectives-rank";
+std::string run_collectives_task(const std::string& payload);
+
 // Runs the handler of `kind` (throws std::runtime_error for an unknown one).
 std::string run_task(const std::string& kind, const std::string& payload);
 
