@@ -134,6 +134,25 @@ int traces_parsed(const std::string& stderr_text) {
   return std::regex_search(stderr_text, m, re) ? std::stoi(m[1].str()) : -1;
 }
 
+// Runs an MPI job in which rank 2 kills itself (SIGKILL) on the first trace
+// whose label contains `kill_text`, checks that the job failed within 60 s
+// and left no OUT (t/out) and no staging directory in t, and returns its
+// stderr.
+std::string killed_job_stderr(const std::string& job_args, const std::string& t,
+                              const std::string& kill_text) {
+  auto start = std::chrono::steady_clock::now();
+  int rc = run(mpirun(3, job_args, t + "/err", "JARVIS_SCALEOUT_TEST_KILL=2:" + kill_text));
+  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  std::string err = slurp(t + "/err");
+  CAPTURE(err);
+  CHECK(rc != 0);
+  CHECK(seconds < 60);
+  CHECK_FALSE(fs::exists(t + "/out"));
+  for (const auto& e : fs::directory_iterator(t))
+    CHECK(e.path().filename().string().find("out") == std::string::npos);
+  return err;
+}
+
 }  // namespace
 
 TEST_SUITE("scaleout" * doctest::skip()) {
@@ -187,21 +206,12 @@ TEST_SUITE("scaleout" * doctest::skip()) {
   TEST_CASE("scaleout: a rank killed mid-run ends the job non-zero, names it, writes no OUT") {
     jarvis::testing::TempDir tmp;
     const std::string t = tmp.path;
-    auto start = std::chrono::steady_clock::now();
     // Rank 2 dies by SIGKILL on the first trace it picks (every label
     // contains "trace.json.gz").
-    int rc =
-        run(mpirun(3, "sweep '" + sweep_root() + "' --out '" + t + "/out' --cache none --quiet",
-                   t + "/err", "JARVIS_SCALEOUT_TEST_KILL=2:trace.json.gz"));
-    double seconds =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    std::string err = slurp(t + "/err");
+    std::string err =
+        killed_job_stderr("sweep '" + sweep_root() + "' --out '" + t + "/out' --cache none --quiet",
+                          t, "trace.json.gz");
     CAPTURE(err);
-    CHECK(rc != 0);
-    CHECK(seconds < 60);
-    CHECK_FALSE(fs::exists(t + "/out"));
-    for (const auto& e : fs::directory_iterator(t))
-      CHECK(e.path().filename().string().find("out") == std::string::npos);
     // Rank 0 names the dead rank and the trace it had handed it.
     std::smatch m;
     REQUIRE(
@@ -295,20 +305,11 @@ TEST_SUITE("scaleout" * doctest::skip()) {
     jarvis::testing::TempDir tmp;
     const std::string t = tmp.path;
     const std::string traces = make_rank_set(t + "/set", 8);
-    auto start = std::chrono::steady_clock::now();
     // Rank 2 dies by SIGKILL on the first trace it picks (every label ends
     // in .json.gz).
-    int rc = run(mpirun(3, "collectives" + traces + " --overlap --quiet --out '" + t + "/out'",
-                        t + "/err", "JARVIS_SCALEOUT_TEST_KILL=2:.json.gz"));
-    double seconds =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    std::string err = slurp(t + "/err");
+    std::string err = killed_job_stderr(
+        "collectives" + traces + " --overlap --quiet --out '" + t + "/out'", t, ".json.gz");
     CAPTURE(err);
-    CHECK(rc != 0);
-    CHECK(seconds < 60);
-    CHECK_FALSE(fs::exists(t + "/out"));
-    for (const auto& e : fs::directory_iterator(t))
-      CHECK(e.path().filename().string().find("out") == std::string::npos);
     std::smatch m;
     REQUIRE(std::regex_search(err, m, std::regex("rank 2 was analysing (/[^\n]*\\.json\\.gz)")));
     CHECK(m[1].str().rfind(t + "/set/rank", 0) == 0);

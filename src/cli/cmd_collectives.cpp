@@ -41,7 +41,7 @@ int run_collectives(const CollectivesArgs& a) {
     engine.serve();
     return 0;
   }
-  if (!a.xlsx.empty()) check_output_parent(a.xlsx, a.mkdirs, "--xlsx");
+  check_output_parent(a.xlsx, a.mkdirs, "--xlsx");
   Progress progress(a.progress.resolve(), "collectives");
   progress.phase(fmt::format("load and match {} rank traces", a.traces.size()));
   auto result = engine.collective_report(a.traces, report_options(a));

@@ -37,7 +37,7 @@ void print_insight(const insights::Insight& i, const insights::InsightContext& c
 }
 
 int run_insights(const InsightsArgs& a) {
-  if (!a.json.empty()) check_output_parent(a.json, a.mkdirs, "--json");
+  check_output_parent(a.json, a.mkdirs, "--json");
   Progress progress(a.progress.resolve(), "insights");
   progress.phase("load");
   Trace trace = load_trace(a.trace);

@@ -31,7 +31,7 @@ Runner add_render_findings(CLI::App& app) {
       "images are embedded.");
   return [a] {
     std::string out = a->out.empty() ? a->dir + "/findings.html" : a->out;
-    if (!a->out.empty()) check_output_parent(out, a->mkdirs, "--out");
+    check_output_parent(a->out, a->mkdirs, "--out");
     charts::FindingsPage page = charts::render_findings_page(a->dir);
     write_file_atomic(out, page.html);
     fmt::print("{}: {} findings files, {} images embedded, {} missing, {} refused\n", out,

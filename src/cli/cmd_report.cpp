@@ -223,8 +223,8 @@ int run_report(ReportArgs& a) {
   if (a.trace.empty()) usage_error("TRACE is required");
   if (a.out.empty() && a.csv_dir.empty() && a.xlsx.empty() && a.html.empty())
     usage_error("nothing to write: give --out DIR (or --csv-dir DIR, --xlsx FILE, --html FILE)");
-  for (const auto& [file, flag] : {std::pair{a.xlsx, "--xlsx"}, {a.html, "--html"}})
-    if (!file.empty()) check_output_parent(file, a.mkdirs, flag);
+  check_output_parent(a.xlsx, a.mkdirs, "--xlsx");
+  check_output_parent(a.html, a.mkdirs, "--html");
   Targets t = targets(a);
   if (t.csv_dir) refuse_foreign(*t.csv_dir, a.force);
   Progress progress(a.progress.resolve(), "report");

@@ -113,8 +113,8 @@ int run_sweep(const SweepArgs& a) {
     engine.serve();
     return 0;
   }
-  for (const auto& [file, flag] : {std::pair{a.xlsx, "--xlsx"}, {a.html, "--html"}})
-    if (!file.empty()) check_output_parent(file, a.load.mkdirs, flag);
+  check_output_parent(a.xlsx, a.load.mkdirs, "--xlsx");
+  check_output_parent(a.html, a.load.mkdirs, "--html");
   bool quiet = a.load.progress.resolve() == ProgressMode::None;
   Progress progress(a.load.progress.resolve(), "sweep");
   sweep::Sweep s = load(engine, a.dir, a.load, "", progress);
@@ -146,8 +146,8 @@ int run_sweep_compare(const SweepCompareArgs& a) {
     engine.serve();
     return 0;
   }
-  for (const auto& [file, flag] : {std::pair{a.xlsx, "--xlsx"}, {a.html, "--html"}})
-    if (!file.empty()) check_output_parent(file, a.load.mkdirs, flag);
+  check_output_parent(a.xlsx, a.load.mkdirs, "--xlsx");
+  check_output_parent(a.html, a.load.mkdirs, "--html");
   bool quiet = a.load.progress.resolve() == ProgressMode::None;
   Progress progress(a.load.progress.resolve(), "sweep-compare");
   sweep::Sweep base = load(engine, a.base, a.load, a.base_layout, progress);

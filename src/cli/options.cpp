@@ -114,6 +114,7 @@ void Progress::finish() {
 
 void check_output_parent(const std::string& file, bool mkdirs, const std::string& flag) {
   namespace fs = std::filesystem;
+  if (file.empty()) return;
   fs::path parent = fs::path(file).parent_path();
   if (parent.empty()) return;
   std::error_code ec;

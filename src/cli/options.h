@@ -60,6 +60,7 @@ class Progress {
 
 // An output FILE whose directory does not exist is a usage error unless
 // `mkdirs` (--mkdirs) asks for it: a typo must not create a directory tree.
+// An empty `file` (the flag was not given) is nothing to check.
 void check_output_parent(const std::string& file, bool mkdirs, const std::string& flag);
 
 // The canonical error text for "this flag needs that one".
