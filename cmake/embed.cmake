@@ -14,3 +14,16 @@ function(jarvis_embed_list out_var files base)
   endforeach()
   set(${out_var} "${body}" PARENT_SCOPE)
 endfunction()
+
+# jarvis_embed_text(OUT FILE): the file's content as one C++ raw string literal
+# (for a single resource such as the replay runner). Also re-runs the configure
+# step when the file changes.
+function(jarvis_embed_text out_var file)
+  file(READ ${file} content)
+  string(FIND "${content}" ")JARVIS_EMBED\"" clash)
+  if(NOT clash EQUAL -1)
+    message(FATAL_ERROR "${file} contains the embed delimiter")
+  endif()
+  set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${file})
+  set(${out_var} "R\"JARVIS_EMBED(${content})JARVIS_EMBED\"" PARENT_SCOPE)
+endfunction()

@@ -160,15 +160,8 @@ ReportOptions report_options(const LoadSettings& s) {
 }
 
 rocprof::ReportOptions rocprof_options(const LoadSettings& s) {
-  rocprof::ReportOptions o;
-  o.kernel_summary = s.kernel_summary;
-  o.short_kernel_study = s.short_kernel_study;
-  o.short_kernel_threshold_us = s.short_kernel_threshold_us;
-  o.short_kernel_bins = s.short_kernel_bins;
-  o.kernel_details = s.kernel_details;
-  o.topk_kernels = s.topk_kernels;
-  o.fix_units = s.fix_rocprof_units;
-  return o;
+  return rocprof::ReportOptions::from_shared(report_options(s), s.kernel_details, s.topk_kernels,
+                                             s.fix_rocprof_units);
 }
 
 // One loaded trace (Kineto or rocprofv3) and its report, built on first use.

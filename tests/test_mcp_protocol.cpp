@@ -1,12 +1,18 @@
 // JSON-RPC / MCP protocol behaviour of the session core, in process.
 #include <doctest/doctest.h>
 
+#include <filesystem>
+#include <fstream>
+#include <set>
+
+#include "categories/prepare.h"
 #include "mcp_harness.h"
 
 using jarvis::mcp::json;
 using jarvis::mcp::testing::conformance_trace;
 using jarvis::mcp::testing::Harness;
 namespace rpc = jarvis::mcp::rpc;
+namespace fs = std::filesystem;
 
 namespace {
 
@@ -306,5 +312,44 @@ TEST_SUITE("mcp_protocol") {
     json prompt = h.request(2, "prompts/get", {{"name", name}});
     CHECK(prompt["result"]["messages"][0]["role"] == "user");
     CHECK(!prompt["result"]["messages"][0]["content"]["text"].get<std::string>().empty());
+  }
+
+  TEST_CASE("every skill TraceLens's manifests name is a served prompt, under both names") {
+    Harness h;
+    h.initialize();
+    std::set<std::string> served;
+    json listing = h.request(1, "prompts/list");
+    for (const auto& p : listing["result"]["prompts"])
+      served.insert(p["name"].get<std::string>());
+    // The skills of every category in every reference manifest in ../shared.
+    std::set<std::string> manifest_skills;
+    for (const auto& dir : fs::directory_iterator(jarvis::golden::shared_dir() + "/conformance")) {
+      fs::path manifest = dir.path() / "category_data" / "category_manifest.json";
+      if (!fs::exists(manifest)) continue;
+      std::ifstream in(manifest);
+      json doc = json::parse(in);
+      for (const auto& c : doc["categories"])
+        manifest_skills.insert(c["skill"].get<std::string>());
+    }
+    REQUIRE(manifest_skills.size() >= 5);
+    int id = 10;
+    for (const std::string& skill : manifest_skills) {
+      CAPTURE(skill);
+      std::string prompt = jarvis::analysis::prompt_for_skill(skill);
+      CHECK(served.count(prompt) == 1);
+      json by_alias = h.request(++id, "prompts/get", {{"name", skill}});
+      json by_name = h.request(++id, "prompts/get", {{"name", prompt}});
+      REQUIRE(by_alias.contains("result"));
+      CHECK(by_alias["result"] == by_name["result"]);
+    }
+    // Every pair of the table names a served prompt, and the listing carries the alias.
+    for (const auto& [tracelens, prompt] : jarvis::analysis::skill_prompt_names()) {
+      std::string prompt_name(prompt);
+      CAPTURE(prompt_name);
+      CHECK(served.count(prompt_name) == 1);
+    }
+    for (const auto& p : listing["result"]["prompts"])
+      if (p["name"] == "gemm-analysis")
+        CHECK(p["_meta"]["jarvis/tracelens_skill_names"] == json::array({"gemm-analyzer"}));
   }
 }

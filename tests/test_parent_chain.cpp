@@ -3,8 +3,14 @@
 // event at each unified_perf_summary ex_UID must carry that row's name.
 #include <doctest/doctest.h>
 
+#include <algorithm>
+#include <set>
+
+#include <nlohmann/json.hpp>
+
 #include "explore/parent_chain.h"
 #include "test_analysis_support.h"
+#include "test_loader_support.h"
 #include "trace/loader.h"
 
 using namespace jarvis;
@@ -90,4 +96,103 @@ TEST_CASE("parent_chain: ex_UID of unified_perf_summary, subtree and text") {
   analysis::ParentChainQuery big;
   big.uid = static_cast<Uid>(trace.events.size());
   CHECK_THROWS_AS(analysis::parent_chain(trace, tree, big), std::invalid_argument);
+}
+
+namespace {
+
+// The raw trace events, parsed independently of jarvis's loader.
+nlohmann::json raw_events(const std::string& path) {
+  return nlohmann::json::parse(jarvis::loader_test::gunzip_file(path))["traceEvents"];
+}
+
+bool raw_encloses(const nlohmann::json& outer, const nlohmann::json& inner) {
+  double ots = outer["ts"].get<double>(), its = inner["ts"].get<double>();
+  return outer["pid"] == inner["pid"] && outer["tid"] == inner["tid"] && ots <= its &&
+         ots + outer["dur"].get<double>() >= its + inner["dur"].get<double>();
+}
+
+}  // namespace
+
+TEST_CASE("parent_chain: nn.Module context of ops, from the raw python_function events") {
+  std::string path = golden::shared_dir() + "/conformance/h100_bert-small/trace.json.gz";
+  Trace trace = load_trace(path);
+  CallTree tree(trace);
+  nlohmann::json events = raw_events(path);
+  // The first three aten::addmm ops in file order, and the nn.Module frames
+  // enclosing each, outermost first (start time, then longer first).
+  size_t checked = 0;
+  for (size_t i = 0; i < events.size() && checked < 3; ++i) {
+    const auto& op = events[i];
+    if (op.value("cat", "") != "cpu_op" || op.value("name", "") != "aten::addmm") continue;
+    std::vector<std::pair<std::pair<double, double>, std::string>> modules;
+    for (const auto& e : events)
+      if (e.value("cat", "") == "python_function" && e.value("ph", "") == "X" &&
+          e.value("name", "").starts_with("nn.Module: ") && raw_encloses(e, op))
+        modules.push_back(
+            {{e["ts"].get<double>(), -e["dur"].get<double>()}, e["name"].get<std::string>()});
+    std::sort(modules.begin(), modules.end());
+    REQUIRE(modules.size() >= 2);  // the model, a layer, ... a Linear
+    analysis::ParentChainQuery q;
+    q.op_name = "aten::addmm";
+    q.index = checked;
+    auto res = analysis::parent_chain(trace, tree, q);
+    CHECK(res.json["event"]["ts"].get<double>() == op["ts"].get<double>());
+    const auto& got = res.json["context"]["modules"];
+    REQUIRE(got.size() == modules.size());
+    for (size_t k = 0; k < modules.size(); ++k) CHECK(got[k] == modules[k].second);
+    // The text's context line ends with the module path.
+    std::string path;
+    for (const auto& m : modules) path += (path.empty() ? "" : " > ") + m.second;
+    CHECK(res.text.find(path + "\n") != std::string::npos);
+    CHECK(res.text.find("Context:\n  ") != std::string::npos);
+    // A kernel launched by the op carries the same module path (through its launch).
+    auto gpu = tree.gpu_events(res.uid);
+    if (!gpu.empty()) {
+      analysis::ParentChainQuery k;
+      k.uid = gpu.front();
+      CHECK(analysis::parent_chain(trace, tree, k).json["context"]["modules"] == got);
+    }
+    ++checked;
+  }
+  CHECK(checked == 3);
+}
+
+TEST_CASE("parent_chain: an optimizer step's subtree holds the kernels it launched") {
+  std::string path = golden::shared_dir() + "/hw_pairs/gpt2_train/h100.json.gz";
+  Trace trace = load_trace(path);
+  CallTree tree(trace);
+  nlohmann::json events = raw_events(path);
+  // Independently: kernels whose launch (a cuda_runtime call with the same
+  // correlation) lies inside the first Optimizer.step annotation on its thread.
+  const nlohmann::json* step = nullptr;
+  for (const auto& e : events)
+    if (e.value("cat", "") == "user_annotation" &&
+        e.value("name", "") == "Optimizer.step#AdamW.step") {
+      step = &e;
+      break;
+    }
+  REQUIRE(step != nullptr);
+  std::set<int64_t> launches;
+  for (const auto& e : events)
+    if (e.value("cat", "") == "cuda_runtime" && e.contains("dur") && raw_encloses(*step, e) &&
+        e.contains("args") && e["args"].contains("correlation"))
+      launches.insert(e["args"]["correlation"].get<int64_t>());
+  size_t kernels = 0;
+  for (const auto& e : events)
+    if ((e.value("cat", "") == "kernel" || e.value("cat", "") == "gpu_memcpy" ||
+         e.value("cat", "") == "gpu_memset") &&
+        e.contains("args") && e["args"].contains("correlation") &&
+        launches.count(e["args"]["correlation"].get<int64_t>()))
+      ++kernels;
+  REQUIRE(kernels > 10);  // AdamW's multi_tensor_apply kernels at least
+
+  analysis::ParentChainQuery q;
+  q.op_name = "Optimizer.step#AdamW.step";
+  q.subtree_depth = 1;
+  auto res = analysis::parent_chain(trace, tree, q);
+  CHECK(res.json["event"]["category"] == "user_annotation");
+  CHECK(res.json["subtree"]["gpu_event_count"].get<size_t>() == kernels);
+  REQUIRE(res.json["subtree"].contains("children"));
+  CHECK(res.json["subtree"]["children"].size() > 0);
+  CHECK(res.text.find("Optimizer.step#AdamW.step") != std::string::npos);
 }

@@ -149,6 +149,16 @@ TEST_SUITE("replay") {
       CHECK(back[k].name == members[k].name);
       CHECK(back[k].data == members[k].data);
     }
+    // Fixed timestamps: the same members give the same bytes, whenever written.
+    CHECK(replay::make_zip(members) == zip);
+    // ... because every member is dated 1980-01-01 00:00 (local header offsets 10 and 12).
+    auto u16 = [&zip](size_t at) {
+      return static_cast<unsigned>(static_cast<unsigned char>(zip[at])) |
+             static_cast<unsigned>(static_cast<unsigned char>(zip[at + 1])) << 8;
+    };
+    CHECK(u16(10) == 0u);
+    CHECK(u16(12) == ((1u << 5) | 1u));
+    CHECK_THROWS_AS(replay::make_zip({{"", "x"}}), std::runtime_error);
   }
 
   TEST_CASE("Input Dims filters parse from JSON and Python tuple text") {

@@ -181,6 +181,30 @@ std::string skill_for_category(const std::string& key) {
   return it == kSkills.end() ? "generic-op-analyzer" : it->second;
 }
 
+const std::vector<std::pair<std::string_view, std::string_view>>& skill_prompt_names() {
+  static const std::vector<std::pair<std::string_view, std::string_view>> kNames = {
+      {"convolution-analyzer", "convolution-analysis"},
+      {"cpu-idle-analyzer", "cpu-idle-analysis"},
+      {"elementwise-analyzer", "elementwise-analysis"},
+      {"gemm-analyzer", "gemm-analysis"},
+      {"generic-op-analyzer", "other-analysis"},
+      {"kernel-fusion-analyzer", "kernel-fusion-analysis"},
+      {"moe-analyzer", "moe-analysis"},
+      {"multi-kernel-analyzer", "multi-kernel-analysis"},
+      {"norm-analyzer", "norm-analysis"},
+      {"reduce-analyzer", "reduce-analysis"},
+      {"sdpa-analyzer", "sdpa-analysis"},
+      {"triton-analyzer", "triton-analysis"},
+  };
+  return kNames;
+}
+
+std::string prompt_for_skill(std::string_view tracelens_skill) {
+  for (const auto& [tracelens, served] : skill_prompt_names())
+    if (tracelens == tracelens_skill) return std::string(served);
+  return {};
+}
+
 ojson gpu_utilization_from_timeline(const Table& gpu_timeline) {
   Table typed = infer_pandas_types(as_text_table(gpu_timeline));
   std::map<std::string, std::pair<ojson, ojson>> by_type;

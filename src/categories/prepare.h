@@ -15,6 +15,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "categories/category_analysis_common.h"
@@ -66,8 +67,17 @@ ojson gpu_utilization_from_timeline(const Table& gpu_timeline);
 // Names are looked up in $JARVIS_ARCH_DIR, then <source dir>/arch.
 ojson load_arch_json(const std::string& name_or_path);
 
-// The skill (sub-agent) TraceLens assigns to a category key.
+// The skill (sub-agent) TraceLens assigns to a category key, as its manifest
+// names it ("gemm-analyzer"); category_manifest.json keeps these names.
 std::string skill_for_category(const std::string& category_key);
+
+// TraceLens's skill name → the skill jarvis serves as an MCP prompt and ships
+// in skills/ ("gemm-analyzer" → "gemm-analysis"). One table for both names:
+// the MCP layer resolves a manifest name through it, and tool results give
+// the served name beside TraceLens's. Empty for a name TraceLens does not use.
+std::string prompt_for_skill(std::string_view tracelens_skill);
+// Every (TraceLens skill, served prompt) pair, in TraceLens-name order.
+const std::vector<std::pair<std::string_view, std::string_view>>& skill_prompt_names();
 
 // Path text TraceLens records for a file under output_dir ("./x" → "x").
 std::string recorded_path(const std::string& output_dir, const std::string& relative);

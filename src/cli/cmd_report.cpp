@@ -118,19 +118,9 @@ rocprof::ReportOptions rocprof_options(const ReportArgs& a) {
   if (!a.html.empty()) usage_error("--html is not supported for rocprofv3 input");
   if (!a.arch.empty() || a.python_frames)
     usage_error("--arch and --include-python-frames do not apply to rocprofv3 input");
-  ReportOptions shared = report_options(a);
-  rocprof::ReportOptions o;
-  o.kernel_summary = shared.kernel_summary;
-  o.short_kernel_study = shared.short_kernel_study;
-  o.short_kernel_threshold_us = shared.short_kernel_threshold_us;
-  o.short_kernel_bins = shared.short_kernel_bins;
-  o.kernel_details = a.kernel_details;
-  o.fix_units = a.fix_rocprof_units;
-  if (a.topk_kernels) {
-    if (!o.kernel_details) usage_error("--topk-kernels needs --kernel-details");
-    o.topk_kernels = *a.topk_kernels;
-  }
-  return o;
+  if (a.topk_kernels && !a.kernel_details) usage_error("--topk-kernels needs --kernel-details");
+  return rocprof::ReportOptions::from_shared(report_options(a), a.kernel_details, a.topk_kernels,
+                                             a.fix_rocprof_units);
 }
 
 // Where the CSVs and the workbook go: --csv-dir (TraceLens's output_csvs_dir)

@@ -7,6 +7,8 @@
 #include <utility>
 #include <vector>
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <CLI/CLI.hpp>
 
 #include "cli/commands.h"
@@ -53,12 +55,6 @@ std::vector<Registered> register_commands(CLI::App& app) {
   return out;
 }
 
-std::string joined(const std::vector<std::string>& words) {
-  std::string out;
-  for (const auto& w : words) out += (out.empty() ? "" : " ") + w;
-  return out;
-}
-
 int parse_error(const CLI::App& app, const CLI::ParseError& e, const CLI::App* command,
                 const std::vector<Registered>& commands, int argc, char** argv) {
   if (e.get_exit_code() == 0) return app.exit(e);  // --help, --version: stdout, exit 0
@@ -82,12 +78,11 @@ int parse_error(const CLI::App& app, const CLI::ParseError& e, const CLI::App* c
   bool extras = dynamic_cast<const CLI::ExtrasError*>(&e) != nullptr;
   if (!unplaced.empty())
     std::fprintf(stderr, "jarvis%s: unknown argument(s): %s\n", name.c_str(),
-                 joined(unplaced).c_str());
+                 fmt::format("{}", fmt::join(unplaced, " ")).c_str());
   if (!extras || unplaced.empty()) std::fprintf(stderr, "jarvis%s: %s\n", name.c_str(), e.what());
   if (!unplaced.empty()) {
-    std::string flags;
-    for (const auto& flag : jarvis::cli::long_flags(*command)) flags += " " + flag;
-    std::fprintf(stderr, "valid flags:%s\n", flags.c_str());
+    std::fprintf(stderr, "valid flags: %s\n",
+                 fmt::format("{}", fmt::join(jarvis::cli::long_flags(*command), " ")).c_str());
   }
   std::fprintf(stderr, "Run `jarvis%s --help` for the options.\n", name.c_str());
   return 2;

@@ -1,5 +1,6 @@
 #include "explore/parent_chain.h"
 
+#include <algorithm>
 #include <cmath>
 #include <stdexcept>
 
@@ -100,6 +101,151 @@ void subtree_text(const Trace& trace, const CallTree& tree, Uid uid, int depth,
            std::to_string(kids.size() - shown) + " more child event(s)\n";
 }
 
+// --- host context: annotations, nn.Module and Python frames ----------------
+// Kineto nests record_function annotations (ProfilerStep#N, Optimizer.step,
+// user ranges) and python_function frames (nn.Module: X_0, file(line): fn) by
+// time on the thread that ran them; TraceLens's call tree keeps none of them,
+// so the agent could not say which layer an op came from. They are found here
+// by containment on the op's thread, outermost first.
+
+bool is_context_event(const Event& e) {
+  return (e.cat == Cat::UserAnnotation || e.cat == Cat::PythonFunction) &&
+         e.ph == Phase::Complete && e.has_ts() && e.has_dur();
+}
+
+// The host event whose thread and time place `uid`: itself for host events,
+// the launching runtime call for a GPU event (kNoUid when unlinked).
+Uid host_anchor(const Trace& trace, const CallTree& tree, Uid uid) {
+  Uid u = uid;
+  while (u != kNoUid && trace.events[u].is_gpu()) u = tree.parent(u);
+  return u;
+}
+
+bool same_thread(const Event& a, const Event& b) {
+  return a.pid == b.pid && a.tid == b.tid;
+}
+
+bool encloses(const Event& outer, const Event& inner) {
+  return outer.ts <= inner.ts && outer.ts + outer.dur >= inner.ts + inner.dur;
+}
+
+// Annotation and Python events enclosing `anchor` on its thread, outermost
+// first (earlier start, then longer).
+std::vector<Uid> enclosing_context(const Trace& trace, Uid anchor) {
+  std::vector<Uid> out;
+  const Event& a = trace.events[anchor];
+  if (!a.has_ts() || !a.has_dur()) return out;
+  for (Uid u = 0; u < trace.events.size(); ++u) {
+    const Event& e = trace.events[u];
+    if (u != anchor && is_context_event(e) && same_thread(e, a) && encloses(e, a)) out.push_back(u);
+  }
+  std::stable_sort(out.begin(), out.end(), [&](Uid x, Uid y) {
+    const Event& ex = trace.events[x];
+    const Event& ey = trace.events[y];
+    if (ex.ts != ey.ts) return ex.ts < ey.ts;
+    return ex.dur > ey.dur;
+  });
+  return out;
+}
+
+constexpr size_t kMaxPythonFrames = 12;
+
+// {profiler_step, annotations[], modules[], python_frames[]}: names, outermost
+// first; python_frames keeps the innermost kMaxPythonFrames non-module frames.
+ojson host_context_json(const Trace& trace, const std::vector<Uid>& enclosing) {
+  ojson ctx = ojson::object();
+  ctx["profiler_step"] = nullptr;
+  ojson annotations = ojson::array(), modules = ojson::array();
+  std::vector<std::string> frames;
+  for (Uid u : enclosing) {
+    std::string name(trace.name(u));
+    if (trace.events[u].cat == Cat::UserAnnotation) {
+      if (name.starts_with("ProfilerStep#"))
+        ctx["profiler_step"] = name;
+      else
+        annotations.push_back(name);
+    } else if (name.starts_with("nn.Module: ")) {
+      modules.push_back(name);
+    } else {
+      frames.push_back(name);
+    }
+  }
+  size_t skip = frames.size() > kMaxPythonFrames ? frames.size() - kMaxPythonFrames : 0;
+  ctx["annotations"] = annotations;
+  ctx["modules"] = modules;
+  ctx["python_frames"] = ojson(
+      std::vector<std::string>(frames.begin() + static_cast<std::ptrdiff_t>(skip), frames.end()));
+  ctx["python_frames_not_shown"] = skip;
+  return ctx;
+}
+
+std::string host_context_text(const ojson& ctx) {
+  std::string line;
+  auto add = [&line](const std::string& part) { line += (line.empty() ? "" : " > ") + part; };
+  if (ctx["profiler_step"].is_string()) add(ctx["profiler_step"].get<std::string>());
+  for (const auto& a : ctx["annotations"]) add(a.get<std::string>());
+  for (const auto& m : ctx["modules"]) add(m.get<std::string>());
+  if (line.empty()) return {};
+  return "Context:\n  " + line + "\n";
+}
+
+// The top-level call-tree ops inside an annotation or Python frame (which the
+// call tree does not hold): host tree events on its thread within its span
+// whose parent lies outside it, in time order.
+std::vector<Uid> enclosed_top_ops(const Trace& trace, const CallTree& tree, Uid uid) {
+  const Event& span = trace.events[uid];
+  std::vector<Uid> out;
+  auto inside = [&](Uid u) {
+    const Event& e = trace.events[u];
+    return !e.is_gpu() && tree.in_tree(u) && e.has_ts() && e.has_dur() && same_thread(e, span) &&
+           encloses(span, e);
+  };
+  for (Uid u = 0; u < trace.events.size(); ++u) {
+    if (!inside(u)) continue;
+    Uid p = tree.parent(u);
+    if (p == kNoUid || !inside(p)) out.push_back(u);
+  }
+  std::stable_sort(out.begin(), out.end(),
+                   [&](Uid x, Uid y) { return trace.events[x].ts < trace.events[y].ts; });
+  return out;
+}
+
+// Subtree of an annotation / Python frame: the enclosed top-level ops as its
+// children (each with its own call-tree subtree), JSON and text.
+ojson enclosed_subtree(const Trace& trace, const CallTree& tree, Uid uid, const ParentChainQuery& q,
+                       std::string& text) {
+  std::vector<Uid> kids;
+  size_t gpu_events = 0;
+  for (Uid c : enclosed_top_ops(trace, tree, uid)) {
+    if (!keep_child(trace, tree, c, q.prune_non_gpu)) continue;
+    kids.push_back(c);
+    gpu_events += tree.gpu_events(c).size();
+  }
+  ojson node = describe_event(trace, uid);
+  node["gpu_event_count"] = gpu_events;
+  text += "\xE2\x94\x94\xE2\x94\x80\xE2\x94\x80 " + node_line(trace, uid) + "\n";
+  if (kids.empty()) return node;
+  if (q.subtree_depth == 0) {
+    node["children_not_shown"] = kids.size();
+    text += "    \xE2\x94\x94\xE2\x94\x80\xE2\x94\x80 ... " + std::to_string(kids.size()) +
+            " child event(s) below the depth limit\n";
+    return node;
+  }
+  size_t shown = std::min(kids.size(), q.max_children);
+  ojson children = ojson::array();
+  for (size_t k = 0; k < shown; ++k) {
+    children.push_back(subtree_json(trace, tree, kids[k], 1, q));
+    subtree_text(trace, tree, kids[k], 1, q, "    ", k + 1 == shown && shown == kids.size(), text);
+  }
+  node["children"] = children;
+  if (kids.size() > shown) {
+    node["children_not_shown"] = kids.size() - shown;
+    text += "    \xE2\x94\x94\xE2\x94\x80\xE2\x94\x80 ... " + std::to_string(kids.size() - shown) +
+            " more child event(s)\n";
+  }
+  return node;
+}
+
 // UIDs matching the query's name selector, UID order.
 std::vector<Uid> matches(const Trace& trace, const ParentChainQuery& q) {
   std::vector<Uid> exact, partial;
@@ -184,14 +330,28 @@ ParentChainResult parent_chain(const Trace& trace, const CallTree& tree,
     append_fields(p);
     ++depth;
   }
+  Uid anchor = host_anchor(trace, tree, uid);
+  ojson context = anchor == kNoUid ? host_context_json(trace, {})
+                                   : host_context_json(trace, enclosing_context(trace, anchor));
+  text += host_context_text(context);
+
   std::string sub;
-  subtree_text(trace, tree, uid, 0, q, "", true, sub);
+  ojson subtree;
+  if (is_context_event(trace.events[uid]) && !tree.in_tree(uid)) {
+    // An annotation (Optimizer.step, a record_function range) or a Python
+    // frame: its subtree is the call-tree ops it encloses.
+    subtree = enclosed_subtree(trace, tree, uid, q, sub);
+  } else {
+    subtree_text(trace, tree, uid, 0, q, "", true, sub);
+    subtree = subtree_json(trace, tree, uid, 0, q);
+  }
 
   r.json = ojson::object();
   r.json["event"] = describe_event(trace, uid);
   r.json["match_count"] = match_count;
   r.json["parent_chain"] = chain;
-  r.json["subtree"] = subtree_json(trace, tree, uid, 0, q);
+  r.json["context"] = context;
+  r.json["subtree"] = subtree;
   r.text = text + "\nSubtree:\n" + sub;
   r.json["text"] = r.text;
   return r;

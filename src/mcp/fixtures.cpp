@@ -242,7 +242,8 @@ std::vector<Prompt> fixture_prompts() {
         {"description", "A simple prompt without arguments"}},
        [user](const json&) {
          return json{{"messages", {user(text("This is a simple prompt for testing."))}}};
-       }});
+       },
+       {}});
   prompts.push_back(
       {{{"name", "test_prompt_with_arguments"},
         {"title", "Prompt With Arguments"},
@@ -254,7 +255,8 @@ std::vector<Prompt> fixture_prompts() {
          std::string t = "Prompt with arguments: arg1='" + a.value("arg1", std::string()) +
                          "', arg2='" + a.value("arg2", std::string()) + "'";
          return json{{"messages", {user(text(t))}}};
-       }});
+       },
+       {}});
   prompts.push_back(
       {{{"name", "test_prompt_with_embedded_resource"},
         {"title", "Prompt With Embedded Resource"},
@@ -271,7 +273,8 @@ std::vector<Prompt> fixture_prompts() {
                             {"text", "Embedded resource content for testing."}}}};
          return json{{"messages",
                       {user(resource), user(text("Please process the embedded resource above."))}}};
-       }});
+       },
+       {}});
   prompts.push_back(
       {{{"name", "test_prompt_with_image"},
         {"title", "Prompt With Image"},
@@ -279,7 +282,8 @@ std::vector<Prompt> fixture_prompts() {
        [user](const json&) {
          json image = {{"type", "image"}, {"data", kPng}, {"mimeType", "image/png"}};
          return json{{"messages", {user(image), user(text("Please analyze the image above."))}}};
-       }});
+       },
+       {}});
   return prompts;
 }
 

@@ -1,6 +1,7 @@
 // The skill documents (skills/**/*.md, compiled in) served as MCP prompts.
 #include <sstream>
 
+#include "categories/prepare.h"
 #include "mcp/embedded.h"
 #include "mcp/server.h"
 
@@ -82,14 +83,22 @@ std::vector<Prompt> skill_prompts() {
     if (doc.front.count("description")) definition["description"] = doc.front["description"];
     std::string body = doc.body;
     std::string description = doc.front.count("description") ? doc.front["description"] : "";
+    // TraceLens's manifest names this skill differently ("gemm-analyzer"):
+    // prompts/get accepts that name too, and the listing says so.
+    std::vector<std::string> aliases;
+    for (const auto& [tracelens, served] : analysis::skill_prompt_names())
+      if (served == name->second) aliases.emplace_back(tracelens);
+    if (!aliases.empty()) definition["_meta"]["jarvis/tracelens_skill_names"] = aliases;
     prompts.push_back(
-        {definition, [body, description](const json&) {
+        {definition,
+         [body, description](const json&) {
            json result = {
                {"messages", json::array({json{{"role", "user"},
                                               {"content", {{"type", "text"}, {"text", body}}}}})}};
            if (!description.empty()) result["description"] = description;
            return result;
-         }});
+         },
+         aliases});
   }
   return prompts;
 }

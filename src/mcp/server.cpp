@@ -494,7 +494,9 @@ json Session::get_prompt(const json& params) const {
   if (!arguments.is_object())
     throw RpcError{rpc::kInvalidParams, "Invalid params: \"arguments\" must be an object"};
   for (const auto& prompt : server_.prompts()) {
-    if (prompt.definition["name"] != name) continue;
+    if (prompt.definition["name"] != name &&
+        std::find(prompt.aliases.begin(), prompt.aliases.end(), name) == prompt.aliases.end())
+      continue;
     for (const auto& arg : prompt.definition.value("arguments", json::array()))
       if (arg.value("required", false) && !arguments.contains(arg["name"].get<std::string>()))
         throw RpcError{rpc::kInvalidParams,

@@ -80,6 +80,7 @@ ParsedMessage parse_message_text(std::string_view text);
 struct Prompt {
   json definition;                                    // {name, title?, description?, arguments?}
   std::function<json(const json& arguments)> render;  // -> {description?, messages}
+  std::vector<std::string> aliases;  // other names prompts/get accepts (TraceLens's skill names)
 };
 
 // Prompts from the skill documents compiled in from skills/ (front matter

@@ -1,136 +1,96 @@
 #include "replay/replay_zip.h"
 
-#include <zlib.h>
+#include <zip.h>
 
 #include <cstdint>
-#include <ctime>
-#include <limits>
+#include <memory>
 #include <stdexcept>
 
 namespace jarvis::replay {
 namespace {
 
-constexpr uint32_t kLocalHeaderSig = 0x04034b50;
-constexpr uint32_t kCentralHeaderSig = 0x02014b50;
-constexpr uint32_t kEndOfCentralDirSig = 0x06054b50;
-constexpr uint16_t kVersion = 20;  // 2.0: deflate
-constexpr uint16_t kMethodStore = 0;
-constexpr uint16_t kMethodDeflate = 8;
-constexpr uint16_t kFlagUtf8Names = 1u << 11;
+// 1980-01-01 00:00:00, the earliest MS-DOS time: a fixed timestamp keeps the
+// archive independent of when it was written.
+constexpr uint16_t kDosTime = 0;
+constexpr uint16_t kDosDate = (0u << 9) | (1u << 5) | 1u;
+// External attributes of a Unix regular file, rw-r--r--.
+constexpr uint32_t kUnixFileMode = 0100644u << 16;
 
-void put16(std::string& out, uint16_t v) {
-  out.push_back(static_cast<char>(v & 0xff));
-  out.push_back(static_cast<char>(v >> 8));
+[[noreturn]] void fail(const std::string& what, zip_error_t* error) {
+  std::string message = "zip: " + what + ": " + zip_error_strerror(error);
+  zip_error_fini(error);
+  throw std::runtime_error(message);
 }
 
-void put32(std::string& out, uint32_t v) {
-  for (int k = 0; k < 4; ++k) out.push_back(static_cast<char>((v >> (8 * k)) & 0xff));
+[[noreturn]] void fail(const std::string& what, zip_t* archive) {
+  throw std::runtime_error("zip: " + what + ": " + zip_strerror(archive));
 }
 
-// Raw deflate (no zlib header), as the zip format wants.
-std::string deflate_raw(const std::string& data) {
-  z_stream zs{};
-  if (deflateInit2(&zs, Z_BEST_COMPRESSION, Z_DEFLATED, -MAX_WBITS, 8, Z_DEFAULT_STRATEGY) != Z_OK)
-    throw std::runtime_error("zip: deflateInit2 failed");
-  std::string out(deflateBound(&zs, static_cast<uLong>(data.size())), '\0');
-  zs.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(data.data()));
-  zs.avail_in = static_cast<uInt>(data.size());
-  zs.next_out = reinterpret_cast<Bytef*>(out.data());
-  zs.avail_out = static_cast<uInt>(out.size());
-  int rc = deflate(&zs, Z_FINISH);
-  out.resize(zs.total_out);
-  deflateEnd(&zs);
-  if (rc != Z_STREAM_END) throw std::runtime_error("zip: deflate failed");
-  return out;
-}
-
-// MS-DOS date and time of "now" (local time, 2-second resolution).
-std::pair<uint16_t, uint16_t> dos_time_date() {
-  std::time_t now = std::time(nullptr);
-  std::tm tm{};
-  localtime_r(&now, &tm);
-  int year = tm.tm_year + 1900 < 1980 ? 1980 : tm.tm_year + 1900;
-  auto time = static_cast<uint16_t>((tm.tm_hour << 11) | (tm.tm_min << 5) | (tm.tm_sec / 2));
-  auto date = static_cast<uint16_t>(((year - 1980) << 9) | ((tm.tm_mon + 1) << 5) | tm.tm_mday);
-  return {time, date};
-}
-
-struct Entry {
-  uint32_t crc = 0;
-  uint32_t compressed = 0;
-  uint32_t size = 0;
-  uint16_t method = kMethodStore;
-  uint32_t offset = 0;
+struct SourceFree {
+  void operator()(zip_source_t* s) const { zip_source_free(s); }
 };
+using SourcePtr = std::unique_ptr<zip_source_t, SourceFree>;
 
-uint32_t checked32(size_t v, const std::string& what) {
-  if (v > std::numeric_limits<uint32_t>::max())
-    throw std::runtime_error("zip: " + what + " exceeds 4 GiB (ZIP64 not supported)");
-  return static_cast<uint32_t>(v);
+void add_member(zip_t* archive, const ZipMember& m) {
+  zip_source_t* data = zip_source_buffer(archive, m.data.data(), m.data.size(), 0);
+  if (data == nullptr) fail("cannot add " + m.name, archive);
+  zip_int64_t index = zip_file_add(archive, m.name.c_str(), data, ZIP_FL_ENC_UTF_8);
+  if (index < 0) {
+    zip_source_free(data);
+    fail("cannot add " + m.name, archive);
+  }
+  auto k = static_cast<zip_uint64_t>(index);
+  if (zip_set_file_compression(archive, k, ZIP_CM_DEFLATE, 9) != 0 ||
+      zip_file_set_dostime(archive, k, kDosTime, kDosDate, 0) != 0 ||
+      zip_file_set_external_attributes(archive, k, 0, ZIP_OPSYS_UNIX, kUnixFileMode) != 0)
+    fail("cannot set the attributes of " + m.name, archive);
 }
 
-// Fields shared by the local and the central header, from "version needed" on.
-void put_common_header(std::string& out, const Entry& e, uint16_t name_len, uint16_t time,
-                       uint16_t date) {
-  put16(out, kVersion);
-  put16(out, kFlagUtf8Names);
-  put16(out, e.method);
-  put16(out, time);
-  put16(out, date);
-  put32(out, e.crc);
-  put32(out, e.compressed);
-  put32(out, e.size);
-  put16(out, name_len);
-  put16(out, 0);  // extra field length
+// The bytes of a finished in-memory archive.
+std::string read_back(zip_source_t* source) {
+  zip_stat_t st;
+  zip_stat_init(&st);
+  if (zip_source_stat(source, &st) != 0 || (st.valid & ZIP_STAT_SIZE) == 0)
+    fail("cannot size the archive", zip_source_error(source));
+  std::string out(static_cast<size_t>(st.size), '\0');
+  if (zip_source_open(source) != 0) fail("cannot reopen the archive", zip_source_error(source));
+  zip_int64_t got = zip_source_read(source, out.data(), st.size);
+  zip_source_close(source);
+  if (got < 0 || static_cast<zip_uint64_t>(got) != st.size)
+    fail("cannot read the archive back", zip_source_error(source));
+  return out;
 }
 
 }  // namespace
 
 std::string make_zip(const std::vector<ZipMember>& members) {
-  if (members.size() > 0xffff) throw std::runtime_error("zip: too many members");
-  auto [time, date] = dos_time_date();
-  std::string out;
-  std::vector<Entry> entries;
+  zip_error_t error;
+  zip_error_init(&error);
+  SourcePtr source(zip_source_buffer_create(nullptr, 0, 0, &error));
+  if (!source) fail("cannot create the archive buffer", &error);
+  zip_t* archive = zip_open_from_source(source.get(), ZIP_TRUNCATE, &error);
+  if (archive == nullptr) fail("cannot open the archive buffer", &error);
+  zip_error_fini(&error);
+  // zip_close/zip_discard release the source; keep it to read the bytes back.
+  zip_source_keep(source.get());
   for (const ZipMember& m : members) {
-    if (m.name.empty() || m.name.size() > 0xffff) throw std::runtime_error("zip: bad member name");
-    Entry e;
-    e.size = checked32(m.data.size(), m.name);
-    e.crc = static_cast<uint32_t>(crc32(crc32(0L, Z_NULL, 0),
-                                        reinterpret_cast<const Bytef*>(m.data.data()),
-                                        static_cast<uInt>(m.data.size())));
-    std::string packed = deflate_raw(m.data);
-    bool deflated = packed.size() < m.data.size();
-    e.method = deflated ? kMethodDeflate : kMethodStore;
-    e.compressed = checked32(deflated ? packed.size() : m.data.size(), m.name);
-    e.offset = checked32(out.size(), "archive");
-    put32(out, kLocalHeaderSig);
-    put_common_header(out, e, static_cast<uint16_t>(m.name.size()), time, date);
-    out += m.name;
-    out += deflated ? packed : m.data;
-    entries.push_back(e);
+    if (m.name.empty()) {
+      zip_discard(archive);
+      throw std::runtime_error("zip: empty member name");
+    }
+    try {
+      add_member(archive, m);
+    } catch (...) {
+      zip_discard(archive);
+      throw;
+    }
   }
-  uint32_t central_offset = checked32(out.size(), "archive");
-  for (size_t k = 0; k < members.size(); ++k) {
-    put32(out, kCentralHeaderSig);
-    put16(out, (3u << 8) | kVersion);  // made by: Unix, so the mode below is honoured
-    put_common_header(out, entries[k], static_cast<uint16_t>(members[k].name.size()), time, date);
-    put16(out, 0);               // comment length
-    put16(out, 0);               // disk number start
-    put16(out, 0);               // internal attributes
-    put32(out, 0100644u << 16);  // external attributes: regular file, rw-r--r--
-    put32(out, entries[k].offset);
-    out += members[k].name;
+  if (zip_close(archive) != 0) {
+    std::string message = std::string("zip: cannot finish the archive: ") + zip_strerror(archive);
+    zip_discard(archive);
+    throw std::runtime_error(message);
   }
-  uint32_t central_size = checked32(out.size() - central_offset, "archive");
-  put32(out, kEndOfCentralDirSig);
-  put16(out, 0);  // this disk
-  put16(out, 0);  // disk with the central directory
-  put16(out, static_cast<uint16_t>(members.size()));
-  put16(out, static_cast<uint16_t>(members.size()));
-  put32(out, central_size);
-  put32(out, central_offset);
-  put16(out, 0);  // comment length
-  return out;
+  return read_back(source.get());
 }
 
 }  // namespace jarvis::replay

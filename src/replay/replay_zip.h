@@ -1,5 +1,6 @@
-// A minimal ZIP archive writer (PKWARE APPNOTE 6.3, no ZIP64) for the replay
-// package: the archive is built in memory so it can be written atomically.
+// The replay package archive, written with libzip into memory so it can be
+// written atomically. Every member carries the same fixed timestamp and mode,
+// so the same members give byte-identical archives (reproducible packages).
 #pragma once
 
 #include <string>
@@ -12,10 +13,9 @@ struct ZipMember {
   std::string data;  // file contents
 };
 
-// The bytes of a zip archive holding `members` in order, each stored with
-// raw deflate (or stored as-is when deflate does not make it smaller).
-// Throws std::runtime_error on zlib failure or when a member exceeds the
-// 4 GiB / 65535-entry limits of a non-ZIP64 archive.
+// The bytes of a zip archive holding `members` in order, deflated (libzip
+// stores a member as-is when deflate would not shrink it). Throws
+// std::runtime_error with libzip's message on failure.
 std::string make_zip(const std::vector<ZipMember>& members);
 
 }  // namespace jarvis::replay

@@ -18,6 +18,7 @@
 #include <string_view>
 #include <vector>
 
+#include "report/report.h"
 #include "report/table.h"
 #include "rocprof/profile.h"
 
@@ -31,6 +32,22 @@ struct ReportOptions {
   double short_kernel_threshold_us = 10;
   int short_kernel_bins = 100;
   bool fix_units = false;
+
+  // The options a rocprofv3 report shares with a Kineto one (kernel summary,
+  // short-kernel study), plus the rocprof-only ones: one conversion for the
+  // CLI and the Python API.
+  static ReportOptions from_shared(const jarvis::ReportOptions& shared, bool kernel_details,
+                                   std::optional<size_t> topk_kernels, bool fix_units) {
+    ReportOptions o;
+    o.kernel_summary = shared.kernel_summary;
+    o.short_kernel_study = shared.short_kernel_study;
+    o.short_kernel_threshold_us = shared.short_kernel_threshold_us;
+    o.short_kernel_bins = shared.short_kernel_bins;
+    o.kernel_details = kernel_details;
+    o.topk_kernels = topk_kernels;
+    o.fix_units = fix_units;
+    return o;
+  }
 };
 
 // TraceLens's rocprof kernel category from the name: GEMM, Elementwise,

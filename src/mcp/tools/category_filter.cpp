@@ -44,7 +44,8 @@ ToolResult category_filter_tool(const json& args, ToolContext& ctx) {
     json e = {
         {"name", c["name"]},
         {"display_name", c["display_name"]},
-        {"skill", c["skill"]},
+        {"skill", analysis::prompt_for_skill(c["skill"].get<std::string>())},
+        {"tracelens_skill", c["skill"]},
         {"tier", c["tier"]},
         {"ops_count", c["ops_count"]},
         {"gpu_kernel_time_ms",
