@@ -319,8 +319,7 @@ TEST_SUITE("mcp_protocol") {
     h.initialize();
     std::set<std::string> served;
     json listing = h.request(1, "prompts/list");
-    for (const auto& p : listing["result"]["prompts"])
-      served.insert(p["name"].get<std::string>());
+    for (const auto& p : listing["result"]["prompts"]) served.insert(p["name"].get<std::string>());
     // The skills of every category in every reference manifest in ../shared.
     std::set<std::string> manifest_skills;
     for (const auto& dir : fs::directory_iterator(jarvis::golden::shared_dir() + "/conformance")) {
@@ -328,8 +327,7 @@ TEST_SUITE("mcp_protocol") {
       if (!fs::exists(manifest)) continue;
       std::ifstream in(manifest);
       json doc = json::parse(in);
-      for (const auto& c : doc["categories"])
-        manifest_skills.insert(c["skill"].get<std::string>());
+      for (const auto& c : doc["categories"]) manifest_skills.insert(c["skill"].get<std::string>());
     }
     REQUIRE(manifest_skills.size() >= 5);
     int id = 10;
