@@ -153,10 +153,10 @@ TEST_CASE("agent_session: scripted performance-analysis workflow over MCP stdio"
   }
   CHECK(read_text(out / "replay/replay_package.zip").substr(0, 2) == "PK");
 
-  // GEMM time agrees between gemm_roofline (us) and the metrics file (ms, 3 dp).
+  // GEMM subtree time agrees between gemm_roofline (us) and the metrics file (ms, 3 dp).
   const json metrics = read_json(out / "category_data/gemm_metrics.json");
   CHECK(std::fabs(metrics.at("total_time_ms").get<double>() -
-                  roof.at("gemm_time_us").get<double>() / 1000.0) <= 0.0005 + 1e-9);
+                  roof.at("gemm_sheet_kernel_time_us").get<double>() / 1000.0) <= 0.0005 + 1e-9);
 
   // The findings were written from this run's analysis: title, every impact
   // range verbatim, and the top op's call site from parent_chain.

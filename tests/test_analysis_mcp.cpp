@@ -8,6 +8,7 @@
 #include "golden.h"
 #include "mcp_harness.h"
 #include "test_analysis_support.h"
+#include "test_loader_support.h"
 
 using jarvis::mcp::json;
 using jarvis::mcp::testing::conformance_trace;
@@ -94,4 +95,49 @@ TEST_CASE("MCP parent_chain and gemm_roofline") {
   CHECK(rf["shapes"][0]["bound"] == "compute");
   CHECK(fs::exists(svg));
   CHECK(a.error_text(6, "gemm_roofline", {{"trace", "t1"}, {"arch", "NoSuchGPU"}}) != "");
+}
+
+TEST_CASE("GEMM time under autocast: one total in ops_summary, gemm_roofline, category_filter") {
+  // GPT-2 training under bf16 autocast: aten::addmm ops recorded with fp32
+  // inputs run cast kernels inside them. Each tool's GEMM total counts every
+  // kernel once, under the op that launched it.
+  std::string path = jarvis::golden::shared_dir() + "/hw_pairs/gpt2_train/h100.json.gz";
+  jarvis::testing::TempDir scratch;
+  jarvis::mcp::ServerOptions options;
+  options.roots = {jarvis::golden::shared_dir(), scratch.path};
+  Harness h(options);
+  h.initialize();
+  h.tool_result(1, "load_trace", {{"path", path}});
+
+  json ops =
+      h.tool_result(2, "ops_summary", {{"trace", "t1"}, {"category", "GEMM"}, {"top_n", 10000}});
+  double ops_us = 0;
+  for (const auto& row : ops["rows"]) ops_us += row["total_direct_kernel_time_us"].get<double>();
+  json roof = h.tool_result(3, "gemm_roofline", {{"trace", "t1"}});
+  json prep =
+      h.tool_result(4, "category_filter", {{"trace", "t1"}, {"output_dir", scratch.path + "/a"}});
+  double filter_ms = -1;
+  for (const auto& c : prep["categories"])
+    if (c["name"] == "gemm") filter_ms = c["direct_kernel_time_ms"].get<double>();
+  double roof_us = roof["gemm_time_us"].get<double>();
+  CHECK(roof_us == doctest::Approx(ops_us).epsilon(1e-9));
+  CHECK(filter_ms * 1000 == doctest::Approx(ops_us).epsilon(1e-9));
+  // The sheet's subtree total also holds the casts: strictly larger here.
+  CHECK(roof["gemm_sheet_kernel_time_us"].get<double>() > roof_us + 100);
+
+  // Independently from the raw events: the GEMM library kernels (nvjet /
+  // CUTLASS) are all launched by GEMM ops, which launch nothing else but
+  // cuBLAS's memsets.
+  json events = json::parse(jarvis::loader_test::gunzip_file(path))["traceEvents"];
+  double gemm_kernels = 0, memsets = 0;
+  for (const auto& e : events) {
+    std::string name = e.value("name", "");
+    std::string cat = e.value("cat", "");
+    if (cat == "kernel" && (name.starts_with("nvjet") || name.find("gemm") != std::string::npos))
+      gemm_kernels += e["dur"].get<double>();
+    if (cat == "gpu_memset") memsets += e["dur"].get<double>();
+  }
+  REQUIRE(gemm_kernels > 1000);
+  CHECK(roof_us >= gemm_kernels - 1e-6);
+  CHECK(roof_us <= gemm_kernels + memsets + 1e-6);
 }

@@ -181,6 +181,16 @@ std::string skill_for_category(const std::string& key) {
   return it == kSkills.end() ? "generic-op-analyzer" : it->second;
 }
 
+std::map<std::string, double> direct_kernel_time_ms_by_key(const Table& by_category) {
+  std::map<std::string, double> out;
+  int ms = by_category.col("total_direct_kernel_time_ms");
+  if (ms < 0) return out;
+  for (size_t r = 0; r < by_category.rows.size(); ++r)
+    out[normalize_category(cell_at(by_category, r, "op category")).first] +=
+        by_category.rows[r][static_cast<size_t>(ms)].number();
+  return out;
+}
+
 const std::vector<std::pair<std::string_view, std::string_view>>& skill_prompt_names() {
   static const std::vector<std::pair<std::string_view, std::string_view>> kNames = {
       {"convolution-analyzer", "convolution-analysis"},

@@ -67,6 +67,11 @@ ojson gpu_utilization_from_timeline(const Table& gpu_timeline);
 // Names are looked up in $JARVIS_ARCH_DIR, then <source dir>/arch.
 ojson load_arch_json(const std::string& name_or_path);
 
+// Direct kernel time (ms, every kernel counted once under the op that
+// launched it) per category key ("gemm", "norm_fwd", ...), from the report's
+// ops_summary_by_category: the totals ops_summary and gemm_roofline give.
+std::map<std::string, double> direct_kernel_time_ms_by_key(const Table& ops_summary_by_category);
+
 // The skill (sub-agent) TraceLens assigns to a category key, as its manifest
 // names it ("gemm-analyzer"); category_manifest.json keeps these names.
 std::string skill_for_category(const std::string& category_key);

@@ -1,5 +1,7 @@
 #include "explore/gemm_roofline.h"
 
+#include "report/core_tables.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -8,6 +10,7 @@
 #include "categories/category_analysis.h"
 #include "categories/prepare.h"
 #include "categories/prepare_trace.h"
+#include "report/core_tables.h"
 #include "report/gpu_timeline.h"
 
 namespace jarvis::analysis {
@@ -112,7 +115,13 @@ ojson gemm_roofline(const GemmRooflineInputs& in, const GemmRooflineFilters& f) 
   Table g = infer_pandas_types(*in.gemm_sheet);
   double bw_tbs = in.arch["mem_bw_gbps"].get<double>() / 1000.0;
   const ojson& maf = in.arch["max_achievable_tflops"];
-  double gemm_time = pandas_sum(column_numbers(g, kKernelSum));
+  // The sheet sums each op's subtree kernels, so kernels other ops launch
+  // inside a GEMM op (autocast's dtype casts, memsets) count there too; the
+  // headline total counts each kernel once, under the op that launched it,
+  // as ops_summary and category_filter's direct time do.
+  double sheet_time = pandas_sum(column_numbers(g, kKernelSum));
+  double gemm_time =
+      in.ops_by_category ? report::direct_kernel_time_us(*in.ops_by_category, "GEMM") : sheet_time;
   double compute_time = in.computation_time_us > 0 ? in.computation_time_us : gemm_time;
 
   std::vector<ojson> shapes;
@@ -168,7 +177,7 @@ ojson gemm_roofline(const GemmRooflineInputs& in, const GemmRooflineFilters& f) 
     s["kernel_time_us"] = num_or_null(kernel_us);
     double pct = compute_time > 0 ? kernel_us / compute_time * 100 : 0;
     s["percent_of_compute"] = pct;
-    s["percent_of_gemm"] = gemm_time > 0 ? kernel_us / gemm_time * 100 : 0;
+    s["percent_of_gemm"] = sheet_time > 0 ? kernel_us / sheet_time * 100 : 0;
     s["percent_of_total"] =
         in.total_time_us > 0 ? ojson(kernel_us / in.total_time_us * 100) : ojson(nullptr);
     bool tiny = gemm_is_tiny(m, n, k);
@@ -254,6 +263,7 @@ ojson gemm_roofline(const GemmRooflineInputs& in, const GemmRooflineFilters& f) 
   r["arch"] = in.arch.value("name", "");
   r["peak_hbm_bw_tbs"] = bw_tbs;
   r["gemm_time_us"] = gemm_time;
+  r["gemm_sheet_kernel_time_us"] = sheet_time;
   r["computation_time_us"] = compute_time;
   r["gemm_percent_of_compute"] = compute_time > 0 ? gemm_time / compute_time * 100 : 0;
   r["shape_count"] = shapes.size();
@@ -274,6 +284,8 @@ ojson gemm_roofline_for_trace(const Trace& trace, const CallTree& tree, const st
   in.gemm_sheet = g == tables.end() ? nullptr : &g->second;
   auto u = tables.find("unified_perf_summary");
   in.unified = u == tables.end() ? nullptr : &u->second;
+  auto by_cat = tables.find("ops_summary_by_category");
+  in.ops_by_category = by_cat == tables.end() ? nullptr : &by_cat->second;
   in.arch = load_arch_json(arch);
   GpuTimeline t = compute_gpu_timeline(trace, tree);
   in.computation_time_us = t.computation_time;

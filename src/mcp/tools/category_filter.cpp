@@ -28,8 +28,9 @@ ToolResult category_filter_tool(const json& args, ToolContext& ctx) {
   o.trace_path = entry->path();
   o.tree_data = args.at("tree_data").get<bool>();
   analysis::PrepareResult r;
+  std::shared_ptr<const Report> report;
   try {
-    auto report = trace_report(*entry, arch);
+    report = trace_report(*entry, arch);
     ctx.throw_if_cancelled();
     r = analysis::prepare_from_report(entry->trace(), *trace_call_tree(*entry), report->tables, o);
     ctx.paths().mark_output_dir(out);
@@ -38,6 +39,9 @@ ToolResult category_filter_tool(const json& args, ToolContext& ctx) {
   } catch (const std::invalid_argument& e) {
     throw ToolError(e.what());
   }
+  std::map<std::string, double> direct_ms;
+  if (const Table* by_category = report->find("ops_summary_by_category"))
+    direct_ms = analysis::direct_kernel_time_ms_by_key(*by_category);
   json cats = json::array();
   std::string text = fmt::format("Prepared {} in {} (arch {}):\n", o.category, o.output_dir, arch);
   for (const auto& c : r.manifest["categories"]) {
@@ -50,6 +54,8 @@ ToolResult category_filter_tool(const json& args, ToolContext& ctx) {
         {"ops_count", c["ops_count"]},
         {"gpu_kernel_time_ms",
          c.contains("gpu_kernel_time_ms") ? json(c["gpu_kernel_time_ms"].get<double>()) : json()}};
+    auto direct = direct_ms.find(c["name"].get<std::string>());
+    e["direct_kernel_time_ms"] = direct == direct_ms.end() ? json() : json(direct->second);
     text += fmt::format("  {:<14} {:<16} ops={:<4} {}\n", c["name"].get<std::string>(),
                         c["tier"].get<std::string>(), c["ops_count"].dump(),
                         e["gpu_kernel_time_ms"].is_null()

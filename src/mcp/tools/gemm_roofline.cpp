@@ -61,6 +61,7 @@ ToolResult gemm_roofline_tool(const json& args, ToolContext& ctx) {
     analysis::GemmRooflineInputs in;
     in.gemm_sheet = report->find("GEMM");
     in.unified = report->find("unified_perf_summary");
+    in.ops_by_category = report->find("ops_summary_by_category");
     in.arch = analysis::load_arch_json(arch);
     in.computation_time_us = report->timeline.computation_time;
     in.total_time_us = report->timeline.total_time;
