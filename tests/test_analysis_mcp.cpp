@@ -57,6 +57,19 @@ TEST_CASE("MCP agent workflow: category_filter, analyze_category, write_findings
         doctest::Approx(10.09));
   CHECK(gemm["markdown"].get<std::string>().find("## Operations breakdown") != std::string::npos);
   CHECK(gemm["draft_findings_path"].is_string());
+  // The trace category_filter prepared from is inside the roots: the impact
+  // ranges come from the critical-path what-if, and the draft says so.
+  CHECK(gemm["impact_what_if"]["method"] == "what_if");
+  CHECK(gemm["impact_what_if"]["estimates"].size() == gemm["metrics"]["impact_estimates"].size());
+  CHECK(gemm["impact_what_if"]["estimates"][0]["method"] == "what_if");
+  CHECK(jarvis::testing::read_text(gemm["draft_findings_path"].get<std::string>())
+            .find("what-if on the critical-path graph") != std::string::npos);
+  json plain = a.h->tool_result(9, "analyze_category",
+                                {{"output_dir", out}, {"category", "gemm"}, {"what_if", false}});
+  CHECK(plain["impact_what_if"].is_null());
+  json idle =
+      a.h->tool_result(10, "analyze_category", {{"output_dir", out}, {"category", "cpu_idle"}});
+  CHECK(idle["impact_what_if"].is_null());
 
   json w =
       a.h->tool_result(4, "write_findings",

@@ -14,12 +14,16 @@
 
 #include <nlohmann/json.hpp>
 
+#include "categories/category_analysis.h"
+#include "categories/findings.h"
+#include "categories/what_if_impact.h"
 #include "critical_path/critical_path.h"
 #include "golden.h"
 #include "mcp_harness.h"
 #include "report/table.h"
 #include "test_analysis_support.h"
 #include "trace/loader.h"
+#include "tree/call_tree.h"
 
 namespace cp = jarvis::critical_path;
 namespace fs = std::filesystem;
@@ -58,6 +62,29 @@ const Job& job(const std::string& name, const std::string& tool, int ranks,
 const Job& dp_job(int ranks, const std::string& gemm_us) {
   return job("dp" + std::to_string(ranks), "make_critical_path_traces.py", ranks,
              "--gemm-us " + gemm_us);
+}
+
+// DDP-style bucket: the allreduce waits through a recorded event for GEMM 6
+// of 8 while GEMMs 7 and 8 still run.
+const Job& record_wait_job(bool records) {
+  return job(records ? "dprec4" : "dprec4_norecords", "make_critical_path_traces.py", 4,
+             std::string("--gemm-us 50,50,80,52 --record-wait-after 6 --transfer-us 250") +
+                 (records ? "" : " --no-sync-records"));
+}
+
+// A trace without ProfilerStep#N: `src` with those annotations removed,
+// written as plain JSON under `dir`.
+std::string strip_profiler_steps(const std::string& src, const std::string& dir,
+                                 const std::string& name) {
+  const std::string out = dir + "/" + name + ".json";
+  const std::string cmd =
+      "python3 -c \"import gzip, json, sys; d = json.load(gzip.open(sys.argv[1])); "
+      "d['traceEvents'] = [e for e in d['traceEvents'] if not "
+      "str(e.get('name', '')).startswith('ProfilerStep#')]; json.dump(d, open(sys.argv[2], "
+      "'w'))\" '" +
+      src + "' '" + out + "'";
+  REQUIRE_MESSAGE(std::system(cmd.c_str()) == 0, cmd);
+  return out;
 }
 
 const Job& hta_pair() {
@@ -164,6 +191,138 @@ bool all_gpu_linked(const jarvis::Trace& t, double lo, double hi) {
 }  // namespace
 
 TEST_SUITE("critical_path") {
+  TEST_CASE("critical path: recorded stream waits (cuda_sync) link the allreduce to its GEMM") {
+    // The loader keeps the cuda_sync args the graph needs, and only there.
+    auto t = jarvis::load_trace_from_json(
+        R"({"traceEvents":[{"ph":"X","cat":"cuda_sync","name":"Stream Wait Event","pid":0,)"
+        R"("tid":13,"ts":1,"dur":1,"args":{"cuda_sync_kind":"Stream Wait Event","stream":13,)"
+        R"("correlation":5,"wait_on_stream":7,"wait_on_cuda_event_record_corr_id":4,)"
+        R"("wait_on_cuda_event_id":2}},{"ph":"X","cat":"kernel","name":"k","pid":0,"tid":7,)"
+        R"("ts":1,"dur":1,"args":{"stream":7,"device":0,"wait_on_stream":3}}]})");
+    REQUIRE(t.arg(0, "wait_on_cuda_event_record_corr_id") != nullptr);
+    CHECK(t.arg(0, "wait_on_cuda_event_record_corr_id")->i == 4);
+    CHECK(t.arg(0, "wait_on_stream")->i == 7);
+    CHECK(t.arg(0, "cuda_sync_kind")->s == "Stream Wait Event");
+    CHECK(t.arg(0, "wait_on_cuda_event_id") == nullptr);
+    CHECK(t.events[0].stream == 13);
+    CHECK(t.events[0].correlation == 5);
+    CHECK(t.arg(1, "wait_on_stream") == nullptr);
+
+    const Job& j = record_wait_job(true);
+    check_dp_job(j);  // the straggler's first 6 GEMMs, exactly, then the allreduce
+    auto loaded = cp::load_graph(j.paths());
+    // One recorded wait per rank and iteration (half of them name their stream
+    // only through a cuda_event record).
+    CHECK(loaded.graph.recorded_waits == 4 * 3);
+    cp::Analysis a = cp::analyse(loaded.graph);
+    const int64_t straggler = j.truth["straggler"].get<int64_t>();
+    // The path goes from GEMM 6 through the wait (a zero-lag edge: no segment
+    // of its own) straight into the allreduce.
+    for (const auto& it : a.iterations) {
+      CAPTURE(it.name);
+      size_t gemms = 0;
+      for (size_t k = 0; k < it.path.size(); ++k)
+        if (it.path[k].rank == straggler && it.path[k].category == "GEMM") {
+          ++gemms;
+          if (gemms == 6) {
+            REQUIRE(k + 1 < it.path.size());
+            CHECK(it.path[k + 1].category == "communication");
+            CHECK(it.path[k].start_us + it.path[k].dur_us ==
+                  doctest::Approx(it.path[k + 1].start_us).epsilon(1e-12));
+          }
+        }
+      CHECK(gemms == 6);
+    }
+    // Every rank's allreduce starts through its recorded wait.
+    std::vector<double> dur, lag;
+    for (const auto& n : loaded.graph.nodes) dur.push_back(n.dur);
+    for (const auto& e : loaded.graph.edges) lag.push_back(e.lag);
+    const cp::Schedule sched = cp::propagate(loaded.graph, dur, lag);
+    size_t bound_by_wait = 0, arrivals = 0;
+    for (uint32_t n = 0; n < loaded.graph.nodes.size(); ++n) {
+      if (loaded.graph.nodes[n].kind != cp::NodeKind::CollArrive) continue;
+      ++arrivals;
+      REQUIRE(sched.binding[n] != cp::Schedule::kNone);
+      bound_by_wait += loaded.graph.edges[sched.binding[n]].kind == cp::EdgeKind::EventWait;
+    }
+    CHECK(arrivals == 4 * 3);
+    CHECK(bound_by_wait == arrivals);
+    // What-if through the recorded wait: the straggler's GEMMs at the others' speed.
+    auto fast = straggler_what_if(loaded.graph, j.truth,
+                                  j.truth["what_if_fastest_other"]["factor"].get<double>(), false);
+    CHECK(fast.predicted_step_time_us ==
+          doctest::Approx(j.truth["what_if_fastest_other"]["predicted_step_time_us"].get<double>())
+              .epsilon(1e-9));
+    auto median = straggler_what_if(loaded.graph, j.truth, 1.0, true);
+    CHECK(median.predicted_step_time_us ==
+          doctest::Approx(j.truth["what_if_median"]["predicted_step_time_us"].get<double>())
+              .epsilon(1e-9));
+
+    // The same job without the records: the inference (the last op launched
+    // before the allreduce, GEMM 8, ran alongside it) misses the wait, so the
+    // straggler's GEMMs are not charged as they should be.
+    const Job& bare = record_wait_job(false);
+    auto inferred = cp::load_graph(bare.paths());
+    CHECK(inferred.graph.recorded_waits == 0);
+    cp::Analysis b = cp::analyse(inferred.graph);
+    CHECK(b.step_time_us == doctest::Approx(j.truth["step_time_us"].get<double>()).epsilon(1e-12));
+    const auto* gemm = find_contributor(b, straggler, "GEMM");
+    CHECK((gemm == nullptr || gemm->share < j.truth["straggler_share"].get<double>() - 0.1));
+  }
+
+  TEST_CASE("critical path: iterations detected as repeats when ProfilerStep is absent") {
+    const Job& j = job("dp4_nostep", "make_critical_path_traces.py", 4,
+                       "--gemm-us 50,50,80,52 --no-profiler-step");
+    auto loaded = cp::load_graph(j.paths());
+    CHECK(loaded.graph.iterations_source == "detected_repeats");
+    cp::Analysis a = cp::analyse(loaded.graph);
+    CHECK(a.iterations_source == "detected_repeats");
+    const auto& bounds = j.truth["iteration_bounds_us"];
+    REQUIRE(a.iterations.size() == bounds.size());
+    for (size_t k = 0; k < a.iterations.size(); ++k) {
+      CAPTURE(k);
+      const auto& it = a.iterations[k];
+      CHECK(it.name == "iteration#" + std::to_string(k));
+      CHECK(it.start_us == doctest::Approx(bounds[k][0].get<double>()).epsilon(1e-12));
+      CHECK(it.end_us == doctest::Approx(bounds[k][1].get<double>()).epsilon(1e-12));
+      CHECK(it.path_length_us == doctest::Approx(it.length_us).epsilon(1e-12));
+    }
+    bool noted = false;
+    for (const auto& n : a.notes) noted |= n.find("detected as repeats") != std::string::npos;
+    CHECK(noted);
+    // The summary says how the iterations were found.
+    CHECK(cp::analysis_json(a, 3)["iterations_source"] == "detected_repeats");
+    CHECK(cp::analysis_json(cp::analyse(cp::load_graph(dp_job(4, "50,50,80,52").paths()).graph),
+                            3)["iterations_source"] == "profiler_step");
+  }
+
+  TEST_CASE("critical path: real traces without ProfilerStep keep their iteration count") {
+    jarvis::testing::TempDir tmp;
+    // Three ProfilerSteps of a DDP job: three repeats of its launch sequence.
+    const std::string hta =
+        jarvis::golden::shared_dir() + "/nccl/hta_allreduce_2ranks_rank0/trace.json.gz";
+    auto with = cp::analyse(cp::load_graph({hta}).graph);
+    REQUIRE(with.iterations.size() == 3);
+    CHECK(with.iterations_source == "profiler_step");
+    auto without = cp::analyse(cp::load_graph({strip_profiler_steps(hta, tmp.path, "hta")}).graph);
+    CHECK(without.iterations_source == "detected_repeats");
+    CHECK(without.iterations.size() == with.iterations.size());
+    for (const auto& it : without.iterations)
+      CHECK(it.path_length_us == doctest::Approx(it.length_us).epsilon(1e-9));
+    // One ProfilerStep of a model whose layers repeat: the layers are not
+    // iterations (the embedding and head launch kernels the layers never do).
+    for (const char* name : {"h100_bert-small", "h100_falconsai-nsfw", "h100_qwen1.5-0.5b",
+                             "mi300_qwen1.5-0.5b", "sglang_qwen3_decode_bs32"}) {
+      CAPTURE(name);
+      auto one = cp::analyse(
+          cp::load_graph(
+              {strip_profiler_steps(jarvis::mcp::testing::conformance_trace(name), tmp.path, name)})
+              .graph);
+      CHECK(one.iterations.size() == 1);
+      CHECK(one.iterations_source == "whole_trace");
+    }
+  }
+
   TEST_CASE("critical path: 4-rank DP job: step time, straggler share, waits") {
     check_dp_job(dp_job(4, "50,50,80,52"));
   }
@@ -219,6 +378,8 @@ TEST_SUITE("critical_path") {
     auto loaded = cp::load_graph(j.paths());
     cp::Analysis a = cp::analyse(loaded.graph);
     REQUIRE(a.iterations.size() == 3);  // ProfilerStep#4..6 on both ranks
+    // Its cudaStreamWaitEvent calls carry no cuda_sync records: inferred waits.
+    CHECK(loaded.graph.recorded_waits == 0);
     // Rank 0's clock: which instances fall inside the iterations.
     auto rank0 = jarvis::load_trace(j.paths()[0]);
     std::vector<std::pair<double, double>> steps;
@@ -419,5 +580,90 @@ TEST_SUITE("critical_path") {
           std::string::npos);
     reply = h.call_tool(4, "what_if", {{"traces", traces}, {"factor", 0.5}, {"median_rank", true}});
     CHECK(reply["result"]["isError"] == true);
+  }
+
+  TEST_CASE("critical path: category impact ranges come from the what-if engine") {
+    namespace an = jarvis::analysis;
+    const std::string dir = jarvis::golden::shared_dir() + "/conformance/mi300_qwen1.5-0.5b";
+    jarvis::testing::TempDir tmp;
+    jarvis::testing::prepare_from_reference(dir, tmp.path);  // records trace_path trace.json.gz
+    // No trace beside the prepared files: the trace time share stands, and says why.
+    auto res = an::analyze_category(tmp.path, "gemm");
+    REQUIRE(res.status == "OK");
+    CHECK(an::prepared_trace_path(tmp.path).empty());
+    an::ojson none = an::what_if_impacts(res.metrics, an::prepared_trace_path(tmp.path));
+    CHECK(none["method"] == "trace_time_share");
+    CHECK(none["reason"].get<std::string>().find("not available") != std::string::npos);
+    res.impact_what_if = none;
+    CHECK(an::draft_findings(res).find("% of GPU time (trace time share") != std::string::npos);
+
+    fs::copy_file(dir + "/trace.json.gz", tmp.path + "/trace.json.gz");
+    const std::string trace_path = an::prepared_trace_path(tmp.path);
+    REQUIRE(trace_path == tmp.path + "/trace.json.gz");
+    an::ojson w = an::what_if_impacts(res.metrics, trace_path);
+    REQUIRE(w["method"] == "what_if");
+    const auto& estimates = res.metrics["impact_estimates"];
+    REQUIRE(w["estimates"].size() == estimates.size());
+    REQUIRE(!estimates.empty());
+
+    // The same what-ifs, called directly: each estimate's op (name and shapes)
+    // selects the kernels it launched, scaled to the estimate's two targets.
+    auto loaded = cp::load_graph({dir + "/trace.json.gz"});
+    const jarvis::Trace& trace = *loaded.traces[0];
+    const jarvis::CallTree& tree = *loaded.trees[0];
+    const double step = cp::analyse(loaded.graph).step_time_us;
+    CHECK(w["step_time_us"].get<double>() == doctest::Approx(step).epsilon(1e-12));
+    size_t checked = 0;
+    for (size_t k = 0; k < estimates.size(); ++k) {
+      const auto& est = estimates[k];
+      const auto& got = w["estimates"][k];
+      CAPTURE(k);
+      CHECK(got["operation"] == est["operation"]);
+      CHECK(got["trace_time_impact_high"] == est["impact_score_high"]);
+      if (est["estimate_method"] != "quantified") continue;
+      const an::ojson* op = nullptr;
+      for (const auto& o : res.metrics["operations"])
+        if (o["name"] == est["operation"] && o["time_ms"] == est["time_ms"]) op = &o;
+      REQUIRE(op != nullptr);
+      cp::Selector sel;
+      double kernel_us = 0;
+      for (jarvis::Uid u = 0; u < trace.events.size(); ++u) {
+        const jarvis::Uid l = trace.events[u].is_gpu() ? tree.launcher(u) : jarvis::kNoUid;
+        if (l == jarvis::kNoUid || trace.name(l) != est["operation"].get<std::string>()) continue;
+        const auto* dims = trace.arg(l, "Input Dims");
+        if (op->contains("Input Dims") &&
+            (!dims || dims->repr_tuple() != (*op)["Input Dims"].get<std::string>()))
+          continue;
+        sel.gpu_uids.push_back(u);
+        kernel_us += trace.events[u].dur;
+      }
+      REQUIRE(!sel.gpu_uids.empty());
+      // The kernels are the ones TraceLens's table counted for this op.
+      CHECK(kernel_us / 1000 == doctest::Approx(est["time_ms"].get<double>()).epsilon(1e-3));
+      CHECK(got["kernels"] == sel.gpu_uids.size());
+      const double gap = 1 - est["efficiency_pct"].get<double>() / 100;
+      cp::Scenario sc;
+      sc.select = sel;
+      sc.factor = 1 - 0.75 * gap;
+      const double low = step - cp::what_if(loaded.graph, sc).predicted_step_time_us;
+      sc.factor = 1 - gap;
+      const double high = step - cp::what_if(loaded.graph, sc).predicted_step_time_us;
+      CHECK(got["method"] == "what_if");
+      CHECK(got["factor_high"].get<double>() == doctest::Approx(1 - gap).epsilon(1e-12));
+      CHECK(got["saving_low_us"].get<double>() == doctest::Approx(low).epsilon(1e-9));
+      CHECK(got["saving_high_us"].get<double>() == doctest::Approx(high).epsilon(1e-9));
+      CHECK(got["impact_high_pct"].get<double>() ==
+            doctest::Approx(high / step * 100).epsilon(1e-9));
+      CHECK(high >= low);
+      CHECK(low >= 0);
+      ++checked;
+    }
+    CHECK(checked >= 2);
+    // The draft names the method with the what-if's numbers.
+    res.impact_what_if = w;
+    const std::string draft = an::draft_findings(res);
+    CHECK(draft.find("% of the step time (what-if on the critical-path graph") !=
+          std::string::npos);
+    CHECK(draft.find("Impact estimates of the key bottlenecks: what-if") != std::string::npos);
   }
 }

@@ -24,9 +24,12 @@ constexpr const char* kKernelMean = "Kernel Time (\xC2\xB5s)_mean";
 constexpr const char* kKernelStd = "Kernel Time (\xC2\xB5s)_std";
 
 // analysis_utils constants.
-constexpr double kTargetHigh = 100.0, kTargetMid = 87.5, kTargetLow = 75.0;
+constexpr double kTargetHigh = detail::kImpactTargetHigh, kTargetMid = detail::kImpactTargetMid,
+                 kTargetLow = detail::kImpactTargetLow;
 constexpr double kMinPItemImpact = 0.5;
-constexpr double kHeuristicLow = 0.15, kHeuristicMid = 0.30, kHeuristicHigh = 0.45;
+constexpr double kHeuristicLow = detail::kHeuristicSavingLow,
+                 kHeuristicMid = detail::kHeuristicSavingMid,
+                 kHeuristicHigh = detail::kHeuristicSavingHigh;
 constexpr double kMinImpactScore = 0.01;
 constexpr size_t kCallChainMaxOps = 100;
 constexpr size_t kKernelNameTrunc = 75;

@@ -29,6 +29,9 @@ struct AnalyzeResult {
   ojson metrics;                    // its content
   std::string markdown;             // digest for the caller
   ojson insights = ojson::array();  // category_data/insights.json entries of this category
+  // Impact ranges from the critical-path what-if (what_if_impact.h), when the
+  // caller computed them; null otherwise.
+  ojson impact_what_if;
 };
 
 // Runs one category analysis and writes its metrics file atomically.

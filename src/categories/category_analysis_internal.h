@@ -7,6 +7,14 @@
 
 namespace jarvis::analysis::detail {
 
+// analysis_utils targets of the impact estimates: an op with a perf model
+// recovers kImpactTargetLow / kImpactTargetHigh of its gap to the roofline
+// (low, high: 75 % and 100 % of it); an op without one saves these shares of
+// its time (heuristic).
+inline constexpr double kImpactTargetLow = 75.0, kImpactTargetMid = 87.5, kImpactTargetHigh = 100.0;
+inline constexpr double kHeuristicSavingLow = 0.15, kHeuristicSavingMid = 0.30,
+                        kHeuristicSavingHigh = 0.45;
+
 // System analyses (category_analysis_system.cpp). Each returns the metrics
 // JSON it would write; the caller writes it.
 ojson cpu_idle_metrics(const std::string& output_dir);

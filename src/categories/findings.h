@@ -25,8 +25,11 @@ std::string write_findings(const std::string& output_dir, const std::string& cat
 
 // Draft findings for a category's metrics JSON (compute categories; system
 // ones get a short summary). `display_name` defaults to the category key.
+// With `what_if` (what_if_impacts' result) each key bottleneck gets an impact
+// estimate line saying which method gave it: the critical-path what-if, or
+// the trace time share when no graph could be built.
 std::string draft_findings(const std::string& category, const ojson& metrics,
-                           const std::string& display_name = "");
+                           const std::string& display_name = "", const ojson& what_if = ojson());
 
 // The draft of an analysis result: draft_findings of its metrics followed by
 // the category's insights (beyond TraceLens), when there are any.

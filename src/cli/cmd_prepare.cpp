@@ -9,6 +9,7 @@
 #include "categories/category_analysis.h"
 #include "categories/findings.h"
 #include "categories/prepare_trace.h"
+#include "categories/what_if_impact.h"
 #include "cli/commands.h"
 #include "cli/options.h"
 #include "explore/trace_store.h"
@@ -27,8 +28,14 @@ int run_analyses(const std::string& out, const std::string& category, bool draft
     if (res.status == "ERROR") ++failures;
     if (drafts && res.status != "ERROR") {
       std::string path = analysis::findings_path(out, cat);
-      if (!std::filesystem::exists(path))
+      if (!std::filesystem::exists(path)) {
+        // Impact ranges from the critical-path what-if on the prepared trace.
+        if (res.status == "OK" && res.kind != "cpu_idle" && res.kind != "multi_kernel" &&
+            res.kind != "kernel_fusion")
+          res.impact_what_if =
+              analysis::what_if_impacts(res.metrics, analysis::prepared_trace_path(out));
         analysis::write_findings(out, cat, analysis::draft_findings(res));
+      }
     }
     if (!quiet)
       fmt::print("{}\n", res.markdown);

@@ -3,7 +3,8 @@
 // One dependency graph over all ranks of a job: host runtime calls chained per
 // thread, GPU operations chained per stream, launch edges (runtime call ->
 // GPU op), host synchronisations (the call returns after the GPU work it
-// waits for), cross-stream waits inferred around collectives, and each
+// waits for), cross-stream waits (recorded stream waits where the trace has
+// Kineto's cuda_sync records, else inferred around collectives), and each
 // collective instance as a join of its process group's ranks (it completes
 // once the last rank arrived and the data moved). Every edge carries a lag
 // calibrated on the measured trace so that replaying the graph reproduces the
@@ -52,6 +53,7 @@ enum class EdgeKind : uint8_t {
   Stream,       // previous op on the same stream
   Sync,         // GPU op end -> return of a synchronising call
   CrossStream,  // inferred wait of one stream on another
+  EventWait,    // recorded wait (cudaStreamWaitEvent on a cudaEventRecord)
   CollArrive,   // rank's arrival -> instance join
   CollDone,     // join -> rank's kernel end
   IterEnd,      // a rank's step end -> the iteration's end
@@ -82,8 +84,14 @@ struct Edge {
   uint32_t label = 0;       // what the lag is charged to when on the path
 };
 
+// How the iterations were found: ProfilerStep#N annotations, a repeating
+// launch sequence (when no rank has ProfilerStep), or none (the whole trace).
+inline constexpr const char* kFromProfilerStep = "profiler_step";
+inline constexpr const char* kFromDetectedRepeats = "detected_repeats";
+inline constexpr const char* kFromWholeTrace = "whole_trace";
+
 struct Iteration {
-  std::string name;  // "ProfilerStep#4", or "trace" for the whole trace
+  std::string name;  // "ProfilerStep#4", "iteration#0" (detected), or "trace" for the whole trace
   double start = 0, end = 0;
   std::vector<uint32_t> start_nodes;  // per rank
   uint32_t sink = 0;
@@ -111,7 +119,26 @@ struct Graph {
   // Every GPU op as (start node, end node): the busy time under any schedule.
   std::vector<std::pair<uint32_t, uint32_t>> gpu_spans;
   std::vector<std::string> notes;  // what the trace lacked, what was assumed
+  std::string iterations_source = kFromWholeTrace;
+  size_t recorded_waits = 0;  // EventWait edges (recorded cross-stream waits)
 };
+
+// Iterations found as repeats of the launch sequence of one host thread: the
+// sequence of launched GPU op names, its smallest period that tiles (nearly)
+// the whole sequence in at least two exact copies.
+struct Repeats {
+  size_t period = 0;        // launches per iteration
+  size_t count = 0;         // iterations
+  double coverage = 0;      // share of the thread's launches inside them
+  std::vector<Uid> starts;  // the launch call that begins each iteration
+  Uid after = kNoUid;       // the launch call after the last one (kNoUid: trace end)
+  size_t launches = 0;      // launches of the thread
+};
+
+// The repeats of the busiest launching thread of a trace, or nullopt when the
+// sequence does not repeat (fewer than two copies, or copies that cover less
+// than 90% of it, or launches outside them that never occur inside one).
+std::optional<Repeats> detect_repeats(const Trace& trace, const CallTree& tree);
 
 struct RankInput {
   const Trace* trace = nullptr;
@@ -171,6 +198,7 @@ struct IterationResult {
 struct Analysis {
   std::vector<int64_t> ranks;
   std::map<int64_t, double> clock_offset_us;
+  std::string iterations_source = kFromWholeTrace;
   double step_time_us = 0;  // mean iteration length
   std::vector<IterationResult> iterations;
   std::vector<Contributor> contributors;  // by share, largest first
@@ -191,7 +219,11 @@ struct Selector {
   std::string category;  // perf category ("gemm" names GEMM), or communication / host
   std::string op;        // substring of the launching op, case-insensitive
   std::string kernel;    // substring of the kernel name, case-insensitive
-  bool empty() const { return !rank && category.empty() && op.empty() && kernel.empty(); }
+  // These GPU events only (their UIDs in the rank's trace), when not empty.
+  std::vector<Uid> gpu_uids;
+  bool empty() const {
+    return !rank && category.empty() && op.empty() && kernel.empty() && gpu_uids.empty();
+  }
 };
 
 struct Scenario {

@@ -98,6 +98,7 @@ nlohmann::json analysis_json(const Analysis& a, size_t top_n) {
   return {{"step_time_us", a.step_time_us},
           {"ranks", a.ranks},
           {"clock_offset_us", rank_map(a.clock_offset_us)},
+          {"iterations_source", a.iterations_source},
           {"iterations", iterations},
           {"differing_iterations", differing},
           {"contributors", contributors},

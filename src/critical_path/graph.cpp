@@ -1,9 +1,12 @@
 // Building the dependency graph of one or more ranks (docs/critical-path.md
 // lists the rules for each edge kind).
 #include <algorithm>
+#include <cmath>
+#include <optional>
 #include <queue>
 #include <tuple>
 #include <unordered_map>
+#include <unordered_set>
 
 #include <fmt/format.h>
 
@@ -65,8 +68,8 @@ class Builder {
 class RankBuilder {
  public:
   RankBuilder(Builder& b, const RankInput& in, int64_t rank, double offset,
-              const std::vector<collectives::CollectiveInstance>& colls)
-      : b_(b), trace_(*in.trace), tree_(*in.tree), rank_(rank), off_(offset) {
+              const std::vector<collectives::CollectiveInstance>& colls, const Repeats* repeats)
+      : b_(b), trace_(*in.trace), tree_(*in.tree), rank_(rank), off_(offset), repeats_(repeats) {
     for (const auto& c : colls) coll_[c.kernel.uid] = &c;
   }
 
@@ -75,11 +78,19 @@ class RankBuilder {
     add_host_threads();
     add_launch_edges();
     add_sync_edges();
-    add_collective_waits();
-    add_waits_after_collectives();
+    recorded_waits = add_recorded_waits();
+    if (recorded_waits == 0) {  // nothing recorded: infer the waits around collectives
+      add_collective_waits();
+      add_waits_after_collectives();
+    }
+    if (open_end_ != kNone)  // the last detected iteration ends with the trace
+      for (uint32_t tail : tails)
+        b_.edge(tail, open_end_, EdgeKind::IterEnd, false, 0.0,
+                b_.label(rank_, "", "", "step_end"));
   }
 
   std::vector<Step> steps;
+  size_t recorded_waits = 0, unresolved_waits = 0;
   std::unordered_map<Uid, uint32_t> arrive, done;  // collective kernel -> nodes
   std::vector<std::pair<double, double>> busy;
   std::vector<uint32_t> tails;  // last node of each host thread and stream
@@ -169,7 +180,7 @@ class RankBuilder {
   }
 
   void add_host_threads() {
-    std::map<std::pair<ProcId, ProcId>, std::vector<HostItem>> threads;
+    std::map<std::pair<ProcId, ProcId>, std::vector<HostItem>>& threads = threads_;
     for (Uid uid = 0; uid < trace_.events.size(); ++uid) {
       const Event& e = trace_.events[uid];
       if (!e.has_ts() || !e.has_dur()) continue;
@@ -185,7 +196,37 @@ class RankBuilder {
         steps.push_back(std::move(s));
       }
     }
+    if (repeats_) add_detected_steps();
     for (auto& [key, items] : threads) chain(items);
+  }
+
+  // Iterations found as repeats of the launch sequence: a step marker before
+  // each iteration's first launch call, on that call's thread; the last
+  // iteration ends before the launch that follows it, or with the trace.
+  void add_detected_steps() {
+    const Repeats& r = *repeats_;
+    std::vector<std::pair<double, std::pair<ProcId, ProcId>>> bounds;
+    for (Uid uid : r.starts) {
+      const Event& e = trace_.events[uid];
+      bounds.push_back({e.ts + off_, {e.pid, e.tid}});
+    }
+    for (size_t k = 0; k < r.starts.size(); ++k) {
+      const std::string name = fmt::format("iteration#{}", k);
+      uint32_t lbl = b_.label(rank_, name, "", "host_gap");
+      Step s{name, b_.node(NodeKind::StepStart, rank_, bounds[k].first, 0, kNoUid, lbl), 0};
+      threads_[bounds[k].second].push_back({bounds[k].first, 1, s.start, s.start, kNoUid});
+      if (k + 1 < r.starts.size() || r.after != kNoUid) {
+        const Event& next = trace_.events[k + 1 < r.starts.size() ? r.starts[k + 1] : r.after];
+        s.end = b_.node(NodeKind::StepEnd, rank_, next.ts + off_, 0, kNoUid, lbl);
+        threads_[{next.pid, next.tid}].push_back({next.ts + off_, 0, s.end, s.end, kNoUid});
+      } else {
+        double hi = -1e300;
+        for (const Node& n : b_.g.nodes)
+          if (n.rank == rank_) hi = std::max(hi, n.end());
+        s.end = open_end_ = b_.node(NodeKind::StepEnd, rank_, hi, 0, kNoUid, lbl);
+      }
+      steps.push_back(std::move(s));
+    }
   }
 
   void chain(std::vector<HostItem>& items) {
@@ -282,6 +323,71 @@ class RankBuilder {
     }
   }
 
+  // Recorded stream waits: Kineto's cuda_sync "Stream Wait Event" records name
+  // the waiting stream, the recording stream and the correlation id of the
+  // cudaEventRecord / hipEventRecord call. The first op launched on the
+  // waiting stream after the cudaStreamWaitEvent call cannot start before the
+  // last op launched on the recording stream ahead of the record call ended.
+  size_t add_recorded_waits() {
+    std::unordered_map<int64_t, Uid> calls;         // correlation -> runtime call
+    std::unordered_map<int64_t, int64_t> recorded;  // record correlation -> stream (cuda_event)
+    std::vector<Uid> waits;
+    for (Uid uid = 0; uid < trace_.events.size(); ++uid) {
+      const Event& e = trace_.events[uid];
+      if (e.correlation == kNoInt) continue;
+      if (e.is_runtime()) {
+        calls.emplace(e.correlation, uid);
+      } else if (e.cat == Cat::Other && trace_.cat_name(uid) == "cuda_event") {
+        if (e.stream != kNoInt) recorded[e.correlation] = e.stream;
+      } else if (e.cat == Cat::Other && trace_.cat_name(uid) == "cuda_sync") {
+        const PyValue* kind = trace_.arg(uid, "cuda_sync_kind");
+        std::string_view what =
+            kind && kind->is_string() ? std::string_view(kind->s) : trace_.name(uid);
+        if (what == "Stream Wait Event") waits.push_back(uid);
+      }
+    }
+    size_t added = 0;
+    for (Uid w : waits) {
+      const Event& e = trace_.events[w];
+      const PyValue* rec = trace_.arg(w, "wait_on_cuda_event_record_corr_id");
+      const PyValue* on = trace_.arg(w, "wait_on_stream");
+      const int64_t record_corr = rec && rec->kind == PyValue::Kind::Int ? rec->i : -1;
+      int64_t from = on && on->kind == PyValue::Kind::Int ? on->i : -1;
+      if (from < 0)
+        if (auto it = recorded.find(record_corr); it != recorded.end()) from = it->second;
+      const int64_t device = e.device != kNoInt ? e.device : e.pid.is_string ? kNoInt : e.pid.value;
+      auto record = calls.find(record_corr);
+      auto wait = calls.find(e.correlation);
+      auto producers = streams_.find({device, from});
+      auto consumers = streams_.find({device, e.stream});
+      if (from < 0 || record == calls.end() || wait == calls.end() || producers == streams_.end() ||
+          consumers == streams_.end()) {
+        ++unresolved_waits;
+        continue;
+      }
+      const std::vector<Uid>& prod = producers->second;
+      const std::vector<Uid>& cons = consumers->second;
+      // Launches follow start order on a stream: binary searches.
+      const double record_ts = trace_.events[record->second].ts;
+      const double wait_ts = trace_.events[wait->second].ts;
+      auto before = std::partition_point(prod.begin(), prod.end(),
+                                         [&](Uid op) { return launch_ts(op) < record_ts; });
+      auto after = std::partition_point(cons.begin(), cons.end(),
+                                        [&](Uid op) { return launch_ts(op) <= wait_ts; });
+      Uid producer = before == prod.begin() ? kNoUid : *(before - 1);
+      Uid consumer = after == cons.end() ? kNoUid : *after;
+      if (producer == kNoUid || consumer == kNoUid ||
+          trace_.events[producer].t_end > trace_.events[consumer].ts + kTolUs) {
+        ++unresolved_waits;  // nothing to wait for, or a wait the timestamps contradict
+        continue;
+      }
+      b_.edge(end_.at(producer), start_.at(consumer), EdgeKind::EventWait, false, 0.0,
+              b_.label(rank_, op_of(consumer), trace_.name(consumer), "stream_wait"));
+      ++added;
+    }
+    return added;
+  }
+
   // ProcessGroupNCCL makes the collective's stream wait for the work already
   // issued on the others: the collective cannot start before it ends.
   void add_collective_waits() {
@@ -321,11 +427,16 @@ class RankBuilder {
       }
   }
 
+  static constexpr uint32_t kNone = UINT32_MAX;
+
   Builder& b_;
   const Trace& trace_;
   const CallTree& tree_;
   int64_t rank_;
   double off_;
+  const Repeats* repeats_;
+  uint32_t open_end_ = kNone;
+  std::map<std::pair<ProcId, ProcId>, std::vector<HostItem>> threads_;
   std::unordered_map<Uid, const collectives::CollectiveInstance*> coll_;
   std::unordered_map<Uid, uint32_t> start_, end_, entry_;
   std::unordered_map<Uid, Uid> launch_;  // GPU op -> runtime call
@@ -395,7 +506,7 @@ void estimate_launch_latency(Graph& g) {
     for (uint32_t k = g.in_off[n]; k < g.in_off[n + 1]; ++k) {
       const Edge& e = g.edges[g.in_edges[k]];
       if (e.kind == EdgeKind::Launch) launch = &e;
-      if (e.kind == EdgeKind::CrossStream) held = true;
+      if (e.kind == EdgeKind::CrossStream || e.kind == EdgeKind::EventWait) held = true;
       if (e.kind == EdgeKind::Stream && g.nodes[e.from].end() + kTolUs >= g.nodes[n].start)
         held = true;
     }
@@ -561,6 +672,91 @@ std::vector<collectives::RankTrace> rank_traces(const std::vector<RankInput>& in
 
 }  // namespace
 
+std::optional<Repeats> detect_repeats(const Trace& trace, const CallTree& tree) {
+  // The launch sequence of the busiest launching thread, in host order; a
+  // launch is named after the (first) GPU op it launched.
+  std::map<std::pair<ProcId, ProcId>, std::vector<std::pair<double, Uid>>> threads;
+  for (Uid rt : tree.runtime_uids()) {
+    const Event& e = trace.events[rt];
+    auto gpu = tree.gpu_events(rt);
+    if (gpu.empty() || !e.has_ts()) continue;
+    threads[{e.pid, e.tid}].push_back({e.ts, rt});
+  }
+  const std::vector<std::pair<double, Uid>>* busiest = nullptr;
+  for (const auto& [key, calls] : threads)
+    if (!busiest || calls.size() > busiest->size()) busiest = &calls;
+  if (!busiest) return std::nullopt;
+  std::vector<std::pair<double, Uid>> calls = *busiest;
+  std::stable_sort(calls.begin(), calls.end());
+  const size_t n = calls.size();
+  std::vector<uint32_t> seq(n);
+  std::unordered_map<uint32_t, std::vector<uint32_t>> where;  // symbol -> positions
+  for (size_t k = 0; k < n; ++k) {
+    seq[k] = trace.events[tree.gpu_events(calls[k].second).front()].name;
+    where[seq[k]].push_back(static_cast<uint32_t>(k));
+  }
+  // Candidate periods: gaps between consecutive occurrences of a symbol,
+  // rarest symbols first (a symbol that occurs once per iteration gives the
+  // period itself). An iteration has at least two launches.
+  std::vector<std::pair<size_t, uint32_t>> by_count;
+  for (const auto& [sym, pos] : where)
+    if (pos.size() >= 2) by_count.push_back({pos.size(), sym});
+  std::sort(by_count.begin(), by_count.end());
+  constexpr size_t kMaxCandidates = 256;
+  std::vector<size_t> candidates;
+  std::unordered_set<size_t> seen;
+  for (const auto& [count, sym] : by_count) {
+    const auto& pos = where[sym];
+    for (size_t k = 1; k < pos.size() && candidates.size() < kMaxCandidates; ++k) {
+      const size_t p = pos[k] - pos[k - 1];
+      if (p >= 2 && p <= n / 2 && seen.insert(p).second) candidates.push_back(p);
+    }
+    if (candidates.size() >= kMaxCandidates) break;
+  }
+  // Each candidate: the longest run of seq[i] == seq[i + p]; the run plus one
+  // period is periodic, holding (run + p) / p whole copies from its start.
+  struct Best {
+    size_t p = 0, copies = 0, first = 0, region = 0;
+    double coverage = 0;
+  } best;
+  for (size_t p : candidates) {
+    size_t run = 0, longest = 0, first = 0;
+    for (size_t i = 0; i + p < n; ++i) {
+      run = seq[i] == seq[i + p] ? run + 1 : 0;
+      if (run > longest) {
+        longest = run;
+        first = i + 1 - run;
+      }
+    }
+    const size_t copies = (longest + p) / p;
+    if (copies < 2) continue;
+    const double coverage = static_cast<double>(copies * p) / static_cast<double>(n);
+    if (coverage > best.coverage + 1e-12 ||
+        (std::abs(coverage - best.coverage) <= 1e-12 && p < best.p))
+      best = {p, copies, first, longest + p, coverage};
+  }
+  constexpr double kMinCoverage = 0.9;
+  if (best.copies < 2 || best.coverage < kMinCoverage) return std::nullopt;
+  // Launches outside the periodic region must be pieces of an iteration: a
+  // name never launched inside one (a model's embedding before its repeated
+  // layers, its head after them) says the repeats are inside one iteration.
+  std::unordered_set<uint32_t> inside(seq.begin() + static_cast<long>(best.first),
+                                      seq.begin() + static_cast<long>(best.first + best.p));
+  for (size_t k = 0; k < n; ++k)
+    if ((k < best.first || k >= best.first + best.region) && !inside.count(seq[k]))
+      return std::nullopt;
+  Repeats r;
+  r.period = best.p;
+  r.count = best.copies;
+  r.coverage = best.coverage;
+  r.launches = n;
+  for (size_t k = 0; k < best.copies; ++k)
+    r.starts.push_back(calls[best.first + k * best.p].second);
+  const size_t end = best.first + best.copies * best.p;
+  if (end < n) r.after = calls[end].second;
+  return r;
+}
+
 Graph build_graph(const std::vector<RankInput>& in) {
   if (in.empty()) throw CriticalPathError("no traces given");
   Builder b;
@@ -569,14 +765,46 @@ Graph build_graph(const std::vector<RankInput>& in) {
   std::vector<std::vector<collectives::CollectiveInstance>> colls;
   std::vector<std::vector<Step>> steps;
   bool any_missing_steps = false;
-  size_t launch_edges = 0;
+  size_t launch_edges = 0, recorded = 0, unresolved = 0;
+  // Without ProfilerStep#N on any rank: repeats of the launch sequence, used
+  // when every rank shows the same number of them.
+  std::vector<std::optional<Repeats>> repeats(in.size());
+  const bool no_steps = std::none_of(in.begin(), in.end(), [](const RankInput& r) {
+    for (Uid u = 0; u < r.trace->events.size(); ++u)
+      if (r.trace->events[u].cat == Cat::UserAnnotation &&
+          r.trace->name(u).starts_with("ProfilerStep#"))
+        return true;
+    return false;
+  });
+  if (no_steps) {
+    for (size_t k = 0; k < in.size(); ++k) repeats[k] = detect_repeats(*in[k].trace, *in[k].tree);
+    const bool agree = std::all_of(repeats.begin(), repeats.end(), [&](const auto& r) {
+      return r && r->count == repeats.front()->count;
+    });
+    if (agree) {
+      b.g.iterations_source = kFromDetectedRepeats;
+      b.g.notes.push_back(fmt::format(
+          "no ProfilerStep#N annotations: {} iterations detected as repeats of the launch "
+          "sequence ({} launches each, covering {:.1f}% of the launches{})",
+          repeats.front()->count, repeats.front()->period, 100.0 * repeats.front()->coverage,
+          in.size() > 1 ? " on the first rank" : ""));
+    } else {
+      if (std::any_of(repeats.begin(), repeats.end(), [](const auto& r) { return r.has_value(); }))
+        b.g.notes.push_back(
+            "repeats of the launch sequence differ across ranks: not used as iterations");
+      for (auto& r : repeats) r.reset();
+    }
+  }
   for (size_t k = 0; k < in.size(); ++k) {
     const int64_t rank = ranks[k].rank;
     b.g.ranks.push_back(rank);
     const auto first = static_cast<uint32_t>(b.g.nodes.size());
-    auto rb = std::make_unique<RankBuilder>(b, in[k], rank, b.g.clock_offset_us.at(rank),
-                                            ranks[k].instances);
+    auto rb =
+        std::make_unique<RankBuilder>(b, in[k], rank, b.g.clock_offset_us.at(rank),
+                                      ranks[k].instances, repeats[k] ? &*repeats[k] : nullptr);
     rb->build();
+    recorded += rb->recorded_waits;
+    unresolved += rb->unresolved_waits;
     if (rb->busy.empty())
       throw CriticalPathError(
           fmt::format("{} (rank {}) has no GPU operations with timestamps: "
@@ -591,9 +819,21 @@ Graph build_graph(const std::vector<RankInput>& in) {
     colls.push_back(std::move(ranks[k].instances));
     builders.push_back(std::move(rb));
   }
+  if (!any_missing_steps && !no_steps) b.g.iterations_source = kFromProfilerStep;
+  b.g.recorded_waits = recorded;
+  if (recorded > 0)
+    b.g.notes.push_back(fmt::format(
+        "cross-stream waits from {} recorded stream wait(s) (cuda_sync records){}", recorded,
+        unresolved ? fmt::format("; {} could not be matched to their ops", unresolved) : ""));
+  else if (unresolved > 0)
+    b.g.notes.push_back(fmt::format(
+        "{} recorded stream wait(s) could not be matched to their ops: cross-stream waits "
+        "inferred around collectives",
+        unresolved));
   if (any_missing_steps) {
     b.g.notes.push_back(
-        "no ProfilerStep#N annotations on some rank: the whole trace is one iteration there");
+        "no ProfilerStep#N annotations on some rank and no repeats detected: the whole trace is "
+        "one iteration there");
     if (in.size() > 1)  // iterations must pair up across ranks
       for (size_t k = 0; k < steps.size(); ++k)
         if (steps[k].size() != 1 || steps[k][0].name != "trace")

@@ -50,6 +50,8 @@ const char* edge_kind_name(EdgeKind kind) {
       return "sync";
     case EdgeKind::CrossStream:
       return "cross_stream";
+    case EdgeKind::EventWait:
+      return "event_wait";
     case EdgeKind::CollArrive:
       return "collective_arrive";
     case EdgeKind::CollDone:
@@ -210,6 +212,7 @@ Analysis analyse(const Graph& g, const std::vector<double>& dur, const std::vect
   Analysis a;
   a.ranks = g.ranks;
   a.clock_offset_us = g.clock_offset_us;
+  a.iterations_source = g.iterations_source;
   a.notes = g.notes;
   std::vector<double> lengths;
   for (size_t k = 0; k < g.iterations.size(); ++k) {

@@ -26,6 +26,10 @@ bool contains_nocase(std::string_view text, std::string_view part) {
 bool matches_what(const Graph& g, uint32_t n, const Selector& sel) {
   const Node& node = g.nodes[n];
   if (node.kind != NodeKind::Gpu && node.kind != NodeKind::CollJoin) return false;
+  if (!sel.gpu_uids.empty() &&
+      (node.kind != NodeKind::Gpu ||
+       !std::binary_search(sel.gpu_uids.begin(), sel.gpu_uids.end(), node.uid)))
+    return false;
   const Label& l = g.labels[node.label];
   if (!sel.category.empty() && !perf::category_named_by(l.category, sel.category)) return false;
   if (!sel.op.empty() && !contains_nocase(l.op, sel.op)) return false;
@@ -38,6 +42,8 @@ std::string describe(const Selector& sel) {
   if (!sel.category.empty()) parts.push_back(fmt::format("category {}", sel.category));
   if (!sel.op.empty()) parts.push_back(fmt::format("op ~ '{}'", sel.op));
   if (!sel.kernel.empty()) parts.push_back(fmt::format("kernel ~ '{}'", sel.kernel));
+  if (!sel.gpu_uids.empty())
+    parts.push_back(fmt::format("{} given GPU events", sel.gpu_uids.size()));
   return parts.empty() ? "every GPU op" : fmt::format("{}", fmt::join(parts, ", "));
 }
 
@@ -60,9 +66,11 @@ std::map<int64_t, double> median_factors(const Graph& g, const std::vector<uint3
 
 void scale_selection(const Graph& g, const Scenario& sc, std::vector<double>& dur,
                      WhatIfResult& out) {
+  Selector sel = sc.select;
+  std::sort(sel.gpu_uids.begin(), sel.gpu_uids.end());
   std::vector<uint32_t> what;
   for (uint32_t n = 0; n < g.nodes.size(); ++n)
-    if (matches_what(g, n, sc.select)) what.push_back(n);
+    if (matches_what(g, n, sel)) what.push_back(n);
   if (sc.select.rank && !std::count(g.ranks.begin(), g.ranks.end(), *sc.select.rank))
     throw CriticalPathError(fmt::format("rank {} is not among the traces' ranks ({})",
                                         *sc.select.rank, fmt::join(g.ranks, ", ")));

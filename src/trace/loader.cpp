@@ -328,7 +328,7 @@ std::string_view trim_right(std::string_view s) {
 // ---------------------------------------------------------------------------
 // Classification of events and of the args kept for them.
 
-enum class KeepPolicy : uint8_t { Nothing, AllButHot, Launch, Gpu };
+enum class KeepPolicy : uint8_t { Nothing, AllButHot, Launch, Gpu, StreamWait };
 
 Cat parse_cat(std::string_view c) {
   if (c == "cpu_op") return Cat::CpuOp;
@@ -406,6 +406,9 @@ bool keep_arg(KeepPolicy policy, std::string_view key) {
     case KeepPolicy::Gpu:
       return key == "grid" || key == "block" || key == "bytes" || key == "kind" ||
              key == "shared memory" || is_collective_metadata_key(key);
+    case KeepPolicy::StreamWait:
+      return key == "cuda_sync_kind" || key == "wait_on_stream" ||
+             key == "wait_on_cuda_event_record_corr_id";
   }
   return false;
 }
@@ -664,6 +667,11 @@ class EventParser {
       return;
     }
     KeepPolicy policy = keep_policy(ev.cat);
+    // Kineto's recorded stream waits (cat "cuda_sync", written with
+    // enable_cuda_sync_events): the critical path links the waiting stream to
+    // the recording one through them.
+    if (ev.cat == Cat::Other && trace_.strings.view(ev.cat_name) == "cuda_sync")
+      policy = KeepPolicy::StreamWait;
     kept_key_.clear();
     for (const StagedArg& a : staged_) {
       if (!keep_arg(policy, a.key)) {

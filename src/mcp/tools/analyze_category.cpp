@@ -5,10 +5,29 @@
 #include "categories/category_analysis.h"
 #include "categories/category_insights.h"
 #include "categories/findings.h"
+#include "categories/what_if_impact.h"
 #include "mcp/tool.h"
 
 namespace jarvis::mcp {
 namespace {
+
+bool is_system(const std::string& kind) {
+  return kind == "cpu_idle" || kind == "multi_kernel" || kind == "kernel_fusion";
+}
+
+// The what-if impact ranges, loading the prepared trace only inside the roots.
+analysis::ojson what_if_of(const analysis::AnalyzeResult& r, const std::string& dir,
+                           ToolContext& ctx) {
+  std::string trace = analysis::prepared_trace_path(dir);
+  if (!trace.empty()) {
+    try {
+      trace = ctx.resolve_path(trace, true, false).string();
+    } catch (const ToolError&) {
+      trace.clear();  // outside the allowed roots: not read
+    }
+  }
+  return analysis::what_if_impacts(r.metrics, trace);
+}
 
 json summary_of(const analysis::ojson& m, size_t top_ops) {
   json s = json::parse(m.dump());
@@ -29,6 +48,8 @@ ToolResult analyze_category_tool(const json& args, ToolContext& ctx) {
   } catch (const std::invalid_argument& e) {
     throw ToolError(e.what());
   }
+  if (args.at("what_if").get<bool>() && r.status == "OK" && !is_system(r.kind))
+    r.impact_what_if = what_if_of(r, dir.string(), ctx);
   json result = {{"category", category},
                  {"kind", r.kind},
                  {"status", r.status},
@@ -36,6 +57,7 @@ ToolResult analyze_category_tool(const json& args, ToolContext& ctx) {
                  {"metrics", summary_of(r.metrics, args.at("max_operations").get<size_t>())},
                  {"markdown", r.markdown},
                  {"insights", json::parse(r.insights.dump())},
+                 {"impact_what_if", json::parse(r.impact_what_if.dump())},
                  {"draft_findings_path", nullptr}};
   if (args.at("write_draft").get<bool>() && r.status != "ERROR") {
     std::string path = analysis::findings_path(dir.string(), category);
