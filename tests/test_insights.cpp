@@ -224,7 +224,7 @@ TEST_CASE("insights: no arch, no GPU events: rules that need them say nothing") 
   auto ctx = in::make_context(t, tree, nullptr);
   CHECK_FALSE(ctx.timeline.has_value());
   CHECK(in::run_insights(ctx).empty());
-  CHECK(in::rule_ids().size() == 9);
+  CHECK(in::rule_ids().size() == 10);
 }
 
 namespace {
@@ -352,4 +352,35 @@ TEST_CASE("insights: GPT-2 (real) writes GELU out as pow/mul chains") {
   for (const auto& i : of_rule(run_on(t), "elementwise_chain"))
     gelu = gelu || i.evidence["chain"].get<std::string>().find("aten::pow") != std::string::npos;
   CHECK(gelu);
+}
+
+TEST_CASE("insights: GPT-2 (real) steps AdamW with foreach ops, not fused") {
+  std::string path = jarvis::golden::shared_dir() + "/hw_pairs/gpt2_train/h100.json.gz";
+  Trace t = jarvis::load_trace(path);
+  CallTree tree(t);
+  auto all = in::run_insights(in::make_context(t, tree, nullptr));
+  auto opt = of_rule(all, "foreach_optimizer");
+  REQUIRE(opt.size() == 1);
+  // Independently: every multi_tensor_apply kernel of the trace (only the
+  // optimizer launches them here).
+  double mta_us = 0;
+  size_t mta = 0;
+  for (const auto& e : t.events)
+    if (e.cat == jarvis::Cat::Kernel &&
+        t.str(e.name).find("multi_tensor_apply_kernel") != std::string_view::npos)
+      mta_us += e.dur, ++mta;
+  REQUIRE(mta > 0);
+  CHECK(opt[0].time_us == Approx(mta_us).epsilon(1e-9));
+  CHECK(opt[0].evidence["kernels"] == mta);
+  CHECK(opt[0].evidence["optimizer"] == "AdamW");
+  CHECK(opt[0].gain_upper_bound_us.value() == Approx(mta_us * 13.0 / 20.0).epsilon(1e-9));
+  CHECK(opt[0].action_model.find("fused=True") != std::string::npos);
+  CHECK(opt[0].category == "multi_tensor_apply");
+
+  // An inference trace has no optimizer step: nothing fires.
+  Trace bert = jarvis::load_trace(jarvis::golden::shared_dir() +
+                                  "/conformance/h100_bert-small/trace.json.gz");
+  CallTree bert_tree(bert);
+  CHECK(of_rule(in::run_insights(in::make_context(bert, bert_tree, nullptr)), "foreach_optimizer")
+            .empty());
 }

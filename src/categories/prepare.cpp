@@ -209,6 +209,11 @@ const std::vector<std::pair<std::string_view, std::string_view>>& skill_prompt_n
   return kNames;
 }
 
+std::string prompt_for_category(const std::string& key, std::string_view tracelens_skill) {
+  if (key == "multi_tensor_apply") return "optimizer-analysis";
+  return prompt_for_skill(tracelens_skill);
+}
+
 std::string prompt_for_skill(std::string_view tracelens_skill) {
   for (const auto& [tracelens, served] : skill_prompt_names())
     if (tracelens == tracelens_skill) return std::string(served);

@@ -81,6 +81,10 @@ std::string skill_for_category(const std::string& category_key);
 // the MCP layer resolves a manifest name through it, and tool results give
 // the served name beside TraceLens's. Empty for a name TraceLens does not use.
 std::string prompt_for_skill(std::string_view tracelens_skill);
+// The served prompt for a category key: the prompt of TraceLens's skill,
+// except where jarvis has a more specific one (multi_tensor_apply, which
+// TraceLens gives the generic skill, gets optimizer-analysis).
+std::string prompt_for_category(const std::string& category_key, std::string_view tracelens_skill);
 // Every (TraceLens skill, served prompt) pair, in TraceLens-name order.
 const std::vector<std::pair<std::string_view, std::string_view>>& skill_prompt_names();
 

@@ -27,6 +27,7 @@ constexpr NamedRule kRules[] = {
     {"unfused_attention", rule_unfused_attention},
     {"elementwise_chain", rule_elementwise_chain},
     {"bandwidth_baseline", rule_bandwidth_baseline},
+    {"foreach_optimizer", rule_foreach_optimizer},
 };
 
 int64_t int_param(const perf::Params& params, std::string_view name) {

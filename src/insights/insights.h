@@ -22,7 +22,7 @@ namespace jarvis::insights {
 struct Insight {
   std::string rule;      // rule id, e.g. "gemm_unaligned_dims"
   std::string severity;  // "high", "medium", "low"
-  std::string scope;     // "op", "kernel", "trace"
+  std::string scope;     // "op", "kernel", "category", "trace"
   std::string category;  // op category the insight is about ("" for the trace)
   std::string title;     // one line, with the numbers
   std::string detail;    // why it matters, in a sentence or two

@@ -48,7 +48,8 @@ ToolResult category_filter_tool(const json& args, ToolContext& ctx) {
     json e = {
         {"name", c["name"]},
         {"display_name", c["display_name"]},
-        {"skill", analysis::prompt_for_skill(c["skill"].get<std::string>())},
+        {"skill", analysis::prompt_for_category(c["name"].get<std::string>(),
+                                                c["skill"].get<std::string>())},
         {"tracelens_skill", c["skill"]},
         {"tier", c["tier"]},
         {"ops_count", c["ops_count"]},
