@@ -160,7 +160,8 @@ TEST_CASE("loaded trace: one cached timeline, equal to a fresh computation") {
 TEST_CASE("cached category_filter preparation writes the files of the uncached one") {
   TraceCache cache;
   TraceStore store(cache);
-  for (const char* name : {"h100_bert-small", "mi300_qwen1.5-0.5b"}) {
+  for (const char* trace_name : {"h100_bert-small", "mi300_qwen1.5-0.5b"}) {
+    std::string name = trace_name;
     CAPTURE(name);
     std::string dir = golden::shared_dir() + "/conformance/" + name;
     std::string arch = testing::conformance_arch(dir).platform;
@@ -214,5 +215,26 @@ TEST_CASE("cached category_filter preparation writes the files of the uncached o
       analysis::prepare_from_loaded_trace(*loaded.entry, o);
       CHECK(read_tree(tmp.path) == one);
     }
+  }
+}
+
+TEST_CASE("multi_kernel_data reuses the linked timeline only where it equals the full one") {
+  for (const char* trace_name : {"mi300_bert-small", "vllm_decode_graph_capture"}) {
+    std::string name = trace_name;
+    CAPTURE(name);
+    std::string dir = golden::shared_dir() + "/conformance/" + name;
+    Trace trace = load_trace(dir + "/trace.json.gz");
+    CallTree tree(trace);
+    analysis::TracePrepareOptions o;
+    o.platform = testing::conformance_arch(dir).platform;
+    if (o.platform.empty()) o.platform = "H100";  // no agent reference for this trace
+    o.tree_data = false;
+    Report report = analysis::perf_report(trace, tree, o.platform);
+    analysis::TableRefs refs;
+    for (const auto& t : report.tables) refs[t.name] = &t;
+    analysis::PreparedTraceData d =
+        analysis::prepared_trace_data(trace, tree, nullptr, refs, o, &report.timeline);
+    CHECK(d.multi_kernel_data == analysis::multi_kernel_data(trace, tree));
+    CHECK(d.multi_kernel_data["overlap_analysis"].contains("total_time_us"));
   }
 }

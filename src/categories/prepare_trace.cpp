@@ -71,7 +71,12 @@ std::map<std::string, Table> perf_report_tables(const Trace& trace, const CallTr
   return tables;
 }
 
-ojson multi_kernel_data(const Trace& trace, const CallTree& tree) {
+namespace {
+
+// `linked`: compute_gpu_timeline(trace, tree) when the caller has it. The
+// overlap analysis wants every GPU event, linked or not; when every GPU event
+// is linked the two timelines are the same, and `linked` is reused.
+ojson multi_kernel_data_with(const Trace& trace, const CallTree& tree, const GpuTimeline* linked) {
   struct Dir {
     std::vector<double> durs;
     std::vector<int64_t> bytes;
@@ -158,7 +163,13 @@ ojson multi_kernel_data(const Trace& trace, const CallTree& tree) {
 
   ojson overlap = ojson::object();
   try {
-    GpuTimeline t = compute_gpu_timeline(trace, tree, /*include_unlinked=*/true);
+    bool all_linked = linked != nullptr;
+    for (Uid u = 0; all_linked && u < trace.events.size(); ++u) {
+      const Event& e = trace.events[u];
+      if (e.is_gpu() && e.has_ts() && e.has_dur() && !tree.in_tree(u)) all_linked = false;
+    }
+    GpuTimeline t =
+        all_linked ? *linked : compute_gpu_timeline(trace, tree, /*include_unlinked=*/true);
     bool has_comm = !comm.empty(), has_memcpy = memcpy_count > 0;
     overlap["total_time_us"] = py_round(t.total_time, 2);
     overlap["computation_time_us"] = py_round(t.computation_time, 2);
@@ -182,6 +193,12 @@ ojson multi_kernel_data(const Trace& trace, const CallTree& tree) {
     // No GPU events: TraceLens leaves overlap_analysis empty.
   }
   return {{"memcpy_summary", memcpy}, {"nccl_summary", nccl}, {"overlap_analysis", overlap}};
+}
+
+}  // namespace
+
+ojson multi_kernel_data(const Trace& trace, const CallTree& tree) {
+  return multi_kernel_data_with(trace, tree, nullptr);
 }
 
 std::map<std::string, ojson> category_tree_data(const Trace& trace, const CallTree& tree,
@@ -280,7 +297,7 @@ PreparedTraceData prepared_trace_data(const Trace& trace, const CallTree& tree,
                                       const CallTree* python_frames_tree, const TableRefs& tables,
                                       const TracePrepareOptions& o, const GpuTimeline* timeline) {
   PreparedTraceData d;
-  d.multi_kernel_data = multi_kernel_data(trace, tree);
+  d.multi_kernel_data = multi_kernel_data_with(trace, tree, timeline);
   auto unified = tables.find("unified_perf_summary");
   const Table* unified_table = unified != tables.end() ? unified->second : nullptr;
   if (o.tree_data && unified_table)
