@@ -4,6 +4,7 @@
 //   jarvis_bench --jarvis BUILD/jarvis [--cmd report|info] [--repeat N] TRACE...
 //   jarvis_bench --rocprof [--repeat N] [--kernel-details] RESULTS...  (bench/rocprof.cpp)
 //   jarvis_bench --deep-stack [DEPTH...]  fusion candidates on deep stacks (bench/deep_stack.cpp)
+//   jarvis_bench --load-modes [--repeat N] TRACE...  gzip inflate modes (bench/load_modes.cpp)
 //
 // For every trace it times, each in a fresh child process:
 //   floor  : zlib gunzip of the whole file (gzread, the same zlib jarvis links)
@@ -236,11 +237,14 @@ Floor run_floor(const std::string& trace, bool on_demand, int repeat) {
 
 int rocprof_bench(int argc, char** argv);     // bench/rocprof.cpp
 int deep_stack_bench(int argc, char** argv);  // bench/deep_stack.cpp
+int load_modes_bench(int argc, char** argv);  // bench/load_modes.cpp
 
 int main(int argc, char** argv) {
   if (argc > 1 && std::string(argv[1]) == "--rocprof") return rocprof_bench(argc - 1, argv + 1);
   if (argc > 1 && std::string(argv[1]) == "--deep-stack")
     return deep_stack_bench(argc - 1, argv + 1);
+  if (argc > 1 && std::string(argv[1]) == "--load-modes")
+    return load_modes_bench(argc - 1, argv + 1);
   Options opt = parse_options(argc, argv);
   auto out_dir = std::filesystem::temp_directory_path() / fmt::format("jarvis_bench.{}", getpid());
   fmt::print(

@@ -39,3 +39,7 @@ echo "command: jarvis $CMD TRACE$([[ $CMD == report ]] && echo ' --out TMP'), be
 echo
 "$BUILD/jarvis_bench" --jarvis "$JARVIS" --cmd "$CMD" --repeat "$REPEAT" \
   "$TRACE" "$TMP/x1.json.gz" "$TMP/x$COPIES.json.gz"
+echo
+echo "load only, by gzip inflate mode (in-process load_trace, fresh child each, best of $REPEAT):"
+echo
+"$BUILD/jarvis_bench" --load-modes --repeat "$REPEAT" "$TMP/x1.json.gz" "$TMP/x$COPIES.json.gz"

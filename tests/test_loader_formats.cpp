@@ -7,10 +7,12 @@
 
 #include <nlohmann/json.hpp>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "golden.h"
 #include "test_loader_support.h"
+#include "trace/gzip_inflate.h"
 #include "trace/loader.h"
 
 using namespace jarvis;
@@ -223,4 +225,62 @@ TEST_CASE("loader: hot integer args accept integral floats and ignore non-number
   CHECK(e.stream == kNoInt);
   CHECK(e.device == 1);
   CHECK(e.external_id == kNoInt);
+}
+
+TEST_CASE("loader: every gzip inflate mode loads the identical Trace") {
+  const std::pair<const char*, GzipInflate> modes[] = {
+      {"zlib pipelined", GzipInflate::ZlibPipelined},
+      {"libdeflate", GzipInflate::Libdeflate},
+      {"auto", GzipInflate::Auto},
+  };
+  auto dirs = jarvis::golden::conformance_dirs();
+  REQUIRE_FALSE(dirs.empty());
+  for (const auto& dir : dirs) {
+    CAPTURE(dir);
+    Trace serial = load_trace(dir + "/trace.json.gz", {}, GzipInflate::ZlibStream);
+    for (const auto& [label, mode] : modes) {
+      std::string mode_name = label;
+      CAPTURE(mode_name);
+      check_same(serial, load_trace(dir + "/trace.json.gz", {}, mode));
+    }
+  }
+
+  // Multi-member gzip (libdeflate grows its buffer past the last member's
+  // ISIZE) with trailing zero padding, and an uncompressed file.
+  std::string text = gunzip_file(conformance_trace("h100_bert-small"));
+  TempDir tmp;
+  auto multi = tmp.path / "multi.json.gz";
+  auto plain = tmp.path / "trace.json";
+  write_file(multi, multi_member_gzip(text, 9) + std::string(512, '\0'));
+  write_file(plain, text);
+  Trace serial = load_trace(multi.string(), {}, GzipInflate::ZlibStream);
+  CHECK(serial.json_bytes == text.size());
+  check_same(serial, load_trace_from_json(text, "memory"));
+  for (const auto& [label, mode] : modes) {
+    std::string mode_name = label;
+    CAPTURE(mode_name);
+    check_same(serial, load_trace(multi.string(), {}, mode));
+    check_same(serial, load_trace(plain.string(), {}, mode));
+  }
+
+  // Data libdeflate refuses falls back to zlib, which words the error: the
+  // same message in every mode.
+  auto truncated = tmp.path / "truncated.json.gz";
+  std::string member = gzip_member(text);
+  write_file(truncated, member.substr(0, member.size() / 2));
+  auto message = [&](GzipInflate mode) {
+    try {
+      load_trace(truncated.string(), {}, mode);
+    } catch (const TraceError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  std::string expected = message(GzipInflate::ZlibStream);
+  CHECK(expected.find("truncated gzip data") != std::string::npos);
+  for (const auto& [label, mode] : modes) {
+    std::string mode_name = label;
+    CAPTURE(mode_name);
+    CHECK(message(mode) == expected);
+  }
 }

@@ -602,7 +602,12 @@ std::string classify_kernel_type(std::string_view kernel_name) {
 }
 
 ojson fusion_candidates(const Trace& trace, const Table* unified_perf_summary) {
-  CallTree tree(trace, TreeOptions{.include_python_frames = true});
+  return fusion_candidates(trace, CallTree(trace, TreeOptions{.include_python_frames = true}),
+                           unified_perf_summary);
+}
+
+ojson fusion_candidates(const Trace& trace, const CallTree& tree,
+                        const Table* unified_perf_summary) {
   std::vector<ojson> candidates;
   for (auto& m : module_candidates(trace, tree)) {
     if (m["has_fused_kernel"].get<bool>() || m["eligible_kernel_count"].get<int64_t>() < 2)

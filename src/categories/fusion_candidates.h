@@ -10,6 +10,7 @@
 #include "categories/category_analysis_common.h"
 #include "report/table.h"
 #include "trace/trace.h"
+#include "tree/call_tree.h"
 
 namespace jarvis::analysis {
 
@@ -24,5 +25,9 @@ std::string classify_kernel_type(std::string_view kernel_name);
 // attention narrowing, de-duplication and the data_in/out_mb enrichment;
 // pass nullptr to skip that post-processing (TraceLens without the CSV).
 ojson fusion_candidates(const Trace& trace, const Table* unified_perf_summary);
+// The same with the python-frames call tree already built
+// (CallTree(trace, {.include_python_frames = true})).
+ojson fusion_candidates(const Trace& trace, const CallTree& python_frames_tree,
+                        const Table* unified_perf_summary);
 
 }  // namespace jarvis::analysis

@@ -42,11 +42,11 @@ Table as_text_table(const Table& t) {
   return out;
 }
 
-const Table& require_table(const std::map<std::string, Table>& tables, const std::string& name) {
+const Table& require_table(const TableRefs& tables, const std::string& name) {
   auto it = tables.find(name);
   if (it == tables.end())
     throw std::invalid_argument("perf report has no '" + name + "' sheet (needed by prepare)");
-  return it->second;
+  return *it->second;
 }
 
 ojson base_metadata(const PrepareOptions& o, const ojson& gpu_util, const std::string& display,
@@ -291,6 +291,13 @@ ojson load_arch_json(const std::string& name_or_path) {
 
 PrepareResult prepare_category_data(const std::map<std::string, Table>& perf_tables,
                                     const PrepareOptions& o, const PrepareInputs& inputs) {
+  TableRefs refs;
+  for (const auto& [name, table] : perf_tables) refs.emplace(name, &table);
+  return prepare_category_data(refs, o, inputs);
+}
+
+PrepareResult prepare_category_data(const TableRefs& perf_tables, const PrepareOptions& o,
+                                    const PrepareInputs& inputs) {
   for (const char* key : {"mem_bw_gbps", "memory_gb", "max_achievable_tflops"})
     if (!o.arch.is_object() || !o.arch.contains(key))
       throw std::invalid_argument(std::string("arch description lacks '") + key + "'");
@@ -333,7 +340,7 @@ PrepareResult prepare_category_data(const std::map<std::string, Table>& perf_tab
   if (o.write_perf_report_csvs) {
     std::vector<std::string> written;
     for (const auto& [name, table] : perf_tables) {
-      write_text("perf_report_csvs/" + name + ".csv", table.to_csv());
+      write_text("perf_report_csvs/" + name + ".csv", table->to_csv());
       written.push_back(name + ".csv");
     }
     record_report_files(out + "/perf_report_csvs", written);

@@ -54,6 +54,11 @@ struct PrepareResult {
 PrepareResult prepare_category_data(const std::map<std::string, Table>& perf_tables,
                                     const PrepareOptions& options,
                                     const PrepareInputs& inputs = {});
+// The same over tables held elsewhere (a cached report's, shared read-only):
+// sheet name -> table, none copied.
+using TableRefs = std::map<std::string, const Table*>;
+PrepareResult prepare_category_data(const TableRefs& perf_tables, const PrepareOptions& options,
+                                    const PrepareInputs& inputs = {});
 
 // Reads every *.csv of a perf_report_csvs directory into tables keyed by
 // file stem. Throws std::runtime_error when the directory is missing/empty

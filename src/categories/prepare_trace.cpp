@@ -8,6 +8,7 @@
 
 #include "categories/fusion_candidates.h"
 #include "explore/parent_chain.h"
+#include "explore/trace_store.h"
 #include "insights/insights.h"
 #include "perf/gpu_arch.h"
 #include "report/gpu_timeline.h"
@@ -47,8 +48,7 @@ ojson us_total(double sum, bool any) {
 
 }  // namespace
 
-std::map<std::string, Table> perf_report_tables(const Trace& trace, const CallTree& tree,
-                                                const std::string& platform) {
+Report perf_report(const Trace& trace, const CallTree& tree, const std::string& platform) {
   GpuArch arch;
   try {
     arch = perf::load_gpu_arch(platform);
@@ -57,13 +57,26 @@ std::map<std::string, Table> perf_report_tables(const Trace& trace, const CallTr
   }
   ReportOptions options;
   options.arch = &arch;
-  Report report = build_report(trace, tree, options);
+  return build_report(trace, tree, options);
+}
+
+std::map<std::string, Table> perf_report_tables(const Trace& trace, const CallTree& tree,
+                                                const std::string& platform) {
+  Report report = perf_report(trace, tree, platform);
   std::map<std::string, Table> tables;
-  for (auto& t : report.tables) tables[t.name] = t;
+  for (auto& t : report.tables) {
+    std::string name = t.name;
+    tables[name] = std::move(t);
+  }
   return tables;
 }
 
-ojson multi_kernel_data(const Trace& trace, const CallTree& tree) {
+namespace {
+
+// `linked`: compute_gpu_timeline(trace, tree) when the caller has it. The
+// overlap analysis wants every GPU event, linked or not; when every GPU event
+// is linked the two timelines are the same, and `linked` is reused.
+ojson multi_kernel_data_with(const Trace& trace, const CallTree& tree, const GpuTimeline* linked) {
   struct Dir {
     std::vector<double> durs;
     std::vector<int64_t> bytes;
@@ -76,15 +89,15 @@ ojson multi_kernel_data(const Trace& trace, const CallTree& tree) {
     if (!e.is_gpu() || !e.has_ts() || !e.has_dur()) continue;
     std::string_view name = trace.name(u);
     bool memcpy =
-        e.cat == Cat::GpuMemcpy || (e.cat == Cat::Kernel && is_rocm_legacy_memcpy_name(name));
+        e.cat == Cat::GpuMemcpy || (e.cat == Cat::Kernel && trace.is_rocm_legacy_memcpy(u));
     if (memcpy) {
       ++memcpy_count;
       Dir& d = dirs[memcpy_direction(name)];
       d.durs.push_back(e.dur);
       const PyValue* b = trace.arg(u, "bytes");
       d.bytes.push_back(b && b->kind == PyValue::Kind::Int ? b->i : 0);
-    } else if (!(e.cat == Cat::Kernel && is_rocm_legacy_memset_name(name)) &&
-               is_communication_name(name)) {
+    } else if (!(e.cat == Cat::Kernel && trace.is_rocm_legacy_memset(u)) &&
+               trace.is_communication(u)) {
       comm.push_back(u);
     }
   }
@@ -150,7 +163,13 @@ ojson multi_kernel_data(const Trace& trace, const CallTree& tree) {
 
   ojson overlap = ojson::object();
   try {
-    GpuTimeline t = compute_gpu_timeline(trace, tree, /*include_unlinked=*/true);
+    bool all_linked = linked != nullptr;
+    for (Uid u = 0; all_linked && u < trace.events.size(); ++u) {
+      const Event& e = trace.events[u];
+      if (e.is_gpu() && e.has_ts() && e.has_dur() && !tree.in_tree(u)) all_linked = false;
+    }
+    GpuTimeline t =
+        all_linked ? *linked : compute_gpu_timeline(trace, tree, /*include_unlinked=*/true);
     bool has_comm = !comm.empty(), has_memcpy = memcpy_count > 0;
     overlap["total_time_us"] = py_round(t.total_time, 2);
     overlap["computation_time_us"] = py_round(t.computation_time, 2);
@@ -174,6 +193,12 @@ ojson multi_kernel_data(const Trace& trace, const CallTree& tree) {
     // No GPU events: TraceLens leaves overlap_analysis empty.
   }
   return {{"memcpy_summary", memcpy}, {"nccl_summary", nccl}, {"overlap_analysis", overlap}};
+}
+
+}  // namespace
+
+ojson multi_kernel_data(const Trace& trace, const CallTree& tree) {
+  return multi_kernel_data_with(trace, tree, nullptr);
 }
 
 std::map<std::string, ojson> category_tree_data(const Trace& trace, const CallTree& tree,
@@ -245,21 +270,48 @@ namespace {
 
 // category_data/insights.json: the rule engine's insights (beyond
 // TraceLens), read by analyze_category for its category and the drafts.
-std::string write_insights(const Trace& trace, const CallTree& tree, const TracePrepareOptions& o) {
-  GpuArch arch = perf::load_gpu_arch(o.platform);
-  auto found = insights::run_insights(insights::make_context(trace, tree, &arch));
+std::string insights_json(const Trace& trace, const CallTree& tree, const std::string& platform,
+                          const GpuTimeline* timeline) {
+  GpuArch arch = perf::load_gpu_arch(platform);
+  auto found = insights::run_insights(insights::make_context(trace, tree, &arch, timeline));
   nlohmann::json all = nlohmann::json::array();
   for (const auto& i : found) all.push_back(insights::to_json(i));
   nlohmann::json doc = {{"rules", insights::rule_ids()}, {"insights", all}};
-  std::string path =
-      (std::filesystem::path(o.output_dir) / "category_data" / "insights.json").string();
-  write_file_atomic(path, doc.dump(2) + "\n");
-  return path;
+  return doc.dump(2) + "\n";
 }
 
-PrepareResult prepare_with_tables(const Trace& trace, const CallTree& tree,
-                                  const std::map<std::string, Table>& tables,
-                                  const TracePrepareOptions& o) {
+void require_platform(const TracePrepareOptions& o) {
+  if (o.platform.empty()) throw std::invalid_argument("--platform is required (e.g. MI300X, H100)");
+  load_arch_json(o.platform);  // fails early with a specific message
+}
+
+TableRefs table_refs(const std::vector<Table>& tables) {
+  TableRefs refs;
+  for (const auto& t : tables) refs[t.name] = &t;  // later sheets of one name win, as before
+  return refs;
+}
+
+}  // namespace
+
+PreparedTraceData prepared_trace_data(const Trace& trace, const CallTree& tree,
+                                      const CallTree* python_frames_tree, const TableRefs& tables,
+                                      const TracePrepareOptions& o, const GpuTimeline* timeline) {
+  PreparedTraceData d;
+  d.multi_kernel_data = multi_kernel_data_with(trace, tree, timeline);
+  auto unified = tables.find("unified_perf_summary");
+  const Table* unified_table = unified != tables.end() ? unified->second : nullptr;
+  if (o.tree_data && unified_table)
+    d.tree_data = category_tree_data(trace, tree, *unified_table, o.tree_subtree_depth);
+  d.fusion_candidates = python_frames_tree
+                            ? fusion_candidates(trace, *python_frames_tree, unified_table)
+                            : fusion_candidates(trace, unified_table);
+  d.insights_json = insights_json(trace, tree, o.platform, timeline);
+  return d;
+}
+
+PrepareResult prepare_with_data(const Trace& trace, const TableRefs& tables,
+                                const PreparedTraceData& data, const TracePrepareOptions& o) {
+  require_platform(o);
   PrepareOptions p;
   p.arch = load_arch_json(o.platform);
   p.platform = o.platform.find('/') != std::string::npos || o.platform.ends_with(".json")
@@ -269,37 +321,50 @@ PrepareResult prepare_with_tables(const Trace& trace, const CallTree& tree,
   p.output_dir = o.output_dir;
   p.category = o.category;
   PrepareInputs inputs;
-  inputs.multi_kernel_data = multi_kernel_data(trace, tree);
-  auto unified = tables.find("unified_perf_summary");
-  if (o.tree_data && unified != tables.end())
-    inputs.tree_data = category_tree_data(trace, tree, unified->second, o.tree_subtree_depth);
-  inputs.fusion_candidates =
-      fusion_candidates(trace, unified != tables.end() ? &unified->second : nullptr);
+  inputs.multi_kernel_data = data.multi_kernel_data;
+  inputs.tree_data = data.tree_data;
+  inputs.fusion_candidates = data.fusion_candidates;
   PrepareResult result = prepare_category_data(tables, p, inputs);
-  result.files.push_back(write_insights(trace, tree, o));
+  std::string path =
+      (std::filesystem::path(o.output_dir) / "category_data" / "insights.json").string();
+  write_file_atomic(path, data.insights_json);
+  result.files.push_back(path);
   return result;
 }
 
-void require_platform(const TracePrepareOptions& o) {
-  if (o.platform.empty()) throw std::invalid_argument("--platform is required (e.g. MI300X, H100)");
-  load_arch_json(o.platform);  // fails early with a specific message
+PrepareResult prepare_from_loaded_trace(const LoadedTrace& entry, const TracePrepareOptions& o) {
+  require_platform(o);
+  const std::string arch_id = canonical_arch_id(o.platform);
+  auto report = trace_report(entry, o.platform);
+  auto tree = trace_call_tree(entry);
+  TableRefs tables = table_refs(report->tables);
+  std::string key = "prepare:" + arch_id + ":" +
+                    (o.tree_data ? std::to_string(o.tree_subtree_depth) : std::string("-"));
+  auto data = entry.cached<PreparedTraceData>(key, [&] {
+    auto python_tree = entry.cached<CallTree>("tree:python_frames", [&] {
+      return CallTree(entry.trace(), TreeOptions{.include_python_frames = true});
+    });
+    return prepared_trace_data(entry.trace(), *tree, python_tree.get(), tables, o,
+                               &report->timeline);
+  });
+  return prepare_with_data(entry.trace(), tables, *data, o);
 }
-
-}  // namespace
 
 PrepareResult prepare_from_report(const Trace& trace, const CallTree& tree,
                                   const std::vector<Table>& report_tables,
                                   const TracePrepareOptions& o) {
   require_platform(o);
-  std::map<std::string, Table> tables;
-  for (const auto& t : report_tables) tables[t.name] = t;
-  return prepare_with_tables(trace, tree, tables, o);
+  TableRefs tables = table_refs(report_tables);
+  return prepare_with_data(trace, tables, prepared_trace_data(trace, tree, nullptr, tables, o), o);
 }
 
 PrepareResult prepare_from_trace(const Trace& trace, const TracePrepareOptions& o) {
   require_platform(o);
   CallTree tree(trace);
-  return prepare_with_tables(trace, tree, perf_report_tables(trace, tree, o.platform), o);
+  Report report = perf_report(trace, tree, o.platform);
+  TableRefs tables = table_refs(report.tables);
+  return prepare_with_data(
+      trace, tables, prepared_trace_data(trace, tree, nullptr, tables, o, &report.timeline), o);
 }
 
 }  // namespace jarvis::analysis

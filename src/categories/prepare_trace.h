@@ -8,9 +8,14 @@
 #include <string>
 
 #include "categories/prepare.h"
+#include "report/report.h"
 #include "report/table.h"
 #include "trace/trace.h"
 #include "tree/call_tree.h"
+
+namespace jarvis {
+class LoadedTrace;
+}
 
 namespace jarvis::analysis {
 
@@ -23,8 +28,11 @@ struct TracePrepareOptions {
   int tree_subtree_depth = 3;
 };
 
-// Trace -> report tables (TraceLens generate_perf_report defaults plus
-// kernel_summary / short-kernel sheets), keyed by sheet name.
+// Trace -> report (TraceLens generate_perf_report defaults plus
+// kernel_summary / short-kernel sheets) for an arch name or arch JSON path;
+// an unknown arch is std::invalid_argument.
+Report perf_report(const Trace& trace, const CallTree& tree, const std::string& platform);
+// perf_report's tables keyed by sheet name.
 std::map<std::string, Table> perf_report_tables(const Trace& trace, const CallTree& tree,
                                                 const std::string& platform);
 
@@ -39,6 +47,36 @@ ojson multi_kernel_data(const Trace& trace, const CallTree& tree);
 std::map<std::string, ojson> category_tree_data(const Trace& trace, const CallTree& tree,
                                                 const Table& unified_perf_summary,
                                                 int subtree_depth = 3);
+
+// What a preparation derives from the trace itself (the expensive part, the
+// same for every category and output directory of one trace, arch and tree
+// options): multi_kernel_data.json, fusion_candidates.json, the per-category
+// tree data and the text of category_data/insights.json.
+struct PreparedTraceData {
+  ojson multi_kernel_data;
+  ojson fusion_candidates;
+  std::map<std::string, ojson> tree_data;  // empty unless options.tree_data
+  std::string insights_json;
+};
+
+// `python_frames_tree`: CallTree(trace, {.include_python_frames = true}) when
+// the caller has it (null: built here). `timeline`: the report's GPU timeline
+// (null: computed where needed).
+PreparedTraceData prepared_trace_data(const Trace& trace, const CallTree& tree,
+                                      const CallTree* python_frames_tree, const TableRefs& tables,
+                                      const TracePrepareOptions& options,
+                                      const GpuTimeline* timeline = nullptr);
+
+// Writes the preparation from tables and data already computed.
+PrepareResult prepare_with_data(const Trace& trace, const TableRefs& tables,
+                                const PreparedTraceData& data, const TracePrepareOptions& options);
+
+// The preparation of a loaded trace (MCP category_filter): the report, the
+// python-frames call tree and the PreparedTraceData are cached on the loaded
+// trace and shared read-only, so a second call (another category, another
+// output directory) only writes files. Same files as prepare_from_trace.
+PrepareResult prepare_from_loaded_trace(const LoadedTrace& entry,
+                                        const TracePrepareOptions& options);
 
 // prepare_from_trace with report tables already built (e.g. a cached report
 // built for the same arch).

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "report/coll_analysis.h"
+#include "report/gpu_timeline.h"
 #include "report/table.h"
 #include "trace/trace.h"
 #include "tree/call_tree.h"
@@ -145,7 +146,10 @@ struct TraceCollectiveSummary {
   std::vector<TopCollective> top;  // by total time, at most `top_n`
 };
 
-TraceCollectiveSummary summarize_trace(const Trace& trace, const CallTree& tree, size_t top_n = 5);
+// `timeline`: compute_gpu_timeline(trace, tree) when the caller has it (null:
+// computed here when the trace has collectives).
+TraceCollectiveSummary summarize_trace(const Trace& trace, const CallTree& tree, size_t top_n = 5,
+                                       const GpuTimeline* timeline = nullptr);
 
 // ---- several ranks ----------------------------------------------------------------
 

@@ -39,8 +39,11 @@ nlohmann::json summary_json(const TraceCollectiveSummary& s) {
 }
 
 nlohmann::json loaded_trace_collectives_json(const LoadedTrace& entry) {
-  auto summary = entry.cached<TraceCollectiveSummary>(
-      "collectives", [&] { return summarize_trace(entry.trace(), *trace_call_tree(entry)); });
+  auto summary = entry.cached<TraceCollectiveSummary>("collectives", [&] {
+    auto tree = trace_call_tree(entry);
+    auto timeline = trace_timeline(entry);
+    return summarize_trace(entry.trace(), *tree, 5, timeline.get());
+  });
   return summary->count ? summary_json(*summary) : nlohmann::json();
 }
 

@@ -104,7 +104,7 @@ std::vector<TimelineKernel> timeline_kernels(const Trace& trace) {
     k.stream = e.stream;
     // Kineto puts each GPU in its own pid; args.device names it too.
     k.device = e.device != kNoInt ? e.device : e.pid.value;
-    k.is_collective = is_communication_name(trace.name(uid));
+    k.is_collective = trace.is_communication(uid);
     out.push_back(k);
   }
   return out;

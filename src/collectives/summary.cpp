@@ -10,13 +10,14 @@
 
 namespace jarvis::collectives {
 
-TraceCollectiveSummary summarize_trace(const Trace& trace, const CallTree& tree, size_t top_n) {
+TraceCollectiveSummary summarize_trace(const Trace& trace, const CallTree& tree, size_t top_n,
+                                       const GpuTimeline* known_timeline) {
   TraceCollectiveSummary s;
   auto instances = collective_instances(trace);
   s.count = instances.size();
   if (instances.empty()) return s;
   try {
-    GpuTimeline timeline = compute_gpu_timeline(trace, tree);
+    GpuTimeline timeline = known_timeline ? *known_timeline : compute_gpu_timeline(trace, tree);
     s.total_us = timeline.total_comm_time;
     s.exposed_us = timeline.exposed_comm_time;
   } catch (const std::runtime_error&) {

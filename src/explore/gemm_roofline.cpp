@@ -278,16 +278,13 @@ ojson gemm_roofline(const GemmRooflineInputs& in, const GemmRooflineFilters& f) 
 
 ojson gemm_roofline_for_trace(const Trace& trace, const CallTree& tree, const std::string& arch,
                               const GemmRooflineFilters& filters) {
-  auto tables = perf_report_tables(trace, tree, arch);
+  Report report = perf_report(trace, tree, arch);  // its timeline too: computed once
   GemmRooflineInputs in;
-  auto g = tables.find("GEMM");
-  in.gemm_sheet = g == tables.end() ? nullptr : &g->second;
-  auto u = tables.find("unified_perf_summary");
-  in.unified = u == tables.end() ? nullptr : &u->second;
-  auto by_cat = tables.find("ops_summary_by_category");
-  in.ops_by_category = by_cat == tables.end() ? nullptr : &by_cat->second;
+  in.gemm_sheet = report.find("GEMM");
+  in.unified = report.find("unified_perf_summary");
+  in.ops_by_category = report.find("ops_summary_by_category");
   in.arch = load_arch_json(arch);
-  GpuTimeline t = compute_gpu_timeline(trace, tree);
+  const GpuTimeline& t = report.timeline;
   in.computation_time_us = t.computation_time;
   in.total_time_us = t.total_time;
   in.is_backward = [&](Uid uid) {

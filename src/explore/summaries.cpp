@@ -179,14 +179,8 @@ nlohmann::json gpu_timeline_json(const GpuTimeline& timeline) {
 }
 
 nlohmann::json trace_gpu_timeline(const LoadedTrace& entry) {
-  std::shared_ptr<const GpuTimeline> timeline;
-  try {
-    timeline = entry.cached<GpuTimeline>("gpu_timeline", [&] {
-      return compute_gpu_timeline(entry.trace(), *trace_call_tree(entry));
-    });
-  } catch (const std::runtime_error&) {  // no linked GPU event
-    return nullptr;
-  }
+  std::shared_ptr<const GpuTimeline> timeline = trace_timeline(entry);
+  if (!timeline) return nullptr;  // no linked GPU event
   return gpu_timeline_json(*timeline);
 }
 

@@ -15,6 +15,7 @@
 #include "base/random_id.h"
 #include "explore/rocprof_trace.h"
 #include "perf/gpu_arch.h"
+#include "report/gpu_timeline.h"
 #include "report/report.h"
 #include "rocprof/profile.h"
 #include "trace/loader.h"
@@ -191,6 +192,21 @@ std::shared_ptr<const CallTree> trace_call_tree(const LoadedTrace& entry) {
   return entry.cached<CallTree>("tree", [&] { return CallTree(entry.trace()); });
 }
 
+std::shared_ptr<const GpuTimeline> trace_timeline(const LoadedTrace& entry) {
+  auto slot = entry.cached<std::optional<GpuTimeline>>("gpu_timeline", [&] {
+    std::optional<GpuTimeline> t;
+    try {
+      t = compute_gpu_timeline(entry.trace(), *trace_call_tree(entry));
+    } catch (const std::runtime_error&) {
+      // "No GPU events found in the trace" (or a rocprofv3 trace, which has
+      // no call tree): cached as absent.
+    }
+    return t;
+  });
+  if (!*slot) return nullptr;
+  return std::shared_ptr<const GpuTimeline>(slot, &**slot);
+}
+
 std::string detect_arch_name(const Trace& trace) {
   auto upper = [](std::string s) {
     for (char& c : s) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
@@ -239,6 +255,8 @@ std::shared_ptr<const Report> trace_report(const LoadedTrace& entry, const std::
     ReportOptions options;
     options.arch = gpu_arch ? &*gpu_arch : nullptr;
     auto tree = trace_call_tree(entry);
+    auto timeline = trace_timeline(entry);
+    options.timeline = timeline.get();  // null: build_report raises "No GPU events ..."
     return build_report(entry.trace(), *tree, options);
   });
 }

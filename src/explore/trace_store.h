@@ -25,6 +25,7 @@ namespace jarvis {
 
 class CallTree;
 struct Report;
+struct GpuTimeline;
 
 // One handle's view of a cached trace, held for the duration of a call.
 class LoadedTrace {
@@ -125,6 +126,11 @@ class TraceStore {
 // The call tree of a loaded trace (TraceLens defaults: no python frames),
 // built on first use and cached on the entry.
 std::shared_ptr<const CallTree> trace_call_tree(const LoadedTrace& entry);
+
+// compute_gpu_timeline over trace_call_tree, built once per loaded trace and
+// shared by the report, the health block, the insights and gpu_timeline;
+// null when the trace has no linked GPU event.
+std::shared_ptr<const GpuTimeline> trace_timeline(const LoadedTrace& entry);
 
 // The bundled GPU arch matching the trace's GPU name ("H100", "MI300X", ...),
 // or "" when none matches.

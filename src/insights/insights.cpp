@@ -79,13 +79,18 @@ double share_of(const InsightContext& c, double time_us) {
 
 }  // namespace detail
 
-InsightContext make_context(const Trace& trace, const CallTree& tree, const GpuArch* arch) {
+InsightContext make_context(const Trace& trace, const CallTree& tree, const GpuArch* arch,
+                            const GpuTimeline* timeline) {
   InsightContext c{trace, tree, arch, report::unified_perf_rows(trace, tree, arch), 0, {}, {}};
   for (const auto& r : c.rows) c.total_kernel_time_us += r.kernel_time_us;
-  try {
-    c.timeline = compute_gpu_timeline(trace, tree);
-  } catch (const std::runtime_error&) {
-    // No GPU events: the trace-level rules have nothing to say.
+  if (timeline) {
+    c.timeline = *timeline;
+  } else {
+    try {
+      c.timeline = compute_gpu_timeline(trace, tree);
+    } catch (const std::runtime_error&) {
+      // No GPU events: the trace-level rules have nothing to say.
+    }
   }
   c.gpu_name = trace.gpu_name();
   return c;

@@ -51,7 +51,10 @@ struct InsightContext {
   std::string gpu_name;                 // from the trace
 };
 
-InsightContext make_context(const Trace& trace, const CallTree& tree, const GpuArch* arch);
+// `timeline`: compute_gpu_timeline(trace, tree) when the caller has it already
+// (null: computed here; a trace without GPU events has none either way).
+InsightContext make_context(const Trace& trace, const CallTree& tree, const GpuArch* arch,
+                            const GpuTimeline* timeline = nullptr);
 
 // Every rule over the context; sorted by gain upper bound (then time),
 // largest first.

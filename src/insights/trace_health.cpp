@@ -86,19 +86,24 @@ void add_warnings(TraceHealth& h) {
 
 }  // namespace
 
-TraceHealth trace_health(const Trace& trace, const CallTree& tree) {
+TraceHealth trace_health(const Trace& trace, const CallTree& tree, const GpuTimeline* timeline) {
   TraceHealth h;
   double graph_time_us = 0, gpu_time_us = 0;
   count_events(trace, tree, h, graph_time_us, gpu_time_us);
   h.links_without_flows = tree.links_without_flows();
   h.negative_durations = trace.clamped_negative_durations;
   h.graph_kernel_share = gpu_time_us > 0 ? graph_time_us / gpu_time_us : 0;
-  try {
-    GpuTimeline t = compute_gpu_timeline(trace, tree);
-    h.gpu_span_us = t.total_time;
-    h.gpu_busy_share = t.total_time > 0 ? t.busy_time / t.total_time : 0;
-  } catch (const std::runtime_error&) {
-    // No linked GPU events: the warnings below say so.
+  if (timeline) {
+    h.gpu_span_us = timeline->total_time;
+    h.gpu_busy_share = timeline->total_time > 0 ? timeline->busy_time / timeline->total_time : 0;
+  } else {
+    try {
+      GpuTimeline t = compute_gpu_timeline(trace, tree);
+      h.gpu_span_us = t.total_time;
+      h.gpu_busy_share = t.total_time > 0 ? t.busy_time / t.total_time : 0;
+    } catch (const std::runtime_error&) {
+      // No linked GPU events: the warnings below say so.
+    }
   }
   add_warnings(h);
   return h;

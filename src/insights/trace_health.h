@@ -9,6 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "report/gpu_timeline.h"
 #include "trace/trace.h"
 #include "tree/call_tree.h"
 
@@ -28,7 +29,10 @@ struct TraceHealth {
   std::vector<std::string> warnings;
 };
 
-TraceHealth trace_health(const Trace& trace, const CallTree& tree);
+// `timeline`: compute_gpu_timeline(trace, tree) when the caller has it (null:
+// computed here, or absent for a trace without linked GPU events).
+TraceHealth trace_health(const Trace& trace, const CallTree& tree,
+                         const GpuTimeline* timeline = nullptr);
 nlohmann::json to_json(const TraceHealth& health);
 
 }  // namespace jarvis::insights

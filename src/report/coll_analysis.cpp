@@ -129,7 +129,7 @@ bool is_collective_kernel(const Trace& trace, Uid uid) {
   const Event& e = trace.events[uid];
   if (e.cat != Cat::Kernel) return false;
   if (e.correlation == kNoInt && e.external_id == kNoInt) return false;
-  return is_communication_name(trace.name(uid));
+  return trace.is_communication(uid);
 }
 
 std::vector<CollectiveKernel> collective_kernels(const Trace& trace) {

@@ -51,14 +51,14 @@ GpuTimeline compute_gpu_timeline(const Trace& trace, const CallTree& tree, bool 
     if (!e.has_ts() || !e.has_dur()) continue;
     Interval iv{e.ts, e.t_end};
     all.push_back(iv);
-    std::string_view name = trace.name(static_cast<Uid>(u));
+    const uint8_t flags = trace.name_flags(static_cast<Uid>(u));
     if (e.cat == Cat::GpuMemcpy)
       memcpy.push_back(iv);
-    else if (e.cat == Cat::Kernel && is_rocm_legacy_memcpy_name(name))
+    else if (e.cat == Cat::Kernel && (flags & kNameRocmLegacyMemcpy))
       memcpy.push_back(iv);
-    else if (e.cat == Cat::Kernel && is_rocm_legacy_memset_name(name))
+    else if (e.cat == Cat::Kernel && (flags & kNameRocmLegacyMemset))
       comp.push_back(iv);
-    else if (is_communication_name(name))
+    else if (flags & kNameCommunication)
       comm.push_back(iv);
     else
       comp.push_back(iv);

@@ -293,10 +293,8 @@ Table perf_sheet_summary_table(const Trace& trace, const std::vector<PerfOpRow>&
   return t;
 }
 
-namespace {
-
 // Events of each sheet family, array order, in one pass over the trace.
-std::unordered_map<std::string_view, std::vector<Uid>> events_by_family(const Trace& trace) {
+FamilyIndex events_by_family(const Trace& trace) {
   std::unordered_map<uint32_t, std::string_view> family_of_name;  // interned name id -> family
   std::unordered_set<uint32_t> unmodeled;
   std::unordered_map<std::string_view, std::vector<Uid>> out;
@@ -316,6 +314,8 @@ std::unordered_map<std::string_view, std::vector<Uid>> events_by_family(const Tr
   }
   return out;
 }
+
+namespace {
 
 std::vector<PerfOpRow> sheet_rows_for(const Trace& trace, const CallTree& tree,
                                       const std::vector<Uid>& events, std::string_view family,
@@ -363,7 +363,13 @@ std::vector<PerfOpRow> sheet_rows_for(const Trace& trace, const CallTree& tree,
 std::vector<PerfOpRow> perf_sheet_rows(const Trace& trace, const CallTree& tree,
                                        std::string_view family, bool backward, const GpuArch* arch,
                                        ModelFailureCounts* failures) {
-  auto by_family = events_by_family(trace);
+  return perf_sheet_rows(trace, tree, events_by_family(trace), family, backward, arch, failures);
+}
+
+std::vector<PerfOpRow> perf_sheet_rows(const Trace& trace, const CallTree& tree,
+                                       const FamilyIndex& by_family, std::string_view family,
+                                       bool backward, const GpuArch* arch,
+                                       ModelFailureCounts* failures) {
   auto it = by_family.find(family);
   if (it == by_family.end()) return {};
   return sheet_rows_for(trace, tree, it->second, family, backward, arch, failures);
@@ -409,15 +415,16 @@ bool in_list(const std::string& s, std::initializer_list<const char*> names) {
 void add_perf_sheets(Report& report, const Trace& trace, const CallTree& tree,
                      const GpuArch* arch) {
   ModelFailureCounts failures;
+  const FamilyIndex by_family = events_by_family(trace);  // once for every family
   for (std::string_view fam : perf::sheet_families()) {
     std::string family(fam);
     if (in_list(family, {"GEMM", "UnaryElementwise", "BinaryElementwise", "Normalization"})) {
-      auto rows = perf_sheet_rows(trace, tree, fam, false, arch, &failures);
+      auto rows = perf_sheet_rows(trace, tree, by_family, fam, false, arch, &failures);
       if (rows.empty()) continue;
       report.tables.push_back(perf_sheet_summary_table(trace, rows, family));
       continue;
     }
-    auto fwd_rows = perf_sheet_rows(trace, tree, fam, false, arch, &failures);
+    auto fwd_rows = perf_sheet_rows(trace, tree, by_family, fam, false, arch, &failures);
     Table fwd = fwd_rows.empty() ? Table(family + "_fwd", {})
                                  : perf_sheet_summary_table(trace, fwd_rows, family + "_fwd");
     auto is_moved = [](const std::string& n) {
@@ -426,7 +433,7 @@ void add_perf_sheets(Report& report, const Trace& trace, const CallTree& tree,
     };
     Table moved = filter_rows(fwd, is_moved);
     fwd = filter_rows(fwd, [&](const std::string& n) { return !is_moved(n); });
-    auto bwd_rows = perf_sheet_rows(trace, tree, fam, true, arch, &failures);
+    auto bwd_rows = perf_sheet_rows(trace, tree, by_family, fam, true, arch, &failures);
     Table bwd = bwd_rows.empty() ? Table(family + "_bwd", {})
                                  : perf_sheet_summary_table(trace, bwd_rows, family + "_bwd");
     if (!fwd_rows.empty()) bwd = concat_tables(std::move(bwd), moved);
@@ -626,7 +633,7 @@ class UnifiedCollector {
 
   bool launches_comm_kernel(Uid u) const {
     for (Uid g : tree_.gpu_events(u))
-      if (is_communication_name(trace_.name(g))) return true;
+      if (trace_.is_communication(g)) return true;
     return false;
   }
 
@@ -693,7 +700,7 @@ class UnifiedCollector {
     std::unordered_map<Uid, std::vector<Uid>> orphans;  // runtime parent -> kernels
     for (Uid u = 0; u < trace_.events.size(); ++u) {
       if (!trace_.events[u].is_gpu() || covered.count(u)) continue;
-      if (is_communication_name(trace_.name(u))) continue;
+      if (trace_.is_communication(u)) continue;
       Uid cpu = kNoUid;
       for (Uid p = tree_.parent(u); p != kNoUid; p = tree_.parent(p))
         if (is_cpu_op(trace_, p)) {

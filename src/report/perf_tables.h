@@ -9,6 +9,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "perf/gpu_arch.h"
@@ -52,6 +53,17 @@ struct PerfOpRow {
 using ModelFailureCounts = std::map<std::pair<std::string, std::string>, size_t>;
 std::vector<PerfOpRow> perf_sheet_rows(const Trace& trace, const CallTree& tree,
                                        std::string_view family, bool backward, const GpuArch* arch,
+                                       ModelFailureCounts* failures = nullptr);
+
+// The events of every sheet family, array order, from one pass over the
+// trace (family name -> UIDs). Build it once and pass it to the overload
+// below when rows of several families are wanted: the plain overload builds
+// it on every call.
+using FamilyIndex = std::unordered_map<std::string_view, std::vector<Uid>>;
+FamilyIndex events_by_family(const Trace& trace);
+std::vector<PerfOpRow> perf_sheet_rows(const Trace& trace, const CallTree& tree,
+                                       const FamilyIndex& by_family, std::string_view family,
+                                       bool backward, const GpuArch* arch,
                                        ModelFailureCounts* failures = nullptr);
 
 // The rows of the unified table (§15.2–15.3) in collection order: ops with a

@@ -23,7 +23,7 @@ const Table* Report::find(std::string_view name) const {
 
 Report build_report(const Trace& trace, const CallTree& tree, const ReportOptions& options) {
   Report report;
-  report.timeline = compute_gpu_timeline(trace, tree);
+  report.timeline = options.timeline ? *options.timeline : compute_gpu_timeline(trace, tree);
   report.gpu_only = report::is_gpu_only(trace);
   report.tables.push_back(gpu_timeline_table(report.timeline));
   // TraceLens reads total_time back from the sheet's "time ms" cell.

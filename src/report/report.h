@@ -32,6 +32,9 @@ struct ReportOptions {
   int short_kernel_bins = 100;
   bool include_python_frames = false;
   bool collective_analysis = true;  // coll_analysis sheet (TraceLens default on)
+  // compute_gpu_timeline(trace, tree) when the caller already has it (a
+  // loaded trace's cached timeline); null: build_report computes it.
+  const GpuTimeline* timeline = nullptr;
 };
 
 // Ops a perf model could not compute (bad or missing args, inconsistent

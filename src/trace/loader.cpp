@@ -1,5 +1,6 @@
 #include "trace/loader.h"
 
+#include <libdeflate.h>
 #include <simdjson.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -11,6 +12,7 @@
 #include <charconv>
 #include <condition_variable>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <deque>
 #include <exception>
@@ -21,6 +23,7 @@
 #include <thread>
 #include <unordered_map>
 
+#include "trace/gzip_inflate.h"
 #include "trace/numeric.h"
 
 namespace jarvis {
@@ -156,6 +159,72 @@ class MemorySource : public ByteSource {
 
  private:
   std::string_view data_;
+  size_t pos_ = 0;
+};
+
+// A whole gzip file inflated at once by libdeflate, every member in turn, into
+// one buffer sized from the trailer's ISIZE (grown for further members).
+class WholeGzipSource : public ByteSource {
+ public:
+  // Null when libdeflate cannot do it within max_out bytes of output (not
+  // plain gzip members, corrupt or truncated data, larger output): the
+  // caller streams with zlib instead, which words any error.
+  static std::unique_ptr<WholeGzipSource> inflate(FILE* f, uint64_t file_size, uint64_t size_hint,
+                                                  uint64_t max_out) {
+    if (file_size == 0 || file_size > max_out) return nullptr;
+    std::vector<unsigned char> in(static_cast<size_t>(file_size));
+    if (std::fseek(f, 0, SEEK_SET) != 0 || std::fread(in.data(), 1, in.size(), f) != in.size())
+      return nullptr;
+    std::unique_ptr<libdeflate_decompressor, DecompressorFree> d(libdeflate_alloc_decompressor());
+    if (!d) return nullptr;
+    auto out = std::unique_ptr<WholeGzipSource>(new WholeGzipSource);
+    size_t cap = static_cast<size_t>(std::min(std::max<uint64_t>(size_hint, 1u << 16), max_out));
+    out->data_.reset(static_cast<char*>(std::malloc(cap)));
+    if (!out->data_) return nullptr;
+    size_t pos = 0, len = 0, members = 0;
+    while (pos < in.size()) {
+      if (members > 0 && in[pos] == 0) break;  // trailing zero padding, as GzipFileSource
+      if (in.size() - pos < 2 || in[pos] != 0x1f || in[pos + 1] != 0x8b) return nullptr;
+      for (;;) {
+        size_t used = 0, got = 0;
+        libdeflate_result rc =
+            libdeflate_gzip_decompress_ex(d.get(), in.data() + pos, in.size() - pos,
+                                          out->data_.get() + len, cap - len, &used, &got);
+        if (rc == LIBDEFLATE_SUCCESS) {
+          pos += used;
+          len += got;
+          ++members;
+          break;
+        }
+        if (rc != LIBDEFLATE_INSUFFICIENT_SPACE || cap >= max_out) return nullptr;
+        cap = static_cast<size_t>(std::min<uint64_t>(max_out, uint64_t{cap} * 2));
+        char* grown = static_cast<char*>(std::realloc(out->data_.get(), cap));
+        if (!grown) return nullptr;
+        (void)out->data_.release();
+        out->data_.reset(grown);
+      }
+    }
+    out->size_ = len;
+    return out;
+  }
+
+  size_t read(char* dst, size_t cap) override {
+    size_t n = std::min(cap, size_ - pos_);
+    std::memcpy(dst, data_.get() + pos_, n);
+    pos_ += n;
+    return n;
+  }
+
+ private:
+  WholeGzipSource() = default;
+  struct DecompressorFree {
+    void operator()(libdeflate_decompressor* d) const { libdeflate_free_decompressor(d); }
+  };
+  struct Free {
+    void operator()(char* p) const { std::free(p); }
+  };
+  std::unique_ptr<char, Free> data_;
+  size_t size_ = 0;
   size_t pos_ = 0;
 };
 
@@ -1100,6 +1169,10 @@ void finish(Trace& trace) {
 }  // namespace
 
 Trace load_trace(const std::string& path, const LoadOptions& options) {
+  return load_trace(path, options, GzipInflate::Auto);
+}
+
+Trace load_trace(const std::string& path, const LoadOptions& options, GzipInflate inflate) {
   struct stat st;
   if (::stat(path.c_str(), &st) != 0)
     throw TraceError(fmt::format("{}: cannot open: {}", path, std::strerror(errno)));
@@ -1120,12 +1193,27 @@ Trace load_trace(const std::string& path, const LoadOptions& options) {
   Trace trace;
   trace.path = path;
   trace.file_bytes = size;
-  reserve_events(trace, gzip ? gzip_size_hint(file.get(), size) : size);
+  const uint64_t size_hint = gzip ? gzip_size_hint(file.get(), size) : size;
+  reserve_events(trace, size_hint);
   std::fseek(file.get(), 0, SEEK_SET);
-  std::unique_ptr<ByteSource> src;
-  if (gzip) {
-    src = std::make_unique<GzipFileSource>(std::move(file), path);
+  if (inflate == GzipInflate::Auto) {
     if (std::thread::hardware_concurrency() > 1)
+      inflate = GzipInflate::ZlibPipelined;  // inflate overlaps the parse
+    else if (size_hint <= kAutoWholeInflateMaxBytes)
+      inflate = GzipInflate::Libdeflate;  // one core: the least CPU
+    else
+      inflate = GzipInflate::ZlibStream;  // one core, big file: bounded memory
+  }
+  std::unique_ptr<ByteSource> src;
+  if (gzip && inflate == GzipInflate::Libdeflate) {
+    src = WholeGzipSource::inflate(file.get(), size, size_hint, kWholeInflateMaxBytes);
+    if (!src) std::fseek(file.get(), 0, SEEK_SET);  // zlib streams it instead
+  }
+  if (src) {
+    // inflated already
+  } else if (gzip) {
+    src = std::make_unique<GzipFileSource>(std::move(file), path);
+    if (inflate == GzipInflate::ZlibPipelined)
       src = std::make_unique<PipelinedSource>(std::move(src));
   } else {
     src = std::make_unique<PlainFileSource>(std::move(file), path);

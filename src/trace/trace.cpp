@@ -2,12 +2,70 @@
 
 #include <simdjson.h>
 
+#include <cctype>
+
 namespace jarvis {
+
+namespace {
+
+bool contains_ci(std::string_view hay, std::string_view needle) {
+  if (needle.size() > hay.size()) return false;
+  for (size_t i = 0; i + needle.size() <= hay.size(); ++i) {
+    size_t k = 0;
+    while (k < needle.size() && std::tolower(static_cast<unsigned char>(hay[i + k])) == needle[k])
+      ++k;
+    if (k == needle.size()) return true;
+  }
+  return false;
+}
+
+bool starts_with(std::string_view s, std::string_view p) {
+  return s.substr(0, p.size()) == p;
+}
+
+// Strips one optional ".kd" suffix.
+std::string_view without_kd(std::string_view s) {
+  if (s.size() >= 3 && s.substr(s.size() - 3) == ".kd") s.remove_suffix(3);
+  return s;
+}
+
+}  // namespace
+
+bool is_communication_name(std::string_view name) {
+  return contains_ci(name, "nccl") || contains_ci(name, "rccl") ||
+         contains_ci(name, "cross_device_reduce");
+}
+
+bool is_rocm_legacy_memcpy_name(std::string_view name) {
+  name = without_kd(name);
+  if (name == "MEMORY_COPY_HOST_TO_DEVICE" || name == "MEMORY_COPY_DEVICE_TO_HOST" ||
+      name == "MEMORY_COPY_DEVICE_TO_DEVICE")
+    return true;
+  if (!starts_with(name, "__amd_rocclr_copyBuffer")) return false;
+  std::string_view rest = name.substr(std::string_view("__amd_rocclr_copyBuffer").size());
+  if (starts_with(rest, "Rect")) rest.remove_prefix(4);
+  if (starts_with(rest, "Aligned")) rest.remove_prefix(7);
+  return rest.empty();
+}
+
+bool is_rocm_legacy_memset_name(std::string_view name) {
+  name = without_kd(name);
+  return name == "__amd_rocclr_fillBuffer" || name == "__amd_rocclr_fillBufferAligned";
+}
+
+uint8_t name_flags_of(std::string_view name) {
+  uint8_t f = 0;
+  if (is_communication_name(name)) f |= kNameCommunication;
+  if (is_rocm_legacy_memcpy_name(name)) f |= kNameRocmLegacyMemcpy;
+  if (is_rocm_legacy_memset_name(name)) f |= kNameRocmLegacyMemset;
+  return f;
+}
 
 uint32_t StringPool::intern(std::string_view s) {
   auto it = index_.find(s);
   if (it != index_.end()) return it->second;
   auto id = static_cast<uint32_t>(strings_.size());
+  flags_.push_back(name_flags_of(s));
   strings_.push_back(std::make_unique<std::string>(s));
   index_.emplace(*strings_.back(), id);
   return id;

@@ -73,6 +73,25 @@ struct ProcIdHash {
   }
 };
 
+// Name predicates the analyses ask per GPU event. Each is a pure function of
+// the text; StringPool evaluates them once per interned string (NameFlag bits)
+// so the per-event hot paths test a bit instead of searching the text.
+//
+// Communication kernel: name contains nccl / rccl / cross_device_reduce
+// (case-insensitive).
+bool is_communication_name(std::string_view name);
+// ROCm <= 7.1 rocclr copy / fill kernels reported with cat "kernel".
+bool is_rocm_legacy_memcpy_name(std::string_view name);
+bool is_rocm_legacy_memset_name(std::string_view name);
+
+enum NameFlag : uint8_t {
+  kNameCommunication = 1u << 0,     // is_communication_name
+  kNameRocmLegacyMemcpy = 1u << 1,  // is_rocm_legacy_memcpy_name
+  kNameRocmLegacyMemset = 1u << 2,  // is_rocm_legacy_memset_name
+};
+// The NameFlag bits of a text (what StringPool stores per id).
+uint8_t name_flags_of(std::string_view name);
+
 // Append-only string interner. Ids are dense and stable; views stay valid
 // for the interner's lifetime.
 class StringPool {
@@ -82,9 +101,12 @@ class StringPool {
   size_t size() const { return strings_.size(); }
   // Returns the id of s if already interned.
   bool find(std::string_view s, uint32_t& id) const;
+  // NameFlag bits of string `id`, computed when it was interned.
+  uint8_t flags(uint32_t id) const { return flags_[id]; }
 
  private:
   std::vector<std::unique_ptr<std::string>> strings_;
+  std::vector<uint8_t> flags_;  // per id
   std::unordered_map<std::string_view, uint32_t> index_;
 };
 
@@ -157,6 +179,11 @@ class Trace {
   std::string_view name(Uid uid) const { return strings.view(events[uid].name); }
   std::string_view cat_name(Uid uid) const { return strings.view(events[uid].cat_name); }
   std::string_view str(uint32_t id) const { return strings.view(id); }
+  // NameFlag bits of an event's name (one lookup, no text search).
+  uint8_t name_flags(Uid uid) const { return strings.flags(events[uid].name); }
+  bool is_communication(Uid uid) const { return name_flags(uid) & kNameCommunication; }
+  bool is_rocm_legacy_memcpy(Uid uid) const { return name_flags(uid) & kNameRocmLegacyMemcpy; }
+  bool is_rocm_legacy_memset(Uid uid) const { return name_flags(uid) & kNameRocmLegacyMemset; }
 
   // The value of a kept arg, or nullptr. Keys are the Kineto spellings
   // ("Input Dims", "Input type", "Input Strides", "Concrete Inputs", "grid", ...).

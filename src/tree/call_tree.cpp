@@ -24,12 +24,6 @@ bool starts_with(std::string_view s, std::string_view p) {
   return s.substr(0, p.size()) == p;
 }
 
-// Strips one optional ".kd" suffix.
-std::string_view without_kd(std::string_view s) {
-  if (s.size() >= 3 && s.substr(s.size() - 3) == ".kd") s.remove_suffix(3);
-  return s;
-}
-
 // Key of the (pid, tid, link) index.
 struct LinkKey {
   ProcId pid, tid;
@@ -44,28 +38,6 @@ struct LinkKeyHash {
 };
 
 }  // namespace
-
-bool is_communication_name(std::string_view name) {
-  return contains_ci(name, "nccl") || contains_ci(name, "rccl") ||
-         contains_ci(name, "cross_device_reduce");
-}
-
-bool is_rocm_legacy_memcpy_name(std::string_view name) {
-  name = without_kd(name);
-  if (name == "MEMORY_COPY_HOST_TO_DEVICE" || name == "MEMORY_COPY_DEVICE_TO_HOST" ||
-      name == "MEMORY_COPY_DEVICE_TO_DEVICE")
-    return true;
-  if (!starts_with(name, "__amd_rocclr_copyBuffer")) return false;
-  std::string_view rest = name.substr(std::string_view("__amd_rocclr_copyBuffer").size());
-  if (starts_with(rest, "Rect")) rest.remove_prefix(4);
-  if (starts_with(rest, "Aligned")) rest.remove_prefix(7);
-  return rest.empty();
-}
-
-bool is_rocm_legacy_memset_name(std::string_view name) {
-  name = without_kd(name);
-  return name == "__amd_rocclr_fillBuffer" || name == "__amd_rocclr_fillBufferAligned";
-}
 
 double busy_time(const Trace& trace, std::span<const Uid> gpu_uids) {
   std::vector<std::pair<double, double>> iv;
@@ -330,7 +302,7 @@ void CallTree::find_launchers() {
   std::unordered_map<Uid, uint32_t> kernels_per_launcher;
   for (size_t u = 0; u < t.events.size(); ++u) {
     const Event& k = t.events[u];
-    if (!k.is_gpu() || is_communication_name(t.name(static_cast<Uid>(u)))) continue;
+    if (!k.is_gpu() || t.is_communication(static_cast<Uid>(u))) continue;
     Uid r = parent_[u];
     if (r == kNoUid) continue;
     Uid found = kNoUid;

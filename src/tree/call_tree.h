@@ -166,12 +166,8 @@ class CallTree {
   std::unordered_map<Uid, std::vector<Uid>> bwd_of_;
 };
 
-// Communication kernel: name contains nccl / rccl / cross_device_reduce
-// (case-insensitive).
-bool is_communication_name(std::string_view name);
-// ROCm <= 7.1 rocclr copy / fill kernels reported with cat "kernel".
-bool is_rocm_legacy_memcpy_name(std::string_view name);
-bool is_rocm_legacy_memset_name(std::string_view name);
+// is_communication_name and the ROCm legacy copy / fill predicates live in
+// trace/trace.h (evaluated once per interned name: Trace::is_communication).
 
 // Union length of [ts, t_end) intervals (spec §7.3), TraceLens order.
 double busy_time(const Trace& trace, std::span<const Uid> gpu_uids);

@@ -30,9 +30,9 @@ ToolResult category_filter_tool(const json& args, ToolContext& ctx) {
   analysis::PrepareResult r;
   std::shared_ptr<const Report> report;
   try {
-    report = trace_report(*entry, arch);
+    report = trace_report(*entry, arch);  // built (or found cached) before the cancel check
     ctx.throw_if_cancelled();
-    r = analysis::prepare_from_report(entry->trace(), *trace_call_tree(*entry), report->tables, o);
+    r = analysis::prepare_from_loaded_trace(*entry, o);
     ctx.paths().mark_output_dir(out);
   } catch (const perf::GpuArchError& e) {
     throw ToolError(e.what());

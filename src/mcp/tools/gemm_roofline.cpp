@@ -37,7 +37,9 @@ json gemm_insights(const LoadedTrace& entry, const std::string& arch_name) {
   GpuArch arch = perf::load_gpu_arch(arch_name);
   auto tree = trace_call_tree(entry);
   json out = json::array();
-  for (const auto& i : insights::run_insights(insights::make_context(entry.trace(), *tree, &arch)))
+  auto timeline = trace_timeline(entry);
+  for (const auto& i :
+       insights::run_insights(insights::make_context(entry.trace(), *tree, &arch, timeline.get())))
     if (i.category == "GEMM") out.push_back(insights::to_json(i));
   return out;
 }

@@ -24,7 +24,9 @@ ToolResult insights_tool(const json& args, ToolContext& ctx) {
   std::string rule = args.value("rule", std::string());
   size_t top_n = args.at("top_n").get<size_t>();
   auto tree = trace_call_tree(*entry);
-  auto context = insights::make_context(entry->trace(), *tree, arch ? &*arch : nullptr);
+  auto timeline = trace_timeline(*entry);
+  auto context =
+      insights::make_context(entry->trace(), *tree, arch ? &*arch : nullptr, timeline.get());
   auto found = insights::run_insights(context);
   json rows = json::array();
   std::string text = fmt::format("{} insights on {}{}\n", found.size(), entry->handle(),

@@ -89,7 +89,8 @@ ToolResult load_trace_tool(const json& args, ToolContext& ctx) {
     summary["gpu_timeline"] = timeline;
   if (json coll = collectives::loaded_trace_collectives_json(*loaded.entry); !coll.is_null())
     summary["collectives"] = coll;
-  auto health = insights::trace_health(loaded.entry->trace(), *trace_call_tree(*loaded.entry));
+  auto health = insights::trace_health(loaded.entry->trace(), *trace_call_tree(*loaded.entry),
+                                       trace_timeline(*loaded.entry).get());
   summary["health"] = insights::to_json(health);
   ctx.report_progress(1, 1, "loaded");
   std::string text = fmt::format(

@@ -59,8 +59,8 @@ json top_insights(const LoadedTrace& entry, const std::string& arch_name,
   if (!arch_name.empty() && arch_name != "none") arch = perf::load_gpu_arch(arch_name);
   auto tree = trace_call_tree(entry);
   json out = json::array();
-  for (const auto& i : insights::run_insights(
-           insights::make_context(entry.trace(), *tree, arch ? &*arch : nullptr))) {
+  for (const auto& i : insights::run_insights(insights::make_context(
+           entry.trace(), *tree, arch ? &*arch : nullptr, trace_timeline(entry).get()))) {
     if (!category.empty() && !perf::category_named_by(i.category, category)) continue;
     if (out.size() == 5) break;
     out.push_back(
