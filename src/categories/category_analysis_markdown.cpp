@@ -1,7 +1,11 @@
 // Markdown digests of the metrics files: what TraceLens's analysis scripts
 // print for their sub-agent (operations breakdown, flagged bottlenecks, key
 // metrics), rendered from the metrics JSON so the two never disagree.
+#include <algorithm>
+#include <map>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "categories/category_analysis_internal.h"
 
@@ -51,6 +55,39 @@ std::string flat_value(const ojson& v) {
   return v.dump();
 }
 
+// The args of an operations[] row with every dimension of each shape but the
+// last written `*`: "(8944,1024) bf16<br>(1024,2816) bf16" ->
+// "(*,1024) bf16<br>(*,2816) bf16". Rows that differ only in batch / sequence
+// (token) dimensions share it.
+std::string shape_signature(const std::string& args) {
+  std::string out;
+  size_t k = 0;
+  while (k < args.size()) {
+    if (args[k] != '(') {
+      out += args[k++];
+      continue;
+    }
+    size_t close = args.find(')', k);
+    if (close == std::string::npos) {
+      out += args.substr(k);
+      break;
+    }
+    std::string inner = args.substr(k + 1, close - k - 1);
+    size_t last = inner.rfind(',');
+    bool numeric = !inner.empty() && inner.find_first_not_of("0123456789, ") == std::string::npos;
+    if (!numeric || last == std::string::npos) {
+      out += args.substr(k, close - k + 1);
+    } else {
+      size_t dims = static_cast<size_t>(std::count(inner.begin(), inner.end(), ',')) + 1;
+      out += "(";
+      for (size_t d = 0; d + 1 < dims; ++d) out += "*,";
+      out += inner.substr(last + 1) + ")";
+    }
+    k = close + 1;
+  }
+  return out;
+}
+
 }  // namespace
 
 std::string compute_markdown(const ojson& m) {
@@ -73,20 +110,66 @@ std::string compute_markdown(const ojson& m) {
       "| # | Operation | Args | Count | Time (ms) | % of category | % E2E | FLOPS/Byte | "
       "Efficiency | Bound | Library |\n";
   out += "|---|---|---|---|---|---|---|---|---|---|---|\n";
-  size_t k = 0;
+  // Near-identical rows (same op, same shapes up to the batch / sequence
+  // dimensions: decode attention over growing KV lengths) collapse into one
+  // line with their count; the metrics JSON keeps every row.
+  std::vector<std::vector<const ojson*>> groups;
+  std::map<std::string, size_t> group_of;
   for (const auto& op : m["operations"]) {
-    if (++k > kMaxRows) break;
-    const ojson& eff = op["efficiency"];
-    out += "| " + std::to_string(k) + " | " + cell(op["name"].get<std::string>()) + " | " +
-           cell(op.value("args", "")) + " | " + std::to_string(op["count"].get<int64_t>()) + " | " +
-           num_text(op["time_ms"], 3) + " | " + num_text(op["percent_of_category"], 2) + " | " +
-           num_text(op["percent_of_total"], 2) + " | " + num_text(eff["flops_per_byte"], 2) +
-           " | " + efficiency_text(eff) + " | " + str_or_dash(eff["bound_type"]) + " | " +
-           str_or_dash(op["library"]) + " |\n";
+    std::string key =
+        op["name"].get<std::string>() + "\x1f" + shape_signature(op.value("args", ""));
+    auto [it, added] = group_of.emplace(key, groups.size());
+    if (added) groups.emplace_back();
+    groups[it->second].push_back(&op);
   }
-  if (m["operations"].size() > kMaxRows)
-    out += "\n(" + std::to_string(m["operations"].size() - kMaxRows) +
+  size_t k = 0;
+  for (const auto& group : groups) {
+    if (++k > kMaxRows) break;
+    const ojson& op = *group.front();
+    const ojson& eff = op["efficiency"];
+    if (group.size() == 1) {
+      out += "| " + std::to_string(k) + " | " + cell(op["name"].get<std::string>()) + " | " +
+             cell(op.value("args", "")) + " | " + std::to_string(op["count"].get<int64_t>()) +
+             " | " + num_text(op["time_ms"], 3) + " | " + num_text(op["percent_of_category"], 2) +
+             " | " + num_text(op["percent_of_total"], 2) + " | " +
+             num_text(eff["flops_per_byte"], 2) + " | " + efficiency_text(eff) + " | " +
+             str_or_dash(eff["bound_type"]) + " | " + str_or_dash(op["library"]) + " |\n";
+      continue;
+    }
+    int64_t count = 0;
+    double time = 0, pct_cat = 0, pct_total = 0;
+    std::optional<double> eff_min, eff_max;
+    for (const ojson* o : group) {
+      count += (*o)["count"].get<int64_t>();
+      auto add = [](double& sum, const ojson& v) {
+        if (v.is_number()) sum += v.get<double>();
+      };
+      add(time, (*o)["time_ms"]);
+      add(pct_cat, (*o)["percent_of_category"]);
+      add(pct_total, (*o)["percent_of_total"]);
+      const ojson& e = (*o)["efficiency"];
+      if (e.is_object() && e["efficiency_percent"].is_number()) {
+        double v = e["efficiency_percent"].get<double>();
+        eff_min = eff_min ? std::min(*eff_min, v) : v;
+        eff_max = eff_max ? std::max(*eff_max, v) : v;
+      }
+    }
+    std::string eff_range =
+        eff_min ? fixed(*eff_min, 2) + "\xE2\x80\x93" + fixed(*eff_max, 2) + "%" : "\xE2\x80\x94";
+    out += "| " + std::to_string(k) + " | " + cell(op["name"].get<std::string>()) + " | " +
+           cell(shape_signature(op.value("args", ""))) + " (" + std::to_string(group.size()) +
+           " near-identical rows, largest " + cell(op.value("args", "")) + ") | " +
+           std::to_string(count) + " | " + fixed(time, 3) + " | " + fixed(pct_cat, 2) + " | " +
+           fixed(pct_total, 2) + " | " + num_text(eff["flops_per_byte"], 2) + " | " + eff_range +
+           " | " + str_or_dash(eff["bound_type"]) + " | " + str_or_dash(op["library"]) + " |\n";
+  }
+  if (groups.size() > kMaxRows)
+    out += "\n(" + std::to_string(groups.size() - kMaxRows) +
            " smaller rows omitted; see the metrics JSON)\n";
+  if (groups.size() < m["operations"].size())
+    out += "\n(" + std::to_string(m["operations"].size()) + " (op, shape) rows shown as " +
+           std::to_string(groups.size()) +
+           ": rows differing only in batch / sequence dimensions are merged)\n";
 
   out += "\n## Potential bottlenecks (flagged by rule)\n\n";
   const ojson& findings = m["category_findings"];
@@ -157,7 +240,18 @@ std::string system_markdown(const std::string& category, const ojson& m) {
       out += "- Cross-check against gpu_timeline: " +
              m["cross_validation"]["status"].get<std::string>() + "\n";
   } else if (category == "kernel_fusion") {
-    out += "- Candidates kept: " + m.value("candidate_count", ojson(0)).dump() + "\n";
+    // candidate_count counts every kept candidate; impact_estimates (the
+    // table) only those with modeled kernel time: say both, so the count and
+    // the list agree.
+    const ojson kept = m.value("candidate_count", ojson(0));
+    const size_t listed = m.contains("impact_estimates") ? m["impact_estimates"].size() : 0;
+    out += "- Candidates kept: " + kept.dump() + " (" + std::to_string(listed) +
+           " with an impact estimate, listed below";
+    if (kept.is_number() && kept.get<double>() > static_cast<double>(listed))
+      out += "; " + std::to_string(static_cast<size_t>(kept.get<double>()) - listed) +
+             " without an impact estimate (category_data/fusion_candidates.json lists every "
+             "candidate)";
+    out += ")\n";
     if (m.contains("impact_estimates") && !m["impact_estimates"].empty()) {
       out +=
           "\n| Candidate | Instances | Kernels | Time (ms) | Impact % E2E | Confidence | Bound |\n";
