@@ -113,11 +113,13 @@ void integers_as_integers(json& value) {
 json assemble_tool_result(const std::string& tool, const json& args, ToolResult& out,
                           bool structured_client) {
   Detail detail = detail_of(args);
-  // `limit` caps every list; a tool's older name for it (top_n, ...) only the
-  // list it always meant, the first one declared.
+  // `limit` caps every list, and so does max_rows (the sweep tools' "rows per
+  // table"); top_n and max_operations only the list they always meant, the
+  // first one declared.
   size_t limit = detail == Detail::Summary ? 0 : row_limit(args);
   size_t other_limit = limit;
-  if (detail != Detail::Summary && !(args.is_object() && args.contains("limit")))
+  if (detail != Detail::Summary &&
+      !(args.is_object() && (args.contains("limit") || args.contains("max_rows"))))
     other_limit = detail == Detail::Full ? std::numeric_limits<size_t>::max() : kDefaultRowLimit;
   bool first = true;
   json truncated = json::array();

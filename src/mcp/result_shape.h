@@ -12,8 +12,8 @@
 //    (ToolResult::full_only: JSON pointers, a "*" token standing for every
 //    element of an array, e.g. "/operations/*/call_chain").
 //  - `limit` (default 20) caps each row list; a tool's older name for it
-//    (`top_n`, ...) caps only the first list the tool declares, the one it
-//    always meant; a cut list is reported in structured `truncated` and in the
+//    caps what it always meant: `max_rows` every list, `top_n` and
+//    `max_operations` only the first list the tool declares; a cut list is reported in structured `truncated` and in the
 //    text ("showing 20 of 143 rows; pass limit ...").
 //  - Clients at protocol 2025-06-18 or later (they get structuredContent):
 //    the text is the summary only. Older clients: the summary followed by the
