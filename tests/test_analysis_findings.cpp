@@ -5,6 +5,7 @@
 #include <filesystem>
 
 #include "categories/category_analysis.h"
+#include "categories/category_analysis_internal.h"
 #include "categories/final_report.h"
 #include "categories/findings.h"
 #include "categories/findings_check.h"
@@ -223,4 +224,59 @@ TEST_CASE("final report: checked findings ranked by recoverable time, with evide
   auto files = analysis::write_final_report(r);
   CHECK(read_text(files[0]) == r.markdown);
   CHECK(analysis::read_json_file(files[1])["ranked"].size() == mids.size());
+}
+
+TEST_CASE("digest: near-identical rows (batch / sequence dimensions) collapse with their count") {
+  // Decode attention over growing KV lengths: the same op and head shapes, the
+  // sequence dimension differing row to row; one aten::mm row stays as it is.
+  analysis::ojson ops = analysis::ojson::array();
+  const double times[] = {0.5, 0.4, 0.3, 0.2, 0.1};
+  for (int k = 0; k < 5; ++k)
+    ops.push_back({{"name", "aten::_scaled_dot_product_flash_attention"},
+                   {"args", "(32,8," + std::to_string(100 + k) + ",128) bf16"},
+                   {"count", 2},
+                   {"time_ms", times[k]},
+                   {"percent_of_category", 10.0 * (5 - k)},
+                   {"percent_of_total", 1.0 * (5 - k)},
+                   {"efficiency",
+                    {{"efficiency_percent", 20.0 + k},
+                     {"bound_type", "memory"},
+                     {"flops_per_byte", 2.0},
+                     {"resolved_peak_hbm_bw", 3.35}}},
+                   {"library", nullptr}});
+  ops.insert(
+      ops.begin() + 1,
+      analysis::ojson{
+          {"name", "aten::mm"},
+          {"args", "(32,8,100,128) bf16"},
+          {"count", 1},
+          {"time_ms", 0.45},
+          {"percent_of_category", 45.0},
+          {"percent_of_total", 4.5},
+          {"efficiency",
+           {{"efficiency_percent", nullptr}, {"bound_type", nullptr}, {"flops_per_byte", nullptr}}},
+          {"library", nullptr}});
+  analysis::ojson m = {{"category", "sdpa_fwd"},
+                       {"status", "OK"},
+                       {"total_time_ms", 1.95},
+                       {"percent_of_compute", 19.5},
+                       {"operation_count", 11},
+                       {"operations", ops},
+                       {"category_findings", analysis::ojson::array()},
+                       {"category_specific", analysis::ojson::object()}};
+  std::string md = analysis::detail::compute_markdown(m);
+  INFO(md);
+  CHECK(md.find("| 1 | aten::_scaled_dot_product_flash_attention | (*,8,*,128) bf16 (5 "
+                "near-identical rows, largest (32,8,100,128) bf16) | 10 | 1.500 | 150.00 | 15.00 | "
+                "2.00 | 20.00\u201324.00% | memory | \u2014 |") != std::string::npos);
+  CHECK(md.find("| 2 | aten::mm | (32,8,100,128) bf16 | 1 | 0.450 |") != std::string::npos);
+  CHECK(md.find("| 3 |") == std::string::npos);
+  CHECK(md.find("(6 (op, shape) rows shown as 2: 5 rows differing only in batch / sequence "
+                "dimensions are merged)") != std::string::npos);
+  // Fewer than four such rows stay one line each.
+  m["operations"].erase(m["operations"].begin() + 3, m["operations"].end());
+  md = analysis::detail::compute_markdown(m);
+  CHECK(md.find("near-identical") == std::string::npos);
+  CHECK(md.find("| 3 | aten::_scaled_dot_product_flash_attention | (32,8,101,128) bf16 |") !=
+        std::string::npos);
 }

@@ -14,6 +14,8 @@ namespace jarvis::analysis::detail {
 namespace {
 
 constexpr size_t kMaxRows = 25;
+// Near-identical rows merge into one digest line from this many on.
+constexpr size_t kMinCollapse = 4;
 
 std::string num_text(const ojson& v, int digits) {
   if (!v.is_number()) return "\xE2\x80\x94";  // em dash
@@ -55,10 +57,11 @@ std::string flat_value(const ojson& v) {
   return v.dump();
 }
 
-// The args of an operations[] row with every dimension of each shape but the
-// last written `*`: "(8944,1024) bf16<br>(1024,2816) bf16" ->
-// "(*,1024) bf16<br>(*,2816) bf16". Rows that differ only in batch / sequence
-// (token) dimensions share it.
+// The args of an operations[] row with the batch and sequence dimensions of
+// each shape written `*`: the first dimension of a 2-D or larger shape, and
+// for 3-D or larger also the second-to-last (the sequence of (B, H, S, D)
+// attention tensors). "(8944,1024) bf16<br>(1024,2816) bf16" ->
+// "(*,1024) bf16<br>(*,2816) bf16"; "(32,8,117,128)" -> "(*,8,*,128)".
 std::string shape_signature(const std::string& args) {
   std::string out;
   size_t k = 0;
@@ -73,15 +76,28 @@ std::string shape_signature(const std::string& args) {
       break;
     }
     std::string inner = args.substr(k + 1, close - k - 1);
-    size_t last = inner.rfind(',');
+    while (!inner.empty() && (inner.back() == ',' || inner.back() == ' ')) inner.pop_back();
     bool numeric = !inner.empty() && inner.find_first_not_of("0123456789, ") == std::string::npos;
-    if (!numeric || last == std::string::npos) {
+    std::vector<std::string> dims;
+    for (size_t start = 0; numeric;) {
+      size_t comma = inner.find(',', start);
+      dims.push_back(inner.substr(start, comma == std::string::npos ? comma : comma - start));
+      if (comma == std::string::npos) break;
+      start = comma + 1;
+    }
+    if (dims.size() < 2) {
       out += args.substr(k, close - k + 1);
     } else {
-      size_t dims = static_cast<size_t>(std::count(inner.begin(), inner.end(), ',')) + 1;
-      out += "(";
-      for (size_t d = 0; d + 1 < dims; ++d) out += "*,";
-      out += inner.substr(last + 1) + ")";
+      out += '(';
+      for (size_t d = 0; d < dims.size(); ++d) {
+        if (d > 0) out += ',';
+        bool batch_or_sequence = d == 0 || (dims.size() >= 3 && d == dims.size() - 2);
+        if (batch_or_sequence)
+          out += '*';
+        else
+          out += dims[d];
+      }
+      out += ")";
     }
     k = close + 1;
   }
@@ -111,23 +127,24 @@ std::string compute_markdown(const ojson& m) {
       "Efficiency | Bound | Library |\n";
   out += "|---|---|---|---|---|---|---|---|---|---|---|\n";
   // Near-identical rows (same op, same shapes up to the batch / sequence
-  // dimensions: decode attention over growing KV lengths) collapse into one
-  // line with their count; the metrics JSON keeps every row.
-  std::vector<std::vector<const ojson*>> groups;
-  std::map<std::string, size_t> group_of;
+  // dimensions: decode attention over growing KV lengths), when there are at
+  // least kMinCollapse of them, collapse into one line with their count at the
+  // place of the largest; the metrics JSON keeps every row.
+  std::map<std::string, std::vector<const ojson*>> groups;
+  auto key_of = [](const ojson& op) {
+    return op["name"].get<std::string>() + "\x1f" + shape_signature(op.value("args", ""));
+  };
+  for (const auto& op : m["operations"]) groups[key_of(op)].push_back(&op);
+  size_t k = 0, lines = 0, merged_rows = 0;
   for (const auto& op : m["operations"]) {
-    std::string key =
-        op["name"].get<std::string>() + "\x1f" + shape_signature(op.value("args", ""));
-    auto [it, added] = group_of.emplace(key, groups.size());
-    if (added) groups.emplace_back();
-    groups[it->second].push_back(&op);
-  }
-  size_t k = 0;
-  for (const auto& group : groups) {
-    if (++k > kMaxRows) break;
-    const ojson& op = *group.front();
+    const std::vector<const ojson*>& group = groups[key_of(op)];
+    bool collapse = group.size() >= kMinCollapse;
+    if (collapse && group.front() != &op) continue;  // shown on its group's line
+    ++lines;
+    if (collapse) merged_rows += group.size();
+    if (++k > kMaxRows) continue;
     const ojson& eff = op["efficiency"];
-    if (group.size() == 1) {
+    if (!collapse) {
       out += "| " + std::to_string(k) + " | " + cell(op["name"].get<std::string>()) + " | " +
              cell(op.value("args", "")) + " | " + std::to_string(op["count"].get<int64_t>()) +
              " | " + num_text(op["time_ms"], 3) + " | " + num_text(op["percent_of_category"], 2) +
@@ -163,13 +180,13 @@ std::string compute_markdown(const ojson& m) {
            fixed(pct_total, 2) + " | " + num_text(eff["flops_per_byte"], 2) + " | " + eff_range +
            " | " + str_or_dash(eff["bound_type"]) + " | " + str_or_dash(op["library"]) + " |\n";
   }
-  if (groups.size() > kMaxRows)
-    out += "\n(" + std::to_string(groups.size() - kMaxRows) +
-           " smaller rows omitted; see the metrics JSON)\n";
-  if (groups.size() < m["operations"].size())
+  if (lines > kMaxRows)
+    out +=
+        "\n(" + std::to_string(lines - kMaxRows) + " smaller rows omitted; see the metrics JSON)\n";
+  if (merged_rows > 0)
     out += "\n(" + std::to_string(m["operations"].size()) + " (op, shape) rows shown as " +
-           std::to_string(groups.size()) +
-           ": rows differing only in batch / sequence dimensions are merged)\n";
+           std::to_string(lines) + ": " + std::to_string(merged_rows) +
+           " rows differing only in batch / sequence dimensions are merged)\n";
 
   out += "\n## Potential bottlenecks (flagged by rule)\n\n";
   const ojson& findings = m["category_findings"];
