@@ -5,8 +5,11 @@
 // in the text, integers print as integers, and results name the next calls.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <fstream>
+#include <sstream>
 
 #include <fmt/format.h>
 
@@ -201,4 +204,59 @@ TEST_CASE("integers_as_integers rewrites integral doubles only") {
   CHECK(v["s"] == "4096.0");
   CHECK(v.dump() ==
         R"({"big":1e+300,"m":4096,"ms":0.25,"neg":-3,"nested":[1,2.5,{"k":8}],"s":"4096.0"})");
+}
+
+TEST_CASE(
+    "final_report over MCP: drafts pass write_findings's check and rank by recoverable time") {
+  ResultsHarness r;
+  const std::string out = r.scratch.path + "/prepared";
+  r.h->tool_result(1, "load_trace", {{"path", conformance_trace("h100_qwen1.5-0.5b")}});
+  json prepared = r.h->tool_result(2, "category_filter", {{"trace", "t1"}, {"output_dir", out}});
+  // category_filter suggests analysing the category with the most kernel time first.
+  std::string biggest;
+  double most = -1;
+  for (const auto& c : prepared["categories"])
+    if (c["tier"] != "system" && c["gpu_kernel_time_ms"].is_number() &&
+        c["gpu_kernel_time_ms"].get<double>() > most) {
+      most = c["gpu_kernel_time_ms"].get<double>();
+      biggest = c["name"].get<std::string>();
+    }
+  REQUIRE(prepared["next"].size() >= 1);
+  CHECK(prepared["next"][0]["tool"] == "analyze_category");
+  CHECK(prepared["next"][0]["arguments"]["category"] == biggest);
+  int id = 3;
+  std::vector<double> impacts;  // every compute category_findings impact_score
+  for (const auto& c : prepared["categories"]) {
+    json a = r.h->tool_result(
+        id++, "analyze_category",
+        {{"output_dir", out}, {"category", c["name"]}, {"write_draft", true}, {"detail", "full"}});
+    if (c["tier"] != "system" && a["metrics"].contains("category_findings"))
+      for (const auto& f : a["metrics"]["category_findings"])
+        impacts.push_back(f["impact_score"].get<double>());
+    // Each draft, sent back through write_findings, passes the check.
+    if (a["draft_findings_path"].is_string()) {
+      std::ifstream in(a["draft_findings_path"].get<std::string>());
+      std::stringstream md;
+      md << in.rdbuf();
+      json w =
+          r.h->tool_result(id++, "write_findings",
+                           {{"output_dir", out}, {"category", c["name"]}, {"markdown", md.str()}});
+      CHECK(w["validation"]["valid"] == true);
+    }
+  }
+  REQUIRE(impacts.size() >= 3);
+  std::sort(impacts.rbegin(), impacts.rend());
+  json report = r.h->tool_result(id++, "final_report", {{"output_dir", out}});
+  CHECK(report["skipped"].empty());
+  REQUIRE(report["ranked"].size() == impacts.size());
+  const double total_ms = report["total_time_ms"].get<double>();
+  for (size_t k = 0; k < 3; ++k) {
+    CAPTURE(k);
+    CHECK(report["ranked"][k]["rank"] == k + 1);
+    CHECK(report["ranked"][k]["impact_mid"].get<double>() == doctest::Approx(impacts[k]));
+    CHECK(report["ranked"][k]["recoverable_ms"].get<double>() ==
+          doctest::Approx(impacts[k] / 100.0 * total_ms));
+  }
+  CHECK(std::filesystem::exists(out + "/final_report.md"));
+  CHECK(std::filesystem::exists(out + "/final_report.json"));
 }

@@ -69,7 +69,7 @@ ToolResult category_filter_tool(const json& args, ToolContext& ctx) {
   // The compute categories with the most kernel time first, then the system ones.
   std::vector<std::pair<double, std::string>> order;
   for (const auto& c : cats)
-    order.emplace_back(c["tier"] == "compute" && c["gpu_kernel_time_ms"].is_number()
+    order.emplace_back(c["tier"] != "system" && c["gpu_kernel_time_ms"].is_number()
                            ? c["gpu_kernel_time_ms"].get<double>()
                            : -1.0,
                        c["name"].get<std::string>());
