@@ -143,10 +143,30 @@ gemm, load, chain = (json.load(open(p)) for p in sys.argv[1:4])
 m = gemm["metrics"]
 tl = load["gpu_timeline"]
 ops = m["operations"]
-groups = sorted(m.get("category_findings", []), key=lambda g: -g["impact_score"])
+# category_findings is in rank order: P<N> is entry N (write_findings checks it).
+groups = m.get("category_findings", [])
 top = ops[0]
 eff = top["efficiency"]
 callers = " <- ".join(f'{p["name"]} (UID {p["uid"]})' for p in chain["parent_chain"])
+
+def dash(v):
+    return "\u2014" if v in (None, "") else str(v)
+
+def member_row(x):
+    """The operations[] row of a category_findings member (same name and time)."""
+    for o in ops:
+        if o["name"] == x["operation"] and o["time_ms"] == x["time_ms"]:
+            return o
+    return None
+
+def data_row(o):
+    e = o["efficiency"]
+    peak = f'{e["resolved_peak_hbm_bw"]} TB/s' if e["bound_type"] == "memory" else f'{e["resolved_peak_maf"]} TFLOPS'
+    effc = f'{e["efficiency_percent"]:.2f}% of {peak}' if e.get("efficiency_percent") is not None else "\u2014"
+    return (f'| {o["name"]} | {dash(o.get("args"))} | {dash(o.get("launcher_path"))} | '
+            f'{dash(o.get("kernel_name_trunc"))} | {o["time_ms"]} | {o["percent_of_total"]} | {o["count"]} | '
+            f'{dash(e.get("flops_per_byte"))} | {effc} | {e["bound_type"]}-bound |')
+
 L = []
 L.append("# GEMM findings\n")
 L.append("## Overview\n")
@@ -155,13 +175,18 @@ L.append(f'GEMMs take {m["total_time_ms"]:.3f} ms of GPU kernel time, '
          f'(op, shape) rows. The GPU is computing {tl["computation_time"]["percent"]:.2f} % of the '
          f'{tl["total_time"]["time_ms"]:.3f} ms traced window and idle {tl["idle_time"]["percent"]:.2f} %; '
          'a faster GEMM cannot recover idle time.\n')
-L.append("## Key Bottlenecks\n")
+L.append("## Recommendations\n")
+titles = []
 for n, g in enumerate(groups, 1):
     members = g["members"]
     t = sum(x["time_ms"] for x in members)
     effs = ", ".join(f'{x["operation"]} {x["time_ms"]:.3f} ms at {x["efficiency_pct"]:.2f} %' for x in members)
     prio = "High" if g["impact_score"] >= 5 else "Medium" if g["impact_score"] >= 1 else "Low"
-    L.append(f'### P{n}: {g["bound_type"]}-bound GEMMs, efficiency bucket {g["eff_bucket"]} %\n')
+    title = f'{g["bound_type"]}-bound GEMMs, efficiency bucket {g["eff_bucket"]} %'
+    if g.get("library") not in (None, "", "Unknown"):
+        title += f' ({g["library"]})'
+    titles.append(title)
+    L.append(f'### P{n}: {title}\n')
     L.append(f'- Time: {t:.3f} ms in {g["member_count"]} shape(s): {effs}')
     L.append(f'- Issue: below the {g["bound_type"]} roofline of the resolved H100 peak')
     L.append('- Path A: compute only what is needed (e.g. LM-head logits only for the positions used), '
@@ -170,7 +195,33 @@ for n, g in enumerate(groups, 1):
     L.append(f'- Priority: {prio}')
     L.append(f'- Impact ({g["estimate_method"]}): {g["impact_score_low"]} / {g["impact_score"]} / '
              f'{g["impact_score_high"]} % of end-to-end time at 75 / 87.5 / 100 % of roofline\n')
+    L.append(f'**Insight**: {g["member_count"]} GEMM shape(s) run {g["bound_type"]}-bound in the {g["eff_bucket"]} % efficiency bucket.')
+    L.append('**Action**: tune or replace the kernels of these shapes (Path B); batch or trim the work (Path A).')
+    L.append(f'<!-- impact-begin kind=p_item low={g["impact_score_low"]} mid={g["impact_score"]} high={g["impact_score_high"]} -->')
+    L.append(f'**Impact**: {g["impact_score_low"]}\u2013{g["impact_score_high"]} % of end-to-end time (mid {g["impact_score"]} %)')
+    L.append("<!-- impact-end -->\n")
 L.append("## Detailed Analysis\n")
+for n, (g, title) in enumerate(zip(groups, titles), 1):
+    L.append(f"<!-- reasoning-candidate tier=compute rank={n} -->")
+    L.append(f"#### {title}")
+    L.append(f'**Identification:** rank {n} of gemm_metrics.json category_findings ({g["estimate_method"]} estimate).')
+    L.append("**Data:**\n")
+    L.append("| Operation | Args | Kernel Path | Kernel Name | Time (ms) | %E2E | Count | FLOPS/Byte | Efficiency | Bound |")
+    L.append("|---|---|---|---|---|---|---|---|---|---|")
+    for x in g["members"]:
+        o = member_row(x)
+        if o is not None:
+            L.append(data_row(o))
+    L.append("")
+    L.append(f'**Reasoning for Slowdown:** below the {g["bound_type"]} roofline; the trace shows time and shapes, not occupancy.')
+    L.append("**Resolution:** Path B kernel tuning on the replay; Path A batching where shapes allow.")
+    L.append("**Impact estimate:**")
+    L.append(f'<!-- impact-begin kind=detail_estimate low={g["impact_score_low"]} high={g["impact_score_high"]} -->')
+    L.append(f'- Low end: {g["impact_score_low"]} % of end-to-end time')
+    L.append(f'- High end: {g["impact_score_high"]} % of end-to-end time')
+    L.append("<!-- impact-end -->\n")
+L.append("## Additional Notes\n")
+L.append("All GEMM rows:\n")
 L.append("| Operation | Shapes | Count | Time (ms) | % of GEMM | % E2E | FLOPS/Byte | Efficiency | Bound |")
 L.append("|---|---|---|---|---|---|---|---|---|")
 for o in ops:
@@ -178,10 +229,9 @@ for o in ops:
     L.append(f'| {o["name"]} | {o["args"]} | {o["count"]} | {o["time_ms"]:.3f} | {o["percent_of_category"]:.2f} | '
              f'{o["percent_of_total"]:.2f} | {e["flops_per_byte"]} | {e["efficiency_percent"]:.2f} % | {e["bound_type"]} |')
 L.append("")
-L.append(f'The largest GEMM is {top["name"]} {top["Input Dims"]} ({top["count"]} calls, {top["time_ms"]:.3f} ms, '
+L.append(f'The largest GEMM is {top["name"]} {top["args"]} ({top["count"]} calls, {top["time_ms"]:.3f} ms, '
          f'{top["percent_of_total"]:.2f} % of end-to-end time) at {eff["tflops_achieved"]} TFLOPS/s, '
          f'{eff["efficiency_percent"]:.2f} % of {eff["resolved_peak_maf"]} TFLOPS. It is called from {callers}.\n')
-L.append("## Additional Notes\n")
 L.append('- Efficiencies use perf-model FLOPs and bytes; the trace cannot show occupancy or true DRAM traffic '
          '(needs a kernel profiler on the replay).')
 L.append(f'- Replay of UID {chain["event"]["uid"]} written to replay/ for Path B work.')
@@ -189,6 +239,9 @@ print("\n".join(L))
 PY
 )"
 call write_findings "{\"output_dir\":$(jstr "$out"),\"category\":\"gemm\",\"markdown\":$(jstr "$findings")}"
+
+step "final_report"
+call final_report "{\"output_dir\":$(jstr "$out")}"
 
 step "make_replay uid $top_gemm_uid"
 call make_replay "{\"trace\":\"$handle\",\"output_dir\":$(jstr "$out/replay"),\"uids\":[$top_gemm_uid]}"

@@ -89,7 +89,7 @@ TEST_CASE("agent_session: scripted performance-analysis workflow over MCP stdio"
   // one analyze_category per manifest category, parent_chain, write_findings,
   // make_replay, unload_trace; ids 1..n in order, each with a clean result.
   const std::vector<json> replies = read_replies(out / "session_responses.jsonl");
-  REQUIRE(replies.size() == 10 + manifest_categories.size());
+  REQUIRE(replies.size() == 11 + manifest_categories.size());
   for (size_t k = 0; k < replies.size(); ++k) {
     const json& r = replies[k];
     INFO("reply " << k << ": " << r.dump().substr(0, 400));
@@ -124,7 +124,13 @@ TEST_CASE("agent_session: scripted performance-analysis workflow over MCP stdio"
   const int64_t top_uid = static_cast<int64_t>(top_shape.at("uid").get<double>());
   CHECK(top_shape.at("op") == top_op);
   const size_t n = replies.size();
-  const json chain = structured(n - 4);
+  const json chain = structured(n - 5);
+  // The final report ranks the checked findings (every draft and the session's
+  // gemm file pass write_findings's check).
+  const json final_report = structured(n - 3);
+  CHECK(final_report.at("skipped").empty());
+  REQUIRE_FALSE(final_report.at("ranked").empty());
+  CHECK(final_report.at("ranked").at(0).at("rank") == 1);
   CHECK(chain.at("event").at("uid") == top_uid);
   CHECK(chain.at("event").at("name") == top_op);
   const json replay = structured(n - 2);
@@ -142,11 +148,11 @@ TEST_CASE("agent_session: scripted performance-analysis workflow over MCP stdio"
   CHECK(analysed == manifest_categories);
 
   // The output directory is complete.
-  for (const char* rel :
-       {"category_data/category_manifest.json", "category_data/gemm_ops.csv",
-        "category_data/gemm_tree_data.json", "category_data/gemm_metrics.json",
-        "metadata/gemm_metadata.json", "category_findings/gemm_findings.md",
-        "perf_report_csvs/ops_summary.csv", "replay/replay_package.zip", "replay/replay_ir.json"}) {
+  for (const char* rel : {"category_data/category_manifest.json", "category_data/gemm_ops.csv",
+                          "category_data/gemm_tree_data.json", "category_data/gemm_metrics.json",
+                          "metadata/gemm_metadata.json", "category_findings/gemm_findings.md",
+                          "perf_report_csvs/ops_summary.csv", "replay/replay_package.zip",
+                          "replay/replay_ir.json", "final_report.md", "final_report.json"}) {
     INFO(rel);
     REQUIRE(fs::exists(out / rel));
     CHECK(fs::file_size(out / rel) > 0);

@@ -47,9 +47,12 @@ TEST_CASE("MCP agent workflow: category_filter, analyze_category, write_findings
   CHECK(prep["categories"][1]["gpu_kernel_time_ms"].get<double>() == doctest::Approx(11.646));
   CHECK(fs::exists(out + "/category_data/gemm_tree_data.json"));
 
-  json gemm = a.h->tool_result(
-      3, "analyze_category",
-      {{"output_dir", out}, {"category", "gemm"}, {"max_operations", 2}, {"write_draft", true}});
+  json gemm = a.h->tool_result(3, "analyze_category",
+                               {{"output_dir", out},
+                                {"category", "gemm"},
+                                {"max_operations", 2},
+                                {"write_draft", true},
+                                {"detail", "full"}});
   CHECK(gemm["status"] == "OK");
   CHECK(gemm["metrics"]["operations"].size() == 2);
   CHECK(gemm["metrics"]["operations_omitted"] == 3);
@@ -71,10 +74,26 @@ TEST_CASE("MCP agent workflow: category_filter, analyze_category, write_findings
       a.h->tool_result(10, "analyze_category", {{"output_dir", out}, {"category", "cpu_idle"}});
   CHECK(idle["impact_what_if"].is_null());
 
-  json w =
-      a.h->tool_result(4, "write_findings",
-                       {{"output_dir", out}, {"category", "gemm"}, {"markdown", "# GEMM\nok\n"}});
+  // Findings are checked before they are stored: free text is refused with
+  // the rules it breaks, our own draft passes, force writes anyway.
+  const std::string draft =
+      jarvis::testing::read_text(gemm["draft_findings_path"].get<std::string>());
+  std::string refused =
+      a.error_text(40, "write_findings",
+                   {{"output_dir", out}, {"category", "gemm"}, {"markdown", "# GEMM\nok\n"}});
+  CHECK(refused.find("S1: missing the section `## Recommendations`") != std::string::npos);
+  CHECK(jarvis::testing::read_text(out + "/category_findings/gemm_findings.md") == draft);
+  json checked = a.h->tool_result(41, "write_findings",
+                                  {{"output_dir", out}, {"category", "gemm"}, {"markdown", draft}});
+  CHECK(checked["validation"]["valid"] == true);
+  CHECK(checked["validation"]["p_items"].get<size_t>() ==
+        gemm["metrics"]["category_findings"].size());
+  CHECK(checked["validation"]["data_rows_checked"].get<size_t>() > 0);
+  json w = a.h->tool_result(
+      4, "write_findings",
+      {{"output_dir", out}, {"category", "gemm"}, {"markdown", "# GEMM\nok\n"}, {"force", true}});
   CHECK(w["bytes"] == 10);
+  CHECK(w["validation"]["valid"] == false);
   CHECK(jarvis::testing::read_text(out + "/category_findings/gemm_findings.md") == "# GEMM\nok\n");
 
   CHECK(a.error_text(5, "write_findings",

@@ -73,7 +73,7 @@ std::map<std::string, std::string> tree_of(const fs::path& dir) {
 const char* kCommands[] = {"info",          "report",         "prepare",     "analyze",
                            "compare",       "insights",       "collectives", "sweep",
                            "sweep-compare", "rocprof-config", "replay",      "render-findings",
-                           "serve",         "completion"};
+                           "final-report",  "serve",          "completion"};
 
 }  // namespace
 

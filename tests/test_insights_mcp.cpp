@@ -49,8 +49,9 @@ TEST_CASE("MCP insights: tool, ops_summary, gemm_roofline and analyze_category a
   std::string out = scratch.path + "/prep";
   h.tool_result(6, "category_filter", {{"trace", "t1"}, {"output_dir", out}, {"arch", "H100"}});
   CHECK(std::filesystem::exists(out + "/category_data/insights.json"));
-  json analyzed = h.tool_result(7, "analyze_category",
-                                {{"output_dir", out}, {"category", "gemm"}, {"write_draft", true}});
+  json analyzed = h.tool_result(
+      7, "analyze_category",
+      {{"output_dir", out}, {"category", "gemm"}, {"write_draft", true}, {"detail", "full"}});
   CHECK(analyzed["insights"].size() == gemm_insights);
   CHECK(analyzed["markdown"].get<std::string>().find("## Insights (beyond TraceLens)") !=
         std::string::npos);

@@ -381,11 +381,12 @@ TEST_SUITE("mcp_security") {
                                        {{"output_dir", "notes"},
                                         {"category", "gemm"},
                                         {"markdown", "# x"},
-                                        {"overwrite", true}})));
+                                        {"overwrite", true},
+                                        {"force", true}})));
     // A second write of our own file needs no flag.
-    CHECK_FALSE(tool_error(
-        h.call_tool(4, "write_findings",
-                    {{"output_dir", "notes"}, {"category", "gemm"}, {"markdown", "# y"}})));
+    CHECK_FALSE(tool_error(h.call_tool(
+        4, "write_findings",
+        {{"output_dir", "notes"}, {"category", "gemm"}, {"markdown", "# y"}, {"force", true}})));
     // Outputs never land on a trace, whatever the flag says.
     CHECK(tool_error(
         h.call_tool(5, "gemm_roofline",

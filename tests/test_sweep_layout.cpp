@@ -440,7 +440,8 @@ json.dump(d, gzip.open(dst, 'wt'))
           std::vector<std::string>(names.begin(), names.end()));
     CHECK(rp["files"].size() == 3);
 
-    json c = mcp.tool_result(6, "compare_sweeps", {{"base", handle}, {"candidate", handle}});
+    json c = mcp.tool_result(6, "compare_sweeps",
+                             {{"base", handle}, {"candidate", handle}, {"limit", 100}});
     CHECK(c["gpu_timeline"].size() == 48);
     for (const auto& row : c["gemm_kernels"]) CHECK(row["delta_us"] == 0.0);
 

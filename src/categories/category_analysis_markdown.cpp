@@ -1,7 +1,11 @@
 // Markdown digests of the metrics files: what TraceLens's analysis scripts
 // print for their sub-agent (operations breakdown, flagged bottlenecks, key
 // metrics), rendered from the metrics JSON so the two never disagree.
+#include <algorithm>
+#include <map>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "categories/category_analysis_internal.h"
 
@@ -10,6 +14,8 @@ namespace jarvis::analysis::detail {
 namespace {
 
 constexpr size_t kMaxRows = 25;
+// Near-identical rows merge into one digest line from this many on.
+constexpr size_t kMinCollapse = 4;
 
 std::string num_text(const ojson& v, int digits) {
   if (!v.is_number()) return "\xE2\x80\x94";  // em dash
@@ -51,6 +57,53 @@ std::string flat_value(const ojson& v) {
   return v.dump();
 }
 
+// The args of an operations[] row with the batch and sequence dimensions of
+// each shape written `*`: the first dimension of a 2-D or larger shape, and
+// for 3-D or larger also the second-to-last (the sequence of (B, H, S, D)
+// attention tensors). "(8944,1024) bf16<br>(1024,2816) bf16" ->
+// "(*,1024) bf16<br>(*,2816) bf16"; "(32,8,117,128)" -> "(*,8,*,128)".
+std::string shape_signature(const std::string& args) {
+  std::string out;
+  size_t k = 0;
+  while (k < args.size()) {
+    if (args[k] != '(') {
+      out += args[k++];
+      continue;
+    }
+    size_t close = args.find(')', k);
+    if (close == std::string::npos) {
+      out += args.substr(k);
+      break;
+    }
+    std::string inner = args.substr(k + 1, close - k - 1);
+    while (!inner.empty() && (inner.back() == ',' || inner.back() == ' ')) inner.pop_back();
+    bool numeric = !inner.empty() && inner.find_first_not_of("0123456789, ") == std::string::npos;
+    std::vector<std::string> dims;
+    for (size_t start = 0; numeric;) {
+      size_t comma = inner.find(',', start);
+      dims.push_back(inner.substr(start, comma == std::string::npos ? comma : comma - start));
+      if (comma == std::string::npos) break;
+      start = comma + 1;
+    }
+    if (dims.size() < 2) {
+      out += args.substr(k, close - k + 1);
+    } else {
+      out += '(';
+      for (size_t d = 0; d < dims.size(); ++d) {
+        if (d > 0) out += ',';
+        bool batch_or_sequence = d == 0 || (dims.size() >= 3 && d == dims.size() - 2);
+        if (batch_or_sequence)
+          out += '*';
+        else
+          out += dims[d];
+      }
+      out += ")";
+    }
+    k = close + 1;
+  }
+  return out;
+}
+
 }  // namespace
 
 std::string compute_markdown(const ojson& m) {
@@ -73,20 +126,67 @@ std::string compute_markdown(const ojson& m) {
       "| # | Operation | Args | Count | Time (ms) | % of category | % E2E | FLOPS/Byte | "
       "Efficiency | Bound | Library |\n";
   out += "|---|---|---|---|---|---|---|---|---|---|---|\n";
-  size_t k = 0;
+  // Near-identical rows (same op, same shapes up to the batch / sequence
+  // dimensions: decode attention over growing KV lengths), when there are at
+  // least kMinCollapse of them, collapse into one line with their count at the
+  // place of the largest; the metrics JSON keeps every row.
+  std::map<std::string, std::vector<const ojson*>> groups;
+  auto key_of = [](const ojson& op) {
+    return op["name"].get<std::string>() + "\x1f" + shape_signature(op.value("args", ""));
+  };
+  for (const auto& op : m["operations"]) groups[key_of(op)].push_back(&op);
+  size_t k = 0, lines = 0, merged_rows = 0;
   for (const auto& op : m["operations"]) {
-    if (++k > kMaxRows) break;
+    const std::vector<const ojson*>& group = groups[key_of(op)];
+    bool collapse = group.size() >= kMinCollapse;
+    if (collapse && group.front() != &op) continue;  // shown on its group's line
+    ++lines;
+    if (collapse) merged_rows += group.size();
+    if (++k > kMaxRows) continue;
     const ojson& eff = op["efficiency"];
+    if (!collapse) {
+      out += "| " + std::to_string(k) + " | " + cell(op["name"].get<std::string>()) + " | " +
+             cell(op.value("args", "")) + " | " + std::to_string(op["count"].get<int64_t>()) +
+             " | " + num_text(op["time_ms"], 3) + " | " + num_text(op["percent_of_category"], 2) +
+             " | " + num_text(op["percent_of_total"], 2) + " | " +
+             num_text(eff["flops_per_byte"], 2) + " | " + efficiency_text(eff) + " | " +
+             str_or_dash(eff["bound_type"]) + " | " + str_or_dash(op["library"]) + " |\n";
+      continue;
+    }
+    int64_t count = 0;
+    double time = 0, pct_cat = 0, pct_total = 0;
+    std::optional<double> eff_min, eff_max;
+    for (const ojson* o : group) {
+      count += (*o)["count"].get<int64_t>();
+      auto add = [](double& sum, const ojson& v) {
+        if (v.is_number()) sum += v.get<double>();
+      };
+      add(time, (*o)["time_ms"]);
+      add(pct_cat, (*o)["percent_of_category"]);
+      add(pct_total, (*o)["percent_of_total"]);
+      const ojson& e = (*o)["efficiency"];
+      if (e.is_object() && e["efficiency_percent"].is_number()) {
+        double v = e["efficiency_percent"].get<double>();
+        eff_min = eff_min ? std::min(*eff_min, v) : v;
+        eff_max = eff_max ? std::max(*eff_max, v) : v;
+      }
+    }
+    std::string eff_range =
+        eff_min ? fixed(*eff_min, 2) + "\xE2\x80\x93" + fixed(*eff_max, 2) + "%" : "\xE2\x80\x94";
     out += "| " + std::to_string(k) + " | " + cell(op["name"].get<std::string>()) + " | " +
-           cell(op.value("args", "")) + " | " + std::to_string(op["count"].get<int64_t>()) + " | " +
-           num_text(op["time_ms"], 3) + " | " + num_text(op["percent_of_category"], 2) + " | " +
-           num_text(op["percent_of_total"], 2) + " | " + num_text(eff["flops_per_byte"], 2) +
-           " | " + efficiency_text(eff) + " | " + str_or_dash(eff["bound_type"]) + " | " +
-           str_or_dash(op["library"]) + " |\n";
+           cell(shape_signature(op.value("args", ""))) + " (" + std::to_string(group.size()) +
+           " near-identical rows, largest " + cell(op.value("args", "")) + ") | " +
+           std::to_string(count) + " | " + fixed(time, 3) + " | " + fixed(pct_cat, 2) + " | " +
+           fixed(pct_total, 2) + " | " + num_text(eff["flops_per_byte"], 2) + " | " + eff_range +
+           " | " + str_or_dash(eff["bound_type"]) + " | " + str_or_dash(op["library"]) + " |\n";
   }
-  if (m["operations"].size() > kMaxRows)
-    out += "\n(" + std::to_string(m["operations"].size() - kMaxRows) +
-           " smaller rows omitted; see the metrics JSON)\n";
+  if (lines > kMaxRows)
+    out +=
+        "\n(" + std::to_string(lines - kMaxRows) + " smaller rows omitted; see the metrics JSON)\n";
+  if (merged_rows > 0)
+    out += "\n(" + std::to_string(m["operations"].size()) + " (op, shape) rows shown as " +
+           std::to_string(lines) + ": " + std::to_string(merged_rows) +
+           " rows differing only in batch / sequence dimensions are merged)\n";
 
   out += "\n## Potential bottlenecks (flagged by rule)\n\n";
   const ojson& findings = m["category_findings"];
@@ -157,7 +257,18 @@ std::string system_markdown(const std::string& category, const ojson& m) {
       out += "- Cross-check against gpu_timeline: " +
              m["cross_validation"]["status"].get<std::string>() + "\n";
   } else if (category == "kernel_fusion") {
-    out += "- Candidates kept: " + m.value("candidate_count", ojson(0)).dump() + "\n";
+    // candidate_count counts every kept candidate; impact_estimates (the
+    // table) only those with modeled kernel time: say both, so the count and
+    // the list agree.
+    const ojson kept = m.value("candidate_count", ojson(0));
+    const size_t listed = m.contains("impact_estimates") ? m["impact_estimates"].size() : 0;
+    out += "- Candidates kept: " + kept.dump() + " (" + std::to_string(listed) +
+           " with an impact estimate, listed below";
+    if (kept.is_number() && kept.get<double>() > static_cast<double>(listed))
+      out += "; " + std::to_string(static_cast<size_t>(kept.get<double>()) - listed) +
+             " without an impact estimate (category_data/fusion_candidates.json lists every "
+             "candidate)";
+    out += ")\n";
     if (m.contains("impact_estimates") && !m["impact_estimates"].empty()) {
       out +=
           "\n| Candidate | Instances | Kernels | Time (ms) | Impact % E2E | Confidence | Bound |\n";

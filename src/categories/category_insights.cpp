@@ -39,8 +39,14 @@ ojson category_insights(const std::string& output_dir, const std::string& catego
   ojson doc = ojson::parse(text.str(), nullptr, /*allow_exceptions=*/false);
   if (!doc.is_object() || !doc.contains("insights") || !doc["insights"].is_array()) return out;
   std::string kind = analysis_kind(category);
-  for (const auto& i : doc["insights"])
-    if (i.is_object() && kind_of_insight(i) == kind) out.push_back(i);
+  for (const auto& i : doc["insights"]) {
+    if (!i.is_object()) continue;
+    // Elementwise chains are fusion candidates too (TraceLens's kernel_fusion
+    // only looks at module-level candidates): the kernel_fusion analysis
+    // lists them beside its own, in its insights, not in its metrics file.
+    bool fusion = kind == "kernel_fusion" && i.value("rule", std::string()) == "elementwise_chain";
+    if (kind_of_insight(i) == kind || fusion) out.push_back(i);
+  }
   return out;
 }
 

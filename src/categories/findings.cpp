@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <stdexcept>
+#include <tuple>
 
 #include "categories/category_analysis.h"
 #include "categories/category_analysis_internal.h"
@@ -18,7 +19,6 @@ namespace fs = std::filesystem;
 namespace {
 
 constexpr size_t kMaxFindingsBytes = 1 << 20;
-constexpr size_t kMaxBottlenecks = 5;
 
 bool is_system(const std::string& c) {
   return c == "cpu_idle" || c == "multi_kernel" || c == "kernel_fusion";
@@ -123,6 +123,51 @@ std::string impact_line(const ojson& metrics, const ojson& what_if, const ojson&
          (why.empty() ? "" : "; " + why) + ")\n";
 }
 
+// The operations[] row of a category_findings member (same name and time).
+const ojson* member_op(const ojson& ops, const ojson& member) {
+  const ojson* by_name = nullptr;
+  for (const auto& op : ops) {
+    if (op["name"] != member["operation"]) continue;
+    if (op["time_ms"].is_number() && member["time_ms"].is_number() &&
+        std::fabs(op["time_ms"].get<double>() - member["time_ms"].get<double>()) < 1e-9)
+      return &op;
+    if (!by_name) by_name = &op;
+  }
+  return by_name;
+}
+
+std::string cell_text(const ojson& v) {
+  if (v.is_null() || (v.is_string() && v.get<std::string>().empty())) return "\u2014";
+  std::string s = v.is_string() ? v.get<std::string>() : v.dump();
+  std::replace(s.begin(), s.end(), '|', '/');
+  return s;
+}
+
+std::string data_table_header() {
+  return "| Operation | Args | Kernel Path | Kernel Name | Time (ms) | %E2E | Count | FLOPS/Byte | "
+         "Efficiency | Bound |\n|---|---|---|---|---|---|---|---|---|---|\n";
+}
+
+// One Data row from an operations[] entry (TraceLens's cell sources).
+std::string data_table_row(const ojson& op) {
+  const ojson& eff = op["efficiency"];
+  std::string bound =
+      eff.is_object() && eff["bound_type"].is_string() ? eff["bound_type"].get<std::string>() : "";
+  std::string efficiency = "\u2014";
+  if (eff.is_object() && eff["efficiency_percent"].is_number()) {
+    bool memory = bound == "memory";
+    const ojson& peak = memory ? eff["resolved_peak_hbm_bw"] : eff["resolved_peak_maf"];
+    efficiency = f2(eff["efficiency_percent"].get<double>()) + "% of " + cell_text(peak) +
+                 (memory ? " TB/s" : " TFLOPS");
+  }
+  auto field = [&](const char* key) { return op.contains(key) ? cell_text(op[key]) : "\u2014"; };
+  return "| " + field("name") + " | " + field("args") + " | " + field("launcher_path") + " | " +
+         field("kernel_name_trunc") + " | " + field("time_ms") + " | " + field("percent_of_total") +
+         " | " + field("count") + " | " +
+         (eff.is_object() && eff.contains("flops_per_byte") ? cell_text(eff["flops_per_byte"])
+                                                            : "\u2014") +
+         " | " + efficiency + " | " + (bound.empty() ? "\u2014" : bound + "-bound") + " |\n";
+}
 }  // namespace
 
 std::string findings_path(const std::string& output_dir, const std::string& category) {
@@ -159,12 +204,25 @@ std::string draft_findings(const std::string& cat, const ojson& m, const std::st
   std::string name = display.empty() ? cat : display;
   std::string out = "# " + name + " Analysis Summary\n\n";
   std::string status = m.value("status", std::string());
-  if (is_system(cat) && status != "ERROR") return out + detail::system_markdown(cat, m);
+  if (is_system(cat) && status != "ERROR") {
+    // The system analysis digest as the overview; the P-items (system tier,
+    // impact not quantifiable from trace data) are the agent's to write.
+    std::string digest = detail::system_markdown(cat, m);
+    if (digest.starts_with("# ")) digest.erase(0, digest.find('\n') + 1);
+    return out + "## Overview\n" + digest +
+           "\n## Recommendations\n\nNo P-item drafted: system recommendations are written "
+           "from the data above (tier=system, impact low=null mid=null high=null).\n\n"
+           "## Detailed Analysis\n\n";
+  }
   if (status != "OK") {
+    // A failed analysis is recorded as such (TraceLens counts the file as
+    // failed); missing data keeps both sections, empty.
+    out += status == "ERROR" ? "Status: ERROR\n\n" : "";
     out += "## Overview\nNo analysis data (status " + status + ").";
     if (m.contains("error")) out += " " + m["error"].get<std::string>();
     if (m.contains("message")) out += " " + m["message"].get<std::string>();
-    return out + "\n";
+    if (status == "ERROR") return out + "\n";
+    return out + "\n\n## Recommendations\n\n## Detailed Analysis\n\n";
   }
   std::string kind = analysis_kind(cat);
   const ojson& ops = m["operations"];
@@ -182,35 +240,83 @@ std::string draft_findings(const std::string& cat, const ojson& m, const std::st
                           "%.\n\n"
                     : "No op of this category has a perf model.\n\n";
 
-  out += "## Key Bottlenecks\n\n";
-  size_t shown = 0;
-  for (const auto& op : ops) {
-    if (shown >= kMaxBottlenecks) break;
-    double pct = op["percent_of_total"].is_number() ? op["percent_of_total"].get<double>() : 0;
-    if (pct < 1.0 && shown > 0) break;
-    const ojson& eff = op["efficiency"];
-    std::optional<double> e = opt(eff["efficiency_percent"]);
-    std::string bound = eff["bound_type"].is_string() ? eff["bound_type"].get<std::string>() : "";
-    auto [path_a, path_b] = paths(kind, bound);
-    bool batching = issue_text(kind, op, e, bound).find("batching") != std::string::npos;
-    out += "### " + std::to_string(++shown) + ". " + op["name"].get<std::string>();
-    if (op.contains("args")) out += " (" + op["args"].get<std::string>() + ")";
-    out += "\n- **Time:** " + f2(op["time_ms"].get<double>()) + " ms (" + f2(pct) +
-           "% of compute, " + std::to_string(op["count"].get<int64_t>()) + " calls)\n";
-    if (e) {
-      std::string roof = bound == "memory"
-                             ? f2(opt(eff["resolved_peak_hbm_bw"]).value_or(0)) + " TB/s HBM"
-                             : f2(opt(eff["resolved_peak_maf"]).value_or(0)) + " TFLOPS MAF";
-      out += "- **Efficiency:** " + f2(*e) + "% of " + roof + "\n";
-    } else {
-      out += "- **Efficiency:** unknown (no perf model)\n";
+  // Recommendations: one P-item per category_findings group, in rank order,
+  // the structure TraceLens's validator expects (findings_check.h).
+  out += "## Recommendations\n\n";
+  const ojson& groups_list = m["category_findings"];
+  std::string details;
+  size_t number = 0;
+  for (const auto& f : groups_list) {
+    ++number;
+    const ojson* top = nullptr;
+    std::vector<const ojson*> members;
+    for (const auto& mem : f["members"]) {
+      const ojson* match = member_op(ops, mem);
+      if (match) members.push_back(match);
+      if (!top && match) top = match;
     }
-    if (what_if.is_object()) out += impact_line(m, what_if, op);
-    out += "- **Issue:** " + issue_text(kind, op, e, bound) + "\n";
-    out += "- **Path A:** " + path_a + "\n- **Path B:** " + path_b + "\n";
-    out += "- **Priority:** " + priority_for(pct, e, batching) + "\n\n";
+    std::string bound = f.value("bound_type", std::string());
+    std::string title = top ? (*top)["name"].get<std::string>() : std::string("operations");
+    if (top && top->contains("args")) title += " " + (*top)["args"].get<std::string>();
+    title += ": " + bound + "-bound at " + f.value("eff_bucket", std::string("?")) + "% efficiency";
+    if (f["member_count"].get<int64_t>() > 1)
+      title += " (" + std::to_string(f["member_count"].get<int64_t>()) + " ops)";
+    std::string library = f["library"].is_string() ? f["library"].get<std::string>() : "Unknown";
+    if (library != "Unknown" && !library.empty()) title += " (" + library + ")";
+    out += "### P" + std::to_string(number) + ": " + title + "\n";
+    std::string issue = "see the metrics";
+    std::string path_a, path_b;
+    std::tie(path_a, path_b) = paths(kind, bound);
+    if (top) {
+      const ojson& op = *top;
+      double pct = op["percent_of_total"].is_number() ? op["percent_of_total"].get<double>() : 0;
+      const ojson& eff = op["efficiency"];
+      std::optional<double> e = opt(eff["efficiency_percent"]);
+      issue = issue_text(kind, op, e, bound);
+      bool batching = issue.find("batching") != std::string::npos;
+      out += "- **Time:** " + f2(op["time_ms"].get<double>()) + " ms (" + f2(pct) +
+             "% of compute, " + std::to_string(op["count"].get<int64_t>()) + " calls)\n";
+      if (e) {
+        std::string roof = bound == "memory"
+                               ? f2(opt(eff["resolved_peak_hbm_bw"]).value_or(0)) + " TB/s HBM"
+                               : f2(opt(eff["resolved_peak_maf"]).value_or(0)) + " TFLOPS MAF";
+        out += "- **Efficiency:** " + f2(*e) + "% of " + roof + "\n";
+      } else {
+        out += "- **Efficiency:** unknown (no perf model)\n";
+      }
+      out += "- **Issue:** " + issue + "\n";
+      out += "- **Path A:** " + path_a + "\n- **Path B:** " + path_b + "\n";
+      out += "- **Priority:** " + priority_for(pct, e, batching) + "\n";
+      if (what_if.is_object()) out += impact_line(m, what_if, op);
+    }
+    std::string low = f["impact_score_low"].dump(), mid = f["impact_score"].dump(),
+                high = f["impact_score_high"].dump();
+    out += "\n**Insight**: " + title + ": " + issue + ".\n";
+    out += "**Action**: Path A: " + path_a + " Path B: " + path_b + "\n";
+    out += "<!-- impact-begin kind=p_item low=" + low + " mid=" + mid + " high=" + high + " -->\n";
+    out += "**Impact**: " + low + "\u2013" + high + " % of end-to-end time (mid " + mid + " %)\n";
+    if (f.value("estimate_method", std::string()) == "heuristic")
+      out += "Warning \u2014 estimated from time share, no perf model\n";
+    out += "<!-- impact-end -->\n\n";
+
+    details += "<!-- reasoning-candidate tier=compute rank=" + std::to_string(number) + " -->\n";
+    details += "#### " + title + "\n";
+    details += "**Identification:** rank " + std::to_string(number) + " of " + cat +
+               "_metrics.json's category_findings (" + bound + "-bound, " +
+               f.value("eff_bucket", std::string("?")) + "% efficiency bucket, " +
+               std::to_string(f["member_count"].get<int64_t>()) + " op(s), estimate " +
+               f.value("estimate_method", std::string("?")) + ").\n";
+    details += "**Data:**\n\n" + data_table_header();
+    for (const ojson* op : members) details += data_table_row(*op);
+    details += "\n**Reasoning for Slowdown:** " + issue + ".\n";
+    details += "**Resolution:** Path A: " + path_a + " Path B: " + path_b + "\n";
+    details += "**Impact estimate:**\n<!-- impact-begin kind=detail_estimate low=" + low +
+               " high=" + high + " -->\n- Low end: " + low +
+               " % of end-to-end time\n- High end: " + high +
+               " % of end-to-end time\n<!-- impact-end -->\n\n";
   }
-  if (shown == 0) out += "No operation stands out.\n\n";
+  if (number == 0) out += "No P-item: no group of ops reaches 0.5 % of end-to-end time.\n\n";
+  out += "## Detailed Analysis\n\n" + details;
 
   out += "## Additional Notes\n";
   const ojson& spec = m["category_specific"];

@@ -2,11 +2,17 @@
 //
 // One self-contained HTML page from OUTPUT_DIR/category_findings/*.md and
 // system_findings/*.md, with the local SVG/PNG charts they reference embedded.
+//
+// jarvis final-report OUTPUT_DIR
+//
+// The checked findings ranked by recoverable time: OUTPUT_DIR/final_report.md
+// and final_report.json (the final_report MCP tool's files).
 #include <memory>
 
 #include <fmt/format.h>
 
 #include "base/atomic_file.h"
+#include "categories/final_report.h"
 #include "charts/findings_page.h"
 #include "cli/commands.h"
 #include "cli/options.h"
@@ -37,6 +43,26 @@ Runner add_render_findings(CLI::App& app) {
     fmt::print("{}: {} findings files, {} images embedded, {} missing, {} refused\n", out,
                page.files.size(), page.images_embedded, page.images_missing.size(),
                page.images_refused.size());
+    return 0;
+  };
+}
+
+Runner add_final_report(CLI::App& app) {
+  auto dir = std::make_shared<std::string>();
+  CLI::App* cmd = app.add_subcommand(
+      "final-report", "checked findings ranked by recoverable time -> final_report.md/.json");
+  cmd->add_option("OUTPUT_DIR", *dir, "analysis output directory (category_findings/, ...)")
+      ->required()
+      ->check(CLI::ExistingDirectory);
+  cmd->footer(
+      "Checks every OUTPUT_DIR/category_findings/*.md and system_findings/*.md (the\n"
+      "write_findings check), ranks the P-items of those that pass by impact, and writes\n"
+      "OUTPUT_DIR/final_report.md and final_report.json; files that fail are listed.");
+  return [dir] {
+    analysis::FinalReport report = analysis::build_final_report(*dir);
+    auto files = analysis::write_final_report(report);
+    fmt::print("{}: {} ranked recommendations, {} system findings, {} findings files left out\n",
+               files[0], report.ranked.size(), report.system.size(), report.skipped.size());
     return 0;
   };
 }

@@ -37,6 +37,7 @@ Runner add_critical_path(CLI::App& app);
 Runner add_what_if(CLI::App& app);
 Runner add_insights(CLI::App& app);
 Runner add_render_findings(CLI::App& app);
+Runner add_final_report(CLI::App& app);
 Runner add_sweep(CLI::App& app);
 Runner add_sweep_compare(CLI::App& app);
 Runner add_rocprof_config(CLI::App& app);

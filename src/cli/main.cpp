@@ -44,10 +44,10 @@ struct Registered {
 std::vector<Registered> register_commands(CLI::App& app) {
   using namespace jarvis::cli;
   std::vector<Registered> out;
-  for (auto add :
-       {add_info, add_report, add_prepare, add_analyze, add_compare, add_insights, add_collectives,
-        add_critical_path, add_what_if, add_sweep, add_sweep_compare, add_rocprof_config,
-        add_replay, add_render_findings, add_serve, add_completion, add_manpage}) {
+  for (auto add : {add_info, add_report, add_prepare, add_analyze, add_compare, add_insights,
+                   add_collectives, add_critical_path, add_what_if, add_sweep, add_sweep_compare,
+                   add_rocprof_config, add_replay, add_render_findings, add_final_report, add_serve,
+                   add_completion, add_manpage}) {
     Runner run = add(app);
     CLI::App* added = app.get_subcommands([](CLI::App*) { return true; }).back();
     out.push_back({added, std::move(run)});

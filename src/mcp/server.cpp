@@ -8,6 +8,7 @@
 
 #include "mcp/fixtures.h"
 #include "mcp/json_schema.h"
+#include "mcp/result_shape.h"
 
 namespace jarvis::mcp {
 
@@ -42,7 +43,10 @@ const char* kDefaultInstructions =
     "jarvis analyses PyTorch profiler (Kineto) traces and reproduces AMD TraceLens's numbers. "
     "Start with load_trace (a path inside the allowed roots) to get a handle, then call the "
     "analysis tools with that handle (ops_summary for the top operators). The prompts describe "
-    "complete analysis workflows.";
+    "complete analysis workflows. Results: the text is a short summary, the data is in "
+    "structuredContent; row lists hold up to `limit` rows (default 20; `detail`: summary, rows or "
+    "full), `truncated` names the lists that were cut ({list, shown, total}) and `next` suggests "
+    "calls ({tool, arguments, why}).";
 
 }  // namespace
 
@@ -622,13 +626,9 @@ json Session::call_tool(Call& call, const json& params, bool modern) {
   }
   if (call.cancelled->load()) throw Cancelled{};
 
-  json result = json::object();
-  if (!out.content.is_null()) {
-    result["content"] = out.content;
-  } else {
-    result["content"] =
-        json::array({text_block(out.text.empty() ? out.structured.dump() : out.text)});
-  }
+  // Limit/detail, truncation notes, next calls, integers, and the text each
+  // protocol version gets: src/mcp/result_shape.h.
+  json result = assemble_tool_result(name, args, out, structured);
   if (tool->definition.contains("outputSchema")) {
     if (std::string problem = validate_json(tool->definition["outputSchema"], out.structured);
         !problem.empty())

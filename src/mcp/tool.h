@@ -19,6 +19,7 @@
 #include <functional>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <stdexcept>
 #include <string>
@@ -42,13 +43,39 @@ class ToolError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// A row list of a result: the array at `pointer` (a JSON pointer into
+// structured), cut by the `limit` / `detail` arguments (src/mcp/result_shape.h).
+// `total`: rows there were before the handler itself cut the list (e.g.
+// ops_summary's matched rows); unset = the array's size.
+struct RowList {
+  std::string pointer;
+  std::optional<size_t> total;
+};
+
 struct ToolResult {
   json structured = json::object();  // structuredContent; must match the tool's outputSchema
-  std::string text;                  // text block; empty = structured serialized as JSON
-  json content;                      // rarely needed: explicit content blocks (replaces `text`)
+  // A short human summary (a few lines: totals, the top rows). Clients that get
+  // structuredContent see only this; older clients get it followed by the
+  // structured data as JSON. Empty: the server writes a generic one.
+  std::string text;
+  json content;                        // rarely needed: explicit content blocks (replaces `text`)
+  std::vector<RowList> row_lists;      // arrays `limit` / `detail` cut
+  std::vector<std::string> full_only;  // JSON pointers of optional fields kept at detail=full only
+  json next = json::array();           // suggested next calls: {tool, arguments, why}
   ToolResult() = default;
   ToolResult(json structured_content, std::string text_block = {})  // NOLINT: implicit on purpose
       : structured(std::move(structured_content)), text(std::move(text_block)) {}
+  // Declares a row list; chainable.
+  ToolResult& rows(std::string pointer, std::optional<size_t> total = std::nullopt) {
+    row_lists.push_back({std::move(pointer), total});
+    return *this;
+  }
+  // Suggests a next call (tool name, its arguments, why); chainable.
+  ToolResult& suggest(std::string tool, json arguments, std::string why) {
+    next.push_back(
+        {{"tool", std::move(tool)}, {"arguments", std::move(arguments)}, {"why", std::move(why)}});
+    return *this;
+  }
 };
 
 // MCP log levels, lowest first (notifications/message, logging/setLevel).

@@ -2,10 +2,13 @@
 // directory (category_filter output) and returns its markdown digest.
 #include <filesystem>
 
+#include <fmt/format.h>
 #include "categories/category_analysis.h"
 #include "categories/category_insights.h"
 #include "categories/findings.h"
 #include "categories/what_if_impact.h"
+
+#include "mcp/result_shape.h"
 #include "mcp/tool.h"
 
 namespace jarvis::mcp {
@@ -39,6 +42,20 @@ json summary_of(const analysis::ojson& m, size_t top_ops) {
   return s;
 }
 
+// The digest's opening (title, overview, first bottlenecks), cut at a line
+// boundary: the text summary. The whole digest is in structured `markdown`.
+std::string digest_head(const std::string& markdown, size_t max_bytes) {
+  if (markdown.size() <= max_bytes) return markdown;
+  size_t cut = markdown.rfind('\n', max_bytes);
+  if (cut == std::string::npos) cut = max_bytes;
+  return markdown.substr(0, cut + 1) +
+         fmt::format("... ({} more bytes of the digest in structuredContent.markdown)\n",
+                     markdown.size() - cut - 1);
+}
+
+// Bytes of the digest the text summary keeps.
+constexpr size_t kTextDigestBytes = 1536;
+
 ToolResult analyze_category_tool(const json& args, ToolContext& ctx) {
   auto dir = ctx.resolve_path(args.at("output_dir").get<std::string>(), true, false);
   std::string category = args.at("category").get<std::string>();
@@ -54,7 +71,7 @@ ToolResult analyze_category_tool(const json& args, ToolContext& ctx) {
                  {"kind", r.kind},
                  {"status", r.status},
                  {"metrics_path", r.metrics_path},
-                 {"metrics", summary_of(r.metrics, args.at("max_operations").get<size_t>())},
+                 {"metrics", summary_of(r.metrics, row_limit(args))},
                  {"markdown", r.markdown},
                  {"insights", json::parse(r.insights.dump())},
                  {"impact_what_if", json::parse(r.impact_what_if.dump())},
@@ -68,7 +85,34 @@ ToolResult analyze_category_tool(const json& args, ToolContext& ctx) {
       ctx.paths().note_written(target);
     }
   }
-  return {result, r.markdown};
+  ToolResult out{result, digest_head(r.markdown, kTextDigestBytes)};
+  out.rows("/metrics/operations", result["metrics"].contains("operations")
+                                      ? result["metrics"]["operations"].size() +
+                                            result["metrics"].value("operations_omitted", size_t{0})
+                                      : 0)
+      .rows("/insights")
+      .rows("/metrics/category_findings")
+      .rows("/metrics/impact_estimates");
+  // Below detail=full: the per-row fields the markdown and the other fields
+  // already carry, and the lists the metrics file keeps (metrics_path).
+  for (const char* field : {"Input Dims", "Input type", "call_chain", "module_chain",
+                            "kernel_name_trunc", "FLOPS~1Byte"})
+    out.full_only.push_back(std::string("/metrics/operations/*/") + field);
+  // A category_findings member repeats its group's bound, library and method.
+  for (const char* field : {"category", "type", "estimate_method", "bound_type", "library"})
+    out.full_only.push_back(std::string("/metrics/category_findings/*/members/*/") + field);
+  out.full_only.push_back("/markdown");
+  out.full_only.push_back("/metrics/high_confidence_kernel_map");
+  out.full_only.push_back("/metrics/impact_estimates/*/affected_gpu_kernels");
+  if (r.kind != "kernel_fusion") out.full_only.push_back("/metrics/impact_estimates");
+  if (result["draft_findings_path"].is_null())
+    out.suggest("analyze_category",
+                {{"output_dir", dir.string()}, {"category", category}, {"write_draft", true}},
+                "write a findings draft to edit");
+  out.suggest("write_findings",
+              {{"output_dir", dir.string()}, {"category", category}, {"markdown", "<findings>"}},
+              "store the checked findings for this category");
+  return out;
 }
 
 }  // namespace

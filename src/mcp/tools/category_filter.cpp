@@ -1,5 +1,7 @@
 // category_filter: TraceLens orchestrator preparation for one category (or
 // all) of a loaded trace, written under a confined output directory.
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "categories/prepare_trace.h"
@@ -71,8 +73,21 @@ ToolResult category_filter_tool(const json& args, ToolContext& ctx) {
                  {"gpu_utilization", json::parse(r.gpu_utilization.dump())},
                  {"categories", cats},
                  {"files", r.files}};
-  text += "Next: analyze_category for each compute category, then write_findings.\n";
-  return {result, text + result.dump()};
+  ToolResult res{result, text};
+  // The compute categories with the most kernel time first, then the system ones.
+  std::vector<std::pair<double, std::string>> order;
+  for (const auto& c : cats)
+    order.emplace_back(c["tier"] != "system" && c["gpu_kernel_time_ms"].is_number()
+                           ? c["gpu_kernel_time_ms"].get<double>()
+                           : -1.0,
+                       c["name"].get<std::string>());
+  std::stable_sort(order.begin(), order.end(),
+                   [](const auto& a, const auto& b) { return a.first > b.first; });
+  for (size_t k = 0; k < order.size() && k < 3; ++k)
+    res.suggest("analyze_category", {{"output_dir", o.output_dir}, {"category", order[k].second}},
+                order[k].first >= 0 ? fmt::format("{:.3f} ms of kernel time", order[k].first)
+                                    : "system analysis");
+  return res;
 }
 
 }  // namespace

@@ -12,13 +12,15 @@ namespace {
 std::string summary_text(const json& result) {
   std::string text = fmt::format("{} ranks, {} matched collective instances.\n",
                                  result["ranks"].size(), result["instance_count"].get<size_t>());
+  size_t listed = 0;
   for (const auto& row : result["summary"])
-    text +=
-        fmt::format("  {} {} x{}: comm {:.1f} us total, mean skew {:.1f} us, straggler rank {}\n",
-                    row["collective"].get<std::string>(), row["dtype"].get<std::string>(),
-                    row["count"].get<int64_t>(), row["total_comm_us"].get<double>(),
-                    row["start_skew_us_mean"].get<double>(), row["straggler_rank"].get<int64_t>());
-  return text + result.dump();
+    if (++listed <= 10)
+      text += fmt::format(
+          "  {} {} x{}: comm {:.1f} us total, mean skew {:.1f} us, straggler rank {}\n",
+          row["collective"].get<std::string>(), row["dtype"].get<std::string>(),
+          row["count"].get<int64_t>(), row["total_comm_us"].get<double>(),
+          row["start_skew_us_mean"].get<double>(), row["straggler_rank"].get<int64_t>());
+  return text;
 }
 
 ToolResult collective_report_tool(const json& args, ToolContext& ctx) {

@@ -10,6 +10,7 @@
 
 #include "compare/compare_traces.h"
 #include "explore/trace_store.h"
+#include "mcp/result_shape.h"
 #include "mcp/tool.h"
 #include "perf/gpu_arch.h"
 #include "trace/trace.h"
@@ -79,13 +80,15 @@ std::string summary_text(const json& r) {
         fmt::format("{} of {} matched ops to investigate on the target (measured/expected > {}):\n",
                     g["flagged_count"].get<size_t>(), g["matched_ops"].get<size_t>(),
                     g["thresholds"]["gap_threshold"].get<double>());
+    size_t listed = 0;
     for (const auto& op : g["flagged"])
-      text += fmt::format("  {:5.1f}% of target  {} {}: {}\n", op["target_share_pct"].get<double>(),
-                          op["name"].get<std::string>(), op["input_dims"].get<std::string>(),
-                          op["why"].get<std::string>());
+      if (++listed <= 10)
+        text += fmt::format("  {:5.1f}% of target  {} {}: {}\n",
+                            op["target_share_pct"].get<double>(), op["name"].get<std::string>(),
+                            op["input_dims"].get<std::string>(), op["why"].get<std::string>());
   }
   for (const auto& n : r["notes"]) text += "note: " + n.get<std::string>() + "\n";
-  return text + r.dump();
+  return text;
 }
 
 ToolResult compare_tool(const json& args, ToolContext& ctx) {
@@ -122,10 +125,19 @@ ToolResult compare_tool(const json& args, ToolContext& ctx) {
       compare_prepared_reports(std::move(ref.prepared.report), std::move(tgt.prepared.report),
                                std::move(ref.prepared.arch), std::move(tgt.prepared.arch), options);
   if (!options.output_dir.empty()) ctx.paths().mark_output_dir(options.output_dir);
-  json result = c.summary(args.at("top_n").get<size_t>());
+  json result = c.summary(row_limit(args));
   result["reference"]["handle"] = ref.handle;
   result["target"]["handle"] = tgt.handle;
-  return {result, summary_text(result)};
+  ToolResult out{result, summary_text(result)};
+  out.rows("/ops_summary");
+  if (result["hardware_gaps"].is_object())
+    out.rows("/hardware_gaps/flagged", result["hardware_gaps"]["flagged_count"].get<size_t>());
+  if (result["hardware_gaps"].is_object() && !result["hardware_gaps"]["flagged"].empty() &&
+      tgt.handle.is_string())
+    out.suggest("parent_chain",
+                {{"trace", tgt.handle}, {"op_name", result["hardware_gaps"]["flagged"][0]["name"]}},
+                "where the largest unexplained target op runs");
+  return out;
 }
 
 }  // namespace

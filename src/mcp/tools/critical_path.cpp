@@ -16,7 +16,7 @@ ToolResult critical_path_tool(const json& args, ToolContext& ctx) {
   std::string text =
       fmt::format("step time {:.1f} us ({} iterations, {} ranks); on the path:\n",
                   analysis.step_time_us, analysis.iterations.size(), analysis.ranks.size());
-  return {structured, text + top_text(structured) + structured.dump()};
+  return {structured, text + top_text(structured)};
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 #include "explore/gemm_roofline.h"
 #include "explore/trace_store.h"
 #include "insights/insights.h"
+#include "mcp/result_shape.h"
 #include "mcp/tool.h"
 #include "perf/gpu_arch.h"
 #include "report/report.h"
@@ -13,11 +14,16 @@
 namespace jarvis::mcp {
 namespace {
 
+// Shapes the text summary lists; structuredContent has up to `limit`.
+constexpr size_t kTextShapes = 10;
+
 std::string shapes_text(const json& r) {
   std::string t = fmt::format("GEMM roofline ({}): {} shapes, {:.1f}% of compute time\n",
                               r["arch"].get<std::string>(), r["shape_count"].get<size_t>(),
                               r["gemm_percent_of_compute"].get<double>());
+  size_t listed = 0;
   for (const auto& s : r["shapes"]) {
+    if (++listed > kTextShapes) break;
     auto n = [&](const char* k) { return s[k].is_number() ? s[k].get<double>() : 0.0; };
     t += fmt::format(
         "  #{} {:<8} {} M={} N={} K={} B={} x{} {:.2f}% compute  AI={:.1f} (ridge {:.1f}) {}  "
@@ -55,7 +61,7 @@ ToolResult gemm_roofline_tool(const json& args, ToolContext& ctx) {
   f.op_contains = args.value("op_contains", std::string());
   f.dtype = args.value("dtype", std::string());
   f.min_percent = args.at("min_percent").get<double>();
-  f.top_n = args.at("top_n").get<size_t>();
+  f.top_n = row_limit(args);
   analysis::ojson r;
   try {
     auto report = trace_report(*entry, arch);
@@ -90,7 +96,16 @@ ToolResult gemm_roofline_tool(const json& args, ToolContext& ctx) {
     ctx.paths().note_written(path);
     result["svg_path"] = path.string();
   }
-  return {result, shapes_text(result) + result.dump()};
+  ToolResult out{result, shapes_text(result)};
+  out.rows("/shapes", result["shape_count"].get<size_t>()).rows("/insights").rows("/linear_layers");
+  if (!result["shapes"].empty() && result["shapes"][0].contains("op"))
+    out.suggest("parent_chain",
+                {{"trace", entry->handle()}, {"op_name", result["shapes"][0]["op"]}},
+                "the layer (nn.Module) the most expensive GEMM shape belongs to");
+  out.suggest("category_filter",
+              {{"trace", entry->handle()}, {"output_dir", "<dir>"}, {"category", "gemm"}},
+              "then analyze_category(gemm) for the TraceLens GEMM findings");
+  return out;
 }
 
 }  // namespace

@@ -3,12 +3,16 @@
 
 #include "explore/trace_store.h"
 #include "insights/insights.h"
+#include "mcp/result_shape.h"
 #include "mcp/tool.h"
 #include "perf/gpu_arch.h"
 #include "tree/call_tree.h"
 
 namespace jarvis::mcp {
 namespace {
+
+// Insights the text summary lists; structuredContent has up to `limit`.
+constexpr size_t kTextInsights = 10;
 
 ToolResult insights_tool(const json& args, ToolContext& ctx) {
   auto entry = ctx.traces().get(args.at("trace").get<std::string>());
@@ -22,7 +26,7 @@ ToolResult insights_tool(const json& args, ToolContext& ctx) {
     throw ToolError(e.what());
   }
   std::string rule = args.value("rule", std::string());
-  size_t top_n = args.at("top_n").get<size_t>();
+  size_t top_n = row_limit(args);
   auto tree = trace_call_tree(*entry);
   auto timeline = trace_timeline(*entry);
   auto context =
@@ -36,13 +40,21 @@ ToolResult insights_tool(const json& args, ToolContext& ctx) {
     if (!rule.empty() && i.rule != rule) continue;
     if (++matched > top_n) continue;
     rows.push_back(insights::to_json(i));
-    text += fmt::format("[{}] {}: {}\n", i.severity, i.rule, i.title);
+    if (matched <= kTextInsights) text += fmt::format("[{}] {}: {}\n", i.severity, i.rule, i.title);
   }
   json result = {
       {"trace", entry->handle()},      {"arch", arch ? json(arch->name) : json()},
       {"rules", insights::rule_ids()}, {"total_kernel_time_us", context.total_kernel_time_us},
       {"insight_count", matched},      {"insights", rows}};
-  return {result, text};
+  ToolResult out{result, text};
+  out.rows("/insights", matched);
+  if (!rows.empty() && !rows[0]["uids"].empty())
+    out.suggest("parent_chain", {{"trace", entry->handle()}, {"uid", rows[0]["uids"][0]}},
+                "the call stack behind the top insight");
+  out.suggest("make_replay",
+              {{"trace", entry->handle()}, {"output_dir", "<dir>"}, {"op", "<op of an insight>"}},
+              "a standalone reproducer to verify a fix before applying it");
+  return out;
 }
 
 }  // namespace

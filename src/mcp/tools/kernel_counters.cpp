@@ -8,6 +8,7 @@
 
 #include "explore/rocprof_trace.h"
 #include "explore/trace_store.h"
+#include "mcp/result_shape.h"
 #include "mcp/tool.h"
 #include "rocprof/counters.h"
 
@@ -76,7 +77,9 @@ std::string text_of(const json& r) {
   std::string text = fmt::format("kernel_counters of {}: {} of {} kernels, counters: {}\n",
                                  r["trace"].get<std::string>(), r["kernels"].size(),
                                  r["matched_kernels"].get<size_t>(), r["counters"].dump());
+  size_t listed = 0;
   for (const auto& k : r["kernels"]) {
+    if (++listed > 10) break;
     text += fmt::format("  {:>10.1f} us x{:<5} {}", k["total_us"].get<double>(),
                         k["dispatches"].get<size_t>(), k["name"].get<std::string>());
     for (const char* m : {rocprof::kCuUtilization, rocprof::kMfmaShare, rocprof::kWavesPerCu})
@@ -84,7 +87,7 @@ std::string text_of(const json& r) {
         text += fmt::format(" {}={:.3g}", m, k["derived"][m]["mean"].get<double>());
     text += "\n";
   }
-  return text + r.dump();
+  return text;
 }
 
 ToolResult kernel_counters_tool(const json& args, ToolContext& ctx) {
@@ -100,7 +103,7 @@ ToolResult kernel_counters_tool(const json& args, ToolContext& ctx) {
         "rocprofv3 CSV directory or its *_results.json)",
         handle));
   auto filter = compile_filter(args);
-  size_t top_n = args.at("top_n").get<size_t>();
+  size_t top_n = row_limit(args);
   auto kernels = rocprof::kernel_counters(*profile);
   json rows = json::array();
   size_t matched = 0;
@@ -115,7 +118,9 @@ ToolResult kernel_counters_tool(const json& args, ToolContext& ctx) {
                  {"total_kernels", kernels.size()},
                  {"matched_kernels", matched},
                  {"kernels", rows}};
-  return {result, text_of(result)};
+  ToolResult out{result, text_of(result)};
+  out.rows("/kernels", matched);
+  return out;
 }
 
 }  // namespace

@@ -20,8 +20,7 @@ ToolResult list_traces_tool(const json&, ToolContext& ctx) {
   if (!ctx.traces().lists_handles())
     return {result,
             "Handles of stateless (2026-07-28) requests are not listed; keep the handle "
-            "load_trace returned. " +
-                result.dump()};
+            "load_trace returned."};
   return result;
 }
 

@@ -2,6 +2,7 @@
 // cached), keep the derived tables under a handle.
 #include <fmt/format.h>
 
+#include "mcp/result_shape.h"
 #include "mcp/tool.h"
 #include "mcp/tools/sweep_common.h"
 
@@ -83,7 +84,12 @@ ToolResult load_sweep_tool(const json& args, ToolContext& ctx) {
       "layout {}\n",
       handle, s->runs.size(), s->cache_hits, result["configs"].size(), failures.size(),
       s->layout.pattern);
-  return {result, text + result.dump()};
+  ToolResult out{result, text};
+  out.rows("/runs").rows("/failures").rows("/configs");
+  out.suggest("sweep_gemm_variance", {{"sweep", handle}},
+              "GEMM rows whose time varies most per run")
+      .suggest("sweep_gpu_timeline", {{"sweep", handle}}, "GPU timeline per configuration");
+  return out;
 }
 
 }  // namespace

@@ -40,8 +40,12 @@ ToolResult rocprof_result(const LoadedTrace& entry, const rocprof::Profile& prof
       profile.counters.size(),
       profile.counter_names.empty() ? "none"
                                     : fmt::format("{}", fmt::join(profile.counter_names, ", ")),
-      summary.dump());
-  return {summary, text};
+      "");
+  ToolResult out{summary, text};
+  out.suggest("ops_summary", {{"trace", entry.handle()}}, "kernel time per kernel name");
+  if (!profile.counter_names.empty())
+    out.suggest("kernel_counters", {{"trace", entry.handle()}}, "hardware counters per kernel");
+  return out;
 }
 
 // One line on the collectives, when the trace has any.
@@ -103,8 +107,14 @@ ToolResult load_trace_tool(const json& args, ToolContext& ctx) {
       summary["events"]["total"].get<int64_t>(), summary["events"]["kernel"].get<int64_t>(),
       summary["events"]["cpu_op"].get<int64_t>(), health.confidence,
       health.warnings.empty() ? "" : ": ", fmt::format("{}", fmt::join(health.warnings, "; ")),
-      collectives_line(summary) + summary.dump());
-  return {summary, text};
+      collectives_line(summary));
+  ToolResult out{summary, text};
+  const std::string handle = loaded.entry->handle();
+  out.suggest("ops_summary", {{"trace", handle}}, "top ops by GPU kernel time")
+      .suggest("insights", {{"trace", handle}}, "ranked fixes with the time they could recover")
+      .suggest("category_filter", {{"trace", handle}, {"output_dir", "<dir>"}},
+               "the per-category workflow (analyze_category, write_findings)");
+  return out;
 }
 
 }  // namespace

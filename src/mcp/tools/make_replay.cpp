@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "explore/trace_store.h"
+#include "mcp/result_shape.h"
 #include "mcp/tool.h"
 #include "replay/replay.h"
 
@@ -33,7 +34,9 @@ std::string summary_text(const json& s) {
       fmt::format("Replay package for {} ({} op signatures, {} replayable) in {}.\n",
                   s["selection"].get<std::string>(), s["op_count"].get<size_t>(),
                   s["replayable_count"].get<size_t>(), s["files"]["dir"].get<std::string>());
+  size_t listed = 0;
   for (const json& op : s["ops"]) {
+    if (++listed > 10) break;
     std::string t = op["trace_gpu_time_us_mean"].is_null()
                         ? "no GPU work"
                         : fmt::format("{:.2f} us/call", op["trace_gpu_time_us_mean"].get<double>());
@@ -45,7 +48,7 @@ std::string summary_text(const json& s) {
             : " (not replayable: " + op["not_replayable_reason"].get<std::string>() + ")");
   }
   text += "Run it with: " + s["run_command"].get<std::string>() + "\n";
-  return text + s.dump();
+  return text;
 }
 
 ToolResult make_replay_tool(const json& args, ToolContext& ctx) {
@@ -66,7 +69,9 @@ ToolResult make_replay_tool(const json& args, ToolContext& ctx) {
     ctx.paths().mark_output_dir(out);
     json summary = replay::replay_summary_json(result);
     summary["trace"] = entry->handle();
-    return {summary, summary_text(summary)};
+    ToolResult res{summary, summary_text(summary)};
+    res.rows("/ops");
+    return res;
   } catch (const replay::ReplayError& e) {
     throw ToolError(e.what());
   }

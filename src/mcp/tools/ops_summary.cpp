@@ -6,6 +6,7 @@
 #include "explore/summaries.h"
 #include "explore/trace_store.h"
 #include "insights/insights.h"
+#include "mcp/result_shape.h"
 #include "mcp/tool.h"
 #include "perf/categories.h"
 #include "perf/gpu_arch.h"
@@ -14,12 +15,17 @@
 namespace jarvis::mcp {
 namespace {
 
+// Rows the text summary lists; structuredContent has up to `limit`.
+constexpr size_t kTextRows = 10;
+
 std::string rows_text(const json& result) {
   std::string text = fmt::format(
       "ops_summary of {} ({} of {} ops shown, total direct kernel time {:.4f} ms):\n",
       result["trace"].get<std::string>(), result["rows"].size(),
       result["matched_rows"].get<int64_t>(), result["total_direct_kernel_time_ms"].get<double>());
+  size_t listed = 0;
   for (const auto& row : result["rows"]) {
+    if (++listed > kTextRows) break;
     double ms = row["total_direct_kernel_time_ms"].is_number()
                     ? row["total_direct_kernel_time_ms"].get<double>()
                     : 0;
@@ -48,7 +54,7 @@ std::string rows_text(const json& result) {
   for (const auto& i : result["insights"])
     text += fmt::format("insight [{}] {}: {}\n", i["severity"].get<std::string>(),
                         i["rule"].get<std::string>(), i["title"].get<std::string>());
-  return text + result.dump();
+  return text;
 }
 
 // The five insights with the largest recoverable time (of the category when
@@ -89,7 +95,9 @@ ToolResult rocprof_fallback(const std::string& handle, const rocprof::Profile& p
       "{} is a rocprofv3 trace (no CPU ops): kernel summary instead of ops_summary, rows are "
       "kernel names.\n",
       handle);
-  return {result, text + rows_text(result)};
+  ToolResult out{result, text + rows_text(result)};
+  out.rows("/rows", result["matched_rows"].get<size_t>());
+  return out;
 }
 
 ToolResult ops_summary_tool(const json& args, ToolContext& ctx) {
@@ -99,7 +107,7 @@ ToolResult ops_summary_tool(const json& args, ToolContext& ctx) {
     throw ToolError("unknown trace handle \"" + handle +
                     "\"; call load_trace first (or list_traces)");
   analysis::OpsSummaryQuery query;
-  query.top_n = args.at("top_n").get<size_t>();
+  query.top_n = row_limit(args);
   query.sort_by = args.at("sort_by").get<std::string>();
   query.category = args.value("category", std::string());
   query.min_percent = args.at("min_percent").get<double>();
@@ -131,7 +139,20 @@ ToolResult ops_summary_tool(const json& args, ToolContext& ctx) {
       failures.push_back({{"op", f.op}, {"reason", f.reason}, {"count", f.count}});
     result["model_failures"] = std::move(failures);
   }
-  return {result, rows_text(result)};
+  ToolResult out{result, rows_text(result)};
+  out.rows("/rows", result["matched_rows"].get<size_t>());  // insights: five at most
+  if (!result["rows"].empty())
+    out.suggest("parent_chain",
+                {{"trace", handle}, {"op_name", result["rows"][0]["name"]}, {"subtree_depth", 1}},
+                "where the top op is called from and which kernels it launches");
+  bool has_gemm = false;
+  for (const auto& row : result["rows"])
+    for (const auto& c : row.value("perf_categories", json::array()))
+      has_gemm = has_gemm || c == "GEMM";
+  if (has_gemm)
+    out.suggest("gemm_roofline", {{"trace", handle}}, "per-shape GEMM efficiency and bound");
+  out.suggest("insights", {{"trace", handle}}, "ranked fixes with the time they could recover");
+  return out;
 }
 
 }  // namespace

@@ -1,6 +1,9 @@
 // sweep_gemm_variance: the GEMM rows whose kernel time varies most per run,
 // the cross-run spread per GEMM row, and optionally their instances with
 // timestamps and collective overlap.
+#include <fmt/format.h>
+
+#include "mcp/result_shape.h"
 #include "mcp/tool.h"
 #include "mcp/tools/sweep_common.h"
 
@@ -10,7 +13,7 @@ namespace {
 ToolResult sweep_gemm_variance_tool(const json& args, ToolContext& ctx) {
   auto s = sweep_tools::get_sweep(args);
   size_t top_k = args.at("top_k").get<size_t>();
-  size_t max_rows = args.at("max_rows").get<size_t>();
+  size_t max_rows = row_limit(args);
   std::vector<Table> tables = {sweep::gemm_variance_table(*s, top_k),
                                sweep::gemm_kernel_spread_table(*s)};
   std::string instances = args.at("instances").get<std::string>();
@@ -24,7 +27,18 @@ ToolResult sweep_gemm_variance_tool(const json& args, ToolContext& ctx) {
                  {"instances",
                   tables.size() > 2 ? sweep_tools::rows_json(tables[2], max_rows) : json::array()},
                  {"files", sweep_tools::write_if_asked(args, ctx, tables)}};
-  return result;
+  ToolResult out{
+      result,
+      fmt::format("sweep_gemm_variance {}: {} variance rows (top {} per run), {} GEMM "
+                  "rows across runs{}.\n",
+                  args.at("sweep").get<std::string>(), tables[0].rows.size(), top_k,
+                  tables[1].rows.size(),
+                  tables.size() > 2 ? fmt::format(", {} instances", tables[2].rows.size()) : "")};
+  out.rows("/variance", tables[0].rows.size()).rows("/by_kernel", tables[1].rows.size());
+  if (tables.size() > 2) out.rows("/instances", tables[2].rows.size());
+  out.suggest("rocprof_config", {{"sweep", args.at("sweep")}, {"output", "<file.yaml>"}},
+              "profile exactly these kernels with hardware counters");
+  return out;
 }
 
 }  // namespace

@@ -39,7 +39,7 @@ ToolResult what_if_tool(const json& args, ToolContext& ctx) {
   text += fmt::format("step time: measured {:.1f} us, predicted {:.1f} us ({:+.1f}%); new path:\n",
                       result.measured_step_time_us, result.predicted_step_time_us,
                       100 * (result.predicted_step_time_us / result.measured_step_time_us - 1));
-  return {structured, text + top_text(structured["predicted"]) + structured.dump()};
+  return {structured, text + top_text(structured["predicted"])};
 }
 
 }  // namespace

@@ -1,0 +1,57 @@
+// The final report of the agent workflow: every category's checked findings
+// (category_findings/*.md, system_findings/*.md) assembled into one list
+// ranked by recoverable time, with evidence links, as markdown and JSON.
+//
+// A findings file enters only when it passes validate_findings
+// (findings_check.h); the others are listed with their problems. Compute
+// P-items are ranked by their impact mid value (% of end-to-end time, copied
+// from category_findings), turned into milliseconds with the trace's total
+// time when cpu_idle_metrics.json has it; system P-items (impact not
+// quantifiable from trace data) follow, in category order.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace jarvis::analysis {
+
+struct FinalReportItem {
+  std::string category;
+  std::string tier;  // compute | system
+  int p_item = 0;    // N of `### P<N>` in the findings file
+  std::string title;
+  std::optional<double> impact_low, impact_mid, impact_high;  // % of end-to-end time
+  std::optional<double> recoverable_ms;                       // impact_mid x total time
+  std::string findings_path;                                  // relative to output_dir
+  std::vector<std::string> evidence;                          // relative paths that exist
+};
+
+struct FinalReportSkipped {
+  std::string category;
+  std::string findings_path;
+  std::vector<std::string> problems;
+};
+
+struct FinalReport {
+  std::string output_dir;
+  std::optional<double> total_time_ms;
+  std::vector<FinalReportItem> ranked;  // compute items, largest recoverable time first
+  std::vector<FinalReportItem> system;  // system items, not quantifiable
+  std::vector<FinalReportSkipped> skipped;
+  size_t findings_files = 0;
+  std::string markdown;
+  nlohmann::json to_json() const;
+};
+
+// Reads and checks the findings under output_dir. Throws std::invalid_argument
+// when output_dir does not exist or holds no findings file at all.
+FinalReport build_final_report(const std::string& output_dir);
+
+// Writes output_dir/final_report.md and final_report.json atomically; returns
+// their paths.
+std::vector<std::string> write_final_report(const FinalReport& report);
+
+}  // namespace jarvis::analysis

@@ -1,0 +1,183 @@
+#include "mcp/result_shape.h"
+
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <vector>
+
+#include <fmt/format.h>
+
+namespace jarvis::mcp {
+
+namespace {
+
+// Results whose JSON is at most this long may stand as their own summary.
+constexpr size_t kSmallResultBytes = 1024;
+
+std::string list_label(const std::string& pointer) {
+  return pointer.empty() || pointer == "/" ? std::string("rows") : pointer.substr(1);
+}
+
+// A generic summary for a handler that wrote none: the data itself when it is
+// small, else its top-level shape (keys, list lengths, scalars).
+std::string generic_summary(const std::string& tool, const json& structured) {
+  std::string dump = structured.dump();
+  if (dump.size() <= kSmallResultBytes) return dump;
+  std::string text = tool + ":";
+  for (const auto& [key, value] : structured.items()) {
+    if (value.is_array())
+      text += fmt::format(" {}: {} entries;", key, value.size());
+    else if (value.is_object())
+      text += fmt::format(" {}: {{{} keys}};", key, value.size());
+    else if (value.is_string() && value.get_ref<const std::string&>().size() <= 120)
+      text += fmt::format(" {}: {};", key, value.get<std::string>());
+    else if (value.is_number() || value.is_boolean() || value.is_null())
+      text += fmt::format(" {}: {};", key, value.dump());
+  }
+  if (!text.empty() && text.back() == ';') text.pop_back();
+  return text + "\n(the data is in structuredContent)";
+}
+
+// The reference tokens of a JSON pointer ("~1" -> "/", "~0" -> "~").
+std::vector<std::string> split_pointer(const std::string& pointer) {
+  std::vector<std::string> tokens;
+  size_t k = 0;
+  while (k < pointer.size() && pointer[k] == '/') {
+    size_t next = pointer.find('/', k + 1);
+    std::string token =
+        pointer.substr(k + 1, next == std::string::npos ? std::string::npos : next - k - 1);
+    std::string plain;
+    for (size_t i = 0; i < token.size(); ++i) {
+      if (token[i] == '~' && i + 1 < token.size()) {
+        plain += token[i + 1] == '1' ? '/' : '~';
+        ++i;
+      } else {
+        plain += token[i];
+      }
+    }
+    tokens.push_back(plain);
+    if (next == std::string::npos) break;
+    k = next;
+  }
+  return tokens;
+}
+
+// Erases the field the tokens lead to; a "*" token stands for every element
+// of an array (or every member of an object).
+void erase_path(json& node, const std::vector<std::string>& tokens, size_t at) {
+  if (at >= tokens.size()) return;
+  const std::string& token = tokens[at];
+  bool last = at + 1 == tokens.size();
+  if (token == "*") {
+    if (node.is_array() || node.is_object())
+      for (auto& child : node) erase_path(child, tokens, at + 1);
+    return;
+  }
+  if (!node.is_object() || !node.contains(token)) return;
+  if (last)
+    node.erase(token);
+  else
+    erase_path(node[token], tokens, at + 1);
+}
+
+}  // namespace
+
+Detail detail_of(const json& args) {
+  std::string d = args.is_object() ? args.value("detail", std::string("rows")) : "rows";
+  if (d == "summary") return Detail::Summary;
+  if (d == "full") return Detail::Full;
+  return Detail::Rows;
+}
+
+size_t row_limit(const json& args) {
+  if (args.is_object()) {
+    for (const char* key : kLimitNames)
+      if (args.contains(key) && args[key].is_number_integer() && args[key].get<int64_t>() >= 0)
+        return static_cast<size_t>(args[key].get<int64_t>());
+  }
+  if (detail_of(args) == Detail::Full) return std::numeric_limits<size_t>::max();
+  return kDefaultRowLimit;
+}
+
+void integers_as_integers(json& value) {
+  if (value.is_number_float()) {
+    double x = value.get<double>();
+    constexpr double kExact = 9007199254740992.0;  // 2^53
+    if (std::isfinite(x) && std::floor(x) == x && std::fabs(x) < kExact)
+      value = static_cast<int64_t>(x);
+  } else if (value.is_array() || value.is_object()) {
+    for (auto& child : value) integers_as_integers(child);
+  }
+}
+
+json assemble_tool_result(const std::string& tool, const json& args, ToolResult& out,
+                          bool structured_client) {
+  Detail detail = detail_of(args);
+  // `limit` caps every list, and so does max_rows (the sweep tools' "rows per
+  // table"); top_n and max_operations only the list they always meant, the
+  // first one declared.
+  size_t limit = detail == Detail::Summary ? 0 : row_limit(args);
+  size_t other_limit = limit;
+  if (detail != Detail::Summary &&
+      !(args.is_object() && (args.contains("limit") || args.contains("max_rows"))))
+    other_limit = detail == Detail::Full ? std::numeric_limits<size_t>::max() : kDefaultRowLimit;
+  bool first = true;
+  json truncated = json::array();
+  std::string notes;
+  if (out.structured.is_object()) {
+    for (const RowList& list : out.row_lists) {
+      json::json_pointer ptr(list.pointer);
+      if (!out.structured.contains(ptr)) continue;
+      json& rows = out.structured[ptr];
+      if (!rows.is_array()) continue;
+      size_t total = std::max(list.total.value_or(rows.size()), rows.size());
+      size_t keep = first ? limit : other_limit;
+      first = false;
+      if (rows.size() > keep)
+        rows.erase(rows.begin() + static_cast<std::ptrdiff_t>(keep), rows.end());
+      if (rows.size() == total) continue;
+      truncated.push_back({{"list", list.pointer}, {"shown", rows.size()}, {"total", total}});
+      if (detail == Detail::Summary)
+        notes += fmt::format("{} {} left out (detail=summary); pass detail=\"rows\" to see them.\n",
+                             total, list_label(list.pointer));
+      else
+        notes +=
+            fmt::format("showing {} of {} {}; pass limit (up to {}) or detail=\"full\" for more.\n",
+                        rows.size(), total, list_label(list.pointer), total);
+    }
+    if (detail != Detail::Full)
+      for (const std::string& pointer : out.full_only)
+        erase_path(out.structured, split_pointer(pointer), 0);
+    if (!truncated.empty()) out.structured["truncated"] = std::move(truncated);
+    if (!out.next.empty()) out.structured["next"] = out.next;
+  }
+  integers_as_integers(out.structured);
+
+  std::string summary = out.text;
+  if (summary.empty() && structured_client) summary = generic_summary(tool, out.structured);
+  if (!summary.empty() && summary.back() != '\n' && !notes.empty()) summary += '\n';
+  summary += notes;
+  if (!out.next.empty()) {
+    if (!summary.empty() && summary.back() != '\n') summary += '\n';
+    summary += "Next:";
+    for (const json& n : out.next)
+      summary += fmt::format(" {}({}) — {};", n["tool"].get<std::string>(), n["arguments"].dump(),
+                             n["why"].get<std::string>());
+    summary.back() = '\n';
+  }
+  std::string text;
+  if (structured_client) {
+    text = summary;
+  } else {
+    // Before 2025-06-18 the text is the client's only copy of the data.
+    text = summary.empty() ? out.structured.dump() : summary + "\n" + out.structured.dump();
+  }
+  json result = json::object();
+  if (!out.content.is_null())
+    result["content"] = out.content;
+  else
+    result["content"] = json::array({json{{"type", "text"}, {"text", text}}});
+  return result;
+}
+
+}  // namespace jarvis::mcp

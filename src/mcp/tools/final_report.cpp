@@ -1,0 +1,49 @@
+// final_report: every category's checked findings in one report ranked by
+// recoverable time (categories/final_report.h), written into the output
+// directory.
+#include <fmt/format.h>
+
+#include "categories/final_report.h"
+#include "mcp/tool.h"
+
+namespace jarvis::mcp {
+namespace {
+
+ToolResult final_report_tool(const json& args, ToolContext& ctx) {
+  auto dir = ctx.resolve_path(args.at("output_dir").get<std::string>(), true, false);
+  analysis::FinalReport report;
+  try {
+    report = analysis::build_final_report(dir.string());
+  } catch (const std::invalid_argument& e) {
+    throw ToolError(e.what());
+  }
+  // A jarvis output directory (category_filter marked it), or refused by the
+  // write policy; the files are replaced by an atomic rename, never written
+  // through a symlink.
+  ctx.output_dir(dir.string());
+  json result = report.to_json();
+  result["files"] = analysis::write_final_report(report);
+  for (const auto& f : result["files"]) ctx.paths().note_written(f.get<std::string>());
+  const auto md = dir / "final_report.md";
+  std::string text = fmt::format(
+      "Final report: {} ranked recommendation(s), {} system finding(s), {} findings file(s) left "
+      "out; wrote {}.\n",
+      report.ranked.size(), report.system.size(), report.skipped.size(), md.string());
+  for (size_t k = 0; k < report.ranked.size() && k < 5; ++k) {
+    const auto& i = report.ranked[k];
+    text += fmt::format("  {}. {} P{}: {} — {:.2f} % of E2E{}\n", k + 1, i.category, i.p_item,
+                        i.title, i.impact_mid.value_or(0),
+                        i.recoverable_ms ? fmt::format(" ({:.3f} ms)", *i.recoverable_ms) : "");
+  }
+  for (const auto& s : report.skipped)
+    text += fmt::format("  left out {}: {} problem(s)\n", s.category, s.problems.size());
+  ToolResult out{result, text};
+  out.rows("/ranked").rows("/system").rows("/skipped");
+  out.suggest("render_findings", {{"output_dir", dir.string()}},
+              "one HTML page of the findings with their charts");
+  return out;
+}
+
+}  // namespace
+JARVIS_MCP_TOOL(final_report, final_report_tool);
+}  // namespace jarvis::mcp

@@ -1,0 +1,262 @@
+// Lean tool results (issues 17 and 23): every tool's default result fits in
+// 20 KB on a conformance trace, `limit` and `detail` are honoured with a
+// truncation note, clients at 2025-06-18 or later get a short text summary
+// (the data only in structuredContent) while older clients keep the full data
+// in the text, integers print as integers, and results name the next calls.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <fmt/format.h>
+
+#include "golden.h"
+#include "mcp/result_shape.h"
+#include "mcp_harness.h"
+#include "test_analysis_support.h"
+
+using jarvis::mcp::json;
+using jarvis::mcp::testing::conformance_trace;
+using jarvis::mcp::testing::Harness;
+
+namespace {
+
+constexpr size_t kMaxDefaultResultBytes = 20 * 1024;
+
+struct ResultsHarness {
+  jarvis::testing::TempDir scratch;
+  std::unique_ptr<Harness> h;
+  explicit ResultsHarness(const std::string& version = "2025-11-25") {
+    jarvis::mcp::ServerOptions options;
+    options.roots = {jarvis::golden::shared_dir(), scratch.path};
+    h = std::make_unique<Harness>(options);
+    h->initialize(version);
+  }
+  // The whole reply of a successful call.
+  json call(int id, const std::string& tool, json args) {
+    json reply = h->call_tool(id, tool, std::move(args));
+    INFO(tool << ": " << reply.dump().substr(0, 2000));
+    REQUIRE(reply.contains("result"));
+    REQUIRE_FALSE(reply["result"].value("isError", false));
+    return reply;
+  }
+};
+
+// The first integral float in `v` (its path), or "" when there is none.
+std::string integral_float(const json& v, const std::string& path = "") {
+  if (v.is_number_float()) {
+    double x = v.get<double>();
+    return std::isfinite(x) && std::floor(x) == x ? path : "";
+  }
+  if (v.is_object())
+    for (const auto& [key, child] : v.items())
+      if (std::string p = integral_float(child, path + "/" + key); !p.empty()) return p;
+  if (v.is_array())
+    for (size_t k = 0; k < v.size(); ++k)
+      if (std::string p = integral_float(v[k], path + "/" + std::to_string(k)); !p.empty())
+        return p;
+  return "";
+}
+
+}  // namespace
+
+TEST_CASE("every tool's default result fits in 20 KB and prints integers as integers") {
+  ResultsHarness r;
+  const std::string trace = conformance_trace("h100_qwen1.5-0.5b");
+  const std::string out = r.scratch.path + "/prepared";
+  std::vector<std::pair<std::string, json>> replies;
+  int id = 1;
+  auto run = [&](const std::string& tool, json args) {
+    json reply = r.call(id++, tool, std::move(args));
+    replies.emplace_back(tool, reply);
+    return reply["result"]["structuredContent"];
+  };
+  json loaded = run("load_trace", {{"path", trace}});
+  const std::string handle = loaded["trace"].get<std::string>();
+  run("list_traces", json::object());
+  json ops = run("ops_summary", {{"trace", handle}});
+  run("insights", {{"trace", handle}});
+  run("gemm_roofline", {{"trace", handle}});
+  run("parent_chain", {{"trace", handle}, {"op_name", ops["rows"][0]["name"]}});
+  json prepared = run("category_filter", {{"trace", handle}, {"output_dir", out}});
+  REQUIRE(prepared["categories"].size() >= 3);
+  for (const auto& c : prepared["categories"])
+    run("analyze_category", {{"output_dir", out}, {"category", c["name"]}});
+  run("make_replay", {{"trace", handle},
+                      {"output_dir", r.scratch.path + "/replay"},
+                      {"op", ops["rows"][0]["name"]}});
+  run("compare",
+      {{"reference_trace", trace}, {"target_trace", conformance_trace("mi300_qwen1.5-0.5b")}});
+  for (const auto& [tool, reply] : replies) {
+    const std::string name = tool;  // structured bindings are not captured by INFO (clang 14)
+    const size_t bytes = reply.dump().size();
+    INFO(name << ": " << bytes << " bytes");
+    CHECK(bytes <= kMaxDefaultResultBytes);
+    const json& result = reply["result"];
+    REQUIRE(result.contains("structuredContent"));
+    // The text is a summary, not a second copy of the data (a result of at
+    // most 1 KB may stand as its own summary).
+    const std::string text = result["content"][0]["text"].get<std::string>();
+    const std::string data = result["structuredContent"].dump();
+    CHECK(text.size() < 4096);
+    if (data.size() > 1024) CHECK(text.find(data) == std::string::npos);
+    const std::string where = integral_float(result["structuredContent"]);
+    INFO("integral float at " << where);
+    CHECK(where.empty());
+  }
+}
+
+TEST_CASE("limit and detail shape a tool's rows, with a truncation note") {
+  ResultsHarness r;
+  json loaded = r.h->tool_result(1, "load_trace", {{"path", conformance_trace("h100_bert-small")}});
+  const std::string handle = loaded["trace"].get<std::string>();
+
+  json full = r.h->tool_result(2, "ops_summary", {{"trace", handle}, {"detail", "full"}});
+  const size_t matched = full["matched_rows"].get<size_t>();
+  REQUIRE(matched > 5);
+  CHECK(full["rows"].size() == matched);
+  CHECK_FALSE(full.contains("truncated"));
+
+  json reply = r.call(3, "ops_summary", {{"trace", handle}, {"limit", 3}});
+  json three = reply["result"]["structuredContent"];
+  CHECK(three["rows"].size() == 3);
+  for (size_t k = 0; k < 3; ++k) CHECK(three["rows"][k]["name"] == full["rows"][k]["name"]);
+  REQUIRE(three.contains("truncated"));
+  CHECK(three["truncated"][0] == json{{"list", "/rows"}, {"shown", 3}, {"total", matched}});
+  const std::string text = reply["result"]["content"][0]["text"].get<std::string>();
+  CHECK(text.find(fmt::format("showing 3 of {} rows; pass limit", matched)) != std::string::npos);
+
+  // The older name of limit still works; limit wins over it.
+  CHECK(r.h->tool_result(4, "ops_summary", {{"trace", handle}, {"top_n", 4}})["rows"].size() == 4);
+  CHECK(r.h->tool_result(5, "ops_summary", {{"trace", handle}, {"top_n", 4}, {"limit", 2}})["rows"]
+            .size() == 2);
+
+  json summary = r.h->tool_result(6, "ops_summary", {{"trace", handle}, {"detail", "summary"}});
+  CHECK(summary["rows"].empty());
+  CHECK(summary["matched_rows"] == matched);
+  CHECK(summary["truncated"][0]["shown"] == 0);
+
+  // The default: 20 rows at most.
+  json plain = r.h->tool_result(7, "ops_summary", {{"trace", handle}});
+  CHECK(plain["rows"].size() == std::min<size_t>(matched, jarvis::mcp::kDefaultRowLimit));
+
+  // Results name the next useful calls, with arguments ready to send.
+  REQUIRE(plain.contains("next"));
+  CHECK(plain["next"][0]["tool"] == "parent_chain");
+  CHECK(plain["next"][0]["arguments"]["op_name"] == full["rows"][0]["name"]);
+  json pc = r.h->tool_result(8, "parent_chain", plain["next"][0]["arguments"]);
+  CHECK(pc["event"]["name"] == full["rows"][0]["name"]);
+
+  // insights: limit caps the list, insight_count keeps the total.
+  json one = r.h->tool_result(9, "insights", {{"trace", handle}, {"limit", 1}});
+  CHECK(one["insights"].size() <= 1);
+  if (one["insight_count"].get<size_t>() > 1) CHECK(one["truncated"][0]["list"] == "/insights");
+}
+
+TEST_CASE("clients before 2025-06-18 keep the full data in the text") {
+  for (const char* version : {"2025-03-26", "2024-11-05"}) {
+    CAPTURE(version);
+    ResultsHarness old(version);
+    json reply = old.call(1, "load_trace", {{"path", conformance_trace("h100_bert-small")}});
+    CHECK_FALSE(reply["result"].contains("structuredContent"));
+    reply = old.call(2, "ops_summary", {{"trace", "t1"}, {"limit", 5}});
+    CHECK_FALSE(reply["result"].contains("structuredContent"));
+    const std::string text = reply["result"]["content"][0]["text"].get<std::string>();
+    // A human summary, then the data as JSON (what clients without
+    // structuredContent parse).
+    size_t start = text.find("\n{");
+    REQUIRE(start != std::string::npos);
+    CHECK(text.starts_with("ops_summary of t1"));
+    json data = json::parse(text.substr(start + 1));
+    CHECK(data["rows"].size() == 5);
+    CHECK(data["truncated"][0]["shown"] == 5);
+    CHECK(data["next"].is_array());
+  }
+  // The same call at 2025-06-18: summary only, the data in structuredContent.
+  ResultsHarness modern("2025-06-18");
+  modern.call(1, "load_trace", {{"path", conformance_trace("h100_bert-small")}});
+  json reply = modern.call(2, "ops_summary", {{"trace", "t1"}, {"limit", 5}});
+  const std::string text = reply["result"]["content"][0]["text"].get<std::string>();
+  CHECK(text.find("\n{") == std::string::npos);
+  CHECK(reply["result"]["structuredContent"]["rows"].size() == 5);
+}
+
+TEST_CASE("integers_as_integers rewrites integral doubles only") {
+  json v = {{"m", 4096.0},
+            {"ms", 0.25},
+            {"neg", -3.0},
+            {"big", 1e300},
+            {"nested", {1.0, 2.5, {{"k", 8.0}}}},
+            {"s", "4096.0"}};
+  jarvis::mcp::integers_as_integers(v);
+  CHECK(v["m"].is_number_integer());
+  CHECK(v["m"] == 4096);
+  CHECK(v["ms"].is_number_float());
+  CHECK(v["neg"] == -3);
+  CHECK(v["neg"].is_number_integer());
+  CHECK(v["big"].is_number_float());  // beyond 2^53: left as it is
+  CHECK(v["nested"][0].is_number_integer());
+  CHECK(v["nested"][1].is_number_float());
+  CHECK(v["nested"][2]["k"].is_number_integer());
+  CHECK(v["s"] == "4096.0");
+  CHECK(v.dump() ==
+        R"({"big":1e+300,"m":4096,"ms":0.25,"neg":-3,"nested":[1,2.5,{"k":8}],"s":"4096.0"})");
+}
+
+TEST_CASE(
+    "final_report over MCP: drafts pass write_findings's check and rank by recoverable time") {
+  ResultsHarness r;
+  const std::string out = r.scratch.path + "/prepared";
+  r.h->tool_result(1, "load_trace", {{"path", conformance_trace("h100_qwen1.5-0.5b")}});
+  json prepared = r.h->tool_result(2, "category_filter", {{"trace", "t1"}, {"output_dir", out}});
+  // category_filter suggests analysing the category with the most kernel time first.
+  std::string biggest;
+  double most = -1;
+  for (const auto& c : prepared["categories"])
+    if (c["tier"] != "system" && c["gpu_kernel_time_ms"].is_number() &&
+        c["gpu_kernel_time_ms"].get<double>() > most) {
+      most = c["gpu_kernel_time_ms"].get<double>();
+      biggest = c["name"].get<std::string>();
+    }
+  REQUIRE(prepared["next"].size() >= 1);
+  CHECK(prepared["next"][0]["tool"] == "analyze_category");
+  CHECK(prepared["next"][0]["arguments"]["category"] == biggest);
+  int id = 3;
+  std::vector<double> impacts;  // every compute category_findings impact_score
+  for (const auto& c : prepared["categories"]) {
+    json a = r.h->tool_result(
+        id++, "analyze_category",
+        {{"output_dir", out}, {"category", c["name"]}, {"write_draft", true}, {"detail", "full"}});
+    if (c["tier"] != "system" && a["metrics"].contains("category_findings"))
+      for (const auto& f : a["metrics"]["category_findings"])
+        impacts.push_back(f["impact_score"].get<double>());
+    // Each draft, sent back through write_findings, passes the check.
+    if (a["draft_findings_path"].is_string()) {
+      std::ifstream in(a["draft_findings_path"].get<std::string>());
+      std::stringstream md;
+      md << in.rdbuf();
+      json w =
+          r.h->tool_result(id++, "write_findings",
+                           {{"output_dir", out}, {"category", c["name"]}, {"markdown", md.str()}});
+      CHECK(w["validation"]["valid"] == true);
+    }
+  }
+  REQUIRE(impacts.size() >= 3);
+  std::sort(impacts.rbegin(), impacts.rend());
+  json report = r.h->tool_result(id++, "final_report", {{"output_dir", out}});
+  CHECK(report["skipped"].empty());
+  REQUIRE(report["ranked"].size() == impacts.size());
+  const double total_ms = report["total_time_ms"].get<double>();
+  for (size_t k = 0; k < 3; ++k) {
+    CAPTURE(k);
+    CHECK(report["ranked"][k]["rank"] == k + 1);
+    CHECK(report["ranked"][k]["impact_mid"].get<double>() == doctest::Approx(impacts[k]));
+    CHECK(report["ranked"][k]["recoverable_ms"].get<double>() ==
+          doctest::Approx(impacts[k] / 100.0 * total_ms));
+  }
+  CHECK(std::filesystem::exists(out + "/final_report.md"));
+  CHECK(std::filesystem::exists(out + "/final_report.json"));
+}
