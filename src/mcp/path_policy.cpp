@@ -11,6 +11,7 @@
 
 #include "mcp/tool.h"
 #include "perf/gpu_arch.h"
+#include "pycompat/text.h"
 
 namespace jarvis::mcp {
 
@@ -43,9 +44,7 @@ bool ends_with(const std::string& s, std::string_view suffix) {
 
 // Names profiler traces carry; tools never write over one.
 bool is_trace_name(const fs::path& path) {
-  std::string name = path.filename().string();
-  std::transform(name.begin(), name.end(), name.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  std::string name = pycompat::ascii_lower(path.filename().string());
   return ends_with(name, ".json.gz") || ends_with(name, ".trace.json") ||
          ends_with(name, ".pt.trace.json.gz") || ends_with(name, ".gz");
 }

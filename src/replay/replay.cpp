@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 
 #include "perf/categories.h"
+#include "pycompat/text.h"
 #include "replay/replay_zip.h"
 #include "report/table.h"
 #include "tree/call_tree.h"
@@ -412,16 +413,12 @@ std::vector<ReplayOp> plan_uids(const Trace& trace, const CallTree& tree,
 
 // Op names of the trace containing `text` (case-insensitive), for hints.
 std::string similar_names(const Trace& trace, const std::string& text) {
-  auto lower = [](std::string s) {
-    for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    return s;
-  };
-  std::string needle =
-      lower(text.substr(text.rfind(':') == std::string::npos ? 0 : text.rfind(':') + 1));
+  std::string needle = pycompat::ascii_lower(
+      text.substr(text.rfind(':') == std::string::npos ? 0 : text.rfind(':') + 1));
   std::set<std::string> hits;
   for (Uid u = 0; u < trace.events.size() && hits.size() < 8; ++u)
     if (trace.events[u].cat == Cat::CpuOp &&
-        lower(std::string(trace.name(u))).find(needle) != std::string::npos)
+        pycompat::ascii_lower(trace.name(u)).find(needle) != std::string::npos)
       hits.insert(std::string(trace.name(u)));
   std::string out;
   for (const auto& h : hits) out += (out.empty() ? "" : ", ") + h;
