@@ -14,8 +14,10 @@
 //   Cancelled     the caller cancelled the work                       1
 //   Internal      an engine invariant broke                           1
 //
-// An exception that is no jarvis::Error (std::bad_alloc, a library's own
-// exception) counts as Internal.
+// An exception that is no jarvis::Error counts as InvalidInput when it is a
+// std::runtime_error or std::invalid_argument (the engine's older input
+// errors: a file that cannot be read, a bad category name) and as Internal
+// otherwise (std::bad_alloc, std::out_of_range from a broken invariant).
 #pragma once
 
 #include <exception>
@@ -35,6 +37,13 @@ class Error : public std::runtime_error {
   ErrorKind kind_;
 };
 
+// A command line that parsed but makes no sense (--svg-dir without --html):
+// invalid input the user fixes by changing the command, exit code 2.
+class UsageError : public Error {
+ public:
+  explicit UsageError(const std::string& message) : Error(ErrorKind::InvalidInput, message) {}
+};
+
 // "invalid_input", "not_found", "unsupported", "cancelled", "internal".
 inline const char* error_kind_name(ErrorKind kind) {
   switch (kind) {
@@ -52,20 +61,23 @@ inline const char* error_kind_name(ErrorKind kind) {
   return "internal";
 }
 
-// The kind of any exception: a jarvis::Error's own; Internal otherwise.
+// The kind of any exception (see the top of this file).
 inline ErrorKind error_kind_of(const std::exception& e) {
   if (const auto* err = dynamic_cast<const Error*>(&e)) return err->kind();
+  if (dynamic_cast<const std::runtime_error*>(&e) || dynamic_cast<const std::invalid_argument*>(&e))
+    return ErrorKind::InvalidInput;
   return ErrorKind::Internal;
 }
 
-// Exit codes of the `jarvis` binary (docs/cli.md): 0 ok, 1 input or analysis
-// error, 2 usage error. Every kind of a failed run is exit 1; usage errors
-// (CLI11 parse errors and cli::UsageError) are decided by the CLI before any
-// kind applies.
+// Exit codes of the `jarvis` binary (docs/cli.md, kept stable): 0 ok, 1 input
+// or analysis error, 2 usage error. A failed run exits 1 whatever its kind;
+// a UsageError (and CLI11's own parse errors, handled before a command runs)
+// exits 2.
 inline constexpr int kExitOk = 0;
 inline constexpr int kExitFailure = 1;
 inline constexpr int kExitUsage = 2;
-inline int cli_exit_code(ErrorKind) {
+inline int cli_exit_code(const std::exception& e) {
+  if (dynamic_cast<const UsageError*>(&e)) return kExitUsage;
   return kExitFailure;
 }
 

@@ -14,6 +14,7 @@
 #include <string_view>
 #include <vector>
 
+#include "base/error.h"
 #include "report/coll_analysis.h"
 #include "report/table.h"
 #include "trace/trace.h"
@@ -23,9 +24,10 @@ namespace jarvis::collectives {
 
 // A fault in the input of the multi-rank report (missing instance, mismatched
 // world sizes, no collectives, ...); what() says which rank and collective.
-class CollectiveError : public std::runtime_error {
+class CollectiveError : public Error {
  public:
-  using std::runtime_error::runtime_error;
+  explicit CollectiveError(const std::string& message, ErrorKind kind = ErrorKind::InvalidInput)
+      : Error(kind, message) {}
 };
 
 // ---- bandwidth -------------------------------------------------------------

@@ -21,6 +21,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/error.h"
 #include "report/table.h"
 #include "trace/trace.h"
 #include "tree/call_tree.h"
@@ -29,9 +30,10 @@ namespace jarvis::critical_path {
 
 // The input cannot give a graph (no GPU work, ranks that cannot be joined,
 // bad what-if selector); what() says what is missing.
-class CriticalPathError : public std::runtime_error {
+class CriticalPathError : public Error {
  public:
-  using std::runtime_error::runtime_error;
+  explicit CriticalPathError(const std::string& message, ErrorKind kind = ErrorKind::InvalidInput)
+      : Error(kind, message) {}
 };
 
 enum class NodeKind : uint8_t {

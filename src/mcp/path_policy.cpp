@@ -188,9 +188,11 @@ fs::path PathPolicy::resolve(const std::string& path, bool must_exist, bool for_
   if (!inside_any(r.path, roots_)) throw outside();
   if (r.broken)
     throw ToolError(
-        fmt::format("'{}' does not exist (a missing directory or a dangling symlink)", path));
+        fmt::format("'{}' does not exist (a missing directory or a dangling symlink)", path),
+        ErrorKind::NotFound);
   if (must_exist && !r.exists)
-    throw ToolError(fmt::format("'{}' does not exist (resolved to {})", path, r.path.string()));
+    throw ToolError(fmt::format("'{}' does not exist (resolved to {})", path, r.path.string()),
+                    ErrorKind::NotFound);
   if (for_write) {
     if (r.last_link)
       throw ToolError(fmt::format("refusing to write through the symlink '{}'", path));

@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "base/error.h"
+
 namespace jarvis {
 
 // Declared in namespace jarvis (report/report.h forward-declares it there for
@@ -33,9 +35,10 @@ namespace jarvis::perf {
 
 using jarvis::GpuArch;
 
-class GpuArchError : public std::runtime_error {
+class GpuArchError : public Error {
  public:
-  using std::runtime_error::runtime_error;
+  explicit GpuArchError(const std::string& message, ErrorKind kind = ErrorKind::InvalidInput)
+      : Error(kind, message) {}
 };
 
 // Loads a bundled arch by name (case-insensitive: "mi300x", "H100") or any

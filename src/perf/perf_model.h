@@ -21,20 +21,23 @@
 #include <string_view>
 #include <vector>
 
+#include "base/error.h"
 #include "perf/categories.h"
 #include "trace/trace.h"
 #include "trace/value.h"
 
 namespace jarvis::perf {
 
-class PerfNotImplemented : public std::runtime_error {
+class PerfNotImplemented : public Error {
  public:
-  using std::runtime_error::runtime_error;
+  explicit PerfNotImplemented(const std::string& message, ErrorKind kind = ErrorKind::Unsupported)
+      : Error(kind, message) {}
 };
 
-class PerfModelError : public std::runtime_error {
+class PerfModelError : public Error {
  public:
-  using std::runtime_error::runtime_error;
+  explicit PerfModelError(const std::string& message, ErrorKind kind = ErrorKind::InvalidInput)
+      : Error(kind, message) {}
 };
 
 // The registry names a TraceLens model class jarvis does not implement

@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 
 #include "perf/categories.h"
+#include "pycompat/literal.h"
 #include "pycompat/text.h"
 #include "replay/replay_zip.h"
 #include "report/table.h"
@@ -65,13 +66,15 @@ std::string Selection::describe() const {
 
 namespace {
 
-PyValue json_to_py(const json& j) {
-  if (j.is_array()) {
+// A parsed filter as the recorded-arg value: lists and tuples become lists,
+// every leaf must be an int.
+PyValue dims_value(const pycompat::PyLit& lit) {
+  if (lit.is_seq()) {
     std::vector<PyValue> items;
-    for (const json& x : j) items.push_back(json_to_py(x));
+    for (const auto& x : lit.items) items.push_back(dims_value(x));
     return PyValue::make_list(std::move(items));
   }
-  if (j.is_number_integer()) return PyValue::integer(j.get<int64_t>());
+  if (lit.kind == pycompat::PyLit::Kind::Int) return PyValue::integer(lit.i);
   throw ReplayError("Input Dims filter: only nested lists of integers are allowed");
 }
 
@@ -82,23 +85,13 @@ json py_to_json(const PyValue& v) {
 }  // namespace
 
 PyValue parse_dims(const std::string& text) {
-  // Python tuples -> JSON arrays: "((16,), ())" -> "[[16], []]".
-  std::string s;
-  for (char c : text) {
-    if (c == '(') c = '[';
-    if (c == ')') c = ']';
-    if (c == ']') {
-      while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.pop_back();
-      if (!s.empty() && s.back() == ',') s.pop_back();
-    }
-    s.push_back(c);
-  }
-  json j = json::parse(s, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded() || !j.is_array())
+  // JSON lists and Python tuples are both Python literals: "((16,), ())".
+  auto lit = pycompat::try_parse_py_literal(text);
+  if (!lit || !lit->is_seq())
     throw ReplayError("cannot parse Input Dims filter '" + text +
                       "': write it like [[8944, 1024], [1024, 2816]] (one list per argument, "
                       "[] for scalars)");
-  return json_to_py(j);
+  return dims_value(*lit);
 }
 
 namespace {

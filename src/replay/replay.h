@@ -31,6 +31,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/error.h"
 #include "trace/trace.h"
 
 namespace jarvis {
@@ -41,9 +42,10 @@ namespace jarvis::replay {
 
 // Bad selection or arguments (unknown UID, op absent from the trace, ...);
 // what() says what to pass instead.
-class ReplayError : public std::runtime_error {
+class ReplayError : public Error {
  public:
-  using std::runtime_error::runtime_error;
+  explicit ReplayError(const std::string& message, ErrorKind kind = ErrorKind::InvalidInput)
+      : Error(kind, message) {}
 };
 
 // Which ops go into the package. Exactly one mode is used.

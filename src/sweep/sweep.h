@@ -21,15 +21,17 @@
 #include <string>
 #include <vector>
 
+#include "base/error.h"
 #include "charts/charts.h"
 #include "report/table.h"
 
 namespace jarvis::sweep {
 
 // A fault in the sweep as a whole (no run found, bad pattern, cancelled, ...).
-class SweepError : public std::runtime_error {
+class SweepError : public Error {
  public:
-  using std::runtime_error::runtime_error;
+  explicit SweepError(const std::string& message, ErrorKind kind = ErrorKind::InvalidInput)
+      : Error(kind, message) {}
 };
 
 // ---- layout -----------------------------------------------------------------

@@ -14,7 +14,9 @@ namespace {
 
 ToolResult category_filter_tool(const json& args, ToolContext& ctx) {
   auto entry = ctx.traces().get(args.at("trace").get<std::string>());
-  if (!entry) throw ToolError("unknown trace handle; call load_trace first or list_traces");
+  if (!entry)
+    throw ToolError("unknown trace handle; call load_trace first or list_traces",
+                    ErrorKind::NotFound);
   std::string arch = ctx.arch(args.value("arch", std::string()));
   if (arch.empty()) arch = detect_arch_name(entry->trace());
   if (arch.empty())

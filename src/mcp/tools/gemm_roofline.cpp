@@ -44,7 +44,9 @@ json gemm_insights(const LoadedTrace& entry, const std::string& arch_name) {
 
 ToolResult gemm_roofline_tool(const json& args, ToolContext& ctx) {
   auto entry = ctx.traces().get(args.at("trace").get<std::string>());
-  if (!entry) throw ToolError("unknown trace handle; call load_trace first or list_traces");
+  if (!entry)
+    throw ToolError("unknown trace handle; call load_trace first or list_traces",
+                    ErrorKind::NotFound);
   std::string arch = ctx.arch(args.value("arch", std::string()));
   if (arch.empty()) arch = detect_arch_name(entry->trace());
   if (arch.empty())

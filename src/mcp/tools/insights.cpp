@@ -12,7 +12,9 @@ namespace {
 
 ToolResult insights_tool(const json& args, ToolContext& ctx) {
   auto entry = ctx.traces().get(args.at("trace").get<std::string>());
-  if (!entry) throw ToolError("unknown trace handle; call load_trace first or list_traces");
+  if (!entry)
+    throw ToolError("unknown trace handle; call load_trace first or list_traces",
+                    ErrorKind::NotFound);
   std::string arch_name = ctx.arch(args.value("arch", std::string()));
   if (arch_name.empty()) arch_name = detect_arch_name(entry->trace());
   std::optional<GpuArch> arch;

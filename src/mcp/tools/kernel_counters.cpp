@@ -91,8 +91,9 @@ ToolResult kernel_counters_tool(const json& args, ToolContext& ctx) {
   std::string handle = args.at("trace").get<std::string>();
   auto entry = ctx.traces().get(handle);
   if (!entry)
-    throw ToolError("unknown trace handle \"" + handle +
-                    "\"; call load_trace first (or list_traces)");
+    throw ToolError(
+        "unknown trace handle \"" + handle + "\"; call load_trace first (or list_traces)",
+        ErrorKind::NotFound);
   auto profile = analysis::rocprof_profile(*entry);
   if (!profile)
     throw ToolError(fmt::format(

@@ -50,7 +50,9 @@ std::string summary_text(const json& s) {
 
 ToolResult make_replay_tool(const json& args, ToolContext& ctx) {
   auto entry = ctx.traces().get(args.at("trace").get<std::string>());
-  if (!entry) throw ToolError("unknown trace handle; call load_trace first or list_traces");
+  if (!entry)
+    throw ToolError("unknown trace handle; call load_trace first or list_traces",
+                    ErrorKind::NotFound);
   auto out =
       ctx.output_dir(args.at("output_dir").get<std::string>(), args.at("overwrite").get<bool>());
   replay::Selection selection;

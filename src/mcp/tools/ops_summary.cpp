@@ -96,8 +96,9 @@ ToolResult ops_summary_tool(const json& args, ToolContext& ctx) {
   std::string handle = args.at("trace").get<std::string>();
   auto entry = ctx.traces().get(handle);
   if (!entry)
-    throw ToolError("unknown trace handle \"" + handle +
-                    "\"; call load_trace first (or list_traces)");
+    throw ToolError(
+        "unknown trace handle \"" + handle + "\"; call load_trace first (or list_traces)",
+        ErrorKind::NotFound);
   analysis::OpsSummaryQuery query;
   query.top_n = args.at("top_n").get<size_t>();
   query.sort_by = args.at("sort_by").get<std::string>();

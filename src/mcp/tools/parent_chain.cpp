@@ -11,7 +11,9 @@ namespace {
 
 ToolResult parent_chain_tool(const json& args, ToolContext& ctx) {
   auto entry = ctx.traces().get(args.at("trace").get<std::string>());
-  if (!entry) throw ToolError("unknown trace handle; call load_trace first or list_traces");
+  if (!entry)
+    throw ToolError("unknown trace handle; call load_trace first or list_traces",
+                    ErrorKind::NotFound);
   analysis::ParentChainQuery q;
   if (args.contains("uid")) {
     // Read wide and range-check: get<Uid>() would wrap 2^32 + 1 to event 1.

@@ -15,7 +15,9 @@ namespace {
 
 ToolResult render_report_tool(const json& args, ToolContext& ctx) {
   auto entry = ctx.traces().get(args.at("trace").get<std::string>());
-  if (!entry) throw ToolError("unknown trace handle; call load_trace first or list_traces");
+  if (!entry)
+    throw ToolError("unknown trace handle; call load_trace first or list_traces",
+                    ErrorKind::NotFound);
   std::string output = args.at("output").get<std::string>();
   bool overwrite = args.at("overwrite").get<bool>();
   auto out = ctx.output_file(output, output.ends_with(".htm") ? ".htm" : ".html", overwrite);
