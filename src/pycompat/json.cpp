@@ -17,40 +17,26 @@ void newline(std::string& out, int indent, int level) {
   out.append(static_cast<size_t>(indent * level), ' ');
 }
 
-void dump_array(std::string& out, const ojson& v, int indent, int level) {
+// An array or object: one item a line at level + 1, the closing bracket
+// back at `level`; empty ones as [] / {}.
+void dump_container(std::string& out, const ojson& v, int indent, int level) {
+  const bool object = v.is_object();
   if (v.empty()) {
-    out += "[]";
+    out += object ? "{}" : "[]";
     return;
   }
-  out += '[';
-  bool first = true;
-  for (const auto& item : v) {
-    if (!first) out += ',';
-    first = false;
-    newline(out, indent, level + 1);
-    dump_value(out, item, indent, level + 1);
-  }
-  newline(out, indent, level);
-  out += ']';
-}
-
-void dump_object(std::string& out, const ojson& v, int indent, int level) {
-  if (v.empty()) {
-    out += "{}";
-    return;
-  }
-  out += '{';
-  bool first = true;
+  out += object ? '{' : '[';
   for (auto it = v.begin(); it != v.end(); ++it) {
-    if (!first) out += ',';
-    first = false;
+    if (it != v.begin()) out += ',';
     newline(out, indent, level + 1);
-    append_json_string(out, it.key(), true);
-    out += ": ";
+    if (object) {
+      append_json_string(out, it.key(), true);
+      out += ": ";
+    }
     dump_value(out, it.value(), indent, level + 1);
   }
   newline(out, indent, level);
-  out += '}';
+  out += object ? '}' : ']';
 }
 
 void dump_value(std::string& out, const ojson& v, int indent, int level) {
@@ -81,10 +67,8 @@ void dump_value(std::string& out, const ojson& v, int indent, int level) {
       append_json_string(out, v.get_ref<const std::string&>(), true);
       break;
     case ojson::value_t::array:
-      dump_array(out, v, indent, level);
-      break;
     case ojson::value_t::object:
-      dump_object(out, v, indent, level);
+      dump_container(out, v, indent, level);
       break;
     default:
       out += "null";

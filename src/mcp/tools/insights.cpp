@@ -4,6 +4,7 @@
 #include "explore/trace_store.h"
 #include "insights/insights.h"
 #include "mcp/tool.h"
+#include "mcp/tools/trace_arg.h"
 #include "perf/gpu_arch.h"
 #include "tree/call_tree.h"
 
@@ -11,10 +12,7 @@ namespace jarvis::mcp {
 namespace {
 
 ToolResult insights_tool(const json& args, ToolContext& ctx) {
-  auto entry = ctx.traces().get(args.at("trace").get<std::string>());
-  if (!entry)
-    throw ToolError("unknown trace handle; call load_trace first or list_traces",
-                    ErrorKind::NotFound);
+  auto entry = trace_arg(args, ctx);
   std::string arch_name = ctx.arch(args.value("arch", std::string()));
   if (arch_name.empty()) arch_name = detect_arch_name(entry->trace());
   std::optional<GpuArch> arch;

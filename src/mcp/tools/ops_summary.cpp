@@ -7,6 +7,7 @@
 #include "explore/trace_store.h"
 #include "insights/insights.h"
 #include "mcp/tool.h"
+#include "mcp/tools/trace_arg.h"
 #include "perf/categories.h"
 #include "perf/gpu_arch.h"
 #include "tree/call_tree.h"
@@ -94,11 +95,7 @@ ToolResult rocprof_fallback(const std::string& handle, const rocprof::Profile& p
 
 ToolResult ops_summary_tool(const json& args, ToolContext& ctx) {
   std::string handle = args.at("trace").get<std::string>();
-  auto entry = ctx.traces().get(handle);
-  if (!entry)
-    throw ToolError(
-        "unknown trace handle \"" + handle + "\"; call load_trace first (or list_traces)",
-        ErrorKind::NotFound);
+  auto entry = trace_arg(args, ctx);
   analysis::OpsSummaryQuery query;
   query.top_n = args.at("top_n").get<size_t>();
   query.sort_by = args.at("sort_by").get<std::string>();
