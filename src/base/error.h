@@ -44,21 +44,20 @@ class UsageError : public Error {
   explicit UsageError(const std::string& message) : Error(ErrorKind::InvalidInput, message) {}
 };
 
+// The base of the engine's own exception types (TraceError, PerfModelError,
+// ToolError, ...): an Error whose kind defaults to kDefault, which a throw
+// site can override (TraceError(message, ErrorKind::NotFound)).
+template <ErrorKind kDefault>
+class ErrorOf : public Error {
+ public:
+  explicit ErrorOf(const std::string& message, ErrorKind kind = kDefault) : Error(kind, message) {}
+};
+
 // "invalid_input", "not_found", "unsupported", "cancelled", "internal".
 inline const char* error_kind_name(ErrorKind kind) {
-  switch (kind) {
-    case ErrorKind::InvalidInput:
-      return "invalid_input";
-    case ErrorKind::NotFound:
-      return "not_found";
-    case ErrorKind::Unsupported:
-      return "unsupported";
-    case ErrorKind::Cancelled:
-      return "cancelled";
-    case ErrorKind::Internal:
-      return "internal";
-  }
-  return "internal";
+  static constexpr const char* kNames[] = {"invalid_input", "not_found", "unsupported", "cancelled",
+                                           "internal"};
+  return kNames[static_cast<int>(kind)];
 }
 
 // The kind of any exception (see the top of this file).

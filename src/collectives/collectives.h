@@ -24,10 +24,9 @@ namespace jarvis::collectives {
 
 // A fault in the input of the multi-rank report (missing instance, mismatched
 // world sizes, no collectives, ...); what() says which rank and collective.
-class CollectiveError : public Error {
+class CollectiveError : public ErrorOf<ErrorKind::InvalidInput> {
  public:
-  explicit CollectiveError(const std::string& message, ErrorKind kind = ErrorKind::InvalidInput)
-      : Error(kind, message) {}
+  using ErrorOf::ErrorOf;
 };
 
 // ---- bandwidth -------------------------------------------------------------

@@ -30,10 +30,9 @@ namespace jarvis::critical_path {
 
 // The input cannot give a graph (no GPU work, ranks that cannot be joined,
 // bad what-if selector); what() says what is missing.
-class CriticalPathError : public Error {
+class CriticalPathError : public ErrorOf<ErrorKind::InvalidInput> {
  public:
-  explicit CriticalPathError(const std::string& message, ErrorKind kind = ErrorKind::InvalidInput)
-      : Error(kind, message) {}
+  using ErrorOf::ErrorOf;
 };
 
 enum class NodeKind : uint8_t {

@@ -39,10 +39,9 @@ using json = nlohmann::json;
 
 // A failure the agent can act on (bad argument value, unknown handle, file not
 // found, ...). Becomes a tools/call result with isError:true and this text.
-class ToolError : public Error {
+class ToolError : public ErrorOf<ErrorKind::InvalidInput> {
  public:
-  explicit ToolError(const std::string& message, ErrorKind kind = ErrorKind::InvalidInput)
-      : Error(kind, message) {}
+  using ErrorOf::ErrorOf;
 };
 
 struct ToolResult {

@@ -35,10 +35,9 @@ namespace jarvis::perf {
 
 using jarvis::GpuArch;
 
-class GpuArchError : public Error {
+class GpuArchError : public ErrorOf<ErrorKind::InvalidInput> {
  public:
-  explicit GpuArchError(const std::string& message, ErrorKind kind = ErrorKind::InvalidInput)
-      : Error(kind, message) {}
+  using ErrorOf::ErrorOf;
 };
 
 // Loads a bundled arch by name (case-insensitive: "mi300x", "H100") or any

@@ -28,16 +28,14 @@
 
 namespace jarvis::perf {
 
-class PerfNotImplemented : public Error {
+class PerfNotImplemented : public ErrorOf<ErrorKind::Unsupported> {
  public:
-  explicit PerfNotImplemented(const std::string& message, ErrorKind kind = ErrorKind::Unsupported)
-      : Error(kind, message) {}
+  using ErrorOf::ErrorOf;
 };
 
-class PerfModelError : public Error {
+class PerfModelError : public ErrorOf<ErrorKind::InvalidInput> {
  public:
-  explicit PerfModelError(const std::string& message, ErrorKind kind = ErrorKind::InvalidInput)
-      : Error(kind, message) {}
+  using ErrorOf::ErrorOf;
 };
 
 // The registry names a TraceLens model class jarvis does not implement

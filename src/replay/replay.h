@@ -42,10 +42,9 @@ namespace jarvis::replay {
 
 // Bad selection or arguments (unknown UID, op absent from the trace, ...);
 // what() says what to pass instead.
-class ReplayError : public Error {
+class ReplayError : public ErrorOf<ErrorKind::InvalidInput> {
  public:
-  explicit ReplayError(const std::string& message, ErrorKind kind = ErrorKind::InvalidInput)
-      : Error(kind, message) {}
+  using ErrorOf::ErrorOf;
 };
 
 // Which ops go into the package. Exactly one mode is used.

@@ -28,10 +28,9 @@
 namespace jarvis::sweep {
 
 // A fault in the sweep as a whole (no run found, bad pattern, cancelled, ...).
-class SweepError : public Error {
+class SweepError : public ErrorOf<ErrorKind::InvalidInput> {
  public:
-  explicit SweepError(const std::string& message, ErrorKind kind = ErrorKind::InvalidInput)
-      : Error(kind, message) {}
+  using ErrorOf::ErrorOf;
 };
 
 // ---- layout -----------------------------------------------------------------

@@ -176,10 +176,9 @@ class Trace {
 };
 
 // Raised for every load failure; what() names the file and the problem.
-class TraceError : public Error {
+class TraceError : public ErrorOf<ErrorKind::InvalidInput> {
  public:
-  explicit TraceError(const std::string& message, ErrorKind kind = ErrorKind::InvalidInput)
-      : Error(kind, message) {}
+  using ErrorOf::ErrorOf;
 };
 
 // The TraceError for a file that cannot be opened (errno `err`): NotFound
