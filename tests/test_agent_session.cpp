@@ -17,6 +17,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "pycompat/repr.h"
 #include "trace/value.h"
 
 namespace fs = std::filesystem;
@@ -61,7 +62,7 @@ struct TempDir {
 // A JSON number as Python's json.load + str() prints it.
 std::string py_number(const json& v) {
   if (v.is_number_integer()) return std::to_string(v.get<int64_t>());
-  return jarvis::py_float_repr(v.get<double>());
+  return jarvis::pycompat::py_float_repr(v.get<double>());
 }
 
 bool close_to(double a, double b, double rel = 1e-9) {

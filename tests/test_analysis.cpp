@@ -159,16 +159,3 @@ TEST_CASE("analyze: library classification rules") {
   CHECK(analysis::classify_kernel_library("aten::mm", "void at::native::x") == "PyTorch Native");
   CHECK(analysis::classify_kernel_library("aten::mm", "sm90_xmma_gemm") == "");
 }
-
-TEST_CASE("common: Python literal parsing, rounding and JSON dump") {
-  auto v = analysis::parse_py_literal("[{'name': 'k', 'dur': np.float64(2.5)}, (1,), None, True]");
-  CHECK(v.repr() == "[{'name': 'k', 'dur': 2.5}, (1,), None, True]");
-  CHECK_THROWS_AS(analysis::parse_py_literal("[1, 2"), std::invalid_argument);
-  CHECK(analysis::py_round(2.675, 2) == doctest::Approx(2.67));  // binary value below the tie
-  CHECK(analysis::py_round(0.125, 2) == 0.12);                   // exact tie to even
-  CHECK(analysis::py_json_dump(ojson{{"a", 1.0}, {"b", ojson::array()}, {"c", "\xC2\xB5"}}) ==
-        "{\n  \"a\": 1.0,\n  \"b\": [],\n  \"c\": \"\\u00b5\"\n}");
-  std::vector<double> values(300);
-  for (size_t i = 0; i < values.size(); ++i) values[i] = 0.1 * static_cast<double>(i);
-  CHECK(analysis::pandas_sum(values) == doctest::Approx(4485.0));
-}

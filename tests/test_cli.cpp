@@ -147,6 +147,18 @@ TEST_SUITE("cli") {
     CHECK(r.err.find("/nonexistent/trace.json") != std::string::npos);
   }
 
+  TEST_CASE("error kinds keep the documented exit codes (base/error.h, docs/cli.md)") {
+    // Not found and invalid input (like every failed run): 1; a usage error: 2.
+    CHECK(jarvis_cli("info /nonexistent/trace.json").exit_code == 1);
+    std::string malformed = std::string(JARVIS_SOURCE_DIR) + "/tests/malformed/missing_comma.json";
+    Run bad = jarvis_cli("info " + shell_quote(malformed));
+    CHECK(bad.exit_code == 1);
+    CHECK(bad.err.find("missing_comma.json") != std::string::npos);
+    Run usage = jarvis_cli("report " + shell_quote(bert_trace()) + " --out /tmp/never --svg-dir d");
+    CHECK(usage.exit_code == 2);
+    CHECK(usage.err.find("--help` for the options") != std::string::npos);
+  }
+
   TEST_CASE("--flag=value equals --flag value") {
     TempDir tmp;
     Run eq = jarvis_cli("report " + shell_quote(bert_trace()) + " --out=" +

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "golden.h"
+#include "pycompat/repr.h"
 #include "test_loader_support.h"
 #include "trace/gzip_inflate.h"
 #include "trace/loader.h"
@@ -27,9 +28,10 @@ std::string conformance_trace(const std::string& name) {
 // Everything the loader stores about one event, as text, for comparison.
 std::string describe(const Trace& t, Uid uid) {
   const Event& e = t.events[uid];
-  std::string s = fmt::format("{}|{}|{}|{}|{}|{}|{}|{}", static_cast<int>(e.ph), t.cat_name(uid),
-                              t.name(uid), py_float_repr(e.ts), py_float_repr(e.dur),
-                              py_float_repr(e.t_end), t.proc_id_text(e.pid), t.proc_id_text(e.tid));
+  std::string s =
+      fmt::format("{}|{}|{}|{}|{}|{}|{}|{}", static_cast<int>(e.ph), t.cat_name(uid), t.name(uid),
+                  pycompat::py_float_repr(e.ts), pycompat::py_float_repr(e.dur),
+                  pycompat::py_float_repr(e.t_end), t.proc_id_text(e.pid), t.proc_id_text(e.tid));
   for (int64_t v : {e.external_id, e.correlation, e.flow_id, e.stream, e.device, e.sequence_number,
                     e.python_id, e.python_parent_id})
     s += fmt::format("|{}", v);

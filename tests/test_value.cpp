@@ -2,21 +2,7 @@
 
 #include "trace/value.h"
 
-using jarvis::py_float_repr;
 using jarvis::PyValue;
-
-TEST_CASE("python float repr") {
-  CHECK(py_float_repr(0.0) == "0.0");
-  CHECK(py_float_repr(1e-07) == "1e-07");
-  CHECK(py_float_repr(0.0001) == "0.0001");
-  CHECK(py_float_repr(0.009158656) == "0.009158656");
-  CHECK(py_float_repr(5308.2734375) == "5308.2734375");
-  CHECK(py_float_repr(220.0) == "220.0");
-  CHECK(py_float_repr(1e15) == "1000000000000000.0");
-  CHECK(py_float_repr(1e16) == "1e+16");
-  CHECK(py_float_repr(-2.5e-05) == "-2.5e-05");
-  CHECK(py_float_repr(1154.1640000000002) == "1154.1640000000002");
-}
 
 TEST_CASE("python tuple repr of shapes") {
   auto shape = [](std::initializer_list<int64_t> dims) {

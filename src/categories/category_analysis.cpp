@@ -12,6 +12,9 @@
 #include "categories/category_analysis_internal.h"
 #include "categories/kernel_details_text.h"
 #include "categories/prepare.h"
+#include "pycompat/json.h"
+#include "pycompat/numeric.h"
+#include "pycompat/text.h"
 
 namespace jarvis::analysis {
 
@@ -34,10 +37,6 @@ constexpr double kMinImpactScore = 0.01;
 constexpr size_t kCallChainMaxOps = 100;
 constexpr size_t kKernelNameTrunc = 75;
 
-std::string lower(std::string s) {
-  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return s;
-}
 bool contains(const std::string& hay, const std::string& needle) {
   return hay.find(needle) != std::string::npos;
 }
@@ -84,9 +83,10 @@ ojson calculate_efficiency(const Row& row, const ojson& peak_hbm_bw, const ojson
   r["is_anomaly"] = false;
 
   double fpb = row.na("FLOPS/Byte") ? 0.0 : row.num("FLOPS/Byte");
-  if (fpb != 0.0) r["flops_per_byte"] = py_round(fpb, 2);
-  if (!row.na("TFLOPS/s_mean")) r["tflops_achieved"] = py_round(row.num("TFLOPS/s_mean"), 2);
-  if (!row.na("TB/s_mean")) r["tb_s_achieved"] = py_round(row.num("TB/s_mean"), 2);
+  if (fpb != 0.0) r["flops_per_byte"] = pycompat::python_round(fpb, 2);
+  if (!row.na("TFLOPS/s_mean"))
+    r["tflops_achieved"] = pycompat::python_round(row.num("TFLOPS/s_mean"), 2);
+  if (!row.na("TB/s_mean")) r["tb_s_achieved"] = pycompat::python_round(row.num("TB/s_mean"), 2);
   std::string spec = row.text("Compute Spec");
   if (!spec.empty()) r["compute_spec"] = spec;
 
@@ -100,8 +100,8 @@ ojson calculate_efficiency(const Row& row, const ojson& peak_hbm_bw, const ojson
   auto truthy = [](const ojson& v) {
     return !v.is_null() && !(v.is_number() && v.get<double>() == 0.0);
   };
-  if (truthy(peak_maf)) r["resolved_peak_maf"] = py_round_json(peak_maf, 2);
-  if (truthy(peak_hbm_bw)) r["resolved_peak_hbm_bw"] = py_round_json(peak_hbm_bw, 2);
+  if (truthy(peak_maf)) r["resolved_peak_maf"] = pycompat::py_round_json(peak_maf, 2);
+  if (truthy(peak_hbm_bw)) r["resolved_peak_hbm_bw"] = pycompat::py_round_json(peak_hbm_bw, 2);
 
   std::string bound = row.text("Roofline Bound");
   if (bound == "COMPUTE_BOUND")
@@ -110,7 +110,7 @@ ojson calculate_efficiency(const Row& row, const ojson& peak_hbm_bw, const ojson
     r["bound_type"] = "memory";
 
   if (!row.na("Pct Roofline_mean")) {
-    double pct = py_round(row.num("Pct Roofline_mean"), 2);
+    double pct = pycompat::python_round(row.num("Pct Roofline_mean"), 2);
     r["efficiency_percent"] = pct;
     if (pct > 110) {
       r["warning"] = "[ANOMALY] Pct Roofline exceeds 110% (" + detail::fixed(pct, 1) +
@@ -225,7 +225,8 @@ ojson build_operations(const Table& ops, const ojson& metadata, const CategoryCo
     e2e = metadata["gpu_utilization"]["total_time_ms"].get<double>();
 
   bool has_kernel = ops.col(kKernelSum) >= 0;
-  double total_ms = has_kernel ? pandas_sum(column_numbers(ops, kKernelSum)) / 1000.0 : 0.0;
+  double total_ms =
+      has_kernel ? pycompat::pandas_series_sum(column_numbers(ops, kKernelSum)) / 1000.0 : 0.0;
 
   // nlargest: descending, NaN rows dropped, ties keep the earlier row first.
   std::vector<size_t> order;
@@ -252,11 +253,12 @@ ojson build_operations(const Table& ops, const ojson& metadata, const CategoryCo
     ojson op = ojson::object();
     op["name"] = name;
     op["count"] = count;
-    op["time_ms"] = py_round(time_ms, 3);
+    op["time_ms"] = pycompat::python_round(time_ms, 3);
     // total_ms is a numpy scalar (column sum), so this ratio rounds the numpy way.
     op["percent_of_category"] =
-        total_ms > 0 ? ojson(np_round(time_ms / total_ms * 100, 2)) : ojson(0);
-    op["percent_of_total"] = e2e > 0 ? ojson(py_round(time_ms / e2e * 100, 2)) : ojson(nullptr);
+        total_ms > 0 ? ojson(pycompat::numpy_round(time_ms / total_ms * 100, 2)) : ojson(0);
+    op["percent_of_total"] =
+        e2e > 0 ? ojson(pycompat::python_round(time_ms / e2e * 100, 2)) : ojson(nullptr);
     ojson eff = calculate_efficiency(row, peak_hbm, maf);
     op["efficiency"] = eff;
     if (!eff["warning"].is_null()) op["efficiency_warning"] = eff["warning"];
@@ -268,7 +270,7 @@ ojson build_operations(const Table& ops, const ojson& metadata, const CategoryCo
     double e2e_frac = e2e > 0 ? time_ms / e2e : 1.0;
     if (count > 10 && e2e_frac >= 0.05 && !row.na(kKernelStd) && !row.na(kKernelMean) &&
         row.num(kKernelMean) > 0) {
-      double cov = py_round(row.num(kKernelStd) / row.num(kKernelMean), 3);
+      double cov = pycompat::python_round(row.num(kKernelStd) / row.num(kKernelMean), 3);
       op["cov"] = cov;
       op["high_variance"] = cov > 1.0;
     }
@@ -339,13 +341,13 @@ ojson impact_estimates(const ojson& operations, const std::string& category, dou
       e["category"] = category;
       e["type"] = "kernel_tuning";
       e["estimate_method"] = "quantified";
-      e["impact_score"] = py_round(mid, 2);
-      e["impact_score_low"] = py_round(low, 2);
-      e["impact_score_high"] = py_round(high, 2);
-      e["efficiency_pct"] = py_round(pct, 2);
+      e["impact_score"] = pycompat::python_round(mid, 2);
+      e["impact_score_low"] = pycompat::python_round(low, 2);
+      e["impact_score_high"] = pycompat::python_round(high, 2);
+      e["efficiency_pct"] = pycompat::python_round(pct, 2);
       e["bound_type"] = eff["bound_type"];
       e["library"] = op["library"];
-      e["time_ms"] = py_round(time_ms, 3);
+      e["time_ms"] = pycompat::python_round(time_ms, 3);
       est.push_back(std::move(e));
     } else {
       const ojson& pct_j = op["percent_of_total"];
@@ -356,13 +358,13 @@ ojson impact_estimates(const ojson& operations, const std::string& category, dou
       e["category"] = category;
       e["type"] = "unmodeled_significant";
       e["estimate_method"] = "heuristic";
-      e["impact_score"] = py_round(pct * kHeuristicMid, 2);
-      e["impact_score_low"] = py_round(pct * kHeuristicLow, 2);
-      e["impact_score_high"] = py_round(pct * kHeuristicHigh, 2);
+      e["impact_score"] = pycompat::python_round(pct * kHeuristicMid, 2);
+      e["impact_score_low"] = pycompat::python_round(pct * kHeuristicLow, 2);
+      e["impact_score_high"] = pycompat::python_round(pct * kHeuristicHigh, 2);
       e["efficiency_pct"] = nullptr;
       e["bound_type"] = nullptr;
       e["library"] = op["library"];
-      e["time_ms"] = py_round(time_ms, 3);
+      e["time_ms"] = pycompat::python_round(time_ms, 3);
       e["percent_of_total"] = pct_j;
       est.push_back(std::move(e));
     }
@@ -438,9 +440,9 @@ ojson category_findings(const ojson& estimates) {
     f["library"] = std::get<1>(key);
     f["eff_bucket"] = std::get<2>(key);
     f["estimate_method"] = "quantified";
-    f["impact_score"] = py_round(g.impact, 2);
-    f["impact_score_low"] = py_round(g.low, 2);
-    f["impact_score_high"] = py_round(g.high, 2);
+    f["impact_score"] = pycompat::python_round(g.impact, 2);
+    f["impact_score_low"] = pycompat::python_round(g.low, 2);
+    f["impact_score_high"] = pycompat::python_round(g.high, 2);
     f["member_count"] = g.members.size();
     f["members"] = sorted_members(g.members);
     findings.push_back(std::move(f));
@@ -452,10 +454,10 @@ ojson category_findings(const ojson& estimates) {
     f["library"] = g.library.is_string() ? g.library : ojson("Unknown");
     f["eff_bucket"] = "unknown";
     f["estimate_method"] = "heuristic";
-    f["impact_score"] = py_round(g.impact, 2);
-    f["impact_score_low"] = py_round(g.low, 2);
-    f["impact_score_high"] = py_round(g.high, 2);
-    f["percent_of_total"] = py_round(g.pct, 2);
+    f["impact_score"] = pycompat::python_round(g.impact, 2);
+    f["impact_score_low"] = pycompat::python_round(g.low, 2);
+    f["impact_score_high"] = pycompat::python_round(g.high, 2);
+    f["percent_of_total"] = pycompat::python_round(g.pct, 2);
     f["member_count"] = g.members.size();
     f["members"] = sorted_members(g.members);
     findings.push_back(std::move(f));
@@ -511,11 +513,12 @@ std::vector<std::string> names_of(const Table& ops) {
 }
 
 bool is_quantized_gemm(const std::string& name) {
-  return contains_any(lower(name), {"w8a8", "int8", "fp8", "w4a16", "w4a4", "fp4", "mxfp4"});
+  return contains_any(pycompat::ascii_lower(name),
+                      {"w8a8", "int8", "fp8", "w4a16", "w4a4", "fp4", "mxfp4"});
 }
 
 std::string triton_kind(const std::string& name) {
-  std::string l = lower(name);
+  std::string l = pycompat::ascii_lower(name);
   if (l.starts_with("triton_poi_")) return "pointwise";
   if (l.starts_with("triton_red_")) return "reduction";
   if (l.starts_with("triton_per_")) return "persistent";
@@ -523,7 +526,7 @@ std::string triton_kind(const std::string& name) {
 }
 
 std::string other_kind(const std::string& name) {
-  std::string l = lower(name);
+  std::string l = pycompat::ascii_lower(name);
   if (contains_any(l, {"all_reduce", "collective", "ncclkernel", "rccl", "broadcast", "allgather"}))
     return "communication";
   if (contains_any(l, {"graph", "hipgraph", "cudagraph"})) return "graph";
@@ -532,13 +535,15 @@ std::string other_kind(const std::string& name) {
 
 // ---- SDPA
 bool is_flash(const std::string& name) {
-  return contains_any(lower(name), {"flash", "fmha", "flash_attention", "flashattn"});
+  return contains_any(pycompat::ascii_lower(name),
+                      {"flash", "fmha", "flash_attention", "flashattn"});
 }
 // kernel_details: nullopt = absent/empty (falsy), else the text ("nan" for NaN).
 bool is_paged(const std::string& name, const std::optional<std::string>& kd) {
-  if (contains_any(lower(name), {"unified_attention", "paged_attention", "vllm"})) return true;
+  if (contains_any(pycompat::ascii_lower(name), {"unified_attention", "paged_attention", "vllm"}))
+    return true;
   if (kd) {
-    std::string l = lower(*kd);
+    std::string l = pycompat::ascii_lower(*kd);
     if (contains(l, "kernel_paged_attention") || contains(l, "paged_attention_2d")) return true;
   }
   return false;
@@ -572,7 +577,7 @@ KernelBreakdown parse_kernel_breakdown(const std::optional<std::string>& kd_in) 
   double total = 0;
   for (const auto& [name, mean] : kernel_detail_means(kd)) {
     total += mean;
-    std::string l = lower(name), type = "other";
+    std::string l = pycompat::ascii_lower(name), type = "other";
     if (contains(l, "reshape_and_cache")) {
       type = "reshape_cache";
       out.reshape = true;
@@ -587,7 +592,7 @@ KernelBreakdown parse_kernel_breakdown(const std::optional<std::string>& kd_in) 
   }
   if (total > 0)
     for (auto& k : out.kernels)
-      k["percent"] = py_round(k["mean_us"].get<double>() / total * 100, 2);
+      k["percent"] = pycompat::python_round(k["mean_us"].get<double>() / total * 100, 2);
   return out;
 }
 
@@ -629,7 +634,7 @@ ojson parse_perf_params(const std::optional<std::string>& text) {
          g = gen && gen->is_number() ? gen->number() : 0;
   if (c + g > 0) {
     double ratio = c / (c + g);
-    r["ctx_ratio"] = py_round(ratio, 3);
+    r["ctx_ratio"] = pycompat::python_round(ratio, 3);
     r["workload_type"] = ratio > 0.8 ? "prefill_heavy" : ratio < 0.2 ? "decode_heavy" : "mixed";
   }
   const PyLit* hq = params->get("H_Q");
@@ -736,9 +741,10 @@ ojson sdpa_specific(const Table& ops, const ojson& metadata) {
   merge(s, peak_specs(metadata));
   if (breakdowns > 0) {
     double n = static_cast<double>(breakdowns);
-    s["kernel_breakdown_avg"] = {{"avg_reshape_cache_percent", py_round(reshape_pct / n, 2)},
-                                 {"avg_fwd_kernel_percent", py_round(fwd_pct / n, 2)},
-                                 {"avg_paged_attention_percent", py_round(paged_pct / n, 2)}};
+    s["kernel_breakdown_avg"] = {
+        {"avg_reshape_cache_percent", pycompat::python_round(reshape_pct / n, 2)},
+        {"avg_fwd_kernel_percent", pycompat::python_round(fwd_pct / n, 2)},
+        {"avg_paged_attention_percent", pycompat::python_round(paged_pct / n, 2)}};
   }
   double total = ctx_total + gen_total;
   if (total > 0) {
@@ -746,7 +752,7 @@ ojson sdpa_specific(const Table& ops, const ojson& metadata) {
     auto num = [&](double v) { return ctx_int ? ojson(static_cast<int64_t>(v)) : ojson(v); };
     s["workload_profile"] = {{"total_ctx_tokens", num(ctx_total)},
                              {"total_gen_tokens", num(gen_total)},
-                             {"ctx_ratio", py_round(ratio, 3)},
+                             {"ctx_ratio", pycompat::python_round(ratio, 3)},
                              {"profile_type", ratio > 0.8   ? "prefill_heavy"
                                               : ratio < 0.2 ? "decode_heavy"
                                                             : "mixed"}};
@@ -797,7 +803,7 @@ ojson category_specific(const std::string& kind, const Table& ops, const ojson& 
     merge(s, peak_specs(metadata));
   } else if (kind == "reduce") {
     s["softmax_count"] = std::count_if(names.begin(), names.end(), [](const std::string& n) {
-      return contains(lower(n), "softmax");
+      return contains(pycompat::ascii_lower(n), "softmax");
     });
     merge(s, peak_hbm_only(metadata));
   } else if (kind == "convolution") {
@@ -805,17 +811,19 @@ ojson category_specific(const std::string& kind, const Table& ops, const ojson& 
     int64_t transpose_count = 0;
     for (size_t r = 0; r < ops.rows.size(); ++r)
       if (!is_na(ops.rows[r][static_cast<size_t>(std::max(ops.col("name"), 0))]) &&
-          contains(lower(names[r]), "transpose")) {
+          contains(pycompat::ascii_lower(names[r]), "transpose")) {
         ++transpose_count;
         transpose_times.push_back(cell_number(cell_at(ops, r, kKernelSum)));
       }
-    ojson t_ms = transpose_count > 0 ? ojson(pandas_sum(transpose_times) / 1000.0) : ojson(0);
-    double total_ms =
-        ops.col(kKernelSum) >= 0 ? pandas_sum(column_numbers(ops, kKernelSum)) / 1000.0 : 0;
+    ojson t_ms = transpose_count > 0 ? ojson(pycompat::pandas_series_sum(transpose_times) / 1000.0)
+                                     : ojson(0);
+    double total_ms = ops.col(kKernelSum) >= 0
+                          ? pycompat::pandas_series_sum(column_numbers(ops, kKernelSum)) / 1000.0
+                          : 0;
     ojson overhead = total_ms > 0 ? ojson(t_ms.get<double>() / total_ms * 100) : ojson(0);
     s["transpose_count"] = transpose_count;
     auto np_json = [](const ojson& v, int n) {
-      return v.is_number_float() ? ojson(np_round(v.get<double>(), n)) : v;
+      return v.is_number_float() ? ojson(pycompat::numpy_round(v.get<double>(), n)) : v;
     };
     s["transpose_time_ms"] = np_json(t_ms, 3);
     s["transpose_overhead_percent"] = np_json(overhead, 2);
@@ -910,18 +918,20 @@ ojson compute_metrics(const std::string& output_dir, const std::string& category
   double total_time_ms_raw = 0;
   ojson total_time_ms = 0, percent_of_compute = 0;
   if (ops.col(kKernelSum) >= 0) {
-    total_time_ms_raw = pandas_sum(column_numbers(ops, kKernelSum)) / 1000.0;
+    total_time_ms_raw = pycompat::pandas_series_sum(column_numbers(ops, kKernelSum)) / 1000.0;
     double compute_ms = 1;
     if (metadata.contains("gpu_utilization") &&
         metadata["gpu_utilization"].contains("total_time_ms"))
       compute_ms = metadata["gpu_utilization"]["total_time_ms"].get<double>();
-    total_time_ms = np_round(total_time_ms_raw, 3);
-    percent_of_compute =
-        compute_ms > 0 ? ojson(np_round(total_time_ms_raw / compute_ms * 100, 2)) : ojson(0);
+    total_time_ms = pycompat::numpy_round(total_time_ms_raw, 3);
+    percent_of_compute = compute_ms > 0
+                             ? ojson(pycompat::numpy_round(total_time_ms_raw / compute_ms * 100, 2))
+                             : ojson(0);
   }
   int64_t op_count = static_cast<int64_t>(ops.rows.size());
   if (ops.col("operation_count") >= 0)
-    op_count = static_cast<int64_t>(pandas_sum(column_numbers(ops, "operation_count")));
+    op_count =
+        static_cast<int64_t>(pycompat::pandas_series_sum(column_numbers(ops, "operation_count")));
 
   ojson operations = build_operations(ops, metadata, config_for(kind), output_dir);
   double baseline = 0;
@@ -995,7 +1005,7 @@ std::string classify_kernel_library(const std::string& op_name, const std::strin
       {"rocprim::", "rocPRIM"},
       {"triton_", "Triton"},
       {"void at::native::", "PyTorch Native"}};
-  std::string l = lower(op_name);
+  std::string l = pycompat::ascii_lower(op_name);
   for (const auto& [marker, lib] : kOpRules)
     if (contains(l, marker)) return lib;
   for (const auto& [marker, lib] : kKernelRules)

@@ -2,14 +2,12 @@
 //
 // TraceLens's orchestrator scripts work on pandas DataFrames read back from
 // the perf-report CSVs and on Python literals stored in CSV cells; they write
-// JSON with json.dump(indent=2). The helpers here reproduce exactly those
-// conventions so the files jarvis writes carry the same values and types:
-//   * PyLit / parse_py_literal: ast.literal_eval of a cell (tuples, lists,
-//     dicts, strings, numbers, None/True/False, np.float64(x) wrappers);
+// JSON with json.dump(indent=2). The Python / pandas / NumPy emulation itself
+// is in src/pycompat (literals, sums, rounding, json.dumps); the helpers here
+// apply it to report Tables and files:
 //   * infer_pandas_types: read_csv's per-column dtype inference;
-//   * pandas_sum: Series.sum() (NaN skipped, numpy pairwise summation);
-//   * py_round: Python's round(x, n);
-//   * py_json_dump: json.dump(..., indent=2) with Python float reprs.
+//   * cell_* / column_numbers: pandas scalars of a Table cell;
+//   * write_json_atomic / read_json_file: json.dump / json.load of a file.
 #pragma once
 
 #include <cstdint>
@@ -21,52 +19,17 @@
 
 #include <nlohmann/json.hpp>
 
+#include "pycompat/literal.h"
 #include "report/table.h"
 
 namespace jarvis::analysis {
 
 using ojson = nlohmann::ordered_json;
 
-struct PyLitEntry;
-
-// A Python literal value as ast.literal_eval returns it.
-struct PyLit {
-  enum class Kind { None, Bool, Int, Float, Str, List, Tuple, Dict };
-  Kind kind = Kind::None;
-  bool b = false;
-  int64_t i = 0;
-  double f = 0;
-  std::string s;
-  std::vector<PyLit> items;  // List / Tuple
-  // Dict, in source order. The element type is declared below: a
-  // std::pair<PyLit, PyLit> here would instantiate pair with an incomplete
-  // PyLit, which clang rejects.
-  std::vector<PyLitEntry> entries;
-
-  bool is_seq() const { return kind == Kind::List || kind == Kind::Tuple; }
-  bool is_number() const { return kind == Kind::Int || kind == Kind::Float; }
-  double number() const { return kind == Kind::Int ? static_cast<double>(i) : f; }
-  // Python truthiness.
-  bool truthy() const;
-  // Value of a dict entry whose key is the string `key`, or nullptr.
-  const PyLit* get(std::string_view key) const;
-  std::string repr() const;  // Python repr()
-  std::string str() const;   // Python str(): strings unquoted, else repr
-  ojson to_json() const;     // tuples as arrays, dict keys via str()
-};
-
-// One dict entry (key, value), with pair-like member names.
-struct PyLitEntry {
-  PyLit first;
-  PyLit second;
-  PyLitEntry(PyLit key, PyLit value) : first(std::move(key)), second(std::move(value)) {}
-};
-
-// Parses a Python literal; throws std::invalid_argument when the text is not
-// one (as ast.literal_eval raises).
-PyLit parse_py_literal(std::string_view text);
-// Same, but std::nullopt instead of throwing.
-std::optional<PyLit> try_parse_py_literal(std::string_view text);
+// ast.literal_eval values of CSV cells (src/pycompat/literal.h).
+using pycompat::parse_py_literal;
+using pycompat::PyLit;
+using pycompat::try_parse_py_literal;
 
 // Re-types the text cells of a parsed CSV the way pandas.read_csv infers
 // column dtypes: all-integer columns without blanks become ints, numeric
@@ -87,22 +50,10 @@ std::string cell_text(const Cell* c);
 // Cell as JSON the way json.dump writes the pandas scalar.
 ojson cell_to_json(const Cell& c);
 
-// Series.sum(): NaN skipped, numpy's pairwise summation order.
-double pandas_sum(const std::vector<double>& values);
 // Column values as doubles (NaN for NA / non-numeric).
 std::vector<double> column_numbers(const Table& table, std::string_view column);
 
-// Python round(x, ndigits) for floats (correctly rounded, ties to even).
-double py_round(double x, int ndigits);
-// numpy's round for np.float64 values (pandas sums and Series arithmetic):
-// rint(x * 10^n) / 10^n. Differs from py_round on ties such as 0.0165.
-double np_round(double x, int ndigits);
-// round() applied to a JSON number: ints stay ints (Python round(int, n)).
-ojson py_round_json(const ojson& v, int ndigits);
-
-// json.dumps(value, indent=2) byte-for-byte (ensure_ascii, Python float repr,
-// NaN/Infinity literals).
-std::string py_json_dump(const ojson& value, int indent = 2);
+// json.dumps(value, indent=2) (pycompat::py_json_dumps) written atomically.
 void write_json_atomic(const std::string& path, const ojson& value);
 // Parses a JSON file (NaN literals accepted as null); throws runtime_error.
 ojson read_json_file(const std::string& path);

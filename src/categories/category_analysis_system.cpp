@@ -9,6 +9,9 @@
 #include "categories/category_analysis_internal.h"
 #include "categories/kernel_details_text.h"
 #include "categories/prepare.h"
+#include "pycompat/json.h"
+#include "pycompat/numeric.h"
+#include "pycompat/text.h"
 
 namespace jarvis::analysis::detail {
 
@@ -28,11 +31,6 @@ double num(const ojson& obj, const char* key, double fallback = 0) {
 ojson value_or(const ojson& obj, const char* key, ojson fallback) {
   if (!obj.is_object() || !obj.contains(key)) return fallback;
   return obj[key];
-}
-
-std::string lower(std::string s) {
-  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return s;
 }
 
 // gpu_timeline rows: type -> (time ms, percent) as JSON numbers.
@@ -83,9 +81,10 @@ ojson cpu_idle_metrics(const std::string& output_dir) {
   if (fs::exists(ops_path)) {
     Table ops = read_csv_typed(ops_path);
     if (!ops.rows.empty() && ops.col(kKernelSum) >= 0 && ops.col("Count") >= 0) {
-      int64_t total = static_cast<int64_t>(pandas_sum(column_numbers(ops, "Count")));
+      int64_t total =
+          static_cast<int64_t>(pycompat::pandas_series_sum(column_numbers(ops, "Count")));
       patterns["total_kernel_count"] = total;
-      double total_time = pandas_sum(column_numbers(ops, kKernelSum));
+      double total_time = pycompat::pandas_series_sum(column_numbers(ops, kKernelSum));
       if (total > 0) patterns["avg_kernel_time_us"] = total_time / static_cast<double>(total);
       if (ops.col(kKernelMean) >= 0) {
         std::vector<double> short_counts;
@@ -93,7 +92,8 @@ ojson cpu_idle_metrics(const std::string& output_dir) {
           if (cell_number(cell_at(ops, r, kKernelMean)) < 10)
             short_counts.push_back(cell_number(cell_at(ops, r, "Count")));
         patterns["short_kernel_count"] =
-            short_counts.empty() ? 0 : static_cast<int64_t>(pandas_sum(short_counts));
+            short_counts.empty() ? 0
+                                 : static_cast<int64_t>(pycompat::pandas_series_sum(short_counts));
       }
     }
     if (!ops.rows.empty() && ops.col("op category") >= 0 && ops.col("Count") >= 0) {
@@ -104,19 +104,20 @@ ojson cpu_idle_metrics(const std::string& output_dir) {
         by_cat[c->to_csv_text(false)].push_back(cell_number(cell_at(ops, r, "Count")));
       }
       ojson counts = ojson::object();
-      for (const auto& [cat, v] : by_cat) counts[cat] = static_cast<int64_t>(pandas_sum(v));
+      for (const auto& [cat, v] : by_cat)
+        counts[cat] = static_cast<int64_t>(pycompat::pandas_series_sum(v));
       patterns["kernel_count_by_category"] = counts;
     }
   }
 
   double idle_pct = get("idle_time", false).get<double>();
   ojson util = ojson::object();
-  util["total_time_ms"] = py_round_json(get("total_time", true), 3);
-  util["idle_time_ms"] = py_round_json(get("idle_time", true), 3);
-  util["idle_time_percent"] = py_round_json(get("idle_time", false), 2);
-  util["computation_percent"] = py_round_json(get("computation_time", false), 2);
-  util["communication_percent"] = py_round_json(get("exposed_comm_time", false), 2);
-  util["memcpy_percent"] = py_round_json(get("exposed_memcpy_time", false), 2);
+  util["total_time_ms"] = pycompat::py_round_json(get("total_time", true), 3);
+  util["idle_time_ms"] = pycompat::py_round_json(get("idle_time", true), 3);
+  util["idle_time_percent"] = pycompat::py_round_json(get("idle_time", false), 2);
+  util["computation_percent"] = pycompat::py_round_json(get("computation_time", false), 2);
+  util["communication_percent"] = pycompat::py_round_json(get("exposed_comm_time", false), 2);
+  util["memcpy_percent"] = pycompat::py_round_json(get("exposed_memcpy_time", false), 2);
   ojson m = ojson::object();
   m["status"] = "OK";
   m["idle_flagged"] = idle_pct > 15;
@@ -148,8 +149,8 @@ ojson memcpy_assessment(const ojson& memcpy, double total_time_ms) {
       issues.push_back(
           {{"direction", dir},
            {"count", value_or(info, "count", 0)},
-           {"time_ms", py_round(dir_ms, 3)},
-           {"percent_of_total", py_round(dir_pct, 2)},
+           {"time_ms", pycompat::python_round(dir_ms, 3)},
+           {"percent_of_total", pycompat::python_round(dir_pct, 2)},
            {"avg_bytes", value_or(info, "avg_bytes", 0)},
            {"description",
             std::string(dir) + " memcpy: " + std::to_string(static_cast<int64_t>(count)) +
@@ -158,8 +159,8 @@ ojson memcpy_assessment(const ojson& memcpy, double total_time_ms) {
   }
   return {{"flagged", flagged},
           {"total_count", value_or(memcpy, "total_count", 0)},
-          {"total_time_ms", py_round(memcpy_ms, 3)},
-          {"percent_of_total", py_round(memcpy_pct, 2)},
+          {"total_time_ms", pycompat::python_round(memcpy_ms, 3)},
+          {"percent_of_total", pycompat::python_round(memcpy_pct, 2)},
           {"issues", issues}};
 }
 
@@ -169,9 +170,9 @@ ojson nccl_assessment(const ojson& overlap) {
   double exposed_us = num(overlap, "exposed_comm_time_us");
   if (total_us == 0) return {{"flagged", false}, {"details", "No communication events detected"}};
   return {{"flagged", exposed_pct > 5},
-          {"exposed_comm_time_ms", py_round(exposed_us / 1000, 3)},
-          {"total_comm_time_ms", py_round(total_us / 1000, 3)},
-          {"exposed_percent_of_total", py_round(exposed_pct, 2)},
+          {"exposed_comm_time_ms", pycompat::python_round(exposed_us / 1000, 3)},
+          {"total_comm_time_ms", pycompat::python_round(total_us / 1000, 3)},
+          {"exposed_percent_of_total", pycompat::python_round(exposed_pct, 2)},
           {"description", "Exposed (non-overlapped) communication: " + fixed(exposed_pct, 1) +
                               "% of total GPU time"}};
 }
@@ -184,8 +185,8 @@ ojson overlap_assessment(const ojson& overlap) {
             {"details", "Insufficient communication data for overlap analysis"}};
   double ratio = ratio_j.get<double>();
   return {{"flagged", ratio < 0.7},
-          {"overlap_ratio", py_round(ratio, 4)},
-          {"overlap_percent", py_round(ratio * 100, 2)},
+          {"overlap_ratio", pycompat::python_round(ratio, 4)},
+          {"overlap_percent", pycompat::python_round(ratio * 100, 2)},
           {"target_percent", 70},
           {"description",
            "Compute/communication overlap: " + fixed(ratio * 100, 1) + "% (target > 70%)"}};
@@ -218,10 +219,10 @@ ojson cross_validate(const ojson& overlap,
     double ref = std::max({mk_ms, tl_ms, 1e-6});
     double diff_pct = diff / ref * 100;
     ojson check = {{"metric", label},
-                   {"mk_ms", py_round(mk_ms, 3)},
-                   {"tl_ms", py_round(tl_ms, 3)},
-                   {"diff_ms", py_round(diff, 3)},
-                   {"diff_pct", py_round(diff_pct, 2)}};
+                   {"mk_ms", pycompat::python_round(mk_ms, 3)},
+                   {"tl_ms", pycompat::python_round(tl_ms, 3)},
+                   {"diff_ms", pycompat::python_round(diff, 3)},
+                   {"diff_pct", pycompat::python_round(diff_pct, 2)}};
     if (diff_pct <= 2.0) {
       check["status"] = "PASS";
     } else {
@@ -270,7 +271,8 @@ ojson multi_kernel_metrics(const std::string& output_dir) {
   if (mem_a["flagged"].get<bool>())
     for (const auto& issue : mem_a["issues"])
       patterns.push_back(
-          {{"pattern", "high_" + lower(issue["direction"].get<std::string>()) + "_memcpy"},
+          {{"pattern",
+            "high_" + pycompat::ascii_lower(issue["direction"].get<std::string>()) + "_memcpy"},
            {"description", issue["description"]}});
   if (nccl_a["flagged"].get<bool>())
     patterns.push_back({{"pattern", "nccl_blocking_compute"},
@@ -281,13 +283,15 @@ ojson multi_kernel_metrics(const std::string& output_dir) {
 
   ojson m = ojson::object();
   m["status"] = "SUCCESS";
-  m["total_time_ms"] = py_round_json(total_time_ms, 3);
-  m["memcpy_summary"] = {{"total_count", value_or(memcpy, "total_count", 0)},
-                         {"total_time_ms", py_round(num(memcpy, "total_time_us") / 1000, 3)},
-                         {"by_direction", value_or(memcpy, "by_direction", ojson::object())}};
-  m["nccl_summary"] = {{"total_count", value_or(nccl, "total_count", 0)},
-                       {"total_time_ms", py_round(num(nccl, "total_time_us") / 1000, 3)},
-                       {"top_ops", value_or(nccl, "top_ops", ojson::array())}};
+  m["total_time_ms"] = pycompat::py_round_json(total_time_ms, 3);
+  m["memcpy_summary"] = {
+      {"total_count", value_or(memcpy, "total_count", 0)},
+      {"total_time_ms", pycompat::python_round(num(memcpy, "total_time_us") / 1000, 3)},
+      {"by_direction", value_or(memcpy, "by_direction", ojson::object())}};
+  m["nccl_summary"] = {
+      {"total_count", value_or(nccl, "total_count", 0)},
+      {"total_time_ms", pycompat::python_round(num(nccl, "total_time_us") / 1000, 3)},
+      {"top_ops", value_or(nccl, "top_ops", ojson::array())}};
   m["overlap_analysis"] = overlap;
   m["memcpy_assessment"] = mem_a;
   m["nccl_blocking_assessment"] = nccl_a;
@@ -400,7 +404,7 @@ bool is_matrix_op(const Enriched& e) {
 bool is_norm_kernel(const Enriched& e) {
   for (const char* t : {"LayerNorm", "BatchNorm", "GroupNorm", "InstanceNorm", "Norm"})
     if (e.type == t) return true;
-  std::string l = lower(e.name);
+  std::string l = pycompat::ascii_lower(e.name);
   for (const char* p :
        {"batchnorm", "layernorm", "groupnorm", "instancenorm", "miopenbatchnorm", "rmsnorm"})
     if (l.find(p) != std::string::npos) return true;
@@ -452,7 +456,8 @@ double roofline_savings_us(const std::vector<Enriched>& group, double peak_bw, d
 }
 
 std::string classify_confidence(const ojson& cand, const std::vector<Enriched>& enriched) {
-  std::string bn = lower(cand.value("base_name", "")), mn = lower(cand.value("module_name", ""));
+  std::string bn = pycompat::ascii_lower(cand.value("base_name", "")),
+              mn = pycompat::ascii_lower(cand.value("module_name", ""));
   static const std::vector<std::pair<const char*, std::vector<const char*>>> kHints = {
       {"attention", {"attention", "sdpa", "self_attn"}},
       {"norm", {"rmsnorm", "rms_norm", "layernorm", "layer_norm", "batchnorm", "batch_norm"}},
@@ -466,7 +471,7 @@ std::string classify_confidence(const ojson& cand, const std::vector<Enriched>& 
   size_t n_gemm = 0;
   bool softmax = false, rsqrt = false, neg = false, cat = false;
   for (const auto& e : enriched) {
-    std::string l = lower(e.name);
+    std::string l = pycompat::ascii_lower(e.name);
     if (is_matrix_op(e)) ++n_gemm;
     softmax = softmax || l.find("softmax") != std::string::npos;
     rsqrt = rsqrt || l.find("rsqrt") != std::string::npos;
@@ -568,12 +573,12 @@ std::optional<ojson> standalone_estimate(const ojson& cand, const PerfLookup& lo
   est["operation"] = op_name;
   est["category"] = "kernel_fusion";
   est["type"] = "kernel_fusion";
-  est["impact_score"] = py_round(mid, 2);
-  est["impact_score_low"] = py_round(low, 2);
-  est["impact_score_high"] = py_round(high, 2);
+  est["impact_score"] = pycompat::python_round(mid, 2);
+  est["impact_score_low"] = pycompat::python_round(low, 2);
+  est["impact_score_high"] = pycompat::python_round(high, 2);
   est["estimation"] = modeled == enriched.size() ? "full" : "partial";
   est["bound_type"] = has_epilogue ? "compute" : "memory";
-  est["time_ms"] = py_round(time_ms, 3);
+  est["time_ms"] = pycompat::python_round(time_ms, 3);
   est["instance_count"] = value_or(cand, "instance_count", 1);
   est["kernel_count"] = kernels.size();
   est["modeled_kernel_count"] = modeled;
@@ -600,7 +605,7 @@ std::vector<ojson> filter_and_dedup(const ojson& candidates, double baseline_ms)
   std::vector<std::pair<std::tuple<double, double, double>, ojson>> seen;
   for (const auto& c : filtered) {
     auto sig = std::make_tuple(num(c, "instance_count"), num(c, "kernel_count"),
-                               py_round(num(c, "total_kernel_time_us"), 1));
+                               pycompat::python_round(num(c, "total_kernel_time_us"), 1));
     auto it = std::find_if(seen.begin(), seen.end(), [&](auto& p) { return p.first == sig; });
     if (it == seen.end())
       seen.push_back({sig, c});
@@ -692,10 +697,10 @@ ojson kernel_fusion_metrics(const std::string& output_dir) {
   ojson m = ojson::object();
   m["category"] = "kernel_fusion";
   m["status"] = "OK";
-  m["total_time_ms"] = py_round(total_us / 1000, 3);
+  m["total_time_ms"] = pycompat::python_round(total_us / 1000, 3);
   m["candidate_count"] = kept.size();
   m["estimated_count"] = estimates.size();
-  m["total_impact_score"] = py_round(total_impact, 2);
+  m["total_impact_score"] = pycompat::python_round(total_impact, 2);
   m["platform"] = platform;
   m["peak_hbm_bw_tbs"] = peak_bw_tbs;
   m["impact_estimates"] = est_arr;

@@ -7,19 +7,15 @@
 #include <fmt/format.h>
 
 #include "categories/category_analysis.h"
+#include "pycompat/text.h"
 
 namespace jarvis::analysis {
 namespace {
 
-std::string lower(std::string s) {
-  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return s;
-}
-
 // The analysis kind an insight belongs to (see analysis_kind()).
 std::string kind_of_insight(const ojson& insight) {
   if (insight.value("scope", std::string()) == "trace") return "cpu_idle";
-  std::string c = lower(insight.value("category", std::string()));
+  std::string c = pycompat::ascii_lower(insight.value("category", std::string()));
   if (c.starts_with("gemm")) return "gemm";
   if (c.starts_with("sdpa")) return "sdpa";
   if (c.starts_with("norm")) return "norm";

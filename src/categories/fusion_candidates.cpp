@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "categories/kernel_details_text.h"
+#include "pycompat/text.h"
 #include "report/perf_tables.h"
 #include "tree/call_tree.h"
 
@@ -183,12 +184,6 @@ const std::vector<std::unique_ptr<RE2>>& compiled_rules() {
   return rules;
 }
 
-std::string lower(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
-
 bool contains_any(const std::string& lowered, const auto& markers) {
   for (const char* m : markers)
     if (lowered.find(m) != std::string::npos) return true;
@@ -196,7 +191,7 @@ bool contains_any(const std::string& lowered, const auto& markers) {
 }
 
 bool is_fusion_eligible(const std::string& name) {
-  std::string l = lower(name);
+  std::string l = pycompat::ascii_lower(name);
   return !contains_any(l, kExcludedKernels) && !contains_any(l, kAlreadyFused);
 }
 
@@ -282,7 +277,8 @@ std::vector<ojson> module_candidates(const Trace& trace, const CallTree& tree) {
       std::string type = k["type"];
       signature.push_back(type);
       summary[type] = summary.value(type, 0) + 1;
-      fused = fused || contains_any(lower(k["name"].get<std::string>()), kAlreadyFused);
+      fused =
+          fused || contains_any(pycompat::ascii_lower(k["name"].get<std::string>()), kAlreadyFused);
       eligible += k["eligible"].get<bool>() ? 1 : 0;
       total += k["dur_us"].get<double>();
     }
@@ -372,7 +368,7 @@ bool is_gemm_type(const ojson& k) {
   std::string up = t;
   for (char& c : up) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
   return up == "GEMM" || up == "GEMM (GENERIC)" ||
-         lower(k.value("name", "")).find("conv") != std::string::npos;
+         pycompat::ascii_lower(k.value("name", "")).find("conv") != std::string::npos;
 }
 
 // GEMM plus only normalization / add / cast kernels: BN folding, not fusion.
@@ -389,8 +385,8 @@ bool is_gemm_norm_only(const ojson& entry) {
   if (!has_gemm || others.empty()) return false;
   for (const ojson* k : others) {
     std::string type = k->value("type", "");
-    if (!contains_any(lower(k->value("name", "")), kNormKernels) && type != "Elementwise Add" &&
-        type != "Copy/Cast")
+    if (!contains_any(pycompat::ascii_lower(k->value("name", "")), kNormKernels) &&
+        type != "Elementwise Add" && type != "Copy/Cast")
       return false;
   }
   return true;
@@ -490,7 +486,8 @@ std::optional<ojson> attention_core(const ojson& kernels, const PerfLookup& look
   };
   int n = static_cast<int>(kernels.size());
   for (int i = 0; i < n; ++i) {
-    if (lower(kernel_name_of(kernels[i])).find("softmax") == std::string::npos) continue;
+    if (pycompat::ascii_lower(kernel_name_of(kernels[i])).find("softmax") == std::string::npos)
+      continue;
     int qk = -1, pv = -1;
     for (int j = i - 1; j >= 0 && qk < 0; --j)
       if (is_gemm(kernels[j])) qk = j;

@@ -7,6 +7,8 @@
 #include <stdexcept>
 
 #include "perf/gpu_arch.h"
+#include "pycompat/json.h"
+#include "pycompat/numeric.h"
 #include "report/report.h"
 
 namespace jarvis::analysis {
@@ -95,8 +97,8 @@ ojson time_breakdown(const Table& typed, const std::vector<size_t>& rows) {
     kernel.push_back(cell_number(cell_at(typed, r, kKernelSum)));
     duration.push_back(cell_number(cell_at(typed, r, "total_duration_us")));
   }
-  ojson gpu_ms = has_kernel ? ojson(pandas_sum(kernel) / 1000.0) : ojson(0);
-  ojson cpu_ms = has_duration ? ojson(pandas_sum(duration) / 1000.0) : gpu_ms;
+  ojson gpu_ms = has_kernel ? ojson(pycompat::pandas_series_sum(kernel) / 1000.0) : ojson(0);
+  ojson cpu_ms = has_duration ? ojson(pycompat::pandas_series_sum(duration) / 1000.0) : gpu_ms;
   double sync_ms = 0;
   bool sync_is_float = false;
   int64_t sync_count = 0;
@@ -114,10 +116,10 @@ ojson time_breakdown(const Table& typed, const std::vector<size_t>& rows) {
   ojson t = ojson::object();
   // Column sums are numpy scalars: numpy rounding. The sync sum is a Python float.
   t["gpu_kernel_time_ms"] =
-      gpu_ms.is_number_float() ? ojson(np_round(gpu_ms.get<double>(), 3)) : gpu_ms;
+      gpu_ms.is_number_float() ? ojson(pycompat::numpy_round(gpu_ms.get<double>(), 3)) : gpu_ms;
   t["cpu_duration_ms"] =
-      cpu_ms.is_number_float() ? ojson(np_round(cpu_ms.get<double>(), 3)) : cpu_ms;
-  t["sync_time_ms"] = sync_is_float ? ojson(py_round(sync_ms, 3)) : ojson(0);
+      cpu_ms.is_number_float() ? ojson(pycompat::numpy_round(cpu_ms.get<double>(), 3)) : cpu_ms;
+  t["sync_time_ms"] = sync_is_float ? ojson(pycompat::python_round(sync_ms, 3)) : ojson(0);
   t["sync_ops_count"] = sync_count;
   double gpu = gpu_ms.get<double>();
   t["has_sync_bottleneck"] = sync_ms > 0.1 * gpu && sync_ms > 1;
@@ -332,7 +334,7 @@ PrepareResult prepare_category_data(const TableRefs& perf_tables, const PrepareO
     result.files.push_back(out + "/" + rel);
   };
   auto write_json = [&](const std::string& rel, const ojson& data) {
-    write_text(rel, py_json_dump(data));
+    write_text(rel, pycompat::py_json_dumps(data));
   };
   for (const char* d : {"metadata", "category_data", "category_findings", "system_findings"})
     fs::create_directories(fs::path(out) / d);

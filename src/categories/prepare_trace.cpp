@@ -11,6 +11,8 @@
 #include "explore/trace_store.h"
 #include "insights/insights.h"
 #include "perf/gpu_arch.h"
+#include "pycompat/numeric.h"
+#include "pycompat/text.h"
 #include "report/gpu_timeline.h"
 #include "report/report.h"
 #include "report/table.h"
@@ -21,18 +23,12 @@ namespace {
 
 constexpr const char* kKernelSum = "Kernel Time (\xC2\xB5s)_sum";
 
-std::string lower(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
-
 bool has(const std::string& s, const char* needle) {
   return s.find(needle) != std::string::npos;
 }
 
 std::string memcpy_direction(std::string_view name) {
-  std::string n = lower(name);
+  std::string n = pycompat::ascii_lower(name);
   if (has(n, "dtoh") || has(n, "device -> host") || has(n, "devicetohost")) return "D2H";
   if (has(n, "htod") || has(n, "host -> device") || has(n, "hosttodevice")) return "H2D";
   if (has(n, "dtod") || has(n, "device -> device") || has(n, "devicetodevice")) return "D2D";
@@ -43,7 +39,7 @@ std::string memcpy_direction(std::string_view name) {
 // int; Kineto durations are read as doubles here, so integral sums of an empty
 // list are the only ints (TraceLens writes 0 then).
 ojson us_total(double sum, bool any) {
-  return any ? ojson(py_round(sum, 2)) : ojson(0);
+  return any ? ojson(pycompat::python_round(sum, 2)) : ojson(0);
 }
 
 }  // namespace
@@ -122,12 +118,13 @@ ojson multi_kernel_data_with(const Trace& trace, const CallTree& tree, const Gpu
     double n = static_cast<double>(d.durs.size());
     ojson s = ojson::object();
     s["count"] = d.durs.size();
-    s["total_time_us"] = py_round(sum, 2);
-    s["avg_time_us"] = py_round(sum / n, 2);
-    s["max_time_us"] = py_round(mx, 2);
+    s["total_time_us"] = pycompat::python_round(sum, 2);
+    s["avg_time_us"] = pycompat::python_round(sum / n, 2);
+    s["max_time_us"] = pycompat::python_round(mx, 2);
     s["total_bytes"] = total_bytes;
-    s["avg_bytes"] =
-        any_bytes ? ojson(py_round(static_cast<double>(total_bytes) / n, 2)) : ojson(0);
+    s["avg_bytes"] = any_bytes
+                         ? ojson(pycompat::python_round(static_cast<double>(total_bytes) / n, 2))
+                         : ojson(0);
     memcpy_total += s["total_time_us"].get<double>();
     by_dir[key] = s;
   }
@@ -145,9 +142,9 @@ ojson multi_kernel_data_with(const Trace& trace, const CallTree& tree, const Gpu
       sum += trace.events[u].dur;
       mx = std::max(mx, trace.events[u].dur);
     }
-    nccl["total_time_us"] = py_round(sum, 2);
-    nccl["avg_time_us"] = py_round(sum / static_cast<double>(comm.size()), 2);
-    nccl["max_time_us"] = py_round(mx, 2);
+    nccl["total_time_us"] = pycompat::python_round(sum, 2);
+    nccl["avg_time_us"] = pycompat::python_round(sum / static_cast<double>(comm.size()), 2);
+    nccl["max_time_us"] = pycompat::python_round(mx, 2);
     std::vector<Uid> sorted = comm;
     std::stable_sort(sorted.begin(), sorted.end(),
                      [&](Uid a, Uid b) { return trace.events[a].dur > trace.events[b].dur; });
@@ -155,7 +152,7 @@ ojson multi_kernel_data_with(const Trace& trace, const CallTree& tree, const Gpu
     for (size_t k = 0; k < sorted.size() && k < 10; ++k) {
       const Event& e = trace.events[sorted[k]];
       top.push_back({{"name", std::string(trace.name(sorted[k]))},
-                     {"duration_us", py_round(e.dur, 2)},
+                     {"duration_us", pycompat::python_round(e.dur, 2)},
                      {"stream", e.stream == kNoInt ? ojson(nullptr) : ojson(e.stream)}});
     }
     nccl["top_ops"] = top;
@@ -171,24 +168,28 @@ ojson multi_kernel_data_with(const Trace& trace, const CallTree& tree, const Gpu
     GpuTimeline t =
         all_linked ? *linked : compute_gpu_timeline(trace, tree, /*include_unlinked=*/true);
     bool has_comm = !comm.empty(), has_memcpy = memcpy_count > 0;
-    overlap["total_time_us"] = py_round(t.total_time, 2);
-    overlap["computation_time_us"] = py_round(t.computation_time, 2);
+    overlap["total_time_us"] = pycompat::python_round(t.total_time, 2);
+    overlap["computation_time_us"] = pycompat::python_round(t.computation_time, 2);
     overlap["total_comm_time_us"] = us_total(t.total_comm_time, has_comm);
     overlap["exposed_comm_time_us"] = us_total(t.exposed_comm_time, has_comm);
     overlap["total_memcpy_time_us"] = us_total(t.total_memcpy_time, has_memcpy);
     overlap["exposed_memcpy_time_us"] = us_total(t.exposed_memcpy_time, has_memcpy);
     overlap["comm_overlap_ratio"] =
-        t.total_comm_time > 0 ? ojson(py_round(1 - t.exposed_comm_time / t.total_comm_time, 4))
-                              : ojson(nullptr);
+        t.total_comm_time > 0
+            ? ojson(pycompat::python_round(1 - t.exposed_comm_time / t.total_comm_time, 4))
+            : ojson(nullptr);
     overlap["memcpy_overlap_ratio"] =
         t.total_memcpy_time > 0
-            ? ojson(py_round(1 - t.exposed_memcpy_time / t.total_memcpy_time, 4))
+            ? ojson(pycompat::python_round(1 - t.exposed_memcpy_time / t.total_memcpy_time, 4))
             : ojson(nullptr);
     overlap["comm_percent_of_total"] =
-        t.total_time > 0 ? ojson(py_round(t.exposed_comm_time / t.total_time * 100, 2)) : ojson(0);
+        t.total_time > 0
+            ? ojson(pycompat::python_round(t.exposed_comm_time / t.total_time * 100, 2))
+            : ojson(0);
     overlap["memcpy_percent_of_total"] =
-        t.total_time > 0 ? ojson(py_round(t.exposed_memcpy_time / t.total_time * 100, 2))
-                         : ojson(0);
+        t.total_time > 0
+            ? ojson(pycompat::python_round(t.exposed_memcpy_time / t.total_time * 100, 2))
+            : ojson(0);
   } catch (const std::runtime_error&) {
     // No GPU events: TraceLens leaves overlap_analysis empty.
   }
@@ -216,7 +217,7 @@ std::map<std::string, ojson> category_tree_data(const Trace& trace, const CallTr
     const auto& rows = rows_by_cat[key];
     std::vector<double> times;
     for (size_t r : rows) times.push_back(cell_number(cell_at(unified, r, kKernelSum)));
-    double total = pandas_sum(times);
+    double total = pycompat::pandas_series_sum(times);
     std::vector<size_t> picked;
     for (size_t k = 0; k < rows.size(); ++k)
       if (total > 0 && times[k] / total * 100 > 10) picked.push_back(k);
@@ -238,9 +239,9 @@ std::map<std::string, ojson> category_tree_data(const Trace& trace, const CallTr
       entry["name"] = cell_text(cell_at(unified, r, "name"));
       entry["uid"] = std::isnan(uid_d) ? ojson(nullptr) : ojson(static_cast<int64_t>(uid_d));
       entry["selection"] = rule;
-      entry["time_ms"] = py_round(times[k] / 1000, 3);
+      entry["time_ms"] = pycompat::python_round(times[k] / 1000, 3);
       entry["percent_of_category"] =
-          total > 0 ? ojson(py_round(times[k] / total * 100, 2)) : ojson(0);
+          total > 0 ? ojson(pycompat::python_round(times[k] / total * 100, 2)) : ojson(0);
       const Cell* count = cell_at(unified, r, "operation_count");
       entry["operation_count"] = count ? cell_to_json(*count) : ojson(nullptr);
       for (const char* f : {"Input Dims", "Input type"}) {

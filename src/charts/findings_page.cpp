@@ -14,6 +14,7 @@
 #include <fmt/format.h>
 
 #include "charts/html.h"
+#include "pycompat/text.h"
 
 namespace jarvis::charts {
 
@@ -74,8 +75,7 @@ std::string image_markup(const std::string& url, const std::string& alt, const f
   };
   if (url.find("://") != std::string::npos || url.starts_with("data:") || url.starts_with("/"))
     return refused("only relative paths to files inside the output directory are embedded");
-  std::string ext = fs::path(url).extension().string();
-  std::transform(ext.begin(), ext.end(), ext.begin(), ::tolower);
+  std::string ext = pycompat::ascii_lower(fs::path(url).extension().string());
   const char* mime = ext == ".svg" ? "image/svg+xml" : ext == ".png" ? "image/png" : nullptr;
   if (!mime) return refused("only .svg and .png images are embedded");
   std::error_code ec;

@@ -7,8 +7,9 @@
 #pragma once
 
 #include <functional>
-#include <stdexcept>
 #include <string>
+
+#include "base/error.h"
 
 namespace CLI {
 class App;
@@ -17,11 +18,8 @@ class App;
 namespace jarvis::cli {
 
 // A command line that parsed but does not make sense (e.g. --svg-dir without
-// --html): exit code 2, like a parse error.
-class UsageError : public std::runtime_error {
- public:
-  using std::runtime_error::runtime_error;
-};
+// --html): exit code 2, like a parse error (base/error.h maps the codes).
+using jarvis::UsageError;
 
 using Runner = std::function<int()>;
 

@@ -113,13 +113,13 @@ int main(int argc, char** argv) {
     chosen = c.command->get_name();
     try {
       return c.run();
-    } catch (const jarvis::cli::UsageError& e) {
-      std::fprintf(stderr, "jarvis %s: %s\nRun `jarvis %s --help` for the options.\n",
-                   chosen.c_str(), e.what(), chosen.c_str());
-      return 2;
     } catch (const std::exception& e) {
+      // One mapping from the error to the exit code (base/error.h, docs/cli.md).
+      int code = jarvis::cli_exit_code(e);
       std::fprintf(stderr, "jarvis %s: %s\n", chosen.c_str(), e.what());
-      return 1;
+      if (code == jarvis::kExitUsage)
+        std::fprintf(stderr, "Run `jarvis %s --help` for the options.\n", chosen.c_str());
+      return code;
     }
   }
   return 2;  // unreachable: require_subcommand(1)

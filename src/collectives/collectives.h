@@ -14,6 +14,7 @@
 #include <string_view>
 #include <vector>
 
+#include "base/error.h"
 #include "report/coll_analysis.h"
 #include "report/gpu_timeline.h"
 #include "report/table.h"
@@ -24,9 +25,9 @@ namespace jarvis::collectives {
 
 // A fault in the input of the multi-rank report (missing instance, mismatched
 // world sizes, no collectives, ...); what() says which rank and collective.
-class CollectiveError : public std::runtime_error {
+class CollectiveError : public ErrorOf<ErrorKind::InvalidInput> {
  public:
-  using std::runtime_error::runtime_error;
+  using ErrorOf::ErrorOf;
 };
 
 // ---- bandwidth -------------------------------------------------------------

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "collectives/collectives.h"
+#include "pycompat/numeric.h"
 #include "report/stats.h"
 
 namespace jarvis::collectives {
@@ -59,7 +60,7 @@ Table collective_instances_table(const MultiRankReport& report) {
     row[13] = Cell(m.dur_us_max);
     row[14] = number_or_missing(m.bw.algbw_gbps);
     row[15] = number_or_missing(m.bw.busbw_gbps);
-    row[16] = Cell(stats::numpy_mean(m.wait_us));
+    row[16] = Cell(pycompat::numpy_mean(m.wait_us));
     for (size_t k = 0; k < m.ranks.size(); ++k) {
       auto pos = std::find(report.ranks.begin(), report.ranks.end(), m.ranks[k]);
       row[wait_col + static_cast<size_t>(pos - report.ranks.begin())] = Cell(m.wait_us[k]);
@@ -94,16 +95,17 @@ Table collective_summary_table(const MultiRankReport& report) {
     }
     const MatchedInstance& first = *list.front();
     auto [straggler, times] = mode(last);
-    const double total_comm = stats::numpy_sum(dmin);
+    const double total_comm = pycompat::numpy_sum(dmin);
     auto fa = finite(algbw), fb = finite(busbw);
-    rows.push_back({total_comm,
-                    {Cell(first.collective), Cell(first.process_group), Cell(first.dtype),
-                     first.in_msg_nelems >= 0 ? Cell(first.in_msg_nelems) : Cell(),
-                     number_or_missing(first.msg_size_mb), Cell(first.group_size),
-                     Cell(list.size()), Cell(stats::numpy_mean(dmin)),
-                     Cell(stats::numpy_mean(dmax)), Cell(total_comm), Cell(stats::numpy_mean(skew)),
-                     Cell(stats::max(skew)), Cell(wait), number_or_missing(stats::numpy_mean(fa)),
-                     number_or_missing(stats::numpy_mean(fb)), Cell(straggler), Cell(times)}});
+    rows.push_back(
+        {total_comm,
+         {Cell(first.collective), Cell(first.process_group), Cell(first.dtype),
+          first.in_msg_nelems >= 0 ? Cell(first.in_msg_nelems) : Cell(),
+          number_or_missing(first.msg_size_mb), Cell(first.group_size), Cell(list.size()),
+          Cell(pycompat::numpy_mean(dmin)), Cell(pycompat::numpy_mean(dmax)), Cell(total_comm),
+          Cell(pycompat::numpy_mean(skew)), Cell(stats::max(skew)), Cell(wait),
+          number_or_missing(pycompat::numpy_mean(fa)), number_or_missing(pycompat::numpy_mean(fb)),
+          Cell(straggler), Cell(times)}});
   }
   std::stable_sort(rows.begin(), rows.end(),
                    [](const auto& a, const auto& b) { return a.first > b.first; });
@@ -150,8 +152,8 @@ Table collective_ranks_table(const MultiRankReport& report) {
     auto& row = t.add_row();
     row[0] = Cell(r);
     row[1] = Cell(waits.size());
-    row[2] = Cell(stats::numpy_sum(waits));
-    row[3] = number_or_missing(stats::numpy_mean(waits));
+    row[2] = Cell(pycompat::numpy_sum(waits));
+    row[3] = number_or_missing(pycompat::numpy_mean(waits));
     row[4] = Cell(last);
     row[5] = Cell(first);
     row[6] = Cell(report.clock_offset_us.at(r));

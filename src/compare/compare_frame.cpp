@@ -9,6 +9,7 @@
 #include <string_view>
 #include <unordered_map>
 
+#include "pycompat/repr.h"
 #include "report/numpy_sort.h"
 #include "trace/value.h"
 
@@ -100,7 +101,7 @@ void append_key_text(std::string& out, const Cell& cell) {
     } else if (d == std::floor(d) && std::fabs(d) < 9.0e15) {
       body = std::to_string(static_cast<int64_t>(d));
     } else {
-      body = py_float_repr(d);
+      body = pycompat::py_float_repr(d);
     }
   } else if (cell.is_bool()) {
     kind = 'B';

@@ -22,6 +22,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/error.h"
 #include "report/table.h"
 #include "trace/trace.h"
 #include "tree/call_tree.h"
@@ -30,9 +31,9 @@ namespace jarvis::critical_path {
 
 // The input cannot give a graph (no GPU work, ranks that cannot be joined,
 // bad what-if selector); what() says what is missing.
-class CriticalPathError : public std::runtime_error {
+class CriticalPathError : public ErrorOf<ErrorKind::InvalidInput> {
  public:
-  using std::runtime_error::runtime_error;
+  using ErrorOf::ErrorOf;
 };
 
 enum class NodeKind : uint8_t {

@@ -7,6 +7,7 @@
 
 #include "critical_path/critical_path.h"
 #include "critical_path/internal.h"
+#include "pycompat/numeric.h"
 #include "report/gpu_timeline.h"
 #include "report/stats.h"
 
@@ -232,7 +233,7 @@ Analysis analyse(const Graph& g, const std::vector<double>& dur, const std::vect
     lengths.push_back(it.length_us);
     a.iterations.push_back(std::move(it));
   }
-  a.step_time_us = stats::numpy_mean(lengths);
+  a.step_time_us = pycompat::numpy_mean(lengths);
   const double median = stats::median(lengths);
   for (IterationResult& it : a.iterations)
     it.differs = std::abs(it.length_us - median) > 0.05 * median;

@@ -9,18 +9,13 @@
 #include "critical_path/critical_path.h"
 #include "critical_path/internal.h"
 #include "perf/categories.h"
+#include "pycompat/text.h"
 #include "report/stats.h"
 
 namespace jarvis::critical_path {
 namespace {
 
-bool contains_nocase(std::string_view text, std::string_view part) {
-  auto it = std::search(text.begin(), text.end(), part.begin(), part.end(), [](char a, char b) {
-    return std::tolower(static_cast<unsigned char>(a)) ==
-           std::tolower(static_cast<unsigned char>(b));
-  });
-  return it != text.end();
-}
+using pycompat::ascii_icontains;
 
 // The selector without its rank: GPU ops and collective instances.
 bool matches_what(const Graph& g, uint32_t n, const Selector& sel) {
@@ -32,8 +27,8 @@ bool matches_what(const Graph& g, uint32_t n, const Selector& sel) {
     return false;
   const Label& l = g.labels[node.label];
   if (!sel.category.empty() && !perf::category_named_by(l.category, sel.category)) return false;
-  if (!sel.op.empty() && !contains_nocase(l.op, sel.op)) return false;
-  return sel.kernel.empty() || contains_nocase(l.kernel, sel.kernel);
+  if (!sel.op.empty() && !ascii_icontains(l.op, sel.op)) return false;
+  return sel.kernel.empty() || ascii_icontains(l.kernel, sel.kernel);
 }
 
 std::string describe(const Selector& sel) {
@@ -111,7 +106,7 @@ void overlap_collectives(const Graph& g, const std::string& which, std::vector<d
                          std::vector<double>& lag, WhatIfResult& out) {
   size_t n = 0;
   for (const Join& j : g.joins) {
-    if (which != "all" && !contains_nocase(j.collective, which)) continue;
+    if (which != "all" && !ascii_icontains(j.collective, which)) continue;
     dur[j.node] = 0.0;
     for (size_t k = 0; k < g.edges.size(); ++k)
       if (g.edges[k].from == j.node) lag[k] = std::min(lag[k], 0.0);

@@ -11,6 +11,8 @@
 #include "categories/prepare.h"
 #include "categories/prepare_trace.h"
 #include "report/core_tables.h"
+#include "pycompat/numeric.h"
+#include "pycompat/text.h"
 #include "report/gpu_timeline.h"
 
 namespace jarvis::analysis {
@@ -36,11 +38,6 @@ ojson int_or_null(double v) {
   return ojson(v);
 }
 
-std::string lower(std::string s) {
-  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return s;
-}
-
 // First dtype of a dtype_A_B cell "('c10::BFloat16', 'c10::BFloat16')".
 std::string first_dtype(const Cell* c) {
   if (!c || is_na(*c)) return "";
@@ -50,10 +47,10 @@ std::string first_dtype(const Cell* c) {
 }
 
 bool quantized(const std::string& op, const std::string& precision, const std::string& dtype) {
-  std::string l = lower(op);
+  std::string l = pycompat::ascii_lower(op);
   for (const char* m : {"w8a8", "int8", "fp8", "w4a16", "w4a4", "fp4", "mxfp4"})
     if (l.find(m) != std::string::npos) return true;
-  std::string d = lower(dtype);
+  std::string d = pycompat::ascii_lower(dtype);
   return precision == "fp8" || precision == "fp4" || d.find("int8") != std::string::npos ||
          d == "signed char" || d.find("float8") != std::string::npos;
 }
@@ -119,7 +116,7 @@ ojson gemm_roofline(const GemmRooflineInputs& in, const GemmRooflineFilters& f) 
   // inside a GEMM op (autocast's dtype casts, memsets) count there too; the
   // headline total counts each kernel once, under the op that launched it,
   // as ops_summary and category_filter's direct time do.
-  double sheet_time = pandas_sum(column_numbers(g, kKernelSum));
+  double sheet_time = pycompat::pandas_series_sum(column_numbers(g, kKernelSum));
   double gemm_time =
       in.ops_by_category ? report::direct_kernel_time_us(*in.ops_by_category, "GEMM") : sheet_time;
   double compute_time = in.computation_time_us > 0 ? in.computation_time_us : gemm_time;

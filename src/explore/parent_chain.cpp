@@ -4,6 +4,7 @@
 #include <cmath>
 #include <stdexcept>
 
+#include "pycompat/repr.h"
 #include "trace/value.h"
 
 namespace jarvis::analysis {
@@ -22,7 +23,7 @@ std::string duration_text(double dur) {
   if (std::isnan(dur)) return "None";
   if (dur == std::floor(dur) && std::fabs(dur) < 1e15)
     return std::to_string(static_cast<int64_t>(dur));
-  return py_float_repr(dur);
+  return pycompat::py_float_repr(dur);
 }
 
 std::string node_line(const Trace& trace, Uid uid) {

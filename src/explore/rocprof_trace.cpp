@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "pycompat/text.h"
 #include "rocprof/report.h"
 
 namespace jarvis::analysis {
@@ -16,11 +17,6 @@ namespace jarvis::analysis {
 namespace {
 
 constexpr const char* kProfileKey = "rocprof_profile";
-
-std::string lower(std::string s) {
-  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return s;
-}
 
 }  // namespace
 
@@ -88,7 +84,8 @@ nlohmann::json rocprof_ops_summary_rows(const rocprof::Profile& profile,
   for (const auto& s : stats) total_ns += s.total_ns, categories.insert(std::string(s.category));
   if (!query.category.empty() && !categories.count(query.category)) {
     bool any = false;
-    for (const auto& c : categories) any |= lower(c) == lower(query.category);
+    for (const auto& c : categories)
+      any |= pycompat::ascii_lower(c) == pycompat::ascii_lower(query.category);
     if (!any)
       throw std::invalid_argument(fmt::format("no kernel of category '{}'; this trace has: {}",
                                               query.category, fmt::join(categories, ", ")));
@@ -99,7 +96,8 @@ nlohmann::json rocprof_ops_summary_rows(const rocprof::Profile& profile,
     double us = static_cast<double>(s.total_ns) / 1000.0;
     double percent = total_ns > 0 ? 100.0 * static_cast<double>(s.total_ns) / total_ns : 0.0;
     cumulative += percent;
-    if (!query.category.empty() && lower(std::string(s.category)) != lower(query.category))
+    if (!query.category.empty() &&
+        pycompat::ascii_lower(std::string(s.category)) != pycompat::ascii_lower(query.category))
       continue;
     if (query.min_percent > 0 && !(percent >= query.min_percent)) continue;
     rows.push_back({{"name", s.name},

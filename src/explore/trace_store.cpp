@@ -188,7 +188,7 @@ std::shared_ptr<const CallTree> trace_call_tree(const LoadedTrace& entry) {
   // Every op-level tool asks for the tree: this is where rocprofv3 traces
   // (kernels only) get their one clear refusal.
   if (rocprof::is_rocprof_trace(entry.trace()))
-    throw TraceError(analysis::rocprof_no_tree_message(entry));
+    throw TraceError(analysis::rocprof_no_tree_message(entry), ErrorKind::Unsupported);
   return entry.cached<CallTree>("tree", [&] { return CallTree(entry.trace()); });
 }
 

@@ -1,4 +1,5 @@
 #include "insights/kernel_name.h"
+#include "pycompat/text.h"
 
 #include <algorithm>
 #include <array>
@@ -12,10 +13,7 @@ namespace {
 constexpr size_t kMaxScan = 4096;
 
 std::string lower_prefix(std::string_view s) {
-  std::string out(s.substr(0, std::min(s.size(), kMaxScan)));
-  std::transform(out.begin(), out.end(), out.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return out;
+  return pycompat::ascii_lower(s.substr(0, std::min(s.size(), kMaxScan)));
 }
 
 bool has(std::string_view s, std::string_view needle) {

@@ -18,17 +18,13 @@
 
 #include "base/random_id.h"
 #include "mcp/transport.h"
+#include "pycompat/text.h"
 
 namespace jarvis::mcp {
 
 namespace {
 
 constexpr const char* kEndpoint = "/mcp";
-
-std::string lower(std::string s) {
-  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::tolower(c); });
-  return s;
-}
 
 std::string random_session_id() {
   return random_hex(16);
@@ -101,7 +97,7 @@ bool is_loopback_host(const std::string& host) {
 }
 
 bool is_local_host_header(const std::string& header) {
-  std::string host = lower(trim(header));
+  std::string host = pycompat::ascii_lower(trim(header));
   std::string name = host, port;
   if (!host.empty() && host[0] == '[') {
     size_t close = host.find(']');
@@ -119,13 +115,15 @@ bool is_local_host_header(const std::string& header) {
 }
 
 bool is_json_media_type(const std::string& content_type) {
-  return lower(trim(content_type.substr(0, content_type.find(';')))) == "application/json";
+  return pycompat::ascii_lower(trim(content_type.substr(0, content_type.find(';')))) ==
+         "application/json";
 }
 
 bool bearer_token_matches(const std::string& authorization, const std::string& token) {
   std::string value = trim(authorization);
   size_t space = value.find_first_of(" \t");
-  if (space == std::string::npos || lower(value.substr(0, space)) != "bearer") return false;
+  if (space == std::string::npos || pycompat::ascii_lower(value.substr(0, space)) != "bearer")
+    return false;
   std::string given = trim(value.substr(space + 1));
   // Constant time in the token's content: every byte is compared whatever
   // the first mismatch, so response timing reveals no prefix.
@@ -500,8 +498,9 @@ struct HttpServer::Impl {
                  const httplib::ContentReader& reader, std::string& body) {
     constexpr size_t kMaxInflation = 100;
     size_t cap = server.options().max_message_bytes;
-    bool encoded = req.has_header("Content-Encoding") &&
-                   lower(trim(req.get_header_value("Content-Encoding"))) != "identity";
+    bool encoded =
+        req.has_header("Content-Encoding") &&
+        pycompat::ascii_lower(trim(req.get_header_value("Content-Encoding"))) != "identity";
     size_t raw = req.has_header("Content-Length")
                      ? std::strtoull(req.get_header_value("Content-Length").c_str(), nullptr, 10)
                      : 0;
@@ -531,7 +530,7 @@ struct HttpServer::Impl {
     if (!is_json_media_type(req.get_header_value("Content-Type")))
       return send_error(res, 415, rpc::kInvalidRequest,
                         "Unsupported Media Type: Content-Type must be application/json");
-    std::string accept = lower(req.get_header_value("Accept"));
+    std::string accept = pycompat::ascii_lower(req.get_header_value("Accept"));
     bool any = accept.empty() || accept.find("*/*") != std::string::npos;
     bool accepts_json = any || accept.find("application/json") != std::string::npos;
     bool accepts_sse = any || accept.find("text/event-stream") != std::string::npos;
@@ -632,7 +631,7 @@ struct HttpServer::Impl {
     if (req.get_header_value("MCP-Protocol-Version") == kModernVersion)
       return send_error(res, 405, rpc::kMethodNotFound,
                         "Method Not Allowed in protocol 2026-07-28");
-    std::string accept = lower(req.get_header_value("Accept"));
+    std::string accept = pycompat::ascii_lower(req.get_header_value("Accept"));
     if (accept.find("text/event-stream") == std::string::npos)
       return send_error(res, 406, rpc::kInvalidRequest,
                         "Not Acceptable: Accept must include text/event-stream");

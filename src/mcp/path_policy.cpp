@@ -11,6 +11,7 @@
 
 #include "mcp/tool.h"
 #include "perf/gpu_arch.h"
+#include "pycompat/text.h"
 
 namespace jarvis::mcp {
 
@@ -43,9 +44,7 @@ bool ends_with(const std::string& s, std::string_view suffix) {
 
 // Names profiler traces carry; tools never write over one.
 bool is_trace_name(const fs::path& path) {
-  std::string name = path.filename().string();
-  std::transform(name.begin(), name.end(), name.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  std::string name = pycompat::ascii_lower(path.filename().string());
   return ends_with(name, ".json.gz") || ends_with(name, ".trace.json") ||
          ends_with(name, ".pt.trace.json.gz") || ends_with(name, ".gz");
 }
@@ -189,9 +188,11 @@ fs::path PathPolicy::resolve(const std::string& path, bool must_exist, bool for_
   if (!inside_any(r.path, roots_)) throw outside();
   if (r.broken)
     throw ToolError(
-        fmt::format("'{}' does not exist (a missing directory or a dangling symlink)", path));
+        fmt::format("'{}' does not exist (a missing directory or a dangling symlink)", path),
+        ErrorKind::NotFound);
   if (must_exist && !r.exists)
-    throw ToolError(fmt::format("'{}' does not exist (resolved to {})", path, r.path.string()));
+    throw ToolError(fmt::format("'{}' does not exist (resolved to {})", path, r.path.string()),
+                    ErrorKind::NotFound);
   if (for_write) {
     if (r.last_link)
       throw ToolError(fmt::format("refusing to write through the symlink '{}'", path));

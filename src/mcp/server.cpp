@@ -559,18 +559,14 @@ json Session::call_tool(Call& call, const json& params, bool modern) {
                    fmt::format("Unknown tool: {} (call tools/list for the available tools)", name)};
 
   bool structured = modern || version_at_least("2025-06-18");
-  auto error_result = [](const std::string& message) {
-    // json::array: a one-element braced list is an array for GCC but a copy
-    // of the element for clang.
-    return json{{"content", json::array({text_block(message)})}, {"isError", true}};
-  };
   const json& input_schema = tool->definition["inputSchema"];
   apply_defaults(input_schema, args);
   if (std::string problem = validate_json(input_schema, args); !problem.empty())
-    return error_result(
+    return tool_error_result(
         fmt::format("Invalid arguments for tool {}: {}. Fix the arguments to match "
                     "the tool's inputSchema and call it again.",
-                    name, problem));
+                    name, problem),
+        ErrorKind::InvalidInput);
 
   ToolContext ctx(*traces_, server_.paths());
   ctx.cancel_flag_ = call.cancelled.get();
@@ -614,15 +610,16 @@ json Session::call_tool(Call& call, const json& params, bool modern) {
     out = tool->handler(args, ctx);
   } catch (const Cancelled&) {
     throw;
-  } catch (const std::runtime_error& e) {  // ToolError, TraceError, engine input errors
+  } catch (const std::runtime_error& e) {  // jarvis::Error (ToolError, TraceError, ...)
     if (call.cancelled->load()) throw Cancelled{};
-    return error_result(e.what());
+    return tool_error_result(e);
   } catch (const std::exception& e) {
     // An engine invariant broke on this input (a missing table, an index out
     // of range): still the tool's failure, which the agent can work around,
     // not a protocol fault. Nothing was stored: caches keep only successes.
     if (call.cancelled->load()) throw Cancelled{};
-    return error_result(fmt::format("{} failed on this input: {}", name, e.what()));
+    return tool_error_result(fmt::format("{} failed on this input: {}", name, e.what()),
+                             error_kind_of(e));
   }
   if (call.cancelled->load()) throw Cancelled{};
 

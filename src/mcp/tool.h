@@ -28,6 +28,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/error.h"
+
 namespace jarvis {
 class TraceStore;
 }
@@ -38,9 +40,9 @@ using json = nlohmann::json;
 
 // A failure the agent can act on (bad argument value, unknown handle, file not
 // found, ...). Becomes a tools/call result with isError:true and this text.
-class ToolError : public std::runtime_error {
+class ToolError : public ErrorOf<ErrorKind::InvalidInput> {
  public:
-  using std::runtime_error::runtime_error;
+  using ErrorOf::ErrorOf;
 };
 
 // A row list of a result: the array at `pointer` (a JSON pointer into
@@ -170,7 +172,7 @@ class ToolContext {
   // True once the client cancelled this call; long loops should check it and
   // return early (the result is discarded anyway).
   bool cancelled() const { return cancel_flag_ && cancel_flag_->load(); }
-  // Throws ToolError("cancelled") when cancelled().
+  // Throws ToolError("cancelled", ErrorKind::Cancelled) when cancelled().
   void throw_if_cancelled() const;
   // notifications/message to the client, subject to its log level.
   void log(LogLevel level, const std::string& message);
@@ -199,6 +201,19 @@ struct ToolSpec {
   json definition;  // the schema file: name, title, description, inputSchema, outputSchema, ...
   ToolHandler handler;
 };
+
+// _meta key of an isError tool result naming the error's kind.
+inline constexpr const char* kMetaErrorKind = "jarvis/errorKind";
+
+// The tools/call result of a failed tool: isError with `message` for the
+// agent, and the error's kind (base/error.h: "invalid_input", "not_found",
+// "unsupported", "cancelled", "internal") under _meta[kMetaErrorKind], so a
+// client can tell "fix the arguments" from "not found" or "unsupported"
+// without parsing the text. Not in structuredContent: clients validate that
+// against the tool's outputSchema.
+json tool_error_result(const std::string& message, ErrorKind kind);
+// The same for an exception a tool raised (the kind: error_kind_of).
+json tool_error_result(const std::exception& e);
 
 // Handlers registered by JARVIS_MCP_TOOL, by name.
 std::map<std::string, ToolHandler>& registered_tool_handlers();

@@ -30,6 +30,18 @@ bool parse_log_level(std::string_view name, LogLevel& level) {
   return false;
 }
 
+json tool_error_result(const std::string& message, ErrorKind kind) {
+  // json::array: a one-element braced list is an array for GCC but a copy
+  // of the element for clang.
+  return json{{"content", json::array({json{{"type", "text"}, {"text", message}}})},
+              {"isError", true},
+              {"_meta", {{kMetaErrorKind, error_kind_name(kind)}}}};
+}
+
+json tool_error_result(const std::exception& e) {
+  return tool_error_result(e.what(), error_kind_of(e));
+}
+
 // ---------------------------------------------------------------- context
 
 void ToolContext::report_progress(double done, double total, const std::string& message) {
@@ -39,7 +51,7 @@ void ToolContext::report_progress(double done, double total, const std::string& 
 }
 
 void ToolContext::throw_if_cancelled() const {
-  if (cancelled()) throw ToolError("cancelled");
+  if (cancelled()) throw ToolError("cancelled", ErrorKind::Cancelled);
 }
 
 void ToolContext::log(LogLevel level, const std::string& message) {

@@ -2,6 +2,7 @@
 // `torch_op_mapping.py` and `extensions/pseudo_ops_perf_utils.py` register
 // (commit 171dd747); see categories.h for the lookup rules.
 #include "perf/categories.h"
+#include "pycompat/text.h"
 
 #include <algorithm>
 #include <cctype>
@@ -496,13 +497,6 @@ std::string_view strip_direction_suffix(std::string_view category) {
 
 namespace {
 
-bool same_ignoring_case(std::string_view a, std::string_view b) {
-  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
-           return std::tolower(static_cast<unsigned char>(x)) ==
-                  std::tolower(static_cast<unsigned char>(y));
-         });
-}
-
 // Other names for a category stem: TraceLens's roofline sheet names
 // (Normalization, UnaryElementwise, ...) and the words people use. One table
 // for every tool and flag, so "Normalization" finds NORM_fwd everywhere.
@@ -536,15 +530,17 @@ constexpr CategoryAlias kCategoryAliases[] = {
 std::vector<std::string_view> category_aliases_of(std::string_view stem) {
   std::vector<std::string_view> out;
   for (const auto& a : kCategoryAliases)
-    if (same_ignoring_case(a.stem, stem)) out.push_back(a.alias);
+    if (pycompat::ascii_iequals(a.stem, stem)) out.push_back(a.alias);
   return out;
 }
 
 bool category_named_by(std::string_view category, std::string_view user_name) {
   std::string_view stem = strip_direction_suffix(category);
-  if (same_ignoring_case(category, user_name) || same_ignoring_case(stem, user_name)) return true;
+  if (pycompat::ascii_iequals(category, user_name) || pycompat::ascii_iequals(stem, user_name))
+    return true;
   for (const auto& a : kCategoryAliases)
-    if (same_ignoring_case(a.alias, user_name) && same_ignoring_case(a.stem, stem)) return true;
+    if (pycompat::ascii_iequals(a.alias, user_name) && pycompat::ascii_iequals(a.stem, stem))
+      return true;
   return false;
 }
 

@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "base/error.h"
+
 namespace jarvis {
 
 // Declared in namespace jarvis (report/report.h forward-declares it there for
@@ -33,9 +35,9 @@ namespace jarvis::perf {
 
 using jarvis::GpuArch;
 
-class GpuArchError : public std::runtime_error {
+class GpuArchError : public ErrorOf<ErrorKind::InvalidInput> {
  public:
-  using std::runtime_error::runtime_error;
+  using ErrorOf::ErrorOf;
 };
 
 // Loads a bundled arch by name (case-insensitive: "mi300x", "H100") or any

@@ -16,6 +16,7 @@
 #include <unordered_set>
 
 #include "perf/models_internal.h"
+#include "pycompat/text.h"
 #include "trace/numeric.h"
 
 namespace jarvis::perf::detail {
@@ -187,9 +188,7 @@ std::optional<TritonMeta> meta_from_args(const OpInput& op) {
     if (meta.dtype.empty() && bpe > 0) {
       std::string_view d = dt.s;
       size_t c = d.rfind("::");
-      std::string t(c == std::string_view::npos ? d : d.substr(c + 2));
-      for (char& ch : t) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
-      meta.dtype = t;
+      meta.dtype = pycompat::ascii_lower(c == std::string_view::npos ? d : d.substr(c + 2));
     }
   }
   meta.total_bytes = static_cast<double>(total);

@@ -9,6 +9,7 @@
 #include <cmath>
 
 #include "perf/models_internal.h"
+#include "pycompat/text.h"
 #include "trace/numeric.h"
 
 namespace jarvis::perf::detail {
@@ -206,9 +207,7 @@ class SdpaModel : public PerfModel {
         bool c = false;
         if (!(v.is_string() && (v.s.empty() || v.s == "None")) && !v.is_none()) {
           if (!v.is_string()) throw PerfModelError("causal flag is not a string");
-          std::string l = v.s;
-          for (char& ch : l) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
-          c = l == "true";
+          c = pycompat::ascii_lower(v.s) == "true";
         }
         causal_value_ = bool_value(c);
         return c;

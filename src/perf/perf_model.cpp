@@ -12,6 +12,10 @@
 #include <fmt/format.h>
 
 #include "perf/models_internal.h"
+#include "pycompat/literal.h"
+#include "pycompat/numeric.h"
+#include "pycompat/repr.h"
+#include "pycompat/text.h"
 #include "trace/numeric.h"
 
 namespace jarvis::perf {
@@ -144,137 +148,42 @@ bool truthy(const PyValue& v) {
 
 namespace {
 
-std::string trim(std::string_view s) {
-  size_t b = 0, e = s.size();
-  while (b < e && std::isspace(static_cast<unsigned char>(s[b]))) ++b;
-  while (e > b && std::isspace(static_cast<unsigned char>(s[e - 1]))) --e;
-  return std::string(s.substr(b, e - b));
+// The literal text as an error quotes it: at most kMaxQuotedChars characters,
+// since a crafted literal can be megabytes long.
+std::string quoted_literal(std::string_view s) {
+  constexpr size_t kMaxQuotedChars = 200;
+  std::string shown(s.substr(0, kMaxQuotedChars));
+  if (s.size() > kMaxQuotedChars) shown += fmt::format("... ({} chars)", s.size());
+  return "'" + shown + "'";
 }
 
-// Python float() of text: accepts decimal / exponent forms, inf, nan.
-std::optional<double> parse_python_float(std::string_view text) {
-  std::string t = trim(text);
-  if (t.empty()) return std::nullopt;
-  std::string lower = t;
-  std::transform(lower.begin(), lower.end(), lower.begin(), ::tolower);
-  std::string_view body = lower;
-  bool neg = false;
-  if (!body.empty() && (body[0] == '+' || body[0] == '-')) {
-    neg = body[0] == '-';
-    body.remove_prefix(1);
-  }
-  if (body == "inf" || body == "infinity") return neg ? -INFINITY : INFINITY;
-  if (body == "nan") return NAN;
-  double v = 0;
-  const char* b = t.data();
-  if (t[0] == '+') ++b;
-  auto res = std::from_chars(b, t.data() + t.size(), v);
-  if (res.ec != std::errc() || res.ptr != t.data() + t.size()) return std::nullopt;
-  return v;
-}
-
-// A tiny reader for Python literals as they appear in Concrete Inputs.
-class LiteralReader {
- public:
-  explicit LiteralReader(std::string_view s) : s_(s) {}
-
-  PyValue value() {
-    skip();
-    if (pos_ >= s_.size()) bad();
-    char c = s_[pos_];
-    if (c == '[' || c == '(') {
-      // The loader caps argument nesting at the same depth; a literal inside a
-      // string is a second way in, and each level costs a stack frame here.
-      if (++depth_ > kMaxLiteralDepth)
-        fail(fmt::format("literal nested deeper than {} levels", kMaxLiteralDepth));
-      PyValue seq = sequence(c == '[' ? ']' : ')');
-      --depth_;
-      return seq;
-    }
-    if (c == '\'' || c == '"') return quoted();
-    return atom();
-  }
-  bool at_end() {
-    skip();
-    return pos_ >= s_.size();
-  }
-
- private:
-  static constexpr int kMaxLiteralDepth = 100;
-  static constexpr size_t kMaxQuotedChars = 200;
-  // The error quotes at most the first kMaxQuotedChars characters: a crafted
-  // literal can be megabytes long.
-  [[noreturn]] void bad() {
-    std::string shown(s_.substr(0, kMaxQuotedChars));
-    if (s_.size() > kMaxQuotedChars) shown += fmt::format("... ({} chars)", s_.size());
-    fail("cannot parse literal '" + shown + "'");
-  }
-  void skip() {
-    while (pos_ < s_.size() && std::isspace(static_cast<unsigned char>(s_[pos_]))) ++pos_;
-  }
-  PyValue sequence(char close) {
-    ++pos_;
-    std::vector<PyValue> items;
-    skip();
-    if (pos_ < s_.size() && s_[pos_] == close) {
-      ++pos_;
+// A parsed literal as the recorded-arg value the models read: lists and tuples
+// both become lists (Concrete Inputs hold no dicts).
+PyValue to_py_value(const pycompat::PyLit& lit, std::string_view text) {
+  using Kind = pycompat::PyLit::Kind;
+  switch (lit.kind) {
+    case Kind::None:
+      return PyValue::none();
+    case Kind::Bool:
+      return PyValue::boolean(lit.b);
+    case Kind::Int:
+      return PyValue::integer(lit.i);
+    case Kind::Float:
+      return PyValue::real(lit.f);
+    case Kind::Str:
+      return PyValue::string(lit.s);
+    case Kind::List:
+    case Kind::Tuple: {
+      std::vector<PyValue> items;
+      items.reserve(lit.items.size());
+      for (const auto& item : lit.items) items.push_back(to_py_value(item, text));
       return PyValue::make_list(std::move(items));
     }
-    for (;;) {
-      items.push_back(value());
-      skip();
-      if (pos_ >= s_.size()) bad();
-      if (s_[pos_] == ',') {
-        ++pos_;
-        skip();
-        if (pos_ < s_.size() && s_[pos_] == close) {
-          ++pos_;
-          break;
-        }
-        continue;
-      }
-      if (s_[pos_] == close) {
-        ++pos_;
-        break;
-      }
-      bad();
-    }
-    return PyValue::make_list(std::move(items));
+    case Kind::Dict:
+      break;
   }
-  PyValue quoted() {
-    char q = s_[pos_++];
-    std::string out;
-    while (pos_ < s_.size() && s_[pos_] != q) {
-      if (s_[pos_] == '\\' && pos_ + 1 < s_.size()) ++pos_;
-      out += s_[pos_++];
-    }
-    if (pos_ >= s_.size()) bad();
-    ++pos_;
-    return PyValue::string(out);
-  }
-  PyValue atom() {
-    size_t b = pos_;
-    while (pos_ < s_.size() && s_[pos_] != ',' && s_[pos_] != ']' && s_[pos_] != ')') ++pos_;
-    std::string t = trim(s_.substr(b, pos_ - b));
-    if (t == "True") return PyValue::boolean(true);
-    if (t == "False") return PyValue::boolean(false);
-    if (t == "None") return PyValue::none();
-    int64_t i = 0;
-    const char* first = t.data() + (!t.empty() && t[0] == '+' ? 1 : 0);
-    auto res = std::from_chars(first, t.data() + t.size(), i);
-    if (!t.empty() && res.ec == std::errc() && res.ptr == t.data() + t.size())
-      return PyValue::integer(i);
-    if (t.find_first_of("0123456789") != std::string::npos) {
-      if (auto f = parse_python_float(t); f && t.find_first_of("in") == std::string::npos)
-        return PyValue::real(*f);
-    }
-    bad();
-  }
-
-  std::string_view s_;
-  size_t pos_ = 0;
-  int depth_ = 0;
-};
+  fail("cannot parse literal " + quoted_literal(text));
+}
 
 }  // namespace
 
@@ -283,7 +192,7 @@ double optional_float(const PyValue& v, double dflt) {
   if (v.is_number()) return v.as_double();
   if (v.kind == PyValue::Kind::Bool) return v.b ? 1.0 : 0.0;
   if (!v.is_string() || v.s.empty() || v.s == "None") return dflt;
-  auto f = parse_python_float(v.s);
+  auto f = pycompat::python_float(v.s);
   return f ? *f : dflt;
 }
 
@@ -291,17 +200,26 @@ double python_float(const PyValue& v, const char* what) {
   if (v.is_number()) return v.as_double();
   if (v.kind == PyValue::Kind::Bool) return v.b ? 1.0 : 0.0;
   if (v.is_string()) {
-    if (auto f = parse_python_float(v.s)) return *f;
+    if (auto f = pycompat::python_float(v.s)) return *f;
   }
   fail(std::string(what) + ": could not convert to float: " + v.repr_tuple());
 }
 
 PyValue eval_literal(const PyValue& v, const char* what) {
   if (!v.is_string()) return v;
-  LiteralReader reader(v.s);
-  PyValue out = reader.value();
-  if (!reader.at_end()) fail(std::string(what) + ": cannot evaluate '" + v.s + "'");
-  return out;
+  try {
+    return to_py_value(pycompat::parse_py_literal(v.s), v.s);
+  } catch (const pycompat::LiteralError& e) {
+    switch (e.reason()) {
+      case pycompat::LiteralError::Reason::TooDeep:
+        fail(e.what());
+      case pycompat::LiteralError::Reason::TrailingText:
+        fail(std::string(what) + ": cannot evaluate " + quoted_literal(v.s));
+      case pycompat::LiteralError::Reason::Syntax:
+        break;
+    }
+    fail("cannot parse literal " + quoted_literal(v.s));
+  }
 }
 
 std::vector<PyValue> literal_list(const PyValue& v, const char* what) {
@@ -377,7 +295,7 @@ std::string params_dict_repr(const Params& params) {
   std::string out = "{";
   for (size_t k = 0; k < params.size(); ++k) {
     if (k) out += ", ";
-    out += py_str_repr(params[k].name);
+    out += pycompat::py_str_repr(params[k].name);
     out += ": ";
     out += params[k].repr();
   }
@@ -410,13 +328,6 @@ std::string PerfModel::compute_spec() const {
 }
 
 namespace {
-
-std::string lower(std::string_view s) {
-  std::string out(s);
-  std::transform(out.begin(), out.end(), out.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return out;
-}
 
 const std::map<std::string_view, Factory>& factories() {
   static const std::map<std::string_view, Factory> table = [] {
@@ -456,7 +367,7 @@ std::optional<int> bytes_per_element(std::string_view dtype) {
       {"c10::float4_e2m1fn_x2", 1},
       {"fp4", 1},
   };
-  auto it = table.find(lower(dtype));
+  auto it = table.find(pycompat::ascii_lower(dtype));
   if (it == table.end()) return std::nullopt;
   return it->second;
 }
@@ -475,7 +386,7 @@ std::string precision_of(std::string_view dtype) {
       {"c10::float4_e2m1fn_x2", "fp4"},
       {"c10::float8_e4m3fn", "fp8"},
   };
-  auto it = table.find(lower(dtype));
+  auto it = table.find(pycompat::ascii_lower(dtype));
   return it == table.end() ? std::string() : it->second;
 }
 

@@ -21,20 +21,21 @@
 #include <string_view>
 #include <vector>
 
+#include "base/error.h"
 #include "perf/categories.h"
 #include "trace/trace.h"
 #include "trace/value.h"
 
 namespace jarvis::perf {
 
-class PerfNotImplemented : public std::runtime_error {
+class PerfNotImplemented : public ErrorOf<ErrorKind::Unsupported> {
  public:
-  using std::runtime_error::runtime_error;
+  using ErrorOf::ErrorOf;
 };
 
-class PerfModelError : public std::runtime_error {
+class PerfModelError : public ErrorOf<ErrorKind::InvalidInput> {
  public:
-  using std::runtime_error::runtime_error;
+  using ErrorOf::ErrorOf;
 };
 
 // The registry names a TraceLens model class jarvis does not implement

@@ -12,6 +12,8 @@
 #include <fmt/format.h>
 
 #include "perf/categories.h"
+#include "pycompat/literal.h"
+#include "pycompat/text.h"
 #include "replay/replay_zip.h"
 #include "report/table.h"
 #include "tree/call_tree.h"
@@ -64,13 +66,15 @@ std::string Selection::describe() const {
 
 namespace {
 
-PyValue json_to_py(const json& j) {
-  if (j.is_array()) {
+// A parsed filter as the recorded-arg value: lists and tuples become lists,
+// every leaf must be an int.
+PyValue dims_value(const pycompat::PyLit& lit) {
+  if (lit.is_seq()) {
     std::vector<PyValue> items;
-    for (const json& x : j) items.push_back(json_to_py(x));
+    for (const auto& x : lit.items) items.push_back(dims_value(x));
     return PyValue::make_list(std::move(items));
   }
-  if (j.is_number_integer()) return PyValue::integer(j.get<int64_t>());
+  if (lit.kind == pycompat::PyLit::Kind::Int) return PyValue::integer(lit.i);
   throw ReplayError("Input Dims filter: only nested lists of integers are allowed");
 }
 
@@ -81,23 +85,13 @@ json py_to_json(const PyValue& v) {
 }  // namespace
 
 PyValue parse_dims(const std::string& text) {
-  // Python tuples -> JSON arrays: "((16,), ())" -> "[[16], []]".
-  std::string s;
-  for (char c : text) {
-    if (c == '(') c = '[';
-    if (c == ')') c = ']';
-    if (c == ']') {
-      while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.pop_back();
-      if (!s.empty() && s.back() == ',') s.pop_back();
-    }
-    s.push_back(c);
-  }
-  json j = json::parse(s, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded() || !j.is_array())
+  // JSON lists and Python tuples are both Python literals: "((16,), ())".
+  auto lit = pycompat::try_parse_py_literal(text);
+  if (!lit || !lit->is_seq())
     throw ReplayError("cannot parse Input Dims filter '" + text +
                       "': write it like [[8944, 1024], [1024, 2816]] (one list per argument, "
                       "[] for scalars)");
-  return json_to_py(j);
+  return dims_value(*lit);
 }
 
 namespace {
@@ -412,16 +406,12 @@ std::vector<ReplayOp> plan_uids(const Trace& trace, const CallTree& tree,
 
 // Op names of the trace containing `text` (case-insensitive), for hints.
 std::string similar_names(const Trace& trace, const std::string& text) {
-  auto lower = [](std::string s) {
-    for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    return s;
-  };
-  std::string needle =
-      lower(text.substr(text.rfind(':') == std::string::npos ? 0 : text.rfind(':') + 1));
+  std::string needle = pycompat::ascii_lower(
+      text.substr(text.rfind(':') == std::string::npos ? 0 : text.rfind(':') + 1));
   std::set<std::string> hits;
   for (Uid u = 0; u < trace.events.size() && hits.size() < 8; ++u)
     if (trace.events[u].cat == Cat::CpuOp &&
-        lower(std::string(trace.name(u))).find(needle) != std::string::npos)
+        pycompat::ascii_lower(trace.name(u)).find(needle) != std::string::npos)
       hits.insert(std::string(trace.name(u)));
   std::string out;
   for (const auto& h : hits) out += (out.empty() ? "" : ", ") + h;

@@ -31,6 +31,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/error.h"
 #include "trace/trace.h"
 
 namespace jarvis {
@@ -41,9 +42,9 @@ namespace jarvis::replay {
 
 // Bad selection or arguments (unknown UID, op absent from the trace, ...);
 // what() says what to pass instead.
-class ReplayError : public std::runtime_error {
+class ReplayError : public ErrorOf<ErrorKind::InvalidInput> {
  public:
-  using std::runtime_error::runtime_error;
+  using ErrorOf::ErrorOf;
 };
 
 // Which ops go into the package. Exactly one mode is used.

@@ -6,19 +6,13 @@
 #include <cmath>
 #include <map>
 
+#include "pycompat/numeric.h"
+#include "pycompat/text.h"
 #include "report/stats.h"
 #include "tree/call_tree.h"
 
 namespace jarvis {
 namespace {
-
-bool contains_ci(std::string_view text, std::string_view needle) {
-  auto it = std::search(text.begin(), text.end(), needle.begin(), needle.end(), [](char a, char b) {
-    return std::tolower(static_cast<unsigned char>(a)) ==
-           std::tolower(static_cast<unsigned char>(b));
-  });
-  return it != text.end();
-}
 
 PyValue arg_or_none(const Trace& trace, Uid uid, std::string_view key) {
   const PyValue* v = trace.arg(uid, key);
@@ -146,7 +140,8 @@ std::vector<CollectiveKernel> collective_kernels(const Trace& trace) {
     k.process_group_name = arg_or_none(trace, uid, "Process Group Name");
     k.process_group_ranks = arg_or_none(trace, uid, "Process Group Ranks");
     k.collective_name = arg_or_none(trace, uid, "Collective name");
-    if (k.collective_name.is_none() && contains_ci(trace.name(uid), "cross_device_reduce"))
+    if (k.collective_name.is_none() &&
+        pycompat::ascii_icontains(trace.name(uid), "cross_device_reduce"))
       k.collective_name = PyValue::string("allreduce");
     k.group_size = arg_or_none(trace, uid, "Group size");
     k.dtype = arg_or_none(trace, uid, "dtype");
@@ -176,7 +171,8 @@ Table coll_analysis_table(const std::vector<CollectiveKernel>& kernels, int64_t 
     if (std::isnan(g.out_mb)) g.out_mb = k.out_msg_mb();
   }
   std::vector<std::pair<double, const std::pair<const GroupKey, Group>*>> order;
-  for (const auto& entry : groups) order.emplace_back(stats::pandas_sum(entry.second.durs), &entry);
+  for (const auto& entry : groups)
+    order.emplace_back(pycompat::pandas_groupby_sum(entry.second.durs), &entry);
   std::stable_sort(order.begin(), order.end(),
                    [](const auto& a, const auto& b) { return a.first > b.first; });
   for (const auto& [sum, entry] : order) {
@@ -187,8 +183,8 @@ Table coll_analysis_table(const std::vector<CollectiveKernel>& kernels, int64_t 
     row[11] = std::isnan(g.in_mb) ? Cell() : Cell(g.in_mb);
     row[12] = std::isnan(g.out_mb) ? Cell() : Cell(g.out_mb);
     row[13] = Cell(sum);
-    row[14] = Cell(stats::pandas_mean(g.durs));
-    const double sd = stats::pandas_std(g.durs);
+    row[14] = Cell(pycompat::pandas_groupby_mean(g.durs));
+    const double sd = pycompat::pandas_groupby_std(g.durs);
     row[15] = std::isnan(sd) ? Cell() : Cell(sd);
     row[16] = Cell(stats::min(g.durs));
     row[17] = Cell(stats::max(g.durs));

@@ -10,6 +10,8 @@
 #include <unordered_map>
 
 #include "perf/categories.h"
+#include "pycompat/numeric.h"
+#include "pycompat/text.h"
 #include "report/numpy_sort.h"
 #include "report/stats.h"
 #include "trace/value.h"
@@ -69,7 +71,7 @@ void drop_column(Table& table, std::string_view column) {
 
 // Percentage and cumulative percentage of `values` (already in output order).
 void add_percentages(Table& table, const std::vector<double>& values) {
-  double total = stats::numpy_sum(values);
+  double total = pycompat::numpy_sum(values);
   std::vector<double> pct(values.size());
   for (size_t k = 0; k < values.size(); ++k) pct[k] = values[k] / total * 100;
   auto cum = stats::cumsum(pct);
@@ -78,12 +80,6 @@ void add_percentages(Table& table, const std::vector<double>& values) {
     table.rows[k][static_cast<size_t>(p)] = Cell(pct[k]);
     table.rows[k][static_cast<size_t>(c)] = Cell(cum[k]);
   }
-}
-
-std::string lower(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
 }
 
 // First direct kernel by ts of a launcher ("" when uid launches nothing).
@@ -156,8 +152,9 @@ Table ops_summary_by_category_table(const std::vector<LauncherRow>& launchers) {
   };
   std::vector<Agg> aggs;
   for (const auto& [cat, idx] : groups)
-    aggs.push_back(
-        {cat, stats::pandas_sum(pick(launchers, idx, &LauncherRow::direct_time)), idx.size()});
+    aggs.push_back({cat,
+                    pycompat::pandas_groupby_sum(pick(launchers, idx, &LauncherRow::direct_time)),
+                    idx.size()});
   sort_descending_like_pandas(aggs, [](const Agg& a) { return a.sum; });
   Table table("ops_summary_by_category", {"op category", "Count", "total_direct_kernel_time_ms",
                                           "Percentage (%)", "Cumulative Percentage (%)"});
@@ -201,9 +198,10 @@ Table ops_summary_table(const std::vector<LauncherRow>& launchers) {
     cats.erase(std::unique(cats.begin(), cats.end()), cats.end());
     std::vector<PyValue> items;
     for (auto c : cats) items.push_back(PyValue::string(std::string(c)));
-    aggs.push_back({name, stats::pandas_sum(pick(launchers, idx, &LauncherRow::direct_time)),
-                    stats::pandas_sum(pick(launchers, idx, &LauncherRow::subtree_time)), idx.size(),
-                    PyValue::make_list(std::move(items)).repr_list()});
+    aggs.push_back({name,
+                    pycompat::pandas_groupby_sum(pick(launchers, idx, &LauncherRow::direct_time)),
+                    pycompat::pandas_groupby_sum(pick(launchers, idx, &LauncherRow::subtree_time)),
+                    idx.size(), PyValue::make_list(std::move(items)).repr_list()});
   }
   sort_descending_like_pandas(aggs, [](const Agg& a) { return a.direct; });
   Table table("ops_summary",
@@ -257,7 +255,8 @@ Table ops_unique_args_table(const Trace& trace, const std::vector<LauncherRow>& 
   };
   std::vector<Agg> aggs;
   for (const auto& idx : groups.groups())
-    aggs.push_back({idx, stats::pandas_sum(pick(launchers, idx, &LauncherRow::direct_time)),
+    aggs.push_back({idx,
+                    pycompat::pandas_groupby_sum(pick(launchers, idx, &LauncherRow::direct_time)),
                     launchers[idx[0]].uid});
   std::stable_sort(aggs.begin(), aggs.end(), [](const Agg& a, const Agg& b) {
     if (a.direct_sum != b.direct_sum) return a.direct_sum > b.direct_sum;
@@ -305,8 +304,8 @@ Table ops_unique_args_table(const Trace& trace, const std::vector<LauncherRow>& 
     auto direct = pick(launchers, a.rows, &LauncherRow::direct_time);
     auto subtree = pick(launchers, a.rows, &LauncherRow::subtree_time);
     size_t c = 10;
-    for (auto fn : {stats::pandas_mean, stats::median, stats::pandas_std, stats::min, stats::max,
-                    stats::pandas_sum}) {
+    for (auto fn : {pycompat::pandas_groupby_mean, stats::median, pycompat::pandas_groupby_std,
+                    stats::min, stats::max, pycompat::pandas_groupby_sum}) {
       double d = fn(direct), s = fn(subtree);
       row[c++] = std::isnan(d) ? Cell() : Cell(d);
       row[c++] = std::isnan(s) ? Cell() : Cell(s);
@@ -399,7 +398,7 @@ Table kernel_summary_table(const Trace& trace, const CallTree& tree, double tota
     } else if (f.launcher != kNoUid) {
       std::string_view launcher = trace.name(f.launcher);
       if (cpu_op_column) key[1] = text_key(launcher);
-      std::string l = lower(launcher);
+      std::string l = pycompat::ascii_lower(launcher);
       if (l.find("cudagraph") != std::string::npos || l.find("graphlaunch") != std::string::npos)
         key[0] = text_key("graph");
       else if (!l.empty() && l != "nan")
@@ -417,8 +416,8 @@ Table kernel_summary_table(const Trace& trace, const CallTree& tree, double tota
   };
   std::vector<Agg> aggs;
   for (const auto& [key, durs] : groups)
-    aggs.push_back({&key, stats::pandas_sum(durs), stats::pandas_mean(durs), stats::min(durs),
-                    stats::max(durs), durs.size()});
+    aggs.push_back({&key, pycompat::pandas_groupby_sum(durs), pycompat::pandas_groupby_mean(durs),
+                    stats::min(durs), stats::max(durs), durs.size()});
   sort_descending_like_pandas(aggs, [](const Agg& a) { return a.sum; });
 
   Table table("kernel_summary",
@@ -426,7 +425,7 @@ Table kernel_summary_table(const Trace& trace, const CallTree& tree, double tota
                "Kernel duration (µs)_sum", "Kernel duration (µs)_count",
                "Kernel duration (µs)_mean", "Kernel duration (µs)_min", "Kernel duration (µs)_max",
                "Percent of kernels time (%)", "Percent of total time (%)"});
-  double total_kernels_us = stats::numpy_sum(all_durations);
+  double total_kernels_us = pycompat::numpy_sum(all_durations);
   double total_us = total_time_ms * 1e3;
   for (const Agg& a : aggs) {
     auto& row = table.add_row();
@@ -555,8 +554,8 @@ Table short_kernels_summary_table(const Trace& trace, const CallTree& tree, doub
   for (size_t g = 0; g < groups.groups().size(); ++g) {
     std::vector<double> d;
     for (size_t r : groups.groups()[g]) d.push_back(durations[r]);
-    double sum = stats::pandas_sum(d);
-    aggs.push_back({g, sum, stats::pandas_mean(d), sum / total_us * 100, d.size()});
+    double sum = pycompat::pandas_groupby_sum(d);
+    aggs.push_back({g, sum, pycompat::pandas_groupby_mean(d), sum / total_us * 100, d.size()});
   }
   std::stable_sort(aggs.begin(), aggs.end(), [](const Agg& a, const Agg& b) {
     if (a.sum != b.sum) return a.sum > b.sum;

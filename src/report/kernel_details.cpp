@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "pycompat/numeric.h"
+#include "pycompat/repr.h"
 #include "report/stats.h"
 #include "trace/value.h"
 
@@ -71,12 +73,12 @@ std::vector<KernelStat> summarize_kernel_details(std::span<const KernelDetailLis
     s.stream = (*templ)[i].stream;
     const auto& d = durations[i];
     s.count = d.size();
-    s.total_duration_us = stats::numpy_sum(d);
+    s.total_duration_us = pycompat::numpy_sum(d);
     if (!d.empty()) {
       s.has_stats = true;
-      s.mean = stats::numpy_mean(d);
+      s.mean = pycompat::numpy_mean(d);
       s.median = stats::median(d);
-      s.std_dev = stats::numpy_std(d);
+      s.std_dev = pycompat::numpy_std(d);
       s.min = stats::min(d);
       s.max = stats::max(d);
     }
@@ -95,15 +97,15 @@ std::string kernel_stats_repr(const std::vector<KernelStat>& stats) {
   for (size_t k = 0; k < stats.size(); ++k) {
     const KernelStat& s = stats[k];
     if (k) out += ", ";
-    out += "{'name': " + py_str_repr(s.name) + ", 'stream': " + stream_repr(s.stream) +
+    out += "{'name': " + pycompat::py_str_repr(s.name) + ", 'stream': " + stream_repr(s.stream) +
            ", 'count': " + std::to_string(s.count) +
-           ", 'total_duration_us': " + py_float_repr(s.total_duration_us);
+           ", 'total_duration_us': " + pycompat::py_float_repr(s.total_duration_us);
     if (s.has_stats) {
-      out += ", 'mean_duration_us': " + py_float_repr(s.mean) +
-             ", 'median_duration_us': " + py_float_repr(s.median) +
-             ", 'std_dev_duration_us': " + py_float_repr(s.std_dev) +
-             ", 'min_duration_us': " + py_float_repr(s.min) +
-             ", 'max_duration_us': " + py_float_repr(s.max);
+      out += ", 'mean_duration_us': " + pycompat::py_float_repr(s.mean) +
+             ", 'median_duration_us': " + pycompat::py_float_repr(s.median) +
+             ", 'std_dev_duration_us': " + pycompat::py_float_repr(s.std_dev) +
+             ", 'min_duration_us': " + pycompat::py_float_repr(s.min) +
+             ", 'max_duration_us': " + pycompat::py_float_repr(s.max);
     }
     out += "}";
   }
@@ -120,8 +122,9 @@ Cell trunc_kernel_details_cell(const std::vector<KernelStat>& stats) {
     if (cut) name += "...";
     if (k) out += ", ";
     // A summary entry without stats has no mean: TraceLens rounds the int 0.
-    std::string mean = s.has_stats ? py_float_repr(stats::numpy_round(s.mean, 2)) : "0";
-    out += "{'name': " + py_str_repr(name) + ", 'stream': " + stream_repr(s.stream) +
+    std::string mean =
+        s.has_stats ? pycompat::py_float_repr(pycompat::numpy_round(s.mean, 2)) : "0";
+    out += "{'name': " + pycompat::py_str_repr(name) + ", 'stream': " + stream_repr(s.stream) +
            ", 'mean_duration_us': " + mean + "}";
   }
   return Cell(out + "]");

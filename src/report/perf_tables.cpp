@@ -14,6 +14,7 @@
 
 #include "perf/categories.h"
 #include "perf/perf_model.h"
+#include "pycompat/numeric.h"
 #include "report/core_tables.h"
 #include "report/kernel_details.h"
 #include "report/stats.h"
@@ -104,12 +105,12 @@ NumAgg aggregate(const std::vector<double>& values) {
   for (double x : values)
     if (!std::isnan(x)) v.push_back(x);
   NumAgg a;
-  a.sum = stats::pandas_sum(v);
+  a.sum = pycompat::pandas_groupby_sum(v);
   if (v.empty()) return a;
   a.first = v.front();
-  a.mean = stats::pandas_mean(v);
+  a.mean = pycompat::pandas_groupby_mean(v);
   a.median = stats::median(v);
-  a.std = stats::pandas_std(v);
+  a.std = pycompat::pandas_groupby_std(v);
   a.min = stats::min(v);
   a.max = stats::max(v);
   return a;
@@ -959,7 +960,7 @@ Table unified_perf_summary_table(const Trace& trace, const std::vector<PerfOpRow
   });
   std::vector<double> sums;
   for (const Out& o : outs) sums.push_back(o.kt_sum);
-  double total = stats::numpy_sum(sums);
+  double total = pycompat::numpy_sum(sums);
   double cum = 0;
   int pc = t.col("Percentage (%)"), cc = t.col("Cumulative Percentage (%)");
   for (Out& o : outs) {

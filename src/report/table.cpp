@@ -10,6 +10,7 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "pycompat/repr.h"
 #include "trace/value.h"
 
 namespace jarvis {
@@ -24,11 +25,11 @@ std::string Cell::to_csv_text(bool as_float) const {
   if (missing()) return "";
   if (is_int()) {
     auto x = std::get<int64_t>(v);
-    return as_float ? py_float_repr(static_cast<double>(x)) : std::to_string(x);
+    return as_float ? pycompat::py_float_repr(static_cast<double>(x)) : std::to_string(x);
   }
   if (is_double()) {
     double d = std::get<double>(v);
-    return std::isnan(d) ? "" : py_float_repr(d);
+    return std::isnan(d) ? "" : pycompat::py_float_repr(d);
   }
   if (is_bool()) return std::get<bool>(v) ? "True" : "False";
   return std::get<std::string>(v);

@@ -1,6 +1,7 @@
 #include "report/xlsx.h"
 
 #include "base/atomic_file.h"
+#include "pycompat/text.h"
 
 #include <unistd.h>
 #include <xlsxwriter.h>
@@ -37,11 +38,6 @@ std::string utf8_prefix(std::string_view s, size_t max_chars) {
     if (starts_char && chars++ == max_chars) return std::string(s.substr(0, k));
   }
   return std::string(s);
-}
-
-std::string lower(std::string s) {
-  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return s;
 }
 
 std::string valid_sheet_name(const std::string& name) {
@@ -165,11 +161,11 @@ std::vector<std::string> xlsx_sheet_names(const std::vector<Table>& tables) {
   for (const Table& t : tables) {
     std::string base = valid_sheet_name(t.name);
     std::string name = base;
-    for (int k = 2; taken.count(lower(name)); ++k) {
+    for (int k = 2; taken.count(pycompat::ascii_lower(name)); ++k) {
       std::string suffix = fmt::format("~{}", k);
       name = utf8_prefix(base, kMaxSheetName - suffix.size()) + suffix;
     }
-    taken.insert(lower(name));
+    taken.insert(pycompat::ascii_lower(name));
     names.push_back(name);
   }
   return names;

@@ -3,6 +3,7 @@
 // of each wanted sheet's <row>/<c> elements. Report workbooks are a few MB,
 // so each entry is inflated whole.
 #include "report/xlsx_read.h"
+#include "pycompat/text.h"
 
 #include <zlib.h>
 
@@ -115,22 +116,7 @@ std::string unescape(std::string_view s) {
       unsigned long cp = ent.size() > 1 && (ent[1] == 'x' || ent[1] == 'X')
                              ? std::stoul(std::string(ent.substr(2)), nullptr, 16)
                              : std::stoul(std::string(ent.substr(1)));
-      // UTF-8 encode the code point.
-      if (cp < 0x80)
-        out += static_cast<char>(cp);
-      else if (cp < 0x800) {
-        out += static_cast<char>(0xC0 | (cp >> 6));
-        out += static_cast<char>(0x80 | (cp & 0x3F));
-      } else if (cp < 0x10000) {
-        out += static_cast<char>(0xE0 | (cp >> 12));
-        out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-        out += static_cast<char>(0x80 | (cp & 0x3F));
-      } else {
-        out += static_cast<char>(0xF0 | (cp >> 18));
-        out += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
-        out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-        out += static_cast<char>(0x80 | (cp & 0x3F));
-      }
+      pycompat::append_utf8(out, static_cast<uint32_t>(cp));
     } else {
       out.append(s.substr(k, semi - k + 1));
     }

@@ -25,7 +25,7 @@ std::string read_raw(const std::string& path, size_t limit) {
   std::error_code ec;
   if (std::filesystem::is_directory(path, ec)) throw TraceError(path + ": is a directory");
   std::unique_ptr<FILE, FileCloser> f(std::fopen(path.c_str(), "rb"));
-  if (!f) throw TraceError(fmt::format("{}: cannot open: {}", path, std::strerror(errno)));
+  if (!f) throw cannot_open(path, errno);
   std::string out;
   char buf[1 << 16];
   size_t n;

@@ -11,6 +11,8 @@
 #include <cmath>
 #include <map>
 
+#include "pycompat/numeric.h"
+#include "pycompat/text.h"
 #include "report/core_tables.h"
 #include "report/numpy_sort.h"
 #include "report/stats.h"
@@ -80,8 +82,7 @@ Cell time_cell(int64_t ns, bool fix_units, double scale) {
 }  // namespace
 
 std::string_view kernel_category(std::string_view name) {
-  std::string lower(name);
-  for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  std::string lower = pycompat::ascii_lower(name);
   if (contains_any(lower, {"gemm", "matmul", "cijk"})) return "GEMM";
   if (contains_any(lower, {"elementwise"})) return "Elementwise";
   if (contains_any(lower, {"reduce", "sum"})) return "Reduction";
@@ -104,9 +105,9 @@ std::vector<KernelStats> kernel_stats_by_time(const Profile& p) {
     s.category = kernel_category(name);
     s.count = static_cast<int64_t>(durs.size());
     for (int64_t x : durs) s.total_ns += x;
-    s.mean_ns = stats::pandas_mean(d);
+    s.mean_ns = pycompat::pandas_groupby_mean(d);
     s.median_ns = stats::median(d);
-    s.std_ns = stats::pandas_std(d);
+    s.std_ns = pycompat::pandas_groupby_std(d);
     s.min_ns = *std::min_element(durs.begin(), durs.end());
     s.max_ns = *std::max_element(durs.begin(), durs.end());
     rows.push_back(std::move(s));
@@ -203,7 +204,7 @@ Table kernel_summary_by_category_table(const Profile& p, bool fix_units) {
   std::vector<double> ms;
   for (const auto& [cat, g] : groups)
     ms.push_back(static_cast<double>(g.second) / (fix_units ? 1e6 : 1000.0));
-  double total = stats::numpy_sum(ms);
+  double total = pycompat::numpy_sum(ms);
   std::vector<double> pct;
   for (double v : ms) pct.push_back(total > 0 ? v / total * 100.0 : 0.0);
   auto cumulative = stats::cumsum(pct);  // category order, before the sort
@@ -276,8 +277,8 @@ Table short_kernels_summary_table(const Profile& p, double threshold_us, bool fi
   for (const auto& [name, durs] : groups) {
     int64_t sum = 0;
     for (int64_t x : durs) sum += x;
-    rows.push_back(
-        {name, static_cast<int64_t>(durs.size()), sum, stats::pandas_mean(as_doubles(durs))});
+    rows.push_back({name, static_cast<int64_t>(durs.size()), sum,
+                    pycompat::pandas_groupby_mean(as_doubles(durs))});
   }
   // Sum descending, then the other columns ascending (names are unique).
   std::stable_sort(rows.begin(), rows.end(), [](const Row& a, const Row& b) {

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <map>
 
+#include "pycompat/numeric.h"
 #include "report/stats.h"
 #include "sweep/sweep.h"
 
@@ -120,7 +121,8 @@ std::map<std::string, TimelineSample> timeline_samples(const Sweep& s,
 }
 
 double se_of(const std::vector<double>& v) {
-  return v.size() < 2 ? NAN : stats::pandas_std(v) / std::sqrt(static_cast<double>(v.size()));
+  return v.size() < 2 ? NAN
+                      : pycompat::pandas_groupby_std(v) / std::sqrt(static_cast<double>(v.size()));
 }
 
 Table timeline_changes(const Sweep& base, const Sweep& cand) {
@@ -141,7 +143,7 @@ Table timeline_changes(const Sweep& base, const Sweep& cand) {
       if (jt == it->second.by_type.end()) continue;
       std::vector<Cell> row{Cell(label)};
       add_config_fields(base, *b[label].first, row);
-      double mb = stats::pandas_mean(vb), mc = stats::pandas_mean(jt->second);
+      double mb = pycompat::pandas_groupby_mean(vb), mc = pycompat::pandas_groupby_mean(jt->second);
       row.insert(row.end(),
                  {Cell(type), num(mb), num(mc), Cell(vb.size()), Cell(jt->second.size())});
       add_change(mb, mc, 2 * std::hypot(se_of(vb), se_of(jt->second)), row);

@@ -7,6 +7,7 @@
 #include <set>
 
 #include "collectives/collectives.h"
+#include "pycompat/numeric.h"
 #include "report/stats.h"
 #include "sweep/sweep.h"
 
@@ -60,7 +61,8 @@ TimelineMean timeline_mean(const std::vector<const Run*>& runs) {
     }
   TimelineMean m;
   for (auto& [type, v] : acc)
-    m.by_type[type] = {stats::pandas_mean(v.first), stats::pandas_mean(v.second)};
+    m.by_type[type] = {pycompat::pandas_groupby_mean(v.first),
+                       pycompat::pandas_groupby_mean(v.second)};
   return m;
 }
 
@@ -267,15 +269,15 @@ Table nccl_table(const Sweep& sweep) {
                              num(a.dur_min),
                              num(a.dur_max),
                              num(a.dur_sum / nranks / 1e3),
-                             num(stats::pandas_mean(a.algbw)),
+                             num(pycompat::pandas_groupby_mean(a.algbw)),
                              num(min_of(a.algbw)),
                              num(max_of(a.algbw)),
-                             num(stats::pandas_mean(a.busbw)),
+                             num(pycompat::pandas_groupby_mean(a.busbw)),
                              num(min_of(a.busbw)),
                              num(max_of(a.busbw)),
-                             num(stats::pandas_mean(a.start_skew)),
+                             num(pycompat::pandas_groupby_mean(a.start_skew)),
                              num(max_of(a.start_skew)),
-                             num(stats::pandas_mean(a.end_skew)),
+                             num(pycompat::pandas_groupby_mean(a.end_skew)),
                              num(max_of(a.end_skew)),
                              Cell(note)});
       t.rows.push_back(std::move(row));

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <map>
 
+#include "pycompat/numeric.h"
 #include "report/stats.h"
 #include "sweep/sweep.h"
 
@@ -199,8 +200,8 @@ Table gemm_kernel_spread_table(const Sweep& sweep) {
   for (const auto& [key, s] : by_row) {
     size_t hi = std::max_element(s.means.begin(), s.means.end()) - s.means.begin();
     size_t lo = std::min_element(s.means.begin(), s.means.end()) - s.means.begin();
-    double mean = stats::pandas_mean(s.means);
-    double sd = stats::pandas_std(s.means);  // sample std (ddof 1), NaN for one run
+    double mean = pycompat::pandas_groupby_mean(s.means);
+    double sd = pycompat::pandas_groupby_std(s.means);  // sample std (ddof 1), NaN for one run
     t.rows.push_back({Cell(std::get<0>(key)), Cell(std::get<1>(key)), Cell(std::get<2>(key)),
                       Cell(s.means.size()), Cell(s.instances), num(mean), num(sd), num(s.means[lo]),
                       num(s.means[hi]), num(mean > 0 ? sd / mean : NAN),

@@ -217,7 +217,8 @@ const std::vector<std::string>& default_layouts() {
 
 Discovery discover_runs(const std::string& root, const Layout& layout) {
   std::error_code ec;
-  if (!fs::is_directory(root, ec)) throw SweepError("sweep directory not found: " + root);
+  if (!fs::is_directory(root, ec))
+    throw SweepError("sweep directory not found: " + root, ErrorKind::NotFound);
   Discovery out;
   out.layout = layout;
   Walker walker{layout, {}, fs::absolute(root), out};

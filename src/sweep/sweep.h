@@ -21,15 +21,16 @@
 #include <string>
 #include <vector>
 
+#include "base/error.h"
 #include "charts/charts.h"
 #include "report/table.h"
 
 namespace jarvis::sweep {
 
 // A fault in the sweep as a whole (no run found, bad pattern, cancelled, ...).
-class SweepError : public std::runtime_error {
+class SweepError : public ErrorOf<ErrorKind::InvalidInput> {
  public:
-  using std::runtime_error::runtime_error;
+  using ErrorOf::ErrorOf;
 };
 
 // ---- layout -----------------------------------------------------------------

@@ -197,7 +197,7 @@ Sweep load_sweep(const std::string& root, const LoadOptions& options) {
   for (size_t j = 1; j < jobs; ++j) pool.emplace_back(loop);
   loop();
   for (auto& t : pool) t.join();
-  if (cancelled) throw SweepError("cancelled");
+  if (cancelled) throw SweepError("cancelled", ErrorKind::Cancelled);
   return finish_sweep(std::move(plan), std::move(outcomes));
 }
 

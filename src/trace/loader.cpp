@@ -1168,18 +1168,22 @@ void finish(Trace& trace) {
 
 }  // namespace
 
+TraceError cannot_open(const std::string& path, int err) {
+  return TraceError(fmt::format("{}: cannot open: {}", path, std::strerror(err)),
+                    err == ENOENT ? ErrorKind::NotFound : ErrorKind::InvalidInput);
+}
+
 Trace load_trace(const std::string& path, const LoadOptions& options) {
   return load_trace(path, options, GzipInflate::Auto);
 }
 
 Trace load_trace(const std::string& path, const LoadOptions& options, GzipInflate inflate) {
   struct stat st;
-  if (::stat(path.c_str(), &st) != 0)
-    throw TraceError(fmt::format("{}: cannot open: {}", path, std::strerror(errno)));
+  if (::stat(path.c_str(), &st) != 0) throw cannot_open(path, errno);
   if (S_ISDIR(st.st_mode))
     throw TraceError(fmt::format("{}: is a directory, not a trace file", path));
   FilePtr file(std::fopen(path.c_str(), "rb"));
-  if (!file) throw TraceError(fmt::format("{}: cannot open: {}", path, std::strerror(errno)));
+  if (!file) throw cannot_open(path, errno);
   unsigned char magic[2] = {0, 0};
   size_t got = std::fread(magic, 1, 2, file.get());
   if (got == 0) throw TraceError(fmt::format("{}: file is empty", path));

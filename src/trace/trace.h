@@ -20,6 +20,7 @@
 #include <utility>
 #include <vector>
 
+#include "base/error.h"
 #include "trace/value.h"
 
 namespace jarvis {
@@ -202,10 +203,14 @@ class Trace {
 };
 
 // Raised for every load failure; what() names the file and the problem.
-class TraceError : public std::runtime_error {
+class TraceError : public ErrorOf<ErrorKind::InvalidInput> {
  public:
-  using std::runtime_error::runtime_error;
+  using ErrorOf::ErrorOf;
 };
+
+// The TraceError for a file that cannot be opened (errno `err`): NotFound
+// when it does not exist, InvalidInput otherwise (a permission, a loop).
+TraceError cannot_open(const std::string& path, int err);
 
 struct LoadOptions {
   // Called now and then with (uncompressed bytes consumed, events so far);

@@ -1,4 +1,5 @@
-// PyValue: a small Python-like value used for event args that end up in reports.
+// PyValue: a small Python-like value used for event args that end up in reports
+// (its reprs use pycompat's py_float_repr / py_str_repr).
 //
 // TraceLens works on Python objects and writes them with Python's repr (lists of
 // shapes become tuples, strings get single quotes, floats use the shortest
@@ -73,13 +74,5 @@ struct PyValue {
 
   friend bool operator==(const PyValue& a, const PyValue& b);
 };
-
-// Python's repr() of a float: shortest round-trip digits, fixed notation for
-// exponents in [-4, 16), scientific otherwise, always with a '.0' or exponent.
-std::string py_float_repr(double v);
-
-// Python's repr() of a str: single quotes unless the text contains a single
-// quote and no double quote; backslash escapes for quotes and control chars.
-std::string py_str_repr(std::string_view s);
 
 }  // namespace jarvis

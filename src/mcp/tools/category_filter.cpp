@@ -7,6 +7,7 @@
 #include "categories/prepare_trace.h"
 #include "explore/trace_store.h"
 #include "mcp/tool.h"
+#include "mcp/tools/trace_arg.h"
 #include "perf/gpu_arch.h"
 #include "report/report.h"
 #include "tree/call_tree.h"
@@ -15,8 +16,7 @@ namespace jarvis::mcp {
 namespace {
 
 ToolResult category_filter_tool(const json& args, ToolContext& ctx) {
-  auto entry = ctx.traces().get(args.at("trace").get<std::string>());
-  if (!entry) throw ToolError("unknown trace handle; call load_trace first or list_traces");
+  auto entry = trace_arg(args, ctx);
   std::string arch = ctx.arch(args.value("arch", std::string()));
   if (arch.empty()) arch = detect_arch_name(entry->trace());
   if (arch.empty())

@@ -5,6 +5,7 @@
 #include "insights/insights.h"
 #include "mcp/result_shape.h"
 #include "mcp/tool.h"
+#include "mcp/tools/trace_arg.h"
 #include "perf/gpu_arch.h"
 #include "tree/call_tree.h"
 
@@ -15,8 +16,7 @@ namespace {
 constexpr size_t kTextInsights = 10;
 
 ToolResult insights_tool(const json& args, ToolContext& ctx) {
-  auto entry = ctx.traces().get(args.at("trace").get<std::string>());
-  if (!entry) throw ToolError("unknown trace handle; call load_trace first or list_traces");
+  auto entry = trace_arg(args, ctx);
   std::string arch_name = ctx.arch(args.value("arch", std::string()));
   if (arch_name.empty()) arch_name = detect_arch_name(entry->trace());
   std::optional<GpuArch> arch;

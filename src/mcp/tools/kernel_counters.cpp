@@ -10,6 +10,7 @@
 #include "explore/trace_store.h"
 #include "mcp/result_shape.h"
 #include "mcp/tool.h"
+#include "mcp/tools/trace_arg.h"
 #include "rocprof/counters.h"
 
 namespace jarvis::mcp {
@@ -92,10 +93,7 @@ std::string text_of(const json& r) {
 
 ToolResult kernel_counters_tool(const json& args, ToolContext& ctx) {
   std::string handle = args.at("trace").get<std::string>();
-  auto entry = ctx.traces().get(handle);
-  if (!entry)
-    throw ToolError("unknown trace handle \"" + handle +
-                    "\"; call load_trace first (or list_traces)");
+  auto entry = trace_arg(args, ctx);
   auto profile = analysis::rocprof_profile(*entry);
   if (!profile)
     throw ToolError(fmt::format(

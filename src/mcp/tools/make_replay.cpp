@@ -5,6 +5,7 @@
 #include "explore/trace_store.h"
 #include "mcp/result_shape.h"
 #include "mcp/tool.h"
+#include "mcp/tools/trace_arg.h"
 #include "replay/replay.h"
 
 namespace jarvis::mcp {
@@ -52,8 +53,7 @@ std::string summary_text(const json& s) {
 }
 
 ToolResult make_replay_tool(const json& args, ToolContext& ctx) {
-  auto entry = ctx.traces().get(args.at("trace").get<std::string>());
-  if (!entry) throw ToolError("unknown trace handle; call load_trace first or list_traces");
+  auto entry = trace_arg(args, ctx);
   auto out =
       ctx.output_dir(args.at("output_dir").get<std::string>(), args.at("overwrite").get<bool>());
   replay::Selection selection;

@@ -8,6 +8,7 @@
 #include "insights/insights.h"
 #include "mcp/result_shape.h"
 #include "mcp/tool.h"
+#include "mcp/tools/trace_arg.h"
 #include "perf/categories.h"
 #include "perf/gpu_arch.h"
 #include "tree/call_tree.h"
@@ -102,10 +103,7 @@ ToolResult rocprof_fallback(const std::string& handle, const rocprof::Profile& p
 
 ToolResult ops_summary_tool(const json& args, ToolContext& ctx) {
   std::string handle = args.at("trace").get<std::string>();
-  auto entry = ctx.traces().get(handle);
-  if (!entry)
-    throw ToolError("unknown trace handle \"" + handle +
-                    "\"; call load_trace first (or list_traces)");
+  auto entry = trace_arg(args, ctx);
   analysis::OpsSummaryQuery query;
   query.top_n = row_limit(args);
   query.sort_by = args.at("sort_by").get<std::string>();

@@ -4,14 +4,14 @@
 #include "explore/parent_chain.h"
 #include "explore/trace_store.h"
 #include "mcp/tool.h"
+#include "mcp/tools/trace_arg.h"
 #include "tree/call_tree.h"
 
 namespace jarvis::mcp {
 namespace {
 
 ToolResult parent_chain_tool(const json& args, ToolContext& ctx) {
-  auto entry = ctx.traces().get(args.at("trace").get<std::string>());
-  if (!entry) throw ToolError("unknown trace handle; call load_trace first or list_traces");
+  auto entry = trace_arg(args, ctx);
   analysis::ParentChainQuery q;
   if (args.contains("uid")) {
     // Read wide and range-check: get<Uid>() would wrap 2^32 + 1 to event 1.

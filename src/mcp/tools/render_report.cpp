@@ -8,14 +8,14 @@
 #include "charts/report_page.h"
 #include "explore/trace_store.h"
 #include "mcp/tool.h"
+#include "mcp/tools/trace_arg.h"
 #include "perf/gpu_arch.h"
 
 namespace jarvis::mcp {
 namespace {
 
 ToolResult render_report_tool(const json& args, ToolContext& ctx) {
-  auto entry = ctx.traces().get(args.at("trace").get<std::string>());
-  if (!entry) throw ToolError("unknown trace handle; call load_trace first or list_traces");
+  auto entry = trace_arg(args, ctx);
   std::string output = args.at("output").get<std::string>();
   bool overwrite = args.at("overwrite").get<bool>();
   auto out = ctx.output_file(output, output.ends_with(".htm") ? ".htm" : ".html", overwrite);

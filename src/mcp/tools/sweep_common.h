@@ -16,7 +16,9 @@ namespace jarvis::mcp::sweep_tools {
 inline std::shared_ptr<const sweep::Sweep> get_sweep(const json& args, const char* key = "sweep") {
   std::string handle = args.at(key).get<std::string>();
   auto s = sweep::SweepStore::global().get(handle);
-  if (!s) throw ToolError("unknown sweep handle '" + handle + "'; call load_sweep first");
+  if (!s)
+    throw ToolError("unknown sweep handle '" + handle + "'; call load_sweep first",
+                    ErrorKind::NotFound);
   return s;
 }
 
