@@ -208,6 +208,43 @@ TEST_SUITE("cli") {
     CHECK_FALSE(fs::exists(tmp.path / "without" / "perf_report.xlsx"));
   }
 
+  TEST_CASE("a second run into the same directory equals one run into an empty directory") {
+    // Nothing a run writes may depend on what an earlier run left there
+    // (issue 17): report, then prepare with the analyses and drafts, twice
+    // into `again`, once into `fresh`. Recorded paths name the directory, so
+    // they are compared with it replaced; the workbook carries a creation time.
+    TempDir tmp;
+    auto run = [&](const fs::path& dir) {
+      std::string out = shell_quote(dir.string());
+      REQUIRE(jarvis_cli("report " + shell_quote(bert_trace()) + " --no-xlsx -q --out " + out)
+                  .exit_code == 0);
+      REQUIRE(jarvis_cli("prepare " + shell_quote(bert_trace()) +
+                         " --analyze --drafts -q --trace-path t.json.gz --out " + out)
+                  .exit_code == 0);
+    };
+    auto normalized = [](const fs::path& dir) {
+      std::map<std::string, std::string> files = tree_of(dir);
+      for (auto& [name, bytes] : files)
+        for (size_t at = bytes.find(dir.string()); at != std::string::npos;
+             at = bytes.find(dir.string(), at))
+          bytes.replace(at, dir.string().size(), "<DIR>");
+      return files;
+    };
+    run(tmp.path / "again");
+    run(tmp.path / "again");
+    run(tmp.path / "fresh");
+    auto again = normalized(tmp.path / "again");
+    auto fresh = normalized(tmp.path / "fresh");
+    CHECK(again.size() > 20);
+    REQUIRE(again.size() == fresh.size());
+    for (const auto& [name, bytes] : fresh) {
+      std::string file = name;
+      CAPTURE(file);
+      REQUIRE(again.count(name) == 1);
+      CHECK(again.at(name) == bytes);
+    }
+  }
+
   TEST_CASE("arch and platform default to the trace's GPU") {
     TempDir tmp;
     Run detected = jarvis_cli("report " + shell_quote(bert_trace()) + " --no-xlsx --out " +

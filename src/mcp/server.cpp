@@ -35,10 +35,6 @@ bool valid_id(const json& id) {
   return id.is_string() || id.is_number_integer();
 }
 
-json text_block(const std::string& text) {
-  return {{"type", "text"}, {"text", text}};
-}
-
 const char* kDefaultInstructions =
     "jarvis analyses PyTorch profiler (Kineto) traces and reproduces AMD TraceLens's numbers. "
     "Start with load_trace (a path inside the allowed roots) to get a handle, then call the "

@@ -92,7 +92,8 @@ ToolResult analyze_category_tool(const json& args, ToolContext& ctx) {
                                       : 0)
       .rows("/insights")
       .rows("/metrics/category_findings")
-      .rows("/metrics/impact_estimates");
+      .rows("/metrics/impact_estimates")
+      .rows("/impact_what_if/estimates");
   // Below detail=full: the per-row fields the markdown and the other fields
   // already carry, and the lists the metrics file keeps (metrics_path).
   for (const char* field : {"Input Dims", "Input type", "call_chain", "module_chain",
@@ -101,6 +102,11 @@ ToolResult analyze_category_tool(const json& args, ToolContext& ctx) {
   // A category_findings member repeats its group's bound, library and method.
   for (const char* field : {"category", "type", "estimate_method", "bound_type", "library"})
     out.full_only.push_back(std::string("/metrics/category_findings/*/members/*/") + field);
+  // A what-if estimate repeats its operation's shapes and the metrics' own range.
+  for (const char* field :
+       {"args", "trace_time_impact_low", "trace_time_impact_high", "factor_low", "estimate_method",
+        "time_ms", "factor_high", "kernels", "kernel_time_ms"})
+    out.full_only.push_back(std::string("/impact_what_if/estimates/*/") + field);
   out.full_only.push_back("/markdown");
   out.full_only.push_back("/metrics/high_confidence_kernel_map");
   out.full_only.push_back("/metrics/impact_estimates/*/affected_gpu_kernels");
