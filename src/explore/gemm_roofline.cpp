@@ -10,9 +10,9 @@
 #include "categories/category_analysis.h"
 #include "categories/prepare.h"
 #include "categories/prepare_trace.h"
-#include "report/core_tables.h"
 #include "pycompat/numeric.h"
 #include "pycompat/text.h"
+#include "report/core_tables.h"
 #include "report/gpu_timeline.h"
 
 namespace jarvis::analysis {

@@ -31,9 +31,9 @@ struct GemmRooflineInputs {
   // ops_summary_by_category: the GEMM total with each kernel counted once
   // (optional; without it the GEMM sheet's subtree kernel time is the total).
   const Table* ops_by_category = nullptr;
-  ojson arch;                         // arch dict (mem_bw_gbps, max_achievable_tflops, name)
-  double computation_time_us = 0;     // gpu_timeline computation_time (share base)
-  double total_time_us = 0;           // gpu_timeline total_time
+  ojson arch;                      // arch dict (mem_bw_gbps, max_achievable_tflops, name)
+  double computation_time_us = 0;  // gpu_timeline computation_time (share base)
+  double total_time_us = 0;        // gpu_timeline total_time
   // True when the event at a UID runs in autograd's backward pass (optional).
   std::function<bool(Uid)> is_backward;
 };

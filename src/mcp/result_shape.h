@@ -13,8 +13,8 @@
 //    element of an array, e.g. "/operations/*/call_chain").
 //  - `limit` (default 20) caps each row list; a tool's older name for it
 //    caps what it always meant: `max_rows` every list, `top_n` and
-//    `max_operations` only the first list the tool declares; a cut list is reported in structured `truncated` and in the
-//    text ("showing 20 of 143 rows; pass limit ...").
+//    `max_operations` only the first list the tool declares; a cut list is reported in structured
+//    `truncated` and in the text ("showing 20 of 143 rows; pass limit ...").
 //  - Clients at protocol 2025-06-18 or later (they get structuredContent):
 //    the text is the summary only. Older clients: the summary followed by the
 //    structured data serialized as JSON, their only copy of the data.
