@@ -2,26 +2,11 @@
 
 #include <simdjson.h>
 
-#include <cctype>
+#include "pycompat/text.h"
 
 namespace jarvis {
 
 namespace {
-
-bool contains_ci(std::string_view hay, std::string_view needle) {
-  if (needle.size() > hay.size()) return false;
-  for (size_t i = 0; i + needle.size() <= hay.size(); ++i) {
-    size_t k = 0;
-    while (k < needle.size() && std::tolower(static_cast<unsigned char>(hay[i + k])) == needle[k])
-      ++k;
-    if (k == needle.size()) return true;
-  }
-  return false;
-}
-
-bool starts_with(std::string_view s, std::string_view p) {
-  return s.substr(0, p.size()) == p;
-}
 
 // Strips one optional ".kd" suffix.
 std::string_view without_kd(std::string_view s) {
@@ -32,8 +17,8 @@ std::string_view without_kd(std::string_view s) {
 }  // namespace
 
 bool is_communication_name(std::string_view name) {
-  return contains_ci(name, "nccl") || contains_ci(name, "rccl") ||
-         contains_ci(name, "cross_device_reduce");
+  return pycompat::ascii_icontains(name, "nccl") || pycompat::ascii_icontains(name, "rccl") ||
+         pycompat::ascii_icontains(name, "cross_device_reduce");
 }
 
 bool is_rocm_legacy_memcpy_name(std::string_view name) {
@@ -41,10 +26,10 @@ bool is_rocm_legacy_memcpy_name(std::string_view name) {
   if (name == "MEMORY_COPY_HOST_TO_DEVICE" || name == "MEMORY_COPY_DEVICE_TO_HOST" ||
       name == "MEMORY_COPY_DEVICE_TO_DEVICE")
     return true;
-  if (!starts_with(name, "__amd_rocclr_copyBuffer")) return false;
+  if (!name.starts_with("__amd_rocclr_copyBuffer")) return false;
   std::string_view rest = name.substr(std::string_view("__amd_rocclr_copyBuffer").size());
-  if (starts_with(rest, "Rect")) rest.remove_prefix(4);
-  if (starts_with(rest, "Aligned")) rest.remove_prefix(7);
+  if (rest.starts_with("Rect")) rest.remove_prefix(4);
+  if (rest.starts_with("Aligned")) rest.remove_prefix(7);
   return rest.empty();
 }
 

@@ -5,24 +5,11 @@
 #include <map>
 #include <unordered_set>
 
+#include "pycompat/text.h"
+
 namespace jarvis {
 
 namespace {
-
-bool contains_ci(std::string_view hay, std::string_view needle) {
-  if (needle.size() > hay.size()) return false;
-  for (size_t i = 0; i + needle.size() <= hay.size(); ++i) {
-    size_t k = 0;
-    while (k < needle.size() && std::tolower(static_cast<unsigned char>(hay[i + k])) == needle[k])
-      ++k;
-    if (k == needle.size()) return true;
-  }
-  return false;
-}
-
-bool starts_with(std::string_view s, std::string_view p) {
-  return s.substr(0, p.size()) == p;
-}
 
 // Key of the (pid, tid, link) index.
 struct LinkKey {
@@ -99,7 +86,7 @@ void CallTree::choose_linking_key() {
   for (size_t u = 0; u < trace_->events.size(); ++u) {
     const Event& e = trace_->events[u];
     if (!e.is_runtime()) continue;
-    if (!contains_ci(trace_->name(static_cast<Uid>(u)), "launch")) continue;
+    if (!pycompat::ascii_icontains(trace_->name(static_cast<Uid>(u)), "launch")) continue;
     link_by_correlation_ = e.correlation != kNoInt;
     return;
   }
@@ -272,7 +259,7 @@ void CallTree::link_fwd_bwd() {
   for (const auto& uids : groups) {
     Uid bwd = kNoUid;
     for (Uid u : uids)
-      if (starts_with(t.name(u), "autograd::engine::evaluate_function:")) {
+      if (t.name(u).starts_with("autograd::engine::evaluate_function:")) {
         bwd = u;
         break;
       }
@@ -381,7 +368,7 @@ std::vector<std::string_view> CallTree::nn_module_stack(Uid uid) const {
   for (Uid p = parent_[uid]; p != kNoUid; p = parent_[p]) {
     if (trace_->events[p].cat != Cat::PythonFunction) continue;
     std::string_view name = trace_->name(p);
-    if (!starts_with(name, "nn.Module:")) continue;
+    if (!name.starts_with("nn.Module:")) continue;
     // Remove a trailing _<digits>.
     size_t end = name.size();
     while (end > 0 && std::isdigit(static_cast<unsigned char>(name[end - 1]))) --end;
