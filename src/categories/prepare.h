@@ -74,7 +74,10 @@ ojson load_arch_json(const std::string& name_or_path);
 
 // Direct kernel time (ms, every kernel counted once under the op that
 // launched it) per category key ("gemm", "norm_fwd", ...), from the report's
-// ops_summary_by_category: the totals ops_summary and gemm_roofline give.
+// ops_summary_by_category: the totals ops_summary, gemm_roofline and
+// category_filter give, so they agree. Perf sheets and category_data sum
+// subtree kernel time instead (e.g. the dtype casts autocast runs inside a
+// GEMM op).
 std::map<std::string, double> direct_kernel_time_ms_by_key(const Table& ops_summary_by_category);
 
 // The skill (sub-agent) TraceLens assigns to a category key, as its manifest

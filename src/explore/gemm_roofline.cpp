@@ -1,7 +1,5 @@
 #include "explore/gemm_roofline.h"
 
-#include "report/core_tables.h"
-
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -12,7 +10,6 @@
 #include "categories/prepare_trace.h"
 #include "pycompat/numeric.h"
 #include "pycompat/text.h"
-#include "report/core_tables.h"
 #include "report/gpu_timeline.h"
 
 namespace jarvis::analysis {
@@ -117,8 +114,9 @@ ojson gemm_roofline(const GemmRooflineInputs& in, const GemmRooflineFilters& f) 
   // headline total counts each kernel once, under the op that launched it,
   // as ops_summary and category_filter's direct time do.
   double sheet_time = pycompat::pandas_series_sum(column_numbers(g, kKernelSum));
-  double gemm_time =
-      in.ops_by_category ? report::direct_kernel_time_us(*in.ops_by_category, "GEMM") : sheet_time;
+  double gemm_time = in.ops_by_category
+                         ? direct_kernel_time_ms_by_key(*in.ops_by_category)["gemm"] * 1000
+                         : sheet_time;
   double compute_time = in.computation_time_us > 0 ? in.computation_time_us : gemm_time;
 
   std::vector<ojson> shapes;
@@ -273,23 +271,27 @@ ojson gemm_roofline(const GemmRooflineInputs& in, const GemmRooflineFilters& f) 
   return r;
 }
 
-ojson gemm_roofline_for_trace(const Trace& trace, const CallTree& tree, const std::string& arch,
-                              const GemmRooflineFilters& filters) {
-  Report report = perf_report(trace, tree, arch);  // its timeline too: computed once
+ojson gemm_roofline_for_report(const Trace& trace, const CallTree& tree, const Report& report,
+                               const std::string& arch, const GemmRooflineFilters& filters) {
   GemmRooflineInputs in;
   in.gemm_sheet = report.find("GEMM");
   in.unified = report.find("unified_perf_summary");
   in.ops_by_category = report.find("ops_summary_by_category");
   in.arch = load_arch_json(arch);
-  const GpuTimeline& t = report.timeline;
-  in.computation_time_us = t.computation_time;
-  in.total_time_us = t.total_time;
+  in.computation_time_us = report.timeline.computation_time;
+  in.total_time_us = report.timeline.total_time;
   in.is_backward = [&](Uid uid) {
-    for (Uid p = uid; p != kNoUid; p = tree.parent(p))
+    for (Uid p = uid; p != kNoUid && p < trace.events.size(); p = tree.parent(p))
       if (trace.name(p).starts_with("autograd::engine::evaluate_function")) return true;
     return false;
   };
   return gemm_roofline(in, filters);
+}
+
+ojson gemm_roofline_for_trace(const Trace& trace, const CallTree& tree, const std::string& arch,
+                              const GemmRooflineFilters& filters) {
+  Report report = perf_report(trace, tree, arch);  // its timeline too: computed once
+  return gemm_roofline_for_report(trace, tree, report, arch, filters);
 }
 
 std::string gemm_roofline_svg(const ojson& rf) {

@@ -12,6 +12,7 @@
 #include <string>
 
 #include "categories/category_analysis_common.h"
+#include "report/report.h"
 #include "report/table.h"
 #include "trace/trace.h"
 #include "tree/call_tree.h"
@@ -53,8 +54,13 @@ bool gemm_batching_pattern(double m, double n, double k, double batch, double co
 //  shapes[], missing_perf_model[], linear_layers[], summary{...}}.
 ojson gemm_roofline(const GemmRooflineInputs& inputs, const GemmRooflineFilters& filters = {});
 
-// Builds the report for a trace and runs gemm_roofline on it. `arch` is a
-// bundled arch name or an arch JSON path.
+// gemm_roofline over a built report of the trace (its GEMM, unified and
+// ops_summary_by_category sheets and its timeline). `arch` is a bundled arch
+// name or an arch JSON path.
+ojson gemm_roofline_for_report(const Trace& trace, const CallTree& tree, const Report& report,
+                               const std::string& arch, const GemmRooflineFilters& filters = {});
+
+// Builds the report for a trace and runs gemm_roofline_for_report on it.
 ojson gemm_roofline_for_trace(const Trace& trace, const CallTree& tree, const std::string& arch,
                               const GemmRooflineFilters& filters = {});
 

@@ -170,17 +170,6 @@ Table ops_summary_by_category_table(const std::vector<LauncherRow>& launchers) {
   return table;
 }
 
-double direct_kernel_time_us(const Table& by_category, std::string_view op_category) {
-  int cat = by_category.col("op category");
-  int ms = by_category.col("total_direct_kernel_time_ms");
-  if (cat < 0 || ms < 0) return 0;
-  for (const auto& row : by_category.rows) {
-    const Cell& c = row[static_cast<size_t>(cat)];
-    if (c.is_text() && c.text() == op_category) return row[static_cast<size_t>(ms)].number() * 1000;
-  }
-  return 0;
-}
-
 Table ops_summary_table(const std::vector<LauncherRow>& launchers) {
   std::map<std::string_view, std::vector<size_t>> groups;
   for (size_t k = 0; k < launchers.size(); ++k) groups[launchers[k].name].push_back(k);

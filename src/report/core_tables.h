@@ -36,12 +36,6 @@ std::string_view op_category_of(const Trace& trace, const CallTree& tree, Uid ui
 bool is_gpu_only(const Trace& trace);
 
 Table ops_summary_by_category_table(const std::vector<LauncherRow>& launchers);
-// One category's kernel time with every GPU kernel counted once, under the
-// op that launched it (ops_summary_by_category's total_direct_kernel_time_ms,
-// in µs); 0 when the category has no row. Tools that state a category total
-// use this, so their totals agree: perf sheets and category_data sum subtree
-// kernel time instead (e.g. the dtype casts autocast runs inside a GEMM op).
-double direct_kernel_time_us(const Table& ops_summary_by_category, std::string_view op_category);
 Table ops_summary_table(const std::vector<LauncherRow>& launchers);
 Table ops_unique_args_table(const Trace& trace, const std::vector<LauncherRow>& launchers);
 

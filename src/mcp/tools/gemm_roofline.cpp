@@ -66,20 +66,7 @@ ToolResult gemm_roofline_tool(const json& args, ToolContext& ctx) {
   try {
     auto report = trace_report(*entry, arch);
     auto tree = trace_call_tree(*entry);
-    analysis::GemmRooflineInputs in;
-    in.gemm_sheet = report->find("GEMM");
-    in.unified = report->find("unified_perf_summary");
-    in.ops_by_category = report->find("ops_summary_by_category");
-    in.arch = analysis::load_arch_json(arch);
-    in.computation_time_us = report->timeline.computation_time;
-    in.total_time_us = report->timeline.total_time;
-    const Trace& trace = entry->trace();
-    in.is_backward = [&](Uid uid) {
-      for (Uid p = uid; p != kNoUid && p < trace.events.size(); p = tree->parent(p))
-        if (trace.name(p).starts_with("autograd::engine::evaluate_function")) return true;
-      return false;
-    };
-    r = analysis::gemm_roofline(in, f);
+    r = analysis::gemm_roofline_for_report(entry->trace(), *tree, *report, arch, f);
   } catch (const perf::GpuArchError& e) {
     throw ToolError(e.what());
   } catch (const std::invalid_argument& e) {
