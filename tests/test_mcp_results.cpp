@@ -260,3 +260,48 @@ TEST_CASE(
   CHECK(std::filesystem::exists(out + "/final_report.md"));
   CHECK(std::filesystem::exists(out + "/final_report.json"));
 }
+
+TEST_CASE("every analysis of a weak trace carries its health warnings; a healthy trace none") {
+  ResultsHarness r;
+  const std::string weak = conformance_trace("h100_bert-small");  // GPU busy 8 %, one step
+  json loaded = r.call(1, "load_trace", {{"path", weak}})["result"]["structuredContent"];
+  const json health = loaded["health"];
+  REQUIRE(health["confidence"] == "low");
+  REQUIRE(health["warnings"].size() >= 2);
+  const std::string handle = loaded["trace"].get<std::string>();
+  const std::string out = r.scratch.path + "/prepared";
+  int id = 2;
+  auto check_caveats = [&](const std::string& tool, const json& args, const std::string& label) {
+    json reply = r.call(id++, tool, args);
+    INFO(tool);
+    const json& sc = reply["result"]["structuredContent"];
+    REQUIRE(sc.contains("trace_caveats"));
+    REQUIRE(sc["trace_caveats"].size() == 1);
+    CHECK(sc["trace_caveats"][0]["trace"] == label);
+    CHECK(sc["trace_caveats"][0]["confidence"] == "low");
+    CHECK(sc["trace_caveats"][0]["warnings"] == health["warnings"]);
+    std::string text = reply["result"]["content"][0]["text"].get<std::string>();
+    CHECK(text.starts_with("Caution — trace " + label +
+                           " (confidence low): " + health["warnings"][0].get<std::string>()));
+  };
+  check_caveats("ops_summary", {{"trace", handle}}, handle);
+  check_caveats("gemm_roofline", {{"trace", handle}}, handle);
+  check_caveats("insights", {{"trace", handle}}, handle);
+  check_caveats("category_filter", {{"trace", handle}, {"output_dir", out}}, handle);
+  // Analyses of the prepared directory: the health travelled in insights.json.
+  check_caveats("analyze_category",
+                {{"output_dir", out}, {"category", "gemm"}, {"write_draft", true}}, out);
+  check_caveats("final_report", {{"output_dir", out}}, out);
+  CHECK(jarvis::testing::read_text(out + "/final_report.md")
+            .find("> **Caution — trace confidence low:** " +
+                  health["warnings"][0].get<std::string>()) != std::string::npos);
+
+  // The HTA allreduce trace is healthy: no caveats anywhere.
+  const std::string good =
+      jarvis::golden::shared_dir() + "/nccl/hta_allreduce_2ranks_rank0/trace.json.gz";
+  json good_loaded = r.call(id++, "load_trace", {{"path", good}})["result"]["structuredContent"];
+  REQUIRE(good_loaded["health"]["warnings"].empty());
+  json ops = r.call(id++, "ops_summary", {{"trace", good_loaded["trace"]}});
+  CHECK_FALSE(ops["result"]["structuredContent"].contains("trace_caveats"));
+  CHECK_FALSE(ops["result"]["content"][0]["text"].get<std::string>().starts_with("Caution"));
+}

@@ -11,6 +11,7 @@
 
 #include "categories/category_analysis_internal.h"
 #include "categories/kernel_details_text.h"
+#include "categories/op_regimes.h"
 #include "categories/prepare.h"
 #include "pycompat/json.h"
 #include "pycompat/numeric.h"
@@ -1072,6 +1073,10 @@ AnalyzeResult analyze_category(const std::string& output_dir, const std::string&
   bool system = res.kind == "cpu_idle" || res.kind == "multi_kernel" || res.kind == "kernel_fusion";
   res.markdown = system ? detail::system_markdown(category, res.metrics)
                         : detail::compute_markdown(res.metrics);
+  if (!system && res.status == "OK") {
+    res.regimes = category_regimes(output_dir, category);
+    res.markdown += regimes_markdown(res.regimes);
+  }
   res.insights = category_insights(output_dir, category);
   res.markdown += insights_markdown(res.insights);
   return res;

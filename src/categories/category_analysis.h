@@ -32,6 +32,9 @@ struct AnalyzeResult {
   // Impact ranges from the critical-path what-if (what_if_impact.h), when the
   // caller computed them; null otherwise.
   ojson impact_what_if;
+  // Regimes of the ops (categories/op_regimes.h) for a compute category with
+  // data; null otherwise. Not part of the TraceLens metrics file.
+  ojson regimes;
 };
 
 // Runs one category analysis and writes its metrics file atomically.

@@ -24,15 +24,26 @@ std::string kind_of_insight(const ojson& insight) {
   return "other";
 }
 
+ojson insights_document(const std::string& output_dir) {
+  std::ifstream in(std::filesystem::path(output_dir) / "category_data" / "insights.json");
+  if (!in) return nullptr;
+  std::stringstream text;
+  text << in.rdbuf();
+  return ojson::parse(text.str(), nullptr, /*allow_exceptions=*/false);
+}
+
 }  // namespace
+
+ojson prepared_trace_health(const std::string& output_dir) {
+  ojson doc = insights_document(output_dir);
+  if (!doc.is_object() || !doc.contains("trace_health") || !doc["trace_health"].is_object())
+    return nullptr;
+  return doc["trace_health"];
+}
 
 ojson category_insights(const std::string& output_dir, const std::string& category) {
   ojson out = ojson::array();
-  std::ifstream in(std::filesystem::path(output_dir) / "category_data" / "insights.json");
-  if (!in) return out;
-  std::stringstream text;
-  text << in.rdbuf();
-  ojson doc = ojson::parse(text.str(), nullptr, /*allow_exceptions=*/false);
+  ojson doc = insights_document(output_dir);
   if (!doc.is_object() || !doc.contains("insights") || !doc["insights"].is_array()) return out;
   std::string kind = analysis_kind(category);
   for (const auto& i : doc["insights"]) {

@@ -14,6 +14,12 @@ namespace jarvis::analysis {
 // launch-bound insights go to cpu_idle). Empty array when the file is absent.
 ojson category_insights(const std::string& output_dir, const std::string& category);
 
+// The health block of the prepared trace (insights/trace_health.h:
+// confidence, warnings, ...) from category_data/insights.json; null when the
+// directory was prepared without it (from TraceLens's CSVs, or by an older
+// jarvis).
+ojson prepared_trace_health(const std::string& output_dir);
+
 // "## Insights (beyond TraceLens)" section, "" when there are none.
 std::string insights_markdown(const ojson& insights);
 

@@ -6,11 +6,14 @@
 #include <regex>
 #include <sstream>
 #include <stdexcept>
+#include <string_view>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "base/atomic_file.h"
 #include "categories/category_analysis_common.h"
+#include "categories/category_insights.h"
 #include "categories/findings_check.h"
 
 namespace jarvis::analysis {
@@ -37,7 +40,10 @@ std::optional<double> number_attr(const std::string& text) {
   return std::nullopt;
 }
 
-// The P-items of a checked findings file: number, title, p_item impact.
+constexpr const char* kHeadroomMarker = "<!-- tuning-headroom pct=";
+
+// The P-items of a checked findings file: number, title, p_item impact,
+// tuning headroom.
 std::vector<FinalReportItem> p_items_of(const std::string& markdown) {
   static const std::regex p_re(R"(^###\s+P(\d+):\s*(.+?)\s*$)");
   static const std::regex impact_re(
@@ -56,6 +62,10 @@ std::vector<FinalReportItem> p_items_of(const std::string& markdown) {
       item.p_item = std::stoi(m[1].str());
       item.title = m[2].str();
       items.push_back(item);
+    } else if (size_t at = line.find(kHeadroomMarker); !items.empty() && at != std::string::npos) {
+      size_t from = at + std::string_view(kHeadroomMarker).size();
+      size_t end = line.find_first_of(" -", from);
+      items.back().tuning_headroom_pct = number_attr(line.substr(from, end - from));
     } else if (!items.empty() && std::regex_search(line, m, impact_re)) {
       items.back().impact_low = number_attr(m[1].str());
       items.back().impact_mid = number_attr(m[2].str());
@@ -91,6 +101,9 @@ nlohmann::json item_json(const FinalReportItem& i, size_t rank) {
                       {"impact_low", opt(i.impact_low)},
                       {"impact_mid", opt(i.impact_mid)},
                       {"impact_high", opt(i.impact_high)},
+                      {"tuning_headroom_pct", opt(i.tuning_headroom_pct)},
+                      {"recoverable_pct", opt(i.recoverable_pct)},
+                      {"recoverable_basis", i.recoverable_basis},
                       {"recoverable_ms", opt(i.recoverable_ms)},
                       {"findings_path", i.findings_path},
                       {"evidence", i.evidence}};
@@ -105,21 +118,32 @@ std::string render_markdown(const FinalReport& r) {
       "left out.{}\n\n",
       r.findings_files, r.ranked.size(), r.system.size(), r.skipped.size(),
       r.total_time_ms ? fmt::format(" Total trace time {:.3f} ms.", *r.total_time_ms) : "");
+  if (r.trace_health.is_object() &&
+      !r.trace_health.value("warnings", nlohmann::json::array()).empty()) {
+    std::vector<std::string> warnings;
+    for (const auto& w : r.trace_health["warnings"]) warnings.push_back(w.get<std::string>());
+    md += fmt::format(
+        "> **Caution — trace confidence {}:** {}. The conclusions below rest on this trace; "
+        "repeat this caveat with them.\n\n",
+        r.trace_health.value("confidence", std::string("?")), fmt::join(warnings, "; "));
+  }
   md += "## Ranked recommendations\n\n";
   if (r.ranked.empty()) {
     md += "No quantified recommendation.\n\n";
   } else {
     md +=
-        "Ranked by recoverable time (impact mid, % of end-to-end time, as in each category's "
-        "category_findings).\n\n";
+        "Ranked by recoverable time: impact mid (% of end-to-end time, as in each category's "
+        "category_findings), capped where the draft's Regime line shows latency-bound ops that "
+        "kernel tuning cannot take below the latency floor.\n\n";
     md +=
-        "| Rank | Category | Recommendation | Impact % E2E (low–high) | Recoverable (ms) | "
-        "Evidence |\n|---|---|---|---|---|---|\n";
+        "| Rank | Category | Recommendation | Impact % E2E (low–high) | Recoverable % E2E | "
+        "Recoverable (ms) | Evidence |\n|---|---|---|---|---|---|---|\n";
     for (size_t k = 0; k < r.ranked.size(); ++k) {
       const FinalReportItem& i = r.ranked[k];
       md += fmt::format(
-          "| {} | {} | P{}: {} | {} ({}–{}) | {} | {} |\n", k + 1, i.category, i.p_item,
+          "| {} | {} | P{}: {} | {} ({}–{}) | {}{} | {} | {} |\n", k + 1, i.category, i.p_item,
           md_cell(i.title), pct(i.impact_mid), pct(i.impact_low), pct(i.impact_high),
+          pct(i.recoverable_pct), i.recoverable_basis == "latency floor cap" ? " (floor cap)" : "",
           i.recoverable_ms ? fmt::format("{:.3f}", *i.recoverable_ms) : "—", links(i.evidence));
     }
     md += "\n";
@@ -153,6 +177,7 @@ nlohmann::json FinalReport::to_json() const {
   return {{"output_dir", output_dir},
           {"total_time_ms", total_time_ms ? nlohmann::json(*total_time_ms) : nlohmann::json()},
           {"findings_files", findings_files},
+          {"trace_health", trace_health},
           {"ranked", ranked_json},
           {"system", system_json},
           {"skipped", skipped_json}};
@@ -188,6 +213,7 @@ FinalReport build_final_report(const std::string& output_dir) {
         " (category_findings/*_findings.md, system_findings/*_findings.md): write them with "
         "write_findings first");
   r.findings_files = files.size();
+  r.trace_health = nlohmann::json::parse(prepared_trace_health(output_dir).dump());
   for (const fs::path& file : files) {
     std::string name = file.filename().string();
     std::string category = name.substr(0, name.size() - std::string("_findings.md").size());
@@ -209,14 +235,21 @@ FinalReport build_final_report(const std::string& output_dir) {
       item.tier = system ? "system" : "compute";
       item.findings_path = rel;
       item.evidence = evidence;
-      if (!system && item.impact_mid && r.total_time_ms)
-        item.recoverable_ms = *item.impact_mid / 100.0 * *r.total_time_ms;
+      if (!system && item.impact_mid) {
+        item.recoverable_pct = item.impact_mid;
+        item.recoverable_basis = "impact mid";
+        if (item.tuning_headroom_pct && *item.tuning_headroom_pct < *item.impact_mid) {
+          item.recoverable_pct = item.tuning_headroom_pct;
+          item.recoverable_basis = "latency floor cap";
+        }
+        if (r.total_time_ms) item.recoverable_ms = *item.recoverable_pct / 100.0 * *r.total_time_ms;
+      }
       (system || !item.impact_mid ? r.system : r.ranked).push_back(std::move(item));
     }
   }
   std::stable_sort(r.ranked.begin(), r.ranked.end(),
                    [](const FinalReportItem& a, const FinalReportItem& b) {
-                     return a.impact_mid.value_or(0) > b.impact_mid.value_or(0);
+                     return a.recoverable_pct.value_or(0) > b.recoverable_pct.value_or(0);
                    });
   r.markdown = render_markdown(r);
   return r;

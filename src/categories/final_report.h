@@ -5,8 +5,9 @@
 // A findings file enters only when it passes validate_findings
 // (findings_check.h); the others are listed with their problems. Compute
 // P-items are ranked by their impact mid value (% of end-to-end time, copied
-// from category_findings), turned into milliseconds with the trace's total
-// time when cpu_idle_metrics.json has it; system P-items (impact not
+// from category_findings) capped by the tuning headroom the draft's Regime
+// line records (`<!-- tuning-headroom pct=X -->`), turned into milliseconds
+// with the trace's total time when cpu_idle_metrics.json has it; system P-items (impact not
 // quantifiable from trace data) follow, in category order.
 #pragma once
 
@@ -24,9 +25,17 @@ struct FinalReportItem {
   int p_item = 0;    // N of `### P<N>` in the findings file
   std::string title;
   std::optional<double> impact_low, impact_mid, impact_high;  // % of end-to-end time
-  std::optional<double> recoverable_ms;                       // impact_mid x total time
-  std::string findings_path;                                  // relative to output_dir
-  std::vector<std::string> evidence;                          // relative paths that exist
+  // The draft's "Regime" line: % of end-to-end time kernel tuning can still
+  // save (latency-bound ops only down to the latency floor; op_regimes.h).
+  std::optional<double> tuning_headroom_pct;
+  // Ranking value: impact_mid, capped by tuning_headroom_pct when present (a
+  // latency-bound op cannot be tuned below the floor, whatever TraceLens's
+  // roofline-based impact says).
+  std::optional<double> recoverable_pct;
+  std::string recoverable_basis;         // "impact mid" | "latency floor cap"
+  std::optional<double> recoverable_ms;  // recoverable_pct x total time
+  std::string findings_path;             // relative to output_dir
+  std::vector<std::string> evidence;     // relative paths that exist
 };
 
 struct FinalReportSkipped {
@@ -42,6 +51,9 @@ struct FinalReport {
   std::vector<FinalReportItem> system;  // system items, not quantifiable
   std::vector<FinalReportSkipped> skipped;
   size_t findings_files = 0;
+  // The prepared trace's health (category_insights.h prepared_trace_health),
+  // null when unknown; its warnings head the markdown.
+  nlohmann::json trace_health;
   std::string markdown;
   nlohmann::json to_json() const;
 };

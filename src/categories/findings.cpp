@@ -7,9 +7,12 @@
 #include <stdexcept>
 #include <tuple>
 
+#include <fmt/format.h>
+
 #include "categories/category_analysis.h"
 #include "categories/category_analysis_internal.h"
 #include "categories/category_insights.h"
+#include "categories/op_regimes.h"
 #include "explore/gemm_roofline.h"
 
 namespace jarvis::analysis {
@@ -199,8 +202,58 @@ std::string write_findings(const std::string& output_dir, const std::string& cat
   return path;
 }
 
+namespace {
+
+// "- **Regime:** ..." of a P-item's member ops (categories/op_regimes.h),
+// ending in a `<!-- tuning-headroom pct=X -->` marker final_report ranks by;
+// "" without regimes or a latency floor.
+std::string regime_line(const ojson& regimes, const std::vector<const ojson*>& members) {
+  if (!regimes.is_object() || !(regimes["latency_floor_us"].get<double>() > 0)) return "";
+  size_t latency = 0, known = 0;
+  double latency_ms = 0, headroom_ms = 0;
+  std::string regime;
+  for (const ojson* op : members) {
+    const ojson* e = regime_of_op(regimes, *op);
+    if (!e || !(*e)["tuning_headroom_ms"].is_number()) continue;
+    ++known;
+    headroom_ms += (*e)["tuning_headroom_ms"].get<double>();
+    if (regime.empty()) regime = (*e)["regime"].get<std::string>();
+    if ((*e)["regime"] == "latency-bound") {
+      ++latency;
+      latency_ms += (*e)["time_ms"].get<double>();
+    }
+  }
+  if (known == 0) return "";
+  double floor_us = regimes["latency_floor_us"].get<double>();
+  double e2e_ms = regimes["e2e_ms"].get<double>();
+  std::string headroom = f2(headroom_ms) + " ms";
+  std::string marker;
+  if (e2e_ms > 0) {
+    double pct = headroom_ms / e2e_ms * 100;
+    headroom += " (" + f2(pct) + " % of end-to-end time)";
+    marker = " <!-- tuning-headroom pct=" + fmt::format("{:.4f}", pct) + " -->";
+  }
+  std::string line = "- **Regime:** ";
+  if (latency == known)
+    line += "latency-bound: the roofline time per call is below this trace's " + f2(floor_us) +
+            " us kernel latency floor, so kernel tuning saves at most " + headroom +
+            "; launch fewer kernels instead (fuse with neighbours, CUDA/HIP graphs, "
+            "torch.compile, a larger batch).";
+  else if (latency > 0)
+    line += std::to_string(latency) + " of " + std::to_string(known) + " ops latency-bound (" +
+            f2(latency_ms) + " ms below the " + f2(floor_us) +
+            " us kernel latency floor); kernel tuning saves at most " + headroom + ".";
+  else
+    line += regime + " (roofline above the " + f2(floor_us) +
+            " us kernel latency floor): kernel tuning saves at most " + headroom +
+            " if every op reached its roofline.";
+  return line + marker + "\n";
+}
+
+}  // namespace
+
 std::string draft_findings(const std::string& cat, const ojson& m, const std::string& display,
-                           const ojson& what_if) {
+                           const ojson& what_if, const ojson& regimes) {
   std::string name = display.empty() ? cat : display;
   std::string out = "# " + name + " Analysis Summary\n\n";
   std::string status = m.value("status", std::string());
@@ -288,6 +341,7 @@ std::string draft_findings(const std::string& cat, const ojson& m, const std::st
       out += "- **Path A:** " + path_a + "\n- **Path B:** " + path_b + "\n";
       out += "- **Priority:** " + priority_for(pct, e, batching) + "\n";
       if (what_if.is_object()) out += impact_line(m, what_if, op);
+      out += regime_line(regimes, members);
     }
     std::string low = f["impact_score_low"].dump(), mid = f["impact_score"].dump(),
                 high = f["impact_score_high"].dump();
@@ -354,7 +408,8 @@ std::string draft_findings(const std::string& cat, const ojson& m, const std::st
 }
 
 std::string draft_findings(const AnalyzeResult& result) {
-  return draft_findings(result.category, result.metrics, "", result.impact_what_if) +
+  return draft_findings(result.category, result.metrics, "", result.impact_what_if,
+                        result.regimes) +
          insights_markdown(result.insights);
 }
 

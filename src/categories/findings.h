@@ -28,8 +28,11 @@ std::string write_findings(const std::string& output_dir, const std::string& cat
 // With `what_if` (what_if_impacts' result) each key bottleneck gets an impact
 // estimate line saying which method gave it: the critical-path what-if, or
 // the trace time share when no graph could be built.
+// With `regimes` (category_regimes) each key bottleneck gets a "Regime" line:
+// latency-bound ops and the kernel time tuning could still save.
 std::string draft_findings(const std::string& category, const ojson& metrics,
-                           const std::string& display_name = "", const ojson& what_if = ojson());
+                           const std::string& display_name = "", const ojson& what_if = ojson(),
+                           const ojson& regimes = ojson());
 
 // The draft of an analysis result: draft_findings of its metrics followed by
 // the category's insights (beyond TraceLens), when there are any.

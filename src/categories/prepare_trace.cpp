@@ -10,6 +10,7 @@
 #include "explore/parent_chain.h"
 #include "explore/trace_store.h"
 #include "insights/insights.h"
+#include "insights/trace_health.h"
 #include "perf/gpu_arch.h"
 #include "pycompat/numeric.h"
 #include "pycompat/text.h"
@@ -277,7 +278,13 @@ std::string insights_json(const Trace& trace, const CallTree& tree, const std::s
   auto found = insights::run_insights(insights::make_context(trace, tree, &arch, timeline));
   nlohmann::json all = nlohmann::json::array();
   for (const auto& i : found) all.push_back(insights::to_json(i));
-  nlohmann::json doc = {{"rules", insights::rule_ids()}, {"insights", all}};
+  // The trace's health travels with the prepared directory, so analyses that
+  // read only the directory (analyze_category, final_report) can say when the
+  // trace cannot support their conclusions.
+  nlohmann::json doc = {
+      {"rules", insights::rule_ids()},
+      {"insights", all},
+      {"trace_health", insights::to_json(insights::trace_health(trace, tree, timeline))}};
   return doc.dump(2) + "\n";
 }
 

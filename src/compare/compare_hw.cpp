@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "compare/compare_frame.h"
+#include "report/op_regime.h"
 
 namespace jarvis {
 
@@ -64,9 +65,12 @@ std::string basis_of(const HardwareGapRow& r) {
   return "roofline mix";
 }
 
+// Latency-bound when the op is on both platforms (op_regime.h, the
+// classifier of the single-trace analyses); otherwise the bound both share.
 std::string regime_of(const HardwareGapRow& r, double floor_ref, double floor_tgt) {
-  if (floor_ref > 0 && floor_tgt > 0 && *r.roofline_us_reference < floor_ref &&
-      *r.roofline_us_target < floor_tgt)
+  if (classify_op_regime(r.roofline_us_reference, floor_ref, r.bound_reference) ==
+          OpRegime::LatencyBound &&
+      classify_op_regime(r.roofline_us_target, floor_tgt, r.bound_target) == OpRegime::LatencyBound)
     return "latency-bound";
   if (r.bound_reference == "MEMORY_BOUND" && r.bound_target == "MEMORY_BOUND")
     return "memory-bound";
@@ -221,22 +225,6 @@ nlohmann::json row_json(const HardwareGapRow& r) {
 }
 
 }  // namespace
-
-double latency_floor_us(const Table& unified_perf_summary) {
-  int c = unified_perf_summary.col("Kernel Time (µs)_mean");
-  if (c < 0) return 0;
-  std::vector<double> means;
-  for (const auto& row : unified_perf_summary.rows) {
-    const Cell& cell = row[static_cast<size_t>(c)];
-    if (cell.is_number() && cell.number() > 0) means.push_back(cell.number());
-  }
-  if (means.empty()) return 0;
-  // The median of the shortest tenth (at least 3 ops): one odd op, such as a
-  // fill that happened to run on an idle clock, does not set the floor.
-  std::sort(means.begin(), means.end());
-  size_t n = std::min(means.size(), std::max<size_t>(3, means.size() / 10));
-  return n % 2 ? means[n / 2] : 0.5 * (means[n / 2 - 1] + means[n / 2]);
-}
 
 double hbm_time_ratio(const GpuArch& reference, const GpuArch& target) {
   if (!(reference.mem_bw_gbps > 0) || !(target.mem_bw_gbps > 0))

@@ -45,6 +45,7 @@
 
 #include "compare/compare.h"
 #include "perf/gpu_arch.h"
+#include "report/op_regime.h"  // latency_floor_us
 #include "report/table.h"
 
 namespace jarvis {
@@ -107,11 +108,6 @@ struct HardwareGapAnalysis {
   // all), counts per status and, with all_rows, every row ("rows").
   nlohmann::json to_json(size_t top_n = 0, bool all_rows = false) const;
 };
-
-// Median of the shortest tenth (at least 3) of the mean per-call kernel times
-// of a unified_perf_summary's ops (0 when it has none): the kernel latency
-// floor of that platform.
-double latency_floor_us(const Table& unified_perf_summary);
 
 // HBM bandwidth ratio reference/target: the expected time ratio of an op
 // memory-bound on both GPUs.

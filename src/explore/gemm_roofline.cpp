@@ -11,6 +11,7 @@
 #include "pycompat/numeric.h"
 #include "pycompat/text.h"
 #include "report/gpu_timeline.h"
+#include "report/op_regime.h"
 
 namespace jarvis::analysis {
 
@@ -119,6 +120,11 @@ ojson gemm_roofline(const GemmRooflineInputs& in, const GemmRooflineFilters& f) 
                          : sheet_time;
   double compute_time = in.computation_time_us > 0 ? in.computation_time_us : gemm_time;
 
+  // The platform's kernel latency floor, from this trace's own cheapest ops
+  // (report/op_regime.h): GEMMs whose roofline is below it are latency-bound.
+  Table unified = in.unified ? infer_pandas_types(*in.unified) : Table();
+  double floor_us = latency_floor_us(unified);
+
   std::vector<ojson> shapes;
   std::vector<Mnk> mnk;
   std::vector<bool> backward;
@@ -169,6 +175,17 @@ ojson gemm_roofline(const GemmRooflineInputs& in, const GemmRooflineFilters& f) 
     if (bound == "memory" && !std::isnan(tbs)) eff = tbs / bw_tbs * 100;
     s["efficiency_percent"] = eff ? ojson(*eff) : ojson(nullptr);
     s["pct_roofline_mean"] = num_or_null(num(g, r, "Pct Roofline_mean"));
+    double roofline_us = num(g, r, "Roofline Time (µs)_first");
+    std::optional<double> roofline;
+    if (!std::isnan(roofline_us)) roofline = roofline_us;
+    OpRegime regime =
+        classify_op_regime(roofline, floor_us, s["roofline_bound_tracelens"].get<std::string>());
+    s["roofline_time_us"] = num_or_null(roofline_us);
+    s["regime"] = std::string(regime_name(regime));
+    double mean_us = num(g, r, "Kernel Time (µs)_mean");
+    auto headroom = tuning_headroom_us(mean_us, roofline, floor_us, regime);
+    s["tuning_headroom_us"] =
+        headroom && !std::isnan(count) ? ojson(*headroom * count) : ojson(nullptr);
     s["kernel_time_us"] = num_or_null(kernel_us);
     double pct = compute_time > 0 ? kernel_us / compute_time * 100 : 0;
     s["percent_of_compute"] = pct;
@@ -215,7 +232,7 @@ ojson gemm_roofline(const GemmRooflineInputs& in, const GemmRooflineFilters& f) 
   // GEMM-category rows of unified_perf_summary without a perf model.
   ojson missing = ojson::array();
   if (in.unified) {
-    Table u = infer_pandas_types(*in.unified);
+    const Table& u = unified;
     for (size_t r = 0; r < u.rows.size(); ++r) {
       std::string cat = normalize_category(cell_at(u, r, "op category")).first;
       if (cat != "gemm" && !cat.starts_with("groupedgemm")) continue;
@@ -257,6 +274,7 @@ ojson gemm_roofline(const GemmRooflineInputs& in, const GemmRooflineFilters& f) 
   ojson r = ojson::object();
   r["arch"] = in.arch.value("name", "");
   r["peak_hbm_bw_tbs"] = bw_tbs;
+  r["latency_floor_us"] = floor_us;
   r["gemm_time_us"] = gemm_time;
   r["gemm_sheet_kernel_time_us"] = sheet_time;
   r["computation_time_us"] = compute_time;

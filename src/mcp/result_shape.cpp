@@ -6,6 +6,7 @@
 #include <vector>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 namespace jarvis::mcp {
 
@@ -110,6 +111,22 @@ void integers_as_integers(json& value) {
   }
 }
 
+namespace {
+
+// "Caution — trace X (confidence low): w1; w2" lines, first in the text.
+std::string caveats_text(const json& caveats) {
+  std::string text;
+  for (const json& c : caveats) {
+    std::vector<std::string> warnings;
+    for (const json& w : c["warnings"]) warnings.push_back(w.get<std::string>());
+    text += fmt::format("Caution — trace {} (confidence {}): {}.\n", c["trace"].get<std::string>(),
+                        c["confidence"].get<std::string>(), fmt::join(warnings, "; "));
+  }
+  return text;
+}
+
+}  // namespace
+
 json assemble_tool_result(const std::string& tool, const json& args, ToolResult& out,
                           bool structured_client) {
   Detail detail = detail_of(args);
@@ -150,11 +167,13 @@ json assemble_tool_result(const std::string& tool, const json& args, ToolResult&
         erase_path(out.structured, split_pointer(pointer), 0);
     if (!truncated.empty()) out.structured["truncated"] = std::move(truncated);
     if (!out.next.empty()) out.structured["next"] = out.next;
+    if (!out.caveats.empty()) out.structured["trace_caveats"] = out.caveats;
   }
   integers_as_integers(out.structured);
 
   std::string summary = out.text;
   if (summary.empty() && structured_client) summary = generic_summary(tool, out.structured);
+  summary = caveats_text(out.caveats) + summary;
   if (!summary.empty() && summary.back() != '\n' && !notes.empty()) summary += '\n';
   summary += notes;
   if (!out.next.empty()) {

@@ -41,8 +41,10 @@ const char* kDefaultInstructions =
     "analysis tools with that handle (ops_summary for the top operators). The prompts describe "
     "complete analysis workflows. Results: the text is a short summary, the data is in "
     "structuredContent; row lists hold up to `limit` rows (default 20; `detail`: summary, rows or "
-    "full), `truncated` names the lists that were cut ({list, shown, total}) and `next` suggests "
-    "calls ({tool, arguments, why}).";
+    "full), `truncated` names the lists that were cut ({list, shown, total}), `next` suggests "
+    "calls ({tool, arguments, why}) and `trace_caveats` ({trace, confidence, warnings}) says when "
+    "a trace cannot fully support the result's conclusions (few GPU events, unlinked kernels, no "
+    "steady state, graph-captured work): repeat those caveats with any conclusion.";
 
 }  // namespace
 
@@ -618,6 +620,7 @@ json Session::call_tool(Call& call, const json& params, bool modern) {
                              error_kind_of(e));
   }
   if (call.cancelled->load()) throw Cancelled{};
+  out.caveats = ctx.trace_caveats();
 
   // Limit/detail, truncation notes, next calls, integers, and the text each
   // protocol version gets: src/mcp/result_shape.h.

@@ -64,6 +64,9 @@ struct ToolResult {
   std::vector<RowList> row_lists;      // arrays `limit` / `detail` cut
   std::vector<std::string> full_only;  // JSON pointers of optional fields kept at detail=full only
   json next = json::array();           // suggested next calls: {tool, arguments, why}
+  // Health warnings of the traces the call analysed ({trace, confidence,
+  // warnings}); filled by the server from ToolContext::trace_caveats.
+  json caveats = json::array();
   ToolResult() = default;
   ToolResult(json structured_content, std::string text_block = {})  // NOLINT: implicit on purpose
       : structured(std::move(structured_content)), text(std::move(text_block)) {}
@@ -181,6 +184,21 @@ class ToolContext {
   // not declare the capability or answered with an error.
   json ask_client(const std::string& method, const json& params);
 
+  // Records the health of a trace this call analysed (insights/trace_health.h
+  // to_json: confidence, warnings, ...). When it has warnings, the server adds
+  // them to the result (structured `trace_caveats`, the first lines of the
+  // text), so no conclusion about that trace travels without them. Once per
+  // trace label.
+  void add_trace_caveats(const std::string& trace, const json& health) {
+    if (!health.is_object() || !health.contains("warnings") || health["warnings"].empty()) return;
+    for (const json& c : trace_caveats_)
+      if (c["trace"] == trace) return;
+    trace_caveats_.push_back({{"trace", trace},
+                              {"confidence", health.value("confidence", std::string())},
+                              {"warnings", health["warnings"]}});
+  }
+  const json& trace_caveats() const { return trace_caveats_; }
+
   // Wiring, set by the session that runs the call (tests may set these too).
   std::function<void(double, double, const std::string&)> on_progress;
   std::function<void(LogLevel, const std::string&)> on_log;
@@ -191,6 +209,7 @@ class ToolContext {
   TraceStore& traces_;
   const PathPolicy& paths_;
   double last_progress_ = -1;
+  json trace_caveats_ = json::array();
 };
 
 using ToolHandler = std::function<ToolResult(const json& args, ToolContext& ctx)>;

@@ -6,6 +6,7 @@
 #include "categories/category_analysis.h"
 #include "categories/category_insights.h"
 #include "categories/findings.h"
+#include "categories/op_regimes.h"
 #include "categories/what_if_impact.h"
 
 #include "mcp/result_shape.h"
@@ -32,8 +33,13 @@ analysis::ojson what_if_of(const analysis::AnalyzeResult& r, const std::string& 
   return analysis::what_if_impacts(r.metrics, trace);
 }
 
-json summary_of(const analysis::ojson& m, size_t top_ops) {
-  json s = json::parse(m.dump());
+// The metrics for the agent: the first top_ops operations, each with its
+// regime and tuning headroom (categories/op_regimes.h).
+json summary_of(const analysis::ojson& m, const analysis::ojson& regimes, size_t top_ops) {
+  analysis::ojson annotated = m;
+  if (annotated.contains("operations"))
+    analysis::annotate_operations(annotated["operations"], regimes);
+  json s = json::parse(annotated.dump());
   if (s.contains("operations") && s["operations"].size() > top_ops) {
     s["operations_omitted"] = s["operations"].size() - top_ops;
     s["operations"].erase(s["operations"].begin() + static_cast<long>(top_ops),
@@ -65,16 +71,19 @@ ToolResult analyze_category_tool(const json& args, ToolContext& ctx) {
   } catch (const std::invalid_argument& e) {
     throw ToolError(e.what());
   }
+  ctx.add_trace_caveats(dir.string(),
+                        json::parse(analysis::prepared_trace_health(dir.string()).dump()));
   if (args.at("what_if").get<bool>() && r.status == "OK" && !is_system(r.kind))
     r.impact_what_if = what_if_of(r, dir.string(), ctx);
   json result = {{"category", category},
                  {"kind", r.kind},
                  {"status", r.status},
                  {"metrics_path", r.metrics_path},
-                 {"metrics", summary_of(r.metrics, row_limit(args))},
+                 {"metrics", summary_of(r.metrics, r.regimes, row_limit(args))},
                  {"markdown", r.markdown},
                  {"insights", json::parse(r.insights.dump())},
                  {"impact_what_if", json::parse(r.impact_what_if.dump())},
+                 {"regimes", json::parse(r.regimes.dump())},
                  {"draft_findings_path", nullptr}};
   if (args.at("write_draft").get<bool>() && r.status != "ERROR") {
     std::string path = analysis::findings_path(dir.string(), category);
@@ -85,7 +94,8 @@ ToolResult analyze_category_tool(const json& args, ToolContext& ctx) {
       ctx.paths().note_written(target);
     }
   }
-  ToolResult out{result, digest_head(r.markdown, kTextDigestBytes)};
+  ToolResult out{result,
+                 analysis::regimes_summary(r.regimes) + digest_head(r.markdown, kTextDigestBytes)};
   out.rows("/metrics/operations", result["metrics"].contains("operations")
                                       ? result["metrics"]["operations"].size() +
                                             result["metrics"].value("operations_omitted", size_t{0})
@@ -94,10 +104,18 @@ ToolResult analyze_category_tool(const json& args, ToolContext& ctx) {
       .rows("/metrics/category_findings")
       .rows("/metrics/impact_estimates")
       .rows("/impact_what_if/estimates");
+  // The per-op regimes are on /metrics/operations; the list repeats them.
+  out.full_only.push_back("/regimes/ops");
+  out.full_only.push_back("/regimes/floor_basis");
+  out.full_only.push_back("/regimes/by_regime");  // the text summary line says it
   // Below detail=full: the per-row fields the markdown and the other fields
   // already carry, and the lists the metrics file keeps (metrics_path).
-  for (const char* field : {"Input Dims", "Input type", "call_chain", "module_chain",
-                            "kernel_name_trunc", "FLOPS~1Byte"})
+  // The arch's peaks repeat on every row, and warning / is_anomaly are the
+  // row's efficiency_warning (present when there is one).
+  for (const char* field :
+       {"Input Dims", "Input type", "call_chain", "module_chain", "kernel_name_trunc",
+        "FLOPS~1Byte", "efficiency/resolved_peak_maf", "efficiency/resolved_peak_hbm_bw",
+        "efficiency/warning", "efficiency/is_anomaly"})
     out.full_only.push_back(std::string("/metrics/operations/*/") + field);
   // A category_findings member repeats its group's bound, library and method.
   for (const char* field : {"category", "type", "estimate_method", "bound_type", "library"})

@@ -12,6 +12,7 @@
 #include "explore/trace_store.h"
 #include "mcp/result_shape.h"
 #include "mcp/tool.h"
+#include "mcp/tools/trace_arg.h"
 #include "perf/gpu_arch.h"
 #include "trace/trace.h"
 
@@ -47,7 +48,10 @@ Input prepare_input(const std::string& argument, const std::string& value, const
   // not served per call as other tools' path arguments are.
   bool trace_file = value.ends_with(".json") || value.ends_with(".gz");
   auto entry = trace_file ? nullptr : ctx.traces().get(value);
-  if (entry) return {prepare_loaded_trace(*entry, tag, arch), entry->handle()};
+  if (entry) {
+    note_trace_health(*entry, ctx);
+    return {prepare_loaded_trace(*entry, tag, arch), entry->handle()};
+  }
   auto path = ctx.resolve_path(value, /*must_exist=*/true, /*for_write=*/false);
   return for_argument(argument, [&]() -> Input {
     // The engine tells traces from report directories and workbooks.
@@ -56,6 +60,7 @@ Input prepare_input(const std::string& argument, const std::string& value, const
       return {prepare_report_input(input, tag, arch), json()};
     // A trace goes through load_trace's checks (trace names, nothing we wrote).
     auto loaded = ctx.traces().load(ctx.paths().trace_path(input.path).string()).entry;
+    note_trace_health(*loaded, ctx);
     return {prepare_loaded_trace(*loaded, tag, arch), loaded->handle()};
   });
 }

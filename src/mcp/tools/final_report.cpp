@@ -21,6 +21,7 @@ ToolResult final_report_tool(const json& args, ToolContext& ctx) {
   // write policy; the files are replaced by an atomic rename, never written
   // through a symlink.
   ctx.output_dir(dir.string());
+  ctx.add_trace_caveats(dir.string(), report.trace_health);
   json result = report.to_json();
   result["files"] = analysis::write_final_report(report);
   for (const auto& f : result["files"]) ctx.paths().note_written(f.get<std::string>());

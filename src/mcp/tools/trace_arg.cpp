@@ -2,7 +2,24 @@
 
 #include <string>
 
+#include "insights/trace_health.h"
+#include "rocprof/profile.h"
+
 namespace jarvis::mcp {
+
+namespace {
+
+// The health block of a loaded Kineto trace, computed once per entry (the
+// call tree and timeline are the entry's cached ones).
+json loaded_trace_health(const LoadedTrace& entry) {
+  if (rocprof::is_rocprof_trace(entry.trace())) return nullptr;  // its own health (load_trace)
+  return *entry.cached<json>("trace_health", [&entry] {
+    return json(insights::to_json(insights::trace_health(entry.trace(), *trace_call_tree(entry),
+                                                         trace_timeline(entry).get())));
+  });
+}
+
+}  // namespace
 
 std::shared_ptr<const LoadedTrace> trace_arg(const json& args, ToolContext& ctx) {
   std::string handle = args.at("trace").get<std::string>();
@@ -11,7 +28,12 @@ std::shared_ptr<const LoadedTrace> trace_arg(const json& args, ToolContext& ctx)
     throw ToolError(
         "unknown trace handle \"" + handle + "\"; call load_trace first (or list_traces)",
         ErrorKind::NotFound);
+  note_trace_health(*entry, ctx);
   return entry;
+}
+
+void note_trace_health(const LoadedTrace& entry, ToolContext& ctx) {
+  ctx.add_trace_caveats(entry.handle(), loaded_trace_health(entry));
 }
 
 }  // namespace jarvis::mcp
