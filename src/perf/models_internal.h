@@ -77,6 +77,12 @@ size_t arg_size(const PyValue* arg);  // 0 when absent / not a list
 
 int64_t to_int(const PyValue& v, const char* what);
 Shape to_shape(const PyValue& v, const char* what);
+// Python int(x) (strings parsed; None and garbage fail like int() raises).
+int64_t python_int(const PyValue& v, const char* what);
+// TraceLens `optional_int`: int(x), or nullopt where int() raises.
+std::optional<int64_t> optional_int(const PyValue& v);
+// Python a // b (floor); fails on b == 0 like ZeroDivisionError.
+int64_t floordiv(int64_t a, int64_t b);
 Shape dims_at(const OpInput& op, size_t i);
 // Input type[i] as text ("" for non-strings, as a Python None would fail later).
 const PyValue& type_at(const OpInput& op, size_t i);

@@ -35,22 +35,6 @@ double moe_bpe(const PyValue& dtype, double dflt) {
   return it == table.end() ? dflt : it->second;
 }
 
-// Python int(text) of a recorded concrete input: optional blanks and sign
-// around decimal digits; anything else fails as int() raises ValueError.
-int64_t python_int(const PyValue& v, const char* what) {
-  if (!v.is_string()) fail(std::string(what) + " is not a string");
-  size_t b = v.s.find_first_not_of(" \t\n"), e = v.s.find_last_not_of(" \t\n");
-  std::string t = b == std::string::npos ? "" : v.s.substr(b, e - b + 1);
-  size_t digits = !t.empty() && (t[0] == '-' || t[0] == '+') ? 1 : 0;
-  if (t.size() == digits || t.find_first_not_of("0123456789", digits) != std::string::npos)
-    fail(std::string("invalid literal for int(): ") + what);
-  try {
-    return std::stoll(t);
-  } catch (const std::exception&) {
-    fail(std::string(what) + " out of range");
-  }
-}
-
 struct MoeShape {
   int64_t num_tokens = 0, hidden_dim = 0, inter_dim = 0, num_experts = 0, topk = 0;
   bool gated = false;

@@ -1,0 +1,302 @@
+// TraceLens's remaining inference-extension models (RMSNorm variants, RoPE
+// helpers, group quantizers, unfused MoE stages, MoE routing helpers, custom
+// collectives, mHC) on constructed events shaped like the ops' recorded args
+// (DeepSeek / Qwen decode shapes, the layouts TraceLens's extension tests
+// use). Expected FLOPs and bytes are written out here term by term from the
+// formulas of TraceLens's rmsnorm / perf_model / moe / custom-collective
+// extensions, not through the models' helpers.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "perf/perf_model.h"
+#include "trace/loader.h"
+
+using namespace jarvis;
+using namespace jarvis::perf;
+
+namespace {
+
+// A trace with one cpu_op carrying `args_json`; `kernels` become the names
+// the metric computation attributes to it.
+struct Op {
+  Trace trace;
+  OpInput op;
+  explicit Op(const std::string& name, const std::string& args_json,
+              std::vector<std::string> kernels = {})
+      : kernel_storage(std::move(kernels)) {
+    trace = load_trace_from_json(R"({"traceEvents":[{"ph":"X","cat":"cpu_op","name":")" + name +
+                                 R"(","pid":1,"tid":1,"ts":100,"dur":10,"args":{)" + args_json +
+                                 "}}]}");
+    op = op_input_from_event(trace, 0);
+    for (const std::string& k : kernel_storage) op.kernel_names.push_back(k);
+  }
+  std::unique_ptr<PerfModel> model() const { return make_perf_model(op); }
+  std::vector<std::string> kernel_storage;
+};
+
+std::string param(const PerfModel& m, std::string_view name) {
+  const Param* p = find_param(m.params(), name);
+  return p ? p->repr() : "<absent>";
+}
+
+// RMSNorm's FLOPs (TraceLens RMSNorm.flops, affine): per row 2N + 2 for the
+// rsqrt, then 2 per element (scale and weight).
+double rms_flops(double m, double n) {
+  return (m * n / n) * (2 * n + 2) + m * n * 2;
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------- RMSNorm --
+
+TEST_CASE("RMSNorm extensions: CK dynamic-quant and AITER per-group quant") {
+  const double M = 32, N = 7168, n = M * N;
+  Op dq(
+      "aiter::rmsnorm2d_fwd_with_dynamicquant_ck",
+      R"("Input Dims":[[32,7168],[32,7168],[32,1],[7168],[],[]],)"
+      R"("Input type":["c10::Float8_e4m3fnuz","c10::BFloat16","float","c10::BFloat16","Scalar","Scalar"],)"
+      R"("Input Strides":[[7168,1],[7168,1],[1,1],[1],[],[]],)"
+      R"("Concrete Inputs":["","","","","1e-06","0"])");
+  auto m = dq.model();
+  REQUIRE(m);
+  CHECK(m->flops() == rms_flops(M, N) + 2 * n);
+  // bf16 input and weight read, fp8 output, one fp32 scale per token.
+  CHECK(*m->bytes() == n * 2 + N * 2 + n * 1 + M * 4);
+  CHECK(m->compute_spec() == "vector_bf16");
+  CHECK(m->entry()->category == "RMSNorm");
+  CHECK(params_dict_repr(m->params()) ==
+        "{'op_shape': (32, 7168), 'dtype_in_out': ('c10::BFloat16', None), "
+        "'stride_input': (7168, 1), 'stride_output': None, 'num_channels': 7168, "
+        "'has_bias': False, 'is_affine': True, 'is_training': False}");
+
+  // aiter::rmsnorm_quant: group_size 128 at Concrete Inputs[5] -> 56 groups per row.
+  const char* rq_dims =
+      R"("Input Dims":[[32,7168],[32,7168],[32,56],[7168],[],[],[]],)"
+      R"("Input type":["c10::Float8_e4m3fnuz","c10::BFloat16","float","c10::BFloat16","Scalar","Scalar","Scalar"],)"
+      R"("Input Strides":[[7168,1],[7168,1],[56,1],[1],[],[],[]],)";
+  Op rq("aiter::rmsnorm_quant",
+        std::string(rq_dims) + R"("Concrete Inputs":["","","","","1e-06","128","False"])");
+  auto q = rq.model();
+  REQUIRE(q);
+  CHECK(q->flops() == rms_flops(M, N) + 2 * n);
+  CHECK(*q->bytes() == n * 2 + N * 2 + n + M * (7168 / 128) * 4);
+  // An unreadable group size means one group per row.
+  Op rq0("aiter::rmsnorm_quant",
+         std::string(rq_dims) + R"("Concrete Inputs":["","","","","1e-06","","False"])");
+  CHECK(*rq0.model()->bytes() == n * 2 + N * 2 + n + M * 1 * 4);
+}
+
+TEST_CASE("RMSNorm extensions: vLLM fp8 group quant, with residual add, add+pad") {
+  const double M = 4, N = 1536, n = M * N;
+  Op gq("vllm::rocm_aiter_rmsnorm_fp8_group_quant",
+        R"("Input Dims":[[4,1536],[1536],[],[]],)"
+        R"("Input type":["c10::BFloat16","c10::BFloat16","Scalar","Scalar"],)"
+        R"("Input Strides":[[1536,1],[1],[],[]],"Concrete Inputs":["","","1e-06","128"])");
+  auto m = gq.model();
+  REQUIRE(m);
+  CHECK(m->flops() == rms_flops(M, N) + 2 * n);
+  CHECK(*m->bytes() == n * 2 + N * 2 + n * 1 + M * 12 * 4);
+
+  const double M2 = 4, N2 = 7168, n2 = M2 * N2;
+  Op ga(
+      "vllm::rocm_aiter_rmsnorm_with_add_fp8_group_quant",
+      R"("Input Dims":[[4,7168],[4,7168],[7168],[],[]],)"
+      R"("Input type":["c10::BFloat16","c10::BFloat16","c10::BFloat16","Scalar","Scalar"],)"
+      R"("Input Strides":[[7168,1],[7168,1],[1],[],[]],"Concrete Inputs":["","","","1e-06","128"])");
+  auto a = ga.model();
+  REQUIRE(a);
+  CHECK(a->flops() == rms_flops(M2, N2) + 3 * n2);
+  // x and residual read, weight read, fp8 out, residual written, 56 scales per row.
+  CHECK(*a->bytes() == n2 * 2 + n2 * 2 + N2 * 2 + n2 + n2 * 2 + M2 * 56 * 4);
+  // A group size that does not parse fails like int() does.
+  Op bad(
+      "vllm::rocm_aiter_rmsnorm_fp8_group_quant",
+      R"("Input Dims":[[4,1536],[1536],[],[]],"Input type":["c10::BFloat16","c10::BFloat16","Scalar","Scalar"],)"
+      R"("Input Strides":[[1536,1],[1],[],[]],"Concrete Inputs":["","","1e-06",""])");
+  CHECK_THROWS_AS(bad.model(), PerfModelError);
+
+  // GPT-OSS hidden 2880 padded to a multiple of 256 -> 3072 output columns.
+  const double M3 = 64, N3 = 2880, n3 = M3 * N3;
+  for (const char* name :
+       {"vllm::rocm_aiter_triton_add_rmsnorm_pad", "aiter::fused_add_rmsnorm_pad_"}) {
+    Op pad(
+        name,
+        R"("Input Dims":[[64,2880],[2880],[],[64,2880],[]],)"
+        R"("Input type":["c10::BFloat16","c10::BFloat16","Scalar","c10::BFloat16","Scalar"],)"
+        R"("Input Strides":[[2880,1],[1],[],[2880,1],[]],"Concrete Inputs":["","","1e-05","","256"])");
+    auto p = pad.model();
+    REQUIRE(p);
+    CHECK(p->flops() == n3 + rms_flops(M3, N3));
+    CHECK(*p->bytes() == 2 * n3 * 2 + N3 * 2 + M3 * 3072 * 2 + M3 * N3 * 2);
+    CHECK(p->compute_spec() == "vector_bf16");
+  }
+}
+
+TEST_CASE("RMSNorm extensions: fused RMSNorm + MXFP4 quant with x2 and residual") {
+  // TraceLens's own layout: x1 (4, 256), w1, eps, x2 (4, 128), w2, eps, res1 (4, 256).
+  const double M = 4, N1 = 256, n = M * N1, N2 = 128;
+  Op f(
+      "sglang_profiler::fused_mxfp4_quant_fused_rms_mxfp4_quant",
+      R"("Input Dims":[[4,256],[256],[],[4,128],[128],[],[4,256]],)"
+      R"("Input type":["c10::BFloat16","c10::BFloat16","Scalar","c10::BFloat16","c10::BFloat16","Scalar","c10::BFloat16"],)"
+      R"("Input Strides":[[256,1],[1],[],[128,1],[1],[],[256,1]])");
+  auto m = f.model();
+  REQUIRE(m);
+  double base = rms_flops(M, N1);
+  CHECK(m->flops() == base + M * N1 + std::trunc(base * (M * N2) / n) + 2 * n);
+  double bytes = n * 2 + N1 * 2 + n * 0.5 + std::floor(n / 32);
+  bytes += 2 * n * 2;                         // residual read and written
+  bytes += M * N2 * 2 + N2 * 2 + M * N2 * 2;  // x2, its weight, out2
+  CHECK(*m->bytes() == bytes);
+  // x1 alone: no residual, no second norm.
+  Op x1(
+      "aiter::_fuse_rmsnorm_fp4_quant",
+      R"("Input Dims":[[4,256],[256],[]],"Input type":["c10::BFloat16","c10::BFloat16","Scalar"],)"
+      R"("Input Strides":[[256,1],[1],[]])");
+  auto s = x1.model();
+  CHECK(s->flops() == base + 2 * n);
+  CHECK(*s->bytes() == n * 2 + N1 * 2 + n * 0.5 + std::floor(n / 32));
+}
+
+// ------------------------------------------------------------------- RoPE --
+
+TEST_CASE("RoPE extensions: AITER two-channel cached RoPE and MLA rope + cache write") {
+  Op r(
+      "aiter::rope_cached_positions_2c_fwd_impl",
+      R"("Input Dims":[[2,128,8,64],[2,128,1,64],[2,128,8,64],[2,128,1,64],[2048,1,1,64],[2048,1,1,64],[2,128],[],[],[]],)"
+      R"("Input type":["c10::BFloat16","c10::BFloat16","c10::BFloat16","c10::BFloat16","c10::BFloat16","c10::BFloat16","long int","Scalar","Scalar","Scalar"])");
+  auto m = r.model();
+  REQUIRE(m);
+  const double elems = 2.0 * 128 * 8 * 64 + 2.0 * 128 * 1 * 64;
+  CHECK(m->flops() == 3 * elems);
+  CHECK(*m->bytes() == 2 * elems * 2);
+  CHECK(m->compute_spec() == "vector_bf16");
+  CHECK(param(*m, "num_elements") == "147456");
+  CHECK(m->entry()->category == "RoPE_fwd");
+
+  // DeepSeek MLA decode: 32 tokens, 16 heads, 512 latent + 64 rope, fp8 cache.
+  const double T = 32, QH = 16, KH = 1, DL = 512, DP = 64;
+  Op cat(
+      "aiter::fused_qk_rope_cat_and_cache_mla",
+      R"("Input Dims":[[32,16,512],[32,16,64],[32,1,512],[32,1,64],[4096,1,576],[32],[32],[163840,64],[163840,64],[]],)"
+      R"("Input type":["c10::BFloat16","c10::BFloat16","c10::BFloat16","c10::BFloat16","c10::Float8_e4m3fnuz","long int","long int","c10::BFloat16","c10::BFloat16","Scalar"])");
+  auto c = cat.model();
+  REQUIRE(c);
+  CHECK(c->flops() == 3 * (T * QH * DP + T * KH * DP));
+  double read = (T * QH * DL + T * QH * DP) * 2 + (T * KH * DL + T * KH * DP) * 2;
+  CHECK(*c->bytes() == read + T * QH * (DL + DP) * 2 + T * KH * (DL + DP) * 1);
+  CHECK(param(*c, "dtype_kv") == "'c10::Float8_e4m3fnuz'");
+  CHECK(c->entry()->sheet == "FusedRoPE");
+
+  // The concat variant: 2-D kv_c / k_pe (one latent head), fp8 q_out at [5].
+  Op concat(
+      "aiter::fused_qk_rope_concat_and_cache_mla",
+      R"("Input Dims":[[32,16,512],[32,16,64],[32,512],[32,64],[4096,1,576],[32,16,576],[32],[163840,64],[163840,64]],)"
+      R"("Input type":["c10::BFloat16","c10::BFloat16","c10::BFloat16","c10::BFloat16","c10::Float8_e4m3fn","c10::Float8_e4m3fn","long int","c10::BFloat16","c10::BFloat16"])");
+  auto cc = concat.model();
+  REQUIRE(cc);
+  CHECK(param(*cc, "KH") == "1");
+  CHECK(cc->flops() == 3 * (T * QH * DP + T * 1 * DP));
+  CHECK(*cc->bytes() == read + T * QH * (DL + DP) * 1 + T * 1 * (DL + DP) * 1);
+}
+
+TEST_CASE("mixed_sample_outer_exponential: logits and noise read, ids written") {
+  Op s("aiter::mixed_sample_outer_exponential",
+       R"("Input Dims":[[32],[32,151936],[32,151936],[]],)"
+       R"("Input type":["int","c10::BFloat16","float","Scalar"])");
+  auto m = s.model();
+  REQUIRE(m);
+  const double T = 32, V = 151936;
+  CHECK(m->flops() == 2 * T * V);
+  CHECK(*m->bytes() == T * V * 2 + T * V * 4 + T * 4);
+  CHECK(m->compute_spec() == "vector_bf16");
+  // "c10::Float" has no byte size in TraceLens's table: no bytes.
+  Op f("aiter::mixed_sample_outer_exponential",
+       R"("Input Dims":[[4,8],[4,8],[]],"Input type":["c10::Float","c10::Float","Scalar"])");
+  CHECK_FALSE(f.model()->bytes().has_value());
+}
+
+// ------------------------------------------------------------ quantizers --
+
+TEST_CASE("group quantizers: AITER per-token / per-group / per-tensor quant") {
+  for (const char* name :
+       {"aiter::dynamic_per_token_scaled_quant", "aiter::dynamic_per_group_scaled_quant",
+        "aiter::dynamic_per_tensor_quant"}) {
+    Op q(
+        name,
+        R"("Input Dims":[[32,7168],[32,7168],[32,1],[],[],[],[]],)"
+        R"("Input type":["c10::Float8_e4m3fnuz","c10::BFloat16","float","","Scalar","Scalar","Scalar"],)"
+        R"("Input Strides":[[7168,1],[7168,1],[1,1],[],[],[],[]])");
+    auto m = q.model();
+    REQUIRE(m);
+    const double n = 32.0 * 7168;
+    CHECK(m->flops() == n * 2.59375);
+    CHECK(*m->bytes() == n * 1 + n * 2 + 32 * 4);
+    CHECK(m->compute_spec() == "vector_bf16");
+    CHECK(m->entry()->category == "GroupQuant");
+    CHECK(param(*m, "dtype_in1_in2_out") == "('c10::BFloat16', 'float', 'c10::Float8_e4m3fnuz')");
+  }
+  // An output dtype without a byte size fails (None * int in Python).
+  Op bad(
+      "aiter::dynamic_per_token_scaled_quant",
+      R"("Input Dims":[[32,7168],[32,7168],[32,1]],"Input type":["c10::Float8_e4m3fnuzX","c10::BFloat16","float"],)"
+      R"("Input Strides":[[7168,1],[7168,1],[1,1]])");
+  CHECK_THROWS_AS(bad.model()->bytes(), PerfModelError);
+}
+
+TEST_CASE("group quantizers: vLLM Triton per-token-group fp8 quant") {
+  Op q(
+      "vllm::triton_per_token_group_quant_fp8",
+      R"("Input Dims":[[32,7168],[]],"Input type":["c10::BFloat16","Scalar"],"Concrete Inputs":["","128"])");
+  auto m = q.model();
+  REQUIRE(m);
+  CHECK(m->flops() == 6.0 * 32 * 7168);
+  CHECK(*m->bytes() == 32.0 * 7168 * 2 + 32.0 * 7168 * 1 + 32.0 * 56 * 4);
+  CHECK(param(*m, "num_groups") == "56");
+  // Absent group size: 128; a 1-D input is one row; 100 columns are one group.
+  Op d(
+      "vllm::triton_per_token_group_quant_fp8",
+      R"("Input Dims":[[100],[]],"Input type":["c10::BFloat16","Scalar"],"Concrete Inputs":["","None"])");
+  auto dm = d.model();
+  CHECK(param(*dm, "M") == "1");
+  CHECK(param(*dm, "group_size") == "128");
+  CHECK(*dm->bytes() == 100.0 * 2 + 100 + 1 * 1 * 4);
+}
+
+TEST_CASE("group quantizers: MXFP4 activation quant family") {
+  // (arg index of the activation, name) on a (32, 7168) bf16 activation.
+  struct Case {
+    const char* name;
+    const char* args;
+  };
+  const Case cases[] = {
+      {"sglang_profiler::fused_mxfp4_quant_fused_flatten_mxfp4_quant",
+       R"("Input Dims":[[32,7168]],"Input type":["c10::BFloat16"],"Input Strides":[[7168,1]])"},
+      {"sglang_profiler::quant_dynamic_mxfp4_quant",
+       R"("Input Dims":[[32,7168]],"Input type":["c10::BFloat16"])"},
+      {"aiter::fused_dynamic_mx_quant_moe_sort_hip",
+       R"("Input Dims":[[32,3584],[256,224],[32,7168],[4096],[1]],)"
+       R"("Input type":["c10::Float4_e2m1fn_x2","c10::Float8_e8m0fnu","c10::BFloat16","int","int"],)"
+       R"("Input Strides":[[3584,1],[224,1],[7168,1],[1],[1]])"},
+      {"aiter::fused_dynamic_mxfp4_quant_moe_sort_hip",
+       R"("Input Dims":[[32,3584],[256,224],[32,7168],[4096],[1]],)"
+       R"("Input type":["unsigned char","unsigned char","c10::BFloat16","int","int"])"},
+      {"aiter::dynamic_per_group_scaled_quant_fp4",
+       R"("Input Dims":[[32,3584],[32,7168],[32,224]],)"
+       R"("Input type":["c10::Float4_e2m1fn_x2","c10::BFloat16","c10::Float8_e8m0fnu"])"},
+  };
+  const double n = 32.0 * 7168;
+  for (const Case& c : cases) {
+    CAPTURE(c.name);
+    Op q(c.name, c.args);
+    auto m = q.model();
+    REQUIRE(m);
+    CHECK(m->flops() == 2 * n);
+    CHECK(*m->bytes() == n * 2 + n * 0.5 + std::floor(n / 32));
+    CHECK(m->compute_spec() == "vector_bf16");
+    CHECK(param(*m, "op_shape") == "(32, 7168)");
+  }
+}
