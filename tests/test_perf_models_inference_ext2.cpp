@@ -300,3 +300,212 @@ TEST_CASE("group quantizers: MXFP4 activation quant family") {
     CHECK(param(*m, "op_shape") == "(32, 7168)");
   }
 }
+
+// -------------------------------------------------------------------- MoE --
+
+namespace {
+
+// Expected distinct experts hit when M tokens each pick topk of E uniformly.
+double active_experts(double e, double topk, double m) {
+  return e * (1 - std::pow((e - topk) / e, m));
+}
+
+}  // namespace
+
+TEST_CASE("unfused MoE: AITER CK stage1 / stage2, DeepSeek-V3 fp8 top-8 of 256") {
+  const double M = 32, K = 7168, N = 2048, E = 256, topk = 8;
+  const double act = active_experts(E, topk, M);
+  Op s1(
+      "aiter::ck_moe_stage1",
+      R"("Input Dims":[[32,7168],[256,4096,7168],[256,7168,2048],[4352],[272],[1],[32,8,2048],[],[32,56],[256,32,56]],)"
+      R"("Input type":["c10::Float8_e4m3fnuz","c10::Float8_e4m3fnuz","c10::Float8_e4m3fnuz","int","int","int","c10::BFloat16","Scalar","float","float"])");
+  auto up = s1.model();
+  REQUIRE(up);
+  CHECK(up->flops() == 2 * M * K * N * topk * 2);
+  // fp8 tokens, both (gate and up) fp8 weights of the active experts, output as the input.
+  CHECK(*up->bytes() == M * K * 1 + act * 2 * K * N * 1 + M * N * topk * 1);
+  CHECK(up->compute_spec() == "matrix_fp8");
+  CHECK(up->entry()->category == "MoE_unfused");
+  CHECK(params_dict_repr(up->params()) ==
+        "{'num_tokens': 32, 'hidden_dim': 7168, 'inter_dim': 2048, 'num_experts': 256, "
+        "'topk': 8, 'gated': True, 'input_dtype': 'c10::Float8_e4m3fnuz', "
+        "'weight_dtype': 'c10::Float8_e4m3fnuz'}");
+  CHECK_THROWS_AS(up->flops_bwd(), PerfNotImplemented);
+
+  Op s2(
+      "aiter::ck_moe_stage2",
+      R"("Input Dims":[[32,8,2048],[256,4096,7168],[256,7168,2048],[4352],[272],[1],[32,7168],[32,8]],)"
+      R"("Input type":["c10::Float8_e4m3fnuz","c10::Float8_e4m3fnuz","c10::Float8_e4m3fnuz","int","int","int","c10::BFloat16","float"])");
+  auto down = s2.model();
+  REQUIRE(down);
+  CHECK(down->flops() == 2 * M * N * K * topk);
+  CHECK(*down->bytes() == M * N * topk * 1 + act * N * K * 1 + M * K * 1);
+  CHECK(param(*down, "gated") == "<absent>");
+
+  // INT4-packed weights (w1's K stored at half): inter_dim scales by K / K_stored.
+  Op packed("aiter::ck_moe_stage1",
+            R"("Input Dims":[[32,7168],[256,4096,3584],[256,7168,1024],[],[],[],[32,8,2048]],)"
+            R"("Input type":["c10::BFloat16","c10::Float4_e2m1fn_x2","c10::Float4_e2m1fn_x2"])");
+  auto p = packed.model();
+  CHECK(param(*p, "inter_dim") == "2048");
+  CHECK(*p->bytes() == M * K * 2 + act * 2 * K * N * 0.5 + M * N * topk * 2);
+}
+
+TEST_CASE("unfused MoE: AITER CK-tile 2-stage GEMMs with recorded output dtypes") {
+  // TraceLens's test layout: 8 experts, top-2, K = 4096, N = 7168.
+  const double M = 32, K = 4096, N = 7168, E = 8, topk = 2;
+  const double act = active_experts(E, topk, M);
+  Op g1("aiter::moe_cktile2stages_gemm1_ck",
+        R"("Input Dims":[[32,4096],[8,14336,512],[32,2,7168]],)"
+        R"("Input type":["c10::BFloat16","c10::Float8_e4m3fn","c10::BFloat16"])");
+  auto up = g1.model();
+  REQUIRE(up);
+  CHECK(param(*up, "gated") == "True");
+  CHECK(up->flops() == 2 * M * K * N * topk * 2);
+  CHECK(*up->bytes() == M * K * 2 + act * 2 * K * N * 1 + M * N * topk * 2);
+  CHECK(up->compute_spec() == "matrix_bf16");
+  Op g2("aiter::moe_cktile2stages_gemm2_ck",
+        R"("Input Dims":[[32,2,7168],[8,4096,896],[32,4096]],)"
+        R"("Input type":["c10::BFloat16","c10::Float8_e4m3fn","c10::Half"])");
+  auto down = g2.model();
+  REQUIRE(down);
+  CHECK(down->flops() == 2 * M * N * K * topk);
+  CHECK(*down->bytes() == M * N * topk * 2 + act * N * K * 1 + M * K * 2);
+  CHECK(param(*down, "output_dtype") == "'c10::Half'");
+}
+
+TEST_CASE("unfused MoE: flydsl stages from the parent fused_moe_ args") {
+  const double M = 32, K = 7168, N = 2048, E = 256, topk = 8;
+  const double act = active_experts(E, topk, M);
+  const char* args =
+      R"("Input Dims":[[32,7168],[256,4096,3584],[256,7168,1024],[32,8],[32,8]],)"
+      R"("Input type":["c10::BFloat16","c10::Float4_e2m1fn_x2","c10::Float4_e2m1fn_x2","float","int"])";
+  Op s1("pseudo_op::moe_flydsl_stage1", args);
+  Op s2("pseudo_op::moe_flydsl_stage2", args);
+  auto up = s1.model();
+  auto down = s2.model();
+  REQUIRE(up);
+  REQUIRE(down);
+  CHECK(up->flops() == 2 * M * K * N * topk * 2);
+  CHECK(*up->bytes() == M * K * 2 + act * 2 * K * N * 0.5 + M * N * topk * 2);
+  CHECK(down->flops() == 2 * M * N * K * topk);
+  CHECK(*down->bytes() == M * N * topk * 2 + act * N * K * 0.5 + M * K * 2);
+  // Precision follows the FP4 weights.
+  CHECK(up->compute_spec() == "matrix_fp4");
+  CHECK(param(*down, "gated") == "True");
+}
+
+TEST_CASE("unfused MoE: Triton (GPT-OSS) and GPTQ/AWQ stages read the pseudo-op args") {
+  // inter_dim is not recorded: TraceLens takes hidden_dim.
+  const double M = 64, K = 2880, E = 128, topk = 4;
+  const double act = active_experts(E, topk, M);
+  const char* args =
+      R"("Input Dims":[[64,2880],[64,128]],"Input type":["c10::BFloat16","c10::BFloat16"],)"
+      R"("MoE topk":4,"MoE GEMM gated":true)";
+  Op up("pseudo_op::moe_triton_unfused_up", args, {"_matmul_ogs_NNT_bf16xmxfp4x_bf16_swiglu"});
+  auto m = up.model();
+  REQUIRE(m);
+  CHECK(m->flops() == 2 * M * K * K * topk * 2);
+  CHECK(*m->bytes() == M * K * 2 + act * 2 * K * K * 0.5 + M * K * topk * 2);
+  CHECK(m->compute_spec() == "matrix_fp4");
+  Op down("pseudo_op::moe_triton_unfused_down", args, {"_matmul_ogs_fp8_e4m3_down"});
+  auto d = down.model();
+  CHECK(d->flops() == 2 * M * K * K * topk);
+  CHECK(*d->bytes() == M * K * topk * 2 + act * K * K * 1 + M * K * 2);
+  CHECK(d->compute_spec() == "matrix_fp8");
+  // Without kernels, without the pseudo-op args, or with a bf16 kernel (no
+  // weight dtype in TraceLens's table) the model fails.
+  Op nokernel("pseudo_op::moe_triton_unfused_up", args);
+  CHECK_THROWS_AS(nokernel.model(), PerfModelError);
+  Op noargs("pseudo_op::moe_triton_unfused_up",
+            R"("Input Dims":[[64,2880],[64,128]],"Input type":["c10::BFloat16","c10::BFloat16"])",
+            {"mxfp4_kernel"});
+  CHECK_THROWS_AS(noargs.model(), PerfModelError);
+  Op bf16("pseudo_op::moe_triton_unfused_up", args, {"_matmul_ogs_bf16"});
+  CHECK_THROWS_AS(bf16.model()->bytes(), PerfModelError);
+
+  // GPTQ/AWQ: INT4 weights (0.5 B), w1 rows = 2 * inter_dim, w2 (E, K, N/2).
+  const double T = 32, H = 4096, I = 1408, E2 = 64, k2 = 6;
+  const double act2 = active_experts(E2, k2, T);
+  const char* gargs =
+      R"("Input Dims":[[32,4096],[64,2816,512],[64,4096,704],[32,6],[32,6]],)"
+      R"("Input type":["c10::BFloat16","unsigned char","unsigned char","float","int"],"MoE topk":6)";
+  Op gu("pseudo_op::moe_gptq_awq_up", gargs);
+  auto u = gu.model();
+  REQUIRE(u);
+  CHECK(param(*u, "gated") == "True");  // default when the arg is absent
+  CHECK(u->flops() == 2 * T * H * I * k2 * 2);
+  CHECK(*u->bytes() == T * H * 2 + act2 * 2 * H * I * 0.5 + T * I * k2 * 2);
+  Op gd("pseudo_op::moe_gptq_awq_down", gargs);
+  auto g = gd.model();
+  CHECK(param(*g, "inter_dim") == "1408");
+  CHECK(g->flops() == 2 * T * I * H * k2);
+  CHECK(*g->bytes() == T * I * k2 * 2 + act2 * I * H * 0.5 + T * H * 2);
+  CHECK(g->compute_spec() == "matrix_bf16");
+}
+
+TEST_CASE("unfused MoE: SGLang Triton invoke_fused_moe_kernel (gate/up and down)") {
+  // TraceLens's docstring shapes: 64 tokens, top-8 of 128 experts, fp8 weights.
+  const double tokens = 64, topk = 8, E = 128, act = active_experts(E, topk, tokens);
+  Op up(
+      "sglang_profiler::fused_moe_triton_kernels_invoke_fused_moe_kernel",
+      R"("Input Dims":[[64,2048],[128,1536,2048],[],[512,1536],[],[64,8],[64,8],[4096],[64,8],[1]],)"
+      R"("Input type":["c10::BFloat16","c10::Float8_e4m3fn","","c10::BFloat16","","float","int","int","int","int"])");
+  auto m = up.model();
+  REQUIRE(m);
+  const double Mw = tokens * topk, N = 1536, K = 2048;
+  CHECK(m->flops() == 2 * Mw * N * K);
+  CHECK(*m->bytes() == Mw * K * 2 + act * N * K * 1 + Mw * N * 2);
+  CHECK(m->compute_spec() == "matrix_fp8");
+  CHECK(param(*m, "m_work") == "512");
+  Op shortdims("sglang_profiler::fused_moe_triton_kernels_invoke_fused_moe_kernel",
+               R"("Input Dims":[[64,2048],[128,1536,2048]],"Input type":["c10::BFloat16"])");
+  CHECK_THROWS_AS(shortdims.model(), PerfModelError);
+}
+
+TEST_CASE("MoE aux: grouped top-k router, sort/scatter, shared-expert append") {
+  // DeepSeek router: logits (32, 256) bf16, bias (256,), weights (32, 8) fp32, ids (32, 8) int.
+  Op topk(
+      "aiter::biased_grouped_topk_hip",
+      R"("Input Dims":[[32,256],[256],[32,8],[32,8],[],[],[],[]],)"
+      R"("Input type":["c10::BFloat16","c10::BFloat16","float","int","Scalar","Scalar","Scalar","Scalar"])");
+  auto t = topk.model();
+  REQUIRE(t);
+  CHECK(t->flops() == 32 * 256);
+  CHECK(*t->bytes() == 32 * 256 * 2 + 256 * 2 + 32 * 8 * 4 + 32 * 8 * 4);
+  CHECK(t->compute_spec() == "vector_bf16");
+  CHECK(param(*t, "operands") ==
+        "[((32, 256), 'c10::BFloat16'), ((256,), 'c10::BFloat16'), ((32, 8), 'float'), "
+        "((32, 8), 'int')]");
+  CHECK(t->entry()->category == "MoE_aux");
+
+  // moe_sorting_fwd: ids/weights, padded sorted ids and weights, expert ids,
+  // a 2-element count and the (M, hidden) buffer it zeroes.
+  Op sort(
+      "aiter::moe_sorting_fwd",
+      R"("Input Dims":[[32,8],[32,8],[4352],[4352],[272],[2],[32,7168],[],[]],)"
+      R"("Input type":["int","float","int","float","int","int","c10::BFloat16","Scalar","Scalar"])");
+  auto s = sort.model();
+  REQUIRE(s);
+  CHECK(s->flops() == 32 * 7168);
+  CHECK(*s->bytes() ==
+        32 * 8 * 4 + 32 * 8 * 4 + 4352 * 4 + 4352 * 4 + 272 * 4 + 2 * 4 + 32 * 7168 * 2);
+  CHECK(s->compute_spec() == "vector_bf16");
+  // Nothing sized: no bytes.
+  Op unsized("aiter::mxfp4_moe_sort_hip",
+             R"("Input Dims":[[64,16],[32,16]],"Input type":["c10::Float8_e8m0fnuX",""])");
+  auto u = unsized.model();
+  CHECK(u->flops() == 64 * 16);
+  CHECK_FALSE(u->bytes().has_value());
+
+  Op app("sglang_profiler::fused_moe_triton_kernels_fused_append_shared_experts",
+         R"("Input Dims":[[32,8],[32,8],[],[]],"Input type":["int","float","Scalar","Scalar"])");
+  auto a = app.model();
+  REQUIRE(a);
+  CHECK(a->flops() == 32 * 8);
+  CHECK(*a->bytes() == 2 * (32 * 8 * 4 + 32 * 8 * 4));
+  CHECK(a->compute_spec() == "vector_fp32");
+  Op mismatch("sglang_profiler::fused_moe_triton_kernels_fused_append_shared_experts",
+              R"("Input Dims":[[32,8],[32,9]],"Input type":["int","float"])");
+  CHECK_THROWS_AS(mismatch.model(), PerfModelError);
+}
