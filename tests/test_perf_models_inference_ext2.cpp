@@ -509,3 +509,150 @@ TEST_CASE("MoE aux: grouped top-k router, sort/scatter, shared-expert append") {
               R"("Input Dims":[[32,8],[32,9]],"Input type":["int","float"])");
   CHECK_THROWS_AS(mismatch.model(), PerfModelError);
 }
+
+// ------------------------------------------------------------------- GEMM --
+
+TEST_CASE("batched_gemm_a8w8: per-batch GEMM, M from either activation layout") {
+  const char* name =
+      "sglang_profiler::batched_gemm_a8w8_a_per_token_group_prequant_w_per_batched_tensor_quant_"
+      "batched_gemm_a8w8_a_per_token_group_prequant_w_per_batched_tensor_quant";
+  // DeepSeek MLA absorbed projection: 128 heads (batches), 32 tokens, K 128 -> N 512.
+  for (const char* dims :
+       {R"([[128,32,128],[128,512,128],[1]])", R"([[32,128,128],[128,512,128],[1]])"}) {
+    Op g(name, std::string(R"("Input Dims":)") + dims +
+                   R"(,"Input type":["c10::BFloat16","signed char","float"])");
+    auto m = g.model();
+    REQUIRE(m);
+    const double B = 128, M = 32, N = 512, K = 128;
+    CHECK(m->flops() == B * 2 * M * N * K);
+    CHECK(*m->bytes() == B * (M * K * 2 + K * N * 1 + M * N * 2));
+    CHECK(param(*m, "M") == "32");
+    // "signed char" has no compute precision in TraceLens's table.
+    CHECK(m->compute_spec() == "");
+  }
+}
+
+// ----------------------------------------------------------- collectives --
+
+TEST_CASE("custom collectives: fused allreduce + RMSNorm, all-reduce, shard collectives") {
+  const double M = 64, N = 7168, n = M * N;
+  Op py(
+      "aiter::fused_allreduce_rmsnorm_",
+      R"("Input Dims":[[64,7168],[64,7168],[7168],[],[],[],[]],)"
+      R"("Input type":["c10::BFloat16","c10::BFloat16","c10::BFloat16","Scalar","","Scalar","Scalar"],)"
+      R"("Input Strides":[[7168,1],[7168,1],[1],[],[],[],[]])");
+  auto f = py.model();
+  REQUIRE(f);
+  CHECK(f->flops() == n + M * (2 * N + 2) + 2 * n);
+  CHECK(*f->bytes() == 2 * n * 2 + N * 2 + 2 * n * 2);
+  CHECK(f->compute_spec() == "");
+  CHECK(f->entry()->category == "CustomCollective");
+  CHECK(params_dict_repr(f->params()) ==
+        "{'op_shape': (64, 7168), 'dtype_in': 'c10::BFloat16', 'stride_input': (7168, 1), "
+        "'num_channels': 7168}");
+  // The C++ op's layout (TraceLens's own test records every type as Scalar: 4 bytes).
+  Op cxx(
+      "aiter::fused_allreduce_rmsnorm",
+      R"("Input Dims":[[1],[],[4,7168],[4,7168],[4,7168],[4,7168],[7168],[],[],[]],)"
+      R"("Input type":["Scalar","Scalar","Scalar","Scalar","Scalar","Scalar","Scalar","Scalar","Scalar","Scalar"],)"
+      R"("Input Strides":[[],[],[],[],[],[],[],[],[],[]])");
+  auto c = cxx.model();
+  CHECK(c->flops() == 4 * N + 4 * (2 * N + 2) + 2 * 4 * N);
+  CHECK(*c->bytes() == 2 * 4 * N * 4 + N * 4 + 2 * 4 * N * 4);
+
+  for (const char* name : {"_C_custom_ar::all_reduce", "_C_custom_ar::qr_all_reduce",
+                           "sgl_kernel::all_reduce_reg", "sgl_kernel::qr_all_reduce"}) {
+    CAPTURE(name);
+    Op ar(name, R"("Input Dims":[[],[1866,7168],[1866,7168],[],[]],)"
+                R"("Input type":["Scalar","c10::BFloat16","c10::BFloat16","Scalar","Scalar"],)"
+                R"("Input Strides":[[],[7168,1],[7168,1],[],[]])");
+    auto a = ar.model();
+    REQUIRE(a);
+    CHECK(a->flops() == 0);
+    CHECK(*a->bytes() == 2 * 1866.0 * 7168 * 2);
+  }
+  // An unsized dtype fails (None * int in Python).
+  Op unsized("_C_custom_ar::all_reduce",
+             R"("Input Dims":[[],[4,8],[4,8]],"Input type":["Scalar","c10::Float",""],)"
+             R"("Input Strides":[[],[8,1],[8,1]])");
+  CHECK_THROWS_AS(unsized.model()->bytes(), PerfModelError);
+
+  Op rs(
+      "aiter::reduce_scatter",
+      R"("Input Dims":[[],[8,7168],[4,7168]],"Input type":["Scalar","c10::BFloat16","c10::BFloat16"],)"
+      R"("Input Strides":[[],[7168,1],[7168,1]])");
+  CHECK(*rs.model()->bytes() == (8.0 * 7168 + 4.0 * 7168) * 2);
+  Op ag(
+      "aiter::all_gather_reg",
+      R"("Input Dims":[[],[4,7168],[8,7168]],"Input type":["Scalar","c10::BFloat16","c10::BFloat16"],)"
+      R"("Input Strides":[[],[7168,1],[7168,1]])");
+  CHECK(*ag.model()->bytes() == (4.0 * 7168 + 8.0 * 7168) * 2);
+  // sglang's (out, inp, fa) layout: W = 8 shards of 32 rows.
+  Op sg(
+      "sglang::reg_all_gather_into_tensor",
+      R"("Input Dims":[[256,16160],[32,16160],[]],"Input type":["c10::BFloat16","c10::BFloat16","Scalar"])");
+  auto s = sg.model();
+  REQUIRE(s);
+  CHECK(*s->bytes() == (32.0 * 16160 + 256.0 * 16160) * 2);
+  CHECK(param(*s, "out_shape") == "(256, 16160)");
+}
+
+// -------------------------------------------------------------------- mHC --
+
+TEST_CASE("mHC kernels and the top-k softplus router") {
+  // 4 streams (n) of C = 7168 for M = 32 tokens: K = n*C, hc3 = n^2 + 2n = 24, split_k 4.
+  const double M = 32, n = 4, C = 7168, K = n * C, hc3 = 24, sk = 4;
+  const double mixes = M * n * 4 + M * n * n * 4;
+  Op post(
+      "aiter::mhc_post",
+      R"("Input Dims":[[32,4,7168],[32,7168],[32,4,7168],[32,4,1],[32,4,4],[]],)"
+      R"("Input type":["c10::BFloat16","c10::BFloat16","c10::BFloat16","float","float","Scalar"])");
+  auto p = post.model();
+  REQUIRE(p);
+  CHECK(p->flops() == 2 * M * n * C * (n + 1));
+  CHECK(*p->bytes() == M * C * 2 + M * n * C * 2 + mixes + M * n * C * 2);
+  CHECK(p->compute_spec() == "vector_bf16");
+  CHECK(p->entry()->category == "mHC");
+  CHECK(param(*p, "hc3") == "None");
+
+  Op pre("aiter::mhc_pre_gemm_sqrsum",
+         R"("Input Dims":[[4,32,24],[4,32],[32,4,7168],[24,28672],[],[]],)"
+         R"("Input type":["float","float","c10::BFloat16","float","Scalar","Scalar"])");
+  auto g = pre.model();
+  REQUIRE(g);
+  CHECK(g->flops() == 2 * M * hc3 * K);
+  CHECK(*g->bytes() == M * n * C * 2 + hc3 * K * 4 + sk * M * hc3 * 4 + sk * M * 4);
+  CHECK(g->compute_spec() == "matrix_bf16");
+
+  Op fuse(
+      "aiter::mhc_pre_big_fuse_rmsnorm",
+      R"("Input Dims":[[32,4,1],[32,4,4],[32,7168],[4,32,24],[4,32],[24],[24],[32,4,7168],[7168],[],[],[],[],[],[]],)"
+      R"("Input type":["float","float","c10::BFloat16","float","float","float","float","c10::BFloat16","c10::BFloat16","Scalar","Scalar","Scalar","Scalar","Scalar","Scalar"])");
+  auto b = fuse.model();
+  REQUIRE(b);
+  CHECK(b->flops() == 2 * M * C * n + 5 * M * C);
+  CHECK(*b->bytes() == M * n * C * 2 + sk * M * hc3 * 4 + C * 2 + M * C * 2 + mixes);
+
+  Op both(
+      "aiter::mhc_fused_post_pre_gemm_sqrsum",
+      R"("Input Dims":[[4,32,24],[4,32],[32,4,7168],[32,7168],[32,4,7168],[32,4,1],[32,4,4],[24,28672],[],[],[],[]],)"
+      R"("Input type":["float","float","c10::BFloat16","c10::BFloat16","c10::BFloat16","float","float","float","Scalar","Scalar","Scalar","Scalar"])");
+  auto f = both.model();
+  REQUIRE(f);
+  CHECK(f->flops() == 2 * M * n * C * (n + 1) + 2 * M * hc3 * K);
+  CHECK(*f->bytes() ==
+        M * C * 2 + 3 * (M * n * C * 2) + mixes + hc3 * K * 4 + sk * M * hc3 * 4 + sk * M * 4);
+  CHECK(f->compute_spec() == "matrix_bf16");
+
+  // Router: 32 tokens over 256 experts, top-8; fp32 weights and int32 ids written.
+  Op topk("aiter::topk_softplus",
+          R"("Input Dims":[[32,8],[32,8],[32,256],[256],[]],)"
+          R"("Input type":["float","int","c10::BFloat16","float","Scalar"])");
+  auto t = topk.model();
+  REQUIRE(t);
+  CHECK(t->flops() == 6.0 * 32 * 256);
+  CHECK(*t->bytes() == 32.0 * 256 * 2 + 256 * 4 + 32 * 8 * 4 + 32 * 8 * 4);
+  CHECK(t->entry()->category == "MoE_aux");
+  CHECK(params_dict_repr(t->params()) ==
+        "{'M': 32, 'n': 1, 'C': 256, 'E': 256, 'topk': 8, 'dtype_in': 'c10::BFloat16'}");
+}

@@ -132,8 +132,8 @@ class MlaRopeCache : public RopeBase {
     t_ = q_nope[0];
     qh_ = q_nope[1];
     d_lora_ = q_nope[2];
-    d_pe_ = q_pe.at(2);
-    kh_ = concat ? 1 : dims_at(op, 2).at(1);
+    d_pe_ = dim(q_pe, 2, "q_pe");
+    kh_ = concat ? 1 : dim(dims_at(op, 2), 1, "Input Dims[2]");
     size_t ntypes = arg_size(op.input_type);
     dtype_in_ = type_at(op, 0);
     dtype_kv_ = ntypes > 4 && truthy(op.input_type->list[4]) ? op.input_type->list[4] : dtype_in_;

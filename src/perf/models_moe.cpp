@@ -98,9 +98,9 @@ class FusedMoE : public PerfModel {
 class AiterFused1Stage : public FusedMoE {
  public:
   explicit AiterFused1Stage(const OpInput& op) {
-    s_.num_tokens = dims_at(op, 0).at(0);
+    s_.num_tokens = dim(dims_at(op, 0), 0, "Input Dims[0]");
     read_weights(dims_at(op, 1), dims_at(op, 2), s_);
-    s_.topk = dims_at(op, 3).at(1);
+    s_.topk = dim(dims_at(op, 3), 1, "Input Dims[3]");
     input_dtype_ = type_at(op, 0);
     weight_dtype_ = type_at(op, 1);
     add_shape_params();
@@ -124,7 +124,7 @@ class AiterFused1Stage : public FusedMoE {
 class AiterFusedBlockscale : public FusedMoE {
  public:
   explicit AiterFusedBlockscale(const OpInput& op) {
-    s_.num_tokens = dims_at(op, 0).at(0);
+    s_.num_tokens = dim(dims_at(op, 0), 0, "Input Dims[0]");
     read_weights(dims_at(op, 2), dims_at(op, 3), s_);
     if (arg_size(op.concrete_inputs) <= 8 || !truthy(concrete_at(op, 8)))
       fail("Cannot extract topk: Concrete Inputs[8] missing or empty");
@@ -288,13 +288,13 @@ class AiterCkStage : public TableUnfusedMoE {
     if (up) {
       Shape x = dims_at(op, 0);
       Shape out = dims_at(op, 6);
-      s_.num_tokens = x.at(0);
+      s_.num_tokens = dim(x, 0, "x");
       s_.num_experts = w2[0];
       s_.hidden_dim = w2[1];
       if (w1.empty()) fail("Input Dims[1]: w1 has no dims");
       s_.inter_dim = w2[2] * floordiv(s_.hidden_dim, w1.back());
-      s_.topk = out.at(1);
-      s_.gated = w1.at(1) == 2 * s_.inter_dim;
+      s_.topk = dim(out, 1, "out");
+      s_.gated = dim(w1, 1, "w1") == 2 * s_.inter_dim;
       weight_dtype_ = type_at(op, 1);
     } else {
       Shape x = three(dims_at(op, 0), "Input Dims[0]");
@@ -318,9 +318,9 @@ class AiterCkStage : public TableUnfusedMoE {
 class FlydslStage : public TableUnfusedMoE {
  public:
   FlydslStage(const OpInput& op, bool up) : TableUnfusedMoE(up) {
-    s_.num_tokens = dims_at(op, 0).at(0);
+    s_.num_tokens = dim(dims_at(op, 0), 0, "Input Dims[0]");
     read_weights(dims_at(op, 1), dims_at(op, 2), s_);
-    s_.topk = dims_at(op, 3).at(1);
+    s_.topk = dim(dims_at(op, 3), 1, "Input Dims[3]");
     input_dtype_ = type_at(op, 0);
     weight_dtype_ = type_at(op, 1);
     precision_dtype_ = weight_dtype_;
@@ -349,9 +349,9 @@ class TritonUnfusedStage : public UnfusedMoE {
       fail("Expected at least 2 Input Dims for unfused MoE, got " +
            std::to_string(arg_size(op.input_dims)));
     Shape x = dims_at(op, 0), router = dims_at(op, 1);
-    s_.num_tokens = x.at(0);
-    s_.hidden_dim = x.at(1);
-    s_.num_experts = router.at(1);
+    s_.num_tokens = dim(x, 0, "x");
+    s_.hidden_dim = dim(x, 1, "x");
+    s_.num_experts = dim(router, 1, "router");
     s_.topk = to_int(required_event_arg(op, "MoE topk"), "MoE topk");
     gated_value_ = required_event_arg(op, "MoE GEMM gated");
     s_.gated = truthy(gated_value_);
@@ -394,12 +394,12 @@ class GptqAwqStage : public UnfusedMoE {
  public:
   GptqAwqStage(const OpInput& op, bool up) : UnfusedMoE(up) {
     Shape x = dims_at(op, 0);
-    s_.num_tokens = x.at(0);
-    s_.hidden_dim = x.at(1);
+    s_.num_tokens = dim(x, 0, "x");
+    s_.hidden_dim = dim(x, 1, "x");
     if (up) {
       Shape w1 = dims_at(op, 1);
-      s_.num_experts = w1.at(0);
-      int64_t rows = w1.at(1);
+      s_.num_experts = dim(w1, 0, "w1");
+      int64_t rows = dim(w1, 1, "w1");
       s_.topk = to_int(required_event_arg(op, "MoE topk"), "MoE topk");
       const PyValue* g = op.trace ? op.trace->arg(op.uid, "MoE GEMM gated") : nullptr;
       gated_value_ = g ? *g : bool_value(true);
@@ -407,8 +407,8 @@ class GptqAwqStage : public UnfusedMoE {
       s_.inter_dim = s_.gated ? floordiv(rows, 2) : rows;
     } else {
       Shape w2 = dims_at(op, 2);
-      s_.num_experts = w2.at(0);
-      s_.inter_dim = w2.at(2) * 2;
+      s_.num_experts = dim(w2, 0, "w2");
+      s_.inter_dim = dim(w2, 2, "w2") * 2;
       s_.topk = to_int(required_event_arg(op, "MoE topk"), "MoE topk");
     }
     input_dtype_ =

@@ -266,7 +266,7 @@ class AddRmsNorm : public RmsNorm {
 class RmsNormExt : public RmsNorm {
  public:
   RmsNormExt(const OpInput& op, size_t input, size_t weight) : RmsNorm(op, input, weight) {
-    width_ = dims_at(op, weight).at(0);
+    width_ = dim(dims_at(op, weight), 0, "weight");
   }
 
  protected:

@@ -98,6 +98,13 @@ Shape dims_at(const OpInput& op, size_t i) {
   return to_shape(arg_at(op.input_dims, "Input Dims", i), "Input Dims");
 }
 
+int64_t dim(const Shape& s, size_t i, const char* what) {
+  if (i >= s.size())
+    fail(std::string(what) + ": shape " + tuple_value(s).repr_tuple() + " has no dim " +
+         std::to_string(i));
+  return s[i];
+}
+
 const PyValue& type_at(const OpInput& op, size_t i) {
   return arg_at(op.input_type, "Input type", i);
 }
@@ -378,6 +385,7 @@ const std::map<std::string_view, Factory>& factories() {
     register_inference_models(t);
     register_inference_attention_models(t);
     register_moe_models(t);
+    register_inference_fused_models(t);
     return t;
   }();
   return table;
