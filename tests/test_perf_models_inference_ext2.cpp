@@ -12,7 +12,9 @@
 #include <vector>
 
 #include "perf/perf_model.h"
+#include "report/perf_tables.h"
 #include "trace/loader.h"
+#include "tree/call_tree.h"
 
 using namespace jarvis;
 using namespace jarvis::perf;
@@ -655,4 +657,87 @@ TEST_CASE("mHC kernels and the top-k softplus router") {
   CHECK(t->entry()->category == "MoE_aux");
   CHECK(params_dict_repr(t->params()) ==
         "{'M': 32, 'n': 1, 'C': 256, 'E': 256, 'topk': 8, 'dtype_in': 'c10::BFloat16'}");
+}
+
+// ------------------------------------------------------------ perf sheets --
+
+namespace {
+
+// One cpu_op launching one kernel (3 µs) through a runtime launch and an
+// ac2g flow, at `ts`.
+std::string launched(const std::string& op, const std::string& args, const std::string& kernel,
+                     int corr, double ts) {
+  std::string c = std::to_string(corr), t = std::to_string(ts), t1 = std::to_string(ts + 1),
+              t2 = std::to_string(ts + 2);
+  return R"({"ph":"X","cat":"cpu_op","name":")" + op + R"(","pid":1,"tid":1,"ts":)" + t +
+         R"(,"dur":5,"args":{)" + args + "}}," +
+         R"({"ph":"X","cat":"cuda_runtime","name":"hipLaunchKernel","pid":1,"tid":1,"ts":)" + t1 +
+         R"(,"dur":1,"args":{"correlation":)" + c + "}}," +
+         R"({"ph":"s","cat":"ac2g","name":"ac2g","id":)" + c + R"(,"pid":1,"tid":1,"ts":)" + t1 +
+         "}," + R"({"ph":"X","cat":"kernel","name":")" + kernel + R"(","pid":0,"tid":7,"ts":)" +
+         t2 + R"(,"dur":3,"args":{"correlation":)" + c + R"(,"stream":7,"device":0}},)" +
+         R"({"ph":"f","bp":"e","cat":"ac2g","name":"ac2g","id":)" + c +
+         R"(,"pid":0,"tid":7,"ts":)" + t2 + "}";
+}
+
+}  // namespace
+
+TEST_CASE("perf sheets: the extension models' rows appear with their FLOPs and bytes") {
+  // Rows that TraceLens writes and jarvis skipped while these models were
+  // unavailable: an unfused MoE stage (its weight dtype read from the
+  // launched kernel's name), a group quantizer, an mHC kernel, a custom
+  // all-reduce.
+  std::string events =
+      launched(
+          "pseudo_op::moe_triton_unfused_down",
+          R"("Input Dims":[[64,2880],[64,128]],"Input type":["c10::BFloat16","c10::BFloat16"],)"
+          R"("MoE topk":4,"MoE GEMM gated":false)",
+          "_matmul_ogs_NNT_bf16xmxfp4x_bf16", 1, 0) +
+      "," +
+      launched("aiter::dynamic_per_group_scaled_quant_fp4",
+               R"("Input Dims":[[32,3584],[32,7168],[32,224]],)"
+               R"("Input type":["c10::Float4_e2m1fn_x2","c10::BFloat16","c10::Float8_e8m0fnu"])",
+               "dynamic_per_group_scaled_quant_kernel", 2, 20) +
+      "," +
+      launched("aiter::mhc_pre_gemm_sqrsum",
+               R"("Input Dims":[[4,32,24],[4,32],[32,4,7168],[24,28672],[],[]],)"
+               R"("Input type":["float","float","c10::BFloat16","float","Scalar","Scalar"])",
+               "mhc_pre_gemm_sqrsum_kernel", 3, 40) +
+      "," +
+      launched("_C_custom_ar::all_reduce",
+               R"("Input Dims":[[],[32,7168],[32,7168],[],[]],)"
+               R"("Input type":["Scalar","c10::BFloat16","c10::BFloat16","Scalar","Scalar"],)"
+               R"("Input Strides":[[],[7168,1],[7168,1],[],[]])",
+               "cross_device_reduce_1stage", 4, 60);
+  Trace trace = load_trace_from_json(R"({"traceEvents":[)" + events + "]}");
+  CallTree tree(trace);
+  report::ModelFailureCounts failures;
+  struct Want {
+    const char* family;
+    const char* op;
+    double gflops, bytes;
+    const char* spec;
+  };
+  const double act = active_experts(128, 4, 64);
+  const Want wants[] = {
+      {"MoE_unfused", "pseudo_op::moe_triton_unfused_down", 2.0 * 64 * 2880 * 2880 * 4 / 1e9,
+       64.0 * 2880 * 4 * 2 + act * 2880 * 2880 * 0.5 + 64.0 * 2880 * 2, "matrix_fp4"},
+      {"GroupQuant", "aiter::dynamic_per_group_scaled_quant_fp4", 2.0 * 32 * 7168 / 1e9,
+       32.0 * 7168 * 2 + 32.0 * 7168 * 0.5 + 32.0 * 7168 / 32, "vector_bf16"},
+      {"mHC", "aiter::mhc_pre_gemm_sqrsum", 2.0 * 32 * 24 * 28672 / 1e9,
+       32.0 * 4 * 7168 * 2 + 24.0 * 28672 * 4 + 4.0 * 32 * 24 * 4 + 4.0 * 32 * 4, "matrix_bf16"},
+      {"CustomCollective", "_C_custom_ar::all_reduce", 0, 2.0 * 32 * 7168 * 2, ""},
+  };
+  for (const Want& w : wants) {
+    CAPTURE(w.family);
+    auto rows = report::perf_sheet_rows(trace, tree, w.family, false, nullptr, &failures);
+    REQUIRE(rows.size() == 1);
+    CHECK(rows[0].name == w.op);
+    REQUIRE(rows[0].metrics.has_value());
+    CHECK(rows[0].metrics->gflops == doctest::Approx(w.gflops).epsilon(1e-12));
+    CHECK(*rows[0].metrics->bytes == w.bytes);
+    CHECK(rows[0].metrics->compute_spec == w.spec);
+    CHECK(rows[0].metrics->kernel_time_us == 3);
+  }
+  CHECK(failures.empty());
 }
