@@ -39,9 +39,13 @@ struct Op {
   std::vector<std::string> kernel_storage;
 };
 
-std::string param(const PerfModel& m, std::string_view name) {
-  const Param* p = find_param(m.params(), name);
+std::string param_str(const Params& params, std::string_view name) {
+  const Param* p = find_param(params, name);
   return p ? p->repr() : "<absent>";
+}
+
+std::string param(const PerfModel& m, std::string_view name) {
+  return param_str(m.params(), name);
 }
 
 // RMSNorm's FLOPs (TraceLens RMSNorm.flops, affine): per row 2N + 2 for the
@@ -740,4 +744,47 @@ TEST_CASE("perf sheets: the extension models' rows appear with their FLOPs and b
     CHECK(rows[0].metrics->kernel_time_us == 3);
   }
   CHECK(failures.empty());
+}
+
+TEST_CASE("perf sheets: Triton unfused MoE rows equal TraceLens's reference cells") {
+  // TraceLens's own reference perf CSVs (tests/traces/inference/vllm_decode_full and
+  // vllm_prefilldecode_piecewise, MoE_unfused_fwd.csv at commit 171dd747): GPT-OSS MoE
+  // pseudo ops with the recorded Input Dims / types and the launched matmul_ogs kernel.
+  struct Ref {
+    const char* op;
+    int tokens;
+    bool gated;
+    const char* kernel;
+    double gflops, data_moved_mb;
+  };
+  const Ref refs[] = {
+      {"pseudo_op::moe_triton_unfused_down", 32, false,
+       "_matmul_ogs_NNT_bf16xbf16xmxfp4_16x128x256x1", 2.415919104, 142.93016346657365},
+      {"pseudo_op::moe_triton_unfused_up", 32, true,
+       "_matmul_ogs_NNT_bf16xbf16xmxfp4_16x128x256x1_swiglu", 4.831838208, 284.9228269331473},
+      {"pseudo_op::moe_triton_unfused_up", 8192, true,
+       "_matmul_ogs_NNT_bf16xbf16xmxfp4_128x128x128x1_swiglu", 1236.950581248, 528.0},
+      {"pseudo_op::moe_triton_unfused_down", 8192, false,
+       "_matmul_ogs_NNT_bf16xbf16xmxfp4_128x128x128x1", 618.475290624, 384.0},
+  };
+  int corr = 1;
+  for (const Ref& r : refs) {
+    CAPTURE(r.op);
+    CAPTURE(r.tokens);
+    std::string t = std::to_string(r.tokens);
+    std::string args = R"("Input Dims":[[)" + t + R"(,3072],[)" + t +
+                       R"(,32],[],[]],"Input type":["c10::BFloat16","c10::BFloat16","",""],)"
+                       R"("Concrete Inputs":["","","",""],"MoE topk":4,"MoE GEMM gated":)" +
+                       (r.gated ? "true" : "false");
+    Trace trace = load_trace_from_json(R"({"traceEvents":[)" +
+                                       launched(r.op, args, r.kernel, corr++, 0) + "]}");
+    CallTree tree(trace);
+    auto rows = report::perf_sheet_rows(trace, tree, "MoE_unfused", false, nullptr);
+    REQUIRE(rows.size() == 1);
+    REQUIRE(rows[0].metrics.has_value());
+    CHECK(rows[0].metrics->gflops == r.gflops);
+    CHECK(rows[0].metrics->data_moved_mb == r.data_moved_mb);
+    CHECK(rows[0].metrics->compute_spec == "matrix_fp4");
+    CHECK(param_str(rows[0].metrics->params, "weight_dtype") == "'FP4'");
+  }
 }
