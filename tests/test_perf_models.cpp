@@ -223,7 +223,7 @@ TEST_CASE("perf models: ops without a model and unavailable models") {
   OneOp linear("aten::linear", R"("Input Dims":[[2,3],[4,3],[]])");
   CHECK(linear.model() == nullptr);
   CHECK_FALSE(has_perf_model(linear.op));
-  OneOp moe("aiter::ck_moe_stage1", R"("Input Dims":[[2,3]])");
+  OneOp moe("ConvBias_Backward", R"("Input Dims":[[2,3]])");
   CHECK(has_perf_model(moe.op));
   CHECK_THROWS_AS(moe.model(), PerfModelUnavailable);
   OneOp missing("aten::mm", R"("Input type":["float","float"])");

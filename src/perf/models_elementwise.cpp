@@ -6,6 +6,7 @@
 // strings, so the reduce dim/keepdim parser never finds a typed value and the
 // output is counted as one element (except cumsum / cumprod).
 #include "perf/models_internal.h"
+#include "pycompat/text.h"
 
 namespace jarvis::perf::detail {
 namespace {
@@ -166,6 +167,142 @@ class PrimusQuantize : public UnaryModel {
  private:
   bool mxfp4_;
   Shape shape_;
+};
+
+// MXFP4 activation quantizers of the inference extensions
+// (fused_flatten_mxfp4_quant and the ops sharing its roofline): one BF16/FP16
+// input of n elements read, written back as packed FP4 (half a byte each)
+// plus one E8M0 scale byte per 32 elements; 2 FLOPs per element. `input` is
+// the arg index of the activation; `with_stride` records its stride.
+class Mxfp4Quantize : public UnaryModel {
+ public:
+  Mxfp4Quantize(const OpInput& op, size_t input, bool with_stride) {
+    Shape shape = dims_at(op, input);
+    PyValue d = type_at(op, input);
+    add(params_, "op_shape", tuple_value(shape));
+    add(params_, "dtype_in_out", tuple_of({d, d}));
+    add(params_, "stride_input", with_stride ? strides_at(op, input) : PyValue::none());
+    add(params_, "stride_output", PyValue::none());
+    finish(shape, d, d);
+  }
+  double flops() const override { return 2 * static_cast<double>(nelems_); }
+  std::optional<double> bytes() const override {
+    if (!bpe_in_) return std::nullopt;
+    int64_t n = nelems_.to_int64();
+    return static_cast<double>(nelems_ * *bpe_in_) + static_cast<double>(n) * 0.5 +
+           static_cast<double>(floordiv(n, 32));
+  }
+};
+
+// Python bytes term `prod(shape) * name2bpe(dtype)`: a dtype without a byte
+// size is a TypeError.
+PyInt sized_bytes(const Shape& shape, const PyValue& dtype, const char* what) {
+  std::optional<int> b = bpe_of(dtype);
+  if (!b) fail(std::string(what) + ": dtype without a byte size (NoneType operand)");
+  return PyInt(prod(shape)) * *b;
+}
+
+// aiter::dynamic_per_token_scaled_quant / dynamic_per_group_scaled_quant /
+// dynamic_per_tensor_quant(out, input, scales, ...): reads input and writes
+// the quantized output and the scales; 2.59375 FLOPs per output element
+// (TraceLens's figure from rocprof counters).
+class PerGroupQuant : public PerfModel {
+ public:
+  explicit PerGroupQuant(const OpInput& op) {
+    out_ = dims_at(op, 0);
+    in1_ = dims_at(op, 1);
+    in2_ = dims_at(op, 2);
+    d_in1_ = type_at(op, 1);
+    d_in2_ = type_at(op, 2);
+    d_out_ = type_at(op, 0);
+    PyValue st_out = strides_at(op, 0), st1 = strides_at(op, 1), st2 = strides_at(op, 2);
+    add(params_, "shape_in1", tuple_value(in1_));
+    add(params_, "shape_in2", tuple_value(in2_));
+    add(params_, "shape_out", tuple_value(out_));
+    add(params_, "dtype_in1_in2_out", tuple_of({d_in1_, d_in2_, d_out_}));
+    add(params_, "stride_input1", st1);
+    add(params_, "stride_input2", st2);
+    add(params_, "stride_output", st_out);
+    n_out_ = prod(out_);
+  }
+  double flops() const override { return static_cast<double>(n_out_) * 2.59375; }
+  std::optional<double> bytes() const override {
+    PyInt total = sized_bytes(out_, d_out_, "output");
+    total += sized_bytes(in1_, d_in1_, "input");
+    total += sized_bytes(in2_, d_in2_, "scales");
+    return static_cast<double>(total);
+  }
+  double flops_bwd() const override { no_backward_method(model_name()); }
+  std::optional<double> bytes_bwd() const override { no_backward_method(model_name()); }
+  std::string maf_type() const override { return "vector"; }
+  std::string precision() const override {
+    return truthy(d_in1_) ? precision_of_value(d_in1_) : "";
+  }
+
+ private:
+  Shape out_, in1_, in2_;
+  PyValue d_in1_, d_in2_, d_out_;
+  int64_t n_out_ = 0;
+};
+
+// vllm::triton_per_token_group_quant_fp8(x, group_size): x (M, N) read,
+// written as FP8 plus one FP32 scale per group of group_size (Concrete
+// Inputs[1], 128 when absent or unparsable); 6 FLOPs per element.
+class VllmPerTokenGroupQuantFp8 : public PerfModel {
+ public:
+  explicit VllmPerTokenGroupQuantFp8(const OpInput& op) {
+    Shape x;
+    if (arg_size(op.input_dims) > 0) x = to_shape(op.input_dims->list[0], "Input Dims");
+    if (x.size() >= 2) {
+      m_ = x[0];
+      n_ = x[1];
+    } else if (x.size() == 1) {
+      n_ = x[0];
+    }
+    if (arg_size(op.concrete_inputs) > 1) {
+      const PyValue& c = op.concrete_inputs->list[1];
+      std::string raw = c.is_string() ? c.s : c.repr_tuple();
+      size_t b = raw.find_first_not_of(" \t\n\r\f\v");
+      size_t e = raw.find_last_not_of(" \t\n\r\f\v");
+      raw = b == std::string::npos ? "" : raw.substr(b, e - b + 1);
+      if (!raw.empty() && pycompat::ascii_lower(raw) != "none") {
+        if (auto g = optional_int(PyValue::string(raw))) group_size_ = *g;
+      }
+    }
+    groups_ = std::max<int64_t>(1, floordiv(n_ + group_size_ - 1, group_size_));
+    dtype_x_ = arg_size(op.input_type) > 0 ? op.input_type->list[0] : str_value("");
+    add(params_, "M", int_value(m_));
+    add(params_, "N", int_value(n_));
+    add(params_, "group_size", int_value(group_size_));
+    add(params_, "num_groups", int_value(groups_));
+    add(params_, "shape_x", tuple_value(x));
+    add(params_, "dtype_x", dtype_x_);
+    add(params_, "shape_in1", tuple_value(x));
+    add(params_, "shape_in2", tuple_value({}));
+    add(params_, "shape_out", tuple_value(x));
+    add(params_, "dtype_in1_in2_out",
+        tuple_of({dtype_x_, PyValue::none(), str_value("c10::float8_e4m3fn")}));
+    add(params_, "stride_input1", PyValue::none());
+    add(params_, "stride_input2", PyValue::none());
+    add(params_, "stride_output", PyValue::none());
+  }
+  double flops() const override { return static_cast<double>(6 * PyInt(m_) * n_); }
+  std::optional<double> bytes() const override {
+    std::optional<int> b = bpe_of(dtype_x_);
+    if (!b) return std::nullopt;
+    PyInt mn = PyInt(m_) * n_;
+    return static_cast<double>(mn * *b + mn * 1 + PyInt(m_) * groups_ * 4);
+  }
+  double flops_bwd() const override { no_backward_method(model_name()); }
+  std::optional<double> bytes_bwd() const override { no_backward_method(model_name()); }
+  std::string maf_type() const override { return "vector"; }
+  std::string precision() const override {
+    return truthy(dtype_x_) ? precision_of_value(dtype_x_) : "";
+  }
+
+ private:
+  int64_t m_ = 1, n_ = 1, group_size_ = 128, groups_ = 1;
+  PyValue dtype_x_;
 };
 
 Shape broadcast(const Shape& a, const Shape& b) {
@@ -377,6 +514,20 @@ void register_elementwise_models(std::map<std::string_view, Factory>& out) {
   };
   out["primus_turbo_quantize_mxfp4_dual"] = [](const OpInput& op) {
     return std::make_unique<PrimusQuantize>(op, true);
+  };
+  auto mxfp4 = [&](const char* cls, size_t input, bool with_stride) {
+    out[cls] = [input, with_stride](const OpInput& op) {
+      return std::make_unique<Mxfp4Quantize>(op, input, with_stride);
+    };
+  };
+  mxfp4("fused_flatten_mxfp4_quant", 0, true);
+  mxfp4("fused_dynamic_mx_quant_moe_sort_hip", 2, true);
+  mxfp4("sglang_quant_dynamic_mxfp4_quant", 0, false);
+  mxfp4("aiter_fused_dynamic_mxfp4_quant_moe_sort_hip", 2, false);
+  mxfp4("aiter_dynamic_per_group_scaled_quant_fp4", 1, false);
+  out["per_group_quant"] = [](const OpInput& op) { return std::make_unique<PerGroupQuant>(op); };
+  out["vllm_triton_per_token_group_quant_fp8"] = [](const OpInput& op) {
+    return std::make_unique<VllmPerTokenGroupQuantFp8>(op);
   };
   out["aten_reduce"] = [](const OpInput& op) { return std::make_unique<AtenReduce>(op); };
 }

@@ -344,7 +344,8 @@ class ExtGemm : public GemmModel {
     A16W16,
     A16W16Asm,
     AFp4WFp4,
-    BatchedA16WFp4
+    BatchedA16WFp4,
+    BatchedA8W8
   };
 
   ExtGemm(const OpInput& op, Kind kind) : kind_(kind) {
@@ -419,13 +420,22 @@ class ExtGemm : public GemmModel {
         add_mnk(shape_);
         add(params_, "dtype_A_B", tuple_of({t(0), t(1), bf16}));
         break;
+      case Kind::BatchedA8W8: {
+        // X (B, M, K) or (M, B, K), WQ (B, N, K).
+        int64_t batch = at(b, 0);
+        shape_ = {at(a, 0) == batch ? at(a, 1) : at(a, 0), at(b, 1), at(a, 2), false};
+        add(params_, "B", int_value(batch));
+        add_mnk(shape_);
+        add(params_, "dtype_A_B", tuple_of({t(0), t(1), bf16}));
+        break;
+      }
     }
     finish(op);
   }
 
   double flops() const override {
     double one = static_cast<double>(gemm_flops(shape_));
-    return kind_ == Kind::BatchedA16WFp4 ? static_cast<double>(batch_) * one : one;
+    return batched() ? static_cast<double>(batch_) * one : one;
   }
   std::optional<double> bytes() const override {
     const PyValue& d = find_param(params_, "dtype_A_B")->value;
@@ -441,14 +451,18 @@ class ExtGemm : public GemmModel {
     double M = static_cast<double>(shape_.M), N = static_cast<double>(shape_.N),
            K = static_cast<double>(shape_.K);
     double total = M * K * *a + K * N * *b + M * N * *out + (shape_.bias ? N : 0.0) * *bias;
-    return kind_ == Kind::BatchedA16WFp4 ? static_cast<double>(batch_) * total : total;
+    return batched() ? static_cast<double>(batch_) * total : total;
   }
   std::string precision() const override {
     if (kind_ == Kind::AFp4WFp4 || kind_ == Kind::BatchedA16WFp4) return "fp4";
+    // batched_gemm_a8w8: the INT8 weights' dtype.
+    if (kind_ == Kind::BatchedA8W8)
+      return precision_of_value(find_param(params_, "dtype_A_B")->value.list.at(1));
     return GemmModel::precision();
   }
 
  private:
+  bool batched() const { return kind_ == Kind::BatchedA16WFp4 || kind_ == Kind::BatchedA8W8; }
   Kind kind_;
 };
 
@@ -481,6 +495,7 @@ void register_gemm_models(std::map<std::string_view, Factory>& out) {
   ext("gemm_a16w16_asm", ExtGemm::Kind::A16W16Asm);
   ext("gemm_afp4wfp4", ExtGemm::Kind::AFp4WFp4);
   ext("batched_gemm_a16wfp4", ExtGemm::Kind::BatchedA16WFp4);
+  ext("batched_gemm_a8w8", ExtGemm::Kind::BatchedA8W8);
   out["tex_ts_te_gemm_ts"] = [](const OpInput& op) { return std::make_unique<TeGemmTsModel>(op); };
 }
 

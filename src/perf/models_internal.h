@@ -77,7 +77,15 @@ size_t arg_size(const PyValue* arg);  // 0 when absent / not a list
 
 int64_t to_int(const PyValue& v, const char* what);
 Shape to_shape(const PyValue& v, const char* what);
+// Python int(x) (strings parsed; None and garbage fail like int() raises).
+int64_t python_int(const PyValue& v, const char* what);
+// TraceLens `optional_int`: int(x), or nullopt where int() raises.
+std::optional<int64_t> optional_int(const PyValue& v);
+// Python a // b (floor); fails on b == 0 like ZeroDivisionError.
+int64_t floordiv(int64_t a, int64_t b);
 Shape dims_at(const OpInput& op, size_t i);
+// Dimension i of a shape (IndexError-like failure naming `what` when absent).
+int64_t dim(const Shape& s, size_t i, const char* what);
 // Input type[i] as text ("" for non-strings, as a Python None would fail later).
 const PyValue& type_at(const OpInput& op, size_t i);
 std::string type_str(const OpInput& op, size_t i);
@@ -129,6 +137,7 @@ void register_misc_models(std::map<std::string_view, Factory>& out);
 void register_inference_models(std::map<std::string_view, Factory>& out);
 void register_inference_attention_models(std::map<std::string_view, Factory>& out);
 void register_moe_models(std::map<std::string_view, Factory>& out);
+void register_inference_fused_models(std::map<std::string_view, Factory>& out);
 std::unique_ptr<PerfModel> make_triton_compiled_model(const OpInput& op);
 bool triton_metadata_present(const OpInput& op);
 

@@ -260,6 +260,154 @@ class AddRmsNorm : public RmsNorm {
   }
 };
 
+// The quantizing / padding RMSNorm extensions below share RmsNorm's
+// parameters and FLOPs and add their own terms. `rows` is M = n // N and
+// `width` N = the weight's length, both as Python ints.
+class RmsNormExt : public RmsNorm {
+ public:
+  RmsNormExt(const OpInput& op, size_t input, size_t weight) : RmsNorm(op, input, weight) {
+    width_ = dim(dims_at(op, weight), 0, "weight");
+  }
+
+ protected:
+  int64_t rows() const { return floordiv(n_.to_int64(), width_); }
+  // bpe of the input; Python fails with TypeError on None * int.
+  int64_t bpe() const {
+    if (!bpe_in_) fail("unsupported input dtype (no bytes per element)");
+    return *bpe_in_;
+  }
+  // RMSNorm + quantization to 1-byte elements with `groups` FP32 scales per
+  // row: reads input and weight, writes the quantized output and the scales.
+  double quant_bytes(int64_t groups) const {
+    PyInt n = n_, b = bpe();
+    return static_cast<double>(n * b + PyInt(width_) * b + n * 1 + PyInt(rows()) * groups * 4);
+  }
+
+  int64_t width_ = 0;
+};
+
+// aiter::rmsnorm2d_fwd_with_dynamicquant_ck(out, input, yscale, weight, eps,
+// ...): RMSNorm + per-token FP8 quant (2 FLOPs per element), one FP32 scale
+// per row.
+class RmsNormDynamicQuant : public RmsNormExt {
+ public:
+  explicit RmsNormDynamicQuant(const OpInput& op) : RmsNormExt(op, 1, 3) {}
+  double flops() const override { return RmsNorm::flops() + 2 * static_cast<double>(n_); }
+  std::optional<double> bytes() const override { return quant_bytes(1); }
+};
+
+// RMSNorm + per-group FP8 quant: aiter::rmsnorm_quant(out, input, scale,
+// weight, eps, group_size, ...) reads group_size from Concrete Inputs[5]
+// (0 when unreadable: one group per row); vllm::rocm_aiter_rmsnorm_fp8_group_quant
+// (x, weight, eps, group_size) from Concrete Inputs[3], which must parse.
+// With `with_add` (vllm::rocm_aiter_rmsnorm_with_add_fp8_group_quant(x,
+// residual, weight, eps, group_size)) the residual add costs one more FLOP
+// per element and the residual is read and written.
+class RmsNormGroupQuant : public RmsNormExt {
+ public:
+  enum class Kind { Aiter, Vllm, VllmWithAdd };
+  RmsNormGroupQuant(const OpInput& op, Kind kind)
+      : RmsNormExt(op, kind == Kind::Aiter ? 1 : 0,
+                   kind == Kind::Aiter ? 3 : (kind == Kind::Vllm ? 1 : 2)),
+        with_add_(kind == Kind::VllmWithAdd) {
+    if (kind == Kind::Aiter) {
+      const PyValue* ci = op.concrete_inputs;
+      std::optional<int64_t> gs;
+      if (ci != nullptr && ci->is_list() && ci->size() > 5) gs = optional_int(ci->list[5]);
+      group_size_ = gs.value_or(0);
+      if (group_size_ <= 0) group_size_ = width_;
+    } else {
+      group_size_ = python_int(concrete_at(op, kind == Kind::Vllm ? 3 : 4), "group_size");
+    }
+  }
+  double flops() const override {
+    return RmsNorm::flops() + (with_add_ ? 3 : 2) * static_cast<double>(n_);
+  }
+  std::optional<double> bytes() const override {
+    int64_t groups = floordiv(width_ + group_size_ - 1, group_size_);
+    double total = quant_bytes(groups);
+    // Residual read and updated residual written (bf16), Python's term order.
+    if (with_add_) total += 2 * static_cast<double>(n_ * bpe());
+    return total;
+  }
+
+ private:
+  bool with_add_;
+  int64_t group_size_ = 0;
+};
+
+// aiter::fused_add_rmsnorm_pad_ / vllm::rocm_aiter_triton_add_rmsnorm_pad(x,
+// weight, eps, residual, x_pad_to_multiple): residual add + RMSNorm, the
+// output padded on the hidden dim to a multiple of Concrete Inputs[4].
+class AddRmsNormPad : public RmsNormExt {
+ public:
+  explicit AddRmsNormPad(const OpInput& op)
+      : RmsNormExt(op, 0, 1), pad_(python_int(concrete_at(op, 4), "x_pad_to_multiple")) {
+    n_out_ = pad_ > 0 ? floordiv(width_ + pad_ - 1, pad_) * pad_ : width_;
+  }
+  double flops() const override { return static_cast<double>(n_) + RmsNorm::flops(); }
+  std::optional<double> bytes() const override {
+    PyInt n = n_, b = bpe(), m = rows();
+    return static_cast<double>(2 * n * b + PyInt(width_) * b + m * n_out_ * b + m * width_ * b);
+  }
+
+ private:
+  int64_t pad_, n_out_ = 0;
+};
+
+// fused_rms_mxfp4_quant(x1, x1_weight, eps, x2, x2_weight, eps2, res1, ...):
+// RMSNorm of x1 quantized to MXFP4 (0.5 B per element plus one E8M0 scale
+// per 32), an optional residual add (res1 rank 2 at Input Dims[6]) and an
+// optional second RMSNorm of x2 (rank 2 at Input Dims[3]).
+class RmsMxfp4Quant : public RmsNormExt {
+ public:
+  explicit RmsMxfp4Quant(const OpInput& op) : RmsNormExt(op, 0, 1) {
+    size_t n = arg_size(op.input_dims);
+    if (n > 3) {
+      Shape x2 = dims_at(op, 3);
+      if (x2.size() == 2) {
+        has_x2_ = true;
+        n2_ = x2[1];
+      }
+    }
+    if (n > 6 && dims_at(op, 6).size() == 2) has_res1_ = true;
+  }
+  double flops() const override {
+    int64_t m = rows();
+    double base = RmsNorm::flops();
+    double total = base;
+    if (has_res1_) total += static_cast<double>(PyInt(m) * width_);
+    if (has_x2_) {
+      // int(base * x2_elems / max(n, 1)): the x2 norm at x1's FLOPs per element.
+      double x2_elems = static_cast<double>(PyInt(m) * n2_);
+      double n = static_cast<double>(std::max<int64_t>(n_.to_int64(), 1));
+      total += std::trunc(base * x2_elems / n);
+    }
+    return total + 2 * static_cast<double>(n_);
+  }
+  std::optional<double> bytes() const override {
+    int64_t b = bpe();
+    PyInt n = n_, m = rows();
+    double total = static_cast<double>(n * b + PyInt(width_) * b) + static_cast<double>(n) * 0.5 +
+                   static_cast<double>(floordiv(n.to_int64(), 32));
+    if (has_res1_) {
+      total += static_cast<double>(n * b);
+      total += static_cast<double>(n * b);
+    }
+    if (has_x2_) {
+      PyInt x2 = m * n2_;
+      total += static_cast<double>(x2 * b);
+      total += static_cast<double>(PyInt(n2_) * b);
+      total += static_cast<double>(x2 * b);
+    }
+    return total;
+  }
+
+ private:
+  bool has_x2_ = false, has_res1_ = false;
+  int64_t n2_ = 0;
+};
+
 class RmsNormBwd : public NormModel {
  public:
   explicit RmsNormBwd(const OpInput& op) {
@@ -349,6 +497,25 @@ void register_norm_models(std::map<std::string_view, Factory>& out) {
   out["aiter_rmsnorm"] = [](const OpInput& op) { return std::make_unique<RmsNorm>(op, 1, 2); };
   out["aiter_rmsnorm2d_fwd_with_add_ck"] = [](const OpInput& op) {
     return std::make_unique<AddRmsNorm>(op);
+  };
+  out["aiter_rmsnorm2d_fwd_with_dynamicquant_ck"] = [](const OpInput& op) {
+    return std::make_unique<RmsNormDynamicQuant>(op);
+  };
+  using GQ = RmsNormGroupQuant::Kind;
+  out["aiter_rmsnorm_quant"] = [](const OpInput& op) {
+    return std::make_unique<RmsNormGroupQuant>(op, GQ::Aiter);
+  };
+  out["vllm_rocm_aiter_rmsnorm_fp8_group_quant"] = [](const OpInput& op) {
+    return std::make_unique<RmsNormGroupQuant>(op, GQ::Vllm);
+  };
+  out["vllm_rocm_aiter_rmsnorm_with_add_fp8_group_quant"] = [](const OpInput& op) {
+    return std::make_unique<RmsNormGroupQuant>(op, GQ::VllmWithAdd);
+  };
+  out["vllm_rocm_aiter_triton_add_rmsnorm_pad"] = [](const OpInput& op) {
+    return std::make_unique<AddRmsNormPad>(op);
+  };
+  out["fused_rms_mxfp4_quant"] = [](const OpInput& op) {
+    return std::make_unique<RmsMxfp4Quant>(op);
   };
   out["RMSNormBwd"] = [](const OpInput& op) { return std::make_unique<RmsNormBwd>(op); };
 }

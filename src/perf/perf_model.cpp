@@ -49,6 +49,43 @@ int64_t to_int(const PyValue& v, const char* what) {
   fail(std::string(what) + ": expected an integer, got " + v.repr_tuple());
 }
 
+// Python int(x): ints and bools as they are, floats truncated, strings
+// parsed as optional blanks and sign around decimal digits; anything else
+// fails as int() raises ValueError / TypeError.
+int64_t python_int(const PyValue& v, const char* what) {
+  if (v.kind == PyValue::Kind::Int || v.kind == PyValue::Kind::Bool) return to_int(v, what);
+  if (v.kind == PyValue::Kind::Float) {
+    if (!(std::fabs(v.f) < 9.2e18)) fail(std::string(what) + ": float out of integer range");
+    return static_cast<int64_t>(v.f);
+  }
+  if (!v.is_string()) fail(std::string(what) + ": int() argument is " + v.repr_tuple());
+  size_t b = v.s.find_first_not_of(" \t\n"), e = v.s.find_last_not_of(" \t\n");
+  std::string t = b == std::string::npos ? "" : v.s.substr(b, e - b + 1);
+  size_t digits = !t.empty() && (t[0] == '-' || t[0] == '+') ? 1 : 0;
+  if (t.size() == digits || t.find_first_not_of("0123456789", digits) != std::string::npos)
+    fail(std::string("invalid literal for int(): ") + what);
+  try {
+    return std::stoll(t);
+  } catch (const std::exception&) {
+    fail(std::string(what) + " out of range");
+  }
+}
+
+std::optional<int64_t> optional_int(const PyValue& v) {
+  try {
+    return python_int(v, "value");
+  } catch (const PerfModelError&) {
+    return std::nullopt;
+  }
+}
+
+int64_t floordiv(int64_t a, int64_t b) {
+  if (b == 0) fail("integer division or modulo by zero");
+  int64_t q = a / b;
+  if ((a % b != 0) && ((a < 0) != (b < 0))) --q;
+  return q;
+}
+
 Shape to_shape(const PyValue& v, const char* what) {
   if (!v.is_list()) fail(std::string(what) + ": expected a shape, got " + v.repr_tuple());
   Shape s;
@@ -59,6 +96,13 @@ Shape to_shape(const PyValue& v, const char* what) {
 
 Shape dims_at(const OpInput& op, size_t i) {
   return to_shape(arg_at(op.input_dims, "Input Dims", i), "Input Dims");
+}
+
+int64_t dim(const Shape& s, size_t i, const char* what) {
+  if (i >= s.size())
+    fail(std::string(what) + ": shape " + tuple_value(s).repr_tuple() + " has no dim " +
+         std::to_string(i));
+  return s[i];
 }
 
 const PyValue& type_at(const OpInput& op, size_t i) {
@@ -341,6 +385,7 @@ const std::map<std::string_view, Factory>& factories() {
     register_inference_models(t);
     register_inference_attention_models(t);
     register_moe_models(t);
+    register_inference_fused_models(t);
     return t;
   }();
   return table;
