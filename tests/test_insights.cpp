@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -224,7 +225,7 @@ TEST_CASE("insights: no arch, no GPU events: rules that need them say nothing") 
   auto ctx = in::make_context(t, tree, nullptr);
   CHECK_FALSE(ctx.timeline.has_value());
   CHECK(in::run_insights(ctx).empty());
-  CHECK(in::rule_ids().size() == 10);
+  CHECK(in::rule_ids().size() == 11);
 }
 
 namespace {
@@ -383,4 +384,86 @@ TEST_CASE("insights: GPT-2 (real) steps AdamW with foreach ops, not fused") {
   CallTree bert_tree(bert);
   CHECK(of_rule(in::run_insights(in::make_context(bert, bert_tree, nullptr)), "foreach_optimizer")
             .empty());
+}
+
+TEST_CASE("insights: activations not fused into their producer (constructed)") {
+  TraceBuilder b;
+  b.op("Block", 0, 100);
+  b.leaf("aten::linear", 10, "gemm_kernel", 40.0);
+  b.op("aten::view", 15, 1);  // host-only: does not break the pair
+  b.leaf("aten::gelu", 20, "gelu_kernel", 10.0);
+  b.leaf("aten::add", 30, "add_kernel", 6.0);
+  b.leaf("aten::relu", 40, "relu_kernel", 4.0);  // after an add: not an epilogue pair
+  b.op("BN", 200, 100);
+  b.leaf("aten::batch_norm", 210, "bn_kernel", 20.0);
+  b.leaf("aten::relu_", 220, "relu_kernel", 5.0);
+  b.op("BN2", 400, 100);
+  b.leaf("aten::batch_norm", 410, "bn_kernel", 20.0);
+  b.leaf("aten::relu_", 420, "relu_kernel", 5.0);
+  auto pairs = of_rule(run_on(b.build()), "epilogue_fusion");
+  REQUIRE(pairs.size() == 2);
+  std::map<std::string, in::Insight> by_pair;
+  for (const auto& p : pairs) by_pair[p.evidence["pair"].get<std::string>()] = p;
+  REQUIRE(by_pair.count("aten::linear -> aten::gelu"));
+  REQUIRE(by_pair.count("aten::batch_norm -> aten::relu_"));
+  const in::Insight& gemm = by_pair["aten::linear -> aten::gelu"];
+  CHECK(gemm.category == "GEMM");
+  CHECK(gemm.evidence["occurrences"] == 1);
+  CHECK(gemm.time_us == Approx(50.0));
+  CHECK(*gemm.gain_upper_bound_us == Approx(10.0));
+  CHECK(gemm.action_kernel.find("epilogue") != std::string::npos);
+  const in::Insight& norm = by_pair["aten::batch_norm -> aten::relu_"];
+  CHECK(norm.category == "norm");
+  CHECK(norm.evidence["occurrences"] == 2);
+  CHECK(norm.uids.size() == 4);
+  CHECK(*norm.gain_upper_bound_us == Approx(10.0));
+}
+
+TEST_CASE("insights: ResNet-50 (real): BatchNorm -> ReLU pairs, counted from each BatchNorm") {
+  Trace t =
+      jarvis::load_trace(jarvis::golden::shared_dir() + "/hw_pairs/resnet50_train/h100.json.gz");
+  CallTree tree(t);
+  // From each aten::batch_norm: the next sibling that launches GPU work (top-
+  // level ops of its thread when it has no parent), in time order.
+  size_t expected = 0;
+  double relu_us = 0;
+  for (size_t u = 0; u < t.events.size(); ++u) {
+    const jarvis::Event& e = t.events[u];
+    if (e.cat != jarvis::Cat::CpuOp || t.str(e.name) != "aten::batch_norm") continue;
+    jarvis::Uid uid = static_cast<jarvis::Uid>(u), parent = tree.parent(uid);
+    std::vector<jarvis::Uid> siblings;
+    if (parent != jarvis::kNoUid) {
+      auto kids = tree.children(parent);
+      siblings.assign(kids.begin(), kids.end());
+    } else {
+      for (size_t v = 0; v < t.events.size(); ++v) {
+        const jarvis::Event& o = t.events[v];
+        if (o.cat == jarvis::Cat::CpuOp && o.tid == e.tid && o.pid == e.pid &&
+            tree.parent(static_cast<jarvis::Uid>(v)) == jarvis::kNoUid)
+          siblings.push_back(static_cast<jarvis::Uid>(v));
+      }
+      std::stable_sort(siblings.begin(), siblings.end(), [&](jarvis::Uid a, jarvis::Uid b2) {
+        return t.events[a].ts < t.events[b2].ts;
+      });
+    }
+    auto at = std::find(siblings.begin(), siblings.end(), uid);
+    REQUIRE(at != siblings.end());
+    for (auto next = at + 1; next != siblings.end(); ++next) {
+      if (t.events[*next].cat != jarvis::Cat::CpuOp || tree.gpu_events(*next).empty()) continue;
+      if (t.str(t.events[*next].name) == "aten::relu_") {
+        ++expected;
+        for (jarvis::Uid k : tree.gpu_events(*next)) relu_us += t.events[k].dur;
+      }
+      break;
+    }
+  }
+  REQUIRE(expected > 10);
+  auto pairs = of_rule(run_on(t), "epilogue_fusion");
+  const in::Insight* bn_relu = nullptr;
+  for (const auto& p : pairs)
+    if (p.evidence["pair"] == "aten::batch_norm -> aten::relu_") bn_relu = &p;
+  REQUIRE(bn_relu);
+  CHECK(bn_relu->evidence["occurrences"] == expected);
+  CHECK(*bn_relu->gain_upper_bound_us == Approx(relu_us));
+  CHECK(bn_relu->category == "norm");
 }

@@ -25,7 +25,7 @@ TEST_CASE("MCP insights: tool, ops_summary, gemm_roofline and analyze_category a
 
   json all = h.tool_result(2, "insights", {{"trace", "t1"}});
   REQUIRE(all["insights"].size() > 0);
-  CHECK(all["rules"].size() == 10);
+  CHECK(all["rules"].size() == 11);
   size_t unaligned = 0;
   for (const auto& i : all["insights"]) unaligned += i["rule"] == "gemm_unaligned_dims";
   CHECK(unaligned >= 3);

@@ -48,10 +48,13 @@ ojson category_insights(const std::string& output_dir, const std::string& catego
   std::string kind = analysis_kind(category);
   for (const auto& i : doc["insights"]) {
     if (!i.is_object()) continue;
-    // Elementwise chains are fusion candidates too (TraceLens's kernel_fusion
-    // only looks at module-level candidates): the kernel_fusion analysis
-    // lists them beside its own, in its insights, not in its metrics file.
-    bool fusion = kind == "kernel_fusion" && i.value("rule", std::string()) == "elementwise_chain";
+    // Elementwise chains and unfused activation epilogues are fusion
+    // candidates too (TraceLens's kernel_fusion only looks at module-level
+    // candidates): the kernel_fusion analysis lists them beside its own, in
+    // its insights, not in its metrics file.
+    std::string rule = i.value("rule", std::string());
+    bool fusion =
+        kind == "kernel_fusion" && (rule == "elementwise_chain" || rule == "epilogue_fusion");
     if (kind_of_insight(i) == kind || fusion) out.push_back(i);
   }
   return out;

@@ -28,6 +28,7 @@ constexpr NamedRule kRules[] = {
     {"elementwise_chain", rule_elementwise_chain},
     {"bandwidth_baseline", rule_bandwidth_baseline},
     {"foreach_optimizer", rule_foreach_optimizer},
+    {"epilogue_fusion", rule_epilogue_fusion},
 };
 
 int64_t int_param(const perf::Params& params, std::string_view name) {

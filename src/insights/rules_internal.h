@@ -23,6 +23,7 @@ void rule_unfused_attention(const InsightContext& c, std::vector<Insight>& out);
 void rule_elementwise_chain(const InsightContext& c, std::vector<Insight>& out);
 void rule_bandwidth_baseline(const InsightContext& c, std::vector<Insight>& out);
 void rule_foreach_optimizer(const InsightContext& c, std::vector<Insight>& out);
+void rule_epilogue_fusion(const InsightContext& c, std::vector<Insight>& out);
 
 namespace detail {
 

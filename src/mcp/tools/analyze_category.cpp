@@ -60,7 +60,7 @@ std::string digest_head(const std::string& markdown, size_t max_bytes) {
 }
 
 // Bytes of the digest the text summary keeps.
-constexpr size_t kTextDigestBytes = 1536;
+constexpr size_t kTextDigestBytes = 1152;
 
 ToolResult analyze_category_tool(const json& args, ToolContext& ctx) {
   auto dir = ctx.resolve_path(args.at("output_dir").get<std::string>(), true, false);
@@ -110,12 +110,11 @@ ToolResult analyze_category_tool(const json& args, ToolContext& ctx) {
   out.full_only.push_back("/regimes/by_regime");  // the text summary line says it
   // Below detail=full: the per-row fields the markdown and the other fields
   // already carry, and the lists the metrics file keeps (metrics_path).
-  // The arch's peaks repeat on every row, and warning / is_anomaly are the
-  // row's efficiency_warning (present when there is one).
+  // warning / is_anomaly are the row's efficiency_warning (present when
+  // there is one); the tuning headroom is in /regimes/ops.
   for (const char* field :
        {"Input Dims", "Input type", "call_chain", "module_chain", "kernel_name_trunc",
-        "FLOPS~1Byte", "efficiency/resolved_peak_maf", "efficiency/resolved_peak_hbm_bw",
-        "efficiency/warning", "efficiency/is_anomaly"})
+        "FLOPS~1Byte", "efficiency/warning", "efficiency/is_anomaly", "tuning_headroom_ms"})
     out.full_only.push_back(std::string("/metrics/operations/*/") + field);
   // A category_findings member repeats its group's bound, library and method.
   for (const char* field : {"category", "type", "estimate_method", "bound_type", "library"})
