@@ -4,6 +4,8 @@
 
 #include <filesystem>
 
+#include <fmt/format.h>
+
 #include "categories/category_analysis_common.h"
 #include "golden.h"
 #include "mcp_harness.h"
@@ -172,4 +174,76 @@ TEST_CASE("GEMM time under autocast: one total in ops_summary, gemm_roofline, ca
   REQUIRE(gemm_kernels > 1000);
   CHECK(roof_us >= gemm_kernels - 1e-6);
   CHECK(roof_us <= gemm_kernels + memsets + 1e-6);
+}
+
+// Issue 23's scripted session: the performance-analysis skill's workflow on
+// three conformance traces. Category names work in any case and an unknown one
+// is an error listing the valid names (never 0 rows); every draft passes the
+// findings check when written back; the final report ranks by recoverable time
+// and its markdown lists the top three items with their numbers.
+TEST_CASE("MCP skill workflow on three conformance traces: names, checked findings, final report") {
+  int id = 100;
+  for (const char* name : {"h100_qwen1.5-0.5b", "mi300_bert-small", "h100_falconsai-nsfw"}) {
+    CAPTURE(name);
+    jarvis::testing::TempDir scratch;
+    jarvis::mcp::ServerOptions options;
+    options.roots = {jarvis::golden::shared_dir(), scratch.path};
+    Harness h(options);
+    h.initialize();
+    json loaded = h.tool_result(id++, "load_trace", {{"path", conformance_trace(name)}});
+    const std::string trace = loaded["trace"].get<std::string>();
+
+    // One vocabulary: any case; an unknown name is an isError naming the valid ones.
+    json upper = h.tool_result(id++, "ops_summary", {{"trace", trace}, {"category", "GEMM"}});
+    json lower = h.tool_result(id++, "ops_summary", {{"trace", trace}, {"category", "gemm"}});
+    CHECK(upper["matched_rows"].get<size_t>() > 0);
+    CHECK(lower["matched_rows"] == upper["matched_rows"]);
+    json bad = h.call_tool(id++, "ops_summary", {{"trace", trace}, {"category", "gemmm"}});
+    REQUIRE(bad["result"]["isError"] == true);
+    CHECK(bad["result"]["content"][0]["text"].get<std::string>().find("GEMM") != std::string::npos);
+
+    const std::string out = scratch.path + "/analysis";
+    json prep = h.tool_result(id++, "category_filter", {{"trace", trace}, {"output_dir", out}});
+    size_t written = 0;
+    for (const auto& c : prep["categories"]) {
+      const std::string category = c["name"].get<std::string>();
+      CAPTURE(category);
+      json analyzed = h.tool_result(
+          id++, "analyze_category",
+          {{"output_dir", out}, {"category", category}, {"write_draft", true}, {"what_if", false}});
+      if (!analyzed["draft_findings_path"].is_string()) continue;
+      // The agent's step: read the draft, write it back through the check.
+      std::string draft =
+          jarvis::testing::read_text(analyzed["draft_findings_path"].get<std::string>());
+      json w = h.tool_result(id++, "write_findings",
+                             {{"output_dir", out}, {"category", category}, {"markdown", draft}});
+      CHECK(w["validation"]["valid"] == true);
+      ++written;
+    }
+    CHECK(written >= 4);
+
+    json report = h.tool_result(id++, "final_report", {{"output_dir", out}, {"detail", "full"}});
+    CHECK(report["skipped"].empty());
+    REQUIRE(report["ranked"].size() >= 3);
+    const double total_ms = report["total_time_ms"].get<double>();
+    const std::string md = jarvis::testing::read_text(out + "/final_report.md");
+    for (size_t k = 0; k < report["ranked"].size(); ++k) {
+      const json& item = report["ranked"][k];
+      const double pct = item["recoverable_pct"].get<double>();
+      CHECK(pct <= item["impact_mid"].get<double>() + 1e-9);
+      CHECK(item["recoverable_ms"].get<double>() == doctest::Approx(pct / 100 * total_ms));
+      if (k > 0) CHECK(report["ranked"][k - 1]["recoverable_pct"].get<double>() >= pct);
+      if (k < 3) {
+        std::string row =
+            fmt::format("| {} | {} | P{}: ", k + 1, item["category"].get<std::string>(),
+                        item["p_item"].get<int>());
+        size_t at = md.find(row);
+        REQUIRE(at != std::string::npos);
+        std::string line = md.substr(at, md.find('\n', at) - at);
+        CHECK(line.find(fmt::format("{:.3f}", item["recoverable_ms"].get<double>())) !=
+              std::string::npos);
+        CHECK(line.find(fmt::format("{:.2f}", pct)) != std::string::npos);
+      }
+    }
+  }
 }

@@ -297,6 +297,8 @@ TEST_CASE("every analysis of a weak trace carries its health warnings; a healthy
   check_caveats("analyze_category",
                 {{"output_dir", out}, {"category", "gemm"}, {"write_draft", true}}, out);
   check_caveats("final_report", {{"output_dir", out}}, out);
+  check_caveats("critical_path", {{"traces", json::array({weak})}},
+                std::filesystem::canonical(weak).string());
   CHECK(jarvis::testing::read_text(out + "/final_report.md")
             .find("> **Caution — trace confidence low:** " +
                   health["warnings"][0].get<std::string>()) != std::string::npos);

@@ -10,6 +10,7 @@
 
 #include "collectives/collectives.h"
 #include "critical_path/critical_path.h"
+#include "insights/trace_health.h"
 #include "mcp/tool.h"
 
 namespace jarvis::mcp::cp_tools {
@@ -26,7 +27,13 @@ inline cp::Loaded load_ranks(const json& args, ToolContext& ctx) {
     return !ctx.cancelled();
   };
   try {
-    return cp::load_graph(paths, progress);
+    cp::Loaded loaded = cp::load_graph(paths, progress);
+    // Each rank's health, as every analysis result carries it.
+    for (size_t k = 0; k < loaded.traces.size() && k < paths.size(); ++k)
+      ctx.add_trace_caveats(
+          paths[k],
+          json(insights::to_json(insights::trace_health(*loaded.traces[k], *loaded.trees[k]))));
+    return loaded;
   } catch (const cp::CriticalPathError& e) {
     throw ToolError(e.what());
   } catch (const collectives::CollectiveError& e) {
