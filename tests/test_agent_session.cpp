@@ -18,7 +18,7 @@
 #include <nlohmann/json.hpp>
 
 #include "pycompat/repr.h"
-#include "trace/value.h"
+#include "pycompat/value.h"
 
 namespace fs = std::filesystem;
 using nlohmann::json;

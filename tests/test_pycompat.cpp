@@ -3,6 +3,8 @@
 // below where the IEEE rounding decides).
 #include <doctest/doctest.h>
 
+#include <type_traits>
+
 #include <cmath>
 #include <limits>
 #include <string>
@@ -152,21 +154,38 @@ TEST_CASE("pycompat: pandas read_csv fields") {
 }
 
 TEST_CASE("pycompat: ast.literal_eval") {
-  PyLit v = parse_py_literal("[{'name': 'k', 'dur': np.float64(2.5)}, (1,), None, True]");
+  PyValue v = parse_py_literal("[{'name': 'k', 'dur': np.float64(2.5)}, (1,), None, True]");
   CHECK(v.repr() == "[{'name': 'k', 'dur': 2.5}, (1,), None, True]");
-  REQUIRE(v.items.size() == 4);
-  const PyLit* dur = v.items[0].get("dur");
+  REQUIRE(v.list.size() == 4);
+  const PyValue* dur = v.list[0].get("dur");
   REQUIRE(dur != nullptr);
-  CHECK(dur->kind == PyLit::Kind::Float);
-  CHECK(v.items[1].kind == PyLit::Kind::Tuple);
-  CHECK(parse_py_literal("(1)").kind == PyLit::Kind::Int);  // parentheses, not a tuple
-  CHECK(parse_py_literal("'a' \"b\"").s == "ab");           // adjacent strings concatenate
+  CHECK(dur->kind == PyValue::Kind::Float);
+  CHECK(v.list[1].kind == PyValue::Kind::Tuple);
+  CHECK(parse_py_literal("(1)").kind == PyValue::Kind::Int);  // parentheses, not a tuple
+  CHECK(parse_py_literal("'a' \"b\"").s == "ab");             // adjacent strings concatenate
   CHECK(parse_py_literal("'\\u00b5\\n'").s == "\xC2\xB5\n");
-  CHECK(parse_py_literal("np.float64(3)").kind == PyLit::Kind::Float);
+  CHECK(parse_py_literal("np.float64(3)").kind == PyValue::Kind::Float);
   CHECK(parse_py_literal("-7").i == -7);
-  CHECK(parse_py_literal("99999999999999999999").kind == PyLit::Kind::Float);  // past int64
-  CHECK(parse_py_literal("{'a': (1, 2.0)}").to_json().dump() == R"({"a":[1,2.0]})");
+  CHECK(parse_py_literal("99999999999999999999").kind == PyValue::Kind::Float);  // past int64
+  CHECK(parse_py_literal("{'a': (1, 2.0)}").to_ojson().dump() == R"({"a":[1,2.0]})");
   CHECK(parse_py_literal("[]").truthy() == false);
+  CHECK(parse_py_literal("{}").truthy() == false);
+  // One value type: a literal read back from a CSV cell is the type of a
+  // recorded trace arg, reprs included (tuple-converted for the tables).
+  static_assert(std::is_same_v<jarvis::PyValue, PyValue>);
+  PyValue dims = parse_py_literal("[[8944, 1024], [1024, 2816]]");
+  CHECK(dims.repr_tuple() == "((8944, 1024), (1024, 2816))");
+  CHECK(dims.repr_list() == "[[8944, 1024], [1024, 2816]]");
+  CHECK(dims.to_json() == "[[8944,1024],[1024,2816]]");
+  CHECK(dims ==
+        PyValue::make_list({PyValue::make_list({PyValue::integer(8944), PyValue::integer(1024)}),
+                            PyValue::make_list({PyValue::integer(1024), PyValue::integer(2816)})}));
+  PyValue dict = parse_py_literal("{'M': 4, 'dtype': 'bf16'}");
+  CHECK(dict.dict_size() == 2);
+  CHECK(dict.dict_key(1).s == "dtype");
+  CHECK(dict.get("M")->i == 4);
+  CHECK(dict.get("N") == nullptr);
+  CHECK(dict.to_json() == R"({"M":4,"dtype":"bf16"})");
   CHECK(parse_py_literal("'x'").str() == "x");
   CHECK_FALSE(try_parse_py_literal("[1, 2").has_value());
   CHECK_FALSE(try_parse_py_literal("os.system('x')").has_value());

@@ -1,6 +1,6 @@
 #include <doctest/doctest.h>
 
-#include "trace/value.h"
+#include "pycompat/value.h"
 
 using jarvis::PyValue;
 

@@ -124,17 +124,17 @@ ojson calculate_efficiency(const Row& row, const ojson& peak_hbm_bw, const ojson
 
 // ------------------------------------------------------------- call stacks
 
-std::vector<PyLit> parse_stack(const std::string& cs) {
+std::vector<PyValue> parse_stack(const std::string& cs) {
   if (cs.empty() || cs == "nan") return {};
   auto v = try_parse_py_literal(cs);
-  if (!v || v->kind != PyLit::Kind::List) return {};
-  return v->items;
+  if (!v || v->kind != PyValue::Kind::List) return {};
+  return v->list;
 }
 
 std::vector<std::string> string_frames(const std::string& cs) {
   std::vector<std::string> out;
   for (const auto& f : parse_stack(cs))
-    if (f.kind == PyLit::Kind::Str) out.push_back(f.s);
+    if (f.kind == PyValue::Kind::String) out.push_back(f.s);
   return out;
 }
 
@@ -167,15 +167,15 @@ std::pair<std::string, std::string> kernel_names(const std::string& cs) {
   if (stack.empty()) return {"", ""};
   std::vector<std::string> kernels;
   bool has_sublists = std::any_of(stack.begin(), stack.end(),
-                                  [](const PyLit& f) { return f.kind == PyLit::Kind::List; });
+                                  [](const PyValue& f) { return f.kind == PyValue::Kind::List; });
   if (!has_sublists) {
-    if (stack.back().kind == PyLit::Kind::Str && !stack.back().s.empty())
+    if (stack.back().kind == PyValue::Kind::String && !stack.back().s.empty())
       kernels.push_back(stack.back().s);
   } else {
     for (const auto& f : stack)
-      if (f.kind == PyLit::Kind::List && !f.items.empty() &&
-          f.items.back().kind == PyLit::Kind::Str)
-        kernels.push_back(f.items.back().s);
+      if (f.kind == PyValue::Kind::List && !f.list.empty() &&
+          f.list.back().kind == PyValue::Kind::String)
+        kernels.push_back(f.list.back().s);
   }
   if (kernels.empty()) return {"", ""};
   auto trunc = [](const std::string& n) {
@@ -597,8 +597,8 @@ KernelBreakdown parse_kernel_breakdown(const std::optional<std::string>& kd_in) 
   return out;
 }
 
-ojson json_or_null(const PyLit* v) {
-  return v ? v->to_json() : ojson(nullptr);
+ojson json_or_null(const PyValue* v) {
+  return v ? v->to_ojson() : ojson(nullptr);
 }
 
 // parse_perf_params: nullopt for missing text (returns the all-None default).
@@ -619,7 +619,7 @@ ojson parse_perf_params(const std::optional<std::string>& text) {
              {"workload_type", "unknown"}};
   if (!text || *text == "nan") return r;
   auto params = try_parse_py_literal(*text);
-  if (!params || params->kind != PyLit::Kind::Dict) return r;
+  if (!params || params->kind != PyValue::Kind::Dict) return r;
   const std::pair<const char*, const char*> keys[] = {
       {"batch_size", "B"},  {"n_q", "N_Q"},
       {"h_q", "H_Q"},       {"n_kv", "N_KV"},
@@ -627,24 +627,24 @@ ojson parse_perf_params(const std::optional<std::string>& text) {
       {"d_h_v", "d_h_v"},   {"dropout", "dropout"},
       {"causal", "causal"}, {"flash_impl", "flash_impl"}};
   for (const auto& [dst, src] : keys) r[dst] = json_or_null(params->get(src));
-  const PyLit* ctx = params->get("sum_ctx_tokens");
-  const PyLit* gen = params->get("sum_gen_tokens");
-  r["sum_ctx_tokens"] = ctx ? ctx->to_json() : ojson(0);
-  r["sum_gen_tokens"] = gen ? gen->to_json() : ojson(0);
-  double c = ctx && ctx->is_number() ? ctx->number() : 0,
-         g = gen && gen->is_number() ? gen->number() : 0;
+  const PyValue* ctx = params->get("sum_ctx_tokens");
+  const PyValue* gen = params->get("sum_gen_tokens");
+  r["sum_ctx_tokens"] = ctx ? ctx->to_ojson() : ojson(0);
+  r["sum_gen_tokens"] = gen ? gen->to_ojson() : ojson(0);
+  double c = ctx && ctx->is_number() ? ctx->as_double() : 0,
+         g = gen && gen->is_number() ? gen->as_double() : 0;
   if (c + g > 0) {
     double ratio = c / (c + g);
     r["ctx_ratio"] = pycompat::python_round(ratio, 3);
     r["workload_type"] = ratio > 0.8 ? "prefill_heavy" : ratio < 0.2 ? "decode_heavy" : "mixed";
   }
-  const PyLit* hq = params->get("H_Q");
-  const PyLit* hkv = params->get("H_KV");
+  const PyValue* hq = params->get("H_Q");
+  const PyValue* hkv = params->get("H_KV");
   if (hq && hkv && hq->truthy() && hkv->truthy() && hq->is_number() && hkv->is_number()) {
-    if (hkv->number() < hq->number()) {
+    if (hkv->as_double() < hq->as_double()) {
       r["attention_pattern"] = "GQA";
-      r["gqa_ratio"] = static_cast<int64_t>(std::floor(hq->number() / hkv->number()));
-    } else if (hkv->number() == hq->number()) {
+      r["gqa_ratio"] = static_cast<int64_t>(std::floor(hq->as_double() / hkv->as_double()));
+    } else if (hkv->as_double() == hq->as_double()) {
       r["attention_pattern"] = "MHA";
     } else {
       r["attention_pattern"] = "unknown";
@@ -964,13 +964,13 @@ std::string format_args(const Cell* input_dims, const Cell* input_type) {
   auto types = try_parse_py_literal(input_type->to_csv_text(false));
   if (!dims || !types || !dims->is_seq() || !types->is_seq()) return "";
   std::string out;
-  size_t n = std::min(dims->items.size(), types->items.size());
+  size_t n = std::min(dims->list.size(), types->list.size());
   for (size_t k = 0; k < n; ++k) {
-    const PyLit& dim = dims->items[k];
-    const PyLit& dtype = types->items[k];
+    const PyValue& dim = dims->list[k];
+    const PyValue& dtype = types->list[k];
     std::vector<std::string> shape;
     if (dim.is_seq())
-      for (const auto& d : dim.items) shape.push_back(d.str());
+      for (const auto& d : dim.list) shape.push_back(d.str());
     std::string kind;
     if (dtype.truthy()) {
       std::string t = dtype.str();

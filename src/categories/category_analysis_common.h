@@ -28,7 +28,6 @@ using ojson = nlohmann::ordered_json;
 
 // ast.literal_eval values of CSV cells (src/pycompat/literal.h).
 using pycompat::parse_py_literal;
-using pycompat::PyLit;
 using pycompat::try_parse_py_literal;
 
 // Re-types the text cells of a parsed CSV the way pandas.read_csv infers

@@ -311,13 +311,13 @@ constexpr double kMinFusionImpact = 2.0;
 constexpr double kOverlapEfficiency = 0.85;
 
 // Hashable form of parse_first_shape's tuple (or "None").
-std::string first_shape_key(const PyLit* dims) {
-  if (!dims || !dims->is_seq() || dims->items.empty() || !dims->items[0].is_seq()) return "None";
-  PyLit t = dims->items[0];
-  std::function<void(PyLit&)> tuplify = [&](PyLit& v) {
+std::string first_shape_key(const PyValue* dims) {
+  if (!dims || !dims->is_seq() || dims->list.empty() || !dims->list[0].is_seq()) return "None";
+  PyValue t = dims->list[0];
+  std::function<void(PyValue&)> tuplify = [&](PyValue& v) {
     if (v.is_seq()) {
-      v.kind = PyLit::Kind::Tuple;
-      for (auto& i : v.items) tuplify(i);
+      v.kind = PyValue::Kind::Tuple;
+      for (auto& i : v.list) tuplify(i);
     }
   };
   tuplify(t);

@@ -47,13 +47,13 @@ std::string issue_text(const std::string& kind, const ojson& op, std::optional<d
   if (kind == "gemm" && op.contains("Input Dims")) {
     // Tiny batched GEMMs are expected to be inefficient.
     auto dims = try_parse_py_literal(op["Input Dims"].get<std::string>());
-    if (dims && dims->is_seq() && dims->items.size() >= 2 && dims->items[0].is_seq() &&
-        dims->items[1].is_seq() && !dims->items[0].items.empty() && !dims->items[1].items.empty()) {
-      const auto& a = dims->items[0].items;
-      const auto& b = dims->items[1].items;
-      double m = a.size() >= 2 ? a[a.size() - 2].number() : 1, k = a.back().number(),
-             n = b.back().number();
-      if (gemm_batching_pattern(m, n, k, a.size() > 2 ? a[0].number() : 1,
+    if (dims && dims->is_seq() && dims->list.size() >= 2 && dims->list[0].is_seq() &&
+        dims->list[1].is_seq() && !dims->list[0].list.empty() && !dims->list[1].list.empty()) {
+      const auto& a = dims->list[0].list;
+      const auto& b = dims->list[1].list;
+      double m = a.size() >= 2 ? a[a.size() - 2].as_double() : 1, k = a.back().as_double(),
+             n = b.back().as_double();
+      if (gemm_batching_pattern(m, n, k, a.size() > 2 ? a[0].as_double() : 1,
                                 static_cast<double>(count)))
         return base + "tiny batched GEMM shape: low parallelism per launch (batching opportunity)";
     }

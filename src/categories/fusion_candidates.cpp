@@ -404,27 +404,27 @@ using PerfLookup = std::vector<std::pair<std::string, ShapeMap>>;
 
 // Hashable key of parse_first_shape(dims): the first element of a parsed
 // sequence when it is itself a sequence, else "None".
-std::string first_shape_key(const std::optional<PyLit>& parsed) {
-  if (!parsed || !parsed->is_seq() || parsed->items.empty() || !parsed->items[0].is_seq())
+std::string first_shape_key(const std::optional<PyValue>& parsed) {
+  if (!parsed || !parsed->is_seq() || parsed->list.empty() || !parsed->list[0].is_seq())
     return "None";
-  return parsed->items[0].to_json().dump();
+  return parsed->list[0].to_ojson().dump();
 }
 
 std::pair<std::optional<double>, std::optional<double>> split_data_moved(
     const std::string& category, const std::string& params_text, std::optional<double> moved) {
   using Pair = std::pair<std::optional<double>, std::optional<double>>;
   Pair half = moved && *moved != 0 ? Pair{*moved / 2, *moved / 2} : Pair{};
-  std::optional<PyLit> params;
+  std::optional<PyValue> params;
   if (!params_text.empty()) {
     params = try_parse_py_literal(params_text);
     if (!params) return half;
   }
   if (!moved) return half;
-  auto get = [&](const char* key) -> const PyLit* { return params ? params->get(key) : nullptr; };
+  auto get = [&](const char* key) -> const PyValue* { return params ? params->get(key) : nullptr; };
   if (category == "GEMM") {
-    const PyLit *m = get("M"), *n = get("N"), *k = get("K");
+    const PyValue *m = get("M"), *n = get("N"), *k = get("K");
     if (m && n && k && m->truthy() && n->truthy() && k->truthy()) {
-      double M = m->number(), N = n->number(), K = k->number();
+      double M = m->as_double(), N = n->as_double(), K = k->as_double();
       double total = M * K + K * N + M * N;
       return {*moved * (M * K + K * N) / total, *moved * M * N / total};
     }

@@ -10,8 +10,8 @@
 #include <unordered_map>
 
 #include "pycompat/repr.h"
+#include "pycompat/value.h"
 #include "report/numpy_sort.h"
-#include "trace/value.h"
 
 namespace jarvis::frame {
 

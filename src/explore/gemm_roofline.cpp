@@ -40,7 +40,7 @@ ojson int_or_null(double v) {
 std::string first_dtype(const Cell* c) {
   if (!c || is_na(*c)) return "";
   auto v = try_parse_py_literal(c->to_csv_text(false));
-  if (v && v->is_seq() && !v->items.empty()) return v->items[0].str();
+  if (v && v->is_seq() && !v->list.empty()) return v->list[0].str();
   return c->to_csv_text(false);
 }
 

@@ -173,21 +173,7 @@ PyValue tuple_of(std::vector<PyValue> items) {
 }
 
 bool truthy(const PyValue& v) {
-  switch (v.kind) {
-    case PyValue::Kind::None:
-      return false;
-    case PyValue::Kind::Bool:
-      return v.b;
-    case PyValue::Kind::Int:
-      return v.i != 0;
-    case PyValue::Kind::Float:
-      return v.f != 0.0;
-    case PyValue::Kind::String:
-      return !v.s.empty();
-    case PyValue::Kind::List:
-      return !v.list.empty();
-  }
-  return false;
+  return v.truthy();
 }
 
 namespace {
@@ -203,8 +189,8 @@ std::string quoted_literal(std::string_view s) {
 
 // A parsed literal as the recorded-arg value the models read: lists and tuples
 // both become lists (Concrete Inputs hold no dicts).
-PyValue to_py_value(const pycompat::PyLit& lit, std::string_view text) {
-  using Kind = pycompat::PyLit::Kind;
+PyValue to_py_value(const PyValue& lit, std::string_view text) {
+  using Kind = PyValue::Kind;
   switch (lit.kind) {
     case Kind::None:
       return PyValue::none();
@@ -214,13 +200,13 @@ PyValue to_py_value(const pycompat::PyLit& lit, std::string_view text) {
       return PyValue::integer(lit.i);
     case Kind::Float:
       return PyValue::real(lit.f);
-    case Kind::Str:
+    case Kind::String:
       return PyValue::string(lit.s);
     case Kind::List:
     case Kind::Tuple: {
       std::vector<PyValue> items;
-      items.reserve(lit.items.size());
-      for (const auto& item : lit.items) items.push_back(to_py_value(item, text));
+      items.reserve(lit.list.size());
+      for (const auto& item : lit.list) items.push_back(to_py_value(item, text));
       return PyValue::make_list(std::move(items));
     }
     case Kind::Dict:

@@ -23,8 +23,8 @@
 
 #include "base/error.h"
 #include "perf/categories.h"
+#include "pycompat/value.h"
 #include "trace/trace.h"
-#include "trace/value.h"
 
 namespace jarvis::perf {
 

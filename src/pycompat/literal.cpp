@@ -9,108 +9,14 @@
 
 namespace jarvis::pycompat {
 
-bool PyLit::truthy() const {
-  switch (kind) {
-    case Kind::None:
-      return false;
-    case Kind::Bool:
-      return b;
-    case Kind::Int:
-      return i != 0;
-    case Kind::Float:
-      return f != 0.0;  // NaN is truthy, as in Python
-    case Kind::Str:
-      return !s.empty();
-    case Kind::List:
-    case Kind::Tuple:
-      return !items.empty();
-    case Kind::Dict:
-      return !entries.empty();
-  }
-  return false;
-}
-
-const PyLit* PyLit::get(std::string_view key) const {
-  for (const auto& [k, v] : entries)
-    if (k.kind == Kind::Str && k.s == key) return &v;
-  return nullptr;
-}
-
-std::string PyLit::repr() const {
-  switch (kind) {
-    case Kind::None:
-      return "None";
-    case Kind::Bool:
-      return b ? "True" : "False";
-    case Kind::Int:
-      return std::to_string(i);
-    case Kind::Float:
-      return py_float_repr(f);
-    case Kind::Str:
-      return py_str_repr(s);
-    case Kind::List:
-    case Kind::Tuple: {
-      bool tuple = kind == Kind::Tuple;
-      std::string out = tuple ? "(" : "[";
-      for (size_t k = 0; k < items.size(); ++k) {
-        if (k) out += ", ";
-        out += items[k].repr();
-      }
-      if (tuple && items.size() == 1) out += ",";
-      out += tuple ? ")" : "]";
-      return out;
-    }
-    case Kind::Dict: {
-      std::string out = "{";
-      for (size_t k = 0; k < entries.size(); ++k) {
-        if (k) out += ", ";
-        out += entries[k].first.repr() + ": " + entries[k].second.repr();
-      }
-      return out + "}";
-    }
-  }
-  return "";
-}
-
-std::string PyLit::str() const {
-  return kind == Kind::Str ? s : repr();
-}
-
-ojson PyLit::to_json() const {
-  switch (kind) {
-    case Kind::None:
-      return nullptr;
-    case Kind::Bool:
-      return b;
-    case Kind::Int:
-      return i;
-    case Kind::Float:
-      return f;
-    case Kind::Str:
-      return s;
-    case Kind::List:
-    case Kind::Tuple: {
-      ojson arr = ojson::array();
-      for (const auto& item : items) arr.push_back(item.to_json());
-      return arr;
-    }
-    case Kind::Dict: {
-      ojson obj = ojson::object();
-      for (const auto& [k, v] : entries) obj[k.str()] = v.to_json();
-      return obj;
-    }
-  }
-  return nullptr;
-}
-
 namespace {
 
 class LiteralParser {
  public:
   explicit LiteralParser(std::string_view text) : t_(text) {}
 
-  PyLit parse_all() {
-    PyLit v = value();
+  PyValue parse_all() {
+    PyValue v = value();
     skip_ws();
     if (p_ != t_.size()) fail("trailing characters", LiteralError::Reason::TrailingText);
     return v;
@@ -148,10 +54,10 @@ class LiteralParser {
     return true;
   }
 
-  PyLit value() {
+  PyValue value() {
     skip_ws();
     if (p_ >= t_.size()) fail("unexpected end");
-    PyLit v;
+    PyValue v;
     char c = t_[p_];
     if (c == '(' || c == '[') {
       enter();
@@ -162,18 +68,18 @@ class LiteralParser {
       v = dict();
       --depth_;
     } else if (c == '\'' || c == '"') {
-      v.kind = PyLit::Kind::Str;
+      v.kind = PyValue::Kind::String;
       v.s = string_lit();
       // Adjacent string literals concatenate.
       for (skip_ws(); p_ < t_.size() && (t_[p_] == '\'' || t_[p_] == '"'); skip_ws())
         v.s += string_lit();
     } else if (keyword("None")) {
-      v.kind = PyLit::Kind::None;
+      v.kind = PyValue::Kind::None;
     } else if (keyword("True")) {
-      v.kind = PyLit::Kind::Bool;
+      v.kind = PyValue::Kind::Bool;
       v.b = true;
     } else if (keyword("False")) {
-      v.kind = PyLit::Kind::Bool;
+      v.kind = PyValue::Kind::Bool;
       v.b = false;
     } else if (std::isalpha(static_cast<unsigned char>(c))) {
       enter();
@@ -186,7 +92,7 @@ class LiteralParser {
   }
 
   // np.float64(1.5), np.int64(3), numpy.float32(2.0): the wrapped number.
-  PyLit numpy_wrapper() {
+  PyValue numpy_wrapper() {
     size_t start = p_;
     while (p_ < t_.size() && (ident_char(p_) || t_[p_] == '.')) ++p_;
     std::string_view name = t_.substr(start, p_ - start);
@@ -194,21 +100,21 @@ class LiteralParser {
     skip_ws();
     if (p_ >= t_.size() || t_[p_] != '(') fail("expected (");
     ++p_;
-    PyLit inner = value();
+    PyValue inner = value();
     skip_ws();
     if (p_ >= t_.size() || t_[p_] != ')') fail("expected )");
     ++p_;
-    if (name.find("float") != std::string_view::npos && inner.kind == PyLit::Kind::Int) {
-      inner.kind = PyLit::Kind::Float;
+    if (name.find("float") != std::string_view::npos && inner.kind == PyValue::Kind::Int) {
+      inner.kind = PyValue::Kind::Float;
       inner.f = static_cast<double>(inner.i);
     }
     return inner;
   }
 
-  PyLit sequence(char close, bool paren) {
+  PyValue sequence(char close, bool paren) {
     ++p_;
-    PyLit v;
-    v.kind = paren ? PyLit::Kind::Tuple : PyLit::Kind::List;
+    PyValue v;
+    v.kind = paren ? PyValue::Kind::Tuple : PyValue::Kind::List;
     bool saw_comma = false;
     skip_ws();
     while (true) {
@@ -218,7 +124,7 @@ class LiteralParser {
         ++p_;
         break;
       }
-      v.items.push_back(value());
+      v.list.push_back(value());
       skip_ws();
       if (p_ < t_.size() && t_[p_] == ',') {
         ++p_;
@@ -228,14 +134,14 @@ class LiteralParser {
       }
     }
     // "(x)" is just x.
-    if (paren && v.items.size() == 1 && !saw_comma) return v.items[0];
+    if (paren && v.list.size() == 1 && !saw_comma) return v.list[0];
     return v;
   }
 
-  PyLit dict() {
+  PyValue dict() {
     ++p_;
-    PyLit v;
-    v.kind = PyLit::Kind::Dict;
+    PyValue v;
+    v.kind = PyValue::Kind::Dict;
     while (true) {
       skip_ws();
       if (p_ >= t_.size()) fail("unterminated dict");
@@ -243,12 +149,12 @@ class LiteralParser {
         ++p_;
         break;
       }
-      PyLit key = value();
+      PyValue key = value();
       skip_ws();
       if (p_ >= t_.size() || t_[p_] != ':') fail("expected :");
       ++p_;
-      PyLit val = value();
-      v.entries.emplace_back(std::move(key), std::move(val));
+      PyValue val = value();
+      v.add_entry(std::move(key), std::move(val));
       skip_ws();
       if (p_ < t_.size() && t_[p_] == ',')
         ++p_;
@@ -333,7 +239,7 @@ class LiteralParser {
     return out;
   }
 
-  PyLit number() {
+  PyValue number() {
     size_t start = p_;
     if (t_[p_] == '-' || t_[p_] == '+') ++p_;
     skip_ws();
@@ -355,18 +261,18 @@ class LiteralParser {
     std::string text;
     for (size_t k = start; k < p_; ++k)
       if (t_[k] != '_' && !std::isspace(static_cast<unsigned char>(t_[k]))) text += t_[k];
-    PyLit v;
+    PyValue v;
     char* end = nullptr;
     if (!is_float) {
       errno = 0;
       long long x = std::strtoll(text.c_str(), &end, 10);
       if (errno == 0 && end && *end == '\0') {
-        v.kind = PyLit::Kind::Int;
+        v.kind = PyValue::Kind::Int;
         v.i = x;
         return v;
       }
     }
-    v.kind = PyLit::Kind::Float;
+    v.kind = PyValue::Kind::Float;
     v.f = std::strtod(text.c_str(), &end);
     if (!end || *end != '\0') fail("bad number");
     return v;
@@ -375,11 +281,11 @@ class LiteralParser {
 
 }  // namespace
 
-PyLit parse_py_literal(std::string_view text) {
+PyValue parse_py_literal(std::string_view text) {
   return LiteralParser(text).parse_all();
 }
 
-std::optional<PyLit> try_parse_py_literal(std::string_view text) {
+std::optional<PyValue> try_parse_py_literal(std::string_view text) {
   try {
     return parse_py_literal(text);
   } catch (const LiteralError&) {

@@ -68,13 +68,13 @@ namespace {
 
 // A parsed filter as the recorded-arg value: lists and tuples become lists,
 // every leaf must be an int.
-PyValue dims_value(const pycompat::PyLit& lit) {
+PyValue dims_value(const PyValue& lit) {
   if (lit.is_seq()) {
     std::vector<PyValue> items;
-    for (const auto& x : lit.items) items.push_back(dims_value(x));
+    for (const auto& x : lit.list) items.push_back(dims_value(x));
     return PyValue::make_list(std::move(items));
   }
-  if (lit.kind == pycompat::PyLit::Kind::Int) return PyValue::integer(lit.i);
+  if (lit.kind == PyValue::Kind::Int) return PyValue::integer(lit.i);
   throw ReplayError("Input Dims filter: only nested lists of integers are allowed");
 }
 

@@ -52,6 +52,8 @@ Cell value_cell(const PyValue& v) {
     case PyValue::Kind::String:
       return Cell(v.s);
     case PyValue::Kind::List:
+    case PyValue::Kind::Tuple:
+    case PyValue::Kind::Dict:
       return Cell(v.repr_tuple());
   }
   return Cell();

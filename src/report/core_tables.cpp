@@ -12,9 +12,9 @@
 #include "perf/categories.h"
 #include "pycompat/numeric.h"
 #include "pycompat/text.h"
+#include "pycompat/value.h"
 #include "report/numpy_sort.h"
 #include "report/stats.h"
-#include "trace/value.h"
 
 namespace jarvis::report {
 

@@ -4,8 +4,8 @@
 
 #include "pycompat/numeric.h"
 #include "pycompat/repr.h"
+#include "pycompat/value.h"
 #include "report/stats.h"
-#include "trace/value.h"
 
 namespace jarvis::report {
 

@@ -11,7 +11,7 @@
 #include <stdexcept>
 
 #include "pycompat/repr.h"
-#include "trace/value.h"
+#include "pycompat/value.h"
 
 namespace jarvis {
 

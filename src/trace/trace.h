@@ -21,7 +21,7 @@
 #include <vector>
 
 #include "base/error.h"
-#include "trace/value.h"
+#include "pycompat/value.h"
 
 namespace jarvis {
 
