@@ -64,6 +64,19 @@ std::string code_part(const std::string& line) {
   return pos == std::string::npos ? line : line.substr(0, pos);
 }
 
+// An engine-namespace qualifier (captured), not part of a longer name.
+std::string qualifier_pattern() {
+  std::string alternatives;
+  for (const char* ns : kInternalNamespaces) {
+    if (!alternatives.empty()) alternatives += '|';
+    alternatives += ns;
+  }
+  std::string pattern = R"((?:^|[^A-Za-z0-9_:])(?:jarvis::)?()";
+  pattern += alternatives;
+  pattern += ")::";
+  return pattern;
+}
+
 // The problems of one cli/ or mcp/ file: internal includes and qualifiers.
 std::vector<std::string> facade_violations(const fs::path& path, bool is_cli) {
   static const RE2 include_re(R"re(^\s*#\s*include\s*"(([A-Za-z0-9_]+)/[^"]+)")re");
@@ -79,12 +92,10 @@ std::vector<std::string> facade_violations(const fs::path& path, bool is_cli) {
       if (!ok) problems.push_back(where + ": includes engine-internal \"" + header + "\"");
       continue;
     }
-    std::string code = code_part(lines[n]);
-    for (const char* ns : kInternalNamespaces) {
-      RE2 qualifier(std::string(R"((^|[^A-Za-z0-9_:])(jarvis::)?)") + ns + "::");
-      if (RE2::PartialMatch(code, qualifier))
-        problems.push_back(where + ": names " + ns + ":: (use jarvis::engine)");
-    }
+    static const RE2 qualifier_re(qualifier_pattern());
+    std::string ns;
+    if (RE2::PartialMatch(code_part(lines[n]), qualifier_re, &ns))
+      problems.push_back(where + ": names " + ns + ":: (use jarvis::engine)");
   }
   return problems;
 }
