@@ -18,8 +18,10 @@
 // Value types that results and options are made of (Table / Cell, Trace,
 // CallTree, Report, LoadedTrace, the option and result structs of each
 // capability) travel with the functions that produce them; see the groups
-// below. The one exception to "include only engine.h" is scaleout/scaleout.h
-// (MPI work lists), a layer above the engine that only the CLI links.
+// below. Exceptions to "include only engine.h", listed in the test:
+// pycompat/text.h (ASCII case helpers, no engine state) and, from cli/ only,
+// scaleout/scaleout.h (MPI work lists), a layer above the engine that only
+// the CLI links.
 #pragma once
 
 #include <string>
