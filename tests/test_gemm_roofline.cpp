@@ -87,7 +87,7 @@ TEST_CASE("gemm_roofline: from a trace (H100 bert) and errors") {
   Trace trace = load_trace(dir + "/trace.json.gz");
   CallTree tree(trace);
   auto rf = analysis::gemm_roofline_for_trace(trace, tree, "H100");
-  Table ref = analysis::read_csv_typed(dir + "/perf_report_csvs/GEMM.csv");
+  Table ref = read_csv_typed(dir + "/perf_report_csvs/GEMM.csv");
   CHECK(rf["shape_count"] == ref.rows.size());
   for (const auto& s : rf["shapes"]) {
     size_t r = s["index"].get<size_t>();

@@ -134,7 +134,7 @@ TEST_CASE("op regimes: every op of the category CSVs classified as the rule says
     std::string ref = golden::shared_dir() + "/conformance/" + trace;
     TempDir tmp;
     prepare_from_reference(ref, tmp.path);
-    Table unified = analysis::read_csv_typed(ref + "/perf_report_csvs/unified_perf_summary.csv");
+    Table unified = read_csv_typed(ref + "/perf_report_csvs/unified_perf_summary.csv");
     double floor_us = expected_floor(unified);
     REQUIRE(floor_us > 0);
     size_t latency_ops = 0, checked = 0;
@@ -145,7 +145,7 @@ TEST_CASE("op regimes: every op of the category CSVs classified as the rule says
       analysis::ojson regimes = analysis::category_regimes(tmp.path, category);
       REQUIRE(regimes.is_object());
       CHECK(regimes["latency_floor_us"].get<double>() == doctest::Approx(floor_us));
-      std::vector<ExpectedOp> want = expected_ops(analysis::read_csv_typed(csv), floor_us);
+      std::vector<ExpectedOp> want = expected_ops(read_csv_typed(csv), floor_us);
       REQUIRE(regimes["ops"].size() == want.size());
       std::map<std::string, double> time_by_regime;
       double headroom_total = 0;
@@ -184,7 +184,7 @@ TEST_CASE("op regimes: each draft P-item's Regime line sums its members' tuning 
   TempDir tmp;
   prepare_from_reference(ref, tmp.path);
   double floor_us =
-      expected_floor(analysis::read_csv_typed(ref + "/perf_report_csvs/unified_perf_summary.csv"));
+      expected_floor(read_csv_typed(ref + "/perf_report_csvs/unified_perf_summary.csv"));
   size_t latency_items = 0;
   for (const char* category : {"gemm", "elementwise", "reduce"}) {
     CAPTURE(category);
@@ -193,7 +193,7 @@ TEST_CASE("op regimes: each draft P-item's Regime line sums its members' tuning 
     std::vector<double> markers = headroom_markers(draft);
     const auto& groups = res.metrics["category_findings"];
     REQUIRE(markers.size() == groups.size());
-    Table ops = analysis::read_csv_typed(tmp.path + "/category_data/" + category + "_ops.csv");
+    Table ops = read_csv_typed(tmp.path + "/category_data/" + category + "_ops.csv");
     std::vector<ExpectedOp> all = expected_ops(ops, floor_us);
     for (size_t g = 0; g < groups.size(); ++g) {
       // A member is the op of that name whose kernel time rounds to its time_ms.
@@ -226,7 +226,7 @@ TEST_CASE("gemm_roofline: regime per shape against the trace's latency floor") {
   in.unified = &unified;
   in.arch = conformance_arch(dir).arch;
   auto rf = analysis::gemm_roofline(in);
-  double floor_us = expected_floor(analysis::infer_pandas_types(unified));
+  double floor_us = expected_floor(pandas_roundtrip(unified));
   CHECK(rf["latency_floor_us"].get<double>() == doctest::Approx(floor_us));
   REQUIRE(!rf["shapes"].empty());
   for (const auto& s : rf["shapes"]) {

@@ -23,7 +23,7 @@ TEST_CASE("parent_chain: kernels sit under kernel_summary's Parent cpu_op") {
     CAPTURE(dir);
     Trace trace = load_trace(dir + "/trace.json.gz");
     CallTree tree(trace);
-    Table ks = analysis::read_csv_typed(dir + "/perf_report_csvs/kernel_summary.csv");
+    Table ks = read_csv_typed(dir + "/perf_report_csvs/kernel_summary.csv");
     size_t checked = 0;
     for (size_t r = 0; r < ks.rows.size() && checked < 40; ++r) {
       std::string kernel = analysis::cell_text(analysis::cell_at(ks, r, "Kernel name"));
@@ -56,7 +56,7 @@ TEST_CASE("parent_chain: ex_UID of unified_perf_summary, subtree and text") {
   std::string dir = golden::shared_dir() + "/conformance/mi300_qwen1.5-0.5b";
   Trace trace = load_trace(dir + "/trace.json.gz");
   CallTree tree(trace);
-  Table up = analysis::read_csv_typed(dir + "/perf_report_csvs/unified_perf_summary.csv");
+  Table up = read_csv_typed(dir + "/perf_report_csvs/unified_perf_summary.csv");
   for (size_t r = 0; r < up.rows.size(); ++r) {
     double uid = analysis::cell_number(analysis::cell_at(up, r, "ex_UID"));
     if (uid >= static_cast<double>(trace.events.size())) continue;  // synthetic rows

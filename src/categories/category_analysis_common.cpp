@@ -15,89 +15,9 @@
 #include <vector>
 
 #include "pycompat/json.h"
-#include "pycompat/pandas_csv.h"
 #include "pycompat/text.h"
 
 namespace jarvis::analysis {
-
-// ---------------------------------------------------------------------------
-// pandas-like typing of CSV cells
-// ---------------------------------------------------------------------------
-
-namespace {
-
-enum class ColType { Int, Float, Bool, Text };
-
-ColType infer_column(const Table& t, size_t c) {
-  bool all_int = true, all_num = true, all_bool = true, any_na = false, any_value = false;
-  for (const auto& row : t.rows) {
-    const Cell& cell = row[c];
-    std::string s = cell.is_text() ? cell.text() : cell.to_csv_text(false);
-    if (cell.missing() || pycompat::pandas_is_na_text(s)) {
-      any_na = true;
-      continue;
-    }
-    any_value = true;
-    int64_t i;
-    double d;
-    if (!pycompat::pandas_parse_int(s, i)) all_int = false;
-    if (!all_int && !pycompat::pandas_parse_float(s, d)) all_num = false;
-    if (!pycompat::pandas_is_true_text(s) && !pycompat::pandas_is_false_text(s)) all_bool = false;
-  }
-  if (!any_value) return ColType::Float;  // all-NaN column
-  if (all_int) return any_na ? ColType::Float : ColType::Int;
-  if (all_num) return ColType::Float;
-  if (all_bool) return ColType::Bool;
-  return ColType::Text;
-}
-
-}  // namespace
-
-Table infer_pandas_types(const Table& text_table) {
-  Table out(text_table.name, text_table.columns);
-  out.rows.assign(text_table.rows.size(), std::vector<Cell>(text_table.columns.size()));
-  for (size_t c = 0; c < text_table.columns.size(); ++c) {
-    ColType type = infer_column(text_table, c);
-    for (size_t r = 0; r < text_table.rows.size(); ++r) {
-      const Cell& in = text_table.rows[r][c];
-      std::string s = in.is_text() ? in.text() : in.to_csv_text(false);
-      Cell& cell = out.rows[r][c];
-      if (in.missing() || pycompat::pandas_is_na_text(s)) {
-        cell = type == ColType::Float ? Cell(std::numeric_limits<double>::quiet_NaN()) : Cell();
-        continue;
-      }
-      switch (type) {
-        case ColType::Int: {
-          int64_t i = 0;
-          pycompat::pandas_parse_int(s, i);
-          cell = Cell(i);
-          break;
-        }
-        case ColType::Float: {
-          double d = 0;
-          int64_t i = 0;
-          if (pycompat::pandas_parse_int(s, i))
-            d = static_cast<double>(i);
-          else
-            pycompat::pandas_parse_float(s, d);
-          cell = Cell(d);
-          break;
-        }
-        case ColType::Bool:
-          cell = Cell(pycompat::pandas_is_true_text(s));
-          break;
-        case ColType::Text:
-          cell = Cell(s);
-          break;
-      }
-    }
-  }
-  return out;
-}
-
-Table read_csv_typed(const std::string& path) {
-  return infer_pandas_types(read_csv_file(path));
-}
 
 bool is_na(const Cell& c) {
   return c.missing() || (c.is_double() && std::isnan(c.number()));

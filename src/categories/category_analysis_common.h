@@ -5,7 +5,8 @@
 // JSON with json.dump(indent=2). The Python / pandas / NumPy emulation itself
 // is in src/pycompat (literals, sums, rounding, json.dumps); the helpers here
 // apply it to report Tables and files:
-//   * infer_pandas_types: read_csv's per-column dtype inference;
+//   * read_csv_typed / pandas_roundtrip (report/pandas_roundtrip.h, the one
+//     CSV text round trip): pandas.read_csv's per-column dtype inference;
 //   * cell_* / column_numbers: pandas scalars of a Table cell;
 //   * write_json_atomic / read_json_file: json.dump / json.load of a file.
 #pragma once
@@ -20,6 +21,7 @@
 #include <nlohmann/json.hpp>
 
 #include "pycompat/literal.h"
+#include "report/pandas_roundtrip.h"
 #include "report/table.h"
 
 namespace jarvis::analysis {
@@ -29,14 +31,6 @@ using ojson = nlohmann::ordered_json;
 // ast.literal_eval values of CSV cells (src/pycompat/literal.h).
 using pycompat::parse_py_literal;
 using pycompat::try_parse_py_literal;
-
-// Re-types the text cells of a parsed CSV the way pandas.read_csv infers
-// column dtypes: all-integer columns without blanks become ints, numeric
-// columns (blanks allowed) doubles (blank = NaN), True/False columns bools,
-// everything else stays text (blank = missing).
-Table infer_pandas_types(const Table& text_table);
-// read_csv_file + infer_pandas_types.
-Table read_csv_typed(const std::string& path);
 
 // A cell is NA when missing or a NaN double.
 bool is_na(const Cell& c);

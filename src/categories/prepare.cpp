@@ -25,25 +25,6 @@ constexpr const char* kBreakdownNote =
     "Use gpu_kernel_time_ms for bottleneck prioritization. sync_time_ms indicates host-device "
     "sync overhead.";
 
-// A copy of `t` with every cell as the text pandas would write for it
-// (float columns decided on the whole table, as a DataFrame column dtype is).
-Table as_text_table(const Table& t) {
-  Table out(t.name, t.columns);
-  std::vector<bool> as_float(t.columns.size());
-  for (size_t c = 0; c < t.columns.size(); ++c) as_float[c] = t.column_is_float(c);
-  for (const auto& row : t.rows) {
-    auto& dst = out.add_row();
-    for (size_t c = 0; c < row.size() && c < dst.size(); ++c) {
-      if (row[c].missing()) continue;
-      if (row[c].is_text())
-        dst[c] = row[c];
-      else
-        dst[c] = Cell(row[c].to_csv_text(as_float[c]));
-    }
-  }
-  return out;
-}
-
 const Table& require_table(const TableRefs& tables, const std::string& name) {
   auto it = tables.find(name);
   if (it == tables.end())
@@ -223,7 +204,7 @@ std::string prompt_for_skill(std::string_view tracelens_skill) {
 }
 
 ojson gpu_utilization_from_timeline(const Table& gpu_timeline) {
-  Table typed = infer_pandas_types(as_text_table(gpu_timeline));
+  Table typed = pandas_roundtrip(gpu_timeline);
   std::map<std::string, std::pair<ojson, ojson>> by_type;
   for (size_t r = 0; r < typed.rows.size(); ++r) {
     const Cell* type = cell_at(typed, r, "type");
@@ -312,8 +293,7 @@ PrepareResult prepare_category_data(const TableRefs& perf_tables, const PrepareO
 
   const Table& timeline = require_table(perf_tables, "gpu_timeline");
   const Table& unified_in = require_table(perf_tables, "unified_perf_summary");
-  Table unified_text = as_text_table(unified_in);
-  Table unified = infer_pandas_types(unified_text);
+  Table unified = pandas_roundtrip(unified_in);
   std::vector<CategoryRows> cats = split_categories(unified);
 
   bool special = o.category == "all" || o.category == "cpu_idle" || o.category == "multi_kernel" ||
@@ -365,7 +345,7 @@ PrepareResult prepare_category_data(const TableRefs& perf_tables, const PrepareO
 
   // Step 5: per-category CSV + metadata.
   ojson entries = ojson::array();
-  Table csv_shape(unified_text.name, unified_text.columns);
+  Table csv_shape(unified.name, unified.columns);
   csv_shape.columns.push_back("enhanced_category");
   csv_shape.columns.push_back("display_name");
   for (const auto& cat : cats) {

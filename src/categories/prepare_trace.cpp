@@ -205,7 +205,7 @@ ojson multi_kernel_data(const Trace& trace, const CallTree& tree) {
 
 std::map<std::string, ojson> category_tree_data(const Trace& trace, const CallTree& tree,
                                                 const Table& unified_in, int subtree_depth) {
-  Table unified = infer_pandas_types(unified_in);
+  Table unified = pandas_roundtrip(unified_in);
   std::map<std::string, std::vector<size_t>> rows_by_cat;
   std::vector<std::string> order;
   for (size_t r = 0; r < unified.rows.size(); ++r) {

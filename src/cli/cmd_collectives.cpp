@@ -12,8 +12,7 @@
 #include "cli/commands.h"
 #include "cli/options.h"
 #include "cli/sweep_engine.h"
-#include "collectives/collectives.h"
-#include "report/xlsx.h"
+#include "engine/engine.h"
 
 namespace jarvis::cli {
 namespace {
@@ -25,10 +24,10 @@ struct CollectivesArgs {
   ProgressFlags progress;
 };
 
-collectives::CollectiveReportOptions report_options(const CollectivesArgs& a) {
-  collectives::CollectiveReportOptions options;
-  options.alignment = a.align == "none" ? collectives::TimeAlignment::None
-                                        : collectives::TimeAlignment::CollectiveEnd;
+engine::CollectiveReportOptions report_options(const CollectivesArgs& a) {
+  engine::CollectiveReportOptions options;
+  options.alignment =
+      a.align == "none" ? engine::TimeAlignment::None : engine::TimeAlignment::CollectiveEnd;
   options.overlap = a.overlap;
   return options;
 }
@@ -48,9 +47,9 @@ int run_collectives(const CollectivesArgs& a) {
   progress.phase("write");
   if (a.stats) engine.print_trace_stats(a.traces.size());
   auto paths = engine.write_dir(a.out, [&](const std::string& dir) {
-    return collectives::write_collective_tables(result.tables, dir);
+    return engine::write_collective_tables(result.tables, dir);
   });
-  if (!a.xlsx.empty()) write_xlsx(result.tables, a.xlsx);
+  if (!a.xlsx.empty()) engine::write_xlsx(result.tables, a.xlsx);
   progress.finish();
   for (const std::string& path : paths) fmt::print("{}\n", path);
   if (!a.xlsx.empty()) fmt::print("{}\n", a.xlsx);

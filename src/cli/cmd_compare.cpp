@@ -12,8 +12,7 @@
 
 #include "cli/commands.h"
 #include "cli/options.h"
-#include "compare/compare.h"
-#include "compare/compare_traces.h"
+#include "engine/engine.h"
 
 namespace jarvis::cli {
 namespace {
@@ -61,14 +60,14 @@ void print_gaps(const nlohmann::json& summary) {
 int run_compare(CompareArgs& a) {
   a.options.compare.sheet_groups = a.sheets;
   a.options.compare.merge_order = a.merge_order == "lexicographic"
-                                      ? frame::MergeOrder::Lexicographic
-                                      : frame::MergeOrder::FirstAppearance;
+                                      ? engine::MergeOrder::Lexicographic
+                                      : engine::MergeOrder::FirstAppearance;
   a.options.gaps.min_target_share = a.min_share_pct / 100.0;
   if (a.names.size() == 2) {
     a.options.reference_tag = a.names[0];
     a.options.target_tag = a.names[1];
   }
-  TraceComparison c = compare_traces(a.reference, a.target, a.options);
+  TraceComparison c = engine::compare_traces(a.reference, a.target, a.options);
   for (const auto& f : c.files) fmt::print("{}\n", f);
   for (const auto& n : c.notes) fmt::print("note: {}\n", n);
   auto summary = c.summary(a.top);
@@ -100,7 +99,7 @@ Runner add_compare(CLI::App& app) {
   cmd->add_option("--arch-target", a->options.arch_target, "target GPU arch (same)");
   cmd->add_option("--sheets", a->sheets, "sheet groups, comma-separated")
       ->delimiter(',')
-      ->check(CLI::IsMember(compare_sheet_groups()))
+      ->check(CLI::IsMember(engine::compare_sheet_groups()))
       ->default_str("all");
   cmd->add_option("--merge-order", a->merge_order,
                   "row order of merged sheets: first-appearance (pandas < 2.2) or lexicographic")

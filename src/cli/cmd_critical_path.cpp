@@ -11,12 +11,10 @@
 
 #include "cli/commands.h"
 #include "cli/options.h"
-#include "critical_path/critical_path.h"
+#include "engine/engine.h"
 
 namespace jarvis::cli {
 namespace {
-
-namespace cp = critical_path;
 
 struct CriticalPathArgs {
   std::vector<std::string> traces;
@@ -31,12 +29,12 @@ struct WhatIfArgs : CriticalPathArgs {
   bool median = false, remove_gaps = false;
 };
 
-cp::Loaded load(const CriticalPathArgs& a, Progress& progress) {
+engine::RankGraph load(const CriticalPathArgs& a, Progress& progress) {
   progress.phase(fmt::format("load {} trace(s) and build the graph", a.traces.size()));
-  return cp::load_graph(a.traces);
+  return engine::load_graph(a.traces);
 }
 
-void print_notes(const cp::Analysis& analysis) {
+void print_notes(const engine::CriticalPathAnalysis& analysis) {
   for (const std::string& note : analysis.notes) fmt::print("note: {}\n", note);
 }
 
@@ -44,8 +42,8 @@ int run_critical_path(const CriticalPathArgs& a) {
   Progress progress(a.progress.resolve(), "critical-path");
   auto loaded = load(a, progress);
   progress.phase("critical path");
-  cp::Analysis analysis = cp::analyse(loaded.graph);
-  auto files = cp::write_analysis(analysis, a.out);
+  engine::CriticalPathAnalysis analysis = engine::critical_path_analysis(loaded.graph);
+  auto files = engine::write_critical_path(analysis, a.out);
   progress.finish();
   for (const std::string& f : files) fmt::print("{}\n", f);
   fmt::print("step time {:.1f} us over {} iteration(s), {} rank(s)\n", analysis.step_time_us,
@@ -60,7 +58,7 @@ int run_critical_path(const CriticalPathArgs& a) {
 
 int run_what_if(const WhatIfArgs& a) {
   if (a.median && a.factor != 1.0) usage_error("--factor and --median-rank exclude each other");
-  cp::Scenario sc;
+  engine::WhatIfScenario sc;
   if (a.rank >= 0) sc.select.rank = a.rank;
   sc.select.category = a.category;
   sc.select.op = a.op;
@@ -72,8 +70,8 @@ int run_what_if(const WhatIfArgs& a) {
   Progress progress(a.progress.resolve(), "what-if");
   auto loaded = load(a, progress);
   progress.phase("replay");
-  cp::WhatIfResult result = cp::what_if(loaded.graph, sc);
-  auto files = cp::write_what_if(result, sc, a.out);
+  engine::WhatIfResult result = engine::what_if(loaded.graph, sc);
+  auto files = engine::write_what_if(result, sc, a.out);
   progress.finish();
   for (const std::string& f : files) fmt::print("{}\n", f);
   for (const std::string& c : result.changes) fmt::print("{}\n", c);

@@ -5,8 +5,7 @@
 
 #include "cli/commands.h"
 #include "cli/options.h"
-#include "rocprof/profile.h"
-#include "trace/loader.h"
+#include "engine/engine.h"
 
 namespace jarvis::cli {
 namespace {
@@ -38,8 +37,9 @@ Runner add_info(CLI::App& app) {
   cmd->add_option("TRACE", *path, "Kineto trace (.json/.json.gz) or rocprofv3 output")->required();
   return [path] {
     // rocprofv3 output goes through its own reader into the same event store.
-    bool rocprof = rocprof::is_rocprof_input(*path);
-    Trace trace = rocprof ? rocprof::to_trace(rocprof::load_profile(*path)) : load_trace(*path);
+    bool rocprof = engine::is_rocprof_input(*path);
+    Trace trace =
+        rocprof ? engine::rocprof_to_trace(engine::load_profile(*path)) : engine::load_trace(*path);
     print_info(trace, rocprof);
     return 0;
   };

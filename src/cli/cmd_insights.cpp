@@ -8,11 +8,7 @@
 #include "base/atomic_file.h"
 #include "cli/commands.h"
 #include "cli/options.h"
-#include "explore/trace_store.h"
-#include "insights/insights.h"
-#include "perf/gpu_arch.h"
-#include "trace/loader.h"
-#include "tree/call_tree.h"
+#include "engine/engine.h"
 
 namespace jarvis::cli {
 namespace {
@@ -24,7 +20,7 @@ struct InsightsArgs {
   ProgressFlags progress;
 };
 
-void print_insight(const insights::Insight& i, const insights::InsightContext& context) {
+void print_insight(const engine::Insight& i, const engine::InsightContext& context) {
   fmt::print("[{}] {} — {}\n", i.severity, i.rule, i.title);
   if (i.gain_upper_bound_us) {
     double base = i.scope == "trace" && context.timeline ? context.timeline->total_time
@@ -40,22 +36,22 @@ int run_insights(const InsightsArgs& a) {
   check_output_parent(a.json, a.mkdirs, "--json");
   Progress progress(a.progress.resolve(), "insights");
   progress.phase("load");
-  Trace trace = load_trace(a.trace);
+  Trace trace = engine::load_trace(a.trace);
   progress.phase("call tree");
   CallTree tree(trace);
-  std::string arch_name = a.arch.empty() ? detect_arch_name(trace) : a.arch;
+  std::string arch_name = a.arch.empty() ? engine::detect_arch_name(trace) : a.arch;
   std::optional<GpuArch> arch;
-  if (!arch_name.empty() && arch_name != "none") arch = perf::load_gpu_arch(arch_name);
+  if (!arch_name.empty() && arch_name != "none") arch = engine::load_gpu_arch(arch_name);
   progress.phase("rules");
-  auto context = insights::make_context(trace, tree, arch ? &*arch : nullptr);
-  auto found = insights::run_insights(context);
+  auto context = engine::make_context(trace, tree, arch ? &*arch : nullptr);
+  auto found = engine::run_insights(context);
   progress.finish();
   fmt::print("{} insights ({}; {})\n", found.size(), trace.gpu_name(),
              arch ? arch->name : std::string("no arch: rules needing peaks skipped"));
   for (size_t k = 0; k < found.size() && k < a.top; ++k) print_insight(found[k], context);
   if (!a.json.empty()) {
     nlohmann::json all = nlohmann::json::array();
-    for (const auto& i : found) all.push_back(insights::to_json(i));
+    for (const auto& i : found) all.push_back(engine::to_json(i));
     write_file_atomic(a.json, all.dump(1) + "\n");
   }
   return 0;

@@ -6,14 +6,9 @@
 #include <filesystem>
 #include <memory>
 
-#include "categories/category_analysis.h"
-#include "categories/findings.h"
-#include "categories/prepare_trace.h"
-#include "categories/what_if_impact.h"
 #include "cli/commands.h"
 #include "cli/options.h"
-#include "explore/trace_store.h"
-#include "trace/loader.h"
+#include "engine/engine.h"
 
 namespace jarvis::cli {
 
@@ -21,20 +16,20 @@ namespace {
 
 int run_analyses(const std::string& out, const std::string& category, bool drafts, bool quiet) {
   std::vector<std::string> cats =
-      category == "all" ? analysis::analysis_order(out) : std::vector<std::string>{category};
+      category == "all" ? engine::analysis_order(out) : std::vector<std::string>{category};
   int failures = 0;
   for (const auto& cat : cats) {
-    auto res = analysis::analyze_category(out, cat);
+    auto res = engine::analyze_category(out, cat);
     if (res.status == "ERROR") ++failures;
     if (drafts && res.status != "ERROR") {
-      std::string path = analysis::findings_path(out, cat);
+      std::string path = engine::findings_path(out, cat);
       if (!std::filesystem::exists(path)) {
         // Impact ranges from the critical-path what-if on the prepared trace.
         if (res.status == "OK" && res.kind != "cpu_idle" && res.kind != "multi_kernel" &&
             res.kind != "kernel_fusion")
           res.impact_what_if =
-              analysis::what_if_impacts(res.metrics, analysis::prepared_trace_path(out));
-        analysis::write_findings(out, cat, analysis::draft_findings(res));
+              engine::what_if_impacts(res.metrics, engine::prepared_trace_path(out));
+        engine::write_findings(out, cat, engine::draft_findings(res));
       }
     }
     if (!quiet)
@@ -55,7 +50,7 @@ struct PrepareArgs {
 // the trace ran on.
 std::string platform_for(const Trace& trace, const std::string& given) {
   if (!given.empty()) return given;
-  std::string detected = detect_arch_name(trace);
+  std::string detected = engine::detect_arch_name(trace);
   if (detected.empty())
     throw UsageError(fmt::format(
         "the trace's GPU ('{}') matches no bundled arch: pass --platform NAME|ARCH.json",
@@ -85,15 +80,15 @@ Runner add_prepare(CLI::App& app) {
   return [a] {
     Progress progress(a->progress.resolve(), "prepare");
     progress.phase("load");
-    Trace trace = load_trace(a->trace);
-    analysis::TracePrepareOptions o;
+    Trace trace = engine::load_trace(a->trace);
+    engine::TracePrepareOptions o;
     o.platform = platform_for(trace, a->platform);
     o.output_dir = a->out;
     o.category = a->category;
     o.trace_path = a->trace_path.empty() ? a->trace : a->trace_path;
     o.tree_data = !a->no_tree_data;
     progress.phase("prepare");
-    auto result = analysis::prepare_from_trace(trace, o);
+    auto result = engine::prepare_from_trace(trace, o);
     progress.finish();
     fmt::print("prepared {} compute categories in {} for {} ({} files):", result.categories.size(),
                a->out, o.platform, result.files.size());

@@ -12,10 +12,9 @@
 #include <fmt/format.h>
 
 #include "base/atomic_file.h"
-#include "categories/final_report.h"
-#include "charts/findings_page.h"
 #include "cli/commands.h"
 #include "cli/options.h"
+#include "engine/engine.h"
 
 namespace jarvis::cli {
 
@@ -38,7 +37,7 @@ Runner add_render_findings(CLI::App& app) {
   return [a] {
     std::string out = a->out.empty() ? a->dir + "/findings.html" : a->out;
     check_output_parent(a->out, a->mkdirs, "--out");
-    charts::FindingsPage page = charts::render_findings_page(a->dir);
+    engine::FindingsPage page = engine::render_findings_page(a->dir);
     write_file_atomic(out, page.html);
     fmt::print("{}: {} findings files, {} images embedded, {} missing, {} refused\n", out,
                page.files.size(), page.images_embedded, page.images_missing.size(),
@@ -59,8 +58,8 @@ Runner add_final_report(CLI::App& app) {
       "write_findings check), ranks the P-items of those that pass by impact, and writes\n"
       "OUTPUT_DIR/final_report.md and final_report.json; files that fail are listed.");
   return [dir] {
-    analysis::FinalReport report = analysis::build_final_report(*dir);
-    auto files = analysis::write_final_report(report);
+    engine::FinalReport report = engine::build_final_report(*dir);
+    auto files = engine::write_final_report(report);
     fmt::print("{}: {} ranked recommendations, {} system findings, {} findings files left out\n",
                files[0], report.ranked.size(), report.system.size(), report.skipped.size());
     return 0;

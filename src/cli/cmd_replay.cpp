@@ -6,9 +6,7 @@
 
 #include "cli/commands.h"
 #include "cli/options.h"
-#include "replay/replay.h"
-#include "trace/loader.h"
-#include "tree/call_tree.h"
+#include "engine/engine.h"
 
 namespace jarvis::cli {
 namespace {
@@ -20,32 +18,32 @@ struct ReplayArgs {
   ProgressFlags progress;
 };
 
-replay::Selection selection_from(const ReplayArgs& a) {
+engine::ReplaySelection selection_from(const ReplayArgs& a) {
   if (!a.uids.empty()) {
     std::vector<Uid> uids;
     for (uint64_t v : a.uids) {
       if (v >= kNoUid) usage_error(fmt::format("--uid value out of range: {}", v));
       uids.push_back(static_cast<Uid>(v));
     }
-    return replay::Selection::by_uids(uids);
+    return engine::ReplaySelection::by_uids(uids);
   }
   if (!a.op.empty()) {
     std::optional<PyValue> dims;
     try {
-      if (!a.dims.empty()) dims = replay::parse_dims(a.dims);
-    } catch (const replay::ReplayError& e) {
+      if (!a.dims.empty()) dims = engine::parse_dims(a.dims);
+    } catch (const engine::ReplayError& e) {
       usage_error(fmt::format("--dims: {}", e.what()));
     }
-    return replay::Selection::by_op(a.op, dims);
+    return engine::ReplaySelection::by_op(a.op, dims);
   }
-  return replay::Selection::by_category(a.category, a.top);
+  return engine::ReplaySelection::by_category(a.category, a.top);
 }
 
-void print_summary(const replay::ReplayResult& r) {
+void print_summary(const engine::ReplayResult& r) {
   fmt::print("selection: {}\n", r.plan.selection);
   fmt::print("{:>3}  {:<44} {:>6} {:>14}  {}\n", "id", "op", "count", "trace us/call",
              "input dims");
-  for (const replay::ReplayOp& op : r.plan.ops) {
+  for (const engine::ReplayOp& op : r.plan.ops) {
     std::string t = op.gpu_time ? fmt::format("{:.2f}", op.gpu_time->mean) : "-";
     fmt::print("{:>3}  {:<44} {:>6} {:>14}  {}\n", op.id, op.name, op.uids.size(), t,
                op.input_dims.repr_tuple());
@@ -57,14 +55,14 @@ void print_summary(const replay::ReplayResult& r) {
 }
 
 int run_replay(const ReplayArgs& a) {
-  replay::Selection selection = selection_from(a);
+  engine::ReplaySelection selection = selection_from(a);
   Progress progress(a.progress.resolve(), "replay");
   progress.phase("load");
-  Trace trace = load_trace(a.trace);
+  Trace trace = engine::load_trace(a.trace);
   progress.phase("call tree");
   CallTree tree(trace);
   progress.phase("package");
-  replay::ReplayResult result = replay::make_replay(trace, tree, selection, a.out);
+  engine::ReplayResult result = engine::make_replay(trace, tree, selection, a.out);
   progress.finish();
   print_summary(result);
   return 0;

@@ -17,18 +17,9 @@
 #include <unistd.h>
 
 #include "base/atomic_file.h"
-#include "categories/prepare.h"
-#include "charts/report_page.h"
 #include "cli/commands.h"
 #include "cli/options.h"
-#include "explore/trace_store.h"
-#include "perf/gpu_arch.h"
-#include "report/report.h"
-#include "report/xlsx.h"
-#include "rocprof/counters.h"
-#include "rocprof/report.h"
-#include "trace/loader.h"
-#include "tree/call_tree.h"
+#include "engine/engine.h"
 
 namespace jarvis::cli {
 namespace {
@@ -50,7 +41,7 @@ struct ReportArgs {
 void refuse_foreign(const fs::path& target, bool force) {
   std::error_code ec;
   if (force || !fs::is_directory(target, ec)) return;
-  auto foreign = foreign_report_files(target.string());
+  auto foreign = engine::foreign_report_files(target.string());
   if (foreign.empty()) return;
   std::string shown;
   for (size_t k = 0; k < foreign.size() && k < 5; ++k) shown += (k ? ", " : "") + foreign[k];
@@ -72,7 +63,7 @@ void write_report_dir(const Report& report, const fs::path& target) {
   fs::path old = parent / ("." + stem + ".old." + suffix);
   fs::remove_all(tmp);
   try {
-    write_report_csvs(report, tmp.string());  // with its marker
+    engine::write_report_csvs(report, tmp.string());  // with its marker
     if (fs::exists(target)) fs::rename(target, old);
     fs::rename(tmp, target);
   } catch (...) {
@@ -87,20 +78,20 @@ void write_report_dir(const Report& report, const fs::path& target) {
 
 void write_html_report(const Trace& trace, const Report& report, const ReportArgs& a,
                        const std::string& arch_name) {
-  charts::ReportPageOptions page;
+  engine::ReportPageOptions page;
   page.trace_path = a.trace;
   if (!arch_name.empty()) {
     page.arch_name = arch_name;
-    page.arch = analysis::load_arch_json(arch_name);
+    page.arch = engine::load_arch_json(arch_name);
     if (page.arch.contains("name") && page.arch["name"].is_string())
       page.arch_name = page.arch["name"].get<std::string>();
   }
-  auto charts = charts::report_charts(trace, report, page);
-  std::string html = charts::report_html(trace, report, charts, page);
+  auto charts = engine::report_charts(trace, report, page);
+  std::string html = engine::report_html(trace, report, charts, page);
   write_file_atomic(a.html, html);
   fmt::print("{}: HTML report, {} charts, {} bytes\n", a.html, charts.size(), html.size());
   if (!a.svg_dir.empty())
-    for (const auto& path : charts::write_chart_svgs(charts, a.svg_dir)) fmt::print("{}\n", path);
+    for (const auto& path : engine::write_chart_svgs(charts, a.svg_dir)) fmt::print("{}\n", path);
 }
 
 ReportOptions report_options(const ReportArgs& a) {
@@ -114,13 +105,13 @@ ReportOptions report_options(const ReportArgs& a) {
   return o;
 }
 
-rocprof::ReportOptions rocprof_options(const ReportArgs& a) {
+engine::RocprofReportOptions rocprof_options(const ReportArgs& a) {
   if (!a.html.empty()) usage_error("--html is not supported for rocprofv3 input");
   if (!a.arch.empty() || a.python_frames)
     usage_error("--arch and --include-python-frames do not apply to rocprofv3 input");
   if (a.topk_kernels && !a.kernel_details) usage_error("--topk-kernels needs --kernel-details");
-  return rocprof::ReportOptions::from_shared(report_options(a), a.kernel_details, a.topk_kernels,
-                                             a.fix_rocprof_units);
+  return engine::RocprofReportOptions::from_shared(report_options(a), a.kernel_details,
+                                                   a.topk_kernels, a.fix_rocprof_units);
 }
 
 // Where the CSVs and the workbook go: --csv-dir (TraceLens's output_csvs_dir)
@@ -152,7 +143,7 @@ std::vector<std::string> write_tables(const Report& report, const Targets& t) {
                                   table.rows.size()));
   }
   if (!t.xlsx.empty()) {
-    write_xlsx(report.tables, t.xlsx);
+    engine::write_xlsx(report.tables, t.xlsx);
     lines.push_back(fmt::format("{}: {} sheets", t.xlsx, report.tables.size()));
   }
   return lines;
@@ -180,17 +171,17 @@ void print_lines(const std::vector<std::string>& lines) {
 // TraceLens's rocprof sheets, and the counters (when the input has them) in
 // OUT/rocprof_counters.
 int run_rocprof(const ReportArgs& a, const Targets& t, Progress& progress) {
-  rocprof::ReportOptions options = rocprof_options(a);
+  engine::RocprofReportOptions options = rocprof_options(a);
   progress.phase("load");
-  rocprof::Profile profile = rocprof::load_profile(a.trace);
+  engine::RocprofProfile profile = engine::load_profile(a.trace);
   progress.phase("report");
   Report report;
   report.gpu_only = true;
-  report.tables = rocprof::report_tables(profile, options);
+  report.tables = engine::rocprof_report_tables(profile, options);
   std::vector<Table> counters;
   if (!profile.counters.empty())
-    counters = {rocprof::dispatch_counters_table(profile),
-                rocprof::kernel_counters_table(rocprof::kernel_counters(profile))};
+    counters = {engine::dispatch_counters_table(profile),
+                engine::kernel_counters_table(engine::kernel_counters(profile))};
   progress.phase("write");
   auto lines = write_tables(report, t);
   progress.finish();
@@ -218,7 +209,7 @@ int run_report(ReportArgs& a) {
   Targets t = targets(a);
   if (t.csv_dir) refuse_foreign(*t.csv_dir, a.force);
   Progress progress(a.progress.resolve(), "report");
-  bool rocprof_input = a.rocprof || rocprof::is_rocprof_input(a.trace);
+  bool rocprof_input = a.rocprof || engine::is_rocprof_input(a.trace);
   if (rocprof_input) return run_rocprof(a, t, progress);
   if (a.kernel_details || a.topk_kernels || a.fix_rocprof_units)
     usage_error(
@@ -227,9 +218,9 @@ int run_report(ReportArgs& a) {
 
   ReportOptions options = report_options(a);
   std::optional<GpuArch> arch;
-  if (!a.arch.empty() && a.arch != "none") arch = perf::load_gpu_arch(a.arch);
+  if (!a.arch.empty() && a.arch != "none") arch = engine::load_gpu_arch(a.arch);
   progress.phase("load");
-  Trace trace = load_trace(a.trace);
+  Trace trace = engine::load_trace(a.trace);
   progress.phase("call tree");
   CallTree tree(trace, TreeOptions{options.include_python_frames});
   // No --arch: the bundled arch of the GPU the trace ran on, so the roofline
@@ -237,13 +228,13 @@ int run_report(ReportArgs& a) {
   // does without --gpu_arch_json_path).
   std::string arch_name = a.arch;
   if (arch_name.empty()) {
-    arch_name = detect_arch_name(trace);
-    if (!arch_name.empty()) arch = perf::load_gpu_arch(arch_name);
+    arch_name = engine::detect_arch_name(trace);
+    if (!arch_name.empty()) arch = engine::load_gpu_arch(arch_name);
   }
   if (arch_name == "none") arch_name.clear();
   if (arch) options.arch = &*arch;
   progress.phase("report");
-  Report report = build_report(trace, tree, options);
+  Report report = engine::build_report(trace, tree, options);
   progress.phase("write");
   auto lines = write_tables(report, t);
   progress.finish();

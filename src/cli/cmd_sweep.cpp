@@ -15,8 +15,7 @@
 #include "cli/commands.h"
 #include "cli/options.h"
 #include "cli/sweep_engine.h"
-#include "report/xlsx.h"
-#include "sweep/sweep.h"
+#include "engine/engine.h"
 
 namespace jarvis::cli {
 namespace {
@@ -47,8 +46,9 @@ void add_load_options(CLI::App* cmd, LoadArgs& a) {
   add_progress_flags(cmd, a.progress);
 }
 
-sweep::LoadOptions load_options(const LoadArgs& a, const std::string& layout, Progress& progress) {
-  sweep::LoadOptions o;
+engine::SweepLoadOptions load_options(const LoadArgs& a, const std::string& layout,
+                                      Progress& progress) {
+  engine::SweepLoadOptions o;
   o.pattern = layout.empty() ? a.layout : layout;
   o.jobs = a.jobs;
   o.cache_dir = a.cache;
@@ -59,8 +59,8 @@ sweep::LoadOptions load_options(const LoadArgs& a, const std::string& layout, Pr
   return o;
 }
 
-sweep::Sweep load(SweepEngine& engine, const std::string& dir, const LoadArgs& a,
-                  const std::string& layout, Progress& progress) {
+engine::Sweep load(SweepEngine& engine, const std::string& dir, const LoadArgs& a,
+                   const std::string& layout, Progress& progress) {
   progress.phase("load " + dir);
   return engine.load(dir, load_options(a, layout, progress));
 }
@@ -69,16 +69,16 @@ sweep::Sweep load(SweepEngine& engine, const std::string& dir, const LoadArgs& a
 // a cache, OUT also gets the manifest that reopens the sweep from it (not
 // printed: it is no output table).
 void write_tables(SweepEngine& engine, const std::vector<Table>& tables, const std::string& out,
-                  const std::string& xlsx, const sweep::Sweep* manifest_of = nullptr) {
+                  const std::string& xlsx, const engine::Sweep* manifest_of = nullptr) {
   auto written = engine.write_dir(out, [&](const std::string& dir) {
-    auto files = sweep::write_sweep_outputs(tables, dir, "");
+    auto files = engine::write_sweep_outputs(tables, dir, "");
     if (manifest_of && !manifest_of->cache_dir.empty())
-      write_file_atomic((std::filesystem::path(dir) / sweep::kSweepManifest).string(),
-                        sweep::sweep_manifest_json(*manifest_of));
+      write_file_atomic((std::filesystem::path(dir) / engine::kSweepManifest).string(),
+                        engine::sweep_manifest_json(*manifest_of));
     return files;
   });
   if (!xlsx.empty()) {
-    write_xlsx(tables, xlsx);
+    engine::write_xlsx(tables, xlsx);
     written.push_back(xlsx);
   }
   for (const auto& path : written) fmt::print("{}\n", path);
@@ -86,7 +86,7 @@ void write_tables(SweepEngine& engine, const std::vector<Table>& tables, const s
 
 // The summary line is progress-like (left out with --quiet); failures and
 // warnings always go out.
-void report_load(const sweep::Sweep& s, bool quiet) {
+void report_load(const engine::Sweep& s, bool quiet) {
   if (!quiet)
     std::fprintf(stderr, "sweep %s: %zu runs (%zu from cache), layout %s\n", s.root.c_str(),
                  s.runs.size(), s.cache_hits, s.layout.pattern.c_str());
@@ -117,18 +117,18 @@ int run_sweep(const SweepArgs& a) {
   check_output_parent(a.html, a.load.mkdirs, "--html");
   bool quiet = a.load.progress.resolve() == ProgressMode::None;
   Progress progress(a.load.progress.resolve(), "sweep");
-  sweep::Sweep s = load(engine, a.dir, a.load, "", progress);
+  engine::Sweep s = load(engine, a.dir, a.load, "", progress);
   progress.phase("tables");
-  auto tables = sweep::sweep_tables(s, a.top_k);
+  auto tables = engine::sweep_tables(s, a.top_k);
   progress.finish();
   report_load(s, quiet);
   if (a.load.stats) engine.print_stats({&s});
   write_tables(engine, tables, a.out, a.xlsx, &s);
   if (!a.svg_dir.empty())
-    for (const auto& path : sweep::write_variance_svgs(s, tables.front(), a.svg_dir))
+    for (const auto& path : engine::write_variance_svgs(s, tables.front(), a.svg_dir))
       fmt::print("{}\n", path);
   if (!a.html.empty()) {
-    write_file_atomic(a.html, sweep::sweep_html_page(s, tables));
+    write_file_atomic(a.html, engine::sweep_html_page(s, tables));
     fmt::print("{}\n", a.html);
   }
   return 0;
@@ -150,10 +150,10 @@ int run_sweep_compare(const SweepCompareArgs& a) {
   check_output_parent(a.html, a.load.mkdirs, "--html");
   bool quiet = a.load.progress.resolve() == ProgressMode::None;
   Progress progress(a.load.progress.resolve(), "sweep-compare");
-  sweep::Sweep base = load(engine, a.base, a.load, a.base_layout, progress);
-  sweep::Sweep cand = load(engine, a.cand, a.load, a.cand_layout, progress);
+  engine::Sweep base = load(engine, a.base, a.load, a.base_layout, progress);
+  engine::Sweep cand = load(engine, a.cand, a.load, a.cand_layout, progress);
   progress.phase("compare");
-  auto comparison = sweep::compare_sweeps(base, cand);
+  auto comparison = engine::compare_sweeps(base, cand);
   progress.finish();
   report_load(base, quiet);
   report_load(cand, quiet);
@@ -162,7 +162,7 @@ int run_sweep_compare(const SweepCompareArgs& a) {
   if (!a.html.empty()) {
     std::string left = a.labels.size() == 2 ? a.labels[0] : dir_label(a.base);
     std::string right = a.labels.size() == 2 ? a.labels[1] : dir_label(a.cand);
-    write_file_atomic(a.html, sweep::sweep_compare_html_page(base, cand, comparison, left, right));
+    write_file_atomic(a.html, engine::sweep_compare_html_page(base, cand, comparison, left, right));
     fmt::print("{}\n", a.html);
   }
   return 0;
@@ -233,8 +233,8 @@ Runner add_rocprof_config(CLI::App& app) {
   cmd->add_option("-o,--out", a->out, "FILE.yaml (also FILE.json, FILE_kernel_list.txt)")
       ->required();
   return [a] {
-    auto config = sweep::rocprof_config(sweep::kernels_from_csv(a->csv));
-    for (const auto& path : sweep::write_rocprof_config(config, a->out)) fmt::print("{}\n", path);
+    auto config = engine::rocprof_config(engine::kernels_from_csv(a->csv));
+    for (const auto& path : engine::write_rocprof_config(config, a->out)) fmt::print("{}\n", path);
     fmt::print("{} kernels\n", config.kernels.size());
     return 0;
   };

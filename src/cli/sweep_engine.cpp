@@ -70,19 +70,19 @@ void SweepEngine::serve() {
 #endif
 }
 
-sweep::Sweep SweepEngine::load(const std::string& dir, const sweep::LoadOptions& options) {
+engine::Sweep SweepEngine::load(const std::string& dir, const engine::SweepLoadOptions& options) {
 #if JARVIS_MPI
   if (mpi_) return mpi_->job.load_sweep(dir, options);
 #endif
-  return sweep::load_sweep(dir, options);
+  return engine::load_sweep(dir, options);
 }
 
-collectives::CollectiveReportResult SweepEngine::collective_report(
-    const std::vector<std::string>& paths, const collectives::CollectiveReportOptions& options) {
+engine::CollectiveReportResult SweepEngine::collective_report(
+    const std::vector<std::string>& paths, const engine::CollectiveReportOptions& options) {
 #if JARVIS_MPI
   if (mpi_) return mpi_->job.collective_report(paths, options);
 #endif
-  return collectives::collective_report(paths, options);
+  return engine::collective_report(paths, options);
 }
 
 std::vector<std::string> SweepEngine::write_dir(
@@ -101,9 +101,9 @@ std::vector<std::string> SweepEngine::write_dir(
   return write(out);
 }
 
-void SweepEngine::print_stats(const std::vector<const sweep::Sweep*>& sweeps) {
+void SweepEngine::print_stats(const std::vector<const engine::Sweep*>& sweeps) {
   Line total;
-  for (const sweep::Sweep* s : sweeps) {
+  for (const engine::Sweep* s : sweeps) {
     size_t analysed_ok = s->runs.size() - s->cache_hits;
     total.runs += s->runs.size() + (s->runs_parsed - analysed_ok);
     total.parsed += s->runs_parsed;

@@ -10,8 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "collectives/collectives.h"
-#include "sweep/sweep.h"
+#include "engine/engine.h"
 
 namespace jarvis::cli {
 
@@ -26,11 +25,11 @@ class SweepEngine {
   bool serving_rank() const;
   void serve();
 
-  sweep::Sweep load(const std::string& dir, const sweep::LoadOptions& options);
+  engine::Sweep load(const std::string& dir, const engine::SweepLoadOptions& options);
 
-  // collectives::collective_report, the per-rank stage spread over the ranks.
-  collectives::CollectiveReportResult collective_report(
-      const std::vector<std::string>& paths, const collectives::CollectiveReportOptions& options);
+  // engine::collective_report, the per-rank stage spread over the ranks.
+  engine::CollectiveReportResult collective_report(const std::vector<std::string>& paths,
+                                                   const engine::CollectiveReportOptions& options);
 
   // Fills the output directory `out` through `write(dir)`; under MPI the
   // directory appears whole (written beside it, then renamed). Returns the
@@ -41,7 +40,7 @@ class SweepEngine {
 
   // --stats: peak RSS and counters per process (per rank under MPI) on
   // stderr, from the sweeps this engine loaded.
-  void print_stats(const std::vector<const sweep::Sweep*>& sweeps);
+  void print_stats(const std::vector<const engine::Sweep*>& sweeps);
   // --stats of `jarvis collectives`: peak RSS and traces parsed per process
   // (per rank under MPI); `traces` is what one process parsed.
   void print_trace_stats(size_t traces);

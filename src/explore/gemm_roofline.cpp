@@ -107,7 +107,7 @@ ojson gemm_roofline(const GemmRooflineInputs& in, const GemmRooflineFilters& f) 
       !in.arch.contains("max_achievable_tflops"))
     throw std::invalid_argument(
         "a GPU arch is needed for the roofline (mem_bw_gbps, max_achievable_tflops)");
-  Table g = infer_pandas_types(*in.gemm_sheet);
+  Table g = pandas_roundtrip(*in.gemm_sheet);
   double bw_tbs = in.arch["mem_bw_gbps"].get<double>() / 1000.0;
   const ojson& maf = in.arch["max_achievable_tflops"];
   // The sheet sums each op's subtree kernels, so kernels other ops launch
@@ -122,7 +122,7 @@ ojson gemm_roofline(const GemmRooflineInputs& in, const GemmRooflineFilters& f) 
 
   // The platform's kernel latency floor, from this trace's own cheapest ops
   // (report/op_regime.h): GEMMs whose roofline is below it are latency-bound.
-  Table unified = in.unified ? infer_pandas_types(*in.unified) : Table();
+  Table unified = in.unified ? pandas_roundtrip(*in.unified) : Table();
   double floor_us = latency_floor_us(unified);
 
   std::vector<ojson> shapes;

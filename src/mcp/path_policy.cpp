@@ -9,8 +9,8 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "engine/engine.h"
 #include "mcp/tool.h"
-#include "perf/gpu_arch.h"
 #include "pycompat/text.h"
 
 namespace jarvis::mcp {
@@ -294,7 +294,7 @@ std::string PathPolicy::resolve_arch(const std::string& arch) const {
     for (char& c : s) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
     return s;
   };
-  std::vector<std::string> names = perf::bundled_gpu_arch_names();
+  std::vector<std::string> names = engine::bundled_gpu_arch_names();
   for (const auto& name : names)
     if (upper(name) == upper(arch)) return name;
   std::string known = fmt::format("{}", fmt::join(names, ", "));
@@ -322,9 +322,9 @@ std::string PathPolicy::resolve_arch(const std::string& arch) const {
   std::ifstream in(file, std::ios::binary);
   std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   try {
-    GpuArch parsed = perf::parse_gpu_arch(text, file.string());
+    GpuArch parsed = engine::parse_gpu_arch(text, file.string());
     if (!(parsed.mem_bw_gbps > 0) && parsed.max_achievable_tflops.empty())
-      throw perf::GpuArchError("no peaks");
+      throw engine::GpuArchError("no peaks");
   } catch (const std::exception&) {
     // The parser's message may quote the file; say only what is wrong in kind.
     throw ToolError(fmt::format(

@@ -1,7 +1,7 @@
 // The skill documents (skills/**/*.md, compiled in) served as MCP prompts.
 #include <sstream>
 
-#include "categories/prepare.h"
+#include "engine/engine.h"
 #include "mcp/embedded.h"
 #include "mcp/server.h"
 
@@ -86,7 +86,7 @@ std::vector<Prompt> skill_prompts() {
     // TraceLens's manifest names this skill differently ("gemm-analyzer"):
     // prompts/get accepts that name too, and the listing says so.
     std::vector<std::string> aliases;
-    for (const auto& [tracelens, served] : analysis::skill_prompt_names())
+    for (const auto& [tracelens, served] : engine::skill_prompt_names())
       if (served == name->second) aliases.emplace_back(tracelens);
     if (!aliases.empty()) definition["_meta"]["jarvis/tracelens_skill_names"] = aliases;
     prompts.push_back(

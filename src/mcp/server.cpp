@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "engine/engine.h"
 #include "mcp/fixtures.h"
 #include "mcp/json_schema.h"
 #include "mcp/result_shape.h"

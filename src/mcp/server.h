@@ -28,7 +28,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "explore/trace_store.h"
+#include "engine/engine.h"
 #include "mcp/tool.h"
 
 namespace jarvis::mcp {

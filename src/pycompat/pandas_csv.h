@@ -2,7 +2,7 @@
 // float / bool parsers its per-column dtype inference tries, and its default
 // float parser (precise_xstrtod), which is not always correctly rounded.
 // Table-level inference (a column is int when every field is, ...) is in
-// categories/category_analysis_common (infer_pandas_types).
+// report/pandas_roundtrip (pandas_roundtrip, the one CSV text round trip).
 #pragma once
 
 #include <cstdint>

@@ -3,11 +3,7 @@
 #include <filesystem>
 
 #include <fmt/format.h>
-#include "categories/category_analysis.h"
-#include "categories/category_insights.h"
-#include "categories/findings.h"
-#include "categories/op_regimes.h"
-#include "categories/what_if_impact.h"
+#include "engine/engine.h"
 
 #include "mcp/result_shape.h"
 #include "mcp/tool.h"
@@ -20,9 +16,8 @@ bool is_system(const std::string& kind) {
 }
 
 // The what-if impact ranges, loading the prepared trace only inside the roots.
-analysis::ojson what_if_of(const analysis::AnalyzeResult& r, const std::string& dir,
-                           ToolContext& ctx) {
-  std::string trace = analysis::prepared_trace_path(dir);
+engine::ojson what_if_of(const engine::AnalyzeResult& r, const std::string& dir, ToolContext& ctx) {
+  std::string trace = engine::prepared_trace_path(dir);
   if (!trace.empty()) {
     try {
       trace = ctx.resolve_path(trace, true, false).string();
@@ -30,15 +25,15 @@ analysis::ojson what_if_of(const analysis::AnalyzeResult& r, const std::string& 
       trace.clear();  // outside the allowed roots: not read
     }
   }
-  return analysis::what_if_impacts(r.metrics, trace);
+  return engine::what_if_impacts(r.metrics, trace);
 }
 
 // The metrics for the agent: the first top_ops operations, each with its
 // regime and tuning headroom (categories/op_regimes.h).
-json summary_of(const analysis::ojson& m, const analysis::ojson& regimes, size_t top_ops) {
-  analysis::ojson annotated = m;
+json summary_of(const engine::ojson& m, const engine::ojson& regimes, size_t top_ops) {
+  engine::ojson annotated = m;
   if (annotated.contains("operations"))
-    analysis::annotate_operations(annotated["operations"], regimes);
+    engine::annotate_operations(annotated["operations"], regimes);
   json s = json::parse(annotated.dump());
   if (s.contains("operations") && s["operations"].size() > top_ops) {
     s["operations_omitted"] = s["operations"].size() - top_ops;
@@ -65,14 +60,14 @@ constexpr size_t kTextDigestBytes = 1152;
 ToolResult analyze_category_tool(const json& args, ToolContext& ctx) {
   auto dir = ctx.resolve_path(args.at("output_dir").get<std::string>(), true, false);
   std::string category = args.at("category").get<std::string>();
-  analysis::AnalyzeResult r;
+  engine::AnalyzeResult r;
   try {
-    r = analysis::analyze_category(dir.string(), category);
+    r = engine::analyze_category(dir.string(), category);
   } catch (const std::invalid_argument& e) {
     throw ToolError(e.what());
   }
   ctx.add_trace_caveats(dir.string(),
-                        json::parse(analysis::prepared_trace_health(dir.string()).dump()));
+                        json::parse(engine::prepared_trace_health(dir.string()).dump()));
   if (args.at("what_if").get<bool>() && r.status == "OK" && !is_system(r.kind))
     r.impact_what_if = what_if_of(r, dir.string(), ctx);
   json result = {{"category", category},
@@ -86,16 +81,16 @@ ToolResult analyze_category_tool(const json& args, ToolContext& ctx) {
                  {"regimes", json::parse(r.regimes.dump())},
                  {"draft_findings_path", nullptr}};
   if (args.at("write_draft").get<bool>() && r.status != "ERROR") {
-    std::string path = analysis::findings_path(dir.string(), category);
+    std::string path = engine::findings_path(dir.string(), category);
     if (!std::filesystem::exists(path)) {
       auto target = ctx.output_file(path, ".md");  // no symlinks, inside the roots
       result["draft_findings_path"] =
-          analysis::write_findings(dir.string(), category, analysis::draft_findings(r));
+          engine::write_findings(dir.string(), category, engine::draft_findings(r));
       ctx.paths().note_written(target);
     }
   }
   ToolResult out{result,
-                 analysis::regimes_summary(r.regimes) + digest_head(r.markdown, kTextDigestBytes)};
+                 engine::regimes_summary(r.regimes) + digest_head(r.markdown, kTextDigestBytes)};
   out.rows("/metrics/operations", result["metrics"].contains("operations")
                                       ? result["metrics"]["operations"].size() +
                                             result["metrics"].value("operations_omitted", size_t{0})

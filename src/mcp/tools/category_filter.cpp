@@ -4,13 +4,9 @@
 
 #include <fmt/format.h>
 
-#include "categories/prepare_trace.h"
-#include "explore/trace_store.h"
+#include "engine/engine.h"
 #include "mcp/tool.h"
 #include "mcp/tools/trace_arg.h"
-#include "perf/gpu_arch.h"
-#include "report/report.h"
-#include "tree/call_tree.h"
 
 namespace jarvis::mcp {
 namespace {
@@ -18,40 +14,40 @@ namespace {
 ToolResult category_filter_tool(const json& args, ToolContext& ctx) {
   auto entry = trace_arg(args, ctx);
   std::string arch = ctx.arch(args.value("arch", std::string()));
-  if (arch.empty()) arch = detect_arch_name(entry->trace());
+  if (arch.empty()) arch = engine::detect_arch_name(entry->trace());
   if (arch.empty())
     throw ToolError("cannot detect the GPU arch from the trace; pass arch (e.g. MI300X, H100)");
   auto out =
       ctx.output_dir(args.at("output_dir").get<std::string>(), args.at("overwrite").get<bool>());
-  analysis::TracePrepareOptions o;
+  engine::TracePrepareOptions o;
   o.platform = arch;
   o.output_dir = out.string();
   o.category = args.at("category").get<std::string>();
   o.trace_path = entry->path();
   o.tree_data = args.at("tree_data").get<bool>();
-  analysis::PrepareResult r;
+  engine::PrepareResult r;
   std::shared_ptr<const Report> report;
   try {
-    report = trace_report(*entry, arch);  // built (or found cached) before the cancel check
+    report = engine::trace_report(*entry, arch);  // built (or found cached) before the cancel check
     ctx.throw_if_cancelled();
-    r = analysis::prepare_from_loaded_trace(*entry, o);
+    r = engine::prepare_from_loaded_trace(*entry, o);
     ctx.paths().mark_output_dir(out);
-  } catch (const perf::GpuArchError& e) {
+  } catch (const engine::GpuArchError& e) {
     throw ToolError(e.what());
   } catch (const std::invalid_argument& e) {
     throw ToolError(e.what());
   }
   std::map<std::string, double> direct_ms;
   if (const Table* by_category = report->find("ops_summary_by_category"))
-    direct_ms = analysis::direct_kernel_time_ms_by_key(*by_category);
+    direct_ms = engine::direct_kernel_time_ms_by_key(*by_category);
   json cats = json::array();
   std::string text = fmt::format("Prepared {} in {} (arch {}):\n", o.category, o.output_dir, arch);
   for (const auto& c : r.manifest["categories"]) {
     json e = {
         {"name", c["name"]},
         {"display_name", c["display_name"]},
-        {"skill", analysis::prompt_for_category(c["name"].get<std::string>(),
-                                                c["skill"].get<std::string>())},
+        {"skill",
+         engine::prompt_for_category(c["name"].get<std::string>(), c["skill"].get<std::string>())},
         {"tracelens_skill", c["skill"]},
         {"tier", c["tier"]},
         {"ops_count", c["ops_count"]},

@@ -2,8 +2,7 @@
 // optionally write its CSV tables.
 #include <fmt/format.h>
 
-#include "collectives/collectives.h"
-#include "collectives/collectives_json.h"
+#include "engine/engine.h"
 #include "mcp/tool.h"
 
 namespace jarvis::mcp {
@@ -32,28 +31,28 @@ ToolResult collective_report_tool(const json& args, ToolContext& ctx) {
     out_dir =
         ctx.output_dir(args.at("output_dir").get<std::string>(), args.at("overwrite").get<bool>())
             .string();
-  collectives::CollectiveReportOptions options;
+  engine::CollectiveReportOptions options;
   options.alignment = args.at("align").get<std::string>() == "none"
-                          ? collectives::TimeAlignment::None
-                          : collectives::TimeAlignment::CollectiveEnd;
+                          ? engine::TimeAlignment::None
+                          : engine::TimeAlignment::CollectiveEnd;
   options.progress = [&ctx](size_t done, size_t total) {
     ctx.report_progress(static_cast<double>(done), static_cast<double>(total + 1),
                         fmt::format("{} of {} rank traces loaded", done, total));
     return !ctx.cancelled();
   };
-  collectives::CollectiveReportResult result;
+  engine::CollectiveReportResult result;
   try {
-    result = collectives::collective_report(paths, options);
-  } catch (const collectives::CollectiveError& e) {
+    result = engine::collective_report(paths, options);
+  } catch (const engine::CollectiveError& e) {
     throw ToolError(e.what());
   } catch (const TraceError& e) {
     throw ToolError(e.what());
   }
-  json structured = collectives::multi_rank_json(result, args.at("top_n").get<size_t>());
+  json structured = engine::multi_rank_json(result, args.at("top_n").get<size_t>());
   structured["files"] = json::array();
   if (!out_dir.empty()) {
     try {
-      structured["files"] = collectives::write_collective_tables(result.tables, out_dir);
+      structured["files"] = engine::write_collective_tables(result.tables, out_dir);
       ctx.paths().mark_output_dir(out_dir);
     } catch (const std::runtime_error& e) {
       throw ToolError(fmt::format("cannot write the tables to {}: {}", out_dir, e.what()));

@@ -8,13 +8,10 @@
 
 #include <fmt/format.h>
 
-#include "compare/compare_traces.h"
-#include "explore/trace_store.h"
+#include "engine/engine.h"
 #include "mcp/result_shape.h"
 #include "mcp/tool.h"
 #include "mcp/tools/trace_arg.h"
-#include "perf/gpu_arch.h"
-#include "trace/trace.h"
 
 namespace jarvis::mcp {
 namespace {
@@ -35,7 +32,7 @@ Input for_argument(const std::string& argument, F&& read) {
     throw;
   } catch (const TraceError&) {
     throw;
-  } catch (const perf::GpuArchError&) {
+  } catch (const engine::GpuArchError&) {
     throw;
   } catch (const std::runtime_error& e) {
     throw ToolError(argument + ": " + e.what());
@@ -50,18 +47,18 @@ Input prepare_input(const std::string& argument, const std::string& value, const
   auto entry = trace_file ? nullptr : ctx.traces().get(value);
   if (entry) {
     note_trace_health(*entry, ctx);
-    return {prepare_loaded_trace(*entry, tag, arch), entry->handle()};
+    return {engine::prepare_loaded_trace(*entry, tag, arch), entry->handle()};
   }
   auto path = ctx.resolve_path(value, /*must_exist=*/true, /*for_write=*/false);
   return for_argument(argument, [&]() -> Input {
     // The engine tells traces from report directories and workbooks.
-    CompareInput input = detect_compare_input(path.string());
+    CompareInput input = engine::detect_compare_input(path.string());
     if (input.kind != CompareInputKind::Trace)
-      return {prepare_report_input(input, tag, arch), json()};
+      return {engine::prepare_report_input(input, tag, arch), json()};
     // A trace goes through load_trace's checks (trace names, nothing we wrote).
     auto loaded = ctx.traces().load(ctx.paths().trace_path(input.path).string()).entry;
     note_trace_health(*loaded, ctx);
-    return {prepare_loaded_trace(*loaded, tag, arch), loaded->handle()};
+    return {engine::prepare_loaded_trace(*loaded, tag, arch), loaded->handle()};
   });
 }
 
@@ -121,14 +118,14 @@ ToolResult compare_tool(const json& args, ToolContext& ctx) {
     tgt = prepare_input("target_trace", args.at("target_trace").get<std::string>(),
                         options.target_tag, options.arch_target, ctx);
     ctx.throw_if_cancelled();
-  } catch (const perf::GpuArchError& e) {
+  } catch (const engine::GpuArchError& e) {
     throw ToolError(
         fmt::format("{}; pass a bundled arch name, an arch JSON path, or 'none'", e.what()));
   }
   ctx.report_progress(2, 3, "comparing");
-  TraceComparison c =
-      compare_prepared_reports(std::move(ref.prepared.report), std::move(tgt.prepared.report),
-                               std::move(ref.prepared.arch), std::move(tgt.prepared.arch), options);
+  TraceComparison c = engine::compare_prepared_reports(
+      std::move(ref.prepared.report), std::move(tgt.prepared.report), std::move(ref.prepared.arch),
+      std::move(tgt.prepared.arch), options);
   if (!options.output_dir.empty()) ctx.paths().mark_output_dir(options.output_dir);
   json result = c.summary(row_limit(args));
   result["reference"]["handle"] = ref.handle;

@@ -14,8 +14,8 @@ ToolResult compare_sweeps_tool(const json& args, ToolContext& ctx) {
   auto cand = sweep_tools::get_sweep(args, "candidate");
   std::vector<Table> tables;
   try {
-    tables = sweep::compare_sweeps(*base, *cand);
-  } catch (const sweep::SweepError& e) {
+    tables = engine::compare_sweeps(*base, *cand);
+  } catch (const engine::SweepError& e) {
     throw ToolError(e.what());
   }
   size_t max_rows = row_limit(args);

@@ -10,9 +10,10 @@ using namespace cp_tools;
 ToolResult critical_path_tool(const json& args, ToolContext& ctx) {
   const std::string dir = out_dir(args, ctx);
   auto loaded = load_ranks(args, ctx);
-  cp::Analysis analysis = cp::analyse(loaded.graph);
-  json structured = cp::analysis_json(analysis, args.at("top_n").get<size_t>());
-  structured["files"] = write_files(ctx, dir, [&] { return cp::write_analysis(analysis, dir); });
+  engine::CriticalPathAnalysis analysis = engine::critical_path_analysis(loaded.graph);
+  json structured = engine::critical_path_json(analysis, args.at("top_n").get<size_t>());
+  structured["files"] =
+      write_files(ctx, dir, [&] { return engine::write_critical_path(analysis, dir); });
   std::string text =
       fmt::format("step time {:.1f} us ({} iterations, {} ranks); on the path:\n",
                   analysis.step_time_us, analysis.iterations.size(), analysis.ranks.size());

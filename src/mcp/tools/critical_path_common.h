@@ -8,16 +8,12 @@
 
 #include <fmt/format.h>
 
-#include "collectives/collectives.h"
-#include "critical_path/critical_path.h"
-#include "insights/trace_health.h"
+#include "engine/engine.h"
 #include "mcp/tool.h"
 
 namespace jarvis::mcp::cp_tools {
 
-namespace cp = critical_path;
-
-inline cp::Loaded load_ranks(const json& args, ToolContext& ctx) {
+inline engine::RankGraph load_ranks(const json& args, ToolContext& ctx) {
   std::vector<std::string> paths;
   for (const auto& p : args.at("traces"))
     paths.push_back(ctx.paths().trace_path(p.get<std::string>()).string());
@@ -27,16 +23,16 @@ inline cp::Loaded load_ranks(const json& args, ToolContext& ctx) {
     return !ctx.cancelled();
   };
   try {
-    cp::Loaded loaded = cp::load_graph(paths, progress);
+    engine::RankGraph loaded = engine::load_graph(paths, progress);
     // Each rank's health, as every analysis result carries it.
     for (size_t k = 0; k < loaded.traces.size() && k < paths.size(); ++k)
       ctx.add_trace_caveats(
           paths[k],
-          json(insights::to_json(insights::trace_health(*loaded.traces[k], *loaded.trees[k]))));
+          json(engine::to_json(engine::trace_health(*loaded.traces[k], *loaded.trees[k]))));
     return loaded;
-  } catch (const cp::CriticalPathError& e) {
+  } catch (const engine::CriticalPathError& e) {
     throw ToolError(e.what());
-  } catch (const collectives::CollectiveError& e) {
+  } catch (const engine::CollectiveError& e) {
     throw ToolError(fmt::format("the ranks' collectives cannot be matched: {}", e.what()));
   } catch (const TraceError& e) {
     throw ToolError(e.what());

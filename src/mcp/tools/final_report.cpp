@@ -3,7 +3,7 @@
 // directory.
 #include <fmt/format.h>
 
-#include "categories/final_report.h"
+#include "engine/engine.h"
 #include "mcp/tool.h"
 
 namespace jarvis::mcp {
@@ -11,9 +11,9 @@ namespace {
 
 ToolResult final_report_tool(const json& args, ToolContext& ctx) {
   auto dir = ctx.resolve_path(args.at("output_dir").get<std::string>(), true, false);
-  analysis::FinalReport report;
+  engine::FinalReport report;
   try {
-    report = analysis::build_final_report(dir.string());
+    report = engine::build_final_report(dir.string());
   } catch (const std::invalid_argument& e) {
     throw ToolError(e.what());
   }
@@ -23,7 +23,7 @@ ToolResult final_report_tool(const json& args, ToolContext& ctx) {
   ctx.output_dir(dir.string());
   ctx.add_trace_caveats(dir.string(), report.trace_health);
   json result = report.to_json();
-  result["files"] = analysis::write_final_report(report);
+  result["files"] = engine::write_final_report(report);
   for (const auto& f : result["files"]) ctx.paths().note_written(f.get<std::string>());
   const auto md = dir / "final_report.md";
   std::string text = fmt::format(

@@ -1,16 +1,10 @@
 // gemm_roofline: per-shape GEMM roofline of a loaded trace, optional SVG plot.
 #include <fmt/format.h>
 
-#include "categories/prepare.h"
-#include "explore/gemm_roofline.h"
-#include "explore/trace_store.h"
-#include "insights/insights.h"
+#include "engine/engine.h"
 #include "mcp/result_shape.h"
 #include "mcp/tool.h"
 #include "mcp/tools/trace_arg.h"
-#include "perf/gpu_arch.h"
-#include "report/report.h"
-#include "tree/call_tree.h"
 
 namespace jarvis::mcp {
 namespace {
@@ -41,33 +35,33 @@ std::string shapes_text(const json& r) {
 // The rule engine's GEMM insights (unaligned dims, old-arch kernels,
 // autocast dtype, tiny GEMMs): the judgment beside the roofline numbers.
 json gemm_insights(const LoadedTrace& entry, const std::string& arch_name) {
-  GpuArch arch = perf::load_gpu_arch(arch_name);
-  auto tree = trace_call_tree(entry);
+  GpuArch arch = engine::load_gpu_arch(arch_name);
+  auto tree = engine::trace_call_tree(entry);
   json out = json::array();
-  auto timeline = trace_timeline(entry);
+  auto timeline = engine::trace_timeline(entry);
   for (const auto& i :
-       insights::run_insights(insights::make_context(entry.trace(), *tree, &arch, timeline.get())))
-    if (i.category == "GEMM") out.push_back(insights::to_json(i));
+       engine::run_insights(engine::make_context(entry.trace(), *tree, &arch, timeline.get())))
+    if (i.category == "GEMM") out.push_back(engine::to_json(i));
   return out;
 }
 
 ToolResult gemm_roofline_tool(const json& args, ToolContext& ctx) {
   auto entry = trace_arg(args, ctx);
   std::string arch = ctx.arch(args.value("arch", std::string()));
-  if (arch.empty()) arch = detect_arch_name(entry->trace());
+  if (arch.empty()) arch = engine::detect_arch_name(entry->trace());
   if (arch.empty())
     throw ToolError("cannot detect the GPU arch from the trace; pass arch (e.g. MI300X, H100)");
-  analysis::GemmRooflineFilters f;
+  engine::GemmRooflineFilters f;
   f.op_contains = args.value("op_contains", std::string());
   f.dtype = args.value("dtype", std::string());
   f.min_percent = args.at("min_percent").get<double>();
   f.top_n = row_limit(args);
-  analysis::ojson r;
+  engine::ojson r;
   try {
-    auto report = trace_report(*entry, arch);
-    auto tree = trace_call_tree(*entry);
-    r = analysis::gemm_roofline_for_report(entry->trace(), *tree, *report, arch, f);
-  } catch (const perf::GpuArchError& e) {
+    auto report = engine::trace_report(*entry, arch);
+    auto tree = engine::trace_call_tree(*entry);
+    r = engine::gemm_roofline_for_report(entry->trace(), *tree, *report, arch, f);
+  } catch (const engine::GpuArchError& e) {
     throw ToolError(e.what());
   } catch (const std::invalid_argument& e) {
     throw ToolError(e.what());
@@ -79,7 +73,7 @@ ToolResult gemm_roofline_tool(const json& args, ToolContext& ctx) {
   if (args.contains("svg_path")) {
     auto path = ctx.output_file(args.at("svg_path").get<std::string>(), ".svg",
                                 args.at("overwrite").get<bool>());
-    write_file_atomic(path.string(), analysis::gemm_roofline_svg(r));
+    write_file_atomic(path.string(), engine::gemm_roofline_svg(r));
     ctx.paths().note_written(path);
     result["svg_path"] = path.string();
   }

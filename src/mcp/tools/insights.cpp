@@ -1,13 +1,10 @@
 // insights: the rule engine's judgments on a loaded trace (src/insights).
 #include <fmt/format.h>
 
-#include "explore/trace_store.h"
-#include "insights/insights.h"
+#include "engine/engine.h"
 #include "mcp/result_shape.h"
 #include "mcp/tool.h"
 #include "mcp/tools/trace_arg.h"
-#include "perf/gpu_arch.h"
-#include "tree/call_tree.h"
 
 namespace jarvis::mcp {
 namespace {
@@ -18,20 +15,20 @@ constexpr size_t kTextInsights = 10;
 ToolResult insights_tool(const json& args, ToolContext& ctx) {
   auto entry = trace_arg(args, ctx);
   std::string arch_name = ctx.arch(args.value("arch", std::string()));
-  if (arch_name.empty()) arch_name = detect_arch_name(entry->trace());
+  if (arch_name.empty()) arch_name = engine::detect_arch_name(entry->trace());
   std::optional<GpuArch> arch;
   try {
-    if (!arch_name.empty() && arch_name != "none") arch = perf::load_gpu_arch(arch_name);
-  } catch (const perf::GpuArchError& e) {
+    if (!arch_name.empty() && arch_name != "none") arch = engine::load_gpu_arch(arch_name);
+  } catch (const engine::GpuArchError& e) {
     throw ToolError(e.what());
   }
   std::string rule = args.value("rule", std::string());
   size_t top_n = row_limit(args);
-  auto tree = trace_call_tree(*entry);
-  auto timeline = trace_timeline(*entry);
+  auto tree = engine::trace_call_tree(*entry);
+  auto timeline = engine::trace_timeline(*entry);
   auto context =
-      insights::make_context(entry->trace(), *tree, arch ? &*arch : nullptr, timeline.get());
-  auto found = insights::run_insights(context);
+      engine::make_context(entry->trace(), *tree, arch ? &*arch : nullptr, timeline.get());
+  auto found = engine::run_insights(context);
   json rows = json::array();
   std::string text = fmt::format("{} insights on {}{}\n", found.size(), entry->handle(),
                                  arch ? "" : " (no GPU arch: rules needing peaks skipped)");
@@ -39,13 +36,13 @@ ToolResult insights_tool(const json& args, ToolContext& ctx) {
   for (const auto& i : found) {
     if (!rule.empty() && i.rule != rule) continue;
     if (++matched > top_n) continue;
-    rows.push_back(insights::to_json(i));
+    rows.push_back(engine::to_json(i));
     if (matched <= kTextInsights) text += fmt::format("[{}] {}: {}\n", i.severity, i.rule, i.title);
   }
   json result = {
-      {"trace", entry->handle()},      {"arch", arch ? json(arch->name) : json()},
-      {"rules", insights::rule_ids()}, {"total_kernel_time_us", context.total_kernel_time_us},
-      {"insight_count", matched},      {"insights", rows}};
+      {"trace", entry->handle()},    {"arch", arch ? json(arch->name) : json()},
+      {"rules", engine::rule_ids()}, {"total_kernel_time_us", context.total_kernel_time_us},
+      {"insight_count", matched},    {"insights", rows}};
   ToolResult out{result, text};
   out.rows("/insights", matched);
   if (!rows.empty() && !rows[0]["uids"].empty())

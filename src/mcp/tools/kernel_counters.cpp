@@ -6,12 +6,10 @@
 
 #include <fmt/format.h>
 
-#include "explore/rocprof_trace.h"
-#include "explore/trace_store.h"
+#include "engine/engine.h"
 #include "mcp/result_shape.h"
 #include "mcp/tool.h"
 #include "mcp/tools/trace_arg.h"
-#include "rocprof/counters.h"
 
 namespace jarvis::mcp {
 namespace {
@@ -34,14 +32,14 @@ std::unique_ptr<RE2> compile_filter(const json& args) {
   return re;
 }
 
-json aggregates_json(const std::map<std::string, rocprof::Aggregate>& m) {
+json aggregates_json(const std::map<std::string, engine::CounterAggregate>& m) {
   json out = json::object();
   for (const auto& [name, a] : m)
     out[name] = {{"mean", a.mean}, {"min", a.min}, {"max", a.max}, {"samples", a.samples}};
   return out;
 }
 
-json kernel_json(const rocprof::KernelCounters& k) {
+json kernel_json(const engine::KernelCounters& k) {
   const auto& l = k.launch;
   return {{"name", k.name},
           {"category", k.category},
@@ -64,7 +62,7 @@ json kernel_json(const rocprof::KernelCounters& k) {
           {"derived", aggregates_json(k.derived)}};
 }
 
-json gpu_json(const rocprof::Agent* gpu) {
+json gpu_json(const engine::RocprofAgent* gpu) {
   if (!gpu) return nullptr;
   return {{"name", gpu->name},
           {"product_name", gpu->product_name},
@@ -83,7 +81,7 @@ std::string text_of(const json& r) {
     if (++listed > 10) break;
     text += fmt::format("  {:>10.1f} us x{:<5} {}", k["total_us"].get<double>(),
                         k["dispatches"].get<size_t>(), k["name"].get<std::string>());
-    for (const char* m : {rocprof::kCuUtilization, rocprof::kMfmaShare, rocprof::kWavesPerCu})
+    for (const char* m : {engine::kCuUtilization, engine::kMfmaShare, engine::kWavesPerCu})
       if (k["derived"].contains(m))
         text += fmt::format(" {}={:.3g}", m, k["derived"][m]["mean"].get<double>());
     text += "\n";
@@ -94,7 +92,7 @@ std::string text_of(const json& r) {
 ToolResult kernel_counters_tool(const json& args, ToolContext& ctx) {
   std::string handle = args.at("trace").get<std::string>();
   auto entry = trace_arg(args, ctx);
-  auto profile = analysis::rocprof_profile(*entry);
+  auto profile = engine::rocprof_profile(*entry);
   if (!profile)
     throw ToolError(fmt::format(
         "trace {} is a PyTorch profiler trace; kernel_counters needs rocprofv3 output (load the "
@@ -102,7 +100,7 @@ ToolResult kernel_counters_tool(const json& args, ToolContext& ctx) {
         handle));
   auto filter = compile_filter(args);
   size_t top_n = row_limit(args);
-  auto kernels = rocprof::kernel_counters(*profile);
+  auto kernels = engine::kernel_counters(*profile);
   json rows = json::array();
   size_t matched = 0;
   for (const auto& k : kernels) {

@@ -1,5 +1,5 @@
 // list_traces: the session's loaded traces, in load order.
-#include "explore/trace_store.h"
+#include "engine/engine.h"
 #include "mcp/tool.h"
 
 namespace jarvis::mcp {

@@ -9,21 +9,21 @@
 namespace jarvis::mcp {
 namespace {
 
-const char* kind_name(sweep::RunKind kind) {
+const char* kind_name(engine::SweepRunKind kind) {
   switch (kind) {
-    case sweep::RunKind::Trace:
+    case engine::SweepRunKind::Trace:
       return "trace";
-    case sweep::RunKind::ReportDir:
+    case engine::SweepRunKind::ReportDir:
       return "report";
-    case sweep::RunKind::ReportXlsx:
+    case engine::SweepRunKind::ReportXlsx:
       return "xlsx";
-    case sweep::RunKind::Rocprof:
+    case engine::SweepRunKind::Rocprof:
       return "rocprof";
   }
   return "trace";
 }
 
-json configs_json(const sweep::Sweep& s) {
+json configs_json(const engine::Sweep& s) {
   json out = json::array();
   std::map<std::string, size_t> index;
   for (const auto& run : s.runs) {
@@ -39,7 +39,7 @@ json configs_json(const sweep::Sweep& s) {
 
 ToolResult load_sweep_tool(const json& args, ToolContext& ctx) {
   std::string root = ctx.resolve_path(args.at("path").get<std::string>(), true, false).string();
-  sweep::LoadOptions options;
+  engine::SweepLoadOptions options;
   if (args.contains("layout")) options.pattern = args.at("layout").get<std::string>();
   options.jobs = args.at("jobs").get<size_t>();
   if (args.contains("cache_dir")) {
@@ -51,13 +51,13 @@ ToolResult load_sweep_tool(const json& args, ToolContext& ctx) {
                         fmt::format("{} of {} runs analysed ({})", done, total, path));
     return !ctx.cancelled();
   };
-  std::shared_ptr<const sweep::Sweep> s;
+  std::shared_ptr<const engine::Sweep> s;
   try {
-    s = std::make_shared<const sweep::Sweep>(sweep::load_sweep(root, options));
-  } catch (const sweep::SweepError& e) {
+    s = std::make_shared<const engine::Sweep>(engine::load_sweep(root, options));
+  } catch (const engine::SweepError& e) {
     throw ToolError(e.what());
   }
-  std::string handle = sweep::SweepStore::global().add(s);
+  std::string handle = engine::SweepStore::global().add(s);
   json failures = json::array();
   for (const auto& f : s->failures) failures.push_back({{"path", f.path}, {"reason", f.reason}});
   json runs = json::array();

@@ -7,11 +7,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include "collectives/collectives_json.h"
-#include "explore/rocprof_trace.h"
-#include "explore/summaries.h"
-#include "explore/trace_store.h"
-#include "insights/trace_health.h"
+#include "engine/engine.h"
 #include "mcp/tool.h"
 
 namespace jarvis::mcp {
@@ -19,14 +15,15 @@ namespace {
 
 // A rocprofv3 trace: kernels (and copies) only, so the overview, TraceLens's
 // rocprof gpu_timeline and a health note saying what the trace cannot do.
-ToolResult rocprof_result(const LoadedTrace& entry, const rocprof::Profile& profile, bool reused) {
-  json summary = analysis::trace_overview(entry);
+ToolResult rocprof_result(const LoadedTrace& entry, const engine::RocprofProfile& profile,
+                          bool reused) {
+  json summary = engine::trace_overview(entry);
   summary["reused"] = reused;
   summary["source"] = "rocprofv3";
-  summary["rocprof"] = analysis::rocprof_info_json(profile);
-  if (json timeline = analysis::rocprof_gpu_timeline_json(profile); !timeline.is_null())
+  summary["rocprof"] = engine::rocprof_info_json(profile);
+  if (json timeline = engine::rocprof_gpu_timeline_json(profile); !timeline.is_null())
     summary["gpu_timeline"] = timeline;
-  summary["health"] = analysis::rocprof_health_json(profile);
+  summary["health"] = engine::rocprof_health_json(profile);
   std::string text = fmt::format(
       "Loaded {} as handle \"{}\"{}: rocprofv3 {} output, platform ROCm, GPU {}, {} kernel "
       "dispatches of {} kernels, {} memory copies, {} counter values ({}).\n"
@@ -80,22 +77,22 @@ ToolResult load_trace_tool(const json& args, ToolContext& ctx) {
     return !ctx.cancelled();
   };
   auto loaded = ctx.traces().load(path.string(), options);
-  if (auto profile = analysis::rocprof_profile(*loaded.entry)) {
+  if (auto profile = engine::rocprof_profile(*loaded.entry)) {
     ctx.report_progress(1, 1, "loaded");
     return rocprof_result(*loaded.entry, *profile, loaded.reused);
   }
-  json summary = analysis::trace_overview(*loaded.entry);
+  json summary = engine::trace_overview(*loaded.entry);
   summary["reused"] = loaded.reused;
   summary["source"] = "kineto";
   ctx.throw_if_cancelled();
   if (!loaded.reused) ctx.report_progress(0.95, 1, "computing the GPU timeline");
-  if (json timeline = analysis::trace_gpu_timeline(*loaded.entry); !timeline.is_null())
+  if (json timeline = engine::trace_gpu_timeline(*loaded.entry); !timeline.is_null())
     summary["gpu_timeline"] = timeline;
-  if (json coll = collectives::loaded_trace_collectives_json(*loaded.entry); !coll.is_null())
+  if (json coll = engine::loaded_trace_collectives_json(*loaded.entry); !coll.is_null())
     summary["collectives"] = coll;
-  auto health = insights::trace_health(loaded.entry->trace(), *trace_call_tree(*loaded.entry),
-                                       trace_timeline(*loaded.entry).get());
-  summary["health"] = insights::to_json(health);
+  auto health = engine::trace_health(loaded.entry->trace(), *engine::trace_call_tree(*loaded.entry),
+                                     engine::trace_timeline(*loaded.entry).get());
+  summary["health"] = engine::to_json(health);
   ctx.report_progress(1, 1, "loaded");
   std::string text = fmt::format(
       "Loaded {} as handle \"{}\"{}: platform {}, GPU {}, {} events ({} kernels, {} cpu_ops).\n"

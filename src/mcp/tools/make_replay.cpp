@@ -1,17 +1,16 @@
 // make_replay: confine the output directory, turn the arguments into a
-// replay::Selection and let the engine write the package.
+// engine::ReplaySelection and let the engine write the package.
 #include <fmt/format.h>
 
-#include "explore/trace_store.h"
+#include "engine/engine.h"
 #include "mcp/result_shape.h"
 #include "mcp/tool.h"
 #include "mcp/tools/trace_arg.h"
-#include "replay/replay.h"
 
 namespace jarvis::mcp {
 namespace {
 
-replay::Selection selection_from(const json& args) {
+engine::ReplaySelection selection_from(const json& args) {
   if (args.contains("uids")) {
     // Read wide and range-check: get<Uid>() would wrap 2^32 + 1 to event 1.
     std::vector<Uid> uids;
@@ -19,15 +18,15 @@ replay::Selection selection_from(const json& args) {
       if (uid >= kNoUid) throw ToolError(fmt::format("uid {} is out of range", uid));
       uids.push_back(static_cast<Uid>(uid));
     }
-    return replay::Selection::by_uids(std::move(uids));
+    return engine::ReplaySelection::by_uids(std::move(uids));
   }
   if (args.contains("op")) {
     std::optional<PyValue> dims;
-    if (args.contains("input_dims")) dims = replay::parse_dims(args.at("input_dims").dump());
-    return replay::Selection::by_op(args.at("op").get<std::string>(), dims);
+    if (args.contains("input_dims")) dims = engine::parse_dims(args.at("input_dims").dump());
+    return engine::ReplaySelection::by_op(args.at("op").get<std::string>(), dims);
   }
-  return replay::Selection::by_category(args.at("category").get<std::string>(),
-                                        args.at("top").get<size_t>());
+  return engine::ReplaySelection::by_category(args.at("category").get<std::string>(),
+                                              args.at("top").get<size_t>());
 }
 
 std::string summary_text(const json& s) {
@@ -56,23 +55,23 @@ ToolResult make_replay_tool(const json& args, ToolContext& ctx) {
   auto entry = trace_arg(args, ctx);
   auto out =
       ctx.output_dir(args.at("output_dir").get<std::string>(), args.at("overwrite").get<bool>());
-  replay::Selection selection;
+  engine::ReplaySelection selection;
   try {
     selection = selection_from(args);
-  } catch (const replay::ReplayError& e) {
+  } catch (const engine::ReplayError& e) {
     throw ToolError(e.what());
   }
-  auto tree = trace_call_tree(*entry);
+  auto tree = engine::trace_call_tree(*entry);
   ctx.throw_if_cancelled();
   try {
-    auto result = replay::make_replay(entry->trace(), *tree, selection, out.string());
+    auto result = engine::make_replay(entry->trace(), *tree, selection, out.string());
     ctx.paths().mark_output_dir(out);
-    json summary = replay::replay_summary_json(result);
+    json summary = engine::replay_summary_json(result);
     summary["trace"] = entry->handle();
     ToolResult res{summary, summary_text(summary)};
     res.rows("/ops");
     return res;
-  } catch (const replay::ReplayError& e) {
+  } catch (const engine::ReplayError& e) {
     throw ToolError(e.what());
   }
 }

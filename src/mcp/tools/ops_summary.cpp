@@ -1,17 +1,10 @@
 // ops_summary: the report's ops_summary rows with perf-model aggregates.
 #include <fmt/format.h>
 
-#include "collectives/collectives_json.h"
-#include "explore/rocprof_trace.h"
-#include "explore/summaries.h"
-#include "explore/trace_store.h"
-#include "insights/insights.h"
+#include "engine/engine.h"
 #include "mcp/result_shape.h"
 #include "mcp/tool.h"
 #include "mcp/tools/trace_arg.h"
-#include "perf/categories.h"
-#include "perf/gpu_arch.h"
-#include "tree/call_tree.h"
 
 namespace jarvis::mcp {
 namespace {
@@ -63,12 +56,12 @@ std::string rows_text(const json& result) {
 json top_insights(const LoadedTrace& entry, const std::string& arch_name,
                   const std::string& category) {
   std::optional<GpuArch> arch;
-  if (!arch_name.empty() && arch_name != "none") arch = perf::load_gpu_arch(arch_name);
-  auto tree = trace_call_tree(entry);
+  if (!arch_name.empty() && arch_name != "none") arch = engine::load_gpu_arch(arch_name);
+  auto tree = engine::trace_call_tree(entry);
   json out = json::array();
-  for (const auto& i : insights::run_insights(insights::make_context(
-           entry.trace(), *tree, arch ? &*arch : nullptr, trace_timeline(entry).get()))) {
-    if (!category.empty() && !perf::category_named_by(i.category, category)) continue;
+  for (const auto& i : engine::run_insights(engine::make_context(
+           entry.trace(), *tree, arch ? &*arch : nullptr, engine::trace_timeline(entry).get()))) {
+    if (!category.empty() && !engine::category_named_by(i.category, category)) continue;
     if (out.size() == 5) break;
     out.push_back(
         {{"rule", i.rule},
@@ -81,11 +74,11 @@ json top_insights(const LoadedTrace& entry, const std::string& arch_name,
 
 // rocprofv3 traces have no ops: the kernel summary answers instead, one row
 // per kernel name (no perf model, no insights: both need the op tree).
-ToolResult rocprof_fallback(const std::string& handle, const rocprof::Profile& profile,
-                            const analysis::OpsSummaryQuery& query) {
+ToolResult rocprof_fallback(const std::string& handle, const engine::RocprofProfile& profile,
+                            const engine::OpsSummaryQuery& query) {
   json result;
   try {
-    result = analysis::rocprof_ops_summary_rows(profile, query);
+    result = engine::rocprof_ops_summary_rows(profile, query);
   } catch (const std::invalid_argument& e) {
     throw ToolError(e.what());
   }
@@ -104,31 +97,31 @@ ToolResult rocprof_fallback(const std::string& handle, const rocprof::Profile& p
 ToolResult ops_summary_tool(const json& args, ToolContext& ctx) {
   std::string handle = args.at("trace").get<std::string>();
   auto entry = trace_arg(args, ctx);
-  analysis::OpsSummaryQuery query;
+  engine::OpsSummaryQuery query;
   query.top_n = row_limit(args);
   query.sort_by = args.at("sort_by").get<std::string>();
   query.category = args.value("category", std::string());
   query.min_percent = args.at("min_percent").get<double>();
-  if (auto profile = analysis::rocprof_profile(*entry))
+  if (auto profile = engine::rocprof_profile(*entry))
     return rocprof_fallback(handle, *profile, query);
   std::string arch = ctx.arch(args.value("arch", std::string()));
-  std::string used_arch = arch.empty() ? detect_arch_name(entry->trace()) : arch;
+  std::string used_arch = arch.empty() ? engine::detect_arch_name(entry->trace()) : arch;
   std::shared_ptr<const Report> report;
   try {
-    report = trace_report(*entry, arch);
-  } catch (const perf::GpuArchError& e) {
+    report = engine::trace_report(*entry, arch);
+  } catch (const engine::GpuArchError& e) {
     throw ToolError(fmt::format("{}; pass arch as one of the bundled names or 'none'", e.what()));
   }
   json result;
   try {
-    result = analysis::ops_summary_rows(*report, query);
+    result = engine::ops_summary_rows(*report, query);
   } catch (const std::invalid_argument& e) {
     throw ToolError(e.what());
   }
   result["trace"] = handle;
   result["source"] = "ops_summary";
   result["arch"] = used_arch.empty() || used_arch == "none" ? json() : json(used_arch);
-  if (json coll = collectives::loaded_trace_collectives_json(*entry); !coll.is_null())
+  if (json coll = engine::loaded_trace_collectives_json(*entry); !coll.is_null())
     result["collectives"] = coll;
   result["insights"] = top_insights(*entry, used_arch, query.category);
   if (!report->model_failures.empty()) {

@@ -1,18 +1,16 @@
 // parent_chain: call stack (parents) and subtree of one event of a loaded trace.
 #include <fmt/format.h>
 
-#include "explore/parent_chain.h"
-#include "explore/trace_store.h"
+#include "engine/engine.h"
 #include "mcp/tool.h"
 #include "mcp/tools/trace_arg.h"
-#include "tree/call_tree.h"
 
 namespace jarvis::mcp {
 namespace {
 
 ToolResult parent_chain_tool(const json& args, ToolContext& ctx) {
   auto entry = trace_arg(args, ctx);
-  analysis::ParentChainQuery q;
+  engine::ParentChainQuery q;
   if (args.contains("uid")) {
     // Read wide and range-check: get<Uid>() would wrap 2^32 + 1 to event 1.
     uint64_t uid = args.at("uid").get<uint64_t>();
@@ -27,9 +25,9 @@ ToolResult parent_chain_tool(const json& args, ToolContext& ctx) {
   q.subtree_depth = args.at("subtree_depth").get<int>();
   q.prune_non_gpu = args.at("prune_non_gpu").get<bool>();
   q.max_children = args.at("max_children").get<size_t>();
-  analysis::ParentChainResult r;
+  engine::ParentChainResult r;
   try {
-    r = analysis::parent_chain(entry->trace(), *trace_call_tree(*entry), q);
+    r = engine::parent_chain(entry->trace(), *engine::trace_call_tree(*entry), q);
   } catch (const std::invalid_argument& e) {
     throw ToolError(e.what());
   }

@@ -5,9 +5,8 @@
 
 #include <fmt/format.h>
 
-#include "charts/findings_page.h"
+#include "engine/engine.h"
 #include "mcp/tool.h"
-#include "report/table.h"
 
 namespace jarvis::mcp {
 namespace {
@@ -18,9 +17,9 @@ ToolResult render_findings_tool(const json& args, ToolContext& ctx) {
                                                : (dir / "findings.html").string();
   auto out = ctx.output_file(output, output.ends_with(".htm") ? ".htm" : ".html",
                              args.at("overwrite").get<bool>());
-  charts::FindingsPage page;
+  engine::FindingsPage page;
   try {
-    page = charts::render_findings_page(dir.string());
+    page = engine::render_findings_page(dir.string());
   } catch (const std::invalid_argument& e) {
     throw ToolError(e.what());
   }

@@ -4,12 +4,9 @@
 
 #include <fmt/format.h>
 
-#include "categories/prepare.h"
-#include "charts/report_page.h"
-#include "explore/trace_store.h"
+#include "engine/engine.h"
 #include "mcp/tool.h"
 #include "mcp/tools/trace_arg.h"
-#include "perf/gpu_arch.h"
 
 namespace jarvis::mcp {
 namespace {
@@ -23,30 +20,30 @@ ToolResult render_report_tool(const json& args, ToolContext& ctx) {
   if (args.contains("svg_dir"))
     svg_dir = ctx.output_dir(args.at("svg_dir").get<std::string>(), overwrite);
   std::string arch = ctx.arch(args.value("arch", std::string()));
-  if (arch.empty()) arch = detect_arch_name(entry->trace());
-  charts::ReportPageOptions page;
+  if (arch.empty()) arch = engine::detect_arch_name(entry->trace());
+  engine::ReportPageOptions page;
   page.trace_path = entry->path();
   page.top_ops = args.at("top_n").get<size_t>();
   std::shared_ptr<const Report> report;
   try {
-    report = trace_report(*entry, arch.empty() ? "none" : arch);
+    report = engine::trace_report(*entry, arch.empty() ? "none" : arch);
     if (!arch.empty()) {
-      page.arch = analysis::load_arch_json(arch);
+      page.arch = engine::load_arch_json(arch);
       page.arch_name = page.arch.value("name", arch);
     }
-  } catch (const perf::GpuArchError& e) {
+  } catch (const engine::GpuArchError& e) {
     throw ToolError(e.what());
   } catch (const std::invalid_argument& e) {
     throw ToolError(e.what());
   }
   ctx.report_progress(1, 2, "report built; drawing charts");
-  auto charts = charts::report_charts(entry->trace(), *report, page);
-  std::string html = charts::report_html(entry->trace(), *report, charts, page);
+  auto charts = engine::report_charts(entry->trace(), *report, page);
+  std::string html = engine::report_html(entry->trace(), *report, charts, page);
   write_file_atomic(out.string(), html);
   ctx.paths().note_written(out);
   std::vector<std::string> svg_paths;
   if (!svg_dir.empty()) {
-    svg_paths = charts::write_chart_svgs(charts, svg_dir.string());
+    svg_paths = engine::write_chart_svgs(charts, svg_dir.string());
     ctx.paths().mark_output_dir(svg_dir);
   }
   json list = json::array();

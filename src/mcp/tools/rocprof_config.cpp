@@ -10,30 +10,30 @@ std::vector<std::string> kernels_of(const json& args, ToolContext& ctx) {
   if (args.contains("csv")) {
     std::string csv = ctx.resolve_path(args.at("csv").get<std::string>(), true, false).string();
     try {
-      return sweep::kernels_from_csv(csv);
+      return engine::kernels_from_csv(csv);
     } catch (const std::runtime_error& e) {
       throw ToolError(e.what());
     }
   }
   if (!args.contains("sweep")) throw ToolError("give `sweep` (a handle) or `csv`");
   auto s = sweep_tools::get_sweep(args);
-  Table t = sweep::gemm_variance_table(*s, args.at("top_k").get<size_t>());
+  Table t = engine::gemm_variance_table(*s, args.at("top_k").get<size_t>());
   std::vector<std::string> names;
   for (size_t r = 0; r < t.rows.size(); ++r) names.push_back(t.at(r, "kernel_name").text());
   return names;
 }
 
 ToolResult rocprof_config_tool(const json& args, ToolContext& ctx) {
-  sweep::RocprofConfig cfg;
+  engine::RocprofConfig cfg;
   try {
-    cfg = sweep::rocprof_config(kernels_of(args, ctx));
-  } catch (const sweep::SweepError& e) {
+    cfg = engine::rocprof_config(kernels_of(args, ctx));
+  } catch (const engine::SweepError& e) {
     throw ToolError(e.what());
   }
   std::string out = ctx.resolve_path(args.at("output").get<std::string>(), false, true).string();
   json files = json::array();
   try {
-    for (const auto& f : sweep::write_rocprof_config(cfg, out)) files.push_back(f);
+    for (const auto& f : engine::write_rocprof_config(cfg, out)) files.push_back(f);
   } catch (const std::runtime_error& e) {
     throw ToolError(std::string("cannot write the rocprof files: ") + e.what());
   }

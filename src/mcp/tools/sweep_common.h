@@ -6,16 +6,14 @@
 #include <string>
 #include <vector>
 
-#include "collectives/collectives_json.h"
+#include "engine/engine.h"
 #include "mcp/tool.h"
-#include "sweep/sweep.h"
-#include "sweep/sweep_store.h"
 
 namespace jarvis::mcp::sweep_tools {
 
-inline std::shared_ptr<const sweep::Sweep> get_sweep(const json& args, const char* key = "sweep") {
+inline std::shared_ptr<const engine::Sweep> get_sweep(const json& args, const char* key = "sweep") {
   std::string handle = args.at(key).get<std::string>();
-  auto s = sweep::SweepStore::global().get(handle);
+  auto s = engine::SweepStore::global().get(handle);
   if (!s)
     throw ToolError("unknown sweep handle '" + handle + "'; call load_sweep first",
                     ErrorKind::NotFound);
@@ -23,7 +21,7 @@ inline std::shared_ptr<const sweep::Sweep> get_sweep(const json& args, const cha
 }
 
 inline json rows_json(const Table& t, size_t max_rows) {
-  return collectives::table_rows_json(t, max_rows);
+  return engine::table_rows_json(t, max_rows);
 }
 
 // Writes the tables as CSVs under output_dir (and optionally one xlsx) when
@@ -37,7 +35,7 @@ inline json write_if_asked(const json& args, ToolContext& ctx, const std::vector
   if (args.contains("xlsx"))
     xlsx = ctx.resolve_path(args.at("xlsx").get<std::string>(), false, true).string();
   try {
-    for (const auto& f : sweep::write_sweep_outputs(tables, dir, xlsx)) files.push_back(f);
+    for (const auto& f : engine::write_sweep_outputs(tables, dir, xlsx)) files.push_back(f);
   } catch (const std::runtime_error& e) {
     throw ToolError("cannot write the tables to " + dir + ": " + e.what());
   }

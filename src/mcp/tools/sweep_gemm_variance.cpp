@@ -14,11 +14,11 @@ ToolResult sweep_gemm_variance_tool(const json& args, ToolContext& ctx) {
   auto s = sweep_tools::get_sweep(args);
   size_t top_k = args.at("top_k").get<size_t>();
   size_t max_rows = row_limit(args);
-  std::vector<Table> tables = {sweep::gemm_variance_table(*s, top_k),
-                               sweep::gemm_kernel_spread_table(*s)};
+  std::vector<Table> tables = {engine::gemm_variance_table(*s, top_k),
+                               engine::gemm_kernel_spread_table(*s)};
   std::string instances = args.at("instances").get<std::string>();
-  if (instances == "timestamps") tables.push_back(sweep::gemm_timestamps_table(*s, top_k));
-  if (instances == "overlap") tables.push_back(sweep::gemm_overlap_table(*s, top_k));
+  if (instances == "timestamps") tables.push_back(engine::gemm_timestamps_table(*s, top_k));
+  if (instances == "overlap") tables.push_back(engine::gemm_overlap_table(*s, top_k));
   json result = {{"sweep", args.at("sweep")},
                  {"top_k", top_k},
                  {"variance_row_count", tables[0].rows.size()},

@@ -11,7 +11,7 @@ namespace {
 
 ToolResult sweep_gpu_timeline_tool(const json& args, ToolContext& ctx) {
   auto s = sweep_tools::get_sweep(args);
-  std::vector<Table> tables = sweep::gpu_timeline_tables(*s);
+  std::vector<Table> tables = engine::gpu_timeline_tables(*s);
   for (Table& t : tables) t.name = "gpu_timeline_" + t.name;
   const size_t all = row_limit(args);
   json result = {{"sweep", args.at("sweep")},

@@ -11,7 +11,7 @@ namespace {
 
 ToolResult sweep_nccl_tool(const json& args, ToolContext& ctx) {
   auto s = sweep_tools::get_sweep(args);
-  Table t = sweep::nccl_table(*s);
+  Table t = engine::nccl_table(*s);
   json result = {{"sweep", args.at("sweep")},
                  {"row_count", t.rows.size()},
                  {"rows", sweep_tools::rows_json(t, row_limit(args))},

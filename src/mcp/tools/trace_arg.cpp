@@ -2,8 +2,7 @@
 
 #include <string>
 
-#include "insights/trace_health.h"
-#include "rocprof/profile.h"
+#include "engine/engine.h"
 
 namespace jarvis::mcp {
 
@@ -12,10 +11,10 @@ namespace {
 // The health block of a loaded Kineto trace, computed once per entry (the
 // call tree and timeline are the entry's cached ones).
 json loaded_trace_health(const LoadedTrace& entry) {
-  if (rocprof::is_rocprof_trace(entry.trace())) return nullptr;  // its own health (load_trace)
+  if (engine::is_rocprof_trace(entry.trace())) return nullptr;  // its own health (load_trace)
   return *entry.cached<json>("trace_health", [&entry] {
-    return json(insights::to_json(insights::trace_health(entry.trace(), *trace_call_tree(entry),
-                                                         trace_timeline(entry).get())));
+    return json(engine::to_json(engine::trace_health(entry.trace(), *engine::trace_call_tree(entry),
+                                                     engine::trace_timeline(entry).get())));
   });
 }
 

@@ -4,7 +4,7 @@
 
 #include <memory>
 
-#include "explore/trace_store.h"
+#include "engine/engine.h"
 #include "mcp/tool.h"
 
 namespace jarvis::mcp {

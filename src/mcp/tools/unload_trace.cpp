@@ -1,5 +1,5 @@
 // unload_trace: forget a handle.
-#include "explore/trace_store.h"
+#include "engine/engine.h"
 #include "mcp/tool.h"
 
 namespace jarvis::mcp {

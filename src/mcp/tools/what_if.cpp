@@ -7,8 +7,8 @@ namespace {
 
 using namespace cp_tools;
 
-cp::Scenario scenario(const json& args) {
-  cp::Scenario sc;
+engine::WhatIfScenario scenario(const json& args) {
+  engine::WhatIfScenario sc;
   if (args.contains("rank")) sc.select.rank = args.at("rank").get<int64_t>();
   sc.select.category = args.value("category", "");
   sc.select.op = args.value("op", "");
@@ -23,17 +23,18 @@ cp::Scenario scenario(const json& args) {
 }
 
 ToolResult what_if_tool(const json& args, ToolContext& ctx) {
-  const cp::Scenario sc = scenario(args);
+  const engine::WhatIfScenario sc = scenario(args);
   const std::string dir = out_dir(args, ctx);
   auto loaded = load_ranks(args, ctx);
-  cp::WhatIfResult result;
+  engine::WhatIfResult result;
   try {
-    result = cp::what_if(loaded.graph, sc);
-  } catch (const cp::CriticalPathError& e) {
+    result = engine::what_if(loaded.graph, sc);
+  } catch (const engine::CriticalPathError& e) {
     throw ToolError(e.what());
   }
-  json structured = cp::what_if_json(result, sc, args.at("top_n").get<size_t>());
-  structured["files"] = write_files(ctx, dir, [&] { return cp::write_what_if(result, sc, dir); });
+  json structured = engine::what_if_json(result, sc, args.at("top_n").get<size_t>());
+  structured["files"] =
+      write_files(ctx, dir, [&] { return engine::write_what_if(result, sc, dir); });
   std::string text;
   for (const std::string& c : result.changes) text += c + "\n";
   text += fmt::format("step time: measured {:.1f} us, predicted {:.1f} us ({:+.1f}%); new path:\n",

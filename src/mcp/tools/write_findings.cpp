@@ -6,8 +6,7 @@
 
 #include <fmt/format.h>
 
-#include "categories/findings.h"
-#include "categories/findings_check.h"
+#include "engine/engine.h"
 #include "mcp/tool.h"
 
 namespace jarvis::mcp {
@@ -23,14 +22,14 @@ ToolResult write_findings_tool(const json& args, ToolContext& ctx) {
   // replaced only on request.
   std::filesystem::path target;
   try {
-    target = ctx.output_file(analysis::findings_path(dir.string(), category), ".md",
+    target = ctx.output_file(engine::findings_path(dir.string(), category), ".md",
                              args.at("overwrite").get<bool>());
   } catch (const std::invalid_argument& e) {
     throw ToolError(e.what());
   }
-  analysis::FindingsValidation check;
+  engine::FindingsValidation check;
   try {
-    check = analysis::validate_findings_in(dir.string(), category, markdown);
+    check = engine::validate_findings_in(dir.string(), category, markdown);
   } catch (const std::runtime_error& e) {
     throw ToolError(fmt::format("cannot read the {} metrics to check the findings against: {}",
                                 category, e.what()));
@@ -47,7 +46,7 @@ ToolResult write_findings_tool(const json& args, ToolContext& ctx) {
   }
   std::string path;
   try {
-    path = analysis::write_findings(dir.string(), category, markdown);
+    path = engine::write_findings(dir.string(), category, markdown);
     ctx.paths().note_written(target);
   } catch (const std::invalid_argument& e) {
     throw ToolError(e.what());
