@@ -25,6 +25,7 @@
 
 #include "trace/gzip_inflate.h"
 #include "trace/numeric.h"
+#include "trace/snapshot.h"
 
 namespace jarvis {
 
@@ -1181,7 +1182,9 @@ TraceError cannot_open(const std::string& path, int err) {
 }
 
 Trace load_trace(const std::string& path, const LoadOptions& options) {
-  return load_trace(path, options, GzipInflate::Auto);
+  SnapshotOptions snapshot;
+  snapshot.enabled = snapshots_enabled();
+  return load_trace(path, options, snapshot);
 }
 
 Trace load_trace(const std::string& path, const LoadOptions& options, GzipInflate inflate) {
