@@ -299,7 +299,7 @@ TEST_CASE("crafted: negative durations are clamped to 0 and counted") {
   Trace t = load_trace_from_json(trace);
   CHECK(t.clamped_negative_durations == 1);
   for (const Event& e : t.events)
-    if (e.has_dur()) CHECK(e.dur >= 0);
+    if (e.has_dur()) CHECK(e.dur() >= 0);
 }
 
 TEST_CASE("crafted: a uid past 2^32 is refused, not wrapped to another event") {

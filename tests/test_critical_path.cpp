@@ -159,8 +159,8 @@ cp::WhatIfResult straggler_what_if(const cp::Graph& g, const json& truth, double
 double raw_gpu_idle(const jarvis::Trace& t, double lo, double hi) {
   std::vector<std::pair<double, double>> busy;
   for (const auto& e : t.events)
-    if (e.is_gpu() && e.has_ts() && e.has_dur() && e.t_end > lo && e.ts < hi)
-      busy.emplace_back(std::max(e.ts, lo), std::min(e.t_end, hi));
+    if (e.is_gpu() && e.has_ts() && e.has_dur() && e.end() > lo && e.ts() < hi)
+      busy.emplace_back(std::max(e.ts(), lo), std::min(e.end(), hi));
   std::sort(busy.begin(), busy.end());
   double covered = 0, cur_lo = 0, cur_hi = -1e300;
   for (auto [a, b] : busy) {
@@ -183,7 +183,7 @@ bool all_gpu_linked(const jarvis::Trace& t, double lo, double hi) {
   for (const auto& e : t.events)
     if (e.is_runtime() && e.correlation != jarvis::kNoInt) launched.insert(e.correlation);
   for (const auto& e : t.events)
-    if (e.is_gpu() && e.has_ts() && e.t_end > lo && e.ts < hi && !launched.count(e.correlation))
+    if (e.is_gpu() && e.has_ts() && e.end() > lo && e.ts() < hi && !launched.count(e.correlation))
       return false;
   return true;
 }
@@ -204,7 +204,7 @@ TEST_SUITE("critical_path") {
     CHECK(t.arg(0, "wait_on_stream")->i == 7);
     CHECK(t.arg(0, "cuda_sync_kind")->s == "Stream Wait Event");
     CHECK(t.arg(0, "wait_on_cuda_event_id") == nullptr);
-    CHECK(t.events[0].stream == 13);
+    CHECK(t.stream(t.events[0]) == 13);
     CHECK(t.events[0].correlation == 5);
     CHECK(t.arg(1, "wait_on_stream") == nullptr);
 
@@ -387,9 +387,9 @@ TEST_SUITE("critical_path") {
     for (jarvis::Uid u = 0; u < rank0.events.size(); ++u) {
       const auto& e = rank0.events[u];
       if (e.cat == jarvis::Cat::UserAnnotation && rank0.name(u).starts_with("ProfilerStep#"))
-        steps.emplace_back(e.ts, e.t_end);
+        steps.emplace_back(e.ts(), e.end());
       if (e.cat == jarvis::Cat::Kernel && rank0.name(u).starts_with("nccl"))
-        coll_ts.push_back(e.ts);
+        coll_ts.push_back(e.ts());
     }
     std::sort(coll_ts.begin(), coll_ts.end());
     REQUIRE(coll_ts.size() == j.truth["instances"].size());
@@ -431,8 +431,8 @@ TEST_SUITE("critical_path") {
       for (jarvis::Uid u = 0; u < trace.events.size(); ++u)
         if (trace.events[u].cat == jarvis::Cat::UserAnnotation &&
             trace.name(u).starts_with("ProfilerStep#")) {
-          lo = trace.events[u].ts;
-          hi = trace.events[u].t_end;
+          lo = trace.events[u].ts();
+          hi = trace.events[u].end();
         }
       REQUIRE(hi > lo);
       auto loaded = cp::load_graph({path});
@@ -635,7 +635,7 @@ TEST_SUITE("critical_path") {
             (!dims || dims->repr_tuple() != (*op)["Input Dims"].get<std::string>()))
           continue;
         sel.gpu_uids.push_back(u);
-        kernel_us += trace.events[u].dur;
+        kernel_us += trace.events[u].dur();
       }
       REQUIRE(!sel.gpu_uids.empty());
       // The kernels are the ones TraceLens's table counted for this op.

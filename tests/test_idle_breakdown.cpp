@@ -65,26 +65,26 @@ TEST_CASE("idle breakdown: a real trace (Qwen 0.5B on H100), recomputed from cor
   // Independent: launches by (correlation) among runtime events, GPU ops by stream.
   std::unordered_map<int64_t, double> issue_by_corr;
   for (const Event& e : trace.events)
-    if (e.is_runtime() && e.correlation != kNoInt) issue_by_corr[e.correlation] = e.ts;
+    if (e.is_runtime() && e.correlation != kNoInt) issue_by_corr[e.correlation] = e.ts();
   std::map<std::pair<int64_t, int64_t>, std::vector<const Event*>> streams;
   for (const Event& e : trace.events)
-    if (e.is_gpu() && e.has_dur()) streams[{e.device, e.stream}].push_back(&e);
+    if (e.is_gpu() && e.has_dur()) streams[{trace.device(e), trace.stream(e)}].push_back(&e);
   double host = 0, latency = 0, other = 0;
   size_t gaps = 0;
   for (auto& [key, ops] : streams) {
-    std::stable_sort(ops.begin(), ops.end(), [](auto* a, auto* b) { return a->ts < b->ts; });
-    double end = ops[0]->ts + ops[0]->dur;
+    std::stable_sort(ops.begin(), ops.end(), [](auto* a, auto* b) { return a->ts() < b->ts(); });
+    double end = ops[0]->ts() + ops[0]->dur();
     for (size_t k = 1; k < ops.size(); ++k) {
       const Event& e = *ops[k];
-      if (e.ts > end) {
-        double gap = e.ts - end, h = 0;
+      if (e.ts() > end) {
+        double gap = e.ts() - end, h = 0;
         auto it = issue_by_corr.find(e.correlation);
         if (it != issue_by_corr.end()) h = std::clamp(it->second - end, 0.0, gap);
         ++gaps;
         host += h;
         (gap - h <= insights::kDefaultLaunchLatencyUs ? latency : other) += gap - h;
       }
-      end = std::max(end, e.ts + e.dur);
+      end = std::max(end, e.ts() + e.dur());
     }
   }
   CHECK(gaps > 100);

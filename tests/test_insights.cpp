@@ -197,7 +197,7 @@ TEST_CASE("insights: GPT-2 on H100 (real): LM-head GEMMs on sm75 kernels, vocabu
   for (const auto& e : t.events)
     if (e.cat == jarvis::Cat::Kernel &&
         t.str(e.name).find("cutlass_75_tensorop") != std::string_view::npos)
-      sm75_us += e.dur;
+      sm75_us += e.dur();
   REQUIRE(sm75_us > 0);
   double old_us = 0;
   for (const auto& i : of_rule(all, "old_arch_kernel"))
@@ -337,7 +337,7 @@ TEST_CASE("insights: ResNet-50 on H100 (real): NCHW<->NHWC conversions around co
     std::string_view n = t.str(e.name);
     if (e.cat == jarvis::Cat::Kernel && (n.find("nchwToNhwcKernel") != std::string_view::npos ||
                                          n.find("nhwcToNchwKernel") != std::string_view::npos))
-      raw_us += e.dur, ++raw_n;
+      raw_us += e.dur(), ++raw_n;
   }
   REQUIRE(raw_n > 0);
   auto conv = of_rule(run_on(t), "conv_layout_transposes");
@@ -369,7 +369,7 @@ TEST_CASE("insights: GPT-2 (real) steps AdamW with foreach ops, not fused") {
   for (const auto& e : t.events)
     if (e.cat == jarvis::Cat::Kernel &&
         t.str(e.name).find("multi_tensor_apply_kernel") != std::string_view::npos)
-      mta_us += e.dur, ++mta;
+      mta_us += e.dur(), ++mta;
   REQUIRE(mta > 0);
   CHECK(opt[0].time_us == Approx(mta_us).epsilon(1e-9));
   CHECK(opt[0].evidence["kernels"] == mta);

@@ -36,7 +36,7 @@ TEST_CASE("legacy: a trace without launch flows links kernels by correlation (HT
     bool has_launch = e.correlation != kNoInt && runtime_corr.count(e.correlation);
     expected_linked += has_launch;
     linked += tree.is_linked(static_cast<jarvis::Uid>(u));
-    if (has_launch) spans.emplace_back(e.ts, e.ts + e.dur);
+    if (has_launch) spans.emplace_back(e.ts(), e.ts() + e.dur());
   }
   CHECK(expected_linked == 1154);  // 1104 kernels + 40 memcpy + 10 memset, all launched
   CHECK(linked == expected_linked);

@@ -28,12 +28,12 @@ std::string conformance_trace(const std::string& name) {
 // Everything the loader stores about one event, as text, for comparison.
 std::string describe(const Trace& t, Uid uid) {
   const Event& e = t.events[uid];
-  std::string s =
-      fmt::format("{}|{}|{}|{}|{}|{}|{}|{}", static_cast<int>(e.ph), t.cat_name(uid), t.name(uid),
-                  pycompat::py_float_repr(e.ts), pycompat::py_float_repr(e.dur),
-                  pycompat::py_float_repr(e.t_end), t.proc_id_text(e.pid), t.proc_id_text(e.tid));
-  for (int64_t v : {e.external_id, e.correlation, e.flow_id, e.stream, e.device, e.sequence_number,
-                    e.python_id, e.python_parent_id})
+  std::string s = fmt::format("{}|{}|{}|{}|{}|{}|{}|{}", static_cast<int>(e.ph), t.cat_name(uid),
+                              t.name(uid), pycompat::py_float_repr(e.ts()),
+                              pycompat::py_float_repr(e.dur()), pycompat::py_float_repr(e.end()),
+                              t.proc_id_text(t.pid(e)), t.proc_id_text(t.tid(e)));
+  for (int64_t v : {e.external_id, e.correlation, t.flow_id(e), t.stream(e), t.device(e),
+                    t.sequence_number(e), t.python_id(e), t.python_parent_id(e)})
     s += fmt::format("|{}", v);
   s += e.has_args ? "|args" : "|-";
   s += e.bp_enclosing ? "|e" : "|-";
@@ -114,18 +114,18 @@ void check_event_against_json(const Trace& t, Uid uid, const nlohmann::json& j) 
   CHECK(t.name(uid) == j.value("name", std::string()));
   CHECK(t.cat_name(uid) == j.value("cat", std::string()));
   if (j.contains("ts")) {
-    CHECK(e.ts == j["ts"].get<double>());  // bit-exact: both correctly rounded
+    CHECK(e.ts() == j["ts"].get<double>());  // bit-exact: both correctly rounded
   } else {
     CHECK_FALSE(e.has_ts());
   }
   if (j.contains("dur")) {
-    CHECK(e.dur == j["dur"].get<double>());
-    CHECK(e.t_end == j["ts"].get<double>() + j["dur"].get<double>());
+    CHECK(e.dur() == j["dur"].get<double>());
+    CHECK(e.end() == j["ts"].get<double>() + j["dur"].get<double>());
   } else {
     CHECK_FALSE(e.has_dur());
   }
   for (const char* field : {"pid", "tid"}) {
-    const ProcId& p = field[0] == 'p' ? e.pid : e.tid;
+    const ProcId& p = field[0] == 'p' ? t.pid(e) : t.tid(e);
     if (!j.contains(field)) {
       CHECK_FALSE(p.present());
     } else if (j[field].is_number_integer()) {
@@ -134,7 +134,7 @@ void check_event_against_json(const Trace& t, Uid uid, const nlohmann::json& j) 
       CHECK(t.proc_id_text(p) == j[field].get<std::string>());
     }
   }
-  if (j.contains("id")) CHECK(e.flow_id == j["id"].get<int64_t>());
+  if (j.contains("id")) CHECK(t.flow_id(e) == j["id"].get<int64_t>());
   if (!j.contains("args") || j["ph"] == "M") return;
   const auto& args = j["args"];
   auto int_arg = [&](const char* key) -> int64_t {
@@ -142,10 +142,10 @@ void check_event_against_json(const Trace& t, Uid uid, const nlohmann::json& j) 
   };
   CHECK(e.external_id == int_arg("External id"));
   CHECK(e.correlation == int_arg("correlation"));
-  CHECK(e.stream == int_arg("stream"));
-  CHECK(e.device == int_arg("device"));
-  CHECK(e.sequence_number == int_arg("Sequence number"));
-  CHECK(e.python_id == int_arg("Python id"));
+  CHECK(t.stream(e) == int_arg("stream"));
+  CHECK(t.device(e) == int_arg("device"));
+  CHECK(t.sequence_number(e) == int_arg("Sequence number"));
+  CHECK(t.python_id(e) == int_arg("Python id"));
   for (const char* key : {"Input Dims", "Input type", "Input Strides", "Concrete Inputs", "grid",
                           "block", "kernel", "bytes", "shared memory"}) {
     const PyValue* v = t.arg(uid, key);
@@ -190,9 +190,9 @@ TEST_CASE("loader: spot checks of known events (trace-format.md section 9)") {
     const Event& e = t.events[u];
     if (e.cat != Cat::CpuOp || e.external_id != 20712 || t.name(u) != "aten::mm") continue;
     found = true;
-    CHECK(e.ts == 2241346144971.224);
-    CHECK(e.dur == 92.572);
-    CHECK(e.t_end == 2241346144971.224 + 92.572);
+    CHECK(e.ts() == 2241346144971.224);
+    CHECK(e.dur() == 92.572);
+    CHECK(e.end() == 2241346144971.224 + 92.572);
     REQUIRE(t.arg(u, "Input Dims"));
     CHECK(t.arg(u, "Input Dims")->repr_tuple() == "((8944, 1024), (1024, 2816))");
     CHECK(t.arg(u, "Input type")->repr_tuple() == "('c10::BFloat16', 'c10::BFloat16')");
@@ -224,8 +224,8 @@ TEST_CASE("loader: hot integer args accept integral floats and ignore non-number
       R"("args":{"correlation":12.0,"stream":"7","device":1e0,"External id":3.5}}]})");
   const Event& e = t.events[0];
   CHECK(e.correlation == 12);
-  CHECK(e.stream == kNoInt);
-  CHECK(e.device == 1);
+  CHECK(t.stream(e) == kNoInt);
+  CHECK(t.device(e) == 1);
   CHECK(e.external_id == kNoInt);
 }
 

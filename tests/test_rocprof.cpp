@@ -378,9 +378,9 @@ TEST_SUITE("rocprof") {
     CHECK(t.gpu_name() == "AMD Instinct MI350X");
     REQUIRE(t.events.size() == 23);
     CHECK(t.events[0].cat == Cat::Kernel);
-    CHECK(t.events[0].ts == doctest::Approx(63857982592.000));
-    CHECK(t.events[0].dur == doctest::Approx(2.84));
-    CHECK(t.events[0].device == 0);  // the first GPU agent
+    CHECK(t.events[0].ts() == doctest::Approx(63857982592.000));
+    CHECK(t.events[0].dur() == doctest::Approx(2.84));
+    CHECK(t.device(t.events[0]) == 0);  // the first GPU agent
     CHECK(t.events[21].cat == Cat::GpuMemcpy);
   }
 

@@ -59,7 +59,7 @@ TEST_SUITE("example_trace") {
     std::set<int64_t> streams;
     for (const Event& e : t.events) {
       counts[e.cat]++;
-      if (e.is_gpu()) streams.insert(e.stream);
+      if (e.is_gpu()) streams.insert(t.stream(e));
     }
     CHECK(counts[Cat::CpuOp] > 200);
     CHECK(counts[Cat::PythonFunction] > 100);
@@ -79,8 +79,8 @@ TEST_SUITE("example_trace") {
     for (Uid u = 0; u < t.events.size(); ++u) {
       const Event& e = t.events[u];
       if (e.is_runtime() && e.correlation != kNoInt) runtime_by_corr[e.correlation] = u;
-      if (e.cat == Cat::Ac2g && e.ph == Phase::FlowStart) flow_start[e.flow_id] = u;
-      if (e.cat == Cat::Ac2g && e.ph == Phase::FlowEnd) flow_end[e.flow_id] = u;
+      if (e.cat == Cat::Ac2g && e.ph == Phase::FlowStart) flow_start[t.flow_id(e)] = u;
+      if (e.cat == Cat::Ac2g && e.ph == Phase::FlowEnd) flow_end[t.flow_id(e)] = u;
     }
     int linked = 0;
     for (Uid u = 0; u < t.events.size(); ++u) {
@@ -93,15 +93,15 @@ TEST_SUITE("example_trace") {
       const Event& rt = t.events[runtime_by_corr[g.correlation]];
       const Event& s = t.events[flow_start[g.correlation]];
       const Event& f = t.events[flow_end[g.correlation]];
-      CHECK(s.pid == rt.pid);
-      CHECK(s.tid == rt.tid);
-      CHECK(s.ts == rt.ts);
-      CHECK(f.pid == g.pid);
-      CHECK(f.tid == g.tid);
-      CHECK(f.ts == g.ts);
+      CHECK(t.pid(s) == t.pid(rt));
+      CHECK(t.tid(s) == t.tid(rt));
+      CHECK(s.ts() == rt.ts());
+      CHECK(t.pid(f) == t.pid(g));
+      CHECK(t.tid(f) == t.tid(g));
+      CHECK(f.ts() == g.ts());
       CHECK(f.bp_enclosing);
       CHECK(rt.external_id == g.external_id);
-      CHECK(g.ts >= rt.ts);  // the GPU runs work after it was launched
+      CHECK(g.ts() >= rt.ts());  // the GPU runs work after it was launched
       ++linked;
     }
     CHECK(linked > 50);
@@ -117,23 +117,23 @@ TEST_SUITE("example_trace") {
     }
     auto by_start = [&](Uid a, Uid b) {
       const Event &x = t.events[a], &y = t.events[b];
-      return x.ts != y.ts ? x.ts < y.ts : x.dur > y.dur;
+      return x.ts() != y.ts() ? x.ts() < y.ts() : x.dur() > y.dur();
     };
     std::sort(host.begin(), host.end(), by_start);
     std::vector<Uid> open;
     for (Uid u : host) {
       const Event& e = t.events[u];
-      while (!open.empty() && t.events[open.back()].t_end <= e.ts) open.pop_back();
+      while (!open.empty() && t.events[open.back()].end() <= e.ts()) open.pop_back();
       if (!open.empty()) {
         CAPTURE(t.name(open.back()));
         CAPTURE(t.name(u));
-        CHECK(e.t_end <= t.events[open.back()].t_end);
+        CHECK(e.end() <= t.events[open.back()].end());
       }
       open.push_back(u);
     }
     std::sort(gpu.begin(), gpu.end(), by_start);
     for (size_t i = 1; i < gpu.size(); ++i)
-      CHECK(t.events[gpu[i - 1]].t_end <= t.events[gpu[i]].ts);
+      CHECK(t.events[gpu[i - 1]].end() <= t.events[gpu[i]].ts());
   }
 
   TEST_CASE("example trace: the call tree links every GPU event to the op that launched it") {

@@ -141,8 +141,9 @@ TEST_SUITE("sweep") {
     for (jarvis::Uid u = 0; u < trace.events.size(); ++u) {
       const auto& e = trace.events[u];
       if (!e.is_gpu() || !e.has_ts()) continue;
-      first_gpu = std::min(first_gpu, e.ts);
-      if (e.cat == jarvis::Cat::Kernel) kernels[{std::string(trace.name(u)), e.ts}] = e.ts + e.dur;
+      first_gpu = std::min(first_gpu, e.ts());
+      if (e.cat == jarvis::Cat::Kernel)
+        kernels[{std::string(trace.name(u)), e.ts()}] = e.ts() + e.dur();
     }
     size_t checked = 0;
     for (size_t r = 0; r < inst.rows.size(); ++r) {

@@ -303,7 +303,7 @@ TEST_CASE("tree: kernel attribution matches ops_summary and kernel_summary") {
       std::string parent = cpu != kNoUid      ? std::string(t.name(cpu))
                            : launch != kNoUid ? std::string(t.name(launch))
                                               : "";
-      ours_by_parent[parent] += t.events[u].dur;
+      ours_by_parent[parent] += t.events[u].dur();
     }
     CHECK(ours_by_parent.size() == ref_by_parent.size());
     for (const auto& [parent_name, sum] : ref_by_parent) {

@@ -253,7 +253,7 @@ std::vector<ojson> module_candidates(const Trace& trace, const CallTree& tree) {
       e["instance_count"] = e["instance_count"].get<int64_t>() + 1;
       double t = e["total_kernel_time_us"].get<double>();
       for (Uid g : gpu)
-        if (trace.events[g].cat == Cat::Kernel) t += trace.events[g].dur;
+        if (trace.events[g].cat == Cat::Kernel) t += trace.events[g].dur();
       e["total_kernel_time_us"] = t;
       continue;
     }
@@ -263,7 +263,7 @@ std::vector<ojson> module_candidates(const Trace& trace, const CallTree& tree) {
       std::string kname(trace.name(g));
       kernels.push_back({{"name", kname},
                          {"type", classify_kernel_type(kname)},
-                         {"dur_us", trace.events[g].dur},
+                         {"dur_us", trace.events[g].dur()},
                          {"eligible", is_fusion_eligible(kname)},
                          {"gpu_op_uid", g}});
     }
@@ -321,7 +321,7 @@ std::vector<ojson> sibling_candidates(const Trace& trace, const CallTree& tree) 
     it->second.push_back({{"op", std::string(trace.name(row.uid))},
                           {"kernel_type", classify_kernel_type(kname)},
                           {"kernel_name", kname},
-                          {"dur_us", trace.events[g].dur},
+                          {"dur_us", trace.events[g].dur()},
                           {"gpu_op_uid", g}});
   }
   std::vector<ojson> out;

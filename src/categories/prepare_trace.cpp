@@ -90,7 +90,7 @@ ojson multi_kernel_data_with(const Trace& trace, const CallTree& tree, const Gpu
     if (memcpy) {
       ++memcpy_count;
       Dir& d = dirs[memcpy_direction(name)];
-      d.durs.push_back(e.dur);
+      d.durs.push_back(e.dur());
       const PyValue* b = trace.arg(u, "bytes");
       d.bytes.push_back(b && b->kind == PyValue::Kind::Int ? b->i : 0);
     } else if (!(e.cat == Cat::Kernel && trace.is_rocm_legacy_memset(u)) &&
@@ -138,23 +138,24 @@ ojson multi_kernel_data_with(const Trace& trace, const CallTree& tree, const Gpu
   nccl["total_count"] = comm.size();
   nccl["total_time_us"] = 0;
   if (!comm.empty()) {
-    double sum = 0, mx = trace.events[comm[0]].dur;
+    double sum = 0, mx = trace.events[comm[0]].dur();
     for (Uid u : comm) {
-      sum += trace.events[u].dur;
-      mx = std::max(mx, trace.events[u].dur);
+      sum += trace.events[u].dur();
+      mx = std::max(mx, trace.events[u].dur());
     }
     nccl["total_time_us"] = pycompat::python_round(sum, 2);
     nccl["avg_time_us"] = pycompat::python_round(sum / static_cast<double>(comm.size()), 2);
     nccl["max_time_us"] = pycompat::python_round(mx, 2);
     std::vector<Uid> sorted = comm;
     std::stable_sort(sorted.begin(), sorted.end(),
-                     [&](Uid a, Uid b) { return trace.events[a].dur > trace.events[b].dur; });
+                     [&](Uid a, Uid b) { return trace.events[a].dur() > trace.events[b].dur(); });
     ojson top = ojson::array();
     for (size_t k = 0; k < sorted.size() && k < 10; ++k) {
       const Event& e = trace.events[sorted[k]];
-      top.push_back({{"name", std::string(trace.name(sorted[k]))},
-                     {"duration_us", pycompat::python_round(e.dur, 2)},
-                     {"stream", e.stream == kNoInt ? ojson(nullptr) : ojson(e.stream)}});
+      top.push_back(
+          {{"name", std::string(trace.name(sorted[k]))},
+           {"duration_us", pycompat::python_round(e.dur(), 2)},
+           {"stream", trace.stream(e) == kNoInt ? ojson(nullptr) : ojson(trace.stream(e))}});
     }
     nccl["top_ops"] = top;
   }

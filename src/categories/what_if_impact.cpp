@@ -136,7 +136,7 @@ ojson what_if_impacts(const ojson& metrics, const std::string& trace_path) {
         if (trace.name(l) == (*op)["name"].get<std::string>() && same_args(trace, l, *op))
           for (Uid g : tree.direct_kernels(l)) {  // the op's kernels, as TraceLens counts them
             sel.gpu_uids.push_back(g);
-            kernel_us += trace.events[g].dur;
+            kernel_us += trace.events[g].dur();
           }
     e["factor_low"] = low;
     e["factor_high"] = high;

@@ -192,10 +192,10 @@ std::string event_group(const Trace& trace, Uid uid) {
   return "compute kernel";
 }
 
-std::string lane_of(const Event& e) {
-  std::string stream = e.stream == kNoInt ? "?" : std::to_string(e.stream);
-  if (e.device == kNoInt) return "stream " + stream;
-  return fmt::format("GPU {} stream {}", e.device, stream);
+std::string lane_of(const Trace& trace, const Event& e) {
+  std::string stream = trace.stream(e) == kNoInt ? "?" : std::to_string(trace.stream(e));
+  if (trace.device(e) == kNoInt) return "stream " + stream;
+  return fmt::format("GPU {} stream {}", trace.device(e), stream);
 }
 
 // GPU events per stream; with more than max_kernels, the max_kernels
@@ -208,18 +208,18 @@ std::optional<NamedChart> timeline_chart(const Trace& trace, size_t max_kernels)
   }
   if (gpu.empty() || max_kernels == 0) return std::nullopt;
   std::stable_sort(gpu.begin(), gpu.end(),
-                   [&](Uid a, Uid b) { return trace.events[a].ts < trace.events[b].ts; });
+                   [&](Uid a, Uid b) { return trace.events[a].ts() < trace.events[b].ts(); });
   size_t first = 0, count = gpu.size();
   if (count > max_kernels) first = (count - max_kernels) / 2, count = max_kernels;
   TimelineChart c;
-  c.window_start_us = trace.events[gpu[first]].ts;
+  c.window_start_us = trace.events[gpu[first]].ts();
   c.window_end_us = c.window_start_us;
   std::set<std::string> lanes;
   for (size_t i = first; i < first + count; ++i) {
     const Event& e = trace.events[gpu[i]];
-    c.window_end_us = std::max(c.window_end_us, e.t_end);
-    c.bars.push_back(
-        {lane_of(e), std::string(trace.name(gpu[i])), event_group(trace, gpu[i]), e.ts, e.t_end});
+    c.window_end_us = std::max(c.window_end_us, e.end());
+    c.bars.push_back({lane_of(trace, e), std::string(trace.name(gpu[i])),
+                      event_group(trace, gpu[i]), e.ts(), e.end()});
     lanes.insert(c.bars.back().lane);
   }
   c.lanes.assign(lanes.begin(), lanes.end());

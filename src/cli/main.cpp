@@ -2,6 +2,7 @@
 // Help and version go to stdout (exit 0); usage errors to stderr (exit 2);
 // input and analysis errors to stderr (exit 1).
 #include <cstdio>
+#include <cstdlib>
 #include <exception>
 #include <string>
 #include <utility>
@@ -98,6 +99,10 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", std::string("jarvis ") + jarvis::cli::version() + " (" +
                                         JARVIS_BUILD_OPTIONS + ")");
   app.require_subcommand(1);
+  bool no_cache = false;
+  app.add_flag("--no-cache", no_cache,
+               "neither read nor write trace snapshots (the cache of loaded traces; also "
+               "JARVIS_NO_SNAPSHOT=1)");
   std::vector<Registered> commands = register_commands(app);
   std::string chosen;
   try {
@@ -108,6 +113,7 @@ int main(int argc, char** argv) {
       if (c.command->parsed()) parsed = c.command;
     return parse_error(app, e, parsed, commands, argc, argv);
   }
+  if (no_cache) ::setenv("JARVIS_NO_SNAPSHOT", "1", 1);
   for (const auto& c : commands) {
     if (!c.command->parsed()) continue;
     chosen = c.command->get_name();

@@ -195,10 +195,17 @@ MatchedInstance match_one(const std::string& group, const GroupInstances& by_ran
     m.dur_us.push_back(k.dur);
     ends.push_back(m.start_us.back() + k.dur);
   }
-  auto latest = std::max_element(m.start_us.begin(), m.start_us.end());  // first max: lowest rank
+  auto latest = std::max_element(m.start_us.begin(), m.start_us.end());
   auto earliest = std::min_element(m.start_us.begin(), m.start_us.end());
-  m.last_rank = m.ranks[static_cast<size_t>(latest - m.start_us.begin())];
-  m.first_rank = m.ranks[static_cast<size_t>(earliest - m.start_us.begin())];
+  // Ties go to the lowest rank. Event times are integer ns read back as µs
+  // doubles, so starts that are equal in the trace can differ by rounding
+  // noise after the clock alignment: starts within a picosecond are a tie.
+  constexpr double kTieUs = 1e-6;
+  size_t last_i = 0, first_i = 0;
+  while (m.start_us[last_i] < *latest - kTieUs) ++last_i;
+  while (m.start_us[first_i] > *earliest + kTieUs) ++first_i;
+  m.last_rank = m.ranks[last_i];
+  m.first_rank = m.ranks[first_i];
   m.start_skew_us = *latest - *earliest;
   m.end_skew_us = stats::max(ends) - stats::min(ends);
   for (double s : m.start_us) m.wait_us.push_back(*latest - s);

@@ -99,11 +99,11 @@ std::vector<TimelineKernel> timeline_kernels(const Trace& trace) {
     const Uid uid = static_cast<Uid>(u);
     TimelineKernel k;
     k.uid = uid;
-    k.ts = e.ts;
-    k.dur = e.dur;
-    k.stream = e.stream;
+    k.ts = e.ts();
+    k.dur = e.dur();
+    k.stream = trace.stream(e);
     // Kineto puts each GPU in its own pid; args.device names it too.
-    k.device = e.device != kNoInt ? e.device : e.pid.value;
+    k.device = trace.device(e) != kNoInt ? trace.device(e) : trace.pid(e).value;
     k.is_collective = trace.is_communication(uid);
     out.push_back(k);
   }

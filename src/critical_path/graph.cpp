@@ -121,23 +121,23 @@ class RankBuilder {
     for (Uid uid = 0; uid < trace_.events.size(); ++uid) {
       const Event& e = trace_.events[uid];
       if (!e.is_gpu() || !e.has_ts() || !e.has_dur()) continue;
-      const double ts = e.ts + off_;
+      const double ts = e.ts() + off_;
       uint32_t lbl = gpu_label(uid);
       if (coll_.count(uid)) {
         arrive[uid] = b_.node(NodeKind::CollArrive, rank_, ts, 0, uid, lbl);
-        done[uid] = b_.node(NodeKind::CollDone, rank_, ts + e.dur, 0, uid, lbl);
+        done[uid] = b_.node(NodeKind::CollDone, rank_, ts + e.dur(), 0, uid, lbl);
         start_[uid] = arrive[uid];
         end_[uid] = done[uid];
       } else {
-        start_[uid] = end_[uid] = b_.node(NodeKind::Gpu, rank_, ts, e.dur, uid, lbl);
+        start_[uid] = end_[uid] = b_.node(NodeKind::Gpu, rank_, ts, e.dur(), uid, lbl);
       }
-      streams_[{e.device, e.stream}].push_back(uid);
+      streams_[{trace_.device(e), trace_.stream(e)}].push_back(uid);
       b_.g.gpu_spans.emplace_back(start_[uid], end_[uid]);
-      busy.emplace_back(ts, ts + e.dur);
+      busy.emplace_back(ts, ts + e.dur());
     }
     for (auto& [key, ops] : streams_) {
       std::stable_sort(ops.begin(), ops.end(),
-                       [&](Uid a, Uid c) { return trace_.events[a].ts < trace_.events[c].ts; });
+                       [&](Uid a, Uid c) { return trace_.events[a].ts() < trace_.events[c].ts(); });
       for (size_t k = 1; k < ops.size(); ++k)
         b_.edge(end_[ops[k - 1]], start_[ops[k]], EdgeKind::Stream, false, 0.0,
                 b_.label(rank_, "", trace_.name(ops[k]), "gpu_idle"));
@@ -155,7 +155,7 @@ class RankBuilder {
     const Event& c = trace_.events[uid];
     for (Uid gpu : tree_.gpu_events(uid)) {
       const Event& e = trace_.events[gpu];
-      if (e.t_end >= c.ts && e.t_end <= c.t_end + kTolUs) return true;
+      if (e.end() >= c.ts() && e.end() <= c.end() + kTolUs) return true;
     }
     return false;
   }
@@ -163,15 +163,15 @@ class RankBuilder {
   HostItem host_call(Uid uid) {
     const Event& e = trace_.events[uid];
     std::string_view name = trace_.name(uid);
-    HostItem item{e.ts + off_, 2, 0, 0, uid};
+    HostItem item{e.ts() + off_, 2, 0, 0, uid};
     uint32_t lbl = b_.label(rank_, op_of(uid), name, "host_runtime");
     if (!is_blocking(uid)) {
-      item.first = item.last = b_.node(NodeKind::HostCall, rank_, e.ts + off_, e.dur, uid, lbl);
+      item.first = item.last = b_.node(NodeKind::HostCall, rank_, e.ts() + off_, e.dur(), uid, lbl);
       entry_[uid] = item.first;
       return item;
     }
-    item.first = b_.node(NodeKind::HostCall, rank_, e.ts + off_, 0, uid, lbl);
-    item.last = b_.node(NodeKind::SyncReturn, rank_, e.t_end + off_, 0, uid, lbl);
+    item.first = b_.node(NodeKind::HostCall, rank_, e.ts() + off_, 0, uid, lbl);
+    item.last = b_.node(NodeKind::SyncReturn, rank_, e.end() + off_, 0, uid, lbl);
     b_.edge(item.first, item.last, EdgeKind::HostSeq, false, 0.0,
             b_.label(rank_, name, "", "sync"));
     entry_[uid] = item.first;
@@ -185,14 +185,16 @@ class RankBuilder {
       const Event& e = trace_.events[uid];
       if (!e.has_ts() || !e.has_dur()) continue;
       if (e.is_runtime()) {
-        threads[{e.pid, e.tid}].push_back(host_call(uid));
+        threads[{trace_.pid(e), trace_.tid(e)}].push_back(host_call(uid));
       } else if (e.cat == Cat::UserAnnotation && trace_.name(uid).starts_with("ProfilerStep#")) {
         uint32_t lbl = b_.label(rank_, trace_.name(uid), "", "host_gap");
         Step s{std::string(trace_.name(uid)),
-               b_.node(NodeKind::StepStart, rank_, e.ts + off_, 0, uid, lbl),
-               b_.node(NodeKind::StepEnd, rank_, e.t_end + off_, 0, uid, lbl)};
-        threads[{e.pid, e.tid}].push_back({e.ts + off_, 1, s.start, s.start, kNoUid});
-        threads[{e.pid, e.tid}].push_back({e.t_end + off_, 0, s.end, s.end, kNoUid});
+               b_.node(NodeKind::StepStart, rank_, e.ts() + off_, 0, uid, lbl),
+               b_.node(NodeKind::StepEnd, rank_, e.end() + off_, 0, uid, lbl)};
+        threads[{trace_.pid(e), trace_.tid(e)}].push_back(
+            {e.ts() + off_, 1, s.start, s.start, kNoUid});
+        threads[{trace_.pid(e), trace_.tid(e)}].push_back(
+            {e.end() + off_, 0, s.end, s.end, kNoUid});
         steps.push_back(std::move(s));
       }
     }
@@ -208,7 +210,7 @@ class RankBuilder {
     std::vector<std::pair<double, std::pair<ProcId, ProcId>>> bounds;
     for (Uid uid : r.starts) {
       const Event& e = trace_.events[uid];
-      bounds.push_back({e.ts + off_, {e.pid, e.tid}});
+      bounds.push_back({e.ts() + off_, {trace_.pid(e), trace_.tid(e)}});
     }
     for (size_t k = 0; k < r.starts.size(); ++k) {
       const std::string name = fmt::format("iteration#{}", k);
@@ -217,8 +219,9 @@ class RankBuilder {
       threads_[bounds[k].second].push_back({bounds[k].first, 1, s.start, s.start, kNoUid});
       if (k + 1 < r.starts.size() || r.after != kNoUid) {
         const Event& next = trace_.events[k + 1 < r.starts.size() ? r.starts[k + 1] : r.after];
-        s.end = b_.node(NodeKind::StepEnd, rank_, next.ts + off_, 0, kNoUid, lbl);
-        threads_[{next.pid, next.tid}].push_back({next.ts + off_, 0, s.end, s.end, kNoUid});
+        s.end = b_.node(NodeKind::StepEnd, rank_, next.ts() + off_, 0, kNoUid, lbl);
+        threads_[{trace_.pid(next), trace_.tid(next)}].push_back(
+            {next.ts() + off_, 0, s.end, s.end, kNoUid});
       } else {
         double hi = -1e300;
         for (const Node& n : b_.g.nodes)
@@ -264,7 +267,7 @@ class RankBuilder {
 
   double launch_ts(Uid gpu) const {
     auto it = launch_.find(gpu);
-    return it == launch_.end() ? trace_.events[gpu].ts : trace_.events[it->second].ts;
+    return it == launch_.end() ? trace_.events[gpu].ts() : trace_.events[it->second].ts();
   }
 
   // The last op of `ops` (in start order) whose launch began before `t`.
@@ -278,7 +281,7 @@ class RankBuilder {
         best_launch = lt;
       }
       // Start order follows launch order on a stream; stop well past t.
-      if (trace_.events[*it].t_end < t - 1e6) break;
+      if (trace_.events[*it].end() < t - 1e6) break;
     }
     return best;
   }
@@ -289,8 +292,8 @@ class RankBuilder {
   Uid waited_op(const std::vector<Uid>& ops, const Event& c) const {
     for (auto it = ops.rbegin(); it != ops.rend(); ++it) {
       const Event& e = trace_.events[*it];
-      if (e.ts >= c.t_end || e.t_end > c.t_end + kTolUs) continue;
-      if (launch_.count(*it) && launch_ts(*it) >= c.ts) continue;
+      if (e.ts() >= c.end() || e.end() > c.end() + kTolUs) continue;
+      if (launch_.count(*it) && launch_ts(*it) >= c.ts()) continue;
       return *it;
     }
     return kNoUid;
@@ -307,7 +310,7 @@ class RankBuilder {
       uint32_t lbl = b_.label(rank_, name, "", "sync");
       auto waited = [&](Uid gpu, bool must_overlap) {
         const Event& e = trace_.events[gpu];
-        if (e.t_end > c.t_end + kTolUs || (must_overlap && e.t_end < c.ts)) return;
+        if (e.end() > c.end() + kTolUs || (must_overlap && e.end() < c.ts())) return;
         b_.edge(end_.at(gpu), ret, EdgeKind::Sync, false, 0.0, lbl);
       };
       if (name.find("Memcpy") != std::string_view::npos) {
@@ -338,7 +341,7 @@ class RankBuilder {
       if (e.is_runtime()) {
         calls.emplace(e.correlation, uid);
       } else if (e.cat == Cat::Other && trace_.cat_name(uid) == "cuda_event") {
-        if (e.stream != kNoInt) recorded[e.correlation] = e.stream;
+        if (trace_.stream(e) != kNoInt) recorded[e.correlation] = trace_.stream(e);
       } else if (e.cat == Cat::Other && trace_.cat_name(uid) == "cuda_sync") {
         const PyValue* kind = trace_.arg(uid, "cuda_sync_kind");
         std::string_view what =
@@ -355,11 +358,13 @@ class RankBuilder {
       int64_t from = on && on->kind == PyValue::Kind::Int ? on->i : -1;
       if (from < 0)
         if (auto it = recorded.find(record_corr); it != recorded.end()) from = it->second;
-      const int64_t device = e.device != kNoInt ? e.device : e.pid.is_string ? kNoInt : e.pid.value;
+      const int64_t device = trace_.device(e) != kNoInt ? trace_.device(e)
+                             : trace_.pid(e).is_string  ? kNoInt
+                                                        : trace_.pid(e).value;
       auto record = calls.find(record_corr);
       auto wait = calls.find(e.correlation);
       auto producers = streams_.find({device, from});
-      auto consumers = streams_.find({device, e.stream});
+      auto consumers = streams_.find({device, trace_.stream(e)});
       if (from < 0 || record == calls.end() || wait == calls.end() || producers == streams_.end() ||
           consumers == streams_.end()) {
         ++unresolved_waits;
@@ -368,8 +373,8 @@ class RankBuilder {
       const std::vector<Uid>& prod = producers->second;
       const std::vector<Uid>& cons = consumers->second;
       // Launches follow start order on a stream: binary searches.
-      const double record_ts = trace_.events[record->second].ts;
-      const double wait_ts = trace_.events[wait->second].ts;
+      const double record_ts = trace_.events[record->second].ts();
+      const double wait_ts = trace_.events[wait->second].ts();
       auto before = std::partition_point(prod.begin(), prod.end(),
                                          [&](Uid op) { return launch_ts(op) < record_ts; });
       auto after = std::partition_point(cons.begin(), cons.end(),
@@ -377,7 +382,7 @@ class RankBuilder {
       Uid producer = before == prod.begin() ? kNoUid : *(before - 1);
       Uid consumer = after == cons.end() ? kNoUid : *after;
       if (producer == kNoUid || consumer == kNoUid ||
-          trace_.events[producer].t_end > trace_.events[consumer].ts + kTolUs) {
+          trace_.events[producer].end() > trace_.events[consumer].ts() + kTolUs) {
         ++unresolved_waits;  // nothing to wait for, or a wait the timestamps contradict
         continue;
       }
@@ -394,10 +399,10 @@ class RankBuilder {
     for (const auto& [uid, inst] : coll_) {
       const Event& k = trace_.events[uid];
       for (const auto& [key, ops] : streams_) {
-        if (key.first != k.device || key.second == k.stream) continue;
+        if (key.first != trace_.device(k) || key.second == trace_.stream(k)) continue;
         Uid last = last_launched_before(ops, launch_ts(uid));
         if (last == kNoUid || coll_.count(last)) continue;
-        if (trace_.events[last].t_end > k.ts + kTolUs) continue;  // ran alongside: no wait
+        if (trace_.events[last].end() > k.ts() + kTolUs) continue;  // ran alongside: no wait
         b_.edge(end_.at(last), arrive.at(uid), EdgeKind::CrossStream, false, 0.0,
                 b_.label(rank_, inst->collective, trace_.name(uid), "stream_wait"));
       }
@@ -408,17 +413,19 @@ class RankBuilder {
   // device ends, launched after that collective, waited for it.
   void add_waits_after_collectives() {
     std::vector<std::pair<double, Uid>> ends;  // collective end, uid
-    for (const auto& [uid, inst] : coll_) ends.emplace_back(trace_.events[uid].t_end, uid);
+    for (const auto& [uid, inst] : coll_) ends.emplace_back(trace_.events[uid].end(), uid);
     std::sort(ends.begin(), ends.end());
     if (ends.empty()) return;
     for (const auto& [key, ops] : streams_)
       for (Uid op : ops) {
         if (coll_.count(op)) continue;
         const Event& e = trace_.events[op];
-        auto lo = std::lower_bound(ends.begin(), ends.end(), std::make_pair(e.ts - kTolUs, Uid{0}));
-        for (auto it = lo; it != ends.end() && it->first <= e.ts; ++it) {
+        auto lo =
+            std::lower_bound(ends.begin(), ends.end(), std::make_pair(e.ts() - kTolUs, Uid{0}));
+        for (auto it = lo; it != ends.end() && it->first <= e.ts(); ++it) {
           const Event& c = trace_.events[it->second];
-          if (c.device != e.device || c.stream == e.stream) continue;
+          if (trace_.device(c) != trace_.device(e) || trace_.stream(c) == trace_.stream(e))
+            continue;
           if (launch_ts(it->second) >= launch_ts(op)) continue;
           b_.edge(
               done.at(it->second), start_.at(op), EdgeKind::CrossStream, false, 0.0,
@@ -680,7 +687,7 @@ std::optional<Repeats> detect_repeats(const Trace& trace, const CallTree& tree) 
     const Event& e = trace.events[rt];
     auto gpu = tree.gpu_events(rt);
     if (gpu.empty() || !e.has_ts()) continue;
-    threads[{e.pid, e.tid}].push_back({e.ts, rt});
+    threads[{trace.pid(e), trace.tid(e)}].push_back({e.ts(), rt});
   }
   const std::vector<std::pair<double, Uid>>* busiest = nullptr;
   for (const auto& [key, calls] : threads)

@@ -30,7 +30,7 @@ std::string node_line(const Trace& trace, Uid uid) {
   std::string cat(trace.cat_name(uid));
   std::string line = "UID: " + std::to_string(uid) + ", Category: " + cat +
                      ", Name: " + short_event_name(trace.name(uid));
-  if (is_gpu_category(trace, uid)) line += ", Duration: " + duration_text(trace.events[uid].dur);
+  if (is_gpu_category(trace, uid)) line += ", Duration: " + duration_text(trace.events[uid].dur());
   return line;
 }
 
@@ -122,12 +122,13 @@ Uid host_anchor(const Trace& trace, const CallTree& tree, Uid uid) {
   return u;
 }
 
+// (pid, tid) pairs are interned once per trace: equal pairs, equal index.
 bool same_thread(const Event& a, const Event& b) {
-  return a.pid == b.pid && a.tid == b.tid;
+  return a.thread == b.thread;
 }
 
 bool encloses(const Event& outer, const Event& inner) {
-  return outer.ts <= inner.ts && outer.ts + outer.dur >= inner.ts + inner.dur;
+  return outer.ts() <= inner.ts() && outer.ts() + outer.dur() >= inner.ts() + inner.dur();
 }
 
 // Annotation and Python events enclosing `anchor` on its thread, outermost
@@ -143,8 +144,8 @@ std::vector<Uid> enclosing_context(const Trace& trace, Uid anchor) {
   std::stable_sort(out.begin(), out.end(), [&](Uid x, Uid y) {
     const Event& ex = trace.events[x];
     const Event& ey = trace.events[y];
-    if (ex.ts != ey.ts) return ex.ts < ey.ts;
-    return ex.dur > ey.dur;
+    if (ex.ts() != ey.ts()) return ex.ts() < ey.ts();
+    return ex.dur() > ey.dur();
   });
   return out;
 }
@@ -207,7 +208,7 @@ std::vector<Uid> enclosed_top_ops(const Trace& trace, const CallTree& tree, Uid 
     if (p == kNoUid || !inside(p)) out.push_back(u);
   }
   std::stable_sort(out.begin(), out.end(),
-                   [&](Uid x, Uid y) { return trace.events[x].ts < trace.events[y].ts; });
+                   [&](Uid x, Uid y) { return trace.events[x].ts() < trace.events[y].ts(); });
   return out;
 }
 
@@ -278,12 +279,12 @@ ojson describe_event(const Trace& trace, Uid uid) {
   j["uid"] = uid;
   j["name"] = std::string(trace.name(uid));
   j["category"] = std::string(trace.cat_name(uid));
-  j["ts"] = e.has_ts() ? ojson(e.ts) : ojson(nullptr);
-  j["duration_us"] = e.has_dur() ? ojson(e.dur) : ojson(nullptr);
+  j["ts"] = e.has_ts() ? ojson(e.ts()) : ojson(nullptr);
+  j["duration_us"] = e.has_dur() ? ojson(e.dur()) : ojson(nullptr);
   if (e.cat == Cat::CpuOp)
     for (const char* f : kFields)
       if (const PyValue* v = trace.arg(uid, f)) j[f] = json_value(*v);
-  if (e.is_gpu() && e.stream != kNoInt) j["stream"] = e.stream;
+  if (e.is_gpu() && trace.stream(e) != kNoInt) j["stream"] = trace.stream(e);
   return j;
 }
 

@@ -15,12 +15,12 @@ std::map<std::pair<int64_t, int64_t>, std::vector<Uid>> ops_by_stream(const Trac
   std::map<std::pair<int64_t, int64_t>, std::vector<Uid>> out;
   for (Uid u = 0; u < trace.events.size(); ++u) {
     const Event& e = trace.events[u];
-    if (!e.is_gpu() || !e.has_dur() || std::isnan(e.ts)) continue;
-    out[{e.device, e.stream}].push_back(u);
+    if (!e.is_gpu() || !e.has_dur() || std::isnan(e.ts())) continue;
+    out[{trace.device(e), trace.stream(e)}].push_back(u);
   }
   for (auto& [key, uids] : out)
     std::stable_sort(uids.begin(), uids.end(),
-                     [&](Uid a, Uid b) { return trace.events[a].ts < trace.events[b].ts; });
+                     [&](Uid a, Uid b) { return trace.events[a].ts() < trace.events[b].ts(); });
   return out;
 }
 
@@ -29,7 +29,7 @@ std::map<std::pair<int64_t, int64_t>, std::vector<Uid>> ops_by_stream(const Trac
 double issue_time(const Trace& trace, const CallTree& tree, Uid gpu) {
   Uid launch = tree.parent(gpu);
   if (launch == kNoUid || !trace.events[launch].is_runtime()) return std::nan("");
-  return trace.events[launch].ts;
+  return trace.events[launch].ts();
 }
 
 void add_gap(IdleCauses& idle, double gap, double host_wait, double threshold) {
@@ -46,18 +46,18 @@ StreamIdle stream_idle(const Trace& trace, const CallTree& tree, const std::vect
                        double threshold) {
   StreamIdle s;
   s.ops = uids.size();
-  double end = -std::numeric_limits<double>::infinity(), first = trace.events[uids[0]].ts;
+  double end = -std::numeric_limits<double>::infinity(), first = trace.events[uids[0]].ts();
   for (Uid u : uids) {
     const Event& e = trace.events[u];
-    s.busy_us += e.dur;
-    if (u != uids[0] && e.ts > end) {
-      double gap = e.ts - end;
+    s.busy_us += e.dur();
+    if (u != uids[0] && e.ts() > end) {
+      double gap = e.ts() - end;
       double issued = issue_time(trace, tree, u);
       // Issued after the stream went idle: the GPU waited for the host that long.
       double host_wait = std::isnan(issued) ? 0 : std::clamp(issued - end, 0.0, gap);
       add_gap(s.idle, gap, host_wait, threshold);
     }
-    end = std::max(end, e.ts + e.dur);
+    end = std::max(end, e.ts() + e.dur());
   }
   s.span_us = end - first;
   return s;

@@ -29,7 +29,7 @@ void rule_conv_layout_transposes(const InsightContext& c, std::vector<Insight>& 
     const Event& e = c.trace.events[u];
     if (!e.is_gpu() || !e.has_dur() || !is_layout_conversion(c.trace.name(static_cast<Uid>(u))))
       continue;
-    conversion_us += e.dur;
+    conversion_us += e.dur();
     ++conversions;
     std::string_view name = c.trace.name(static_cast<Uid>(u));
     if (std::find(names.begin(), names.end(), name) == names.end()) names.emplace_back(name);

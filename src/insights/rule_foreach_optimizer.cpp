@@ -44,7 +44,7 @@ void rule_foreach_optimizer(const InsightContext& c, std::vector<Insight>& out) 
     double us = 0;
     for (Uid k : c.tree.direct_kernels(u)) {
       if (!t.events[k].has_dur()) continue;
-      us += t.events[k].dur;
+      us += t.events[k].dur();
       ++kernel_count;
       if (kernels.size() < 8) kernels.emplace(t.name(k));
     }

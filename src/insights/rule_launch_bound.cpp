@@ -24,7 +24,7 @@ void rule_launch_bound(const InsightContext& c, std::vector<Insight>& out) {
   for (const Event& e : c.trace.events) {
     if (e.cat != Cat::Kernel || !e.has_dur()) continue;
     ++kernels;
-    if (e.dur < kShortKernelUs) ++short_kernels, short_time_us += e.dur;
+    if (e.dur() < kShortKernelUs) ++short_kernels, short_time_us += e.dur();
   }
   if (kernels == 0) return;
   double idle_share = c.timeline->idle_time / c.timeline->total_time;

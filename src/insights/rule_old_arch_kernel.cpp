@@ -36,7 +36,7 @@ void rule_old_arch_kernel(const InsightContext& c, std::vector<Insight>& out) {
       std::string_view name = c.trace.name(k);
       KernelTraits t = parse_kernel_name(name);
       if (t.sm_arch && *t.sm_arch < *device.sm_arch && c.trace.events[k].has_dur())
-        old_kernel_us[name] += c.trace.events[k].dur;
+        old_kernel_us[name] += c.trace.events[k].dur();
     }
     auto above = detail::time_above_roofline(row);
     for (const auto& [name, us] : old_kernel_us) {

@@ -23,7 +23,7 @@ bool is_softmax(std::string_view n) {
 double subtree_kernel_us(const InsightContext& c, Uid op) {
   double t = 0;
   for (Uid k : c.tree.gpu_events(op))
-    if (c.trace.events[k].has_dur()) t += c.trace.events[k].dur;
+    if (c.trace.events[k].has_dur()) t += c.trace.events[k].dur();
   return t;
 }
 

@@ -27,7 +27,7 @@ void count_events(const Trace& trace, const CallTree& tree, TraceHealth& h, doub
     if (e.is_runtime() && is_graph_launch(name)) ++h.graph_launches;
     if (!e.is_gpu()) continue;
     ++h.gpu_events;
-    double dur = e.has_dur() && e.dur > 0 ? e.dur : 0;
+    double dur = e.has_dur() && e.dur() > 0 ? e.dur() : 0;
     gpu_time_us += dur;
     if (!tree.is_linked(static_cast<Uid>(u))) continue;
     ++h.linked_gpu_events;

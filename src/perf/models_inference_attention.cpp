@@ -125,14 +125,14 @@ bool annotated_op(std::string_view name) {
 // ends strictly after it.
 std::optional<std::string> enclosing_annotation(const Trace& trace, Uid uid) {
   const Event& e = trace.events[uid];
-  double end = e.ts + e.dur;
+  double end = e.ts() + e.dur();
   const Event* best = nullptr;
   for (const Event& a : trace.events) {
     if (a.cat != Cat::UserAnnotation && a.cat != Cat::GpuUserAnnotation &&
         trace.str(a.cat_name).find("user_annotation") == std::string_view::npos)
       continue;
-    if (!(a.ts <= e.ts && end < a.ts + a.dur)) continue;
-    if (!best || a.ts < best->ts) best = &a;  // stable sort by ts: first in file order
+    if (!(a.ts() <= e.ts() && end < a.ts() + a.dur())) continue;
+    if (!best || a.ts() < best->ts()) best = &a;  // stable sort by ts: first in file order
   }
   if (!best) return std::nullopt;
   return std::string(trace.str(best->name));

@@ -279,7 +279,7 @@ std::string signature_key(const Trace& trace, Uid uid) {
 std::vector<Uid> sorted_by_ts(const Trace& trace, std::span<const Uid> uids) {
   std::vector<Uid> out(uids.begin(), uids.end());
   std::stable_sort(out.begin(), out.end(),
-                   [&](Uid x, Uid y) { return trace.events[x].ts < trace.events[y].ts; });
+                   [&](Uid x, Uid y) { return trace.events[x].ts() < trace.events[y].ts(); });
   return out;
 }
 

@@ -136,9 +136,9 @@ std::vector<CollectiveKernel> collective_kernels(const Trace& trace) {
     const Event& e = trace.events[u];
     CollectiveKernel k;
     k.uid = uid;
-    k.ts = e.ts;
-    k.dur = e.dur;
-    k.stream = e.stream;
+    k.ts = e.ts();
+    k.dur = e.dur();
+    k.stream = trace.stream(e);
     k.process_group_name = arg_or_none(trace, uid, "Process Group Name");
     k.process_group_ranks = arg_or_none(trace, uid, "Process Group Ranks");
     k.collective_name = arg_or_none(trace, uid, "Collective name");

@@ -88,7 +88,7 @@ std::string_view first_kernel_name(const Trace& trace, const CallTree& tree, Uid
   Uid best = kNoUid;
   double best_ts = 0;
   for (Uid k : kernels) {
-    double ts = trace.events[k].has_ts() ? trace.events[k].ts : 0.0;
+    double ts = trace.events[k].has_ts() ? trace.events[k].ts() : 0.0;
     if (best == kNoUid || ts < best_ts) {
       best = k;
       best_ts = ts;
@@ -219,8 +219,9 @@ Table ops_unique_args_table(const Trace& trace, const std::vector<LauncherRow>& 
   auto key_cells = [&](const LauncherRow& l) {
     const Event& e = trace.events[l.uid];
     std::vector<Cell> cells{Cell(std::string(l.name)), Cell(std::string(l.category)),
-                            Cell(trace.process_name(e.pid)), Cell(trace.process_label(e.pid)),
-                            Cell(trace.thread_name(e.pid, e.tid))};
+                            Cell(trace.process_name(trace.pid(e))),
+                            Cell(trace.process_label(trace.pid(e))),
+                            Cell(trace.thread_name(trace.pid(e), trace.tid(e)))};
     for (auto arg : kArgColumns) cells.push_back(arg_cell(trace, l.uid, arg));
     return cells;
   };
@@ -394,9 +395,9 @@ Table kernel_summary_table(const Trace& trace, const CallTree& tree, double tota
         key[0] = text_key("runtime");
     }
     key[2] = text_key(trace.name(f.uid));
-    if (k.stream != kNoInt) key[3] = {false, "", k.stream, true};
-    groups[key].push_back(k.dur);
-    all_durations.push_back(k.dur);
+    if (trace.stream(k) != kNoInt) key[3] = {false, "", trace.stream(k), true};
+    groups[key].push_back(k.dur());
+    all_durations.push_back(k.dur());
   }
   struct Agg {
     const Key* key;
@@ -436,7 +437,7 @@ namespace {
 std::vector<double> short_durations(const Trace& trace, double threshold_us) {
   std::vector<double> out;
   for (const Event& e : trace.events)
-    if (e.cat == Cat::Kernel && e.dur < threshold_us) out.push_back(e.dur);
+    if (e.cat == Cat::Kernel && e.dur() < threshold_us) out.push_back(e.dur());
   return out;
 }
 
@@ -508,7 +509,7 @@ Table short_kernels_summary_table(const Trace& trace, const CallTree& tree, doub
   bool any_short = false;
   for (const KernelFacts& f : facts) {
     const Event& k = trace.events[f.uid];
-    if (!(k.dur < threshold_us)) continue;
+    if (!(k.dur() < threshold_us)) continue;
     any_short = true;
     std::vector<KeyCell> cells;
     if (!gpu_only) {
@@ -529,7 +530,7 @@ Table short_kernels_summary_table(const Trace& trace, const CallTree& tree, doub
       for (const auto& c : cells) row.push_back(c.cell());
       key_cells.push_back(std::move(row));
     }
-    durations.push_back(k.dur);
+    durations.push_back(k.dur());
   }
   if (groups.groups().empty()) return empty_short_kernels_summary(any_short);
 

@@ -49,7 +49,7 @@ GpuTimeline compute_gpu_timeline(const Trace& trace, const CallTree& tree, bool 
     if (!e.is_gpu()) continue;
     if (!include_unlinked && !tree.in_tree(static_cast<Uid>(u))) continue;
     if (!e.has_ts() || !e.has_dur()) continue;
-    Interval iv{e.ts, e.t_end};
+    Interval iv{e.ts(), e.end()};
     all.push_back(iv);
     const uint8_t flags = trace.name_flags(static_cast<Uid>(u));
     if (e.cat == Cat::GpuMemcpy)

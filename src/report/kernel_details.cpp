@@ -38,7 +38,7 @@ KernelDetailList kernel_details_of(const Trace& trace, std::span<const Uid> gpu_
   out.reserve(gpu_uids.size());
   for (Uid u : gpu_uids) {
     const Event& e = trace.events[u];
-    out.push_back({trace.name(u), e.dur, e.stream});
+    out.push_back({trace.name(u), e.dur(), trace.stream(e)});
   }
   return out;
 }
@@ -46,8 +46,8 @@ KernelDetailList kernel_details_of(const Trace& trace, std::span<const Uid> gpu_
 KernelDetailList kernel_details_by_ts(const Trace& trace, std::span<const Uid> gpu_uids) {
   std::vector<Uid> sorted(gpu_uids.begin(), gpu_uids.end());
   std::stable_sort(sorted.begin(), sorted.end(), [&](Uid a, Uid b) {
-    double ta = trace.events[a].has_ts() ? trace.events[a].ts : 0.0;
-    double tb = trace.events[b].has_ts() ? trace.events[b].ts : 0.0;
+    double ta = trace.events[a].has_ts() ? trace.events[a].ts() : 0.0;
+    double tb = trace.events[b].has_ts() ? trace.events[b].ts() : 0.0;
     return ta < tb;
   });
   return kernel_details_of(trace, sorted);

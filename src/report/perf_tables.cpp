@@ -51,8 +51,8 @@ void collect_subtree_kernels(const Trace& trace, const CallTree& tree, Uid uid,
 
 std::vector<Uid> sorted_by_ts(const Trace& trace, std::vector<Uid> uids) {
   std::stable_sort(uids.begin(), uids.end(), [&](Uid a, Uid b) {
-    double ta = trace.events[a].has_ts() ? trace.events[a].ts : 0.0;
-    double tb = trace.events[b].has_ts() ? trace.events[b].ts : 0.0;
+    double ta = trace.events[a].has_ts() ? trace.events[a].ts() : 0.0;
+    double tb = trace.events[b].has_ts() ? trace.events[b].ts() : 0.0;
     return ta < tb;
   });
   return uids;
@@ -235,9 +235,9 @@ Table perf_sheet_summary_table(const Trace& trace, const std::vector<PerfOpRow>&
              collect([](const PerfOpRow& r) { return r.metrics->tflops_per_s; }),
              {"mean", "median", "std", "min", "max"});
     const Event& fe = trace.events[first.event_uid];
-    row[t.col("process_name_first")] = Cell(trace.process_name(fe.pid));
-    row[t.col("process_label_first")] = Cell(trace.process_label(fe.pid));
-    row[t.col("thread_name_first")] = Cell(trace.thread_name(fe.pid, fe.tid));
+    row[t.col("process_name_first")] = Cell(trace.process_name(trace.pid(fe)));
+    row[t.col("process_label_first")] = Cell(trace.process_label(trace.pid(fe)));
+    row[t.col("thread_name_first")] = Cell(trace.thread_name(trace.pid(fe), trace.tid(fe)));
     row[t.col("Compute Spec")] = Cell(first.metrics->compute_spec);
     if (has_roofline) {
       put_aggs(row, t, "Roofline Time (µs)", collect([](const PerfOpRow& r) {
@@ -351,7 +351,7 @@ std::vector<PerfOpRow> sheet_rows_for(const Trace& trace, const CallTree& tree,
     r.backward = backward;
     r.has_perf_model = true;
     r.kernel_time_us = c->metrics.kernel_time_us;
-    r.duration_us = trace.events[u].dur;
+    r.duration_us = trace.events[u].dur();
     r.kernels = std::move(c->kernels);
     r.metrics = std::move(c->metrics);
     rows.push_back(std::move(r));
@@ -466,11 +466,11 @@ std::string unified_key_text(const Trace& trace, const PerfOpRow& r, size_t k) {
     case 1:
       return r.category;
     case 2:
-      return trace.process_name(e.pid);
+      return trace.process_name(trace.pid(e));
     case 3:
-      return trace.process_label(e.pid);
+      return trace.process_label(trace.pid(e));
     case 4:
-      return trace.thread_name(e.pid, e.tid);
+      return trace.thread_name(trace.pid(e), trace.tid(e));
     default:
       return arg_key(trace, r.event_uid, kUnifiedKeys[k]);
   }
@@ -755,7 +755,7 @@ class UnifiedCollector {
     r.uid = op.uid;
     r.event_uid = op.base;
     r.name = std::string(op.name);
-    r.duration_us = trace_.events[op.base].dur;
+    r.duration_us = trace_.events[op.base].dur();
     bool own = has_model(op.base, op.name);
     bool sole = sole_bwd(op.base);
     std::string bwd_category;

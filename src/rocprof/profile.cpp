@@ -99,12 +99,11 @@ int64_t device_index(const Profile& p, int64_t agent_handle) {
   return agent_handle;
 }
 
-Event gpu_event(Trace& trace, std::string_view name, std::string_view cat, Cat c, int64_t start_ns,
-                int64_t end_ns, int64_t stream, int64_t device) {
-  Event e;
-  e.ts = static_cast<double>(start_ns) / 1000.0;
-  e.dur = static_cast<double>(end_ns - start_ns) / 1000.0;
-  e.t_end = e.ts + e.dur;
+EventFields gpu_event(Trace& trace, std::string_view name, std::string_view cat, Cat c,
+                      int64_t start_ns, int64_t end_ns, int64_t stream, int64_t device) {
+  EventFields e;
+  e.ts_ns = start_ns;
+  e.dur_ns = end_ns - start_ns;
   e.name = trace.strings.intern(name);
   e.cat_name = trace.strings.intern(cat);
   e.cat = c;
@@ -124,17 +123,17 @@ Trace to_trace(const Profile& profile) {
   trace.platform = Platform::Rocm;
   trace.events.reserve(profile.dispatches.size() + profile.copies.size());
   for (const Dispatch& d : profile.dispatches) {
-    Event e = gpu_event(trace, profile.kernel_name(d), "kernel", Cat::Kernel, d.start_ns, d.end_ns,
-                        d.stream, device_index(profile, d.agent));
+    EventFields e = gpu_event(trace, profile.kernel_name(d), "kernel", Cat::Kernel, d.start_ns,
+                              d.end_ns, d.stream, device_index(profile, d.agent));
     e.correlation = d.correlation_id;
-    trace.events.push_back(e);
+    trace.add_event(e);
   }
   for (const MemoryCopy& c : profile.copies) {
     const Agent* dst = profile.agent(c.dst_agent);
     int64_t device = dst && dst->gpu ? c.dst_agent : c.src_agent;
-    trace.events.push_back(gpu_event(trace, c.direction.empty() ? "MEMORY_COPY" : c.direction,
-                                     "gpu_memcpy", Cat::GpuMemcpy, c.start_ns, c.end_ns, c.stream,
-                                     device_index(profile, device)));
+    trace.add_event(gpu_event(trace, c.direction.empty() ? "MEMORY_COPY" : c.direction,
+                              "gpu_memcpy", Cat::GpuMemcpy, c.start_ns, c.end_ns, c.stream,
+                              device_index(profile, device)));
   }
   nlohmann::json tool = {{"source", "rocprofv3"},
                          {"format", profile.format},

@@ -56,7 +56,9 @@ std::shared_ptr<TraceEntry::Slot> TraceEntry::slot_for(std::type_index type,
 }
 
 uint64_t estimate_trace_bytes(const Trace& trace) {
-  uint64_t bytes = trace.events.capacity() * sizeof(Event);
+  uint64_t bytes = trace.events.capacity() * sizeof(Event) +
+                   trace.sparse_ids().capacity() * sizeof(int64_t) +
+                   trace.threads.capacity() * (sizeof(ThreadKey) + 32);
   for (const auto& args : trace.arg_lists)
     bytes += sizeof(ArgList) + args.capacity() * (sizeof(args[0]) + 32);
   for (size_t id = 0; id < trace.strings.size(); ++id)

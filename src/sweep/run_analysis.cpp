@@ -150,18 +150,18 @@ GemmInstance make_instance(const Trace& trace, const report::PerfOpRow& op,
   for (Uid k : op.kernels) {
     const Event& e = trace.events[k];
     // The longest kernel names the instance (a memset before a GEMM does not).
-    if (e.dur > longest) {
-      longest = e.dur;
+    if (e.dur() > longest) {
+      longest = e.dur();
       inst.kernel_name = trace.name(k);
-      inst.start_us = e.ts;
-      inst.end_us = e.t_end;
+      inst.start_us = e.ts();
+      inst.end_us = e.end();
     }
     auto it = ov.by_uid.find(k);
     if (it == ov.by_uid.end()) continue;
     inst.overlap_us += it->second->overlapped_us;
     for (Uid c : it->second->collectives) {
       const Event& ce = trace.events[c];
-      double o = std::min(e.t_end, ce.t_end) - std::max(e.ts, ce.ts);
+      double o = std::min(e.end(), ce.end()) - std::max(e.ts(), ce.ts());
       if (o > 0) per_collective[std::string(trace.name(c))] += o;
     }
   }
@@ -240,7 +240,7 @@ void add_kernel_names(const Trace& trace, RunData& d) {
 double first_gpu_ts(const Trace& trace) {
   double first = INFINITY;
   for (const Event& e : trace.events)
-    if (e.is_gpu() && e.has_ts()) first = std::min(first, e.ts);
+    if (e.is_gpu() && e.has_ts()) first = std::min(first, e.ts());
   return std::isfinite(first) ? first : 0.0;
 }
 

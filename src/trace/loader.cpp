@@ -25,6 +25,7 @@
 
 #include "trace/gzip_inflate.h"
 #include "trace/numeric.h"
+#include "trace/snapshot.h"
 
 namespace jarvis {
 
@@ -483,22 +484,22 @@ bool keep_arg(KeepPolicy policy, std::string_view key) {
 }
 
 // Typed hot args: stored on Event, parsed straight from their JSON text.
-int64_t Event::*hot_field(std::string_view key) {
+int64_t EventFields::*hot_field(std::string_view key) {
   switch (key.size()) {
     case 6:
-      if (key == "stream") return &Event::stream;
-      if (key == "device") return &Event::device;
+      if (key == "stream") return &EventFields::stream;
+      if (key == "device") return &EventFields::device;
       return nullptr;
     case 9:
-      return key == "Python id" ? &Event::python_id : nullptr;
+      return key == "Python id" ? &EventFields::python_id : nullptr;
     case 11:
-      if (key == "External id") return &Event::external_id;
-      if (key == "correlation") return &Event::correlation;
+      if (key == "External id") return &EventFields::external_id;
+      if (key == "correlation") return &EventFields::correlation;
       return nullptr;
     case 15:
-      return key == "Sequence number" ? &Event::sequence_number : nullptr;
+      return key == "Sequence number" ? &EventFields::sequence_number : nullptr;
     case 16:
-      return key == "Python parent id" ? &Event::python_parent_id : nullptr;
+      return key == "Python parent id" ? &EventFields::python_parent_id : nullptr;
     default:
       return nullptr;
   }
@@ -550,7 +551,7 @@ class EventParser {
     od::document& doc = doc_result.value_unsafe();
     od::object obj;
     if (auto err = doc.get_object().get(obj)) fail(err, "is not a JSON object");
-    Event ev;
+    EventFields ev;
     bool has_ph = false;
     staged_.clear();
     for (auto field_result : obj) {
@@ -563,9 +564,8 @@ class EventParser {
     }
     if (!has_ph) fail_plain("has no 'ph' (phase) member");
     if (ev.cat == Cat::None && ev.cat_name == 0) ev.cat_name = empty_id();
-    if (ev.has_ts() && ev.has_dur()) ev.t_end = ev.ts + ev.dur;
     if (!staged_.empty()) apply_args(ev);
-    trace_.events.push_back(ev);
+    trace_.add_event(ev);
   }
 
  private:
@@ -575,14 +575,14 @@ class EventParser {
     od::json_type type;
   };
 
-  void read_member(Event& ev, std::string_view key, od::value& value, bool& has_ph) {
+  void read_member(EventFields& ev, std::string_view key, od::value& value, bool& has_ph) {
     switch (key.size()) {
       case 2:
         if (key == "ph") {
           ev.ph = parse_phase(get_string(value, "ph"));
           has_ph = true;
         } else if (key == "ts") {
-          ev.ts = get_number(value, "ts");
+          ev.ts_ns = get_ns(value, "ts");
         } else if (key == "id") {
           int64_t v;
           if (get_int(value, v)) ev.flow_id = v;
@@ -597,7 +597,7 @@ class EventParser {
           ev.cat = parse_cat(c);
           ev.cat_name = intern_cached(c, last_cat_);
         } else if (key == "dur") {
-          ev.dur = get_number(value, "dur");
+          ev.dur_ns = get_ns(value, "dur");
         } else if (key == "pid") {
           ev.pid = get_proc_id(value, "pid");
         } else if (key == "tid") {
@@ -653,12 +653,19 @@ class EventParser {
     if (v.get_string().get(s)) fail_field(field, "must be a string");
     return s;
   }
-  double get_number(od::value& v, std::string_view field) {
+  // A ts / dur in µs as int64 ns: exact from the number's text when it has
+  // no digits below 1 ns, else the correctly rounded double rounded to the
+  // nearest ns (docs/deviations.md).
+  int64_t get_ns(od::value& v, std::string_view field) {
     double d;
     od::json_type type;
     if (v.type().get(type) || type != od::json_type::number) fail_field(field, "must be a number");
+    std::string_view raw = trim_right(v.raw_json_token());
     if (v.get_double().get(d)) fail_field(field, "must be a number");
-    return d;
+    int64_t ns = kNoTime;
+    if (decimal_us_to_ns(raw, ns)) return ns;
+    if (!us_to_ns(d, ns)) fail_field(field, "is out of range (more than 2^63 ns, or not finite)");
+    return ns;
   }
   bool get_int(od::value& v, int64_t& out) {
     od::json_type type;
@@ -690,7 +697,7 @@ class EventParser {
 
   // Records every arg as (key, raw text); hot integer args also go straight
   // into their Event fields.
-  void stage_args(Event& ev, od::object& args) {
+  void stage_args(EventFields& ev, od::object& args) {
     for (auto field_result : args) {
       od::field field;
       if (std::move(field_result).get(field)) fail_plain("has malformed args");
@@ -700,7 +707,7 @@ class EventParser {
       od::json_type type;
       if (value.type().get(type)) fail_arg(key, "is malformed");
       std::string_view raw = raw_text(value, type, key);
-      if (int64_t Event::*hot = hot_field(key)) {
+      if (int64_t EventFields::*hot = hot_field(key)) {
         if (type == od::json_type::number && !int_from_number_text(raw, ev.*hot))
           fail_arg(key, "is not a valid number");
       }
@@ -730,7 +737,7 @@ class EventParser {
     throw TraceError(fmt::format("{}: traceEvents[{}]: args['{}'] {}", label_, index_, key, what));
   }
 
-  void apply_args(Event& ev) {
+  void apply_args(EventFields& ev) {
     if (ev.ph == Phase::Metadata) {
       apply_metadata(ev);
       return;
@@ -880,7 +887,7 @@ class EventParser {
     return PyValue::none();
   }
 
-  void apply_metadata(const Event& ev) {
+  void apply_metadata(const EventFields& ev) {
     std::string_view what = trace_.strings.view(ev.name);
     bool process_level = ev.tid.value == 0 && !ev.tid.is_string;
     for (const StagedArg& a : staged_) {
@@ -1157,13 +1164,14 @@ uint64_t gzip_size_hint(FILE* f, uint64_t file_size) {
 
 void finish(Trace& trace) {
   for (Event& e : trace.events) {
-    if (e.has_dur() && e.dur < 0) {
-      e.dur = 0;
+    if (e.has_dur() && e.dur_ns < 0) {
+      e.dur_ns = 0;
       ++trace.clamped_negative_durations;
     }
   }
   trace.platform = detect_platform(trace);
   trace.arg_lists.shrink_to_fit();
+  trace.shrink_side_tables();
 }
 
 }  // namespace
@@ -1174,7 +1182,9 @@ TraceError cannot_open(const std::string& path, int err) {
 }
 
 Trace load_trace(const std::string& path, const LoadOptions& options) {
-  return load_trace(path, options, GzipInflate::Auto);
+  SnapshotOptions snapshot;
+  snapshot.enabled = snapshots_enabled();
+  return load_trace(path, options, snapshot);
 }
 
 Trace load_trace(const std::string& path, const LoadOptions& options, GzipInflate inflate) {

@@ -2,6 +2,10 @@
 
 #include <simdjson.h>
 
+#include <cmath>
+#include <limits>
+#include <stdexcept>
+
 #include "pycompat/text.h"
 
 namespace jarvis {
@@ -73,6 +77,209 @@ const char* platform_name(Platform p) {
       break;
   }
   return "unknown";
+}
+
+double ns_to_us_wide(int64_t ns) {
+  // ns / 1000 correctly rounded. Below 2^53 µs the integer part q is exact as
+  // a double and the fraction r / 1000 only decides the last bit, far from a
+  // tie unless it is one exactly (r = 125, 375, ...: then r / 1000 is exact),
+  // so one rounding of q + r / 1000 is correct.
+  bool neg = ns < 0;
+  uint64_t mag = neg ? 0 - static_cast<uint64_t>(ns) : static_cast<uint64_t>(ns);
+  uint64_t q = mag / 1000, r = mag % 1000;
+  double v;
+  if (q < (uint64_t{1} << 53)) {
+    v = static_cast<double>(q) + static_cast<double>(r) / 1000.0;
+  } else {
+    // From 2^53 µs on the doubles are the even integers: round q + r / 1000
+    // to one, ties to the even significand.
+    uint64_t base = q & ~uint64_t{1};
+    uint64_t twice = 2 * (q - base) * 1000 + 2 * r;  // 2000 * (value - base)
+    if (twice > 2000 || (twice == 2000 && ((base >> 1) & 1) != 0)) base += 2;
+    v = static_cast<double>(base);
+  }
+  return neg ? -v : v;
+}
+
+bool us_to_ns(double us, int64_t& ns) {
+  double v = std::round(us * 1000.0);
+  // 2^63 is exactly representable; anything at or beyond it does not fit.
+  if (!std::isfinite(v) || v >= 9223372036854775808.0 || v <= -9223372036854775808.0) return false;
+  ns = static_cast<int64_t>(v);
+  return true;
+}
+
+bool decimal_us_to_ns(std::string_view t, int64_t& ns) {
+  constexpr uint64_t kMax = static_cast<uint64_t>(std::numeric_limits<int64_t>::max());
+  size_t i = 0;
+  bool neg = i < t.size() && t[i] == '-';
+  if (neg) ++i;
+  uint64_t mant = 0;  // significant digits without trailing zeros
+  int digits = 0;     // digits in mant
+  int zeros = 0;      // zeros seen after mant's last nonzero digit
+  int exp10 = 0;
+  bool any = false;
+  auto digit = [&](char c) {
+    any = true;
+    if (c == '0') {
+      if (mant != 0) ++zeros;
+      return true;
+    }
+    for (int z = 0; z <= zeros; ++z) {
+      if (++digits > 19) return false;
+      mant *= 10;
+    }
+    zeros = 0;
+    mant += static_cast<uint64_t>(c - '0');
+    return true;
+  };
+  auto is_digit = [&](size_t k) { return k < t.size() && t[k] >= '0' && t[k] <= '9'; };
+  if (!is_digit(i)) return false;
+  for (; is_digit(i); ++i)
+    if (!digit(t[i])) return false;
+  if (i < t.size() && t[i] == '.') {
+    ++i;
+    if (!is_digit(i)) return false;
+    for (; is_digit(i); ++i, --exp10)
+      if (!digit(t[i])) return false;
+  }
+  if (i < t.size() && (t[i] == 'e' || t[i] == 'E')) {
+    ++i;
+    bool eneg = i < t.size() && (t[i] == '-' || t[i] == '+') && t[i++] == '-';
+    if (!is_digit(i)) return false;
+    int e = 0;
+    for (; is_digit(i); ++i) {
+      if (e > 10000) return false;
+      e = e * 10 + (t[i] - '0');
+    }
+    exp10 += eneg ? -e : e;
+  }
+  if (i != t.size() || !any) return false;
+  if (mant == 0) {
+    ns = 0;
+    return !neg;  // -0 keeps its sign through the double path
+  }
+  int scale = exp10 + zeros + 3;  // value in ns = mant * 10^scale
+  if (scale < 0) {
+    if (scale < -19) return false;
+    uint64_t p = 1;
+    for (int k = 0; k < -scale; ++k) p *= 10;
+    if (mant % p != 0) return false;  // digits below 1 ns
+    mant /= p;
+  } else {
+    for (int k = 0; k < scale; ++k) {
+      if (mant > kMax / 10) return false;
+      mant *= 10;
+    }
+  }
+  if (mant > kMax) return false;
+  ns = neg ? -static_cast<int64_t>(mant) : static_cast<int64_t>(mant);
+  return true;
+}
+
+namespace {
+
+int64_t ns_or_throw(double us, const char* what) {
+  int64_t ns = kNoTime;
+  if (std::isnan(us)) return kNoTime;
+  if (!us_to_ns(us, ns))
+    throw std::invalid_argument(std::string(what) + " is out of the int64 nanosecond range");
+  return ns;
+}
+
+}  // namespace
+
+EventFields& EventFields::ts_us(double us) {
+  ts_ns = ns_or_throw(us, "ts");
+  return *this;
+}
+
+EventFields& EventFields::dur_us(double us) {
+  dur_ns = ns_or_throw(us, "dur");
+  return *this;
+}
+
+uint32_t Trace::thread_index(const ProcId& pid, const ProcId& tid) {
+  ThreadKey key{pid, tid};
+  if (key == threads[0]) return 0;
+  // Consecutive events mostly share a thread: skip the hash lookup then.
+  if (last_thread_ != 0 && last_thread_ < threads.size() && threads[last_thread_] == key)
+    return last_thread_;
+  auto [it, added] = thread_index_.try_emplace(key, static_cast<uint32_t>(threads.size()));
+  if (added) threads.push_back(key);
+  last_thread_ = it->second;
+  return it->second;
+}
+
+Uid Trace::add_event(const EventFields& f) {
+  if (events.size() >= kNoUid) throw std::length_error("more than 2^32 - 1 events");
+  Event e;
+  e.ts_ns = f.ts_ns;
+  e.dur_ns = f.dur_ns;
+  e.external_id = f.external_id;
+  e.correlation = f.correlation;
+  e.name = f.name;
+  e.cat_name = f.cat_name;
+  e.args = f.args;
+  e.thread = thread_index(f.pid, f.tid);
+  e.cat = f.cat;
+  e.ph = f.ph;
+  e.has_args = f.has_args;
+  e.bp_enclosing = f.bp_enclosing;
+  const int64_t sparse[kSparseIds] = {f.flow_id,         f.stream,    f.device,
+                                      f.sequence_number, f.python_id, f.python_parent_id};
+  for (int i = 0; i < kSparseIds; ++i) {
+    if (sparse[i] == kNoInt) continue;
+    if (e.id_mask == 0) {
+      if (sparse_ids_.size() > std::numeric_limits<uint32_t>::max() - kSparseIds)
+        throw std::length_error("sparse id table exceeds 2^32 entries");
+      e.ids = static_cast<uint32_t>(sparse_ids_.size());
+    }
+    e.id_mask = static_cast<uint8_t>(e.id_mask | (1u << i));
+    sparse_ids_.push_back(sparse[i]);
+  }
+  events.push_back(e);
+  return static_cast<Uid>(events.size() - 1);
+}
+
+void Trace::set_sparse_id(Uid uid, SparseId which, int64_t value) {
+  Event& e = events[uid];
+  int64_t current[kSparseIds];
+  for (int i = 0; i < kSparseIds; ++i) current[i] = sparse_id(e, static_cast<SparseId>(i));
+  current[static_cast<int>(which)] = value;
+  // Rewritten at the end of the table (setting ids after loading is rare).
+  if (sparse_ids_.size() > std::numeric_limits<uint32_t>::max() - kSparseIds)
+    throw std::length_error("sparse id table exceeds 2^32 entries");
+  e.id_mask = 0;
+  e.ids = static_cast<uint32_t>(sparse_ids_.size());
+  for (int i = 0; i < kSparseIds; ++i) {
+    if (current[i] == kNoInt) continue;
+    e.id_mask = static_cast<uint8_t>(e.id_mask | (1u << i));
+    sparse_ids_.push_back(current[i]);
+  }
+  if (e.id_mask == 0) e.ids = 0;
+}
+
+void Trace::shrink_side_tables() {
+  sparse_ids_.shrink_to_fit();
+  threads.shrink_to_fit();
+}
+
+void Trace::restore_side_tables(std::vector<int64_t> sparse_ids) {
+  if (threads.empty() || threads[0] != ThreadKey{})
+    throw std::invalid_argument("thread table does not start with the absent pair");
+  for (const Event& e : events) {
+    if (e.thread >= threads.size()) throw std::invalid_argument("event thread out of range");
+    auto n = static_cast<uint64_t>(__builtin_popcount(e.id_mask));
+    if (e.id_mask >= (1u << kSparseIds) || (n != 0 && uint64_t{e.ids} + n > sparse_ids.size()))
+      throw std::invalid_argument("event sparse ids out of range");
+  }
+  sparse_ids_ = std::move(sparse_ids);
+  thread_index_.clear();
+  for (uint32_t i = 1; i < threads.size(); ++i)
+    if (!thread_index_.try_emplace(threads[i], i).second)
+      throw std::invalid_argument("duplicate (pid, tid) in the thread table");
+  last_thread_ = 0;
 }
 
 const PyValue* Trace::arg(Uid uid, std::string_view key) const {

@@ -111,36 +111,109 @@ class StringPool {
   std::unordered_map<std::string_view, uint32_t> index_;
 };
 
+// Event times are int64 nanoseconds; kNoTime marks an absent ts / dur.
+inline constexpr int64_t kNoTime = std::numeric_limits<int64_t>::min();
+
+// Microseconds (the unit of Kineto's JSON and of every report) from stored
+// nanoseconds, correctly rounded: for a JSON value with at most three decimals
+// of µs this is bit-identical to the double a correctly rounding parser
+// (simdjson, Python's float) reads from the text, so every computation on it
+// is unchanged. Beyond 2^53 ns (epoch-µs clocks) the quotient is formed from
+// its exact integer and fractional parts, still correctly rounded. NaN when
+// absent.
+double ns_to_us_wide(int64_t ns);  // |ns| > 2^53: see ns_to_us
+inline double ns_to_us(int64_t ns) {
+  constexpr int64_t kExact = int64_t{1} << 53;
+  if (ns == kNoTime) return std::numeric_limits<double>::quiet_NaN();
+  if (ns >= -kExact && ns <= kExact) return static_cast<double>(ns) / 1000.0;
+  return ns_to_us_wide(ns);
+}
+
+// Nanoseconds nearest to `us` microseconds (half away from zero); false when
+// `us` is not finite or out of the int64 range.
+bool us_to_ns(double us, int64_t& ns);
+
+// The exact nanoseconds of a JSON number of microseconds (its text, e.g.
+// "2241346144971.224" or "1.5e3"): false when the value has digits below
+// 1 ns, does not fit in int64, or the text is not a plain JSON number. Exact
+// where a double is not (epoch-µs clocks resolve only 0.25 µs as a double).
+bool decimal_us_to_ns(std::string_view text, int64_t& ns);
+
+// The ids most events lack, kept in a side table of the Trace (read them with
+// Trace::flow_id, stream, ...). Bit i of Event::id_mask says whether id i is
+// present.
+enum class SparseId : uint8_t {
+  FlowId,          // top-level "id" (ac2g / fwdbwd flows)
+  Stream,          // args["stream"]
+  Device,          // args["device"]
+  SequenceNumber,  // args["Sequence number"]
+  PythonId,        // args["Python id"]
+  PythonParentId,  // args["Python parent id"]
+};
+inline constexpr int kSparseIds = 6;
+
+// One element of traceEvents, 56 bytes. Times are int64 ns (read them in µs
+// with ts() / dur() / end()); the (pid, tid) pair is an index into
+// Trace::threads; the rarely present ids live in Trace's side table.
 struct Event {
-  double ts = std::numeric_limits<double>::quiet_NaN();
-  double dur = std::numeric_limits<double>::quiet_NaN();
-  double t_end = std::numeric_limits<double>::quiet_NaN();  // ts + dur, computed once
+  int64_t ts_ns = kNoTime;
+  int64_t dur_ns = kNoTime;
 
-  int64_t external_id = kNoInt;       // args["External id"]
-  int64_t correlation = kNoInt;       // args["correlation"]
-  int64_t flow_id = kNoInt;           // top-level "id" (ac2g / fwdbwd flows)
-  int64_t stream = kNoInt;            // args["stream"]
-  int64_t device = kNoInt;            // args["device"]
-  int64_t sequence_number = kNoInt;   // args["Sequence number"]
-  int64_t python_id = kNoInt;         // args["Python id"]
-  int64_t python_parent_id = kNoInt;  // args["Python parent id"]
-
-  ProcId pid;
-  ProcId tid;
+  int64_t external_id = kNoInt;  // args["External id"]
+  int64_t correlation = kNoInt;  // args["correlation"]
 
   uint32_t name = 0;      // interned
   uint32_t cat_name = 0;  // interned original `cat` text ("" when absent)
   int32_t args = -1;      // index into Trace::arg_lists, -1 when none kept
+  uint32_t thread = 0;    // index into Trace::threads (0: no pid, no tid)
+  uint32_t ids = 0;       // offset of the present sparse ids in Trace's side table
 
   Cat cat = Cat::None;
   Phase ph = Phase::None;
-  bool has_args = false;      // the event had an `args` object
-  bool bp_enclosing = false;  // flow "bp":"e"
+  uint8_t id_mask = 0;            // bit SparseId: present in the side table
+  bool has_args : 1 = false;      // the event had an `args` object
+  bool bp_enclosing : 1 = false;  // flow "bp":"e"
 
-  bool has_ts() const { return !std::isnan(ts); }
-  bool has_dur() const { return !std::isnan(dur); }
+  bool has_ts() const { return ts_ns != kNoTime; }
+  bool has_dur() const { return dur_ns != kNoTime; }
+  // Microseconds, NaN when absent.
+  double ts() const { return ns_to_us(ts_ns); }
+  double dur() const { return ns_to_us(dur_ns); }
+  // ts() + dur() in double, exactly as Python's ts + dur (not from the ns sum).
+  double end() const { return ts() + dur(); }
   bool is_gpu() const { return is_gpu_cat(cat); }
   bool is_runtime() const { return is_runtime_cat(cat); }
+};
+static_assert(sizeof(Event) <= 56, "Event must stay compact (issue 16)");
+
+// Every field of one event, unpacked: what the loaders (and tests) fill in;
+// Trace::add_event packs it into an Event and the side tables.
+struct EventFields {
+  int64_t ts_ns = kNoTime;
+  int64_t dur_ns = kNoTime;
+  int64_t external_id = kNoInt;
+  int64_t correlation = kNoInt;
+  int64_t flow_id = kNoInt;
+  int64_t stream = kNoInt;
+  int64_t device = kNoInt;
+  int64_t sequence_number = kNoInt;
+  int64_t python_id = kNoInt;
+  int64_t python_parent_id = kNoInt;
+  ProcId pid;
+  ProcId tid;
+  uint32_t name = 0;
+  uint32_t cat_name = 0;
+  int32_t args = -1;
+  Cat cat = Cat::None;
+  Phase ph = Phase::None;
+  bool has_args = false;
+  bool bp_enclosing = false;
+
+  bool has_ts() const { return ts_ns != kNoTime; }
+  bool has_dur() const { return dur_ns != kNoTime; }
+  // Sets ts / dur from microseconds (rounded to the nearest ns).
+  EventFields& ts_us(double us);
+  EventFields& dur_us(double us);
 };
 
 // Args kept for an event, in file order: (interned key, value).
@@ -157,10 +230,26 @@ struct ProcessMetadata {
   std::map<std::pair<ProcId, ProcId>, std::string> thread_name;
 };
 
+// One (pid, tid) pair of Trace::threads.
+struct ThreadKey {
+  ProcId pid;
+  ProcId tid;
+  friend bool operator==(const ThreadKey&, const ThreadKey&) = default;
+};
+
+struct ThreadKeyHash {
+  size_t operator()(const ThreadKey& k) const noexcept {
+    return ProcIdHash()(k.pid) * 1000003u ^ ProcIdHash()(k.tid);
+  }
+};
+
 class Trace {
  public:
   std::string path;           // as given by the caller
   std::vector<Event> events;  // index == UID
+  // Distinct (pid, tid) pairs, indexed by Event::thread; entry 0 is the
+  // absent pair (no pid, no tid).
+  std::vector<ThreadKey> threads{ThreadKey{}};
   // Side table for Event::args. Events whose kept args are identical share
   // one entry (the loader stores each distinct list once), so treat entries
   // as read-only.
@@ -176,6 +265,46 @@ class Trace {
   // Events whose negative "dur" the loader set to 0 (a clock or timebase
   // fault; kept, they made idle shares exceed 100%). Reported by the health block.
   uint64_t clamped_negative_durations = 0;
+
+  // Appends an event (packing its pid/tid and sparse ids); returns its UID.
+  Uid add_event(const EventFields& f);
+  // The index of (pid, tid) in `threads`, added when new.
+  uint32_t thread_index(const ProcId& pid, const ProcId& tid);
+
+  const ProcId& pid(const Event& e) const { return threads[e.thread].pid; }
+  const ProcId& tid(const Event& e) const { return threads[e.thread].tid; }
+  const ProcId& pid(Uid uid) const { return pid(events[uid]); }
+  const ProcId& tid(Uid uid) const { return tid(events[uid]); }
+
+  // A sparse id of an event, kNoInt when absent.
+  int64_t sparse_id(const Event& e, SparseId which) const {
+    auto bit = static_cast<unsigned>(which);
+    if (!(e.id_mask & (1u << bit))) return kNoInt;
+    unsigned below = e.id_mask & ((1u << bit) - 1u);
+    return sparse_ids_[e.ids + static_cast<unsigned>(__builtin_popcount(below))];
+  }
+  int64_t flow_id(const Event& e) const { return sparse_id(e, SparseId::FlowId); }
+  int64_t stream(const Event& e) const { return sparse_id(e, SparseId::Stream); }
+  int64_t device(const Event& e) const { return sparse_id(e, SparseId::Device); }
+  int64_t sequence_number(const Event& e) const { return sparse_id(e, SparseId::SequenceNumber); }
+  int64_t python_id(const Event& e) const { return sparse_id(e, SparseId::PythonId); }
+  int64_t python_parent_id(const Event& e) const { return sparse_id(e, SparseId::PythonParentId); }
+  int64_t flow_id(Uid uid) const { return flow_id(events[uid]); }
+  int64_t stream(Uid uid) const { return stream(events[uid]); }
+  int64_t device(Uid uid) const { return device(events[uid]); }
+  int64_t sequence_number(Uid uid) const { return sequence_number(events[uid]); }
+  int64_t python_id(Uid uid) const { return python_id(events[uid]); }
+  int64_t python_parent_id(Uid uid) const { return python_parent_id(events[uid]); }
+  // Sets (or replaces) one sparse id of an event already added.
+  void set_sparse_id(Uid uid, SparseId which, int64_t value);
+  // The side table itself (for sizing and snapshots).
+  const std::vector<int64_t>& sparse_ids() const { return sparse_ids_; }
+  // Frees the spare capacity of the side tables once loading is done.
+  void shrink_side_tables();
+  // Installs a sparse id table read back from a snapshot (with `events` and
+  // `threads` already in place) and rebuilds the (pid, tid) index. Throws
+  // std::invalid_argument when an event's ids or thread lie outside the tables.
+  void restore_side_tables(std::vector<int64_t> sparse_ids);
 
   std::string_view name(Uid uid) const { return strings.view(events[uid].name); }
   std::string_view cat_name(Uid uid) const { return strings.view(events[uid].cat_name); }
@@ -200,6 +329,12 @@ class Trace {
 
   // GPU name from deviceProperties[0].name, "" when absent.
   std::string gpu_name() const;
+
+ private:
+  // Present sparse ids of every event, packed in SparseId order at Event::ids.
+  std::vector<int64_t> sparse_ids_;
+  std::unordered_map<ThreadKey, uint32_t, ThreadKeyHash> thread_index_;
+  uint32_t last_thread_ = 0;
 };
 
 // Raised for every load failure; what() names the file and the problem.

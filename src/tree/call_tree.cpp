@@ -31,7 +31,7 @@ double busy_time(const Trace& trace, std::span<const Uid> gpu_uids) {
   iv.reserve(gpu_uids.size());
   for (Uid u : gpu_uids) {
     const Event& e = trace.events[u];
-    if (e.has_ts() && e.has_dur()) iv.emplace_back(e.ts, e.t_end);
+    if (e.has_ts() && e.has_dur()) iv.emplace_back(e.ts(), e.end());
   }
   if (iv.empty()) return 0.0;
   std::stable_sort(iv.begin(), iv.end(),
@@ -102,7 +102,7 @@ void CallTree::build_host_tree(std::vector<Uid>& first_child, std::vector<Uid>& 
     bool host = e.cat == Cat::CpuOp || e.is_runtime() ||
                 (options_.include_python_frames && e.cat == Cat::PythonFunction);
     if (!host || !e.has_ts() || !e.has_dur()) continue;
-    order.emplace_back(e.ts, static_cast<Uid>(u));
+    order.emplace_back(e.ts(), static_cast<Uid>(u));
   }
   // Sorting (ts, uid) pairs == a stable sort on ts.
   std::sort(order.begin(), order.end());
@@ -120,10 +120,10 @@ void CallTree::build_host_tree(std::vector<Uid>& first_child, std::vector<Uid>& 
   for (const auto& [ts, uid] : order) {
     const Event& e = t.events[uid];
     flags_[uid] |= kInTree;
-    ThreadState& s = threads[{e.pid, e.tid}];
-    while (!s.stack.empty() && e.ts >= t.events[s.stack.back()].t_end) pop(s);
-    if (!s.stack.empty() && e.t_end > t.events[s.stack.back()].t_end) {
-      double overlap = t.events[s.stack.back()].t_end - e.ts;
+    ThreadState& s = threads[{t.pid(e), t.tid(e)}];
+    while (!s.stack.empty() && e.ts() >= t.events[s.stack.back()].end()) pop(s);
+    if (!s.stack.empty() && e.end() > t.events[s.stack.back()].end()) {
+      double overlap = t.events[s.stack.back()].end() - e.ts();
       if (overlap < 1.0 && s.stack.size() >= 2) {
         pop(s);
       } else {
@@ -167,14 +167,15 @@ void CallTree::attach_gpu_events(std::vector<Uid>& first_child, std::vector<Uid>
       if (name == "cudaGraphLaunch" || name == "hipGraphLaunch") any_graph_launch = true;
     }
     if (e.cat == Cat::Ac2g) {
-      if (e.ph == Phase::FlowStart) flow_start[e.flow_id] = static_cast<Uid>(u);
-      if (e.ph == Phase::FlowEnd) flow_end[e.flow_id] = static_cast<Uid>(u);
+      if (e.ph == Phase::FlowStart) flow_start[t.flow_id(e)] = static_cast<Uid>(u);
+      if (e.ph == Phase::FlowEnd) flow_end[t.flow_id(e)] = static_cast<Uid>(u);
       continue;
     }
     if (!e.has_args) continue;
     int64_t link = link_value(static_cast<Uid>(u));
     if (link == kNoInt) continue;
-    if (e.pid.present() && e.tid.present()) by_link[{e.pid, e.tid, link}] = static_cast<Uid>(u);
+    if (t.pid(e).present() && t.tid(e).present())
+      by_link[{t.pid(e), t.tid(e), link}] = static_cast<Uid>(u);
   }
   // Older traces carry no launch flows at all: the runtime call and its GPU
   // event then share only the link value (correlation). Link by it, last
@@ -220,7 +221,7 @@ void CallTree::attach_gpu_events(std::vector<Uid>& first_child, std::vector<Uid>
     auto f = flow_end.find(link);
     if (s == flow_start.end() || f == flow_end.end()) continue;
     const Event& fe = t.events[f->second];
-    auto g = by_link.find({fe.pid, fe.tid, fe.flow_id});
+    auto g = by_link.find({t.pid(fe), t.tid(fe), t.flow_id(fe)});
     if (g == by_link.end() || !t.events[g->second].is_gpu()) continue;
     attached.emplace_back(r, g->second);
   }
@@ -251,8 +252,8 @@ void CallTree::link_fwd_bwd() {
   std::vector<std::vector<Uid>> groups;
   for (size_t u = 0; u < t.events.size(); ++u) {
     const Event& e = t.events[u];
-    if (e.cat == Cat::Ac2g || !e.has_args || e.sequence_number == kNoInt) continue;
-    auto [it, fresh] = index.emplace(e.sequence_number, groups.size());
+    if (e.cat == Cat::Ac2g || !e.has_args || t.sequence_number(e) == kNoInt) continue;
+    auto [it, fresh] = index.emplace(t.sequence_number(e), groups.size());
     if (fresh) groups.emplace_back();
     groups[it->second].push_back(static_cast<Uid>(u));
   }
@@ -269,8 +270,8 @@ void CallTree::link_fwd_bwd() {
     double best = -1;
     for (Uid u : uids) {
       const Event& e = t.events[u];
-      if (e.pid == b.pid && e.tid == b.tid) continue;
-      double ts = e.has_ts() ? e.ts : 0.0;
+      if (t.pid(e) == t.pid(b) && t.tid(e) == t.tid(b)) continue;
+      double ts = e.has_ts() ? e.ts() : 0.0;
       if (ts > best) {
         best = ts;
         fwd = u;
@@ -325,8 +326,8 @@ void CallTree::find_launchers() {
   }
   launchers_ = first_met;
   std::stable_sort(launchers_.begin(), launchers_.end(), [&](Uid a, Uid b) {
-    double ta = t.events[a].has_ts() ? t.events[a].ts : 0.0;
-    double tb = t.events[b].has_ts() ? t.events[b].ts : 0.0;
+    double ta = t.events[a].has_ts() ? t.events[a].ts() : 0.0;
+    double tb = t.events[b].has_ts() ? t.events[b].ts() : 0.0;
     return ta < tb;
   });
 }

@@ -1,0 +1,503 @@
+#include "trace/snapshot.h"
+
+#include <fcntl.h>
+#include <libdeflate.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <fmt/format.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <memory>
+#include <stdexcept>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "base/atomic_file.h"
+#include "trace/gzip_inflate.h"
+
+namespace jarvis {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+static_assert(std::is_trivially_copyable_v<Event>, "events are written as raw bytes");
+
+constexpr char kMagic[8] = {'J', 'R', 'V', 'S', 'N', 'A', 'P', '\0'};
+constexpr uint64_t kEdgeBytes = 64 * 1024;
+constexpr int kMaxValueDepth = 200;
+
+// Fixed header; the payload (everything after it) is covered by payload_crc.
+struct Header {
+  char magic[8];
+  uint32_t version;
+  uint32_t event_size;
+  uint64_t payload_bytes;
+  uint32_t payload_crc;
+  uint32_t reserved;
+};
+static_assert(sizeof(Header) == 32);
+
+struct FileCloser {
+  void operator()(FILE* f) const {
+    if (f) std::fclose(f);
+  }
+};
+using FilePtr = std::unique_ptr<FILE, FileCloser>;
+
+// Raised inside the reader: the reason the snapshot is not used.
+struct Unusable {
+  std::string reason;
+};
+
+uint64_t fnv1a(std::string_view s) {
+  uint64_t h = 1469598103934665603ull;
+  for (unsigned char c : s) h = (h ^ c) * 1099511628211ull;
+  return h;
+}
+
+// ---------------------------------------------------------------- writing
+
+class Writer {
+ public:
+  explicit Writer(FILE* f) : f_(f) {}
+  void raw(const void* p, size_t n) {
+    if (n == 0) return;
+    if (std::fwrite(p, 1, n, f_) != n) throw std::runtime_error(std::strerror(errno));
+    crc_ = libdeflate_crc32(crc_, p, n);
+    bytes_ += n;
+  }
+  template <class T>
+  void pod(const T& v) {
+    static_assert(std::is_trivially_copyable_v<T>);
+    raw(&v, sizeof v);
+  }
+  void u64(uint64_t v) { pod(v); }
+  void str(std::string_view s) {
+    u64(s.size());
+    raw(s.data(), s.size());
+  }
+  void proc(const ProcId& p) {
+    pod(p.value);
+    pod(static_cast<uint8_t>(p.is_string));
+  }
+  void value(const PyValue& v) {
+    pod(static_cast<uint8_t>(v.kind));
+    switch (v.kind) {
+      case PyValue::Kind::None:
+        break;
+      case PyValue::Kind::Bool:
+        pod(static_cast<uint8_t>(v.b));
+        break;
+      case PyValue::Kind::Int:
+        pod(v.i);
+        break;
+      case PyValue::Kind::Float:
+        pod(v.f);
+        break;
+      case PyValue::Kind::String:
+        str(v.s);
+        break;
+      case PyValue::Kind::List:
+        u64(v.list.size());
+        for (const PyValue& item : v.list) value(item);
+        break;
+    }
+  }
+  uint32_t crc() const { return crc_; }
+  uint64_t bytes() const { return bytes_; }
+
+ private:
+  FILE* f_;
+  uint32_t crc_ = 0;
+  uint64_t bytes_ = 0;
+};
+
+void write_key(Writer& w, const SnapshotKey& key) {
+  w.str(key.canonical_path);
+  w.u64(key.size);
+  w.pod(key.mtime_ns);
+  w.u64(key.inode);
+  w.pod(key.edge_crc);
+}
+
+void write_payload(Writer& w, const SnapshotKey& key, const Trace& t) {
+  write_key(w, key);
+  w.u64(t.json_bytes);
+  w.u64(t.file_bytes);
+  w.u64(t.clamped_negative_durations);
+  w.pod(static_cast<uint8_t>(t.platform));
+  w.u64(t.strings.size());
+  for (size_t i = 0; i < t.strings.size(); ++i) w.str(t.strings.view(static_cast<uint32_t>(i)));
+  w.u64(t.events.size());
+  w.raw(t.events.data(), t.events.size() * sizeof(Event));
+  w.u64(t.threads.size());
+  for (const ThreadKey& k : t.threads) {
+    w.proc(k.pid);
+    w.proc(k.tid);
+  }
+  w.u64(t.sparse_ids().size());
+  w.raw(t.sparse_ids().data(), t.sparse_ids().size() * sizeof(int64_t));
+  w.u64(t.arg_lists.size());
+  for (const ArgList& list : t.arg_lists) {
+    w.u64(list.size());
+    for (const auto& [k, v] : list) {
+      w.pod(k);
+      w.value(v);
+    }
+  }
+  auto proc_map = [&](const auto& m) {
+    w.u64(m.size());
+    for (const auto& [p, s] : m) {
+      w.proc(p);
+      w.str(s);
+    }
+  };
+  proc_map(t.metadata.process_name);
+  proc_map(t.metadata.process_labels);
+  w.u64(t.metadata.thread_name.size());
+  for (const auto& [pt, s] : t.metadata.thread_name) {
+    w.proc(pt.first);
+    w.proc(pt.second);
+    w.str(s);
+  }
+  w.u64(t.top_level_json.size());
+  for (const auto& [k, v] : t.top_level_json) {
+    w.str(k);
+    w.str(v);
+  }
+}
+
+// ---------------------------------------------------------------- reading
+
+class Reader {
+ public:
+  Reader(FILE* f, uint64_t payload_bytes) : f_(f), left_(payload_bytes) {}
+  void raw(void* p, size_t n) {
+    if (n == 0) return;
+    if (n > left_) throw Unusable{"corrupt: a length points past the end of the snapshot"};
+    if (std::fread(p, 1, n, f_) != n) throw Unusable{"truncated while reading"};
+    crc_ = libdeflate_crc32(crc_, p, n);
+    left_ -= n;
+  }
+  template <class T>
+  T pod() {
+    T v;
+    raw(&v, sizeof v);
+    return v;
+  }
+  uint64_t u64() { return pod<uint64_t>(); }
+  // A count of items of at least `min_bytes` each, checked against what is left.
+  uint64_t count(uint64_t min_bytes) {
+    uint64_t n = u64();
+    if (min_bytes && n > left_ / min_bytes) throw Unusable{"corrupt: a count exceeds the data"};
+    return n;
+  }
+  std::string str() {
+    uint64_t n = count(1);
+    std::string s(n, '\0');
+    raw(s.data(), n);
+    return s;
+  }
+  ProcId proc(const StringPool& strings) {
+    ProcId p;
+    p.value = pod<int64_t>();
+    uint8_t is_string = pod<uint8_t>();
+    if (is_string > 1) throw Unusable{"corrupt: a process id flag"};
+    p.is_string = is_string != 0;
+    if (p.is_string && (p.value < 0 || static_cast<uint64_t>(p.value) >= strings.size()))
+      throw Unusable{"corrupt: a process id string out of range"};
+    return p;
+  }
+  PyValue value(int depth) {
+    if (depth > kMaxValueDepth) throw Unusable{"corrupt: an arg value nested too deeply"};
+    auto kind = pod<uint8_t>();
+    switch (static_cast<PyValue::Kind>(kind)) {
+      case PyValue::Kind::None:
+        return PyValue::none();
+      case PyValue::Kind::Bool: {
+        uint8_t b = pod<uint8_t>();
+        if (b > 1) throw Unusable{"corrupt: a boolean arg"};
+        return PyValue::boolean(b != 0);
+      }
+      case PyValue::Kind::Int:
+        return PyValue::integer(pod<int64_t>());
+      case PyValue::Kind::Float:
+        return PyValue::real(pod<double>());
+      case PyValue::Kind::String:
+        return PyValue::string(str());
+      case PyValue::Kind::List: {
+        uint64_t n = count(1);
+        std::vector<PyValue> items;
+        items.reserve(n);
+        for (uint64_t i = 0; i < n; ++i) items.push_back(value(depth + 1));
+        return PyValue::make_list(std::move(items));
+      }
+    }
+    throw Unusable{"corrupt: an unknown arg value kind"};
+  }
+  uint32_t crc() const { return crc_; }
+  uint64_t left() const { return left_; }
+
+ private:
+  FILE* f_;
+  uint64_t left_;
+  uint32_t crc_ = 0;
+};
+
+SnapshotKey read_key(Reader& r) {
+  SnapshotKey k;
+  k.canonical_path = r.str();
+  k.size = r.u64();
+  k.mtime_ns = r.pod<int64_t>();
+  k.inode = r.u64();
+  k.edge_crc = r.pod<uint32_t>();
+  return k;
+}
+
+std::string stale_reason(const SnapshotKey& was, const SnapshotKey& now) {
+  if (was.canonical_path != now.canonical_path)
+    return "it belongs to another file (hash collision)";
+  if (was.size != now.size)
+    return fmt::format("the trace changed size ({} -> {} bytes)", was.size, now.size);
+  if (was.mtime_ns != now.mtime_ns) return "the trace was modified (mtime changed)";
+  if (was.inode != now.inode) return "the trace was replaced (inode changed)";
+  return "the trace's content changed (edge checksum)";
+}
+
+Trace read_payload(Reader& r, const SnapshotKey& key) {
+  SnapshotKey was = read_key(r);
+  if (!(was == key)) throw Unusable{"stale: " + stale_reason(was, key)};
+  Trace t;
+  t.json_bytes = r.u64();
+  t.file_bytes = r.u64();
+  t.clamped_negative_durations = r.u64();
+  auto platform = r.pod<uint8_t>();
+  if (platform > static_cast<uint8_t>(Platform::Rocm)) throw Unusable{"corrupt: platform"};
+  t.platform = static_cast<Platform>(platform);
+  uint64_t n_strings = r.count(sizeof(uint64_t));
+  for (uint64_t i = 0; i < n_strings; ++i)
+    if (t.strings.intern(r.str()) != i) throw Unusable{"corrupt: a repeated string"};
+  uint64_t n_events = r.count(sizeof(Event));
+  t.events.resize(n_events);
+  r.raw(t.events.data(), n_events * sizeof(Event));
+  uint64_t n_threads = r.count(18);
+  t.threads.clear();
+  t.threads.reserve(n_threads);
+  for (uint64_t i = 0; i < n_threads; ++i) {
+    ThreadKey k;
+    k.pid = r.proc(t.strings);
+    k.tid = r.proc(t.strings);
+    t.threads.push_back(k);
+  }
+  uint64_t n_ids = r.count(sizeof(int64_t));
+  std::vector<int64_t> ids(n_ids);
+  r.raw(ids.data(), n_ids * sizeof(int64_t));
+  uint64_t n_lists = r.count(sizeof(uint64_t));
+  t.arg_lists.resize(n_lists);
+  for (ArgList& list : t.arg_lists) {
+    uint64_t n = r.count(5);
+    list.reserve(n);
+    for (uint64_t i = 0; i < n; ++i) {
+      auto k = r.pod<uint32_t>();
+      if (k >= t.strings.size()) throw Unusable{"corrupt: an arg key out of range"};
+      list.emplace_back(k, r.value(0));
+    }
+  }
+  auto proc_map = [&](auto& m) {
+    uint64_t n = r.count(17);
+    for (uint64_t i = 0; i < n; ++i) {
+      ProcId p = r.proc(t.strings);
+      m[p] = r.str();
+    }
+  };
+  proc_map(t.metadata.process_name);
+  proc_map(t.metadata.process_labels);
+  uint64_t n_names = r.count(26);
+  for (uint64_t i = 0; i < n_names; ++i) {
+    ProcId pid = r.proc(t.strings);
+    ProcId tid = r.proc(t.strings);
+    t.metadata.thread_name[{pid, tid}] = r.str();
+  }
+  uint64_t n_top = r.count(16);
+  for (uint64_t i = 0; i < n_top; ++i) {
+    std::string k = r.str();
+    t.top_level_json.emplace_back(std::move(k), r.str());
+  }
+  if (r.left() != 0) throw Unusable{"corrupt: trailing bytes"};
+  // Every index an event holds must lie inside its table.
+  for (const Event& e : t.events) {
+    if (e.name >= n_strings || e.cat_name >= n_strings ||
+        (e.args != -1 && (e.args < 0 || static_cast<uint64_t>(e.args) >= n_lists)) ||
+        static_cast<uint8_t>(e.cat) > static_cast<uint8_t>(Cat::Other) ||
+        static_cast<uint8_t>(e.ph) > static_cast<uint8_t>(Phase::None))
+      throw Unusable{"corrupt: an event index out of range"};
+  }
+  try {
+    t.restore_side_tables(std::move(ids));
+  } catch (const std::invalid_argument& e) {
+    throw Unusable{std::string("corrupt: ") + e.what()};
+  }
+  return t;
+}
+
+void default_log(std::string_view reason) {
+  std::fprintf(stderr, "jarvis: trace snapshot: %.*s\n", static_cast<int>(reason.size()),
+               reason.data());
+}
+
+}  // namespace
+
+SnapshotKey snapshot_key(const std::string& path) {
+  std::error_code ec;
+  fs::path canonical = fs::canonical(path, ec);
+  if (ec) throw TraceError(fmt::format("{}: {}", path, ec.message()));
+  FilePtr f(std::fopen(canonical.c_str(), "rb"));
+  if (!f) throw cannot_open(path, errno);
+  struct stat st {};
+  if (::fstat(::fileno(f.get()), &st) != 0) throw cannot_open(path, errno);
+  SnapshotKey k;
+  k.canonical_path = canonical.string();
+  k.size = static_cast<uint64_t>(st.st_size);
+  k.mtime_ns = static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
+  k.inode = static_cast<uint64_t>(st.st_ino);
+  std::vector<char> buf(kEdgeBytes);
+  size_t got = std::fread(buf.data(), 1, buf.size(), f.get());
+  k.edge_crc = libdeflate_crc32(0, buf.data(), got);
+  if (k.size > kEdgeBytes && std::fseek(f.get(), -static_cast<long>(kEdgeBytes), SEEK_END) == 0) {
+    got = std::fread(buf.data(), 1, buf.size(), f.get());
+    k.edge_crc = libdeflate_crc32(k.edge_crc, buf.data(), got);
+  }
+  return k;
+}
+
+std::string snapshot_cache_dir() {
+  auto env = [](const char* name) -> std::string {
+    const char* v = std::getenv(name);
+    return v ? v : "";
+  };
+  if (std::string d = env("JARVIS_CACHE_DIR"); !d.empty()) return d;
+  if (std::string d = env("XDG_CACHE_HOME"); !d.empty()) return (fs::path(d) / "jarvis").string();
+  if (std::string d = env("HOME"); !d.empty()) return (fs::path(d) / ".cache" / "jarvis").string();
+  return "";
+}
+
+bool snapshots_enabled() {
+  const char* v = std::getenv("JARVIS_NO_SNAPSHOT");
+  return !v || *v == '\0' || std::string_view(v) == "0";
+}
+
+std::string snapshot_path(const std::string& cache_dir, const SnapshotKey& key) {
+  // The hash names the file; the trace's own name (cut short) helps a reader.
+  std::string name = fs::path(key.canonical_path).filename().string().substr(0, 96);
+  return (fs::path(cache_dir) / "snapshots" /
+          fmt::format("{:016x}-{}.jsnap", fnv1a(key.canonical_path), name))
+      .string();
+}
+
+std::optional<Trace> read_snapshot(const std::string& file, const SnapshotKey& key,
+                                   const std::string& display_path, const SnapshotLog& log) {
+  FilePtr f(std::fopen(file.c_str(), "rb"));
+  if (!f) {
+    if (errno != ENOENT) log(fmt::format("{}: not read: {}", file, std::strerror(errno)));
+    return std::nullopt;
+  }
+  try {
+    struct stat st {};
+    if (::fstat(::fileno(f.get()), &st) != 0) throw Unusable{std::strerror(errno)};
+    auto size = static_cast<uint64_t>(st.st_size);
+    Header h{};
+    if (size < sizeof h || std::fread(&h, sizeof h, 1, f.get()) != 1)
+      throw Unusable{fmt::format("truncated: {} bytes, shorter than the header", size)};
+    if (std::memcmp(h.magic, kMagic, sizeof kMagic) != 0) throw Unusable{"not a jarvis snapshot"};
+    if (h.version != kSnapshotVersion)
+      throw Unusable{
+          fmt::format("format version {}, this build reads {}", h.version, kSnapshotVersion)};
+    if (h.event_size != sizeof(Event))
+      throw Unusable{fmt::format("written with {}-byte events, this build has {}", h.event_size,
+                                 sizeof(Event))};
+    if (size - sizeof h != h.payload_bytes)
+      throw Unusable{fmt::format("truncated: {} payload bytes, the header says {}", size - sizeof h,
+                                 h.payload_bytes)};
+    std::setvbuf(f.get(), nullptr, _IOFBF, 1 << 20);
+    Reader r(f.get(), h.payload_bytes);
+    Trace t = read_payload(r, key);
+    if (r.crc() != h.payload_crc) throw Unusable{"corrupt: checksum mismatch"};
+    t.path = display_path;
+    return t;
+  } catch (const Unusable& u) {
+    log(fmt::format("{}: ignored ({}); loading the JSON", file, u.reason));
+  } catch (const std::bad_alloc&) {
+    log(fmt::format("{}: ignored (corrupt: an allocation failed); loading the JSON", file));
+  }
+  return std::nullopt;
+}
+
+void write_snapshot(const std::string& file, const SnapshotKey& key, const Trace& trace) {
+  fs::create_directories(fs::path(file).parent_path());
+  AtomicFile out(file);
+  FilePtr f(std::fopen(out.temp_path().c_str(), "wb"));
+  if (!f) throw std::runtime_error(fmt::format("{}: {}", out.temp_path(), std::strerror(errno)));
+  std::setvbuf(f.get(), nullptr, _IOFBF, 1 << 20);
+  Header h{};
+  std::memcpy(h.magic, kMagic, sizeof kMagic);
+  h.version = kSnapshotVersion;
+  h.event_size = sizeof(Event);
+  auto put_header = [&] {
+    if (std::fwrite(&h, sizeof h, 1, f.get()) != 1)
+      throw std::runtime_error(fmt::format("{}: {}", out.temp_path(), std::strerror(errno)));
+  };
+  put_header();
+  Writer w(f.get());
+  try {
+    write_payload(w, key, trace);
+  } catch (const std::runtime_error& e) {
+    throw std::runtime_error(fmt::format("{}: {}", out.temp_path(), e.what()));
+  }
+  h.payload_bytes = w.bytes();
+  h.payload_crc = w.crc();
+  if (std::fseek(f.get(), 0, SEEK_SET) != 0)
+    throw std::runtime_error(fmt::format("{}: {}", out.temp_path(), std::strerror(errno)));
+  put_header();
+  if (std::fclose(f.release()) != 0)
+    throw std::runtime_error(fmt::format("{}: {}", out.temp_path(), std::strerror(errno)));
+  out.commit();
+}
+
+Trace load_trace(const std::string& path, const LoadOptions& options,
+                 const SnapshotOptions& snapshot) {
+  if (!snapshot.enabled) return load_trace(path, options, GzipInflate::Auto);
+  SnapshotLog log = snapshot.log ? snapshot.log : SnapshotLog(default_log);
+  std::string dir = snapshot.cache_dir.empty() ? snapshot_cache_dir() : snapshot.cache_dir;
+  std::optional<SnapshotKey> key;
+  try {
+    if (!dir.empty()) key = snapshot_key(path);
+  } catch (const TraceError&) {
+    // The JSON load below words the error.
+  }
+  std::string file = key ? snapshot_path(dir, *key) : "";
+  if (key) {
+    if (std::optional<Trace> t = read_snapshot(file, *key, path, log)) {
+      if (options.progress && !options.progress(t->json_bytes, t->events.size()))
+        throw TraceError(fmt::format("{}: load cancelled", path));
+      return std::move(*t);
+    }
+  }
+  Trace trace = load_trace(path, options, GzipInflate::Auto);
+  if (key) {
+    try {
+      write_snapshot(file, *key, trace);
+    } catch (const std::exception& e) {
+      log(fmt::format("not written: {}", e.what()));
+    }
+  }
+  return trace;
+}
+
+}  // namespace jarvis

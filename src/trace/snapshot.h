@@ -1,0 +1,71 @@
+// Persisted snapshots of loaded traces (issue 16).
+//
+// After a trace is loaded from JSON, its whole event store (events, the
+// (pid, tid) and sparse id tables, strings, arg lists, process metadata,
+// top-level members, counters) is written to one binary file in a cache
+// directory, so the next load of the same file in a new process reads that
+// instead of parsing the JSON again. The snapshot is keyed by the file's
+// identity (canonical path, size, mtime, inode, a checksum of its first and
+// last 64 KiB), the format version and this build's sizeof(Event); it is
+// written atomically and ignored (with a logged reason) when any of these
+// differ, when it is truncated, or when its checksum does not match.
+//
+// Cache directory: $JARVIS_CACHE_DIR, else $XDG_CACHE_HOME/jarvis, else
+// $HOME/.cache/jarvis. JARVIS_NO_SNAPSHOT=1 turns snapshots off.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "trace/trace.h"
+
+namespace jarvis {
+
+inline constexpr uint32_t kSnapshotVersion = 1;
+
+// The identity a snapshot is keyed by. Throws TraceError when the file
+// cannot be read.
+struct SnapshotKey {
+  std::string canonical_path;
+  uint64_t size = 0;
+  int64_t mtime_ns = 0;
+  uint64_t inode = 0;
+  uint32_t edge_crc = 0;  // CRC-32 of the first and last 64 KiB
+  friend bool operator==(const SnapshotKey&, const SnapshotKey&) = default;
+};
+SnapshotKey snapshot_key(const std::string& path);
+
+// The cache directory ("" when none can be named: no env and no HOME).
+std::string snapshot_cache_dir();
+// False when JARVIS_NO_SNAPSHOT is set to anything but "" or "0".
+bool snapshots_enabled();
+// The snapshot file of a trace in `cache_dir`.
+std::string snapshot_path(const std::string& cache_dir, const SnapshotKey& key);
+
+// Called with the reason a snapshot was not used or not written.
+using SnapshotLog = std::function<void(std::string_view)>;
+
+// The snapshot's trace, or nullopt (with `log` told why) when it is absent,
+// stale, truncated or corrupt. `display_path` becomes Trace::path.
+std::optional<Trace> read_snapshot(const std::string& file, const SnapshotKey& key,
+                                   const std::string& display_path, const SnapshotLog& log);
+
+// Writes the snapshot atomically. Throws std::runtime_error on I/O failure.
+void write_snapshot(const std::string& file, const SnapshotKey& key, const Trace& trace);
+
+struct SnapshotOptions {
+  bool enabled = true;    // load_trace(path, options) sets it from snapshots_enabled()
+  std::string cache_dir;  // "" for snapshot_cache_dir()
+  SnapshotLog log;        // reasons; unset: one line on stderr
+};
+
+// load_trace(path, options) with explicit snapshot options: reads the
+// snapshot when it is current, else loads the JSON and writes one (a failed
+// write is logged, never an error of the load).
+Trace load_trace(const std::string& path, const LoadOptions& options,
+                 const SnapshotOptions& snapshot);
+
+}  // namespace jarvis

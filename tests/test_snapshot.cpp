@@ -1,0 +1,265 @@
+// Persisted trace snapshots (issue 16): a second load reads the snapshot and
+// gives the identical event store and byte-identical reports; truncated,
+// stale, corrupt or foreign snapshots are ignored with a logged reason and
+// rebuilt. Every test uses its own cache directory under a TempDir.
+#include <doctest/doctest.h>
+
+#include <fmt/format.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "golden.h"
+#include "report/report.h"
+#include "test_loader_support.h"
+#include "trace/loader.h"
+#include "trace/snapshot.h"
+#include "tree/call_tree.h"
+
+using namespace jarvis;
+using namespace jarvis::loader_test;
+
+namespace {
+
+std::string conformance_trace(const std::string& name) {
+  return jarvis::golden::shared_dir() + "/conformance/" + name + "/trace.json.gz";
+}
+
+// Everything stored about one event, through the public accessors.
+std::string describe(const Trace& t, Uid u) {
+  const Event& e = t.events[u];
+  std::string s =
+      fmt::format("{}|{}|{}|{}|{}|{}|{}|{}|{}|{}", static_cast<int>(e.ph), static_cast<int>(e.cat),
+                  t.cat_name(u), t.name(u), e.ts_ns, e.dur_ns, t.proc_id_text(t.pid(u)),
+                  t.proc_id_text(t.tid(u)), e.external_id, e.correlation);
+  for (int i = 0; i < kSparseIds; ++i) s += fmt::format("|{}", t.sparse_id(e, SparseId(i)));
+  s += e.has_args ? "|args" : "|-";
+  s += e.bp_enclosing ? "|e" : "|-";
+  if (e.args >= 0)
+    for (const auto& [key, value] : t.arg_lists[static_cast<size_t>(e.args)])
+      s += fmt::format("|{}={}", t.str(key), value.repr_tuple());
+  return s;
+}
+
+void check_same_store(const Trace& a, const Trace& b) {
+  REQUIRE(a.events.size() == b.events.size());
+  CHECK(a.path == b.path);
+  CHECK(a.platform == b.platform);
+  CHECK(a.json_bytes == b.json_bytes);
+  CHECK(a.file_bytes == b.file_bytes);
+  CHECK(a.clamped_negative_durations == b.clamped_negative_durations);
+  CHECK(a.top_level_json == b.top_level_json);
+  CHECK(a.metadata.process_name == b.metadata.process_name);
+  CHECK(a.metadata.process_labels == b.metadata.process_labels);
+  CHECK(a.metadata.thread_name == b.metadata.thread_name);
+  CHECK(a.threads == b.threads);
+  CHECK(a.strings.size() == b.strings.size());
+  size_t mismatches = 0;
+  for (Uid u = 0; u < a.events.size() && mismatches < 5; ++u) {
+    std::string da = describe(a, u), db = describe(b, u);
+    if (da != db) {
+      ++mismatches;
+      CHECK(da == db);
+    }
+  }
+  CHECK(mismatches == 0);
+}
+
+// Every report CSV of the trace, by file name.
+std::map<std::string, std::string> report_files(const Trace& t, const fs::path& dir) {
+  CallTree tree(t);
+  Report r = build_report(t, tree, ReportOptions{});
+  write_report_csvs(r, dir.string());
+  std::map<std::string, std::string> out;
+  for (const auto& entry : fs::directory_iterator(dir))
+    if (entry.path().extension() == ".csv")
+      out[entry.path().filename().string()] = read_file(entry.path().string());
+  return out;
+}
+
+struct Loads {
+  fs::path cache;
+  std::vector<std::string> reasons;
+  SnapshotOptions options() {
+    SnapshotOptions o;
+    o.cache_dir = cache.string();
+    o.log = [this](std::string_view r) { reasons.emplace_back(r); };
+    return o;
+  }
+  Trace load(const std::string& path) {
+    reasons.clear();
+    return load_trace(path, LoadOptions{}, options());
+  }
+  std::string snapshot_of(const std::string& path) {
+    return snapshot_path(cache.string(), snapshot_key(path));
+  }
+};
+
+}  // namespace
+
+TEST_CASE("snapshot: the second load reads it and every report is byte-identical") {
+  TempDir tmp;
+  fs::path trace = tmp.path / "trace.json.gz";
+  fs::copy_file(conformance_trace("h100_qwen1.5-0.5b"), trace);
+  Loads loads{tmp.path / "cache", {}};
+  SnapshotOptions off;
+  off.enabled = false;
+  Trace json = load_trace(trace.string(), LoadOptions{}, off);
+  CHECK_FALSE(fs::exists(tmp.path / "cache"));
+
+  Trace first = loads.load(trace.string());  // from JSON, writes the snapshot
+  CHECK(loads.reasons.empty());
+  std::string snap = loads.snapshot_of(trace.string());
+  REQUIRE(fs::exists(snap));
+  CHECK(fs::path(snap).parent_path().parent_path() == tmp.path / "cache");
+
+  Trace second = loads.load(trace.string());  // from the snapshot
+  CHECK(loads.reasons.empty());
+  check_same_store(json, first);
+  check_same_store(json, second);
+
+  fs::create_directories(tmp.path / "a");
+  fs::create_directories(tmp.path / "b");
+  auto from_json = report_files(json, tmp.path / "a");
+  auto from_snapshot = report_files(second, tmp.path / "b");
+  CHECK(from_json.size() > 10);
+  CHECK(from_json == from_snapshot);
+  CHECK(second.gpu_name() == json.gpu_name());
+}
+
+TEST_CASE("snapshot: truncated, stale, corrupt and foreign snapshots are ignored with a reason") {
+  TempDir tmp;
+  fs::path trace = tmp.path / "t.json.gz";
+  fs::copy_file(conformance_trace("mi300_compile_triton"), trace);
+  Loads loads{tmp.path / "cache", {}};
+  Trace reference = loads.load(trace.string());
+  std::string snap = loads.snapshot_of(trace.string());
+  REQUIRE(fs::exists(snap));
+  const auto full_size = fs::file_size(snap);
+
+  auto expect_ignored = [&](const std::string& why) {
+    Trace t = loads.load(trace.string());
+    REQUIRE(loads.reasons.size() == 1);
+    std::string reason = loads.reasons[0];
+    CAPTURE(reason);
+    CHECK(reason.find(why) != std::string::npos);
+    CHECK(reason.find("ignored") != std::string::npos);
+    check_same_store(reference, t);
+    // Rebuilt: the next load uses it without complaint.
+    Trace again = loads.load(trace.string());
+    CHECK(loads.reasons.empty());
+    check_same_store(reference, again);
+  };
+
+  SUBCASE("truncated") {
+    fs::resize_file(snap, full_size / 2);
+    expect_ignored("truncated");
+  }
+  SUBCASE("shorter than the header") {
+    fs::resize_file(snap, 10);
+    expect_ignored("truncated");
+  }
+  SUBCASE("stale: the trace was touched") {
+    fs::last_write_time(trace, fs::last_write_time(trace) + std::chrono::seconds(5));
+    expect_ignored("stale");
+  }
+  SUBCASE("corrupt: one byte flipped in the events") {
+    std::fstream f(snap, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekg(static_cast<std::streamoff>(full_size / 2));
+    char c = 0;
+    f.read(&c, 1);
+    f.seekp(static_cast<std::streamoff>(full_size / 2));
+    c = static_cast<char>(c ^ 0x5a);
+    f.write(&c, 1);
+    f.close();
+    expect_ignored("corrupt");
+  }
+  SUBCASE("another format version") {
+    std::fstream f(snap, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(8);
+    const char v[4] = {99, 0, 0, 0};
+    f.write(v, 4);
+    f.close();
+    expect_ignored("format version 99");
+  }
+  SUBCASE("not a snapshot") {
+    write_file(snap, "hello, this is not a snapshot file at all................");
+    expect_ignored("not a jarvis snapshot");
+  }
+}
+
+TEST_CASE("snapshot: a changed trace of the same size is not served from the old snapshot") {
+  TempDir tmp;
+  fs::path trace = tmp.path / "t.json";
+  std::string text =
+      R"({"traceEvents":[{"ph":"X","cat":"kernel","name":"A","pid":0,"tid":7,"ts":1,"dur":2}]})";
+  write_file(trace, text);
+  auto mtime = fs::last_write_time(trace);
+  Loads loads{tmp.path / "cache", {}};
+  CHECK(loads.load(trace.string()).name(0) == "A");
+  text[text.find("\"A\"") + 1] = 'B';
+  write_file(trace, text);
+  fs::last_write_time(trace, mtime);  // same size and mtime: only the content differs
+  Trace t = loads.load(trace.string());
+  CHECK(t.name(0) == "B");
+  REQUIRE(loads.reasons.size() == 1);
+  CHECK(loads.reasons[0].find("stale") != std::string::npos);
+}
+
+namespace {
+
+// Sets environment variables for one test and restores them after.
+struct EnvGuard {
+  std::vector<std::pair<std::string, std::optional<std::string>>> saved;
+  void set(const char* name, const char* value) {
+    const char* old = std::getenv(name);
+    saved.emplace_back(name, old ? std::optional<std::string>(old) : std::nullopt);
+    if (value)
+      ::setenv(name, value, 1);
+    else
+      ::unsetenv(name);
+  }
+  ~EnvGuard() {
+    for (auto it = saved.rbegin(); it != saved.rend(); ++it) {
+      if (it->second)
+        ::setenv(it->first.c_str(), it->second->c_str(), 1);
+      else
+        ::unsetenv(it->first.c_str());
+    }
+  }
+};
+
+}  // namespace
+
+TEST_CASE("snapshot: plain load_trace follows JARVIS_NO_SNAPSHOT and the cache directory env") {
+  TempDir tmp;
+  fs::path trace = tmp.path / "t.json";
+  write_file(trace, R"({"traceEvents":[{"ph":"X","name":"A","ts":1,"dur":2}]})");
+  fs::path cache = tmp.path / "cache";
+  EnvGuard env;
+  env.set("JARVIS_CACHE_DIR", cache.c_str());
+  env.set("JARVIS_NO_SNAPSHOT", "1");
+  CHECK_FALSE(snapshots_enabled());
+  load_trace(trace.string());
+  CHECK_FALSE(fs::exists(cache));
+  env.set("JARVIS_NO_SNAPSHOT", "0");
+  CHECK(snapshots_enabled());
+  load_trace(trace.string());
+  CHECK(fs::exists(snapshot_path(cache.string(), snapshot_key(trace.string()))));
+  CHECK(load_trace(trace.string()).name(0) == "A");  // from the snapshot
+
+  CHECK(snapshot_cache_dir() == cache.string());
+  env.set("JARVIS_CACHE_DIR", nullptr);
+  env.set("XDG_CACHE_HOME", (tmp.path / "x").c_str());
+  CHECK(snapshot_cache_dir() == (tmp.path / "x" / "jarvis").string());
+  env.set("XDG_CACHE_HOME", nullptr);
+  env.set("HOME", (tmp.path / "home").c_str());
+  CHECK(snapshot_cache_dir() == (tmp.path / "home" / ".cache" / "jarvis").string());
+}
