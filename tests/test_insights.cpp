@@ -438,12 +438,12 @@ TEST_CASE("insights: ResNet-50 (real): BatchNorm -> ReLU pairs, counted from eac
     } else {
       for (size_t v = 0; v < t.events.size(); ++v) {
         const jarvis::Event& o = t.events[v];
-        if (o.cat == jarvis::Cat::CpuOp && o.tid == e.tid && o.pid == e.pid &&
+        if (o.cat == jarvis::Cat::CpuOp && o.thread == e.thread &&
             tree.parent(static_cast<jarvis::Uid>(v)) == jarvis::kNoUid)
           siblings.push_back(static_cast<jarvis::Uid>(v));
       }
       std::stable_sort(siblings.begin(), siblings.end(), [&](jarvis::Uid a, jarvis::Uid b2) {
-        return t.events[a].ts < t.events[b2].ts;
+        return t.events[a].ts() < t.events[b2].ts();
       });
     }
     auto at = std::find(siblings.begin(), siblings.end(), uid);
@@ -452,7 +452,7 @@ TEST_CASE("insights: ResNet-50 (real): BatchNorm -> ReLU pairs, counted from eac
       if (t.events[*next].cat != jarvis::Cat::CpuOp || tree.gpu_events(*next).empty()) continue;
       if (t.str(t.events[*next].name) == "aten::relu_") {
         ++expected;
-        for (jarvis::Uid k : tree.gpu_events(*next)) relu_us += t.events[k].dur;
+        for (jarvis::Uid k : tree.gpu_events(*next)) relu_us += t.events[k].dur();
       }
       break;
     }

@@ -59,7 +59,7 @@ double kernel_time_us(const InsightContext& c, Uid uid) {
   double t = 0;
   for (Uid k : c.tree.gpu_events(uid)) {
     const Event& e = c.trace.events[k];
-    if (e.has_dur() && e.dur > 0) t += e.dur;
+    if (e.has_dur() && e.dur() > 0) t += e.dur();
   }
   return t;
 }
@@ -114,7 +114,7 @@ std::string action_kernel(std::string_view kind) {
 void rule_epilogue_fusion(const InsightContext& c, std::vector<Insight>& out) {
   std::map<std::string, Pattern> patterns;
   // Children of every event, then top-level ops per thread.
-  std::map<std::pair<ProcId, ProcId>, std::vector<Uid>> roots;
+  std::map<uint32_t, std::vector<Uid>> roots;  // by thread index
   std::vector<Uid> children;
   for (size_t u = 0; u < c.trace.events.size(); ++u) {
     Uid uid = static_cast<Uid>(u);
@@ -125,11 +125,11 @@ void rule_epilogue_fusion(const InsightContext& c, std::vector<Insight>& out) {
       scan_siblings(c, children, patterns);
     }
     if (c.tree.parent(uid) == kNoUid && c.trace.events[u].cat == Cat::CpuOp)
-      roots[{c.trace.events[u].pid, c.trace.events[u].tid}].push_back(uid);
+      roots[c.trace.events[u].thread].push_back(uid);
   }
   for (auto& [thread, list] : roots) {
     std::stable_sort(list.begin(), list.end(),
-                     [&](Uid a, Uid b) { return c.trace.events[a].ts < c.trace.events[b].ts; });
+                     [&](Uid a, Uid b) { return c.trace.events[a].ts() < c.trace.events[b].ts(); });
     scan_siblings(c, list, patterns);
   }
   for (auto& [key, p] : patterns) {

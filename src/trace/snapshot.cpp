@@ -105,6 +105,8 @@ class Writer {
         str(v.s);
         break;
       case PyValue::Kind::List:
+      case PyValue::Kind::Tuple:
+      case PyValue::Kind::Dict:  // key, value, ... (recorded args hold lists only)
         u64(v.list.size());
         for (const PyValue& item : v.list) value(item);
         break;
@@ -232,12 +234,18 @@ class Reader {
         return PyValue::real(pod<double>());
       case PyValue::Kind::String:
         return PyValue::string(str());
-      case PyValue::Kind::List: {
+      case PyValue::Kind::List:
+      case PyValue::Kind::Tuple:
+      case PyValue::Kind::Dict: {
         uint64_t n = count(1);
+        if (static_cast<PyValue::Kind>(kind) == PyValue::Kind::Dict && n % 2 != 0)
+          throw Unusable{"corrupt: a dict arg with a key and no value"};
         std::vector<PyValue> items;
         items.reserve(n);
         for (uint64_t i = 0; i < n; ++i) items.push_back(value(depth + 1));
-        return PyValue::make_list(std::move(items));
+        PyValue v = PyValue::make_list(std::move(items));
+        v.kind = static_cast<PyValue::Kind>(kind);
+        return v;
       }
     }
     throw Unusable{"corrupt: an unknown arg value kind"};
