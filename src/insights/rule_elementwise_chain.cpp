@@ -40,7 +40,11 @@ struct Pattern {
 void rule_elementwise_chain(const InsightContext& c, std::vector<Insight>& out) {
   std::unordered_map<Uid, const report::PerfOpRow*> elementwise;
   for (const auto& row : c.rows)
-    if ((row.category == "elementwise" || is_pointwise_name(row.name)) && row.kernel_time_us > 0)
+    // A synthetic unified row (an annotation-driven model) has a UID past the
+    // trace: it has no place among the tree's siblings (found by fuzz_trace:
+    // the tree lookups read out of bounds).
+    if ((row.category == "elementwise" || is_pointwise_name(row.name)) && row.kernel_time_us > 0 &&
+        row.uid < c.trace.events.size())
       elementwise[row.uid] = &row;
   if (elementwise.size() < kMinChain) return;
   std::map<std::string, Pattern> patterns;  // by the chain's op names
