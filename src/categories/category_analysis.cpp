@@ -229,14 +229,7 @@ ojson build_operations(const Table& ops, const ojson& metadata, const CategoryCo
   double total_ms =
       has_kernel ? pycompat::pandas_series_sum(column_numbers(ops, kKernelSum)) / 1000.0 : 0.0;
 
-  // nlargest: descending, NaN rows dropped, ties keep the earlier row first.
-  std::vector<size_t> order;
-  for (size_t r = 0; r < ops.rows.size(); ++r)
-    if (!has_kernel || !std::isnan(cell_number(cell_at(ops, r, kKernelSum)))) order.push_back(r);
-  if (has_kernel)
-    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
-      return cell_number(cell_at(ops, a, kKernelSum)) > cell_number(cell_at(ops, b, kKernelSum));
-    });
+  std::vector<size_t> order = detail::operation_order(ops);
 
   ojson operations = ojson::array();
   std::vector<std::string> raw_stacks;
@@ -955,6 +948,23 @@ ojson compute_metrics(const std::string& output_dir, const std::string& category
 }
 
 }  // namespace
+
+namespace detail {
+
+std::vector<size_t> operation_order(const Table& ops) {
+  // nlargest: descending, NaN rows dropped, ties keep the earlier row first.
+  bool has_kernel = ops.col(kKernelSum) >= 0;
+  std::vector<size_t> order;
+  for (size_t r = 0; r < ops.rows.size(); ++r)
+    if (!has_kernel || !std::isnan(cell_number(cell_at(ops, r, kKernelSum)))) order.push_back(r);
+  if (has_kernel)
+    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+      return cell_number(cell_at(ops, a, kKernelSum)) > cell_number(cell_at(ops, b, kKernelSum));
+    });
+  return order;
+}
+
+}  // namespace detail
 
 // ------------------------------------------------------------ public API
 

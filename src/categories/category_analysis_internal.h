@@ -2,6 +2,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "categories/category_analysis.h"
 
@@ -22,6 +23,11 @@ ojson multi_kernel_metrics(const std::string& output_dir);
 ojson kernel_fusion_metrics(const std::string& output_dir);
 
 std::string perf_csv_dir(const std::string& output_dir);
+// Rows of a category ops table in the order of the metrics' operations
+// (pandas nlargest on the kernel time sum: NaN rows dropped, ties keep file
+// order); every row when the table has no kernel time column. The regimes
+// (op_regimes.h) follow the same order.
+std::vector<size_t> operation_order(const Table& ops);
 // Python's f"{x:.Nf}".
 std::string fixed(double x, int digits);
 

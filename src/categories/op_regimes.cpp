@@ -39,20 +39,6 @@ double e2e_ms_of(const std::string& output_dir, const std::string& category) {
   return 0;
 }
 
-// Ops in the metrics' order: kernel time descending, NaN rows dropped, ties
-// keep the earlier row (pandas nlargest, as build_operations orders them).
-std::vector<size_t> operation_order(const Table& ops) {
-  std::vector<size_t> order;
-  bool has_kernel = ops.col(kKernelSum) >= 0;
-  for (size_t r = 0; r < ops.rows.size(); ++r)
-    if (!has_kernel || number_at(ops, r, kKernelSum)) order.push_back(r);
-  if (has_kernel)
-    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
-      return *number_at(ops, a, kKernelSum) > *number_at(ops, b, kKernelSum);
-    });
-  return order;
-}
-
 ojson op_entry(const Table& ops, size_t r, double floor_us) {
   std::string name = cell_text(cell_at(ops, r, "name"));
   std::optional<double> roofline = number_at(ops, r, kRooflineTime);
@@ -94,7 +80,7 @@ ojson category_regimes(const std::string& output_dir, const std::string& categor
   ojson list = ojson::array();
   std::map<std::string, std::array<double, 3>> by;  // ops, time, headroom
   double latency_ms = 0, headroom_ms = 0;
-  for (size_t row : operation_order(ops)) {
+  for (size_t row : detail::operation_order(ops)) {
     ojson e = op_entry(ops, row, floor_us);
     std::string regime = e["regime"].get<std::string>();
     double h = e["tuning_headroom_ms"].is_number() ? e["tuning_headroom_ms"].get<double>() : 0;
