@@ -3,7 +3,7 @@
 // The loader's gzip inflate modes (trace/loader.h GzipInflate) against each
 // other: every mode loads every trace in a fresh child process, best of N;
 // printed are wall and CPU seconds (user + system) and peak RSS. All modes
-// give the identical Trace (tests/test_loader_inflate.cpp).
+// give the identical Trace (tests/trace/test_loader_formats.cpp).
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>

@@ -1037,6 +1037,15 @@ std::string analysis_kind(const std::string& c) {
   return "other";
 }
 
+void clear_analysis_results(const std::string& output_dir) {
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(fs::path(output_dir) / "category_data", ec)) {
+    std::string name = e.path().filename().string();
+    if (name.ends_with("_metrics.json") && e.is_regular_file(ec) && !e.is_symlink(ec))
+      fs::remove(e.path(), ec);
+  }
+}
+
 std::vector<std::string> analysis_order(const std::string& output_dir) {
   std::vector<std::string> compute, system = {"cpu_idle"};
   ojson manifest = read_json_file(output_dir + "/category_data/category_manifest.json");

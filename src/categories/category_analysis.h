@@ -43,6 +43,12 @@ struct AnalyzeResult {
 // (status field) instead of an exception.
 AnalyzeResult analyze_category(const std::string& output_dir, const std::string& category);
 
+// Removes category_data/*_metrics.json before a run of every analysis: the
+// compute categories read kernel_fusion_metrics.json when it is there (its
+// high-confidence kernels flag their operations), so without this a second
+// `analyze all` would differ from the first, which ran before it existed.
+void clear_analysis_results(const std::string& output_dir);
+
 // Categories `analyze all` runs, in order: the compute categories of the
 // manifest, moe_fused (always: TraceLens's moe_analysis.py, run for its
 // default bucket, writes a NO_DATA metrics file when the trace has no MoE

@@ -111,13 +111,38 @@ void add_breakdown(ojson& entry, const ojson& breakdown) {
   for (const auto& [k, v] : breakdown.items()) entry[k] = v;
 }
 
-std::optional<ojson> existing_json(const std::string& path) {
+// The user's own description of the model: the one file of the output
+// directory prepare reads back (an agent or person fills it in once; a new
+// preparation keeps what they wrote and adds the keys still missing).
+std::optional<ojson> user_model_info(const std::string& path) {
   if (!fs::exists(path)) return std::nullopt;
   try {
     return read_json_file(path);
   } catch (const std::exception&) {
     return std::nullopt;
   }
+}
+
+// A preparation rewrites the inputs of the analyses, so their earlier results
+// no longer describe them: the metrics of every category being prepared and
+// of the system analyses (their inputs -- gpu_timeline, multi_kernel_data,
+// fusion_candidates -- are rewritten by every preparation) are removed, and a
+// trace-derived input this preparation has no value for is not left behind.
+// Without this, kernel_fusion_metrics.json left by an earlier run would flag
+// the compute categories' operations of the next one (TraceLens reuses such
+// files; docs/deviations.md).
+void remove_stale_outputs(const std::string& out, const std::vector<CategoryRows>& cats,
+                          const std::string& category, const PrepareInputs& inputs) {
+  std::vector<std::string> stale = {"cpu_idle", "multi_kernel", "kernel_fusion", "moe_fused"};
+  for (const auto& c : cats)
+    if (category == "all" || category == c.key) stale.push_back(c.key);
+  std::error_code ec;
+  for (const auto& name : stale)
+    fs::remove(fs::path(out) / "category_data" / (name + "_metrics.json"), ec);
+  if (!inputs.multi_kernel_data)
+    fs::remove(fs::path(out) / "category_data" / "multi_kernel_data.json", ec);
+  if (!inputs.fusion_candidates)
+    fs::remove(fs::path(out) / "category_data" / "fusion_candidates.json", ec);
 }
 
 bool has_multi_kernel_events(const ojson& mk) {
@@ -318,6 +343,7 @@ PrepareResult prepare_category_data(const TableRefs& perf_tables, const PrepareO
   };
   for (const char* d : {"metadata", "category_data", "category_findings", "system_findings"})
     fs::create_directories(fs::path(out) / d);
+  remove_stale_outputs(out, cats, o.category, inputs);
 
   if (o.write_perf_report_csvs) {
     std::vector<std::string> written;
@@ -331,17 +357,11 @@ PrepareResult prepare_category_data(const TableRefs& perf_tables, const PrepareO
   ojson gpu_util = gpu_utilization_from_timeline(timeline);
   result.gpu_utilization = gpu_util;
 
-  // Step 4.5 / 4b outputs (trace-derived); stale files are reused as TraceLens does.
-  std::optional<ojson> mk = inputs.multi_kernel_data;
-  if (mk)
-    write_json("category_data/multi_kernel_data.json", *mk);
-  else
-    mk = existing_json(out + "/category_data/multi_kernel_data.json");
-  std::optional<ojson> fusion = inputs.fusion_candidates;
-  if (fusion)
-    write_json("category_data/fusion_candidates.json", *fusion);
-  else
-    fusion = existing_json(out + "/category_data/fusion_candidates.json");
+  // Step 4.5 / 4b outputs (trace-derived), only from this preparation's inputs.
+  const std::optional<ojson>& mk = inputs.multi_kernel_data;
+  if (mk) write_json("category_data/multi_kernel_data.json", *mk);
+  const std::optional<ojson>& fusion = inputs.fusion_candidates;
+  if (fusion) write_json("category_data/fusion_candidates.json", *fusion);
 
   // Step 5: per-category CSV + metadata.
   ojson entries = ojson::array();
@@ -447,7 +467,7 @@ PrepareResult prepare_category_data(const TableRefs& perf_tables, const PrepareO
                       {"architecture", "Cannot be inferred from trace"},
                       {"scale", "Cannot be inferred from trace"},
                       {"precision", "Cannot be inferred from trace"}};
-  if (auto existing = existing_json(out + "/metadata/model_info.json");
+  if (auto existing = user_model_info(out + "/metadata/model_info.json");
       existing && existing->is_object())
     for (const auto& [k, v] : existing->items()) model_info[k] = v;
   write_json("metadata/model_info.json", model_info);

@@ -17,6 +17,7 @@ namespace {
 int run_analyses(const std::string& out, const std::string& category, bool drafts, bool quiet) {
   std::vector<std::string> cats =
       category == "all" ? engine::analysis_order(out) : std::vector<std::string>{category};
+  if (category == "all") engine::clear_analysis_results(out);
   int failures = 0;
   for (const auto& cat : cats) {
     auto res = engine::analyze_category(out, cat);

@@ -548,6 +548,12 @@ NamedReport load_report_xlsx(const std::string& path, const std::string& tag) {
   return report;
 }
 
+// compare's one CSV text round trip, kept textual on purpose: a report side
+// built from a trace must hold exactly the cells the same report has when read
+// from its CSV files, including what the file format itself does (blank lines
+// of one-column sheets dropped, the second header row of a two-level sheet
+// read as a data row), which report/pandas_roundtrip's in-memory typing does
+// not model.
 void normalize_report(NamedReport& report) {
   for (auto& t : report.sheets) t = typed_sheet(parse_csv(t.to_csv(), t.name));
 }

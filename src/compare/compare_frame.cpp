@@ -9,6 +9,7 @@
 #include <string_view>
 #include <unordered_map>
 
+#include "pycompat/pandas_csv.h"
 #include "pycompat/repr.h"
 #include "pycompat/value.h"
 #include "report/numpy_sort.h"
@@ -17,39 +18,19 @@ namespace jarvis::frame {
 
 namespace {
 
-// pandas 1.5 read_csv default NA markers ("None" joined the list only in 2.0).
-bool is_na_marker(std::string_view s) {
-  static const char* const kMarkers[] = {
-      "",        "#N/A", "#N/A N/A", "#NA", "-1.#IND", "-1.#QNAN", "-NaN", "-nan", "1.#IND",
-      "1.#QNAN", "<NA>", "N/A",      "NA",  "NULL",    "NaN",      "n/a",  "nan",  "null"};
-  for (const char* m : kMarkers)
-    if (s == m) return true;
-  return false;
-}
-
-bool parse_int64(const std::string& s, int64_t& out) {
-  size_t k = (s[0] == '-' || s[0] == '+') ? 1 : 0;
-  if (k == s.size()) return false;
-  for (size_t i = k; i < s.size(); ++i)
-    if (s[i] < '0' || s[i] > '9') return false;
-  errno = 0;
-  char* end = nullptr;
-  long long v = std::strtoll(s.c_str(), &end, 10);
-  if (errno == ERANGE || *end) return false;
-  out = v;
-  return true;
-}
-
+// A float cell as read_excel (openpyxl: Python's float()) reads it, correctly
+// rounded; no hex, no padding.
 bool parse_float(const std::string& s, double& out) {
-  if (s.find_first_of("xX \t") != std::string::npos) return false;  // no hex, no padding
+  if (s.find_first_of("xX \t") != std::string::npos) return false;
   char* end = nullptr;
   out = std::strtod(s.c_str(), &end);
   return end != s.c_str() && !*end;
 }
 
+// 1 for pandas' true texts, 0 for its false texts, -1 otherwise.
 int bool_value(const std::string& s) {
-  if (s == "True" || s == "TRUE" || s == "true") return 1;
-  if (s == "False" || s == "FALSE" || s == "false") return 0;
+  if (pycompat::pandas_is_true_text(s)) return 1;
+  if (pycompat::pandas_is_false_text(s)) return 0;
   return -1;
 }
 
@@ -58,13 +39,13 @@ void type_column(Table& table, size_t c) {
   for (auto& row : table.rows) {
     Cell& cell = row[c];
     if (!cell.is_text()) continue;
-    if (is_na_marker(cell.text())) {
+    if (pycompat::pandas1_is_na_text(cell.text())) {
       cell = Cell();
       continue;
     }
     int64_t i;
     double d;
-    if (all_int && !parse_int64(cell.text(), i)) all_int = false;
+    if (all_int && !pycompat::pandas_parse_int(cell.text(), i)) all_int = false;
     if (all_float && !parse_float(cell.text(), d)) all_float = false;
     if (all_bool && bool_value(cell.text()) < 0) all_bool = false;
   }
@@ -74,7 +55,7 @@ void type_column(Table& table, size_t c) {
     if (!cell.is_text()) continue;
     int64_t i = 0;
     double d = 0;
-    if (all_int && parse_int64(cell.text(), i)) {
+    if (all_int && pycompat::pandas_parse_int(cell.text(), i)) {
       cell = Cell(i);
     } else if (all_float && parse_float(cell.text(), d)) {
       cell = Cell(d);

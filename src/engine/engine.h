@@ -4,7 +4,7 @@
 // Everything below src/engine (trace readers, call tree, perf models, report
 // tables, the analyses) is the engine's internals: cli/ and mcp/ include this
 // header (plus base/, their own headers and fmt / nlohmann JSON) and name the
-// capabilities as jarvis::engine::<name>. tests/test_engine_facade.cpp fails
+// capabilities as jarvis::engine::<name>. tests/engine/test_engine_facade.cpp fails
 // when a file under src/cli or src/mcp includes an internal header.
 //
 // The facade adds no behaviour: each entry is a typed re-export of the
@@ -158,6 +158,7 @@ using analysis::analyze_category;
 using analysis::AnalyzeResult;
 using analysis::annotate_operations;
 using analysis::build_final_report;
+using analysis::clear_analysis_results;
 using analysis::direct_kernel_time_ms_by_key;
 using analysis::draft_findings;
 using analysis::FinalReport;

@@ -12,12 +12,16 @@
 namespace jarvis::pycompat {
 
 bool pandas_is_na_text(std::string_view s) {
-  static const char* const kNa[] = {"",     "nan",    "NaN",     "NA",       "N/A",     "NULL",
-                                    "None", "null",   "n/a",     "<NA>",     "#N/A",    "-NaN",
-                                    "-nan", "1.#IND", "1.#QNAN", "#N/A N/A", "-1.#IND", "-1.#QNAN"};
+  static const char* const kNa[] = {
+      "",     "nan",  "NaN",  "NA",     "N/A",     "NULL",     "None",    "null",     "n/a", "<NA>",
+      "#N/A", "-NaN", "-nan", "1.#IND", "1.#QNAN", "#N/A N/A", "-1.#IND", "-1.#QNAN", "#NA"};
   for (const char* na : kNa)
     if (s == na) return true;
   return false;
+}
+
+bool pandas1_is_na_text(std::string_view s) {
+  return s != "None" && pandas_is_na_text(s);
 }
 
 bool pandas_parse_int(std::string_view s, int64_t& out) {

@@ -13,6 +13,9 @@ namespace jarvis::pycompat {
 // One of read_csv's default na_values ("", "nan", "NaN", "NA", "N/A", "NULL",
 // "None", "<NA>", "#N/A", "-nan", "1.#IND", ...).
 bool pandas_is_na_text(std::string_view s);
+// The same list as pandas 1.x has it, without "None" (added in 2.0): what
+// TraceLens's compare script read its reports with.
+bool pandas1_is_na_text(std::string_view s);
 // An integer field: optional sign, digits only, within int64.
 bool pandas_parse_int(std::string_view s, int64_t& out);
 // A float field as read_csv's default parser computes it: at most 17

@@ -79,7 +79,7 @@ void on_terminate(int sig) {
   std::raise(sig);
 }
 
-// Test hook (tests/test_scaleout.cpp): JARVIS_SCALEOUT_TEST_KILL="R:TEXT"
+// Test hook (tests/scaleout/test_scaleout.cpp): JARVIS_SCALEOUT_TEST_KILL="R:TEXT"
 // makes rank R die by SIGKILL, a real process death, when it picks a task
 // whose label contains TEXT.
 void maybe_die(int rank, const std::string& label) {

@@ -42,6 +42,8 @@ class ByteSource {
   virtual ~ByteSource() = default;
   // Fills up to cap bytes; returns 0 at end of data. Throws TraceError.
   virtual size_t read(char* dst, size_t cap) = 0;
+  // Bytes left to read when the source knows (a document in memory), else 0.
+  virtual size_t remaining_hint() const { return 0; }
 };
 
 struct FileCloser {
@@ -157,6 +159,7 @@ class MemorySource : public ByteSource {
     pos_ += n;
     return n;
   }
+  size_t remaining_hint() const override { return data_.size() - pos_; }
 
  private:
   std::string_view data_;
@@ -340,7 +343,11 @@ class PipelinedSource : public ByteSource {
 class Window {
  public:
   explicit Window(ByteSource& src) : src_(src) {
-    buf_.resize(kInitial + simdjson::SIMDJSON_PADDING);
+    // A small document in memory (an MCP argument, a fuzz input) gets a window
+    // just larger than itself instead of 2 MiB zero-filled per load.
+    size_t hint = src.remaining_hint();
+    if (hint > 0 && hint < kInitial) read_size_ = std::max<size_t>(hint + 1, 4096);
+    buf_.resize(std::min(kInitial, 2 * read_size_) + simdjson::SIMDJSON_PADDING);
   }
 
   // Ensures at least n bytes are available at pos (or the data ends). Returns
@@ -360,6 +367,7 @@ class Window {
  private:
   static constexpr size_t kInitial = 2 << 20;
   static constexpr size_t kRead = 1 << 20;
+  size_t read_size_ = kRead;
 
   void fill() {
     if (pos_ > 0) {
@@ -368,8 +376,8 @@ class Window {
       pos_ = 0;
     }
     size_t usable = buf_.size() - simdjson::SIMDJSON_PADDING;
-    if (usable - end_ < kRead / 2) {
-      buf_.resize(std::max(buf_.size() * 2, end_ + kRead + simdjson::SIMDJSON_PADDING));
+    if (usable - end_ < read_size_ / 2) {
+      buf_.resize(std::max(buf_.size() * 2, end_ + read_size_ + simdjson::SIMDJSON_PADDING));
       usable = buf_.size() - simdjson::SIMDJSON_PADDING;
     }
     size_t n = src_.read(buf_.data() + end_, usable - end_);

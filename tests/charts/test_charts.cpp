@@ -1,5 +1,5 @@
 // Charts and HTML pages: every chart kind from constructed data and from the
-// shared H100 BERT trace, checked through a real XML parser (tests/svg_facts.py:
+// shared H100 BERT trace, checked through a real XML parser (tests/charts/svg_facts.py:
 // well-formed SVG, one class="mark" per data row, axis domains covering the
 // data), the pages checked for offline-ness, and the CLI / MCP entry points.
 #include <doctest/doctest.h>
@@ -35,9 +35,9 @@ namespace {
 
 const std::string kBert = jarvis::golden::shared_dir() + "/conformance/h100_bert-small";
 
-// Facts of every SVG in the files (tests/svg_facts.py); fails on bad XML.
+// Facts of every SVG in the files (tests/charts/svg_facts.py); fails on bad XML.
 json svg_facts(const std::vector<std::string>& files) {
-  std::string cmd = "python3 " + std::string(JARVIS_SOURCE_DIR) + "/tests/svg_facts.py";
+  std::string cmd = "python3 " + std::string(JARVIS_SOURCE_DIR) + "/tests/charts/svg_facts.py";
   for (const auto& f : files) cmd += " '" + f + "'";
   FILE* pipe = popen(cmd.c_str(), "r");
   REQUIRE(pipe != nullptr);

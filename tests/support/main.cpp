@@ -7,7 +7,7 @@ namespace {
 
 // No test (nor a jarvis child process it starts) writes trace snapshots into
 // $HOME: snapshots are off unless a test turns them on with its own cache
-// directory (tests/test_snapshot.cpp).
+// directory (tests/trace/test_snapshot.cpp).
 const bool kSnapshotsOff = [] {
   ::setenv("JARVIS_NO_SNAPSHOT", "1", 0);
   return true;

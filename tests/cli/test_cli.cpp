@@ -245,6 +245,47 @@ TEST_SUITE("cli") {
     }
   }
 
+  TEST_CASE("prepare and analyze again into a prepared directory equal one run into an empty one") {
+    // Qwen on H100 has high-confidence fusion kernels: kernel_fusion_metrics.json
+    // left by the first run must not flag the compute categories of the second
+    // (nor of a repeated `analyze`).
+    TempDir tmp;
+    std::string trace =
+        jarvis::golden::shared_dir() + "/conformance/h100_qwen1.5-0.5b/trace.json.gz";
+    auto prepare = [&](const fs::path& dir) {
+      REQUIRE(jarvis_cli("prepare " + shell_quote(trace) +
+                         " --analyze --drafts -q --trace-path t.json.gz --out " +
+                         shell_quote(dir.string()))
+                  .exit_code == 0);
+    };
+    auto normalized = [](const fs::path& dir) {
+      std::map<std::string, std::string> files = tree_of(dir);
+      for (auto& [name, bytes] : files)
+        for (size_t at = bytes.find(dir.string()); at != std::string::npos;
+             at = bytes.find(dir.string(), at))
+          bytes.replace(at, dir.string().size(), "<DIR>");
+      return files;
+    };
+    prepare(tmp.path / "again");
+    std::string fusion = read(tmp.path / "again" / "category_data" / "kernel_fusion_metrics.json");
+    REQUIRE(fusion.find("high_confidence_kernel_map") != std::string::npos);
+    REQUIRE(fusion.find("high_confidence_kernel_map\": {}") == std::string::npos);
+    prepare(tmp.path / "again");
+    REQUIRE(jarvis_cli("analyze " + shell_quote((tmp.path / "again").string()) + " -q").exit_code ==
+            0);
+    prepare(tmp.path / "fresh");
+    auto again = normalized(tmp.path / "again");
+    auto fresh = normalized(tmp.path / "fresh");
+    REQUIRE(again.size() == fresh.size());
+    for (const auto& [name, bytes] : fresh) {
+      std::string file = name;
+      CAPTURE(file);
+      REQUIRE(again.count(name) == 1);
+      CHECK(again.at(name) == bytes);
+      CHECK(bytes.find("fusion_flagged") == std::string::npos);
+    }
+  }
+
   TEST_CASE("arch and platform default to the trace's GPU") {
     TempDir tmp;
     Run detected = jarvis_cli("report " + shell_quote(bert_trace()) + " --no-xlsx --out " +

@@ -128,8 +128,13 @@ TEST_CASE("pycompat: Python float()") {
 }
 
 TEST_CASE("pycompat: pandas read_csv fields") {
-  for (const char* na : {"", "nan", "NaN", "NA", "N/A", "NULL", "None", "<NA>", "#N/A", "-nan"})
+  // pandas' STR_NA_VALUES, all 19 of them; pandas 1.x lacked "None".
+  for (const char* na :
+       {"", "nan", "NaN", "NA", "N/A", "NULL", "None", "<NA>", "#N/A", "-nan", "-NaN", "null",
+        "n/a", "#NA", "#N/A N/A", "-1.#IND", "1.#IND", "1.#QNAN", "-1.#QNAN"}) {
     CHECK(pandas_is_na_text(na));
+    CHECK(pandas1_is_na_text(na) == (std::string_view(na) != "None"));
+  }
   CHECK_FALSE(pandas_is_na_text("0"));
   CHECK_FALSE(pandas_is_na_text("nan "));
   int64_t i = 0;

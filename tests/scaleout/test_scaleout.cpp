@@ -113,7 +113,7 @@ void check_no_staging(const std::string& dir) {
 // An N-rank set of full Kineto traces (CPU side kept, so each rank's parse
 // and overlap tables take real work) derived from the shared 2-rank HTA
 // allreduce trace by tools/make_multirank_traces.py, as in
-// tests/test_collectives_multirank.cpp. Returns the trace paths, quoted and
+// tests/collectives/test_collectives_multirank.cpp. Returns the trace paths, quoted and
 // space-separated, in a shuffled order (rank from distributedInfo).
 std::string make_rank_set(const std::string& dir, int ranks) {
   std::string cmd = "python3 '" + std::string(JARVIS_SOURCE_DIR) +

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Facts about SVG charts for tests/test_charts.cpp, read with a real XML parser.
+"""Facts about SVG charts for tests/charts/test_charts.cpp, read with a real XML parser.
 
     svg_facts.py FILE...   (.svg: the file; anything else: each inline <svg> of an HTML page)
 
