@@ -213,7 +213,7 @@ FinalReport build_final_report(const std::string& output_dir) {
         " (category_findings/*_findings.md, system_findings/*_findings.md): write them with "
         "write_findings first");
   r.findings_files = files.size();
-  r.trace_health = nlohmann::json::parse(prepared_trace_health(output_dir).dump());
+  r.trace_health = nlohmann::json(prepared_trace_health(output_dir));
   for (const fs::path& file : files) {
     std::string name = file.filename().string();
     std::string category = name.substr(0, name.size() - std::string("_findings.md").size());

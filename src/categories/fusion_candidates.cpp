@@ -228,7 +228,7 @@ ojson parent_chain_names(const Trace& trace, const CallTree& tree, Uid uid) {
 
 ojson input_dims_json(const Trace& trace, Uid uid) {
   const PyValue* dims = trace.arg(uid, "Input Dims");
-  return dims ? ojson::parse(dims->to_json()) : ojson();
+  return dims ? dims->to_ojson() : ojson();
 }
 
 std::string kernel_name_of(const ojson& k) {

@@ -35,7 +35,7 @@ std::string node_line(const Trace& trace, Uid uid) {
 }
 
 ojson json_value(const PyValue& v) {
-  return ojson::parse(v.to_json());
+  return v.to_ojson();
 }
 
 bool keep_child(const Trace& trace, const CallTree& tree, Uid child, bool prune) {

@@ -155,7 +155,7 @@ nlohmann::ordered_json PyValue::to_ojson() const {
     case Kind::Int:
       return i;
     case Kind::Float:
-      return f;
+      return std::isfinite(f) ? ojson(f) : ojson(nullptr);
     case Kind::String:
       return s;
     case Kind::List:

@@ -100,7 +100,8 @@ struct PyValue {
   // JSON text (lists and tuples as arrays, None as null, non-finite floats
   // as null, dict keys via str()).
   std::string to_json() const;
-  // The same as a JSON value, dict entries in source order.
+  // The same as a JSON value, dict entries in source order: equal to parsing
+  // to_json(), except that a float stays a float (2.0, not 2).
   nlohmann::ordered_json to_ojson() const;
 
   friend bool operator==(const PyValue& a, const PyValue& b);

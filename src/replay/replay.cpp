@@ -79,7 +79,7 @@ PyValue dims_value(const PyValue& lit) {
 }
 
 json py_to_json(const PyValue& v) {
-  return json::parse(v.to_json());
+  return json(v.to_ojson());
 }
 
 }  // namespace

@@ -34,7 +34,7 @@ json summary_of(const engine::ojson& m, const engine::ojson& regimes, size_t top
   engine::ojson annotated = m;
   if (annotated.contains("operations"))
     engine::annotate_operations(annotated["operations"], regimes);
-  json s = json::parse(annotated.dump());
+  json s(annotated);
   if (s.contains("operations") && s["operations"].size() > top_ops) {
     s["operations_omitted"] = s["operations"].size() - top_ops;
     s["operations"].erase(s["operations"].begin() + static_cast<long>(top_ops),
@@ -66,8 +66,7 @@ ToolResult analyze_category_tool(const json& args, ToolContext& ctx) {
   } catch (const std::invalid_argument& e) {
     throw ToolError(e.what());
   }
-  ctx.add_trace_caveats(dir.string(),
-                        json::parse(engine::prepared_trace_health(dir.string()).dump()));
+  ctx.add_trace_caveats(dir.string(), json(engine::prepared_trace_health(dir.string())));
   if (args.at("what_if").get<bool>() && r.status == "OK" && !is_system(r.kind))
     r.impact_what_if = what_if_of(r, dir.string(), ctx);
   json result = {{"category", category},
@@ -76,9 +75,9 @@ ToolResult analyze_category_tool(const json& args, ToolContext& ctx) {
                  {"metrics_path", r.metrics_path},
                  {"metrics", summary_of(r.metrics, r.regimes, row_limit(args))},
                  {"markdown", r.markdown},
-                 {"insights", json::parse(r.insights.dump())},
-                 {"impact_what_if", json::parse(r.impact_what_if.dump())},
-                 {"regimes", json::parse(r.regimes.dump())},
+                 {"insights", json(r.insights)},
+                 {"impact_what_if", json(r.impact_what_if)},
+                 {"regimes", json(r.regimes)},
                  {"draft_findings_path", nullptr}};
   if (args.at("write_draft").get<bool>() && r.status != "ERROR") {
     std::string path = engine::findings_path(dir.string(), category);

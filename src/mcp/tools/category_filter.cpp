@@ -66,7 +66,7 @@ ToolResult category_filter_tool(const json& args, ToolContext& ctx) {
                  {"output_dir", o.output_dir},
                  {"arch", arch},
                  {"category", o.category},
-                 {"gpu_utilization", json::parse(r.gpu_utilization.dump())},
+                 {"gpu_utilization", json(r.gpu_utilization)},
                  {"categories", cats},
                  {"files", r.files}};
   ToolResult res{result, text};

@@ -66,7 +66,7 @@ ToolResult gemm_roofline_tool(const json& args, ToolContext& ctx) {
   } catch (const std::invalid_argument& e) {
     throw ToolError(e.what());
   }
-  json result = json::parse(r.dump());
+  json result(r);
   result["trace"] = entry->handle();
   result["insights"] = gemm_insights(*entry, arch);
   result["svg_path"] = nullptr;

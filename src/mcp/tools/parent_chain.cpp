@@ -31,7 +31,7 @@ ToolResult parent_chain_tool(const json& args, ToolContext& ctx) {
   } catch (const std::invalid_argument& e) {
     throw ToolError(e.what());
   }
-  json result = json::parse(r.json.dump());
+  json result(r.json);
   result["trace"] = entry->handle();
   return {result, r.text};
 }
