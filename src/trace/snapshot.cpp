@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -401,6 +402,51 @@ bool snapshots_enabled() {
   return !v || *v == '\0' || std::string_view(v) == "0";
 }
 
+uint64_t snapshot_cache_budget() {
+  constexpr uint64_t kDefaultMiB = 4096;
+  const char* v = std::getenv("JARVIS_CACHE_MAX_MB");
+  uint64_t mib = kDefaultMiB;
+  if (v && *v) {
+    char* end = nullptr;
+    errno = 0;
+    unsigned long long parsed = std::strtoull(v, &end, 10);
+    if (errno == 0 && *end == '\0' && parsed < (uint64_t{1} << 40)) mib = parsed;
+  }
+  return mib << 20;
+}
+
+std::vector<std::string> prune_snapshot_cache(const std::string& cache_dir, uint64_t budget_bytes,
+                                              const std::string& keep) {
+  struct Entry {
+    fs::path path;
+    uint64_t bytes;
+    fs::file_time_type used;
+  };
+  std::vector<Entry> entries;
+  uint64_t total = 0;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(fs::path(cache_dir) / "snapshots", ec)) {
+    if (e.path().extension() != ".jsnap" || !e.is_regular_file(ec) || e.is_symlink(ec)) continue;
+    uint64_t bytes = e.file_size(ec);
+    if (ec) continue;
+    auto used = e.last_write_time(ec);
+    if (ec) continue;
+    total += bytes;
+    if (e.path() != fs::path(keep)) entries.push_back({e.path(), bytes, used});
+  }
+  std::sort(entries.begin(), entries.end(),
+            [](const Entry& a, const Entry& b) { return a.used < b.used; });
+  std::vector<std::string> removed;
+  for (const auto& e : entries) {
+    if (total <= budget_bytes) break;
+    if (fs::remove(e.path, ec)) {
+      total -= e.bytes;
+      removed.push_back(e.path.string());
+    }
+  }
+  return removed;
+}
+
 std::string snapshot_path(const std::string& cache_dir, const SnapshotKey& key) {
   // The hash names the file; the trace's own name (cut short) helps a reader.
   std::string name = fs::path(key.canonical_path).filename().string().substr(0, 96);
@@ -438,6 +484,8 @@ std::optional<Trace> read_snapshot(const std::string& file, const SnapshotKey& k
     Trace t = read_payload(r, key);
     if (r.crc() != h.payload_crc) throw Unusable{"corrupt: checksum mismatch"};
     t.path = display_path;
+    // Used now: the cache bound removes least recently used snapshots first.
+    (void)::futimens(::fileno(f.get()), nullptr);
     return t;
   } catch (const Unusable& u) {
     log(fmt::format("{}: ignored ({}); loading the JSON", file, u.reason));
@@ -501,6 +549,9 @@ Trace load_trace(const std::string& path, const LoadOptions& options,
   if (key) {
     try {
       write_snapshot(file, *key, trace);
+      uint64_t budget =
+          snapshot.cache_budget_bytes ? snapshot.cache_budget_bytes : snapshot_cache_budget();
+      prune_snapshot_cache(dir, budget, file);
     } catch (const std::exception& e) {
       log(fmt::format("not written: {}", e.what()));
     }

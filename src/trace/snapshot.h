@@ -11,7 +11,10 @@
 // differ, when it is truncated, or when its checksum does not match.
 //
 // Cache directory: $JARVIS_CACHE_DIR, else $XDG_CACHE_HOME/jarvis, else
-// $HOME/.cache/jarvis. JARVIS_NO_SNAPSHOT=1 turns snapshots off.
+// $HOME/.cache/jarvis. JARVIS_NO_SNAPSHOT=1 turns snapshots off. The cache is
+// bounded: after each write the least recently used snapshots (a read
+// refreshes a snapshot's time) are removed until the snapshots total at most
+// $JARVIS_CACHE_MAX_MB MiB (default 4096), the one just written excepted.
 #pragma once
 
 #include <cstdint>
@@ -19,6 +22,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "trace/trace.h"
 
@@ -42,6 +46,12 @@ SnapshotKey snapshot_key(const std::string& path);
 std::string snapshot_cache_dir();
 // False when JARVIS_NO_SNAPSHOT is set to anything but "" or "0".
 bool snapshots_enabled();
+// The cache bound in bytes: $JARVIS_CACHE_MAX_MB MiB, default 4096 MiB.
+uint64_t snapshot_cache_budget();
+// Removes least recently used snapshots of `cache_dir` until the rest total
+// at most `budget_bytes`; `keep` is never removed. Returns the files removed.
+std::vector<std::string> prune_snapshot_cache(const std::string& cache_dir, uint64_t budget_bytes,
+                                              const std::string& keep);
 // The snapshot file of a trace in `cache_dir`.
 std::string snapshot_path(const std::string& cache_dir, const SnapshotKey& key);
 
@@ -57,9 +67,10 @@ std::optional<Trace> read_snapshot(const std::string& file, const SnapshotKey& k
 void write_snapshot(const std::string& file, const SnapshotKey& key, const Trace& trace);
 
 struct SnapshotOptions {
-  bool enabled = true;    // load_trace(path, options) sets it from snapshots_enabled()
-  std::string cache_dir;  // "" for snapshot_cache_dir()
-  SnapshotLog log;        // reasons; unset: one line on stderr
+  bool enabled = true;              // load_trace(path, options) sets it from snapshots_enabled()
+  std::string cache_dir;            // "" for snapshot_cache_dir()
+  SnapshotLog log;                  // reasons; unset: one line on stderr
+  uint64_t cache_budget_bytes = 0;  // 0 for snapshot_cache_budget()
 };
 
 // load_trace(path, options) with explicit snapshot options: reads the

@@ -6,9 +6,11 @@
 #include <sys/wait.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <sstream>
 #include <string>
 
@@ -284,6 +286,48 @@ TEST_SUITE("cli") {
       CHECK(again.at(name) == bytes);
       CHECK(bytes.find("fusion_flagged") == std::string::npos);
     }
+  }
+
+  TEST_CASE("--no-cache neither reads nor writes trace snapshots") {
+    TempDir tmp;
+    fs::path cache = tmp.path / "cache";
+    std::string trace = shell_quote(bert_trace());
+    // The test environment turns snapshots off (JARVIS_NO_SNAPSHOT=1); on for
+    // these runs, in a cache of their own.
+    struct Env {
+      std::string name;
+      std::optional<std::string> old;
+      Env(const char* n, const std::string& value) : name(n) {
+        if (const char* v = std::getenv(n)) old = v;
+        ::setenv(n, value.c_str(), 1);
+      }
+      ~Env() {
+        old ? (void)::setenv(name.c_str(), old->c_str(), 1) : (void)::unsetenv(name.c_str());
+      }
+    } on("JARVIS_NO_SNAPSHOT", "0"), dir("JARVIS_CACHE_DIR", cache.string());
+    Run uncached = jarvis_cli("--no-cache info " + trace);
+    REQUIRE(uncached.exit_code == 0);
+    CHECK_FALSE(fs::exists(cache / "snapshots"));
+    Run first = jarvis_cli("info " + trace);
+    REQUIRE(first.exit_code == 0);
+    REQUIRE(fs::exists(cache / "snapshots"));
+    std::vector<fs::path> snaps;
+    for (const auto& e : fs::directory_iterator(cache / "snapshots")) snaps.push_back(e.path());
+    REQUIRE(snaps.size() == 1);
+    // A snapshot that is not one: the cached run says why and loads the JSON;
+    // --no-cache does not even look at it.
+    std::ofstream(snaps[0], std::ios::binary | std::ios::trunc) << "not a snapshot";
+    Run ignored = jarvis_cli("info " + trace);
+    REQUIRE(ignored.exit_code == 0);
+    CHECK(ignored.err.find("trace snapshot: ") != std::string::npos);
+    CHECK(ignored.err.find("ignored (truncated") != std::string::npos);
+    CHECK(ignored.out == first.out);
+    std::ofstream(snaps[0], std::ios::binary | std::ios::trunc) << "not a snapshot";
+    Run skipped = jarvis_cli("--no-cache info " + trace);
+    REQUIRE(skipped.exit_code == 0);
+    CHECK(skipped.err.find("snapshot") == std::string::npos);
+    CHECK(skipped.out == first.out);
+    CHECK(uncached.out == first.out);
   }
 
   TEST_CASE("arch and platform default to the trace's GPU") {

@@ -263,3 +263,46 @@ TEST_CASE("snapshot: plain load_trace follows JARVIS_NO_SNAPSHOT and the cache d
   env.set("HOME", (tmp.path / "home").c_str());
   CHECK(snapshot_cache_dir() == (tmp.path / "home" / ".cache" / "jarvis").string());
 }
+
+TEST_CASE("snapshot: the cache stays within its budget, least recently used first") {
+  TempDir tmp;
+  std::vector<fs::path> traces;
+  for (const char* name : {"a", "b", "c"}) {
+    traces.push_back(tmp.path / (std::string(name) + ".json"));
+    write_file(traces.back(),
+               fmt::format(R"({{"traceEvents":[{{"ph":"X","name":"{}","ts":1,"dur":2}}]}})", name));
+  }
+  Loads loads{tmp.path / "cache", {}};
+  loads.load(traces[0].string());
+  loads.load(traces[1].string());
+  std::vector<std::string> snaps;
+  for (const auto& t : traces) snaps.push_back(loads.snapshot_of(t.string()));
+  uint64_t one = fs::file_size(snaps[0]);
+  REQUIRE(fs::file_size(snaps[1]) == one);  // same shape, same size
+  // a is older than b on disk; reading it from the snapshot makes it the most
+  // recently used, so b is the one a third snapshot pushes out.
+  auto now = fs::file_time_type::clock::now();
+  fs::last_write_time(snaps[0], now - std::chrono::hours(2));
+  fs::last_write_time(snaps[1], now - std::chrono::hours(1));
+  CHECK(loads.load(traces[0].string()).name(0) == "a");
+  CHECK(loads.reasons.empty());  // served from the snapshot
+  CHECK(fs::last_write_time(snaps[0]) > fs::last_write_time(snaps[1]));
+
+  SnapshotOptions bounded = loads.options();
+  bounded.cache_budget_bytes = 2 * one + one / 2;  // room for two snapshots
+  CHECK(load_trace(traces[2].string(), LoadOptions{}, bounded).name(0) == "c");
+  CHECK(fs::exists(snaps[0]));
+  CHECK_FALSE(fs::exists(snaps[1]));
+  CHECK(fs::exists(snaps[2]));
+
+  // A budget below one snapshot keeps only the one just written.
+  CHECK(prune_snapshot_cache(loads.cache.string(), 1, snaps[2]) ==
+        std::vector<std::string>{snaps[0]});
+  CHECK(fs::exists(snaps[2]));
+
+  EnvGuard env;
+  env.set("JARVIS_CACHE_MAX_MB", "3");
+  CHECK(snapshot_cache_budget() == 3u << 20);
+  env.set("JARVIS_CACHE_MAX_MB", "lots");
+  CHECK(snapshot_cache_budget() == uint64_t{4096} << 20);
+}
