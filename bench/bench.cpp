@@ -10,11 +10,15 @@
 //   floor  : zlib gunzip of the whole file (gzread, the same zlib jarvis links)
 //            + a full simdjson DOM parse of the text; the JSON size and event
 //            count come from this step;
-//   jarvis : the built binary, `jarvis report TRACE --out TMP` (or `info`).
-// and prints, per trace: wall and CPU seconds (best of N), the ratio
-// jarvis/floor, jarvis peak RSS (ru_maxrss) as a fraction of the uncompressed
-// JSON size, and microseconds per event. CPU seconds are reported beside wall
-// time because a shared machine makes wall time noisy.
+//   cold   : the built binary, `jarvis report TRACE --out TMP` (or `info`),
+//            with trace snapshots off (JARVIS_NO_SNAPSHOT=1);
+//   snapshot : the same command again once one run has written the trace's
+//            snapshot into a private cache (JARVIS_CACHE_DIR).
+// and prints, per trace: wall and CPU seconds (best of N), the ratios
+// cold/floor and snapshot/cold, the cold run's peak RSS (ru_maxrss) as a
+// fraction of the uncompressed JSON size, and microseconds per event; above
+// the table the date, the machine and its load average. CPU seconds are
+// reported beside wall time because a shared machine makes wall time noisy.
 #include <fcntl.h>
 #include <simdjson.h>
 #include <sys/resource.h>
@@ -28,6 +32,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <filesystem>
 #include <functional>
 #include <string>
@@ -174,6 +179,28 @@ int exec_child(const std::vector<std::string>& argv) {
   return 127;
 }
 
+// "2026-11-23 20:30 UTC, 2 x Intel(R) Xeon(R) ..., load average 1.2 0.9 0.7".
+std::string machine_line() {
+  std::string model = "unknown CPU";
+  if (FILE* f = std::fopen("/proc/cpuinfo", "r")) {
+    char line[512];
+    while (std::fgets(line, sizeof line, f))
+      if (std::strncmp(line, "model name", 10) == 0) {
+        const char* colon = std::strchr(line, ':');
+        if (colon) model = std::string(colon + 2, std::strcspn(colon + 2, "\n"));
+        break;
+      }
+    std::fclose(f);
+  }
+  double load[3] = {0, 0, 0};
+  getloadavg(load, 3);
+  std::time_t now = std::time(nullptr);
+  char date[64];
+  std::strftime(date, sizeof date, "%Y-%m-%d %H:%M UTC", std::gmtime(&now));
+  return fmt::format("{}, {} x {}, load average {:.2f} {:.2f} {:.2f}", date,
+                     sysconf(_SC_NPROCESSORS_ONLN), model, load[0], load[1], load[2]);
+}
+
 // Last two path components: "mi300_qwen1.5-0.5b/trace.json.gz".
 std::string short_name(const std::string& path) {
   std::filesystem::path p(path);
@@ -247,12 +274,16 @@ int main(int argc, char** argv) {
     return load_modes_bench(argc - 1, argv + 1);
   Options opt = parse_options(argc, argv);
   auto out_dir = std::filesystem::temp_directory_path() / fmt::format("jarvis_bench.{}", getpid());
+  auto cache_dir =
+      std::filesystem::temp_directory_path() / fmt::format("jarvis_bench_cache.{}", getpid());
+  fmt::print("jarvis_bench, `jarvis {}`, best of {}: {}\n\n", opt.cmd, opt.repeat, machine_line());
   fmt::print(
       "| trace | events | JSON MB | floor wall s (gunzip + parse) | floor CPU s | "
-      "jarvis {} wall s | jarvis CPU s | wall ratio | CPU ratio | peak RSS MB | "
-      "RSS / JSON | us/event (wall) | us/event (CPU) |\n",
-      opt.cmd);
-  fmt::print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+      "cold wall s | cold CPU s | cold / floor wall | cold / floor CPU | snapshot wall s | "
+      "snapshot CPU s | snapshot / cold wall | snapshot / cold CPU | peak RSS MB (cold) | "
+      "RSS / JSON | us/event cold (wall) | us/event cold (CPU) |\n");
+  fmt::print(
+      "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
   int failures = 0;
   std::vector<std::string> floor_lines;
   for (const std::string& trace : opt.traces) {
@@ -276,11 +307,19 @@ int main(int argc, char** argv) {
       cmd.push_back("--out");
       cmd.push_back(out_dir.string());
     }
+    // Children inherit the environment: cold runs without snapshots, then one
+    // run that writes the snapshot, then the runs that read it.
+    ::setenv("JARVIS_NO_SNAPSHOT", "1", 1);
     Sample j = best_of(opt.repeat, [&] { return exec_child(cmd); });
+    ::setenv("JARVIS_NO_SNAPSHOT", "0", 1);
+    ::setenv("JARVIS_CACHE_DIR", cache_dir.c_str(), 1);
+    Sample primed = measure([&] { return exec_child(cmd); });
+    Sample snap = best_of(opt.repeat, [&] { return exec_child(cmd); });
     std::filesystem::remove_all(out_dir);
-    if (j.exit_code != 0) {
-      std::fprintf(stderr, "%s: jarvis %s failed (exit %d)\n", trace.c_str(), opt.cmd.c_str(),
-                   j.exit_code);
+    std::filesystem::remove_all(cache_dir);
+    if (j.exit_code != 0 || primed.exit_code != 0 || snap.exit_code != 0) {
+      std::fprintf(stderr, "%s: jarvis %s failed (exit %d / %d / %d)\n", trace.c_str(),
+                   opt.cmd.c_str(), j.exit_code, primed.exit_code, snap.exit_code);
       ++failures;
       continue;
     }
@@ -289,9 +328,10 @@ int main(int argc, char** argv) {
     double events = static_cast<double>(fr.events);
     fmt::print(
         "| {} | {} | {:.1f} | {:.3f} ({:.3f} + {:.3f}) | {:.3f} | {:.3f} | {:.3f} | {:.2f} | "
-        "{:.2f} | {:.1f} | {:.2f} | {:.2f} | {:.2f} |\n",
+        "{:.2f} | {:.3f} | {:.3f} | {:.2f} | {:.2f} | {:.1f} | {:.2f} | {:.2f} | {:.2f} |\n",
         short_name(trace), fr.events, json_mb, floor.wall_s, fr.gunzip_s, fr.parse_s, floor.cpu_s,
-        j.wall_s, j.cpu_s, j.wall_s / floor.wall_s, j.cpu_s / floor.cpu_s, rss_mb, rss_mb / json_mb,
+        j.wall_s, j.cpu_s, j.wall_s / floor.wall_s, j.cpu_s / floor.cpu_s, snap.wall_s, snap.cpu_s,
+        snap.wall_s / j.wall_s, snap.cpu_s / j.cpu_s, rss_mb, rss_mb / json_mb,
         j.wall_s * 1e6 / events, j.cpu_s * 1e6 / events);
     std::fflush(stdout);
   }

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <regex>
 
+#include "perf/annotations.h"
 #include "perf/models_internal.h"
 
 namespace jarvis::perf::detail {
@@ -120,28 +121,17 @@ bool annotated_op(std::string_view name) {
   return name.starts_with("vllm::unified_attention_with_output");
 }
 
-// TraceLens apply_annotation: the earliest-starting user annotation (any
-// `cat` containing "user_annotation") that starts at or before the op and
-// ends strictly after it.
-std::optional<std::string> enclosing_annotation(const Trace& trace, Uid uid) {
-  const Event& e = trace.events[uid];
-  double end = e.ts() + e.dur();
-  const Event* best = nullptr;
-  for (const Event& a : trace.events) {
-    if (a.cat != Cat::UserAnnotation && a.cat != Cat::GpuUserAnnotation &&
-        trace.str(a.cat_name).find("user_annotation") == std::string_view::npos)
-      continue;
-    if (!(a.ts() <= e.ts() && end < a.ts() + a.dur())) continue;
-    if (!best || a.ts() < best->ts()) best = &a;  // stable sort by ts: first in file order
-  }
-  if (!best) return std::nullopt;
-  return std::string(trace.str(best->name));
-}
-
 std::optional<ChunkStats> op_chunk_stats(const OpInput& op) {
   if (!annotated_op(op.name) || op.trace == nullptr || op.uid == kNoUid) return std::nullopt;
-  auto name = enclosing_annotation(*op.trace, op.uid);
-  return name ? parse_chunk_stats(*name) : std::nullopt;
+  // TraceLens apply_annotation (perf/annotations.h); a caller without an
+  // index of the trace's annotations gets a one-off one.
+  std::optional<std::string_view> name;
+  if (op.annotations) {
+    name = op.annotations->enclosing(op.uid);
+  } else {
+    name = TraceAnnotations(*op.trace).enclosing(op.uid);
+  }
+  return name ? parse_chunk_stats(std::string(*name)) : std::nullopt;
 }
 
 // Base InferenceAttention: Q (N_Q, H_Q, d_h_qk) and K (..., N_KV, H_KV, d_h)

@@ -28,6 +28,8 @@
 
 namespace jarvis::perf {
 
+class TraceAnnotations;  // perf/annotations.h
+
 class PerfNotImplemented : public ErrorOf<ErrorKind::Unsupported> {
  public:
   using ErrorOf::ErrorOf;
@@ -54,6 +56,9 @@ struct OpInput {
   const PyValue* concrete_inputs = nullptr;  // args["Concrete Inputs"]
   const Trace* trace = nullptr;              // for other args (Triton metadata)
   Uid uid = kNoUid;
+  // The trace's user annotations (inference attention reads its iteration's
+  // request mix from them); null: the model indexes them for this op alone.
+  const TraceAnnotations* annotations = nullptr;
   // Names of the kernels the metric computation attributes to the op, sorted
   // by start time (GEMM models read transpose flags from them).
   std::vector<std::string_view> kernel_names;

@@ -12,6 +12,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "perf/annotations.h"
 #include "perf/categories.h"
 #include "perf/perf_model.h"
 #include "pycompat/numeric.h"
@@ -74,7 +75,8 @@ struct Computed {
 };
 
 std::optional<Computed> compute_metrics(const Trace& trace, const CallTree& tree, const OpRef& op,
-                                        bool bwd, const GpuArch* arch) {
+                                        bool bwd, const GpuArch* arch,
+                                        const perf::TraceAnnotations& annotations) {
   std::vector<Uid> kernels;
   if (bwd) {
     for (Uid b : tree.subtree_bwd_events(op.base)) collect_subtree_kernels(trace, tree, b, kernels);
@@ -86,6 +88,7 @@ std::optional<Computed> compute_metrics(const Trace& trace, const CallTree& tree
   c.kernels = sorted_by_ts(trace, std::move(kernels));
   perf::OpInput in = perf::op_input_from_event(trace, op.base);
   in.name = op.name;
+  in.annotations = &annotations;
   for (Uid k : c.kernels) in.kernel_names.push_back(trace.name(k));
   auto model = perf::make_perf_model(in);
   if (!model) return std::nullopt;
@@ -323,6 +326,7 @@ std::vector<PerfOpRow> sheet_rows_for(const Trace& trace, const CallTree& tree,
                                       bool backward, const GpuArch* arch,
                                       ModelFailureCounts* failures) {
   std::vector<PerfOpRow> rows;
+  perf::TraceAnnotations annotations(trace);  // indexed when a model first asks
   for (Uid u : events) {
     if (backward && trace.name(u) == "vllm::unified_attention_with_output") continue;
     // TraceLens drops backward rows without linked backward events after
@@ -331,7 +335,7 @@ std::vector<PerfOpRow> sheet_rows_for(const Trace& trace, const CallTree& tree,
     OpRef op{u, u, trace.name(u)};
     std::optional<Computed> c;
     try {
-      c = compute_metrics(trace, tree, op, backward, arch);
+      c = compute_metrics(trace, tree, op, backward, arch, annotations);
     } catch (const perf::PerfNotImplemented&) {
       continue;  // no model for this direction: silent in TraceLens too
     } catch (const std::bad_alloc&) {
@@ -486,7 +490,11 @@ class UnifiedCollector {
  public:
   UnifiedCollector(const Trace& trace, const CallTree& tree, const GpuArch* arch,
                    bool python_frames)
-      : trace_(trace), tree_(tree), arch_(arch), python_frames_(python_frames) {}
+      : trace_(trace),
+        tree_(tree),
+        arch_(arch),
+        python_frames_(python_frames),
+        annotations_(trace) {}
 
   // keep_all_params false: perf params are kept only on the first row with
   // params of each summary group, the one unified_perf_summary_table reads;
@@ -586,8 +594,9 @@ class UnifiedCollector {
       const perf::ModelEntry* e = perf::find_model_entry(trace_.name(fwd));
       if (e && !e->bwd_category.empty()) {
         try {
-          result =
-              compute_metrics(trace_, tree_, {fwd, fwd, trace_.name(fwd)}, true, arch_).has_value();
+          result = compute_metrics(trace_, tree_, {fwd, fwd, trace_.name(fwd)}, true, arch_,
+                                   annotations_)
+                       .has_value();
         } catch (const std::bad_alloc&) {
           throw;
         } catch (const std::exception&) {
@@ -773,7 +782,7 @@ class UnifiedCollector {
     if (own || sole) {
       try {
         OpRef target = own ? op : OpRef{fwd, fwd, trace_.name(fwd)};
-        auto c = compute_metrics(trace_, tree_, target, !own, arch_);
+        auto c = compute_metrics(trace_, tree_, target, !own, arch_, annotations_);
         if (c) {
           r.backward = !own;
           r.kernel_time_us = c->metrics.kernel_time_us;
@@ -796,6 +805,7 @@ class UnifiedCollector {
   const CallTree& tree_;
   const GpuArch* arch_;
   bool python_frames_;
+  perf::TraceAnnotations annotations_;  // indexed when a model first asks
   std::unordered_set<Uid> visited_;
   std::vector<OpRef> collected_;
   std::unordered_map<Uid, bool> sole_cache_;
