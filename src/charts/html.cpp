@@ -1,4 +1,5 @@
 #include "charts/html.h"
+#include "charts/svg_common.h"
 
 #include <cmath>
 
@@ -64,31 +65,10 @@ std::string cell_html(const Cell& c) {
 
 }  // namespace
 
+// HTML text and attribute values need what XML needs (control characters
+// are parse errors in HTML too): one escaper for both.
 std::string html_escape(std::string_view text) {
-  std::string out;
-  out.reserve(text.size());
-  for (char c : text) {
-    switch (c) {
-      case '&':
-        out += "&amp;";
-        break;
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
-      case '"':
-        out += "&quot;";
-        break;
-      case '\'':
-        out += "&#39;";
-        break;
-      default:
-        out += c;
-    }
-  }
-  return out;
+  return detail::xml_escape(text);
 }
 
 std::string html_page(std::string_view title, std::string_view subtitle,
