@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
-# Ingestion benchmark: `jarvis report` against the floor (zlib gunzip + plain
-# simdjson pass) on the largest conformance trace, on a 1x re-serialised copy
-# and on a 16x tiled copy (tile_trace.py), all in one run.
+# Ingestion benchmark (issue 16), all in one run: `jarvis report` and `jarvis
+# info` against the floor (zlib gunzip + plain simdjson pass), cold and from
+# the trace's snapshot, on the largest shared trace, a 1x re-serialised copy
+# of it, a 32x tiled copy (tile_trace.py) and the H100 GPT-2 training trace
+# tiled 32x (128 MB of JSON, the "147 MB-class" input).
 #
 #   bench/run.sh [BUILD_DIR]          (default: build)
-#   env: TRACE=... (input trace), COPIES=16, REPEAT=3, CMD=report|info
+#   env: TRACE=... (input trace), COPIES=32, REPEAT=3, CMD=report|info (default both)
 #
 # The tiled traces are built in a temporary directory removed on exit.
 set -euo pipefail
@@ -12,17 +14,15 @@ set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 BUILD=${1:-$ROOT/build}
 SHARED=${JARVIS_SHARED_DIR:-$ROOT/../shared}
-TRACE=${TRACE:-$SHARED/conformance/mi300_qwen1.5-0.5b/trace.json.gz}
-COPIES=${COPIES:-16}
+TRACE=${TRACE:-$SHARED/conformance/vllm_decode_graph_capture/trace.json.gz}
+GPT2=$SHARED/hw_pairs/gpt2_train/h100.json.gz
+COPIES=${COPIES:-32}
 REPEAT=${REPEAT:-3}
 
 cmake --build "$BUILD" --target jarvis jarvis_bench >/dev/null
 JARVIS="$BUILD/jarvis"
 
-# Measure `report` once it exists; `info` (load only) before that.
-if [[ -z "${CMD:-}" ]]; then
-  if "$JARVIS" --help 2>&1 | grep -q '^  report '; then CMD=report; else CMD=info; fi
-fi
+CMDS=${CMD:-report info}
 
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/jarvis_bench.XXXXXX")
 trap 'rm -rf "$TMP"' EXIT
@@ -31,15 +31,14 @@ trap 'rm -rf "$TMP"' EXIT
 # and the per-event times compare like with like.
 python3 "$SHARED/bench/tile_trace.py" "$TRACE" "$TMP/x1.json.gz" --copies 1
 python3 "$SHARED/bench/tile_trace.py" "$TRACE" "$TMP/x$COPIES.json.gz" --copies "$COPIES"
+python3 "$SHARED/bench/tile_trace.py" "$GPT2" "$TMP/gpt2_x32.json.gz" --copies 32
 
-echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'),"\
-  "load average $(cut -d' ' -f1-3 /proc/loadavg)"
-echo "date: $(date -u '+%Y-%m-%d %H:%M UTC')"
-echo "command: jarvis $CMD TRACE$([[ $CMD == report ]] && echo ' --out TMP'), best of $REPEAT"
-echo
-"$BUILD/jarvis_bench" --jarvis "$JARVIS" --cmd "$CMD" --repeat "$REPEAT" \
-  "$TRACE" "$TMP/x1.json.gz" "$TMP/x$COPIES.json.gz"
-echo
+# jarvis_bench prints the date, the machine and its load average above each table.
+for cmd in $CMDS; do
+  "$BUILD/jarvis_bench" --jarvis "$JARVIS" --cmd "$cmd" --repeat "$REPEAT" \
+    "$TRACE" "$TMP/x1.json.gz" "$TMP/gpt2_x32.json.gz" "$TMP/x$COPIES.json.gz"
+  echo
+done
 echo "load only, by gzip inflate mode (in-process load_trace, fresh child each, best of $REPEAT):"
 echo
 "$BUILD/jarvis_bench" --load-modes --repeat "$REPEAT" "$TMP/x1.json.gz" "$TMP/x$COPIES.json.gz"
