@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "critical_path/critical_path.h"
 #include "report/gpu_timeline.h"
 
 namespace jarvis::insights {
@@ -61,9 +62,17 @@ void add_warnings(TraceHealth& h) {
                      "or covers mostly idle time",
                      100 * h.gpu_busy_share),
          1);
-  if (h.profiler_steps < kMinSteps)
-    warn(fmt::format("{} ProfilerStep annotation(s): steady state cannot be told from warm-up; "
-                     "record with schedule(wait, warmup, active>=2)",
+  // Inference servers and hand-rolled loops rarely record ProfilerStep#N; a
+  // launch sequence that repeats shows the iterations as well (information,
+  // not a strike), and only a trace with neither is one iteration or less.
+  if (h.profiler_steps < kMinSteps && h.detected_iterations >= kMinSteps)
+    warn(fmt::format("{} ProfilerStep annotation(s); {} iterations found as repeats of the "
+                     "launch sequence stand in for them",
+                     h.profiler_steps, h.detected_iterations),
+         0);
+  else if (h.profiler_steps < kMinSteps)
+    warn(fmt::format("{} ProfilerStep annotation(s), no repeating launch sequence: steady state "
+                     "cannot be told from warm-up (schedule active>=2)",
                      h.profiler_steps),
          1);
   if (h.graph_kernel_share >= kHighGraphShare)
@@ -90,6 +99,9 @@ TraceHealth trace_health(const Trace& trace, const CallTree& tree, const GpuTime
   TraceHealth h;
   double graph_time_us = 0, gpu_time_us = 0;
   count_events(trace, tree, h, graph_time_us, gpu_time_us);
+  if (h.profiler_steps < kMinSteps)
+    if (auto repeats = critical_path::detect_repeats(trace, tree))
+      h.detected_iterations = repeats->count;
   h.links_without_flows = tree.links_without_flows();
   h.negative_durations = trace.clamped_negative_durations;
   h.graph_kernel_share = gpu_time_us > 0 ? graph_time_us / gpu_time_us : 0;
@@ -117,6 +129,7 @@ nlohmann::json to_json(const TraceHealth& h) {
           {"gpu_busy_share", h.gpu_busy_share},
           {"gpu_span_us", h.gpu_span_us},
           {"profiler_steps", h.profiler_steps},
+          {"detected_iterations", h.detected_iterations},
           {"graph_launches", h.graph_launches},
           {"graph_kernel_share", h.graph_kernel_share},
           {"links_without_flows", h.links_without_flows},

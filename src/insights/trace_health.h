@@ -20,7 +20,10 @@ struct TraceHealth {
   size_t linked_gpu_events = 0;  // launched by a host op the tree knows
   double gpu_busy_share = 0;     // busy / GPU span (0 without GPU events)
   double gpu_span_us = 0;
-  size_t profiler_steps = 0;      // ProfilerStep#N annotations
+  size_t profiler_steps = 0;  // ProfilerStep#N annotations
+  // Without two ProfilerStep#N: iterations found as repeats of the launch
+  // sequence (critical_path::detect_repeats), 0 when it does not repeat.
+  size_t detected_iterations = 0;
   size_t graph_launches = 0;      // cudaGraphLaunch / hipGraphLaunch calls
   double graph_kernel_share = 0;  // share of GPU time launched by graph launches
   bool links_without_flows = false;

@@ -2,10 +2,13 @@
 // weaknesses are known, with counts taken from the raw events.
 #include <doctest/doctest.h>
 
+#include <cstdlib>
 #include <string>
 
+#include "critical_path/critical_path.h"
 #include "golden.h"
 #include "insights/trace_health.h"
+#include "test_loader_support.h"
 #include "trace/loader.h"
 #include "tree/call_tree.h"
 
@@ -68,4 +71,55 @@ TEST_CASE("health: a trace without GPU events") {
   CHECK(h.gpu_events == 0);
   CHECK(h.confidence == "low");
   CHECK(contains_warning(h, "no GPU events"));
+}
+
+TEST_CASE("health: iterations without ProfilerStep come from the repeating launch sequence") {
+  // Whatever the launch sequence shows, health reports it the way the critical
+  // path finds it; these traces have at most one ProfilerStep#N and no
+  // repeating sequence (a graph capture, one BERT step, a compile run).
+  for (const char* rel : {"conformance/sglang_qwen3_decode_bs32/trace.json.gz",
+                          "conformance/h100_bert-small/trace.json.gz",
+                          "conformance/mi300_compile_triton/trace.json.gz"}) {
+    CAPTURE(rel);
+    Loaded l(rel);
+    auto h = jarvis::insights::trace_health(l.trace, l.tree);
+    auto repeats = jarvis::critical_path::detect_repeats(l.trace, l.tree);
+    size_t expected = h.profiler_steps >= 2 || !repeats ? 0 : repeats->count;
+    CHECK(h.detected_iterations == expected);
+    if (h.profiler_steps < 2) {
+      CHECK(contains_warning(h, "ProfilerStep annotation(s)"));
+      bool stands_in = contains_warning(h, "stand in for them");
+      CHECK(stands_in == (h.detected_iterations >= 2));
+    }
+    CHECK(jarvis::insights::to_json(h)["detected_iterations"] == h.detected_iterations);
+  }
+}
+
+TEST_CASE("health: a real DDP trace without its ProfilerStep annotations keeps its confidence") {
+  // HTA's allreduce trace has three ProfilerStep#N; with them removed, the
+  // three repeats of its launch sequence stand in (a note, not a strike).
+  jarvis::loader_test::TempDir tmp;
+  const std::string src =
+      jarvis::golden::shared_dir() + "/nccl/hta_allreduce_2ranks_rank0/trace.json.gz";
+  const std::string stripped = (tmp.path / "nostep.json").string();
+  const std::string cmd =
+      "python3 -c \"import gzip, json, sys; d = json.load(gzip.open(sys.argv[1])); "
+      "d['traceEvents'] = [e for e in d['traceEvents'] if not "
+      "str(e.get('name', '')).startswith('ProfilerStep#')]; "
+      "json.dump(d, open(sys.argv[2], 'w'))\" '" +
+      src + "' '" + stripped + "'";
+  REQUIRE_MESSAGE(std::system(cmd.c_str()) == 0, cmd);
+  Loaded with("nccl/hta_allreduce_2ranks_rank0/trace.json.gz");
+  auto h_with = jarvis::insights::trace_health(with.trace, with.tree);
+  REQUIRE(h_with.profiler_steps == 3);
+  CHECK(h_with.detected_iterations == 0);  // not looked for: the steps are there
+
+  jarvis::Trace trace = jarvis::load_trace(stripped);
+  jarvis::CallTree tree(trace);
+  auto h = jarvis::insights::trace_health(trace, tree);
+  CHECK(h.profiler_steps == 0);
+  CHECK(h.detected_iterations == 3);
+  CHECK(contains_warning(h, "3 iterations found as repeats of the launch sequence"));
+  CHECK_FALSE(contains_warning(h, "steady state cannot be told"));
+  CHECK(h.confidence == h_with.confidence);
 }
