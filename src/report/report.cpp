@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <future>
 #include <set>
+#include <thread>
 
 #include "report/coll_analysis.h"
 #include "report/core_tables.h"
@@ -21,6 +23,34 @@ const Table* Report::find(std::string_view name) const {
   return nullptr;
 }
 
+namespace {
+
+// The kernel-side sheets (kernel_summary, the short-kernel study, the
+// collective sheet): they read only the trace and the call tree.
+std::vector<Table> kernel_side_tables(const Trace& trace, const CallTree& tree,
+                                      const ReportOptions& options, bool gpu_only,
+                                      double total_time_ms) {
+  std::vector<Table> out;
+  if (options.kernel_summary) {
+    Table ks = report::kernel_summary_table(trace, tree, total_time_ms);
+    if (!ks.rows.empty()) out.push_back(std::move(ks));
+  }
+  if (options.short_kernel_study) {
+    out.push_back(report::short_kernel_histogram_table(trace, options.short_kernel_threshold_us,
+                                                       options.short_kernel_bins));
+    out.push_back(report::short_kernels_summary_table(
+        trace, tree, options.short_kernel_threshold_us, total_time_ms));
+  }
+  // Like TraceLens: no collective sheet for GPU-only traces, none when empty.
+  if (options.collective_analysis && !gpu_only) {
+    Table coll = coll_analysis_table(collective_kernels(trace));
+    if (!coll.rows.empty()) out.push_back(std::move(coll));
+  }
+  return out;
+}
+
+}  // namespace
+
 Report build_report(const Trace& trace, const CallTree& tree, const ReportOptions& options) {
   Report report;
   report.timeline = options.timeline ? *options.timeline : compute_gpu_timeline(trace, tree);
@@ -28,6 +58,17 @@ Report build_report(const Trace& trace, const CallTree& tree, const ReportOption
   report.tables.push_back(gpu_timeline_table(report.timeline));
   // TraceLens reads total_time back from the sheet's "time ms" cell.
   const double total_time_ms = report.timeline.total_time_ms();
+
+  // The kernel-side sheets do not depend on the host-op sheets: with a second
+  // core they are built beside them (the trace and the tree are only read),
+  // and appended after them in TraceLens's sheet order either way.
+  const bool gpu_only = report.gpu_only;
+  auto kernel_side = [&] {
+    return kernel_side_tables(trace, tree, options, gpu_only, total_time_ms);
+  };
+  std::future<std::vector<Table>> kernel_tables;
+  if (std::thread::hardware_concurrency() > 1 && !gpu_only)
+    kernel_tables = std::async(std::launch::async, kernel_side);
 
   if (!report.gpu_only) {
     {  // scoped: the launcher rows are freed before the perf sheets are built
@@ -44,21 +85,8 @@ Report build_report(const Trace& trace, const CallTree& tree, const ReportOption
 #endif
   }
 
-  if (options.kernel_summary) {
-    Table ks = report::kernel_summary_table(trace, tree, total_time_ms);
-    if (!ks.rows.empty()) report.tables.push_back(std::move(ks));
-  }
-  if (options.short_kernel_study) {
-    report.tables.push_back(report::short_kernel_histogram_table(
-        trace, options.short_kernel_threshold_us, options.short_kernel_bins));
-    report.tables.push_back(report::short_kernels_summary_table(
-        trace, tree, options.short_kernel_threshold_us, total_time_ms));
-  }
-  // Like TraceLens: no collective sheet for GPU-only traces, none when empty.
-  if (options.collective_analysis && !report.gpu_only) {
-    Table coll = coll_analysis_table(collective_kernels(trace));
-    if (!coll.rows.empty()) report.tables.push_back(std::move(coll));
-  }
+  std::vector<Table> kernel = kernel_tables.valid() ? kernel_tables.get() : kernel_side();
+  for (Table& t : kernel) report.tables.push_back(std::move(t));
   return report;
 }
 
