@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <stdexcept>
 
+#include "categories/category_analysis.h"
 #include "perf/gpu_arch.h"
 #include "pycompat/json.h"
 #include "pycompat/numeric.h"
@@ -131,14 +132,16 @@ std::optional<ojson> user_model_info(const std::string& path) {
 // Without this, kernel_fusion_metrics.json left by an earlier run would flag
 // the compute categories' operations of the next one (TraceLens reuses such
 // files; docs/deviations.md).
-void remove_stale_outputs(const std::string& out, const std::vector<CategoryRows>& cats,
-                          const std::string& category, const PrepareInputs& inputs) {
-  std::vector<std::string> stale = {"cpu_idle", "multi_kernel", "kernel_fusion", "moe_fused"};
-  for (const auto& c : cats)
-    if (category == "all" || category == c.key) stale.push_back(c.key);
+void remove_stale_outputs(const std::string& out, const std::string& category,
+                          const PrepareInputs& inputs) {
   std::error_code ec;
-  for (const auto& name : stale)
-    fs::remove(fs::path(out) / "category_data" / (name + "_metrics.json"), ec);
+  if (category == "all") {
+    clear_analysis_results(out);  // also those of categories this trace lacks
+  } else {
+    for (const char* name :
+         {category.c_str(), "cpu_idle", "multi_kernel", "kernel_fusion", "moe_fused"})
+      fs::remove(fs::path(out) / "category_data" / (std::string(name) + "_metrics.json"), ec);
+  }
   if (!inputs.multi_kernel_data)
     fs::remove(fs::path(out) / "category_data" / "multi_kernel_data.json", ec);
   if (!inputs.fusion_candidates)
@@ -343,7 +346,7 @@ PrepareResult prepare_category_data(const TableRefs& perf_tables, const PrepareO
   };
   for (const char* d : {"metadata", "category_data", "category_findings", "system_findings"})
     fs::create_directories(fs::path(out) / d);
-  remove_stale_outputs(out, cats, o.category, inputs);
+  remove_stale_outputs(out, o.category, inputs);
 
   if (o.write_perf_report_csvs) {
     std::vector<std::string> written;

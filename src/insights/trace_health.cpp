@@ -65,16 +65,18 @@ void add_warnings(TraceHealth& h) {
   // Inference servers and hand-rolled loops rarely record ProfilerStep#N; a
   // launch sequence that repeats shows the iterations as well (information,
   // not a strike), and only a trace with neither is one iteration or less.
-  if (h.profiler_steps < kMinSteps && h.detected_iterations >= kMinSteps)
-    warn(fmt::format("{} ProfilerStep annotation(s); {} iterations found as repeats of the "
-                     "launch sequence stand in for them",
-                     h.profiler_steps, h.detected_iterations),
-         0);
-  else if (h.profiler_steps < kMinSteps)
-    warn(fmt::format("{} ProfilerStep annotation(s), no repeating launch sequence: steady state "
-                     "cannot be told from warm-up (schedule active>=2)",
-                     h.profiler_steps),
-         1);
+  if (h.profiler_steps < kMinSteps) {
+    if (h.detected_iterations >= kMinSteps)
+      warn(fmt::format("{} ProfilerStep annotation(s); {} iterations found as repeats of the "
+                       "launch sequence stand in for them",
+                       h.profiler_steps, h.detected_iterations),
+           0);
+    else
+      warn(fmt::format("{} ProfilerStep annotation(s), no repeating launch sequence: steady "
+                       "state cannot be told from warm-up (schedule active>=2)",
+                       h.profiler_steps),
+           1);
+  }
   if (h.graph_kernel_share >= kHighGraphShare)
     warn(fmt::format("{:.0f}% of GPU time was launched by CUDA/HIP graphs: per-op attribution "
                      "inside graphs is by graph, not by op",

@@ -6,11 +6,9 @@
 #include <sys/wait.h>
 
 #include <cstdio>
-#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <map>
-#include <optional>
 #include <sstream>
 #include <string>
 
@@ -22,6 +20,7 @@
 namespace {
 
 namespace fs = std::filesystem;
+using jarvis::loader_test::EnvGuard;
 using jarvis::loader_test::shell_quote;
 using jarvis::loader_test::TempDir;
 
@@ -69,6 +68,17 @@ std::map<std::string, std::string> tree_of(const fs::path& dir) {
   std::map<std::string, std::string> files;
   for (const auto& e : fs::recursive_directory_iterator(dir))
     if (e.is_regular_file()) files[fs::relative(e.path(), dir).string()] = read(e.path());
+  return files;
+}
+
+// tree_of(dir) with `dir` in file contents replaced by <DIR> (recorded paths
+// name the directory a run wrote into).
+std::map<std::string, std::string> tree_without_dir(const fs::path& dir) {
+  std::map<std::string, std::string> files = tree_of(dir);
+  for (auto& [name, bytes] : files)
+    for (size_t at = bytes.find(dir.string()); at != std::string::npos;
+         at = bytes.find(dir.string(), at))
+      bytes.replace(at, dir.string().size(), "<DIR>");
   return files;
 }
 
@@ -224,19 +234,11 @@ TEST_SUITE("cli") {
                          " --analyze --drafts -q --trace-path t.json.gz --out " + out)
                   .exit_code == 0);
     };
-    auto normalized = [](const fs::path& dir) {
-      std::map<std::string, std::string> files = tree_of(dir);
-      for (auto& [name, bytes] : files)
-        for (size_t at = bytes.find(dir.string()); at != std::string::npos;
-             at = bytes.find(dir.string(), at))
-          bytes.replace(at, dir.string().size(), "<DIR>");
-      return files;
-    };
     run(tmp.path / "again");
     run(tmp.path / "again");
     run(tmp.path / "fresh");
-    auto again = normalized(tmp.path / "again");
-    auto fresh = normalized(tmp.path / "fresh");
+    auto again = tree_without_dir(tmp.path / "again");
+    auto fresh = tree_without_dir(tmp.path / "fresh");
     CHECK(again.size() > 20);
     REQUIRE(again.size() == fresh.size());
     for (const auto& [name, bytes] : fresh) {
@@ -260,14 +262,6 @@ TEST_SUITE("cli") {
                          shell_quote(dir.string()))
                   .exit_code == 0);
     };
-    auto normalized = [](const fs::path& dir) {
-      std::map<std::string, std::string> files = tree_of(dir);
-      for (auto& [name, bytes] : files)
-        for (size_t at = bytes.find(dir.string()); at != std::string::npos;
-             at = bytes.find(dir.string(), at))
-          bytes.replace(at, dir.string().size(), "<DIR>");
-      return files;
-    };
     prepare(tmp.path / "again");
     std::string fusion = read(tmp.path / "again" / "category_data" / "kernel_fusion_metrics.json");
     REQUIRE(fusion.find("high_confidence_kernel_map") != std::string::npos);
@@ -276,8 +270,8 @@ TEST_SUITE("cli") {
     REQUIRE(jarvis_cli("analyze " + shell_quote((tmp.path / "again").string()) + " -q").exit_code ==
             0);
     prepare(tmp.path / "fresh");
-    auto again = normalized(tmp.path / "again");
-    auto fresh = normalized(tmp.path / "fresh");
+    auto again = tree_without_dir(tmp.path / "again");
+    auto fresh = tree_without_dir(tmp.path / "fresh");
     REQUIRE(again.size() == fresh.size());
     for (const auto& [name, bytes] : fresh) {
       std::string file = name;
@@ -294,17 +288,9 @@ TEST_SUITE("cli") {
     std::string trace = shell_quote(bert_trace());
     // The test environment turns snapshots off (JARVIS_NO_SNAPSHOT=1); on for
     // these runs, in a cache of their own.
-    struct Env {
-      std::string name;
-      std::optional<std::string> old;
-      Env(const char* n, const std::string& value) : name(n) {
-        if (const char* v = std::getenv(n)) old = v;
-        ::setenv(n, value.c_str(), 1);
-      }
-      ~Env() {
-        old ? (void)::setenv(name.c_str(), old->c_str(), 1) : (void)::unsetenv(name.c_str());
-      }
-    } on("JARVIS_NO_SNAPSHOT", "0"), dir("JARVIS_CACHE_DIR", cache.string());
+    EnvGuard env;
+    env.set("JARVIS_NO_SNAPSHOT", "0");
+    env.set("JARVIS_CACHE_DIR", cache.c_str());
     Run uncached = jarvis_cli("--no-cache info " + trace);
     REQUIRE(uncached.exit_code == 0);
     CHECK_FALSE(fs::exists(cache / "snapshots"));

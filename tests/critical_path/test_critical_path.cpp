@@ -22,10 +22,12 @@
 #include "mcp_harness.h"
 #include "report/table.h"
 #include "test_analysis_support.h"
+#include "test_loader_support.h"
 #include "trace/loader.h"
 #include "tree/call_tree.h"
 
 namespace cp = jarvis::critical_path;
+using jarvis::loader_test::strip_profiler_steps;
 namespace fs = std::filesystem;
 using nlohmann::json;
 
@@ -70,21 +72,6 @@ const Job& record_wait_job(bool records) {
   return job(records ? "dprec4" : "dprec4_norecords", "make_critical_path_traces.py", 4,
              std::string("--gemm-us 50,50,80,52 --record-wait-after 6 --transfer-us 250") +
                  (records ? "" : " --no-sync-records"));
-}
-
-// A trace without ProfilerStep#N: `src` with those annotations removed,
-// written as plain JSON under `dir`.
-std::string strip_profiler_steps(const std::string& src, const std::string& dir,
-                                 const std::string& name) {
-  const std::string out = dir + "/" + name + ".json";
-  const std::string cmd =
-      "python3 -c \"import gzip, json, sys; d = json.load(gzip.open(sys.argv[1])); "
-      "d['traceEvents'] = [e for e in d['traceEvents'] if not "
-      "str(e.get('name', '')).startswith('ProfilerStep#')]; json.dump(d, open(sys.argv[2], "
-      "'w'))\" '" +
-      src + "' '" + out + "'";
-  REQUIRE_MESSAGE(std::system(cmd.c_str()) == 0, cmd);
-  return out;
 }
 
 const Job& hta_pair() {

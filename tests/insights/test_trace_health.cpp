@@ -101,14 +101,7 @@ TEST_CASE("health: a real DDP trace without its ProfilerStep annotations keeps i
   jarvis::loader_test::TempDir tmp;
   const std::string src =
       jarvis::golden::shared_dir() + "/nccl/hta_allreduce_2ranks_rank0/trace.json.gz";
-  const std::string stripped = (tmp.path / "nostep.json").string();
-  const std::string cmd =
-      "python3 -c \"import gzip, json, sys; d = json.load(gzip.open(sys.argv[1])); "
-      "d['traceEvents'] = [e for e in d['traceEvents'] if not "
-      "str(e.get('name', '')).startswith('ProfilerStep#')]; "
-      "json.dump(d, open(sys.argv[2], 'w'))\" '" +
-      src + "' '" + stripped + "'";
-  REQUIRE_MESSAGE(std::system(cmd.c_str()) == 0, cmd);
+  const std::string stripped = jarvis::loader_test::strip_profiler_steps(src, tmp.path, "nostep");
   Loaded with("nccl/hta_allreduce_2ranks_rank0/trace.json.gz");
   auto h_with = jarvis::insights::trace_health(with.trace, with.tree);
   REQUIRE(h_with.profiler_steps == 3);

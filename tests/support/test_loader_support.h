@@ -7,12 +7,16 @@
 #include <zlib.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <sstream>
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 namespace jarvis::loader_test {
 
@@ -99,6 +103,43 @@ inline CliResult run_jarvis(const std::string& args) {
 
 inline std::string shell_quote(const std::string& s) {
   return "'" + s + "'";
+}
+
+// Sets environment variables for one test and restores them after.
+struct EnvGuard {
+  std::vector<std::pair<std::string, std::optional<std::string>>> saved;
+  void set(const char* name, const char* value) {
+    const char* old = std::getenv(name);
+    saved.emplace_back(name, old ? std::optional<std::string>(old) : std::nullopt);
+    if (value)
+      ::setenv(name, value, 1);
+    else
+      ::unsetenv(name);
+  }
+  ~EnvGuard() {
+    for (auto it = saved.rbegin(); it != saved.rend(); ++it) {
+      if (it->second)
+        ::setenv(it->first.c_str(), it->second->c_str(), 1);
+      else
+        ::unsetenv(it->first.c_str());
+    }
+  }
+};
+
+// A trace without ProfilerStep#N: the gzipped trace `src` with those
+// annotations removed, written as plain JSON to dir/name.json. Throws with the
+// command when python3 fails.
+inline std::string strip_profiler_steps(const std::string& src, const std::string& dir,
+                                        const std::string& name) {
+  const std::string out = dir + "/" + name + ".json";
+  const std::string cmd =
+      "python3 -c \"import gzip, json, sys; d = json.load(gzip.open(sys.argv[1])); "
+      "d['traceEvents'] = [e for e in d['traceEvents'] if not "
+      "str(e.get('name', '')).startswith('ProfilerStep#')]; json.dump(d, open(sys.argv[2], "
+      "'w'))\" " +
+      shell_quote(src) + " " + shell_quote(out);
+  if (std::system(cmd.c_str()) != 0) throw std::runtime_error("failed: " + cmd);
+  return out;
 }
 
 }  // namespace jarvis::loader_test

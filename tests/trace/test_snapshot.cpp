@@ -213,31 +213,6 @@ TEST_CASE("snapshot: a changed trace of the same size is not served from the old
   CHECK(loads.reasons[0].find("stale") != std::string::npos);
 }
 
-namespace {
-
-// Sets environment variables for one test and restores them after.
-struct EnvGuard {
-  std::vector<std::pair<std::string, std::optional<std::string>>> saved;
-  void set(const char* name, const char* value) {
-    const char* old = std::getenv(name);
-    saved.emplace_back(name, old ? std::optional<std::string>(old) : std::nullopt);
-    if (value)
-      ::setenv(name, value, 1);
-    else
-      ::unsetenv(name);
-  }
-  ~EnvGuard() {
-    for (auto it = saved.rbegin(); it != saved.rend(); ++it) {
-      if (it->second)
-        ::setenv(it->first.c_str(), it->second->c_str(), 1);
-      else
-        ::unsetenv(it->first.c_str());
-    }
-  }
-};
-
-}  // namespace
-
 TEST_CASE("snapshot: plain load_trace follows JARVIS_NO_SNAPSHOT and the cache directory env") {
   TempDir tmp;
   fs::path trace = tmp.path / "t.json";
