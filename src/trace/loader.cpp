@@ -5,6 +5,9 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <zlib.h>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 #include <fmt/format.h>
 #include <algorithm>
@@ -394,6 +397,61 @@ class Window {
   bool eof_ = false;
 };
 
+// The structural bytes of 64 bytes of JSON text as bit masks (bit k: byte k):
+// quotes, opening brackets ('{', '['), closing brackets ('}', ']'). SSE2 (every
+// x86-64) does 16 bytes per compare. Reads all 64 bytes: the Window keeps
+// SIMDJSON_PADDING (64) readable bytes after its data.
+struct BlockMasks {
+  uint64_t quote = 0;
+  uint64_t open = 0;
+  uint64_t close = 0;
+  uint64_t backslash = 0;
+};
+
+// Bit k of the result: the XOR of bits 0..k of x (with x the quotes of a
+// block, the bits inside strings, opening quote included).
+inline uint64_t prefix_xor(uint64_t x) {
+  x ^= x << 1;
+  x ^= x << 2;
+  x ^= x << 4;
+  x ^= x << 8;
+  x ^= x << 16;
+  x ^= x << 32;
+  return x;
+}
+
+BlockMasks block_masks(const char* p) {
+  BlockMasks m;
+#if defined(__SSE2__)
+  const __m128i quote = _mm_set1_epi8('"');
+  const __m128i lower = _mm_set1_epi8(0x20);  // '[' | 0x20 == '{', ']' | 0x20 == '}'
+  const __m128i open = _mm_set1_epi8('{');
+  const __m128i close = _mm_set1_epi8('}');
+  const __m128i backslash = _mm_set1_epi8('\\');
+  for (int k = 0; k < 4; ++k) {
+    __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 16 * k));
+    __m128i folded = _mm_or_si128(v, lower);
+    auto bits = [](__m128i x) {
+      return static_cast<uint64_t>(static_cast<uint32_t>(_mm_movemask_epi8(x)));
+    };
+    m.quote |= bits(_mm_cmpeq_epi8(v, quote)) << (16 * k);
+    m.open |= bits(_mm_cmpeq_epi8(folded, open)) << (16 * k);
+    m.close |= bits(_mm_cmpeq_epi8(folded, close)) << (16 * k);
+    m.backslash |= bits(_mm_cmpeq_epi8(v, backslash)) << (16 * k);
+  }
+#else
+  for (int k = 0; k < 64; ++k) {
+    uint64_t bit = uint64_t{1} << k;
+    char c = p[k];
+    if (c == '"') m.quote |= bit;
+    if (c == '{' || c == '[') m.open |= bit;
+    if (c == '}' || c == ']') m.close |= bit;
+    if (c == '\\') m.backslash |= bit;
+  }
+#endif
+  return m;
+}
+
 bool is_ws(char c) {
   return c == ' ' || c == '\n' || c == '\r' || c == '\t';
 }
@@ -548,8 +606,19 @@ bool int_from_number_text(std::string_view text, int64_t& out) {
 
 class EventParser {
  public:
-  EventParser(Trace& trace, std::string label) : trace_(trace), label_(std::move(label)) {
+  EventParser(Trace& trace, std::string label) : trace_(&trace), label_(std::move(label)) {
     scratch_.reserve(4096);
+  }
+
+  // Parses the following events into another trace (a parallel load's part),
+  // forgetting what was cached for the previous one. When arg_keys is set,
+  // each new arg list's identity text is appended to it (TraceJoiner).
+  void bind(Trace& trace, std::vector<std::string>* arg_keys) {
+    trace_ = &trace;
+    arg_keys_ = arg_keys;
+    arg_cache_.clear();
+    last_cat_ = LastIntern{};
+    empty_id_ = kUnset;
   }
 
   void parse(const char* text, size_t len, size_t capacity, size_t index) {
@@ -573,7 +642,7 @@ class EventParser {
     if (!has_ph) fail_plain("has no 'ph' (phase) member");
     if (ev.cat == Cat::None && ev.cat_name == 0) ev.cat_name = empty_id();
     if (!staged_.empty()) apply_args(ev);
-    trace_.add_event(ev);
+    trace_->add_event(ev);
   }
 
  private:
@@ -613,7 +682,7 @@ class EventParser {
         }
         return;
       case 4:
-        if (key == "name") ev.name = trace_.strings.intern(get_string(value, "name"));
+        if (key == "name") ev.name = trace_->strings.intern(get_string(value, "name"));
         if (key == "args") {
           od::object args;
           if (value.get_object().get(args)) fail_field("args", "must be an object");
@@ -640,7 +709,7 @@ class EventParser {
   }
 
   uint32_t empty_id() {
-    if (empty_id_ == kUnset) empty_id_ = trace_.strings.intern("");
+    if (empty_id_ == kUnset) empty_id_ = trace_->strings.intern("");
     return empty_id_;
   }
   // Consecutive events mostly share a category: skip the hash lookup then.
@@ -650,7 +719,7 @@ class EventParser {
   };
   uint32_t intern_cached(std::string_view s, LastIntern& last) {
     if (last.id == kUnset || s != last.text) {
-      last.id = trace_.strings.intern(s);
+      last.id = trace_->strings.intern(s);
       last.text.assign(s);
     }
     return last.id;
@@ -695,7 +764,7 @@ class EventParser {
       if (!get_int(v, i)) fail_field(field, "must be an integer or a string");
       p.value = i;
     } else if (type == od::json_type::string) {
-      p.value = trace_.strings.intern(get_string(v, field));
+      p.value = trace_->strings.intern(get_string(v, field));
       p.is_string = true;
     } else {
       fail_field(field, "must be an integer or a string");
@@ -754,7 +823,7 @@ class EventParser {
     // Kineto's recorded stream waits (cat "cuda_sync", written with
     // enable_cuda_sync_events): the critical path links the waiting stream to
     // the recording one through them.
-    if (ev.cat == Cat::Other && trace_.strings.view(ev.cat_name) == "cuda_sync")
+    if (ev.cat == Cat::Other && trace_->strings.view(ev.cat_name) == "cuda_sync")
       policy = KeepPolicy::StreamWait;
     kept_key_.clear();
     for (const StagedArg& a : staged_) {
@@ -775,10 +844,11 @@ class EventParser {
     }
     ArgList kept;
     for (const StagedArg& a : staged_)
-      if (keep_arg(policy, a.key)) kept.emplace_back(trace_.strings.intern(a.key), to_value(a));
-    ev.args = static_cast<int32_t>(trace_.arg_lists.size());
-    trace_.arg_lists.push_back(std::move(kept));
+      if (keep_arg(policy, a.key)) kept.emplace_back(trace_->strings.intern(a.key), to_value(a));
+    ev.args = static_cast<int32_t>(trace_->arg_lists.size());
+    trace_->arg_lists.push_back(std::move(kept));
     arg_cache_.emplace(kept_key_, ev.args);
+    if (arg_keys_) arg_keys_->push_back(kept_key_);
   }
 
   // Values that are not kept are still checked, so malformed JSON anywhere in
@@ -896,7 +966,7 @@ class EventParser {
   }
 
   void apply_metadata(const EventFields& ev) {
-    std::string_view what = trace_.strings.view(ev.name);
+    std::string_view what = trace_->strings.view(ev.name);
     bool process_level = ev.tid.value == 0 && !ev.tid.is_string;
     for (const StagedArg& a : staged_) {
       if (a.type != od::json_type::string) {
@@ -905,11 +975,11 @@ class EventParser {
       }
       PyValue value = to_value(a);
       if (what == "process_name" && a.key == "name" && process_level)
-        trace_.metadata.process_name[ev.pid] = value.s;
+        trace_->metadata.process_name[ev.pid] = value.s;
       else if (what == "process_labels" && a.key == "labels" && process_level)
-        trace_.metadata.process_labels[ev.pid] = value.s;
+        trace_->metadata.process_labels[ev.pid] = value.s;
       else if (what == "thread_name" && a.key == "name")
-        trace_.metadata.thread_name[{ev.pid, ev.tid}] = value.s;
+        trace_->metadata.thread_name[{ev.pid, ev.tid}] = value.s;
     }
   }
 
@@ -922,7 +992,8 @@ class EventParser {
 
   static constexpr uint32_t kUnset = std::numeric_limits<uint32_t>::max();
 
-  Trace& trace_;
+  Trace* trace_;
+  std::vector<std::string>* arg_keys_ = nullptr;
   std::string label_;
   od::parser parser_;        // one event at a time
   od::parser value_parser_;  // staged arg values (cache misses)
@@ -937,17 +1008,163 @@ class EventParser {
 };
 
 // ---------------------------------------------------------------------------
+// Parses traceEvents on worker threads. The reading thread finds each event's
+// extent and copies its text into a batch; a worker parses a whole batch into
+// a Trace of its own (a part); the reading thread joins finished parts in
+// batch order (TraceJoiner), so the result equals the sequential parse. An
+// error comes out as the sequential parse raises it: that of the first
+// failing event in array order, before any error found further on.
+
+class ParallelEventParse {
+ public:
+  ParallelEventParse(Trace& trace, const std::string& label, unsigned workers, size_t batch_bytes)
+      : joiner_(trace), batch_bytes_(batch_bytes), max_in_flight_(2 * size_t{workers} + 2) {
+    for (unsigned k = 0; k < workers; ++k) workers_.emplace_back([this, label] { work(label); });
+  }
+  ~ParallelEventParse() {
+    {
+      std::lock_guard lock(mu_);
+      stop_ = true;
+    }
+    work_ready_.notify_all();
+    for (std::thread& t : workers_) t.join();  // before the batches they may hold go
+  }
+  ParallelEventParse(const ParallelEventParse&) = delete;
+  ParallelEventParse& operator=(const ParallelEventParse&) = delete;
+
+  // Queues traceEvents[index], whose text is [text, text + len).
+  void add(const char* text, size_t len, size_t index) {
+    if (!filling_) {
+      filling_ = std::make_unique<Batch>();
+      filling_->first_index = index;
+      filling_->text.reserve(batch_bytes_ + len + simdjson::SIMDJSON_PADDING);
+    }
+    filling_->spans.push_back({filling_->text.size(), len});
+    filling_->text.append(text, len);
+    if (filling_->text.size() >= batch_bytes_) submit();
+  }
+
+  // Parses and joins every event queued; rethrows the first event's error.
+  void finish() {
+    submit();
+    while (!in_flight_.empty()) join_oldest();
+  }
+
+  // For an error the reader met after the events queued so far: those are
+  // parsed first, and the first of their errors (rethrown here) wins.
+  void rethrow_earlier_error() {
+    if (!failed_) finish();
+  }
+
+ private:
+  struct Span {
+    size_t offset;
+    size_t len;
+  };
+  struct Batch {
+    std::string text;  // the events' texts back to back, then simdjson padding
+    std::vector<Span> spans;
+    size_t first_index = 0;
+    Trace part;
+    std::vector<std::string> arg_keys;
+    std::exception_ptr error;
+    bool done = false;
+  };
+
+  void submit() {
+    if (!filling_) return;
+    filling_->text.append(simdjson::SIMDJSON_PADDING, '\0');
+    while (in_flight_.size() >= max_in_flight_) join_oldest();  // bounds memory
+    Batch* batch = filling_.get();
+    in_flight_.push_back(std::move(filling_));
+    {
+      std::lock_guard lock(mu_);
+      pending_.push_back(batch);
+    }
+    work_ready_.notify_one();
+    while (!in_flight_.empty() && is_done(*in_flight_.front())) join_oldest();
+  }
+
+  bool is_done(const Batch& batch) {
+    std::lock_guard lock(mu_);
+    return batch.done;
+  }
+
+  void join_oldest() {
+    Batch& batch = *in_flight_.front();
+    {
+      std::unique_lock lock(mu_);
+      batch_done_.wait(lock, [&] { return batch.done; });
+    }
+    if (batch.error) {
+      failed_ = true;
+      std::exception_ptr error = batch.error;
+      in_flight_.pop_front();
+      std::rethrow_exception(error);
+    }
+    joiner_.append(std::move(batch.part), batch.arg_keys);
+    in_flight_.pop_front();
+  }
+
+  void work(const std::string& label) {
+    Trace unused;
+    EventParser parser(unused, label);
+    for (;;) {
+      Batch* batch = nullptr;
+      {
+        std::unique_lock lock(mu_);
+        work_ready_.wait(lock, [&] { return stop_ || !pending_.empty(); });
+        if (stop_) return;
+        batch = pending_.front();
+        pending_.pop_front();
+      }
+      try {
+        batch->part.events.reserve(batch->spans.size());
+        parser.bind(batch->part, &batch->arg_keys);
+        for (size_t k = 0; k < batch->spans.size(); ++k) {
+          const Span& span = batch->spans[k];
+          parser.parse(batch->text.data() + span.offset, span.len, batch->text.size() - span.offset,
+                       batch->first_index + k);
+        }
+      } catch (...) {
+        batch->error = std::current_exception();
+      }
+      {
+        std::lock_guard lock(mu_);
+        batch->done = true;
+      }
+      batch_done_.notify_all();
+    }
+  }
+
+  TraceJoiner joiner_;
+  const size_t batch_bytes_;
+  const size_t max_in_flight_;
+  std::unique_ptr<Batch> filling_;
+  std::deque<std::unique_ptr<Batch>> in_flight_;  // submission order
+  bool failed_ = false;
+  std::mutex mu_;
+  std::condition_variable work_ready_;
+  std::condition_variable batch_done_;
+  std::deque<Batch*> pending_;  // not yet taken by a worker
+  bool stop_ = false;
+  std::vector<std::thread> workers_;
+};
+
+// ---------------------------------------------------------------------------
 // Streams the top-level object and feeds each traceEvents element to the
 // EventParser.
 
 class TraceReader {
  public:
-  TraceReader(ByteSource& src, Trace& trace, std::string label, const LoadOptions& options)
+  TraceReader(ByteSource& src, Trace& trace, std::string label, const LoadOptions& options,
+              unsigned parse_workers = 0)
       : win_(src),
         trace_(trace),
         label_(std::move(label)),
         events_(trace, label_),
-        options_(options) {}
+        options_(options),
+        parse_workers_(parse_workers) {}
 
   void run() {
     skip_ws();
@@ -1037,60 +1254,79 @@ class TraceReader {
   }
 
   // Length of the JSON value starting at the window position (a string,
-  // object, array or scalar), loading more data as needed. Strings are
-  // skipped with memchr; the bytes between strings are few in Kineto JSON.
+  // object, array or scalar), loading more data as needed. Only quotes and
+  // brackets change the state, so the scan visits those bytes alone, found
+  // 64 at a time (block_masks).
   size_t scan_extent() {
-    size_t off = 0;
+    char first = need_char();
+    if (first != '{' && first != '[' && first != '"') return scan_scalar_extent();
+    size_t off = 0;  // start of the next block to look at
     int depth = 0;
     bool in_string = false;
-    char first = need_char();
-    bool scalar = first != '{' && first != '[' && first != '"';
     for (;;) {
       size_t avail = win_.ensure(off + 1);
-      if (avail <= off) {
-        if (scalar && off > 0) return off;
-        fail("unexpected end of data (truncated JSON)");
-      }
+      if (avail <= off) fail("unexpected end of data (truncated JSON)");
       const char* p = win_.at(0);
-      while (off < avail) {
-        if (in_string) {
-          const void* q = std::memchr(p + off, '"', avail - off);
-          if (!q) {
-            off = avail;
-            break;
+      for (; off < avail; off += 64) {
+        BlockMasks m = block_masks(p + off);
+        uint64_t valid = avail - off >= 64 ? ~uint64_t{0} : (uint64_t{1} << (avail - off)) - 1;
+        m.quote &= valid;
+        // Without escapes every quote toggles the string state: the brackets
+        // outside strings come from one prefix XOR, and only they are visited.
+        bool escape_free = !(m.backslash & valid) && (off == 0 || p[off - 1] != '\\');
+        if (escape_free && first != '"') {
+          uint64_t inside = prefix_xor(m.quote) ^ (in_string ? ~uint64_t{0} : 0);
+          uint64_t brackets = (m.open | m.close) & valid & ~inside;
+          while (brackets) {
+            int k = __builtin_ctzll(brackets);
+            brackets &= brackets - 1;
+            if (m.open & (uint64_t{1} << k)) {
+              ++depth;
+            } else {
+              if (--depth == 0) return off + static_cast<size_t>(k) + 1;
+              if (depth < 0) fail("unbalanced brackets in JSON");
+            }
           }
-          size_t quote = static_cast<size_t>(static_cast<const char*>(q) - p);
-          size_t backslashes = 0;
-          while (p[quote - 1 - backslashes] == '\\') ++backslashes;
-          off = quote + 1;
-          if (backslashes % 2 == 1) continue;  // an escaped quote
-          in_string = false;
-          if (depth == 0) return off;
+          if (__builtin_popcountll(m.quote) % 2 == 1) in_string = !in_string;
           continue;
         }
-        char c = p[off];
-        if (scalar) {
-          if (c == ',' || c == '}' || c == ']' || is_ws(c)) return off;
-          ++off;
-          continue;
-        }
-        ++off;
-        switch (c) {
-          case '"':
+        uint64_t structural = (m.quote | m.open | m.close) & valid;
+        while (structural) {
+          int k = __builtin_ctzll(structural);
+          structural &= structural - 1;
+          uint64_t bit = uint64_t{1} << k;
+          size_t at = off + static_cast<size_t>(k);
+          if (in_string) {
+            if (!(m.quote & bit)) continue;
+            size_t backslashes = 0;  // the opening quote stops this walk
+            while (p[at - 1 - backslashes] == '\\') ++backslashes;
+            if (backslashes % 2 == 1) continue;  // an escaped quote
+            in_string = false;
+            if (depth == 0) return at + 1;
+          } else if (m.quote & bit) {
             in_string = true;
-            break;
-          case '{':
-          case '[':
+          } else if (m.open & bit) {
             ++depth;
-            break;
-          case '}':
-          case ']':
-            if (--depth == 0) return off;
+          } else {
+            if (--depth == 0) return at + 1;
             if (depth < 0) fail("unbalanced brackets in JSON");
-            break;
-          default:
-            break;
+          }
         }
+      }
+      off = avail;
+    }
+  }
+
+  // A number or literal runs to the next delimiter.
+  size_t scan_scalar_extent() {
+    size_t off = 0;
+    for (;;) {
+      size_t avail = win_.ensure(off + 1);
+      if (avail <= off) return off;
+      const char* p = win_.at(0);
+      for (; off < avail; ++off) {
+        char c = p[off];
+        if (c == ',' || c == '}' || c == ']' || is_ws(c)) return off;
       }
     }
   }
@@ -1103,12 +1339,35 @@ class TraceReader {
       win_.advance(1);
       return;
     }
+    if (parse_workers_ == 0) {
+      read_event_list(nullptr);
+      return;
+    }
+    size_t batch = options_.parse_batch_bytes ? options_.parse_batch_bytes : kParseBatchBytes;
+    ParallelEventParse parallel(trace_, label_, parse_workers_, batch);
+    try {
+      read_event_list(&parallel);
+      parallel.finish();
+    } catch (...) {
+      parallel.rethrow_earlier_error();
+      throw;
+    }
+  }
+
+  static constexpr size_t kParseBatchBytes = 1 << 20;
+
+  // The elements after '[' up to and with the closing ']', parsed here or
+  // queued to `parallel`.
+  void read_event_list(ParallelEventParse* parallel) {
     size_t index = 0;
     for (;;) {
       skip_ws();
       if (need_char() != '{') fail(fmt::format("traceEvents[{}] is not a JSON object", index));
       size_t len = scan_extent();
-      events_.parse(win_.at(0), len, win_.capacity_from(0), index);
+      if (parallel)
+        parallel->add(win_.at(0), len, index);
+      else
+        events_.parse(win_.at(0), len, win_.capacity_from(0), index);
       win_.advance(len);
       ++index;
       if (options_.progress && (index & 0x3fff) == 0 && !options_.progress(win_.consumed(), index))
@@ -1126,6 +1385,7 @@ class TraceReader {
   std::string label_;
   EventParser events_;
   const LoadOptions& options_;
+  unsigned parse_workers_;
 };
 
 Platform detect_platform(const Trace& trace) {
@@ -1168,6 +1428,24 @@ uint64_t gzip_size_hint(FILE* f, uint64_t file_size) {
     return file_size * 8;
   uint64_t isize = t[0] | (t[1] << 8) | (t[2] << 16) | (static_cast<uint64_t>(t[3]) << 24);
   return isize >= file_size ? isize : file_size * 8;
+}
+
+// Parse workers for a load: as asked, else one per core (at most 8) from
+// kParallelParseMinBytes of JSON on a machine with several cores. The reading
+// thread and the inflate thread run beside them; on 2 cores the OS shares
+// the cores out (bench/RESULTS.md compares the counts).
+constexpr uint64_t kParallelParseMinBytes = uint64_t{16} << 20;
+unsigned parse_workers(const LoadOptions& options, uint64_t json_bytes_estimate) {
+  if (options.parse_workers >= 0) return static_cast<unsigned>(std::min(options.parse_workers, 64));
+  // For benchmarks: JARVIS_PARSE_WORKERS=N sets the count for every load.
+  if (const char* env = std::getenv("JARVIS_PARSE_WORKERS"); env && *env) {
+    unsigned n = 0;
+    auto [end, ec] = std::from_chars(env, env + std::strlen(env), n);
+    if (ec == std::errc() && *end == '\0') return std::min(n, 64u);
+  }
+  unsigned cores = std::thread::hardware_concurrency();
+  if (cores < 2 || json_bytes_estimate < kParallelParseMinBytes) return 0;
+  return std::min(cores, 8u);
 }
 
 void finish(Trace& trace) {
@@ -1240,7 +1518,7 @@ Trace load_trace(const std::string& path, const LoadOptions& options, GzipInflat
   } else {
     src = std::make_unique<PlainFileSource>(std::move(file), path);
   }
-  TraceReader reader(*src, trace, path, options);
+  TraceReader reader(*src, trace, path, options, parse_workers(options, size_hint));
   reader.run();
   finish(trace);
   return trace;

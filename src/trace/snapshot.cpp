@@ -155,11 +155,17 @@ void write_payload(Writer& w, const SnapshotKey& key, const Trace& t) {
       w.value(v);
     }
   }
+  // In key order, so equal traces give equal bytes whatever the hash maps' history.
   auto proc_map = [&](const auto& m) {
-    w.u64(m.size());
-    for (const auto& [p, s] : m) {
-      w.proc(p);
-      w.str(s);
+    std::vector<const std::pair<const ProcId, std::string>*> entries;
+    entries.reserve(m.size());
+    for (const auto& entry : m) entries.push_back(&entry);
+    std::sort(entries.begin(), entries.end(),
+              [](const auto* a, const auto* b) { return a->first < b->first; });
+    w.u64(entries.size());
+    for (const auto* entry : entries) {
+      w.proc(entry->first);
+      w.str(entry->second);
     }
   };
   proc_map(t.metadata.process_name);

@@ -282,6 +282,58 @@ void Trace::restore_side_tables(std::vector<int64_t> sparse_ids) {
   last_thread_ = 0;
 }
 
+ProcId TraceJoiner::proc_id(const ProcId& p) const {
+  if (!p.is_string) return p;
+  return ProcId{static_cast<int64_t>(string_map_[static_cast<size_t>(p.value)]), true};
+}
+
+void TraceJoiner::append(Trace&& part, const std::vector<std::string>& arg_keys) {
+  if (arg_keys.size() != part.arg_lists.size())
+    throw std::invalid_argument("one identity text per arg list is needed");
+  // Interning in the part's id order keeps the order of first appearance.
+  string_map_.resize(part.strings.size());
+  for (uint32_t i = 0; i < part.strings.size(); ++i)
+    string_map_[i] = whole_.strings.intern(part.strings.view(i));
+  std::vector<uint32_t> thread_map(part.threads.size(), 0);
+  for (size_t i = 1; i < part.threads.size(); ++i)
+    thread_map[i] = whole_.thread_index(proc_id(part.threads[i].pid), proc_id(part.threads[i].tid));
+  std::vector<int32_t> arg_map(part.arg_lists.size());
+  for (size_t i = 0; i < part.arg_lists.size(); ++i) {
+    auto [it, added] =
+        arg_index_.try_emplace(arg_keys[i], static_cast<int32_t>(whole_.arg_lists.size()));
+    if (added) {
+      ArgList list = std::move(part.arg_lists[i]);
+      for (auto& entry : list) entry.first = string_map_[entry.first];
+      whole_.arg_lists.push_back(std::move(list));
+    }
+    arg_map[i] = it->second;
+  }
+
+  const size_t id_offset = whole_.sparse_ids_.size();
+  if (id_offset + part.sparse_ids_.size() > std::numeric_limits<uint32_t>::max())
+    throw std::length_error("sparse id table exceeds 2^32 entries");
+  if (whole_.events.size() + part.events.size() >= kNoUid)
+    throw std::length_error("more than 2^32 - 1 events");
+  whole_.sparse_ids_.insert(whole_.sparse_ids_.end(), part.sparse_ids_.begin(),
+                            part.sparse_ids_.end());
+  for (Event e : part.events) {
+    e.name = string_map_[e.name];
+    e.cat_name = string_map_[e.cat_name];
+    e.thread = thread_map[e.thread];
+    if (e.args >= 0) e.args = arg_map[static_cast<size_t>(e.args)];
+    if (e.id_mask != 0) e.ids += static_cast<uint32_t>(id_offset);
+    whole_.events.push_back(e);
+  }
+
+  // Later entries overwrite earlier ones, as within one parse.
+  for (auto& [pid, name] : part.metadata.process_name)
+    whole_.metadata.process_name[proc_id(pid)] = std::move(name);
+  for (auto& [pid, labels] : part.metadata.process_labels)
+    whole_.metadata.process_labels[proc_id(pid)] = std::move(labels);
+  for (auto& [key, name] : part.metadata.thread_name)
+    whole_.metadata.thread_name[{proc_id(key.first), proc_id(key.second)}] = std::move(name);
+}
+
 const PyValue* Trace::arg(Uid uid, std::string_view key) const {
   const Event& e = events[uid];
   if (e.args < 0) return nullptr;

@@ -173,6 +173,9 @@ struct Event {
   uint8_t id_mask = 0;            // bit SparseId: present in the side table
   bool has_args : 1 = false;      // the event had an `args` object
   bool bp_enclosing : 1 = false;  // flow "bp":"e"
+  // Zero, so that every byte of an Event is determinate (snapshots of equal
+  // traces are equal bytes).
+  uint8_t unused_bits_ : 6 = 0;
 
   bool has_ts() const { return ts_ns != kNoTime; }
   bool has_dur() const { return dur_ns != kNoTime; }
@@ -331,10 +334,31 @@ class Trace {
   std::string gpu_name() const;
 
  private:
+  friend class TraceJoiner;
   // Present sparse ids of every event, packed in SparseId order at Event::ids.
   std::vector<int64_t> sparse_ids_;
   std::unordered_map<ThreadKey, uint32_t, ThreadKeyHash> thread_index_;
   uint32_t last_thread_ = 0;
+};
+
+// Joins traces parsed from consecutive slices of one traceEvents array (the
+// parallel loader parses slices on several threads) into the whole trace, in
+// slice order. The result equals one sequential parse: strings, (pid, tid)
+// pairs and arg lists get their ids in order of first appearance, and equal
+// arg lists (same `arg_keys` text) share one entry, as the loader shares them.
+class TraceJoiner {
+ public:
+  explicit TraceJoiner(Trace& whole) : whole_(whole) {}
+  // Appends `part`'s events, metadata and tables; arg_keys[i] is the identity
+  // text of part.arg_lists[i].
+  void append(Trace&& part, const std::vector<std::string>& arg_keys);
+
+ private:
+  ProcId proc_id(const ProcId& p) const;
+
+  Trace& whole_;
+  std::vector<uint32_t> string_map_;  // part's string id -> whole's (per append)
+  std::unordered_map<std::string, int32_t> arg_index_;
 };
 
 // Raised for every load failure; what() names the file and the problem.
@@ -351,6 +375,13 @@ struct LoadOptions {
   // Called now and then with (uncompressed bytes consumed, events so far);
   // return false to cancel the load (TraceError "cancelled" is raised).
   std::function<bool(uint64_t, uint64_t)> progress;
+  // Threads that parse the events while the reading thread finds their
+  // extents: -1 picks (one per core for 16 MiB of JSON and more on a machine
+  // with several cores, else none); 0 parses on the reading thread. Every
+  // choice gives the identical Trace.
+  int parse_workers = -1;
+  // JSON text per batch handed to a parse worker; 0 for the default (1 MiB).
+  size_t parse_batch_bytes = 0;
 };
 
 }  // namespace jarvis
