@@ -11,6 +11,7 @@
 
 #include <fmt/format.h>
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <charconv>
 #include <condition_variable>
@@ -1430,10 +1431,27 @@ uint64_t gzip_size_hint(FILE* f, uint64_t file_size) {
   return isize >= file_size ? isize : file_size * 8;
 }
 
-// Parse workers for a load: as asked, else one per core (at most 8) from
-// kParallelParseMinBytes of JSON on a machine with several cores. The reading
+// Parse threads of the loads under way in this process. The automatic count
+// takes only the cores they leave free, so concurrent loads (a sweep's jobs,
+// an MCP server's sessions) do not multiply threads.
+std::atomic<unsigned> g_parse_threads_busy{0};
+
+class ParseThreads {
+ public:
+  explicit ParseThreads(unsigned count) : count_(count) { g_parse_threads_busy += count_; }
+  ~ParseThreads() { g_parse_threads_busy -= count_; }
+  ParseThreads(const ParseThreads&) = delete;
+  ParseThreads& operator=(const ParseThreads&) = delete;
+  unsigned count() const { return count_; }
+
+ private:
+  unsigned count_;
+};
+
+// Parse workers for a load: as asked, else one per free core (at most 8, and
+// none unless two are free) from kParallelParseMinBytes of JSON. The reading
 // thread and the inflate thread run beside them; on 2 cores the OS shares
-// the cores out (bench/RESULTS.md compares the counts).
+// the cores out (bench/RESULTS.md has the measurements).
 constexpr uint64_t kParallelParseMinBytes = uint64_t{16} << 20;
 unsigned parse_workers(const LoadOptions& options, uint64_t json_bytes_estimate) {
   if (options.parse_workers >= 0) return static_cast<unsigned>(std::min(options.parse_workers, 64));
@@ -1445,7 +1463,10 @@ unsigned parse_workers(const LoadOptions& options, uint64_t json_bytes_estimate)
   }
   unsigned cores = std::thread::hardware_concurrency();
   if (cores < 2 || json_bytes_estimate < kParallelParseMinBytes) return 0;
-  return std::min(cores, 8u);
+  unsigned busy = g_parse_threads_busy.load();
+  unsigned free = busy >= cores ? 0 : cores - busy;
+  unsigned n = std::min({free, cores, 8u});
+  return n >= 2 ? n : 0;
 }
 
 void finish(Trace& trace) {
@@ -1518,7 +1539,8 @@ Trace load_trace(const std::string& path, const LoadOptions& options, GzipInflat
   } else {
     src = std::make_unique<PlainFileSource>(std::move(file), path);
   }
-  TraceReader reader(*src, trace, path, options, parse_workers(options, size_hint));
+  ParseThreads workers(parse_workers(options, size_hint));
+  TraceReader reader(*src, trace, path, options, workers.count());
   reader.run();
   finish(trace);
   return trace;

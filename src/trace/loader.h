@@ -1,7 +1,10 @@
 // Loading a Kineto trace (.json or .json.gz, single or multi-member gzip)
-// into a Trace, streaming: the file is decompressed in chunks and each event
-// object is parsed on its own, so peak memory is the event store plus one
-// chunk, never the whole JSON text.
+// into a Trace, streaming: the file is decompressed in chunks (on a thread
+// of its own), the reading thread finds each event object's extent, and the
+// objects are parsed on that thread or, for large traces, in batches on
+// worker threads whose parts are joined in order (LoadOptions::parse_workers).
+// Peak memory is the event store plus a few chunks and batches, never the
+// whole JSON text.
 #pragma once
 
 #include <string>
