@@ -6,8 +6,10 @@
 namespace jarvis::pycompat {
 
 namespace {
+// ASCII only, without a libc call per byte (what std::tolower does in the "C"
+// locale; name flags run this over every interned string).
 char lower_char(char c) {
-  return static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c;
 }
 }  // namespace
 

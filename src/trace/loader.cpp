@@ -578,15 +578,16 @@ int64_t EventFields::*hot_field(std::string_view key) {
 bool int_from_number_text(std::string_view text, int64_t& out) {
   out = kNoInt;
   const char* end = text.data() + text.size();
-  bool integer_literal = text.find_first_of(".eE") == std::string_view::npos;
-  if (integer_literal) {
+  {
     int64_t v = 0;
     auto [p, ec] = std::from_chars(text.data(), end, v);
-    if (ec == std::errc() && p == end) {
+    if (ec == std::errc() && p == end) {  // the common case: a plain integer
       out = v;
       return true;
     }
-    if (ec != std::errc::result_out_of_range || p != end) return false;
+    bool integer_literal = std::none_of(text.begin(), text.end(),
+                                        [](char c) { return c == '.' || c == 'e' || c == 'E'; });
+    if (integer_literal && (ec != std::errc::result_out_of_range || p != end)) return false;
   }
   double d = 0;
   auto [p, ec] = std::from_chars(text.data(), end, d);
@@ -739,9 +740,11 @@ class EventParser {
     od::json_type type;
     if (v.type().get(type) || type != od::json_type::number) fail_field(field, "must be a number");
     std::string_view raw = trim_right(v.raw_json_token());
-    if (v.get_double().get(d)) fail_field(field, "must be a number");
     int64_t ns = kNoTime;
+    // decimal_us_to_ns accepts only JSON's number grammar, so a success
+    // needs no parse into a double.
     if (decimal_us_to_ns(raw, ns)) return ns;
+    if (v.get_double().get(d)) fail_field(field, "must be a number");
     if (!us_to_ns(d, ns)) fail_field(field, "is out of range (more than 2^63 ns, or not finite)");
     return ns;
   }
@@ -1036,7 +1039,7 @@ class ParallelEventParse {
   // Queues traceEvents[index], whose text is [text, text + len).
   void add(const char* text, size_t len, size_t index) {
     if (!filling_) {
-      filling_ = std::make_unique<Batch>();
+      filling_ = take_spare();
       filling_->first_index = index;
       filling_->text.reserve(batch_bytes_ + len + simdjson::SIMDJSON_PADDING);
     }
@@ -1104,7 +1107,26 @@ class ParallelEventParse {
       std::rethrow_exception(error);
     }
     joiner_.append(std::move(batch.part), batch.arg_keys);
+    spare_.push_back(std::move(in_flight_.front()));
     in_flight_.pop_front();
+  }
+
+  // A joined batch again, its buffers kept: fresh allocations of this size
+  // come from new pages, and zeroing those cost more than the copies.
+  std::unique_ptr<Batch> take_spare() {
+    if (spare_.empty()) return std::make_unique<Batch>();
+    std::unique_ptr<Batch> batch = std::move(spare_.back());
+    spare_.pop_back();
+    std::vector<Event> events = std::move(batch->part.events);
+    events.clear();
+    batch->part = Trace();
+    batch->part.events = std::move(events);
+    batch->text.clear();
+    batch->spans.clear();
+    batch->arg_keys.clear();
+    batch->error = nullptr;
+    batch->done = false;
+    return batch;
   }
 
   void work(const std::string& label) {
@@ -1143,6 +1165,7 @@ class ParallelEventParse {
   const size_t max_in_flight_;
   std::unique_ptr<Batch> filling_;
   std::deque<std::unique_ptr<Batch>> in_flight_;  // submission order
+  std::vector<std::unique_ptr<Batch>> spare_;     // joined, for reuse
   bool failed_ = false;
   std::mutex mu_;
   std::condition_variable work_ready_;

@@ -135,6 +135,7 @@ bool decimal_us_to_ns(std::string_view t, int64_t& ns) {
   };
   auto is_digit = [&](size_t k) { return k < t.size() && t[k] >= '0' && t[k] <= '9'; };
   if (!is_digit(i)) return false;
+  if (t[i] == '0' && is_digit(i + 1)) return false;  // JSON has no leading zeros
   for (; is_digit(i); ++i)
     if (!digit(t[i])) return false;
   if (i < t.size() && t[i] == '.') {

@@ -50,6 +50,10 @@ TEST_CASE("event store: decimal µs text converts to exact ns") {
       {".5", false, 0},
       {"1e", false, 0},
       {"12a", false, 0},
+      {"0.5", true, 500},
+      {"01.5", false, 0},  // JSON has no leading zeros
+      {"-00", false, 0},
+      {"+1", false, 0},
   };
   for (const Case& c : cases) {
     std::string text = c.text;
@@ -57,6 +61,16 @@ TEST_CASE("event store: decimal µs text converts to exact ns") {
     int64_t ns = -1;
     REQUIRE(decimal_us_to_ns(c.text, ns) == c.ok);
     if (c.ok) CHECK(ns == c.ns);
+  }
+}
+
+TEST_CASE("event store: a ts or dur that is not a JSON number is refused") {
+  for (const char* bad : {"01.5", "-01", "00", "1.", "1e", "0x10"}) {
+    std::string text = bad;
+    CAPTURE(text);
+    std::string json = R"({"traceEvents":[{"ph":"X","name":"k","ts":)" + text + R"(,"dur":1}]})";
+    CHECK_THROWS_WITH_AS(load_trace_from_json(json, "mem"),
+                         doctest::Contains("field 'ts' must be a number"), TraceError);
   }
 }
 
