@@ -24,6 +24,7 @@
 #include <mutex>
 #include <string>
 #include <string_view>
+#include <system_error>
 #include <thread>
 #include <unordered_map>
 
@@ -1023,7 +1024,12 @@ class ParallelEventParse {
  public:
   ParallelEventParse(Trace& trace, const std::string& label, unsigned workers, size_t batch_bytes)
       : joiner_(trace), batch_bytes_(batch_bytes), max_in_flight_(2 * size_t{workers} + 2) {
-    for (unsigned k = 0; k < workers; ++k) workers_.emplace_back([this, label] { work(label); });
+    // Fewer threads than asked when the system refuses more (none: the
+    // caller parses on its own thread).
+    try {
+      for (unsigned k = 0; k < workers; ++k) workers_.emplace_back([this, label] { work(label); });
+    } catch (const std::system_error&) {
+    }
   }
   ~ParallelEventParse() {
     {
@@ -1035,6 +1041,8 @@ class ParallelEventParse {
   }
   ParallelEventParse(const ParallelEventParse&) = delete;
   ParallelEventParse& operator=(const ParallelEventParse&) = delete;
+
+  size_t workers() const { return workers_.size(); }
 
   // Queues traceEvents[index], whose text is [text, text + len).
   void add(const char* text, size_t len, size_t index) {
@@ -1369,6 +1377,10 @@ class TraceReader {
     }
     size_t batch = options_.parse_batch_bytes ? options_.parse_batch_bytes : kParseBatchBytes;
     ParallelEventParse parallel(trace_, label_, parse_workers_, batch);
+    if (parallel.workers() == 0) {
+      read_event_list(nullptr);
+      return;
+    }
     try {
       read_event_list(&parallel);
       parallel.finish();
