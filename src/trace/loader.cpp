@@ -1125,7 +1125,7 @@ class ParallelEventParse {
     if (spare_.empty()) return std::make_unique<Batch>();
     std::unique_ptr<Batch> batch = std::move(spare_.back());
     spare_.pop_back();
-    std::vector<Event> events = std::move(batch->part.events);
+    MappableVector<Event> events = std::move(batch->part.events);
     events.clear();
     batch->part = Trace();
     batch->part.events = std::move(events);

@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <libdeflate.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -113,6 +114,14 @@ class Writer {
         break;
     }
   }
+  // Zero bytes up to the next multiple of `alignment` of the file offset (the
+  // header's 32 bytes keep payload and file offsets congruent), so that a
+  // reader can use the array that follows in place.
+  void align(size_t alignment) {
+    static constexpr char kZeros[16] = {};
+    size_t pad = (alignment - bytes_ % alignment) % alignment;
+    raw(kZeros, pad);
+  }
   uint32_t crc() const { return crc_; }
   uint64_t bytes() const { return bytes_; }
 
@@ -139,6 +148,7 @@ void write_payload(Writer& w, const SnapshotKey& key, const Trace& t) {
   w.u64(t.strings.size());
   for (size_t i = 0; i < t.strings.size(); ++i) w.str(t.strings.view(static_cast<uint32_t>(i)));
   w.u64(t.events.size());
+  w.align(alignof(Event));
   w.raw(t.events.data(), t.events.size() * sizeof(Event));
   w.u64(t.threads.size());
   for (const ThreadKey& k : t.threads) {
@@ -146,6 +156,7 @@ void write_payload(Writer& w, const SnapshotKey& key, const Trace& t) {
     w.proc(k.tid);
   }
   w.u64(t.sparse_ids().size());
+  w.align(alignof(int64_t));
   w.raw(t.sparse_ids().data(), t.sparse_ids().size() * sizeof(int64_t));
   w.u64(t.arg_lists.size());
   for (const ArgList& list : t.arg_lists) {
@@ -185,15 +196,37 @@ void write_payload(Writer& w, const SnapshotKey& key, const Trace& t) {
 
 // ---------------------------------------------------------------- reading
 
+// Reads the payload in place from the mapped file; the caller has checked
+// its checksum.
 class Reader {
  public:
-  Reader(FILE* f, uint64_t payload_bytes) : f_(f), left_(payload_bytes) {}
-  void raw(void* p, size_t n) {
-    if (n == 0) return;
+  Reader(const char* file_start, const char* payload, uint64_t payload_bytes)
+      : file_start_(file_start), p_(payload), left_(payload_bytes) {}
+  // The next n bytes, in place.
+  const char* take(uint64_t n) {
     if (n > left_) throw Unusable{"corrupt: a length points past the end of the snapshot"};
-    if (std::fread(p, 1, n, f_) != n) throw Unusable{"truncated while reading"};
-    crc_ = libdeflate_crc32(crc_, p, n);
+    const char* at = p_;
+    p_ += n;
     left_ -= n;
+    return at;
+  }
+  void raw(void* p, size_t n) {
+    if (n != 0) std::memcpy(p, take(n), n);
+  }
+  // Skips the writer's zero padding up to the next multiple of `alignment`.
+  void align(size_t alignment) {
+    auto offset = static_cast<size_t>(p_ - file_start_);
+    const char* pad = take((alignment - offset % alignment) % alignment);
+    for (const char* c = pad; c != p_; ++c)
+      if (*c != 0) throw Unusable{"corrupt: padding"};
+  }
+  // `count` elements of T in place (the mapping is private and writable, so
+  // the view may be written: copy on write, the file never changes).
+  template <class T>
+  MappableVector<T> array(const std::shared_ptr<void>& mapping, uint64_t count) {
+    align(alignof(T));
+    const char* at = take(count * sizeof(T));
+    return MappableVector<T>::view(mapping, reinterpret_cast<T*>(const_cast<char*>(at)), count);
   }
   template <class T>
   T pod() {
@@ -257,13 +290,12 @@ class Reader {
     }
     throw Unusable{"corrupt: an unknown arg value kind"};
   }
-  uint32_t crc() const { return crc_; }
   uint64_t left() const { return left_; }
 
  private:
-  FILE* f_;
+  const char* file_start_;
+  const char* p_;
   uint64_t left_;
-  uint32_t crc_ = 0;
 };
 
 SnapshotKey read_key(Reader& r) {
@@ -286,7 +318,7 @@ std::string stale_reason(const SnapshotKey& was, const SnapshotKey& now) {
   return "the trace's content changed (edge checksum)";
 }
 
-Trace read_payload(Reader& r, const SnapshotKey& key) {
+Trace read_payload(Reader& r, const std::shared_ptr<void>& mapping, const SnapshotKey& key) {
   SnapshotKey was = read_key(r);
   if (!(was == key)) throw Unusable{"stale: " + stale_reason(was, key)};
   Trace t;
@@ -300,8 +332,7 @@ Trace read_payload(Reader& r, const SnapshotKey& key) {
   for (uint64_t i = 0; i < n_strings; ++i)
     if (t.strings.intern(r.str()) != i) throw Unusable{"corrupt: a repeated string"};
   uint64_t n_events = r.count(sizeof(Event));
-  t.events.resize(n_events);
-  r.raw(t.events.data(), n_events * sizeof(Event));
+  t.events = r.array<Event>(mapping, n_events);
   uint64_t n_threads = r.count(18);
   t.threads.clear();
   t.threads.reserve(n_threads);
@@ -312,8 +343,7 @@ Trace read_payload(Reader& r, const SnapshotKey& key) {
     t.threads.push_back(k);
   }
   uint64_t n_ids = r.count(sizeof(int64_t));
-  std::vector<int64_t> ids(n_ids);
-  r.raw(ids.data(), n_ids * sizeof(int64_t));
+  MappableVector<int64_t> ids = r.array<int64_t>(mapping, n_ids);
   uint64_t n_lists = r.count(sizeof(uint64_t));
   t.arg_lists.resize(n_lists);
   for (ArgList& list : t.arg_lists) {
@@ -461,19 +491,38 @@ std::string snapshot_path(const std::string& cache_dir, const SnapshotKey& key) 
       .string();
 }
 
+// The whole snapshot file, mapped private and writable (copy on write) and
+// populated up front: one call maps the page-cache pages instead of a fault
+// per page. Snapshots are replaced by rename and never written in place, so
+// the mapped bytes stay as they were while a trace uses them.
+std::shared_ptr<void> map_file(int fd, uint64_t size) {
+  // Populated read-only: a writable private mapping would be populated by
+  // copying every page. Writes made later copy only the pages they touch.
+  void* p = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0);
+  if (p == MAP_FAILED) throw Unusable{fmt::format("cannot map: {}", std::strerror(errno))};
+  std::shared_ptr<void> mapping(p, [size](void* q) { ::munmap(q, size); });
+  if (::mprotect(p, size, PROT_READ | PROT_WRITE) != 0)
+    throw Unusable{fmt::format("cannot map writable: {}", std::strerror(errno))};
+  return mapping;
+}
+
 std::optional<Trace> read_snapshot(const std::string& file, const SnapshotKey& key,
                                    const std::string& display_path, const SnapshotLog& log) {
-  FilePtr f(std::fopen(file.c_str(), "rb"));
-  if (!f) {
+  int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
     if (errno != ENOENT) log(fmt::format("{}: not read: {}", file, std::strerror(errno)));
     return std::nullopt;
   }
+  struct FdCloser {
+    int fd;
+    ~FdCloser() { ::close(fd); }
+  } closer{fd};
   try {
     struct stat st {};
-    if (::fstat(::fileno(f.get()), &st) != 0) throw Unusable{std::strerror(errno)};
+    if (::fstat(fd, &st) != 0) throw Unusable{std::strerror(errno)};
     auto size = static_cast<uint64_t>(st.st_size);
     Header h{};
-    if (size < sizeof h || std::fread(&h, sizeof h, 1, f.get()) != 1)
+    if (size < sizeof h || ::pread(fd, &h, sizeof h, 0) != static_cast<ssize_t>(sizeof h))
       throw Unusable{fmt::format("truncated: {} bytes, shorter than the header", size)};
     if (std::memcmp(h.magic, kMagic, sizeof kMagic) != 0) throw Unusable{"not a jarvis snapshot"};
     if (h.version != kSnapshotVersion)
@@ -485,13 +534,15 @@ std::optional<Trace> read_snapshot(const std::string& file, const SnapshotKey& k
     if (size - sizeof h != h.payload_bytes)
       throw Unusable{fmt::format("truncated: {} payload bytes, the header says {}", size - sizeof h,
                                  h.payload_bytes)};
-    std::setvbuf(f.get(), nullptr, _IOFBF, 1 << 20);
-    Reader r(f.get(), h.payload_bytes);
-    Trace t = read_payload(r, key);
-    if (r.crc() != h.payload_crc) throw Unusable{"corrupt: checksum mismatch"};
+    std::shared_ptr<void> mapping = map_file(fd, size);
+    const char* start = static_cast<const char*>(mapping.get());
+    if (libdeflate_crc32(0, start + sizeof h, h.payload_bytes) != h.payload_crc)
+      throw Unusable{"corrupt: checksum mismatch"};
+    Reader r(start, start + sizeof h, h.payload_bytes);
+    Trace t = read_payload(r, mapping, key);
     t.path = display_path;
     // Used now: the cache bound removes least recently used snapshots first.
-    (void)::futimens(::fileno(f.get()), nullptr);
+    (void)::futimens(fd, nullptr);
     return t;
   } catch (const Unusable& u) {
     log(fmt::format("{}: ignored ({}); loading the JSON", file, u.reason));

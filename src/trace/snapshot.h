@@ -10,6 +10,13 @@
 // written atomically and ignored (with a logged reason) when any of these
 // differ, when it is truncated, or when its checksum does not match.
 //
+// A snapshot is read by mapping the file (private, copy on write): the event
+// array and the sparse id table are used in place (Trace::events is then a
+// view, MappableVector), so a load costs the checksum and the small tables,
+// not a copy of the store. Snapshots are only ever replaced by rename, never
+// rewritten in place, so a mapped snapshot does not change under a loaded
+// trace; truncating one by hand while a process uses it would (SIGBUS).
+//
 // Cache directory: $JARVIS_CACHE_DIR, else $XDG_CACHE_HOME/jarvis, else
 // $HOME/.cache/jarvis. JARVIS_NO_SNAPSHOT=1 turns snapshots off. The cache is
 // bounded: after each write the least recently used snapshots (a read
@@ -28,7 +35,8 @@
 
 namespace jarvis {
 
-inline constexpr uint32_t kSnapshotVersion = 1;
+// 2: the event and sparse id arrays start at 8-byte file offsets (read in place).
+inline constexpr uint32_t kSnapshotVersion = 2;
 
 // The identity a snapshot is keyed by. Throws TraceError when the file
 // cannot be read.

@@ -266,7 +266,7 @@ void Trace::shrink_side_tables() {
   threads.shrink_to_fit();
 }
 
-void Trace::restore_side_tables(std::vector<int64_t> sparse_ids) {
+void Trace::restore_side_tables(MappableVector<int64_t> sparse_ids) {
   if (threads.empty() || threads[0] != ThreadKey{})
     throw std::invalid_argument("thread table does not start with the absent pair");
   for (const Event& e : events) {
@@ -315,8 +315,7 @@ void TraceJoiner::append(Trace&& part, const std::vector<std::string>& arg_keys)
     throw std::length_error("sparse id table exceeds 2^32 entries");
   if (whole_.events.size() + part.events.size() >= kNoUid)
     throw std::length_error("more than 2^32 - 1 events");
-  whole_.sparse_ids_.insert(whole_.sparse_ids_.end(), part.sparse_ids_.begin(),
-                            part.sparse_ids_.end());
+  whole_.sparse_ids_.append(part.sparse_ids_.begin(), part.sparse_ids_.end());
   for (Event e : part.events) {
     e.name = string_map_[e.name];
     e.cat_name = string_map_[e.cat_name];

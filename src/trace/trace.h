@@ -22,6 +22,7 @@
 
 #include "base/error.h"
 #include "pycompat/value.h"
+#include "trace/mappable_vector.h"
 
 namespace jarvis {
 
@@ -248,8 +249,9 @@ struct ThreadKeyHash {
 
 class Trace {
  public:
-  std::string path;           // as given by the caller
-  std::vector<Event> events;  // index == UID
+  std::string path;  // as given by the caller
+  // index == UID; a view of the snapshot file when loaded from one
+  MappableVector<Event> events;
   // Distinct (pid, tid) pairs, indexed by Event::thread; entry 0 is the
   // absent pair (no pid, no tid).
   std::vector<ThreadKey> threads{ThreadKey{}};
@@ -301,13 +303,13 @@ class Trace {
   // Sets (or replaces) one sparse id of an event already added.
   void set_sparse_id(Uid uid, SparseId which, int64_t value);
   // The side table itself (for sizing and snapshots).
-  const std::vector<int64_t>& sparse_ids() const { return sparse_ids_; }
+  const MappableVector<int64_t>& sparse_ids() const { return sparse_ids_; }
   // Frees the spare capacity of the side tables once loading is done.
   void shrink_side_tables();
   // Installs a sparse id table read back from a snapshot (with `events` and
   // `threads` already in place) and rebuilds the (pid, tid) index. Throws
   // std::invalid_argument when an event's ids or thread lie outside the tables.
-  void restore_side_tables(std::vector<int64_t> sparse_ids);
+  void restore_side_tables(MappableVector<int64_t> sparse_ids);
 
   std::string_view name(Uid uid) const { return strings.view(events[uid].name); }
   std::string_view cat_name(Uid uid) const { return strings.view(events[uid].cat_name); }
@@ -336,7 +338,7 @@ class Trace {
  private:
   friend class TraceJoiner;
   // Present sparse ids of every event, packed in SparseId order at Event::ids.
-  std::vector<int64_t> sparse_ids_;
+  MappableVector<int64_t> sparse_ids_;
   std::unordered_map<ThreadKey, uint32_t, ThreadKeyHash> thread_index_;
   uint32_t last_thread_ = 0;
 };

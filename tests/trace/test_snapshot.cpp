@@ -134,6 +134,53 @@ TEST_CASE("snapshot: the second load reads it and every report is byte-identical
   CHECK(second.gpu_name() == json.gpu_name());
 }
 
+TEST_CASE(
+    "snapshot: events are read in place from the file, and writing them leaves it unchanged") {
+  TempDir tmp;
+  fs::path trace = tmp.path / "trace.json.gz";
+  fs::copy_file(conformance_trace("h100_qwen1.5-0.5b"), trace);
+  Loads loads{tmp.path / "cache", {}};
+  Trace first = loads.load(trace.string());
+  CHECK_FALSE(first.events.is_view());  // parsed from JSON
+  std::string snap = loads.snapshot_of(trace.string());
+  std::string bytes_before = read_file(snap);
+
+  Trace second = loads.load(trace.string());
+  CHECK(loads.reasons.empty());
+  REQUIRE(second.events.is_view());
+  CHECK(second.sparse_ids().is_view());
+  // In place: the event array lies inside the file's bytes, at an 8-byte offset.
+  CHECK(reinterpret_cast<uintptr_t>(second.events.data()) % alignof(Event) == 0);
+
+  // A private mapping: this process's write is its own.
+  const int64_t ts0 = second.events[0].ts_ns;
+  second.events[0].ts_ns = ts0 + 12345;
+  CHECK(second.events[0].ts_ns == ts0 + 12345);
+  CHECK(read_file(snap) == bytes_before);
+  Trace third = loads.load(trace.string());
+  CHECK(loads.reasons.empty());
+  CHECK(third.events[0].ts_ns == ts0);
+  check_same_store(first, third);
+
+  // Copies are owned and independent; growing a view copies it first.
+  MappableVector<Event> copy = third.events;
+  CHECK_FALSE(copy.is_view());
+  copy[0].ts_ns = 7;
+  CHECK(third.events[0].ts_ns == ts0);
+  const size_t n = third.events.size();
+  Event extra = third.events[1];
+  third.events.push_back(extra);
+  CHECK_FALSE(third.events.is_view());
+  REQUIRE(third.events.size() == n + 1);
+  CHECK(third.events[0].ts_ns == ts0);
+  CHECK(third.events[n].ts_ns == extra.ts_ns);
+  // The mapping outlives the load that made it: a moved trace keeps its view.
+  Trace moved = std::move(second);
+  CHECK(moved.events.is_view());
+  CHECK(moved.events[0].ts_ns == ts0 + 12345);
+  check_same_store(first, loads.load(trace.string()));
+}
+
 TEST_CASE("snapshot: truncated, stale, corrupt and foreign snapshots are ignored with a reason") {
   TempDir tmp;
   fs::path trace = tmp.path / "t.json.gz";
