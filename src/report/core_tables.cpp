@@ -4,6 +4,7 @@
 #include <array>
 #include <cctype>
 #include <cmath>
+#include <deque>
 #include <map>
 #include <numeric>
 #include <tuple>
@@ -213,30 +214,105 @@ Table ops_summary_table(const std::vector<LauncherRow>& launchers) {
   return table;
 }
 
+namespace {
+
+// ops_unique_args's group key: ids of equal texts (name, op category, the
+// three process/thread cells joined, the four arg cells joined).
+struct UniqueArgsKey {
+  uint32_t name, category, thread, args;
+  auto operator<=>(const UniqueArgsKey&) const = default;
+};
+
+// Equal texts get equal ids. The views must outlive the ids (launcher names
+// and categories point into the trace; joined texts are kept here).
+class TextIds {
+ public:
+  uint32_t of(std::string_view text) {
+    auto [it, fresh] = ids_.try_emplace(text, static_cast<uint32_t>(ids_.size()));
+    return it->second;
+  }
+  uint32_t of_owned(std::string text) {
+    auto found = ids_.find(text);
+    if (found != ids_.end()) return found->second;
+    return of(kept_.emplace_back(std::move(text)));
+  }
+
+ private:
+  std::unordered_map<std::string_view, uint32_t> ids_;
+  std::deque<std::string> kept_;
+};
+
+// The key cells of ops_unique_args, rendered once per distinct (pid, tid)
+// pair and per distinct arg list.
+struct ArgCellsMemo {
+  std::vector<std::array<Cell, 3>> thread_cells;  // per distinct Event::thread
+  std::vector<std::array<Cell, 4>> arg_cells;     // per distinct Event::args
+  std::vector<uint32_t> thread_slot, args_slot;   // per launcher
+  std::vector<UniqueArgsKey> keys;                // per launcher
+  std::vector<Cell> text_cells;                   // name and category cells, by text id
+
+  const Cell& cell(size_t k, size_t column) const {
+    if (column == 0) return text_cells[keys[k].name];
+    if (column == 1) return text_cells[keys[k].category];
+    if (column < 5) return thread_cells[thread_slot[k]][column - 2];
+    return arg_cells[args_slot[k]][column - 5];
+  }
+};
+
+ArgCellsMemo memo_key_cells(const Trace& trace, const std::vector<LauncherRow>& launchers) {
+  ArgCellsMemo memo;
+  TextIds ids;
+  std::unordered_map<uint32_t, std::pair<uint32_t, uint32_t>> by_thread;  // slot, text id
+  std::unordered_map<int32_t, std::pair<uint32_t, uint32_t>> by_args;     // slot, text id
+  for (const LauncherRow& l : launchers) {
+    const Event& e = trace.events[l.uid];
+    auto thread = by_thread.find(e.thread);
+    if (thread == by_thread.end()) {
+      const ProcId& pid = trace.pid(e);
+      std::array<Cell, 3> cells{Cell(trace.process_name(pid)), Cell(trace.process_label(pid)),
+                                Cell(trace.thread_name(pid, trace.tid(e)))};
+      std::string text;
+      for (const Cell& c : cells) text += c.text() + '\x1f';
+      auto slot = static_cast<uint32_t>(memo.thread_cells.size());
+      memo.thread_cells.push_back(std::move(cells));
+      thread = by_thread.emplace(e.thread, std::pair{slot, ids.of_owned(std::move(text))}).first;
+    }
+    auto args = by_args.find(e.args);
+    if (args == by_args.end()) {
+      std::array<Cell, 4> cells;
+      std::string text;
+      for (size_t a = 0; a < 4; ++a) {
+        cells[a] = arg_cell(trace, l.uid, kArgColumns[a]);
+        text += arg_key(trace, l.uid, kArgColumns[a]) + '\x1f';
+      }
+      auto slot = static_cast<uint32_t>(memo.arg_cells.size());
+      memo.arg_cells.push_back(std::move(cells));
+      args = by_args.emplace(e.args, std::pair{slot, ids.of_owned(std::move(text))}).first;
+    }
+    memo.thread_slot.push_back(thread->second.first);
+    memo.args_slot.push_back(args->second.first);
+    uint32_t name = ids.of(l.name), category = ids.of(l.category);
+    memo.text_cells.resize(std::max<size_t>(memo.text_cells.size(), std::max(name, category) + 1));
+    if (memo.text_cells[name].missing()) memo.text_cells[name] = Cell(std::string(l.name));
+    if (memo.text_cells[category].missing())
+      memo.text_cells[category] = Cell(std::string(l.category));
+    memo.keys.push_back({name, category, thread->second.second, args->second.second});
+  }
+  return memo;
+}
+
+}  // namespace
+
 Table ops_unique_args_table(const Trace& trace, const std::vector<LauncherRow>& launchers) {
   // Key cells per launcher: name, op category, process/thread names, args.
+  // TraceLens groups on the text of these cells. The thread cells depend only
+  // on the event's (pid, tid) pair and the arg cells only on its arg list
+  // (equal lists are stored once), so each is rendered once per distinct
+  // pair or list, and launchers are grouped on ids of equal texts.
   constexpr size_t kKeys = 9;
-  auto key_cells = [&](const LauncherRow& l) {
-    const Event& e = trace.events[l.uid];
-    std::vector<Cell> cells{Cell(std::string(l.name)), Cell(std::string(l.category)),
-                            Cell(trace.process_name(trace.pid(e))),
-                            Cell(trace.process_label(trace.pid(e))),
-                            Cell(trace.thread_name(trace.pid(e), trace.tid(e)))};
-    for (auto arg : kArgColumns) cells.push_back(arg_cell(trace, l.uid, arg));
-    return cells;
-  };
-  auto key_string = [&](const LauncherRow& l, const std::vector<Cell>& cells) {
-    std::string key;
-    for (size_t k = 0; k < 5; ++k) key += cells[k].text() + '\x1f';
-    for (auto arg : kArgColumns) key += arg_key(trace, l.uid, arg) + '\x1f';
-    return key;
-  };
-  std::vector<std::vector<Cell>> keys(launchers.size());
-  OrderedGroups<std::string> groups;
-  for (size_t k = 0; k < launchers.size(); ++k) {
-    keys[k] = key_cells(launchers[k]);
-    groups.add(key_string(launchers[k], keys[k]), k);
-  }
+  const ArgCellsMemo memo = memo_key_cells(trace, launchers);
+  OrderedGroups<UniqueArgsKey> groups;
+  for (size_t k = 0; k < launchers.size(); ++k) groups.add(memo.keys[k], k);
 
   struct Agg {
     std::vector<size_t> rows;
@@ -286,8 +362,8 @@ Table ops_unique_args_table(const Trace& trace, const std::vector<LauncherRow>& 
     // Key columns: first non-null value of the group.
     for (size_t c = 0; c < kKeys; ++c)
       for (size_t k : a.rows)
-        if (!keys[k][c].missing()) {
-          row[c] = keys[k][c];
+        if (const Cell& cell = memo.cell(k, c); !cell.missing()) {
+          row[c] = cell;
           break;
         }
     row[9] = Cell(a.rows.size());

@@ -6,6 +6,7 @@
 #include "report/perf_tables.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <map>
 #include <set>
@@ -480,11 +481,40 @@ std::string unified_key_text(const Trace& trace, const PerfOpRow& r, size_t k) {
   }
 }
 
-std::vector<std::string> unified_group_key(const Trace& trace, const PerfOpRow& r) {
-  std::vector<std::string> key;
-  for (size_t k = 0; k < kUnifiedKeys.size(); ++k) key.push_back(unified_key_text(trace, r, k));
-  return key;
-}
+// Ids of a row's group-key texts (equal texts, equal ids), so that grouping
+// on them is grouping on the texts. The process/thread texts depend only on
+// the event's (pid, tid) pair and the arg texts only on its arg list (equal
+// lists are stored once), so each is rendered once per distinct pair or list.
+class UnifiedKeyIds {
+ public:
+  using Key = std::array<uint32_t, 9>;  // one id per kUnifiedKeys column
+
+  explicit UnifiedKeyIds(const Trace& trace) : trace_(trace) {}
+
+  Key of(const PerfOpRow& r) {
+    const Event& e = trace_.events[r.event_uid];
+    Key key{intern(r.name), intern(r.category)};
+    auto [thread, new_thread] = by_thread_.try_emplace(e.thread);
+    if (new_thread)
+      for (size_t k = 2; k < 5; ++k) thread->second[k - 2] = intern(unified_key_text(trace_, r, k));
+    auto [args, new_args] = by_args_.try_emplace(e.args);
+    if (new_args)
+      for (size_t k = 5; k < 9; ++k) args->second[k - 5] = intern(unified_key_text(trace_, r, k));
+    std::copy(thread->second.begin(), thread->second.end(), key.begin() + 2);
+    std::copy(args->second.begin(), args->second.end(), key.begin() + 5);
+    return key;
+  }
+
+ private:
+  uint32_t intern(const std::string& text) {
+    return ids_.try_emplace(text, static_cast<uint32_t>(ids_.size())).first->second;
+  }
+
+  const Trace& trace_;
+  std::unordered_map<std::string, uint32_t> ids_;
+  std::unordered_map<uint32_t, std::array<uint32_t, 3>> by_thread_;  // by Event::thread
+  std::unordered_map<int32_t, std::array<uint32_t, 4>> by_args_;     // by Event::args
+};
 
 class UnifiedCollector {
  public:
@@ -501,7 +531,8 @@ class UnifiedCollector {
   // the params of every op instance are most of these rows' memory.
   std::vector<PerfOpRow> run(bool keep_all_params) {
     std::vector<OpRef> collected = collect();
-    std::set<std::vector<std::string>> groups_with_params;
+    std::set<UnifiedKeyIds::Key> groups_with_params;
+    UnifiedKeyIds key_ids(trace_);
     std::vector<PerfOpRow> rows;
     // At most one row per collected op: reserving avoids the regrowth copies
     // (old and new buffers live at once) of these large rows.
@@ -510,7 +541,7 @@ class UnifiedCollector {
       std::optional<PerfOpRow> r = build_row(op);
       if (!r) continue;
       if (!keep_all_params && r->metrics && !r->metrics->params.empty() &&
-          !groups_with_params.insert(unified_group_key(trace_, *r)).second)
+          !groups_with_params.insert(key_ids.of(*r)).second)
         perf::Params().swap(r->metrics->params);
       rows.push_back(std::move(*r));
     }
@@ -586,8 +617,8 @@ class UnifiedCollector {
 
   // Cached: it runs a backward metric computation.
   bool sole_bwd(Uid base) {
-    auto it = sole_cache_.find(base);
-    if (it != sole_cache_.end()) return it->second;
+    if (sole_cache_.empty()) sole_cache_.assign(trace_.events.size(), -1);
+    if (sole_cache_[base] >= 0) return sole_cache_[base] == 1;
     bool result = false;
     auto [fwd, sole] = linked_fwd(base);
     if (fwd != kNoUid && sole) {
@@ -604,7 +635,7 @@ class UnifiedCollector {
         }
       }
     }
-    sole_cache_[base] = result;
+    sole_cache_[base] = result ? 1 : 0;
     return result;
   }
 
@@ -612,19 +643,20 @@ class UnifiedCollector {
   // reached through Python frames and cpu_ops. Computed bottom-up for the whole
   // subtree at once and cached: a walk per node was quadratic in the depth.
   bool desc_with_model(Uid u) const {
-    if (auto it = desc_cache_.find(u); it != desc_cache_.end()) return it->second;
+    if (desc_cache_.empty()) desc_cache_.assign(trace_.events.size(), -1);
+    if (desc_cache_[u] >= 0) return desc_cache_[u] == 1;
     // Iterative post-order: a node is decided once all its children are.
     std::vector<std::pair<Uid, bool>> stack{{u, false}};
     while (!stack.empty()) {
       auto [n, expanded] = stack.back();
-      if (desc_cache_.count(n)) {
+      if (desc_cache_[n] >= 0) {
         stack.pop_back();
         continue;
       }
       if (!expanded) {
         stack.back().second = true;
         for (Uid c : tree_.children(n))
-          if (walks_into(c) && !desc_cache_.count(c)) stack.push_back({c, false});
+          if (walks_into(c) && desc_cache_[c] < 0) stack.push_back({c, false});
         continue;
       }
       stack.pop_back();
@@ -632,12 +664,12 @@ class UnifiedCollector {
       for (Uid c : tree_.children(n)) {
         if (!walks_into(c)) continue;
         if (!is_python(trace_, c) && has_model(c) && launches_gpu(c)) found = true;
-        if (desc_cache_.at(c)) found = true;
+        if (desc_cache_[c] == 1) found = true;
         if (found) break;
       }
-      desc_cache_[n] = found;
+      desc_cache_[n] = found ? 1 : 0;
     }
-    return desc_cache_.at(u);
+    return desc_cache_[u] == 1;
   }
   bool walks_into(Uid c) const { return is_python(trace_, c) || is_cpu_op(trace_, c); }
 
@@ -658,7 +690,9 @@ class UnifiedCollector {
     while (!stack.empty()) {
       Uid u = stack.back();
       stack.pop_back();
-      if (!visited_.insert(u).second) continue;
+      if (visited_.empty()) visited_.assign(trace_.events.size(), 0);
+      if (visited_[u]) continue;
+      visited_[u] = 1;
       if (!python_frames_ && !is_cpu_op(trace_, u)) continue;
       if (!launches_gpu(u)) continue;
       if (has_model(u)) {
@@ -806,11 +840,12 @@ class UnifiedCollector {
   const GpuArch* arch_;
   bool python_frames_;
   perf::TraceAnnotations annotations_;  // indexed when a model first asks
-  std::unordered_set<Uid> visited_;
+  // Per-event state, indexed by UID (sized on first use): -1 not yet known.
+  std::vector<uint8_t> visited_;
   std::vector<OpRef> collected_;
-  std::unordered_map<Uid, bool> sole_cache_;
+  std::vector<int8_t> sole_cache_;
   mutable std::vector<int8_t> model_cache_;
-  mutable std::unordered_map<Uid, bool> desc_cache_;
+  mutable std::vector<int8_t> desc_cache_;
   std::vector<std::string> synthetic_names_;
   std::unordered_map<Uid, size_t> synthetic_index_;
   std::unordered_map<Uid, Uid> synthetic_kernel_;
@@ -835,9 +870,10 @@ Table unified_perf_summary_table(const Trace& trace, const std::vector<PerfOpRow
   auto key_text = [&](const PerfOpRow& r, size_t k) { return unified_key_text(trace, r, k); };
   // Groups in first-occurrence order (groupby sort=False).
   std::vector<std::vector<size_t>> groups;
-  std::map<std::vector<std::string>, size_t> index;
+  std::map<UnifiedKeyIds::Key, size_t> index;
+  UnifiedKeyIds key_ids(trace);
   for (size_t i = 0; i < rows.size(); ++i) {
-    auto [it, inserted] = index.emplace(unified_group_key(trace, rows[i]), groups.size());
+    auto [it, inserted] = index.emplace(key_ids.of(rows[i]), groups.size());
     if (inserted) groups.emplace_back();
     groups[it->second].push_back(i);
   }

@@ -2,8 +2,9 @@
 
 #include <algorithm>
 #include <cctype>
-#include <map>
+#include <unordered_map>
 #include <unordered_set>
+#include <vector>
 
 #include "pycompat/text.h"
 
@@ -11,17 +12,43 @@ namespace jarvis {
 
 namespace {
 
-// Key of the (pid, tid, link) index.
+// Key of the (thread, link) index: Event::thread stands for the (pid, tid)
+// pair.
 struct LinkKey {
-  ProcId pid, tid;
+  uint32_t thread;
   int64_t link;
-  bool operator==(const LinkKey&) const = default;
+  auto operator<=>(const LinkKey&) const = default;
 };
-struct LinkKeyHash {
-  size_t operator()(const LinkKey& k) const noexcept {
-    ProcIdHash h;
-    return h(k.pid) * 1000003u ^ h(k.tid) * 7919u ^ std::hash<int64_t>()(k.link);
+
+// The last event added per key, found by binary search: filled in event
+// order, then sorted once. Cheaper than a node-based hash map for the
+// hundreds of thousands of flow and link keys of a large trace, whose node
+// allocations and frees dominated the linking.
+template <class Key>
+class LastUidByKey {
+ public:
+  void add(const Key& key, Uid uid) { entries_.emplace_back(key, uid); }
+  // Call once after the last add.
+  void seal() {
+    // Uids are added in increasing order, so sorting (key, uid) pairs puts
+    // the last event of each key at the end of its run.
+    std::sort(entries_.begin(), entries_.end());
+    size_t out = 0;
+    for (size_t i = 0; i < entries_.size(); ++i) {
+      if (i + 1 < entries_.size() && entries_[i + 1].first == entries_[i].first) continue;
+      entries_[out++] = entries_[i];
+    }
+    entries_.resize(out);
   }
+  Uid find(const Key& key) const {
+    auto it = std::lower_bound(entries_.begin(), entries_.end(), key,
+                               [](const auto& entry, const Key& k) { return entry.first < k; });
+    return it != entries_.end() && it->first == key ? it->second : kNoUid;
+  }
+  bool empty() const { return entries_.empty(); }
+
+ private:
+  std::vector<std::pair<Key, Uid>> entries_;
 };
 
 }  // namespace
@@ -111,7 +138,7 @@ void CallTree::build_host_tree(std::vector<Uid>& first_child, std::vector<Uid>& 
     std::vector<Uid> stack;
     int cpu_ops = 0;
   };
-  std::map<std::pair<ProcId, ProcId>, ThreadState> threads;
+  std::vector<ThreadState> threads(t.threads.size());  // by Event::thread, the (pid, tid) pair
   auto pop = [&](ThreadState& s) {
     if (t.events[s.stack.back()].cat == Cat::CpuOp) --s.cpu_ops;
     s.stack.pop_back();
@@ -120,7 +147,7 @@ void CallTree::build_host_tree(std::vector<Uid>& first_child, std::vector<Uid>& 
   for (const auto& [ts, uid] : order) {
     const Event& e = t.events[uid];
     flags_[uid] |= kInTree;
-    ThreadState& s = threads[{t.pid(e), t.tid(e)}];
+    ThreadState& s = threads[e.thread];
     while (!s.stack.empty() && e.ts() >= t.events[s.stack.back()].end()) pop(s);
     if (!s.stack.empty() && e.end() > t.events[s.stack.back()].end()) {
       double overlap = t.events[s.stack.back()].end() - e.ts();
@@ -155,28 +182,40 @@ void CallTree::attach_gpu_events(std::vector<Uid>& first_child, std::vector<Uid>
                                  std::vector<Uid>& next_sibling) {
   const Trace& t = *trace_;
   const size_t n = t.events.size();
-  std::unordered_map<int64_t, Uid> flow_start, flow_end;
-  std::unordered_map<LinkKey, Uid, LinkKeyHash> by_link;
-  std::unordered_map<int64_t, std::vector<Uid>> gpu_by_link;
+  LastUidByKey<int64_t> flow_start, flow_end;  // by flow id
   bool any_graph_launch = false;
+  // Flow ends name the thread (GPU stream) of the event they point at; only
+  // events on those threads can be found through them.
+  std::vector<uint8_t> flow_end_thread(t.threads.size(), 0);
   for (size_t u = 0; u < n; ++u) {
     const Event& e = t.events[u];
-    std::string_view name = t.name(static_cast<Uid>(u));
     if (e.is_runtime()) {
       runtime_uids_.push_back(static_cast<Uid>(u));
+      std::string_view name = t.name(static_cast<Uid>(u));
       if (name == "cudaGraphLaunch" || name == "hipGraphLaunch") any_graph_launch = true;
     }
-    if (e.cat == Cat::Ac2g) {
-      if (e.ph == Phase::FlowStart) flow_start[t.flow_id(e)] = static_cast<Uid>(u);
-      if (e.ph == Phase::FlowEnd) flow_end[t.flow_id(e)] = static_cast<Uid>(u);
-      continue;
+    if (e.cat != Cat::Ac2g) continue;
+    if (e.ph == Phase::FlowStart) flow_start.add(t.flow_id(e), static_cast<Uid>(u));
+    if (e.ph == Phase::FlowEnd) {
+      flow_end.add(t.flow_id(e), static_cast<Uid>(u));
+      flow_end_thread[e.thread] = 1;
     }
-    if (!e.has_args) continue;
+  }
+  // The last event with args per (thread, link), on the flow-end threads
+  // with both a pid and a tid.
+  flow_start.seal();
+  flow_end.seal();
+  LastUidByKey<LinkKey> by_link;
+  for (size_t u = 0; u < n; ++u) {
+    const Event& e = t.events[u];
+    if (!flow_end_thread[e.thread] || e.cat == Cat::Ac2g || !e.has_args) continue;
     int64_t link = link_value(static_cast<Uid>(u));
     if (link == kNoInt) continue;
     if (t.pid(e).present() && t.tid(e).present())
-      by_link[{t.pid(e), t.tid(e), link}] = static_cast<Uid>(u);
+      by_link.add({e.thread, link}, static_cast<Uid>(u));
   }
+  by_link.seal();
+  std::unordered_map<int64_t, std::vector<Uid>> gpu_by_link;
   // Older traces carry no launch flows at all: the runtime call and its GPU
   // event then share only the link value (correlation). Link by it, last
   // GPU event per value, as HTA does (TraceLens finds no GPU events there).
@@ -217,13 +256,12 @@ void CallTree::attach_gpu_events(std::vector<Uid>& first_child, std::vector<Uid>
       if (g != gpu_by_link_value.end()) attached.emplace_back(r, g->second);
       continue;
     }
-    auto s = flow_start.find(link);
-    auto f = flow_end.find(link);
-    if (s == flow_start.end() || f == flow_end.end()) continue;
-    const Event& fe = t.events[f->second];
-    auto g = by_link.find({t.pid(fe), t.tid(fe), t.flow_id(fe)});
-    if (g == by_link.end() || !t.events[g->second].is_gpu()) continue;
-    attached.emplace_back(r, g->second);
+    Uid f = flow_end.find(link);
+    if (flow_start.find(link) == kNoUid || f == kNoUid) continue;
+    const Event& fe = t.events[f];
+    Uid g = by_link.find({fe.thread, t.flow_id(fe)});
+    if (g == kNoUid || !t.events[g].is_gpu()) continue;
+    attached.emplace_back(r, g);
   }
 
   // gpu_events CSR: count per node (runtime and its ancestors), then fill.

@@ -179,6 +179,33 @@ TEST_CASE("tree: only the last GPU event per (pid, tid, correlation) links") {
   CHECK(tree.launcher(6) == kNoUid);
 }
 
+TEST_CASE("tree: the last flow end per id names the stream, the last event there links") {
+  // Flow id 5 ends twice: on stream 7, then on stream 9. The last end wins,
+  // so the kernel on stream 9 links and the one on stream 7 does not. On
+  // stream 11 a later non-GPU event with the same link hides the kernel.
+  std::vector<std::string> ev = {
+      op("cpu_op", "aten::x", 0, 100),
+      op("cuda_runtime", "cudaLaunchKernel", 1, 2, R"("correlation":5)"),
+      flow('s', 5, "\"pid\":1,\"tid\":1"),
+      kernel("on7", 10, 1, 5, 7),
+      flow('f', 5, "\"pid\":0,\"tid\":7"),
+      kernel("on9", 20, 1, 5, 9),
+      flow('f', 5, "\"pid\":0,\"tid\":9"),
+      op("cuda_runtime", "cudaLaunchKernel", 3, 2, R"("correlation":6)"),
+      flow('s', 6, "\"pid\":1,\"tid\":1"),
+      kernel("on11", 30, 1, 6, 11),
+      op("user_annotation", "marker", 31, 1, R"("correlation":6)", "\"pid\":0,\"tid\":11"),
+      flow('f', 6, "\"pid\":0,\"tid\":11"),
+  };
+  Trace t = make_trace(ev);
+  CallTree tree(t);
+  CHECK_FALSE(tree.is_linked(3));
+  CHECK(tree.is_linked(5));
+  CHECK(tree.parent(5) == 1);
+  CHECK_FALSE(tree.is_linked(9));
+  CHECK(as_vec(tree.gpu_events(0)) == std::vector<Uid>{5});
+}
+
 TEST_CASE("tree: graph launches take every GPU event with their link") {
   std::vector<std::string> ev = {
       op("cpu_op", "aten::x", 0, 100),
