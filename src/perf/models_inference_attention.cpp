@@ -319,3 +319,11 @@ void register_inference_attention_models(std::map<std::string_view, Factory>& ou
 }
 
 }  // namespace jarvis::perf::detail
+
+namespace jarvis::perf {
+
+bool model_reads_event_context(std::string_view name) {
+  return detail::annotated_op(name);
+}
+
+}  // namespace jarvis::perf

@@ -115,6 +115,12 @@ class PerfModel {
 // would fail.
 std::unique_ptr<PerfModel> make_perf_model(const OpInput& op);
 
+// Whether the model of `name` reads more of its event than the name, the
+// event's args and its kernel names (the inference attention models read the
+// user annotation around the op). Other models are functions of those three,
+// so one model serves every event where they are equal.
+bool model_reads_event_context(std::string_view name);
+
 // TraceLens `_has_perf_model`: a class resolves for the name, and for the
 // Triton-compiled model the event carries Inductor metadata in its args.
 bool has_perf_model(const OpInput& op);

@@ -8,7 +8,9 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <exception>
 #include <map>
+#include <memory>
 #include <set>
 #include <unordered_map>
 #include <unordered_set>
@@ -68,6 +70,69 @@ struct OpRef {
   std::string_view name;
 };
 
+// Perf models shared between events with the same name, arg list and kernel
+// names: a model is a function of these (except where
+// perf::model_reads_event_context says otherwise), and so is its failure,
+// which is kept and rethrown for every such event. Large traces repeat a few
+// thousand op shapes; building the models (param tuples, dtype lookups) was
+// the largest share of the perf sheets' time.
+class ModelCache {
+ public:
+  // The model of `in` (the op's own event `base`, sorted `kernels`), built
+  // once per key; nullptr when no model class resolves.
+  std::shared_ptr<const perf::PerfModel> get(const Trace& trace, Uid base, const perf::OpInput& in,
+                                             const std::vector<Uid>& kernels) {
+    std::string_view own_name = trace.name(base);
+    // Only the event's own name is keyed (by its interned id); a synthetic
+    // row's name is not interned.
+    if (in.name.data() != own_name.data() || in.name.size() != own_name.size() ||
+        perf::model_reads_event_context(in.name))
+      return perf::make_perf_model(in);
+    probe_.name = trace.events[base].name;
+    probe_.args = trace.events[base].args;
+    probe_.kernel_names.clear();
+    for (Uid k : kernels) probe_.kernel_names.push_back(trace.events[k].name);
+    if (auto it = entries_.find(probe_); it != entries_.end()) {
+      if (it->second.error) std::rethrow_exception(it->second.error);
+      return it->second.model;
+    }
+    Entry entry;
+    try {
+      entry.model = perf::make_perf_model(in);
+    } catch (const std::bad_alloc&) {
+      throw;  // no property of the op
+    } catch (...) {
+      entry.error = std::current_exception();
+    }
+    if (entries_.size() < kMaxEntries) entries_.emplace(probe_, entry);
+    if (entry.error) std::rethrow_exception(entry.error);
+    return entry.model;
+  }
+
+ private:
+  // Bounds the cache on traces where every op has a shape of its own.
+  static constexpr size_t kMaxEntries = 4096;
+  struct Key {
+    uint32_t name = 0;
+    int32_t args = -1;
+    std::vector<uint32_t> kernel_names;
+    bool operator==(const Key&) const = default;
+  };
+  struct KeyHash {
+    size_t operator()(const Key& k) const noexcept {
+      size_t h = std::hash<uint64_t>()((uint64_t{k.name} << 32) ^ static_cast<uint32_t>(k.args));
+      for (uint32_t n : k.kernel_names) h = h * 1000003u ^ n;
+      return h;
+    }
+  };
+  struct Entry {
+    std::shared_ptr<const perf::PerfModel> model;
+    std::exception_ptr error;
+  };
+  std::unordered_map<Key, Entry, KeyHash> entries_;
+  Key probe_;
+};
+
 // TraceLens compute_perf_metrics for one op and direction. Throws what the
 // model throws; returns nullopt when no model class resolves.
 struct Computed {
@@ -77,7 +142,8 @@ struct Computed {
 
 std::optional<Computed> compute_metrics(const Trace& trace, const CallTree& tree, const OpRef& op,
                                         bool bwd, const GpuArch* arch,
-                                        const perf::TraceAnnotations& annotations) {
+                                        const perf::TraceAnnotations& annotations,
+                                        ModelCache& models) {
   std::vector<Uid> kernels;
   if (bwd) {
     for (Uid b : tree.subtree_bwd_events(op.base)) collect_subtree_kernels(trace, tree, b, kernels);
@@ -91,7 +157,7 @@ std::optional<Computed> compute_metrics(const Trace& trace, const CallTree& tree
   in.name = op.name;
   in.annotations = &annotations;
   for (Uid k : c.kernels) in.kernel_names.push_back(trace.name(k));
-  auto model = perf::make_perf_model(in);
+  std::shared_ptr<const perf::PerfModel> model = models.get(trace, op.base, in, c.kernels);
   if (!model) return std::nullopt;
   c.metrics = perf::compute_perf_metrics(*model, bwd, busy, arch);
   return c;
@@ -325,7 +391,7 @@ namespace {
 std::vector<PerfOpRow> sheet_rows_for(const Trace& trace, const CallTree& tree,
                                       const std::vector<Uid>& events, std::string_view family,
                                       bool backward, const GpuArch* arch,
-                                      ModelFailureCounts* failures) {
+                                      ModelFailureCounts* failures, ModelCache& models) {
   std::vector<PerfOpRow> rows;
   perf::TraceAnnotations annotations(trace);  // indexed when a model first asks
   for (Uid u : events) {
@@ -336,7 +402,7 @@ std::vector<PerfOpRow> sheet_rows_for(const Trace& trace, const CallTree& tree,
     OpRef op{u, u, trace.name(u)};
     std::optional<Computed> c;
     try {
-      c = compute_metrics(trace, tree, op, backward, arch, annotations);
+      c = compute_metrics(trace, tree, op, backward, arch, annotations, models);
     } catch (const perf::PerfNotImplemented&) {
       continue;  // no model for this direction: silent in TraceLens too
     } catch (const std::bad_alloc&) {
@@ -364,6 +430,15 @@ std::vector<PerfOpRow> sheet_rows_for(const Trace& trace, const CallTree& tree,
   return rows;
 }
 
+std::vector<PerfOpRow> sheet_rows(const Trace& trace, const CallTree& tree,
+                                  const FamilyIndex& by_family, std::string_view family,
+                                  bool backward, const GpuArch* arch, ModelFailureCounts* failures,
+                                  ModelCache& models) {
+  auto it = by_family.find(family);
+  if (it == by_family.end()) return {};
+  return sheet_rows_for(trace, tree, it->second, family, backward, arch, failures, models);
+}
+
 }  // namespace
 
 std::vector<PerfOpRow> perf_sheet_rows(const Trace& trace, const CallTree& tree,
@@ -376,9 +451,8 @@ std::vector<PerfOpRow> perf_sheet_rows(const Trace& trace, const CallTree& tree,
                                        const FamilyIndex& by_family, std::string_view family,
                                        bool backward, const GpuArch* arch,
                                        ModelFailureCounts* failures) {
-  auto it = by_family.find(family);
-  if (it == by_family.end()) return {};
-  return sheet_rows_for(trace, tree, it->second, family, backward, arch, failures);
+  ModelCache models;
+  return sheet_rows(trace, tree, by_family, family, backward, arch, failures, models);
 }
 
 namespace {
@@ -422,15 +496,16 @@ void add_perf_sheets(Report& report, const Trace& trace, const CallTree& tree,
                      const GpuArch* arch) {
   ModelFailureCounts failures;
   const FamilyIndex by_family = events_by_family(trace);  // once for every family
+  ModelCache models;                                      // shared by every family
   for (std::string_view fam : perf::sheet_families()) {
     std::string family(fam);
     if (in_list(family, {"GEMM", "UnaryElementwise", "BinaryElementwise", "Normalization"})) {
-      auto rows = perf_sheet_rows(trace, tree, by_family, fam, false, arch, &failures);
+      auto rows = sheet_rows(trace, tree, by_family, fam, false, arch, &failures, models);
       if (rows.empty()) continue;
       report.tables.push_back(perf_sheet_summary_table(trace, rows, family));
       continue;
     }
-    auto fwd_rows = perf_sheet_rows(trace, tree, by_family, fam, false, arch, &failures);
+    auto fwd_rows = sheet_rows(trace, tree, by_family, fam, false, arch, &failures, models);
     Table fwd = fwd_rows.empty() ? Table(family + "_fwd", {})
                                  : perf_sheet_summary_table(trace, fwd_rows, family + "_fwd");
     auto is_moved = [](const std::string& n) {
@@ -439,7 +514,7 @@ void add_perf_sheets(Report& report, const Trace& trace, const CallTree& tree,
     };
     Table moved = filter_rows(fwd, is_moved);
     fwd = filter_rows(fwd, [&](const std::string& n) { return !is_moved(n); });
-    auto bwd_rows = perf_sheet_rows(trace, tree, by_family, fam, true, arch, &failures);
+    auto bwd_rows = sheet_rows(trace, tree, by_family, fam, true, arch, &failures, models);
     Table bwd = bwd_rows.empty() ? Table(family + "_bwd", {})
                                  : perf_sheet_summary_table(trace, bwd_rows, family + "_bwd");
     if (!fwd_rows.empty()) bwd = concat_tables(std::move(bwd), moved);
@@ -626,7 +701,7 @@ class UnifiedCollector {
       if (e && !e->bwd_category.empty()) {
         try {
           result = compute_metrics(trace_, tree_, {fwd, fwd, trace_.name(fwd)}, true, arch_,
-                                   annotations_)
+                                   annotations_, models_)
                        .has_value();
         } catch (const std::bad_alloc&) {
           throw;
@@ -816,7 +891,7 @@ class UnifiedCollector {
     if (own || sole) {
       try {
         OpRef target = own ? op : OpRef{fwd, fwd, trace_.name(fwd)};
-        auto c = compute_metrics(trace_, tree_, target, !own, arch_, annotations_);
+        auto c = compute_metrics(trace_, tree_, target, !own, arch_, annotations_, models_);
         if (c) {
           r.backward = !own;
           r.kernel_time_us = c->metrics.kernel_time_us;
@@ -840,6 +915,7 @@ class UnifiedCollector {
   const GpuArch* arch_;
   bool python_frames_;
   perf::TraceAnnotations annotations_;  // indexed when a model first asks
+  ModelCache models_;
   // Per-event state, indexed by UID (sized on first use): -1 not yet known.
   std::vector<uint8_t> visited_;
   std::vector<OpRef> collected_;

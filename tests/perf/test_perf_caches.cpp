@@ -4,6 +4,7 @@
 // uncached computation it replaces.
 #include <doctest/doctest.h>
 
+#include <fmt/format.h>
 #include <algorithm>
 #include <cctype>
 #include <filesystem>
@@ -14,6 +15,8 @@
 #include "categories/prepare_trace.h"
 #include "explore/trace_store.h"
 #include "golden.h"
+#include "perf/metrics.h"
+#include "perf/perf_model.h"
 #include "report/gpu_timeline.h"
 #include "report/perf_tables.h"
 #include "test_analysis_support.h"
@@ -237,4 +240,70 @@ TEST_CASE("multi_kernel_data reuses the linked timeline only where it equals the
     CHECK(d.multi_kernel_data == analysis::multi_kernel_data(trace, tree));
     CHECK(d.multi_kernel_data["overlap_analysis"].contains("total_time_us"));
   }
+}
+
+TEST_CASE("shared perf models: every sheet row equals a model built for its own event") {
+  // The sheets share one model between events with equal name, args and
+  // kernel names; each row is checked against a model built for it alone.
+  std::string dir = golden::shared_dir() + "/conformance/h100_qwen1.5-0.5b";
+  Trace trace = load_trace(dir + "/trace.json.gz");
+  CallTree tree(trace);
+  size_t compared = 0;
+  for (const char* family : {"GEMM", "SDPA", "UnaryElementwise", "BinaryElementwise"}) {
+    for (bool backward : {false, true}) {
+      CAPTURE(family);
+      CAPTURE(backward);
+      for (const report::PerfOpRow& row :
+           report::perf_sheet_rows(trace, tree, family, backward, nullptr)) {
+        perf::OpInput in = perf::op_input_from_event(trace, row.event_uid);
+        for (Uid k : row.kernels) in.kernel_names.push_back(trace.name(k));
+        auto model = perf::make_perf_model(in);
+        REQUIRE(model);
+        perf::PerfMetrics alone =
+            perf::compute_perf_metrics(*model, backward, row.kernel_time_us, nullptr);
+        REQUIRE(row.metrics);
+        CHECK(row.metrics->gflops == alone.gflops);
+        CHECK(row.metrics->bytes == alone.bytes);
+        CHECK(perf::params_dict_repr(row.metrics->params) == perf::params_dict_repr(alone.params));
+        ++compared;
+      }
+    }
+  }
+  CHECK(compared > 100);
+}
+
+TEST_CASE("shared perf models: equal attention ops under different annotations keep their own") {
+  // The inference attention model reads the request mix from the annotation
+  // around the op, so two ops with equal args must not share a model.
+  const char* args =
+      R"("Input Dims":[[6147,32,128],[6147,8,128],[6147,8,128],[6147,32,128],[]],)"
+      R"("Input type":["c10::BFloat16","c10::BFloat16","c10::BFloat16","c10::BFloat16","Scalar"])";
+  auto annotation = [](const std::string& name, int ts) {
+    return fmt::format(
+        R"({{"ph":"X","cat":"user_annotation","name":"{}","pid":1,"tid":1,"ts":{},"dur":100}})",
+        name, ts);
+  };
+  auto attention = [&](int ts) {
+    return fmt::format(
+        R"({{"ph":"X","cat":"cpu_op","name":"vllm::unified_attention_with_output","pid":1,"tid":1,"ts":{},"dur":10,"args":{{{}}}}})",
+        ts, args);
+  };
+  std::string json = "{\"traceEvents\":[" +
+                     annotation(
+                         "execute_6147_context_2(sq6144sk7144sqsq20971520sqsk23019520)"
+                         "_generation_3(sq3sk6144sqsq3sqsk6144)",
+                         50) +
+                     "," + attention(100) + "," +
+                     annotation(
+                         "execute_6147_context_1(sq6144sk6144sqsq37748736sqsk37748736)"
+                         "_generation_3(sq3sk9000sqsq3sqsk9000)",
+                         200) +
+                     "," + attention(250) + "]}";
+  Trace trace = load_trace_from_json(json, "two annotations");
+  CallTree tree(trace);
+  auto rows = report::perf_sheet_rows(trace, tree, "InferenceAttention", false, nullptr);
+  REQUIRE(rows.size() == 2);
+  REQUIRE(rows[0].metrics);
+  REQUIRE(rows[1].metrics);
+  CHECK(rows[0].metrics->gflops != rows[1].metrics->gflops);
 }
