@@ -92,6 +92,8 @@ int load_modes_bench(int argc, char** argv) {
     return 2;
   }
   const std::pair<const char*, jarvis::GzipInflate> modes[] = {
+      {"ISA-L, one thread", jarvis::GzipInflate::IsalStream},
+      {"ISA-L pipelined (2 threads)", jarvis::GzipInflate::IsalPipelined},
       {"zlib, one thread", jarvis::GzipInflate::ZlibStream},
       {"zlib pipelined (2 threads)", jarvis::GzipInflate::ZlibPipelined},
       {"libdeflate whole file", jarvis::GzipInflate::Libdeflate},

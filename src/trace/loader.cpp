@@ -1,10 +1,8 @@
 #include "trace/loader.h"
 
-#include <libdeflate.h>
 #include <simdjson.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
-#include <zlib.h>
 #if defined(__SSE2__)
 #include <emmintrin.h>
 #endif
@@ -28,6 +26,7 @@
 #include <thread>
 #include <unordered_map>
 
+#include "trace/byte_source.h"
 #include "trace/gzip_inflate.h"
 #include "trace/numeric.h"
 #include "trace/snapshot.h"
@@ -37,309 +36,6 @@ namespace jarvis {
 namespace {
 
 namespace od = simdjson::ondemand;
-
-// ---------------------------------------------------------------------------
-// Byte sources: plain file, gzip file (multi-member), memory, and a
-// pipelining wrapper that produces chunks on a second thread.
-
-class ByteSource {
- public:
-  virtual ~ByteSource() = default;
-  // Fills up to cap bytes; returns 0 at end of data. Throws TraceError.
-  virtual size_t read(char* dst, size_t cap) = 0;
-  // Bytes left to read when the source knows (a document in memory), else 0.
-  virtual size_t remaining_hint() const { return 0; }
-};
-
-struct FileCloser {
-  void operator()(FILE* f) const {
-    if (f) std::fclose(f);
-  }
-};
-using FilePtr = std::unique_ptr<FILE, FileCloser>;
-
-class PlainFileSource : public ByteSource {
- public:
-  PlainFileSource(FilePtr file, std::string path)
-      : file_(std::move(file)), path_(std::move(path)) {}
-  size_t read(char* dst, size_t cap) override {
-    size_t n = std::fread(dst, 1, cap, file_.get());
-    if (n == 0 && std::ferror(file_.get()))
-      throw TraceError(fmt::format("{}: read error: {}", path_, std::strerror(errno)));
-    return n;
-  }
-
- private:
-  FilePtr file_;
-  std::string path_;
-};
-
-class GzipFileSource : public ByteSource {
- public:
-  GzipFileSource(FilePtr file, std::string path)
-      : file_(std::move(file)), path_(std::move(path)), in_(kInChunk) {
-    std::memset(&zs_, 0, sizeof zs_);
-    if (inflateInit2(&zs_, 16 + MAX_WBITS) != Z_OK)
-      throw TraceError(fmt::format("{}: cannot initialise zlib", path_));
-  }
-  ~GzipFileSource() override { inflateEnd(&zs_); }
-
-  size_t read(char* dst, size_t cap) override {
-    zs_.next_out = reinterpret_cast<Bytef*>(dst);
-    zs_.avail_out = static_cast<uInt>(std::min<size_t>(cap, 1u << 30));
-    while (zs_.avail_out > 0 && !finished_) {
-      if (zs_.avail_in == 0 && !refill()) {
-        if (in_member_)
-          throw TraceError(
-              fmt::format("{}: truncated gzip data (file ends inside a member)", path_));
-        finished_ = true;
-        break;
-      }
-      if (!in_member_) start_member();
-      if (finished_) break;
-      int rc = inflate(&zs_, Z_NO_FLUSH);
-      if (rc == Z_STREAM_END) {
-        // Multi-member files are plain concatenations: reset and go on.
-        in_member_ = false;
-        inflateReset(&zs_);
-        continue;
-      }
-      if (rc == Z_BUF_ERROR) continue;  // needs more input; the loop refills
-      if (rc != Z_OK)
-        throw TraceError(
-            fmt::format("{}: corrupt gzip data ({})", path_, zs_.msg ? zs_.msg : "inflate failed"));
-    }
-    return cap - zs_.avail_out;
-  }
-
- private:
-  static constexpr size_t kInChunk = 256 << 10;
-
-  // Called with input available at a member boundary. A following member
-  // must start with the gzip magic; trailing zero padding (written by some
-  // tape/archive tools, and tolerated by gzip(1)) ends the stream.
-  void start_member() {
-    const unsigned char* p = zs_.next_in;
-    if (members_ > 0 && p[0] == 0) {
-      finished_ = true;
-      return;
-    }
-    if (p[0] != 0x1f || (zs_.avail_in > 1 && p[1] != 0x8b)) {
-      if (members_ == 0)
-        throw TraceError(fmt::format("{}: not gzip data (bad magic bytes)", path_));
-      throw TraceError(fmt::format("{}: data after gzip member {} is not gzip (trailing garbage)",
-                                   path_, members_));
-    }
-    in_member_ = true;
-    ++members_;
-  }
-
-  bool refill() {
-    size_t n = std::fread(in_.data(), 1, in_.size(), file_.get());
-    if (n == 0) {
-      if (std::ferror(file_.get()))
-        throw TraceError(fmt::format("{}: read error: {}", path_, std::strerror(errno)));
-      return false;
-    }
-    zs_.next_in = reinterpret_cast<Bytef*>(in_.data());
-    zs_.avail_in = static_cast<uInt>(n);
-    return true;
-  }
-
-  FilePtr file_;
-  std::string path_;
-  std::vector<char> in_;
-  z_stream zs_;
-  bool in_member_ = false;
-  bool finished_ = false;
-  int members_ = 0;
-};
-
-class MemorySource : public ByteSource {
- public:
-  explicit MemorySource(std::string_view data) : data_(data) {}
-  size_t read(char* dst, size_t cap) override {
-    size_t n = std::min(cap, data_.size() - pos_);
-    std::memcpy(dst, data_.data() + pos_, n);
-    pos_ += n;
-    return n;
-  }
-  size_t remaining_hint() const override { return data_.size() - pos_; }
-
- private:
-  std::string_view data_;
-  size_t pos_ = 0;
-};
-
-// A whole gzip file inflated at once by libdeflate, every member in turn, into
-// one buffer sized from the trailer's ISIZE (grown for further members).
-class WholeGzipSource : public ByteSource {
- public:
-  // Null when libdeflate cannot do it within max_out bytes of output (not
-  // plain gzip members, corrupt or truncated data, larger output): the
-  // caller streams with zlib instead, which words any error.
-  static std::unique_ptr<WholeGzipSource> inflate(FILE* f, uint64_t file_size, uint64_t size_hint,
-                                                  uint64_t max_out) {
-    if (file_size == 0 || file_size > max_out) return nullptr;
-    std::vector<unsigned char> in(static_cast<size_t>(file_size));
-    if (std::fseek(f, 0, SEEK_SET) != 0 || std::fread(in.data(), 1, in.size(), f) != in.size())
-      return nullptr;
-    std::unique_ptr<libdeflate_decompressor, DecompressorFree> d(libdeflate_alloc_decompressor());
-    if (!d) return nullptr;
-    auto out = std::unique_ptr<WholeGzipSource>(new WholeGzipSource);
-    size_t cap = static_cast<size_t>(std::min(std::max<uint64_t>(size_hint, 1u << 16), max_out));
-    out->data_.reset(static_cast<char*>(std::malloc(cap)));
-    if (!out->data_) return nullptr;
-    size_t pos = 0, len = 0, members = 0;
-    while (pos < in.size()) {
-      if (members > 0 && in[pos] == 0) break;  // trailing zero padding, as GzipFileSource
-      if (in.size() - pos < 2 || in[pos] != 0x1f || in[pos + 1] != 0x8b) return nullptr;
-      for (;;) {
-        size_t used = 0, got = 0;
-        libdeflate_result rc =
-            libdeflate_gzip_decompress_ex(d.get(), in.data() + pos, in.size() - pos,
-                                          out->data_.get() + len, cap - len, &used, &got);
-        if (rc == LIBDEFLATE_SUCCESS) {
-          pos += used;
-          len += got;
-          ++members;
-          break;
-        }
-        if (rc != LIBDEFLATE_INSUFFICIENT_SPACE || cap >= max_out) return nullptr;
-        cap = static_cast<size_t>(std::min<uint64_t>(max_out, uint64_t{cap} * 2));
-        char* grown = static_cast<char*>(std::realloc(out->data_.get(), cap));
-        if (!grown) return nullptr;
-        (void)out->data_.release();
-        out->data_.reset(grown);
-      }
-    }
-    out->size_ = len;
-    return out;
-  }
-
-  size_t read(char* dst, size_t cap) override {
-    size_t n = std::min(cap, size_ - pos_);
-    std::memcpy(dst, data_.get() + pos_, n);
-    pos_ += n;
-    return n;
-  }
-
- private:
-  WholeGzipSource() = default;
-  struct DecompressorFree {
-    void operator()(libdeflate_decompressor* d) const { libdeflate_free_decompressor(d); }
-  };
-  struct Free {
-    void operator()(char* p) const { std::free(p); }
-  };
-  std::unique_ptr<char, Free> data_;
-  size_t size_ = 0;
-  size_t pos_ = 0;
-};
-
-// Runs another source on a worker thread so decompression overlaps parsing.
-// A few fixed chunks circulate between the two threads; an error raised by
-// the worker is rethrown to the reader once the data before it is consumed.
-class PipelinedSource : public ByteSource {
- public:
-  explicit PipelinedSource(std::unique_ptr<ByteSource> inner) : inner_(std::move(inner)) {
-    for (auto& chunk : chunks_) {
-      chunk.data.resize(kChunk);
-      free_.push_back(&chunk);
-    }
-    worker_ = std::thread([this] { produce(); });
-  }
-  ~PipelinedSource() override {
-    {
-      std::lock_guard lock(mu_);
-      stop_ = true;
-    }
-    cv_.notify_all();
-    worker_.join();
-  }
-
-  size_t read(char* dst, size_t cap) override {
-    size_t total = 0;
-    while (total < cap) {
-      if (!current_ && !take_chunk(total == 0)) break;
-      size_t n = std::min(cap - total, current_->size - current_pos_);
-      std::memcpy(dst + total, current_->data.data() + current_pos_, n);
-      total += n;
-      current_pos_ += n;
-      if (current_pos_ == current_->size) release_current();
-    }
-    return total;
-  }
-
- private:
-  static constexpr size_t kChunk = 256 << 10;
-  static constexpr size_t kChunks = 4;
-  struct Chunk {
-    std::vector<char> data;
-    size_t size = 0;
-  };
-
-  // Takes the next filled chunk; waits only when nothing was read yet.
-  bool take_chunk(bool wait) {
-    std::unique_lock lock(mu_);
-    if (wait) cv_.wait(lock, [&] { return !filled_.empty() || done_; });
-    if (filled_.empty()) {
-      if (done_ && error_ && wait) std::rethrow_exception(error_);
-      return false;
-    }
-    current_ = filled_.front();
-    filled_.pop_front();
-    current_pos_ = 0;
-    return true;
-  }
-  void release_current() {
-    {
-      std::lock_guard lock(mu_);
-      free_.push_back(current_);
-    }
-    current_ = nullptr;
-    cv_.notify_all();
-  }
-
-  void produce() {
-    try {
-      for (;;) {
-        Chunk* chunk = nullptr;
-        {
-          std::unique_lock lock(mu_);
-          cv_.wait(lock, [&] { return !free_.empty() || stop_; });
-          if (stop_) break;
-          chunk = free_.front();
-          free_.pop_front();
-        }
-        chunk->size = inner_->read(chunk->data.data(), chunk->data.size());
-        std::lock_guard lock(mu_);
-        if (chunk->size == 0) break;
-        filled_.push_back(chunk);
-        cv_.notify_all();
-      }
-    } catch (...) {
-      std::lock_guard lock(mu_);
-      error_ = std::current_exception();
-    }
-    std::lock_guard lock(mu_);
-    done_ = true;
-    cv_.notify_all();
-  }
-
-  std::unique_ptr<ByteSource> inner_;
-  Chunk chunks_[kChunks];
-  std::deque<Chunk*> free_;
-  std::deque<Chunk*> filled_;
-  Chunk* current_ = nullptr;
-  size_t current_pos_ = 0;
-  std::mutex mu_;
-  std::condition_variable cv_;
-  bool stop_ = false;
-  bool done_ = false;
-  std::exception_ptr error_;
-  std::thread worker_;
-};
 
 // ---------------------------------------------------------------------------
 // A sliding window over the decompressed text, always followed by simdjson's
@@ -1552,27 +1248,23 @@ Trace load_trace(const std::string& path, const LoadOptions& options, GzipInflat
   const uint64_t size_hint = gzip ? gzip_size_hint(file.get(), size) : size;
   reserve_events(trace, size_hint);
   std::fseek(file.get(), 0, SEEK_SET);
-  if (inflate == GzipInflate::Auto) {
-    if (std::thread::hardware_concurrency() > 1)
-      inflate = GzipInflate::ZlibPipelined;  // inflate overlaps the parse
-    else if (size_hint <= kAutoWholeInflateMaxBytes)
-      inflate = GzipInflate::Libdeflate;  // one core: the least CPU
-    else
-      inflate = GzipInflate::ZlibStream;  // one core, big file: bounded memory
-  }
+  if (inflate == GzipInflate::Auto)  // inflate overlaps the parse where a second core can run it
+    inflate = std::thread::hardware_concurrency() > 1 ? GzipInflate::IsalPipelined
+                                                      : GzipInflate::IsalStream;
   std::unique_ptr<ByteSource> src;
   if (gzip && inflate == GzipInflate::Libdeflate) {
-    src = WholeGzipSource::inflate(file.get(), size, size_hint, kWholeInflateMaxBytes);
+    src = libdeflate_whole_source(file.get(), size, size_hint, kWholeInflateMaxBytes);
     if (!src) std::fseek(file.get(), 0, SEEK_SET);  // zlib streams it instead
   }
   if (src) {
     // inflated already
   } else if (gzip) {
-    src = std::make_unique<GzipFileSource>(std::move(file), path);
-    if (inflate == GzipInflate::ZlibPipelined)
-      src = std::make_unique<PipelinedSource>(std::move(src));
+    bool isal = inflate == GzipInflate::IsalStream || inflate == GzipInflate::IsalPipelined;
+    src = isal ? isal_gzip_source(std::move(file), path) : zlib_gzip_source(std::move(file), path);
+    if (inflate == GzipInflate::ZlibPipelined || inflate == GzipInflate::IsalPipelined)
+      src = pipelined_source(std::move(src));
   } else {
-    src = std::make_unique<PlainFileSource>(std::move(file), path);
+    src = plain_file_source(std::move(file), path);
   }
   ParseThreads workers(parse_workers(options, size_hint));
   TraceReader reader(*src, trace, path, options, workers.count());

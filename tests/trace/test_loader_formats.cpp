@@ -21,6 +21,46 @@ using namespace jarvis::loader_test;
 
 namespace {
 
+// One gzip member written field by field (RFC 1952), with the optional
+// header fields: FEXTRA, FNAME, FCOMMENT and FHCRC (the header's CRC-16).
+// The trailer's CRC-32 and ISIZE are passed in so tests can break them.
+std::string raw_deflate(std::string_view data) {
+  z_stream zs{};
+  REQUIRE(deflateInit2(&zs, 6, Z_DEFLATED, -MAX_WBITS, 8, Z_DEFAULT_STRATEGY) == Z_OK);
+  std::string out(deflateBound(&zs, static_cast<uLong>(data.size())) + 64, '\0');
+  zs.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(data.data()));
+  zs.avail_in = static_cast<uInt>(data.size());
+  zs.next_out = reinterpret_cast<Bytef*>(out.data());
+  zs.avail_out = static_cast<uInt>(out.size());
+  REQUIRE(deflate(&zs, Z_FINISH) == Z_STREAM_END);
+  out.resize(zs.total_out);
+  deflateEnd(&zs);
+  return out;
+}
+
+void put_le32(std::string& out, uint32_t v) {
+  for (int k = 0; k < 4; ++k) out.push_back(static_cast<char>((v >> (8 * k)) & 0xff));
+}
+
+uint32_t crc_of(std::string_view s) {
+  return static_cast<uint32_t>(
+      crc32(0, reinterpret_cast<const Bytef*>(s.data()), static_cast<uInt>(s.size())));
+}
+
+std::string gzip_member_with_header_fields(std::string_view data, uint32_t crc, uint32_t isize) {
+  std::string h = {'\x1f', '\x8b', 8, 2 | 4 | 8 | 16, 0, 0, 0, 0, 0, 3};
+  h += std::string{6, 0} + "ab\x01\x02" "cd";  // XLEN = 6, one subfield
+  h += std::string("trace.json") + '\0';
+  h += std::string("recorded by a test") + '\0';
+  uint32_t hcrc = crc_of(h);
+  h.push_back(static_cast<char>(hcrc & 0xff));
+  h.push_back(static_cast<char>((hcrc >> 8) & 0xff));
+  std::string out = h + raw_deflate(data);
+  put_le32(out, crc);
+  put_le32(out, isize);
+  return out;
+}
+
 std::string conformance_trace(const std::string& name) {
   return jarvis::golden::shared_dir() + "/conformance/" + name + "/trace.json.gz";
 }
@@ -231,6 +271,8 @@ TEST_CASE("loader: hot integer args accept integral floats and ignore non-number
 
 TEST_CASE("loader: every gzip inflate mode loads the identical Trace") {
   const std::pair<const char*, GzipInflate> modes[] = {
+      {"isal", GzipInflate::IsalStream},
+      {"isal pipelined", GzipInflate::IsalPipelined},
       {"zlib pipelined", GzipInflate::ZlibPipelined},
       {"libdeflate", GzipInflate::Libdeflate},
       {"auto", GzipInflate::Auto},
@@ -285,4 +327,76 @@ TEST_CASE("loader: every gzip inflate mode loads the identical Trace") {
     CAPTURE(mode_name);
     CHECK(message(mode) == expected);
   }
+}
+
+TEST_CASE("loader: ISA-L and zlib read the same gzip headers and refuse the same broken members") {
+  const std::pair<const char*, GzipInflate> streaming[] = {
+      {"isal", GzipInflate::IsalStream},
+      {"isal pipelined", GzipInflate::IsalPipelined},
+      {"zlib", GzipInflate::ZlibStream},
+      {"zlib pipelined", GzipInflate::ZlibPipelined},
+  };
+  std::string text = gunzip_file(conformance_trace("h100_bert-small"));
+  const auto size = static_cast<uint32_t>(text.size());
+  TempDir tmp;
+  auto outcome = [&](const std::string& name, const std::string& bytes, GzipInflate mode) {
+    auto path = tmp.path / name;
+    write_file(path, bytes);
+    try {
+      Trace t = load_trace(path.string(), {}, mode);
+      return fmt::format("{} events, {} bytes", t.events.size(), t.json_bytes);
+    } catch (const TraceError& e) {
+      std::string msg = e.what();
+      // The reason in parentheses is each library's own wording.
+      return msg.substr(0, msg.find(" ("));
+    }
+  };
+  const Trace reference = load_trace_from_json(text, "memory");
+  const std::string loaded =
+      fmt::format("{} events, {} bytes", reference.events.size(), text.size());
+  std::string good = gzip_member_with_header_fields(text, crc_of(text), size);
+  struct Case {
+    const char* what;
+    std::string bytes;
+    std::string expected;  // after the path and ": "
+  };
+  std::string bad_crc = gzip_member_with_header_fields(text, crc_of(text) ^ 1, size);
+  std::string bad_size = gzip_member_with_header_fields(text, crc_of(text), size + 1);
+  std::string bad_header = good;
+  const size_t header_crc_at = 10 + 2 + 6 + 11 + 19;  // fixed part, XLEN, extra, name, comment
+  bad_header[header_crc_at] = static_cast<char>(bad_header[header_crc_at] ^ 1);
+  const size_t half = text.size() / 2;
+  std::string two_members =
+      gzip_member_with_header_fields(text.substr(0, half), crc_of(text.substr(0, half)),
+                                     static_cast<uint32_t>(half)) +
+      gzip_member_with_header_fields(text.substr(half), crc_of(text.substr(half)),
+                                     static_cast<uint32_t>(text.size() - half));
+  const Case cases[] = {
+      {"name, comment, extra field and header CRC", good, loaded},
+      {"two such members, the text split between them", two_members, loaded},
+      {"CRC-32 mismatch", bad_crc, "corrupt gzip data"},
+      {"length mismatch", bad_size, "corrupt gzip data"},
+      {"header CRC mismatch", bad_header, "corrupt gzip data"},
+      {"trailer cut short", good.substr(0, good.size() - 3), "truncated gzip data"},
+      {"a lone magic byte after the member", good + "\x1f", "truncated gzip data"},
+  };
+  for (const Case& c : cases) {
+    CAPTURE(c.what);
+    std::string name = fmt::format("case{}.json.gz", &c - cases);
+    for (const auto& [label, mode] : streaming) {
+      std::string mode_name = label;
+      CAPTURE(mode_name);
+      std::string got = outcome(name, c.bytes, mode);
+      if (c.expected == loaded) {
+        CHECK(got == loaded);
+      } else {
+        CHECK(got == (tmp.path / name).string() + ": " + c.expected);
+      }
+    }
+  }
+  // The header-field member loads to the same Trace as the text itself.
+  auto path = tmp.path / "fields.json.gz";
+  write_file(path, good);
+  for (const auto& [label, mode] : streaming)
+    check_same(reference, load_trace(path.string(), {}, mode));
 }
