@@ -49,7 +49,7 @@ uint32_t crc_of(std::string_view s) {
 
 std::string gzip_member_with_header_fields(std::string_view data, uint32_t crc, uint32_t isize) {
   std::string h = {'\x1f', '\x8b', 8, 2 | 4 | 8 | 16, 0, 0, 0, 0, 0, 3};
-  h += std::string{6, 0} + "ab\x01\x02" "cd";  // XLEN = 6, one subfield
+  h += std::string{6, 0} + "ab\x01\x02" + "cd";  // XLEN = 6, one subfield
   h += std::string("trace.json") + '\0';
   h += std::string("recorded by a test") + '\0';
   uint32_t hcrc = crc_of(h);
