@@ -337,11 +337,12 @@ class RankBuilder {
     std::vector<Uid> waits;
     for (Uid uid = 0; uid < trace_.events.size(); ++uid) {
       const Event& e = trace_.events[uid];
-      if (e.correlation == kNoInt) continue;
+      const int64_t correlation = trace_.correlation(e);
+      if (correlation == kNoInt) continue;
       if (e.is_runtime()) {
-        calls.emplace(e.correlation, uid);
+        calls.emplace(correlation, uid);
       } else if (e.cat == Cat::Other && trace_.cat_name(uid) == "cuda_event") {
-        if (trace_.stream(e) != kNoInt) recorded[e.correlation] = trace_.stream(e);
+        if (trace_.stream(e) != kNoInt) recorded[correlation] = trace_.stream(e);
       } else if (e.cat == Cat::Other && trace_.cat_name(uid) == "cuda_sync") {
         const PyValue* kind = trace_.arg(uid, "cuda_sync_kind");
         std::string_view what =
@@ -362,7 +363,7 @@ class RankBuilder {
                              : trace_.pid(e).is_string  ? kNoInt
                                                         : trace_.pid(e).value;
       auto record = calls.find(record_corr);
-      auto wait = calls.find(e.correlation);
+      auto wait = calls.find(trace_.correlation(e));
       auto producers = streams_.find({device, from});
       auto consumers = streams_.find({device, trace_.stream(e)});
       if (from < 0 || record == calls.end() || wait == calls.end() || producers == streams_.end() ||

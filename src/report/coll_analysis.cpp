@@ -124,7 +124,7 @@ double CollectiveKernel::out_msg_mb() const {
 bool is_collective_kernel(const Trace& trace, Uid uid) {
   const Event& e = trace.events[uid];
   if (e.cat != Cat::Kernel) return false;
-  if (e.correlation == kNoInt && e.external_id == kNoInt) return false;
+  if (trace.correlation(e) == kNoInt && trace.external_id(e) == kNoInt) return false;
   return trace.is_communication(uid);
 }
 

@@ -36,7 +36,8 @@
 namespace jarvis {
 
 // 2: the event and sparse id arrays start at 8-byte file offsets (read in place).
-inline constexpr uint32_t kSnapshotVersion = 2;
+// 3: 40-byte events, External id and correlation moved to the sparse ids.
+inline constexpr uint32_t kSnapshotVersion = 3;
 
 // The identity a snapshot is keyed by. Throws TraceError when the file
 // cannot be read.

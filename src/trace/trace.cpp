@@ -217,8 +217,6 @@ Uid Trace::add_event(const EventFields& f) {
   Event e;
   e.ts_ns = f.ts_ns;
   e.dur_ns = f.dur_ns;
-  e.external_id = f.external_id;
-  e.correlation = f.correlation;
   e.name = f.name;
   e.cat_name = f.cat_name;
   e.args = f.args;
@@ -227,8 +225,9 @@ Uid Trace::add_event(const EventFields& f) {
   e.ph = f.ph;
   e.has_args = f.has_args;
   e.bp_enclosing = f.bp_enclosing;
-  const int64_t sparse[kSparseIds] = {f.flow_id,         f.stream,    f.device,
-                                      f.sequence_number, f.python_id, f.python_parent_id};
+  const int64_t sparse[kSparseIds] = {f.flow_id,         f.stream,     f.device,
+                                      f.sequence_number, f.python_id,  f.python_parent_id,
+                                      f.external_id,     f.correlation};
   for (int i = 0; i < kSparseIds; ++i) {
     if (sparse[i] == kNoInt) continue;
     if (e.id_mask == 0) {
@@ -271,8 +270,10 @@ void Trace::restore_side_tables(MappableVector<int64_t> sparse_ids) {
     throw std::invalid_argument("thread table does not start with the absent pair");
   for (const Event& e : events) {
     if (e.thread >= threads.size()) throw std::invalid_argument("event thread out of range");
+    // Every id_mask value is valid: the sparse ids use all its bits.
+    static_assert(kSparseIds == 8 * sizeof e.id_mask);
     auto n = static_cast<uint64_t>(__builtin_popcount(e.id_mask));
-    if (e.id_mask >= (1u << kSparseIds) || (n != 0 && uint64_t{e.ids} + n > sparse_ids.size()))
+    if (n != 0 && uint64_t{e.ids} + n > sparse_ids.size())
       throw std::invalid_argument("event sparse ids out of range");
   }
   sparse_ids_ = std::move(sparse_ids);

@@ -150,18 +150,17 @@ enum class SparseId : uint8_t {
   SequenceNumber,  // args["Sequence number"]
   PythonId,        // args["Python id"]
   PythonParentId,  // args["Python parent id"]
+  ExternalId,      // args["External id"]
+  Correlation,     // args["correlation"]
 };
-inline constexpr int kSparseIds = 6;
+inline constexpr int kSparseIds = 8;  // all bits of Event::id_mask
 
-// One element of traceEvents, 56 bytes. Times are int64 ns (read them in µs
+// One element of traceEvents, 40 bytes. Times are int64 ns (read them in µs
 // with ts() / dur() / end()); the (pid, tid) pair is an index into
 // Trace::threads; the rarely present ids live in Trace's side table.
 struct Event {
   int64_t ts_ns = kNoTime;
   int64_t dur_ns = kNoTime;
-
-  int64_t external_id = kNoInt;  // args["External id"]
-  int64_t correlation = kNoInt;  // args["correlation"]
 
   uint32_t name = 0;      // interned
   uint32_t cat_name = 0;  // interned original `cat` text ("" when absent)
@@ -188,7 +187,7 @@ struct Event {
   bool is_gpu() const { return is_gpu_cat(cat); }
   bool is_runtime() const { return is_runtime_cat(cat); }
 };
-static_assert(sizeof(Event) <= 56, "Event must stay compact (issue 16)");
+static_assert(sizeof(Event) <= 40, "Event must stay compact (issue 16)");
 
 // Every field of one event, unpacked: what the loaders (and tests) fill in;
 // Trace::add_event packs it into an Event and the side tables.
@@ -294,12 +293,16 @@ class Trace {
   int64_t sequence_number(const Event& e) const { return sparse_id(e, SparseId::SequenceNumber); }
   int64_t python_id(const Event& e) const { return sparse_id(e, SparseId::PythonId); }
   int64_t python_parent_id(const Event& e) const { return sparse_id(e, SparseId::PythonParentId); }
+  int64_t external_id(const Event& e) const { return sparse_id(e, SparseId::ExternalId); }
+  int64_t correlation(const Event& e) const { return sparse_id(e, SparseId::Correlation); }
   int64_t flow_id(Uid uid) const { return flow_id(events[uid]); }
   int64_t stream(Uid uid) const { return stream(events[uid]); }
   int64_t device(Uid uid) const { return device(events[uid]); }
   int64_t sequence_number(Uid uid) const { return sequence_number(events[uid]); }
   int64_t python_id(Uid uid) const { return python_id(events[uid]); }
   int64_t python_parent_id(Uid uid) const { return python_parent_id(events[uid]); }
+  int64_t external_id(Uid uid) const { return external_id(events[uid]); }
+  int64_t correlation(Uid uid) const { return correlation(events[uid]); }
   // Sets (or replaces) one sparse id of an event already added.
   void set_sparse_id(Uid uid, SparseId which, int64_t value);
   // The side table itself (for sizing and snapshots).

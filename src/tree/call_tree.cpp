@@ -106,7 +106,7 @@ CallTree::CallTree(const Trace& trace, const TreeOptions& options)
 
 int64_t CallTree::link_value(Uid uid) const {
   const Event& e = trace_->events[uid];
-  return link_by_correlation_ ? e.correlation : e.external_id;
+  return link_by_correlation_ ? trace_->correlation(e) : trace_->external_id(e);
 }
 
 void CallTree::choose_linking_key() {
@@ -114,7 +114,7 @@ void CallTree::choose_linking_key() {
     const Event& e = trace_->events[u];
     if (!e.is_runtime()) continue;
     if (!pycompat::ascii_icontains(trace_->name(static_cast<Uid>(u)), "launch")) continue;
-    link_by_correlation_ = e.correlation != kNoInt;
+    link_by_correlation_ = trace_->correlation(e) != kNoInt;
     return;
   }
   link_by_correlation_ = false;

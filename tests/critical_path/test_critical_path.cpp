@@ -168,9 +168,10 @@ double raw_gpu_idle(const jarvis::Trace& t, double lo, double hi) {
 bool all_gpu_linked(const jarvis::Trace& t, double lo, double hi) {
   std::set<int64_t> launched;
   for (const auto& e : t.events)
-    if (e.is_runtime() && e.correlation != jarvis::kNoInt) launched.insert(e.correlation);
+    if (e.is_runtime() && t.correlation(e) != jarvis::kNoInt) launched.insert(t.correlation(e));
   for (const auto& e : t.events)
-    if (e.is_gpu() && e.has_ts() && e.end() > lo && e.ts() < hi && !launched.count(e.correlation))
+    if (e.is_gpu() && e.has_ts() && e.end() > lo && e.ts() < hi &&
+        !launched.count(t.correlation(e)))
       return false;
   return true;
 }
@@ -192,7 +193,7 @@ TEST_SUITE("critical_path") {
     CHECK(t.arg(0, "cuda_sync_kind")->s == "Stream Wait Event");
     CHECK(t.arg(0, "wait_on_cuda_event_id") == nullptr);
     CHECK(t.stream(t.events[0]) == 13);
-    CHECK(t.events[0].correlation == 5);
+    CHECK(t.correlation(t.events[0]) == 5);
     CHECK(t.arg(1, "wait_on_stream") == nullptr);
 
     const Job& j = record_wait_job(true);

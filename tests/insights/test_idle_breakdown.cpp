@@ -65,7 +65,8 @@ TEST_CASE("idle breakdown: a real trace (Qwen 0.5B on H100), recomputed from cor
   // Independent: launches by (correlation) among runtime events, GPU ops by stream.
   std::unordered_map<int64_t, double> issue_by_corr;
   for (const Event& e : trace.events)
-    if (e.is_runtime() && e.correlation != kNoInt) issue_by_corr[e.correlation] = e.ts();
+    if (e.is_runtime() && trace.correlation(e) != kNoInt)
+      issue_by_corr[trace.correlation(e)] = e.ts();
   std::map<std::pair<int64_t, int64_t>, std::vector<const Event*>> streams;
   for (const Event& e : trace.events)
     if (e.is_gpu() && e.has_dur()) streams[{trace.device(e), trace.stream(e)}].push_back(&e);
@@ -78,7 +79,7 @@ TEST_CASE("idle breakdown: a real trace (Qwen 0.5B on H100), recomputed from cor
       const Event& e = *ops[k];
       if (e.ts() > end) {
         double gap = e.ts() - end, h = 0;
-        auto it = issue_by_corr.find(e.correlation);
+        auto it = issue_by_corr.find(trace.correlation(e));
         if (it != issue_by_corr.end()) h = std::clamp(it->second - end, 0.0, gap);
         ++gaps;
         host += h;

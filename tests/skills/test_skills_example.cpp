@@ -78,7 +78,7 @@ TEST_SUITE("example_trace") {
     std::map<int64_t, Uid> runtime_by_corr, flow_start, flow_end;
     for (Uid u = 0; u < t.events.size(); ++u) {
       const Event& e = t.events[u];
-      if (e.is_runtime() && e.correlation != kNoInt) runtime_by_corr[e.correlation] = u;
+      if (e.is_runtime() && t.correlation(e) != kNoInt) runtime_by_corr[t.correlation(e)] = u;
       if (e.cat == Cat::Ac2g && e.ph == Phase::FlowStart) flow_start[t.flow_id(e)] = u;
       if (e.cat == Cat::Ac2g && e.ph == Phase::FlowEnd) flow_end[t.flow_id(e)] = u;
     }
@@ -87,12 +87,12 @@ TEST_SUITE("example_trace") {
       const Event& g = t.events[u];
       if (!g.is_gpu()) continue;
       CAPTURE(t.name(u));
-      REQUIRE(runtime_by_corr.count(g.correlation));
-      REQUIRE(flow_start.count(g.correlation));
-      REQUIRE(flow_end.count(g.correlation));
-      const Event& rt = t.events[runtime_by_corr[g.correlation]];
-      const Event& s = t.events[flow_start[g.correlation]];
-      const Event& f = t.events[flow_end[g.correlation]];
+      REQUIRE(runtime_by_corr.count(t.correlation(g)));
+      REQUIRE(flow_start.count(t.correlation(g)));
+      REQUIRE(flow_end.count(t.correlation(g)));
+      const Event& rt = t.events[runtime_by_corr[t.correlation(g)]];
+      const Event& s = t.events[flow_start[t.correlation(g)]];
+      const Event& f = t.events[flow_end[t.correlation(g)]];
       CHECK(t.pid(s) == t.pid(rt));
       CHECK(t.tid(s) == t.tid(rt));
       CHECK(s.ts() == rt.ts());
@@ -100,7 +100,7 @@ TEST_SUITE("example_trace") {
       CHECK(t.tid(f) == t.tid(g));
       CHECK(f.ts() == g.ts());
       CHECK(f.bp_enclosing);
-      CHECK(rt.external_id == g.external_id);
+      CHECK(t.external_id(rt) == t.external_id(g));
       CHECK(g.ts() >= rt.ts());  // the GPU runs work after it was launched
       ++linked;
     }
@@ -201,7 +201,7 @@ TEST_SUITE("example_trace") {
       CHECK(strides->size() == dims->size());
       CHECK(concrete->size() == dims->size());
       for (size_t k = 0; k < concrete->size(); ++k) CHECK((*concrete)[k].is_string());
-      CHECK(t.events[u].external_id != kNoInt);
+      CHECK(t.external_id(t.events[u]) != kNoInt);
     }
     for (const char* op :
          {"aten::linear", "aten::addmm", "aten::mm", "aten::layer_norm", "aten::native_layer_norm",

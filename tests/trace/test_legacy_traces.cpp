@@ -27,13 +27,13 @@ TEST_CASE("legacy: a trace without launch flows links kernels by correlation (HT
   // Independently: GPU events whose correlation some runtime call carries.
   std::set<int64_t> runtime_corr;
   for (const auto& e : trace.events)
-    if (e.is_runtime() && e.correlation != kNoInt) runtime_corr.insert(e.correlation);
+    if (e.is_runtime() && trace.correlation(e) != kNoInt) runtime_corr.insert(trace.correlation(e));
   size_t expected_linked = 0, linked = 0;
   std::vector<std::pair<double, double>> spans;
   for (size_t u = 0; u < trace.events.size(); ++u) {
     const auto& e = trace.events[u];
     if (!e.is_gpu()) continue;
-    bool has_launch = e.correlation != kNoInt && runtime_corr.count(e.correlation);
+    bool has_launch = trace.correlation(e) != kNoInt && runtime_corr.count(trace.correlation(e));
     expected_linked += has_launch;
     linked += tree.is_linked(static_cast<jarvis::Uid>(u));
     if (has_launch) spans.emplace_back(e.ts(), e.ts() + e.dur());

@@ -72,7 +72,7 @@ std::string describe(const Trace& t, Uid uid) {
                               t.name(uid), pycompat::py_float_repr(e.ts()),
                               pycompat::py_float_repr(e.dur()), pycompat::py_float_repr(e.end()),
                               t.proc_id_text(t.pid(e)), t.proc_id_text(t.tid(e)));
-  for (int64_t v : {e.external_id, e.correlation, t.flow_id(e), t.stream(e), t.device(e),
+  for (int64_t v : {t.external_id(e), t.correlation(e), t.flow_id(e), t.stream(e), t.device(e),
                     t.sequence_number(e), t.python_id(e), t.python_parent_id(e)})
     s += fmt::format("|{}", v);
   s += e.has_args ? "|args" : "|-";
@@ -180,8 +180,8 @@ void check_event_against_json(const Trace& t, Uid uid, const nlohmann::json& j) 
   auto int_arg = [&](const char* key) -> int64_t {
     return args.contains(key) && args[key].is_number_integer() ? args[key].get<int64_t>() : kNoInt;
   };
-  CHECK(e.external_id == int_arg("External id"));
-  CHECK(e.correlation == int_arg("correlation"));
+  CHECK(t.external_id(e) == int_arg("External id"));
+  CHECK(t.correlation(e) == int_arg("correlation"));
   CHECK(t.stream(e) == int_arg("stream"));
   CHECK(t.device(e) == int_arg("device"));
   CHECK(t.sequence_number(e) == int_arg("Sequence number"));
@@ -228,7 +228,7 @@ TEST_CASE("loader: spot checks of known events (trace-format.md section 9)") {
   bool found = false;
   for (Uid u = 0; u < t.events.size(); ++u) {
     const Event& e = t.events[u];
-    if (e.cat != Cat::CpuOp || e.external_id != 20712 || t.name(u) != "aten::mm") continue;
+    if (e.cat != Cat::CpuOp || t.external_id(e) != 20712 || t.name(u) != "aten::mm") continue;
     found = true;
     CHECK(e.ts() == 2241346144971.224);
     CHECK(e.dur() == 92.572);
@@ -254,7 +254,7 @@ TEST_CASE("loader: identical kept args are stored once and shared") {
   CHECK(t.arg_lists.size() == 2);
   CHECK(t.events[0].args == t.events[2].args);
   CHECK(t.events[0].args != t.events[1].args);
-  CHECK(t.events[3].external_id == 3);
+  CHECK(t.external_id(t.events[3]) == 3);
   CHECK(t.arg(3, "Input Dims")->repr_tuple() == "((2, 3), (3, 1))");
 }
 
@@ -263,10 +263,10 @@ TEST_CASE("loader: hot integer args accept integral floats and ignore non-number
       R"({"traceEvents":[{"ph":"X","cat":"kernel","name":"k","pid":0,"tid":7,"ts":1.5,"dur":2.0,)"
       R"("args":{"correlation":12.0,"stream":"7","device":1e0,"External id":3.5}}]})");
   const Event& e = t.events[0];
-  CHECK(e.correlation == 12);
+  CHECK(t.correlation(e) == 12);
   CHECK(t.stream(e) == kNoInt);
   CHECK(t.device(e) == 1);
-  CHECK(e.external_id == kNoInt);
+  CHECK(t.external_id(e) == kNoInt);
 }
 
 TEST_CASE("loader: every gzip inflate mode loads the identical Trace") {

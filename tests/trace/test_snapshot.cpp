@@ -38,7 +38,7 @@ std::string describe(const Trace& t, Uid u) {
   std::string s =
       fmt::format("{}|{}|{}|{}|{}|{}|{}|{}|{}|{}", static_cast<int>(e.ph), static_cast<int>(e.cat),
                   t.cat_name(u), t.name(u), e.ts_ns, e.dur_ns, t.proc_id_text(t.pid(u)),
-                  t.proc_id_text(t.tid(u)), e.external_id, e.correlation);
+                  t.proc_id_text(t.tid(u)), t.external_id(e), t.correlation(e));
   for (int i = 0; i < kSparseIds; ++i) s += fmt::format("|{}", t.sparse_id(e, SparseId(i)));
   s += e.has_args ? "|args" : "|-";
   s += e.bp_enclosing ? "|e" : "|-";
