@@ -63,7 +63,14 @@ class GzipMembersSource : public ByteSource {
         if (finished_) break;
         begin_member();
       }
-      if (inflate_some()) in_member_ = false;
+      const size_t in_before = avail_in_, out_before = avail_out_;
+      if (inflate_some()) {
+        in_member_ = false;
+      } else if (avail_in_ == in_before && avail_out_ == out_before) {
+        // Input and room left, yet nothing read or written: the loop would
+        // never end. Neither inflater is known to do this; refuse, not hang.
+        throw corrupt_data("the inflater made no progress");
+      }
     }
     return asked - avail_out_;
   }
