@@ -189,8 +189,8 @@ Runner add_sweep(CLI::App& app) {
   add_load_options(cmd, a->load);
   cmd->footer(
       "Writes OUT/gemm_variance.csv, gemm_variance_by_kernel.csv, gemm_variance_timestamps.csv,\n"
-      "gemm_variance_coll_overlap.csv, gpu_timeline_*.csv, nccl_by_config.csv, failed_runs.csv\n"
-      "(docs/sweeps.md).");
+      "gemm_variance_coll_overlap.csv, gpu_timeline_*.csv, nccl_by_config.csv, run_health.csv,\n"
+      "failed_runs.csv (docs/sweeps.md).");
   return [a] { return run_sweep(*a); };
 }
 

@@ -258,6 +258,8 @@ using sweep::load_sweep;
 using sweep::nccl_table;
 using sweep::rocprof_config;
 using sweep::RocprofConfig;
+using sweep::run_health_table;
+using sweep::run_kind_name;
 using sweep::sweep_compare_html_page;
 using sweep::sweep_html_page;
 using sweep::sweep_manifest_json;

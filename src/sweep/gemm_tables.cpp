@@ -145,6 +145,25 @@ struct Spread {
 
 }  // namespace
 
+Table run_health_table(const Sweep& sweep) {
+  std::vector<std::string> cols = field_columns(sweep);
+  for (const char* c : {"run", "kind", "confidence", "warnings"}) cols.push_back(c);
+  Table t("run_health", cols);
+  for (const Run& run : sweep.runs) {
+    std::vector<Cell> row;
+    add_run_cells(sweep, run, row);
+    row.push_back(Cell(run.input.relative));
+    row.push_back(Cell(std::string(run_kind_name(run.data.kind))));
+    std::string warnings;
+    for (const auto& w : run.data.health_warnings) warnings += (warnings.empty() ? "" : "; ") + w;
+    auto text_or_na = [](const std::string& text) { return text.empty() ? Cell() : Cell(text); };
+    row.push_back(text_or_na(run.data.health_confidence));  // a report input: no verdict
+    row.push_back(text_or_na(warnings));
+    t.rows.push_back(std::move(row));
+  }
+  return t;
+}
+
 void add_field_cells(const Sweep& sweep, const Run& run, std::vector<Cell>& row) {
   for (size_t f = 0; f < sweep.layout.fields.size(); ++f) {
     const std::string& v = run.input.values[f];

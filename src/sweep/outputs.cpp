@@ -19,6 +19,7 @@ std::vector<Table> sweep_tables(const Sweep& sweep, size_t top_k) {
   tables.push_back(nccl_table(sweep));
   if (Table counters = gemm_counters_table(sweep, top_k); !counters.rows.empty())
     tables.push_back(std::move(counters));
+  tables.push_back(run_health_table(sweep));
   Table failures("failed_runs", {"path", "reason"});
   for (const auto& f : sweep.failures) failures.rows.push_back({Cell(f.path), Cell(f.reason)});
   tables.push_back(std::move(failures));

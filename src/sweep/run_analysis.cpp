@@ -16,6 +16,7 @@
 
 #include "categories/kernel_details_text.h"
 #include "collectives/collectives.h"
+#include "insights/trace_health.h"
 #include "report/gpu_timeline.h"
 #include "report/perf_tables.h"
 #include "report/xlsx_read.h"
@@ -246,6 +247,20 @@ double first_gpu_ts(const Trace& trace) {
 
 }  // namespace
 
+const char* run_kind_name(RunKind kind) {
+  switch (kind) {
+    case RunKind::Trace:
+      return "trace";
+    case RunKind::ReportDir:
+      return "report";
+    case RunKind::ReportXlsx:
+      return "xlsx";
+    case RunKind::Rocprof:
+      return "rocprof";
+  }
+  return "trace";
+}
+
 RunData analyse_trace(const std::string& path) {
   Trace trace = load_trace(path);
   CallTree tree(trace);
@@ -253,7 +268,11 @@ RunData analyse_trace(const std::string& path) {
   d.kind = RunKind::Trace;
   d.rank = trace_rank(trace);
   d.first_gpu_ts = first_gpu_ts(trace);
-  d.timeline = timeline_from_table(gpu_timeline_table(compute_gpu_timeline(trace, tree)));
+  const GpuTimeline timeline = compute_gpu_timeline(trace, tree);
+  d.timeline = timeline_from_table(gpu_timeline_table(timeline));
+  insights::TraceHealth health = insights::trace_health(trace, tree, &timeline);
+  d.health_confidence = health.confidence;
+  d.health_warnings = std::move(health.warnings);
   auto ops = report::perf_sheet_rows(trace, tree, "GEMM", false, nullptr);
   if (!ops.empty()) {
     Table table = report::perf_sheet_summary_table(trace, ops, "GEMM");

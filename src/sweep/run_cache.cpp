@@ -18,7 +18,7 @@ namespace fs = std::filesystem;
 using json = nlohmann::json;
 
 // Bump when RunData or its meaning changes: old cache files then miss.
-constexpr int kCacheVersion = 4;
+constexpr int kCacheVersion = 5;
 
 json num(double v) {
   return std::isnan(v) ? json(nullptr) : json(v);
@@ -134,7 +134,8 @@ std::string run_data_to_json(const RunData& d) {
             {"kind", static_cast<int>(d.kind)},
             {"rank", d.rank},
             {"first_gpu_ts", num(d.first_gpu_ts)},
-            {"kernel_names", d.kernel_names}};
+            {"kernel_names", d.kernel_names},
+            {"health", {{"confidence", d.health_confidence}, {"warnings", d.health_warnings}}}};
   json& tl = j["timeline"] = json::array();
   for (const auto& r : d.timeline) tl.push_back({r.type, num(r.time_ms), num(r.percent)});
   json& gemms = j["gemms"] = json::array();
@@ -154,6 +155,8 @@ RunData run_data_from_json(const std::string& text) {
   d.rank = j.at("rank").get<int64_t>();
   d.first_gpu_ts = num(j.at("first_gpu_ts"));
   d.kernel_names = j.at("kernel_names").get<std::vector<std::string>>();
+  d.health_confidence = j.at("health").at("confidence").get<std::string>();
+  d.health_warnings = j.at("health").at("warnings").get<std::vector<std::string>>();
   for (const auto& r : j.at("timeline"))
     d.timeline.push_back({r[0].get<std::string>(), num(r[1]), num(r[2])});
   for (const auto& g : j.at("gemms")) d.gemms.push_back(gemm_from(g));

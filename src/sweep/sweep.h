@@ -53,6 +53,8 @@ const std::vector<std::string>& default_layouts();
 // Trace: a PyTorch profiler (Kineto) trace; Rocprof: a rocprofv3 results file
 // (timeline and kernel names only: it has no ops, so no GEMM rows).
 enum class RunKind { Trace, ReportDir, ReportXlsx, Rocprof };
+// trace | report | xlsx | rocprof
+const char* run_kind_name(RunKind kind);
 
 struct RunInput {
   std::string path;      // absolute
@@ -141,6 +143,11 @@ struct RunData {
   std::vector<CollectiveRecord> collectives;  // trace runs only
   std::vector<CollectiveGroup> collective_groups;
   std::vector<std::string> kernel_names;  // distinct GPU kernel names, sorted
+  // Trace runs: the trace-health verdict (insights/trace_health.h: high /
+  // medium / low and why), so a sweep says which runs cannot carry a
+  // conclusion (a cut trace, a graph capture, an idle GPU). Empty for reports.
+  std::string health_confidence;
+  std::vector<std::string> health_warnings;
 };
 
 // Analyses one trace (throws TraceError / std::runtime_error).
@@ -238,6 +245,10 @@ Sweep load_analysed_sweep(const std::string& dir, const std::string& cache_dir);
 // (Sweep::int_fields, set by load_sweep from integer_fields).
 void add_field_cells(const Sweep& sweep, const Run& run, std::vector<Cell>& row);
 std::vector<bool> integer_fields(const Sweep& sweep);
+
+// Per run: its fields, path, kind and the trace-health confidence and
+// warnings (empty for report inputs, which carry no trace): run_health.
+Table run_health_table(const Sweep& sweep);
 
 // 1. Per run, the top_k GEMM rows by max - min kernel time, merged and sorted
 //    by time_diff_us: gemm_variance. The cross-run view per kernel:

@@ -79,6 +79,14 @@ std::string summary_html(const Sweep& sweep) {
       charts::html_escape(sweep.layout.pattern), charts::html_escape(fields));
 }
 
+// Trace runs carry a health verdict; a sweep of report inputs has none.
+bool has_verdict(const Table& run_health) {
+  int c = run_health.col("confidence");
+  for (const auto& row : run_health.rows)
+    if (c >= 0 && row[c].is_text()) return true;
+  return false;
+}
+
 }  // namespace
 
 std::string sweep_html_page(const Sweep& sweep, const std::vector<Table>& tables) {
@@ -102,6 +110,9 @@ std::string sweep_html_page(const Sweep& sweep, const std::vector<Table>& tables
   if (const Table* c = find_table(tables, "gemm_counters"))
     sections.push_back(
         {"counters", "rocprofv3 counters of the top kernels", charts::html_table(*c, 200)});
+  if (const Table* h = find_table(tables, "run_health"); h && has_verdict(*h))
+    sections.push_back({"health", "Trace health per run (can it carry a conclusion?)",
+                        charts::html_table(*h, 200)});
   if (const Table* f = find_table(tables, "failed_runs"); f && !f->rows.empty())
     sections.push_back({"failures", "Runs that failed to load", charts::html_table(*f, 200)});
   return charts::html_page("Sweep report", sweep.root, sections);

@@ -16,12 +16,14 @@
 #include <nlohmann/json.hpp>
 
 #include "golden.h"
+#include "insights/trace_health.h"
 #include "report/table.h"
 #include "report/xlsx.h"
 #include "sweep/sweep.h"
 #include "test_analysis_support.h"
 #include "test_sweep_support.h"
 #include "trace/loader.h"
+#include "tree/call_tree.h"
 
 namespace sw = jarvis::sweep;
 namespace fs = std::filesystem;
@@ -174,6 +176,32 @@ TEST_SUITE("sweep") {
     }
   }
 
+  TEST_CASE("sweep: run_health carries each trace run's own health verdict") {
+    const H100& h = h100();
+    Table t = sw::run_health_table(h.sweep);
+    CHECK(t.columns == std::vector<std::string>{"threads", "channel", "rank", "run", "kind",
+                                                "confidence", "warnings"});
+    REQUIRE(t.rows.size() == 6);
+    for (size_t k = 0; k < t.rows.size(); ++k) {
+      const auto& row = t.rows[k];
+      std::string run = row[3].text();
+      CAPTURE(run);
+      jarvis::Trace trace = jarvis::load_trace(h.root + "/" + run);
+      jarvis::CallTree tree(trace);
+      auto health = jarvis::insights::trace_health(trace, tree);
+      std::string warnings;
+      for (const auto& w : health.warnings) warnings += (warnings.empty() ? "" : "; ") + w;
+      CHECK(row[4].text() == "trace");
+      CHECK(row[5].text() == health.confidence);
+      CHECK((row[6].is_text() ? row[6].text() : std::string()) == warnings);
+      CHECK_FALSE(health.confidence.empty());
+    }
+    // The sweep page shows the verdicts of trace runs.
+    std::string html = sw::sweep_html_page(h.sweep, sw::sweep_tables(h.sweep, 5));
+    CHECK(html.find("Trace health per run") != std::string::npos);
+    for (const auto& run : h.sweep.runs) CHECK(html.find(run.input.relative) != std::string::npos);
+  }
+
   TEST_CASE("sweep: a warm load reads every run from the cache and gives the same tables") {
     const H100& h = h100();
     sw::LoadOptions o;
@@ -226,6 +254,10 @@ TEST_SUITE("sweep") {
                      [](const auto& a, const auto& b) { return a.diff > b.diff; });
     check_variance_rows(sw::gemm_variance_table(s, 3), expected);
     CHECK(sw::gemm_timestamps_table(s, 3).rows.empty());  // no traces, no instances
+    for (const auto& row : sw::run_health_table(s).rows) {
+      CHECK(row[4].text() == "report");
+      CHECK_FALSE(row[5].is_text());  // no trace, no verdict
+    }
 
     // NCCL: one row per coll_analysis group, latency from its sums.
     Table nccl = sw::nccl_table(s);

@@ -404,6 +404,14 @@ json.dump(d, gzip.open(dst, 'wt'))
     CHECK(r["configs"].size() == 6);
     CHECK(r["failures"].empty());
     CHECK(r["fields"] == json::array({"threads", "channel", "rank"}));
+    // Each trace run with its own health verdict, as run_health has it.
+    Table health = sw::run_health_table(h.sweep);
+    REQUIRE(r["runs"].size() == health.rows.size());
+    for (size_t k = 0; k < health.rows.size(); ++k) {
+      CHECK(r["runs"][k]["run"] == health.at(k, "run").text());
+      CHECK(r["runs"][k]["confidence"] == health.at(k, "confidence").text());
+      CHECK(r["runs"][k]["warnings"].is_array());
+    }
     size_t progress = 0;
     for (const auto& n : mcp.notes) progress += n.value("method", "") == "notifications/progress";
     CHECK(progress >= 6);

@@ -60,6 +60,8 @@ TEST_CASE("sweep pages: the sweep page draws the timeline of every config") {
   for (const Table& t : tables)
     has_nccl = has_nccl || (t.name == "nccl_by_config" && !t.rows.empty());
   CHECK((html.find("Collectives by configuration") != std::string::npos) == has_nccl);
+  // Report runs carry no trace, so no health verdict and no health section.
+  CHECK(html.find("Trace health per run") == std::string::npos);
 }
 
 TEST_CASE("sweep pages: the comparison page has both sweeps and the total-time bars") {

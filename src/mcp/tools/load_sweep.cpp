@@ -9,20 +9,6 @@
 namespace jarvis::mcp {
 namespace {
 
-const char* kind_name(engine::SweepRunKind kind) {
-  switch (kind) {
-    case engine::SweepRunKind::Trace:
-      return "trace";
-    case engine::SweepRunKind::ReportDir:
-      return "report";
-    case engine::SweepRunKind::ReportXlsx:
-      return "xlsx";
-    case engine::SweepRunKind::Rocprof:
-      return "rocprof";
-  }
-  return "trace";
-}
-
 json configs_json(const engine::Sweep& s) {
   json out = json::array();
   std::map<std::string, size_t> index;
@@ -65,9 +51,15 @@ ToolResult load_sweep_tool(const json& args, ToolContext& ctx) {
     runs.push_back({{"run", r.input.relative},
                     {"config", s->config_label(r)},
                     {"rank", s->rank_of(r)},
-                    {"kind", kind_name(r.data.kind)},
+                    {"kind", engine::run_kind_name(r.data.kind)},
                     {"gemm_rows", r.data.gemms.size()},
                     {"collective_kernels", r.data.collectives.size()}});
+  for (size_t k = 0; k < s->runs.size(); ++k) {
+    const auto& d = s->runs[k].data;
+    if (d.health_confidence.empty()) continue;  // a report input: no trace to judge
+    runs[k]["confidence"] = d.health_confidence;
+    runs[k]["warnings"] = d.health_warnings;
+  }
   json result = {{"sweep", handle},
                  {"root", s->root},
                  {"layout", s->layout.pattern},
