@@ -11,20 +11,17 @@
 
 #include <fmt/format.h>
 
+#include "base/file_ptr.h"
 #include "trace/trace.h"
 
 namespace jarvis::rocprof::io {
 
 namespace {
 
-struct FileCloser {
-  void operator()(FILE* f) const { std::fclose(f); }
-};
-
 std::string read_raw(const std::string& path, size_t limit) {
   std::error_code ec;
   if (std::filesystem::is_directory(path, ec)) throw TraceError(path + ": is a directory");
-  std::unique_ptr<FILE, FileCloser> f(std::fopen(path.c_str(), "rb"));
+  FilePtr f(std::fopen(path.c_str(), "rb"));
   if (!f) throw cannot_open(path, errno);
   std::string out;
   char buf[1 << 16];

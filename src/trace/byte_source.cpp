@@ -83,6 +83,7 @@ class GzipMembersSource : public ByteSource {
   // corrupt_data() on bad data.
   virtual bool inflate_some() = 0;
 
+  const std::string& path() const { return path_; }
   TraceError corrupt_data(std::string_view why) const {
     return TraceError(fmt::format("{}: corrupt gzip data ({})", path_, why));
   }
@@ -139,7 +140,8 @@ class ZlibGzipSource : public GzipMembersSource {
   ZlibGzipSource(FilePtr file, std::string path)
       : GzipMembersSource(std::move(file), std::move(path)) {
     std::memset(&zs_, 0, sizeof zs_);
-    if (inflateInit2(&zs_, 16 + MAX_WBITS) != Z_OK) throw TraceError("cannot initialise zlib");
+    if (inflateInit2(&zs_, 16 + MAX_WBITS) != Z_OK)
+      throw TraceError(fmt::format("{}: cannot initialise zlib", this->path()));
   }
   ~ZlibGzipSource() override { inflateEnd(&zs_); }
 
@@ -239,7 +241,7 @@ class WholeGzipSource : public ByteSource {
     if (!out->data_) return nullptr;
     size_t pos = 0, len = 0, members = 0;
     while (pos < in.size()) {
-      if (members > 0 && in[pos] == 0) break;  // trailing zero padding, as GzipFileSource
+      if (members > 0 && in[pos] == 0) break;  // trailing zero padding, as GzipMembersSource
       if (in.size() - pos < 2 || in[pos] != 0x1f || in[pos + 1] != 0x8b) return nullptr;
       for (;;) {
         size_t used = 0, got = 0;

@@ -11,6 +11,8 @@
 #include <string>
 #include <string_view>
 
+#include "base/file_ptr.h"
+
 namespace jarvis {
 
 class ByteSource {
@@ -21,13 +23,6 @@ class ByteSource {
   // Bytes left to read when the source knows (a document in memory), else 0.
   virtual size_t remaining_hint() const { return 0; }
 };
-
-struct FileCloser {
-  void operator()(FILE* f) const {
-    if (f) std::fclose(f);
-  }
-};
-using FilePtr = std::unique_ptr<FILE, FileCloser>;
 
 // The file's bytes as they are.
 std::unique_ptr<ByteSource> plain_file_source(FilePtr file, std::string path);

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "base/atomic_file.h"
+#include "base/file_ptr.h"
 #include "trace/gzip_inflate.h"
 
 namespace jarvis {
@@ -45,13 +46,6 @@ struct Header {
   uint32_t reserved;
 };
 static_assert(sizeof(Header) == 32);
-
-struct FileCloser {
-  void operator()(FILE* f) const {
-    if (f) std::fclose(f);
-  }
-};
-using FilePtr = std::unique_ptr<FILE, FileCloser>;
 
 // Raised inside the reader: the reason the snapshot is not used.
 struct Unusable {

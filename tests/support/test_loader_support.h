@@ -22,10 +22,11 @@ namespace jarvis::loader_test {
 
 namespace fs = std::filesystem;
 
-// One gzip member holding data.
-inline std::string gzip_member(std::string_view data, int level = 6) {
+// data compressed by zlib; window_bits as deflateInit2 takes them (16 +
+// MAX_WBITS: one gzip member; -MAX_WBITS: raw deflate, no header or trailer).
+inline std::string deflate_text(std::string_view data, int level, int window_bits) {
   z_stream zs{};
-  if (deflateInit2(&zs, level, Z_DEFLATED, 16 + MAX_WBITS, 8, Z_DEFAULT_STRATEGY) != Z_OK)
+  if (deflateInit2(&zs, level, Z_DEFLATED, window_bits, 8, Z_DEFAULT_STRATEGY) != Z_OK)
     throw std::runtime_error("deflateInit2 failed");
   std::string out(deflateBound(&zs, static_cast<uLong>(data.size())) + 64, '\0');
   zs.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(data.data()));
@@ -37,6 +38,11 @@ inline std::string gzip_member(std::string_view data, int level = 6) {
   if (rc != Z_STREAM_END) throw std::runtime_error("deflate failed");
   out.resize(zs.total_out);
   return out;
+}
+
+// One gzip member holding data.
+inline std::string gzip_member(std::string_view data, int level = 6) {
+  return deflate_text(data, level, 16 + MAX_WBITS);
 }
 
 inline std::string gunzip_file(const std::string& path) {

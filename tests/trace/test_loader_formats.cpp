@@ -21,23 +21,6 @@ using namespace jarvis::loader_test;
 
 namespace {
 
-// One gzip member written field by field (RFC 1952), with the optional
-// header fields: FEXTRA, FNAME, FCOMMENT and FHCRC (the header's CRC-16).
-// The trailer's CRC-32 and ISIZE are passed in so tests can break them.
-std::string raw_deflate(std::string_view data) {
-  z_stream zs{};
-  REQUIRE(deflateInit2(&zs, 6, Z_DEFLATED, -MAX_WBITS, 8, Z_DEFAULT_STRATEGY) == Z_OK);
-  std::string out(deflateBound(&zs, static_cast<uLong>(data.size())) + 64, '\0');
-  zs.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(data.data()));
-  zs.avail_in = static_cast<uInt>(data.size());
-  zs.next_out = reinterpret_cast<Bytef*>(out.data());
-  zs.avail_out = static_cast<uInt>(out.size());
-  REQUIRE(deflate(&zs, Z_FINISH) == Z_STREAM_END);
-  out.resize(zs.total_out);
-  deflateEnd(&zs);
-  return out;
-}
-
 void put_le32(std::string& out, uint32_t v) {
   for (int k = 0; k < 4; ++k) out.push_back(static_cast<char>((v >> (8 * k)) & 0xff));
 }
@@ -47,6 +30,9 @@ uint32_t crc_of(std::string_view s) {
       crc32(0, reinterpret_cast<const Bytef*>(s.data()), static_cast<uInt>(s.size())));
 }
 
+// One gzip member written field by field (RFC 1952), with the optional
+// header fields: FEXTRA, FNAME, FCOMMENT and FHCRC (the header's CRC-16).
+// The trailer's CRC-32 and ISIZE are passed in so tests can break them.
 std::string gzip_member_with_header_fields(std::string_view data, uint32_t crc, uint32_t isize) {
   std::string h = {'\x1f', '\x8b', 8, 2 | 4 | 8 | 16, 0, 0, 0, 0, 0, 3};
   h += std::string{6, 0} + "ab\x01\x02" + "cd";  // XLEN = 6, one subfield
@@ -55,7 +41,7 @@ std::string gzip_member_with_header_fields(std::string_view data, uint32_t crc, 
   uint32_t hcrc = crc_of(h);
   h.push_back(static_cast<char>(hcrc & 0xff));
   h.push_back(static_cast<char>((hcrc >> 8) & 0xff));
-  std::string out = h + raw_deflate(data);
+  std::string out = h + deflate_text(data, 6, -MAX_WBITS);
   put_le32(out, crc);
   put_le32(out, isize);
   return out;

@@ -47,18 +47,18 @@ ToolResult load_sweep_tool(const json& args, ToolContext& ctx) {
   json failures = json::array();
   for (const auto& f : s->failures) failures.push_back({{"path", f.path}, {"reason", f.reason}});
   json runs = json::array();
-  for (const auto& r : s->runs)
-    runs.push_back({{"run", r.input.relative},
-                    {"config", s->config_label(r)},
-                    {"rank", s->rank_of(r)},
-                    {"kind", engine::run_kind_name(r.data.kind)},
-                    {"gemm_rows", r.data.gemms.size()},
-                    {"collective_kernels", r.data.collectives.size()}});
-  for (size_t k = 0; k < s->runs.size(); ++k) {
-    const auto& d = s->runs[k].data;
-    if (d.health_confidence.empty()) continue;  // a report input: no trace to judge
-    runs[k]["confidence"] = d.health_confidence;
-    runs[k]["warnings"] = d.health_warnings;
+  for (const auto& r : s->runs) {
+    json run = {{"run", r.input.relative},
+                {"config", s->config_label(r)},
+                {"rank", s->rank_of(r)},
+                {"kind", engine::run_kind_name(r.data.kind)},
+                {"gemm_rows", r.data.gemms.size()},
+                {"collective_kernels", r.data.collectives.size()}};
+    if (!r.data.health_confidence.empty()) {  // a report input has no trace to judge
+      run["confidence"] = r.data.health_confidence;
+      run["warnings"] = r.data.health_warnings;
+    }
+    runs.push_back(std::move(run));
   }
   json result = {{"sweep", handle},
                  {"root", s->root},
