@@ -492,43 +492,60 @@ bool in_list(const std::string& s, std::initializer_list<const char*> names) {
   return false;
 }
 
-void add_perf_sheets(Report& report, const Trace& trace, const CallTree& tree,
-                     const GpuArch* arch) {
-  ModelFailureCounts failures;
+// The sheets of one family in file order: one for the families without a
+// direction, else _fwd then _bwd (each only when it has rows).
+std::vector<Table> family_sheets(const Trace& trace, const CallTree& tree,
+                                 const FamilyIndex& by_family, std::string_view fam,
+                                 const GpuArch* arch, ModelFailureCounts& failures,
+                                 ModelCache& models) {
+  std::vector<Table> tables;
+  std::string family(fam);
+  if (in_list(family, {"GEMM", "UnaryElementwise", "BinaryElementwise", "Normalization"})) {
+    auto rows = sheet_rows(trace, tree, by_family, fam, false, arch, &failures, models);
+    if (rows.empty()) return tables;
+    tables.push_back(perf_sheet_summary_table(trace, rows, family));
+    return tables;
+  }
+  auto fwd_rows = sheet_rows(trace, tree, by_family, fam, false, arch, &failures, models);
+  Table fwd = fwd_rows.empty() ? Table(family + "_fwd", {})
+                               : perf_sheet_summary_table(trace, fwd_rows, family + "_fwd");
+  auto is_moved = [](const std::string& n) {
+    return in_list(n, {"flash_attn::_flash_attn_varlen_backward", "aten::convolution_backward",
+                       "ConvBias_Backward", "ConvBiasReLU_Backward"});
+  };
+  Table moved = filter_rows(fwd, is_moved);
+  fwd = filter_rows(fwd, [&](const std::string& n) { return !is_moved(n); });
+  auto bwd_rows = sheet_rows(trace, tree, by_family, fam, true, arch, &failures, models);
+  Table bwd = bwd_rows.empty() ? Table(family + "_bwd", {})
+                               : perf_sheet_summary_table(trace, bwd_rows, family + "_bwd");
+  if (!fwd_rows.empty()) bwd = concat_tables(std::move(bwd), moved);
+  bwd.name = family + "_bwd";
+  bwd = filter_rows(bwd, [](const std::string& n) {
+    return !in_list(n, {"aten::convolution", "aten::miopen_convolution", "aten::cudnn_convolution",
+                        "ConvBias_", "ConvBiasReLU_"});
+  });
+  if (!fwd.rows.empty()) tables.push_back(std::move(fwd));
+  if (!bwd.rows.empty()) tables.push_back(std::move(bwd));
+  return tables;
+}
+
+}  // namespace
+
+PerfSheets perf_model_sheets(const Trace& trace, const CallTree& tree, const GpuArch* arch) {
+  // One family's rows at a time: spreading the families over two threads
+  // made the report's peak RSS 20 % higher for 0.03 s (bench/RESULTS.md, 2026-11-25).
   const FamilyIndex by_family = events_by_family(trace);  // once for every family
   ModelCache models;                                      // shared by every family
-  for (std::string_view fam : perf::sheet_families()) {
-    std::string family(fam);
-    if (in_list(family, {"GEMM", "UnaryElementwise", "BinaryElementwise", "Normalization"})) {
-      auto rows = sheet_rows(trace, tree, by_family, fam, false, arch, &failures, models);
-      if (rows.empty()) continue;
-      report.tables.push_back(perf_sheet_summary_table(trace, rows, family));
-      continue;
-    }
-    auto fwd_rows = sheet_rows(trace, tree, by_family, fam, false, arch, &failures, models);
-    Table fwd = fwd_rows.empty() ? Table(family + "_fwd", {})
-                                 : perf_sheet_summary_table(trace, fwd_rows, family + "_fwd");
-    auto is_moved = [](const std::string& n) {
-      return in_list(n, {"flash_attn::_flash_attn_varlen_backward", "aten::convolution_backward",
-                         "ConvBias_Backward", "ConvBiasReLU_Backward"});
-    };
-    Table moved = filter_rows(fwd, is_moved);
-    fwd = filter_rows(fwd, [&](const std::string& n) { return !is_moved(n); });
-    auto bwd_rows = sheet_rows(trace, tree, by_family, fam, true, arch, &failures, models);
-    Table bwd = bwd_rows.empty() ? Table(family + "_bwd", {})
-                                 : perf_sheet_summary_table(trace, bwd_rows, family + "_bwd");
-    if (!fwd_rows.empty()) bwd = concat_tables(std::move(bwd), moved);
-    bwd.name = family + "_bwd";
-    bwd = filter_rows(bwd, [](const std::string& n) {
-      return !in_list(n, {"aten::convolution", "aten::miopen_convolution",
-                          "aten::cudnn_convolution", "ConvBias_", "ConvBiasReLU_"});
-    });
-    if (!fwd.rows.empty()) report.tables.push_back(std::move(fwd));
-    if (!bwd.rows.empty()) report.tables.push_back(std::move(bwd));
-  }
-  for (auto& [key, count] : failures)
-    report.model_failures.push_back({key.first, key.second, count});
+  ModelFailureCounts failures;
+  PerfSheets out;
+  for (std::string_view family : perf::sheet_families())
+    for (Table& t : family_sheets(trace, tree, by_family, family, arch, failures, models))
+      out.tables.push_back(std::move(t));
+  for (auto& [key, count] : failures) out.model_failures.push_back({key.first, key.second, count});
+  return out;
 }
+
+namespace {
 
 // ---------------------------------------------------------------------------
 // Unified perf table.
@@ -1097,18 +1114,25 @@ Table unified_perf_summary_table(const Trace& trace, const std::vector<PerfOpRow
 
 }  // namespace report
 
+std::optional<Table> unified_perf_summary(const Trace& trace, const CallTree& tree,
+                                          const ReportOptions& options) {
+  auto rows =
+      report::unified_perf_summary_rows(trace, tree, options.arch, options.include_python_frames);
+  if (rows.empty()) return std::nullopt;
+  return report::unified_perf_summary_table(trace, rows);
+}
+
 void add_perf_tables(Report& report, const Trace& trace, const CallTree& tree,
                      const ReportOptions& options) {
   // TraceLens writes the perf sheets after unified_perf_summary but computes
   // them first; the computations here have no side effects, so order is free.
   // The unified rows (metrics, params, kernel lists of every op) are freed
   // before the sheet rows are built, so the two sets never coexist in memory.
-  {
-    auto rows =
-        report::unified_perf_summary_rows(trace, tree, options.arch, options.include_python_frames);
-    if (!rows.empty()) report.tables.push_back(report::unified_perf_summary_table(trace, rows));
-  }
-  report::add_perf_sheets(report, trace, tree, options.arch);
+  if (auto unified = unified_perf_summary(trace, tree, options))
+    report.tables.push_back(std::move(*unified));
+  report::PerfSheets sheets = report::perf_model_sheets(trace, tree, options.arch);
+  for (Table& t : sheets.tables) report.tables.push_back(std::move(t));
+  report.model_failures = std::move(sheets.model_failures);
 }
 
 }  // namespace jarvis

@@ -23,11 +23,25 @@ namespace jarvis {
 
 // Appends unified_perf_summary and then the perf-model sheets, in TraceLens
 // file order (only non-empty sheets). With options.arch set, the roofline
-// columns appear as TraceLens writes them.
+// columns appear as TraceLens writes them. build_report computes the same two
+// parts, beside the other sheets.
 void add_perf_tables(Report& report, const Trace& trace, const CallTree& tree,
                      const ReportOptions& options);
 
+// unified_perf_summary, or nullopt when no op has a row.
+std::optional<Table> unified_perf_summary(const Trace& trace, const CallTree& tree,
+                                          const ReportOptions& options);
+
 namespace report {
+
+// The per-family perf-model sheets (GEMM, SDPA_fwd, SDPA_bwd, ...) in
+// TraceLens file order, only non-empty ones, and the model failures met
+// while building them (sorted by op, then reason).
+struct PerfSheets {
+  std::vector<Table> tables;
+  std::vector<ModelFailure> model_failures;
+};
+PerfSheets perf_model_sheets(const Trace& trace, const CallTree& tree, const GpuArch* arch);
 
 // One modeled op instance with its metrics (a row before summarizing).
 struct PerfOpRow {

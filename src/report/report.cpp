@@ -10,10 +10,7 @@
 #include "report/coll_analysis.h"
 #include "report/core_tables.h"
 
-#if __has_include("report/perf_tables.h")
 #include "report/perf_tables.h"
-#define JARVIS_HAVE_PERF_TABLES 1
-#endif
 
 namespace jarvis {
 
@@ -49,6 +46,23 @@ std::vector<Table> kernel_side_tables(const Trace& trace, const CallTree& tree,
   return out;
 }
 
+// ops_summary_by_category, ops_summary, ops_unique_args: none when no kernel
+// has a launcher.
+std::vector<Table> launcher_tables(const Trace& trace, const CallTree& tree) {
+  std::vector<Table> out;
+  auto launchers = report::kernel_launcher_rows(trace, tree);
+  if (launchers.empty()) return out;
+  out.push_back(report::ops_summary_by_category_table(launchers));
+  out.push_back(report::ops_summary_table(launchers));
+  out.push_back(report::ops_unique_args_table(trace, launchers));
+  return out;
+}
+
+struct SideTables {
+  std::vector<Table> launcher;
+  std::vector<Table> kernel;
+};
+
 }  // namespace
 
 Report build_report(const Trace& trace, const CallTree& tree, const ReportOptions& options) {
@@ -59,34 +73,35 @@ Report build_report(const Trace& trace, const CallTree& tree, const ReportOption
   // TraceLens reads total_time back from the sheet's "time ms" cell.
   const double total_time_ms = report.timeline.total_time_ms();
 
-  // The kernel-side sheets do not depend on the host-op sheets: with a second
-  // core they are built beside them (the trace and the tree are only read),
-  // and appended after them in TraceLens's sheet order either way.
+  // Two halves that read the trace and the tree and share nothing else: the
+  // perf-model sheets (this thread), and the launcher sheets with the
+  // kernel-side sheets (a second thread when there is a second core). Tables
+  // are appended in TraceLens's sheet order either way.
   const bool gpu_only = report.gpu_only;
-  auto kernel_side = [&] {
-    return kernel_side_tables(trace, tree, options, gpu_only, total_time_ms);
+  auto side_tables = [&] {
+    SideTables side;
+    if (!gpu_only) side.launcher = launcher_tables(trace, tree);
+    side.kernel = kernel_side_tables(trace, tree, options, gpu_only, total_time_ms);
+    return side;
   };
-  std::future<std::vector<Table>> kernel_tables;
+  std::future<SideTables> side_job;
   if (std::thread::hardware_concurrency() > 1 && !gpu_only)
-    kernel_tables = std::async(std::launch::async, kernel_side);
+    side_job = std::async(std::launch::async, side_tables);
 
-  if (!report.gpu_only) {
-    {  // scoped: the launcher rows are freed before the perf sheets are built
-      auto launchers = report::kernel_launcher_rows(trace, tree);
-      if (!launchers.empty()) {
-        report.tables.push_back(report::ops_summary_by_category_table(launchers));
-        report.tables.push_back(report::ops_summary_table(launchers));
-        report.tables.push_back(report::ops_unique_args_table(trace, launchers));
-      }
-    }
-#ifdef JARVIS_HAVE_PERF_TABLES
-    // ---- perf-model sheets (unified_perf_summary, GEMM, SDPA_fwd, ...) ----
-    add_perf_tables(report, trace, tree, options);
-#endif
+  std::vector<Table> perf_tables;
+  if (!gpu_only) {
+    // The unified rows (metrics, params, kernel lists of every op) are freed
+    // before the sheet rows are built, so the two sets never coexist in memory.
+    if (auto unified = unified_perf_summary(trace, tree, options))
+      perf_tables.push_back(std::move(*unified));
+    report::PerfSheets sheets = report::perf_model_sheets(trace, tree, options.arch);
+    for (Table& t : sheets.tables) perf_tables.push_back(std::move(t));
+    report.model_failures = std::move(sheets.model_failures);
   }
 
-  std::vector<Table> kernel = kernel_tables.valid() ? kernel_tables.get() : kernel_side();
-  for (Table& t : kernel) report.tables.push_back(std::move(t));
+  SideTables side = side_job.valid() ? side_job.get() : side_tables();
+  for (auto* part : {&side.launcher, &perf_tables, &side.kernel})
+    for (Table& t : *part) report.tables.push_back(std::move(t));
   return report;
 }
 

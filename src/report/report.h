@@ -2,13 +2,9 @@
 // TraceLens's sheet order (spec tree-and-timeline.md §17.1), and the CSV
 // writer for `jarvis report`.
 //
-// Perf-model sheets plug in through one hook: when src/report/perf_tables.h
-// exists it must declare, in namespace jarvis,
-//   void add_perf_tables(Report& report, const Trace& trace, const CallTree& tree,
-//                        const ReportOptions& options);
-// build_report calls it once, right after ops_unique_args, so the tables it
-// appends (unified_perf_summary, GEMM, SDPA_fwd, ...) land where TraceLens
-// writes them, before kernel_summary.
+// The perf-model sheets (unified_perf_summary, GEMM, SDPA_fwd, ...) come from
+// report/perf_tables.h and land where TraceLens writes them: after
+// ops_unique_args, before kernel_summary.
 #pragma once
 
 #include <string>

@@ -97,6 +97,38 @@ TEST_CASE("golden perf sheets: unified_perf_summary and per-family sheets") {
   }
 }
 
+TEST_CASE("build_report: perf sheets built beside the other sheets equal add_perf_tables") {
+  // build_report computes the perf-model sheets on one thread while another
+  // builds the launcher and kernel sheets; the result must be the one-thread
+  // composition's, cell for cell, with the same model failures.
+  for (const auto& dir : jarvis::golden::conformance_dirs()) {
+    std::string trace = fs::path(dir).filename().string();
+    const auto& fx = jarvis::testing::report_fixture(dir);
+    const PerfReport& pr = perf_report(dir);
+    jarvis::ReportOptions opts;
+    if (pr.arch) opts.arch = &*pr.arch;
+    jarvis::Report full = jarvis::build_report(fx.trace, fx.tree, opts);
+    INFO(trace);
+    std::vector<std::string> perf_sheets;
+    for (const auto& t : full.tables)
+      if (is_perf_sheet(t.name)) perf_sheets.push_back(t.name);
+    std::vector<std::string> expected;
+    for (const auto& t : pr.report.tables) expected.push_back(t.name);
+    CHECK(perf_sheets == expected);
+    for (const auto& t : pr.report.tables) {
+      const jarvis::Table* built = full.find(t.name);
+      REQUIRE(built != nullptr);
+      CHECK_MESSAGE(built->to_csv() == t.to_csv(), trace << " / " << t.name);
+    }
+    REQUIRE(full.model_failures.size() == pr.report.model_failures.size());
+    for (size_t k = 0; k < full.model_failures.size(); ++k) {
+      CHECK(full.model_failures[k].op == pr.report.model_failures[k].op);
+      CHECK(full.model_failures[k].reason == pr.report.model_failures[k].reason);
+      CHECK(full.model_failures[k].count == pr.report.model_failures[k].count);
+    }
+  }
+}
+
 TEST_CASE("perf rows API: per-op rows behind the sheets (Qwen MI300)") {
   std::string dir;
   for (const auto& d : jarvis::golden::conformance_dirs())
