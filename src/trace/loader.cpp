@@ -162,40 +162,49 @@ std::string_view trim_right(std::string_view s) {
 // ---------------------------------------------------------------------------
 // Classification of events and of the args kept for them.
 
+// `text == literal` with the literal's length known at compile time, so the
+// compiler turns the memcmp into an integer compare or two; string_view's ==
+// calls compare() and memcmp for every same-length key (7 % of a parse's
+// CPU went there).
+template <size_t N>
+inline bool is(std::string_view text, const char (&literal)[N]) {
+  return text.size() == N - 1 && std::memcmp(text.data(), literal, N - 1) == 0;
+}
+
 enum class KeepPolicy : uint8_t { Nothing, AllButHot, Launch, Gpu, StreamWait };
 
 Cat parse_cat(std::string_view c) {
-  if (c == "cpu_op") return Cat::CpuOp;
-  if (c == "python_function") return Cat::PythonFunction;
-  if (c == "kernel") return Cat::Kernel;
-  if (c == "cuda_runtime") return Cat::CudaRuntime;
-  if (c == "ac2g") return Cat::Ac2g;
-  if (c == "cuda_driver") return Cat::CudaDriver;
-  if (c == "gpu_memcpy") return Cat::GpuMemcpy;
-  if (c == "gpu_memset") return Cat::GpuMemset;
-  if (c == "user_annotation") return Cat::UserAnnotation;
-  if (c == "gpu_user_annotation") return Cat::GpuUserAnnotation;
-  if (c == "fwdbwd") return Cat::FwdBwd;
-  if (c == "cpu_instant_event") return Cat::CpuInstantEvent;
-  if (c == "Trace") return Cat::Trace;
+  if (is(c, "cpu_op")) return Cat::CpuOp;
+  if (is(c, "python_function")) return Cat::PythonFunction;
+  if (is(c, "kernel")) return Cat::Kernel;
+  if (is(c, "cuda_runtime")) return Cat::CudaRuntime;
+  if (is(c, "ac2g")) return Cat::Ac2g;
+  if (is(c, "cuda_driver")) return Cat::CudaDriver;
+  if (is(c, "gpu_memcpy")) return Cat::GpuMemcpy;
+  if (is(c, "gpu_memset")) return Cat::GpuMemset;
+  if (is(c, "user_annotation")) return Cat::UserAnnotation;
+  if (is(c, "gpu_user_annotation")) return Cat::GpuUserAnnotation;
+  if (is(c, "fwdbwd")) return Cat::FwdBwd;
+  if (is(c, "cpu_instant_event")) return Cat::CpuInstantEvent;
+  if (is(c, "Trace")) return Cat::Trace;
   // Older Kineto schemas (PyTorch <= 1.9): capitalised categories and
   // launch flows named async_cpu_to_gpu. TraceLens reads none of them and
   // finds no GPU events; see docs/deviations.md.
-  if (c == "Operator") return Cat::CpuOp;
-  if (c == "Kernel") return Cat::Kernel;
-  if (c == "Runtime") return Cat::CudaRuntime;
-  if (c == "Memcpy") return Cat::GpuMemcpy;
-  if (c == "Memset") return Cat::GpuMemset;
-  if (c == "async_cpu_to_gpu") return Cat::Ac2g;
+  if (is(c, "Operator")) return Cat::CpuOp;
+  if (is(c, "Kernel")) return Cat::Kernel;
+  if (is(c, "Runtime")) return Cat::CudaRuntime;
+  if (is(c, "Memcpy")) return Cat::GpuMemcpy;
+  if (is(c, "Memset")) return Cat::GpuMemset;
+  if (is(c, "async_cpu_to_gpu")) return Cat::Ac2g;
   return Cat::Other;
 }
 
 Phase parse_phase(std::string_view p) {
-  if (p == "X") return Phase::Complete;
-  if (p == "i" || p == "I") return Phase::Instant;
-  if (p == "s") return Phase::FlowStart;
-  if (p == "f") return Phase::FlowEnd;
-  if (p == "M") return Phase::Metadata;
+  if (is(p, "X")) return Phase::Complete;
+  if (is(p, "i") || is(p, "I")) return Phase::Instant;
+  if (is(p, "s")) return Phase::FlowStart;
+  if (is(p, "f")) return Phase::FlowEnd;
+  if (is(p, "M")) return Phase::Metadata;
   return Phase::Other;
 }
 
@@ -220,10 +229,10 @@ KeepPolicy keep_policy(Cat c) {
 // Collective kernels carry their process group and message metadata
 // (coll_analysis and the multi-rank collective report read them).
 bool is_collective_metadata_key(std::string_view key) {
-  return key == "Collective name" || key == "Process Group Name" || key == "Process Group Ranks" ||
-         key == "Process Group Description" || key == "Group size" || key == "dtype" ||
-         key == "In msg nelems" || key == "Out msg nelems" || key == "In split size" ||
-         key == "Out split size";
+  return is(key, "Collective name") || is(key, "Process Group Name") ||
+         is(key, "Process Group Ranks") || is(key, "Process Group Description") ||
+         is(key, "Group size") || is(key, "dtype") || is(key, "In msg nelems") ||
+         is(key, "Out msg nelems") || is(key, "In split size") || is(key, "Out split size");
 }
 
 bool keep_arg(KeepPolicy policy, std::string_view key) {
@@ -231,18 +240,18 @@ bool keep_arg(KeepPolicy policy, std::string_view key) {
     case KeepPolicy::Nothing:
       return false;
     case KeepPolicy::AllButHot:
-      return !(key == "Ev Idx" || key == "Record function id" || key == "finished" ||
-               key == "Python id" || key == "Python parent id" || key == "External id" ||
-               key == "Sequence number");
+      return !(is(key, "Ev Idx") || is(key, "Record function id") || is(key, "finished") ||
+               is(key, "Python id") || is(key, "Python parent id") || is(key, "External id") ||
+               is(key, "Sequence number"));
     case KeepPolicy::Launch:
-      return key == "kernel" || key == "grid" || key == "block" || key == "shared memory" ||
-             key == "bytes";
+      return is(key, "kernel") || is(key, "grid") || is(key, "block") || is(key, "shared memory") ||
+             is(key, "bytes");
     case KeepPolicy::Gpu:
-      return key == "grid" || key == "block" || key == "bytes" || key == "kind" ||
-             key == "shared memory" || is_collective_metadata_key(key);
+      return is(key, "grid") || is(key, "block") || is(key, "bytes") || is(key, "kind") ||
+             is(key, "shared memory") || is_collective_metadata_key(key);
     case KeepPolicy::StreamWait:
-      return key == "cuda_sync_kind" || key == "wait_on_stream" ||
-             key == "wait_on_cuda_event_record_corr_id";
+      return is(key, "cuda_sync_kind") || is(key, "wait_on_stream") ||
+             is(key, "wait_on_cuda_event_record_corr_id");
   }
   return false;
 }
@@ -251,19 +260,19 @@ bool keep_arg(KeepPolicy policy, std::string_view key) {
 int64_t EventFields::*hot_field(std::string_view key) {
   switch (key.size()) {
     case 6:
-      if (key == "stream") return &EventFields::stream;
-      if (key == "device") return &EventFields::device;
+      if (is(key, "stream")) return &EventFields::stream;
+      if (is(key, "device")) return &EventFields::device;
       return nullptr;
     case 9:
-      return key == "Python id" ? &EventFields::python_id : nullptr;
+      return is(key, "Python id") ? &EventFields::python_id : nullptr;
     case 11:
-      if (key == "External id") return &EventFields::external_id;
-      if (key == "correlation") return &EventFields::correlation;
+      if (is(key, "External id")) return &EventFields::external_id;
+      if (is(key, "correlation")) return &EventFields::correlation;
       return nullptr;
     case 15:
-      return key == "Sequence number" ? &EventFields::sequence_number : nullptr;
+      return is(key, "Sequence number") ? &EventFields::sequence_number : nullptr;
     case 16:
-      return key == "Python parent id" ? &EventFields::python_parent_id : nullptr;
+      return is(key, "Python parent id") ? &EventFields::python_parent_id : nullptr;
     default:
       return nullptr;
   }
@@ -316,12 +325,13 @@ class EventParser {
     trace_ = &trace;
     arg_keys_ = arg_keys;
     arg_cache_.clear();
-    last_cat_ = LastIntern{};
+    last_cat_ = LastCategory{};
     empty_id_ = kUnset;
   }
 
   void parse(const char* text, size_t len, size_t capacity, size_t index) {
     index_ = index;
+    text_end_ = text + len;
     auto doc_result = parser_.iterate(text, len, capacity);
     if (doc_result.error()) fail(doc_result.error());
     od::document& doc = doc_result.value_unsafe();
@@ -334,7 +344,7 @@ class EventParser {
       od::field field;
       if (auto err = std::move(field_result).get(field)) fail(err);
       std::string_view key;
-      if (auto err = field.unescaped_key().get(key)) fail(err);
+      if (auto err = key_of(field, key)) fail(err);
       od::value value = field.value();
       read_member(ev, key, value, has_ph);
     }
@@ -354,35 +364,40 @@ class EventParser {
   void read_member(EventFields& ev, std::string_view key, od::value& value, bool& has_ph) {
     switch (key.size()) {
       case 2:
-        if (key == "ph") {
+        if (is(key, "ph")) {
           ev.ph = parse_phase(get_string(value, "ph"));
           has_ph = true;
-        } else if (key == "ts") {
+        } else if (is(key, "ts")) {
           ev.ts_ns = get_ns(value, "ts");
-        } else if (key == "id") {
+        } else if (is(key, "id")) {
           int64_t v;
           if (get_int(value, v)) ev.flow_id = v;
-        } else if (key == "bp") {
+        } else if (is(key, "bp")) {
           std::string_view bp;
           if (!value.get_string().get(bp)) ev.bp_enclosing = bp == "e";
         }
         return;
       case 3:
-        if (key == "cat") {
+        if (is(key, "cat")) {
           std::string_view c = get_string(value, "cat");
-          ev.cat = parse_cat(c);
-          ev.cat_name = intern_cached(c, last_cat_);
-        } else if (key == "dur") {
+          if (last_cat_.id == kUnset || c != last_cat_.text) {
+            last_cat_.id = trace_->strings.intern(c);
+            last_cat_.text.assign(c);
+            last_cat_.cat = parse_cat(c);
+          }
+          ev.cat = last_cat_.cat;
+          ev.cat_name = last_cat_.id;
+        } else if (is(key, "dur")) {
           ev.dur_ns = get_ns(value, "dur");
-        } else if (key == "pid") {
+        } else if (is(key, "pid")) {
           ev.pid = get_proc_id(value, "pid");
-        } else if (key == "tid") {
+        } else if (is(key, "tid")) {
           ev.tid = get_proc_id(value, "tid");
         }
         return;
       case 4:
-        if (key == "name") ev.name = trace_->strings.intern(get_string(value, "name"));
-        if (key == "args") {
+        if (is(key, "name")) ev.name = trace_->strings.intern(get_string(value, "name"));
+        if (is(key, "args")) {
           od::object args;
           if (value.get_object().get(args)) fail_field("args", "must be an object");
           ev.has_args = true;
@@ -392,6 +407,21 @@ class EventParser {
       default:
         return;
     }
+  }
+
+  // A member's key as a view into the event's text when it holds no escape
+  // (Kineto's keys never do), else simdjson's unescaped copy: the view skips
+  // the copy into simdjson's string buffer that unescaped_key() makes for
+  // every key.
+  simdjson::error_code key_of(od::field& field, std::string_view& key) {
+    const char* start = field.key().raw();
+    const char* end = start;
+    while (end < text_end_ && *end != '"' && *end != '\\') ++end;
+    if (end < text_end_ && *end == '"') {
+      key = std::string_view(start, static_cast<size_t>(end - start));
+      return simdjson::SUCCESS;
+    }
+    return field.unescaped_key().get(key);
   }
 
   [[noreturn]] void fail(simdjson::error_code err, std::string_view what = "") {
@@ -411,18 +441,13 @@ class EventParser {
     if (empty_id_ == kUnset) empty_id_ = trace_->strings.intern("");
     return empty_id_;
   }
-  // Consecutive events mostly share a category: skip the hash lookup then.
-  struct LastIntern {
+  // Consecutive events mostly share a category: skip its hash lookup and
+  // classification then.
+  struct LastCategory {
     std::string text;
     uint32_t id = kUnset;
+    Cat cat = Cat::None;
   };
-  uint32_t intern_cached(std::string_view s, LastIntern& last) {
-    if (last.id == kUnset || s != last.text) {
-      last.id = trace_->strings.intern(s);
-      last.text.assign(s);
-    }
-    return last.id;
-  }
 
   std::string_view get_string(od::value& v, std::string_view field) {
     std::string_view s;
@@ -480,7 +505,7 @@ class EventParser {
       od::field field;
       if (std::move(field_result).get(field)) fail_plain("has malformed args");
       std::string_view key;
-      if (field.unescaped_key().get(key)) fail_plain("has a malformed key in args");
+      if (key_of(field, key)) fail_plain("has a malformed key in args");
       od::value value = field.value();
       od::json_type type;
       if (value.type().get(type)) fail_arg(key, "is malformed");
@@ -704,7 +729,8 @@ class EventParser {
   std::string scratch_;
   std::string_view current_arg_;
   std::unordered_map<std::string, int32_t, TextHash, std::equal_to<>> arg_cache_;
-  LastIntern last_cat_;
+  LastCategory last_cat_;
+  const char* text_end_ = nullptr;  // end of the event being parsed
   uint32_t empty_id_ = kUnset;
 };
 

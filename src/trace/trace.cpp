@@ -109,7 +109,34 @@ bool us_to_ns(double us, int64_t& ns) {
   return true;
 }
 
+namespace {
+
+// The common shape of a Kineto ts / dur: up to 15 integer digits, then
+// optionally '.' and one to three digits, nothing else. Returns false for
+// anything else (the general parser decides those).
+bool plain_us_to_ns(std::string_view t, int64_t& ns) {
+  size_t i = 0;
+  uint64_t whole = 0;
+  for (; i < t.size() && i < 16 && t[i] >= '0' && t[i] <= '9'; ++i)
+    whole = whole * 10 + static_cast<uint64_t>(t[i] - '0');
+  if (i == 0 || i > 15 || (t[0] == '0' && i > 1)) return false;
+  uint64_t frac = 0;
+  size_t frac_digits = 0;
+  if (i < t.size()) {
+    if (t[i] != '.') return false;
+    for (++i; i < t.size() && frac_digits < 4 && t[i] >= '0' && t[i] <= '9'; ++i, ++frac_digits)
+      frac = frac * 10 + static_cast<uint64_t>(t[i] - '0');
+    if (i != t.size() || frac_digits == 0 || frac_digits > 3) return false;
+  }
+  static constexpr uint64_t kScale[] = {1000, 100, 10, 1};
+  ns = static_cast<int64_t>(whole * 1000 + frac * kScale[frac_digits]);  // < 10^18
+  return true;
+}
+
+}  // namespace
+
 bool decimal_us_to_ns(std::string_view t, int64_t& ns) {
+  if (plain_us_to_ns(t, ns)) return true;
   constexpr uint64_t kMax = static_cast<uint64_t>(std::numeric_limits<int64_t>::max());
   size_t i = 0;
   bool neg = i < t.size() && t[i] == '-';

@@ -51,6 +51,11 @@ TEST_CASE("event store: decimal µs text converts to exact ns") {
       {"1e", false, 0},
       {"12a", false, 0},
       {"0.5", true, 500},
+      {"12.25", true, 12250},
+      {"999999999999999.9", true, 999999999999999900},    // 15 digits: the plain-shape path
+      {"1234567890123456.5", true, 1234567890123456500},  // 16 digits: the general path
+      {"1.0000", true, 1000},                             // 4 decimals: the general path
+      {"7.", false, 0},
       {"01.5", false, 0},  // JSON has no leading zeros
       {"-00", false, 0},
       {"+1", false, 0},
