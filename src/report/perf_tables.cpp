@@ -78,16 +78,19 @@ struct OpRef {
 // the largest share of the perf sheets' time.
 class ModelCache {
  public:
-  // The model of `in` (the op's own event `base`, sorted `kernels`), built
-  // once per key; nullptr when no model class resolves.
-  std::shared_ptr<const perf::PerfModel> get(const Trace& trace, Uid base, const perf::OpInput& in,
-                                             const std::vector<Uid>& kernels) {
+  // The model of op `name` on event `base` with its sorted `kernels`, built
+  // from make_input() (the op's perf::OpInput) once per key; nullptr when no
+  // model class resolves. The input is made only when a model is built.
+  template <class MakeInput>
+  std::shared_ptr<const perf::PerfModel> get(const Trace& trace, Uid base, std::string_view name,
+                                             const std::vector<Uid>& kernels,
+                                             const MakeInput& make_input) {
     std::string_view own_name = trace.name(base);
     // Only the event's own name is keyed (by its interned id); a synthetic
     // row's name is not interned.
-    if (in.name.data() != own_name.data() || in.name.size() != own_name.size() ||
-        perf::model_reads_event_context(in.name))
-      return perf::make_perf_model(in);
+    if (name.data() != own_name.data() || name.size() != own_name.size() ||
+        perf::model_reads_event_context(name))
+      return perf::make_perf_model(make_input());
     probe_.name = trace.events[base].name;
     probe_.args = trace.events[base].args;
     probe_.kernel_names.clear();
@@ -98,7 +101,7 @@ class ModelCache {
     }
     Entry entry;
     try {
-      entry.model = perf::make_perf_model(in);
+      entry.model = perf::make_perf_model(make_input());
     } catch (const std::bad_alloc&) {
       throw;  // no property of the op
     } catch (...) {
@@ -153,11 +156,15 @@ std::optional<Computed> compute_metrics(const Trace& trace, const CallTree& tree
   double busy = kernels.empty() ? 0.0 : tree.busy_time(kernels);
   Computed c;
   c.kernels = sorted_by_ts(trace, std::move(kernels));
-  perf::OpInput in = perf::op_input_from_event(trace, op.base);
-  in.name = op.name;
-  in.annotations = &annotations;
-  for (Uid k : c.kernels) in.kernel_names.push_back(trace.name(k));
-  std::shared_ptr<const perf::PerfModel> model = models.get(trace, op.base, in, c.kernels);
+  auto make_input = [&] {
+    perf::OpInput in = perf::op_input_from_event(trace, op.base);
+    in.name = op.name;
+    in.annotations = &annotations;
+    for (Uid k : c.kernels) in.kernel_names.push_back(trace.name(k));
+    return in;
+  };
+  std::shared_ptr<const perf::PerfModel> model =
+      models.get(trace, op.base, op.name, c.kernels, make_input);
   if (!model) return std::nullopt;
   c.metrics = perf::compute_perf_metrics(*model, bwd, busy, arch);
   return c;
@@ -644,6 +651,9 @@ class UnifiedCollector {
   bool launches_gpu(Uid u) const { return !tree_.gpu_events(u).empty(); }
 
   bool has_model(Uid base, std::string_view name) const {
+    // Only a Triton-compiled name's model depends on the event (its kernel
+    // metadata); for any other name the registry answers alone.
+    if (!perf::is_triton_compiled_name(name)) return perf::has_registered_model(name);
     perf::OpInput in = perf::op_input_from_event(trace_, base);
     in.name = name;
     return perf::has_perf_model(in);
