@@ -3,8 +3,19 @@
 # works from any directory. The generated file is rewritten only when its
 # content changes; editing a schema or skill re-runs cmake automatically.
 
+# The Streamable HTTP transport (src/mcp/http/) is a module, libjarvis_http.so,
+# that `jarvis serve --http` loads (src/mcp/http_module.cpp): cpp-httplib
+# brings OpenSSL and brotli, and loading those libraries at every start cost
+# every other command about 1.5 ms. The module resolves the server's symbols
+# against the binary, which exports them. The tests link the transport's
+# objects directly.
 pkg_check_modules(HTTPLIB REQUIRED IMPORTED_TARGET cpp-httplib)
-target_link_libraries(jarvis_mcp PUBLIC PkgConfig::HTTPLIB)
+add_library(jarvis_http_transport OBJECT ${CMAKE_SOURCE_DIR}/src/mcp/http/http_transport.cpp)
+set_target_properties(jarvis_http_transport PROPERTIES POSITION_INDEPENDENT_CODE ON)
+target_link_libraries(jarvis_http_transport PUBLIC jarvis_engine PkgConfig::HTTPLIB)
+add_library(jarvis_http MODULE $<TARGET_OBJECTS:jarvis_http_transport>)
+target_link_libraries(jarvis_http PRIVATE PkgConfig::HTTPLIB fmt::fmt)
+set_target_properties(jarvis_http PROPERTIES LIBRARY_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR})
 
 file(GLOB JARVIS_TOOL_SCHEMAS CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/tools_schema/*.json)
 file(GLOB_RECURSE JARVIS_SKILL_FILES CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/skills/*.md)

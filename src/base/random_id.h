@@ -1,5 +1,5 @@
 // Unguessable identifiers (MCP session ids, stateless trace handles) from
-// OpenSSL's CSPRNG: a handle or session id is a capability, so it must not be
+// the kernel CSPRNG (getrandom): a handle or session id is a capability, so it must not be
 // predictable from earlier ones (mt19937 state is recoverable from outputs).
 #pragma once
 

@@ -80,7 +80,8 @@ int serve_http(mcp::Server& server, mcp::HttpOptions options) {
   sigaddset(&stop_signals, SIGINT);
   sigaddset(&stop_signals, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
-  mcp::HttpServer http(server, options);
+  std::unique_ptr<mcp::HttpEndpoint> endpoint = mcp::make_http_endpoint(server, options);
+  mcp::HttpEndpoint& http = *endpoint;
   http.bind();
   std::string shown_host =
       options.host.find(':') != std::string::npos ? "[" + options.host + "]" : options.host;

@@ -42,7 +42,7 @@ double own_peak_rss_mb() {
 
 #if JARVIS_MPI
 struct SweepEngine::Mpi {
-  scaleout::Job job;
+  std::unique_ptr<scaleout::JobApi> job = scaleout::join_job();
 };
 #else
 struct SweepEngine::Mpi {};
@@ -58,7 +58,7 @@ SweepEngine::~SweepEngine() = default;
 
 bool SweepEngine::serving_rank() const {
 #if JARVIS_MPI
-  return mpi_ && !mpi_->job.root();
+  return mpi_ && !mpi_->job->root();
 #else
   return false;
 #endif
@@ -66,13 +66,13 @@ bool SweepEngine::serving_rank() const {
 
 void SweepEngine::serve() {
 #if JARVIS_MPI
-  if (mpi_) mpi_->job.serve();
+  if (mpi_) mpi_->job->serve();
 #endif
 }
 
 engine::Sweep SweepEngine::load(const std::string& dir, const engine::SweepLoadOptions& options) {
 #if JARVIS_MPI
-  if (mpi_) return mpi_->job.load_sweep(dir, options);
+  if (mpi_) return mpi_->job->load_sweep(dir, options);
 #endif
   return engine::load_sweep(dir, options);
 }
@@ -80,7 +80,7 @@ engine::Sweep SweepEngine::load(const std::string& dir, const engine::SweepLoadO
 engine::CollectiveReportResult SweepEngine::collective_report(
     const std::vector<std::string>& paths, const engine::CollectiveReportOptions& options) {
 #if JARVIS_MPI
-  if (mpi_) return mpi_->job.collective_report(paths, options);
+  if (mpi_) return mpi_->job->collective_report(paths, options);
 #endif
   return engine::collective_report(paths, options);
 }
@@ -112,12 +112,12 @@ void SweepEngine::print_stats(const std::vector<const engine::Sweep*>& sweeps) {
   }
 #if JARVIS_MPI
   if (mpi_) {
-    for (const auto& r : mpi_->job.stats()) {
+    for (const auto& r : mpi_->job->stats()) {
       print_line("rank " + std::to_string(r.rank),
                  {r.peak_rss_mb, r.tasks, r.runs_parsed, r.cache_hits, r.failed});
       total.peak_rss_mb = std::max(total.peak_rss_mb, r.peak_rss_mb);
     }
-    print_line("all " + std::to_string(mpi_->job.size()) + " ranks (largest peak RSS)", total);
+    print_line("all " + std::to_string(mpi_->job->size()) + " ranks (largest peak RSS)", total);
     return;
   }
 #endif
@@ -130,13 +130,13 @@ void SweepEngine::print_trace_stats(size_t traces) {
   if (mpi_) {
     double peak = 0;
     size_t parsed = 0, failed = 0;
-    for (const auto& r : mpi_->job.stats()) {
+    for (const auto& r : mpi_->job->stats()) {
       print_trace_line("rank " + std::to_string(r.rank), r.peak_rss_mb, r.runs_parsed, r.failed);
       peak = std::max(peak, r.peak_rss_mb);
       parsed += r.runs_parsed;
       failed += r.failed;
     }
-    print_trace_line("all " + std::to_string(mpi_->job.size()) + " ranks (largest peak RSS)", peak,
+    print_trace_line("all " + std::to_string(mpi_->job->size()) + " ranks (largest peak RSS)", peak,
                      parsed, failed);
     return;
   }

@@ -51,21 +51,46 @@ bool bearer_token_matches(const std::string& authorization, const std::string& t
 
 bool is_loopback_host(const std::string& host);
 
-class HttpServer {
+// A Streamable HTTP endpoint serving one Server.
+class HttpEndpoint {
  public:
-  HttpServer(Server& server, HttpOptions options);
-  ~HttpServer();
+  virtual ~HttpEndpoint() = default;
   // Binds the socket; throws std::runtime_error when it cannot.
-  void bind();
-  int port() const;
+  virtual void bind() = 0;
+  virtual int port() const = 0;
   // Serves until stop(); call bind() first.
-  void run();
-  void stop();
-  size_t session_count() const;
+  virtual void run() = 0;
+  virtual void stop() = 0;
+  virtual size_t session_count() const = 0;
+};
+
+// The endpoint, built on cpp-httplib (src/mcp/http/). The jarvis binary does
+// not link it: `jarvis serve --http` loads it from the jarvis_http module
+// (make_http_endpoint), so that no other command loads cpp-httplib, OpenSSL
+// and brotli at start. The tests link it directly.
+class HttpServer final : public HttpEndpoint {
+ public:
+  // Throws std::runtime_error for options it refuses (no token off loopback).
+  HttpServer(Server& server, HttpOptions options);
+  ~HttpServer() override;
+  void bind() override;
+  int port() const override;
+  void run() override;
+  void stop() override;
+  size_t session_count() const override;
 
  private:
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };
+
+// Loads the jarvis_http module (libjarvis_http.so beside the binary, or in
+// ../lib/jarvis/ of an installed tree) and makes an HttpServer there. Throws
+// std::runtime_error naming the paths tried when the module cannot be loaded.
+std::unique_ptr<HttpEndpoint> make_http_endpoint(Server& server, const HttpOptions& options);
+
+// The module's entry point (extern "C", so dlsym finds it by this name).
+inline constexpr const char* kHttpModuleEntry = "jarvis_http_endpoint";
+using HttpModuleEntry = HttpEndpoint* (*)(Server& server, const HttpOptions& options);
 
 }  // namespace jarvis::mcp

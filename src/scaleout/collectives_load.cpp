@@ -5,7 +5,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "scaleout/scaleout.h"
+#include "scaleout/job.h"
 #include "scaleout/tasks.h"
 
 namespace jarvis::scaleout {

@@ -25,10 +25,11 @@
 #include <optional>
 #include <stdexcept>
 #include <thread>
+#include <type_traits>
 
 #include <fmt/format.h>
 
-#include "scaleout/scaleout.h"
+#include "scaleout/job.h"
 #include "scaleout/tasks.h"
 
 namespace jarvis::scaleout {
@@ -138,18 +139,7 @@ RankStats parse_counters(int rank, const std::string& field) {
   return s;
 }
 
-long env_long(const char* name) {
-  const char* v = std::getenv(name);
-  return v ? std::strtol(v, nullptr, 10) : 0;
-}
-
 }  // namespace
-
-bool started_as_ranks() {
-  if (env_long("OMPI_COMM_WORLD_SIZE") > 1 || env_long("PMI_SIZE") > 1) return true;
-  // srun --mpi=pmix sets PMIX_RANK; the step's task count says how many.
-  return std::getenv("PMIX_RANK") && env_long("SLURM_STEP_NUM_TASKS") > 1;
-}
 
 Job::Job() {
   int provided = 0;
@@ -273,3 +263,10 @@ void Job::end_serving_ranks() {
 }
 
 }  // namespace jarvis::scaleout
+
+// The module's entry point: join_job (ranks.cpp) finds it with dlsym. The
+// caller owns the result.
+extern "C" jarvis::scaleout::JobApi* jarvis_mpi_job() {
+  return new jarvis::scaleout::Job();
+}
+static_assert(std::is_same_v<decltype(&jarvis_mpi_job), jarvis::scaleout::MpiModuleEntry>);

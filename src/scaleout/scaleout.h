@@ -8,11 +8,14 @@
 // other ranks only serve tasks (Job::serve) and keep nothing but the task in
 // hand. Every message goes through MPI; only rank 0's main thread calls it.
 //
-// Compiled only with JARVIS_MPI (cmake/mpi.cmake); the CLI links it.
+// Compiled only with JARVIS_MPI (cmake/mpi.cmake): the CLI links this
+// header's MPI-free part (ranks.cpp, staged_dir.cpp); the job itself is the
+// module libjarvis_mpi.so (job.h).
 #pragma once
 
 #include <cstddef>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -36,55 +39,44 @@ struct RankStats {
   size_t failed = 0;  // runs / traces that failed to load
 };
 
-// One MPI job: MPI_Init_thread on construction, MPI_Finalize on destruction
-// (rank 0 first releases the serving ranks, also when it unwinds from an
-// error, so a failed command never leaves them waiting).
-class Job {
+// One MPI job, as the CLI uses it: the module libjarvis_mpi.so implements it
+// (scaleout/job.h), so that Open MPI's libraries are loaded only by a
+// process that mpirun / srun started as one of several ranks.
+class JobApi {
  public:
-  Job();
-  ~Job();
-  Job(const Job&) = delete;
-  Job& operator=(const Job&) = delete;
+  virtual ~JobApi() = default;
 
-  int rank() const { return rank_; }
-  int size() const { return size_; }
-  bool root() const { return rank_ == 0; }
+  virtual int rank() const = 0;
+  virtual int size() const = 0;
+  bool root() const { return rank() == 0; }
 
   // Rank 0: sweep::load_sweep with the runs analysed across the ranks; same
   // Sweep (runs, failures, order) as the single-process load.
-  sweep::Sweep load_sweep(const std::string& root, const sweep::LoadOptions& options);
+  virtual sweep::Sweep load_sweep(const std::string& root, const sweep::LoadOptions& options) = 0;
 
   // Rank 0: collectives::collective_report with the per-rank stage
   // (analyse_rank) run across the ranks and the merge here; same result as
   // one process, and the same error (the first failing trace in `paths`
   // order) when a trace fails to load.
-  collectives::CollectiveReportResult collective_report(
-      const std::vector<std::string>& paths, const collectives::CollectiveReportOptions& options);
+  virtual collectives::CollectiveReportResult collective_report(
+      const std::vector<std::string>& paths,
+      const collectives::CollectiveReportOptions& options) = 0;
 
   // Ranks > 0: run the tasks rank 0 hands out until it ends the job.
-  void serve();
+  virtual void serve() = 0;
 
   // Rank 0, after the loads: one entry per rank, rank order.
-  std::vector<RankStats> stats();
-
-  struct Task {
-    std::string kind;     // which handler runs it (scaleout.cpp)
-    std::string payload;  // its input
-    std::string label;    // the trace, for fault messages
-    double weight = 0;    // larger first
-  };
-  // Rank 0: every task run somewhere; results in task order.
-  std::vector<std::string> run_tasks(const std::vector<Task>& tasks,
-                                     const std::function<void(size_t, size_t)>& progress);
-
- private:
-  void end_serving_ranks();
-
-  int rank_ = 0;
-  int size_ = 1;
-  std::vector<bool> idle_;               // rank 0: a rank waits for a task (its request is in)
-  std::vector<RankStats> remote_stats_;  // rank 0: the latest counters each rank sent
+  virtual std::vector<RankStats> stats() = 0;
 };
+
+// Joins the MPI job (MPI_Init_thread) through the module; the job ends
+// (MPI_Finalize) when the result is destroyed. Throws std::runtime_error when
+// the module cannot be loaded.
+std::unique_ptr<JobApi> join_job();
+
+// The module's entry point (extern "C", found by dlsym).
+inline constexpr const char* kMpiModuleEntry = "jarvis_mpi_job";
+using MpiModuleEntry = JobApi* (*)();
 
 // Writes a directory so that it appears whole: `write(staging)` fills a fresh
 // directory beside `out`, which is then renamed to `out` (or, when `out`

@@ -7,7 +7,7 @@
 
 #include <fmt/format.h>
 
-#include "scaleout/scaleout.h"
+#include "scaleout/job.h"
 #include "scaleout/tasks.h"
 
 namespace jarvis::scaleout {

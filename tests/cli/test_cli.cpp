@@ -29,11 +29,12 @@ struct Run {
   std::string out, err;
 };
 
-// The built binary with stdout and stderr kept apart.
-Run jarvis_cli(const std::string& args) {
+// `binary` (a shell word: a quoted path, maybe after VAR=value) with stdout
+// and stderr kept apart.
+Run jarvis_cli_at(const std::string& binary, const std::string& args) {
   TempDir tmp;
   fs::path err_file = tmp.path / "stderr";
-  std::string cmd = std::string(JARVIS_BINARY) + " " + args + " 2>" + shell_quote(err_file);
+  std::string cmd = binary + " " + args + " 2>" + shell_quote(err_file);
   Run r;
   FILE* p = popen(cmd.c_str(), "r");
   REQUIRE(p);
@@ -47,6 +48,11 @@ Run jarvis_cli(const std::string& args) {
   ss << in.rdbuf();
   r.err = ss.str();
   return r;
+}
+
+// The built binary.
+Run jarvis_cli(const std::string& args) {
+  return jarvis_cli_at(JARVIS_BINARY, args);
 }
 
 std::string bert_dir() {
@@ -434,5 +440,40 @@ TEST_SUITE("cli") {
                              shell_quote((tmp.path / "x").string()));
     CHECK(unknown.exit_code == 1);
     CHECK(unknown.err.find("NORM_fwd") != std::string::npos);  // lists what is there
+  }
+
+  TEST_CASE("the modules: serve --http and MPI ranks need theirs, other commands none") {
+    // The binary alone in a directory: no libjarvis_http.so / libjarvis_mpi.so
+    // beside it, no lib/jarvis above it.
+    TempDir tmp;
+    fs::create_directories(tmp.path / "bin");
+    fs::path alone = tmp.path / "bin" / "jarvis";
+    fs::copy_file(JARVIS_BINARY, alone);
+    std::string bin = shell_quote(alone.string());
+    std::string trace =
+        shell_quote(std::string(JARVIS_SOURCE_DIR) + "/examples/example_trace.json.gz");
+    Run report = jarvis_cli_at(bin, "report " + trace + " --out " +
+                                        shell_quote((tmp.path / "out").string()) + " --no-xlsx");
+    CHECK(report.exit_code == 0);
+    CHECK(fs::exists(tmp.path / "out" / "perf_report_csvs" / "gpu_timeline.csv"));
+
+    Run http = jarvis_cli_at(bin, "serve --http 127.0.0.1:0");
+    CHECK(http.exit_code == 1);
+    CHECK(http.err.find("libjarvis_http.so") != std::string::npos);
+    CHECK(http.err.find((tmp.path / "bin" / "libjarvis_http.so").string() + ": no such file") !=
+          std::string::npos);
+    CHECK(http.err.find((tmp.path / "lib" / "jarvis" / "libjarvis_http.so").string()) !=
+          std::string::npos);
+#if JARVIS_MPI_BUILD
+    // What mpirun sets for a rank of a 2-rank job: the rank joins the job
+    // through the module.
+    Run rank = jarvis_cli_at(
+        "OMPI_COMM_WORLD_SIZE=2 " + bin,
+        "sweep " + shell_quote(jarvis::golden::shared_dir() + "/sweeps/h100_gpt2_ddp") + " --out " +
+            shell_quote((tmp.path / "sweep").string()));
+    CHECK(rank.exit_code == 1);
+    CHECK(rank.err.find("libjarvis_mpi.so") != std::string::npos);
+    CHECK_FALSE(fs::exists(tmp.path / "sweep"));
+#endif
   }
 }

@@ -33,6 +33,18 @@ grep -q "Roofline" "$work/installed/perf_report_csvs/"*.csv ||
 "$bin" report "$trace" --out "$work/detected" --no-xlsx | grep -q "^arch: " ||
   { echo "FAIL: report printed no arch line"; exit 1; }
 
+# `serve --http` loads the HTTP transport module from the moved tree.
+"$bin" serve --http 127.0.0.1:0 2>"$work/serve.log" &
+serve_pid=$!
+for _ in $(seq 100); do
+  grep -q "listening on" "$work/serve.log" && break
+  sleep 0.1
+done
+kill "$serve_pid"
+wait "$serve_pid" 2>/dev/null || true
+grep -q "listening on http://127.0.0.1:" "$work/serve.log" ||
+  { echo "FAIL: the moved install's serve --http did not start:"; cat "$work/serve.log"; exit 1; }
+
 man_page="$work/moved/share/man/man1/jarvis.1"
 head -1 "$man_page" | grep -q '^\.TH JARVIS 1' || { echo "FAIL: $man_page is not a man page"; exit 1; }
 for cmd in report compare sweep serve; do

@@ -13,6 +13,7 @@
 #include <regex>
 #include <set>
 #include <thread>
+#include <type_traits>
 
 #include <fmt/format.h>
 
@@ -743,3 +744,11 @@ size_t HttpServer::session_count() const {
 }
 
 }  // namespace jarvis::mcp
+
+// The module's entry point: make_http_endpoint (src/mcp/http_module.cpp)
+// finds it with dlsym. The caller owns the result.
+extern "C" jarvis::mcp::HttpEndpoint* jarvis_http_endpoint(
+    jarvis::mcp::Server& server, const jarvis::mcp::HttpOptions& options) {
+  return new jarvis::mcp::HttpServer(server, options);
+}
+static_assert(std::is_same_v<decltype(&jarvis_http_endpoint), jarvis::mcp::HttpModuleEntry>);
