@@ -1,7 +1,6 @@
 #include "trace/loader.h"
 
 #include <simdjson.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #if defined(__SSE2__)
 #include <emmintrin.h>
@@ -26,6 +25,7 @@
 #include <thread>
 #include <unordered_map>
 
+#include "base/huge_pages.h"
 #include "trace/byte_source.h"
 #include "trace/gzip_inflate.h"
 #include "trace/numeric.h"
@@ -1160,21 +1160,13 @@ Platform detect_platform(const Trace& trace) {
   return Platform::Unknown;
 }
 
-// The event array is written sequentially and is the largest allocation:
-// transparent huge pages turn its ~10k page faults per 40 MB into ~20.
-void advise_huge_pages(void* data, size_t bytes) {
-  constexpr uintptr_t kHuge = 2u << 20;
-  auto begin = (reinterpret_cast<uintptr_t>(data) + kHuge - 1) & ~(kHuge - 1);
-  auto end = (reinterpret_cast<uintptr_t>(data) + bytes) & ~(kHuge - 1);
-  if (end > begin) ::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_HUGEPAGE);
-}
-
 // Kineto JSON averages 300-550 bytes per event; reserving for 200 bytes per
 // event avoids regrowing the event vector (and its copy peak). Capacity that
 // is never written is never touched, so over-reserving costs no memory.
 void reserve_events(Trace& trace, uint64_t json_bytes_estimate) {
   constexpr uint64_t kMinBytesPerEvent = 200;
   trace.events.reserve(static_cast<size_t>(json_bytes_estimate / kMinBytesPerEvent) + 16);
+  // The event array is written sequentially and is the largest allocation.
   advise_huge_pages(trace.events.data(), trace.events.capacity() * sizeof(Event));
 }
 

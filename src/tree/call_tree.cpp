@@ -2,10 +2,13 @@
 
 #include <algorithm>
 #include <cctype>
+#include <future>
+#include <thread>
 #include <unordered_map>
 #include <unordered_set>
 #include <vector>
 
+#include "base/huge_pages.h"
 #include "pycompat/text.h"
 
 namespace jarvis {
@@ -81,27 +84,62 @@ double busy_time(const Trace& trace, std::span<const Uid> gpu_uids) {
 CallTree::CallTree(const Trace& trace, const TreeOptions& options)
     : trace_(&trace), options_(options) {
   const size_t n = trace.events.size();
-  parent_.assign(n, kNoUid);
-  flags_.assign(n, 0);
+  assign_on_huge_pages(parent_, n, kNoUid);
+  assign_on_huge_pages(flags_, n, uint8_t{0});
   choose_linking_key();
-  std::vector<Uid> first_child(n, kNoUid), last_child(n, kNoUid), next_sibling(n, kNoUid);
-  build_host_tree(first_child, last_child, next_sibling);
-  attach_gpu_events(first_child, last_child, next_sibling);
-
-  // Children lists to CSR (host children first, then attached GPU events).
-  child_off_.assign(n + 1, 0);
-  for (size_t u = 0; u < n; ++u) {
-    uint32_t count = 0;
-    for (Uid c = first_child[u]; c != kNoUid; c = next_sibling[c]) ++count;
-    child_off_[u + 1] = child_off_[u] + count;
-  }
-  child_uids_.resize(child_off_[n]);
-  for (size_t u = 0; u < n; ++u) {
-    uint32_t at = child_off_[u];
-    for (Uid c = first_child[u]; c != kNoUid; c = next_sibling[c]) child_uids_[at++] = c;
-  }
-  link_fwd_bwd();
+  // The launch -> GPU event pairs and the fwd/bwd links read only the trace
+  // (and write members the host tree does not): with a second core they are
+  // found while the host tree is built.
+  std::vector<std::pair<Uid, Uid>> attached;
+  auto links = [&] {
+    attached = launch_pairs();
+    link_fwd_bwd();
+  };
+  std::future<void> links_job;
+  if (std::thread::hardware_concurrency() > 1) links_job = std::async(std::launch::async, links);
+  const std::vector<TimedUid> host_order = build_host_tree();
+  if (links_job.valid())
+    links_job.get();
+  else
+    links();
+  attach_gpu_events(attached);
+  build_child_lists(host_order, attached);
   find_launchers();
+}
+
+namespace {
+
+// The CSR arrays are built without a second per-event array (fresh memory is
+// what a large tree costs most): counts go to off[u + 1], a prefix sum makes
+// off[u] the start of u's range, the fill advances off[u] as its cursor, and
+// offsets_from_cursors shifts the ends back into starts.
+void offsets_from_counts(std::vector<uint32_t>& off) {
+  for (size_t u = 1; u < off.size(); ++u) off[u] += off[u - 1];
+}
+
+void offsets_from_cursors(std::vector<uint32_t>& off) {
+  for (size_t u = off.size() - 1; u > 0; --u) off[u] = off[u - 1];
+  off[0] = 0;
+}
+
+}  // namespace
+
+void CallTree::build_child_lists(const std::vector<TimedUid>& host_order,
+                                 const std::vector<std::pair<Uid, Uid>>& attached) {
+  // Each node's host children in the order the host tree met them, then its
+  // attached GPU events in launch order. A host event left without a parent
+  // (a root, or one skipped for bleeding out of its parent) is no one's child.
+  const size_t n = trace_->events.size();
+  assign_on_huge_pages(child_off_, n + 1, uint32_t{0});
+  for (const auto& [ts, u] : host_order)
+    if (parent_[u] != kNoUid) ++child_off_[parent_[u] + 1];
+  for (auto [r, g] : attached) ++child_off_[r + 1];
+  offsets_from_counts(child_off_);
+  assign_on_huge_pages(child_uids_, child_off_[n], kNoUid);
+  for (const auto& [ts, u] : host_order)
+    if (parent_[u] != kNoUid) child_uids_[child_off_[parent_[u]]++] = u;
+  for (auto [r, g] : attached) child_uids_[child_off_[r]++] = g;
+  offsets_from_cursors(child_off_);
 }
 
 int64_t CallTree::link_value(Uid uid) const {
@@ -120,10 +158,11 @@ void CallTree::choose_linking_key() {
   link_by_correlation_ = false;
 }
 
-void CallTree::build_host_tree(std::vector<Uid>& first_child, std::vector<Uid>& last_child,
-                               std::vector<Uid>& next_sibling) {
+std::vector<CallTree::TimedUid> CallTree::build_host_tree() {
   const Trace& t = *trace_;
-  std::vector<std::pair<double, Uid>> order;
+  std::vector<TimedUid> order;
+  order.reserve(t.events.size());  // address space only: pages are touched as they fill
+  advise_huge_pages(order.data(), order.capacity() * sizeof(TimedUid));
   for (size_t u = 0; u < t.events.size(); ++u) {
     const Event& e = t.events[u];
     bool host = e.cat == Cat::CpuOp || e.is_runtime() ||
@@ -158,15 +197,7 @@ void CallTree::build_host_tree(std::vector<Uid>& first_child, std::vector<Uid>& 
         continue;
       }
     }
-    if (!s.stack.empty()) {
-      Uid p = s.stack.back();
-      parent_[uid] = p;
-      if (last_child[p] == kNoUid)
-        first_child[p] = uid;
-      else
-        next_sibling[last_child[p]] = uid;
-      last_child[p] = uid;
-    }
+    if (!s.stack.empty()) parent_[uid] = s.stack.back();
     s.stack.push_back(uid);
     if (e.cat == Cat::CpuOp) {
       if (s.cpu_ops == 0) {
@@ -176,10 +207,10 @@ void CallTree::build_host_tree(std::vector<Uid>& first_child, std::vector<Uid>& 
       ++s.cpu_ops;
     }
   }
+  return order;
 }
 
-void CallTree::attach_gpu_events(std::vector<Uid>& first_child, std::vector<Uid>& last_child,
-                                 std::vector<Uid>& next_sibling) {
+std::vector<std::pair<Uid, Uid>> CallTree::launch_pairs() {
   const Trace& t = *trace_;
   const size_t n = t.events.size();
   LastUidByKey<int64_t> flow_start, flow_end;  // by flow id
@@ -263,25 +294,22 @@ void CallTree::attach_gpu_events(std::vector<Uid>& first_child, std::vector<Uid>
     if (g == kNoUid || !t.events[g].is_gpu()) continue;
     attached.emplace_back(r, g);
   }
+  return attached;
+}
 
+void CallTree::attach_gpu_events(const std::vector<std::pair<Uid, Uid>>& attached) {
   // gpu_events CSR: count per node (runtime and its ancestors), then fill.
-  std::vector<uint32_t> count(n + 1, 0);
+  assign_on_huge_pages(gpu_off_, trace_->events.size() + 1, uint32_t{0});
   for (auto [r, g] : attached)
-    for (Uid p = r; p != kNoUid; p = parent_[p]) ++count[p];
-  gpu_off_.assign(n + 1, 0);
-  for (size_t u = 0; u < n; ++u) gpu_off_[u + 1] = gpu_off_[u] + count[u];
-  gpu_uids_.resize(gpu_off_[n]);
-  std::vector<uint32_t> fill(gpu_off_.begin(), gpu_off_.end() - 1);
+    for (Uid p = r; p != kNoUid; p = parent_[p]) ++gpu_off_[p + 1];
+  offsets_from_counts(gpu_off_);
+  assign_on_huge_pages(gpu_uids_, gpu_off_.back(), kNoUid);
   for (auto [r, g] : attached) {
-    if (last_child[r] == kNoUid)
-      first_child[r] = g;
-    else
-      next_sibling[last_child[r]] = g;
-    last_child[r] = g;
     parent_[g] = r;
     flags_[g] |= kInTree;
-    for (Uid p = r; p != kNoUid; p = parent_[p]) gpu_uids_[fill[p]++] = g;
+    for (Uid p = r; p != kNoUid; p = parent_[p]) gpu_uids_[gpu_off_[p]++] = g;
   }
+  offsets_from_cursors(gpu_off_);
 }
 
 void CallTree::link_fwd_bwd() {
@@ -323,7 +351,7 @@ void CallTree::link_fwd_bwd() {
 
 void CallTree::find_launchers() {
   const Trace& t = *trace_;
-  launcher_.assign(t.events.size(), kNoUid);
+  assign_on_huge_pages(launcher_, t.events.size(), kNoUid);
   std::vector<Uid> first_met;  // launchers in order of first kernel met
   std::unordered_map<Uid, uint32_t> kernels_per_launcher;
   for (size_t u = 0; u < t.events.size(); ++u) {

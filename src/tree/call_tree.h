@@ -136,10 +136,15 @@ class CallTree {
   }
 
   void choose_linking_key();
-  void build_host_tree(std::vector<Uid>& first_child, std::vector<Uid>& last_child,
-                       std::vector<Uid>& next_sibling);
-  void attach_gpu_events(std::vector<Uid>& first_child, std::vector<Uid>& last_child,
-                         std::vector<Uid>& next_sibling);
+  using TimedUid = std::pair<double, Uid>;
+  // Sets parent_ of the host events; returns them in (ts, uid) order.
+  std::vector<TimedUid> build_host_tree();
+  // (runtime, GPU event) pairs in TraceLens processing order; fills
+  // runtime_uids_ and links_without_flows_.
+  std::vector<std::pair<Uid, Uid>> launch_pairs();
+  void attach_gpu_events(const std::vector<std::pair<Uid, Uid>>& attached);
+  void build_child_lists(const std::vector<TimedUid>& host_order,
+                         const std::vector<std::pair<Uid, Uid>>& attached);
   void link_fwd_bwd();
   void find_launchers();
 
