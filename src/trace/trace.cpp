@@ -288,7 +288,10 @@ void Trace::set_sparse_id(Uid uid, SparseId which, int64_t value) {
 }
 
 void Trace::shrink_side_tables() {
-  sparse_ids_.shrink_to_fit();
+  // The sparse id table keeps its spare capacity: a vector never writes past
+  // its size, so the spare pages of that (large, mmap-backed) allocation are
+  // address space, not memory, while shrinking copied the whole table into
+  // fresh pages (0.15 s CPU on the load's serial tail at 4M events).
   threads.shrink_to_fit();
 }
 

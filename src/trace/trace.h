@@ -307,7 +307,7 @@ class Trace {
   void set_sparse_id(Uid uid, SparseId which, int64_t value);
   // The side table itself (for sizing and snapshots).
   const MappableVector<int64_t>& sparse_ids() const { return sparse_ids_; }
-  // Frees the spare capacity of the side tables once loading is done.
+  // Frees the spare capacity of the small side tables once loading is done.
   void shrink_side_tables();
   // Installs a sparse id table read back from a snapshot (with `events` and
   // `threads` already in place) and rebuilds the (pid, tid) index. Throws
