@@ -8,6 +8,7 @@
 #include <cstring>
 #include <map>
 #include <memory>
+#include <set>
 #include <stdexcept>
 
 namespace jarvis {
@@ -59,15 +60,18 @@ void write_all(int fd, std::string_view data, const fs::path& target) {
   }
 }
 
-void rename_into_place(const std::string& temp, const fs::path& target) {
+void rename_over(const std::string& temp, const fs::path& target) {
   if (::rename(temp.c_str(), target.c_str()) != 0) fail(target, "cannot rename into place", errno);
+}
+
+void rename_into_place(const std::string& temp, const fs::path& target) {
+  rename_over(temp, target);
   fsync_path(parent_of(target), O_RDONLY | O_DIRECTORY);
 }
 
-}  // namespace
-
-void write_file_atomic(const std::string& path, std::string_view data) {
-  fs::path target(path);
+// `data` in a fresh temp file beside target, fsynced and closed;
+// returns the temp file's path (removed again on failure).
+std::string write_synced_temp(const fs::path& target, std::string_view data) {
   std::string temp;
   int fd = make_temp(target, temp);
   try {
@@ -78,13 +82,44 @@ void write_file_atomic(const std::string& path, std::string_view data) {
       fd = -1;
       fail(target, "close failed", errno);
     }
-    fd = -1;
-    rename_into_place(temp, target);
   } catch (...) {
     if (fd >= 0) ::close(fd);
     ::unlink(temp.c_str());
     throw;
   }
+  return temp;
+}
+
+}  // namespace
+
+void write_file_atomic(const std::string& path, std::string_view data) {
+  fs::path target(path);
+  std::string temp = write_synced_temp(target, data);
+  try {
+    rename_into_place(temp, target);
+  } catch (...) {
+    ::unlink(temp.c_str());
+    throw;
+  }
+}
+
+void write_files_atomic(const std::vector<std::pair<std::string, std::string>>& files) {
+  // Each file is renamed into place as write_file_atomic does; the renames
+  // are made durable by one fsync of each directory after the last of them
+  // instead of one per file (a report's 16 files cost 16 directory fsyncs).
+  std::set<fs::path> dirs;
+  for (const auto& [path, data] : files) {
+    fs::path target(path);
+    std::string temp = write_synced_temp(target, data);
+    try {
+      rename_over(temp, target);
+    } catch (...) {
+      ::unlink(temp.c_str());
+      throw;
+    }
+    dirs.insert(parent_of(target));
+  }
+  for (const fs::path& dir : dirs) fsync_path(dir, O_RDONLY | O_DIRECTORY);
 }
 
 AtomicFile::AtomicFile(const fs::path& target) : target_(target) {

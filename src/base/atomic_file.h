@@ -12,12 +12,19 @@
 #include <mutex>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 namespace jarvis {
 
 // Writes data to path atomically; creates missing parent directories.
 // Throws std::runtime_error naming the path on failure (the temp is removed).
 void write_file_atomic(const std::string& path, std::string_view data);
+
+// Writes each (path, data) as write_file_atomic does, one after the other,
+// with one directory fsync per distinct directory at the end. A failure
+// leaves the files before it written and the rest untouched.
+void write_files_atomic(const std::vector<std::pair<std::string, std::string>>& files);
 
 // A unique temp file beside `target` for writers that need a path of their
 // own (libxlsxwriter): write temp_path(), then commit(). Destroyed without

@@ -71,11 +71,9 @@ std::vector<std::string> write_collective_tables(const std::vector<Table>& table
   std::vector<std::pair<std::string, std::string>> files;
   for (const Table& t : tables)
     files.emplace_back((std::filesystem::path(dir) / (t.name + ".csv")).string(), t.to_csv());
+  write_files_atomic(files);
   std::vector<std::string> written;
-  for (const auto& [path, text] : files) {
-    write_file_atomic(path, text);
-    written.push_back(path);
-  }
+  for (const auto& file : files) written.push_back(file.first);
   return written;
 }
 

@@ -111,7 +111,7 @@ void write_report_csvs(const Report& report, const std::string& dir) {
   std::vector<std::pair<std::string, std::string>> files;
   for (const Table& t : report.tables)
     files.emplace_back((std::filesystem::path(dir) / (t.name + ".csv")).string(), t.to_csv());
-  for (const auto& [path, text] : files) write_file_atomic(path, text);
+  write_files_atomic(files);
   std::vector<std::string> names;
   for (const Table& t : report.tables) names.push_back(t.name + ".csv");
   record_report_files(dir, names);

@@ -36,11 +36,9 @@ std::vector<std::string> write_sweep_outputs(const std::vector<Table>& tables,
   // Concurrent writers of one directory (two MCP sessions) take turns, so the
   // set on disk is always one writer's.
   auto lock = lock_output_dir(std::filesystem::path(out_dir));
+  write_files_atomic(files);
   std::vector<std::string> written;
-  for (const auto& [path, text] : files) {
-    write_file_atomic(path, text);
-    written.push_back(path);
-  }
+  for (const auto& file : files) written.push_back(file.first);
   if (!xlsx_path.empty()) {
     write_xlsx(tables, xlsx_path);
     written.push_back(xlsx_path);

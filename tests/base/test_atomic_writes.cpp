@@ -83,6 +83,33 @@ TEST_CASE("atomic writes: a failed write leaves the old file and no temp") {
   CHECK(leftovers(dir.path).empty());
 }
 
+TEST_CASE("atomic writes: a set of files in two directories, then one that fails") {
+  TempDir dir;
+  const std::string a = (dir.path / "x" / "a.csv").string();
+  const std::string b = (dir.path / "y" / "b.csv").string();
+  const std::string c = (dir.path / "x" / "c.csv").string();
+  write_file_atomic(c, "old c");
+  write_files_atomic({{a, "alpha"}, {b, std::string(100000, 'b')}, {c, "new c"}});
+  CHECK(read_file(a) == "alpha");
+  CHECK(read_file(b) == std::string(100000, 'b'));
+  CHECK(read_file(c) == "new c");
+  CHECK(leftovers(dir.path).empty());
+
+  // The second target is a directory: the first file is written, the second
+  // throws naming its path, the third keeps its old content, no temp is left.
+  fs::create_directories(dir.path / "x" / "blocked.csv");
+  const std::string blocked = (dir.path / "x" / "blocked.csv").string();
+  try {
+    write_files_atomic({{a, "alpha 2"}, {blocked, "new"}, {c, "newer c"}});
+    FAIL("no error for a directory in the file's place");
+  } catch (const std::runtime_error& e) {
+    CHECK(std::string(e.what()).find(blocked) != std::string::npos);
+  }
+  CHECK(read_file(a) == "alpha 2");
+  CHECK(read_file(c) == "new c");
+  CHECK(leftovers(dir.path).empty());
+}
+
 TEST_CASE("atomic writes: 8 threads writing the same report and workbook equal one writer") {
   Trace trace = load_trace(golden::shared_dir() + "/nccl/hta_allreduce_2ranks_rank0/trace.json.gz");
   CallTree tree(trace);
