@@ -35,6 +35,11 @@ fs::path parent_of(const fs::path& target) {
   return target.has_parent_path() ? target.parent_path() : fs::path(".");
 }
 
+// Makes the renames into target's directory durable.
+void fsync_parent(const fs::path& target) {
+  fsync_path(parent_of(target), O_RDONLY | O_DIRECTORY);
+}
+
 // mkstemp in the target's directory; returns the open descriptor.
 int make_temp(const fs::path& target, std::string& temp) {
   fs::path dir = parent_of(target);
@@ -66,7 +71,7 @@ void rename_over(const std::string& temp, const fs::path& target) {
 
 void rename_into_place(const std::string& temp, const fs::path& target) {
   rename_over(temp, target);
-  fsync_path(parent_of(target), O_RDONLY | O_DIRECTORY);
+  fsync_parent(target);
 }
 
 // `data` in a fresh temp file beside target, fsynced and closed;
@@ -90,33 +95,34 @@ std::string write_synced_temp(const fs::path& target, std::string_view data) {
   return temp;
 }
 
-}  // namespace
-
-void write_file_atomic(const std::string& path, std::string_view data) {
-  fs::path target(path);
+// `data` renamed over target through a synced temp file; the directory is
+// left for the caller to fsync (once for a set of files).
+void place_file(const fs::path& target, std::string_view data) {
   std::string temp = write_synced_temp(target, data);
   try {
-    rename_into_place(temp, target);
+    rename_over(temp, target);
   } catch (...) {
     ::unlink(temp.c_str());
     throw;
   }
 }
 
+}  // namespace
+
+void write_file_atomic(const std::string& path, std::string_view data) {
+  fs::path target(path);
+  place_file(target, data);
+  fsync_parent(target);
+}
+
 void write_files_atomic(const std::vector<std::pair<std::string, std::string>>& files) {
-  // Each file is renamed into place as write_file_atomic does; the renames
-  // are made durable by one fsync of each directory after the last of them
-  // instead of one per file (a report's 16 files cost 16 directory fsyncs).
+  // Each file is placed as write_file_atomic does; the renames are made
+  // durable by one fsync of each directory after the last of them instead of
+  // one per file (a report's 16 files cost 16 directory fsyncs).
   std::set<fs::path> dirs;
   for (const auto& [path, data] : files) {
     fs::path target(path);
-    std::string temp = write_synced_temp(target, data);
-    try {
-      rename_over(temp, target);
-    } catch (...) {
-      ::unlink(temp.c_str());
-      throw;
-    }
+    place_file(target, data);
     dirs.insert(parent_of(target));
   }
   for (const fs::path& dir : dirs) fsync_path(dir, O_RDONLY | O_DIRECTORY);
