@@ -57,10 +57,12 @@ std::string gunzip(const std::string& path, const std::string& data, size_t limi
   int rc = Z_OK;
   while (out.size() < limit) {
     if (zs.avail_in == 0 && next < end) feed();
+    // A peek inflates no more than it keeps (4 KiB to sniff a format, not 64).
+    const auto room = static_cast<uInt>(std::min(sizeof buf, limit - out.size()));
     zs.next_out = reinterpret_cast<Bytef*>(buf);
-    zs.avail_out = sizeof buf;
+    zs.avail_out = room;
     rc = inflate(&zs, Z_NO_FLUSH);
-    out.append(buf, sizeof buf - zs.avail_out);
+    out.append(buf, room - zs.avail_out);
     if (rc == Z_STREAM_END) {
       const char* p = reinterpret_cast<const char*>(zs.next_in);  // input is contiguous
       while (p < end && *p == '\0') ++p;

@@ -768,6 +768,10 @@ class ParallelEventParse {
 
   // Queues traceEvents[index], whose text is [text, text + len).
   void add(const char* text, size_t len, size_t index) {
+    // A batch's text never regrows: a regrowth copies it into fresh pages.
+    if (filling_ &&
+        filling_->text.size() + len + simdjson::SIMDJSON_PADDING > filling_->text.capacity())
+      submit();
     if (!filling_) {
       filling_ = take_spare();
       filling_->first_index = index;

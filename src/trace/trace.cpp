@@ -302,7 +302,7 @@ void Trace::restore_side_tables(MappableVector<int64_t> sparse_ids) {
     if (e.thread >= threads.size()) throw std::invalid_argument("event thread out of range");
     // Every id_mask value is valid: the sparse ids use all its bits.
     static_assert(kSparseIds == 8 * sizeof e.id_mask);
-    auto n = static_cast<uint64_t>(__builtin_popcount(e.id_mask));
+    uint64_t n = bit_count8(e.id_mask);
     if (n != 0 && uint64_t{e.ids} + n > sparse_ids.size())
       throw std::invalid_argument("event sparse ids out of range");
   }

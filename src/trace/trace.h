@@ -20,6 +20,7 @@
 #include <utility>
 #include <vector>
 
+#include "base/bits.h"
 #include "base/error.h"
 #include "pycompat/value.h"
 #include "trace/mappable_vector.h"
@@ -285,7 +286,7 @@ class Trace {
     auto bit = static_cast<unsigned>(which);
     if (!(e.id_mask & (1u << bit))) return kNoInt;
     unsigned below = e.id_mask & ((1u << bit) - 1u);
-    return sparse_ids_[e.ids + static_cast<unsigned>(__builtin_popcount(below))];
+    return sparse_ids_[e.ids + bit_count8(static_cast<uint8_t>(below))];
   }
   int64_t flow_id(const Event& e) const { return sparse_id(e, SparseId::FlowId); }
   int64_t stream(const Event& e) const { return sparse_id(e, SparseId::Stream); }

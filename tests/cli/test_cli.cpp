@@ -442,9 +442,9 @@ TEST_SUITE("cli") {
     CHECK(unknown.err.find("NORM_fwd") != std::string::npos);  // lists what is there
   }
 
-  TEST_CASE("the modules: serve --http and MPI ranks need theirs, other commands none") {
-    // The binary alone in a directory: no libjarvis_http.so / libjarvis_mpi.so
-    // beside it, no lib/jarvis above it.
+  TEST_CASE("the modules: serve --http, replay and MPI ranks need theirs, other commands none") {
+    // The binary alone in a directory: no libjarvis_http.so / libjarvis_zip.so
+    // / libjarvis_mpi.so beside it, no lib/jarvis above it.
     TempDir tmp;
     fs::create_directories(tmp.path / "bin");
     fs::path alone = tmp.path / "bin" / "jarvis";
@@ -464,6 +464,16 @@ TEST_SUITE("cli") {
           std::string::npos);
     CHECK(http.err.find((tmp.path / "lib" / "jarvis" / "libjarvis_http.so").string()) !=
           std::string::npos);
+
+    // The replay package's archive is written by the zip module; without it
+    // the command fails before writing any file of the package.
+    Run replay = jarvis_cli_at(bin, "replay " + trace + " --category GEMM --out " +
+                                        shell_quote((tmp.path / "replay").string()));
+    CHECK(replay.exit_code == 1);
+    CHECK(replay.err.find((tmp.path / "bin" / "libjarvis_zip.so").string() + ": no such file") !=
+          std::string::npos);
+    CHECK_FALSE(fs::exists(tmp.path / "replay" / "replay_ir.json"));
+    CHECK_FALSE(fs::exists(tmp.path / "replay" / "replay_package.zip"));
 #if JARVIS_MPI_BUILD
     // What mpirun sets for a rank of a 2-rank job: the rank joins the job
     // through the module.

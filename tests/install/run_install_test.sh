@@ -45,6 +45,13 @@ wait "$serve_pid" 2>/dev/null || true
 grep -q "listening on http://127.0.0.1:" "$work/serve.log" ||
   { echo "FAIL: the moved install's serve --http did not start:"; cat "$work/serve.log"; exit 1; }
 
+# `replay` writes its package archive through the zip module of the moved tree.
+"$bin" replay "$trace" --category GEMM --out "$work/replay" >/dev/null ||
+  { echo "FAIL: the moved install's replay failed"; exit 1; }
+python3 -c "import sys, zipfile; sys.exit(zipfile.ZipFile(sys.argv[1]).testzip() is not None)" \
+  "$work/replay/replay_package.zip" ||
+  { echo "FAIL: the moved install's replay package is not a valid zip"; exit 1; }
+
 man_page="$work/moved/share/man/man1/jarvis.1"
 head -1 "$man_page" | grep -q '^\.TH JARVIS 1' || { echo "FAIL: $man_page is not a man page"; exit 1; }
 for cmd in report compare sweep serve; do
