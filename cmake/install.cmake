@@ -4,10 +4,10 @@
 # the binary's own CLI, the docs. The tree is relocatable: nothing in it
 # refers to the prefix or to the source tree. CPack turns it into a .deb.
 install(TARGETS jarvis RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
-# The modules (HTTP transport, zip writer, MPI job): the binary looks for them in
+# The modules (HTTP transport, zip and xlsx writers, MPI job): the binary looks for them in
 # ../lib/jarvis beside itself (src/base/module_loader.cpp), whatever the
 # platform's library directory.
-install(TARGETS jarvis_http jarvis_zip LIBRARY DESTINATION lib/jarvis)
+install(TARGETS jarvis_http jarvis_zip jarvis_xlsx LIBRARY DESTINATION lib/jarvis)
 if(TARGET jarvis_mpi)
   install(TARGETS jarvis_mpi LIBRARY DESTINATION lib/jarvis)
 endif()
@@ -38,8 +38,8 @@ set(CPACK_PACKAGING_INSTALL_PREFIX /usr)
 set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
 set(CPACK_DEBIAN_PACKAGE_SECTION devel)
 # dpkg-shlibdeps turns the linked shared libraries (fmt, simdjson, re2,
-# xlsxwriter, cmark-gfm, ..., and the HTTP module's cpp-httplib) into the
-# package's Depends.
+# cmark-gfm, ..., and the modules' cpp-httplib, libzip and xlsxwriter) into
+# the package's Depends.
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
 # The Python module (when built) imports pandas at run time.
 set(CPACK_DEBIAN_PACKAGE_RECOMMENDS "python3, python3-pandas")

@@ -208,6 +208,7 @@ int run_report(ReportArgs& a) {
   check_output_parent(a.html, a.mkdirs, "--html");
   Targets t = targets(a);
   if (t.csv_dir) refuse_foreign(*t.csv_dir, a.force);
+  if (!t.xlsx.empty()) engine::load_xlsx_writer();  // a missing module fails before the work
   Progress progress(a.progress.resolve(), "report");
   bool rocprof_input = a.rocprof || engine::is_rocprof_input(a.trace);
   if (rocprof_input) return run_rocprof(a, t, progress);

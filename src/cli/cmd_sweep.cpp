@@ -114,6 +114,7 @@ int run_sweep(const SweepArgs& a) {
     return 0;
   }
   check_output_parent(a.xlsx, a.load.mkdirs, "--xlsx");
+  if (!a.xlsx.empty()) engine::load_xlsx_writer();  // a missing module fails before the work
   check_output_parent(a.html, a.load.mkdirs, "--html");
   bool quiet = a.load.progress.resolve() == ProgressMode::None;
   Progress progress(a.load.progress.resolve(), "sweep");
@@ -147,6 +148,7 @@ int run_sweep_compare(const SweepCompareArgs& a) {
     return 0;
   }
   check_output_parent(a.xlsx, a.load.mkdirs, "--xlsx");
+  if (!a.xlsx.empty()) engine::load_xlsx_writer();  // a missing module fails before the work
   check_output_parent(a.html, a.load.mkdirs, "--html");
   bool quiet = a.load.progress.resolve() == ProgressMode::None;
   Progress progress(a.load.progress.resolve(), "sweep-compare");

@@ -123,6 +123,7 @@ using perf::category_named_by;
 // ---------------------------------------------------------------------------
 using jarvis::build_report;
 using jarvis::foreign_report_files;
+using jarvis::load_xlsx_writer;
 using jarvis::write_report_csvs;
 using jarvis::write_xlsx;
 using RocprofReportOptions = rocprof::ReportOptions;

@@ -9,12 +9,14 @@
 namespace jarvis::replay {
 
 std::string make_zip(const std::vector<ZipMember>& members) {
-  static std::once_flag once;
+  static std::mutex mu;
   static ZipModuleEntry entry = nullptr;
-  std::call_once(once, [] {
-    entry =
-        reinterpret_cast<ZipModuleEntry>(load_module_entry("libjarvis_zip.so", kZipModuleEntry));
-  });
+  {
+    std::lock_guard lock(mu);  // loaded once; a failed load throws, the next call tries again
+    if (!entry)
+      entry =
+          reinterpret_cast<ZipModuleEntry>(load_module_entry("libjarvis_zip.so", kZipModuleEntry));
+  }
   std::string out;
   entry(members, out);
   return out;

@@ -1,16 +1,17 @@
 #include "report/xlsx.h"
 
 #include "base/atomic_file.h"
+#include "base/module_loader.h"
 #include "pycompat/text.h"
-
-#include <unistd.h>
-#include <xlsxwriter.h>
+#include "report/xlsx_workbook.h"
 
 #include <fmt/format.h>
 #include <algorithm>
 #include <cctype>
 #include <cmath>
 #include <filesystem>
+#include <memory>
+#include <mutex>
 #include <set>
 #include <stdexcept>
 
@@ -63,97 +64,84 @@ double column_width(const Table& t, size_t c) {
   return static_cast<double>(std::clamp<size_t>(widest + 2, 8, 60));
 }
 
-class Workbook {
- public:
-  Workbook(const std::string& tmp_path, const std::string& final_path) : final_path_(final_path) {
-    lxw_workbook_options options{};
-    options.constant_memory = LXW_TRUE;  // rows are streamed to disk as written
-    wb_ = workbook_new_opt(tmp_path.c_str(), &options);
-    if (!wb_) throw std::runtime_error(fmt::format("{}: cannot create workbook", final_path));
-    bold_ = workbook_add_format(wb_);
-    format_set_bold(bold_);
-  }
-  ~Workbook() {
-    if (wb_) workbook_close(wb_);  // only reached on error paths
-  }
-
-  void add_table(const Table& t, const std::string& sheet_name) {
-    if (t.rows.size() + 1 > kMaxRows || t.columns.size() > kMaxColumns)
-      throw std::runtime_error(
-          fmt::format("{}: table '{}' has {} rows x {} columns, more than an Excel sheet holds",
-                      final_path_, t.name, t.rows.size(), t.columns.size()));
-    lxw_worksheet* ws = workbook_add_worksheet(wb_, sheet_name.c_str());
-    if (!ws)
-      throw std::runtime_error(
-          fmt::format("{}: cannot add sheet '{}' for table '{}'", final_path_, sheet_name, t.name));
-    // Widths and panes are set before any row is streamed out.
-    for (size_t c = 0; c < t.columns.size(); ++c) {
-      auto col = static_cast<lxw_col_t>(c);
-      check(worksheet_set_column(ws, col, col, column_width(t, c), nullptr), t);
+XlsxCell xlsx_cell(const Cell& cell, std::vector<std::string>& cut) {
+  XlsxCell out;
+  if (cell.missing()) return out;
+  if (cell.is_number()) {
+    double v = cell.number();
+    if (std::isfinite(v)) {
+      out.kind = XlsxCell::Kind::Number;
+      out.number = v;
     }
-    worksheet_freeze_panes(ws, t.column_level2.empty() ? 1 : 2, 0);
-    for (size_t c = 0; c < t.columns.size(); ++c)
-      check(worksheet_write_string(ws, 0, static_cast<lxw_col_t>(c), t.columns[c].c_str(), bold_),
-            t);
-    // A second header level gets its own row (pandas refuses to write such a
-    // sheet to Excel without an index; jarvis writes it as the CSV has it).
-    lxw_row_t first = 1;
-    if (!t.column_level2.empty()) {
-      for (size_t c = 0; c < t.column_level2.size(); ++c)
-        check(worksheet_write_string(ws, 1, static_cast<lxw_col_t>(c), t.column_level2[c].c_str(),
-                                     bold_),
-              t);
-      first = 2;
-    }
-    for (size_t r = 0; r < t.rows.size(); ++r)
-      for (size_t c = 0; c < t.rows[r].size() && c < t.columns.size(); ++c)
-        write_cell(ws, static_cast<lxw_row_t>(r + first), static_cast<lxw_col_t>(c), t.rows[r][c],
-                   t);
+    return out;
   }
-
-  void close() {
-    lxw_error err = workbook_close(wb_);
-    wb_ = nullptr;
-    if (err != LXW_NO_ERROR)
-      throw std::runtime_error(
-          fmt::format("{}: writing the workbook failed: {}", final_path_, lxw_strerror(err)));
+  if (cell.is_bool()) {
+    out.kind = XlsxCell::Kind::Bool;
+    out.number = std::get<bool>(cell.v) ? 1 : 0;
+    return out;
   }
-
- private:
-  void write_cell(lxw_worksheet* ws, lxw_row_t row, lxw_col_t col, const Cell& cell,
-                  const Table& t) {
-    if (cell.missing()) return;
-    if (cell.is_number()) {
-      double v = cell.number();
-      if (std::isfinite(v)) check(worksheet_write_number(ws, row, col, v, nullptr), t);
-      return;
-    }
-    if (cell.is_bool()) {
-      check(worksheet_write_boolean(ws, row, col, std::get<bool>(cell.v), nullptr), t);
-      return;
-    }
-    const std::string& text = cell.text();
-    if (text.empty()) return;
-    if (text.size() <= kMaxCellText) {
-      check(worksheet_write_string(ws, row, col, text.c_str(), nullptr), t);
-    } else {
-      std::string cut = utf8_prefix(text, kMaxCellText);
-      check(worksheet_write_string(ws, row, col, cut.c_str(), nullptr), t);
-    }
+  const std::string& text = cell.text();
+  if (text.empty()) return out;
+  out.kind = XlsxCell::Kind::Text;
+  if (text.size() <= kMaxCellText) {
+    out.text = text.c_str();
+  } else {
+    cut.push_back(utf8_prefix(text, kMaxCellText));
+    out.text = cut.back().c_str();
   }
+  return out;
+}
 
-  void check(lxw_error err, const Table& t) {
-    if (err != LXW_NO_ERROR)
-      throw std::runtime_error(
-          fmt::format("{}: writing table '{}' failed: {}", final_path_, t.name, lxw_strerror(err)));
+// The module's entry point, loaded once (a failed load throws, and the next
+// caller tries again).
+XlsxModuleEntry workbook_entry() {
+  static std::mutex mu;
+  static XlsxModuleEntry entry = nullptr;
+  std::lock_guard lock(mu);
+  if (!entry)
+    entry =
+        reinterpret_cast<XlsxModuleEntry>(load_module_entry("libjarvis_xlsx.so", kXlsxModuleEntry));
+  return entry;
+}
+
+std::unique_ptr<XlsxWorkbook> open_workbook(const std::string& tmp_path,
+                                            const std::string& final_path) {
+  return std::unique_ptr<XlsxWorkbook>(workbook_entry()(tmp_path, final_path));
+}
+
+// One table as a sheet: widths and header rows first, then the rows streamed
+// out one at a time (numbers as numbers, NaN/inf and missing cells empty,
+// text cut to Excel's limit).
+void add_table(XlsxWorkbook& wb, const Table& t, const std::string& sheet_name,
+               const std::string& final_path) {
+  if (t.rows.size() + 1 > kMaxRows || t.columns.size() > kMaxColumns)
+    throw std::runtime_error(
+        fmt::format("{}: table '{}' has {} rows x {} columns, more than an Excel sheet holds",
+                    final_path, t.name, t.rows.size(), t.columns.size()));
+  std::vector<double> widths;
+  for (size_t c = 0; c < t.columns.size(); ++c) widths.push_back(column_width(t, c));
+  // A second header level gets its own row (pandas refuses to write such a
+  // sheet to Excel without an index; jarvis writes it as the CSV has it).
+  wb.add_sheet(sheet_name, t.name, widths, t.columns, t.column_level2);
+  const auto first = static_cast<uint32_t>(t.column_level2.empty() ? 1 : 2);
+  std::vector<XlsxCell> cells;
+  std::vector<std::string> cut;  // texts over the limit, shortened
+  for (size_t r = 0; r < t.rows.size(); ++r) {
+    const std::vector<Cell>& row = t.rows[r];
+    size_t n = std::min(row.size(), t.columns.size());
+    cells.assign(n, XlsxCell{});
+    cut.clear();
+    cut.reserve(n);  // stable c_str() pointers while the row is written
+    for (size_t c = 0; c < n; ++c) cells[c] = xlsx_cell(row[c], cut);
+    wb.write_row(static_cast<uint32_t>(r) + first, cells.data(), n);
   }
-
-  std::string final_path_;
-  lxw_workbook* wb_ = nullptr;
-  lxw_format* bold_ = nullptr;
-};
+}
 
 }  // namespace
+
+void load_xlsx_writer() {
+  workbook_entry();
+}
 
 std::vector<std::string> xlsx_sheet_names(const std::vector<Table>& tables) {
   std::vector<std::string> names;
@@ -180,9 +168,9 @@ void write_xlsx(const std::vector<Table>& tables, const std::string& path) {
     throw std::runtime_error(fmt::format("{}: cannot create directory: {}", path, ec.message()));
   AtomicFile file(target);  // a temp of this writer's own, removed unless committed
   std::vector<std::string> names = xlsx_sheet_names(tables);
-  Workbook wb(file.temp_path(), path);
-  for (size_t k = 0; k < tables.size(); ++k) wb.add_table(tables[k], names[k]);
-  wb.close();
+  std::unique_ptr<XlsxWorkbook> wb = open_workbook(file.temp_path(), path);
+  for (size_t k = 0; k < tables.size(); ++k) add_table(*wb, tables[k], names[k], path);
+  wb->close();
   file.commit();
 }
 

@@ -16,6 +16,12 @@ namespace jarvis {
 // error nothing is left at path and std::runtime_error names the file.
 void write_xlsx(const std::vector<Table>& tables, const std::string& path);
 
+// Loads the workbook writer (the module libjarvis_xlsx.so), which write_xlsx
+// otherwise loads on first use: a command that will write a workbook calls
+// it first, so a missing module fails before any work or output. Throws
+// std::runtime_error naming the paths tried.
+void load_xlsx_writer();
+
 // The sheet names write_xlsx gives these tables (exposed for tests/callers).
 std::vector<std::string> xlsx_sheet_names(const std::vector<Table>& tables);
 

@@ -442,9 +442,11 @@ TEST_SUITE("cli") {
     CHECK(unknown.err.find("NORM_fwd") != std::string::npos);  // lists what is there
   }
 
-  TEST_CASE("the modules: serve --http, replay and MPI ranks need theirs, other commands none") {
-    // The binary alone in a directory: no libjarvis_http.so / libjarvis_zip.so
-    // / libjarvis_mpi.so beside it, no lib/jarvis above it.
+  TEST_CASE(
+      "the modules: serve --http, workbooks, replay and MPI ranks need theirs, other commands "
+      "none") {
+    // The binary alone in a directory: no libjarvis_http.so / libjarvis_xlsx.so
+    // / libjarvis_zip.so / libjarvis_mpi.so beside it, no lib/jarvis above it.
     TempDir tmp;
     fs::create_directories(tmp.path / "bin");
     fs::path alone = tmp.path / "bin" / "jarvis";
@@ -464,6 +466,18 @@ TEST_SUITE("cli") {
           std::string::npos);
     CHECK(http.err.find((tmp.path / "lib" / "jarvis" / "libjarvis_http.so").string()) !=
           std::string::npos);
+
+    // A workbook is written by the xlsx module: without it a report that
+    // would write one fails before any output, naming the paths tried.
+    Run workbook =
+        jarvis_cli_at(bin, "report " + trace + " --out " + shell_quote((tmp.path / "wb").string()));
+    CHECK(workbook.exit_code == 1);
+    CHECK(workbook.err.find((tmp.path / "bin" / "libjarvis_xlsx.so").string() + ": no such file") !=
+          std::string::npos);
+    CHECK(workbook.err.find((tmp.path / "lib" / "jarvis" / "libjarvis_xlsx.so").string()) !=
+          std::string::npos);
+    CHECK_FALSE(fs::exists(tmp.path / "wb" / "perf_report_csvs"));
+    CHECK_FALSE(fs::exists(tmp.path / "wb" / "perf_report.xlsx"));
 
     // The replay package's archive is written by the zip module; without it
     // the command fails before writing any file of the package.

@@ -29,9 +29,13 @@ diff -r "$work/installed/perf_report_csvs" "$work/built/perf_report_csvs" ||
   { echo "FAIL: the moved install's report differs from the build tree's"; exit 1; }
 grep -q "Roofline" "$work/installed/perf_report_csvs/"*.csv ||
   { echo "FAIL: no roofline columns: the installed binary did not find the H100 arch"; exit 1; }
-# Detection from the trace's GPU name, with no arch flag, also works installed.
-"$bin" report "$trace" --out "$work/detected" --no-xlsx | grep -q "^arch: " ||
+# Detection from the trace's GPU name, with no arch flag, also works installed;
+# the workbook comes from the moved tree's xlsx module.
+"$bin" report "$trace" --out "$work/detected" | grep -q "^arch: " ||
   { echo "FAIL: report printed no arch line"; exit 1; }
+python3 -c "import sys, zipfile; sys.exit(zipfile.ZipFile(sys.argv[1]).testzip() is not None)" \
+  "$work/detected/perf_report.xlsx" ||
+  { echo "FAIL: the moved install's perf_report.xlsx is not a valid workbook"; exit 1; }
 
 # `serve --http` loads the HTTP transport module from the moved tree.
 "$bin" serve --http 127.0.0.1:0 2>"$work/serve.log" &
