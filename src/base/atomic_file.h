@@ -21,9 +21,12 @@ namespace jarvis {
 // Throws std::runtime_error naming the path on failure (the temp is removed).
 void write_file_atomic(const std::string& path, std::string_view data);
 
-// Writes each (path, data) as write_file_atomic does, one after the other,
-// with one directory fsync per distinct directory at the end. A failure
-// leaves the files before it written and the rest untouched.
+// Writes each (path, data) as write_file_atomic does (temp, fsync, rename),
+// in phases: every temp written, all fsynced at once (concurrent fsyncs share
+// the file system's journal commits), renamed in order, then one fsync per
+// distinct directory. A failure while writing or syncing leaves every target
+// untouched; a failed rename leaves the files before it placed and the rest
+// untouched. No temp file is left behind either way.
 void write_files_atomic(const std::vector<std::pair<std::string, std::string>>& files);
 
 // A unique temp file beside `target` for writers that need a path of their

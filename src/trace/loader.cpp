@@ -285,6 +285,25 @@ bool int_from_number_text(std::string_view text, int64_t& out) {
   out = kNoInt;
   const char* end = text.data() + text.size();
   {
+    // The common case, ids and counters: an optional '-' and up to 18 digits
+    // (no overflow possible), read without from_chars's general machinery.
+    const char* p = text.data();
+    bool negative = p != end && *p == '-';
+    if (negative) ++p;
+    if (end - p >= 1 && end - p <= 18) {
+      int64_t v = 0;
+      for (; p != end; ++p) {
+        auto digit = static_cast<unsigned>(*p - '0');
+        if (digit > 9) break;
+        v = v * 10 + digit;
+      }
+      if (p == end) {
+        out = negative ? -v : v;
+        return true;
+      }
+    }
+  }
+  {
     int64_t v = 0;
     auto [p, ec] = std::from_chars(text.data(), end, v);
     if (ec == std::errc() && p == end) {  // the common case: a plain integer

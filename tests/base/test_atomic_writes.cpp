@@ -2,6 +2,7 @@
 // temp file, so 8 threads and 4 MCP sessions writing one path all succeed and
 // leave a complete file identical to a single writer's.
 #include <doctest/doctest.h>
+#include <fmt/format.h>
 
 #include <atomic>
 #include <filesystem>
@@ -107,6 +108,27 @@ TEST_CASE("atomic writes: a set of files in two directories, then one that fails
   }
   CHECK(read_file(a) == "alpha 2");
   CHECK(read_file(c) == "new c");
+  CHECK(leftovers(dir.path).empty());
+
+  // A failure before the renames (the second file's directory cannot be
+  // made: a file is in its place) leaves every target as it was.
+  write_file_atomic((dir.path / "plain").string(), "a file");
+  const std::string unmakeable = (dir.path / "plain" / "z.csv").string();
+  CHECK_THROWS_AS(write_files_atomic({{a, "alpha 3"}, {unmakeable, "z"}, {c, "newest c"}}),
+                  std::runtime_error);
+  CHECK(read_file(a) == "alpha 2");
+  CHECK(read_file(c) == "new c");
+  CHECK(leftovers(dir.path).empty());
+}
+
+TEST_CASE("atomic writes: a set of more files than fsync threads, each with its own content") {
+  TempDir dir;
+  std::vector<std::pair<std::string, std::string>> files;
+  for (int i = 0; i < 21; ++i)
+    files.emplace_back((dir.path / (i % 2 ? "odd" : "even") / fmt::format("t{}.csv", i)).string(),
+                       std::string(static_cast<size_t>(10 + 997 * i), static_cast<char>('a' + i)));
+  write_files_atomic(files);
+  for (const auto& [path, data] : files) CHECK(read_file(path) == data);
   CHECK(leftovers(dir.path).empty());
 }
 

@@ -255,6 +255,28 @@ TEST_CASE("loader: hot integer args accept integral floats and ignore non-number
   CHECK(t.external_id(e) == kNoInt);
 }
 
+TEST_CASE("loader: hot integer args: signs and the 18/19-digit boundary") {
+  // Up to 18 digits take the digit loop, longer ones from_chars; both give
+  // the exact value, and 20 digits (past int64) are no integer at all.
+  Trace t = load_trace_from_json(
+      R"({"traceEvents":[)"
+      R"({"ph":"X","cat":"kernel","name":"k","pid":0,"tid":7,"ts":1,"dur":2,"args":{)"
+      R"("correlation":-42,"External id":123456789012345678,"device":70,)"
+      R"("stream":1234567890123456789}},)"
+      R"({"ph":"X","cat":"kernel","name":"k","pid":0,"tid":7,"ts":3,"dur":2,"args":{)"
+      R"("correlation":-1234567890123456789,"External id":12345678901234567890,)"
+      R"("stream":-0}}]})");
+  const Event& a = t.events[0];
+  CHECK(t.correlation(a) == -42);
+  CHECK(t.external_id(a) == 123456789012345678);
+  CHECK(t.device(a) == 70);
+  CHECK(t.stream(a) == 1234567890123456789);
+  const Event& b = t.events[1];
+  CHECK(t.correlation(b) == -1234567890123456789);
+  CHECK(t.external_id(b) == kNoInt);
+  CHECK(t.stream(b) == 0);
+}
+
 TEST_CASE("loader: every gzip inflate mode loads the identical Trace") {
   const std::pair<const char*, GzipInflate> modes[] = {
       {"isal", GzipInflate::IsalStream},
