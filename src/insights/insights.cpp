@@ -43,7 +43,7 @@ namespace detail {
 
 std::optional<GemmDims> gemm_dims(const report::PerfOpRow& row) {
   if (!row.metrics || row.sheet != "GEMM") return std::nullopt;
-  const auto& params = row.metrics->params;
+  const auto& params = row.metrics->params();
   GemmDims d;
   d.m = int_param(params, "M");
   d.n = int_param(params, "N");

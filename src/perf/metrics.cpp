@@ -4,8 +4,11 @@
 
 namespace jarvis::perf {
 
-PerfMetrics compute_perf_metrics(const PerfModel& model, bool backward, double kernel_time_us,
-                                 const GpuArch* arch) {
+namespace {
+
+// Every metric but the params.
+PerfMetrics metrics_of(const PerfModel& model, bool backward, double kernel_time_us,
+                       const GpuArch* arch) {
   PerfMetrics m;
   m.gflops = (backward ? model.flops_bwd() : model.flops()) / 1e9;
   m.kernel_time_us = kernel_time_us;
@@ -19,7 +22,27 @@ PerfMetrics compute_perf_metrics(const PerfModel& model, bool backward, double k
   m.compute_spec = model.compute_spec();
   if (arch != nullptr)
     m.roofline = compute_roofline(*arch, m.compute_spec, m.gflops, m.bytes, kernel_time_us);
-  m.params = model.params();
+  return m;
+}
+
+}  // namespace
+
+const Params& PerfMetrics::params() const {
+  static const Params kNone;
+  return shared_params ? *shared_params : kNone;
+}
+
+PerfMetrics compute_perf_metrics(const std::shared_ptr<const PerfModel>& model, bool backward,
+                                 double kernel_time_us, const GpuArch* arch) {
+  PerfMetrics m = metrics_of(*model, backward, kernel_time_us, arch);
+  m.shared_params = std::shared_ptr<const Params>(model, &model->params());  // aliases the model
+  return m;
+}
+
+PerfMetrics compute_perf_metrics(const PerfModel& model, bool backward, double kernel_time_us,
+                                 const GpuArch* arch) {
+  PerfMetrics m = metrics_of(model, backward, kernel_time_us, arch);
+  m.shared_params = std::make_shared<const Params>(model.params());
   return m;
 }
 

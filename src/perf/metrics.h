@@ -3,6 +3,8 @@
 // the roofline columns, from a model's work and the op's kernel busy time.
 #pragma once
 
+#include <memory>
+
 #include <cmath>
 #include <optional>
 #include <string>
@@ -22,11 +24,18 @@ struct PerfMetrics {
   double tb_per_s = NAN;             // TB/s
   std::string compute_spec;          // "" when unknown
   std::optional<Roofline> roofline;  // only with an arch and a known spec
-  Params params;                     // the model's params, in order
+  // The model's params, in order. Shared with the model (and so with every op
+  // the model cache serves with it) instead of copied per op: the copies and
+  // their frees were a tenth of the perf sheets' time.
+  std::shared_ptr<const Params> shared_params;
+  const Params& params() const;
 };
 
 // Metrics of one op for the given direction (backward uses flops_bwd /
 // bytes_bwd). Throws what the model throws (PerfNotImplemented, PerfModelError).
+// The overload on a shared model shares its params; the other copies them.
+PerfMetrics compute_perf_metrics(const std::shared_ptr<const PerfModel>& model, bool backward,
+                                 double kernel_time_us, const GpuArch* arch);
 PerfMetrics compute_perf_metrics(const PerfModel& model, bool backward, double kernel_time_us,
                                  const GpuArch* arch);
 

@@ -166,7 +166,7 @@ std::optional<Computed> compute_metrics(const Trace& trace, const CallTree& tree
   std::shared_ptr<const perf::PerfModel> model =
       models.get(trace, op.base, op.name, c.kernels, make_input);
   if (!model) return std::nullopt;
-  c.metrics = perf::compute_perf_metrics(*model, bwd, busy, arch);
+  c.metrics = perf::compute_perf_metrics(model, bwd, busy, arch);
   return c;
 }
 
@@ -241,7 +241,7 @@ Table perf_sheet_summary_table(const Trace& trace, const std::vector<PerfOpRow>&
   std::vector<std::string> param_names;
   bool has_roofline = false;
   for (const PerfOpRow& r : rows) {
-    for (const perf::Param& p : r.metrics->params)
+    for (const perf::Param& p : r.metrics->params())
       if (std::find(param_names.begin(), param_names.end(), p.name) == param_names.end())
         param_names.push_back(p.name);
     has_roofline = has_roofline || r.metrics->roofline.has_value();
@@ -252,7 +252,7 @@ Table perf_sheet_summary_table(const Trace& trace, const std::vector<PerfOpRow>&
   for (size_t k = 0; k < rows.size(); ++k) {
     std::vector<std::string> key{rows[k].name};
     for (const std::string& p : param_names)
-      key.push_back(param_str_or_nan(rows[k].metrics->params, p));
+      key.push_back(param_str_or_nan(rows[k].metrics->params(), p));
     groups[key].push_back(k);
   }
 
@@ -639,9 +639,9 @@ class UnifiedCollector {
     for (const OpRef& op : collected) {
       std::optional<PerfOpRow> r = build_row(op);
       if (!r) continue;
-      if (!keep_all_params && r->metrics && !r->metrics->params.empty() &&
+      if (!keep_all_params && r->metrics && !r->metrics->params().empty() &&
           !groups_with_params.insert(key_ids.of(*r)).second)
-        perf::Params().swap(r->metrics->params);
+        r->metrics->shared_params.reset();
       rows.push_back(std::move(*r));
     }
     return rows;
@@ -1096,8 +1096,8 @@ Table unified_perf_summary_table(const Trace& trace, const std::vector<PerfOpRow
     set("kernel_details_summary", kernel_summary_cell(ks));
     set("trunc_kernel_details", trunc_kernel_details_cell(ks));
     for (size_t i : idx)
-      if (rows[i].metrics && !rows[i].metrics->params.empty()) {
-        set("perf_params", Cell(perf::params_dict_repr(rows[i].metrics->params)));
+      if (rows[i].metrics && !rows[i].metrics->params().empty()) {
+        set("perf_params", Cell(perf::params_dict_repr(rows[i].metrics->params())));
         break;
       }
     set("has_perf_model", Cell(first.has_perf_model));

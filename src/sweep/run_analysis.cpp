@@ -191,7 +191,7 @@ void attach_instances(const Trace& trace, const std::vector<report::PerfOpRow>& 
   for (const report::PerfOpRow& op : ops) {
     std::vector<std::string> vals;
     for (const std::string& p : params) {
-      const perf::Param* prm = perf::find_param(op.metrics->params, p.substr(7));
+      const perf::Param* prm = perf::find_param(op.metrics->params(), p.substr(7));
       vals.push_back(prm ? prm->str() : std::string("nan"));
     }
     auto it = row_of.find(group_key(op.name, vals));

@@ -264,7 +264,8 @@ TEST_CASE("shared perf models: every sheet row equals a model built for its own 
         REQUIRE(row.metrics);
         CHECK(row.metrics->gflops == alone.gflops);
         CHECK(row.metrics->bytes == alone.bytes);
-        CHECK(perf::params_dict_repr(row.metrics->params) == perf::params_dict_repr(alone.params));
+        CHECK(perf::params_dict_repr(row.metrics->params()) ==
+              perf::params_dict_repr(alone.params()));
         ++compared;
       }
     }

@@ -785,6 +785,6 @@ TEST_CASE("perf sheets: Triton unfused MoE rows equal TraceLens's reference cell
     CHECK(rows[0].metrics->gflops == r.gflops);
     CHECK(rows[0].metrics->data_moved_mb == r.data_moved_mb);
     CHECK(rows[0].metrics->compute_spec == "matrix_fp4");
-    CHECK(param_str(rows[0].metrics->params, "weight_dtype") == "'FP4'");
+    CHECK(param_str(rows[0].metrics->params(), "weight_dtype") == "'FP4'");
   }
 }

@@ -160,8 +160,8 @@ TEST_CASE("perf rows API: per-op rows behind the sheets (Qwen MI300)") {
   bool found_mm = false;
   for (const auto& r : gemm) {
     CHECK(r.category == "GEMM");
-    const auto* m = jarvis::perf::find_param(r.metrics->params, "M");
-    const auto* n = jarvis::perf::find_param(r.metrics->params, "N");
+    const auto* m = jarvis::perf::find_param(r.metrics->params(), "M");
+    const auto* n = jarvis::perf::find_param(r.metrics->params(), "N");
     if (r.name == "aten::mm" && m && n && m->value.i == 8944 && n->value.i == 2816) {
       found_mm = true;
       CHECK(r.metrics->gflops == doctest::Approx(51.581550592).epsilon(1e-12));
