@@ -337,9 +337,17 @@ PrepareResult prepare_category_data(const TableRefs& perf_tables, const PrepareO
 
   PrepareResult result;
   const std::string& out = o.output_dir;
+  // The files are written as one set (write_files_atomic: their fsyncs run
+  // at once, each directory is synced once) when the set is complete, or
+  // before something reads the directory back.
+  std::vector<std::pair<std::string, std::string>> pending;
   auto write_text = [&](const std::string& rel, const std::string& data) {
-    write_file_atomic(out + "/" + rel, data);
+    pending.emplace_back(out + "/" + rel, data);
     result.files.push_back(out + "/" + rel);
+  };
+  auto flush = [&] {
+    write_files_atomic(pending);
+    pending.clear();
   };
   auto write_json = [&](const std::string& rel, const ojson& data) {
     write_text(rel, pycompat::py_json_dumps(data));
@@ -354,6 +362,7 @@ PrepareResult prepare_category_data(const TableRefs& perf_tables, const PrepareO
       write_text("perf_report_csvs/" + name + ".csv", table->to_csv());
       written.push_back(name + ".csv");
     }
+    flush();  // the CSVs before the marker that lists them
     record_report_files(out + "/perf_report_csvs", written);
   }
 
@@ -474,6 +483,7 @@ PrepareResult prepare_category_data(const TableRefs& perf_tables, const PrepareO
       existing && existing->is_object())
     for (const auto& [k, v] : existing->items()) model_info[k] = v;
   write_json("metadata/model_info.json", model_info);
+  flush();
   return result;
 }
 
