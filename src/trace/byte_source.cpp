@@ -292,8 +292,10 @@ class WholeGzipSource : public ByteSource {
 class PipelinedSource : public ByteSource {
  public:
   explicit PipelinedSource(std::unique_ptr<ByteSource> inner) : inner_(std::move(inner)) {
+    // Not zero-filled: the inflate thread's first write faults the pages in
+    // there, off the reading thread.
     for (auto& chunk : chunks_) {
-      chunk.data.resize(kChunk);
+      chunk.data = std::make_unique_for_overwrite<char[]>(kChunk);
       free_.push_back(&chunk);
     }
     worker_ = std::thread([this] { produce(); });
@@ -312,7 +314,7 @@ class PipelinedSource : public ByteSource {
     while (total < cap) {
       if (!current_ && !take_chunk(total == 0)) break;
       size_t n = std::min(cap - total, current_->size - current_pos_);
-      std::memcpy(dst + total, current_->data.data() + current_pos_, n);
+      std::memcpy(dst + total, current_->data.get() + current_pos_, n);
       total += n;
       current_pos_ += n;
       if (current_pos_ == current_->size) release_current();
@@ -324,7 +326,7 @@ class PipelinedSource : public ByteSource {
   static constexpr size_t kChunk = 256 << 10;
   static constexpr size_t kChunks = 4;
   struct Chunk {
-    std::vector<char> data;
+    std::unique_ptr<char[]> data;
     size_t size = 0;
   };
 
@@ -361,7 +363,7 @@ class PipelinedSource : public ByteSource {
           chunk = free_.front();
           free_.pop_front();
         }
-        chunk->size = inner_->read(chunk->data.data(), chunk->data.size());
+        chunk->size = inner_->read(chunk->data.get(), kChunk);
         std::lock_guard lock(mu_);
         if (chunk->size == 0) break;
         filled_.push_back(chunk);

@@ -25,7 +25,6 @@
 #include <thread>
 #include <unordered_map>
 
-#include "base/huge_pages.h"
 #include "trace/byte_source.h"
 #include "trace/gzip_inflate.h"
 #include "trace/numeric.h"
@@ -48,7 +47,8 @@ class Window {
     // just larger than itself instead of 2 MiB zero-filled per load.
     size_t hint = src.remaining_hint();
     if (hint > 0 && hint < kInitial) read_size_ = std::max<size_t>(hint + 1, 4096);
-    buf_.resize(std::min(kInitial, 2 * read_size_) + simdjson::SIMDJSON_PADDING);
+    allocate(std::min(kInitial, 2 * read_size_) + simdjson::SIMDJSON_PADDING);
+    std::memset(buf_.get(), 0, simdjson::SIMDJSON_PADDING);
   }
 
   // Ensures at least n bytes are available at pos (or the data ends). Returns
@@ -57,8 +57,8 @@ class Window {
     while (end_ - pos_ < n && !eof_) fill();
     return end_ - pos_;
   }
-  const char* at(size_t off) const { return buf_.data() + pos_ + off; }
-  size_t capacity_from(size_t off) const { return buf_.size() - (pos_ + off); }
+  const char* at(size_t off) const { return buf_.get() + pos_ + off; }
+  size_t capacity_from(size_t off) const { return size_ - (pos_ + off); }
   void advance(size_t n) {
     pos_ += n;
     consumed_ += n;
@@ -66,29 +66,39 @@ class Window {
   uint64_t consumed() const { return consumed_; }
 
  private:
-  static constexpr size_t kInitial = 2 << 20;
-  static constexpr size_t kRead = 1 << 20;
+  static constexpr size_t kInitial = 512 << 10;
+  static constexpr size_t kRead = 256 << 10;
   size_t read_size_ = kRead;
+
+  // The buffer is not zero-filled (2 MiB of memset per load): only the
+  // padding after the data is, and nothing reads beyond it.
+  void allocate(size_t bytes) {
+    auto grown = std::make_unique_for_overwrite<char[]>(bytes);
+    if (end_ > 0) std::memcpy(grown.get(), buf_.get(), end_);
+    buf_ = std::move(grown);
+    size_ = bytes;
+  }
 
   void fill() {
     if (pos_ > 0) {
-      std::memmove(buf_.data(), buf_.data() + pos_, end_ - pos_);
+      std::memmove(buf_.get(), buf_.get() + pos_, end_ - pos_);
       end_ -= pos_;
       pos_ = 0;
     }
-    size_t usable = buf_.size() - simdjson::SIMDJSON_PADDING;
+    size_t usable = size_ - simdjson::SIMDJSON_PADDING;
     if (usable - end_ < read_size_ / 2) {
-      buf_.resize(std::max(buf_.size() * 2, end_ + read_size_ + simdjson::SIMDJSON_PADDING));
-      usable = buf_.size() - simdjson::SIMDJSON_PADDING;
+      allocate(std::max(size_ * 2, end_ + read_size_ + simdjson::SIMDJSON_PADDING));
+      usable = size_ - simdjson::SIMDJSON_PADDING;
     }
-    size_t n = src_.read(buf_.data() + end_, usable - end_);
+    size_t n = src_.read(buf_.get() + end_, usable - end_);
     if (n == 0) eof_ = true;
     end_ += n;
-    std::memset(buf_.data() + end_, 0, simdjson::SIMDJSON_PADDING);
+    std::memset(buf_.get() + end_, 0, simdjson::SIMDJSON_PADDING);
   }
 
   ByteSource& src_;
-  std::vector<char> buf_;
+  std::unique_ptr<char[]> buf_;
+  size_t size_ = 0;
   size_t pos_ = 0;
   size_t end_ = 0;
   uint64_t consumed_ = 0;
@@ -756,10 +766,13 @@ class EventParser {
 // ---------------------------------------------------------------------------
 // Parses traceEvents on worker threads. The reading thread finds each event's
 // extent and copies its text into a batch; a worker parses a whole batch into
-// a Trace of its own (a part); the reading thread joins finished parts in
-// batch order (TraceJoiner), so the result equals the sequential parse. An
-// error comes out as the sequential parse raises it: that of the first
-// failing event in array order, before any error found further on.
+// a Trace of its own (a part); parts are joined into the whole trace in batch
+// order (TraceJoiner), so the result equals the sequential parse. The join
+// runs on the workers, not the reading thread, which is the load's critical
+// path: the worker that finishes the oldest unjoined batch joins it and every
+// finished batch after it, one worker at a time. An error comes out as the
+// sequential parse raises it: that of the first failing event in array
+// order, before any error found further on.
 
 class ParallelEventParse {
  public:
@@ -794,7 +807,10 @@ class ParallelEventParse {
     if (!filling_) {
       filling_ = take_spare();
       filling_->first_index = index;
-      filling_->text.reserve(batch_bytes_ + len + simdjson::SIMDJSON_PADDING);
+      // The same reservation every time (twice the batch, or the one event
+      // when larger), so a reused batch never reallocates into fresh pages;
+      // capacity never written is never touched.
+      filling_->text.reserve(std::max(2 * batch_bytes_, len) + simdjson::SIMDJSON_PADDING);
     }
     filling_->spans.push_back({filling_->text.size(), len});
     filling_->text.append(text, len);
@@ -804,7 +820,12 @@ class ParallelEventParse {
   // Parses and joins every event queued; rethrows the first event's error.
   void finish() {
     submit();
-    while (!in_flight_.empty()) join_oldest();
+    std::unique_lock lock(mu_);
+    batch_joined_.wait(lock, [&] { return in_flight_.empty() || error_; });
+    if (error_) {
+      failed_ = true;
+      std::rethrow_exception(error_);
+    }
   }
 
   // For an error the reader met after the events queued so far: those are
@@ -831,45 +852,31 @@ class ParallelEventParse {
   void submit() {
     if (!filling_) return;
     filling_->text.append(simdjson::SIMDJSON_PADDING, '\0');
-    while (in_flight_.size() >= max_in_flight_) join_oldest();  // bounds memory
-    Batch* batch = filling_.get();
-    in_flight_.push_back(std::move(filling_));
-    {
-      std::lock_guard lock(mu_);
-      pending_.push_back(batch);
-    }
-    work_ready_.notify_one();
-    while (!in_flight_.empty() && is_done(*in_flight_.front())) join_oldest();
-  }
-
-  bool is_done(const Batch& batch) {
-    std::lock_guard lock(mu_);
-    return batch.done;
-  }
-
-  void join_oldest() {
-    Batch& batch = *in_flight_.front();
     {
       std::unique_lock lock(mu_);
-      batch_done_.wait(lock, [&] { return batch.done; });
+      // Bounds memory. A failed batch stops the load here: its error is
+      // the first in array order, whatever the reader meets further on.
+      batch_joined_.wait(lock, [&] { return in_flight_.size() < max_in_flight_ || error_; });
+      if (error_) {
+        failed_ = true;
+        std::rethrow_exception(error_);
+      }
+      pending_.push_back(filling_.get());
+      in_flight_.push_back(std::move(filling_));
     }
-    if (batch.error) {
-      failed_ = true;
-      std::exception_ptr error = batch.error;
-      in_flight_.pop_front();
-      std::rethrow_exception(error);
-    }
-    joiner_.append(std::move(batch.part), batch.arg_keys);
-    spare_.push_back(std::move(in_flight_.front()));
-    in_flight_.pop_front();
+    work_ready_.notify_one();
   }
 
   // A joined batch again, its buffers kept: fresh allocations of this size
   // come from new pages, and zeroing those cost more than the copies.
   std::unique_ptr<Batch> take_spare() {
-    if (spare_.empty()) return std::make_unique<Batch>();
-    std::unique_ptr<Batch> batch = std::move(spare_.back());
-    spare_.pop_back();
+    std::unique_ptr<Batch> batch;
+    {
+      std::lock_guard lock(mu_);
+      if (spare_.empty()) return std::make_unique<Batch>();
+      batch = std::move(spare_.back());
+      spare_.pop_back();
+    }
     MappableVector<Event> events = std::move(batch->part.events);
     events.clear();
     batch->part = Trace();
@@ -882,48 +889,82 @@ class ParallelEventParse {
     return batch;
   }
 
-  void work(const std::string& label) {
-    Trace unused;
-    EventParser parser(unused, label);
-    for (;;) {
-      Batch* batch = nullptr;
-      {
-        std::unique_lock lock(mu_);
-        work_ready_.wait(lock, [&] { return stop_ || !pending_.empty(); });
-        if (stop_) return;
-        batch = pending_.front();
-        pending_.pop_front();
+  void parse(EventParser& parser, Batch& batch) {
+    try {
+      batch.part.events.reserve(batch.spans.size());
+      parser.bind(batch.part, &batch.arg_keys);
+      for (size_t k = 0; k < batch.spans.size(); ++k) {
+        const Span& span = batch.spans[k];
+        parser.parse(batch.text.data() + span.offset, span.len, batch.text.size() - span.offset,
+                     batch.first_index + k);
       }
-      try {
-        batch->part.events.reserve(batch->spans.size());
-        parser.bind(batch->part, &batch->arg_keys);
-        for (size_t k = 0; k < batch->spans.size(); ++k) {
-          const Span& span = batch->spans[k];
-          parser.parse(batch->text.data() + span.offset, span.len, batch->text.size() - span.offset,
-                       batch->first_index + k);
-        }
-      } catch (...) {
-        batch->error = std::current_exception();
-      }
-      {
-        std::lock_guard lock(mu_);
-        batch->done = true;
-      }
-      batch_done_.notify_all();
+    } catch (...) {
+      batch.error = std::current_exception();
     }
   }
 
-  TraceJoiner joiner_;
+  // With mu_ held: joins the oldest batches while they are done, unless
+  // another worker is joining (it will see this one's batch when it looks
+  // again) or an earlier batch failed. The lock is released around appends.
+  void join_done(std::unique_lock<std::mutex>& lock) {
+    if (joining_) return;
+    joining_ = true;
+    while (!error_ && !in_flight_.empty() && in_flight_.front()->done) {
+      Batch& batch = *in_flight_.front();
+      if (batch.error) {
+        error_ = batch.error;
+        break;
+      }
+      lock.unlock();
+      std::exception_ptr append_error;
+      try {
+        joiner_.append(std::move(batch.part), batch.arg_keys);
+      } catch (...) {
+        append_error = std::current_exception();
+      }
+      lock.lock();
+      if (append_error) {
+        error_ = append_error;
+        break;
+      }
+      spare_.push_back(std::move(in_flight_.front()));
+      in_flight_.pop_front();
+      batch_joined_.notify_all();
+    }
+    joining_ = false;
+    batch_joined_.notify_all();
+  }
+
+  void work(const std::string& label) {
+    Trace unused;
+    EventParser parser(unused, label);
+    std::unique_lock lock(mu_);
+    for (;;) {
+      work_ready_.wait(lock, [&] { return stop_ || !pending_.empty(); });
+      if (stop_) return;
+      Batch* batch = pending_.front();
+      pending_.pop_front();
+      lock.unlock();
+      parse(parser, *batch);
+      lock.lock();
+      batch->done = true;
+      join_done(lock);
+    }
+  }
+
+  TraceJoiner joiner_;  // used by one worker at a time (joining_)
   const size_t batch_bytes_;
   const size_t max_in_flight_;
-  std::unique_ptr<Batch> filling_;
-  std::deque<std::unique_ptr<Batch>> in_flight_;  // submission order
-  std::vector<std::unique_ptr<Batch>> spare_;     // joined, for reuse
-  bool failed_ = false;
-  std::mutex mu_;
+  std::unique_ptr<Batch> filling_;  // the reading thread's alone
+  bool failed_ = false;             // the reading thread's alone
+  std::mutex mu_;                   // guards everything below
   std::condition_variable work_ready_;
-  std::condition_variable batch_done_;
-  std::deque<Batch*> pending_;  // not yet taken by a worker
+  std::condition_variable batch_joined_;
+  std::deque<std::unique_ptr<Batch>> in_flight_;  // submitted, not yet joined; in order
+  std::deque<Batch*> pending_;                    // not yet taken by a worker
+  std::vector<std::unique_ptr<Batch>> spare_;     // joined, for reuse
+  std::exception_ptr error_;                      // the first failing batch's, in order
+  bool joining_ = false;
   bool stop_ = false;
   std::vector<std::thread> workers_;
 };
@@ -1135,7 +1176,7 @@ class TraceReader {
     }
   }
 
-  static constexpr size_t kParseBatchBytes = 1 << 20;
+  static constexpr size_t kParseBatchBytes = 256 << 10;
 
   // The elements after '[' up to and with the closing ']', parsed here or
   // queued to `parallel`.
@@ -1188,9 +1229,9 @@ Platform detect_platform(const Trace& trace) {
 // is never written is never touched, so over-reserving costs no memory.
 void reserve_events(Trace& trace, uint64_t json_bytes_estimate) {
   constexpr uint64_t kMinBytesPerEvent = 200;
+  // The event array is the largest allocation; from 2 MiB up it is mapped
+  // on huge pages (MappableVector's allocator).
   trace.events.reserve(static_cast<size_t>(json_bytes_estimate / kMinBytesPerEvent) + 16);
-  // The event array is written sequentially and is the largest allocation.
-  advise_huge_pages(trace.events.data(), trace.events.capacity() * sizeof(Event));
 }
 
 // Uncompressed size from the gzip trailer (ISIZE, size mod 2^32 of the last

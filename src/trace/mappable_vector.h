@@ -18,6 +18,8 @@
 #include <utility>
 #include <vector>
 
+#include "base/huge_pages.h"
+
 namespace jarvis {
 
 template <class T>
@@ -120,7 +122,8 @@ class MappableVector {
     other.sync();
   }
 
-  std::vector<T> owned_;
+  // Large stores (the event array) sit on huge pages from their first touch.
+  std::vector<T, HugePageAllocator<T>> owned_;
   std::shared_ptr<void> mapping_;
   T* data_ = nullptr;
   size_t size_ = 0;
