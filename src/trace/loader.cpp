@@ -349,10 +349,13 @@ class EventParser {
 
   // Parses the following events into another trace (a parallel load's part),
   // forgetting what was cached for the previous one. When arg_keys is set,
-  // each new arg list's identity text is appended to it (TraceJoiner).
-  void bind(Trace& trace, std::vector<std::string>* arg_keys) {
+  // each new arg list's identity text is appended to it (TraceJoiner). An
+  // arg list that `joined` (the whole's joiner) already holds is not built
+  // again: the event names it by its whole id (TraceJoiner::joined_arg).
+  void bind(Trace& trace, std::vector<std::string>* arg_keys, const TraceJoiner* joined) {
     trace_ = &trace;
     arg_keys_ = arg_keys;
+    joined_ = joined;
     arg_cache_.clear();
     last_cat_ = LastCategory{};
     empty_id_ = kUnset;
@@ -597,6 +600,15 @@ class EventParser {
       ev.args = it->second;
       return;
     }
+    // Repeated iterations of a model repeat their arg lists across batches;
+    // parsing them again costs more than the whole parse of their events.
+    if (joined_) {
+      if (int32_t whole_id = joined_->find_arg_list(kept_key_); whole_id >= 0) {
+        ev.args = TraceJoiner::joined_arg(whole_id);
+        arg_cache_.emplace(kept_key_, ev.args);
+        return;
+      }
+    }
     ArgList kept;
     for (const StagedArg& a : staged_)
       if (keep_arg(policy, a.key)) kept.emplace_back(trace_->strings.intern(a.key), to_value(a));
@@ -749,6 +761,7 @@ class EventParser {
 
   Trace* trace_;
   std::vector<std::string>* arg_keys_ = nullptr;
+  const TraceJoiner* joined_ = nullptr;
   std::string label_;
   od::parser parser_;        // one event at a time
   od::parser value_parser_;  // staged arg values (cache misses)
@@ -892,7 +905,7 @@ class ParallelEventParse {
   void parse(EventParser& parser, Batch& batch) {
     try {
       batch.part.events.reserve(batch.spans.size());
-      parser.bind(batch.part, &batch.arg_keys);
+      parser.bind(batch.part, &batch.arg_keys, &joiner_);
       for (size_t k = 0; k < batch.spans.size(); ++k) {
         const Span& span = batch.spans[k];
         parser.parse(batch.text.data() + span.offset, span.len, batch.text.size() - span.offset,

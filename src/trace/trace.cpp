@@ -330,15 +330,19 @@ void TraceJoiner::append(Trace&& part, const std::vector<std::string>& arg_keys)
   for (size_t i = 1; i < part.threads.size(); ++i)
     thread_map[i] = whole_.thread_index(proc_id(part.threads[i].pid), proc_id(part.threads[i].tid));
   std::vector<int32_t> arg_map(part.arg_lists.size());
-  for (size_t i = 0; i < part.arg_lists.size(); ++i) {
-    auto [it, added] =
-        arg_index_.try_emplace(arg_keys[i], static_cast<int32_t>(whole_.arg_lists.size()));
-    if (added) {
-      ArgList list = std::move(part.arg_lists[i]);
-      for (auto& entry : list) entry.first = string_map_[entry.first];
-      whole_.arg_lists.push_back(std::move(list));
+  {
+    std::unique_lock lock(arg_index_mu_, std::defer_lock);
+    if (!part.arg_lists.empty()) lock.lock();
+    for (size_t i = 0; i < part.arg_lists.size(); ++i) {
+      auto [it, added] =
+          arg_index_.try_emplace(arg_keys[i], static_cast<int32_t>(whole_.arg_lists.size()));
+      if (added) {
+        ArgList list = std::move(part.arg_lists[i]);
+        for (auto& entry : list) entry.first = string_map_[entry.first];
+        whole_.arg_lists.push_back(std::move(list));
+      }
+      arg_map[i] = it->second;
     }
-    arg_map[i] = it->second;
   }
 
   const size_t id_offset = whole_.sparse_ids_.size();
@@ -351,7 +355,11 @@ void TraceJoiner::append(Trace&& part, const std::vector<std::string>& arg_keys)
     e.name = string_map_[e.name];
     e.cat_name = string_map_[e.cat_name];
     e.thread = thread_map[e.thread];
-    if (e.args >= 0) e.args = arg_map[static_cast<size_t>(e.args)];
+    if (e.args >= 0)
+      e.args = arg_map[static_cast<size_t>(e.args)];
+    else if (e.args < -1 &&
+             (e.args = joined_arg(e.args)) >= static_cast<int32_t>(whole_.arg_lists.size()))
+      throw std::invalid_argument("an event names an arg list the whole does not hold");
     if (e.id_mask != 0) e.ids += static_cast<uint32_t>(id_offset);
     whole_.events.push_back(e);
   }
@@ -363,6 +371,12 @@ void TraceJoiner::append(Trace&& part, const std::vector<std::string>& arg_keys)
     whole_.metadata.process_labels[proc_id(pid)] = std::move(labels);
   for (auto& [key, name] : part.metadata.thread_name)
     whole_.metadata.thread_name[{proc_id(key.first), proc_id(key.second)}] = std::move(name);
+}
+
+int32_t TraceJoiner::find_arg_list(std::string_view key) const {
+  std::shared_lock lock(arg_index_mu_);
+  auto it = arg_index_.find(key);
+  return it == arg_index_.end() ? -1 : it->second;
 }
 
 const PyValue* Trace::arg(Uid uid, std::string_view key) const {

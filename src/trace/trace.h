@@ -13,6 +13,7 @@
 #include <limits>
 #include <map>
 #include <memory>
+#include <shared_mutex>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -357,14 +358,32 @@ class TraceJoiner {
   explicit TraceJoiner(Trace& whole) : whole_(whole) {}
   // Appends `part`'s events, metadata and tables; arg_keys[i] is the identity
   // text of part.arg_lists[i].
+  // A part's event may name an arg list the whole already holds by its
+  // whole id w, as args = joined_arg(w) (see find_arg_list).
   void append(Trace&& part, const std::vector<std::string>& arg_keys);
 
+  // The whole's id of the arg list whose identity text is `key`, -1 when no
+  // part appended so far has it. Safe while another thread appends: a parse
+  // worker asks before it builds an arg list a part joined earlier has.
+  int32_t find_arg_list(std::string_view key) const;
+  // How a part's event refers to whole arg list `whole_id`: below -1, where
+  // the part's own ids (>= 0) and "none" (-1) are not.
+  static constexpr int32_t joined_arg(int32_t whole_id) { return -2 - whole_id; }
+
  private:
+  struct TextHash {
+    using is_transparent = void;
+    size_t operator()(std::string_view s) const noexcept {
+      return std::hash<std::string_view>()(s);
+    }
+  };
+
   ProcId proc_id(const ProcId& p) const;
 
   Trace& whole_;
-  std::vector<uint32_t> string_map_;  // part's string id -> whole's (per append)
-  std::unordered_map<std::string, int32_t> arg_index_;
+  std::vector<uint32_t> string_map_;        // part's string id -> whole's (per append)
+  mutable std::shared_mutex arg_index_mu_;  // writes: append; reads: find_arg_list
+  std::unordered_map<std::string, int32_t, TextHash, std::equal_to<>> arg_index_;
 };
 
 // Raised for every load failure; what() names the file and the problem.
@@ -387,7 +406,7 @@ struct LoadOptions {
   // environment variable JARVIS_PARSE_WORKERS=N overrides); 0 parses on the
   // reading thread. Every choice gives the identical Trace.
   int parse_workers = -1;
-  // JSON text per batch handed to a parse worker; 0 for the default (1 MiB).
+  // JSON text per batch handed to a parse worker; 0 for the default (256 KiB).
   size_t parse_batch_bytes = 0;
 };
 

@@ -206,3 +206,49 @@ TEST_CASE("event store: add_event packs every field and set_sparse_id replaces o
   CHECK(t.flow_id(v) == kNoInt);
   CHECK_THROWS_AS(EventFields().ts_us(1e300), std::invalid_argument);
 }
+
+namespace {
+
+// A part of one event "op" whose args are `args`; with `key`, the part holds
+// one arg list {key: value} of its own.
+Trace part_of_one_event(int32_t args, const char* key = nullptr, int64_t value = 0) {
+  Trace part;
+  if (key) part.arg_lists.push_back({{part.strings.intern(key), PyValue::integer(value)}});
+  EventFields f;
+  f.name = part.strings.intern("op");
+  f.args = args;
+  part.add_event(f);
+  return part;
+}
+
+// The loader's identity text of a one-entry arg list: key \0 value \x01.
+std::string key_text(const std::string& key, const std::string& value) {
+  return key + '\0' + value + '\x01';
+}
+
+}  // namespace
+
+TEST_CASE("event store: a joined part's event may name an arg list the whole already holds") {
+  Trace whole;
+  TraceJoiner joiner(whole);
+  CHECK(joiner.find_arg_list(key_text("a", "1")) == -1);
+  joiner.append(part_of_one_event(0, "b", 2), {key_text("b", "2")});
+  joiner.append(part_of_one_event(0, "a", 1), {key_text("a", "1")});
+  int32_t a_id = joiner.find_arg_list(key_text("a", "1"));
+  REQUIRE(a_id == 1);  // ids in order of first appearance
+  CHECK(joiner.find_arg_list(key_text("a", "2")) == -1);
+
+  // Later parts name it by its whole id (no list of their own), beside an
+  // event without args.
+  joiner.append(part_of_one_event(TraceJoiner::joined_arg(a_id)), {});
+  joiner.append(part_of_one_event(-1), {});
+  REQUIRE(whole.events.size() == 4);
+  CHECK(whole.events[2].args == a_id);
+  CHECK(whole.events[3].args == -1);
+  REQUIRE(whole.arg(2, "a") != nullptr);
+  CHECK(*whole.arg(2, "a") == PyValue::integer(1));
+  CHECK(whole.arg_lists.size() == 2);
+
+  CHECK_THROWS_AS(joiner.append(part_of_one_event(TraceJoiner::joined_arg(7)), {}),
+                  std::invalid_argument);
+}
