@@ -789,8 +789,15 @@ class EventParser {
 
 class ParallelEventParse {
  public:
-  ParallelEventParse(Trace& trace, const std::string& label, unsigned workers, size_t batch_bytes)
-      : joiner_(trace), batch_bytes_(batch_bytes), max_in_flight_(2 * size_t{workers} + 2) {
+  // Batches of `batch_bytes` of JSON text, `large_batch_bytes` once
+  // `large_after` bytes have been queued.
+  ParallelEventParse(Trace& trace, const std::string& label, unsigned workers, size_t batch_bytes,
+                     size_t large_batch_bytes, size_t large_after)
+      : joiner_(trace),
+        batch_bytes_(batch_bytes),
+        large_batch_bytes_(std::max(batch_bytes, large_batch_bytes)),
+        large_after_(large_after),
+        max_in_flight_(2 * size_t{workers} + 2) {
     // Fewer threads than asked when the system refuses more (none: the
     // caller parses on its own thread).
     try {
@@ -820,10 +827,10 @@ class ParallelEventParse {
     if (!filling_) {
       filling_ = take_spare();
       filling_->first_index = index;
-      // The same reservation every time (twice the batch, or the one event
-      // when larger), so a reused batch never reallocates into fresh pages;
-      // capacity never written is never touched.
-      filling_->text.reserve(std::max(2 * batch_bytes_, len) + simdjson::SIMDJSON_PADDING);
+      // The same reservation every time (twice the largest batch, or the
+      // one event when larger), so a reused batch never reallocates into
+      // fresh pages; capacity never written is never touched.
+      filling_->text.reserve(std::max(2 * large_batch_bytes_, len) + simdjson::SIMDJSON_PADDING);
     }
     filling_->spans.push_back({filling_->text.size(), len});
     filling_->text.append(text, len);
@@ -864,6 +871,8 @@ class ParallelEventParse {
 
   void submit() {
     if (!filling_) return;
+    queued_bytes_ += filling_->text.size();
+    if (queued_bytes_ >= large_after_) batch_bytes_ = large_batch_bytes_;
     filling_->text.append(simdjson::SIMDJSON_PADDING, '\0');
     {
       std::unique_lock lock(mu_);
@@ -966,7 +975,10 @@ class ParallelEventParse {
   }
 
   TraceJoiner joiner_;  // used by one worker at a time (joining_)
-  const size_t batch_bytes_;
+  size_t batch_bytes_;  // the reading thread's alone, as the two below
+  const size_t large_batch_bytes_;
+  const size_t large_after_;
+  size_t queued_bytes_ = 0;
   const size_t max_in_flight_;
   std::unique_ptr<Batch> filling_;  // the reading thread's alone
   bool failed_ = false;             // the reading thread's alone
@@ -1175,7 +1187,8 @@ class TraceReader {
       return;
     }
     size_t batch = options_.parse_batch_bytes ? options_.parse_batch_bytes : kParseBatchBytes;
-    ParallelEventParse parallel(trace_, label_, parse_workers_, batch);
+    size_t large = options_.parse_batch_bytes ? batch : kLargeParseBatchBytes;
+    ParallelEventParse parallel(trace_, label_, parse_workers_, batch, large, kLargeBatchesAfter);
     if (parallel.workers() == 0) {
       read_event_list(nullptr);
       return;
@@ -1189,7 +1202,12 @@ class TraceReader {
     }
   }
 
+  // Small batches touch fewer fresh pages and start the workers sooner;
+  // from 128 MiB of JSON on, their per-part costs (each part interns its
+  // strings and classifies its names again before the join) outweigh that.
   static constexpr size_t kParseBatchBytes = 256 << 10;
+  static constexpr size_t kLargeParseBatchBytes = 1 << 20;
+  static constexpr size_t kLargeBatchesAfter = size_t{128} << 20;
 
   // The elements after '[' up to and with the closing ']', parsed here or
   // queued to `parallel`.

@@ -406,7 +406,8 @@ struct LoadOptions {
   // environment variable JARVIS_PARSE_WORKERS=N overrides); 0 parses on the
   // reading thread. Every choice gives the identical Trace.
   int parse_workers = -1;
-  // JSON text per batch handed to a parse worker; 0 for the default (256 KiB).
+  // JSON text per batch handed to a parse worker; 0 for the default (256
+  // KiB, then 1 MiB from 128 MiB of JSON on).
   size_t parse_batch_bytes = 0;
 };
 
