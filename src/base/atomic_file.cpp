@@ -78,49 +78,6 @@ void rename_into_place(const std::string& temp, const fs::path& target) {
   fsync_parent(target);
 }
 
-// `data` in a fresh temp file beside target, fsynced and closed;
-// returns the temp file's path (removed again on failure).
-std::string write_synced_temp(const fs::path& target, std::string_view data) {
-  std::string temp;
-  int fd = make_temp(target, temp);
-  try {
-    write_all(fd, data, target);
-    if (::fchmod(fd, 0644) != 0) fail(target, "chmod failed", errno);
-    if (::fsync(fd) != 0) fail(target, "fsync failed", errno);
-    if (::close(fd) != 0) {
-      fd = -1;
-      fail(target, "close failed", errno);
-    }
-  } catch (...) {
-    if (fd >= 0) ::close(fd);
-    ::unlink(temp.c_str());
-    throw;
-  }
-  return temp;
-}
-
-// `data` renamed over target through a synced temp file; the directory is
-// left for the caller to fsync (once for a set of files).
-void place_file(const fs::path& target, std::string_view data) {
-  std::string temp = write_synced_temp(target, data);
-  try {
-    rename_over(temp, target);
-  } catch (...) {
-    ::unlink(temp.c_str());
-    throw;
-  }
-}
-
-}  // namespace
-
-void write_file_atomic(const std::string& path, std::string_view data) {
-  fs::path target(path);
-  place_file(target, data);
-  fsync_parent(target);
-}
-
-namespace {
-
 // Temp files written but not yet renamed into place: closed and removed
 // unless released.
 class PendingTemps {
@@ -164,19 +121,21 @@ void fsync_all(std::vector<PendingTemps::Temp>& temps) {
   for (std::thread& t : pool) t.join();
 }
 
-}  // namespace
+struct FileData {
+  fs::path target;
+  std::string_view data;
+};
 
-void write_files_atomic(const std::vector<std::pair<std::string, std::string>>& files) {
-  // As write_file_atomic for each file (temp, fsync, rename), in phases: every
-  // temp written, all fsynced at once, then renamed in order; the renames are
-  // made durable by one fsync of each directory after the last of them.
-  // A failure before the renames leaves every target untouched; a failed
-  // rename leaves the earlier files placed and no temp behind.
+// Each file as write_file_atomic promises (temp, fsync, rename), in phases:
+// every temp written, all fsynced at once, then renamed in order; the renames
+// are made durable by one fsync of each directory after the last of them. A
+// failure before the renames leaves every target untouched; a failed rename
+// leaves the earlier files placed and no temp behind.
+void write_set(const std::vector<FileData>& files) {
   PendingTemps pending;
   auto& temps = pending.temps();
   temps.reserve(files.size());
-  for (const auto& [path, data] : files) {
-    fs::path target(path);
+  for (const auto& [target, data] : files) {
     PendingTemps::Temp temp;
     temp.fd = make_temp(target, temp.path);
     temps.push_back(std::move(temp));  // capacity reserved: cannot throw
@@ -185,20 +144,31 @@ void write_files_atomic(const std::vector<std::pair<std::string, std::string>>& 
   }
   fsync_all(temps);
   for (size_t k = 0; k < temps.size(); ++k) {
-    fs::path target(files[k].first);
-    if (temps[k].sync_errno != 0) fail(target, "fsync failed", temps[k].sync_errno);
+    if (temps[k].sync_errno != 0) fail(files[k].target, "fsync failed", temps[k].sync_errno);
     int fd = temps[k].fd;
     temps[k].fd = -1;
-    if (::close(fd) != 0) fail(target, "close failed", errno);
+    if (::close(fd) != 0) fail(files[k].target, "close failed", errno);
   }
   std::set<fs::path> dirs;
   for (size_t k = 0; k < temps.size(); ++k) {
-    fs::path target(files[k].first);
-    rename_over(temps[k].path, target);
+    rename_over(temps[k].path, files[k].target);
     temps[k].placed = true;
-    dirs.insert(parent_of(target));
+    dirs.insert(parent_of(files[k].target));
   }
   for (const fs::path& dir : dirs) fsync_path(dir, O_RDONLY | O_DIRECTORY);
+}
+
+}  // namespace
+
+void write_file_atomic(const std::string& path, std::string_view data) {
+  write_set({{fs::path(path), data}});
+}
+
+void write_files_atomic(const std::vector<std::pair<std::string, std::string>>& files) {
+  std::vector<FileData> views;
+  views.reserve(files.size());
+  for (const auto& [path, data] : files) views.push_back({fs::path(path), data});
+  write_set(views);
 }
 
 AtomicFile::AtomicFile(const fs::path& target) : target_(target) {

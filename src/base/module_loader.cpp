@@ -3,8 +3,11 @@
 #include <dlfcn.h>
 
 #include <filesystem>
+#include <map>
+#include <mutex>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace jarvis {
@@ -20,9 +23,7 @@ std::vector<fs::path> candidates(const char* file) {
   return {dir / file, dir.parent_path() / "lib" / "jarvis" / file};
 }
 
-}  // namespace
-
-void* load_module_entry(const char* file, const char* entry) {
+void* find_module_entry(const char* file, const char* entry) {
   std::string tried;
   for (const fs::path& path : candidates(file)) {
     std::error_code ec;
@@ -42,6 +43,17 @@ void* load_module_entry(const char* file, const char* entry) {
   }
   throw std::runtime_error(std::string("cannot load the jarvis module ") + file +
                            " (reinstall jarvis, or build its target); tried:" + tried);
+}
+
+}  // namespace
+
+void* load_module_entry(const char* file, const char* entry) {
+  static std::mutex mu;
+  static std::map<std::pair<std::string, std::string>, void*> found;  // null until found
+  std::lock_guard lock(mu);
+  void*& symbol = found[{file, entry}];
+  if (!symbol) symbol = find_module_entry(file, entry);
+  return symbol;
 }
 
 }  // namespace jarvis

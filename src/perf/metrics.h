@@ -3,9 +3,8 @@
 // the roofline columns, from a model's work and the op's kernel busy time.
 #pragma once
 
-#include <memory>
-
 #include <cmath>
+#include <memory>
 #include <optional>
 #include <string>
 

@@ -11,7 +11,6 @@
 #include <cmath>
 #include <filesystem>
 #include <memory>
-#include <mutex>
 #include <set>
 #include <stdexcept>
 
@@ -92,16 +91,9 @@ XlsxCell xlsx_cell(const Cell& cell, std::vector<std::string>& cut) {
   return out;
 }
 
-// The module's entry point, loaded once (a failed load throws, and the next
-// caller tries again).
 XlsxModuleEntry workbook_entry() {
-  static std::mutex mu;
-  static XlsxModuleEntry entry = nullptr;
-  std::lock_guard lock(mu);
-  if (!entry)
-    entry =
-        reinterpret_cast<XlsxModuleEntry>(load_module_entry("libjarvis_xlsx.so", kXlsxModuleEntry));
-  return entry;
+  return reinterpret_cast<XlsxModuleEntry>(
+      load_module_entry("libjarvis_xlsx.so", kXlsxModuleEntry));
 }
 
 std::unique_ptr<XlsxWorkbook> open_workbook(const std::string& tmp_path,

@@ -1,7 +1,6 @@
 // The MPI-free part of the scale-out that the CLI links: whether this
 // process is one of several ranks, and joining the job through the module.
 #include <cstdlib>
-#include <mutex>
 
 #include "base/module_loader.h"
 #include "scaleout/scaleout.h"
@@ -23,12 +22,8 @@ bool started_as_ranks() {
 }
 
 std::unique_ptr<JobApi> join_job() {
-  static std::once_flag once;
-  static MpiModuleEntry entry = nullptr;
-  std::call_once(once, [] {
-    entry =
-        reinterpret_cast<MpiModuleEntry>(load_module_entry("libjarvis_mpi.so", kMpiModuleEntry));
-  });
+  auto entry =
+      reinterpret_cast<MpiModuleEntry>(load_module_entry("libjarvis_mpi.so", kMpiModuleEntry));
   return std::unique_ptr<JobApi>(entry());
 }
 

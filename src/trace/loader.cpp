@@ -750,13 +750,6 @@ class EventParser {
     }
   }
 
-  struct TextHash {
-    using is_transparent = void;
-    size_t operator()(std::string_view s) const noexcept {
-      return std::hash<std::string_view>()(s);
-    }
-  };
-
   static constexpr uint32_t kUnset = std::numeric_limits<uint32_t>::max();
 
   Trace* trace_;
@@ -770,7 +763,7 @@ class EventParser {
   std::string kept_key_;
   std::string scratch_;
   std::string_view current_arg_;
-  std::unordered_map<std::string, int32_t, TextHash, std::equal_to<>> arg_cache_;
+  ArgListIndex arg_cache_;
   LastCategory last_cat_;
   const char* text_end_ = nullptr;  // end of the event being parsed
   uint32_t empty_id_ = kUnset;
@@ -842,10 +835,7 @@ class ParallelEventParse {
     submit();
     std::unique_lock lock(mu_);
     batch_joined_.wait(lock, [&] { return in_flight_.empty() || error_; });
-    if (error_) {
-      failed_ = true;
-      std::rethrow_exception(error_);
-    }
+    throw_if_failed();
   }
 
   // For an error the reader met after the events queued so far: those are
@@ -879,14 +869,18 @@ class ParallelEventParse {
       // Bounds memory. A failed batch stops the load here: its error is
       // the first in array order, whatever the reader meets further on.
       batch_joined_.wait(lock, [&] { return in_flight_.size() < max_in_flight_ || error_; });
-      if (error_) {
-        failed_ = true;
-        std::rethrow_exception(error_);
-      }
+      throw_if_failed();
       pending_.push_back(filling_.get());
       in_flight_.push_back(std::move(filling_));
     }
     work_ready_.notify_one();
+  }
+
+  // With mu_ held, on the reading thread: rethrows a failed batch's error.
+  void throw_if_failed() {
+    if (!error_) return;
+    failed_ = true;
+    std::rethrow_exception(error_);
   }
 
   // A joined batch again, its buffers kept: fresh allocations of this size

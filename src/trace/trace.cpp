@@ -355,11 +355,13 @@ void TraceJoiner::append(Trace&& part, const std::vector<std::string>& arg_keys)
     e.name = string_map_[e.name];
     e.cat_name = string_map_[e.cat_name];
     e.thread = thread_map[e.thread];
-    if (e.args >= 0)
+    if (e.args >= 0) {
       e.args = arg_map[static_cast<size_t>(e.args)];
-    else if (e.args < -1 &&
-             (e.args = joined_arg(e.args)) >= static_cast<int32_t>(whole_.arg_lists.size()))
-      throw std::invalid_argument("an event names an arg list the whole does not hold");
+    } else if (e.args < -1) {
+      e.args = joined_arg(e.args);  // joined_arg is its own inverse
+      if (e.args >= static_cast<int32_t>(whole_.arg_lists.size()))
+        throw std::invalid_argument("an event names an arg list the whole does not hold");
+    }
     if (e.id_mask != 0) e.ids += static_cast<uint32_t>(id_offset);
     whole_.events.push_back(e);
   }

@@ -348,6 +348,14 @@ class Trace {
   uint32_t last_thread_ = 0;
 };
 
+// Arg list ids by the lists' identity text (the loader's key of the kept
+// args), looked up by string_view without building a string.
+struct TextHash {
+  using is_transparent = void;
+  size_t operator()(std::string_view s) const noexcept { return std::hash<std::string_view>()(s); }
+};
+using ArgListIndex = std::unordered_map<std::string, int32_t, TextHash, std::equal_to<>>;
+
 // Joins traces parsed from consecutive slices of one traceEvents array (the
 // parallel loader parses slices on several threads) into the whole trace, in
 // slice order. The result equals one sequential parse: strings, (pid, tid)
@@ -371,19 +379,12 @@ class TraceJoiner {
   static constexpr int32_t joined_arg(int32_t whole_id) { return -2 - whole_id; }
 
  private:
-  struct TextHash {
-    using is_transparent = void;
-    size_t operator()(std::string_view s) const noexcept {
-      return std::hash<std::string_view>()(s);
-    }
-  };
-
   ProcId proc_id(const ProcId& p) const;
 
   Trace& whole_;
   std::vector<uint32_t> string_map_;        // part's string id -> whole's (per append)
   mutable std::shared_mutex arg_index_mu_;  // writes: append; reads: find_arg_list
-  std::unordered_map<std::string, int32_t, TextHash, std::equal_to<>> arg_index_;
+  ArgListIndex arg_index_;
 };
 
 // Raised for every load failure; what() names the file and the problem.
