@@ -28,6 +28,8 @@ constexpr std::string_view kArgColumns[] = {"Input Dims", "Input type", "Input S
 template <typename Key>
 class OrderedGroups {
  public:
+  // Appends a row to group g (an index add returned).
+  void add_to(size_t g, size_t row) { groups_[g].push_back(row); }
   size_t add(const Key& key, size_t row) {
     auto [it, fresh] = index_.emplace(key, groups_.size());
     if (fresh) groups_.emplace_back();
@@ -440,6 +442,51 @@ KeyCell arg_key_cell(const Trace& trace, Uid cpu_op, std::string_view arg) {
 
 }  // namespace
 
+namespace {
+
+// Small ids for category texts (0: missing), with the key cell of each.
+class CategoryIds {
+ public:
+  uint32_t of(std::string_view text) {
+    auto [it, fresh] = ids_.try_emplace(text, static_cast<uint32_t>(texts_.size() + 1));
+    if (fresh) texts_.push_back(text);
+    return it->second;
+  }
+  KeyCell cell(uint32_t id) const { return id == 0 ? KeyCell{} : text_key(texts_[id - 1]); }
+
+ private:
+  std::unordered_map<std::string_view, uint32_t> ids_;
+  std::vector<std::string_view> texts_;
+};
+
+// A kernel_summary group key as ids: equal ids, equal texts, so grouping on
+// them is grouping on the texts without building four strings per kernel.
+struct KernelSummaryIds {
+  uint32_t category = 0;  // CategoryIds id
+  uint32_t cpu_op = 0;    // interned name id + 1, 0: missing
+  uint32_t kernel = 0;    // interned name id
+  int64_t stream = kNoInt;
+  bool operator==(const KernelSummaryIds&) const = default;
+};
+struct KernelSummaryIdsHash {
+  size_t operator()(const KernelSummaryIds& k) const noexcept {
+    uint64_t h = (uint64_t{k.category} << 40) ^ (uint64_t{k.cpu_op} << 20) ^ k.kernel;
+    return std::hash<uint64_t>()(h * 0x9E3779B97F4A7C15ull ^ static_cast<uint64_t>(k.stream));
+  }
+};
+
+// The launcher-only category: "graph" for a graph launch, "runtime" for
+// another named launcher, missing for an empty or "nan" name.
+std::string_view launcher_category(std::string_view launcher) {
+  std::string l = pycompat::ascii_lower(launcher);
+  if (l.find("cudagraph") != std::string::npos || l.find("graphlaunch") != std::string::npos)
+    return "graph";
+  if (!l.empty() && l != "nan") return "runtime";
+  return {};
+}
+
+}  // namespace
+
 Table kernel_summary_table(const Trace& trace, const CallTree& tree, double total_time_ms) {
   auto facts = kernel_facts(trace, tree);
   // TraceLens's kernel frame has a "Parent cpu_op" column only when some
@@ -447,43 +494,71 @@ Table kernel_summary_table(const Trace& trace, const CallTree& tree, double tota
   // and then the launcher name is not put in its place either.
   bool cpu_op_column = std::any_of(facts.begin(), facts.end(),
                                    [](const KernelFacts& f) { return f.cpu_op != kNoUid; });
-  // Per-cpu_op category cache (§9 on the cpu_op).
-  std::unordered_map<Uid, std::string_view> category_cache;
-  using Key = std::array<KeyCell, 4>;         // category, cpu_op, kernel name, stream
-  std::map<Key, std::vector<double>> groups;  // pandas groupby: sorted keys, NaN kept
+  CategoryIds categories;
+  std::unordered_map<Uid, uint32_t> category_of_op;         // per cpu_op (§9 on the cpu_op)
+  std::unordered_map<uint32_t, uint32_t> category_of_name;  // per launcher name id
+  std::unordered_map<KernelSummaryIds, size_t, KernelSummaryIdsHash> group_of;
+  std::vector<KernelSummaryIds> group_ids;
+  std::vector<std::vector<double>> group_durations;
   std::vector<double> all_durations;
+  all_durations.reserve(facts.size());
   for (const KernelFacts& f : facts) {
     const Event& k = trace.events[f.uid];
-    Key key;
+    KernelSummaryIds ids;
     if (f.cpu_op != kNoUid) {
-      auto it = category_cache.find(f.cpu_op);
-      if (it == category_cache.end())
-        it = category_cache.emplace(f.cpu_op, op_category_of(trace, tree, f.cpu_op)).first;
-      key[0] = text_key(it->second);
-      key[1] = text_key(trace.name(f.cpu_op));
+      auto it = category_of_op.find(f.cpu_op);
+      if (it == category_of_op.end())
+        it = category_of_op.emplace(f.cpu_op, categories.of(op_category_of(trace, tree, f.cpu_op)))
+                 .first;
+      ids.category = it->second;
+      ids.cpu_op = trace.events[f.cpu_op].name + 1;
     } else if (f.launcher != kNoUid) {
-      std::string_view launcher = trace.name(f.launcher);
-      if (cpu_op_column) key[1] = text_key(launcher);
-      std::string l = pycompat::ascii_lower(launcher);
-      if (l.find("cudagraph") != std::string::npos || l.find("graphlaunch") != std::string::npos)
-        key[0] = text_key("graph");
-      else if (!l.empty() && l != "nan")
-        key[0] = text_key("runtime");
+      uint32_t name = trace.events[f.launcher].name;
+      if (cpu_op_column) ids.cpu_op = name + 1;
+      auto it = category_of_name.find(name);
+      if (it == category_of_name.end()) {
+        std::string_view category = launcher_category(trace.str(name));
+        it = category_of_name.emplace(name, category.empty() ? 0 : categories.of(category)).first;
+      }
+      ids.category = it->second;
     }
-    key[2] = text_key(trace.name(f.uid));
-    if (trace.stream(k) != kNoInt) key[3] = {false, "", trace.stream(k), true};
-    groups[key].push_back(k.dur());
+    ids.kernel = k.name;
+    ids.stream = trace.stream(k);
+    auto [it, fresh] = group_of.try_emplace(ids, group_ids.size());
+    if (fresh) {
+      group_ids.push_back(ids);
+      group_durations.emplace_back();
+    }
+    group_durations[it->second].push_back(k.dur());
     all_durations.push_back(k.dur());
   }
+  // pandas groupby: groups in sorted key order (NaN kept).
+  using Key = std::array<KeyCell, 4>;  // category, cpu_op, kernel name, stream
+  std::vector<Key> keys;
+  keys.reserve(group_ids.size());
+  for (const KernelSummaryIds& ids : group_ids) {
+    Key key;
+    key[0] = categories.cell(ids.category);
+    if (ids.cpu_op != 0) key[1] = text_key(trace.str(ids.cpu_op - 1));
+    key[2] = text_key(trace.str(ids.kernel));
+    if (ids.stream != kNoInt) key[3] = {false, "", ids.stream, true};
+    keys.push_back(std::move(key));
+  }
+  std::vector<size_t> order(keys.size());
+  std::iota(order.begin(), order.end(), size_t{0});
+  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return keys[a] < keys[b]; });
   struct Agg {
     const Key* key;
     double sum, mean, min, max;
     size_t count;
   };
   std::vector<Agg> aggs;
-  for (const auto& [key, durs] : groups)
-    aggs.push_back({&key, pycompat::pandas_groupby_sum(durs), pycompat::pandas_groupby_mean(durs),
-                    stats::min(durs), stats::max(durs), durs.size()});
+  for (size_t g : order) {
+    const std::vector<double>& durs = group_durations[g];
+    aggs.push_back({&keys[g], pycompat::pandas_groupby_sum(durs),
+                    pycompat::pandas_groupby_mean(durs), stats::min(durs), stats::max(durs),
+                    durs.size()});
+  }
   sort_descending_like_pandas(aggs, [](const Agg& a) { return a.sum; });
 
   Table table("kernel_summary",
@@ -573,6 +648,11 @@ Table empty_short_kernels_summary(bool had_short_kernels) {
 
 }  // namespace
 
+namespace {
+constexpr size_t kDropped = static_cast<size_t>(-1);  // a key with a missing cell
+constexpr std::string_view kShortKernelArgs[] = {"Input Dims", "Input Strides", "Concrete Inputs"};
+}  // namespace
+
 Table short_kernels_summary_table(const Trace& trace, const CallTree& tree, double threshold_us,
                                   double total_time_ms) {
   bool gpu_only = is_gpu_only(trace);
@@ -581,26 +661,45 @@ Table short_kernels_summary_table(const Trace& trace, const CallTree& tree, doub
   OrderedGroups<Key> groups;
   std::vector<std::vector<Cell>> key_cells;  // per group
   std::vector<double> durations;             // per fact row
-  std::vector<size_t> group_of;
   bool any_short = false;
+  // The argument cells depend only on the cpu_op's arg list: rendered once
+  // per list. A (cpu_op name, arg list, kernel name) triple names one text
+  // key, so its group is looked up by the texts once.
+  std::unordered_map<int32_t, std::array<KeyCell, 3>> arg_cells_of_list;
+  std::map<std::tuple<uint32_t, int32_t, uint32_t>, size_t> group_of_ids;
   for (const KernelFacts& f : facts) {
     const Event& k = trace.events[f.uid];
     if (!(k.dur() < threshold_us)) continue;
     any_short = true;
+    // pandas drops groups with any NaN key (dropna=True).
+    if (!gpu_only && f.cpu_op == kNoUid) continue;
+    std::tuple<uint32_t, int32_t, uint32_t> ids{0, -1, k.name};
+    if (!gpu_only) ids = {trace.events[f.cpu_op].name, trace.events[f.cpu_op].args, k.name};
+    if (auto known = group_of_ids.find(ids); known != group_of_ids.end()) {
+      if (known->second != kDropped) {
+        groups.add_to(known->second, durations.size());
+        durations.push_back(k.dur());
+      }
+      continue;
+    }
     std::vector<KeyCell> cells;
     if (!gpu_only) {
-      cells.push_back(f.cpu_op == kNoUid ? KeyCell{} : text_key(trace.name(f.cpu_op)));
-      cells.push_back(arg_key_cell(trace, f.cpu_op, "Input Dims"));
-      cells.push_back(arg_key_cell(trace, f.cpu_op, "Input Strides"));
-      cells.push_back(arg_key_cell(trace, f.cpu_op, "Concrete Inputs"));
+      cells.push_back(text_key(trace.name(f.cpu_op)));
+      auto [args, fresh] = arg_cells_of_list.try_emplace(trace.events[f.cpu_op].args);
+      if (fresh)
+        for (size_t a = 0; a < 3; ++a)
+          args->second[a] = arg_key_cell(trace, f.cpu_op, kShortKernelArgs[a]);
+      cells.insert(cells.end(), args->second.begin(), args->second.end());
     }
     cells.push_back(text_key(trace.name(f.uid)));
-    // pandas drops groups with any NaN key (dropna=True).
-    if (std::any_of(cells.begin(), cells.end(), [](const KeyCell& c) { return c.missing; }))
+    if (std::any_of(cells.begin(), cells.end(), [](const KeyCell& c) { return c.missing; })) {
+      group_of_ids.emplace(ids, kDropped);
       continue;
+    }
     Key key;
     for (const auto& c : cells) key.push_back(c.text);
     size_t g = groups.add(key, durations.size());
+    group_of_ids.emplace(ids, g);
     if (g == key_cells.size()) {
       std::vector<Cell> row;
       for (const auto& c : cells) row.push_back(c.cell());
