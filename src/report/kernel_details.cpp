@@ -53,24 +53,19 @@ KernelDetailList kernel_details_by_ts(const Trace& trace, std::span<const Uid> g
   return kernel_details_of(trace, sorted);
 }
 
-std::vector<KernelStat> summarize_kernel_details(std::span<const KernelDetailList* const> rows) {
-  const KernelDetailList* templ = nullptr;
-  for (const KernelDetailList* r : rows)
-    if (r && !r->empty()) {
-      templ = r;
-      break;
-    }
-  if (!templ) return {};
-  std::vector<std::vector<double>> durations(templ->size());
-  for (const KernelDetailList* r : rows) {
-    if (!r || r->size() != templ->size()) continue;
-    for (size_t i = 0; i < r->size(); ++i) durations[i].push_back((*r)[i].dur);
-  }
+namespace {
+
+// The summary from the template's (name, stream) per position and the
+// durations collected at each position.
+std::vector<KernelStat> position_stats(
+    const std::vector<std::pair<std::string_view, int64_t>>& templ,
+    const std::vector<std::vector<double>>& durations) {
   std::vector<KernelStat> out;
-  for (size_t i = 0; i < templ->size(); ++i) {
+  out.reserve(templ.size());
+  for (size_t i = 0; i < templ.size(); ++i) {
     KernelStat s;
-    s.name = (*templ)[i].name;
-    s.stream = (*templ)[i].stream;
+    s.name = templ[i].first;
+    s.stream = templ[i].second;
     const auto& d = durations[i];
     s.count = d.size();
     s.total_duration_us = pycompat::numpy_sum(d);
@@ -90,6 +85,45 @@ std::vector<KernelStat> summarize_kernel_details(std::span<const KernelDetailLis
     return a.name < b.name;
   });
   return out;
+}
+
+}  // namespace
+
+std::vector<KernelStat> summarize_kernel_details(std::span<const KernelDetailList* const> rows) {
+  const KernelDetailList* templ = nullptr;
+  for (const KernelDetailList* r : rows)
+    if (r && !r->empty()) {
+      templ = r;
+      break;
+    }
+  if (!templ) return {};
+  std::vector<std::vector<double>> durations(templ->size());
+  for (const KernelDetailList* r : rows) {
+    if (!r || r->size() != templ->size()) continue;
+    for (size_t i = 0; i < r->size(); ++i) durations[i].push_back((*r)[i].dur);
+  }
+  std::vector<std::pair<std::string_view, int64_t>> positions;
+  for (const KernelDetail& k : *templ) positions.emplace_back(k.name, k.stream);
+  return position_stats(positions, durations);
+}
+
+std::vector<KernelStat> summarize_kernels(const Trace& trace,
+                                          std::span<const std::span<const Uid>> rows) {
+  const std::span<const Uid>* templ = nullptr;
+  for (const std::span<const Uid>& r : rows)
+    if (!r.empty()) {
+      templ = &r;
+      break;
+    }
+  if (!templ) return {};
+  std::vector<std::vector<double>> durations(templ->size());
+  for (const std::span<const Uid>& r : rows) {
+    if (r.size() != templ->size()) continue;
+    for (size_t i = 0; i < r.size(); ++i) durations[i].push_back(trace.events[r[i]].dur());
+  }
+  std::vector<std::pair<std::string_view, int64_t>> positions;
+  for (Uid u : *templ) positions.emplace_back(trace.name(u), trace.stream(trace.events[u]));
+  return position_stats(positions, durations);
 }
 
 std::string kernel_stats_repr(const std::vector<KernelStat>& stats) {

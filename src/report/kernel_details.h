@@ -42,6 +42,11 @@ struct KernelStat {
 // nullptr rows (missing) are ignored; result sorted by (total, name).
 std::vector<KernelStat> summarize_kernel_details(std::span<const KernelDetailList* const> rows);
 
+// summarize_kernel_details of kernel_details_of(trace, row) for every row,
+// without building the detail lists.
+std::vector<KernelStat> summarize_kernels(const Trace& trace,
+                                          std::span<const std::span<const Uid>> rows);
+
 // Python repr of the summary list, e.g.
 // [{'name': 'attn_fwd', 'stream': 0, 'count': 24, 'total_duration_us': 3908.798, ...}]
 std::string kernel_stats_repr(const std::vector<KernelStat>& stats);

@@ -12,6 +12,7 @@
 #include <map>
 #include <memory>
 #include <set>
+#include <span>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -228,6 +229,31 @@ struct SheetRow {
   KernelDetailList kernels;
 };
 
+struct ParamsNameHash {
+  size_t operator()(const std::pair<const perf::Params*, std::string_view>& k) const noexcept {
+    return std::hash<const void*>()(k.first) * 31 + std::hash<std::string_view>()(k.second);
+  }
+};
+
+// pandas "first" of a column over a group's rows: the first non-NaN value.
+template <class Get>
+double first_valid(const std::vector<PerfOpRow>& rows, const std::vector<size_t>& idx, Get get) {
+  for (size_t k : idx) {
+    double v = get(rows[k]);
+    if (!std::isnan(v)) return v;
+  }
+  return kNaN;
+}
+
+// The kernel summary of a group's rows.
+std::vector<KernelStat> group_kernel_stats(const Trace& trace, const std::vector<PerfOpRow>& rows,
+                                           const std::vector<size_t>& idx) {
+  std::vector<std::span<const Uid>> lists;
+  lists.reserve(idx.size());
+  for (size_t k : idx) lists.emplace_back(rows[k].kernels);
+  return summarize_kernels(trace, lists);
+}
+
 std::string param_str_or_nan(const perf::Params& params, const std::string& name) {
   const perf::Param* p = perf::find_param(params, name);
   return p ? p->str() : std::string("nan");
@@ -247,13 +273,21 @@ Table perf_sheet_summary_table(const Trace& trace, const std::vector<PerfOpRow>&
     has_roofline = has_roofline || r.metrics->roofline.has_value();
   }
   // Group by name + str(params) (pandas sorts group keys; the final sort
-  // below makes that order irrelevant).
+  // below makes that order irrelevant). Rows the model cache served share
+  // one params object, so a key is rendered once per (params, name).
   std::map<std::vector<std::string>, std::vector<size_t>> groups;
+  std::unordered_map<std::pair<const perf::Params*, std::string_view>, std::vector<size_t>*,
+                     ParamsNameHash>
+      group_of;
   for (size_t k = 0; k < rows.size(); ++k) {
-    std::vector<std::string> key{rows[k].name};
-    for (const std::string& p : param_names)
-      key.push_back(param_str_or_nan(rows[k].metrics->params(), p));
-    groups[key].push_back(k);
+    const perf::Params& params = rows[k].metrics->params();
+    auto [known, fresh] = group_of.try_emplace({&params, rows[k].name}, nullptr);
+    if (fresh) {
+      std::vector<std::string> key{rows[k].name};
+      for (const std::string& p : param_names) key.push_back(param_str_or_nan(params, p));
+      known->second = &groups[std::move(key)];
+    }
+    known->second->push_back(k);
   }
 
   std::vector<std::string> cols{"name"};
@@ -300,12 +334,12 @@ Table perf_sheet_summary_table(const Trace& trace, const std::vector<PerfOpRow>&
       return aggregate(v);
     };
     const PerfOpRow& first = rows[idx.front()];
-    put_aggs(row, t, "GFLOPS", collect([](const PerfOpRow& r) { return r.metrics->gflops; }),
-             {"first"});
-    put_aggs(row, t, "Data Moved (MB)",
-             collect([](const PerfOpRow& r) { return r.metrics->data_moved_mb; }), {"first"});
-    put_aggs(row, t, "FLOPS/Byte",
-             collect([](const PerfOpRow& r) { return r.metrics->flops_per_byte; }), {"first"});
+    row[t.col("GFLOPS_first")] =
+        num(first_valid(rows, idx, [](const PerfOpRow& r) { return r.metrics->gflops; }));
+    row[t.col("Data Moved (MB)_first")] =
+        num(first_valid(rows, idx, [](const PerfOpRow& r) { return r.metrics->data_moved_mb; }));
+    row[t.col("FLOPS/Byte_first")] =
+        num(first_valid(rows, idx, [](const PerfOpRow& r) { return r.metrics->flops_per_byte; }));
     put_aggs(row, t, "TB/s", collect([](const PerfOpRow& r) { return r.metrics->tb_per_s; }),
              {"mean", "median", "std", "min", "max"});
     put_aggs(row, t, "TFLOPS/s",
@@ -317,10 +351,9 @@ Table perf_sheet_summary_table(const Trace& trace, const std::vector<PerfOpRow>&
     row[t.col("thread_name_first")] = Cell(trace.thread_name(trace.pid(fe), trace.tid(fe)));
     row[t.col("Compute Spec")] = Cell(first.metrics->compute_spec);
     if (has_roofline) {
-      put_aggs(row, t, "Roofline Time (µs)", collect([](const PerfOpRow& r) {
-                 return r.metrics->roofline ? r.metrics->roofline->time_us : kNaN;
-               }),
-               {"first"});
+      row[t.col("Roofline Time (µs)_first")] = num(first_valid(rows, idx, [](const PerfOpRow& r) {
+        return r.metrics->roofline ? r.metrics->roofline->time_us : kNaN;
+      }));
       for (size_t k : idx)
         if (rows[k].metrics->roofline) {
           row[t.col("Roofline Bound_first")] = Cell(rows[k].metrics->roofline->bound);
@@ -331,11 +364,7 @@ Table perf_sheet_summary_table(const Trace& trace, const std::vector<PerfOpRow>&
                }),
                {"mean", "median", "std", "min", "max"});
     }
-    std::vector<KernelDetailList> lists;
-    for (size_t k : idx) lists.push_back(kernel_details_of(trace, rows[k].kernels));
-    std::vector<const KernelDetailList*> ptrs;
-    for (const auto& l : lists) ptrs.push_back(&l);
-    auto ks = summarize_kernel_details(ptrs);
+    auto ks = group_kernel_stats(trace, rows, idx);
     row[t.col("kernel_details__summarize_kernel_stats")] = kernel_summary_cell(ks);
     row[t.col("trunc_kernel_details")] = trunc_kernel_details_cell(ks);
     for (const char* arg : {"Input Dims", "Input type", "Input Strides", "Concrete Inputs"}) {
@@ -1046,17 +1075,15 @@ Table unified_perf_summary_table(const Trace& trace, const std::vector<PerfOpRow
     set("duration_us_min", num(dur.min));
     set("duration_us_max", num(dur.max));
     if (any_model) {
-      set("GFLOPS", num(collect([&](const PerfOpRow& r) {
-                          return metric(r, [](const PerfMetrics& m) { return m.gflops; });
-                        }).first));
-      set("Data Moved (MB)", num(collect([&](const PerfOpRow& r) {
-                                   return metric(
-                                       r, [](const PerfMetrics& m) { return m.data_moved_mb; });
-                                 }).first));
-      set("FLOPS/Byte", num(collect([&](const PerfOpRow& r) {
-                              return metric(r,
-                                            [](const PerfMetrics& m) { return m.flops_per_byte; });
-                            }).first));
+      set("GFLOPS", num(first_valid(rows, idx, [&](const PerfOpRow& r) {
+            return metric(r, [](const PerfMetrics& m) { return m.gflops; });
+          })));
+      set("Data Moved (MB)", num(first_valid(rows, idx, [&](const PerfOpRow& r) {
+            return metric(r, [](const PerfMetrics& m) { return m.data_moved_mb; });
+          })));
+      set("FLOPS/Byte", num(first_valid(rows, idx, [&](const PerfOpRow& r) {
+            return metric(r, [](const PerfMetrics& m) { return m.flops_per_byte; });
+          })));
       for (size_t i : idx)
         if (rows[i].metrics) {
           set("Compute Spec", Cell(rows[i].metrics->compute_spec));
@@ -1082,17 +1109,13 @@ Table unified_perf_summary_table(const Trace& trace, const std::vector<PerfOpRow
         return pct ? r.metrics->roofline->pct : r.metrics->roofline->time_us;
       };
       set("Roofline Time (µs)_first",
-          num(collect([&](const PerfOpRow& r) { return roof(r, false); }).first));
+          num(first_valid(rows, idx, [&](const PerfOpRow& r) { return roof(r, false); })));
       put_aggs(row, t, "Pct Roofline", collect([&](const PerfOpRow& r) { return roof(r, true); }),
                {"mean", "median", "std", "min", "max"});
     }
     NumAgg kt = collect([](const PerfOpRow& r) { return r.kernel_time_us; });
     put_aggs(row, t, "Kernel Time (µs)", kt, {"mean", "median", "std", "min", "max", "sum"});
-    std::vector<KernelDetailList> lists;
-    for (size_t i : idx) lists.push_back(kernel_details_of(trace, rows[i].kernels));
-    std::vector<const KernelDetailList*> ptrs;
-    for (const auto& l : lists) ptrs.push_back(&l);
-    auto ks = summarize_kernel_details(ptrs);
+    auto ks = group_kernel_stats(trace, rows, idx);
     set("kernel_details_summary", kernel_summary_cell(ks));
     set("trunc_kernel_details", trunc_kernel_details_cell(ks));
     for (size_t i : idx)
