@@ -59,7 +59,7 @@ std::vector<Table> launcher_tables(const Trace& trace, const CallTree& tree) {
 }
 
 struct SideTables {
-  std::vector<Table> launcher;
+  report::PerfSheets perf;
   std::vector<Table> kernel;
 };
 
@@ -74,13 +74,14 @@ Report build_report(const Trace& trace, const CallTree& tree, const ReportOption
   const double total_time_ms = report.timeline.total_time_ms();
 
   // Two halves that read the trace and the tree and share nothing else: the
-  // perf-model sheets (this thread), and the launcher sheets with the
-  // kernel-side sheets (a second thread when there is a second core). Tables
-  // are appended in TraceLens's sheet order either way.
+  // launcher sheets and unified_perf_summary (this thread), and the
+  // per-family perf sheets with the kernel-side sheets (a second thread when
+  // there is a second core); the halves cost about the same. Tables are
+  // appended in TraceLens's sheet order either way.
   const bool gpu_only = report.gpu_only;
   auto side_tables = [&] {
     SideTables side;
-    if (!gpu_only) side.launcher = launcher_tables(trace, tree);
+    if (!gpu_only) side.perf = report::perf_model_sheets(trace, tree, options.arch);
     side.kernel = kernel_side_tables(trace, tree, options, gpu_only, total_time_ms);
     return side;
   };
@@ -88,19 +89,16 @@ Report build_report(const Trace& trace, const CallTree& tree, const ReportOption
   if (std::thread::hardware_concurrency() > 1 && !gpu_only)
     side_job = std::async(std::launch::async, side_tables);
 
-  std::vector<Table> perf_tables;
+  std::vector<Table> launcher, unified;
   if (!gpu_only) {
-    // The unified rows (metrics, params, kernel lists of every op) are freed
-    // before the sheet rows are built, so the two sets never coexist in memory.
-    if (auto unified = unified_perf_summary(trace, tree, options))
-      perf_tables.push_back(std::move(*unified));
-    report::PerfSheets sheets = report::perf_model_sheets(trace, tree, options.arch);
-    for (Table& t : sheets.tables) perf_tables.push_back(std::move(t));
-    report.model_failures = std::move(sheets.model_failures);
+    launcher = launcher_tables(trace, tree);
+    if (auto table = unified_perf_summary(trace, tree, options))
+      unified.push_back(std::move(*table));
   }
 
   SideTables side = side_job.valid() ? side_job.get() : side_tables();
-  for (auto* part : {&side.launcher, &perf_tables, &side.kernel})
+  report.model_failures = std::move(side.perf.model_failures);
+  for (auto* part : {&launcher, &unified, &side.perf.tables, &side.kernel})
     for (Table& t : *part) report.tables.push_back(std::move(t));
   return report;
 }
