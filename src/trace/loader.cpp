@@ -160,6 +160,25 @@ BlockMasks block_masks(const char* p) {
   return m;
 }
 
+// The first '"' or '\\' in [p, end), or end. Reads up to 15 bytes past end:
+// callers pass text simdjson holds with its padding behind it.
+const char* find_quote_or_backslash(const char* p, const char* end) {
+#if defined(__SSE2__)
+  const __m128i quote = _mm_set1_epi8('"');
+  const __m128i backslash = _mm_set1_epi8('\\');
+  for (; p < end; p += 16) {
+    __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+    auto hits = static_cast<uint32_t>(
+        _mm_movemask_epi8(_mm_or_si128(_mm_cmpeq_epi8(v, quote), _mm_cmpeq_epi8(v, backslash))));
+    if (hits != 0) return std::min(p + __builtin_ctz(hits), end);
+  }
+  return end;
+#else
+  while (p < end && *p != '"' && *p != '\\') ++p;
+  return p;
+#endif
+}
+
 bool is_ws(char c) {
   return c == ' ' || c == '\n' || c == '\r' || c == '\t';
 }
@@ -449,8 +468,7 @@ class EventParser {
   // every key.
   simdjson::error_code key_of(od::field& field, std::string_view& key) {
     const char* start = field.key().raw();
-    const char* end = start;
-    while (end < text_end_ && *end != '"' && *end != '\\') ++end;
+    const char* end = find_quote_or_backslash(start, text_end_);
     if (end < text_end_ && *end == '"') {
       key = std::string_view(start, static_cast<size_t>(end - start));
       return simdjson::SUCCESS;
@@ -907,6 +925,9 @@ class ParallelEventParse {
 
   void parse(EventParser& parser, Batch& batch) {
     try {
+      // The join interns the part's strings into the whole, which computes
+      // their name flags: the part's pool skips them.
+      batch.part.strings = StringPool(/*name_flags=*/false);
       batch.part.events.reserve(batch.spans.size());
       parser.bind(batch.part, &batch.arg_keys, &joiner_);
       for (size_t k = 0; k < batch.spans.size(); ++k) {

@@ -2,8 +2,11 @@
 
 #include <simdjson.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
+#include <memory>
 #include <stdexcept>
 
 #include "pycompat/text.h"
@@ -53,11 +56,30 @@ uint8_t name_flags_of(std::string_view name) {
 uint32_t StringPool::intern(std::string_view s) {
   auto it = index_.find(s);
   if (it != index_.end()) return it->second;
-  auto id = static_cast<uint32_t>(strings_.size());
-  flags_.push_back(name_flags_of(s));
-  strings_.push_back(std::make_unique<std::string>(s));
-  index_.emplace(*strings_.back(), id);
+  auto id = static_cast<uint32_t>(views_.size());
+  flags_.push_back(name_flags_ ? name_flags_of(s) : 0);
+  views_.push_back(store(s));
+  index_.emplace(views_.back(), id);
   return id;
+}
+
+std::string_view StringPool::store(std::string_view s) {
+  constexpr size_t kMaxBlockBytes = 64 * 1024;
+  if (s.empty()) return {"", 0};
+  if (s.size() > block_left_) {
+    // Blocks grow from 4 KiB (a parse part's few strings) to 64 KiB; a text
+    // longer than that gets a block of its own.
+    size_t bytes = std::max(next_block_bytes_, s.size());
+    next_block_bytes_ = std::min(next_block_bytes_ * 2, kMaxBlockBytes);
+    blocks_.push_back(std::make_unique_for_overwrite<char[]>(bytes));
+    block_free_ = blocks_.back().get();
+    block_left_ = bytes;
+  }
+  char* at = block_free_;
+  std::memcpy(at, s.data(), s.size());
+  block_free_ += s.size();
+  block_left_ -= s.size();
+  return {at, s.size()};
 }
 
 bool StringPool::find(std::string_view s, uint32_t& id) const {

@@ -97,21 +97,34 @@ enum NameFlag : uint8_t {
 uint8_t name_flags_of(std::string_view name);
 
 // Append-only string interner. Ids are dense and stable; views stay valid
-// for the interner's lifetime.
+// for the interner's lifetime (texts live in blocks the pool owns, so moving
+// the pool keeps them).
 class StringPool {
  public:
+  // name_flags false: the NameFlag bits are not computed (flags() answers 0):
+  // a parse part's pool, whose strings the joined whole interns again and
+  // classifies there.
+  explicit StringPool(bool name_flags = true) : name_flags_(name_flags) {}
   uint32_t intern(std::string_view s);
-  std::string_view view(uint32_t id) const { return *strings_[id]; }
-  size_t size() const { return strings_.size(); }
+  std::string_view view(uint32_t id) const { return views_[id]; }
+  size_t size() const { return views_.size(); }
   // Returns the id of s if already interned.
   bool find(std::string_view s, uint32_t& id) const;
   // NameFlag bits of string `id`, computed when it was interned.
   uint8_t flags(uint32_t id) const { return flags_[id]; }
 
  private:
-  std::vector<std::unique_ptr<std::string>> strings_;
-  std::vector<uint8_t> flags_;  // per id
+  // A copy of s in the pool's blocks (one allocation per block, not per string).
+  std::string_view store(std::string_view s);
+
+  std::vector<std::string_view> views_;  // per id
+  std::vector<uint8_t> flags_;           // per id
   std::unordered_map<std::string_view, uint32_t> index_;
+  std::vector<std::unique_ptr<char[]>> blocks_;
+  char* block_free_ = nullptr;
+  size_t block_left_ = 0;
+  size_t next_block_bytes_ = 4096;
+  bool name_flags_ = true;
 };
 
 // Event times are int64 nanoseconds; kNoTime marks an absent ts / dur.

@@ -2,7 +2,10 @@
 // and the CLI must exit non-zero without leaving output behind.
 #include <doctest/doctest.h>
 
+#include <charconv>
+#include <cstdint>
 #include <string>
+#include <system_error>
 #include <vector>
 
 #include "rocprof/profile.h"
@@ -265,5 +268,61 @@ TEST_CASE("cli: report on bad rocprofv3 input exits non-zero and writes nothing"
     CHECK(r.output.find(bad.expected) != std::string::npos);
     bool wrote_something = fs::exists(out) && !fs::is_empty(out);
     CHECK_FALSE(wrote_something);
+  }
+}
+
+namespace {
+
+// What the loader's number check accepts, computed here with from_chars
+// alone: an integer literal in range, or a text from_chars reads to the end
+// as a double (out of range included).
+bool from_chars_reads_all(const std::string& text) {
+  const char* end = text.data() + text.size();
+  int64_t i = 0;
+  auto [ip, iec] = std::from_chars(text.data(), end, i);
+  if (iec == std::errc() && ip == end) return true;
+  double d = 0;
+  auto [dp, dec] = std::from_chars(text.data(), end, d);
+  return dp == end && (dec == std::errc() || dec == std::errc::result_out_of_range);
+}
+
+}  // namespace
+
+TEST_CASE("loader: a dropped number arg is valid exactly when from_chars reads it whole") {
+  // Kernel args such as "est. achieved occupancy %" are validated and dropped;
+  // the accepted set is that of from_chars.
+  for (std::string text : {"1.5",
+                           "-0.25",
+                           "1.5e3",
+                           "1.5E+30",
+                           "2.5e-400",
+                           "1.5e99999",
+                           "00.5",
+                           "7",
+                           "-12",
+                           "0.1e-2",
+                           "-1E-5",
+                           "1e5",
+                           "123456789012345678901234567890",
+                           "1.5e",
+                           "1.5e+",
+                           "1.2.3",
+                           "1.5x",
+                           "-",
+                           "12abc",
+                           "-.5"}) {
+    CAPTURE(text);
+    std::string json =
+        R"({"traceEvents":[{"ph":"X","cat":"kernel","name":"k","pid":0,"tid":7,"ts":1,"dur":1,)"
+        R"("args":{"est. achieved occupancy %":)" +
+        text + "}}]}";
+    std::string error;
+    try {
+      load_trace_from_json(json);
+    } catch (const TraceError& e) {
+      error = e.what();
+    }
+    CHECK(error.empty() == from_chars_reads_all(text));
+    if (!error.empty()) CHECK(error.find("is not a valid number") != std::string::npos);
   }
 }
