@@ -694,6 +694,15 @@ class UnifiedCollector {
     return c == 1;
   }
 
+  // The registry entry of event u's name, looked up once per name (the
+  // registry hashes the text).
+  const perf::ModelEntry* model_entry(Uid u) const {
+    uint32_t name = trace_.events[u].name;
+    auto [it, fresh] = entry_by_name_.try_emplace(name, nullptr);
+    if (fresh) it->second = perf::find_model_entry(trace_.str(name));
+    return it->second;
+  }
+
   bool is_leaf_cpu_op(Uid u) const {
     if (!is_cpu_op(trace_, u)) return false;
     return has_kernel_descendant(u, 10);
@@ -753,7 +762,7 @@ class UnifiedCollector {
     bool result = false;
     auto [fwd, sole] = linked_fwd(base);
     if (fwd != kNoUid && sole) {
-      const perf::ModelEntry* e = perf::find_model_entry(trace_.name(fwd));
+      const perf::ModelEntry* e = model_entry(fwd);
       if (e && !e->bwd_category.empty()) {
         try {
           result = compute_metrics(trace_, tree_, {fwd, fwd, trace_.name(fwd)}, true, arch_,
@@ -930,15 +939,15 @@ class UnifiedCollector {
     r.event_uid = op.base;
     r.name = std::string(op.name);
     r.duration_us = trace_.events[op.base].dur();
-    bool own = has_model(op.base, op.name);
+    // A collected event's row has the event's own name: its answer is cached.
+    bool own = is_synthetic(op) ? has_model(op.base, op.name) : has_model(op.base);
     bool sole = sole_bwd(op.base);
     std::string bwd_category;
     Uid fwd = kNoUid;
     if (sole) {
       fwd = linked_fwd(op.base).first;
       if (fwd != kNoUid)
-        if (const perf::ModelEntry* e = perf::find_model_entry(trace_.name(fwd)))
-          bwd_category = e->bwd_category;
+        if (const perf::ModelEntry* e = model_entry(fwd)) bwd_category = e->bwd_category;
     }
     r.category = category_of(op);
     if (!own && !bwd_category.empty()) r.category = bwd_category;
@@ -951,7 +960,8 @@ class UnifiedCollector {
         if (c) {
           r.backward = !own;
           r.kernel_time_us = c->metrics.kernel_time_us;
-          if (const perf::ModelEntry* e = perf::find_model_entry(target.name))
+          if (const perf::ModelEntry* e = is_synthetic(target) ? perf::find_model_entry(target.name)
+                                                               : model_entry(target.base))
             r.sheet = std::string(e->sheet);
           r.metrics = std::move(c->metrics);
           return r;
@@ -978,6 +988,7 @@ class UnifiedCollector {
   std::vector<int8_t> sole_cache_;
   mutable std::vector<int8_t> model_cache_;
   mutable std::vector<int8_t> desc_cache_;
+  mutable std::unordered_map<uint32_t, const perf::ModelEntry*> entry_by_name_;
   std::vector<std::string> synthetic_names_;
   std::unordered_map<Uid, size_t> synthetic_index_;
   std::unordered_map<Uid, Uid> synthetic_kernel_;
