@@ -5,6 +5,8 @@
 //   jarvis_bench --rocprof [--repeat N] [--kernel-details] RESULTS...  (bench/rocprof.cpp)
 //   jarvis_bench --deep-stack [DEPTH...]  fusion candidates on deep stacks (bench/deep_stack.cpp)
 //   jarvis_bench --load-modes [--repeat N] TRACE...  gzip inflate modes (bench/load_modes.cpp)
+//   jarvis_bench --in-process [--repeat N] TRACE...  JSON vs snapshot load in one process
+//                                                   (bench/in_process.cpp)
 //
 // For every trace it times, each in a fresh child process:
 //   floor  : zlib gunzip of the whole file (gzread, the same zlib jarvis links)
@@ -293,6 +295,7 @@ Floor run_floor(const std::string& trace, bool on_demand, int repeat) {
 int rocprof_bench(int argc, char** argv);     // bench/rocprof.cpp
 int deep_stack_bench(int argc, char** argv);  // bench/deep_stack.cpp
 int load_modes_bench(int argc, char** argv);  // bench/load_modes.cpp
+int in_process_bench(int argc, char** argv);  // bench/in_process.cpp
 
 int main(int argc, char** argv) {
   if (argc > 1 && std::string(argv[1]) == "--rocprof") return rocprof_bench(argc - 1, argv + 1);
@@ -300,6 +303,8 @@ int main(int argc, char** argv) {
     return deep_stack_bench(argc - 1, argv + 1);
   if (argc > 1 && std::string(argv[1]) == "--load-modes")
     return load_modes_bench(argc - 1, argv + 1);
+  if (argc > 1 && std::string(argv[1]) == "--in-process")
+    return in_process_bench(argc - 1, argv + 1);
   Options opt = parse_options(argc, argv);
   auto out_dir = std::filesystem::temp_directory_path() / fmt::format("jarvis_bench.{}", getpid());
   auto cache_dir =
