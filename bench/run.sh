@@ -42,3 +42,8 @@ done
 echo "load only, by gzip inflate mode (in-process load_trace, fresh child each, best of $REPEAT):"
 echo
 "$BUILD/jarvis_bench" --load-modes --repeat "$REPEAT" "$TMP/x1.json.gz" "$TMP/x$COPIES.json.gz"
+echo
+echo "load in one long-running process (an MCP server's load_trace): JSON, then the snapshot (best of $REPEAT):"
+echo
+"$BUILD/jarvis_bench" --in-process --repeat "$REPEAT" \
+  "$TRACE" "$TMP/x1.json.gz" "$TMP/gpt2_x32.json.gz" "$TMP/x$COPIES.json.gz"
