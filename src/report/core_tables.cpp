@@ -485,6 +485,95 @@ std::string_view launcher_category(std::string_view launcher) {
   return {};
 }
 
+// kernel_summary's groups in first-appearance order: their id keys, the
+// durations of each, and every kernel's duration.
+struct KernelSummaryGroups {
+  CategoryIds categories;
+  std::vector<KernelSummaryIds> ids;
+  std::vector<std::vector<double>> durations;
+  std::vector<double> all_durations;
+};
+
+// The category of a kernel's group: §9 on its cpu_op, else its launcher's
+// kind; each computed once per cpu_op or launcher name.
+class KernelCategories {
+ public:
+  KernelCategories(const Trace& trace, const CallTree& tree, CategoryIds& ids)
+      : trace_(trace), tree_(tree), ids_(ids) {}
+  uint32_t of_cpu_op(Uid cpu_op) {
+    auto [it, fresh] = by_op_.try_emplace(cpu_op, 0);
+    if (fresh) it->second = ids_.of(op_category_of(trace_, tree_, cpu_op));
+    return it->second;
+  }
+  uint32_t of_launcher_name(uint32_t name) {
+    auto [it, fresh] = by_name_.try_emplace(name, 0);
+    if (fresh) {
+      std::string_view category = launcher_category(trace_.str(name));
+      if (!category.empty()) it->second = ids_.of(category);
+    }
+    return it->second;
+  }
+
+ private:
+  const Trace& trace_;
+  const CallTree& tree_;
+  CategoryIds& ids_;
+  std::unordered_map<Uid, uint32_t> by_op_;
+  std::unordered_map<uint32_t, uint32_t> by_name_;
+};
+
+KernelSummaryGroups group_kernels(const Trace& trace, const CallTree& tree,
+                                  const std::vector<KernelFacts>& facts, bool cpu_op_column) {
+  KernelSummaryGroups g;
+  KernelCategories categories(trace, tree, g.categories);
+  std::unordered_map<KernelSummaryIds, size_t, KernelSummaryIdsHash> group_of;
+  g.all_durations.reserve(facts.size());
+  for (const KernelFacts& f : facts) {
+    const Event& k = trace.events[f.uid];
+    KernelSummaryIds ids;
+    if (f.cpu_op != kNoUid) {
+      ids.category = categories.of_cpu_op(f.cpu_op);
+      ids.cpu_op = trace.events[f.cpu_op].name + 1;
+    } else if (f.launcher != kNoUid) {
+      uint32_t name = trace.events[f.launcher].name;
+      if (cpu_op_column) ids.cpu_op = name + 1;
+      ids.category = categories.of_launcher_name(name);
+    }
+    ids.kernel = k.name;
+    ids.stream = trace.stream(k);
+    auto [it, fresh] = group_of.try_emplace(ids, g.ids.size());
+    if (fresh) {
+      g.ids.push_back(ids);
+      g.durations.emplace_back();
+    }
+    g.durations[it->second].push_back(k.dur());
+    g.all_durations.push_back(k.dur());
+  }
+  return g;
+}
+
+using KernelSummaryKey = std::array<KeyCell, 4>;  // category, cpu_op, kernel name, stream
+
+// The groups' key cells, and the group indices in the order pandas's groupby
+// sorts those keys (NaN kept).
+std::vector<KernelSummaryKey> kernel_summary_keys(const Trace& trace, const KernelSummaryGroups& g,
+                                                  std::vector<size_t>& order) {
+  std::vector<KernelSummaryKey> keys;
+  keys.reserve(g.ids.size());
+  for (const KernelSummaryIds& ids : g.ids) {
+    KernelSummaryKey key;
+    key[0] = g.categories.cell(ids.category);
+    if (ids.cpu_op != 0) key[1] = text_key(trace.str(ids.cpu_op - 1));
+    key[2] = text_key(trace.str(ids.kernel));
+    if (ids.stream != kNoInt) key[3] = {false, "", ids.stream, true};
+    keys.push_back(std::move(key));
+  }
+  order.resize(keys.size());
+  std::iota(order.begin(), order.end(), size_t{0});
+  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return keys[a] < keys[b]; });
+  return keys;
+}
+
 }  // namespace
 
 Table kernel_summary_table(const Trace& trace, const CallTree& tree, double total_time_ms) {
@@ -494,59 +583,10 @@ Table kernel_summary_table(const Trace& trace, const CallTree& tree, double tota
   // and then the launcher name is not put in its place either.
   bool cpu_op_column = std::any_of(facts.begin(), facts.end(),
                                    [](const KernelFacts& f) { return f.cpu_op != kNoUid; });
-  CategoryIds categories;
-  std::unordered_map<Uid, uint32_t> category_of_op;         // per cpu_op (§9 on the cpu_op)
-  std::unordered_map<uint32_t, uint32_t> category_of_name;  // per launcher name id
-  std::unordered_map<KernelSummaryIds, size_t, KernelSummaryIdsHash> group_of;
-  std::vector<KernelSummaryIds> group_ids;
-  std::vector<std::vector<double>> group_durations;
-  std::vector<double> all_durations;
-  all_durations.reserve(facts.size());
-  for (const KernelFacts& f : facts) {
-    const Event& k = trace.events[f.uid];
-    KernelSummaryIds ids;
-    if (f.cpu_op != kNoUid) {
-      auto it = category_of_op.find(f.cpu_op);
-      if (it == category_of_op.end())
-        it = category_of_op.emplace(f.cpu_op, categories.of(op_category_of(trace, tree, f.cpu_op)))
-                 .first;
-      ids.category = it->second;
-      ids.cpu_op = trace.events[f.cpu_op].name + 1;
-    } else if (f.launcher != kNoUid) {
-      uint32_t name = trace.events[f.launcher].name;
-      if (cpu_op_column) ids.cpu_op = name + 1;
-      auto it = category_of_name.find(name);
-      if (it == category_of_name.end()) {
-        std::string_view category = launcher_category(trace.str(name));
-        it = category_of_name.emplace(name, category.empty() ? 0 : categories.of(category)).first;
-      }
-      ids.category = it->second;
-    }
-    ids.kernel = k.name;
-    ids.stream = trace.stream(k);
-    auto [it, fresh] = group_of.try_emplace(ids, group_ids.size());
-    if (fresh) {
-      group_ids.push_back(ids);
-      group_durations.emplace_back();
-    }
-    group_durations[it->second].push_back(k.dur());
-    all_durations.push_back(k.dur());
-  }
-  // pandas groupby: groups in sorted key order (NaN kept).
-  using Key = std::array<KeyCell, 4>;  // category, cpu_op, kernel name, stream
-  std::vector<Key> keys;
-  keys.reserve(group_ids.size());
-  for (const KernelSummaryIds& ids : group_ids) {
-    Key key;
-    key[0] = categories.cell(ids.category);
-    if (ids.cpu_op != 0) key[1] = text_key(trace.str(ids.cpu_op - 1));
-    key[2] = text_key(trace.str(ids.kernel));
-    if (ids.stream != kNoInt) key[3] = {false, "", ids.stream, true};
-    keys.push_back(std::move(key));
-  }
-  std::vector<size_t> order(keys.size());
-  std::iota(order.begin(), order.end(), size_t{0});
-  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return keys[a] < keys[b]; });
+  KernelSummaryGroups groups = group_kernels(trace, tree, facts, cpu_op_column);
+  std::vector<size_t> order;
+  using Key = KernelSummaryKey;
+  std::vector<Key> keys = kernel_summary_keys(trace, groups, order);
   struct Agg {
     const Key* key;
     double sum, mean, min, max;
@@ -554,7 +594,7 @@ Table kernel_summary_table(const Trace& trace, const CallTree& tree, double tota
   };
   std::vector<Agg> aggs;
   for (size_t g : order) {
-    const std::vector<double>& durs = group_durations[g];
+    const std::vector<double>& durs = groups.durations[g];
     aggs.push_back({&keys[g], pycompat::pandas_groupby_sum(durs),
                     pycompat::pandas_groupby_mean(durs), stats::min(durs), stats::max(durs),
                     durs.size()});
@@ -566,7 +606,7 @@ Table kernel_summary_table(const Trace& trace, const CallTree& tree, double tota
                "Kernel duration (µs)_sum", "Kernel duration (µs)_count",
                "Kernel duration (µs)_mean", "Kernel duration (µs)_min", "Kernel duration (µs)_max",
                "Percent of kernels time (%)", "Percent of total time (%)"});
-  double total_kernels_us = pycompat::numpy_sum(all_durations);
+  double total_kernels_us = pycompat::numpy_sum(groups.all_durations);
   double total_us = total_time_ms * 1e3;
   for (const Agg& a : aggs) {
     auto& row = table.add_row();
