@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "trace/snapshot.h"
+#include "trace_args.h"
 
 namespace {
 
@@ -40,19 +41,10 @@ double best_load_s(const std::string& path, const jarvis::SnapshotOptions& snaps
 }  // namespace
 
 int in_process_bench(int argc, char** argv) {
-  int repeat = 3;
-  std::vector<std::string> traces;
-  for (int k = 1; k < argc; ++k) {
-    std::string a = argv[k];
-    if (a == "--repeat" && k + 1 < argc)
-      repeat = std::max(1, std::atoi(argv[++k]));
-    else
-      traces.push_back(a);
-  }
-  if (traces.empty()) {
-    fmt::print(stderr, "usage: jarvis_bench --in-process [--repeat N] TRACE...\n");
-    return 2;
-  }
+  auto args = parse_trace_args(argc, argv, "jarvis_bench --in-process [--repeat N] TRACE...");
+  if (!args) return 2;
+  const int repeat = args->repeat;
+  const std::vector<std::string>& traces = args->traces;
   fs::path cache = fs::temp_directory_path() / fmt::format("jarvis_bench_inproc.{}", getpid());
   fmt::print("| trace | events | load from JSON s | load from snapshot s | snapshot / JSON |\n");
   fmt::print("|---|---:|---:|---:|---:|\n");

@@ -20,6 +20,7 @@
 
 #include "trace/gzip_inflate.h"
 #include "trace/loader.h"
+#include "trace_args.h"
 
 namespace {
 
@@ -78,19 +79,10 @@ Run load_once(const std::string& path, jarvis::GzipInflate mode) {
 }  // namespace
 
 int load_modes_bench(int argc, char** argv) {
-  int repeat = 3;
-  std::vector<std::string> traces;
-  for (int k = 1; k < argc; ++k) {
-    std::string a = argv[k];
-    if (a == "--repeat" && k + 1 < argc)
-      repeat = std::max(1, std::atoi(argv[++k]));
-    else
-      traces.push_back(a);
-  }
-  if (traces.empty()) {
-    fmt::print(stderr, "usage: jarvis_bench --load-modes [--repeat N] TRACE...\n");
-    return 2;
-  }
+  auto args = parse_trace_args(argc, argv, "jarvis_bench --load-modes [--repeat N] TRACE...");
+  if (!args) return 2;
+  const int repeat = args->repeat;
+  const std::vector<std::string>& traces = args->traces;
   const std::pair<const char*, jarvis::GzipInflate> modes[] = {
       {"ISA-L, one thread", jarvis::GzipInflate::IsalStream},
       {"ISA-L pipelined (2 threads)", jarvis::GzipInflate::IsalPipelined},
