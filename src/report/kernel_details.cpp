@@ -87,43 +87,46 @@ std::vector<KernelStat> position_stats(
   return out;
 }
 
+// _summarize_kernel_stats over rows of any kind: size(row) is a row's kernel
+// count (0 for a missing row), dur(row, i) and position(row, i) its i-th
+// kernel's duration and (name, stream). The template is the first non-empty
+// row; rows of another length are skipped.
+template <class Rows, class Size, class Dur, class Position>
+std::vector<KernelStat> summarize_rows(const Rows& rows, Size size, Dur dur, Position position) {
+  auto templ = std::find_if(rows.begin(), rows.end(), [&](const auto& r) { return size(r) > 0; });
+  if (templ == rows.end()) return {};
+  const size_t n = size(*templ);
+  std::vector<std::vector<double>> durations(n);
+  for (const auto& r : rows) {
+    if (size(r) != n) continue;
+    for (size_t i = 0; i < n; ++i) durations[i].push_back(dur(r, i));
+  }
+  std::vector<std::pair<std::string_view, int64_t>> positions;
+  positions.reserve(n);
+  for (size_t i = 0; i < n; ++i) positions.push_back(position(*templ, i));
+  return position_stats(positions, durations);
+}
+
 }  // namespace
 
 std::vector<KernelStat> summarize_kernel_details(std::span<const KernelDetailList* const> rows) {
-  const KernelDetailList* templ = nullptr;
-  for (const KernelDetailList* r : rows)
-    if (r && !r->empty()) {
-      templ = r;
-      break;
-    }
-  if (!templ) return {};
-  std::vector<std::vector<double>> durations(templ->size());
-  for (const KernelDetailList* r : rows) {
-    if (!r || r->size() != templ->size()) continue;
-    for (size_t i = 0; i < r->size(); ++i) durations[i].push_back((*r)[i].dur);
-  }
-  std::vector<std::pair<std::string_view, int64_t>> positions;
-  for (const KernelDetail& k : *templ) positions.emplace_back(k.name, k.stream);
-  return position_stats(positions, durations);
+  return summarize_rows(
+      rows, [](const KernelDetailList* r) { return r ? r->size() : 0; },
+      [](const KernelDetailList* r, size_t i) { return (*r)[i].dur; },
+      [](const KernelDetailList* r, size_t i) {
+        return std::pair<std::string_view, int64_t>((*r)[i].name, (*r)[i].stream);
+      });
 }
 
 std::vector<KernelStat> summarize_kernels(const Trace& trace,
                                           std::span<const std::span<const Uid>> rows) {
-  const std::span<const Uid>* templ = nullptr;
-  for (const std::span<const Uid>& r : rows)
-    if (!r.empty()) {
-      templ = &r;
-      break;
-    }
-  if (!templ) return {};
-  std::vector<std::vector<double>> durations(templ->size());
-  for (const std::span<const Uid>& r : rows) {
-    if (r.size() != templ->size()) continue;
-    for (size_t i = 0; i < r.size(); ++i) durations[i].push_back(trace.events[r[i]].dur());
-  }
-  std::vector<std::pair<std::string_view, int64_t>> positions;
-  for (Uid u : *templ) positions.emplace_back(trace.name(u), trace.stream(trace.events[u]));
-  return position_stats(positions, durations);
+  return summarize_rows(
+      rows, [](std::span<const Uid> r) { return r.size(); },
+      [&](std::span<const Uid> r, size_t i) { return trace.events[r[i]].dur(); },
+      [&](std::span<const Uid> r, size_t i) {
+        return std::pair<std::string_view, int64_t>(trace.name(r[i]),
+                                                    trace.stream(trace.events[r[i]]));
+      });
 }
 
 std::string kernel_stats_repr(const std::vector<KernelStat>& stats) {
