@@ -4,7 +4,9 @@
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
+#include <stdexcept>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -42,15 +44,63 @@ struct Registered {
   Runner run;
 };
 
-std::vector<Registered> register_commands(CLI::App& app) {
-  using namespace jarvis::cli;
+struct CommandEntry {
+  const char* name;  // the subcommand name the adder registers
+  Runner (*add)(CLI::App&);
+};
+
+// Every command, in the order of `jarvis --help`. `completion` and `manpage`
+// describe the whole application, so they never run alone.
+constexpr CommandEntry kCommands[] = {
+    {"info", jarvis::cli::add_info},
+    {"report", jarvis::cli::add_report},
+    {"prepare", jarvis::cli::add_prepare},
+    {"analyze", jarvis::cli::add_analyze},
+    {"compare", jarvis::cli::add_compare},
+    {"insights", jarvis::cli::add_insights},
+    {"collectives", jarvis::cli::add_collectives},
+    {"critical-path", jarvis::cli::add_critical_path},
+    {"what-if", jarvis::cli::add_what_if},
+    {"sweep", jarvis::cli::add_sweep},
+    {"sweep-compare", jarvis::cli::add_sweep_compare},
+    {"rocprof-config", jarvis::cli::add_rocprof_config},
+    {"replay", jarvis::cli::add_replay},
+    {"render-findings", jarvis::cli::add_render_findings},
+    {"final-report", jarvis::cli::add_final_report},
+    {"serve", jarvis::cli::add_serve},
+    {"completion", jarvis::cli::add_completion},
+    {"manpage", jarvis::cli::add_manpage},
+};
+
+// The first argument that is not a flag names the command: the application's
+// own flags (--no-cache, --help, --version) take no value.
+std::string_view command_word(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i)
+    if (argv[i][0] != '-') return argv[i];
+  return {};
+}
+
+bool runs_alone(std::string_view name) {
+  if (name == "completion" || name == "manpage") return false;
+  for (const auto& entry : kCommands)
+    if (name == entry.name) return true;
+  return false;
+}
+
+// Builds the named command only when the command line names one: building
+// all eighteen (their options, validators and help texts) is most of a short
+// run's process start, which a snapshot load of a small trace pays in full.
+// Help, version, unknown commands and the introspecting commands get all.
+std::vector<Registered> register_commands(CLI::App& app, std::string_view only) {
   std::vector<Registered> out;
-  for (auto add : {add_info, add_report, add_prepare, add_analyze, add_compare, add_insights,
-                   add_collectives, add_critical_path, add_what_if, add_sweep, add_sweep_compare,
-                   add_rocprof_config, add_replay, add_render_findings, add_final_report, add_serve,
-                   add_completion, add_manpage}) {
-    Runner run = add(app);
+  bool alone = runs_alone(only);
+  for (const auto& entry : kCommands) {
+    if (alone && only != entry.name) continue;
+    Runner run = entry.add(app);
     CLI::App* added = app.get_subcommands([](CLI::App*) { return true; }).back();
+    if (added->get_name() != entry.name)
+      throw std::logic_error(fmt::format("command table names '{}' but its adder registered '{}'",
+                                         entry.name, added->get_name()));
     out.push_back({added, std::move(run)});
   }
   return out;
@@ -103,7 +153,7 @@ int main(int argc, char** argv) {
   app.add_flag("--no-cache", no_cache,
                "neither read nor write trace snapshots (the cache of loaded traces; also "
                "JARVIS_NO_SNAPSHOT=1)");
-  std::vector<Registered> commands = register_commands(app);
+  std::vector<Registered> commands = register_commands(app, command_word(argc, argv));
   std::string chosen;
   try {
     app.parse(argc, argv);
