@@ -1,7 +1,7 @@
 #include "trace/snapshot.h"
 
 #include <fcntl.h>
-#include <libdeflate.h>
+#include <isa-l/crc.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -15,6 +15,7 @@
 #include <cstring>
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <stdexcept>
 #include <type_traits>
 #include <utility>
@@ -52,6 +53,13 @@ struct Unusable {
   std::string reason;
 };
 
+// CRC-32 (the gzip polynomial, chainable like zlib's crc32). ISA-L's folding
+// with carry-less multiplies runs ~4x faster than libdeflate's here, and the
+// payload check is a fifth of a small snapshot's load; the values are equal.
+uint32_t checksum(uint32_t crc, const void* p, uint64_t n) {
+  return crc32_gzip_refl(crc, static_cast<const unsigned char*>(p), n);
+}
+
 uint64_t fnv1a(std::string_view s) {
   uint64_t h = 1469598103934665603ull;
   for (unsigned char c : s) h = (h ^ c) * 1099511628211ull;
@@ -66,7 +74,7 @@ class Writer {
   void raw(const void* p, size_t n) {
     if (n == 0) return;
     if (std::fwrite(p, 1, n, f_) != n) throw std::runtime_error(std::strerror(errno));
-    crc_ = libdeflate_crc32(crc_, p, n);
+    crc_ = checksum(crc_, p, n);
     bytes_ += n;
   }
   template <class T>
@@ -190,12 +198,26 @@ void write_payload(Writer& w, const SnapshotKey& key, const Trace& t) {
 
 // ---------------------------------------------------------------- reading
 
-// Reads the payload in place from the mapped file; the caller has checked
-// its checksum.
+// Reads the payload in place from the mapped file and checksums it in
+// payload order (checksum_to), at the pace the caller checks what it read.
 class Reader {
  public:
   Reader(const char* file_start, const char* payload, uint64_t payload_bytes)
-      : file_start_(file_start), p_(payload), left_(payload_bytes) {}
+      : file_start_(file_start),
+        p_(payload),
+        left_(payload_bytes),
+        checked_(payload),
+        end_(payload + payload_bytes) {}
+  // Extends the checksum over the payload up to `to` (a point not before the
+  // last one, inside the payload).
+  void checksum_to(const char* to) {
+    if (to < checked_ || to > end_) throw std::logic_error("snapshot checksum out of order");
+    crc_ = checksum(crc_, checked_, static_cast<uint64_t>(to - checked_));
+    checked_ = to;
+  }
+  void checksum_to_end() { checksum_to(end_); }
+  // The checksum of the whole payload, once checksum_to_end has run.
+  uint32_t crc() const { return crc_; }
   // The next n bytes, in place.
   const char* take(uint64_t n) {
     if (n > left_) throw Unusable{"corrupt: a length points past the end of the snapshot"};
@@ -234,6 +256,11 @@ class Reader {
     uint64_t n = u64();
     if (min_bytes && n > left_ / min_bytes) throw Unusable{"corrupt: a count exceeds the data"};
     return n;
+  }
+  // A string in place (valid while the mapping lives).
+  std::string_view str_view() {
+    uint64_t n = count(1);
+    return {take(n), n};
   }
   std::string str() {
     uint64_t n = count(1);
@@ -285,11 +312,15 @@ class Reader {
     throw Unusable{"corrupt: an unknown arg value kind"};
   }
   uint64_t left() const { return left_; }
+  const char* position() const { return p_; }
 
  private:
   const char* file_start_;
   const char* p_;
   uint64_t left_;
+  const char* checked_;  // the checksum covers [payload, checked_)
+  const char* end_;
+  uint32_t crc_ = 0;
 };
 
 SnapshotKey read_key(Reader& r) {
@@ -324,9 +355,10 @@ Trace read_payload(Reader& r, const std::shared_ptr<void>& mapping, const Snapsh
   t.platform = static_cast<Platform>(platform);
   uint64_t n_strings = r.count(sizeof(uint64_t));
   for (uint64_t i = 0; i < n_strings; ++i)
-    if (t.strings.intern(r.str()) != i) throw Unusable{"corrupt: a repeated string"};
+    if (t.strings.intern(r.str_view()) != i) throw Unusable{"corrupt: a repeated string"};
   uint64_t n_events = r.count(sizeof(Event));
   t.events = r.array<Event>(mapping, n_events);
+  const char* events_end = r.position();
   uint64_t n_threads = r.count(18);
   t.threads.clear();
   t.threads.reserve(n_threads);
@@ -370,19 +402,17 @@ Trace read_payload(Reader& r, const std::shared_ptr<void>& mapping, const Snapsh
     t.top_level_json.emplace_back(std::move(k), r.str());
   }
   if (r.left() != 0) throw Unusable{"corrupt: trailing bytes"};
-  // Every index an event holds must lie inside its table.
-  for (const Event& e : t.events) {
-    if (e.name >= n_strings || e.cat_name >= n_strings ||
-        (e.args != -1 && (e.args < 0 || static_cast<uint64_t>(e.args) >= n_lists)) ||
-        static_cast<uint8_t>(e.cat) > static_cast<uint8_t>(Cat::Other) ||
-        static_cast<uint8_t>(e.ph) > static_cast<uint8_t>(Phase::None))
-      throw Unusable{"corrupt: an event index out of range"};
-  }
+  // The events are checksummed block by block as they are checked, the rest
+  // of the payload before and after them.
+  r.checksum_to(events_end - n_events * sizeof(Event));
   try {
-    t.restore_side_tables(std::move(ids));
+    t.restore_side_tables(std::move(ids), [&r](const Event* block, size_t n) {
+      r.checksum_to(reinterpret_cast<const char*>(block + n));
+    });
   } catch (const std::invalid_argument& e) {
     throw Unusable{std::string("corrupt: ") + e.what()};
   }
+  r.checksum_to_end();
   return t;
 }
 
@@ -408,10 +438,10 @@ SnapshotKey snapshot_key(const std::string& path) {
   k.inode = static_cast<uint64_t>(st.st_ino);
   std::vector<char> buf(kEdgeBytes);
   size_t got = std::fread(buf.data(), 1, buf.size(), f.get());
-  k.edge_crc = libdeflate_crc32(0, buf.data(), got);
+  k.edge_crc = checksum(0, buf.data(), got);
   if (k.size > kEdgeBytes && std::fseek(f.get(), -static_cast<long>(kEdgeBytes), SEEK_END) == 0) {
     got = std::fread(buf.data(), 1, buf.size(), f.get());
-    k.edge_crc = libdeflate_crc32(k.edge_crc, buf.data(), got);
+    k.edge_crc = checksum(k.edge_crc, buf.data(), got);
   }
   return k;
 }
@@ -530,10 +560,19 @@ std::optional<Trace> read_snapshot(const std::string& file, const SnapshotKey& k
                                  h.payload_bytes)};
     std::shared_ptr<void> mapping = map_file(fd, size);
     const char* start = static_cast<const char*>(mapping.get());
-    if (libdeflate_crc32(0, start + sizeof h, h.payload_bytes) != h.payload_crc)
-      throw Unusable{"corrupt: checksum mismatch"};
-    Reader r(start, start + sizeof h, h.payload_bytes);
-    Trace t = read_payload(r, mapping, key);
+    const char* payload = start + sizeof h;
+    auto corrupt = [&] { return checksum(0, payload, h.payload_bytes) != h.payload_crc; };
+    Reader r(start, payload, h.payload_bytes);
+    std::optional<Trace> read;
+    try {
+      read.emplace(read_payload(r, mapping, key));
+    } catch (...) {
+      // A damaged payload is named as such, whatever check it failed first.
+      if (corrupt()) throw Unusable{"corrupt: checksum mismatch"};
+      throw;
+    }
+    if (r.crc() != h.payload_crc) throw Unusable{"corrupt: checksum mismatch"};
+    Trace t = std::move(*read);
     t.path = display_path;
     // Used now: the cache bound removes least recently used snapshots first.
     (void)::futimens(fd, nullptr);

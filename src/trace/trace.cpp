@@ -23,9 +23,24 @@ std::string_view without_kd(std::string_view s) {
 
 }  // namespace
 
+// Case-insensitive "nccl", "rccl" or "cross_device_reduce" anywhere in the
+// name, found in one pass over it (every interned string is classified, so
+// this runs once per distinct name of every load, snapshot loads included).
 bool is_communication_name(std::string_view name) {
-  return pycompat::ascii_icontains(name, "nccl") || pycompat::ascii_icontains(name, "rccl") ||
-         pycompat::ascii_icontains(name, "cross_device_reduce");
+  constexpr std::string_view kCrossDeviceReduce = "cross_device_reduce";
+  // c | 0x20 equals a lower-case letter exactly when c is that letter in either case.
+  auto lower = [](char c) { return static_cast<char>(c | 0x20); };
+  const size_t n = name.size();
+  for (size_t i = 0; i + 4 <= n; ++i) {
+    char c = lower(name[i]);
+    if ((c == 'n' || c == 'r') && lower(name[i + 1]) == 'c' && lower(name[i + 2]) == 'c' &&
+        lower(name[i + 3]) == 'l')
+      return true;
+    if (c == 'c' && n - i >= kCrossDeviceReduce.size() &&
+        pycompat::ascii_iequals(name.substr(i, kCrossDeviceReduce.size()), kCrossDeviceReduce))
+      return true;
+  }
+  return false;
 }
 
 bool is_rocm_legacy_memcpy_name(std::string_view name) {
@@ -317,16 +332,35 @@ void Trace::shrink_side_tables() {
   threads.shrink_to_fit();
 }
 
-void Trace::restore_side_tables(MappableVector<int64_t> sparse_ids) {
+void Trace::restore_side_tables(
+    MappableVector<int64_t> sparse_ids,
+    const std::function<void(const Event*, size_t)>& before_block) {
   if (threads.empty() || threads[0] != ThreadKey{})
     throw std::invalid_argument("thread table does not start with the absent pair");
-  for (const Event& e : events) {
-    if (e.thread >= threads.size()) throw std::invalid_argument("event thread out of range");
-    // Every id_mask value is valid: the sparse ids use all its bits.
-    static_assert(kSparseIds == 8 * sizeof e.id_mask);
-    uint64_t n = bit_count8(e.id_mask);
-    if (n != 0 && uint64_t{e.ids} + n > sparse_ids.size())
-      throw std::invalid_argument("event sparse ids out of range");
+  const uint64_t n_strings = strings.size(), n_lists = arg_lists.size();
+  const uint64_t n_threads = threads.size(), n_ids = sparse_ids.size();
+  // Every id_mask value is valid: the sparse ids use all its bits.
+  static_assert(kSparseIds == 8 * sizeof(Event::id_mask));
+  // 1024 events (40 KiB) stay in L1/L2 between the checksum and the checks.
+  constexpr size_t kBlock = 1024;
+  for (size_t first = 0; first < events.size(); first += kBlock) {
+    const size_t n = std::min(kBlock, events.size() - first);
+    const Event* block = events.data() + first;
+    before_block(block, n);
+    bool bad_index = false, bad_thread = false, bad_ids = false;
+    for (size_t i = 0; i < n; ++i) {
+      const Event& e = block[i];
+      bad_index |= e.name >= n_strings || e.cat_name >= n_strings ||
+                   (e.args != -1 && (e.args < 0 || static_cast<uint64_t>(e.args) >= n_lists)) ||
+                   static_cast<uint8_t>(e.cat) > static_cast<uint8_t>(Cat::Other) ||
+                   static_cast<uint8_t>(e.ph) > static_cast<uint8_t>(Phase::None);
+      bad_thread |= e.thread >= n_threads;
+      uint64_t ids = bit_count8(e.id_mask);
+      bad_ids |= ids != 0 && uint64_t{e.ids} + ids > n_ids;
+    }
+    if (bad_index) throw std::invalid_argument("an event index out of range");
+    if (bad_thread) throw std::invalid_argument("event thread out of range");
+    if (bad_ids) throw std::invalid_argument("event sparse ids out of range");
   }
   sparse_ids_ = std::move(sparse_ids);
   thread_index_.clear();

@@ -324,10 +324,15 @@ class Trace {
   const MappableVector<int64_t>& sparse_ids() const { return sparse_ids_; }
   // Frees the spare capacity of the small side tables once loading is done.
   void shrink_side_tables();
-  // Installs a sparse id table read back from a snapshot (with `events` and
-  // `threads` already in place) and rebuilds the (pid, tid) index. Throws
-  // std::invalid_argument when an event's ids or thread lie outside the tables.
-  void restore_side_tables(MappableVector<int64_t> sparse_ids);
+  // Installs a sparse id table read back from a snapshot (with `events`,
+  // `strings`, `arg_lists` and `threads` already in place) and rebuilds the
+  // (pid, tid) index. Throws std::invalid_argument when an event's name, args,
+  // thread, ids or enums lie outside their tables. `before_block(first, n)`
+  // runs before each block of events is checked: the snapshot reader
+  // checksums the block there, so the one pass over the events serves both
+  // while the block is in cache.
+  void restore_side_tables(MappableVector<int64_t> sparse_ids,
+                           const std::function<void(const Event*, size_t)>& before_block);
 
   std::string_view name(Uid uid) const { return strings.view(events[uid].name); }
   std::string_view cat_name(Uid uid) const { return strings.view(events[uid].cat_name); }
