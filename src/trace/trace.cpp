@@ -332,9 +332,8 @@ void Trace::shrink_side_tables() {
   threads.shrink_to_fit();
 }
 
-void Trace::restore_side_tables(
-    MappableVector<int64_t> sparse_ids,
-    const std::function<void(const Event*, size_t)>& before_block) {
+void Trace::restore_side_tables(MappableVector<int64_t> sparse_ids,
+                                const std::function<void(const Event*, size_t)>& before_block) {
   if (threads.empty() || threads[0] != ThreadKey{})
     throw std::invalid_argument("thread table does not start with the absent pair");
   const uint64_t n_strings = strings.size(), n_lists = arg_lists.size();
