@@ -26,7 +26,8 @@ std::string read_raw(const std::string& path, size_t limit) {
   std::string out;
   char buf[1 << 16];
   size_t n;
-  while (out.size() < limit && (n = std::fread(buf, 1, sizeof buf, f.get())) > 0)
+  while (out.size() < limit &&
+         (n = std::fread(buf, 1, std::min(sizeof buf, limit - out.size()), f.get())) > 0)
     out.append(buf, n);
   if (std::ferror(f.get())) throw TraceError(path + ": read error");
   return out;
@@ -39,8 +40,11 @@ bool is_gzip(const std::string& data) {
 
 // Inflates every gzip member; `limit` stops early (peeking). Trailing zero
 // padding after the last member is tolerated, as gzip(1) does. Input is fed
-// in chunks because zlib counts available bytes in 32 bits.
-std::string gunzip(const std::string& path, const std::string& data, size_t limit) {
+// in chunks because zlib counts available bytes in 32 bits. `data_is_prefix`:
+// `data` is only the file's first bytes (a peek), so running out of it ends
+// the text instead of meaning truncated gzip data.
+std::string gunzip(const std::string& path, const std::string& data, size_t limit,
+                   bool data_is_prefix = false) {
   std::string out;
   z_stream zs{};
   if (inflateInit2(&zs, 16 + MAX_WBITS) != Z_OK) throw TraceError(path + ": zlib init failed");
@@ -79,6 +83,7 @@ std::string gunzip(const std::string& path, const std::string& data, size_t limi
     }
   }
   inflateEnd(&zs);
+  if (data_is_prefix && rc == Z_BUF_ERROR) return out;
   if (out.size() < limit && rc != Z_STREAM_END)
     throw TraceError(path + (rc == Z_BUF_ERROR ? ": truncated gzip data" : ": corrupt gzip data"));
   return out;
@@ -94,9 +99,17 @@ std::string read_text(const std::string& path, uint64_t* file_bytes) {
 
 std::string peek_text(const std::string& path, size_t limit) {
   try {
-    std::string raw = read_raw(path, 1 << 16);
-    if (!is_gzip(raw)) return raw.substr(0, limit);
-    std::string text = gunzip(path, raw, limit);
+    // The sniff runs ahead of every trace load: 16 KiB of gzip data give the
+    // first 4 KiB of text in tens of microseconds. A gzip header with a long
+    // name or comment needs more input: then up to 1 MiB is read.
+    std::string text;
+    for (size_t raw_limit :
+         {std::max<size_t>(limit, 16 * 1024), std::max<size_t>(limit, 1 << 20)}) {
+      std::string raw = read_raw(path, raw_limit);
+      if (!is_gzip(raw)) return raw.substr(0, limit);
+      text = gunzip(path, raw, limit, true);
+      if (text.size() >= limit || raw.size() < raw_limit) break;
+    }
     return text.substr(0, limit);
   } catch (const TraceError&) {
     return "";

@@ -412,6 +412,16 @@ TEST_SUITE("rocprof") {
     CHECK(rocprof::detect_input(cut.string()) == rocprof::InputKind::Json);
     CHECK_THROWS_WITH_AS(rocprof::load_profile(cut.string()),
                          (cut.string() + ": truncated gzip data").c_str(), TraceError);
+    // A gzip header naming the original file with 40 KB: the sniff reads past
+    // its first 16 KiB of input and still sees the JSON.
+    auto named = tmp.path / "named_results.json.gz";
+    std::string member = gzip_member(json);
+    REQUIRE(member.size() > 10);
+    member[3] = static_cast<char>(member[3] | 0x08);  // FLG.FNAME
+    member.insert(10, std::string(40000, 'n') + '\0');
+    write_file(named, member);
+    CHECK(rocprof::detect_input(named.string()) == rocprof::InputKind::Json);
+    CHECK(rocprof::load_profile(named.string()).dispatches.size() == 21);
   }
 
   TEST_CASE("rocprof: detection by content and name") {
