@@ -4,10 +4,10 @@
 # the binary's own CLI, the docs. The tree is relocatable: nothing in it
 # refers to the prefix or to the source tree. CPack turns it into a .deb.
 install(TARGETS jarvis RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
-# The modules (HTTP transport, zip and xlsx writers, MPI job): the binary
+# The modules (HTTP transport, zip and xlsx writers, markdown renderer, MPI job): the binary
 # looks for them in ../lib/jarvis beside itself (src/base/module_loader.cpp),
 # whatever the platform's library directory.
-install(TARGETS jarvis_http jarvis_zip jarvis_xlsx LIBRARY DESTINATION lib/jarvis)
+install(TARGETS jarvis_http jarvis_zip jarvis_xlsx jarvis_markdown LIBRARY DESTINATION lib/jarvis)
 if(TARGET jarvis_mpi)
   install(TARGETS jarvis_mpi LIBRARY DESTINATION lib/jarvis)
 endif()

@@ -1,8 +1,5 @@
 #include "charts/findings_page.h"
 
-#include <cmark-gfm-core-extensions.h>
-#include <cmark-gfm.h>
-
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
@@ -13,7 +10,9 @@
 
 #include <fmt/format.h>
 
+#include "base/module_loader.h"
 #include "charts/html.h"
+#include "charts/markdown_renderer.h"
 #include "pycompat/text.h"
 
 namespace jarvis::charts {
@@ -48,13 +47,6 @@ std::string base64(std::string_view bytes) {
     out += i + 2 < bytes.size() ? kAlphabet[n & 63] : '=';
   }
   return out;
-}
-
-std::string alt_text(cmark_node* image) {
-  std::string alt;
-  for (cmark_node* c = cmark_node_first_child(image); c; c = cmark_node_next(c))
-    if (const char* literal = cmark_node_get_literal(c)) alt += literal;
-  return alt;
 }
 
 bool inside(const fs::path& root, const fs::path& path) {
@@ -92,46 +84,15 @@ std::string image_markup(const std::string& url, const std::string& alt, const f
                      base64(read_file(target)), html_escape(alt), html_escape(url));
 }
 
-// CommonMark plus the GitHub extensions findings use: tables, strikethrough,
-// autolinks, and tagfilter (defuses <script>, <iframe>, ... even if raw HTML
-// were ever enabled; the default safe mode already drops raw HTML).
+// The markdown as HTML (markdown_renderer.h), its images embedded by
+// image_markup.
 std::string render_markdown(const std::string& markdown, const fs::path& md_dir,
                             const fs::path& root, FindingsPage& page) {
-  cmark_gfm_core_extensions_ensure_registered();
-  // The parser owns the extension list the renderer needs: it lives until
-  // the end of this function.
-  std::unique_ptr<cmark_parser, decltype(&cmark_parser_free)> parser(
-      cmark_parser_new(CMARK_OPT_DEFAULT), cmark_parser_free);
-  for (const char* name : {"table", "strikethrough", "autolink", "tagfilter"})
-    if (cmark_syntax_extension* ext = cmark_find_syntax_extension(name))
-      cmark_parser_attach_syntax_extension(parser.get(), ext);
-  cmark_parser_feed(parser.get(), markdown.data(), markdown.size());
-  std::unique_ptr<cmark_node, decltype(&cmark_node_free)> doc(cmark_parser_finish(parser.get()),
-                                                              cmark_node_free);
-  if (!doc) throw std::runtime_error("cmark-gfm could not parse the markdown");
-  std::vector<cmark_node*> images;
-  cmark_iter* iter = cmark_iter_new(doc.get());
-  for (cmark_event_type ev; (ev = cmark_iter_next(iter)) != CMARK_EVENT_DONE;)
-    if (ev == CMARK_EVENT_ENTER &&
-        cmark_node_get_type(cmark_iter_get_node(iter)) == CMARK_NODE_IMAGE)
-      images.push_back(cmark_iter_get_node(iter));
-  cmark_iter_free(iter);
-  for (cmark_node* image : images) {
-    const char* url = cmark_node_get_url(image);
-    // A custom inline is emitted verbatim even in cmark's safe mode; its
-    // markup is built here from escaped text and file bytes only.
-    cmark_node* replacement = cmark_node_new(CMARK_NODE_CUSTOM_INLINE);
-    cmark_node_set_on_enter(
-        replacement, image_markup(url ? url : "", alt_text(image), md_dir, root, page).c_str());
-    cmark_node_set_on_exit(replacement, "");
-    cmark_node_replace(image, replacement);
-    cmark_node_free(image);
-  }
-  char* html = cmark_render_html(doc.get(), CMARK_OPT_DEFAULT,
-                                 cmark_parser_get_syntax_extensions(parser.get()));
-  std::string out(html);
-  std::free(html);
-  return out;
+  static const MarkdownRenderer* renderer = reinterpret_cast<MarkdownModuleEntry>(
+      load_module_entry("libjarvis_markdown.so", kMarkdownModuleEntry))();
+  return renderer->render(markdown, [&](const std::string& url, const std::string& alt) {
+    return image_markup(url, alt, md_dir, root, page);
+  });
 }
 
 std::vector<fs::path> findings_files(const fs::path& root) {

@@ -56,6 +56,14 @@ python3 -c "import sys, zipfile; sys.exit(zipfile.ZipFile(sys.argv[1]).testzip()
   "$work/replay/replay_package.zip" ||
   { echo "FAIL: the moved install's replay package is not a valid zip"; exit 1; }
 
+# `render-findings` renders markdown through the markdown module of the moved tree.
+mkdir -p "$work/findings/category_findings"
+printf '# GEMM\n\n| op | ms |\n|---|---|\n| mm | 1.5 |\n' >"$work/findings/category_findings/gemm.md"
+"$bin" render-findings "$work/findings" >/dev/null ||
+  { echo "FAIL: the moved install's render-findings failed"; exit 1; }
+grep -q "<td>1.5</td>" "$work/findings/findings.html" ||
+  { echo "FAIL: the moved install's findings page has no rendered table"; exit 1; }
+
 man_page="$work/moved/share/man/man1/jarvis.1"
 head -1 "$man_page" | grep -q '^\.TH JARVIS 1' || { echo "FAIL: $man_page is not a man page"; exit 1; }
 for cmd in report compare sweep serve; do
