@@ -40,8 +40,7 @@ int run_collectives(const CollectivesArgs& a) {
     engine.serve();
     return 0;
   }
-  check_output_parent(a.xlsx, a.mkdirs, "--xlsx");
-  if (!a.xlsx.empty()) engine::load_xlsx_writer();  // a missing module fails before the work
+  check_xlsx_output(a.xlsx, a.mkdirs);
   Progress progress(a.progress.resolve(), "collectives");
   progress.phase(fmt::format("load and match {} rank traces", a.traces.size()));
   auto result = engine.collective_report(a.traces, report_options(a));

@@ -113,8 +113,7 @@ int run_sweep(const SweepArgs& a) {
     engine.serve();
     return 0;
   }
-  check_output_parent(a.xlsx, a.load.mkdirs, "--xlsx");
-  if (!a.xlsx.empty()) engine::load_xlsx_writer();  // a missing module fails before the work
+  check_xlsx_output(a.xlsx, a.load.mkdirs);
   check_output_parent(a.html, a.load.mkdirs, "--html");
   bool quiet = a.load.progress.resolve() == ProgressMode::None;
   Progress progress(a.load.progress.resolve(), "sweep");
@@ -147,8 +146,7 @@ int run_sweep_compare(const SweepCompareArgs& a) {
     engine.serve();
     return 0;
   }
-  check_output_parent(a.xlsx, a.load.mkdirs, "--xlsx");
-  if (!a.xlsx.empty()) engine::load_xlsx_writer();  // a missing module fails before the work
+  check_xlsx_output(a.xlsx, a.load.mkdirs);
   check_output_parent(a.html, a.load.mkdirs, "--html");
   bool quiet = a.load.progress.resolve() == ProgressMode::None;
   Progress progress(a.load.progress.resolve(), "sweep-compare");

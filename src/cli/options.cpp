@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "cli/commands.h"
+#include "engine/engine.h"
 
 namespace jarvis::cli {
 
@@ -125,6 +126,11 @@ void check_output_parent(const std::string& file, bool mkdirs, const std::string
     usage_error(fmt::format("{} {}: directory {} does not exist (create it, or pass --mkdirs)",
                             flag, file, parent.string()));
   fs::create_directories(parent);
+}
+
+void check_xlsx_output(const std::string& file, bool mkdirs) {
+  check_output_parent(file, mkdirs, "--xlsx");
+  if (!file.empty()) engine::load_xlsx_writer();
 }
 
 void usage_error(const std::string& message) {

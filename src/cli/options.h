@@ -63,6 +63,10 @@ class Progress {
 // An empty `file` (the flag was not given) is nothing to check.
 void check_output_parent(const std::string& file, bool mkdirs, const std::string& flag);
 
+// An --xlsx FILE: check_output_parent, then the workbook module is loaded, so
+// that a missing module fails before the work rather than after it.
+void check_xlsx_output(const std::string& file, bool mkdirs);
+
 // The canonical error text for "this flag needs that one".
 [[noreturn]] void usage_error(const std::string& message);
 
