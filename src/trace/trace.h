@@ -327,7 +327,7 @@ class Trace {
   // Installs a sparse id table read back from a snapshot (with `events`,
   // `strings`, `arg_lists` and `threads` already in place) and rebuilds the
   // (pid, tid) index. Throws std::invalid_argument when an event's name, args,
-  // thread, ids or enums lie outside their tables. `before_block(first, n)`
+  // thread, ids or enums lie outside their tables. `before_block(block, n)`
   // runs before each block of events is checked: the snapshot reader
   // checksums the block there, so the one pass over the events serves both
   // while the block is in cache.
