@@ -2,11 +2,13 @@
 
 #include <algorithm>
 
+#include "base/sort_runs.h"
+
 namespace jarvis {
 
 std::vector<Interval> merge_intervals(std::vector<Interval> intervals) {
   if (intervals.empty()) return {};
-  std::stable_sort(intervals.begin(), intervals.end(),
+  stable_sort_runs(intervals,
                    [](const Interval& a, const Interval& b) { return a.first < b.first; });
   std::vector<Interval> merged{intervals[0]};
   for (size_t k = 1; k < intervals.size(); ++k) {

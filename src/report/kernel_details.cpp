@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "base/sort_runs.h"
 #include "pycompat/numeric.h"
 #include "pycompat/repr.h"
 #include "pycompat/value.h"
@@ -45,7 +46,7 @@ KernelDetailList kernel_details_of(const Trace& trace, std::span<const Uid> gpu_
 
 KernelDetailList kernel_details_by_ts(const Trace& trace, std::span<const Uid> gpu_uids) {
   std::vector<Uid> sorted(gpu_uids.begin(), gpu_uids.end());
-  std::stable_sort(sorted.begin(), sorted.end(), [&](Uid a, Uid b) {
+  stable_sort_runs(sorted, [&](Uid a, Uid b) {
     double ta = trace.events[a].has_ts() ? trace.events[a].ts() : 0.0;
     double tb = trace.events[b].has_ts() ? trace.events[b].ts() : 0.0;
     return ta < tb;

@@ -16,6 +16,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "base/sort_runs.h"
 #include "perf/annotations.h"
 #include "perf/categories.h"
 #include "perf/perf_model.h"
@@ -55,7 +56,7 @@ void collect_subtree_kernels(const Trace& trace, const CallTree& tree, Uid uid,
 }
 
 std::vector<Uid> sorted_by_ts(const Trace& trace, std::vector<Uid> uids) {
-  std::stable_sort(uids.begin(), uids.end(), [&](Uid a, Uid b) {
+  stable_sort_runs(uids, [&](Uid a, Uid b) {
     double ta = trace.events[a].has_ts() ? trace.events[a].ts() : 0.0;
     double tb = trace.events[b].has_ts() ? trace.events[b].ts() : 0.0;
     return ta < tb;

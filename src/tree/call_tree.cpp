@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "base/huge_pages.h"
+#include "base/sort_runs.h"
 #include "pycompat/text.h"
 
 namespace jarvis {
@@ -34,8 +35,9 @@ class LastUidByKey {
   // Call once after the last add.
   void seal() {
     // Uids are added in increasing order, so sorting (key, uid) pairs puts
-    // the last event of each key at the end of its run.
-    std::sort(entries_.begin(), entries_.end());
+    // the last event of each key at the end of its run. Keys (correlation
+    // ids, ...) mostly grow with the events: few runs to merge.
+    stable_sort_runs(entries_);
     size_t out = 0;
     for (size_t i = 0; i < entries_.size(); ++i) {
       if (i + 1 < entries_.size() && entries_[i + 1].first == entries_[i].first) continue;
@@ -64,8 +66,8 @@ double busy_time(const Trace& trace, std::span<const Uid> gpu_uids) {
     if (e.has_ts() && e.has_dur()) iv.emplace_back(e.ts(), e.end());
   }
   if (iv.empty()) return 0.0;
-  std::stable_sort(iv.begin(), iv.end(),
-                   [](const auto& a, const auto& b) { return a.first < b.first; });
+  // Usually in order already (an op's kernels in launch order).
+  stable_sort_runs(iv, [](const auto& a, const auto& b) { return a.first < b.first; });
   double total = 0.0;
   double start = iv[0].first, end = iv[0].second;
   for (size_t k = 1; k < iv.size(); ++k) {
@@ -170,8 +172,9 @@ std::vector<CallTree::TimedUid> CallTree::build_host_tree() {
     if (!host || !e.has_ts() || !e.has_dur()) continue;
     order.emplace_back(e.ts(), static_cast<Uid>(u));
   }
-  // Sorting (ts, uid) pairs == a stable sort on ts.
-  std::sort(order.begin(), order.end());
+  // Sorting (ts, uid) pairs == a stable sort on ts. The host events come
+  // nearly in ts order (a run per thread switch), so the runs are merged.
+  stable_sort_runs(order);
 
   struct ThreadState {
     std::vector<Uid> stack;
@@ -351,10 +354,12 @@ void CallTree::link_fwd_bwd() {
 
 void CallTree::find_launchers() {
   const Trace& t = *trace_;
-  assign_on_huge_pages(launcher_, t.events.size(), kNoUid);
-  std::vector<Uid> first_met;  // launchers in order of first kernel met
-  std::unordered_map<Uid, uint32_t> kernels_per_launcher;
-  for (size_t u = 0; u < t.events.size(); ++u) {
+  const size_t n = t.events.size();
+  assign_on_huge_pages(launcher_, n, kNoUid);
+  assign_on_huge_pages(launcher_slot_, n, kNoSlot);
+  std::vector<Uid> first_met;          // launchers in order of first kernel met
+  std::vector<uint32_t> kernel_count;  // per launcher slot
+  for (size_t u = 0; u < n; ++u) {
     const Event& k = t.events[u];
     if (!k.is_gpu() || t.is_communication(static_cast<Uid>(u))) continue;
     Uid r = parent_[u];
@@ -375,23 +380,28 @@ void CallTree::find_launchers() {
     }
     Uid l = found != kNoUid ? found : r;
     launcher_[u] = l;
-    if (kernels_per_launcher[l]++ == 0) first_met.push_back(l);
+    uint32_t& slot = launcher_slot_[l];
+    if (slot == kNoSlot) {
+      slot = static_cast<uint32_t>(first_met.size());
+      first_met.push_back(l);
+      kernel_count.push_back(0);
+    }
+    ++kernel_count[slot];
   }
   // Direct kernels: contiguous ranges in launcher first-met order.
-  uint32_t at = 0;
-  for (Uid l : first_met) {
-    direct_range_[l] = {at, at};
-    at += kernels_per_launcher[l];
-  }
-  direct_uids_.resize(at);
-  for (size_t u = 0; u < t.events.size(); ++u) {
+  direct_off_.assign(first_met.size() + 1, 0);
+  for (size_t s = 0; s < first_met.size(); ++s)
+    direct_off_[s + 1] = direct_off_[s] + kernel_count[s];
+  direct_uids_.resize(direct_off_.back());
+  std::vector<uint32_t>& cursor = kernel_count;  // reused: each slot's next free position
+  std::copy(direct_off_.begin(), direct_off_.end() - 1, cursor.begin());
+  for (size_t u = 0; u < n; ++u) {
     Uid l = launcher_[u];
     if (l == kNoUid) continue;
-    auto& range = direct_range_[l];
-    direct_uids_[range.second++] = static_cast<Uid>(u);
+    direct_uids_[cursor[launcher_slot_[l]]++] = static_cast<Uid>(u);
   }
   launchers_ = first_met;
-  std::stable_sort(launchers_.begin(), launchers_.end(), [&](Uid a, Uid b) {
+  stable_sort_runs(launchers_, [&](Uid a, Uid b) {
     double ta = t.events[a].has_ts() ? t.events[a].ts() : 0.0;
     double tb = t.events[b].has_ts() ? t.events[b].ts() : 0.0;
     return ta < tb;
@@ -399,9 +409,9 @@ void CallTree::find_launchers() {
 }
 
 std::span<const Uid> CallTree::direct_kernels(Uid uid) const {
-  auto it = direct_range_.find(uid);
-  if (it == direct_range_.end()) return {};
-  return {direct_uids_.data() + it->second.first, direct_uids_.data() + it->second.second};
+  uint32_t slot = uid < launcher_slot_.size() ? launcher_slot_[uid] : kNoSlot;
+  if (slot == kNoSlot) return {};
+  return {direct_uids_.data() + direct_off_[slot], direct_uids_.data() + direct_off_[slot + 1]};
 }
 
 std::vector<Uid> CallTree::parent_chain(Uid uid) const {

@@ -164,7 +164,12 @@ class CallTree {
 
   std::vector<Uid> launcher_;   // per UID (meaningful for GPU events)
   std::vector<Uid> launchers_;  // ts order
-  std::unordered_map<Uid, std::pair<uint32_t, uint32_t>> direct_range_;  // launcher -> range
+  // Direct kernels as a CSR over launcher slots (launchers numbered in order
+  // of first kernel met): per UID its slot or kNoSlot, the slots' offsets
+  // into direct_uids_, which holds each launcher's kernels in UID order.
+  static constexpr uint32_t kNoSlot = UINT32_MAX;
+  std::vector<uint32_t> launcher_slot_;
+  std::vector<uint32_t> direct_off_;
   std::vector<Uid> direct_uids_;
 
   std::unordered_map<Uid, Uid> fwd_of_;
