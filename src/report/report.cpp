@@ -1,10 +1,13 @@
 #include "report/report.h"
 
 #include <algorithm>
+#include <atomic>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <future>
 #include <set>
+#include <system_error>
 #include <thread>
 
 #include "report/coll_analysis.h"
@@ -58,10 +61,36 @@ std::vector<Table> launcher_tables(const Trace& trace, const CallTree& tree) {
   return out;
 }
 
-struct SideTables {
-  report::PerfSheets perf;
-  std::vector<Table> kernel;
-};
+// Runs tasks[0..n) on this thread and, with a second core, on one more:
+// each thread takes the next task not yet taken, so the sheets' uneven costs
+// (which differ from trace to trace) even out. A failing task stops both
+// threads from taking more; its error is rethrown once both have stopped.
+void run_on_two_threads(const std::vector<std::function<void()>>& tasks) {
+  std::atomic<size_t> next{0};
+  auto take_tasks = [&] {
+    try {
+      for (size_t k = next++; k < tasks.size(); k = next++) tasks[k]();
+    } catch (...) {
+      next = tasks.size();
+      throw;
+    }
+  };
+  std::future<void> helper;
+  if (std::thread::hardware_concurrency() > 1 && tasks.size() > 1) {
+    try {
+      helper = std::async(std::launch::async, take_tasks);
+    } catch (const std::system_error&) {
+      // No thread to spare: this thread takes every task.
+    }
+  }
+  try {
+    take_tasks();
+  } catch (...) {
+    if (helper.valid()) helper.wait();
+    throw;
+  }
+  if (helper.valid()) helper.get();
+}
 
 }  // namespace
 
@@ -73,32 +102,27 @@ Report build_report(const Trace& trace, const CallTree& tree, const ReportOption
   // TraceLens reads total_time back from the sheet's "time ms" cell.
   const double total_time_ms = report.timeline.total_time_ms();
 
-  // Two halves that read the trace and the tree and share nothing else: the
-  // launcher sheets and unified_perf_summary (this thread), and the
-  // per-family perf sheets with the kernel-side sheets (a second thread when
-  // there is a second core); the halves cost about the same. Tables are
-  // appended in TraceLens's sheet order either way.
+  // The sheet groups read the trace and the tree and share nothing else;
+  // they run as tasks on two threads, the costliest first, and their tables
+  // are appended in TraceLens's sheet order either way.
   const bool gpu_only = report.gpu_only;
-  auto side_tables = [&] {
-    SideTables side;
-    if (!gpu_only) side.perf = report::perf_model_sheets(trace, tree, options.arch);
-    side.kernel = kernel_side_tables(trace, tree, options, gpu_only, total_time_ms);
-    return side;
-  };
-  std::future<SideTables> side_job;
-  if (std::thread::hardware_concurrency() > 1 && !gpu_only)
-    side_job = std::async(std::launch::async, side_tables);
-
-  std::vector<Table> launcher, unified;
+  std::vector<Table> launcher, unified, kernel;
+  report::PerfSheets perf;
+  std::vector<std::function<void()>> tasks;
   if (!gpu_only) {
-    launcher = launcher_tables(trace, tree);
-    if (auto table = unified_perf_summary(trace, tree, options))
-      unified.push_back(std::move(*table));
+    tasks.push_back([&] {
+      if (auto table = unified_perf_summary(trace, tree, options))
+        unified.push_back(std::move(*table));
+    });
+    tasks.push_back([&] { perf = report::perf_model_sheets(trace, tree, options.arch); });
+    tasks.push_back([&] { launcher = launcher_tables(trace, tree); });
   }
+  tasks.push_back(
+      [&] { kernel = kernel_side_tables(trace, tree, options, gpu_only, total_time_ms); });
+  run_on_two_threads(tasks);
 
-  SideTables side = side_job.valid() ? side_job.get() : side_tables();
-  report.model_failures = std::move(side.perf.model_failures);
-  for (auto* part : {&launcher, &unified, &side.perf.tables, &side.kernel})
+  report.model_failures = std::move(perf.model_failures);
+  for (auto* part : {&launcher, &unified, &perf.tables, &kernel})
     for (Table& t : *part) report.tables.push_back(std::move(t));
   return report;
 }

@@ -176,23 +176,31 @@ std::vector<CallTree::TimedUid> CallTree::build_host_tree() {
   // nearly in ts order (a run per thread switch), so the runs are merged.
   stable_sort_runs(order);
 
+  // An open event keeps its end time: computed once (ns to µs, a division)
+  // instead of at every comparison with a later event.
+  struct Open {
+    Uid uid;
+    double end;
+    bool cpu_op;
+  };
   struct ThreadState {
-    std::vector<Uid> stack;
+    std::vector<Open> stack;
     int cpu_ops = 0;
   };
   std::vector<ThreadState> threads(t.threads.size());  // by Event::thread, the (pid, tid) pair
-  auto pop = [&](ThreadState& s) {
-    if (t.events[s.stack.back()].cat == Cat::CpuOp) --s.cpu_ops;
+  auto pop = [](ThreadState& s) {
+    if (s.stack.back().cpu_op) --s.cpu_ops;
     s.stack.pop_back();
   };
 
-  for (const auto& [ts, uid] : order) {
+  for (const auto& [ts, uid] : order) {  // ts == the event's ts()
     const Event& e = t.events[uid];
     flags_[uid] |= kInTree;
     ThreadState& s = threads[e.thread];
-    while (!s.stack.empty() && e.ts() >= t.events[s.stack.back()].end()) pop(s);
-    if (!s.stack.empty() && e.end() > t.events[s.stack.back()].end()) {
-      double overlap = t.events[s.stack.back()].end() - e.ts();
+    while (!s.stack.empty() && ts >= s.stack.back().end) pop(s);
+    const double end = e.end();
+    if (!s.stack.empty() && end > s.stack.back().end) {
+      double overlap = s.stack.back().end - ts;
       if (overlap < 1.0 && s.stack.size() >= 2) {
         pop(s);
       } else {
@@ -200,9 +208,10 @@ std::vector<CallTree::TimedUid> CallTree::build_host_tree() {
         continue;
       }
     }
-    if (!s.stack.empty()) parent_[uid] = s.stack.back();
-    s.stack.push_back(uid);
-    if (e.cat == Cat::CpuOp) {
+    if (!s.stack.empty()) parent_[uid] = s.stack.back().uid;
+    const bool cpu_op = e.cat == Cat::CpuOp;
+    s.stack.push_back({uid, end, cpu_op});
+    if (cpu_op) {
       if (s.cpu_ops == 0) {
         flags_[uid] |= kCpuOpRoot;
         cpu_root_nodes_.push_back(uid);
