@@ -90,20 +90,19 @@ CallTree::CallTree(const Trace& trace, const TreeOptions& options)
   assign_on_huge_pages(flags_, n, uint8_t{0});
   choose_linking_key();
   // The launch -> GPU event pairs and the fwd/bwd links read only the trace
-  // (and write members the host tree does not): with a second core they are
-  // found while the host tree is built.
+  // (and write members the host tree does not): with a second core the pairs
+  // are found while the host tree is built and then the fwd/bwd links (the
+  // pairs cost about what the other two do).
   std::vector<std::pair<Uid, Uid>> attached;
-  auto links = [&] {
-    attached = launch_pairs();
-    link_fwd_bwd();
-  };
-  std::future<void> links_job;
-  if (std::thread::hardware_concurrency() > 1) links_job = std::async(std::launch::async, links);
+  auto pairs = [&] { attached = launch_pairs(); };
+  std::future<void> pairs_job;
+  if (std::thread::hardware_concurrency() > 1) pairs_job = std::async(std::launch::async, pairs);
   const std::vector<TimedUid> host_order = build_host_tree();
-  if (links_job.valid())
-    links_job.get();
+  link_fwd_bwd();
+  if (pairs_job.valid())
+    pairs_job.get();
   else
-    links();
+    pairs();
   attach_gpu_events(attached);
   build_child_lists(host_order, attached);
   find_launchers();
