@@ -430,6 +430,9 @@ std::vector<PerfOpRow> sheet_rows_for(const Trace& trace, const CallTree& tree,
                                       bool backward, const GpuArch* arch,
                                       ModelFailureCounts* failures, ModelCache& models) {
   std::vector<PerfOpRow> rows;
+  // At most one row per event: no regrowth copies of these large rows (the
+  // capacity no row fills is never touched).
+  rows.reserve(events.size());
   perf::TraceAnnotations annotations(trace);  // indexed when a model first asks
   for (Uid u : events) {
     if (backward && trace.name(u) == "vllm::unified_attention_with_output") continue;
