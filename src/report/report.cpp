@@ -1,15 +1,13 @@
 #include "report/report.h"
 
 #include <algorithm>
-#include <atomic>
 #include <filesystem>
 #include <fstream>
 #include <functional>
 #include <future>
 #include <set>
-#include <system_error>
-#include <thread>
 
+#include "base/two_threads.h"
 #include "report/coll_analysis.h"
 #include "report/core_tables.h"
 
@@ -61,54 +59,33 @@ std::vector<Table> launcher_tables(const Trace& trace, const CallTree& tree) {
   return out;
 }
 
-// Runs tasks[0..n) on this thread and, with a second core, on one more:
-// each thread takes the next task not yet taken, so the sheets' uneven costs
-// (which differ from trace to trace) even out. A failing task stops both
-// threads from taking more; its error is rethrown once both have stopped.
-void run_on_two_threads(const std::vector<std::function<void()>>& tasks) {
-  std::atomic<size_t> next{0};
-  auto take_tasks = [&] {
-    try {
-      for (size_t k = next++; k < tasks.size(); k = next++) tasks[k]();
-    } catch (...) {
-      next = tasks.size();
-      throw;
-    }
-  };
-  std::future<void> helper;
-  if (std::thread::hardware_concurrency() > 1 && tasks.size() > 1) {
-    try {
-      helper = std::async(std::launch::async, take_tasks);
-    } catch (const std::system_error&) {
-      // No thread to spare: this thread takes every task.
-    }
-  }
-  try {
-    take_tasks();
-  } catch (...) {
-    if (helper.valid()) helper.wait();
-    throw;
-  }
-  if (helper.valid()) helper.get();
-}
-
 }  // namespace
 
 Report build_report(const Trace& trace, const CallTree& tree, const ReportOptions& options) {
   Report report;
-  report.timeline = options.timeline ? *options.timeline : compute_gpu_timeline(trace, tree);
   report.gpu_only = report::is_gpu_only(trace);
-  report.tables.push_back(gpu_timeline_table(report.timeline));
-  // TraceLens reads total_time back from the sheet's "time ms" cell.
-  const double total_time_ms = report.timeline.total_time_ms();
-
-  // The sheet groups read the trace and the tree and share nothing else;
-  // they run as tasks on two threads, the costliest first, and their tables
-  // are appended in TraceLens's sheet order either way.
   const bool gpu_only = report.gpu_only;
+
+  // The GPU timeline and the sheet groups read the trace and the tree and
+  // share nothing else; they run as tasks on two threads, the costliest
+  // first, and their tables are appended in TraceLens's sheet order. Only
+  // the kernel-side sheets need the timeline (its total time, which
+  // TraceLens reads back from the sheet's "time ms" cell): the timeline is
+  // the first task taken, so that wait is short and cannot deadlock.
+  std::promise<void> timeline_done;
+  std::shared_future<void> timeline_ready = timeline_done.get_future().share();
   std::vector<Table> launcher, unified, kernel;
   report::PerfSheets perf;
   std::vector<std::function<void()>> tasks;
+  tasks.push_back([&] {
+    try {
+      report.timeline = options.timeline ? *options.timeline : compute_gpu_timeline(trace, tree);
+    } catch (...) {
+      timeline_done.set_exception(std::current_exception());
+      throw;
+    }
+    timeline_done.set_value();
+  });
   if (!gpu_only) {
     tasks.push_back([&] {
       if (auto table = unified_perf_summary(trace, tree, options))
@@ -117,10 +94,13 @@ Report build_report(const Trace& trace, const CallTree& tree, const ReportOption
     tasks.push_back([&] { perf = report::perf_model_sheets(trace, tree, options.arch); });
     tasks.push_back([&] { launcher = launcher_tables(trace, tree); });
   }
-  tasks.push_back(
-      [&] { kernel = kernel_side_tables(trace, tree, options, gpu_only, total_time_ms); });
+  tasks.push_back([&] {
+    timeline_ready.get();
+    kernel = kernel_side_tables(trace, tree, options, gpu_only, report.timeline.total_time_ms());
+  });
   run_on_two_threads(tasks);
 
+  report.tables.push_back(gpu_timeline_table(report.timeline));
   report.model_failures = std::move(perf.model_failures);
   for (auto* part : {&launcher, &unified, &perf.tables, &kernel})
     for (Table& t : *part) report.tables.push_back(std::move(t));

@@ -2,14 +2,13 @@
 
 #include <algorithm>
 #include <cctype>
-#include <future>
-#include <thread>
 #include <unordered_map>
 #include <unordered_set>
 #include <vector>
 
 #include "base/huge_pages.h"
 #include "base/sort_runs.h"
+#include "base/two_threads.h"
 #include "pycompat/text.h"
 
 namespace jarvis {
@@ -89,23 +88,21 @@ CallTree::CallTree(const Trace& trace, const TreeOptions& options)
   assign_on_huge_pages(parent_, n, kNoUid);
   assign_on_huge_pages(flags_, n, uint8_t{0});
   choose_linking_key();
-  // The launch -> GPU event pairs and the fwd/bwd links read only the trace
-  // (and write members the host tree does not): with a second core the pairs
-  // are found while the host tree is built and then the fwd/bwd links (the
-  // pairs cost about what the other two do).
+  // The launch -> GPU event pairs, the host tree and the fwd/bwd links read
+  // the trace and write members the others do not; with a second core they
+  // are taken in turn by two threads (the pairs and the host tree cost about
+  // the same, the links less). Then the GPU events are attached and their
+  // launchers found, while the child lists (host children from the host
+  // tree, GPU children from the pairs) are built beside them.
   std::vector<std::pair<Uid, Uid>> attached;
-  auto pairs = [&] { attached = launch_pairs(); };
-  std::future<void> pairs_job;
-  if (std::thread::hardware_concurrency() > 1) pairs_job = std::async(std::launch::async, pairs);
-  const std::vector<TimedUid> host_order = build_host_tree();
-  link_fwd_bwd();
-  if (pairs_job.valid())
-    pairs_job.get();
-  else
-    pairs();
-  attach_gpu_events(attached);
-  build_child_lists(host_order, attached);
-  find_launchers();
+  std::vector<TimedUid> host_order;
+  run_on_two_threads({[&] { attached = launch_pairs(); }, [&] { host_order = build_host_tree(); },
+                      [&] { link_fwd_bwd(); }});
+  run_on_two_threads({[&] {
+                        attach_gpu_events(attached);
+                        find_launchers();
+                      },
+                      [&] { build_child_lists(host_order, attached); }});
 }
 
 namespace {
