@@ -145,19 +145,58 @@ struct Computed {
   std::vector<Uid> kernels;  // sorted by ts
 };
 
-std::optional<Computed> compute_metrics(const Trace& trace, const CallTree& tree, const OpRef& op,
-                                        bool bwd, const GpuArch* arch,
-                                        const perf::TraceAnnotations& annotations,
-                                        ModelCache& models) {
+// The kernels of the op's subtree (or of its backward events' subtrees) in
+// TraceLens's depth-first order.
+std::vector<Uid> subtree_kernels_dfs(const Trace& trace, const CallTree& tree, const OpRef& op,
+                                     bool bwd) {
   std::vector<Uid> kernels;
   if (bwd) {
     for (Uid b : tree.subtree_bwd_events(op.base)) collect_subtree_kernels(trace, tree, b, kernels);
   } else {
     collect_subtree_kernels(trace, tree, op.base, kernels);
   }
+  return kernels;
+}
+
+// The same kernels from the tree's per-node GPU event lists (launch order),
+// without walking the subtree: the same set, so after the stable sort by ts
+// the same order unless two kernels share a ts (then the walk is redone).
+std::vector<Uid> subtree_kernels_listed(const Trace& trace, const CallTree& tree, const OpRef& op,
+                                        bool bwd) {
+  std::vector<Uid> kernels;
+  auto add = [&](Uid u) {
+    if (trace.events[u].is_gpu()) {
+      kernels.push_back(u);
+      return;
+    }
+    auto listed = tree.gpu_events(u);
+    kernels.insert(kernels.end(), listed.begin(), listed.end());
+  };
+  if (bwd) {
+    for (Uid b : tree.subtree_bwd_events(op.base)) add(b);
+  } else {
+    add(op.base);
+  }
+  return kernels;
+}
+
+bool has_equal_ts(const Trace& trace, const std::vector<Uid>& by_ts) {
+  auto ts = [&](Uid u) { return trace.events[u].has_ts() ? trace.events[u].ts() : 0.0; };
+  for (size_t k = 1; k < by_ts.size(); ++k)
+    if (ts(by_ts[k]) == ts(by_ts[k - 1])) return true;
+  return false;
+}
+
+std::optional<Computed> compute_metrics(const Trace& trace, const CallTree& tree, const OpRef& op,
+                                        bool bwd, const GpuArch* arch,
+                                        const perf::TraceAnnotations& annotations,
+                                        ModelCache& models) {
+  std::vector<Uid> kernels = subtree_kernels_listed(trace, tree, op, bwd);
   double busy = kernels.empty() ? 0.0 : tree.busy_time(kernels);
   Computed c;
   c.kernels = sorted_by_ts(trace, std::move(kernels));
+  if (has_equal_ts(trace, c.kernels))
+    c.kernels = sorted_by_ts(trace, subtree_kernels_dfs(trace, tree, op, bwd));
   auto make_input = [&] {
     perf::OpInput in = perf::op_input_from_event(trace, op.base);
     in.name = op.name;

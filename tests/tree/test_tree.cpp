@@ -295,6 +295,38 @@ TEST_CASE("tree: ops_unique_args ex_UIDs are launchers with the reference args")
   }
 }
 
+TEST_CASE("tree: a node's GPU event list holds the kernels the children walk reaches") {
+  // The perf sheets read an op's kernels from gpu_events() and walk the
+  // children (TraceLens's order) only when two kernels share a ts: the two
+  // must hold the same kernels, each as often.
+  for (const auto& dir : jarvis::golden::conformance_dirs()) {
+    const auto& fx = jarvis::testing::report_fixture(dir);
+    INFO(dir);
+    size_t checked = 0;
+    for (size_t u = 0; u < fx.trace.events.size(); ++u) {
+      if (fx.trace.events[u].is_gpu() || !fx.tree.in_tree(static_cast<Uid>(u))) continue;
+      std::vector<Uid> walked;
+      std::vector<Uid> stack{static_cast<Uid>(u)};
+      while (!stack.empty()) {
+        Uid n = stack.back();
+        stack.pop_back();
+        if (fx.trace.events[n].is_gpu()) {
+          walked.push_back(n);
+          continue;
+        }
+        for (Uid c : fx.tree.children(n)) stack.push_back(c);
+      }
+      auto listed_span = fx.tree.gpu_events(static_cast<Uid>(u));
+      std::vector<Uid> listed(listed_span.begin(), listed_span.end());
+      std::sort(walked.begin(), walked.end());
+      std::sort(listed.begin(), listed.end());
+      CHECK(walked == listed);
+      checked += walked.empty() ? 0 : 1;
+    }
+    CHECK(checked > 0);
+  }
+}
+
 TEST_CASE("tree: kernel attribution matches ops_summary and kernel_summary") {
   for (const auto& dir : jarvis::golden::conformance_dirs()) {
     const auto& fx = jarvis::testing::report_fixture(dir);
