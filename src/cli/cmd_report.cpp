@@ -237,7 +237,11 @@ int run_report(ReportArgs& a) {
   std::optional<GpuArch> arch;
   if (!a.arch.empty() && a.arch != "none") arch = engine::load_gpu_arch(a.arch);
   progress.phase("load");
-  Trace trace = engine::load_trace(a.trace);
+  // A first load's snapshot is written while the tree and the sheets are
+  // built; the writer joins on return.
+  engine::SnapshotWriteBehind snapshot_writer;
+  std::shared_ptr<const Trace> loaded = engine::load_trace_write_behind(a.trace, snapshot_writer);
+  const Trace& trace = *loaded;
   progress.phase("call tree");
   CallTree tree(trace, TreeOptions{options.include_python_frames});
   // No --arch: the bundled arch of the GPU the trace ran on, so the roofline

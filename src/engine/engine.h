@@ -36,6 +36,7 @@
 #include "report/table.h"
 #include "report/xlsx.h"
 #include "trace/loader.h"
+#include "trace/snapshot.h"
 #include "trace/trace.h"
 #include "tree/call_tree.h"
 // Capabilities (one public header each, a few with a second one for their
@@ -96,6 +97,9 @@ using jarvis::TraceStore;
 // ---------------------------------------------------------------------------
 using jarvis::detect_arch_name;
 using jarvis::load_trace;  // Kineto JSON (.json / .json.gz), throws TraceError
+// The same, the snapshot of a first load written beside the caller's work.
+using jarvis::load_trace_write_behind;
+using jarvis::SnapshotWriteBehind;
 using jarvis::trace_call_tree;
 using jarvis::trace_report;
 using jarvis::trace_timeline;

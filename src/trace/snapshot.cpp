@@ -17,6 +17,8 @@
 #include <memory>
 #include <optional>
 #include <stdexcept>
+#include <system_error>
+#include <thread>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -616,37 +618,99 @@ void write_snapshot(const std::string& file, const SnapshotKey& key, const Trace
   out.commit();
 }
 
+namespace {
+
+// Where a load's snapshot lives and how its write is reported.
+struct SnapshotPlan {
+  SnapshotLog log;
+  std::string dir;
+  std::optional<SnapshotKey> key;  // none: no snapshot is read or written
+  std::string file;
+  uint64_t budget = 0;
+};
+
+SnapshotPlan plan_snapshot(const std::string& path, const SnapshotOptions& snapshot) {
+  SnapshotPlan plan;
+  plan.log = snapshot.log ? snapshot.log : SnapshotLog(default_log);
+  plan.dir = snapshot.cache_dir.empty() ? snapshot_cache_dir() : snapshot.cache_dir;
+  try {
+    if (!plan.dir.empty()) plan.key = snapshot_key(path);
+  } catch (const TraceError&) {
+    // The JSON load words the error.
+  }
+  if (plan.key) plan.file = snapshot_path(plan.dir, *plan.key);
+  plan.budget = snapshot.cache_budget_bytes ? snapshot.cache_budget_bytes : snapshot_cache_budget();
+  return plan;
+}
+
+// The current snapshot's trace, or nullopt when the JSON must be loaded.
+std::optional<Trace> trace_from_snapshot(const std::string& path, const LoadOptions& options,
+                                         const SnapshotPlan& plan) {
+  if (!plan.key) return std::nullopt;
+  std::optional<Trace> t = read_snapshot(plan.file, *plan.key, path, plan.log);
+  if (t && options.progress && !options.progress(t->json_bytes, t->events.size()))
+    throw TraceError(fmt::format("{}: load cancelled", path));
+  return t;
+}
+
+// Writes the snapshot and bounds the cache; a failure is logged, never
+// thrown (the load itself succeeded).
+void write_and_prune(const SnapshotPlan& plan, const Trace& trace) noexcept {
+  try {
+    try {
+      write_snapshot(plan.file, *plan.key, trace);
+      prune_snapshot_cache(plan.dir, plan.budget, plan.file);
+    } catch (const std::exception& e) {
+      plan.log(fmt::format("not written: {}", e.what()));
+    }
+  } catch (...) {
+    // The log itself failed (out of memory): the snapshot is only a cache.
+  }
+}
+
+}  // namespace
+
 Trace load_trace(const std::string& path, const LoadOptions& options,
                  const SnapshotOptions& snapshot) {
   if (!snapshot.enabled) return load_trace(path, options, GzipInflate::Auto);
-  SnapshotLog log = snapshot.log ? snapshot.log : SnapshotLog(default_log);
-  std::string dir = snapshot.cache_dir.empty() ? snapshot_cache_dir() : snapshot.cache_dir;
-  std::optional<SnapshotKey> key;
-  try {
-    if (!dir.empty()) key = snapshot_key(path);
-  } catch (const TraceError&) {
-    // The JSON load below words the error.
-  }
-  std::string file = key ? snapshot_path(dir, *key) : "";
-  if (key) {
-    if (std::optional<Trace> t = read_snapshot(file, *key, path, log)) {
-      if (options.progress && !options.progress(t->json_bytes, t->events.size()))
-        throw TraceError(fmt::format("{}: load cancelled", path));
-      return std::move(*t);
-    }
-  }
+  SnapshotPlan plan = plan_snapshot(path, snapshot);
+  if (std::optional<Trace> t = trace_from_snapshot(path, options, plan)) return std::move(*t);
   Trace trace = load_trace(path, options, GzipInflate::Auto);
-  if (key) {
-    try {
-      write_snapshot(file, *key, trace);
-      uint64_t budget =
-          snapshot.cache_budget_bytes ? snapshot.cache_budget_bytes : snapshot_cache_budget();
-      prune_snapshot_cache(dir, budget, file);
-    } catch (const std::exception& e) {
-      log(fmt::format("not written: {}", e.what()));
-    }
+  if (plan.key) write_and_prune(plan, trace);
+  return trace;
+}
+
+void SnapshotWriteBehind::wait() {
+  if (thread_.joinable()) thread_.join();
+}
+
+std::shared_ptr<const Trace> load_trace_write_behind(const std::string& path,
+                                                     const LoadOptions& options,
+                                                     const SnapshotOptions& snapshot,
+                                                     SnapshotWriteBehind& writer) {
+  writer.wait();  // one write per writer
+  if (!snapshot.enabled)
+    return std::make_shared<const Trace>(load_trace(path, options, GzipInflate::Auto));
+  SnapshotPlan plan = plan_snapshot(path, snapshot);
+  if (std::optional<Trace> t = trace_from_snapshot(path, options, plan))
+    return std::make_shared<const Trace>(std::move(*t));
+  auto trace = std::make_shared<const Trace>(load_trace(path, options, GzipInflate::Auto));
+  if (!plan.key) return trace;
+  try {
+    // The thread holds the trace: it outlives the caller's copy if need be.
+    writer.thread_ =
+        std::thread([plan = std::move(plan), trace] { write_and_prune(plan, *trace); });
+  } catch (const std::system_error&) {
+    write_and_prune(plan, *trace);  // no thread to spare: write it now
   }
   return trace;
+}
+
+std::shared_ptr<const Trace> load_trace_write_behind(const std::string& path,
+                                                     SnapshotWriteBehind& writer) {
+  SnapshotOptions snapshot;
+  snapshot.enabled = snapshots_enabled();
+  return load_trace_write_behind(path, LoadOptions{}, snapshot, writer);
 }
 
 }  // namespace jarvis

@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <utility>
@@ -179,6 +180,59 @@ TEST_CASE(
   CHECK(moved.events.is_view());
   CHECK(moved.events[0].ts_ns == ts0 + 12345);
   check_same_store(first, loads.load(trace.string()));
+}
+
+TEST_CASE("snapshot: a write-behind load gives the plain load's store and snapshot file") {
+  TempDir tmp;
+  fs::path trace = tmp.path / "trace.json.gz";
+  fs::copy_file(conformance_trace("h100_qwen1.5-0.5b"), trace);
+  Loads plain{tmp.path / "plain", {}};
+  Trace reference = plain.load(trace.string());
+  const std::string plain_snapshot = read_file(plain.snapshot_of(trace.string()));
+  REQUIRE(plain_snapshot.size() > 1000);
+
+  Loads behind{tmp.path / "behind", {}};
+  const std::string snap = behind.snapshot_of(trace.string());
+  {
+    SnapshotWriteBehind writer;
+    std::shared_ptr<const Trace> t =
+        load_trace_write_behind(trace.string(), LoadOptions{}, behind.options(), writer);
+    // The caller works with the trace while the snapshot is written.
+    CallTree tree(*t);
+    CHECK(tree.cpu_root_nodes().size() > 0);
+    check_same_store(reference, *t);
+    writer.wait();
+    CHECK(behind.reasons.empty());
+    REQUIRE(fs::exists(snap));
+    CHECK(read_file(snap) == plain_snapshot);
+  }
+  {
+    // The next load reads that snapshot: nothing to write, the same store.
+    SnapshotWriteBehind writer;
+    std::shared_ptr<const Trace> t =
+        load_trace_write_behind(trace.string(), LoadOptions{}, behind.options(), writer);
+    CHECK(t->events.is_view());
+    check_same_store(reference, *t);
+    writer.wait();
+    CHECK(behind.reasons.empty());
+    CHECK(read_file(snap) == plain_snapshot);
+  }
+  {
+    // A write that fails is logged by the time the writer is joined; the
+    // load itself succeeds. The cache directory lies under a plain file.
+    write_file(tmp.path / "file", "x");
+    Loads failing{tmp.path / "file" / "cache", {}};
+    std::shared_ptr<const Trace> t;
+    {
+      SnapshotWriteBehind writer;
+      t = load_trace_write_behind(trace.string(), LoadOptions{}, failing.options(), writer);
+    }  // the destructor joins
+    check_same_store(reference, *t);
+    // Not read (no directory), then not written.
+    REQUIRE(failing.reasons.size() == 2);
+    CHECK(failing.reasons[0].find("not read") != std::string::npos);
+    CHECK(failing.reasons[1].find("not written") != std::string::npos);
+  }
 }
 
 TEST_CASE("snapshot: truncated, stale, corrupt and foreign snapshots are ignored with a reason") {
