@@ -10,6 +10,7 @@
 #include "base/sort_runs.h"
 #include "base/two_threads.h"
 #include "pycompat/text.h"
+#include "tree/last_uid_by_key.h"
 
 namespace jarvis {
 
@@ -21,38 +22,6 @@ struct LinkKey {
   uint32_t thread;
   int64_t link;
   auto operator<=>(const LinkKey&) const = default;
-};
-
-// The last event added per key, found by binary search: filled in event
-// order, then sorted once. Cheaper than a node-based hash map for the
-// hundreds of thousands of flow and link keys of a large trace, whose node
-// allocations and frees dominated the linking.
-template <class Key>
-class LastUidByKey {
- public:
-  void add(const Key& key, Uid uid) { entries_.emplace_back(key, uid); }
-  // Call once after the last add.
-  void seal() {
-    // Uids are added in increasing order, so sorting (key, uid) pairs puts
-    // the last event of each key at the end of its run. Keys (correlation
-    // ids, ...) mostly grow with the events: few runs to merge.
-    stable_sort_runs(entries_);
-    size_t out = 0;
-    for (size_t i = 0; i < entries_.size(); ++i) {
-      if (i + 1 < entries_.size() && entries_[i + 1].first == entries_[i].first) continue;
-      entries_[out++] = entries_[i];
-    }
-    entries_.resize(out);
-  }
-  Uid find(const Key& key) const {
-    auto it = std::lower_bound(entries_.begin(), entries_.end(), key,
-                               [](const auto& entry, const Key& k) { return entry.first < k; });
-    return it != entries_.end() && it->first == key ? it->second : kNoUid;
-  }
-  bool empty() const { return entries_.empty(); }
-
- private:
-  std::vector<std::pair<Key, Uid>> entries_;
 };
 
 }  // namespace
@@ -91,17 +60,22 @@ CallTree::CallTree(const Trace& trace, const TreeOptions& options)
   // The launch -> GPU event pairs, the host tree and the fwd/bwd links read
   // the trace and write members the others do not; with a second core they
   // are taken in turn by two threads (the pairs and the host tree cost about
-  // the same, the links less). Then the GPU events are attached and their
-  // launchers found, while the child lists (host children from the host
-  // tree, GPU children from the pairs) are built beside them.
+  // the same, the links less). Then the GPU events' launchers are found, the
+  // GPU events attached to their launches' ancestors and the child lists
+  // (host children from the host tree, GPU children from the pairs) built,
+  // again side by side.
   std::vector<std::pair<Uid, Uid>> attached;
   std::vector<TimedUid> host_order;
   run_on_two_threads({[&] { attached = launch_pairs(); }, [&] { host_order = build_host_tree(); },
                       [&] { link_fwd_bwd(); }});
-  run_on_two_threads({[&] {
-                        attach_gpu_events(attached);
-                        find_launchers();
-                      },
+  // Each GPU event's parent is its launch (the last pair naming it wins).
+  // With those parents set, the three passes below only read the parents
+  // and each writes members of its own, so they too run side by side.
+  for (auto [r, g] : attached) {
+    parent_[g] = r;
+    flags_[g] |= kInTree;
+  }
+  run_on_two_threads({[&] { find_launchers(); }, [&] { attach_gpu_events(attached); },
                       [&] { build_child_lists(host_order, attached); }});
 }
 
@@ -253,7 +227,7 @@ std::vector<std::pair<Uid, Uid>> CallTree::launch_pairs() {
     if (t.pid(e).present() && t.tid(e).present())
       by_link.add({e.thread, link}, static_cast<Uid>(u));
   }
-  by_link.seal();
+  by_link.seal_by_bucket(t.threads.size(), [](const LinkKey& k) { return k.thread; });
   std::unordered_map<int64_t, std::vector<Uid>> gpu_by_link;
   // Older traces carry no launch flows at all: the runtime call and its GPU
   // event then share only the link value (correlation). Link by it, last
@@ -279,6 +253,7 @@ std::vector<std::pair<Uid, Uid>> CallTree::launch_pairs() {
 
   // (runtime, gpu event) pairs in TraceLens processing order.
   std::vector<std::pair<Uid, Uid>> attached;
+  size_t flow_start_hint = 0, flow_end_hint = 0, by_link_hint = 0;
   for (Uid r : runtime_uids_) {
     std::string_view name = t.name(r);
     int64_t link = link_value(r);
@@ -295,10 +270,10 @@ std::vector<std::pair<Uid, Uid>> CallTree::launch_pairs() {
       if (g != gpu_by_link_value.end()) attached.emplace_back(r, g->second);
       continue;
     }
-    Uid f = flow_end.find(link);
-    if (flow_start.find(link) == kNoUid || f == kNoUid) continue;
+    Uid f = flow_end.find(link, flow_end_hint);
+    if (flow_start.find(link, flow_start_hint) == kNoUid || f == kNoUid) continue;
     const Event& fe = t.events[f];
-    Uid g = by_link.find({fe.thread, t.flow_id(fe)});
+    Uid g = by_link.find({fe.thread, t.flow_id(fe)}, by_link_hint);
     if (g == kNoUid || !t.events[g].is_gpu()) continue;
     attached.emplace_back(r, g);
   }
@@ -312,11 +287,8 @@ void CallTree::attach_gpu_events(const std::vector<std::pair<Uid, Uid>>& attache
     for (Uid p = r; p != kNoUid; p = parent_[p]) ++gpu_off_[p + 1];
   offsets_from_counts(gpu_off_);
   assign_on_huge_pages(gpu_uids_, gpu_off_.back(), kNoUid);
-  for (auto [r, g] : attached) {
-    parent_[g] = r;
-    flags_[g] |= kInTree;
+  for (auto [r, g] : attached)
     for (Uid p = r; p != kNoUid; p = parent_[p]) gpu_uids_[gpu_off_[p]++] = g;
-  }
   offsets_from_cursors(gpu_off_);
 }
 

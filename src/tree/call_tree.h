@@ -142,6 +142,8 @@ class CallTree {
   // (runtime, GPU event) pairs in TraceLens processing order; fills
   // runtime_uids_ and links_without_flows_.
   std::vector<std::pair<Uid, Uid>> launch_pairs();
+  // The GPU event lists of the launches and their ancestors (the pairs'
+  // parents are set first).
   void attach_gpu_events(const std::vector<std::pair<Uid, Uid>>& attached);
   void build_child_lists(const std::vector<TimedUid>& host_order,
                          const std::vector<std::pair<Uid, Uid>>& attached);
