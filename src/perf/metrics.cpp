@@ -11,21 +11,28 @@ PerfMetrics metrics_of(const PerfModel& model, bool backward, double kernel_time
                        const GpuArch* arch) {
   PerfMetrics m;
   m.gflops = (backward ? model.flops_bwd() : model.flops()) / 1e9;
-  m.kernel_time_us = kernel_time_us;
-  m.tflops_per_s = kernel_time_us > 0 ? (m.gflops / 1e3) / (kernel_time_us / 1e6) : NAN;
   m.bytes = backward ? model.bytes_bwd() : model.bytes();
   if (m.bytes) {
     m.data_moved_mb = *m.bytes / (1024.0 * 1024.0);
     m.flops_per_byte = *m.bytes > 0 ? (m.gflops * 1e9) / *m.bytes : NAN;
-    m.tb_per_s = kernel_time_us > 0 ? (*m.bytes / 1e12) / (kernel_time_us / 1e6) : NAN;
   }
   m.compute_spec = model.compute_spec();
   if (arch != nullptr)
     m.roofline = compute_roofline(*arch, m.compute_spec, m.gflops, m.bytes, kernel_time_us);
+  set_kernel_time(m, kernel_time_us);
   return m;
 }
 
 }  // namespace
+
+void set_kernel_time(PerfMetrics& m, double kernel_time_us) {
+  m.kernel_time_us = kernel_time_us;
+  m.tflops_per_s = kernel_time_us > 0 ? (m.gflops / 1e3) / (kernel_time_us / 1e6) : NAN;
+  if (m.bytes) m.tb_per_s = kernel_time_us > 0 ? (*m.bytes / 1e12) / (kernel_time_us / 1e6) : NAN;
+  // compute_roofline's percentage, by its arithmetic.
+  if (m.roofline)
+    m.roofline->pct = kernel_time_us > 0 ? (m.roofline->time_us / kernel_time_us) * 100 : NAN;
+}
 
 const Params& PerfMetrics::params() const {
   static const Params kNone;

@@ -38,4 +38,11 @@ PerfMetrics compute_perf_metrics(const std::shared_ptr<const PerfModel>& model, 
 PerfMetrics compute_perf_metrics(const PerfModel& model, bool backward, double kernel_time_us,
                                  const GpuArch* arch);
 
+// Sets the kernel time of `m` and what follows from it (TFLOPS/s, TB/s, the
+// roofline percentage), by the same arithmetic: compute_perf_metrics with
+// any kernel time, then this, equals compute_perf_metrics with this kernel
+// time. Ops that share a model share everything else, so a caller may keep
+// one op's metrics per model and only set each op's kernel time.
+void set_kernel_time(PerfMetrics& m, double kernel_time_us);
+
 }  // namespace jarvis::perf

@@ -79,27 +79,35 @@ struct OpRef {
 // thousand op shapes; building the models (param tuples, dtype lookups) was
 // the largest share of the perf sheets' time.
 class ModelCache {
+  struct Entry;
+
  public:
+  // A model served by the cache; `entry` is null when it is not kept.
+  struct Served {
+    std::shared_ptr<const perf::PerfModel> model;
+    Entry* entry = nullptr;
+  };
+
   // The model of op `name` on event `base` with its sorted `kernels`, built
-  // from make_input() (the op's perf::OpInput) once per key; nullptr when no
-  // model class resolves. The input is made only when a model is built.
+  // from make_input() (the op's perf::OpInput) once per key; a null model
+  // when no model class resolves. The input is made only when a model is
+  // built.
   template <class MakeInput>
-  std::shared_ptr<const perf::PerfModel> get(const Trace& trace, Uid base, std::string_view name,
-                                             const std::vector<Uid>& kernels,
-                                             const MakeInput& make_input) {
+  Served get(const Trace& trace, Uid base, std::string_view name, const std::vector<Uid>& kernels,
+             const MakeInput& make_input) {
     std::string_view own_name = trace.name(base);
     // Only the event's own name is keyed (by its interned id); a synthetic
     // row's name is not interned.
     if (name.data() != own_name.data() || name.size() != own_name.size() ||
         perf::model_reads_event_context(name))
-      return perf::make_perf_model(make_input());
+      return {perf::make_perf_model(make_input()), nullptr};
     probe_.name = trace.events[base].name;
     probe_.args = trace.events[base].args;
     probe_.kernel_names.clear();
     for (Uid k : kernels) probe_.kernel_names.push_back(trace.events[k].name);
     if (auto it = entries_.find(probe_); it != entries_.end()) {
       if (it->second.error) std::rethrow_exception(it->second.error);
-      return it->second.model;
+      return {it->second.model, &it->second};
     }
     Entry entry;
     try {
@@ -109,9 +117,32 @@ class ModelCache {
     } catch (...) {
       entry.error = std::current_exception();
     }
-    if (entries_.size() < kMaxEntries) entries_.emplace(probe_, entry);
-    if (entry.error) std::rethrow_exception(entry.error);
-    return entry.model;
+    if (entry.error) {
+      if (entries_.size() < kMaxEntries) entries_.emplace(probe_, entry);
+      std::rethrow_exception(entry.error);
+    }
+    if (entries_.size() >= kMaxEntries) return {entry.model, nullptr};
+    Entry& kept = entries_.emplace(probe_, std::move(entry)).first->second;
+    return {kept.model, &kept};
+  }
+
+  // compute_perf_metrics of a served model: everything but the kernel time
+  // and what follows from it is the model's, so it is computed once per
+  // model and direction and copied (the model's work, bytes, compute spec
+  // and roofline times were a tenth of the sheets' time).
+  static perf::PerfMetrics metrics(const Served& served, bool backward, double kernel_time_us,
+                                   const GpuArch* arch) {
+    if (!served.entry)
+      return perf::compute_perf_metrics(served.model, backward, kernel_time_us, arch);
+    auto& [for_arch, kept] = served.entry->metrics[backward ? 1 : 0];
+    if (!kept || for_arch != arch) {
+      kept = perf::compute_perf_metrics(served.model, backward, kernel_time_us, arch);
+      for_arch = arch;
+      return *kept;
+    }
+    perf::PerfMetrics m = *kept;
+    perf::set_kernel_time(m, kernel_time_us);
+    return m;
   }
 
  private:
@@ -133,6 +164,9 @@ class ModelCache {
   struct Entry {
     std::shared_ptr<const perf::PerfModel> model;
     std::exception_ptr error;
+    // The metrics of one op per direction (forward, backward), and the arch
+    // they were computed for.
+    std::pair<const GpuArch*, std::optional<perf::PerfMetrics>> metrics[2];
   };
   std::unordered_map<Key, Entry, KeyHash> entries_;
   Key probe_;
@@ -204,10 +238,9 @@ std::optional<Computed> compute_metrics(const Trace& trace, const CallTree& tree
     for (Uid k : c.kernels) in.kernel_names.push_back(trace.name(k));
     return in;
   };
-  std::shared_ptr<const perf::PerfModel> model =
-      models.get(trace, op.base, op.name, c.kernels, make_input);
-  if (!model) return std::nullopt;
-  c.metrics = perf::compute_perf_metrics(model, bwd, busy, arch);
+  ModelCache::Served served = models.get(trace, op.base, op.name, c.kernels, make_input);
+  if (!served.model) return std::nullopt;
+  c.metrics = ModelCache::metrics(served, bwd, busy, arch);
   return c;
 }
 
@@ -473,6 +506,8 @@ std::vector<PerfOpRow> sheet_rows_for(const Trace& trace, const CallTree& tree,
   // capacity no row fills is never touched).
   rows.reserve(events.size());
   perf::TraceAnnotations annotations(trace);  // indexed when a model first asks
+  // A family has a few op names: each name's category is looked up once.
+  std::unordered_map<uint32_t, std::string_view> category_of_name;
   for (Uid u : events) {
     if (backward && trace.name(u) == "vllm::unified_attention_with_output") continue;
     // TraceLens drops backward rows without linked backward events after
@@ -496,7 +531,9 @@ std::vector<PerfOpRow> sheet_rows_for(const Trace& trace, const CallTree& tree,
     PerfOpRow r;
     r.uid = r.event_uid = u;
     r.name = std::string(trace.name(u));
-    r.category = std::string(perf::op_category_by_name(r.name));
+    auto [category, fresh] = category_of_name.try_emplace(trace.events[u].name);
+    if (fresh) category->second = perf::op_category_by_name(r.name);
+    r.category = std::string(category->second);
     r.sheet = std::string(family);
     r.backward = backward;
     r.has_perf_model = true;
@@ -664,7 +701,7 @@ class UnifiedKeyIds {
 
   Key of(const PerfOpRow& r) {
     const Event& e = trace_.events[r.event_uid];
-    Key key{intern(r.name), intern(r.category)};
+    Key key{name_id(r), category_id(r.category)};
     auto [thread, new_thread] = by_thread_.try_emplace(e.thread);
     if (new_thread)
       for (size_t k = 2; k < 5; ++k) thread->second[k - 2] = intern(unified_key_text(trace_, r, k));
@@ -680,9 +717,28 @@ class UnifiedKeyIds {
   uint32_t intern(const std::string& text) {
     return ids_.try_emplace(text, static_cast<uint32_t>(ids_.size())).first->second;
   }
+  // A row named as its event is keyed by the interned name: the text is
+  // hashed once per name, not once per row.
+  uint32_t name_id(const PerfOpRow& r) {
+    if (r.uid >= trace_.events.size()) return intern(r.name);  // a synthetic row
+    uint32_t own = trace_.events[r.uid].name;
+    if (trace_.str(own) != r.name) return intern(r.name);
+    auto [it, fresh] = by_name_.try_emplace(own, 0);
+    if (fresh) it->second = intern(r.name);
+    return it->second;
+  }
+  // A trace has a handful of categories: a scan beats hashing the text.
+  uint32_t category_id(const std::string& category) {
+    for (const auto& [text, id] : categories_)
+      if (text == category) return id;
+    categories_.emplace_back(category, intern(category));
+    return categories_.back().second;
+  }
 
   const Trace& trace_;
   std::unordered_map<std::string, uint32_t> ids_;
+  std::unordered_map<uint32_t, uint32_t> by_name_;  // by interned event name
+  std::vector<std::pair<std::string, uint32_t>> categories_;
   std::unordered_map<uint32_t, std::array<uint32_t, 3>> by_thread_;  // by Event::thread
   std::unordered_map<int32_t, std::array<uint32_t, 4>> by_args_;     // by Event::args
 };
@@ -709,12 +765,14 @@ class UnifiedCollector {
     // (old and new buffers live at once) of these large rows.
     rows.reserve(collected.size());
     for (const OpRef& op : collected) {
-      std::optional<PerfOpRow> r = build_row(op);
-      if (!r) continue;
-      if (!keep_all_params && r->metrics && !r->metrics->params().empty() &&
-          !groups_with_params.insert(key_ids.of(*r)).second)
-        r->metrics->shared_params.reset();
-      rows.push_back(std::move(*r));
+      PerfOpRow& r = rows.emplace_back();  // built in place: no copy of the large row
+      if (!build_row(op, r)) {
+        rows.pop_back();
+        continue;
+      }
+      if (!keep_all_params && r.metrics && !r.metrics->params().empty() &&
+          !groups_with_params.insert(key_ids.of(r)).second)
+        r.metrics->shared_params.reset();
     }
     return rows;
   }
@@ -733,7 +791,19 @@ class UnifiedCollector {
   bool has_model(Uid u) const {
     if (model_cache_.empty()) model_cache_.assign(trace_.events.size(), -1);
     int8_t& c = model_cache_[u];
-    if (c < 0) c = has_model(u, trace_.name(u)) ? 1 : 0;
+    if (c < 0) {
+      // Decided once per name (the registry hashes the text), except for
+      // Triton-compiled names, whose model depends on the event.
+      auto [it, fresh] = name_has_model_.try_emplace(trace_.events[u].name, kNameNoModel);
+      if (fresh) {
+        std::string_view name = trace_.name(u);
+        it->second = perf::is_triton_compiled_name(name) ? kNameAsksEvent
+                     : perf::has_registered_model(name)  ? kNameHasModel
+                                                         : kNameNoModel;
+      }
+      c = it->second == kNameAsksEvent ? (has_model(u, trace_.name(u)) ? 1 : 0)
+                                       : (it->second == kNameHasModel ? 1 : 0);
+    }
     return c == 1;
   }
 
@@ -798,7 +868,8 @@ class UnifiedCollector {
     }
   }
 
-  // Cached: it runs a backward metric computation.
+  // Cached: it runs a backward metric computation, whose result (and the
+  // linked forward op) the op's row then takes instead of running it again.
   bool sole_bwd(Uid base) {
     if (sole_cache_.empty()) sole_cache_.assign(trace_.events.size(), -1);
     if (sole_cache_[base] >= 0) return sole_cache_[base] == 1;
@@ -808,9 +879,12 @@ class UnifiedCollector {
       const perf::ModelEntry* e = model_entry(fwd);
       if (e && !e->bwd_category.empty()) {
         try {
-          result = compute_metrics(trace_, tree_, {fwd, fwd, trace_.name(fwd)}, true, arch_,
-                                   annotations_, models_)
-                       .has_value();
+          std::optional<Computed> c = compute_metrics(trace_, tree_, {fwd, fwd, trace_.name(fwd)},
+                                                      true, arch_, annotations_, models_);
+          if (c) {
+            result = true;
+            sole_fwd_.emplace(base, SoleBwd{fwd, std::move(*c)});
+          }
         } catch (const std::bad_alloc&) {
           throw;
         } catch (const std::exception&) {
@@ -976,47 +1050,51 @@ class UnifiedCollector {
         perf::op_category(op.name, sorted.empty() ? std::string_view{} : trace_.name(sorted[0])));
   }
 
-  std::optional<PerfOpRow> build_row(const OpRef& op) {
-    PerfOpRow r;
+  // Fills `r` with the row of `op`; false when TraceLens drops the row.
+  bool build_row(const OpRef& op, PerfOpRow& r) {
     r.uid = op.uid;
     r.event_uid = op.base;
     r.name = std::string(op.name);
     r.duration_us = trace_.events[op.base].dur();
     // A collected event's row has the event's own name: its answer is cached.
     bool own = is_synthetic(op) ? has_model(op.base, op.name) : has_model(op.base);
-    bool sole = sole_bwd(op.base);
-    std::string bwd_category;
-    Uid fwd = kNoUid;
-    if (sole) {
-      fwd = linked_fwd(op.base).first;
-      if (fwd != kNoUid)
-        if (const perf::ModelEntry* e = model_entry(fwd)) bwd_category = e->bwd_category;
-    }
+    // Whether the op is a sole backward op matters only without a model of
+    // its own (its category and metrics then come from the forward op).
+    bool sole = !own && sole_bwd(op.base);
+    const SoleBwd* linked = sole ? &sole_fwd_.at(op.base) : nullptr;
     r.category = category_of(op);
-    if (!own && !bwd_category.empty()) r.category = bwd_category;
+    if (linked)
+      if (const perf::ModelEntry* e = model_entry(linked->fwd); e && !e->bwd_category.empty())
+        r.category = e->bwd_category;
     r.has_perf_model = own || sole;
     r.kernels = gpu_events_of(op);
-    if (own || sole) {
+    if (linked) {
+      // sole_bwd computed these metrics (the forward op's backward).
+      r.backward = true;
+      r.kernel_time_us = linked->computed.metrics.kernel_time_us;
+      if (const perf::ModelEntry* e = model_entry(linked->fwd)) r.sheet = std::string(e->sheet);
+      r.metrics = linked->computed.metrics;
+      return true;
+    }
+    if (own) {
       try {
-        OpRef target = own ? op : OpRef{fwd, fwd, trace_.name(fwd)};
-        auto c = compute_metrics(trace_, tree_, target, !own, arch_, annotations_, models_);
+        auto c = compute_metrics(trace_, tree_, op, false, arch_, annotations_, models_);
         if (c) {
-          r.backward = !own;
           r.kernel_time_us = c->metrics.kernel_time_us;
-          if (const perf::ModelEntry* e = is_synthetic(target) ? perf::find_model_entry(target.name)
-                                                               : model_entry(target.base))
+          if (const perf::ModelEntry* e =
+                  is_synthetic(op) ? perf::find_model_entry(op.name) : model_entry(op.base))
             r.sheet = std::string(e->sheet);
           r.metrics = std::move(c->metrics);
-          return r;
+          return true;
         }
       } catch (const perf::PerfNotImplemented&) {
-        return std::nullopt;  // TraceLens drops the row
+        return false;  // TraceLens drops the row
       } catch (const std::exception& e) {
         r.error = e.what();
       }
     }
     r.kernel_time_us = r.kernels.empty() ? 0.0 : tree_.busy_time(r.kernels);
-    return r;
+    return true;
   }
 
   const Trace& trace_;
@@ -1029,7 +1107,15 @@ class UnifiedCollector {
   std::vector<uint8_t> visited_;
   std::vector<OpRef> collected_;
   std::vector<int8_t> sole_cache_;
+  // A sole backward op's linked forward op and that op's backward metrics.
+  struct SoleBwd {
+    Uid fwd;
+    Computed computed;
+  };
+  std::unordered_map<Uid, SoleBwd> sole_fwd_;  // by the backward op's UID
   mutable std::vector<int8_t> model_cache_;
+  enum NameModel : uint8_t { kNameNoModel, kNameHasModel, kNameAsksEvent };
+  mutable std::unordered_map<uint32_t, NameModel> name_has_model_;  // by interned name
   mutable std::vector<int8_t> desc_cache_;
   mutable std::unordered_map<uint32_t, const perf::ModelEntry*> entry_by_name_;
   std::vector<std::string> synthetic_names_;
