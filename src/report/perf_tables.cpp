@@ -993,14 +993,16 @@ class UnifiedCollector {
 
   // Synthetic rows for GPU events no collected op covers.
   void add_leftover_kernels() {
-    std::unordered_set<Uid> covered;
-    for (const OpRef& op : collected_)
-      for (Uid g : gpu_events_of(op)) covered.insert(g);
+    std::vector<uint8_t> covered(trace_.events.size(), 0);  // by UID
+    for (const OpRef& op : collected_) {
+      if (is_synthetic(op)) continue;  // none yet: they are added below
+      for (Uid g : tree_.gpu_events(op.uid)) covered[g] = 1;
+    }
     std::vector<std::pair<Uid, Uid>> with_cpu_op;  // (kernel, cpu_op)
     std::vector<Uid> parent_order;
     std::unordered_map<Uid, std::vector<Uid>> orphans;  // runtime parent -> kernels
     for (Uid u = 0; u < trace_.events.size(); ++u) {
-      if (!trace_.events[u].is_gpu() || covered.count(u)) continue;
+      if (!trace_.events[u].is_gpu() || covered[u]) continue;
       if (trace_.is_communication(u)) continue;
       Uid cpu = kNoUid;
       for (Uid p = tree_.parent(u); p != kNoUid; p = tree_.parent(p))
@@ -1041,7 +1043,13 @@ class UnifiedCollector {
   }
 
   std::string category_of(const OpRef& op) const {
-    if (!is_synthetic(op)) return std::string(op_category_of(trace_, tree_, op.uid));
+    if (!is_synthetic(op)) {
+      // op_category_of tries the name registry first: looked up once per name.
+      auto [it, fresh] = registry_category_.try_emplace(trace_.events[op.uid].name);
+      if (fresh) it->second = perf::op_category_by_name(op.name);
+      if (!it->second.empty()) return std::string(it->second);
+      return std::string(op_category_of(trace_, tree_, op.uid));
+    }
     // A synthetic row is a copy of its parent: the parent's stored kernel
     // details (its direct kernels by ts) drive the kernel-name fallback.
     auto direct = tree_.direct_kernels(op.base);
@@ -1118,6 +1126,7 @@ class UnifiedCollector {
   mutable std::unordered_map<uint32_t, NameModel> name_has_model_;  // by interned name
   mutable std::vector<int8_t> desc_cache_;
   mutable std::unordered_map<uint32_t, const perf::ModelEntry*> entry_by_name_;
+  mutable std::unordered_map<uint32_t, std::string_view> registry_category_;  // by interned name
   std::vector<std::string> synthetic_names_;
   std::unordered_map<Uid, size_t> synthetic_index_;
   std::unordered_map<Uid, Uid> synthetic_kernel_;

@@ -4,7 +4,6 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
-#include <future>
 #include <set>
 
 #include "base/two_threads.h"
@@ -72,19 +71,14 @@ Report build_report(const Trace& trace, const CallTree& tree, const ReportOption
   // the kernel-side sheets need the timeline (its total time, which
   // TraceLens reads back from the sheet's "time ms" cell): the timeline is
   // the first task taken, so that wait is short and cannot deadlock.
-  std::promise<void> timeline_done;
-  std::shared_future<void> timeline_ready = timeline_done.get_future().share();
+  TaskLatch timeline_done;
   std::vector<Table> launcher, unified, kernel;
   report::PerfSheets perf;
   std::vector<std::function<void()>> tasks;
   tasks.push_back([&] {
-    try {
+    timeline_done.run([&] {
       report.timeline = options.timeline ? *options.timeline : compute_gpu_timeline(trace, tree);
-    } catch (...) {
-      timeline_done.set_exception(std::current_exception());
-      throw;
-    }
-    timeline_done.set_value();
+    });
   });
   if (!gpu_only) {
     tasks.push_back([&] {
@@ -95,7 +89,7 @@ Report build_report(const Trace& trace, const CallTree& tree, const ReportOption
     tasks.push_back([&] { launcher = launcher_tables(trace, tree); });
   }
   tasks.push_back([&] {
-    timeline_ready.get();
+    timeline_done.wait();
     kernel = kernel_side_tables(trace, tree, options, gpu_only, report.timeline.total_time_ms());
   });
   run_on_two_threads(tasks);

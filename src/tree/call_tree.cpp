@@ -60,23 +60,36 @@ CallTree::CallTree(const Trace& trace, const TreeOptions& options)
   // The launch -> GPU event pairs, the host tree and the fwd/bwd links read
   // the trace and write members the others do not; with a second core they
   // are taken in turn by two threads (the pairs and the host tree cost about
-  // the same, the links less). Then the GPU events' launchers are found, the
-  // GPU events attached to their launches' ancestors and the child lists
-  // (host children from the host tree, GPU children from the pairs) built,
-  // again side by side.
+  // the same, the links less). The passes after them wait for the pairs and
+  // the host tree: finding the GPU events' launchers (after setting each GPU
+  // event's parent), attaching the GPU events to their launches' ancestors
+  // and building the child lists (host children from the host tree, GPU
+  // children from the pairs). They read the parents and each writes members
+  // of its own, so they too run side by side, on the same two threads (a
+  // second call would start its helper thread anew).
   std::vector<std::pair<Uid, Uid>> attached;
   std::vector<TimedUid> host_order;
-  run_on_two_threads({[&] { attached = launch_pairs(); }, [&] { host_order = build_host_tree(); },
-                      [&] { link_fwd_bwd(); }});
-  // Each GPU event's parent is its launch (the last pair naming it wins).
-  // With those parents set, the three passes below only read the parents
-  // and each writes members of its own, so they too run side by side.
-  for (auto [r, g] : attached) {
-    parent_[g] = r;
-    flags_[g] |= kInTree;
-  }
-  run_on_two_threads({[&] { find_launchers(); }, [&] { attach_gpu_events(attached); },
-                      [&] { build_child_lists(host_order, attached); }});
+  TaskLatch pairs_done, host_done;
+  auto after_both = [&](auto&& pass) {
+    return [&, pass] {
+      pairs_done.wait();
+      host_done.wait();
+      pass();
+    };
+  };
+  run_on_two_threads({[&] { pairs_done.run([&] { attached = launch_pairs(); }); },
+                      [&] { host_done.run([&] { host_order = build_host_tree(); }); },
+                      [&] { link_fwd_bwd(); }, after_both([&] {
+                        // Each GPU event's parent is its launch (the last pair naming it
+                        // wins). The host tree wrote the host events' parents and flags.
+                        for (auto [r, g] : attached) {
+                          parent_[g] = r;
+                          flags_[g] |= kInTree;
+                        }
+                        find_launchers();
+                      }),
+                      after_both([&] { attach_gpu_events(attached); }),
+                      after_both([&] { build_child_lists(host_order, attached); })});
 }
 
 namespace {

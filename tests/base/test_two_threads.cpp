@@ -1,5 +1,6 @@
 // run_on_two_threads: every task runs exactly once, a task's failure comes
-// back to the caller, and an empty list is a no-op.
+// back to the caller, and an empty list is a no-op; a TaskLatch hands one
+// task's result, or its failure, to a later task of the same run.
 #include <doctest/doctest.h>
 
 #include <atomic>
@@ -32,4 +33,34 @@ TEST_CASE("run_on_two_threads rethrows a failing task's error and stops taking t
   // The failing task is taken first; the other thread may have taken a few
   // tasks before the failure stopped it, never all of them.
   CHECK(ran < 200);
+}
+
+TEST_CASE("TaskLatch: a later task sees the awaited task's result, or its error") {
+  for (int round = 0; round < 50; ++round) {
+    // The awaited task is slow, so the waiter, taken by the other thread,
+    // usually starts first and must wait.
+    int produced = 0, seen = -1;
+    jarvis::TaskLatch done;
+    jarvis::run_on_two_threads({[&] {
+                                  done.run([&] {
+                                    std::this_thread::sleep_for(std::chrono::microseconds(200));
+                                    produced = 42;
+                                  });
+                                },
+                                [&] {
+                                  done.wait();
+                                  seen = produced;
+                                }});
+    CHECK(seen == 42);
+  }
+  jarvis::TaskLatch failed;
+  std::atomic<bool> waiter_ran_on{false};
+  CHECK_THROWS_WITH_AS(jarvis::run_on_two_threads(
+                           {[&] { failed.run([] { throw std::runtime_error("awaited failed"); }); },
+                            [&] {
+                              failed.wait();  // rethrows: the waiter does not go on
+                              waiter_ran_on = true;
+                            }}),
+                       "awaited failed", std::runtime_error);
+  CHECK_FALSE(waiter_ran_on);
 }
