@@ -5,6 +5,7 @@
 #include <cctype>
 #include <cmath>
 #include <map>
+#include <numeric>
 
 #include "pycompat/numeric.h"
 #include "pycompat/text.h"
@@ -129,11 +130,17 @@ bool is_collective_kernel(const Trace& trace, Uid uid) {
 }
 
 std::vector<CollectiveKernel> collective_kernels(const Trace& trace) {
+  std::vector<Uid> all(trace.events.size());
+  std::iota(all.begin(), all.end(), Uid{0});
+  return collective_kernels(trace, all);
+}
+
+std::vector<CollectiveKernel> collective_kernels(const Trace& trace,
+                                                 std::span<const Uid> candidates) {
   std::vector<CollectiveKernel> out;
-  for (size_t u = 0; u < trace.events.size(); ++u) {
-    const Uid uid = static_cast<Uid>(u);
+  for (const Uid uid : candidates) {
     if (!is_collective_kernel(trace, uid)) continue;
-    const Event& e = trace.events[u];
+    const Event& e = trace.events[uid];
     CollectiveKernel k;
     k.uid = uid;
     k.ts = e.ts();

@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -49,6 +50,10 @@ bool is_collective_kernel(const Trace& trace, Uid uid);
 
 // Every collective kernel of the trace, in file order.
 std::vector<CollectiveKernel> collective_kernels(const Trace& trace);
+// The same among `candidates` (UIDs in file order, e.g. a call tree's GPU
+// events): the events outside them are not looked at.
+std::vector<CollectiveKernel> collective_kernels(const Trace& trace,
+                                                 std::span<const Uid> candidates);
 
 // The coll_analysis sheet: one row per (rank, process group, collective,
 // dtype, message sizes, split sizes, stream) with duration statistics,

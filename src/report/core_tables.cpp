@@ -402,16 +402,16 @@ struct KernelFacts {
 
 std::vector<KernelFacts> kernel_facts(const Trace& trace, const CallTree& tree) {
   std::vector<KernelFacts> out;
-  for (size_t u = 0; u < trace.events.size(); ++u) {
+  for (Uid u : tree.gpu_event_uids()) {
     if (trace.events[u].cat != Cat::Kernel) continue;
-    Uid launcher = tree.parent(static_cast<Uid>(u));
+    Uid launcher = tree.parent(u);
     Uid cpu_op = kNoUid;
     for (Uid p = launcher; p != kNoUid; p = tree.parent(p))
       if (trace.events[p].cat == Cat::CpuOp) {
         cpu_op = p;
         break;
       }
-    out.push_back({static_cast<Uid>(u), launcher, cpu_op});
+    out.push_back({u, launcher, cpu_op});
   }
   return out;
 }
@@ -625,10 +625,12 @@ Table kernel_summary_table(const Trace& trace, const CallTree& tree, double tota
 
 namespace {
 
-std::vector<double> short_durations(const Trace& trace, double threshold_us) {
+std::vector<double> short_durations(const Trace& trace, const CallTree& tree, double threshold_us) {
   std::vector<double> out;
-  for (const Event& e : trace.events)
+  for (Uid u : tree.gpu_event_uids()) {
+    const Event& e = trace.events[u];
     if (e.cat == Cat::Kernel && e.dur() < threshold_us) out.push_back(e.dur());
+  }
   return out;
 }
 
@@ -666,8 +668,9 @@ Table numpy_histogram_table(const std::vector<double>& values, int bins) {
   return table;
 }
 
-Table short_kernel_histogram_table(const Trace& trace, double threshold_us, int bins) {
-  return numpy_histogram_table(short_durations(trace, threshold_us), bins);
+Table short_kernel_histogram_table(const Trace& trace, const CallTree& tree, double threshold_us,
+                                   int bins) {
+  return numpy_histogram_table(short_durations(trace, tree, threshold_us), bins);
 }
 
 namespace {

@@ -49,7 +49,8 @@ std::string arg_key(const Trace& trace, Uid uid, std::string_view key);
 Table kernel_summary_table(const Trace& trace, const CallTree& tree, double total_time_ms);
 // short_kernel_histogram (§13.3): NumPy histogram of kernel durations below
 // the threshold.
-Table short_kernel_histogram_table(const Trace& trace, double threshold_us, int bins);
+Table short_kernel_histogram_table(const Trace& trace, const CallTree& tree, double threshold_us,
+                                   int bins);
 // np.histogram(values, bins) as the short_kernel_histogram sheet
 // (bin_start, bin_end, count); no rows when values is empty.
 Table numpy_histogram_table(const std::vector<double>& values, int bins);

@@ -46,14 +46,13 @@ double intervals_length(const std::vector<Interval>& intervals) {
 
 GpuTimeline compute_gpu_timeline(const Trace& trace, const CallTree& tree, bool include_unlinked) {
   std::vector<Interval> all, comp, comm, memcpy;
-  for (size_t u = 0; u < trace.events.size(); ++u) {
+  for (Uid u : tree.gpu_event_uids()) {
     const Event& e = trace.events[u];
-    if (!e.is_gpu()) continue;
-    if (!include_unlinked && !tree.in_tree(static_cast<Uid>(u))) continue;
+    if (!include_unlinked && !tree.in_tree(u)) continue;
     if (!e.has_ts() || !e.has_dur()) continue;
     Interval iv{e.ts(), e.end()};
     all.push_back(iv);
-    const uint8_t flags = trace.name_flags(static_cast<Uid>(u));
+    const uint8_t flags = trace.name_flags(u);
     if (e.cat == Cat::GpuMemcpy)
       memcpy.push_back(iv);
     else if (e.cat == Cat::Kernel && (flags & kNameRocmLegacyMemcpy))

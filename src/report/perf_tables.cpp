@@ -1001,8 +1001,8 @@ class UnifiedCollector {
     std::vector<std::pair<Uid, Uid>> with_cpu_op;  // (kernel, cpu_op)
     std::vector<Uid> parent_order;
     std::unordered_map<Uid, std::vector<Uid>> orphans;  // runtime parent -> kernels
-    for (Uid u = 0; u < trace_.events.size(); ++u) {
-      if (!trace_.events[u].is_gpu() || covered[u]) continue;
+    for (Uid u : tree_.gpu_event_uids()) {
+      if (covered[u]) continue;
       if (trace_.is_communication(u)) continue;
       Uid cpu = kNoUid;
       for (Uid p = tree_.parent(u); p != kNoUid; p = tree_.parent(p))

@@ -33,14 +33,14 @@ std::vector<Table> kernel_side_tables(const Trace& trace, const CallTree& tree,
     if (!ks.rows.empty()) out.push_back(std::move(ks));
   }
   if (options.short_kernel_study) {
-    out.push_back(report::short_kernel_histogram_table(trace, options.short_kernel_threshold_us,
-                                                       options.short_kernel_bins));
+    out.push_back(report::short_kernel_histogram_table(
+        trace, tree, options.short_kernel_threshold_us, options.short_kernel_bins));
     out.push_back(report::short_kernels_summary_table(
         trace, tree, options.short_kernel_threshold_us, total_time_ms));
   }
   // Like TraceLens: no collective sheet for GPU-only traces, none when empty.
   if (options.collective_analysis && !gpu_only) {
-    Table coll = coll_analysis_table(collective_kernels(trace));
+    Table coll = coll_analysis_table(collective_kernels(trace, tree.gpu_event_uids()));
     if (!coll.rows.empty()) out.push_back(std::move(coll));
   }
   return out;

@@ -215,6 +215,7 @@ std::vector<std::pair<Uid, Uid>> CallTree::launch_pairs() {
   std::vector<uint8_t> flow_end_thread(t.threads.size(), 0);
   for (size_t u = 0; u < n; ++u) {
     const Event& e = t.events[u];
+    if (e.is_gpu()) gpu_event_uids_.push_back(static_cast<Uid>(u));
     if (e.is_runtime()) {
       runtime_uids_.push_back(static_cast<Uid>(u));
       std::string_view name = t.name(static_cast<Uid>(u));
@@ -349,9 +350,8 @@ void CallTree::find_launchers() {
   assign_on_huge_pages(launcher_slot_, n, kNoSlot);
   std::vector<Uid> first_met;          // launchers in order of first kernel met
   std::vector<uint32_t> kernel_count;  // per launcher slot
-  for (size_t u = 0; u < n; ++u) {
-    const Event& k = t.events[u];
-    if (!k.is_gpu() || t.is_communication(static_cast<Uid>(u))) continue;
+  for (Uid u : gpu_event_uids_) {
+    if (t.is_communication(u)) continue;
     Uid r = parent_[u];
     if (r == kNoUid) continue;
     Uid found = kNoUid;
@@ -385,10 +385,10 @@ void CallTree::find_launchers() {
   direct_uids_.resize(direct_off_.back());
   std::vector<uint32_t>& cursor = kernel_count;  // reused: each slot's next free position
   std::copy(direct_off_.begin(), direct_off_.end() - 1, cursor.begin());
-  for (size_t u = 0; u < n; ++u) {
+  for (Uid u : gpu_event_uids_) {  // only GPU events have launchers
     Uid l = launcher_[u];
     if (l == kNoUid) continue;
-    direct_uids_[cursor[launcher_slot_[l]]++] = static_cast<Uid>(u);
+    direct_uids_[cursor[launcher_slot_[l]]++] = u;
   }
   launchers_ = first_met;
   stable_sort_runs(launchers_, [&](Uid a, Uid b) {

@@ -85,6 +85,10 @@ class CallTree {
   const std::vector<Uid>& cpu_root_nodes() const { return cpu_root_nodes_; }
   // Runtime / driver events, UID order.
   const std::vector<Uid>& runtime_uids() const { return runtime_uids_; }
+  // Every GPU event (kernel, memcpy, memset), UID order: a tenth of a
+  // training trace's events, so passes over the GPU events walk this list
+  // instead of the whole event array.
+  const std::vector<Uid>& gpu_event_uids() const { return gpu_event_uids_; }
 
   // Ancestors, leaf-first: parent, grandparent, ..., root (uid itself excluded).
   std::vector<Uid> parent_chain(Uid uid) const;
@@ -140,7 +144,7 @@ class CallTree {
   // Sets parent_ of the host events; returns them in (ts, uid) order.
   std::vector<TimedUid> build_host_tree();
   // (runtime, GPU event) pairs in TraceLens processing order; fills
-  // runtime_uids_ and links_without_flows_.
+  // runtime_uids_, gpu_event_uids_ and links_without_flows_.
   std::vector<std::pair<Uid, Uid>> launch_pairs();
   // The GPU event lists of the launches and their ancestors (the pairs'
   // parents are set first).
@@ -163,6 +167,7 @@ class CallTree {
   std::vector<Uid> gpu_uids_;
   std::vector<Uid> cpu_root_nodes_;
   std::vector<Uid> runtime_uids_;
+  std::vector<Uid> gpu_event_uids_;
 
   std::vector<Uid> launcher_;   // per UID (meaningful for GPU events)
   std::vector<Uid> launchers_;  // ts order

@@ -49,6 +49,18 @@ TEST_CASE("coll_analysis: switched off by ReportOptions") {
   CHECK(report.find("coll_analysis") == nullptr);
 }
 
+TEST_CASE("coll_analysis: the collective kernels among the GPU events are those of the trace") {
+  const auto& fx = jarvis::testing::report_fixture(nccl_dir());
+  auto all = jarvis::collective_kernels(fx.trace);
+  auto among_gpu = jarvis::collective_kernels(fx.trace, fx.tree.gpu_event_uids());
+  REQUIRE(all.size() == 21);
+  REQUIRE(among_gpu.size() == all.size());
+  for (size_t k = 0; k < all.size(); ++k) {
+    CHECK(among_gpu[k].uid == all[k].uid);
+    CHECK(among_gpu[k].process_group_name.repr() == all[k].process_group_name.repr());
+  }
+}
+
 TEST_CASE("coll_analysis: kernels missing a grouping field are left out") {
   const auto& fx = jarvis::testing::report_fixture(nccl_dir());
   auto kernels = jarvis::collective_kernels(fx.trace);
