@@ -9,6 +9,7 @@
 #include <array>
 #include <cmath>
 #include <exception>
+#include <limits>
 #include <map>
 #include <memory>
 #include <set>
@@ -697,23 +698,32 @@ class UnifiedKeyIds {
  public:
   using Key = std::array<uint32_t, 9>;  // one id per kUnifiedKeys column
 
-  explicit UnifiedKeyIds(const Trace& trace) : trace_(trace) {}
+  // The per-thread, per-arg-list and per-name ids are kept in arrays indexed
+  // by Event::thread, Event::args and the interned name: one array read per
+  // row instead of a hash lookup.
+  explicit UnifiedKeyIds(const Trace& trace)
+      : trace_(trace),
+        by_name_(trace.strings.size(), kUnknown),
+        by_thread_(trace.threads.size(), {kUnknown, 0, 0}),
+        by_args_(trace.arg_lists.size() + 1, {kUnknown, 0, 0, 0}) {}
 
   Key of(const PerfOpRow& r) {
     const Event& e = trace_.events[r.event_uid];
     Key key{name_id(r), category_id(r.category)};
-    auto [thread, new_thread] = by_thread_.try_emplace(e.thread);
-    if (new_thread)
-      for (size_t k = 2; k < 5; ++k) thread->second[k - 2] = intern(unified_key_text(trace_, r, k));
-    auto [args, new_args] = by_args_.try_emplace(e.args);
-    if (new_args)
-      for (size_t k = 5; k < 9; ++k) args->second[k - 5] = intern(unified_key_text(trace_, r, k));
-    std::copy(thread->second.begin(), thread->second.end(), key.begin() + 2);
-    std::copy(args->second.begin(), args->second.end(), key.begin() + 5);
+    std::array<uint32_t, 3>& thread = by_thread_[e.thread];
+    if (thread[0] == kUnknown)
+      for (size_t k = 2; k < 5; ++k) thread[k - 2] = intern(unified_key_text(trace_, r, k));
+    std::array<uint32_t, 4>& args = by_args_[static_cast<size_t>(e.args + 1)];  // -1: none
+    if (args[0] == kUnknown)
+      for (size_t k = 5; k < 9; ++k) args[k - 5] = intern(unified_key_text(trace_, r, k));
+    std::copy(thread.begin(), thread.end(), key.begin() + 2);
+    std::copy(args.begin(), args.end(), key.begin() + 5);
     return key;
   }
 
  private:
+  static constexpr uint32_t kUnknown = std::numeric_limits<uint32_t>::max();
+
   uint32_t intern(const std::string& text) {
     return ids_.try_emplace(text, static_cast<uint32_t>(ids_.size())).first->second;
   }
@@ -723,9 +733,9 @@ class UnifiedKeyIds {
     if (r.uid >= trace_.events.size()) return intern(r.name);  // a synthetic row
     uint32_t own = trace_.events[r.uid].name;
     if (trace_.str(own) != r.name) return intern(r.name);
-    auto [it, fresh] = by_name_.try_emplace(own, 0);
-    if (fresh) it->second = intern(r.name);
-    return it->second;
+    uint32_t& id = by_name_[own];
+    if (id == kUnknown) id = intern(r.name);
+    return id;
   }
   // A trace has a handful of categories: a scan beats hashing the text.
   uint32_t category_id(const std::string& category) {
@@ -737,10 +747,10 @@ class UnifiedKeyIds {
 
   const Trace& trace_;
   std::unordered_map<std::string, uint32_t> ids_;
-  std::unordered_map<uint32_t, uint32_t> by_name_;  // by interned event name
+  std::vector<uint32_t> by_name_;  // by interned event name
   std::vector<std::pair<std::string, uint32_t>> categories_;
-  std::unordered_map<uint32_t, std::array<uint32_t, 3>> by_thread_;  // by Event::thread
-  std::unordered_map<int32_t, std::array<uint32_t, 4>> by_args_;     // by Event::args
+  std::vector<std::array<uint32_t, 3>> by_thread_;  // by Event::thread
+  std::vector<std::array<uint32_t, 4>> by_args_;    // by Event::args + 1
 };
 
 class UnifiedCollector {

@@ -139,10 +139,16 @@ std::shared_ptr<const TraceEntry> TraceCache::lookup_locked(const FileIdentity& 
 
 std::shared_ptr<const TraceEntry> parse_kineto(const FileIdentity& id, const LoadOptions& options) {
   auto start = std::chrono::steady_clock::now();
-  auto trace = std::make_shared<const Trace>(load_trace(id.path, options));
+  // A first load's snapshot is written while the session goes on with the
+  // trace: the load_trace reply does not wait for it.
+  auto writer = std::make_unique<SnapshotWriteBehind>();
+  SnapshotOptions snapshot;
+  snapshot.enabled = snapshots_enabled();
+  std::shared_ptr<const Trace> trace = load_trace_write_behind(id.path, options, snapshot, *writer);
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   uint64_t bytes = estimate_trace_bytes(*trace);
-  return std::make_shared<const TraceEntry>(id, std::move(trace), seconds, bytes);
+  return std::make_shared<const TraceEntry>(id, std::move(trace), seconds, bytes,
+                                            std::move(writer));
 }
 
 TraceCache::Acquired TraceCache::acquire(const FileIdentity& id, const LoadOptions& options,

@@ -21,6 +21,7 @@
 #include <tuple>
 #include <typeindex>
 
+#include "trace/snapshot.h"
 #include "trace/trace.h"
 
 namespace jarvis {
@@ -44,9 +45,15 @@ FileIdentity identify_file(const std::string& path);
 // One parsed trace and what was derived from it (call tree, reports, ...).
 class TraceEntry {
  public:
+  // `snapshot_writer`: the snapshot write of the load, when it runs beside
+  // the session (joined when the entry goes).
   TraceEntry(FileIdentity id, std::shared_ptr<const Trace> trace, double load_seconds,
-             uint64_t bytes)
-      : id_(std::move(id)), trace_(std::move(trace)), load_seconds_(load_seconds), bytes_(bytes) {}
+             uint64_t bytes, std::unique_ptr<SnapshotWriteBehind> snapshot_writer = nullptr)
+      : id_(std::move(id)),
+        trace_(std::move(trace)),
+        load_seconds_(load_seconds),
+        bytes_(bytes),
+        snapshot_writer_(std::move(snapshot_writer)) {}
 
   const FileIdentity& identity() const { return id_; }
   const Trace& trace() const { return *trace_; }
@@ -77,6 +84,7 @@ class TraceEntry {
   uint64_t bytes_;
   mutable std::mutex slots_mutex_;
   mutable std::map<std::pair<std::type_index, std::string>, std::shared_ptr<Slot>> slots_;
+  std::unique_ptr<SnapshotWriteBehind> snapshot_writer_;
 };
 
 // Rough resident size of a parsed trace plus room for its derived data.

@@ -19,6 +19,7 @@
 
 #include "golden.h"
 #include "report/report.h"
+#include "session/trace_cache.h"
 #include "test_loader_support.h"
 #include "trace/loader.h"
 #include "trace/snapshot.h"
@@ -233,6 +234,34 @@ TEST_CASE("snapshot: a write-behind load gives the plain load's store and snapsh
     CHECK(failing.reasons[0].find("not read") != std::string::npos);
     CHECK(failing.reasons[1].find("not written") != std::string::npos);
   }
+}
+
+TEST_CASE("snapshot: a session's first load writes the snapshot beside the session") {
+  TempDir tmp;
+  fs::path trace = tmp.path / "trace.json.gz";
+  fs::copy_file(conformance_trace("h100_qwen1.5-0.5b"), trace);
+  Loads plain{tmp.path / "plain", {}};
+  Trace reference = plain.load(trace.string());
+  const std::string plain_snapshot = read_file(plain.snapshot_of(trace.string()));
+
+  EnvGuard env;
+  env.set("JARVIS_NO_SNAPSHOT", "0");
+  env.set("JARVIS_CACHE_DIR", (tmp.path / "session").c_str());
+  const std::string snap =
+      snapshot_path((tmp.path / "session").string(), snapshot_key(trace.string()));
+  {
+    TraceCache cache;
+    auto acquired = cache.acquire(identify_file(trace.string()));
+    REQUIRE(acquired.parsed);
+    CHECK_FALSE(acquired.entry->trace().events.is_view());  // from the JSON
+    check_same_store(reference, acquired.entry->trace());
+  }  // the entry goes with the cache, and its snapshot write is joined
+  REQUIRE(fs::exists(snap));
+  CHECK(read_file(snap) == plain_snapshot);
+  TraceCache next_session;
+  auto acquired = next_session.acquire(identify_file(trace.string()));
+  CHECK(acquired.entry->trace().events.is_view());  // from the snapshot
+  check_same_store(reference, acquired.entry->trace());
 }
 
 TEST_CASE("snapshot: truncated, stale, corrupt and foreign snapshots are ignored with a reason") {
