@@ -8,16 +8,44 @@
 // std::stable_sort pay O(n log n) on such input, and std::stable_sort also
 // allocates a buffer on every call, which dominated the many tiny sorts (an
 // op's kernels) of the report. Here sorted input costs one pass and no
-// allocation, k runs cost O(n log k) stable merges, and input with many runs
-// falls back to std::stable_sort.
+// allocation, k runs cost O(n log k) stable merges through one buffer, and
+// input with many runs falls back to std::stable_sort.
 
 #include <algorithm>
 #include <cstddef>
 #include <functional>
 #include <iterator>
+#include <memory>
 #include <vector>
 
 namespace jarvis {
+
+namespace detail {
+
+// One merge pass: runs [bounds[k], bounds[k + 1]) of `in` merged pairwise
+// into the same positions of `out` (a last odd run moved as it is); bounds
+// then holds the merged runs' boundaries.
+template <class In, class Out, class Offset, class Compare>
+void merge_run_pairs(In in, Out out, std::vector<Offset>& bounds, Compare& comp) {
+  const size_t runs = bounds.size() - 1;
+  size_t kept = 0;
+  for (size_t r = 0; r < runs; r += 2) {
+    const Offset lo = bounds[r], mid = bounds[r + 1];
+    bounds[kept++] = lo;
+    if (r + 1 < runs) {
+      const Offset hi = bounds[r + 2];
+      std::merge(std::make_move_iterator(in + lo), std::make_move_iterator(in + mid),
+                 std::make_move_iterator(in + mid), std::make_move_iterator(in + hi), out + lo,
+                 comp);
+    } else {
+      std::move(in + lo, in + mid, out + lo);
+    }
+  }
+  bounds[kept++] = bounds[runs];
+  bounds.resize(kept);
+}
+
+}  // namespace detail
 
 template <class RandomIt, class Compare = std::less<>>
 void stable_sort_runs(RandomIt first, RandomIt last, Compare comp = {}) {
@@ -38,19 +66,23 @@ void stable_sort_runs(RandomIt first, RandomIt last, Compare comp = {}) {
     }
   }
   bounds.push_back(n);
-  // Adjacent runs merged pairwise (std::inplace_merge is stable: of equal
-  // elements, the left run's come first), so the order of equal elements is
-  // the input order, as std::stable_sort leaves it.
+  // Adjacent runs merged pairwise, pass after pass, between the input and
+  // one buffer allocated once (std::inplace_merge allocated a buffer of up
+  // to half its range on every call: fresh pages for each of the many
+  // merges of a large sort). std::merge is stable (of equal elements, the
+  // left run's come first), so equal elements keep their input order, as
+  // std::stable_sort leaves them.
+  using Value = typename std::iterator_traits<RandomIt>::value_type;
+  auto buffer = std::make_unique_for_overwrite<Value[]>(static_cast<size_t>(n));
+  bool in_buffer = false;  // where the current runs are
   while (bounds.size() > 2) {
-    size_t out = 0;
-    for (size_t k = 0; k + 1 < bounds.size(); k += 2) {
-      bounds[out++] = bounds[k];
-      if (k + 2 < bounds.size())
-        std::inplace_merge(first + bounds[k], first + bounds[k + 1], first + bounds[k + 2], comp);
-    }
-    bounds[out++] = n;
-    bounds.resize(out);
+    if (in_buffer)
+      detail::merge_run_pairs(buffer.get(), first, bounds, comp);
+    else
+      detail::merge_run_pairs(first, buffer.get(), bounds, comp);
+    in_buffer = !in_buffer;
   }
+  if (in_buffer) std::move(buffer.get(), buffer.get() + n, first);
 }
 
 template <class Container, class Compare = std::less<>>

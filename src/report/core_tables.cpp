@@ -109,7 +109,12 @@ bool is_gpu_only(const Trace& trace) {
 }
 
 std::string_view op_category_of(const Trace& trace, const CallTree& tree, Uid uid) {
-  return perf::op_category(trace.name(uid), first_kernel_name(trace, tree, uid));
+  // The registry answers most names; the first kernel (a walk over the
+  // op's kernels) only feeds perf::op_category's fallback.
+  std::string_view name = trace.name(uid);
+  if (std::string_view registered = perf::op_category_by_name(name); !registered.empty())
+    return registered;
+  return perf::op_category(name, first_kernel_name(trace, tree, uid));
 }
 
 std::vector<LauncherRow> kernel_launcher_rows(const Trace& trace, const CallTree& tree) {
