@@ -412,7 +412,7 @@ std::vector<KernelFacts> kernel_facts(const Trace& trace, const CallTree& tree) 
     Uid launcher = tree.parent(u);
     Uid cpu_op = kNoUid;
     for (Uid p = launcher; p != kNoUid; p = tree.parent(p))
-      if (trace.events[p].cat == Cat::CpuOp) {
+      if (tree.cat(p) == Cat::CpuOp) {
         cpu_op = p;
         break;
       }

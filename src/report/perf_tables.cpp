@@ -38,13 +38,6 @@ Cell num(double v) {
   return std::isnan(v) ? Cell() : Cell(v);
 }
 
-bool is_cpu_op(const Trace& t, Uid u) {
-  return t.events[u].cat == Cat::CpuOp;
-}
-bool is_python(const Trace& t, Uid u) {
-  return t.events[u].cat == Cat::PythonFunction;
-}
-
 // TraceLens agg_kernels_in_subtree: GPU events reached through `children`,
 // depth-first in children order (a GPU event ends its branch).
 void collect_subtree_kernels(const Trace& trace, const CallTree& tree, Uid uid,
@@ -827,15 +820,15 @@ class UnifiedCollector {
   }
 
   bool is_leaf_cpu_op(Uid u) const {
-    if (!is_cpu_op(trace_, u)) return false;
+    if (tree_.cat(u) != Cat::CpuOp) return false;
     return has_kernel_descendant(u, 10);
   }
   bool has_kernel_descendant(Uid u, int depth) const {
     if (depth <= 0) return false;
     for (Uid c : tree_.children(u)) {
-      const Event& e = trace_.events[c];
-      if (e.is_gpu()) return true;
-      if ((e.cat == Cat::CudaRuntime || e.cat == Cat::PythonFunction) &&
+      const Cat cat = tree_.cat(c);
+      if (is_gpu_cat(cat)) return true;
+      if ((cat == Cat::CudaRuntime || cat == Cat::PythonFunction) &&
           has_kernel_descendant(c, depth - 1))
         return true;
     }
@@ -872,7 +865,7 @@ class UnifiedCollector {
     while (!stack.empty()) {
       Uid c = stack.back();
       stack.pop_back();
-      if (!is_cpu_op(trace_, c)) continue;
+      if (tree_.cat(c) != Cat::CpuOp) continue;
       if (launches_gpu(c) && (!main_name || trace_.name(c) == *main_name)) ++count;
       stack.insert(stack.end(), tree_.children(c).begin(), tree_.children(c).end());
     }
@@ -930,7 +923,7 @@ class UnifiedCollector {
       bool found = false;
       for (Uid c : tree_.children(n)) {
         if (!walks_into(c)) continue;
-        if (!is_python(trace_, c) && has_model(c) && launches_gpu(c)) found = true;
+        if (tree_.cat(c) != Cat::PythonFunction && has_model(c) && launches_gpu(c)) found = true;
         if (desc_cache_[c] == 1) found = true;
         if (found) break;
       }
@@ -938,7 +931,10 @@ class UnifiedCollector {
     }
     return desc_cache_[u] == 1;
   }
-  bool walks_into(Uid c) const { return is_python(trace_, c) || is_cpu_op(trace_, c); }
+  bool walks_into(Uid c) const {
+    const Cat cat = tree_.cat(c);
+    return cat == Cat::PythonFunction || cat == Cat::CpuOp;
+  }
 
   bool launches_comm_kernel(Uid u) const {
     for (Uid g : tree_.gpu_events(u))
@@ -960,7 +956,7 @@ class UnifiedCollector {
       if (visited_.empty()) visited_.assign(trace_.events.size(), 0);
       if (visited_[u]) continue;
       visited_[u] = 1;
-      if (!python_frames_ && !is_cpu_op(trace_, u)) continue;
+      if (!python_frames_ && tree_.cat(u) != Cat::CpuOp) continue;
       if (!launches_gpu(u)) continue;
       if (has_model(u)) {
         collected_.push_back({u, u, trace_.name(u)});
@@ -980,7 +976,7 @@ class UnifiedCollector {
       if (is_leaf_cpu_op(u)) {
         std::vector<Uid> modeled;
         for (Uid c : tree_.children(u))
-          if (is_cpu_op(trace_, c) && has_model(c) && launches_gpu(c)) modeled.push_back(c);
+          if (tree_.cat(c) == Cat::CpuOp && has_model(c) && launches_gpu(c)) modeled.push_back(c);
         if (!modeled.empty())
           push_children(modeled);
         else if (!launches_comm_kernel(u))
@@ -994,7 +990,8 @@ class UnifiedCollector {
   std::vector<OpRef> collect() {
     if (python_frames_) {
       for (Uid u = 0; u < trace_.events.size(); ++u)
-        if (is_python(trace_, u) && tree_.parent(u) == kNoUid && launches_gpu(u)) traverse(u);
+        if (tree_.cat(u) == Cat::PythonFunction && tree_.parent(u) == kNoUid && launches_gpu(u))
+          traverse(u);
     }
     for (Uid r : tree_.cpu_root_nodes()) traverse(r);
     add_leftover_kernels();
@@ -1016,7 +1013,7 @@ class UnifiedCollector {
       if (trace_.is_communication(u)) continue;
       Uid cpu = kNoUid;
       for (Uid p = tree_.parent(u); p != kNoUid; p = tree_.parent(p))
-        if (is_cpu_op(trace_, p)) {
+        if (tree_.cat(p) == Cat::CpuOp) {
           cpu = p;
           break;
         }

@@ -213,8 +213,10 @@ std::vector<std::pair<Uid, Uid>> CallTree::launch_pairs() {
   // Flow ends name the thread (GPU stream) of the event they point at; only
   // events on those threads can be found through them.
   std::vector<uint8_t> flow_end_thread(t.threads.size(), 0);
+  cats_.resize(n);
   for (size_t u = 0; u < n; ++u) {
     const Event& e = t.events[u];
+    cats_[u] = e.cat;
     if (e.is_gpu()) gpu_event_uids_.push_back(static_cast<Uid>(u));
     if (e.is_runtime()) {
       runtime_uids_.push_back(static_cast<Uid>(u));
@@ -356,8 +358,8 @@ void CallTree::find_launchers() {
     if (r == kNoUid) continue;
     Uid found = kNoUid;
     for (Uid cur = parent_[r]; cur != kNoUid;) {
-      const Event& c = t.events[cur];
-      if (c.cat == Cat::CpuOp) {
+      const Cat c = cats_[cur];
+      if (c == Cat::CpuOp) {
         if (t.name(cur) == "execute") {
           cur = parent_[cur];
           continue;
@@ -365,7 +367,7 @@ void CallTree::find_launchers() {
         found = cur;
         break;
       }
-      if (c.cat != Cat::PythonFunction) break;
+      if (c != Cat::PythonFunction) break;
       cur = parent_[cur];
     }
     Uid l = found != kNoUid ? found : r;

@@ -89,6 +89,10 @@ class CallTree {
   // training trace's events, so passes over the GPU events walk this list
   // instead of the whole event array.
   const std::vector<Uid>& gpu_event_uids() const { return gpu_event_uids_; }
+  // Each event's category, one byte per event: walks of the tree that test
+  // categories read this instead of the 40-byte events (a cache miss per
+  // node on a large trace).
+  Cat cat(Uid uid) const { return cats_[uid]; }
 
   // Ancestors, leaf-first: parent, grandparent, ..., root (uid itself excluded).
   std::vector<Uid> parent_chain(Uid uid) const;
@@ -144,7 +148,7 @@ class CallTree {
   // Sets parent_ of the host events; returns them in (ts, uid) order.
   std::vector<TimedUid> build_host_tree();
   // (runtime, GPU event) pairs in TraceLens processing order; fills
-  // runtime_uids_, gpu_event_uids_ and links_without_flows_.
+  // runtime_uids_, gpu_event_uids_, cats_ and links_without_flows_.
   std::vector<std::pair<Uid, Uid>> launch_pairs();
   // The GPU event lists of the launches and their ancestors (the pairs'
   // parents are set first).
@@ -168,6 +172,7 @@ class CallTree {
   std::vector<Uid> cpu_root_nodes_;
   std::vector<Uid> runtime_uids_;
   std::vector<Uid> gpu_event_uids_;
+  std::vector<Cat> cats_;  // by UID
 
   std::vector<Uid> launcher_;   // per UID (meaningful for GPU events)
   std::vector<Uid> launchers_;  // ts order

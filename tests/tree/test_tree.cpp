@@ -373,16 +373,21 @@ TEST_CASE("tree: kernel attribution matches ops_summary and kernel_summary") {
   }
 }
 
-TEST_CASE("tree: gpu_event_uids lists every GPU event once, in UID order") {
+TEST_CASE("tree: gpu_event_uids lists every GPU event once in UID order; cat() is each event's") {
   // The GPU-event passes (launchers, timeline, kernel facts, left-over
-  // kernels, short kernels, collectives) walk this list instead of the array.
+  // kernels, short kernels, collectives) walk this list instead of the array,
+  // and the tree walks read categories from cat().
   for (const auto& dir : jarvis::golden::conformance_dirs()) {
     const auto& fx = jarvis::testing::report_fixture(dir);
     INFO(dir);
     std::vector<Uid> expected;
-    for (size_t u = 0; u < fx.trace.events.size(); ++u)
+    size_t cat_mismatches = 0;
+    for (size_t u = 0; u < fx.trace.events.size(); ++u) {
       if (fx.trace.events[u].is_gpu()) expected.push_back(static_cast<Uid>(u));
+      if (fx.tree.cat(static_cast<Uid>(u)) != fx.trace.events[u].cat) ++cat_mismatches;
+    }
     CHECK(!expected.empty());
     CHECK(fx.tree.gpu_event_uids() == expected);
+    CHECK(cat_mismatches == 0);
   }
 }
