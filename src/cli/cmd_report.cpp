@@ -237,9 +237,10 @@ int run_report(ReportArgs& a) {
   std::optional<GpuArch> arch;
   if (!a.arch.empty() && a.arch != "none") arch = engine::load_gpu_arch(a.arch);
   progress.phase("load");
-  // A first load's snapshot is written while the tree and the sheets are
-  // built; the writer joins on return.
-  engine::SnapshotWriteBehind snapshot_writer;
+  // A first load's snapshot is written beside the files, where the
+  // workbook's tail leaves a core idle (the tree and the sheets keep both
+  // busy); the writer joins on return.
+  engine::SnapshotWriteBehind snapshot_writer(engine::SnapshotWriteBehind::Start::OnRequest);
   std::shared_ptr<const Trace> loaded = engine::load_trace_write_behind(a.trace, snapshot_writer);
   const Trace& trace = *loaded;
   progress.phase("call tree");
@@ -257,6 +258,7 @@ int run_report(ReportArgs& a) {
   progress.phase("report");
   Report report = engine::build_report(trace, tree, options);
   progress.phase("write");
+  snapshot_writer.start();
   auto lines = write_tables(report, t);
   progress.finish();
   print_model_failures(report);

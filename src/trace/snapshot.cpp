@@ -680,8 +680,23 @@ Trace load_trace(const std::string& path, const LoadOptions& options,
   return trace;
 }
 
+void SnapshotWriteBehind::start() {
+  if (!pending_ || thread_.joinable()) return;
+  try {
+    thread_ = std::thread(pending_);  // a copy: kept for wait() if no thread starts
+  } catch (const std::system_error&) {
+    return;  // no thread to spare: wait() runs it
+  }
+  pending_ = nullptr;
+}
+
 void SnapshotWriteBehind::wait() {
   if (thread_.joinable()) thread_.join();
+  if (pending_) {
+    auto job = std::move(pending_);
+    pending_ = nullptr;
+    job();
+  }
 }
 
 std::shared_ptr<const Trace> load_trace_write_behind(const std::string& path,
@@ -696,13 +711,9 @@ std::shared_ptr<const Trace> load_trace_write_behind(const std::string& path,
     return std::make_shared<const Trace>(std::move(*t));
   auto trace = std::make_shared<const Trace>(load_trace(path, options, GzipInflate::Auto));
   if (!plan.key) return trace;
-  try {
-    // The thread holds the trace: it outlives the caller's copy if need be.
-    writer.thread_ =
-        std::thread([plan = std::move(plan), trace] { write_and_prune(plan, *trace); });
-  } catch (const std::system_error&) {
-    write_and_prune(plan, *trace);  // no thread to spare: write it now
-  }
+  // The job holds the trace: it outlives the caller's copy if need be.
+  writer.pending_ = [plan = std::move(plan), trace] { write_and_prune(plan, *trace); };
+  if (writer.when_ == SnapshotWriteBehind::Start::WithLoad) writer.start();
   return trace;
 }
 

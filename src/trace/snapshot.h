@@ -91,16 +91,24 @@ Trace load_trace(const std::string& path, const LoadOptions& options,
                  const SnapshotOptions& snapshot);
 
 // The snapshot write of a JSON load, left to a background thread: on a
-// first load the caller builds its call tree and report while the store is
-// written (~15-20 ms at 466k events, a tenth of a cold report). wait(), or
-// the destructor, joins the write; keep the writer alive until the process
-// is done with the trace, so that no half-written temp file is left behind.
+// first load the caller goes on with the trace while the store is written
+// (~15-20 ms at 466k events, a tenth of a cold report). By default the
+// thread starts with the load; a writer made with Start::OnRequest keeps the
+// write until start(), so a caller whose two cores are busy right after the
+// load (the report's call tree and sheets) can start it where a core idles
+// (the workbook's tail). wait(), or the destructor, runs a write never
+// started and joins it; keep the writer alive until the process is done
+// with the trace, so that no half-written temp file is left behind.
 class SnapshotWriteBehind {
  public:
-  SnapshotWriteBehind() = default;
+  enum class Start { WithLoad, OnRequest };
+  explicit SnapshotWriteBehind(Start when = Start::WithLoad) : when_(when) {}
   SnapshotWriteBehind(const SnapshotWriteBehind&) = delete;
   SnapshotWriteBehind& operator=(const SnapshotWriteBehind&) = delete;
   ~SnapshotWriteBehind() { wait(); }
+  // Starts a pending write on its thread (no-op when none is pending).
+  void start();
+  // Runs a pending write here, or joins the started one.
   void wait();
 
  private:
@@ -108,6 +116,8 @@ class SnapshotWriteBehind {
                                                               const LoadOptions& options,
                                                               const SnapshotOptions& snapshot,
                                                               SnapshotWriteBehind& writer);
+  Start when_;
+  std::function<void()> pending_;
   std::thread thread_;
 };
 

@@ -219,6 +219,25 @@ TEST_CASE("snapshot: a write-behind load gives the plain load's store and snapsh
     CHECK(read_file(snap) == plain_snapshot);
   }
   {
+    // Started on request: nothing is written before start(); a writer never
+    // started writes when it is joined.
+    Loads later{tmp.path / "later", {}};
+    const std::string later_snap = later.snapshot_of(trace.string());
+    for (bool started : {true, false}) {
+      CAPTURE(started);
+      fs::remove_all(tmp.path / "later");
+      SnapshotWriteBehind writer(SnapshotWriteBehind::Start::OnRequest);
+      std::shared_ptr<const Trace> t =
+          load_trace_write_behind(trace.string(), LoadOptions{}, later.options(), writer);
+      CallTree tree(*t);
+      CHECK_FALSE(fs::exists(later_snap));
+      if (started) writer.start();
+      writer.wait();
+      REQUIRE(fs::exists(later_snap));
+      CHECK(read_file(later_snap) == plain_snapshot);
+    }
+  }
+  {
     // A write that fails is logged by the time the writer is joined; the
     // load itself succeeds. The cache directory lies under a plain file.
     write_file(tmp.path / "file", "x");
