@@ -5,6 +5,7 @@
 #include <cctype>
 #include <cmath>
 #include <deque>
+#include <limits>
 #include <map>
 #include <numeric>
 #include <tuple>
@@ -507,7 +508,17 @@ class KernelCategories {
       : trace_(trace), tree_(tree), ids_(ids) {}
   uint32_t of_cpu_op(Uid cpu_op) {
     auto [it, fresh] = by_op_.try_emplace(cpu_op, 0);
-    if (fresh) it->second = ids_.of(op_category_of(trace_, tree_, cpu_op));
+    if (fresh) {
+      // A registered name decides alone (op_category_of asks the registry
+      // first): its category id is kept per name.
+      uint32_t name = trace_.events[cpu_op].name;
+      auto [known, new_name] = registered_.try_emplace(name, kUnregistered);
+      if (new_name)
+        if (std::string_view r = perf::op_category_by_name(trace_.str(name)); !r.empty())
+          known->second = ids_.of(r);
+      it->second = known->second != kUnregistered ? known->second
+                                                  : ids_.of(op_category_of(trace_, tree_, cpu_op));
+    }
     return it->second;
   }
   uint32_t of_launcher_name(uint32_t name) {
@@ -523,7 +534,9 @@ class KernelCategories {
   const Trace& trace_;
   const CallTree& tree_;
   CategoryIds& ids_;
+  static constexpr uint32_t kUnregistered = std::numeric_limits<uint32_t>::max();
   std::unordered_map<Uid, uint32_t> by_op_;
+  std::unordered_map<uint32_t, uint32_t> registered_;  // by interned cpu_op name
   std::unordered_map<uint32_t, uint32_t> by_name_;
 };
 
