@@ -81,7 +81,12 @@ Runner add_prepare(CLI::App& app) {
   return [a] {
     Progress progress(a->progress.resolve(), "prepare");
     progress.phase("load");
-    Trace trace = engine::load_trace(a->trace);
+    // A first load's snapshot is written while the files are prepared; the
+    // writer joins before the command returns.
+    engine::SnapshotWriteBehind snapshot_writer;
+    std::shared_ptr<const Trace> loaded =
+        engine::load_trace_write_behind(a->trace, snapshot_writer);
+    const Trace& trace = *loaded;
     engine::TracePrepareOptions o;
     o.platform = platform_for(trace, a->platform);
     o.output_dir = a->out;
