@@ -5,7 +5,6 @@
 #include <cctype>
 #include <cmath>
 #include <deque>
-#include <limits>
 #include <map>
 #include <numeric>
 #include <tuple>
@@ -116,6 +115,17 @@ std::string_view op_category_of(const Trace& trace, const CallTree& tree, Uid ui
   if (std::string_view registered = perf::op_category_by_name(name); !registered.empty())
     return registered;
   return perf::op_category(name, first_kernel_name(trace, tree, uid));
+}
+
+std::string_view OpCategories::registered(Uid uid) {
+  auto [it, fresh] = by_name_.try_emplace(trace_.events[uid].name);
+  if (fresh) it->second = perf::op_category_by_name(trace_.name(uid));
+  return it->second;
+}
+
+std::string_view OpCategories::of(Uid uid) {
+  std::string_view r = registered(uid);
+  return r.empty() ? op_category_of(trace_, tree_, uid) : r;
 }
 
 std::vector<LauncherRow> kernel_launcher_rows(const Trace& trace, const CallTree& tree) {
@@ -505,20 +515,10 @@ struct KernelSummaryGroups {
 class KernelCategories {
  public:
   KernelCategories(const Trace& trace, const CallTree& tree, CategoryIds& ids)
-      : trace_(trace), tree_(tree), ids_(ids) {}
+      : trace_(trace), op_categories_(trace, tree), ids_(ids) {}
   uint32_t of_cpu_op(Uid cpu_op) {
     auto [it, fresh] = by_op_.try_emplace(cpu_op, 0);
-    if (fresh) {
-      // A registered name decides alone (op_category_of asks the registry
-      // first): its category id is kept per name.
-      uint32_t name = trace_.events[cpu_op].name;
-      auto [known, new_name] = registered_.try_emplace(name, kUnregistered);
-      if (new_name)
-        if (std::string_view r = perf::op_category_by_name(trace_.str(name)); !r.empty())
-          known->second = ids_.of(r);
-      it->second = known->second != kUnregistered ? known->second
-                                                  : ids_.of(op_category_of(trace_, tree_, cpu_op));
-    }
+    if (fresh) it->second = ids_.of(op_categories_.of(cpu_op));
     return it->second;
   }
   uint32_t of_launcher_name(uint32_t name) {
@@ -532,11 +532,9 @@ class KernelCategories {
 
  private:
   const Trace& trace_;
-  const CallTree& tree_;
+  OpCategories op_categories_;
   CategoryIds& ids_;
-  static constexpr uint32_t kUnregistered = std::numeric_limits<uint32_t>::max();
   std::unordered_map<Uid, uint32_t> by_op_;
-  std::unordered_map<uint32_t, uint32_t> registered_;  // by interned cpu_op name
   std::unordered_map<uint32_t, uint32_t> by_name_;
 };
 

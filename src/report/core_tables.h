@@ -5,6 +5,7 @@
 #pragma once
 
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "report/kernel_details.h"
@@ -31,6 +32,23 @@ std::vector<LauncherRow> kernel_launcher_rows(const Trace& trace, const CallTree
 // kernel-name fallback on the event's first direct kernel by ts (only
 // launchers have direct kernels; other events fall through to "other").
 std::string_view op_category_of(const Trace& trace, const CallTree& tree, Uid uid);
+
+// op_category_of for many events of one trace, the name registry's answer
+// kept per interned name (the registry hashes the text): a report asks for
+// the categories of tens of thousands of ops that share a few hundred names.
+class OpCategories {
+ public:
+  OpCategories(const Trace& trace, const CallTree& tree) : trace_(trace), tree_(tree) {}
+  // The registry's category of the event's name; "" when it is not registered.
+  std::string_view registered(Uid uid);
+  // op_category_of(trace, tree, uid).
+  std::string_view of(Uid uid);
+
+ private:
+  const Trace& trace_;
+  const CallTree& tree_;
+  std::unordered_map<uint32_t, std::string_view> by_name_;
+};
 
 // GPU-only trace: no cpu_op event at all.
 bool is_gpu_only(const Trace& trace);

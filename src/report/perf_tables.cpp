@@ -500,8 +500,7 @@ std::vector<PerfOpRow> sheet_rows_for(const Trace& trace, const CallTree& tree,
   // capacity no row fills is never touched).
   rows.reserve(events.size());
   perf::TraceAnnotations annotations(trace);  // indexed when a model first asks
-  // A family has a few op names: each name's category is looked up once.
-  std::unordered_map<uint32_t, std::string_view> category_of_name;
+  OpCategories categories(trace, tree);
   for (Uid u : events) {
     if (backward && trace.name(u) == "vllm::unified_attention_with_output") continue;
     // TraceLens drops backward rows without linked backward events after
@@ -525,9 +524,7 @@ std::vector<PerfOpRow> sheet_rows_for(const Trace& trace, const CallTree& tree,
     PerfOpRow r;
     r.uid = r.event_uid = u;
     r.name = std::string(trace.name(u));
-    auto [category, fresh] = category_of_name.try_emplace(trace.events[u].name);
-    if (fresh) category->second = perf::op_category_by_name(r.name);
-    r.category = std::string(category->second);
+    r.category = std::string(categories.registered(u));
     r.sheet = std::string(family);
     r.backward = backward;
     r.has_perf_model = true;
@@ -754,7 +751,8 @@ class UnifiedCollector {
         tree_(tree),
         arch_(arch),
         python_frames_(python_frames),
-        annotations_(trace) {}
+        annotations_(trace),
+        op_categories_(trace, tree) {}
 
   // keep_all_params false: perf params are kept only on the first row with
   // params of each summary group, the one unified_perf_summary_table reads;
@@ -1050,13 +1048,7 @@ class UnifiedCollector {
   }
 
   std::string category_of(const OpRef& op) const {
-    if (!is_synthetic(op)) {
-      // op_category_of tries the name registry first: looked up once per name.
-      auto [it, fresh] = registry_category_.try_emplace(trace_.events[op.uid].name);
-      if (fresh) it->second = perf::op_category_by_name(op.name);
-      if (!it->second.empty()) return std::string(it->second);
-      return std::string(op_category_of(trace_, tree_, op.uid));
-    }
+    if (!is_synthetic(op)) return std::string(op_categories_.of(op.uid));
     // A synthetic row is a copy of its parent: the parent's stored kernel
     // details (its direct kernels by ts) drive the kernel-name fallback.
     auto direct = tree_.direct_kernels(op.base);
@@ -1133,7 +1125,7 @@ class UnifiedCollector {
   mutable std::unordered_map<uint32_t, NameModel> name_has_model_;  // by interned name
   mutable std::vector<int8_t> desc_cache_;
   mutable std::unordered_map<uint32_t, const perf::ModelEntry*> entry_by_name_;
-  mutable std::unordered_map<uint32_t, std::string_view> registry_category_;  // by interned name
+  mutable OpCategories op_categories_;
   std::vector<std::string> synthetic_names_;
   std::unordered_map<Uid, size_t> synthetic_index_;
   std::unordered_map<Uid, Uid> synthetic_kernel_;
