@@ -643,14 +643,23 @@ SnapshotPlan plan_snapshot(const std::string& path, const SnapshotOptions& snaps
   return plan;
 }
 
-// The current snapshot's trace, or nullopt when the JSON must be loaded.
-std::optional<Trace> trace_from_snapshot(const std::string& path, const LoadOptions& options,
-                                         const SnapshotPlan& plan) {
-  if (!plan.key) return std::nullopt;
-  std::optional<Trace> t = read_snapshot(plan.file, *plan.key, path, plan.log);
-  if (t && options.progress && !options.progress(t->json_bytes, t->events.size()))
-    throw TraceError(fmt::format("{}: load cancelled", path));
-  return t;
+// The trace from its current snapshot, else from the JSON; then `due` holds
+// the snapshot to write (none when snapshots are off, the file has no key,
+// or the snapshot was read).
+Trace load_planned(const std::string& path, const LoadOptions& options,
+                   const SnapshotOptions& snapshot, std::optional<SnapshotPlan>& due) {
+  if (!snapshot.enabled) return load_trace(path, options, GzipInflate::Auto);
+  SnapshotPlan plan = plan_snapshot(path, snapshot);
+  if (plan.key) {
+    if (std::optional<Trace> t = read_snapshot(plan.file, *plan.key, path, plan.log)) {
+      if (options.progress && !options.progress(t->json_bytes, t->events.size()))
+        throw TraceError(fmt::format("{}: load cancelled", path));
+      return std::move(*t);
+    }
+  }
+  Trace trace = load_trace(path, options, GzipInflate::Auto);
+  if (plan.key) due = std::move(plan);
+  return trace;
 }
 
 // Writes the snapshot and bounds the cache; a failure is logged, never
@@ -672,11 +681,9 @@ void write_and_prune(const SnapshotPlan& plan, const Trace& trace) noexcept {
 
 Trace load_trace(const std::string& path, const LoadOptions& options,
                  const SnapshotOptions& snapshot) {
-  if (!snapshot.enabled) return load_trace(path, options, GzipInflate::Auto);
-  SnapshotPlan plan = plan_snapshot(path, snapshot);
-  if (std::optional<Trace> t = trace_from_snapshot(path, options, plan)) return std::move(*t);
-  Trace trace = load_trace(path, options, GzipInflate::Auto);
-  if (plan.key) write_and_prune(plan, trace);
+  std::optional<SnapshotPlan> due;
+  Trace trace = load_planned(path, options, snapshot, due);
+  if (due) write_and_prune(*due, trace);
   return trace;
 }
 
@@ -704,15 +711,11 @@ std::shared_ptr<const Trace> load_trace_write_behind(const std::string& path,
                                                      const SnapshotOptions& snapshot,
                                                      SnapshotWriteBehind& writer) {
   writer.wait();  // one write per writer
-  if (!snapshot.enabled)
-    return std::make_shared<const Trace>(load_trace(path, options, GzipInflate::Auto));
-  SnapshotPlan plan = plan_snapshot(path, snapshot);
-  if (std::optional<Trace> t = trace_from_snapshot(path, options, plan))
-    return std::make_shared<const Trace>(std::move(*t));
-  auto trace = std::make_shared<const Trace>(load_trace(path, options, GzipInflate::Auto));
-  if (!plan.key) return trace;
+  std::optional<SnapshotPlan> due;
+  auto trace = std::make_shared<const Trace>(load_planned(path, options, snapshot, due));
+  if (!due) return trace;
   // The job holds the trace: it outlives the caller's copy if need be.
-  writer.pending_ = [plan = std::move(plan), trace] { write_and_prune(plan, *trace); };
+  writer.pending_ = [plan = std::move(*due), trace] { write_and_prune(plan, *trace); };
   if (writer.when_ == SnapshotWriteBehind::Start::WithLoad) writer.start();
   return trace;
 }

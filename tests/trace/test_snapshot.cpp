@@ -99,10 +99,31 @@ struct Loads {
     reasons.clear();
     return load_trace(path, LoadOptions{}, options());
   }
+  std::shared_ptr<const Trace> load_behind(const std::string& path, SnapshotWriteBehind& writer) {
+    reasons.clear();
+    return load_trace_write_behind(path, LoadOptions{}, options(), writer);
+  }
   std::string snapshot_of(const std::string& path) {
     return snapshot_path(cache.string(), snapshot_key(path));
   }
 };
+
+// A conformance trace copied under `tmp`, its plain load (snapshots on) and
+// the snapshot file that load wrote: what write-behind loads must match.
+struct PlainLoad {
+  fs::path trace;
+  Trace store;
+  std::string snapshot;
+};
+PlainLoad plain_load(const TempDir& tmp) {
+  PlainLoad p;
+  p.trace = tmp.path / "trace.json.gz";
+  fs::copy_file(conformance_trace("h100_qwen1.5-0.5b"), p.trace);
+  Loads plain{tmp.path / "plain", {}};
+  p.store = plain.load(p.trace.string());
+  p.snapshot = read_file(plain.snapshot_of(p.trace.string()));
+  return p;
+}
 
 }  // namespace
 
@@ -185,19 +206,17 @@ TEST_CASE(
 
 TEST_CASE("snapshot: a write-behind load gives the plain load's store and snapshot file") {
   TempDir tmp;
-  fs::path trace = tmp.path / "trace.json.gz";
-  fs::copy_file(conformance_trace("h100_qwen1.5-0.5b"), trace);
-  Loads plain{tmp.path / "plain", {}};
-  Trace reference = plain.load(trace.string());
-  const std::string plain_snapshot = read_file(plain.snapshot_of(trace.string()));
+  const PlainLoad plain = plain_load(tmp);
+  const fs::path& trace = plain.trace;
+  const Trace& reference = plain.store;
+  const std::string& plain_snapshot = plain.snapshot;
   REQUIRE(plain_snapshot.size() > 1000);
 
   Loads behind{tmp.path / "behind", {}};
   const std::string snap = behind.snapshot_of(trace.string());
   {
     SnapshotWriteBehind writer;
-    std::shared_ptr<const Trace> t =
-        load_trace_write_behind(trace.string(), LoadOptions{}, behind.options(), writer);
+    std::shared_ptr<const Trace> t = behind.load_behind(trace.string(), writer);
     // The caller works with the trace while the snapshot is written.
     CallTree tree(*t);
     CHECK(tree.cpu_root_nodes().size() > 0);
@@ -210,8 +229,7 @@ TEST_CASE("snapshot: a write-behind load gives the plain load's store and snapsh
   {
     // The next load reads that snapshot: nothing to write, the same store.
     SnapshotWriteBehind writer;
-    std::shared_ptr<const Trace> t =
-        load_trace_write_behind(trace.string(), LoadOptions{}, behind.options(), writer);
+    std::shared_ptr<const Trace> t = behind.load_behind(trace.string(), writer);
     CHECK(t->events.is_view());
     check_same_store(reference, *t);
     writer.wait();
@@ -227,8 +245,7 @@ TEST_CASE("snapshot: a write-behind load gives the plain load's store and snapsh
       CAPTURE(started);
       fs::remove_all(tmp.path / "later");
       SnapshotWriteBehind writer(SnapshotWriteBehind::Start::OnRequest);
-      std::shared_ptr<const Trace> t =
-          load_trace_write_behind(trace.string(), LoadOptions{}, later.options(), writer);
+      std::shared_ptr<const Trace> t = later.load_behind(trace.string(), writer);
       CallTree tree(*t);
       CHECK_FALSE(fs::exists(later_snap));
       if (started) writer.start();
@@ -245,7 +262,7 @@ TEST_CASE("snapshot: a write-behind load gives the plain load's store and snapsh
     std::shared_ptr<const Trace> t;
     {
       SnapshotWriteBehind writer;
-      t = load_trace_write_behind(trace.string(), LoadOptions{}, failing.options(), writer);
+      t = failing.load_behind(trace.string(), writer);
     }  // the destructor joins
     check_same_store(reference, *t);
     // Not read (no directory), then not written.
@@ -257,11 +274,10 @@ TEST_CASE("snapshot: a write-behind load gives the plain load's store and snapsh
 
 TEST_CASE("snapshot: a session's first load writes the snapshot beside the session") {
   TempDir tmp;
-  fs::path trace = tmp.path / "trace.json.gz";
-  fs::copy_file(conformance_trace("h100_qwen1.5-0.5b"), trace);
-  Loads plain{tmp.path / "plain", {}};
-  Trace reference = plain.load(trace.string());
-  const std::string plain_snapshot = read_file(plain.snapshot_of(trace.string()));
+  const PlainLoad plain = plain_load(tmp);
+  const fs::path& trace = plain.trace;
+  const Trace& reference = plain.store;
+  const std::string& plain_snapshot = plain.snapshot;
 
   EnvGuard env;
   env.set("JARVIS_NO_SNAPSHOT", "0");
