@@ -5,7 +5,7 @@
 #include <cctype>
 #include <cmath>
 #include <map>
-#include <numeric>
+#include <ranges>
 
 #include "pycompat/numeric.h"
 #include "pycompat/text.h"
@@ -129,14 +129,10 @@ bool is_collective_kernel(const Trace& trace, Uid uid) {
   return trace.is_communication(uid);
 }
 
-std::vector<CollectiveKernel> collective_kernels(const Trace& trace) {
-  std::vector<Uid> all(trace.events.size());
-  std::iota(all.begin(), all.end(), Uid{0});
-  return collective_kernels(trace, all);
-}
+namespace {
 
-std::vector<CollectiveKernel> collective_kernels(const Trace& trace,
-                                                 std::span<const Uid> candidates) {
+template <class Uids>
+std::vector<CollectiveKernel> collectives_among(const Trace& trace, const Uids& candidates) {
   std::vector<CollectiveKernel> out;
   for (const Uid uid : candidates) {
     if (!is_collective_kernel(trace, uid)) continue;
@@ -162,6 +158,17 @@ std::vector<CollectiveKernel> collective_kernels(const Trace& trace,
   }
   fill_missing_group_names(out);
   return out;
+}
+
+}  // namespace
+
+std::vector<CollectiveKernel> collective_kernels(const Trace& trace) {
+  return collectives_among(trace, std::views::iota(Uid{0}, static_cast<Uid>(trace.events.size())));
+}
+
+std::vector<CollectiveKernel> collective_kernels(const Trace& trace,
+                                                 std::span<const Uid> candidates) {
+  return collectives_among(trace, candidates);
 }
 
 Table coll_analysis_table(const std::vector<CollectiveKernel>& kernels, int64_t rank) {
