@@ -5,7 +5,6 @@
 #include <cctype>
 #include <cmath>
 #include <map>
-#include <ranges>
 
 #include "pycompat/numeric.h"
 #include "pycompat/text.h"
@@ -131,6 +130,24 @@ bool is_collective_kernel(const Trace& trace, Uid uid) {
 
 namespace {
 
+// Every UID in [0, end) as a range-for range. A hand-rolled counter rather than
+// std::views::iota: clang 14 (the sanitizer build) cannot check libstdc++ 12's
+// iota_view against its range concepts.
+struct AllUids {
+  struct Iterator {
+    Uid uid;
+    Uid operator*() const { return uid; }
+    Iterator& operator++() {
+      ++uid;
+      return *this;
+    }
+    bool operator==(const Iterator&) const = default;
+  };
+  Uid end_uid;
+  Iterator begin() const { return {0}; }
+  Iterator end() const { return {end_uid}; }
+};
+
 template <class Uids>
 std::vector<CollectiveKernel> collectives_among(const Trace& trace, const Uids& candidates) {
   std::vector<CollectiveKernel> out;
@@ -163,7 +180,7 @@ std::vector<CollectiveKernel> collectives_among(const Trace& trace, const Uids& 
 }  // namespace
 
 std::vector<CollectiveKernel> collective_kernels(const Trace& trace) {
-  return collectives_among(trace, std::views::iota(Uid{0}, static_cast<Uid>(trace.events.size())));
+  return collectives_among(trace, AllUids{static_cast<Uid>(trace.events.size())});
 }
 
 std::vector<CollectiveKernel> collective_kernels(const Trace& trace,
