@@ -23,6 +23,7 @@
 
 #include "base/bits.h"
 #include "base/error.h"
+#include "base/text_hash.h"
 #include "pycompat/value.h"
 #include "trace/mappable_vector.h"
 
@@ -119,7 +120,7 @@ class StringPool {
 
   std::vector<std::string_view> views_;  // per id
   std::vector<uint8_t> flags_;           // per id
-  std::unordered_map<std::string_view, uint32_t> index_;
+  std::unordered_map<std::string_view, uint32_t, TextHash> index_;
   std::vector<std::unique_ptr<char[]>> blocks_;
   char* block_free_ = nullptr;
   size_t block_left_ = 0;
@@ -368,10 +369,6 @@ class Trace {
 
 // Arg list ids by the lists' identity text (the loader's key of the kept
 // args), looked up by string_view without building a string.
-struct TextHash {
-  using is_transparent = void;
-  size_t operator()(std::string_view s) const noexcept { return std::hash<std::string_view>()(s); }
-};
 using ArgListIndex = std::unordered_map<std::string, int32_t, TextHash, std::equal_to<>>;
 
 // Joins traces parsed from consecutive slices of one traceEvents array (the
