@@ -372,10 +372,17 @@ class EventParser {
   // arg list that `joined` (the whole's joiner) already holds is not built
   // again: the event names it by its whole id (TraceJoiner::joined_arg).
   void bind(Trace& trace, std::vector<std::string>* arg_keys, const TraceJoiner* joined) {
+    // An arg list the previous part took from the same joiner keeps its whole
+    // id (the joiner's index only grows), so those entries stay: the next
+    // part finds them without the joiner's lock and hash. Ids local to the
+    // previous part mean nothing in this one.
+    if (joined == nullptr || joined != joined_ || arg_cache_.size() > kMaxKeptArgCache)
+      arg_cache_.clear();
+    else
+      std::erase_if(arg_cache_, [](const auto& entry) { return entry.second >= 0; });
     trace_ = &trace;
     arg_keys_ = arg_keys;
     joined_ = joined;
-    arg_cache_.clear();
     last_cat_ = LastCategory{};
     empty_id_ = kUnset;
   }
@@ -782,6 +789,8 @@ class EventParser {
   std::string scratch_;
   std::string_view current_arg_;
   ArgListIndex arg_cache_;
+  // Bounds what bind() keeps across parts on traces whose arg lists never repeat.
+  static constexpr size_t kMaxKeptArgCache = 1 << 16;
   LastCategory last_cat_;
   const char* text_end_ = nullptr;  // end of the event being parsed
   uint32_t empty_id_ = kUnset;
