@@ -6,7 +6,6 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <string>
 #include <string_view>
 
 namespace jarvis {
@@ -14,11 +13,11 @@ namespace jarvis {
 uint64_t text_hash(std::string_view text) noexcept;
 
 // The hasher of an unordered container keyed by text; transparent, so a
-// std::string-keyed map is searched with a string_view without a copy.
+// std::string-keyed map is searched with a string_view without a copy (a
+// std::string key converts to the view).
 struct TextHash {
   using is_transparent = void;
   size_t operator()(std::string_view s) const noexcept { return text_hash(s); }
-  size_t operator()(const std::string& s) const noexcept { return text_hash(s); }
 };
 
 }  // namespace jarvis

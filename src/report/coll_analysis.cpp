@@ -130,62 +130,46 @@ bool is_collective_kernel(const Trace& trace, Uid uid) {
 
 namespace {
 
-// Every UID in [0, end) as a range-for range. A hand-rolled counter rather than
-// std::views::iota: clang 14 (the sanitizer build) cannot check libstdc++ 12's
-// iota_view against its range concepts.
-struct AllUids {
-  struct Iterator {
-    Uid uid;
-    Uid operator*() const { return uid; }
-    Iterator& operator++() {
-      ++uid;
-      return *this;
-    }
-    bool operator==(const Iterator&) const = default;
-  };
-  Uid end_uid;
-  Iterator begin() const { return {0}; }
-  Iterator end() const { return {end_uid}; }
-};
-
-template <class Uids>
-std::vector<CollectiveKernel> collectives_among(const Trace& trace, const Uids& candidates) {
-  std::vector<CollectiveKernel> out;
-  for (const Uid uid : candidates) {
-    if (!is_collective_kernel(trace, uid)) continue;
-    const Event& e = trace.events[uid];
-    CollectiveKernel k;
-    k.uid = uid;
-    k.ts = e.ts();
-    k.dur = e.dur();
-    k.stream = trace.stream(e);
-    k.process_group_name = arg_or_none(trace, uid, "Process Group Name");
-    k.process_group_ranks = arg_or_none(trace, uid, "Process Group Ranks");
-    k.collective_name = arg_or_none(trace, uid, "Collective name");
-    if (k.collective_name.is_none() &&
-        pycompat::ascii_icontains(trace.name(uid), "cross_device_reduce"))
-      k.collective_name = PyValue::string("allreduce");
-    k.group_size = arg_or_none(trace, uid, "Group size");
-    k.dtype = arg_or_none(trace, uid, "dtype");
-    k.in_msg_nelems = arg_or_none(trace, uid, "In msg nelems");
-    k.out_msg_nelems = arg_or_none(trace, uid, "Out msg nelems");
-    k.in_split_size = arg_or_none(trace, uid, "In split size");
-    k.out_split_size = arg_or_none(trace, uid, "Out split size");
-    out.push_back(std::move(k));
-  }
-  fill_missing_group_names(out);
-  return out;
+// A collective kernel's row (its args as TraceLens reads them).
+CollectiveKernel collective_kernel(const Trace& trace, Uid uid) {
+  const Event& e = trace.events[uid];
+  CollectiveKernel k;
+  k.uid = uid;
+  k.ts = e.ts();
+  k.dur = e.dur();
+  k.stream = trace.stream(e);
+  k.process_group_name = arg_or_none(trace, uid, "Process Group Name");
+  k.process_group_ranks = arg_or_none(trace, uid, "Process Group Ranks");
+  k.collective_name = arg_or_none(trace, uid, "Collective name");
+  if (k.collective_name.is_none() &&
+      pycompat::ascii_icontains(trace.name(uid), "cross_device_reduce"))
+    k.collective_name = PyValue::string("allreduce");
+  k.group_size = arg_or_none(trace, uid, "Group size");
+  k.dtype = arg_or_none(trace, uid, "dtype");
+  k.in_msg_nelems = arg_or_none(trace, uid, "In msg nelems");
+  k.out_msg_nelems = arg_or_none(trace, uid, "Out msg nelems");
+  k.in_split_size = arg_or_none(trace, uid, "In split size");
+  k.out_split_size = arg_or_none(trace, uid, "Out split size");
+  return k;
 }
 
 }  // namespace
 
 std::vector<CollectiveKernel> collective_kernels(const Trace& trace) {
-  return collectives_among(trace, AllUids{static_cast<Uid>(trace.events.size())});
+  std::vector<CollectiveKernel> out;
+  for (Uid uid = 0; uid < trace.events.size(); ++uid)
+    if (is_collective_kernel(trace, uid)) out.push_back(collective_kernel(trace, uid));
+  fill_missing_group_names(out);
+  return out;
 }
 
 std::vector<CollectiveKernel> collective_kernels(const Trace& trace,
                                                  std::span<const Uid> candidates) {
-  return collectives_among(trace, candidates);
+  std::vector<CollectiveKernel> out;
+  for (Uid uid : candidates)
+    if (is_collective_kernel(trace, uid)) out.push_back(collective_kernel(trace, uid));
+  fill_missing_group_names(out);
+  return out;
 }
 
 Table coll_analysis_table(const std::vector<CollectiveKernel>& kernels, int64_t rank) {
