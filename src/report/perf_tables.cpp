@@ -687,6 +687,13 @@ std::string unified_key_text(const Trace& trace, const PerfOpRow& r, size_t k) {
 class UnifiedKeyIds {
  public:
   using Key = std::array<uint32_t, 9>;  // one id per kUnifiedKeys column
+  struct KeyHash {
+    size_t operator()(const Key& k) const noexcept {
+      uint64_t h = 0;
+      for (uint32_t id : k) h = (h ^ id) * 0x9E3779B97F4A7C15ull;
+      return static_cast<size_t>(h ^ (h >> 29));
+    }
+  };
 
   // The per-thread, per-arg-list and per-name ids are kept in arrays indexed
   // by Event::thread, Event::args and the interned name: one array read per
@@ -743,6 +750,172 @@ class UnifiedKeyIds {
   std::vector<std::array<uint32_t, 4>> by_args_;    // by Event::args + 1
 };
 
+// summarize_df_unified_perf_table, one row at a time: rows are added in
+// collection order and grouped on their key ids (groupby sort=False: a
+// group's place is its first row's). A group keeps what its cells need (the
+// values that are aggregated, the first valid of the others, its rows'
+// kernel lists), not the rows, so the report streams the unified rows
+// through one reused row instead of holding tens of thousands of them.
+class UnifiedSummary {
+ public:
+  explicit UnifiedSummary(const Trace& trace) : trace_(trace), key_ids_(trace) {}
+
+  // `kernels` (the row's kernel list) must outlive table().
+  void add(const PerfOpRow& r, std::span<const Uid> kernels) {
+    auto [it, fresh] = index_.try_emplace(key_ids_.of(r), groups_.size());
+    if (fresh) start_group(r);
+    Group& g = groups_[it->second];
+    for (size_t k = 0; k < g.args.size(); ++k)
+      if (g.args[k].missing()) g.args[k] = arg_cell(trace_, r.event_uid, kUnifiedKeys[k + 5]);
+    g.duration.push_back(r.duration_us);
+    g.kernel_time.push_back(r.kernel_time_us);
+    g.kernels.push_back(kernels);
+    const std::optional<PerfMetrics>& m = r.metrics;
+    any_model_ = any_model_ || m.has_value();
+    any_roofline_ = any_roofline_ || (m && m->roofline);
+    g.tb_per_s.push_back(m ? m->tb_per_s : kNaN);
+    g.tflops_per_s.push_back(m ? m->tflops_per_s : kNaN);
+    g.pct_roofline.push_back(m && m->roofline ? m->roofline->pct : kNaN);
+    if (!m) return;
+    keep_first_valid(g.gflops, m->gflops);
+    keep_first_valid(g.data_moved_mb, m->data_moved_mb);
+    keep_first_valid(g.flops_per_byte, m->flops_per_byte);
+    if (!g.compute_spec) g.compute_spec = m->compute_spec;
+    if (m->roofline) {
+      keep_first_valid(g.roofline_time_us, m->roofline->time_us);
+      if (!g.roofline_bound) g.roofline_bound = m->roofline->bound;
+    }
+    if (!g.params && !m->params().empty()) g.params = perf::params_dict_repr(m->params());
+  }
+
+  bool empty() const { return groups_.empty(); }
+  Table table() const;
+
+ private:
+  struct Group {
+    int64_t ex_uid = 0;
+    bool has_perf_model = false;
+    std::array<std::string, 5> key_texts;  // name, category, process and thread names
+    std::array<Cell, 4> args;              // the first present of each arg key column
+    std::vector<double> duration, kernel_time, tb_per_s, tflops_per_s, pct_roofline;
+    double gflops = kNaN, data_moved_mb = kNaN, flops_per_byte = kNaN, roofline_time_us = kNaN;
+    std::optional<std::string> compute_spec, roofline_bound, params;
+    std::vector<std::span<const Uid>> kernels;
+  };
+
+  void start_group(const PerfOpRow& first) {
+    Group& g = groups_.emplace_back();
+    g.ex_uid = static_cast<int64_t>(first.uid);
+    g.has_perf_model = first.has_perf_model;
+    for (size_t k = 0; k < g.key_texts.size(); ++k)
+      g.key_texts[k] = unified_key_text(trace_, first, k);
+  }
+  // pandas "first": the first non-NaN value of the group's rows.
+  static void keep_first_valid(double& kept, double v) {
+    if (std::isnan(kept)) kept = v;
+  }
+  std::vector<std::string> columns() const;
+
+  const Trace& trace_;
+  UnifiedKeyIds key_ids_;
+  std::unordered_map<UnifiedKeyIds::Key, size_t, UnifiedKeyIds::KeyHash> index_;
+  std::vector<Group> groups_;
+  bool any_model_ = false, any_roofline_ = false;
+};
+
+std::vector<std::string> UnifiedSummary::columns() const {
+  std::vector<std::string> cols(kUnifiedKeys);
+  cols.insert(cols.end(), {"ex_UID", "operation_count", "total_duration_us", "mean_duration_us",
+                           "std_duration_us"});
+  if (any_model_) {
+    cols.insert(cols.end(), {"GFLOPS", "Data Moved (MB)", "FLOPS/Byte", "Compute Spec"});
+    if (any_roofline_) cols.push_back("Roofline Bound");
+    cols.insert(cols.end(), {"TB/s_mean", "TB/s_std", "TFLOPS/s_mean", "TFLOPS/s_std"});
+  }
+  cols.insert(cols.end(), {"Kernel Time (µs)_mean", "Kernel Time (µs)_std", "Kernel Time (µs)_sum",
+                           "duration_us_median", "duration_us_min", "duration_us_max"});
+  if (any_model_)
+    cols.insert(cols.end(), {"TB/s_median", "TB/s_min", "TB/s_max", "TFLOPS/s_median",
+                             "TFLOPS/s_min", "TFLOPS/s_max"});
+  if (any_roofline_)
+    cols.insert(cols.end(), {"Roofline Time (µs)_first", "Pct Roofline_mean", "Pct Roofline_median",
+                             "Pct Roofline_std", "Pct Roofline_min", "Pct Roofline_max"});
+  cols.insert(cols.end(),
+              {"Kernel Time (µs)_median", "Kernel Time (µs)_min", "Kernel Time (µs)_max",
+               "kernel_details_summary", "trunc_kernel_details", "perf_params", "has_perf_model",
+               "Percentage (%)", "Cumulative Percentage (%)"});
+  return cols;
+}
+
+Table UnifiedSummary::table() const {
+  Table t("unified_perf_summary", columns());
+  struct Out {
+    double kt_sum;
+    int64_t ex_uid;
+    std::vector<Cell> cells;
+  };
+  std::vector<Out> outs;
+  for (const Group& g : groups_) {
+    std::vector<Cell> row(t.columns.size());
+    auto set = [&](const std::string& c, Cell v) {
+      int i = t.col(c);
+      if (i >= 0) row[i] = std::move(v);
+    };
+    for (size_t k = 0; k < g.key_texts.size(); ++k) set(kUnifiedKeys[k], Cell(g.key_texts[k]));
+    for (size_t k = 0; k < g.args.size(); ++k)
+      if (!g.args[k].missing()) set(kUnifiedKeys[k + 5], g.args[k]);
+    set("ex_UID", Cell(g.ex_uid));
+    set("operation_count", Cell(static_cast<int64_t>(g.duration.size())));
+    NumAgg dur = aggregate(g.duration);
+    set("total_duration_us", Cell(dur.sum));
+    set("mean_duration_us", num(dur.mean));
+    set("std_duration_us", num(dur.std));
+    set("duration_us_median", num(dur.median));
+    set("duration_us_min", num(dur.min));
+    set("duration_us_max", num(dur.max));
+    if (any_model_) {
+      set("GFLOPS", num(g.gflops));
+      set("Data Moved (MB)", num(g.data_moved_mb));
+      set("FLOPS/Byte", num(g.flops_per_byte));
+      if (g.compute_spec) set("Compute Spec", Cell(*g.compute_spec));
+      put_aggs(row, t, "TB/s", aggregate(g.tb_per_s), {"mean", "median", "std", "min", "max"});
+      put_aggs(row, t, "TFLOPS/s", aggregate(g.tflops_per_s),
+               {"mean", "median", "std", "min", "max"});
+    }
+    if (any_roofline_) {
+      if (g.roofline_bound) set("Roofline Bound", Cell(*g.roofline_bound));
+      set("Roofline Time (µs)_first", num(g.roofline_time_us));
+      put_aggs(row, t, "Pct Roofline", aggregate(g.pct_roofline),
+               {"mean", "median", "std", "min", "max"});
+    }
+    NumAgg kt = aggregate(g.kernel_time);
+    put_aggs(row, t, "Kernel Time (µs)", kt, {"mean", "median", "std", "min", "max", "sum"});
+    std::vector<KernelStat> ks = summarize_kernels(trace_, g.kernels);
+    set("kernel_details_summary", kernel_summary_cell(ks));
+    set("trunc_kernel_details", trunc_kernel_details_cell(ks));
+    if (g.params) set("perf_params", Cell(*g.params));
+    set("has_perf_model", Cell(g.has_perf_model));
+    outs.push_back({kt.sum, g.ex_uid, std::move(row)});
+  }
+  std::sort(outs.begin(), outs.end(), [](const Out& a, const Out& b) {
+    if (a.kt_sum != b.kt_sum) return a.kt_sum > b.kt_sum;
+    return a.ex_uid < b.ex_uid;
+  });
+  std::vector<double> sums;
+  for (const Out& o : outs) sums.push_back(o.kt_sum);
+  double total = pycompat::numpy_sum(sums);
+  double cum = 0;
+  int pc = t.col("Percentage (%)"), cc = t.col("Cumulative Percentage (%)");
+  for (Out& o : outs) {
+    double pct = o.kt_sum / total * 100;
+    cum += pct;
+    o.cells[pc] = num(pct);
+    o.cells[cc] = num(cum);
+    t.rows.push_back(std::move(o.cells));
+  }
+  return t;
+}
+
 class UnifiedCollector {
  public:
   UnifiedCollector(const Trace& trace, const CallTree& tree, const GpuArch* arch,
@@ -754,28 +927,34 @@ class UnifiedCollector {
         annotations_(trace),
         op_categories_(trace, tree) {}
 
-  // keep_all_params false: perf params are kept only on the first row with
-  // params of each summary group, the one unified_perf_summary_table reads;
-  // the params of every op instance are most of these rows' memory.
-  std::vector<PerfOpRow> run(bool keep_all_params) {
+  // Every row, each with its kernel list and its metrics' params
+  // (unified_perf_rows: the tools that read single rows).
+  std::vector<PerfOpRow> rows() {
     std::vector<OpRef> collected = collect();
-    std::set<UnifiedKeyIds::Key> groups_with_params;
-    UnifiedKeyIds key_ids(trace_);
     std::vector<PerfOpRow> rows;
     // At most one row per collected op: reserving avoids the regrowth copies
     // (old and new buffers live at once) of these large rows.
     rows.reserve(collected.size());
     for (const OpRef& op : collected) {
       PerfOpRow& r = rows.emplace_back();  // built in place: no copy of the large row
-      if (!build_row(op, r)) {
+      if (!build_row(op, r))
         rows.pop_back();
-        continue;
-      }
-      if (!keep_all_params && r.metrics && !r.metrics->params().empty() &&
-          !groups_with_params.insert(key_ids.of(r)).second)
-        r.metrics->shared_params.reset();
+      else
+        r.kernels.assign(kernels_of(op).begin(), kernels_of(op).end());
     }
     return rows;
+  }
+
+  // Each row folded into the summary as it is built, through one reused
+  // row: the summary keeps only what its cells need, so the rows (376 bytes
+  // each, a kernel list and the metrics' params) are never all held at once.
+  void stream_to(UnifiedSummary& summary) {
+    std::vector<OpRef> collected = collect();
+    PerfOpRow r;
+    for (const OpRef& op : collected) {
+      r = PerfOpRow{};
+      if (build_row(op, r)) summary.add(r, kernels_of(op));
+    }
   }
 
  private:
@@ -1041,10 +1220,11 @@ class UnifiedCollector {
   }
 
   bool is_synthetic(const OpRef& op) const { return op.uid != op.base; }
-  std::vector<Uid> gpu_events_of(const OpRef& op) const {
-    if (is_synthetic(op)) return {synthetic_kernel_.at(op.uid)};
-    auto g = tree_.gpu_events(op.uid);
-    return {g.begin(), g.end()};
+  // The op's kernels: its launches' GPU events, or a synthetic row's one
+  // kernel (a span into the collector's map, whose nodes do not move).
+  std::span<const Uid> kernels_of(const OpRef& op) const {
+    if (is_synthetic(op)) return {&synthetic_kernel_.at(op.uid), 1};
+    return tree_.gpu_events(op.uid);
   }
 
   std::string category_of(const OpRef& op) const {
@@ -1057,7 +1237,8 @@ class UnifiedCollector {
         perf::op_category(op.name, sorted.empty() ? std::string_view{} : trace_.name(sorted[0])));
   }
 
-  // Fills `r` with the row of `op`; false when TraceLens drops the row.
+  // Fills `r` with the row of `op` (its kernel list is kernels_of(op), left
+  // to the caller); false when TraceLens drops the row.
   bool build_row(const OpRef& op, PerfOpRow& r) {
     r.uid = op.uid;
     r.event_uid = op.base;
@@ -1074,7 +1255,6 @@ class UnifiedCollector {
       if (const perf::ModelEntry* e = model_entry(linked->fwd); e && !e->bwd_category.empty())
         r.category = e->bwd_category;
     r.has_perf_model = own || sole;
-    r.kernels = gpu_events_of(op);
     if (linked) {
       // sole_bwd computed these metrics (the forward op's backward).
       r.backward = true;
@@ -1100,7 +1280,8 @@ class UnifiedCollector {
         r.error = e.what();
       }
     }
-    r.kernel_time_us = r.kernels.empty() ? 0.0 : tree_.busy_time(r.kernels);
+    std::span<const Uid> kernels = kernels_of(op);
+    r.kernel_time_us = kernels.empty() ? 0.0 : tree_.busy_time(kernels);
     return true;
   }
 
@@ -1136,171 +1317,29 @@ class UnifiedCollector {
 std::vector<PerfOpRow> unified_perf_rows(const Trace& trace, const CallTree& tree,
                                          const GpuArch* arch, bool include_python_frames) {
   UnifiedCollector collector(trace, tree, arch, include_python_frames);
-  return collector.run(true);
+  return collector.rows();
 }
 
-std::vector<PerfOpRow> unified_perf_summary_rows(const Trace& trace, const CallTree& tree,
-                                                 const GpuArch* arch, bool include_python_frames) {
+std::optional<Table> unified_perf_summary_of(const Trace& trace, const CallTree& tree,
+                                             const GpuArch* arch, bool include_python_frames) {
   UnifiedCollector collector(trace, tree, arch, include_python_frames);
-  return collector.run(false);
+  UnifiedSummary summary(trace);
+  collector.stream_to(summary);  // the kernel spans it keeps live in the collector and the tree
+  if (summary.empty()) return std::nullopt;
+  return summary.table();
 }
 
 Table unified_perf_summary_table(const Trace& trace, const std::vector<PerfOpRow>& rows) {
-  const std::vector<std::string>& keys = kUnifiedKeys;
-  auto key_text = [&](const PerfOpRow& r, size_t k) { return unified_key_text(trace, r, k); };
-  // Groups in first-occurrence order (groupby sort=False).
-  std::vector<std::vector<size_t>> groups;
-  std::map<UnifiedKeyIds::Key, size_t> index;
-  UnifiedKeyIds key_ids(trace);
-  for (size_t i = 0; i < rows.size(); ++i) {
-    auto [it, inserted] = index.emplace(key_ids.of(rows[i]), groups.size());
-    if (inserted) groups.emplace_back();
-    groups[it->second].push_back(i);
-  }
-  bool any_model = false, any_roofline = false;
-  for (const PerfOpRow& r : rows) {
-    any_model = any_model || r.metrics.has_value();
-    any_roofline = any_roofline || (r.metrics && r.metrics->roofline);
-  }
-  std::vector<std::string> cols(keys);
-  cols.insert(cols.end(), {"ex_UID", "operation_count", "total_duration_us", "mean_duration_us",
-                           "std_duration_us"});
-  if (any_model) {
-    cols.insert(cols.end(), {"GFLOPS", "Data Moved (MB)", "FLOPS/Byte", "Compute Spec"});
-    if (any_roofline) cols.push_back("Roofline Bound");
-    cols.insert(cols.end(), {"TB/s_mean", "TB/s_std", "TFLOPS/s_mean", "TFLOPS/s_std"});
-  }
-  cols.insert(cols.end(), {"Kernel Time (µs)_mean", "Kernel Time (µs)_std", "Kernel Time (µs)_sum",
-                           "duration_us_median", "duration_us_min", "duration_us_max"});
-  if (any_model)
-    cols.insert(cols.end(), {"TB/s_median", "TB/s_min", "TB/s_max", "TFLOPS/s_median",
-                             "TFLOPS/s_min", "TFLOPS/s_max"});
-  if (any_roofline)
-    cols.insert(cols.end(), {"Roofline Time (µs)_first", "Pct Roofline_mean", "Pct Roofline_median",
-                             "Pct Roofline_std", "Pct Roofline_min", "Pct Roofline_max"});
-  cols.insert(cols.end(),
-              {"Kernel Time (µs)_median", "Kernel Time (µs)_min", "Kernel Time (µs)_max",
-               "kernel_details_summary", "trunc_kernel_details", "perf_params", "has_perf_model",
-               "Percentage (%)", "Cumulative Percentage (%)"});
-  Table t("unified_perf_summary", cols);
-
-  struct Out {
-    double kt_sum;
-    int64_t ex_uid;
-    std::vector<Cell> cells;
-  };
-  std::vector<Out> outs;
-  auto metric = [](const PerfOpRow& r, auto get) { return r.metrics ? get(*r.metrics) : kNaN; };
-  for (const auto& idx : groups) {
-    std::vector<Cell> row(cols.size());
-    auto set = [&](const std::string& c, Cell v) {
-      int i = t.col(c);
-      if (i >= 0) row[i] = std::move(v);
-    };
-    const PerfOpRow& first = rows[idx.front()];
-    for (size_t k = 0; k < 5; ++k) set(keys[k], Cell(key_text(first, k)));
-    for (size_t k = 5; k < keys.size(); ++k)
-      for (size_t i : idx) {
-        Cell c = arg_cell(trace, rows[i].event_uid, keys[k]);
-        if (!c.missing()) {
-          set(keys[k], c);
-          break;
-        }
-      }
-    set("ex_UID", Cell(static_cast<int64_t>(first.uid)));
-    set("operation_count", Cell(static_cast<int64_t>(idx.size())));
-    // idx by init-capture: clang 14 cannot capture a structured binding.
-    auto collect = [&, &idx = idx](auto get) {
-      std::vector<double> v;
-      for (size_t i : idx) v.push_back(get(rows[i]));
-      return aggregate(v);
-    };
-    NumAgg dur = collect([](const PerfOpRow& r) { return r.duration_us; });
-    set("total_duration_us", Cell(dur.sum));
-    set("mean_duration_us", num(dur.mean));
-    set("std_duration_us", num(dur.std));
-    set("duration_us_median", num(dur.median));
-    set("duration_us_min", num(dur.min));
-    set("duration_us_max", num(dur.max));
-    if (any_model) {
-      set("GFLOPS", num(first_valid(rows, idx, [&](const PerfOpRow& r) {
-            return metric(r, [](const PerfMetrics& m) { return m.gflops; });
-          })));
-      set("Data Moved (MB)", num(first_valid(rows, idx, [&](const PerfOpRow& r) {
-            return metric(r, [](const PerfMetrics& m) { return m.data_moved_mb; });
-          })));
-      set("FLOPS/Byte", num(first_valid(rows, idx, [&](const PerfOpRow& r) {
-            return metric(r, [](const PerfMetrics& m) { return m.flops_per_byte; });
-          })));
-      for (size_t i : idx)
-        if (rows[i].metrics) {
-          set("Compute Spec", Cell(rows[i].metrics->compute_spec));
-          break;
-        }
-      NumAgg tb = collect([&](const PerfOpRow& r) {
-        return metric(r, [](const PerfMetrics& m) { return m.tb_per_s; });
-      });
-      NumAgg tf = collect([&](const PerfOpRow& r) {
-        return metric(r, [](const PerfMetrics& m) { return m.tflops_per_s; });
-      });
-      put_aggs(row, t, "TB/s", tb, {"mean", "median", "std", "min", "max"});
-      put_aggs(row, t, "TFLOPS/s", tf, {"mean", "median", "std", "min", "max"});
-    }
-    if (any_roofline) {
-      for (size_t i : idx)
-        if (rows[i].metrics && rows[i].metrics->roofline) {
-          set("Roofline Bound", Cell(rows[i].metrics->roofline->bound));
-          break;
-        }
-      auto roof = [&](const PerfOpRow& r, bool pct) {
-        if (!r.metrics || !r.metrics->roofline) return kNaN;
-        return pct ? r.metrics->roofline->pct : r.metrics->roofline->time_us;
-      };
-      set("Roofline Time (µs)_first",
-          num(first_valid(rows, idx, [&](const PerfOpRow& r) { return roof(r, false); })));
-      put_aggs(row, t, "Pct Roofline", collect([&](const PerfOpRow& r) { return roof(r, true); }),
-               {"mean", "median", "std", "min", "max"});
-    }
-    NumAgg kt = collect([](const PerfOpRow& r) { return r.kernel_time_us; });
-    put_aggs(row, t, "Kernel Time (µs)", kt, {"mean", "median", "std", "min", "max", "sum"});
-    auto ks = group_kernel_stats(trace, rows, idx);
-    set("kernel_details_summary", kernel_summary_cell(ks));
-    set("trunc_kernel_details", trunc_kernel_details_cell(ks));
-    for (size_t i : idx)
-      if (rows[i].metrics && !rows[i].metrics->params().empty()) {
-        set("perf_params", Cell(perf::params_dict_repr(rows[i].metrics->params())));
-        break;
-      }
-    set("has_perf_model", Cell(first.has_perf_model));
-    outs.push_back({kt.sum, static_cast<int64_t>(first.uid), std::move(row)});
-  }
-  std::sort(outs.begin(), outs.end(), [](const Out& a, const Out& b) {
-    if (a.kt_sum != b.kt_sum) return a.kt_sum > b.kt_sum;
-    return a.ex_uid < b.ex_uid;
-  });
-  std::vector<double> sums;
-  for (const Out& o : outs) sums.push_back(o.kt_sum);
-  double total = pycompat::numpy_sum(sums);
-  double cum = 0;
-  int pc = t.col("Percentage (%)"), cc = t.col("Cumulative Percentage (%)");
-  for (Out& o : outs) {
-    double pct = o.kt_sum / total * 100;
-    cum += pct;
-    o.cells[pc] = num(pct);
-    o.cells[cc] = num(cum);
-    t.rows.push_back(std::move(o.cells));
-  }
-  return t;
+  UnifiedSummary summary(trace);
+  for (const PerfOpRow& r : rows) summary.add(r, r.kernels);
+  return summary.table();
 }
 
 }  // namespace report
 
 std::optional<Table> unified_perf_summary(const Trace& trace, const CallTree& tree,
                                           const ReportOptions& options) {
-  auto rows =
-      report::unified_perf_summary_rows(trace, tree, options.arch, options.include_python_frames);
-  if (rows.empty()) return std::nullopt;
-  return report::unified_perf_summary_table(trace, rows);
+  return report::unified_perf_summary_of(trace, tree, options.arch, options.include_python_frames);
 }
 
 void add_perf_tables(Report& report, const Trace& trace, const CallTree& tree,

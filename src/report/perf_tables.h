@@ -86,11 +86,11 @@ std::vector<PerfOpRow> perf_sheet_rows(const Trace& trace, const CallTree& tree,
 std::vector<PerfOpRow> unified_perf_rows(const Trace& trace, const CallTree& tree,
                                          const GpuArch* arch, bool include_python_frames = false);
 
-// unified_perf_rows with perf params kept only where unified_perf_summary_table
-// reads them (the first row with params of each summary group): the same
-// summary table for much less memory. Other rows' metrics have empty params.
-std::vector<PerfOpRow> unified_perf_summary_rows(const Trace& trace, const CallTree& tree,
-                                                 const GpuArch* arch, bool include_python_frames);
+// The unified_perf_summary table (none when no op has a row), each row
+// folded in as it is built: the same table as unified_perf_summary_table
+// over unified_perf_rows, without holding the rows.
+std::optional<Table> unified_perf_summary_of(const Trace& trace, const CallTree& tree,
+                                             const GpuArch* arch, bool include_python_frames);
 
 // Tables from rows (exposed for tests and tools).
 Table unified_perf_summary_table(const Trace& trace, const std::vector<PerfOpRow>& rows);

@@ -172,3 +172,26 @@ TEST_CASE("perf rows API: per-op rows behind the sheets (Qwen MI300)") {
   // No backward rows in an inference trace.
   CHECK(jarvis::report::perf_sheet_rows(fx.trace, fx.tree, "SDPA", true, &arch).empty());
 }
+
+TEST_CASE("unified_perf_summary: the streamed table equals the table over the held rows") {
+  // The report folds each unified row into its group as it is built; tools
+  // hold the rows (unified_perf_rows). Both must give the same summary,
+  // including the groups' first-valid cells, params and kernel details.
+  for (const auto& dir : jarvis::golden::conformance_dirs()) {
+    const auto& fx = jarvis::testing::report_fixture(dir);
+    const jarvis::GpuArch* arch = perf_report(dir).arch ? &*perf_report(dir).arch : nullptr;
+    auto rows = jarvis::report::unified_perf_rows(fx.trace, fx.tree, arch);
+    REQUIRE_MESSAGE(!rows.empty(), dir);
+    auto streamed = jarvis::report::unified_perf_summary_of(fx.trace, fx.tree, arch, false);
+    REQUIRE_MESSAGE(streamed.has_value(), dir);
+    jarvis::Table held = jarvis::report::unified_perf_summary_table(fx.trace, rows);
+    CHECK_MESSAGE(streamed->to_csv() == held.to_csv(), dir);
+    // Every row is counted once in the summary.
+    int64_t counted = 0;
+    int count_col = held.col("operation_count");
+    REQUIRE(count_col >= 0);
+    for (const auto& r : held.rows)
+      counted += std::get<int64_t>(r[static_cast<size_t>(count_col)].v);
+    CHECK(counted == static_cast<int64_t>(rows.size()));
+  }
+}
