@@ -14,6 +14,7 @@
 #include <fmt/ranges.h>
 #include <CLI/CLI.hpp>
 
+#include "base/malloc_policy.h"
 #include "cli/commands.h"
 #include "cli/docgen.h"
 
@@ -167,6 +168,8 @@ int main(int argc, char** argv) {
   for (const auto& c : commands) {
     if (!c.command->parsed()) continue;
     chosen = c.command->get_name();
+    // Every command but the server does one task and exits.
+    if (chosen != "serve") jarvis::keep_freed_memory_for_reuse();
     try {
       return c.run();
     } catch (const std::exception& e) {
