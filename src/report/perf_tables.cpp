@@ -937,10 +937,12 @@ class UnifiedCollector {
     rows.reserve(collected.size());
     for (const OpRef& op : collected) {
       PerfOpRow& r = rows.emplace_back();  // built in place: no copy of the large row
-      if (!build_row(op, r))
+      if (!build_row(op, r)) {
         rows.pop_back();
-      else
-        r.kernels.assign(kernels_of(op).begin(), kernels_of(op).end());
+        continue;
+      }
+      std::span<const Uid> kernels = kernels_of(op);
+      r.kernels.assign(kernels.begin(), kernels.end());
     }
     return rows;
   }
@@ -1320,15 +1322,6 @@ std::vector<PerfOpRow> unified_perf_rows(const Trace& trace, const CallTree& tre
   return collector.rows();
 }
 
-std::optional<Table> unified_perf_summary_of(const Trace& trace, const CallTree& tree,
-                                             const GpuArch* arch, bool include_python_frames) {
-  UnifiedCollector collector(trace, tree, arch, include_python_frames);
-  UnifiedSummary summary(trace);
-  collector.stream_to(summary);  // the kernel spans it keeps live in the collector and the tree
-  if (summary.empty()) return std::nullopt;
-  return summary.table();
-}
-
 Table unified_perf_summary_table(const Trace& trace, const std::vector<PerfOpRow>& rows) {
   UnifiedSummary summary(trace);
   for (const PerfOpRow& r : rows) summary.add(r, r.kernels);
@@ -1339,7 +1332,11 @@ Table unified_perf_summary_table(const Trace& trace, const std::vector<PerfOpRow
 
 std::optional<Table> unified_perf_summary(const Trace& trace, const CallTree& tree,
                                           const ReportOptions& options) {
-  return report::unified_perf_summary_of(trace, tree, options.arch, options.include_python_frames);
+  report::UnifiedCollector collector(trace, tree, options.arch, options.include_python_frames);
+  report::UnifiedSummary summary(trace);
+  collector.stream_to(summary);  // the kernel spans it keeps live in the collector and the tree
+  if (summary.empty()) return std::nullopt;
+  return summary.table();
 }
 
 void add_perf_tables(Report& report, const Trace& trace, const CallTree& tree,

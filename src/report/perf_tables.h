@@ -28,7 +28,10 @@ namespace jarvis {
 void add_perf_tables(Report& report, const Trace& trace, const CallTree& tree,
                      const ReportOptions& options);
 
-// unified_perf_summary, or nullopt when no op has a row.
+// unified_perf_summary, or nullopt when no op has a row. Each op's row is
+// folded into its group as it is built: the same table as
+// report::unified_perf_summary_table over report::unified_perf_rows, without
+// holding the rows.
 std::optional<Table> unified_perf_summary(const Trace& trace, const CallTree& tree,
                                           const ReportOptions& options);
 
@@ -85,12 +88,6 @@ std::vector<PerfOpRow> perf_sheet_rows(const Trace& trace, const CallTree& tree,
 // without a model and synthetic rows for left-over kernels.
 std::vector<PerfOpRow> unified_perf_rows(const Trace& trace, const CallTree& tree,
                                          const GpuArch* arch, bool include_python_frames = false);
-
-// The unified_perf_summary table (none when no op has a row), each row
-// folded in as it is built: the same table as unified_perf_summary_table
-// over unified_perf_rows, without holding the rows.
-std::optional<Table> unified_perf_summary_of(const Trace& trace, const CallTree& tree,
-                                             const GpuArch* arch, bool include_python_frames);
 
 // Tables from rows (exposed for tests and tools).
 Table unified_perf_summary_table(const Trace& trace, const std::vector<PerfOpRow>& rows);

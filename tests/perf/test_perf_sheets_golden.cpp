@@ -182,7 +182,9 @@ TEST_CASE("unified_perf_summary: the streamed table equals the table over the he
     const jarvis::GpuArch* arch = perf_report(dir).arch ? &*perf_report(dir).arch : nullptr;
     auto rows = jarvis::report::unified_perf_rows(fx.trace, fx.tree, arch);
     REQUIRE_MESSAGE(!rows.empty(), dir);
-    auto streamed = jarvis::report::unified_perf_summary_of(fx.trace, fx.tree, arch, false);
+    jarvis::ReportOptions options;
+    options.arch = arch;
+    auto streamed = jarvis::unified_perf_summary(fx.trace, fx.tree, options);
     REQUIRE_MESSAGE(streamed.has_value(), dir);
     jarvis::Table held = jarvis::report::unified_perf_summary_table(fx.trace, rows);
     CHECK_MESSAGE(streamed->to_csv() == held.to_csv(), dir);
