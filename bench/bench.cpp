@@ -207,8 +207,20 @@ double fresh_page_us() {
   return rounds[rounds.size() / 2];
 }
 
+// How malloc maps memory for the floor and the jarvis runs (they inherit the
+// environment): glibc reads GLIBC_TUNABLES before main, and with
+// glibc.malloc.hugetlb=1 it asks for transparent 2 MiB pages, so the floor's
+// one big buffer takes a fault per 2 MiB instead of per 4 KiB (bench/run.sh's
+// second pass, the floor of a host where faults are cheap).
+std::string malloc_pages() {
+  const char* tunables = std::getenv("GLIBC_TUNABLES");
+  if (tunables && std::strstr(tunables, "glibc.malloc.hugetlb=1"))
+    return "2 MiB pages (glibc.malloc.hugetlb=1)";
+  return "4 KiB pages (glibc default)";
+}
+
 // "2026-11-23 20:30 UTC, 2 x Intel(R) Xeon(R) ..., load average 1.2 0.9 0.7,
-// fresh 4 KiB page 3.1 us".
+// fresh 4 KiB page 3.1 us, malloc 4 KiB pages (glibc default)".
 std::string machine_line() {
   std::string model = "unknown CPU";
   if (FILE* f = std::fopen("/proc/cpuinfo", "r")) {
@@ -226,9 +238,10 @@ std::string machine_line() {
   std::time_t now = std::time(nullptr);
   char date[64];
   std::strftime(date, sizeof date, "%Y-%m-%d %H:%M UTC", std::gmtime(&now));
-  return fmt::format("{}, {} x {}, load average {:.2f} {:.2f} {:.2f}, fresh 4 KiB page {:.1f} us",
-                     date, sysconf(_SC_NPROCESSORS_ONLN), model, load[0], load[1], load[2],
-                     fresh_page_us());
+  return fmt::format(
+      "{}, {} x {}, load average {:.2f} {:.2f} {:.2f}, fresh 4 KiB page {:.1f} us, malloc {}", date,
+      sysconf(_SC_NPROCESSORS_ONLN), model, load[0], load[1], load[2], fresh_page_us(),
+      malloc_pages());
 }
 
 // Last two path components: "mi300_qwen1.5-0.5b/trace.json.gz".
