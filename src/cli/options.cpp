@@ -1,5 +1,6 @@
 #include "cli/options.h"
 
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -27,6 +28,18 @@ void add_progress_flags(CLI::App* cmd, ProgressFlags& flags) {
       ->default_str("auto");
   cmd->add_flag("-q,--quiet", flags.quiet, "no progress on stderr (= --progress none)");
 }
+
+namespace {
+
+// User + system CPU seconds of the whole process, every thread included.
+double process_cpu_s() {
+  rusage u{};
+  if (getrusage(RUSAGE_SELF, &u) != 0) return 0;
+  auto s = [](const timeval& t) { return static_cast<double>(t.tv_sec) + t.tv_usec * 1e-6; };
+  return s(u.ru_utime) + s(u.ru_stime);
+}
+
+}  // namespace
 
 Progress::Progress(ProgressMode mode, std::string command)
     : mode_(mode), command_(std::move(command)), start_(std::chrono::steady_clock::now()) {
@@ -71,7 +84,8 @@ void Progress::end_phase() {
   double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - phase_start_).count();
   if (mode_ == ProgressMode::Plain) {
     std::string counted = total_ ? fmt::format(" ({}/{} {})", done_, total_, unit_) : "";
-    std::fprintf(stderr, "%s: %s%s %.2f s\n", command_.c_str(), phase_.c_str(), counted.c_str(), s);
+    std::fprintf(stderr, "%s: %s%s %.2f s (CPU %.2f s)\n", command_.c_str(), phase_.c_str(),
+                 counted.c_str(), s, process_cpu_s() - phase_cpu_start_);
   } else if (mode_ == ProgressMode::Bar) {
     draw();
   }
@@ -84,6 +98,7 @@ void Progress::phase(const std::string& name) {
   end_phase();
   phase_ = name;
   phase_start_ = std::chrono::steady_clock::now();
+  if (mode_ == ProgressMode::Plain) phase_cpu_start_ = process_cpu_s();
   done_ = total_ = 0;
   draw();
 }

@@ -29,7 +29,9 @@ void add_progress_flags(CLI::App* cmd, ProgressFlags& flags);
 // Named phases of a long command ("load", "report", "prepare") and, for
 // sweeps, a done/total bar. Bar mode redraws one stderr line every 0.2 s with
 // the elapsed time, so a silent 8 s step still shows it is alive; plain mode
-// prints one line per finished phase.
+// prints one line per finished phase: its wall time and the CPU time the
+// process spent in it (all threads), which shows how well a phase uses the
+// cores.
 class Progress {
  public:
   Progress(ProgressMode mode, std::string command);
@@ -52,6 +54,7 @@ class Progress {
   std::condition_variable wake_;
   std::string phase_;
   std::chrono::steady_clock::time_point phase_start_, start_;
+  double phase_cpu_start_ = 0;  // process CPU seconds when the phase began
   size_t done_ = 0, total_ = 0;
   std::string unit_;
   bool stop_ = false;

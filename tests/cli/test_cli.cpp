@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <regex>
 #include <sstream>
 #include <string>
 
@@ -410,9 +411,12 @@ TEST_SUITE("cli") {
     Run silent = jarvis_cli(base);  // stderr is a file: auto = no progress
     CHECK(silent.err.empty());
     Run plain = jarvis_cli(base + " --force --progress plain");
-    for (const char* step :
-         {"report: load ", "report: call tree ", "report: report ", "report: write "})
-      CHECK_MESSAGE(plain.err.find(step) != std::string::npos, step);
+    // One line per phase: its wall time, then the process's CPU time in it.
+    for (const char* step : {"load", "call tree", "report", "write"}) {
+      std::regex line(std::string(R"((^|\n)report: )") + step +
+                      R"( \d+\.\d\d s \(CPU \d+\.\d\d s\)\n)");
+      CHECK_MESSAGE(std::regex_search(plain.err, line), step, "\n", plain.err);
+    }
     CHECK(plain.err.find('\r') == std::string::npos);
     CHECK(plain.out.find("gpu_timeline.csv") != std::string::npos);
     Run quiet = jarvis_cli(base + " --force --progress plain --quiet");

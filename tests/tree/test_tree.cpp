@@ -75,6 +75,32 @@ TEST_CASE("tree: nesting, touching siblings and cpu_op roots") {
   CHECK(tree.parent_chain(1) == std::vector<Uid>{0});
 }
 
+TEST_CASE("tree: threads interleaved and out of ts order in the file; roots in (ts, uid) order") {
+  auto on = [](int tid) { return fmt::format(R"("pid":1,"tid":{})", tid); };
+  Trace t = make_trace({
+      op("cpu_op", "A", 100, 50, "", on(1)),               // 0 root
+      op("cpu_op", "B", 0, 100, "", on(2)),                // 1 root
+      op("cpu_op", "C", 0, 40, "", on(1)),                 // 2 root
+      op("cpu_op", "D", 10, 20, "", on(2)),                // 3 in I (the inner of 1 and 9)
+      op("cpu_op", "E", 110, 10, "", on(1)),               // 4 in A
+      op("cpu_op", "F", 5, 30, "", on(3)),                 // 5 root
+      op("cpu_op", "G", 5, 10, "", on(1)),                 // 6 in C
+      op("cpu_op", "H", 50, 10, "", on(2)),                // 7 in I
+      op("cuda_runtime", "cudaMalloc", 10, 5, "", on(3)),  // 8 in F
+      op("cpu_op", "I", 0, 100, "", on(2)),                // 9 B's span: the later uid nests
+  });
+  CallTree tree(t);
+  const std::vector<Uid> parents{kNoUid, kNoUid, kNoUid, 9, 0, kNoUid, 2, 9, 5, 1};
+  for (Uid u = 0; u < parents.size(); ++u) CHECK_MESSAGE(tree.parent(u) == parents[u], u);
+  CHECK(as_vec(tree.children(1)) == std::vector<Uid>{9});
+  CHECK(as_vec(tree.children(9)) == std::vector<Uid>{3, 7});
+  CHECK(as_vec(tree.children(2)) == std::vector<Uid>{6});
+  CHECK(as_vec(tree.children(0)) == std::vector<Uid>{4});
+  CHECK(as_vec(tree.children(5)) == std::vector<Uid>{8});
+  // Roots across threads by (ts, uid): B and C at 0, F at 5, A at 100.
+  CHECK(tree.cpu_root_nodes() == std::vector<Uid>{1, 2, 5, 0});
+}
+
 TEST_CASE("tree: bleed rule") {
   // Stack [0, 1]; event 2 starts inside 1 and ends 0.5us after it: pop 1,
   // attach 2 to 0.
