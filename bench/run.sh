@@ -34,26 +34,29 @@ python3 "$SHARED/bench/tile_trace.py" "$TRACE" "$TMP/x1.json.gz" --copies 1
 python3 "$SHARED/bench/tile_trace.py" "$TRACE" "$TMP/x$COPIES.json.gz" --copies "$COPIES"
 python3 "$SHARED/bench/tile_trace.py" "$GPT2" "$TMP/gpt2_x32.json.gz" --copies 32
 
-# jarvis_bench prints the date, the machine and its load average above each table.
-for cmd in $CMDS; do
-  "$BUILD/jarvis_bench" --jarvis "$JARVIS" --cmd "$cmd" --repeat "$REPEAT" \
-    "$TRACE" "$TMP/x1.json.gz" "$TMP/gpt2_x32.json.gz" "$TMP/x$COPIES.json.gz"
-  echo
-done
+# The report and info tables on the four inputs; jarvis_bench prints the date,
+# the machine, its load average and how malloc maps memory above each table.
+# Extra leading arguments are environment settings for jarvis_bench, which
+# the floor and the jarvis runs inherit.
+ratio_tables() {
+  for cmd in $CMDS; do
+    env "$@" "$BUILD/jarvis_bench" --jarvis "$JARVIS" --cmd "$cmd" --repeat "$REPEAT" \
+      "$TRACE" "$TMP/x1.json.gz" "$TMP/gpt2_x32.json.gz" "$TMP/x$COPIES.json.gz"
+    echo
+  done
+}
+
+ratio_tables
 # The same tables with malloc on transparent 2 MiB pages for the floor and for
 # jarvis alike: the floor decompresses into one fresh buffer and simdjson
 # indexes it, so on a VM that pays 10 us and more per fresh 4 KiB page most of
 # the default floor is page faults, which jarvis (bounded chunks) mostly
 # avoids. This pass shows the ratios against a floor that pays few faults, as
 # on a host where faults are cheap. glibc reads the tunable at start, so it is
-# set in the environment of jarvis_bench, which its children inherit.
+# set in the environment of jarvis_bench.
 echo "with a fault-light floor (GLIBC_TUNABLES=glibc.malloc.hugetlb=1 for the floor and jarvis):"
 echo
-for cmd in $CMDS; do
-  GLIBC_TUNABLES=glibc.malloc.hugetlb=1 "$BUILD/jarvis_bench" --jarvis "$JARVIS" --cmd "$cmd" \
-    --repeat "$REPEAT" "$TRACE" "$TMP/x1.json.gz" "$TMP/gpt2_x32.json.gz" "$TMP/x$COPIES.json.gz"
-  echo
-done
+ratio_tables GLIBC_TUNABLES=glibc.malloc.hugetlb=1
 echo "load only, by gzip inflate mode (in-process load_trace, fresh child each, best of $REPEAT):"
 echo
 "$BUILD/jarvis_bench" --load-modes --repeat "$REPEAT" "$TMP/x1.json.gz" "$TMP/x$COPIES.json.gz"
