@@ -1,6 +1,5 @@
 #include "cli/options.h"
 
-#include <sys/resource.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -8,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "base/process_stats.h"
 #include "cli/commands.h"
 #include "engine/engine.h"
 
@@ -28,18 +28,6 @@ void add_progress_flags(CLI::App* cmd, ProgressFlags& flags) {
       ->default_str("auto");
   cmd->add_flag("-q,--quiet", flags.quiet, "no progress on stderr (= --progress none)");
 }
-
-namespace {
-
-// User + system CPU seconds of the whole process, every thread included.
-double process_cpu_s() {
-  rusage u{};
-  if (getrusage(RUSAGE_SELF, &u) != 0) return 0;
-  auto s = [](const timeval& t) { return static_cast<double>(t.tv_sec) + t.tv_usec * 1e-6; };
-  return s(u.ru_utime) + s(u.ru_stime);
-}
-
-}  // namespace
 
 Progress::Progress(ProgressMode mode, std::string command)
     : mode_(mode), command_(std::move(command)), start_(std::chrono::steady_clock::now()) {

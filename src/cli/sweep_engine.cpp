@@ -2,10 +2,10 @@
 // the MPI one (JARVIS_MPI builds only).
 #include "cli/sweep_engine.h"
 
-#include <sys/resource.h>
-
 #include <cstdio>
 #include <filesystem>
+
+#include "base/process_stats.h"
 
 #if JARVIS_MPI
 #include "scaleout/scaleout.h"
@@ -27,15 +27,9 @@ void print_line(const std::string& who, const Line& l) {
                who.c_str(), l.peak_rss_mb, l.runs, l.parsed, l.hits, l.failed);
 }
 
-void print_trace_line(const std::string& who, double peak_rss_mb, size_t parsed, size_t failed) {
+void print_trace_line(const std::string& who, double rss_mb, size_t parsed, size_t failed) {
   std::fprintf(stderr, "stats: %s: peak RSS %.1f MB, traces parsed %zu, failed %zu\n", who.c_str(),
-               peak_rss_mb, parsed, failed);
-}
-
-double own_peak_rss_mb() {
-  rusage ru{};
-  getrusage(RUSAGE_SELF, &ru);
-  return static_cast<double>(ru.ru_maxrss) / 1024.0;
+               rss_mb, parsed, failed);
 }
 
 }  // namespace
@@ -121,7 +115,7 @@ void SweepEngine::print_stats(const std::vector<const engine::Sweep*>& sweeps) {
     return;
   }
 #endif
-  total.peak_rss_mb = own_peak_rss_mb();
+  total.peak_rss_mb = peak_rss_mb();
   print_line("rank 0", total);
 }
 
@@ -141,7 +135,7 @@ void SweepEngine::print_trace_stats(size_t traces) {
     return;
   }
 #endif
-  print_trace_line("rank 0", own_peak_rss_mb(), traces, 0);
+  print_trace_line("rank 0", peak_rss_mb(), traces, 0);
 }
 
 }  // namespace jarvis::cli

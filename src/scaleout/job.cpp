@@ -29,6 +29,7 @@
 
 #include <fmt/format.h>
 
+#include "base/process_stats.h"
 #include "scaleout/job.h"
 #include "scaleout/tasks.h"
 
@@ -127,7 +128,7 @@ bool poll(int from, int tag, MPI_Status& st) {
 std::string counters_field() {
   const detail::Counters& c = detail::counters();
   return fmt::format("{} {} {} {} {}", c.tasks.load(), c.runs_parsed.load(), c.cache_hits.load(),
-                     c.failed.load(), detail::peak_rss_mb());
+                     c.failed.load(), peak_rss_mb());
 }
 
 RankStats parse_counters(int rank, const std::string& field) {

@@ -4,8 +4,6 @@
 // sends the per-rank stage of the collective report (rank_analysis_to_text).
 #include "scaleout/tasks.h"
 
-#include <sys/resource.h>
-
 #include <charconv>
 #include <stdexcept>
 
@@ -40,12 +38,6 @@ std::vector<std::string> unpack(std::string_view text) {
     text.remove_prefix(colon + 1 + size);
   }
   return fields;
-}
-
-double peak_rss_mb() {
-  rusage ru{};
-  getrusage(RUSAGE_SELF, &ru);
-  return static_cast<double>(ru.ru_maxrss) / 1024.0;  // ru_maxrss is in KiB on Linux
 }
 
 std::string run_sweep_task(const std::string& payload) {

@@ -37,7 +37,4 @@ std::string pack(const std::vector<std::string>& fields);
 // Throws std::runtime_error on a malformed message.
 std::vector<std::string> unpack(std::string_view text);
 
-// Peak resident set of this process (getrusage), MB.
-double peak_rss_mb();
-
 }  // namespace jarvis::scaleout::detail

@@ -84,8 +84,9 @@ struct Totals {
 };
 Totals totals(const std::string& stderr_text) {
   std::smatch m;
-  std::regex re(R"(stats: all \d+ ranks[^:]*: peak RSS [0-9.]+ MB, runs (\d+), parsed (\d+), )"
-                R"(cache hits (\d+))");
+  std::regex re(
+      R"(stats: all \d+ ranks[^:]*: peak RSS [1-9][0-9]*\.[0-9] MB, runs (\d+), parsed (\d+), )"
+      R"(cache hits (\d+))");
   Totals t;
   if (std::regex_search(stderr_text, m, re))
     t = {std::stoi(m[1].str()), std::stoi(m[2].str()), std::stoi(m[3].str())};
@@ -130,7 +131,8 @@ std::string make_rank_set(const std::string& dir, int ranks) {
 // The "all N ranks" line of `jarvis collectives --stats`: traces parsed, or -1.
 int traces_parsed(const std::string& stderr_text) {
   std::smatch m;
-  std::regex re(R"(stats: all \d+ ranks[^:]*: peak RSS [0-9.]+ MB, traces parsed (\d+), failed 0)");
+  std::regex re(
+      R"(stats: all \d+ ranks[^:]*: peak RSS [1-9][0-9]*\.[0-9] MB, traces parsed (\d+), failed 0)");
   return std::regex_search(stderr_text, m, re) ? std::stoi(m[1].str()) : -1;
 }
 
