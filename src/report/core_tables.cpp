@@ -10,6 +10,7 @@
 #include <tuple>
 #include <unordered_map>
 
+#include "base/hash_mix.h"
 #include "perf/categories.h"
 #include "pycompat/numeric.h"
 #include "pycompat/text.h"
@@ -486,8 +487,7 @@ struct KernelSummaryIds {
 };
 struct KernelSummaryIdsHash {
   size_t operator()(const KernelSummaryIds& k) const noexcept {
-    uint64_t h = (uint64_t{k.category} << 40) ^ (uint64_t{k.cpu_op} << 20) ^ k.kernel;
-    return std::hash<uint64_t>()(h * 0x9E3779B97F4A7C15ull ^ static_cast<uint64_t>(k.stream));
+    return hash_of(k.category, k.cpu_op, k.kernel, k.stream);
   }
 };
 

@@ -17,7 +17,9 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "base/hash_mix.h"
 #include "base/sort_runs.h"
+#include "base/text_hash.h"
 #include "perf/annotations.h"
 #include "perf/categories.h"
 #include "perf/perf_model.h"
@@ -150,9 +152,9 @@ class ModelCache {
   };
   struct KeyHash {
     size_t operator()(const Key& k) const noexcept {
-      size_t h = std::hash<uint64_t>()((uint64_t{k.name} << 32) ^ static_cast<uint32_t>(k.args));
-      for (uint32_t n : k.kernel_names) h = h * 1000003u ^ n;
-      return h;
+      uint64_t h = hash_mix(hash_mix(kHashMixStart, k.name), static_cast<uint64_t>(k.args));
+      for (uint32_t n : k.kernel_names) h = hash_mix(h, n);
+      return hash_finish(h);
     }
   };
   struct Entry {
@@ -298,7 +300,7 @@ struct SheetRow {
 
 struct ParamsNameHash {
   size_t operator()(const std::pair<const perf::Params*, std::string_view>& k) const noexcept {
-    return std::hash<const void*>()(k.first) * 31 + std::hash<std::string_view>()(k.second);
+    return hash_of(reinterpret_cast<uintptr_t>(k.first), text_hash(k.second));
   }
 };
 
@@ -689,9 +691,9 @@ class UnifiedKeyIds {
   using Key = std::array<uint32_t, 9>;  // one id per kUnifiedKeys column
   struct KeyHash {
     size_t operator()(const Key& k) const noexcept {
-      uint64_t h = 0;
-      for (uint32_t id : k) h = (h ^ id) * 0x9E3779B97F4A7C15ull;
-      return static_cast<size_t>(h ^ (h >> 29));
+      uint64_t h = kHashMixStart;
+      for (uint32_t id : k) h = hash_mix(h, id);
+      return hash_finish(h);
     }
   };
 

@@ -23,6 +23,7 @@
 
 #include "base/bits.h"
 #include "base/error.h"
+#include "base/hash_mix.h"
 #include "base/text_hash.h"
 #include "pycompat/value.h"
 #include "trace/mappable_vector.h"
@@ -73,9 +74,7 @@ struct ProcId {
 };
 
 struct ProcIdHash {
-  size_t operator()(const ProcId& p) const noexcept {
-    return std::hash<int64_t>()(p.value) * 31u + (p.is_string ? 1u : 0u);
-  }
+  size_t operator()(const ProcId& p) const noexcept { return hash_of(p.value, p.is_string); }
 };
 
 // Name predicates the analyses ask per GPU event. Each is a pure function of
@@ -258,7 +257,7 @@ struct ThreadKey {
 
 struct ThreadKeyHash {
   size_t operator()(const ThreadKey& k) const noexcept {
-    return ProcIdHash()(k.pid) * 1000003u ^ ProcIdHash()(k.tid);
+    return hash_of(k.pid.value, k.pid.is_string, k.tid.value, k.tid.is_string);
   }
 };
 
