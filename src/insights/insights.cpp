@@ -78,6 +78,11 @@ double share_of(const InsightContext& c, double time_us) {
   return c.total_kernel_time_us > 0 ? time_us / c.total_kernel_time_us : 0;
 }
 
+std::string severity_by_share(double share) {
+  constexpr double kHigh = 0.05, kMedium = 0.01;
+  return share >= kHigh ? "high" : share >= kMedium ? "medium" : "low";
+}
+
 }  // namespace detail
 
 InsightContext make_context(const Trace& trace, const CallTree& tree, const GpuArch* arch,

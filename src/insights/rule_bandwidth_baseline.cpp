@@ -78,7 +78,7 @@ void rule_bandwidth_baseline(const InsightContext& c, std::vector<Insight>& out)
                      {"fraction_of_baseline", g->tbs() / baseline}});
     }
     i.share = detail::share_of(c, i.time_us);
-    i.severity = i.share >= 0.05 ? "high" : i.share >= 0.01 ? "medium" : "low";
+    i.severity = detail::severity_by_share(i.share);
     i.gain_upper_bound_us = gain;
     i.title = fmt::format(
         "{}: {} op shapes at < {:.0f}% of this trace's own elementwise "

@@ -46,7 +46,7 @@ void rule_conv_layout_transposes(const InsightContext& c, std::vector<Insight>& 
   i.kernel_names = names;
   i.time_us = conversion_us;
   i.share = detail::share_of(c, conversion_us);
-  i.severity = i.share >= 0.05 ? "high" : i.share >= 0.01 ? "medium" : "low";
+  i.severity = detail::severity_by_share(i.share);
   i.gain_upper_bound_us = conversion_us;
   i.title = fmt::format(
       "{} NCHW<->NHWC layout conversions around convolutions: {:.1f} us "

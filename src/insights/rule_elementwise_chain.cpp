@@ -88,7 +88,7 @@ void rule_elementwise_chain(const InsightContext& c, std::vector<Insight>& out) 
     i.uids = p.ops;
     i.time_us = p.time_us;
     i.share = detail::share_of(c, p.time_us);
-    i.severity = i.share >= 0.05 ? "high" : i.share >= 0.01 ? "medium" : "low";
+    i.severity = detail::severity_by_share(i.share);
     i.gain_upper_bound_us = p.gain_us;
     i.title = fmt::format("Unfused elementwise chain x{}: {} ({:.1f} us, {:.1f}% of kernel time)",
                           p.count, key, p.time_us, 100 * i.share);

@@ -141,7 +141,7 @@ void rule_epilogue_fusion(const InsightContext& c, std::vector<Insight>& out) {
     i.time_us = p.time_us;
     i.share = detail::share_of(c, p.time_us);
     double gain_share = detail::share_of(c, p.activation_us);
-    i.severity = gain_share >= 0.05 ? "high" : gain_share >= 0.01 ? "medium" : "low";
+    i.severity = detail::severity_by_share(gain_share);
     i.gain_upper_bound_us = p.activation_us;
     i.title = fmt::format(
         "Activation not fused into its producer x{}: {} (activation kernels {:.1f} us, {:.1f}% "

@@ -70,7 +70,7 @@ void rule_foreach_optimizer(const InsightContext& c, std::vector<Insight>& out) 
   i.category = "multi_tensor_apply";
   i.time_us = time_us;
   i.share = detail::share_of(c, time_us);
-  i.severity = i.share >= 0.05 ? "high" : i.share >= 0.01 ? "medium" : "low";
+  i.severity = detail::severity_by_share(i.share);
   i.gain_upper_bound_us = time_us * (1 - kFusedTrafficRatio);
   i.title = fmt::format(
       "{} runs as {} foreach passes ({} multi_tensor_apply kernels, {:.2f} ms); a fused "

@@ -88,7 +88,7 @@ void rule_gemm_unaligned_dims(const InsightContext& c, std::vector<Insight>& out
     i.kernel_names = detail::kernel_names(c.trace, *g.first);
     i.time_us = g.time_us;
     i.share = detail::share_of(c, g.time_us);
-    i.severity = i.share >= 0.05 ? "high" : i.share >= 0.01 ? "medium" : "low";
+    i.severity = detail::severity_by_share(i.share);
     if (g.has_roofline) i.gain_upper_bound_us = g.above_roofline_us;
     i.title = fmt::format("{}: {} not a multiple of {} for {} ({:.1f}% of kernel time, x{})", label,
                           pads.substr(0, pads.find(" ->")), need, d.precision, 100 * i.share,

@@ -48,7 +48,7 @@ void rule_tiny_gemm_batching(const InsightContext& c, std::vector<Insight>& out)
     i.kernel_names = detail::kernel_names(c.trace, *g.first);
     i.time_us = g.time_us;
     i.share = detail::share_of(c, g.time_us);
-    i.severity = i.share >= 0.05 ? "high" : i.share >= 0.01 ? "medium" : "low";
+    i.severity = detail::severity_by_share(i.share);
     // Batched into one call, the launches but one disappear: an upper bound.
     i.gain_upper_bound_us = g.time_us - mean_us;
     i.title = fmt::format("{}: tiny GEMM called {} times, {:.2f} us each ({:.1f}% of kernel time)",

@@ -66,7 +66,7 @@ void rule_unfused_attention(const InsightContext& c, std::vector<Insight>& out) 
   i.uids = chains;
   i.time_us = chain_us;
   i.share = detail::share_of(c, chain_us);
-  i.severity = i.share >= 0.05 ? "high" : i.share >= 0.01 ? "medium" : "low";
+  i.severity = detail::severity_by_share(i.share);
   // The softmax and its score-matrix round trip disappear in a fused kernel.
   i.gain_upper_bound_us = softmax_us;
   i.title = fmt::format(

@@ -46,5 +46,10 @@ std::string gemm_label(const report::PerfOpRow& row, const GemmDims& d);
 
 double share_of(const InsightContext& c, double time_us);
 
+// The severity of a finding by the share of all kernel time it is about (or
+// could save): "high" from 5 %, "medium" from 1 %, else "low". One ladder
+// for the rules, so a severity means the same whichever rule wrote it.
+std::string severity_by_share(double share);
+
 }  // namespace detail
 }  // namespace jarvis::insights

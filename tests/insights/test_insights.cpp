@@ -13,6 +13,7 @@
 #include "golden.h"
 #include "insights/insights.h"
 #include "insights/kernel_name.h"
+#include "insights/rules_internal.h"
 #include "perf/gpu_arch.h"
 #include "trace/loader.h"
 #include "tree/call_tree.h"
@@ -466,4 +467,14 @@ TEST_CASE("insights: ResNet-50 (real): BatchNorm -> ReLU pairs, counted from eac
   CHECK(bn_relu->evidence["occurrences"] == expected);
   CHECK(*bn_relu->gain_upper_bound_us == Approx(relu_us));
   CHECK(bn_relu->category == "norm");
+}
+
+TEST_CASE("insights: one severity ladder by share of kernel time (5 % high, 1 % medium)") {
+  using jarvis::insights::detail::severity_by_share;
+  CHECK(severity_by_share(1.0) == "high");
+  CHECK(severity_by_share(0.05) == "high");
+  CHECK(severity_by_share(0.0499) == "medium");
+  CHECK(severity_by_share(0.01) == "medium");
+  CHECK(severity_by_share(0.0099) == "low");
+  CHECK(severity_by_share(0.0) == "low");
 }
