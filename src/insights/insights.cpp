@@ -83,6 +83,19 @@ std::string severity_by_share(double share) {
   return share >= kHigh ? "high" : share >= kMedium ? "medium" : "low";
 }
 
+Insight op_insight(const InsightContext& c, std::string_view rule, std::string category,
+                   std::vector<Uid> uids, double time_us) {
+  Insight i;
+  i.rule = std::string(rule);
+  i.scope = "op";
+  i.category = std::move(category);
+  i.uids = std::move(uids);
+  i.time_us = time_us;
+  i.share = share_of(c, time_us);
+  i.severity = severity_by_share(i.share);
+  return i;
+}
+
 }  // namespace detail
 
 InsightContext make_context(const Trace& trace, const CallTree& tree, const GpuArch* arch,

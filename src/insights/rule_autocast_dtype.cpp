@@ -54,14 +54,9 @@ void rule_autocast_dtype(const InsightContext& c, std::vector<Insight>& out) {
     double achieved_tflops = g.gflops / g.time_us / 1e3;  // GFLOP / µs = PFLOP/s
     double eff_kernel = achieved_tflops / *peak;
     double eff_recorded = m.roofline->pct / 100.0;
-    Insight i;
-    i.rule = "autocast_dtype";
-    i.scope = "op";
-    i.category = "GEMM";
-    i.uids = g.uids;
+    Insight i = detail::op_insight(c, "autocast_dtype", "GEMM", g.uids, g.time_us);
     i.kernel_names = detail::kernel_names(c.trace, *g.first);
-    i.time_us = g.time_us;
-    i.share = detail::share_of(c, g.time_us);
+    // The fp32 inputs may be intended (kept out of autocast on purpose): at most medium.
     i.severity = i.share >= 0.05 ? "medium" : "low";
     i.gain_upper_bound_us = g.time_us * std::max(0.0, 1.0 - eff_kernel);
     i.title = fmt::format(

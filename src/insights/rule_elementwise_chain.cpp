@@ -81,14 +81,7 @@ void rule_elementwise_chain(const InsightContext& c, std::vector<Insight>& out) 
     flush(ch);
   }
   for (auto& [key, p] : patterns) {
-    Insight i;
-    i.rule = "elementwise_chain";
-    i.scope = "op";
-    i.category = "elementwise";
-    i.uids = p.ops;
-    i.time_us = p.time_us;
-    i.share = detail::share_of(c, p.time_us);
-    i.severity = detail::severity_by_share(i.share);
+    Insight i = detail::op_insight(c, "elementwise_chain", "elementwise", p.ops, p.time_us);
     i.gain_upper_bound_us = p.gain_us;
     i.title = fmt::format("Unfused elementwise chain x{}: {} ({:.1f} us, {:.1f}% of kernel time)",
                           p.count, key, p.time_us, 100 * i.share);

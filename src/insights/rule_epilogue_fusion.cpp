@@ -133,13 +133,8 @@ void rule_epilogue_fusion(const InsightContext& c, std::vector<Insight>& out) {
     scan_siblings(c, list, patterns);
   }
   for (auto& [key, p] : patterns) {
-    Insight i;
-    i.rule = "epilogue_fusion";
-    i.scope = "op";
-    i.category = std::string(p.kind);
-    i.uids = p.uids;
-    i.time_us = p.time_us;
-    i.share = detail::share_of(c, p.time_us);
+    Insight i = detail::op_insight(c, "epilogue_fusion", std::string(p.kind), p.uids, p.time_us);
+    // Ranked by what the fix saves, not by the time the pair covers.
     double gain_share = detail::share_of(c, p.activation_us);
     i.severity = detail::severity_by_share(gain_share);
     i.gain_upper_bound_us = p.activation_us;

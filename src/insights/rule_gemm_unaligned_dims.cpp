@@ -80,15 +80,8 @@ void rule_gemm_unaligned_dims(const InsightContext& c, std::vector<Insight>& out
       else
         advice += fmt::format("Pad the {} dimension {} to {}.", dim, v, padded);
     }
-    Insight i;
-    i.rule = "gemm_unaligned_dims";
-    i.scope = "op";
-    i.category = "GEMM";
-    i.uids = g.uids;
+    Insight i = detail::op_insight(c, "gemm_unaligned_dims", "GEMM", g.uids, g.time_us);
     i.kernel_names = detail::kernel_names(c.trace, *g.first);
-    i.time_us = g.time_us;
-    i.share = detail::share_of(c, g.time_us);
-    i.severity = detail::severity_by_share(i.share);
     if (g.has_roofline) i.gain_upper_bound_us = g.above_roofline_us;
     i.title = fmt::format("{}: {} not a multiple of {} for {} ({:.1f}% of kernel time, x{})", label,
                           pads.substr(0, pads.find(" ->")), need, d.precision, 100 * i.share,

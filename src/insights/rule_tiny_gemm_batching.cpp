@@ -40,15 +40,8 @@ void rule_tiny_gemm_batching(const InsightContext& c, std::vector<Insight>& out)
     size_t calls = g.uids.size();
     if (calls < 1000 && g.dims.batch < 64) continue;
     double mean_us = g.time_us / static_cast<double>(calls);
-    Insight i;
-    i.rule = "tiny_gemm_batching";
-    i.scope = "op";
-    i.category = "GEMM";
-    i.uids = g.uids;
+    Insight i = detail::op_insight(c, "tiny_gemm_batching", "GEMM", g.uids, g.time_us);
     i.kernel_names = detail::kernel_names(c.trace, *g.first);
-    i.time_us = g.time_us;
-    i.share = detail::share_of(c, g.time_us);
-    i.severity = detail::severity_by_share(i.share);
     // Batched into one call, the launches but one disappear: an upper bound.
     i.gain_upper_bound_us = g.time_us - mean_us;
     i.title = fmt::format("{}: tiny GEMM called {} times, {:.2f} us each ({:.1f}% of kernel time)",

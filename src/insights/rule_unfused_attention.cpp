@@ -59,14 +59,7 @@ void rule_unfused_attention(const InsightContext& c, std::vector<Insight>& out) 
     chain_us += s + subtree_kernel_us(c, before) + subtree_kernel_us(c, after);
   }
   if (chains.empty()) return;
-  Insight i;
-  i.rule = "unfused_attention";
-  i.scope = "op";
-  i.category = "SDPA";
-  i.uids = chains;
-  i.time_us = chain_us;
-  i.share = detail::share_of(c, chain_us);
-  i.severity = detail::severity_by_share(i.share);
+  Insight i = detail::op_insight(c, "unfused_attention", "SDPA", chains, chain_us);
   // The softmax and its score-matrix round trip disappear in a fused kernel.
   i.gain_upper_bound_us = softmax_us;
   i.title = fmt::format(

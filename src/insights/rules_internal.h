@@ -51,5 +51,12 @@ double share_of(const InsightContext& c, double time_us);
 // for the rules, so a severity means the same whichever rule wrote it.
 std::string severity_by_share(double share);
 
+// An op-scope finding about `time_us` of kernel time spent in the ops `uids`:
+// rule, scope, category, uids, time, share and severity_by_share(share)
+// filled in; the rule adds the kernel names, its gain bound, words and
+// evidence (and sets another severity where its rule ranks otherwise).
+Insight op_insight(const InsightContext& c, std::string_view rule, std::string category,
+                   std::vector<Uid> uids, double time_us);
+
 }  // namespace detail
 }  // namespace jarvis::insights
