@@ -175,13 +175,7 @@ void drop_columns(Table& table, const std::vector<std::string>& names) {
   for (size_t c = 0; c < table.columns.size(); ++c)
     if (std::find(names.begin(), names.end(), table.columns[c]) == names.end()) keep.push_back(c);
   if (keep.size() == table.columns.size()) return;
-  Table out(table.name, {});
-  for (size_t c : keep) out.columns.push_back(table.columns[c]);
-  for (const auto& row : table.rows) {
-    auto& dst = out.add_row();
-    for (size_t k = 0; k < keep.size(); ++k) dst[k] = row[keep[k]];
-  }
-  table = std::move(out);
+  table = table.select_columns(keep);
 }
 
 Table prefix_columns(Table table, const std::string& tag, const std::vector<std::string>& keys) {
@@ -262,14 +256,7 @@ Table reorder_columns(const Table& table, const std::vector<std::string>& keys) 
     if (!is_key(table.columns[c]) && looks_like_diff_column(table.columns[c])) order.push_back(c);
   for (size_t c = 0; c < table.columns.size(); ++c)
     if (!is_key(table.columns[c]) && !looks_like_diff_column(table.columns[c])) order.push_back(c);
-  Table out(table.name, {});
-  for (size_t c : order) out.columns.push_back(table.columns[c]);
-  out.rows.reserve(table.rows.size());
-  for (const auto& row : table.rows) {
-    auto& dst = out.add_row();
-    for (size_t k = 0; k < order.size(); ++k) dst[k] = row[order[k]];
-  }
-  return out;
+  return table.select_columns(order);
 }
 
 // TraceLens build_df_dff: prefix, outer-merge, diff/pct columns, reorder.

@@ -266,13 +266,7 @@ void drop_all_missing_columns(Table& table) {
       }
     if (any) keep.push_back(c);
   }
-  Table out(table.name, {});
-  for (size_t c : keep) out.columns.push_back(table.columns[c]);
-  for (const auto& row : table.rows) {
-    auto& dst = out.add_row();
-    for (size_t k = 0; k < keep.size(); ++k) dst[k] = row[keep[k]];
-  }
-  table = std::move(out);
+  table = table.select_columns(keep);
 }
 
 }  // namespace jarvis::frame

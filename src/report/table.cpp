@@ -41,6 +41,20 @@ int Table::col(std::string_view column) const {
   return -1;
 }
 
+Table Table::select_columns(const std::vector<size_t>& order) const {
+  Table out(name, {});
+  out.columns.reserve(order.size());
+  for (size_t c : order) out.columns.push_back(columns.at(c));
+  if (!column_level2.empty())
+    for (size_t c : order) out.column_level2.push_back(column_level2.at(c));
+  out.rows.reserve(rows.size());
+  for (const auto& row : rows) {
+    auto& dst = out.add_row();
+    for (size_t k = 0; k < order.size(); ++k) dst[k] = row[order[k]];
+  }
+  return out;
+}
+
 std::vector<Cell>& Table::add_row() {
   rows.emplace_back(columns.size());
   return rows.back();

@@ -68,6 +68,11 @@ class Table {
   // ints and missing cells.
   bool column_is_float(size_t c) const;
 
+  // A copy holding only the columns at `order`, in that order (an index may
+  // repeat; each must be < columns.size()), with their second header row
+  // entries when the table has that row.
+  Table select_columns(const std::vector<size_t>& order) const;
+
   std::string to_csv() const;
 };
 
