@@ -25,7 +25,6 @@
 // costs on it. CPU seconds are
 // reported beside wall time because a shared machine makes wall time noisy.
 #include <fcntl.h>
-#include <isa-l/igzip_lib.h>
 #include <simdjson.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
@@ -45,6 +44,9 @@
 #include <memory>
 #include <string>
 #include <vector>
+
+#include "base/file_ptr.h"
+#include "trace/byte_source.h"
 
 namespace {
 
@@ -198,38 +200,26 @@ int floor_child(const std::string& path, bool on_demand, int out_fd) {
   return 0;
 }
 
-// The least any load of the file here spends inflating it: ISA-L (the
-// inflater jarvis uses) over the whole file into one reused 1 MiB buffer,
-// nothing kept or parsed. Writes the inflate's wall seconds (the file read
-// into memory first, outside the clock) to out_fd.
+// The least any load of the file here spends inflating it: the loader's own
+// ISA-L source (trace/byte_source.h: every member, CRC and length checked)
+// read to the end into one reused 1 MiB buffer, nothing kept or parsed.
+// Writes the wall seconds to out_fd; the compressed file is read through the
+// page cache inside the clock, as in a load.
 int isal_inflate_child(const std::string& path, int out_fd) {
-  FILE* f = std::fopen(path.c_str(), "rb");
-  if (!f) return 3;
-  std::vector<unsigned char> in;
-  unsigned char buf[1 << 16];
-  for (size_t n; (n = std::fread(buf, 1, sizeof buf, f)) > 0;) in.insert(in.end(), buf, buf + n);
-  std::fclose(f);
-  if (in.size() < 2 || in[0] != 0x1f || in[1] != 0x8b) return 4;  // not gzip
-  std::vector<unsigned char> out(1 << 20);
+  jarvis::FilePtr file(std::fopen(path.c_str(), "rb"));
+  if (!file) return 3;
+  unsigned char magic[2] = {0, 0};
+  if (std::fread(magic, 1, 2, file.get()) != 2 || magic[0] != 0x1f || magic[1] != 0x8b)
+    return 4;  // not gzip
+  std::rewind(file.get());
+  std::vector<char> out(1 << 20);
   auto t0 = std::chrono::steady_clock::now();
-  inflate_state state;
-  isal_inflate_init(&state);
-  state.crc_flag = ISAL_GZIP;
-  state.next_in = in.data();
-  state.avail_in = static_cast<uint32_t>(in.size());
-  for (;;) {
-    state.next_out = out.data();
-    state.avail_out = static_cast<uint32_t>(out.size());
-    if (isal_inflate(&state) != ISAL_DECOMP_OK) return 5;
-    if (state.block_state != ISAL_BLOCK_FINISH) continue;
-    // A member ended: the next one (a concatenated gzip file) or the end.
-    if (state.avail_in < 2 || state.next_in[0] != 0x1f) break;
-    uint8_t* next_in = state.next_in;
-    uint32_t avail_in = state.avail_in;
-    isal_inflate_init(&state);
-    state.crc_flag = ISAL_GZIP;
-    state.next_in = next_in;
-    state.avail_in = avail_in;
+  try {
+    auto source = jarvis::isal_gzip_source(std::move(file), path);
+    while (source->read(out.data(), out.size()) > 0) {
+    }
+  } catch (const std::exception&) {
+    return 5;
   }
   double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   if (write(out_fd, &s, sizeof s) != static_cast<ssize_t>(sizeof s)) return 7;
