@@ -5,7 +5,6 @@
 // pass was quadratic). For each depth, in this process, best of 3: the load
 // alone (floor) and load + fusion candidates, their ratio, the time per frame
 // (flat when the pass is linear) and the peak RSS so far.
-#include <sys/resource.h>
 
 #include <fmt/format.h>
 #include <algorithm>
@@ -14,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "base/process_stats.h"
 #include "categories/fusion_candidates.h"
 #include "trace/loader.h"
 
@@ -55,12 +55,6 @@ double seconds_of(const auto& fn) {
   return best;
 }
 
-long peak_rss_mb() {
-  rusage ru{};
-  getrusage(RUSAGE_SELF, &ru);
-  return ru.ru_maxrss / 1024;
-}
-
 }  // namespace
 
 int deep_stack_bench(int argc, char** argv) {
@@ -78,7 +72,8 @@ int deep_stack_bench(int argc, char** argv) {
       candidates = jarvis::analysis::fusion_candidates(trace, nullptr).size();
     });
     fmt::print("{:>8} {:>10.4f} {:>12.4f} {:>7.2f} {:>12.3f} {:>9}   ({} candidates)\n", depth,
-               load, full, full / load, full / depth * 1e6, peak_rss_mb(), candidates);
+               load, full, full / load, full / depth * 1e6,
+               static_cast<long>(jarvis::peak_rss_mb()), candidates);
   }
   return 0;
 }

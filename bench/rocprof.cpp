@@ -7,7 +7,6 @@
 //            (what `jarvis report RESULTS --out DIR` does after start-up).
 // Prints wall and CPU seconds of each and their ratio report / floor.
 #include <simdjson.h>
-#include <sys/resource.h>
 #include <unistd.h>
 #include <zlib.h>
 
@@ -20,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "base/process_stats.h"
 #include "report/table.h"
 #include "rocprof/profile.h"
 #include "rocprof/report.h"
@@ -31,23 +31,16 @@ struct Timing {
   double cpu_s = 1e30;
 };
 
-double cpu_now() {
-  rusage ru{};
-  getrusage(RUSAGE_SELF, &ru);
-  return static_cast<double>(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
-         (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1e-6;
-}
-
 // Best wall and best CPU time of `repeat` runs of `fn`.
 Timing best_of(int repeat, const std::function<void()>& fn) {
   Timing best;
   for (int k = 0; k < repeat; ++k) {
-    double c0 = cpu_now();
+    double c0 = jarvis::process_cpu_s();
     auto t0 = std::chrono::steady_clock::now();
     fn();
     best.wall_s = std::min(
         best.wall_s, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
-    best.cpu_s = std::min(best.cpu_s, cpu_now() - c0);
+    best.cpu_s = std::min(best.cpu_s, jarvis::process_cpu_s() - c0);
   }
   return best;
 }
