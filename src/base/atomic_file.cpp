@@ -1,4 +1,5 @@
 #include "base/atomic_file.h"
+#include "base/output_guard.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -131,7 +132,11 @@ struct FileData {
 // are made durable by one fsync of each directory after the last of them. A
 // failure before the renames leaves every target untouched; a failed rename
 // leaves the earlier files placed and no temp behind.
-void write_set(const std::vector<FileData>& files) {
+void write_set(const std::vector<FileData>& files, bool guarded) {
+  // Every target is checked before the first byte is written, so a refused
+  // one leaves the whole set unwritten.
+  if (guarded)
+    for (const auto& file : files) check_output_target(file.target);
   PendingTemps pending;
   auto& temps = pending.temps();
   temps.reserve(files.size());
@@ -156,22 +161,29 @@ void write_set(const std::vector<FileData>& files) {
     dirs.insert(parent_of(files[k].target));
   }
   for (const fs::path& dir : dirs) fsync_path(dir, O_RDONLY | O_DIRECTORY);
+  if (guarded)
+    for (const auto& file : files) record_written(file.target);
 }
 
 }  // namespace
 
 void write_file_atomic(const std::string& path, std::string_view data) {
-  write_set({{fs::path(path), data}});
+  write_set({{fs::path(path), data}}, /*guarded=*/true);
+}
+
+void write_cache_file_atomic(const std::string& path, std::string_view data) {
+  write_set({{fs::path(path), data}}, /*guarded=*/false);
 }
 
 void write_files_atomic(const std::vector<std::pair<std::string, std::string>>& files) {
   std::vector<FileData> views;
   views.reserve(files.size());
   for (const auto& [path, data] : files) views.push_back({fs::path(path), data});
-  write_set(views);
+  write_set(views, /*guarded=*/true);
 }
 
-AtomicFile::AtomicFile(const fs::path& target) : target_(target) {
+AtomicFile::AtomicFile(const fs::path& target, Kind kind) : target_(target), kind_(kind) {
+  if (kind_ == Kind::Output) check_output_target(target_);
   int fd = make_temp(target_, temp_);
   ::fchmod(fd, 0644);
   ::close(fd);
@@ -183,8 +195,11 @@ AtomicFile::~AtomicFile() {
 
 void AtomicFile::commit() {
   fsync_path(temp_, O_RDONLY);
+  // The target may have appeared while the temp was written.
+  if (kind_ == Kind::Output) check_output_target(target_);
   rename_into_place(temp_, target_);
   committed_ = true;
+  if (kind_ == Kind::Output) record_written(target_);
 }
 
 std::unique_lock<std::recursive_mutex> lock_output_dir(const fs::path& dir) {

@@ -19,7 +19,13 @@ namespace jarvis {
 
 // Writes data to path atomically; creates missing parent directories.
 // Throws std::runtime_error naming the path on failure (the temp is removed).
+// Every writer here follows the overwrite rule of base/output_guard.h: the
+// target is checked first (OutputRefused) and recorded as jarvis's after.
 void write_file_atomic(const std::string& path, std::string_view data);
+
+// The same for jarvis's caches (snapshots, per-run sweep results): files no
+// user owns, neither checked nor recorded.
+void write_cache_file_atomic(const std::string& path, std::string_view data);
 
 // Writes each (path, data) as write_file_atomic does (temp, fsync, rename),
 // in phases: every temp written, all fsynced at once (concurrent fsyncs share
@@ -34,7 +40,10 @@ void write_files_atomic(const std::vector<std::pair<std::string, std::string>>& 
 // commit(), the temp file is removed.
 class AtomicFile {
  public:
-  explicit AtomicFile(const std::filesystem::path& target);
+  // A cache file (a snapshot) is neither checked nor recorded (see
+  // write_cache_file_atomic).
+  enum class Kind { Output, Cache };
+  explicit AtomicFile(const std::filesystem::path& target, Kind kind = Kind::Output);
   ~AtomicFile();
   AtomicFile(const AtomicFile&) = delete;
   AtomicFile& operator=(const AtomicFile&) = delete;
@@ -45,6 +54,7 @@ class AtomicFile {
  private:
   std::filesystem::path target_;
   std::string temp_;
+  Kind kind_;
   bool committed_ = false;
 };
 

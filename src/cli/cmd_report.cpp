@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "base/atomic_file.h"
+#include "base/output_guard.h"
 #include "cli/commands.h"
 #include "cli/options.h"
 #include "engine/engine.h"
@@ -41,9 +42,25 @@ struct ReportArgs {
   ProgressFlags progress;
 };
 
+// The CSV directory is replaced whole: one holding an input of this command
+// or a trace is refused even with --force.
+void refuse_inputs_in(const fs::path& dir) {
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(dir, ec)) {
+    if (!entry.is_regular_file(ec)) continue;
+    if (is_input_file(entry.path()) || is_trace_file_name(entry.path()))
+      usage_error(fmt::format(
+          "{} holds {} ({}); the report replaces the whole directory: choose another --out",
+          dir.string(), is_input_file(entry.path()) ? "an input of this command" : "a trace",
+          entry.path().filename().string()));
+  }
+}
+
 void refuse_foreign(const fs::path& target, bool force) {
   std::error_code ec;
-  if (force || !fs::is_directory(target, ec)) return;
+  if (!fs::is_directory(target, ec)) return;
+  refuse_inputs_in(target);
+  if (force) return;
   auto foreign = engine::foreign_report_files(target.string());
   if (foreign.empty()) return;
   std::string shown;
@@ -212,6 +229,20 @@ int run_rocprof(const ReportArgs& a, const Targets& t, Progress& progress) {
   return 0;
 }
 
+// Before any work: no output is the input (by inode) or a trace, no two
+// outputs are one file, and existing files follow the overwrite rule
+// (base/output_guard.h; --force).
+void check_report_targets(const ReportArgs& a, const Targets& t) {
+  note_input_file(a.trace);
+  std::vector<std::pair<std::string, std::string>> files = {{t.xlsx, "--xlsx"}, {a.html, "--html"}};
+  if (!a.xlsx.empty() && !a.html.empty() &&
+      fs::absolute(a.xlsx).lexically_normal() == fs::absolute(a.html).lexically_normal())
+    usage_error("--xlsx and --html name the same file");
+  for (const auto& [file, flag] : files)
+    if (!file.empty()) check_output_target(file, flag);
+  if (t.csv_dir) refuse_foreign(*t.csv_dir, a.force);
+}
+
 int run_report(ReportArgs& a) {
   if (!a.profile_json_path.empty()) {
     if (!a.trace.empty()) usage_error("give the trace once: TRACE or --profile_json_path");
@@ -220,10 +251,12 @@ int run_report(ReportArgs& a) {
   if (a.trace.empty()) usage_error("TRACE is required");
   if (a.out.empty() && a.csv_dir.empty() && a.xlsx.empty() && a.html.empty())
     usage_error("nothing to write: give --out DIR (or --csv-dir DIR, --xlsx FILE, --html FILE)");
+  if (!a.xlsx.empty() && a.no_xlsx)
+    usage_error("--xlsx FILE and --no-xlsx contradict each other: give one of them");
   check_output_parent(a.xlsx, a.mkdirs, "--xlsx");
   check_output_parent(a.html, a.mkdirs, "--html");
   Targets t = targets(a);
-  if (t.csv_dir) refuse_foreign(*t.csv_dir, a.force);
+  check_report_targets(a, t);
   if (!t.xlsx.empty()) engine::load_xlsx_writer();  // a missing module fails before the work
   Progress progress(a.progress.resolve(), "report");
   bool rocprof_input = a.rocprof || engine::is_rocprof_input(a.trace);
@@ -324,7 +357,8 @@ Runner add_report(CLI::App& app) {
   cmd->add_option("--svg-dir", a->svg_dir, "also each chart as DIR/<chart>.svg")
       ->needs(cmd->get_option("--html"));
   cmd->add_flag("--force", a->force,
-                "replace a CSV directory that holds files jarvis did not write");
+                "replace files jarvis did not write (the CSV directory, the workbook, the HTML "
+                "page); never an input or a trace");
   cmd->add_flag("--mkdirs", a->mkdirs, "create missing parent directories of --xlsx/--html");
   add_pytorch_options(cmd, *a);
   add_rocprof_options(cmd, *a);

@@ -38,8 +38,9 @@ void add_load_options(CLI::App* cmd, LoadArgs& a) {
   cmd->add_option("--layout", a.layout, kLayoutHelp);
   cmd->add_option("--jobs", a.jobs, "runs analysed in parallel (default: cores)")
       ->check(CLI::PositiveNumber);
-  cmd->add_option("--cache", a.cache,
-                  "per-run cache directory (default DIR/.jarvis-sweep-cache; none: off)");
+  cmd->add_option(
+      "--cache", a.cache,
+      "per-run cache directory (default: the user cache, ~/.cache/jarvis/sweeps; none: off)");
   cmd->add_flag("--mkdirs", a.mkdirs, "create missing parent directories of --xlsx/--html");
   cmd->add_flag("--stats", a.stats,
                 "print peak RSS, runs parsed and cache hits per process (per MPI rank) to stderr");

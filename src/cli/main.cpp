@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
+#include <filesystem>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -15,6 +16,7 @@
 #include <CLI/CLI.hpp>
 
 #include "base/malloc_policy.h"
+#include "base/output_guard.h"
 #include "cli/commands.h"
 #include "cli/docgen.h"
 
@@ -88,6 +90,56 @@ bool runs_alone(std::string_view name) {
   return false;
 }
 
+// Every command that writes files takes --force: the one overwrite rule of
+// base/output_guard.h (an existing file jarvis did not write is refused
+// unless forced; inputs and traces never are written over).
+bool writes_files(std::string_view name) {
+  return name != "serve" && name != "completion" && name != "manpage" && name != "info";
+}
+
+void add_force_flag(CLI::App& command) {
+  if (!writes_files(command.get_name()) || command.get_option_no_throw("--force")) return;
+  static const std::string kHelp =
+      "replace existing files jarvis did not write (never an input or a trace)";
+  command.add_flag("--force", kHelp);
+}
+
+// Flags that name one output file; `-o/--out` names a file for these
+// commands (a directory for the others).
+bool is_output_file_flag(const CLI::Option& option, std::string_view command) {
+  for (const char* flag : {"--xlsx", "--html", "--json"})
+    if (option.check_lname(flag + 2)) return true;
+  return option.check_lname("out") && (command == "render-findings" || command == "rocprof-config");
+}
+
+// Before the command runs: every file named on its command line that exists
+// is an input (never a target), and every output file flag passes the
+// overwrite rule, so a refusal comes before the work, not after it.
+void check_command_line_files(const CLI::App& command) {
+  namespace fs = std::filesystem;
+  std::vector<std::pair<std::string, std::string>> outputs;
+  for (const CLI::Option* option : command.get_options()) {
+    bool output = is_output_file_flag(*option, command.get_name());
+    for (const std::string& value : option->results()) {
+      std::error_code ec;
+      if (output)
+        outputs.emplace_back(value, option->get_name());
+      else if (fs::is_regular_file(value, ec))
+        jarvis::note_input_file(value);
+    }
+  }
+  for (const auto& [file, flag] : outputs) jarvis::check_output_target(file, flag);
+}
+
+// The overwrite rule of the command about to run.
+void set_overwrite_rule_for(const CLI::App& command) {
+  const CLI::Option* force = command.get_option_no_throw("--force");
+  bool forced = force && force->count() > 0;
+  bool server = command.get_name() == "serve";  // its PathPolicy decides per call
+  jarvis::set_overwrite_rule(server || forced ? jarvis::OverwriteRule::Any
+                                              : jarvis::OverwriteRule::OnlyOurs);
+}
+
 // Builds the named command only when the command line names one: building
 // all eighteen (their options, validators and help texts) is most of a short
 // run's process start, which a snapshot load of a small trace pays in full.
@@ -102,6 +154,7 @@ std::vector<Registered> register_commands(CLI::App& app, std::string_view only) 
     if (added->get_name() != entry.name)
       throw std::logic_error(fmt::format("command table names '{}' but its adder registered '{}'",
                                          entry.name, added->get_name()));
+    add_force_flag(*added);
     out.push_back({added, std::move(run)});
   }
   return out;
@@ -170,7 +223,9 @@ int main(int argc, char** argv) {
     chosen = c.command->get_name();
     // Every command but the server does one task and exits.
     if (chosen != "serve") jarvis::keep_freed_memory_for_reuse();
+    set_overwrite_rule_for(*c.command);
     try {
+      if (writes_files(chosen)) check_command_line_files(*c.command);
       return c.run();
     } catch (const std::exception& e) {
       // One mapping from the error to the exit code (base/error.h, docs/cli.md).

@@ -1,4 +1,5 @@
 #include "compare/compare.h"
+#include "base/output_guard.h"
 
 #include <algorithm>
 #include <cmath>
@@ -520,7 +521,10 @@ NamedReport load_report_dir(const std::string& dir, const std::string& tag) {
     if (entry.is_regular_file() && entry.path().extension() == ".csv")
       files.push_back(entry.path());
   std::sort(files.begin(), files.end());
-  for (const auto& f : files) report.sheets.push_back(typed_sheet(read_csv_file(f.string())));
+  for (const auto& f : files) {
+    note_input_file(f);  // never a target of this process's writes
+    report.sheets.push_back(typed_sheet(read_csv_file(f.string())));
+  }
   return report;
 }
 
@@ -528,6 +532,7 @@ NamedReport load_report_xlsx(const std::string& path, const std::string& tag) {
   NamedReport report;
   report.tag = tag;
   report.source = path;
+  note_input_file(path);
   report.sheets = read_xlsx_workbook(path);
   // Cells come back as text, as from a CSV file: pandas read_excel then
   // types each column as read_csv does, whole-number floats as ints.

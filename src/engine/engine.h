@@ -270,6 +270,7 @@ using sweep::sweep_html_page;
 using sweep::sweep_manifest_json;
 using sweep::sweep_tables;
 using sweep::SweepStore;
+using sweep::rocprof_config_files;
 using sweep::write_rocprof_config;
 using sweep::write_sweep_outputs;
 using sweep::write_variance_svgs;

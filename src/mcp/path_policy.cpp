@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "base/output_guard.h"
 #include "engine/engine.h"
 #include "mcp/tool.h"
 #include "pycompat/text.h"
@@ -44,9 +45,7 @@ bool ends_with(const std::string& s, std::string_view suffix) {
 
 // Names profiler traces carry; tools never write over one.
 bool is_trace_name(const fs::path& path) {
-  std::string name = pycompat::ascii_lower(path.filename().string());
-  return ends_with(name, ".json.gz") || ends_with(name, ".trace.json") ||
-         ends_with(name, ".pt.trace.json.gz") || ends_with(name, ".gz");
+  return is_trace_file_name(path);
 }
 
 struct Resolved {
@@ -284,8 +283,13 @@ void PathPolicy::note_written(const fs::path& path) const {
 }
 
 bool PathPolicy::written_by_us(const fs::path& path) const {
-  std::lock_guard<std::mutex> lock(written_mutex_);
-  return written_.count(path.lexically_normal().string()) > 0;
+  {
+    std::lock_guard<std::mutex> lock(written_mutex_);
+    if (written_.count(path.lexically_normal().string()) > 0) return true;
+  }
+  // Written by an earlier jarvis process (the CLI, a server before a
+  // restart) and unchanged since: the ledger of base/output_guard.h.
+  return written_by_jarvis(path);
 }
 
 std::string PathPolicy::resolve_arch(const std::string& arch) const {

@@ -66,6 +66,16 @@ std::string Selection::describe() const {
 
 namespace {
 
+// One POSIX shell word whatever the text holds: single quotes around it, each
+// single quote in it closed, escaped and reopened. The directory comes from
+// a caller (an agent's output_dir such as "rep;touch PWNED;#"), and the
+// command is meant to be pasted into a shell.
+std::string shell_quote(const std::string& text) {
+  std::string out = "'";
+  for (char c : text) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
 // A parsed filter as the recorded-arg value: lists and tuples become lists,
 // every leaf must be an int.
 PyValue dims_value(const PyValue& lit) {
@@ -641,7 +651,7 @@ json replay_summary_json(const ReplayResult& result) {
             {"runner", result.files.runner},
             {"readme", result.files.readme},
             {"zip", result.files.zip}}},
-          {"run_command", "cd " + result.files.dir + " && python3 replay.py"}};
+          {"run_command", "cd " + shell_quote(result.files.dir) + " && python3 replay.py"}};
 }
 
 }  // namespace jarvis::replay

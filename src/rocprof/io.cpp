@@ -1,4 +1,5 @@
 #include "rocprof/io.h"
+#include "base/output_guard.h"
 
 #include <zlib.h>
 
@@ -23,6 +24,7 @@ std::string read_raw(const std::string& path, size_t limit) {
   if (std::filesystem::is_directory(path, ec)) throw TraceError(path + ": is a directory");
   FilePtr f(std::fopen(path.c_str(), "rb"));
   if (!f) throw cannot_open(path, errno);
+  note_input_file(path);  // never a target of this process's writes
   std::string out;
   char buf[1 << 16];
   size_t n;

@@ -90,6 +90,13 @@ class TraceEntry {
 // Rough resident size of a parsed trace plus room for its derived data.
 uint64_t estimate_trace_bytes(const Trace& trace);
 
+// The same, estimated before parsing from the file alone: the JSON's size
+// (a gzip file's own trailer, ISIZE, for its last member; at least 4x the
+// compressed size when that field wrapped) times the ratio measured on the
+// shared traces, plus 1 MiB (docs/security.md). 0 when the file cannot be
+// read.
+uint64_t estimate_trace_bytes_before_parse(const std::string& path);
+
 // The Kineto loader's entry for a file (TraceCache's default parser).
 std::shared_ptr<const TraceEntry> parse_kineto(const FileIdentity& id, const LoadOptions& options);
 
@@ -146,6 +153,29 @@ class TraceCache {
   uint64_t max_bytes() const { return max_bytes_; }
   // Drops every resident entry no call is using (tests, memory pressure).
   void trim();
+
+  // Memory a call will use outside the cache (the rank traces of a
+  // multi-rank analysis, parsed per call), counted against the budget while
+  // the Reservation lives: unused traces are evicted to make room, and when
+  // none is left the reservation throws TraceError naming `what`, before
+  // anything is parsed.
+  class Reservation {
+   public:
+    Reservation() = default;
+    Reservation(TraceCache* cache, uint64_t bytes) : cache_(cache), bytes_(bytes) {}
+    Reservation(const Reservation&) = delete;
+    Reservation& operator=(const Reservation&) = delete;
+    Reservation(Reservation&& o) noexcept : cache_(o.cache_), bytes_(o.bytes_) {
+      o.cache_ = nullptr;
+    }
+    ~Reservation();
+    uint64_t bytes() const { return bytes_; }
+
+   private:
+    TraceCache* cache_ = nullptr;
+    uint64_t bytes_ = 0;
+  };
+  Reservation reserve(uint64_t bytes, const std::string& what);
 
  private:
   struct Resident {

@@ -104,6 +104,16 @@ struct Walker {
   std::vector<Segment> segments;
   fs::path root;
   Discovery& out;
+  const AdmitPath& admit;
+
+  // The admit callback's verdict; a refusal is recorded as a failure.
+  bool admitted(const fs::path& path) {
+    if (!admit) return true;
+    std::string reason = admit(path.string());
+    if (reason.empty()) return true;
+    out.failures.push_back({path.string(), reason});
+    return false;
+  }
 
   void walk(const fs::path& dir, size_t level, std::map<std::string, std::string> values) {
     std::error_code ec;
@@ -132,6 +142,7 @@ struct Walker {
     }
     std::error_code ec;
     bool is_dir = entry.is_directory(ec);
+    if (!admitted(entry.path())) return;
     if (level + 1 < segments.size()) {
       if (is_dir) walk(entry.path(), level + 1, std::move(next));
       return;
@@ -215,13 +226,13 @@ const std::vector<std::string>& default_layouts() {
   return layouts;
 }
 
-Discovery discover_runs(const std::string& root, const Layout& layout) {
+Discovery discover_runs(const std::string& root, const Layout& layout, const AdmitPath& admit) {
   std::error_code ec;
   if (!fs::is_directory(root, ec))
     throw SweepError("sweep directory not found: " + root, ErrorKind::NotFound);
   Discovery out;
   out.layout = layout;
-  Walker walker{layout, {}, fs::absolute(root), out};
+  Walker walker{layout, {}, fs::absolute(root), out, admit};
   for (const std::string& seg : split_segments(layout.pattern))
     walker.segments.push_back(compile_segment(seg, layout.pattern));
   walker.walk(walker.root, 0, {});
@@ -229,10 +240,11 @@ Discovery discover_runs(const std::string& root, const Layout& layout) {
   return out;
 }
 
-Discovery discover_runs(const std::string& root, const std::string& pattern) {
-  if (!pattern.empty()) return discover_runs(root, parse_layout(pattern));
+Discovery discover_runs(const std::string& root, const std::string& pattern,
+                        const AdmitPath& admit) {
+  if (!pattern.empty()) return discover_runs(root, parse_layout(pattern), admit);
   for (const std::string& p : default_layouts()) {
-    Discovery d = discover_runs(root, parse_layout(p));
+    Discovery d = discover_runs(root, parse_layout(p), admit);
     if (!d.runs.empty()) return d;
   }
   std::string tried;

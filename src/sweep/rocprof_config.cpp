@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/atomic_file.h"
+#include "base/output_guard.h"
 #include "sweep/sweep.h"
 
 namespace jarvis::sweep {
@@ -87,6 +88,7 @@ RocprofConfig rocprof_config(std::vector<std::string> kernels) {
 }
 
 std::vector<std::string> kernels_from_csv(const std::string& csv_path) {
+  note_input_file(csv_path);  // never a target of this process's writes
   Table t = read_csv_file(csv_path);
   int c = t.col("kernel_name");
   if (c < 0) throw SweepError(csv_path + " has no kernel_name column");
@@ -96,21 +98,30 @@ std::vector<std::string> kernels_from_csv(const std::string& csv_path) {
   return names;
 }
 
-std::vector<std::string> write_rocprof_config(const RocprofConfig& config,
-                                              const std::string& yaml_path) {
+std::vector<std::string> rocprof_config_files(const std::string& yaml_path) {
   std::string stem = yaml_path;
+  bool yaml = false;
   for (const char* ext : {".yaml", ".yml"}) {
     std::string e = ext;
     if (stem.size() > e.size() && stem.compare(stem.size() - e.size(), e.size(), e) == 0) {
       stem.resize(stem.size() - e.size());
+      yaml = true;
       break;
     }
   }
-  std::vector<std::string> files = {yaml_path, stem + ".json", stem + "_kernel_list.txt"};
+  // The job's siblings are named after it: any other name would put the
+  // JSON and the kernel list beside a file of the user's (a trace).
+  if (!yaml) throw SweepError("'" + yaml_path + "': the rocprofv3 job must be a .yaml/.yml file");
+  return {yaml_path, stem + ".json", stem + "_kernel_list.txt"};
+}
+
+std::vector<std::string> write_rocprof_config(const RocprofConfig& config,
+                                              const std::string& yaml_path) {
+  std::vector<std::string> files = rocprof_config_files(yaml_path);
   auto lock = lock_output_dir(std::filesystem::absolute(yaml_path).parent_path());
-  write_file_atomic(files[0], config.yaml);
-  write_file_atomic(files[1], config.json);
-  write_file_atomic(files[2], config.kernel_list);
+  // One set: a refused sibling (a plan.json of the user's) leaves all three unwritten.
+  write_files_atomic(
+      {{files[0], config.yaml}, {files[1], config.json}, {files[2], config.kernel_list}});
   return files;
 }
 

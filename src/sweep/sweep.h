@@ -78,10 +78,18 @@ struct Discovery {
 // ending in .json / .json.gz (a trace), an .xlsx report workbook, or a
 // directory holding gpu_timeline.csv or GEMM.csv (a TraceLens
 // perf_report_csvs directory).
-Discovery discover_runs(const std::string& root, const Layout& layout);
+//
+// `admit` (optional) is asked about every directory before the walk enters
+// it and every run before it is added, by the path as found (symlinks not
+// yet followed): "" admits it, any other text refuses it and becomes the
+// failure's reason (the MCP server refuses paths that resolve outside its
+// roots; the CLI admits everything it can read, symlinks followed).
+using AdmitPath = std::function<std::string(const std::string& path)>;
+Discovery discover_runs(const std::string& root, const Layout& layout, const AdmitPath& admit = {});
 // With no pattern: the first default layout that finds a run. Throws
 // SweepError when none does.
-Discovery discover_runs(const std::string& root, const std::string& pattern = "");
+Discovery discover_runs(const std::string& root, const std::string& pattern = "",
+                        const AdmitPath& admit = {});
 
 // ---- per-run data (what is cached) ---------------------------------------------
 
@@ -177,7 +185,8 @@ struct Run {
 struct LoadOptions {
   std::string pattern;    // "" = default layouts
   size_t jobs = 0;        // 0 = hardware threads
-  std::string cache_dir;  // "" = <root>/.jarvis-sweep-cache; "none" = no cache
+  std::string cache_dir;  // "" = <cache dir>/sweeps (base/output_guard.h); "none" = no cache
+  AdmitPath admit;        // see discover_runs
   // Called after each run (done, total, path); return false to cancel.
   std::function<bool(size_t, size_t, const std::string&)> progress;
 };
@@ -317,8 +326,10 @@ RocprofConfig rocprof_config(std::vector<std::string> kernels);
 // Kernel names of a kernel_name column of a CSV (gemm_variance.csv or the
 // seed's top5_gemm_kernels_time_variance.csv).
 std::vector<std::string> kernels_from_csv(const std::string& csv_path);
-// Writes FILE.yaml, FILE.json and FILE_kernel_list.txt (FILE = yaml_path
-// without .yaml). Returns the paths.
+// The three files a job at yaml_path is written as (FILE.yaml, FILE.json,
+// FILE_kernel_list.txt); a path not ending in .yaml/.yml is refused.
+std::vector<std::string> rocprof_config_files(const std::string& yaml_path);
+// Writes those three files as one set. Returns the paths.
 std::vector<std::string> write_rocprof_config(const RocprofConfig& config,
                                               const std::string& yaml_path);
 

@@ -3,15 +3,18 @@
 // RunData, so peak memory is `jobs` traces plus the small derived tables.
 #include <algorithm>
 #include <atomic>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <mutex>
+#include <set>
 #include <sstream>
 #include <thread>
 
 #include <fmt/format.h>
 
 #include "base/atomic_file.h"
+#include "base/output_guard.h"
 #include "rocprof/profile.h"
 #include "sweep/sweep.h"
 
@@ -27,21 +30,29 @@ std::string read_text(const fs::path& p) {
   return s.str();
 }
 
-// The cache directory, created; "" (with a warning) when it cannot be used.
-std::string prepare_cache_dir(const std::string& root, const std::string& wanted,
-                              std::string& warning) {
+// The default per-run cache: beside the trace snapshots in the user's cache
+// directory, never in the sweep (inputs are often read-only or shared). Its
+// files are named by a hash of each run's canonical path, size and mtime, so
+// every sweep shares the one directory.
+fs::path default_cache_dir() {
+  std::string base = jarvis_cache_dir();
+  return base.empty() ? fs::path() : fs::path(base) / "sweeps";
+}
+
+// The cache directory, created (0700 when it is the default); "" (with a
+// warning) when it cannot be used.
+std::string prepare_cache_dir(const std::string& wanted, std::string& warning) {
   if (wanted == "none") return "";
-  fs::path dir = wanted.empty() ? fs::path(root) / ".jarvis-sweep-cache" : fs::path(wanted);
-  std::error_code ec;
-  // A sweep directory without write bits is meant to stay untouched, even by
-  // root (who could write there anyway).
-  auto perms = fs::status(wanted.empty() ? fs::path(root) : dir.parent_path(), ec).permissions();
-  if (wanted.empty() && (perms & (fs::perms::owner_write | fs::perms::group_write |
-                                  fs::perms::others_write)) == fs::perms::none) {
-    warning = fmt::format("{} is read-only; runs are not cached (use --cache DIR)", root);
+  fs::path dir = wanted.empty() ? default_cache_dir() : fs::path(wanted);
+  if (dir.empty()) {
+    warning =
+        "no cache directory (set JARVIS_CACHE_DIR, XDG_CACHE_HOME or HOME, or use --cache "
+        "DIR); runs are not cached";
     return "";
   }
+  std::error_code ec;
   fs::create_directories(dir, ec);
+  if (wanted.empty()) fs::permissions(dir, fs::perms::owner_all, ec);
   // A probe write: root ignores directory permissions only sometimes (e.g. on
   // read-only mounts), so try instead of checking mode bits.
   fs::path probe =
@@ -57,6 +68,41 @@ std::string prepare_cache_dir(const std::string& root, const std::string& wanted
   }
   fs::remove(probe, ec);
   return dir.string();
+}
+
+// Bounds the default cache like the snapshots (JARVIS_CACHE_MAX_MB, default
+// 4096 MiB; the two caches count apart): the least recently written entries
+// go first, never one of the runs just loaded.
+void prune_run_cache(const std::string& dir, const std::vector<RunInput>& kept_runs) {
+  uint64_t budget = uint64_t{4096} << 20;
+  if (const char* v = std::getenv("JARVIS_CACHE_MAX_MB"); v && *v) {
+    char* end = nullptr;
+    unsigned long long mib = std::strtoull(v, &end, 10);
+    if (*end == '\0' && mib < (uint64_t{1} << 40)) budget = mib << 20;
+  }
+  std::set<std::string> kept;
+  for (const auto& run : kept_runs) kept.insert(cache_file_name(run.path));
+  struct Entry {
+    fs::file_time_type time;
+    uint64_t size;
+    fs::path path;
+  };
+  std::vector<Entry> entries;
+  uint64_t total = 0;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(dir, ec)) {
+    if (!e.is_regular_file(ec)) continue;
+    uint64_t size = e.file_size(ec);
+    total += size;
+    if (!kept.count(e.path().filename().string()))
+      entries.push_back({e.last_write_time(ec), size, e.path()});
+  }
+  std::sort(entries.begin(), entries.end(),
+            [](const Entry& a, const Entry& b) { return a.time < b.time; });
+  for (const auto& e : entries) {
+    if (total <= budget) break;
+    if (fs::remove(e.path, ec)) total -= e.size;
+  }
 }
 
 // A trace file may be a rocprofv3 results file (judged by content).
@@ -131,7 +177,7 @@ RunOutcome analyse_run(const RunInput& in, const std::string& cache_dir) {
   }
   if (!cache_file.empty()) {
     try {
-      write_file_atomic(cache_file.string(), run_data_to_json(run.data));
+      write_cache_file_atomic(cache_file.string(), run_data_to_json(run.data));
     } catch (const std::exception&) {
       // Caching is an optimisation; the run itself succeeded.
     }
@@ -141,7 +187,7 @@ RunOutcome analyse_run(const RunInput& in, const std::string& cache_dir) {
 }
 
 SweepPlan plan_sweep(const std::string& root, const LoadOptions& options) {
-  Discovery found = discover_runs(root, options.pattern);
+  Discovery found = discover_runs(root, options.pattern, options.admit);
   if (found.runs.empty())
     throw SweepError(
         fmt::format("no run matches layout '{}' under {}", found.layout.pattern, root));
@@ -149,8 +195,7 @@ SweepPlan plan_sweep(const std::string& root, const LoadOptions& options) {
   plan.sweep.root = fs::absolute(root).string();
   plan.sweep.layout = found.layout;
   plan.sweep.failures = found.failures;
-  plan.sweep.cache_dir =
-      prepare_cache_dir(plan.sweep.root, options.cache_dir, plan.sweep.cache_warning);
+  plan.sweep.cache_dir = prepare_cache_dir(options.cache_dir, plan.sweep.cache_warning);
   plan.runs = std::move(found.runs);
   return plan;
 }
@@ -198,6 +243,8 @@ Sweep load_sweep(const std::string& root, const LoadOptions& options) {
   loop();
   for (auto& t : pool) t.join();
   if (cancelled) throw SweepError("cancelled", ErrorKind::Cancelled);
+  if (options.cache_dir.empty() && !plan.sweep.cache_dir.empty())
+    prune_run_cache(plan.sweep.cache_dir, runs);
   return finish_sweep(std::move(plan), std::move(outcomes));
 }
 

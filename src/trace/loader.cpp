@@ -25,6 +25,7 @@
 #include <thread>
 #include <unordered_map>
 
+#include "base/output_guard.h"
 #include "trace/byte_source.h"
 #include "trace/gzip_inflate.h"
 #include "trace/numeric.h"
@@ -1369,6 +1370,7 @@ Trace load_trace(const std::string& path, const LoadOptions& options, GzipInflat
     throw TraceError(fmt::format("{}: is a directory, not a trace file", path));
   FilePtr file(std::fopen(path.c_str(), "rb"));
   if (!file) throw cannot_open(path, errno);
+  note_input_file(path);  // never a target of this process's writes
   unsigned char magic[2] = {0, 0};
   size_t got = std::fread(magic, 1, 2, file.get());
   if (got == 0) throw TraceError(fmt::format("{}: file is empty", path));

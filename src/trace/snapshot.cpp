@@ -1,4 +1,5 @@
 #include "trace/snapshot.h"
+#include "base/output_guard.h"
 
 #include <fcntl.h>
 #include <isa-l/crc.h>
@@ -589,7 +590,7 @@ std::optional<Trace> read_snapshot(const std::string& file, const SnapshotKey& k
 
 void write_snapshot(const std::string& file, const SnapshotKey& key, const Trace& trace) {
   fs::create_directories(fs::path(file).parent_path());
-  AtomicFile out(file);
+  AtomicFile out(file, AtomicFile::Kind::Cache);
   FilePtr f(std::fopen(out.temp_path().c_str(), "wb"));
   if (!f) throw std::runtime_error(fmt::format("{}: {}", out.temp_path(), std::strerror(errno)));
   std::setvbuf(f.get(), nullptr, _IOFBF, 1 << 20);
@@ -648,6 +649,7 @@ SnapshotPlan plan_snapshot(const std::string& path, const SnapshotOptions& snaps
 // or the snapshot was read).
 Trace load_planned(const std::string& path, const LoadOptions& options,
                    const SnapshotOptions& snapshot, std::optional<SnapshotPlan>& due) {
+  note_input_file(path);  // never a target of this process's writes
   if (!snapshot.enabled) return load_trace(path, options, GzipInflate::Auto);
   SnapshotPlan plan = plan_snapshot(path, snapshot);
   if (plan.key) {

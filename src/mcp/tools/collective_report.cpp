@@ -4,6 +4,7 @@
 
 #include "engine/engine.h"
 #include "mcp/tool.h"
+#include "mcp/tools/critical_path_common.h"
 
 namespace jarvis::mcp {
 namespace {
@@ -31,6 +32,9 @@ ToolResult collective_report_tool(const json& args, ToolContext& ctx) {
     out_dir =
         ctx.output_dir(args.at("output_dir").get<std::string>(), args.at("overwrite").get<bool>())
             .string();
+  // One rank trace is parsed at a time (only its analysis is kept): the
+  // largest one's estimated parse is reserved under --max-memory.
+  TraceCache::Reservation reservation = cp_tools::reserve_ranks(ctx, paths, /*all_at_once=*/false);
   engine::CollectiveReportOptions options;
   options.alignment = args.at("align").get<std::string>() == "none"
                           ? engine::TimeAlignment::None

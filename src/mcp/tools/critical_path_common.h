@@ -2,6 +2,7 @@
 // traces into a graph, prepare and mark the output directory, summarise.
 #pragma once
 
+#include <algorithm>
 #include <functional>
 #include <string>
 #include <vector>
@@ -13,10 +14,38 @@
 
 namespace jarvis::mcp::cp_tools {
 
-inline engine::RankGraph load_ranks(const json& args, ToolContext& ctx) {
+// The ranks' graph and the memory it holds, counted against the server's
+// --max-memory while the call runs.
+struct ReservedRanks : engine::RankGraph {
+  TraceCache::Reservation reservation;
+};
+
+// Every rank trace is held at once: their estimated parse is reserved in the
+// shared trace cache's budget before the first one is parsed, so a call over
+// too many (or too large) traces is refused instead of spending the memory.
+inline TraceCache::Reservation reserve_ranks(ToolContext& ctx,
+                                             const std::vector<std::string>& paths,
+                                             bool all_at_once) {
+  uint64_t total = 0, largest = 0;
+  for (const auto& p : paths) {
+    uint64_t bytes = estimate_trace_bytes_before_parse(p);
+    total += bytes;
+    largest = std::max(largest, bytes);
+  }
+  try {
+    return ctx.traces().cache().reserve(
+        all_at_once ? total : largest,
+        fmt::format("{} rank trace{}", paths.size(), paths.size() == 1 ? "" : "s"));
+  } catch (const TraceError& e) {
+    throw ToolError(e.what());
+  }
+}
+
+inline ReservedRanks load_ranks(const json& args, ToolContext& ctx) {
   std::vector<std::string> paths;
   for (const auto& p : args.at("traces"))
     paths.push_back(ctx.paths().trace_path(p.get<std::string>()).string());
+  TraceCache::Reservation reservation = reserve_ranks(ctx, paths, /*all_at_once=*/true);
   auto progress = [&ctx](size_t done, size_t total) {
     ctx.report_progress(static_cast<double>(done), static_cast<double>(total + 1),
                         fmt::format("{} of {} traces loaded", done, total));
@@ -29,7 +58,7 @@ inline engine::RankGraph load_ranks(const json& args, ToolContext& ctx) {
       ctx.add_trace_caveats(
           paths[k],
           json(engine::to_json(engine::trace_health(*loaded.traces[k], *loaded.trees[k]))));
-    return loaded;
+    return ReservedRanks{std::move(loaded), std::move(reservation)};
   } catch (const engine::CriticalPathError& e) {
     throw ToolError(e.what());
   } catch (const engine::CollectiveError& e) {

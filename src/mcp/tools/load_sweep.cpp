@@ -32,6 +32,22 @@ ToolResult load_sweep_tool(const json& args, ToolContext& ctx) {
     std::string c = args.at("cache_dir").get<std::string>();
     options.cache_dir = c == "none" ? c : ctx.resolve_path(c, false, true).string();
   }
+  // Every directory the walk enters and every run it adds must resolve
+  // inside the roots, as load_trace's paths must: a symlink in the sweep
+  // leading out is refused as that run's failure, never followed.
+  const PathPolicy& paths = ctx.paths();
+  options.admit = [&paths](const std::string& found) -> std::string {
+    try {
+      std::filesystem::path resolved = paths.resolve(found, /*must_exist=*/true, false);
+      std::error_code ec;
+      if (std::filesystem::is_directory(resolved, ec))
+        for (const auto& e : std::filesystem::directory_iterator(resolved, ec))
+          if (e.is_symlink(ec)) paths.resolve(e.path().string(), true, false);
+      return "";
+    } catch (const ToolError& e) {
+      return std::string("refused: ") + e.what();
+    }
+  };
   options.progress = [&ctx](size_t done, size_t total, const std::string& path) {
     ctx.report_progress(static_cast<double>(done), static_cast<double>(total),
                         fmt::format("{} of {} runs analysed ({})", done, total, path));

@@ -30,10 +30,28 @@ ToolResult rocprof_config_tool(const json& args, ToolContext& ctx) {
   } catch (const engine::SweepError& e) {
     throw ToolError(e.what());
   }
-  std::string out = ctx.resolve_path(args.at("output").get<std::string>(), false, true).string();
+  // Each of the three files under the rule of every tool's writes: the
+  // JSON and kernel list beside the job may replace a file of the user's too.
+  std::string given = args.at("output").get<std::string>();
+  bool overwrite = args.value("overwrite", false);
+  std::vector<std::string> siblings;
+  try {
+    siblings = engine::rocprof_config_files(given);
+  } catch (const engine::SweepError& e) {
+    throw ToolError(e.what());
+  }
+  std::string out =
+      ctx.paths()
+          .output_file(siblings[0], siblings[0].substr(siblings[0].rfind('.')), overwrite)
+          .string();
+  ctx.paths().output_file(siblings[1], ".json", overwrite);
+  ctx.paths().output_file(siblings[2], ".txt", overwrite);
   json files = json::array();
   try {
-    for (const auto& f : engine::write_rocprof_config(cfg, out)) files.push_back(f);
+    for (const auto& f : engine::write_rocprof_config(cfg, out)) {
+      ctx.paths().note_written(f);
+      files.push_back(f);
+    }
   } catch (const std::runtime_error& e) {
     throw ToolError(std::string("cannot write the rocprof files: ") + e.what());
   }
