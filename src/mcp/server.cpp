@@ -36,6 +36,18 @@ bool valid_id(const json& id) {
   return id.is_string() || id.is_number_integer();
 }
 
+// A request (to be run, and answered under its id), as opposed to a
+// notification, a response, or something invalid.
+bool is_request(const json& message) {
+  return message.is_object() && message.contains("method") && message.contains("id") &&
+         valid_id(message["id"]);
+}
+
+// The bytes a reply takes on the wire (as the transports write it).
+size_t serialized_size(const json& reply) {
+  return reply.dump(-1, ' ', false, json::error_handler_t::replace).size();
+}
+
 const char* kDefaultInstructions =
     "jarvis analyses PyTorch profiler (Kineto) traces and reproduces AMD TraceLens's numbers. "
     "Start with load_trace (a path inside the allowed roots) to get a handle, then call the "
@@ -61,8 +73,12 @@ bool is_supported_version(std::string_view version) {
   return std::find(v.begin(), v.end(), version) != v.end();
 }
 
-bool json_nesting_exceeds(std::string_view text, size_t max_depth) {
-  size_t depth = 0;
+JsonTextScan scan_json_text(std::string_view text, size_t max_depth) {
+  JsonTextScan scan;
+  // Every value but the root is an element of an array or object, and all
+  // elements of a container but its first follow a comma: so the values
+  // number at most 1 + commas + containers.
+  size_t depth = 0, commas = 0, containers = 0;
   bool in_string = false;
   for (size_t k = 0; k < text.size(); ++k) {
     char c = text[k];
@@ -73,32 +89,51 @@ bool json_nesting_exceeds(std::string_view text, size_t max_depth) {
         in_string = false;
     } else if (c == '"') {
       in_string = true;
+    } else if (c == ',') {
+      ++commas;
     } else if (c == '[' || c == '{') {
-      if (++depth > max_depth) return true;
+      ++containers;
+      if (++depth > max_depth) {
+        scan.too_deep = true;
+        break;
+      }
     } else if ((c == ']' || c == '}') && depth > 0) {
       --depth;
     }
   }
-  return false;
+  scan.values = 1 + commas + containers;
+  return scan;
 }
 
-ParsedMessage parse_message_text(std::string_view text) {
-  if (json_nesting_exceeds(text, kMaxJsonDepth))
+bool json_nesting_exceeds(std::string_view text, size_t max_depth) {
+  return scan_json_text(text, max_depth).too_deep;
+}
+
+size_t max_json_values(size_t max_message_bytes) {
+  return std::max(kMinJsonValues, max_message_bytes / kParsedBytesPerValue);
+}
+
+ParsedMessage parse_message_text(std::string_view text, size_t max_values) {
+  JsonTextScan scan = scan_json_text(text, kMaxJsonDepth);
+  if (scan.too_deep)
     return {json(), make_error(nullptr, rpc::kInvalidRequest,
                                fmt::format("Invalid Request: JSON nested deeper than {} levels",
                                            kMaxJsonDepth))};
+  if (scan.values > max_values)
+    return {json(), make_error(nullptr, rpc::kInvalidRequest,
+                               fmt::format("Invalid Request: the message holds up to {} JSON "
+                                           "values, more than the limit of {}",
+                                           scan.values, max_values))};
   json message = json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (message.is_discarded())
     return {json(), make_error(nullptr, rpc::kParseError, "Parse error: invalid JSON")};
-  return {std::move(message), std::nullopt};
+  return {std::move(message), std::nullopt, text.size() + scan.values * kParsedBytesPerValue};
 }
 
 json make_error(const json& id, int code, const std::string& message, const json& data) {
   json error = {{"code", code}, {"message", message}};
   if (!data.is_null()) error["data"] = data;
-  json reply = {{"jsonrpc", "2.0"}, {"error", std::move(error)}};
-  if (valid_id(id)) reply["id"] = id;
-  return reply;
+  return {{"jsonrpc", "2.0"}, {"id", valid_id(id) ? id : json()}, {"error", std::move(error)}};
 }
 
 // ---------------------------------------------------------------- Server
@@ -145,6 +180,14 @@ json Server::capabilities() const {
     caps["completions"] = json::object();
   }
   return caps;
+}
+
+ParsedMessage Server::parse_message(std::string_view text) const {
+  if (text.size() > options_.max_message_bytes)
+    return {json(), make_error(nullptr, rpc::kInvalidRequest,
+                               fmt::format("message of {} bytes exceeds the limit of {} bytes",
+                                           text.size(), options_.max_message_bytes))};
+  return parse_message_text(text, max_json_values(options_.max_message_bytes));
 }
 
 std::shared_ptr<Session> Server::new_session() {
@@ -223,11 +266,7 @@ bool Session::version_at_least(const std::string& version) const {
 }
 
 std::optional<json> Session::handle_text(std::string_view text, const Emit& emit) {
-  if (text.size() > server_.options().max_message_bytes)
-    return make_error(nullptr, rpc::kInvalidRequest,
-                      fmt::format("message of {} bytes exceeds the limit of {} bytes", text.size(),
-                                  server_.options().max_message_bytes));
-  ParsedMessage parsed = parse_message_text(text);
+  ParsedMessage parsed = server_.parse_message(text);
   if (parsed.error) return parsed.error;
   return handle(parsed.message, emit);
 }
@@ -246,10 +285,30 @@ std::optional<json> Session::handle_batch(const json& batch, const Emit& emit) {
         "send one message at a time");
   if (batch.empty())
     return make_error(nullptr, rpc::kInvalidRequest, "Invalid Request: empty batch");
+  const ServerOptions& options = server_.options();
+  // Thousands of cheap requests in one small batch would each build a full
+  // reply (4,000 tools/list: 218 MB): refuse the batch before running any.
+  if (batch.size() > options.max_batch_messages)
+    return make_error(nullptr, rpc::kInvalidRequest,
+                      fmt::format("Invalid Request: batch too large: {} messages, at most {}",
+                                  batch.size(), options.max_batch_messages));
   json replies = json::array();
+  size_t reply_bytes = 0;
   for (const auto& message : batch) {
+    // Past the reply budget, requests are not run: their replies could only
+    // grow the batch's. Notifications and responses add no reply.
+    if (reply_bytes >= options.max_batch_reply_bytes && is_request(message)) {
+      replies.push_back(make_error(
+          message["id"], rpc::kInvalidRequest,
+          fmt::format("Invalid Request: the batch's replies reached the limit of {} bytes; this "
+                      "request was not run: send it again on its own",
+                      options.max_batch_reply_bytes)));
+      continue;
+    }
     auto reply = handle_one(message, emit);
-    if (reply) replies.push_back(std::move(*reply));
+    if (!reply) continue;
+    reply_bytes += serialized_size(*reply);
+    replies.push_back(std::move(*reply));
   }
   if (replies.empty()) return std::nullopt;
   return replies;
@@ -275,7 +334,9 @@ std::optional<json> Session::handle_one(const json& message, const Emit& emit) {
   if (!message["method"].is_string())
     return make_error(id, rpc::kInvalidRequest, "Invalid Request: \"method\" must be a string");
   std::string method = message["method"].get<std::string>();
-  json params = message.contains("params") ? message["params"] : json::object();
+  // A reference, not a copy: params may hold most of a message of many MB.
+  static const json kNoParams = json::object();
+  const json& params = message.contains("params") ? message["params"] : kNoParams;
   if (!has_id) {
     if (params.is_object()) handle_notification(method, params);
     return std::nullopt;

@@ -51,12 +51,17 @@ inline constexpr int kInvalidRequest = -32600;
 inline constexpr int kMethodNotFound = -32601;
 inline constexpr int kInvalidParams = -32602;
 inline constexpr int kInternalError = -32603;
+// Implementation-defined server error: the request was not run because the
+// messages already waiting hold too much memory (stdio); retry later.
+inline constexpr int kServerBusy = -32000;
 inline constexpr int kResourceNotFound = -32002;
 inline constexpr int kHeaderMismatch = -32020;
 inline constexpr int kUnsupportedProtocolVersion = -32022;
 }  // namespace rpc
 
-// An error response; `id` is omitted when null (MCP never sends id:null).
+// An error response. Its "id" is the request's when that is a valid id
+// (string or integer), else null: JSON-RPC 2.0 §5 requires the member, null
+// when the id could not be determined (parse errors, invalid requests).
 json make_error(const json& id, int code, const std::string& message, const json& data = nullptr);
 
 // The deepest nesting of arrays and objects a message may have. Tool
@@ -64,17 +69,37 @@ json make_error(const json& id, int code, const std::string& message, const json
 // over a message (schema validation, dump, copies) shallow.
 inline constexpr size_t kMaxJsonDepth = 64;
 
-// True when `text` nests arrays/objects deeper than `max_depth` (one linear
-// scan, strings skipped, before any parser or recursion sees it).
+// What one linear scan of a message's text finds (strings skipped), before
+// any parser or recursion sees it.
+struct JsonTextScan {
+  bool too_deep = false;  // arrays/objects nest deeper than the limit (the scan stopped there)
+  size_t values = 0;      // at least the number of values a parse would build
+};
+JsonTextScan scan_json_text(std::string_view text, size_t max_depth);
+
+// True when `text` nests arrays/objects deeper than `max_depth`.
 bool json_nesting_exceeds(std::string_view text, size_t max_depth);
 
+// A parsed value costs far more than its text: nlohmann::json, measured
+// (peak RSS), takes 27-43 bytes per value of `[[],..]`, `[{},..]` or `[1,..]`
+// (2-3 bytes of text each), 64 per short string and 96 per object member;
+// strings add their own length. So a 60 MiB message of `{},` took ~2 GB.
+// Counting values as scan_json_text does, 128 bytes each bounds them all;
+// a message may hold max_message_bytes / 128 values (524,288 under the
+// default 64 MiB), so it parses into at most its text plus the cap again.
+inline constexpr size_t kParsedBytesPerValue = 128;
+inline constexpr size_t kMinJsonValues = size_t{1} << 16;  // small caps still take real messages
+size_t max_json_values(size_t max_message_bytes);
+
 // Parses one JSON-RPC message; on failure returns the error reply instead:
-// -32700 for invalid JSON, -32600 for nesting beyond kMaxJsonDepth.
+// -32700 for invalid JSON, -32600 for nesting beyond kMaxJsonDepth or more
+// than `max_values` values (refused before parsing).
 struct ParsedMessage {
   json message;
   std::optional<json> error;  // set when the text is refused
+  size_t memory_bound = 0;    // bytes the parsed message may hold: text + values x per-value cost
 };
-ParsedMessage parse_message_text(std::string_view text);
+ParsedMessage parse_message_text(std::string_view text, size_t max_values);
 
 // A prompt served by prompts/list and prompts/get.
 struct Prompt {
@@ -91,7 +116,12 @@ struct ServerOptions {
   std::vector<std::string> roots;        // --root; empty = the current directory
   bool conformance_fixtures = false;     // add the conformance suite's fixtures
   size_t max_message_bytes = 64u << 20;  // one JSON-RPC message (stdio line, HTTP body)
-  size_t tools_page_size = 100;          // tools/list page size
+  // A 2025-03-26 batch: at most this many messages, and its replies stop at
+  // this many bytes (the requests after that are answered with an error and
+  // not run), so a small batch cannot grow into a reply of hundreds of MB.
+  size_t max_batch_messages = 64;
+  size_t max_batch_reply_bytes = 16u << 20;
+  size_t tools_page_size = 100;  // tools/list page size
   std::chrono::milliseconds client_request_timeout{60000};
   std::string instructions;       // initialize.instructions ("" = default text)
   uint64_t max_memory_bytes = 0;  // --max-memory: budget of the parsed-trace cache (0 = none)
@@ -119,6 +149,9 @@ class Server {
   json server_info() const;
   json capabilities() const;
   const std::string& instructions() const { return instructions_; }
+  // Parses a message's text under this server's limits: its size
+  // (max_message_bytes), nesting depth and value count (max_json_values).
+  ParsedMessage parse_message(std::string_view text) const;
 
   std::shared_ptr<Session> new_session();
   // A session for one stateless (2026-07-28) request. They share one store

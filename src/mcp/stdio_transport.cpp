@@ -88,16 +88,31 @@ class LineReader {
   size_t pos_ = 0, len_ = 0;
 };
 
+// Runs jobs on `threads` threads. Each job holds the memory bound of its
+// message (ParsedMessage::memory_bound) until it finishes, and a job that
+// would take the jobs held past `max_held_bytes` is refused (one is always
+// taken): a client writing large messages faster than they are served
+// cannot have every one parsed and queued. Refusing, not waiting, keeps the
+// reader reading, so the responses and cancellations that let the running
+// calls finish still arrive.
 class WorkQueue {
  public:
-  explicit WorkQueue(size_t threads) {
+  WorkQueue(size_t threads, size_t max_held_bytes) : max_held_bytes_(max_held_bytes) {
     for (size_t k = 0; k < threads; ++k) threads_.emplace_back([this] { loop(); });
   }
   ~WorkQueue() { finish(); }
-  void push(std::function<void()> job) {
+  // False (and the job dropped) when it does not fit.
+  bool try_push(std::function<void()> job, size_t bytes) {
     std::lock_guard<std::mutex> lock(mutex_);
-    jobs_.push_back(std::move(job));
+    if (held_bytes_ > 0 && held_bytes_ + bytes > max_held_bytes_) return false;
+    held_bytes_ += bytes;
+    jobs_.push_back({std::move(job), bytes});
     cv_.notify_one();
+    return true;
+  }
+  size_t held_bytes() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return held_bytes_;
   }
   // Runs the queued jobs to the end, then stops the threads.
   void finish() {
@@ -111,9 +126,13 @@ class WorkQueue {
   }
 
  private:
+  struct Job {
+    std::function<void()> run;
+    size_t bytes = 0;
+  };
   void loop() {
     while (true) {
-      std::function<void()> job;
+      Job job;
       {
         std::unique_lock<std::mutex> lock(mutex_);
         cv_.wait(lock, [&] { return closing_ || !jobs_.empty(); });
@@ -121,12 +140,17 @@ class WorkQueue {
         job = std::move(jobs_.front());
         jobs_.pop_front();
       }
-      job();
+      job.run();
+      job.run = nullptr;  // frees the message before its bytes are released
+      std::lock_guard<std::mutex> lock(mutex_);
+      held_bytes_ -= job.bytes;
     }
   }
+  size_t max_held_bytes_;
+  size_t held_bytes_ = 0;
   std::vector<std::thread> threads_;
-  std::deque<std::function<void()>> jobs_;
-  std::mutex mutex_;
+  std::deque<Job> jobs_;
+  mutable std::mutex mutex_;
   std::condition_variable cv_;
   bool closing_ = false;
 };
@@ -160,7 +184,10 @@ int serve_stdio(Server& server, int in_fd, int out_fd, size_t workers) {
   auto session = server.new_session();
   LineWriter writer(out_fd);
   Emit emit = [&writer](const json& message) { writer.write(message); };
-  WorkQueue pool(std::max<size_t>(1, workers));
+  // Parsed messages waiting or running hold at most twice the message cap,
+  // beside the one the reader has in hand.
+  const size_t max_held_bytes = 2 * server.options().max_message_bytes;
+  WorkQueue pool(std::max<size_t>(1, workers), max_held_bytes);
   LineReader reader(in_fd, server.options().max_message_bytes);
   std::string line;
   bool oversized = false;
@@ -172,15 +199,23 @@ int serve_stdio(Server& server, int in_fd, int out_fd, size_t workers) {
       continue;
     }
     if (line.find_first_not_of(" \t") == std::string::npos) continue;
-    ParsedMessage parsed = parse_message_text(line);
+    ParsedMessage parsed = server.parse_message(line);
+    line = std::string();  // the parsed message replaces its text
     if (parsed.error) {
       writer.write(*parsed.error);
       continue;
     }
     if (runs_on_pool(parsed.message)) {
-      pool.push([session, message = std::move(parsed.message), &emit, &writer] {
-        guarded_handle(*session, message, emit, writer);
-      });
+      json id = parsed.message.is_object() ? parsed.message.value("id", json()) : json();
+      bool queued = pool.try_push([session, message = std::move(parsed.message), &emit,
+                                   &writer] { guarded_handle(*session, message, emit, writer); },
+                                  parsed.memory_bound);
+      if (!queued)
+        writer.write(make_error(
+            id, rpc::kServerBusy,
+            fmt::format("Server busy: the requests waiting or running hold {} bytes and this one "
+                        "would pass the limit of {}; send it again once they are answered",
+                        pool.held_bytes(), max_held_bytes)));
     } else {
       guarded_handle(*session, parsed.message, emit, writer);
     }

@@ -51,6 +51,13 @@ bool bearer_token_matches(const std::string& authorization, const std::string& t
 
 bool is_loopback_host(const std::string& host);
 
+// The client address the per-address connection cap counts a peer under
+// (its numeric host as getnameinfo writes it): every loopback address
+// (127.0.0.0/8, ::1, ::ffff:127.x.y.z) is one client, "loopback", since any
+// local process can connect from all of them; ::ffff:a.b.c.d is a.b.c.d;
+// any other address is itself.
+std::string connection_cap_address(const std::string& numeric_host);
+
 // A Streamable HTTP endpoint serving one Server.
 class HttpEndpoint {
  public:

@@ -129,7 +129,8 @@ TEST_SUITE("mcp_http") {
     auto evil = c.Post("/mcp", headers, init_body(), "application/json");
     REQUIRE(evil);
     CHECK(evil->status == 403);
-    CHECK_FALSE(json::parse(evil->body).contains("id"));
+    CHECK(json::parse(evil->body).contains("id"));
+    CHECK(json::parse(evil->body)["id"].is_null());
 
     auto host = base_headers();
     host.emplace("Host", "evil.example.com");

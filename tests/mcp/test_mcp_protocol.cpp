@@ -53,11 +53,12 @@ TEST_SUITE("mcp_protocol") {
     CHECK(error_code(h.request(6, "tools/list")) == rpc::kInvalidRequest);
   }
 
-  TEST_CASE("malformed JSON is a parse error without id") {
+  TEST_CASE("malformed JSON is a parse error with id null") {
     Harness h;
     json reply = h.send_text("{\"jsonrpc\": \"2.0\", \"id\": 1, \"method\": ");
     CHECK(error_code(reply) == rpc::kParseError);
-    CHECK_FALSE(reply.contains("id"));
+    REQUIRE(reply.contains("id"));
+    CHECK(reply["id"].is_null());
   }
 
   TEST_CASE("batches are rejected except under 2025-03-26") {
@@ -66,7 +67,8 @@ TEST_SUITE("mcp_protocol") {
     json batch = json::array({{{"jsonrpc", "2.0"}, {"id", 1}, {"method", "ping"}}});
     json reply = h.send(batch);
     CHECK(error_code(reply) == rpc::kInvalidRequest);
-    CHECK_FALSE(reply.contains("id"));
+    CHECK(reply.contains("id"));
+    CHECK(reply["id"].is_null());
 
     Harness legacy;
     legacy.initialize("2025-03-26");
@@ -81,7 +83,7 @@ TEST_SUITE("mcp_protocol") {
     CHECK(error_code(replies[1]) == rpc::kMethodNotFound);
   }
 
-  TEST_CASE("invalid requests never carry id:null") {
+  TEST_CASE("invalid requests whose id cannot be used answer id:null (JSON-RPC 2.0 §5)") {
     Harness h;
     h.initialize();
     for (const json& bad :
@@ -90,7 +92,8 @@ TEST_SUITE("mcp_protocol") {
           json{{"jsonrpc", "2.0"}, {"id", true}, {"method", "ping"}}}) {
       json reply = h.send(bad);
       CHECK(error_code(reply) == rpc::kInvalidRequest);
-      CHECK_FALSE(reply.contains("id"));
+      REQUIRE(reply.contains("id"));
+      CHECK(reply["id"].is_null());
     }
     json wrong_version = h.send({{"jsonrpc", "1.0"}, {"id", 9}, {"method", "ping"}});
     CHECK(error_code(wrong_version) == rpc::kInvalidRequest);
@@ -170,7 +173,8 @@ TEST_SUITE("mcp_protocol") {
                           .dump();
     json reply = h.send_text(big);
     CHECK(error_code(reply) == rpc::kInvalidRequest);
-    CHECK_FALSE(reply.contains("id"));
+    CHECK(reply.contains("id"));
+    CHECK(reply["id"].is_null());
   }
 
   TEST_CASE("path outside the roots is refused") {

@@ -4,92 +4,17 @@
 // answer), as a client would, since the server runs requests concurrently.
 #include <doctest/doctest.h>
 
-#include <fcntl.h>
-#include <poll.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
 #include <fstream>
 #include <set>
 
+#include "child_process.h"
 #include "golden.h"
 #include "mcp/server.h"
 #include "report/table.h"
 
 using jarvis::mcp::json;
 
-namespace {
-
-class Child {
- public:
-  explicit Child(const std::vector<std::string>& argv) {
-    int in[2], out[2];
-    REQUIRE(pipe(in) == 0);
-    REQUIRE(pipe(out) == 0);
-    pid_ = fork();
-    REQUIRE(pid_ >= 0);
-    if (pid_ == 0) {
-      dup2(in[0], 0);
-      dup2(out[1], 1);
-      int devnull = open("/dev/null", O_WRONLY);
-      dup2(devnull, 2);
-      close(in[1]);
-      close(out[0]);
-      std::vector<char*> args;
-      for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-      args.push_back(nullptr);
-      execv(args[0], args.data());
-      _exit(127);
-    }
-    close(in[0]);
-    close(out[1]);
-    to_ = in[1];
-    from_ = out[0];
-  }
-  ~Child() {
-    if (to_ >= 0) close(to_);
-    if (from_ >= 0) close(from_);
-    if (pid_ > 0) waitpid(pid_, nullptr, 0);
-  }
-  void send(const std::string& line) {
-    std::string data = line + "\n";
-    REQUIRE(write(to_, data.data(), data.size()) == static_cast<ssize_t>(data.size()));
-  }
-  // Next stdout line, "" on EOF or after `timeout_ms`.
-  std::string read_line(int timeout_ms = 20000) {
-    while (true) {
-      size_t nl = buffer_.find('\n');
-      if (nl != std::string::npos) {
-        std::string line = buffer_.substr(0, nl);
-        buffer_.erase(0, nl + 1);
-        return line;
-      }
-      pollfd p{from_, POLLIN, 0};
-      if (poll(&p, 1, timeout_ms) <= 0) return "";
-      char chunk[65536];
-      ssize_t n = read(from_, chunk, sizeof chunk);
-      if (n <= 0) return "";
-      buffer_.append(chunk, static_cast<size_t>(n));
-    }
-  }
-  void close_stdin() {
-    close(to_);
-    to_ = -1;
-  }
-  int wait_exit() {
-    int status = 0;
-    waitpid(pid_, &status, 0);
-    pid_ = -1;
-    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  }
-
- private:
-  pid_t pid_ = -1;
-  int to_ = -1, from_ = -1;
-  std::string buffer_;
-};
-
-}  // namespace
+using jarvis::testing::Child;
 
 TEST_SUITE("mcp_stdio") {
   TEST_CASE("examples/session.jsonl through jarvis serve --stdio") {
@@ -174,7 +99,8 @@ TEST_SUITE("mcp_stdio") {
     child.send("this is not json");
     json parse = json::parse(child.read_line());
     CHECK(parse["error"]["code"] == jarvis::mcp::rpc::kParseError);
-    CHECK_FALSE(parse.contains("id"));
+    REQUIRE(parse.contains("id"));
+    CHECK(parse["id"].is_null());  // JSON-RPC 2.0 §5: id null when it cannot be read
     child.send(R"([{"jsonrpc":"2.0","id":1,"method":"ping"}])");
     CHECK(json::parse(child.read_line())["error"]["code"] == jarvis::mcp::rpc::kInvalidRequest);
     child.send(std::string(2u << 20, 'x'));

@@ -1,12 +1,7 @@
 // Security regression tests of the HTTP transport (issue 24 points 3, 4, 5,
 // 6, 12; issue 18's GET streams and token comparison): each attack, the
 // refusal or bound, and a normal request answered afterwards.
-#include <arpa/inet.h>
 #include <doctest/doctest.h>
-#include <httplib.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
 #include <zlib.h>
 
 #include <fmt/format.h>
@@ -14,106 +9,16 @@
 #include <chrono>
 #include <thread>
 
-#include "mcp/transport.h"
-#include "mcp_harness.h"
+#include "http_live.h"
 #include "security_support.h"
 
 using jarvis::mcp::json;
 namespace mcp = jarvis::mcp;
 using Clock = std::chrono::steady_clock;
 
+using namespace jarvis::mcp::testing;  // Live, headers, open_session, connect_raw, ...
+
 namespace {
-
-struct Live {
-  mcp::Server server;
-  mcp::HttpServer http;
-  std::thread thread;
-  explicit Live(mcp::HttpOptions options = {},
-                mcp::ServerOptions server_options = mcp::testing::shared_root_options())
-      : server(std::move(server_options)), http(server, std::move(options)) {
-    http.bind();
-    thread = std::thread([this] { http.run(); });
-  }
-  ~Live() {
-    http.stop();
-    thread.join();
-  }
-  httplib::Client client() const {
-    httplib::Client c("127.0.0.1", http.port());
-    c.set_read_timeout(20);
-    return c;
-  }
-};
-
-httplib::Headers headers(const std::string& session = "") {
-  httplib::Headers h = {{"Accept", "application/json, text/event-stream"}};
-  if (!session.empty()) h.emplace("Mcp-Session-Id", session);
-  return h;
-}
-
-std::string init_body() {
-  return json{{"jsonrpc", "2.0"},
-              {"id", 1},
-              {"method", "initialize"},
-              {"params",
-               {{"protocolVersion", "2025-11-25"},
-                {"capabilities", json::object()},
-                {"clientInfo", {{"name", "t"}, {"version", "0"}}}}}}
-      .dump();
-}
-
-std::string open_session(httplib::Client& c) {
-  auto res = c.Post("/mcp", headers(), init_body(), "application/json");
-  REQUIRE(res);
-  REQUIRE(res->status == 200);
-  return res->get_header_value("Mcp-Session-Id");
-}
-
-std::string ping_body(int id) {
-  return json{{"jsonrpc", "2.0"}, {"id", id}, {"method", "ping"}}.dump();
-}
-
-// A normal request on a fresh connection succeeds: the server is still up.
-void answers_next_request(const Live& live) {
-  auto c = live.client();
-  std::string id = open_session(c);
-  auto res = c.Post("/mcp", headers(id), ping_body(77), "application/json");
-  REQUIRE(res);
-  CHECK(res->status == 200);
-  CHECK(json::parse(res->body)["id"] == 77);
-}
-
-// A raw TCP connection to the server, for requests httplib's client would not send.
-int connect_raw(int port) {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(static_cast<uint16_t>(port));
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  REQUIRE(::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
-  timeval tv{10, 0};
-  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-  return fd;
-}
-
-void send_all(int fd, const std::string& data) {
-  for (size_t off = 0; off < data.size();) {
-    ssize_t n = ::send(fd, data.data() + off, data.size() - off, MSG_NOSIGNAL);
-    if (n <= 0) return;  // the server may close early: that is the point
-    off += static_cast<size_t>(n);
-  }
-}
-
-std::string receive_some(int fd) {
-  std::string out;
-  char buf[4096];
-  ssize_t n;
-  while ((n = ::recv(fd, buf, sizeof buf, 0)) > 0) {
-    out.append(buf, static_cast<size_t>(n));
-    if (out.find("\r\n\r\n") != std::string::npos) break;
-  }
-  return out;
-}
 
 std::string gzip(const std::string& data) {
   z_stream z{};

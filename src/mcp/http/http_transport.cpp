@@ -1,6 +1,7 @@
 // Streamable HTTP transport (MCP 2025-03-26 ... 2025-11-25, plus stateless
 // 2026-07-28 requests) on cpp-httplib: one endpoint /mcp taking POST, GET
 // and DELETE. See docs/mcp.md for the status codes.
+#include <arpa/inet.h>
 #include <httplib.h>
 #include <netdb.h>
 #include <sys/socket.h>
@@ -10,6 +11,7 @@
 #include <condition_variable>
 #include <filesystem>
 #include <map>
+#include <optional>
 #include <regex>
 #include <set>
 #include <thread>
@@ -57,6 +59,18 @@ int64_t now_ms() {
       .count();
 }
 
+// The whole value of a header the request must carry at most once; nullopt
+// when it is repeated. cpp-httplib 0.11 percent-decodes header values as it
+// reads them and keeps no raw copy, and get_header_value() hands them out
+// through c_str(), which stops at a decoded NUL: "localhost%00.evil.com"
+// would read as "localhost". The stored std::string keeps every byte.
+std::optional<std::string> single_header(const httplib::Request& req, const char* name) {
+  auto [first, last] = req.headers.equal_range(name);
+  if (first == last) return std::string();
+  if (std::next(first) != last) return std::nullopt;
+  return first->second;
+}
+
 bool local_origin(const std::string& origin) {
   static const std::regex pattern(R"(^https?://(localhost|127\.0\.0\.1|\[::1\])(:\d+)?/?$)",
                                   std::regex::icase);
@@ -83,7 +97,7 @@ int modern_status(const json& reply) {
   if (!reply.contains("error")) return 200;
   int code = reply["error"].value("code", 0);
   if (code == rpc::kMethodNotFound) return 404;
-  if (code == rpc::kInvalidParams && !reply.contains("id")) return 400;
+  if (code == rpc::kInvalidParams && reply.value("id", json()).is_null()) return 400;
   if (code == rpc::kUnsupportedProtocolVersion || code == rpc::kHeaderMismatch) return 400;
   if (code == rpc::kInvalidParams &&
       reply["error"].value("message", std::string()).find("_meta") != std::string::npos)
@@ -98,7 +112,15 @@ bool is_loopback_host(const std::string& host) {
 }
 
 bool is_local_host_header(const std::string& header) {
+  // Only the bytes a loopback host and port are spelled with: a NUL, a
+  // control character or a '%' (an escape that was, or would be, decoded)
+  // never reaches the name comparison below.
   std::string host = pycompat::ascii_lower(trim(header));
+  if (!std::all_of(host.begin(), host.end(), [](char c) {
+        return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '.' || c == ':' ||
+               c == '[' || c == ']';
+      }))
+    return false;
   std::string name = host, port;
   if (!host.empty() && host[0] == '[') {
     size_t close = host.find(']');
@@ -113,6 +135,22 @@ bool is_local_host_header(const std::string& header) {
     if (!all_digits(std::string_view(host).substr(colon + 1))) return false;
   }
   return name == "localhost" || name == "127.0.0.1" || name == "[::1]";
+}
+
+std::string connection_cap_address(const std::string& numeric_host) {
+  constexpr const char* kLoopback = "loopback";
+  in_addr v4{};
+  if (::inet_pton(AF_INET, numeric_host.c_str(), &v4) == 1)
+    return (ntohl(v4.s_addr) >> 24) == 127 ? kLoopback : numeric_host;
+  in6_addr v6{};
+  if (::inet_pton(AF_INET6, numeric_host.c_str(), &v6) != 1) return numeric_host;
+  if (IN6_IS_ADDR_LOOPBACK(&v6)) return kLoopback;
+  if (IN6_IS_ADDR_V4MAPPED(&v6)) {  // ::ffff:a.b.c.d is the IPv4 client a.b.c.d
+    const uint8_t* bytes = v6.s6_addr + 12;
+    if (bytes[0] == 127) return kLoopback;
+    return fmt::format("{}.{}.{}.{}", bytes[0], bytes[1], bytes[2], bytes[3]);
+  }
+  return numeric_host;
 }
 
 bool is_json_media_type(const std::string& content_type) {
@@ -194,7 +232,8 @@ class ConnectionWatch {
  private:
   struct Conn {
     int fd = -1;
-    std::string ip, peer;
+    std::string ip;  // the address the cap counts (connection_cap_address)
+    std::string peer;
     int64_t since = 0;
     bool busy = false;
   };
@@ -223,7 +262,7 @@ class ConnectionWatch {
       std::string lhost, lport, phost, pport;
       if (!numeric(local, llen, lhost, lport) || !numeric(peer, plen, phost, pport)) continue;
       if (lport != std::to_string(port_)) continue;
-      out.push_back({fd, phost, phost + ":" + pport});
+      out.push_back({fd, connection_cap_address(phost), phost + ":" + pport});
     }
     return out;
   }
@@ -351,18 +390,21 @@ struct HttpServer::Impl {
   }
 
   // Origin / Host / token checks for every request. False = answered.
+  // Origin and Host are read whole (single_header), and refused when repeated.
   bool guard(const httplib::Request& req, httplib::Response& res) {
-    if (req.has_header("Origin")) {
-      std::string origin = req.get_header_value("Origin");
-      bool allowed = local_origin(origin) ||
+    std::optional<std::string> origin = single_header(req, "Origin");
+    if (!origin || !origin->empty()) {
+      bool allowed =
+          origin && (local_origin(*origin) ||
                      std::find(options.allowed_origins.begin(), options.allowed_origins.end(),
-                               origin) != options.allowed_origins.end();
+                               *origin) != options.allowed_origins.end());
       if (!allowed) {
         send_error(res, 403, rpc::kInvalidRequest, "Forbidden: Origin is not allowed");
         return false;
       }
     }
-    if (is_loopback_host(options.host) && !is_local_host_header(req.get_header_value("Host"))) {
+    std::optional<std::string> host = single_header(req, "Host");
+    if (is_loopback_host(options.host) && !(host && is_local_host_header(*host))) {
       send_error(res, 403, rpc::kInvalidRequest,
                  "Forbidden: Host header must name localhost, 127.0.0.1 or [::1]");
       return false;
@@ -452,7 +494,9 @@ struct HttpServer::Impl {
   // Mcp-Method / Mcp-Name / MCP-Protocol-Version must agree with the body
   // of a stateless request. Returns "" or the mismatch.
   static std::string header_mismatch(const httplib::Request& req, const json& m) {
-    const json& params = m.contains("params") ? m["params"] : json::object();
+    static const json kNoParams = json::object();
+    // Both branches references: a temporary in one would copy params (MBs).
+    const json& params = m.contains("params") ? m["params"] : kNoParams;
     if (req.has_header("Mcp-Method") && req.get_header_value("Mcp-Method") != m["method"])
       return "Mcp-Method header does not match the request's method";
     if (req.has_header("Mcp-Name") && params.is_object()) {
@@ -541,7 +585,7 @@ struct HttpServer::Impl {
           "Not Acceptable: Accept must include application/json or text/event-stream");
     std::string body;
     if (!read_body(req, res, reader, body)) return;
-    ParsedMessage parsed = parse_message_text(body);
+    ParsedMessage parsed = server.parse_message(body);
     body = std::string();
     if (parsed.error) return send_json(res, 400, *parsed.error);
     const json& message = parsed.message;
