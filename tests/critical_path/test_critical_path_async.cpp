@@ -457,9 +457,19 @@ TEST_SUITE("critical_path") {
         CHECK(got.path_length_us == doctest::Approx(got.length_us).epsilon(1e-9));
       }
       CHECK(a.step_time_us == doctest::Approx(t["step_time_us"].get<double>()).epsilon(1e-12));
+      // The results explain themselves: one line each, and per iteration.
+      const json summary = cp::analysis_json(a, 3);
+      CHECK(summary["summary"].get<std::string>().starts_with("step "));
+      CHECK(summary["summary"].get<std::string>().find("gpu-bound in") != std::string::npos);
+      CHECK(summary["iterations"][0]["bound_by"] == a.iterations[0].bound_by);
+      CHECK(summary["iterations"][0]["bound_reason"].get<std::string>().starts_with("path: "));
       CHECK(loaded.graph.launch_latency_us.at(0) ==
             doctest::Approx(t["launch_latency_us"].get<double>()));
       const auto half = cp::what_if(loaded.graph, gemm_scaled(0.5));
+      const json half_json = cp::what_if_json(half, gemm_scaled(0.5), 3);
+      CHECK(half_json["summary"].get<std::string>().find("reaches the step time") !=
+            std::string::npos);
+      CHECK(half_json["removed_us"].get<double>() > 0);
       CHECK(half.predicted_step_time_us ==
             doctest::Approx(t["what_if_gemm_half"]["predicted_step_time_us"].get<double>())
                 .epsilon(1e-9));
@@ -492,6 +502,69 @@ TEST_SUITE("critical_path") {
     for (const auto& c : a.contributors) {
       if (c.category == "GEMM") CHECK(c.rank == straggler);
       if (is_host_side(c.category)) CHECK(c.share < top.share);
+    }
+  }
+}
+
+TEST_SUITE("critical_path") {
+  TEST_CASE("critical path async: impact_what_if finds kernels launched under child ops") {
+    namespace an = jarvis::analysis;
+    struct Case {
+      const char* trace;
+      const char* category;
+    };
+    for (const Case& c : {Case{"hw_pairs/gpt2_train/h100.json.gz", "gemm"},
+                          Case{"hw_pairs/resnet50_train/h100.json.gz", "conv_fwd"}}) {
+      CAPTURE(c.trace);
+      const Raw raw(shared(c.trace));
+      jarvis::testing::TempDir tmp;
+      an::TracePrepareOptions o;
+      o.platform = "H100";
+      o.output_dir = tmp.path;
+      o.category = c.category;
+      o.trace_path = shared(c.trace);
+      an::prepare_from_trace(raw.trace, o);
+      auto res = an::analyze_category(tmp.path, c.category);
+      REQUIRE(res.status == "OK");
+      const an::ojson w = an::what_if_impacts(res.metrics, an::prepared_trace_path(tmp.path));
+      REQUIRE(w["method"] == "what_if");
+      REQUIRE(!w["estimates"].empty());
+      for (const auto& e : w["estimates"]) {
+        const std::string op = e["operation"].get<std::string>();
+        CAPTURE(op);
+        // From the raw events: kernels whose launch call ran inside an op of
+        // that name on the same thread (at any depth below it).
+        std::vector<jarvis::Uid> ops;
+        for (jarvis::Uid p = 0; p < raw.trace.events.size(); ++p)
+          if (raw.trace.events[p].cat == jarvis::Cat::CpuOp && raw.trace.name(p) == op)
+            ops.push_back(p);
+        size_t raw_kernels = 0;
+        for (jarvis::Uid u = 0; u < raw.trace.events.size(); ++u) {
+          const auto& k = raw.trace.events[u];
+          if (!k.is_gpu()) continue;
+          auto call = raw.call_of.find(raw.trace.correlation(k));
+          if (call == raw.call_of.end()) continue;
+          const auto& rt = raw.trace.events[call->second];
+          raw_kernels += std::any_of(ops.begin(), ops.end(), [&](jarvis::Uid p) {
+            const auto& o2 = raw.trace.events[p];
+            return raw.trace.tid(o2).value == raw.trace.tid(rt).value && o2.ts() <= rt.ts() &&
+                   rt.end() <= o2.end();
+          });
+        }
+        REQUIRE(raw_kernels > 0);
+        CHECK(e["method"] == "what_if");
+        CHECK(e["kernels"].get<size_t>() > 0);
+        CHECK(e["kernels"].get<size_t>() <= raw_kernels);
+        if (e["method"] != "what_if") continue;
+        const double ideal = e["kernel_time_ms"].get<double>() * 1000 *
+                             (1 - e["factor_high"].get<double>()) / w["iterations"].get<double>();
+        if (e["saving_high_us"].get<double>() < 0.05 * ideal) {
+          REQUIRE(e.contains("saving_reason"));
+          const std::string why = e["saving_reason"].get<std::string>();
+          CHECK((why.starts_with("host-bound: GPU idle ") ||
+                 why.starts_with("off the critical path: ")));
+        }
+      }
     }
   }
 }
