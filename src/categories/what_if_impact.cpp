@@ -7,6 +7,8 @@
 #include <memory>
 #include <mutex>
 
+#include <fmt/format.h>
+
 #include "categories/category_analysis_internal.h"
 #include "critical_path/critical_path.h"
 
@@ -67,6 +69,66 @@ bool same_args(const Trace& t, Uid uid, const ojson& op) {
     if (!v || v->repr_tuple() != op[key].get<std::string>()) return false;
   }
   return true;
+}
+
+// The GPU events of the trace's cpu ops that match the metrics row (name,
+// and Input Dims / Input type when given), wherever the call tree puts them:
+// an op's kernels are often launched by its child ops (aten::linear ->
+// aten::addmm, the SDPA ops -> their flash / cuDNN ops, convolution ->
+// cudnn_convolution), so the op's whole subtree counts, once per outermost
+// matching op.
+std::vector<Uid> kernels_of(const Trace& trace, const CallTree& tree, const ojson& op) {
+  const std::string name = op["name"].get<std::string>();
+  std::vector<char> matched(trace.events.size(), 0);
+  for (Uid u = 0; u < trace.events.size(); ++u)
+    if (trace.events[u].cat == Cat::CpuOp && trace.name(u) == name && same_args(trace, u, op))
+      matched[u] = 1;
+  std::vector<Uid> out;
+  for (Uid u = 0; u < trace.events.size(); ++u) {
+    if (!matched[u]) continue;
+    const auto chain = tree.parent_chain(u);
+    if (std::any_of(chain.begin(), chain.end(), [&](Uid p) { return matched[p] != 0; })) continue;
+    for (Uid g : tree.gpu_events(u)) out.push_back(g);
+  }
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
+// Below this share of the ideal saving (all the kernels' time cut comes off
+// the step), the estimate says why the step does not gain.
+constexpr double kNoSavingShare = 0.05;
+
+// Why faster kernels would not shorten the step: the GPU waits for the host
+// (host-bound iterations), or something else runs on the path while they do.
+std::string why_no_saving(const cp::Analysis& a, const cp::Graph& graph,
+                          const std::vector<Uid>& uids) {
+  size_t host_bound = 0;
+  double idle = 0, length = 0;
+  for (const auto& it : a.iterations) {
+    host_bound += it.bound_by == cp::kBoundByHost;
+    for (const auto& [rank, t] : it.gpu_idle_us) idle += t;
+    length += it.length_us;
+  }
+  if (host_bound * 2 > a.iterations.size())
+    return fmt::format("host-bound: GPU idle {:.0f}% of the step",
+                       length > 0 ? 100 * idle / length : 0.0);
+  // The kernels' spans, and the path's time inside them by what it is.
+  std::vector<std::pair<double, double>> spans;
+  for (const cp::Node& n : graph.nodes)
+    if (n.kind == cp::NodeKind::Gpu && std::binary_search(uids.begin(), uids.end(), n.uid))
+      spans.emplace_back(n.start, n.end());
+  std::map<std::string, double> over;
+  for (const auto& it : a.iterations)
+    for (const auto& seg : it.path)
+      for (const auto& [lo, hi] : spans) {
+        const double t = std::min(hi, seg.start_us + seg.dur_us) - std::max(lo, seg.start_us);
+        if (t > 0) over[seg.category + (seg.op.empty() ? "" : " " + seg.op)] += t;
+      }
+  auto top = std::max_element(over.begin(), over.end(),
+                              [](const auto& x, const auto& y) { return x.second < y.second; });
+  return top == over.end() ? "off the critical path: these kernels run outside the iterations"
+                           : "off the critical path: overlapped by " + top->first;
 }
 
 }  // namespace
@@ -132,12 +194,10 @@ ojson what_if_impacts(const ojson& metrics, const std::string& trace_path) {
     cp::Selector sel;
     double kernel_us = 0;
     if (op)
-      for (Uid l : tree.launchers())
-        if (trace.name(l) == (*op)["name"].get<std::string>() && same_args(trace, l, *op))
-          for (Uid g : tree.direct_kernels(l)) {  // the op's kernels, as TraceLens counts them
-            sel.gpu_uids.push_back(g);
-            kernel_us += trace.events[g].dur();
-          }
+      for (Uid g : kernels_of(trace, tree, *op)) {
+        sel.gpu_uids.push_back(g);
+        kernel_us += trace.events[g].dur();
+      }
     e["factor_low"] = low;
     e["factor_high"] = high;
     e["kernels"] = sel.gpu_uids.size();
@@ -159,6 +219,10 @@ ojson what_if_impacts(const ojson& metrics, const std::string& trace_path) {
           measured.step_time_us - cp::what_if(graph, sc).predicted_step_time_us;
       const double step = measured.step_time_us;
       e["method"] = "what_if";
+      const double ideal_high =
+          kernel_us * (1 - high) / std::max<size_t>(1, measured.iterations.size());
+      if (saved_high < kNoSavingShare * ideal_high)
+        e["saving_reason"] = why_no_saving(measured, graph, sel.gpu_uids);
       e["saving_low_us"] = saved_low;
       e["saving_high_us"] = saved_high;
       e["impact_low_pct"] = step > 0 ? saved_low / step * 100 : 0.0;

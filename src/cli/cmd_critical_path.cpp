@@ -46,8 +46,12 @@ int run_critical_path(const CriticalPathArgs& a) {
   auto files = engine::write_critical_path(analysis, a.out);
   progress.finish();
   for (const std::string& f : files) fmt::print("{}\n", f);
+  fmt::print("{}\n", analysis.summary);
   fmt::print("step time {:.1f} us over {} iteration(s), {} rank(s)\n", analysis.step_time_us,
              analysis.iterations.size(), analysis.ranks.size());
+  for (const auto& it : analysis.iterations)
+    fmt::print("  {}: {:.1f} us, bound by {} ({})\n", it.name, it.length_us, it.bound_by,
+               it.bound_reason);
   for (size_t k = 0; k < analysis.contributors.size() && k < 5; ++k) {
     const auto& c = analysis.contributors[k];
     fmt::print("  {:5.1f}%  rank {} {} {} {}\n", 100 * c.share, c.rank, c.category, c.op, c.kernel);
@@ -78,6 +82,7 @@ int run_what_if(const WhatIfArgs& a) {
   fmt::print("step time: measured {:.1f} us, predicted {:.1f} us ({:+.1f}%)\n",
              result.measured_step_time_us, result.predicted_step_time_us,
              100 * (result.predicted_step_time_us / result.measured_step_time_us - 1));
+  fmt::print("{}\n", result.summary);
   print_notes(result.predicted);
   return 0;
 }

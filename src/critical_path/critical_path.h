@@ -95,6 +95,11 @@ struct Iteration {
   std::string name;  // "ProfilerStep#4", "iteration#0" (detected), or "trace" for the whole trace
   double start = 0, end = 0;
   std::vector<uint32_t> start_nodes;  // per rank
+  // The iteration ends once every rank's host left the step (host_ends) and
+  // the GPU work launched inside it ran (gpu_ends: per rank and stream, the
+  // last op launched in the step). A host that runs ahead ends its step
+  // before its GPU work does: then the GPU bounds the iteration.
+  std::vector<uint32_t> host_ends, gpu_ends;
   uint32_t sink = 0;
 };
 
@@ -194,7 +199,19 @@ struct IterationResult {
   // on the host (host calls, host gaps, launch latency) of that rank.
   std::map<int64_t, double> gpu_idle_us, idle_host_us;
   std::vector<Segment> path;  // in time order
+  // When the hosts left the step and when the GPU work launched in it ended
+  // (-inf when none was launched); an iteration after the first starts where
+  // the one before it ended, so a GPU-bound loop's length is its GPU period.
+  double host_end_us = 0, gpu_end_us = 0;
+  // What bounds the iteration: kBoundByGpu / kBoundByHost / kBoundByCommunication,
+  // from the path's time (GPU ops; host calls, gaps, launch latency, syncs;
+  // collectives' transfers), and why in words.
+  std::string bound_by, bound_reason;
 };
+
+inline constexpr const char* kBoundByGpu = "gpu";
+inline constexpr const char* kBoundByHost = "host";
+inline constexpr const char* kBoundByCommunication = "communication";
 
 struct Analysis {
   std::vector<int64_t> ranks;
@@ -205,6 +222,7 @@ struct Analysis {
   std::vector<Contributor> contributors;  // by share, largest first
   std::vector<Wait> waits;                // by time, largest first
   std::vector<std::string> notes;
+  std::string summary;  // one line: the step, what bounds it, the path's top categories
 };
 
 // The critical path of each iteration under a schedule (the measured one when
@@ -242,6 +260,10 @@ struct WhatIfResult {
   std::map<int64_t, double> factor_by_rank;  // the factors applied
   Analysis predicted;                        // the new critical path
   std::vector<std::string> changes;          // what the scenario changed, in words
+  // Time the change took out per iteration (scaled GPU ops, removed host
+  // gaps, overlapped transfers) and how much of it reached the step time.
+  double removed_us = 0;
+  std::string summary;  // one line: the change, the step before / after, what bounds it
 };
 
 WhatIfResult what_if(const Graph& graph, const Scenario& scenario);

@@ -1,4 +1,5 @@
 // Loading rank traces into a graph, and the JSON / CSV views of the results.
+#include <cmath>
 #include <filesystem>
 
 #include <fmt/format.h>
@@ -19,6 +20,10 @@ json rank_map(const std::map<int64_t, double>& m) {
   return out;
 }
 
+json finite_or_null(double v) {
+  return std::isfinite(v) ? json(v) : json();
+}
+
 json iteration_json(const IterationResult& it) {
   json shares = json::object();
   for (const auto& [rank, idle] : it.idle_host_us)
@@ -30,6 +35,10 @@ json iteration_json(const IterationResult& it) {
           {"path_length_us", it.path_length_us},
           {"path_segments", it.path.size()},
           {"differs", it.differs},
+          {"bound_by", it.bound_by},
+          {"bound_reason", it.bound_reason},
+          {"host_end_us", finite_or_null(it.host_end_us)},
+          {"gpu_end_us", finite_or_null(it.gpu_end_us)},
           {"gpu_idle_us", rank_map(it.gpu_idle_us)},
           {"idle_host_us", rank_map(it.idle_host_us)},
           {"idle_host_share", shares}};
@@ -95,7 +104,8 @@ nlohmann::json analysis_json(const Analysis& a, size_t top_n) {
                      {"waiting_for_rank", w.waiting_for_rank},
                      {"time_us", w.time_us},
                      {"instances", w.instances}});
-  return {{"step_time_us", a.step_time_us},
+  return {{"summary", a.summary},
+          {"step_time_us", a.step_time_us},
           {"ranks", a.ranks},
           {"clock_offset_us", rank_map(a.clock_offset_us)},
           {"iterations_source", a.iterations_source},
@@ -117,10 +127,12 @@ nlohmann::json what_if_json(const WhatIfResult& r, const Scenario& sc, size_t to
                    {"kernel", sc.select.kernel}};
   scenario["rank"] = sc.select.rank ? json(*sc.select.rank) : json();
   const double saved = r.measured_step_time_us - r.predicted_step_time_us;
-  return {{"measured_step_time_us", r.measured_step_time_us},
+  return {{"summary", r.summary},
+          {"measured_step_time_us", r.measured_step_time_us},
           {"predicted_step_time_us", r.predicted_step_time_us},
           {"saved_us", saved},
           {"saved_share", r.measured_step_time_us > 0 ? saved / r.measured_step_time_us : 0.0},
+          {"removed_us", r.removed_us},
           {"selected_nodes", r.selected_nodes},
           {"factor_by_rank", rank_map(r.factor_by_rank)},
           {"changes", r.changes},

@@ -2,6 +2,7 @@
 // lists the rules for each edge kind).
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <optional>
 #include <queue>
 #include <tuple>
@@ -14,6 +15,7 @@
 #include "critical_path/critical_path.h"
 #include "critical_path/internal.h"
 #include "perf/categories.h"
+#include "pycompat/text.h"
 #include "report/gpu_timeline.h"
 #include "report/stats.h"
 
@@ -27,6 +29,17 @@ constexpr double kTolUs = 2.0;
 
 using StreamKey = std::pair<int64_t, int64_t>;  // device, stream
 
+// A kernel without a recorded launch (launched before the profiler started,
+// or its runtime call was dropped) has no op to categorise it by: a GEMM is
+// still a GEMM by its library's naming (cuBLAS xmma / cuBLASLt nvjet /
+// CUTLASS / hipBLASLt Cijk), a convolution's implicit GEMM excepted.
+bool is_gemm_kernel_name(std::string_view kernel) {
+  using pycompat::ascii_icontains;
+  if (ascii_icontains(kernel, "implicit_gemm")) return false;
+  return ascii_icontains(kernel, "gemm") || kernel.starts_with("nvjet") ||
+         kernel.starts_with("Cijk_");
+}
+
 struct HostItem {
   double time = 0;
   int order = 0;  // ties: step end, step start, calls
@@ -37,6 +50,9 @@ struct HostItem {
 struct Step {
   std::string name;
   uint32_t start = 0, end = 0;
+  // Per stream, the end of the last GPU op launched inside the step: the
+  // iteration is over only once the host's step ended and these ran.
+  std::vector<uint32_t> gpu_ends;
 };
 
 class Builder {
@@ -77,6 +93,7 @@ class RankBuilder {
     add_gpu_ops();
     add_host_threads();
     add_launch_edges();
+    add_step_gpu_ends();
     add_sync_edges();
     recorded_waits = add_recorded_waits();
     if (recorded_waits == 0) {  // nothing recorded: infer the waits around collectives
@@ -110,6 +127,7 @@ class RankBuilder {
     std::string_view cat = e.cat == Cat::GpuMemcpy   ? "memcpy"
                            : e.cat == Cat::GpuMemset ? "memset"
                                                      : perf::op_category(op, kernel);
+    if (launcher == kNoUid && cat == "other" && is_gemm_kernel_name(kernel)) cat = "GEMM";
     if (auto c = coll_.find(uid); c != coll_.end()) {
       cat = "communication";
       if (!c->second->collective.empty()) op = c->second->collective;
@@ -190,7 +208,8 @@ class RankBuilder {
         uint32_t lbl = b_.label(rank_, trace_.name(uid), "", "host_gap");
         Step s{std::string(trace_.name(uid)),
                b_.node(NodeKind::StepStart, rank_, e.ts() + off_, 0, uid, lbl),
-               b_.node(NodeKind::StepEnd, rank_, e.end() + off_, 0, uid, lbl)};
+               b_.node(NodeKind::StepEnd, rank_, e.end() + off_, 0, uid, lbl),
+               {}};
         threads[{trace_.pid(e), trace_.tid(e)}].push_back(
             {e.ts() + off_, 1, s.start, s.start, kNoUid});
         threads[{trace_.pid(e), trace_.tid(e)}].push_back(
@@ -215,7 +234,7 @@ class RankBuilder {
     for (size_t k = 0; k < r.starts.size(); ++k) {
       const std::string name = fmt::format("iteration#{}", k);
       uint32_t lbl = b_.label(rank_, name, "", "host_gap");
-      Step s{name, b_.node(NodeKind::StepStart, rank_, bounds[k].first, 0, kNoUid, lbl), 0};
+      Step s{name, b_.node(NodeKind::StepStart, rank_, bounds[k].first, 0, kNoUid, lbl), 0, {}};
       threads_[bounds[k].second].push_back({bounds[k].first, 1, s.start, s.start, kNoUid});
       if (k + 1 < r.starts.size() || r.after != kNoUid) {
         const Event& next = trace_.events[k + 1 < r.starts.size() ? r.starts[k + 1] : r.after];
@@ -262,6 +281,29 @@ class RankBuilder {
                          "launch_latency"));
         ++launch_edges;
       }
+    }
+  }
+
+  // A host that runs ahead leaves GPU work running after its step ended: the
+  // last op of each stream launched inside a step belongs to that step.
+  void add_step_gpu_ends() {
+    std::vector<std::pair<double, size_t>> starts;  // step start, index
+    for (size_t k = 0; k < steps.size(); ++k)
+      starts.emplace_back(b_.g.nodes[steps[k].start].start, k);
+    std::sort(starts.begin(), starts.end());
+    for (const auto& [key, ops] : streams_) {
+      std::map<size_t, Uid> last;  // step -> last op launched inside it
+      for (Uid op : ops) {
+        auto call = launch_.find(op);
+        if (call == launch_.end()) continue;  // no recorded launch: not tied to a step
+        const double t = trace_.events[call->second].ts() + off_;
+        auto it = std::upper_bound(starts.begin(), starts.end(),
+                                   std::make_pair(t, std::numeric_limits<size_t>::max()));
+        if (it == starts.begin()) continue;
+        const size_t k = std::prev(it)->second;
+        if (t < b_.g.nodes[steps[k].end].start) last[k] = op;
+      }
+      for (const auto& [k, op] : last) steps[k].gpu_ends.push_back(end_.at(op));
     }
   }
 
@@ -604,8 +646,10 @@ Step whole_trace_step(Builder& b, RankBuilder& rb, int64_t rank, uint32_t first,
     hi = std::max(hi, b.g.nodes[n].end());
   }
   uint32_t lbl = b.label(rank, "trace", "", "host_gap");
-  Step s{"trace", b.node(NodeKind::StepStart, rank, lo, 0, kNoUid, lbl),
-         b.node(NodeKind::StepEnd, rank, hi, 0, kNoUid, lbl)};
+  Step s{"trace",
+         b.node(NodeKind::StepStart, rank, lo, 0, kNoUid, lbl),
+         b.node(NodeKind::StepEnd, rank, hi, 0, kNoUid, lbl),
+         {}};
   for (uint32_t tail : rb.tails)
     b.edge(tail, s.end, EdgeKind::IterEnd, false, 0.0, b.label(rank, "", "", "step_end"));
   return s;
@@ -629,18 +673,22 @@ void add_iterations(Builder& b, std::vector<std::vector<Step>>& steps) {
     it.name = name;
     it.start = 1e300;
     it.end = -1e300;
-    std::vector<uint32_t> ends;
     for (const auto& rank_steps : steps)
       for (const Step& s : rank_steps)
         if (s.name == name) {
           it.start_nodes.push_back(s.start);
-          ends.push_back(s.end);
+          it.host_ends.push_back(s.end);
+          it.gpu_ends.insert(it.gpu_ends.end(), s.gpu_ends.begin(), s.gpu_ends.end());
           it.start = std::min(it.start, b.g.nodes[s.start].start);
           it.end = std::max(it.end, b.g.nodes[s.end].start);
+          for (uint32_t g : s.gpu_ends) it.end = std::max(it.end, b.g.nodes[g].end());
           break;
         }
     it.sink = b.node(NodeKind::IterEnd, -1, it.end, 0, kNoUid, b.label(-1, name, "", "step_end"));
-    for (uint32_t e : ends)
+    for (uint32_t e : it.host_ends)
+      b.edge(e, it.sink, EdgeKind::IterEnd, false, 0.0,
+             b.label(b.g.nodes[e].rank, "", "", "step_end"));
+    for (uint32_t e : it.gpu_ends)
       b.edge(e, it.sink, EdgeKind::IterEnd, false, 0.0,
              b.label(b.g.nodes[e].rank, "", "", "step_end"));
     b.g.iterations.push_back(std::move(it));

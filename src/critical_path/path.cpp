@@ -5,6 +5,8 @@
 #include <limits>
 #include <tuple>
 
+#include <fmt/format.h>
+
 #include "critical_path/critical_path.h"
 #include "critical_path/internal.h"
 #include "pycompat/numeric.h"
@@ -205,6 +207,71 @@ void summarise(const Graph& g, const Schedule& s, Analysis& a) {
                    [](const Wait& x, const Wait& y) { return x.time_us > y.time_us; });
 }
 
+// The path's time on each side: GPU ops, the host (calls, gaps, launch
+// latency, sync returns), collectives' transfers; the rest (unexplained GPU
+// gaps, untraced time) is none of them.
+struct Sides {
+  double gpu = 0, host = 0, communication = 0;
+};
+
+Sides sides_of(const std::vector<Segment>& path) {
+  Sides out;
+  for (const Segment& seg : path) {
+    if (detail::is_host_category(seg.category))
+      out.host += seg.dur_us;
+    else if (seg.category == "communication")
+      out.communication += seg.dur_us;
+    else if (seg.category != "gpu_idle" && seg.category != "untraced" && seg.category != "step_end")
+      out.gpu += seg.dur_us;
+  }
+  return out;
+}
+
+std::string percent(double part, double whole) {
+  return fmt::format("{:.0f}%", whole > 0 ? 100 * part / whole : 0.0);
+}
+
+void explain_bound(IterationResult& it) {
+  const Sides sides = sides_of(it.path);
+  const double len = it.length_us;
+  if (sides.communication > sides.gpu && sides.communication >= sides.host)
+    it.bound_by = kBoundByCommunication;
+  else
+    it.bound_by = sides.host > sides.gpu ? kBoundByHost : kBoundByGpu;
+  double idle = 0;  // the idlest rank's GPU
+  for (const auto& [rank, t] : it.gpu_idle_us) idle = std::max(idle, t);
+  std::string ends;
+  if (std::isfinite(it.gpu_end_us) && it.gpu_end_us > it.host_end_us + 1e-6)
+    ends = fmt::format("; the GPU work launched in it ended {:.1f} us after the host's step end",
+                       it.gpu_end_us - it.host_end_us);
+  else if (std::isfinite(it.gpu_end_us))
+    ends = fmt::format("; the host's step ended {:.1f} us after the GPU work launched in it",
+                       it.host_end_us - it.gpu_end_us);
+  it.bound_reason =
+      fmt::format("path: {} GPU ops, {} host, {} communication; GPU idle {} of the iteration{}",
+                  percent(sides.gpu, len), percent(sides.host, len),
+                  percent(sides.communication, len), percent(idle, len), ends);
+}
+
+std::string summary_line(const Analysis& a) {
+  std::map<std::string, size_t> bounds;
+  for (const IterationResult& it : a.iterations) ++bounds[it.bound_by];
+  std::string bound;
+  for (const auto& [side, n] : bounds)
+    bound += fmt::format("{}{}-bound in {} of {}", bound.empty() ? "" : ", ", side, n,
+                         a.iterations.size());
+  std::map<std::string, double> by_category;
+  for (const Contributor& c : a.contributors) by_category[c.category] += c.share;
+  std::vector<std::pair<double, std::string>> top;
+  for (const auto& [cat, share] : by_category) top.push_back({share, cat});
+  std::sort(top.begin(), top.end(), std::greater<>());
+  std::string path;
+  for (size_t k = 0; k < top.size() && k < 3; ++k)
+    path += fmt::format("{}{} {:.0f}%", k ? ", " : "", top[k].second, 100 * top[k].first);
+  return fmt::format("step {:.1f} us over {} iteration(s): {}; on the path: {}", a.step_time_us,
+                     a.iterations.size(), bound, path);
+}
+
 }  // namespace
 
 Analysis analyse(const Graph& g, const std::vector<double>& dur, const std::vector<double>& lag) {
@@ -216,6 +283,7 @@ Analysis analyse(const Graph& g, const std::vector<double>& dur, const std::vect
   a.iterations_source = g.iterations_source;
   a.notes = g.notes;
   std::vector<double> lengths;
+  double previous_end = -std::numeric_limits<double>::infinity();
   for (size_t k = 0; k < g.iterations.size(); ++k) {
     const Iteration& iter = g.iterations[k];
     IterationResult it;
@@ -223,13 +291,22 @@ Analysis analyse(const Graph& g, const std::vector<double>& dur, const std::vect
     it.start_us = std::numeric_limits<double>::infinity();
     for (uint32_t n : iter.start_nodes) it.start_us = std::min(it.start_us, s.start[n]);
     it.end_us = s.start[iter.sink];
+    // The host may start this step while the GPU still runs the last one:
+    // the iteration starts where the previous one ended, so that the
+    // iterations tile the loop and a GPU-bound step is its GPU period.
+    it.start_us = std::min(std::max(it.start_us, previous_end), it.end_us);
+    previous_end = it.end_us;
     it.length_us = it.end_us - it.start_us;
+    it.host_end_us = it.gpu_end_us = -std::numeric_limits<double>::infinity();
+    for (uint32_t n : iter.host_ends) it.host_end_us = std::max(it.host_end_us, s.start[n]);
+    for (uint32_t n : iter.gpu_ends) it.gpu_end_us = std::max(it.gpu_end_us, s.start[n] + dur[n]);
     Walk walk{g, dur, s, it.start_us, k, {}};
     walk.run(iter.sink);
     std::reverse(walk.out.begin(), walk.out.end());
     it.path = std::move(walk.out);
     for (const Segment& seg : it.path) it.path_length_us += seg.dur_us;
     idle_accounting(g, busy, it);
+    explain_bound(it);
     lengths.push_back(it.length_us);
     a.iterations.push_back(std::move(it));
   }
@@ -238,6 +315,7 @@ Analysis analyse(const Graph& g, const std::vector<double>& dur, const std::vect
   for (IterationResult& it : a.iterations)
     it.differs = std::abs(it.length_us - median) > 0.05 * median;
   summarise(g, s, a);
+  a.summary = summary_line(a);
   return a;
 }
 

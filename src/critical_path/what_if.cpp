@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <limits>
+#include <map>
 
 #include <fmt/format.h>
 
@@ -119,6 +121,65 @@ void overlap_collectives(const Graph& g, const std::string& which, std::vector<d
       n, which));
 }
 
+// Host gaps inside the iterations become 0. Those before the first
+// iteration's start stay: removing them would only move that start earlier,
+// which lengthens the iteration without changing any work in it.
+void remove_host_gaps(const Graph& g, std::vector<double>& lag, WhatIfResult& out) {
+  double first = std::numeric_limits<double>::infinity();
+  for (const Iteration& it : g.iterations) first = std::min(first, it.start);
+  size_t n = 0;
+  for (size_t k = 0; k < g.edges.size(); ++k) {
+    const Edge& e = g.edges[k];
+    if (e.kind == EdgeKind::HostSeq && g.labels[e.label].category == "host_gap" && lag[k] > 0 &&
+        g.nodes[e.from].start >= first) {
+      lag[k] = 0.0;
+      ++n;
+    }
+  }
+  out.changes.push_back(fmt::format("{} host gaps between runtime calls removed", n));
+}
+
+// Work the change took out, per iteration: shorter GPU ops and transfers,
+// smaller lags.
+double removed_per_iteration(const Graph& g, const std::vector<double>& dur,
+                             const std::vector<double>& lag) {
+  double removed = 0;
+  for (size_t n = 0; n < g.nodes.size(); ++n) removed += g.nodes[n].dur - dur[n];
+  for (size_t k = 0; k < g.edges.size(); ++k) removed += std::max(0.0, g.edges[k].lag - lag[k]);
+  return g.iterations.empty() ? 0.0 : removed / static_cast<double>(g.iterations.size());
+}
+
+std::string bounds_of(const Analysis& a) {
+  std::map<std::string, size_t> n;
+  for (const IterationResult& it : a.iterations) ++n[it.bound_by];
+  std::string out;
+  for (const auto& [side, count] : n)
+    out += fmt::format("{}{}{}", out.empty() ? "" : "/", side,
+                       count == a.iterations.size() ? "" : fmt::format(" x{}", count));
+  return out;
+}
+
+// One line: the change, the step before and after, how much of the removed
+// time reached the step, and what bounds the step before and after.
+std::string summary_line(const Analysis& measured, const WhatIfResult& r) {
+  const double saved = r.measured_step_time_us - r.predicted_step_time_us;
+  std::string reached =
+      r.removed_us > 0
+          ? fmt::format("; {:.0f}% of the {:.1f} us per step it removes reaches the step time",
+                        100 * std::max(0.0, saved) / r.removed_us, r.removed_us)
+          : "";
+  std::string top;
+  if (!r.predicted.contributors.empty()) {
+    const Contributor& c = r.predicted.contributors.front();
+    top = fmt::format("; top of the new path: {} {} ({:.0f}%)", c.category,
+                      c.op.empty() ? c.kernel : c.op, 100 * c.share);
+  }
+  return fmt::format("{}: step {:.1f} -> {:.1f} us ({:+.1f}%){}; bound by {} -> {}{}",
+                     fmt::join(r.changes, "; "), r.measured_step_time_us, r.predicted_step_time_us,
+                     r.measured_step_time_us > 0 ? -100 * saved / r.measured_step_time_us : 0.0,
+                     reached, bounds_of(measured), bounds_of(r.predicted), top);
+}
+
 }  // namespace
 
 WhatIfResult what_if(const Graph& g, const Scenario& sc) {
@@ -134,20 +195,14 @@ WhatIfResult what_if(const Graph& g, const Scenario& sc) {
   for (const Node& n : g.nodes) dur.push_back(n.dur);
   for (const Edge& e : g.edges) lag.push_back(e.lag);
   if (scales) scale_selection(g, sc, dur, out);
-  if (sc.remove_launch_gaps) {
-    size_t n = 0;
-    for (size_t k = 0; k < g.edges.size(); ++k)
-      if (g.edges[k].kind == EdgeKind::HostSeq &&
-          g.labels[g.edges[k].label].category == "host_gap" && lag[k] > 0) {
-        lag[k] = 0.0;
-        ++n;
-      }
-    out.changes.push_back(fmt::format("{} host gaps between runtime calls removed", n));
-  }
+  if (sc.remove_launch_gaps) remove_host_gaps(g, lag, out);
   if (!sc.overlap_collective.empty()) overlap_collectives(g, sc.overlap_collective, dur, lag, out);
-  out.measured_step_time_us = analyse(g).step_time_us;
+  out.removed_us = removed_per_iteration(g, dur, lag);
+  const Analysis measured = analyse(g);
+  out.measured_step_time_us = measured.step_time_us;
   out.predicted = analyse(g, dur, lag);
   out.predicted_step_time_us = out.predicted.step_time_us;
+  out.summary = summary_line(measured, out);
   return out;
 }
 

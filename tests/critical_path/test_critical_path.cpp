@@ -408,7 +408,7 @@ TEST_SUITE("critical_path") {
     CHECK(a.step_time_us > 0);
   }
 
-  TEST_CASE("critical path: single-rank real traces: path = ProfilerStep, idle host share") {
+  TEST_CASE("critical path: single-rank real traces: path = the step and its GPU work") {
     for (const char* name :
          {"h100_bert-small", "h100_falconsai-nsfw", "h100_qwen1.5-0.5b", "mi300_bert-small",
           "mi300_falconsai-nsfw", "mi300_qwen1.5-0.5b", "sglang_qwen3_decode_bs32"}) {
@@ -423,6 +423,19 @@ TEST_SUITE("critical_path") {
           hi = trace.events[u].end();
         }
       REQUIRE(hi > lo);
+      // The iteration lasts until the GPU ops launched inside the step (by
+      // their runtime call's start) ended too: a host that runs ahead leaves
+      // the step before its GPU work is done (h100_qwen1.5-0.5b: 2.2 ms).
+      std::map<int64_t, double> launched_at;
+      for (const auto& e : trace.events)
+        if (e.is_runtime() && trace.correlation(e) != jarvis::kNoInt)
+          launched_at.emplace(trace.correlation(e), e.ts());
+      const double host_end = hi;
+      for (const auto& e : trace.events)
+        if (e.is_gpu() && e.has_ts() && e.has_dur())
+          if (auto l = launched_at.find(trace.correlation(e));
+              l != launched_at.end() && l->second >= lo && l->second < host_end)
+            hi = std::max(hi, e.end());
       auto loaded = cp::load_graph({path});
       cp::Analysis a = cp::analyse(loaded.graph);
       REQUIRE(a.iterations.size() == 1);

@@ -14,9 +14,9 @@ ToolResult critical_path_tool(const json& args, ToolContext& ctx) {
   json structured = engine::critical_path_json(analysis, args.at("top_n").get<size_t>());
   structured["files"] =
       write_files(ctx, dir, [&] { return engine::write_critical_path(analysis, dir); });
-  std::string text =
-      fmt::format("step time {:.1f} us ({} iterations, {} ranks); on the path:\n",
-                  analysis.step_time_us, analysis.iterations.size(), analysis.ranks.size());
+  std::string text = fmt::format(
+      "{}\nstep time {:.1f} us ({} iterations, {} ranks); on the path:\n", analysis.summary,
+      analysis.step_time_us, analysis.iterations.size(), analysis.ranks.size());
   return {structured, text + top_text(structured)};
 }
 

@@ -35,7 +35,7 @@ ToolResult what_if_tool(const json& args, ToolContext& ctx) {
   json structured = engine::what_if_json(result, sc, args.at("top_n").get<size_t>());
   structured["files"] =
       write_files(ctx, dir, [&] { return engine::write_what_if(result, sc, dir); });
-  std::string text;
+  std::string text = result.summary + "\n";
   for (const std::string& c : result.changes) text += c + "\n";
   text += fmt::format("step time: measured {:.1f} us, predicted {:.1f} us ({:+.1f}%); new path:\n",
                       result.measured_step_time_us, result.predicted_step_time_us,
