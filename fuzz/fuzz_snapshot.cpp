@@ -1,7 +1,8 @@
 // libFuzzer target for the trace snapshot reader: each input is the payload
 // of a snapshot after its key. The harness puts the header (with the right
-// length and CRC-32) and the key of a real trace in front, so inputs get past
-// the format and staleness checks to the tables, and a store the reader
+// length, CRC-32 and MAC under the fixture cache's key) and the key of a real
+// trace in front, so inputs get past the format, staleness and trust checks
+// to the tables, and a store the reader
 // accepts goes through the call tree and the report, like a JSON trace in
 // fuzz_trace. The reader checks a payload's indices before its checksum, so a
 // damaged or crafted snapshot must be refused with a reason, never crash.
@@ -22,6 +23,7 @@
 
 #include <isa-l/crc.h>
 
+#include "base/keyed_mac.h"
 #include "report/report.h"
 #include "trace/loader.h"
 #include "trace/snapshot.h"
@@ -32,16 +34,20 @@ namespace {
 namespace fs = std::filesystem;
 
 // The snapshot header's layout (src/trace/snapshot.cpp): magic[8], version,
-// event size, payload bytes (offset 16), payload CRC-32 (offset 24), reserved.
-constexpr size_t kHeaderBytes = 32;
+// event size, payload bytes (offset 16), payload CRC-32 (offset 24), reserved,
+// MAC nonce (offset 32), MAC (offset 48, over the payload then bytes 0-47).
+constexpr size_t kHeaderBytes = 64;
 constexpr size_t kPayloadBytesAt = 16;
 constexpr size_t kPayloadCrcAt = 24;
+constexpr size_t kMacNonceAt = 32;
+constexpr size_t kMacAt = 48;
 
 struct Fixture {
   fs::path dir;
   std::string trace;     // the trace file the key describes
   std::string snapshot;  // where each input is written as a snapshot
   jarvis::SnapshotKey key;
+  jarvis::SnapshotMacKey mac_key{};
   std::string header;  // of the real snapshot
   std::string key_bytes;
   std::string payload_after_key;  // the seed
@@ -65,13 +71,18 @@ Fixture make_fixture() {
   options.log = [](std::string_view) {};
   (void)jarvis::load_trace(f.trace, jarvis::LoadOptions{}, options);  // writes the snapshot
   f.key = jarvis::snapshot_key(f.trace);
+  std::string problem;
+  std::optional<jarvis::SnapshotMacKey> mac_key =
+      jarvis::open_snapshot_cache(options.cache_dir, problem);
+  if (!mac_key) throw std::runtime_error("no snapshot cache: " + problem);
+  f.mac_key = *mac_key;
   std::string real = read_bytes(jarvis::snapshot_path(options.cache_dir, f.key));
-  // The key: the canonical path (u64 length + bytes), size, mtime, inode (u64
-  // each) and the edge CRC (u32).
+  // The key: the canonical path (u64 length + bytes), device, size, mtime,
+  // inode (u64 each) and the edge CRC (u32).
   uint64_t path_bytes = 0;
   if (real.size() < kHeaderBytes + sizeof path_bytes) throw std::runtime_error("no snapshot");
   std::memcpy(&path_bytes, real.data() + kHeaderBytes, sizeof path_bytes);
-  const size_t key_bytes = 8 + path_bytes + 8 + 8 + 8 + 4;
+  const size_t key_bytes = 8 + path_bytes + 8 + 8 + 8 + 8 + 4;
   if (real.size() < kHeaderBytes + key_bytes) throw std::runtime_error("short snapshot");
   f.header = real.substr(0, kHeaderBytes);
   f.key_bytes = real.substr(kHeaderBytes, key_bytes);
@@ -111,10 +122,17 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       crc32_gzip_refl(0, reinterpret_cast<const unsigned char*>(payload.data()), payload.size());
   std::memcpy(file.data() + kPayloadBytesAt, &payload_bytes, sizeof payload_bytes);
   std::memcpy(file.data() + kPayloadCrcAt, &crc, sizeof crc);
+  jarvis::MacNonce nonce;
+  std::memcpy(nonce.data(), file.data() + kMacNonceAt, nonce.size());
+  jarvis::PayloadMac mac(f.mac_key, nonce);
+  mac.update(payload.data(), payload.size());
+  mac.update(file.data(), kMacAt);
+  jarvis::MacTag tag = mac.finish();
+  std::memcpy(file.data() + kMacAt, tag.data(), tag.size());
   file += payload;
   auto read = [&] {
     std::ofstream(f.snapshot, std::ios::binary | std::ios::trunc) << file;
-    return jarvis::read_snapshot(f.snapshot, f.key, f.trace, [](std::string_view) {});
+    return jarvis::read_snapshot(f.snapshot, f.key, f.mac_key, f.trace, [](std::string_view) {});
   };
   // With a wrong checksum the same bytes are read (the indices are checked
   // first) and must always be refused.

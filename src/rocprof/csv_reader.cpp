@@ -4,6 +4,8 @@
 // names are those rocprofv3 writes (ROCprofiler-SDK tool, generateCSV);
 // optional columns of newer versions (Stream_Id, Accum_VGPR_Count, ...)
 // default to 0.
+#include <sys/stat.h>
+
 #include <algorithm>
 #include <charconv>
 #include <filesystem>
@@ -16,6 +18,7 @@
 #include "report/table.h"
 #include "rocprof/io.h"
 #include "rocprof/profile.h"
+#include "trace/byte_source.h"
 
 namespace jarvis::rocprof {
 
@@ -295,6 +298,10 @@ std::vector<std::string> find_outputs(const std::string& dir) {
 Profile load_profile_csv(const std::string& path) {
   CsvSet set = resolve_set(path);
   if (!set.has(kKernelTrace)) {
+    std::error_code ec;
+    struct stat st;
+    if (fs::exists(set.file(kKernelTrace), ec))  // there, but a FIFO or device: say so
+      open_trace_file(set.file(kKernelTrace).string(), st);
     if (set.has(kCounters))
       throw TraceError(fmt::format(
           "{}: a counter_collection.csv needs its kernel trace ({} not found); run rocprofv3 "

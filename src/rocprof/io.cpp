@@ -13,6 +13,7 @@
 #include <fmt/format.h>
 
 #include "base/file_ptr.h"
+#include "trace/byte_source.h"
 #include "trace/trace.h"
 
 namespace jarvis::rocprof::io {
@@ -20,10 +21,8 @@ namespace jarvis::rocprof::io {
 namespace {
 
 std::string read_raw(const std::string& path, size_t limit) {
-  std::error_code ec;
-  if (std::filesystem::is_directory(path, ec)) throw TraceError(path + ": is a directory");
-  FilePtr f(std::fopen(path.c_str(), "rb"));
-  if (!f) throw cannot_open(path, errno);
+  struct stat st;
+  FilePtr f = open_trace_file(path, st);  // a FIFO or device is refused, never waited on
   note_input_file(path);  // never a target of this process's writes
   std::string out;
   char buf[1 << 16];

@@ -4,6 +4,8 @@
 // Segments are RE2 expressions: the pattern comes from the user (or an agent)
 // and several lazy fields in one segment would make a backtracking engine
 // polynomial in the name length; RE2 stays linear.
+#include <sys/stat.h>
+
 #include <algorithm>
 #include <charconv>
 #include <filesystem>
@@ -13,6 +15,8 @@
 #include <re2/re2.h>
 
 #include "sweep/sweep.h"
+#include "trace/byte_source.h"
+#include "trace/trace.h"
 
 namespace jarvis::sweep {
 namespace {
@@ -155,6 +159,24 @@ struct Walker {
     RunInput run;
     run.path = path.string();
     run.relative = fs::relative(path, root).string();
+    if (!is_dir && !is_trace_file(path) && !ends_with(run.path, ".xlsx")) {
+      if (ends_with(run.path, ".csv"))
+        out.failures.push_back({run.path,
+                                "not a run: give a trace (.json/.json.gz), a report .xlsx or a "
+                                "perf_report_csvs directory"});
+      return;
+    }
+    if (!is_dir) {
+      // A FIFO or device would hold a worker forever: refused here, by the
+      // check the loader makes too (the workbook reader makes none).
+      try {
+        struct stat st;
+        open_trace_file(run.path, st);
+      } catch (const TraceError& e) {
+        out.failures.push_back({run.path, e.what()});
+        return;
+      }
+    }
     if (is_dir && is_report_dir(path)) {
       run.kind = RunKind::ReportDir;
     } else if (!is_dir && is_trace_file(path)) {

@@ -1,7 +1,9 @@
 #include "trace/byte_source.h"
 
+#include <fcntl.h>
 #include <isa-l/igzip_lib.h>
 #include <libdeflate.h>
+#include <unistd.h>
 #include <zlib.h>
 
 #include <fmt/format.h>
@@ -19,6 +21,49 @@
 #include "trace/trace.h"
 
 namespace jarvis {
+
+namespace {
+
+const char* file_type_name(mode_t mode) {
+  if (S_ISFIFO(mode)) return "a FIFO";
+  if (S_ISSOCK(mode)) return "a socket";
+  if (S_ISCHR(mode)) return "a character device";
+  if (S_ISBLK(mode)) return "a block device";
+  return "a special file";
+}
+
+// Refuses what open_trace_file refuses, from a status of the path or the descriptor.
+void require_regular_file(const std::string& path, const struct stat& st) {
+  if (S_ISDIR(st.st_mode))
+    throw TraceError(fmt::format("{}: is a directory, not a trace file", path));
+  if (!S_ISREG(st.st_mode))
+    throw TraceError(fmt::format("'{}' is not a regular file ({}); give a trace file", path,
+                                 file_type_name(st.st_mode)));
+}
+
+}  // namespace
+
+FilePtr open_trace_file(const std::string& path, struct stat& st) {
+  if (::stat(path.c_str(), &st) != 0) throw cannot_open(path, errno);
+  require_regular_file(path, st);
+  int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) throw cannot_open(path, errno);
+  struct FdGuard {
+    int fd;
+    ~FdGuard() {
+      if (fd >= 0) ::close(fd);
+    }
+  } guard{fd};
+  if (::fstat(fd, &st) != 0) throw cannot_open(path, errno);
+  require_regular_file(path, st);
+  // Reads block as usual from here (O_NONBLOCK was only for the open).
+  int flags = ::fcntl(fd, F_GETFL);
+  if (flags < 0 || ::fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) != 0) throw cannot_open(path, errno);
+  FILE* file = ::fdopen(fd, "rb");
+  if (!file) throw cannot_open(path, errno);
+  guard.fd = -1;
+  return FilePtr(file);
+}
 
 namespace {
 

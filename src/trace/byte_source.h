@@ -4,6 +4,8 @@
 // second thread so decompression overlaps the parse.
 #pragma once
 
+#include <sys/stat.h>
+
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
@@ -14,6 +16,16 @@
 #include "base/file_ptr.h"
 
 namespace jarvis {
+
+// Opens a trace file for reading, refusing anything but a regular file: a
+// FIFO would block the reader (a server worker, a sweep job) until a writer
+// comes, a character device such as /dev/zero would never end. The path is
+// stat'ed first, then opened non-blocking (opening a FIFO waits for a writer
+// otherwise) and the opened descriptor checked again, so a file swapped for a
+// FIFO in between is refused too. `st` gets the opened file's status.
+// Throws TraceError: "'X' is not a regular file (a FIFO); give a trace file",
+// "X: is a directory, not a trace file", or cannot_open's message.
+FilePtr open_trace_file(const std::string& path, struct stat& st);
 
 class ByteSource {
  public:

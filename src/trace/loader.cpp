@@ -1365,11 +1365,7 @@ Trace load_trace(const std::string& path, const LoadOptions& options) {
 
 Trace load_trace(const std::string& path, const LoadOptions& options, GzipInflate inflate) {
   struct stat st;
-  if (::stat(path.c_str(), &st) != 0) throw cannot_open(path, errno);
-  if (S_ISDIR(st.st_mode))
-    throw TraceError(fmt::format("{}: is a directory, not a trace file", path));
-  FilePtr file(std::fopen(path.c_str(), "rb"));
-  if (!file) throw cannot_open(path, errno);
+  FilePtr file = open_trace_file(path, st);  // a FIFO or device is refused, never waited on
   note_input_file(path);  // never a target of this process's writes
   unsigned char magic[2] = {0, 0};
   size_t got = std::fread(magic, 1, 2, file.get());

@@ -11,12 +11,15 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstddef>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <memory>
+#include <mutex>
 #include <optional>
+#include <set>
 #include <stdexcept>
 #include <system_error>
 #include <thread>
@@ -26,6 +29,9 @@
 
 #include "base/atomic_file.h"
 #include "base/file_ptr.h"
+#include "base/keyed_mac.h"
+#include "base/random_id.h"
+#include "trace/byte_source.h"
 #include "trace/gzip_inflate.h"
 
 namespace jarvis {
@@ -40,7 +46,10 @@ constexpr char kMagic[8] = {'J', 'R', 'V', 'S', 'N', 'A', 'P', '\0'};
 constexpr uint64_t kEdgeBytes = 64 * 1024;
 constexpr int kMaxValueDepth = 200;
 
-// Fixed header; the payload (everything after it) is covered by payload_crc.
+// Fixed header. The payload (everything after it) is covered by payload_crc
+// against damage, and the payload then the header up to `mac` by the keyed
+// MAC against edits: only the holder of the cache's key can make a snapshot
+// this cache trusts.
 struct Header {
   char magic[8];
   uint32_t version;
@@ -48,8 +57,13 @@ struct Header {
   uint64_t payload_bytes;
   uint32_t payload_crc;
   uint32_t reserved;
+  MacNonce mac_nonce;  // fresh per write
+  MacTag mac;
 };
-static_assert(sizeof(Header) == 32);
+static_assert(sizeof(Header) == 64);
+constexpr size_t kHeaderMacCovers = offsetof(Header, mac);
+
+static_assert(std::is_same_v<SnapshotMacKey, MacKey>);
 
 // Raised inside the reader: the reason the snapshot is not used.
 struct Unusable {
@@ -73,11 +87,12 @@ uint64_t fnv1a(std::string_view s) {
 
 class Writer {
  public:
-  explicit Writer(FILE* f) : f_(f) {}
+  Writer(FILE* f, PayloadMac& mac) : f_(f), mac_(mac) {}
   void raw(const void* p, size_t n) {
     if (n == 0) return;
     if (std::fwrite(p, 1, n, f_) != n) throw std::runtime_error(std::strerror(errno));
     crc_ = checksum(crc_, p, n);
+    mac_.update(p, n);
     bytes_ += n;
   }
   template <class T>
@@ -120,7 +135,7 @@ class Writer {
     }
   }
   // Zero bytes up to the next multiple of `alignment` of the file offset (the
-  // header's 32 bytes keep payload and file offsets congruent), so that a
+  // header's 64 bytes keep payload and file offsets congruent), so that a
   // reader can use the array that follows in place.
   void align(size_t alignment) {
     static constexpr char kZeros[16] = {};
@@ -132,12 +147,14 @@ class Writer {
 
  private:
   FILE* f_;
+  PayloadMac& mac_;
   uint32_t crc_ = 0;
   uint64_t bytes_ = 0;
 };
 
 void write_key(Writer& w, const SnapshotKey& key) {
   w.str(key.canonical_path);
+  w.u64(key.device);
   w.u64(key.size);
   w.pod(key.mtime_ns);
   w.u64(key.inode);
@@ -201,12 +218,14 @@ void write_payload(Writer& w, const SnapshotKey& key, const Trace& t) {
 
 // ---------------------------------------------------------------- reading
 
-// Reads the payload in place from the mapped file and checksums it in
-// payload order (checksum_to), at the pace the caller checks what it read.
+// Reads the payload in place from the mapped file and checksums it (CRC-32
+// and MAC) in payload order (checksum_to), at the pace the caller checks what
+// it read.
 class Reader {
  public:
-  Reader(const char* file_start, const char* payload, uint64_t payload_bytes)
-      : file_start_(file_start),
+  Reader(const char* file_start, const char* payload, uint64_t payload_bytes, PayloadMac& mac)
+      : mac_(mac),
+        file_start_(file_start),
         p_(payload),
         left_(payload_bytes),
         checked_(payload),
@@ -216,6 +235,7 @@ class Reader {
   void checksum_to(const char* to) {
     if (to < checked_ || to > end_) throw std::logic_error("snapshot checksum out of order");
     crc_ = checksum(crc_, checked_, static_cast<uint64_t>(to - checked_));
+    mac_.update(checked_, static_cast<size_t>(to - checked_));
     checked_ = to;
   }
   void checksum_to_end() { checksum_to(end_); }
@@ -318,6 +338,7 @@ class Reader {
   const char* position() const { return p_; }
 
  private:
+  PayloadMac& mac_;
   const char* file_start_;
   const char* p_;
   uint64_t left_;
@@ -329,6 +350,7 @@ class Reader {
 SnapshotKey read_key(Reader& r) {
   SnapshotKey k;
   k.canonical_path = r.str();
+  k.device = r.u64();
   k.size = r.u64();
   k.mtime_ns = r.pod<int64_t>();
   k.inode = r.u64();
@@ -342,7 +364,8 @@ std::string stale_reason(const SnapshotKey& was, const SnapshotKey& now) {
   if (was.size != now.size)
     return fmt::format("the trace changed size ({} -> {} bytes)", was.size, now.size);
   if (was.mtime_ns != now.mtime_ns) return "the trace was modified (mtime changed)";
-  if (was.inode != now.inode) return "the trace was replaced (inode changed)";
+  if (was.inode != now.inode || was.device != now.device)
+    return "the trace was replaced (inode changed)";
   return "the trace's content changed (edge checksum)";
 }
 
@@ -424,18 +447,144 @@ void default_log(std::string_view reason) {
                reason.data());
 }
 
+// ---------------------------------------------------------------- trust
+
+// Why a file or directory of the cache may have been written by someone
+// else ("" when only this user, or root, could have): not owned by the
+// effective user, or writable by group or others.
+std::string foreign_owner_reason(const struct stat& st) {
+  if (st.st_uid != ::geteuid())
+    return fmt::format("owned by uid {}, not by this user (uid {})", st.st_uid, ::geteuid());
+  if ((st.st_mode & (S_IWGRP | S_IWOTH)) != 0)
+    return fmt::format("writable by {} (mode {:04o})",
+                       (st.st_mode & S_IWOTH) != 0 ? "others" : "its group", st.st_mode & 07777);
+  return "";
+}
+
+std::string untrusted_file_reason(const struct stat& st) {
+  if (!S_ISREG(st.st_mode)) return "not a regular file";
+  return foreign_owner_reason(st);
+}
+
+// Creates `dir` mode 0700 if missing (its parents with the default mode),
+// then checks the directory itself (lstat: a symbolic link is refused, as
+// whoever can write its parent could point it elsewhere). "" when it is this
+// user's own, else why not.
+std::string make_private_directory(const fs::path& dir) {
+  std::error_code ec;
+  if (dir.has_parent_path()) fs::create_directories(dir.parent_path(), ec);
+  if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST)
+    return fmt::format("cannot create it: {}", std::strerror(errno));
+  struct stat st {};
+  if (::lstat(dir.c_str(), &st) != 0)
+    return fmt::format("cannot read it: {}", std::strerror(errno));
+  if (S_ISLNK(st.st_mode)) return "it is a symbolic link (name the directory itself)";
+  if (!S_ISDIR(st.st_mode)) return "it is not a directory";
+  if (std::string why = foreign_owner_reason(st); !why.empty()) return "it is " + why;
+  return "";
+}
+
+constexpr size_t kKeyBytes = sizeof(SnapshotMacKey);
+
+// The key file's 32 bytes; nullopt with `problem` empty when there is none
+// yet, or with `problem` set when it cannot be trusted or read.
+std::optional<SnapshotMacKey> read_mac_key(const fs::path& file, std::string& problem) {
+  int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+  if (fd < 0) {
+    if (errno != ENOENT)
+      problem = fmt::format("its key {}: {}", file.string(), std::strerror(errno));
+    return std::nullopt;
+  }
+  struct FdCloser {
+    int fd;
+    ~FdCloser() { ::close(fd); }
+  } closer{fd};
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) {
+    problem = fmt::format("its key {}: {}", file.string(), std::strerror(errno));
+    return std::nullopt;
+  }
+  std::string why = untrusted_file_reason(st);
+  if (why.empty() && (st.st_mode & 077) != 0)
+    why = fmt::format("readable by others (mode {:04o})", st.st_mode & 07777);
+  if (why.empty() && st.st_size != static_cast<off_t>(kKeyBytes))
+    why = fmt::format("{} bytes, not {}", st.st_size, kKeyBytes);
+  SnapshotMacKey key{};
+  if (why.empty() && ::pread(fd, key.data(), kKeyBytes, 0) != static_cast<ssize_t>(kKeyBytes))
+    why = "cannot be read";
+  if (!why.empty()) {
+    problem = fmt::format("its key {} is {}", file.string(), why);
+    return std::nullopt;
+  }
+  return key;
+}
+
+// A fresh random key, written to a temp file 0600 and linked into place:
+// link() fails rather than replace a key another process made meanwhile
+// (that one is used instead), so every writer of the cache uses one key.
+std::optional<SnapshotMacKey> create_mac_key(const fs::path& file, std::string& problem) {
+  SnapshotMacKey key{};
+  fill_random(key);
+  fs::path temp = file.parent_path() / fmt::format(".key.tmp.{}", random_hex(8));
+  int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+  if (fd < 0) {
+    problem = fmt::format("cannot create its key: {}", std::strerror(errno));
+    return std::nullopt;
+  }
+  bool written =
+      ::write(fd, key.data(), kKeyBytes) == static_cast<ssize_t>(kKeyBytes) && ::fsync(fd) == 0;
+  int err = errno;
+  ::close(fd);
+  int linked = written ? ::link(temp.c_str(), file.c_str()) : -1;
+  if (written && linked != 0) err = errno;
+  ::unlink(temp.c_str());
+  if (linked == 0) return key;
+  if (written && err == EEXIST) return read_mac_key(file, problem);  // another process won
+  problem = fmt::format("cannot create its key: {}", std::strerror(err));
+  return std::nullopt;
+}
+
+// One warning per cache directory and process: every load would repeat it.
+void warn_once(const SnapshotLog& log, const std::string& dir, const std::string& problem) {
+  static std::mutex mutex;
+  static std::set<std::string> warned;
+  {
+    std::lock_guard lock(mutex);
+    if (!warned.insert(dir).second) return;
+  }
+  log(fmt::format("cache directory {} not used: {}; traces are loaded from their files", dir,
+                  problem));
+}
+
 }  // namespace
+
+std::optional<SnapshotMacKey> open_snapshot_cache(const std::string& cache_dir,
+                                                  std::string& problem) {
+  problem.clear();
+  fs::path dir(cache_dir);
+  if (std::string why = make_private_directory(dir); !why.empty()) {
+    problem = why;
+    return std::nullopt;
+  }
+  if (std::string why = make_private_directory(dir / "snapshots"); !why.empty()) {
+    problem = "its snapshots directory: " + why;
+    return std::nullopt;
+  }
+  fs::path key_file = dir / "key";
+  if (std::optional<SnapshotMacKey> key = read_mac_key(key_file, problem)) return key;
+  if (!problem.empty()) return std::nullopt;
+  return create_mac_key(key_file, problem);
+}
 
 SnapshotKey snapshot_key(const std::string& path) {
   std::error_code ec;
   fs::path canonical = fs::canonical(path, ec);
   if (ec) throw TraceError(fmt::format("{}: {}", path, ec.message()));
-  FilePtr f(std::fopen(canonical.c_str(), "rb"));
-  if (!f) throw cannot_open(path, errno);
   struct stat st {};
-  if (::fstat(::fileno(f.get()), &st) != 0) throw cannot_open(path, errno);
+  FilePtr f = open_trace_file(canonical.string(), st);  // a FIFO is refused, never waited on
   SnapshotKey k;
   k.canonical_path = canonical.string();
+  k.device = static_cast<uint64_t>(st.st_dev);
   k.size = static_cast<uint64_t>(st.st_size);
   k.mtime_ns = static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
   k.inode = static_cast<uint64_t>(st.st_ino);
@@ -534,8 +683,10 @@ std::shared_ptr<void> map_file(int fd, uint64_t size) {
 }
 
 std::optional<Trace> read_snapshot(const std::string& file, const SnapshotKey& key,
-                                   const std::string& display_path, const SnapshotLog& log) {
-  int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
+                                   const SnapshotMacKey& mac_key, const std::string& display_path,
+                                   const SnapshotLog& log) {
+  // Not through a symbolic link, and never waiting on a FIFO put in its place.
+  int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
   if (fd < 0) {
     if (errno != ENOENT) log(fmt::format("{}: not read: {}", file, std::strerror(errno)));
     return std::nullopt;
@@ -547,6 +698,8 @@ std::optional<Trace> read_snapshot(const std::string& file, const SnapshotKey& k
   try {
     struct stat st {};
     if (::fstat(fd, &st) != 0) throw Unusable{std::strerror(errno)};
+    if (std::string why = untrusted_file_reason(st); !why.empty())
+      throw Unusable{"not trusted: " + why};
     auto size = static_cast<uint64_t>(st.st_size);
     Header h{};
     if (size < sizeof h || ::pread(fd, &h, sizeof h, 0) != static_cast<ssize_t>(sizeof h))
@@ -565,7 +718,8 @@ std::optional<Trace> read_snapshot(const std::string& file, const SnapshotKey& k
     const char* start = static_cast<const char*>(mapping.get());
     const char* payload = start + sizeof h;
     auto corrupt = [&] { return checksum(0, payload, h.payload_bytes) != h.payload_crc; };
-    Reader r(start, payload, h.payload_bytes);
+    PayloadMac mac(mac_key, h.mac_nonce);
+    Reader r(start, payload, h.payload_bytes, mac);
     std::optional<Trace> read;
     try {
       read.emplace(read_payload(r, mapping, key));
@@ -575,6 +729,11 @@ std::optional<Trace> read_snapshot(const std::string& file, const SnapshotKey& k
       throw;
     }
     if (r.crc() != h.payload_crc) throw Unusable{"corrupt: checksum mismatch"};
+    mac.update(start, kHeaderMacCovers);
+    if (!tags_equal(mac.finish(), h.mac))
+      throw Unusable{
+          "not trusted: its MAC does not match this cache's key (edited, or made by another "
+          "cache)"};
     Trace t = std::move(*read);
     t.path = display_path;
     // Used now: the cache bound removes least recently used snapshots first.
@@ -588,22 +747,28 @@ std::optional<Trace> read_snapshot(const std::string& file, const SnapshotKey& k
   return std::nullopt;
 }
 
-void write_snapshot(const std::string& file, const SnapshotKey& key, const Trace& trace) {
+void write_snapshot(const std::string& file, const SnapshotKey& key, const SnapshotMacKey& mac_key,
+                    const Trace& trace) {
   fs::create_directories(fs::path(file).parent_path());
   AtomicFile out(file, AtomicFile::Kind::Cache);
   FilePtr f(std::fopen(out.temp_path().c_str(), "wb"));
   if (!f) throw std::runtime_error(fmt::format("{}: {}", out.temp_path(), std::strerror(errno)));
+  // The user's alone, like the cache directory (AtomicFile makes 0644 files).
+  if (::fchmod(::fileno(f.get()), 0600) != 0)
+    throw std::runtime_error(fmt::format("{}: {}", out.temp_path(), std::strerror(errno)));
   std::setvbuf(f.get(), nullptr, _IOFBF, 1 << 20);
   Header h{};
   std::memcpy(h.magic, kMagic, sizeof kMagic);
   h.version = kSnapshotVersion;
   h.event_size = sizeof(Event);
+  fill_random(h.mac_nonce);
+  PayloadMac mac(mac_key, h.mac_nonce);
   auto put_header = [&] {
     if (std::fwrite(&h, sizeof h, 1, f.get()) != 1)
       throw std::runtime_error(fmt::format("{}: {}", out.temp_path(), std::strerror(errno)));
   };
   put_header();
-  Writer w(f.get());
+  Writer w(f.get(), mac);
   try {
     write_payload(w, key, trace);
   } catch (const std::runtime_error& e) {
@@ -611,6 +776,8 @@ void write_snapshot(const std::string& file, const SnapshotKey& key, const Trace
   }
   h.payload_bytes = w.bytes();
   h.payload_crc = w.crc();
+  mac.update(&h, kHeaderMacCovers);
+  h.mac = mac.finish();
   if (std::fseek(f.get(), 0, SEEK_SET) != 0)
     throw std::runtime_error(fmt::format("{}: {}", out.temp_path(), std::strerror(errno)));
   put_header();
@@ -626,6 +793,7 @@ struct SnapshotPlan {
   SnapshotLog log;
   std::string dir;
   std::optional<SnapshotKey> key;  // none: no snapshot is read or written
+  SnapshotMacKey mac_key{};
   std::string file;
   uint64_t budget = 0;
 };
@@ -634,10 +802,18 @@ SnapshotPlan plan_snapshot(const std::string& path, const SnapshotOptions& snaps
   SnapshotPlan plan;
   plan.log = snapshot.log ? snapshot.log : SnapshotLog(default_log);
   plan.dir = snapshot.cache_dir.empty() ? snapshot_cache_dir() : snapshot.cache_dir;
+  if (plan.dir.empty()) return plan;
   try {
-    if (!plan.dir.empty()) plan.key = snapshot_key(path);
+    plan.key = snapshot_key(path);
   } catch (const TraceError&) {
-    // The JSON load words the error.
+    return plan;  // the JSON load words the error
+  }
+  std::string problem;
+  if (std::optional<SnapshotMacKey> mac_key = open_snapshot_cache(plan.dir, problem)) {
+    plan.mac_key = *mac_key;
+  } else {
+    warn_once(plan.log, plan.dir, problem);
+    plan.key.reset();
   }
   if (plan.key) plan.file = snapshot_path(plan.dir, *plan.key);
   plan.budget = snapshot.cache_budget_bytes ? snapshot.cache_budget_bytes : snapshot_cache_budget();
@@ -653,7 +829,8 @@ Trace load_planned(const std::string& path, const LoadOptions& options,
   if (!snapshot.enabled) return load_trace(path, options, GzipInflate::Auto);
   SnapshotPlan plan = plan_snapshot(path, snapshot);
   if (plan.key) {
-    if (std::optional<Trace> t = read_snapshot(plan.file, *plan.key, path, plan.log)) {
+    if (std::optional<Trace> t =
+            read_snapshot(plan.file, *plan.key, plan.mac_key, path, plan.log)) {
       if (options.progress && !options.progress(t->json_bytes, t->events.size()))
         throw TraceError(fmt::format("{}: load cancelled", path));
       return std::move(*t);
@@ -669,7 +846,7 @@ Trace load_planned(const std::string& path, const LoadOptions& options,
 void write_and_prune(const SnapshotPlan& plan, const Trace& trace) noexcept {
   try {
     try {
-      write_snapshot(plan.file, *plan.key, trace);
+      write_snapshot(plan.file, *plan.key, plan.mac_key, trace);
       prune_snapshot_cache(plan.dir, plan.budget, plan.file);
     } catch (const std::exception& e) {
       plan.log(fmt::format("not written: {}", e.what()));

@@ -5,10 +5,21 @@
 // top-level members, counters) is written to one binary file in a cache
 // directory, so the next load of the same file in a new process reads that
 // instead of parsing the JSON again. The snapshot is keyed by the file's
-// identity (canonical path, size, mtime, inode, a checksum of its first and
-// last 64 KiB), the format version and this build's sizeof(Event); it is
-// written atomically and ignored (with a logged reason) when any of these
-// differ, when it is truncated, or when its checksum does not match.
+// identity (canonical path, device, inode, size, mtime, a checksum of its
+// first and last 64 KiB), the format version and this build's sizeof(Event);
+// it is written atomically and ignored (with a logged reason) when any of
+// these differ, when it is truncated, or when its checksum does not match.
+//
+// Trust (issue 49): the cache directory and its snapshots/ are created mode
+// 0700 and used only while they are the user's own (owned by the effective
+// user, not writable by group or others, not a symbolic link); otherwise one
+// warning per process names the directory and why, and traces load from their
+// files. Snapshots are written 0600 and read only when owned by the user.
+// Each snapshot carries a MAC (base/keyed_mac.h) under a random per-user key
+// kept in the cache directory (`key`, 0600, made on first use), over its
+// payload (the trace identity included) and header: a snapshot edited with a
+// matching CRC-32, or copied from another cache, is "not trusted", ignored
+// and rewritten.
 //
 // A snapshot is read by mapping the file (private, copy on write): the event
 // array and the sparse id table are used in place (Trace::events is then a
@@ -24,6 +35,7 @@
 // $JARVIS_CACHE_MAX_MB MiB (default 4096), the one just written excepted.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -39,12 +51,17 @@ namespace jarvis {
 
 // 2: the event and sparse id arrays start at 8-byte file offsets (read in place).
 // 3: 40-byte events, External id and correlation moved to the sparse ids.
-inline constexpr uint32_t kSnapshotVersion = 3;
+// 4: a 64-byte header with a keyed MAC; the trace's device in its identity.
+inline constexpr uint32_t kSnapshotVersion = 4;
+
+// The per-user secret that binds snapshots to one cache directory.
+using SnapshotMacKey = std::array<uint8_t, 32>;
 
 // The identity a snapshot is keyed by. Throws TraceError when the file
 // cannot be read.
 struct SnapshotKey {
   std::string canonical_path;
+  uint64_t device = 0;
   uint64_t size = 0;
   int64_t mtime_ns = 0;
   uint64_t inode = 0;
@@ -66,16 +83,27 @@ std::vector<std::string> prune_snapshot_cache(const std::string& cache_dir, uint
 // The snapshot file of a trace in `cache_dir`.
 std::string snapshot_path(const std::string& cache_dir, const SnapshotKey& key);
 
+// Readies `cache_dir` for snapshots (it and snapshots/ made 0700 when
+// missing, then checked to be the user's own) and returns its MAC key (its
+// file `key`, made on first use). Nullopt, with `problem` saying why, when the
+// directory is not to be trusted or the key cannot be had.
+std::optional<SnapshotMacKey> open_snapshot_cache(const std::string& cache_dir,
+                                                  std::string& problem);
+
 // Called with the reason a snapshot was not used or not written.
 using SnapshotLog = std::function<void(std::string_view)>;
 
 // The snapshot's trace, or nullopt (with `log` told why) when it is absent,
-// stale, truncated or corrupt. `display_path` becomes Trace::path.
+// stale, truncated, corrupt, or not trusted (not the user's file, or its MAC
+// is not that of `mac_key`). `display_path` becomes Trace::path.
 std::optional<Trace> read_snapshot(const std::string& file, const SnapshotKey& key,
-                                   const std::string& display_path, const SnapshotLog& log);
+                                   const SnapshotMacKey& mac_key, const std::string& display_path,
+                                   const SnapshotLog& log);
 
-// Writes the snapshot atomically. Throws std::runtime_error on I/O failure.
-void write_snapshot(const std::string& file, const SnapshotKey& key, const Trace& trace);
+// Writes the snapshot atomically, mode 0600, its MAC under `mac_key`. Throws
+// std::runtime_error on I/O failure.
+void write_snapshot(const std::string& file, const SnapshotKey& key, const SnapshotMacKey& mac_key,
+                    const Trace& trace);
 
 struct SnapshotOptions {
   bool enabled = true;              // load_trace(path, options) sets it from snapshots_enabled()

@@ -6,6 +6,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -68,6 +69,16 @@ inline void write_file(const fs::path& path, std::string_view data) {
   std::ofstream out(path, std::ios::binary);
   out.write(data.data(), static_cast<std::streamsize>(data.size()));
   if (!out) throw std::runtime_error("cannot write " + path.string());
+}
+
+// A trace snapshot's bytes with its MAC nonce and tag (header bytes 32-63)
+// zeroed: they differ on every write by design (a fresh nonce, and each cache
+// its own key); the rest is the stored trace, equal for equal stores.
+inline std::string snapshot_store_bytes(std::string bytes) {
+  constexpr size_t kMacFieldsAt = 32, kMacFieldsEnd = 64;
+  if (bytes.size() >= kMacFieldsEnd)
+    std::fill(bytes.begin() + kMacFieldsAt, bytes.begin() + kMacFieldsEnd, '\0');
+  return bytes;
 }
 
 // A fresh directory removed at scope exit.

@@ -30,8 +30,8 @@ Trace load_with(const std::string& path, int workers, size_t batch_bytes) {
 
 // The whole store as bytes: events, strings, arg lists, side tables, metadata.
 std::string store_bytes(const std::string& path, const Trace& trace, const fs::path& file) {
-  write_snapshot(file.string(), snapshot_key(path), trace);
-  return read_file(file.string());
+  write_snapshot(file.string(), snapshot_key(path), SnapshotMacKey{}, trace);
+  return snapshot_store_bytes(read_file(file.string()));
 }
 
 std::string load_error(const std::string& path, int workers, size_t batch_bytes) {
