@@ -422,6 +422,7 @@ Sheets sweep_sheets(const std::string& root, const std::string& layout, size_t t
 PYBIND11_MODULE(_jarvis, m) {
   using namespace jarvis::python;
   m.doc() = "jarvis engine bindings; use the `jarvis` package (jarvis.load_trace, ...)";
+  m.attr("__version__") = JARVIS_VERSION;
   py::register_exception_translator(translate_errors);
 
   py::class_<LoadedFile, File>(m, "LoadedFile")

@@ -21,6 +21,8 @@ import os
 
 from . import _jarvis
 
+__version__ = _jarvis.__version__  # the version of the build, as `jarvis --version`
+
 __all__ = ["Trace", "load_trace", "compare", "sweep", "bundled_archs"]
 
 

@@ -161,9 +161,12 @@ bool has_multi_kernel_events(const ojson& mk) {
 
 }  // namespace
 
+// The output directory joined as TraceLens's manifests show it: "." adds no
+// prefix (its reference run with --output-dir . records "category_data/..."),
+// and "out/" gets no doubled separator (os.path.join).
 std::string recorded_path(const std::string& output_dir, const std::string& relative) {
   if (output_dir.empty() || output_dir == ".") return relative;
-  return output_dir + "/" + relative;
+  return output_dir.back() == '/' ? output_dir + relative : output_dir + "/" + relative;
 }
 
 std::string skill_for_category(const std::string& key) {

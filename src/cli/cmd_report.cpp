@@ -152,6 +152,11 @@ Targets targets(const ReportArgs& a) {
   return t;
 }
 
+// "1 row", "2 rows".
+std::string row_count_text(size_t rows) {
+  return fmt::format("{} row{}", rows, rows == 1 ? "" : "s");
+}
+
 // Returns the lines to print once progress is done (stdout stays clean of
 // the progress line).
 std::vector<std::string> write_tables(const Report& report, const Targets& t) {
@@ -165,8 +170,8 @@ std::vector<std::string> write_tables(const Report& report, const Targets& t) {
     if (t.csv_dir) {
       write_report_dir(report, *t.csv_dir);
       for (const Table& table : report.tables)
-        lines.push_back(fmt::format("{}: {} rows", (*t.csv_dir / (table.name + ".csv")).string(),
-                                    table.rows.size()));
+        lines.push_back(fmt::format("{}: {}", (*t.csv_dir / (table.name + ".csv")).string(),
+                                    row_count_text(table.rows.size())));
     }
   } catch (...) {
     if (workbook.valid()) workbook.wait();  // it reads the tables: finish before they go
@@ -223,7 +228,8 @@ int run_rocprof(const ReportArgs& a, const Targets& t, Progress& progress) {
     fs::path dir = fs::path(a.out) / "rocprof_counters";
     for (const Table& table : counters) {
       write_file_atomic((dir / (table.name + ".csv")).string(), table.to_csv());
-      fmt::print("{}: {} rows\n", (dir / (table.name + ".csv")).string(), table.rows.size());
+      fmt::print("{}: {}\n", (dir / (table.name + ".csv")).string(),
+                 row_count_text(table.rows.size()));
     }
   }
   return 0;

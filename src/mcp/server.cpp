@@ -16,7 +16,8 @@ namespace jarvis::mcp {
 namespace {
 
 constexpr const char* kServerName = "jarvis";
-constexpr const char* kServerVersion = "0.1.0";
+// The one version of the build (CMake project version), as `jarvis --version`.
+constexpr const char* kServerVersion = JARVIS_VERSION;
 
 // A JSON-RPC error raised while handling a request.
 struct RpcError {

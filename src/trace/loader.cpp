@@ -1088,6 +1088,26 @@ class TraceReader {
     throw TraceError(fmt::format("{}: {}", label_, what));
   }
 
+  // Inputs of other profilers, named with what to do instead.
+  std::string_view unsupported_format(const unsigned char* p, size_t n) const {
+    auto named = [&](std::string_view suffix) {
+      return label_.size() >= suffix.size() &&
+             label_.compare(label_.size() - suffix.size(), suffix.size(), suffix) == 0;
+    };
+    if (n >= 6 && std::memcmp(p, "SQLite", 6) == 0)
+      return "not a Kineto trace: this is a SQLite database, e.g. an Nsight Systems export "
+             "(`nsys export --type sqlite`); jarvis does not read Nsight Systems input yet: "
+             "record the run with torch.profiler and give its trace.json(.gz)";
+    if (named(".nsys-rep") || named(".qdrep"))
+      return "not a Kineto trace: this is an Nsight Systems report; jarvis does not read "
+             "Nsight Systems input yet: record the run with torch.profiler and give its "
+             "trace.json(.gz)";
+    if (named(".xplane.pb") || named(".pb"))
+      return "not a Kineto trace: this looks like a JAX / XLA XPlane protobuf (.xplane.pb); "
+             "jarvis does not read XPlane input yet";
+    return {};
+  }
+
   // Describes what the data looks like instead, for a clearer error.
   std::string not_json_message() {
     size_t n = win_.ensure(8);
@@ -1097,6 +1117,8 @@ class TraceReader {
     if (n >= 2 && p[0] == 0x1f && p[1] == 0x8b) return "not JSON: gzip data inside gzip data";
     if (p[0] == '[')
       return "not a Kineto trace: the top-level JSON value is an array, not an object";
+    if (std::string_view other = unsupported_format(p, n); !other.empty())
+      return std::string(other);
     std::string hex;
     for (size_t k = 0; k < std::min<size_t>(n, 8); ++k) hex += fmt::format("{:02x} ", p[k]);
     return fmt::format(

@@ -599,14 +599,7 @@ SnapshotKey snapshot_key(const std::string& path) {
 }
 
 std::string snapshot_cache_dir() {
-  auto env = [](const char* name) -> std::string {
-    const char* v = std::getenv(name);
-    return v ? v : "";
-  };
-  if (std::string d = env("JARVIS_CACHE_DIR"); !d.empty()) return d;
-  if (std::string d = env("XDG_CACHE_HOME"); !d.empty()) return (fs::path(d) / "jarvis").string();
-  if (std::string d = env("HOME"); !d.empty()) return (fs::path(d) / ".cache" / "jarvis").string();
-  return "";
+  return jarvis_cache_dir();  // base/output_guard.h: one rule for the cache's place
 }
 
 bool snapshots_enabled() {

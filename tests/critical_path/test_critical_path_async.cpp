@@ -513,8 +513,11 @@ TEST_SUITE("critical_path") {
       const char* trace;
       const char* category;
     };
+    // SDPA: aten::scaled_dot_product_attention launches its flash kernel two
+    // ops down (_scaled_dot_product_flash_attention, _flash_attention_forward).
     for (const Case& c : {Case{"hw_pairs/gpt2_train/h100.json.gz", "gemm"},
-                          Case{"hw_pairs/resnet50_train/h100.json.gz", "conv_fwd"}}) {
+                          Case{"hw_pairs/resnet50_train/h100.json.gz", "conv_fwd"},
+                          Case{"conformance/h100_qwen1.5-0.5b/trace.json.gz", "sdpa_fwd"}}) {
       CAPTURE(c.trace);
       const Raw raw(shared(c.trace));
       jarvis::testing::TempDir tmp;

@@ -1,6 +1,9 @@
 // JSON-RPC / MCP protocol behaviour of the session core, in process.
 #include <doctest/doctest.h>
 
+#include <cstdio>
+#include <string>
+
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -30,6 +33,18 @@ TEST_SUITE("mcp_protocol") {
     CHECK(reply["id"] == 0);
     CHECK(reply["result"]["protocolVersion"] == "2025-06-18");
     CHECK(reply["result"]["serverInfo"]["name"] == "jarvis");
+    {
+      // One version everywhere: serverInfo says what `jarvis --version` says.
+      FILE* p = popen((std::string(JARVIS_BINARY) + " --version").c_str(), "r");
+      REQUIRE(p);
+      char buf[256] = {0};
+      size_t n = std::fread(buf, 1, sizeof buf - 1, p);
+      pclose(p);
+      std::string line(buf, n);
+      CHECK(line.rfind("jarvis " + reply["result"]["serverInfo"]["version"].get<std::string>() +
+                           " ",
+                       0) == 0);
+    }
     CHECK(reply["result"]["capabilities"].contains("tools"));
     CHECK(reply["result"]["capabilities"].contains("logging"));
     CHECK_FALSE(reply["result"]["capabilities"].contains("resources"));  // fixtures only

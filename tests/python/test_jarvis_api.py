@@ -60,12 +60,12 @@ def read_csv_dir(directory):
 
 
 def sheets_in_stdout(stdout, directory):
-    """(sheet, rows) in the order `jarvis report` prints "DIR/<sheet>.csv: N rows",
-    for the files in `directory`."""
+    """(sheet, rows) in the order `jarvis report` prints "DIR/<sheet>.csv: N rows"
+    ("1 row"), for the files in `directory`."""
     out = []
     for line in stdout.splitlines():
         path, _, rows = line.rpartition(": ")
-        if os.path.dirname(path) == directory and rows.endswith(" rows"):
+        if os.path.dirname(path) == directory and rows.endswith((" rows", " row")):
             out.append((os.path.basename(path)[: -len(".csv")], int(rows.split()[0])))
     return out
 
@@ -102,6 +102,12 @@ class ApiTest(unittest.TestCase):
         cli = read_csv_dir(os.path.join(out, "perf_report_csvs"))
         self.assert_frames_equal(api, cli)
         return cli
+
+    def test_one_version(self):
+        # jarvis.__version__ is the CLI's version (both from CMake's project version).
+        out = subprocess.run([BINARY, "--version"], capture_output=True, text=True, check=True).stdout
+        self.assertIsNotNone(jarvis.__version__)
+        self.assertEqual(out.split()[1], jarvis.__version__)
 
     def test_report_detected_arch(self):
         t = jarvis.load_trace(H100)
