@@ -73,14 +73,28 @@ std::vector<Marker> host_markers(const Trace& trace) {
   return out;
 }
 
+// The innermost user annotation on `u`'s thread enclosing its start (the call
+// tree does not always hang runtime calls under annotations), else kNoUid.
+Uid enclosing_annotation(const Trace& trace, const std::vector<Uid>& annotations, Uid u) {
+  const Event& e = trace.events[u];
+  Uid best = kNoUid;
+  for (Uid a : annotations) {
+    const Event& x = trace.events[a];
+    if (x.thread != e.thread || x.ts() > e.ts() || x.end() < e.ts()) continue;
+    if (best == kNoUid || x.dur() < trace.events[best].dur()) best = a;
+  }
+  return best;
+}
+
 // The innermost user annotation above `u`, else its outermost cpu_op.
-Uid place_of(const Trace& trace, const CallTree& tree, Uid u) {
+Uid place_of(const Trace& trace, const CallTree& tree, const std::vector<Uid>& annotations, Uid u) {
   Uid outer_op = kNoUid;
   for (Uid a : tree.parent_chain(u)) {
     if (trace.events[a].cat == Cat::UserAnnotation) return a;
     if (trace.events[a].cat == Cat::CpuOp) outer_op = a;
   }
-  return outer_op;
+  Uid annotation = enclosing_annotation(trace, annotations, u);
+  return annotation != kNoUid ? annotation : outer_op;
 }
 
 // The cause a gap has without a host marker: from its length and from when
@@ -174,14 +188,19 @@ IdleGaps idle_gaps(const Trace& trace, const CallTree& tree, double latency_thre
     if (e.has_ts() && e.has_dur() && !std::isnan(e.ts())) by_device[trace.device(e)].push_back(u);
   }
   for (auto& [device, ops] : by_device) device_gaps(trace, std::move(ops), device, out);
+  std::vector<Uid> annotations;
+  for (Uid u = 0; u < trace.events.size(); ++u)
+    if (trace.events[u].cat == Cat::UserAnnotation && trace.events[u].has_dur())
+      annotations.push_back(u);
   for (auto& g : out.gaps) {
     g.cause = launch_cause(trace, tree, g, latency_threshold_us);
     Uid launch = tree.parent(g.after);
-    g.place = place_of(trace, tree, launch == kNoUid ? g.after : launch);
+    if (launch != kNoUid) g.place = place_of(trace, tree, annotations, launch);
   }
   apply_markers(out.gaps, host_markers(trace));
   for (auto& g : out.gaps)
-    if (g.place == kNoUid && g.host_event != kNoUid) g.place = place_of(trace, tree, g.host_event);
+    if (g.place == kNoUid && g.host_event != kNoUid)
+      g.place = place_of(trace, tree, annotations, g.host_event);
   tally(trace, out);
   return out;
 }

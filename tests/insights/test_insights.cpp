@@ -223,13 +223,15 @@ TEST_CASE("insights: unaligned GEMM dims: the token count M is not a leading dim
 }
 
 TEST_CASE("insights: unaligned GEMM dims: a contiguous K, N or transposed M fires") {
-  auto k = unaligned_of({{"[[64,1000],[1000,256]]", "[[1000,1],[1,1000]]", 20.0}});
+  // K = 1000 is 8 x 125 (aligned for bf16); K = 1002 is not.
+  CHECK(unaligned_of({{"[[64,1000],[1000,256]]", "[[1000,1],[1,1000]]", 20.0}}).empty());
+  auto k = unaligned_of({{"[[64,1002],[1002,256]]", "[[1002,1],[1,1002]]", 20.0}});
   REQUIRE(k.size() == 1);
   CHECK(k[0].evidence["misaligned"].size() == 1);
-  CHECK(k[0].evidence["misaligned"]["K"]["value"] == 1000);
+  CHECK(k[0].evidence["misaligned"]["K"]["value"] == 1002);
   CHECK(k[0].evidence["misaligned"]["K"]["pad_to"] == 1008);
   CHECK(k[0].evidence["layout"] == "from Input Strides");
-  CHECK(k[0].title.find("K=1000") != std::string::npos);
+  CHECK(k[0].title.find("K=1002") != std::string::npos);
   CHECK(k[0].title.find("M=") == std::string::npos);
 
   // A stored transposed (strides (1, M)): M is A's contiguous dimension.
@@ -246,13 +248,13 @@ TEST_CASE("insights: unaligned GEMM dims: a contiguous K, N or transposed M fire
 }
 
 TEST_CASE("insights: unaligned GEMM dims: gain from aligned GEMMs of the trace, not the op time") {
-  // An aligned 1024^3 GEMM in 10 us sets the trace's rate; the misaligned
-  // (1024 x 1024) @ (1024 x 1001) takes 100 us. Model: its FLOPs with N padded
-  // to 1008 at the aligned rate.
-  auto un = unaligned_of({{"[[1024,1024],[1024,1024]]", "[[1024,1],[1024,1]]", 10.0},
+  // An aligned (1024 x 1024) @ (1024 x 512) GEMM (half the size) in 5 us
+  // sets the trace's rate; the misaligned (1024 x 1024) @ (1024 x 1001) takes
+  // 100 us. Model: its FLOPs with N padded to 1008 at the aligned rate.
+  auto un = unaligned_of({{"[[1024,1024],[1024,512]]", "[[1024,1],[512,1]]", 5.0},
                           {"[[1024,1024],[1024,1001]]", "[[1024,1],[1001,1]]", 100.0}});
   REQUIRE(un.size() == 1);
-  double rate = 2.0 * 1024 * 1024 * 1024 / 10.0;         // FLOP per us
+  double rate = 2.0 * 1024 * 1024 * 512 / 5.0;           // FLOP per us
   double expected_us = 2.0 * 1024 * 1024 * 1008 / rate;  // 9.84 us
   REQUIRE(un[0].gain_upper_bound_us.has_value());
   CHECK(*un[0].gain_upper_bound_us == Approx(100.0 - expected_us).epsilon(1e-6));

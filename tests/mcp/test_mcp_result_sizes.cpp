@@ -89,7 +89,7 @@ TEST_CASE("every single-trace tool's default result is at most 20 KB on every sh
   options.roots = {jarvis::golden::shared_dir(), scratch.path};
   Harness h(options);
   h.initialize();
-  Sizes sizes{h};
+  Sizes sizes{h, 1, {}, 0};
   for (size_t k = 0; k < traces.size(); ++k) {
     CAPTURE(traces[k]);
     call_every_tool(sizes, traces[k], scratch.path + "/" + std::to_string(k));
