@@ -82,7 +82,6 @@ TEST_CASE("idle gaps: one gap per cause, worked by hand") {
   CHECK(trace.name(top.before) == "k5");
   CHECK(trace.name(top.after) == "k6");
   CHECK(trace.name(top.host_event) == "TorchDynamo Cache Lookup");
-  INFO(idle.places[0].name);
   REQUIRE(idle.places.size() == 1);
   CHECK(idle.places[0].name == "step#1");
   CHECK(idle.places[0].gaps == 5);
