@@ -1090,7 +1090,8 @@ AnalyzeResult analyze_category(const std::string& output_dir, const std::string&
   res.metrics_path = output_dir + "/category_data/" + category + "_metrics.json";
   write_json_atomic(res.metrics_path, res.metrics);
   bool system = res.kind == "cpu_idle" || res.kind == "multi_kernel" || res.kind == "kernel_fusion";
-  res.markdown = system ? detail::system_markdown(category, res.metrics)
+  if (res.kind == "cpu_idle") res.idle = prepared_idle(output_dir);
+  res.markdown = system ? detail::system_markdown(category, res.metrics, res.idle)
                         : detail::compute_markdown(res.metrics);
   if (!system && res.status == "OK") {
     res.regimes = category_regimes(output_dir, category);

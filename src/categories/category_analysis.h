@@ -35,6 +35,10 @@ struct AnalyzeResult {
   // Regimes of the ops (categories/op_regimes.h) for a compute category with
   // data; null otherwise. Not part of the TraceLens metrics file.
   ojson regimes;
+  // cpu_idle: where and why the GPU idled (categories/category_insights.h
+  // prepared_idle), null otherwise or when the directory has none. Not part
+  // of the TraceLens metrics file.
+  ojson idle;
 };
 
 // Runs one category analysis and writes its metrics file atomically.

@@ -33,6 +33,10 @@ std::string fixed(double x, int digits);
 
 // Markdown digests (category_analysis_markdown.cpp).
 std::string compute_markdown(const ojson& metrics);
-std::string system_markdown(const std::string& category, const ojson& metrics);
+// `idle`: cpu_idle's prepared_idle (null: the digest has TraceLens's numbers only).
+std::string system_markdown(const std::string& category, const ojson& metrics,
+                            const ojson& idle = nullptr);
+// The "## Where the GPU idled" section of the cpu_idle digest.
+std::string idle_markdown(const ojson& idle);
 
 }  // namespace jarvis::analysis::detail

@@ -227,7 +227,7 @@ std::string compute_markdown(const ojson& m) {
   return out;
 }
 
-std::string system_markdown(const std::string& category, const ojson& m) {
+std::string system_markdown(const std::string& category, const ojson& m, const ojson& idle) {
   std::string out = "# " + category + " analysis\n\nStatus: " + m.value("status", "") + "\n\n";
   if (m.contains("error")) return out + "Error: " + m["error"].get<std::string>() + "\n";
   if (category == "cpu_idle") {
@@ -241,8 +241,11 @@ std::string system_markdown(const std::string& category, const ojson& m) {
            "communication: " +
            num_text(u["communication_percent"], 2) +
            " %, exposed memcpy: " + num_text(u["memcpy_percent"], 2) + " %\n";
+    if (idle.is_object()) return out + idle_markdown(idle);
+    // TraceLens counts from ops_summary columns its own ops_summary lacks
+    // (0 on every trace); prepared_idle counts the kernel events.
     const ojson& k = m["kernel_analysis"];
-    out += "- Kernels: " + k["total_kernel_count"].dump() +
+    out += "- Kernels (TraceLens's ops_summary count): " + k["total_kernel_count"].dump() +
            " (short < 10 us: " + k["short_kernel_count"].dump() + ")\n";
   } else if (category == "multi_kernel") {
     out += "- Memcpy: " + m["memcpy_summary"]["total_count"].dump() + " transfers, " +

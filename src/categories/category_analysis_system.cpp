@@ -127,6 +127,50 @@ ojson cpu_idle_metrics(const std::string& output_dir) {
   return m;
 }
 
+namespace {
+
+std::string ref_text(const ojson& ref) {
+  if (!ref.is_object()) return "-";
+  std::string name = ref.value("name", "");
+  constexpr size_t kMaxName = 60;  // kernel names run to hundreds of characters
+  if (name.size() > kMaxName) name = name.substr(0, kMaxName) + "...";
+  return name + " (uid " + ref["uid"].dump() + ")";
+}
+
+}  // namespace
+
+std::string idle_markdown(const ojson& idle) {
+  double idle_us = num(idle, "idle_us");
+  std::string out = "- Kernels: " + idle["kernels"].dump() +
+                    " (short < 10 us: " + idle["short_kernels"].dump() + ", " +
+                    fixed(num(idle, "short_kernel_time_us") / 1000, 3) +
+                    " ms), from the trace's kernel events\n";
+  out += "- Idle: " + fixed(idle_us / 1000, 3) + " ms in " + idle["gaps"].dump() + " gaps; " +
+         idle["long_gaps"].dump() + " gaps over 100 us hold " +
+         fixed(num(idle, "long_gaps_us") / 1000, 3) + " ms\n";
+  out += "\n## Where the GPU idled\n\nBy cause:\n";
+  for (const auto& [cause, v] : idle["by_cause"].items()) {
+    if (num(v, "gaps") == 0) continue;
+    double us = num(v, "idle_us");
+    out += "- " + cause + ": " + fixed(us / 1000, 3) + " ms (" +
+           fixed(idle_us > 0 ? 100 * us / idle_us : 0, 1) + " %) in " + v["gaps"].dump() +
+           " gaps\n";
+  }
+  out += "\nBy place (annotation or top-level op launching the work after the gap):\n";
+  for (const auto& p : idle["by_place"])
+    out += "- " + p.value("place", "") +
+           (p["uid"].is_null() ? "" : " (uid " + p["uid"].dump() + ")") + ": " +
+           fixed(num(p, "idle_us") / 1000, 3) + " ms in " + p["gaps"].dump() + " gaps\n";
+  out +=
+      "\nLargest gaps:\n\n| Gap (us) | Cause | Place | Before | After | Host event |\n"
+      "|---|---|---|---|---|---|\n";
+  for (const auto& g : idle["largest_gaps"])
+    out += "| " + fixed(num(g, "dur_us"), 1) + " | " + g.value("cause", "") + " | " +
+           ref_text(g["place"]) + " | " + ref_text(g["before"]) + " | " + ref_text(g["after"]) +
+           " | " + ref_text(g["host_event"]) + " |\n";
+  return out;
+}
+
 // --------------------------------------------------------- multi_kernel
 
 namespace {

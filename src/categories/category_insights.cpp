@@ -41,6 +41,12 @@ ojson prepared_trace_health(const std::string& output_dir) {
   return doc["trace_health"];
 }
 
+ojson prepared_idle(const std::string& output_dir) {
+  ojson doc = insights_document(output_dir);
+  if (!doc.is_object() || !doc.contains("idle") || !doc["idle"].is_object()) return nullptr;
+  return doc["idle"];
+}
+
 ojson category_insights(const std::string& output_dir, const std::string& category) {
   ojson out = ojson::array();
   ojson doc = insights_document(output_dir);

@@ -20,6 +20,11 @@ ojson category_insights(const std::string& output_dir, const std::string& catego
 // jarvis).
 ojson prepared_trace_health(const std::string& output_dir);
 
+// Where and why the GPU idled (insights/idle_gaps.h: kernel counts, idle
+// time by cause and by place, the largest gaps) from
+// category_data/insights.json; null when the directory was prepared without it.
+ojson prepared_idle(const std::string& output_dir);
+
 // "## Insights (beyond TraceLens)" section, "" when there are none.
 std::string insights_markdown(const ojson& insights);
 

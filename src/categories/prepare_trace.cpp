@@ -9,6 +9,7 @@
 #include "categories/fusion_candidates.h"
 #include "explore/parent_chain.h"
 #include "explore/trace_store.h"
+#include "insights/idle_gaps.h"
 #include "insights/insights.h"
 #include "insights/trace_health.h"
 #include "perf/gpu_arch.h"
@@ -285,7 +286,9 @@ std::string insights_json(const Trace& trace, const CallTree& tree, const std::s
   nlohmann::json doc = {
       {"rules", insights::rule_ids()},
       {"insights", all},
-      {"trace_health", insights::to_json(insights::trace_health(trace, tree, timeline))}};
+      {"trace_health", insights::to_json(insights::trace_health(trace, tree, timeline))},
+      // Where and why the GPU idled, for the cpu_idle analysis.
+      {"idle", insights::idle_gaps_json(trace, insights::idle_gaps(trace, tree))}};
   return doc.dump(2) + "\n";
 }
 

@@ -248,6 +248,45 @@ ojson enclosed_subtree(const Trace& trace, const CallTree& tree, Uid uid, const 
   return node;
 }
 
+// The time a match stands for: a kernel's duration, a host op's GPU time
+// (the GPU events it launches, directly or below it).
+double match_time_us(const Trace& trace, const CallTree& tree, Uid u) {
+  const Event& e = trace.events[u];
+  if (e.is_gpu()) return e.has_dur() ? e.dur() : 0;
+  double sum = 0;
+  for (Uid g : tree.gpu_events(u))
+    if (trace.events[g].has_dur()) sum += trace.events[g].dur();
+  return sum;
+}
+
+// Kernel matches longest first (ties in trace order): a kernel name such as
+// attn_fwd matches cheap and expensive instances alike, and the expensive one
+// is the one asked about. Host ops keep trace order (index = the n-th call).
+void rank_kernel_matches(const Trace& trace, std::vector<Uid>& found) {
+  std::stable_sort(found.begin(), found.end(),
+                   [&](Uid a, Uid b) { return trace.events[a].dur() > trace.events[b].dur(); });
+}
+
+// Up to `n` matches by time, longest first: {uid, time_us, index}.
+ojson top_matches(const Trace& trace, const CallTree& tree, const std::vector<Uid>& found,
+                  size_t n) {
+  std::vector<std::pair<double, size_t>> by_time;
+  for (size_t k = 0; k < found.size(); ++k)
+    by_time.push_back({match_time_us(trace, tree, found[k]), k});
+  std::stable_sort(by_time.begin(), by_time.end(),
+                   [](const auto& a, const auto& b) { return a.first > b.first; });
+  ojson out = ojson::array();
+  for (size_t k = 0; k < by_time.size() && k < n; ++k)
+    out.push_back({{"uid", found[by_time[k].second]},
+                   {"index", by_time[k].second},
+                   {"name", std::string(trace.name(found[by_time[k].second]))},
+                   {trace.events[found[by_time[k].second]].is_gpu() ? "duration_us" : "gpu_time_us",
+                    by_time[k].first}});
+  return out;
+}
+
+constexpr size_t kTopMatches = 5;
+
 // UIDs matching the query's name selector, UID order.
 std::vector<Uid> matches(const Trace& trace, const ParentChainQuery& q) {
   std::vector<Uid> exact, partial;
@@ -295,6 +334,7 @@ ParentChainResult parent_chain(const Trace& trace, const CallTree& tree,
     throw std::invalid_argument("give exactly one of uid, op_name or kernel_name");
   Uid uid = kNoUid;
   size_t match_count = 1;
+  ojson ranked = nullptr;
   if (q.uid) {
     if (*q.uid >= trace.events.size())
       throw std::invalid_argument("uid " + std::to_string(*q.uid) + " out of range (trace has " +
@@ -302,7 +342,9 @@ ParentChainResult parent_chain(const Trace& trace, const CallTree& tree,
     uid = *q.uid;
   } else {
     std::vector<Uid> found = matches(trace, q);
+    if (!q.kernel_name.empty()) rank_kernel_matches(trace, found);
     match_count = found.size();
+    if (found.size() > 1) ranked = top_matches(trace, tree, found, kTopMatches);
     std::string what =
         q.kernel_name.empty() ? "op '" + q.op_name + "'" : "kernel '" + q.kernel_name + "'";
     if (found.empty()) throw std::invalid_argument("no event matches " + what);
@@ -351,6 +393,8 @@ ParentChainResult parent_chain(const Trace& trace, const CallTree& tree,
   r.json = ojson::object();
   r.json["event"] = describe_event(trace, uid);
   r.json["match_count"] = match_count;
+  // With several matches: the most expensive ones (index picks one of them).
+  if (!ranked.is_null()) r.json["top_matches"] = ranked;
   r.json["parent_chain"] = chain;
   r.json["context"] = context;
   r.json["subtree"] = subtree;

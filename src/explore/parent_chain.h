@@ -16,10 +16,12 @@ namespace jarvis::analysis {
 
 struct ParentChainQuery {
   // Exactly one way to pick the event:
-  std::optional<Uid> uid;     // an event UID (e.g. ex_UID of unified_perf_summary)
-  std::string op_name;        // exact host event name (aten::mm, nn.Module: Linear_0, ...)
-  std::string kernel_name;    // GPU event name: exact match first, else substring
-  size_t index = 0;           // which match (0-based, UID order) for op_name / kernel_name
+  std::optional<Uid> uid;   // an event UID (e.g. ex_UID of unified_perf_summary)
+  std::string op_name;      // exact host event name (aten::mm, nn.Module: Linear_0, ...)
+  std::string kernel_name;  // GPU event name: exact match first, else substring
+  // Which match (0-based): op_name in trace order (the n-th call), kernel_name
+  // longest first. The result's top_matches lists the most expensive matches.
+  size_t index = 0;
   int subtree_depth = 2;      // levels below the event (0 = none, <0 = unlimited)
   bool prune_non_gpu = true;  // drop subtree branches that launch no GPU work
   size_t max_children = 50;   // per node; the rest is summarized

@@ -37,6 +37,26 @@ int64_t int_param(const perf::Params& params, std::string_view name) {
   return p->value.i;
 }
 
+// The last two entries of an int list param ("stride_A"), or empty.
+std::vector<int64_t> last_two_ints(const perf::Params& params, std::string_view name) {
+  const perf::Param* p = perf::find_param(params, name);
+  if (!p || !p->value.is_list() || p->value.list.size() < 2) return {};
+  std::vector<int64_t> out;
+  for (size_t i = p->value.list.size() - 2; i < p->value.list.size(); ++i) {
+    const PyValue& v = p->value.list[i];
+    if (v.kind != PyValue::Kind::Int) return {};
+    out.push_back(v.i);
+  }
+  return out;
+}
+
+// Ops whose model reads A as M x K and B as K x N from their recorded inputs,
+// so "stride_A" / "stride_B" are strides in that orientation.
+bool strides_are_mk_kn(std::string_view op) {
+  return op == "aten::mm" || op == "aten::addmm" || op == "aten::bmm" || op == "aten::baddbmm" ||
+         op == "aten::_scaled_mm";
+}
+
 }  // namespace
 
 namespace detail {
@@ -53,6 +73,10 @@ std::optional<GemmDims> gemm_dims(const report::PerfOpRow& row) {
   if (const perf::Param* p = perf::find_param(params, "dtype_A_B");
       p && p->value.is_list() && !p->value.list.empty() && p->value.list[0].is_string())
     d.precision = perf::precision_of(p->value.list[0].s);
+  if (strides_are_mk_kn(row.name)) {
+    d.stride_a = last_two_ints(params, "stride_A");
+    d.stride_b = last_two_ints(params, "stride_B");
+  }
   return d;
 }
 

@@ -31,6 +31,11 @@ namespace detail {
 struct GemmDims {
   int64_t m = 0, n = 0, k = 0, batch = 1;
   std::string precision;  // of the recorded inputs: fp32, bf16, ...
+  // The strides the trace records for A (M x K) and B (K x N), last two
+  // dimensions; empty when the trace has none or the op's operands are not
+  // laid out as M x K and K x N (only aten::mm, addmm, bmm, baddbmm and
+  // _scaled_mm are read).
+  std::vector<int64_t> stride_a, stride_b;
 };
 std::optional<GemmDims> gemm_dims(const report::PerfOpRow& row);
 

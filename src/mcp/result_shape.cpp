@@ -81,6 +81,40 @@ void erase_path(json& node, const std::vector<std::string>& tokens, size_t at) {
     erase_path(node[token], tokens, at + 1);
 }
 
+// A declared row list after the limit: where it is and how many rows it had.
+struct ListCut {
+  std::string pointer;
+  size_t total = 0;
+};
+
+bool has_limit(const json& args) {
+  if (!args.is_object()) return false;
+  for (const char* key : kLimitNames)
+    if (args.contains(key)) return true;
+  return false;
+}
+
+// Keeps a default result (no limit given, detail=rows) within
+// kDefaultStructuredBytes: halves the declared list holding the most bytes
+// (keeping at least one row) until the result fits. Rows hold long kernel
+// names and evidence, so 20 rows of some traces exceed the budget that 20
+// rows of others leave room for.
+void fit_default_budget(json& structured, const std::vector<ListCut>& cuts) {
+  while (structured.dump().size() > kDefaultStructuredBytes) {
+    json* largest = nullptr;
+    size_t largest_bytes = 0;
+    for (const ListCut& cut : cuts) {
+      json& rows = structured[json::json_pointer(cut.pointer)];
+      if (!rows.is_array() || rows.size() <= 1) continue;
+      size_t bytes = rows.dump().size();
+      if (bytes > largest_bytes) largest = &rows, largest_bytes = bytes;
+    }
+    if (largest == nullptr) return;
+    largest->erase(largest->begin() + static_cast<std::ptrdiff_t>(largest->size() / 2),
+                   largest->end());
+  }
+}
+
 }  // namespace
 
 Detail detail_of(const json& args) {
@@ -113,14 +147,21 @@ void integers_as_integers(json& value) {
 
 namespace {
 
-// "Caution — trace X (confidence low): w1; w2" lines, first in the text.
+// "Caution — trace X (confidence low): w1; w2" lines, first in the text. A
+// trace of high confidence has only informational warnings (they cost no
+// confidence): those read "Note — trace X: ...", not a caution.
 std::string caveats_text(const json& caveats) {
   std::string text;
   for (const json& c : caveats) {
     std::vector<std::string> warnings;
     for (const json& w : c["warnings"]) warnings.push_back(w.get<std::string>());
-    text += fmt::format("Caution — trace {} (confidence {}): {}.\n", c["trace"].get<std::string>(),
-                        c["confidence"].get<std::string>(), fmt::join(warnings, "; "));
+    const std::string confidence = c["confidence"].get<std::string>();
+    if (confidence == "high")
+      text += fmt::format("Note — trace {}: {}.\n", c["trace"].get<std::string>(),
+                          fmt::join(warnings, "; "));
+    else
+      text += fmt::format("Caution — trace {} (confidence {}): {}.\n",
+                          c["trace"].get<std::string>(), confidence, fmt::join(warnings, "; "));
   }
   return text;
 }
@@ -142,6 +183,7 @@ json assemble_tool_result(const std::string& tool, const json& args, ToolResult&
   json truncated = json::array();
   std::string notes;
   if (out.structured.is_object()) {
+    std::vector<ListCut> cuts;
     for (const RowList& list : out.row_lists) {
       json::json_pointer ptr(list.pointer);
       if (!out.structured.contains(ptr)) continue;
@@ -152,19 +194,25 @@ json assemble_tool_result(const std::string& tool, const json& args, ToolResult&
       first = false;
       if (rows.size() > keep)
         rows.erase(rows.begin() + static_cast<std::ptrdiff_t>(keep), rows.end());
-      if (rows.size() == total) continue;
-      truncated.push_back({{"list", list.pointer}, {"shown", rows.size()}, {"total", total}});
-      if (detail == Detail::Summary)
-        notes += fmt::format("{} {} left out (detail=summary); pass detail=\"rows\" to see them.\n",
-                             total, list_label(list.pointer));
-      else
-        notes +=
-            fmt::format("showing {} of {} {}; pass limit (up to {}) or detail=\"full\" for more.\n",
-                        rows.size(), total, list_label(list.pointer), total);
+      cuts.push_back({list.pointer, total});
     }
     if (detail != Detail::Full)
       for (const std::string& pointer : out.full_only)
         erase_path(out.structured, split_pointer(pointer), 0);
+    if (detail == Detail::Rows && !has_limit(args)) fit_default_budget(out.structured, cuts);
+    for (const ListCut& cut : cuts) {
+      const json& rows = out.structured[json::json_pointer(cut.pointer)];
+      size_t total = cut.total;
+      if (rows.size() == total) continue;
+      truncated.push_back({{"list", cut.pointer}, {"shown", rows.size()}, {"total", total}});
+      if (detail == Detail::Summary)
+        notes += fmt::format("{} {} left out (detail=summary); pass detail=\"rows\" to see them.\n",
+                             total, list_label(cut.pointer));
+      else
+        notes +=
+            fmt::format("showing {} of {} {}; pass limit (up to {}) or detail=\"full\" for more.\n",
+                        rows.size(), total, list_label(cut.pointer), total);
+    }
     if (!truncated.empty()) out.structured["truncated"] = std::move(truncated);
     if (!out.next.empty()) out.structured["next"] = out.next;
     if (!out.caveats.empty()) out.structured["trace_caveats"] = out.caveats;

@@ -11,7 +11,8 @@
 //    `limit` is given and keeps the fields listed as full-only
 //    (ToolResult::full_only: JSON pointers, a "*" token standing for every
 //    element of an array, e.g. "/operations/*/call_chain").
-//  - `limit` (default 20) caps each row list; a tool's older name for it
+//  - `limit` (default 20) caps each row list; without a limit, lists are cut
+//    further until the structured result fits kDefaultStructuredBytes; a tool's older name for it
 //    caps what it always meant: `max_rows` every list, `top_n` and
 //    `max_operations` only the first list the tool declares; a cut list is reported in structured
 //    `truncated` and in the text ("showing 20 of 143 rows; pass limit ...").
@@ -32,6 +33,11 @@ namespace jarvis::mcp {
 enum class Detail { Summary, Rows, Full };
 
 constexpr size_t kDefaultRowLimit = 20;
+// A default result (no limit, detail=rows) keeps its structured part within
+// this many bytes, cutting its longest row lists further (reported in
+// `truncated` like any cut), so that the whole reply with its text summary
+// stays under 20 KB on any trace.
+constexpr size_t kDefaultStructuredBytes = 16 * 1024;
 
 // The `detail` argument ("rows" when absent).
 Detail detail_of(const json& args);

@@ -115,7 +115,11 @@ TEST_CASE("MCP parent_chain and gemm_roofline") {
   json pc = a.h->tool_result(2, "parent_chain",
                              {{"trace", "t1"}, {"op_name", "aten::mm"}, {"subtree_depth", 1}});
   CHECK(pc["event"]["name"] == "aten::mm");
-  CHECK(pc["text"].get<std::string>().starts_with("Node:\n"));
+  CHECK_FALSE(pc.contains("text"));  // the content text carries it; structured at detail=full
+  json full = a.h->tool_result(
+      4, "parent_chain",
+      {{"trace", "t1"}, {"op_name", "aten::mm"}, {"subtree_depth", 1}, {"detail", "full"}});
+  CHECK(full["text"].get<std::string>().starts_with("Node:\n"));
   CHECK(a.error_text(3, "parent_chain", {{"trace", "t1"}}).find("exactly one") !=
         std::string::npos);
   CHECK(a.error_text(4, "parent_chain", {{"trace", "t1"}, {"op_name", "aten::nope"}})

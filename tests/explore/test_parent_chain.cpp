@@ -196,3 +196,31 @@ TEST_CASE("parent_chain: an optimizer step's subtree holds the kernels it launch
   CHECK(res.json["subtree"]["children"].size() > 0);
   CHECK(res.text.find("Optimizer.step#AdamW.step") != std::string::npos);
 }
+
+TEST_CASE("parent_chain: kernel_name matches rank longest first (issue 48)") {
+  // A substring such as "flash_fwd" matches every attention call; the agent
+  // asks about the expensive one, not the first in the trace.
+  Trace trace = load_trace(golden::shared_dir() + "/conformance/h100_qwen1.5-0.5b/trace.json.gz");
+  CallTree tree(trace);
+  double longest = 0, first = -1;
+  size_t count = 0;
+  for (const Event& e : trace.events)
+    if (e.cat == Cat::Kernel && trace.str(e.name).find("flash_fwd") != std::string_view::npos) {
+      longest = std::max(longest, e.dur());
+      if (first < 0) first = e.dur();
+      ++count;
+    }
+  REQUIRE(count > 5);
+  REQUIRE(first < longest);  // the first in the trace is not the longest
+  analysis::ParentChainQuery q;
+  q.kernel_name = "flash_fwd";
+  q.subtree_depth = 0;
+  auto res = analysis::parent_chain(trace, tree, q);
+  CHECK(res.json["match_count"] == count);
+  CHECK(res.json["event"]["duration_us"].get<double>() == doctest::Approx(longest));
+  const auto& top = res.json["top_matches"];
+  REQUIRE(top.size() == 5);
+  CHECK(top[0]["index"] == 0);
+  for (size_t k = 1; k < top.size(); ++k)
+    CHECK(top[k - 1]["duration_us"].get<double>() >= top[k]["duration_us"].get<double>());
+}

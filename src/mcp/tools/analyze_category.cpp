@@ -44,14 +44,17 @@ json summary_of(const engine::ojson& m, const engine::ojson& regimes, size_t top
 }
 
 // The digest's opening (title, overview, first bottlenecks), cut at a line
-// boundary: the text summary. The whole digest is in structured `markdown`.
+// boundary: the text summary. The whole digest is in structured `markdown`
+// at detail=full.
 std::string digest_head(const std::string& markdown, size_t max_bytes) {
   if (markdown.size() <= max_bytes) return markdown;
   size_t cut = markdown.rfind('\n', max_bytes);
   if (cut == std::string::npos) cut = max_bytes;
   return markdown.substr(0, cut + 1) +
-         fmt::format("... ({} more bytes of the digest in structuredContent.markdown)\n",
-                     markdown.size() - cut - 1);
+         fmt::format(
+             "... ({} more bytes of the digest: pass detail=full for all of it in "
+             "`markdown`)\n",
+             markdown.size() - cut - 1);
 }
 
 // Bytes of the digest the text summary keeps.
@@ -78,6 +81,7 @@ ToolResult analyze_category_tool(const json& args, ToolContext& ctx) {
                  {"insights", json(r.insights)},
                  {"impact_what_if", json(r.impact_what_if)},
                  {"regimes", json(r.regimes)},
+                 {"idle", json(r.idle)},
                  {"draft_findings_path", nullptr}};
   if (args.at("write_draft").get<bool>() && r.status != "ERROR") {
     std::string path = engine::findings_path(dir.string(), category);
@@ -98,6 +102,7 @@ ToolResult analyze_category_tool(const json& args, ToolContext& ctx) {
       .rows("/metrics/category_findings")
       .rows("/metrics/impact_estimates")
       .rows("/impact_what_if/estimates");
+  if (r.idle.is_object()) out.rows("/idle/largest_gaps").rows("/idle/by_place");
   // The per-op regimes are on /metrics/operations; the list repeats them.
   out.full_only.push_back("/regimes/ops");
   out.full_only.push_back("/regimes/floor_basis");

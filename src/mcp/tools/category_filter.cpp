@@ -1,6 +1,7 @@
 // category_filter: TraceLens orchestrator preparation for one category (or
 // all) of a loaded trace, written under a confined output directory.
 #include <algorithm>
+#include <cmath>
 
 #include <fmt/format.h>
 
@@ -10,6 +11,29 @@
 
 namespace jarvis::mcp {
 namespace {
+
+// A category's kernel time as the other tools give it: each kernel once,
+// under the op that launched it (direct). TraceLens's gpu_kernel_time_ms sums
+// subtrees (the casts autocast runs inside a GEMM op count as GEMM time); it
+// is named beside the direct total when the two differ.
+double kernel_time_ms(const json& e) {
+  if (e["direct_kernel_time_ms"].is_number()) return e["direct_kernel_time_ms"].get<double>();
+  return e["gpu_kernel_time_ms"].is_number() ? e["gpu_kernel_time_ms"].get<double>() : -1.0;
+}
+
+std::string time_text(const json& e) {
+  if (!e["direct_kernel_time_ms"].is_number())
+    return e["gpu_kernel_time_ms"].is_number()
+               ? fmt::format("{:.3f} ms", e["gpu_kernel_time_ms"].get<double>())
+               : "";
+  double direct = e["direct_kernel_time_ms"].get<double>();
+  std::string text = fmt::format("{:.3f} ms", direct);
+  if (e["gpu_kernel_time_ms"].is_number() &&
+      std::abs(e["gpu_kernel_time_ms"].get<double>() - direct) >= 0.0005)
+    text +=
+        fmt::format(" (TraceLens subtree total {:.3f} ms)", e["gpu_kernel_time_ms"].get<double>());
+  return text;
+}
 
 ToolResult category_filter_tool(const json& args, ToolContext& ctx) {
   auto entry = trace_arg(args, ctx);
@@ -56,10 +80,7 @@ ToolResult category_filter_tool(const json& args, ToolContext& ctx) {
     auto direct = direct_ms.find(c["name"].get<std::string>());
     e["direct_kernel_time_ms"] = direct == direct_ms.end() ? json() : json(direct->second);
     text += fmt::format("  {:<14} {:<16} ops={:<4} {}\n", c["name"].get<std::string>(),
-                        c["tier"].get<std::string>(), c["ops_count"].dump(),
-                        e["gpu_kernel_time_ms"].is_null()
-                            ? ""
-                            : fmt::format("{:.3f} ms", e["gpu_kernel_time_ms"].get<double>()));
+                        c["tier"].get<std::string>(), c["ops_count"].dump(), time_text(e));
     cats.push_back(e);
   }
   json result = {{"trace", entry->handle()},
@@ -73,9 +94,7 @@ ToolResult category_filter_tool(const json& args, ToolContext& ctx) {
   // The compute categories with the most kernel time first, then the system ones.
   std::vector<std::pair<double, std::string>> order;
   for (const auto& c : cats)
-    order.emplace_back(c["tier"] != "system" && c["gpu_kernel_time_ms"].is_number()
-                           ? c["gpu_kernel_time_ms"].get<double>()
-                           : -1.0,
+    order.emplace_back(c["tier"] != "system" ? kernel_time_ms(c) : -1.0,
                        c["name"].get<std::string>());
   std::stable_sort(order.begin(), order.end(),
                    [](const auto& a, const auto& b) { return a.first > b.first; });

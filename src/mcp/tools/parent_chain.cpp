@@ -33,7 +33,11 @@ ToolResult parent_chain_tool(const json& args, ToolContext& ctx) {
   }
   json result(r.json);
   result["trace"] = entry->handle();
-  return {result, r.text};
+  ToolResult out{result, r.text};
+  // The structured `text` repeats the content text (the tree as TraceLens
+  // prints it): kept at detail=full only, so a deep subtree is not sent twice.
+  out.full_only.push_back("/text");
+  return out;
 }
 
 }  // namespace

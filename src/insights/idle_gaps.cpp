@@ -1,0 +1,258 @@
+#include "insights/idle_gaps.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <string_view>
+
+namespace jarvis::insights {
+
+const char* idle_cause_name(IdleCause cause) {
+  switch (cause) {
+    case IdleCause::Compilation:
+      return "compilation";
+    case IdleCause::DataLoading:
+      return "data_loading";
+    case IdleCause::Sync:
+      return "sync";
+    case IdleCause::LaunchLatency:
+      return "launch_latency";
+    case IdleCause::HostWork:
+      return "host_work";
+    case IdleCause::Other:
+      return "other";
+  }
+  return "other";
+}
+
+namespace {
+
+bool has(std::string_view name, std::string_view word) {
+  return name.find(word) != std::string_view::npos;
+}
+
+bool is_compile_event(std::string_view name) {
+  return has(name, "TorchDynamo Cache Lookup") || has(name, "compile_inner") ||
+         has(name, "compile_fx") || has(name, "_inductor") || has(name, "autotune");
+}
+
+// Runtime calls that return only once the GPU (or a stream) has drained:
+// synchronisations and the blocking copies. aten::_local_scalar_dense is
+// .item() (a blocking device-to-host copy).
+bool is_sync_event(const Event& e, std::string_view name) {
+  if (e.cat == Cat::CpuOp) return name == "aten::_local_scalar_dense";
+  return has(name, "Synchronize") || name == "cudaMemcpy" || name == "hipMemcpy" ||
+         name == "hipMemcpyWithStream" || name == "cudaMemcpy2D" || name == "hipMemcpy2D";
+}
+
+// A host event behind a gap: the interval and the cause it explains.
+struct Marker {
+  double start = 0, end = 0;
+  Uid uid = kNoUid;
+  IdleCause cause = IdleCause::Other;
+};
+
+std::vector<Marker> host_markers(const Trace& trace) {
+  std::vector<Marker> out;
+  for (Uid u = 0; u < trace.events.size(); ++u) {
+    const Event& e = trace.events[u];
+    bool host = e.cat == Cat::CpuOp || e.cat == Cat::PythonFunction ||
+                e.cat == Cat::UserAnnotation || e.is_runtime();
+    if (!host || !e.has_ts() || !e.has_dur()) continue;
+    std::string_view name = trace.name(u);
+    std::optional<IdleCause> cause;
+    if (e.is_runtime() || e.cat == Cat::CpuOp) {
+      if (is_sync_event(e, name)) cause = IdleCause::Sync;
+    }
+    if (is_compile_event(name))
+      cause = IdleCause::Compilation;
+    else if (has(name, "DataLoader"))
+      cause = IdleCause::DataLoading;
+    if (cause) out.push_back({e.ts(), e.end(), u, *cause});
+  }
+  return out;
+}
+
+// The innermost user annotation on `u`'s thread enclosing its start (the call
+// tree does not always hang runtime calls under annotations), else kNoUid.
+Uid enclosing_annotation(const Trace& trace, const std::vector<Uid>& annotations, Uid u) {
+  const Event& e = trace.events[u];
+  Uid best = kNoUid;
+  for (Uid a : annotations) {
+    const Event& x = trace.events[a];
+    if (x.thread != e.thread || x.ts() > e.ts() || x.end() < e.ts()) continue;
+    if (best == kNoUid || x.dur() < trace.events[best].dur()) best = a;
+  }
+  return best;
+}
+
+// The innermost user annotation above `u`, else its outermost cpu_op.
+Uid place_of(const Trace& trace, const CallTree& tree, const std::vector<Uid>& annotations, Uid u) {
+  Uid outer_op = kNoUid;
+  for (Uid a : tree.parent_chain(u)) {
+    if (trace.events[a].cat == Cat::UserAnnotation) return a;
+    if (trace.events[a].cat == Cat::CpuOp) outer_op = a;
+  }
+  Uid annotation = enclosing_annotation(trace, annotations, u);
+  return annotation != kNoUid ? annotation : outer_op;
+}
+
+// The cause a gap has without a host marker: from its length and from when
+// the op after it was launched.
+IdleCause launch_cause(const Trace& trace, const CallTree& tree, const IdleGap& g,
+                       double threshold) {
+  if (g.dur_us <= threshold) return IdleCause::LaunchLatency;
+  Uid launch = tree.parent(g.after);
+  if (launch == kNoUid || !trace.events[launch].is_runtime()) return IdleCause::Other;
+  return trace.events[launch].ts() > g.start_us ? IdleCause::HostWork : IdleCause::Other;
+}
+
+// Gaps of one device's busy time (the union of its GPU ops), in time order.
+void device_gaps(const Trace& trace, std::vector<Uid> ops, int64_t device, IdleGaps& out) {
+  std::stable_sort(ops.begin(), ops.end(),
+                   [&](Uid a, Uid b) { return trace.events[a].ts() < trace.events[b].ts(); });
+  double first = trace.events[ops[0]].ts(), end = first, busy_from = first;
+  Uid last = ops[0];
+  for (Uid u : ops) {
+    const Event& e = trace.events[u];
+    if (e.ts() > end) {
+      out.busy_us += end - busy_from;
+      out.gaps.push_back({device, end, e.ts() - end, IdleCause::Other, last, u});
+      busy_from = e.ts();
+    }
+    if (e.end() > end) end = e.end(), last = u;
+  }
+  out.busy_us += end - busy_from;
+  out.span_us += end - first;
+}
+
+void count_kernels(const Trace& trace, const CallTree& tree, IdleGaps& out) {
+  for (Uid u : tree.gpu_event_uids()) {
+    const Event& e = trace.events[u];
+    if (e.cat != Cat::Kernel) continue;
+    ++out.kernels;
+    if (e.dur() < out.short_kernel_us) ++out.short_kernels, out.short_kernel_time_us += e.dur();
+  }
+}
+
+// Gives each gap the highest-priority marker that explains it (compile and
+// data events overlapping it, sync calls ending inside it).
+void apply_markers(std::vector<IdleGap>& gaps, const std::vector<Marker>& markers) {
+  if (gaps.empty()) return;
+  std::sort(gaps.begin(), gaps.end(),
+            [](const IdleGap& a, const IdleGap& b) { return a.start_us < b.start_us; });
+  double longest = 0;
+  for (const auto& g : gaps) longest = std::max(longest, g.dur_us);
+  for (const Marker& m : markers) {
+    auto it = std::lower_bound(gaps.begin(), gaps.end(), m.start - longest,
+                               [](const IdleGap& g, double t) { return g.start_us < t; });
+    for (; it != gaps.end() && it->start_us < m.end; ++it) {
+      double gap_end = it->start_us + it->dur_us;
+      bool explains = m.cause == IdleCause::Sync ? m.end > it->start_us && m.end <= gap_end
+                                                 : m.end > it->start_us && m.start < gap_end;
+      if (explains && m.cause < it->cause) it->cause = m.cause, it->host_event = m.uid;
+    }
+  }
+}
+
+void tally(const Trace& trace, IdleGaps& out) {
+  std::map<std::string_view, size_t> place_index;
+  for (const auto& g : out.gaps) {
+    auto c = static_cast<size_t>(g.cause);
+    out.idle_us_by_cause[c] += g.dur_us;
+    ++out.gaps_by_cause[c];
+    if (g.dur_us > out.long_gap_us) ++out.long_gaps, out.long_gaps_us += g.dur_us;
+    std::string_view name = g.place == kNoUid ? "(no launching op)" : trace.name(g.place);
+    auto [it, added] = place_index.emplace(name, out.places.size());
+    if (added) out.places.push_back({g.place, std::string(name)});
+    out.places[it->second].gaps++;
+    out.places[it->second].idle_us += g.dur_us;
+  }
+  std::stable_sort(out.places.begin(), out.places.end(),
+                   [](const IdlePlace& a, const IdlePlace& b) { return a.idle_us > b.idle_us; });
+  std::stable_sort(out.gaps.begin(), out.gaps.end(),
+                   [](const IdleGap& a, const IdleGap& b) { return a.dur_us > b.dur_us; });
+}
+
+}  // namespace
+
+IdleGaps idle_gaps(const Trace& trace, const CallTree& tree, double latency_threshold_us) {
+  IdleGaps out;
+  out.latency_threshold_us = latency_threshold_us;
+  out.short_kernel_us = kShortKernelUs;
+  out.long_gap_us = kLongGapUs;
+  count_kernels(trace, tree, out);
+  std::map<int64_t, std::vector<Uid>> by_device;
+  for (Uid u : tree.gpu_event_uids()) {
+    const Event& e = trace.events[u];
+    if (e.has_ts() && e.has_dur() && !std::isnan(e.ts())) by_device[trace.device(e)].push_back(u);
+  }
+  for (auto& [device, ops] : by_device) device_gaps(trace, std::move(ops), device, out);
+  std::vector<Uid> annotations;
+  for (Uid u = 0; u < trace.events.size(); ++u)
+    if (trace.events[u].cat == Cat::UserAnnotation && trace.events[u].has_dur())
+      annotations.push_back(u);
+  for (auto& g : out.gaps) {
+    g.cause = launch_cause(trace, tree, g, latency_threshold_us);
+    Uid launch = tree.parent(g.after);
+    if (launch != kNoUid) g.place = place_of(trace, tree, annotations, launch);
+  }
+  apply_markers(out.gaps, host_markers(trace));
+  for (auto& g : out.gaps)
+    if (g.place == kNoUid && g.host_event != kNoUid)
+      g.place = place_of(trace, tree, annotations, g.host_event);
+  tally(trace, out);
+  return out;
+}
+
+namespace {
+
+nlohmann::json event_ref(const Trace& trace, Uid u) {
+  if (u == kNoUid) return nullptr;
+  return {{"uid", u}, {"name", trace.name(u)}};
+}
+
+}  // namespace
+
+nlohmann::json idle_gaps_json(const Trace& trace, const IdleGaps& idle, size_t max_rows) {
+  nlohmann::json by_cause = nlohmann::json::object();
+  for (size_t c = 0; c < kIdleCauseCount; ++c)
+    by_cause[idle_cause_name(static_cast<IdleCause>(c))] = {{"gaps", idle.gaps_by_cause[c]},
+                                                            {"idle_us", idle.idle_us_by_cause[c]}};
+  nlohmann::json places = nlohmann::json::array();
+  for (size_t k = 0; k < idle.places.size() && k < max_rows; ++k) {
+    const IdlePlace& p = idle.places[k];
+    places.push_back({{"place", p.name},
+                      {"uid", p.uid == kNoUid ? nlohmann::json() : nlohmann::json(p.uid)},
+                      {"gaps", p.gaps},
+                      {"idle_us", p.idle_us}});
+  }
+  nlohmann::json largest = nlohmann::json::array();
+  for (size_t k = 0; k < idle.gaps.size() && k < max_rows; ++k) {
+    const IdleGap& g = idle.gaps[k];
+    largest.push_back({{"start_us", g.start_us},
+                       {"dur_us", g.dur_us},
+                       {"cause", idle_cause_name(g.cause)},
+                       {"before", event_ref(trace, g.before)},
+                       {"after", event_ref(trace, g.after)},
+                       {"place", event_ref(trace, g.place)},
+                       {"host_event", event_ref(trace, g.host_event)}});
+  }
+  return {{"kernels", idle.kernels},
+          {"short_kernels", idle.short_kernels},
+          {"short_kernel_threshold_us", idle.short_kernel_us},
+          {"short_kernel_time_us", idle.short_kernel_time_us},
+          {"span_us", idle.span_us},
+          {"busy_us", idle.busy_us},
+          {"idle_us", idle.idle_us()},
+          {"gaps", idle.gaps.size()},
+          {"latency_threshold_us", idle.latency_threshold_us},
+          {"long_gap_threshold_us", idle.long_gap_us},
+          {"long_gaps", idle.long_gaps},
+          {"long_gaps_us", idle.long_gaps_us},
+          {"by_cause", by_cause},
+          {"by_place", places},
+          {"largest_gaps", largest}};
+}
+
+}  // namespace jarvis::insights

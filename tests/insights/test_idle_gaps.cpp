@@ -1,0 +1,136 @@
+// Where and why the GPU idled (insights/idle_gaps): a constructed timeline
+// worked by hand (one gap per cause), and real traces against the counts the
+// expert files in ../shared/evals computed from the raw events.
+#include <doctest/doctest.h>
+#include <fmt/format.h>
+
+#include <string>
+
+#include "categories/category_analysis.h"
+#include "categories/prepare_trace.h"
+#include "golden.h"
+#include "insights/idle_gaps.h"
+#include "test_analysis_support.h"
+#include "trace/loader.h"
+#include "tree/call_tree.h"
+
+using namespace jarvis;
+using insights::IdleCause;
+
+namespace {
+
+// A kernel on stream 7 launched by a cudaLaunchKernel at `issue`.
+std::string launched_kernel(int corr, double issue, double start, double dur) {
+  return fmt::format(
+      R"({{"ph":"X","cat":"cuda_runtime","name":"cudaLaunchKernel","pid":1,"tid":1,"ts":{0},)"
+      R"("dur":1,"args":{{"correlation":{1}}}}},)"
+      R"({{"ph":"s","cat":"ac2g","name":"ac2g","id":{1},"pid":1,"tid":1,"ts":{0}}},)"
+      R"({{"ph":"X","cat":"kernel","name":"k{1}","pid":0,"tid":7,"ts":{2},"dur":{3},)"
+      R"("args":{{"correlation":{1},"stream":7,"device":0}}}},)"
+      R"({{"ph":"f","bp":"e","cat":"ac2g","name":"ac2g","id":{1},"pid":0,"tid":7,"ts":{2}}})",
+      issue, corr, start, dur);
+}
+
+std::string host_event(const char* cat, const char* name, double ts, double dur) {
+  return fmt::format(R"({{"ph":"X","cat":"{}","name":"{}","pid":1,"tid":1,"ts":{},"dur":{}}})", cat,
+                     name, ts, dur);
+}
+
+double by_cause(const insights::IdleGaps& g, IdleCause c) {
+  return g.idle_us_by_cause[static_cast<size_t>(c)];
+}
+
+}  // namespace
+
+TEST_CASE("idle gaps: one gap per cause, worked by hand") {
+  // All under the annotation step#1. Kernels (start, end): k1 [0,10),
+  // k2 [15,20), k3 [62,70), k4 [152,160), k5 [300,310), k6 [910,920).
+  //   10->15 = 5: launch latency (at most 20 us).
+  //   20->62 = 42: cudaDeviceSynchronize [21,51) ends inside it: sync.
+  //   70->152 = 82: k4 launched at 150, after the gap began: host work.
+  //   160->300 = 140: k5 launched at 155, before the gap: other.
+  //   310->910 = 600: TorchDynamo Cache Lookup [320,900) overlaps: compilation.
+  std::string ev = host_event("user_annotation", "step#1", -10, 1010) + "," +
+                   launched_kernel(1, -5, 0, 10) + "," + launched_kernel(2, 12, 15, 5) + "," +
+                   host_event("cuda_runtime", "cudaDeviceSynchronize", 21, 30) + "," +
+                   launched_kernel(3, 60, 62, 8) + "," + launched_kernel(4, 150, 152, 8) + "," +
+                   launched_kernel(5, 155, 300, 10) + "," +
+                   host_event("cpu_op", "TorchDynamo Cache Lookup", 320, 580) + "," +
+                   launched_kernel(6, 905, 910, 10);
+  Trace trace = load_trace_from_json(R"({"traceEvents":[)" + ev + "]}");
+  CallTree tree(trace);
+  auto idle = insights::idle_gaps(trace, tree, 20.0);
+  CHECK(idle.kernels == 6);
+  CHECK(idle.short_kernels == 3);  // 5, 8 and 8 us
+  CHECK(idle.short_kernel_time_us == doctest::Approx(21));
+  CHECK(idle.span_us == doctest::Approx(920));
+  CHECK(idle.busy_us == doctest::Approx(51));
+  REQUIRE(idle.gaps.size() == 5);
+  CHECK(idle.idle_us() == doctest::Approx(5 + 42 + 82 + 140 + 600));
+  CHECK(by_cause(idle, IdleCause::LaunchLatency) == doctest::Approx(5));
+  CHECK(by_cause(idle, IdleCause::Sync) == doctest::Approx(42));
+  CHECK(by_cause(idle, IdleCause::HostWork) == doctest::Approx(82));
+  CHECK(by_cause(idle, IdleCause::Other) == doctest::Approx(140));
+  CHECK(by_cause(idle, IdleCause::Compilation) == doctest::Approx(600));
+  CHECK(by_cause(idle, IdleCause::DataLoading) == 0);
+  CHECK(idle.long_gaps == 2);
+  CHECK(idle.long_gaps_us == doctest::Approx(740));
+  // Largest first, with its neighbours, place and host event named.
+  const auto& top = idle.gaps[0];
+  CHECK(top.dur_us == doctest::Approx(600));
+  CHECK(top.cause == IdleCause::Compilation);
+  CHECK(trace.name(top.before) == "k5");
+  CHECK(trace.name(top.after) == "k6");
+  CHECK(trace.name(top.host_event) == "TorchDynamo Cache Lookup");
+  REQUIRE(idle.places.size() == 1);
+  CHECK(idle.places[0].name == "step#1");
+  CHECK(idle.places[0].gaps == 5);
+  auto j = insights::idle_gaps_json(trace, idle, 2);
+  CHECK(j["largest_gaps"].size() == 2);
+  CHECK(j["by_cause"]["sync"]["gaps"] == 1);
+  CHECK(j["largest_gaps"][0]["place"]["name"] == "step#1");
+}
+
+TEST_CASE("idle gaps: real traces against the expert counts from raw events") {
+  struct Expected {
+    const char* path;
+    size_t kernels, short_kernels;  // ../shared/evals facts kernel_count, kernels_under_10us
+  };
+  for (const Expected& x : {Expected{"/hw_pairs/gpt2_train/h100.json.gz", 1230, 381},
+                            Expected{"/conformance/h100_qwen1.5-0.5b/trace.json.gz", 1465, 152}}) {
+    CAPTURE(x.path);
+    Trace trace = load_trace(golden::shared_dir() + x.path);
+    CallTree tree(trace);
+    auto idle = insights::idle_gaps(trace, tree);
+    CHECK(idle.kernels == x.kernels);
+    CHECK(idle.short_kernels == x.short_kernels);
+    double by_causes = 0;
+    for (double us : idle.idle_us_by_cause) by_causes += us;
+    CHECK(by_causes == doctest::Approx(idle.idle_us()).epsilon(1e-9));
+    MESSAGE(insights::idle_gaps_json(trace, idle, 5).dump(1));
+  }
+}
+
+TEST_CASE("idle gaps: analyze_category(cpu_idle) explains the idle time of a prepared trace") {
+  // GPT-2 training on H100: the expert file counts 1230 kernels, 381 under
+  // 10 us, and 23.2 ms idle in 1347 gaps (union of kernel and memset intervals).
+  Trace trace = load_trace(golden::shared_dir() + "/hw_pairs/gpt2_train/h100.json.gz");
+  testing::TempDir tmp;
+  analysis::TracePrepareOptions o;
+  o.platform = "H100";
+  o.output_dir = tmp.path;
+  analysis::prepare_from_trace(trace, o);
+  auto res = analysis::analyze_category(tmp.path, "cpu_idle");
+  REQUIRE(res.idle.is_object());
+  CHECK(res.idle["kernels"] == 1230);
+  CHECK(res.idle["short_kernels"] == 381);
+  CHECK(res.idle["gaps"] == 1347);
+  CHECK(res.idle["idle_us"].get<double>() == doctest::Approx(23200).epsilon(0.01));
+  REQUIRE_FALSE(res.idle["largest_gaps"].empty());
+  CHECK(res.idle["largest_gaps"][0]["after"]["uid"].is_number());
+  // TraceLens's metrics file is unchanged (its kernel counts stay 0); the
+  // digest gives the raw counts and the causes.
+  CHECK(res.metrics["kernel_analysis"]["total_kernel_count"] == 0);
+  CHECK(res.markdown.find("- Kernels: 1230 (short < 10 us: 381") != std::string::npos);
+  CHECK(res.markdown.find("## Where the GPU idled") != std::string::npos);
+}
