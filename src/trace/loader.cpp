@@ -28,6 +28,7 @@
 #include "base/output_guard.h"
 #include "trace/byte_source.h"
 #include "trace/gzip_inflate.h"
+#include "trace/memory_events.h"
 #include "trace/numeric.h"
 #include "trace/snapshot.h"
 
@@ -201,7 +202,7 @@ inline bool is(std::string_view text, const char (&literal)[N]) {
   return text.size() == N - 1 && std::memcmp(text.data(), literal, N - 1) == 0;
 }
 
-enum class KeepPolicy : uint8_t { Nothing, AllButHot, Launch, Gpu, StreamWait };
+enum class KeepPolicy : uint8_t { Nothing, AllButHot, Launch, Gpu, StreamWait, MemorySample };
 
 Cat parse_cat(std::string_view c) {
   if (is(c, "cpu_op")) return Cat::CpuOp;
@@ -251,6 +252,9 @@ KeepPolicy keep_policy(Cat c) {
     case Cat::GpuMemcpy:
     case Cat::GpuMemset:
       return KeepPolicy::Gpu;
+    // profile_memory=True [memory] samples (src/memory reads them back).
+    case Cat::CpuInstantEvent:
+      return KeepPolicy::MemorySample;
     default:
       return KeepPolicy::Nothing;
   }
@@ -282,6 +286,8 @@ bool keep_arg(KeepPolicy policy, std::string_view key) {
     case KeepPolicy::StreamWait:
       return is(key, "cuda_sync_kind") || is(key, "wait_on_stream") ||
              is(key, "wait_on_cuda_event_record_corr_id");
+    case KeepPolicy::MemorySample:
+      return is_memory_sample_arg(key);
   }
   return false;
 }

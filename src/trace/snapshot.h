@@ -39,7 +39,8 @@ namespace jarvis {
 
 // 2: the event and sparse id arrays start at 8-byte file offsets (read in place).
 // 3: 40-byte events, External id and correlation moved to the sparse ids.
-inline constexpr uint32_t kSnapshotVersion = 3;
+// 4: cpu_instant_event keeps the [memory] allocator args (trace/memory_events.h).
+inline constexpr uint32_t kSnapshotVersion = 4;
 
 // The identity a snapshot is keyed by. Throws TraceError when the file
 // cannot be read.
