@@ -36,6 +36,20 @@ TEST_CASE("MCP memory_summary: bounded, the engine's peak, parent_chain suggeste
   CHECK(wrong["result"]["isError"] == true);
 }
 
+TEST_CASE("MCP memory_summary: every shared trace with memory events fits in 20 KB") {
+  Harness h;
+  h.initialize();
+  int id = 1;
+  for (const char* name : {"h100_bert-small", "h100_falconsai-nsfw", "h100_qwen1.5-0.5b",
+                           "mi300_bert-small", "mi300_falconsai-nsfw", "mi300_qwen1.5-0.5b",
+                           "sglang_qwen3_decode_bs32", "vllm_decode_graph_capture"}) {
+    CAPTURE(name);
+    json s = h.tool_result(id++, "memory_summary", {{"trace", conformance_trace(name)}});
+    CHECK(s["peak"]["allocated_bytes"].get<int64_t>() > 0);
+    CHECK(s.dump().size() <= 20 * 1024);
+  }
+}
+
 TEST_CASE("MCP memory_summary: a trace without memory events names profile_memory=True") {
   Harness h;
   h.initialize();
