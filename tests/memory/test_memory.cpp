@@ -218,6 +218,33 @@ TEST_CASE("memory: shared traces against their raw [memory] events") {
   check_shared_trace("vllm_decode_graph_capture", 1);  // 1,184 on ROCm (HIP)
 }
 
+TEST_CASE("memory: a shared trace cut to a window leaks and frees memory it never saw allocated") {
+  // h100_bert-small frees everything it allocates; keeping only its [memory]
+  // events from a third of the way in up to the CUDA peak leaves allocations
+  // live at the end and frees of addresses allocated before the window.
+  json trace = json::parse(loader_test::gunzip_file(conformance_trace("h100_bert-small")));
+  json& events = trace["traceEvents"];
+  std::vector<RawSample> raw = raw_samples(events);
+  RawDevice cuda = raw_device(raw, kDeviceTypeCuda, 0);
+  double from = cuda.samples[cuda.samples.size() / 3].ts, to = cuda.peak.ts;
+  json kept = json::array();
+  for (json& e : events) {
+    bool memory = e.value("name", "") == "[memory]";
+    if (!memory || (e["ts"].get<double>() >= from && e["ts"].get<double>() <= to))
+      kept.push_back(std::move(e));
+  }
+  events = std::move(kept);
+  raw = raw_samples(events);
+  RawDevice window = raw_device(raw, kDeviceTypeCuda, 0);
+  REQUIRE(window.never_freed > 0);
+  REQUIRE(window.unknown_frees > 0);
+  MemoryAnalysis a = analyse_memory(load_trace_from_json(trace.dump()));
+  const DeviceMemory* d = a.find("cuda:0");
+  REQUIRE(d);
+  check_device(events, *d, window);
+  CHECK(d->never_freed_bytes == d->tracked_at_peak);  // the window ends at the peak
+}
+
 TEST_CASE("memory: a generated trace's peak, holders, leak and steps recovered exactly") {
   Trace trace = load_trace_from_json(generated_trace());
   std::vector<MemorySample> samples = memory_samples(trace);
