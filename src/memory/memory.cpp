@@ -206,6 +206,11 @@ void find_peak(DeviceMemory& d, const std::vector<const MemorySample*>& samples)
   for (size_t k = 0; k < samples.size(); ++k) {
     if (samples[k]->total_allocated > samples[peak]->total_allocated) peak = k;
     d.max_reserved = std::max(d.max_reserved, samples[k]->total_reserved);
+    int64_t gap = samples[k]->total_reserved - samples[k]->total_allocated;
+    if (k == 0 || gap > d.max_gap) {
+      d.max_gap = gap;
+      d.max_gap_ts_ns = samples[k]->ts_ns;
+    }
     d.timeline.push_back(
         {samples[k]->ts_ns, samples[k]->total_allocated, samples[k]->total_reserved});
   }

@@ -97,6 +97,10 @@ struct DeviceMemory {
   Uid peak_uid = kNoUid;
   std::string peak_step;
   int64_t max_reserved = 0;
+  // The largest reserved-minus-allocated over the timeline: memory the
+  // caching allocator holds but no tensor uses (fragmentation, freed blocks).
+  int64_t max_gap = 0;
+  int64_t max_gap_ts_ns = 0;
   std::vector<Allocation> live_at_peak;  // largest first
   int64_t tracked_at_peak = 0;           // their bytes
   int64_t untracked_at_peak = 0;         // peak_allocated - tracked_at_peak

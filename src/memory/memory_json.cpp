@@ -34,6 +34,8 @@ json device_row(const DeviceMemory& d) {
           {"peak_ts_us", ns_to_us(d.peak_ts_ns)},
           {"reserved_at_peak_bytes", d.reserved_at_peak},
           {"max_reserved_bytes", d.max_reserved},
+          {"max_reserved_minus_allocated_bytes", d.max_gap},
+          {"max_reserved_minus_allocated_ts_us", ns_to_us(d.max_gap_ts_ns)},
           {"final_allocated_bytes", d.timeline.back().allocated}};
 }
 

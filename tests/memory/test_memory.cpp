@@ -168,6 +168,9 @@ void check_device(const json& events, const DeviceMemory& d, const RawDevice& ra
   CHECK(d.timeline.size() == raw.samples.size());
   CHECK(d.peak_allocated == raw.peak.total);
   CHECK(d.reserved_at_peak == raw.peak.reserved);
+  int64_t max_gap = raw.samples.front().reserved - raw.samples.front().total;
+  for (const RawSample& s : raw.samples) max_gap = std::max(max_gap, s.reserved - s.total);
+  CHECK(d.max_gap == max_gap);
   CHECK(d.peak_uid == raw.peak.index);
   CHECK(ns_to_us(d.peak_ts_ns) == doctest::Approx(raw.peak.ts).epsilon(1e-15));
   REQUIRE(d.live_at_peak.size() == raw.live_at_peak.size());
@@ -268,6 +271,8 @@ TEST_CASE("memory: a generated trace's peak, holders, leak and steps recovered e
   CHECK(d.reserved_at_peak == 4096 * kMiB);
   CHECK(d.tracked_at_peak == 550 * kMiB);
   CHECK(d.untracked_at_peak == 1000 * kMiB);  // the weights
+  CHECK(d.max_gap == (4096 - 1010) * kMiB);   // after the unknown free at t=95
+  CHECK(d.max_gap_ts_ns == 95'000);
 
   REQUIRE(d.live_at_peak.size() == 3);
   const Allocation& b = d.live_at_peak[0];
