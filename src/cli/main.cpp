@@ -61,6 +61,7 @@ constexpr CommandEntry kCommands[] = {
     {"analyze", jarvis::cli::add_analyze},
     {"compare", jarvis::cli::add_compare},
     {"insights", jarvis::cli::add_insights},
+    {"memory", jarvis::cli::add_memory},
     {"collectives", jarvis::cli::add_collectives},
     {"critical-path", jarvis::cli::add_critical_path},
     {"what-if", jarvis::cli::add_what_if},

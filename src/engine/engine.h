@@ -64,6 +64,7 @@
 #include "explore/summaries.h"
 #include "insights/insights.h"
 #include "insights/trace_health.h"
+#include "memory/memory.h"
 #include "replay/replay.h"
 #include "rocprof/counters.h"
 #include "rocprof/profile.h"
@@ -285,6 +286,22 @@ using insights::rule_ids;
 using insights::run_insights;
 using insights::to_json;
 using insights::trace_health;
+
+// ---------------------------------------------------------------------------
+// Memory: allocator timeline, holders at the peak, leaks, two-run diffs
+// (traces recorded with profile_memory=True)
+// ---------------------------------------------------------------------------
+using MemoryAnalysis = memory::MemoryAnalysis;
+using MemoryDiff = memory::MemoryDiff;
+using MemorySummaryOptions = memory::SummaryOptions;
+using memory::analyse_memory;
+using memory::diff_memory;
+using memory::memory_diff_json;
+using memory::memory_diff_text;
+using memory::memory_summary_json;
+using memory::memory_summary_text;
+using memory::trace_memory;
+using memory::write_memory_files;
 
 // ---------------------------------------------------------------------------
 // Charts and HTML pages

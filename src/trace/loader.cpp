@@ -28,6 +28,7 @@
 #include "base/output_guard.h"
 #include "trace/byte_source.h"
 #include "trace/gzip_inflate.h"
+#include "trace/memory_events.h"
 #include "trace/numeric.h"
 #include "trace/snapshot.h"
 
@@ -201,7 +202,7 @@ inline bool is(std::string_view text, const char (&literal)[N]) {
   return text.size() == N - 1 && std::memcmp(text.data(), literal, N - 1) == 0;
 }
 
-enum class KeepPolicy : uint8_t { Nothing, AllButHot, Launch, Gpu, StreamWait };
+enum class KeepPolicy : uint8_t { Nothing, AllButHot, Launch, Gpu, StreamWait, MemorySample };
 
 Cat parse_cat(std::string_view c) {
   if (is(c, "cpu_op")) return Cat::CpuOp;
@@ -251,6 +252,9 @@ KeepPolicy keep_policy(Cat c) {
     case Cat::GpuMemcpy:
     case Cat::GpuMemset:
       return KeepPolicy::Gpu;
+    // profile_memory=True [memory] samples (src/memory reads them back).
+    case Cat::CpuInstantEvent:
+      return KeepPolicy::MemorySample;
     default:
       return KeepPolicy::Nothing;
   }
@@ -282,6 +286,8 @@ bool keep_arg(KeepPolicy policy, std::string_view key) {
     case KeepPolicy::StreamWait:
       return is(key, "cuda_sync_kind") || is(key, "wait_on_stream") ||
              is(key, "wait_on_cuda_event_record_corr_id");
+    case KeepPolicy::MemorySample:
+      return is_memory_sample_arg(key);
   }
   return false;
 }
@@ -623,14 +629,18 @@ class EventParser {
       kept_key_.push_back('\x01');
     }
     if (kept_key_.empty()) return;
-    auto it = arg_cache_.find(std::string_view(kept_key_));
+    // [memory] samples almost never repeat (address and running totals), so
+    // looking them up found nothing and caching their texts was most of their
+    // load time (perf: 40% of a trace with 150,000 samples).
+    bool shared = policy != KeepPolicy::MemorySample;
+    auto it = shared ? arg_cache_.find(std::string_view(kept_key_)) : arg_cache_.end();
     if (it != arg_cache_.end()) {
       ev.args = it->second;
       return;
     }
     // Repeated iterations of a model repeat their arg lists across batches;
     // parsing them again costs more than the whole parse of their events.
-    if (joined_) {
+    if (joined_ && shared) {
       if (int32_t whole_id = joined_->find_arg_list(kept_key_); whole_id >= 0) {
         ev.args = TraceJoiner::joined_arg(whole_id);
         arg_cache_.emplace(kept_key_, ev.args);
@@ -642,6 +652,12 @@ class EventParser {
       if (keep_arg(policy, a.key)) kept.emplace_back(trace_->strings.intern(a.key), to_value(a));
     ev.args = static_cast<int32_t>(trace_->arg_lists.size());
     trace_->arg_lists.push_back(std::move(kept));
+    if (!shared) {
+      // A key no other list has, so that the joiner keeps every sample's
+      // list as the sequential parse does.
+      if (arg_keys_) arg_keys_->push_back(fmt::format("{}\x02{}", kept_key_, index_));
+      return;
+    }
     arg_cache_.emplace(kept_key_, ev.args);
     if (arg_keys_) arg_keys_->push_back(kept_key_);
   }

@@ -52,7 +52,8 @@ namespace jarvis {
 // 2: the event and sparse id arrays start at 8-byte file offsets (read in place).
 // 3: 40-byte events, External id and correlation moved to the sparse ids.
 // 4: a 64-byte header with a keyed MAC; the trace's device in its identity.
-inline constexpr uint32_t kSnapshotVersion = 4;
+// 5: cpu_instant_event keeps the [memory] allocator args (trace/memory_events.h).
+inline constexpr uint32_t kSnapshotVersion = 5;
 
 // The per-user secret that binds snapshots to one cache directory.
 using SnapshotMacKey = std::array<uint8_t, 32>;

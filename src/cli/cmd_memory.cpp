@@ -1,0 +1,74 @@
+// jarvis memory TRACE [--reference TRACE] [--device D] [--out DIR]:
+// device memory of a trace recorded with profile_memory=True.
+#include <fmt/format.h>
+
+#include <memory>
+#include <string>
+
+#include "cli/commands.h"
+#include "cli/options.h"
+#include "engine/engine.h"
+
+namespace jarvis::cli {
+namespace {
+
+struct MemoryArgs {
+  std::string trace, reference, device, out;
+  size_t timeline_points = 2000;
+  ProgressFlags progress;
+};
+
+int run_memory(const MemoryArgs& a) {
+  Progress progress(a.progress.resolve(), "memory");
+  progress.phase("load");
+  Trace trace = engine::load_trace(a.trace);
+  progress.phase("analyse");
+  engine::MemoryAnalysis analysis = engine::analyse_memory(trace);
+  std::string text = engine::memory_summary_text(analysis, a.device);  // checks --device
+  std::string diff_text;
+  if (!a.reference.empty()) {
+    progress.phase("reference");
+    Trace reference = engine::load_trace(a.reference);
+    diff_text =
+        engine::memory_diff_text(engine::diff_memory(engine::analyse_memory(reference), analysis));
+  }
+  std::vector<std::string> files;
+  if (!a.out.empty()) {
+    progress.phase("write");
+    files = engine::write_memory_files(analysis, a.out, a.timeline_points);
+  }
+  progress.finish();
+  fmt::print("{}", text);
+  if (!diff_text.empty()) fmt::print("against {}:\n{}\n", a.reference, diff_text);
+  for (const std::string& f : files) fmt::print("{}\n", f);
+  return 0;
+}
+
+}  // namespace
+
+Runner add_memory(CLI::App& app) {
+  auto a = std::make_shared<MemoryArgs>();
+  CLI::App* cmd = app.add_subcommand(
+      "memory",
+      "device memory (profile_memory=True traces): peak, what holds it, leaks, growth per step");
+  cmd->add_option("TRACE", a->trace, "Kineto trace (.json/.json.gz)")->required();
+  cmd->add_option("--reference", a->reference,
+                  "a reference run's trace: print how the peak and its holders changed");
+  cmd->add_option("--device", a->device,
+                  "device printed (cuda:0, hip:0, cpu; default: largest GPU peak)");
+  cmd->add_option("-o,--out", a->out, "write the CSV and JSON files into DIR (created)");
+  cmd->add_option("--timeline-points", a->timeline_points,
+                  "points per device in memory_timeline.csv (the peak is always kept)")
+      ->default_str("2000")
+      ->check(CLI::Range(size_t{3}, size_t{10000000}));
+  add_progress_flags(cmd, a->progress);
+  cmd->footer(
+      "Writes DIR/memory_timeline.csv (allocated and reserved bytes over time, downsampled),\n"
+      "DIR/memory_at_peak.csv (every allocation live at the peak, with its op, module path and\n"
+      "step), DIR/memory_by_op.csv (per op and module: bytes at the peak, never freed,\n"
+      "allocated) and DIR/memory_summary.json. A trace recorded without profile_memory=True\n"
+      "fails with exit code 1.");
+  return [a] { return run_memory(*a); };
+}
+
+}  // namespace jarvis::cli

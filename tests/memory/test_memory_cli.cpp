@@ -1,0 +1,84 @@
+// The memory samples through a snapshot, and `jarvis memory` as a command.
+#include <doctest/doctest.h>
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <string>
+
+#include "golden.h"
+#include "memory/memory.h"
+#include "test_analysis_support.h"
+#include "trace/loader.h"
+#include "trace/memory_events.h"
+#include "trace/snapshot.h"
+
+using namespace jarvis;
+
+namespace {
+
+std::string bert_trace() {
+  return golden::shared_dir() + "/conformance/h100_bert-small/trace.json.gz";
+}
+
+struct Run {
+  int exit_code = -1;
+  std::string out;  // stdout and stderr
+};
+
+Run jarvis_cli(const std::string& args) {
+  Run r;
+  std::string cmd = std::string(JARVIS_BINARY) + " --no-cache " + args + " 2>&1";
+  FILE* p = popen(cmd.c_str(), "r");
+  REQUIRE(p);
+  char buf[4096];
+  size_t n;
+  while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
+  int status = pclose(p);
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  return r;
+}
+
+}  // namespace
+
+TEST_CASE("memory: the samples survive a snapshot") {
+  testing::TempDir dir;
+  std::string path = bert_trace();
+  Trace loaded = load_trace(path);
+  std::string file = dir.path + "/bert.snap";
+  SnapshotKey key = snapshot_key(path);
+  write_snapshot(file, key, loaded);
+  std::optional<Trace> back =
+      read_snapshot(file, key, path, [](std::string_view why) { FAIL_CHECK(std::string(why)); });
+  REQUIRE(back.has_value());
+  std::vector<MemorySample> a = memory_samples(loaded), b = memory_samples(*back);
+  REQUIRE(a.size() == 236);
+  REQUIRE(b.size() == a.size());
+  for (size_t k = 0; k < a.size(); ++k) {
+    CHECK(b[k].uid == a[k].uid);
+    CHECK(b[k].addr == a[k].addr);
+    CHECK(b[k].bytes == a[k].bytes);
+    CHECK(b[k].total_allocated == a[k].total_allocated);
+    CHECK(b[k].total_reserved == a[k].total_reserved);
+    CHECK(b[k].device_type == a[k].device_type);
+  }
+}
+
+TEST_CASE("memory: jarvis memory writes the three CSVs and names profile_memory when absent") {
+  testing::TempDir dir;
+  std::string out = dir.path + "/mem";
+  Run ok = jarvis_cli("memory " + bert_trace() + " --out " + out + " --progress none");
+  CHECK(ok.exit_code == 0);
+  CHECK(ok.out.find("cuda:0: peak 96.6 MiB allocated") != std::string::npos);
+  for (const char* f :
+       {"memory_timeline.csv", "memory_at_peak.csv", "memory_by_op.csv", "memory_summary.json"})
+    CHECK_MESSAGE(std::filesystem::exists(out + "/" + f), f);
+
+  Run none = jarvis_cli("memory " + golden::shared_dir() + "/hw_pairs/gpt2_train/h100.json.gz");
+  CHECK(none.exit_code == 1);
+  CHECK(none.out.find("profile_memory=True") != std::string::npos);
+
+  Run device = jarvis_cli("memory " + bert_trace() + " --device cuda:5");
+  CHECK(device.exit_code == 1);
+  CHECK(device.out.find("cuda:0, cpu") != std::string::npos);
+}
