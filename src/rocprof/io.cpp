@@ -23,7 +23,7 @@ namespace {
 std::string read_raw(const std::string& path, size_t limit) {
   struct stat st;
   FilePtr f = open_trace_file(path, st);  // a FIFO or device is refused, never waited on
-  note_input_file(path);  // never a target of this process's writes
+  note_input_file(path);                  // never a target of this process's writes
   std::string out;
   char buf[1 << 16];
   size_t n;

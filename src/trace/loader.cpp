@@ -1404,7 +1404,7 @@ Trace load_trace(const std::string& path, const LoadOptions& options) {
 Trace load_trace(const std::string& path, const LoadOptions& options, GzipInflate inflate) {
   struct stat st;
   FilePtr file = open_trace_file(path, st);  // a FIFO or device is refused, never waited on
-  note_input_file(path);  // never a target of this process's writes
+  note_input_file(path);                     // never a target of this process's writes
   unsigned char magic[2] = {0, 0};
   size_t got = std::fread(magic, 1, 2, file.get());
   if (got == 0) throw TraceError(fmt::format("{}: file is empty", path));

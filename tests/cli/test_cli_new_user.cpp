@@ -56,8 +56,8 @@ TEST_SUITE("cli_new_user") {
     // A directory given with its trailing slash is joined without doubling it.
     out = run_in(dir.path, "prepare trace.json.gz --out sub/");
     REQUIRE_MESSAGE(out.exit_code == 0, out.text);
-    manifest = nlohmann::json::parse(
-        read_text(dir / "sub" / "category_data" / "category_manifest.json"));
+    manifest =
+        nlohmann::json::parse(read_text(dir / "sub" / "category_data" / "category_manifest.json"));
     size_t checked = 0;
     for (const auto& c : manifest["categories"])
       if (c.contains("csv_file") && c["csv_file"].is_string()) {

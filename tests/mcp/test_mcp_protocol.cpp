@@ -41,9 +41,9 @@ TEST_SUITE("mcp_protocol") {
       size_t n = std::fread(buf, 1, sizeof buf - 1, p);
       pclose(p);
       std::string line(buf, n);
-      CHECK(line.rfind("jarvis " + reply["result"]["serverInfo"]["version"].get<std::string>() +
-                           " ",
-                       0) == 0);
+      CHECK(line.rfind(
+                "jarvis " + reply["result"]["serverInfo"]["version"].get<std::string>() + " ", 0) ==
+            0);
     }
     CHECK(reply["result"]["capabilities"].contains("tools"));
     CHECK(reply["result"]["capabilities"].contains("logging"));

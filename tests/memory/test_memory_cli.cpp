@@ -50,9 +50,8 @@ TEST_CASE("memory: the samples survive a snapshot") {
   SnapshotMacKey mac_key{};
   for (size_t k = 0; k < mac_key.size(); ++k) mac_key[k] = static_cast<uint8_t>(k * 7 + 1);
   write_snapshot(file, key, mac_key, loaded);
-  std::optional<Trace> back = read_snapshot(file, key, mac_key, path, [](std::string_view why) {
-    FAIL_CHECK(std::string(why));
-  });
+  std::optional<Trace> back = read_snapshot(
+      file, key, mac_key, path, [](std::string_view why) { FAIL_CHECK(std::string(why)); });
   REQUIRE(back.has_value());
   std::vector<MemorySample> a = memory_samples(loaded), b = memory_samples(*back);
   REQUIRE(a.size() == 236);
