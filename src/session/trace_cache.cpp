@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 
 #include "base/file_ptr.h"
+#include "trace/byte_source.h"
 #include "trace/loader.h"
 
 namespace jarvis {
@@ -304,15 +305,10 @@ uint64_t estimate_trace_bytes_before_parse(const std::string& path) {
   uint64_t file = static_cast<uint64_t>(st.st_size);
   uint64_t json = file;
   FilePtr f(std::fopen(path.c_str(), "rb"));
-  unsigned char head[2] = {0, 0}, tail[4] = {0, 0, 0, 0};
-  if (f && std::fread(head, 1, 2, f.get()) == 2 && head[0] == 0x1f && head[1] == 0x8b) {
-    json = 4 * file;  // when the trailer cannot be read, or wrapped at 4 GiB
-    if (file >= 4 && std::fseek(f.get(), -4, SEEK_END) == 0 &&
-        std::fread(tail, 1, 4, f.get()) == 4) {
-      uint64_t isize = tail[0] | (tail[1] << 8) | (tail[2] << 16) | (uint64_t{tail[3]} << 24);
-      json = std::max(json, isize);
-    }
-  }
+  unsigned char head[2] = {0, 0};
+  // At least 4x the compressed size: ISIZE wraps at 4 GiB.
+  if (f && std::fread(head, 1, 2, f.get()) == 2 && head[0] == 0x1f && head[1] == 0x8b)
+    json = std::max(4 * file, gzip_size_hint(f.get(), file));
   return static_cast<uint64_t>(kParsedPerJsonByte * static_cast<double>(json)) + kFixedBytes;
 }
 

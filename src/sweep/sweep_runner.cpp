@@ -3,7 +3,6 @@
 // RunData, so peak memory is `jobs` traces plus the small derived tables.
 #include <algorithm>
 #include <atomic>
-#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <mutex>
@@ -14,9 +13,11 @@
 #include <fmt/format.h>
 
 #include "base/atomic_file.h"
+#include "base/cache_prune.h"
 #include "base/output_guard.h"
 #include "rocprof/profile.h"
 #include "sweep/sweep.h"
+#include "trace/snapshot.h"
 
 namespace jarvis::sweep {
 namespace {
@@ -74,35 +75,11 @@ std::string prepare_cache_dir(const std::string& wanted, std::string& warning) {
 // 4096 MiB; the two caches count apart): the least recently written entries
 // go first, never one of the runs just loaded.
 void prune_run_cache(const std::string& dir, const std::vector<RunInput>& kept_runs) {
-  uint64_t budget = uint64_t{4096} << 20;
-  if (const char* v = std::getenv("JARVIS_CACHE_MAX_MB"); v && *v) {
-    char* end = nullptr;
-    unsigned long long mib = std::strtoull(v, &end, 10);
-    if (*end == '\0' && mib < (uint64_t{1} << 40)) budget = mib << 20;
-  }
   std::set<std::string> kept;
   for (const auto& run : kept_runs) kept.insert(cache_file_name(run.path));
-  struct Entry {
-    fs::file_time_type time;
-    uint64_t size;
-    fs::path path;
-  };
-  std::vector<Entry> entries;
-  uint64_t total = 0;
-  std::error_code ec;
-  for (const auto& e : fs::directory_iterator(dir, ec)) {
-    if (!e.is_regular_file(ec)) continue;
-    uint64_t size = e.file_size(ec);
-    total += size;
-    if (!kept.count(e.path().filename().string()))
-      entries.push_back({e.last_write_time(ec), size, e.path()});
-  }
-  std::sort(entries.begin(), entries.end(),
-            [](const Entry& a, const Entry& b) { return a.time < b.time; });
-  for (const auto& e : entries) {
-    if (total <= budget) break;
-    if (fs::remove(e.path, ec)) total -= e.size;
-  }
+  prune_cache_dir(
+      dir, snapshot_cache_budget(), [](const fs::path&) { return true; },
+      [&kept](const fs::path& p) { return kept.count(p.filename().string()) > 0; });
 }
 
 // A trace file may be a rocprofv3 results file (judged by content).

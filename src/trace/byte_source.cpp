@@ -467,4 +467,12 @@ std::unique_ptr<ByteSource> pipelined_source(std::unique_ptr<ByteSource> inner) 
   return std::make_unique<PipelinedSource>(std::move(inner));
 }
 
+uint64_t gzip_size_hint(FILE* f, uint64_t file_size) {
+  unsigned char t[4];
+  if (file_size < 18 || std::fseek(f, -4, SEEK_END) != 0 || std::fread(t, 1, 4, f) != 4)
+    return file_size * 8;
+  uint64_t isize = t[0] | (t[1] << 8) | (t[2] << 16) | (static_cast<uint64_t>(t[3]) << 24);
+  return isize >= file_size ? isize : file_size * 8;
+}
+
 }  // namespace jarvis

@@ -74,4 +74,9 @@ class MemorySource : public ByteSource {
   size_t pos_ = 0;
 };
 
+// Uncompressed size of a gzip file from its trailer (ISIZE, size mod 2^32 of
+// the last member): a hint only, checked for plausibility (8x the file when
+// the trailer cannot be read or is smaller than the file). Moves f's position.
+uint64_t gzip_size_hint(FILE* f, uint64_t file_size);
+
 }  // namespace jarvis

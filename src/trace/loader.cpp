@@ -1328,16 +1328,6 @@ void reserve_events(Trace& trace, uint64_t json_bytes_estimate) {
   trace.events.reserve(static_cast<size_t>(json_bytes_estimate / kMinBytesPerEvent) + 16);
 }
 
-// Uncompressed size from the gzip trailer (ISIZE, size mod 2^32 of the last
-// member): a hint only, checked for plausibility.
-uint64_t gzip_size_hint(FILE* f, uint64_t file_size) {
-  unsigned char t[4];
-  if (file_size < 18 || std::fseek(f, -4, SEEK_END) != 0 || std::fread(t, 1, 4, f) != 4)
-    return file_size * 8;
-  uint64_t isize = t[0] | (t[1] << 8) | (t[2] << 16) | (static_cast<uint64_t>(t[3]) << 24);
-  return isize >= file_size ? isize : file_size * 8;
-}
-
 // Parse threads of the loads under way in this process. The automatic count
 // takes only the cores they leave free, so concurrent loads (a sweep's jobs,
 // an MCP server's sessions) do not multiply threads.

@@ -1,4 +1,5 @@
 #include "trace/snapshot.h"
+#include "base/cache_prune.h"
 #include "base/output_guard.h"
 
 #include <fcntl.h>
@@ -622,34 +623,10 @@ uint64_t snapshot_cache_budget() {
 
 std::vector<std::string> prune_snapshot_cache(const std::string& cache_dir, uint64_t budget_bytes,
                                               const std::string& keep) {
-  struct Entry {
-    fs::path path;
-    uint64_t bytes;
-    fs::file_time_type used;
-  };
-  std::vector<Entry> entries;
-  uint64_t total = 0;
-  std::error_code ec;
-  for (const auto& e : fs::directory_iterator(fs::path(cache_dir) / "snapshots", ec)) {
-    if (e.path().extension() != ".jsnap" || !e.is_regular_file(ec) || e.is_symlink(ec)) continue;
-    uint64_t bytes = e.file_size(ec);
-    if (ec) continue;
-    auto used = e.last_write_time(ec);
-    if (ec) continue;
-    total += bytes;
-    if (e.path() != fs::path(keep)) entries.push_back({e.path(), bytes, used});
-  }
-  std::sort(entries.begin(), entries.end(),
-            [](const Entry& a, const Entry& b) { return a.used < b.used; });
-  std::vector<std::string> removed;
-  for (const auto& e : entries) {
-    if (total <= budget_bytes) break;
-    if (fs::remove(e.path, ec)) {
-      total -= e.bytes;
-      removed.push_back(e.path.string());
-    }
-  }
-  return removed;
+  return prune_cache_dir(
+      fs::path(cache_dir) / "snapshots", budget_bytes,
+      [](const fs::path& p) { return p.extension() == ".jsnap"; },
+      [&keep](const fs::path& p) { return p == fs::path(keep); });
 }
 
 std::string snapshot_path(const std::string& cache_dir, const SnapshotKey& key) {

@@ -20,6 +20,7 @@
 #include "critical_path/critical_path.h"
 #include "golden.h"
 #include "mcp_harness.h"
+#include "raw_timeline.h"
 #include "report/table.h"
 #include "test_analysis_support.h"
 #include "test_loader_support.h"
@@ -144,23 +145,11 @@ cp::WhatIfResult straggler_what_if(const cp::Graph& g, const json& truth, double
 // GPU idle time in [lo, hi] from raw events: the window minus the union of
 // the GPU events.
 double raw_gpu_idle(const jarvis::Trace& t, double lo, double hi) {
-  std::vector<std::pair<double, double>> busy;
+  jarvis::testing::Intervals busy;
   for (const auto& e : t.events)
     if (e.is_gpu() && e.has_ts() && e.has_dur() && e.end() > lo && e.ts() < hi)
       busy.emplace_back(std::max(e.ts(), lo), std::min(e.end(), hi));
-  std::sort(busy.begin(), busy.end());
-  double covered = 0, cur_lo = 0, cur_hi = -1e300;
-  for (auto [a, b] : busy) {
-    if (a > cur_hi) {
-      if (cur_hi > cur_lo) covered += cur_hi - cur_lo;
-      cur_lo = a;
-      cur_hi = b;
-    } else {
-      cur_hi = std::max(cur_hi, b);
-    }
-  }
-  if (cur_hi > cur_lo) covered += cur_hi - cur_lo;
-  return (hi - lo) - covered;
+  return (hi - lo) - jarvis::testing::union_length(busy);
 }
 
 // Every GPU event in the window has a runtime call with its correlation id:

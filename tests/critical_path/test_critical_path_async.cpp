@@ -22,6 +22,7 @@
 #include "critical_path/critical_path.h"
 #include "golden.h"
 #include "pycompat/text.h"
+#include "raw_timeline.h"
 #include "test_analysis_support.h"
 #include "trace/loader.h"
 #include "tree/call_tree.h"
@@ -32,23 +33,8 @@ using nlohmann::json;
 
 namespace {
 
-using Intervals = std::vector<std::pair<double, double>>;
-
-double union_length(Intervals v) {
-  std::sort(v.begin(), v.end());
-  double total = 0, lo = 0, hi = -1e300;
-  for (auto [a, b] : v) {
-    if (a > hi) {
-      if (hi > lo) total += hi - lo;
-      lo = a;
-      hi = b;
-    } else {
-      hi = std::max(hi, b);
-    }
-  }
-  if (hi > lo) total += hi - lo;
-  return total;
-}
+using jarvis::testing::Intervals;
+using jarvis::testing::union_length;
 
 // The part of [a, b] inside [lo, hi].
 double overlap(double a, double b, double lo, double hi) {

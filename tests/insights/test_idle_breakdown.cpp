@@ -12,26 +12,13 @@
 #include "golden.h"
 #include "insights/idle_breakdown.h"
 #include "insights/insights.h"
+#include "raw_timeline.h"
 #include "trace/loader.h"
 #include "tree/call_tree.h"
 
 using namespace jarvis;
 
-namespace {
-
-// A kernel on stream 7 launched by a cudaLaunchKernel at `issue`.
-std::string launched_kernel(int corr, double issue, double start, double dur) {
-  return fmt::format(
-      R"({{"ph":"X","cat":"cuda_runtime","name":"cudaLaunchKernel","pid":1,"tid":1,"ts":{0},)"
-      R"("dur":1,"args":{{"correlation":{1}}}}},)"
-      R"({{"ph":"s","cat":"ac2g","name":"ac2g","id":{1},"pid":1,"tid":1,"ts":{0}}},)"
-      R"({{"ph":"X","cat":"kernel","name":"k{1}","pid":0,"tid":7,"ts":{2},"dur":{3},)"
-      R"("args":{{"correlation":{1},"stream":7,"device":0}}}},)"
-      R"({{"ph":"f","bp":"e","cat":"ac2g","name":"ac2g","id":{1},"pid":0,"tid":7,"ts":{2}}})",
-      issue, corr, start, dur);
-}
-
-}  // namespace
+using jarvis::testing::launched_kernel;
 
 TEST_CASE("idle breakdown: a hand-worked timeline") {
   // k1 [0,10); k2 issued at 30, runs [32,40): gap 22 = host wait 20 + latency 2.

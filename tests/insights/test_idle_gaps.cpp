@@ -10,6 +10,7 @@
 #include "categories/prepare_trace.h"
 #include "golden.h"
 #include "insights/idle_gaps.h"
+#include "raw_timeline.h"
 #include "test_analysis_support.h"
 #include "trace/loader.h"
 #include "tree/call_tree.h"
@@ -19,17 +20,7 @@ using insights::IdleCause;
 
 namespace {
 
-// A kernel on stream 7 launched by a cudaLaunchKernel at `issue`.
-std::string launched_kernel(int corr, double issue, double start, double dur) {
-  return fmt::format(
-      R"({{"ph":"X","cat":"cuda_runtime","name":"cudaLaunchKernel","pid":1,"tid":1,"ts":{0},)"
-      R"("dur":1,"args":{{"correlation":{1}}}}},)"
-      R"({{"ph":"s","cat":"ac2g","name":"ac2g","id":{1},"pid":1,"tid":1,"ts":{0}}},)"
-      R"({{"ph":"X","cat":"kernel","name":"k{1}","pid":0,"tid":7,"ts":{2},"dur":{3},)"
-      R"("args":{{"correlation":{1},"stream":7,"device":0}}}},)"
-      R"({{"ph":"f","bp":"e","cat":"ac2g","name":"ac2g","id":{1},"pid":0,"tid":7,"ts":{2}}})",
-      issue, corr, start, dur);
-}
+using jarvis::testing::launched_kernel;
 
 std::string host_event(const char* cat, const char* name, double ts, double dur) {
   return fmt::format(R"({{"ph":"X","cat":"{}","name":"{}","pid":1,"tid":1,"ts":{},"dur":{}}})", cat,

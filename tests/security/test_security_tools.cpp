@@ -16,34 +16,20 @@
 #include "mcp_harness.h"
 #include "report/report.h"
 #include "sanitizer.h"
+#include "security_mcp_support.h"
 #include "security_support.h"
 
 using jarvis::mcp::json;
 namespace mcp = jarvis::mcp;
 namespace fs = std::filesystem;
 using jarvis::testing::ScratchDir;
+using mcp::testing::answers_next_request;
 using mcp::testing::Harness;
+using mcp::testing::root_options;
+using mcp::testing::tool_error;
+using mcp::testing::tool_text;
 
 namespace {
-
-mcp::ServerOptions root_options(const ScratchDir& root) {
-  mcp::ServerOptions options;
-  options.roots = {root.str()};
-  return options;
-}
-
-bool tool_error(const json& reply) {
-  return reply.contains("result") && reply["result"].value("isError", false);
-}
-
-std::string tool_text(const json& reply) {
-  return reply["result"]["content"][0]["text"].get<std::string>();
-}
-
-void answers_next_request(Harness& h) {
-  json pong = h.request(9999, "ping");
-  CHECK(pong.contains("result"));
-}
 
 std::string trace_name(int k) {
   return fmt::format("t{}.json.gz", k);

@@ -14,6 +14,7 @@
 #include "base/output_guard.h"
 #include "golden.h"
 #include "mcp_harness.h"
+#include "security_mcp_support.h"
 #include "security_support.h"
 #include "session/trace_cache.h"
 #include "sweep/sweep.h"
@@ -25,28 +26,13 @@ namespace fs = std::filesystem;
 using jarvis::testing::read_text;
 using jarvis::testing::ScratchDir;
 using jarvis::testing::write_text;
+using mcp::testing::answers_next_request;
 using mcp::testing::Harness;
+using mcp::testing::root_options;
+using mcp::testing::tool_error;
+using mcp::testing::tool_text;
 
 namespace {
-
-mcp::ServerOptions root_options(const ScratchDir& root) {
-  mcp::ServerOptions options;
-  options.roots = {root.str()};
-  return options;
-}
-
-bool tool_error(const json& reply) {
-  return reply.contains("result") && reply["result"].value("isError", false);
-}
-
-std::string tool_text(const json& reply) {
-  return reply["result"]["content"][0]["text"].get<std::string>();
-}
-
-void answers_next_request(Harness& h) {
-  json pong = h.request(9999, "ping");
-  CHECK(pong.contains("result"));
-}
 
 // A sweep of two configurations in `root`/sw: bs{bs}/trace.json.gz.
 std::string small_sweep_handle(Harness& h, const ScratchDir& root) {
