@@ -74,6 +74,17 @@ bool is_supported_version(std::string_view version) {
   return std::find(v.begin(), v.end(), version) != v.end();
 }
 
+namespace {
+
+std::string_view trim_json_space(std::string_view text) {
+  size_t b = text.find_first_not_of(" \t\r\n");
+  if (b == std::string_view::npos) return {};
+  size_t e = text.find_last_not_of(" \t\r\n");
+  return text.substr(b, e - b + 1);
+}
+
+}  // namespace
+
 JsonTextScan scan_json_text(std::string_view text, size_t max_depth) {
   JsonTextScan scan;
   // Every value but the root is an element of an array or object, and all
@@ -81,29 +92,76 @@ JsonTextScan scan_json_text(std::string_view text, size_t max_depth) {
   // number at most 1 + commas + containers.
   size_t depth = 0, commas = 0, containers = 0;
   bool in_string = false;
+  // Members of a root object: the string after '{' or ',' at depth 1 is a
+  // key; its value runs from the ':' to the next ',' or '}' at depth 1.
+  bool root_object = false, expect_key = false;
+  size_t string_start = 0, value_start = 0;
+  std::string_view key;
+  bool in_value = false;
+  auto end_member = [&](size_t end) {
+    if (!in_value) return;
+    std::string_view value = trim_json_space(text.substr(value_start, end - value_start));
+    if (key == "id") scan.id_text = value;
+    if (key == "method") scan.method_text = value;
+    in_value = false;
+  };
   for (size_t k = 0; k < text.size(); ++k) {
     char c = text[k];
     if (in_string) {
-      if (c == '\\')
+      if (c == '\\') {
         ++k;  // the escaped character cannot end the string
-      else if (c == '"')
+      } else if (c == '"') {
         in_string = false;
+        if (root_object && depth == 1 && expect_key) {
+          key = text.substr(string_start, k - string_start);
+          expect_key = false;
+        }
+      }
     } else if (c == '"') {
       in_string = true;
+      string_start = k + 1;
     } else if (c == ',') {
       ++commas;
+      if (root_object && depth == 1) {
+        end_member(k);
+        expect_key = true;
+      }
+    } else if (c == ':') {
+      if (root_object && depth == 1 && !in_value) {
+        in_value = true;
+        value_start = k + 1;
+      }
     } else if (c == '[' || c == '{') {
+      if (depth == 0 && containers == 0) {
+        scan.root_is_array = c == '[';
+        root_object = c == '{';
+        expect_key = root_object;
+      }
       ++containers;
       if (++depth > max_depth) {
         scan.too_deep = true;
         break;
       }
     } else if ((c == ']' || c == '}') && depth > 0) {
+      if (root_object && depth == 1) end_member(k);
       --depth;
     }
   }
   scan.values = 1 + commas + containers;
   return scan;
+}
+
+json scanned_request_id(const JsonTextScan& scan) {
+  constexpr size_t kLongestId = 1024;
+  if (!scan.id_text || scan.id_text->empty() || scan.id_text->size() > kLongestId) return json();
+  json id = json::parse(*scan.id_text, nullptr, /*allow_exceptions=*/false);
+  return id.is_discarded() || id.is_structured() ? json() : id;
+}
+
+bool scanned_runs_on_pool(const JsonTextScan& scan) {
+  if (scan.root_is_array) return true;
+  if (!scan.id_text || !scan.method_text) return false;
+  return *scan.method_text != "\"initialize\"" && *scan.method_text != "\"ping\"";
 }
 
 bool json_nesting_exceeds(std::string_view text, size_t max_depth) {
@@ -128,7 +186,7 @@ ParsedMessage parse_message_text(std::string_view text, size_t max_values) {
   json message = json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (message.is_discarded())
     return {json(), make_error(nullptr, rpc::kParseError, "Parse error: invalid JSON")};
-  return {std::move(message), std::nullopt, text.size() + scan.values * kParsedBytesPerValue};
+  return {std::move(message), std::nullopt, parsed_memory_bound(text.size(), scan)};
 }
 
 json make_error(const json& id, int code, const std::string& message, const json& data) {

@@ -74,11 +74,23 @@ inline constexpr size_t kMaxJsonDepth = 64;
 struct JsonTextScan {
   bool too_deep = false;  // arrays/objects nest deeper than the limit (the scan stopped there)
   size_t values = 0;      // at least the number of values a parse would build
+  // The root's shape and the raw text of its "id" and "method" members (the
+  // last of each, as the parser keeps), read in the same pass so a transport
+  // can refuse a request it has no room for without building it.
+  bool root_is_array = false;
+  std::optional<std::string_view> id_text, method_text;
 };
 JsonTextScan scan_json_text(std::string_view text, size_t max_depth);
 
 // True when `text` nests arrays/objects deeper than `max_depth`.
 bool json_nesting_exceeds(std::string_view text, size_t max_depth);
+
+// The id of the request whose text was scanned, parsed from its raw span
+// (null when absent, not a scalar, or longer than any real id).
+json scanned_request_id(const JsonTextScan& scan);
+// True when the scanned message would be a request run on the worker pool:
+// a batch, or an object with "id" and a "method" other than initialize/ping.
+bool scanned_runs_on_pool(const JsonTextScan& scan);
 
 // A parsed value costs far more than its text: nlohmann::json, measured
 // (peak RSS), takes 27-43 bytes per value of `[[],..]`, `[{},..]` or `[1,..]`
@@ -90,6 +102,10 @@ bool json_nesting_exceeds(std::string_view text, size_t max_depth);
 inline constexpr size_t kParsedBytesPerValue = 128;
 inline constexpr size_t kMinJsonValues = size_t{1} << 16;  // small caps still take real messages
 size_t max_json_values(size_t max_message_bytes);
+// Bytes a message of `text_bytes` may hold once parsed (text + values x per-value cost).
+inline size_t parsed_memory_bound(size_t text_bytes, const JsonTextScan& scan) {
+  return text_bytes + scan.values * kParsedBytesPerValue;
+}
 
 // Parses one JSON-RPC message; on failure returns the error reply instead:
 // -32700 for invalid JSON, -32600 for nesting beyond kMaxJsonDepth or more

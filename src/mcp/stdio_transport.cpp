@@ -1,5 +1,8 @@
 // stdio transport: one JSON-RPC message per line on stdin/stdout.
 #include <unistd.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 
 #include <condition_variable>
 #include <deque>
@@ -95,12 +98,29 @@ class LineReader {
 // cannot have every one parsed and queued. Refusing, not waiting, keeps the
 // reader reading, so the responses and cancellations that let the running
 // calls finish still arrive.
+// After a large message is freed, hand the allocator's free pages back to
+// the system: glibc keeps freed heap chunks below its (self-raising) mmap
+// threshold resident, so a server that once held a few large messages would
+// otherwise keep their footprint for good.
+constexpr size_t kLargeMessageBytes = size_t{1} << 20;
+void return_freed_memory() {
+#ifdef __GLIBC__
+  malloc_trim(0);
+#endif
+}
+
 class WorkQueue {
  public:
   WorkQueue(size_t threads, size_t max_held_bytes) : max_held_bytes_(max_held_bytes) {
     for (size_t k = 0; k < threads; ++k) threads_.emplace_back([this] { loop(); });
   }
   ~WorkQueue() { finish(); }
+  // Whether a job of `bytes` would be taken now. Only the reader pushes and
+  // the workers only release, so a yes holds until the reader's next push.
+  bool has_room(size_t bytes) const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return held_bytes_ == 0 || held_bytes_ + bytes <= max_held_bytes_;
+  }
   // False (and the job dropped) when it does not fit.
   bool try_push(std::function<void()> job, size_t bytes) {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -142,6 +162,7 @@ class WorkQueue {
       }
       job.run();
       job.run = nullptr;  // frees the message before its bytes are released
+      if (job.bytes >= kLargeMessageBytes) return_freed_memory();
       std::lock_guard<std::mutex> lock(mutex_);
       held_bytes_ -= job.bytes;
     }
@@ -191,6 +212,13 @@ int serve_stdio(Server& server, int in_fd, int out_fd, size_t workers) {
   LineReader reader(in_fd, server.options().max_message_bytes);
   std::string line;
   bool oversized = false;
+  auto refuse_busy = [&](const json& id) {
+    writer.write(make_error(
+        id, rpc::kServerBusy,
+        fmt::format("Server busy: the requests waiting or running hold {} bytes and this one "
+                    "would pass the limit of {}; send it again once they are answered",
+                    pool.held_bytes(), max_held_bytes)));
+  };
   while (reader.next(line, oversized)) {
     if (oversized) {
       writer.write(make_error(nullptr, rpc::kInvalidRequest,
@@ -199,8 +227,25 @@ int serve_stdio(Server& server, int in_fd, int out_fd, size_t workers) {
       continue;
     }
     if (line.find_first_not_of(" \t") == std::string::npos) continue;
+    // A request the pool has no room for is refused from one scan of its
+    // text, before a parser builds it: a flood of large requests then costs
+    // the line buffer, not a parse each.
+    if (line.size() <= server.options().max_message_bytes) {
+      JsonTextScan scan = scan_json_text(line, kMaxJsonDepth);
+      if (!scan.too_deep && scanned_runs_on_pool(scan) &&
+          !pool.has_room(parsed_memory_bound(line.size(), scan))) {
+        refuse_busy(scanned_request_id(scan));
+        if (line.size() >= kLargeMessageBytes) {
+          line = std::string();
+          return_freed_memory();
+        }
+        continue;
+      }
+    }
     ParsedMessage parsed = server.parse_message(line);
+    const bool large = line.size() >= kLargeMessageBytes;
     line = std::string();  // the parsed message replaces its text
+    if (large) return_freed_memory();
     if (parsed.error) {
       writer.write(*parsed.error);
       continue;
@@ -210,12 +255,7 @@ int serve_stdio(Server& server, int in_fd, int out_fd, size_t workers) {
       bool queued = pool.try_push([session, message = std::move(parsed.message), &emit,
                                    &writer] { guarded_handle(*session, message, emit, writer); },
                                   parsed.memory_bound);
-      if (!queued)
-        writer.write(make_error(
-            id, rpc::kServerBusy,
-            fmt::format("Server busy: the requests waiting or running hold {} bytes and this one "
-                        "would pass the limit of {}; send it again once they are answered",
-                        pool.held_bytes(), max_held_bytes)));
+      if (!queued) refuse_busy(id);
     } else {
       guarded_handle(*session, parsed.message, emit, writer);
     }

@@ -227,6 +227,36 @@ TEST_SUITE("mcp_security") {
     CHECK(reply["result"]["structuredContent"]["bytes"] == markdown.size());
   }
 
+  TEST_CASE("the pre-parse scan reads the root's id and method as the parser does") {
+    // The stdio reader refuses a request it has no room for from this scan
+    // alone, so the scan must find the same id and kind the parser would.
+    const std::vector<std::string> messages = {
+        R"({"jsonrpc":"2.0","id":7,"method":"tools/list"})",
+        R"({ "method" : "tools/call" , "params":{"id":99,"method":"ping"}, "id" : "a\"b" })",
+        R"({"id":1,"method":"ping"})",
+        R"({"method":"initialize","id":null})",
+        R"({"method":"notifications/cancelled","params":{"id":3}})",
+        R"({"id":2,"result":{"method":"x","id":5}})",
+        R"({"id":1,"id":2,"method":"tools/list","method":"tools/call"})",
+        R"({"s":"\"id\":4,","id":-3.5e2,"method":"m"})",
+        R"([{"id":1,"method":"ping"}])",
+        R"({"id":{"x":1},"method":"m"})",
+    };
+    for (const std::string& text : messages) {
+      INFO(text);
+      json parsed = json::parse(text);
+      mcp::JsonTextScan scan = mcp::scan_json_text(text, mcp::kMaxJsonDepth);
+      bool expect_pool = parsed.is_array() ||
+                         (parsed.contains("id") && parsed.contains("method") &&
+                          parsed["method"] != "initialize" && parsed["method"] != "ping");
+      CHECK(mcp::scanned_runs_on_pool(scan) == expect_pool);
+      json expect_id = parsed.is_object() && parsed.contains("id") && !parsed["id"].is_structured()
+                           ? parsed["id"]
+                           : json();
+      CHECK(mcp::scanned_request_id(scan) == expect_id);
+    }
+  }
+
   TEST_CASE("issue 49 point 3: large messages queued behind a busy stdio worker are bounded") {
     // The one worker waits on a sampling request we have not answered yet;
     // meanwhile twelve 60 MiB requests arrive. Before, the reader parsed and
