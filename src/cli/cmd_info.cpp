@@ -10,12 +10,12 @@
 namespace jarvis::cli {
 namespace {
 
-void print_info(const Trace& trace, bool rocprof) {
+void print_info(const Trace& trace, InputFormat format) {
   size_t counts[16] = {};
   for (const Event& e : trace.events) counts[static_cast<size_t>(e.cat)]++;
   fmt::print("trace:      {}\n", trace.path);
   fmt::print("platform:   {}\n", platform_name(trace.platform));
-  fmt::print("source:     {}\n", rocprof ? "rocprofv3" : "kineto");
+  fmt::print("source:     {}\n", engine::input_format_name(format));
   std::string gpu = trace.gpu_name();
   fmt::print("gpu:        {}\n", gpu.empty() ? "unknown" : gpu);
   fmt::print("events:     {}\n", trace.events.size());
@@ -34,13 +34,17 @@ void print_info(const Trace& trace, bool rocprof) {
 Runner add_info(CLI::App& app) {
   auto path = std::make_shared<std::string>();
   CLI::App* cmd = app.add_subcommand("info", "short summary of a trace (events, GPU, platform)");
-  cmd->add_option("TRACE", *path, "Kineto trace (.json/.json.gz) or rocprofv3 output")->required();
+  cmd->add_option("TRACE", *path,
+                  "a trace: Kineto (.json/.json.gz), rocprofv3 output, XPlane (.xplane.pb) or an "
+                  "Nsight Systems SQLite export")
+      ->required();
   return [path] {
-    // rocprofv3 output goes through its own reader into the same event store.
-    bool rocprof = engine::is_rocprof_input(*path);
-    Trace trace =
-        rocprof ? engine::rocprof_to_trace(engine::load_profile(*path)) : engine::load_trace(*path);
-    print_info(trace, rocprof);
+    // Every input format goes through its reader into the same event store.
+    InputFormat format = engine::detect_input_format(*path);
+    Trace trace = format == InputFormat::KinetoJson
+                      ? engine::load_trace(*path)
+                      : engine::load_non_kineto_input(*path, format).trace;
+    print_info(trace, format);
     return 0;
   };
 }

@@ -265,7 +265,9 @@ int run_report(ReportArgs& a) {
   check_report_targets(a, t);
   if (!t.xlsx.empty()) engine::load_xlsx_writer();  // a missing module fails before the work
   Progress progress(a.progress.resolve(), "report");
-  bool rocprof_input = a.rocprof || engine::is_rocprof_input(a.trace);
+  const InputFormat format = engine::detect_input_format(a.trace);
+  bool rocprof_input =
+      a.rocprof || format == InputFormat::RocprofJson || format == InputFormat::RocprofCsv;
   if (rocprof_input) return run_rocprof(a, t, progress);
   if (a.kernel_details || a.topk_kernels || a.fix_rocprof_units)
     usage_error(
@@ -280,7 +282,12 @@ int run_report(ReportArgs& a) {
   // workbook's tail leaves a core idle (the tree and the sheets keep both
   // busy); the writer joins on return.
   engine::SnapshotWriteBehind snapshot_writer(engine::SnapshotWriteBehind::Start::OnRequest);
-  std::shared_ptr<const Trace> loaded = engine::load_trace_write_behind(a.trace, snapshot_writer);
+  // Kineto through its loader (snapshot cache); the other formats through
+  // their readers into the same event model, then the same report.
+  std::shared_ptr<const Trace> loaded =
+      format == InputFormat::KinetoJson
+          ? engine::load_trace_write_behind(a.trace, snapshot_writer)
+          : std::make_shared<const Trace>(engine::load_non_kineto_input(a.trace, format).trace);
   const Trace& trace = *loaded;
   progress.phase("call tree");
   CallTree tree(trace, TreeOptions{options.include_python_frames});

@@ -4,6 +4,7 @@
 #include <stdexcept>
 #include <vector>
 
+#include "explore/input_format.h"
 #include "rocprof/profile.h"
 
 namespace jarvis {
@@ -81,6 +82,9 @@ CompareInput classify_file(const std::string& path) {
                              ": a single CSV sheet is not a report; give the directory "
                              "holding the report's <sheet>.csv files");
   }
+  // The other trace formats (XPlane, Nsight Systems exports), by content;
+  // a known-but-unreadable file (.nsys-rep) is refused here with its fix.
+  if (detect_input_format(path) != InputFormat::KinetoJson) return {CompareInputKind::Trace, path};
   throw std::runtime_error(path +
                            ": not a trace (.json / .json.gz), rocprofv3 output, report "
                            "workbook (.xlsx) or report directory");

@@ -59,6 +59,7 @@
 #include "compare/compare_traces.h"
 #include "critical_path/critical_path.h"
 #include "explore/gemm_roofline.h"
+#include "explore/input_format.h"
 #include "explore/parent_chain.h"
 #include "explore/rocprof_trace.h"
 #include "explore/summaries.h"
@@ -98,6 +99,14 @@ using jarvis::TraceStore;
 // ---------------------------------------------------------------------------
 using jarvis::detect_arch_name;
 using jarvis::load_trace;  // Kineto JSON (.json / .json.gz), throws TraceError
+// The one input dispatch: what a path holds (by content) and any input read
+// into the event model (src/explore/input_format.h).
+using jarvis::detect_input_format;
+using jarvis::input_format_name;
+using jarvis::InputFormat;
+using jarvis::load_any_trace;
+using jarvis::load_non_kineto_input;
+using jarvis::LoadedInput;
 // The same, the snapshot of a first load written beside the caller's work.
 using jarvis::load_trace_write_behind;
 using jarvis::SnapshotWriteBehind;

@@ -13,6 +13,7 @@
 #include <fmt/format.h>
 
 #include "base/random_id.h"
+#include "explore/input_format.h"
 #include "explore/rocprof_trace.h"
 #include "perf/gpu_arch.h"
 #include "report/gpu_timeline.h"
@@ -59,21 +60,23 @@ FileIdentity identify_input(const std::string& path) {
   fs::path canonical = fs::canonical(path, ec);
   if (ec) throw TraceError(fmt::format("{}: {}", path, ec.message()));
   if (fs::is_directory(canonical, ec) &&
-      rocprof::detect_input(canonical.string()) == rocprof::InputKind::CsvSet)
+      detect_input_format(canonical.string()) == InputFormat::RocprofCsv)
     return identify_csv_directory(canonical);
   return identify_file(canonical.string());
 }
 
-// rocprofv3 output (JSON results or CSV set) feeds the same event store; its
-// profile stays on the entry for the rocprof-only tools. Kineto otherwise.
+// Every input goes through the one dispatch: Kineto through its loader (and
+// snapshot cache), the other formats through their readers into the same
+// event store, keeping what their own tools need on the entry.
 std::shared_ptr<const TraceEntry> parse_input(const FileIdentity& id, const LoadOptions& options) {
-  if (!rocprof::is_rocprof_input(id.path)) return parse_kineto(id, options);
+  InputFormat format = detect_input_format(id.path);
+  if (format == InputFormat::KinetoJson) return parse_kineto(id, options);
   auto start = std::chrono::steady_clock::now();
-  rocprof::Profile profile = rocprof::load_profile(id.path);
-  auto trace = std::make_shared<const Trace>(rocprof::to_trace(profile));
+  LoadedInput in = load_non_kineto_input(id.path, format);
+  auto trace = std::make_shared<const Trace>(std::move(in.trace));
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   auto entry = std::make_shared<const TraceEntry>(id, trace, seconds, estimate_trace_bytes(*trace));
-  analysis::attach_rocprof_profile(LoadedTrace("", entry), std::move(profile));
+  if (in.attach) in.attach(LoadedTrace("", entry));
   return entry;
 }
 

@@ -16,6 +16,7 @@
 
 #include "categories/kernel_details_text.h"
 #include "collectives/collectives.h"
+#include "explore/input_format.h"
 #include "insights/trace_health.h"
 #include "report/gpu_timeline.h"
 #include "report/perf_tables.h"
@@ -262,7 +263,7 @@ const char* run_kind_name(RunKind kind) {
 }
 
 RunData analyse_trace(const std::string& path) {
-  Trace trace = load_trace(path);
+  Trace trace = load_any_trace(path);
   CallTree tree(trace);
   RunData d;
   d.kind = RunKind::Trace;

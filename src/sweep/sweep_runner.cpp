@@ -15,6 +15,7 @@
 #include "base/atomic_file.h"
 #include "base/cache_prune.h"
 #include "base/output_guard.h"
+#include "explore/input_format.h"
 #include "rocprof/profile.h"
 #include "sweep/sweep.h"
 #include "trace/snapshot.h"
@@ -94,7 +95,13 @@ RunData analyse(const RunInput& in) {
     case RunKind::Trace:
       break;
   }
-  return rocprof::is_rocprof_input(in.path) ? read_rocprof(in.path) : analyse_trace(in.path);
+  switch (detect_input_format(in.path)) {
+    case InputFormat::RocprofJson:
+    case InputFormat::RocprofCsv:
+      return read_rocprof(in.path);
+    default:
+      return analyse_trace(in.path);
+  }
 }
 
 }  // namespace
