@@ -72,9 +72,16 @@ std::string insights_markdown(const ojson& insights) {
   for (const auto& i : insights) {
     md += fmt::format("- **[{}] {}**: {}\n", i.value("severity", std::string()),
                       i.value("rule", std::string()), i.value("title", std::string()));
-    if (i.contains("gain_upper_bound_us") && i["gain_upper_bound_us"].is_number())
-      md +=
-          fmt::format("  - Recoverable: up to {:.1f} us\n", i["gain_upper_bound_us"].get<double>());
+    if (i.contains("recoverable_us") && i["recoverable_us"].is_number()) {
+      double high = i["recoverable_us"].get<double>();
+      std::string method = i.value("recoverable_method", std::string());
+      if (high < 0.05)
+        md += "  - Recoverable: nothing left after the findings above claim the same time (" +
+              method + ")\n";
+      else
+        md += fmt::format("  - Recoverable: {:.1f}-{:.1f} us ({})\n",
+                          i.value("recoverable_low_us", 0.0), high, method);
+    }
     md += "  - Path A (model): " + i.value("action_model", std::string()) + "\n";
     md += "  - Path B (kernel): " + i.value("action_kernel", std::string()) + "\n";
     md += "  - Verify: " + i.value("verify", std::string()) + "\n";

@@ -1,6 +1,7 @@
 // jarvis insights TRACE [--arch NAME|FILE|none] [--json FILE] [--top N]:
 // the insight rules over one trace, ranked by recoverable time.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <memory>
 #include <optional>
@@ -22,12 +23,21 @@ struct InsightsArgs {
 
 void print_insight(const engine::Insight& i, const engine::InsightContext& context) {
   fmt::print("[{}] {} — {}\n", i.severity, i.rule, i.title);
-  if (i.gain_upper_bound_us) {
+  if (i.recoverable_us) {
     double base = i.scope == "trace" && context.timeline ? context.timeline->total_time
                                                          : context.total_kernel_time_us;
-    fmt::print("    recoverable: up to {:.1f} us ({:.1f}% of {})\n", *i.gain_upper_bound_us,
-               base > 0 ? 100 * *i.gain_upper_bound_us / base : 0.0,
-               i.scope == "trace" ? "the trace's GPU time" : "kernel time");
+    std::string shares = i.shares_time_with.empty()
+                             ? std::string()
+                             : fmt::format("; the rest of its time is claimed by {}",
+                                           fmt::join(i.shares_time_with, ", "));
+    if (*i.recoverable_us < 0.05)
+      fmt::print("    recoverable: nothing left ({}{})\n", i.recoverable_method, shares);
+    else
+      fmt::print("    recoverable: {:.1f}-{:.1f} us ({:.1f}% of {}; {}{})\n",
+                 i.recoverable_low_us.value_or(0), *i.recoverable_us,
+                 base > 0 ? 100 * *i.recoverable_us / base : 0.0,
+                 i.scope == "trace" ? "the trace's GPU time" : "kernel time", i.recoverable_method,
+                 shares);
   }
   fmt::print("    model: {}\n    kernel: {}\n", i.action_model, i.action_kernel);
 }

@@ -34,10 +34,20 @@ struct Insight {
   // an upper bound of the time a fix could recover (null when unknown).
   double time_us = 0;
   double share = 0;
+  // The rule's own bound, before other findings' claims on the same time.
   std::optional<double> gain_upper_bound_us;
-  std::string action_model;   // Path A
-  std::string action_kernel;  // Path B
-  std::string verify;         // how to check it before repeating it
+  // The one recoverable-time model every ranking uses (claim_recoverable_time):
+  // the rule's bound, capped at the time it is about and de-duplicated
+  // against findings ranked above it that claim the same ops (or the same
+  // idle time), so a ranking never sums past what can be saved. The range
+  // is the fix closing 75-100 % of the gap, as the category impact
+  // estimates assume; `method` says what the bound stands on.
+  std::optional<double> recoverable_low_us, recoverable_us;
+  std::string recoverable_method;
+  std::vector<std::string> shares_time_with;  // rules ranked above that claim the same time
+  std::string action_model;                   // Path A
+  std::string action_kernel;                  // Path B
+  std::string verify;                         // how to check it before repeating it
 };
 
 // What the rules read. Build once per trace (run_insights does).
@@ -56,9 +66,20 @@ struct InsightContext {
 InsightContext make_context(const Trace& trace, const CallTree& tree, const GpuArch* arch,
                             const GpuTimeline* timeline = nullptr);
 
-// Every rule over the context; sorted by gain upper bound (then time),
-// largest first.
+// Every rule over the context, its claims de-duplicated
+// (claim_recoverable_time); sorted by recoverable time (then time), largest first.
 std::vector<Insight> run_insights(const InsightContext& context);
+
+// The de-duplication pass of run_insights, on findings in any order: ranks
+// them by their own bound, then lets each claim only what is left of the
+// kernel time of its ops (each op row's time is one pool) or, for a
+// trace-scope finding, of the GPU idle time. Sets recoverable_* and
+// shares_time_with; returns them ranked by recoverable time.
+std::vector<Insight> claim_recoverable_time(const InsightContext& context,
+                                            std::vector<Insight> insights);
+
+// What each rule's bound stands on, for `recoverable_method`.
+std::string_view recoverable_method_of(std::string_view rule);
 
 // The rule ids, in the order they run.
 std::vector<std::string> rule_ids();

@@ -87,6 +87,7 @@ TEST_CASE("input format: every load path gives the format's own events") {
   const std::string kineto = source_path("examples/example_trace.json.gz");
   CHECK(load_any_trace(kineto).events.size() == load_trace(kineto).events.size());
   // Kineto JSON is the Kineto loader's (snapshot cache included), not a reader row.
-  CHECK(error_of([&] { load_non_kineto_input(kineto, InputFormat::KinetoJson); })
-            .find("no reader") != std::string::npos);
+  CHECK(error_of([&] {
+          load_non_kineto_input(kineto, InputFormat::KinetoJson);
+        }).find("no reader") != std::string::npos);
 }

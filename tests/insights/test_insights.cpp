@@ -6,15 +6,20 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <map>
+#include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
+#include "explore/trace_store.h"
 #include "golden.h"
 #include "insights/insights.h"
 #include "insights/kernel_name.h"
 #include "insights/rules_internal.h"
 #include "perf/gpu_arch.h"
+#include "raw_timeline.h"
 #include "trace/loader.h"
 #include "tree/call_tree.h"
 
@@ -562,4 +567,139 @@ TEST_CASE("insights: one severity ladder by share of kernel time (5 % high, 1 % 
   CHECK(severity_by_share(0.01) == "medium");
   CHECK(severity_by_share(0.0099) == "low");
   CHECK(severity_by_share(0.0) == "low");
+}
+
+// ---- the one recoverable-time model: invariants on every shared trace -----
+
+namespace {
+
+// The GPU idle time of a trace from its raw GPU events: the span of kernels,
+// copies and sets minus their union (what gpu_timeline calls idle).
+double raw_idle_us(const Trace& t) {
+  jarvis::testing::Intervals gpu;
+  double first = 1e300, last = -1e300;
+  for (const auto& e : t.events) {
+    if (!e.has_dur() || (e.cat != jarvis::Cat::Kernel && e.cat != jarvis::Cat::GpuMemcpy &&
+                         e.cat != jarvis::Cat::GpuMemset))
+      continue;
+    gpu.push_back({e.ts(), e.ts() + e.dur()});
+    first = std::min<double>(first, e.ts());
+    last = std::max<double>(last, e.ts() + e.dur());
+  }
+  if (gpu.empty()) return 0;
+  return (last - first) - jarvis::testing::union_length(gpu);
+}
+
+void check_recoverable_invariants(const std::string& path) {
+  CAPTURE(path);
+  Trace t = jarvis::load_trace(path);
+  CallTree tree(t);
+  std::string arch_name = jarvis::detect_arch_name(t);
+  std::optional<jarvis::GpuArch> arch;
+  if (!arch_name.empty()) arch = jarvis::perf::load_gpu_arch(arch_name);
+  auto context = in::make_context(t, tree, arch ? &*arch : nullptr);
+  auto all = in::run_insights(context);
+  // Each op's own kernel time, from the raw durations of its kernels.
+  std::map<jarvis::Uid, double> op_time;
+  double kernel_total = 0;
+  for (const auto& row : context.rows)
+    for (jarvis::Uid k : row.kernels) op_time[row.uid] += t.events[k].dur();
+  for (const auto& e : t.events)
+    if (e.cat == jarvis::Cat::Kernel && e.has_dur()) kernel_total += e.dur();
+  const double idle = raw_idle_us(t);
+  std::map<jarvis::Uid, double> claimed;
+  double idle_claimed = 0, total = 0;
+  double previous = 1e300;
+  for (const auto& i : all) {
+    CAPTURE(i.rule);
+    CAPTURE(i.title);
+    CHECK(i.recoverable_us.value_or(0) <= previous + 1e-9);  // ranked by it
+    previous = i.recoverable_us.value_or(0);
+    if (!i.recoverable_us) continue;
+    CHECK(*i.recoverable_us >= 0);
+    CHECK(*i.recoverable_us <= *i.gain_upper_bound_us + 1e-6);
+    if (i.time_us > 0) CHECK(*i.recoverable_us <= i.time_us + 1e-6);
+    CHECK(*i.recoverable_low_us <= *i.recoverable_us);
+    CHECK_FALSE(i.recoverable_method.empty());
+    total += *i.recoverable_us;
+    std::vector<jarvis::Uid> ops;
+    for (auto u : i.uids)
+      if (op_time.count(u)) ops.push_back(u);
+    if (!ops.empty()) {
+      double own = 0;
+      for (auto u : ops) own += op_time[u];
+      for (auto u : ops) claimed[u] += own > 0 ? *i.recoverable_us * op_time[u] / own : 0;
+    } else if (i.scope == "trace") {
+      idle_claimed += *i.recoverable_us;
+    }
+  }
+  for (const auto& [uid, us] : claimed) {
+    CAPTURE(uid);
+    CHECK(us <= op_time[uid] * (1 + 1e-6) + 1e-3);  // no op's time claimed twice
+  }
+  CHECK(idle_claimed <= idle * (1 + 1e-6) + 1e-3);
+  CHECK(total <= (kernel_total + idle) * (1 + 1e-6));
+}
+
+}  // namespace
+
+TEST_CASE("recoverable time: one op's findings never claim more than its time (every trace)") {
+  for (const auto& dir : jarvis::golden::conformance_dirs()) {
+    std::string path = dir + "/trace.json.gz";
+    if (!std::filesystem::exists(path)) continue;
+    check_recoverable_invariants(path);
+  }
+  check_recoverable_invariants(jarvis::golden::shared_dir() + "/hw_pairs/gpt2_train/h100.json.gz");
+}
+
+TEST_CASE("recoverable time: GPT-2's LM head is claimed once, not by two rules in full") {
+  std::string path = jarvis::golden::shared_dir() + "/hw_pairs/gpt2_train/h100.json.gz";
+  Trace t = jarvis::load_trace(path);
+  CallTree tree(t);
+  auto arch = jarvis::perf::load_gpu_arch("H100");
+  auto context = in::make_context(t, tree, &arch);
+  auto all = in::run_insights(context);
+  // The LM-head GEMMs: the ops whose GEMM dims hold the vocabulary (50257),
+  // found from the rows' recorded shapes.
+  std::set<jarvis::Uid> lm_head;
+  std::map<jarvis::Uid, double> op_time;
+  for (const auto& row : context.rows) {
+    for (jarvis::Uid k : row.kernels) op_time[row.uid] += t.events[k].dur();
+    auto d = in::detail::gemm_dims(row);
+    if (d && (d->m == 50257 || d->n == 50257 || d->k == 50257)) lm_head.insert(row.uid);
+  }
+  REQUIRE_FALSE(lm_head.empty());
+  double lm_time = 0;
+  for (auto u : lm_head) lm_time += op_time[u];
+  // Every finding touching those ops, whatever its rule: together at most their time.
+  double claims = 0;
+  std::set<std::string> rules;
+  for (const auto& i : all) {
+    bool touches = false;
+    for (auto u : i.uids) touches = touches || lm_head.count(u);
+    if (!touches || !i.recoverable_us) continue;
+    rules.insert(i.rule);
+    // Spread over its ops by time, count the LM-head part.
+    double own = 0, part = 0;
+    for (auto u : i.uids) {
+      own += op_time[u];
+      if (lm_head.count(u)) part += op_time[u];
+    }
+    claims += own > 0 ? *i.recoverable_us * part / own : 0;
+  }
+  CHECK(rules.size() >= 2);  // seen from two sides (sm75 kernel, unaligned vocabulary)
+  CHECK(claims <= lm_time * (1 + 1e-6));
+  // Before the model, the two rules' bounds on these ops added up past it.
+  double bounds = 0;
+  for (const auto& i : all) {
+    bool touches = false;
+    for (auto u : i.uids) touches = touches || lm_head.count(u);
+    if (touches && (i.rule == "old_arch_kernel" || i.rule == "gemm_unaligned_dims"))
+      bounds += i.gain_upper_bound_us.value_or(0);
+  }
+  CAPTURE(bounds);
+  CAPTURE(claims);
+  bool second_named = false;
+  for (const auto& i : all) second_named = second_named || !i.shares_time_with.empty();
+  CHECK(second_named);
 }

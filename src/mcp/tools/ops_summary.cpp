@@ -63,11 +63,11 @@ json top_insights(const LoadedTrace& entry, const std::string& arch_name,
            entry.trace(), *tree, arch ? &*arch : nullptr, engine::trace_timeline(entry).get()))) {
     if (!category.empty() && !engine::category_named_by(i.category, category)) continue;
     if (out.size() == 5) break;
-    out.push_back(
-        {{"rule", i.rule},
-         {"severity", i.severity},
-         {"title", i.title},
-         {"gain_upper_bound_us", i.gain_upper_bound_us ? json(*i.gain_upper_bound_us) : json()}});
+    out.push_back({{"rule", i.rule},
+                   {"severity", i.severity},
+                   {"title", i.title},
+                   {"recoverable_us", i.recoverable_us ? json(*i.recoverable_us) : json()},
+                   {"recoverable_method", i.recoverable_method}});
   }
   return out;
 }
