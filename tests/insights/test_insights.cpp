@@ -633,9 +633,10 @@ void check_recoverable_invariants(const std::string& path) {
       idle_claimed += *i.recoverable_us;
     }
   }
-  for (const auto& [uid, us] : claimed) {
+  for (const auto& entry : claimed) {
+    const jarvis::Uid uid = entry.first;  // clang: no structured bindings in CAPTURE's lambda
     CAPTURE(uid);
-    CHECK(us <= op_time[uid] * (1 + 1e-6) + 1e-3);  // no op's time claimed twice
+    CHECK(entry.second <= op_time[uid] * (1 + 1e-6) + 1e-3);  // no op's time claimed twice
   }
   CHECK(idle_claimed <= idle * (1 + 1e-6) + 1e-3);
   CHECK(total <= (kernel_total + idle) * (1 + 1e-6));
