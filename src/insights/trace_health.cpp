@@ -14,6 +14,9 @@ constexpr double kLowLinkedShare = 0.5;
 constexpr size_t kMinSteps = 2;
 constexpr double kHighGraphShare = 0.5;
 constexpr size_t kFewGpuEvents = 50;
+// Python frames per op from which stack tracing dominates host time (the
+// decode servers' traces record 15-31 per op; training scripts 1-3).
+constexpr double kHeavyPythonPerOp = 10.0;
 
 bool is_graph_launch(std::string_view name) {
   return name == "cudaGraphLaunch" || name == "hipGraphLaunch";
@@ -26,6 +29,8 @@ void count_events(const Trace& trace, const CallTree& tree, TraceHealth& h, doub
     std::string_view name = trace.name(static_cast<Uid>(u));
     if (e.cat == Cat::UserAnnotation && name.starts_with("ProfilerStep#")) ++h.profiler_steps;
     if (e.is_runtime() && is_graph_launch(name)) ++h.graph_launches;
+    if (e.cat == Cat::PythonFunction) ++h.python_events;
+    if (e.cat == Cat::CpuOp) ++h.cpu_ops;
     if (!e.is_gpu()) continue;
     ++h.gpu_events;
     double dur = e.has_dur() && e.dur() > 0 ? e.dur() : 0;
@@ -87,6 +92,18 @@ void add_warnings(TraceHealth& h) {
         "no launch flow events: kernels were linked to launches by correlation only (older "
         "Kineto schema)",
         0);
+  if (h.python_events) {
+    double per_op = h.cpu_ops
+                        ? static_cast<double>(h.python_events) / static_cast<double>(h.cpu_ops)
+                        : static_cast<double>(h.python_events);
+    bool heavy = per_op >= kHeavyPythonPerOp;
+    warn(fmt::format("recorded with Python stack tracing on ({} python_function events, {:.1f} "
+                     "per op): the profiler's cost per frame inflates host time, so host-side "
+                     "findings (idle, launch-bound, host gaps) are upper bounds{}",
+                     h.python_events, per_op,
+                     heavy ? "; profile again with with_stack=False to size them" : ""),
+         heavy ? 1 : 0);
+  }
   if (h.negative_durations)
     warn(fmt::format("{} events had a negative duration (clock or timebase problems); "
                      "the loader set them to 0",
@@ -135,7 +152,9 @@ nlohmann::json to_json(const TraceHealth& h) {
           {"graph_launches", h.graph_launches},
           {"graph_kernel_share", h.graph_kernel_share},
           {"links_without_flows", h.links_without_flows},
-          {"negative_durations", h.negative_durations}};
+          {"negative_durations", h.negative_durations},
+          {"python_events", h.python_events},
+          {"cpu_ops", h.cpu_ops}};
 }
 
 }  // namespace jarvis::insights

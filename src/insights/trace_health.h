@@ -28,7 +28,11 @@ struct TraceHealth {
   double graph_kernel_share = 0;  // share of GPU time launched by graph launches
   bool links_without_flows = false;
   size_t negative_durations = 0;  // events whose dur < 0 the loader clamped to 0
-  std::string confidence;         // high / medium / low
+  // Python stack tracing (with_stack=True) records python_function events;
+  // the profiler's cost per event inflates host time.
+  size_t python_events = 0;
+  size_t cpu_ops = 0;
+  std::string confidence;  // high / medium / low
   std::vector<std::string> warnings;
 };
 

@@ -116,3 +116,36 @@ TEST_CASE("health: a real DDP trace without its ProfilerStep annotations keeps i
   CHECK_FALSE(contains_warning(h, "steady state cannot be told"));
   CHECK(h.confidence == h_with.confidence);
 }
+
+TEST_CASE("health: Python stack tracing is named, and lowers confidence when it dominates") {
+  struct Case {
+    const char* trace;
+    bool heavy;
+  };
+  for (const Case& c : {Case{"conformance/vllm_decode_graph_capture/trace.json.gz", true},
+                        Case{"conformance/h100_bert-small/trace.json.gz", false},
+                        Case{"hw_pairs/gpt2_train/h100.json.gz", false}}) {
+    CAPTURE(c.trace);
+    jarvis::Trace t = jarvis::load_trace(jarvis::golden::shared_dir() + "/" + c.trace);
+    // From the raw events.
+    size_t python = 0, ops = 0;
+    for (const auto& e : t.events) {
+      python += e.cat == jarvis::Cat::PythonFunction;
+      ops += e.cat == jarvis::Cat::CpuOp;
+    }
+    jarvis::CallTree tree(t);
+    auto h = jarvis::insights::trace_health(t, tree);
+    CHECK(h.python_events == python);
+    std::string named;
+    for (const auto& w : h.warnings)
+      if (w.find("Python stack tracing") != std::string::npos) named = w;
+    if (python == 0) {
+      CHECK(named.empty());
+      continue;
+    }
+    CHECK(named.find(std::to_string(python) + " python_function events") != std::string::npos);
+    bool heavy = static_cast<double>(python) / static_cast<double>(ops) >= 10.0;
+    CHECK(heavy == c.heavy);
+    CHECK((named.find("with_stack=False") != std::string::npos) == heavy);
+  }
+}
