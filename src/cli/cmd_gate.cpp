@@ -64,8 +64,9 @@ Runner add_gate(CLI::App& app) {
     if (a->cand.empty()) throw UsageError("give --cand RUN... (and --base RUN... or --baseline)");
     if (a->base.empty() && a->baseline.empty())
       throw UsageError("give --base RUN... or --baseline NAME");
-    engine::GateSide base = a->baseline.empty() ? engine::gate_side(a->base, o)
-                                                : engine::load_baseline(a->baseline, a->baseline_dir);
+    engine::GateSide base = a->baseline.empty()
+                                ? engine::gate_side(a->base, o)
+                                : engine::load_baseline(a->baseline, a->baseline_dir);
     engine::GateSide cand = engine::gate_side(a->cand, o);
     engine::GateOptions g;
     g.alpha = a->alpha;

@@ -33,8 +33,8 @@ Cell num(double v) {
 }
 
 struct Sample {
-  double sum = 0;  // sum of instance times (mean x count per run)
-  int64_t n = 0;   // instances
+  double sum = 0;                  // sum of instance times (mean x count per run)
+  int64_t n = 0;                   // instances
   std::vector<double> run_values;  // per run: the row's mean
   std::vector<double> within;      // per instance (trace runs) or per step
   const Run* first = nullptr;
@@ -86,9 +86,10 @@ void add_judgement(double b, double c, const Sample& xb, const Sample& xc, doubl
     note = fmt::format("cannot tell: {} run(s) a side, so the run-to-run noise is unknown",
                        across.n_base);
     if (across.n_base != across.n_cand)
-      note = fmt::format("cannot tell: {} baseline and {} candidate run(s), too few for a test "
-                         "across runs",
-                         across.n_base, across.n_cand);
+      note = fmt::format(
+          "cannot tell: {} baseline and {} candidate run(s), too few for a test "
+          "across runs",
+          across.n_base, across.n_cand);
   } else {
     note = fmt::format("across runs: {}", across.reason);
   }
@@ -96,13 +97,15 @@ void add_judgement(double b, double c, const Sample& xb, const Sample& xc, doubl
     note += within.min_p >= kAlpha
                 ? fmt::format("; within the runs only {} + {} {}: no test possible",
                               xb.within.size(), xc.within.size(), within_unit)
-                : fmt::format("; within the runs ({} + {} {}) p = {:.3g}, which says these traces "
-                              "differ, not the configurations",
-                              xb.within.size(), xc.within.size(), within_unit, within.p);
+                : fmt::format(
+                      "; within the runs ({} + {} {}) p = {:.3g}, which says these traces "
+                      "differ, not the configurations",
+                      xb.within.size(), xc.within.size(), within_unit, within.p);
   if (!std::isnan(sweep_spread) && std::fabs(delta) <= sweep_spread)
-    note += fmt::format("; the change ({:.4g} {}) is within the baseline sweep's own spread "
-                        "across its runs ({:.4g} {})",
-                        std::fabs(delta), unit, sweep_spread, unit);
+    note += fmt::format(
+        "; the change ({:.4g} {}) is within the baseline sweep's own spread "
+        "across its runs ({:.4g} {})",
+        std::fabs(delta), unit, sweep_spread, unit);
   row.push_back(Cell(std::string(verdict_name(across.verdict))));
   row.push_back(Cell(note));
 }
@@ -123,7 +126,8 @@ Table kernel_changes(const Sweep& base, const Sweep& cand) {
   for (const char* x : {"kernel_name", "op", "shape", "base_mean_us", "cand_mean_us", "base_runs",
                         "cand_runs", "base_count", "cand_count", "delta_us", "change_percent"})
     cols.push_back(x);
-  for (const char* x : kJudgementColumns) cols.push_back(std::string(x) == "sweep_spread" ? "sweep_spread_us" : x);
+  for (const char* x : kJudgementColumns)
+    cols.push_back(std::string(x) == "sweep_spread" ? "sweep_spread_us" : x);
   Table t("compare_gemm_kernels", cols);
   for (const auto& [key, xb] : b) {
     auto it = c.find(key);
@@ -133,8 +137,8 @@ Table kernel_changes(const Sweep& base, const Sweep& cand) {
     add_config_fields(base, *xb.first, row);
     double mb = xb.sum / static_cast<double>(xb.n), mc = xc.sum / static_cast<double>(xc.n);
     row.insert(row.end(), {Cell(std::get<1>(key)), Cell(std::get<2>(key)), Cell(std::get<3>(key)),
-                           num(mb), num(mc), Cell(xb.run_values.size()),
-                           Cell(xc.run_values.size()), Cell(xb.n), Cell(xc.n)});
+                           num(mb), num(mc), Cell(xb.run_values.size()), Cell(xc.run_values.size()),
+                           Cell(xb.n), Cell(xc.n)});
     double sp = spread(across_sweep[{std::get<1>(key), std::get<2>(key), std::get<3>(key)}]);
     add_judgement(mb, mc, xb, xc, sp, "instances", "µs", row);
     t.rows.push_back(std::move(row));
@@ -194,7 +198,8 @@ Table timeline_changes(const Sweep& base, const Sweep& cand) {
   for (const char* x :
        {"type", "base_ms", "cand_ms", "base_runs", "cand_runs", "delta_ms", "change_percent"})
     cols.push_back(x);
-  for (const char* x : kJudgementColumns) cols.push_back(std::string(x) == "sweep_spread" ? "sweep_spread_ms" : x);
+  for (const char* x : kJudgementColumns)
+    cols.push_back(std::string(x) == "sweep_spread" ? "sweep_spread_ms" : x);
   Table t("compare_gpu_timeline", cols);
   for (const std::string& label : order) {
     auto it = c.find(label);

@@ -230,8 +230,8 @@ std::vector<Table> gpu_timeline_tables(const Sweep& sweep) {
     }
     srow.push_back(gemm.empty() ? Cell() : num(pycompat::pandas_groupby_mean(gemm)));
     Normalisation n = normalise(sweep, runs);
-    srow.insert(srow.end(), {num(n.steps), num(n.step_ms), num(n.value_ms), Cell(n.unit),
-                             Cell(n.how), Cell()});
+    srow.insert(srow.end(),
+                {num(n.steps), num(n.step_ms), num(n.value_ms), Cell(n.unit), Cell(n.how), Cell()});
     summary.rows.push_back(std::move(srow));
     means.push_back({label, std::move(m)});
   }

@@ -125,16 +125,20 @@ Normalisation normalise(const Sweep& sweep, const std::vector<const Run*>& runs)
     } catch (...) {
       continue;
     }
-    if (matches(name, "bs|batch|batch_?size|batchsize|mbs|gbs|micro_?batch(_size)?|global_?batch(_size)?"))
+    if (matches(
+            name,
+            "bs|batch|batch_?size|batchsize|mbs|gbs|micro_?batch(_size)?|global_?batch(_size)?"))
       batch = v, batch_f = name;
-    else if (matches(name, "seq|seqlen|seq_?len(gth)?|sequence_?len(gth)?|sl|ctx|context_?len(gth)?"))
+    else if (matches(name,
+                     "seq|seqlen|seq_?len(gth)?|sequence_?len(gth)?|sl|ctx|context_?len(gth)?"))
       seq = v, seq_f = name;
     else if (matches(name, "tokens|num_?tokens|tokens_?per_?step"))
       tokens = v, tokens_f = name;
   }
   std::string per;
   if (!std::isnan(tokens)) {
-    n.unit = "token", n.units_per_step = tokens, per = fmt::format("{} (field {})", "tokens", tokens_f);
+    n.unit = "token", n.units_per_step = tokens,
+    per = fmt::format("{} (field {})", "tokens", tokens_f);
   } else if (!std::isnan(batch) && !std::isnan(seq)) {
     n.unit = "token", n.units_per_step = batch * seq,
     per = fmt::format("({} x {})", batch_f, seq_f);
@@ -171,10 +175,10 @@ Normalisation normalise(const Sweep& sweep, const std::vector<const Run*>& runs)
 Table what_changed_table(const Sweep& sweep) {
   std::vector<std::string> cols{"full_config"};
   for (const auto& f : sweep.config_fields()) cols.push_back(f);
-  for (const char* c : {"num_ranks", "total_ms", "busy_ms", "idle_ms", "comm_ms", "gemm_total_ms",
-                        "delta_total_ms", "delta_busy_ms", "delta_idle_ms", "delta_comm_ms",
-                        "delta_gemm_ms", "steps", "step_ms", "step_spread_in_run_ms",
-                        "collectives", "explanation"})
+  for (const char* c :
+       {"num_ranks", "total_ms", "busy_ms", "idle_ms", "comm_ms", "gemm_total_ms", "delta_total_ms",
+        "delta_busy_ms", "delta_idle_ms", "delta_comm_ms", "delta_gemm_ms", "steps", "step_ms",
+        "step_spread_in_run_ms", "collectives", "explanation"})
     cols.push_back(c);
   Table t("what_changed", cols);
   struct Row {
@@ -186,9 +190,18 @@ Table what_changed_table(const Sweep& sweep) {
   };
   std::vector<Row> rows;
   for (const auto& [label, runs] : configs_of(sweep)) {
-    Row r{label, runs.front(), runs.size(), config_mean(runs, "total_time"),
-          config_mean(runs, "busy_time"), config_mean(runs, "idle_time"), NAN,
-          gemm_total_ms(runs), 0, NAN, NAN, 0};
+    Row r{label,
+          runs.front(),
+          runs.size(),
+          config_mean(runs, "total_time"),
+          config_mean(runs, "busy_time"),
+          config_mean(runs, "idle_time"),
+          NAN,
+          gemm_total_ms(runs),
+          0,
+          NAN,
+          NAN,
+          0};
     r.comm = config_mean(runs, "total_comm_time");
     if (std::isnan(r.comm)) r.comm = config_mean(runs, "exposed_comm_time");
     Normalisation n = normalise(sweep, runs);
@@ -214,29 +227,34 @@ Table what_changed_table(const Sweep& sweep) {
   std::vector<double> step_means;
   for (const Row& r : rows)
     if (!std::isnan(r.step)) step_means.push_back(r.step);
-  double config_step_spread =
-      step_means.size() >= 2 ? *std::max_element(step_means.begin(), step_means.end()) -
-                                   *std::min_element(step_means.begin(), step_means.end())
-                             : NAN;
-  bool no_collectives = std::all_of(rows.begin(), rows.end(), [](const Row& r) { return r.colls == 0; });
+  double config_step_spread = step_means.size() >= 2
+                                  ? *std::max_element(step_means.begin(), step_means.end()) -
+                                        *std::min_element(step_means.begin(), step_means.end())
+                                  : NAN;
+  bool no_collectives =
+      std::all_of(rows.begin(), rows.end(), [](const Row& r) { return r.colls == 0; });
   for (const Row& r : rows) {
     double dt = r.total - m_total, db = r.busy - m_busy, di = r.idle - m_idle;
     std::vector<std::string> why;
-    why.push_back(fmt::format("total {:+.3f} ms vs the median configuration: busy {:+.3f} ms "
-                              "({:+.2f} %), idle {:+.3f} ms",
-                              dt, db, m_busy != 0 ? 100 * db / m_busy : NAN, di));
+    why.push_back(
+        fmt::format("total {:+.3f} ms vs the median configuration: busy {:+.3f} ms "
+                    "({:+.2f} %), idle {:+.3f} ms",
+                    dt, db, m_busy != 0 ? 100 * db / m_busy : NAN, di));
     if (!std::isnan(db) && !std::isnan(di) && std::fabs(di) > std::fabs(db) &&
         std::fabs(db) <= 0.005 * m_busy)
-      why.push_back("busy time is flat (within 0.5 %): the difference is GPU idle time, i.e. host "
-                    "side (launch, data loading, Python), which these fields do not obviously set");
+      why.push_back(
+          "busy time is flat (within 0.5 %): the difference is GPU idle time, i.e. host "
+          "side (launch, data loading, Python), which these fields do not obviously set");
     if (!std::isnan(r.step_spread) && !std::isnan(config_step_spread) &&
         r.step_spread >= config_step_spread)
-      why.push_back(fmt::format("steps inside one run differ by {:.3f} ms, as much as the "
-                                "configurations' mean steps do ({:.3f} ms): noise explains it",
-                                r.step_spread, config_step_spread));
+      why.push_back(
+          fmt::format("steps inside one run differ by {:.3f} ms, as much as the "
+                      "configurations' mean steps do ({:.3f} ms): noise explains it",
+                      r.step_spread, config_step_spread));
     if (no_collectives)
-      why.push_back("no collectives in this sweep: communication settings (NCCL threads, "
-                    "channels, ...) cannot act");
+      why.push_back(
+          "no collectives in this sweep: communication settings (NCCL threads, "
+          "channels, ...) cannot act");
     std::vector<Cell> row{Cell(r.label)};
     std::vector<Cell> all;
     add_field_cells(sweep, *r.first, all);
@@ -246,8 +264,8 @@ Table what_changed_table(const Sweep& sweep) {
     for (const auto& w : why) text += (text.empty() ? "" : "; ") + w;
     row.insert(row.end(),
                {Cell(r.ranks), num(r.total), num(r.busy), num(r.idle), num(r.comm), num(r.gemm),
-                num(dt), num(db), num(di), num(r.comm - m_comm), num(r.gemm - m_gemm),
-                num(r.steps), num(r.step), num(r.step_spread), Cell(r.colls), Cell(text)});
+                num(dt), num(db), num(di), num(r.comm - m_comm), num(r.gemm - m_gemm), num(r.steps),
+                num(r.step), num(r.step_spread), Cell(r.colls), Cell(text)});
     t.rows.push_back(std::move(row));
   }
   return t;

@@ -36,16 +36,17 @@ fs::path baseline_dir(const std::string& dir) {
   if (!dir.empty()) return dir;
   std::string base = jarvis_cache_dir();
   if (base.empty())
-    throw SweepError("no cache directory for named baselines: set JARVIS_CACHE_DIR or give a "
-                     "baseline directory");
+    throw SweepError(
+        "no cache directory for named baselines: set JARVIS_CACHE_DIR or give a "
+        "baseline directory");
   return fs::path(base) / "gate_baselines";
 }
 
 fs::path baseline_file(const std::string& name, const std::string& dir) {
   static const std::regex ok("[A-Za-z0-9._-]{1,100}");
   if (!std::regex_match(name, ok) || name == "." || name == "..")
-    throw SweepError(fmt::format("baseline name '{}': use letters, digits, '.', '_' and '-'",
-                                 name));
+    throw SweepError(
+        fmt::format("baseline name '{}': use letters, digits, '.', '_' and '-'", name));
   return baseline_dir(dir) / (name + ".json");
 }
 
@@ -78,14 +79,14 @@ GateSide gate_side(const std::vector<std::string>& paths, const LoadOptions& opt
       one.pattern = abs.filename().string();
       for (char c : std::string("{}*?")) {
         if (one.pattern.find(c) != std::string::npos)
-          throw SweepError(fmt::format("'{}': a run's file name with '{{', '}}', '*' or '?' "
-                                       "cannot be given to the gate; give its directory",
-                                       p));
+          throw SweepError(
+              fmt::format("'{}': a run's file name with '{{', '}}', '*' or '?' "
+                          "cannot be given to the gate; give its directory",
+                          p));
       }
       s = load_sweep(abs.parent_path().string(), one);
     }
-    for (const auto& f : s.failures)
-      throw SweepError(fmt::format("'{}': {}", f.path, f.reason));
+    for (const auto& f : s.failures) throw SweepError(fmt::format("'{}': {}", f.path, f.reason));
     for (const Run& r : s.runs) {
       side.runs.push_back(r.input.path);
       side.metrics.push_back(run_metrics(r.data));
@@ -143,8 +144,8 @@ GateResult gate(const GateSide& base, const GateSide& cand, const GateOptions& o
 }
 
 Table gate_table(const GateResult& result) {
-  Table t("gate", {"level", "name", "unit", "base_runs", "cand_runs", "base_median",
-                   "cand_median", "change_percent", "ci_low_percent", "ci_high_percent", "p_value",
+  Table t("gate", {"level", "name", "unit", "base_runs", "cand_runs", "base_median", "cand_median",
+                   "change_percent", "ci_low_percent", "ci_high_percent", "p_value",
                    "min_possible_p", "verdict", "reason"});
   for (const GateRow& r : result.rows) {
     const SampleComparison& c = r.cmp;
@@ -165,10 +166,12 @@ std::string gate_summary(const GateResult& result, const GateOptions& options) {
       result.regression ? "REGRESSION" : "pass", result.base_runs, result.cand_runs, options.alpha,
       options.threshold_pct);
   std::string parts;
-  for (const auto& [v, n] : counts) parts += fmt::format("{}{} {}", parts.empty() ? "" : ", ", n, v);
-  text += fmt::format("{} metrics judged: {}; {} not judged (under {} % of busy time or missing "
-                      "from some runs)\n",
-                      result.rows.size(), parts, result.not_judged, options.min_share_pct);
+  for (const auto& [v, n] : counts)
+    parts += fmt::format("{}{} {}", parts.empty() ? "" : ", ", n, v);
+  text += fmt::format(
+      "{} metrics judged: {}; {} not judged (under {} % of busy time or missing "
+      "from some runs)\n",
+      result.rows.size(), parts, result.not_judged, options.min_share_pct);
   size_t shown = 0;
   for (const auto& r : result.rows) {
     bool show = r.level == "step" || (r.cmp.verdict == Verdict::Slower && shown < 6);
@@ -185,7 +188,9 @@ std::string save_baseline(const std::string& name, const GateSide& side, const s
   nlohmann::json j = {{"version", 1}, {"runs", side.runs}, {"metrics", side.metrics}};
   std::error_code ec;
   fs::create_directories(file.parent_path(), ec);
-  if (ec) throw SweepError(fmt::format("cannot create {}: {}", file.parent_path().string(), ec.message()));
+  if (ec)
+    throw SweepError(
+        fmt::format("cannot create {}: {}", file.parent_path().string(), ec.message()));
   write_file_atomic(file.string(), j.dump());
   return file.string();
 }

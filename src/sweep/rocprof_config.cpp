@@ -91,12 +91,11 @@ RocprofConfig rocprof_config(std::vector<std::string> kernels) {
 
 const char* kernel_vendor(const std::vector<std::string>& kernels) {
   // Names only a vendor's libraries and compilers give their kernels.
-  static const char* const nvidia[] = {"nvjet",   "sm80_",   "sm90_",  "sm100_", "cutlass",
-                                       "ampere_", "volta_",  "turing_", "hopper", "cublas",
-                                       "xmma",    "cudnn",
-                                       "gemv2T_kernel", "gemvNSP"};
+  static const char* const nvidia[] = {"nvjet",   "sm80_",  "sm90_",         "sm100_", "cutlass",
+                                       "ampere_", "volta_", "turing_",       "hopper", "cublas",
+                                       "xmma",    "cudnn",  "gemv2T_kernel", "gemvNSP"};
   static const char* const amd[] = {"Cijk_",  "rocblas", "hipblaslt", "rccl", "__amd_rocclr",
-                                    "MIOpen", "miopen",  "igemm",    "ck::", "ck_tile"};
+                                    "MIOpen", "miopen",  "igemm",     "ck::", "ck_tile"};
   bool nv = false, am = false;
   for (const std::string& k : kernels) {
     for (const char* m : nvidia) nv = nv || k.find(m) != std::string::npos;

@@ -245,8 +245,8 @@ void add_kernel_names(const Trace& trace, RunData& d) {
 // Host-side ProfilerStep#N annotations, in start order; without two of them
 // the iterations found as repeats of the launch sequence (the same detection
 // trace_health and critical_path use), each from its first launch to the next
-// iteration's (the last one to the launch after it; not counted when that is
-// the trace end, as its end is unknown).
+// iteration's (the last one to the launch after it, or to the end of the
+// last GPU op when none follows).
 void add_steps(const Trace& trace, const CallTree& tree, RunData& d) {
   std::vector<std::pair<double, double>> steps;
   for (Uid u = 0; u < trace.events.size(); ++u) {
@@ -264,10 +264,15 @@ void add_steps(const Trace& trace, const CallTree& tree, RunData& d) {
   if (!repeats || repeats->starts.size() < 2) return;
   d.step_source = "detected_repeats";
   const auto& st = repeats->starts;
+  // The last iteration, with no launch after it, ends when the GPU work ends.
+  double gpu_end = -INFINITY;
+  for (const Event& e : trace.events)
+    if (e.is_gpu() && e.has_ts()) gpu_end = std::max(gpu_end, e.end());
   for (size_t i = 0; i < st.size(); ++i) {
     Uid next = i + 1 < st.size() ? st[i + 1] : repeats->after;
-    if (next == kNoUid) break;
-    d.step_ms.push_back((trace.events[next].ts() - trace.events[st[i]].ts()) / 1e3);
+    double end = next == kNoUid ? gpu_end : trace.events[next].ts();
+    if (!std::isfinite(end) || end <= trace.events[st[i]].ts()) continue;
+    d.step_ms.push_back((end - trace.events[st[i]].ts()) / 1e3);
   }
 }
 

@@ -96,8 +96,9 @@ RankTest mann_whitney(const std::vector<double>& a, const std::vector<double>& b
     return t;
   }
   double mu = m * n / 2;
-  double var = m * n / 12 * ((static_cast<double>(N) + 1) -
-                             tie_term / (static_cast<double>(N) * (static_cast<double>(N) - 1)));
+  double var = m * n / 12 *
+               ((static_cast<double>(N) + 1) -
+                tie_term / (static_cast<double>(N) * (static_cast<double>(N) - 1)));
   if (var <= 0) {
     t.p = 1;  // every value equal
     return t;
@@ -165,19 +166,21 @@ SampleComparison compare_samples(const std::vector<double>& base, const std::vec
   bool significant = c.test.p < alpha;
   if (significant && std::fabs(c.change_pct) > threshold_pct) {
     c.verdict = c.change_pct > 0 ? Verdict::Slower : Verdict::Faster;
-    c.reason = fmt::format("{:+.2f} % (95 % CI {:+.2f} .. {:+.2f} %), p = {:.3g} with {} + {} "
-                           "samples",
-                           c.change_pct, c.ci_pct.lo, c.ci_pct.hi, c.test.p, c.n_base, c.n_cand);
+    c.reason = fmt::format(
+        "{:+.2f} % (95 % CI {:+.2f} .. {:+.2f} %), p = {:.3g} with {} + {} "
+        "samples",
+        c.change_pct, c.ci_pct.lo, c.ci_pct.hi, c.test.p, c.n_base, c.n_cand);
   } else {
     c.verdict = Verdict::Same;
     c.reason = significant
-                   ? fmt::format("{:+.2f} % is significant (p = {:.3g}, {} + {} samples) but "
-                                 "within the {} % threshold",
-                                 c.change_pct, c.test.p, c.n_base, c.n_cand, threshold_pct)
-                   : fmt::format("no difference detected: {:+.2f} % (95 % CI {:+.2f} .. {:+.2f} "
-                                 "%), p = {:.3g} with {} + {} samples",
-                                 c.change_pct, c.ci_pct.lo, c.ci_pct.hi, c.test.p, c.n_base,
-                                 c.n_cand);
+                   ? fmt::format(
+                         "{:+.2f} % is significant (p = {:.3g}, {} + {} samples) but "
+                         "within the {} % threshold",
+                         c.change_pct, c.test.p, c.n_base, c.n_cand, threshold_pct)
+                   : fmt::format(
+                         "no difference detected: {:+.2f} % (95 % CI {:+.2f} .. {:+.2f} "
+                         "%), p = {:.3g} with {} + {} samples",
+                         c.change_pct, c.ci_pct.lo, c.ci_pct.hi, c.test.p, c.n_base, c.n_cand);
   }
   return c;
 }

@@ -24,8 +24,8 @@ namespace jarvis::sweep {
 
 struct RankTest {
   size_t n_a = 0, n_b = 0;
-  double u = 0;     // U statistic of sample a
-  double p = 1;     // two-sided p-value (NaN when a side is empty)
+  double u = 0;      // U statistic of sample a
+  double p = 1;      // two-sided p-value (NaN when a side is empty)
   double min_p = 1;  // the smallest two-sided p these sizes can give (exact, no ties)
   bool exact = false;
 };

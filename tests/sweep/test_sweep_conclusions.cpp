@@ -10,7 +10,12 @@
 #include <regex>
 #include <set>
 
+#include <filesystem>
+
+#include <nlohmann/json.hpp>
+
 #include "golden.h"
+#include "mcp_harness.h"
 #include "report/table.h"
 #include "sweep/sweep.h"
 #include "test_analysis_support.h"
@@ -100,8 +105,7 @@ TEST_SUITE("sweep") {
     std::set<double> ranks;
     for (size_t r = 0; r < summary.rows.size(); ++r) {
       CHECK(summary.at(r, "unit").text() == "step");
-      CHECK(summary.at(r, "normalisation").text().find("detected as repeats") !=
-            std::string::npos);
+      CHECK(summary.at(r, "normalisation").text().find("detected as repeats") != std::string::npos);
       ranks.insert(summary.at(r, "rank_by_normalised").number());
     }
     CHECK(ranks == std::set<double>{1, 2, 3, 4, 5, 6});
@@ -162,5 +166,51 @@ TEST_SUITE("sweep") {
     std::regex re(sw::rocprof_config(names).regex);
     for (const auto& n : names) CHECK(std::regex_search(n, re));
     CHECK(quoted == sw::rocprof_config(names).regex);
+  }
+
+  TEST_CASE("sweep MCP: flags, key numbers, plots and the gate over MCP") {
+    const H100& h = h100();
+    jarvis::testing::TempDir tmp;
+    auto options = jarvis::mcp::testing::shared_root_options();
+    options.roots.push_back(tmp.path);
+    jarvis::mcp::testing::Harness mcp(options);
+    mcp.initialize();
+    using nlohmann::json;
+    json r = mcp.tool_result(1, "load_sweep", {{"path", h.root}, {"cache_dir", h.cache_dir}});
+    std::string handle = r["sweep"];
+    REQUIRE(r["flags"].size() == 2);
+    CHECK(r["flags"][1].get<std::string>().find("at most 1 run(s) per configuration") == 0);
+    CHECK(r["runs"][0]["collectives"] == 0);
+    json g = mcp.tool_result(2, "sweep_gpu_timeline", {{"sweep", handle}});
+    CHECK(g["what_changed"].size() == 6);
+    json v = mcp.tool_result(3, "sweep_gemm_variance", {{"sweep", handle}});
+    CHECK(v["by_kernel_by_spread"].size() == v["by_kernel"].size());
+    double last = INFINITY;
+    for (const auto& row : v["by_kernel_by_spread"]) {
+      if (!row.contains("max_us") || !row["max_us"].is_number()) continue;
+      double spread = row["max_us"].get<double>() - row["min_us"].get<double>();
+      CHECK(spread <= last + 1e-9);
+      last = spread;
+    }
+    json p = mcp.tool_result(
+        4, "sweep_plots",
+        {{"sweep", handle}, {"candidate", handle}, {"output_dir", tmp.path + "/plots"}});
+    std::set<std::string> names;
+    for (const auto& f : p["files"]) {
+      CHECK(std::filesystem::exists(f.get<std::string>()));
+      names.insert(std::filesystem::path(f.get<std::string>()).filename().string());
+    }
+    for (const char* f : {"box_threads.svg", "violin_channel.svg",
+                          "interaction_channel_threads.svg", "sweep.html", "compare.html"})
+      CHECK_MESSAGE(names.count(f) == 1, f);
+    // The gate over MCP: the H100 runs against themselves as repeats, 6 a side.
+    json gate =
+        mcp.tool_result(5, "regression_gate",
+                        {{"base", json::array({h.root})}, {"candidate", json::array({h.root})}});
+    CHECK(gate["regression"] == false);
+    CHECK(gate["base_runs"] == 6);
+    for (const auto& row : gate["rows"]) CHECK(row["verdict"] == "same");
+    json bad = mcp.call_tool(6, "regression_gate", {{"candidate", json::array({h.root})}});
+    CHECK(bad["result"]["isError"] == true);
   }
 }

@@ -4,6 +4,7 @@
 // medians and per-unit times from the generated durations.
 #include <doctest/doctest.h>
 
+#include <sys/wait.h>
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
@@ -140,7 +141,8 @@ TEST_SUITE("sweep") {
     CHECK(one.reason.find("cannot reach") != std::string::npos);
     auto three = sw::compare_samples({100, 101, 102}, {200, 201, 202}, 0.05, 0);
     CHECK(three.verdict == sw::Verdict::CannotTell);
-    auto five = sw::compare_samples({100, 101, 102, 99, 100.5}, {110, 111, 109, 112, 110.5}, 0.05, 2);
+    auto five =
+        sw::compare_samples({100, 101, 102, 99, 100.5}, {110, 111, 109, 112, 110.5}, 0.05, 2);
     CHECK(five.verdict == sw::Verdict::Slower);
     CHECK(five.change_pct == doctest::Approx(100 * (110.5 / 100.5 - 1)));
     CHECK(five.ci_pct.lo > 0);
@@ -207,8 +209,8 @@ TEST_SUITE("sweep") {
     // Named baseline: saved and read back, the same verdict.
     std::string file = sw::save_baseline("main-nightly", base, tmp.path + "/baselines");
     CHECK(fs::exists(file));
-    sw::GateResult again = sw::gate(sw::load_baseline("main-nightly", tmp.path + "/baselines"),
-                                    cand, g);
+    sw::GateResult again =
+        sw::gate(sw::load_baseline("main-nightly", tmp.path + "/baselines"), cand, g);
     CHECK(again.regression);
     CHECK(again.rows.size() == res.rows.size());
     CHECK_THROWS_AS(sw::load_baseline("missing", tmp.path + "/baselines"), sw::SweepError);
@@ -224,6 +226,28 @@ TEST_SUITE("sweep") {
       flagged += same.regression ? 1 : 0;
     }
     CHECK(flagged == 0);
+
+    // The CLI: exit 3 on the regression, 0 on an unchanged pair, gate.csv written.
+    std::string bin = JARVIS_BINARY;
+    std::string common = " --layout 'run{rep}/trace.json' --cache none --threshold 3";
+    int rc =
+        std::system((bin + " gate --base '" + tmp.path + "/base' --cand '" + tmp.path + "/cand'" +
+                     common + " -o '" + tmp.path + "/gate_out' > '" + tmp.path + "/gate.txt'")
+                        .c_str());
+    CHECK(WEXITSTATUS(rc) == 3);
+    CHECK(jarvis::testing::read_text(tmp.path + "/gate.txt").find("REGRESSION") == 0);
+    CHECK(fs::exists(tmp.path + "/gate_out/gate.csv"));
+    rc = std::system((bin + " gate --base '" + tmp.path + "/same0/a' --cand '" + tmp.path +
+                      "/same0/b'" + common + " > /dev/null")
+                         .c_str());
+    CHECK(WEXITSTATUS(rc) == 0);
+    // Named baseline through the CLI, in a private directory.
+    rc = std::system((bin + " gate --save-baseline nightly --base '" + tmp.path + "/base'" +
+                      common + " --baseline-dir '" + tmp.path + "/bl' --cand '" + tmp.path +
+                      "/cand' > /dev/null")
+                         .c_str());
+    CHECK(WEXITSTATUS(rc) == 3);
+    CHECK(fs::exists(tmp.path + "/bl/nightly.json"));
 
     // Too few runs: cannot tell, not a pass or a fail on the evidence.
     sw::GateSide two = base;

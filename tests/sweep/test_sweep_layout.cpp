@@ -233,10 +233,10 @@ json.dump(d, gzip.open(dst, 'wt'))
     REQUIRE(std::regex_search(yaml, m,
                               std::regex(R"(\n  - kernel_include_regex: '((?:[^']|'')*)'\n)")));
     std::string regex = std::regex_replace(m[1].str(), std::regex("''"), "'");
-    for (const char* line : {"\n    kernel_trace: true\n", "\n    stats: true\n",
-                             "\n    output_format: [json, csv]\n",
-                             "\n      - SQ_BUSY_CU_CYCLES\n", "\n      - SQ_WAVES\n",
-                             "\n      - SQ_INSTS_MFMA\n", "\n      - SQ_INSTS_VALU\n", "\njobs:\n"})
+    for (const char* line :
+         {"\n    kernel_trace: true\n", "\n    stats: true\n", "\n    output_format: [json, csv]\n",
+          "\n      - SQ_BUSY_CU_CYCLES\n", "\n      - SQ_WAVES\n", "\n      - SQ_INSTS_MFMA\n",
+          "\n      - SQ_INSTS_VALU\n", "\njobs:\n"})
       CHECK_MESSAGE(yaml.find(line) != std::string::npos, line);
     json j = json::parse(slurp(files[1]));
     CHECK(j["jobs"][0]["kernel_include_regex"] == regex);
@@ -467,8 +467,8 @@ json.dump(d, gzip.open(dst, 'wt'))
 
     // NVIDIA kernels: no rocprofv3 job (its SQ_* counters are AMD's), the
     // Nsight Compute command instead, and nothing written.
-    json rp = mcp.call_tool(5, "rocprof_config",
-                            {{"sweep", handle}, {"output", tmp.path + "/rp.yaml"}});
+    json rp =
+        mcp.call_tool(5, "rocprof_config", {{"sweep", handle}, {"output", tmp.path + "/rp.yaml"}});
     CHECK(rp["result"]["isError"] == true);
     std::string msg = rp["result"]["content"][0]["text"];
     CHECK(msg.find("ncu ") != std::string::npos);

@@ -38,7 +38,8 @@ ToolResult compare_sweeps_tool(const json& args, ToolContext& ctx) {
     json c = counts;
     result[t == &tables[0] ? "gpu_timeline_verdicts" : "gemm_kernel_verdicts"] = c;
     std::string parts;
-    for (const auto& [v, n] : counts) parts += fmt::format("{}{} {}", parts.empty() ? "" : ", ", n, v);
+    for (const auto& [v, n] : counts)
+      parts += fmt::format("{}{} {}", parts.empty() ? "" : ", ", n, v);
     text += fmt::format("{}: {}\n", t == &tables[0] ? "timeline" : "GEMM rows", parts);
   }
   if (!tables[0].rows.empty() && tables[0].at(0, "verdict").text() == "cannot tell")

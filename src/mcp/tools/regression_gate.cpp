@@ -54,12 +54,10 @@ ToolResult regression_gate_tool(const json& args, ToolContext& ctx) {
   Table t = engine::gate_table(res);
   std::map<std::string, size_t> counts;
   for (size_t r = 0; r < t.rows.size(); ++r) counts[t.at(r, "verdict").text()]++;
-  json result = {{"regression", res.regression},
-                 {"base_runs", res.base_runs},
-                 {"cand_runs", res.cand_runs},
-                 {"not_judged", res.not_judged},
-                 {"verdicts", counts},
-                 {"rows", sweep_tools::rows_json(t, t.rows.size())}};
+  json result = {
+      {"regression", res.regression}, {"base_runs", res.base_runs},
+      {"cand_runs", res.cand_runs},   {"not_judged", res.not_judged},
+      {"verdicts", counts},           {"rows", sweep_tools::rows_json(t, t.rows.size())}};
   if (!saved.empty()) result["saved_baseline"] = saved;
   ToolResult out{result, engine::gate_summary(res, g)};
   out.rows("/rows", t.rows.size());

@@ -26,7 +26,7 @@ ToolResult sweep_gpu_timeline_tool(const json& args, ToolContext& ctx) {
                  {"files", sweep_tools::write_if_asked(args, ctx, tables)}};
   // The key numbers: configurations ranked by time per unit of work.
   const Table& sum = tables[3];
-  std::string text = fmt::format("sweep_gpu_timeline {}: {} configurations", 
+  std::string text = fmt::format("sweep_gpu_timeline {}: {} configurations",
                                  args.at("sweep").get<std::string>(), sum.rows.size());
   std::vector<size_t> order;
   for (size_t r = 0; r < sum.rows.size(); ++r)
@@ -36,14 +36,13 @@ ToolResult sweep_gpu_timeline_tool(const json& args, ToolContext& ctx) {
   });
   if (!order.empty()) {
     const size_t f = order.front(), l = order.back();
-    text += fmt::format(", ranked by ms per {} ({}): fastest {} {:.4g} ms, slowest {} {:.4g} ms "
-                        "({:+.2f} %).\n",
-                        sum.at(f, "unit").text(), sum.at(f, "normalisation").text(),
-                        sum.at(f, "full_config").text(), sum.at(f, "normalised_ms").number(),
-                        sum.at(l, "full_config").text(), sum.at(l, "normalised_ms").number(),
-                        100 * (sum.at(l, "normalised_ms").number() /
-                                   sum.at(f, "normalised_ms").number() -
-                               1));
+    text += fmt::format(
+        ", ranked by ms per {} ({}): fastest {} {:.4g} ms, slowest {} {:.4g} ms "
+        "({:+.2f} %).\n",
+        sum.at(f, "unit").text(), sum.at(f, "normalisation").text(),
+        sum.at(f, "full_config").text(), sum.at(f, "normalised_ms").number(),
+        sum.at(l, "full_config").text(), sum.at(l, "normalised_ms").number(),
+        100 * (sum.at(l, "normalised_ms").number() / sum.at(f, "normalised_ms").number() - 1));
   } else {
     text += ".\n";
   }

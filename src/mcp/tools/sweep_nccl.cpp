@@ -18,12 +18,11 @@ ToolResult sweep_nccl_tool(const json& args, ToolContext& ctx) {
                  {"rows", sweep_tools::rows_json(t, row_limit(args))},
                  {"files", sweep_tools::write_if_asked(args, ctx, {t})}};
   if (!reason.empty()) result["reason"] = reason;
-  ToolResult out{result,
-                 reason.empty()
-                     ? fmt::format("sweep_nccl {}: {} rows (configuration x collective).\n",
-                                   args.at("sweep").get<std::string>(), t.rows.size())
-                     : fmt::format("sweep_nccl {}: 0 rows: {}.\n",
-                                   args.at("sweep").get<std::string>(), reason)};
+  ToolResult out{result, reason.empty()
+                             ? fmt::format("sweep_nccl {}: {} rows (configuration x collective).\n",
+                                           args.at("sweep").get<std::string>(), t.rows.size())
+                             : fmt::format("sweep_nccl {}: 0 rows: {}.\n",
+                                           args.at("sweep").get<std::string>(), reason)};
   out.rows("/rows", t.rows.size());
   return out;
 }
