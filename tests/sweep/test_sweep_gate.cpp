@@ -204,7 +204,7 @@ TEST_SUITE("sweep") {
     CHECK(gemm_seen);
     Table t = sw::gate_table(res);
     CHECK(t.at(0, "level").text() == "step");
-    CHECK(sw::gate_summary(res, g).find("REGRESSION") == 0);
+    CHECK(sw::gate_summary(res, g).find("gate: REGRESSION") == 0);
 
     // Named baseline: saved and read back, the same verdict.
     std::string file = sw::save_baseline("main-nightly", base, tmp.path + "/baselines");
@@ -235,7 +235,7 @@ TEST_SUITE("sweep") {
                      common + " -o '" + tmp.path + "/gate_out' > '" + tmp.path + "/gate.txt'")
                         .c_str());
     CHECK(WEXITSTATUS(rc) == 3);
-    CHECK(jarvis::testing::read_text(tmp.path + "/gate.txt").find("REGRESSION") == 0);
+    CHECK(jarvis::testing::read_text(tmp.path + "/gate.txt").find("gate: REGRESSION") == 0);
     CHECK(fs::exists(tmp.path + "/gate_out/gate.csv"));
     rc = std::system((bin + " gate --base '" + tmp.path + "/same0/a' --cand '" + tmp.path +
                       "/same0/b'" + common + " > /dev/null")

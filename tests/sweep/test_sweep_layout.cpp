@@ -566,7 +566,16 @@ TEST_SUITE("sweep") {
         CAPTURE(c);
         CHECK(t.at(r, c).v == ref.at(r, c).v);
       }
-    CHECK(sw::gpu_timeline_tables(s)[3].to_csv() == sw::gpu_timeline_tables(h.sweep)[3].to_csv());
+    // The timeline and GEMM columns; steps exist in traces only (a workbook
+    // has no iterations), so the step and normalisation columns differ.
+    auto timeline_part = [](Table t) {
+      size_t keep = static_cast<size_t>(t.col("steps"));
+      t.columns.resize(keep);
+      for (auto& row : t.rows) row.resize(keep);
+      return t.to_csv();
+    };
+    CHECK(timeline_part(sw::gpu_timeline_tables(s)[3]) ==
+          timeline_part(sw::gpu_timeline_tables(h.sweep)[3]));
     // Kernel names come from the kernel_summary sheet.
     CHECK(!s.runs[0].data.kernel_names.empty());
     // A file that is no workbook fails with its path.
