@@ -198,7 +198,7 @@ Runner add_sweep(CLI::App& app) {
 Runner add_sweep_compare(CLI::App& app) {
   auto a = std::make_shared<SweepCompareArgs>();
   CLI::App* cmd = app.add_subcommand(
-      "sweep-compare", "two sweeps compared per config and GEMM row, run-to-run noise noted");
+      "sweep-compare", "two sweeps compared per config and GEMM row, with a rank-test verdict");
   cmd->add_option("BASE", a->base, "baseline sweep directory")
       ->required()
       ->check(CLI::ExistingDirectory);
@@ -215,8 +215,8 @@ Runner add_sweep_compare(CLI::App& app) {
       ->needs(cmd->get_option("--html"));
   add_load_options(cmd, a->load);
   cmd->footer(
-      "Writes OUT/compare_gpu_timeline.csv, compare_gemm_kernels.csv (change, and whether it\n"
-      "lies inside run-to-run noise).");
+      "Writes OUT/compare_gpu_timeline.csv, compare_gemm_kernels.csv (change; verdict from a\n"
+      "rank test across runs, 'cannot tell' with fewer than 4 runs a side; docs/sweeps.md).");
   return [a] { return run_sweep_compare(*a); };
 }
 
@@ -234,7 +234,15 @@ Runner add_rocprof_config(CLI::App& app) {
   cmd->add_option("-o,--out", a->out, "FILE.yaml (also FILE.json, FILE_kernel_list.txt)")
       ->required();
   return [a] {
-    auto config = engine::rocprof_config(engine::kernels_from_csv(a->csv));
+    auto kernels = engine::kernels_from_csv(a->csv);
+    // rocprofv3's SQ_* counters exist on AMD GPUs only.
+    if (std::string(engine::kernel_vendor(kernels)) == "nvidia")
+      throw engine::SweepError(
+          "these are NVIDIA kernels: rocprofv3 does not apply; profile them with Nsight "
+          "Compute instead:\n" +
+              engine::nsight_compute_command(kernels),
+          ErrorKind::Unsupported);
+    auto config = engine::rocprof_config(kernels);
     for (const auto& path : engine::write_rocprof_config(config, a->out)) fmt::print("{}\n", path);
     fmt::print("{} kernels\n", config.kernels.size());
     return 0;

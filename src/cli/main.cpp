@@ -68,6 +68,7 @@ constexpr CommandEntry kCommands[] = {
     {"sweep", jarvis::cli::add_sweep},
     {"sweep-compare", jarvis::cli::add_sweep_compare},
     {"rocprof-config", jarvis::cli::add_rocprof_config},
+    {"gate", jarvis::cli::add_gate},
     {"replay", jarvis::cli::add_replay},
     {"render-findings", jarvis::cli::add_render_findings},
     {"final-report", jarvis::cli::add_final_report},

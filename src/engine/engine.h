@@ -70,6 +70,7 @@
 #include "rocprof/counters.h"
 #include "rocprof/profile.h"
 #include "rocprof/report.h"
+#include "sweep/gate.h"
 #include "sweep/sweep.h"
 #include "sweep/sweep_store.h"
 
@@ -284,6 +285,23 @@ using sweep::SweepStore;
 using sweep::write_rocprof_config;
 using sweep::write_sweep_outputs;
 using sweep::write_variance_svgs;
+using sweep::collective_count;
+using sweep::gemm_empty_reason;
+using sweep::kernel_vendor;
+using sweep::nccl_empty_reason;
+using sweep::normalise;
+using sweep::nsight_compute_command;
+using sweep::what_changed_table;
+// The regression gate (sweep/gate.h).
+using sweep::gate;
+using sweep::gate_side;
+using sweep::gate_summary;
+using sweep::gate_table;
+using sweep::GateOptions;
+using sweep::GateResult;
+using sweep::GateSide;
+using sweep::load_baseline;
+using sweep::save_baseline;
 
 // ---------------------------------------------------------------------------
 // Insights and trace health

@@ -200,6 +200,9 @@ std::vector<Table> gpu_timeline_tables(const Sweep& sweep) {
   const char* keys[] = {"computation_time", "exposed_comm_time", "exposed_memcpy_time",
                         "busy_time",        "idle_time",         "total_time"};
   for (const char* k : keys) summary.columns.push_back(std::string(k) + "_ms");
+  for (const char* c : {"gemm_total_ms", "steps", "step_ms", "normalised_ms", "unit",
+                        "normalisation", "rank_by_normalised"})
+    summary.columns.push_back(c);
   for (const auto& [label, runs] : configs(sweep)) {
     TimelineMean m = timeline_mean(runs);
     std::vector<Cell> head{Cell(label)};
@@ -213,11 +216,37 @@ std::vector<Table> gpu_timeline_tables(const Sweep& sweep) {
     std::vector<Cell> srow = head;
     for (const char* k : keys) {
       auto it = m.by_type.find(k);
+      // TraceLens's kernel-only (rocprof) reports name idle time "idle".
+      if (it == m.by_type.end() && std::string(k) == "idle_time") it = m.by_type.find("idle");
       srow.push_back(it == m.by_type.end() ? Cell() : num(it->second.first));
     }
+    std::vector<double> gemm;
+    for (const Run* r : runs) {
+      if (r->data.gemms.empty()) continue;
+      double sum = 0;
+      for (const auto& g : r->data.gemms)
+        if (!std::isnan(g.sum_us)) sum += g.sum_us;
+      gemm.push_back(sum / 1e3);
+    }
+    srow.push_back(gemm.empty() ? Cell() : num(pycompat::pandas_groupby_mean(gemm)));
+    Normalisation n = normalise(sweep, runs);
+    srow.insert(srow.end(),
+                {num(n.steps), num(n.step_ms), num(n.value_ms), Cell(n.unit), Cell(n.how), Cell()});
     summary.rows.push_back(std::move(srow));
     means.push_back({label, std::move(m)});
   }
+  // 1 = least time per unit of work: the ranking a batch-size sweep needs
+  // (total time would name the smallest batch fastest).
+  int nc = summary.col("normalised_ms"), rc = summary.col("rank_by_normalised");
+  std::vector<size_t> order(summary.rows.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  auto key = [&](size_t i) {
+    const Cell& c = summary.rows[i][nc];
+    return c.missing() ? INFINITY : c.number();
+  };
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return key(a) < key(b); });
+  for (size_t k = 0; k < order.size(); ++k)
+    if (!summary.rows[order[k]][nc].missing()) summary.rows[order[k]][rc] = Cell(k + 1);
   return {all, pivot(means, false, "Pivot_Time_ms"), pivot(means, true, "Pivot_Percent"), summary};
 }
 

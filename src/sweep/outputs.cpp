@@ -16,6 +16,7 @@ std::vector<Table> sweep_tables(const Sweep& sweep, size_t top_k) {
     t.name = "gpu_timeline_" + t.name;
     tables.push_back(std::move(t));
   }
+  tables.push_back(what_changed_table(sweep));
   tables.push_back(nccl_table(sweep));
   if (Table counters = gemm_counters_table(sweep, top_k); !counters.rows.empty())
     tables.push_back(std::move(counters));

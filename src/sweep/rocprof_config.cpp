@@ -48,6 +48,7 @@ std::string make_yaml(const std::string& regex, size_t n) {
       "jobs:\n"
       "  - kernel_include_regex: {}\n"
       "    kernel_trace: true\n"
+      "    stats: true\n"
       "    output_format: [json, csv]\n"
       "    pmc:\n",
       n, yaml_quote(regex));
@@ -78,6 +79,7 @@ RocprofConfig rocprof_config(std::vector<std::string> kernels) {
   cfg.yaml = make_yaml(regex, cfg.kernels.size());
   nlohmann::json job = {{"kernel_include_regex", regex},
                         {"kernel_trace", true},
+                        {"stats", true},
                         {"output_format", {"json", "csv"}},
                         {"pmc", counters()}};
   cfg.json = nlohmann::json{{"jobs", {job}}}.dump(2) + "\n";
@@ -85,6 +87,47 @@ RocprofConfig rocprof_config(std::vector<std::string> kernels) {
                                 cfg.kernels.size());
   for (const auto& k : cfg.kernels) cfg.kernel_list += k + "\n";
   return cfg;
+}
+
+const char* kernel_vendor(const std::vector<std::string>& kernels) {
+  // Names only a vendor's libraries and compilers give their kernels.
+  static const char* const nvidia[] = {"nvjet",   "sm80_",  "sm90_",         "sm100_", "cutlass",
+                                       "ampere_", "volta_", "turing_",       "hopper", "cublas",
+                                       "xmma",    "cudnn",  "gemv2T_kernel", "gemvNSP"};
+  static const char* const amd[] = {"Cijk_",  "rocblas", "hipblaslt", "rccl", "__amd_rocclr",
+                                    "MIOpen", "miopen",  "igemm",     "ck::", "ck_tile"};
+  bool nv = false, am = false;
+  for (const std::string& k : kernels) {
+    for (const char* m : nvidia) nv = nv || k.find(m) != std::string::npos;
+    for (const char* m : amd) am = am || k.find(m) != std::string::npos;
+  }
+  if (nv && !am) return "nvidia";
+  if (am && !nv) return "amd";
+  return "unknown";
+}
+
+std::string nsight_compute_command(std::vector<std::string> kernels) {
+  std::set<std::string> distinct(kernels.begin(), kernels.end());
+  distinct.erase("");
+  if (distinct.empty()) throw SweepError("no kernel name to profile");
+  std::vector<std::string> names(distinct.begin(), distinct.end());
+  // Kineto records the demangled name with its template arguments, which is
+  // what --kernel-name-base demangled matches the regex against.
+  std::string regex = escape_alternatives(names);
+  std::string quoted = "'";
+  for (char c : regex) quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  quoted += "'";
+  return fmt::format(
+      "ncu --target-processes all --kernel-name-base demangled --kernel-name regex:{} "
+      "--launch-skip 10 --launch-count 50 "
+      "--metrics gpu__time_duration.sum,sm__cycles_active.avg,"
+      "sm__throughput.avg.pct_of_peak_sustained_elapsed,"
+      "sm__warps_active.avg.pct_of_peak_sustained_active,launch__grid_size,"
+      "launch__waves_per_multiprocessor,"
+      "sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active,"
+      "smsp__inst_executed.sum,dram__throughput.avg.pct_of_peak_sustained_elapsed "
+      "-o jarvis_gemm_kernels -- <app>",
+      quoted);
 }
 
 std::vector<std::string> kernels_from_csv(const std::string& csv_path) {

@@ -16,6 +16,7 @@
 
 #include "categories/kernel_details_text.h"
 #include "collectives/collectives.h"
+#include "critical_path/critical_path.h"
 #include "explore/input_format.h"
 #include "insights/trace_health.h"
 #include "report/gpu_timeline.h"
@@ -233,10 +234,47 @@ void add_collectives(const Trace& trace, RunData& d) {
 }
 
 void add_kernel_names(const Trace& trace, RunData& d) {
-  std::set<std::string_view> names;
+  std::map<std::string_view, double> names;
   for (Uid u = 0; u < trace.events.size(); ++u)
-    if (trace.events[u].cat == Cat::Kernel) names.insert(trace.name(u));
-  d.kernel_names.assign(names.begin(), names.end());
+    if (trace.events[u].cat == Cat::Kernel) names[trace.name(u)] += trace.events[u].dur();
+  for (const auto& [name, us] : names) {
+    d.kernel_names.emplace_back(name);
+    d.kernel_time_us.emplace_back(std::string(name), us);
+  }
+}
+
+// Host-side ProfilerStep#N annotations, in start order; without two of them
+// the iterations found as repeats of the launch sequence (the same detection
+// trace_health and critical_path use), each from its first launch to the next
+// iteration's (the last one to the launch after it, or to the end of the
+// last GPU op when none follows).
+void add_steps(const Trace& trace, const CallTree& tree, RunData& d) {
+  std::vector<std::pair<double, double>> steps;
+  for (Uid u = 0; u < trace.events.size(); ++u) {
+    const Event& e = trace.events[u];
+    if (e.is_gpu() || !e.has_ts() || !trace.name(u).starts_with("ProfilerStep#")) continue;
+    steps.push_back({e.ts(), e.dur() / 1e3});
+  }
+  std::sort(steps.begin(), steps.end());
+  if (steps.size() >= 2) {
+    d.step_source = "profiler_step";
+    for (const auto& s : steps) d.step_ms.push_back(s.second);
+    return;
+  }
+  auto repeats = critical_path::detect_repeats(trace, tree);
+  if (!repeats || repeats->starts.size() < 2) return;
+  d.step_source = "detected_repeats";
+  const auto& st = repeats->starts;
+  // The last iteration, with no launch after it, ends when the GPU work ends.
+  double gpu_end = -INFINITY;
+  for (const Event& e : trace.events)
+    if (e.is_gpu() && e.has_ts()) gpu_end = std::max(gpu_end, e.end());
+  for (size_t i = 0; i < st.size(); ++i) {
+    Uid next = i + 1 < st.size() ? st[i + 1] : repeats->after;
+    double end = next == kNoUid ? gpu_end : trace.events[next].ts();
+    if (!std::isfinite(end) || end <= trace.events[st[i]].ts()) continue;
+    d.step_ms.push_back((end - trace.events[st[i]].ts()) / 1e3);
+  }
 }
 
 double first_gpu_ts(const Trace& trace) {
@@ -282,6 +320,7 @@ RunData analyse_trace(const std::string& path) {
   }
   add_collectives(trace, d);
   add_kernel_names(trace, d);
+  add_steps(trace, tree, d);
   return d;
 }
 

@@ -18,7 +18,7 @@ namespace fs = std::filesystem;
 using json = nlohmann::json;
 
 // Bump when RunData or its meaning changes: old cache files then miss.
-constexpr int kCacheVersion = 5;
+constexpr int kCacheVersion = 6;  // 6: step_ms, kernel_time_us
 
 json num(double v) {
   return std::isnan(v) ? json(nullptr) : json(v);
@@ -135,6 +135,9 @@ std::string run_data_to_json(const RunData& d) {
             {"rank", d.rank},
             {"first_gpu_ts", num(d.first_gpu_ts)},
             {"kernel_names", d.kernel_names},
+            {"step_ms", d.step_ms},
+            {"step_source", d.step_source},
+            {"kernel_time_us", d.kernel_time_us},
             {"health", {{"confidence", d.health_confidence}, {"warnings", d.health_warnings}}}};
   json& tl = j["timeline"] = json::array();
   for (const auto& r : d.timeline) tl.push_back({r.type, num(r.time_ms), num(r.percent)});
@@ -155,6 +158,9 @@ RunData run_data_from_json(const std::string& text) {
   d.rank = j.at("rank").get<int64_t>();
   d.first_gpu_ts = num(j.at("first_gpu_ts"));
   d.kernel_names = j.at("kernel_names").get<std::vector<std::string>>();
+  d.step_ms = j.at("step_ms").get<std::vector<double>>();
+  d.step_source = j.at("step_source").get<std::string>();
+  d.kernel_time_us = j.at("kernel_time_us").get<std::vector<std::pair<std::string, double>>>();
   d.health_confidence = j.at("health").at("confidence").get<std::string>();
   d.health_warnings = j.at("health").at("warnings").get<std::vector<std::string>>();
   for (const auto& r : j.at("timeline"))

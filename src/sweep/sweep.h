@@ -14,6 +14,7 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <map>
 #include <memory>
 #include <optional>
@@ -151,6 +152,15 @@ struct RunData {
   std::vector<CollectiveRecord> collectives;  // trace runs only
   std::vector<CollectiveGroup> collective_groups;
   std::vector<std::string> kernel_names;  // distinct GPU kernel names, sorted
+  // Trace runs: the duration of each iteration (ms), in trace order: the
+  // per-iteration samples. ProfilerStep#N annotations (host side) when the
+  // trace has two or more, else iterations detected as repeats of the launch
+  // sequence (step_source says which); empty when neither.
+  std::vector<double> step_ms;
+  std::string step_source;  // "profiler_step" | "detected_repeats" | ""
+  // Trace runs: total GPU time per kernel name (µs), the gate's per-kernel
+  // metric. Sorted by name.
+  std::vector<std::pair<std::string, double>> kernel_time_us;
   // Trace runs: the trace-health verdict (insights/trace_health.h: high /
   // medium / low and why), so a sweep says which runs cannot carry a
   // conclusion (a cut trace, a graph capture, an idle GPU). Empty for reports.
@@ -273,6 +283,38 @@ Table gemm_overlap_table(const Sweep& sweep, size_t top_k);
 std::vector<Table> gpu_timeline_tables(const Sweep& sweep);
 // 5. NCCL statistics per config (nccl_by_config).
 Table nccl_table(const Sweep& sweep);
+// Why a table is empty (or partial), and what would fill it: "" when it has
+// what the sweep can give. nccl_by_config: no collective kernel or
+// coll_analysis row in any run. gemm_variance: no GEMM sheet / no op.
+std::string nccl_empty_reason(const Sweep& sweep);
+std::string gemm_empty_reason(const Sweep& sweep);
+// Collectives a run holds: its collective kernels (trace runs) or the
+// operation counts of its coll_analysis groups (report runs).
+int64_t collective_count(const RunData& run);
+
+// How configurations are made comparable when a field changes the work per
+// step: batch fields (bs, batch, batch_size, mbs, gbs, ...) give time per
+// sample, sequence-length fields (seq, seq_len, ...) and token fields
+// (tokens, num_tokens) time per token (batch x seq when both). Time per step
+// is the mean ProfilerStep#N duration of the config's runs; without steps
+// the trace window's total_time stands for one step (said in `how`).
+struct Normalisation {
+  std::string unit;      // "sample" | "token" | "step" | "trace window"
+  std::string how;       // e.g. "mean ProfilerStep time / batch (field bs)"
+  double units_per_step = std::numeric_limits<double>::quiet_NaN();
+  double step_ms = std::numeric_limits<double>::quiet_NaN();  // NaN without steps
+  double steps = 0;      // mean steps per run
+  double value_ms = std::numeric_limits<double>::quiet_NaN();  // ms per unit
+};
+Normalisation normalise(const Sweep& sweep, const std::vector<const Run*>& runs);
+
+// 4b. Per configuration, what changed against the sweep's median
+//     configuration (total, busy, idle, communication, GEMM total) and
+//     whether the configuration can explain it: busy flat and idle moving is
+//     host-side time; steps inside one run spreading as much as
+//     configurations do is noise; NCCL fields with no collective cannot act
+//     (what_changed).
+Table what_changed_table(const Sweep& sweep);
 
 // The rocprofv3 counters of the kernels of gemm_variance, per configuration:
 // each run's nearest rocprof_traces/ directory (the seed's layout), each
@@ -323,6 +365,17 @@ struct RocprofConfig {
 std::string exact_kernel_regex(const std::string& kernel_name);
 // A rocprofv3 job tracing only `kernels` with the CU-utilisation counters.
 RocprofConfig rocprof_config(std::vector<std::string> kernels);
+// Whose kernels these are, from names only one vendor's libraries give
+// (nvjet / sm90_ / cutlass / cublas vs Cijk_ / rocblas / hipblaslt / ck):
+// "nvidia", "amd" or "unknown".
+const char* kernel_vendor(const std::vector<std::string>& kernels);
+// The NVIDIA follow-up of rocprof_config: an Nsight Compute command line
+// profiling exactly these kernels (the same anchored regex, matched against
+// the demangled name) with the metrics that answer the same question as the
+// AMD counters: SM busy cycles and throughput (SQ_BUSY_CU_CYCLES), warps and
+// waves (SQ_WAVES), tensor-pipe activity (SQ_INSTS_MFMA), instructions
+// (SQ_INSTS_VALU), plus duration and DRAM throughput.
+std::string nsight_compute_command(std::vector<std::string> kernels);
 // Kernel names of a kernel_name column of a CSV (gemm_variance.csv or the
 // seed's top5_gemm_kernels_time_variance.csv).
 std::vector<std::string> kernels_from_csv(const std::string& csv_path);

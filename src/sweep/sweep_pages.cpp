@@ -124,9 +124,11 @@ std::string sweep_compare_html_page(const Sweep& base, const Sweep& cand,
   std::vector<charts::HtmlSection> sections;
   sections.push_back(
       {"summary", "Summary",
-       fmt::format("<p><b>{}</b>: {} ({} runs). <b>{}</b>: {} ({} runs). A change is marked "
-                   "within noise when it is smaller than twice the combined standard error of "
-                   "the runs of the two sweeps.</p>",
+       fmt::format("<p><b>{}</b>: {} ({} runs). <b>{}</b>: {} ({} runs). Each change has a "
+                   "verdict from a Mann-Whitney test on the per-run values of each side (runs "
+                   "are the unit: the claim is about configurations); with too few runs a side "
+                   "the verdict is \"cannot tell\". The within-run p (instances or steps) and "
+                   "the baseline sweep's own spread across its runs are shown beside it.</p>",
                    charts::html_escape(base_label), charts::html_escape(base.root),
                    base.runs.size(), charts::html_escape(cand_label),
                    charts::html_escape(cand.root), cand.runs.size())});

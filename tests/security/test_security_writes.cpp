@@ -71,7 +71,8 @@ TEST_SUITE("mcp_security") {
     ScratchDir root;
     jarvis::testing::copy_example_trace(root / "precious.json.gz");
     std::string trace_before = read_text(root / "precious.json.gz");
-    write_text(root / "kernels.csv", "kernel_name\nnvjet_tst_128x64\n");
+    // An AMD kernel: NVIDIA names get the Nsight Compute command, not a job.
+    write_text(root / "kernels.csv", "kernel_name\nCijk_Alik_Bljk_MT128x128x64\n");
     write_text(root / "plan.json", "{\"mine\": true}\n");
     Harness h(root_options(root));
     h.initialize();

@@ -69,7 +69,10 @@ ToolResult load_sweep_tool(const json& args, ToolContext& ctx) {
                 {"rank", s->rank_of(r)},
                 {"kind", engine::run_kind_name(r.data.kind)},
                 {"gemm_rows", r.data.gemms.size()},
-                {"collective_kernels", r.data.collectives.size()}};
+                {"collective_kernels", r.data.collectives.size()},
+                // Report runs have no kernels but coll_analysis counts.
+                {"collectives", engine::collective_count(r.data)},
+                {"steps", r.data.step_ms.size()}};
     if (!r.data.health_confidence.empty()) {  // a report input has no trace to judge
       run["confidence"] = r.data.health_confidence;
       run["warnings"] = r.data.health_warnings;
@@ -87,11 +90,23 @@ ToolResult load_sweep_tool(const json& args, ToolContext& ctx) {
                  {"configs", configs_json(*s)},
                  {"runs", runs},
                  {"failures", failures}};
+  std::vector<std::string> flags;
+  if (std::string reason = engine::nccl_empty_reason(*s); !reason.empty()) flags.push_back(reason);
+  size_t repeats = 0;
+  for (const auto& c : result["configs"]) repeats = std::max(repeats, c["runs"].get<size_t>());
+  if (repeats < 4)
+    flags.push_back(fmt::format(
+        "at most {} run(s) per configuration: run-to-run noise cannot be tested (a rank test "
+        "needs 4 a side); differences between configurations are not established by this sweep "
+        "alone",
+        repeats));
+  result["flags"] = flags;
   std::string text = fmt::format(
       "sweep {}: {} runs ({} from cache), {} configs, {} failed; "
       "layout {}\n",
       handle, s->runs.size(), s->cache_hits, result["configs"].size(), failures.size(),
       s->layout.pattern);
+  for (const auto& f : flags) text += "- " + f + "\n";
   ToolResult out{result, text};
   out.rows("/runs").rows("/failures").rows("/configs");
   out.suggest("sweep_gemm_variance", {{"sweep", handle}},

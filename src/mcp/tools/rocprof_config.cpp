@@ -18,6 +18,7 @@ std::vector<std::string> kernels_of(const json& args, ToolContext& ctx) {
   if (!args.contains("sweep")) throw ToolError("give `sweep` (a handle) or `csv`");
   auto s = sweep_tools::get_sweep(args);
   Table t = engine::gemm_variance_table(*s, args.at("top_k").get<size_t>());
+  if (t.rows.empty()) throw ToolError("nothing to profile: " + engine::gemm_empty_reason(*s));
   std::vector<std::string> names;
   for (size_t r = 0; r < t.rows.size(); ++r) names.push_back(t.at(r, "kernel_name").text());
   return names;
@@ -26,7 +27,18 @@ std::vector<std::string> kernels_of(const json& args, ToolContext& ctx) {
 ToolResult rocprof_config_tool(const json& args, ToolContext& ctx) {
   engine::RocprofConfig cfg;
   try {
-    cfg = engine::rocprof_config(kernels_of(args, ctx));
+    std::vector<std::string> kernels = kernels_of(args, ctx);
+    // rocprofv3 and the SQ_* counters exist on AMD GPUs only: an NVIDIA
+    // sweep gets the Nsight Compute job that answers the same question.
+    if (std::string(engine::kernel_vendor(kernels)) == "nvidia")
+      throw ToolError(
+          "these are NVIDIA kernels (nvjet / sm90 / CUTLASS / cuBLAS names): rocprofv3 and its "
+          "SQ_* counters do not apply. Profile them with Nsight Compute instead:\n" +
+              engine::nsight_compute_command(kernels) +
+              "\n(or `nsys profile --cuda-graph-trace=node -o jarvis_sweep <app>` for the "
+              "timeline); nothing was written",
+          ErrorKind::Unsupported);
+    cfg = engine::rocprof_config(kernels);
   } catch (const engine::SweepError& e) {
     throw ToolError(e.what());
   }

@@ -1,5 +1,7 @@
 // sweep_gpu_timeline: the GPU timeline of every configuration side by side
 // (mean over the ranks of a config).
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "mcp/result_shape.h"
@@ -14,14 +16,42 @@ ToolResult sweep_gpu_timeline_tool(const json& args, ToolContext& ctx) {
   std::vector<Table> tables = engine::gpu_timeline_tables(*s);
   for (Table& t : tables) t.name = "gpu_timeline_" + t.name;
   const size_t all = row_limit(args);
+  Table changed = engine::what_changed_table(*s);
+  tables.push_back(changed);
   json result = {{"sweep", args.at("sweep")},
                  {"summary_by_config", sweep_tools::rows_json(tables[3], all)},
+                 {"what_changed", sweep_tools::rows_json(changed, all)},
                  {"pivot_time_ms", sweep_tools::rows_json(tables[1], all)},
                  {"pivot_percent", sweep_tools::rows_json(tables[2], all)},
                  {"files", sweep_tools::write_if_asked(args, ctx, tables)}};
-  ToolResult out{result, fmt::format("sweep_gpu_timeline {}: {} configurations.\n",
-                                     args.at("sweep").get<std::string>(), tables[3].rows.size())};
+  // The key numbers: configurations ranked by time per unit of work.
+  const Table& sum = tables[3];
+  std::string text = fmt::format("sweep_gpu_timeline {}: {} configurations",
+                                 args.at("sweep").get<std::string>(), sum.rows.size());
+  std::vector<size_t> order;
+  for (size_t r = 0; r < sum.rows.size(); ++r)
+    if (!sum.at(r, "rank_by_normalised").missing()) order.push_back(r);
+  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    return sum.at(a, "rank_by_normalised").number() < sum.at(b, "rank_by_normalised").number();
+  });
+  if (!order.empty()) {
+    const size_t f = order.front(), l = order.back();
+    text += fmt::format(
+        ", ranked by ms per {} ({}): fastest {} {:.4g} ms, slowest {} {:.4g} ms "
+        "({:+.2f} %).\n",
+        sum.at(f, "unit").text(), sum.at(f, "normalisation").text(),
+        sum.at(f, "full_config").text(), sum.at(f, "normalised_ms").number(),
+        sum.at(l, "full_config").text(), sum.at(l, "normalised_ms").number(),
+        100 * (sum.at(l, "normalised_ms").number() / sum.at(f, "normalised_ms").number() - 1));
+  } else {
+    text += ".\n";
+  }
+  for (size_t r = 0; r < changed.rows.size() && r < 6; ++r)
+    text += fmt::format("- {}: {}\n", changed.at(r, "full_config").text(),
+                        changed.at(r, "explanation").text().substr(0, 400));
+  ToolResult out{result, text};
   out.rows("/summary_by_config", tables[3].rows.size())
+      .rows("/what_changed", changed.rows.size())
       .rows("/pivot_time_ms", tables[1].rows.size())
       .rows("/pivot_percent", tables[2].rows.size());
   return out;
