@@ -429,3 +429,42 @@ TEST_SUITE("nsys") {
     CHECK(!fs::exists(copy + "-wal"));
   }
 }
+
+// MCP end to end: an export loads through load_trace and its handle works
+// with the trace tools; compare takes the pair.
+#include "mcp_harness.h"
+
+TEST_SUITE("nsys") {
+  TEST_CASE("nsys: MCP load_trace, ops_summary, insights and compare on exports") {
+    if (!have_samples()) return;
+    TempDir tmp;
+    auto options = jarvis::mcp::testing::shared_root_options();
+    options.roots.push_back(tmp.path.string());
+    jarvis::mcp::testing::Harness h(options);
+    h.initialize();
+    auto loaded = h.tool_result(1, "load_trace", {{"path", kBefore}});
+    Sql sql(kBefore);
+    auto rows = sql.rows(
+        "SELECT (SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL) + (SELECT count(*) FROM "
+        "CUPTI_ACTIVITY_KIND_MEMCPY) + (SELECT count(*) FROM CUPTI_ACTIVITY_KIND_MEMSET) + "
+        "(SELECT count(*) FROM CUPTI_ACTIVITY_KIND_SYNCHRONIZATION) + (SELECT count(*) FROM "
+        "CUPTI_ACTIVITY_KIND_RUNTIME) + (SELECT count(*) FROM NVTX_EVENTS WHERE \"end\" IS NOT "
+        "NULL AND eventType IN (59, 60, 70, 71))");
+    CHECK(loaded["events"]["total"].get<int64_t>() == std::stoll(rows[0][0]));
+    auto kernels = sql.rows("SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL");
+    CHECK(loaded["events"]["kernel"].get<int64_t>() == std::stoll(kernels[0][0]));
+    CHECK(loaded["platform"] == "CUDA");
+    std::string handle = loaded["trace"];
+    auto ops = h.tool_result(2, "ops_summary", {{"trace", handle}, {"top_n", 3}});
+    REQUIRE(ops["rows"].size() > 0);
+    CHECK(ops["rows"][0]["name"] == "flash_attn::_flash_attn_forward");
+    auto insights = h.tool_result(3, "insights", {{"trace", handle}});
+    CHECK(insights.contains("insights"));
+    auto cmp = h.tool_result(4, "compare",
+                             {{"reference_trace", kBefore},
+                              {"target_trace", kAfter},
+                              {"output_dir", (tmp.path / "cmp").string()}});
+    CHECK(cmp.contains("gpu_timeline"));
+    CHECK(cmp["ops_summary"].size() > 0);
+  }
+}
