@@ -87,7 +87,7 @@ struct Export {
   std::string schema_version;   // META_DATA_EXPORT EXPORT_SCHEMA_VERSION ("3.25.0"), "" if absent
   std::string product_version;  // EXPORT_PRODUCT_VERSION
   std::unordered_map<int64_t, std::string> strings;  // StringIds
-  std::vector<Kernel> kernels;                       // ordered by start
+  std::vector<Kernel> kernels;                       // table order
   std::vector<MemoryOp> memcpys, memsets;
   std::vector<Synchronization> syncs;
   std::vector<RuntimeCall> runtime;
