@@ -187,12 +187,14 @@ for n, g in enumerate(groups, 1):
         title += f' ({g["library"]})'
     titles.append(title)
     L.append(f'### P{n}: {title}\n')
-    L.append(f'- Time: {t:.3f} ms in {g["member_count"]} shape(s): {effs}')
-    L.append(f'- Issue: below the {g["bound_type"]} roofline of the resolved H100 peak')
-    L.append('- Path A: compute only what is needed (e.g. LM-head logits only for the positions used), '
+    share = sum(member_row(x)["percent_of_total"] for x in members if member_row(x) is not None)
+    L.append(f'- **Time:** {t:.3f} ms ({share:.2f} % of total) in {g["member_count"]} shape(s)')
+    L.append(f'- **Efficiency:** {effs}')
+    L.append(f'- **Issue:** below the {g["bound_type"]} roofline of the resolved H100 peak')
+    L.append('- **Path A (fusion / algorithmic):** compute only what is needed (e.g. LM-head logits only for the positions used), '
              'fuse or batch small projections')
-    L.append('- Path B: GEMM autotuning / library heuristics for these shapes; replay package provided for the kernel team')
-    L.append(f'- Priority: {prio}')
+    L.append('- **Path B (kernel optimisation):** GEMM autotuning / library heuristics for these shapes; replay package provided for the kernel team')
+    L.append(f'- **Priority:** {prio}')
     L.append(f'- Impact ({g["estimate_method"]}): {g["impact_score_low"]} / {g["impact_score"]} / '
              f'{g["impact_score_high"]} % of end-to-end time at 75 / 87.5 / 100 % of roofline\n')
     L.append(f'**Insight**: {g["member_count"]} GEMM shape(s) run {g["bound_type"]}-bound in the {g["eff_bucket"]} % efficiency bucket.')

@@ -41,6 +41,16 @@ std::optional<double> number_attr(const std::string& text) {
 }
 
 constexpr const char* kHeadroomMarker = "<!-- tuning-headroom pct=";
+constexpr const char* kWhatIfMarker = "<!-- what-if-saving pct=";
+
+// The number after `marker` on `line`, if the marker is there.
+std::optional<double> marker_value(const std::string& line, std::string_view marker) {
+  size_t at = line.find(marker);
+  if (at == std::string::npos) return std::nullopt;
+  size_t from = at + marker.size();
+  size_t end = line.find_first_of(" -", from);
+  return number_attr(line.substr(from, end - from));
+}
 
 // The P-items of a checked findings file: number, title, p_item impact,
 // tuning headroom.
@@ -62,10 +72,10 @@ std::vector<FinalReportItem> p_items_of(const std::string& markdown) {
       item.p_item = std::stoi(m[1].str());
       item.title = m[2].str();
       items.push_back(item);
-    } else if (size_t at = line.find(kHeadroomMarker); !items.empty() && at != std::string::npos) {
-      size_t from = at + std::string_view(kHeadroomMarker).size();
-      size_t end = line.find_first_of(" -", from);
-      items.back().tuning_headroom_pct = number_attr(line.substr(from, end - from));
+    } else if (auto headroom = marker_value(line, kHeadroomMarker); !items.empty() && headroom) {
+      items.back().tuning_headroom_pct = headroom;
+    } else if (auto saving = marker_value(line, kWhatIfMarker); !items.empty() && saving) {
+      items.back().what_if_saving_pct = saving;
     } else if (!items.empty() && std::regex_search(line, m, impact_re)) {
       items.back().impact_low = number_attr(m[1].str());
       items.back().impact_mid = number_attr(m[2].str());
@@ -102,6 +112,7 @@ nlohmann::json item_json(const FinalReportItem& i, size_t rank) {
                       {"impact_mid", opt(i.impact_mid)},
                       {"impact_high", opt(i.impact_high)},
                       {"tuning_headroom_pct", opt(i.tuning_headroom_pct)},
+                      {"what_if_saving_pct", opt(i.what_if_saving_pct)},
                       {"recoverable_pct", opt(i.recoverable_pct)},
                       {"recoverable_basis", i.recoverable_basis},
                       {"recoverable_ms", opt(i.recoverable_ms)},
@@ -140,11 +151,14 @@ std::string render_markdown(const FinalReport& r) {
         "Recoverable (ms) | Evidence |\n|---|---|---|---|---|---|---|\n";
     for (size_t k = 0; k < r.ranked.size(); ++k) {
       const FinalReportItem& i = r.ranked[k];
-      md += fmt::format(
-          "| {} | {} | P{}: {} | {} ({}–{}) | {}{} | {} | {} |\n", k + 1, i.category, i.p_item,
-          md_cell(i.title), pct(i.impact_mid), pct(i.impact_low), pct(i.impact_high),
-          pct(i.recoverable_pct), i.recoverable_basis == "latency floor cap" ? " (floor cap)" : "",
-          i.recoverable_ms ? fmt::format("{:.3f}", *i.recoverable_ms) : "—", links(i.evidence));
+      md += fmt::format("| {} | {} | P{}: {} | {} ({}–{}) | {}{} | {} | {} |\n", k + 1, i.category,
+                        i.p_item, md_cell(i.title), pct(i.impact_mid), pct(i.impact_low),
+                        pct(i.impact_high), pct(i.recoverable_pct),
+                        i.recoverable_basis == "latency floor cap" ? " (floor cap)"
+                        : i.recoverable_basis == "what-if cap"     ? " (what-if cap)"
+                                                                   : "",
+                        i.recoverable_ms ? fmt::format("{:.3f}", *i.recoverable_ms) : "—",
+                        links(i.evidence));
     }
     md += "\n";
   }
@@ -238,9 +252,15 @@ FinalReport build_final_report(const std::string& output_dir) {
       if (!system && item.impact_mid) {
         item.recoverable_pct = item.impact_mid;
         item.recoverable_basis = "impact mid";
-        if (item.tuning_headroom_pct && *item.tuning_headroom_pct < *item.impact_mid) {
+        if (item.tuning_headroom_pct && *item.tuning_headroom_pct < *item.recoverable_pct) {
           item.recoverable_pct = item.tuning_headroom_pct;
           item.recoverable_basis = "latency floor cap";
+        }
+        // The dependency graph's word last: time the step cannot give back
+        // (kernels hidden behind a host that runs ahead) is not recoverable.
+        if (item.what_if_saving_pct && *item.what_if_saving_pct < *item.recoverable_pct) {
+          item.recoverable_pct = item.what_if_saving_pct;
+          item.recoverable_basis = "what-if cap";
         }
         if (r.total_time_ms) item.recoverable_ms = *item.recoverable_pct / 100.0 * *r.total_time_ms;
       }

@@ -7,7 +7,8 @@
 // P-items are ranked by their impact mid value (% of end-to-end time, copied
 // from category_findings) capped by the tuning headroom the draft's Regime
 // line records (`<!-- tuning-headroom pct=X -->`), turned into milliseconds
-// with the trace's total time when cpu_idle_metrics.json has it; system P-items (impact not
+// with the trace's total time when cpu_idle_metrics.json has it, and capped by the what-if
+// saving the draft records (`<!-- what-if-saving pct=X -->`); system P-items (impact not
 // quantifiable from trace data) follow, in category order.
 #pragma once
 
@@ -28,11 +29,14 @@ struct FinalReportItem {
   // The draft's "Regime" line: % of end-to-end time kernel tuning can still
   // save (latency-bound ops only down to the latency floor; op_regimes.h).
   std::optional<double> tuning_headroom_pct;
+  // The draft's `<!-- what-if-saving pct=X -->`: % of the step time the
+  // P-item's ops save at their efficiency target on the dependency graph.
+  std::optional<double> what_if_saving_pct;
   // Ranking value: impact_mid, capped by tuning_headroom_pct when present (a
   // latency-bound op cannot be tuned below the floor, whatever TraceLens's
   // roofline-based impact says).
   std::optional<double> recoverable_pct;
-  std::string recoverable_basis;         // "impact mid" | "latency floor cap"
+  std::string recoverable_basis;         // "impact mid" | "latency floor cap" | "what-if cap"
   std::optional<double> recoverable_ms;  // recoverable_pct x total time
   std::string findings_path;             // relative to output_dir
   std::vector<std::string> evidence;     // relative paths that exist

@@ -126,6 +126,26 @@ std::string impact_line(const ojson& metrics, const ojson& what_if, const ojson&
          (why.empty() ? "" : "; " + why) + ")\n";
 }
 
+// `<!-- what-if-saving pct=X -->`: the step-time share the P-item's ops save
+// at their efficiency target on the dependency graph (each member's what-if,
+// summed), the cap final_report puts on its ranking value so the ranking
+// never promises what the what-if says the step cannot give back (a GEMM
+// hidden behind a host that runs ahead saves nothing). "" when no member
+// has a what-if prediction.
+std::string what_if_marker(const ojson& what_if, const std::vector<const ojson*>& members) {
+  if (!what_if.contains("estimates")) return "";
+  double pct = 0;
+  size_t predicted = 0;
+  for (const ojson* op : members) {
+    const ojson* w = estimate_for(what_if["estimates"], *op);
+    if (!w || (*w)["method"] != "what_if" || !(*w)["impact_high_pct"].is_number()) continue;
+    pct += (*w)["impact_high_pct"].get<double>();
+    ++predicted;
+  }
+  if (predicted == 0 || predicted < members.size()) return "";  // a partial sum caps nothing
+  return "<!-- what-if-saving pct=" + fmt::format("{:.4f}", std::max(0.0, pct)) + " -->\n";
+}
+
 // The operations[] row of a category_findings member (same name and time).
 const ojson* member_op(const ojson& ops, const ojson& member) {
   const ojson* by_name = nullptr;
@@ -340,7 +360,8 @@ std::string draft_findings(const std::string& cat, const ojson& m, const std::st
       out += "- **Issue:** " + issue + "\n";
       out += "- **Path A:** " + path_a + "\n- **Path B:** " + path_b + "\n";
       out += "- **Priority:** " + priority_for(pct, e, batching) + "\n";
-      if (what_if.is_object()) out += impact_line(m, what_if, op);
+      if (what_if.is_object())
+        out += impact_line(m, what_if, op) + what_if_marker(what_if, members);
       out += regime_line(regimes, members);
     }
     std::string low = f["impact_score_low"].dump(), mid = f["impact_score"].dump(),

@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <optional>
 #include <regex>
+#include <set>
 #include <sstream>
 
 #include <fmt/format.h>
@@ -242,6 +243,12 @@ class Checker {
           {{"low", "impact_score_low"}, {"mid", "impact_score"}, {"high", "impact_score_high"}});
       if (!system_) {
         const ojson* f = finding(static_cast<size_t>(b.number));
+        // The bullets TraceLens's compute template requires of a P-item.
+        for (const char* label :
+             {"**Time:**", "**Issue:**", "**Path A", "**Path B", "**Priority:**"})
+          if (!block_has(lines_, b, label))
+            problem("S3", fmt::format("P{} has no `- {}` line", b.number, label));
+        if (f) check_time_line(b, *f);
         if (f && (*f).contains("library") && (*f)["library"].is_string()) {
           std::string lib = (*f)["library"].get<std::string>();
           if (lib != "Unknown" && !lib.empty() && !b.title.ends_with("(" + lib + ")"))
@@ -256,6 +263,78 @@ class Checker {
           fmt::format("{} P-item(s) for {} category_findings entries: one P-item per entry, in "
                       "rank order",
                       items.size(), findings_->size()));
+  }
+
+  // A P-item's "- **Time:** X ms (Y % of ..., ...)" line against its data:
+  // X is the time of one of its ops or their total, and every percentage is
+  // a share one of them (or the finding) has; an invented line is named.
+  void check_time_line(const Block& b, const ojson& f) {
+    // A missing key reads as null (const operator[] would not).
+    auto field = [](const ojson& j, const char* key) -> const ojson& {
+      static const ojson kNull;
+      return j.is_object() && j.contains(key) ? j[key] : kNull;
+    };
+    static const std::regex time_re(R"(\*\*Time:\*\*\s*([-\d.,]+)\s*ms(.*))");
+    static const std::regex pct_re(R"(([-\d.,]+)\s*%)");
+    std::smatch m;
+    size_t k = b.begin;
+    for (; k < b.end; ++k)
+      if (std::regex_search(lines_[k], m, time_re)) break;
+    if (k == b.end) return;
+    const std::string rest = m[2].str();
+    std::vector<double> times, pcts;
+    double member_total = 0, ops_pct_total = 0;
+    std::set<std::string> names;
+    if (f.contains("members") && field(f, "members").is_array())
+      for (const auto& mem : field(f, "members")) {
+        if (field(mem, "time_ms").is_number()) {
+          times.push_back(field(mem, "time_ms").get<double>());
+          member_total += times.back();
+        }
+        if (field(mem, "percent_of_total").is_number())
+          pcts.push_back(field(mem, "percent_of_total").get<double>());
+        if (field(mem, "operation").is_string())
+          names.insert(field(mem, "operation").get<std::string>());
+      }
+    times.push_back(member_total);
+    if (field(f, "percent_of_total").is_number())
+      pcts.push_back(field(f, "percent_of_total").get<double>());
+    if (metrics_.contains("operations"))
+      for (const auto& o : metrics_["operations"]) {
+        if (!field(o, "name").is_string() || !names.count(field(o, "name").get<std::string>()))
+          continue;
+        for (const char* key : {"percent_of_total", "percent_of_category"})
+          if (field(o, key).is_number()) pcts.push_back(field(o, key).get<double>());
+        // The members' own rows (same name and time) make the P-item's total share.
+        bool member = false;
+        static const ojson kNoMembers = ojson::array();
+        for (const auto& mem : f.contains("members") ? field(f, "members") : kNoMembers)
+          member =
+              member || (field(mem, "operation") == field(o, "name") &&
+                         field(mem, "time_ms").is_number() && field(o, "time_ms").is_number() &&
+                         std::fabs(field(mem, "time_ms").get<double>() -
+                                   field(o, "time_ms").get<double>()) < 1e-9);
+        if (member && field(o, "percent_of_total").is_number())
+          ops_pct_total += field(o, "percent_of_total").get<double>();
+      }
+    pcts.push_back(ops_pct_total);
+    auto known = [](const Cited& c, const std::vector<double>& values) {
+      for (double v : values)
+        if (std::fabs(v - c.value) <= c.tolerance) return true;
+      return false;
+    };
+    if (auto t = parse_cited(m[1].str()); t && !known(*t, times))
+      problem("N1", fmt::format("P{}'s Time line cites {} ms, which is neither the time of one of "
+                                "its ops nor their total ({} ms)",
+                                b.number, m[1].str(), fmt_num(ojson(member_total))));
+    for (auto it = std::sregex_iterator(rest.begin(), rest.end(), pct_re);
+         it != std::sregex_iterator(); ++it) {
+      auto p = parse_cited((*it)[1].str());
+      if (p && !known(*p, pcts))
+        problem("N1", fmt::format("P{}'s Time line cites {} %, a share none of its ops has in "
+                                  "the data",
+                                  b.number, (*it)[1].str()));
+    }
   }
 
   // Impact marker attributes against category_findings[number - 1] (null on
@@ -415,9 +494,10 @@ class Checker {
         problem("N2", fmt::format("reasoning block rank={}: {} Time (ms) {} matches none of its "
                                   "rows in the data ({} ms)",
                                   b.number, op, cells[4], fmt::join(known, ", ")));
-        return;
+        // The row's other numbers are still checked, against every row of the op.
+      } else {
+        rows = kept;
       }
-      rows = kept;
     }
     if (auto pct = parse_cited(cells[5])) {
       bool ok = false;

@@ -22,7 +22,8 @@ struct ServeArgs {
   bool stdio = false, conformance_fixtures = false;
   bool http = false;  // --http given (with or without an address)
   std::string http_address;
-  std::string host, port, token, max_message_mb, max_memory, session_ttl_min, workers;
+  std::string host, port, token, max_message_mb, max_memory, session_ttl_min, workers,
+      client_timeout_s;
   std::vector<std::string> roots, allow_origins, arch_dirs;
 };
 
@@ -107,6 +108,9 @@ mcp::ServerOptions server_options(const ServeArgs& a) {
   if (!a.session_ttl_min.empty())
     options.session_idle_ttl =
         std::chrono::minutes(bounded_number("--session-ttl-min", a.session_ttl_min, 1, 10080));
+  if (!a.client_timeout_s.empty())
+    options.client_request_timeout =
+        std::chrono::seconds(bounded_number("--client-timeout-s", a.client_timeout_s, 1, 86400));
   options.arch_dirs = a.arch_dirs;
   return options;
 }
@@ -170,6 +174,9 @@ Runner add_serve(CLI::App& app) {
   cmd->add_option("--session-ttl-min", a->session_ttl_min,
                   "forget HTTP sessions and stateless handles idle this long (1-10080, "
                   "default 30)");
+  cmd->add_option("--client-timeout-s", a->client_timeout_s,
+                  "how long a tool waits for the client's answer to a sampling or elicitation "
+                  "request (1-86400, default 60)");
   cmd->add_option("--arch-dir", a->arch_dirs,
                   "directory of GPU arch .json files readable besides --root (repeatable)")
       ->allow_extra_args(false);

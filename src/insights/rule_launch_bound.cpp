@@ -15,6 +15,23 @@ constexpr double kShortKernelUs = 10.0;  // TraceLens's short-kernel threshold
 constexpr double kMinIdleShare = 0.3;
 constexpr double kMinShortShare = 0.5;
 
+// Calls that only a CUDA/HIP graph capture makes. A trace holding them
+// recorded the capture (each kernel enqueued once into a graph, the GPU idle
+// while the host records), not a step that runs the graph: its idle time is
+// paid once, and graphs are already in use.
+size_t graph_capture_calls(const Trace& trace) {
+  size_t calls = 0;
+  for (const Event& e : trace.events) {
+    if (e.cat != Cat::CudaRuntime && e.cat != Cat::CudaDriver) continue;
+    std::string_view name = trace.str(e.name);
+    if (name.find("BeginCapture") != std::string_view::npos ||
+        name.find("GetCaptureInfo") != std::string_view::npos ||
+        name.find("GraphInstantiate") != std::string_view::npos)
+      ++calls;
+  }
+  return calls;
+}
+
 }  // namespace
 
 void rule_launch_bound(const InsightContext& c, std::vector<Insight>& out) {
@@ -41,6 +58,33 @@ void rule_launch_bound(const InsightContext& c, std::vector<Insight>& out) {
       "Launch-bound: GPU idle {:.1f}% of {:.2f} ms; {} of {} kernels ({:.0f}%) run under {} us",
       100 * idle_share, c.timeline->total_time / 1e3, short_kernels, kernels, 100 * short_share,
       kShortKernelUs);
+  if (size_t capture = graph_capture_calls(c.trace); capture > 0) {
+    // Context, not a saving: the same numbers, said for what they are.
+    i.severity = "low";
+    i.gain_upper_bound_us = 0.0;
+    i.title = fmt::format(
+        "Graph capture, not a steady-state step: GPU idle {:.1f}% of {:.2f} ms while the host "
+        "records the graph ({} capture/instantiate calls)",
+        100 * idle_share, c.timeline->total_time / 1e3, capture);
+    i.detail =
+        "The trace recorded a CUDA/HIP graph capture: kernels are enqueued into the graph, "
+        "not run step after step, so its idle time is a one-off capture cost and says nothing "
+        "about launch overhead in serving. Profile the replay (after capture) to judge it.";
+    i.evidence = {{"graph_capture_calls", capture},
+                  {"kernels", kernels},
+                  {"short_kernels", short_kernels},
+                  {"idle_time_us", c.timeline->idle_time},
+                  {"total_time_us", c.timeline->total_time}};
+    i.action_model =
+        "Start the profiler after the graphs are captured (warm-up first) to see the steps "
+        "that replay them.";
+    i.action_kernel = "None from this trace: kernel times inside a capture are not a step's.";
+    i.verify =
+        "The runtime calls *BeginCapture / *GetCaptureInfo / *GraphInstantiate* are in "
+        "the trace.";
+    out.push_back(std::move(i));
+    return;
+  }
   IdleBreakdown idle = idle_breakdown(c.trace, c.tree);
   double gap_us = idle.total.total_us();
   double host_share = gap_us > 0 ? idle.total.host_wait_us / gap_us : 0;

@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <filesystem>
 
+#include <fmt/format.h>
+
 #include "categories/category_analysis.h"
 #include "categories/category_analysis_internal.h"
 #include "categories/final_report.h"
@@ -144,6 +146,45 @@ TEST_CASE("findings check: each rule names what is wrong") {
   v = analysis::validate_findings("gemm", replaced(md, "**Insight**", "**Observation**"), m);
   CHECK(has_problem(v, "S3: P1 has no **Insight** line"));
 
+  // S3: every bullet of TraceLens's compute template (issue 48 point 7).
+  {
+    size_t at = md.find("- **Path B");
+    REQUIRE(at != std::string::npos);
+    std::string no_b = md;
+    no_b.erase(at, md.find('\n', at) + 1 - at);
+    v = analysis::validate_findings("gemm", no_b, m);
+    CHECK(has_problem(v, "S3: P1 has no `- **Path B` line"));
+  }
+  // N1: the Time line's numbers are the data's: an invented one is named,
+  // both its time and its share.
+  {
+    size_t at = md.find("- **Time:**");
+    REQUIRE(at != std::string::npos);
+    std::string invented_time = md;
+    invented_time.replace(at, md.find('\n', at) - at, "- **Time:** 25.0 ms (40.0 % of total)");
+    v = analysis::validate_findings("gemm", invented_time, m);
+    CHECK(has_problem(v, "P1's Time line cites 25.0 ms"));
+    CHECK(has_problem(v, "P1's Time line cites 40.0 %"));
+    // The members' total time and the finding's share are what a writer may cite.
+    double total = 0;
+    std::string first_op;
+    for (const auto& mem : m["category_findings"][0]["members"]) {
+      total += mem["time_ms"].get<double>();
+      if (first_op.empty()) first_op = mem["operation"].get<std::string>();
+    }
+    double share = -1;
+    for (const auto& o : m["operations"])
+      if (o["name"] == first_op && o["percent_of_total"].is_number() && share < 0)
+        share = o["percent_of_total"].get<double>();
+    REQUIRE(share >= 0);
+    std::string honest = md;
+    honest.replace(at, md.find('\n', at) - at,
+                   fmt::format("- **Time:** {:.3f} ms ({:.2f} % of total)", total, share));
+    v = analysis::validate_findings("gemm", honest, m);
+    for (const auto& p : v.problems) INFO(p);
+    CHECK(v.valid());
+  }
+
   // N1 + S2: an invented P-item beyond category_findings.
   const size_t n = m["category_findings"].size();
   std::string invented = replaced(
@@ -167,6 +208,17 @@ TEST_CASE("findings check: each rule names what is wrong") {
   wrong_time.replace(time_at, time.size() + 6, " | 123.456 | ");
   v = analysis::validate_findings("gemm", wrong_time, m);
   CHECK(has_problem(v, "Time (ms) 123.456 matches none of its rows"));
+  // A wrong time does not hide a wrong %E2E on the same row.
+  {
+    std::string pct = top["percent_of_total"].dump();
+    size_t pct_at = wrong_time.find(" | 123.456 | " + pct + " | ");
+    REQUIRE(pct_at != std::string::npos);
+    std::string both = wrong_time;
+    both.replace(pct_at, 13 + pct.size() + 3, " | 123.456 | 77.77 | ");
+    v = analysis::validate_findings("gemm", both, m);
+    CHECK(has_problem(v, "Time (ms) 123.456 matches none of its rows"));
+    CHECK(has_problem(v, "%E2E 77.77 matches no row of the data"));
+  }
   v = analysis::validate_findings("gemm", replaced(md, row_start, "| aten::not_an_op | "), m);
   CHECK(has_problem(v, "operation `aten::not_an_op` is not in gemm_metrics.json"));
 
