@@ -46,7 +46,7 @@ int run_insights(const InsightsArgs& a) {
   check_output_parent(a.json, a.mkdirs, "--json");
   Progress progress(a.progress.resolve(), "insights");
   progress.phase("load");
-  Trace trace = engine::load_trace(a.trace);
+  Trace trace = engine::load_any_trace(a.trace);
   progress.phase("call tree");
   CallTree tree(trace);
   std::string arch_name = a.arch.empty() ? engine::detect_arch_name(trace) : a.arch;

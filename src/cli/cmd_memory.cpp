@@ -21,14 +21,14 @@ struct MemoryArgs {
 int run_memory(const MemoryArgs& a) {
   Progress progress(a.progress.resolve(), "memory");
   progress.phase("load");
-  Trace trace = engine::load_trace(a.trace);
+  Trace trace = engine::load_any_trace(a.trace);
   progress.phase("analyse");
   engine::MemoryAnalysis analysis = engine::analyse_memory(trace);
   std::string text = engine::memory_summary_text(analysis, a.device);  // checks --device
   std::string diff_text;
   if (!a.reference.empty()) {
     progress.phase("reference");
-    Trace reference = engine::load_trace(a.reference);
+    Trace reference = engine::load_any_trace(a.reference);
     diff_text =
         engine::memory_diff_text(engine::diff_memory(engine::analyse_memory(reference), analysis));
   }

@@ -84,8 +84,13 @@ Runner add_prepare(CLI::App& app) {
     // A first load's snapshot is written while the files are prepared; the
     // writer joins before the command returns.
     engine::SnapshotWriteBehind snapshot_writer;
+    // Kineto through its loader (snapshot cache); the other formats through
+    // the one input dispatch.
+    const engine::InputFormat format = engine::detect_input_format(a->trace);
     std::shared_ptr<const Trace> loaded =
-        engine::load_trace_write_behind(a->trace, snapshot_writer);
+        format == engine::InputFormat::KinetoJson
+            ? engine::load_trace_write_behind(a->trace, snapshot_writer)
+            : std::make_shared<const Trace>(engine::load_non_kineto_input(a->trace, format).trace);
     const Trace& trace = *loaded;
     engine::TracePrepareOptions o;
     o.platform = platform_for(trace, a->platform);

@@ -58,7 +58,7 @@ int run_replay(const ReplayArgs& a) {
   engine::ReplaySelection selection = selection_from(a);
   Progress progress(a.progress.resolve(), "replay");
   progress.phase("load");
-  Trace trace = engine::load_trace(a.trace);
+  Trace trace = engine::load_any_trace(a.trace);
   progress.phase("call tree");
   CallTree tree(trace);
   progress.phase("package");

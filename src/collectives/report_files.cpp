@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include "collectives/collectives.h"
+#include "explore/input_format.h"
 #include "trace/loader.h"
 
 namespace jarvis::collectives {
@@ -13,7 +14,7 @@ bool wants_overlap(const CollectiveReportOptions& options, size_t count) {
 }
 
 RankAnalysis analyse_rank(const std::string& path, int64_t rank_from_order, bool with_overlap) {
-  Trace trace = load_trace(path);
+  Trace trace = load_any_trace(path);
   RankAnalysis a;
   a.trace = rank_trace(trace, rank_from_order);
   if (with_overlap) {

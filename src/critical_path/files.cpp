@@ -6,6 +6,7 @@
 
 #include "base/atomic_file.h"
 #include "critical_path/critical_path.h"
+#include "explore/input_format.h"
 #include "report/table.h"
 #include "trace/loader.h"
 
@@ -72,7 +73,7 @@ Loaded load_graph(const std::vector<std::string>& paths,
   Loaded out;
   std::vector<RankInput> inputs;
   for (const std::string& p : paths) {
-    out.traces.push_back(std::make_unique<Trace>(load_trace(p)));
+    out.traces.push_back(std::make_unique<Trace>(load_any_trace(p)));
     out.trees.push_back(std::make_unique<CallTree>(*out.traces.back()));
     inputs.push_back({out.traces.back().get(), out.trees.back().get(), -1});
     if (progress && !progress(out.traces.size(), paths.size()))

@@ -66,6 +66,7 @@
 #include "insights/insights.h"
 #include "insights/trace_health.h"
 #include "memory/memory.h"
+#include "nsys/export.h"
 #include "replay/replay.h"
 #include "rocprof/counters.h"
 #include "rocprof/profile.h"
@@ -125,6 +126,15 @@ inline Trace rocprof_to_trace(const RocprofProfile& profile) {
 }
 using analysis::attach_rocprof_profile;
 using analysis::rocprof_profile;  // the profile a loaded rocprof trace came from
+// Nsight Systems SQLite exports read as an Export (the export's own tables),
+// and as a Trace of the same events.
+using NsysExport = nsys::Export;
+using nsys::is_nsys_input;
+using nsys::is_nsys_trace;
+using nsys::load_export;
+inline Trace nsys_to_trace(const NsysExport& ex) {
+  return nsys::to_trace(ex);
+}
 // GPU arch descriptions (bundled arch/*.json or a file).
 using perf::bundled_gpu_arch_names;
 using perf::GpuArchError;

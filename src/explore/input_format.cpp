@@ -7,6 +7,7 @@
 
 #include "explore/rocprof_trace.h"
 #include "explore/trace_store.h"
+#include "nsys/export.h"
 #include "rocprof/profile.h"
 #include "trace/loader.h"
 
@@ -35,11 +36,17 @@ LoadedInput load_rocprof(const std::string& path) {
   return in;
 }
 
+LoadedInput load_nsys(const std::string& path) {
+  return LoadedInput{nsys::to_trace(nsys::load_export(path)), {}};
+}
+
 // Sniffed in this order, after the names that are refused outright.
-const std::array<InputReader, 2>& readers() {
-  static const std::array<InputReader, 2> table = {{
+const std::array<InputReader, 3>& readers() {
+  static const std::array<InputReader, 3> table = {{
       {InputFormat::RocprofJson, "rocprofv3 JSON results", nullptr, load_rocprof},
       {InputFormat::RocprofCsv, "rocprofv3 CSV set", nullptr, load_rocprof},
+      // Any SQLite file: the reader says why one is not an export.
+      {InputFormat::NsysSqlite, "Nsight Systems SQLite export", nsys::is_nsys_input, load_nsys},
   }};
   return table;
 }

@@ -266,11 +266,15 @@ fs::path PathPolicy::trace_path(const std::string& given) const {
   std::string name = path.filename().string();
   std::error_code ec;
   bool csv_dir = fs::is_directory(path, ec);  // a rocprofv3 CSV set; the loader checks
+  // Nsight Systems: the .sqlite export is read; a .nsys-rep / .qdrep report
+  // passes here so the loader answers with the `nsys export` command.
   if (!csv_dir && !ends_with(name, ".json") && !ends_with(name, ".json.gz") &&
-      !ends_with(name, ".gz") && !ends_with(name, ".csv"))
+      !ends_with(name, ".gz") && !ends_with(name, ".csv") && !ends_with(name, ".sqlite") &&
+      !ends_with(name, ".nsys-rep") && !ends_with(name, ".qdrep"))
     throw ToolError(fmt::format(
-        "'{}' is not a trace file name: load_trace reads .json / .json.gz Kineto traces and "
-        "rocprofv3 results (.json, a CSV directory or its *_kernel_trace.csv)",
+        "'{}' is not a trace file name: load_trace reads .json / .json.gz Kineto traces, "
+        "rocprofv3 results (.json, a CSV directory or its *_kernel_trace.csv) and Nsight "
+        "Systems SQLite exports (.sqlite)",
         given));
   if (written_by_us(path))
     throw ToolError(fmt::format("'{}' was written by a jarvis tool and is not a trace", given));

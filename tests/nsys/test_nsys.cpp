@@ -1,0 +1,470 @@
+// Nsight Systems SQLite exports: the three real exports in ../shared/nsys
+// (2 H100s, PyTorch emit_nvtx ranges) against numbers computed here with SQL
+// on the export itself (kernels per device, top kernels, NVTX range totals),
+// the facts published with the before/after pair, a small export built here
+// by hand (emit_nvtx sizes, correlation links), and bad inputs: a truncated
+// file, a non-nsys database, an older schema, a locked file, a .nsys-rep.
+// Every load leaves the file's bytes and mtime as they were.
+#include <doctest/doctest.h>
+#include <sqlite3.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <iterator>
+#include <map>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "explore/input_format.h"
+#include "nsys/emit_nvtx.h"
+#include "nsys/export.h"
+#include "report/report.h"
+#include "tree/call_tree.h"
+
+using namespace jarvis;
+namespace fs = std::filesystem;
+
+namespace {
+
+const std::string kDir = std::string(JARVIS_SHARED_DIR) + "/nsys";
+const std::string k1s = kDir + "/h100_2gpu_1s.sqlite";
+const std::string kBefore = kDir + "/mfu_2gpu_before.sqlite";
+const std::string kAfter = kDir + "/mfu_2gpu_after.sqlite";
+
+bool have_samples() {
+  return fs::exists(k1s) && fs::exists(kBefore) && fs::exists(kAfter);
+}
+
+// The test's own read-only SQL on an export (independent of the reader).
+class Sql {
+ public:
+  explicit Sql(const std::string& path, bool writable = false) {
+    int flags = writable ? SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE : SQLITE_OPEN_READONLY;
+    REQUIRE(sqlite3_open_v2(path.c_str(), &db_, flags, nullptr) == SQLITE_OK);
+  }
+  ~Sql() { sqlite3_close_v2(db_); }
+  Sql(const Sql&) = delete;
+  Sql& operator=(const Sql&) = delete;
+
+  // Rows of text cells.
+  std::vector<std::vector<std::string>> rows(const std::string& sql) {
+    std::vector<std::vector<std::string>> out;
+    sqlite3_stmt* s = nullptr;
+    REQUIRE_MESSAGE(sqlite3_prepare_v2(db_, sql.c_str(), -1, &s, nullptr) == SQLITE_OK,
+                    sqlite3_errmsg(db_));
+    while (sqlite3_step(s) == SQLITE_ROW) {
+      std::vector<std::string> row;
+      for (int c = 0; c < sqlite3_column_count(s); ++c) {
+        const unsigned char* t = sqlite3_column_text(s, c);
+        row.emplace_back(t ? reinterpret_cast<const char*>(t) : "");
+      }
+      out.push_back(std::move(row));
+    }
+    sqlite3_finalize(s);
+    return out;
+  }
+  void exec(const std::string& sql) {
+    char* err = nullptr;
+    int rc = sqlite3_exec(db_, sql.c_str(), nullptr, nullptr, &err);
+    std::string message = err ? err : "";
+    sqlite3_free(err);
+    REQUIRE_MESSAGE(rc == SQLITE_OK, message);
+  }
+
+ private:
+  sqlite3* db_ = nullptr;
+};
+
+struct TempDir {
+  fs::path path;
+  TempDir() {
+    path = fs::temp_directory_path() / fmt::format("jarvis_nsys.{}", ::getpid());
+    fs::remove_all(path);
+    fs::create_directories(path);
+  }
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(path, ec);
+  }
+};
+
+std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const TraceError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+std::string file_bytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+// Sum of a report column over rows, by the flattened name pandas writes
+// ("Kernel duration (µs)_sum") or the plain one.
+int column_of(const Table& t, std::string_view name) {
+  for (size_t c = 0; c < t.columns.size(); ++c) {
+    std::string flat = t.columns[c];
+    if (c < t.column_level2.size() && !t.column_level2[c].empty()) flat += "_" + t.column_level2[c];
+    if (flat == name || t.columns[c] == name) return static_cast<int>(c);
+  }
+  FAIL("no column " << name << " in " << t.name);
+  return -1;
+}
+
+struct Loaded {
+  Trace trace;
+  Report report;
+};
+
+Loaded load_and_report(const std::string& path) {
+  REQUIRE(detect_input_format(path) == InputFormat::NsysSqlite);
+  Loaded l{load_any_trace(path), {}};
+  CallTree tree(l.trace);
+  l.report = build_report(l.trace, tree, ReportOptions{});
+  return l;
+}
+
+// Kernel time (ms) per kernel name in the report's kernel_summary.
+std::map<std::string, double> kernel_summary_ms(const Report& r) {
+  const Table* ks = r.find("kernel_summary");
+  REQUIRE(ks != nullptr);
+  int name = column_of(*ks, "Kernel name");
+  int sum = column_of(*ks, "Kernel duration (µs)_sum");
+  std::map<std::string, double> out;
+  for (const auto& row : ks->rows) out[row[name].text()] += row[sum].number() / 1e3;
+  return out;
+}
+
+}  // namespace
+
+TEST_SUITE("nsys") {
+  TEST_CASE("nsys: kernels per device, top kernels and NVTX totals equal SQL on the export") {
+    if (!have_samples()) return;
+    for (const std::string& path : {k1s, kBefore, kAfter}) {
+      CAPTURE(path);
+      Sql sql(path);
+      Loaded l = load_and_report(path);
+      const Trace& t = l.trace;
+      CHECK(t.platform == Platform::Cuda);
+      CHECK(nsys::is_nsys_trace(t));
+
+      // Kernels per device: count and time (ns) from the event model.
+      std::map<int64_t, std::pair<int64_t, int64_t>> per_device;
+      for (Uid u = 0; u < t.events.size(); ++u) {
+        const Event& e = t.events[u];
+        if (e.cat != Cat::Kernel) continue;
+        auto& [n, ns] = per_device[t.device(u)];
+        ++n;
+        ns += e.dur_ns;
+      }
+      auto expected = sql.rows(
+          "SELECT deviceId, count(*), sum(\"end\" - start) FROM CUPTI_ACTIVITY_KIND_KERNEL "
+          "GROUP BY deviceId ORDER BY deviceId");
+      REQUIRE(expected.size() == 2);  // two H100s in one capture
+      REQUIRE(per_device.size() == expected.size());
+      for (const auto& row : expected) {
+        auto& [n, ns] = per_device[std::stoll(row[0])];
+        CHECK(n == std::stoll(row[1]));
+        CHECK(ns == std::stoll(row[2]));
+      }
+
+      // The report's kernel_summary: every kernel, the same total, and the
+      // same five names on top (demangled names, as Kineto records them).
+      auto summary = kernel_summary_ms(l.report);
+      double total_ms = 0;
+      for (const auto& [_, ms] : summary) total_ms += ms;
+      auto sql_total = sql.rows("SELECT sum(\"end\" - start) FROM CUPTI_ACTIVITY_KIND_KERNEL");
+      CHECK(total_ms == doctest::Approx(std::stod(sql_total[0][0]) / 1e6).epsilon(1e-9));
+      auto top = sql.rows(
+          "SELECT s.value, sum(k.\"end\" - k.start) AS ns FROM CUPTI_ACTIVITY_KIND_KERNEL k "
+          "JOIN StringIds s ON s.id = k.demangledName GROUP BY s.value ORDER BY ns DESC LIMIT 5");
+      std::vector<std::pair<double, std::string>> ranked;
+      for (const auto& [name, ms] : summary) ranked.emplace_back(-ms, name);
+      std::sort(ranked.begin(), ranked.end());
+      for (size_t i = 0; i < top.size(); ++i) {
+        CAPTURE(i);
+        CHECK(ranked[i].second == top[i][0]);
+        CHECK(-ranked[i].first == doctest::Approx(std::stod(top[i][1]) / 1e6).epsilon(1e-9));
+      }
+
+      // NVTX ranges: emit_nvtx ranges become cpu_ops named by the text
+      // before ", op_id" / ", seq"; their count and time per name match.
+      std::map<std::string, std::pair<int64_t, int64_t>> ops;
+      for (Uid u = 0; u < t.events.size(); ++u) {
+        const Event& e = t.events[u];
+        if (e.cat != Cat::CpuOp) continue;
+        auto& [n, ns] = ops[std::string(t.name(u))];
+        ++n;
+        ns += e.dur_ns;
+      }
+      auto ranges = sql.rows(
+          "WITH r AS (SELECT coalesce(text, (SELECT value FROM StringIds WHERE id = textId)) AS "
+          "txt, \"end\" - start AS ns FROM NVTX_EVENTS WHERE \"end\" IS NOT NULL AND eventType = "
+          "59), n AS (SELECT CASE WHEN instr(txt, ', seq = ') > 0 THEN substr(txt, 1, "
+          "instr(txt, ', seq = ') - 1) ELSE substr(txt, 1, instr(txt, ', op_id = ') - 1) END AS "
+          "name, ns FROM r WHERE instr(txt, ', op_id = ') > 0) SELECT name, count(*), sum(ns) "
+          "FROM n GROUP BY name");
+      REQUIRE(ranges.size() > 10);
+      CHECK(ops.size() == ranges.size());
+      for (const auto& row : ranges) {
+        CAPTURE(row[0]);
+        auto it = ops.find(row[0]);
+        REQUIRE(it != ops.end());
+        CHECK(it->second.first == std::stoll(row[1]));
+        CHECK(it->second.second == std::stoll(row[2]));
+      }
+    }
+  }
+
+  TEST_CASE("nsys: runtime launches link kernels to the emit_nvtx ops that issued them") {
+    if (!have_samples()) return;
+    Trace t = load_any_trace(kBefore);
+    CallTree tree(t);
+    // The flash-attention kernels sit under the op that launched them, as in
+    // a Kineto trace: SQL finds the enclosing range of each launch.
+    Sql sql(kBefore);
+    auto expected = sql.rows(
+        "SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL k JOIN StringIds s ON s.id = "
+        "k.shortName JOIN CUPTI_ACTIVITY_KIND_RUNTIME r ON r.correlationId = k.correlationId "
+        "WHERE s.value = 'flash_fwd_kernel' AND EXISTS (SELECT 1 FROM NVTX_EVENTS n WHERE "
+        "n.globalTid = r.globalTid AND n.start <= r.start AND n.\"end\" >= r.\"end\" AND n.text "
+        "LIKE 'flash_attn::_flash_attn_forward,%')");
+    size_t linked = 0;
+    for (Uid u = 0; u < t.events.size(); ++u) {
+      if (t.events[u].cat != Cat::Kernel || t.name(u).find("flash_fwd_kernel") == std::string::npos)
+        continue;
+      for (Uid p = tree.parent(u); p != kNoUid; p = tree.parent(p))
+        if (t.name(p) == "flash_attn::_flash_attn_forward") {
+          ++linked;
+          break;
+        }
+    }
+    CHECK(linked == std::stoull(expected[0][0]));
+    CHECK(linked > 0);
+  }
+
+  TEST_CASE("nsys: the published before/after facts") {
+    if (!have_samples()) return;
+    Loaded before = load_and_report(kBefore), after = load_and_report(kAfter);
+    auto total = [](const Report& r) {
+      double ms = 0;
+      for (const auto& [_, v] : kernel_summary_ms(r)) ms += v;
+      return ms;
+    };
+    auto flash = [](const Report& r) {
+      double ms = 0;
+      for (const auto& [name, v] : kernel_summary_ms(r))
+        if (name.find("flash_fwd_kernel") != std::string::npos) ms += v;
+      return ms;
+    };
+    // nsys-ai's reading-a-diff.md: 535.20 -> 488.84 ms of kernel time,
+    // flash_fwd_kernel 272.32 -> 240.76 ms (-31.56 ms).
+    CHECK(std::round(total(before.report) * 100) / 100 == doctest::Approx(535.20));
+    CHECK(std::round(total(after.report) * 100) / 100 == doctest::Approx(488.84));
+    CHECK(std::round(flash(before.report) * 100) / 100 == doctest::Approx(272.32));
+    CHECK(std::round(flash(after.report) * 100) / 100 == doctest::Approx(240.76));
+    CHECK(std::round((flash(after.report) - flash(before.report)) * 100) / 100 ==
+          doctest::Approx(-31.56));
+  }
+
+  TEST_CASE("nsys: emit_nvtx texts") {
+    auto a = nsys::parse_emit_nvtx(
+        "aten::mm, seq = 3, op_id = 12, sizes = [[8, 16], [16, 4]], "
+        "input_op_ids = [(11, 0)]");
+    REQUIRE(a);
+    CHECK(a->name == "aten::mm");
+    CHECK(a->seq == 3);
+    CHECK(a->op_id == 12);
+    REQUIRE(a->sizes);
+    CHECK(*a->sizes == std::vector<std::vector<int64_t>>{{8, 16}, {16, 4}});
+    auto b = nsys::parse_emit_nvtx("FSDP::pre_forward (blocks.9, x), op_id = 7");
+    REQUIRE(b);
+    CHECK(b->name == "FSDP::pre_forward (blocks.9, x)");
+    CHECK(b->seq == -1);
+    CHECK(!b->sizes);
+    auto c = nsys::parse_emit_nvtx("aten::add, op_id = 1, sizes = [[], [4]]");
+    REQUIRE(c);
+    CHECK(*c->sizes == std::vector<std::vector<int64_t>>{{}, {4}});
+    CHECK(!nsys::parse_emit_nvtx("ncclGroupStart"));
+    CHECK(!nsys::parse_emit_nvtx("step, 3"));
+  }
+
+  TEST_CASE("nsys: a hand-made export: shapes reach the op, the launch links its kernel") {
+    TempDir tmp;
+    std::string path = (tmp.path / "tiny.sqlite").string();
+    {
+      Sql db(path, true);
+      db.exec(
+          "CREATE TABLE StringIds (id INTEGER PRIMARY KEY, value TEXT NOT NULL);"
+          "INSERT INTO StringIds VALUES (1, 'cudaLaunchKernel_v7000'), (2, 'void gemm<1>()'), "
+          "(3, 'gemm');"
+          "CREATE TABLE CUPTI_ACTIVITY_KIND_KERNEL (start INTEGER NOT NULL, \"end\" INTEGER NOT "
+          "NULL, deviceId INTEGER NOT NULL, contextId INTEGER NOT NULL, streamId INTEGER NOT "
+          "NULL, correlationId INTEGER, globalPid INTEGER, demangledName INTEGER NOT NULL, "
+          "shortName INTEGER NOT NULL, gridX INTEGER, gridY INTEGER, gridZ INTEGER, blockX "
+          "INTEGER, blockY INTEGER, blockZ INTEGER);"
+          // pid 7 in bits 24.., tid 9 in bits 0..23
+          "INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL VALUES (2000, 2500, 0, 1, 7, 42, 117440512, 2, "
+          "3, 4, 2, 1, 128, 1, 1);"
+          "CREATE TABLE CUPTI_ACTIVITY_KIND_RUNTIME (start INTEGER NOT NULL, \"end\" INTEGER NOT "
+          "NULL, eventClass INTEGER NOT NULL, globalTid INTEGER, correlationId INTEGER, nameId "
+          "INTEGER NOT NULL, returnValue INTEGER NOT NULL);"
+          "INSERT INTO CUPTI_ACTIVITY_KIND_RUNTIME VALUES (1100, 1200, 0, 117440521, 42, 1, 0);"
+          "CREATE TABLE NVTX_EVENTS (start INTEGER NOT NULL, \"end\" INTEGER, eventType INTEGER "
+          "NOT NULL, text TEXT, globalTid INTEGER, textId INTEGER, domainId INTEGER);"
+          "INSERT INTO NVTX_EVENTS VALUES (1000, 1300, 59, 'aten::mm, seq = 5, op_id = 1, sizes "
+          "= [[8, 16], [16, 4]], input_op_ids = []', 117440521, NULL, 0);"
+          "INSERT INTO NVTX_EVENTS VALUES (900, NULL, 34, 'a mark', 117440521, NULL, 0);");
+    }
+    Trace t = load_any_trace(path);
+    REQUIRE(t.events.size() == 3);  // kernel, launch, op; the mark is left out
+    CallTree tree(t);
+    Uid kernel = kNoUid, op = kNoUid, launch = kNoUid;
+    for (Uid u = 0; u < t.events.size(); ++u) {
+      Cat c = t.events[u].cat;
+      (c == Cat::Kernel ? kernel : c == Cat::CpuOp ? op : launch) = u;
+    }
+    CHECK(t.name(kernel) == "void gemm<1>()");
+    CHECK(t.device(kernel) == 0);
+    CHECK(t.stream(kernel) == 7);
+    CHECK(t.events[kernel].dur_ns == 500);
+    CHECK(t.name(launch) == "cudaLaunchKernel");
+    CHECK(t.pid(launch).value == 7);
+    CHECK(t.tid(launch).value == 9);
+    CHECK(t.name(op) == "aten::mm");
+    CHECK(t.sequence_number(op) == 5);
+    const PyValue* dims = t.arg(op, "Input Dims");
+    REQUIRE(dims != nullptr);
+    CHECK(dims->size() == 2);
+    CHECK((*dims)[0][1].i == 16);
+    const PyValue* grid = t.arg(kernel, "grid");
+    REQUIRE(grid != nullptr);
+    CHECK((*grid)[0].i == 4);
+    CHECK(tree.parent(kernel) == launch);
+    CHECK(tree.parent(launch) == op);
+  }
+
+  TEST_CASE("nsys: bad inputs get a clear error, and no file is modified") {
+    TempDir tmp;
+    // A .nsys-rep: refused with the export command.
+    fs::path rep = tmp.path / "run.nsys-rep";
+    std::ofstream(rep) << "binary report";
+    CHECK(error_of([&] { load_any_trace(rep.string()); }).find("nsys export --type sqlite") !=
+          std::string::npos);
+
+    // An SQLite database that is not an export.
+    std::string other = (tmp.path / "other.sqlite").string();
+    {
+      Sql db(other, true);
+      db.exec("CREATE TABLE notes (id INTEGER, body TEXT); INSERT INTO notes VALUES (1, 'x');");
+    }
+    CHECK(detect_input_format(other) == InputFormat::NsysSqlite);
+    CHECK(error_of([&] { load_any_trace(other); }).find("not an Nsight Systems export") !=
+          std::string::npos);
+
+    // An older schema: a kernel table without shortName / without StringIds.
+    std::string old_cols = (tmp.path / "old_columns.sqlite").string();
+    {
+      Sql db(old_cols, true);
+      db.exec(
+          "CREATE TABLE StringIds (id INTEGER PRIMARY KEY, value TEXT);"
+          "CREATE TABLE META_DATA_EXPORT (name TEXT, value TEXT);"
+          "INSERT INTO META_DATA_EXPORT VALUES ('EXPORT_SCHEMA_VERSION', '2.1.0');"
+          "CREATE TABLE CUPTI_ACTIVITY_KIND_KERNEL (start INTEGER, \"end\" INTEGER, deviceId "
+          "INTEGER, streamId INTEGER, demangledName INTEGER);");
+    }
+    std::string message = error_of([&] { load_any_trace(old_cols); });
+    CHECK(message.find("schema 2.1.0") != std::string::npos);
+    CHECK(message.find("no column shortName") != std::string::npos);
+    CHECK(message.find("nsys export") != std::string::npos);
+    std::string no_strings = (tmp.path / "old_tables.sqlite").string();
+    {
+      Sql db(no_strings, true);
+      db.exec("CREATE TABLE CUPTI_ACTIVITY_KIND_KERNEL (start INTEGER, \"end\" INTEGER);");
+    }
+    CHECK(error_of([&] { load_any_trace(no_strings); }).find("no StringIds table") !=
+          std::string::npos);
+
+    if (!have_samples()) return;
+    // A truncated copy of a real export.
+    std::string whole = file_bytes(k1s);
+    std::string cut = (tmp.path / "cut.sqlite").string();
+    std::ofstream(cut, std::ios::binary) << whole.substr(0, whole.size() / 2);
+    message = error_of([&] { load_any_trace(cut); });
+    CHECK(message.find("truncated") != std::string::npos);
+    std::string tiny = (tmp.path / "tiny_cut.sqlite").string();
+    std::ofstream(tiny, std::ios::binary) << whole.substr(0, 50);
+    CHECK(error_of([&] { nsys::load_export(tiny); }).find("truncated") != std::string::npos);
+
+    // A copy another connection holds an exclusive lock on.
+    std::string locked = (tmp.path / "locked.sqlite").string();
+    fs::copy_file(k1s, locked);
+    {
+      Sql writer(locked, true);
+      writer.exec("PRAGMA locking_mode = EXCLUSIVE; BEGIN EXCLUSIVE;");
+      message = error_of([&] { load_any_trace(locked); });
+      CHECK(message.find("locked by another process") != std::string::npos);
+      writer.exec("ROLLBACK;");
+    }
+
+    // Read-only: loading leaves bytes and mtime as they were (a writable
+    // copy, where a careless open could have written a journal or a header).
+    std::string copy = (tmp.path / "copy.sqlite").string();
+    fs::copy_file(kBefore, copy);
+    auto mtime = fs::last_write_time(copy);
+    std::string bytes = file_bytes(copy);
+    Trace t = load_any_trace(copy);
+    CHECK(t.events.size() > 0);
+    CHECK(fs::last_write_time(copy) == mtime);
+    CHECK(file_bytes(copy) == bytes);
+    CHECK(!fs::exists(copy + "-journal"));
+    CHECK(!fs::exists(copy + "-wal"));
+  }
+}
+
+// MCP end to end: an export loads through load_trace and its handle works
+// with the trace tools; compare takes the pair.
+#include "mcp_harness.h"
+
+TEST_SUITE("nsys") {
+  TEST_CASE("nsys: MCP load_trace, ops_summary, insights and compare on exports") {
+    if (!have_samples()) return;
+    TempDir tmp;
+    auto options = jarvis::mcp::testing::shared_root_options();
+    options.roots.push_back(tmp.path.string());
+    jarvis::mcp::testing::Harness h(options);
+    h.initialize();
+    auto loaded = h.tool_result(1, "load_trace", {{"path", kBefore}});
+    Sql sql(kBefore);
+    auto rows = sql.rows(
+        "SELECT (SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL) + (SELECT count(*) FROM "
+        "CUPTI_ACTIVITY_KIND_MEMCPY) + (SELECT count(*) FROM CUPTI_ACTIVITY_KIND_MEMSET) + "
+        "(SELECT count(*) FROM CUPTI_ACTIVITY_KIND_SYNCHRONIZATION) + (SELECT count(*) FROM "
+        "CUPTI_ACTIVITY_KIND_RUNTIME) + (SELECT count(*) FROM NVTX_EVENTS WHERE \"end\" IS NOT "
+        "NULL AND eventType IN (59, 60, 70, 71))");
+    CHECK(loaded["events"]["total"].get<int64_t>() == std::stoll(rows[0][0]));
+    auto kernels = sql.rows("SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL");
+    CHECK(loaded["events"]["kernel"].get<int64_t>() == std::stoll(kernels[0][0]));
+    CHECK(loaded["platform"] == "CUDA");
+    std::string handle = loaded["trace"];
+    auto ops = h.tool_result(2, "ops_summary", {{"trace", handle}, {"top_n", 3}});
+    REQUIRE(ops["rows"].size() > 0);
+    CHECK(ops["rows"][0]["name"] == "flash_attn::_flash_attn_forward");
+    auto insights = h.tool_result(3, "insights", {{"trace", handle}});
+    CHECK(insights.contains("insights"));
+    auto cmp = h.tool_result(4, "compare",
+                             {{"reference_trace", kBefore},
+                              {"target_trace", kAfter},
+                              {"output_dir", (tmp.path / "cmp").string()}});
+    CHECK(cmp.contains("gpu_timeline"));
+    CHECK(cmp["ops_summary"].size() > 0);
+  }
+}
