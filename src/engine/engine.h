@@ -70,6 +70,8 @@
 #include "rocprof/counters.h"
 #include "rocprof/profile.h"
 #include "rocprof/report.h"
+#include "xplane/report.h"
+#include "xplane/space.h"
 #include "sweep/sweep.h"
 #include "sweep/sweep_store.h"
 
@@ -124,6 +126,24 @@ inline Trace rocprof_to_trace(const RocprofProfile& profile) {
 }
 using analysis::attach_rocprof_profile;
 using analysis::rocprof_profile;  // the profile a loaded rocprof trace came from
+// XPlane (XSpace protobuf, jax.profiler / XProf) input: the bridge's
+// counts for the trace health and TraceLens's JAX per-GPU timeline sheets.
+using XplaneBridgeCounts = xplane::BridgeCounts;
+using XplaneDeviceTimeline = xplane::DeviceTimeline;
+using xplane::is_xplane_trace;
+inline XplaneBridgeCounts xplane_counts(const Trace& trace) { return xplane::counts_of(trace); }
+inline std::vector<XplaneDeviceTimeline> xplane_device_timelines(const Trace& trace) {
+  return xplane::device_timelines(trace);
+}
+inline GpuTimeline xplane_average_timeline(const std::vector<XplaneDeviceTimeline>& devices) {
+  return xplane::average_timeline(devices);
+}
+inline Table xplane_gpu_timeline_table(const std::vector<XplaneDeviceTimeline>& devices) {
+  return xplane::gpu_timeline_by_device_table(devices);
+}
+inline Table xplane_gpu_events_averages_table(const GpuTimeline& average) {
+  return xplane::gpu_events_averages_table(average);
+}
 // GPU arch descriptions (bundled arch/*.json or a file).
 using perf::bundled_gpu_arch_names;
 using perf::GpuArchError;

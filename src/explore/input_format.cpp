@@ -9,6 +9,7 @@
 #include "explore/trace_store.h"
 #include "rocprof/profile.h"
 #include "trace/loader.h"
+#include "xplane/space.h"
 
 namespace jarvis {
 
@@ -35,11 +36,16 @@ LoadedInput load_rocprof(const std::string& path) {
   return in;
 }
 
+LoadedInput load_xplane(const std::string& path) {
+  return LoadedInput{xplane::to_trace(xplane::load_space(path)), {}};
+}
+
 // Sniffed in this order, after the names that are refused outright.
-const std::array<InputReader, 2>& readers() {
-  static const std::array<InputReader, 2> table = {{
+const std::array<InputReader, 3>& readers() {
+  static const std::array<InputReader, 3> table = {{
       {InputFormat::RocprofJson, "rocprofv3 JSON results", nullptr, load_rocprof},
       {InputFormat::RocprofCsv, "rocprofv3 CSV set", nullptr, load_rocprof},
+      {InputFormat::Xplane, "XPlane (XSpace protobuf)", xplane::is_xplane_input, load_xplane},
   }};
   return table;
 }
