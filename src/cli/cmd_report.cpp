@@ -250,6 +250,10 @@ int run_xplane(const ReportArgs& a, const Targets& t, Progress& progress) {
   report.tables.push_back(engine::xplane_gpu_timeline_table(devices));
   report.tables.push_back(
       engine::xplane_gpu_events_averages_table(engine::xplane_average_timeline(devices)));
+  auto kernels = engine::xplane_kernel_launches(trace);
+  report.tables.push_back(engine::xplane_kernel_launchers_summary_table(kernels));
+  report.tables.push_back(engine::xplane_kernel_launchers_summary_by_category_table(kernels));
+  report.tables.push_back(engine::xplane_xla_summary_table(kernels));
   progress.phase("write");
   auto lines = write_tables(report, t);
   progress.finish();

@@ -70,6 +70,7 @@
 #include "rocprof/counters.h"
 #include "rocprof/profile.h"
 #include "rocprof/report.h"
+#include "xplane/kernel_summary.h"
 #include "xplane/report.h"
 #include "xplane/space.h"
 #include "sweep/sweep.h"
@@ -143,6 +144,20 @@ inline Table xplane_gpu_timeline_table(const std::vector<XplaneDeviceTimeline>& 
 }
 inline Table xplane_gpu_events_averages_table(const GpuTimeline& average) {
   return xplane::gpu_events_averages_table(average);
+}
+using XplaneKernelLaunch = xplane::KernelLaunch;
+inline std::vector<XplaneKernelLaunch> xplane_kernel_launches(const Trace& trace) {
+  return xplane::kernel_launches(trace);
+}
+inline Table xplane_kernel_launchers_summary_table(const std::vector<XplaneKernelLaunch>& k) {
+  return xplane::kernel_launchers_summary_table(k);
+}
+inline Table xplane_kernel_launchers_summary_by_category_table(
+    const std::vector<XplaneKernelLaunch>& k) {
+  return xplane::kernel_launchers_summary_by_category_table(k);
+}
+inline Table xplane_xla_summary_table(const std::vector<XplaneKernelLaunch>& k) {
+  return xplane::xla_summary_table(k);
 }
 // GPU arch descriptions (bundled arch/*.json or a file).
 using perf::bundled_gpu_arch_names;

@@ -120,10 +120,11 @@ GpuTimeline average_timeline(const std::vector<DeviceTimeline>& devices) {
 Table gpu_timeline_by_device_table(const std::vector<DeviceTimeline>& devices) {
   Table table("gpu_timeline", {"type", "time ms", "percent", "gpu_pid"});
   for (const DeviceTimeline& d : devices) {
-    Table one = gpu_timeline_table(d.timeline);
-    for (auto& row : one.rows) {
-      row.push_back(Cell(d.gpu_pid));
-      table.rows.push_back(std::move(row));
+    const Table one = gpu_timeline_table(d.timeline);
+    for (const auto& cells : one.rows) {
+      auto& row = table.add_row();  // four missing cells, filled in place
+      for (size_t c = 0; c < cells.size(); ++c) row[c] = cells[c];
+      row[3] = Cell(d.gpu_pid);
     }
   }
   return table;

@@ -17,6 +17,7 @@
 #include "golden.h"
 #include "report/table.h"
 #include "test_loader_support.h"
+#include "xplane/kernel_summary.h"
 #include "xplane/report.h"
 #include "xplane/space.h"
 
@@ -190,6 +191,36 @@ TEST_SUITE("xplane") {
       MESSAGE(actual.name << ": " << result.summary());
       CHECK(result.ok());
     }
+  }
+
+  TEST_CASE("legacy conv trace: kernel summaries by name, XLA op category and XLA name match TraceLens") {
+    if (!have_samples()) return;
+    Trace trace = load_any_trace(kLegacy);
+    auto kernels = xplane::kernel_launches(trace);
+    CHECK(kernels.size() == 25);
+    for (const Table& actual : {xplane::kernel_launchers_summary_table(kernels),
+                                xplane::kernel_launchers_summary_by_category_table(kernels),
+                                xplane::xla_summary_table(kernels)}) {
+      auto result = golden::compare_tables(read_csv_file(kRefCsvs + "/" + actual.name + ".csv"),
+                                           actual, exact());
+      MESSAGE(actual.name << ": " << result.summary());
+      CHECK(result.ok());
+    }
+  }
+
+  TEST_CASE("XLA op categories: name keywords, hlo_op override, FA names kept") {
+    using xplane::kernel_op_category;
+    CHECK(kernel_op_category("Cijk_Ailk_Bljk_BBS", "") == "GEMM");
+    // hlo_op overrides the name's category (TraceLens issue #422).
+    CHECK(kernel_op_category("Cijk_Ailk_Bljk_BBS", "cudnn-conv.1.0") == "Conv");
+    CHECK(kernel_op_category("__amd_rocclr_fillBufferAligned.kd", "te_fused_attn_backward_ffi.12") ==
+          "TE");
+    // ...but not an FA kernel name's.
+    CHECK(kernel_op_category("ck_tile::FmhaBwdOGradDotOKernel", "te_fused_attn_backward_ffi.3") ==
+          "FA BWD");
+    CHECK(kernel_op_category("ncclDevKernel_AllReduce", "") == "Communication rccl/nccl");
+    CHECK(kernel_op_category("loop_transpose_fusion", "loop_transpose_fusion") ==
+          "Uncategorized Events/XLA");
   }
 
   TEST_CASE("per-GPU event counts, busy and total time equal those recomputed from protoc --decode_raw") {
