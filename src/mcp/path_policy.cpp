@@ -267,10 +267,11 @@ fs::path PathPolicy::trace_path(const std::string& given) const {
   std::error_code ec;
   bool csv_dir = fs::is_directory(path, ec);  // a rocprofv3 CSV set; the loader checks
   if (!csv_dir && !ends_with(name, ".json") && !ends_with(name, ".json.gz") &&
-      !ends_with(name, ".gz") && !ends_with(name, ".csv"))
+      !ends_with(name, ".gz") && !ends_with(name, ".csv") && !ends_with(name, ".xplane.pb"))
     throw ToolError(fmt::format(
-        "'{}' is not a trace file name: load_trace reads .json / .json.gz Kineto traces and "
-        "rocprofv3 results (.json, a CSV directory or its *_kernel_trace.csv)",
+        "'{}' is not a trace file name: load_trace reads .json / .json.gz Kineto traces, "
+        "rocprofv3 results (.json, a CSV directory or its *_kernel_trace.csv) and JAX XPlane "
+        "protobufs (.xplane.pb)",
         given));
   if (written_by_us(path))
     throw ToolError(fmt::format("'{}' was written by a jarvis tool and is not a trace", given));
