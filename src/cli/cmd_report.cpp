@@ -382,7 +382,8 @@ Runner add_report(CLI::App& app) {
   auto a = std::make_shared<ReportArgs>();
   CLI::App* cmd = app.add_subcommand(
       "report", "TraceLens perf report: CSV sheets, Excel workbook, HTML report with charts");
-  cmd->add_option("TRACE", a->trace, "Kineto trace (.json/.json.gz), rocprofv3 output or XPlane (.xplane.pb)");
+  cmd->add_option("TRACE", a->trace,
+                  "Kineto trace (.json/.json.gz), rocprofv3 output or XPlane (.xplane.pb)");
   cmd->add_option("--profile_json_path", a->profile_json_path, "TraceLens spelling of TRACE");
   auto* out = cmd->add_option("-o,--out", a->out,
                               "output directory: DIR/perf_report_csvs/<sheet>.csv and "

@@ -70,11 +70,11 @@
 #include "rocprof/counters.h"
 #include "rocprof/profile.h"
 #include "rocprof/report.h"
+#include "sweep/sweep.h"
+#include "sweep/sweep_store.h"
 #include "xplane/kernel_summary.h"
 #include "xplane/report.h"
 #include "xplane/space.h"
-#include "sweep/sweep.h"
-#include "sweep/sweep_store.h"
 
 namespace jarvis::engine {
 
@@ -132,7 +132,9 @@ using analysis::rocprof_profile;  // the profile a loaded rocprof trace came fro
 using XplaneBridgeCounts = xplane::BridgeCounts;
 using XplaneDeviceTimeline = xplane::DeviceTimeline;
 using xplane::is_xplane_trace;
-inline XplaneBridgeCounts xplane_counts(const Trace& trace) { return xplane::counts_of(trace); }
+inline XplaneBridgeCounts xplane_counts(const Trace& trace) {
+  return xplane::counts_of(trace);
+}
 inline std::vector<XplaneDeviceTimeline> xplane_device_timelines(const Trace& trace) {
   return xplane::device_timelines(trace);
 }

@@ -113,9 +113,9 @@ void add_xplane_notes(const Trace& trace, TraceHealth& h) {
         "launch (launch latency, host-side views)",
         c.kernels_without_correlation));
   if (c.aggregated_skipped > 0)
-    h.warnings.push_back(fmt::format(
-        "XPlane: {} aggregated events (num_occurrences, no timestamp) were skipped",
-        c.aggregated_skipped));
+    h.warnings.push_back(
+        fmt::format("XPlane: {} aggregated events (num_occurrences, no timestamp) were skipped",
+                    c.aggregated_skipped));
   h.warnings.push_back(
       "XPlane (JAX/XLA) trace: no PyTorch module tree or aten ops; per-GPU timelines and XLA op "
       "categories come from `jarvis report` (docs/jax.md)");

@@ -52,9 +52,9 @@ struct Group {
 
 // Groups by key (pandas groupby sorts the keys), then orders by summed time,
 // descending (ties keep the key order).
-std::vector<std::pair<std::string, Group>> grouped(
-    const std::vector<KernelLaunch>& kernels,
-    std::string (*key)(const KernelLaunch&), bool xla_only) {
+std::vector<std::pair<std::string, Group>> grouped(const std::vector<KernelLaunch>& kernels,
+                                                   std::string (*key)(const KernelLaunch&),
+                                                   bool xla_only) {
   std::map<std::string, Group> groups;
   for (const KernelLaunch& k : kernels) {
     if (xla_only && k.category != kXlaCategory) continue;
@@ -100,7 +100,9 @@ Table summary(const std::string& sheet, const std::vector<KernelLaunch>& kernels
   return t;
 }
 
-std::string by_name(const KernelLaunch& k) { return std::string(k.name); }
+std::string by_name(const KernelLaunch& k) {
+  return std::string(k.name);
+}
 
 // TraceLens: "".join(c for c in name if not c.isdigit()).
 std::string without_digits(const KernelLaunch& k) {
@@ -152,7 +154,8 @@ Table kernel_launchers_summary_by_category_table(const std::vector<KernelLaunch>
   Table t("kernel_launchers_summary_by_category",
           {"op category", "Count", "total_direct_kernel_time_ms", "Percentage (%)",
            "Cumulative Percentage (%)", "time ms per gpu"});
-  auto rows = grouped(kernels, [](const KernelLaunch& k) { return std::string(k.category); }, false);
+  auto rows = grouped(
+      kernels, [](const KernelLaunch& k) { return std::string(k.category); }, false);
   double total_ms = 0;
   for (const auto& [_, g] : rows) total_ms += g.sum_us / 1000;
   const auto gpus = static_cast<double>(gpu_count(kernels, false));

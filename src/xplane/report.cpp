@@ -82,9 +82,9 @@ std::vector<DeviceTimeline> device_timelines(const Trace& trace) {
       b.comp.push_back(iv);
   }
   if (by_pid.empty())
-    throw TraceError(fmt::format("{}: no GPU events on a \"Stream #\" line of a /device:GPU plane",
-                                 trace.path),
-                     ErrorKind::Unsupported);
+    throw TraceError(
+        fmt::format("{}: no GPU events on a \"Stream #\" line of a /device:GPU plane", trace.path),
+        ErrorKind::Unsupported);
   std::vector<DeviceTimeline> out;
   for (int64_t pid : python_set_order(pid_sequence)) {
     Buckets& b = by_pid[pid];
@@ -110,9 +110,9 @@ GpuTimeline average_timeline(const std::vector<DeviceTimeline>& devices) {
   }
   if (devices.empty()) return avg;
   const auto n = static_cast<double>(devices.size());
-  for (double* v : {&avg.computation_time, &avg.exposed_comm_time, &avg.exposed_memcpy_time,
-                    &avg.busy_time, &avg.idle_time, &avg.total_time, &avg.total_comm_time,
-                    &avg.total_memcpy_time})
+  for (double* v :
+       {&avg.computation_time, &avg.exposed_comm_time, &avg.exposed_memcpy_time, &avg.busy_time,
+        &avg.idle_time, &avg.total_time, &avg.total_comm_time, &avg.total_memcpy_time})
     *v /= n;
   return avg;
 }

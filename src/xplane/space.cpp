@@ -20,9 +20,11 @@ constexpr size_t kSniffBytes = 64 * 1024;
 
 std::string read_file(const std::string& path, size_t limit, uint64_t& size) {
   std::error_code ec;
-  if (fs::is_directory(path, ec)) throw TraceError(fmt::format("{}: a directory, not an XSpace file", path));
+  if (fs::is_directory(path, ec))
+    throw TraceError(fmt::format("{}: a directory, not an XSpace file", path));
   size = fs::file_size(path, ec);
-  if (ec) throw TraceError(fmt::format("{}: cannot read ({})", path, ec.message()), ErrorKind::NotFound);
+  if (ec)
+    throw TraceError(fmt::format("{}: cannot read ({})", path, ec.message()), ErrorKind::NotFound);
   std::ifstream in(path, std::ios::binary);
   if (!in) throw TraceError(fmt::format("{}: cannot open", path), ErrorKind::NotFound);
   std::string data(static_cast<size_t>(std::min<uint64_t>(size, limit)), '\0');
@@ -98,9 +100,10 @@ Space load_space_bytes(std::string_view bytes, const std::string& label) {
   try {
     wire::decode_space(bytes, space);
   } catch (const wire::DecodeError& e) {
-    throw TraceError(fmt::format("{}: a damaged XSpace protobuf ({}); the file may be truncated — "
-                                 "copy it again from the profile directory",
-                                 label, e.what()));
+    throw TraceError(
+        fmt::format("{}: a damaged XSpace protobuf ({}); the file may be truncated — "
+                    "copy it again from the profile directory",
+                    label, e.what()));
   }
   return space;
 }

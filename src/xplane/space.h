@@ -27,7 +27,7 @@ struct Stat {
   double real = 0;
   uint64_t uint = 0;
   int64_t integer = 0;
-  std::string text;       // Text (str_value or resolved ref_value)
+  std::string text;        // Text (str_value or resolved ref_value)
   uint64_t bytes_len = 0;  // Bytes: only the size is kept
   // Integer value of Uint / Int stats; false for other kinds.
   bool as_int(int64_t& out) const;
@@ -90,9 +90,9 @@ Space load_space_bytes(std::string_view bytes, const std::string& label);
 
 // What the bridge kept and left out, for the trace health.
 struct BridgeCounts {
-  uint64_t gpu_events = 0;           // kernels + memcpy
+  uint64_t gpu_events = 0;  // kernels + memcpy
   uint64_t host_events = 0;
-  uint64_t aggregated_skipped = 0;   // num_occurrences events (no timestamp)
+  uint64_t aggregated_skipped = 0;  // num_occurrences events (no timestamp)
   uint64_t kernels_without_hlo_op = 0;
   uint64_t kernels_without_correlation = 0;
 };

@@ -14,9 +14,13 @@ constexpr std::string_view kSourceKey = "xplane";
 constexpr int64_t kHostPidBase = 1000;  // above TraceLens's GPU-stream pid bound (100)
 
 // Picoseconds to nanoseconds, half away from zero (offsets are >= 0 in practice).
-int64_t ps_to_ns(int64_t ps) { return ps >= 0 ? (ps + 500) / 1000 : -((-ps + 500) / 1000); }
+int64_t ps_to_ns(int64_t ps) {
+  return ps >= 0 ? (ps + 500) / 1000 : -((-ps + 500) / 1000);
+}
 
-bool starts_with(std::string_view s, std::string_view p) { return s.substr(0, p.size()) == p; }
+bool starts_with(std::string_view s, std::string_view p) {
+  return s.substr(0, p.size()) == p;
+}
 
 const Stat* find_stat(const std::vector<Stat>& stats, std::string_view name) {
   for (const Stat& s : stats)
@@ -158,8 +162,8 @@ class Bridge {
         const EventMetadata* meta = plane.metadata(ev.metadata_id);
         EventFields f = base(line, ev, meta);
         std::string_view name = trace_.strings.view(f.name);
-        const bool api = f.correlation != kNoInt &&
-                         (starts_with(name, "hip") || starts_with(name, "cu"));
+        const bool api =
+            f.correlation != kNoInt && (starts_with(name, "hip") || starts_with(name, "cu"));
         f.cat = python ? Cat::PythonFunction : api ? Cat::CudaRuntime : Cat::CpuOp;
         f.cat_name = trace_.strings.intern(python ? "python_function"
                                            : api  ? "cuda_runtime"

@@ -27,8 +27,8 @@ constexpr uint32_t kPlaneId = 1, kPlaneName = 2, kPlaneLines = 3, kPlaneEventMet
 constexpr uint32_t kLineId = 1, kLineName = 2, kLineTimestampNs = 3, kLineEvents = 4,
                    kLineDurationPs = 9, kLineDisplayId = 10, kLineDisplayName = 11;
 // message XEvent (offset_ps and num_occurrences are a oneof)
-constexpr uint32_t kEventMetadataId = 1, kEventOffsetPs = 2, kEventDurationPs = 3,
-                   kEventStats = 4, kEventNumOccurrences = 5;
+constexpr uint32_t kEventMetadataId = 1, kEventOffsetPs = 2, kEventDurationPs = 3, kEventStats = 4,
+                   kEventNumOccurrences = 5;
 // message XStat (the value is a oneof)
 constexpr uint32_t kStatMetadataId = 1, kStatDouble = 2, kStatUint64 = 3, kStatInt64 = 4,
                    kStatStr = 5, kStatBytes = 6, kStatRef = 7;
@@ -45,13 +45,14 @@ enum WireType : uint32_t { kVarint = 0, kFixed64 = 1, kLength = 2, kFixed32 = 5 
 struct Field {
   uint32_t number = 0;
   uint32_t type = 0;
-  uint64_t varint = 0;   // kVarint / kFixed64 / kFixed32 value
+  uint64_t varint = 0;     // kVarint / kFixed64 / kFixed32 value
   std::string_view bytes;  // kLength payload
 };
 
 class Reader {
  public:
-  Reader(std::string_view bytes, const char* what) : p_(bytes.data()), end_(p_ + bytes.size()), what_(what) {}
+  Reader(std::string_view bytes, const char* what)
+      : p_(bytes.data()), end_(p_ + bytes.size()), what_(what) {}
   bool done() const { return p_ == end_; }
 
   Field next() {
@@ -115,7 +116,9 @@ void expect(const Field& f, uint32_t type, const Reader& r, const char* field) {
   if (f.type != type) r.fail(fmt::format("field {} has wire type {}, not {}", field, f.type, type));
 }
 
-int64_t as_int64(uint64_t v) { return static_cast<int64_t>(v); }
+int64_t as_int64(uint64_t v) {
+  return static_cast<int64_t>(v);
+}
 
 using StatNames = std::unordered_map<int64_t, std::string>;
 
@@ -407,7 +410,8 @@ bool looks_like_space(std::string_view prefix, uint64_t total_size) {
   }
   ++k;
   if (k > prefix.size() || len > total_size - std::min<uint64_t>(k, total_size)) return false;
-  std::string_view plane = prefix.substr(k, static_cast<size_t>(std::min<uint64_t>(len, prefix.size() - k)));
+  std::string_view plane =
+      prefix.substr(k, static_cast<size_t>(std::min<uint64_t>(len, prefix.size() - k)));
   Reader pr(plane, "XPlane");
   int fields = 0;
   try {
