@@ -1120,8 +1120,8 @@ class TraceReader {
              "trace.json(.gz)";
     if (named(".xplane.pb") || named(".pb"))
       return "not a Kineto trace: this looks like a JAX / XLA XPlane protobuf (.xplane.pb), "
-             "which this command does not read; `jarvis report`, `jarvis info` and the MCP "
-             "tools read XPlane (docs/jax.md)";
+             "which this command does not read; `jarvis report`, `jarvis info` and MCP load_trace "
+             "read XPlane (docs/jax.md)";
     return {};
   }
 
