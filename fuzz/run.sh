@@ -11,7 +11,7 @@ jobs="${2:-1}"
 build="${JARVIS_SAN_BUILD:-$repo/build-san}"
 cmake -S "$repo" -B "$build" -DJARVIS_FUZZ=ON -DJARVIS_SANITIZE=ON -DCMAKE_CXX_COMPILER=clang++ \
   -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
-cmake --build "$build" -j"$(nproc)" --target fuzz_jsonrpc fuzz_trace fuzz_gzip fuzz_snapshot fuzz_xlsx
+cmake --build "$build" -j"$(nproc)" --target fuzz_jsonrpc fuzz_trace fuzz_gzip fuzz_snapshot fuzz_xlsx fuzz_xplane
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 run() {  # target corpus... ; the first corpus directory receives new inputs
@@ -29,7 +29,7 @@ run() {  # target corpus... ; the first corpus directory receives new inputs
   }
   grep -E "stat::number_of_executed_units|cov:|Done [0-9]+ runs" "$work/$target.log" | tail -3
 }
-mkdir -p "$work/jsonrpc" "$work/trace" "$work/gzip" "$work/snapshot" "$work/xlsx"
+mkdir -p "$work/jsonrpc" "$work/trace" "$work/gzip" "$work/snapshot" "$work/xlsx" "$work/xplane"
 cp "$here"/corpus_jsonrpc/* "$work/jsonrpc/"
 cp "$here"/corpus_trace/* "$repo"/tests/malformed/*.json "$work/trace/"
 run fuzz_jsonrpc 4096 "$work/jsonrpc" "$here/corpus_jsonrpc"
@@ -40,3 +40,5 @@ run fuzz_gzip 65536 "$work/gzip"
 run fuzz_snapshot 262144 "$work/snapshot"
 cp "$here"/corpus_xlsx/* "$work/xlsx/"
 run fuzz_xlsx 65536 "$work/xlsx"
+cp "$here"/corpus_xplane/* "$repo"/tests/malformed/xplane/*.pb "$work/xplane/"
+run fuzz_xplane 65536 "$work/xplane"

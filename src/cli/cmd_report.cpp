@@ -1,6 +1,7 @@
 // jarvis report TRACE --out DIR [options]      DIR/perf_report_csvs/*.csv + DIR/perf_report.xlsx
 // jarvis report TRACE --html FILE [--svg-dir DIR]
 // jarvis report ROCPROF_RESULTS.json[.gz]|ROCPROF_CSV_DIR --out DIR [options]
+// jarvis report TRACE.xplane.pb --out DIR     TraceLens's JAX gpu_timeline sheets
 //
 // Every sheet is computed before anything is written; the sheets go to a
 // temporary directory that replaces the CSV directory only once complete, so
@@ -235,6 +236,31 @@ int run_rocprof(const ReportArgs& a, const Targets& t, Progress& progress) {
   return 0;
 }
 
+// TraceLens's JAX report sheets that jarvis computes for an XPlane trace
+// (docs/jax.md lists the ones it does not).
+int run_xplane(const ReportArgs& a, const Targets& t, Progress& progress) {
+  if (!a.html.empty()) usage_error("--html is not supported for XPlane input");
+  if (a.python_frames) usage_error("--include-python-frames does not apply to XPlane input");
+  progress.phase("load");
+  Trace trace = engine::load_non_kineto_input(a.trace, InputFormat::Xplane).trace;
+  progress.phase("report");
+  Report report;
+  report.gpu_only = true;
+  auto devices = engine::xplane_device_timelines(trace);
+  report.tables.push_back(engine::xplane_gpu_timeline_table(devices));
+  report.tables.push_back(
+      engine::xplane_gpu_events_averages_table(engine::xplane_average_timeline(devices)));
+  auto kernels = engine::xplane_kernel_launches(trace);
+  report.tables.push_back(engine::xplane_kernel_launchers_summary_table(kernels));
+  report.tables.push_back(engine::xplane_kernel_launchers_summary_by_category_table(kernels));
+  report.tables.push_back(engine::xplane_xla_summary_table(kernels));
+  progress.phase("write");
+  auto lines = write_tables(report, t);
+  progress.finish();
+  print_lines(lines);
+  return 0;
+}
+
 // Before any work: no output is the input (by inode) or a trace, no two
 // outputs are one file, and existing files follow the overwrite rule
 // (base/output_guard.h; --force).
@@ -269,6 +295,7 @@ int run_report(ReportArgs& a) {
   bool rocprof_input =
       a.rocprof || format == InputFormat::RocprofJson || format == InputFormat::RocprofCsv;
   if (rocprof_input) return run_rocprof(a, t, progress);
+  if (format == InputFormat::Xplane) return run_xplane(a, t, progress);
   if (a.kernel_details || a.topk_kernels || a.fix_rocprof_units)
     usage_error(
         "--kernel-details, --topk-kernels and --fix-rocprof-units apply to rocprofv3 "
@@ -355,7 +382,8 @@ Runner add_report(CLI::App& app) {
   auto a = std::make_shared<ReportArgs>();
   CLI::App* cmd = app.add_subcommand(
       "report", "TraceLens perf report: CSV sheets, Excel workbook, HTML report with charts");
-  cmd->add_option("TRACE", a->trace, "Kineto trace (.json/.json.gz) or rocprofv3 output");
+  cmd->add_option("TRACE", a->trace,
+                  "Kineto trace (.json/.json.gz), rocprofv3 output or XPlane (.xplane.pb)");
   cmd->add_option("--profile_json_path", a->profile_json_path, "TraceLens spelling of TRACE");
   auto* out = cmd->add_option("-o,--out", a->out,
                               "output directory: DIR/perf_report_csvs/<sheet>.csv and "

@@ -74,6 +74,9 @@
 #include "sweep/gate.h"
 #include "sweep/sweep.h"
 #include "sweep/sweep_store.h"
+#include "xplane/kernel_summary.h"
+#include "xplane/report.h"
+#include "xplane/space.h"
 
 namespace jarvis::engine {
 
@@ -134,6 +137,40 @@ using nsys::is_nsys_trace;
 using nsys::load_export;
 inline Trace nsys_to_trace(const NsysExport& ex) {
   return nsys::to_trace(ex);
+}
+// XPlane (XSpace protobuf, jax.profiler / XProf) input: the bridge's
+// counts for the trace health and TraceLens's JAX per-GPU timeline sheets.
+using XplaneBridgeCounts = xplane::BridgeCounts;
+using XplaneDeviceTimeline = xplane::DeviceTimeline;
+using xplane::is_xplane_trace;
+inline XplaneBridgeCounts xplane_counts(const Trace& trace) {
+  return xplane::counts_of(trace);
+}
+inline std::vector<XplaneDeviceTimeline> xplane_device_timelines(const Trace& trace) {
+  return xplane::device_timelines(trace);
+}
+inline GpuTimeline xplane_average_timeline(const std::vector<XplaneDeviceTimeline>& devices) {
+  return xplane::average_timeline(devices);
+}
+inline Table xplane_gpu_timeline_table(const std::vector<XplaneDeviceTimeline>& devices) {
+  return xplane::gpu_timeline_by_device_table(devices);
+}
+inline Table xplane_gpu_events_averages_table(const GpuTimeline& average) {
+  return xplane::gpu_events_averages_table(average);
+}
+using XplaneKernelLaunch = xplane::KernelLaunch;
+inline std::vector<XplaneKernelLaunch> xplane_kernel_launches(const Trace& trace) {
+  return xplane::kernel_launches(trace);
+}
+inline Table xplane_kernel_launchers_summary_table(const std::vector<XplaneKernelLaunch>& k) {
+  return xplane::kernel_launchers_summary_table(k);
+}
+inline Table xplane_kernel_launchers_summary_by_category_table(
+    const std::vector<XplaneKernelLaunch>& k) {
+  return xplane::kernel_launchers_summary_by_category_table(k);
+}
+inline Table xplane_xla_summary_table(const std::vector<XplaneKernelLaunch>& k) {
+  return xplane::xla_summary_table(k);
 }
 // GPU arch descriptions (bundled arch/*.json or a file).
 using perf::bundled_gpu_arch_names;

@@ -10,6 +10,7 @@
 #include "nsys/export.h"
 #include "rocprof/profile.h"
 #include "trace/loader.h"
+#include "xplane/space.h"
 
 namespace jarvis {
 
@@ -40,13 +41,18 @@ LoadedInput load_nsys(const std::string& path) {
   return LoadedInput{nsys::to_trace(nsys::load_export(path)), {}};
 }
 
+LoadedInput load_xplane(const std::string& path) {
+  return LoadedInput{xplane::to_trace(xplane::load_space(path)), {}};
+}
+
 // Sniffed in this order, after the names that are refused outright.
-const std::array<InputReader, 3>& readers() {
-  static const std::array<InputReader, 3> table = {{
+const std::array<InputReader, 4>& readers() {
+  static const std::array<InputReader, 4> table = {{
       {InputFormat::RocprofJson, "rocprofv3 JSON results", nullptr, load_rocprof},
       {InputFormat::RocprofCsv, "rocprofv3 CSV set", nullptr, load_rocprof},
       // Any SQLite file: the reader says why one is not an export.
       {InputFormat::NsysSqlite, "Nsight Systems SQLite export", nsys::is_nsys_input, load_nsys},
+      {InputFormat::Xplane, "XPlane (XSpace protobuf)", xplane::is_xplane_input, load_xplane},
   }};
   return table;
 }

@@ -4,6 +4,7 @@
 
 #include "critical_path/critical_path.h"
 #include "report/gpu_timeline.h"
+#include "xplane/space.h"
 
 namespace jarvis::insights {
 namespace {
@@ -112,6 +113,31 @@ void add_warnings(TraceHealth& h) {
   h.confidence = strikes == 0 ? "high" : strikes == 1 ? "medium" : "low";
 }
 
+// What an XPlane (JAX / XLA) trace lacks, from the bridge's counts: xprof
+// >= 2.20.8 drops hlo_op and correlation_id from GPU kernel events
+// (TraceLens#456), and XLA programs have no PyTorch module tree.
+void add_xplane_notes(const Trace& trace, TraceHealth& h) {
+  if (!xplane::is_xplane_trace(trace)) return;
+  xplane::BridgeCounts c = xplane::counts_of(trace);
+  if (c.kernels_without_hlo_op > 0)
+    h.warnings.push_back(fmt::format(
+        "XPlane: {} GPU kernels carry no hlo_op (xprof >= 2.20.8 drops it): their XLA op "
+        "category falls back to the kernel name",
+        c.kernels_without_hlo_op));
+  if (c.kernels_without_correlation > 0)
+    h.warnings.push_back(fmt::format(
+        "XPlane: {} GPU kernels carry no correlation_id: they cannot be linked to their host "
+        "launch (launch latency, host-side views)",
+        c.kernels_without_correlation));
+  if (c.aggregated_skipped > 0)
+    h.warnings.push_back(
+        fmt::format("XPlane: {} aggregated events (num_occurrences, no timestamp) were skipped",
+                    c.aggregated_skipped));
+  h.warnings.push_back(
+      "XPlane (JAX/XLA) trace: no PyTorch module tree or aten ops; per-GPU timelines and XLA op "
+      "categories come from `jarvis report` (docs/jax.md)");
+}
+
 }  // namespace
 
 TraceHealth trace_health(const Trace& trace, const CallTree& tree, const GpuTimeline* timeline) {
@@ -137,6 +163,7 @@ TraceHealth trace_health(const Trace& trace, const CallTree& tree, const GpuTime
     }
   }
   add_warnings(h);
+  add_xplane_notes(trace, h);
   return h;
 }
 

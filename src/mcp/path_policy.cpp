@@ -270,11 +270,11 @@ fs::path PathPolicy::trace_path(const std::string& given) const {
   // passes here so the loader answers with the `nsys export` command.
   if (!csv_dir && !ends_with(name, ".json") && !ends_with(name, ".json.gz") &&
       !ends_with(name, ".gz") && !ends_with(name, ".csv") && !ends_with(name, ".sqlite") &&
-      !ends_with(name, ".nsys-rep") && !ends_with(name, ".qdrep"))
+      !ends_with(name, ".nsys-rep") && !ends_with(name, ".qdrep") && !ends_with(name, ".xplane.pb"))
     throw ToolError(fmt::format(
         "'{}' is not a trace file name: load_trace reads .json / .json.gz Kineto traces, "
-        "rocprofv3 results (.json, a CSV directory or its *_kernel_trace.csv) and Nsight "
-        "Systems SQLite exports (.sqlite)",
+        "rocprofv3 results (.json, a CSV directory or its *_kernel_trace.csv), Nsight "
+        "Systems SQLite exports (.sqlite) and JAX XPlane protobufs (.xplane.pb)",
         given));
   if (written_by_us(path))
     throw ToolError(fmt::format("'{}' was written by a jarvis tool and is not a trace", given));

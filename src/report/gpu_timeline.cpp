@@ -44,6 +44,27 @@ double intervals_length(const std::vector<Interval>& intervals) {
   return total;
 }
 
+GpuTimeline gpu_timeline_of(std::vector<Interval> all, std::vector<Interval> comp,
+                            std::vector<Interval> comm, std::vector<Interval> memcpy) {
+  if (all.empty()) throw std::runtime_error("No GPU events found in the trace");
+  GpuTimeline t;
+  t.event_count = all.size();
+  auto comp_u = merge_intervals(std::move(comp));
+  auto comm_u = merge_intervals(std::move(comm));
+  auto memcpy_u = merge_intervals(std::move(memcpy));
+  auto all_u = merge_intervals(std::move(all));
+  t.total_time = all_u.back().second - all_u.front().first;
+  t.computation_time = intervals_length(comp_u);
+  t.total_comm_time = intervals_length(comm_u);
+  t.exposed_comm_time = intervals_length(subtract_intervals(comp_u, comm_u));
+  t.total_memcpy_time = intervals_length(memcpy_u);
+  t.exposed_memcpy_time =
+      intervals_length(subtract_intervals(comm_u, subtract_intervals(comp_u, memcpy_u)));
+  t.busy_time = intervals_length(all_u);
+  t.idle_time = t.total_time - t.busy_time;
+  return t;
+}
+
 GpuTimeline compute_gpu_timeline(const Trace& trace, const CallTree& tree, bool include_unlinked) {
   std::vector<Interval> all, comp, comm, memcpy;
   for (Uid u : tree.gpu_event_uids()) {
@@ -65,22 +86,7 @@ GpuTimeline compute_gpu_timeline(const Trace& trace, const CallTree& tree, bool 
       comp.push_back(iv);
   }
   if (all.empty()) throw std::runtime_error("No GPU events found in the trace");
-  GpuTimeline t;
-  t.event_count = all.size();
-  auto comp_u = merge_intervals(std::move(comp));
-  auto comm_u = merge_intervals(std::move(comm));
-  auto memcpy_u = merge_intervals(std::move(memcpy));
-  auto all_u = merge_intervals(std::move(all));
-  t.total_time = all_u.back().second - all_u.front().first;
-  t.computation_time = intervals_length(comp_u);
-  t.total_comm_time = intervals_length(comm_u);
-  t.exposed_comm_time = intervals_length(subtract_intervals(comp_u, comm_u));
-  t.total_memcpy_time = intervals_length(memcpy_u);
-  t.exposed_memcpy_time =
-      intervals_length(subtract_intervals(comm_u, subtract_intervals(comp_u, memcpy_u)));
-  t.busy_time = intervals_length(all_u);
-  t.idle_time = t.total_time - t.busy_time;
-  return t;
+  return gpu_timeline_of(std::move(all), std::move(comp), std::move(comm), std::move(memcpy));
 }
 
 Table gpu_timeline_table(const GpuTimeline& t) {

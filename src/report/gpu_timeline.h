@@ -37,6 +37,12 @@ std::vector<Interval> subtract_intervals(const std::vector<Interval>& a,
                                          const std::vector<Interval>& b);
 double intervals_length(const std::vector<Interval>& intervals);
 
+// The breakdown of GPU busy intervals already split by kind (`all` holds
+// every one; comp / comm / memcpy the classified ones), in TraceLens's order
+// of operations. Throws std::runtime_error when `all` is empty.
+GpuTimeline gpu_timeline_of(std::vector<Interval> all, std::vector<Interval> comp,
+                            std::vector<Interval> comm, std::vector<Interval> memcpy);
+
 // Linked GPU events only unless include_unlinked. Throws std::runtime_error
 // "No GPU events found in the trace" when none is selected.
 GpuTimeline compute_gpu_timeline(const Trace& trace, const CallTree& tree,

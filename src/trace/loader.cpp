@@ -1119,8 +1119,9 @@ class TraceReader {
              "Nsight Systems input yet: record the run with torch.profiler and give its "
              "trace.json(.gz)";
     if (named(".xplane.pb") || named(".pb"))
-      return "not a Kineto trace: this looks like a JAX / XLA XPlane protobuf (.xplane.pb); "
-             "jarvis does not read XPlane input yet";
+      return "not a Kineto trace: this looks like a JAX / XLA XPlane protobuf (.xplane.pb), "
+             "which this command does not read; `jarvis report`, `jarvis info` and MCP load_trace "
+             "read XPlane (docs/jax.md)";
     return {};
   }
 

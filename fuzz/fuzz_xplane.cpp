@@ -1,0 +1,28 @@
+// libFuzzer target for the XPlane reader (src/xplane): each input is an
+// XSpace protobuf; if it decodes, the bridge into the event model, the call
+// tree and TraceLens's JAX per-GPU timeline run on it. A TraceError (the
+// reader's refusal, or "no GPU events") is the expected answer; any other
+// exception, crash or sanitizer report is a finding.
+// Seeds: tests/malformed/xplane/*.pb and fuzz/corpus_xplane (a small real
+// XSpace cut to its GPU planes, see make_corpus_xplane.py).
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+
+#include "tree/call_tree.h"
+#include "xplane/report.h"
+#include "xplane/space.h"
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  std::string_view input(reinterpret_cast<const char*>(data), size);
+  try {
+    jarvis::xplane::Space space = jarvis::xplane::load_space_bytes(input, "fuzz.xplane.pb");
+    jarvis::Trace trace = jarvis::xplane::to_trace(space);
+    jarvis::CallTree tree(trace);
+    auto devices = jarvis::xplane::device_timelines(trace);
+    (void)jarvis::xplane::gpu_timeline_by_device_table(devices);
+    (void)jarvis::xplane::average_timeline(devices);
+  } catch (const jarvis::TraceError&) {
+  }
+  return 0;
+}

@@ -1,0 +1,245 @@
+// The bridge from an XSpace to the event model (rules in space.h).
+#include <cmath>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "xplane/space.h"
+
+namespace jarvis::xplane {
+
+namespace {
+
+constexpr std::string_view kSourceKey = "xplane";
+constexpr int64_t kHostPidBase = 1000;  // above TraceLens's GPU-stream pid bound (100)
+
+// Picoseconds to nanoseconds, half away from zero (offsets are >= 0 in practice).
+int64_t ps_to_ns(int64_t ps) {
+  return ps >= 0 ? (ps + 500) / 1000 : -((-ps + 500) / 1000);
+}
+
+bool starts_with(std::string_view s, std::string_view p) {
+  return s.substr(0, p.size()) == p;
+}
+
+const Stat* find_stat(const std::vector<Stat>& stats, std::string_view name) {
+  for (const Stat& s : stats)
+    if (s.name == name) return &s;
+  return nullptr;
+}
+
+// Stats kept as args (TraceLens reads hlo_op / hlo_module from the kernel args).
+bool kept_stat(std::string_view name) {
+  for (std::string_view k : {"hlo_op", "hlo_module", "tf_op", "name", "kernel_details",
+                             "memcpy_details", "program_id", "correlation_id", "device_id"})
+    if (name == k) return true;
+  return false;
+}
+
+PyValue value_of(const Stat& s) {
+  switch (s.kind) {
+    case Stat::Kind::Double:
+      return PyValue::real(s.real);
+    case Stat::Kind::Uint:
+      return PyValue::integer(static_cast<int64_t>(s.uint));
+    case Stat::Kind::Int:
+      return PyValue::integer(s.integer);
+    case Stat::Kind::Text:
+      return PyValue::string(s.text);
+    case Stat::Kind::Bytes:
+      return PyValue::string(fmt::format("<{} bytes>", s.bytes_len));
+    case Stat::Kind::None:
+      break;
+  }
+  return PyValue::none();
+}
+
+class Bridge {
+ public:
+  Bridge(const Space& space, BridgeCounts& counts) : space_(space), counts_(counts) {}
+
+  Trace run() {
+    trace_.path = space_.path;
+    trace_.file_bytes = space_.file_bytes;
+    trace_.json_bytes = space_.file_bytes;
+    int64_t host_planes = 0;
+    for (const Plane& plane : space_.planes) {
+      int64_t gpu = plane.gpu_ordinal();
+      if (gpu >= 0)
+        gpu_plane(plane, gpu);
+      else if (starts_with(plane.name, "/host:") && plane.name != "/host:metadata")
+        host_plane(plane, kHostPidBase + host_planes++);
+    }
+    finish();
+    return std::move(trace_);
+  }
+
+ private:
+  ProcId proc(int64_t v) { return ProcId{v, false}; }
+
+  int32_t args_of(const std::vector<Stat>& event_stats, const EventMetadata* meta) {
+    ArgList args;
+    auto add = [&](const std::vector<Stat>& stats) {
+      for (const Stat& s : stats) {
+        if (!kept_stat(s.name)) continue;
+        uint32_t key = trace_.strings.intern(s.name);
+        bool seen = false;
+        for (const auto& [k, _] : args) seen = seen || k == key;
+        if (!seen) args.emplace_back(key, value_of(s));
+      }
+    };
+    add(event_stats);
+    if (meta) add(meta->stats);
+    if (args.empty()) return -1;
+    trace_.arg_lists.push_back(std::move(args));
+    return static_cast<int32_t>(trace_.arg_lists.size() - 1);
+  }
+
+  EventFields base(const Line& line, const Event& ev, const EventMetadata* meta) {
+    EventFields f;
+    f.ts_ns = line.timestamp_ns + ps_to_ns(ev.offset_ps);
+    f.dur_ns = ps_to_ns(ev.duration_ps);
+    std::string_view name = meta ? (meta->name.empty() ? std::string_view(meta->display_name)
+                                                       : std::string_view(meta->name))
+                                 : std::string_view();
+    f.name = trace_.strings.intern(name.empty() ? fmt::format("event#{}", ev.metadata_id) : name);
+    f.ph = Phase::Complete;
+    int64_t corr = 0;
+    if (const Stat* s = find_stat(ev.stats, "correlation_id"); s && s->as_int(corr))
+      f.correlation = corr;
+    f.args = args_of(ev.stats, meta);
+    f.has_args = f.args >= 0;
+    return f;
+  }
+
+  void gpu_plane(const Plane& plane, int64_t ordinal) {
+    const int64_t pid = ordinal + 1;
+    if (const Stat* v = plane.stat("device_vendor"); v && v->kind == Stat::Kind::Text) {
+      if (v->text == "AMD") platform_ = Platform::Rocm;
+      if (v->text == "Nvidia" || v->text == "NVIDIA") platform_ = Platform::Cuda;
+      if (gpu_props_.is_null()) gpu_props_ = props_of(plane, v->text);
+    }
+    trace_.metadata.process_name[proc(pid)] = plane.name;
+    for (const Line& line : plane.lines) {
+      trace_.metadata.thread_name[{proc(pid), proc(line.id)}] =
+          line.display_name.empty() ? line.name : line.display_name;
+      const bool memcpy_line = line.name.find("Memcpy") != std::string::npos;
+      for (const Event& ev : line.events) {
+        if (ev.num_occurrences > 0) {
+          ++counts_.aggregated_skipped;
+          continue;
+        }
+        const EventMetadata* meta = plane.metadata(ev.metadata_id);
+        EventFields f = base(line, ev, meta);
+        const bool memcpy = memcpy_line || find_stat(ev.stats, "memcpy_details");
+        f.cat = memcpy ? Cat::GpuMemcpy : Cat::Kernel;
+        f.cat_name = trace_.strings.intern(memcpy ? "gpu_memcpy" : "kernel");
+        f.pid = proc(pid);
+        f.tid = proc(line.id);
+        f.stream = line.id;
+        f.device = ordinal;
+        if (!memcpy) {
+          if (!find_stat(ev.stats, "hlo_op")) ++counts_.kernels_without_hlo_op;
+          if (f.correlation == kNoInt) ++counts_.kernels_without_correlation;
+        }
+        trace_.add_event(f);
+        ++counts_.gpu_events;
+      }
+    }
+  }
+
+  void host_plane(const Plane& plane, int64_t pid) {
+    trace_.metadata.process_name[proc(pid)] = plane.name;
+    for (const Line& line : plane.lines) {
+      trace_.metadata.thread_name[{proc(pid), proc(line.id)}] =
+          line.display_name.empty() ? line.name : line.display_name;
+      const bool python = starts_with(line.name, "python");
+      for (const Event& ev : line.events) {
+        if (ev.num_occurrences > 0) {
+          ++counts_.aggregated_skipped;
+          continue;
+        }
+        const EventMetadata* meta = plane.metadata(ev.metadata_id);
+        EventFields f = base(line, ev, meta);
+        std::string_view name = trace_.strings.view(f.name);
+        const bool api =
+            f.correlation != kNoInt && (starts_with(name, "hip") || starts_with(name, "cu"));
+        f.cat = python ? Cat::PythonFunction : api ? Cat::CudaRuntime : Cat::CpuOp;
+        f.cat_name = trace_.strings.intern(python ? "python_function"
+                                           : api  ? "cuda_runtime"
+                                                  : "cpu_op");
+        f.pid = proc(pid);
+        f.tid = proc(line.id);
+        trace_.add_event(f);
+        ++counts_.host_events;
+      }
+    }
+  }
+
+  static nlohmann::json props_of(const Plane& plane, const std::string& vendor) {
+    nlohmann::json p = {{"vendor", vendor}};
+    int64_t major = -1, minor = -1, v = 0;
+    if (const Stat* s = plane.stat("compute_cap_major"); s && s->as_int(v)) major = v;
+    if (const Stat* s = plane.stat("compute_cap_minor"); s && s->as_int(v)) minor = v;
+    for (std::string_view key : {"core_count", "clock_rate", "memory_bandwidth", "memory_size"})
+      if (const Stat* s = plane.stat(key); s && s->as_int(v)) p[std::string(key)] = v;
+    // XPlane names no product; the compute capability is what it gives.
+    p["name"] = major >= 0 ? fmt::format("{} GPU (compute capability {}.{})", vendor, major, minor)
+                           : fmt::format("{} GPU", vendor);
+    if (major >= 0) p["computeCapability"] = fmt::format("{}.{}", major, minor);
+    return p;
+  }
+
+  void finish() {
+    trace_.platform = platform_;
+    nlohmann::json source = {{"source", "xplane"},
+                             {"hostnames", space_.hostnames},
+                             {"planes", space_.planes.size()},
+                             {"gpu_events", counts_.gpu_events},
+                             {"host_events", counts_.host_events},
+                             {"aggregated_skipped", counts_.aggregated_skipped},
+                             {"kernels_without_hlo_op", counts_.kernels_without_hlo_op},
+                             {"kernels_without_correlation", counts_.kernels_without_correlation}};
+    trace_.top_level_json.emplace_back(std::string(kSourceKey), source.dump());
+    if (!gpu_props_.is_null())
+      trace_.top_level_json.emplace_back("deviceProperties",
+                                         nlohmann::json::array({gpu_props_}).dump());
+    trace_.shrink_side_tables();
+  }
+
+  const Space& space_;
+  BridgeCounts& counts_;
+  Trace trace_;
+  Platform platform_ = Platform::Unknown;
+  nlohmann::json gpu_props_;
+};
+
+}  // namespace
+
+Trace to_trace(const Space& space, BridgeCounts* counts) {
+  BridgeCounts local;
+  return Bridge(space, counts ? *counts : local).run();
+}
+
+bool is_xplane_trace(const Trace& trace) {
+  for (const auto& [key, _] : trace.top_level_json)
+    if (key == kSourceKey) return true;
+  return false;
+}
+
+BridgeCounts counts_of(const Trace& trace) {
+  BridgeCounts c;
+  for (const auto& [key, text] : trace.top_level_json) {
+    if (key != kSourceKey) continue;
+    auto j = nlohmann::json::parse(text, nullptr, false);
+    if (j.is_discarded()) break;
+    c.gpu_events = j.value("gpu_events", uint64_t{0});
+    c.host_events = j.value("host_events", uint64_t{0});
+    c.aggregated_skipped = j.value("aggregated_skipped", uint64_t{0});
+    c.kernels_without_hlo_op = j.value("kernels_without_hlo_op", uint64_t{0});
+    c.kernels_without_correlation = j.value("kernels_without_correlation", uint64_t{0});
+  }
+  return c;
+}
+
+}  // namespace jarvis::xplane
