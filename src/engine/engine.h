@@ -65,6 +65,7 @@
 #include "insights/insights.h"
 #include "insights/trace_health.h"
 #include "memory/memory.h"
+#include "sql/sql.h"
 #include "replay/replay.h"
 #include "rocprof/counters.h"
 #include "rocprof/profile.h"
@@ -302,6 +303,21 @@ using memory::memory_summary_json;
 using memory::memory_summary_text;
 using memory::trace_memory;
 using memory::write_memory_files;
+
+// ---------------------------------------------------------------------------
+// SQL over a loaded trace (SQLite, read-only): tables, limits, the catalog
+// ---------------------------------------------------------------------------
+using SqlQueryLimits = sql::QueryLimits;
+using SqlQueryResult = sql::QueryResult;
+using SqlQueryError = sql::QueryError;
+using SqlQueryTimeout = sql::QueryTimeout;
+using SqlTableInfo = sql::TableInfo;
+using sql::catalog_text;
+using sql::run_query;
+inline std::vector<SqlTableInfo> sql_catalog() { return sql::catalog(); }
+inline std::vector<SqlTableInfo> sql_catalog(const LoadedTrace& trace) {
+  return sql::catalog(trace);
+}
 
 // ---------------------------------------------------------------------------
 // Charts and HTML pages
