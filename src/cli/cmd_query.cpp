@@ -12,6 +12,7 @@
 
 #include "base/atomic_file.h"
 #include "cli/commands.h"
+#include "cli/options.h"
 #include "engine/engine.h"
 
 namespace jarvis::cli {

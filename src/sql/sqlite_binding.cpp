@@ -23,7 +23,7 @@ struct Connection::Module {
   std::vector<ColumnDef> columns;
   std::function<TableSource()> bind;
   std::shared_ptr<TableSource> source;  // bound on the first xConnect
-  std::string bind_error;
+  bool* declaring = nullptr;  // the connection's flag: the authorizer lets the declaration parse
   sqlite3_module vt{};
 };
 
@@ -81,7 +81,12 @@ int vt_connect(sqlite3* db, void* aux, int, const char* const*, sqlite3_vtab** o
     decl += quote_ident(m->columns[i].name) + " " + col_type_name(m->columns[i].type);
   }
   decl += ")";
-  if (int rc = sqlite3_declare_vtab(db, decl.c_str()); rc != SQLITE_OK) {
+  // SQLite parses the declaration as a CREATE TABLE, which the authorizer
+  // would refuse once the connection is locked down.
+  *m->declaring = true;
+  int rc = sqlite3_declare_vtab(db, decl.c_str());
+  *m->declaring = false;
+  if (rc != SQLITE_OK) {
     *err = sqlite3_mprintf("table %s: %s", m->name.c_str(), sqlite3_errmsg(db));
     return rc;
   }
@@ -273,6 +278,7 @@ void Connection::add_table(const TableDef& def) {
   m->name = def.name;
   m->columns = def.columns;
   m->bind = [&def, this] { return def.bind(ctx_); };
+  m->declaring = &declaring_;
   m->vt = read_only_module();
   if (sqlite3_create_module_v2(db_, m->name.c_str(), &m->vt, m.get(), nullptr) != SQLITE_OK)
     throw std::runtime_error("sql: cannot register table " + def.name + ": " + sqlite3_errmsg(db_));
@@ -284,6 +290,7 @@ void Connection::add_sheet(const std::string& name, std::shared_ptr<const Table>
   m->name = name;
   m->columns = sheet_columns(*table);
   m->bind = [table] { return sheet_source(table); };
+  m->declaring = &declaring_;
   m->vt = read_only_module();
   if (sqlite3_create_module_v2(db_, m->name.c_str(), &m->vt, m.get(), nullptr) != SQLITE_OK)
     throw std::runtime_error("sql: cannot register sheet " + name + ": " + sqlite3_errmsg(db_));
@@ -320,6 +327,7 @@ int Connection::progress(void* self) {
 int Connection::authorize(void* self, int action, const char* a, const char* b, const char*,
                           const char*) {
   auto* c = static_cast<Connection*>(self);
+  if (c->declaring_) return SQLITE_OK;  // our own table declaration (vt_connect)
   switch (action) {
     case SQLITE_SELECT:
     case SQLITE_READ:

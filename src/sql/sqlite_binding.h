@@ -52,7 +52,9 @@ class Connection {
   std::chrono::steady_clock::time_point deadline_{std::chrono::steady_clock::time_point::max()};
   bool timed_out_ = false;
   std::string last_error_;
-  std::string denied_;  // what the authorizer refused last, for the message
+  std::string denied_;
+  bool declaring_ = false;  // inside a virtual table's declaration  // what the authorizer refused
+                            // last, for the message
 
   static int progress(void* self);
   static int authorize(void* self, int action, const char* a, const char* b, const char* db,
