@@ -178,7 +178,7 @@ Runner add_sql(CLI::App& app) {
       ->check(CLI::Range(int64_t{1}, int64_t{86400000}));
   cmd->footer(
       "Tables: events, ops, kernels, annotations, gpu_timeline, every report sheet by name\n"
-      "(ops_summary, GEMM, ...), views steps, ops_in_step, kernels_in_step. Times are ns.\n"
+      "(ops_summary, GEMM, ...), memory, views steps, ops_in_step, kernels_in_step. Times are ns.\n"
       "Example: jarvis sql trace.json.gz \"SELECT name, sum(dur) FROM kernels GROUP BY 1 ORDER BY "
       "2 DESC LIMIT 5\"\n"
       "docs/sql.md documents every table and column.");

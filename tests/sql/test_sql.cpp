@@ -90,6 +90,25 @@ TEST_SUITE("sql") {
     CHECK(t.scalar("SELECT count(*) FROM events WHERE uid = -1") == 0);
   }
 
+  TEST_CASE("memory: the [memory] samples with their totals") {
+    Loaded t("conformance/h100_bert-small");
+    const Trace& tr = t.trace();
+    int64_t samples = 0, peak = 0, allocated = 0;
+    for (Uid u = 0; u < tr.events.size(); ++u) {
+      if (tr.events[u].cat != Cat::CpuInstantEvent || tr.name(u) != "[memory]") continue;
+      const PyValue* total = tr.arg(u, "Total Allocated");
+      const PyValue* bytes = tr.arg(u, "Bytes");
+      if (!total || !bytes) continue;
+      ++samples;
+      peak = std::max(peak, static_cast<int64_t>(total->as_double()));
+      if (bytes->as_double() > 0) allocated += static_cast<int64_t>(bytes->as_double());
+    }
+    REQUIRE(samples == 236);
+    CHECK(t.scalar("SELECT count(*) FROM memory") == samples);
+    CHECK(t.scalar("SELECT max(total_allocated) FROM memory") == peak);
+    CHECK(t.scalar("SELECT sum(bytes) FROM memory WHERE bytes > 0") == allocated);
+  }
+
   TEST_CASE("kernels: launch call and launch delay match the correlation link of the raw events") {
     Loaded t("conformance/h100_bert-small");
     const Trace& tr = t.trace();
