@@ -67,9 +67,9 @@ std::string as_table(const Table& t) {
 }
 
 std::string as_json(const Table& t) {
-  nlohmann::json rows = nlohmann::json::array();
+  nlohmann::ordered_json rows = nlohmann::ordered_json::array();
   for (const auto& row : t.rows) {
-    nlohmann::json o = nlohmann::json::object();
+    nlohmann::ordered_json o = nlohmann::ordered_json::object();
     for (size_t c = 0; c < row.size(); ++c) {
       const Cell& cell = row[c];
       if (cell.is_int())
