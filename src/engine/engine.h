@@ -65,11 +65,11 @@
 #include "insights/insights.h"
 #include "insights/trace_health.h"
 #include "memory/memory.h"
-#include "sql/sql.h"
 #include "replay/replay.h"
 #include "rocprof/counters.h"
 #include "rocprof/profile.h"
 #include "rocprof/report.h"
+#include "sql/sql.h"
 #include "sweep/sweep.h"
 #include "sweep/sweep_store.h"
 
@@ -314,7 +314,9 @@ using SqlQueryTimeout = sql::QueryTimeout;
 using SqlTableInfo = sql::TableInfo;
 using sql::catalog_text;
 using sql::run_query;
-inline std::vector<SqlTableInfo> sql_catalog() { return sql::catalog(); }
+inline std::vector<SqlTableInfo> sql_catalog() {
+  return sql::catalog();
+}
 inline std::vector<SqlTableInfo> sql_catalog(const LoadedTrace& trace) {
   return sql::catalog(trace);
 }
