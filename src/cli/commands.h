@@ -35,6 +35,7 @@ Runner add_critical_path(CLI::App& app);
 Runner add_what_if(CLI::App& app);
 Runner add_insights(CLI::App& app);
 Runner add_memory(CLI::App& app);
+Runner add_sql(CLI::App& app);
 Runner add_render_findings(CLI::App& app);
 Runner add_final_report(CLI::App& app);
 Runner add_sweep(CLI::App& app);

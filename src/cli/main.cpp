@@ -62,6 +62,7 @@ constexpr CommandEntry kCommands[] = {
     {"compare", jarvis::cli::add_compare},
     {"insights", jarvis::cli::add_insights},
     {"memory", jarvis::cli::add_memory},
+    {"sql", jarvis::cli::add_sql},
     {"collectives", jarvis::cli::add_collectives},
     {"critical-path", jarvis::cli::add_critical_path},
     {"what-if", jarvis::cli::add_what_if},

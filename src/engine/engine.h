@@ -71,6 +71,7 @@
 #include "rocprof/counters.h"
 #include "rocprof/profile.h"
 #include "rocprof/report.h"
+#include "sql/sql.h"
 #include "sweep/gate.h"
 #include "sweep/sweep.h"
 #include "sweep/sweep_store.h"
@@ -376,6 +377,23 @@ using memory::memory_summary_json;
 using memory::memory_summary_text;
 using memory::trace_memory;
 using memory::write_memory_files;
+
+// ---------------------------------------------------------------------------
+// SQL over a loaded trace (SQLite, read-only): tables, limits, the catalog
+// ---------------------------------------------------------------------------
+using SqlQueryLimits = sql::QueryLimits;
+using SqlQueryResult = sql::QueryResult;
+using SqlQueryError = sql::QueryError;
+using SqlQueryTimeout = sql::QueryTimeout;
+using SqlTableInfo = sql::TableInfo;
+using sql::catalog_text;
+using sql::run_query;
+inline std::vector<SqlTableInfo> sql_catalog() {
+  return sql::catalog();
+}
+inline std::vector<SqlTableInfo> sql_catalog(const LoadedTrace& trace) {
+  return sql::catalog(trace);
+}
 
 // ---------------------------------------------------------------------------
 // Charts and HTML pages

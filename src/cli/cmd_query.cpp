@@ -1,0 +1,188 @@
+// jarvis sql TRACE ["SELECT ..."] [--format table|csv|json] [--out FILE]:
+// one read-only SQL statement over a trace (docs/sql.md). Without a query:
+// an interactive shell on a terminal, else the query is read from stdin.
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <iostream>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "base/atomic_file.h"
+#include "cli/commands.h"
+#include "cli/options.h"
+#include "engine/engine.h"
+
+namespace jarvis::cli {
+namespace {
+
+struct SqlArgs {
+  std::string trace, query, format = "table", out;
+  bool schema = false;
+  size_t max_rows = 100000;
+  int64_t timeout_ms = 60000;
+};
+
+std::string cell_text(const Cell& c) {
+  if (c.is_int()) return std::to_string(std::get<int64_t>(c.v));
+  if (c.is_double()) return fmt::format("{}", std::get<double>(c.v));
+  if (c.is_text()) return c.text();
+  if (c.is_bool()) return std::get<bool>(c.v) ? "1" : "0";
+  return "NULL";
+}
+
+// Columns padded to their widest cell (cells past 60 characters cut with …).
+std::string as_table(const Table& t) {
+  constexpr size_t kMaxWidth = 60;
+  auto clip = [](std::string s) {
+    if (s.size() > kMaxWidth) s = s.substr(0, kMaxWidth - 3) + "...";
+    return s;
+  };
+  std::vector<size_t> width(t.columns.size());
+  for (size_t c = 0; c < t.columns.size(); ++c) width[c] = clip(t.columns[c]).size();
+  for (const auto& row : t.rows)
+    for (size_t c = 0; c < row.size(); ++c)
+      width[c] = std::max(width[c], clip(cell_text(row[c])).size());
+  std::string out;
+  auto line = [&](const std::vector<std::string>& cells) {
+    for (size_t c = 0; c < cells.size(); ++c) {
+      if (c) out += "  ";
+      out += fmt::format("{:<{}}", clip(cells[c]), width[c]);
+    }
+    while (!out.empty() && out.back() == ' ') out.pop_back();
+    out += '\n';
+  };
+  line(t.columns);
+  std::vector<std::string> rule;
+  for (size_t w : width) rule.push_back(std::string(w, '-'));
+  line(rule);
+  for (const auto& row : t.rows) {
+    std::vector<std::string> cells;
+    for (const Cell& c : row) cells.push_back(cell_text(c));
+    line(cells);
+  }
+  return out;
+}
+
+std::string as_json(const Table& t) {
+  nlohmann::ordered_json rows = nlohmann::ordered_json::array();
+  for (const auto& row : t.rows) {
+    nlohmann::ordered_json o = nlohmann::ordered_json::object();
+    for (size_t c = 0; c < row.size(); ++c) {
+      const Cell& cell = row[c];
+      if (cell.is_int())
+        o[t.columns[c]] = std::get<int64_t>(cell.v);
+      else if (cell.is_double())
+        o[t.columns[c]] = std::get<double>(cell.v);
+      else if (cell.is_text())
+        o[t.columns[c]] = cell.text();
+      else
+        o[t.columns[c]] = nullptr;
+    }
+    rows.push_back(std::move(o));
+  }
+  return rows.dump(1) + "\n";
+}
+
+std::string render(const Table& t, const std::string& format) {
+  if (format == "csv") return t.to_csv();
+  if (format == "json") return as_json(t);
+  return as_table(t);
+}
+
+void run_one(const LoadedTrace& trace, const SqlArgs& a, const std::string& query) {
+  engine::SqlQueryLimits limits;
+  limits.max_rows = a.max_rows;
+  limits.max_bytes = size_t{1} << 30;
+  limits.timeout_ms = a.timeout_ms;
+  engine::SqlQueryResult r = engine::run_query(trace, query, limits);
+  std::string text = render(r.table, a.format);
+  if (!a.out.empty()) {
+    write_file_atomic(a.out, text);
+    fmt::print("{} ({} rows)\n", a.out, r.table.rows.size());
+  } else {
+    fmt::print("{}", text);
+  }
+  if (r.truncated)
+    fmt::print(stderr, "jarvis sql: result cut at the {} (--max-rows)\n", r.truncation);
+}
+
+// Statements end with ';'. Errors are printed and the shell goes on.
+int shell(const LoadedTrace& trace, const SqlArgs& a) {
+  fmt::print("jarvis sql on {}: end a statement with ';'; .schema lists the tables, .quit leaves\n",
+             trace.path());
+  std::string pending, line;
+  while (true) {
+    fmt::print("{}", pending.empty() ? "sql> " : "...> ");
+    std::fflush(stdout);
+    if (!std::getline(std::cin, line)) break;
+    if (pending.empty() && (line == ".quit" || line == ".exit")) break;
+    if (pending.empty() && line == ".schema") {
+      fmt::print("{}", engine::catalog_text(engine::sql_catalog(trace)));
+      continue;
+    }
+    pending += line + "\n";
+    if (line.find(';') == std::string::npos) continue;
+    try {
+      run_one(trace, a, pending);
+    } catch (const std::exception& e) {
+      fmt::print(stderr, "error: {}\n", e.what());
+    }
+    pending.clear();
+  }
+  return 0;
+}
+
+int run_sql(const SqlArgs& a) {
+  engine::TraceStore store;
+  auto loaded = store.load(a.trace);
+  const LoadedTrace& trace = *loaded.entry;
+  if (a.schema) {
+    fmt::print("{}", engine::catalog_text(engine::sql_catalog(trace)));
+    return 0;
+  }
+  if (a.query.empty()) {
+    if (isatty(STDIN_FILENO)) return shell(trace, a);
+    std::string query((std::istreambuf_iterator<char>(std::cin)), std::istreambuf_iterator<char>());
+    run_one(trace, a, query);
+    return 0;
+  }
+  run_one(trace, a, a.query);
+  return 0;
+}
+
+}  // namespace
+
+Runner add_sql(CLI::App& app) {
+  auto a = std::make_shared<SqlArgs>();
+  CLI::App* cmd = app.add_subcommand(
+      "sql", "SQL (SQLite, read-only) over a trace's events, ops, kernels and report sheets");
+  cmd->add_option("TRACE", a->trace, "trace (Kineto .json/.json.gz or rocprofv3 output)")
+      ->required();
+  cmd->add_option(
+      "QUERY", a->query,
+      "one SELECT statement; none: an interactive shell on a terminal, else read from stdin");
+  cmd->add_option("--format", a->format, "table, csv or json")
+      ->check(CLI::IsMember({"table", "csv", "json"}))
+      ->default_str("table");
+  cmd->add_option("-o,--out", a->out, "write the result to FILE instead of stdout");
+  const std::string schema_help = "print the tables and their columns (with the report's sheets)";
+  cmd->add_flag("--schema", a->schema, schema_help);
+  cmd->add_option("--max-rows", a->max_rows, "rows returned; the rest is cut (said on stderr)")
+      ->default_str("100000")
+      ->check(CLI::Range(size_t{1}, size_t{100000000}));
+  cmd->add_option("--timeout-ms", a->timeout_ms, "time limit of the query")
+      ->default_str("60000")
+      ->check(CLI::Range(int64_t{1}, int64_t{86400000}));
+  cmd->footer(
+      "Tables: events, ops, kernels, annotations, gpu_timeline, every report sheet by name\n"
+      "(ops_summary, GEMM, ...), memory, views steps, ops_in_step, kernels_in_step. Times are ns.\n"
+      "Example: jarvis sql trace.json.gz \"SELECT name, sum(dur) FROM kernels GROUP BY 1 ORDER BY "
+      "2 DESC LIMIT 5\"\n"
+      "docs/sql.md documents every table and column.");
+  return [a] { return run_sql(*a); };
+}
+
+}  // namespace jarvis::cli

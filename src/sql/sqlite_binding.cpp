@@ -1,0 +1,479 @@
+#include "sql/sqlite_binding.h"
+
+#include <fmt/format.h>
+#include <sqlite3.h>
+
+#include <algorithm>
+#include <array>
+#include <cstring>
+#include <stdexcept>
+
+#include "tree/call_tree.h"
+
+namespace jarvis::sql {
+
+// ---------------------------------------------------------------------------
+// The virtual-table module: one per table, eponymous (no CREATE needed; the
+// table's name is the module's), read-only. xConnect binds the TableSource
+// (the table's data is built then, on first use); xBestIndex turns an
+// equality on the key column into a one-row lookup.
+// ---------------------------------------------------------------------------
+struct Connection::Module {
+  std::string name;
+  std::vector<ColumnDef> columns;
+  std::function<TableSource()> bind;
+  std::shared_ptr<TableSource> source;  // bound on the first xConnect
+  bool* declaring = nullptr;  // the connection's flag: the authorizer lets the declaration parse
+  sqlite3_module vt{};
+};
+
+namespace {
+
+struct VTab {
+  sqlite3_vtab base{};  // must be first: SQLite hands back this pointer
+  Connection* conn = nullptr;
+  std::shared_ptr<TableSource> source;
+};
+
+struct Cursor {
+  sqlite3_vtab_cursor base{};
+  size_t row = 0;
+  size_t end = 0;
+};
+
+std::string quote_ident(const std::string& s) {
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"') out += '"';
+    out += c;
+  }
+  return out + "\"";
+}
+
+class ContextSink final : public CellSink {
+ public:
+  explicit ContextSink(sqlite3_context* ctx) : ctx_(ctx) {}
+  void null() override { sqlite3_result_null(ctx_); }
+  void integer(int64_t v) override { sqlite3_result_int64(ctx_, v); }
+  void real(double v) override { sqlite3_result_double(ctx_, v); }
+  void text(std::string_view v, bool stable) override {
+    sqlite3_result_text64(ctx_, v.data(), v.size(), stable ? SQLITE_STATIC : SQLITE_TRANSIENT,
+                          SQLITE_UTF8);
+  }
+
+ private:
+  sqlite3_context* ctx_;
+};
+
+int vt_connect(sqlite3* db, void* aux, int, const char* const*, sqlite3_vtab** out, char** err) {
+  auto* m = static_cast<Connection::Module*>(aux);
+  if (!m->source) {
+    try {
+      m->source = std::make_shared<TableSource>(m->bind());
+    } catch (const std::exception& e) {
+      *err = sqlite3_mprintf("table %s: %s", m->name.c_str(), e.what());
+      return SQLITE_ERROR;
+    }
+  }
+  std::string decl = "CREATE TABLE x(";
+  for (size_t i = 0; i < m->columns.size(); ++i) {
+    if (i) decl += ", ";
+    decl += quote_ident(m->columns[i].name) + " " + col_type_name(m->columns[i].type);
+  }
+  decl += ")";
+  // SQLite parses the declaration as a CREATE TABLE, which the authorizer
+  // would refuse once the connection is locked down.
+  *m->declaring = true;
+  int rc = sqlite3_declare_vtab(db, decl.c_str());
+  *m->declaring = false;
+  if (rc != SQLITE_OK) {
+    *err = sqlite3_mprintf("table %s: %s", m->name.c_str(), sqlite3_errmsg(db));
+    return rc;
+  }
+  sqlite3_vtab_config(db, SQLITE_VTAB_INNOCUOUS);
+  auto* vt = new VTab;
+  vt->source = m->source;
+  *out = &vt->base;
+  return SQLITE_OK;
+}
+
+int vt_disconnect(sqlite3_vtab* v) {
+  delete reinterpret_cast<VTab*>(v);
+  return SQLITE_OK;
+}
+
+int vt_best_index(sqlite3_vtab* v, sqlite3_index_info* info) {
+  const TableSource& s = *reinterpret_cast<VTab*>(v)->source;
+  for (int i = 0; i < info->nConstraint; ++i) {
+    const auto& c = info->aConstraint[i];
+    if (!c.usable || c.op != SQLITE_INDEX_CONSTRAINT_EQ) continue;
+    if (s.key_column < 0 || (c.iColumn != s.key_column && c.iColumn != -1)) continue;
+    info->idxNum = 1;
+    info->aConstraintUsage[i].argvIndex = 1;
+    info->aConstraintUsage[i].omit = 1;
+    info->estimatedCost = 1;
+    info->estimatedRows = 1;
+    info->idxFlags = SQLITE_INDEX_SCAN_UNIQUE;
+    return SQLITE_OK;
+  }
+  info->idxNum = 0;
+  info->estimatedCost = static_cast<double>(s.rows) + 1;
+  info->estimatedRows = static_cast<sqlite3_int64>(s.rows);
+  return SQLITE_OK;
+}
+
+int vt_open(sqlite3_vtab*, sqlite3_vtab_cursor** out) {
+  *out = &(new Cursor)->base;
+  return SQLITE_OK;
+}
+
+int vt_close(sqlite3_vtab_cursor* c) {
+  delete reinterpret_cast<Cursor*>(c);
+  return SQLITE_OK;
+}
+
+int vt_filter(sqlite3_vtab_cursor* cur, int idx_num, const char*, int argc, sqlite3_value** argv) {
+  auto* c = reinterpret_cast<Cursor*>(cur);
+  const TableSource& s = *reinterpret_cast<VTab*>(cur->pVtab)->source;
+  c->row = 0;
+  c->end = s.rows;
+  if (idx_num == 1 && argc == 1) {
+    c->end = 0;
+    sqlite3_value* key = argv[0];
+    int type = sqlite3_value_numeric_type(key);
+    if (type == SQLITE_INTEGER ||
+        (type == SQLITE_FLOAT &&
+         sqlite3_value_double(key) == static_cast<double>(sqlite3_value_int64(key)))) {
+      if (auto row = s.find_key(sqlite3_value_int64(key))) {
+        c->row = *row;
+        c->end = *row + 1;
+      }
+    }
+  }
+  return SQLITE_OK;
+}
+
+int vt_next(sqlite3_vtab_cursor* cur) {
+  ++reinterpret_cast<Cursor*>(cur)->row;
+  return SQLITE_OK;
+}
+
+int vt_eof(sqlite3_vtab_cursor* cur) {
+  auto* c = reinterpret_cast<Cursor*>(cur);
+  return c->row >= c->end;
+}
+
+int vt_column(sqlite3_vtab_cursor* cur, sqlite3_context* ctx, int column) {
+  auto* c = reinterpret_cast<Cursor*>(cur);
+  ContextSink sink(ctx);
+  try {
+    reinterpret_cast<VTab*>(cur->pVtab)->source->cell(c->row, column, sink);
+  } catch (const std::exception& e) {
+    sqlite3_result_error(ctx, e.what(), -1);
+  }
+  return SQLITE_OK;
+}
+
+int vt_rowid(sqlite3_vtab_cursor* cur, sqlite3_int64* out) {
+  *out = static_cast<sqlite3_int64>(reinterpret_cast<Cursor*>(cur)->row);
+  return SQLITE_OK;
+}
+
+sqlite3_module read_only_module() {
+  sqlite3_module m{};
+  m.iVersion = 1;
+  m.xCreate = nullptr;  // eponymous only: CREATE VIRTUAL TABLE cannot name it
+  m.xConnect = vt_connect;
+  m.xBestIndex = vt_best_index;
+  m.xDisconnect = vt_disconnect;
+  m.xDestroy = vt_disconnect;
+  m.xOpen = vt_open;
+  m.xClose = vt_close;
+  m.xFilter = vt_filter;
+  m.xNext = vt_next;
+  m.xEof = vt_eof;
+  m.xColumn = vt_column;
+  m.xRowid = vt_rowid;
+  return m;
+}
+
+// ---------------------------------------------------------------------------
+// Helper functions
+// ---------------------------------------------------------------------------
+
+// overlap(a_ts, a_end, b_ts, b_end): length of [a_ts, a_end) ∩ [b_ts, b_end), 0 when disjoint.
+void fn_overlap(sqlite3_context* ctx, int, sqlite3_value** argv) {
+  for (int i = 0; i < 4; ++i)
+    if (sqlite3_value_type(argv[i]) == SQLITE_NULL) return sqlite3_result_null(ctx);
+  int64_t lo = std::max(sqlite3_value_int64(argv[0]), sqlite3_value_int64(argv[2]));
+  int64_t hi = std::min(sqlite3_value_int64(argv[1]), sqlite3_value_int64(argv[3]));
+  sqlite3_result_int64(ctx, hi > lo ? hi - lo : 0);
+}
+
+bool uid_arg(sqlite3_value* v, const Trace& trace, Uid& out) {
+  if (sqlite3_value_type(v) != SQLITE_INTEGER) return false;
+  int64_t x = sqlite3_value_int64(v);
+  if (x < 0 || static_cast<uint64_t>(x) >= trace.events.size()) return false;
+  out = static_cast<Uid>(x);
+  return true;
+}
+
+// parent_uid(uid): the call-tree parent of any event (a kernel's: its launch call).
+void fn_parent_uid(sqlite3_context* ctx, int, sqlite3_value** argv) {
+  const auto* qc = static_cast<const QueryContext*>(sqlite3_user_data(ctx));
+  Uid u;
+  if (!uid_arg(argv[0], qc->trace(), u)) return sqlite3_result_null(ctx);
+  Uid p = qc->tree().parent(u);
+  if (p == kNoUid) return sqlite3_result_null(ctx);
+  sqlite3_result_int64(ctx, p);
+}
+
+// is_ancestor(ancestor, uid): 1 when `ancestor` is a strict ancestor of `uid` in the call tree.
+void fn_is_ancestor(sqlite3_context* ctx, int, sqlite3_value** argv) {
+  const auto* qc = static_cast<const QueryContext*>(sqlite3_user_data(ctx));
+  Uid a, u;
+  if (!uid_arg(argv[0], qc->trace(), a) || !uid_arg(argv[1], qc->trace(), u))
+    return sqlite3_result_null(ctx);
+  const CallTree& tree = qc->tree();
+  for (Uid p = tree.parent(u); p != kNoUid; p = tree.parent(p))
+    if (p == a) return sqlite3_result_int(ctx, 1);
+  sqlite3_result_int(ctx, 0);
+}
+
+// Functions of SQLite's own that read or write outside the query, or that
+// change the connection, should a build carry them.
+constexpr std::array kDeniedFunctions = {"load_extension", "readfile",        "writefile",
+                                         "edit",           "fts3_tokenizer",  "zipfile",
+                                         "sqlar_compress", "sqlar_uncompress"};
+// Pragmas that only read the schema.
+constexpr std::array kReadPragmas = {"table_info", "table_xinfo", "table_list"};
+
+bool equals_nocase(const char* a, const char* b) {
+  return a && b && sqlite3_stricmp(a, b) == 0;
+}
+
+}  // namespace
+
+Connection::Connection(const QueryContext& ctx) : ctx_(ctx) {
+  int rc = sqlite3_open_v2(
+      ":memory:", &db_,
+      SQLITE_OPEN_READWRITE | SQLITE_OPEN_MEMORY | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_EXRESCODE,
+      nullptr);
+  if (rc != SQLITE_OK) {
+    std::string msg = db_ ? sqlite3_errmsg(db_) : sqlite3_errstr(rc);
+    sqlite3_close(db_);
+    throw std::runtime_error("sql: cannot open an in-memory database: " + msg);
+  }
+  sqlite3_db_config(db_, SQLITE_DBCONFIG_ENABLE_LOAD_EXTENSION, 0, nullptr);
+  sqlite3_db_config(db_, SQLITE_DBCONFIG_DEFENSIVE, 1, nullptr);
+  sqlite3_extended_result_codes(db_, 1);
+}
+
+Connection::~Connection() {
+  sqlite3_close_v2(db_);
+}
+
+void Connection::add_table(const TableDef& def) {
+  auto m = std::make_unique<Module>();
+  m->name = def.name;
+  m->columns = def.columns;
+  m->bind = [&def, this] { return def.bind(ctx_); };
+  m->declaring = &declaring_;
+  m->vt = read_only_module();
+  if (sqlite3_create_module_v2(db_, m->name.c_str(), &m->vt, m.get(), nullptr) != SQLITE_OK)
+    throw std::runtime_error("sql: cannot register table " + def.name + ": " + sqlite3_errmsg(db_));
+  modules_.push_back(std::move(m));
+}
+
+void Connection::add_sheet(const std::string& name, std::shared_ptr<const Table> table) {
+  auto m = std::make_unique<Module>();
+  m->name = name;
+  m->columns = sheet_columns(*table);
+  m->bind = [table] { return sheet_source(table); };
+  m->declaring = &declaring_;
+  m->vt = read_only_module();
+  if (sqlite3_create_module_v2(db_, m->name.c_str(), &m->vt, m.get(), nullptr) != SQLITE_OK)
+    throw std::runtime_error("sql: cannot register sheet " + name + ": " + sqlite3_errmsg(db_));
+  modules_.push_back(std::move(m));
+}
+
+void Connection::add_functions() {
+  void* qc = const_cast<QueryContext*>(&ctx_);
+  const int flags = SQLITE_UTF8 | SQLITE_DETERMINISTIC | SQLITE_INNOCUOUS;
+  sqlite3_create_function_v2(db_, "overlap", 4, flags, nullptr, fn_overlap, nullptr, nullptr,
+                             nullptr);
+  sqlite3_create_function_v2(db_, "parent_uid", 1, flags, qc, fn_parent_uid, nullptr, nullptr,
+                             nullptr);
+  sqlite3_create_function_v2(db_, "is_ancestor", 2, flags, qc, fn_is_ancestor, nullptr, nullptr,
+                             nullptr);
+}
+
+void Connection::exec_trusted(const std::string& sql, const std::string& what) {
+  char* err = nullptr;
+  if (sqlite3_exec(db_, sql.c_str(), nullptr, nullptr, &err) != SQLITE_OK) {
+    std::string msg = err ? err : sqlite3_errmsg(db_);
+    sqlite3_free(err);
+    throw std::runtime_error(fmt::format("sql: setup {} failed: {}", what, msg));
+  }
+}
+
+int Connection::progress(void* self) {
+  auto* c = static_cast<Connection*>(self);
+  if (std::chrono::steady_clock::now() < c->deadline_) return 0;
+  c->timed_out_ = true;
+  return 1;
+}
+
+int Connection::authorize(void* self, int action, const char* a, const char* b, const char*,
+                          const char*) {
+  auto* c = static_cast<Connection*>(self);
+  if (c->declaring_) return SQLITE_OK;  // our own table declaration (vt_connect)
+  switch (action) {
+    case SQLITE_SELECT:
+    case SQLITE_READ:
+    case SQLITE_RECURSIVE:
+      return SQLITE_OK;
+    case SQLITE_FUNCTION:
+      for (const char* f : kDeniedFunctions)
+        if (equals_nocase(b, f)) {
+          c->denied_ = fmt::format("function {}()", b);
+          return SQLITE_DENY;
+        }
+      return SQLITE_OK;
+    case SQLITE_PRAGMA:
+      // A read pragma with no value (PRAGMA table_info(x) passes x as the
+      // value, so only these names are allowed at all).
+      for (const char* p : kReadPragmas)
+        if (equals_nocase(a, p)) return SQLITE_OK;
+      c->denied_ = fmt::format("PRAGMA {}", a ? a : "");
+      return SQLITE_DENY;
+    case SQLITE_ATTACH:
+      c->denied_ = "ATTACH";
+      return SQLITE_DENY;
+    case SQLITE_DETACH:
+      c->denied_ = "DETACH";
+      return SQLITE_DENY;
+    default:
+      c->denied_ = "writing or changing the database";
+      return SQLITE_DENY;
+  }
+}
+
+void Connection::lock_down(std::chrono::steady_clock::time_point deadline) {
+  deadline_ = deadline;
+  sqlite3_limit(db_, SQLITE_LIMIT_ATTACHED, 0);
+  sqlite3_limit(db_, SQLITE_LIMIT_LENGTH, 64 << 20);
+  sqlite3_limit(db_, SQLITE_LIMIT_SQL_LENGTH, 1 << 20);
+  sqlite3_set_authorizer(db_, &Connection::authorize, this);
+  sqlite3_progress_handler(db_, 1000, &Connection::progress, this);
+}
+
+namespace {
+
+struct Stmt {
+  sqlite3_stmt* s = nullptr;
+  ~Stmt() { sqlite3_finalize(s); }
+};
+
+bool only_space_or_semicolons(const char* p) {
+  for (; p && *p; ++p)
+    if (!std::isspace(static_cast<unsigned char>(*p)) && *p != ';') return false;
+  return true;
+}
+
+}  // namespace
+
+QueryResult Connection::run(const std::string& sql, const QueryLimits& limits) {
+  last_error_.clear();
+  denied_.clear();
+  timed_out_ = false;
+  Stmt st;
+  const char* tail = nullptr;
+  int rc = sqlite3_prepare_v3(db_, sql.c_str(), static_cast<int>(sql.size()), 0, &st.s, &tail);
+  if (rc != SQLITE_OK) {
+    if (timed_out_)
+      throw QueryTimeout(fmt::format("query stopped at the time limit ({} ms) while preparing",
+                                     limits.timeout_ms));
+    last_error_ = sqlite3_errmsg(db_);
+    if ((rc & 0xff) == SQLITE_AUTH)
+      throw QueryError(fmt::format("not allowed: {} (only reading SELECT queries run here)",
+                                   denied_.empty() ? last_error_ : denied_));
+    throw QueryError(last_error_);
+  }
+  if (!st.s) throw QueryError("the query is empty: give one SELECT statement");
+  if (!only_space_or_semicolons(tail))
+    throw QueryError("one statement per query: remove what follows the first ';'");
+  if (!sqlite3_stmt_readonly(st.s))
+    throw QueryError(
+        "not allowed: the statement would change the database (only SELECT runs here)");
+
+  QueryResult r;
+  int ncol = sqlite3_column_count(st.s);
+  for (int i = 0; i < ncol; ++i) {
+    const char* n = sqlite3_column_name(st.s, i);
+    r.table.columns.push_back(n ? n : "");
+  }
+  size_t bytes = 0;
+  while (true) {
+    rc = sqlite3_step(st.s);
+    if (rc == SQLITE_DONE) break;
+    if (rc != SQLITE_ROW) {
+      if (timed_out_ || (rc & 0xff) == SQLITE_INTERRUPT)
+        throw QueryTimeout(fmt::format(
+            "query stopped at the time limit ({} ms); narrow it (WHERE on ts / uid, LIMIT) or "
+            "raise the limit",
+            limits.timeout_ms));
+      throw QueryError(sqlite3_errmsg(db_));
+    }
+    if (r.table.rows.size() >= limits.max_rows) {
+      r.truncated = true;
+      r.truncation = fmt::format("row limit {}", limits.max_rows);
+      break;
+    }
+    std::vector<Cell> row;
+    row.reserve(ncol);
+    size_t row_bytes = 0;
+    for (int i = 0; i < ncol; ++i) {
+      switch (sqlite3_column_type(st.s, i)) {
+        case SQLITE_INTEGER:
+          row.emplace_back(static_cast<int64_t>(sqlite3_column_int64(st.s, i)));
+          row_bytes += 8;
+          break;
+        case SQLITE_FLOAT:
+          row.emplace_back(sqlite3_column_double(st.s, i));
+          row_bytes += 8;
+          break;
+        case SQLITE_TEXT: {
+          const auto* t = reinterpret_cast<const char*>(sqlite3_column_text(st.s, i));
+          int n = sqlite3_column_bytes(st.s, i);
+          row.emplace_back(std::string(t ? t : "", static_cast<size_t>(n)));
+          row_bytes += static_cast<size_t>(n);
+          break;
+        }
+        case SQLITE_BLOB: {
+          const auto* p = static_cast<const unsigned char*>(sqlite3_column_blob(st.s, i));
+          int n = sqlite3_column_bytes(st.s, i);
+          std::string hex = "x'";
+          for (int k = 0; k < n; ++k) hex += fmt::format("{:02x}", p[k]);
+          hex += "'";
+          row_bytes += hex.size();
+          row.emplace_back(std::move(hex));
+          break;
+        }
+        default:
+          row.emplace_back();
+          row_bytes += 1;
+      }
+    }
+    if (bytes + row_bytes > limits.max_bytes) {
+      r.truncated = true;
+      r.truncation = fmt::format("byte limit {}", limits.max_bytes);
+      break;
+    }
+    bytes += row_bytes;
+    r.table.rows.push_back(std::move(row));
+  }
+  return r;
+}
+
+}  // namespace jarvis::sql

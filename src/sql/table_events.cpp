@@ -1,0 +1,116 @@
+// events: every element of traceEvents, by uid. Rows are the event store
+// itself (row = uid): nothing is copied.
+#include "sql/table_source.h"
+
+namespace jarvis::sql {
+namespace {
+
+enum Col {
+  kUid,
+  kName,
+  kCategory,
+  kPhase,
+  kTs,
+  kDur,
+  kEnd,
+  kPid,
+  kTid,
+  kStream,
+  kDevice,
+  kCorrelation,
+  kExternalId,
+  kFlowId
+};
+
+TableSource bind_events(const QueryContext& ctx) {
+  const Trace& trace = ctx.trace();
+  TableSource s;
+  s.rows = trace.events.size();
+  s.key_column = kUid;
+  s.find_key = [n = s.rows](int64_t key) -> std::optional<size_t> {
+    if (key < 0 || static_cast<uint64_t>(key) >= n) return std::nullopt;
+    return static_cast<size_t>(key);
+  };
+  s.cell = [&trace](size_t row, int column, CellSink& out) {
+    const Event& e = trace.events[row];
+    switch (column) {
+      case kUid:
+        out.integer(static_cast<int64_t>(row));
+        break;
+      case kName:
+        out.text(trace.str(e.name), true);
+        break;
+      case kCategory:
+        out.text(trace.str(e.cat_name), true);
+        break;
+      case kPhase:
+        out.text(phase_text(e.ph), true);
+        break;
+      case kTs:
+        out.maybe_int(e.ts_ns);
+        break;
+      case kDur:
+        out.maybe_int(e.dur_ns);
+        break;
+      case kEnd:
+        if (e.has_ts() && e.has_dur())
+          out.integer(e.ts_ns + e.dur_ns);
+        else
+          out.null();
+        break;
+      case kPid:
+        out.proc_id(trace, trace.pid(e));
+        break;
+      case kTid:
+        out.proc_id(trace, trace.tid(e));
+        break;
+      case kStream:
+        out.maybe_int(trace.stream(e));
+        break;
+      case kDevice:
+        out.maybe_int(trace.device(e));
+        break;
+      case kCorrelation:
+        out.maybe_int(trace.correlation(e));
+        break;
+      case kExternalId:
+        out.maybe_int(trace.external_id(e));
+        break;
+      case kFlowId:
+        out.maybe_int(trace.flow_id(e));
+        break;
+      default:
+        out.null();
+    }
+  };
+  return s;
+}
+
+}  // namespace
+
+const TableDef& events_table() {
+  static const TableDef def{
+      "events",
+      "every trace event (traceEvents element), by uid; times in ns",
+      {{"uid", ColType::Integer, "event id: 0-based position in traceEvents (TraceLens UID)"},
+       {"name", ColType::Text, "event name"},
+       {"category", ColType::Text,
+        "Kineto cat: cpu_op, kernel, cuda_runtime, python_function, ..."},
+       {"phase", ColType::Text, "ph: X (complete), i (instant), s/f (flow), M (metadata)"},
+       {"ts", ColType::Integer, "start, ns on the trace clock"},
+       {"dur", ColType::Integer, "duration, ns (NULL for instants)"},
+       {"end", ColType::Integer, "ts + dur, ns"},
+       {"pid", ColType::Integer,
+        "process id (GPU events: the device; text when the trace names it)"},
+       {"tid", ColType::Integer,
+        "thread id (GPU events: the stream; text when the trace names it)"},
+       {"stream", ColType::Integer, "args.stream"},
+       {"device", ColType::Integer, "args.device"},
+       {"correlation", ColType::Integer, "args.correlation (links a launch to its GPU work)"},
+       {"external_id", ColType::Integer, "args['External id'] (links a cpu_op to its launches)"},
+       {"flow_id", ColType::Integer, "top-level id of flow events (ac2g / fwdbwd)"}},
+      bind_events};
+  return def;
+}
+
+}  // namespace jarvis::sql
