@@ -10,12 +10,29 @@
 namespace jarvis::cli {
 namespace {
 
+// The short source names of `info` and the Python API's Trace.source.
+std::string_view source_name(InputFormat format) {
+  switch (format) {
+    case InputFormat::KinetoJson:
+      return "kineto";
+    case InputFormat::RocprofJson:
+    case InputFormat::RocprofCsv:
+      return "rocprofv3";
+    case InputFormat::NsysSqlite:
+      return "nsys";
+    case InputFormat::Xplane:
+      return "xplane";
+  }
+  return "unknown";
+}
+
 void print_info(const Trace& trace, InputFormat format) {
   size_t counts[16] = {};
   for (const Event& e : trace.events) counts[static_cast<size_t>(e.cat)]++;
   fmt::print("trace:      {}\n", trace.path);
   fmt::print("platform:   {}\n", platform_name(trace.platform));
-  fmt::print("source:     {}\n", engine::input_format_name(format));
+  fmt::print("source:     {}\n", source_name(format));
+  fmt::print("format:     {}\n", engine::input_format_name(format));
   std::string gpu = trace.gpu_name();
   fmt::print("gpu:        {}\n", gpu.empty() ? "unknown" : gpu);
   fmt::print("events:     {}\n", trace.events.size());

@@ -120,7 +120,12 @@ LoadedInput load_non_kineto_input(const std::string& path, InputFormat format) {
 
 Trace load_any_trace(const std::string& path) {
   InputFormat format = detect_input_format(path);
-  if (format == InputFormat::KinetoJson) return load_trace(path);
+  // rocprofv3 output has kernels but no host ops: the commands that ask for
+  // a trace with ops get the Kineto loader's answer, which names the input
+  // and the commands that read it.
+  if (format == InputFormat::KinetoJson || format == InputFormat::RocprofJson ||
+      format == InputFormat::RocprofCsv)
+    return load_trace(path);
   return load_non_kineto_input(path, format).trace;
 }
 

@@ -44,8 +44,10 @@ struct LoadedInput {
 // cache, reads those) and for a file its format's reader refuses.
 LoadedInput load_non_kineto_input(const std::string& path, InputFormat format);
 
-// Any supported input as a Trace: Kineto through load_trace (snapshot cache
-// included), the others through their readers.
+// Any input with host ops as a Trace, for the commands that need them:
+// Kineto through load_trace (snapshot cache included), Nsight Systems and
+// XPlane through their readers; rocprofv3 output (kernels only) is refused
+// by load_trace with the commands that read it.
 Trace load_any_trace(const std::string& path);
 
 }  // namespace jarvis
