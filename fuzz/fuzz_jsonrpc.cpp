@@ -33,7 +33,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string_view input(reinterpret_cast<const char*>(data), size);
   auto session = server().new_session();
   jarvis::mcp::Emit emit = [](const nlohmann::json& message) {
-    // Every emitted message must serialize; ids are never null.
+    // Every emitted message must serialize.
     (void)message.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   };
   if (size > 0 && (data[0] & 1)) {
@@ -46,8 +46,15 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     size_t end = input.find('\n', start);
     if (end == std::string_view::npos) end = input.size();
     auto reply = session->handle_text(input.substr(start, end - start), emit);
-    if (reply && reply->is_object() && reply->contains("id") && (*reply)["id"].is_null())
-      __builtin_trap();
+    // JSON-RPC 2.0: a reply's id is null only when the request's id could not
+    // be read, i.e. on a parse error or an invalid request; never on a result.
+    if (reply && reply->is_object() && reply->contains("id") && (*reply)["id"].is_null()) {
+      const nlohmann::json& r = *reply;
+      bool error = r.contains("error") && r["error"].is_object() && r["error"].contains("code");
+      int code =
+          error && r["error"]["code"].is_number_integer() ? r["error"]["code"].get<int>() : 0;
+      if (!error || (code != -32700 && code != -32600)) __builtin_trap();
+    }
     start = end + 1;
   }
   return 0;

@@ -200,10 +200,13 @@ class Bridge {
                              {"aggregated_skipped", counts_.aggregated_skipped},
                              {"kernels_without_hlo_op", counts_.kernels_without_hlo_op},
                              {"kernels_without_correlation", counts_.kernels_without_correlation}};
-    trace_.top_level_json.emplace_back(std::string(kSourceKey), source.dump());
+    // Names in a protobuf are bytes: invalid UTF-8 is replaced, not thrown.
+    constexpr auto kReplace = nlohmann::json::error_handler_t::replace;
+    trace_.top_level_json.emplace_back(std::string(kSourceKey),
+                                       source.dump(-1, ' ', false, kReplace));
     if (!gpu_props_.is_null())
-      trace_.top_level_json.emplace_back("deviceProperties",
-                                         nlohmann::json::array({gpu_props_}).dump());
+      trace_.top_level_json.emplace_back(
+          "deviceProperties", nlohmann::json::array({gpu_props_}).dump(-1, ' ', false, kReplace));
     trace_.shrink_side_tables();
   }
 
