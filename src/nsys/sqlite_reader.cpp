@@ -259,6 +259,20 @@ void read_kernels(Reader& r, Export& ex, const std::string& schema) {
   }
 }
 
+// The columns memcpy and memset rows share, selected first and in this order:
+// start, end, deviceId, streamId, correlationId, globalPid, bytes.
+MemoryOp memory_op_columns(Stmt& s) {
+  MemoryOp m;
+  m.start_ns = Reader::i64(s, 0);
+  m.end_ns = Reader::i64(s, 1);
+  m.device_id = Reader::i64(s, 2);
+  m.stream_id = Reader::i64(s, 3);
+  m.correlation_id = Reader::i64_or(s, 4, kNoInt);
+  m.global_pid = Reader::i64_or(s, 5, 0);
+  m.bytes = Reader::i64(s, 6);
+  return m;
+}
+
 void read_memory_ops(Reader& r, Export& ex, const std::string& schema) {
   if (r.has_table(kMemcpy)) {
     Stmt s = r.select(kMemcpy,
@@ -266,14 +280,7 @@ void read_memory_ops(Reader& r, Export& ex, const std::string& schema) {
                        "bytes", "copyKind", "?srcKind", "?dstKind"},
                       "", schema);
     while (r.step(s, "reading CUPTI_ACTIVITY_KIND_MEMCPY")) {
-      MemoryOp m;
-      m.start_ns = Reader::i64(s, 0);
-      m.end_ns = Reader::i64(s, 1);
-      m.device_id = Reader::i64(s, 2);
-      m.stream_id = Reader::i64(s, 3);
-      m.correlation_id = Reader::i64_or(s, 4, kNoInt);
-      m.global_pid = Reader::i64_or(s, 5, 0);
-      m.bytes = Reader::i64(s, 6);
+      MemoryOp m = memory_op_columns(s);
       m.copy_kind = static_cast<int>(Reader::i64(s, 7));
       m.src_kind = static_cast<int>(Reader::i64_or(s, 8, -1));
       m.dst_kind = static_cast<int>(Reader::i64_or(s, 9, -1));
@@ -286,14 +293,7 @@ void read_memory_ops(Reader& r, Export& ex, const std::string& schema) {
                        "bytes", "?memKind"},
                       "", schema);
     while (r.step(s, "reading CUPTI_ACTIVITY_KIND_MEMSET")) {
-      MemoryOp m;
-      m.start_ns = Reader::i64(s, 0);
-      m.end_ns = Reader::i64(s, 1);
-      m.device_id = Reader::i64(s, 2);
-      m.stream_id = Reader::i64(s, 3);
-      m.correlation_id = Reader::i64_or(s, 4, kNoInt);
-      m.global_pid = Reader::i64_or(s, 5, 0);
-      m.bytes = Reader::i64(s, 6);
+      MemoryOp m = memory_op_columns(s);
       m.dst_kind = static_cast<int>(Reader::i64_or(s, 7, -1));
       ex.memsets.push_back(m);
     }

@@ -299,11 +299,11 @@ int64_t collective_count(const RunData& run);
 // is the mean ProfilerStep#N duration of the config's runs; without steps
 // the trace window's total_time stands for one step (said in `how`).
 struct Normalisation {
-  std::string unit;      // "sample" | "token" | "step" | "trace window"
-  std::string how;       // e.g. "mean ProfilerStep time / batch (field bs)"
+  std::string unit;  // "sample" | "token" | "step" | "trace window"
+  std::string how;   // e.g. "mean ProfilerStep time / batch (field bs)"
   double units_per_step = std::numeric_limits<double>::quiet_NaN();
-  double step_ms = std::numeric_limits<double>::quiet_NaN();  // NaN without steps
-  double steps = 0;      // mean steps per run
+  double step_ms = std::numeric_limits<double>::quiet_NaN();   // NaN without steps
+  double steps = 0;                                            // mean steps per run
   double value_ms = std::numeric_limits<double>::quiet_NaN();  // ms per unit
 };
 Normalisation normalise(const Sweep& sweep, const std::vector<const Run*>& runs);

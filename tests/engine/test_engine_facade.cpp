@@ -36,7 +36,7 @@ const std::set<std::string> kCliOnlyHeaders = {"scaleout/scaleout.h", "scaleout/
 const char* const kInternalNamespaces[] = {
     "analysis", "categories", "charts", "collectives", "compare", "critical_path", "explore",
     "frame",    "insights",   "perf",   "replay",      "report",  "rocprof",       "session",
-    "sweep",    "numpy",      "stats",  "memory",      "nsys",  "xplane", "sql"};
+    "sweep",    "numpy",      "stats",  "memory",      "nsys",    "xplane",        "sql"};
 
 std::vector<fs::path> caller_files() {
   std::vector<fs::path> files;

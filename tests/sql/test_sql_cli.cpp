@@ -11,25 +11,13 @@
 
 #include "golden.h"
 #include "test_analysis_support.h"
+#include "test_loader_support.h"
 
 namespace {
 
-struct Run {
-  int exit_code = -1;
-  std::string out;  // stdout and stderr
-};
-
-Run jarvis_cli(const std::string& args) {
-  Run r;
-  std::string cmd = std::string(JARVIS_BINARY) + " --no-cache " + args + " 2>&1";
-  FILE* p = popen(cmd.c_str(), "r");
-  REQUIRE(p);
-  char buf[4096];
-  size_t n;
-  while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
-  int status = pclose(p);
-  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  return r;
+// The shared runner (test_loader_support.h), without the trace cache.
+jarvis::loader_test::CliResult jarvis_cli(const std::string& args) {
+  return jarvis::loader_test::run_jarvis("--no-cache " + args);
 }
 
 }  // namespace
@@ -40,8 +28,9 @@ TEST_SUITE("sql") {
     std::string trace =
         jarvis::golden::shared_dir() + "/nccl/hta_allreduce_2ranks_rank0/trace.json.gz";
     std::string out = dir.path + "/steps.csv";
-    Run r = jarvis_cli("sql " + trace +
-                       " \"SELECT step, name FROM steps ORDER BY step\" --format csv --out " + out);
+    auto r =
+        jarvis_cli("sql " + trace +
+                   " \"SELECT step, name FROM steps ORDER BY step\" --format csv --out " + out);
     CHECK(r.exit_code == 0);
     std::ifstream in(out);
     std::stringstream text;
@@ -49,7 +38,7 @@ TEST_SUITE("sql") {
     CHECK(text.str() == "step,name\n4,ProfilerStep#4\n5,ProfilerStep#5\n6,ProfilerStep#6\n");
     r = jarvis_cli("sql " + trace + " \"ATTACH '/etc/passwd' AS x\"");
     CHECK(r.exit_code == 1);
-    CHECK(r.out.find("not allowed: ATTACH") != std::string::npos);
+    CHECK(r.output.find("not allowed: ATTACH") != std::string::npos);
     std::string copy = dir.path + "/t.json.gz";
     std::filesystem::copy_file(trace, copy);
     auto size = std::filesystem::file_size(copy);
