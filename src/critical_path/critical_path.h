@@ -49,15 +49,16 @@ enum class NodeKind : uint8_t {
 };
 
 enum class EdgeKind : uint8_t {
-  HostSeq,      // next call on the same host thread
-  Launch,       // runtime call start -> GPU op start
-  Stream,       // previous op on the same stream
-  Sync,         // GPU op end -> return of a synchronising call
-  CrossStream,  // inferred wait of one stream on another
-  EventWait,    // recorded wait (cudaStreamWaitEvent on a cudaEventRecord)
-  CollArrive,   // rank's arrival -> instance join
-  CollDone,     // join -> rank's kernel end
-  IterEnd,      // a rank's step end -> the iteration's end
+  HostSeq,       // next call on the same host thread
+  HostHandover,  // launching moved to another host thread (autograd's engine thread)
+  Launch,        // runtime call start -> GPU op start
+  Stream,        // previous op on the same stream
+  Sync,          // GPU op end -> return of a synchronising call
+  CrossStream,   // inferred wait of one stream on another
+  EventWait,     // recorded wait (cudaStreamWaitEvent on a cudaEventRecord)
+  CollArrive,    // rank's arrival -> instance join
+  CollDone,      // join -> rank's kernel end
+  IterEnd,       // a rank's step end -> the iteration's end
 };
 
 // What a node's time (or an edge's lag) is charged to.
@@ -85,9 +86,11 @@ struct Edge {
   uint32_t label = 0;       // what the lag is charged to when on the path
 };
 
-// How the iterations were found: ProfilerStep#N annotations, a repeating
-// launch sequence (when no rank has ProfilerStep), or none (the whole trace).
+// How the iterations were found: ProfilerStep#N annotations, the optimizer's
+// `Optimizer.step#` annotations or a repeating launch sequence (when no rank
+// has ProfilerStep), or none (the whole trace).
 inline constexpr const char* kFromProfilerStep = "profiler_step";
+inline constexpr const char* kFromOptimizerStep = "optimizer_step";
 inline constexpr const char* kFromDetectedRepeats = "detected_repeats";
 inline constexpr const char* kFromWholeTrace = "whole_trace";
 
@@ -145,6 +148,28 @@ struct Repeats {
 // sequence does not repeat (fewer than two copies, or copies that cover less
 // than 90% of it, or launches outside them that never occur inside one).
 std::optional<Repeats> detect_repeats(const Trace& trace, const CallTree& tree);
+
+// Iteration bounds found without ProfilerStep#N: where each iteration begins
+// (a time on a host thread) and where the last one ends (none: with the trace).
+struct StepMark {
+  double ts = 0;
+  ProcId pid, tid;
+};
+struct StepBounds {
+  std::vector<StepMark> starts;
+  std::optional<StepMark> end;
+  std::string source;  // kFromOptimizerStep or kFromDetectedRepeats
+};
+
+// A training loop's steps from torch.optim's `Optimizer.step#<Class>.step`
+// annotations (written for every optimizer step the profiler records): an
+// iteration ends where a step's host annotation ends and the next begins
+// there; the first begins at the first cpu_op of the step's thread. nullopt
+// when the trace has no such annotation or they are spread over threads.
+std::optional<StepBounds> optimizer_step_bounds(const Trace& trace);
+// The same bounds from launch-sequence repeats: each copy's first launch call
+// begins an iteration, the launch after the last copy ends it.
+StepBounds repeat_bounds(const Trace& trace, const Repeats& repeats);
 
 struct RankInput {
   const Trace* trace = nullptr;

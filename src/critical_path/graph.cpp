@@ -84,14 +84,15 @@ class Builder {
 class RankBuilder {
  public:
   RankBuilder(Builder& b, const RankInput& in, int64_t rank, double offset,
-              const std::vector<collectives::CollectiveInstance>& colls, const Repeats* repeats)
-      : b_(b), trace_(*in.trace), tree_(*in.tree), rank_(rank), off_(offset), repeats_(repeats) {
+              const std::vector<collectives::CollectiveInstance>& colls, const StepBounds* bounds)
+      : b_(b), trace_(*in.trace), tree_(*in.tree), rank_(rank), off_(offset), bounds_(bounds) {
     for (const auto& c : colls) coll_[c.kernel.uid] = &c;
   }
 
   void build() {
     add_gpu_ops();
     add_host_threads();
+    add_thread_handovers();
     add_launch_edges();
     add_step_gpu_ends();
     add_sync_edges();
@@ -217,30 +218,25 @@ class RankBuilder {
         steps.push_back(std::move(s));
       }
     }
-    if (repeats_) add_detected_steps();
+    if (bounds_) add_detected_steps();
     for (auto& [key, items] : threads) chain(items);
   }
 
-  // Iterations found as repeats of the launch sequence: a step marker before
-  // each iteration's first launch call, on that call's thread; the last
-  // iteration ends before the launch that follows it, or with the trace.
+  // Iterations found without ProfilerStep (optimizer steps, launch repeats):
+  // a step marker where each begins, on that thread; each ends where the next
+  // begins, the last one at its own end mark or with the trace.
   void add_detected_steps() {
-    const Repeats& r = *repeats_;
-    std::vector<std::pair<double, std::pair<ProcId, ProcId>>> bounds;
-    for (Uid uid : r.starts) {
-      const Event& e = trace_.events[uid];
-      bounds.push_back({e.ts() + off_, {trace_.pid(e), trace_.tid(e)}});
-    }
+    const StepBounds& r = *bounds_;
     for (size_t k = 0; k < r.starts.size(); ++k) {
       const std::string name = fmt::format("iteration#{}", k);
       uint32_t lbl = b_.label(rank_, name, "", "host_gap");
-      Step s{name, b_.node(NodeKind::StepStart, rank_, bounds[k].first, 0, kNoUid, lbl), 0, {}};
-      threads_[bounds[k].second].push_back({bounds[k].first, 1, s.start, s.start, kNoUid});
-      if (k + 1 < r.starts.size() || r.after != kNoUid) {
-        const Event& next = trace_.events[k + 1 < r.starts.size() ? r.starts[k + 1] : r.after];
-        s.end = b_.node(NodeKind::StepEnd, rank_, next.ts() + off_, 0, kNoUid, lbl);
-        threads_[{trace_.pid(next), trace_.tid(next)}].push_back(
-            {next.ts() + off_, 0, s.end, s.end, kNoUid});
+      const StepMark& begin = r.starts[k];
+      Step s{name, b_.node(NodeKind::StepStart, rank_, begin.ts + off_, 0, kNoUid, lbl), 0, {}};
+      threads_[{begin.pid, begin.tid}].push_back({begin.ts + off_, 1, s.start, s.start, kNoUid});
+      if (k + 1 < r.starts.size() || r.end) {
+        const StepMark& next = k + 1 < r.starts.size() ? r.starts[k + 1] : *r.end;
+        s.end = b_.node(NodeKind::StepEnd, rank_, next.ts + off_, 0, kNoUid, lbl);
+        threads_[{next.pid, next.tid}].push_back({next.ts + off_, 0, s.end, s.end, kNoUid});
       } else {
         double hi = -1e300;
         for (const Node& n : b_.g.nodes)
@@ -265,6 +261,63 @@ class RankBuilder {
               b_.label(rank_, op_of(about), "", "host_gap"));
     }
     if (!items.empty()) tails.push_back(items.back().last);
+  }
+
+  // Launching moves between host threads without a recorded link: the main
+  // thread calls loss.backward() and autograd's engine thread launches the
+  // backward pass, then the main thread resumes with the optimizer. Where the
+  // merged launch order switches from one thread's run of launches to
+  // another's (two or more launches each, the second run starting after the
+  // first ended), the second waited for the first: a hand-over edge with the
+  // measured gap. Without it a thread's first call would stay where it was
+  // and the main thread's wait would read as its own host gap.
+  void add_thread_handovers() {
+    struct Launch {
+      double start, end;
+      size_t thread;
+    };
+    std::vector<Launch> launches;
+    std::vector<const std::vector<HostItem>*> items_of;
+    for (const auto& [key, items] : threads_) {
+      for (const HostItem& it : items)
+        if (it.uid != kNoUid && !tree_.gpu_events(it.uid).empty())
+          launches.push_back(
+              {b_.g.nodes[it.first].start, b_.g.nodes[it.last].end(), items_of.size()});
+      items_of.push_back(&items);
+    }
+    std::stable_sort(launches.begin(), launches.end(),
+                     [](const Launch& a, const Launch& c) { return a.start < c.start; });
+    constexpr size_t kMinRun = 2;
+    size_t run_start = 0;
+    std::optional<std::pair<size_t, size_t>> previous;  // [begin, end) of the previous run
+    for (size_t k = 1; k <= launches.size(); ++k) {
+      if (k < launches.size() && launches[k].thread == launches[run_start].thread) continue;
+      if (previous && previous->second - previous->first >= kMinRun && k - run_start >= kMinRun)
+        handover(*items_of[launches[previous->first].thread], launches[previous->second - 1].end,
+                 *items_of[launches[run_start].thread], launches[run_start].start);
+      previous = std::make_pair(run_start, k);
+      run_start = k;
+    }
+  }
+
+  // The hand-over itself: from the first thread's last call before the
+  // second thread's first call (launch or not: the main thread resumes with
+  // cudaStreamIsCapturing) after the first thread's last launch.
+  void handover(const std::vector<HostItem>& from, double from_launch_end,
+                const std::vector<HostItem>& to, double to_launch_start) {
+    auto start_of = [&](const HostItem& it) { return b_.g.nodes[it.first].start; };
+    auto target = std::find_if(to.begin(), to.end(), [&](const HostItem& it) {
+      return start_of(it) >= from_launch_end && start_of(it) <= to_launch_start;
+    });
+    if (target == to.end()) return;
+    const double at = start_of(*target);
+    const HostItem* source = nullptr;
+    for (const HostItem& it : from)
+      if (b_.g.nodes[it.last].end() <= at) source = &it;
+    if (!source) return;
+    const Uid about = target->uid != kNoUid ? target->uid : source->uid;
+    b_.edge(source->last, target->first, EdgeKind::HostHandover, false,
+            at - b_.g.nodes[source->last].end(), b_.label(rank_, op_of(about), "", "host_gap"));
   }
 
   void add_launch_edges() {
@@ -484,7 +537,7 @@ class RankBuilder {
   const CallTree& tree_;
   int64_t rank_;
   double off_;
-  const Repeats* repeats_;
+  const StepBounds* bounds_;
   uint32_t open_end_ = kNone;
   std::map<std::pair<ProcId, ProcId>, std::vector<HostItem>> threads_;
   std::unordered_map<Uid, const collectives::CollectiveInstance*> coll_;
@@ -589,7 +642,8 @@ void calibrate(Graph& g) {
     for (uint32_t k = g.in_off[n]; k < g.in_off[n + 1]; ++k) {
       const Edge& e = g.edges[g.in_edges[k]];
       const Edge& b = g.edges[best];
-      if (anchor(e) + e.intrinsic > anchor(b) + b.intrinsic) best = g.in_edges[k];
+      if (detail::binds_instead(e, anchor(e) + e.intrinsic, b, anchor(b) + b.intrinsic))
+        best = g.in_edges[k];
     }
     for (uint32_t k = g.in_off[n]; k < g.in_off[n + 1]; ++k) {
       Edge& e = g.edges[g.in_edges[k]];
@@ -813,6 +867,107 @@ std::optional<Repeats> detect_repeats(const Trace& trace, const CallTree& tree) 
   return r;
 }
 
+StepBounds repeat_bounds(const Trace& trace, const Repeats& repeats) {
+  StepBounds out;
+  out.source = kFromDetectedRepeats;
+  auto mark = [&](Uid uid) {
+    const Event& e = trace.events[uid];
+    return StepMark{e.ts(), trace.pid(e), trace.tid(e)};
+  };
+  for (Uid uid : repeats.starts) out.starts.push_back(mark(uid));
+  if (repeats.after != kNoUid) out.end = mark(repeats.after);
+  return out;
+}
+
+std::optional<StepBounds> optimizer_step_bounds(const Trace& trace) {
+  std::vector<Uid> steps;
+  for (Uid u = 0; u < trace.events.size(); ++u) {
+    const Event& e = trace.events[u];
+    if (e.cat == Cat::UserAnnotation && e.has_ts() && e.has_dur() &&
+        trace.name(u).starts_with("Optimizer.step#"))
+      steps.push_back(u);
+  }
+  if (steps.empty()) return std::nullopt;
+  const Event& first_step = trace.events[steps.front()];
+  const ProcId pid = trace.pid(first_step), tid = trace.tid(first_step);
+  for (Uid u : steps)  // one loop: every step on one thread, none inside another
+    if (trace.pid(trace.events[u]) != pid || trace.tid(trace.events[u]) != tid) return std::nullopt;
+  std::sort(steps.begin(), steps.end(),
+            [&](Uid a, Uid c) { return trace.events[a].ts() < trace.events[c].ts(); });
+  for (size_t k = 1; k < steps.size(); ++k)
+    if (trace.events[steps[k]].ts() < trace.events[steps[k - 1]].end()) return std::nullopt;
+  // The first iteration begins with the thread's first op (a stray runtime
+  // call of the profiler's own set-up before it is not the loop's).
+  double first_op = trace.events[steps.front()].ts();
+  for (Uid u = 0; u < trace.events.size(); ++u) {
+    const Event& e = trace.events[u];
+    if ((e.cat == Cat::CpuOp || e.cat == Cat::UserAnnotation) && e.has_ts() &&
+        trace.pid(e) == pid && trace.tid(e) == tid)
+      first_op = std::min(first_op, e.ts());
+  }
+  StepBounds out;
+  out.source = kFromOptimizerStep;
+  out.starts.push_back({first_op, pid, tid});
+  for (size_t k = 0; k + 1 < steps.size(); ++k)
+    out.starts.push_back({trace.events[steps[k]].end(), pid, tid});
+  out.end = StepMark{trace.events[steps.back()].end(), pid, tid};
+  // A window that opened inside an iteration leaves a first piece much
+  // shorter than the steps after it: not an iteration.
+  if (out.starts.size() >= 3) {
+    std::vector<double> later;
+    for (size_t k = 1; k < out.starts.size(); ++k)
+      later.push_back((k + 1 < out.starts.size() ? out.starts[k + 1].ts : out.end->ts) -
+                      out.starts[k].ts);
+    std::nth_element(later.begin(), later.begin() + static_cast<long>(later.size() / 2),
+                     later.end());
+    const double median = later[later.size() / 2];
+    if (out.starts[1].ts - out.starts[0].ts < 0.5 * median) out.starts.erase(out.starts.begin());
+  }
+  return out;
+}
+
+namespace {
+
+bool same_count(const std::vector<std::optional<StepBounds>>& bounds) {
+  return std::all_of(bounds.begin(), bounds.end(), [&](const auto& r) {
+    return r && r->starts.size() == bounds.front()->starts.size();
+  });
+}
+
+// Iteration bounds of ranks without ProfilerStep#N: the optimizer's steps
+// when every rank has as many, else launch-sequence repeats when every rank
+// has as many, else none (the whole trace).
+void detect_step_bounds(const std::vector<RankInput>& in,
+                        std::vector<std::optional<StepBounds>>& bounds, Graph& g) {
+  for (size_t k = 0; k < in.size(); ++k) bounds[k] = optimizer_step_bounds(*in[k].trace);
+  if (same_count(bounds)) {
+    g.iterations_source = kFromOptimizerStep;
+    g.notes.push_back(fmt::format(
+        "no ProfilerStep#N annotations: {} iteration(s) from the optimizer's Optimizer.step# "
+        "annotations (each ends where a step's host annotation ends)",
+        bounds.front()->starts.size()));
+    return;
+  }
+  std::vector<std::optional<Repeats>> repeats(in.size());
+  for (size_t k = 0; k < in.size(); ++k) repeats[k] = detect_repeats(*in[k].trace, *in[k].tree);
+  for (size_t k = 0; k < in.size(); ++k)
+    bounds[k] = repeats[k] ? std::optional(repeat_bounds(*in[k].trace, *repeats[k])) : std::nullopt;
+  if (same_count(bounds)) {
+    g.iterations_source = kFromDetectedRepeats;
+    g.notes.push_back(fmt::format(
+        "no ProfilerStep#N annotations: {} iterations detected as repeats of the launch "
+        "sequence ({} launches each, covering {:.1f}% of the launches{})",
+        repeats.front()->count, repeats.front()->period, 100.0 * repeats.front()->coverage,
+        in.size() > 1 ? " on the first rank" : ""));
+    return;
+  }
+  if (std::any_of(repeats.begin(), repeats.end(), [](const auto& r) { return r.has_value(); }))
+    g.notes.push_back("repeats of the launch sequence differ across ranks: not used as iterations");
+  for (auto& r : bounds) r.reset();
+}
+
+}  // namespace
+
 Graph build_graph(const std::vector<RankInput>& in) {
   if (in.empty()) throw CriticalPathError("no traces given");
   Builder b;
@@ -822,9 +977,9 @@ Graph build_graph(const std::vector<RankInput>& in) {
   std::vector<std::vector<Step>> steps;
   bool any_missing_steps = false;
   size_t launch_edges = 0, recorded = 0, unresolved = 0;
-  // Without ProfilerStep#N on any rank: repeats of the launch sequence, used
-  // when every rank shows the same number of them.
-  std::vector<std::optional<Repeats>> repeats(in.size());
+  // Without ProfilerStep#N on any rank: the optimizer's steps, else repeats of
+  // the launch sequence, used when every rank shows the same number of them.
+  std::vector<std::optional<StepBounds>> bounds(in.size());
   const bool no_steps = std::none_of(in.begin(), in.end(), [](const RankInput& r) {
     for (Uid u = 0; u < r.trace->events.size(); ++u)
       if (r.trace->events[u].cat == Cat::UserAnnotation &&
@@ -832,32 +987,13 @@ Graph build_graph(const std::vector<RankInput>& in) {
         return true;
     return false;
   });
-  if (no_steps) {
-    for (size_t k = 0; k < in.size(); ++k) repeats[k] = detect_repeats(*in[k].trace, *in[k].tree);
-    const bool agree = std::all_of(repeats.begin(), repeats.end(), [&](const auto& r) {
-      return r && r->count == repeats.front()->count;
-    });
-    if (agree) {
-      b.g.iterations_source = kFromDetectedRepeats;
-      b.g.notes.push_back(fmt::format(
-          "no ProfilerStep#N annotations: {} iterations detected as repeats of the launch "
-          "sequence ({} launches each, covering {:.1f}% of the launches{})",
-          repeats.front()->count, repeats.front()->period, 100.0 * repeats.front()->coverage,
-          in.size() > 1 ? " on the first rank" : ""));
-    } else {
-      if (std::any_of(repeats.begin(), repeats.end(), [](const auto& r) { return r.has_value(); }))
-        b.g.notes.push_back(
-            "repeats of the launch sequence differ across ranks: not used as iterations");
-      for (auto& r : repeats) r.reset();
-    }
-  }
+  if (no_steps) detect_step_bounds(in, bounds, b.g);
   for (size_t k = 0; k < in.size(); ++k) {
     const int64_t rank = ranks[k].rank;
     b.g.ranks.push_back(rank);
     const auto first = static_cast<uint32_t>(b.g.nodes.size());
-    auto rb =
-        std::make_unique<RankBuilder>(b, in[k], rank, b.g.clock_offset_us.at(rank),
-                                      ranks[k].instances, repeats[k] ? &*repeats[k] : nullptr);
+    auto rb = std::make_unique<RankBuilder>(b, in[k], rank, b.g.clock_offset_us.at(rank),
+                                            ranks[k].instances, bounds[k] ? &*bounds[k] : nullptr);
     rb->build();
     recorded += rb->recorded_waits;
     unresolved += rb->unresolved_waits;

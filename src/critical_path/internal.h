@@ -18,4 +18,14 @@ const char* edge_kind_name(EdgeKind kind);
 // the return from a synchronisation after the GPU finished.
 bool is_host_category(std::string_view category);
 
+// Whether edge `e`, reaching a node at `here`, binds instead of the edge
+// `current` reaching it at `there`: the later one binds; a hand-over explains
+// a thread's call as well as the thread's own previous call with the
+// measured gap does, and then the other thread's work it waited for binds.
+inline bool binds_instead(const Edge& e, double here, const Edge& current, double there) {
+  constexpr double kTieUs = 1e-6;
+  return here > there || (e.kind == EdgeKind::HostHandover && current.kind == EdgeKind::HostSeq &&
+                          here >= there - kTieUs);
+}
+
 }  // namespace jarvis::critical_path::detail

@@ -45,6 +45,8 @@ const char* edge_kind_name(EdgeKind kind) {
   switch (kind) {
     case EdgeKind::HostSeq:
       return "host_seq";
+    case EdgeKind::HostHandover:
+      return "host_handover";
     case EdgeKind::Launch:
       return "launch";
     case EdgeKind::Stream:
@@ -85,7 +87,9 @@ Schedule propagate(const Graph& g, const std::vector<double>& dur, const std::ve
       const Edge& e = g.edges[idx];
       if (!known[e.from]) continue;  // an edge of a broken cycle
       const double anchor = e.from_start ? s.start[e.from] : s.start[e.from] + dur[e.from];
-      if (anchor + lag[idx] > best) {
+      if (s.binding[node] == Schedule::kNone
+              ? anchor + lag[idx] > best
+              : detail::binds_instead(e, anchor + lag[idx], g.edges[s.binding[node]], best)) {
         best = anchor + lag[idx];
         s.binding[node] = idx;
       }

@@ -130,8 +130,8 @@ void remove_host_gaps(const Graph& g, std::vector<double>& lag, WhatIfResult& ou
   size_t n = 0;
   for (size_t k = 0; k < g.edges.size(); ++k) {
     const Edge& e = g.edges[k];
-    if (e.kind == EdgeKind::HostSeq && g.labels[e.label].category == "host_gap" && lag[k] > 0 &&
-        g.nodes[e.from].start >= first) {
+    if ((e.kind == EdgeKind::HostSeq || e.kind == EdgeKind::HostHandover) &&
+        g.labels[e.label].category == "host_gap" && lag[k] > 0 && g.nodes[e.from].start >= first) {
       lag[k] = 0.0;
       ++n;
     }

@@ -281,11 +281,37 @@ TEST_SUITE("critical_path") {
     auto with = cp::analyse(cp::load_graph({hta}).graph);
     REQUIRE(with.iterations.size() == 3);
     CHECK(with.iterations_source == "profiler_step");
+    // Without ProfilerStep the optimizer's steps bound the iterations; each
+    // ends where its Optimizer.step# annotation ends (or later, with the GPU
+    // work launched in it).
     auto without = cp::analyse(cp::load_graph({strip_profiler_steps(hta, tmp.path, "hta")}).graph);
-    CHECK(without.iterations_source == "detected_repeats");
-    CHECK(without.iterations.size() == with.iterations.size());
-    for (const auto& it : without.iterations)
-      CHECK(it.path_length_us == doctest::Approx(it.length_us).epsilon(1e-9));
+    CHECK(without.iterations_source == "optimizer_step");
+    REQUIRE(without.iterations.size() == with.iterations.size());
+    {
+      const jarvis::Trace raw = jarvis::load_trace(hta);
+      std::vector<double> step_ends;
+      for (jarvis::Uid u = 0; u < raw.events.size(); ++u)
+        if (raw.events[u].cat == jarvis::Cat::UserAnnotation &&
+            raw.name(u).starts_with("Optimizer.step#"))
+          step_ends.push_back(raw.events[u].end());
+      std::sort(step_ends.begin(), step_ends.end());
+      REQUIRE(step_ends.size() == without.iterations.size());
+      for (size_t k = 0; k < step_ends.size(); ++k) {
+        CAPTURE(k);
+        CHECK(without.iterations[k].end_us >= step_ends[k] - 1e-6);
+        if (k > 0) CHECK(without.iterations[k].start_us >= step_ends[k - 1] - 1e-6);
+      }
+    }
+    // Without either: three repeats of its launch sequence.
+    auto bare =
+        cp::analyse(cp::load_graph({strip_profiler_steps(hta, tmp.path, "hta_bare",
+                                                         {"ProfilerStep#", "Optimizer.step#"})})
+                        .graph);
+    CHECK(bare.iterations_source == "detected_repeats");
+    CHECK(bare.iterations.size() == with.iterations.size());
+    for (const auto* run : {&without, &bare})
+      for (const auto& it : run->iterations)
+        CHECK(it.path_length_us == doctest::Approx(it.length_us).epsilon(1e-9));
     // One ProfilerStep of a model whose layers repeat: the layers are not
     // iterations (the embedding and head launch kernels the layers never do).
     for (const char* name : {"h100_bert-small", "h100_falconsai-nsfw", "h100_qwen1.5-0.5b",

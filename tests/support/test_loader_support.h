@@ -146,15 +146,23 @@ struct EnvGuard {
 // A trace without ProfilerStep#N: the gzipped trace `src` with those
 // annotations removed, written as plain JSON to dir/name.json. Throws with the
 // command when python3 fails.
+// A copy of a trace without the events whose names start with one of
+// `prefixes` (default: the ProfilerStep#N annotations).
 inline std::string strip_profiler_steps(const std::string& src, const std::string& dir,
-                                        const std::string& name) {
+                                        const std::string& name,
+                                        const std::vector<std::string>& prefixes = {
+                                            "ProfilerStep#"}) {
   const std::string out = dir + "/" + name + ".json";
-  const std::string cmd =
+  std::string cmd =
       "python3 -c \"import gzip, json, sys; d = json.load(gzip.open(sys.argv[1])); "
       "d['traceEvents'] = [e for e in d['traceEvents'] if not "
-      "str(e.get('name', '')).startswith('ProfilerStep#')]; json.dump(d, open(sys.argv[2], "
+      "str(e.get('name', '')).startswith(tuple(sys.argv[3:]))]; json.dump(d, open(sys.argv[2], "
       "'w'))\" " +
       shell_quote(src) + " " + shell_quote(out);
+  for (const std::string& p : prefixes) {
+    cmd += ' ';
+    cmd += shell_quote(p);
+  }
   if (std::system(cmd.c_str()) != 0) throw std::runtime_error("failed: " + cmd);
   return out;
 }
