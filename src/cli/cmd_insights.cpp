@@ -39,6 +39,9 @@ void print_insight(const engine::Insight& i, const engine::InsightContext& conte
                  i.scope == "trace" ? "the trace's GPU time" : "kernel time", i.recoverable_method,
                  shares);
   }
+  if (i.step_saving_us && i.scope != "trace")
+    fmt::print("    step what-if: {:.1f} us off the trace's iterations{}{}\n", *i.step_saving_us,
+               i.step_saving_note.empty() ? "" : "; ", i.step_saving_note);
   fmt::print("    model: {}\n    kernel: {}\n", i.action_model, i.action_kernel);
 }
 

@@ -29,6 +29,7 @@ constexpr NamedRule kRules[] = {
     {"elementwise_chain", rule_elementwise_chain},
     {"bandwidth_baseline", rule_bandwidth_baseline},
     {"foreach_optimizer", rule_foreach_optimizer},
+    {"fp32_cross_entropy", rule_fp32_cross_entropy},
     {"epilogue_fusion", rule_epilogue_fusion},
 };
 
@@ -123,9 +124,28 @@ Insight op_insight(const InsightContext& c, std::string_view rule, std::string c
 
 }  // namespace detail
 
+namespace {
+
+// The dependency graph of a one-trace job; none when the trace cannot give
+// one (no GPU work, no launches, a rank set that does not match).
+std::shared_ptr<const InsightContext::StepModel> build_step_model(const Trace& trace,
+                                                                  const CallTree& tree) {
+  try {
+    auto model = std::make_shared<InsightContext::StepModel>();
+    model->graph = critical_path::build_graph({{&trace, &tree, -1}});
+    if (model->graph.iterations.empty()) return nullptr;
+    model->measured = critical_path::analyse(model->graph);
+    return model;
+  } catch (const std::runtime_error&) {  // CriticalPathError, CollectiveError
+    return nullptr;                      // the rules fall back to the trace's own times
+  }
+}
+
+}  // namespace
+
 InsightContext make_context(const Trace& trace, const CallTree& tree, const GpuArch* arch,
                             const GpuTimeline* timeline) {
-  InsightContext c{trace, tree, arch, report::unified_perf_rows(trace, tree, arch), 0, {}, {}};
+  InsightContext c{trace, tree, arch, report::unified_perf_rows(trace, tree, arch), 0, {}, {}, {}};
   for (const auto& r : c.rows) c.total_kernel_time_us += r.kernel_time_us;
   if (timeline) {
     c.timeline = *timeline;
@@ -137,13 +157,60 @@ InsightContext make_context(const Trace& trace, const CallTree& tree, const GpuA
     }
   }
   c.gpu_name = trace.gpu_name();
+  c.step = build_step_model(trace, tree);
   return c;
+}
+
+size_t InsightContext::StepModel::host_bound_iterations() const {
+  return static_cast<size_t>(
+      std::count_if(measured.iterations.begin(), measured.iterations.end(),
+                    [](const auto& it) { return it.bound_by == critical_path::kBoundByHost; }));
 }
 
 std::vector<Insight> run_insights(const InsightContext& context) {
   std::vector<Insight> out;
   for (const auto& rule : kRules) rule.fn(context, out);
-  return claim_recoverable_time(context, std::move(out));
+  out = claim_recoverable_time(context, std::move(out));
+  size_step_savings(context, out);
+  return out;
+}
+
+void size_step_savings(const InsightContext& context, std::vector<Insight>& insights) {
+  if (!context.step) return;
+  const auto& model = *context.step;
+  const double iterations = static_cast<double>(model.measured.iterations.size());
+  const bool host_bound = 2 * model.host_bound_iterations() > model.measured.iterations.size();
+  for (Insight& i : insights) {
+    if (i.step_saving_us || !i.recoverable_us || i.scope == "trace") continue;
+    std::vector<Uid> gpu;
+    double gpu_time = 0;
+    for (Uid u : i.uids) {
+      if (context.trace.events[u].is_gpu())
+        gpu.push_back(u);
+      else
+        for (Uid g : context.tree.gpu_events(u)) gpu.push_back(g);
+    }
+    std::sort(gpu.begin(), gpu.end());
+    gpu.erase(std::unique(gpu.begin(), gpu.end()), gpu.end());
+    for (Uid g : gpu) gpu_time += std::max(0.0, context.trace.events[g].dur());
+    if (gpu.empty() || !(gpu_time > 0)) continue;
+    critical_path::Scenario change;
+    change.select.gpu_uids = gpu;
+    // The what-if takes positive factors: all of the time recovered is a
+    // nanosecond left.
+    constexpr double kSmallestFactor = 1e-6;
+    change.factor = std::clamp(1.0 - *i.recoverable_us / gpu_time, kSmallestFactor, 1.0);
+    const auto r = critical_path::what_if(model.graph, change);
+    i.step_saving_us =
+        std::max(0.0, r.measured_step_time_us - r.predicted_step_time_us) * iterations;
+    if (*i.step_saving_us < 0.5 * *i.recoverable_us)
+      i.step_saving_note =
+          host_bound ? fmt::format(
+                           "host-bound step ({} of {} iterations): reaches the step once "
+                           "the host-bound finding is fixed",
+                           model.host_bound_iterations(), model.measured.iterations.size())
+                     : "largely off the critical path (overlapped by other work)";
+  }
 }
 
 std::string_view recoverable_method_of(std::string_view rule) {
@@ -158,6 +225,8 @@ std::string_view recoverable_method_of(std::string_view rule) {
       {"elementwise_chain", "fused-traffic model"},
       {"bandwidth_baseline", "time above the trace's own bandwidth baseline"},
       {"foreach_optimizer", "fused-traffic model"},
+      {"fp32_cross_entropy",
+       "fused-loss traffic model: the casts' time and half the softmax passes'"},
       {"epilogue_fusion", "measured activation kernel time"},
   };
   auto it = methods.find(rule);
@@ -181,7 +250,8 @@ std::vector<Insight> claim_recoverable_time(const InsightContext& context,
   std::vector<std::string> idle_claimed_by;
   constexpr double kLowShare = 0.75;  // the fix closes 75 % of the gap (category impact model)
   for (Insight& i : insights) {
-    i.recoverable_method = std::string(recoverable_method_of(i.rule));
+    i.recoverable_method =
+        i.gain_method.empty() ? std::string(recoverable_method_of(i.rule)) : i.gain_method;
     if (!i.gain_upper_bound_us) continue;
     double bound = std::max(0.0, *i.gain_upper_bound_us);
     if (i.time_us > 0) bound = std::min(bound, i.time_us);  // never more than its own time
@@ -251,6 +321,8 @@ nlohmann::json to_json(const Insight& i) {
       {"recoverable_low_us",
        i.recoverable_low_us ? nlohmann::json(*i.recoverable_low_us) : nlohmann::json()},
       {"recoverable_method", i.recoverable_method},
+      {"step_saving_us", i.step_saving_us ? nlohmann::json(*i.step_saving_us) : nlohmann::json()},
+      {"step_saving_note", i.step_saving_note},
       {"shares_time_with", i.shares_time_with},
       {"action_model", i.action_model},
       {"action_kernel", i.action_kernel},

@@ -5,12 +5,14 @@
 // the workflow (Path A: change the model; Path B: tune the kernel).
 #pragma once
 
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "critical_path/critical_path.h"
 #include "perf/gpu_arch.h"
 #include "report/gpu_timeline.h"
 #include "report/perf_tables.h"
@@ -45,9 +47,20 @@ struct Insight {
   std::optional<double> recoverable_low_us, recoverable_us;
   std::string recoverable_method;
   std::vector<std::string> shares_time_with;  // rules ranked above that claim the same time
-  std::string action_model;                   // Path A
-  std::string action_kernel;                  // Path B
-  std::string verify;                         // how to check it before repeating it
+  // What the bound stands on when the rule sized it its own way (e.g. a
+  // what-if on the dependency graph); "" uses the rule's usual method.
+  std::string gain_method;
+  // The step-time saving the critical path's what-if predicts for this fix
+  // (the finding's GPU work shortened by its recoverable time; for a host
+  // finding, no host gaps), summed over the trace's iterations like the
+  // recoverable time. Below the recoverable time where the work is off the
+  // critical path: a host-bound step absorbs GPU speed-ups until the host
+  // is fixed. Absent when no dependency graph could be built.
+  std::optional<double> step_saving_us;
+  std::string step_saving_note;  // why the step saving differs, in words
+  std::string action_model;      // Path A
+  std::string action_kernel;     // Path B
+  std::string verify;            // how to check it before repeating it
 };
 
 // What the rules read. Build once per trace (run_insights does).
@@ -59,6 +72,15 @@ struct InsightContext {
   double total_kernel_time_us = 0;      // sum over rows
   std::optional<GpuTimeline> timeline;  // absent when the trace has no GPU events
   std::string gpu_name;                 // from the trace
+  // The trace's dependency graph and its measured critical path (what
+  // bounds each iteration); null when no graph can be built (no launches,
+  // no GPU work).
+  struct StepModel {
+    critical_path::Graph graph;
+    critical_path::Analysis measured;
+    size_t host_bound_iterations() const;
+  };
+  std::shared_ptr<const StepModel> step;
 };
 
 // `timeline`: compute_gpu_timeline(trace, tree) when the caller has it already
@@ -69,6 +91,10 @@ InsightContext make_context(const Trace& trace, const CallTree& tree, const GpuA
 // Every rule over the context, its claims de-duplicated
 // (claim_recoverable_time); sorted by recoverable time (then time), largest first.
 std::vector<Insight> run_insights(const InsightContext& context);
+
+// Each finding's step-time saving from the what-if (Insight::step_saving_us);
+// nothing when the context has no step model. Part of run_insights.
+void size_step_savings(const InsightContext& context, std::vector<Insight>& insights);
 
 // The de-duplication pass of run_insights, on findings in any order: ranks
 // them by their own bound, then lets each claim only what is left of the

@@ -3,7 +3,11 @@
 // launch latency) sets the pace, not the GPU. Typical of decode steps and
 // small-batch inference; the fix is on the host side (CUDA/HIP graphs,
 // torch.compile with mode="reduce-overhead", fusing small ops).
+#include <algorithm>
+#include <optional>
+
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "insights/idle_breakdown.h"
 #include "insights/rules_internal.h"
@@ -32,6 +36,37 @@ size_t graph_capture_calls(const Trace& trace) {
   return calls;
 }
 
+// What the dependency graph says of a host-bound step: most iterations are
+// bound by the host, and an ideal host (no gaps between runtime calls, what
+// CUDA graphs approach) would shorten them.
+struct HostBound {
+  size_t host_iterations = 0, iterations = 0;
+  double step_us = 0, ideal_host_step_us = 0, saving_us = 0;  // saving: over all iterations
+  nlohmann::json host_ops = nlohmann::json::array();          // the host time on the path, by op
+};
+
+std::optional<HostBound> host_bound_step(const InsightContext& c) {
+  if (!c.step) return std::nullopt;
+  const auto& m = *c.step;
+  HostBound h;
+  h.iterations = m.measured.iterations.size();
+  h.host_iterations = m.host_bound_iterations();
+  if (h.iterations == 0 || 2 * h.host_iterations <= h.iterations) return std::nullopt;
+  critical_path::Scenario ideal;
+  ideal.remove_launch_gaps = true;
+  const auto r = critical_path::what_if(m.graph, ideal);
+  h.step_us = r.measured_step_time_us;
+  h.ideal_host_step_us = r.predicted_step_time_us;
+  h.saving_us = std::max(0.0, h.step_us - h.ideal_host_step_us) * static_cast<double>(h.iterations);
+  constexpr size_t kTopOps = 8;
+  for (const auto& k : m.measured.contributors) {
+    if (k.op.empty() || (k.category != "host_gap" && k.category != "host_runtime")) continue;
+    h.host_ops.push_back({{"op", k.op}, {"category", k.category}, {"time_per_step_us", k.time_us}});
+    if (h.host_ops.size() == kTopOps) break;
+  }
+  return h;
+}
+
 }  // namespace
 
 void rule_launch_bound(const InsightContext& c, std::vector<Insight>& out) {
@@ -46,7 +81,13 @@ void rule_launch_bound(const InsightContext& c, std::vector<Insight>& out) {
   if (kernels == 0) return;
   double idle_share = c.timeline->idle_time / c.timeline->total_time;
   double short_share = static_cast<double>(short_kernels) / static_cast<double>(kernels);
-  if (idle_share < kMinIdleShare || short_share < kMinShortShare) return;
+  const bool short_and_idle = idle_share >= kMinIdleShare && short_share >= kMinShortShare;
+  // A step the host bounds is launch-bound whatever its kernels' sizes
+  // (GPT-2 training: long backward GEMMs, a forward pass that waits for
+  // launches). Graph captures are judged below, before the path is asked.
+  const bool capture = graph_capture_calls(c.trace) > 0;
+  const std::optional<HostBound> host = capture ? std::nullopt : host_bound_step(c);
+  if (!short_and_idle && !(host && host->saving_us > 0)) return;
   Insight i;
   i.rule = "launch_bound";
   i.scope = "trace";
@@ -58,19 +99,19 @@ void rule_launch_bound(const InsightContext& c, std::vector<Insight>& out) {
       "Launch-bound: GPU idle {:.1f}% of {:.2f} ms; {} of {} kernels ({:.0f}%) run under {} us",
       100 * idle_share, c.timeline->total_time / 1e3, short_kernels, kernels, 100 * short_share,
       kShortKernelUs);
-  if (size_t capture = graph_capture_calls(c.trace); capture > 0) {
+  if (size_t capture_calls = graph_capture_calls(c.trace); capture_calls > 0) {
     // Context, not a saving: the same numbers, said for what they are.
     i.severity = "low";
     i.gain_upper_bound_us = 0.0;
     i.title = fmt::format(
         "Graph capture, not a steady-state step: GPU idle {:.1f}% of {:.2f} ms while the host "
         "records the graph ({} capture/instantiate calls)",
-        100 * idle_share, c.timeline->total_time / 1e3, capture);
+        100 * idle_share, c.timeline->total_time / 1e3, capture_calls);
     i.detail =
         "The trace recorded a CUDA/HIP graph capture: kernels are enqueued into the graph, "
         "not run step after step, so its idle time is a one-off capture cost and says nothing "
         "about launch overhead in serving. Profile the replay (after capture) to judge it.";
-    i.evidence = {{"graph_capture_calls", capture},
+    i.evidence = {{"graph_capture_calls", capture_calls},
                   {"kernels", kernels},
                   {"short_kernels", short_kernels},
                   {"idle_time_us", c.timeline->idle_time},
@@ -104,6 +145,32 @@ void rule_launch_bound(const InsightContext& c, std::vector<Insight>& out) {
                 {"total_time_us", c.timeline->total_time},
                 {"mean_kernel_us", c.timeline->busy_time / static_cast<double>(kernels)},
                 {"idle_breakdown", idle_breakdown_json(idle)}};
+  if (host) {
+    // Sized by the dependency graph: what an ideal host saves of the step.
+    i.gain_upper_bound_us = host->saving_us;
+    i.gain_method = "what-if on the dependency graph: no host gaps between runtime calls";
+    i.step_saving_us = host->saving_us;
+    i.severity = host->saving_us >= 0.2 * host->step_us * static_cast<double>(host->iterations)
+                     ? "high"
+                     : "medium";
+    std::vector<std::string> ops;  // by path time; host gap and runtime of one op once
+    for (const auto& o : host->host_ops)
+      if (std::find(ops.begin(), ops.end(), o["op"].get<std::string>()) == ops.end())
+        ops.push_back(o["op"].get<std::string>());
+    i.title = fmt::format(
+        "Host-bound step: {} of {} iterations wait for the host's launches (GPU idle {:.1f}%); "
+        "an ideal host cuts the step from {:.2f} to {:.2f} ms. Host time on the path: {}",
+        host->host_iterations, host->iterations, 100 * idle_share, host->step_us / 1e3,
+        host->ideal_host_step_us / 1e3, fmt::join(ops, ", "));
+    i.evidence["critical_path"] = {{"host_bound_iterations", host->host_iterations},
+                                   {"iterations", host->iterations},
+                                   {"step_time_us", host->step_us},
+                                   {"no_host_gaps_step_time_us", host->ideal_host_step_us},
+                                   {"host_ops_on_path", host->host_ops}};
+    i.detail +=
+        " The critical path runs through the host: GPU speed-ups are absorbed until "
+        "the host issues work faster.";
+  }
   i.action_model =
       "Capture the step in a CUDA/HIP graph (torch.cuda.graphs, torch.compile "
       "mode=\"reduce-overhead\") and fuse chains of small ops.";

@@ -24,6 +24,7 @@ void rule_elementwise_chain(const InsightContext& c, std::vector<Insight>& out);
 void rule_bandwidth_baseline(const InsightContext& c, std::vector<Insight>& out);
 void rule_foreach_optimizer(const InsightContext& c, std::vector<Insight>& out);
 void rule_epilogue_fusion(const InsightContext& c, std::vector<Insight>& out);
+void rule_fp32_cross_entropy(const InsightContext& c, std::vector<Insight>& out);
 
 namespace detail {
 

@@ -3,9 +3,14 @@
 // findings draft), on the real GPT-2 H100 trace.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <string>
+#include <vector>
+
+#include "insights/insights.h"
 
 #include "golden.h"
 #include "mcp_harness.h"
@@ -26,7 +31,7 @@ TEST_CASE("MCP insights: tool, ops_summary, gemm_roofline and analyze_category a
   // Every insight (a default result keeps to 16 KB and may list fewer).
   json all = h.tool_result(2, "insights", {{"trace", "t1"}, {"limit", 1000}});
   REQUIRE(all["insights"].size() > 0);
-  CHECK(all["rules"].size() == 11);
+  CHECK(all["rules"].size() == 12);
   size_t unaligned = 0;
   for (const auto& i : all["insights"]) unaligned += i["rule"] == "gemm_unaligned_dims";
   CHECK(unaligned >= 3);
@@ -83,4 +88,16 @@ TEST_CASE("MCP ops_summary: categories case-insensitive, unknown ones an error t
   CHECK(text.find("elementwise") != std::string::npos);
   // The server answers the next request.
   CHECK(h.tool_result(6, "ops_summary", {{"trace", "t1"}, {"top_n", 1}})["rows"].size() == 1);
+}
+
+TEST_CASE("MCP insights: the schema's rule filter lists every rule the engine runs") {
+  std::ifstream in(std::filesystem::path(JARVIS_SOURCE_DIR) / "tools_schema" / "insights.json");
+  REQUIRE(in);
+  const auto schema = nlohmann::json::parse(in);
+  std::vector<std::string> listed =
+      schema["inputSchema"]["properties"]["rule"]["enum"].get<std::vector<std::string>>();
+  std::vector<std::string> rules = jarvis::insights::rule_ids();
+  std::sort(listed.begin(), listed.end());
+  std::sort(rules.begin(), rules.end());
+  CHECK(listed == rules);
 }
