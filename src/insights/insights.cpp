@@ -30,6 +30,7 @@ constexpr NamedRule kRules[] = {
     {"bandwidth_baseline", rule_bandwidth_baseline},
     {"foreach_optimizer", rule_foreach_optimizer},
     {"fp32_cross_entropy", rule_fp32_cross_entropy},
+    {"unfused_rmsnorm", rule_unfused_rmsnorm},
     {"epilogue_fusion", rule_epilogue_fusion},
 };
 
@@ -107,6 +108,87 @@ double share_of(const InsightContext& c, double time_us) {
 std::string severity_by_share(double share) {
   constexpr double kHigh = 0.05, kMedium = 0.01;
   return share >= kHigh ? "high" : share >= kMedium ? "medium" : "low";
+}
+
+std::optional<std::vector<int64_t>> first_input_dims(const Trace& t, Uid op) {
+  const PyValue* dims = t.arg(op, "Input Dims");
+  if (!dims || !dims->is_seq() || dims->size() == 0 || !(*dims)[0].is_seq()) return std::nullopt;
+  std::vector<int64_t> out;
+  for (const PyValue& d : (*dims)[0].list) {
+    if (d.kind != PyValue::Kind::Int) return std::nullopt;
+    out.push_back(d.i);
+  }
+  return out;
+}
+
+std::string first_input_type(const Trace& t, Uid op) {
+  const PyValue* types = t.arg(op, "Input type");
+  if (!types || !types->is_seq() || types->size() == 0 || !(*types)[0].is_string()) return "";
+  return (*types)[0].s;
+}
+
+int64_t elements(const std::vector<int64_t>& dims) {
+  constexpr int64_t kAbsurd = int64_t{1} << 40;
+  int64_t n = 1;
+  for (int64_t d : dims) {
+    if (d < 0 || n > kAbsurd) return 0;
+    n *= d;
+  }
+  return n;
+}
+
+bool is_half_type(std::string_view recorded_type) {
+  return recorded_type == "c10::BFloat16" || recorded_type == "c10::Half";
+}
+
+std::vector<Uid> rows_holding(const InsightContext& c, const std::vector<Uid>& sorted_kernels) {
+  std::vector<Uid> rows;
+  for (const auto& row : c.rows)
+    for (Uid k : row.kernels)
+      if (std::binary_search(sorted_kernels.begin(), sorted_kernels.end(), k)) {
+        rows.push_back(row.uid);
+        break;
+      }
+  // Rows of one op (its forward and backward rows) share its UID: one pool.
+  std::sort(rows.begin(), rows.end());
+  rows.erase(std::unique(rows.begin(), rows.end()), rows.end());
+  return rows;
+}
+
+Siblings::Siblings(const InsightContext& c) : c_(c) {
+  for (Uid r : c.tree.cpu_root_nodes()) roots_[thread_of(r)].push_back(r);
+  for (auto& [key, v] : roots_) sort_by_ts(v);
+}
+
+Siblings::Level Siblings::of(Uid op, std::vector<Uid>& scratch) const {
+  const Uid parent = c_.tree.parent(op);
+  std::span<const Uid> ops;
+  if (parent == kNoUid) {
+    auto it = roots_.find(thread_of(op));
+    if (it != roots_.end()) ops = it->second;
+  } else {
+    scratch.clear();
+    for (Uid k : c_.tree.children(parent))
+      if (c_.tree.cat(k) == Cat::CpuOp) scratch.push_back(k);
+    sort_by_ts(scratch);
+    ops = scratch;
+  }
+  const double ts = c_.trace.events[op].ts();
+  auto first = std::lower_bound(ops.begin(), ops.end(), ts,
+                                [&](Uid u, double t) { return c_.trace.events[u].ts() < t; });
+  for (auto it = first; it != ops.end() && c_.trace.events[*it].ts() == ts; ++it)
+    if (*it == op) return {ops, static_cast<size_t>(it - ops.begin())};
+  return {ops, std::nullopt};
+}
+
+std::pair<ProcId, ProcId> Siblings::thread_of(Uid u) const {
+  const Event& e = c_.trace.events[u];
+  return {c_.trace.pid(e), c_.trace.tid(e)};
+}
+
+void Siblings::sort_by_ts(std::vector<Uid>& v) const {
+  std::stable_sort(v.begin(), v.end(),
+                   [&](Uid a, Uid b) { return c_.trace.events[a].ts() < c_.trace.events[b].ts(); });
 }
 
 Insight op_insight(const InsightContext& c, std::string_view rule, std::string category,
@@ -203,13 +285,21 @@ void size_step_savings(const InsightContext& context, std::vector<Insight>& insi
     const auto r = critical_path::what_if(model.graph, change);
     i.step_saving_us =
         std::max(0.0, r.measured_step_time_us - r.predicted_step_time_us) * iterations;
-    if (*i.step_saving_us < 0.5 * *i.recoverable_us)
+    if (*i.step_saving_us >= 0.5 * *i.recoverable_us) continue;
+    const auto& after = r.predicted.iterations;
+    const auto host_after = std::count_if(after.begin(), after.end(), [](const auto& it) {
+      return it.bound_by == critical_path::kBoundByHost;
+    });
+    if (host_bound)
+      i.step_saving_note = fmt::format(
+          "host-bound step ({} of {} iterations): reaches the step once the host-bound finding "
+          "is fixed",
+          model.host_bound_iterations(), model.measured.iterations.size());
+    else if (2 * static_cast<size_t>(host_after) > after.size())
       i.step_saving_note =
-          host_bound ? fmt::format(
-                           "host-bound step ({} of {} iterations): reaches the step once "
-                           "the host-bound finding is fixed",
-                           model.host_bound_iterations(), model.measured.iterations.size())
-                     : "largely off the critical path (overlapped by other work)";
+          "the step turns host-bound: once the GPU catches up, the host's launches set it";
+    else
+      i.step_saving_note = "largely off the critical path (overlapped by other work)";
   }
 }
 
@@ -225,6 +315,8 @@ std::string_view recoverable_method_of(std::string_view rule) {
       {"elementwise_chain", "fused-traffic model"},
       {"bandwidth_baseline", "time above the trace's own bandwidth baseline"},
       {"foreach_optimizer", "fused-traffic model"},
+      {"unfused_rmsnorm",
+       "fused-norm model: the kernels' time above one read and one write at the HBM bandwidth"},
       {"fp32_cross_entropy",
        "fused-loss traffic model: the casts' time and half the softmax passes'"},
       {"epilogue_fusion", "measured activation kernel time"},

@@ -25,36 +25,6 @@ constexpr int64_t kMinElements = int64_t{1} << 24;
 // The fused loss: casts gone, softmax passes on half the bytes.
 constexpr double kSoftmaxTrafficSaved = 0.5;
 
-std::optional<std::vector<int64_t>> first_input_dims(const Trace& t, Uid u) {
-  const PyValue* dims = t.arg(u, "Input Dims");
-  if (!dims || !dims->is_seq() || dims->size() == 0 || !(*dims)[0].is_seq()) return std::nullopt;
-  std::vector<int64_t> out;
-  for (const PyValue& d : (*dims)[0].list) {
-    if (d.kind != PyValue::Kind::Int) return std::nullopt;
-    out.push_back(d.i);
-  }
-  return out;
-}
-
-std::string first_input_type(const Trace& t, Uid u) {
-  const PyValue* types = t.arg(u, "Input type");
-  if (!types || !types->is_seq() || types->size() == 0 || !(*types)[0].is_string()) return "";
-  return (*types)[0].s;
-}
-
-int64_t elements(const std::vector<int64_t>& dims) {
-  int64_t n = 1;
-  for (int64_t d : dims) {
-    if (d <= 0 || n > (int64_t{1} << 40)) return 0;
-    n *= d;
-  }
-  return n;
-}
-
-bool is_half(std::string_view type) {
-  return type == "c10::BFloat16" || type == "c10::Half";
-}
-
 // The trace's GEMMs run in half precision somewhere: autocast (or a
 // half-precision model) is on, so fp32 logits are a choice, not the model.
 std::string half_gemm_precision(const InsightContext& c) {
@@ -93,9 +63,9 @@ void rule_fp32_cross_entropy(const InsightContext& c, std::vector<Insight>& out)
     if (name != "aten::log_softmax" && name != "aten::_log_softmax") continue;
     const Uid parent = c.tree.parent(u);
     if (parent != kNoUid && t.name(parent).find("log_softmax") != std::string_view::npos) continue;
-    auto dims = first_input_dims(t, u);
-    if (!dims || dims->empty() || first_input_type(t, u) != "float") continue;
-    const int64_t n = elements(*dims);
+    auto dims = detail::first_input_dims(t, u);
+    if (!dims || dims->empty() || detail::first_input_type(t, u) != "float") continue;
+    const int64_t n = detail::elements(*dims);
     if (dims->back() < kMinClasses || n < kMinElements) continue;
     logits.emplace(n, *dims);
     add_subtree(c, u, forward);
@@ -115,9 +85,11 @@ void rule_fp32_cross_entropy(const InsightContext& c, std::vector<Insight>& out)
     const Uid parent = c.tree.parent(u);
     if (parent != kNoUid && (t.name(parent) == "aten::to" || t.name(parent) == "aten::_to_copy"))
       continue;
-    auto dims = first_input_dims(t, u);
-    const std::string type = first_input_type(t, u);
-    if (!dims || !logits.count(elements(*dims)) || (!is_half(type) && type != "float")) continue;
+    auto dims = detail::first_input_dims(t, u);
+    const std::string type = detail::first_input_type(t, u);
+    if (!dims || !logits.count(detail::elements(*dims)) ||
+        (!detail::is_half_type(type) && type != "float"))
+      continue;
     if (!c.tree.gpu_events(u).empty()) add_subtree(c, u, casts);
   }
   const double softmax_us = forward.us + backward.us;
@@ -128,14 +100,7 @@ void rule_fp32_cross_entropy(const InsightContext& c, std::vector<Insight>& out)
   std::sort(kernels.begin(), kernels.end());
   // The finding's ops are the perf rows holding its kernels, so that its
   // claim shares their pools with the other rules'.
-  std::set<Uid> rows;
-  for (const auto& row : c.rows)
-    for (Uid k : row.kernels)
-      if (std::binary_search(kernels.begin(), kernels.end(), k)) {
-        rows.insert(row.uid);
-        break;
-      }
-  std::vector<Uid> uids(rows.begin(), rows.end());
+  std::vector<Uid> uids = detail::rows_holding(c, kernels);
   if (uids.empty()) uids.assign(forward.ops.begin(), forward.ops.end());
   Insight i = detail::op_insight(c, "fp32_cross_entropy", "loss", uids, time_us);
   const auto& dims = logits.rbegin()->second;

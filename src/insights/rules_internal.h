@@ -2,6 +2,10 @@
 // defining a function of this signature, and one line in insights.cpp.
 #pragma once
 
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -25,6 +29,7 @@ void rule_bandwidth_baseline(const InsightContext& c, std::vector<Insight>& out)
 void rule_foreach_optimizer(const InsightContext& c, std::vector<Insight>& out);
 void rule_epilogue_fusion(const InsightContext& c, std::vector<Insight>& out);
 void rule_fp32_cross_entropy(const InsightContext& c, std::vector<Insight>& out);
+void rule_unfused_rmsnorm(const InsightContext& c, std::vector<Insight>& out);
 
 namespace detail {
 
@@ -63,6 +68,40 @@ std::string severity_by_share(double share);
 // evidence (and sets another severity where its rule ranks otherwise).
 Insight op_insight(const InsightContext& c, std::string_view rule, std::string category,
                    std::vector<Uid> uids, double time_us);
+// The recorded shape and dtype of an op's first input ("Input Dims"[0],
+// "Input type"[0]); nullopt / "" when the trace has none.
+std::optional<std::vector<int64_t>> first_input_dims(const Trace& t, Uid op);
+std::string first_input_type(const Trace& t, Uid op);
+// Element count of a shape (0 for a negative or absurd one).
+int64_t elements(const std::vector<int64_t>& dims);
+bool is_half_type(std::string_view recorded_type);  // c10::BFloat16 / c10::Half
+// The perf rows holding any of `kernels` (sorted): a finding about those
+// kernels names these rows, so that its claim shares their pools.
+std::vector<Uid> rows_holding(const InsightContext& c, const std::vector<Uid>& sorted_kernels);
+
+// The ops at one level of a thread, in time order: a parent's cpu_op
+// children, or the thread's root cpu_ops (an op under no other op; Python
+// frames are not in the call tree, so a model's aten ops are roots there).
+// Rules that read a formula written out op by op (RMSNorm, RoPE) walk these.
+class Siblings {
+ public:
+  explicit Siblings(const InsightContext& c);
+  // The level holding `op` (children lists are built into `scratch`, a
+  // thread's roots are returned in place) and op's position in it (nullopt
+  // when it is not there). Binary search by time: O(log n) per call on a
+  // thread with a million root ops.
+  struct Level {
+    std::span<const Uid> ops;
+    std::optional<size_t> at;
+  };
+  Level of(Uid op, std::vector<Uid>& scratch) const;
+  std::pair<ProcId, ProcId> thread_of(Uid u) const;
+
+ private:
+  void sort_by_ts(std::vector<Uid>& v) const;
+  const InsightContext& c_;
+  std::map<std::pair<ProcId, ProcId>, std::vector<Uid>> roots_;
+};
 
 }  // namespace detail
 }  // namespace jarvis::insights
