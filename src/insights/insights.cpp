@@ -31,6 +31,7 @@ constexpr NamedRule kRules[] = {
     {"foreach_optimizer", rule_foreach_optimizer},
     {"fp32_cross_entropy", rule_fp32_cross_entropy},
     {"unfused_rmsnorm", rule_unfused_rmsnorm},
+    {"unfused_rope", rule_unfused_rope},
     {"epilogue_fusion", rule_epilogue_fusion},
 };
 
@@ -317,6 +318,8 @@ std::string_view recoverable_method_of(std::string_view rule) {
       {"foreach_optimizer", "fused-traffic model"},
       {"unfused_rmsnorm",
        "fused-norm model: the kernels' time above one read and one write at the HBM bandwidth"},
+      {"unfused_rope",
+       "fused-rotary model: the kernels' time above one read and one write at the HBM bandwidth"},
       {"fp32_cross_entropy",
        "fused-loss traffic model: the casts' time and half the softmax passes'"},
       {"epilogue_fusion", "measured activation kernel time"},

@@ -321,7 +321,7 @@ TEST_CASE("insights: no arch, no GPU events: rules that need them say nothing") 
   auto ctx = in::make_context(t, tree, nullptr);
   CHECK_FALSE(ctx.timeline.has_value());
   CHECK(in::run_insights(ctx).empty());
-  CHECK(in::rule_ids().size() == 13);
+  CHECK(in::rule_ids().size() == 14);
 }
 
 namespace {
@@ -627,9 +627,8 @@ void check_recoverable_invariants(const std::string& path) {
     CHECK(*i.recoverable_low_us <= *i.recoverable_us);
     CHECK_FALSE(i.recoverable_method.empty());
     total += *i.recoverable_us;
-    if (i.scope == "trace" && std::none_of(i.uids.begin(), i.uids.end(), [&](jarvis::Uid u) {
-          return op_time.count(u) > 0;
-        }))
+    if (i.scope == "trace" && std::none_of(i.uids.begin(), i.uids.end(),
+                                           [&](jarvis::Uid u) { return op_time.count(u) > 0; }))
       idle_claimed += *i.recoverable_us;
   }
   // Replay the claims in the order they are made (by the rules' own bounds),
@@ -943,4 +942,52 @@ TEST_CASE("insights: Qwen (real) runs RMSNorm unfused, counted from its module f
   Trace g = jarvis::load_trace(jarvis::golden::shared_dir() + "/hw_pairs/gpt2_train/h100.json.gz");
   CallTree gtree(g);
   CHECK(of_rule(in::run_insights(in::make_context(g, gtree, &arch)), "unfused_rmsnorm").empty());
+}
+
+TEST_CASE("insights: Qwen (real) applies RoPE with rotate_half, counted from its Python frames") {
+  // From the raw events: the kernels launched inside the
+  // `apply_rotary_pos_emb` frames (q and k, once per layer).
+  const std::string path =
+      jarvis::golden::shared_dir() + "/conformance/h100_qwen1.5-0.5b/trace.json.gz";
+  Trace t = jarvis::load_trace(path);
+  std::vector<const jarvis::Event*> frames;
+  std::map<int64_t, const jarvis::Event*> launch_of;
+  for (jarvis::Uid u = 0; u < t.events.size(); ++u) {
+    const auto& e = t.events[u];
+    if (e.is_runtime()) launch_of[t.correlation(e)] = &e;
+    if (e.cat == jarvis::Cat::PythonFunction &&
+        t.name(u).find("): apply_rotary_pos_emb") != std::string_view::npos)
+      frames.push_back(&e);
+  }
+  size_t kernels = 0;
+  double time_us = 0;
+  for (const auto& e : t.events) {
+    if (!e.is_gpu()) continue;
+    auto it = launch_of.find(t.correlation(e));
+    if (it == launch_of.end()) continue;
+    for (const auto* f : frames)
+      if (f->thread == it->second->thread && it->second->ts() >= f->ts() &&
+          it->second->ts() < f->end()) {
+        ++kernels;
+        time_us += e.dur();
+        break;
+      }
+  }
+  REQUIRE(frames.size() == 24);
+  CallTree tree(t);
+  auto arch = jarvis::perf::load_gpu_arch("H100");
+  auto found = of_rule(in::run_insights(in::make_context(t, tree, &arch)), "unfused_rope");
+  REQUIRE(found.size() == 1);
+  const auto& i = found.front();
+  CHECK(i.evidence["applications"] == 2 * frames.size());  // q and k
+  CHECK(i.evidence["kernels"] == kernels);
+  CHECK(i.time_us == Approx(time_us).epsilon(1e-9));
+  CHECK(i.evidence["dims"] == nlohmann::json({16, 16, 559, 64}));
+  const double bytes = 48.0 * 2 * 2 * 16 * 16 * 559 * 64;
+  CHECK(i.gain_upper_bound_us.value() ==
+        Approx(time_us - bytes / (arch.mem_bw_gbps * 1e3)).epsilon(1e-9));
+  // GPT-2 has learned positions: no rotary finding.
+  Trace g = jarvis::load_trace(jarvis::golden::shared_dir() + "/hw_pairs/gpt2_train/h100.json.gz");
+  CallTree gtree(g);
+  CHECK(of_rule(in::run_insights(in::make_context(g, gtree, &arch)), "unfused_rope").empty());
 }
