@@ -32,6 +32,7 @@ constexpr NamedRule kRules[] = {
     {"fp32_cross_entropy", rule_fp32_cross_entropy},
     {"unfused_rmsnorm", rule_unfused_rmsnorm},
     {"unfused_rope", rule_unfused_rope},
+    {"kv_cache_cat", rule_kv_cache_cat},
     {"epilogue_fusion", rule_epilogue_fusion},
 };
 
@@ -320,6 +321,7 @@ std::string_view recoverable_method_of(std::string_view rule) {
        "fused-norm model: the kernels' time above one read and one write at the HBM bandwidth"},
       {"unfused_rope",
        "fused-rotary model: the kernels' time above one read and one write at the HBM bandwidth"},
+      {"kv_cache_cat", "measured cat kernel time, its share that copies the old cache"},
       {"fp32_cross_entropy",
        "fused-loss traffic model: the casts' time and half the softmax passes'"},
       {"epilogue_fusion", "measured activation kernel time"},

@@ -321,7 +321,7 @@ TEST_CASE("insights: no arch, no GPU events: rules that need them say nothing") 
   auto ctx = in::make_context(t, tree, nullptr);
   CHECK_FALSE(ctx.timeline.has_value());
   CHECK(in::run_insights(ctx).empty());
-  CHECK(in::rule_ids().size() == 14);
+  CHECK(in::rule_ids().size() == 15);
 }
 
 namespace {
@@ -990,4 +990,80 @@ TEST_CASE("insights: Qwen (real) applies RoPE with rotate_half, counted from its
   Trace g = jarvis::load_trace(jarvis::golden::shared_dir() + "/hw_pairs/gpt2_train/h100.json.gz");
   CallTree gtree(g);
   CHECK(of_rule(in::run_insights(in::make_context(g, gtree, &arch)), "unfused_rope").empty());
+}
+
+namespace {
+
+// A decode loop that grows its KV cache with torch.cat: per step, one cat of
+// K and one of V ([1, 8, L, 64] + [1, 8, 1, 64] along dim 2, L = 16 + step),
+// each a CatArrayBatchedCopy of 2 + 0.1 L us; and one cat of two equal
+// halves (rotate_half's), which is no cache.
+std::string kv_cat_trace(int steps) {
+  std::string ev;
+  int corr = 0;
+  double ts = 0;
+  auto cat = [&](const std::string& dims, double kernel_us) {
+    ++corr;
+    ev += fmt::format(
+        R"({{"ph":"X","cat":"cpu_op","name":"aten::cat","pid":1,"tid":1,"ts":{},"dur":8,)"
+        R"("args":{{"Input Dims":[{},[]],"Input type":["c10::BFloat16",""]}}}},)",
+        ts, dims);
+    ev += fmt::format(
+        R"({{"ph":"X","cat":"cuda_runtime","name":"cudaLaunchKernel","pid":1,"tid":1,"ts":{},)"
+        R"("dur":3,"args":{{"correlation":{}}}}},)",
+        ts + 2, corr);
+    ev += fmt::format(
+        R"J({{"ph":"X","cat":"kernel","name":"void at::native::(anonymous namespace)::)J"
+        R"J(CatArrayBatchedCopy<int>(x)","pid":0,"tid":7,"ts":{},"dur":{},)J"
+        R"("args":{{"correlation":{},"stream":7,"device":0}}}},)",
+        ts + 6, kernel_us, corr);
+    ts += 40;
+  };
+  for (int s = 0; s < steps; ++s) {
+    const int len = 16 + s;
+    const std::string dims = fmt::format("[[1,8,{},64],[1,8,1,64]]", len);
+    cat(dims, 2 + 0.1 * len);  // K
+    cat(dims, 2 + 0.1 * len);  // V
+    cat("[[1,8,1,32],[1,8,1,32]]", 1.5);
+  }
+  ev.pop_back();
+  return R"({"deviceProperties":[{"name":"NVIDIA H100 80GB HBM3"}],"traceEvents":[)" + ev + "]}";
+}
+
+}  // namespace
+
+TEST_CASE("insights: a KV cache grown by torch.cat every decode step (constructed)") {
+  constexpr int kSteps = 20;
+  Trace t = jarvis::load_trace_from_json(kv_cat_trace(kSteps));
+  CallTree tree(t);
+  auto arch = jarvis::perf::load_gpu_arch("H100");
+  auto found = of_rule(in::run_insights(in::make_context(t, tree, &arch)), "kv_cache_cat");
+  REQUIRE(found.size() == 1);
+  const auto& i = found.front();
+  double time = 0, avoidable = 0;
+  for (int s = 0; s < kSteps; ++s) {
+    const double len = 16 + s, us = 2 + 0.1 * len;
+    time += 2 * us;
+    avoidable += 2 * us * len / (len + 1);
+  }
+  CHECK(i.evidence["calls"] == 2 * kSteps);  // the halves' cat is not a cache
+  CHECK(i.evidence["series"] == 1);
+  CHECK(i.evidence["cache_len_min"] == 16);
+  CHECK(i.evidence["cache_len_max"] == 16 + kSteps - 1);
+  CHECK(i.time_us == Approx(time));
+  CHECK(i.gain_upper_bound_us.value() == Approx(avoidable));
+  CHECK(i.title.find("[1, 8, L, 64]") != std::string::npos);
+  // Too few steps to call it a loop: nothing.
+  Trace few = jarvis::load_trace_from_json(kv_cat_trace(3));
+  CallTree few_tree(few);
+  CHECK(of_rule(in::run_insights(in::make_context(few, few_tree, &arch)), "kv_cache_cat").empty());
+  // No shared trace grows a cache this way (the serving traces page theirs).
+  for (const auto& dir : jarvis::golden::conformance_dirs()) {
+    const std::string path = dir + "/trace.json.gz";
+    if (!std::filesystem::exists(path)) continue;
+    CAPTURE(path);
+    Trace r = jarvis::load_trace(path);
+    CallTree rtree(r);
+    CHECK(of_rule(in::run_insights(in::make_context(r, rtree, nullptr)), "kv_cache_cat").empty());
+  }
 }
