@@ -209,8 +209,12 @@ std::string kernel_reference(const Sweep& sweep, const KernelChangeOptions& opti
   std::vector<std::pair<double, std::string>> by_time;
   for (const auto& [label, runs] : configs)
     by_time.push_back({normalise(sweep, runs).value_ms, label});
-  std::stable_sort(by_time.begin(), by_time.end(),
-                   [](const auto& a, const auto& b) { return a.first < b.first; });
+  // A configuration without a time (no timeline) sorts last, not at random.
+  std::stable_sort(by_time.begin(), by_time.end(), [](const auto& a, const auto& b) {
+    if (std::isnan(a.first) || std::isnan(b.first))
+      return !std::isnan(a.first) && std::isnan(b.first);
+    return a.first < b.first;
+  });
   return by_time.empty() ? "" : by_time[(by_time.size() - 1) / 2].second;
 }
 
