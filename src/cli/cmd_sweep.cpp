@@ -105,6 +105,7 @@ std::string dir_label(const std::string& dir) {
 struct SweepArgs {
   std::string dir, out, xlsx, svg_dir, html;
   size_t top_k = 5;
+  engine::KernelChangeOptions kernels;
   LoadArgs load;
 };
 
@@ -120,9 +121,19 @@ int run_sweep(const SweepArgs& a) {
   Progress progress(a.load.progress.resolve(), "sweep");
   engine::Sweep s = load(engine, a.dir, a.load, "", progress);
   progress.phase("tables");
-  auto tables = engine::sweep_tables(s, a.top_k);
+  auto tables = engine::sweep_tables(s, a.top_k, a.kernels);
   progress.finish();
   report_load(s, quiet);
+  // The key numbers of the per-kernel attribution (what_changed_kernels.csv):
+  // a result, not progress, so only --quiet leaves it out.
+  if (!a.load.progress.quiet) {
+    std::string why = engine::kernel_changes_empty_reason(s);
+    for (const Table& t : tables)
+      if (t.name == "what_changed_kernels")
+        std::fprintf(stderr, "%s\n",
+                     why.empty() ? engine::kernel_changes_summary(t).c_str()
+                                 : fmt::format("kernel changes: {}", why).c_str());
+  }
   if (a.load.stats) engine.print_stats({&s});
   write_tables(engine, tables, a.out, a.xlsx, &s);
   if (!a.svg_dir.empty())
@@ -182,6 +193,14 @@ Runner add_sweep(CLI::App& app) {
   cmd->add_option("--top-k", a->top_k, "GEMM rows per run in gemm_variance")
       ->check(CLI::PositiveNumber)
       ->default_str("5");
+  cmd->add_option("--top-kernels", a->kernels.top_n,
+                  "kernels per configuration in what_changed_kernels")
+      ->check(CLI::PositiveNumber)
+      ->default_str("5");
+  cmd->add_option("--reference", a->kernels.reference,
+                  "reference configuration of what_changed_kernels, as its full_config label "
+                  "('threads=256 channel=28'; default: the median configuration by normalised "
+                  "time)");
   cmd->add_option("--xlsx", a->xlsx, "also write every table as a sheet of one workbook");
   cmd->add_option("--svg-dir", a->svg_dir,
                   "also the variance plots (box / violin per field, interaction) as SVG");
@@ -190,8 +209,9 @@ Runner add_sweep(CLI::App& app) {
   add_load_options(cmd, a->load);
   cmd->footer(
       "Writes OUT/gemm_variance.csv, gemm_variance_by_kernel.csv, gemm_variance_timestamps.csv,\n"
-      "gemm_variance_coll_overlap.csv, gpu_timeline_*.csv, nccl_by_config.csv, run_health.csv,\n"
-      "failed_runs.csv (docs/sweeps.md).");
+      "gemm_variance_coll_overlap.csv, gpu_timeline_*.csv, what_changed.csv,\n"
+      "what_changed_kernels.csv, nccl_by_config.csv, run_health.csv, failed_runs.csv\n"
+      "(docs/sweeps.md).");
   return [a] { return run_sweep(*a); };
 }
 

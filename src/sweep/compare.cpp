@@ -6,8 +6,10 @@
 // there are too few runs a side for the test to reach alpha. Two other
 // estimates are reported beside it, each named for what it measures:
 //   - within_run_p: the same test on the op instances (GEMM rows) or the
-//     ProfilerSteps (step time) of the runs; it says these traces differ,
-//     not that the configuration does;
+//     ProfilerSteps (step time) of the runs, with the sample sizes and a
+//     bootstrap interval of the change of medians; it says these traces
+//     differ, not that the configuration does (the across-run interval sits
+//     beside across_run_p when each side has two runs or more);
 //   - sweep_spread: how far this row's per-run value moves across all runs of
 //     the baseline sweep (every configuration). When the configurations do
 //     not act on it, that is what repeating a run moves it by; a change
@@ -70,16 +72,28 @@ void add_config_fields(const Sweep& s, const Run& run, std::vector<Cell>& row) {
     if (s.layout.fields[f] != "rank") row.push_back(all[f]);
 }
 
-// delta, change %, across-run p, within-run p, sweep spread, verdict, note.
+// delta, change %, across-run p and bootstrap interval, within-run p, sample
+// sizes and bootstrap interval, sweep spread, verdict, note.
 void add_judgement(double b, double c, const Sample& xb, const Sample& xc, double sweep_spread,
                    const char* within_unit, const char* unit, std::vector<Cell>& row) {
   SampleComparison across = compare_samples(xb.run_values, xc.run_values, kAlpha, 0);
   RankTest within = mann_whitney(xb.within, xc.within);
+  // The interval of the relative change of medians (fixed seed): how large
+  // the change may be, where the p-value says only whether there is one.
+  Interval within_ci = bootstrap_median_change_pct(xb.within, xc.within);
+  bool has_within = !xb.within.empty() && !xc.within.empty();
   double delta = c - b;
   row.push_back(num(delta));
   row.push_back(b != 0 ? num(100.0 * delta / b) : Cell());
   row.push_back(across.verdict == Verdict::CannotTell ? Cell() : num(across.test.p));
-  row.push_back(xb.within.empty() || xc.within.empty() ? Cell() : num(within.p));
+  row.push_back(num(across.ci_pct.lo));
+  row.push_back(num(across.ci_pct.hi));
+  row.push_back(has_within ? num(within.p) : Cell());
+  row.push_back(
+      has_within ? Cell(fmt::format("{} + {} {}", xb.within.size(), xc.within.size(), within_unit))
+                 : Cell());
+  row.push_back(num(within_ci.lo));
+  row.push_back(num(within_ci.hi));
   row.push_back(num(sweep_spread));
   std::string note;
   if (across.verdict == Verdict::CannotTell) {
@@ -98,9 +112,11 @@ void add_judgement(double b, double c, const Sample& xb, const Sample& xc, doubl
                 ? fmt::format("; within the runs only {} + {} {}: no test possible",
                               xb.within.size(), xc.within.size(), within_unit)
                 : fmt::format(
-                      "; within the runs ({} + {} {}) p = {:.3g}, which says these traces "
-                      "differ, not the configurations",
-                      xb.within.size(), xc.within.size(), within_unit, within.p);
+                      "; within the runs ({} + {} {}) p = {:.3g}, median change 95 % CI "
+                      "{:+.2f} .. {:+.2f} % (bootstrap), which says these traces differ, not "
+                      "the configurations",
+                      xb.within.size(), xc.within.size(), within_unit, within.p, within_ci.lo,
+                      within_ci.hi);
   if (!std::isnan(sweep_spread) && std::fabs(delta) <= sweep_spread)
     note += fmt::format(
         "; the change ({:.4g} {}) is within the baseline sweep's own spread "
@@ -110,7 +126,15 @@ void add_judgement(double b, double c, const Sample& xb, const Sample& xc, doubl
   row.push_back(Cell(note));
 }
 
-const char* const kJudgementColumns[] = {"across_run_p", "within_run_p", "sweep_spread", "verdict",
+const char* const kJudgementColumns[] = {"across_run_p",
+                                         "across_run_ci_low_percent",
+                                         "across_run_ci_high_percent",
+                                         "within_run_p",
+                                         "within_run_samples",
+                                         "within_run_ci_low_percent",
+                                         "within_run_ci_high_percent",
+                                         "sweep_spread",
+                                         "verdict",
                                          "note"};
 
 Table kernel_changes(const Sweep& base, const Sweep& cand) {

@@ -56,7 +56,13 @@ double gemm_total_ms(const std::vector<const Run*>& runs) {
   return mean(v);
 }
 
-std::vector<std::pair<std::string, std::vector<const Run*>>> configs_of(const Sweep& sweep) {
+bool matches(const std::string& field, const char* pattern) {
+  return std::regex_match(field, std::regex(pattern, std::regex::icase));
+}
+
+}  // namespace
+
+std::vector<std::pair<std::string, std::vector<const Run*>>> config_runs(const Sweep& sweep) {
   std::vector<std::pair<std::string, std::vector<const Run*>>> out;
   std::map<std::string, size_t> index;
   for (const Run& run : sweep.runs) {
@@ -66,12 +72,6 @@ std::vector<std::pair<std::string, std::vector<const Run*>>> configs_of(const Sw
   }
   return out;
 }
-
-bool matches(const std::string& field, const char* pattern) {
-  return std::regex_match(field, std::regex(pattern, std::regex::icase));
-}
-
-}  // namespace
 
 int64_t collective_count(const RunData& run) {
   if (!run.collectives.empty()) return static_cast<int64_t>(run.collectives.size());
@@ -172,13 +172,14 @@ Normalisation normalise(const Sweep& sweep, const std::vector<const Run*>& runs)
   return n;
 }
 
-Table what_changed_table(const Sweep& sweep) {
+Table what_changed_table(const Sweep& sweep, const KernelChangeOptions& options) {
+  std::map<std::string, std::string> kernel_texts = kernel_change_texts(sweep, options);
   std::vector<std::string> cols{"full_config"};
   for (const auto& f : sweep.config_fields()) cols.push_back(f);
   for (const char* c :
        {"num_ranks", "total_ms", "busy_ms", "idle_ms", "comm_ms", "gemm_total_ms", "delta_total_ms",
         "delta_busy_ms", "delta_idle_ms", "delta_comm_ms", "delta_gemm_ms", "steps", "step_ms",
-        "step_spread_in_run_ms", "collectives", "explanation"})
+        "step_spread_in_run_ms", "collectives", "explanation", "kernel_changes"})
     cols.push_back(c);
   Table t("what_changed", cols);
   struct Row {
@@ -189,7 +190,7 @@ Table what_changed_table(const Sweep& sweep) {
     int64_t colls;
   };
   std::vector<Row> rows;
-  for (const auto& [label, runs] : configs_of(sweep)) {
+  for (const auto& [label, runs] : config_runs(sweep)) {
     Row r{label,
           runs.front(),
           runs.size(),
@@ -262,10 +263,10 @@ Table what_changed_table(const Sweep& sweep) {
       if (sweep.layout.fields[f] != "rank") row.push_back(all[f]);
     std::string text;
     for (const auto& w : why) text += (text.empty() ? "" : "; ") + w;
-    row.insert(row.end(),
-               {Cell(r.ranks), num(r.total), num(r.busy), num(r.idle), num(r.comm), num(r.gemm),
-                num(dt), num(db), num(di), num(r.comm - m_comm), num(r.gemm - m_gemm), num(r.steps),
-                num(r.step), num(r.step_spread), Cell(r.colls), Cell(text)});
+    row.insert(row.end(), {Cell(r.ranks), num(r.total), num(r.busy), num(r.idle), num(r.comm),
+                           num(r.gemm), num(dt), num(db), num(di), num(r.comm - m_comm),
+                           num(r.gemm - m_gemm), num(r.steps), num(r.step), num(r.step_spread),
+                           Cell(r.colls), Cell(text), Cell(kernel_texts[r.label])});
     t.rows.push_back(std::move(row));
   }
   return t;

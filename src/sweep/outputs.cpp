@@ -8,7 +8,8 @@
 
 namespace jarvis::sweep {
 
-std::vector<Table> sweep_tables(const Sweep& sweep, size_t top_k) {
+std::vector<Table> sweep_tables(const Sweep& sweep, size_t top_k,
+                                const KernelChangeOptions& kernel_changes) {
   std::vector<Table> tables = {gemm_variance_table(sweep, top_k), gemm_kernel_spread_table(sweep),
                                gemm_timestamps_table(sweep, top_k),
                                gemm_overlap_table(sweep, top_k)};
@@ -16,7 +17,8 @@ std::vector<Table> sweep_tables(const Sweep& sweep, size_t top_k) {
     t.name = "gpu_timeline_" + t.name;
     tables.push_back(std::move(t));
   }
-  tables.push_back(what_changed_table(sweep));
+  tables.push_back(what_changed_table(sweep, kernel_changes));
+  tables.push_back(what_changed_kernels_table(sweep, kernel_changes));
   tables.push_back(nccl_table(sweep));
   if (Table counters = gemm_counters_table(sweep, top_k); !counters.rows.empty())
     tables.push_back(std::move(counters));

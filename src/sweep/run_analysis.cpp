@@ -243,26 +243,33 @@ void add_kernel_names(const Trace& trace, RunData& d) {
   }
 }
 
+// One iteration: its duration and the host window whose launches belong to it.
+struct StepWindow {
+  double ms = 0;
+  double launch_from = 0, launch_to = 0;  // [from, to) in trace time
+};
+
 // Host-side ProfilerStep#N annotations, in start order; without two of them
 // the iterations found as repeats of the launch sequence (the same detection
 // trace_health and critical_path use), each from its first launch to the next
 // iteration's (the last one to the launch after it, or to the end of the
 // last GPU op when none follows).
-void add_steps(const Trace& trace, const CallTree& tree, RunData& d) {
-  std::vector<std::pair<double, double>> steps;
+std::vector<StepWindow> step_windows(const Trace& trace, const CallTree& tree, RunData& d) {
+  std::vector<StepWindow> steps;
   for (Uid u = 0; u < trace.events.size(); ++u) {
     const Event& e = trace.events[u];
     if (e.is_gpu() || !e.has_ts() || !trace.name(u).starts_with("ProfilerStep#")) continue;
-    steps.push_back({e.ts(), e.dur() / 1e3});
+    steps.push_back({e.dur() / 1e3, e.ts(), e.ts() + e.dur()});
   }
-  std::sort(steps.begin(), steps.end());
+  std::sort(steps.begin(), steps.end(),
+            [](const StepWindow& a, const StepWindow& b) { return a.launch_from < b.launch_from; });
   if (steps.size() >= 2) {
     d.step_source = "profiler_step";
-    for (const auto& s : steps) d.step_ms.push_back(s.second);
-    return;
+    return steps;
   }
+  steps.clear();
   auto repeats = critical_path::detect_repeats(trace, tree);
-  if (!repeats || repeats->starts.size() < 2) return;
+  if (!repeats || repeats->starts.size() < 2) return steps;
   d.step_source = "detected_repeats";
   const auto& st = repeats->starts;
   // The last iteration, with no launch after it, ends when the GPU work ends.
@@ -271,10 +278,39 @@ void add_steps(const Trace& trace, const CallTree& tree, RunData& d) {
     if (e.is_gpu() && e.has_ts()) gpu_end = std::max(gpu_end, e.end());
   for (size_t i = 0; i < st.size(); ++i) {
     Uid next = i + 1 < st.size() ? st[i + 1] : repeats->after;
+    double from = trace.events[st[i]].ts();
     double end = next == kNoUid ? gpu_end : trace.events[next].ts();
-    if (!std::isfinite(end) || end <= trace.events[st[i]].ts()) continue;
-    d.step_ms.push_back((end - trace.events[st[i]].ts()) / 1e3);
+    if (!std::isfinite(end) || end <= from) continue;
+    // With no launch after the last iteration, every later launch is its own.
+    steps.push_back({(end - from) / 1e3, from, next == kNoUid ? INFINITY : end});
   }
+  return steps;
+}
+
+// kernel_step_us: each linked kernel's time added to the step whose window
+// holds its launch call (the kernel's parent in the tree).
+void add_kernel_steps(const Trace& trace, const CallTree& tree,
+                      const std::vector<StepWindow>& steps, RunData& d) {
+  std::map<std::string_view, std::vector<double>> per;
+  for (Uid u : tree.gpu_event_uids()) {
+    const Event& k = trace.events[u];
+    Uid launch = tree.parent(u);
+    if (k.cat != Cat::Kernel || launch == kNoUid || !trace.events[launch].has_ts()) continue;
+    double at = trace.events[launch].ts();
+    auto it = std::upper_bound(steps.begin(), steps.end(), at,
+                               [](double t, const StepWindow& s) { return t < s.launch_from; });
+    if (it == steps.begin() || at >= std::prev(it)->launch_to) continue;
+    auto& v = per[trace.name(u)];
+    v.resize(steps.size(), 0.0);
+    v[static_cast<size_t>(std::prev(it) - steps.begin())] += k.dur();
+  }
+  for (auto& [name, v] : per) d.kernel_step_us.emplace_back(std::string(name), std::move(v));
+}
+
+void add_steps(const Trace& trace, const CallTree& tree, RunData& d) {
+  std::vector<StepWindow> steps = step_windows(trace, tree, d);
+  for (const auto& s : steps) d.step_ms.push_back(s.ms);
+  if (!steps.empty()) add_kernel_steps(trace, tree, steps, d);
 }
 
 double first_gpu_ts(const Trace& trace) {

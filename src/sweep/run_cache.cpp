@@ -18,7 +18,7 @@ namespace fs = std::filesystem;
 using json = nlohmann::json;
 
 // Bump when RunData or its meaning changes: old cache files then miss.
-constexpr int kCacheVersion = 6;  // 6: step_ms, kernel_time_us
+constexpr int kCacheVersion = 7;  // 6: step_ms, kernel_time_us; 7: kernel_step_us
 
 json num(double v) {
   return std::isnan(v) ? json(nullptr) : json(v);
@@ -138,6 +138,7 @@ std::string run_data_to_json(const RunData& d) {
             {"step_ms", d.step_ms},
             {"step_source", d.step_source},
             {"kernel_time_us", d.kernel_time_us},
+            {"kernel_step_us", d.kernel_step_us},
             {"health", {{"confidence", d.health_confidence}, {"warnings", d.health_warnings}}}};
   json& tl = j["timeline"] = json::array();
   for (const auto& r : d.timeline) tl.push_back({r.type, num(r.time_ms), num(r.percent)});
@@ -161,6 +162,8 @@ RunData run_data_from_json(const std::string& text) {
   d.step_ms = j.at("step_ms").get<std::vector<double>>();
   d.step_source = j.at("step_source").get<std::string>();
   d.kernel_time_us = j.at("kernel_time_us").get<std::vector<std::pair<std::string, double>>>();
+  d.kernel_step_us =
+      j.at("kernel_step_us").get<std::vector<std::pair<std::string, std::vector<double>>>>();
   d.health_confidence = j.at("health").at("confidence").get<std::string>();
   d.health_warnings = j.at("health").at("warnings").get<std::vector<std::string>>();
   for (const auto& r : j.at("timeline"))

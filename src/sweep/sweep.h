@@ -161,6 +161,14 @@ struct RunData {
   // Trace runs: total GPU time per kernel name (µs), the gate's per-kernel
   // metric. Sorted by name.
   std::vector<std::pair<std::string, double>> kernel_time_us;
+  // Trace runs with steps: per kernel name (sorted), its GPU time (µs) in
+  // each iteration of step_ms (same order and length). A kernel belongs to
+  // the iteration whose host window holds its launch call (the ProfilerStep
+  // annotation, or the detected iteration's launches up to the next one's),
+  // because GPU work lags its launch and would spill into the next window;
+  // kernels launched outside every window, or with no launch call, are in
+  // none. The per-iteration samples of what_changed_kernels.
+  std::vector<std::pair<std::string, std::vector<double>>> kernel_step_us;
   // Trace runs: the trace-health verdict (insights/trace_health.h: high /
   // medium / low and why), so a sweep says which runs cannot carry a
   // conclusion (a cut trace, a graph capture, an idle GPU). Empty for reports.
@@ -308,13 +316,50 @@ struct Normalisation {
 };
 Normalisation normalise(const Sweep& sweep, const std::vector<const Run*>& runs);
 
+// The runs of each configuration (label, runs), in order of first appearance.
+std::vector<std::pair<std::string, std::vector<const Run*>>> config_runs(const Sweep& sweep);
+
+// Per-kernel attribution of what changed (what_changed_kernels).
+struct KernelChangeOptions {
+  size_t top_n = 5;  // kernels per configuration
+  // A config label ("threads=256 channel=28"); "" = the median configuration
+  // by normalised time (the lower middle one of an even count).
+  std::string reference;
+  double alpha = 0.05;  // before the Bonferroni correction over the kernels compared
+};
+// The reference configuration's label. Throws SweepError naming the
+// configurations when options.reference is none of them.
+std::string kernel_reference(const Sweep& sweep, const KernelChangeOptions& options);
+
+// 4c. Per configuration other than the reference, the top_n kernels by
+//     absolute change of GPU time per unit of work (per step, sample or
+//     token: normalised as rank_by_normalised is) against the reference
+//     configuration, with the change in µs and %, and whether it is beyond
+//     the noise: the Mann-Whitney test on the per-run values when the runs
+//     can reach the corrected alpha (alpha / kernels compared), else on the
+//     per-iteration values (kernel_step_us), else "cannot tell". Empty for
+//     sweeps without per-kernel times (report runs) or with one configuration.
+Table what_changed_kernels_table(const Sweep& sweep, const KernelChangeOptions& options = {});
+// Why what_changed_kernels is empty ("" when it is not).
+std::string kernel_changes_empty_reason(const Sweep& sweep);
+// One line with the key numbers: the largest change, its kernel, verdict and
+// noise, and how many rows are beyond noise.
+std::string kernel_changes_summary(const Table& kernels);
+// Per configuration label, its top kernel changes against the reference as
+// one text (what_changed's kernel_changes column), or why there are none.
+std::map<std::string, std::string> kernel_change_texts(const Sweep& sweep,
+                                                       const KernelChangeOptions& options);
+// A kernel name for one line of text: long names keep their start and end.
+std::string short_kernel(const std::string& name);
+
 // 4b. Per configuration, what changed against the sweep's median
 //     configuration (total, busy, idle, communication, GEMM total) and
 //     whether the configuration can explain it: busy flat and idle moving is
 //     host-side time; steps inside one run spreading as much as
-//     configurations do is noise; NCCL fields with no collective cannot act
-//     (what_changed).
-Table what_changed_table(const Sweep& sweep);
+//     configurations do is noise; NCCL fields with no collective cannot act;
+//     and the kernels that changed most against the reference configuration
+//     (`kernel_changes`, from what_changed_kernels) (what_changed).
+Table what_changed_table(const Sweep& sweep, const KernelChangeOptions& options = {});
 
 // The rocprofv3 counters of the kernels of gemm_variance, per configuration:
 // each run's nearest rocprof_traces/ directory (the seed's layout), each
@@ -324,7 +369,8 @@ Table gemm_counters_table(const Sweep& sweep, size_t top_k);
 
 // Every output table of a sweep, in sheet order (gemm_counters only when some
 // configuration has rocprofv3 outputs).
-std::vector<Table> sweep_tables(const Sweep& sweep, size_t top_k);
+std::vector<Table> sweep_tables(const Sweep& sweep, size_t top_k,
+                                const KernelChangeOptions& kernel_changes = {});
 // Writes OUT/<table>.csv for every table and, when xlsx_path is set, one
 // workbook with all of them. Returns the files written.
 std::vector<std::string> write_sweep_outputs(const std::vector<Table>& tables,
