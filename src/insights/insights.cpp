@@ -33,6 +33,7 @@ constexpr NamedRule kRules[] = {
     {"unfused_rmsnorm", rule_unfused_rmsnorm},
     {"unfused_rope", rule_unfused_rope},
     {"kv_cache_cat", rule_kv_cache_cat},
+    {"dtype_casts", rule_dtype_casts},
     {"epilogue_fusion", rule_epilogue_fusion},
 };
 
@@ -322,6 +323,7 @@ std::string_view recoverable_method_of(std::string_view rule) {
       {"unfused_rope",
        "fused-rotary model: the kernels' time above one read and one write at the HBM bandwidth"},
       {"kv_cache_cat", "measured cat kernel time, its share that copies the old cache"},
+      {"dtype_casts", "half the cast kernels' time (fused into their neighbours)"},
       {"fp32_cross_entropy",
        "fused-loss traffic model: the casts' time and half the softmax passes'"},
       {"epilogue_fusion", "measured activation kernel time"},

@@ -32,6 +32,7 @@ void rule_fp32_cross_entropy(const InsightContext& c, std::vector<Insight>& out)
 void rule_unfused_rmsnorm(const InsightContext& c, std::vector<Insight>& out);
 void rule_unfused_rope(const InsightContext& c, std::vector<Insight>& out);
 void rule_kv_cache_cat(const InsightContext& c, std::vector<Insight>& out);
+void rule_dtype_casts(const InsightContext& c, std::vector<Insight>& out);
 
 namespace detail {
 

@@ -321,7 +321,7 @@ TEST_CASE("insights: no arch, no GPU events: rules that need them say nothing") 
   auto ctx = in::make_context(t, tree, nullptr);
   CHECK_FALSE(ctx.timeline.has_value());
   CHECK(in::run_insights(ctx).empty());
-  CHECK(in::rule_ids().size() == 15);
+  CHECK(in::rule_ids().size() == 16);
 }
 
 namespace {
@@ -648,7 +648,7 @@ void check_recoverable_invariants(const std::string& path) {
     double left = 0;
     for (auto u : ops) left += op_time[u] - claimed[u];
     if (ops.empty()) continue;
-    CHECK(*i->recoverable_us <= left * (1 + 1e-6) + 1e-3);
+    CHECK(*i->recoverable_us <= left * (1 + 1e-6) + 1e-2);  // ns timestamps as doubles
     for (auto u : ops)
       claimed[u] += left > 0 ? *i->recoverable_us * (op_time[u] - claimed[u]) / left : 0;
   }
@@ -1066,4 +1066,56 @@ TEST_CASE("insights: a KV cache grown by torch.cat every decode step (constructe
     CallTree rtree(r);
     CHECK(of_rule(in::run_insights(in::make_context(r, rtree, nullptr)), "kv_cache_cat").empty());
   }
+}
+
+TEST_CASE("insights: GPT-2 (real) spends 12% of its kernel time on dtype casts") {
+  // From the raw events: kernels launched inside an aten::_to_copy on the
+  // launching thread (the outermost cast: aten::to holds one _to_copy).
+  const std::string path = jarvis::golden::shared_dir() + "/hw_pairs/gpt2_train/h100.json.gz";
+  Trace t = jarvis::load_trace(path);
+  std::map<int64_t, const jarvis::Event*> launch_of;
+  std::vector<const jarvis::Event*> copies;
+  double total = 0;
+  for (jarvis::Uid u = 0; u < t.events.size(); ++u) {
+    const auto& e = t.events[u];
+    if (e.is_runtime()) launch_of[t.correlation(e)] = &e;
+    if (e.cat == jarvis::Cat::CpuOp && t.name(u) == "aten::_to_copy") copies.push_back(&e);
+    if (e.cat == jarvis::Cat::Kernel) total += e.dur();
+  }
+  double cast = 0;
+  for (const auto& e : t.events) {
+    if (e.cat != jarvis::Cat::Kernel) continue;
+    auto it = launch_of.find(t.correlation(e));
+    if (it == launch_of.end()) continue;
+    for (const auto* copy : copies)
+      if (copy->thread == it->second->thread && it->second->ts() >= copy->ts() &&
+          it->second->ts() < copy->end()) {
+        cast += e.dur();
+        break;
+      }
+  }
+  REQUIRE(cast > 0.1 * total);
+  CallTree tree(t);
+  auto arch = jarvis::perf::load_gpu_arch("H100");
+  auto context = in::make_context(t, tree, &arch);
+  auto found = of_rule(in::run_insights(context), "dtype_casts");
+  REQUIRE(found.size() == 1);
+  const auto& i = found.front();
+  CHECK(i.time_us == Approx(cast).epsilon(1e-9));
+  CHECK(i.gain_upper_bound_us.value() == Approx(0.5 * cast).epsilon(1e-9));
+  CHECK(i.evidence["share_of_kernel_time"].get<double>() ==
+        Approx(cast / context.total_kernel_time_us).epsilon(1e-9));
+  // The largest: the LM-head logits cast up for the loss.
+  CHECK(i.evidence["top_shapes"][0]["dims"] == nlohmann::json({8, 512, 50257}));
+  CHECK(i.evidence["top_shapes"][0]["input_type"] == "c10::BFloat16");
+  // Qwen inference: its casts (7%) are the RMSNorm's casts up and down, and
+  // the RMSNorm finding has claimed their time already.
+  Trace q = jarvis::load_trace(jarvis::golden::shared_dir() +
+                               "/conformance/h100_qwen1.5-0.5b/trace.json.gz");
+  CallTree qtree(q);
+  auto qwen = of_rule(in::run_insights(in::make_context(q, qtree, &arch)), "dtype_casts");
+  REQUIRE(qwen.size() == 1);
+  CHECK(std::find(qwen[0].shares_time_with.begin(), qwen[0].shares_time_with.end(),
+                  "unfused_rmsnorm") != qwen[0].shares_time_with.end());
+  CHECK(qwen[0].recoverable_us.value() < 0.1 * qwen[0].time_us);
 }
