@@ -17,7 +17,16 @@
 namespace jarvis::charts {
 
 // What a value measures; picks tick formatting (µs/ms/s, TFLOPS/s, ...).
-enum class Unit { None, Microseconds, Percent, Count, TflopsPerSec, TbPerSec, FlopsPerByte };
+enum class Unit {
+  None,
+  Microseconds,
+  Percent,
+  Count,
+  TflopsPerSec,
+  TbPerSec,
+  FlopsPerByte,
+  Bytes  // binary units (KiB, MiB, GiB), as allocators count
+};
 
 // A scale for one axis: values are divided by `divisor` and shown with
 // `suffix` (time axes pick µs, ms or s from the largest value).
@@ -121,8 +130,37 @@ struct TimelineChart {
   double window_start_us = 0, window_end_us = 0;  // absolute trace time
 };
 
+// One device's memory over time: allocated and reserved bytes as step lines
+// (each sample's totals hold until the next sample), ProfilerStep spans
+// shaded behind them, the peak marked and labelled. Marks: one circle at the
+// peak (data-x = its time in µs, data-y = its bytes); the series are paths
+// of class "series allocated" / "series reserved".
+struct MemoryPoint {
+  double ts_us = 0, allocated_bytes = 0, reserved_bytes = 0;
+};
+struct MemoryStepSpan {
+  std::string name;
+  double start_us = 0, end_us = 0;
+};
+// An (op, module) group of allocations live at the peak.
+struct MemoryHolder {
+  std::string op, module;
+  size_t allocations = 0;
+  double bytes = 0;
+};
+struct MemoryTimelineChart {
+  std::string title;
+  std::string device;               // "cuda:0", "cpu"
+  std::vector<MemoryPoint> points;  // time order
+  double peak_ts_us = 0, peak_bytes = 0;
+  std::string peak_label;  // drawn beside the marker, e.g. "peak 96.6 MiB"
+  std::vector<MemoryStepSpan> steps;
+  // What holds the peak, largest first: listed beside the chart, not drawn.
+  std::vector<MemoryHolder> holders;
+};
+
 using Chart = std::variant<BarChart, HistogramChart, DistributionChart, InteractionChart,
-                           RooflineChart, TimelineChart>;
+                           RooflineChart, TimelineChart, MemoryTimelineChart>;
 
 // A chart with the file stem it is saved under and its caption on pages.
 struct NamedChart {
@@ -137,6 +175,7 @@ std::string to_svg(const DistributionChart& chart);
 std::string to_svg(const InteractionChart& chart);
 std::string to_svg(const RooflineChart& chart);
 std::string to_svg(const TimelineChart& chart);
+std::string to_svg(const MemoryTimelineChart& chart);
 std::string to_svg(const Chart& chart);
 
 // Box statistics as drawn: quartiles by linear interpolation (numpy's

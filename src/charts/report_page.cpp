@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "charts/html.h"
+#include "charts/memory_page.h"
 
 namespace jarvis::charts {
 
@@ -263,6 +264,9 @@ Table summary_table(const Trace& trace, const Report& report, const ReportPageOp
   return t;
 }
 
+// Op groups listed under each memory chart; the memory page lists them all.
+constexpr size_t kMemoryHolderRows = 10;
+
 const std::vector<std::string> kUnifiedColumns = {"name",
                                                   "op category",
                                                   "Input Dims",
@@ -297,6 +301,8 @@ std::vector<NamedChart> report_charts(const Trace& trace, const Report& report,
   if (auto c = roofline_chart(report, options, true)) out.push_back(std::move(*c));
   if (auto c = short_kernel_chart(report)) out.push_back(std::move(*c));
   if (auto c = timeline_chart(trace, options.timeline_max_kernels)) out.push_back(std::move(*c));
+  if (auto m = memory::analyse_memory_if_recorded(trace))
+    for (auto& c : memory_charts(*m)) out.push_back(std::move(c));
   return out;
 }
 
@@ -306,9 +312,17 @@ std::string report_html(const Trace& trace, const Report& report,
   sections.push_back({"summary", "Summary",
                       html_table(summary_table(trace, report, options), 100) +
                           table_section(report, "gpu_timeline", 20)});
-  for (const auto& c : charts)
+  bool has_memory = false;
+  for (const auto& c : charts) {
+    // The memory charts go together in one section, with the holders of each peak.
+    if (std::holds_alternative<MemoryTimelineChart>(c.chart)) {
+      has_memory = true;
+      continue;
+    }
     sections.push_back({c.name, std::visit([](const auto& x) { return x.title; }, c.chart),
                         html_figure(to_svg(c.chart), c.caption)});
+  }
+  if (has_memory) sections.push_back(memory_report_section(charts, kMemoryHolderRows));
   auto add_table = [&](std::string id, std::string heading, std::string_view sheet,
                        const std::vector<std::string>& columns = {}) {
     std::string body = table_section(report, sheet, options.table_rows, columns);

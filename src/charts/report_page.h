@@ -1,7 +1,9 @@
 // The single-trace HTML report (`jarvis report TRACE --html FILE`, MCP
 // render_report): summary, GPU timeline split, time by category, top ops with
 // their roofline efficiency, rooflines (all modelled ops, GEMMs), short-kernel
-// histogram, a kernel timeline strip, and sortable tables of the main sheets.
+// histogram, a kernel timeline strip, the memory timeline per device with the
+// holders of its peak (traces with [memory] events only), and sortable tables
+// of the main sheets.
 #pragma once
 
 #include <string>
@@ -26,7 +28,8 @@ struct ReportPageOptions {
 };
 
 // Every chart of the report page, in page order. Charts whose data is absent
-// (no perf model sheet, no short kernels, no arch) are left out.
+// (no perf model sheet, no short kernels, no arch, no [memory] events) are
+// left out; the memory charts (MemoryTimelineChart, one per device) come last.
 std::vector<NamedChart> report_charts(const Trace& trace, const Report& report,
                                       const ReportPageOptions& options);
 

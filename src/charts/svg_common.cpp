@@ -22,6 +22,11 @@ DisplayUnit display_unit(Unit unit, double max_abs_value) {
       return {1, "TB/s"};
     case Unit::FlopsPerByte:
       return {1, "FLOP/byte"};
+    case Unit::Bytes:
+      if (max_abs_value >= 0x1p30) return {0x1p30, "GiB"};
+      if (max_abs_value >= 0x1p20) return {0x1p20, "MiB"};
+      if (max_abs_value >= 0x1p10) return {0x1p10, "KiB"};
+      return {1, "B"};
     case Unit::Count:
     case Unit::None:
       break;

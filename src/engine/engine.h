@@ -51,6 +51,7 @@
 #include "categories/prepare_trace.h"
 #include "categories/what_if_impact.h"
 #include "charts/findings_page.h"
+#include "charts/memory_page.h"
 #include "charts/report_page.h"
 #include "collectives/collectives.h"
 #include "collectives/collectives_json.h"
@@ -404,6 +405,9 @@ inline std::vector<SqlTableInfo> sql_catalog(const LoadedTrace& trace) {
 // Charts and HTML pages
 // ---------------------------------------------------------------------------
 using charts::FindingsPage;
+using charts::kMemoryChartPoints;
+using charts::memory_html;
+using charts::MemoryPageOptions;
 using charts::render_findings_page;
 using charts::report_charts;
 using charts::report_html;

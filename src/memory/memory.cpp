@@ -306,15 +306,9 @@ const DeviceMemory* MemoryAnalysis::find(const std::string& name) const {
   return nullptr;
 }
 
-MemoryAnalysis analyse_memory(const Trace& trace) {
-  std::vector<MemorySample> samples = memory_samples(trace);
-  if (samples.empty())
-    throw TraceError(fmt::format("{}: the trace has no [memory] events: it was recorded without "
-                                 "profile_memory=True. Record it again with "
-                                 "torch.profiler.profile(profile_memory=True, record_shapes=True, "
-                                 "with_stack=True) to analyse memory.",
-                                 trace.path.empty() ? std::string("trace") : trace.path),
-                     ErrorKind::Unsupported);
+namespace {
+
+MemoryAnalysis analyse_samples(const Trace& trace, const std::vector<MemorySample>& samples) {
   std::vector<StepSpan> steps = profiler_steps(trace);
   std::unordered_map<Uid, Allocation> made = attribute_allocations(trace, samples);
   for (auto& [uid, a] : made) a.step = step_at(steps, a.ts_ns);
@@ -331,6 +325,26 @@ MemoryAnalysis analyse_memory(const Trace& trace) {
                    });
   out.findings = memory_findings(out);
   return out;
+}
+
+}  // namespace
+
+MemoryAnalysis analyse_memory(const Trace& trace) {
+  std::vector<MemorySample> samples = memory_samples(trace);
+  if (samples.empty())
+    throw TraceError(fmt::format("{}: the trace has no [memory] events: it was recorded without "
+                                 "profile_memory=True. Record it again with "
+                                 "torch.profiler.profile(profile_memory=True, record_shapes=True, "
+                                 "with_stack=True) to analyse memory.",
+                                 trace.path.empty() ? std::string("trace") : trace.path),
+                     ErrorKind::Unsupported);
+  return analyse_samples(trace, samples);
+}
+
+std::optional<MemoryAnalysis> analyse_memory_if_recorded(const Trace& trace) {
+  std::vector<MemorySample> samples = memory_samples(trace);
+  if (samples.empty()) return std::nullopt;
+  return analyse_samples(trace, samples);
 }
 
 std::shared_ptr<const MemoryAnalysis> trace_memory(const LoadedTrace& entry) {

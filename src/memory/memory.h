@@ -26,6 +26,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -142,6 +143,10 @@ struct MemoryAnalysis {
 // naming torch.profiler.profile(profile_memory=True) when the trace has none.
 MemoryAnalysis analyse_memory(const Trace& trace);
 
+// analyse_memory, or nothing when the trace has no [memory] samples: for
+// pages that show memory only where it was recorded.
+std::optional<MemoryAnalysis> analyse_memory_if_recorded(const Trace& trace);
+
 // analyse_memory, built once per loaded trace and cached on it.
 std::shared_ptr<const MemoryAnalysis> trace_memory(const LoadedTrace& entry);
 
@@ -150,6 +155,10 @@ std::shared_ptr<const MemoryAnalysis> trace_memory(const LoadedTrace& entry);
 // the last sample.
 std::vector<TimelinePoint> downsample(const std::vector<TimelinePoint>& timeline,
                                       size_t max_points);
+
+// "1.50 GiB", "12.0 MiB", "512 B" (binary units, as the allocator counts):
+// the one spelling of sizes in the text, the CLI and the charts' labels.
+std::string format_bytes(int64_t bytes);
 
 struct SummaryOptions {
   std::string device;  // "" = the primary device

@@ -6,7 +6,11 @@ Talks the Chrome DevTools Protocol over --remote-debugging-pipe (fd 3 in,
 fd 4 out, NUL-separated JSON), so it needs nothing beyond the standard
 library and the chromium binary.
 
-    check_pages.py CHROMIUM SCREENSHOT_DIR PAGE.html...
+    check_pages.py CHROMIUM SCREENSHOT_DIR [--memory-peaks PAGE.html=LABEL|LABEL...]... PAGE.html...
+
+--memory-peaks: PAGE must hold one memory timeline chart per label, in that
+order, each drawing its allocated and reserved paths and a peak marker whose
+label reads LABEL (e.g. "peak 96.6 MiB", as `jarvis memory` prints it).
 """
 import base64
 import json
@@ -122,7 +126,43 @@ def problems_in(events, session):
     return found
 
 
-def check_page(browser, page, screenshot):
+# Per memory chart (an svg with a circle.mark.peak): the rendered size of its
+# allocated and reserved paths, its peak label, and whether the marker shows.
+MEMORY_CHARTS_JS = """(function () {
+  function width(e) { return e ? e.getBBox().width : 0; }
+  var out = [];
+  document.querySelectorAll('svg').forEach(function (svg) {
+    var peak = svg.querySelector('circle.mark.peak');
+    if (!peak) return;
+    var box = peak.getBoundingClientRect(), label = svg.querySelector('text.peak-label');
+    var plot = svg.querySelector('g.plot');
+    out.push({allocated: width(svg.querySelector('path.series.allocated')),
+              reserved: width(svg.querySelector('path.series.reserved')),
+              label: label ? label.textContent : null,
+              peakBytes: parseFloat(peak.getAttribute('data-y')),
+              yMax: plot ? parseFloat(plot.dataset.yMax) : NaN,
+              markerShown: box.width > 0 && box.height > 0});
+  });
+  return JSON.stringify(out);
+})()"""
+
+
+def memory_problems(browser, session, expected):
+    charts = json.loads(browser.send("Runtime.evaluate", {
+        "expression": MEMORY_CHARTS_JS, "returnByValue": True}, session=session)["result"]["value"])
+    found = []
+    labels = [c["label"] for c in charts]
+    if labels != expected:
+        found.append(f"memory peak labels {labels}, expected {expected}")
+    for i, c in enumerate(charts):
+        if not (c["allocated"] > 0 and c["reserved"] > 0):
+            found.append(f"memory chart {i}: allocated/reserved paths not drawn: {c}")
+        if not c["markerShown"] or not c["peakBytes"] <= c["yMax"]:
+            found.append(f"memory chart {i}: peak marker not shown inside the plot: {c}")
+    return found, len(charts)
+
+
+def check_page(browser, page, screenshot, memory_peaks=None):
     target = browser.send("Target.createTarget", {"url": "about:blank"})["targetId"]
     session = browser.send("Target.attachToTarget",
                            {"targetId": target, "flatten": True})["sessionId"]
@@ -151,27 +191,52 @@ def check_page(browser, page, screenshot):
     screenshot.write_bytes(base64.b64decode(shot["data"]))
     problems = problems_in(browser.events, session)
     stats = json.loads(counts)
+    if memory_peaks is not None:
+        found, stats["memory_charts"] = memory_problems(browser, session, memory_peaks)
+        problems += found
     if stats["brokenImg"]:
         problems.append(f"{stats['brokenImg']} images did not load")
     browser.send("Target.closeTarget", {"targetId": target})
     return problems, stats, clicked
 
 
+def parse_args(args):
+    """(pages, {page: [expected memory peak labels]})."""
+    pages, memory = [], {}
+    while args:
+        arg = args.pop(0)
+        if arg == "--memory-peaks":
+            page, _, labels = args.pop(0).partition("=")
+            if not labels:
+                sys.exit(f"--memory-peaks {page}: no peak labels (did `jarvis memory` fail?)")
+            memory[str(pathlib.Path(page))] = labels.split("|")
+        else:
+            pages.append(arg)
+    return pages, memory
+
+
 def main():
     if len(sys.argv) < 4:
         sys.exit(__doc__)
     binary, shots = sys.argv[1], pathlib.Path(sys.argv[2])
+    pages, memory = parse_args(sys.argv[3:])
+    missing = set(memory) - {str(pathlib.Path(p)) for p in pages}
+    if missing:
+        sys.exit(f"--memory-peaks names pages not checked: {sorted(missing)}")
     shots.mkdir(parents=True, exist_ok=True)
     failed = False
     with tempfile.TemporaryDirectory() as profile:
         browser = Browser(binary, profile)
         try:
-            for name in sys.argv[3:]:
+            for name in pages:
                 page = pathlib.Path(name)
                 screenshot = shots / (page.stem + ".png")
-                problems, stats, clicked = check_page(browser, page, screenshot)
+                problems, stats, clicked = check_page(browser, page, screenshot,
+                                                      memory.get(str(page)))
+                extra = (f", {stats['memory_charts']} memory charts with their peaks"
+                         if "memory_charts" in stats else "")
                 print(f"{page}: {stats['svg']} inline svg, {stats['img']} images, "
-                      f"{clicked} sortable headers clicked -> {screenshot}")
+                      f"{clicked} sortable headers clicked{extra} -> {screenshot}")
                 for p in problems:
                     print("  PROBLEM " + p)
                 failed |= bool(problems)

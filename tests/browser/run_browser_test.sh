@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
 # Browser test of the HTML report kinds: builds each page with the jarvis CLI
-# (single-trace report; findings page with an embedded chart), then loads
-# them in headless Chromium (check_pages.py). Fails on any console error,
-# failed request or request leaving the file; screenshots go to OUTDIR.
+# (single-trace report; findings page with an embedded chart; sweep pages;
+# the memory page), then loads them in headless Chromium (check_pages.py).
+# Fails on any console error, failed request or request leaving the file;
+# screenshots go to OUTDIR. The memory charts of the report and of the memory
+# page must show allocated and reserved and a peak marker labelled with the
+# peak `jarvis memory` prints.
 #
 #   run_browser_test.sh JARVIS SHARED_DIR OUTDIR CHROMIUM PYTHON3
 set -euo pipefail
@@ -41,6 +44,17 @@ mi300="$shared/sweeps/tracelens_mi300_nccl_sweep"
 "$jarvis" sweep-compare "$mi300/compare_test" "$mi300/compare_test_ops" --out "$out/sweep_compare" \
   --layout '{threads}thread/perf_*_perf_report_csvs' --cache none --quiet \
   --html "$out/pages/sweep_compare.html" --labels baseline candidate >/dev/null
+# The memory page of a trace with CUDA and CPU [memory] events.
+qwen="$shared/conformance/h100_qwen1.5-0.5b/trace.json.gz"
+"$jarvis" memory "$qwen" --html "$out/pages/memory.html" --progress none > "$out/memory.txt"
+"$jarvis" memory "$trace" --progress none > "$out/report_memory.txt"
+# The peaks as the CLI prints them, one per device in page order:
+# "cuda:0: peak 96.6 MiB allocated ..." and "also cpu: peak ... allocated ...".
+peaks() {
+  sed -n -E 's/^(also )?[a-z0-9:]+: (peak .*) allocated \(.*/\2/p' "$1" | paste -sd '|' -
+}
 "$python" "$(dirname "$0")/check_pages.py" "$chromium" "$out/screenshots" \
+  --memory-peaks "$out/pages/report.html=$(peaks "$out/report_memory.txt")" \
+  --memory-peaks "$out/pages/memory.html=$(peaks "$out/memory.txt")" \
   "$out/pages/report.html" "$out/pages/findings.html" "$out/pages/sweep.html" \
-  "$out/pages/sweep_compare.html"
+  "$out/pages/sweep_compare.html" "$out/pages/memory.html"

@@ -226,8 +226,9 @@ TEST_SUITE("charts") {
 
     std::map<std::string, const NamedChart*> by_name;
     for (const auto& c : charts) by_name[c.name] = &c;
-    for (const char* name : {"gpu_timeline", "categories", "top_ops", "top_ops_efficiency",
-                             "roofline", "gemm_roofline", "short_kernels", "timeline"})
+    for (const char* name :
+         {"gpu_timeline", "categories", "top_ops", "top_ops_efficiency", "roofline",
+          "gemm_roofline", "short_kernels", "timeline", "memory_cuda_0", "memory_cpu"})
       REQUIRE_MESSAGE(by_name.count(name), name);
 
     // Expected marks, counted from the TraceLens reference CSVs.
@@ -267,7 +268,10 @@ TEST_SUITE("charts") {
                                               {"roofline", roof},
                                               {"gemm_roofline", gemm_roof},
                                               {"short_kernels", ref_short.rows.size()},
-                                              {"timeline", gpu_events}};
+                                              {"timeline", gpu_events},
+                                              // the trace has [memory] events: one peak each
+                                              {"memory_cuda_0", 1},
+                                              {"memory_cpu", 1}};
 
     auto paths = write_chart_svgs(charts, dir.path + "/svg");
     json facts = svg_facts(paths);
@@ -296,6 +300,7 @@ TEST_SUITE("charts") {
     CHECK(svg_facts({dir.path + "/report.html"}).size() == charts.size());
     check_offline(html);
     CHECK(html.find("<table class=\"sortable\">") != std::string::npos);
+    CHECK(html.find("<section id=\"memory\">") != std::string::npos);
     CHECK(html.size() < 1'000'000);
   }
 
@@ -348,7 +353,7 @@ TEST_SUITE("charts") {
                             {"svg_dir", dir.path + "/charts"}});
     CHECK(r["arch"] == "H100");
     CHECK(r["bytes"].get<size_t>() == fs::file_size(dir.path + "/report.html"));
-    REQUIRE(r["charts"].size() == 8);
+    REQUIRE(r["charts"].size() == 8 + 2);  // + the memory charts of cuda:0 and the CPU
     for (const auto& c : r["charts"]) CHECK(fs::exists(c["svg_path"].get<std::string>()));
     json bad =
         h.call_tool(3, "render_report", {{"trace", "t99"}, {"output", dir.path + "/x.html"}});

@@ -4,6 +4,8 @@
 
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <string>
 
 #include "golden.h"
@@ -83,4 +85,24 @@ TEST_CASE("memory: jarvis memory writes the three CSVs and names profile_memory 
   Run device = jarvis_cli("memory " + bert_trace() + " --device cuda:5");
   CHECK(device.exit_code == 1);
   CHECK(device.out.find("cuda:0, cpu") != std::string::npos);
+}
+
+TEST_CASE("memory: jarvis memory --html writes the page with the peak the text prints") {
+  testing::TempDir dir;
+  std::string page = dir.path + "/m.html";
+  Run ok = jarvis_cli("memory " + bert_trace() + " --html " + page + " --progress none");
+  CHECK(ok.exit_code == 0);
+  REQUIRE(std::filesystem::exists(page));
+  std::stringstream html;
+  html << std::ifstream(page).rdbuf();
+  // "cuda:0: peak 96.6 MiB allocated" in the text; the same label on the chart.
+  CHECK(ok.out.find("cuda:0: peak 96.6 MiB allocated") != std::string::npos);
+  CHECK(html.str().find(">peak 96.6 MiB</text>") != std::string::npos);
+  CHECK(html.str().find("class=\"series allocated\"") != std::string::npos);
+  CHECK(html.str().find("class=\"series reserved\"") != std::string::npos);
+  CHECK(ok.out.find(page + ": memory page, 2 devices") != std::string::npos);
+
+  Run missing = jarvis_cli("memory " + bert_trace() + " --html " + dir.path + "/no/m.html");
+  CHECK(missing.exit_code == 2);
+  CHECK(missing.out.find("--mkdirs") != std::string::npos);
 }
