@@ -71,6 +71,8 @@ int run_compare(CompareArgs& a) {
   for (const auto& f : c.files) fmt::print("{}\n", f);
   for (const auto& n : c.notes) fmt::print("note: {}\n", n);
   auto summary = c.summary(a.top);
+  if (summary["verdict"].is_object())
+    fmt::print("{}\n", summary["verdict"]["text"].get<std::string>());
   print_timeline(summary);
   print_gaps(summary);
   return 0;

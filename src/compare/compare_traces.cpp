@@ -3,8 +3,12 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <optional>
 #include <stdexcept>
 
+#include <fmt/format.h>
+
+#include "critical_path/critical_path.h"
 #include "explore/rocprof_trace.h"
 #include "report/report.h"
 #include "rocprof/report.h"
@@ -119,6 +123,63 @@ json ops_summary_side_by_side(const Table& t, const std::string& ref, const std:
   return rows;
 }
 
+// The share of the GPU span each side sits idle, from gpu_timeline's
+// idle_time row (TraceLens's percent of total_time); nullopt without it.
+std::optional<double> idle_pct(const Table& t, const std::string& tag) {
+  for (size_t r = 0; r < t.rows.size(); ++r) {
+    const Cell& type = t.rows[r][0];
+    if (!type.is_text() || type.text() != "idle_time") continue;
+    json pct = number_or_null(t, r, tag + "::percent");
+    if (pct.is_number()) return pct.get<double>();
+  }
+  return std::nullopt;
+}
+
+// What the comparison can say of the steps, in one line: where a side's GPU
+// sits idle most of the time, its step is set by the host (launches,
+// Python, syncs), and neither a faster GPU nor faster kernels shorten it by
+// more than its busy time; the kernel differences below are then not the
+// step's.
+constexpr double kHostBoundIdlePct = 50.0;
+
+json step_verdict(const Table* timeline, const std::string& ref, const std::string& tgt,
+                  const std::optional<StepBound>& ref_step,
+                  const std::optional<StepBound>& tgt_step) {
+  if (!timeline) return json();
+  const auto ref_idle = idle_pct(*timeline, ref), tgt_idle = idle_pct(*timeline, tgt);
+  if (!ref_idle || !tgt_idle) return json();
+  // The critical path knows better than the idle share (GPT-2 training is
+  // host-bound at a third idle: its GPU catches up at every optimizer step).
+  const bool from_path = ref_step && tgt_step;
+  const bool ref_host = from_path ? ref_step->host_bound() : *ref_idle >= kHostBoundIdlePct;
+  const bool tgt_host = from_path ? tgt_step->host_bound() : *tgt_idle >= kHostBoundIdlePct;
+  std::string text;
+  if (ref_host && tgt_host)
+    text = fmt::format(
+        "Both runs' steps are host-bound (GPU idle {} {:.1f}%, {} {:.1f}%), so a faster GPU or "
+        "faster kernels shorten them by at most their busy time; "
+        "compare the host side (launch overhead, Python, syncs) before the kernels.",
+        ref, *ref_idle, tgt, *tgt_idle);
+  else if (ref_host || tgt_host)
+    text = fmt::format(
+        "{}'s step is host-bound (GPU idle {:.1f}%; {} {:.1f}%), so the kernel differences below "
+        "reach its step only after its host side is fixed.",
+        ref_host ? ref : tgt, ref_host ? *ref_idle : *tgt_idle, ref_host ? tgt : ref,
+        ref_host ? *tgt_idle : *ref_idle);
+  else
+    text = fmt::format(
+        "Both runs' steps are GPU-bound ({} {:.1f}% idle, {} {:.1f}%): kernel differences carry "
+        "to the step.",
+        ref, *ref_idle, tgt, *tgt_idle);
+  return {{"reference_idle_pct", *ref_idle},
+          {"target_idle_pct", *tgt_idle},
+          {"reference_host_bound", ref_host},
+          {"target_host_bound", tgt_host},
+          {"method", from_path ? "critical path: most iterations bound by the host"
+                               : "GPU idle at least 50% of the span"},
+          {"text", text}};
+}
+
 json arch_name(const std::optional<GpuArch>& arch) {
   return arch ? json(arch->name) : json();
 }
@@ -136,6 +197,32 @@ void write_outputs(TraceComparison& c, const std::string& dir) {
 
 }  // namespace
 
+namespace {
+
+// The critical path's verdict on a trace's steps; none when no dependency
+// graph can be built (no launches, no GPU work).
+std::optional<StepBound> step_bound(const LoadedTrace& entry) {
+  auto bound = entry.cached<std::optional<StepBound>>(
+      "compare:step_bound", [&]() -> std::optional<StepBound> {
+        try {
+          auto tree = trace_call_tree(entry);
+          const auto graph = critical_path::build_graph({{&entry.trace(), tree.get(), -1}});
+          const auto a = critical_path::analyse(graph);
+          StepBound b;
+          b.iterations = a.iterations.size();
+          for (const auto& it : a.iterations)
+            b.host_bound_iterations += it.bound_by == critical_path::kBoundByHost;
+          b.step_time_us = a.step_time_us;
+          return b.iterations ? std::optional(b) : std::nullopt;
+        } catch (const std::runtime_error&) {  // CriticalPathError, CollectiveError
+          return std::nullopt;
+        }
+      });
+  return *bound;
+}
+
+}  // namespace
+
 PreparedReport prepare_loaded_trace(const LoadedTrace& entry, const std::string& tag,
                                     const std::string& requested_arch) {
   std::string arch = arch_choice(requested_arch, &entry.trace());
@@ -146,6 +233,7 @@ PreparedReport prepare_loaded_trace(const LoadedTrace& entry, const std::string&
       profile ? rocprof_report(entry, *profile) : trace_report(entry, arch.empty() ? "none" : arch);
   side.report = NamedReport{tag, report->tables, entry.path()};
   normalize_report(side.report);
+  if (!profile) side.step = step_bound(entry);
   return side;
 }
 
@@ -197,13 +285,25 @@ TraceComparison compare_prepared_reports(NamedReport reference, NamedReport targ
   return c;
 }
 
+namespace {
+
+TraceComparison with_steps(TraceComparison c, const PreparedReport& ref,
+                           const PreparedReport& tgt) {
+  c.step_reference = ref.step;
+  c.step_target = tgt.step;
+  return c;
+}
+
+}  // namespace
+
 TraceComparison compare_loaded_traces(const LoadedTrace& reference, const LoadedTrace& target,
                                       const CompareTracesOptions& options) {
   PreparedReport ref =
       prepare_loaded_trace(reference, options.reference_tag, options.arch_reference);
   PreparedReport tgt = prepare_loaded_trace(target, options.target_tag, options.arch_target);
-  return compare_prepared_reports(std::move(ref.report), std::move(tgt.report), std::move(ref.arch),
-                                  std::move(tgt.arch), options);
+  return with_steps(compare_prepared_reports(std::move(ref.report), std::move(tgt.report),
+                                             std::move(ref.arch), std::move(tgt.arch), options),
+                    ref, tgt);
 }
 
 TraceComparison compare_traces(const std::string& reference_path, const std::string& target_path,
@@ -213,8 +313,9 @@ TraceComparison compare_traces(const std::string& reference_path, const std::str
       side_from_path(store, reference_path, options.reference_tag, options.arch_reference, "REF");
   PreparedReport tgt =
       side_from_path(store, target_path, options.target_tag, options.arch_target, "TARGET");
-  return compare_prepared_reports(std::move(ref.report), std::move(tgt.report), std::move(ref.arch),
-                                  std::move(tgt.arch), options);
+  return with_steps(compare_prepared_reports(std::move(ref.report), std::move(tgt.report),
+                                             std::move(ref.arch), std::move(tgt.arch), options),
+                    ref, tgt);
 }
 
 json TraceComparison::summary(size_t top_n) const {
@@ -226,6 +327,7 @@ json TraceComparison::summary(size_t top_n) const {
   const Table* ops = result.table("ops_summary");
   return {{"reference", {{"tag", ref}, {"arch", arch_name(arch_reference)}}},
           {"target", {{"tag", tgt}, {"arch", arch_name(arch_target)}}},
+          {"verdict", step_verdict(timeline, ref, tgt, step_reference, step_target)},
           {"gpu_timeline", timeline ? gpu_timeline_side_by_side(*timeline, ref, tgt) : json()},
           {"ops_summary", ops ? ops_summary_side_by_side(*ops, ref, tgt, top_n) : json()},
           {"hardware_gaps", hardware_gaps ? hardware_gaps->to_json(top_n) : json()},

@@ -38,15 +38,25 @@ struct CompareTracesOptions {
   HardwareGapOptions gaps;
 };
 
+// What bounds one side's step, from the critical path of its trace
+// (docs/critical-path.md); absent for report inputs and rocprofv3 traces.
+struct StepBound {
+  size_t iterations = 0, host_bound_iterations = 0;
+  double step_time_us = 0;
+  bool host_bound() const { return 2 * host_bound_iterations > iterations; }
+};
+
 struct TraceComparison {
   NamedReport reference, target;
+  std::optional<StepBound> step_reference, step_target;
   std::optional<GpuArch> arch_reference, arch_target;
   CompareResult result;
   std::optional<HardwareGapAnalysis> hardware_gaps;  // both archs known
   std::vector<std::string> notes;                    // what was skipped and why
   std::vector<std::string> files;                    // files written
 
-  // Compact JSON for agents: archs, the gpu_timeline side by side, the
+  // Compact JSON for agents: archs, a `verdict` (each side's GPU idle share
+  // and whether its step is host-bound, in one line), the gpu_timeline side by side, the
   // top_n ops_summary rows side by side (by the larger of the two times),
   // the top_n flagged hardware gaps with their share of target time, result
   // sheet names and row counts, notes and files.
@@ -57,6 +67,7 @@ struct TraceComparison {
 struct PreparedReport {
   NamedReport report;
   std::optional<GpuArch> arch;
+  std::optional<StepBound> step;
 };
 
 // `arch` as in CompareTracesOptions. The loaded-trace report comes from the
