@@ -51,8 +51,16 @@ struct Split {
 };
 
 Split run_split(const fs::path& dir, const std::string& args) {
-  Output o = run_in(dir, args + " 2>jarvis.stderr");
-  Split s{o.exit_code, o.text, read_text(dir / "jarvis.stderr")};
+  std::string cmd = "cd " + shell_quote(dir) + " && " + std::string(JARVIS_BINARY) + " " + args +
+                    " 2>jarvis.stderr";
+  Split s;
+  FILE* p = popen(cmd.c_str(), "r");
+  REQUIRE(p);
+  char buf[4096];
+  for (size_t n; (n = std::fread(buf, 1, sizeof buf, p)) > 0;) s.out.append(buf, n);
+  int status = pclose(p);
+  s.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  s.err = read_text(dir / "jarvis.stderr");
   fs::remove(dir / "jarvis.stderr");
   return s;
 }
@@ -181,9 +189,9 @@ TEST_SUITE("cli_new_user") {
     ScratchDir dir;
     jarvis::testing::write_text(dir / "planfile.txt", "x");  // a file a wrong completion offers
     CHECK(bash_completes(dir.path, "report t.json --progress p") == "plain\n");
-    CHECK(bash_completes(dir.path, "report t.json --progress ''") == "auto bar plain none\n");
+    CHECK(bash_completes(dir.path, "report t.json --progress \"\"") == "auto bar plain none\n");
     // --arch takes a bundled name, none, or an arch JSON file.
-    std::string arch = bash_completes(dir.path, "insights t.json --arch ''");
+    std::string arch = bash_completes(dir.path, "insights t.json --arch \"\"");
     for (const char* name : {"H100", "MI300X", "none", "planfile.txt"}) {
       CAPTURE(name);
       CHECK(arch.find(name) != std::string::npos);
