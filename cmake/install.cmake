@@ -15,6 +15,14 @@ install(DIRECTORY ${CMAKE_SOURCE_DIR}/skills/ DESTINATION ${CMAKE_INSTALL_DATADI
 install(DIRECTORY ${CMAKE_SOURCE_DIR}/arch/ DESTINATION ${CMAKE_INSTALL_DATADIR}/jarvis/arch)
 install(FILES ${CMAKE_SOURCE_DIR}/README.md DESTINATION ${CMAKE_INSTALL_DOCDIR})
 install(DIRECTORY ${CMAKE_SOURCE_DIR}/docs/ DESTINATION ${CMAKE_INSTALL_DOCDIR}/docs)
+# What the README and docs link to, at the same relative paths, so every link
+# in the installed docs resolves and the README's example trace can be run
+# from an install (tests/install/check_doc_links.py).
+install(DIRECTORY ${CMAKE_SOURCE_DIR}/examples/ DESTINATION ${CMAKE_INSTALL_DOCDIR}/examples
+  USE_SOURCE_PERMISSIONS)
+install(DIRECTORY ${CMAKE_SOURCE_DIR}/skills/ DESTINATION ${CMAKE_INSTALL_DOCDIR}/skills)
+install(DIRECTORY ${CMAKE_SOURCE_DIR}/tools_schema/ DESTINATION ${CMAKE_INSTALL_DOCDIR}/tools_schema)
+install(FILES ${CMAKE_SOURCE_DIR}/bench/RESULTS.md DESTINATION ${CMAKE_INSTALL_DOCDIR}/bench)
 
 set(JARVIS_GENERATED_DOCS ${CMAKE_BINARY_DIR}/generated/jarvis.1
   ${CMAKE_BINARY_DIR}/generated/jarvis.bash)

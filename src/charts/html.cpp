@@ -1,6 +1,7 @@
 #include "charts/html.h"
 #include "charts/svg_common.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include <fmt/format.h>
@@ -50,14 +51,26 @@ document.querySelectorAll('table.sortable th').forEach(function (th) {
 });
 )JS";
 
+// A number as a reader takes it in: three significant digits, never in
+// exponent form for the magnitudes a report holds (68.0641 -> 68.1,
+// 7.68e-07 -> 0.000000768); integers above 100 whole. The cell's data-v
+// keeps the full value, which sorting uses, as the CSVs keep it.
+std::string readable_number(double v) {
+  double magnitude = std::fabs(v);
+  if (magnitude == 0) return "0";
+  if (magnitude < 1e-9) return fmt::format("{:.2g}", v);
+  int decimals = std::max(0, 2 - static_cast<int>(std::floor(std::log10(magnitude))));
+  std::string text = fmt::format("{:.{}f}", v, std::min(decimals, 11));
+  return text == "-0" ? "0" : text;
+}
+
 std::string cell_html(const Cell& c) {
   if (c.missing()) return "<td></td>";
   if (c.is_bool()) return std::string("<td>") + (std::get<bool>(c.v) ? "True" : "False") + "</td>";
   if (c.is_number()) {
     double v = c.number();
     if (!std::isfinite(v)) return "<td class=\"n\">" + fmt::format("{}", v) + "</td>";
-    std::string shown =
-        c.is_int() ? std::to_string(std::get<int64_t>(c.v)) : fmt::format("{:.6g}", v);
+    std::string shown = c.is_int() ? std::to_string(std::get<int64_t>(c.v)) : readable_number(v);
     return fmt::format("<td class=\"n\" data-v=\"{}\">{}</td>", v, shown);
   }
   return "<td>" + html_escape(c.text()) + "</td>";

@@ -11,6 +11,8 @@
 
 #include "charts/html.h"
 #include "charts/memory_page.h"
+#include "report/gpu_timeline.h"
+#include "tree/call_tree.h"
 
 namespace jarvis::charts {
 
@@ -289,7 +291,81 @@ std::string table_section(const Report& report, std::string_view sheet, size_t r
   return t ? html_table(*t, rows, columns) : "";
 }
 
+std::string ms(double us) {
+  return fmt::format("{:.1f} ms", us / 1e3);
+}
+
+std::string health_html(const insights::TraceHealth& h) {
+  std::string out = fmt::format(
+      "<p><b>Trace health: {} confidence</b>: {} GPU events, {:.0f} % of them launched by an op "
+      "the call tree knows; {} profiler step(s).</p>\n",
+      html_escape(h.confidence), h.gpu_events,
+      h.gpu_events ? 100.0 * h.linked_gpu_events / h.gpu_events : 0.0, h.profiler_steps);
+  if (h.warnings.empty()) return out;
+  out += "<ul class=\"warnings\">\n";
+  for (const std::string& w : h.warnings) out += "<li>" + html_escape(w) + "</li>\n";
+  return out + "</ul>\n";
+}
+
+// Busy and idle time, with the findings about the whole trace (launch-bound
+// steps, host gaps) as the idle time's causes.
+std::string busy_idle_html(const GpuTimeline& tl, const std::vector<insights::Insight>& findings) {
+  if (tl.total_time <= 0) return "<p>No GPU time in this trace.</p>\n";
+  std::string out = fmt::format(
+      "<p><b>GPU busy {} of {} ({:.0f} %)</b>: computation {}, exposed communication {}, "
+      "exposed memcpy {}; <b>idle {} ({:.0f} %)</b>.</p>\n",
+      ms(tl.busy_time), ms(tl.total_time), 100 * tl.busy_time / tl.total_time,
+      ms(tl.computation_time), ms(tl.exposed_comm_time), ms(tl.exposed_memcpy_time),
+      ms(tl.idle_time), 100 * tl.idle_time / tl.total_time);
+  std::string causes;
+  for (const auto& f : findings)
+    if (f.scope == "trace") causes += "<li>" + html_escape(f.title) + "</li>\n";
+  if (!causes.empty()) out += "<p>Why the GPU waits:</p>\n<ul>\n" + causes + "</ul>\n";
+  return out;
+}
+
+Table findings_table(const ReportVerdict& v, const GpuTimeline& tl, size_t top) {
+  Table t("findings", {"rank", "severity", "finding", "recoverable (ms)", "share (%)", "rule"});
+  for (size_t k = 0; k < v.findings.size() && k < top; ++k) {
+    const auto& f = v.findings[k];
+    auto& row = t.add_row();
+    row[0] = Cell(static_cast<int64_t>(k + 1));
+    row[1] = Cell(f.severity);
+    row[2] = Cell(f.title);
+    if (f.recoverable_us) {
+      row[3] = Cell(*f.recoverable_us / 1e3);
+      // Of the GPU time for trace-wide findings, of kernel time for the rest.
+      double base = f.scope == "trace" ? tl.total_time : v.total_kernel_time_us;
+      if (base > 0) row[4] = Cell(100 * *f.recoverable_us / base);
+    }
+    row[5] = Cell(f.rule);
+  }
+  return t;
+}
+
+std::string verdict_html(const ReportVerdict& v, const GpuTimeline& tl, size_t top) {
+  std::string out = health_html(v.health) + busy_idle_html(tl, v.findings);
+  if (v.findings.empty()) return out + "<p>No finding: no insight rule fired on this trace.</p>\n";
+  out += fmt::format(
+      "<p><b>{} finding(s)</b>, ranked by the time a fix could recover (upper bound, each "
+      "claiming only time no finding above it claims; `jarvis insights` has the evidence and "
+      "the actions):</p>\n",
+      v.findings.size());
+  return out + html_table(findings_table(v, tl, top), top);
+}
+
 }  // namespace
+
+ReportVerdict report_verdict(const Trace& trace, const GpuArch* arch) {
+  CallTree tree(trace);
+  GpuTimeline timeline = compute_gpu_timeline(trace, tree);
+  ReportVerdict v;
+  v.health = insights::trace_health(trace, tree, &timeline);
+  auto context = insights::make_context(trace, tree, arch, &timeline);
+  v.total_kernel_time_us = context.total_kernel_time_us;
+  v.findings = insights::run_insights(context);
+  return v;
+}
 
 std::vector<NamedChart> report_charts(const Trace& trace, const Report& report,
                                       const ReportPageOptions& options) {
@@ -309,6 +385,9 @@ std::vector<NamedChart> report_charts(const Trace& trace, const Report& report,
 std::string report_html(const Trace& trace, const Report& report,
                         const std::vector<NamedChart>& charts, const ReportPageOptions& options) {
   std::vector<HtmlSection> sections;
+  if (options.verdict)
+    sections.push_back({"verdict", "Verdict",
+                        verdict_html(*options.verdict, report.timeline, options.verdict_findings)});
   sections.push_back({"summary", "Summary",
                       html_table(summary_table(trace, report, options), 100) +
                           table_section(report, "gpu_timeline", 20)});

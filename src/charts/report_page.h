@@ -1,9 +1,9 @@
 // The single-trace HTML report (`jarvis report TRACE --html FILE`, MCP
-// render_report): summary, GPU timeline split, time by category, top ops with
-// their roofline efficiency, rooflines (all modelled ops, GEMMs), short-kernel
-// histogram, a kernel timeline strip, the memory timeline per device with the
-// holders of its peak (traces with [memory] events only), and sortable tables
-// of the main sheets.
+// render_report): the verdict (trace health, GPU busy / idle and its causes,
+// ranked findings with recoverable time), summary, GPU timeline split, time by category, top ops
+// with their roofline efficiency, rooflines (all modelled ops, GEMMs), short-kernel histogram, a
+// kernel timeline strip, the memory timeline per device with the holders of its peak (traces with
+// [memory] events only), and sortable tables of the main sheets.
 #pragma once
 
 #include <string>
@@ -12,19 +12,37 @@
 #include <nlohmann/json.hpp>
 
 #include "charts/charts.h"
+#include "insights/insights.h"
+#include "insights/trace_health.h"
+#include "perf/gpu_arch.h"
 #include "report/report.h"
 #include "trace/trace.h"
 
 namespace jarvis::charts {
 
+// What the page opens with: whether the trace can be trusted, how busy the
+// GPU was and what kept it idle, and the findings ranked by the time a fix
+// could recover (the `jarvis insights` ranking).
+struct ReportVerdict {
+  insights::TraceHealth health;
+  std::vector<insights::Insight> findings;  // ranked, largest recoverable time first
+  double total_kernel_time_us = 0;
+};
+
+// Builds the call tree and runs every insight rule; `arch` null: the rules
+// that need peaks skip.
+ReportVerdict report_verdict(const Trace& trace, const GpuArch* arch);
+
 struct ReportPageOptions {
-  std::string title;                   // page title (default: trace file name)
-  std::string trace_path;              // shown in the summary
-  std::string arch_name;               // "" = no arch (no rooflines)
-  nlohmann::ordered_json arch;         // arch dict: mem_bw_gbps, max_achievable_tflops
-  size_t top_ops = 20;                 // rows of the top-ops charts
-  size_t table_rows = 200;             // rows per sortable table
-  size_t timeline_max_kernels = 2000;  // kernels drawn in the timeline strip
+  std::string title;                       // page title (default: trace file name)
+  std::string trace_path;                  // shown in the summary
+  std::string arch_name;                   // "" = no arch (no rooflines)
+  nlohmann::ordered_json arch;             // arch dict: mem_bw_gbps, max_achievable_tflops
+  size_t top_ops = 20;                     // rows of the top-ops charts
+  size_t table_rows = 200;                 // rows per sortable table
+  size_t timeline_max_kernels = 2000;      // kernels drawn in the timeline strip
+  const ReportVerdict* verdict = nullptr;  // null: the page has no verdict section
+  size_t verdict_findings = 10;            // findings listed in the verdict
 };
 
 // Every chart of the report page, in page order. Charts whose data is absent

@@ -40,12 +40,13 @@ int run_collectives(const CollectivesArgs& a) {
     engine.serve();
     return 0;
   }
+  const std::vector<std::string> traces = expand_rank_traces(a.traces);
   check_xlsx_output(a.xlsx, a.mkdirs);
   Progress progress(a.progress.resolve(), "collectives");
-  progress.phase(fmt::format("load and match {} rank traces", a.traces.size()));
-  auto result = engine.collective_report(a.traces, report_options(a));
+  progress.phase(fmt::format("load and match {} rank traces", traces.size()));
+  auto result = engine.collective_report(traces, report_options(a));
   progress.phase("write");
-  if (a.stats) engine.print_trace_stats(a.traces.size());
+  if (a.stats) engine.print_trace_stats(traces.size());
   auto paths = engine.write_dir(a.out, [&](const std::string& dir) {
     return engine::write_collective_tables(result.tables, dir);
   });
@@ -53,9 +54,11 @@ int run_collectives(const CollectivesArgs& a) {
   progress.finish();
   for (const std::string& path : paths) fmt::print("{}\n", path);
   if (!a.xlsx.empty()) fmt::print("{}\n", a.xlsx);
-  if (!result.single_rank)
+  if (!result.single_rank) {
     fmt::print("{} ranks, {} matched collective instances\n", result.report.ranks.size(),
                result.report.instances.size());
+    fmt::print("{}\n", engine::straggler_verdict(result.report).text);
+  }
   return 0;
 }
 
@@ -68,7 +71,8 @@ Runner add_collectives(CLI::App& app) {
                          "multi-rank collective report: instances matched across ranks, skew, "
                          "bandwidths, overlap");
   cmd->add_option("RANK_TRACE", a->traces,
-                  "one trace per rank (rank from distributedInfo, else the order given)")
+                  "one trace per rank (rank from distributedInfo, else the order given), or a "
+                  "directory of them")
       ->required();
   cmd->add_option("-o,--out", a->out, "output directory (created)")->required();
   cmd->add_option("--align", a->align,

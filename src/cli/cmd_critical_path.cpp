@@ -30,8 +30,9 @@ struct WhatIfArgs : CriticalPathArgs {
 };
 
 engine::RankGraph load(const CriticalPathArgs& a, Progress& progress) {
-  progress.phase(fmt::format("load {} trace(s) and build the graph", a.traces.size()));
-  return engine::load_graph(a.traces);
+  std::vector<std::string> traces = expand_rank_traces(a.traces);
+  progress.phase(fmt::format("load {} trace(s) and build the graph", traces.size()));
+  return engine::load_graph(traces);
 }
 
 void print_notes(const engine::CriticalPathAnalysis& analysis) {
@@ -89,8 +90,8 @@ int run_what_if(const WhatIfArgs& a) {
 
 void add_common(CLI::App* cmd, CriticalPathArgs& a) {
   cmd->add_option("TRACE", a.traces,
-                  "one trace per rank (rank from distributedInfo, else the order given); one "
-                  "trace gives the path of one GPU and its host")
+                  "one trace per rank (rank from distributedInfo, else the order given) or a "
+                  "directory of them; one trace gives the path of one GPU and its host")
       ->required();
   cmd->add_option("-o,--out", a.out, "output directory (created)")->required();
   add_progress_flags(cmd, a.progress);

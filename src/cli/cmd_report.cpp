@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "base/atomic_file.h"
+#include "base/error.h"
 #include "base/output_guard.h"
 #include "cli/commands.h"
 #include "cli/options.h"
@@ -107,6 +108,10 @@ void write_html_report(const Trace& trace, const Report& report, const ReportArg
     if (page.arch.contains("name") && page.arch["name"].is_string())
       page.arch_name = page.arch["name"].get<std::string>();
   }
+  std::optional<GpuArch> gpu;
+  if (!arch_name.empty() && arch_name != "none") gpu = engine::load_gpu_arch(arch_name);
+  const engine::ReportVerdict verdict = engine::report_verdict(trace, gpu ? &*gpu : nullptr);
+  page.verdict = &verdict;
   auto charts = engine::report_charts(trace, report, page);
   std::string html = engine::report_html(trace, report, charts, page);
   write_file_atomic(a.html, html);
@@ -261,6 +266,19 @@ int run_xplane(const ReportArgs& a, const Targets& t, Progress& progress) {
   return 0;
 }
 
+// A directory that is no rocprofv3 CSV set is most often the ranks of one
+// run: say which commands take it instead of failing to parse it.
+void refuse_trace_directory(const std::string& path) {
+  std::error_code ec;
+  if (!fs::is_directory(path, ec)) return;
+  std::vector<std::string> traces = expand_rank_traces({path});
+  throw Error(ErrorKind::InvalidInput,
+              fmt::format("{} is a directory of {} trace(s): report reads one trace (e.g. {}); "
+                          "`jarvis collectives`, `critical-path` and `what-if` take the "
+                          "directory of rank traces, `jarvis sweep` a sweep of runs",
+                          path, traces.size(), traces.front()));
+}
+
 // Before any work: no output is the input (by inode) or a trace, no two
 // outputs are one file, and existing files follow the overwrite rule
 // (base/output_guard.h; --force).
@@ -296,6 +314,7 @@ int run_report(ReportArgs& a) {
       a.rocprof || format == InputFormat::RocprofJson || format == InputFormat::RocprofCsv;
   if (rocprof_input) return run_rocprof(a, t, progress);
   if (format == InputFormat::Xplane) return run_xplane(a, t, progress);
+  refuse_trace_directory(a.trace);
   if (a.kernel_details || a.topk_kernels || a.fix_rocprof_units)
     usage_error(
         "--kernel-details, --topk-kernels and --fix-rocprof-units apply to rocprofv3 "

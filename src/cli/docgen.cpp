@@ -1,9 +1,11 @@
 #include "cli/docgen.h"
 
 #include <algorithm>
+#include <map>
 #include <memory>
 #include <set>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <fmt/format.h>
@@ -11,6 +13,7 @@
 #include <CLI/CLI.hpp>
 
 #include "cli/commands.h"
+#include "engine/engine.h"
 
 namespace jarvis::cli {
 namespace {
@@ -35,6 +38,72 @@ std::string roff(const std::string& text) {
     line_start = c == '\n';
   }
   return out;
+}
+
+// The NAME line says what jarvis is once: the description without the
+// "jarvis: " that `jarvis --help` shows it with.
+std::string name_line(const std::string& description) {
+  constexpr std::string_view kPrefix = "jarvis: ";
+  return description.rfind(kPrefix, 0) == 0 ? description.substr(kPrefix.size()) : description;
+}
+
+// GPU arch options (`prepare --platform` names one too): a bundled name,
+// `none` or an arch JSON file.
+bool takes_arch(std::string_view lname) {
+  return lname == "platform" || lname == "gpu_arch_json_path" ||
+         (lname.find("arch") != std::string_view::npos && lname != "arch-dir");
+}
+
+// The values an option accepts, as its CLI::IsMember check lists them in the
+// type name ("TEXT:{auto,bar,plain,none}"); GPU arch options take a bundled
+// arch name or `none` (or a file, which the script completes too).
+std::vector<std::string> option_values(const CLI::Option& option) {
+  std::vector<std::string> values;
+  std::string type = option.get_type_name();
+  size_t open = type.find(":{");
+  size_t close = type.find('}', open);
+  if (open != std::string::npos && close != std::string::npos) {
+    std::string list = type.substr(open + 2, close - open - 2);
+    for (size_t start = 0; start <= list.size();) {
+      size_t comma = std::min(list.find(',', start), list.size());
+      if (comma > start) values.push_back(list.substr(start, comma - start));
+      start = comma + 1;
+    }
+    return values;
+  }
+  for (const std::string& name : option.get_lnames())
+    if (takes_arch(name)) {
+      values = engine::bundled_gpu_arch_names();
+      if (name != "platform") values.push_back("none");  // prepare needs an arch
+      break;
+    }
+  return values;
+}
+
+// One bash `case` arm per flag with known values: `--flag)` completes them
+// (plus file names where a file is accepted too).
+std::string value_cases(const CLI::App& app) {
+  std::map<std::string, std::vector<std::string>> by_flag;
+  auto collect = [&](const CLI::App& from) {
+    for (const CLI::Option* opt : from.get_options()) {
+      std::vector<std::string> values = option_values(*opt);
+      if (values.empty()) continue;
+      for (const std::string& name : opt->get_lnames()) by_flag["--" + name] = values;
+    }
+  };
+  for (const CLI::App* cmd : visible_commands(app)) {
+    collect(*cmd);
+    for (const CLI::App* group :
+         cmd->get_subcommands([](const CLI::App* sub) { return sub->get_name().empty(); }))
+      collect(*group);
+  }
+  std::string cases;
+  for (const auto& [flag, values] : by_flag) {
+    bool files = takes_arch(std::string_view(flag).substr(2));
+    cases += fmt::format("    {}) COMPREPLY=($(compgen -W \"{}\" -- \"$cur\"){}); return ;;\n",
+                         flag, fmt::join(values, " "), files ? " $(compgen -f -- \"$cur\")" : "");
+  }
+  return cases;
 }
 
 }  // namespace
@@ -68,6 +137,9 @@ std::string bash_completion(const CLI::App& app) {
       "    COMPREPLY=($(compgen -W \"{} --help --version\" -- \"$cur\"))\n"
       "    return\n"
       "  fi\n"
+      "  case \"${{COMP_WORDS[COMP_CWORD-1]}}\" in\n"
+      "{}"
+      "  esac\n"
       "  case \"${{COMP_WORDS[1]}}\" in\n"
       "{}"
       "  esac\n"
@@ -78,14 +150,17 @@ std::string bash_completion(const CLI::App& app) {
       "  fi\n"
       "}}\n"
       "complete -o filenames -F _jarvis jarvis\n",
-      fmt::join(names, " "), cases);
+      fmt::join(names, " "), value_cases(app), cases);
 }
 
 std::string man_page(const CLI::App& app, const std::string& version) {
   std::string out = fmt::format(".TH JARVIS 1 \"\" \"jarvis {}\" \"User Commands\"\n", version);
-  out += ".SH NAME\njarvis \\- " + roff(app.get_description()) + "\n";
+  out += ".SH NAME\njarvis \\- " + roff(name_line(app.get_description())) + "\n";
   out += ".SH SYNOPSIS\n.B jarvis\n\\fICOMMAND\\fR [\\fIOPTIONS\\fR]\n";
-  out += ".SH DESCRIPTION\n.nf\n" + roff(app.help()) + ".fi\n.SH COMMANDS\n";
+  // The formatter directly: App::help() answers with the help of the parsed
+  // subcommand, which here is `manpage` itself.
+  std::string top_help = app.get_formatter()->make_help(&app, "jarvis", CLI::AppFormatMode::Normal);
+  out += ".SH DESCRIPTION\n.nf\n" + roff(top_help) + ".fi\n.SH COMMANDS\n";
   for (const CLI::App* cmd : visible_commands(app)) {
     out += ".SS " + cmd->get_name() + "\n.nf\n";
     out += roff(cmd->help("jarvis")) + ".fi\n";

@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <exception>
 #include <filesystem>
+#include <set>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -19,6 +20,7 @@
 #include "base/output_guard.h"
 #include "cli/commands.h"
 #include "cli/docgen.h"
+#include "cli/suggest.h"
 
 #ifndef JARVIS_VERSION
 #error "JARVIS_VERSION is set by CMake from the project version"
@@ -163,6 +165,50 @@ std::vector<Registered> register_commands(CLI::App& app, std::string_view only) 
   return out;
 }
 
+using jarvis::cli::did_you_mean;
+
+std::set<std::string> command_names(const std::vector<Registered>& commands) {
+  std::set<std::string> names;
+  for (const auto& c : commands)
+    if (!c.command->get_group().empty()) names.insert(c.command->get_name());
+  return names;
+}
+
+// TraceLens_generate_perf_report_pytorch flags with no jarvis equivalent:
+// named as such, so a TraceLens command line that uses one is not mistaken
+// for a typo (docs/cli.md, "TraceLens flag spellings").
+constexpr std::pair<std::string_view, std::string_view> kTraceLensOnlyFlags[] = {
+    {"--include_unlinked_kernels", "jarvis links every kernel it can and counts the rest"},
+    {"--micro_idle_thresh_us", "the timeline has no micro-idle split"},
+    {"--topk_ops", "the sheets hold every op; `jarvis insights` ranks them"},
+    {"--topk_roofline_ops", "the roofline sheets hold every modelled op"},
+    {"--topk_short_kernels", "the short-kernel sheets hold every short kernel"},
+    {"--extension_file", "perf models are compiled in"},
+    {"--python_path", "jarvis runs no Python"},
+};
+
+// One line per unknown flag: what TraceLens's flag is to jarvis, or the
+// nearest flag the command has.
+std::vector<std::string> flag_hints(const std::vector<std::string>& unplaced,
+                                    const std::set<std::string>& flags) {
+  std::vector<std::string> hints;
+  for (const std::string& arg : unplaced) {
+    if (arg.rfind("--", 0) != 0) continue;
+    std::string flag = arg.substr(0, arg.find('='));
+    bool tracelens = false;
+    for (const auto& [name, why] : kTraceLensOnlyFlags)
+      if (flag == name) {
+        hints.push_back(
+            fmt::format("{} is a TraceLens flag jarvis does not support: {}", flag, why));
+        tracelens = true;
+      }
+    if (tracelens) continue;
+    std::string suggestion = did_you_mean(flag, flags);
+    if (!suggestion.empty()) hints.push_back(flag + ":" + suggestion);
+  }
+  return hints;
+}
+
 int parse_error(const CLI::App& app, const CLI::ParseError& e, const CLI::App* command,
                 const std::vector<Registered>& commands, int argc, char** argv) {
   if (e.get_exit_code() == 0) return app.exit(e);  // --help, --version: stdout, exit 0
@@ -171,7 +217,8 @@ int parse_error(const CLI::App& app, const CLI::ParseError& e, const CLI::App* c
       std::string names;
       for (const auto& c : commands)
         if (!c.command->get_group().empty()) names += " " + c.command->get_name();
-      std::fprintf(stderr, "jarvis: unknown command '%s'\ncommands:%s\n", argv[1], names.c_str());
+      std::fprintf(stderr, "jarvis: unknown command '%s'%s\ncommands:%s\n", argv[1],
+                   did_you_mean(argv[1], command_names(commands)).c_str(), names.c_str());
     } else {
       std::fprintf(stderr, "jarvis: %s\n", e.what());
     }
@@ -184,9 +231,12 @@ int parse_error(const CLI::App& app, const CLI::ParseError& e, const CLI::App* c
   // what the command accepts.
   std::vector<std::string> unplaced = command->remaining();
   bool extras = dynamic_cast<const CLI::ExtrasError*>(&e) != nullptr;
-  if (!unplaced.empty())
+  if (!unplaced.empty()) {
     std::fprintf(stderr, "jarvis%s: unknown argument(s): %s\n", name.c_str(),
                  fmt::format("{}", fmt::join(unplaced, " ")).c_str());
+    for (const std::string& hint : flag_hints(unplaced, jarvis::cli::long_flags(*command)))
+      std::fprintf(stderr, "%s\n", hint.c_str());
+  }
   if (!extras || unplaced.empty()) std::fprintf(stderr, "jarvis%s: %s\n", name.c_str(), e.what());
   if (!unplaced.empty()) {
     std::fprintf(stderr, "valid flags: %s\n",
@@ -201,7 +251,6 @@ int parse_error(const CLI::App& app, const CLI::ParseError& e, const CLI::App* c
 int main(int argc, char** argv) {
   CLI::App app{"jarvis: GPU performance analysis of PyTorch profiler traces and sweeps"};
   app.name("jarvis");
-  app.footer(kFooter);
   // The build options say what this binary can do (MPI scale-out, Python API).
   app.set_version_flag("--version", std::string("jarvis ") + jarvis::cli::version() + " (" +
                                         JARVIS_BUILD_OPTIONS + ")");
@@ -211,6 +260,9 @@ int main(int argc, char** argv) {
                "neither read nor write trace snapshots (the cache of loaded traces; also "
                "JARVIS_NO_SNAPSHOT=1)");
   std::vector<Registered> commands = register_commands(app, command_word(argc, argv));
+  // Set after the commands: CLI11 copies a parent's footer into every
+  // subcommand added after it, and this one belongs under `jarvis --help` only.
+  app.footer(kFooter);
   std::string chosen;
   try {
     app.parse(argc, argv);

@@ -2,11 +2,15 @@
 
 #include <unistd.h>
 
+#include <algorithm>
+#include <cctype>
 #include <cstdio>
 #include <filesystem>
+#include <string_view>
 
 #include <fmt/format.h>
 
+#include "base/error.h"
 #include "base/process_stats.h"
 #include "cli/commands.h"
 #include "engine/engine.h"
@@ -134,6 +138,81 @@ void check_output_parent(const std::string& file, bool mkdirs, const std::string
 void check_xlsx_output(const std::string& file, bool mkdirs) {
   check_output_parent(file, mkdirs, "--xlsx");
   if (!file.empty()) engine::load_xlsx_writer();
+}
+
+namespace {
+
+bool is_trace_name(const std::string& name) {
+  auto ends = [&](std::string_view suffix) {
+    return name.size() > suffix.size() &&
+           name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0;
+  };
+  return ends(".json") || ends(".json.gz");
+}
+
+// "rank2" before "rank10": digit runs compare by value.
+bool natural_less(const std::string& a, const std::string& b) {
+  size_t i = 0, j = 0;
+  while (i < a.size() && j < b.size()) {
+    if (std::isdigit(static_cast<unsigned char>(a[i])) &&
+        std::isdigit(static_cast<unsigned char>(b[j]))) {
+      size_t ei = i, ej = j;
+      while (ei < a.size() && std::isdigit(static_cast<unsigned char>(a[ei]))) ++ei;
+      while (ej < b.size() && std::isdigit(static_cast<unsigned char>(b[ej]))) ++ej;
+      std::string_view da(a.data() + i, ei - i), db(b.data() + j, ej - j);
+      da.remove_prefix(std::min(da.find_first_not_of('0'), da.size()));
+      db.remove_prefix(std::min(db.find_first_not_of('0'), db.size()));
+      if (da.size() != db.size()) return da.size() < db.size();
+      if (da != db) return da < db;
+      i = ei;
+      j = ej;
+    } else {
+      if (a[i] != b[j]) return a[i] < b[j];
+      ++i;
+      ++j;
+    }
+  }
+  return a.size() - i < b.size() - j;
+}
+
+std::vector<std::string> traces_in(const std::filesystem::path& dir) {
+  namespace fs = std::filesystem;
+  std::vector<std::string> found;
+  for (const auto& entry : fs::directory_iterator(dir))
+    if (entry.is_regular_file() && is_trace_name(entry.path().filename().string()))
+      found.push_back(entry.path().string());
+  std::sort(found.begin(), found.end(), natural_less);
+  return found;
+}
+
+}  // namespace
+
+std::vector<std::string> expand_rank_traces(const std::vector<std::string>& args) {
+  namespace fs = std::filesystem;
+  std::vector<std::string> out;
+  for (const std::string& arg : args) {
+    std::error_code ec;
+    if (!fs::is_directory(arg, ec)) {
+      out.push_back(arg);
+      continue;
+    }
+    std::vector<std::string> found = traces_in(arg);
+    if (found.empty()) {
+      std::vector<std::string> subdirs;
+      for (const auto& entry : fs::directory_iterator(arg))
+        if (entry.is_directory()) subdirs.push_back(entry.path().string());
+      std::sort(subdirs.begin(), subdirs.end(), natural_less);
+      for (const std::string& sub : subdirs)
+        for (std::string& t : traces_in(sub)) found.push_back(std::move(t));
+    }
+    if (found.empty())
+      throw Error(ErrorKind::InvalidInput,
+                  fmt::format("{}: a directory with no trace in it or in its subdirectories "
+                              "(*.json, *.json.gz)",
+                              arg));
+    out.insert(out.end(), found.begin(), found.end());
+  }
+  return out;
 }
 
 void usage_error(const std::string& message) {

@@ -9,6 +9,7 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include <CLI/CLI.hpp>
 
@@ -69,6 +70,12 @@ void check_output_parent(const std::string& file, bool mkdirs, const std::string
 // An --xlsx FILE: check_output_parent, then the workbook module is loaded, so
 // that a missing module fails before the work rather than after it.
 void check_xlsx_output(const std::string& file, bool mkdirs);
+
+// Where a command takes one trace per rank: each argument that is a directory
+// stands for the traces in it (*.json, *.json.gz; in its subdirectories when
+// it holds none itself, the rank<N>/ layout), in natural name order (rank2
+// before rank10). A directory with no trace is an input error naming it.
+std::vector<std::string> expand_rank_traces(const std::vector<std::string>& args);
 
 // The canonical error text for "this flag needs that one".
 [[noreturn]] void usage_error(const std::string& message);

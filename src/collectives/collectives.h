@@ -206,6 +206,19 @@ struct MultiRankReport {
 MultiRankReport match_ranks(std::vector<RankTrace> ranks,
                             TimeAlignment alignment = TimeAlignment::CollectiveEnd);
 
+// Which rank holds the others up: the rank that started last most often. It
+// is named a straggler when it was last at half the instances or more and at
+// 1.5x an even share (1/ranks) or more; else the last arrival is spread.
+struct StragglerVerdict {
+  int64_t rank = -1;      // last most often (lowest on ties); -1: no instance
+  size_t last_count = 0;  // instances where `rank` started last
+  size_t instances = 0;
+  bool straggler = false;
+  double total_wait_us = 0;  // every rank's wait for the last arrival, summed
+  std::string text;          // the verdict in one line
+};
+StragglerVerdict straggler_verdict(const MultiRankReport& report);
+
 // DIR/collective_instances.csv, collective_summary.csv and collective_ranks.csv.
 Table collective_instances_table(const MultiRankReport& report);
 Table collective_summary_table(const MultiRankReport& report);

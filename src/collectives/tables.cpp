@@ -161,4 +161,36 @@ Table collective_ranks_table(const MultiRankReport& report) {
   return t;
 }
 
+StragglerVerdict straggler_verdict(const MultiRankReport& report) {
+  StragglerVerdict v;
+  v.instances = report.instances.size();
+  std::map<int64_t, size_t> last;
+  for (const MatchedInstance& m : report.instances) {
+    ++last[m.last_rank];
+    for (double w : m.wait_us) v.total_wait_us += w;
+  }
+  for (const auto& [rank, count] : last)  // ascending ranks: the lowest wins ties
+    if (count > v.last_count) {
+      v.rank = rank;
+      v.last_count = count;
+    }
+  if (v.instances == 0) {
+    v.text = "no matched collective instances: no rank waits for another";
+    return v;
+  }
+  const double share = static_cast<double>(v.last_count) / static_cast<double>(v.instances);
+  const double ranks = static_cast<double>(std::max<size_t>(report.ranks.size(), 1));
+  v.straggler = share >= 0.5 && share * ranks >= 1.5;
+  v.text = v.straggler
+               ? fmt::format(
+                     "straggler: rank {} started last at {} of {} collective instances; the ranks "
+                     "waited {:.1f} us in all for the last arrival",
+                     v.rank, v.last_count, v.instances, v.total_wait_us)
+               : fmt::format(
+                     "no straggler: the last arrival is spread over the ranks (rank {} last most "
+                     "often, at {} of {} instances); the ranks waited {:.1f} us in all",
+                     v.rank, v.last_count, v.instances, v.total_wait_us);
+  return v;
+}
+
 }  // namespace jarvis::collectives

@@ -276,6 +276,7 @@ using collectives::CollectiveReportOptions;
 using collectives::CollectiveReportResult;
 using collectives::loaded_trace_collectives_json;
 using collectives::multi_rank_json;
+using collectives::straggler_verdict;
 using collectives::table_rows_json;
 using collectives::TimeAlignment;
 using collectives::write_collective_tables;
@@ -412,6 +413,8 @@ using charts::render_findings_page;
 using charts::report_charts;
 using charts::report_html;
 using charts::ReportPageOptions;
+using charts::report_verdict;
+using charts::ReportVerdict;
 using charts::write_chart_svgs;
 
 // ---------------------------------------------------------------------------

@@ -6,7 +6,11 @@ Talks the Chrome DevTools Protocol over --remote-debugging-pipe (fd 3 in,
 fd 4 out, NUL-separated JSON), so it needs nothing beyond the standard
 library and the chromium binary.
 
-    check_pages.py CHROMIUM SCREENSHOT_DIR [--memory-peaks PAGE.html=LABEL|LABEL...]... PAGE.html...
+    check_pages.py CHROMIUM SCREENSHOT_DIR [--memory-peaks PAGE.html=LABEL|LABEL...]...
+        [--first-section PAGE.html=ID]... PAGE.html...
+
+--first-section: PAGE's first <section> must be ID and start on the first screen
+(the report opens with its verdict, issue 50).
 
 --memory-peaks: PAGE must hold one memory timeline chart per label, in that
 order, each drawing its allocated and reserved paths and a peak marker whose
@@ -162,7 +166,7 @@ def memory_problems(browser, session, expected):
     return found, len(charts)
 
 
-def check_page(browser, page, screenshot, memory_peaks=None):
+def check_page(browser, page, screenshot, memory_peaks=None, first_section=None):
     target = browser.send("Target.createTarget", {"url": "about:blank"})["targetId"]
     session = browser.send("Target.attachToTarget",
                            {"targetId": target, "flatten": True})["sessionId"]
@@ -194,32 +198,55 @@ def check_page(browser, page, screenshot, memory_peaks=None):
     if memory_peaks is not None:
         found, stats["memory_charts"] = memory_problems(browser, session, memory_peaks)
         problems += found
+    if first_section:
+        problems += first_section_problems(browser, session, first_section)
+        stats["first_section"] = first_section
     if stats["brokenImg"]:
         problems.append(f"{stats['brokenImg']} images did not load")
     browser.send("Target.closeTarget", {"targetId": target})
     return problems, stats, clicked
 
 
+def first_section_problems(browser, session, expected):
+    """The page opens with the section `expected` (its id), visible in the first screen."""
+    found = browser.send("Runtime.evaluate", {
+        "expression": "(function(){var s=document.querySelector('section');"
+                      "return s ? JSON.stringify({id: s.id, top: s.getBoundingClientRect().top,"
+                      " h: s.querySelector('h2') ? s.querySelector('h2').textContent : ''}) : '';})()",
+        "returnByValue": True}, session=session)["result"].get("value", "")
+    if not found:
+        return [f"no section; expected '{expected}' first"]
+    first = json.loads(found)
+    if first["id"] != expected:
+        return [f"first section is '{first['id']}' ({first['h']}), expected '{expected}'"]
+    if first["top"] > 900:
+        return [f"section '{expected}' starts {first['top']:.0f} px down, below the first screen"]
+    return []
+
+
 def parse_args(args):
-    """(pages, {page: [expected memory peak labels]})."""
-    pages, memory = [], {}
+    """(pages, {page: [expected memory peak labels]}, {page: first section id})."""
+    pages, memory, first = [], {}, {}
     while args:
         arg = args.pop(0)
-        if arg == "--memory-peaks":
+        if arg == "--first-section":
+            page, _, section = args.pop(0).partition("=")
+            first[str(pathlib.Path(page))] = section
+        elif arg == "--memory-peaks":
             page, _, labels = args.pop(0).partition("=")
             if not labels:
                 sys.exit(f"--memory-peaks {page}: no peak labels (did `jarvis memory` fail?)")
             memory[str(pathlib.Path(page))] = labels.split("|")
         else:
             pages.append(arg)
-    return pages, memory
+    return pages, memory, first
 
 
 def main():
     if len(sys.argv) < 4:
         sys.exit(__doc__)
     binary, shots = sys.argv[1], pathlib.Path(sys.argv[2])
-    pages, memory = parse_args(sys.argv[3:])
+    pages, memory, first = parse_args(sys.argv[3:])
     missing = set(memory) - {str(pathlib.Path(p)) for p in pages}
     if missing:
         sys.exit(f"--memory-peaks names pages not checked: {sorted(missing)}")
@@ -232,9 +259,11 @@ def main():
                 page = pathlib.Path(name)
                 screenshot = shots / (page.stem + ".png")
                 problems, stats, clicked = check_page(browser, page, screenshot,
-                                                      memory.get(str(page)))
+                                                      memory.get(str(page)), first.get(str(page)))
                 extra = (f", {stats['memory_charts']} memory charts with their peaks"
                          if "memory_charts" in stats else "")
+                if "first_section" in stats:
+                    extra += f", opens with '{stats['first_section']}'"
                 print(f"{page}: {stats['svg']} inline svg, {stats['img']} images, "
                       f"{clicked} sortable headers clicked{extra} -> {screenshot}")
                 for p in problems:

@@ -75,6 +75,21 @@ words="$(bash -c "source '$completion'; COMP_WORDS=(jarvis repo); COMP_CWORD=1; 
 flags="$(bash -c "source '$completion'; COMP_WORDS=(jarvis report --no-x); COMP_CWORD=2; _jarvis; echo \${COMPREPLY[*]}")"
 [ "$flags" = "--no-xlsx" ] || { echo "FAIL: completing 'report --no-x' gave '$flags'"; exit 1; }
 [ -f "$work/moved/share/jarvis/skills/gemm-analysis.md" ] || { echo "FAIL: skills not installed"; exit 1; }
+# The installed docs (issue 50): every relative link resolves in the moved
+# tree, and the README's example trace is there to run.
+doc="$work/moved/share/doc/jarvis"
+python3 "$src/tests/install/check_doc_links.py" "$doc" ||
+  { echo "FAIL: broken links in the installed docs"; exit 1; }
+"$bin" report "$doc/examples/example_trace.json.gz" --out "$work/example" --no-xlsx >/dev/null ||
+  { echo "FAIL: the installed example trace does not report"; exit 1; }
+cmp -s "$work/example/perf_report_csvs/gpu_timeline.csv" "$work/built/perf_report_csvs/gpu_timeline.csv" ||
+  { echo "FAIL: the installed example trace's gpu_timeline differs from the source tree's"; exit 1; }
+# The man page names jarvis once and describes jarvis, not its hidden `manpage` command.
+grep -q '^jarvis \\- GPU performance analysis' "$man_page" ||
+  { echo "FAIL: man page NAME line"; exit 1; }
+# Completion offers a flag's values, not file names.
+values="$(bash -c "source '$completion'; COMP_WORDS=(jarvis report t --progress pl); COMP_CWORD=4; _jarvis; echo \${COMPREPLY[*]}")"
+[ "$values" = "plain" ] || { echo "FAIL: completing '--progress pl' gave '$values'"; exit 1; }
 # The Python module from the moved prefix: its DataFrames equal the installed
 # CLI's CSVs cell for cell (built when pybind11 and Python headers exist).
 pkg="$work/moved/lib/python3/dist-packages"

@@ -1,6 +1,7 @@
 // render_report: the self-contained HTML report of a loaded trace, and
 // optionally every chart as an SVG file.
 #include <filesystem>
+#include <optional>
 
 #include <fmt/format.h>
 
@@ -36,6 +37,11 @@ ToolResult render_report_tool(const json& args, ToolContext& ctx) {
   } catch (const std::invalid_argument& e) {
     throw ToolError(e.what());
   }
+  std::optional<GpuArch> gpu;
+  if (!arch.empty() && arch != "none") gpu = engine::load_gpu_arch(arch);
+  const engine::ReportVerdict verdict =
+      engine::report_verdict(entry->trace(), gpu ? &*gpu : nullptr);
+  page.verdict = &verdict;
   ctx.report_progress(1, 2, "report built; drawing charts");
   auto charts = engine::report_charts(entry->trace(), *report, page);
   std::string html = engine::report_html(entry->trace(), *report, charts, page);
