@@ -131,8 +131,8 @@ TableSource sheet_source(std::shared_ptr<const Table> t) {
 }
 
 std::vector<const TableDef*> builtin_tables() {
-  return {&events_table(),           &ops_table(),   &kernels_table(), &annotations_table(),
-          &gpu_timeline_table_def(), &memory_table()};
+  return {&events_table(),           &ops_table(),    &kernels_table(),    &annotations_table(),
+          &gpu_timeline_table_def(), &memory_table(), &collectives_table()};
 }
 
 }  // namespace jarvis::sql

@@ -121,6 +121,7 @@ const TableDef& kernels_table();
 const TableDef& annotations_table();
 const TableDef& gpu_timeline_table_def();
 const TableDef& memory_table();
+const TableDef& collectives_table();
 std::vector<const TableDef*> builtin_tables();
 
 // The Kineto spellings of an event's phase and category as text.
