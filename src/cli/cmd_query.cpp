@@ -18,8 +18,6 @@
 #include "cli/commands.h"
 #include "cli/options.h"
 #include "engine/engine.h"
-#include "sql/export.h"
-#include "sql/sweep_sql.h"
 
 namespace jarvis::cli {
 namespace {
@@ -149,7 +147,7 @@ int shell(const Source& src, const SqlArgs& a) {
 }
 
 int export_file(const LoadedTrace& trace, const SqlArgs& a) {
-  sql::ExportResult r = sql::export_sqlite(trace, a.export_path);
+  engine::SqlExportResult r = engine::export_sqlite(trace, a.export_path);
   size_t tables = 0, views = 0;
   for (const auto& t : r.tables) {
     (t.view ? views : tables) += 1;
@@ -189,9 +187,9 @@ int run_sweep_sql(const SqlArgs& a) {
   options.pattern = a.layout;
   engine::Sweep sweep = engine::load_sweep(a.trace, options);
   Source src{[&](const std::string& q, const engine::SqlQueryLimits& l) {
-               return sql::run_sweep_query(sweep, q, l);
+               return engine::run_sweep_query(sweep, q, l);
              },
-             [&] { return engine::catalog_text(sql::sweep_catalog(sweep)); }, a.trace};
+             [&] { return engine::catalog_text(engine::sweep_catalog(sweep)); }, a.trace};
   return run_source(src, a);
 }
 
