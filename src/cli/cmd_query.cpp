@@ -1,10 +1,14 @@
 // jarvis sql TRACE ["SELECT ..."] [--format table|csv|json] [--out FILE]:
 // one read-only SQL statement over a trace (docs/sql.md). Without a query:
 // an interactive shell on a terminal, else the query is read from stdin.
+// jarvis sql TRACE --export FILE: every table and view into an SQLite file.
+// jarvis sql SWEEP_DIR ...: the sweep's per-run tables (sql/sweep_sql.h).
 #include <fmt/format.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <filesystem>
+#include <functional>
 #include <iostream>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -19,7 +23,7 @@ namespace jarvis::cli {
 namespace {
 
 struct SqlArgs {
-  std::string trace, query, format = "table", out;
+  std::string trace, query, format = "table", out, export_path, layout;
   bool schema = false;
   size_t max_rows = 100000;
   int64_t timeout_ms = 60000;
@@ -92,12 +96,19 @@ std::string render(const Table& t, const std::string& format) {
   return as_table(t);
 }
 
-void run_one(const LoadedTrace& trace, const SqlArgs& a, const std::string& query) {
+// What a query runs over: a loaded trace or a loaded sweep.
+struct Source {
+  std::function<engine::SqlQueryResult(const std::string&, const engine::SqlQueryLimits&)> query;
+  std::function<std::string()> schema;
+  std::string name;
+};
+
+void run_one(const Source& src, const SqlArgs& a, const std::string& query) {
   engine::SqlQueryLimits limits;
   limits.max_rows = a.max_rows;
   limits.max_bytes = size_t{1} << 30;
   limits.timeout_ms = a.timeout_ms;
-  engine::SqlQueryResult r = engine::run_query(trace, query, limits);
+  engine::SqlQueryResult r = src.query(query, limits);
   std::string text = render(r.table, a.format);
   if (!a.out.empty()) {
     write_file_atomic(a.out, text);
@@ -110,9 +121,9 @@ void run_one(const LoadedTrace& trace, const SqlArgs& a, const std::string& quer
 }
 
 // Statements end with ';'. Errors are printed and the shell goes on.
-int shell(const LoadedTrace& trace, const SqlArgs& a) {
+int shell(const Source& src, const SqlArgs& a) {
   fmt::print("jarvis sql on {}: end a statement with ';'; .schema lists the tables, .quit leaves\n",
-             trace.path());
+             src.name);
   std::string pending, line;
   while (true) {
     fmt::print("{}", pending.empty() ? "sql> " : "...> ");
@@ -120,13 +131,13 @@ int shell(const LoadedTrace& trace, const SqlArgs& a) {
     if (!std::getline(std::cin, line)) break;
     if (pending.empty() && (line == ".quit" || line == ".exit")) break;
     if (pending.empty() && line == ".schema") {
-      fmt::print("{}", engine::catalog_text(engine::sql_catalog(trace)));
+      fmt::print("{}", src.schema());
       continue;
     }
     pending += line + "\n";
     if (line.find(';') == std::string::npos) continue;
     try {
-      run_one(trace, a, pending);
+      run_one(src, a, pending);
     } catch (const std::exception& e) {
       fmt::print(stderr, "error: {}\n", e.what());
     }
@@ -135,22 +146,67 @@ int shell(const LoadedTrace& trace, const SqlArgs& a) {
   return 0;
 }
 
-int run_sql(const SqlArgs& a) {
-  engine::TraceStore store;
-  auto loaded = store.load(a.trace);
-  const LoadedTrace& trace = *loaded.entry;
+int export_file(const LoadedTrace& trace, const SqlArgs& a) {
+  engine::SqlExportResult r = engine::export_sqlite(trace, a.export_path);
+  size_t tables = 0, views = 0;
+  for (const auto& t : r.tables) {
+    (t.view ? views : tables) += 1;
+    if (!t.skipped.empty())
+      fmt::print(stderr, "jarvis sql: table {} left empty: {}\n", t.name, t.skipped);
+  }
+  fmt::print("{} ({} tables, {} views, {:.2f} s)\n", a.export_path, tables, views, r.seconds);
+  return 0;
+}
+
+int run_source(const Source& src, const SqlArgs& a) {
   if (a.schema) {
-    fmt::print("{}", engine::catalog_text(engine::sql_catalog(trace)));
+    fmt::print("{}", src.schema());
     return 0;
   }
   if (a.query.empty()) {
-    if (isatty(STDIN_FILENO)) return shell(trace, a);
+    if (isatty(STDIN_FILENO)) return shell(src, a);
     std::string query((std::istreambuf_iterator<char>(std::cin)), std::istreambuf_iterator<char>());
-    run_one(trace, a, query);
+    run_one(src, a, query);
     return 0;
   }
-  run_one(trace, a, a.query);
+  run_one(src, a, a.query);
   return 0;
+}
+
+// A directory that is not a rocprofv3 CSV directory (a trace) is a sweep.
+bool is_sweep_dir(const std::string& path) {
+  std::error_code ec;
+  return std::filesystem::is_directory(path, ec) &&
+         engine::detect_input_format(path) != engine::InputFormat::RocprofCsv;
+}
+
+int run_sweep_sql(const SqlArgs& a) {
+  if (!a.export_path.empty())
+    throw UsageError("--export takes a trace; a sweep's tables are queried in place");
+  engine::SweepLoadOptions options;
+  options.pattern = a.layout;
+  engine::Sweep sweep = engine::load_sweep(a.trace, options);
+  Source src{[&](const std::string& q, const engine::SqlQueryLimits& l) {
+               return engine::run_sweep_query(sweep, q, l);
+             },
+             [&] { return engine::catalog_text(engine::sweep_catalog(sweep)); }, a.trace};
+  return run_source(src, a);
+}
+
+int run_sql(const SqlArgs& a) {
+  if (!a.export_path.empty() && (!a.query.empty() || a.schema || !a.out.empty()))
+    throw UsageError(
+        "--export writes the whole database: give it without a query, --schema or --out");
+  if (is_sweep_dir(a.trace)) return run_sweep_sql(a);
+  engine::TraceStore store;
+  auto loaded = store.load(a.trace);
+  const LoadedTrace& trace = *loaded.entry;
+  if (!a.export_path.empty()) return export_file(trace, a);
+  Source src{[&](const std::string& q, const engine::SqlQueryLimits& l) {
+               return engine::run_query(trace, q, l);
+             },
+             [&] { return engine::catalog_text(engine::sql_catalog(trace)); }, trace.path()};
+  return run_source(src, a);
 }
 
 }  // namespace
@@ -159,7 +215,9 @@ Runner add_sql(CLI::App& app) {
   auto a = std::make_shared<SqlArgs>();
   CLI::App* cmd = app.add_subcommand(
       "sql", "SQL (SQLite, read-only) over a trace's events, ops, kernels and report sheets");
-  cmd->add_option("TRACE", a->trace, "trace (Kineto .json/.json.gz or rocprofv3 output)")
+  cmd->add_option("TRACE", a->trace,
+                  "trace (Kineto .json/.json.gz or rocprofv3 output), or a sweep directory "
+                  "(tables runs, run_kernels, run_timeline)")
       ->required();
   cmd->add_option(
       "QUERY", a->query,
@@ -168,6 +226,12 @@ Runner add_sql(CLI::App& app) {
       ->check(CLI::IsMember({"table", "csv", "json"}))
       ->default_str("table");
   cmd->add_option("-o,--out", a->out, "write the result to FILE instead of stdout");
+  cmd->add_option("--export", a->export_path,
+                  "write every table, report sheet and view into the SQLite database FILE "
+                  "(for sqlite3, DuckDB, ...); no query");
+  cmd->add_option("--layout", a->layout,
+                  "a sweep directory's layout pattern (as jarvis sweep --layout; default: the "
+                  "known layouts)");
   const std::string schema_help = "print the tables and their columns (with the report's sheets)";
   cmd->add_flag("--schema", a->schema, schema_help);
   cmd->add_option("--max-rows", a->max_rows, "rows returned; the rest is cut (said on stderr)")
@@ -178,9 +242,11 @@ Runner add_sql(CLI::App& app) {
       ->check(CLI::Range(int64_t{1}, int64_t{86400000}));
   cmd->footer(
       "Tables: events, ops, kernels, annotations, gpu_timeline, every report sheet by name\n"
-      "(ops_summary, GEMM, ...), memory, views steps, ops_in_step, kernels_in_step. Times are ns.\n"
+      "(ops_summary, GEMM, ...), memory, collectives, views steps, ops_in_step, kernels_in_step. "
+      "Times are ns.\n"
       "Example: jarvis sql trace.json.gz \"SELECT name, sum(dur) FROM kernels GROUP BY 1 ORDER BY "
       "2 DESC LIMIT 5\"\n"
+      "Export: jarvis sql trace.json.gz --export trace.sqlite; then sqlite3 trace.sqlite\n"
       "docs/sql.md documents every table and column.");
   return [a] { return run_sql(*a); };
 }

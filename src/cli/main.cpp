@@ -112,7 +112,7 @@ void add_force_flag(CLI::App& command) {
 // Flags that name one output file; `-o/--out` names a file for these
 // commands (a directory for the others).
 bool is_output_file_flag(const CLI::Option& option, std::string_view command) {
-  for (const char* flag : {"--xlsx", "--html", "--json"})
+  for (const char* flag : {"--xlsx", "--html", "--json", "--export"})
     if (option.check_lname(flag + 2)) return true;
   return option.check_lname("out") && (command == "render-findings" || command == "rocprof-config");
 }

@@ -72,7 +72,9 @@
 #include "rocprof/counters.h"
 #include "rocprof/profile.h"
 #include "rocprof/report.h"
+#include "sql/export.h"
 #include "sql/sql.h"
+#include "sql/sweep_sql.h"
 #include "sweep/gate.h"
 #include "sweep/sweep.h"
 #include "sweep/sweep_store.h"
@@ -395,6 +397,10 @@ using SqlQueryTimeout = sql::QueryTimeout;
 using SqlTableInfo = sql::TableInfo;
 using sql::catalog_text;
 using sql::run_query;
+using SqlExportResult = sql::ExportResult;
+using sql::export_sqlite;
+using sql::run_sweep_query;
+using sql::sweep_catalog;
 inline std::vector<SqlTableInfo> sql_catalog() {
   return sql::catalog();
 }

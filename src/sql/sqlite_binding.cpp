@@ -12,6 +12,15 @@
 
 namespace jarvis::sql {
 
+std::string quote_ident(const std::string& s) {
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"') out += '"';
+    out += c;
+  }
+  return out + "\"";
+}
+
 // ---------------------------------------------------------------------------
 // The virtual-table module: one per table, eponymous (no CREATE needed; the
 // table's name is the module's), read-only. xConnect binds the TableSource
@@ -40,15 +49,6 @@ struct Cursor {
   size_t row = 0;
   size_t end = 0;
 };
-
-std::string quote_ident(const std::string& s) {
-  std::string out = "\"";
-  for (char c : s) {
-    if (c == '"') out += '"';
-    out += c;
-  }
-  return out + "\"";
-}
 
 class ContextSink final : public CellSink {
  public:
@@ -254,11 +254,16 @@ bool equals_nocase(const char* a, const char* b) {
 
 }  // namespace
 
-Connection::Connection(const QueryContext& ctx) : ctx_(ctx) {
-  int rc = sqlite3_open_v2(
-      ":memory:", &db_,
-      SQLITE_OPEN_READWRITE | SQLITE_OPEN_MEMORY | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_EXRESCODE,
-      nullptr);
+Connection::Connection(const QueryContext& ctx, bool attachable) : Connection(attachable) {
+  ctx_ = &ctx;
+}
+
+Connection::Connection(bool attachable) {
+  // SQLITE_OPEN_MEMORY holds for attached databases too: a query connection
+  // could not reach a file even if ATTACH got past the authorizer.
+  int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_EXRESCODE;
+  if (!attachable) flags |= SQLITE_OPEN_MEMORY;
+  int rc = sqlite3_open_v2(":memory:", &db_, flags, nullptr);
   if (rc != SQLITE_OK) {
     std::string msg = db_ ? sqlite3_errmsg(db_) : sqlite3_errstr(rc);
     sqlite3_close(db_);
@@ -277,7 +282,8 @@ void Connection::add_table(const TableDef& def) {
   auto m = std::make_unique<Module>();
   m->name = def.name;
   m->columns = def.columns;
-  m->bind = [&def, this] { return def.bind(ctx_); };
+  if (!ctx_) throw std::logic_error("sql: table " + def.name + " needs a trace");
+  m->bind = [&def, this] { return def.bind(*ctx_); };
   m->declaring = &declaring_;
   m->vt = read_only_module();
   if (sqlite3_create_module_v2(db_, m->name.c_str(), &m->vt, m.get(), nullptr) != SQLITE_OK)
@@ -298,10 +304,11 @@ void Connection::add_sheet(const std::string& name, std::shared_ptr<const Table>
 }
 
 void Connection::add_functions() {
-  void* qc = const_cast<QueryContext*>(&ctx_);
+  void* qc = const_cast<QueryContext*>(ctx_);
   const int flags = SQLITE_UTF8 | SQLITE_DETERMINISTIC | SQLITE_INNOCUOUS;
   sqlite3_create_function_v2(db_, "overlap", 4, flags, nullptr, fn_overlap, nullptr, nullptr,
                              nullptr);
+  if (!ctx_) return;  // the call-tree functions need a trace
   sqlite3_create_function_v2(db_, "parent_uid", 1, flags, qc, fn_parent_uid, nullptr, nullptr,
                              nullptr);
   sqlite3_create_function_v2(db_, "is_ancestor", 2, flags, qc, fn_is_ancestor, nullptr, nullptr,
@@ -315,6 +322,31 @@ void Connection::exec_trusted(const std::string& sql, const std::string& what) {
     sqlite3_free(err);
     throw std::runtime_error(fmt::format("sql: setup {} failed: {}", what, msg));
   }
+}
+
+void Connection::attach(const std::string& path, const std::string& schema) {
+  // The path is bound, not spliced into the SQL: any file name is safe.
+  sqlite3_stmt* st = nullptr;
+  std::string sql = "ATTACH ?1 AS " + quote_ident(schema);
+  int rc = sqlite3_prepare_v2(db_, sql.c_str(), -1, &st, nullptr);
+  if (rc == SQLITE_OK) {
+    sqlite3_bind_text(st, 1, path.c_str(), -1, SQLITE_TRANSIENT);
+    rc = sqlite3_step(st);
+  }
+  sqlite3_finalize(st);
+  if (rc != SQLITE_OK && rc != SQLITE_DONE)
+    throw std::runtime_error(fmt::format("sql: cannot open {}: {}", path, sqlite3_errmsg(db_)));
+}
+
+void exec_on_file(const std::string& path, const std::string& sql, const std::string& what) {
+  sqlite3* db = nullptr;
+  int rc = sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READWRITE, nullptr);
+  char* err = nullptr;
+  if (rc == SQLITE_OK) rc = sqlite3_exec(db, sql.c_str(), nullptr, nullptr, &err);
+  std::string msg = err ? err : (db ? sqlite3_errmsg(db) : sqlite3_errstr(rc));
+  sqlite3_free(err);
+  sqlite3_close_v2(db);
+  if (rc != SQLITE_OK) throw std::runtime_error(fmt::format("sql: {} in {}: {}", what, path, msg));
 }
 
 int Connection::progress(void* self) {

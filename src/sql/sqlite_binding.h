@@ -18,20 +18,28 @@ namespace jarvis::sql {
 
 class Connection {
  public:
-  explicit Connection(const QueryContext& ctx);
+  // `attachable`: database files attached later are real files (the
+  // export); otherwise everything the connection opens stays in memory.
+  explicit Connection(const QueryContext& ctx, bool attachable = false);
+  // A connection without a trace (a sweep's tables): add_sheet only.
+  explicit Connection(bool attachable = false);
   ~Connection();
   Connection(const Connection&) = delete;
   Connection& operator=(const Connection&) = delete;
 
   // A table bound on its first use by a statement (eponymous: its name is
-  // the module's). `def` must outlive the connection.
+  // the module's). `def` must outlive the connection. Needs a trace.
   void add_table(const TableDef& def);
   // A table with the given columns over an already built report Table.
   void add_sheet(const std::string& name, std::shared_ptr<const Table> table);
-  // The helper functions (overlap, is_ancestor, parent_uid).
+  // The helper functions (overlap, is_ancestor, parent_uid; only overlap
+  // without a trace).
   void add_functions();
   // Runs trusted setup SQL (the embedded views); throws QueryError.
   void exec_trusted(const std::string& sql, const std::string& what);
+  // Attaches the database file `path` as `schema` (the export writes its
+  // tables there); only before lock_down, which forbids ATTACH.
+  void attach(const std::string& path, const std::string& schema);
   // From here on only reads run: the authorizer is installed and the
   // connection's limits set. The deadline is enforced by a progress handler.
   void lock_down(std::chrono::steady_clock::time_point deadline);
@@ -47,7 +55,7 @@ class Connection {
 
  private:
   sqlite3* db_ = nullptr;
-  const QueryContext& ctx_;
+  const QueryContext* ctx_ = nullptr;  // null without a trace
   std::vector<std::unique_ptr<Module>> modules_;
   std::chrono::steady_clock::time_point deadline_{std::chrono::steady_clock::time_point::max()};
   bool timed_out_ = false;
@@ -60,5 +68,12 @@ class Connection {
   static int authorize(void* self, int action, const char* a, const char* b, const char* db,
                        const char* trigger);
 };
+
+// Runs trusted SQL on the database file `path` in a connection of its own
+// (the export creates its views there, so that they name the file's tables).
+void exec_on_file(const std::string& path, const std::string& sql, const std::string& what);
+
+// `s` as an SQL identifier in double quotes.
+std::string quote_ident(const std::string& s);
 
 }  // namespace jarvis::sql

@@ -2,6 +2,8 @@
 // (record_function, ProfilerStep#N, Optimizer.step, ...).
 #include <charconv>
 
+#include <iterator>
+
 #include "explore/trace_store.h"
 #include "sql/table_source.h"
 
@@ -9,6 +11,12 @@ namespace jarvis::sql {
 namespace {
 
 enum Col { kUid, kName, kCategory, kTs, kDur, kEnd, kPid, kTid, kOnGpu, kStep };
+
+// The leading columns, read off the event (table_source.h).
+constexpr EventField kEventColumns[] = {EventField::Uid, EventField::Name, EventField::Category,
+                                        EventField::Ts,  EventField::Dur,  EventField::End,
+                                        EventField::Pid, EventField::Tid};
+static_assert(std::size(kEventColumns) == kOnGpu, "the event columns lead the table");
 
 constexpr std::string_view kStepPrefix = "ProfilerStep#";
 
@@ -29,34 +37,9 @@ TableSource bind_annotations(const QueryContext& ctx) {
   auto uids = std::shared_ptr<const std::vector<Uid>>(index, &index->uids);
   return uid_rows(uids, kUid, [&trace](size_t, Uid uid, int column, CellSink& out) {
     const Event& e = trace.events[uid];
+    if (column >= 0 && static_cast<size_t>(column) < std::size(kEventColumns))
+      return event_cell(trace, uid, kEventColumns[column], out);
     switch (column) {
-      case kUid:
-        out.integer(uid);
-        break;
-      case kName:
-        out.text(trace.str(e.name), true);
-        break;
-      case kCategory:
-        out.text(trace.str(e.cat_name), true);
-        break;
-      case kTs:
-        out.maybe_int(e.ts_ns);
-        break;
-      case kDur:
-        out.maybe_int(e.dur_ns);
-        break;
-      case kEnd:
-        if (e.has_ts() && e.has_dur())
-          out.integer(e.ts_ns + e.dur_ns);
-        else
-          out.null();
-        break;
-      case kPid:
-        out.proc_id(trace, trace.pid(e));
-        break;
-      case kTid:
-        out.proc_id(trace, trace.tid(e));
-        break;
       case kOnGpu:
         out.integer(e.cat == Cat::GpuUserAnnotation ? 1 : 0);
         break;

@@ -22,6 +22,8 @@ enum Col {
   kFlowId
 };
 
+static_assert(kFlowId == static_cast<int>(EventField::FlowId), "events: one column per EventField");
+
 TableSource bind_events(const QueryContext& ctx) {
   const Trace& trace = ctx.trace();
   TableSource s;
@@ -31,57 +33,10 @@ TableSource bind_events(const QueryContext& ctx) {
     if (key < 0 || static_cast<uint64_t>(key) >= n) return std::nullopt;
     return static_cast<size_t>(key);
   };
+  // Every column is an event field, in EventField's order.
   s.cell = [&trace](size_t row, int column, CellSink& out) {
-    const Event& e = trace.events[row];
-    switch (column) {
-      case kUid:
-        out.integer(static_cast<int64_t>(row));
-        break;
-      case kName:
-        out.text(trace.str(e.name), true);
-        break;
-      case kCategory:
-        out.text(trace.str(e.cat_name), true);
-        break;
-      case kPhase:
-        out.text(phase_text(e.ph), true);
-        break;
-      case kTs:
-        out.maybe_int(e.ts_ns);
-        break;
-      case kDur:
-        out.maybe_int(e.dur_ns);
-        break;
-      case kEnd:
-        if (e.has_ts() && e.has_dur())
-          out.integer(e.ts_ns + e.dur_ns);
-        else
-          out.null();
-        break;
-      case kPid:
-        out.proc_id(trace, trace.pid(e));
-        break;
-      case kTid:
-        out.proc_id(trace, trace.tid(e));
-        break;
-      case kStream:
-        out.maybe_int(trace.stream(e));
-        break;
-      case kDevice:
-        out.maybe_int(trace.device(e));
-        break;
-      case kCorrelation:
-        out.maybe_int(trace.correlation(e));
-        break;
-      case kExternalId:
-        out.maybe_int(trace.external_id(e));
-        break;
-      case kFlowId:
-        out.maybe_int(trace.flow_id(e));
-        break;
-      default:
-        out.null();
-    }
+    if (column < 0 || column > kFlowId) return out.null();
+    event_cell(trace, static_cast<Uid>(row), static_cast<EventField>(column), out);
   };
   return s;
 }

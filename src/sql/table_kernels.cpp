@@ -1,5 +1,7 @@
 // kernels: the GPU events (kernels, memcpys, memsets) with the runtime call
 // that launched them, the op that launcher belongs to and its category.
+#include <iterator>
+
 #include "perf/categories.h"
 #include "sql/table_source.h"
 #include "tree/call_tree.h"
@@ -29,6 +31,13 @@ enum Col {
   kCommunication,
 };
 
+// The leading columns, read off the event (table_source.h).
+constexpr EventField kEventColumns[] = {
+    EventField::Uid,    EventField::Name,   EventField::Category,   EventField::Ts,
+    EventField::Dur,    EventField::End,    EventField::Pid,        EventField::Tid,
+    EventField::Stream, EventField::Device, EventField::Correlation};
+static_assert(std::size(kEventColumns) == kLaunchUid, "the event columns lead the table");
+
 Uid launch_of(const CallTree& tree, Uid uid) {
   Uid p = tree.parent(uid);
   return p != kNoUid && is_runtime_cat(tree.cat(p)) ? p : kNoUid;
@@ -43,43 +52,9 @@ TableSource bind_kernels(const QueryContext& ctx) {
                                                       &tree.gpu_event_uids());
   return uid_rows(uids, kUid, [&trace, &tree](size_t, Uid uid, int column, CellSink& out) {
     const Event& e = trace.events[uid];
+    if (column >= 0 && static_cast<size_t>(column) < std::size(kEventColumns))
+      return event_cell(trace, uid, kEventColumns[column], out);
     switch (column) {
-      case kUid:
-        out.integer(uid);
-        break;
-      case kName:
-        out.text(trace.str(e.name), true);
-        break;
-      case kCategory:
-        out.text(trace.str(e.cat_name), true);
-        break;
-      case kTs:
-        out.maybe_int(e.ts_ns);
-        break;
-      case kDur:
-        out.maybe_int(e.dur_ns);
-        break;
-      case kEnd:
-        if (e.has_ts() && e.has_dur())
-          out.integer(e.ts_ns + e.dur_ns);
-        else
-          out.null();
-        break;
-      case kPid:
-        out.proc_id(trace, trace.pid(e));
-        break;
-      case kTid:
-        out.proc_id(trace, trace.tid(e));
-        break;
-      case kStream:
-        out.maybe_int(trace.stream(e));
-        break;
-      case kDevice:
-        out.maybe_int(trace.device(e));
-        break;
-      case kCorrelation:
-        out.maybe_int(trace.correlation(e));
-        break;
       case kLaunchUid:
         out.maybe_uid(launch_of(tree, uid));
         break;

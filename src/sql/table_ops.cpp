@@ -10,6 +10,8 @@
 #include <cmath>
 #include <unordered_map>
 
+#include <iterator>
+
 #include "explore/trace_store.h"
 #include "perf/categories.h"
 #include "perf/gpu_arch.h"
@@ -47,6 +49,12 @@ enum Col {
   kRooflineBound,
   kRooflinePct,
 };
+
+// The leading columns, read off the event (table_source.h).
+constexpr EventField kEventColumns[] = {EventField::Uid, EventField::Name, EventField::Ts,
+                                        EventField::Dur, EventField::End,  EventField::Pid,
+                                        EventField::Tid};
+static_assert(std::size(kEventColumns) == kParentUid, "the event columns lead the table");
 
 // Tree position of every cpu_op: uids ascending, depth = number of ancestors.
 struct OpsIndex {
@@ -186,7 +194,6 @@ TableSource bind_ops(const QueryContext& ctx) {
   return uid_rows(
       uids, kUid,
       [&entry, &trace, &tree, index, lazy](size_t row, Uid uid, int column, CellSink& out) {
-        const Event& e = trace.events[uid];
         auto context = [&]() -> const OpsContext& {
           if (!lazy->context)
             lazy->context = entry.cached<OpsContext>(
@@ -204,31 +211,9 @@ TableSource bind_ops(const QueryContext& ctx) {
           const report::PerfOpRow* r = perf_row();
           return r && r->metrics ? &*r->metrics : nullptr;
         };
+        if (column >= 0 && static_cast<size_t>(column) < std::size(kEventColumns))
+          return event_cell(trace, uid, kEventColumns[column], out);
         switch (column) {
-          case kUid:
-            out.integer(uid);
-            break;
-          case kName:
-            out.text(trace.str(e.name), true);
-            break;
-          case kTs:
-            out.maybe_int(e.ts_ns);
-            break;
-          case kDur:
-            out.maybe_int(e.dur_ns);
-            break;
-          case kEnd:
-            if (e.has_ts() && e.has_dur())
-              out.integer(e.ts_ns + e.dur_ns);
-            else
-              out.null();
-            break;
-          case kPid:
-            out.proc_id(trace, trace.pid(e));
-            break;
-          case kTid:
-            out.proc_id(trace, trace.tid(e));
-            break;
           case kParentUid:
             out.maybe_uid(tree.parent(uid));
             break;

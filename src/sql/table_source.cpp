@@ -84,6 +84,42 @@ const Report& QueryContext::report() const {
   return *report_;
 }
 
+void event_cell(const Trace& trace, Uid uid, EventField field, CellSink& out) {
+  const Event& e = trace.events[uid];
+  switch (field) {
+    case EventField::Uid:
+      return out.integer(uid);
+    case EventField::Name:
+      return out.text(trace.str(e.name), true);
+    case EventField::Category:
+      return out.text(trace.str(e.cat_name), true);
+    case EventField::Phase:
+      return out.text(phase_text(e.ph), true);
+    case EventField::Ts:
+      return out.maybe_int(e.ts_ns);
+    case EventField::Dur:
+      return out.maybe_int(e.dur_ns);
+    case EventField::End:
+      if (e.has_ts() && e.has_dur()) return out.integer(e.ts_ns + e.dur_ns);
+      return out.null();
+    case EventField::Pid:
+      return out.proc_id(trace, trace.pid(e));
+    case EventField::Tid:
+      return out.proc_id(trace, trace.tid(e));
+    case EventField::Stream:
+      return out.maybe_int(trace.stream(e));
+    case EventField::Device:
+      return out.maybe_int(trace.device(e));
+    case EventField::Correlation:
+      return out.maybe_int(trace.correlation(e));
+    case EventField::ExternalId:
+      return out.maybe_int(trace.external_id(e));
+    case EventField::FlowId:
+      return out.maybe_int(trace.flow_id(e));
+  }
+  out.null();
+}
+
 TableSource uid_rows(std::shared_ptr<const std::vector<Uid>> uids, int key_column,
                      std::function<void(size_t row, Uid uid, int column, CellSink&)> cell) {
   TableSource s;
@@ -131,8 +167,8 @@ TableSource sheet_source(std::shared_ptr<const Table> t) {
 }
 
 std::vector<const TableDef*> builtin_tables() {
-  return {&events_table(),           &ops_table(),   &kernels_table(), &annotations_table(),
-          &gpu_timeline_table_def(), &memory_table()};
+  return {&events_table(),           &ops_table(),    &kernels_table(),    &annotations_table(),
+          &gpu_timeline_table_def(), &memory_table(), &collectives_table()};
 }
 
 }  // namespace jarvis::sql

@@ -103,6 +103,28 @@ struct TableDef {
   std::function<TableSource(const QueryContext&)> bind;
 };
 
+// The columns that read straight off one event, shared by events, ops,
+// kernels and annotations so that a column means the same (and is NULL in
+// the same cases) in every table. A table whose leading columns are these
+// lists them in order and hands those columns to event_cell.
+enum class EventField {
+  Uid,
+  Name,
+  Category,
+  Phase,
+  Ts,
+  Dur,
+  End,
+  Pid,
+  Tid,
+  Stream,
+  Device,
+  Correlation,
+  ExternalId,
+  FlowId
+};
+void event_cell(const Trace& trace, Uid uid, EventField field, CellSink& out);
+
 // Tables over a sorted list of event uids: rows are the uids, the key
 // column `key_column` holds the uid.
 TableSource uid_rows(std::shared_ptr<const std::vector<Uid>> uids, int key_column,
@@ -121,6 +143,7 @@ const TableDef& kernels_table();
 const TableDef& annotations_table();
 const TableDef& gpu_timeline_table_def();
 const TableDef& memory_table();
+const TableDef& collectives_table();
 std::vector<const TableDef*> builtin_tables();
 
 // The Kineto spellings of an event's phase and category as text.

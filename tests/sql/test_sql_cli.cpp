@@ -1,6 +1,7 @@
 // `jarvis sql` as a command: CSV to a file, a refused query's exit code, and
 // the input never written over.
 #include <doctest/doctest.h>
+#include <sqlite3.h>
 #include <sys/wait.h>
 
 #include <cstdio>
@@ -45,6 +46,63 @@ TEST_SUITE("sql") {
     r = jarvis_cli("sql " + copy + " \"SELECT 1\" --out " + copy);
     CHECK(r.exit_code == 2);
     CHECK(std::filesystem::file_size(copy) == size);
+  }
+  TEST_CASE("jarvis sql --export: a file sqlite3 reads; a file jarvis did not write is refused") {
+    jarvis::testing::TempDir dir;
+    jarvis::loader_test::EnvGuard env;
+    env.set("JARVIS_CACHE_DIR", (dir.path + "/cache").c_str());  // the write ledger
+    std::string trace =
+        jarvis::golden::shared_dir() + "/nccl/hta_allreduce_2ranks_rank0/trace.json.gz";
+    std::string db = dir.path + "/t.sqlite";
+    auto r = jarvis_cli("sql " + trace + " --export " + db);
+    REQUIRE(r.exit_code == 0);
+    CHECK(r.output.find("views") != std::string::npos);
+    // Read back through SQLite's C API, as any client opens it; the step
+    // count is the ProfilerStep ranges the first test lists.
+    sqlite3* conn = nullptr;
+    REQUIRE(sqlite3_open_v2(db.c_str(), &conn, SQLITE_OPEN_READONLY, nullptr) == SQLITE_OK);
+    std::string counts;
+    sqlite3_exec(
+        conn, "SELECT (SELECT count(*) FROM steps), (SELECT count(*) FROM collectives)",
+        [](void* out, int n, char** v, char**) {
+          for (int i = 0; i < n; ++i) *static_cast<std::string*>(out) += std::string(v[i]) + " ";
+          return 0;
+        },
+        &counts, nullptr);
+    sqlite3_close_v2(conn);
+    CHECK(counts == "3 21 ");
+    // Again over its own file: fine without --force.
+    r = jarvis_cli("sql " + trace + " --export " + db);
+    CHECK(r.exit_code == 0);
+    // Over a file jarvis did not write: refused (exit 2, file untouched) unless --force.
+    std::string mine = dir.path + "/notes.db";
+    std::ofstream(mine) << "my notes";
+    r = jarvis_cli("sql " + trace + " --export " + mine);
+    CHECK(r.exit_code == 2);
+    CHECK(std::filesystem::file_size(mine) == 8);
+    r = jarvis_cli("sql " + trace + " --export " + mine + " --force");
+    CHECK(r.exit_code == 0);
+    CHECK(std::filesystem::file_size(mine) > 8);
+    // Never over the input, even forced; a query with --export is a usage error.
+    r = jarvis_cli("sql " + trace + " --export " + trace + " --force");
+    CHECK(r.exit_code == 2);
+    r = jarvis_cli("sql " + trace + " \"SELECT 1\" --export " + dir.path + "/x.sqlite");
+    CHECK(r.exit_code == 2);
+    CHECK(!std::filesystem::exists(dir.path + "/x.sqlite"));
+  }
+
+  TEST_CASE("jarvis sql SWEEP_DIR: the sweep's runs table") {
+    jarvis::testing::TempDir dir;
+    jarvis::loader_test::EnvGuard env;
+    env.set("JARVIS_CACHE_DIR", (dir.path + "/cache").c_str());  // the sweep's run cache
+    std::string sweep = jarvis::golden::shared_dir() + "/sweeps/h100_gpt2_ddp";
+    auto r = jarvis_cli("sql " + sweep +
+                        " \"SELECT threads, count(*) AS n FROM runs GROUP BY 1 ORDER BY 1\" "
+                        "--format csv");
+    CHECK(r.exit_code == 0);
+    CHECK(r.output == "threads,n\n256,3\n512,3\n");
+    r = jarvis_cli("sql " + sweep + " --export " + dir.path + "/s.sqlite");
+    CHECK(r.exit_code == 2);
   }
 
 }  // TEST_SUITE
