@@ -24,6 +24,7 @@
 #include "compare/compare_traces.h"
 #include "explore/trace_store.h"
 #include "insights/insights.h"
+#include "memory/memory.h"
 #include "perf/gpu_arch.h"
 #include "report/report.h"
 #include "rocprof/counters.h"
@@ -187,6 +188,7 @@ class LoadedFile {
   bool is_rocprof() const { return rocprof_; }
   const TraceInfo& info() const { return info_; }
   const std::optional<GpuArch>& arch() const { return arch_; }
+  const Trace& trace() const { return *trace_; }  // PyTorch traces only
   const rocprof::Profile* profile() const { return profile_.get(); }
 
   // Call with the GIL released: the first caller builds, the others wait.
@@ -318,6 +320,21 @@ std::string insights_json(LoadedFile& file) {
   return all.dump();
 }
 
+// The device-memory analysis (`memory_summary`'s JSON) as text: a trace
+// recorded without profile_memory=True raises ValueError naming the setting.
+std::string memory_json(LoadedFile& file, const std::string& device, size_t max_rows,
+                        size_t timeline_points) {
+  if (file.is_rocprof())
+    throw std::invalid_argument("memory needs a PyTorch profiler trace, not rocprofv3 output");
+  py::gil_scoped_release release;
+  const memory::MemoryAnalysis analysis = memory::analyse_memory(file.trace());
+  memory::SummaryOptions options;
+  options.device = device;
+  options.max_rows = max_rows;
+  options.timeline_points = timeline_points;
+  return memory::memory_summary_json(analysis, options).dump();
+}
+
 // ---- compare -------------------------------------------------------------------
 
 // One side of jarvis.compare: a loaded trace, or a path (trace file or
@@ -333,7 +350,7 @@ PreparedReport prepare_side(TraceStore& store, const Side& side, const std::stri
     if (!arch.empty())
       throw std::invalid_argument(
           "arch_reference / arch_target apply to paths; a loaded trace keeps its load_trace arch");
-    PreparedReport p{NamedReport{tag, file.report().tables}, file.arch()};
+    PreparedReport p{NamedReport{tag, file.report().tables}, file.arch(), {}, nullptr};
     normalize_report(p.report);
     return p;
   }
@@ -437,7 +454,9 @@ PYBIND11_MODULE(_jarvis, m) {
       .def("sheet_names", &sheet_names)
       .def("sheet_csv", &sheet_csv, py::arg("name"))
       .def("counter_sheets", &counter_sheets)
-      .def("insights_json", &insights_json);
+      .def("insights_json", &insights_json)
+      .def("memory_json", &memory_json, py::arg("device"), py::arg("max_rows"),
+           py::arg("timeline_points"));
 
   m.def(
       "load",

@@ -118,6 +118,14 @@ class Trace:
         dicts as `jarvis insights --json` writes them."""
         return json.loads(self._loaded.insights_json())
 
+    def memory(self, device="", max_rows=20, timeline_points=40):
+        """Device memory from the trace's [memory] events (recorded with
+        profile_memory=True): a dict as the MCP tool memory_summary returns it
+        (peak, timeline, steps, allocations live at the peak, leaks, findings).
+        device: "cuda:0", "hip:0", "cpu"; "" is the primary device. A trace
+        without memory events raises ValueError naming profile_memory=True."""
+        return json.loads(self._loaded.memory_json(device, max_rows, timeline_points))
+
 
 def load_trace(
     path,

@@ -10,6 +10,7 @@
 
 #include "critical_path/critical_path.h"
 #include "explore/rocprof_trace.h"
+#include "memory/memory.h"
 #include "report/report.h"
 #include "rocprof/report.h"
 
@@ -233,7 +234,11 @@ PreparedReport prepare_loaded_trace(const LoadedTrace& entry, const std::string&
       profile ? rocprof_report(entry, *profile) : trace_report(entry, arch.empty() ? "none" : arch);
   side.report = NamedReport{tag, report->tables, entry.path()};
   normalize_report(side.report);
-  if (!profile) side.step = step_bound(entry);
+  if (!profile) {
+    side.step = step_bound(entry);
+    if (auto recorded = memory::analyse_memory_if_recorded(entry.trace()))
+      side.memory = std::make_shared<const memory::MemoryAnalysis>(std::move(*recorded));
+  }
   return side;
 }
 
@@ -287,10 +292,17 @@ TraceComparison compare_prepared_reports(NamedReport reference, NamedReport targ
 
 namespace {
 
+// The trace-only parts: what bounds each step, and the memory diff when
+// both traces recorded memory.
+constexpr size_t kMemoryDiffRows = 10;
+
 TraceComparison with_steps(TraceComparison c, const PreparedReport& ref,
                            const PreparedReport& tgt) {
   c.step_reference = ref.step;
   c.step_target = tgt.step;
+  if (ref.memory && tgt.memory)
+    c.memory_diff =
+        memory::memory_diff_json(memory::diff_memory(*ref.memory, *tgt.memory), kMemoryDiffRows);
   return c;
 }
 
@@ -328,6 +340,7 @@ json TraceComparison::summary(size_t top_n) const {
   return {{"reference", {{"tag", ref}, {"arch", arch_name(arch_reference)}}},
           {"target", {{"tag", tgt}, {"arch", arch_name(arch_target)}}},
           {"verdict", step_verdict(timeline, ref, tgt, step_reference, step_target)},
+          {"memory", memory_diff},
           {"gpu_timeline", timeline ? gpu_timeline_side_by_side(*timeline, ref, tgt) : json()},
           {"ops_summary", ops ? ops_summary_side_by_side(*ops, ref, tgt, top_n) : json()},
           {"hardware_gaps", hardware_gaps ? hardware_gaps->to_json(top_n) : json()},

@@ -20,6 +20,7 @@
 #include "compare/compare_hw.h"
 #include "compare/compare_inputs.h"
 #include "explore/trace_store.h"
+#include "memory/memory.h"
 #include "perf/gpu_arch.h"
 
 namespace jarvis {
@@ -49,6 +50,9 @@ struct StepBound {
 struct TraceComparison {
   NamedReport reference, target;
   std::optional<StepBound> step_reference, step_target;
+  // memory_diff_json of the two traces when both recorded [memory] samples
+  // (profile_memory=True): peak and per-step memory, the groups that changed.
+  nlohmann::json memory_diff;
   std::optional<GpuArch> arch_reference, arch_target;
   CompareResult result;
   std::optional<HardwareGapAnalysis> hardware_gaps;  // both archs known
@@ -68,6 +72,8 @@ struct PreparedReport {
   NamedReport report;
   std::optional<GpuArch> arch;
   std::optional<StepBound> step;
+  // Its memory analysis, when the side is a trace with [memory] samples.
+  std::shared_ptr<const memory::MemoryAnalysis> memory;
 };
 
 // `arch` as in CompareTracesOptions. The loaded-trace report comes from the

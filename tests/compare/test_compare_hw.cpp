@@ -354,3 +354,38 @@ TEST_CASE("compare: the verdict says when a step is host-bound (ResNet-50 on H10
   CHECK(rv["method"] == "GPU idle at least 50% of the span");
   CHECK(rv["reference_host_bound"] == (rv["reference_idle_pct"].get<double>() >= 50));
 }
+
+TEST_CASE("compare: two traces with memory samples carry the memory diff") {
+  // BERT on H100 and MI300, both recorded with profile_memory=True: the
+  // first device pair's peaks equal the largest `Total Allocated` of each
+  // trace's GPU samples (raw events; CUDA = 1, HIP = 6 as device types).
+  auto raw_gpu_peak = [](const std::string& path) {
+    jarvis::Trace t = jarvis::load_trace(path);
+    double peak = 0;
+    for (jarvis::Uid u = 0; u < t.events.size(); ++u) {
+      if (t.name(u) != "[memory]") continue;
+      const auto* type = t.arg(u, "Device Type");
+      const auto* total = t.arg(u, "Total Allocated");
+      if (type && total && type->kind == jarvis::PyValue::Kind::Int &&
+          (type->i == 1 || type->i == 6))
+        peak = std::max(peak, total->as_double());
+    }
+    return peak;
+  };
+  const std::string conf = jarvis::golden::shared_dir() + "/conformance/";
+  const std::string h100 = conf + "h100_bert-small/trace.json.gz";
+  const std::string mi300 = conf + "mi300_bert-small/trace.json.gz";
+  auto c = jarvis::compare_traces(h100, mi300, jarvis::CompareTracesOptions{});
+  const auto memory = c.summary()["memory"];
+  REQUIRE(memory.is_object());
+  REQUIRE_FALSE(memory["devices"].empty());
+  const auto& d = memory["devices"][0];
+  CHECK(d["reference"]["peak_allocated_bytes"].get<double>() == raw_gpu_peak(h100));
+  CHECK(d["target"]["peak_allocated_bytes"].get<double>() == raw_gpu_peak(mi300));
+  CHECK(memory["summary"].get<std::string>().find("peak") != std::string::npos);
+  // GPT-2 was recorded without memory: no diff.
+  const std::string gpt2 = jarvis::golden::shared_dir() + "/hw_pairs/gpt2_train";
+  auto g = jarvis::compare_traces(gpt2 + "/h100.json.gz", gpt2 + "/h200.json.gz",
+                                  jarvis::CompareTracesOptions{});
+  CHECK(g.summary()["memory"].is_null());
+}

@@ -12,6 +12,7 @@ Run by ctest as `python_api`, or by hand:
   PYTHONPATH=build/python JARVIS_BINARY=build/jarvis /usr/bin/python3 tests/python/test_jarvis_api.py
 """
 
+import gzip
 import json
 import os
 import shutil
@@ -178,6 +179,26 @@ class ApiTest(unittest.TestCase):
         with open(out) as f:
             expected = json.load(f)
         self.assertEqual(jarvis.load_trace(H100).insights(), expected)
+
+    def test_memory(self):
+        # The peak of the primary device, from the raw [memory] events.
+        with gzip.open(H100, "rt") as f:
+            events = json.load(f)["traceEvents"]
+        cuda = [e["args"]["Total Allocated"] for e in events
+                if e.get("name") == "[memory]" and e.get("args", {}).get("Device Type") == 1
+                and e["args"].get("Device Id") == 0]
+        self.assertTrue(cuda)
+        memory = jarvis.load_trace(H100).memory()
+        self.assertEqual(memory["device"], "cuda:0")
+        self.assertEqual(memory["peak"]["allocated_bytes"], max(cuda))
+        self.assertLessEqual(len(memory["timeline"]), 40)
+        cpu = jarvis.load_trace(H100).memory(device="cpu", max_rows=3)
+        self.assertEqual(cpu["device"], "cpu")
+        # A trace recorded without profile_memory=True says so by name.
+        gpt2 = os.path.join(SHARED_DIR, "hw_pairs", "gpt2_train", "h100.json.gz")
+        with self.assertRaises(Exception) as caught:
+            jarvis.load_trace(gpt2).memory()
+        self.assertIn("profile_memory=True", str(caught.exception))
 
     def test_compare_matches_cli(self):
         out = self.out_dir("compare")
