@@ -30,6 +30,7 @@
 #include "rocprof/counters.h"
 #include "rocprof/profile.h"
 #include "rocprof/report.h"
+#include "sql/sql.h"
 #include "sweep/sweep.h"
 #include "trace/loader.h"
 #include "tree/call_tree.h"
@@ -189,6 +190,14 @@ class LoadedFile {
   const TraceInfo& info() const { return info_; }
   const std::optional<GpuArch>& arch() const { return arch_; }
   const Trace& trace() const { return *trace_; }  // PyTorch traces only
+
+  // The trace as the SQL engine reads it (a TraceStore entry: the event
+  // store, call tree and report its tables bind), loaded on first use.
+  const LoadedTrace& sql_trace() {
+    std::lock_guard lock(mutex_);
+    if (!sql_entry_) sql_entry_ = sql_store_.load(path_).entry;
+    return *sql_entry_;
+  }
   const rocprof::Profile* profile() const { return profile_.get(); }
 
   // Call with the GIL released: the first caller builds, the others wait.
@@ -236,6 +245,8 @@ class LoadedFile {
     return build_report(*trace_, tree_locked(), o);
   }
 
+  TraceStore sql_store_;
+  std::shared_ptr<const LoadedTrace> sql_entry_;
   std::string path_;
   LoadSettings settings_;
   bool rocprof_ = false;
@@ -333,6 +344,25 @@ std::string memory_json(LoadedFile& file, const std::string& device, size_t max_
   options.max_rows = max_rows;
   options.timeline_points = timeline_points;
   return memory::memory_summary_json(analysis, options).dump();
+}
+
+// One SQL query over the trace (docs/sql.md): its rows as CSV bytes, and
+// why they were cut ("" when whole).
+std::pair<py::bytes, std::string> sql_csv(LoadedFile& file, const std::string& query,
+                                          size_t max_rows, int64_t timeout_ms) {
+  if (file.is_rocprof())
+    throw std::invalid_argument("sql needs a PyTorch profiler trace, not rocprofv3 output");
+  std::string text, truncation;
+  {
+    py::gil_scoped_release release;
+    sql::QueryLimits limits;
+    limits.max_rows = max_rows;
+    limits.timeout_ms = timeout_ms;
+    sql::QueryResult result = sql::run_query(file.sql_trace(), query, limits);
+    text = result.table.to_csv();
+    truncation = result.truncation;
+  }
+  return {py::bytes(text), truncation};
 }
 
 // ---- compare -------------------------------------------------------------------
@@ -456,7 +486,8 @@ PYBIND11_MODULE(_jarvis, m) {
       .def("counter_sheets", &counter_sheets)
       .def("insights_json", &insights_json)
       .def("memory_json", &memory_json, py::arg("device"), py::arg("max_rows"),
-           py::arg("timeline_points"));
+           py::arg("timeline_points"))
+      .def("sql_csv", &sql_csv, py::arg("query"), py::arg("max_rows"), py::arg("timeout_ms"));
 
   m.def(
       "load",

@@ -118,6 +118,18 @@ class Trace:
         dicts as `jarvis insights --json` writes them."""
         return json.loads(self._loaded.insights_json())
 
+    def sql(self, query, max_rows=100000, timeout_ms=10000):
+        """One read-only SQL query over the trace's tables (events, ops,
+        kernels, annotations, gpu_timeline, collectives, memory, the report's
+        sheets; docs/sql.md) as a DataFrame. Rows past max_rows are cut with
+        a warning; a query past timeout_ms raises."""
+        import warnings
+
+        csv, truncation = self._loaded.sql_csv(query, max_rows, timeout_ms)
+        if truncation:
+            warnings.warn(f"jarvis sql: result cut ({truncation})")
+        return _frame(csv)
+
     def memory(self, device="", max_rows=20, timeline_points=40):
         """Device memory from the trace's [memory] events (recorded with
         profile_memory=True): a dict as the MCP tool memory_summary returns it

@@ -200,6 +200,28 @@ class ApiTest(unittest.TestCase):
             jarvis.load_trace(gpt2).memory()
         self.assertIn("profile_memory=True", str(caught.exception))
 
+    def test_sql(self):
+        # GPU events (the kernels table: kernels, memcpy, memset) per stream
+        # from the raw events against the same query.
+        with gzip.open(H100, "rt") as f:
+            events = json.load(f)["traceEvents"]
+        per_stream = {}
+        for e in events:
+            if e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset"):
+                stream = e["args"]["stream"]
+                per_stream[stream] = per_stream.get(stream, 0) + 1
+        trace = jarvis.load_trace(H100)
+        frame = trace.sql("SELECT stream, count(*) AS n FROM kernels GROUP BY stream ORDER BY stream")
+        self.assertEqual(dict(zip(frame["stream"], frame["n"])), per_stream)
+        with self.assertWarns(UserWarning):
+            cut = trace.sql("SELECT uid FROM events", max_rows=5)
+        self.assertEqual(len(cut), 5)
+        with self.assertRaises(Exception) as caught:
+            trace.sql("SELECT durr FROM kernels")
+        self.assertIn("dur", str(caught.exception))
+        with self.assertRaises(Exception):
+            trace.sql("DELETE FROM kernels")
+
     def test_compare_matches_cli(self):
         out = self.out_dir("compare")
         run_cli("compare", H100, MI300, "--names", "h100", "mi300", "--out", out)
