@@ -158,6 +158,17 @@ std::vector<Uid> rows_holding(const InsightContext& c, const std::vector<Uid>& s
   return rows;
 }
 
+Insight kernels_insight(const InsightContext& c, std::string_view rule, std::string category,
+                        std::vector<Uid>& kernels, double time_us) {
+  std::sort(kernels.begin(), kernels.end());
+  kernels.erase(std::unique(kernels.begin(), kernels.end()), kernels.end());
+  Insight i = op_insight(c, rule, std::move(category), rows_holding(c, kernels), time_us);
+  std::set<std::string> names;
+  for (Uid k : kernels) names.emplace(c.trace.name(k));
+  i.kernel_names.assign(names.begin(), names.end());
+  return i;
+}
+
 Siblings::Siblings(const InsightContext& c) : c_(c) {
   for (Uid r : c.tree.cpu_root_nodes()) roots_[thread_of(r)].push_back(r);
   for (auto& [key, v] : roots_) sort_by_ts(v);

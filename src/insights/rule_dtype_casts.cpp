@@ -63,10 +63,7 @@ void rule_dtype_casts(const InsightContext& c, std::vector<Insight>& out) {
   }
   const double share = time_us / c.total_kernel_time_us;
   if (share < kMinShare) return;
-  std::sort(kernels.begin(), kernels.end());
-  kernels.erase(std::unique(kernels.begin(), kernels.end()), kernels.end());
-  Insight i = detail::op_insight(c, "dtype_casts", "elementwise", detail::rows_holding(c, kernels),
-                                 time_us);
+  Insight i = detail::kernels_insight(c, "dtype_casts", "elementwise", kernels, time_us);
   std::vector<std::pair<double, std::pair<std::vector<int64_t>, std::string>>> ranked;
   for (const auto& [key, g] : groups) ranked.push_back({g.time_us, key});
   std::sort(ranked.begin(), ranked.end(),
@@ -81,9 +78,7 @@ void rule_dtype_casts(const InsightContext& c, std::vector<Insight>& out) {
     labels.push_back(fmt::format("[{}] from {} x{} {:.2f} ms", fmt::join(dims, ", "), type, g.calls,
                                  g.time_us / 1e3));
   }
-  std::set<std::string> names;
-  for (Uid k : kernels) names.emplace(t.name(k));
-  i.kernel_names.assign(names.begin(), names.end());
+
   // Fused into its neighbour, a cast costs no launch and no pass of its
   // own, but the neighbour then reads or writes the other precision: half
   // of the cast's time is the saving (the pass it removes, not the bytes

@@ -100,13 +100,8 @@ void rule_kv_cache_cat(const InsightContext& c, std::vector<Insight>& out) {
     }
   }
   if (ops.empty() || !(time_us > 0)) return;
-  std::sort(kernels.begin(), kernels.end());
-  kernels.erase(std::unique(kernels.begin(), kernels.end()), kernels.end());
-  Insight i =
-      detail::op_insight(c, "kv_cache_cat", "concat", detail::rows_holding(c, kernels), time_us);
-  std::set<std::string> names;
-  for (Uid k : kernels) names.emplace(t.name(k));
-  i.kernel_names.assign(names.begin(), names.end());
+  Insight i = detail::kernels_insight(c, "kv_cache_cat", "concat", kernels, time_us);
+
   i.gain_upper_bound_us = copied_us_avoidable;
   std::vector<std::string> dims;
   for (int64_t d : shape) dims.push_back(d < 0 ? "L" : std::to_string(d));

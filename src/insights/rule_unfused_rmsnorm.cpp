@@ -152,13 +152,8 @@ void rule_unfused_rmsnorm(const InsightContext& c, std::vector<Insight>& out) {
     ++where[call.where];
   }
   if (!(time_us > 0)) return;
-  std::sort(kernels.begin(), kernels.end());
-  kernels.erase(std::unique(kernels.begin(), kernels.end()), kernels.end());
-  Insight i =
-      detail::op_insight(c, "unfused_rmsnorm", "NORM", detail::rows_holding(c, kernels), time_us);
-  std::set<std::string> names;
-  for (Uid k : kernels) names.emplace(t.name(k));
-  i.kernel_names.assign(names.begin(), names.end());
+  Insight i = detail::kernels_insight(c, "unfused_rmsnorm", "NORM", kernels, time_us);
+
   // At the device's HBM bandwidth: a floor the fused kernel approaches.
   const bool sized = c.arch && c.arch->mem_bw_gbps > 0;
   const double fused_us = sized ? fused_bytes / (c.arch->mem_bw_gbps * 1e3) : 0.0;

@@ -106,13 +106,8 @@ void rule_unfused_rope(const InsightContext& c, std::vector<Insight>& out) {
     fused_bytes += 2.0 * bytes_per_element * static_cast<double>(detail::elements(a.dims));
   }
   if (!(time_us > 0)) return;
-  std::sort(kernels.begin(), kernels.end());
-  kernels.erase(std::unique(kernels.begin(), kernels.end()), kernels.end());
-  Insight i = detail::op_insight(c, "unfused_rope", "elementwise", detail::rows_holding(c, kernels),
-                                 time_us);
-  std::set<std::string> names;
-  for (Uid k : kernels) names.emplace(t.name(k));
-  i.kernel_names.assign(names.begin(), names.end());
+  Insight i = detail::kernels_insight(c, "unfused_rope", "elementwise", kernels, time_us);
+
   const bool sized = c.arch && c.arch->mem_bw_gbps > 0;
   const double fused_us = sized ? fused_bytes / (c.arch->mem_bw_gbps * 1e3) : 0.0;
   if (sized) i.gain_upper_bound_us = std::max(0.0, time_us - fused_us);

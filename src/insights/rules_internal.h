@@ -82,6 +82,13 @@ bool is_half_type(std::string_view recorded_type);  // c10::BFloat16 / c10::Half
 // kernels names these rows, so that its claim shares their pools.
 std::vector<Uid> rows_holding(const InsightContext& c, const std::vector<Uid>& sorted_kernels);
 
+// An op-scope finding about a set of GPU kernels (`kernels` is sorted and
+// made unique in place): op_insight over the perf rows holding them, with
+// their distinct names. The rules that find their kernels through formula
+// patterns (RMSNorm, RoPE, casts, the fp32 loss, the KV-cache cats) use it.
+Insight kernels_insight(const InsightContext& c, std::string_view rule, std::string category,
+                        std::vector<Uid>& kernels, double time_us);
+
 // The ops at one level of a thread, in time order: a parent's cpu_op
 // children, or the thread's root cpu_ops (an op under no other op; Python
 // frames are not in the call tree, so a model's aten ops are roots there).

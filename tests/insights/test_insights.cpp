@@ -68,6 +68,35 @@ std::string mm_trace(int calls, const char* dims, const char* kernel, double ker
   return R"({"deviceProperties":[{"name":"NVIDIA H100 80GB HBM3"}],"traceEvents":[)" + ev + "]}";
 }
 
+// GPU events (kernels only, or every GPU op) whose launch call lies inside
+// one of `frames` (host events: ops, Python frames) on the launching thread:
+// their count and time, from the raw events and correlation ids.
+struct Launched {
+  size_t count = 0;
+  double time_us = 0;
+};
+
+Launched launched_inside(const Trace& t, const std::vector<const jarvis::Event*>& frames,
+                         bool kernels_only) {
+  std::map<int64_t, const jarvis::Event*> launch_of;  // correlation -> runtime call
+  for (const auto& e : t.events)
+    if (e.is_runtime()) launch_of[t.correlation(e)] = &e;
+  Launched out;
+  for (const auto& e : t.events) {
+    if (kernels_only ? e.cat != jarvis::Cat::Kernel : !e.is_gpu()) continue;
+    auto it = launch_of.find(t.correlation(e));
+    if (it == launch_of.end()) continue;
+    for (const auto* f : frames)
+      if (f->thread == it->second->thread && it->second->ts() >= f->ts() &&
+          it->second->ts() < f->end()) {
+        ++out.count;
+        out.time_us += e.dur();
+        break;
+      }
+  }
+  return out;
+}
+
 }  // namespace
 
 TEST_CASE("kernel names: library, arch tag, tile, split-K, alignment") {
@@ -826,12 +855,10 @@ TEST_CASE("insights: GPT-2 (real) computes its loss on fp32 logits under autocas
   const std::string path = jarvis::golden::shared_dir() + "/hw_pairs/gpt2_train/h100.json.gz";
   Trace t = jarvis::load_trace(path);
   constexpr int64_t kLogits = int64_t{4096} * 50257;
-  double fwd = 0, bwd = 0, casts = 0;
-  std::map<int64_t, const jarvis::Event*> launch_of;  // correlation -> runtime call
+  double fwd = 0, bwd = 0;
   std::vector<const jarvis::Event*> copies;
   for (jarvis::Uid u = 0; u < t.events.size(); ++u) {
     const auto& e = t.events[u];
-    if (e.is_runtime()) launch_of[t.correlation(e)] = &e;
     if (e.cat == jarvis::Cat::CpuOp && t.name(u) == "aten::_to_copy") {
       const auto* dims = t.arg(u, "Input Dims");
       if (!dims || !dims->is_seq() || dims->size() == 0) continue;
@@ -846,15 +873,8 @@ TEST_CASE("insights: GPT-2 (real) computes its loss on fp32 logits under autocas
     const std::string_view name = t.name(u);
     if (name.find("cunn_SoftMaxForward") != std::string_view::npos) fwd += e.dur();
     if (name.find("cunn_SoftMaxBackward") != std::string_view::npos) bwd += e.dur();
-    auto it = launch_of.find(t.correlation(e));
-    if (it == launch_of.end()) continue;
-    for (const auto* copy : copies)
-      if (copy->thread == it->second->thread && it->second->ts() >= copy->ts() &&
-          it->second->ts() < copy->end()) {
-        casts += e.dur();
-        break;
-      }
   }
+  const double casts = launched_inside(t, copies, true).time_us;
   REQUIRE(fwd > 0);
   REQUIRE(bwd > 0);
   REQUIRE(casts > 0);
@@ -886,27 +906,13 @@ TEST_CASE("insights: Qwen (real) runs RMSNorm unfused, counted from its module f
       jarvis::golden::shared_dir() + "/conformance/h100_qwen1.5-0.5b/trace.json.gz";
   Trace t = jarvis::load_trace(path);
   std::vector<const jarvis::Event*> frames;
-  std::map<int64_t, const jarvis::Event*> launch_of;
-  for (jarvis::Uid u = 0; u < t.events.size(); ++u) {
-    const auto& e = t.events[u];
-    if (e.is_runtime()) launch_of[t.correlation(e)] = &e;
-    if (e.cat == jarvis::Cat::PythonFunction && t.name(u).starts_with("nn.Module: Qwen2RMSNorm"))
-      frames.push_back(&e);
-  }
-  size_t kernels = 0;
-  double time_us = 0;
-  for (const auto& e : t.events) {
-    if (!e.is_gpu()) continue;
-    auto it = launch_of.find(t.correlation(e));
-    if (it == launch_of.end()) continue;
-    for (const auto* f : frames)
-      if (f->thread == it->second->thread && it->second->ts() >= f->ts() &&
-          it->second->ts() < f->end()) {
-        ++kernels;
-        time_us += e.dur();
-        break;
-      }
-  }
+  for (jarvis::Uid u = 0; u < t.events.size(); ++u)
+    if (t.events[u].cat == jarvis::Cat::PythonFunction &&
+        t.name(u).starts_with("nn.Module: Qwen2RMSNorm"))
+      frames.push_back(&t.events[u]);
+  const Launched norms = launched_inside(t, frames, false);
+  const size_t kernels = norms.count;
+  const double time_us = norms.time_us;
   REQUIRE(frames.size() == 49);
   CallTree tree(t);
   auto arch = jarvis::perf::load_gpu_arch("H100");
@@ -951,28 +957,13 @@ TEST_CASE("insights: Qwen (real) applies RoPE with rotate_half, counted from its
       jarvis::golden::shared_dir() + "/conformance/h100_qwen1.5-0.5b/trace.json.gz";
   Trace t = jarvis::load_trace(path);
   std::vector<const jarvis::Event*> frames;
-  std::map<int64_t, const jarvis::Event*> launch_of;
-  for (jarvis::Uid u = 0; u < t.events.size(); ++u) {
-    const auto& e = t.events[u];
-    if (e.is_runtime()) launch_of[t.correlation(e)] = &e;
-    if (e.cat == jarvis::Cat::PythonFunction &&
+  for (jarvis::Uid u = 0; u < t.events.size(); ++u)
+    if (t.events[u].cat == jarvis::Cat::PythonFunction &&
         t.name(u).find("): apply_rotary_pos_emb") != std::string_view::npos)
-      frames.push_back(&e);
-  }
-  size_t kernels = 0;
-  double time_us = 0;
-  for (const auto& e : t.events) {
-    if (!e.is_gpu()) continue;
-    auto it = launch_of.find(t.correlation(e));
-    if (it == launch_of.end()) continue;
-    for (const auto* f : frames)
-      if (f->thread == it->second->thread && it->second->ts() >= f->ts() &&
-          it->second->ts() < f->end()) {
-        ++kernels;
-        time_us += e.dur();
-        break;
-      }
-  }
+      frames.push_back(&t.events[u]);
+  const Launched rope = launched_inside(t, frames, false);
+  const size_t kernels = rope.count;
+  const double time_us = rope.time_us;
   REQUIRE(frames.size() == 24);
   CallTree tree(t);
   auto arch = jarvis::perf::load_gpu_arch("H100");
@@ -1073,27 +1064,14 @@ TEST_CASE("insights: GPT-2 (real) spends 12% of its kernel time on dtype casts")
   // launching thread (the outermost cast: aten::to holds one _to_copy).
   const std::string path = jarvis::golden::shared_dir() + "/hw_pairs/gpt2_train/h100.json.gz";
   Trace t = jarvis::load_trace(path);
-  std::map<int64_t, const jarvis::Event*> launch_of;
   std::vector<const jarvis::Event*> copies;
   double total = 0;
   for (jarvis::Uid u = 0; u < t.events.size(); ++u) {
     const auto& e = t.events[u];
-    if (e.is_runtime()) launch_of[t.correlation(e)] = &e;
     if (e.cat == jarvis::Cat::CpuOp && t.name(u) == "aten::_to_copy") copies.push_back(&e);
     if (e.cat == jarvis::Cat::Kernel) total += e.dur();
   }
-  double cast = 0;
-  for (const auto& e : t.events) {
-    if (e.cat != jarvis::Cat::Kernel) continue;
-    auto it = launch_of.find(t.correlation(e));
-    if (it == launch_of.end()) continue;
-    for (const auto* copy : copies)
-      if (copy->thread == it->second->thread && it->second->ts() >= copy->ts() &&
-          it->second->ts() < copy->end()) {
-        cast += e.dur();
-        break;
-      }
-  }
+  const double cast = launched_inside(t, copies, true).time_us;
   REQUIRE(cast > 0.1 * total);
   CallTree tree(t);
   auto arch = jarvis::perf::load_gpu_arch("H100");
