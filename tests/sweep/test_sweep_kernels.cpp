@@ -316,7 +316,11 @@ TEST_SUITE("sweep") {
     // every time; of the 40 tests of unchanged kernels per kind, the
     // corrected alpha (0.05 / 3) lets about 0.7 through by chance, so more
     // than 3 would mean the noise is not being accounted for.
-    for (auto [runs, steps, run_sd] : {std::tuple{5, 6, 0.005}, std::tuple{1, 8, 0.0}}) {
+    for (auto kind : {std::tuple{5, 6, 0.005}, std::tuple{1, 8, 0.0}}) {
+      // Named copies, not a structured binding: clang refuses bindings
+      // inside doctest's CAPTURE lambda.
+      const int runs = std::get<0>(kind), steps = std::get<1>(kind);
+      const double run_sd = std::get<2>(kind);
       CAPTURE(runs);
       size_t planted_found = 0, unchanged_flagged = 0;
       for (int rep = 0; rep < 20; ++rep) {
