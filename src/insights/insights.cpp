@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "insights/idle_gaps.h"
 #include "insights/rules_internal.h"
 #include "perf/perf_model.h"
 
@@ -35,6 +36,9 @@ constexpr NamedRule kRules[] = {
     {"kv_cache_cat", rule_kv_cache_cat},
     {"dtype_casts", rule_dtype_casts},
     {"epilogue_fusion", rule_epilogue_fusion},
+    {"attention_efficiency", rule_attention_efficiency},
+    {"capture_host_cost", rule_capture_host_cost},
+    {"gemm_shared_input", rule_gemm_shared_input},
 };
 
 int64_t int_param(const perf::Params& params, std::string_view name) {
@@ -142,6 +146,28 @@ int64_t elements(const std::vector<int64_t>& dims) {
 
 bool is_half_type(std::string_view recorded_type) {
   return recorded_type == "c10::BFloat16" || recorded_type == "c10::Half";
+}
+
+size_t graph_capture_calls(const Trace& trace) {
+  size_t calls = 0;
+  for (const Event& e : trace.events) {
+    if (e.cat != Cat::CudaRuntime && e.cat != Cat::CudaDriver) continue;
+    std::string_view name = trace.str(e.name);
+    if (name.find("BeginCapture") != std::string_view::npos ||
+        name.find("GetCaptureInfo") != std::string_view::npos ||
+        name.find("GraphInstantiate") != std::string_view::npos)
+      ++calls;
+  }
+  return calls;
+}
+
+std::map<std::string, double> host_work_idle_by_place(const InsightContext& c) {
+  std::map<std::string, double> out;
+  for (const IdleGap& g : idle_gaps(c.trace, c.tree).gaps)
+    if (g.cause == IdleCause::HostWork)
+      out[g.place == kNoUid ? std::string("(no launching op)")
+                            : std::string(c.trace.name(g.place))] += g.dur_us;
+  return out;
 }
 
 std::vector<Uid> rows_holding(const InsightContext& c, const std::vector<Uid>& sorted_kernels) {
@@ -338,10 +364,52 @@ std::string_view recoverable_method_of(std::string_view rule) {
       {"fp32_cross_entropy",
        "fused-loss traffic model: the casts' time and half the softmax passes'"},
       {"epilogue_fusion", "measured activation kernel time"},
+      {"gemm_shared_input",
+       "the run's FLOPs at the rate of this trace's GEMMs at least as large as the fused one"},
+      {"capture_host_cost",
+       "none per step: a one-time startup cost (host time during the capture)"},
+      {"attention_efficiency",
+       "re-timed at the attainable share of the trace's own GEMM rate (0.85 forward, 0.75 "
+       "backward)"},
   };
   auto it = methods.find(rule);
   return it == methods.end() ? std::string_view("rule bound") : it->second;
 }
+
+namespace {
+
+// The idle part of each finding's claim (Insight::idle_claim_us): findings
+// about one place claim its idle first, trace-wide ones what is left, each
+// in rank order, with the other findings that claim the same places.
+struct IdleClaim {
+  double us = 0;
+  std::set<std::string> shares;
+};
+
+std::vector<IdleClaim> claim_idle_places(const std::vector<Insight>& insights) {
+  std::map<std::string, double> left;  // each place's measured idle, the largest claim on it
+  std::map<std::string, std::set<std::string>> claimers;
+  for (const Insight& i : insights)
+    for (const auto& [place, us] : i.idle_claim_us) {
+      left[place] = std::max(left[place], us);
+      claimers[place].insert(i.rule);
+    }
+  std::vector<IdleClaim> claimed(insights.size());
+  for (bool trace_wide : {false, true})
+    for (size_t k = 0; k < insights.size(); ++k) {
+      const Insight& i = insights[k];
+      if (i.idle_claim_us.empty() || (i.scope == "trace") != trace_wide) continue;
+      for (const auto& [place, us] : i.idle_claim_us) {
+        double take = std::clamp(us, 0.0, left[place]);
+        left[place] -= take;
+        claimed[k].us += take;
+        claimed[k].shares.insert(claimers[place].begin(), claimers[place].end());
+      }
+    }
+  return claimed;
+}
+
+}  // namespace
 
 std::vector<Insight> claim_recoverable_time(const InsightContext& context,
                                             std::vector<Insight> insights) {
@@ -358,13 +426,22 @@ std::vector<Insight> claim_recoverable_time(const InsightContext& context,
   double idle_left = context.timeline ? context.timeline->idle_time : 0;
   std::map<Uid, std::vector<std::string>> claimed_by;
   std::vector<std::string> idle_claimed_by;
+  const std::vector<IdleClaim> place_idle = claim_idle_places(insights);
   constexpr double kLowShare = 0.75;  // the fix closes 75 % of the gap (category impact model)
-  for (Insight& i : insights) {
+  for (size_t k = 0; k < insights.size(); ++k) {
+    Insight& i = insights[k];
     i.recoverable_method =
         i.gain_method.empty() ? std::string(recoverable_method_of(i.rule)) : i.gain_method;
     if (!i.gain_upper_bound_us) continue;
     double bound = std::max(0.0, *i.gain_upper_bound_us);
     if (i.time_us > 0) bound = std::min(bound, i.time_us);  // never more than its own time
+    if (!i.idle_claim_us.empty()) {
+      // The idle part was claimed place by place above; the rest of the
+      // bound is kernel time, claimed from the op rows below.
+      double own_idle = 0;
+      for (const auto& entry : i.idle_claim_us) own_idle += entry.second;
+      bound = std::max(0.0, bound - own_idle);
+    }
     std::vector<Uid> pooled;
     for (Uid u : i.uids)
       if (left.count(u)) pooled.push_back(u);
@@ -383,13 +460,20 @@ std::vector<Insight> claim_recoverable_time(const InsightContext& context,
           for (const auto& r : claimed_by[u]) shares.insert(r);
         }
       }
-    } else if (i.scope == "trace" && context.timeline) {
+    } else if (i.scope == "trace" && context.timeline && i.idle_claim_us.empty()) {
       claim = std::min(bound, idle_left);
       idle_left -= claim;
       shares.insert(idle_claimed_by.begin(), idle_claimed_by.end());
       idle_claimed_by.push_back(i.rule);
-    } else {
+    } else if (i.idle_claim_us.empty()) {
       claim = bound;  // time outside the op rows and the idle time: the rule's own
+    }
+    if (!i.idle_claim_us.empty()) {
+      claim += std::min(place_idle[k].us, std::max(0.0, idle_left));
+      idle_left -= place_idle[k].us;
+      shares.insert(place_idle[k].shares.begin(), place_idle[k].shares.end());
+      shares.insert(idle_claimed_by.begin(), idle_claimed_by.end());
+      idle_claimed_by.push_back(i.rule);
     }
     shares.erase(i.rule);
     i.shares_time_with.assign(shares.begin(), shares.end());

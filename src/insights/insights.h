@@ -5,6 +5,7 @@
 // the workflow (Path A: change the model; Path B: tune the kernel).
 #pragma once
 
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -47,6 +48,12 @@ struct Insight {
   std::optional<double> recoverable_low_us, recoverable_us;
   std::string recoverable_method;
   std::vector<std::string> shares_time_with;  // rules ranked above that claim the same time
+  // GPU idle time the fix closes, by place (IdleGap::place's name: the
+  // annotation or top-level op whose launch ended a host-opened gap), part
+  // of gain_upper_bound_us. Each place's idle is one pool: a finding about
+  // that place (the optimizer step) claims it before a trace-wide one (a
+  // host-bound step), so the two never count the same gap twice.
+  std::map<std::string, double> idle_claim_us;
   // What the bound stands on when the rule sized it its own way (e.g. a
   // what-if on the dependency graph); "" uses the rule's usual method.
   std::string gain_method;

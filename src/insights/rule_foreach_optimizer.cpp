@@ -72,11 +72,30 @@ void rule_foreach_optimizer(const InsightContext& c, std::vector<Insight>& out) 
   i.share = detail::share_of(c, time_us);
   i.severity = detail::severity_by_share(i.share);
   i.gain_upper_bound_us = time_us * (1 - kFusedTrafficRatio);
+  // The GPU idle the host opened inside the optimizer step: a fused step
+  // issues a few launches instead of one per foreach pass and tensor chunk,
+  // so those waits go with them.
+  double idle_us = 0;
+  for (const auto& [place, us] : detail::host_work_idle_by_place(c))
+    if (place.starts_with("Optimizer.step#")) {
+      i.idle_claim_us[place] = us;
+      idle_us += us;
+    }
+  if (idle_us > 0) {
+    i.time_us += idle_us;
+    *i.gain_upper_bound_us += idle_us;
+    i.gain_method =
+        "fused-traffic model for the kernels, plus the GPU idle the host opened inside the "
+        "optimizer step";
+  }
   i.title = fmt::format(
       "{} runs as {} foreach passes ({} multi_tensor_apply kernels, {:.2f} ms); a fused "
       "optimizer step would take about {:.2f} ms",
       optimizer, time_by_op.size(), kernel_count, time_us / 1e3,
       time_us * kFusedTrafficRatio / 1e3);
+  if (idle_us > 0)
+    i.title += fmt::format("; the GPU also waits {:.2f} ms for its launches inside the step",
+                           idle_us / 1e3);
   i.detail =
       "Each torch._foreach_* op streams whole parameter/state lists through HBM once; the "
       "foreach Adam(W) update moves about 20 elements per parameter, a fused update 7. The "
@@ -85,10 +104,9 @@ void rule_foreach_optimizer(const InsightContext& c, std::vector<Insight>& out) 
   i.kernel_names.assign(kernels.begin(), kernels.end());
   nlohmann::json per_op = nlohmann::json::object();
   for (const auto& [op, us] : time_by_op) per_op[std::string(op)] = us;
-  i.evidence = {{"optimizer", optimizer},
-                {"foreach_ops_time_us", per_op},
-                {"kernels", kernel_count},
-                {"fused_traffic_ratio", kFusedTrafficRatio}};
+  i.evidence = {{"optimizer", optimizer},    {"foreach_ops_time_us", per_op},
+                {"kernels", kernel_count},   {"fused_traffic_ratio", kFusedTrafficRatio},
+                {"kernel_time_us", time_us}, {"host_idle_in_step_us", idle_us}};
   i.action_model = fmt::format(
       "Construct the optimizer with fused=True (torch.optim.{}(..., fused=True)), "
       "or compile the step (torch.compile on optimizer.step).",

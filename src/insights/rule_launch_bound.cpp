@@ -4,7 +4,11 @@
 // small-batch inference; the fix is on the host side (CUDA/HIP graphs,
 // torch.compile with mode="reduce-overhead", fusing small ops).
 #include <algorithm>
+#include <map>
 #include <optional>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -18,23 +22,6 @@ namespace {
 constexpr double kShortKernelUs = 10.0;  // TraceLens's short-kernel threshold
 constexpr double kMinIdleShare = 0.3;
 constexpr double kMinShortShare = 0.5;
-
-// Calls that only a CUDA/HIP graph capture makes. A trace holding them
-// recorded the capture (each kernel enqueued once into a graph, the GPU idle
-// while the host records), not a step that runs the graph: its idle time is
-// paid once, and graphs are already in use.
-size_t graph_capture_calls(const Trace& trace) {
-  size_t calls = 0;
-  for (const Event& e : trace.events) {
-    if (e.cat != Cat::CudaRuntime && e.cat != Cat::CudaDriver) continue;
-    std::string_view name = trace.str(e.name);
-    if (name.find("BeginCapture") != std::string_view::npos ||
-        name.find("GetCaptureInfo") != std::string_view::npos ||
-        name.find("GraphInstantiate") != std::string_view::npos)
-      ++calls;
-  }
-  return calls;
-}
 
 // What the dependency graph says of a host-bound step: most iterations are
 // bound by the host, and an ideal host (no gaps between runtime calls, what
@@ -85,7 +72,7 @@ void rule_launch_bound(const InsightContext& c, std::vector<Insight>& out) {
   // A step the host bounds is launch-bound whatever its kernels' sizes
   // (GPT-2 training: long backward GEMMs, a forward pass that waits for
   // launches). Graph captures are judged below, before the path is asked.
-  const bool capture = graph_capture_calls(c.trace) > 0;
+  const bool capture = detail::graph_capture_calls(c.trace) > 0;
   const std::optional<HostBound> host = capture ? std::nullopt : host_bound_step(c);
   if (!short_and_idle && !(host && host->saving_us > 0)) return;
   Insight i;
@@ -99,7 +86,7 @@ void rule_launch_bound(const InsightContext& c, std::vector<Insight>& out) {
       "Launch-bound: GPU idle {:.1f}% of {:.2f} ms; {} of {} kernels ({:.0f}%) run under {} us",
       100 * idle_share, c.timeline->total_time / 1e3, short_kernels, kernels, 100 * short_share,
       kShortKernelUs);
-  if (size_t capture_calls = graph_capture_calls(c.trace); capture_calls > 0) {
+  if (size_t capture_calls = detail::graph_capture_calls(c.trace); capture_calls > 0) {
     // Context, not a saving: the same numbers, said for what they are.
     i.severity = "low";
     i.gain_upper_bound_us = 0.0;
@@ -146,10 +133,34 @@ void rule_launch_bound(const InsightContext& c, std::vector<Insight>& out) {
                 {"mean_kernel_us", c.timeline->busy_time / static_cast<double>(kernels)},
                 {"idle_breakdown", idle_breakdown_json(idle)}};
   if (host) {
-    // Sized by the dependency graph: what an ideal host saves of the step.
-    i.gain_upper_bound_us = host->saving_us;
-    i.gain_method = "what-if on the dependency graph: no host gaps between runtime calls";
+    // Sized by the measured idle the host opened (the GPU waiting for a
+    // launch that came after it went idle), capped by what an ideal host
+    // saves on the dependency graph. Queue and launch latency between work
+    // already issued stays: no host-side fix removes it. Claimed by place,
+    // so a finding about one place (the optimizer step) keeps its own gaps.
+    const std::map<std::string, double> host_idle = detail::host_work_idle_by_place(c);
+    double host_idle_us = 0;
+    for (const auto& entry : host_idle) host_idle_us += entry.second;
+    const double bound = std::min(host->saving_us, host_idle_us);
+    const double scale = host_idle_us > 0 ? bound / host_idle_us : 0;
+    for (const auto& [place, us] : host_idle) i.idle_claim_us[place] = us * scale;
+    i.gain_upper_bound_us = bound;
+    i.gain_method =
+        "measured GPU idle the host opened (gaps before late launches), capped by the what-if "
+        "on the dependency graph (no host gaps between runtime calls)";
     i.step_saving_us = host->saving_us;
+    if (host->saving_us > bound + 1e-6)
+      i.step_saving_note =
+          "an ideal host also removes launch latency and the host's lead before the first "
+          "kernel, which the recoverable time does not count";
+    std::vector<std::pair<double, std::string>> places;
+    for (const auto& [place, us] : host_idle) places.emplace_back(us, place);
+    std::sort(places.rbegin(), places.rend());
+    nlohmann::json by_place = nlohmann::json::array();
+    for (size_t k = 0; k < places.size() && k < 8; ++k)
+      by_place.push_back({{"place", places[k].second}, {"idle_us", places[k].first}});
+    i.evidence["host_idle_us"] = host_idle_us;
+    i.evidence["host_idle_by_place"] = std::move(by_place);
     i.severity = host->saving_us >= 0.2 * host->step_us * static_cast<double>(host->iterations)
                      ? "high"
                      : "medium";

@@ -33,6 +33,9 @@ void rule_unfused_rmsnorm(const InsightContext& c, std::vector<Insight>& out);
 void rule_unfused_rope(const InsightContext& c, std::vector<Insight>& out);
 void rule_kv_cache_cat(const InsightContext& c, std::vector<Insight>& out);
 void rule_dtype_casts(const InsightContext& c, std::vector<Insight>& out);
+void rule_attention_efficiency(const InsightContext& c, std::vector<Insight>& out);
+void rule_capture_host_cost(const InsightContext& c, std::vector<Insight>& out);
+void rule_gemm_shared_input(const InsightContext& c, std::vector<Insight>& out);
 
 namespace detail {
 
@@ -112,6 +115,16 @@ class Siblings {
   const InsightContext& c_;
   std::map<std::pair<ProcId, ProcId>, std::vector<Uid>> roots_;
 };
+
+// Calls that only a CUDA/HIP graph capture makes (*BeginCapture,
+// *GetCaptureInfo, *GraphInstantiate*). A trace holding them recorded the
+// capture (each kernel enqueued once into a graph, the GPU idle while the
+// host records), not a step that runs the graph.
+size_t graph_capture_calls(const Trace& trace);
+
+// The GPU idle time the host opened (idle_gaps' host_work gaps: the op
+// after the gap was launched after the gap began), by place name.
+std::map<std::string, double> host_work_idle_by_place(const InsightContext& c);
 
 }  // namespace detail
 }  // namespace jarvis::insights

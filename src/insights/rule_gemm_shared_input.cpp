@@ -1,0 +1,184 @@
+// GEMMs on inputs of the same shape issued back to back: the Q, K and V
+// projections of an attention block, or the gate and up projections of a
+// SwiGLU MLP, each read the same activation and run as separate GEMMs of a
+// third (or half) the width. One GEMM over the concatenated weights reads the
+// activation once and, being larger, runs at the rate the trace's larger
+// GEMMs reach. The trace records shapes, not tensor identities, so "same
+// input" is read from the same first-input shape of consecutive GPU-launching
+// siblings (the pattern the projections make in eager and compiled code).
+//
+// Sized against this trace's own GEMMs: the run's FLOPs at the FLOP-weighted
+// rate of the GEMMs of the same compute spec that are at least as large as
+// the fused one would be. Without such GEMMs there is no reference and no
+// finding: a fused GEMM larger than anything measured here cannot be timed.
+#include <algorithm>
+#include <map>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "insights/rules_internal.h"
+
+namespace jarvis::insights {
+namespace {
+
+constexpr double kMinGainShare = 0.05;  // below 5 % of the run's time: noise
+
+bool is_gemm_op(std::string_view name) {
+  return name == "aten::mm" || name == "aten::addmm" || name == "aten::linear" ||
+         name == "aten::matmul";
+}
+
+struct Run {
+  std::vector<Uid> ops;
+  double gflops = 0, time_us = 0;
+  std::string spec;
+};
+
+struct Pattern {
+  std::vector<int64_t> input;
+  size_t width = 0;  // GEMMs per run
+  std::string name, spec;
+  std::vector<Run> runs;
+};
+
+// Runs among one ordered list of siblings: consecutive GPU-launching GEMM
+// ops with a perf row and the same first-input shape and spec.
+void scan(const InsightContext& c, const std::map<Uid, const report::PerfOpRow*>& gemm_rows,
+          const std::vector<Uid>& siblings, std::map<std::string, Pattern>& patterns) {
+  Run run;
+  std::vector<int64_t> run_input;
+  auto close = [&] {
+    if (run.ops.size() >= 2) {
+      std::string name(c.trace.name(run.ops.front()));
+      std::string key =
+          fmt::format("{}|{}|{}|{}", name, fmt::join(run_input, ","), run.ops.size(), run.spec);
+      Pattern& p = patterns[key];
+      p.input = run_input;
+      p.width = run.ops.size();
+      p.name = name;
+      p.spec = run.spec;
+      p.runs.push_back(run);
+    }
+    run = Run{};
+    run_input.clear();
+  };
+  for (Uid u : siblings) {
+    if (c.trace.events[u].cat != Cat::CpuOp || c.tree.gpu_events(u).empty()) continue;
+    auto row = gemm_rows.find(u);
+    auto dims = detail::first_input_dims(c.trace, u);
+    if (row == gemm_rows.end() || !is_gemm_op(c.trace.name(u)) || !dims || dims->size() < 2) {
+      close();
+      continue;
+    }
+    const auto& m = *row->second->metrics;
+    if (!run.ops.empty() && (*dims != run_input || m.compute_spec != run.spec ||
+                             c.trace.name(u) != c.trace.name(run.ops.front())))
+      close();
+    if (run.ops.empty()) run_input = *dims, run.spec = m.compute_spec;
+    run.ops.push_back(u);
+    run.gflops += m.gflops;
+    run.time_us += row->second->kernel_time_us;
+  }
+  close();
+}
+
+// FLOP-weighted TFLOP/s of the spec's GEMM rows of at least `gflops` a call.
+double reference_rate(const InsightContext& c, const std::string& spec, double gflops) {
+  double f = 0, t = 0;
+  for (const auto& row : c.rows)
+    if (row.sheet == "GEMM" && row.metrics && row.metrics->compute_spec == spec &&
+        row.metrics->gflops >= gflops && row.kernel_time_us > 0) {
+      f += row.metrics->gflops;
+      t += row.kernel_time_us;
+    }
+  return t > 0 ? f / t * 1e3 : 0;  // GFLOP per us -> TFLOP/s
+}
+
+}  // namespace
+
+void rule_gemm_shared_input(const InsightContext& c, std::vector<Insight>& out) {
+  std::map<Uid, const report::PerfOpRow*> gemm_rows;
+  for (const auto& row : c.rows)
+    if (row.sheet == "GEMM" && row.metrics && row.metrics->gflops > 0 && row.kernel_time_us > 0)
+      gemm_rows[row.uid] = &row;
+  if (gemm_rows.size() < 2) return;
+  std::map<std::string, Pattern> patterns;
+  std::map<uint32_t, std::vector<Uid>> roots;  // top-level ops by thread
+  std::vector<Uid> children;
+  for (size_t u = 0; u < c.trace.events.size(); ++u) {
+    Uid uid = static_cast<Uid>(u);
+    if (!c.tree.in_tree(uid)) continue;
+    auto kids = c.tree.children(uid);
+    if (kids.size() >= 2) {
+      children.assign(kids.begin(), kids.end());
+      scan(c, gemm_rows, children, patterns);
+    }
+    if (c.tree.parent(uid) == kNoUid && c.trace.events[u].cat == Cat::CpuOp)
+      roots[c.trace.events[u].thread].push_back(uid);
+  }
+  for (auto& [thread, list] : roots) {
+    std::stable_sort(list.begin(), list.end(),
+                     [&](Uid a, Uid b) { return c.trace.events[a].ts() < c.trace.events[b].ts(); });
+    scan(c, gemm_rows, list, patterns);
+  }
+  for (const auto& [key, p] : patterns) {
+    double gflops = 0, time_us = 0;
+    std::vector<Uid> uids;
+    for (const Run& r : p.runs) {
+      gflops += r.gflops;
+      time_us += r.time_us;
+      uids.insert(uids.end(), r.ops.begin(), r.ops.end());
+    }
+    const double fused_gflops = gflops / static_cast<double>(p.runs.size());
+    const double reference = reference_rate(c, p.spec, fused_gflops);
+    if (!(reference > 0)) continue;
+    const double fused_time_us = gflops / reference * 1e3;
+    const double gain_us = time_us - fused_time_us;
+    if (gain_us < kMinGainShare * time_us) continue;
+    Insight i = detail::op_insight(c, "gemm_shared_input", "GEMM", uids, time_us);
+    i.gain_upper_bound_us = gain_us;
+    const double achieved = gflops / time_us * 1e3;
+    i.title = fmt::format(
+        "{} x {} on inputs of the same shape ({}) issued back to back, x{}: {:.2f} ms at {:.0f} "
+        "TFLOP/s; one GEMM over the concatenated weights would run at the {:.0f} TFLOP/s this "
+        "trace's larger GEMMs reach",
+        p.width, p.name, fmt::join(p.input, " x "), p.runs.size(), time_us / 1e3, achieved,
+        reference);
+    i.detail =
+        "Projections that read the same activation (Q/K/V, gate/up) each read it again and run "
+        "as narrower GEMMs; one GEMM with the weights concatenated along N reads it once and "
+        "reaches the rate of larger GEMMs. The trace records shapes, not tensor identities: "
+        "check the inputs are the same tensor.";
+    nlohmann::json runs = nlohmann::json::array();
+    for (size_t k = 0; k < p.runs.size() && k < 4; ++k) runs.push_back(p.runs[k].ops);
+    i.evidence = {{"op", p.name},
+                  {"input_dims", p.input},
+                  {"gemms_per_run", p.width},
+                  {"runs", p.runs.size()},
+                  {"first_runs_uids", runs},
+                  {"gflops", gflops},
+                  {"kernel_time_us", time_us},
+                  {"achieved_tflops_per_s", achieved},
+                  {"reference_tflops_per_s", reference},
+                  {"reference",
+                   "FLOP-weighted rate of this trace's GEMMs (same compute spec) at "
+                   "least as large as the fused GEMM"},
+                  {"fused_time_us", fused_time_us}};
+    i.action_model =
+        "Concatenate the projection weights (one nn.Linear with out_features = the sum, split "
+        "the output: the fused QKV / gate_up layout of vLLM and HF's fused modules), or let "
+        "torch.compile's GEMM fusion pass do it.";
+    i.action_kernel =
+        "One GEMM with N = the sum of the widths; a grouped GEMM when the shapes must stay "
+        "separate.";
+    i.verify =
+        "parent_chain on the first uid of a run shows the module; gemm_roofline gives each "
+        "GEMM's TFLOP/s.";
+    out.push_back(std::move(i));
+  }
+}
+
+}  // namespace jarvis::insights
