@@ -39,6 +39,7 @@ constexpr NamedRule kRules[] = {
     {"attention_efficiency", rule_attention_efficiency},
     {"capture_host_cost", rule_capture_host_cost},
     {"gemm_shared_input", rule_gemm_shared_input},
+    {"compiled_kernel_headroom", rule_compiled_kernel_headroom},
 };
 
 int64_t int_param(const perf::Params& params, std::string_view name) {
@@ -289,9 +290,43 @@ size_t InsightContext::StepModel::host_bound_iterations() const {
                     [](const auto& it) { return it.bound_by == critical_path::kBoundByHost; }));
 }
 
+namespace {
+
+// The outermost cpu_op above `u` (u itself when none is above it).
+Uid outermost_op(const InsightContext& c, Uid u) {
+  Uid top = u;
+  for (Uid p = c.tree.parent(u); p != kNoUid; p = c.tree.parent(p))
+    if (c.trace.events[p].cat == Cat::CpuOp) top = p;
+  return top;
+}
+
+// evidence.where: the names of the ops a finding is about and of the
+// outermost ops they run under (aten::batch_norm above
+// aten::native_batch_norm, an autograd node above its backward ops), first
+// seen first, so a reader finds them in the model without a parent_chain.
+void add_where(const InsightContext& c, Insight& i) {
+  constexpr size_t kMaxNames = 8;
+  if (i.uids.empty() || i.evidence.contains("where")) return;
+  std::vector<std::string> names;
+  auto add = [&](Uid u) {
+    if (u >= c.trace.events.size() || names.size() == kMaxNames) return;
+    std::string name(c.trace.name(u));
+    if (std::find(names.begin(), names.end(), name) == names.end()) names.push_back(name);
+  };
+  for (Uid u : i.uids) {
+    if (u >= c.trace.events.size() || c.trace.events[u].cat != Cat::CpuOp) continue;
+    add(u);
+    add(outermost_op(c, u));
+  }
+  if (!names.empty()) i.evidence["where"] = names;
+}
+
+}  // namespace
+
 std::vector<Insight> run_insights(const InsightContext& context) {
   std::vector<Insight> out;
   for (const auto& rule : kRules) rule.fn(context, out);
+  for (Insight& i : out) add_where(context, i);
   out = claim_recoverable_time(context, std::move(out));
   size_step_savings(context, out);
   return out;
@@ -364,6 +399,7 @@ std::string_view recoverable_method_of(std::string_view rule) {
       {"fp32_cross_entropy",
        "fused-loss traffic model: the casts' time and half the softmax passes'"},
       {"epilogue_fusion", "measured activation kernel time"},
+      {"compiled_kernel_headroom", "time above the kernels' traffic at 80 % of the HBM peak"},
       {"gemm_shared_input",
        "the run's FLOPs at the rate of this trace's GEMMs at least as large as the fused one"},
       {"capture_host_cost",

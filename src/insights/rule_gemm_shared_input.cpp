@@ -140,6 +140,10 @@ void rule_gemm_shared_input(const InsightContext& c, std::vector<Insight>& out) 
     if (gain_us < kMinGainShare * time_us) continue;
     Insight i = detail::op_insight(c, "gemm_shared_input", "GEMM", uids, time_us);
     i.gain_upper_bound_us = gain_us;
+    for (Uid u : uids)
+      for (auto& name : detail::kernel_names(c.trace, *gemm_rows.at(u)))
+        if (std::find(i.kernel_names.begin(), i.kernel_names.end(), name) == i.kernel_names.end())
+          i.kernel_names.push_back(std::move(name));
     const double achieved = gflops / time_us * 1e3;
     i.title = fmt::format(
         "{} x {} on inputs of the same shape ({}) issued back to back, x{}: {:.2f} ms at {:.0f} "

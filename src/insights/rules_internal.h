@@ -36,6 +36,7 @@ void rule_dtype_casts(const InsightContext& c, std::vector<Insight>& out);
 void rule_attention_efficiency(const InsightContext& c, std::vector<Insight>& out);
 void rule_capture_host_cost(const InsightContext& c, std::vector<Insight>& out);
 void rule_gemm_shared_input(const InsightContext& c, std::vector<Insight>& out);
+void rule_compiled_kernel_headroom(const InsightContext& c, std::vector<Insight>& out);
 
 namespace detail {
 
