@@ -19,6 +19,7 @@
 #include "insights/kernel_name.h"
 #include "insights/rules_internal.h"
 #include "perf/gpu_arch.h"
+#include "raw_launches.h"
 #include "raw_timeline.h"
 #include "test_loader_support.h"
 #include "trace/loader.h"
@@ -27,6 +28,8 @@
 using doctest::Approx;
 using jarvis::CallTree;
 using jarvis::Trace;
+using jarvis::testing::Launched;
+using jarvis::testing::launched_inside;
 namespace in = jarvis::insights;
 
 namespace {
@@ -66,35 +69,6 @@ std::string mm_trace(int calls, const char* dims, const char* kernel, double ker
     if (k + 1 < calls) ev += ",";
   }
   return R"({"deviceProperties":[{"name":"NVIDIA H100 80GB HBM3"}],"traceEvents":[)" + ev + "]}";
-}
-
-// GPU events (kernels only, or every GPU op) whose launch call lies inside
-// one of `frames` (host events: ops, Python frames) on the launching thread:
-// their count and time, from the raw events and correlation ids.
-struct Launched {
-  size_t count = 0;
-  double time_us = 0;
-};
-
-Launched launched_inside(const Trace& t, const std::vector<const jarvis::Event*>& frames,
-                         bool kernels_only) {
-  std::map<int64_t, const jarvis::Event*> launch_of;  // correlation -> runtime call
-  for (const auto& e : t.events)
-    if (e.is_runtime()) launch_of[t.correlation(e)] = &e;
-  Launched out;
-  for (const auto& e : t.events) {
-    if (kernels_only ? e.cat != jarvis::Cat::Kernel : !e.is_gpu()) continue;
-    auto it = launch_of.find(t.correlation(e));
-    if (it == launch_of.end()) continue;
-    for (const auto* f : frames)
-      if (f->thread == it->second->thread && it->second->ts() >= f->ts() &&
-          it->second->ts() < f->end()) {
-        ++out.count;
-        out.time_us += e.dur();
-        break;
-      }
-  }
-  return out;
 }
 
 }  // namespace
