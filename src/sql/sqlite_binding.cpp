@@ -307,7 +307,7 @@ int part_disconnect(sqlite3_vtab* v) {
 }
 
 // idxStr lists, per argv value, the column it constrains ("0,2,k": run, the
-// second field, the key column).
+// second field, the key column; "!0": run <> the value).
 int part_best_index(sqlite3_vtab* v, sqlite3_index_info* info) {
   const auto* vt = reinterpret_cast<PartVTab*>(v);
   const PartitionedTable& t = *vt->table;
@@ -318,9 +318,20 @@ int part_best_index(sqlite3_vtab* v, sqlite3_index_info* info) {
   std::vector<bool> used(t.columns.size(), false);
   for (int i = 0; i < info->nConstraint; ++i) {
     const auto& c = info->aConstraint[i];
-    if (!c.usable || c.op != SQLITE_INDEX_CONSTRAINT_EQ || c.iColumn < 0) continue;
+    if (!c.usable || c.iColumn < 0) continue;
     auto col = static_cast<size_t>(c.iColumn);
     bool fixed = col < t.fixed;
+    if (c.op == SQLITE_INDEX_CONSTRAINT_NE && fixed) {
+      // `run <> 4`: that partition is skipped unread (the way out the
+      // message of a run that cannot load names).
+      info->aConstraintUsage[i].argvIndex = ++argv;
+      info->aConstraintUsage[i].omit = 0;
+      if (!plan.empty()) plan.push_back(',');
+      plan.push_back('!');
+      plan.append(std::to_string(col));
+      continue;
+    }
+    if (c.op != SQLITE_INDEX_CONSTRAINT_EQ) continue;
     bool key = t.key_column >= 0 && c.iColumn == t.key_column && !keyed;
     if ((!fixed && !key) || used[col]) continue;
     used[col] = true;
@@ -386,6 +397,22 @@ bool may_equal(const Cell& cell, sqlite3_value* v) {
   return true;
 }
 
+// Whether a fixed cell certainly equals the value (same kind, same value):
+// only then does `<>` skip the partition.
+bool surely_equal(const Cell& cell, sqlite3_value* v) {
+  int type = sqlite3_value_type(v);
+  if ((cell.is_int() || cell.is_double()) && (type == SQLITE_INTEGER || type == SQLITE_FLOAT)) {
+    double x =
+        cell.is_int() ? static_cast<double>(std::get<int64_t>(cell.v)) : std::get<double>(cell.v);
+    return sqlite3_value_double(v) == x;
+  }
+  if (cell.is_text() && type == SQLITE_TEXT) {
+    const auto* t = reinterpret_cast<const char*>(sqlite3_value_text(v));
+    return cell.text() == (t ? t : "");
+  }
+  return false;
+}
+
 // Opens the partition at pi and the following ones until one has a row.
 void part_open_rows(PartCursor* c, const PartitionedTable& t) {
   for (; c->pi < c->parts.size(); ++c->pi) {
@@ -435,9 +462,14 @@ int part_filter(sqlite3_vtab_cursor* cur, int, const char* idx_str, int argc,
     }
   for (size_t p = 0; key_ok && p < t.partitions.size(); ++p) {
     bool keep = true;
-    for (int i = 0; keep && i < argc && i < static_cast<int>(plan.size()); ++i)
-      if (plan[static_cast<size_t>(i)] != "k")
-        keep = may_equal(t.partitions[p][std::stoul(plan[static_cast<size_t>(i)])], argv[i]);
+    for (int i = 0; keep && i < argc && i < static_cast<int>(plan.size()); ++i) {
+      const std::string& what = plan[static_cast<size_t>(i)];
+      if (what == "k") continue;
+      if (what[0] == '!')
+        keep = !surely_equal(t.partitions[p][std::stoul(what.substr(1))], argv[i]);
+      else
+        keep = may_equal(t.partitions[p][std::stoul(what)], argv[i]);
+    }
     if (keep) c->parts.push_back(p);
   }
   c->pi = 0;

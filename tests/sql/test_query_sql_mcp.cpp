@@ -54,6 +54,7 @@ TEST_SUITE("sql") {
     namespace fs = std::filesystem;
     const std::string t = tmp.path;
     fs::create_directories(t + "/in");
+    fs::create_directories(t + "/outside");
     fs::copy(golden::shared_dir() + "/sweeps/h100_gpt2_ddp", t + "/outside/sweep",
              fs::copy_options::recursive);
     // OUT (inside the roots) records the runs' paths (outside them).

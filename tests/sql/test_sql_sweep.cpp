@@ -253,6 +253,26 @@ TEST_SUITE("sql") {
     CHECK(traces.loads() == 2);
   }
 
+  TEST_CASE("sweep: report runs (the MI300 TraceLens sweep) have runs but no events") {
+    sweep::LoadOptions o;
+    o.pattern = "{threads}thread/perf_*_perf_report_csvs";
+    o.cache_dir = "none";
+    sweep::Sweep s = sweep::load_sweep(
+        golden::shared_dir() + "/sweeps/tracelens_mi300_nccl_sweep/compare_test", o);
+    REQUIRE(!s.runs.empty());
+    sql::SweepTraces traces;
+    CHECK(static_cast<size_t>(as_int(
+              q(s, "SELECT count(*) FROM runs WHERE kind = 'report'", &traces).table.rows[0][0])) ==
+          s.runs.size());
+    CHECK(as_int(q(s, "SELECT count(*) FROM kernels", &traces).table.rows[0][0]) == 0);
+    CHECK(traces.loads() == 0);
+    // Their GPU timelines are the reports' gpu_timeline.csv rows.
+    size_t rows = 0;
+    for (const sweep::Run& run : s.runs) rows += run.data.timeline.size();
+    CHECK(static_cast<size_t>(as_int(q(s, "SELECT count(*) FROM run_timeline").table.rows[0][0])) ==
+          rows);
+  }
+
   TEST_CASE("sweep: a run whose trace is gone is named, and can be left out") {
     jarvis::testing::TempDir tmp;
     std::filesystem::copy(sweep_root(), tmp.path + "/sweep",
@@ -266,7 +286,10 @@ TEST_SUITE("sql") {
                          sql::QueryError);
     CHECK_THROWS_WITH_AS(q(s, "SELECT count(*) FROM kernels"), doctest::Contains("WHERE run <> 4"),
                          sql::QueryError);
-    CHECK(as_int(q(s, "SELECT count(*) FROM kernels WHERE run <> 4").table.rows[0][0]) > 0);
+    sql::SweepTraces traces;
+    CHECK(as_int(q(s, "SELECT count(*) FROM kernels WHERE run <> 4", &traces).table.rows[0][0]) >
+          0);
+    CHECK(traces.loads() == 5);
     // The cached tables read no trace.
     CHECK(as_int(q(s, "SELECT count(*) FROM runs").table.rows[0][0]) == 6);
   }

@@ -317,7 +317,8 @@ TEST_SUITE("sweep") {
     for (size_t r = 0; r < summary.rows.size(); ++r) {
       std::string v = summary.at(r, "variant").text();
       CAPTURE(v);
-      auto [bs, step] = runs.at(v);
+      const int bs = runs.at(v).first;
+      const double step = runs.at(v).second;
       CHECK(summary.at(r, "unit").text() == "token");
       CHECK(summary.at(r, "normalised_ms").number() ==
             doctest::Approx(step / (bs * 512.0)).epsilon(1e-9));
