@@ -2,7 +2,8 @@
 // one read-only SQL statement over a trace (docs/sql.md). Without a query:
 // an interactive shell on a terminal, else the query is read from stdin.
 // jarvis sql TRACE --export FILE: every table and view into an SQLite file.
-// jarvis sql SWEEP_DIR ...: the sweep's per-run tables (sql/sweep_sql.h).
+// jarvis sql SWEEP_DIR ...: the sweep's per-run tables and the trace tables
+// over every run (sql/sweep_sql.h).
 #include <fmt/format.h>
 #include <unistd.h>
 
@@ -186,8 +187,10 @@ int run_sweep_sql(const SqlArgs& a) {
   engine::SweepLoadOptions options;
   options.pattern = a.layout;
   engine::Sweep sweep = engine::load_sweep(a.trace, options);
+  // The run traces a query loaded stay for the shell's next query.
+  engine::SqlSweepTraces traces;
   Source src{[&](const std::string& q, const engine::SqlQueryLimits& l) {
-               return engine::run_sweep_query(sweep, q, l);
+               return engine::run_sweep_query(sweep, q, l, &traces);
              },
              [&] { return engine::catalog_text(engine::sweep_catalog(sweep)); }, a.trace};
   return run_source(src, a);
@@ -217,7 +220,8 @@ Runner add_sql(CLI::App& app) {
       "sql", "SQL (SQLite, read-only) over a trace's events, ops, kernels and report sheets");
   cmd->add_option("TRACE", a->trace,
                   "trace (Kineto .json/.json.gz or rocprofv3 output), or a sweep directory "
-                  "(tables runs, run_kernels, run_timeline)")
+                  "(the trace tables over every run, led by run and the layout fields, plus "
+                  "runs, run_kernels, run_timeline, collective_skew)")
       ->required();
   cmd->add_option(
       "QUERY", a->query,

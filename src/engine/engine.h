@@ -312,6 +312,8 @@ using critical_path::write_what_if;
 // ---------------------------------------------------------------------------
 using sweep::Sweep;
 using sweep::SweepError;
+using SweepRun = sweep::Run;
+using sweep::collective_skew_table;
 using SweepLoadOptions = sweep::LoadOptions;
 using SweepRunKind = sweep::RunKind;
 using sweep::collective_count;
@@ -401,6 +403,7 @@ using SqlExportResult = sql::ExportResult;
 using sql::export_sqlite;
 using sql::run_sweep_query;
 using sql::sweep_catalog;
+using SqlSweepTraces = sql::SweepTraces;
 inline std::vector<SqlTableInfo> sql_catalog() {
   return sql::catalog();
 }

@@ -76,22 +76,31 @@ bool is_builtin(std::string_view name) {
 }
 
 const std::vector<std::string> kFunctions = {
-    "overlap", "parent_uid", "is_ancestor",  "abs",          "avg",      "count",   "max",
-    "min",     "sum",        "total",        "round",        "length",   "lower",   "upper",
-    "substr",  "instr",      "replace",      "trim",         "coalesce", "ifnull",  "iif",
-    "printf",  "format",     "group_concat", "json_extract", "like",     "glob",    "cast",
-    "typeof",  "nullif",     "hex",          "quote",        "random",   "unicode", "char"};
+    "overlap",      "parent_uid",   "is_ancestor", "ancestors", "abs",     "avg",
+    "count",        "max",          "min",         "sum",       "total",   "round",
+    "length",       "lower",        "upper",       "substr",    "instr",   "replace",
+    "trim",         "coalesce",     "ifnull",      "iif",       "printf",  "format",
+    "group_concat", "json_extract", "like",        "glob",      "cast",    "typeof",
+    "nullif",       "hex",          "quote",       "random",    "unicode", "char"};
 
 std::string with_suggestion(const std::string& message, const QueryContext& ctx) {
+  std::vector<TableInfo> tables = catalog();
+  if (!named_in(message, "no such table: ").empty())
+    if (const Report* r = report_or_null(ctx))
+      for (const Table& t : r->tables) tables.push_back({t.name, "", {}});
+  return with_nearest_name(message, tables);
+}
+
+}  // namespace
+
+std::string with_nearest_name(const std::string& message, const std::vector<TableInfo>& tables) {
   std::vector<std::string> candidates;
   std::string name = named_in(message, "no such column: ");
   if (!name.empty()) {
-    for (const TableInfo& t : catalog())
+    for (const TableInfo& t : tables)
       for (const ColumnInfo& c : t.columns) candidates.push_back(c.name);
   } else if (!(name = named_in(message, "no such table: ")).empty()) {
-    for (const TableInfo& t : catalog()) candidates.push_back(t.name);
-    if (const Report* r = report_or_null(ctx))
-      for (const Table& t : r->tables) candidates.push_back(t.name);
+    for (const TableInfo& t : tables) candidates.push_back(t.name);
   } else if (!(name = named_in(message, "no such function: ")).empty()) {
     candidates = kFunctions;
   } else {
@@ -101,8 +110,6 @@ std::string with_suggestion(const std::string& message, const QueryContext& ctx)
   if (best.empty() || lower(best) == lower(name)) return message;
   return fmt::format("{} — did you mean {}?", message, best);
 }
-
-}  // namespace
 
 QueryResult run_query(const LoadedTrace& entry, const std::string& sql, const QueryLimits& limits) {
   auto start = std::chrono::steady_clock::now();
@@ -167,6 +174,16 @@ std::vector<TableInfo> catalog() {
        "ops", {{"step", "INTEGER", "N of the enclosing ProfilerStep#N"}});
   view("kernels_in_step", "view: GPU events whose launch call starts inside a host step range",
        "kernels", {{"step", "INTEGER", "N of the ProfilerStep#N that launched it"}});
+  out.push_back({"ancestors",
+                 "table-valued function: SELECT * FROM ancestors(uid) lists the call-tree "
+                 "ancestors of an event, nearest first (a GPU event's first is its launch call)",
+                 {{"uid", "INTEGER", "ancestor's event uid"},
+                  {"name", "TEXT", "its name"},
+                  {"category", "TEXT", "its category"},
+                  {"ts", "INTEGER", "its start, ns"},
+                  {"dur", "INTEGER", "its duration, ns"},
+                  {"end", "INTEGER", "ts + dur, ns"},
+                  {"distance", "INTEGER", "1 for the parent, 2 for its parent, ..."}}});
   return out;
 }
 

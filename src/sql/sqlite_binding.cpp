@@ -31,7 +31,9 @@ struct Connection::Module {
   std::string name;
   std::vector<ColumnDef> columns;
   std::function<TableSource()> bind;
-  std::shared_ptr<TableSource> source;  // bound on the first xConnect
+  std::shared_ptr<TableSource> source;            // bound on the first xConnect
+  std::shared_ptr<const PartitionedTable> parts;  // a partitioned table (no bind, no source)
+  const QueryContext* ctx = nullptr;              // ancestors(): the trace
   bool* declaring = nullptr;  // the connection's flag: the authorizer lets the declaration parse
   sqlite3_module vt{};
 };
@@ -240,6 +242,437 @@ void fn_is_ancestor(sqlite3_context* ctx, int, sqlite3_value** argv) {
   sqlite3_result_int(ctx, 0);
 }
 
+// ---------------------------------------------------------------------------
+// Partitioned tables (a sweep's runs): the cursor walks the partitions that
+// the equality constraints on the fixed columns leave, binding each when it
+// reaches it.
+// ---------------------------------------------------------------------------
+
+struct PartVTab {
+  sqlite3_vtab base{};
+  std::shared_ptr<const PartitionedTable> table;
+  std::vector<size_t> distinct;  // distinct values per fixed column (cost estimates)
+};
+
+struct PartCursor {
+  sqlite3_vtab_cursor base{};
+  std::vector<size_t> parts;  // partitions left by the constraints
+  size_t pi = 0;              // current index into parts
+  std::shared_ptr<const TableSource> source;
+  size_t row = 0, end = 0;
+  bool keyed = false;
+  int64_t key = 0;
+  int64_t rowid = 0;
+};
+
+std::string cell_key(const Cell& c) {
+  if (c.is_int()) return fmt::format("i{}", std::get<int64_t>(c.v));
+  if (c.is_double()) return fmt::format("d{}", std::get<double>(c.v));
+  if (c.is_text()) return fmt::format("t{}", c.text());
+  return "n";
+}
+
+int part_connect(sqlite3* db, void* aux, int, const char* const*, sqlite3_vtab** out, char** err) {
+  auto* m = static_cast<Connection::Module*>(aux);
+  std::string decl = "CREATE TABLE x(";
+  for (size_t i = 0; i < m->columns.size(); ++i) {
+    if (i) decl += ", ";
+    decl += quote_ident(m->columns[i].name) + " " + col_type_name(m->columns[i].type);
+  }
+  decl += ")";
+  *m->declaring = true;
+  int rc = sqlite3_declare_vtab(db, decl.c_str());
+  *m->declaring = false;
+  if (rc != SQLITE_OK) {
+    *err = sqlite3_mprintf("table %s: %s", m->name.c_str(), sqlite3_errmsg(db));
+    return rc;
+  }
+  sqlite3_vtab_config(db, SQLITE_VTAB_INNOCUOUS);
+  auto* vt = new PartVTab;
+  vt->table = m->parts;
+  for (size_t c = 0; c < vt->table->fixed; ++c) {
+    std::vector<std::string> seen;
+    for (const auto& p : vt->table->partitions) seen.push_back(cell_key(p[c]));
+    std::sort(seen.begin(), seen.end());
+    vt->distinct.push_back(
+        static_cast<size_t>(std::unique(seen.begin(), seen.end()) - seen.begin()));
+  }
+  *out = &vt->base;
+  return SQLITE_OK;
+}
+
+int part_disconnect(sqlite3_vtab* v) {
+  delete reinterpret_cast<PartVTab*>(v);
+  return SQLITE_OK;
+}
+
+// idxStr lists, per argv value, the column it constrains ("0,2,k": run, the
+// second field, the key column; "!0": run <> the value).
+int part_best_index(sqlite3_vtab* v, sqlite3_index_info* info) {
+  const auto* vt = reinterpret_cast<PartVTab*>(v);
+  const PartitionedTable& t = *vt->table;
+  std::string plan;
+  int argv = 0;
+  double parts = static_cast<double>(std::max<size_t>(1, t.partitions.size()));
+  bool keyed = false;
+  std::vector<bool> used(t.columns.size(), false);
+  for (int i = 0; i < info->nConstraint; ++i) {
+    const auto& c = info->aConstraint[i];
+    if (!c.usable || c.iColumn < 0) continue;
+    auto col = static_cast<size_t>(c.iColumn);
+    bool fixed = col < t.fixed;
+    if (c.op == SQLITE_INDEX_CONSTRAINT_NE && fixed) {
+      // `run <> 4`: that partition is skipped unread (the way out the
+      // message of a run that cannot load names).
+      info->aConstraintUsage[i].argvIndex = ++argv;
+      info->aConstraintUsage[i].omit = 0;
+      if (!plan.empty()) plan.push_back(',');
+      plan.push_back('!');
+      plan.append(std::to_string(col));
+      continue;
+    }
+    if (c.op != SQLITE_INDEX_CONSTRAINT_EQ) continue;
+    bool key = t.key_column >= 0 && c.iColumn == t.key_column && !keyed;
+    if ((!fixed && !key) || used[col]) continue;
+    used[col] = true;
+    info->aConstraintUsage[i].argvIndex = ++argv;
+    // The fixed columns are matched leniently (a value SQLite would convert
+    // is kept) and a partition without a key index is scanned, so SQLite
+    // checks every constraint again.
+    info->aConstraintUsage[i].omit = 0;
+    if (!plan.empty()) plan.push_back(',');
+    if (key) {
+      plan.push_back('k');
+      keyed = true;
+    } else {
+      plan.append(std::to_string(col));
+      parts /= static_cast<double>(std::max<size_t>(1, vt->distinct[col]));
+    }
+  }
+  // Rows per partition are unknown before it is bound: say many, so that
+  // SQLite prefers plans that constrain the partitions or the key.
+  double rows = std::max(1.0, parts) * (keyed ? 1.0 : 100000.0);
+  info->estimatedRows = static_cast<sqlite3_int64>(rows);
+  info->estimatedCost = rows + 1;
+  info->idxNum = argv;
+  if (!plan.empty()) {
+    info->idxStr = sqlite3_mprintf("%s", plan.c_str());
+    info->needToFreeIdxStr = 1;
+  }
+  return SQLITE_OK;
+}
+
+int part_open(sqlite3_vtab*, sqlite3_vtab_cursor** out) {
+  *out = &(new PartCursor)->base;
+  return SQLITE_OK;
+}
+
+int part_close(sqlite3_vtab_cursor* c) {
+  delete reinterpret_cast<PartCursor*>(c);
+  return SQLITE_OK;
+}
+
+// Whether a fixed cell can equal the constraint's value. Lenient: only a
+// value of the same kind that differs (or a number text that parses to
+// another number) rules the partition out; SQLite checks the rest.
+bool may_equal(const Cell& cell, sqlite3_value* v) {
+  int type = sqlite3_value_type(v);
+  if (type == SQLITE_NULL) return false;
+  if (cell.is_int() || cell.is_double()) {
+    double x =
+        cell.is_int() ? static_cast<double>(std::get<int64_t>(cell.v)) : std::get<double>(cell.v);
+    if (type == SQLITE_INTEGER || type == SQLITE_FLOAT) return sqlite3_value_double(v) == x;
+    if (type == SQLITE_TEXT) {
+      const auto* t = reinterpret_cast<const char*>(sqlite3_value_text(v));
+      char* end = nullptr;
+      double parsed = std::strtod(t ? t : "", &end);
+      if (end && end != t && *end == '\0') return parsed == x;
+    }
+    return true;
+  }
+  if (cell.is_text() && type == SQLITE_TEXT) {
+    const auto* t = reinterpret_cast<const char*>(sqlite3_value_text(v));
+    return cell.text() == (t ? t : "");
+  }
+  return true;
+}
+
+// Whether a fixed cell certainly equals the value (same kind, same value):
+// only then does `<>` skip the partition.
+bool surely_equal(const Cell& cell, sqlite3_value* v) {
+  int type = sqlite3_value_type(v);
+  if ((cell.is_int() || cell.is_double()) && (type == SQLITE_INTEGER || type == SQLITE_FLOAT)) {
+    double x =
+        cell.is_int() ? static_cast<double>(std::get<int64_t>(cell.v)) : std::get<double>(cell.v);
+    return sqlite3_value_double(v) == x;
+  }
+  if (cell.is_text() && type == SQLITE_TEXT) {
+    const auto* t = reinterpret_cast<const char*>(sqlite3_value_text(v));
+    return cell.text() == (t ? t : "");
+  }
+  return false;
+}
+
+// Opens the partition at pi and the following ones until one has a row.
+void part_open_rows(PartCursor* c, const PartitionedTable& t) {
+  for (; c->pi < c->parts.size(); ++c->pi) {
+    c->source = t.bind(c->parts[c->pi]);
+    c->row = 0;
+    c->end = c->source->rows;
+    if (c->keyed && c->source->key_column >= 0 && c->source->find_key) {
+      c->end = 0;
+      if (c->source->find_key)
+        if (auto r = c->source->find_key(c->key)) {
+          c->row = *r;
+          c->end = *r + 1;
+        }
+    }
+    if (c->row < c->end) return;
+  }
+  c->source.reset();
+}
+
+int part_error(sqlite3_vtab* v, const std::exception& e) {
+  sqlite3_free(v->zErrMsg);
+  v->zErrMsg = sqlite3_mprintf("%s", e.what());
+  return SQLITE_ERROR;
+}
+
+int part_filter(sqlite3_vtab_cursor* cur, int, const char* idx_str, int argc,
+                sqlite3_value** argv) {
+  auto* c = reinterpret_cast<PartCursor*>(cur);
+  const PartitionedTable& t = *reinterpret_cast<PartVTab*>(cur->pVtab)->table;
+  std::vector<std::string> plan;
+  for (std::string_view s = idx_str ? idx_str : ""; !s.empty();) {
+    size_t comma = s.find(',');
+    plan.emplace_back(s.substr(0, comma));
+    s = comma == std::string_view::npos ? std::string_view{} : s.substr(comma + 1);
+  }
+  c->keyed = false;
+  c->parts.clear();
+  bool key_ok = true;
+  for (int i = 0; i < argc && i < static_cast<int>(plan.size()); ++i)
+    if (plan[static_cast<size_t>(i)] == "k") {
+      c->keyed = true;
+      int type = sqlite3_value_numeric_type(argv[i]);
+      key_ok = type == SQLITE_INTEGER ||
+               (type == SQLITE_FLOAT &&
+                sqlite3_value_double(argv[i]) == static_cast<double>(sqlite3_value_int64(argv[i])));
+      c->key = sqlite3_value_int64(argv[i]);
+    }
+  for (size_t p = 0; key_ok && p < t.partitions.size(); ++p) {
+    bool keep = true;
+    for (int i = 0; keep && i < argc && i < static_cast<int>(plan.size()); ++i) {
+      const std::string& what = plan[static_cast<size_t>(i)];
+      if (what == "k") continue;
+      if (what[0] == '!')
+        keep = !surely_equal(t.partitions[p][std::stoul(what.substr(1))], argv[i]);
+      else
+        keep = may_equal(t.partitions[p][std::stoul(what)], argv[i]);
+    }
+    if (keep) c->parts.push_back(p);
+  }
+  c->pi = 0;
+  c->rowid = 0;
+  try {
+    part_open_rows(c, t);
+  } catch (const std::exception& e) {
+    c->pi = c->parts.size();
+    return part_error(cur->pVtab, e);
+  }
+  return SQLITE_OK;
+}
+
+int part_next(sqlite3_vtab_cursor* cur) {
+  auto* c = reinterpret_cast<PartCursor*>(cur);
+  ++c->rowid;
+  if (++c->row < c->end) return SQLITE_OK;
+  ++c->pi;
+  try {
+    part_open_rows(c, *reinterpret_cast<PartVTab*>(cur->pVtab)->table);
+  } catch (const std::exception& e) {
+    c->pi = c->parts.size();
+    return part_error(cur->pVtab, e);
+  }
+  return SQLITE_OK;
+}
+
+int part_eof(sqlite3_vtab_cursor* cur) {
+  auto* c = reinterpret_cast<PartCursor*>(cur);
+  return c->pi >= c->parts.size();
+}
+
+int part_column(sqlite3_vtab_cursor* cur, sqlite3_context* ctx, int column) {
+  auto* c = reinterpret_cast<PartCursor*>(cur);
+  const PartitionedTable& t = *reinterpret_cast<PartVTab*>(cur->pVtab)->table;
+  ContextSink sink(ctx);
+  try {
+    auto col = static_cast<size_t>(column);
+    if (col < t.fixed)
+      sink.cell(t.partitions[c->parts[c->pi]][col]);
+    else
+      c->source->cell(c->row, column - static_cast<int>(t.fixed), sink);
+  } catch (const std::exception& e) {
+    sqlite3_result_error(ctx, e.what(), -1);
+  }
+  return SQLITE_OK;
+}
+
+int part_rowid(sqlite3_vtab_cursor* cur, sqlite3_int64* out) {
+  *out = reinterpret_cast<PartCursor*>(cur)->rowid;
+  return SQLITE_OK;
+}
+
+sqlite3_module partitioned_module() {
+  sqlite3_module m{};
+  m.iVersion = 1;
+  m.xConnect = part_connect;
+  m.xBestIndex = part_best_index;
+  m.xDisconnect = part_disconnect;
+  m.xDestroy = part_disconnect;
+  m.xOpen = part_open;
+  m.xClose = part_close;
+  m.xFilter = part_filter;
+  m.xNext = part_next;
+  m.xEof = part_eof;
+  m.xColumn = part_column;
+  m.xRowid = part_rowid;
+  return m;
+}
+
+// ---------------------------------------------------------------------------
+// ancestors(uid): the table-valued function of an event's call-tree
+// ancestors, nearest first (a GPU event's first ancestor is its launch call).
+// ---------------------------------------------------------------------------
+
+struct AncestorsVTab {
+  sqlite3_vtab base{};
+  const QueryContext* ctx = nullptr;
+};
+
+struct AncestorsCursor {
+  sqlite3_vtab_cursor base{};
+  std::vector<Uid> chain;
+  size_t row = 0;
+};
+
+constexpr int kAncestorsArg = 7;  // the hidden argument column
+
+int anc_connect(sqlite3* db, void* aux, int, const char* const*, sqlite3_vtab** out, char** err) {
+  auto* m = static_cast<Connection::Module*>(aux);
+  *m->declaring = true;
+  int rc = sqlite3_declare_vtab(
+      db,
+      "CREATE TABLE x(uid INTEGER, name TEXT, category TEXT, ts INTEGER, dur INTEGER, "
+      "\"end\" INTEGER, distance INTEGER, of HIDDEN)");
+  *m->declaring = false;
+  if (rc != SQLITE_OK) {
+    *err = sqlite3_mprintf("ancestors: %s", sqlite3_errmsg(db));
+    return rc;
+  }
+  sqlite3_vtab_config(db, SQLITE_VTAB_INNOCUOUS);
+  auto* vt = new AncestorsVTab;
+  vt->ctx = m->ctx;
+  *out = &vt->base;
+  return SQLITE_OK;
+}
+
+int anc_disconnect(sqlite3_vtab* v) {
+  delete reinterpret_cast<AncestorsVTab*>(v);
+  return SQLITE_OK;
+}
+
+int anc_best_index(sqlite3_vtab*, sqlite3_index_info* info) {
+  for (int i = 0; i < info->nConstraint; ++i) {
+    const auto& c = info->aConstraint[i];
+    if (c.iColumn != kAncestorsArg || c.op != SQLITE_INDEX_CONSTRAINT_EQ) continue;
+    if (!c.usable) return SQLITE_CONSTRAINT;  // another plan gives the argument first
+    info->aConstraintUsage[i].argvIndex = 1;
+    info->aConstraintUsage[i].omit = 1;
+    info->idxNum = 1;
+    info->estimatedCost = 10;
+    info->estimatedRows = 10;
+    return SQLITE_OK;
+  }
+  // Without the argument there is no table: say so (SQLite: "no query solution").
+  return SQLITE_CONSTRAINT;
+}
+
+int anc_open(sqlite3_vtab*, sqlite3_vtab_cursor** out) {
+  *out = &(new AncestorsCursor)->base;
+  return SQLITE_OK;
+}
+
+int anc_close(sqlite3_vtab_cursor* c) {
+  delete reinterpret_cast<AncestorsCursor*>(c);
+  return SQLITE_OK;
+}
+
+int anc_filter(sqlite3_vtab_cursor* cur, int, const char*, int argc, sqlite3_value** argv) {
+  auto* c = reinterpret_cast<AncestorsCursor*>(cur);
+  const QueryContext& qc = *reinterpret_cast<AncestorsVTab*>(cur->pVtab)->ctx;
+  c->chain.clear();
+  c->row = 0;
+  Uid u;
+  if (argc != 1 || !uid_arg(argv[0], qc.trace(), u)) return SQLITE_OK;  // unknown uid: no rows
+  try {
+    const CallTree& tree = qc.tree();
+    for (Uid p = tree.parent(u); p != kNoUid; p = tree.parent(p)) c->chain.push_back(p);
+  } catch (const std::exception& e) {
+    sqlite3_free(cur->pVtab->zErrMsg);
+    cur->pVtab->zErrMsg = sqlite3_mprintf("ancestors: %s", e.what());
+    return SQLITE_ERROR;
+  }
+  return SQLITE_OK;
+}
+
+int anc_next(sqlite3_vtab_cursor* cur) {
+  ++reinterpret_cast<AncestorsCursor*>(cur)->row;
+  return SQLITE_OK;
+}
+
+int anc_eof(sqlite3_vtab_cursor* cur) {
+  auto* c = reinterpret_cast<AncestorsCursor*>(cur);
+  return c->row >= c->chain.size();
+}
+
+int anc_column(sqlite3_vtab_cursor* cur, sqlite3_context* ctx, int column) {
+  auto* c = reinterpret_cast<AncestorsCursor*>(cur);
+  const QueryContext& qc = *reinterpret_cast<AncestorsVTab*>(cur->pVtab)->ctx;
+  ContextSink sink(ctx);
+  constexpr std::array kFields = {EventField::Uid, EventField::Name, EventField::Category,
+                                  EventField::Ts,  EventField::Dur,  EventField::End};
+  if (column >= 0 && column < static_cast<int>(kFields.size()))
+    event_cell(qc.trace(), c->chain[c->row], kFields[static_cast<size_t>(column)], sink);
+  else if (column == 6)
+    sink.integer(static_cast<int64_t>(c->row) + 1);
+  else
+    sink.null();
+  return SQLITE_OK;
+}
+
+int anc_rowid(sqlite3_vtab_cursor* cur, sqlite3_int64* out) {
+  *out = static_cast<sqlite3_int64>(reinterpret_cast<AncestorsCursor*>(cur)->row);
+  return SQLITE_OK;
+}
+
+sqlite3_module ancestors_module() {
+  sqlite3_module m{};
+  m.iVersion = 1;
+  m.xConnect = anc_connect;
+  m.xBestIndex = anc_best_index;
+  m.xDisconnect = anc_disconnect;
+  m.xDestroy = anc_disconnect;
+  m.xOpen = anc_open;
+  m.xClose = anc_close;
+  m.xFilter = anc_filter;
+  m.xNext = anc_next;
+  m.xEof = anc_eof;
+  m.xColumn = anc_column;
+  m.xRowid = anc_rowid;
+  return m;
+}
+
 // Functions of SQLite's own that read or write outside the query, or that
 // change the connection, should a build carry them.
 constexpr std::array kDeniedFunctions = {"load_extension", "readfile",        "writefile",
@@ -303,6 +736,18 @@ void Connection::add_sheet(const std::string& name, std::shared_ptr<const Table>
   modules_.push_back(std::move(m));
 }
 
+void Connection::add_partitioned(std::shared_ptr<const PartitionedTable> table) {
+  auto m = std::make_unique<Module>();
+  m->name = table->name;
+  m->columns = table->columns;
+  m->parts = std::move(table);
+  m->declaring = &declaring_;
+  m->vt = partitioned_module();
+  if (sqlite3_create_module_v2(db_, m->name.c_str(), &m->vt, m.get(), nullptr) != SQLITE_OK)
+    throw std::runtime_error("sql: cannot register table " + m->name + ": " + sqlite3_errmsg(db_));
+  modules_.push_back(std::move(m));
+}
+
 void Connection::add_functions() {
   void* qc = const_cast<QueryContext*>(ctx_);
   const int flags = SQLITE_UTF8 | SQLITE_DETERMINISTIC | SQLITE_INNOCUOUS;
@@ -313,6 +758,14 @@ void Connection::add_functions() {
                              nullptr);
   sqlite3_create_function_v2(db_, "is_ancestor", 2, flags, qc, fn_is_ancestor, nullptr, nullptr,
                              nullptr);
+  auto m = std::make_unique<Module>();
+  m->name = "ancestors";
+  m->ctx = ctx_;
+  m->declaring = &declaring_;
+  m->vt = ancestors_module();
+  if (sqlite3_create_module_v2(db_, "ancestors", &m->vt, m.get(), nullptr) != SQLITE_OK)
+    throw std::runtime_error(std::string("sql: cannot register ancestors: ") + sqlite3_errmsg(db_));
+  modules_.push_back(std::move(m));
 }
 
 void Connection::exec_trusted(const std::string& sql, const std::string& what) {

@@ -32,8 +32,10 @@ class Connection {
   void add_table(const TableDef& def);
   // A table with the given columns over an already built report Table.
   void add_sheet(const std::string& name, std::shared_ptr<const Table> table);
-  // The helper functions (overlap, is_ancestor, parent_uid; only overlap
-  // without a trace).
+  // A table over partitions bound on demand (a sweep's runs).
+  void add_partitioned(std::shared_ptr<const PartitionedTable> table);
+  // The helper functions (overlap, is_ancestor, parent_uid and the
+  // table-valued ancestors(uid); only overlap without a trace).
   void add_functions();
   // Runs trusted setup SQL (the embedded views); throws QueryError.
   void exec_trusted(const std::string& sql, const std::string& what);

@@ -1,18 +1,67 @@
-// The sweep's tables are report Tables built from the runs' cached analyses
-// (small: one row a run, a kernel name or a timeline type), registered as
-// sheets on a connection without a trace.
+// The sweep's own tables are report Tables built from the runs' cached
+// analyses (small: one row a run, a kernel name or a timeline type),
+// registered as sheets on a connection without a trace. The trace tables are
+// partitioned tables (sqlite_binding.h): one partition a trace run, bound on
+// the run's trace when a scan reaches it.
 #include "sql/sweep_sql.h"
 
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <chrono>
+#include <map>
 #include <numeric>
 
+#include "explore/trace_store.h"
 #include "sql/sqlite_binding.h"
 #include "sweep/sweep.h"
 
 namespace jarvis::sql {
+
+struct RunTrace {
+  std::shared_ptr<const LoadedTrace> trace;
+  std::unique_ptr<QueryContext> ctx;
+  std::map<std::string, std::unique_ptr<TableSource>> tables;  // bound on this run, by table
+};
+
+struct SweepTraces::Own {
+  // No budget: open() frees what it stops keeping (trim), so the cache holds
+  // the kept runs and those a scan is reading, whatever their size.
+  TraceCache cache{0};
+  TraceStore store{cache};
+};
+
+SweepTraces::SweepTraces(Resolve resolve, size_t keep)
+    : own_(std::make_unique<Own>()), resolve_(std::move(resolve)), keep_(keep) {}
+
+SweepTraces::~SweepTraces() = default;
+
+std::shared_ptr<RunTrace> SweepTraces::open(const sweep::Sweep& s, size_t index) {
+  for (auto it = kept_.begin(); it != kept_.end(); ++it)
+    if (it->first == index) {
+      kept_.splice(kept_.begin(), kept_, it);
+      return it->second;
+    }
+  const sweep::Run& run = s.runs.at(index);
+  auto rt = std::make_shared<RunTrace>();
+  try {
+    std::string path = resolve_ ? resolve_(run) : run.input.path;
+    rt->trace = own_->store.load(path).entry;
+  } catch (const std::exception& e) {
+    throw std::runtime_error(
+        fmt::format("run {} ({}): {}; leave it out with WHERE run <> {} (runs lists the runs)",
+                    index, run.input.relative, e.what(), index));
+  }
+  ++loads_;
+  rt->ctx = std::make_unique<QueryContext>(*rt->trace);
+  kept_.emplace_front(index, rt);
+  if (kept_.size() > std::max<size_t>(1, keep_)) {
+    kept_.pop_back();
+    own_->cache.trim();  // the dropped run's trace, unless a scan still reads it
+  }
+  return rt;
+}
+
 namespace {
 
 // The layout fields, then `fixed`; a field named like a fixed column is
@@ -123,31 +172,124 @@ Table run_timeline_table(const sweep::Sweep& s) {
   return table;
 }
 
+// The trace runs (reports have no events): a partition each.
+std::vector<size_t> trace_runs(const sweep::Sweep& s) {
+  std::vector<size_t> out;
+  for (size_t i = 0; i < s.runs.size(); ++i)
+    if (s.runs[i].data.kind == sweep::RunKind::Trace ||
+        s.runs[i].data.kind == sweep::RunKind::Rocprof)
+      out.push_back(i);
+  return out;
+}
+
+std::vector<ColumnDef> field_column_defs(const sweep::Sweep& s,
+                                         const std::vector<ColumnDef>& table) {
+  std::vector<std::string> fixed;
+  for (const ColumnDef& c : table) fixed.push_back(c.name);
+  std::vector<std::string> names = columns_with_fields(s, fixed);
+  std::vector<ColumnDef> out = {{"run", ColType::Integer, "run index (runs.run)"}};
+  for (size_t f = 0; f < s.layout.fields.size(); ++f) {
+    bool is_int = f < s.int_fields.size() && s.int_fields[f];
+    out.push_back({names[f + 1], is_int ? ColType::Integer : ColType::Text,
+                   "layout field " + s.layout.fields[f]});
+  }
+  return out;
+}
+
+std::shared_ptr<const PartitionedTable> trace_table_over_runs(const sweep::Sweep& s,
+                                                              const TableDef& def,
+                                                              SweepTraces& traces) {
+  auto t = std::make_shared<PartitionedTable>();
+  t->name = def.name;
+  t->columns = field_column_defs(s, def.columns);
+  t->fixed = t->columns.size();
+  for (size_t c = 0; c < def.columns.size(); ++c) {
+    if (def.columns[c].name == "uid") t->key_column = static_cast<int>(t->columns.size());
+    t->columns.push_back(def.columns[c]);
+  }
+  std::vector<size_t> runs = trace_runs(s);
+  for (size_t i : runs) t->partitions.push_back(run_cells(s, i));
+  t->bind = [&s, &def, &traces, runs](size_t p) -> std::shared_ptr<const TableSource> {
+    std::shared_ptr<RunTrace> rt = traces.open(s, runs.at(p));
+    auto& slot = rt->tables[def.name];
+    if (!slot) {
+      try {
+        slot = std::make_unique<TableSource>(def.bind(*rt->ctx));
+      } catch (const std::exception& e) {
+        throw std::runtime_error(fmt::format("table {}, run {} ({}): {}", def.name, runs.at(p),
+                                             s.runs[runs.at(p)].input.relative, e.what()));
+      }
+    }
+    // Aliasing: the source lives as long as the run's trace is held.
+    return std::shared_ptr<const TableSource>(rt, slot.get());
+  };
+  return t;
+}
+
+// The trace views with the run in every join (src/sql/views/ without it
+// would join one run's steps with another's ops).
+std::vector<std::pair<std::string, std::string>> sweep_views(const sweep::Sweep& s) {
+  std::string fields = "run";
+  for (const ColumnDef& c : field_column_defs(s, annotations_table().columns))
+    if (c.name != "run") fields += ", " + quote_ident(c.name);
+  return {
+      {"steps",
+       fmt::format("CREATE VIEW steps AS SELECT {}, step, uid, name, ts, dur, \"end\", pid, tid "
+                   "FROM annotations WHERE step IS NOT NULL AND on_gpu = 0",
+                   fields)},
+      {"ops_in_step",
+       "CREATE VIEW ops_in_step AS SELECT s.step AS step, o.* FROM steps AS s JOIN ops AS o "
+       "ON o.run = s.run AND o.pid IS s.pid AND o.tid IS s.tid AND o.ts >= s.ts AND o.ts < "
+       "s.\"end\""},
+      {"kernels_in_step",
+       "CREATE VIEW kernels_in_step AS SELECT s.step AS step, k.* FROM steps AS s JOIN kernels AS "
+       "k "
+       "ON k.run = s.run AND k.launch_ts >= s.ts AND k.launch_ts < s.\"end\""},
+  };
+}
+
 const char* table_doc(const std::string& name) {
   if (name == "runs")
     return "one row per run: layout fields, path, steps, kernel time, collectives, "
            "GPU timeline (<type>_ms)";
   if (name == "run_kernels") return "GPU time per kernel name per run (µs)";
+  if (name == "collective_skew")
+    return "per rank, each collective instance matched across a configuration's ranks "
+           "(process_group + seq, aligned clocks): start, wait and skew in µs";
   return "the GPU timeline of each run (the report's gpu_timeline sheet)";
 }
 
 }  // namespace
 
 std::vector<Table> sweep_tables(const sweep::Sweep& sweep) {
-  return {runs_table(sweep), run_kernels_table(sweep), run_timeline_table(sweep)};
+  return {runs_table(sweep), run_kernels_table(sweep), run_timeline_table(sweep),
+          sweep::collective_skew_table(sweep)};
 }
 
 QueryResult run_sweep_query(const sweep::Sweep& sweep, const std::string& sql,
-                            const QueryLimits& limits) {
+                            const QueryLimits& limits, SweepTraces* traces) {
   auto start = std::chrono::steady_clock::now();
+  std::unique_ptr<SweepTraces> own;
+  if (!traces) {
+    own = std::make_unique<SweepTraces>();
+    traces = own.get();
+  }
   Connection conn;
   conn.add_functions();
   for (Table& t : sweep_tables(sweep)) {
     std::string name = t.name;
     conn.add_sheet(name, std::make_shared<const Table>(std::move(t)));
   }
+  for (const TableDef* def : builtin_tables())
+    conn.add_partitioned(trace_table_over_runs(sweep, *def, *traces));
+  for (const auto& [name, view] : sweep_views(sweep)) conn.exec_trusted(view, name);
   conn.lock_down(start + std::chrono::milliseconds(std::max<int64_t>(1, limits.timeout_ms)));
-  QueryResult r = conn.run(sql, limits);
+  QueryResult r;
+  try {
+    r = conn.run(sql, limits);
+  } catch (const QueryError& e) {
+    throw QueryError(with_nearest_name(e.what(), sweep_catalog(sweep)));
+  }
   r.table.name = "query";
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return r;
@@ -159,6 +301,23 @@ std::vector<TableInfo> sweep_catalog(const sweep::Sweep& sweep) {
     TableInfo info{t.name, fmt::format("{} ({} rows)", table_doc(t.name), t.rows.size()), {}};
     for (const ColumnDef& c : sheet_columns(t))
       info.columns.push_back({c.name, col_type_name(c.type), ""});
+    out.push_back(std::move(info));
+  }
+  size_t traced = trace_runs(sweep).size();
+  // The trace tables and views, each led by run and the layout fields.
+  for (const TableInfo& t : catalog()) {
+    if (t.name == "ancestors") continue;  // needs one trace's call tree
+    TableInfo info{
+        t.name,
+        fmt::format("{}; over the {} trace run(s), loaded when a scan reaches them", t.doc, traced),
+        {}};
+    std::vector<ColumnDef> own;
+    for (const ColumnInfo& c : t.columns) own.push_back({c.name, ColType::Text, ""});
+    for (const ColumnDef& c : field_column_defs(sweep, own))
+      if (std::none_of(t.columns.begin(), t.columns.end(),
+                       [&](const ColumnInfo& x) { return x.name == c.name; }))
+        info.columns.push_back({c.name, col_type_name(c.type), c.doc});
+    for (const ColumnInfo& c : t.columns) info.columns.push_back(c);
     out.push_back(std::move(info));
   }
   return out;

@@ -95,6 +95,22 @@ class QueryContext {
   mutable std::shared_ptr<const Report> report_;
 };
 
+// A table whose rows are the rows of several bound tables, one per
+// partition (a sweep's runs), each row led by its partition's fixed cells
+// (run, layout fields). A partition is bound only when a scan reaches it, so
+// equality on a fixed column (`WHERE run = 3`, `threads = 256`, a join on
+// run) skips the others unread; the key column (uid) is a lookup inside each
+// partition scanned.
+struct PartitionedTable {
+  std::string name;
+  std::vector<ColumnDef> columns;             // the fixed columns, then the table's
+  size_t fixed = 0;                           // leading columns held by `partitions`
+  std::vector<std::vector<Cell>> partitions;  // each partition's fixed cells
+  int key_column = -1;                        // among all columns, -1 when none
+  // The partition's rows; throws (the message names the partition).
+  std::function<std::shared_ptr<const TableSource>(size_t partition)> bind;
+};
+
 // A table of the catalog: static columns, bound on first use by a query.
 struct TableDef {
   std::string name;
@@ -145,6 +161,11 @@ const TableDef& gpu_timeline_table_def();
 const TableDef& memory_table();
 const TableDef& collectives_table();
 std::vector<const TableDef*> builtin_tables();
+
+// `message` (SQLite's) with " — did you mean X?" when it names an unknown
+// column, table or function and one of `tables` (or a function) is close.
+struct TableInfo;
+std::string with_nearest_name(const std::string& message, const std::vector<TableInfo>& tables);
 
 // The Kineto spellings of an event's phase and category as text.
 std::string_view phase_text(Phase p);

@@ -316,3 +316,66 @@ Table nccl_table(const Sweep& sweep) {
 }
 
 }  // namespace jarvis::sweep
+
+namespace jarvis::sweep {
+
+Table collective_skew_table(const Sweep& sweep) {
+  const auto& fields = sweep.layout.fields;
+  bool rank_field = std::find(fields.begin(), fields.end(), "rank") != fields.end();
+  std::vector<std::string> cols = {"run"};
+  for (const std::string& f : fields) cols.push_back(f == "run" ? "field_run" : f);
+  if (!rank_field) cols.push_back("rank");
+  for (const char* c :
+       {"process_group", "seq", "collective", "type", "dtype", "msg_mb", "ranks", "start_us",
+        "dur_us", "wait_us", "start_skew_us", "end_skew_us", "first_rank", "last_rank"})
+    cols.push_back(c);
+  Table t("collective_skew", cols);
+  for (const auto& [label, runs] : configs(sweep)) {
+    std::vector<co::RankTrace> ranks;
+    std::map<int64_t, const Run*> run_of_rank;
+    for (const Run* r : runs) {
+      if (r->data.collectives.empty()) continue;
+      co::RankTrace rt;
+      rt.rank = sweep.rank_of(*r);
+      rt.path = r->input.path;
+      for (const auto& rec : r->data.collectives) rt.instances.push_back(to_instance(rec));
+      run_of_rank[rt.rank] = r;
+      ranks.push_back(std::move(rt));
+    }
+    if (ranks.size() < 2) continue;
+    co::MultiRankReport rep;
+    try {
+      rep = co::match_ranks(std::move(ranks));
+    } catch (const co::CollectiveError&) {
+      continue;  // nccl_by_config's note says why
+    }
+    for (const co::MatchedInstance& m : rep.instances) {
+      for (size_t i = 0; i < m.ranks.size(); ++i) {
+        auto it = run_of_rank.find(m.ranks[i]);
+        if (it == run_of_rank.end()) continue;
+        const Run& run = *it->second;
+        std::vector<Cell> row = {Cell(static_cast<int64_t>(&run - sweep.runs.data()))};
+        add_field_cells(sweep, run, row);
+        if (!rank_field) row.emplace_back(m.ranks[i]);
+        row.emplace_back(m.process_group);
+        row.emplace_back(m.seq);
+        row.emplace_back(m.collective);
+        row.emplace_back(std::string(co::collective_type_name(m.type)));
+        row.emplace_back(m.dtype);
+        row.emplace_back(m.msg_size_mb);
+        row.emplace_back(static_cast<int64_t>(m.ranks.size()));
+        row.emplace_back(m.start_us[i]);
+        row.emplace_back(m.dur_us[i]);
+        row.emplace_back(m.wait_us[i]);
+        row.emplace_back(m.start_skew_us);
+        row.emplace_back(m.end_skew_us);
+        row.emplace_back(m.first_rank);
+        row.emplace_back(m.last_rank);
+        t.rows.push_back(std::move(row));
+      }
+    }
+  }
+  return t;
+}
+
+}  // namespace jarvis::sweep

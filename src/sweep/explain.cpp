@@ -5,6 +5,7 @@
 #include <cmath>
 #include <map>
 #include <regex>
+#include <set>
 
 #include <fmt/format.h>
 
@@ -146,6 +147,33 @@ Normalisation normalise(const Sweep& sweep, const std::vector<const Run*>& runs)
     n.unit = "sample", n.units_per_step = batch, per = fmt::format("{}", batch_f);
   } else if (!std::isnan(seq)) {
     n.unit = "token", n.units_per_step = seq, per = fmt::format("{} (one sequence)", seq_f);
+  }
+  if (per.empty()) {
+    // No work field: the op shapes, when every trace run shows its work and
+    // it differs between runs (else the step is the unit already).
+    std::set<double> tokens_seen, samples_seen;
+    bool all_tokens = true, all_samples = true, any = false;
+    for (const Run& r : sweep.runs) {
+      if (r.data.kind != RunKind::Trace) continue;
+      any = true;
+      all_tokens &= !std::isnan(r.data.work_tokens);
+      all_samples &= !std::isnan(r.data.work_samples);
+      tokens_seen.insert(r.data.work_tokens);
+      samples_seen.insert(r.data.work_samples);
+    }
+    auto config_mean_of = [&](double RunData::*field) {
+      std::vector<double> v;
+      for (const Run* r : runs) v.push_back(r->data.*field);
+      return mean(v);
+    };
+    std::string shape = runs.front()->data.work_shape;
+    if (any && all_tokens && tokens_seen.size() > 1) {
+      n.unit = "token", n.units_per_step = config_mean_of(&RunData::work_tokens);
+      per = fmt::format("tokens per step from the trace's shapes ({})", shape);
+    } else if (any && all_samples && samples_seen.size() > 1) {
+      n.unit = "sample", n.units_per_step = config_mean_of(&RunData::work_samples);
+      per = fmt::format("samples per step from the trace's shapes ({})", shape);
+    }
   }
   double step = n.step_ms;
   std::string step_how = "mean step time";

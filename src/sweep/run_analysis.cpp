@@ -12,6 +12,7 @@
 #include <set>
 #include <unordered_map>
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "categories/kernel_details_text.h"
@@ -307,6 +308,46 @@ void add_kernel_steps(const Trace& trace, const CallTree& tree,
   for (auto& [name, v] : per) d.kernel_step_us.emplace_back(std::string(name), std::move(v));
 }
 
+// The work of one iteration from the trace's shapes (RunData::work_*): the
+// aten::embedding call with the most indices, whose indices input is
+// [batch, seq] (a token embedding; a position embedding's [1, seq] has
+// fewer); else the first convolution's input batch N of [N, C, ...].
+void add_work_shape(const Trace& trace, RunData& d) {
+  auto dims_of = [&](Uid u, size_t input) -> std::vector<int64_t> {
+    const PyValue* dims = trace.arg(u, "Input Dims");
+    if (!dims || !dims->is_seq() || dims->size() <= input || !(*dims)[input].is_seq()) return {};
+    std::vector<int64_t> out;
+    for (const PyValue& v : (*dims)[input].list) {
+      if (v.kind != PyValue::Kind::Int || v.i <= 0) return {};
+      out.push_back(v.i);
+    }
+    return out;
+  };
+  int64_t best = 0;
+  for (Uid u = 0; u < trace.events.size(); ++u) {
+    if (trace.events[u].cat != Cat::CpuOp || trace.name(u) != "aten::embedding") continue;
+    std::vector<int64_t> idx = dims_of(u, 1);
+    if (idx.size() != 2 || idx[0] * idx[1] <= best) continue;
+    best = idx[0] * idx[1];
+    d.work_samples = static_cast<double>(idx[0]);
+    d.work_tokens = static_cast<double>(best);
+    d.work_shape = fmt::format("aten::embedding indices [{}, {}]", idx[0], idx[1]);
+  }
+  if (best > 0) return;
+  for (Uid u = 0; u < trace.events.size(); ++u) {
+    if (trace.events[u].cat != Cat::CpuOp) continue;
+    std::string_view name = trace.name(u);
+    if (name != "aten::convolution" && name != "aten::conv1d" && name != "aten::conv2d" &&
+        name != "aten::conv3d" && name != "aten::cudnn_convolution")
+      continue;
+    std::vector<int64_t> in = dims_of(u, 0);
+    if (in.size() < 3) continue;
+    d.work_samples = static_cast<double>(in[0]);
+    d.work_shape = fmt::format("{} input batch {}", name, in[0]);
+    return;
+  }
+}
+
 void add_steps(const Trace& trace, const CallTree& tree, RunData& d) {
   std::vector<StepWindow> steps = step_windows(trace, tree, d);
   for (const auto& s : steps) d.step_ms.push_back(s.ms);
@@ -357,6 +398,7 @@ RunData analyse_trace(const std::string& path) {
   add_collectives(trace, d);
   add_kernel_names(trace, d);
   add_steps(trace, tree, d);
+  add_work_shape(trace, d);
   return d;
 }
 

@@ -18,7 +18,7 @@ namespace fs = std::filesystem;
 using json = nlohmann::json;
 
 // Bump when RunData or its meaning changes: old cache files then miss.
-constexpr int kCacheVersion = 7;  // 6: step_ms, kernel_time_us; 7: kernel_step_us
+constexpr int kCacheVersion = 8;  // 6: step_ms, kernel_time_us; 7: kernel_step_us; 8: work_*
 
 json num(double v) {
   return std::isnan(v) ? json(nullptr) : json(v);
@@ -139,7 +139,8 @@ std::string run_data_to_json(const RunData& d) {
             {"step_source", d.step_source},
             {"kernel_time_us", d.kernel_time_us},
             {"kernel_step_us", d.kernel_step_us},
-            {"health", {{"confidence", d.health_confidence}, {"warnings", d.health_warnings}}}};
+            {"health", {{"confidence", d.health_confidence}, {"warnings", d.health_warnings}}},
+            {"work", {num(d.work_samples), num(d.work_tokens), d.work_shape}}};
   json& tl = j["timeline"] = json::array();
   for (const auto& r : d.timeline) tl.push_back({r.type, num(r.time_ms), num(r.percent)});
   json& gemms = j["gemms"] = json::array();
@@ -166,6 +167,10 @@ RunData run_data_from_json(const std::string& text) {
       j.at("kernel_step_us").get<std::vector<std::pair<std::string, std::vector<double>>>>();
   d.health_confidence = j.at("health").at("confidence").get<std::string>();
   d.health_warnings = j.at("health").at("warnings").get<std::vector<std::string>>();
+  const json& work = j.at("work");
+  d.work_samples = num(work.at(0));
+  d.work_tokens = num(work.at(1));
+  d.work_shape = work.at(2).get<std::string>();
   for (const auto& r : j.at("timeline"))
     d.timeline.push_back({r[0].get<std::string>(), num(r[1]), num(r[2])});
   for (const auto& g : j.at("gemms")) d.gemms.push_back(gemm_from(g));

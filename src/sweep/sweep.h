@@ -174,6 +174,14 @@ struct RunData {
   // conclusion (a cut trace, a graph capture, an idle GPU). Empty for reports.
   std::string health_confidence;
   std::vector<std::string> health_warnings;
+  // Trace runs: the work of one iteration read from the op shapes, for
+  // layouts without a batch field: samples and tokens of the token
+  // embedding's indices [batch, seq] (aten::embedding), else the batch of
+  // the first convolution's input; NaN when the trace shows neither.
+  // `work_shape` says which op and shape.
+  double work_samples = std::numeric_limits<double>::quiet_NaN();
+  double work_tokens = std::numeric_limits<double>::quiet_NaN();
+  std::string work_shape;
 };
 
 // Analyses one trace (throws TraceError / std::runtime_error).
@@ -291,6 +299,13 @@ Table gemm_overlap_table(const Sweep& sweep, size_t top_k);
 std::vector<Table> gpu_timeline_tables(const Sweep& sweep);
 // 5. NCCL statistics per config (nccl_by_config).
 Table nccl_table(const Sweep& sweep);
+// Per configuration with two or more traced ranks, every collective instance
+// matched across its ranks (process group + seq, clocks aligned as
+// `jarvis collectives` aligns them), one row per rank: run, layout fields,
+// aligned start, duration, wait for the last arrival and the instance's
+// start / end skew (µs). Configurations whose ranks do not match are left
+// out (nccl_by_config's note says why). collective_skew.
+Table collective_skew_table(const Sweep& sweep);
 // Why a table is empty (or partial), and what would fill it: "" when it has
 // what the sweep can give. nccl_by_config: no collective kernel or
 // coll_analysis row in any run. gemm_variance: no GEMM sheet / no op.

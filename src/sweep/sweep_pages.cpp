@@ -87,11 +87,55 @@ bool has_verdict(const Table& run_health) {
   return false;
 }
 
+// What changes between configurations, the page's lead after the summary
+// (issue 55): what_changed (busy / idle / communication per configuration and
+// whether the configuration can explain it) and what_changed_kernels (the
+// kernels that moved against the reference, with the rank test's verdict,
+// "cannot tell" included). One function, so that the page's other sections
+// can be reordered without touching it.
+std::vector<charts::HtmlSection> what_changed_sections(const Sweep& sweep,
+                                                       const std::vector<Table>& tables) {
+  std::vector<charts::HtmlSection> out;
+  if (const Table* w = find_table(tables, "what_changed"); w && !w->rows.empty())
+    out.push_back(
+        {"what-changed", "What changed per configuration",
+         "<p>Each configuration against the median one: total, busy, idle, communication and "
+         "GEMM time, the spread of steps inside one run, and whether the configuration can "
+         "explain the difference (<code>explanation</code>).</p>" +
+             charts::html_table(*w, 200)});
+  const Table* k = find_table(tables, "what_changed_kernels");
+  if (!k) return out;
+  std::string html;
+  if (k->rows.empty()) {
+    std::string why = kernel_changes_empty_reason(sweep);
+    html = fmt::format("<p>No kernel changes: {}.</p>",
+                       charts::html_escape(why.empty() ? "no kernel changed" : why));
+  } else {
+    std::map<std::string, size_t> verdicts;
+    for (size_t r = 0; r < k->rows.size(); ++r) ++verdicts[k->at(r, "verdict").text()];
+    std::string counts;
+    for (const auto& [verdict, n] : verdicts)
+      counts += fmt::format("{}{} {}", counts.empty() ? "" : ", ", n, verdict);
+    html = fmt::format(
+        "<p>{}.</p><p>Top kernels per configuration by change of GPU time per unit of work "
+        "against the reference configuration. Verdicts ({}): the Mann-Whitney rank test at "
+        "alpha 0.05 divided by the kernels compared (Bonferroni), on the per-run values when "
+        "the runs can reach it, else on the per-iteration values (<code>noise</code> says "
+        "which); <b>cannot tell</b> means neither has enough samples for any difference to be "
+        "told from noise.</p>",
+        charts::html_escape(kernel_changes_summary(*k)), charts::html_escape(counts));
+    html += charts::html_table(*k, 200);
+  }
+  out.push_back({"what-changed-kernels", "Kernels that changed (vs the reference)", html});
+  return out;
+}
+
 }  // namespace
 
 std::string sweep_html_page(const Sweep& sweep, const std::vector<Table>& tables) {
   std::vector<charts::HtmlSection> sections;
   sections.push_back({"summary", "Summary", summary_html(sweep)});
+  for (auto& section : what_changed_sections(sweep, tables)) sections.push_back(std::move(section));
   if (const Table* v = find_table(tables, "gemm_variance")) {
     sections.push_back({"variance", "GEMM time variance", figures(variance_charts(sweep, *v))});
     sections.push_back({"top-kernels", "Top-variance GEMM kernels", charts::html_table(*v, 100)});

@@ -2,7 +2,11 @@
 // a refused query as an isError result.
 #include <doctest/doctest.h>
 
+#include <cstdlib>
+#include <filesystem>
+
 #include "mcp_harness.h"
+#include "test_analysis_support.h"
 
 using namespace jarvis;
 using namespace jarvis::mcp::testing;
@@ -43,6 +47,65 @@ TEST_SUITE("sql") {
     // A trace outside the roots is refused before any SQL runs.
     reply = h.call_tool(5, "query_sql", {{"trace", "/etc/passwd"}, {"sql", "SELECT 1"}});
     CHECK(reply["result"]["isError"] == true);
+  }
+
+  TEST_CASE("query_sql over a sweep: the trace tables of every run, read under the roots only") {
+    jarvis::testing::TempDir tmp;
+    namespace fs = std::filesystem;
+    const std::string t = tmp.path;
+    fs::create_directories(t + "/in");
+    fs::create_directories(t + "/outside");
+    fs::copy(golden::shared_dir() + "/sweeps/h100_gpt2_ddp", t + "/outside/sweep",
+             fs::copy_options::recursive);
+    // OUT (inside the roots) records the runs' paths (outside them).
+    std::string cmd = std::string(JARVIS_BINARY) + " sweep '" + t + "/outside/sweep' --out '" + t +
+                      "/in/out' --cache '" + t + "/in/cache' --quiet > /dev/null";
+    REQUIRE(std::system(cmd.c_str()) == 0);
+    jarvis::mcp::ServerOptions inside;
+    inside.roots = {t + "/in"};
+    Harness h(inside);
+    h.initialize();
+    json s =
+        h.tool_result(1, "load_sweep", {{"path", t + "/in/out"}, {"cache_dir", t + "/in/cache"}});
+    std::string handle = s["sweep"];
+    json r =
+        h.tool_result(2, "query_sql", {{"sweep", handle}, {"sql", "SELECT count(*) FROM runs"}});
+    CHECK(r["rows"][0][0] == 6);
+    CHECK(r["traces_loaded"] == 0);
+    // The trace tables would read the runs' files: outside the roots, refused.
+    json reply =
+        h.call_tool(3, "query_sql", {{"sweep", handle}, {"sql", "SELECT count(*) FROM kernels"}});
+    CHECK(reply["result"]["isError"] == true);
+    std::string text = reply["result"]["content"][0]["text"];
+    CHECK(text.find("run 0") != std::string::npos);
+    reply = h.call_tool(4, "query_sql", {{"sweep", handle}, {"trace", "x"}, {"sql", "SELECT 1"}});
+    CHECK(reply["result"]["isError"] == true);
+
+    // With the traces inside the roots the same query answers, one run read
+    // per configuration asked for.
+    jarvis::mcp::ServerOptions all;
+    all.roots = {t};
+    Harness h2(all);
+    h2.initialize();
+    s = h2.tool_result(1, "load_sweep", {{"path", t + "/outside/sweep"}, {"cache_dir", "none"}});
+    handle = s["sweep"].get<std::string>();
+    r = h2.tool_result(2, "query_sql",
+                       {{"sweep", handle},
+                        {"sql",
+                         "SELECT threads, channel, count(*) FROM kernels WHERE threads = 512 AND "
+                         "channel = 42 GROUP BY 1, 2"}});
+    REQUIRE(r["rows"].size() == 1);
+    CHECK(r["rows"][0][0] == 512);
+    CHECK(r["traces_loaded"] == 1);
+    CHECK(r["rows"][0][2].get<int64_t>() > 0);
+    r = h2.tool_result(3, "query_sql", {{"sweep", handle}, {"schema", true}});
+    bool kernels = false, skew = false;
+    for (const auto& tb : r["tables"]) {
+      kernels |= tb["name"] == "kernels" && tb["columns"][1]["name"] == "threads";
+      skew |= tb["name"] == "collective_skew";
+    }
+    CHECK(kernels);
+    CHECK(skew);
   }
 
 }  // TEST_SUITE

@@ -279,6 +279,43 @@ TEST_SUITE("sql") {
     }
   }
 
+  TEST_CASE("ancestors(uid): the launch call first for a GPU event, then enclosing ranges") {
+    Loaded t("conformance/h100_bert-small");
+    const Trace& tr = t.trace();
+    // The first GPU kernel with a launch call of the same correlation.
+    std::unordered_map<int64_t, Uid> runtime_by_corr;
+    for (Uid u = 0; u < tr.events.size(); ++u)
+      if (tr.events[u].is_runtime() && tr.correlation(u) != kNoInt)
+        runtime_by_corr[tr.correlation(u)] = u;
+    Uid kernel = kNoUid, launch = kNoUid;
+    for (Uid u = 0; u < tr.events.size() && kernel == kNoUid; ++u)
+      if (tr.events[u].cat == Cat::Kernel && runtime_by_corr.count(tr.correlation(u))) {
+        kernel = u;
+        launch = runtime_by_corr[tr.correlation(u)];
+      }
+    REQUIRE(kernel != kNoUid);
+    QueryResult r = t.q("SELECT uid, distance, ts, \"end\" FROM ancestors(" +
+                        std::to_string(kernel) + ") ORDER BY distance");
+    REQUIRE(r.table.rows.size() >= 2);
+    CHECK(as_int(r.table.rows[0][0]) == static_cast<int64_t>(launch));
+    for (size_t i = 0; i < r.table.rows.size(); ++i) {
+      CHECK(as_int(r.table.rows[i][1]) == static_cast<int64_t>(i) + 1);
+      if (i == 0) continue;
+      // Each further ancestor encloses the previous one in time on its thread.
+      Uid inner = static_cast<Uid>(as_int(r.table.rows[i - 1][0]));
+      Uid outer = static_cast<Uid>(as_int(r.table.rows[i][0]));
+      CHECK(tr.events[outer].ts_ns <= tr.events[inner].ts_ns);
+      CHECK(tr.events[inner].ts_ns + tr.events[inner].dur_ns <=
+            tr.events[outer].ts_ns + tr.events[outer].dur_ns);
+      CHECK(tr.events[outer].thread == tr.events[inner].thread);
+    }
+    // As a join: every op has as many ancestors as its depth.
+    CHECK(t.scalar("SELECT count(*) FROM (SELECT o.uid, o.depth, count(a.uid) AS n FROM ops o "
+                   "LEFT JOIN ancestors(o.uid) a GROUP BY o.uid) WHERE n <> depth") == 0);
+    CHECK(t.scalar("SELECT count(*) FROM ancestors(-5)") == 0);
+    CHECK_THROWS_AS(t.q("SELECT * FROM ancestors"), QueryError);
+  }
+
   TEST_CASE("report sheets are tables with their columns (TraceLens reference CSVs)") {
     Loaded t("nccl/hta_allreduce_2ranks_rank0");
     std::string dir = golden::shared_dir() + "/nccl/hta_allreduce_2ranks_rank0/perf_report_csvs/";

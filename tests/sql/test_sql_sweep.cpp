@@ -1,17 +1,25 @@
 // SQL over a sweep (sql/sweep_sql.h): the run rows against the sweep's
-// directory tree, and each run's per-kernel time against its trace's raw
-// kernel events, summed here.
+// directory tree, each run's per-kernel time against its trace's raw kernel
+// events, the trace tables over every run against python3 on the raw JSON,
+// runs skipped unread by equality on run or a field, the per-rank collective
+// skew against the multi-rank collective report, and the lock-down.
 #include <doctest/doctest.h>
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
+#include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <string>
 
+#include "collectives/collectives.h"
 #include "explore/trace_store.h"
 #include "golden.h"
+#include "sql/sql.h"
 #include "sql/sweep_sql.h"
 #include "sweep/sweep.h"
+#include "test_analysis_support.h"
 
 using namespace jarvis;
 
@@ -27,10 +35,53 @@ sweep::Sweep load() {
   return sweep::load_sweep(sweep_root(), o);
 }
 
-sql::QueryResult q(const sweep::Sweep& s, const std::string& text) {
+sql::QueryResult q(const sweep::Sweep& s, const std::string& text,
+                   sql::SweepTraces* traces = nullptr) {
   sql::QueryLimits limits;
   limits.max_rows = 100000;
-  return sql::run_sweep_query(s, text, limits);
+  return sql::run_sweep_query(s, text, limits, traces);
+}
+
+// Per trace file of the sweep (path relative to the root), from the raw
+// JSON: GPU events (kernel, gpu_memcpy, gpu_memset) and their summed
+// duration (µs), host ProfilerStep ranges, and GPU events whose launch call
+// (the cuda_runtime / cuda_driver event of the same correlation) starts
+// inside a host step range.
+nlohmann::json raw_counts(const std::string& root) {
+  jarvis::testing::TempDir tmp;
+  std::string script = tmp.path + "/counts.py";
+  std::ofstream(script) << R"PY(
+import glob, gzip, json, os, sys
+root = sys.argv[1]
+out = {}
+for path in sorted(glob.glob(root + '/**/*.json.gz', recursive=True)):
+    ev = json.load(gzip.open(path))['traceEvents']
+    gpu = [e for e in ev if e.get('ph') == 'X' and e.get('cat') in ('kernel', 'gpu_memcpy', 'gpu_memset')]
+    steps = [e for e in ev if e.get('ph') == 'X' and e.get('cat') == 'user_annotation'
+             and e.get('name', '').startswith('ProfilerStep#')]
+    launch = {}
+    for e in ev:
+        if e.get('ph') == 'X' and e.get('cat') in ('cuda_runtime', 'cuda_driver'):
+            c = e.get('args', {}).get('correlation')
+            if c is not None: launch[c] = e['ts']
+    in_step = 0
+    for k in gpu:
+        t = launch.get(k.get('args', {}).get('correlation'))
+        if t is None: continue
+        in_step += sum(1 for s in steps if s['ts'] <= t < s['ts'] + s['dur'])
+    out[os.path.relpath(path, root)] = {'gpu': len(gpu), 'gpu_us': sum(k['dur'] for k in gpu),
+                                        'steps': len(steps), 'in_step': in_step}
+print(json.dumps(out))
+)PY";
+  std::string cmd = "python3 '" + script + "' '" + root + "'";
+  FILE* p = popen(cmd.c_str(), "r");
+  REQUIRE(p);
+  std::string text;
+  char buf[4096];
+  size_t n;
+  while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) text.append(buf, n);
+  REQUIRE(pclose(p) == 0);
+  return nlohmann::json::parse(text);
 }
 
 int64_t as_int(const Cell& c) {
@@ -91,9 +142,220 @@ TEST_SUITE("sql") {
 
   TEST_CASE("sweep: the same lock-down as a trace query") {
     sweep::Sweep s = load();
+    for (const char* hostile :
+         {"ATTACH '/etc/passwd' AS x", "DELETE FROM kernels", "INSERT INTO runs VALUES (1)",
+          "CREATE TABLE t AS SELECT * FROM kernels", "PRAGMA writable_schema = 1",
+          "SELECT load_extension('/tmp/x.so')", "SELECT readfile('/etc/passwd')", "DROP VIEW steps",
+          "SELECT 1; DELETE FROM events"}) {
+      CAPTURE(hostile);
+      CHECK_THROWS_AS(q(s, hostile), sql::QueryError);
+    }
     CHECK_THROWS_WITH_AS(q(s, "ATTACH '/etc/passwd' AS x"), doctest::Contains("not allowed"),
                          sql::QueryError);
-    CHECK_THROWS_AS(q(s, "SELECT * FROM events"), sql::QueryError);  // no trace tables here
+    CHECK_THROWS_WITH_AS(q(s, "SELECT durr FROM kernels"), doctest::Contains("did you mean dur"),
+                         sql::QueryError);
+    CHECK_THROWS_WITH_AS(q(s, "SELECT * FROM kernel"), doctest::Contains("did you mean kernels"),
+                         sql::QueryError);
+    // The time limit stops a runaway query over the trace tables.
+    sql::QueryLimits tight;
+    tight.timeout_ms = 200;
+    CHECK_THROWS_AS(sql::run_sweep_query(s,
+                                         "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 "
+                                         "FROM n) SELECT count(*) FROM n, kernels",
+                                         tight),
+                    sql::QueryTimeout);
+    // The row limit cuts and says so.
+    sql::QueryLimits few;
+    few.max_rows = 7;
+    sql::QueryResult cut = sql::run_sweep_query(s, "SELECT uid FROM events", few);
+    CHECK(cut.table.rows.size() == 7);
+    CHECK(cut.truncated);
+    CHECK(cut.truncation == "row limit 7");
+  }
+
+  TEST_CASE("sweep: the trace tables over every run match the raw traces") {
+    sweep::Sweep s = load();
+    nlohmann::json raw = raw_counts(sweep_root());
+    REQUIRE(raw.size() == 6);
+    sql::SweepTraces traces;
+    sql::QueryResult k =
+        q(s,
+          "SELECT r.path, k.threads, k.channel, count(*), sum(k.dur) FROM kernels k "
+          "JOIN runs r ON r.run = k.run GROUP BY k.run ORDER BY k.run",
+          &traces);
+    REQUIRE(k.table.rows.size() == 6);
+    CHECK(traces.loads() == 6);
+    for (const auto& row : k.table.rows) {
+      const nlohmann::json& want = raw.at(row[0].text());
+      CAPTURE(row[0].text());
+      CHECK(as_int(row[3]) == want["gpu"].get<int64_t>());
+      CHECK(static_cast<double>(as_int(row[4])) / 1e3 ==
+            doctest::Approx(want["gpu_us"].get<double>()).epsilon(1e-6));
+      // The fields are the run's directory names.
+      CHECK(row[0].text().starts_with(
+          fmt::format("{}thread/nccl_{}channels/", as_int(row[1]), as_int(row[2]))));
+    }
+    // The views join within a run: steps, and the GPU events launched in them.
+    sql::QueryResult st = q(s,
+                            "SELECT r.path, (SELECT count(*) FROM steps s WHERE s.run = r.run), "
+                            "(SELECT count(*) FROM kernels_in_step k WHERE k.run = r.run) "
+                            "FROM runs r ORDER BY r.run",
+                            &traces);
+    REQUIRE(st.table.rows.size() == 6);
+    for (const auto& row : st.table.rows) {
+      const nlohmann::json& want = raw.at(row[0].text());
+      CAPTURE(row[0].text());
+      CHECK(as_int(row[1]) == want["steps"].get<int64_t>());
+      CHECK(as_int(row[2]) == want["in_step"].get<int64_t>());
+    }
+    // Kept traces: the second query loaded none.
+    CHECK(traces.loads() == 6);
+  }
+
+  TEST_CASE("sweep: equality on run or a field skips the other runs unread") {
+    sweep::Sweep s = load();
+    nlohmann::json raw = raw_counts(sweep_root());
+    {
+      sql::SweepTraces traces;
+      sql::QueryResult r = q(s, "SELECT count(*) FROM kernels WHERE run = 2", &traces);
+      CHECK(traces.loads() == 1);
+      CHECK(as_int(r.table.rows[0][0]) == raw.at(s.runs[2].input.relative)["gpu"].get<int64_t>());
+    }
+    int64_t want_256 = 0;
+    for (const sweep::Run& run : s.runs)
+      if (run.input.values[0] == "256")
+        want_256 += raw.at(run.input.relative)["gpu"].get<int64_t>();
+    for (const char* where : {"threads = 256", "threads = '256'", "256 = threads",
+                              "threads IN (256)", "threads = 256.0"}) {
+      CAPTURE(where);
+      sql::SweepTraces traces;
+      sql::QueryResult r =
+          q(s, fmt::format("SELECT count(*) FROM kernels WHERE {}", where), &traces);
+      CHECK(as_int(r.table.rows[0][0]) == want_256);
+      CHECK(traces.loads() == 3);
+    }
+    {
+      sql::SweepTraces traces;
+      sql::QueryResult r = q(s, "SELECT count(*) FROM kernels WHERE threads = 999", &traces);
+      CHECK(as_int(r.table.rows[0][0]) == 0);
+      CHECK(traces.loads() == 0);
+    }
+    // A join on run reads each run once (kept), and a uid lookup inside it.
+    sql::SweepTraces traces;
+    sql::QueryResult j = q(s,
+                           "SELECT count(*) FROM kernels k JOIN ops o ON o.run = k.run AND "
+                           "o.uid = k.op_uid WHERE k.channel = 28",
+                           &traces);
+    sql::QueryResult linked =
+        q(s, "SELECT count(*) FROM kernels WHERE channel = 28 AND op_uid IS NOT NULL", &traces);
+    CHECK(as_int(j.table.rows[0][0]) == as_int(linked.table.rows[0][0]));
+    CHECK(as_int(j.table.rows[0][0]) > 0);
+    CHECK(traces.loads() == 2);
+  }
+
+  TEST_CASE("sweep: report runs (the MI300 TraceLens sweep) have runs but no events") {
+    sweep::LoadOptions o;
+    o.pattern = "{threads}thread/perf_*_perf_report_csvs";
+    o.cache_dir = "none";
+    sweep::Sweep s = sweep::load_sweep(
+        golden::shared_dir() + "/sweeps/tracelens_mi300_nccl_sweep/compare_test", o);
+    REQUIRE(!s.runs.empty());
+    sql::SweepTraces traces;
+    CHECK(static_cast<size_t>(as_int(
+              q(s, "SELECT count(*) FROM runs WHERE kind = 'report'", &traces).table.rows[0][0])) ==
+          s.runs.size());
+    CHECK(as_int(q(s, "SELECT count(*) FROM kernels", &traces).table.rows[0][0]) == 0);
+    CHECK(traces.loads() == 0);
+    // Their GPU timelines are the reports' gpu_timeline.csv rows.
+    size_t rows = 0;
+    for (const sweep::Run& run : s.runs) rows += run.data.timeline.size();
+    CHECK(static_cast<size_t>(as_int(q(s, "SELECT count(*) FROM run_timeline").table.rows[0][0])) ==
+          rows);
+  }
+
+  TEST_CASE("sweep: a run whose trace is gone is named, and can be left out") {
+    jarvis::testing::TempDir tmp;
+    std::filesystem::copy(sweep_root(), tmp.path + "/sweep",
+                          std::filesystem::copy_options::recursive);
+    sweep::LoadOptions o;
+    o.cache_dir = "none";
+    sweep::Sweep s = sweep::load_sweep(tmp.path + "/sweep", o);
+    std::filesystem::remove(s.runs[4].input.path);
+    std::string named = "run 4 (" + s.runs[4].input.relative + ")";
+    CHECK_THROWS_WITH_AS(q(s, "SELECT count(*) FROM kernels"), doctest::Contains(named.c_str()),
+                         sql::QueryError);
+    CHECK_THROWS_WITH_AS(q(s, "SELECT count(*) FROM kernels"), doctest::Contains("WHERE run <> 4"),
+                         sql::QueryError);
+    sql::SweepTraces traces;
+    CHECK(as_int(q(s, "SELECT count(*) FROM kernels WHERE run <> 4", &traces).table.rows[0][0]) >
+          0);
+    CHECK(traces.loads() == 5);
+    // The cached tables read no trace.
+    CHECK(as_int(q(s, "SELECT count(*) FROM runs").table.rows[0][0]) == 6);
+  }
+
+  TEST_CASE("sweep: collective_skew matches each instance across the ranks") {
+    jarvis::testing::TempDir tmp;
+    std::string dir = tmp.path + "/sweep/256thread/nccl_28channels";
+    std::string src = golden::shared_dir() + "/nccl/hta_allreduce_2ranks_rank0/trace.json.gz";
+    std::string cmd = "python3 '" + std::string(JARVIS_SOURCE_DIR) +
+                      "/tools/make_multirank_traces.py' --src '" + src + "' --out '" + dir +
+                      "' --ranks 2 > /dev/null";
+    REQUIRE(std::system(cmd.c_str()) == 0);
+    sweep::LoadOptions o;
+    o.pattern = "{threads}thread/nccl_{channel}channels/rank{rank}.json.gz";
+    o.cache_dir = "none";
+    sweep::Sweep s = sweep::load_sweep(tmp.path + "/sweep", o);
+    REQUIRE(s.runs.size() == 2);
+    auto ref = collectives::collective_report({dir + "/rank0.json.gz", dir + "/rank1.json.gz"});
+    const auto& instances = ref.report.instances;
+    REQUIRE(!instances.empty());
+    sql::QueryResult r = q(s,
+                           "SELECT process_group, seq, rank, start_skew_us, end_skew_us, wait_us, "
+                           "ranks, threads, channel FROM collective_skew ORDER BY process_group, "
+                           "seq, rank");
+    REQUIRE(r.table.rows.size() == 2 * instances.size());
+    for (size_t i = 0; i < instances.size(); ++i) {
+      const auto& m = instances[i];
+      for (size_t k = 0; k < 2; ++k) {
+        const auto& row = r.table.rows[2 * i + k];
+        CAPTURE(i);
+        CHECK(row[0].text() == m.process_group);
+        CHECK(as_int(row[1]) == m.seq);
+        CHECK(as_int(row[2]) == m.ranks[k]);
+        CHECK(std::get<double>(row[3].v) == doctest::Approx(m.start_skew_us));
+        CHECK(std::get<double>(row[4].v) == doctest::Approx(m.end_skew_us));
+        CHECK(std::get<double>(row[5].v) == doctest::Approx(m.wait_us[k]));
+        CHECK(as_int(row[6]) == 2);
+        CHECK(as_int(row[7]) == 256);
+        CHECK(as_int(row[8]) == 28);
+      }
+    }
+    // The per-rank collectives of the trace tables join on process_group + seq.
+    sql::QueryResult joined = q(s,
+                                "SELECT count(*) FROM collectives a JOIN collectives b ON "
+                                "a.process_group = b.process_group AND a.seq = b.seq AND "
+                                "a.field_rank = 0 AND b.field_rank = 1");
+    CHECK(static_cast<size_t>(as_int(joined.table.rows[0][0])) == instances.size());
+    // The views over a sweep with ProfilerSteps: steps and the GPU events
+    // launched in them, per run, against the raw JSON.
+    nlohmann::json raw = raw_counts(tmp.path + "/sweep");
+    sql::QueryResult st = q(s,
+                            "SELECT r.path, (SELECT count(*) FROM steps s WHERE s.run = r.run), "
+                            "(SELECT count(*) FROM kernels_in_step k WHERE k.run = r.run) "
+                            "FROM runs r ORDER BY r.run");
+    REQUIRE(st.table.rows.size() == 2);
+    for (const auto& row : st.table.rows) {
+      const nlohmann::json& want = raw.at(row[0].text());
+      CAPTURE(row[0].text());
+      CHECK(as_int(row[1]) == want["steps"].get<int64_t>());
+      CHECK(as_int(row[1]) > 0);
+      CHECK(as_int(row[2]) == want["in_step"].get<int64_t>());
+      CHECK(as_int(row[2]) > 0);
+    }
+    // One rank per configuration: no instance to match.
+    CHECK(q(load(), "SELECT count(*) FROM collective_skew").table.rows[0][0].v ==
+          Cell(int64_t{0}).v);
   }
 
 }  // TEST_SUITE

@@ -66,8 +66,10 @@ struct GenRun {
   double gemm_us = 0;  // total of the GEMM kernel
 };
 
-GenRun write_run(const std::string& path, double factor, double noise, int steps,
-                 double work = 1.0) {
+// `embed_batch` > 0: each step starts with the token embedding of a
+// [embed_batch, 512] batch (an aten::embedding cpu_op with its Input Dims).
+GenRun write_run(const std::string& path, double factor, double noise, int steps, double work = 1.0,
+                 int embed_batch = 0) {
   GenRun g;
   std::string ev;
   double t = 1000;
@@ -79,6 +81,10 @@ GenRun write_run(const std::string& path, double factor, double noise, int steps
     ev += fmt::format(
         R"({{"ph":"X","cat":"user_annotation","name":"ProfilerStep#{}","pid":1,"tid":1,"ts":{:.3f},"dur":{:.3f}}},)",
         s, start, end - start);
+    if (embed_batch > 0)
+      ev += fmt::format(
+          R"({{"ph":"X","cat":"cpu_op","name":"aten::embedding","pid":1,"tid":1,"ts":{:.3f},"dur":0.5,"args":{{"Input Dims":[[50257,768],[{},512],[],[],[]]}}}},)",
+          start + 0.2, embed_batch);
     double k = t + 10;
     for (auto [name, dur] : {std::pair{"sm90_xmma_gemm_bf16bf16_fake", gemm},
                              std::pair{"elementwise_kernel_fake", elem}}) {
@@ -289,5 +295,43 @@ TEST_SUITE("sweep") {
     Table p = sw::gpu_timeline_tables(plain)[3];
     CHECK(p.at(0, "unit").text() == "step");
     CHECK(p.at(0, "rank_by_normalised").number() == 1);  // bs4: the shortest step
+  }
+
+  TEST_CASE("sweep normalisation: without a batch field, the work comes from the trace's shapes") {
+    jarvis::testing::TempDir tmp;
+    // The layout's field names no work ("variant"); the traces' token
+    // embedding says [4, 512], [8, 512], [16, 512].
+    std::map<std::string, std::pair<int, double>> runs;  // variant -> batch, mean step ms
+    for (auto [variant, bs, work] :
+         {std::tuple{"small", 4, 1.0}, std::tuple{"mid", 8, 1.6}, std::tuple{"large", 16, 2.5}}) {
+      GenRun g =
+          write_run(fmt::format("{}/{}/trace.json", tmp.path, variant), 1.0, 1.0, 3, work, bs);
+      double sum = 0;
+      for (double x : g.step_ms) sum += x;
+      runs[variant] = {bs, sum / static_cast<double>(g.step_ms.size())};
+    }
+    sw::Sweep s = sw::load_sweep(tmp.path, no_cache("{variant}/trace.json"));
+    REQUIRE(s.runs.size() == 3);
+    for (const auto& r : s.runs) CHECK(r.data.work_tokens == runs[r.input.values[0]].first * 512);
+    Table summary = sw::gpu_timeline_tables(s)[3];
+    for (size_t r = 0; r < summary.rows.size(); ++r) {
+      std::string v = summary.at(r, "variant").text();
+      CAPTURE(v);
+      const int bs = runs.at(v).first;
+      const double step = runs.at(v).second;
+      CHECK(summary.at(r, "unit").text() == "token");
+      CHECK(summary.at(r, "normalised_ms").number() ==
+            doctest::Approx(step / (bs * 512.0)).epsilon(1e-9));
+      CHECK(summary.at(r, "normalisation").text().find("trace's shapes") != std::string::npos);
+      CHECK(summary.at(r, "normalisation").text().find(fmt::format("[{}, 512]", bs)) !=
+            std::string::npos);
+      CHECK(summary.at(r, "rank_by_normalised").number() == (bs == 16 ? 1 : bs == 8 ? 2 : 3));
+    }
+    // The same work in every run: the step stays the unit.
+    jarvis::testing::TempDir same;
+    for (const char* v : {"a", "b"})
+      write_run(fmt::format("{}/{}/trace.json", same.path, v), 1.0, 1.0, 3, 1.0, 8);
+    sw::Sweep flat = sw::load_sweep(same.path, no_cache("{variant}/trace.json"));
+    CHECK(sw::gpu_timeline_tables(flat)[3].at(0, "unit").text() == "step");
   }
 }

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <string>
 
+#include "charts/html.h"
 #include "golden.h"
 #include "sweep/sweep.h"
 
@@ -77,4 +78,50 @@ TEST_CASE("sweep pages: the comparison page has both sweeps and the total-time b
   REQUIRE(totals >= 2);
   CHECK(html.find("Total GPU time per step by configuration") != std::string::npos);
   CHECK(count_of(html, "class=\"mark\"") >= 2 * totals);
+}
+
+TEST_CASE("sweep pages: the page leads with what changed and the kernels that changed") {
+  sweep::LoadOptions options;
+  options.cache_dir = "none";
+  sweep::Sweep s = sweep::load_sweep(golden::shared_dir() + "/sweeps/h100_gpt2_ddp", options);
+  auto tables = sweep::sweep_tables(s, 5);
+  const Table* k = nullptr;
+  for (const Table& t : tables)
+    if (t.name == "what_changed_kernels") k = &t;
+  REQUIRE(k);
+  REQUIRE(!k->rows.empty());
+  std::string html = sweep::sweep_html_page(s, tables);
+  offline(html);
+  size_t summary = html.find("<section id=\"summary\">");
+  size_t changed = html.find("<section id=\"what-changed\">");
+  size_t kernels = html.find("<section id=\"what-changed-kernels\">");
+  size_t timeline = html.find("<section id=\"timeline\">");
+  REQUIRE(kernels != std::string::npos);
+  REQUIRE(changed != std::string::npos);
+  // Right after the summary, before the variance and timeline sections.
+  CHECK(summary < changed);
+  CHECK(changed < kernels);
+  CHECK(kernels < timeline);
+  CHECK(kernels < html.find("<section id=\"variance\">"));
+  std::string section = html.substr(kernels, html.find("</section>", kernels) - kernels);
+  CHECK(section.find(charts::html_escape(sweep::kernel_changes_summary(*k))) != std::string::npos);
+  // The verdict counts are the table's: one run of two steps a side on this
+  // sweep, so every row is "cannot tell".
+  size_t cannot = 0;
+  for (size_t r = 0; r < k->rows.size(); ++r) cannot += k->at(r, "verdict").text() == "cannot tell";
+  CHECK(cannot == k->rows.size());
+  CHECK(section.find(std::to_string(cannot) + " cannot tell") != std::string::npos);
+  // Every row is drawn, with its kernel name.
+  for (size_t r = 0; r < k->rows.size(); ++r)
+    CHECK(section.find(charts::html_escape(k->at(r, "kernel_name").text())) != std::string::npos);
+}
+
+TEST_CASE("sweep pages: report sweeps say why no kernel changes are shown") {
+  sweep::Sweep s = mi300("compare_test");
+  std::string why = sweep::kernel_changes_empty_reason(s);
+  REQUIRE(!why.empty());
+  std::string html = sweep::sweep_html_page(s, sweep::sweep_tables(s, 5));
+  size_t kernels = html.find("<section id=\"what-changed-kernels\">");
+  REQUIRE(kernels != std::string::npos);
+  CHECK(html.find(charts::html_escape(why), kernels) != std::string::npos);
 }

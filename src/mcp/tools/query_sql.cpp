@@ -1,5 +1,5 @@
-// query_sql: one read-only SQL statement over a loaded trace (src/sql/sql.h),
-// or its catalog with schema=true.
+// query_sql: one read-only SQL statement over a loaded trace (src/sql/sql.h)
+// or a loaded sweep (src/sql/sweep_sql.h), or the catalog with schema=true.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -7,6 +7,7 @@
 #include "engine/engine.h"
 #include "mcp/result_shape.h"
 #include "mcp/tool.h"
+#include "mcp/tools/sweep_common.h"
 #include "mcp/tools/trace_arg.h"
 
 namespace jarvis::mcp {
@@ -20,18 +21,36 @@ json cell_json(const Cell& c) {
   return nullptr;
 }
 
+json tables_json(const std::vector<engine::SqlTableInfo>& catalog) {
+  json tables = json::array();
+  for (const auto& t : catalog) {
+    json cols = json::array();
+    for (const auto& c : t.columns)
+      cols.push_back({{"name", c.name}, {"type", c.type}, {"doc", c.doc}});
+    tables.push_back({{"name", t.name}, {"doc", t.doc}, {"columns", cols}});
+  }
+  return tables;
+}
+
 ToolResult query_sql_tool(const json& args, ToolContext& ctx) {
-  auto entry = trace_arg(args, ctx);
+  bool on_sweep = args.contains("sweep");
+  if (on_sweep == args.contains("trace"))
+    throw ToolError(
+        "give trace (a load_trace handle or path) or sweep (a load_sweep handle), not both");
+  std::shared_ptr<const LoadedTrace> entry;
+  std::shared_ptr<const engine::Sweep> sweep;
+  std::string key = on_sweep ? "sweep" : "trace";
+  std::string name;
+  if (on_sweep) {
+    sweep = sweep_tools::get_sweep(args);
+    name = args.at("sweep").get<std::string>();
+  } else {
+    entry = trace_arg(args, ctx);
+    name = entry->handle();
+  }
   if (args.at("schema").get<bool>()) {
-    json tables = json::array();
-    auto catalog = engine::sql_catalog(*entry);
-    for (const auto& t : catalog) {
-      json cols = json::array();
-      for (const auto& c : t.columns)
-        cols.push_back({{"name", c.name}, {"type", c.type}, {"doc", c.doc}});
-      tables.push_back({{"name", t.name}, {"doc", t.doc}, {"columns", cols}});
-    }
-    return ToolResult({{"trace", entry->handle()}, {"tables", tables}},
+    auto catalog = on_sweep ? engine::sweep_catalog(*sweep) : engine::sql_catalog(*entry);
+    return ToolResult({{key, name}, {"tables", tables_json(catalog)}},
                       fmt::format("{} tables; pass sql to query them", catalog.size()));
   }
   if (!args.contains("sql"))
@@ -42,21 +61,38 @@ ToolResult query_sql_tool(const json& args, ToolContext& ctx) {
   limits.max_rows = std::min<size_t>(row_limit(args), 10000);
   limits.max_bytes = 1u << 20;
   limits.timeout_ms = args.at("timeout_ms").get<int64_t>();
-  engine::SqlQueryResult r = engine::run_query(*entry, args.at("sql").get<std::string>(), limits);
+  const std::string& sql = args.at("sql").get_ref<const std::string&>();
+  engine::SqlQueryResult r;
+  size_t loaded = 0;
+  if (on_sweep) {
+    // A run's trace is read only under the roots (a sweep reopened from its
+    // manifest names paths the walk never admitted); the call's own cache
+    // frees the runs it stops keeping, and no handle joins the session's list.
+    const PathPolicy& paths = ctx.paths();
+    engine::SqlSweepTraces traces([&](const engine::SweepRun& run) {
+      return paths.resolve(run.input.path, /*must_exist=*/true, false).string();
+    });
+    r = engine::run_sweep_query(*sweep, sql, limits, &traces);
+    loaded = traces.loads();
+  } else {
+    r = engine::run_query(*entry, sql, limits);
+  }
   json rows = json::array();
   for (const auto& row : r.table.rows) {
     json out = json::array();
     for (const Cell& c : row) out.push_back(cell_json(c));
     rows.push_back(std::move(out));
   }
-  json result{{"trace", entry->handle()},
+  json result{{key, name},
               {"columns", r.table.columns},
               {"rows", std::move(rows)},
               {"complete", !r.truncated},
               {"seconds", r.seconds}};
+  if (on_sweep) result["traces_loaded"] = loaded;
   if (r.truncated) result["cut_by"] = r.truncation;
-  std::string text = fmt::format("{} row(s) x {} column(s) in {:.3f} s{}", r.table.rows.size(),
+  std::string text = fmt::format("{} row(s) x {} column(s) in {:.3f} s{}{}", r.table.rows.size(),
                                  r.table.columns.size(), r.seconds,
+                                 on_sweep ? fmt::format(" ({} run trace(s) read)", loaded) : "",
                                  r.truncated ? fmt::format(" (cut at the {})", r.truncation) : "");
   ToolResult out{result, text};
   out.rows("/rows");
