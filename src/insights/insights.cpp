@@ -40,6 +40,7 @@ constexpr NamedRule kRules[] = {
     {"capture_host_cost", rule_capture_host_cost},
     {"gemm_shared_input", rule_gemm_shared_input},
     {"compiled_kernel_headroom", rule_compiled_kernel_headroom},
+    {"unfused_gelu", rule_unfused_gelu},
 };
 
 int64_t int_param(const perf::Params& params, std::string_view name) {
@@ -399,6 +400,9 @@ std::string_view recoverable_method_of(std::string_view rule) {
       {"fp32_cross_entropy",
        "fused-loss traffic model: the casts' time and half the softmax passes'"},
       {"epilogue_fusion", "measured activation kernel time"},
+      {"unfused_gelu",
+       "fused-GELU model: the kernels' time above one read and one write per direction at the HBM "
+       "bandwidth"},
       {"compiled_kernel_headroom", "time above the kernels' traffic at 80 % of the HBM peak"},
       {"gemm_shared_input",
        "the run's FLOPs at the rate of this trace's GEMMs at least as large as the fused one"},

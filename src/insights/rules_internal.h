@@ -37,6 +37,7 @@ void rule_attention_efficiency(const InsightContext& c, std::vector<Insight>& ou
 void rule_capture_host_cost(const InsightContext& c, std::vector<Insight>& out);
 void rule_gemm_shared_input(const InsightContext& c, std::vector<Insight>& out);
 void rule_compiled_kernel_headroom(const InsightContext& c, std::vector<Insight>& out);
+void rule_unfused_gelu(const InsightContext& c, std::vector<Insight>& out);
 
 namespace detail {
 
