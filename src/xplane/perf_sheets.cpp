@@ -726,15 +726,21 @@ std::vector<JaxKernel> jax_kernels(const Trace& trace) {
   std::vector<Key> gpu;
   // The host launch of each correlation: the last in TraceLens's order.
   std::unordered_map<int64_t, Key> launch;
+  // Per (pid, tid) pair: 1 a /device: plane, 2 a /host: plane, 0 neither.
+  std::vector<int8_t> plane_kind(trace.threads.size(), -1);
   for (Uid u = 0; u < trace.events.size(); ++u) {
     const Event& e = trace.events[u];
     const ProcId& pid = trace.pid(e);
     const ProcId& tid = trace.tid(e);
     if (pid.is_string || !pid.present() || tid.is_string || !e.has_ts()) continue;
-    std::string process = trace.process_name(pid);
-    if (process.rfind("/device:", 0) == 0) {
+    int8_t& kind = plane_kind[e.thread];
+    if (kind < 0) {
+      std::string process = trace.process_name(pid);
+      kind = process.rfind("/device:", 0) == 0 ? 1 : process.rfind("/host:", 0) == 0 ? 2 : 0;
+    }
+    if (kind == 1) {
       gpu.push_back({pid.value, tid.value, e.ts_ns, u});
-    } else if (process.rfind("/host:", 0) == 0) {
+    } else if (kind == 2) {
       int64_t corr = trace.correlation(e);
       if (corr == kNoInt) continue;
       Key k{pid.value, tid.value, e.ts_ns, u};

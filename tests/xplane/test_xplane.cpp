@@ -292,8 +292,9 @@ TextNode decode_typed(const std::string& path) {
 // type names of the samples' types, xla_data.proto PrimitiveType).
 std::string shape_text(const TextNode& shape) {
   static const std::map<int64_t, std::string> names = {
-      {1, "pred"}, {2, "s8"},   {4, "s32"},  {5, "s64"},   {6, "u8"},    {8, "u32"},
-      {9, "u64"},  {10, "f16"}, {11, "f32"}, {16, "bf16"}, {17, "token"}};
+      {1, "pred"}, {2, "s8"},    {3, "s16"},    {4, "s32"},  {5, "s64"},  {6, "u8"},
+      {7, "u16"},  {8, "u32"},   {9, "u64"},    {10, "f16"}, {11, "f32"}, {12, "f64"},
+      {15, "c64"}, {16, "bf16"}, {17, "token"}, {18, "c128"}};
   int64_t type = shape.num("element_type");
   if (type == 13) {
     std::string out = "(";
