@@ -19,6 +19,8 @@
 
 #include "explore/input_format.h"
 #include "golden.h"
+#include "memory/memory.h"
+#include "replay/replay.h"
 #include "report/table.h"
 #include "test_loader_support.h"
 #include "tree/call_tree.h"
@@ -687,6 +689,26 @@ TEST_SUITE("xplane") {
     CHECK(bwd);
   }
 
+  TEST_CASE("commands with nothing to read in an XLA trace say why") {
+    if (!have_samples()) return;
+    Trace trace = load_any_trace(kLegacy);
+    try {
+      (void)memory::analyse_memory(trace);
+      FAIL("memory analysed an XPlane trace");
+    } catch (const TraceError& e) {
+      std::string what = e.what();
+      CHECK(what.find(kLegacy) == 0);
+      CHECK(what.find("XPlane trace: it has no allocator samples") != std::string::npos);
+    }
+    CallTree tree(trace);
+    try {
+      (void)replay::plan_replay(trace, tree, replay::Selection::by_category("other", 1));
+      FAIL("replay planned an XPlane trace");
+    } catch (const replay::ReplayError& e) {
+      CHECK(std::string(e.what()).find("an XLA program has none") != std::string::npos);
+    }
+  }
+
   TEST_CASE("TraceLens's reading of HLO text: operands, metadata, custom_call_target") {
     // get_operands keeps the shapes its pattern finds: u8 / pred / scalar
     // operands drop out, a name without a dot glues onto the next shape.
@@ -747,6 +769,29 @@ TEST_SUITE("xplane") {
       }
     }
     CHECK(refused > 0);
+    // Bytes overwritten inside the HLO protos (the first ~126 KB of the
+    // legacy file are its /host:metadata plane): the file decodes, or is
+    // refused naming it, and what decodes still bridges and reports.
+    std::string legacy = read_bytes(kLegacy);
+    size_t damaged = 0, decoded = 0;
+    for (size_t at = 200; at < 120000; at += 1531) {
+      std::string copy = legacy;
+      copy[at] = static_cast<char>(0xff);
+      copy[at + 1] = static_cast<char>(0x7f);
+      try {
+        xplane::Space s = xplane::load_space_bytes(copy, "hlo.pb");
+        Trace t = xplane::to_trace(s);
+        auto k = xplane::jax_kernels(t);
+        (void)xplane::op_category_tables(k);
+        (void)xplane::kernel_launchers_unique_args_table(k);
+        ++decoded;
+      } catch (const TraceError& e) {
+        ++damaged;
+        CHECK(std::string(e.what()).find("hlo.pb") == 0);
+      }
+    }
+    CHECK(damaged > 0);
+    CHECK(decoded > 0);
     try {
       (void)xplane::load_space_bytes(std::string_view(bytes).substr(0, bytes.size() - 3), "t.pb");
       FAIL("a truncated file decoded");
