@@ -118,6 +118,10 @@ void add_warnings(TraceHealth& h) {
 // (TraceLens#456), and XLA programs have no PyTorch module tree.
 void add_xplane_notes(const Trace& trace, TraceHealth& h) {
   if (!xplane::is_xplane_trace(trace)) return;
+  // XPlane has no flow events at all: the Kineto note would call it an old schema.
+  for (std::string& w : h.warnings)
+    if (w.rfind("no launch flow events", 0) == 0)
+      w = "XPlane: launches and their GPU work share a correlation_id (no flow events)";
   xplane::BridgeCounts c = xplane::counts_of(trace);
   if (c.kernels_without_hlo_op > 0)
     h.warnings.push_back(fmt::format(
