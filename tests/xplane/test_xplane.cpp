@@ -19,6 +19,7 @@
 
 #include "explore/input_format.h"
 #include "golden.h"
+#include "insights/trace_health.h"
 #include "memory/memory.h"
 #include "replay/replay.h"
 #include "report/table.h"
@@ -579,6 +580,16 @@ TEST_SUITE("xplane") {
     }
     CHECK(gpu == 78);
     CHECK(linked == 78);
+    insights::TraceHealth health = insights::trace_health(trace, tree);
+    CHECK(health.linked_gpu_events == 78);
+    CHECK(health.gpu_busy_share > 0);
+    bool xplane_link_note = false;
+    for (const std::string& w : health.warnings) {
+      CHECK(w.find("% of GPU events are linked") == std::string::npos);
+      CHECK(w.find("older Kineto schema") == std::string::npos);
+      xplane_link_note = xplane_link_note || w.find("share a correlation_id") != std::string::npos;
+    }
+    CHECK(xplane_link_note);
   }
 
   TEST_CASE(
