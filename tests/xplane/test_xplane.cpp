@@ -564,6 +564,11 @@ TEST_SUITE("xplane") {
       CHECK(trace.arg(u, "hlo_operands")->repr() ==
             "['bf16[1,16,32,60,104]{4,3,2,1,0}', 'bf16[5120,16,1,2,2]{4,3,2,1,0}']");
       CHECK(trace.arg(u, "hlo_operand_names")->repr() == "['bitcast.39.0', 'bitcast.46.0']");
+      // protoc --decode_raw: convolution_dimension_numbers {3: 1, 6: [2,3,4], 8: 1, 10: 1,
+      // 11: [2,3,4], 12: [2,3,4]} (batch / output-feature 0 by default), window dims
+      // {size 1 stride 1 pad 1/1}, {size 2 stride 2 pad 1/1} x2.
+      CHECK(trace.arg(u, "conv_dim_labels")->s == "bf012_oi012->bf012");
+      CHECK(trace.arg(u, "window")->s == "size=1x2x2 stride=1x2x2 pad=1_1x1_1x1_1");
       CHECK(trace.arg(u, "hlo_metadata")->s ==
             "op_name=\"jit(forward_3d_conv)/jit(main)/conv_general_dilated\" "
             "source_file=\"/workspace/conv-jax/jax_conv_profiling.py\" source_line=77");
