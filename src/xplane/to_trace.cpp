@@ -1,5 +1,7 @@
 // The bridge from an XSpace to the event model (rules in space.h).
 #include <cmath>
+#include <optional>
+#include <unordered_map>
 #include <unordered_set>
 
 #include <fmt/format.h>
@@ -201,14 +203,22 @@ class Bridge {
     if (op.empty() || module.empty()) return {};
     int64_t program = -1;
     if (const Stat* s = find_stat(ev.stats, "program_id"); s) s->as_int(program);
-    const HloModule* m = space_.find_hlo_module(module, program);
-    const HloInstruction* inst = m ? m->find(op) : nullptr;
-    if (!inst) {
+    // Every step launches the same instructions: look each up and render it once.
+    std::string key = fmt::format("{}\x1f{}\x1f{}", module, program, op);
+    auto cached = hlo_cache_.find(key);
+    if (cached == hlo_cache_.end()) {
+      const HloModule* m = space_.find_hlo_module(module, program);
+      const HloInstruction* inst = m ? m->find(op) : nullptr;
+      std::optional<ExtraArgs> args;
+      if (inst) args = hlo_args(*m, *inst);
+      cached = hlo_cache_.emplace(std::move(key), std::move(args)).first;
+    }
+    if (!cached->second) {
       ++counts_.kernels_hlo_unresolved;
       return {};
     }
     ++counts_.kernels_with_hlo;
-    return hlo_args(*m, *inst);
+    return *cached->second;
   }
 
   int32_t args_of(const std::vector<Stat>& event_stats, const EventMetadata* meta,
@@ -363,6 +373,7 @@ class Bridge {
   Platform platform_ = Platform::Unknown;
   nlohmann::json gpu_props_;
   std::unordered_set<int64_t> gpu_correlations_;
+  std::unordered_map<std::string, std::optional<ExtraArgs>> hlo_cache_;
 };
 
 }  // namespace
