@@ -1,15 +1,19 @@
 // libFuzzer target for the XPlane reader (src/xplane): each input is an
-// XSpace protobuf; if it decodes, the bridge into the event model, the call
-// tree and TraceLens's JAX per-GPU timeline run on it. A TraceError (the
+// XSpace protobuf; load_space decodes it and the HLO protos of its
+// /host:metadata plane (hlo.cpp); if it decodes, the bridge into the event
+// model, the call tree, TraceLens's JAX per-GPU timeline and the sheets built
+// from the kernels' HLO (perf_sheets.cpp) run on it. A TraceError (the
 // reader's refusal, or "no GPU events") is the expected answer; any other
 // exception, crash or sanitizer report is a finding.
-// Seeds: tests/malformed/xplane/*.pb and fuzz/corpus_xplane (a small real
-// XSpace cut to its GPU planes, see make_corpus_xplane.py).
+// Seeds: tests/malformed/xplane/*.pb and fuzz/corpus_xplane (small real
+// XSpaces cut to a GPU plane, one with the HLO proto of its program, see
+// make_corpus_xplane.py).
 #include <cstddef>
 #include <cstdint>
 #include <string_view>
 
 #include "tree/call_tree.h"
+#include "xplane/perf_sheets.h"
 #include "xplane/report.h"
 #include "xplane/space.h"
 
@@ -19,6 +23,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     jarvis::xplane::Space space = jarvis::xplane::load_space_bytes(input, "fuzz.xplane.pb");
     jarvis::Trace trace = jarvis::xplane::to_trace(space);
     jarvis::CallTree tree(trace);
+    auto kernels = jarvis::xplane::jax_kernels(trace);
+    (void)jarvis::xplane::kernel_launchers_table(kernels);
+    (void)jarvis::xplane::kernel_launchers_unique_args_table(kernels);
+    (void)jarvis::xplane::df_xla_perf_table(kernels);
+    (void)jarvis::xplane::op_category_tables(kernels);
     auto devices = jarvis::xplane::device_timelines(trace);
     (void)jarvis::xplane::gpu_timeline_by_device_table(devices);
     (void)jarvis::xplane::average_timeline(devices);

@@ -1,7 +1,7 @@
 // jarvis report TRACE --out DIR [options]      DIR/perf_report_csvs/*.csv + DIR/perf_report.xlsx
 // jarvis report TRACE --html FILE [--svg-dir DIR]
 // jarvis report ROCPROF_RESULTS.json[.gz]|ROCPROF_CSV_DIR --out DIR [options]
-// jarvis report TRACE.xplane.pb --out DIR     TraceLens's JAX gpu_timeline sheets
+// jarvis report TRACE.xplane.pb --out DIR     TraceLens's JAX report sheets
 //
 // Every sheet is computed before anything is written; the sheets go to a
 // temporary directory that replaces the CSV directory only once complete, so
@@ -259,6 +259,8 @@ int run_xplane(const ReportArgs& a, const Targets& t, Progress& progress) {
   report.tables.push_back(engine::xplane_kernel_launchers_summary_table(kernels));
   report.tables.push_back(engine::xplane_kernel_launchers_summary_by_category_table(kernels));
   report.tables.push_back(engine::xplane_xla_summary_table(kernels));
+  for (Table& t : engine::xplane_hlo_sheets(engine::xplane_jax_kernels(trace)))
+    report.tables.push_back(std::move(t));
   progress.phase("write");
   auto lines = write_tables(report, t);
   progress.finish();

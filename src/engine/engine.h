@@ -79,6 +79,7 @@
 #include "sweep/sweep.h"
 #include "sweep/sweep_store.h"
 #include "xplane/kernel_summary.h"
+#include "xplane/perf_sheets.h"
 #include "xplane/report.h"
 #include "xplane/space.h"
 
@@ -175,6 +176,19 @@ inline Table xplane_kernel_launchers_summary_by_category_table(
 }
 inline Table xplane_xla_summary_table(const std::vector<XplaneKernelLaunch>& k) {
   return xplane::xla_summary_table(k);
+}
+// The sheets that need each kernel's HLO (kernel_launchers, unique args,
+// df_xla_perf, op_<category>).
+using XplaneJaxKernel = xplane::JaxKernel;
+inline std::vector<XplaneJaxKernel> xplane_jax_kernels(const Trace& trace) {
+  return xplane::jax_kernels(trace);
+}
+inline std::vector<Table> xplane_hlo_sheets(const std::vector<XplaneJaxKernel>& k) {
+  std::vector<Table> out{xplane::kernel_launchers_table(k),
+                         xplane::kernel_launchers_unique_args_table(k),
+                         xplane::df_xla_perf_table(k)};
+  for (Table& t : xplane::op_category_tables(k)) out.push_back(std::move(t));
+  return out;
 }
 // GPU arch descriptions (bundled arch/*.json or a file).
 using perf::bundled_gpu_arch_names;

@@ -118,6 +118,10 @@ void add_warnings(TraceHealth& h) {
 // (TraceLens#456), and XLA programs have no PyTorch module tree.
 void add_xplane_notes(const Trace& trace, TraceHealth& h) {
   if (!xplane::is_xplane_trace(trace)) return;
+  // XPlane has no flow events at all: the Kineto note would call it an old schema.
+  for (std::string& w : h.warnings)
+    if (w.rfind("no launch flow events", 0) == 0)
+      w = "XPlane: launches and their GPU work share a correlation_id (no flow events)";
   xplane::BridgeCounts c = xplane::counts_of(trace);
   if (c.kernels_without_hlo_op > 0)
     h.warnings.push_back(fmt::format(
@@ -133,9 +137,19 @@ void add_xplane_notes(const Trace& trace, TraceHealth& h) {
     h.warnings.push_back(
         fmt::format("XPlane: {} aggregated events (num_occurrences, no timestamp) were skipped",
                     c.aggregated_skipped));
+  if (c.hlo_modules == 0)
+    h.warnings.push_back(
+        "XPlane: no HLO protos in /host:metadata: kernels have no shapes, so no FLOPs / bytes "
+        "(op_* sheets) or input dims");
+  else if (c.kernels_hlo_unresolved > 0)
+    h.warnings.push_back(fmt::format(
+        "XPlane: {} GPU kernels name an hlo_op / hlo_module the HLO protos lack: they have no "
+        "shapes",
+        c.kernels_hlo_unresolved));
   h.warnings.push_back(
-      "XPlane (JAX/XLA) trace: no PyTorch module tree or aten ops; per-GPU timelines and XLA op "
-      "categories come from `jarvis report` (docs/jax.md)");
+      "XPlane (JAX/XLA) trace: no PyTorch module tree or aten ops; the host ops above a kernel "
+      "are XLA's runtime (py_xla_execute, thunks); per-GPU timelines, XLA op categories and "
+      "HLO-shape rooflines come from `jarvis report` (docs/jax.md)");
 }
 
 }  // namespace

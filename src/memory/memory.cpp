@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "memory/memory_internal.h"
+#include "xplane/space.h"
 
 namespace jarvis::memory {
 namespace {
@@ -331,6 +332,13 @@ MemoryAnalysis analyse_samples(const Trace& trace, const std::vector<MemorySampl
 
 MemoryAnalysis analyse_memory(const Trace& trace) {
   std::vector<MemorySample> samples = memory_samples(trace);
+  if (samples.empty() && xplane::is_xplane_trace(trace))
+    throw TraceError(fmt::format("{}: a JAX / XLA XPlane trace: it has no allocator samples "
+                                 "([memory] events) — XProf's memory profile is a separate tool "
+                                 "output that jarvis does not read; `jarvis memory` analyses "
+                                 "PyTorch traces recorded with profile_memory=True",
+                                 trace.path.empty() ? std::string("trace") : trace.path),
+                     ErrorKind::Unsupported);
   if (samples.empty())
     throw TraceError(fmt::format("{}: the trace has no [memory] events: it was recorded without "
                                  "profile_memory=True. Record it again with "

@@ -17,6 +17,7 @@
 #include "replay/replay_zip.h"
 #include "report/table.h"
 #include "tree/call_tree.h"
+#include "xplane/space.h"
 
 namespace jarvis::replay {
 
@@ -558,6 +559,13 @@ std::string base_name(const std::string& path) {
 }  // namespace
 
 ReplayPlan plan_replay(const Trace& trace, const CallTree& tree, const Selection& selection) {
+  if (xplane::is_xplane_trace(trace))
+    throw ReplayError(fmt::format(
+        "{}: a JAX / XLA XPlane trace: replay writes PyTorch reproducers of aten ops, and an XLA "
+        "program has none (its kernels come from HLO instructions, whose shapes each kernel "
+        "carries as hlo_* args); reproduce an XLA program from its HLO dump "
+        "(XLA_FLAGS=--xla_dump_to=DIR)",
+        trace.path.empty() ? std::string("trace") : trace.path));
   ReplayPlan plan;
   plan.selection = selection.describe();
   switch (selection.mode) {

@@ -33,7 +33,65 @@ std::string read_file(const std::string& path, size_t limit, uint64_t& size) {
   return data;
 }
 
+// "jit_forward_3d_conv(15)" -> 15; -1 when the label ends in no "(N)".
+int64_t program_id_of(std::string_view label) {
+  if (label.size() < 3 || label.back() != ')') return -1;
+  size_t open = label.rfind('(');
+  if (open == std::string_view::npos || open + 2 > label.size() - 1) return -1;
+  int64_t n = 0;
+  for (size_t k = open + 1; k + 1 < label.size(); ++k) {
+    char c = label[k];
+    if (c < '0' || c > '9' || n > (int64_t{1} << 40)) return -1;
+    n = n * 10 + (c - '0');
+  }
+  return n;
+}
+
+std::string_view module_name_of(std::string_view label) {
+  if (program_id_of(label) < 0) return label;
+  return label.substr(0, label.rfind('('));
+}
+
+// The HLO protos of /host:metadata: one event metadata per program, its
+// bytes stat ("Hlo Proto") the serialized xla.HloProto.
+void decode_hlo_modules(Space& space) {
+  for (Plane& plane : space.planes) {
+    if (plane.name != "/host:metadata") continue;
+    for (EventMetadata& meta : plane.event_metadata) {
+      for (Stat& stat : meta.stats) {
+        if (stat.kind != Stat::Kind::Bytes || stat.name.find("Hlo Proto") == std::string::npos)
+          continue;
+        std::string label = meta.name.empty() ? fmt::format("program {}", meta.id) : meta.name;
+        try {
+          HloModule m = decode_hlo_module(stat.bytes, label);
+          m.program_id = program_id_of(label);
+          if (m.program_id < 0) m.program_id = meta.id;
+          if (m.name.empty()) m.name = std::string(module_name_of(label));
+          space.hlo_modules.push_back(std::move(m));
+        } catch (const TraceError& e) {
+          throw TraceError(fmt::format("{}: /host:metadata holds {}; the file is damaged",
+                                       space.path, e.what()));
+        }
+        stat.bytes.clear();
+        stat.bytes.shrink_to_fit();
+      }
+    }
+  }
+}
+
 }  // namespace
+
+const HloModule* Space::find_hlo_module(std::string_view name, int64_t program_id) const {
+  const HloModule* by_name = nullptr;
+  size_t named = 0;
+  for (const HloModule& m : hlo_modules) {
+    if (m.name != name) continue;
+    if (program_id >= 0 && m.program_id == program_id) return &m;
+    by_name = &m;
+    ++named;
+  }
+  return named == 1 ? by_name : nullptr;
+}
 
 bool Stat::as_int(int64_t& out) const {
   if (kind == Kind::Int) {
@@ -105,6 +163,7 @@ Space load_space_bytes(std::string_view bytes, const std::string& label) {
                     "copy it again from the profile directory",
                     label, e.what()));
   }
+  decode_hlo_modules(space);
   return space;
 }
 

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "trace/trace.h"
+#include "xplane/hlo.h"
 
 namespace jarvis::xplane {
 
@@ -28,7 +29,8 @@ struct Stat {
   uint64_t uint = 0;
   int64_t integer = 0;
   std::string text;        // Text (str_value or resolved ref_value)
-  uint64_t bytes_len = 0;  // Bytes: only the size is kept
+  uint64_t bytes_len = 0;  // Bytes: the size
+  std::string bytes;       // Bytes: the payload (load_space drops the HLO protos' once decoded)
   // Integer value of Uint / Int stats; false for other kinds.
   bool as_int(int64_t& out) const;
 };
@@ -76,6 +78,13 @@ struct Space {
   std::vector<Plane> planes;
   std::vector<std::string> errors, warnings, hostnames;
   uint64_t file_bytes = 0;
+  // The XLA programs of the /host:metadata plane (hlo.h), in plane order.
+  std::vector<HloModule> hlo_modules;
+
+  // The module a GPU kernel's hlo_module / program_id stats name: the one
+  // with both (label "name(program_id)"), else the only one of that name;
+  // nullptr when none or several match.
+  const HloModule* find_hlo_module(std::string_view name, int64_t program_id) const;
 };
 
 // True when the file's content is an XSpace protobuf (its first field is a
@@ -84,7 +93,8 @@ struct Space {
 bool is_xplane_input(const std::string& path);
 bool is_xplane_bytes(std::string_view bytes);
 
-// Throws TraceError naming the file: unreadable, truncated, not an XSpace.
+// Throws TraceError naming the file: unreadable, truncated, not an XSpace,
+// or an HLO proto of /host:metadata damaged (hlo.h decodes them here).
 Space load_space(const std::string& path);
 Space load_space_bytes(std::string_view bytes, const std::string& label);
 
@@ -95,6 +105,9 @@ struct BridgeCounts {
   uint64_t aggregated_skipped = 0;  // num_occurrences events (no timestamp)
   uint64_t kernels_without_hlo_op = 0;
   uint64_t kernels_without_correlation = 0;
+  uint64_t hlo_modules = 0;             // HLO protos in /host:metadata
+  uint64_t kernels_with_hlo = 0;        // joined to their HLO instruction
+  uint64_t kernels_hlo_unresolved = 0;  // hlo_op / hlo_module naming no instruction
 };
 
 // The event model for a space (header comment of to_trace.cpp has the rules):
@@ -103,13 +116,22 @@ struct BridgeCounts {
 //   * "/device:GPU:N" planes: pid N+1 (xprof's trace-viewer pid, the
 //     gpu_pid TraceLens's JAX report prints), tid = line id; events with a
 //     memcpy_details stat or on a "Memcpy" line are gpu_memcpy, others kernel;
-//     stream = line id, device = N, correlation from correlation_id;
+//     stream = line id, device = N, correlation (and External id) from
+//     correlation_id;
 //   * host planes ("/host:CPU"): pid 1000+k (k-th host plane), tid = line id;
-//     hip*/cuda* API events with a correlation_id are cuda_runtime (so the call
-//     tree links them to their GPU work), the "python*" line's `$file:line`
+//     events with a correlation_id that are hip*/cu* API calls or carry the
+//     correlation of a GPU event (older XLA names the launch after its
+//     kernel) are cuda_runtime, with External id = correlation, so the call
+//     tree links them to their GPU work; the "python*" line's `$file:line`
 //     frames python_function, the rest cpu_op;
 //   * hlo_op, hlo_module, tf_op, name (the JAX op path), kernel_details,
 //     memcpy_details and program_id stats are kept as args;
+//   * a kernel whose hlo_module / program_id / hlo_op name an instruction of
+//     the HLO protos gets its HLO as args: hlo_opcode, hlo_shape (result),
+//     hlo_operands (operand shapes) and hlo_operand_names, hlo_root (true
+//     for its computation's root), custom_call_target, backend_config,
+//     conv_dim_labels, window, feature_group_count, dot_dims, replica_groups,
+//     hlo_metadata (XLA's metadata={...} text);
 //   * aggregated events are counted and skipped; "/host:metadata" (HLO
 //     protos) and other planes are not events.
 // Platform from the device_vendor stat (AMD: ROCm, NVIDIA: CUDA).

@@ -1,5 +1,8 @@
 // The bridge from an XSpace to the event model (rules in space.h).
 #include <cmath>
+#include <optional>
+#include <unordered_map>
+#include <unordered_set>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -54,11 +57,108 @@ PyValue value_of(const Stat& s) {
   return PyValue::none();
 }
 
+// XLA's window_util::ToString, the parts that are set: "size=1x2x2
+// stride=1x2x2 pad=0_1x0_1x0_1 lhs_dilate=... rhs_dilate=...".
+std::string window_text(const std::vector<HloWindowDimension>& window) {
+  auto join = [&](auto field, bool (*present)(const HloWindowDimension&)) {
+    bool any = false;
+    std::string out;
+    for (size_t k = 0; k < window.size(); ++k) {
+      any = any || present(window[k]);
+      if (k) out += "x";
+      out += field(window[k]);
+    }
+    return any ? out : std::string();
+  };
+  std::vector<std::string> parts;
+  auto add = [&](std::string_view name, std::string value) {
+    if (!value.empty()) parts.push_back(fmt::format("{}={}", name, value));
+  };
+  add("size", join([](const HloWindowDimension& w) { return std::to_string(w.size); },
+                   [](const HloWindowDimension&) { return true; }));
+  add("stride", join([](const HloWindowDimension& w) { return std::to_string(w.stride); },
+                     [](const HloWindowDimension& w) { return w.stride != 1; }));
+  add("pad",
+      join(
+          [](const HloWindowDimension& w) {
+            return fmt::format("{}_{}", w.padding_low, w.padding_high);
+          },
+          [](const HloWindowDimension& w) { return w.padding_low != 0 || w.padding_high != 0; }));
+  add("lhs_dilate",
+      join([](const HloWindowDimension& w) { return std::to_string(w.base_dilation); },
+           [](const HloWindowDimension& w) { return w.base_dilation > 1; }));
+  add("rhs_dilate",
+      join([](const HloWindowDimension& w) { return std::to_string(w.window_dilation); },
+           [](const HloWindowDimension& w) { return w.window_dilation > 1; }));
+  std::string out;
+  for (size_t k = 0; k < parts.size(); ++k) {
+    if (k) out += ' ';
+    out += parts[k];
+  }
+  return out;
+}
+
+// "{{0,1},{2,3}}", as HLO text prints replica_groups.
+std::string groups_text(const std::vector<std::vector<int64_t>>& groups) {
+  std::string out = "{";
+  for (size_t g = 0; g < groups.size(); ++g) {
+    out += g ? ",{" : "{";
+    for (size_t k = 0; k < groups[g].size(); ++k) {
+      if (k) out += ',';
+      out += std::to_string(groups[g][k]);
+    }
+    out += "}";
+  }
+  return out + "}";
+}
+
+// What a GPU kernel's HLO instruction adds to its args (hlo.h): opcode,
+// result and operand shapes as HLO text prints them, the custom-call target
+// and backend config, dimension numbers, window, replica groups, and the op
+// metadata (JAX op path, source line).
+using ExtraArgs = std::vector<std::pair<std::string_view, PyValue>>;
+
+ExtraArgs hlo_args(const HloModule& module, const HloInstruction& inst) {
+  ExtraArgs out;
+  out.emplace_back("hlo_opcode", PyValue::string(inst.opcode));
+  out.emplace_back("hlo_shape", PyValue::string(inst.shape.text()));
+  std::vector<PyValue> operands, names;
+  for (const HloInstruction* op : module.operands(inst)) {
+    operands.push_back(PyValue::string(op ? op->shape.text() : std::string("?")));
+    names.push_back(PyValue::string(op ? op->name : std::string("?")));
+  }
+  out.emplace_back("hlo_operands", PyValue::make_list(std::move(operands)));
+  out.emplace_back("hlo_operand_names", PyValue::make_list(std::move(names)));
+  if (module.is_root(inst)) out.emplace_back("hlo_root", PyValue::boolean(true));
+  if (!inst.custom_call_target.empty())
+    out.emplace_back("custom_call_target", PyValue::string(inst.custom_call_target));
+  if (!inst.backend_config.empty())
+    out.emplace_back("backend_config", PyValue::string(inst.backend_config));
+  if (inst.conv_dims)
+    out.emplace_back("conv_dim_labels", PyValue::string(inst.conv_dims->labels()));
+  if (!inst.window.empty()) out.emplace_back("window", PyValue::string(window_text(inst.window)));
+  if (inst.feature_group_count > 1)
+    out.emplace_back("feature_group_count", PyValue::integer(inst.feature_group_count));
+  if (inst.dot_dims) out.emplace_back("dot_dims", PyValue::string(inst.dot_dims->text()));
+  if (!inst.replica_groups.empty())
+    out.emplace_back("replica_groups", PyValue::string(groups_text(inst.replica_groups)));
+  if (!inst.metadata.empty())
+    out.emplace_back("hlo_metadata", PyValue::string(inst.metadata.text()));
+  return out;
+}
+
+std::string_view text_stat(const std::vector<Stat>& stats, std::string_view name) {
+  const Stat* s = find_stat(stats, name);
+  return s && s->kind == Stat::Kind::Text ? std::string_view(s->text) : std::string_view();
+}
+
 class Bridge {
  public:
   Bridge(const Space& space, BridgeCounts& counts) : space_(space), counts_(counts) {}
 
   Trace run() {
+    collect_gpu_correlations();
+    counts_.hlo_modules = space_.hlo_modules.size();
     trace_.path = space_.path;
     trace_.file_bytes = space_.file_bytes;
     trace_.json_bytes = space_.file_bytes;
@@ -77,7 +177,52 @@ class Bridge {
  private:
   ProcId proc(int64_t v) { return ProcId{v, false}; }
 
-  int32_t args_of(const std::vector<Stat>& event_stats, const EventMetadata* meta) {
+  // The correlation ids of the GPU events: a host event carrying one is the
+  // launch of that GPU work (older XLA names the launch after its kernel
+  // rather than hipModuleLaunchKernel).
+  void collect_gpu_correlations() {
+    for (const Plane& plane : space_.planes) {
+      if (plane.gpu_ordinal() < 0) continue;
+      for (const Line& line : plane.lines)
+        for (const Event& ev : line.events) {
+          int64_t corr = 0;
+          if (const Stat* s = find_stat(ev.stats, "correlation_id"); s && s->as_int(corr))
+            gpu_correlations_.insert(corr);
+        }
+    }
+  }
+
+  // The HLO instruction a GPU kernel names (hlo_module, program_id, hlo_op).
+  ExtraArgs kernel_hlo_args(const Event& ev, const EventMetadata* meta) {
+    std::string_view op = text_stat(ev.stats, "hlo_op");
+    std::string_view module = text_stat(ev.stats, "hlo_module");
+    if (meta) {
+      if (op.empty()) op = text_stat(meta->stats, "hlo_op");
+      if (module.empty()) module = text_stat(meta->stats, "hlo_module");
+    }
+    if (op.empty() || module.empty()) return {};
+    int64_t program = -1;
+    if (const Stat* s = find_stat(ev.stats, "program_id"); s) s->as_int(program);
+    // Every step launches the same instructions: look each up and render it once.
+    std::string key = fmt::format("{}\x1f{}\x1f{}", module, program, op);
+    auto cached = hlo_cache_.find(key);
+    if (cached == hlo_cache_.end()) {
+      const HloModule* m = space_.find_hlo_module(module, program);
+      const HloInstruction* inst = m ? m->find(op) : nullptr;
+      std::optional<ExtraArgs> args;
+      if (inst) args = hlo_args(*m, *inst);
+      cached = hlo_cache_.emplace(std::move(key), std::move(args)).first;
+    }
+    if (!cached->second) {
+      ++counts_.kernels_hlo_unresolved;
+      return {};
+    }
+    ++counts_.kernels_with_hlo;
+    return *cached->second;
+  }
+
+  int32_t args_of(const std::vector<Stat>& event_stats, const EventMetadata* meta,
+                  const ExtraArgs& extra = {}) {
     ArgList args;
     auto add = [&](const std::vector<Stat>& stats) {
       for (const Stat& s : stats) {
@@ -90,12 +235,14 @@ class Bridge {
     };
     add(event_stats);
     if (meta) add(meta->stats);
+    for (const auto& [key, value] : extra) args.emplace_back(trace_.strings.intern(key), value);
     if (args.empty()) return -1;
     trace_.arg_lists.push_back(std::move(args));
     return static_cast<int32_t>(trace_.arg_lists.size() - 1);
   }
 
-  EventFields base(const Line& line, const Event& ev, const EventMetadata* meta) {
+  EventFields base(const Line& line, const Event& ev, const EventMetadata* meta,
+                   const ExtraArgs& extra = {}) {
     EventFields f;
     f.ts_ns = line.timestamp_ns + ps_to_ns(ev.offset_ps);
     f.dur_ns = ps_to_ns(ev.duration_ps);
@@ -107,7 +254,7 @@ class Bridge {
     int64_t corr = 0;
     if (const Stat* s = find_stat(ev.stats, "correlation_id"); s && s->as_int(corr))
       f.correlation = corr;
-    f.args = args_of(ev.stats, meta);
+    f.args = args_of(ev.stats, meta, extra);
     f.has_args = f.args >= 0;
     return f;
   }
@@ -130,8 +277,13 @@ class Bridge {
           continue;
         }
         const EventMetadata* meta = plane.metadata(ev.metadata_id);
-        EventFields f = base(line, ev, meta);
         const bool memcpy = memcpy_line || find_stat(ev.stats, "memcpy_details");
+        EventFields f = base(line, ev, meta, memcpy ? ExtraArgs{} : kernel_hlo_args(ev, meta));
+        // Kineto links a launch and its GPU work by correlation and External
+        // id alike; XPlane has the one id, so both carry it (the call tree
+        // links by External id when no runtime event is named "...launch...",
+        // as in older XLA traces).
+        if (f.correlation != kNoInt) f.external_id = f.correlation;
         f.cat = memcpy ? Cat::GpuMemcpy : Cat::Kernel;
         f.cat_name = trace_.strings.intern(memcpy ? "gpu_memcpy" : "kernel");
         f.pid = proc(pid);
@@ -163,7 +315,9 @@ class Bridge {
         EventFields f = base(line, ev, meta);
         std::string_view name = trace_.strings.view(f.name);
         const bool api =
-            f.correlation != kNoInt && (starts_with(name, "hip") || starts_with(name, "cu"));
+            f.correlation != kNoInt && (starts_with(name, "hip") || starts_with(name, "cu") ||
+                                        gpu_correlations_.count(f.correlation));
+        if (api) f.external_id = f.correlation;
         f.cat = python ? Cat::PythonFunction : api ? Cat::CudaRuntime : Cat::CpuOp;
         f.cat_name = trace_.strings.intern(python ? "python_function"
                                            : api  ? "cuda_runtime"
@@ -199,7 +353,10 @@ class Bridge {
                              {"host_events", counts_.host_events},
                              {"aggregated_skipped", counts_.aggregated_skipped},
                              {"kernels_without_hlo_op", counts_.kernels_without_hlo_op},
-                             {"kernels_without_correlation", counts_.kernels_without_correlation}};
+                             {"kernels_without_correlation", counts_.kernels_without_correlation},
+                             {"hlo_modules", counts_.hlo_modules},
+                             {"kernels_with_hlo", counts_.kernels_with_hlo},
+                             {"kernels_hlo_unresolved", counts_.kernels_hlo_unresolved}};
     // Names in a protobuf are bytes: invalid UTF-8 is replaced, not thrown.
     constexpr auto kReplace = nlohmann::json::error_handler_t::replace;
     trace_.top_level_json.emplace_back(std::string(kSourceKey),
@@ -215,6 +372,8 @@ class Bridge {
   Trace trace_;
   Platform platform_ = Platform::Unknown;
   nlohmann::json gpu_props_;
+  std::unordered_set<int64_t> gpu_correlations_;
+  std::unordered_map<std::string, std::optional<ExtraArgs>> hlo_cache_;
 };
 
 }  // namespace
@@ -241,6 +400,9 @@ BridgeCounts counts_of(const Trace& trace) {
     c.aggregated_skipped = j.value("aggregated_skipped", uint64_t{0});
     c.kernels_without_hlo_op = j.value("kernels_without_hlo_op", uint64_t{0});
     c.kernels_without_correlation = j.value("kernels_without_correlation", uint64_t{0});
+    c.hlo_modules = j.value("hlo_modules", uint64_t{0});
+    c.kernels_with_hlo = j.value("kernels_with_hlo", uint64_t{0});
+    c.kernels_hlo_unresolved = j.value("kernels_hlo_unresolved", uint64_t{0});
   }
   return c;
 }

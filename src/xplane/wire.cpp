@@ -40,82 +40,6 @@ constexpr uint32_t kStatMetaId = 1, kStatMetaName = 2;
 // map<int64, V> entries
 constexpr uint32_t kMapKey = 1, kMapValue = 2;
 
-enum WireType : uint32_t { kVarint = 0, kFixed64 = 1, kLength = 2, kFixed32 = 5 };
-
-struct Field {
-  uint32_t number = 0;
-  uint32_t type = 0;
-  uint64_t varint = 0;     // kVarint / kFixed64 / kFixed32 value
-  std::string_view bytes;  // kLength payload
-};
-
-class Reader {
- public:
-  Reader(std::string_view bytes, const char* what)
-      : p_(bytes.data()), end_(p_ + bytes.size()), what_(what) {}
-  bool done() const { return p_ == end_; }
-
-  Field next() {
-    Field f;
-    uint64_t key = varint();
-    f.number = static_cast<uint32_t>(key >> 3);
-    f.type = static_cast<uint32_t>(key & 7);
-    if (f.number == 0 || key >> 32) fail("a field number of 0 or beyond 2^29");
-    switch (f.type) {
-      case kVarint:
-        f.varint = varint();
-        break;
-      case kFixed64:
-        f.varint = fixed(8);
-        break;
-      case kFixed32:
-        f.varint = fixed(4);
-        break;
-      case kLength: {
-        uint64_t n = varint();
-        if (n > static_cast<uint64_t>(end_ - p_)) fail("a length past the end of the data");
-        f.bytes = std::string_view(p_, static_cast<size_t>(n));
-        p_ += n;
-        break;
-      }
-      default:
-        fail(fmt::format("wire type {} (groups or garbage)", f.type));
-    }
-    return f;
-  }
-
-  [[noreturn]] void fail(const std::string& why) const {
-    throw DecodeError(fmt::format("{}: {}", what_, why));
-  }
-
- private:
-  uint64_t varint() {
-    uint64_t v = 0;
-    for (int shift = 0; shift < 64; shift += 7) {
-      if (p_ == end_) fail("a varint cut off by the end of the data");
-      auto c = static_cast<uint8_t>(*p_++);
-      v |= static_cast<uint64_t>(c & 0x7f) << shift;
-      if (!(c & 0x80)) return v;
-    }
-    fail("a varint longer than 10 bytes");
-  }
-  uint64_t fixed(size_t n) {
-    if (static_cast<size_t>(end_ - p_) < n) fail("a fixed-size value cut off by the end");
-    uint64_t v = 0;
-    std::memcpy(&v, p_, n);  // little-endian hosts (x86-64, aarch64)
-    p_ += n;
-    return v;
-  }
-
-  const char* p_;
-  const char* end_;
-  const char* what_;
-};
-
-void expect(const Field& f, uint32_t type, const Reader& r, const char* field) {
-  if (f.type != type) r.fail(fmt::format("field {} has wire type {}, not {}", field, f.type, type));
-}
-
 int64_t as_int64(uint64_t v) {
   return static_cast<int64_t>(v);
 }
@@ -158,6 +82,7 @@ Stat read_stat(std::string_view bytes, const StatNames& names) {
         expect(f, kLength, r, "bytes_value");
         s.kind = Stat::Kind::Bytes;
         s.bytes_len = f.bytes.size();
+        s.bytes = std::string(f.bytes);
         break;
       case kStatRef: {
         expect(f, kVarint, r, "ref_value");
@@ -367,6 +292,16 @@ Plane read_plane(std::string_view bytes) {
 }
 
 }  // namespace
+
+void append_int64s(const Field& f, const Reader& r, const char* field, std::vector<int64_t>& out) {
+  if (f.type == kVarint) {
+    out.push_back(as_int64(f.varint));
+    return;
+  }
+  expect(f, kLength, r, field);
+  Reader packed(f.bytes, field);
+  while (!packed.done()) out.push_back(as_int64(packed.read_varint()));
+}
 
 void decode_space(std::string_view bytes, Space& space) {
   Reader r(bytes, "XSpace");

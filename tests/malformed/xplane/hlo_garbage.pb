@@ -1,0 +1,2 @@
+
+?/host:metadata"jit_f(1)*2ÿÿÿÿ*	Hlo Proto
