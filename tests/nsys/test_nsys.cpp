@@ -24,6 +24,7 @@
 #include "compare/step_views.h"
 #include "critical_path/critical_path.h"
 #include "explore/input_format.h"
+#include "memory/memory.h"
 #include "nsys/emit_nvtx.h"
 #include "nsys/export.h"
 #include "report/report.h"
@@ -625,6 +626,14 @@ TEST_SUITE("nsys") {
       message = e.what();
     }
     CHECK(message.find("has no collective kernels") != std::string::npos);
+  }
+
+  TEST_CASE("nsys: memory analysis is refused with the reason") {
+    if (!have_samples()) return;
+    Trace t = load_any_trace(kBefore);
+    std::string message = error_of([&] { memory::analyse_memory(t); });
+    CHECK(message.find("an Nsight Systems export has no allocator samples") != std::string::npos);
+    CHECK(message.find("profile_memory=True") != std::string::npos);
   }
 
   TEST_CASE("nsys: ProfilerStep#N NVTX ranges are iterations") {
