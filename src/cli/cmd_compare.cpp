@@ -73,6 +73,8 @@ int run_compare(CompareArgs& a) {
   auto summary = c.summary(a.top);
   if (summary["verdict"].is_object())
     fmt::print("{}\n", summary["verdict"]["text"].get<std::string>());
+  if (summary["step_views"].is_object())
+    fmt::print("{}\n", summary["step_views"]["verdict"]["text"].get<std::string>());
   print_timeline(summary);
   print_gaps(summary);
   return 0;
@@ -116,6 +118,15 @@ Runner add_compare(CLI::App& app) {
       ->check(CLI::Range(0.0, 100.0))
       ->default_str("1");
   cmd->add_option("--top", a->top, "flagged ops printed")->default_str("10");
+  cmd->add_option(
+         "--iteration", a->options.iteration,
+         "Nsight Systems captures: the iteration (by index) of the per-iteration step view")
+      ->default_str("0");
+  cmd->add_option("--iterations", a->options.iterations,
+                  "how the step view finds iterations: auto (ProfilerStep#N, else repeats, else "
+                  "GPU idle gaps), profiler_step, detected_repeats or gpu_idle_gaps")
+      ->check(CLI::IsMember({"auto", "profiler_step", "detected_repeats", "gpu_idle_gaps"}))
+      ->default_str("auto");
   cmd->footer(
       "The sheets both sides have are compared (notes name the rest); inputs may mix kinds.\n"
       "TraceLens's own comparisons use --merge-order lexicographic (pandas >= 2.2). "

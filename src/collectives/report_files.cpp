@@ -13,8 +13,9 @@ bool wants_overlap(const CollectiveReportOptions& options, size_t count) {
   return options.overlap || count == 1;
 }
 
-RankAnalysis analyse_rank(const std::string& path, int64_t rank_from_order, bool with_overlap) {
-  Trace trace = load_any_trace(path);
+namespace {
+
+RankAnalysis analyse_rank_trace(const Trace& trace, int64_t rank_from_order, bool with_overlap) {
   RankAnalysis a;
   a.trace = rank_trace(trace, rank_from_order);
   if (with_overlap) {
@@ -27,6 +28,12 @@ RankAnalysis analyse_rank(const std::string& path, int64_t rank_from_order, bool
     }
   }
   return a;
+}
+
+}  // namespace
+
+RankAnalysis analyse_rank(const std::string& path, int64_t rank_from_order, bool with_overlap) {
+  return analyse_rank_trace(load_any_trace(path), rank_from_order, with_overlap);
 }
 
 CollectiveReportResult merge_ranks(std::vector<RankAnalysis> analyses, TimeAlignment alignment) {
@@ -55,11 +62,15 @@ CollectiveReportResult merge_ranks(std::vector<RankAnalysis> analyses, TimeAlign
 CollectiveReportResult collective_report(const std::vector<std::string>& paths,
                                          const CollectiveReportOptions& options) {
   if (paths.empty()) throw CollectiveError("no rank traces given");
-  const bool overlap = wants_overlap(options, paths.size());
   std::vector<RankAnalysis> ranks;
   for (size_t k = 0; k < paths.size(); ++k) {
-    // Only the analysis is kept, so one trace is in memory at a time.
-    ranks.push_back(analyse_rank(paths[k], static_cast<int64_t>(k), overlap));
+    // Only the analysis is kept, so one trace (one capture when a
+    // multi-process Nsight Systems export holds several ranks) is in memory
+    // at a time.
+    std::vector<Trace> traces = load_rank_traces(paths[k]);
+    const bool overlap = wants_overlap(options, paths.size() * traces.size());
+    for (const Trace& t : traces)
+      ranks.push_back(analyse_rank_trace(t, static_cast<int64_t>(ranks.size()), overlap));
     if (options.progress && !options.progress(k + 1, paths.size()))
       throw CollectiveError("cancelled");
   }

@@ -11,6 +11,7 @@
 #include "critical_path/critical_path.h"
 #include "explore/rocprof_trace.h"
 #include "memory/memory.h"
+#include "nsys/export.h"
 #include "report/report.h"
 #include "rocprof/report.h"
 
@@ -234,6 +235,7 @@ PreparedReport prepare_loaded_trace(const LoadedTrace& entry, const std::string&
       profile ? rocprof_report(entry, *profile) : trace_report(entry, arch.empty() ? "none" : arch);
   side.report = NamedReport{tag, report->tables, entry.path()};
   normalize_report(side.report);
+  if (nsys::is_nsys_trace(entry.trace())) side.capture = entry;
   if (!profile) {
     side.step = step_bound(entry);
     if (auto recorded = memory::analyse_memory_if_recorded(entry.trace()))
@@ -296,8 +298,9 @@ namespace {
 // both traces recorded memory.
 constexpr size_t kMemoryDiffRows = 10;
 
-TraceComparison with_steps(TraceComparison c, const PreparedReport& ref,
-                           const PreparedReport& tgt) {
+TraceComparison with_steps(TraceComparison c, const PreparedReport& ref, const PreparedReport& tgt,
+                           const CompareTracesOptions& options) {
+  add_step_views(c, ref, tgt, options);
   c.step_reference = ref.step;
   c.step_target = tgt.step;
   if (ref.memory && tgt.memory)
@@ -315,7 +318,7 @@ TraceComparison compare_loaded_traces(const LoadedTrace& reference, const Loaded
   PreparedReport tgt = prepare_loaded_trace(target, options.target_tag, options.arch_target);
   return with_steps(compare_prepared_reports(std::move(ref.report), std::move(tgt.report),
                                              std::move(ref.arch), std::move(tgt.arch), options),
-                    ref, tgt);
+                    ref, tgt, options);
 }
 
 TraceComparison compare_traces(const std::string& reference_path, const std::string& target_path,
@@ -327,7 +330,31 @@ TraceComparison compare_traces(const std::string& reference_path, const std::str
       side_from_path(store, target_path, options.target_tag, options.arch_target, "TARGET");
   return with_steps(compare_prepared_reports(std::move(ref.report), std::move(tgt.report),
                                              std::move(ref.arch), std::move(tgt.arch), options),
-                    ref, tgt);
+                    ref, tgt, options);
+}
+
+void add_step_views(TraceComparison& c, const PreparedReport& ref, const PreparedReport& tgt,
+                    const CompareTracesOptions& options) {
+  if (!ref.capture || !tgt.capture) return;
+  auto views = [&](const LoadedTrace& entry) {
+    auto tree = trace_call_tree(entry);
+    return entry.cached<std::optional<StepViews>>("compare:step_views:" + options.iterations, [&] {
+      return step_views(entry.trace(), *tree, options.iterations);
+    });
+  };
+  try {
+    auto r = views(*ref.capture), t = views(*tgt.capture);
+    if (!*r || !*t) return;
+    c.step_views = compare_step_views(**r, **t, c.reference.tag, c.target.tag, options.iteration);
+  } catch (const std::invalid_argument& e) {
+    c.notes.push_back(fmt::format("step views skipped: {}", e.what()));
+    return;
+  }
+  if (!options.output_dir.empty()) {
+    std::string file = (fs::path(options.output_dir) / "step_views.json").string();
+    write_file_atomic(file, c.step_views.dump(2) + "\n");
+    c.files.push_back(file);
+  }
 }
 
 json TraceComparison::summary(size_t top_n) const {
@@ -341,6 +368,7 @@ json TraceComparison::summary(size_t top_n) const {
           {"target", {{"tag", tgt}, {"arch", arch_name(arch_target)}}},
           {"verdict", step_verdict(timeline, ref, tgt, step_reference, step_target)},
           {"memory", memory_diff},
+          {"step_views", step_views},
           {"gpu_timeline", timeline ? gpu_timeline_side_by_side(*timeline, ref, tgt) : json()},
           {"ops_summary", ops ? ops_summary_side_by_side(*ops, ref, tgt, top_n) : json()},
           {"hardware_gaps", hardware_gaps ? hardware_gaps->to_json(top_n) : json()},

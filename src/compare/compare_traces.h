@@ -19,6 +19,7 @@
 #include "compare/compare.h"
 #include "compare/compare_hw.h"
 #include "compare/compare_inputs.h"
+#include "compare/step_views.h"
 #include "explore/trace_store.h"
 #include "memory/memory.h"
 #include "perf/gpu_arch.h"
@@ -37,6 +38,10 @@ struct CompareTracesOptions {
   std::string output_dir;
   CompareOptions compare;  // default: every sheet group
   HardwareGapOptions gaps;
+  // Nsight Systems captures: the per-iteration step view compares this
+  // iteration (by index on each side), found by `iterations` (step_views).
+  size_t iteration = 0;
+  std::string iterations = "auto";
 };
 
 // What bounds one side's step, from the critical path of its trace
@@ -53,6 +58,9 @@ struct TraceComparison {
   // memory_diff_json of the two traces when both recorded [memory] samples
   // (profile_memory=True): peak and per-step memory, the groups that changed.
   nlohmann::json memory_diff;
+  // compare_step_views of two Nsight Systems captures: the whole-capture and
+  // the per-iteration step time and a verdict naming its view (null else).
+  nlohmann::json step_views;
   std::optional<GpuArch> arch_reference, arch_target;
   CompareResult result;
   std::optional<HardwareGapAnalysis> hardware_gaps;  // both archs known
@@ -74,6 +82,8 @@ struct PreparedReport {
   std::optional<StepBound> step;
   // Its memory analysis, when the side is a trace with [memory] samples.
   std::shared_ptr<const memory::MemoryAnalysis> memory;
+  // An Nsight Systems capture's loaded trace, for its step views.
+  std::optional<LoadedTrace> capture;
 };
 
 // `arch` as in CompareTracesOptions. The loaded-trace report comes from the
@@ -110,5 +120,11 @@ TraceComparison compare_prepared_reports(NamedReport reference, NamedReport targ
                                          std::optional<GpuArch> arch_reference,
                                          std::optional<GpuArch> arch_target,
                                          const CompareTracesOptions& options);
+
+// Adds c.step_views (compare_step_views) when both sides are Nsight Systems
+// captures with kernels, with options.iteration / options.iterations; a
+// refused options.iterations becomes a note.
+void add_step_views(TraceComparison& c, const PreparedReport& reference,
+                    const PreparedReport& target, const CompareTracesOptions& options);
 
 }  // namespace jarvis

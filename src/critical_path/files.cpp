@@ -72,12 +72,14 @@ Loaded load_graph(const std::vector<std::string>& paths,
                   const std::function<bool(size_t, size_t)>& progress) {
   Loaded out;
   std::vector<RankInput> inputs;
-  for (const std::string& p : paths) {
-    out.traces.push_back(std::make_unique<Trace>(load_any_trace(p)));
-    out.trees.push_back(std::make_unique<CallTree>(*out.traces.back()));
-    inputs.push_back({out.traces.back().get(), out.trees.back().get(), -1});
-    if (progress && !progress(out.traces.size(), paths.size()))
-      throw CriticalPathError("cancelled");
+  for (size_t k = 0; k < paths.size(); ++k) {
+    // A multi-process Nsight Systems capture gives one trace per rank.
+    for (Trace& t : load_rank_traces(paths[k])) {
+      out.traces.push_back(std::make_unique<Trace>(std::move(t)));
+      out.trees.push_back(std::make_unique<CallTree>(*out.traces.back()));
+      inputs.push_back({out.traces.back().get(), out.trees.back().get(), -1});
+    }
+    if (progress && !progress(k + 1, paths.size())) throw CriticalPathError("cancelled");
   }
   out.graph = build_graph(inputs);
   return out;

@@ -263,6 +263,7 @@ using analysis::write_findings;
 // ---------------------------------------------------------------------------
 // Compare: traces, report directories / workbooks, hardware gaps
 // ---------------------------------------------------------------------------
+using jarvis::add_step_views;
 using jarvis::compare_prepared_reports;
 using jarvis::compare_sheet_groups;
 using jarvis::compare_traces;

@@ -129,4 +129,12 @@ Trace load_any_trace(const std::string& path) {
   return load_non_kineto_input(path, format).trace;
 }
 
+std::vector<Trace> load_rank_traces(const std::string& path) {
+  if (detect_input_format(path) == InputFormat::NsysSqlite)
+    return nsys::to_rank_traces(nsys::load_export(path));
+  std::vector<Trace> out;
+  out.push_back(load_any_trace(path));
+  return out;
+}
+
 }  // namespace jarvis

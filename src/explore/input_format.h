@@ -11,6 +11,7 @@
 #include <functional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "trace/trace.h"
 
@@ -49,5 +50,11 @@ LoadedInput load_non_kineto_input(const std::string& path, InputFormat format);
 // XPlane through their readers; rocprofv3 output (kernels only) is refused
 // by load_trace with the commands that read it.
 Trace load_any_trace(const std::string& path);
+
+// The rank traces an input holds, for the multi-rank analyses (critical
+// path, collectives): an Nsight Systems capture of several GPU processes is
+// one Trace per process (nsys::to_rank_traces); any other input is
+// load_any_trace(path) alone.
+std::vector<Trace> load_rank_traces(const std::string& path);
 
 }  // namespace jarvis

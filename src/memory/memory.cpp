@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "memory/memory_internal.h"
+#include "nsys/export.h"
 #include "xplane/space.h"
 
 namespace jarvis::memory {
@@ -339,6 +340,14 @@ MemoryAnalysis analyse_memory(const Trace& trace) {
                                  "PyTorch traces recorded with profile_memory=True",
                                  trace.path.empty() ? std::string("trace") : trace.path),
                      ErrorKind::Unsupported);
+  if (samples.empty() && nsys::is_nsys_trace(trace))
+    throw TraceError(
+        fmt::format("{}: an Nsight Systems export has no allocator samples (the PyTorch "
+                    "profiler's [memory] events; nsys's --cuda-memory-usage tables are not read). "
+                    "Record the run with torch.profiler.profile(profile_memory=True, "
+                    "record_shapes=True, with_stack=True) to analyse memory.",
+                    trace.path.empty() ? std::string("trace") : trace.path),
+        ErrorKind::Unsupported);
   if (samples.empty())
     throw TraceError(fmt::format("{}: the trace has no [memory] events: it was recorded without "
                                  "profile_memory=True. Record it again with "

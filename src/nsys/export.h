@@ -17,6 +17,7 @@
 #pragma once
 
 #include <cstdint>
+#include <set>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -127,7 +128,25 @@ Export load_export(const std::string& path);
 // top-level "nsys_export" member marks the source.
 Trace to_trace(const Export& ex);
 
-// True for a Trace made by to_trace.
+// The processes of a capture that ran GPU work (kernels, memcpy, memset),
+// one per rank as `torchrun` under `nsys profile` gives: ordered by their
+// lowest device id (then OS pid), rank = position.
+struct RankProcess {
+  int64_t pid = 0;  // OS pid
+  int64_t rank = 0;
+  int64_t first_device = 0;
+  std::set<int64_t> devices;
+};
+std::vector<RankProcess> rank_processes(const Export& ex);
+
+// One Trace per rank process (its GPU rows, its threads' runtime calls and
+// NVTX ranges; host rows of processes without GPU work are left out), each
+// with a `distributedInfo` {rank, world_size} as a Kineto rank trace has, so
+// the multi-rank analyses (critical path, collectives) take the capture as
+// its ranks. A capture with one such process (or none) gives to_trace(ex).
+std::vector<Trace> to_rank_traces(const Export& ex);
+
+// True for a Trace made by to_trace or to_rank_traces.
 bool is_nsys_trace(const Trace& trace);
 
 }  // namespace jarvis::nsys

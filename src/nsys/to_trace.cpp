@@ -2,7 +2,9 @@
 // would hold (names, categories, rows, args), so every analysis of the event
 // model applies unchanged. The mapping is documented in export.h.
 #include <algorithm>
+#include <map>
 #include <set>
+#include <tuple>
 #include <unordered_map>
 
 #include <fmt/format.h>
@@ -61,7 +63,9 @@ std::string_view api_name(std::string_view name) {
 
 class Builder {
  public:
-  Builder(const Export& ex, Trace& trace) : ex_(ex), t_(trace) {
+  // only_pid: the OS process whose rows are kept (-1: every process).
+  Builder(const Export& ex, Trace& trace, int64_t only_pid)
+      : ex_(ex), t_(trace), only_pid_(only_pid) {
     // Correlation ids are per process: several processes in one capture
     // (one per rank) may reuse them, so the link gets the process in its
     // high bits then.
@@ -83,6 +87,8 @@ class Builder {
     key_bytes_ = t_.strings.intern("bytes");
     key_dims_ = t_.strings.intern("Input Dims");
   }
+
+  bool kept(int64_t global_id) const { return only_pid_ < 0 || pid_of(global_id) == only_pid_; }
 
   int64_t link(int64_t pid, int64_t correlation) const {
     if (correlation == kNoInt || !per_process_links_) return correlation;
@@ -120,6 +126,7 @@ class Builder {
 
   void kernels() {
     for (const Kernel& k : ex_.kernels) {
+      if (!kept(k.global_pid)) continue;
       std::string_view name = ex_.string(k.demangled_name);
       if (name.empty()) name = ex_.string(k.short_name);
       EventFields e =
@@ -138,6 +145,7 @@ class Builder {
 
   void memory_ops() {
     for (const MemoryOp& m : ex_.memcpys) {
+      if (!kept(m.global_pid)) continue;
       std::string name = fmt::format("Memcpy {} ({} -> {})", copy_direction(m.copy_kind),
                                      memory_kind(m.src_kind), memory_kind(m.dst_kind));
       EventFields e =
@@ -147,6 +155,7 @@ class Builder {
       t_.add_event(e);
     }
     for (const MemoryOp& m : ex_.memsets) {
+      if (!kept(m.global_pid)) continue;
       std::string name = fmt::format("Memset ({})", memory_kind(m.dst_kind));
       EventFields e =
           gpu(name, cat_memset_, Cat::GpuMemset, m.start_ns, m.end_ns, m.device_id, m.stream_id);
@@ -158,6 +167,7 @@ class Builder {
 
   void syncs() {
     for (const Synchronization& y : ex_.syncs) {
+      if (!kept(y.global_pid)) continue;
       EventFields e = gpu(sync_name(y.sync_type), cat_sync_, Cat::Other, y.start_ns, y.end_ns,
                           y.device_id, y.stream_id);
       e.correlation = link(pid_of(y.global_pid), y.correlation_id);
@@ -182,6 +192,7 @@ class Builder {
 
   void runtime() {
     for (const RuntimeCall& c : ex_.runtime) {
+      if (!kept(c.global_tid)) continue;
       EventFields e = host(api_name(ex_.string(c.name)), cat_runtime_, Cat::CudaRuntime, c.start_ns,
                            c.end_ns, c.global_tid);
       e.correlation = link(pid_of(c.global_tid), c.correlation_id);
@@ -192,6 +203,7 @@ class Builder {
 
   void nvtx() {
     for (const NvtxRange& n : ex_.nvtx) {
+      if (!kept(n.global_tid)) continue;
       auto op = parse_emit_nvtx(n.text);
       if (!op) {
         t_.add_event(
@@ -232,6 +244,7 @@ class Builder {
  private:
   const Export& ex_;
   Trace& t_;
+  int64_t only_pid_ = -1;
   bool per_process_links_ = false;
   uint32_t cat_kernel_, cat_memcpy_, cat_memset_, cat_sync_, cat_runtime_, cat_op_, cat_annotation_;
   uint32_t key_grid_, key_block_, key_registers_, key_shared_, key_bytes_, key_dims_;
@@ -241,13 +254,17 @@ class Builder {
 
 }  // namespace
 
-Trace to_trace(const Export& ex) {
+namespace {
+
+// The trace of one process (only_pid >= 0, rank `rank` of `world`) or of the
+// whole capture (only_pid < 0).
+Trace build_trace(const Export& ex, int64_t only_pid, int64_t rank, int64_t world) {
   Trace trace;
   trace.path = ex.path;
   trace.platform = Platform::Cuda;
   trace.events.reserve(ex.kernels.size() + ex.memcpys.size() + ex.memsets.size() + ex.syncs.size() +
                        ex.runtime.size() + ex.nvtx.size());
-  Builder b(ex, trace);
+  Builder b(ex, trace, only_pid);
   b.kernels();
   b.memory_ops();
   b.syncs();
@@ -256,28 +273,81 @@ Trace to_trace(const Export& ex) {
   b.metadata();
 
   std::set<int64_t> devices, pids;
+  size_t kernels = 0;
   for (const Kernel& k : ex.kernels) {
+    if (only_pid >= 0 && pid_of(k.global_pid) != only_pid) continue;
     devices.insert(k.device_id);
     pids.insert(pid_of(k.global_pid));
+    ++kernels;
   }
   nlohmann::json source = {{"source", "nsys"},
                            {"schema_version", ex.schema_version},
                            {"product_version", ex.product_version},
                            {"devices", devices},
                            {"processes", pids},
-                           {"kernels", ex.kernels.size()},
+                           {"kernels", kernels},
                            {"nvtx_ranges", ex.nvtx.size()}};
+  if (only_pid >= 0) source["rank_of_capture"] = {{"process", only_pid}, {"rank", rank}};
   trace.top_level_json.emplace_back(std::string(kSourceKey), source.dump());
+  // A process of a multi-process capture is a rank: the same member a Kineto
+  // trace of that rank carries, so the multi-rank analyses read it as theirs.
+  if (only_pid >= 0)
+    trace.top_level_json.emplace_back("distributedInfo",
+                                      nlohmann::json{{"rank", rank}, {"world_size", world}}.dump());
   if (!ex.gpu_names.empty()) {
     std::map<int64_t, std::string> by_id(ex.gpu_names.begin(), ex.gpu_names.end());
     nlohmann::json props = nlohmann::json::array();
-    for (const auto& [id, name] : by_id) props.push_back({{"id", id}, {"name", name}});
+    for (const auto& [id, name] : by_id)
+      if (only_pid < 0 || devices.count(id)) props.push_back({{"id", id}, {"name", name}});
     trace.top_level_json.emplace_back("deviceProperties", props.dump());
   }
   trace.file_bytes = ex.file_bytes;
   trace.json_bytes = ex.file_bytes;
   trace.shrink_side_tables();
   return trace;
+}
+
+}  // namespace
+
+Trace to_trace(const Export& ex) {
+  return build_trace(ex, -1, -1, -1);
+}
+
+std::vector<RankProcess> rank_processes(const Export& ex) {
+  // Each process's lowest device and its GPU work.
+  std::map<int64_t, RankProcess> by_pid;
+  auto note = [&](int64_t global_pid, int64_t device) {
+    auto [it, fresh] = by_pid.try_emplace(pid_of(global_pid));
+    RankProcess& p = it->second;
+    if (fresh) {
+      p.pid = pid_of(global_pid);
+      p.first_device = device;
+    }
+    p.first_device = std::min(p.first_device, device);
+    p.devices.insert(device);
+  };
+  for (const Kernel& k : ex.kernels) note(k.global_pid, k.device_id);
+  for (const MemoryOp& m : ex.memcpys) note(m.global_pid, m.device_id);
+  for (const MemoryOp& m : ex.memsets) note(m.global_pid, m.device_id);
+  std::vector<RankProcess> out;
+  for (auto& [pid, p] : by_pid) out.push_back(std::move(p));
+  std::sort(out.begin(), out.end(), [](const RankProcess& a, const RankProcess& b) {
+    return std::tie(a.first_device, a.pid) < std::tie(b.first_device, b.pid);
+  });
+  for (size_t r = 0; r < out.size(); ++r) out[r].rank = static_cast<int64_t>(r);
+  return out;
+}
+
+std::vector<Trace> to_rank_traces(const Export& ex) {
+  std::vector<RankProcess> ranks = rank_processes(ex);
+  std::vector<Trace> out;
+  if (ranks.size() <= 1) {
+    out.push_back(to_trace(ex));
+    return out;
+  }
+  for (const RankProcess& p : ranks)
+    out.push_back(build_trace(ex, p.pid, p.rank, static_cast<int64_t>(ranks.size())));
+  return out;
 }
 
 bool is_nsys_trace(const Trace& trace) {

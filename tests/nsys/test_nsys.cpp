@@ -20,7 +20,11 @@
 
 #include <fmt/format.h>
 
+#include "collectives/collectives.h"
+#include "compare/step_views.h"
+#include "critical_path/critical_path.h"
 #include "explore/input_format.h"
+#include "memory/memory.h"
 #include "nsys/emit_nvtx.h"
 #include "nsys/export.h"
 #include "report/report.h"
@@ -430,6 +434,326 @@ TEST_SUITE("nsys") {
   }
 }
 
+// Several GPUs in one capture: ranks, the multi-rank analyses, iterations
+// and the step views compare uses, against SQL on the exports.
+namespace {
+
+int64_t to_i(const std::string& s) {
+  return std::stoll(s);
+}
+
+// Per device of an export: the OS pid that ran its kernels (one each).
+std::map<int64_t, int64_t> device_pids(Sql& sql) {
+  std::map<int64_t, int64_t> out;
+  for (const auto& row : sql.rows("SELECT DISTINCT deviceId, (globalPid >> 24) & 16777215 FROM "
+                                  "CUPTI_ACTIVITY_KIND_KERNEL ORDER BY deviceId"))
+    out[to_i(row[0])] = to_i(row[1]);
+  return out;
+}
+
+// Step time as nsys-ai's diff defines it, from SQL rows: per device, the span
+// of the kernels wholly inside [lo, hi] (every kernel when lo > hi), and its
+// split into compute-only, NCCL-only, overlap and idle time.
+struct Spans {
+  int64_t step_ns = 0;
+  double rounded_ms = 0;  // the four parts per device, each rounded to 0.01 ms, summed
+};
+Spans spans(Sql& sql, int64_t lo, int64_t hi) {
+  std::string where = lo <= hi ? fmt::format(" AND k.start >= {} AND k.\"end\" <= {}", lo, hi) : "";
+  Spans out;
+  for (const auto& dev : sql.rows("SELECT DISTINCT deviceId FROM CUPTI_ACTIVITY_KIND_KERNEL")) {
+    auto rows = sql.rows(fmt::format(
+        "SELECT k.start, k.\"end\", lower(s.value) LIKE '%nccl%' FROM CUPTI_ACTIVITY_KIND_KERNEL "
+        "k JOIN StringIds s ON s.id = k.shortName WHERE k.deviceId = {}{}",
+        dev[0], where));
+    if (rows.empty()) continue;
+    std::vector<std::pair<int64_t, int64_t>> compute, nccl;
+    int64_t first = INT64_MAX, last = INT64_MIN;
+    for (const auto& r : rows) {
+      (r[2] == "1" ? nccl : compute).push_back({to_i(r[0]), to_i(r[1])});
+      first = std::min(first, to_i(r[0]));
+      last = std::max(last, to_i(r[1]));
+    }
+    auto merge = [](std::vector<std::pair<int64_t, int64_t>> v) {
+      std::sort(v.begin(), v.end());
+      std::vector<std::pair<int64_t, int64_t>> m;
+      for (auto iv : v)
+        if (!m.empty() && iv.first <= m.back().second)
+          m.back().second = std::max(m.back().second, iv.second);
+        else
+          m.push_back(iv);
+      return m;
+    };
+    auto c = merge(compute), n = merge(nccl);
+    int64_t cov_c = 0, cov_n = 0, both = 0;
+    for (auto iv : c) cov_c += iv.second - iv.first;
+    for (auto iv : n) cov_n += iv.second - iv.first;
+    for (auto a : c)
+      for (auto b : n)
+        both += std::max<int64_t>(0, std::min(a.second, b.second) - std::max(a.first, b.first));
+    const int64_t total = last - first;
+    out.step_ns += total;
+    for (int64_t part :
+         {cov_c - both, cov_n - both, both, total - (cov_c - both) - (cov_n - both) - both})
+      out.rounded_ms += std::round(static_cast<double>(part) / 1e4) / 100;
+  }
+  return out;
+}
+
+// nsys-ai's iteration 0 without markers, from SQL rows: the main thread
+// (most launches of device 0's kernels), its kernels in start order, a new
+// iteration where the GPU pauses over 2 ms (at that kernel's launch), and
+// iteration 0's GPU window: the kernels launched inside its host window.
+std::pair<int64_t, int64_t> gap_iteration0(Sql& sql) {
+  auto rows = sql.rows(
+      "WITH l AS (SELECT r.globalTid AS tid, r.start AS cs, r.\"end\" AS ce, k.start AS ks, "
+      "k.\"end\" AS ke FROM CUPTI_ACTIVITY_KIND_KERNEL k JOIN CUPTI_ACTIVITY_KIND_RUNTIME r ON "
+      "r.correlationId = k.correlationId AND (r.globalTid >> 24) = (k.globalPid >> 24) WHERE "
+      "k.deviceId = 0), m AS (SELECT tid FROM l GROUP BY tid ORDER BY count(*) DESC LIMIT 1) "
+      "SELECT cs, ce, ks, ke FROM l WHERE tid = (SELECT tid FROM m) ORDER BY ks, cs");
+  REQUIRE(rows.size() > 2);
+  std::vector<int64_t> bounds{INT64_MAX};
+  int64_t last_end = to_i(rows[0][3]), last_call = 0;
+  for (size_t k = 0; k < rows.size(); ++k) {
+    bounds[0] = std::min(bounds[0], to_i(rows[k][0]));
+    last_call = std::max(last_call, to_i(rows[k][1]));
+    if (k > 0 && to_i(rows[k][2]) - last_end > 2'000'000) bounds.push_back(to_i(rows[k][0]));
+    if (k > 0) last_end = std::max(last_end, to_i(rows[k][3]));
+  }
+  std::sort(bounds.begin(), bounds.end());
+  if (bounds.size() < 2) bounds.push_back(last_call);
+  int64_t lo = INT64_MAX, hi = INT64_MIN;
+  for (const auto& r : rows)
+    if (to_i(r[0]) >= bounds[0] && to_i(r[0]) <= bounds[1] && to_i(r[1]) <= bounds[1]) {
+      lo = std::min(lo, to_i(r[2]));
+      hi = std::max(hi, to_i(r[3]));
+    }
+  return {lo, hi};
+}
+
+}  // namespace
+
+TEST_SUITE("nsys") {
+  TEST_CASE("nsys: a capture of two GPU processes is two ranks") {
+    if (!have_samples()) return;
+    Sql sql(kBefore);
+    auto pids = device_pids(sql);
+    REQUIRE(pids.size() == 2);
+    std::vector<Trace> ranks = nsys::to_rank_traces(nsys::load_export(kBefore));
+    REQUIRE(ranks.size() == 2);
+    for (size_t r = 0; r < ranks.size(); ++r) {
+      CAPTURE(r);
+      const Trace& t = ranks[r];
+      bool info = false;
+      for (const auto& [key, text] : t.top_level_json)
+        if (key == "distributedInfo") {
+          info = true;
+          CHECK(text == fmt::format("{{\"rank\":{},\"world_size\":2}}", r));
+        }
+      CHECK(info);
+      // Rank r is the process of device r: its kernels, launches and ranges.
+      const int64_t pid = pids.at(static_cast<int64_t>(r));
+      auto k = sql.rows(
+          fmt::format("SELECT count(*), sum(\"end\" - start), min(deviceId), max(deviceId) FROM "
+                      "CUPTI_ACTIVITY_KIND_KERNEL WHERE (globalPid >> 24) & 16777215 = {}",
+                      pid));
+      auto rt = sql.rows(fmt::format(
+          "SELECT count(*) FROM CUPTI_ACTIVITY_KIND_RUNTIME WHERE (globalTid >> 24) & 16777215 = "
+          "{}",
+          pid));
+      int64_t kernels = 0, ns = 0, runtime = 0;
+      for (Uid u = 0; u < t.events.size(); ++u) {
+        const Event& e = t.events[u];
+        if (e.cat == Cat::Kernel) {
+          ++kernels;
+          ns += e.dur_ns;
+          CHECK(t.device(u) == static_cast<int64_t>(r));
+        } else if (e.cat == Cat::CudaRuntime) {
+          ++runtime;
+          CHECK(t.pid(u).value == pid);
+        }
+      }
+      CHECK(kernels == to_i(k[0][0]));
+      CHECK(ns == to_i(k[0][1]));
+      CHECK(k[0][2] == std::to_string(r));
+      CHECK(k[0][3] == std::to_string(r));
+      CHECK(runtime == to_i(rt[0][0]));
+    }
+    // load_rank_traces gives the same split; other inputs stay one trace.
+    CHECK(load_rank_traces(kBefore).size() == 2);
+  }
+
+  TEST_CASE("nsys: collectives and the critical path take the capture's processes as ranks") {
+    if (!have_samples()) return;
+    Sql sql(kBefore);
+    // NCCL kernels carry no process-group args in an export: each device's
+    // instances are matched by their order on the device (seq by start).
+    auto nccl = sql.rows(
+        "SELECT k.deviceId, k.\"end\" - k.start FROM CUPTI_ACTIVITY_KIND_KERNEL k JOIN StringIds "
+        "s ON s.id = k.shortName WHERE s.value LIKE 'nccl%' ORDER BY k.deviceId, k.start");
+    std::map<int64_t, std::vector<int64_t>> per_device;
+    for (const auto& row : nccl) per_device[to_i(row[0])].push_back(to_i(row[1]));
+    REQUIRE(per_device.size() == 2);
+    REQUIRE(per_device[0].size() == per_device[1].size());
+    auto result = collectives::collective_report({kBefore});
+    CHECK(!result.single_rank);
+    CHECK(result.report.ranks == std::vector<int64_t>{0, 1});
+    REQUIRE(result.report.instances.size() == per_device[0].size());
+    for (size_t i = 0; i < result.report.instances.size(); ++i) {
+      const auto& inst = result.report.instances[i];
+      CAPTURE(i);
+      CHECK(inst.seq == static_cast<int64_t>(i));
+      CHECK(inst.dur_us[0] == doctest::Approx(static_cast<double>(per_device[0][i]) / 1e3));
+      CHECK(inst.dur_us[1] == doctest::Approx(static_cast<double>(per_device[1][i]) / 1e3));
+    }
+    auto verdict = collectives::straggler_verdict(result.report);
+    CHECK(verdict.instances == per_device[0].size());
+
+    auto loaded = critical_path::load_graph({kBefore});
+    CHECK(loaded.graph.ranks == std::vector<int64_t>{0, 1});
+    CHECK(loaded.graph.iterations_source == critical_path::kFromDetectedRepeats);
+    auto a = critical_path::analyse(loaded.graph);
+    CHECK(a.iterations.size() > 1);
+    std::set<int64_t> on_path;
+    for (const auto& c : a.contributors) on_path.insert(c.rank);
+    CHECK(on_path == std::set<int64_t>{0, 1});
+
+    // The one-second capture has no NCCL kernel: the ranks cannot be joined.
+    std::string message;
+    try {
+      critical_path::load_graph({k1s});
+    } catch (const critical_path::CriticalPathError& e) {
+      message = e.what();
+    }
+    CHECK(message.find("has no collective kernels") != std::string::npos);
+  }
+
+  TEST_CASE("nsys: memory analysis is refused with the reason") {
+    if (!have_samples()) return;
+    Trace t = load_any_trace(kBefore);
+    std::string message = error_of([&] { memory::analyse_memory(t); });
+    CHECK(message.find("an Nsight Systems export has no allocator samples") != std::string::npos);
+    CHECK(message.find("profile_memory=True") != std::string::npos);
+  }
+
+  TEST_CASE("nsys: ProfilerStep#N NVTX ranges are iterations") {
+    TempDir tmp;
+    std::string path = (tmp.path / "steps.sqlite").string();
+    {
+      Sql db(path, true);
+      // Two steps on one thread (pid 7, tid 9), each launching two kernels.
+      std::string sql =
+          "CREATE TABLE StringIds (id INTEGER PRIMARY KEY, value TEXT NOT NULL);"
+          "INSERT INTO StringIds VALUES (1, 'cudaLaunchKernel_v7000'), (2, 'void a()'), (3, "
+          "'a'), (4, 'void b()'), (5, 'b');"
+          "CREATE TABLE CUPTI_ACTIVITY_KIND_KERNEL (start INTEGER NOT NULL, \"end\" INTEGER NOT "
+          "NULL, deviceId INTEGER NOT NULL, contextId INTEGER NOT NULL, streamId INTEGER NOT "
+          "NULL, correlationId INTEGER, globalPid INTEGER, demangledName INTEGER NOT NULL, "
+          "shortName INTEGER NOT NULL, gridX INTEGER, gridY INTEGER, gridZ INTEGER, blockX "
+          "INTEGER, blockY INTEGER, blockZ INTEGER);"
+          "CREATE TABLE CUPTI_ACTIVITY_KIND_RUNTIME (start INTEGER NOT NULL, \"end\" INTEGER NOT "
+          "NULL, eventClass INTEGER NOT NULL, globalTid INTEGER, correlationId INTEGER, nameId "
+          "INTEGER NOT NULL, returnValue INTEGER NOT NULL);"
+          "CREATE TABLE NVTX_EVENTS (start INTEGER NOT NULL, \"end\" INTEGER, eventType INTEGER "
+          "NOT NULL, text TEXT, globalTid INTEGER, textId INTEGER, domainId INTEGER);";
+      for (int step = 0; step < 2; ++step) {
+        const int64_t base = 100000 + step * 100000;
+        sql += fmt::format(
+            "INSERT INTO NVTX_EVENTS VALUES ({}, {}, 59, 'ProfilerStep#{}', 117440521, NULL, 0);",
+            base, base + 100000, step);
+        for (int k = 0; k < 2; ++k) {
+          const int64_t call = base + 1000 + k * 1000, corr = step * 2 + k + 1;
+          sql += fmt::format(
+              "INSERT INTO CUPTI_ACTIVITY_KIND_RUNTIME VALUES ({}, {}, 0, 117440521, {}, 1, 0);",
+              call, call + 500, corr);
+          sql += fmt::format(
+              "INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL VALUES ({}, {}, 0, 1, 7, {}, 117440512, "
+              "{}, {}, 1, 1, 1, 1, 1, 1);",
+              call + 5000, call + 5000 + 500 * (step + 1), corr, 2 + 2 * k, 3 + 2 * k);
+        }
+      }
+      db.exec(sql);
+    }
+    auto loaded = critical_path::load_graph({path});
+    CHECK(loaded.graph.iterations_source == critical_path::kFromProfilerStep);
+    CHECK(loaded.graph.iterations.size() == 2);
+    Trace t = load_any_trace(path);
+    CallTree tree(t);
+    auto views = step_views(t, tree);
+    REQUIRE(views);
+    CHECK(views->iterations_source == kStepsFromProfilerStep);
+    REQUIRE(views->iterations.size() == 2);
+    // Step s: kernels at base+6000 and base+7000, each 500 (s + 1) ns long.
+    CHECK(views->iterations[0].step_ns == 7500 - 6000);
+    CHECK(views->iterations[1].step_ns == 8000 - 6000);
+    CHECK(views->iterations[1].kernel_ns == 2000);
+  }
+
+  TEST_CASE("nsys: compare's whole-capture and per-iteration views on the published pair") {
+    if (!have_samples()) return;
+    Trace before = load_any_trace(kBefore), after = load_any_trace(kAfter);
+    CallTree tb(before), ta(after);
+    Sql sb(kBefore), sa(kAfter);
+    // Iterations as nsys-ai finds them without markers: GPU idle gaps.
+    auto vb = step_views(before, tb, kStepsFromGpuGaps);
+    auto va = step_views(after, ta, kStepsFromGpuGaps);
+    REQUIRE(vb);
+    REQUIRE(va);
+
+    // Whole capture: sum over GPUs of each GPU's kernel span, and the kernel
+    // time (535.20 -> 488.84 ms, published).
+    Spans whole_b = spans(sb, 1, 0), whole_a = spans(sa, 1, 0);
+    CHECK(vb->whole.step_ns == whole_b.step_ns);
+    CHECK(va->whole.step_ns == whole_a.step_ns);
+    CHECK(std::round(static_cast<double>(vb->whole.kernel_ns) / 1e4) / 100 ==
+          doctest::Approx(535.20));
+    CHECK(std::round(static_cast<double>(va->whole.kernel_ns) / 1e4) / 100 ==
+          doctest::Approx(488.84));
+    // The published step time 598.52 -> 598.46 ms: nsys-ai rounds each of
+    // the four parts (compute-only, NCCL-only, overlap, idle) of each GPU to
+    // 0.01 ms before summing; unrounded the before side is 598.51 ms.
+    CHECK(whole_b.rounded_ms == doctest::Approx(598.52));
+    CHECK(whole_a.rounded_ms == doctest::Approx(598.46));
+    CHECK(std::round(static_cast<double>(vb->whole.step_ns) / 1e4) / 100 ==
+          doctest::Approx(598.51));
+    CHECK(std::round(static_cast<double>(va->whole.step_ns) / 1e4) / 100 ==
+          doctest::Approx(598.46));
+
+    // Iteration 0: jarvis's GPU window is the one SQL finds.
+    auto [lo_b, hi_b] = gap_iteration0(sb);
+    auto [lo_a, hi_a] = gap_iteration0(sa);
+    REQUIRE(!vb->iterations.empty());
+    REQUIRE(!va->iterations.empty());
+    CHECK(vb->iterations[0].start_ns == lo_b);
+    CHECK(vb->iterations[0].end_ns == hi_b);
+    CHECK(va->iterations[0].start_ns == lo_a);
+    CHECK(va->iterations[0].end_ns == hi_a);
+    CHECK(vb->iterations[0].step_ns == spans(sb, lo_b, hi_b).step_ns);
+    CHECK(va->iterations[0].step_ns == spans(sa, lo_a, hi_a).step_ns);
+    // The published 482.87 -> 340.77 ms: nsys-ai rounds the window to 0.1 ms
+    // (gpu_start_s / gpu_end_s with four decimals) before selecting the
+    // kernels inside it; on the exact window jarvis reports 483.02 -> 341.09.
+    auto round_window = [](int64_t ns) {
+      return static_cast<int64_t>(std::llround(static_cast<double>(ns) / 1e5) * 100000);
+    };
+    CHECK(spans(sb, round_window(lo_b), round_window(hi_b)).rounded_ms == doctest::Approx(482.87));
+    CHECK(spans(sa, round_window(lo_a), round_window(hi_a)).rounded_ms == doctest::Approx(340.77));
+    CHECK(std::round(static_cast<double>(vb->iterations[0].step_ns) / 1e4) / 100 ==
+          doctest::Approx(483.02));
+    CHECK(std::round(static_cast<double>(va->iterations[0].step_ns) / 1e4) / 100 ==
+          doctest::Approx(341.09));
+
+    // The comparison: both views, the verdict on iteration 0 (-29.4 %).
+    auto j = compare_step_views(*vb, *va, "before", "after");
+    CHECK(j["verdict"]["view"] == "iteration 0");
+    CHECK(j["verdict"]["verdict"] == "improvement_likely");
+    CHECK(std::round(j["verdict"]["delta_pct"].get<double>() * 10) / 10 == doctest::Approx(-29.4));
+    CHECK(j["whole_capture"]["delta_pct"].get<double>() > -0.02);
+    CHECK(std::string(j["verdict"]["text"]).find("whole capture") != std::string::npos);
+    CHECK(j["iteration"]["kernels"].size() > 0);
+  }
+}
+
 // MCP end to end: an export loads through load_trace and its handle works
 // with the trace tools; compare takes the pair.
 #include "mcp_harness.h"
@@ -466,5 +790,10 @@ TEST_SUITE("nsys") {
                               {"output_dir", (tmp.path / "cmp").string()}});
     CHECK(cmp.contains("gpu_timeline"));
     CHECK(cmp["ops_summary"].size() > 0);
+    // Both step views, the verdict naming the one it used.
+    REQUIRE(cmp["step_views"].is_object());
+    CHECK(cmp["step_views"]["whole_capture"].is_object());
+    CHECK(cmp["step_views"]["verdict"]["view"] == "iteration 0");
+    CHECK(cmp["step_views"]["iterations"]["reference"]["source"] == "detected_repeats");
   }
 }

@@ -102,6 +102,8 @@ ToolResult compare_tool(const json& args, ToolContext& ctx) {
   options.compare.sheet_groups = args.at("sheets").get<std::vector<std::string>>();
   options.gaps.gap_threshold = args.at("gap_threshold").get<double>();
   options.gaps.min_target_share = args.at("min_target_share_pct").get<double>() / 100.0;
+  options.iteration = args.at("iteration").get<size_t>();
+  options.iterations = args.at("iterations").get<std::string>();
   if (options.reference_tag == options.target_tag)
     throw ToolError("reference_tag and target_tag must differ");
   if (args.contains("output_dir"))
@@ -126,6 +128,7 @@ ToolResult compare_tool(const json& args, ToolContext& ctx) {
   TraceComparison c = engine::compare_prepared_reports(
       std::move(ref.prepared.report), std::move(tgt.prepared.report), std::move(ref.prepared.arch),
       std::move(tgt.prepared.arch), options);
+  engine::add_step_views(c, ref.prepared, tgt.prepared, options);
   if (!options.output_dir.empty()) ctx.paths().mark_output_dir(options.output_dir);
   json result = c.summary(row_limit(args));
   result["reference"]["handle"] = ref.handle;
