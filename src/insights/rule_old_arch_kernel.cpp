@@ -3,7 +3,12 @@
 // instructions (wgmma, TMA), so it runs far below the device's peak. One
 // generation back (sm80 kernels on sm90) is common for small shapes and is
 // reported low; two or more generations back is a real finding.
+#include <algorithm>
 #include <map>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -12,7 +17,12 @@
 namespace jarvis::insights {
 namespace {
 
+// The old-arch kernels of one library and arch tag: one cause (the library
+// picked a fallback for these shapes), one finding, however many tile
+// variants it chose (the LM head's forward and two backward GEMMs).
 struct KernelGroup {
+  std::string library;
+  std::map<std::string, double> kernel_us;  // by full name
   std::vector<Uid> op_uids;
   std::string category;
   double time_us = 0;
@@ -21,6 +31,43 @@ struct KernelGroup {
   int sm = 0;
 };
 
+bool has_old_arch_kernel(const InsightContext& c, const report::PerfOpRow& row, int device_sm) {
+  for (Uid k : row.kernels) {
+    KernelTraits t = parse_kernel_name(c.trace.name(k));
+    if (t.sm_arch && *t.sm_arch < device_sm) return true;
+  }
+  return false;
+}
+
+// What a native kernel reaches here: the FLOP-weighted TFLOP/s of this
+// trace's GEMMs of the spec that run no old-arch kernel (>= 10 GFLOP a
+// call, so launch-bound shapes do not drag it down). 0 when there is none.
+std::map<std::string, double> native_gemm_rates(const InsightContext& c, int device_sm) {
+  std::map<std::string, std::pair<double, double>> sums;  // spec -> (GFLOP, us)
+  for (const auto& row : c.rows) {
+    if (row.sheet != "GEMM" || !row.metrics || row.metrics->gflops < 10.0) continue;
+    if (!(row.kernel_time_us > 0) || has_old_arch_kernel(c, row, device_sm)) continue;
+    auto& s = sums[row.metrics->compute_spec];
+    s.first += row.metrics->gflops;
+    s.second += row.kernel_time_us;
+  }
+  std::map<std::string, double> out;
+  for (const auto& [spec, s] : sums) out[spec] = s.first / s.second * 1e3;  // TFLOP/s
+  return out;
+}
+
+// The op's time above what it would take at the native rate (else above its
+// roofline): what a native kernel recovers.
+std::optional<double> time_above_native(const report::PerfOpRow& row,
+                                        const std::map<std::string, double>& native) {
+  if (row.metrics) {
+    auto it = native.find(row.metrics->compute_spec);
+    if (it != native.end() && it->second > 0 && row.metrics->gflops > 0)
+      return std::max(0.0, row.kernel_time_us - row.metrics->gflops / it->second * 1e3);
+  }
+  return detail::time_above_roofline(row);
+}
+
 }  // namespace
 
 void rule_old_arch_kernel(const InsightContext& c, std::vector<Insight>& out) {
@@ -28,7 +75,8 @@ void rule_old_arch_kernel(const InsightContext& c, std::vector<Insight>& out) {
   if (c.arch && !device.sm_arch && device.gfx_arch.empty())
     device = device_arch_from_name(c.arch->name);
   if (!device.sm_arch) return;                // AMD names carry no target in practice
-  std::map<std::string, KernelGroup> groups;  // by kernel name
+  std::map<std::string, KernelGroup> groups;  // by library and arch tag
+  const auto native = native_gemm_rates(c, *device.sm_arch);
   for (const auto& row : c.rows) {
     // The time of each old-arch kernel of the op (the op may launch others).
     std::map<std::string_view, double> old_kernel_us;
@@ -38,50 +86,69 @@ void rule_old_arch_kernel(const InsightContext& c, std::vector<Insight>& out) {
       if (t.sm_arch && *t.sm_arch < *device.sm_arch && c.trace.events[k].has_dur())
         old_kernel_us[name] += c.trace.events[k].dur();
     }
-    auto above = detail::time_above_roofline(row);
+    auto above = time_above_native(row, native);
     for (const auto& [name, us] : old_kernel_us) {
-      KernelGroup& g = groups[std::string(name)];
-      g.sm = *parse_kernel_name(name).sm_arch;
+      const KernelTraits traits = parse_kernel_name(name);
+      KernelGroup& g = groups[fmt::format("{}|{}", traits.library, *traits.sm_arch)];
+      g.sm = *traits.sm_arch;
+      g.library = traits.library;
+      g.kernel_us[std::string(name)] += us;
       g.category = row.category;
-      g.op_uids.push_back(row.uid);
+      if (g.op_uids.empty() || g.op_uids.back() != row.uid) g.op_uids.push_back(row.uid);
       g.time_us += us;
-      // The op's time above its roofline, in proportion to this kernel's share.
+      // The op's time above the native rate, in proportion to this kernel's share.
       g.has_roofline = g.has_roofline && above.has_value();
       if (above && row.kernel_time_us > 0) g.above_roofline_us += *above * us / row.kernel_time_us;
     }
   }
-  for (const auto& [name, g] : groups) {
+  for (const auto& [key, g] : groups) {
     int generations = (*device.sm_arch - g.sm) / 10 + ((*device.sm_arch - g.sm) % 10 ? 1 : 0);
-    KernelTraits t = parse_kernel_name(name);
+    std::vector<std::pair<double, std::string>> by_time;
+    for (const auto& [name, us] : g.kernel_us) by_time.emplace_back(us, name);
+    std::sort(by_time.rbegin(), by_time.rend());
+    const KernelTraits t = parse_kernel_name(by_time.front().second);  // the largest
+    std::optional<int> narrowest;  // alignment
+    nlohmann::json kernels = nlohmann::json::array();
     Insight i;
+    for (const auto& [us, name] : by_time) {
+      const KernelTraits k = parse_kernel_name(name);
+      if (k.alignment && (!narrowest || *k.alignment < *narrowest)) narrowest = *k.alignment;
+      i.kernel_names.push_back(name);
+      kernels.push_back({{"kernel", name},
+                         {"time_us", us},
+                         {"tile", k.tile},
+                         {"alignment", k.alignment ? nlohmann::json(*k.alignment) : nlohmann::json()},
+                         {"split_k", k.split_k}});
+    }
     i.rule = "old_arch_kernel";
     i.scope = "kernel";
     i.category = g.category;
     i.uids = g.op_uids;
-    i.kernel_names = {name};
     i.time_us = g.time_us;
     i.share = detail::share_of(c, g.time_us);
     i.severity = generations >= 2 && i.share >= 0.01 ? "high" : generations >= 2 ? "medium" : "low";
     if (g.has_roofline) i.gain_upper_bound_us = g.above_roofline_us;
-    i.title = fmt::format("{} kernel (sm{}) on an sm{} device: {:.1f}% of kernel time, {} op calls",
-                          t.library.empty() ? "GPU" : t.library, g.sm, *device.sm_arch,
-                          100 * i.share, g.op_uids.size());
+    i.title = fmt::format(
+        "{} kernels (sm{}) on an sm{} device: {} kernel{}, {:.1f}% of kernel time, {} op calls",
+        g.library.empty() ? "GPU" : g.library, g.sm, *device.sm_arch, by_time.size(),
+        by_time.size() == 1 ? "" : "s", 100 * i.share, g.op_uids.size());
     i.detail = fmt::format(
-        "The kernel targets sm{}, {} generation(s) older than the device, so it cannot use the "
+        "The kernels target sm{}, {} generation(s) older than the device, so they cannot use the "
         "device's newer tensor-core instructions.{}",
         g.sm, generations,
-        t.alignment && *t.alignment < 8
-            ? fmt::format(" Its name says align{}: a narrow-alignment fallback, usually picked "
+        narrowest && *narrowest < 8
+            ? fmt::format(" A name says align{}: a narrow-alignment fallback, usually picked "
                           "because a dimension is not a multiple of 8.",
-                          *t.alignment)
+                          *narrowest)
             : "");
     i.evidence = {{"kernel_sm", g.sm},
                   {"device_sm", *device.sm_arch},
                   {"device", c.gpu_name},
-                  {"library", t.library},
+                  {"library", g.library},
                   {"tile", t.tile},
                   {"alignment", t.alignment ? nlohmann::json(*t.alignment) : nlohmann::json()},
-                  {"split_k", t.split_k}};
+                  {"split_k", t.split_k},
+                  {"kernels", kernels}};
     i.action_model =
         "Make the shape tensor-core friendly (dimensions multiples of 64, contiguous "
         "operands) so the library's heuristics pick a native kernel.";

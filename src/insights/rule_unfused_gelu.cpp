@@ -83,9 +83,9 @@ std::optional<GeluCall> gelu_call(const InsightContext& c, const detail::Sibling
 }
 
 std::optional<int64_t> sequence_number(const Trace& t, Uid u) {
-  const PyValue* v = t.arg(u, "Sequence number");
-  if (!v || v->kind != PyValue::Kind::Int) return std::nullopt;
-  return v->i;
+  const int64_t seq = t.sequence_number(u);
+  if (seq == kNoInt) return std::nullopt;
+  return seq;
 }
 
 // The sequence numbers of the forward ops and of the cpu_ops under them.
