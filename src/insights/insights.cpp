@@ -383,7 +383,8 @@ std::string_view recoverable_method_of(std::string_view rule) {
   static const std::map<std::string_view, std::string_view> methods = {
       {"gemm_unaligned_dims", "padding model: the op's time above the time of its padded shape"},
       {"old_arch_kernel",
-       "time above the rate of this trace's native-arch GEMMs (same spec), else above the roofline"},
+       "time above the rate of this trace's native-arch GEMMs (same spec), else above the "
+       "roofline"},
       {"autocast_dtype", "kernel efficiency gap at the kernels' dtype"},
       {"tiny_gemm_batching", "batching model: the calls run as one of mean duration"},
       {"launch_bound", "measured GPU idle time"},

@@ -107,18 +107,19 @@ void rule_old_arch_kernel(const InsightContext& c, std::vector<Insight>& out) {
     for (const auto& [name, us] : g.kernel_us) by_time.emplace_back(us, name);
     std::sort(by_time.rbegin(), by_time.rend());
     const KernelTraits t = parse_kernel_name(by_time.front().second);  // the largest
-    std::optional<int> narrowest;  // alignment
+    std::optional<int> narrowest;                                      // alignment
     nlohmann::json kernels = nlohmann::json::array();
     Insight i;
     for (const auto& [us, name] : by_time) {
       const KernelTraits k = parse_kernel_name(name);
       if (k.alignment && (!narrowest || *k.alignment < *narrowest)) narrowest = *k.alignment;
       i.kernel_names.push_back(name);
-      kernels.push_back({{"kernel", name},
-                         {"time_us", us},
-                         {"tile", k.tile},
-                         {"alignment", k.alignment ? nlohmann::json(*k.alignment) : nlohmann::json()},
-                         {"split_k", k.split_k}});
+      kernels.push_back(
+          {{"kernel", name},
+           {"time_us", us},
+           {"tile", k.tile},
+           {"alignment", k.alignment ? nlohmann::json(*k.alignment) : nlohmann::json()},
+           {"split_k", k.split_k}});
     }
     i.rule = "old_arch_kernel";
     i.scope = "kernel";

@@ -28,9 +28,9 @@ constexpr size_t kMaxOpsBeforePow = 3;  // 0.5 * x, a cast up
 constexpr size_t kMaxOpsAfter = 4;      // 1 + tanh, the product, a cast down
 
 bool is_pointwise(std::string_view name) {
-  for (std::string_view n : {"aten::mul", "aten::mul_", "aten::add", "aten::add_", "aten::pow",
-                             "aten::tanh", "aten::to", "aten::_to_copy", "aten::copy_",
-                             "aten::type_as"})
+  for (std::string_view n :
+       {"aten::mul", "aten::mul_", "aten::add", "aten::add_", "aten::pow", "aten::tanh", "aten::to",
+        "aten::_to_copy", "aten::copy_", "aten::type_as"})
     if (name == n) return true;
   return false;
 }
@@ -144,7 +144,8 @@ void rule_unfused_gelu(const InsightContext& c, std::vector<Insight>& out) {
   const bool backward = backward_nodes > 0;
   for (const GeluCall& call : calls) {
     const double element = detail::is_half_type(call.input_type) ? 2.0 : 4.0;
-    fused_bytes += (backward ? 5.0 : 2.0) * element * static_cast<double>(detail::elements(call.dims));
+    fused_bytes +=
+        (backward ? 5.0 : 2.0) * element * static_cast<double>(detail::elements(call.dims));
   }
   Insight i = detail::kernels_insight(c, "unfused_gelu", "elementwise", kernels, time_us);
   const bool sized = c.arch && c.arch->mem_bw_gbps > 0;
@@ -177,8 +178,9 @@ void rule_unfused_gelu(const InsightContext& c, std::vector<Insight>& out) {
       "Replace the hand-written formula with torch.nn.functional.gelu(x, approximate=\"tanh\") "
       "(nn.GELU(approximate=\"tanh\"); HF: activation_function=\"gelu_pytorch_tanh\"), or "
       "torch.compile the MLP.";
-  i.action_kernel = "One fused GELU kernel per direction (ATen's GeluCUDAKernel, or an epilogue "
-                    "of the preceding GEMM).";
+  i.action_kernel =
+      "One fused GELU kernel per direction (ATen's GeluCUDAKernel, or an epilogue "
+      "of the preceding GEMM).";
   i.verify =
       "The forward ops share the tanh's input shape; their autograd nodes (MulBackward0, "
       "PowBackward0, TanhBackward0, ...) carry the forward ops' Sequence number.";

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -300,4 +301,64 @@ TEST_CASE("judgment: a graph capture's host time by top-level op, nothing claime
     CHECK(found[0].recoverable_us.value_or(-1) == 0);  // one-time: no step claim
     CHECK(found[0].title.find("one-time startup cost") != std::string::npos);
   }
+}
+
+TEST_CASE("judgment: GPT-2's written-out tanh-GELU, forward and backward (raw events)") {
+  // Forward: the top-level pointwise ops on the MLP's hidden activation
+  // [8, 512, 3072] (in this model only the GELU touches it between the two
+  // MLP GEMMs); backward: the autograd nodes carrying the Sequence number of
+  // one of those ops or of an op nested in them (the autocast casts). Their
+  // kernels through the raw correlation links.
+  Trace t = jarvis::load_trace(jarvis::golden::shared_dir() + "/hw_pairs/gpt2_train/h100.json.gz");
+  const std::vector<int64_t> hidden = {8, 512, 3072};
+  std::map<uint32_t, std::vector<const Event*>> by_thread;
+  for (const auto& e : t.events)
+    if (e.cat == jarvis::Cat::CpuOp && e.has_dur()) by_thread[e.thread].push_back(&e);
+  std::vector<const Event*> forward;
+  std::set<int64_t> seqs;
+  for (auto& [thread, ops] : by_thread) {
+    std::sort(ops.begin(), ops.end(), [](auto* a, auto* b) {
+      return a->ts() != b->ts() ? a->ts() < b->ts() : a->dur() > b->dur();
+    });
+    double open_end = -1e300;
+    const Event* open = nullptr;
+    for (const Event* e : ops) {
+      if (e->ts() < open_end) {  // nested: its sequence number belongs to the open op's call
+        if (open && std::find(forward.begin(), forward.end(), open) != forward.end() &&
+            t.sequence_number(*e) != jarvis::kNoInt)
+          seqs.insert(t.sequence_number(*e));
+        continue;
+      }
+      open = e;
+      open_end = e->end();
+      const std::string_view n = t.str(e->name);
+      const Uid u = static_cast<Uid>(e - t.events.data());
+      if ((n == "aten::mul" || n == "aten::add" || n == "aten::pow" || n == "aten::tanh") &&
+          dims_of(t, u, 0) == hidden) {
+        forward.push_back(e);
+        if (t.sequence_number(*e) != jarvis::kNoInt) seqs.insert(t.sequence_number(*e));
+      }
+    }
+  }
+  std::vector<const Event*> backward;
+  for (const auto& e : t.events) {
+    const std::string_view n = t.str(e.name);
+    if (e.cat == jarvis::Cat::CpuOp && !n.starts_with("autograd::") && n.ends_with("Backward0") &&
+        seqs.count(t.sequence_number(e)))
+      backward.push_back(&e);
+  }
+  const auto fwd = launched_inside(t, forward, false);
+  const auto bwd = launched_inside(t, backward, false);
+  REQUIRE(forward.size() == 12 * 8);  // 12 layers, 8 pointwise ops each
+  REQUIRE(bwd.count > 0);
+  CallTree tree(t);
+  const auto found = rule_of(insights_of(t, tree, "H100"), "unfused_gelu");
+  REQUIRE(found.size() == 1);
+  CHECK(found[0].evidence["calls"] == 12);
+  CHECK(found[0].evidence["forward_kernels"] == fwd.count);
+  CHECK(found[0].evidence["backward_kernels"] == bwd.count);
+  CHECK(found[0].time_us == Approx(fwd.time_us + bwd.time_us).epsilon(1e-9));
+  // A fused GELU's traffic: 12 calls x (2 + 3) passes of the bf16 tensor.
+  const double fused_us = 12 * 5 * 2.0 * 8 * 512 * 3072 / (3350.0 * 1e3);
+  CHECK(found[0].recoverable_us.value() <= found[0].time_us - fused_us * (1 - 1e-6));
 }
