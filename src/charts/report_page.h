@@ -1,9 +1,10 @@
 // The single-trace HTML report (`jarvis report TRACE --html FILE`, MCP
 // render_report): the verdict (trace health, GPU busy / idle and its causes,
 // ranked findings with recoverable time), summary, GPU timeline split, time by category, top ops
-// with their roofline efficiency, rooflines (all modelled ops, GEMMs), short-kernel histogram, a
-// kernel timeline strip, the memory timeline per device with the holders of its peak (traces with
-// [memory] events only), and sortable tables of the main sheets.
+// with their roofline efficiency, rooflines (all modelled ops, GEMMs), short-kernel histogram, the
+// zoomable timeline of CPU threads and GPU streams (timeline_view.h; the SVG kernel strip stays
+// among the charts for --svg-dir), the memory timeline per device with the holders of its peak
+// (traces with [memory] events only), and sortable tables of the main sheets.
 #pragma once
 
 #include <memory>
