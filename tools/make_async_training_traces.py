@@ -273,7 +273,9 @@ def main():
         fast[straggler] = min(others)
     truth = {
         "ranks": opts.ranks, "iterations": iterations, "gemm_us": gemm, "gemms": opts.gemms,
-        "clock_offset_us": offsets, "step_time_us": mean_step(steps), "straggler": straggler,
+        "clock_shift_us": offsets,
+        # jarvis's convention: added to the rank's timestamps to align it with rank 0.
+        "clock_offset_us": [offsets[0] - o for o in offsets], "step_time_us": mean_step(steps), "straggler": straggler,
         "launch_latency_us": LAT,
         "what_if_gemm_half": {"category": "GEMM", "factor": 0.5, "predicted_step_time_us": half},
         "what_if_fastest_other": {

@@ -222,7 +222,9 @@ def main():
     partial[straggler] = gemm[straggler] * 0.9
     truth = {
         "ranks": opts.ranks, "iterations": opts.iterations, "gemm_us": gemm,
-        "clock_offset_us": offsets, "step_time_us": step, "straggler": straggler,
+        "clock_shift_us": offsets,
+        # jarvis's convention: added to the rank's timestamps to align it with rank 0.
+        "clock_offset_us": [offsets[0] - o for o in offsets], "step_time_us": step, "straggler": straggler,
         "straggler_gemm_us": straggler_gemm, "straggler_share": straggler_gemm / step,
         "waits_us": waits,
         "record_wait_after": record,

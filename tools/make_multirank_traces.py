@@ -122,7 +122,12 @@ def main():
         with gzip.open(os.path.join(opts.out, f"rank{r}.json.gz"), "wt", compresslevel=1) as f:
             json.dump(doc, f)
 
-    truth = {"ranks": opts.ranks, "clock_offset_us": offsets, "instances": []}
+    # clock_shift_us: what this script added to each rank's timestamps;
+    # clock_offset_us: what jarvis reports (collective_ranks.csv, collective_report,
+    # critical_path): the microseconds added to a rank's timestamps to put them on
+    # the lowest rank's clock, i.e. minus the shift, relative to rank 0.
+    truth = {"ranks": opts.ranks, "clock_shift_us": offsets,
+             "clock_offset_us": [offsets[0] - o for o in offsets], "instances": []}
     for (group, seq), k in sorted(instances.items()):
         ev, args = events[k], events[k].get("args", {})
         truth["instances"].append({

@@ -11,12 +11,15 @@ namespace jarvis::charts {
 namespace {
 
 constexpr const char* kStyle = R"CSS(
-body{font-family:Helvetica,Arial,sans-serif;color:#222;margin:0 auto;max-width:1100px;padding:16px 24px}
+body{font-family:Helvetica,Arial,sans-serif;color:#222;margin:0 auto;max-width:1240px;padding:16px 24px}
 h1{font-size:22px;margin:8px 0 2px}h2{font-size:18px;border-bottom:1px solid #ccc;padding-bottom:3px;margin-top:28px}
 .subtitle{color:#555;margin:0 0 12px}nav ul{columns:2;font-size:14px}
-figure{margin:12px 0}figcaption{font-size:13px;color:#555;max-width:760px}
-.scroll{overflow-x:auto}table{border-collapse:collapse;font-size:12px;margin:8px 0}
-th,td{border:1px solid #d5d5d5;padding:3px 6px;text-align:left;vertical-align:top}
+figure{margin:12px 0}figcaption{font-size:13px;color:#555;max-width:900px}
+figure>svg{width:100%;height:auto}
+.scroll{overflow-x:auto}table{border-collapse:collapse;font-size:12px;margin:8px 0;max-width:100%}
+th,td{border:1px solid #d5d5d5;padding:2px 4px;text-align:left;vertical-align:top;font-size:11.5px}
+td.n{white-space:nowrap}
+td.long>div{display:-webkit-box;-webkit-line-clamp:2;-webkit-box-orient:vertical;overflow:hidden;min-width:7em;overflow-wrap:anywhere}
 td.n{text-align:right;font-variant-numeric:tabular-nums}
 table.sortable th{cursor:pointer;background:#f2f2f2;position:sticky;top:0}
 th[aria-sort=ascending]::after{content:" \25B2"}th[aria-sort=descending]::after{content:" \25BC"}
@@ -64,6 +67,20 @@ std::string readable_number(double v) {
   return text == "-0" ? "0" : text;
 }
 
+// Characters past which a text cell is clamped to two lines.
+constexpr size_t kLongText = 24;
+
+// A column name that may break after its '_' and '/' (long snake_case
+// headers would otherwise set the column's width).
+std::string header_html(std::string_view name) {
+  std::string out;
+  for (char c : html_escape(name)) {
+    out += c;
+    if (c == '_' || c == '/') out += "<wbr>";
+  }
+  return out;
+}
+
 std::string cell_html(const Cell& c) {
   if (c.missing()) return "<td></td>";
   if (c.is_bool()) return std::string("<td>") + (std::get<bool>(c.v) ? "True" : "False") + "</td>";
@@ -73,6 +90,11 @@ std::string cell_html(const Cell& c) {
     std::string shown = c.is_int() ? std::to_string(std::get<int64_t>(c.v)) : readable_number(v);
     return fmt::format("<td class=\"n\" data-v=\"{}\">{}</td>", v, shown);
   }
+  // Long text (kernel names, explanations, paths) shows two lines; the
+  // whole text is the cell's tooltip, so rows stay compact.
+  if (c.text().size() > kLongText)
+    return "<td class=\"long\" title=\"" + html_escape(c.text()) + "\"><div>" +
+           html_escape(c.text()) + "</div></td>";
   return "<td>" + html_escape(c.text()) + "</td>";
 }
 
@@ -123,7 +145,7 @@ std::string html_table(const Table& table, size_t max_rows,
       if (int c = table.col(name); c >= 0) picked.push_back(static_cast<size_t>(c));
   }
   std::string out = "<div class=\"scroll\"><table class=\"sortable\">\n<thead><tr>";
-  for (size_t c : picked) out += "<th>" + html_escape(table.columns[c]) + "</th>";
+  for (size_t c : picked) out += "<th>" + header_html(table.columns[c]) + "</th>";
   out += "</tr></thead>\n<tbody>\n";
   size_t shown = std::min(max_rows, table.rows.size());
   for (size_t r = 0; r < shown; ++r) {

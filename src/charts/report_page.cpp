@@ -11,6 +11,7 @@
 
 #include "charts/html.h"
 #include "charts/memory_page.h"
+#include "charts/timeline_view.h"
 #include "report/gpu_timeline.h"
 #include "tree/call_tree.h"
 
@@ -354,6 +355,17 @@ std::string verdict_html(const ReportVerdict& v, const GpuTimeline& tl, size_t t
   return out + html_table(findings_table(v, tl, top), top);
 }
 
+// The link to the annotated trace beside the page.
+std::string annotated_trace_html(const std::string& file) {
+  if (file.empty()) return "";
+  return fmt::format(
+      "<p class=\"annotated\">Every event of the trace with the critical path and the findings "
+      "as extra tracks: <a id=\"annotated-trace\" href=\"{0}\" download>{0}</a> (open it in "
+      "Perfetto UI, ui.perfetto.dev, or in chrome://tracing; the file stays on this "
+      "machine).</p>\n",
+      html_escape(file));
+}
+
 }  // namespace
 
 ReportVerdict report_verdict(const Trace& trace, const GpuArch* arch) {
@@ -364,6 +376,7 @@ ReportVerdict report_verdict(const Trace& trace, const GpuArch* arch) {
   auto context = insights::make_context(trace, tree, arch, &timeline);
   v.total_kernel_time_us = context.total_kernel_time_us;
   v.findings = insights::run_insights(context);
+  v.step = context.step;
   return v;
 }
 
@@ -387,12 +400,21 @@ std::string report_html(const Trace& trace, const Report& report,
   std::vector<HtmlSection> sections;
   if (options.verdict)
     sections.push_back({"verdict", "Verdict",
-                        verdict_html(*options.verdict, report.timeline, options.verdict_findings)});
+                        verdict_html(*options.verdict, report.timeline, options.verdict_findings) +
+                            annotated_trace_html(options.annotated_trace)});
   sections.push_back({"summary", "Summary",
                       html_table(summary_table(trace, report, options), 100) +
                           table_section(report, "gpu_timeline", 20)});
+  // The interactive timeline replaces the SVG strip on the page (the strip
+  // stays among the charts for --svg-dir).
+  const TimelineViewData timeline = timeline_view_data(
+      trace, options.verdict && options.verdict->step ? &options.verdict->step->measured : nullptr,
+      options.timeline_max_slices);
+  if (!timeline.json.empty())
+    sections.push_back({"timeline_view", "Timeline", timeline_view_html(timeline)});
   bool has_memory = false;
   for (const auto& c : charts) {
+    if (!timeline.json.empty() && std::holds_alternative<TimelineChart>(c.chart)) continue;
     // The memory charts go together in one section, with the holders of each peak.
     if (std::holds_alternative<MemoryTimelineChart>(c.chart)) {
       has_memory = true;

@@ -1,11 +1,13 @@
 // The single-trace HTML report (`jarvis report TRACE --html FILE`, MCP
 // render_report): the verdict (trace health, GPU busy / idle and its causes,
 // ranked findings with recoverable time), summary, GPU timeline split, time by category, top ops
-// with their roofline efficiency, rooflines (all modelled ops, GEMMs), short-kernel histogram, a
-// kernel timeline strip, the memory timeline per device with the holders of its peak (traces with
-// [memory] events only), and sortable tables of the main sheets.
+// with their roofline efficiency, rooflines (all modelled ops, GEMMs), short-kernel histogram, the
+// zoomable timeline of CPU threads and GPU streams (timeline_view.h; the SVG kernel strip stays
+// among the charts for --svg-dir), the memory timeline per device with the holders of its peak
+// (traces with [memory] events only), and sortable tables of the main sheets.
 #pragma once
 
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -27,6 +29,9 @@ struct ReportVerdict {
   insights::TraceHealth health;
   std::vector<insights::Insight> findings;  // ranked, largest recoverable time first
   double total_kernel_time_us = 0;
+  // The trace's dependency graph and measured critical path (null when none
+  // could be built): the annotated trace and the page's timeline draw it.
+  std::shared_ptr<const insights::InsightContext::StepModel> step;
 };
 
 // Builds the call tree and runs every insight rule; `arch` null: the rules
@@ -40,9 +45,13 @@ struct ReportPageOptions {
   nlohmann::ordered_json arch;             // arch dict: mem_bw_gbps, max_achievable_tflops
   size_t top_ops = 20;                     // rows of the top-ops charts
   size_t table_rows = 200;                 // rows per sortable table
-  size_t timeline_max_kernels = 2000;      // kernels drawn in the timeline strip
+  size_t timeline_max_kernels = 2000;      // kernels drawn in the timeline strip (SVG)
+  size_t timeline_max_slices = 40000;      // slices of the page's interactive timeline
   const ReportVerdict* verdict = nullptr;  // null: the page has no verdict section
   size_t verdict_findings = 10;            // findings listed in the verdict
+  // File name of the annotated trace written beside the page
+  // (annotated_trace.h), linked from the verdict; "" = none.
+  std::string annotated_trace;
 };
 
 // Every chart of the report page, in page order. Charts whose data is absent

@@ -32,9 +32,49 @@ std::vector<std::string> categories_by_time(const std::vector<RooflinePoint>& po
   return out;
 }
 
-void draw_roofs(Svg& svg, const RooflineChart& chart, const LogScale& x, const LogScale& y) {
+struct Circle {
+  double x, y, r;
+};
+
+// Whether a label box [x0, x1] x [y0, y1] touches a circle or leaves the plot.
+bool label_clashes(double x0, double x1, double y0, double y1, const std::vector<Circle>& circles,
+                   double plot_top, double plot_bottom) {
+  if (y0 < plot_top - 1 || y1 > plot_bottom) return true;
+  for (const Circle& c : circles) {
+    double nx = std::clamp(c.x, x0, x1), ny = std::clamp(c.y, y0, y1);
+    if ((nx - c.x) * (nx - c.x) + (ny - c.y) * (ny - c.y) <= (c.r + 2) * (c.r + 2)) return true;
+  }
+  return false;
+}
+
+// A roof's label: above its line at the right end, else below it, else at
+// the left end (above, then below), wherever no circle sits; class
+// roof-label (the browser test checks it clears the circles).
+void roof_label(Svg& svg, const std::string& label, double x_left, double x_right, double line_y,
+                const std::vector<Circle>& circles, double plot_top, double plot_bottom,
+                double size) {
+  const double w = text_width(label, size) + 4;
+  const double left_x = std::min(x_left + 4, x_right - w);
+  const std::pair<double, double> tries[] = {{x_right - 4 - w, line_y - 5},
+                                             {x_right - 4 - w, line_y + size + 3},
+                                             {left_x, line_y - 5},
+                                             {left_x, line_y + size + 3}};
+  std::pair<double, double> at = tries[0];
+  for (const auto& t : tries)
+    if (!label_clashes(t.first, t.first + w, t.second - size, t.second + 2, circles, plot_top,
+                       plot_bottom)) {
+      at = t;
+      break;
+    }
+  svg.text(at.first + 2, at.second, label, "start", size,
+           "class=\"roof-label\" font-style=\"italic\"");
+}
+
+void draw_roofs(Svg& svg, const RooflineChart& chart, const LogScale& x, const LogScale& y,
+                const std::vector<Circle>& circles) {
   double top_peak = 0;
   for (const auto& r : chart.roofs) top_peak = std::max(top_peak, r.peak_tflops);
+  const double plot_top = y(y.d1), plot_bottom = y(y.d0);
   double bw = chart.peak_bw_tbs;
   if (bw > 0) {
     // The memory roof from where it enters the plot up to the highest ridge.
@@ -42,16 +82,19 @@ void draw_roofs(Svg& svg, const RooflineChart& chart, const LogScale& x, const L
     double x_end = top_peak > 0 ? std::min(x.d1, top_peak / bw) : x.d1;
     svg.line(x(x_start), y(bw * x_start), x(x_end), y(std::min(y.d1, bw * x_end)), "#555555", 2,
              "roof");
-    svg.text(x(x_start) + 6, y(bw * x_start) - 8, fmt::format("{:.3g} TB/s", bw), "start",
-             kFontSize, "font-style=\"italic\"");
+    // Beside the line's start, above it when free, else below.
+    std::string label = fmt::format("{:.3g} TB/s", bw);
+    double lx = x(x_start) + 6, ly = y(bw * x_start) - 8, w = text_width(label) + 4;
+    if (label_clashes(lx, lx + w, ly - kFontSize, ly + 2, circles, plot_top, plot_bottom))
+      ly = y(bw * x_start) + kFontSize + 10;
+    svg.text(lx, ly, label, "start", kFontSize, "class=\"roof-label\" font-style=\"italic\"");
   }
   for (const auto& r : chart.roofs) {
     if (!(r.peak_tflops > 0)) continue;
     double ridge = bw > 0 ? std::max(x.d0, r.peak_tflops / bw) : x.d0;
     svg.line(x(ridge), y(r.peak_tflops), x(x.d1), y(r.peak_tflops), "#555555", 1.5, "roof", "6 3");
-    svg.text(x(x.d1) - 4, y(r.peak_tflops) - 5,
-             fmt::format("{} {:.4g} TFLOPS/s", r.label, r.peak_tflops), "end", 10,
-             "font-style=\"italic\"");
+    roof_label(svg, fmt::format("{} {:.4g} TFLOPS/s", r.label, r.peak_tflops), x(ridge), x(x.d1),
+               y(r.peak_tflops), circles, plot_top, plot_bottom, 10);
   }
 }
 
@@ -102,11 +145,18 @@ std::string to_svg(const RooflineChart& chart) {
   double mid = (top + bottom) / 2;
   svg.text(18, mid, "Achieved throughput (TFLOPS/s, log scale)", "middle", 12,
            fmt::format("transform=\"rotate(-90 18 {})\"", num(mid)));
-  draw_roofs(svg, chart, x, y);
-
   std::vector<const RooflinePoint*> order;
   for (const auto& p : chart.points)
     if (plottable(p)) order.push_back(&p);
+  auto radius = [&](const RooflinePoint* p) {
+    double share = t_max > 0 && std::isfinite(p->time_us) ? p->time_us / t_max : 0;
+    return 3 + 9 * std::sqrt(std::max(0.0, share));
+  };
+  std::vector<Circle> circles;
+  for (const RooflinePoint* p : order)
+    circles.push_back({x(p->flops_per_byte), y(p->tflops), radius(p)});
+  draw_roofs(svg, chart, x, y, circles);
+
   // Large circles first so small ones stay visible on top.
   std::stable_sort(order.begin(), order.end(),
                    [](auto* a, auto* b) { return a->time_us > b->time_us; });

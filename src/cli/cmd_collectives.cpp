@@ -55,7 +55,7 @@ int run_collectives(const CollectivesArgs& a) {
   for (const std::string& path : paths) fmt::print("{}\n", path);
   if (!a.xlsx.empty()) fmt::print("{}\n", a.xlsx);
   if (!result.single_rank) {
-    fmt::print("{} ranks, {} matched collective instances\n", result.report.ranks.size(),
+    fmt::print("{}, {}\n", count_text(result.report.ranks.size(), "rank"),
                result.report.instances.size());
     fmt::print("{}\n", engine::straggler_verdict(result.report).text);
   }

@@ -101,8 +101,9 @@ Runner add_prepare(CLI::App& app) {
     progress.phase("prepare");
     auto result = engine::prepare_from_trace(trace, o);
     progress.finish();
-    fmt::print("prepared {} compute categories in {} for {} ({} files):", result.categories.size(),
-               a->out, o.platform, result.files.size());
+    fmt::print("prepared {} in {} for {} ({}):",
+               count_text(result.categories.size(), "compute category", "compute categories"),
+               a->out, o.platform, count_text(result.files.size(), "file"));
     for (const auto& c : result.categories) fmt::print(" {}", c);
     fmt::print("\n");
     if (a->analyze || a->drafts) return run_analyses(a->out, o.category, a->drafts, true);

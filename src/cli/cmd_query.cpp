@@ -113,7 +113,7 @@ void run_one(const Source& src, const SqlArgs& a, const std::string& query) {
   std::string text = render(r.table, a.format);
   if (!a.out.empty()) {
     write_file_atomic(a.out, text);
-    fmt::print("{} ({} rows)\n", a.out, r.table.rows.size());
+    fmt::print("{} ({})\n", a.out, count_text(r.table.rows.size(), "row"));
   } else {
     fmt::print("{}", text);
   }
@@ -155,7 +155,8 @@ int export_file(const LoadedTrace& trace, const SqlArgs& a) {
     if (!t.skipped.empty())
       fmt::print(stderr, "jarvis sql: table {} left empty: {}\n", t.name, t.skipped);
   }
-  fmt::print("{} ({} tables, {} views, {:.2f} s)\n", a.export_path, tables, views, r.seconds);
+  fmt::print("{} ({}, {}, {:.2f} s)\n", a.export_path, count_text(tables, "table"),
+             count_text(views, "view"), r.seconds);
   return 0;
 }
 

@@ -39,8 +39,9 @@ Runner add_render_findings(CLI::App& app) {
     check_output_parent(a->out, a->mkdirs, "--out");
     engine::FindingsPage page = engine::render_findings_page(a->dir);
     write_file_atomic(out, page.html);
-    fmt::print("{}: {} findings files, {} images embedded, {} missing, {} refused\n", out,
-               page.files.size(), page.images_embedded, page.images_missing.size(),
+    fmt::print("{}: {}, {} embedded, {} missing, {} refused\n", out,
+               count_text(page.files.size(), "findings file"),
+               count_text(page.images_embedded, "image"), page.images_missing.size(),
                page.images_refused.size());
     return 0;
   };
@@ -60,8 +61,10 @@ Runner add_final_report(CLI::App& app) {
   return [dir] {
     engine::FinalReport report = engine::build_final_report(*dir);
     auto files = engine::write_final_report(report);
-    fmt::print("{}: {} ranked recommendations, {} system findings, {} findings files left out\n",
-               files[0], report.ranked.size(), report.system.size(), report.skipped.size());
+    fmt::print("{}: {}, {}, {} left out\n", files[0],
+               count_text(report.ranked.size(), "ranked recommendation"),
+               count_text(report.system.size(), "system finding"),
+               count_text(report.skipped.size(), "findings file"));
     return 0;
   };
 }

@@ -98,6 +98,11 @@ void write_report_dir(const Report& report, const fs::path& target) {
   fs::remove_all(old, ec);
 }
 
+// The annotated trace beside the HTML page (charts/annotated_trace.h).
+std::string annotated_trace_path(const std::string& html) {
+  return (fs::path(html).parent_path() / engine::annotated_trace_name(html)).string();
+}
+
 void write_html_report(const Trace& trace, const Report& report, const ReportArgs& a,
                        const std::string& arch_name) {
   engine::ReportPageOptions page;
@@ -112,10 +117,22 @@ void write_html_report(const Trace& trace, const Report& report, const ReportArg
   if (!arch_name.empty() && arch_name != "none") gpu = engine::load_gpu_arch(arch_name);
   const engine::ReportVerdict verdict = engine::report_verdict(trace, gpu ? &*gpu : nullptr);
   page.verdict = &verdict;
+  page.annotated_trace = engine::annotated_trace_name(a.html);
   auto charts = engine::report_charts(trace, report, page);
   std::string html = engine::report_html(trace, report, charts, page);
+  // The annotated trace first: the page links it.
+  engine::AnnotatedTraceCounts counts;
+  std::string annotated = engine::gzip_compress(
+      engine::annotated_trace_json(trace, verdict, fs::path(a.trace).filename().string(), &counts));
+  const std::string annotated_path = annotated_trace_path(a.html);
+  write_file_atomic(annotated_path, annotated);
   write_file_atomic(a.html, html);
-  fmt::print("{}: HTML report, {} charts, {} bytes\n", a.html, charts.size(), html.size());
+  fmt::print("{}: HTML report, {}, {} bytes\n", a.html, count_text(charts.size(), "chart"), html.size());
+  fmt::print(
+      "{}: annotated trace for Perfetto UI / chrome://tracing, {} events, critical path of {} "
+      "iteration{} ({} slices), {} finding{}\n",
+      annotated_path, counts.trace_events, counts.iterations, counts.iterations == 1 ? "" : "s",
+      counts.path_slices, counts.finding_tracks, counts.finding_tracks == 1 ? "" : "s");
   if (!a.svg_dir.empty())
     for (const auto& path : engine::write_chart_svgs(charts, a.svg_dir)) fmt::print("{}\n", path);
 }
@@ -290,6 +307,7 @@ void check_report_targets(const ReportArgs& a, const Targets& t) {
   if (!a.xlsx.empty() && !a.html.empty() &&
       fs::absolute(a.xlsx).lexically_normal() == fs::absolute(a.html).lexically_normal())
     usage_error("--xlsx and --html name the same file");
+  if (!a.html.empty()) files.emplace_back(annotated_trace_path(a.html), "--html's annotated trace");
   for (const auto& [file, flag] : files)
     if (!file.empty()) check_output_target(file, flag);
   if (t.csv_dir) refuse_foreign(*t.csv_dir, a.force);

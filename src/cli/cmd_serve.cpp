@@ -6,12 +6,15 @@
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
+#include <set>
 #include <thread>
 
 #include <fmt/format.h>
 
 #include "cli/commands.h"
 #include "cli/options.h"
+#include "cli/suggest.h"
+#include "mcp/tool_profiles.h"
 #include "mcp/transport.h"
 
 namespace jarvis::cli {
@@ -24,7 +27,7 @@ struct ServeArgs {
   std::string http_address;
   std::string host, port, token, max_message_mb, max_memory, session_ttl_min, workers,
       client_timeout_s;
-  std::vector<std::string> roots, allow_origins, arch_dirs;
+  std::vector<std::string> roots, allow_origins, arch_dirs, profiles, tools;
 };
 
 // A whole number in [lo, hi]; anything else (negative, junk, absurd) stops
@@ -112,6 +115,18 @@ mcp::ServerOptions server_options(const ServeArgs& a) {
     options.client_request_timeout =
         std::chrono::seconds(bounded_number("--client-timeout-s", a.client_timeout_s, 1, 86400));
   options.arch_dirs = a.arch_dirs;
+  const std::vector<std::string> known = mcp::builtin_tool_names();
+  try {
+    options.tools = mcp::select_tools(a.profiles, a.tools, known);
+  } catch (const std::invalid_argument& e) {
+    std::string hint;
+    for (const auto& t : a.tools)
+      if (std::find(known.begin(), known.end(), t) == known.end()) {
+        hint = did_you_mean(t, std::set<std::string>(known.begin(), known.end()));
+        break;
+      }
+    throw std::runtime_error(std::string(e.what()) + hint);
+  }
   return options;
 }
 
@@ -182,6 +197,20 @@ Runner add_serve(CLI::App& app) {
       ->allow_extra_args(false);
   cmd->add_option("--workers", a->workers,
                   "threads running requests (default: stdio 1 = in order, HTTP 32)");
+  std::string profile_help =
+      "serve only the tools of a profile (repeatable; a smaller tools/list):";
+  std::vector<std::string> profile_names;
+  for (const auto& p : mcp::tool_profiles()) {
+    profile_help += fmt::format(" {} = {};", p.name, p.what);
+    profile_names.push_back(p.name);
+  }
+  cmd->add_option("--profile", a->profiles, profile_help)
+      ->check(CLI::IsMember(profile_names))
+      ->allow_extra_args(false);
+  cmd->add_option("--tools", a->tools,
+                  "serve only these tools, comma-separated (with --profile: added to it)")
+      ->delimiter(',')
+      ->allow_extra_args(false);
   cmd->add_flag("--conformance-fixtures", a->conformance_fixtures,
                 "add the MCP conformance suite's test fixtures (tests only)");
   return [a, http] {

@@ -133,6 +133,9 @@ int run_sweep(const SweepArgs& a) {
         std::fprintf(stderr, "%s\n",
                      why.empty() ? engine::kernel_changes_summary(t).c_str()
                                  : fmt::format("kernel changes: {}", why).c_str());
+    // An empty nccl_by_config.csv is only a header: say why beside it.
+    if (std::string none = engine::nccl_empty_reason(s); !none.empty())
+      std::fprintf(stderr, "nccl_by_config.csv: no rows: %s\n", none.c_str());
   }
   if (a.load.stats) engine.print_stats({&s});
   write_tables(engine, tables, a.out, a.xlsx, &s);
@@ -264,7 +267,7 @@ Runner add_rocprof_config(CLI::App& app) {
           ErrorKind::Unsupported);
     auto config = engine::rocprof_config(kernels);
     for (const auto& path : engine::write_rocprof_config(config, a->out)) fmt::print("{}\n", path);
-    fmt::print("{} kernels\n", config.kernels.size());
+    fmt::print("{}\n", count_text(config.kernels.size(), "kernel"));
     return 0;
   };
 }

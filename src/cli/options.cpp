@@ -219,4 +219,10 @@ void usage_error(const std::string& message) {
   throw UsageError(message);
 }
 
+std::string count_text(size_t n, std::string_view noun, std::string_view plural) {
+  if (n == 1) return fmt::format("1 {}", noun);
+  if (plural.empty()) return fmt::format("{} {}s", n, noun);
+  return fmt::format("{} {}", n, plural);
+}
+
 }  // namespace jarvis::cli

@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -76,6 +77,10 @@ void check_xlsx_output(const std::string& file, bool mkdirs);
 // it holds none itself, the rank<N>/ layout), in natural name order (rank2
 // before rank10). A directory with no trace is an input error naming it.
 std::vector<std::string> expand_rank_traces(const std::vector<std::string>& args);
+
+// "1 row", "2 rows": a count with its noun in the right number (`plural`
+// defaults to the noun + "s").
+std::string count_text(size_t n, std::string_view noun, std::string_view plural = {});
 
 // The canonical error text for "this flag needs that one".
 [[noreturn]] void usage_error(const std::string& message);

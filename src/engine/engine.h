@@ -50,6 +50,7 @@
 #include "categories/prepare.h"
 #include "categories/prepare_trace.h"
 #include "categories/what_if_impact.h"
+#include "charts/annotated_trace.h"
 #include "charts/findings_page.h"
 #include "charts/memory_page.h"
 #include "charts/report_page.h"
@@ -429,7 +430,11 @@ inline std::vector<SqlTableInfo> sql_catalog(const LoadedTrace& trace) {
 // ---------------------------------------------------------------------------
 // Charts and HTML pages
 // ---------------------------------------------------------------------------
+using charts::annotated_trace_json;
+using charts::annotated_trace_name;
+using charts::AnnotatedTraceCounts;
 using charts::FindingsPage;
+using charts::gzip_compress;
 using charts::kMemoryChartPoints;
 using charts::memory_html;
 using charts::MemoryPageOptions;

@@ -202,6 +202,15 @@ Server::Server(ServerOptions options) : options_(std::move(options)) {
   if (roots.empty()) roots.push_back(std::filesystem::current_path().string());
   paths_ = PathPolicy(roots, options_.arch_dirs);
   tools_ = builtin_tools(problems_);
+  if (!options_.tools.empty()) {
+    const auto& keep = options_.tools;
+    for (const auto& tool : tools_)
+      if (std::find(keep.begin(), keep.end(), tool.name) == keep.end())
+        unserved_.push_back(tool.name);
+    std::erase_if(tools_, [&](const ToolSpec& tool) {
+      return std::find(keep.begin(), keep.end(), tool.name) == keep.end();
+    });
+  }
   prompts_ = skill_prompts();
   if (options_.conformance_fixtures) {
     for (auto& tool : fixture_tools()) tools_.push_back(std::move(tool));
@@ -223,6 +232,10 @@ const ToolSpec* Server::find_tool(std::string_view name) const {
   for (const auto& tool : tools_)
     if (tool.name == name) return &tool;
   return nullptr;
+}
+
+bool Server::is_unserved(std::string_view name) const {
+  return std::find(unserved_.begin(), unserved_.end(), name) != unserved_.end();
 }
 
 json Server::server_info() const {
@@ -673,6 +686,13 @@ json Session::call_tool(Call& call, const json& params, bool modern) {
   if (!args.is_object())
     throw RpcError{rpc::kInvalidParams, "Invalid params: \"arguments\" must be an object"};
   const ToolSpec* tool = server_.find_tool(name);
+  if (!tool && server_.is_unserved(name))
+    throw RpcError{rpc::kInvalidParams,
+                   fmt::format("Tool {} is not served: this server was started with a tool "
+                               "selection (jarvis serve --profile / --tools) that leaves it out; "
+                               "tools/list names the tools it serves. Restart it with --tools {} "
+                               "(or without --profile) to use it.",
+                               name, name)};
   if (!tool)
     throw RpcError{rpc::kInvalidParams,
                    fmt::format("Unknown tool: {} (call tools/list for the available tools)", name)};

@@ -144,6 +144,9 @@ struct ServerOptions {
   // Idle time after which an HTTP session, or a stateless client's handle, is forgotten.
   std::chrono::seconds session_idle_ttl{30 * 60};
   std::vector<std::string> arch_dirs;  // --arch-dir: arch JSON files readable besides the roots
+  // --profile / --tools (tool_profiles.h): the built-in tools listed and run;
+  // empty = all. A call to another built-in tool is refused, naming the selection.
+  std::vector<std::string> tools;
 };
 
 class Session;
@@ -158,6 +161,8 @@ class Server {
   // Tools in tools/list order (built-ins sorted by name, then fixtures).
   const std::vector<ToolSpec>& tools() const { return tools_; }
   const ToolSpec* find_tool(std::string_view name) const;
+  // A built-in tool left out by ServerOptions::tools.
+  bool is_unserved(std::string_view name) const;
   const std::vector<Prompt>& prompts() const { return prompts_; }
   // Schema/handler mismatches found at startup (those tools are not served).
   const std::vector<std::string>& registry_problems() const { return problems_; }
@@ -189,6 +194,7 @@ class Server {
   std::vector<ToolSpec> tools_;
   std::vector<Prompt> prompts_;
   std::vector<std::string> problems_;
+  std::vector<std::string> unserved_;  // built-in tools left out by ServerOptions::tools
   std::string instructions_;
   std::unique_ptr<TraceCache> cache_;  // before the stores that reference it
   std::shared_ptr<TraceStore> stateless_traces_;

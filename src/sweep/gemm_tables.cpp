@@ -72,15 +72,17 @@ const GemmInstance* extreme_instance(const GemmRow& g, bool longest) {
   return best;
 }
 
-void add_timestamp_cells(const GemmRow& g, std::vector<Cell>& row) {
+// The shortest and longest instance's start as offsets from the run's first
+// GPU event (ms): trace clocks start anywhere (~4.5e9 ms), an offset reads.
+void add_timestamp_cells(const GemmRow& g, double first_gpu_ts, std::vector<Cell>& row) {
   const GemmInstance* lo = extreme_instance(g, false);
   const GemmInstance* hi = extreme_instance(g, true);
   if (!lo || !hi) {
     row.insert(row.end(), 3, Cell());
     return;
   }
-  row.push_back(num(lo->start_us / 1e3));
-  row.push_back(num(hi->start_us / 1e3));
+  row.push_back(num((lo->start_us - first_gpu_ts) / 1e3));
+  row.push_back(num((hi->start_us - first_gpu_ts) / 1e3));
   row.push_back(num(std::fabs(hi->start_us - lo->start_us) / 1e3));
 }
 
@@ -195,7 +197,7 @@ Table gemm_variance_table(const Sweep& sweep, size_t top_k) {
     row.insert(row.end(),
                {Cell(g.kernel_name), num(g.min_us), num(g.max_us), num(top.diff), num(g.mean_us),
                 num(g.std_us), Cell(g.count), Cell(g.op), Cell(g.shape)});
-    add_timestamp_cells(g, row);
+    add_timestamp_cells(g, top.run->data.first_gpu_ts, row);
     row.push_back(Cell(sweep.config_label(*top.run)));
     row.push_back(Cell(top.run->input.relative));
     t.rows.push_back(std::move(row));

@@ -7,16 +7,27 @@ fd 4 out, NUL-separated JSON), so it needs nothing beyond the standard
 library and the chromium binary.
 
     check_pages.py CHROMIUM SCREENSHOT_DIR [--memory-peaks PAGE.html=LABEL|LABEL...]...
-        [--first-section PAGE.html=ID]... PAGE.html...
+        [--first-section PAGE.html=ID]... [--layout PAGE.html]... [--timeline PAGE.html]...
+        PAGE.html...
 
 --first-section: PAGE's first <section> must be ID and start on the first screen
 (the report opens with its verdict, issue 50).
+
+--layout: PAGE's charts fill the content width (at least 90 %), no table is
+wider than the page (no sideways scrolling) nor has rows taller than four
+lines, no legend entry is cut short ("redu…"), and no roofline roof label
+covers a circle (issue 50).
+
+--timeline: PAGE links its annotated trace (a#annotated-trace, a gzip JSON
+trace beside the page with the jarvis annotations process) and draws the
+interactive timeline: a canvas that zooms in on a wheel turn.
 
 --memory-peaks: PAGE must hold one memory timeline chart per label, in that
 order, each drawing its allocated and reserved paths and a peak marker whose
 label reads LABEL (e.g. "peak 96.6 MiB", as `jarvis memory` prints it).
 """
 import base64
+import gzip
 import json
 import os
 import pathlib
@@ -45,7 +56,7 @@ class Browser:
              "--remote-debugging-pipe", "--no-first-run", "--no-default-browser-check",
              "--disable-extensions", "--disable-background-networking",
              "--disable-component-update", "--disable-sync", "--hide-scrollbars",
-             f"--user-data-dir={profile}", "--window-size=1200,900", "about:blank"],
+             f"--user-data-dir={profile}", "--window-size=1400,900", "about:blank"],
             # close_fds would run after preexec_fn and close fds 3 and 4 again.
             preexec_fn=wire_fds, close_fds=False,
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -166,7 +177,111 @@ def memory_problems(browser, session, expected):
     return found, len(charts)
 
 
-def check_page(browser, page, screenshot, memory_peaks=None, first_section=None):
+# Layout facts of a page, measured in the browser.
+LAYOUT_JS = """(function () {
+  var out = {charts: [], tables: [], legendCut: [], roofClash: []};
+  var main = document.body.getBoundingClientRect().width
+           - parseFloat(getComputedStyle(document.body).paddingLeft)
+           - parseFloat(getComputedStyle(document.body).paddingRight);
+  out.content = main;
+  document.querySelectorAll('figure > svg').forEach(function (svg, i) {
+    out.charts.push({i: i, width: svg.getBoundingClientRect().width,
+                     title: (svg.querySelector('text') || {}).textContent});
+  });
+  document.querySelectorAll('div.scroll').forEach(function (d, i) {
+    var tallest = 0;
+    d.querySelectorAll('tbody tr').forEach(function (r) {
+      tallest = Math.max(tallest, r.getBoundingClientRect().height); });
+    out.tables.push({i: i, scroll: d.scrollWidth, client: d.clientWidth, tallest: tallest,
+                     head: d.querySelector('th') ? d.querySelector('th').textContent : ''});
+  });
+  document.querySelectorAll('g.legend text').forEach(function (t) {
+    if (t.textContent.endsWith('\\u2026')) out.legendCut.push(t.textContent);
+  });
+  document.querySelectorAll('svg').forEach(function (svg) {
+    var labels = svg.querySelectorAll('text.roof-label');
+    var marks = svg.querySelectorAll('circle.mark');
+    labels.forEach(function (t) {
+      var a = t.getBoundingClientRect();
+      marks.forEach(function (c) {
+        var b = c.getBoundingClientRect(), r = b.width / 2, cx = b.left + r, cy = b.top + r;
+        var nx = Math.max(a.left, Math.min(cx, a.right)), ny = Math.max(a.top, Math.min(cy, a.bottom));
+        if ((nx - cx) * (nx - cx) + (ny - cy) * (ny - cy) < r * r * 0.8)
+          out.roofClash.push(t.textContent + ' over ' + (c.querySelector('title') || {}).textContent);
+      });
+    });
+  });
+  return JSON.stringify(out);
+})()"""
+
+
+def layout_problems(browser, session):
+    facts = json.loads(browser.send("Runtime.evaluate", {
+        "expression": LAYOUT_JS, "returnByValue": True}, session=session)["result"]["value"])
+    found = []
+    for c in facts["charts"]:
+        if c["width"] < 0.9 * facts["content"]:
+            found.append(f"chart {c['i']} ({c['title']}) is {c['width']:.0f} px wide "
+                         f"on a {facts['content']:.0f} px page")
+    for t in facts["tables"]:
+        if t["scroll"] > t["client"] + 1:
+            found.append(f"table {t['i']} ({t['head']}...) scrolls sideways: "
+                         f"{t['scroll']} px in {t['client']} px")
+        if t["tallest"] > 75:
+            found.append(f"table {t['i']} ({t['head']}...) has a row {t['tallest']:.0f} px tall")
+    found += [f"legend entry cut short: {x}" for x in facts["legendCut"]]
+    found += [f"roof label covers a circle: {x}" for x in facts["roofClash"]]
+    return found, len(facts["charts"]), len(facts["tables"])
+
+
+TIMELINE_JS = """(function () {
+  var a = document.getElementById('annotated-trace'), c = document.querySelector('#timeline-view canvas');
+  if (!c) return JSON.stringify({link: a ? a.getAttribute('href') : null, canvas: false});
+  var before = [parseFloat(c.dataset.viewStart), parseFloat(c.dataset.viewEnd)];
+  var r = c.getBoundingClientRect();
+  c.dispatchEvent(new WheelEvent('wheel', {deltaY: -500, clientX: r.left + r.width * 0.6,
+                                           clientY: r.top + 20, bubbles: true, cancelable: true}));
+  var after = [parseFloat(c.dataset.viewStart), parseFloat(c.dataset.viewEnd)];
+  // Something is drawn: some pixel of the lanes' area is not white.
+  var ctx = c.getContext('2d'), img = ctx.getImageData(c.width * 0.3, 0, c.width * 0.7, c.height).data;
+  var inked = 0;
+  for (var k = 0; k < img.length; k += 4) if (img[k] < 200 || img[k + 1] < 200) inked++;
+  return JSON.stringify({link: a ? a.getAttribute('href') : null, canvas: true, width: r.width,
+                         before: before, after: after, inked: inked});
+})()"""
+
+
+def timeline_problems(browser, session, page):
+    facts = json.loads(browser.send("Runtime.evaluate", {
+        "expression": TIMELINE_JS, "returnByValue": True}, session=session)["result"]["value"])
+    found = []
+    if not facts.get("link"):
+        found.append("no link to the annotated trace (a#annotated-trace)")
+    else:
+        trace = page.parent / facts["link"]
+        try:
+            doc = json.loads(gzip.open(trace).read())
+            names = [e.get("args", {}).get("name") for e in doc["traceEvents"]
+                     if e.get("ph") == "M" and e.get("name") == "process_name"]
+            if "jarvis annotations" not in names:
+                found.append(f"{trace}: no 'jarvis annotations' process")
+            if not any(e.get("cat") == "jarvis.critical_path" for e in doc["traceEvents"]):
+                found.append(f"{trace}: no critical-path slice")
+        except (OSError, ValueError, KeyError) as e:
+            found.append(f"annotated trace {trace} does not open: {e}")
+    if not facts.get("canvas"):
+        found.append("no timeline canvas")
+    else:
+        (b0, b1), (a0, a1) = facts["before"], facts["after"]
+        if not (a1 - a0 < 0.9 * (b1 - b0) and a0 >= b0 and a1 <= b1):
+            found.append(f"the timeline did not zoom in on a wheel turn: {facts}")
+        if facts["inked"] < 100:
+            found.append(f"the timeline canvas is blank: {facts}")
+    return found
+
+
+def check_page(browser, page, screenshot, memory_peaks=None, first_section=None, layout=False,
+               timeline=False):
     target = browser.send("Target.createTarget", {"url": "about:blank"})["targetId"]
     session = browser.send("Target.attachToTarget",
                            {"targetId": target, "flatten": True})["sessionId"]
@@ -190,7 +305,7 @@ def check_page(browser, page, screenshot, memory_peaks=None, first_section=None)
     size = metrics.get("cssContentSize", metrics.get("contentSize"))
     shot = browser.send("Page.captureScreenshot", {
         "format": "png", "captureBeyondViewport": True,
-        "clip": {"x": 0, "y": 0, "width": min(size["width"], 1200),
+        "clip": {"x": 0, "y": 0, "width": min(size["width"], 1400),
                  "height": min(size["height"], 6000), "scale": 1}}, session=session)
     screenshot.write_bytes(base64.b64decode(shot["data"]))
     problems = problems_in(browser.events, session)
@@ -201,6 +316,12 @@ def check_page(browser, page, screenshot, memory_peaks=None, first_section=None)
     if first_section:
         problems += first_section_problems(browser, session, first_section)
         stats["first_section"] = first_section
+    if layout:
+        found, stats["charts"], stats["tables"] = layout_problems(browser, session)
+        problems += found
+    if timeline:
+        problems += timeline_problems(browser, session, page)
+        stats["timeline"] = True
     if stats["brokenImg"]:
         problems.append(f"{stats['brokenImg']} images did not load")
     browser.send("Target.closeTarget", {"targetId": target})
@@ -225,11 +346,16 @@ def first_section_problems(browser, session, expected):
 
 
 def parse_args(args):
-    """(pages, {page: [expected memory peak labels]}, {page: first section id})."""
-    pages, memory, first = [], {}, {}
+    """(pages, {page: [expected memory peak labels]}, {page: first section id},
+    pages with layout checks, pages with a timeline)."""
+    pages, memory, first, layout, timeline = [], {}, {}, set(), set()
     while args:
         arg = args.pop(0)
-        if arg == "--first-section":
+        if arg == "--layout":
+            layout.add(str(pathlib.Path(args.pop(0))))
+        elif arg == "--timeline":
+            timeline.add(str(pathlib.Path(args.pop(0))))
+        elif arg == "--first-section":
             page, _, section = args.pop(0).partition("=")
             first[str(pathlib.Path(page))] = section
         elif arg == "--memory-peaks":
@@ -239,14 +365,14 @@ def parse_args(args):
             memory[str(pathlib.Path(page))] = labels.split("|")
         else:
             pages.append(arg)
-    return pages, memory, first
+    return pages, memory, first, layout, timeline
 
 
 def main():
     if len(sys.argv) < 4:
         sys.exit(__doc__)
     binary, shots = sys.argv[1], pathlib.Path(sys.argv[2])
-    pages, memory, first = parse_args(sys.argv[3:])
+    pages, memory, first, layout, timeline = parse_args(sys.argv[3:])
     missing = set(memory) - {str(pathlib.Path(p)) for p in pages}
     if missing:
         sys.exit(f"--memory-peaks names pages not checked: {sorted(missing)}")
@@ -259,11 +385,16 @@ def main():
                 page = pathlib.Path(name)
                 screenshot = shots / (page.stem + ".png")
                 problems, stats, clicked = check_page(browser, page, screenshot,
-                                                      memory.get(str(page)), first.get(str(page)))
+                                                      memory.get(str(page)), first.get(str(page)),
+                                                      str(page) in layout, str(page) in timeline)
                 extra = (f", {stats['memory_charts']} memory charts with their peaks"
                          if "memory_charts" in stats else "")
                 if "first_section" in stats:
                     extra += f", opens with '{stats['first_section']}'"
+                if "charts" in stats:
+                    extra += f", layout of {stats['charts']} charts and {stats['tables']} tables"
+                if "timeline" in stats:
+                    extra += ", timeline zooms, annotated trace opens"
                 print(f"{page}: {stats['svg']} inline svg, {stats['img']} images, "
                       f"{clicked} sortable headers clicked{extra} -> {screenshot}")
                 for p in problems:

@@ -5,7 +5,10 @@
 # Fails on any console error, failed request or request leaving the file;
 # screenshots go to OUTDIR. The memory charts of the report and of the memory
 # page must show allocated and reserved and a peak marker labelled with the
-# peak `jarvis memory` prints. The report must open with its verdict section.
+# peak `jarvis memory` prints. The report must open with its verdict section,
+# link its annotated trace and draw a timeline that zooms; the report's and the
+# sweep page's charts fill the page, their tables neither scroll sideways nor
+# grow tall rows, legends are whole and roof labels clear the circles.
 #
 #   run_browser_test.sh JARVIS SHARED_DIR OUTDIR CHROMIUM PYTHON3
 set -euo pipefail
@@ -56,6 +59,8 @@ peaks() {
 "$python" "$(dirname "$0")/check_pages.py" "$chromium" "$out/screenshots" \
   --memory-peaks "$out/pages/report.html=$(peaks "$out/report_memory.txt")" \
   --first-section "$out/pages/report.html=verdict" \
+  --layout "$out/pages/report.html" --layout "$out/pages/sweep.html" \
+  --timeline "$out/pages/report.html" \
   --memory-peaks "$out/pages/memory.html=$(peaks "$out/memory.txt")" \
   "$out/pages/report.html" "$out/pages/findings.html" "$out/pages/sweep.html" \
   "$out/pages/sweep_compare.html" "$out/pages/memory.html"

@@ -17,11 +17,13 @@
 #include "charts/html.h"
 #include "charts/report_page.h"
 #include "charts/variance_charts.h"
+#include "critical_path/critical_path.h"
 #include "golden.h"
 #include "mcp_harness.h"
 #include "perf/gpu_arch.h"
 #include "report/report.h"
 #include "test_analysis_support.h"
+#include "test_loader_support.h"
 #include "trace/loader.h"
 #include "tree/call_tree.h"
 
@@ -297,7 +299,11 @@ TEST_SUITE("charts") {
 
     std::string html = report_html(trace, report, charts, page);
     write_file_atomic(dir.path + "/report.html", html);
-    CHECK(svg_facts({dir.path + "/report.html"}).size() == charts.size());
+    // Every chart inline but the SVG timeline strip: the page draws the
+    // interactive timeline (charts/timeline_view.h) in its place.
+    CHECK(svg_facts({dir.path + "/report.html"}).size() == charts.size() - 1);
+    CHECK(by_name.count("timeline") == 1);
+    CHECK(html.find("<section id=\"timeline_view\">") != std::string::npos);
     check_offline(html);
     CHECK(html.find("<table class=\"sortable\">") != std::string::npos);
     CHECK(html.find("<section id=\"memory\">") != std::string::npos);
@@ -355,6 +361,34 @@ TEST_SUITE("charts") {
     CHECK(r["bytes"].get<size_t>() == fs::file_size(dir.path + "/report.html"));
     REQUIRE(r["charts"].size() == 8 + 2);  // + the memory charts of cuda:0 and the CPU
     for (const auto& c : r["charts"]) CHECK(fs::exists(c["svg_path"].get<std::string>()));
+    // The annotated trace beside the page, linked from it, with the critical
+    // path of the trace's dependency graph (as `jarvis critical-path` has it).
+    const std::string annotated = r["annotated_trace"].get<std::string>();
+    CHECK(fs::path(annotated).filename() == "report.annotated.json.gz");
+    std::ifstream page_in(dir.path + "/report.html");
+    CHECK(std::string(std::istreambuf_iterator<char>(page_in), {})
+              .find("href=\"report.annotated.json.gz\"") != std::string::npos);
+    json doc = json::parse(jarvis::loader_test::gunzip_file(annotated));
+    size_t path_slices = 0;
+    for (const auto& e : doc["traceEvents"])
+      if (e.value("cat", "") == "jarvis.critical_path") ++path_slices;
+    auto cp = jarvis::critical_path::load_graph({kBert + "/trace.json.gz"});
+    size_t segments = 0;
+    for (const auto& it : jarvis::critical_path::analyse(cp.graph).iterations)
+      segments += it.path.size();
+    CHECK(segments > 0);
+    CHECK(path_slices == segments);
+    // A file of the user's under that name is never replaced.
+    fs::remove(annotated);
+    std::ofstream(annotated) << "mine";
+    json refused = h.call_tool(7, "render_report",
+                               {{"trace", loaded["trace"]}, {"output", dir.path + "/report.html"}});
+    CHECK(refused["result"]["isError"] == true);
+    CHECK_MESSAGE(refused["result"]["content"][0]["text"].get<std::string>().find(
+                      "jarvis did not write") != std::string::npos,
+                  refused.dump());
+    std::ifstream kept(annotated);
+    CHECK(std::string(std::istreambuf_iterator<char>(kept), {}) == "mine");
     json bad =
         h.call_tool(3, "render_report", {{"trace", "t99"}, {"output", dir.path + "/x.html"}});
     CHECK(bad["result"]["isError"] == true);

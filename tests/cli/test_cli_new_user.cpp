@@ -4,11 +4,13 @@
 #include <sys/wait.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <map>
 #include <regex>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -271,6 +273,25 @@ TEST_SUITE("cli_new_user") {
                         rank, count, n);
     CAPTURE(expected);
     CHECK_MESSAGE(multi.text.find(expected) != std::string::npos, multi.text);
+    // collective_ranks.csv's clock offsets in the generator's recorded
+    // convention (docs/collectives.md): minus the shift it added, so a rank
+    // whose clock runs ahead has a negative offset.
+    std::ifstream ranks_csv(dir / "o" / "collective_ranks.csv");
+    std::string row;
+    std::getline(ranks_csv, row);
+    REQUIRE(row.substr(row.rfind(',') + 1) == "clock_offset_us");
+    size_t offsets = 0;
+    while (std::getline(ranks_csv, row)) {
+      int64_t r = std::stoll(row.substr(0, row.find(',')));
+      double got = std::stod(row.substr(row.rfind(',') + 1));
+      CAPTURE(r);
+      CHECK(got == doctest::Approx(truth["clock_offset_us"][r].get<double>()).epsilon(1e-9));
+      CHECK(truth["clock_offset_us"][r].get<double>() ==
+            -(truth["clock_shift_us"][r].get<double>() - truth["clock_shift_us"][0].get<double>()));
+      if (r > 0) CHECK(got < 0);
+      ++offsets;
+    }
+    CHECK(offsets == 3);
     // report reads one trace: the directory is named with the commands that take it.
     Output report = run_in(dir.path, "report flat --out r");
     CHECK(report.exit_code == 1);
@@ -282,6 +303,226 @@ TEST_SUITE("cli_new_user") {
     Output empty = run_in(dir.path, "critical-path empty --out e");
     CHECK(empty.exit_code == 1);
     CHECK(empty.text.find("empty: a directory with no trace") != std::string::npos);
+  }
+
+  TEST_CASE("issue 50: docs/cli.md quotes the misspelt-flag error as the binary prints it") {
+    ScratchDir dir;
+    const std::string doc = read_text(fs::path(JARVIS_SOURCE_DIR) / "docs" / "cli.md");
+    const std::string example = "`jarvis report t.json --outt x` → ";
+    size_t at = doc.find(example);
+    REQUIRE(at != std::string::npos);
+    std::string line = doc.substr(at + example.size(), doc.find('\n', at) - at - example.size());
+    Output out = run_in(dir.path, "report t.json --outt x");
+    CHECK(out.exit_code == 2);
+    // Every code span quoted after the arrow ("``...``" or "`...`"), less
+    // those shortened with "…", is a line of the real output.
+    std::vector<std::string> quoted;
+    for (size_t i = 0; i < line.size();) {
+      size_t open = line.find('`', i);
+      if (open == std::string::npos) break;
+      size_t ticks = line.compare(open, 2, "``") == 0 ? 2 : 1;
+      size_t close = line.find(std::string(ticks, '`'), open + ticks);
+      REQUIRE(close != std::string::npos);
+      quoted.push_back(line.substr(open + ticks, close - open - ticks));
+      i = close + ticks;
+    }
+    REQUIRE(quoted.size() >= 3);
+    for (const std::string& q : quoted) {
+      if (q.find("…") != std::string::npos) {
+        // Shortened: the real line starts with the quoted part.
+        std::string head = "\n";
+        head += q.substr(0, q.find("…"));
+        CHECK_MESSAGE(out.text.find(head) != std::string::npos, q);
+        continue;
+      }
+      CHECK_MESSAGE(out.text.find(q + "\n") != std::string::npos, q, "\n", out.text);
+    }
+    // The general line names the command as CMD.
+    CHECK(doc.find("``Run `jarvis CMD --help` for the options.``") != std::string::npos);
+  }
+
+  TEST_CASE("issue 50: counts read right in every command's summary ('1 row', never '1 rows')") {
+    ScratchDir dir;
+    jarvis::testing::copy_example_trace(dir / "trace.json.gz");
+    Output one = run_in(dir.path, "sql trace.json.gz \"select 1 as x\" --out one.csv");
+    REQUIRE_MESSAGE(one.exit_code == 0, one.text);
+    CHECK_MESSAGE(one.text.find("one.csv (1 row)") != std::string::npos, one.text);
+    Output two =
+        run_in(dir.path, "sql trace.json.gz \"select 1 union all select 2\" --out two.csv");
+    REQUIRE_MESSAGE(two.exit_code == 0, two.text);
+    CHECK_MESSAGE(two.text.find("two.csv (2 rows)") != std::string::npos, two.text);
+    Output html = run_in(dir.path, "report trace.json.gz --html r.html");
+    REQUIRE_MESSAGE(html.exit_code == 0, html.text);
+    std::regex plural_one(R"(\b1 (rows|charts|files|kernels|ranks|tables|views|images)\b)");
+    for (const Output* o : {&one, &two, &html}) CHECK_FALSE(std::regex_search(o->text, plural_one));
+  }
+
+  TEST_CASE("issue 50: the sweep page and tables of a one-rank sweep read right") {
+    ScratchDir dir;
+    const std::string sweep = jarvis::golden::shared_dir() + "/sweeps/h100_gpt2_ddp";
+    Output out = run_in(dir.path, "sweep " + shell_quote(sweep) +
+                                      " --out out --cache none --html page.html --progress none");
+    REQUIRE_MESSAGE(out.exit_code == 0, out.text);
+    const std::string html = read_text(dir / "page.html");
+    // One rank: no "by rank" plot, and the page says why.
+    CHECK(html.find("by rank (box plot)") == std::string::npos);
+    CHECK(html.find("by rank (violin plot)") == std::string::npos);
+    CHECK(html.find("No chart by rank: one value in this sweep.") != std::string::npos);
+    CHECK(html.find("by threads (box plot)") != std::string::npos);
+    // Per-step values are labelled per step.
+    CHECK(html.find("GPU time per step by configuration (mean over ranks and steps)") !=
+          std::string::npos);
+    CHECK(html.find("Noise cannot be judged: one run per configuration.") != std::string::npos);
+    // No collective in a one-rank sweep: the empty nccl_by_config.csv is explained.
+    CHECK(read_text(dir / "out" / "nccl_by_config.csv").find('\n') ==
+          read_text(dir / "out" / "nccl_by_config.csv").size() - 1);  // the header alone
+    CHECK_MESSAGE(out.text.find("nccl_by_config.csv: no rows: no collectives in this sweep") !=
+                      std::string::npos,
+                  out.text);
+    CHECK(html.find("None (nccl_by_config.csv has no rows)") != std::string::npos);
+    // gemm_variance's timestamps are offsets from the run's first GPU event:
+    // the is_min / is_max instances' start_since_first_gpu_ms of the timestamps table.
+    auto rows_of = [&](const std::string& name) {
+      std::ifstream in(dir / "out" / name);
+      std::vector<std::vector<std::string>> rows;
+      std::string line;
+      while (std::getline(in, line)) {
+        std::vector<std::string> cells;
+        std::string cell;
+        bool quoted = false;
+        for (char c : line) {
+          if (c == '"')
+            quoted = !quoted;
+          else if (c == ',' && !quoted)
+            cells.push_back(cell), cell.clear();
+          else
+            cell += c;
+        }
+        cells.push_back(cell);
+        rows.push_back(cells);
+      }
+      return rows;
+    };
+    auto variance = rows_of("gemm_variance.csv");
+    auto stamps = rows_of("gemm_variance_timestamps.csv");
+    REQUIRE(variance.size() > 1);
+    auto col = [](const std::vector<std::string>& header, const std::string& name) {
+      auto it = std::find(header.begin(), header.end(), name);
+      REQUIRE(it != header.end());
+      return static_cast<size_t>(it - header.begin());
+    };
+    const size_t v_min = col(variance[0], "min_duration_timestamp_ms"),
+                 v_op = col(variance[0], "op"), v_run = col(variance[0], "run"),
+                 v_shape = col(variance[0], "shape");
+    const size_t s_start = col(stamps[0], "start_since_first_gpu_ms"),
+                 s_min = col(stamps[0], "is_min"), s_op = col(stamps[0], "op"),
+                 s_run = col(stamps[0], "run"), s_shape = col(stamps[0], "shape");
+    size_t matched = 0;
+    for (size_t r = 1; r < variance.size(); ++r) {
+      const double at = std::stod(variance[r][v_min]);
+      CHECK(at >= 0);
+      CHECK(at < 1e6);  // an offset, not the trace clock (~4.5e9 ms)
+      bool found = false;
+      for (size_t k = 1; k < stamps.size() && !found; ++k)
+        found = stamps[k][s_min] == "True" && stamps[k][s_op] == variance[r][v_op] &&
+                stamps[k][s_run] == variance[r][v_run] &&
+                stamps[k][s_shape] == variance[r][v_shape] &&
+                std::fabs(std::stod(stamps[k][s_start]) - at) < 1e-6;
+      matched += found;
+    }
+    CHECK(matched == variance.size() - 1);
+  }
+
+  TEST_CASE("issue 50: report --html writes an annotated trace with the critical path, linked") {
+    ScratchDir dir;
+    const std::string trace =
+        jarvis::golden::shared_dir() + "/conformance/h100_bert-small/trace.json.gz";
+    Output out = run_in(
+        dir.path, "report " + shell_quote(trace) + " --html pages/r.html --mkdirs --arch H100");
+    REQUIRE_MESSAGE(out.exit_code == 0, out.text);
+    const fs::path annotated = dir / "pages" / "r.annotated.json.gz";
+    REQUIRE(fs::exists(annotated));
+    CHECK(out.text.find("r.annotated.json.gz: annotated trace") != std::string::npos);
+    // The page links it by its name beside the page.
+    const std::string html = read_text(dir / "pages" / "r.html");
+    CHECK(html.find("href=\"r.annotated.json.gz\"") != std::string::npos);
+    auto doc = nlohmann::json::parse(jarvis::loader_test::gunzip_file(annotated.string()));
+    REQUIRE(doc["traceEvents"].is_array());
+    // Every timed slice of the raw trace is there, on its own pid / tid.
+    auto raw = nlohmann::json::parse(jarvis::loader_test::gunzip_file(trace));
+    size_t raw_slices = 0, copied = 0;
+    for (const auto& e : raw["traceEvents"])
+      if (e.value("ph", "") == "X" && e.contains("ts") && e.contains("dur")) ++raw_slices;
+    std::vector<nlohmann::json> path;
+    std::set<std::string> finding_tracks;
+    int64_t jarvis_pid = -1;
+    for (const auto& e : doc["traceEvents"]) {
+      std::string cat = e.value("cat", "");
+      if (e.value("ph", "") == "X" && cat.rfind("jarvis.", 0) != 0) ++copied;
+      if (cat == "jarvis.critical_path") path.push_back(e);
+      if (e.value("ph", "") == "M" && e.value("name", "") == "process_name" &&
+          e["args"]["name"] == "jarvis annotations")
+        jarvis_pid = e["pid"].get<int64_t>();
+      if (e.value("ph", "") == "M" && e.value("name", "") == "thread_name" &&
+          e["args"]["name"].get<std::string>().rfind("finding ", 0) == 0)
+        finding_tracks.insert(e["args"]["name"].get<std::string>());
+    }
+    CHECK(copied == raw_slices);
+    CHECK(jarvis_pid >= 0);
+    CHECK(!finding_tracks.empty());
+    // The critical path's slices are `jarvis critical-path`'s segments, in
+    // order, with their times (path_iteration<K>.csv).
+    Output cp = run_in(dir.path, "critical-path " + shell_quote(trace) + " --out cp");
+    REQUIRE_MESSAGE(cp.exit_code == 0, cp.text);
+    std::vector<std::pair<double, double>> expected;
+    for (int k = 0; fs::exists(dir / "cp" / fmt::format("path_iteration{}.csv", k)); ++k) {
+      std::ifstream csv(dir / "cp" / fmt::format("path_iteration{}.csv", k));
+      std::string line;
+      std::getline(csv, line);
+      REQUIRE(line.rfind("iteration,start_us,dur_us,", 0) == 0);
+      while (std::getline(csv, line)) {
+        // The iteration name has no comma; start_us and dur_us follow it.
+        size_t a = line.find(','), b = line.find(',', a + 1), c = line.find(',', b + 1);
+        expected.emplace_back(std::stod(line.substr(a + 1, b - a - 1)),
+                              std::stod(line.substr(b + 1, c - b - 1)));
+      }
+    }
+    REQUIRE(!expected.empty());
+    REQUIRE(path.size() == expected.size());
+    for (size_t i = 0; i < path.size(); ++i) {
+      CAPTURE(i);
+      CHECK(path[i]["pid"].get<int64_t>() == jarvis_pid);
+      CHECK(path[i]["args"]["start_us"].get<double>() == doctest::Approx(expected[i].first));
+      CHECK(path[i]["args"]["dur_us"].get<double>() == doctest::Approx(expected[i].second));
+      // The slice's own times, in the trace's microseconds to the ns.
+      CHECK(path[i]["ts"].get<double>() == doctest::Approx(expected[i].first).epsilon(1e-12));
+    }
+    // The page's timeline: its data holds every slice of this small trace,
+    // the ProfilerStep#N steps and the critical path.
+    size_t start = html.find("<script type=\"application/json\" class=\"timeline-data\">");
+    REQUIRE(start != std::string::npos);
+    start = html.find('>', start) + 1;
+    auto data = nlohmann::json::parse(html.substr(start, html.find("</script>", start) - start));
+    size_t raw_timeline = 0, raw_steps = 0;
+    for (const auto& e : raw["traceEvents"]) {
+      std::string cat = e.value("cat", "");
+      if (e.value("ph", "") != "X" || !e.contains("dur")) continue;
+      if (cat == "kernel" || cat == "gpu_memcpy" || cat == "gpu_memset" || cat == "cpu_op" ||
+          cat == "user_annotation" || cat == "cuda_runtime" || cat == "cuda_driver")
+        ++raw_timeline;
+      if (cat == "user_annotation" && e.value("name", "").rfind("ProfilerStep#", 0) == 0)
+        ++raw_steps;
+    }
+    CHECK(data["slices"].size() == raw_timeline);
+    CHECK(data["steps"].size() == raw_steps);
+    CHECK(data["path"].size() == expected.size());
+    // An existing file of the user's under the annotated trace's name is refused.
+    fs::remove(annotated);
+    jarvis::testing::write_text(annotated, "mine");
+    Output again =
+        run_in(dir.path, "report " + shell_quote(trace) + " --html pages/r.html --arch H100");
+    CHECK(again.exit_code == 2);
+    CHECK(read_text(annotated) == "mine");
   }
 
   TEST_CASE("issue 50: the HTML report opens with the verdict, numbers rounded for reading") {

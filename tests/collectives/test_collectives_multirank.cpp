@@ -81,10 +81,14 @@ void check_recovers_injection(const RankSet& set) {
   const auto& report = result.report;
   const auto& truth = set.truth;
   REQUIRE(report.ranks.size() == static_cast<size_t>(set.ranks));
+  // The generator records both what it added to each rank's clock and the
+  // offset in jarvis's convention (minus the shift, relative to rank 0).
   const auto& offsets = truth["clock_offset_us"];
-  for (int r = 0; r < set.ranks; ++r)
-    CHECK(report.clock_offset_us.at(r) ==
-          doctest::Approx(offsets[0].get<double>() - offsets[r].get<double>()).epsilon(1e-12));
+  const auto& shifts = truth["clock_shift_us"];
+  for (int r = 0; r < set.ranks; ++r) {
+    CHECK(offsets[r].get<double>() == shifts[0].get<double>() - shifts[r].get<double>());
+    CHECK(report.clock_offset_us.at(r) == doctest::Approx(offsets[r].get<double>()).epsilon(1e-12));
+  }
   REQUIRE(report.instances.size() == truth["instances"].size());
   for (size_t k = 0; k < report.instances.size(); ++k) {
     const auto& m = report.instances[k];
@@ -223,7 +227,7 @@ TEST_CASE("collectives multi-rank: without alignment the clock offsets show up a
   co::CollectiveReportOptions options;
   options.alignment = co::TimeAlignment::None;
   auto result = co::collective_report(set.paths(), options);
-  const double offset = set.truth["clock_offset_us"][1].get<double>();
+  const double offset = set.truth["clock_shift_us"][1].get<double>();
   const auto& m = result.report.instances.front();
   CHECK(m.end_skew_us == doctest::Approx(offset).epsilon(1e-9));
 }
@@ -272,8 +276,9 @@ TEST_CASE("collectives multi-rank: collective_report MCP tool") {
   CHECK(r["worst_skew"].size() == 2);
   CHECK(r["files"].size() == 3);
   CHECK(fs::exists(root + "/mcp_out/collective_summary.csv"));
+  // The generator's truth and jarvis report offsets in one convention.
   CHECK(r["clock_offset_us"]["1"].get<double>() ==
-        doctest::Approx(-set.truth["clock_offset_us"][1].get<double>()).epsilon(1e-12));
+        doctest::Approx(set.truth["clock_offset_us"][1].get<double>()).epsilon(1e-12));
   // The largest skew comes first and equals the largest injected delay spread.
   double max_spread = 0;
   for (const auto& t : set.truth["instances"]) {

@@ -2,8 +2,12 @@
 // sweeps; marks counted against the tables they draw, no external resource.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <map>
 #include <string>
+
+#include <fmt/format.h>
 
 #include "charts/html.h"
 #include "golden.h"
@@ -56,11 +60,53 @@ TEST_CASE("sweep pages: the sweep page draws the timeline of every config") {
     }
   CHECK(count_of(html, "class=\"mark\"") >= expected);
   CHECK(html.find("GPU timeline by configuration") != std::string::npos);
-  // Sections only for tables with rows: NCCL statistics when collectives exist.
+  // NCCL statistics when collectives exist, else the reason there are none.
   bool has_nccl = false;
   for (const Table& t : tables)
     has_nccl = has_nccl || (t.name == "nccl_by_config" && !t.rows.empty());
-  CHECK((html.find("Collectives by configuration") != std::string::npos) == has_nccl);
+  CHECK(html.find("Collectives by configuration") != std::string::npos);
+  CHECK((html.find("None (nccl_by_config.csv has no rows): " +
+                   charts::html_escape(sweep::nccl_empty_reason(s))) != std::string::npos) ==
+        !has_nccl);
+  // The page leads with what changes across configurations: the part of the
+  // GPU time with the largest range over the configurations, lowest to highest.
+  size_t changes = html.find("<section id=\"changes\">");
+  REQUIRE(changes != std::string::npos);
+  CHECK(changes < html.find("<section id=\"variance\">"));
+  // Per step when every configuration knows its steps, as the page says.
+  bool per_step = summary->col("steps") >= 0;
+  for (size_t r = 0; per_step && r < summary->rows.size(); ++r) {
+    double steps = summary->at(r, "steps").is_number() ? summary->at(r, "steps").number() : NAN;
+    per_step = std::isfinite(steps) && steps > 0;
+  }
+  std::string top;
+  double top_lo = 0, top_hi = 0, top_range = -1;
+  for (const auto& [c, label] : {std::pair{"computation_time_ms", "Computation"},
+                                 {"exposed_comm_time_ms", "Exposed communication"},
+                                 {"exposed_memcpy_time_ms", "Exposed memcpy"},
+                                 {"idle_time_ms", "Idle"}}) {
+    double lo = INFINITY, hi = -INFINITY;
+    for (size_t r = 0; r < summary->rows.size(); ++r) {
+      double v = summary->at(r, c).number();
+      if (per_step) v /= summary->at(r, "steps").number();
+      lo = std::min(lo, v), hi = std::max(hi, v);
+    }
+    if (hi - lo > top_range) top = label, top_lo = lo, top_hi = hi, top_range = hi - lo;
+  }
+  auto ms = [](double v) {
+    return std::fabs(v) >= 100 ? fmt::format("{:.0f}", v) : fmt::format("{:.3g}", v);
+  };
+  std::string lead = fmt::format(
+      "<b>{} changes most: {} &rarr; {} {} across the {} configurations", top, ms(top_lo),
+      ms(top_hi), per_step ? "ms per step" : "ms over the profiled window", summary->rows.size());
+  CHECK_MESSAGE(html.find(lead) != std::string::npos, lead);
+  // One run per configuration: the page says noise cannot be judged.
+  std::map<std::string, size_t> runs;
+  for (const auto& run : s.runs) ++runs[s.config_label(run)];
+  size_t most = 0;
+  for (const auto& [config, n] : runs) most = std::max(most, n);
+  CHECK((html.find("Noise cannot be judged: one run per configuration.") != std::string::npos) ==
+        (most == 1));
   // Report runs carry no trace, so no health verdict and no health section.
   CHECK(html.find("Trace health per run") == std::string::npos);
 }

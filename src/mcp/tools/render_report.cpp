@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "base/output_guard.h"
 #include "engine/engine.h"
 #include "mcp/tool.h"
 #include "mcp/tools/trace_arg.h"
@@ -17,6 +18,11 @@ ToolResult render_report_tool(const json& args, ToolContext& ctx) {
   std::string output = args.at("output").get<std::string>();
   bool overwrite = args.at("overwrite").get<bool>();
   auto out = ctx.output_file(output, output.ends_with(".htm") ? ".htm" : ".html", overwrite);
+  // The annotated trace beside the page (inside the roots with it). Its name
+  // is a trace's: write_file_atomic's guard replaces it only when jarvis wrote it.
+  const std::string annotated_name = engine::annotated_trace_name(out.string());
+  const std::filesystem::path annotated_path = out.parent_path() / annotated_name;
+  check_output_target(annotated_path);  // before the work
   std::filesystem::path svg_dir;
   if (args.contains("svg_dir"))
     svg_dir = ctx.output_dir(args.at("svg_dir").get<std::string>(), overwrite);
@@ -42,9 +48,15 @@ ToolResult render_report_tool(const json& args, ToolContext& ctx) {
   const engine::ReportVerdict verdict =
       engine::report_verdict(entry->trace(), gpu ? &*gpu : nullptr);
   page.verdict = &verdict;
+  page.annotated_trace = annotated_name;
   ctx.report_progress(1, 2, "report built; drawing charts");
   auto charts = engine::report_charts(entry->trace(), *report, page);
   std::string html = engine::report_html(entry->trace(), *report, charts, page);
+  write_file_atomic(
+      annotated_path.string(),
+      engine::gzip_compress(engine::annotated_trace_json(
+          entry->trace(), verdict, std::filesystem::path(entry->path()).filename().string())));
+  ctx.paths().note_written(annotated_path);
   write_file_atomic(out.string(), html);
   ctx.paths().note_written(out);
   std::vector<std::string> svg_paths;
@@ -60,11 +72,15 @@ ToolResult render_report_tool(const json& args, ToolContext& ctx) {
   json result = {{"trace", entry->handle()},
                  {"path", out.string()},
                  {"bytes", html.size()},
+                 {"annotated_trace", annotated_path.string()},
                  {"arch", page.arch_name.empty() ? json(nullptr) : json(page.arch_name)},
                  {"charts", list}};
   return {result,
-          fmt::format("Wrote {} ({} bytes, {} charts{}).", out.string(), html.size(), charts.size(),
-                      svg_paths.empty() ? "" : ", SVGs in " + svg_dir.string())};
+          fmt::format("Wrote {} ({} bytes, {} charts{}) and the annotated trace {} (Perfetto UI, "
+                      "chrome://tracing).",
+                      out.string(), html.size(), charts.size(),
+                      svg_paths.empty() ? "" : ", SVGs in " + svg_dir.string(),
+                      annotated_path.string())};
 }
 
 }  // namespace

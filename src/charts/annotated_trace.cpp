@@ -1,0 +1,251 @@
+#include "charts/annotated_trace.h"
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <limits>
+#include <set>
+#include <stdexcept>
+#include <unordered_map>
+
+#include <fmt/format.h>
+#include <zlib.h>
+#include <nlohmann/json.hpp>
+
+namespace jarvis::charts {
+
+namespace {
+
+using nlohmann::json;
+
+// A JSON string literal (quotes included), invalid UTF-8 replaced.
+std::string json_string(std::string_view text) {
+  return json(std::string(text)).dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+// pid / tid as the trace had them: a number, or a string.
+std::string proc_id_json(const Trace& trace, const ProcId& p) {
+  if (!p.present()) return "0";
+  if (p.is_string) return json_string(trace.proc_id_text(p));
+  return std::to_string(p.value);
+}
+
+// Microseconds with the trace's nanosecond resolution.
+std::string us_text(int64_t ns) {
+  return fmt::format("{}.{:03d}", ns / 1000 - (ns < 0 && ns % 1000 ? 1 : 0),
+                     static_cast<int>(((ns % 1000) + 1000) % 1000));
+}
+
+std::string us_text(double us) {
+  return us_text(static_cast<int64_t>(std::llround(us * 1e3)));
+}
+
+const char* phase_text(Phase ph) {
+  switch (ph) {
+    case Phase::Complete:
+      return "X";
+    case Phase::Instant:
+      return "i";
+    case Phase::FlowStart:
+      return "s";
+    case Phase::FlowEnd:
+      return "f";
+    default:
+      return nullptr;
+  }
+}
+
+class Writer {
+ public:
+  explicit Writer(const Trace& trace) : trace_(trace) {}
+
+  void event(const std::string& body) {
+    out_ += first_ ? "\n" : ",\n";
+    first_ = false;
+    out_ += "{" + body + "}";
+  }
+
+  // The trace's own events: slices, instants and the launch flows.
+  size_t copy_trace() {
+    size_t n = 0;
+    for (Uid u = 0; u < trace_.events.size(); ++u) {
+      const Event& e = trace_.events[u];
+      const char* ph = phase_text(e.ph);
+      if (!ph || !e.has_ts() || (e.ph == Phase::Complete && !e.has_dur())) continue;
+      std::string body =
+          fmt::format(R"("ph":"{}","name":{},"cat":{},"pid":{},"tid":{},"ts":{})", ph, name(e.name),
+                      name(e.cat_name), proc_id_json(trace_, trace_.pid(e)),
+                      proc_id_json(trace_, trace_.tid(e)), us_text(e.ts_ns));
+      if (e.ph == Phase::Complete) body += ",\"dur\":" + us_text(e.dur_ns);
+      if (e.ph == Phase::Instant) body += ",\"s\":\"t\"";
+      if (e.ph == Phase::FlowStart || e.ph == Phase::FlowEnd) {
+        int64_t id = trace_.flow_id(e);
+        if (id == kNoInt) continue;
+        body += fmt::format(",\"id\":{}", id);
+        if (e.bp_enclosing) body += ",\"bp\":\"e\"";
+      }
+      std::string args;
+      auto add_id = [&](const char* key, int64_t v) {
+        if (v == kNoInt) return;
+        args += fmt::format("{}\"{}\":{}", args.empty() ? "" : ",", key, v);
+      };
+      add_id("External id", trace_.external_id(e));
+      add_id("correlation", trace_.correlation(e));
+      add_id("device", trace_.device(e));
+      add_id("stream", trace_.stream(e));
+      if (!args.empty()) body += ",\"args\":{" + args + "}";
+      event(body);
+      ++n;
+    }
+    for (const auto& [pid, label] : trace_.metadata.process_name)
+      event(fmt::format(R"("ph":"M","name":"process_name","pid":{},"tid":0,"args":{{"name":{}}})",
+                        proc_id_json(trace_, pid), json_string(label)));
+    for (const auto& [key, label] : trace_.metadata.thread_name)
+      event(fmt::format(R"("ph":"M","name":"thread_name","pid":{},"tid":{},"args":{{"name":{}}})",
+                        proc_id_json(trace_, key.first), proc_id_json(trace_, key.second),
+                        json_string(label)));
+    return n;
+  }
+
+  std::string finish(const std::string& source) {
+    return "{\"displayTimeUnit\":\"ms\",\"otherData\":{\"jarvis\":" +
+           json_string("annotated trace of " + source +
+                       ": the trace's events plus the critical path and the findings in the "
+                       "process 'jarvis annotations'") +
+           "},\"traceEvents\":[" + out_ + "\n]}\n";
+  }
+
+ private:
+  const std::string& name(uint32_t id) {
+    auto it = names_.find(id);
+    if (it == names_.end()) it = names_.emplace(id, json_string(trace_.strings.view(id))).first;
+    return it->second;
+  }
+
+  const Trace& trace_;
+  std::string out_;
+  bool first_ = true;
+  std::unordered_map<uint32_t, std::string> names_;
+};
+
+// A pid no event of the trace uses.
+int64_t free_pid(const Trace& trace) {
+  std::set<int64_t> used;
+  for (const ThreadKey& k : trace.threads)
+    if (k.pid.present() && !k.pid.is_string) used.insert(k.pid.value);
+  int64_t pid = 1'000'000'000;
+  while (used.count(pid)) ++pid;
+  return pid;
+}
+
+std::string segment_name(const critical_path::Segment& s) {
+  if (!s.kernel.empty()) return s.kernel;
+  if (!s.op.empty()) return s.op;
+  if (!s.category.empty()) return s.category;  // "host_gap", "launch", ...
+  return s.kind;
+}
+
+}  // namespace
+
+std::string annotated_trace_json(const Trace& trace, const ReportVerdict& verdict,
+                                 const std::string& source, AnnotatedTraceCounts* counts) {
+  AnnotatedTraceCounts c;
+  Writer w(trace);
+  c.trace_events = w.copy_trace();
+  const int64_t pid = free_pid(trace);
+  auto track = [&](int tid, const std::string& label) {
+    w.event(fmt::format(R"("ph":"M","name":"thread_name","pid":{},"tid":{},"args":{{"name":{}}})",
+                        pid, tid, json_string(label)));
+    w.event(fmt::format(
+        R"("ph":"M","name":"thread_sort_index","pid":{},"tid":{},"args":{{"sort_index":{}}})", pid,
+        tid, tid));
+  };
+  w.event(fmt::format(R"("ph":"M","name":"process_name","pid":{},"tid":0,"args":{{"name":{}}})",
+                      pid, json_string("jarvis annotations")));
+  w.event(fmt::format(
+      R"("ph":"M","name":"process_sort_index","pid":{},"tid":0,"args":{{"sort_index":-1}})", pid));
+  if (verdict.step) {
+    const critical_path::Analysis& a = verdict.step->measured;
+    track(1, "iterations");
+    track(2, "critical path");
+    for (size_t k = 0; k < a.iterations.size(); ++k) {
+      const auto& it = a.iterations[k];
+      w.event(fmt::format(
+          R"("ph":"X","name":{},"cat":"jarvis.iteration","pid":{},"tid":1,"ts":{},"dur":{},"args":{{"bound_by":{},"why":{},"length_us":{}}})",
+          json_string(fmt::format("{}: {}-bound", it.name, it.bound_by)), pid, us_text(it.start_us),
+          us_text(it.end_us - it.start_us), json_string(it.bound_by), json_string(it.bound_reason),
+          it.length_us));
+      ++c.iterations;
+      for (const auto& s : it.path) {
+        w.event(fmt::format(
+            R"("ph":"X","name":{},"cat":"jarvis.critical_path","pid":{},"tid":2,"ts":{},"dur":{},"args":{{"iteration":{},"rank":{},"kind":{},"category":{},"op":{},"kernel":{},"start_us":{},"dur_us":{}}})",
+            json_string(segment_name(s)), pid, us_text(s.start_us), us_text(s.dur_us),
+            json_string(it.name), s.rank, json_string(s.kind), json_string(s.category),
+            json_string(s.op), json_string(s.kernel), s.start_us, s.dur_us));
+        ++c.path_slices;
+      }
+    }
+  }
+  // The GPU window, for the findings about the whole trace.
+  double gpu_start = std::numeric_limits<double>::infinity(), gpu_end = -gpu_start;
+  for (const Event& e : trace.events)
+    if (e.is_gpu() && e.has_ts() && e.has_dur()) {
+      gpu_start = std::min(gpu_start, e.ts());
+      gpu_end = std::max(gpu_end, e.end());
+    }
+  for (size_t k = 0; k < verdict.findings.size(); ++k) {
+    const auto& f = verdict.findings[k];
+    const int tid = static_cast<int>(10 + k);
+    track(tid, fmt::format("finding {}: {}", k + 1, f.title));
+    std::string args = fmt::format(R"("rule":{},"severity":{},"recoverable_us":{})",
+                                   json_string(f.rule), json_string(f.severity),
+                                   f.recoverable_us ? json(*f.recoverable_us).dump() : "null");
+    size_t markers = 0;
+    for (Uid u : f.uids) {
+      if (u >= trace.events.size() || markers >= kMaxMarkersPerFinding) break;
+      const Event& e = trace.events[u];
+      if (!e.has_ts()) continue;
+      w.event(fmt::format(
+          R"("ph":"i","s":"t","name":{},"cat":"jarvis.finding","pid":{},"tid":{},"ts":{},"args":{{{},"event":{}}})",
+          json_string(f.rule), pid, tid, us_text(e.ts_ns), args, json_string(trace.name(u))));
+      ++markers;
+    }
+    if (markers == 0 && std::isfinite(gpu_start)) {
+      w.event(fmt::format(
+          R"("ph":"X","name":{},"cat":"jarvis.finding","pid":{},"tid":{},"ts":{},"dur":{},"args":{{{}}})",
+          json_string(f.title), pid, tid, us_text(gpu_start), us_text(gpu_end - gpu_start), args));
+      ++markers;
+    }
+    c.finding_markers += markers;
+    ++c.finding_tracks;
+  }
+  if (counts) *counts = c;
+  return w.finish(source);
+}
+
+std::string gzip_compress(std::string_view data) {
+  if (data.size() > std::numeric_limits<uInt>::max())
+    throw std::runtime_error("gzip: input over 4 GiB");
+  z_stream z{};
+  if (deflateInit2(&z, 6, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK)
+    throw std::runtime_error("gzip: deflateInit2 failed");
+  std::string out;
+  out.resize(deflateBound(&z, static_cast<uLong>(data.size())) + 64);
+  z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(data.data()));
+  z.avail_in = static_cast<uInt>(data.size());
+  z.next_out = reinterpret_cast<Bytef*>(out.data());
+  z.avail_out = static_cast<uInt>(out.size());
+  int rc = deflate(&z, Z_FINISH);
+  size_t written = out.size() - z.avail_out;
+  deflateEnd(&z);
+  if (rc != Z_STREAM_END) throw std::runtime_error("gzip: deflate did not finish");
+  out.resize(written);
+  return out;
+}
+
+std::string annotated_trace_name(const std::string& html_path) {
+  std::filesystem::path p(html_path);
+  return p.stem().string() + ".annotated.json.gz";
+}
+
+}  // namespace jarvis::charts
