@@ -380,7 +380,7 @@ PreparedReport prepare_side(TraceStore& store, const Side& side, const std::stri
     if (!arch.empty())
       throw std::invalid_argument(
           "arch_reference / arch_target apply to paths; a loaded trace keeps its load_trace arch");
-    PreparedReport p{NamedReport{tag, file.report().tables}, file.arch(), {}, nullptr};
+    PreparedReport p{NamedReport{tag, file.report().tables}, file.arch(), {}, nullptr, {}};
     normalize_report(p.report);
     return p;
   }
