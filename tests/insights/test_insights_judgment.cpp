@@ -59,7 +59,8 @@ double kernel_us_inside(const Trace& t, const Event& op) {
 
 // The GPU idle the host opened, from the raw events: gaps of the union of GPU
 // activity longer than 20 us, closed by an op whose launch call started
-// after the gap began, with no synchronising call ending inside the gap.
+// after the gap began, with no synchronising call (or .item()) ending inside
+// the gap.
 // `inside(launch)` selects the gaps whose closing launch lies in a window.
 struct HostIdle {
   double total_us = 0, selected_us = 0;
@@ -70,6 +71,9 @@ HostIdle host_opened_idle(const Trace& t, Select inside) {
   std::map<int64_t, const Event*> launch_of;
   std::vector<const Event*> syncs;
   for (const auto& e : t.events) {
+    // .item() and friends block the host until the GPU has drained.
+    if (e.cat == jarvis::Cat::CpuOp && t.str(e.name) == "aten::_local_scalar_dense")
+      syncs.push_back(&e);
     if (!e.is_runtime()) continue;
     launch_of[t.correlation(e)] = &e;
     std::string_view n = t.str(e.name);
