@@ -165,10 +165,22 @@ size_t graph_capture_calls(const Trace& trace) {
 
 std::map<std::string, double> host_work_idle_by_place(const InsightContext& c) {
   std::map<std::string, double> out;
-  for (const IdleGap& g : idle_gaps(c.trace, c.tree).gaps)
-    if (g.cause == IdleCause::HostWork)
+  for (const IdleGap& g : idle_gaps(c.trace, c.tree).gaps) {
+    double us = 0;
+    if (g.cause == IdleCause::HostWork) {
+      us = g.dur_us;
+    } else if (g.cause == IdleCause::LaunchLatency && g.after != kNoUid) {
+      // A short gap the host opened (a decode step's tiny kernels, each
+      // launched after the one before ended): the wait before the launch
+      // call; the launch's own latency after it stays.
+      const Uid launch = c.tree.parent(g.after);
+      if (launch != kNoUid && c.trace.events[launch].is_runtime())
+        us = std::clamp(c.trace.events[launch].ts() - g.start_us, 0.0, g.dur_us);
+    }
+    if (us > 0)
       out[g.place == kNoUid ? std::string("(no launching op)")
-                            : std::string(c.trace.name(g.place))] += g.dur_us;
+                            : std::string(c.trace.name(g.place))] += us;
+  }
   return out;
 }
 

@@ -124,8 +124,9 @@ class Siblings {
 // host records), not a step that runs the graph.
 size_t graph_capture_calls(const Trace& trace);
 
-// The GPU idle time the host opened (idle_gaps' host_work gaps: the op
-// after the gap was launched after the gap began), by place name.
+// The GPU idle time the host opened, by place name: idle_gaps' host_work
+// gaps (the op after the gap was launched after the gap began) whole, and of
+// the short launch_latency gaps the host opened the part before the launch.
 std::map<std::string, double> host_work_idle_by_place(const InsightContext& c);
 
 }  // namespace detail

@@ -58,9 +58,9 @@ double kernel_us_inside(const Trace& t, const Event& op) {
 }
 
 // The GPU idle the host opened, from the raw events: gaps of the union of GPU
-// activity longer than 20 us, closed by an op whose launch call started
-// after the gap began, with no synchronising call (or .item()) ending inside
-// the gap.
+// activity closed by an op whose launch call started after the gap began,
+// with no synchronising call (or .item()) ending inside the gap; longer than
+// 20 us whole, shorter ones the wait before the launch.
 // `inside(launch)` selects the gaps whose closing launch lies in a window.
 struct HostIdle {
   double total_us = 0, selected_us = 0;
@@ -88,15 +88,17 @@ HostIdle host_opened_idle(const Trace& t, Select inside) {
   HostIdle out;
   double end = -1e300;
   for (const Event* e : gpu) {
-    if (end > -1e300 && e->ts() > end + 20.0) {
+    if (end > -1e300 && e->ts() > end) {
       const double gap = e->ts() - end;
       auto it = launch_of.find(t.correlation(*e));
       bool synced = std::any_of(syncs.begin(), syncs.end(), [&](const Event* s) {
         return s->end() > end && s->end() <= e->ts();
       });
       if (it != launch_of.end() && it->second->ts() > end && !synced) {
-        out.total_us += gap;
-        if (inside(*it->second)) out.selected_us += gap;
+        // A long gap counts whole; a short one its wait before the launch.
+        const double us = gap > 20.0 ? gap : std::min(gap, it->second->ts() - end);
+        out.total_us += us;
+        if (inside(*it->second)) out.selected_us += us;
       }
     }
     end = std::max(end, e->end());
