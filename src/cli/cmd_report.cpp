@@ -127,7 +127,8 @@ void write_html_report(const Trace& trace, const Report& report, const ReportArg
   const std::string annotated_path = annotated_trace_path(a.html);
   write_file_atomic(annotated_path, annotated);
   write_file_atomic(a.html, html);
-  fmt::print("{}: HTML report, {}, {} bytes\n", a.html, count_text(charts.size(), "chart"), html.size());
+  fmt::print("{}: HTML report, {}, {} bytes\n", a.html, count_text(charts.size(), "chart"),
+             html.size());
   fmt::print(
       "{}: annotated trace for Perfetto UI / chrome://tracing, {} events, critical path of {} "
       "iteration{} ({} slices), {} finding{}\n",
