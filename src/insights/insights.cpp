@@ -152,15 +152,16 @@ bool is_half_type(std::string_view recorded_type) {
 
 size_t graph_capture_calls(const Trace& trace) {
   size_t calls = 0;
+  bool captured = false;  // GetCaptureInfo alone is no capture: PyTorch asks it routinely
   for (const Event& e : trace.events) {
     if (e.cat != Cat::CudaRuntime && e.cat != Cat::CudaDriver) continue;
     std::string_view name = trace.str(e.name);
-    if (name.find("BeginCapture") != std::string_view::npos ||
-        name.find("GetCaptureInfo") != std::string_view::npos ||
-        name.find("GraphInstantiate") != std::string_view::npos)
-      ++calls;
+    const bool begins = name.find("BeginCapture") != std::string_view::npos ||
+                        name.find("GraphInstantiate") != std::string_view::npos;
+    captured = captured || begins;
+    if (begins || name.find("GetCaptureInfo") != std::string_view::npos) ++calls;
   }
-  return calls;
+  return captured ? calls : 0;
 }
 
 std::map<std::string, double> host_work_idle_by_place(const InsightContext& c) {

@@ -118,10 +118,11 @@ class Siblings {
   std::map<std::pair<ProcId, ProcId>, std::vector<Uid>> roots_;
 };
 
-// Calls that only a CUDA/HIP graph capture makes (*BeginCapture,
-// *GetCaptureInfo, *GraphInstantiate*). A trace holding them recorded the
-// capture (each kernel enqueued once into a graph, the GPU idle while the
-// host records), not a step that runs the graph.
+// Calls a CUDA/HIP graph capture makes (*BeginCapture, *GetCaptureInfo,
+// *GraphInstantiate*), 0 unless a capture begins or a graph is instantiated
+// (PyTorch asks GetCaptureInfo in plain steps too). A trace holding them
+// recorded the capture (each kernel enqueued once into a graph, the GPU idle
+// while the host records), not a step that runs the graph.
 size_t graph_capture_calls(const Trace& trace);
 
 // The GPU idle time the host opened, by place name: idle_gaps' host_work

@@ -1112,12 +1112,13 @@ class TraceReader {
     };
     if (n >= 6 && std::memcmp(p, "SQLite", 6) == 0)
       return "not a Kineto trace: this is a SQLite database, e.g. an Nsight Systems export "
-             "(`nsys export --type sqlite`); jarvis does not read Nsight Systems input yet: "
-             "record the run with torch.profiler and give its trace.json(.gz)";
+             "(`nsys export --type sqlite`), which this command does not read; `jarvis report`, "
+             "`info`, `insights`, `compare` and MCP load_trace read Nsight exports "
+             "(docs/nsys.md)";
     if (named(".nsys-rep") || named(".qdrep"))
-      return "not a Kineto trace: this is an Nsight Systems report; jarvis does not read "
-             "Nsight Systems input yet: record the run with torch.profiler and give its "
-             "trace.json(.gz)";
+      return "not a Kineto trace: this is an Nsight Systems report; export it with `nsys export "
+             "--type sqlite` and give the .sqlite file to `jarvis report`, `info`, `insights`, "
+             "`compare` or MCP load_trace (docs/nsys.md)";
     if (named(".xplane.pb") || named(".pb"))
       return "not a Kineto trace: this looks like a JAX / XLA XPlane protobuf (.xplane.pb), "
              "which this command does not read; `jarvis report`, `jarvis info` and MCP load_trace "

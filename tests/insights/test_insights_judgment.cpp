@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "explore/input_format.h"
 #include "golden.h"
 #include "insights/insights.h"
 #include "perf/gpu_arch.h"
@@ -367,4 +368,25 @@ TEST_CASE("judgment: GPT-2's written-out tanh-GELU, forward and backward (raw ev
   // A fused GELU's traffic: 12 calls x (2 + 3) passes of the bf16 tensor.
   const double fused_us = 12 * 5 * 2.0 * 8 * 512 * 3072 / (3350.0 * 1e3);
   CHECK(found[0].recoverable_us.value() <= found[0].time_us - fused_us * (1 - 1e-6));
+}
+
+TEST_CASE("judgment: GetCaptureInfo alone is no graph capture (Nsight export of a training job)") {
+  // PyTorch asks cudaStreamGetCaptureInfo in plain steps; only a capture
+  // begins one (or instantiates a graph). Counted from the raw runtime names.
+  Trace t = jarvis::load_any_trace(jarvis::golden::shared_dir() + "/nsys/mfu_2gpu_before.sqlite");
+  size_t asks = 0, begins = 0;
+  for (const auto& e : t.events) {
+    if (!e.is_runtime()) continue;
+    const std::string_view n = t.str(e.name);
+    asks += n.find("GetCaptureInfo") != std::string_view::npos;
+    begins += n.find("BeginCapture") != std::string_view::npos ||
+              n.find("GraphInstantiate") != std::string_view::npos;
+  }
+  REQUIRE(asks > 0);
+  REQUIRE(begins == 0);
+  CallTree tree(t);
+  const auto all = insights_of(t, tree, "H100");
+  CHECK(rule_of(all, "capture_host_cost").empty());
+  for (const auto& i : rule_of(all, "launch_bound"))
+    CHECK_FALSE(i.title.starts_with("Graph capture"));
 }
