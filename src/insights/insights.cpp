@@ -150,6 +150,40 @@ bool is_half_type(std::string_view recorded_type) {
   return recorded_type == "c10::BFloat16" || recorded_type == "c10::Half";
 }
 
+FlopRate gemm_rate(const InsightContext& c, const std::string& spec,
+                   const std::function<bool(const report::PerfOpRow&)>& keep) {
+  FlopRate rate;
+  for (const auto& row : c.rows)
+    if (row.sheet == "GEMM" && row.metrics && row.metrics->compute_spec == spec &&
+        row.kernel_time_us > 0 && keep(row)) {
+      rate.gflops += row.metrics->gflops;
+      rate.time_us += row.kernel_time_us;
+    }
+  return rate;
+}
+
+void for_each_sibling_list(const InsightContext& c,
+                           const std::function<void(const std::vector<Uid>&)>& visit) {
+  std::map<uint32_t, std::vector<Uid>> roots;  // top-level cpu_ops by thread
+  std::vector<Uid> children;
+  for (size_t u = 0; u < c.trace.events.size(); ++u) {
+    const Uid uid = static_cast<Uid>(u);
+    if (!c.tree.in_tree(uid)) continue;
+    auto kids = c.tree.children(uid);
+    if (kids.size() >= 2) {
+      children.assign(kids.begin(), kids.end());
+      visit(children);
+    }
+    if (c.tree.parent(uid) == kNoUid && c.trace.events[u].cat == Cat::CpuOp)
+      roots[c.trace.events[u].thread].push_back(uid);
+  }
+  for (auto& [thread, list] : roots) {
+    std::stable_sort(list.begin(), list.end(),
+                     [&](Uid a, Uid b) { return c.trace.events[a].ts() < c.trace.events[b].ts(); });
+    visit(list);
+  }
+}
+
 size_t graph_capture_calls(const Trace& trace) {
   size_t calls = 0;
   bool captured = false;  // GetCaptureInfo alone is no capture: PyTorch asks it routinely

@@ -35,41 +35,31 @@ int64_t int_param(const perf::PerfMetrics& m, std::string_view name) {
   return p && p->value.kind == PyValue::Kind::Int ? p->value.i : 0;
 }
 
-struct Rate {
-  double gflops = 0, time_us = 0;
-  double tflops_per_s() const { return time_us > 0 ? gflops / time_us * 1e3 : 0; }
-};
-
-// FLOP-weighted rate of the trace's GEMMs per compute spec (dtype).
-std::map<std::string, Rate> gemm_rates(const InsightContext& c) {
-  std::map<std::string, Rate> out;
-  for (const auto& row : c.rows) {
-    if (row.sheet != "GEMM" || !row.metrics || row.metrics->gflops < kMinGemmGflops) continue;
-    if (!(row.kernel_time_us > 0)) continue;
-    Rate& r = out[row.metrics->compute_spec];
-    r.gflops += row.metrics->gflops;
-    r.time_us += row.kernel_time_us;
-  }
-  return out;
-}
-
 struct AttentionGroup {
   std::vector<Uid> uids;
   std::vector<Uid> kernels;
-  Rate rate;
+  detail::FlopRate rate;
   size_t calls = 0;
 };
 
 }  // namespace
 
 void rule_attention_efficiency(const InsightContext& c, std::vector<Insight>& out) {
-  const auto rates = gemm_rates(c);
-  if (rates.empty()) return;
+  // The trace's GEMM rate per spec, from GEMMs large enough to show it.
+  std::map<std::string, detail::FlopRate> rates;
+  auto rate_of = [&](const std::string& spec) {
+    auto [it, added] = rates.emplace(spec, detail::FlopRate{});
+    if (added)
+      it->second = detail::gemm_rate(c, spec, [](const report::PerfOpRow& row) {
+        return row.metrics->gflops >= kMinGemmGflops;
+      });
+    return it->second.tflops_per_s();
+  };
   // Attention rows by (op name, direction, spec): one finding per kind.
   std::map<std::tuple<std::string, bool, std::string>, AttentionGroup> groups;
   for (const auto& row : c.rows) {
     if (row.sheet != "SDPA" || !row.metrics || !(row.metrics->gflops > 0)) continue;
-    if (!(row.kernel_time_us > 0) || !rates.count(row.metrics->compute_spec)) continue;
+    if (!(row.kernel_time_us > 0) || !(rate_of(row.metrics->compute_spec) > 0)) continue;
     if (std::min(int_param(*row.metrics, "N_Q"), int_param(*row.metrics, "N_KV")) < kMinSeqLen ||
         int_param(*row.metrics, "d_h_qk") < kMinHeadDim)
       continue;
@@ -82,9 +72,10 @@ void rule_attention_efficiency(const InsightContext& c, std::vector<Insight>& ou
   }
   for (auto& [key, g] : groups) {
     const auto& [name, backward, spec] = key;
-    const Rate& gemm = rates.at(spec);
+    const detail::FlopRate& gemm = rates.at(spec);
+    const double gemm_tflops = gemm.tflops_per_s();
     const double share = backward ? kBackwardShareOfGemmRate : kForwardShareOfGemmRate;
-    const double attainable = share * gemm.tflops_per_s();
+    const double attainable = share * gemm_tflops;
     const double achieved = g.rate.tflops_per_s();
     if (!(attainable > achieved)) continue;
     const double attainable_time_us = g.rate.gflops / attainable * 1e3;  // GFLOP / TFLOP/s = ms
@@ -99,13 +90,13 @@ void rule_attention_efficiency(const InsightContext& c, std::vector<Insight>& ou
         "trace's GEMMs run at {:.0f} TFLOP/s, good flash-attention kernels reach about "
         "{:.0f}",
         backward ? "backward" : "forward", achieved, g.calls, name, g.rate.time_us / 1e3,
-        100 * i.share, gemm.tflops_per_s(), attainable);
+        100 * i.share, gemm_tflops, attainable);
     i.detail = fmt::format(
         "Flash-style attention is two GEMMs per tile with a softmax between them; good kernels "
         "reach ~{:.0f}% of the device's GEMM rate {} (FlashAttention-2: ~73% of peak forward, "
         "~63% backward, where GEMMs reach ~85%). This one reaches {:.0f}% of the rate this "
         "trace's own GEMMs show.",
-        100 * share, backward ? "backward" : "forward", 100 * achieved / gemm.tflops_per_s());
+        100 * share, backward ? "backward" : "forward", 100 * achieved / gemm_tflops);
     i.evidence = {{"op", name},
                   {"calls", g.calls},
                   {"direction", backward ? "backward" : "forward"},
@@ -113,7 +104,7 @@ void rule_attention_efficiency(const InsightContext& c, std::vector<Insight>& ou
                   {"gflops", g.rate.gflops},
                   {"kernel_time_us", g.rate.time_us},
                   {"achieved_tflops_per_s", achieved},
-                  {"trace_gemm_tflops_per_s", gemm.tflops_per_s()},
+                  {"trace_gemm_tflops_per_s", gemm_tflops},
                   {"trace_gemm_gflops", gemm.gflops},
                   {"attainable_share_of_gemm_rate", share},
                   {"attainable_tflops_per_s", attainable},

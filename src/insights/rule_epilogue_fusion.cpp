@@ -113,25 +113,8 @@ std::string action_kernel(std::string_view kind) {
 
 void rule_epilogue_fusion(const InsightContext& c, std::vector<Insight>& out) {
   std::map<std::string, Pattern> patterns;
-  // Children of every event, then top-level ops per thread.
-  std::map<uint32_t, std::vector<Uid>> roots;  // by thread index
-  std::vector<Uid> children;
-  for (size_t u = 0; u < c.trace.events.size(); ++u) {
-    Uid uid = static_cast<Uid>(u);
-    if (!c.tree.in_tree(uid)) continue;
-    auto kids = c.tree.children(uid);
-    if (kids.size() >= 2) {
-      children.assign(kids.begin(), kids.end());
-      scan_siblings(c, children, patterns);
-    }
-    if (c.tree.parent(uid) == kNoUid && c.trace.events[u].cat == Cat::CpuOp)
-      roots[c.trace.events[u].thread].push_back(uid);
-  }
-  for (auto& [thread, list] : roots) {
-    std::stable_sort(list.begin(), list.end(),
-                     [&](Uid a, Uid b) { return c.trace.events[a].ts() < c.trace.events[b].ts(); });
-    scan_siblings(c, list, patterns);
-  }
+  detail::for_each_sibling_list(
+      c, [&](const std::vector<Uid>& siblings) { scan_siblings(c, siblings, patterns); });
   for (auto& [key, p] : patterns) {
     Insight i = detail::op_insight(c, "epilogue_fusion", std::string(p.kind), p.uids, p.time_us);
     // Ranked by what the fix saves, not by the time the pair covers.

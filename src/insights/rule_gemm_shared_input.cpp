@@ -85,18 +85,6 @@ void scan(const InsightContext& c, const std::map<Uid, const report::PerfOpRow*>
   close();
 }
 
-// FLOP-weighted TFLOP/s of the spec's GEMM rows of at least `gflops` a call.
-double reference_rate(const InsightContext& c, const std::string& spec, double gflops) {
-  double f = 0, t = 0;
-  for (const auto& row : c.rows)
-    if (row.sheet == "GEMM" && row.metrics && row.metrics->compute_spec == spec &&
-        row.metrics->gflops >= gflops && row.kernel_time_us > 0) {
-      f += row.metrics->gflops;
-      t += row.kernel_time_us;
-    }
-  return t > 0 ? f / t * 1e3 : 0;  // GFLOP per us -> TFLOP/s
-}
-
 }  // namespace
 
 void rule_gemm_shared_input(const InsightContext& c, std::vector<Insight>& out) {
@@ -106,24 +94,8 @@ void rule_gemm_shared_input(const InsightContext& c, std::vector<Insight>& out) 
       gemm_rows[row.uid] = &row;
   if (gemm_rows.size() < 2) return;
   std::map<std::string, Pattern> patterns;
-  std::map<uint32_t, std::vector<Uid>> roots;  // top-level ops by thread
-  std::vector<Uid> children;
-  for (size_t u = 0; u < c.trace.events.size(); ++u) {
-    Uid uid = static_cast<Uid>(u);
-    if (!c.tree.in_tree(uid)) continue;
-    auto kids = c.tree.children(uid);
-    if (kids.size() >= 2) {
-      children.assign(kids.begin(), kids.end());
-      scan(c, gemm_rows, children, patterns);
-    }
-    if (c.tree.parent(uid) == kNoUid && c.trace.events[u].cat == Cat::CpuOp)
-      roots[c.trace.events[u].thread].push_back(uid);
-  }
-  for (auto& [thread, list] : roots) {
-    std::stable_sort(list.begin(), list.end(),
-                     [&](Uid a, Uid b) { return c.trace.events[a].ts() < c.trace.events[b].ts(); });
-    scan(c, gemm_rows, list, patterns);
-  }
+  detail::for_each_sibling_list(
+      c, [&](const std::vector<Uid>& siblings) { scan(c, gemm_rows, siblings, patterns); });
   for (const auto& [key, p] : patterns) {
     double gflops = 0, time_us = 0;
     std::vector<Uid> uids;
@@ -133,7 +105,9 @@ void rule_gemm_shared_input(const InsightContext& c, std::vector<Insight>& out) 
       uids.insert(uids.end(), r.ops.begin(), r.ops.end());
     }
     const double fused_gflops = gflops / static_cast<double>(p.runs.size());
-    const double reference = reference_rate(c, p.spec, fused_gflops);
+    const double reference = detail::gemm_rate(c, p.spec, [&](const report::PerfOpRow& row) {
+                               return row.metrics->gflops >= fused_gflops;
+                             }).tflops_per_s();
     if (!(reference > 0)) continue;
     const double fused_time_us = gflops / reference * 1e3;
     const double gain_us = time_us - fused_time_us;

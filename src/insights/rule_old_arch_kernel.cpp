@@ -43,16 +43,14 @@ bool has_old_arch_kernel(const InsightContext& c, const report::PerfOpRow& row, 
 // trace's GEMMs of the spec that run no old-arch kernel (>= 10 GFLOP a
 // call, so launch-bound shapes do not drag it down). 0 when there is none.
 std::map<std::string, double> native_gemm_rates(const InsightContext& c, int device_sm) {
-  std::map<std::string, std::pair<double, double>> sums;  // spec -> (GFLOP, us)
+  std::map<std::string, double> out;  // spec -> TFLOP/s (0: no native GEMM of the spec)
   for (const auto& row : c.rows) {
-    if (row.sheet != "GEMM" || !row.metrics || row.metrics->gflops < 10.0) continue;
-    if (!(row.kernel_time_us > 0) || has_old_arch_kernel(c, row, device_sm)) continue;
-    auto& s = sums[row.metrics->compute_spec];
-    s.first += row.metrics->gflops;
-    s.second += row.kernel_time_us;
+    if (row.sheet != "GEMM" || !row.metrics || out.count(row.metrics->compute_spec)) continue;
+    out[row.metrics->compute_spec] =
+        detail::gemm_rate(c, row.metrics->compute_spec, [&](const report::PerfOpRow& r) {
+          return r.metrics->gflops >= 10.0 && !has_old_arch_kernel(c, r, device_sm);
+        }).tflops_per_s();
   }
-  std::map<std::string, double> out;
-  for (const auto& [spec, s] : sums) out[spec] = s.first / s.second * 1e3;  // TFLOP/s
   return out;
 }
 

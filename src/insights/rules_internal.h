@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <span>
@@ -117,6 +118,26 @@ class Siblings {
   const InsightContext& c_;
   std::map<std::pair<ProcId, ProcId>, std::vector<Uid>> roots_;
 };
+
+// Work and kernel time summed over rows: a FLOP-weighted rate.
+struct FlopRate {
+  double gflops = 0, time_us = 0;
+  double tflops_per_s() const { return time_us > 0 ? gflops / time_us * 1e3 : 0; }
+};
+
+// The FLOP-weighted rate of this trace's GEMM rows of one compute spec that
+// `keep` accepts: what the device, its clocks and its libraries deliver here,
+// the reference the GEMM and attention rules time against (tflops_per_s()
+// is 0 when no row qualifies).
+FlopRate gemm_rate(const InsightContext& c, const std::string& spec,
+                   const std::function<bool(const report::PerfOpRow&)>& keep);
+
+// Every list of siblings in time order: each event's children (two or
+// more), then each thread's top-level cpu_ops. Rules that read consecutive
+// GPU-launching siblings (epilogue fusion, projections on one input) walk
+// these.
+void for_each_sibling_list(const InsightContext& c,
+                           const std::function<void(const std::vector<Uid>&)>& visit);
 
 // Calls a CUDA/HIP graph capture makes (*BeginCapture, *GetCaptureInfo,
 // *GraphInstantiate*), 0 unless a capture begins or a graph is instantiated
