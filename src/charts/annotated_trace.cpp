@@ -12,6 +12,8 @@
 #include <zlib.h>
 #include <nlohmann/json.hpp>
 
+#include "trace/phase_text.h"
+
 namespace jarvis::charts {
 
 namespace {
@@ -40,21 +42,6 @@ std::string us_text(double us) {
   return us_text(static_cast<int64_t>(std::llround(us * 1e3)));
 }
 
-const char* phase_text(Phase ph) {
-  switch (ph) {
-    case Phase::Complete:
-      return "X";
-    case Phase::Instant:
-      return "i";
-    case Phase::FlowStart:
-      return "s";
-    case Phase::FlowEnd:
-      return "f";
-    default:
-      return nullptr;
-  }
-}
-
 class Writer {
  public:
   explicit Writer(const Trace& trace) : trace_(trace) {}
@@ -70,8 +57,11 @@ class Writer {
     size_t n = 0;
     for (Uid u = 0; u < trace_.events.size(); ++u) {
       const Event& e = trace_.events[u];
-      const char* ph = phase_text(e.ph);
-      if (!ph || !e.has_ts() || (e.ph == Phase::Complete && !e.has_dur())) continue;
+      // Slices, instants and flows; metadata is the processes' names, written apart.
+      const bool copied = e.ph == Phase::Complete || e.ph == Phase::Instant ||
+                          e.ph == Phase::FlowStart || e.ph == Phase::FlowEnd;
+      if (!copied || !e.has_ts() || (e.ph == Phase::Complete && !e.has_dur())) continue;
+      const std::string_view ph = phase_text(e.ph);
       std::string body =
           fmt::format(R"("ph":"{}","name":{},"cat":{},"pid":{},"tid":{},"ts":{})", ph, name(e.name),
                       name(e.cat_name), proc_id_json(trace_, trace_.pid(e)),

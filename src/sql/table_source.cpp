@@ -5,6 +5,7 @@
 
 #include "explore/trace_store.h"
 #include "report/report.h"
+#include "trace/phase_text.h"
 #include "tree/call_tree.h"
 
 namespace jarvis::sql {
@@ -48,26 +49,6 @@ void CellSink::proc_id(const Trace& trace, const ProcId& p) {
     text(trace.str(static_cast<uint32_t>(p.value)), true);
   else
     integer(p.value);
-}
-
-std::string_view phase_text(Phase p) {
-  switch (p) {
-    case Phase::Complete:
-      return "X";
-    case Phase::Instant:
-      return "i";
-    case Phase::FlowStart:
-      return "s";
-    case Phase::FlowEnd:
-      return "f";
-    case Phase::Metadata:
-      return "M";
-    case Phase::Other:
-      return "other";
-    case Phase::None:
-      return "";
-  }
-  return "";
 }
 
 const Trace& QueryContext::trace() const {

@@ -167,7 +167,4 @@ std::vector<const TableDef*> builtin_tables();
 struct TableInfo;
 std::string with_nearest_name(const std::string& message, const std::vector<TableInfo>& tables);
 
-// The Kineto spellings of an event's phase and category as text.
-std::string_view phase_text(Phase p);
-
 }  // namespace jarvis::sql
