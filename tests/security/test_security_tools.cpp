@@ -260,9 +260,13 @@ TEST_SUITE("mcp_security") {
     CHECK(server.trace_cache().stats().resident_bytes == 0);
     ::malloc_trim(0);
     uint64_t rss_after = jarvis::testing::resident_bytes();
-    CHECK(rss_after < (1ull << 30));
-    // ASan keeps freed memory in its quarantine (256 MB by default), so the
-    // sanitizer build allows that much more.
+    INFO("resident before " << rss_before << " B, after " << rss_after << " B");
+    // ASan keeps freed memory in its quarantine (256 MB by default) and maps
+    // shadow memory for everything the earlier test cases touched, so the
+    // sanitizer build allows that much more, on the process as a whole too
+    // (CI's sanitized run stood at 1.03 GiB here).
+    constexpr uint64_t kProcessCap = (JARVIS_ASAN ? 2ull : 1ull) << 30;
+    CHECK(rss_after < kProcessCap);
     constexpr uint64_t kHeld = (JARVIS_ASAN ? 64 + 256 : 64) * (1ull << 20);
     CHECK(rss_after < rss_before + kHeld);
     CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(10));
