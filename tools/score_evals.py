@@ -9,7 +9,9 @@ runs `jarvis insights TRACE --json` and scores the ranked insights:
 
   found   some insight names the same ops or kernels as the finding's `where`
   ranked  the first such insight's rank is at most `rank_at_most`
-  sized   its recoverable time lies within `recoverable_ms` (never above `time_ms`);
+  sized   its recoverable time lies within `recoverable_ms` (never above `time_ms`),
+          each bound read to the precision it is written with (1.93 covers
+          1.925-1.935: the experts round measured times);
           a [0, 0] finding is context: passed when nothing claims a saving there
   clean   no insight title matches a `wrong_claims` pattern
 
@@ -49,6 +51,17 @@ def where_terms(where):
         if len(word.replace("*", "")) >= 6:
             kernels.add(word if "*" in word else "*" + word + "*")
     return ops, kernels
+
+
+def rounding(value):
+    """Half a unit of the last decimal a bound is written with: the experts write
+    measured times rounded (1930.2 us as `1.93`), so 1.9302 ms is 1.93 ms. A
+    bound written without decimals counts as written to 0.1 ms."""
+    text = repr(float(value))
+    if "e" in text or "E" in text:
+        return 1e-9
+    decimals = max(1, len(text.split(".")[1].rstrip("0")) if "." in text else 1)
+    return 0.5 * 10 ** -decimals
 
 
 def insight_names(insight):
@@ -113,7 +126,8 @@ def score_trace(jarvis, shared, path):
         def judged(k):
             saved = (insights[k].get("recoverable_us") or 0) / 1000.0
             rank = k + 1 <= finding["rank_at_most"]
-            size = low - 1e-9 <= saved <= high + 1e-9 and saved <= finding["time_ms"] + 1e-9
+            size = (low - rounding(low) <= saved <= high + rounding(high)
+                    and saved <= finding["time_ms"] + rounding(finding["time_ms"]))
             return rank, size, saved
 
         # Of the insights naming these ops, the one the scoring favours most.
