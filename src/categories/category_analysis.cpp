@@ -9,6 +9,8 @@
 #include <map>
 #include <stdexcept>
 
+#include <fmt/format.h>
+
 #include "categories/category_analysis_internal.h"
 #include "categories/kernel_details_text.h"
 #include "categories/op_regimes.h"
@@ -16,6 +18,7 @@
 #include "pycompat/json.h"
 #include "pycompat/numeric.h"
 #include "pycompat/text.h"
+#include "report/pandas_roundtrip.h"
 
 namespace jarvis::analysis {
 
@@ -1069,6 +1072,35 @@ std::vector<std::string> analysis_order(const std::string& output_dir) {
   return compute;
 }
 
+namespace {
+
+// The category's kernel time with each kernel counted once (the direct time
+// of ops_summary_by_category), beside TraceLens's total, which sums
+// each op's subtree: autocast wrappers count their inner GEMM again, ops
+// nested in another category's op count in both. "" when the two agree
+// within 0.5 % or the prepared directory has no ops_summary_by_category.
+std::string kernel_totals_note(const std::string& output_dir, const std::string& category,
+                               const ojson& metrics) {
+  const std::string by_category = output_dir + "/perf_report_csvs/ops_summary_by_category.csv";
+  std::error_code ec;
+  if (!metrics.contains("total_time_ms") || !metrics["total_time_ms"].is_number() ||
+      !fs::is_regular_file(by_category, ec))
+    return "";
+  const auto direct = direct_kernel_time_ms_by_key(read_csv_typed(by_category));
+  auto it = direct.find(category);
+  if (it == direct.end()) return "";
+  const double tracelens_ms = metrics["total_time_ms"].get<double>(), direct_ms = it->second;
+  if (std::fabs(direct_ms - tracelens_ms) <= 0.005 * std::max(direct_ms, tracelens_ms)) return "";
+  return fmt::format(
+      "- Each kernel counted once: {:.3f} ms (kernels launched by this category's own ops, "
+      "ops_summary_by_category; the total above is TraceLens's, each op's whole subtree: an "
+      "autocast wrapper counts its casts and inner GEMM again, an op nested in another "
+      "category's op counts in both)\n",
+      direct_ms);
+}
+
+}  // namespace
+
 AnalyzeResult analyze_category(const std::string& output_dir, const std::string& category) {
   if (!is_valid_category_name(category))
     throw std::invalid_argument("bad category name '" + category +
@@ -1094,6 +1126,11 @@ AnalyzeResult analyze_category(const std::string& output_dir, const std::string&
   res.markdown = system ? detail::system_markdown(category, res.metrics, res.idle)
                         : detail::compute_markdown(res.metrics);
   if (!system && res.status == "OK") {
+    // Right after the "- Total kernel time" line: which total is which.
+    std::string note = kernel_totals_note(output_dir, category, res.metrics);
+    size_t line = res.markdown.find("- Total kernel time:");
+    if (!note.empty() && line != std::string::npos)
+      res.markdown.insert(res.markdown.find('\n', line) + 1, note);
     res.regimes = category_regimes(output_dir, category);
     res.markdown += regimes_markdown(res.regimes);
   }

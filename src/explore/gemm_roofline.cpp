@@ -8,6 +8,7 @@
 #include "categories/category_analysis.h"
 #include "categories/prepare.h"
 #include "categories/prepare_trace.h"
+#include "insights/kernel_name.h"
 #include "pycompat/numeric.h"
 #include "pycompat/text.h"
 #include "report/gpu_timeline.h"
@@ -100,6 +101,59 @@ std::string gemm_priority(double pct, std::optional<double> eff, bool batching) 
   return "Low";
 }
 
+namespace {
+
+// Bytes per element of a precision name ("fp32" 4, "bf16" 2, "fp8" 1).
+double element_bytes(const std::string& precision) {
+  if (precision == "fp32" || precision == "tf32") return 4;
+  if (precision == "bf16" || precision == "fp16") return 2;
+  if (precision == "fp8") return 1;
+  return 0;
+}
+
+struct KernelPrecision {
+  std::string name;             // what the kernels compute in ("" unknown)
+  std::optional<double> peak;   // its peak, set only when narrower than the recorded one
+  double bytes_ratio = 1;       // recorded element size / the kernels' element size
+  std::optional<size_t> wraps;  // the enclosed row of the same M, N, K it was read from
+};
+
+// What the shape finder needs of every row before the rows are built.
+struct RowKey {
+  std::optional<Uid> uid;
+  Mnk mnk;
+  std::string precision;  // recorded
+};
+
+// The precision a row's GEMM kernels compute in. Under autocast the op
+// recorded with fp32 inputs casts them and calls the same GEMM in bf16, which
+// has its own row: a row of the same M, N, K and a narrower precision inside
+// the op's subtree says it. cuBLAS's nvjet kernels carry no dtype in their
+// names, so the names (CUTLASS, rocBLAS, hipBLASLt) are the fallback.
+KernelPrecision kernel_precision_of(const GemmRooflineInputs& in, size_t r,
+                                    const std::vector<RowKey>& keys, const ojson& maf) {
+  KernelPrecision out;
+  const RowKey& me = keys[r];
+  const double from = element_bytes(me.precision);
+  if (!me.uid || from == 0) return out;
+  if (in.encloses)
+    for (size_t b = 0; b < keys.size() && !out.wraps; ++b)
+      if (b != r && keys[b].uid && keys[b].mnk == me.mnk && element_bytes(keys[b].precision) > 0 &&
+          element_bytes(keys[b].precision) < from && in.encloses(*me.uid, *keys[b].uid)) {
+        out.name = keys[b].precision;
+        out.wraps = b;
+      }
+  if (out.name.empty() && in.kernel_precision) out.name = in.kernel_precision(*me.uid);
+  const double to = element_bytes(out.name);
+  const std::string spec = "matrix_" + out.name;
+  if (to == 0 || to >= from || !maf.contains(spec)) return out;  // only a narrower math dtype
+  out.peak = maf[spec].get<double>();
+  out.bytes_ratio = from / to;
+  return out;
+}
+
+}  // namespace
+
 ojson gemm_roofline(const GemmRooflineInputs& in, const GemmRooflineFilters& f) {
   if (!in.gemm_sheet)
     throw std::invalid_argument("the report has no GEMM sheet (no modeled GEMM in the trace)");
@@ -125,6 +179,16 @@ ojson gemm_roofline(const GemmRooflineInputs& in, const GemmRooflineFilters& f) 
   Table unified = in.unified ? pandas_roundtrip(*in.unified) : Table();
   double floor_us = latency_floor_us(unified);
 
+  std::vector<RowKey> keys;
+  for (size_t r = 0; r < g.rows.size(); ++r) {
+    RowKey key;
+    double uid_value = num(g, r, "UID_first");
+    if (!std::isnan(uid_value)) key.uid = static_cast<Uid>(uid_value);
+    key.mnk = {num(g, r, "param: M"), num(g, r, "param: N"), num(g, r, "param: K")};
+    key.precision = torch_dtype_precision(first_dtype(cell_at(g, r, "param: dtype_A_B")));
+    keys.push_back(key);
+  }
+
   std::vector<ojson> shapes;
   std::vector<Mnk> mnk;
   std::vector<bool> backward;
@@ -144,6 +208,19 @@ ojson gemm_roofline(const GemmRooflineInputs& in, const GemmRooflineFilters& f) 
     std::optional<double> peak;
     if (!spec.empty() && maf.contains(spec)) peak = maf[spec].get<double>();
     double tflops = num(g, r, "TFLOPS/s_mean"), tbs = num(g, r, "TB/s_mean");
+    std::optional<Uid> uid = keys[r].uid;
+    // Autocast: judged at the precision the kernels compute in (its peak; the
+    // bytes scale with the element size when every operand is cast).
+    KernelPrecision kp = kernel_precision_of(in, r, keys, maf);
+    // flops_per_byte, bytes and TB/s stay TraceLens's (recorded dtype); the
+    // bound and the efficiency use the kernels' element size.
+    std::optional<double> peak_recorded = peak;
+    double fpb_judged = fpb, tbs_judged = tbs;
+    if (kp.peak) {
+      peak = kp.peak;
+      fpb_judged = fpb * kp.bytes_ratio;
+      tbs_judged = tbs / kp.bytes_ratio;
+    }
 
     ojson s = ojson::object();
     s["op"] = op;
@@ -165,15 +242,26 @@ ojson gemm_roofline(const GemmRooflineInputs& in, const GemmRooflineFilters& f) 
     double ridge = peak ? *peak / bw_tbs : NAN;
     s["ridge_point"] = num_or_null(ridge);
     std::string bound;
-    if (peak && !std::isnan(fpb)) bound = fpb >= ridge ? "compute" : "memory";
+    if (peak && !std::isnan(fpb_judged)) bound = fpb_judged >= ridge ? "compute" : "memory";
     s["bound"] = bound.empty() ? ojson(nullptr) : ojson(bound);
     s["roofline_bound_tracelens"] = cell_text(cell_at(g, r, "Roofline Bound_first"));
     s["achieved_tflops"] = num_or_null(tflops);
     s["achieved_tbs"] = num_or_null(tbs);
     std::optional<double> eff;
     if (bound == "compute" && !std::isnan(tflops)) eff = tflops / *peak * 100;
-    if (bound == "memory" && !std::isnan(tbs)) eff = tbs / bw_tbs * 100;
+    if (bound == "memory" && !std::isnan(tbs_judged)) eff = tbs_judged / bw_tbs * 100;
     s["efficiency_percent"] = eff ? ojson(*eff) : ojson(nullptr);
+    s["kernel_precision"] = kp.name.empty() ? ojson(nullptr) : ojson(kp.name);
+    s["efficiency_percent_recorded_dtype"] = nullptr;
+    if (kp.peak) {
+      s["compute_spec_of_kernels"] = "matrix_" + kp.name;
+      s["flops_per_byte_of_kernels"] = num_or_null(fpb_judged);
+      if (peak_recorded && !std::isnan(fpb)) {
+        bool compute = fpb >= *peak_recorded / bw_tbs;
+        double v = compute ? tflops / *peak_recorded * 100 : tbs / bw_tbs * 100;
+        if (!std::isnan(v)) s["efficiency_percent_recorded_dtype"] = v;
+      }
+    }
     s["pct_roofline_mean"] = num_or_null(num(g, r, "Pct Roofline_mean"));
     double roofline_us = num(g, r, "Roofline Time (µs)_first");
     std::optional<double> roofline;
@@ -199,9 +287,9 @@ ojson gemm_roofline(const GemmRooflineInputs& in, const GemmRooflineFilters& f) 
     s["priority"] = gemm_priority(pct, eff, batching);
     s["kernels"] = cell_text(cell_at(g, r, "trunc_kernel_details"));
     bool bwd = false;
-    double uid = num(g, r, "UID_first");
-    if (in.is_backward && !std::isnan(uid)) bwd = in.is_backward(static_cast<Uid>(uid));
+    if (in.is_backward && uid) bwd = in.is_backward(*uid);
     s["pass"] = bwd ? "backward" : "forward";
+    s["wraps_shape"] = kp.wraps ? ojson(*kp.wraps) : ojson(nullptr);
     shapes.push_back(s);
     mnk.push_back({m, n, k});
     backward.push_back(bwd);
@@ -301,6 +389,24 @@ ojson gemm_roofline_for_report(const Trace& trace, const CallTree& tree, const R
   in.is_backward = [&](Uid uid) {
     for (Uid p = uid; p != kNoUid && p < trace.events.size(); p = tree.parent(p))
       if (trace.name(p).starts_with("autograd::engine::evaluate_function")) return true;
+    return false;
+  };
+  // The GEMM kernel's math dtype, from the kernel names of the op's subtree
+  // (casts are elementwise kernels whose names carry no GEMM dtype).
+  in.kernel_precision = [&](Uid uid) -> std::string {
+    if (uid >= trace.events.size()) return "";
+    std::string found;
+    for (Uid k : tree.gpu_events(uid)) {
+      std::string d = insights::parse_kernel_name(trace.name(k)).math_dtype;
+      if (d == "f16") d = "fp16";
+      if (d == "bf16" || d == "fp16" || d == "fp8") found = d;
+    }
+    return found;
+  };
+  in.encloses = [&](Uid outer, Uid inner) {
+    if (outer >= trace.events.size() || inner >= trace.events.size()) return false;
+    for (Uid p = tree.parent(inner); p != kNoUid; p = tree.parent(p))
+      if (p == outer) return true;
     return false;
   };
   return gemm_roofline(in, filters);

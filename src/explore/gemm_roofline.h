@@ -37,6 +37,12 @@ struct GemmRooflineInputs {
   double total_time_us = 0;        // gpu_timeline total_time
   // True when the event at a UID runs in autograd's backward pass (optional).
   std::function<bool(Uid)> is_backward;
+  // The precision the GEMM kernels under the op at a UID compute in, from
+  // their names ("bf16", "fp16", "fp8"; "" when the names do not say)
+  // (optional). Under autocast an op recorded fp32 runs bf16 kernels.
+  std::function<std::string(Uid)> kernel_precision;
+  // True when `inner` runs inside `outer`'s subtree (optional).
+  std::function<bool(Uid outer, Uid inner)> encloses;
 };
 
 // Priority of the GEMM skill: Critical (>15 % of compute and <30 %
@@ -52,6 +58,13 @@ bool gemm_batching_pattern(double m, double n, double k, double batch, double co
 
 // {arch, peak_hbm_bw_tbs, gemm_time_us, computation_time_us, shape_count,
 //  shapes[], missing_perf_model[], linear_layers[], summary{...}}.
+// A shape whose kernels compute in another precision than its inputs were
+// recorded in (autocast) is judged at its kernels' precision: peak, ridge,
+// bound, efficiency and priority; `efficiency_percent_recorded_dtype` keeps
+// the rating against the recorded dtype's peak (TraceLens's). When such a
+// wrapper encloses a GEMM of the same M, N, K with its own row, `wraps_shape`
+// names that row: the wrapper's kernel time (the sheet's subtree sum)
+// counts the inner GEMM's kernels again.
 ojson gemm_roofline(const GemmRooflineInputs& inputs, const GemmRooflineFilters& filters = {});
 
 // gemm_roofline over a built report of the trace (its GEMM, unified and

@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "insights/rules_internal.h"
+#include "perf/perf_model.h"
 
 namespace jarvis::insights {
 namespace {
@@ -26,6 +27,33 @@ struct Group {
   std::string kernel_dtype;
 };
 
+// The precision of the same op with the same input dims nested in `row`'s
+// subtree (autocast casts the fp32 inputs and calls the op again: aten::addmm
+// inside aten::addmm), from its recorded input types; "" when none. The inner
+// call is no row of its own (the unified table keeps the outer one), and
+// cuBLAS's nvjet kernels carry no dtype in their names.
+std::string nested_gemm_precision(const InsightContext& c, const report::PerfOpRow& row) {
+  const Uid outer = row.event_uid != kNoUid ? row.event_uid : row.uid;
+  if (outer >= c.trace.events.size()) return "";
+  const pycompat::PyValue* outer_dims = c.trace.arg(outer, "Input Dims");
+  if (!outer_dims) return "";
+  const std::string dims = outer_dims->repr();
+  constexpr int kMaxDepth = 4;
+  for (const SubtreeNode& node : c.tree.subtree(outer, kMaxDepth)) {
+    if (node.depth == 0 || c.trace.name(node.uid) != c.trace.name(outer)) continue;
+    const pycompat::PyValue* inner_dims = c.trace.arg(node.uid, "Input Dims");
+    const pycompat::PyValue* types = c.trace.arg(node.uid, "Input type");
+    if (!inner_dims || inner_dims->repr() != dims || !types || !types->is_seq()) continue;
+    // The first floating-point input's dtype (addmm's bias comes first).
+    for (const auto& t : types->list) {
+      if (!t.is_string()) continue;
+      std::string p = perf::precision_of(t.s);
+      if (p == "bf16" || p == "fp16" || p == "fp8") return p;
+    }
+  }
+  return "";
+}
+
 }  // namespace
 
 void rule_autocast_dtype(const InsightContext& c, std::vector<Insight>& out) {
@@ -34,8 +62,9 @@ void rule_autocast_dtype(const InsightContext& c, std::vector<Insight>& out) {
   for (const auto& row : c.rows) {
     auto d = detail::gemm_dims(row);
     if (!d || d->precision != "fp32" || !row.metrics->roofline) continue;
-    std::string kernel_dtype;
+    std::string kernel_dtype = nested_gemm_precision(c, row);
     for (const std::string& name : detail::kernel_names(c.trace, row)) {
+      if (!kernel_dtype.empty()) break;
       std::string k = spec_dtype(parse_kernel_name(name).math_dtype);
       if (!k.empty()) kernel_dtype = k;
     }
@@ -51,7 +80,7 @@ void rule_autocast_dtype(const InsightContext& c, std::vector<Insight>& out) {
     std::string spec = "matrix_" + g.kernel_dtype;
     auto peak = c.arch->peak_tflops(spec);
     if (!peak || !(g.time_us > 0)) continue;
-    double achieved_tflops = g.gflops / g.time_us / 1e3;  // GFLOP / µs = PFLOP/s
+    double achieved_tflops = g.gflops / g.time_us * 1e3;  // GFLOP / µs = PFLOP/s
     double eff_kernel = achieved_tflops / *peak;
     double eff_recorded = m.roofline->pct / 100.0;
     Insight i = detail::op_insight(c, "autocast_dtype", "GEMM", g.uids, g.time_us);
@@ -82,8 +111,9 @@ void rule_autocast_dtype(const InsightContext& c, std::vector<Insight>& out) {
     i.action_kernel = "Judge this GEMM against the " + g.kernel_dtype + " peak; tune it as a " +
                       g.kernel_dtype + " GEMM.";
     i.verify =
-        "Kernel names carry the math dtype (bf16/f16 in cutlass_*/sm90_xmma_*/nvjet "
-        "names); look for aten::to / copy_ ops next to the op in parent_chain.";
+        "The op's subtree holds the same GEMM recorded in the narrower dtype (or kernel names "
+        "carry it: bf16/f16 in cutlass_*/sm90_xmma_* names); look for aten::to / copy_ ops "
+        "next to the op in parent_chain.";
     out.push_back(std::move(i));
   }
 }

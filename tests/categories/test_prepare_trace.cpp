@@ -3,7 +3,12 @@
 // manifest's kernel_fusion entry included).
 #include <doctest/doctest.h>
 
+#include <fmt/format.h>
+
 #include <filesystem>
+#include <map>
+#include <set>
+#include <string_view>
 
 #include "categories/category_analysis.h"
 #include "categories/prepare_trace.h"
@@ -86,4 +91,48 @@ TEST_CASE("prepare_trace: platform errors are specific") {
   o.platform = "NoSuchGPU";
   CHECK_THROWS_AS(analysis::prepare_from_trace(trace, o), std::invalid_argument);
   CHECK_FALSE(fs::exists(tmp.path + "/category_data"));
+}
+
+// Issue 48 point 4: the digest says which total is which. GPT-2's GEMM
+// total in TraceLens's metrics sums each op's subtree (autocast wrappers
+// count their casts and inner bf16 GEMM again); the line under it counts each
+// GPU op once, under the op whose launch call it came from. Expected from the
+// raw events: GPU ops whose launch call's innermost enclosing cpu_op (same
+// thread) is a GEMM op.
+TEST_CASE("analyze: the GEMM digest names TraceLens's subtree total and each kernel once (GPT-2)") {
+  TempDir tmp;
+  Trace trace = load_trace(golden::shared_dir() + "/hw_pairs/gpt2_train/h100.json.gz");
+  analysis::TracePrepareOptions o;
+  o.platform = "H100";
+  o.output_dir = tmp.path;
+  o.category = "gemm";
+  analysis::prepare_from_trace(trace, o);
+  auto res = analysis::analyze_category(tmp.path, "gemm");
+  std::map<int64_t, const Event*> launch_of;
+  std::map<uint32_t, std::vector<const Event*>> ops_of_thread;
+  for (const auto& e : trace.events) {
+    if (e.is_runtime()) launch_of[trace.correlation(e)] = &e;
+    if (e.cat == Cat::CpuOp && e.has_dur()) ops_of_thread[e.thread].push_back(&e);
+  }
+  const std::set<std::string_view> gemm_ops = {"aten::mm",      "aten::addmm",  "aten::bmm",
+                                               "aten::baddbmm", "aten::matmul", "aten::linear"};
+  double direct_us = 0;
+  for (const auto& g : trace.events) {
+    if (!g.is_gpu()) continue;
+    auto it = launch_of.find(trace.correlation(g));
+    if (it == launch_of.end()) continue;
+    const Event* innermost = nullptr;
+    for (const Event* op : ops_of_thread[it->second->thread])
+      if (op->ts() <= it->second->ts() && it->second->ts() < op->end() &&
+          (!innermost || op->dur() < innermost->dur()))
+        innermost = op;
+    if (innermost && gemm_ops.count(trace.str(innermost->name))) direct_us += g.dur();
+  }
+  const std::string once = fmt::format("- Each kernel counted once: {:.3f} ms", direct_us / 1000);
+  CAPTURE(once);
+  CHECK(res.markdown.find(once) != std::string::npos);
+  const std::string total =
+      fmt::format("- Total kernel time: {:.3f} ms", res.metrics["total_time_ms"].get<double>());
+  CHECK(res.markdown.find(total + " ") < res.markdown.find(once));
+  CHECK(res.metrics["total_time_ms"].get<double>() > direct_us / 1000 * 1.02);
 }

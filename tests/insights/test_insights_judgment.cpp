@@ -5,6 +5,7 @@
 // against the trace's own GEMM rate; compiled kernels' headroom; the host
 // cost of a graph capture, with nothing claimed per step.
 #include <doctest/doctest.h>
+#include <fmt/format.h>
 
 #include <algorithm>
 #include <cmath>
@@ -389,4 +390,69 @@ TEST_CASE("judgment: GetCaptureInfo alone is no graph capture (Nsight export of 
   CHECK(rule_of(all, "capture_host_cost").empty());
   for (const auto& i : rule_of(all, "launch_bound"))
     CHECK_FALSE(i.title.starts_with("Graph capture"));
+}
+
+TEST_CASE("judgment: autocast addmm rated at the dtype its inner GEMM runs (GPT-2, raw events)") {
+  // Issue 48 point 4. Under autocast each fp32 `aten::addmm` casts its inputs
+  // and calls `aten::addmm` again in bf16 (cuBLAS's nvjet kernel names carry
+  // no dtype). From the raw events: the outer calls whose first matrix is
+  // fp32 and that hold a bf16 addmm of the same dims, their kernel time
+  // (correlation links), FLOPs 2*M*N*K + M*N (bias) per call; peaks from the
+  // bundled arch.
+  Trace t = jarvis::load_trace(jarvis::golden::shared_dir() + "/hw_pairs/gpt2_train/h100.json.gz");
+  struct Expect {
+    std::vector<const Event*> calls;
+    double flops = 0;
+  };
+  std::map<std::vector<int64_t>, Expect> by_shape;  // (M, K, N)
+  for (Uid u = 0; u < t.events.size(); ++u) {
+    const Event& e = t.events[u];
+    if (e.cat != jarvis::Cat::CpuOp || t.name(u) != "aten::addmm") continue;
+    const auto* types = t.arg(u, "Input type");
+    if (!types || types->list.size() < 3 || types->list[1].str() != "float") continue;
+    bool inner_bf16 = false;
+    for (Uid v = u + 1; v < t.events.size(); ++v) {
+      const Event& f = t.events[v];
+      if (f.cat != jarvis::Cat::CpuOp || t.name(v) != "aten::addmm" || f.thread != e.thread ||
+          !(f.ts() > e.ts() && f.end() <= e.end()))
+        continue;
+      const auto* inner = t.arg(v, "Input type");
+      inner_bf16 |= inner && inner->list.size() > 1 && inner->list[1].str() == "c10::BFloat16" &&
+                    t.arg(v, "Input Dims")->repr() == t.arg(u, "Input Dims")->repr();
+    }
+    if (!inner_bf16) continue;
+    const auto a = dims_of(t, u, 1), b = dims_of(t, u, 2);
+    REQUIRE(a.size() == 2);
+    REQUIRE(b.size() == 2);
+    Expect& x = by_shape[{a[0], a[1], b[1]}];
+    x.calls.push_back(&e);
+    x.flops += 2.0 * a[0] * a[1] * b[1] + 1.0 * a[0] * b[1];
+  }
+  REQUIRE(by_shape.size() >= 3);
+  CallTree tree(t);
+  auto arch = jarvis::perf::load_gpu_arch("H100");
+  const double bf16_peak = arch.peak_tflops("matrix_bf16").value();
+  const auto found = rule_of(insights_of(t, tree, "H100"), "autocast_dtype");
+  REQUIRE(found.size() == by_shape.size());
+  for (const auto& [shape, x] : by_shape) {
+    const std::string label =
+        fmt::format("({}, {}) x ({}, {})", shape[0], shape[1], shape[1], shape[2]);
+    CAPTURE(label);
+    auto it = std::find_if(found.begin(), found.end(), [&](const in::Insight& i) {
+      return i.title.find(label) != std::string::npos;
+    });
+    REQUIRE(it != found.end());
+    const double kernel_us = launched_inside(t, x.calls, false).time_us;  // memsets too
+    const double tflops = x.flops / kernel_us / 1e6;
+    CHECK(it->evidence["kernel_dtype"] == "bf16");
+    CHECK(it->evidence["calls"] == x.calls.size());
+    CHECK(it->time_us == Approx(kernel_us).epsilon(1e-5));
+    CHECK(it->evidence["achieved_tflops"].get<double>() == Approx(tflops).epsilon(1e-3));
+    CHECK(it->evidence["efficiency_vs_kernel_dtype_pct"].get<double>() ==
+          Approx(100 * tflops / bf16_peak).epsilon(1e-3));
+    // Between a third and a half of the bf16 peak, where the fp32 rating said 65-88 %.
+    CHECK(it->evidence["efficiency_vs_kernel_dtype_pct"].get<double>() <
+          it->evidence["efficiency_tracelens_pct"].get<double>() / 1.5);
+    CHECK(it->recoverable_us.value() <= it->time_us);
+  }
 }

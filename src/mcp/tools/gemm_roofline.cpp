@@ -12,6 +12,23 @@ namespace {
 // Shapes the text summary lists; structuredContent has up to `limit`.
 constexpr size_t kTextShapes = 10;
 
+// " (recorded fp32, kernels bf16: ...)" for a shape judged at its kernels'
+// precision; "" otherwise.
+std::string autocast_note(const json& s) {
+  if (!s.contains("compute_spec_of_kernels")) return "";
+  std::string note =
+      fmt::format(" (recorded {}, kernels run {}",
+                  s["precision"].is_string() ? s["precision"].get<std::string>() : "?",
+                  s["kernel_precision"].get<std::string>());
+  if (s["efficiency_percent_recorded_dtype"].is_number())
+    note += fmt::format("; {:.1f}% against the recorded dtype's peak",
+                        s["efficiency_percent_recorded_dtype"].get<double>());
+  if (s["wraps_shape"].is_number())
+    note +=
+        fmt::format("; wraps #{}, whose kernels its time counts again", s["wraps_shape"].dump());
+  return note + ")";
+}
+
 std::string shapes_text(const json& r) {
   std::string t = fmt::format("GEMM roofline ({}): {} shapes, {:.1f}% of compute time\n",
                               r["arch"].get<std::string>(), r["shape_count"].get<size_t>(),
@@ -22,13 +39,17 @@ std::string shapes_text(const json& r) {
     auto n = [&](const char* k) { return s[k].is_number() ? s[k].get<double>() : 0.0; };
     t += fmt::format(
         "  #{} {:<8} {} M={} N={} K={} B={} x{} {:.2f}% compute  AI={:.1f} (ridge {:.1f}) {}  "
-        "{:.1f} TFLOPS/s {:.2f} TB/s  eff {:.1f}%\n",
+        "{:.1f} TFLOPS/s {:.2f} TB/s  eff {:.1f}%{}\n",
         s["index"].dump(), s["priority"].get<std::string>(), s["op"].get<std::string>(),
         s["M"].dump(), s["N"].dump(), s["K"].dump(), s["batch"].dump(), s["count"].dump(),
         n("percent_of_compute"), n("flops_per_byte"), n("ridge_point"),
         s["bound"].is_string() ? s["bound"].get<std::string>() : "?", n("achieved_tflops"),
-        n("achieved_tbs"), n("efficiency_percent"));
+        n("achieved_tbs"), n("efficiency_percent"), autocast_note(s));
   }
+  t += fmt::format(
+      "GEMM kernel time {:.3f} ms, each kernel counted once (a shape's own time is its subtree's, "
+      "TraceLens's GEMM sheet: {:.3f} ms in all)\n",
+      r["gemm_time_us"].get<double>() / 1000, r["gemm_sheet_kernel_time_us"].get<double>() / 1000);
   return t;
 }
 
