@@ -15,6 +15,7 @@
 
 #include "insights/idle_breakdown.h"
 #include "insights/rules_internal.h"
+#include "xplane/space.h"
 
 namespace jarvis::insights {
 namespace {
@@ -182,15 +183,32 @@ void rule_launch_bound(const InsightContext& c, std::vector<Insight>& out) {
         " The critical path runs through the host: GPU speed-ups are absorbed until "
         "the host issues work faster.";
   }
-  i.action_model =
-      "Capture the step in a CUDA/HIP graph (torch.cuda.graphs, torch.compile "
-      "mode=\"reduce-overhead\") and fuse chains of small ops.";
-  i.action_kernel =
-      "Fuse consecutive short kernels (e.g. norm + activation + residual) so fewer "
-      "launches remain; kernel speed-ups of short kernels do not help here.";
-  i.verify =
-      "Look at the cpu_idle / multi_kernel categories and the short-kernel histogram; "
-      "check the trace covers steady-state steps (not warm-up or a graph capture).";
+  if (xplane::is_xplane_trace(c.trace)) {
+    // XLA already compiles and fuses: what is left is dispatch between
+    // executables and Python work between steps.
+    i.action_model =
+        "jit the whole step (one executable instead of several dispatches), move Python "
+        "loops over layers or micro-batches into lax.scan / fori_loop, keep host work "
+        "(logging, .item()/device_get, data preparation) off the step and let dispatch run "
+        "ahead (no block_until_ready inside the loop); on GPU, XLA's command buffers "
+        "(--xla_gpu_enable_command_buffer) replay a step's kernels as CUDA graphs.";
+    i.action_kernel =
+        "Fewer, larger fusions (XLA fusion flags) so fewer launches remain; kernel speed-ups "
+        "of short kernels do not help here.";
+    i.verify =
+        "Look at the idle gaps by place (which executable or host op precedes them) and check "
+        "the trace covers steady-state steps, not the first (compiling) ones.";
+  } else {
+    i.action_model =
+        "Capture the step in a CUDA/HIP graph (torch.cuda.graphs, torch.compile "
+        "mode=\"reduce-overhead\") and fuse chains of small ops.";
+    i.action_kernel =
+        "Fuse consecutive short kernels (e.g. norm + activation + residual) so fewer "
+        "launches remain; kernel speed-ups of short kernels do not help here.";
+    i.verify =
+        "Look at the cpu_idle / multi_kernel categories and the short-kernel histogram; "
+        "check the trace covers steady-state steps (not warm-up or a graph capture).";
+  }
   out.push_back(std::move(i));
 }
 

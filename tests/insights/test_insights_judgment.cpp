@@ -456,3 +456,25 @@ TEST_CASE("judgment: autocast addmm rated at the dtype its inner GEMM runs (GPT-
     CHECK(it->recoverable_us.value() <= it->time_us);
   }
 }
+
+TEST_CASE("judgment: a host-bound JAX step gets XLA's remedies, not PyTorch's (XPlane sample)") {
+  // The legacy conv sample's GPU is idle most of its span (kernels of a few
+  // microseconds between dispatches); the remedy is jit / scan, not
+  // torch.compile or torch.cuda.graphs.
+  Trace t = jarvis::load_any_trace(jarvis::golden::shared_dir() +
+                                   "/jax/jax_conv_minimal_legacy/trace.xplane.pb");
+  CallTree tree(t);
+  const auto found = rule_of(insights_of(t, tree, "MI300X"), "launch_bound");
+  REQUIRE(found.size() == 1);
+  CHECK(found[0].action_model.find("jit") != std::string::npos);
+  CHECK(found[0].action_model.find("lax.scan") != std::string::npos);
+  for (const std::string* text :
+       {&found[0].action_model, &found[0].action_kernel, &found[0].verify})
+    CHECK(text->find("torch") == std::string::npos);
+  Trace gpt2 =
+      jarvis::load_trace(jarvis::golden::shared_dir() + "/hw_pairs/gpt2_train/h100.json.gz");
+  CallTree gpt2_tree(gpt2);
+  const auto pytorch = rule_of(insights_of(gpt2, gpt2_tree, "H100"), "launch_bound");
+  REQUIRE(pytorch.size() == 1);
+  CHECK(pytorch[0].action_model.find("torch.cuda.graphs") != std::string::npos);
+}
