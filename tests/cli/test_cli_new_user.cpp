@@ -11,6 +11,7 @@
 #include <map>
 #include <regex>
 #include <set>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -354,6 +355,34 @@ TEST_SUITE("cli_new_user") {
     Output empty = run_in(dir.path, "critical-path empty --out e");
     CHECK(empty.exit_code == 1);
     CHECK(empty.text.find("empty: a directory with no trace") != std::string::npos);
+  }
+
+  TEST_CASE("issue 50: the README's CLI table is one table and names every command") {
+    ScratchDir dir;
+    // The commands `jarvis --help` lists, one per line under "Subcommands:".
+    Split help = run_split(dir.path, "--help");
+    REQUIRE(help.exit_code == 0);
+    size_t at = help.out.find("Subcommands:\n");
+    REQUIRE(at != std::string::npos);
+    std::vector<std::string> commands;
+    std::istringstream lines(help.out.substr(at + 13));
+    for (std::string line; std::getline(lines, line) && line.rfind("  ", 0) == 0;)
+      commands.push_back(line.substr(2, line.find(' ', 2) - 2));
+    REQUIRE(commands.size() > 15);
+    // The table under "## CLI": its rows up to the first line that is not a row.
+    const std::string readme = read_text(fs::path(JARVIS_SOURCE_DIR) / "README.md");
+    size_t cli = readme.find("\n## CLI\n");
+    REQUIRE(cli != std::string::npos);
+    size_t first = readme.find("\n|", cli);
+    REQUIRE(first != std::string::npos);
+    std::string table;
+    std::istringstream rows(readme.substr(first + 1));
+    for (std::string line; std::getline(rows, line) && line.rfind("|", 0) == 0;)
+      table += line + "\n";
+    for (const std::string& cmd : commands) {
+      CAPTURE(cmd);
+      CHECK(table.find("`jarvis " + cmd + " ") != std::string::npos);
+    }
   }
 
   TEST_CASE("issue 50: docs/cli.md quotes the misspelt-flag error as the binary prints it") {
