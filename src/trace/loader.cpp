@@ -1392,15 +1392,18 @@ void refuse_xla_chrome_trace(const Trace& trace, const std::string& label) {
   if (trace.platform != Platform::Unknown) return;
   for (const Event& e : trace.events)
     if (e.is_gpu()) return;
+  // The device process names the trace best; a host process alone will do.
+  const std::string* xla = nullptr;
   for (const auto& [pid, name] : trace.metadata.process_name)
-    if (name.rfind("/device:", 0) == 0 || name.rfind("/host:", 0) == 0)
-      throw TraceError(
-          fmt::format("{}: a JAX / XLA trace in Chrome trace JSON (process '{}'), which has no "
-                      "Kineto GPU events; jarvis reads the run's XPlane file instead: give the "
-                      ".xplane.pb that jax.profiler wrote beside it (plugins/profile/<run>/) to "
-                      "`jarvis report`, `info`, `insights` or MCP load_trace (docs/jax.md)",
-                      label, name),
-          ErrorKind::Unsupported);
+    if (name.rfind("/device:", 0) == 0 || (!xla && name.rfind("/host:", 0) == 0)) xla = &name;
+  if (xla)
+    throw TraceError(
+        fmt::format("{}: a JAX / XLA trace in Chrome trace JSON (process '{}'), which has no "
+                    "Kineto GPU events; jarvis reads the run's XPlane file instead: give the "
+                    ".xplane.pb that jax.profiler wrote beside it (plugins/profile/<run>/) to "
+                    "`jarvis report`, `info`, `insights` or MCP load_trace (docs/jax.md)",
+                    label, *xla),
+        ErrorKind::Unsupported);
 }
 
 }  // namespace

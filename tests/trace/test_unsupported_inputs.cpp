@@ -62,7 +62,7 @@ TEST_CASE("unsupported inputs: a JAX trace in Chrome trace JSON points to its .x
   } catch (const jarvis::TraceError& e) {
     const std::string message = e.what();
     CHECK(message.find("JAX / XLA trace in Chrome trace JSON") != std::string::npos);
-    CHECK(message.find("(process '/") != std::string::npos);
+    CHECK(message.find("(process '/device:GPU:0')") != std::string::npos);
     CHECK(message.find(".xplane.pb") != std::string::npos);
     CHECK(e.kind() == jarvis::ErrorKind::Unsupported);
   }
