@@ -74,7 +74,9 @@ Runner add_collectives(CLI::App& app) {
                   "one trace per rank (rank from distributedInfo, else the order given), or a "
                   "directory of them")
       ->required();
-  cmd->add_option("-o,--out", a->out, "output directory (created)")->required();
+  cmd->add_option("-o,--out", a->out, "output directory (created)")
+      ->check(output_directory())
+      ->required();
   cmd->add_option("--align", a->align,
                   "clock alignment: end (synchronising collectives end together) or none "
                   "(ranks share one clock)")

@@ -95,6 +95,7 @@ Runner add_compare(CLI::App& app) {
   cmd->add_option("-o,--out", a->options.output_dir,
                   "writes DIR/<sheet>.csv per comparison sheet and "
                   "DIR/hardware_gap_analysis.{csv,json} when both archs are known")
+      ->check(output_directory())
       ->required();
   cmd->add_option("--names", a->names, "column tags REF_TAG TARGET_TAG (default: reference target)")
       ->expected(2);

@@ -93,7 +93,9 @@ void add_common(CLI::App* cmd, CriticalPathArgs& a) {
                   "one trace per rank (rank from distributedInfo, else the order given) or a "
                   "directory of them; one trace gives the path of one GPU and its host")
       ->required();
-  cmd->add_option("-o,--out", a.out, "output directory (created)")->required();
+  cmd->add_option("-o,--out", a.out, "output directory (created)")
+      ->check(output_directory())
+      ->required();
   add_progress_flags(cmd, a.progress);
 }
 

@@ -45,7 +45,8 @@ Runner add_gate(CLI::App& app) {
   cmd->add_option("--cache", a->cache, "per-run cache directory (none: off)");
   cmd->add_option("--baseline-dir", a->baseline_dir,
                   "where named baselines live (default: <cache dir>/gate_baselines)");
-  cmd->add_option("-o,--out", a->out, "also write OUT/gate.csv (created)");
+  cmd->add_option("-o,--out", a->out, "also write OUT/gate.csv (created)")
+      ->check(output_directory());
   cmd->footer(
       "Each run gives one value per metric (mean step time, GPU-timeline categories, GEMM ops,\n"
       "kernels); a Mann-Whitney test per metric says slower / faster / same, or cannot tell\n"

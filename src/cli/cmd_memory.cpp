@@ -76,7 +76,8 @@ Runner add_memory(CLI::App& app) {
                   "a reference run's trace: print how the peak and its holders changed");
   cmd->add_option("--device", a->device,
                   "device printed (cuda:0, hip:0, cpu; default: largest GPU peak)");
-  cmd->add_option("-o,--out", a->out, "write the CSV and JSON files into DIR (created)");
+  cmd->add_option("-o,--out", a->out, "write the CSV and JSON files into DIR (created)")
+      ->check(output_directory());
   cmd->add_option("--html", a->html,
                   "write a self-contained HTML page: per device the memory timeline chart "
                   "(allocated, reserved, peak, steps), the holders of the peak, leaks, findings");

@@ -66,7 +66,9 @@ Runner add_prepare(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand(
       "prepare", "TraceLens agent category data: perf_report_csvs/, category_data/, metadata/");
   cmd->add_option("TRACE", a->trace, "Kineto trace (.json/.json.gz)")->required();
-  cmd->add_option("-o,--out", a->out, "output directory (created)")->required();
+  cmd->add_option("-o,--out", a->out, "output directory (created)")
+      ->check(output_directory())
+      ->required();
   cmd->add_option("--platform", a->platform,
                   "GPU arch name (MI300X, H100, ...) or arch JSON file (default: the trace's GPU)");
   cmd->add_option("--category", a->category, "one category, or all")->default_str("all");

@@ -74,7 +74,9 @@ Runner add_replay(CLI::App& app) {
   auto a = std::make_shared<ReplayArgs>();
   CLI::App* cmd = app.add_subcommand("replay", "reproducer package of selected ops (PyTorch)");
   cmd->add_option("TRACE", a->trace, "Kineto trace (.json/.json.gz)")->required();
-  cmd->add_option("-o,--out", a->out, "package directory (created)")->required();
+  cmd->add_option("-o,--out", a->out, "package directory (created)")
+      ->check(output_directory())
+      ->required();
   auto* selection = cmd->add_option_group("selection", "exactly one of --uid, --op, --category");
   selection->add_option("--uid", a->uids, "cpu_op UIDs (repeatable; also --uid 12,40,77)")
       ->delimiter(',')

@@ -304,7 +304,9 @@ void refuse_trace_directory(const std::string& path) {
 // (base/output_guard.h; --force).
 void check_report_targets(const ReportArgs& a, const Targets& t) {
   note_input_file(a.trace);
-  std::vector<std::pair<std::string, std::string>> files = {{t.xlsx, "--xlsx"}, {a.html, "--html"}};
+  // The workbook --out writes by default is named as --out's, not as an --xlsx the user gave.
+  std::vector<std::pair<std::string, std::string>> files = {
+      {t.xlsx, a.xlsx.empty() ? "--out's workbook" : "--xlsx"}, {a.html, "--html"}};
   if (!a.xlsx.empty() && !a.html.empty() &&
       fs::absolute(a.xlsx).lexically_normal() == fs::absolute(a.html).lexically_normal())
     usage_error("--xlsx and --html name the same file");
@@ -427,15 +429,18 @@ Runner add_report(CLI::App& app) {
   cmd->add_option("--profile_json_path", a->profile_json_path, "TraceLens spelling of TRACE");
   auto* out = cmd->add_option("-o,--out", a->out,
                               "output directory: DIR/perf_report_csvs/<sheet>.csv and "
-                              "DIR/perf_report.xlsx (created)");
+                              "DIR/perf_report.xlsx (created)")
+                  ->check(output_directory());
   cmd->add_option("--csv-dir,--output_csvs_dir", a->csv_dir,
                   "write the sheets straight into this directory (TraceLens's layout)")
+      ->check(output_directory())
       ->excludes(out);
   cmd->add_option("--xlsx,--output_xlsx_path", a->xlsx,
                   "Excel workbook path (default with --out: DIR/perf_report.xlsx)");
   cmd->add_flag("--no-xlsx", a->no_xlsx, "no workbook beside the CSVs");
   cmd->add_option("--html", a->html, "self-contained HTML report with charts");
   cmd->add_option("--svg-dir", a->svg_dir, "also each chart as DIR/<chart>.svg")
+      ->check(output_directory())
       ->needs(cmd->get_option("--html"));
   cmd->add_flag("--force", a->force,
                 "replace files jarvis did not write (the CSV directory, the workbook, the HTML "

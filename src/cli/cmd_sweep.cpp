@@ -192,7 +192,9 @@ Runner add_sweep(CLI::App& app) {
   cmd->add_option("DIR", a->dir, "sweep root (traces, TraceLens perf_report_csvs dirs or .xlsx)")
       ->required()
       ->check(CLI::ExistingDirectory);
-  cmd->add_option("-o,--out", a->out, "output directory (created)")->required();
+  cmd->add_option("-o,--out", a->out, "output directory (created)")
+      ->check(output_directory())
+      ->required();
   cmd->add_option("--top-k", a->top_k, "GEMM rows per run in gemm_variance")
       ->check(CLI::PositiveNumber)
       ->default_str("5");
@@ -206,7 +208,8 @@ Runner add_sweep(CLI::App& app) {
                   "time)");
   cmd->add_option("--xlsx", a->xlsx, "also write every table as a sheet of one workbook");
   cmd->add_option("--svg-dir", a->svg_dir,
-                  "also the variance plots (box / violin per field, interaction) as SVG");
+                  "also the variance plots (box / violin per field, interaction) as SVG")
+      ->check(output_directory());
   cmd->add_option("--html", a->html,
                   "one self-contained HTML page: variance plots, timeline and NCCL by config");
   add_load_options(cmd, a->load);
@@ -228,7 +231,9 @@ Runner add_sweep_compare(CLI::App& app) {
   cmd->add_option("CAND", a->cand, "candidate sweep directory")
       ->required()
       ->check(CLI::ExistingDirectory);
-  cmd->add_option("-o,--out", a->out, "output directory (created)")->required();
+  cmd->add_option("-o,--out", a->out, "output directory (created)")
+      ->check(output_directory())
+      ->required();
   cmd->add_option("--base-layout", a->base_layout, "layout of BASE (default: --layout)");
   cmd->add_option("--cand-layout", a->cand_layout, "layout of CAND (default: --layout)");
   cmd->add_option("--xlsx", a->xlsx, "also write every table as a sheet of one workbook");

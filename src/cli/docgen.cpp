@@ -14,6 +14,7 @@
 
 #include "cli/commands.h"
 #include "engine/engine.h"
+#include "mcp/tool_profiles.h"
 
 namespace jarvis::cli {
 namespace {
@@ -54,9 +55,15 @@ bool takes_arch(std::string_view lname) {
          (lname.find("arch") != std::string_view::npos && lname != "arch-dir");
 }
 
+// `serve --tools` names MCP tools: the server's own list (tools_schema/).
+bool takes_tool_names(std::string_view lname) {
+  return lname == "tools";
+}
+
 // The values an option accepts, as its CLI::IsMember check lists them in the
-// type name ("TEXT:{auto,bar,plain,none}"); GPU arch options take a bundled
-// arch name or `none` (or a file, which the script completes too).
+// type name ("TEXT:{auto,bar,plain,none}", `serve --profile` from the profile
+// table); GPU arch options take a bundled arch name or `none` (or a file, which
+// the script completes too); `serve --tools` the served tools' names.
 std::vector<std::string> option_values(const CLI::Option& option) {
   std::vector<std::string> values;
   std::string type = option.get_type_name();
@@ -72,6 +79,8 @@ std::vector<std::string> option_values(const CLI::Option& option) {
     return values;
   }
   for (const std::string& name : option.get_lnames())
+    if (takes_tool_names(name)) return mcp::builtin_tool_names();
+  for (const std::string& name : option.get_lnames())
     if (takes_arch(name)) {
       values = engine::bundled_gpu_arch_names();
       if (name != "platform") values.push_back("none");  // prepare needs an arch
@@ -81,14 +90,19 @@ std::vector<std::string> option_values(const CLI::Option& option) {
 }
 
 // One bash `case` arm per flag with known values: `--flag)` completes them
-// (plus file names where a file is accepted too).
+// (plus file names where a file is accepted too). A comma-separated list
+// (`--tools a,b`) completes its last item and keeps the ones before it.
 std::string value_cases(const CLI::App& app) {
   std::map<std::string, std::vector<std::string>> by_flag;
+  std::set<std::string> lists;
   auto collect = [&](const CLI::App& from) {
     for (const CLI::Option* opt : from.get_options()) {
       std::vector<std::string> values = option_values(*opt);
       if (values.empty()) continue;
-      for (const std::string& name : opt->get_lnames()) by_flag["--" + name] = values;
+      for (const std::string& name : opt->get_lnames()) {
+        by_flag["--" + name] = values;
+        if (opt->get_delimiter() == ',') lists.insert("--" + name);
+      }
     }
   };
   for (const CLI::App* cmd : visible_commands(app)) {
@@ -99,6 +113,14 @@ std::string value_cases(const CLI::App& app) {
   }
   std::string cases;
   for (const auto& [flag, values] : by_flag) {
+    if (lists.count(flag)) {
+      cases += fmt::format(
+          "    {}) local head=\"\"; [[ \"$cur\" == *,* ]] && head=\"${{cur%,*}},\"\n"
+          "      COMPREPLY=($(compgen -P \"$head\" -W \"{}\" -- \"${{cur##*,}}\"))\n"
+          "      compopt -o nospace 2>/dev/null || true; return ;;\n",
+          flag, fmt::join(values, " "));
+      continue;
+    }
     bool files = takes_arch(std::string_view(flag).substr(2));
     cases += fmt::format("    {}) COMPREPLY=($(compgen -W \"{}\" -- \"$cur\"){}); return ;;\n",
                          flag, fmt::join(values, " "), files ? " $(compgen -f -- \"$cur\")" : "");

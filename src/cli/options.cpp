@@ -135,6 +135,18 @@ void check_output_parent(const std::string& file, bool mkdirs, const std::string
   fs::create_directories(parent);
 }
 
+CLI::Validator output_directory() {
+  return CLI::Validator(
+      [](std::string& path) -> std::string {
+        std::error_code ec;
+        if (path.empty() || !std::filesystem::exists(path, ec) ||
+            std::filesystem::is_directory(path, ec))
+          return {};
+        return fmt::format("'{}' is a file, not a directory: give a directory to write into", path);
+      },
+      "");
+}
+
 void check_xlsx_output(const std::string& file, bool mkdirs) {
   check_output_parent(file, mkdirs, "--xlsx");
   if (!file.empty()) engine::load_xlsx_writer();

@@ -68,6 +68,11 @@ class Progress {
 // An empty `file` (the flag was not given) is nothing to check.
 void check_output_parent(const std::string& file, bool mkdirs, const std::string& flag);
 
+// The check of an option that names an output directory (--out DIR,
+// --csv-dir, --svg-dir): an existing path that is not a directory (a trace
+// given by mistake) is a usage error naming it, before any work.
+CLI::Validator output_directory();
+
 // An --xlsx FILE: check_output_parent, then the workbook module is loaded, so
 // that a missing module fails before the work rather than after it.
 void check_xlsx_output(const std::string& file, bool mkdirs);

@@ -1,6 +1,6 @@
 // Named tool profiles for `jarvis serve --profile NAME` and the explicit
 // `--tools a,b,c` selection: a smaller tools/list for an agent that does one
-// kind of work (issue 50: every tool's schema is ~98 KB at 2025-06-18). The
+// kind of work (issue 50: all 30 tools take 92 KB at 2025-06-18). The
 // tools themselves, their descriptions and schemas, stay in tools_schema/;
 // a profile only names which of them the server lists and runs.
 #pragma once

@@ -776,7 +776,9 @@ class EventParser {
 
   void apply_metadata(const EventFields& ev) {
     std::string_view what = trace_->strings.view(ev.name);
-    bool process_level = ev.tid.value == 0 && !ev.tid.is_string;
+    // Kineto writes process metadata with tid 0; other Chrome trace writers
+    // (XProf's trace viewer JSON) leave tid out.
+    bool process_level = !ev.tid.present() || (ev.tid.value == 0 && !ev.tid.is_string);
     for (const StagedArg& a : staged_) {
       if (a.type != od::json_type::string) {
         check_dropped(a);
@@ -1380,6 +1382,30 @@ void finish(Trace& trace) {
   trace.shrink_side_tables();
 }
 
+// A JAX / XLA profile exported as Chrome trace JSON (the trace.json.gz that
+// jax.profiler and TensorBoard's profile plugin write beside the .xplane.pb)
+// names its processes "/device:GPU:0" and "/host:CPU" and uses none of
+// Kineto's categories: no GPU event is recognised, so every command would end
+// in "platform unknown" or "No GPU events found". The XPlane file of the same
+// run is what jarvis reads (src/xplane, docs/jax.md).
+void refuse_xla_chrome_trace(const Trace& trace, const std::string& label) {
+  if (trace.platform != Platform::Unknown) return;
+  for (const Event& e : trace.events)
+    if (e.is_gpu()) return;
+  // The device process names the trace best; a host process alone will do.
+  const std::string* xla = nullptr;
+  for (const auto& [pid, name] : trace.metadata.process_name)
+    if (name.rfind("/device:", 0) == 0 || (!xla && name.rfind("/host:", 0) == 0)) xla = &name;
+  if (xla)
+    throw TraceError(
+        fmt::format("{}: a JAX / XLA trace in Chrome trace JSON (process '{}'), which has no "
+                    "Kineto GPU events; jarvis reads the run's XPlane file instead: give the "
+                    ".xplane.pb that jax.profiler wrote beside it (plugins/profile/<run>/) to "
+                    "`jarvis report`, `info`, `insights` or MCP load_trace (docs/jax.md)",
+                    label, *xla),
+        ErrorKind::Unsupported);
+}
+
 }  // namespace
 
 TraceError cannot_open(const std::string& path, int err) {
@@ -1435,6 +1461,7 @@ Trace load_trace(const std::string& path, const LoadOptions& options, GzipInflat
   TraceReader reader(*src, trace, path, options, workers.count());
   reader.run();
   finish(trace);
+  refuse_xla_chrome_trace(trace, path);
   return trace;
 }
 
@@ -1448,6 +1475,7 @@ Trace load_trace_from_json(std::string_view json, const std::string& label) {
   TraceReader reader(src, trace, label, options);
   reader.run();
   finish(trace);
+  refuse_xla_chrome_trace(trace, label);
   return trace;
 }
 

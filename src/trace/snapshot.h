@@ -53,7 +53,9 @@ namespace jarvis {
 // 3: 40-byte events, External id and correlation moved to the sparse ids.
 // 4: a 64-byte header with a keyed MAC; the trace's device in its identity.
 // 5: cpu_instant_event keeps the [memory] allocator args (trace/memory_events.h).
-inline constexpr uint32_t kSnapshotVersion = 5;
+// 6: process_name metadata without a tid is kept (XProf's JSON; a JAX trace in
+//    Chrome trace JSON is refused on load, never snapshotted).
+inline constexpr uint32_t kSnapshotVersion = 6;
 
 // The per-user secret that binds snapshots to one cache directory.
 using SnapshotMacKey = std::array<uint8_t, 32>;

@@ -395,6 +395,21 @@ TEST_SUITE("charts") {
     json outside = h.call_tool(4, "render_report",
                                {{"trace", loaded["trace"]}, {"output", "/etc/jarvis_x.html"}});
     CHECK(outside["result"]["isError"] == true);
+    // Issue 50: never over an input, by inode, even with overwrite: a hard
+    // link to a loaded trace under an .html name is refused, the trace kept.
+    fs::copy_file(kBert + "/trace.json.gz", dir.path + "/own.json.gz");
+    fs::create_hard_link(dir.path + "/own.json.gz", dir.path + "/alias.html");
+    const auto own_size = fs::file_size(dir.path + "/own.json.gz");
+    json own = h.tool_result(8, "load_trace", {{"path", dir.path + "/own.json.gz"}});
+    json onto_input = h.call_tool(
+        9, "render_report",
+        {{"trace", own["trace"]}, {"output", dir.path + "/alias.html"}, {"overwrite", true}});
+    CHECK(onto_input["result"]["isError"] == true);
+    CHECK_MESSAGE(onto_input["result"]["content"][0]["text"].get<std::string>().find("input") !=
+                      std::string::npos,
+                  onto_input.dump());
+    CHECK(fs::file_size(dir.path + "/own.json.gz") == own_size);
+    CHECK(fs::hard_link_count(dir.path + "/own.json.gz") == 2);
 
     fs::create_directories(dir.path + "/category_findings");
     write_file_atomic(dir.path + "/category_findings/gemm_findings.md",

@@ -11,13 +11,16 @@
 #include <map>
 #include <regex>
 #include <set>
+#include <sstream>
 #include <string>
 #include <vector>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
 #include "golden.h"
+#include "mcp/tool_profiles.h"
 #include "security_support.h"
 #include "test_loader_support.h"
 
@@ -123,6 +126,29 @@ TEST_SUITE("cli_new_user") {
     CHECK(out.text.find(" rows\n") != std::string::npos);
   }
 
+  TEST_CASE("issue 50: an output directory that is a file (the trace) is named, before any work") {
+    ScratchDir dir;
+    jarvis::testing::copy_example_trace(dir / "t.json.gz");
+    const std::string before = read_text(dir / "t.json.gz");
+    for (const char* args :
+         {"report t.json.gz --out t.json.gz", "report t.json.gz --csv-dir t.json.gz",
+          "report t.json.gz --html p.html --svg-dir t.json.gz", "prepare t.json.gz --out t.json.gz",
+          "critical-path t.json.gz --out t.json.gz",
+          "what-if t.json.gz --out t.json.gz --category GEMM --factor 0.5",
+          "collectives t.json.gz t.json.gz --out t.json.gz",
+          "compare t.json.gz t.json.gz --out t.json.gz", "replay t.json.gz --out t.json.gz --op x",
+          "memory t.json.gz --out t.json.gz", "sweep . --out t.json.gz"}) {
+      CAPTURE(args);
+      Split r = run_split(dir.path, args);
+      CHECK(r.exit_code == 2);
+      CHECK_MESSAGE(r.err.find("'t.json.gz' is a file, not a directory") != std::string::npos,
+                    r.err);
+      CHECK(r.err.find("filesystem error") == std::string::npos);
+    }
+    CHECK(read_text(dir / "t.json.gz") == before);
+    CHECK_FALSE(fs::exists(dir / "p.html"));
+  }
+
   TEST_CASE("issue 50: an Nsight Systems export is named, not dumped as bytes") {
     ScratchDir dir;
     jarvis::testing::write_text(dir / "profile.sqlite",
@@ -203,6 +229,32 @@ TEST_SUITE("cli_new_user") {
           std::string::npos);
     // Elsewhere a file name is still completed.
     CHECK(bash_completes(dir.path, "report pl") == "planfile.txt\n");
+  }
+
+  TEST_CASE("issue 50: bash completes serve's --tools and --profile from the server's own lists") {
+    ScratchDir dir;
+    jarvis::testing::write_text(dir / "planfile.txt", "x");
+    // The tools the server serves (tools_schema/) and the profile table.
+    const std::vector<std::string> tools = jarvis::mcp::builtin_tool_names();
+    std::vector<std::string> profiles;
+    for (const auto& p : jarvis::mcp::tool_profiles()) profiles.push_back(p.name);
+    CHECK(bash_completes(dir.path, "serve --stdio --tools \"\"") ==
+          fmt::format("{}\n", fmt::join(tools, " ")));
+    CHECK(bash_completes(dir.path, "serve --stdio --profile \"\"") ==
+          fmt::format("{}\n", fmt::join(profiles, " ")));
+    CHECK(bash_completes(dir.path, "serve --stdio --profile s") == "single-trace sweep\n");
+    // A comma-separated list completes its last item and keeps the ones before.
+    std::vector<std::string> sweep_tools;
+    for (const std::string& t : tools)
+      if (t.rfind("sweep_", 0) == 0) sweep_tools.push_back("load_trace," + t);
+    REQUIRE(!sweep_tools.empty());
+    CHECK(bash_completes(dir.path, "serve --stdio --tools load_trace,sweep_") ==
+          fmt::format("{}\n", fmt::join(sweep_tools, " ")));
+    CHECK(bash_completes(dir.path, "serve --tools insights,ops_s") == "insights,ops_summary\n");
+    // Every completed name is accepted by the server's selection.
+    for (const std::string& t : tools) CHECK_NOTHROW(jarvis::mcp::select_tools({}, {t}, tools));
+    // After the list, file names again.
+    CHECK(bash_completes(dir.path, "serve --tools insights pl") == "planfile.txt\n");
   }
 
   TEST_CASE("issue 50: a directory of rank traces stands for its traces where ranks are expected") {
@@ -303,6 +355,34 @@ TEST_SUITE("cli_new_user") {
     Output empty = run_in(dir.path, "critical-path empty --out e");
     CHECK(empty.exit_code == 1);
     CHECK(empty.text.find("empty: a directory with no trace") != std::string::npos);
+  }
+
+  TEST_CASE("issue 50: the README's CLI table is one table and names every command") {
+    ScratchDir dir;
+    // The commands `jarvis --help` lists, one per line under "Subcommands:".
+    Split help = run_split(dir.path, "--help");
+    REQUIRE(help.exit_code == 0);
+    size_t at = help.out.find("Subcommands:\n");
+    REQUIRE(at != std::string::npos);
+    std::vector<std::string> commands;
+    std::istringstream lines(help.out.substr(at + 13));
+    for (std::string line; std::getline(lines, line) && line.rfind("  ", 0) == 0;)
+      commands.push_back(line.substr(2, line.find(' ', 2) - 2));
+    REQUIRE(commands.size() > 15);
+    // The table under "## CLI": its rows up to the first line that is not a row.
+    const std::string readme = read_text(fs::path(JARVIS_SOURCE_DIR) / "README.md");
+    size_t cli = readme.find("\n## CLI\n");
+    REQUIRE(cli != std::string::npos);
+    size_t first = readme.find("\n|", cli);
+    REQUIRE(first != std::string::npos);
+    std::string table;
+    std::istringstream rows(readme.substr(first + 1));
+    for (std::string line; std::getline(rows, line) && line.rfind("|", 0) == 0;)
+      table += line + "\n";
+    for (const std::string& cmd : commands) {
+      CAPTURE(cmd);
+      CHECK(table.find("`jarvis " + cmd + " ") != std::string::npos);
+    }
   }
 
   TEST_CASE("issue 50: docs/cli.md quotes the misspelt-flag error as the binary prints it") {

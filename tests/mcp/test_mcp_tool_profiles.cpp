@@ -10,6 +10,7 @@
 
 #include "mcp/tool_profiles.h"
 #include "mcp_harness.h"
+#include "security_support.h"
 
 using jarvis::mcp::json;
 using jarvis::mcp::testing::Harness;
@@ -98,6 +99,76 @@ TEST_SUITE("mcp_tool_profiles") {
     // An unknown name stays "Unknown tool".
     reply = h.call_tool(4, "no_such_tool", json::object());
     CHECK(reply["error"]["message"].get<std::string>().find("Unknown tool: no_such_tool") == 0);
+  }
+
+  TEST_CASE("tools/list stays within 3.5 KB per listed tool, for every profile and in full") {
+    // A regression guard on what every client puts in its model's context,
+    // measured on the real response at the protocol that carries output
+    // schemas. At 3.5 KB (about 900 tokens) per tool on average, the 30 tools
+    // may take 105 KB; on 2026-11-27 they took 92.0 KB (2.8-3.2 KB per tool in
+    // each profile, compare the largest at 8.6 KB), down from 124.2 KB before
+    // the descriptions were cut (docs/mcp.md#tool-profiles). A new tool of
+    // average size fits; descriptions growing back by a third do not.
+    constexpr size_t kBytesPerTool = 3500;
+    Harness all;
+    const auto every = listed_tools(all);
+    const size_t all_bytes = listed_bytes(every);
+    MESSAGE("all: " << every.size() << " tools, " << all_bytes << " bytes");
+    CHECK(all_bytes <= every.size() * kBytesPerTool);
+    for (const auto& profile : jarvis::mcp::tool_profiles()) {
+      CAPTURE(profile.name);
+      auto options = jarvis::mcp::testing::shared_root_options();
+      options.tools =
+          jarvis::mcp::select_tools({profile.name}, {}, jarvis::mcp::builtin_tool_names());
+      Harness h(options);
+      const auto tools = listed_tools(h);
+      const size_t bytes = listed_bytes(tools);
+      CHECK(bytes <= tools.size() * kBytesPerTool);
+    }
+  }
+
+  TEST_CASE("every description is short: a tool's at most 400 characters, a property's 160") {
+    // The long prose lives in docs/mcp-tools.md; tools/list keeps what an agent
+    // needs to pick the tool and fill its arguments (issue 50).
+    Harness h;
+    size_t properties = 0;
+    for (const json& tool : listed_tools(h)) {
+      const std::string name = tool["name"].get<std::string>();
+      CAPTURE(name);
+      const std::string description = tool["description"].get<std::string>();
+      CHECK(!description.empty());
+      CHECK(description.size() <= 400);
+      // Every "description" below the tool's input and output schemas.
+      std::vector<std::pair<std::string, const json*>> todo;
+      for (const char* key : {"inputSchema", "outputSchema"})
+        if (tool.contains(key)) todo.emplace_back(std::string("/") + key, &tool[key]);
+      while (!todo.empty()) {
+        auto [at, node] = todo.back();
+        todo.pop_back();
+        if (node->is_object()) {
+          for (auto it = node->begin(); it != node->end(); ++it) {
+            if (it.key() == "description" && it.value().is_string()) {
+              const std::string where = at;
+              const std::string text = it.value().get<std::string>();
+              CAPTURE(where);
+              CHECK(text.size() <= 160);
+              ++properties;
+            } else {
+              todo.emplace_back(at + "/" + it.key(), &it.value());
+            }
+          }
+        } else if (node->is_array()) {
+          for (size_t i = 0; i < node->size(); ++i)
+            todo.emplace_back(at + "/" + std::to_string(i), &(*node)[i]);
+        }
+      }
+    }
+    CHECK(properties > 300);  // the walk reached them (370 on 2026-11-27)
+    // Each tool keeps its full text in the docs.
+    const std::string doc = jarvis::testing::read_text(std::filesystem::path(JARVIS_SOURCE_DIR) /
+                                                       "docs" / "mcp-tools.md");
+    for (const std::string& name : schema_files())
+      CHECK_MESSAGE(doc.find("## `" + name + "`") != std::string::npos, name);
   }
 
   TEST_CASE("unknown profiles and tools are named") {
