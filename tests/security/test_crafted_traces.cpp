@@ -270,6 +270,15 @@ long children_max_rss_kb() {
   return usage.ru_maxrss;
 }
 
+// CPU time (user + system) of the finished children: unlike the wall clock
+// it does not grow when other jobs share the machine.
+double children_cpu_seconds() {
+  struct rusage usage {};
+  getrusage(RUSAGE_CHILDREN, &usage);
+  auto seconds = [](const timeval& t) { return static_cast<double>(t.tv_sec) + t.tv_usec / 1e6; };
+  return seconds(usage.ru_utime) + seconds(usage.ru_stime);
+}
+
 }  // namespace
 
 TEST_CASE("crafted: 50,000 nested frames prepare in bounded time and memory") {
@@ -277,13 +286,14 @@ TEST_CASE("crafted: 50,000 nested frames prepare in bounded time and memory") {
   // 21.7 s and 2.1 GB; 50,000: > 9 GB). Generous bounds; figures in bench/.
   TempDir dir;
   write_file(dir.path / "deep.json", deep_stack_trace(50000));
-  auto start = std::chrono::steady_clock::now();
+  const double cpu_before = children_cpu_seconds();
   auto prepare = run_jarvis("prepare " + shell_quote((dir.path / "deep.json").string()) +
                             " --platform H100 --out " + shell_quote((dir.path / "out").string()));
-  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const double cpu_seconds = children_cpu_seconds() - cpu_before;
   INFO(prepare.output.substr(0, 2000));
   CHECK(prepare.exit_code == 0);
-  CHECK(seconds < 10.0 * kSlowdown);
+  // 10 s on two cores; CPU time, not wall time, so a loaded machine does not fail it.
+  CHECK(cpu_seconds < 20.0 * kSlowdown);
   CHECK(children_max_rss_kb() < 1024 * 1024 * kSlowdown);
 }
 
