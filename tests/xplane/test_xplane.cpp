@@ -6,6 +6,7 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -18,6 +19,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "categories/prepare_trace.h"
 #include "explore/input_format.h"
 #include "golden.h"
 #include "insights/trace_health.h"
@@ -446,6 +448,39 @@ TEST_SUITE("xplane") {
         CHECK(d.timeline.total_time ==
               doctest::Approx(static_cast<double>(g.total_ps) / 1e6).epsilon(1e-9));
       }
+      // The whole report runs; kernel_launchers has one row per kernel: an
+      // event on a "Stream #" line of a GPU plane whose name (its event
+      // metadata's) does not start with copy / memcpy / memset (aggregated
+      // events, num_occurrences, are none: the samples have none).
+      size_t raw_kernels = 0;
+      const RawNode decoded = decode_raw(path);
+      for (const RawNode* plane : decoded.all(1)) {
+        const RawNode* pname = plane->first(2);
+        if (!pname || unquote(pname->value).rfind("/device:GPU:", 0) != 0) continue;
+        std::map<int64_t, std::string> names;
+        for (const RawNode* entry : plane->all(4))
+          if (const RawNode* meta = entry->first(2); meta && meta->first(2))
+            names[entry->num(1)] = unquote(meta->first(2)->value);
+        for (const RawNode* line : plane->all(3)) {
+          // XLine.display_name (11), else name (2), as xprof shows the line.
+          const RawNode* lname = line->first(11) ? line->first(11) : line->first(2);
+          if (!lname || unquote(lname->value).rfind("Stream #", 0) != 0) continue;
+          for (const RawNode* ev : line->all(4)) {
+            std::string n = names[ev->num(1)];
+            std::transform(n.begin(), n.end(), n.begin(),
+                           [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+            if (n.rfind("copy", 0) != 0 && n.rfind("memcpy", 0) != 0 && n.rfind("memset", 0) != 0)
+              ++raw_kernels;
+          }
+        }
+      }
+      size_t launcher_rows = 0, timeline_rows = 0;
+      for (const Table& t : analysis::xplane_report_tables(trace)) {
+        if (t.name == "kernel_launchers") launcher_rows = t.rows.size();
+        if (t.name == "gpu_timeline") timeline_rows = t.rows.size();
+      }
+      CHECK(launcher_rows == raw_kernels);
+      CHECK(timeline_rows == 8 * raw.size());
     }
   }
 
