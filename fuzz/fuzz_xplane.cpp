@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <string_view>
 
+#include "collectives/collectives.h"
 #include "tree/call_tree.h"
 #include "xplane/perf_sheets.h"
 #include "xplane/report.h"
@@ -28,6 +29,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     (void)jarvis::xplane::kernel_launchers_unique_args_table(kernels);
     (void)jarvis::xplane::df_xla_perf_table(kernels);
     (void)jarvis::xplane::op_category_tables(kernels);
+    (void)jarvis::collectives::collective_instances(trace);  // sizes from HLO collectives
     auto devices = jarvis::xplane::device_timelines(trace);
     (void)jarvis::xplane::gpu_timeline_by_device_table(devices);
     (void)jarvis::xplane::average_timeline(devices);

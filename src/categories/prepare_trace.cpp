@@ -6,7 +6,9 @@
 #include <filesystem>
 #include <stdexcept>
 
+#include "base/atomic_file.h"
 #include "categories/fusion_candidates.h"
+#include "collectives/collectives.h"
 #include "explore/parent_chain.h"
 #include "explore/trace_store.h"
 #include "insights/idle_gaps.h"
@@ -18,6 +20,8 @@
 #include "report/gpu_timeline.h"
 #include "report/report.h"
 #include "report/table.h"
+#include "xplane/report.h"
+#include "xplane/space.h"
 
 namespace jarvis::analysis {
 
@@ -321,6 +325,36 @@ PreparedTraceData prepared_trace_data(const Trace& trace, const CallTree& tree,
   return d;
 }
 
+std::vector<Table> xplane_report_tables(const Trace& trace) {
+  std::vector<Table> out = xplane::jax_report_tables(trace);
+  auto instances = collectives::collective_instances(trace);
+  if (!instances.empty()) out.push_back(collectives::rank_collectives_table(instances));
+  return out;
+}
+
+namespace {
+
+// An XPlane trace's TraceLens JAX report sheets (what `jarvis report` writes
+// for it) into OUT/jax_perf_report_csvs/, beside the workflow's
+// perf_report_csvs/ (whose sheets the category analyses read in Kineto's
+// shape: one gpu_timeline, aten-op launchers).
+void write_jax_report_csvs(const Trace& trace, const std::string& output_dir,
+                           PrepareResult& result) {
+  const std::filesystem::path dir = std::filesystem::path(output_dir) / kJaxReportCsvDir;
+  std::filesystem::create_directories(dir);
+  std::vector<std::pair<std::string, std::string>> files;
+  std::vector<std::string> names;
+  for (const Table& t : xplane_report_tables(trace)) {
+    names.push_back(t.name + ".csv");
+    files.emplace_back((dir / names.back()).string(), t.to_csv());
+  }
+  write_files_atomic(files);
+  record_report_files(dir.string(), names);
+  for (const auto& f : files) result.files.push_back(f.first);
+}
+
+}  // namespace
+
 PrepareResult prepare_with_data(const Trace& trace, const TableRefs& tables,
                                 const PreparedTraceData& data, const TracePrepareOptions& o) {
   require_platform(o);
@@ -337,6 +371,7 @@ PrepareResult prepare_with_data(const Trace& trace, const TableRefs& tables,
   inputs.tree_data = data.tree_data;
   inputs.fusion_candidates = data.fusion_candidates;
   PrepareResult result = prepare_category_data(tables, p, inputs);
+  if (xplane::is_xplane_trace(trace)) write_jax_report_csvs(trace, o.output_dir, result);
   std::string path =
       (std::filesystem::path(o.output_dir) / "category_data" / "insights.json").string();
   write_file_atomic(path, data.insights_json);

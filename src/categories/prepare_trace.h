@@ -19,6 +19,17 @@ class LoadedTrace;
 
 namespace jarvis::analysis {
 
+// For an XPlane trace, a preparation also writes TraceLens's JAX report
+// sheets (those of `jarvis report TRACE.xplane.pb`) into OUT/<this>/.
+inline constexpr const char* kJaxReportCsvDir = "jax_perf_report_csvs";
+
+// Every sheet `jarvis report` writes for an XPlane trace: TraceLens's JAX
+// report (xplane::jax_report_tables), then, when the trace has collective
+// kernels, `rank_collectives` (collectives::rank_collectives_table: per
+// kernel message size, group size, algbw and busbw from the HLO shapes;
+// jarvis's, TraceLens's JAX report has no collective sheet).
+std::vector<Table> xplane_report_tables(const Trace& trace);
+
 struct TracePrepareOptions {
   std::string platform;  // arch name ("MI300X", case-insensitive) or arch JSON path
   std::string output_dir;

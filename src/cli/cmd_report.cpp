@@ -269,16 +269,7 @@ int run_xplane(const ReportArgs& a, const Targets& t, Progress& progress) {
   progress.phase("report");
   Report report;
   report.gpu_only = true;
-  auto devices = engine::xplane_device_timelines(trace);
-  report.tables.push_back(engine::xplane_gpu_timeline_table(devices));
-  report.tables.push_back(
-      engine::xplane_gpu_events_averages_table(engine::xplane_average_timeline(devices)));
-  auto kernels = engine::xplane_kernel_launches(trace);
-  report.tables.push_back(engine::xplane_kernel_launchers_summary_table(kernels));
-  report.tables.push_back(engine::xplane_kernel_launchers_summary_by_category_table(kernels));
-  report.tables.push_back(engine::xplane_xla_summary_table(kernels));
-  for (Table& t : engine::xplane_hlo_sheets(engine::xplane_jax_kernels(trace)))
-    report.tables.push_back(std::move(t));
+  report.tables = engine::xplane_report_tables(trace);
   progress.phase("write");
   auto lines = write_tables(report, t);
   progress.finish();

@@ -40,16 +40,19 @@ enum class CollectiveType {
   AllToAllV,
   Broadcast,
   Reduce,
+  SendRecv,
   Other
 };
 
 // Normalises PyTorch's collective names (allreduce, _reduce_scatter_base,
-// all_gather_into_tensor_coalesced, all_to_all, broadcast, ...).
+// all_gather_into_tensor_coalesced, all_to_all, broadcast, ...) and XLA's
+// collective_permute (SendRecv: point to point).
 CollectiveType collective_type(std::string_view collective_name);
 const char* collective_type_name(CollectiveType type);
 
 // nccl-tests bus-bandwidth factor for a group of n ranks: allreduce 2(n-1)/n,
-// reduce_scatter / allgather / alltoall(v) (n-1)/n, broadcast / reduce 1;
+// reduce_scatter / allgather / alltoall(v) (n-1)/n, broadcast / reduce /
+// sendrecv 1;
 // NaN for other collectives or n < 1.
 double bus_bandwidth_factor(CollectiveType type, int64_t group_size);
 

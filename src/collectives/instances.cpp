@@ -62,6 +62,7 @@ CollectiveType collective_type(std::string_view name) {
       {"all_to_allv", CollectiveType::AllToAllV},
       {"broadcast", CollectiveType::Broadcast},
       {"reduce", CollectiveType::Reduce},
+      {"collective_permute", CollectiveType::SendRecv},
   };
   for (auto [n, t] : names)
     if (n == name) return t;
@@ -84,6 +85,8 @@ const char* collective_type_name(CollectiveType type) {
       return "broadcast";
     case CollectiveType::Reduce:
       return "reduce";
+    case CollectiveType::SendRecv:
+      return "sendrecv";
     case CollectiveType::Other:
       return "other";
   }
@@ -103,6 +106,7 @@ double bus_bandwidth_factor(CollectiveType type, int64_t group_size) {
       return (n - 1) / n;
     case CollectiveType::Broadcast:
     case CollectiveType::Reduce:
+    case CollectiveType::SendRecv:
       return 1.0;
     case CollectiveType::Other:
       return kNaN;

@@ -145,52 +145,13 @@ inline Trace nsys_to_trace(const NsysExport& ex) {
   return nsys::to_trace(ex);
 }
 // XPlane (XSpace protobuf, jax.profiler / XProf) input: the bridge's
-// counts for the trace health and TraceLens's JAX per-GPU timeline sheets.
+// counts for the trace health and TraceLens's JAX report sheets.
 using XplaneBridgeCounts = xplane::BridgeCounts;
-using XplaneDeviceTimeline = xplane::DeviceTimeline;
 using xplane::is_xplane_trace;
 inline XplaneBridgeCounts xplane_counts(const Trace& trace) {
   return xplane::counts_of(trace);
 }
-inline std::vector<XplaneDeviceTimeline> xplane_device_timelines(const Trace& trace) {
-  return xplane::device_timelines(trace);
-}
-inline GpuTimeline xplane_average_timeline(const std::vector<XplaneDeviceTimeline>& devices) {
-  return xplane::average_timeline(devices);
-}
-inline Table xplane_gpu_timeline_table(const std::vector<XplaneDeviceTimeline>& devices) {
-  return xplane::gpu_timeline_by_device_table(devices);
-}
-inline Table xplane_gpu_events_averages_table(const GpuTimeline& average) {
-  return xplane::gpu_events_averages_table(average);
-}
-using XplaneKernelLaunch = xplane::KernelLaunch;
-inline std::vector<XplaneKernelLaunch> xplane_kernel_launches(const Trace& trace) {
-  return xplane::kernel_launches(trace);
-}
-inline Table xplane_kernel_launchers_summary_table(const std::vector<XplaneKernelLaunch>& k) {
-  return xplane::kernel_launchers_summary_table(k);
-}
-inline Table xplane_kernel_launchers_summary_by_category_table(
-    const std::vector<XplaneKernelLaunch>& k) {
-  return xplane::kernel_launchers_summary_by_category_table(k);
-}
-inline Table xplane_xla_summary_table(const std::vector<XplaneKernelLaunch>& k) {
-  return xplane::xla_summary_table(k);
-}
-// The sheets that need each kernel's HLO (kernel_launchers, unique args,
-// df_xla_perf, op_<category>).
-using XplaneJaxKernel = xplane::JaxKernel;
-inline std::vector<XplaneJaxKernel> xplane_jax_kernels(const Trace& trace) {
-  return xplane::jax_kernels(trace);
-}
-inline std::vector<Table> xplane_hlo_sheets(const std::vector<XplaneJaxKernel>& k) {
-  std::vector<Table> out{xplane::kernel_launchers_table(k),
-                         xplane::kernel_launchers_unique_args_table(k),
-                         xplane::df_xla_perf_table(k)};
-  for (Table& t : xplane::op_category_tables(k)) out.push_back(std::move(t));
-  return out;
-}
+using analysis::xplane_report_tables;
 // GPU arch descriptions (bundled arch/*.json or a file).
 using perf::bundled_gpu_arch_names;
 using perf::GpuArchError;

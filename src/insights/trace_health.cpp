@@ -126,13 +126,25 @@ void add_xplane_notes(const Trace& trace, TraceHealth& h) {
   if (c.kernels_without_hlo_op > 0)
     h.warnings.push_back(fmt::format(
         "XPlane: {} GPU kernels carry no hlo_op (xprof >= 2.20.8 drops it): their XLA op "
-        "category falls back to the kernel name",
+        "category falls back to the kernel name, and they have no HLO shapes (no FLOPs / bytes, "
+        "no collective message size or bandwidth)",
         c.kernels_without_hlo_op));
   if (c.kernels_without_correlation > 0)
     h.warnings.push_back(fmt::format(
-        "XPlane: {} GPU kernels carry no correlation_id: they cannot be linked to their host "
-        "launch (launch latency, host-side views)",
+        "XPlane: {} GPU kernels carry no correlation_id (xprof >= 2.20.8 drops it): they "
+        "cannot be linked to their host launch (launch latency, host-side views), and NCCL "
+        "kernels without one are not counted as collectives",
         c.kernels_without_correlation));
+  size_t collectives_without_hlo = 0;
+  for (Uid u = 0; u < trace.events.size(); ++u)
+    if (trace.events[u].cat == Cat::Kernel && trace.is_communication(u) &&
+        !trace.arg(u, "Collective name"))
+      ++collectives_without_hlo;
+  if (collectives_without_hlo > 0)
+    h.warnings.push_back(fmt::format(
+        "XPlane: {} NCCL/RCCL kernels name no HLO collective instruction: no message size, "
+        "group size or bandwidth for them",
+        collectives_without_hlo));
   if (c.aggregated_skipped > 0)
     h.warnings.push_back(
         fmt::format("XPlane: {} aggregated events (num_occurrences, no timestamp) were skipped",

@@ -107,9 +107,20 @@ void fill_missing_group_names(std::vector<CollectiveKernel>& kernels) {
 }  // namespace
 
 int dtype_bytes(std::string_view dtype) {
-  static const std::map<std::string_view, int> sizes = {{"Float", 4},    {"Int", 4},  {"Long", 8},
-                                                        {"BFloat16", 2}, {"Bool", 1}, {"Byte", 1},
-                                                        {"Double", 8},   {"Half", 2}, {"Short", 2}};
+  static const std::map<std::string_view, int> sizes = {{"Float", 4},
+                                                        {"Int", 4},
+                                                        {"Long", 8},
+                                                        {"BFloat16", 2},
+                                                        {"Bool", 1},
+                                                        {"Byte", 1},
+                                                        {"Char", 1},
+                                                        {"Double", 8},
+                                                        {"Half", 2},
+                                                        {"Short", 2},
+                                                        {"Float8_e5m2", 1},
+                                                        {"Float8_e4m3fn", 1},
+                                                        {"Float8_e5m2fnuz", 1},
+                                                        {"Float8_e4m3fnuz", 1}};
   auto it = sizes.find(dtype);
   return it == sizes.end() ? 0 : it->second;
 }

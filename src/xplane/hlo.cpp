@@ -24,7 +24,10 @@ using wire::Reader;
 // message HloProto
 constexpr uint32_t kProtoModule = 1;
 // message HloModuleProto
-constexpr uint32_t kModuleName = 1, kModuleEntryName = 2, kModuleComputations = 3, kModuleId = 5;
+constexpr uint32_t kModuleName = 1, kModuleEntryName = 2, kModuleComputations = 3, kModuleId = 5,
+                   kModuleDeviceAssignment = 15;
+// message DeviceAssignmentProto
+constexpr uint32_t kAssignReplicaCount = 1, kAssignComputationCount = 2;
 // message HloComputationProto
 constexpr uint32_t kCompName = 1, kCompInstructions = 2, kCompId = 5, kCompRootId = 6;
 // message HloInstructionProto
@@ -446,6 +449,15 @@ HloComputation read_computation(std::string_view bytes) {
   return c;
 }
 
+void read_device_assignment(std::string_view bytes, HloModule& m) {
+  Reader r(bytes, "DeviceAssignmentProto");
+  while (!r.done()) {
+    Field f = r.next();
+    if (f.number == kAssignReplicaCount) m.replica_count = int_of(f, r, "replica_count");
+    if (f.number == kAssignComputationCount) m.partition_count = int_of(f, r, "computation_count");
+  }
+}
+
 void read_module(std::string_view bytes, HloModule& m) {
   Reader r(bytes, "HloModuleProto");
   while (!r.done()) {
@@ -463,6 +475,10 @@ void read_module(std::string_view bytes, HloModule& m) {
         break;
       case kModuleId:
         m.id = int_of(f, r, "id");
+        break;
+      case kModuleDeviceAssignment:
+        expect(f, kLength, r, "device_assignment");
+        read_device_assignment(f.bytes, m);
         break;
       default:
         break;
@@ -736,6 +752,12 @@ const HloInstruction* HloModule::find(std::string_view instruction) const {
   return it == by_name_.end() ? nullptr : at(it->second);
 }
 
+const HloComputation* HloModule::computation(int64_t id) const {
+  for (const HloComputation& c : computations)
+    if (c.id == id) return &c;
+  return nullptr;
+}
+
 const HloComputation* HloModule::computation_of(const HloInstruction& inst) const {
   auto it = by_name_.find(inst.name);
   return it == by_name_.end() ? nullptr : &computations[it->second.computation];
@@ -768,6 +790,107 @@ size_t HloModule::instruction_count() const {
   size_t n = 0;
   for (const auto& c : computations) n += c.instructions.size();
   return n;
+}
+
+namespace {
+
+// Adds the elements of the arrays of a shape (a tuple: its arrays) to
+// `nelems`; `type` (-1 before the first array) becomes their element type, 0
+// once two differ. False for a token, opaque, a negative or overflowing
+// dimension product, or nesting past kMaxShapeDepth.
+bool count_arrays(const HloShape& s, int64_t& nelems, int64_t& type, int depth = 0) {
+  if (depth > kMaxShapeDepth) return false;
+  if (s.is_tuple()) {
+    for (const HloShape& t : s.tuple_shapes)
+      if (!count_arrays(t, nelems, type, depth + 1)) return false;
+    return true;
+  }
+  if (primitive_type_bytes(s.element_type) == 0) return false;
+  if (type == -1)
+    type = s.element_type;
+  else if (type != s.element_type)
+    type = 0;
+  int64_t n = 1;
+  for (int64_t d : s.dims)
+    if (d < 0 || __builtin_mul_overflow(n, d, &n)) return false;
+  return !__builtin_add_overflow(nelems, n, &nelems);
+}
+
+// record_param_comms's name of a collective opcode ("" for none).
+std::string_view collective_of(std::string_view opcode) {
+  static const std::pair<std::string_view, std::string_view> names[] = {
+      {"all-reduce", "allreduce"},
+      {"all-gather", "allgather"},
+      {"reduce-scatter", "reducescatter"},
+      {"all-to-all", "all_to_all"},
+      {"collective-permute", "collective_permute"}};
+  for (auto [op, name] : names)
+    if (op == opcode) return name;
+  return {};
+}
+
+}  // namespace
+
+std::optional<HloCollective> hlo_collective(const HloModule& module, const HloInstruction& inst) {
+  const HloInstruction* op = &inst;
+  // async-done / X-done: the start they complete.
+  auto done_to_start = [&](const HloInstruction* i) -> const HloInstruction* {
+    if (!i->opcode.ends_with("-done")) return i;
+    auto ops = module.operands(*i);
+    return ops.size() == 1 && ops[0] ? ops[0] : nullptr;
+  };
+  op = done_to_start(op);
+  if (!op) return std::nullopt;
+  // async-start: the collective its called computation returns.
+  if (op->opcode == "async-start") {
+    if (op->called_computation_ids.empty()) return std::nullopt;
+    const HloComputation* c = module.computation(op->called_computation_ids.front());
+    if (!c) return std::nullopt;
+    const HloInstruction* root = nullptr;
+    for (const HloInstruction& i : c->instructions)
+      if (i.id == c->root_id) root = &i;
+    if (!root) return std::nullopt;
+    op = root;
+  }
+  std::string_view opcode = op->opcode;
+  const bool start = opcode.ends_with("-start");
+  if (start) opcode.remove_suffix(6);
+  std::string_view name = collective_of(opcode);
+  if (name.empty()) return std::nullopt;
+  HloCollective c;
+  c.collective = std::string(name);
+  c.opcode = std::string(opcode);
+  int64_t type = -1;
+  for (const HloInstruction* operand : module.operands(*op)) {
+    if (!operand || !count_arrays(operand->shape, c.in_nelems, type)) return std::nullopt;
+  }
+  if (type == -1) return std::nullopt;  // no array operand
+  c.element_type = type;
+  if (name == "allreduce" || name == "all_to_all" || name == "collective_permute") {
+    c.out_nelems = c.in_nelems;
+  } else {
+    // The result: the instruction's shape, or for all-gather-start the
+    // second half of its (operands, results) tuple.
+    const HloShape* result = &op->shape;
+    if (start)
+      result = op->shape.is_tuple() && op->shape.tuple_shapes.size() == 2
+                   ? &op->shape.tuple_shapes[1]
+                   : nullptr;
+    int64_t out = 0, out_type = -1;
+    if (result && count_arrays(*result, out, out_type)) c.out_nelems = out;
+  }
+  c.replica_groups = op->replica_groups;
+  if (name == "collective_permute") {
+    c.group_size = 2;
+  } else if (!op->replica_groups.empty()) {
+    const size_t size = op->replica_groups.front().size();
+    bool same = true;
+    for (const auto& g : op->replica_groups) same = same && g.size() == size;
+    c.group_size = same ? static_cast<int64_t>(size) : 0;
+  } else {
+    c.group_size = op->channel_id != 0 ? module.partition_count : module.replica_count;
+  }
+  return c;
 }
 
 HloModule decode_hlo_module(std::string_view bytes, const std::string& label) {

@@ -120,11 +120,16 @@ class HloModule {
   int64_t id = 0;
   std::string entry_computation_name;
   std::vector<HloComputation> computations;
+  // HloModuleProto.device_assignment: replicas and partitions (its
+  // computation_count); 0 when the module has none.
+  int64_t replica_count = 0, partition_count = 0;
 
   // Builds the lookups; call once the computations are in place.
   void index();
   // The instruction named `instruction` ("%" prefix allowed), or nullptr.
   const HloInstruction* find(std::string_view instruction) const;
+  // The computation with this id, or nullptr.
+  const HloComputation* computation(int64_t id) const;
   // The computation holding an instruction found by find().
   const HloComputation* computation_of(const HloInstruction& inst) const;
   // The operands of an instruction, in operand order (nullptr for an id
@@ -147,6 +152,28 @@ class HloModule {
   std::vector<std::unordered_map<int64_t, uint32_t>> local_ids_;
   std::unordered_map<int64_t, Where> by_id_;
 };
+
+// What the collective analyses read of an XLA collective instruction:
+// all-reduce, all-gather, reduce-scatter, all-to-all, collective-permute,
+// their -start / -done forms, and async-start / async-done wrapping one of
+// them. The opcode alone decides: a fusion is never a collective, whatever
+// its name says.
+struct HloCollective {
+  // The collective as PyTorch's record_param_comms names it (what
+  // collectives::collective_type reads): allreduce, allgather,
+  // reducescatter, all_to_all, collective_permute.
+  std::string collective;
+  std::string opcode;        // the collective's own opcode ("all-reduce", "reduce-scatter", ...)
+  int64_t element_type = 0;  // of every array operand; 0 when they differ
+  int64_t in_nelems = 0;     // elements of the array operands (a tuple operand: its arrays)
+  int64_t out_nelems = -1;   // elements of the result (all-gather, reduce-scatter); -1 unknown
+  // Devices in one group: the size of the replica groups (all of one size),
+  // else the module's partition count (with a channel id) or replica count;
+  // 2 for collective-permute (one source, one target per transfer); 0 unknown.
+  int64_t group_size = 0;
+  std::vector<std::vector<int64_t>> replica_groups;  // the collective's own (empty: all)
+};
+std::optional<HloCollective> hlo_collective(const HloModule& module, const HloInstruction& inst);
 
 // Decodes a serialized xla.HloProto (its hlo_module). Throws TraceError naming `label` and the
 // message and problem: "jit_f(15): a damaged HloProto (HloInstructionProto:

@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "perf/perf_model.h"
 #include "pycompat/numeric.h"
 #include "pycompat/repr.h"
 #include "report/stats.h"
@@ -469,6 +470,42 @@ std::optional<Metrics> gemm_metrics(const JaxKernel& k) {
                {"bias", py_bool(bias)},
                {"dtype_A_B", tuple_of({PyValue::string(type), PyValue::string(type)}).repr()},
                {"simulation_dtype", sim}};
+  // TraceLens's GEMM model adds the transpose flags it parses from the
+  // kernel name (kernel_name_parser: Tensile's Ailk/Alik, Bljk/Bjlk; nvjet's
+  // last two letters), when the name parses.
+  if (auto info = perf::parse_gemm_kernel_name(k.name)) {
+    auto flag = [](std::optional<bool> b) { return b ? PyValue::boolean(*b) : PyValue::none(); };
+    mt.params.emplace_back("transpose",
+                           tuple_of({flag(info->trans_a), flag(info->trans_b)}).repr());
+  }
+  // jarvis's flags from the HLO: (lhs, rhs) transposed in row-major BLAS
+  // terms. The lhs is M x K, transposed unless its contracting dimension is
+  // its minor-most (contiguous) one; the rhs is K x N, transposed when its
+  // contracting dimension is the minor-most.
+  {
+    auto minor_most = [](const std::string& operand, size_t rank) -> std::optional<size_t> {
+      size_t close = operand.find(']');
+      size_t brace = close == std::string::npos ? close : operand.find('{', close);
+      if (brace == std::string::npos || brace + 1 >= operand.size() ||
+          !is_digit(operand[brace + 1]))
+        return rank ? std::optional<size_t>(rank - 1) : std::nullopt;  // XLA's default layout
+      size_t v = 0;
+      for (size_t i = brace + 1; i < operand.size() && is_digit(operand[i]) && v < rank; ++i)
+        v = v * 10 + static_cast<size_t>(operand[i] - '0');
+      return v < rank ? std::optional<size_t>(v) : std::nullopt;
+    };
+    std::vector<std::string> texts;
+    for (const std::string& o : k.operands)
+      if (!o.empty() && parse_operand(o)) texts.push_back(o);
+    auto lm = minor_most(texts[0], tensors[0].dims.size());
+    auto rm = minor_most(texts[1], tensors[1].dims.size());
+    auto flag = [](std::optional<size_t> minor, size_t contracting, bool lhs) {
+      if (!minor) return PyValue::none();
+      return PyValue::boolean(lhs ? *minor != contracting : *minor == contracting);
+    };
+    mt.params.emplace_back("hlo_transpose",
+                           tuple_of({flag(lm, *lhs, true), flag(rm, *rhs, false)}).repr());
+  }
   mt.input_dims = dims_tuples(tensors, 0, tensors.size());
   mt.input_type = types_tuple(tensors, 0, tensors.size());
   return mt;
@@ -906,15 +943,27 @@ std::vector<Table> op_category_tables(const std::vector<JaxKernel>& kernels) {
       rows.push_back(std::move(r));
     }
     if (rows.empty()) continue;
+    // The param columns: every row's keys in first-seen order (a DataFrame
+    // of dicts), "nan" where a row lacks one (TraceLens groups on the
+    // columns' str()).
+    std::vector<std::string> param_names;
+    for (const Row& r : rows)
+      for (const auto& [p, _] : r.m.params)
+        if (std::find(param_names.begin(), param_names.end(), p) == param_names.end())
+          param_names.push_back(p);
     // Group by name and the param columns' str(), keys sorted (pandas groupby).
     std::map<std::vector<std::string>, std::vector<size_t>> groups;
     for (size_t r = 0; r < rows.size(); ++r) {
       std::vector<std::string> key{rows[r].k->name};
-      for (const auto& [_, v] : rows[r].m.params) key.push_back(v);
+      for (const std::string& p : param_names) {
+        auto it = std::find_if(rows[r].m.params.begin(), rows[r].m.params.end(),
+                               [&p](const auto& kv) { return kv.first == p; });
+        key.push_back(it == rows[r].m.params.end() ? std::string("nan") : it->second);
+      }
       groups[key].push_back(r);
     }
     std::vector<std::string> cols{"name"};
-    for (const auto& [p, _] : rows[0].m.params) cols.push_back(fmt::format("param: {}", p));
+    for (const std::string& p : param_names) cols.push_back(fmt::format("param: {}", p));
     for (const char* c : {"GFLOPS_first",
                           "Data Moved (MB)_first",
                           "FLOPS/Byte_first",
@@ -988,6 +1037,13 @@ std::vector<Table> op_category_tables(const std::vector<JaxKernel>& kernels) {
     for (auto& r : result) t.add_row() = std::move(r.cells);
     out.push_back(std::move(t));
   }
+  return out;
+}
+
+std::vector<Table> hlo_sheets(const std::vector<JaxKernel>& kernels) {
+  std::vector<Table> out{kernel_launchers_table(kernels),
+                         kernel_launchers_unique_args_table(kernels), df_xla_perf_table(kernels)};
+  for (Table& t : op_category_tables(kernels)) out.push_back(std::move(t));
   return out;
 }
 

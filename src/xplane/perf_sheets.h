@@ -65,6 +65,10 @@ Table df_xla_perf_table(const std::vector<JaxKernel>& kernels);
 // perf model: op_gemm, op_fa_bwd, op_fa_fwd, op_fa_v3, op_conv, op_te, ...
 std::vector<Table> op_category_tables(const std::vector<JaxKernel>& kernels);
 
+// kernel_launchers, kernel_launchers_unique_args, df_xla_perf, then
+// op_category_tables.
+std::vector<Table> hlo_sheets(const std::vector<JaxKernel>& kernels);
+
 // TraceLens's view of pieces of an HLO instruction line (exposed for tests):
 // the operand strings get_operands finds in "opcode(<operands>)" and the
 // text a pattern keeps of `metadata={...}` / `custom_call_target="..."`.

@@ -6,6 +6,9 @@
 
 #include <fmt/format.h>
 
+#include "xplane/kernel_summary.h"
+#include "xplane/perf_sheets.h"
+
 namespace jarvis::xplane {
 
 namespace {
@@ -134,6 +137,19 @@ Table gpu_events_averages_table(const GpuTimeline& average) {
   Table table = gpu_timeline_table(average);
   table.name = "gpu_events_averages";
   return table;
+}
+
+std::vector<Table> jax_report_tables(const Trace& trace) {
+  std::vector<Table> out;
+  auto devices = device_timelines(trace);
+  out.push_back(gpu_timeline_by_device_table(devices));
+  out.push_back(gpu_events_averages_table(average_timeline(devices)));
+  auto kernels = kernel_launches(trace);
+  out.push_back(kernel_launchers_summary_table(kernels));
+  out.push_back(kernel_launchers_summary_by_category_table(kernels));
+  out.push_back(xla_summary_table(kernels));
+  for (Table& t : hlo_sheets(jax_kernels(trace))) out.push_back(std::move(t));
+  return out;
 }
 
 }  // namespace jarvis::xplane

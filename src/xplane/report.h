@@ -33,6 +33,15 @@ GpuTimeline average_timeline(const std::vector<DeviceTimeline>& devices);
 Table gpu_timeline_by_device_table(const std::vector<DeviceTimeline>& devices);
 Table gpu_events_averages_table(const GpuTimeline& average);
 
+// TraceLens's JAX report sheets of an XPlane trace, in its order:
+// gpu_timeline, gpu_events_averages, kernel_launchers_summary,
+// kernel_launchers_summary_by_category, xla_summary, then the HLO sheets
+// (perf_sheets.h: kernel_launchers, kernel_launchers_unique_args,
+// df_xla_perf, op_<category>): TraceLens's JAX report. Throws as
+// device_timelines does. (`jarvis report` adds the collectives sheet:
+// analysis::xplane_report_tables.)
+std::vector<Table> jax_report_tables(const Trace& trace);
+
 // The order in which CPython iterates a set of small non-negative ints built
 // by adding `values` in this order (slot = value & mask, table grown as
 // CPython's set grows it; linear probing for collisions).

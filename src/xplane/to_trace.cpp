@@ -118,6 +118,59 @@ std::string groups_text(const std::vector<std::vector<int64_t>>& groups) {
 // metadata (JAX op path, source line).
 using ExtraArgs = std::vector<std::pair<std::string_view, PyValue>>;
 
+// PyTorch's dtype name of an XLA element type, as record_param_comms
+// writes it (report/coll_analysis.h dtype_bytes reads it); "" for a type
+// PyTorch has no name for here.
+std::string_view torch_dtype(int64_t element_type) {
+  switch (element_type) {
+    case 1:
+      return "Bool";
+    case 2:
+      return "Char";
+    case 3:
+      return "Short";
+    case 4:
+      return "Int";
+    case 5:
+      return "Long";
+    case 6:
+      return "Byte";
+    case 10:
+      return "Half";
+    case 11:
+      return "Float";
+    case 12:
+      return "Double";
+    case 16:
+      return "BFloat16";
+    case 19:
+      return "Float8_e5m2";
+    case 20:
+      return "Float8_e4m3fn";
+    case 24:
+      return "Float8_e5m2fnuz";
+    case 25:
+      return "Float8_e4m3fnuz";
+    default:
+      return {};
+  }
+}
+
+// An XLA collective's kernel gets the args PyTorch puts on a collective
+// kernel (Collective name, dtype, In / Out msg nelems, Group size; the
+// replica groups as HLO prints them, "{}" for all, as its Process Group
+// Name), so the collective analyses
+// (report/coll_analysis.h, src/collectives) read it as they read Kineto's.
+void collective_args(const HloCollective& c, ExtraArgs& out) {
+  out.emplace_back("Collective name", PyValue::string(c.collective));
+  if (std::string_view dtype = torch_dtype(c.element_type); !dtype.empty())
+    out.emplace_back("dtype", PyValue::string(std::string(dtype)));
+  out.emplace_back("In msg nelems", PyValue::integer(c.in_nelems));
+  if (c.out_nelems >= 0) out.emplace_back("Out msg nelems", PyValue::integer(c.out_nelems));
+  if (c.group_size > 0) out.emplace_back("Group size", PyValue::integer(c.group_size));
+  out.emplace_back("Process Group Name", PyValue::string(groups_text(c.replica_groups)));
+}
+
 ExtraArgs hlo_args(const HloModule& module, const HloInstruction& inst) {
   ExtraArgs out;
   out.emplace_back("hlo_opcode", PyValue::string(inst.opcode));
@@ -144,6 +197,7 @@ ExtraArgs hlo_args(const HloModule& module, const HloInstruction& inst) {
     out.emplace_back("replica_groups", PyValue::string(groups_text(inst.replica_groups)));
   if (!inst.metadata.empty())
     out.emplace_back("hlo_metadata", PyValue::string(inst.metadata.text()));
+  if (auto c = hlo_collective(module, inst)) collective_args(*c, out);
   return out;
 }
 

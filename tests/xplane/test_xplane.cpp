@@ -6,6 +6,7 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -15,8 +16,10 @@
 
 #include <unistd.h>
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "categories/prepare_trace.h"
 #include "explore/input_format.h"
 #include "golden.h"
 #include "insights/trace_health.h"
@@ -445,6 +448,39 @@ TEST_SUITE("xplane") {
         CHECK(d.timeline.total_time ==
               doctest::Approx(static_cast<double>(g.total_ps) / 1e6).epsilon(1e-9));
       }
+      // The whole report runs; kernel_launchers has one row per kernel: an
+      // event on a "Stream #" line of a GPU plane whose name (its event
+      // metadata's) does not start with copy / memcpy / memset (aggregated
+      // events, num_occurrences, are none: the samples have none).
+      size_t raw_kernels = 0;
+      const RawNode decoded = decode_raw(path);
+      for (const RawNode* plane : decoded.all(1)) {
+        const RawNode* pname = plane->first(2);
+        if (!pname || unquote(pname->value).rfind("/device:GPU:", 0) != 0) continue;
+        std::map<int64_t, std::string> names;
+        for (const RawNode* entry : plane->all(4))
+          if (const RawNode* meta = entry->first(2); meta && meta->first(2))
+            names[entry->num(1)] = unquote(meta->first(2)->value);
+        for (const RawNode* line : plane->all(3)) {
+          // XLine.display_name (11), else name (2), as xprof shows the line.
+          const RawNode* lname = line->first(11) ? line->first(11) : line->first(2);
+          if (!lname || unquote(lname->value).rfind("Stream #", 0) != 0) continue;
+          for (const RawNode* ev : line->all(4)) {
+            std::string n = names[ev->num(1)];
+            std::transform(n.begin(), n.end(), n.begin(),
+                           [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+            if (n.rfind("copy", 0) != 0 && n.rfind("memcpy", 0) != 0 && n.rfind("memset", 0) != 0)
+              ++raw_kernels;
+          }
+        }
+      }
+      size_t launcher_rows = 0, timeline_rows = 0;
+      for (const Table& t : analysis::xplane_report_tables(trace)) {
+        if (t.name == "kernel_launchers") launcher_rows = t.rows.size();
+        if (t.name == "gpu_timeline") timeline_rows = t.rows.size();
+      }
+      CHECK(launcher_rows == raw_kernels);
+      CHECK(timeline_rows == 8 * raw.size());
     }
   }
 
@@ -628,6 +664,7 @@ TEST_SUITE("xplane") {
     TextNode raw = decode_typed(kTeAttn);
     double gemm_gflops = -1, gemm_mb = -1, attn_gflops = -1;
     int64_t gemm_k = -1;
+    std::string gemm_hlo_transpose;  // "(lhs, rhs)" from the layouts and contracting dims
     std::vector<int64_t> qkv;
     for (const auto& [label, module] : typed_modules(raw)) {
       for (const TextNode* comp : module->all("computations")) {
@@ -652,6 +689,20 @@ TEST_SUITE("xplane") {
             REQUIRE(b.size() == 2);
             int64_t k = a[lc], m = a[1 - lc], n = b[1 - rc];
             CHECK(b[rc] == k);
+            // Row-major BLAS terms: the lhs (M x K) is transposed unless K
+            // is its minor-most dimension; the rhs (K x N) when K is.
+            auto minor_most = [&](size_t operand) {
+              const TextNode* op =
+                  by_id.at(std::stoll(inst->all("operand_ids").at(operand)->value));
+              const TextNode* layout = op->first("shape")->first("layout");
+              REQUIRE(layout);
+              return static_cast<size_t>(std::stoll(layout->all("minor_to_major").at(0)->value));
+            };
+            auto py = [](bool b) { return b ? std::string("True") : std::string("False"); };
+            std::string t =
+                fmt::format("({}, {})", py(minor_most(0) != lc), py(minor_most(1) == rc));
+            CHECK((gemm_hlo_transpose.empty() || gemm_hlo_transpose == t));
+            gemm_hlo_transpose = t;
             gemm_k = k;
             gemm_gflops = 2.0 * m * n * k / 1e9;
             gemm_mb = (m * k + k * n + m * n) * 2.0 / (1024 * 1024);  // bf16
@@ -675,6 +726,12 @@ TEST_SUITE("xplane") {
                                         : std::stod(t.at(row, col).text());
     };
     bool gemm = false, fwd = false, bwd = false;
+    size_t tensile_gemms = 0;
+    auto swapped = [](const std::string& pair) {  // "(a, b)" -> "(b, a)"
+      const size_t comma = pair.find(", ");
+      return fmt::format("({}, {})", pair.substr(comma + 2, pair.size() - comma - 3),
+                         pair.substr(1, comma - 1));
+    };
     for (const Table& t : sheets) {
       CAPTURE(t.name);
       for (size_t r = 0; r < t.rows.size(); ++r) {
@@ -683,6 +740,25 @@ TEST_SUITE("xplane") {
           CHECK(cell(t, r, "GFLOPS_first") == doctest::Approx(gemm_gflops).epsilon(1e-12));
           CHECK(cell(t, r, "Data Moved (MB)_first") == doctest::Approx(gemm_mb).epsilon(1e-12));
           CHECK(cell(t, r, "param: K") == gemm_k);
+          CHECK(t.at(r, "param: hlo_transpose").text() == gemm_hlo_transpose);
+          // TraceLens's transpose from the kernel name (kernel_name_parser:
+          // Tensile's _Ailk_/_Alik_ and _Bljk_/_Bjlk_), "nan" when the name
+          // is no Tensile or nvjet GEMM.
+          const std::string kname = t.at(r, "name").text();
+          if (kname.find("Cijk_") != std::string::npos) {
+            auto flag = [&kname](const char* no, const char* yes) {
+              return kname.find(no) != std::string::npos    ? std::string("False")
+                     : kname.find(yes) != std::string::npos ? std::string("True")
+                                                            : std::string("None");
+            };
+            CHECK(t.at(r, "param: transpose").text() ==
+                  fmt::format("({}, {})", flag("_Ailk_", "_Alik_"), flag("_Bljk_", "_Bjlk_")));
+            ++tensile_gemms;
+            // XLA calls the column-major BLAS with the operands swapped
+            // (C^T = rhs^T lhs^T): the kernel's A is the HLO's rhs.
+            CHECK(fmt::format("({}, {})", flag("_Ailk_", "_Alik_"), flag("_Bljk_", "_Bjlk_")) ==
+                  swapped(gemm_hlo_transpose));
+          }
           continue;
         }
         REQUIRE((t.name == "op_te" || t.name == "op_fa_fwd" || t.name == "op_fa_bwd"));
@@ -701,6 +777,7 @@ TEST_SUITE("xplane") {
       }
     }
     CHECK(gemm);
+    CHECK(tensile_gemms >= 1);
     CHECK(fwd);
     CHECK(bwd);
   }
