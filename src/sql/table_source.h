@@ -166,5 +166,8 @@ std::vector<const TableDef*> builtin_tables();
 // column, table or function and one of `tables` (or a function) is close.
 struct TableInfo;
 std::string with_nearest_name(const std::string& message, const std::vector<TableInfo>& tables);
+// The table SQLite's message says it cannot find ("no such table: main.x"
+// gives "x"), "" for another message.
+std::string missing_table(const std::string& message);
 
 }  // namespace jarvis::sql
