@@ -281,8 +281,8 @@ void fn_is_ancestor(sqlite3_context* ctx, int, sqlite3_value** argv) {
 
 // ---------------------------------------------------------------------------
 // Partitioned tables (a sweep's runs): the cursor walks the partitions that
-// the equality constraints on the fixed columns leave, binding each when it
-// reaches it.
+// the constraints on the fixed columns (=, <>, <, <=, >, >=, LIKE, GLOB) can
+// pass, binding each when it reaches it.
 // ---------------------------------------------------------------------------
 
 struct PartVTab {

@@ -279,8 +279,13 @@ class RunSheets {
       if (it != csv_.end()) return it->second;
       std::shared_ptr<const Table> t;
       std::error_code ec;
-      for (const auto& f : std::filesystem::directory_iterator(traces_.path_of(r), ec))
-        if (f.path().extension() == ".csv" && lower(f.path().stem().string()) == key.second) {
+      std::filesystem::path dir = traces_.path_of(r);  // under the roots in MCP
+      for (const auto& f : std::filesystem::directory_iterator(dir, ec))
+        // A symlinked CSV is read only when it stays in the directory, so
+        // that no sheet reaches a file the run's own check did not admit.
+        if (f.path().extension() == ".csv" && lower(f.path().stem().string()) == key.second &&
+            (!f.is_symlink(ec) || std::filesystem::weakly_canonical(f.path(), ec).parent_path() ==
+                                      std::filesystem::weakly_canonical(dir, ec))) {
           auto read = std::make_shared<Table>(read_csv_typed(f.path().string()));
           read->name = f.path().stem().string();
           t = std::move(read);

@@ -7,8 +7,12 @@
 // - events, ops, kernels, annotations, gpu_timeline, memory, collectives and
 //   the views steps / ops_in_step / kernels_in_step: the trace tables of
 //   every trace run, concatenated. A run's trace is loaded (from its snapshot
-//   when it has one) only when a scan reaches it; equality on run or a field
-//   skips the others unloaded. SweepTraces keeps the most recently used.
+//   when it has one) only when a scan reaches it; a condition on run or a
+//   field (=, IN, <>, <, <=, >, >=, BETWEEN, LIKE, GLOB) skips the runs it
+//   rules out unloaded. SweepTraces keeps the most recently used.
+// - the report sheets (ops_summary, GEMM, ...): each trace run's report and
+//   each report directory's <sheet>.csv, the same way.
+// - parent_uid / is_ancestor / ancestors take the run first.
 #pragma once
 
 #include <cstddef>
