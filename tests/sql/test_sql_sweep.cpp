@@ -614,14 +614,15 @@ print(json.dumps(out))
     sweep::Sweep t = sweep::load_sweep(tmp.path, o);
     REQUIRE(t.runs.size() == 3);
     int64_t per_run = as_int(q(t, "SELECT count(*) FROM kernels WHERE run = 0").table.rows[0][0]);
-    for (auto [where, runs] :
+    for (const auto& text_case :
          std::vector<std::pair<const char*, int64_t>>{{"mode LIKE 'EAG%'", 1},
                                                       {"mode > 'd'", 2},
                                                       {"mode GLOB 'f*d'", 1},
                                                       {"mode < 'eager'", 1},
                                                       {"mode LIKE '%e%'", 3},
                                                       {"mode >= 'fused' COLLATE NOCASE", 1}}) {
-      std::string w = where;
+      const std::string w = text_case.first;
+      const int64_t runs = text_case.second;
       CAPTURE(w);
       sql::SweepTraces traces;
       sql::QueryResult r = q(t, "SELECT count(*) FROM kernels WHERE " + w, &traces);
