@@ -7,7 +7,10 @@
 #   3. the trace tables over every run, no snapshot yet: every trace parsed;
 #   4. the same again: every trace mapped from its snapshot;
 #   5. one configuration (WHERE threads = 1): only its runs read;
-#   6. one run (WHERE run = 7).
+#   6. one run (WHERE run = 7);
+#   7. the kernels_in_step view over every run;
+#   8. a range on a field (WHERE threads <= 5): only its runs read;
+#   9. a report sheet over 4 runs (their reports built; run 0 read for the columns).
 # Prints wall seconds and peak RSS of each (best of REPEAT; 1 and 3 once,
 # since they fill the caches).
 #
@@ -68,4 +71,7 @@ measure("5. kernels WHERE threads = 1 (4 runs)", q + " WHERE threads = 1", repea
 measure("6. kernels WHERE run = 7 (1 run)", q + " WHERE run = 7", repeat)
 measure("7. kernels_in_step per configuration, every run",
         "SELECT threads, channel, count(*) FROM kernels_in_step GROUP BY 1, 2", repeat)
+measure("8. kernels WHERE threads <= 5 (20 runs)", q + " WHERE threads <= 5", repeat)
+measure("9. kernel_summary WHERE run BETWEEN 1 AND 4 (5 runs read)",
+        "SELECT count(*) FROM kernel_summary WHERE run BETWEEN 1 AND 4", repeat)
 PY

@@ -24,7 +24,9 @@ namespace jarvis::cli {
 namespace {
 
 struct SqlArgs {
+  std::vector<std::string> inputs;  // the positional arguments: traces (or a sweep), then the query
   std::string trace, query, format = "table", out, export_path, layout;
+  std::vector<std::string> ranks;  // several trace files: one query over them as ranks
   bool schema = false;
   size_t max_rows = 100000;
   int64_t timeout_ms = 60000;
@@ -187,7 +189,24 @@ int run_sweep_sql(const SqlArgs& a) {
     throw UsageError("--export takes a trace; a sweep's tables are queried in place");
   engine::SweepLoadOptions options;
   options.pattern = a.layout;
-  engine::Sweep sweep = engine::load_sweep(a.trace, options);
+  engine::Sweep sweep;
+  if (!a.ranks.empty()) {
+    sweep = engine::load_sweep_files(a.ranks, options);
+  } else {
+    try {
+      sweep = engine::load_sweep(a.trace, options);
+    } catch (const engine::SweepError& no_layout) {
+      // A directory no layout matches, holding trace files: its traces as ranks.
+      if (!a.layout.empty()) throw;
+      std::vector<std::string> files;
+      try {
+        files = expand_rank_traces({a.trace});
+      } catch (const std::exception&) {
+        throw no_layout;
+      }
+      sweep = engine::load_sweep_files(files, options);
+    }
+  }
   // The run traces a query loaded stay for the shell's next query.
   engine::SqlSweepTraces traces;
   Source src{[&](const std::string& q, const engine::SqlQueryLimits& l) {
@@ -197,11 +216,19 @@ int run_sweep_sql(const SqlArgs& a) {
   return run_source(src, a);
 }
 
-int run_sql(const SqlArgs& a) {
+int run_sql(SqlArgs a) {
+  // TRACE... [QUERY]: a last argument that names no file is the query.
+  std::error_code ec;
+  if (a.inputs.size() > 1 && !std::filesystem::exists(a.inputs.back(), ec)) {
+    a.query = a.inputs.back();
+    a.inputs.pop_back();
+  }
+  a.trace = a.inputs.front();
+  if (a.inputs.size() > 1) a.ranks = expand_rank_traces(a.inputs);
   if (!a.export_path.empty() && (!a.query.empty() || a.schema || !a.out.empty()))
     throw UsageError(
         "--export writes the whole database: give it without a query, --schema or --out");
-  if (is_sweep_dir(a.trace)) return run_sweep_sql(a);
+  if (!a.ranks.empty() || is_sweep_dir(a.trace)) return run_sweep_sql(a);
   engine::TraceStore store;
   auto loaded = store.load(a.trace);
   const LoadedTrace& trace = *loaded.entry;
@@ -219,14 +246,14 @@ Runner add_sql(CLI::App& app) {
   auto a = std::make_shared<SqlArgs>();
   CLI::App* cmd = app.add_subcommand(
       "sql", "SQL (SQLite, read-only) over a trace's events, ops, kernels and report sheets");
-  cmd->add_option("TRACE", a->trace,
-                  "trace (Kineto .json/.json.gz or rocprofv3 output), or a sweep directory "
+  cmd->add_option("TRACE... [QUERY]", a->inputs,
+                  "a trace (Kineto .json/.json.gz or rocprofv3 output); or a sweep directory "
                   "(the trace tables over every run, led by run and the layout fields, plus "
-                  "runs, run_kernels, run_timeline, collective_skew)")
+                  "runs, run_kernels, run_timeline, collective_skew); or several rank traces "
+                  "(files or directories of them), queried as the runs of one configuration; "
+                  "then one SELECT statement (none: an interactive shell on a terminal, else "
+                  "read from stdin)")
       ->required();
-  cmd->add_option(
-      "QUERY", a->query,
-      "one SELECT statement; none: an interactive shell on a terminal, else read from stdin");
   cmd->add_option("--format", a->format, "table, csv or json")
       ->check(CLI::IsMember({"table", "csv", "json"}))
       ->default_str("table");

@@ -309,6 +309,7 @@ using sweep::KernelChangeOptions;
 using sweep::kernels_from_csv;
 using sweep::kSweepManifest;
 using sweep::load_sweep;
+using sweep::load_sweep_files;
 using sweep::nccl_empty_reason;
 using sweep::nccl_table;
 using sweep::normalise;

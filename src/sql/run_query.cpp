@@ -93,6 +93,10 @@ std::string with_suggestion(const std::string& message, const QueryContext& ctx)
 
 }  // namespace
 
+std::string missing_table(const std::string& message) {
+  return named_in(message, "no such table: ");
+}
+
 std::string with_nearest_name(const std::string& message, const std::vector<TableInfo>& tables) {
   std::vector<std::string> candidates;
   std::string name = named_in(message, "no such column: ");

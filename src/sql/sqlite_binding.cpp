@@ -5,8 +5,10 @@
 
 #include <algorithm>
 #include <array>
+#include <cctype>
 #include <cstring>
 #include <stdexcept>
+#include <string_view>
 
 #include "tree/call_tree.h"
 
@@ -33,7 +35,8 @@ struct Connection::Module {
   std::function<TableSource()> bind;
   std::shared_ptr<TableSource> source;            // bound on the first xConnect
   std::shared_ptr<const PartitionedTable> parts;  // a partitioned table (no bind, no source)
-  const QueryContext* ctx = nullptr;              // ancestors(): the trace
+  const QueryContext* ctx = nullptr;              // the call-tree functions: the trace
+  std::shared_ptr<const TreeRuns> runs;           // ... or a sweep's runs (then no ctx)
   bool* declaring = nullptr;  // the connection's flag: the authorizer lets the declaration parse
   sqlite3_module vt{};
 };
@@ -220,32 +223,66 @@ bool uid_arg(sqlite3_value* v, const Trace& trace, Uid& out) {
   return true;
 }
 
-// parent_uid(uid): the call-tree parent of any event (a kernel's: its launch call).
-void fn_parent_uid(sqlite3_context* ctx, int, sqlite3_value** argv) {
-  const auto* qc = static_cast<const QueryContext*>(sqlite3_user_data(ctx));
-  Uid u;
-  if (!uid_arg(argv[0], qc->trace(), u)) return sqlite3_result_null(ctx);
-  Uid p = qc->tree().parent(u);
-  if (p == kNoUid) return sqlite3_result_null(ctx);
-  sqlite3_result_int64(ctx, p);
+// The call tree a helper function reads: the connection's trace, or over a
+// sweep's runs the tree of the run its first argument names.
+struct TreeArg {
+  std::shared_ptr<const QueryContext> hold;  // keeps a run's trace loaded
+  const QueryContext* qc = nullptr;
+  std::vector<Cell> cells;  // the run's fixed cells (ancestors' leading columns)
+};
+
+// false: no such run (NULL, or no rows). Throws when the run cannot be loaded.
+bool tree_arg(const Connection::Module& m, sqlite3_value* run, TreeArg& out, bool want_cells) {
+  if (!m.runs) {
+    out.qc = m.ctx;
+    return true;
+  }
+  if (sqlite3_value_numeric_type(run) != SQLITE_INTEGER) return false;
+  out.hold = m.runs->open(sqlite3_value_int64(run), want_cells ? &out.cells : nullptr);
+  out.qc = out.hold.get();
+  return out.qc != nullptr;
 }
 
-// is_ancestor(ancestor, uid): 1 when `ancestor` is a strict ancestor of `uid` in the call tree.
+// parent_uid([run,] uid): the call-tree parent of any event (a kernel's: its launch call).
+void fn_parent_uid(sqlite3_context* ctx, int, sqlite3_value** argv) {
+  const auto* m = static_cast<const Connection::Module*>(sqlite3_user_data(ctx));
+  int first = m->runs ? 1 : 0;
+  try {
+    TreeArg t;
+    Uid u;
+    if (!tree_arg(*m, argv[0], t, false) || !uid_arg(argv[first], t.qc->trace(), u))
+      return sqlite3_result_null(ctx);
+    Uid p = t.qc->tree().parent(u);
+    if (p == kNoUid) return sqlite3_result_null(ctx);
+    sqlite3_result_int64(ctx, p);
+  } catch (const std::exception& e) {
+    sqlite3_result_error(ctx, e.what(), -1);
+  }
+}
+
+// is_ancestor([run,] ancestor, uid): 1 when `ancestor` is a strict ancestor of `uid`.
 void fn_is_ancestor(sqlite3_context* ctx, int, sqlite3_value** argv) {
-  const auto* qc = static_cast<const QueryContext*>(sqlite3_user_data(ctx));
-  Uid a, u;
-  if (!uid_arg(argv[0], qc->trace(), a) || !uid_arg(argv[1], qc->trace(), u))
-    return sqlite3_result_null(ctx);
-  const CallTree& tree = qc->tree();
-  for (Uid p = tree.parent(u); p != kNoUid; p = tree.parent(p))
-    if (p == a) return sqlite3_result_int(ctx, 1);
-  sqlite3_result_int(ctx, 0);
+  const auto* m = static_cast<const Connection::Module*>(sqlite3_user_data(ctx));
+  int first = m->runs ? 1 : 0;
+  try {
+    TreeArg t;
+    Uid a, u;
+    if (!tree_arg(*m, argv[0], t, false) || !uid_arg(argv[first], t.qc->trace(), a) ||
+        !uid_arg(argv[first + 1], t.qc->trace(), u))
+      return sqlite3_result_null(ctx);
+    const CallTree& tree = t.qc->tree();
+    for (Uid p = tree.parent(u); p != kNoUid; p = tree.parent(p))
+      if (p == a) return sqlite3_result_int(ctx, 1);
+    sqlite3_result_int(ctx, 0);
+  } catch (const std::exception& e) {
+    sqlite3_result_error(ctx, e.what(), -1);
+  }
 }
 
 // ---------------------------------------------------------------------------
 // Partitioned tables (a sweep's runs): the cursor walks the partitions that
-// the equality constraints on the fixed columns leave, binding each when it
-// reaches it.
+// the constraints on the fixed columns (=, <>, <, <=, >, >=, LIKE, GLOB) can
+// pass, binding each when it reaches it.
 // ---------------------------------------------------------------------------
 
 struct PartVTab {
@@ -306,8 +343,33 @@ int part_disconnect(sqlite3_vtab* v) {
   return SQLITE_OK;
 }
 
-// idxStr lists, per argv value, the column it constrains ("0,2,k": run, the
-// second field, the key column; "!0": run <> the value).
+// The operators a partition's fixed cells are tested against, as idxStr
+// writes them (one entry per argv value, comma-separated): "=2" (the second
+// field equals the value), "!0" (run <> it), "<1", "l1" (<=), ">1", "g1"
+// (>=), "L3" (LIKE), "G3" (GLOB), and "k" for the key column.
+char constraint_code(unsigned char op) {
+  switch (op) {
+    case SQLITE_INDEX_CONSTRAINT_EQ:
+      return '=';
+    case SQLITE_INDEX_CONSTRAINT_NE:
+      return '!';
+    case SQLITE_INDEX_CONSTRAINT_LT:
+      return '<';
+    case SQLITE_INDEX_CONSTRAINT_LE:
+      return 'l';
+    case SQLITE_INDEX_CONSTRAINT_GT:
+      return '>';
+    case SQLITE_INDEX_CONSTRAINT_GE:
+      return 'g';
+    case SQLITE_INDEX_CONSTRAINT_LIKE:
+      return 'L';
+    case SQLITE_INDEX_CONSTRAINT_GLOB:
+      return 'G';
+    default:
+      return 0;
+  }
+}
+
 int part_best_index(sqlite3_vtab* v, sqlite3_index_info* info) {
   const auto* vt = reinterpret_cast<PartVTab*>(v);
   const PartitionedTable& t = *vt->table;
@@ -320,34 +382,37 @@ int part_best_index(sqlite3_vtab* v, sqlite3_index_info* info) {
     const auto& c = info->aConstraint[i];
     if (!c.usable || c.iColumn < 0) continue;
     auto col = static_cast<size_t>(c.iColumn);
-    bool fixed = col < t.fixed;
-    if (c.op == SQLITE_INDEX_CONSTRAINT_NE && fixed) {
-      // `run <> 4`: that partition is skipped unread (the way out the
-      // message of a run that cannot load names).
-      info->aConstraintUsage[i].argvIndex = ++argv;
-      info->aConstraintUsage[i].omit = 0;
-      if (!plan.empty()) plan.push_back(',');
-      plan.push_back('!');
-      plan.append(std::to_string(col));
-      continue;
+    bool key = t.key_column >= 0 && c.iColumn == t.key_column && !keyed &&
+               c.op == SQLITE_INDEX_CONSTRAINT_EQ;
+    char code = col < t.fixed ? constraint_code(c.op) : 0;
+    if (!key && !code) continue;
+    // Text order under another collation (COLLATE NOCASE) is SQLite's to
+    // check; equality and the pattern operators keep their own rules.
+    if (code == '<' || code == 'l' || code == '>' || code == 'g') {
+      const char* coll = sqlite3_vtab_collation(info, i);
+      if (coll && sqlite3_stricmp(coll, "BINARY") != 0) continue;
     }
-    if (c.op != SQLITE_INDEX_CONSTRAINT_EQ) continue;
-    bool key = t.key_column >= 0 && c.iColumn == t.key_column && !keyed;
-    if ((!fixed && !key) || used[col]) continue;
-    used[col] = true;
+    if (code == '=') {
+      if (used[col]) continue;
+      used[col] = true;
+    }
     info->aConstraintUsage[i].argvIndex = ++argv;
-    // The fixed columns are matched leniently (a value SQLite would convert
-    // is kept) and a partition without a key index is scanned, so SQLite
-    // checks every constraint again.
+    // The fixed columns are matched leniently (a partition is skipped only
+    // when it surely fails) and a partition without a key index is scanned,
+    // so SQLite checks every constraint again.
     info->aConstraintUsage[i].omit = 0;
     if (!plan.empty()) plan.push_back(',');
     if (key) {
       plan.push_back('k');
       keyed = true;
-    } else {
-      plan.append(std::to_string(col));
-      parts /= static_cast<double>(std::max<size_t>(1, vt->distinct[col]));
+      continue;
     }
+    plan.push_back(code);
+    plan.append(std::to_string(col));
+    if (code == '=')
+      parts /= static_cast<double>(std::max<size_t>(1, vt->distinct[col]));
+    else if (code != '!')
+      parts /= 2;  // a range or a pattern: about half the partitions
   }
   // Rows per partition are unknown before it is bound: say many, so that
   // SQLite prefers plans that constrain the partitions or the key.
@@ -413,6 +478,131 @@ bool surely_equal(const Cell& cell, sqlite3_value* v) {
   return false;
 }
 
+// A number, from a numeric cell or value, or from a text value that is a
+// whole number literal (as SQLite's numeric affinity would read it).
+bool as_number(const Cell& cell, double& out) {
+  if (cell.is_int()) {
+    out = static_cast<double>(std::get<int64_t>(cell.v));
+    return true;
+  }
+  if (cell.is_double()) {
+    out = std::get<double>(cell.v);
+    return true;
+  }
+  return false;
+}
+
+bool value_number(sqlite3_value* v, double& out) {
+  int type = sqlite3_value_type(v);
+  if (type == SQLITE_INTEGER || type == SQLITE_FLOAT) {
+    out = sqlite3_value_double(v);
+    return true;
+  }
+  if (type == SQLITE_TEXT) {
+    const auto* t = reinterpret_cast<const char*>(sqlite3_value_text(v));
+    char* end = nullptr;
+    out = std::strtod(t ? t : "", &end);
+    return end && end != t && *end == '\0';
+  }
+  return false;
+}
+
+// `cell <op> value` ('<', 'l', '>', 'g') can hold. Only numbers against
+// numbers (a numeric text value as the INTEGER column's affinity reads it)
+// and text against text (BINARY order, which best_index requires) decide;
+// anything else is left to SQLite.
+bool may_order(char op, const Cell& cell, sqlite3_value* v) {
+  if (sqlite3_value_type(v) == SQLITE_NULL) return false;  // a comparison with NULL is never true
+  int cmp = 0;
+  double x = 0, y = 0;
+  if (as_number(cell, x)) {
+    if (!value_number(v, y)) return true;
+    cmp = x < y ? -1 : (x > y ? 1 : 0);
+  } else if (cell.is_text() && sqlite3_value_type(v) == SQLITE_TEXT) {
+    const auto* t = reinterpret_cast<const char*>(sqlite3_value_text(v));
+    cmp = cell.text().compare(t ? t : "");
+  } else {
+    return true;
+  }
+  switch (op) {
+    case '<':
+      return cmp < 0;
+    case 'l':
+      return cmp <= 0;
+    case '>':
+      return cmp > 0;
+    default:
+      return cmp >= 0;
+  }
+}
+
+bool ascii(std::string_view s) {
+  return std::all_of(s.begin(), s.end(),
+                     [](char c) { return static_cast<unsigned char>(c) < 0x80; });
+}
+
+// SQLite's LIKE (% any run, _ one character, ASCII case folded) or GLOB
+// (* any run, ? one character, case kept) on ASCII text.
+bool pattern_match(std::string_view p, std::string_view s, bool like) {
+  char any = like ? '%' : '*', one = like ? '_' : '?';
+  auto same = [like](char a, char b) {
+    if (!like) return a == b;
+    return std::tolower(static_cast<unsigned char>(a)) ==
+           std::tolower(static_cast<unsigned char>(b));
+  };
+  size_t pi = 0, si = 0, star = std::string_view::npos, mark = 0;
+  while (si < s.size()) {
+    if (pi < p.size() && p[pi] == any) {
+      star = pi++;
+      mark = si;
+    } else if (pi < p.size() && (p[pi] == one || same(p[pi], s[si]))) {
+      ++pi;
+      ++si;
+    } else if (star != std::string_view::npos) {
+      pi = star + 1;
+      si = ++mark;
+    } else {
+      return false;
+    }
+  }
+  while (pi < p.size() && p[pi] == any) ++pi;
+  return pi == p.size();
+}
+
+// `cell LIKE value` / `cell GLOB value` can hold: a number is matched as its
+// text, as SQLite does; a pattern or text outside ASCII, or a GLOB character
+// class, is left to SQLite.
+bool may_match(bool like, const Cell& cell, sqlite3_value* v) {
+  if (sqlite3_value_type(v) == SQLITE_NULL) return false;
+  const auto* t = reinterpret_cast<const char*>(sqlite3_value_text(v));
+  std::string_view pattern = t ? t : "";
+  std::string text;
+  if (cell.is_int())
+    text = std::to_string(std::get<int64_t>(cell.v));
+  else if (cell.is_text())
+    text = cell.text();
+  else
+    return true;
+  if (!ascii(pattern) || !ascii(text) || (!like && pattern.find('[') != std::string_view::npos))
+    return true;
+  return pattern_match(pattern, text, like);
+}
+
+// Whether partition cell `cell` can pass the constraint `code` with `value`.
+bool partition_may_pass(char code, const Cell& cell, sqlite3_value* value) {
+  switch (code) {
+    case '=':
+      return may_equal(cell, value);
+    case '!':
+      return !surely_equal(cell, value);
+    case 'L':
+    case 'G':
+      return may_match(code == 'L', cell, value);
+    default:
+      return may_order(code, cell, value);
+  }
+}
+
 // Opens the partition at pi and the following ones until one has a row.
 void part_open_rows(PartCursor* c, const PartitionedTable& t) {
   for (; c->pi < c->parts.size(); ++c->pi) {
@@ -465,10 +655,7 @@ int part_filter(sqlite3_vtab_cursor* cur, int, const char* idx_str, int argc,
     for (int i = 0; keep && i < argc && i < static_cast<int>(plan.size()); ++i) {
       const std::string& what = plan[static_cast<size_t>(i)];
       if (what == "k") continue;
-      if (what[0] == '!')
-        keep = !surely_equal(t.partitions[p][std::stoul(what.substr(1))], argv[i]);
-      else
-        keep = may_equal(t.partitions[p][std::stoul(what)], argv[i]);
+      keep = partition_may_pass(what[0], t.partitions[p][std::stoul(what.substr(1))], argv[i]);
     }
     if (keep) c->parts.push_back(p);
   }
@@ -547,24 +734,32 @@ sqlite3_module partitioned_module() {
 
 struct AncestorsVTab {
   sqlite3_vtab base{};
-  const QueryContext* ctx = nullptr;
+  const Connection::Module* m = nullptr;
+  size_t fixed = 0;  // leading columns of the run (run, layout fields); 0 over one trace
+  int first_arg() const { return static_cast<int>(fixed) + 7; }
+  int args() const { return m->runs ? 2 : 1; }  // hidden: [in_run,] of
 };
 
 struct AncestorsCursor {
   sqlite3_vtab_cursor base{};
+  TreeArg tree;
   std::vector<Uid> chain;
   size_t row = 0;
 };
 
-constexpr int kAncestorsArg = 7;  // the hidden argument column
-
 int anc_connect(sqlite3* db, void* aux, int, const char* const*, sqlite3_vtab** out, char** err) {
   auto* m = static_cast<Connection::Module*>(aux);
+  std::string decl = "CREATE TABLE x(";
+  size_t fixed = m->runs ? m->runs->fixed.size() : 0;
+  for (size_t i = 0; i < fixed; ++i)
+    decl +=
+        quote_ident(m->runs->fixed[i].name) + " " + col_type_name(m->runs->fixed[i].type) + ", ";
+  decl +=
+      "uid INTEGER, name TEXT, category TEXT, ts INTEGER, dur INTEGER, \"end\" INTEGER, "
+      "distance INTEGER, ";
+  decl += m->runs ? "in_run HIDDEN, of HIDDEN)" : "of HIDDEN)";
   *m->declaring = true;
-  int rc = sqlite3_declare_vtab(
-      db,
-      "CREATE TABLE x(uid INTEGER, name TEXT, category TEXT, ts INTEGER, dur INTEGER, "
-      "\"end\" INTEGER, distance INTEGER, of HIDDEN)");
+  int rc = sqlite3_declare_vtab(db, decl.c_str());
   *m->declaring = false;
   if (rc != SQLITE_OK) {
     *err = sqlite3_mprintf("ancestors: %s", sqlite3_errmsg(db));
@@ -572,7 +767,8 @@ int anc_connect(sqlite3* db, void* aux, int, const char* const*, sqlite3_vtab** 
   }
   sqlite3_vtab_config(db, SQLITE_VTAB_INNOCUOUS);
   auto* vt = new AncestorsVTab;
-  vt->ctx = m->ctx;
+  vt->m = m;
+  vt->fixed = fixed;
   *out = &vt->base;
   return SQLITE_OK;
 }
@@ -582,20 +778,28 @@ int anc_disconnect(sqlite3_vtab* v) {
   return SQLITE_OK;
 }
 
-int anc_best_index(sqlite3_vtab*, sqlite3_index_info* info) {
-  for (int i = 0; i < info->nConstraint; ++i) {
-    const auto& c = info->aConstraint[i];
-    if (c.iColumn != kAncestorsArg || c.op != SQLITE_INDEX_CONSTRAINT_EQ) continue;
-    if (!c.usable) return SQLITE_CONSTRAINT;  // another plan gives the argument first
-    info->aConstraintUsage[i].argvIndex = 1;
-    info->aConstraintUsage[i].omit = 1;
-    info->idxNum = 1;
-    info->estimatedCost = 10;
-    info->estimatedRows = 10;
-    return SQLITE_OK;
+// Every argument (the hidden columns, in order) must be given by equality;
+// without them there is no table (SQLite: "no query solution").
+int anc_best_index(sqlite3_vtab* v, sqlite3_index_info* info) {
+  const auto* vt = reinterpret_cast<AncestorsVTab*>(v);
+  int found = 0;
+  for (int arg = 0; arg < vt->args(); ++arg) {
+    bool given = false;
+    for (int i = 0; i < info->nConstraint && !given; ++i) {
+      const auto& c = info->aConstraint[i];
+      if (c.iColumn != vt->first_arg() + arg || c.op != SQLITE_INDEX_CONSTRAINT_EQ) continue;
+      if (!c.usable) return SQLITE_CONSTRAINT;  // another plan gives the argument first
+      info->aConstraintUsage[i].argvIndex = arg + 1;
+      info->aConstraintUsage[i].omit = 1;
+      given = true;
+    }
+    if (!given) return SQLITE_CONSTRAINT;
+    ++found;
   }
-  // Without the argument there is no table: say so (SQLite: "no query solution").
-  return SQLITE_CONSTRAINT;
+  info->idxNum = found;
+  info->estimatedCost = 10;
+  info->estimatedRows = 10;
+  return SQLITE_OK;
 }
 
 int anc_open(sqlite3_vtab*, sqlite3_vtab_cursor** out) {
@@ -610,13 +814,17 @@ int anc_close(sqlite3_vtab_cursor* c) {
 
 int anc_filter(sqlite3_vtab_cursor* cur, int, const char*, int argc, sqlite3_value** argv) {
   auto* c = reinterpret_cast<AncestorsCursor*>(cur);
-  const QueryContext& qc = *reinterpret_cast<AncestorsVTab*>(cur->pVtab)->ctx;
+  const auto* vt = reinterpret_cast<AncestorsVTab*>(cur->pVtab);
   c->chain.clear();
   c->row = 0;
-  Uid u;
-  if (argc != 1 || !uid_arg(argv[0], qc.trace(), u)) return SQLITE_OK;  // unknown uid: no rows
+  c->tree = TreeArg{};
+  if (argc != vt->args()) return SQLITE_OK;
   try {
-    const CallTree& tree = qc.tree();
+    Uid u;
+    if (!tree_arg(*vt->m, argv[0], c->tree, true) ||
+        !uid_arg(argv[argc - 1], c->tree.qc->trace(), u))
+      return SQLITE_OK;  // unknown run or uid: no rows
+    const CallTree& tree = c->tree.qc->tree();
     for (Uid p = tree.parent(u); p != kNoUid; p = tree.parent(p)) c->chain.push_back(p);
   } catch (const std::exception& e) {
     sqlite3_free(cur->pVtab->zErrMsg);
@@ -638,13 +846,26 @@ int anc_eof(sqlite3_vtab_cursor* cur) {
 
 int anc_column(sqlite3_vtab_cursor* cur, sqlite3_context* ctx, int column) {
   auto* c = reinterpret_cast<AncestorsCursor*>(cur);
-  const QueryContext& qc = *reinterpret_cast<AncestorsVTab*>(cur->pVtab)->ctx;
+  const auto* vt = reinterpret_cast<AncestorsVTab*>(cur->pVtab);
   ContextSink sink(ctx);
   constexpr std::array kFields = {EventField::Uid, EventField::Name, EventField::Category,
                                   EventField::Ts,  EventField::Dur,  EventField::End};
-  if (column >= 0 && column < static_cast<int>(kFields.size()))
-    event_cell(qc.trace(), c->chain[c->row], kFields[static_cast<size_t>(column)], sink);
-  else if (column == 6)
+  if (column < 0) {
+    sink.null();
+    return SQLITE_OK;
+  }
+  auto col = static_cast<size_t>(column);
+  if (col < vt->fixed) {
+    if (col < c->tree.cells.size())
+      sink.cell(c->tree.cells[col]);
+    else
+      sink.null();
+    return SQLITE_OK;
+  }
+  col -= vt->fixed;
+  if (col < kFields.size())
+    event_cell(c->tree.qc->trace(), c->chain[c->row], kFields[col], sink);
+  else if (col == kFields.size())
     sink.integer(static_cast<int64_t>(c->row) + 1);
   else
     sink.null();
@@ -748,21 +969,22 @@ void Connection::add_partitioned(std::shared_ptr<const PartitionedTable> table) 
   modules_.push_back(std::move(m));
 }
 
-void Connection::add_functions() {
-  void* qc = const_cast<QueryContext*>(ctx_);
+void Connection::add_functions(std::shared_ptr<const TreeRuns> runs) {
   const int flags = SQLITE_UTF8 | SQLITE_DETERMINISTIC | SQLITE_INNOCUOUS;
   sqlite3_create_function_v2(db_, "overlap", 4, flags, nullptr, fn_overlap, nullptr, nullptr,
                              nullptr);
-  if (!ctx_) return;  // the call-tree functions need a trace
-  sqlite3_create_function_v2(db_, "parent_uid", 1, flags, qc, fn_parent_uid, nullptr, nullptr,
-                             nullptr);
-  sqlite3_create_function_v2(db_, "is_ancestor", 2, flags, qc, fn_is_ancestor, nullptr, nullptr,
-                             nullptr);
+  if (!ctx_ && !runs) return;  // the call-tree functions need a trace or runs
   auto m = std::make_unique<Module>();
   m->name = "ancestors";
-  m->ctx = ctx_;
+  m->ctx = runs ? nullptr : ctx_;
+  m->runs = std::move(runs);
   m->declaring = &declaring_;
   m->vt = ancestors_module();
+  int extra = m->runs ? 1 : 0;  // the run argument
+  sqlite3_create_function_v2(db_, "parent_uid", 1 + extra, flags, m.get(), fn_parent_uid, nullptr,
+                             nullptr, nullptr);
+  sqlite3_create_function_v2(db_, "is_ancestor", 2 + extra, flags, m.get(), fn_is_ancestor, nullptr,
+                             nullptr, nullptr);
   if (sqlite3_create_module_v2(db_, "ancestors", &m->vt, m.get(), nullptr) != SQLITE_OK)
     throw std::runtime_error(std::string("sql: cannot register ancestors: ") + sqlite3_errmsg(db_));
   modules_.push_back(std::move(m));

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -15,6 +16,17 @@
 struct sqlite3;
 
 namespace jarvis::sql {
+
+// The call trees of a sweep's runs for the helper functions, which then take
+// the run first: parent_uid(run, uid), is_ancestor(run, ancestor, uid) and
+// ancestors(run, uid), whose rows lead with `fixed` (run, layout fields).
+struct TreeRuns {
+  std::vector<ColumnDef> fixed;
+  // Run `run`'s trace and tables (held by the pointer), with its fixed cells
+  // into `cells` when given; null for no such trace run. Throws when the run
+  // cannot be loaded (the message names it).
+  std::function<std::shared_ptr<const QueryContext>(int64_t run, std::vector<Cell>* cells)> open;
+};
 
 class Connection {
  public:
@@ -35,8 +47,10 @@ class Connection {
   // A table over partitions bound on demand (a sweep's runs).
   void add_partitioned(std::shared_ptr<const PartitionedTable> table);
   // The helper functions (overlap, is_ancestor, parent_uid and the
-  // table-valued ancestors(uid); only overlap without a trace).
-  void add_functions();
+  // table-valued ancestors(uid)) over the connection's trace, or with `runs`
+  // over a sweep's runs (each taking the run first); only overlap without
+  // either.
+  void add_functions(std::shared_ptr<const TreeRuns> runs = nullptr);
   // Runs trusted setup SQL (the embedded views); throws QueryError.
   void exec_trusted(const std::string& sql, const std::string& what);
   // Attaches the database file `path` as `schema` (the export writes its

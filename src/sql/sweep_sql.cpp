@@ -8,11 +8,15 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cctype>
 #include <chrono>
+#include <filesystem>
 #include <map>
 #include <numeric>
 
 #include "explore/trace_store.h"
+#include "report/pandas_roundtrip.h"
+#include "report/report.h"
 #include "sql/sqlite_binding.h"
 #include "sweep/sweep.h"
 
@@ -45,7 +49,7 @@ std::shared_ptr<RunTrace> SweepTraces::open(const sweep::Sweep& s, size_t index)
   const sweep::Run& run = s.runs.at(index);
   auto rt = std::make_shared<RunTrace>();
   try {
-    std::string path = resolve_ ? resolve_(run) : run.input.path;
+    std::string path = path_of(run);
     rt->trace = own_->store.load(path).entry;
   } catch (const std::exception& e) {
     throw std::runtime_error(
@@ -60,6 +64,10 @@ std::shared_ptr<RunTrace> SweepTraces::open(const sweep::Sweep& s, size_t index)
     own_->cache.trim();  // the dropped run's trace, unless a scan still reads it
   }
   return rt;
+}
+
+std::string SweepTraces::path_of(const sweep::Run& run) const {
+  return resolve_ ? resolve_(run) : run.input.path;
 }
 
 namespace {
@@ -226,6 +234,148 @@ std::shared_ptr<const PartitionedTable> trace_table_over_runs(const sweep::Sweep
   return t;
 }
 
+// The call trees of the trace runs for parent_uid(run, uid),
+// is_ancestor(run, a, uid) and ancestors(run, uid).
+std::shared_ptr<const TreeRuns> tree_runs(const sweep::Sweep& s, SweepTraces& traces) {
+  auto t = std::make_shared<TreeRuns>();
+  std::vector<ColumnDef> own;
+  for (const char* c : {"uid", "name", "category", "ts", "dur", "end", "distance"})
+    own.push_back({c, ColType::Integer, ""});
+  t->fixed = field_column_defs(s, own);
+  t->open = [&s, &traces, runs = trace_runs(s)](
+                int64_t run, std::vector<Cell>* cells) -> std::shared_ptr<const QueryContext> {
+    if (run < 0 || std::find(runs.begin(), runs.end(), static_cast<size_t>(run)) == runs.end())
+      return nullptr;
+    std::shared_ptr<RunTrace> rt = traces.open(s, static_cast<size_t>(run));
+    if (cells) *cells = run_cells(s, static_cast<size_t>(run));
+    return std::shared_ptr<const QueryContext>(rt, rt->ctx.get());
+  };
+  return t;
+}
+
+std::string lower(std::string s) {
+  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+bool has_report(const sweep::Run& run) {
+  return run.data.kind == sweep::RunKind::Trace || run.data.kind == sweep::RunKind::Rocprof ||
+         run.data.kind == sweep::RunKind::ReportDir;
+}
+
+// A run's report sheets as one query reads them: a trace run's report
+// (built when first asked, cached with its trace), a report directory's
+// <sheet>.csv (read once per query).
+class RunSheets {
+ public:
+  RunSheets(const sweep::Sweep& s, SweepTraces& traces) : s_(s), traces_(traces) {}
+
+  // Sheet `name` (any case) of run `run`, or null when the run has none.
+  std::shared_ptr<const Table> get(size_t run, const std::string& name) {
+    const sweep::Run& r = s_.runs.at(run);
+    if (r.data.kind == sweep::RunKind::ReportDir) {
+      auto key = std::make_pair(run, lower(name));
+      auto it = csv_.find(key);
+      if (it != csv_.end()) return it->second;
+      std::shared_ptr<const Table> t;
+      std::error_code ec;
+      std::filesystem::path dir = traces_.path_of(r);  // under the roots in MCP
+      for (const auto& f : std::filesystem::directory_iterator(dir, ec))
+        // A symlinked CSV is read only when it stays in the directory, so
+        // that no sheet reaches a file the run's own check did not admit.
+        if (f.path().extension() == ".csv" && lower(f.path().stem().string()) == key.second &&
+            (!f.is_symlink(ec) || std::filesystem::weakly_canonical(f.path(), ec).parent_path() ==
+                                      std::filesystem::weakly_canonical(dir, ec))) {
+          auto read = std::make_shared<Table>(read_csv_typed(f.path().string()));
+          read->name = f.path().stem().string();
+          t = std::move(read);
+          break;
+        }
+      csv_[key] = t;
+      return t;
+    }
+    std::shared_ptr<RunTrace> rt = traces_.open(s_, run);
+    std::shared_ptr<const Report> report;
+    try {
+      report = rt->ctx->report_ptr();
+    } catch (const std::exception&) {
+      return nullptr;  // no GPU event linked to a launch: no report
+    }
+    for (const Table& t : report->tables)
+      if (lower(t.name) == lower(name)) return std::shared_ptr<const Table>(report, &t);
+    return nullptr;
+  }
+
+ private:
+  const sweep::Sweep& s_;
+  SweepTraces& traces_;
+  std::map<std::pair<size_t, std::string>, std::shared_ptr<const Table>> csv_;
+};
+
+// Report sheet `name` over the runs with a report, led by run and the
+// fields; null when it is no sheet. Its columns are the sheet's in the first
+// report directory holding <name>.csv, else in the first trace run's report
+// (the one run read to find them); a run's sheet is matched to them by column
+// name (a column it lacks is NULL), and a run without the sheet adds no rows.
+std::shared_ptr<const PartitionedTable> sheet_over_runs(const sweep::Sweep& s,
+                                                        const std::string& name,
+                                                        SweepTraces& traces,
+                                                        std::shared_ptr<RunSheets> sheets) {
+  std::vector<size_t> runs;
+  for (size_t i = 0; i < s.runs.size(); ++i)
+    if (has_report(s.runs[i])) runs.push_back(i);
+  std::shared_ptr<const Table> first;
+  for (size_t i : runs)
+    if (s.runs[i].data.kind == sweep::RunKind::ReportDir && (first = sheets->get(i, name))) break;
+  if (!first)
+    for (size_t i : runs)
+      if (s.runs[i].data.kind != sweep::RunKind::ReportDir) {
+        first = sheets->get(i, name);
+        break;
+      }
+  if (!first) return nullptr;
+  std::vector<ColumnDef> cols = sheet_columns(*first);
+  auto t = std::make_shared<PartitionedTable>();
+  t->name = first->name;
+  t->columns = field_column_defs(s, cols);
+  t->fixed = t->columns.size();
+  std::vector<std::string> names;
+  for (const ColumnDef& c : cols) {
+    names.push_back(c.name);
+    t->columns.push_back(c);
+  }
+  for (size_t i : runs) t->partitions.push_back(run_cells(s, i));
+  t->bind = [sheets, runs, names, sheet = first->name,
+             &s](size_t p) -> std::shared_ptr<const TableSource> {
+    auto src = std::make_shared<TableSource>();
+    std::shared_ptr<const Table> table;
+    try {
+      table = sheets->get(runs.at(p), sheet);
+    } catch (const std::exception& e) {
+      throw std::runtime_error(fmt::format("table {}, run {} ({}): {}", sheet, runs.at(p),
+                                           s.runs[runs.at(p)].input.relative, e.what()));
+    }
+    if (!table) return src;
+    std::vector<ColumnDef> own = sheet_columns(*table);
+    std::vector<int> from;  // declared column -> the run's column, -1 when absent
+    for (const std::string& n : names) {
+      auto it =
+          std::find_if(own.begin(), own.end(), [&](const ColumnDef& c) { return c.name == n; });
+      from.push_back(it == own.end() ? -1 : static_cast<int>(it - own.begin()));
+    }
+    src->rows = table->rows.size();
+    src->cell = [table, from](size_t row, int column, CellSink& out) {
+      int k = from.at(static_cast<size_t>(column));
+      if (k < 0)
+        out.null();
+      else
+        out.cell(table->rows[row][static_cast<size_t>(k)]);
+    };
+    return src;
+  };
+  return t;
+}
+
 // The trace views with the run in every join (src/sql/views/ without it
 // would join one run's steps with another's ops).
 std::vector<std::pair<std::string, std::string>> sweep_views(const sweep::Sweep& s) {
@@ -275,7 +425,7 @@ QueryResult run_sweep_query(const sweep::Sweep& sweep, const std::string& sql,
     traces = own.get();
   }
   Connection conn;
-  conn.add_functions();
+  conn.add_functions(tree_runs(sweep, *traces));
   for (Table& t : sweep_tables(sweep)) {
     std::string name = t.name;
     conn.add_sheet(name, std::make_shared<const Table>(std::move(t)));
@@ -285,10 +435,26 @@ QueryResult run_sweep_query(const sweep::Sweep& sweep, const std::string& sql,
   for (const auto& [name, view] : sweep_views(sweep)) conn.exec_trusted(view, name);
   conn.lock_down(start + std::chrono::milliseconds(std::max<int64_t>(1, limits.timeout_ms)));
   QueryResult r;
-  try {
-    r = conn.run(sql, limits);
-  } catch (const QueryError& e) {
-    throw QueryError(with_nearest_name(e.what(), sweep_catalog(sweep)));
+  // Each round registers the one report sheet SQLite could not find (as
+  // run_query does over a trace).
+  auto sheets = std::make_shared<RunSheets>(sweep, *traces);
+  for (int round = 0;; ++round) {
+    try {
+      r = conn.run(sql, limits);
+      break;
+    } catch (const QueryError& e) {
+      std::string table = missing_table(conn.last_error());
+      std::shared_ptr<const PartitionedTable> sheet;
+      if (!table.empty() && round <= 64) {
+        try {
+          sheet = sheet_over_runs(sweep, table, *traces, sheets);
+        } catch (const std::exception& load) {
+          throw QueryError(fmt::format("table {}: {}", table, load.what()));
+        }
+      }
+      if (!sheet) throw QueryError(with_nearest_name(e.what(), sweep_catalog(sweep)));
+      conn.add_partitioned(std::move(sheet));
+    }
   }
   r.table.name = "query";
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -306,10 +472,13 @@ std::vector<TableInfo> sweep_catalog(const sweep::Sweep& sweep) {
   size_t traced = trace_runs(sweep).size();
   // The trace tables and views, each led by run and the layout fields.
   for (const TableInfo& t : catalog()) {
-    if (t.name == "ancestors") continue;  // needs one trace's call tree
     TableInfo info{
         t.name,
-        fmt::format("{}; over the {} trace run(s), loaded when a scan reaches them", t.doc, traced),
+        t.name == "ancestors"
+            ? std::string("table-valued function: SELECT * FROM ancestors(run, uid) lists the "
+                          "call-tree ancestors of run's event uid, nearest first")
+            : fmt::format("{}; over the {} trace run(s), loaded when a scan reaches them", t.doc,
+                          traced),
         {}};
     std::vector<ColumnDef> own;
     for (const ColumnInfo& c : t.columns) own.push_back({c.name, ColType::Text, ""});
@@ -320,6 +489,11 @@ std::vector<TableInfo> sweep_catalog(const sweep::Sweep& sweep) {
     for (const ColumnInfo& c : t.columns) info.columns.push_back(c);
     out.push_back(std::move(info));
   }
+  out.push_back({"<report sheet>",
+                 "every sheet of the runs' TraceLens reports by name (ops_summary, "
+                 "unified_perf_summary, GEMM, kernel_summary, coll_analysis, ...): a trace run's "
+                 "report, a report directory's <sheet>.csv; led by run and the layout fields",
+                 {}});
   return out;
 }
 

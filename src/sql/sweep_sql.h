@@ -7,8 +7,12 @@
 // - events, ops, kernels, annotations, gpu_timeline, memory, collectives and
 //   the views steps / ops_in_step / kernels_in_step: the trace tables of
 //   every trace run, concatenated. A run's trace is loaded (from its snapshot
-//   when it has one) only when a scan reaches it; equality on run or a field
-//   skips the others unloaded. SweepTraces keeps the most recently used.
+//   when it has one) only when a scan reaches it; a condition on run or a
+//   field (=, IN, <>, <, <=, >, >=, BETWEEN, LIKE, GLOB) skips the runs it
+//   rules out unloaded. SweepTraces keeps the most recently used.
+// - the report sheets (ops_summary, GEMM, ...): each trace run's report and
+//   each report directory's <sheet>.csv, the same way.
+// - parent_uid / is_ancestor / ancestors take the run first.
 #pragma once
 
 #include <cstddef>
@@ -49,6 +53,8 @@ class SweepTraces {
   // naming the run and how to leave it out.
   std::shared_ptr<RunTrace> open(const sweep::Sweep& s, size_t index);
   size_t loads() const { return loads_; }  // traces loaded so far
+  // The file or directory to read for a run (through Resolve).
+  std::string path_of(const sweep::Run& run) const;
 
  private:
   struct Own;
@@ -65,10 +71,12 @@ class SweepTraces {
 // docs/sql.md "Sweeps".
 std::vector<Table> sweep_tables(const sweep::Sweep& sweep);
 
-// One read-only statement over sweep_tables(sweep) and the trace tables of
-// its runs, with the same safety and limits as run_query (the call-tree
-// functions parent_uid / is_ancestor / ancestors do not exist here; overlap
-// does). `traces` null: a SweepTraces of this query alone.
+// One read-only statement over sweep_tables(sweep), the trace tables of its
+// runs and the report sheets of its runs (a trace run's report, a report
+// directory's <sheet>.csv), with the same safety and limits as run_query.
+// The call-tree functions take the run first: parent_uid(run, uid),
+// is_ancestor(run, ancestor, uid), ancestors(run, uid). `traces` null: a
+// SweepTraces of this query alone.
 QueryResult run_sweep_query(const sweep::Sweep& sweep, const std::string& sql,
                             const QueryLimits& limits, SweepTraces* traces = nullptr);
 

@@ -98,9 +98,9 @@ class QueryContext {
 // A table whose rows are the rows of several bound tables, one per
 // partition (a sweep's runs), each row led by its partition's fixed cells
 // (run, layout fields). A partition is bound only when a scan reaches it, so
-// equality on a fixed column (`WHERE run = 3`, `threads = 256`, a join on
-// run) skips the others unread; the key column (uid) is a lookup inside each
-// partition scanned.
+// a condition on a fixed column (`WHERE run = 3`, `threads < 512`, `mode LIKE
+// 'e%'`, a join on run) skips the partitions it surely rules out unread; the
+// key column (uid) is a lookup inside each partition scanned.
 struct PartitionedTable {
   std::string name;
   std::vector<ColumnDef> columns;             // the fixed columns, then the table's
@@ -166,5 +166,8 @@ std::vector<const TableDef*> builtin_tables();
 // column, table or function and one of `tables` (or a function) is close.
 struct TableInfo;
 std::string with_nearest_name(const std::string& message, const std::vector<TableInfo>& tables);
+// The table SQLite's message says it cannot find ("no such table: main.x"
+// gives "x"), "" for another message.
+std::string missing_table(const std::string& message);
 
 }  // namespace jarvis::sql

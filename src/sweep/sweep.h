@@ -240,6 +240,13 @@ struct Sweep {
 // no run is found or on cancellation.
 Sweep load_sweep(const std::string& root, const LoadOptions& options = {});
 
+// The traces of several ranks of one job (or any trace files) as a sweep
+// without layout fields: one run per file, in the order given, all in one
+// configuration, so collective_skew matches their collectives by rank (the
+// traces' distributedInfo.rank). Paths relative to the files' common
+// directory. Throws SweepError for a path that is no file, or every run failing.
+Sweep load_sweep_files(const std::vector<std::string>& paths, const LoadOptions& options = {});
+
 // load_sweep in three steps, for drivers that analyse the runs elsewhere (the
 // MPI driver of src/scaleout analyses them on other processes).
 struct SweepPlan {

@@ -202,9 +202,10 @@ Sweep finish_sweep(SweepPlan plan, std::vector<RunOutcome> outcomes) {
   return sweep;
 }
 
-Sweep load_sweep(const std::string& root, const LoadOptions& options) {
-  if (is_analysed_sweep_dir(root)) return load_analysed_sweep(root, options.cache_dir);
-  SweepPlan plan = plan_sweep(root, options);
+namespace {
+
+// Analyses the plan's runs in parallel (at most options.jobs at once).
+Sweep analyse_plan(SweepPlan plan, const LoadOptions& options) {
   const std::vector<RunInput>& runs = plan.runs;
   const size_t total = runs.size();
   size_t jobs = options.jobs ? options.jobs : std::max(1u, std::thread::hardware_concurrency());
@@ -230,6 +231,50 @@ Sweep load_sweep(const std::string& root, const LoadOptions& options) {
   if (options.cache_dir.empty() && !plan.sweep.cache_dir.empty())
     prune_run_cache(plan.sweep.cache_dir, runs);
   return finish_sweep(std::move(plan), std::move(outcomes));
+}
+
+}  // namespace
+
+Sweep load_sweep(const std::string& root, const LoadOptions& options) {
+  if (is_analysed_sweep_dir(root)) return load_analysed_sweep(root, options.cache_dir);
+  return analyse_plan(plan_sweep(root, options), options);
+}
+
+Sweep load_sweep_files(const std::vector<std::string>& paths, const LoadOptions& options) {
+  if (paths.empty()) throw SweepError("no trace given");
+  std::vector<fs::path> files;
+  for (const std::string& p : paths) files.push_back(fs::absolute(p).lexically_normal());
+  // The files' common directory is the sweep's root.
+  fs::path root = files.front().parent_path();
+  for (const fs::path& f : files)
+    while (!root.empty() && root != root.root_path() &&
+           f.lexically_relative(root).native().starts_with(".."))
+      root = root.parent_path();
+  SweepPlan plan;
+  plan.sweep.root = root.string();
+  plan.sweep.layout = Layout{};
+  plan.sweep.cache_dir = prepare_cache_dir(options.cache_dir, plan.sweep.cache_warning);
+  for (const fs::path& f : files) {
+    std::string reason = options.admit ? options.admit(f.string()) : "";
+    if (!reason.empty()) throw SweepError(f.string() + ": " + reason);
+    std::error_code ec;
+    if (!fs::is_regular_file(f, ec))
+      throw SweepError(f.string() + ": not a trace file (give one trace file per rank)");
+    RunInput in;
+    in.path = f.string();
+    in.relative = f.lexically_relative(root).string();
+    in.kind = RunKind::Trace;
+    plan.runs.push_back(std::move(in));
+  }
+  std::vector<RunInput> inputs = plan.runs;
+  Sweep sweep = analyse_plan(std::move(plan), options);
+  // A trace without distributedInfo.rank is the rank of its position (as
+  // `jarvis collectives` numbers it).
+  for (Run& run : sweep.runs)
+    if (run.data.rank < 0 && run.data.kind == RunKind::Trace)
+      for (size_t k = 0; k < inputs.size(); ++k)
+        if (inputs[k].path == run.input.path) run.data.rank = static_cast<int64_t>(k);
+  return sweep;
 }
 
 }  // namespace jarvis::sweep

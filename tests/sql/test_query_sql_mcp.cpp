@@ -2,8 +2,10 @@
 // a refused query as an isError result.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 
 #include "mcp_harness.h"
 #include "test_analysis_support.h"
@@ -106,6 +108,45 @@ TEST_SUITE("sql") {
     }
     CHECK(kernels);
     CHECK(skew);
+  }
+
+  TEST_CASE("query_sql traces=[...]: several rank traces as one configuration") {
+    jarvis::testing::TempDir tmp;
+    std::string ranks = tmp.path + "/ranks";
+    std::string cmd = "python3 '" + std::string(JARVIS_SOURCE_DIR) +
+                      "/tools/make_multirank_traces.py' --src '" + golden::shared_dir() +
+                      "/nccl/hta_allreduce_2ranks_rank0/trace.json.gz' --out '" + ranks +
+                      "' --ranks 2 > /dev/null";
+    REQUIRE(std::system(cmd.c_str()) == 0);
+    json truth = json::parse(std::ifstream(ranks + "/truth.json"));
+    jarvis::mcp::ServerOptions inside;
+    inside.roots = {tmp.path};
+    Harness h(inside);
+    h.initialize();
+    json loaded = h.tool_result(1, "load_trace", {{"path", ranks + "/rank1.json.gz"}});
+    json r = h.tool_result(
+        2, "query_sql",
+        {{"traces", {ranks + "/rank0.json.gz", loaded["trace"]}},
+         {"sql",
+          "SELECT rank, count(*), max(start_skew_us) FROM collective_skew GROUP BY rank ORDER BY "
+          "rank"}});
+    REQUIRE(r["rows"].size() == 2);
+    double spread = 0;
+    for (const auto& t : truth["instances"]) {
+      auto d = t["delays_us"].get<std::vector<double>>();
+      spread = std::max(
+          spread, *std::max_element(d.begin(), d.end()) - *std::min_element(d.begin(), d.end()));
+    }
+    for (int k = 0; k < 2; ++k) {
+      CHECK(r["rows"][k][0] == k);
+      CHECK(r["rows"][k][1] == truth["instances"].size());
+      CHECK(r["rows"][k][2].get<double>() == doctest::Approx(spread).epsilon(1e-9));
+    }
+    // A trace outside the roots is refused.
+    json reply = h.call_tool(
+        3, "query_sql",
+        {{"traces", {ranks + "/rank0.json.gz", "/etc/passwd.json"}}, {"sql", "SELECT 1"}});
+    CHECK(reply["result"]["isError"] == true);
   }
 
 }  // TEST_SUITE

@@ -1,6 +1,7 @@
 // `jarvis sql` as a command: CSV to a file, a refused query's exit code, and
 // the input never written over.
 #include <doctest/doctest.h>
+#include <fmt/format.h>
 #include <sqlite3.h>
 #include <sys/wait.h>
 
@@ -103,6 +104,35 @@ TEST_SUITE("sql") {
     CHECK(r.output == "threads,n\n256,3\n512,3\n");
     r = jarvis_cli("sql " + sweep + " --export " + dir.path + "/s.sqlite");
     CHECK(r.exit_code == 2);
+  }
+
+  TEST_CASE("jarvis sql RANK_TRACE... / a directory of rank traces: collective_skew across them") {
+    jarvis::testing::TempDir dir;
+    std::string ranks = dir.path + "/ranks";
+    std::string cmd = "python3 '" + std::string(JARVIS_SOURCE_DIR) +
+                      "/tools/make_multirank_traces.py' --src '" + jarvis::golden::shared_dir() +
+                      "/nccl/hta_allreduce_2ranks_rank0/trace.json.gz' --out '" + ranks +
+                      "' --ranks 2 > /dev/null";
+    REQUIRE(std::system(cmd.c_str()) == 0);
+    // The generator's instances: each is one row per rank.
+    std::ifstream in(ranks + "/truth.json");
+    std::stringstream text;
+    text << in.rdbuf();
+    size_t instances = 0;
+    for (size_t at = 0; (at = text.str().find("\"delays_us\"", at)) != std::string::npos; ++at)
+      ++instances;
+    REQUIRE(instances > 0);
+    std::filesystem::rename(ranks + "/truth.json", dir.path + "/truth.json");  // not a trace
+    std::string want = fmt::format("rank,n\n0,{0}\n1,{0}\n", instances);
+    const std::string query =
+        " \"SELECT rank, count(*) AS n FROM collective_skew GROUP BY rank ORDER BY rank\" "
+        "--format csv";
+    auto r = jarvis_cli("sql " + ranks + "/rank0.json.gz " + ranks + "/rank1.json.gz" + query);
+    CHECK(r.exit_code == 0);
+    CHECK(r.output == want);
+    r = jarvis_cli("sql " + ranks + query);
+    CHECK(r.exit_code == 0);
+    CHECK(r.output == want);
   }
 
 }  // TEST_SUITE

@@ -32,16 +32,38 @@ json tables_json(const std::vector<engine::SqlTableInfo>& catalog) {
   return tables;
 }
 
+// The rank traces of `traces` (handles or paths under the roots) as the
+// runs of one configuration (engine::load_sweep_files).
+std::shared_ptr<const engine::Sweep> traces_sweep(const json& args, ToolContext& ctx) {
+  std::vector<std::string> paths;
+  for (const json& t : args.at("traces")) {
+    auto entry = trace_arg(json{{"trace", t}}, ctx);
+    paths.push_back(entry->path());
+  }
+  engine::SweepLoadOptions options;
+  options.cache_dir = "none";  // the traces are loaded here; nothing is written for them
+  try {
+    return std::make_shared<const engine::Sweep>(engine::load_sweep_files(paths, options));
+  } catch (const engine::SweepError& e) {
+    throw ToolError(e.what());
+  }
+}
+
 ToolResult query_sql_tool(const json& args, ToolContext& ctx) {
-  bool on_sweep = args.contains("sweep");
-  if (on_sweep == args.contains("trace"))
+  bool on_traces = args.contains("traces");
+  bool on_sweep = args.contains("sweep") || on_traces;
+  if (int(args.contains("sweep")) + int(args.contains("trace")) + int(on_traces) != 1)
     throw ToolError(
-        "give trace (a load_trace handle or path) or sweep (a load_sweep handle), not both");
+        "give one of trace (a load_trace handle or path), traces (several rank traces) or sweep "
+        "(a load_sweep handle)");
   std::shared_ptr<const LoadedTrace> entry;
   std::shared_ptr<const engine::Sweep> sweep;
-  std::string key = on_sweep ? "sweep" : "trace";
-  std::string name;
-  if (on_sweep) {
+  std::string key = on_traces ? "traces" : (on_sweep ? "sweep" : "trace");
+  json name;
+  if (on_traces) {
+    sweep = traces_sweep(args, ctx);
+    name = args.at("traces");
+  } else if (on_sweep) {
     sweep = sweep_tools::get_sweep(args);
     name = args.at("sweep").get<std::string>();
   } else {
