@@ -142,12 +142,22 @@ struct Repeats {
   std::vector<Uid> starts;  // the launch call that begins each iteration
   Uid after = kNoUid;       // the launch call after the last one (kNoUid: trace end)
   size_t launches = 0;      // launches of the thread
+  size_t first = 0;         // launches of the thread before the first iteration
 };
 
 // The repeats of the busiest launching thread of a trace, or nullopt when the
 // sequence does not repeat (fewer than two copies, or copies that cover less
 // than 90% of it, or launches outside them that never occur inside one).
 std::optional<Repeats> detect_repeats(const Trace& trace, const CallTree& tree);
+
+// Repeats after a prefix that differs from them: an inference trace's decode
+// steps after its prefill (or steps after a warm-up). At least three copies
+// of a period running to the end of the busiest thread's launch sequence
+// (its last launches may be a piece of one), covering at least a third of it,
+// and holding the prefix's first launch (a step begins as the prefix did:
+// embedding, input copies), which tells steps from the layers of one forward
+// pass. nullopt when there are none.
+std::optional<Repeats> detect_trailing_repeats(const Trace& trace, const CallTree& tree);
 
 // Iteration bounds found without ProfilerStep#N: where each iteration begins
 // (a time on a host thread) and where the last one ends (none: with the trace).

@@ -782,9 +782,16 @@ std::vector<collectives::RankTrace> rank_traces(const std::vector<RankInput>& in
 
 }  // namespace
 
-std::optional<Repeats> detect_repeats(const Trace& trace, const CallTree& tree) {
-  // The launch sequence of the busiest launching thread, in host order; a
-  // launch is named after the (first) GPU op it launched.
+namespace {
+
+// The launch sequence of the busiest launching thread, in host order; a
+// launch is named after the (first) GPU op it launched.
+struct LaunchSequence {
+  std::vector<std::pair<double, Uid>> calls;
+  std::vector<uint32_t> names;
+};
+
+std::optional<LaunchSequence> busiest_launch_sequence(const Trace& trace, const CallTree& tree) {
   std::map<std::pair<ProcId, ProcId>, std::vector<std::pair<double, Uid>>> threads;
   for (Uid rt : tree.runtime_uids()) {
     const Event& e = trace.events[rt];
@@ -796,18 +803,22 @@ std::optional<Repeats> detect_repeats(const Trace& trace, const CallTree& tree) 
   for (const auto& [key, calls] : threads)
     if (!busiest || calls.size() > busiest->size()) busiest = &calls;
   if (!busiest) return std::nullopt;
-  std::vector<std::pair<double, Uid>> calls = *busiest;
-  std::stable_sort(calls.begin(), calls.end());
-  const size_t n = calls.size();
-  std::vector<uint32_t> seq(n);
-  std::unordered_map<uint32_t, std::vector<uint32_t>> where;  // symbol -> positions
-  for (size_t k = 0; k < n; ++k) {
-    seq[k] = trace.events[tree.gpu_events(calls[k].second).front()].name;
-    where[seq[k]].push_back(static_cast<uint32_t>(k));
-  }
-  // Candidate periods: gaps between consecutive occurrences of a symbol,
-  // rarest symbols first (a symbol that occurs once per iteration gives the
-  // period itself). An iteration has at least two launches.
+  LaunchSequence out;
+  out.calls = *busiest;
+  std::stable_sort(out.calls.begin(), out.calls.end());
+  out.names.resize(out.calls.size());
+  for (size_t k = 0; k < out.calls.size(); ++k)
+    out.names[k] = trace.events[tree.gpu_events(out.calls[k].second).front()].name;
+  return out;
+}
+
+// Candidate periods: gaps between consecutive occurrences of a symbol,
+// rarest symbols first (a symbol that occurs once per iteration gives the
+// period itself). An iteration has at least two launches.
+std::vector<size_t> candidate_periods(const std::vector<uint32_t>& seq,
+                                      std::unordered_map<uint32_t, std::vector<uint32_t>>& where) {
+  const size_t n = seq.size();
+  for (size_t k = 0; k < n; ++k) where[seq[k]].push_back(static_cast<uint32_t>(k));
   std::vector<std::pair<size_t, uint32_t>> by_count;
   for (const auto& [sym, pos] : where)
     if (pos.size() >= 2) by_count.push_back({pos.size(), sym});
@@ -823,6 +834,32 @@ std::optional<Repeats> detect_repeats(const Trace& trace, const CallTree& tree) 
     }
     if (candidates.size() >= kMaxCandidates) break;
   }
+  return candidates;
+}
+
+Repeats repeats_of(const LaunchSequence& s, size_t period, size_t copies, size_t first,
+                   double coverage) {
+  Repeats r;
+  r.period = period;
+  r.count = copies;
+  r.coverage = coverage;
+  r.launches = s.calls.size();
+  r.first = first;
+  for (size_t k = 0; k < copies; ++k) r.starts.push_back(s.calls[first + k * period].second);
+  const size_t end = first + copies * period;
+  if (end < s.calls.size()) r.after = s.calls[end].second;
+  return r;
+}
+
+}  // namespace
+
+std::optional<Repeats> detect_repeats(const Trace& trace, const CallTree& tree) {
+  auto sequence = busiest_launch_sequence(trace, tree);
+  if (!sequence) return std::nullopt;
+  const std::vector<uint32_t>& seq = sequence->names;
+  const size_t n = seq.size();
+  std::unordered_map<uint32_t, std::vector<uint32_t>> where;  // symbol -> positions
+  const std::vector<size_t> candidates = candidate_periods(seq, where);
   // Each candidate: the longest run of seq[i] == seq[i + p]; the run plus one
   // period is periodic, holding (run + p) / p whole copies from its start.
   struct Best {
@@ -855,16 +892,37 @@ std::optional<Repeats> detect_repeats(const Trace& trace, const CallTree& tree) 
   for (size_t k = 0; k < n; ++k)
     if ((k < best.first || k >= best.first + best.region) && !inside.count(seq[k]))
       return std::nullopt;
-  Repeats r;
-  r.period = best.p;
-  r.count = best.copies;
-  r.coverage = best.coverage;
-  r.launches = n;
-  for (size_t k = 0; k < best.copies; ++k)
-    r.starts.push_back(calls[best.first + k * best.p].second);
-  const size_t end = best.first + best.copies * best.p;
-  if (end < n) r.after = calls[end].second;
-  return r;
+  return repeats_of(*sequence, best.p, best.copies, best.first, best.coverage);
+}
+
+std::optional<Repeats> detect_trailing_repeats(const Trace& trace, const CallTree& tree) {
+  auto sequence = busiest_launch_sequence(trace, tree);
+  if (!sequence) return std::nullopt;
+  const std::vector<uint32_t>& seq = sequence->names;
+  const size_t n = seq.size();
+  std::unordered_map<uint32_t, std::vector<uint32_t>> where;
+  size_t best_p = 0, best_region = 0;
+  for (size_t p : candidate_periods(seq, where)) {
+    // The run of seq[i] == seq[i + p] that ends at the sequence's end; it
+    // plus one period is periodic to the end.
+    size_t run = 0;
+    while (run + p < n && seq[n - 1 - p - run] == seq[n - 1 - run]) ++run;
+    const size_t region = run + p;
+    if (region > best_region || (region == best_region && p < best_p)) {
+      best_p = p;
+      best_region = region;
+    }
+  }
+  constexpr size_t kMinCopies = 3;
+  if (best_p == 0 || best_region / best_p < kMinCopies || 3 * best_region < n || best_region >= n)
+    return std::nullopt;
+  const size_t first = n - best_region;
+  const std::vector<uint32_t> period(seq.begin() + static_cast<long>(first),
+                                     seq.begin() + static_cast<long>(first + best_p));
+  if (std::find(period.begin(), period.end(), seq.front()) == period.end()) return std::nullopt;
+  const size_t copies = best_region / best_p;
+  return repeats_of(*sequence, best_p, copies, first,
+                    static_cast<double>(copies * best_p) / static_cast<double>(n));
 }
 
 StepBounds repeat_bounds(const Trace& trace, const Repeats& repeats) {

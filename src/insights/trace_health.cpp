@@ -77,6 +77,13 @@ void add_warnings(TraceHealth& h) {
                        "launch sequence stand in for them",
                        h.profiler_steps, h.detected_iterations),
            0);
+    else if (h.trailing_iterations > 0)
+      warn(fmt::format("{} ProfilerStep annotation(s); the launch sequence repeats {} times "
+                       "({} launches each) after {} other launches: decode steps after a "
+                       "prefill, or steps after a warm-up; the repeats are the steady state",
+                       h.profiler_steps, h.trailing_iterations, h.trailing_period,
+                       h.leading_launches),
+           0);
     else
       warn(fmt::format("{} ProfilerStep annotation(s), no repeating launch sequence: steady "
                        "state cannot be told from warm-up (schedule active>=2)",
@@ -170,9 +177,15 @@ TraceHealth trace_health(const Trace& trace, const CallTree& tree, const GpuTime
   TraceHealth h;
   double graph_time_us = 0, gpu_time_us = 0;
   count_events(trace, tree, h, graph_time_us, gpu_time_us);
-  if (h.profiler_steps < kMinSteps)
-    if (auto repeats = critical_path::detect_repeats(trace, tree))
+  if (h.profiler_steps < kMinSteps) {
+    if (auto repeats = critical_path::detect_repeats(trace, tree)) {
       h.detected_iterations = repeats->count;
+    } else if (auto trailing = critical_path::detect_trailing_repeats(trace, tree)) {
+      h.trailing_iterations = trailing->count;
+      h.trailing_period = trailing->period;
+      h.leading_launches = trailing->first;
+    }
+  }
   h.links_without_flows = tree.links_without_flows();
   h.negative_durations = trace.clamped_negative_durations;
   h.graph_kernel_share = gpu_time_us > 0 ? graph_time_us / gpu_time_us : 0;
@@ -202,6 +215,9 @@ nlohmann::json to_json(const TraceHealth& h) {
           {"gpu_span_us", h.gpu_span_us},
           {"profiler_steps", h.profiler_steps},
           {"detected_iterations", h.detected_iterations},
+          {"trailing_iterations", h.trailing_iterations},
+          {"trailing_period", h.trailing_period},
+          {"leading_launches", h.leading_launches},
           {"graph_launches", h.graph_launches},
           {"graph_kernel_share", h.graph_kernel_share},
           {"links_without_flows", h.links_without_flows},

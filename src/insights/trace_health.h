@@ -24,6 +24,12 @@ struct TraceHealth {
   // Without two ProfilerStep#N: iterations found as repeats of the launch
   // sequence (critical_path::detect_repeats), 0 when it does not repeat.
   size_t detected_iterations = 0;
+  // When the whole sequence does not repeat: the repeats after a different
+  // first part (critical_path::detect_trailing_repeats: decode steps after a
+  // prefill), their launches each and the launches before them; 0 when none.
+  size_t trailing_iterations = 0;
+  size_t trailing_period = 0;
+  size_t leading_launches = 0;
   size_t graph_launches = 0;      // cudaGraphLaunch / hipGraphLaunch calls
   double graph_kernel_share = 0;  // share of GPU time launched by graph launches
   bool links_without_flows = false;

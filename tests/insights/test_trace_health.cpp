@@ -2,8 +2,11 @@
 // weaknesses are known, with counts taken from the raw events.
 #include <doctest/doctest.h>
 
+#include <fmt/format.h>
+
 #include <cstdlib>
 #include <string>
+#include <vector>
 
 #include "critical_path/critical_path.h"
 #include "golden.h"
@@ -147,5 +150,93 @@ TEST_CASE("health: Python stack tracing is named, and lowers confidence when it 
     bool heavy = static_cast<double>(python) / static_cast<double>(ops) >= 10.0;
     CHECK(heavy == c.heavy);
     CHECK((named.find("with_stack=False") != std::string::npos) == heavy);
+  }
+}
+
+namespace {
+
+// A Kineto trace of one launch per kernel name, in order: a cpu_op with its
+// cudaLaunchKernel inside, the kernel linked by correlation id.
+std::string launches_trace(const std::vector<std::string>& kernels) {
+  std::string ev;
+  double ts = 0;
+  int64_t corr = 1;
+  for (const std::string& k : kernels) {
+    if (!ev.empty()) ev += ",";
+    ev += fmt::format(
+        R"({{"ph":"X","cat":"cpu_op","name":"op_{0}","pid":1,"tid":1,"ts":{1},"dur":8}},)"
+        R"({{"ph":"X","cat":"cuda_runtime","name":"cudaLaunchKernel","pid":1,"tid":1,"ts":{2},)"
+        R"("dur":4,"args":{{"correlation":{3}}}}},)"
+        R"({{"ph":"X","cat":"kernel","name":"{0}","pid":0,"tid":7,"ts":{4},"dur":5,)"
+        R"("args":{{"correlation":{3},"stream":7,"device":0}}}})",
+        k, ts, ts + 2, corr, ts + 20);
+    ts += 10;
+    ++corr;
+  }
+  return R"({"deviceProperties":[{"name":"NVIDIA H100 80GB HBM3"}],"traceEvents":[)" + ev + "]}";
+}
+
+// Embedding, `layers` x (norm, qkv, attention, o_proj, mlp), norm, head, sampling.
+void forward_pass(std::vector<std::string>& out, int layers, const std::string& attention) {
+  out.push_back("embedding_kernel");
+  for (int l = 0; l < layers; ++l)
+    for (const char* k : {"rms_norm_kernel", "gemm_qkv", "", "gemm_o_proj", "gemm_mlp"})
+      out.push_back(*k ? k : attention);
+  for (const char* k : {"rms_norm_kernel", "gemm_lm_head", "argmax_kernel"}) out.push_back(k);
+}
+
+}  // namespace
+
+TEST_CASE("health: decode steps after a prefill are named; one forward's layers are not steps") {
+  // Issue 48 point 5: a generate() trace without ProfilerStep: one prefill
+  // (flash attention), then decode steps (paged attention) that repeat. The
+  // whole sequence does not repeat (the prefill launches kernels no step
+  // does), so only the trailing repeats can tell the steps.
+  constexpr int kLayers = 4, kSteps = 6;
+  std::vector<std::string> generate;
+  forward_pass(generate, kLayers, "flash_fwd_kernel");
+  for (int s = 0; s < kSteps; ++s) forward_pass(generate, kLayers, "paged_attention_kernel");
+  const size_t step_launches = 1 + 5 * kLayers + 3;
+  jarvis::Trace t = jarvis::load_trace_from_json(launches_trace(generate));
+  jarvis::CallTree tree(t);
+  CHECK_FALSE(jarvis::critical_path::detect_repeats(t, tree));
+  auto h = jarvis::insights::trace_health(t, tree);
+  CHECK(h.detected_iterations == 0);
+  CHECK(h.trailing_iterations == kSteps);
+  CHECK(h.trailing_period == step_launches);
+  // The prefill's last launches (norm, head, sampling) are those of a step:
+  // the repeats may begin inside it, never before it.
+  CHECK(h.leading_launches <= step_launches);
+  CHECK(h.leading_launches + kSteps * step_launches <= generate.size());
+  CHECK(contains_warning(h, "repeats 6 times"));
+  CHECK_FALSE(contains_warning(h, "steady state cannot be told"));
+  CHECK(jarvis::insights::to_json(h)["trailing_iterations"] == kSteps);
+
+  // A prefill alone: its 24 layers repeat to the end (the final norm starts
+  // like a layer), but a layer does not begin as the pass does (embedding).
+  std::vector<std::string> prefill;
+  forward_pass(prefill, 24, "flash_fwd_kernel");
+  prefill.pop_back();  // no sampling: the base model's trace ends after the head
+  prefill.pop_back();
+  jarvis::Trace p = jarvis::load_trace_from_json(launches_trace(prefill));
+  jarvis::CallTree ptree(p);
+  CHECK_FALSE(jarvis::critical_path::detect_trailing_repeats(p, ptree));
+  auto hp = jarvis::insights::trace_health(p, ptree);
+  CHECK(hp.trailing_iterations == 0);
+  CHECK(contains_warning(hp, "steady state cannot be told"));
+}
+
+TEST_CASE("health: no real trace in ../shared is taken for decode steps") {
+  // None of them is a generate() trace: the conformance inference traces are
+  // one forward pass or a graph capture, the training traces repeat whole.
+  for (const char* rel :
+       {"conformance/h100_qwen1.5-0.5b/trace.json.gz",
+        "conformance/mi300_qwen1.5-0.5b/trace.json.gz", "conformance/h100_bert-small/trace.json.gz",
+        "conformance/mi300_falconsai-nsfw/trace.json.gz",
+        "conformance/sglang_qwen3_decode_bs32/trace.json.gz",
+        "hw_pairs/resnet50_train/h100.json.gz", "hw_pairs/gpt2_train/h100.json.gz"}) {
+    CAPTURE(rel);
+    Loaded l(rel);
+    CHECK(jarvis::insights::trace_health(l.trace, l.tree).trailing_iterations == 0);
   }
 }
