@@ -31,6 +31,7 @@ constexpr NamedRule kRules[] = {
     {"bandwidth_baseline", rule_bandwidth_baseline},
     {"foreach_optimizer", rule_foreach_optimizer},
     {"fp32_cross_entropy", rule_fp32_cross_entropy},
+    {"full_vocab_logits", rule_full_vocab_logits},
     {"unfused_rmsnorm", rule_unfused_rmsnorm},
     {"unfused_rope", rule_unfused_rope},
     {"kv_cache_cat", rule_kv_cache_cat},
@@ -448,6 +449,7 @@ std::string_view recoverable_method_of(std::string_view rule) {
       {"dtype_casts", "half the cast kernels' time (fused into their neighbours)"},
       {"fp32_cross_entropy",
        "fused-loss traffic model: the casts' time and half the softmax passes'"},
+      {"full_vocab_logits", "the head GEMM's time but the last position's share (1 - 1/S)"},
       {"epilogue_fusion", "measured activation kernel time"},
       {"unfused_gelu",
        "fused-GELU model: the kernels' time above one read and one write per direction at the HBM "

@@ -30,6 +30,7 @@ void rule_bandwidth_baseline(const InsightContext& c, std::vector<Insight>& out)
 void rule_foreach_optimizer(const InsightContext& c, std::vector<Insight>& out);
 void rule_epilogue_fusion(const InsightContext& c, std::vector<Insight>& out);
 void rule_fp32_cross_entropy(const InsightContext& c, std::vector<Insight>& out);
+void rule_full_vocab_logits(const InsightContext& c, std::vector<Insight>& out);
 void rule_unfused_rmsnorm(const InsightContext& c, std::vector<Insight>& out);
 void rule_unfused_rope(const InsightContext& c, std::vector<Insight>& out);
 void rule_kv_cache_cat(const InsightContext& c, std::vector<Insight>& out);

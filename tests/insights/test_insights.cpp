@@ -327,7 +327,7 @@ TEST_CASE("insights: no arch, no GPU events: rules that need them say nothing") 
   auto ctx = in::make_context(t, tree, nullptr);
   CHECK_FALSE(ctx.timeline.has_value());
   CHECK(in::run_insights(ctx).empty());
-  CHECK(in::rule_ids().size() == 21);
+  CHECK(in::rule_ids().size() == 22);
 }
 
 namespace {
@@ -1089,4 +1089,64 @@ TEST_CASE("insights: GPT-2 (real) spends 12% of its kernel time on dtype casts")
   CHECK(std::find(qwen[0].shares_time_with.begin(), qwen[0].shares_time_with.end(),
                   "unfused_rmsnorm") != qwen[0].shares_time_with.end());
   CHECK(qwen[0].recoverable_us.value() < 0.1 * qwen[0].time_us);
+}
+
+namespace {
+
+std::vector<in::Insight> rule_of(const std::vector<in::Insight>& all, const std::string& rule) {
+  std::vector<in::Insight> out;
+  for (const auto& i : all)
+    if (i.rule == rule) out.push_back(i);
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("full_vocab_logits: a prefill's LM head over every position, not decode or training") {
+  // A 16 x 559 prompt embedded from a 151,936-row vocabulary (Qwen1.5's
+  // shapes), then the head over all 8,944 positions; the expectation from
+  // the numbers written here: (S - 1) / S of the head's kernel time.
+  auto build = [](const char* indices, const char* head_dims, bool backward) {
+    TraceBuilder b;
+    b.leaf("aten::embedding", 0, "indexSelectLargeIndex", 20,
+           fmt::format(R"([[151936,1024],{},[],[],[]])", indices).c_str(),
+           R"(["c10::BFloat16","long int","Scalar","Scalar","Scalar"])",
+           "[[1024,1],[559,1],[],[],[]]", R"(["","","","",""])");
+    b.leaf("aten::mm", 100, "nvjet_sm90_tst_256x128_64x4_1x2_h_bz_coopA_NNT", 700, head_dims,
+           kBf16x2, "[[1024,1],[1,1024]]", kNoConcrete2);
+    if (backward) b.op("MmBackward0", 1000, 5);
+    return b.build();
+  };
+  {
+    Trace t = build("[16,559]", "[[8944,1024],[1024,151936]]", false);
+    auto found = rule_of(run_on(t), "full_vocab_logits");
+    REQUIRE(found.size() == 1);
+    CHECK(found[0].evidence["vocab"] == 151936);
+    CHECK(found[0].evidence["batch"] == 16);
+    CHECK(found[0].evidence["sequence"] == 559);
+    CHECK(found[0].time_us == doctest::Approx(700));
+    CHECK(found[0].gain_upper_bound_us.value() == doctest::Approx(700.0 * 558 / 559));
+    CHECK(found[0].recoverable_us.value() <= found[0].time_us);
+  }
+  // Decode: one position per sequence, nothing to drop.
+  CHECK(rule_of(run_on(build("[16,1]", "[[16,1024],[1024,151936]]", false)), "full_vocab_logits")
+            .empty());
+  // Training: the loss needs every position.
+  CHECK(rule_of(run_on(build("[16,559]", "[[8944,1024],[1024,151936]]", true)), "full_vocab_logits")
+            .empty());
+}
+
+TEST_CASE("full_vocab_logits: silent on every real trace in ../shared") {
+  // GPT-2 trains (its head over every position feeds the loss); the Qwen
+  // prefills end before any LM head.
+  for (const char* rel :
+       {"hw_pairs/gpt2_train/h100.json.gz", "conformance/h100_qwen1.5-0.5b/trace.json.gz",
+        "conformance/mi300_qwen1.5-0.5b/trace.json.gz"}) {
+    CAPTURE(rel);
+    Trace t = jarvis::load_trace(jarvis::golden::shared_dir() + "/" + rel);
+    CallTree tree(t);
+    auto arch = jarvis::perf::load_gpu_arch(
+        std::string(rel).find("mi300") != std::string::npos ? "MI300X" : "H100");
+    CHECK(rule_of(in::run_insights(in::make_context(t, tree, &arch)), "full_vocab_logits").empty());
+  }
 }
