@@ -6,9 +6,16 @@
 // next token. HF's `logits_to_keep=1` (or slicing the hidden states before
 // the head; vLLM and SGLang gather the last positions) runs it on B rows: the
 // head's GEMM shrinks by S, and so do the softmax / sampling passes over its
-// output. Training needs every position (the loss), so it is never flagged.
+// output. Only where the trace shows that one position per sequence is used:
+// the same head on B rows (the decode steps) or a select / slice of the
+// [B, S, V] logits; a masked LM (BERT) needs every position, and training
+// (the loss) too, so neither is flagged. The vocabulary is the largest
+// embedding table (>= 4096 rows): position and token-type tables are not.
+#include <algorithm>
+#include <iterator>
 #include <map>
 #include <set>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -31,54 +38,79 @@ bool has_backward(const Trace& t) {
   return false;
 }
 
-// Vocabulary size -> the prompts embedded with it (weight [V, H], indices
-// [B, S] or [S]).
-std::map<int64_t, std::set<std::pair<int64_t, int64_t>>> prompts_by_vocab(const Trace& t) {
-  std::map<int64_t, std::set<std::pair<int64_t, int64_t>>> out;
+constexpr int64_t kMinVocab = 4096;
+
+// The token embedding's vocabulary (the largest embedding table, weight
+// [V, H]) and the prompts embedded with it (indices [B, S] or [S], S > 1).
+struct Vocabulary {
+  int64_t size = 0;
+  std::set<std::pair<int64_t, int64_t>> prompts;
+};
+
+Vocabulary token_vocabulary(const Trace& t) {
+  Vocabulary out;
   for (Uid u = 0; u < t.events.size(); ++u) {
     if (t.events[u].cat != Cat::CpuOp || t.name(u) != "aten::embedding") continue;
     const pycompat::PyValue* dims = t.arg(u, "Input Dims");
     if (!dims || dims->list.size() < 2 || dims->list[0].list.size() != 2) continue;
     const auto& indices = dims->list[1].list;
-    if (indices.empty()) continue;
+    const int64_t vocab = dims->list[0].list[0].i;
+    if (indices.empty() || vocab < std::max(out.size, kMinVocab)) continue;
+    if (vocab > out.size) out = {vocab, {}};
     int64_t batch = 1;
     for (size_t k = 0; k + 1 < indices.size(); ++k) batch *= indices[k].i;
-    const int64_t sequence = indices.back().i, vocab = dims->list[0].list[0].i;
-    if (vocab > 0 && batch > 0 && sequence > 1) out[vocab].insert({batch, sequence});
+    if (batch > 0 && indices.back().i > 1) out.prompts.insert({batch, indices.back().i});
   }
   return out;
+}
+
+// The trace uses one position per sequence of [B, S, V] logits: an
+// aten::select / aten::slice of them (HF's logits[:, -1, :]).
+bool last_position_taken(const Trace& t, int64_t batch, int64_t sequence, int64_t vocab) {
+  const std::vector<int64_t> logits = {batch, sequence, vocab};
+  for (Uid u = 0; u < t.events.size(); ++u) {
+    if (t.events[u].cat != Cat::CpuOp) continue;
+    const std::string_view name = t.name(u);
+    if (name != "aten::select" && name != "aten::slice") continue;
+    if (auto dims = detail::first_input_dims(t, u); dims && *dims == logits) return true;
+  }
+  return false;
 }
 
 }  // namespace
 
 void rule_full_vocab_logits(const InsightContext& c, std::vector<Insight>& out) {
-  const auto prompts = prompts_by_vocab(c.trace);
-  if (prompts.empty() || has_backward(c.trace)) return;
+  const Vocabulary vocab = token_vocabulary(c.trace);
+  if (vocab.prompts.empty() || has_backward(c.trace)) return;
   struct Group {
     std::vector<Uid> uids;
     double time_us = 0;
     Prompt prompt;
-    int64_t vocab = 0;
     std::string label;
   };
   std::map<std::string, Group> groups;
+  std::set<int64_t> head_rows;  // M of every GEMM onto the vocabulary
   for (const auto& row : c.rows) {
     auto d = detail::gemm_dims(row);
-    if (!d) continue;
-    auto it = prompts.find(d->n);
-    if (it == prompts.end()) continue;
+    if (!d || d->n != vocab.size) continue;
     const int64_t tokens = d->m * d->batch;
-    for (const auto& [batch, sequence] : it->second) {
+    head_rows.insert(tokens);
+    for (const auto& [batch, sequence] : vocab.prompts) {
       if (tokens != batch * sequence) continue;
       const std::string label = detail::gemm_label(row, *d);
       Group& g = groups[label];
       g.uids.push_back(row.uid);
       g.time_us += row.kernel_time_us;
       g.prompt = {batch, sequence};
-      g.vocab = d->n;
       g.label = label;
       break;
     }
+  }
+  for (auto it = groups.begin(); it != groups.end();) {
+    const Prompt& p = it->second.prompt;
+    const bool one_position =
+        head_rows.count(p.batch) || last_position_taken(c.trace, p.batch, p.sequence, vocab.size);
+    it = one_position ? std::next(it) : groups.erase(it);
   }
   for (const auto& [label, g] : groups) {
     if (!(g.time_us > 0)) continue;
@@ -88,18 +120,21 @@ void rule_full_vocab_logits(const InsightContext& c, std::vector<Insight>& out) 
     i.title = fmt::format(
         "Logits for every position of a {} x {} prompt: the LM head {} ({} classes) takes "
         "{:.2f} ms, the next token needs the last position's only",
-        g.prompt.batch, g.prompt.sequence, label, g.vocab, g.time_us / 1e3);
+        g.prompt.batch, g.prompt.sequence, label, vocab.size, g.time_us / 1e3);
     i.detail = fmt::format(
         "An inference trace (no backward pass) multiplies all {} prompt positions by the {}-row "
         "vocabulary; sampling reads only the last position of each sequence, so {:.1f}% of the "
         "head's work (and of the softmax / sampling over its output) is discarded.",
-        g.prompt.batch * g.prompt.sequence, g.vocab, 100 * (1.0 - kept));
-    i.evidence = {{"vocab", g.vocab},
+        g.prompt.batch * g.prompt.sequence, vocab.size, 100 * (1.0 - kept));
+    i.evidence = {{"vocab", vocab.size},
                   {"batch", g.prompt.batch},
                   {"sequence", g.prompt.sequence},
                   {"logits_rows", g.prompt.batch * g.prompt.sequence},
                   {"rows_needed", g.prompt.batch},
-                  {"calls", g.uids.size()}};
+                  {"calls", g.uids.size()},
+                  {"one_position_used", head_rows.count(g.prompt.batch)
+                                            ? "the same head runs on B rows (the decode steps)"
+                                            : "a select / slice of the [B, S, V] logits"}};
     i.action_model =
         "Compute logits for the last position only: `logits_to_keep=1` (HF transformers, "
         "`num_logits_to_keep` in older versions) or slice hidden_states[:, -1:] before lm_head; "

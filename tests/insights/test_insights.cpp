@@ -15,6 +15,7 @@
 
 #include "explore/trace_store.h"
 #include "golden.h"
+#include "insight_rules.h"
 #include "insights/insights.h"
 #include "insights/kernel_name.h"
 #include "insights/rules_internal.h"
@@ -30,6 +31,7 @@ using jarvis::CallTree;
 using jarvis::Trace;
 using jarvis::testing::Launched;
 using jarvis::testing::launched_inside;
+using jarvis::testing::rule_of;
 namespace in = jarvis::insights;
 
 namespace {
@@ -1091,35 +1093,39 @@ TEST_CASE("insights: GPT-2 (real) spends 12% of its kernel time on dtype casts")
   CHECK(qwen[0].recoverable_us.value() < 0.1 * qwen[0].time_us);
 }
 
-namespace {
-
-std::vector<in::Insight> rule_of(const std::vector<in::Insight>& all, const std::string& rule) {
-  std::vector<in::Insight> out;
-  for (const auto& i : all)
-    if (i.rule == rule) out.push_back(i);
-  return out;
-}
-
-}  // namespace
-
 TEST_CASE("full_vocab_logits: a prefill's LM head over every position, not decode or training") {
   // A 16 x 559 prompt embedded from a 151,936-row vocabulary (Qwen1.5's
-  // shapes), then the head over all 8,944 positions; the expectation from
-  // the numbers written here: (S - 1) / S of the head's kernel time.
-  auto build = [](const char* indices, const char* head_dims, bool backward) {
+  // shapes; a 32,768-row position table beside it), the head over all 8,944
+  // positions, then what shows one position per sequence is used: a decode
+  // step's head on 16 rows, or a select of the [16, 559, V] logits. The
+  // expectation from the numbers written here: (S - 1) / S of the head's time.
+  enum class Then { nothing, decode_step, select_last, backward };
+  auto build = [](const char* indices, const char* head_dims, Then then) {
     TraceBuilder b;
     b.leaf("aten::embedding", 0, "indexSelectLargeIndex", 20,
            fmt::format(R"([[151936,1024],{},[],[],[]])", indices).c_str(),
            R"(["c10::BFloat16","long int","Scalar","Scalar","Scalar"])",
            "[[1024,1],[559,1],[],[],[]]", R"(["","","","",""])");
+    b.leaf("aten::embedding", 50, "indexSelectSmallIndex", 5,
+           fmt::format(R"([[32768,1024],{},[],[],[]])", indices).c_str(),
+           R"(["c10::BFloat16","long int","Scalar","Scalar","Scalar"])",
+           "[[1024,1],[559,1],[],[],[]]", R"(["","","","",""])");
     b.leaf("aten::mm", 100, "nvjet_sm90_tst_256x128_64x4_1x2_h_bz_coopA_NNT", 700, head_dims,
            kBf16x2, "[[1024,1],[1,1024]]", kNoConcrete2);
-    if (backward) b.op("MmBackward0", 1000, 5);
+    if (then == Then::decode_step)
+      b.leaf("aten::mm", 1000, "nvjet_sm90_tst_64x8_64x16_4x1_v_bz_NNT", 40,
+             "[[16,1024],[1024,151936]]", kBf16x2, "[[1024,1],[1,1024]]", kNoConcrete2);
+    if (then == Then::select_last)
+      b.op("aten::select", 1000, 2, "[[16,559,151936],[],[]]",
+           R"(["c10::BFloat16","Scalar","Scalar"])", "[[84936224,151936,1],[],[]]",
+           R"(["","1","-1"])");
+    if (then == Then::backward) b.op("MmBackward0", 1000, 5);
     return b.build();
   };
-  {
-    Trace t = build("[16,559]", "[[8944,1024],[1024,151936]]", false);
-    auto found = rule_of(run_on(t), "full_vocab_logits");
+  const char* prompt = "[16,559]";
+  const char* prefill_head = "[[8944,1024],[1024,151936]]";
+  for (Then then : {Then::decode_step, Then::select_last}) {
+    auto found = rule_of(run_on(build(prompt, prefill_head, then)), "full_vocab_logits");
     REQUIRE(found.size() == 1);
     CHECK(found[0].evidence["vocab"] == 151936);
     CHECK(found[0].evidence["batch"] == 16);
@@ -1128,20 +1134,28 @@ TEST_CASE("full_vocab_logits: a prefill's LM head over every position, not decod
     CHECK(found[0].gain_upper_bound_us.value() == doctest::Approx(700.0 * 558 / 559));
     CHECK(found[0].recoverable_us.value() <= found[0].time_us);
   }
-  // Decode: one position per sequence, nothing to drop.
-  CHECK(rule_of(run_on(build("[16,1]", "[[16,1024],[1024,151936]]", false)), "full_vocab_logits")
-            .empty());
+  // Nothing shows one position is used (a masked LM needs them all).
+  CHECK(rule_of(run_on(build(prompt, prefill_head, Then::nothing)), "full_vocab_logits").empty());
   // Training: the loss needs every position.
-  CHECK(rule_of(run_on(build("[16,559]", "[[8944,1024],[1024,151936]]", true)), "full_vocab_logits")
+  CHECK(rule_of(run_on(build(prompt, prefill_head, Then::backward)), "full_vocab_logits").empty());
+  // Decode alone: one position per sequence, nothing to drop.
+  CHECK(rule_of(run_on(build("[16,1]", "[[16,1024],[1024,151936]]", Then::decode_step)),
+                "full_vocab_logits")
+            .empty());
+  // A GEMM onto the 32,768-row position table's width is no LM head.
+  CHECK(rule_of(run_on(build(prompt, "[[8944,1024],[1024,32768]]", Then::select_last)),
+                "full_vocab_logits")
             .empty());
 }
 
 TEST_CASE("full_vocab_logits: silent on every real trace in ../shared") {
   // GPT-2 trains (its head over every position feeds the loss); the Qwen
-  // prefills end before any LM head.
+  // prefills end before any LM head; BERT is a masked LM whose position
+  // table (512 rows) matches its hidden width.
   for (const char* rel :
        {"hw_pairs/gpt2_train/h100.json.gz", "conformance/h100_qwen1.5-0.5b/trace.json.gz",
-        "conformance/mi300_qwen1.5-0.5b/trace.json.gz"}) {
+        "conformance/mi300_qwen1.5-0.5b/trace.json.gz", "conformance/h100_bert-small/trace.json.gz",
+        "conformance/mi300_bert-small/trace.json.gz"}) {
     CAPTURE(rel);
     Trace t = jarvis::load_trace(jarvis::golden::shared_dir() + "/" + rel);
     CallTree tree(t);
