@@ -8,7 +8,7 @@
 #include "categories/category_analysis.h"
 #include "categories/prepare.h"
 #include "categories/prepare_trace.h"
-#include "insights/kernel_name.h"
+#include "insights/autocast.h"
 #include "pycompat/numeric.h"
 #include "pycompat/text.h"
 #include "report/gpu_timeline.h"
@@ -115,7 +115,7 @@ struct KernelPrecision {
   std::string name;             // what the kernels compute in ("" unknown)
   std::optional<double> peak;   // its peak, set only when narrower than the recorded one
   double bytes_ratio = 1;       // recorded element size / the kernels' element size
-  std::optional<size_t> wraps;  // the enclosed row of the same M, N, K it was read from
+  std::optional<size_t> wraps;  // the enclosed row of the same M, N, K in that precision
 };
 
 // What the shape finder needs of every row before the rows are built.
@@ -125,30 +125,27 @@ struct RowKey {
   std::string precision;  // recorded
 };
 
-// The precision a row's GEMM kernels compute in. Under autocast the op
-// recorded with fp32 inputs casts them and calls the same GEMM in bf16, which
-// has its own row: a row of the same M, N, K and a narrower precision inside
-// the op's subtree says it. cuBLAS's nvjet kernels carry no dtype in their
-// names, so the names (CUTLASS, rocBLAS, hipBLASLt) are the fallback.
+// The precision a row's GEMM kernels compute in (in.kernel_precision), when
+// narrower than the recorded one: its peak and element size, and the
+// enclosed row of the same M, N, K recorded in it (autocast's inner call),
+// whose kernels the wrapper's subtree time counts again.
 KernelPrecision kernel_precision_of(const GemmRooflineInputs& in, size_t r,
                                     const std::vector<RowKey>& keys, const ojson& maf) {
   KernelPrecision out;
   const RowKey& me = keys[r];
   const double from = element_bytes(me.precision);
-  if (!me.uid || from == 0) return out;
-  if (in.encloses)
-    for (size_t b = 0; b < keys.size() && !out.wraps; ++b)
-      if (b != r && keys[b].uid && keys[b].mnk == me.mnk && element_bytes(keys[b].precision) > 0 &&
-          element_bytes(keys[b].precision) < from && in.encloses(*me.uid, *keys[b].uid)) {
-        out.name = keys[b].precision;
-        out.wraps = b;
-      }
-  if (out.name.empty() && in.kernel_precision) out.name = in.kernel_precision(*me.uid);
+  if (!me.uid || from == 0 || !in.kernel_precision) return out;
+  out.name = in.kernel_precision(*me.uid);
   const double to = element_bytes(out.name);
   const std::string spec = "matrix_" + out.name;
   if (to == 0 || to >= from || !maf.contains(spec)) return out;  // only a narrower math dtype
   out.peak = maf[spec].get<double>();
   out.bytes_ratio = from / to;
+  if (in.encloses)
+    for (size_t b = 0; b < keys.size() && !out.wraps; ++b)
+      if (b != r && keys[b].uid && keys[b].mnk == me.mnk && keys[b].precision == out.name &&
+          in.encloses(*me.uid, *keys[b].uid))
+        out.wraps = b;
   return out;
 }
 
@@ -391,18 +388,7 @@ ojson gemm_roofline_for_report(const Trace& trace, const CallTree& tree, const R
       if (trace.name(p).starts_with("autograd::engine::evaluate_function")) return true;
     return false;
   };
-  // The GEMM kernel's math dtype, from the kernel names of the op's subtree
-  // (casts are elementwise kernels whose names carry no GEMM dtype).
-  in.kernel_precision = [&](Uid uid) -> std::string {
-    if (uid >= trace.events.size()) return "";
-    std::string found;
-    for (Uid k : tree.gpu_events(uid)) {
-      std::string d = insights::parse_kernel_name(trace.name(k)).math_dtype;
-      if (d == "f16") d = "fp16";
-      if (d == "bf16" || d == "fp16" || d == "fp8") found = d;
-    }
-    return found;
-  };
+  in.kernel_precision = [&](Uid uid) { return insights::gemm_compute_precision(trace, tree, uid); };
   in.encloses = [&](Uid outer, Uid inner) {
     if (outer >= trace.events.size() || inner >= trace.events.size()) return false;
     for (Uid p = tree.parent(inner); p != kNoUid; p = tree.parent(p))

@@ -37,9 +37,10 @@ struct GemmRooflineInputs {
   double total_time_us = 0;        // gpu_timeline total_time
   // True when the event at a UID runs in autograd's backward pass (optional).
   std::function<bool(Uid)> is_backward;
-  // The precision the GEMM kernels under the op at a UID compute in, from
-  // their names ("bf16", "fp16", "fp8"; "" when the names do not say)
-  // (optional). Under autocast an op recorded fp32 runs bf16 kernels.
+  // The precision the GEMM under the op at a UID computes in ("bf16",
+  // "fp16", "fp8"; "" when the trace does not say; insights::
+  // gemm_compute_precision) (optional). Under autocast an op recorded fp32
+  // runs bf16 kernels.
   std::function<std::string(Uid)> kernel_precision;
   // True when `inner` runs inside `outer`'s subtree (optional).
   std::function<bool(Uid outer, Uid inner)> encloses;

@@ -7,18 +7,11 @@
 
 #include <fmt/format.h>
 
+#include "insights/autocast.h"
 #include "insights/rules_internal.h"
-#include "perf/perf_model.h"
 
 namespace jarvis::insights {
 namespace {
-
-std::string spec_dtype(const std::string& kernel_dtype) {
-  if (kernel_dtype == "bf16") return "bf16";
-  if (kernel_dtype == "f16") return "fp16";
-  if (kernel_dtype == "fp8") return "fp8";
-  return "";
-}
 
 struct Group {
   const report::PerfOpRow* first = nullptr;
@@ -26,33 +19,6 @@ struct Group {
   double time_us = 0, gflops = 0;
   std::string kernel_dtype;
 };
-
-// The precision of the same op with the same input dims nested in `row`'s
-// subtree (autocast casts the fp32 inputs and calls the op again: aten::addmm
-// inside aten::addmm), from its recorded input types; "" when none. The inner
-// call is no row of its own (the unified table keeps the outer one), and
-// cuBLAS's nvjet kernels carry no dtype in their names.
-std::string nested_gemm_precision(const InsightContext& c, const report::PerfOpRow& row) {
-  const Uid outer = row.event_uid != kNoUid ? row.event_uid : row.uid;
-  if (outer >= c.trace.events.size()) return "";
-  const pycompat::PyValue* outer_dims = c.trace.arg(outer, "Input Dims");
-  if (!outer_dims) return "";
-  const std::string dims = outer_dims->repr();
-  constexpr int kMaxDepth = 4;
-  for (const SubtreeNode& node : c.tree.subtree(outer, kMaxDepth)) {
-    if (node.depth == 0 || c.trace.name(node.uid) != c.trace.name(outer)) continue;
-    const pycompat::PyValue* inner_dims = c.trace.arg(node.uid, "Input Dims");
-    const pycompat::PyValue* types = c.trace.arg(node.uid, "Input type");
-    if (!inner_dims || inner_dims->repr() != dims || !types || !types->is_seq()) continue;
-    // The first floating-point input's dtype (addmm's bias comes first).
-    for (const auto& t : types->list) {
-      if (!t.is_string()) continue;
-      std::string p = perf::precision_of(t.s);
-      if (p == "bf16" || p == "fp16" || p == "fp8") return p;
-    }
-  }
-  return "";
-}
 
 }  // namespace
 
@@ -62,12 +28,8 @@ void rule_autocast_dtype(const InsightContext& c, std::vector<Insight>& out) {
   for (const auto& row : c.rows) {
     auto d = detail::gemm_dims(row);
     if (!d || d->precision != "fp32" || !row.metrics->roofline) continue;
-    std::string kernel_dtype = nested_gemm_precision(c, row);
-    for (const std::string& name : detail::kernel_names(c.trace, row)) {
-      if (!kernel_dtype.empty()) break;
-      std::string k = spec_dtype(parse_kernel_name(name).math_dtype);
-      if (!k.empty()) kernel_dtype = k;
-    }
+    const std::string kernel_dtype =
+        gemm_compute_precision(c.trace, c.tree, row.event_uid != kNoUid ? row.event_uid : row.uid);
     if (kernel_dtype.empty()) continue;
     Group& g = groups[detail::gemm_label(row, *d)];
     if (!g.first) g.first = &row, g.kernel_dtype = kernel_dtype;

@@ -16,6 +16,7 @@
 
 #include "explore/input_format.h"
 #include "golden.h"
+#include "insight_rules.h"
 #include "insights/insights.h"
 #include "perf/gpu_arch.h"
 #include "raw_launches.h"
@@ -29,16 +30,10 @@ using jarvis::Event;
 using jarvis::Trace;
 using jarvis::Uid;
 using jarvis::testing::launched_inside;
+using jarvis::testing::rule_of;
 namespace in = jarvis::insights;
 
 namespace {
-
-std::vector<in::Insight> rule_of(const std::vector<in::Insight>& all, const std::string& rule) {
-  std::vector<in::Insight> out;
-  for (const auto& i : all)
-    if (i.rule == rule) out.push_back(i);
-  return out;
-}
 
 std::vector<in::Insight> insights_of(const Trace& t, const CallTree& tree, const char* arch_name) {
   auto arch = jarvis::perf::load_gpu_arch(arch_name);

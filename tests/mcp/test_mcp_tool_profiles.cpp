@@ -29,6 +29,14 @@ size_t listed_bytes(const std::vector<json>& tools) {
   return json(tools).dump().size();
 }
 
+// tools/list of a server serving one profile.
+std::vector<json> profile_tools(const std::string& profile) {
+  auto options = jarvis::mcp::testing::shared_root_options();
+  options.tools = jarvis::mcp::select_tools({profile}, {}, jarvis::mcp::builtin_tool_names());
+  Harness h(options);
+  return listed_tools(h);
+}
+
 // The tool names of tools_schema/, read from the source tree.
 std::set<std::string> schema_files() {
   std::set<std::string> names;
@@ -52,11 +60,7 @@ TEST_SUITE("mcp_tool_profiles") {
     std::set<std::string> covered;
     for (const auto& profile : jarvis::mcp::tool_profiles()) {
       CAPTURE(profile.name);
-      auto options = jarvis::mcp::testing::shared_root_options();
-      options.tools =
-          jarvis::mcp::select_tools({profile.name}, {}, jarvis::mcp::builtin_tool_names());
-      Harness h(options);
-      const auto tools = listed_tools(h);
+      const auto tools = profile_tools(profile.name);
       std::set<std::string> names;
       for (const auto& t : tools) names.insert(t["name"].get<std::string>());
       CHECK(names == std::set<std::string>(profile.tools.begin(), profile.tools.end()));
@@ -117,11 +121,7 @@ TEST_SUITE("mcp_tool_profiles") {
     CHECK(all_bytes <= every.size() * kBytesPerTool);
     for (const auto& profile : jarvis::mcp::tool_profiles()) {
       CAPTURE(profile.name);
-      auto options = jarvis::mcp::testing::shared_root_options();
-      options.tools =
-          jarvis::mcp::select_tools({profile.name}, {}, jarvis::mcp::builtin_tool_names());
-      Harness h(options);
-      const auto tools = listed_tools(h);
+      const auto tools = profile_tools(profile.name);
       const size_t bytes = listed_bytes(tools);
       CHECK(bytes <= tools.size() * kBytesPerTool);
     }

@@ -42,15 +42,29 @@ sql::QueryResult q(const sweep::Sweep& s, const std::string& text,
   return sql::run_sweep_query(s, text, limits, traces);
 }
 
+// Runs a python3 script (text) with `args` and parses its JSON output.
+nlohmann::json python_json(const std::string& code, const std::string& args) {
+  jarvis::testing::TempDir tmp;
+  std::string script = tmp.path + "/s.py";
+  std::ofstream(script) << code;
+  std::string cmd = "python3 '" + script + "' " + args;
+  FILE* p = popen(cmd.c_str(), "r");
+  REQUIRE(p);
+  std::string text;
+  char buf[4096];
+  size_t n;
+  while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) text.append(buf, n);
+  REQUIRE(pclose(p) == 0);
+  return nlohmann::json::parse(text);
+}
+
 // Per trace file of the sweep (path relative to the root), from the raw
 // JSON: GPU events (kernel, gpu_memcpy, gpu_memset) and their summed
 // duration (µs), host ProfilerStep ranges, and GPU events whose launch call
 // (the cuda_runtime / cuda_driver event of the same correlation) starts
 // inside a host step range.
 nlohmann::json raw_counts(const std::string& root) {
-  jarvis::testing::TempDir tmp;
-  std::string script = tmp.path + "/counts.py";
-  std::ofstream(script) << R"PY(
+  return python_json(R"PY(
 import glob, gzip, json, os, sys
 root = sys.argv[1]
 out = {}
@@ -72,16 +86,8 @@ for path in sorted(glob.glob(root + '/**/*.json.gz', recursive=True)):
     out[os.path.relpath(path, root)] = {'gpu': len(gpu), 'gpu_us': sum(k['dur'] for k in gpu),
                                         'steps': len(steps), 'in_step': in_step}
 print(json.dumps(out))
-)PY";
-  std::string cmd = "python3 '" + script + "' '" + root + "'";
-  FILE* p = popen(cmd.c_str(), "r");
-  REQUIRE(p);
-  std::string text;
-  char buf[4096];
-  size_t n;
-  while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) text.append(buf, n);
-  REQUIRE(pclose(p) == 0);
-  return nlohmann::json::parse(text);
+)PY",
+                     "'" + root + "'");
 }
 
 int64_t as_int(const Cell& c) {
@@ -361,22 +367,6 @@ TEST_SUITE("sql") {
 }  // TEST_SUITE
 
 namespace {
-
-// Runs a python3 script (text) with `args` and parses its JSON output.
-nlohmann::json python_json(const std::string& code, const std::string& args) {
-  jarvis::testing::TempDir tmp;
-  std::string script = tmp.path + "/s.py";
-  std::ofstream(script) << code;
-  std::string cmd = "python3 '" + script + "' " + args;
-  FILE* p = popen(cmd.c_str(), "r");
-  REQUIRE(p);
-  std::string text;
-  char buf[4096];
-  size_t n;
-  while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) text.append(buf, n);
-  REQUIRE(pclose(p) == 0);
-  return nlohmann::json::parse(text);
-}
 
 double as_real(const Cell& c) {
   if (c.is_int()) return static_cast<double>(std::get<int64_t>(c.v));
