@@ -111,7 +111,7 @@ def score_trace(jarvis, shared, path):
         hit = next((k for k, i in enumerate(insights) if matches(i, ops, kernels)), None)
         if context:
             # Context: passed when no insight claims a saving on those ops.
-            claimed = [i for i in insights if matches(i, ops, kernels) and (i.get("recoverable_us") or 0) > 0]
+            claimed = [i for i in insights if matches(i, ops, kernels) and (i.get("recoverable_us_total") or 0) > 0]
             ok = not claimed
             total += 1
             points += ok
@@ -124,7 +124,7 @@ def score_trace(jarvis, shared, path):
             continue
 
         def judged(k):
-            saved = (insights[k].get("recoverable_us") or 0) / 1000.0
+            saved = (insights[k].get("recoverable_us_total") or 0) / 1000.0
             rank = k + 1 <= finding["rank_at_most"]
             size = (low - rounding(low) <= saved <= high + rounding(high)
                     and saved <= finding["time_ms"] + rounding(finding["time_ms"]))

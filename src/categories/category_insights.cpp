@@ -72,15 +72,15 @@ std::string insights_markdown(const ojson& insights) {
   for (const auto& i : insights) {
     md += fmt::format("- **[{}] {}**: {}\n", i.value("severity", std::string()),
                       i.value("rule", std::string()), i.value("title", std::string()));
-    if (i.contains("recoverable_us") && i["recoverable_us"].is_number()) {
-      double high = i["recoverable_us"].get<double>();
+    if (i.contains("recoverable_us_total") && i["recoverable_us_total"].is_number()) {
+      double high = i["recoverable_us_total"].get<double>();
       std::string method = i.value("recoverable_method", std::string());
       if (high < 0.05)
         md += "  - Recoverable: nothing left after the findings above claim the same time (" +
               method + ")\n";
       else
         md += fmt::format("  - Recoverable: {:.1f}-{:.1f} us ({})\n",
-                          i.value("recoverable_low_us", 0.0), high, method);
+                          i.value("recoverable_low_us_total", 0.0), high, method);
     }
     md += "  - Path A (model): " + i.value("action_model", std::string()) + "\n";
     md += "  - Path B (kernel): " + i.value("action_kernel", std::string()) + "\n";

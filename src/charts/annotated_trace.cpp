@@ -155,7 +155,7 @@ std::string annotated_trace_json(const Trace& trace, const ReportVerdict& verdic
   w.event(fmt::format(
       R"("ph":"M","name":"process_sort_index","pid":{},"tid":0,"args":{{"sort_index":-1}})", pid));
   if (verdict.step) {
-    const critical_path::Analysis& a = verdict.step->measured;
+    const critical_path::Analysis& a = verdict.step->recorded;
     track(1, "iterations");
     track(2, "critical path");
     for (size_t k = 0; k < a.iterations.size(); ++k) {
@@ -187,7 +187,7 @@ std::string annotated_trace_json(const Trace& trace, const ReportVerdict& verdic
     const auto& f = verdict.findings[k];
     const int tid = static_cast<int>(10 + k);
     track(tid, fmt::format("finding {}: {}", k + 1, f.title));
-    std::string args = fmt::format(R"("rule":{},"severity":{},"recoverable_us":{})",
+    std::string args = fmt::format(R"("rule":{},"severity":{},"recoverable_us_total":{})",
                                    json_string(f.rule), json_string(f.severity),
                                    f.recoverable_us ? json(*f.recoverable_us).dump() : "null");
     size_t markers = 0;

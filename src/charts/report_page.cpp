@@ -408,7 +408,7 @@ std::string report_html(const Trace& trace, const Report& report,
   // The interactive timeline replaces the SVG strip on the page (the strip
   // stays among the charts for --svg-dir).
   const TimelineViewData timeline = timeline_view_data(
-      trace, options.verdict && options.verdict->step ? &options.verdict->step->measured : nullptr,
+      trace, options.verdict && options.verdict->step ? &options.verdict->step->recorded : nullptr,
       options.timeline_max_slices);
   if (!timeline.json.empty())
     sections.push_back({"timeline_view", "Timeline", timeline_view_html(timeline)});

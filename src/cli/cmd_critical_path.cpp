@@ -19,6 +19,7 @@ namespace {
 struct CriticalPathArgs {
   std::vector<std::string> traces;
   std::string out;
+  bool recorded_host = false;
   ProgressFlags progress;
 };
 
@@ -43,13 +44,21 @@ int run_critical_path(const CriticalPathArgs& a) {
   Progress progress(a.progress.resolve(), "critical-path");
   auto loaded = load(a, progress);
   progress.phase("critical path");
-  engine::CriticalPathAnalysis analysis = engine::critical_path_analysis(loaded.graph);
+  engine::CriticalPathAnalysis analysis =
+      engine::critical_path_analysis(loaded.graph, a.recorded_host);
   auto files = engine::write_critical_path(analysis, a.out);
   progress.finish();
   for (const std::string& f : files) fmt::print("{}\n", f);
   fmt::print("{}\n", analysis.summary);
-  fmt::print("step time {:.1f} us over {} iteration(s), {} rank(s)\n", analysis.step_time_us,
-             analysis.iterations.size(), analysis.ranks.size());
+  if (analysis.estimated_unprofiled_step_us)
+    fmt::print(
+        "step time {:.1f} us without the profiler (estimated; recorded {:.1f} us) over {} "
+        "iteration(s), {} rank(s)\n",
+        *analysis.estimated_unprofiled_step_us, analysis.recorded_step_time_us,
+        analysis.iterations.size(), analysis.ranks.size());
+  else
+    fmt::print("step time {:.1f} us as recorded over {} iteration(s), {} rank(s)\n",
+               analysis.step_time_us, analysis.iterations.size(), analysis.ranks.size());
   for (const auto& it : analysis.iterations)
     fmt::print("  {}: {:.1f} us, bound by {} ({})\n", it.name, it.length_us, it.bound_by,
                it.bound_reason);
@@ -72,6 +81,7 @@ int run_what_if(const WhatIfArgs& a) {
   sc.median_rank = a.median;
   sc.remove_launch_gaps = a.remove_gaps;
   sc.overlap_collective = a.overlap;
+  sc.recorded_host = a.recorded_host;
   Progress progress(a.progress.resolve(), "what-if");
   auto loaded = load(a, progress);
   progress.phase("replay");
@@ -80,9 +90,12 @@ int run_what_if(const WhatIfArgs& a) {
   progress.finish();
   for (const std::string& f : files) fmt::print("{}\n", f);
   for (const std::string& c : result.changes) fmt::print("{}\n", c);
-  fmt::print("step time: measured {:.1f} us, predicted {:.1f} us ({:+.1f}%)\n",
+  fmt::print("step time {}: {:.1f} us, predicted {:.1f} us ({:+.1f}%); as recorded: {:.1f} us, "
+             "predicted {:.1f} us\n",
+             result.model == "unprofiled" ? "without the profiler (estimated)" : "as recorded",
              result.measured_step_time_us, result.predicted_step_time_us,
-             100 * (result.predicted_step_time_us / result.measured_step_time_us - 1));
+             100 * (result.predicted_step_time_us / result.measured_step_time_us - 1),
+             result.recorded_step_time_us, result.predicted_profiled_step_time_us);
   fmt::print("{}\n", result.summary);
   print_notes(result.predicted);
   return 0;
@@ -96,6 +109,9 @@ void add_common(CLI::App* cmd, CriticalPathArgs& a) {
   cmd->add_option("-o,--out", a.out, "output directory (created)")
       ->check(output_directory())
       ->required();
+  cmd->add_flag("--recorded-host", a.recorded_host,
+                "replay the host as recorded, profiler cost included (default: without the "
+                "profiler's estimated host cost)");
   add_progress_flags(cmd, a.progress);
 }
 
@@ -129,7 +145,8 @@ Runner add_what_if(CLI::App& app) {
   cmd->add_flag("--median-rank", a->median,
                 "make the selected ops of each selected rank as fast as the median rank's");
   cmd->add_flag("--remove-launch-gaps", a->remove_gaps,
-                "no host time between runtime calls (an ideal host / CUDA graphs)");
+                "a CUDA graph of each iteration: launch calls and the host gaps between them "
+                "take no time; kernels, streams and syncs stay");
   cmd->add_option("--overlap-collective", a->overlap,
                   "collective (name substring, or 'all') fully overlapped: no transfer time");
   cmd->footer(

@@ -23,6 +23,7 @@ struct InsightsArgs {
 
 void print_insight(const engine::Insight& i, const engine::InsightContext& context) {
   fmt::print("[{}] {} — {}\n", i.severity, i.rule, i.title);
+  const double steps = static_cast<double>(std::max<size_t>(1, i.steps));
   if (i.recoverable_us) {
     double base = i.scope == "trace" && context.timeline ? context.timeline->total_time
                                                          : context.total_kernel_time_us;
@@ -33,15 +34,17 @@ void print_insight(const engine::Insight& i, const engine::InsightContext& conte
     if (*i.recoverable_us < 0.05)
       fmt::print("    recoverable: nothing left ({}{})\n", i.recoverable_method, shares);
     else
-      fmt::print("    recoverable: {:.1f}-{:.1f} us ({:.1f}% of {}; {}{})\n",
-                 i.recoverable_low_us.value_or(0), *i.recoverable_us,
+      fmt::print("    recoverable: {:.1f}-{:.1f} us per step, {:.1f} us over {} step(s) ({:.1f}% of {}; {}{})\n",
+                 i.recoverable_low_us.value_or(0) / steps, *i.recoverable_us / steps,
+                 *i.recoverable_us, i.steps,
                  base > 0 ? 100 * *i.recoverable_us / base : 0.0,
                  i.scope == "trace" ? "the trace's GPU time" : "kernel time", i.recoverable_method,
                  shares);
   }
-  if (i.step_saving_us && i.scope != "trace")
-    fmt::print("    step what-if: {:.1f} us off the trace's iterations{}{}\n", *i.step_saving_us,
-               i.step_saving_note.empty() ? "" : "; ", i.step_saving_note);
+  if (i.step_saving_us)
+    fmt::print("    step what-if (without the profiler): {:.1f} us per step{}{}\n",
+               *i.step_saving_us / steps, i.step_saving_note.empty() ? "" : "; ",
+               i.step_saving_note);
   fmt::print("    model: {}\n    kernel: {}\n", i.action_model, i.action_kernel);
 }
 

@@ -74,6 +74,10 @@ struct Node {
   double dur = 0;
   Uid uid = kNoUid;  // source event, kNoUid for synthetic nodes
   uint32_t label = 0;
+  // The profiler's estimated share of `dur` (a runtime call's CUPTI
+  // callbacks); 0 elsewhere. See ProfilerCost.
+  double profiler_us = 0;
+  uint32_t thread = UINT32_MAX;  // host nodes: the rank's Event::thread
   double end() const { return start + dur; }
 };
 
@@ -84,7 +88,33 @@ struct Edge {
   double intrinsic = 0;     // the lag the edge has when it does not bind
   double lag = 0;           // calibrated on the measured times
   uint32_t label = 0;       // what the lag is charged to when on the path
+  // The profiler's estimated share of a host gap (the recorded ops, Python
+  // frames and memory events inside it); 0 on other edges. See ProfilerCost.
+  double profiler_us = 0;
+  uint32_t thread = UINT32_MAX;  // HostSeq: the host thread (the rank's Event::thread)
 };
+
+// What the profiler adds to the host, per recorded event, for one trace
+// (docs/critical-path.md, "Profiler overhead"). The trace measures its own
+// per-op cost: consecutive children of one C++ op (aten::linear's aten::t and
+// aten::addmm) are called back to back by the dispatcher, so the gap between
+// them is the profiler's exit record of one and enter record (with shapes,
+// when recorded) of the next. Each event's cost is a multiple of that gap,
+// calibrated on ../shared/ab_pairs/s_overhead_* against steps timed without
+// the profiler.
+struct ProfilerCost {
+  bool record_shapes = false, with_stack = false, profile_memory = false;
+  double op_gap_us = 0;     // median gap between consecutive child ops of a C++ op
+  size_t gaps_measured = 0;  // gaps the median stands on (0: the default gap)
+  double per_op_us = 0, per_runtime_call_us = 0, per_python_frame_us = 0,
+         per_memory_event_us = 0;
+  // Recorded host events (all threads) and their estimated cost, over the trace.
+  size_t ops = 0, runtime_calls = 0, python_frames = 0, memory_events = 0;
+  double total_us = 0;
+};
+
+// Profiler cost of one trace (a rank), from its own events.
+ProfilerCost measure_profiler_cost(const Trace& trace, const CallTree& tree);
 
 // How the iterations were found: ProfilerStep#N annotations, the optimizer's
 // `Optimizer.step#` annotations or a repeating launch sequence (when no rank
@@ -130,6 +160,7 @@ struct Graph {
   std::vector<std::string> notes;  // what the trace lacked, what was assumed
   std::string iterations_source = kFromWholeTrace;
   size_t recorded_waits = 0;  // EventWait edges (recorded cross-stream waits)
+  std::map<int64_t, ProfilerCost> profiler_cost;  // per rank
 };
 
 // Iterations found as repeats of the launch sequence of one host thread: the
@@ -258,13 +289,36 @@ struct Analysis {
   std::vector<Wait> waits;                // by time, largest first
   std::vector<std::string> notes;
   std::string summary;  // one line: the step, what bounds it, the path's top categories
+  // Which host the schedule replays: kModelUnprofiled (the recorded host
+  // less the profiler's estimated cost, the default everywhere) or
+  // kModelRecorded (the trace's own times).
+  std::string model = "recorded";
+  // The mean iteration as recorded and as estimated without the profiler
+  // (both set by analyse_unprofiled; the recorded one alone by analyse).
+  double recorded_step_time_us = 0;
+  std::optional<double> estimated_unprofiled_step_us;
+  double profiler_host_us_per_step = 0;  // the estimated profiler time removed per iteration
+  std::map<int64_t, ProfilerCost> profiler_cost;  // per rank (analyse_unprofiled)
 };
+
+inline constexpr const char* kModelRecorded = "recorded";
+inline constexpr const char* kModelUnprofiled = "unprofiled";
 
 // The critical path of each iteration under a schedule (the measured one when
 // dur/lag are the graph's own).
 Analysis analyse(const Graph& graph, const std::vector<double>& dur,
                  const std::vector<double>& lag);
 Analysis analyse(const Graph& graph);
+
+// Node durations and edge lags without the profiler's estimated host cost:
+// each host gap less the cost of the events recorded inside it, each
+// runtime call less its callbacks' cost (never below 10% of the recorded
+// time: the un-profiled host still runs the Python and the dispatcher).
+void unprofiled_times(const Graph& graph, std::vector<double>& dur, std::vector<double>& lag);
+// The critical path of the un-profiled schedule (model kModelUnprofiled),
+// with the recorded step beside it: what bounds the step once the profiler
+// is gone. The default analysis of every tool.
+Analysis analyse_unprofiled(const Graph& graph);
 
 // ---- what-if --------------------------------------------------------------------
 
@@ -280,17 +334,44 @@ struct Selector {
   }
 };
 
+// Host work taken out of a step: a time range of one host thread of a rank
+// (trace time, before clock alignment), e.g. a DataLoader's __next__ or an
+// op's calls.
+struct HostSpan {
+  int64_t rank = -1;
+  uint32_t thread = 0;  // Event::thread of the rank's trace
+  double from_us = 0, to_us = 0;
+};
+
 struct Scenario {
   Selector select;
+  // Host work removed: the gaps and calls inside these spans take no time.
+  std::vector<HostSpan> remove_host;
+  // Synchronising runtime calls (rank, uid) that no longer wait for the GPU.
+  std::vector<std::pair<int64_t, Uid>> remove_syncs;
   double factor = 1.0;              // duration multiplier of the selected GPU ops
   bool median_rank = false;         // instead: each selected rank as fast as the median rank
-  bool remove_launch_gaps = false;  // host gaps between runtime calls become 0
-  std::string overlap_collective;   // "" none, "all", or a collective name substring
+  // A CUDA / HIP graph of each iteration's launches: launch calls and the
+  // host gaps between them take no time (one graph launch per iteration),
+  // kernels keep their durations, streams and syncs, and follow each other
+  // with a graph's per-kernel gap.
+  bool remove_launch_gaps = false;
+  std::string overlap_collective;  // "" none, "all", or a collective name substring
+  // Replay the trace's own host (kModelRecorded) instead of the un-profiled
+  // one (the default).
+  bool recorded_host = false;
 };
 
 struct WhatIfResult {
+  // The step the change starts from: the un-profiled estimate by default
+  // (the recorded step with Scenario::recorded_host), and after the change.
   double measured_step_time_us = 0;
   double predicted_step_time_us = 0;
+  // Beside them: the trace's recorded step and the prediction on the
+  // recorded (profiled) host.
+  double recorded_step_time_us = 0;
+  double predicted_profiled_step_time_us = 0;
+  std::string model = "unprofiled";
   size_t selected_nodes = 0;
   std::map<int64_t, double> factor_by_rank;  // the factors applied
   Analysis predicted;                        // the new critical path

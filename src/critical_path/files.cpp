@@ -107,8 +107,31 @@ nlohmann::json analysis_json(const Analysis& a, size_t top_n) {
                      {"waiting_for_rank", w.waiting_for_rank},
                      {"time_us", w.time_us},
                      {"instances", w.instances}});
+  json costs = json::object();
+  for (const auto& [rank, c] : a.profiler_cost)
+    costs[std::to_string(rank)] = {{"record_shapes", c.record_shapes},
+                                   {"with_stack", c.with_stack},
+                                   {"profile_memory", c.profile_memory},
+                                   {"op_gap_us", c.op_gap_us},
+                                   {"gaps_measured", c.gaps_measured},
+                                   {"per_op_us", c.per_op_us},
+                                   {"per_runtime_call_us", c.per_runtime_call_us},
+                                   {"per_python_frame_us", c.per_python_frame_us},
+                                   {"per_memory_event_us", c.per_memory_event_us},
+                                   {"ops", c.ops},
+                                   {"runtime_calls", c.runtime_calls},
+                                   {"python_frames", c.python_frames},
+                                   {"memory_events", c.memory_events},
+                                   {"trace_total_us", c.total_us}};
   return {{"summary", a.summary},
+          {"model", a.model},
           {"step_time_us", a.step_time_us},
+          {"recorded_step_time_us", a.recorded_step_time_us},
+          {"estimated_unprofiled_step_us", a.estimated_unprofiled_step_us
+                                               ? json(*a.estimated_unprofiled_step_us)
+                                               : json()},
+          {"profiler_host_us_per_step", a.profiler_host_us_per_step},
+          {"profiler_cost", costs},
           {"ranks", a.ranks},
           {"clock_offset_us", rank_map(a.clock_offset_us)},
           {"iterations_source", a.iterations_source},
@@ -127,12 +150,16 @@ nlohmann::json what_if_json(const WhatIfResult& r, const Scenario& sc, size_t to
                    {"overlap_collective", sc.overlap_collective},
                    {"category", sc.select.category},
                    {"op", sc.select.op},
-                   {"kernel", sc.select.kernel}};
+                   {"kernel", sc.select.kernel},
+                   {"recorded_host", sc.recorded_host}};
   scenario["rank"] = sc.select.rank ? json(*sc.select.rank) : json();
   const double saved = r.measured_step_time_us - r.predicted_step_time_us;
   return {{"summary", r.summary},
+          {"model", r.model},
           {"measured_step_time_us", r.measured_step_time_us},
           {"predicted_step_time_us", r.predicted_step_time_us},
+          {"recorded_step_time_us", r.recorded_step_time_us},
+          {"predicted_profiled_step_time_us", r.predicted_profiled_step_time_us},
           {"saved_us", saved},
           {"saved_share", r.measured_step_time_us > 0 ? saved / r.measured_step_time_us : 0.0},
           {"removed_us", r.removed_us},

@@ -85,8 +85,16 @@ class RankBuilder {
  public:
   RankBuilder(Builder& b, const RankInput& in, int64_t rank, double offset,
               const std::vector<collectives::CollectiveInstance>& colls, const StepBounds* bounds)
-      : b_(b), trace_(*in.trace), tree_(*in.tree), rank_(rank), off_(offset), bounds_(bounds) {
+      : b_(b),
+        trace_(*in.trace),
+        tree_(*in.tree),
+        rank_(rank),
+        off_(offset),
+        bounds_(bounds),
+        cost_(measure_profiler_cost(trace_, tree_)),
+        host_cost_(trace_, cost_) {
     for (const auto& c : colls) coll_[c.kernel.uid] = &c;
+    b_.g.profiler_cost[rank_] = cost_;
   }
 
   void build() {
@@ -186,11 +194,14 @@ class RankBuilder {
     uint32_t lbl = b_.label(rank_, op_of(uid), name, "host_runtime");
     if (!is_blocking(uid)) {
       item.first = item.last = b_.node(NodeKind::HostCall, rank_, e.ts() + off_, e.dur(), uid, lbl);
+      b_.g.nodes[item.first].profiler_us = cost_.per_runtime_call_us;
+      b_.g.nodes[item.first].thread = e.thread;
       entry_[uid] = item.first;
       return item;
     }
     item.first = b_.node(NodeKind::HostCall, rank_, e.ts() + off_, 0, uid, lbl);
     item.last = b_.node(NodeKind::SyncReturn, rank_, e.end() + off_, 0, uid, lbl);
+    b_.g.nodes[item.first].thread = b_.g.nodes[item.last].thread = e.thread;
     b_.edge(item.first, item.last, EdgeKind::HostSeq, false, 0.0,
             b_.label(rank_, name, "", "sync"));
     entry_[uid] = item.first;
@@ -247,18 +258,65 @@ class RankBuilder {
     }
   }
 
+  // The DataLoader __next__ annotation covering most of [from, to) on the
+  // thread, "" when none does.
+  std::string_view loader_window(uint32_t thread, double from, double to) {
+    if (!loader_windows_) {
+      loader_windows_.emplace();
+      for (Uid u = 0; u < trace_.events.size(); ++u) {
+        const Event& e = trace_.events[u];
+        if (e.cat != Cat::UserAnnotation || !e.has_ts() || !e.has_dur()) continue;
+        std::string_view name = trace_.name(u);
+        if (name.find("DataLoader") != std::string_view::npos &&
+            name.find("__next__") != std::string_view::npos)
+          (*loader_windows_)[e.thread].push_back(u);
+      }
+      for (auto& [t, w] : *loader_windows_)
+        std::sort(w.begin(), w.end(), [&](Uid a, Uid c) {
+          return trace_.events[a].ts() < trace_.events[c].ts();
+        });
+    }
+    auto it = loader_windows_->find(thread);
+    if (it == loader_windows_->end() || !(to > from)) return "";
+    // The windows starting before `to`, latest first (the loader's windows
+    // do not nest: two suffice).
+    const auto& w = it->second;
+    auto pos = std::lower_bound(w.begin(), w.end(), to, [&](Uid u, double t) {
+      return trace_.events[u].ts() < t;
+    });
+    for (int n = 0; n < 2 && pos != w.begin(); ++n) {
+      const Event& e = trace_.events[*--pos];
+      const double inside = std::min(to, e.end()) - std::max(from, e.ts());
+      if (inside >= 0.5 * (to - from)) return trace_.name(*pos);
+    }
+    return "";
+  }
+
   void chain(std::vector<HostItem>& items) {
     std::stable_sort(items.begin(), items.end(), [](const HostItem& a, const HostItem& c) {
       return std::tie(a.time, a.order) < std::tie(c.time, c.order);
     });
+    // The thread's index, for the profiler's cost of what it recorded.
+    std::optional<uint32_t> thread;
+    for (const HostItem& it : items)
+      if (it.uid != kNoUid) thread = trace_.events[it.uid].thread;
     for (size_t k = 1; k < items.size(); ++k) {
       const Node& prev = b_.g.nodes[items[k - 1].last];
       const Node& next = b_.g.nodes[items[k].first];
+      const double from = prev.end(), to = next.start;
       // The op the host was busy in: the one around the next call (a step
       // end has none, so the previous call's).
       Uid about = items[k].uid != kNoUid ? items[k].uid : items[k - 1].uid;
-      b_.edge(items[k - 1].last, items[k].first, EdgeKind::HostSeq, false, next.start - prev.end(),
-              b_.label(rank_, op_of(about), "", "host_gap"));
+      // A gap spent mostly inside a DataLoader's __next__ is input work
+      // (host_input): a CUDA graph does not remove it.
+      const std::string_view loader = thread ? loader_window(*thread, from - off_, to - off_) : "";
+      b_.edge(items[k - 1].last, items[k].first, EdgeKind::HostSeq, false, to - from,
+              loader.empty() ? b_.label(rank_, op_of(about), "", "host_gap")
+                             : b_.label(rank_, loader, "", "host_input"));
+      if (thread) {
+        b_.g.edges.back().profiler_us = host_cost_.between(*thread, from - off_, to - off_);
+        b_.g.edges.back().thread = *thread;
+      }
     }
     if (!items.empty()) tails.push_back(items.back().last);
   }
@@ -538,6 +596,9 @@ class RankBuilder {
   int64_t rank_;
   double off_;
   const StepBounds* bounds_;
+  ProfilerCost cost_;
+  detail::HostCostIndex host_cost_;
+  std::optional<std::map<uint32_t, std::vector<Uid>>> loader_windows_;
   uint32_t open_end_ = kNone;
   std::map<std::pair<ProcId, ProcId>, std::vector<HostItem>> threads_;
   std::unordered_map<Uid, const collectives::CollectiveInstance*> coll_;
@@ -645,10 +706,17 @@ void calibrate(Graph& g) {
       if (detail::binds_instead(e, anchor(e) + e.intrinsic, b, anchor(b) + b.intrinsic))
         best = g.in_edges[k];
     }
+    // A thread's own previous call does not hold back a call that another
+    // thread handed over to: the thread was blocked (in loss.backward())
+    // until the other thread's work was done, so the gap was a wait, not its
+    // own work, and a replay where that work ends earlier lets it go on.
+    const bool handed_over = g.edges[best].kind == EdgeKind::HostHandover;
     for (uint32_t k = g.in_off[n]; k < g.in_off[n + 1]; ++k) {
       Edge& e = g.edges[g.in_edges[k]];
       const double slack = g.nodes[n].start - anchor(e);
       e.lag = g.in_edges[k] == best ? slack : std::min(e.intrinsic, slack);
+      if (handed_over && e.kind == EdgeKind::HostSeq && g.in_edges[k] != best)
+        e.lag = std::min(e.lag, 0.0);
     }
   }
 }

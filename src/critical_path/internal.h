@@ -1,8 +1,11 @@
 // Pieces shared by the critical-path sources.
 #pragma once
 
+#include <map>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include "critical_path/critical_path.h"
 
@@ -27,5 +30,17 @@ inline bool binds_instead(const Edge& e, double here, const Edge& current, doubl
   return here > there || (e.kind == EdgeKind::HostHandover && current.kind == EdgeKind::HostSeq &&
                           here >= there - kTieUs);
 }
+
+// The profiler's estimated cost of the events recorded on each host thread,
+// summed over a time interval (ProfilerCost gives each event's cost).
+class HostCostIndex {
+ public:
+  HostCostIndex(const Trace& trace, const ProfilerCost& cost);
+  // Cost of the events on `thread` (Event::thread) recorded in [from, to).
+  double between(uint32_t thread, double from, double to) const;
+
+ private:
+  std::map<uint32_t, std::vector<std::pair<double, double>>> marks_;  // (time, running total)
+};
 
 }  // namespace jarvis::critical_path::detail

@@ -69,7 +69,7 @@ const char* edge_kind_name(EdgeKind kind) {
 
 bool is_host_category(std::string_view category) {
   return category == "host_runtime" || category == "host_gap" || category == "launch_latency" ||
-         category == "sync";
+         category == "sync" || category == "host_input";
 }
 
 }  // namespace detail
@@ -327,7 +327,9 @@ Analysis analyse(const Graph& g) {
   std::vector<double> dur, lag;
   for (const Node& n : g.nodes) dur.push_back(n.dur);
   for (const Edge& e : g.edges) lag.push_back(e.lag);
-  return analyse(g, dur, lag);
+  Analysis a = analyse(g, dur, lag);
+  a.recorded_step_time_us = a.step_time_us;
+  return a;
 }
 
 }  // namespace jarvis::critical_path

@@ -121,32 +121,123 @@ void overlap_collectives(const Graph& g, const std::string& which, std::vector<d
       n, which));
 }
 
-// Host gaps inside the iterations become 0. Those before the first
-// iteration's start stay: removing them would only move that start earlier,
-// which lengthens the iteration without changing any work in it.
-void remove_host_gaps(const Graph& g, std::vector<double>& lag, WhatIfResult& out) {
+// A CUDA / HIP graph of each iteration: the host gaps between runtime calls
+// and the launch calls themselves take no time inside the iterations (one
+// graph launch replaces them; Python that builds the step is not run again),
+// while the kernels keep their durations, their streams and the syncs the
+// step makes. Kernels of a graph follow each other with a small per-node gap
+// (kGraphKernelGapUs), never more than the trace measured between them.
+// Gaps before the first iteration's start stay: removing them would only
+// move that start earlier.
+constexpr double kGraphKernelGapUs = 1.0;
+
+void remove_host_gaps(const Graph& g, std::vector<double>& dur, std::vector<double>& lag,
+                      WhatIfResult& out) {
   double first = std::numeric_limits<double>::infinity();
   for (const Iteration& it : g.iterations) first = std::min(first, it.start);
+  size_t gaps = 0, calls = 0;
+  for (size_t k = 0; k < g.edges.size(); ++k) {
+    const Edge& e = g.edges[k];
+    if (g.nodes[e.from].start < first) continue;
+    if ((e.kind == EdgeKind::HostSeq || e.kind == EdgeKind::HostHandover) &&
+        g.labels[e.label].category == "host_gap" && lag[k] > 0) {
+      lag[k] = 0.0;
+      ++gaps;
+    } else if (e.kind == EdgeKind::Stream) {
+      const double measured_gap = g.nodes[e.to].start - g.nodes[e.from].end();
+      lag[k] = std::max(lag[k], std::clamp(measured_gap, 0.0, kGraphKernelGapUs));
+    }
+  }
+  for (size_t n = 0; n < g.nodes.size(); ++n)
+    if (g.nodes[n].kind == NodeKind::HostCall && g.nodes[n].start >= first && dur[n] > 0) {
+      dur[n] = 0.0;
+      ++calls;
+    }
+  out.changes.push_back(
+      fmt::format("CUDA graph of each iteration: {} host gaps and {} runtime calls removed, kernels "
+                  "{:.0f} us apart at most where the trace had them further apart",
+                  gaps, calls, kGraphKernelGapUs));
+}
+
+// Host work taken out: each host gap of a span's thread loses the part of
+// it inside the span (in proportion when the base already shortened the
+// gap, as the un-profiled model does), and runtime calls inside take no time.
+void remove_host_spans(const Graph& g, const std::vector<HostSpan>& spans,
+                       std::vector<double>& dur, std::vector<double>& lag, WhatIfResult& out) {
+  double removed = 0;
+  size_t calls = 0;
+  auto overlap = [&](int64_t rank, uint32_t thread, double from, double to) {
+    double sum = 0;
+    const double off = g.clock_offset_us.count(rank) ? g.clock_offset_us.at(rank) : 0.0;
+    for (const HostSpan& s : spans)
+      if (s.rank == rank && s.thread == thread)
+        sum += std::max(0.0, std::min(to, s.to_us + off) - std::max(from, s.from_us + off));
+    return sum;
+  };
+  for (size_t k = 0; k < g.edges.size(); ++k) {
+    const Edge& e = g.edges[k];
+    if (e.kind != EdgeKind::HostSeq || e.thread == UINT32_MAX || !(lag[k] > 0)) continue;
+    const Node& from = g.nodes[e.from];
+    const Node& to = g.nodes[e.to];
+    const double gap = to.start - from.end();
+    if (!(gap > 0)) continue;
+    const double inside = overlap(from.rank, e.thread, from.end(), to.start);
+    if (inside <= 0) continue;
+    const double cut = lag[k] * std::min(1.0, inside / gap);
+    lag[k] -= cut;
+    removed += cut;
+  }
+  for (size_t n = 0; n < g.nodes.size(); ++n) {
+    const Node& node = g.nodes[n];
+    if (node.kind != NodeKind::HostCall || node.thread == UINT32_MAX || !(dur[n] > 0)) continue;
+    if (overlap(node.rank, node.thread, node.start, node.end()) >= 0.5 * node.dur) {
+      removed += dur[n];
+      dur[n] = 0;
+      ++calls;
+    }
+  }
+  out.changes.push_back(fmt::format("{} host span(s) removed: {:.1f} us of host gaps and {} runtime "
+                                    "call(s) in them",
+                                    spans.size(), removed, calls));
+}
+
+// Synchronising calls that no longer wait: their return follows their entry.
+void remove_sync_waits(const Graph& g, const std::vector<std::pair<int64_t, Uid>>& syncs,
+                       std::vector<double>& lag, WhatIfResult& out) {
+  std::vector<std::pair<int64_t, Uid>> sorted = syncs;
+  std::sort(sorted.begin(), sorted.end());
+  constexpr double kNever = -1e15;  // an edge that can no longer set the start
   size_t n = 0;
   for (size_t k = 0; k < g.edges.size(); ++k) {
     const Edge& e = g.edges[k];
-    if ((e.kind == EdgeKind::HostSeq || e.kind == EdgeKind::HostHandover) &&
-        g.labels[e.label].category == "host_gap" && lag[k] > 0 && g.nodes[e.from].start >= first) {
-      lag[k] = 0.0;
-      ++n;
-    }
+    if (e.kind != EdgeKind::Sync) continue;
+    const Node& ret = g.nodes[e.to];
+    if (!std::binary_search(sorted.begin(), sorted.end(), std::make_pair(ret.rank, ret.uid)))
+      continue;
+    lag[k] = kNever;
+    ++n;
   }
-  out.changes.push_back(fmt::format("{} host gaps between runtime calls removed", n));
+  out.changes.push_back(
+      fmt::format("{} synchronising call(s) no longer wait for the GPU ({} waits)", syncs.size(), n));
 }
 
 // Work the change took out, per iteration: shorter GPU ops and transfers,
 // smaller lags.
-double removed_per_iteration(const Graph& g, const std::vector<double>& dur,
+double removed_per_iteration(const Graph& g, const std::vector<double>& base_dur,
+                             const std::vector<double>& base_lag, const std::vector<double>& dur,
                              const std::vector<double>& lag) {
   double removed = 0;
-  for (size_t n = 0; n < g.nodes.size(); ++n) removed += g.nodes[n].dur - dur[n];
-  for (size_t k = 0; k < g.edges.size(); ++k) removed += std::max(0.0, g.edges[k].lag - lag[k]);
+  for (size_t n = 0; n < g.nodes.size(); ++n) removed += base_dur[n] - dur[n];
+  for (size_t k = 0; k < g.edges.size(); ++k) removed += std::max(0.0, base_lag[k] - lag[k]);
   return g.iterations.empty() ? 0.0 : removed / static_cast<double>(g.iterations.size());
+}
+
+double removed_per_iteration(const Graph& g, const std::vector<double>& dur,
+                             const std::vector<double>& lag) {
+  std::vector<double> base_dur, base_lag;
+  for (const Node& n : g.nodes) base_dur.push_back(n.dur);
+  for (const Edge& e : g.edges) base_lag.push_back(e.lag);
+  return removed_per_iteration(g, base_dur, base_lag, dur, lag);
 }
 
 std::string bounds_of(const Analysis& a) {
@@ -174,35 +265,78 @@ std::string summary_line(const Analysis& measured, const WhatIfResult& r) {
     top = fmt::format("; top of the new path: {} {} ({:.0f}%)", c.category,
                       c.op.empty() ? c.kernel : c.op, 100 * c.share);
   }
-  return fmt::format("{}: step {:.1f} -> {:.1f} us ({:+.1f}%){}; bound by {} -> {}{}",
+  const std::string model =
+      r.model == kModelUnprofiled
+          ? fmt::format(" without the profiler (recorded step {:.1f} us, profiled prediction "
+                        "{:.1f} us)",
+                        r.recorded_step_time_us, r.predicted_profiled_step_time_us)
+          : " on the recorded (profiled) host";
+  return fmt::format("{}: step {:.1f} -> {:.1f} us{} ({:+.1f}%){}; bound by {} -> {}{}",
                      fmt::join(r.changes, "; "), r.measured_step_time_us, r.predicted_step_time_us,
+                     model,
                      r.measured_step_time_us > 0 ? -100 * saved / r.measured_step_time_us : 0.0,
                      reached, bounds_of(measured), bounds_of(r.predicted), top);
 }
 
 }  // namespace
 
+namespace {
+
+// The scenario's changes applied to one base schedule.
+void apply(const Graph& g, const Scenario& sc, bool scales, std::vector<double>& dur,
+           std::vector<double>& lag, WhatIfResult& out) {
+  if (scales) scale_selection(g, sc, dur, out);
+  if (!sc.remove_host.empty()) remove_host_spans(g, sc.remove_host, dur, lag, out);
+  if (!sc.remove_syncs.empty()) remove_sync_waits(g, sc.remove_syncs, lag, out);
+  if (sc.remove_launch_gaps) remove_host_gaps(g, dur, lag, out);
+  if (!sc.overlap_collective.empty()) overlap_collectives(g, sc.overlap_collective, dur, lag, out);
+}
+
+}  // namespace
+
 WhatIfResult what_if(const Graph& g, const Scenario& sc) {
   const bool scales = !sc.select.empty() || sc.median_rank || sc.factor != 1.0;
-  if (!scales && !sc.remove_launch_gaps && sc.overlap_collective.empty())
+  if (!scales && !sc.remove_launch_gaps && sc.overlap_collective.empty() &&
+      sc.remove_host.empty() && sc.remove_syncs.empty())
     throw CriticalPathError(
         "the what-if changes nothing: give a selector (rank, category, op, kernel) with a factor "
         "or median_rank, remove_launch_gaps, or overlap_collective");
   if (!(sc.factor > 0) || !std::isfinite(sc.factor))
     throw CriticalPathError(fmt::format("factor must be a positive number, got {}", sc.factor));
   WhatIfResult out;
-  std::vector<double> dur, lag;
-  for (const Node& n : g.nodes) dur.push_back(n.dur);
-  for (const Edge& e : g.edges) lag.push_back(e.lag);
-  if (scales) scale_selection(g, sc, dur, out);
-  if (sc.remove_launch_gaps) remove_host_gaps(g, lag, out);
-  if (!sc.overlap_collective.empty()) overlap_collectives(g, sc.overlap_collective, dur, lag, out);
-  out.removed_us = removed_per_iteration(g, dur, lag);
-  const Analysis measured = analyse(g);
-  out.measured_step_time_us = measured.step_time_us;
+  // The recorded host, changed.
+  std::vector<double> rec_dur, rec_lag;
+  for (const Node& n : g.nodes) rec_dur.push_back(n.dur);
+  for (const Edge& e : g.edges) rec_lag.push_back(e.lag);
+  WhatIfResult recorded_changes;
+  apply(g, sc, scales, rec_dur, rec_lag, recorded_changes);
+  const Analysis recorded = analyse(g);
+  out.recorded_step_time_us = recorded.step_time_us;
+  out.predicted_profiled_step_time_us = analyse(g, rec_dur, rec_lag).step_time_us;
+  if (sc.recorded_host) {
+    out = recorded_changes;
+    out.recorded_step_time_us = recorded.step_time_us;
+    out.predicted_profiled_step_time_us = analyse(g, rec_dur, rec_lag).step_time_us;
+    out.model = kModelRecorded;
+    out.removed_us = removed_per_iteration(g, rec_dur, rec_lag);
+    out.measured_step_time_us = recorded.step_time_us;
+    out.predicted = analyse(g, rec_dur, rec_lag);
+    out.predicted_step_time_us = out.predicted.step_time_us;
+    out.summary = summary_line(recorded, out);
+    return out;
+  }
+  // The un-profiled host (the default), changed.
+  std::vector<double> base_dur, base_lag;
+  unprofiled_times(g, base_dur, base_lag);
+  std::vector<double> dur = base_dur, lag = base_lag;
+  apply(g, sc, scales, dur, lag, out);
+  out.model = kModelUnprofiled;
+  out.removed_us = removed_per_iteration(g, base_dur, base_lag, dur, lag);
+  const Analysis base = analyse(g, base_dur, base_lag);
+  out.measured_step_time_us = base.step_time_us;
   out.predicted = analyse(g, dur, lag);
   out.predicted_step_time_us = out.predicted.step_time_us;
-  out.summary = summary_line(measured, out);
+  out.summary = summary_line(base, out);
   return out;
 }
 

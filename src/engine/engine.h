@@ -270,8 +270,10 @@ using WhatIfResult = critical_path::WhatIfResult;
 using WhatIfScenario = critical_path::Scenario;
 using WhatIfSelector = critical_path::Selector;
 using critical_path::load_graph;
-inline CriticalPathAnalysis critical_path_analysis(const critical_path::Graph& graph) {
-  return critical_path::analyse(graph);
+// Without the profiler's estimated host cost (the default), or as recorded.
+inline CriticalPathAnalysis critical_path_analysis(const critical_path::Graph& graph,
+                                                   bool recorded_host = false) {
+  return recorded_host ? critical_path::analyse(graph) : critical_path::analyse_unprofiled(graph);
 }
 inline json critical_path_json(const CriticalPathAnalysis& analysis, size_t top_n) {
   return critical_path::analysis_json(analysis, top_n);

@@ -42,6 +42,9 @@ constexpr NamedRule kRules[] = {
     {"gemm_shared_input", rule_gemm_shared_input},
     {"compiled_kernel_headroom", rule_compiled_kernel_headroom},
     {"unfused_gelu", rule_unfused_gelu},
+    {"fp32_gemm_simt", rule_fp32_gemm_simt},
+    {"host_sync", rule_host_sync},
+    {"dataloader_main_process", rule_dataloader_main_process},
 };
 
 int64_t int_param(const perf::Params& params, std::string_view name) {
@@ -109,6 +112,17 @@ std::vector<std::string> kernel_names(const Trace& trace, const report::PerfOpRo
 std::string gemm_label(const report::PerfOpRow& row, const GemmDims& d) {
   std::string batch = d.batch > 1 ? fmt::format("{} x ", d.batch) : "";
   return fmt::format("{} {}({}, {}) x ({}, {})", row.name, batch, d.m, d.k, d.k, d.n);
+}
+
+double step_saving_total_us(const InsightContext& c, const critical_path::Scenario& change) {
+  if (!c.step) return 0;
+  try {
+    const auto r = critical_path::what_if(c.step->graph, change);
+    return std::max(0.0, r.measured_step_time_us - r.predicted_step_time_us) *
+           static_cast<double>(c.step->measured.iterations.size());
+  } catch (const std::runtime_error&) {  // nothing the change selects
+    return 0;
+  }
 }
 
 double share_of(const InsightContext& c, double time_us) {
@@ -306,7 +320,8 @@ std::shared_ptr<const InsightContext::StepModel> build_step_model(const Trace& t
     auto model = std::make_shared<InsightContext::StepModel>();
     model->graph = critical_path::build_graph({{&trace, &tree, -1}});
     if (model->graph.iterations.empty()) return nullptr;
-    model->measured = critical_path::analyse(model->graph);
+    model->recorded = critical_path::analyse(model->graph);
+    model->measured = critical_path::analyse_unprofiled(model->graph);
     return model;
   } catch (const std::runtime_error&) {  // CriticalPathError, CollectiveError
     return nullptr;                      // the rules fall back to the trace's own times
@@ -378,6 +393,14 @@ std::vector<Insight> run_insights(const InsightContext& context) {
   for (Insight& i : out) add_where(context, i);
   out = claim_recoverable_time(context, std::move(out));
   size_step_savings(context, out);
+  const size_t steps =
+      context.step ? std::max<size_t>(1, context.step->measured.iterations.size()) : 1;
+  for (Insight& i : out) i.steps = steps;
+  // Every ranking orders by what a fix saves per step: the predicted step
+  // saving where the dependency graph gives one, else the recoverable time.
+  std::stable_sort(out.begin(), out.end(), [](const Insight& a, const Insight& b) {
+    return ranking_saving_us(a) > ranking_saving_us(b);
+  });
   return out;
 }
 
@@ -386,15 +409,24 @@ void size_step_savings(const InsightContext& context, std::vector<Insight>& insi
   const auto& model = *context.step;
   const double iterations = static_cast<double>(model.measured.iterations.size());
   const bool host_bound = 2 * model.host_bound_iterations() > model.measured.iterations.size();
+  std::map<Uid, const std::vector<Uid>*> row_kernels;
+  for (const auto& row : context.rows)
+    if (row.uid >= context.trace.events.size()) row_kernels[row.uid] = &row.kernels;
   for (Insight& i : insights) {
     if (i.step_saving_us || !i.recoverable_us || i.scope == "trace") continue;
     std::vector<Uid> gpu;
     double gpu_time = 0;
     for (Uid u : i.uids) {
-      if (context.trace.events[u].is_gpu())
+      if (u >= context.trace.events.size()) {
+        // A synthetic perf row (a backward-only unified row) has a UID past
+        // the trace's events: its kernels are the row's own.
+        if (auto row = row_kernels.find(u); row != row_kernels.end())
+          gpu.insert(gpu.end(), row->second->begin(), row->second->end());
+      } else if (context.trace.events[u].is_gpu()) {
         gpu.push_back(u);
-      else
+      } else {
         for (Uid g : context.tree.gpu_events(u)) gpu.push_back(g);
+      }
     }
     std::sort(gpu.begin(), gpu.end());
     gpu.erase(std::unique(gpu.begin(), gpu.end()), gpu.end());
@@ -459,6 +491,11 @@ std::string_view recoverable_method_of(std::string_view rule) {
        "the run's FLOPs at the rate of this trace's GEMMs at least as large as the fused one"},
       {"capture_host_cost",
        "none per step: a one-time startup cost (host time during the capture)"},
+      {"fp32_gemm_simt",
+       "the SIMT kernels' time at the same share of the TF32 tensor-core peak"},
+      {"host_sync", "the what-if without the syncs' waits, on the un-profiled step"},
+      {"dataloader_main_process",
+       "the what-if without the loader's host time on the main process, on the un-profiled step"},
       {"attention_efficiency",
        "re-timed at the attainable share of the trace's own GEMM rate (0.85 forward, 0.75 "
        "backward)"},
@@ -585,7 +622,15 @@ std::vector<std::string> rule_ids() {
   return ids;
 }
 
+double ranking_saving_us(const Insight& i) {
+  return i.step_saving_us ? *i.step_saving_us : i.recoverable_us.value_or(0);
+}
+
 nlohmann::json to_json(const Insight& i) {
+  const auto per_step = [&](const std::optional<double>& total) {
+    return total ? nlohmann::json(*total / static_cast<double>(std::max<size_t>(1, i.steps)))
+                 : nlohmann::json();
+  };
   nlohmann::json uids = nlohmann::json::array();
   for (Uid u : i.uids) uids.push_back(u);
   return {
@@ -602,11 +647,16 @@ nlohmann::json to_json(const Insight& i) {
       {"share_pct", 100.0 * i.share},
       {"gain_upper_bound_us",
        i.gain_upper_bound_us ? nlohmann::json(*i.gain_upper_bound_us) : nlohmann::json()},
-      {"recoverable_us", i.recoverable_us ? nlohmann::json(*i.recoverable_us) : nlohmann::json()},
-      {"recoverable_low_us",
+      {"recoverable_us_total",
+       i.recoverable_us ? nlohmann::json(*i.recoverable_us) : nlohmann::json()},
+      {"recoverable_us_per_step", per_step(i.recoverable_us)},
+      {"recoverable_low_us_total",
        i.recoverable_low_us ? nlohmann::json(*i.recoverable_low_us) : nlohmann::json()},
+      {"steps", i.steps},
       {"recoverable_method", i.recoverable_method},
-      {"step_saving_us", i.step_saving_us ? nlohmann::json(*i.step_saving_us) : nlohmann::json()},
+      {"step_saving_us_total",
+       i.step_saving_us ? nlohmann::json(*i.step_saving_us) : nlohmann::json()},
+      {"step_saving_us_per_step", per_step(i.step_saving_us)},
       {"step_saving_note", i.step_saving_note},
       {"shares_time_with", i.shares_time_with},
       {"action_model", i.action_model},

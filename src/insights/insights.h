@@ -65,6 +65,9 @@ struct Insight {
   // is fixed. Absent when no dependency graph could be built.
   std::optional<double> step_saving_us;
   std::string step_saving_note;  // why the step saving differs, in words
+  // The iterations the totals above cover (recoverable_us and step_saving_us
+  // are sums over them; the JSON names them *_total and gives *_per_step).
+  size_t steps = 1;
   std::string action_model;      // Path A
   std::string action_kernel;     // Path B
   std::string verify;            // how to check it before repeating it
@@ -84,7 +87,11 @@ struct InsightContext {
   // no GPU work).
   struct StepModel {
     critical_path::Graph graph;
+    // The verdict every rule reads: the critical path without the profiler's
+    // estimated host cost (critical_path::analyse_unprofiled).
     critical_path::Analysis measured;
+    // The trace's own schedule: what the pages draw over its events.
+    critical_path::Analysis recorded;
     size_t host_bound_iterations() const;
   };
   std::shared_ptr<const StepModel> step;
@@ -116,6 +123,10 @@ std::string_view recoverable_method_of(std::string_view rule);
 
 // The rule ids, in the order they run.
 std::vector<std::string> rule_ids();
+
+// What a ranking orders findings by (a total over the trace's steps): the
+// step saving the what-if predicts, else the recoverable time.
+double ranking_saving_us(const Insight& insight);
 
 nlohmann::json to_json(const Insight& insight);
 

@@ -40,8 +40,19 @@ void rule_capture_host_cost(const InsightContext& c, std::vector<Insight>& out);
 void rule_gemm_shared_input(const InsightContext& c, std::vector<Insight>& out);
 void rule_compiled_kernel_headroom(const InsightContext& c, std::vector<Insight>& out);
 void rule_unfused_gelu(const InsightContext& c, std::vector<Insight>& out);
+void rule_fp32_gemm_simt(const InsightContext& c, std::vector<Insight>& out);
+void rule_host_sync(const InsightContext& c, std::vector<Insight>& out);
+void rule_dataloader_main_process(const InsightContext& c, std::vector<Insight>& out);
 
 namespace detail {
+
+// An fp32 GEMM kernel on CUDA cores (cuBLAS / CUTLASS `sgemm`, `*_ffma_*`),
+// not TF32 or a lower precision on tensor cores.
+bool is_fp32_simt_gemm_kernel(std::string_view name);
+
+// The step model's what-if saving, summed over the iterations (0 without a
+// step model or when the change saves nothing).
+double step_saving_total_us(const InsightContext& c, const critical_path::Scenario& change);
 
 // GEMM dims of a modelled row (M, N, K, B), when the model has them.
 struct GemmDims {

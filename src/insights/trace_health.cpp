@@ -1,5 +1,8 @@
 #include "insights/trace_health.h"
 
+#include <map>
+#include <tuple>
+
 #include <fmt/format.h>
 
 #include "critical_path/critical_path.h"
@@ -18,6 +21,34 @@ constexpr size_t kFewGpuEvents = 50;
 // Python frames per op from which stack tracing dominates host time (the
 // decode servers' traces record 15-31 per op; training scripts 1-3).
 constexpr double kHeavyPythonPerOp = 10.0;
+
+// Most iterations' bound, "" when there are none.
+std::string majority_bound(const critical_path::Analysis& a) {
+  std::map<std::string, size_t> n;
+  for (const auto& it : a.iterations) ++n[it.bound_by];
+  std::string best;
+  size_t most = 0;
+  for (const auto& [side, count] : n)
+    if (count > most) std::tie(best, most) = std::tie(side, count);
+  return best;
+}
+
+// The recorded step beside the un-profiled estimate, with a warning when the
+// profiler changes what bounds it.
+void add_step_estimate(const Trace& trace, const CallTree& tree, TraceHealth& h) {
+  try {
+    const auto graph = critical_path::build_graph({{&trace, &tree, -1}});
+    const auto recorded = critical_path::analyse(graph);
+    const auto unprofiled = critical_path::analyse_unprofiled(graph);
+    h.recorded_step_us = recorded.step_time_us;
+    h.estimated_unprofiled_step_us = unprofiled.step_time_us;
+    h.profiler_host_us_per_step = unprofiled.profiler_host_us_per_step;
+    h.recorded_bound_by = majority_bound(recorded);
+    h.unprofiled_bound_by = majority_bound(unprofiled);
+  } catch (const std::runtime_error&) {
+    // No graph (no GPU work, no launches): nothing to estimate.
+  }
+}
 
 bool is_graph_launch(std::string_view name) {
   return name == "cudaGraphLaunch" || name == "hipGraphLaunch";
@@ -53,6 +84,17 @@ void add_warnings(TraceHealth& h) {
     strikes += weight;
   };
   if (h.gpu_events == 0) warn("no GPU events: nothing about kernels can be concluded", 2);
+  if (h.recorded_step_us && h.estimated_unprofiled_step_us &&
+      *h.recorded_step_us > 1.2 * *h.estimated_unprofiled_step_us)
+    warn(fmt::format("the profiler slowed the host: the recorded step ({:.2f} ms) is estimated "
+                     "at {:.2f} ms without it{}; step times and savings are given for the "
+                     "un-profiled step",
+                     *h.recorded_step_us / 1e3, *h.estimated_unprofiled_step_us / 1e3,
+                     h.recorded_bound_by != h.unprofiled_bound_by
+                         ? fmt::format(", {}-bound where the trace looks {}-bound",
+                                       h.unprofiled_bound_by, h.recorded_bound_by)
+                         : ""),
+         0);
   if (h.gpu_events && h.gpu_events < kFewGpuEvents)
     warn(fmt::format("only {} GPU events: too few to rank kernels or categories (a graph "
                      "capture, or a trace cut before the steady state?)",
@@ -201,6 +243,7 @@ TraceHealth trace_health(const Trace& trace, const CallTree& tree, const GpuTime
       // No linked GPU events: the warnings below say so.
     }
   }
+  add_step_estimate(trace, tree, h);
   add_warnings(h);
   add_xplane_notes(trace, h);
   return h;
@@ -223,7 +266,14 @@ nlohmann::json to_json(const TraceHealth& h) {
           {"links_without_flows", h.links_without_flows},
           {"negative_durations", h.negative_durations},
           {"python_events", h.python_events},
-          {"cpu_ops", h.cpu_ops}};
+          {"cpu_ops", h.cpu_ops},
+          {"recorded_step_us", h.recorded_step_us ? nlohmann::json(*h.recorded_step_us) : nullptr},
+          {"estimated_unprofiled_step_us", h.estimated_unprofiled_step_us
+                                               ? nlohmann::json(*h.estimated_unprofiled_step_us)
+                                               : nullptr},
+          {"profiler_host_us_per_step", h.profiler_host_us_per_step},
+          {"recorded_bound_by", h.recorded_bound_by},
+          {"unprofiled_bound_by", h.unprofiled_bound_by}};
 }
 
 }  // namespace jarvis::insights

@@ -4,6 +4,7 @@
 // misleading; this block says so before an agent draws conclusions.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -38,6 +39,12 @@ struct TraceHealth {
   // the profiler's cost per event inflates host time.
   size_t python_events = 0;
   size_t cpu_ops = 0;
+  // The step as recorded and as estimated without the profiler's host cost
+  // (critical_path::analyse_unprofiled), and what bounds it in each; absent
+  // when no dependency graph can be built.
+  std::optional<double> recorded_step_us, estimated_unprofiled_step_us;
+  double profiler_host_us_per_step = 0;
+  std::string recorded_bound_by, unprofiled_bound_by;
   std::string confidence;  // high / medium / low
   std::vector<std::string> warnings;
 };

@@ -114,18 +114,22 @@ struct BridgeCounts {
 //   * start = line timestamp_ns + event offset_ps (rounded to ns), dur from
 //     duration_ps (rounded to ns);
 //   * "/device:GPU:N" planes: pid N+1 (xprof's trace-viewer pid, the
-//     gpu_pid TraceLens's JAX report prints), tid = line id; events with a
-//     memcpy_details stat or on a "Memcpy" line are gpu_memcpy, others kernel;
-//     stream = line id, device = N, correlation (and External id) from
-//     correlation_id;
+//     gpu_pid TraceLens's JAX report prints), tid = line id; an event is
+//     gpu_memcpy / gpu_memset / kernel by the stat XLA's GPU tracer records
+//     on it (memcpy_details / Memset_details / kernel_details), and only
+//     when it has none by its line's name ("Stream #8(MemcpyOther)": every
+//     kind listed a Memcpy* is a copy line, every kind Memset a memset line,
+//     anything else kernels); stream = line id, device = N, correlation
+//     (and External id) from correlation_id;
 //   * host planes ("/host:CPU"): pid 1000+k (k-th host plane), tid = line id;
 //     events with a correlation_id that are hip*/cu* API calls or carry the
 //     correlation of a GPU event (older XLA names the launch after its
 //     kernel) are cuda_runtime, with External id = correlation, so the call
-//     tree links them to their GPU work; the "python*" line's `$file:line`
-//     frames python_function, the rest cpu_op;
+//     tree links them to their GPU work (on any line: JAX 0.11 on CUDA
+//     launches from the "python3" line); the "python*" line's other events
+//     (`$file:line` frames) python_function, the rest cpu_op;
 //   * hlo_op, hlo_module, tf_op, name (the JAX op path), kernel_details,
-//     memcpy_details and program_id stats are kept as args;
+//     memcpy_details, Memset_details and program_id stats are kept as args;
 //   * a kernel whose hlo_module / program_id / hlo_op name an instruction of
 //     the HLO protos gets its HLO as args: hlo_opcode, hlo_shape (result),
 //     hlo_operands (operand shapes) and hlo_operand_names, hlo_root (true
@@ -134,7 +138,9 @@ struct BridgeCounts {
 //     hlo_metadata (XLA's metadata={...} text);
 //   * aggregated events are counted and skipped; "/host:metadata" (HLO
 //     protos) and other planes are not events.
-// Platform from the device_vendor stat (AMD: ROCm, NVIDIA: CUDA).
+// Platform from the device_vendor stat (AMD: ROCm, NVIDIA: CUDA); the GPU
+// name (deviceProperties) from gpu_device_name ("NVIDIA H200") when the
+// plane has it, else vendor and compute capability.
 Trace to_trace(const Space& space, BridgeCounts* counts = nullptr);
 
 // True for a Trace made by to_trace; counts_of reads back the bridge counts.

@@ -1,4 +1,5 @@
 // The bridge from an XSpace to the event model (rules in space.h).
+#include <cctype>
 #include <cmath>
 #include <optional>
 #include <unordered_map>
@@ -33,8 +34,9 @@ const Stat* find_stat(const std::vector<Stat>& stats, std::string_view name) {
 
 // Stats kept as args (TraceLens reads hlo_op / hlo_module from the kernel args).
 bool kept_stat(std::string_view name) {
-  for (std::string_view k : {"hlo_op", "hlo_module", "tf_op", "name", "kernel_details",
-                             "memcpy_details", "program_id", "correlation_id", "device_id"})
+  for (std::string_view k :
+       {"hlo_op", "hlo_module", "tf_op", "name", "kernel_details", "memcpy_details",
+        "Memset_details", "program_id", "correlation_id", "device_id"})
     if (name == k) return true;
   return false;
 }
@@ -201,6 +203,65 @@ ExtraArgs hlo_args(const HloModule& module, const HloInstruction& inst) {
   return out;
 }
 
+bool equals_ci(std::string_view a, std::string_view b) {
+  if (a.size() != b.size()) return false;
+  for (size_t k = 0; k < a.size(); ++k)
+    if (std::tolower(static_cast<unsigned char>(a[k])) !=
+        std::tolower(static_cast<unsigned char>(b[k])))
+      return false;
+  return true;
+}
+
+// A stat of the event or of its metadata, by name in any case (XLA's
+// xplane_schema spells the memset one "Memset_details").
+bool has_stat_ci(const Event& ev, const EventMetadata* meta, std::string_view name) {
+  for (const Stat& s : ev.stats)
+    if (equals_ci(s.name, name)) return true;
+  if (meta)
+    for (const Stat& s : meta->stats)
+      if (equals_ci(s.name, name)) return true;
+  return false;
+}
+
+// What a GPU line holds when its events do not say: XLA's GPU tracer names
+// a stream line after the kinds of activity it saw on it ("Stream
+// #14(Memset,Compute,MemcpyD2D)", "Stream #8(MemcpyOther)", "Stream
+// #17(Kernel)"; a bare "MemcpyH2D" line in older profiles). Copies when every
+// kind is a Memcpy*, memsets when every kind is Memset, kernels otherwise.
+Cat line_cat(std::string_view line_name) {
+  std::string_view kinds = line_name;
+  if (size_t open = kinds.find('('); open != std::string_view::npos && kinds.back() == ')')
+    kinds = kinds.substr(open + 1, kinds.size() - open - 2);
+  bool all_memcpy = true, all_memset = true, any = false;
+  while (!kinds.empty()) {
+    size_t comma = kinds.find(',');
+    std::string_view kind = kinds.substr(0, comma);
+    kinds = comma == std::string_view::npos ? std::string_view() : kinds.substr(comma + 1);
+    while (!kind.empty() && kind.front() == ' ') kind.remove_prefix(1);
+    while (!kind.empty() && kind.back() == ' ') kind.remove_suffix(1);
+    if (kind.empty()) continue;
+    any = true;
+    all_memcpy = all_memcpy && starts_with(kind, "Memcpy");
+    all_memset = all_memset && starts_with(kind, "Memset");
+  }
+  if (any && all_memcpy) return Cat::GpuMemcpy;
+  if (any && all_memset) return Cat::GpuMemset;
+  return Cat::Kernel;
+}
+
+// What a GPU event is, from what XLA's GPU tracer (CUPTI / roctracer)
+// records on it: memcpy_details on a copy, Memset_details on a memset,
+// kernel_details on a kernel launch (xprof's GpuEventStats reads them the
+// same way). Only an event with none of the three is read from its line
+// (line_cat): a line's name lists every kind on it, so it cannot tell a
+// kernel from a copy on a shared stream.
+Cat gpu_event_cat(Cat line_kind, const Event& ev, const EventMetadata* meta) {
+  if (has_stat_ci(ev, meta, "memcpy_details")) return Cat::GpuMemcpy;
+  if (has_stat_ci(ev, meta, "memset_details")) return Cat::GpuMemset;
+  if (has_stat_ci(ev, meta, "kernel_details")) return Cat::Kernel;
+  return line_kind;
+}
+
 std::string_view text_stat(const std::vector<Stat>& stats, std::string_view name) {
   const Stat* s = find_stat(stats, name);
   return s && s->kind == Stat::Kind::Text ? std::string_view(s->text) : std::string_view();
@@ -324,27 +385,30 @@ class Bridge {
     for (const Line& line : plane.lines) {
       trace_.metadata.thread_name[{proc(pid), proc(line.id)}] =
           line.display_name.empty() ? line.name : line.display_name;
-      const bool memcpy_line = line.name.find("Memcpy") != std::string::npos;
+      const Cat line_kind = line_cat(line.name);
       for (const Event& ev : line.events) {
         if (ev.num_occurrences > 0) {
           ++counts_.aggregated_skipped;
           continue;
         }
         const EventMetadata* meta = plane.metadata(ev.metadata_id);
-        const bool memcpy = memcpy_line || find_stat(ev.stats, "memcpy_details");
-        EventFields f = base(line, ev, meta, memcpy ? ExtraArgs{} : kernel_hlo_args(ev, meta));
+        const Cat cat = gpu_event_cat(line_kind, ev, meta);
+        const bool kernel = cat == Cat::Kernel;
+        EventFields f = base(line, ev, meta, kernel ? kernel_hlo_args(ev, meta) : ExtraArgs{});
         // Kineto links a launch and its GPU work by correlation and External
         // id alike; XPlane has the one id, so both carry it (the call tree
         // links by External id when no runtime event is named "...launch...",
         // as in older XLA traces).
         if (f.correlation != kNoInt) f.external_id = f.correlation;
-        f.cat = memcpy ? Cat::GpuMemcpy : Cat::Kernel;
-        f.cat_name = trace_.strings.intern(memcpy ? "gpu_memcpy" : "kernel");
+        f.cat = cat;
+        f.cat_name = trace_.strings.intern(kernel                  ? "kernel"
+                                           : cat == Cat::GpuMemcpy ? "gpu_memcpy"
+                                                                   : "gpu_memset");
         f.pid = proc(pid);
         f.tid = proc(line.id);
         f.stream = line.id;
         f.device = ordinal;
-        if (!memcpy) {
+        if (kernel) {
           if (!find_stat(ev.stats, "hlo_op")) ++counts_.kernels_without_hlo_op;
           if (f.correlation == kNoInt) ++counts_.kernels_without_correlation;
         }
@@ -372,10 +436,13 @@ class Bridge {
             f.correlation != kNoInt && (starts_with(name, "hip") || starts_with(name, "cu") ||
                                         gpu_correlations_.count(f.correlation));
         if (api) f.external_id = f.correlation;
-        f.cat = python ? Cat::PythonFunction : api ? Cat::CudaRuntime : Cat::CpuOp;
-        f.cat_name = trace_.strings.intern(python ? "python_function"
-                                           : api  ? "cuda_runtime"
-                                                  : "cpu_op");
+        // A launch is a launch on any line: JAX 0.11 on CUDA records its
+        // launches (named after the kernel, Memset, MemcpyD2D, cuGraphLaunch)
+        // on the "python3" thread's line, among the Python frames.
+        f.cat = api ? Cat::CudaRuntime : python ? Cat::PythonFunction : Cat::CpuOp;
+        f.cat_name = trace_.strings.intern(api      ? "cuda_runtime"
+                                           : python ? "python_function"
+                                                    : "cpu_op");
         f.pid = proc(pid);
         f.tid = proc(line.id);
         trace_.add_event(f);
@@ -391,9 +458,16 @@ class Bridge {
     if (const Stat* s = plane.stat("compute_cap_minor"); s && s->as_int(v)) minor = v;
     for (std::string_view key : {"core_count", "clock_rate", "memory_bandwidth", "memory_size"})
       if (const Stat* s = plane.stat(key); s && s->as_int(v)) p[std::string(key)] = v;
-    // XPlane names no product; the compute capability is what it gives.
-    p["name"] = major >= 0 ? fmt::format("{} GPU (compute capability {}.{})", vendor, major, minor)
-                           : fmt::format("{} GPU", vendor);
+    // XLA's CUDA tracer names the product (gpu_device_name "NVIDIA H200",
+    // what detect_arch_name matches to arch/*.json); the ROCm samples name
+    // none, and the compute capability is what they give.
+    if (const Stat* s = plane.stat("gpu_device_name");
+        s && s->kind == Stat::Kind::Text && !s->text.empty())
+      p["name"] = s->text;
+    else
+      p["name"] = major >= 0
+                      ? fmt::format("{} GPU (compute capability {}.{})", vendor, major, minor)
+                      : fmt::format("{} GPU", vendor);
     if (major >= 0) p["computeCapability"] = fmt::format("{}.{}", major, minor);
     return p;
   }

@@ -63,10 +63,13 @@ json top_insights(const LoadedTrace& entry, const std::string& arch_name,
            entry.trace(), *tree, arch ? &*arch : nullptr, engine::trace_timeline(entry).get()))) {
     if (!category.empty() && !engine::category_named_by(i.category, category)) continue;
     if (out.size() == 5) break;
+    const json full = engine::to_json(i);
     out.push_back({{"rule", i.rule},
                    {"severity", i.severity},
                    {"title", i.title},
-                   {"recoverable_us", i.recoverable_us ? json(*i.recoverable_us) : json()},
+                   {"recoverable_us_total", full["recoverable_us_total"]},
+                   {"recoverable_us_per_step", full["recoverable_us_per_step"]},
+                   {"step_saving_us_per_step", full["step_saving_us_per_step"]},
                    {"recoverable_method", i.recoverable_method}});
   }
   return out;

@@ -17,6 +17,7 @@ engine::WhatIfScenario scenario(const json& args) {
   sc.median_rank = args.at("median_rank").get<bool>();
   sc.remove_launch_gaps = args.at("remove_launch_gaps").get<bool>();
   sc.overlap_collective = args.value("overlap_collective", "");
+  sc.recorded_host = args.value("recorded_host", false);
   if (sc.median_rank && args.contains("factor"))
     throw ToolError("give either factor or median_rank, not both");
   return sc;
@@ -37,9 +38,13 @@ ToolResult what_if_tool(const json& args, ToolContext& ctx) {
       write_files(ctx, dir, [&] { return engine::write_what_if(result, sc, dir); });
   std::string text = result.summary + "\n";
   for (const std::string& c : result.changes) text += c + "\n";
-  text += fmt::format("step time: measured {:.1f} us, predicted {:.1f} us ({:+.1f}%); new path:\n",
-                      result.measured_step_time_us, result.predicted_step_time_us,
-                      100 * (result.predicted_step_time_us / result.measured_step_time_us - 1));
+  text += fmt::format(
+      "step time {}: {:.1f} us, predicted {:.1f} us ({:+.1f}%); as recorded {:.1f} us, predicted "
+      "{:.1f} us; new path:\n",
+      result.model == "unprofiled" ? "without the profiler (estimated)" : "as recorded",
+      result.measured_step_time_us, result.predicted_step_time_us,
+      100 * (result.predicted_step_time_us / result.measured_step_time_us - 1),
+      result.recorded_step_time_us, result.predicted_profiled_step_time_us);
   return {structured, text + top_text(structured["predicted"])};
 }
 

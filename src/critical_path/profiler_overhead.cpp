@@ -1,0 +1,185 @@
+// The profiler's own cost on the host, estimated from the trace alone, and
+// the un-profiled schedule built from it (docs/critical-path.md, "Profiler
+// overhead").
+#include <algorithm>
+#include <cmath>
+
+#include <fmt/format.h>
+
+#include "critical_path/critical_path.h"
+#include "critical_path/internal.h"
+#include "report/stats.h"
+#include "trace/memory_events.h"
+
+namespace jarvis::critical_path {
+namespace {
+
+// Each event's cost in units of the trace's own op gap (ProfilerCost), fitted
+// on ../shared/ab_pairs/s_overhead_{gpt2,decode}_{plain,shapes,shapes_stack,
+// shapes_memory} against the same step timed without the profiler (the
+// derivation and the fit's residuals are in docs/critical-path.md):
+// - an op: its enter and exit records (with record_shapes, the inputs' shapes
+//   and dtypes), of which the gap between two back-to-back ops is a part;
+constexpr double kOpCostInGaps = 3.1;
+// - a runtime call: CUPTI's callback around it and its activity record;
+constexpr double kRuntimeCallCostInGaps = 1.0;
+// - a Python frame (with_stack): the tracer's enter and exit;
+constexpr double kPythonFrameCostInGaps = 1.0;
+// - a [memory] event (profile_memory): the allocator callback's record.
+constexpr double kMemoryEventCostInGaps = 1.4;
+// Fewer measured gaps than this: the gap of the calibration traces instead.
+constexpr size_t kMinGaps = 20;
+constexpr double kDefaultGapShapesUs = 2.2, kDefaultGapPlainUs = 1.2;
+// What the un-profiled host keeps of a recorded gap or call at least: the
+// Python and the dispatcher still run.
+constexpr double kKeptShare = 0.1;
+
+bool has_input_dims(const Trace& trace, Uid uid) {
+  const PyValue* dims = trace.arg(uid, "Input Dims");
+  return dims != nullptr;
+}
+
+// Median gap between consecutive cpu_op children of a cpu_op.
+void measure_op_gap(const Trace& trace, const CallTree& tree, ProfilerCost& cost) {
+  std::vector<double> gaps;
+  for (Uid u = 0; u < trace.events.size() && u < tree.size(); ++u) {
+    if (trace.events[u].cat != Cat::CpuOp) continue;
+    Uid previous = kNoUid;
+    for (Uid c : tree.children(u)) {
+      const Event& e = trace.events[c];
+      if (e.cat != Cat::CpuOp || !e.has_ts() || !e.has_dur()) continue;
+      if (previous != kNoUid) {
+        const double gap = e.ts() - trace.events[previous].end();
+        if (gap >= 0 && std::isfinite(gap)) gaps.push_back(gap);
+      }
+      previous = c;
+    }
+  }
+  cost.gaps_measured = gaps.size();
+  cost.op_gap_us = gaps.size() >= kMinGaps ? stats::median(gaps)
+                   : cost.record_shapes    ? kDefaultGapShapesUs
+                                           : kDefaultGapPlainUs;
+}
+
+}  // namespace
+
+ProfilerCost measure_profiler_cost(const Trace& trace, const CallTree& tree) {
+  ProfilerCost cost;
+  uint32_t memory_name = 0;
+  const bool any_memory = trace.strings.find("[memory]", memory_name);
+  for (Uid u = 0; u < trace.events.size(); ++u) {
+    const Event& e = trace.events[u];
+    if (e.cat == Cat::CpuOp) {
+      ++cost.ops;
+      if (!cost.record_shapes && has_input_dims(trace, u)) cost.record_shapes = true;
+    } else if (e.is_runtime()) {
+      ++cost.runtime_calls;
+    } else if (e.cat == Cat::PythonFunction) {
+      ++cost.python_frames;
+    } else if (any_memory && e.cat == Cat::CpuInstantEvent && e.name == memory_name) {
+      ++cost.memory_events;
+    }
+  }
+  cost.with_stack = cost.python_frames > 0;
+  cost.profile_memory = cost.memory_events > 0;
+  measure_op_gap(trace, tree, cost);
+  cost.per_op_us = kOpCostInGaps * cost.op_gap_us;
+  cost.per_runtime_call_us = kRuntimeCallCostInGaps * cost.op_gap_us;
+  cost.per_python_frame_us = kPythonFrameCostInGaps * cost.op_gap_us;
+  cost.per_memory_event_us = kMemoryEventCostInGaps * cost.op_gap_us;
+  cost.total_us = cost.per_op_us * static_cast<double>(cost.ops) +
+                  cost.per_runtime_call_us * static_cast<double>(cost.runtime_calls) +
+                  cost.per_python_frame_us * static_cast<double>(cost.python_frames) +
+                  cost.per_memory_event_us * static_cast<double>(cost.memory_events);
+  return cost;
+}
+
+namespace detail {
+
+HostCostIndex::HostCostIndex(const Trace& trace, const ProfilerCost& cost) {
+  uint32_t memory_name = 0;
+  const bool any_memory = trace.strings.find("[memory]", memory_name);
+  // An op's or frame's cost falls half where it enters, half where it
+  // exits; a memory event's where it is.
+  for (Uid u = 0; u < trace.events.size(); ++u) {
+    const Event& e = trace.events[u];
+    if (!e.has_ts()) continue;
+    double each = 0;
+    if (e.cat == Cat::CpuOp)
+      each = cost.per_op_us / 2;
+    else if (e.cat == Cat::PythonFunction)
+      each = cost.per_python_frame_us / 2;
+    else if (any_memory && e.cat == Cat::CpuInstantEvent && e.name == memory_name)
+      each = cost.per_memory_event_us;
+    else
+      continue;
+    auto& marks = marks_[e.thread];
+    if (e.cat == Cat::CpuInstantEvent || !e.has_dur()) {
+      marks.emplace_back(e.ts(), each);
+    } else {
+      marks.emplace_back(e.ts(), each);
+      marks.emplace_back(e.end(), each);
+    }
+  }
+  for (auto& [thread, marks] : marks_) {
+    std::sort(marks.begin(), marks.end());
+    double sum = 0;
+    for (auto& m : marks) m.second = sum += m.second;  // running total at each mark
+  }
+}
+
+double HostCostIndex::between(uint32_t thread, double from, double to) const {
+  auto it = marks_.find(thread);
+  if (it == marks_.end() || !(to > from)) return 0;
+  const auto& marks = it->second;
+  auto total_before = [&](double t) {  // cost of the marks at times < t
+    auto pos = std::lower_bound(marks.begin(), marks.end(), std::make_pair(t, -1e300));
+    return pos == marks.begin() ? 0.0 : std::prev(pos)->second;
+  };
+  return total_before(to) - total_before(from);
+}
+
+}  // namespace detail
+
+void unprofiled_times(const Graph& g, std::vector<double>& dur, std::vector<double>& lag) {
+  dur.clear();
+  lag.clear();
+  for (const Node& n : g.nodes)
+    dur.push_back(std::max(kKeptShare * n.dur, n.dur - n.profiler_us));
+  for (const Edge& e : g.edges)
+    lag.push_back(e.profiler_us > 0 && e.lag > 0
+                      ? std::max(kKeptShare * e.lag, e.lag - e.profiler_us)
+                      : e.lag);
+}
+
+Analysis analyse_unprofiled(const Graph& g) {
+  const Analysis recorded = analyse(g);
+  std::vector<double> dur, lag;
+  unprofiled_times(g, dur, lag);
+  Analysis a = analyse(g, dur, lag);
+  a.model = kModelUnprofiled;
+  a.recorded_step_time_us = recorded.step_time_us;
+  a.estimated_unprofiled_step_us = a.step_time_us;
+  // The host time taken out inside the iterations, per iteration.
+  double first = 1e300, last = -1e300;
+  for (const Iteration& it : g.iterations) {
+    first = std::min(first, it.start);
+    last = std::max(last, it.end);
+  }
+  double removed = 0;
+  for (size_t n = 0; n < g.nodes.size(); ++n)
+    if (g.nodes[n].start >= first && g.nodes[n].start < last) removed += g.nodes[n].dur - dur[n];
+  for (size_t k = 0; k < g.edges.size(); ++k)
+    if (g.nodes[g.edges[k].from].start >= first && g.nodes[g.edges[k].from].start < last)
+      removed += g.edges[k].lag - lag[k];
+  a.profiler_host_us_per_step =
+      g.iterations.empty() ? 0.0 : removed / static_cast<double>(g.iterations.size());
+  a.profiler_cost = g.profiler_cost;
+  a.summary = fmt::format(
+      "without the profiler (estimated; the trace records {:.1f} us, of which ~{:.1f} us per "
+      "iteration is the profiler's host time): {}",
+      a.recorded_step_time_us, a.profiler_host_us_per_step, a.summary);
+  return a;
+}
+
+}  // namespace jarvis::critical_path

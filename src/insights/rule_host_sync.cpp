@@ -1,0 +1,165 @@
+// Host syncs inside the step: a synchronising runtime call (stream / device
+// / event synchronise, a copy whose GPU side the call waited for) stops the
+// host until the GPU has drained its queue, and the GPU then idles while the
+// host launches the next work. `.item()`, `.cpu()`, `.tolist()`, `print` of
+// a tensor, boolean indexing and `nonzero` (a data-dependent shape) all make
+// one. Sized by the what-if on the un-profiled step: the same step with
+// these calls no longer waiting.
+#include <algorithm>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "insights/rules_internal.h"
+
+namespace jarvis::insights {
+namespace {
+
+// A call the host blocks in until the GPU catches up (as critical_path's
+// graph splits it into entry and return).
+bool is_sync_call(const InsightContext& c, Uid uid) {
+  std::string_view name = c.trace.name(uid);
+  if (name.find("Synchronize") != std::string_view::npos) return true;
+  if (name.find("Memcpy") == std::string_view::npos) return false;
+  const Event& call = c.trace.events[uid];
+  constexpr double kTolUs = 2.0;
+  for (Uid g : c.tree.gpu_events(uid)) {
+    const Event& e = c.trace.events[g];
+    if (e.end() >= call.ts() && e.end() <= call.end() + kTolUs) return true;
+  }
+  return false;
+}
+
+// The op a user wrote that made the sync: the outermost cpu_op above the
+// call (aten::item above aten::_local_scalar_dense, aten::index above
+// aten::nonzero), and the innermost one for the evidence.
+struct CallSite {
+  std::string outer, inner;
+};
+
+CallSite call_site(const InsightContext& c, Uid call) {
+  CallSite site;
+  Uid inner = c.tree.nearest_cpu_op(call);
+  if (inner == kNoUid) return {"(no op: a runtime call of the script)", ""};
+  site.inner = std::string(c.trace.name(inner));
+  Uid outer = inner;
+  for (Uid p = c.tree.parent(inner); p != kNoUid; p = c.tree.parent(p))
+    if (c.trace.events[p].cat == Cat::CpuOp) outer = p;
+  site.outer = std::string(c.trace.name(outer));
+  return site;
+}
+
+struct SiteGroup {
+  std::vector<std::pair<int64_t, Uid>> calls;  // (rank, uid) for the what-if
+  std::vector<Uid> ops;
+  std::string inner;
+  double wait_us = 0;
+  size_t count = 0;
+};
+
+}  // namespace
+
+void rule_host_sync(const InsightContext& c, std::vector<Insight>& out) {
+  if (!c.step || c.step->graph.ranks.empty()) return;
+  const int64_t rank = c.step->graph.ranks.front();
+  // Only syncs inside the iterations: set-up and tear-down are not steps.
+  double first = 1e300, last = -1e300;
+  for (const auto& it : c.step->graph.iterations) {
+    first = std::min(first, it.start);
+    last = std::max(last, it.end);
+  }
+  const double offset = c.step->graph.clock_offset_us.count(rank)
+                            ? c.step->graph.clock_offset_us.at(rank)
+                            : 0.0;
+  std::map<std::string, SiteGroup> groups;
+  for (Uid u : c.tree.runtime_uids()) {
+    const Event& e = c.trace.events[u];
+    if (!e.has_ts() || !e.has_dur() || e.ts() + offset < first || e.ts() + offset >= last) continue;
+    if (!is_sync_call(c, u)) continue;
+    const CallSite site = call_site(c, u);
+    SiteGroup& g = groups[site.outer];
+    g.calls.emplace_back(rank, u);
+    if (Uid op = c.tree.nearest_cpu_op(u); op != kNoUid) g.ops.push_back(op);
+    g.inner = site.inner;
+    g.wait_us += e.dur();
+    ++g.count;
+  }
+  if (groups.empty()) return;
+  critical_path::Scenario all;
+  for (const auto& [site, g] : groups)
+    all.remove_syncs.insert(all.remove_syncs.end(), g.calls.begin(), g.calls.end());
+  const double saving = detail::step_saving_total_us(c, all);
+  const double steps = static_cast<double>(std::max<size_t>(1, c.step->measured.iterations.size()));
+  Insight i;
+  i.rule = "host_sync";
+  i.scope = "trace";
+  i.category = "cpu_idle";
+  size_t count = 0;
+  double wait_us = 0;
+  nlohmann::json sites = nlohmann::json::array();
+  // The ops go in the evidence, not in uids: the finding claims GPU idle
+  // time, not the kernel time of the ops (uids name claim pools).
+  constexpr size_t kMaxUids = 64;
+  std::vector<Uid> op_uids;
+  std::vector<std::pair<double, std::string>> by_wait;
+  for (const auto& [site, g] : groups) by_wait.emplace_back(g.wait_us, site);
+  std::sort(by_wait.rbegin(), by_wait.rend());
+  for (const auto& [us, site] : by_wait) {
+    const SiteGroup& g = groups.at(site);
+    critical_path::Scenario one;
+    one.remove_syncs = g.calls;
+    sites.push_back({{"op", site},
+                     {"inner_op", g.inner},
+                     {"syncs_per_step", static_cast<double>(g.count) / steps},
+                     {"wait_us_per_step_recorded", g.wait_us / steps},
+                     {"step_saving_us_per_step", detail::step_saving_total_us(c, one) / steps}});
+    count += g.count;
+    wait_us += g.wait_us;
+    for (Uid op : g.ops)
+      if (op_uids.size() < kMaxUids) op_uids.push_back(op);
+  }
+  i.time_us = wait_us;
+  i.share = c.timeline && c.timeline->total_time > 0 ? wait_us / c.timeline->total_time : 0;
+  i.severity = saving >= 0.05 * c.step->measured.step_time_us * steps ? "high"
+               : saving > 0                                         ? "medium"
+                                                                    : "low";
+  i.gain_upper_bound_us = saving;
+  i.step_saving_us = saving;
+  if (saving <= 0)
+    i.step_saving_note =
+        "the GPU is the bottleneck when these syncs run: the host waits, but the step does not";
+  i.title = fmt::format(
+      "Host syncs in the step: {:.1f} per step at {} ({:.2f} ms per step waiting, recorded); "
+      "without them the step is {:.2f} ms shorter",
+      static_cast<double>(count) / steps, by_wait.front().second,
+      wait_us / steps / 1e3, saving / steps / 1e3);
+  if (groups.size() > 1)
+    i.title = fmt::format(
+        "Host syncs in the step: {:.1f} per step at {} call sites (top: {}); {:.2f} ms per step "
+        "waiting (recorded); without them the step is {:.2f} ms shorter",
+        static_cast<double>(count) / steps, groups.size(), by_wait.front().second,
+        wait_us / steps / 1e3, saving / steps / 1e3);
+  i.detail =
+      "A synchronising call stops the host until the GPU drains its queue; the GPU then idles "
+      "while the host launches the next work, and the host can no longer run ahead.";
+  i.evidence = {{"syncs", count},
+                {"steps", steps},
+                {"call_sites", sites},
+                {"wait_us_recorded", wait_us},
+                {"op_uids", op_uids}};
+  i.action_model =
+      "Keep values on the GPU: no .item() / .cpu() / .tolist() / print of a tensor inside the "
+      "step (log every N steps, or accumulate on the GPU); replace boolean indexing and nonzero "
+      "with masks ((x * mask).sum() / mask.sum()); copies to the host with non_blocking=True "
+      "into pinned memory, read after an event.";
+  i.action_kernel = "None: the kernels are not the cause.";
+  i.verify =
+      "Re-profile: the cudaStreamSynchronize / cudaDeviceSynchronize / blocking cudaMemcpy "
+      "calls at these call sites are gone and the GPU has no gap after where they were.";
+  out.push_back(std::move(i));
+}
+
+}  // namespace jarvis::insights
