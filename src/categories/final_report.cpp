@@ -249,7 +249,9 @@ FinalReport build_final_report(const std::string& output_dir) {
       item.tier = system ? "system" : "compute";
       item.findings_path = rel;
       item.evidence = evidence;
-      if (!system && item.impact_mid) {
+      // System findings (cpu_idle: a host-bound step) rank with the compute
+      // ones when they carry an impact: one ranking by what each fix saves.
+      if (item.impact_mid) {
         item.recoverable_pct = item.impact_mid;
         item.recoverable_basis = "impact mid";
         if (item.tuning_headroom_pct && *item.tuning_headroom_pct < *item.recoverable_pct) {
@@ -264,7 +266,7 @@ FinalReport build_final_report(const std::string& output_dir) {
         }
         if (r.total_time_ms) item.recoverable_ms = *item.recoverable_pct / 100.0 * *r.total_time_ms;
       }
-      (system || !item.impact_mid ? r.system : r.ranked).push_back(std::move(item));
+      (!item.impact_mid ? r.system : r.ranked).push_back(std::move(item));
     }
   }
   std::stable_sort(r.ranked.begin(), r.ranked.end(),

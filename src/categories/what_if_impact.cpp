@@ -164,10 +164,12 @@ ojson what_if_impacts(const ojson& metrics, const std::string& trace_path) {
   const Trace& trace = *loaded->traces.front();
   const CallTree& tree = *loaded->trees.front();
   const cp::Graph& graph = loaded->graph;
-  const cp::Analysis measured = cp::analyse(graph);
+  // The un-profiled step (the what-if's base): savings are shares of it.
+  const cp::Analysis measured = cp::analyse_unprofiled(graph);
   ojson out = {{"method", "what_if"},
                {"trace", trace_path},
                {"step_time_us", measured.step_time_us},
+               {"recorded_step_time_us", measured.recorded_step_time_us},
                {"iterations", measured.iterations.size()},
                {"iterations_source", measured.iterations_source},
                {"estimates", ojson::array()}};

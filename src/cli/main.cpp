@@ -248,6 +248,23 @@ int parse_error(const CLI::App& app, const CLI::ParseError& e, const CLI::App* c
 
 }  // namespace
 
+// " (input: A, B)" when a failure's message names none of the command's
+// positional inputs, so that every error says which file it is about.
+static std::string inputs_not_named(const CLI::App& command, std::string_view message) {
+  std::vector<std::string> inputs;
+  for (const CLI::Option* opt : command.get_options()) {
+    if (!opt->get_positional()) continue;
+    for (const std::string& value : opt->results()) {
+      if (message.find(value) != std::string_view::npos) return "";
+      inputs.push_back(value);
+    }
+  }
+  if (inputs.empty()) return "";
+  std::string out = " (input: ";
+  for (size_t k = 0; k < inputs.size(); ++k) out += (k ? ", " : "") + inputs[k];
+  return out + ")";
+}
+
 int main(int argc, char** argv) {
   CLI::App app{"jarvis: GPU performance analysis of PyTorch profiler traces and sweeps"};
   app.name("jarvis");
@@ -285,7 +302,8 @@ int main(int argc, char** argv) {
     } catch (const std::exception& e) {
       // One mapping from the error to the exit code (base/error.h, docs/cli.md).
       int code = jarvis::cli_exit_code(e);
-      std::fprintf(stderr, "jarvis %s: %s\n", chosen.c_str(), e.what());
+      std::fprintf(stderr, "jarvis %s: %s%s\n", chosen.c_str(), e.what(),
+                   inputs_not_named(*c.command, e.what()).c_str());
       if (code == jarvis::kExitUsage)
         std::fprintf(stderr, "Run `jarvis %s --help` for the options.\n", chosen.c_str());
       return code;

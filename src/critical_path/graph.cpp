@@ -194,7 +194,7 @@ class RankBuilder {
     uint32_t lbl = b_.label(rank_, op_of(uid), name, "host_runtime");
     if (!is_blocking(uid)) {
       item.first = item.last = b_.node(NodeKind::HostCall, rank_, e.ts() + off_, e.dur(), uid, lbl);
-      b_.g.nodes[item.first].profiler_us = cost_.per_runtime_call_us;
+      b_.g.nodes[item.first].profiler_us = cost_.per_runtime_call_us / 2;
       b_.g.nodes[item.first].thread = e.thread;
       entry_[uid] = item.first;
       return item;

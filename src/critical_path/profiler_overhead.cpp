@@ -105,6 +105,12 @@ HostCostIndex::HostCostIndex(const Trace& trace, const ProfilerCost& cost) {
     const Event& e = trace.events[u];
     if (!e.has_ts()) continue;
     double each = 0;
+    if (e.is_runtime()) {
+      // Half of a runtime call's cost falls inside the call (its node's
+      // profiler_us), half in the host gap before it.
+      marks_[e.thread].emplace_back(std::nextafter(e.ts(), -1e300), cost.per_runtime_call_us / 2);
+      continue;
+    }
     if (e.cat == Cat::CpuOp)
       each = cost.per_op_us / 2;
     else if (e.cat == Cat::PythonFunction)

@@ -3,6 +3,9 @@
 // matrix of size seq x seq goes to memory and back between the kernels;
 // torch.nn.functional.scaled_dot_product_attention computes it on chip.
 #include <algorithm>
+#include <iterator>
+#include <optional>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -19,62 +22,94 @@ bool is_softmax(std::string_view n) {
          n == "aten::_safe_softmax";
 }
 
-// Kernel time of an op's subtree.
-double subtree_kernel_us(const InsightContext& c, Uid op) {
+// The kernels of an op's subtree and of its backward ops (autograd's
+// nodes linked to it and its descendants), into `out`.
+void kernels_fwd_bwd(const InsightContext& c, Uid op, std::vector<Uid>& out) {
+  for (Uid k : c.tree.gpu_events(op)) out.push_back(k);
+  for (Uid b : c.tree.subtree_bwd_events(op))
+    for (Uid k : c.tree.gpu_events(b)) out.push_back(k);
+}
+
+double time_of(const InsightContext& c, std::vector<Uid>& kernels) {
+  std::sort(kernels.begin(), kernels.end());
+  kernels.erase(std::unique(kernels.begin(), kernels.end()), kernels.end());
   double t = 0;
-  for (Uid k : c.tree.gpu_events(op))
+  for (Uid k : kernels)
     if (c.trace.events[k].has_dur()) t += c.trace.events[k].dur();
   return t;
 }
 
-constexpr size_t kWindow = 4;  // siblings searched on each side of the softmax
+// Ops searched on each side of the softmax (scale, mask, dropout and casts
+// sit between the matmuls).
+constexpr size_t kWindow = 6;
 
 }  // namespace
 
 void rule_unfused_attention(const InsightContext& c, std::vector<Insight>& out) {
-  std::vector<Uid> chains;  // softmax ops with a matmul before and after
-  double chain_us = 0, softmax_us = 0;
+  // A fused kernel keeps the score matrix on chip: the softmax, the scale,
+  // mask, dropout and casts between the two matmuls and their backward
+  // kernels disappear; the matmuls' FLOPs remain (the fused kernel does them
+  // at about the rate the GEMMs run here).
+  const detail::Siblings siblings(c);
+  std::vector<Uid> scratch, chains, chain_ops, matmul_kernels, other_kernels;
   for (size_t u = 0; u < c.trace.events.size(); ++u) {
     Uid uid = static_cast<Uid>(u);
     if (c.trace.events[u].cat != Cat::CpuOp || !is_softmax(c.trace.name(uid))) continue;
-    Uid parent = c.tree.parent(uid);
-    if (parent == kNoUid) continue;
-    auto siblings = c.tree.children(parent);
-    size_t at = std::find(siblings.begin(), siblings.end(), uid) - siblings.begin();
-    Uid before = kNoUid, after = kNoUid;
+    const auto level = siblings.of(uid, scratch);
+    if (!level.at) continue;
+    const size_t at = *level.at;
+    std::optional<size_t> before, after;
     for (size_t k = at; k > 0 && at - k < kWindow; --k)
-      if (is_matmul(c.trace.name(siblings[k - 1]))) {
-        before = siblings[k - 1];
+      if (is_matmul(c.trace.name(level.ops[k - 1]))) {
+        before = k - 1;
         break;
       }
-    for (size_t k = at + 1; k < siblings.size() && k - at <= kWindow; ++k)
-      if (is_matmul(c.trace.name(siblings[k]))) {
-        after = siblings[k];
+    for (size_t k = at + 1; k < level.ops.size() && k - at <= kWindow; ++k)
+      if (is_matmul(c.trace.name(level.ops[k]))) {
+        after = k;
         break;
       }
-    if (before == kNoUid || after == kNoUid) continue;
+    if (!before || !after) continue;
     chains.push_back(uid);
-    double s = subtree_kernel_us(c, uid);
-    softmax_us += s;
-    chain_us += s + subtree_kernel_us(c, before) + subtree_kernel_us(c, after);
+    for (size_t k = *before; k <= *after; ++k) {
+      const Uid op = level.ops[k];
+      chain_ops.push_back(op);
+      kernels_fwd_bwd(c, op, k == *before || k == *after ? matmul_kernels : other_kernels);
+    }
   }
   if (chains.empty()) return;
-  Insight i = detail::op_insight(c, "unfused_attention", "SDPA", chains, chain_us);
-  // The softmax and its score-matrix round trip disappear in a fused kernel.
-  i.gain_upper_bound_us = softmax_us;
+  const double matmul_us = time_of(c, matmul_kernels);
+  // A kernel under both lists (a matmul nested in a sibling) counts as a matmul.
+  std::sort(other_kernels.begin(), other_kernels.end());
+  std::vector<Uid> others;
+  std::set_difference(other_kernels.begin(), other_kernels.end(), matmul_kernels.begin(),
+                      matmul_kernels.end(), std::back_inserter(others));
+  const double other_us = time_of(c, others);
+  const double chain_us = matmul_us + other_us;
+  Insight i = detail::op_insight(c, "unfused_attention", "SDPA", chain_ops, chain_us);
+  i.gain_upper_bound_us = other_us;
+  if (c.step) {
+    critical_path::Scenario fused;
+    fused.select.gpu_uids = others;
+    fused.factor = 1e-6;  // the kernels between the matmuls are gone
+    i.step_saving_us = detail::step_saving_total_us(c, fused);
+  }
   i.title = fmt::format(
-      "{} hand-written attention blocks (matmul -> softmax -> matmul): {:.1f} us "
-      "({:.1f}% of kernel time)",
-      chains.size(), chain_us, 100 * i.share);
+      "{} hand-written attention blocks (matmul -> softmax -> matmul): {:.1f} us of kernels "
+      "forward and backward ({:.1f}% of kernel time), {:.1f} us of it outside the matmuls",
+      chains.size(), chain_us, 100 * i.share, other_us);
   i.detail =
-      "The seq x seq score matrix is written to memory and read back between three "
-      "kernels; a fused attention kernel keeps it on chip.";
+      "The seq x seq score matrix is written to memory and read back between the kernels "
+      "(scale, mask, softmax, dropout, and their backward); a fused attention kernel keeps it "
+      "on chip and leaves only the matmuls' work.";
   i.evidence = {{"blocks", chains.size()},
                 {"chain_kernel_time_us", chain_us},
-                {"softmax_kernel_time_us", softmax_us}};
+                {"matmul_kernel_time_us", matmul_us},
+                {"between_matmuls_kernel_time_us", other_us},
+                {"softmax_ops", chains}};
   i.action_model =
       "Replace the block with torch.nn.functional.scaled_dot_product_attention "
-      "(flash / memory-efficient backends).";
+      "(flash / memory-efficient backends; HF: attn_implementation=\"sdpa\").";
   i.action_kernel =
       "A fused attention kernel (FlashAttention, CK / AITER on ROCm) for these "
       "head and sequence sizes.";

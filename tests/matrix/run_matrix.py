@@ -354,7 +354,8 @@ def substitute(value, subs):
 
 
 def run_mcp(jarvis, shared, traces, pairs, work, timeout, env, keep, log, tool_filter):
-    """Returns (results, fatal) where fatal names the reason the part stopped."""
+    """Returns (results, number of requests); a dead or hung server is one FAIL
+    result naming the call it was answering."""
     results = []
     root = tempfile.mkdtemp(prefix="mcp_", dir=work)
     stderr_path = os.path.join(work, "mcp_server.stderr")
@@ -369,6 +370,8 @@ def run_mcp(jarvis, shared, traces, pairs, work, timeout, env, keep, log, tool_f
 
     def record(label, trace, status, seconds, detail="", text=""):
         results.append(Result("mcp", label, trace, status, seconds, detail, stderr=tail(text)))
+        if status == "FAIL":
+            log(f"mcp FAIL {label} on {trace}: {detail}", True)
 
     def call(label, trace, method, params, writes_dir=None):
         nonlocal last
@@ -432,7 +435,7 @@ def run_mcp(jarvis, shared, traces, pairs, work, timeout, env, keep, log, tool_f
             handle = path
             reply = call("load_trace", rel, "tools/call",
                          {"name": "load_trace", "arguments": {"path": path}}, None)
-            if reply and not reply.get("result", {}).get("isError"):
+            if reply and isinstance(reply.get("result"), dict) and not reply["result"].get("isError"):
                 sc = reply["result"].get("structuredContent") or {}
                 handle = sc.get("trace") or path
             subs = {"{T}": handle, "{KERNEL}": None, "{UID}": 0}
@@ -567,6 +570,8 @@ def main():
                     help="a usage error (exit 2) must name the input file too")
     ap.add_argument("--tmp", metavar="DIR", help="parent of the temp work dir (default $TMPDIR)")
     ap.add_argument("--keep", action="store_true", help="keep every output (prints where)")
+    ap.add_argument("-v", "--verbose", action="store_true",
+                    help="a line per CLI command and per trace of the MCP part")
     ap.add_argument("--json", metavar="FILE", help="also write every result as JSON")
     ap.add_argument("--list", action="store_true", help="list the traces and pairs, run nothing")
     args = ap.parse_args()
@@ -612,6 +617,17 @@ def main():
         return 2
 
     work = tempfile.mkdtemp(prefix="jarvis_matrix_", dir=args.tmp)
+    try:
+        return run_all(args, jarvis, shared, traces, pairs, commands, do_compare, work, wall0)
+    finally:
+        if args.keep:
+            print(f"outputs kept in {work}")
+        else:
+            shutil.rmtree(work, ignore_errors=True)
+
+
+def run_all(args, jarvis, shared, traces, pairs, commands, do_compare, work, wall0):
+    cmd_filter = re.compile(args.commands) if args.commands else None
     env = dict(os.environ)
     env["JARVIS_CACHE_DIR"] = os.path.join(work, "cache")  # snapshots and write ledger
     env.pop("JARVIS_NO_SNAPSHOT", None)
@@ -620,9 +636,10 @@ def main():
     before = shared_state(shared)
     lock = threading.Lock()
 
-    def log(msg):
-        with lock:
-            print(msg, flush=True)
+    def log(msg, always=False):
+        if args.verbose or always:
+            with lock:
+                print(msg, flush=True)
 
     print(f"jarvis: {jarvis}\nshared: {shared}\nwork:   {work}\n"
           f"{len(traces)} traces, {len(pairs)} pairs, {len(commands)} CLI commands, "
@@ -649,9 +666,10 @@ def main():
                         args.strict_messages)
             with lock:
                 done[0] += 1
-                mark = "" if r.status != "FAIL" else f"  FAIL {r.detail}"
-                print(f"[{done[0]}/{len(tasks)}] {r.status:4s} {r.seconds:6.1f}s {name} {label}"
-                      f"{mark}", flush=True)
+                if args.verbose or r.status == "FAIL" or done[0] % 100 == 0:
+                    mark = "" if r.status != "FAIL" else f"  {r.detail}"
+                    print(f"[{done[0]}/{len(tasks)}] {r.status:4s} {r.seconds:6.1f}s {name} {label}"
+                          f"{mark}", flush=True)
             return r
 
         with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
@@ -703,10 +721,6 @@ def main():
         with open(args.json, "w") as f:
             json.dump({"wall_seconds": wall, "cli_seconds": cli_seconds, "mcp_seconds": mcp_seconds,
                        "results": [r.as_dict() for r in results]}, f, indent=1)
-    if args.keep:
-        out.write(f"outputs kept in {work}\n")
-    else:
-        shutil.rmtree(work, ignore_errors=True)
     out.write("RESULT: " + ("FAIL" if fails else "PASS") + "\n")
     return 1 if fails else 0
 
