@@ -66,15 +66,17 @@ class Rank:
 def simulate(cfg, gemm_us, host_gaps=True):
     """Runs the host programs and the GPU; returns ranks, iteration bounds.
 
-    host_gaps=False replays the job with no host time between calls inside
-    the profiled steps (the what-if 'remove launch gaps'): every call starts
-    when the one before it ended, a stall is gone; calls keep their duration.
+    host_gaps=False replays the job as a CUDA graph of each step (the what-if
+    'remove launch gaps'): no host time between calls inside the profiled
+    steps and the launch calls take none either (one graph launch replaces
+    them); a stall (input work, a DataLoader's __next__) stays, as syncs do.
     """
     n = len(gemm_us)
     ranks = [Rank() for _ in range(n)]
     corr = [1] * n
     t0 = 1000.0
     gap = (lambda g: g) if host_gaps else (lambda g: 0.0)
+    ld = LD if host_gaps else 0.0  # a launch call's own time
 
     def gpu_op(r, kind, name, launch, dur, stream, c, after=0.0, extra=None):
         ts = max(launch + LAT, ranks[r].stream_end[stream], after)
@@ -102,33 +104,36 @@ def simulate(cfg, gemm_us, host_gaps=True):
         sync = cfg.sync_every and (i + 1) % cfg.sync_every == 0
         arrivals, launched = [], []
         for r in range(n):
-            t = start + gap(stall + H0)
+            # A stall is input work (a DataLoader's __next__): a CUDA graph keeps
+            # it, and the host gap it fills most of (the critical path labels
+            # such a gap host_input whole).
+            t = start + (stall + H0 if stall and not host_gaps else 0.0) + gap(stall + H0)
             first_ops = len(ranks[r].ops)
             if cfg.cuda_graph:
                 c = call(r, "cudaGraphLaunch", t, cpu="aten::mm", step=i)
                 for _ in range(cfg.gemms):
                     gpu_op(r, "kernel", GEMM_KERNEL, t, gemm_us[r], COMPUTE, c)
-                t += LD + gap(H - LD)
+                t += ld + gap(H - LD)
             else:
                 for _ in range(cfg.gemms):
                     c = call(r, "cudaLaunchKernel", t, cpu="aten::mm", step=i)
                     gpu_op(r, "kernel", GEMM_KERNEL, t, gemm_us[r], COMPUTE, c)
-                    t += LD + gap(H - LD)
+                    t += ld + gap(H - LD)
             c = call(r, "cudaLaunchKernel", t, cpu="aten::add_", step=i)
             gpu_op(r, "kernel", ADD_KERNEL, t, ADD_US, COMPUTE, c)
-            t += LD + gap(H - LD)
+            t += ld + gap(H - LD)
             host[r] = t
             launched.append(first_ops)
             if n > 1:
                 call(r, "cudaEventRecord", t, step=i)
-                t += LD + gap(H - LD)
+                t += ld + gap(H - LD)
                 call(r, "cudaStreamWaitEvent", t, step=i)
-                t += LD + gap(H - LD)
+                t += ld + gap(H - LD)
                 c = call(r, "cudaLaunchKernel", t, cpu="record_param_comms", step=i)
                 # The NCCL stream waits for the compute stream (not recorded).
                 arrivals.append((max(t + LAT, ranks[r].stream_end[NCCL],
                                      ranks[r].stream_end[COMPUTE]), c, t))
-                t += LD + gap(H - LD)
+                t += ld + gap(H - LD)
                 host[r] = t
         done = max(a for a, _, _ in arrivals) + cfg.transfer_us if n > 1 else 0.0
         for r in range(n):
@@ -140,11 +145,11 @@ def simulate(cfg, gemm_us, host_gaps=True):
                 ranks[r].stream_end[NCCL] = done
             c = call(r, "cudaLaunchKernel", t, cpu="aten::_foreach_add_", step=i)
             gpu_op(r, "kernel", OPT_KERNEL, t, OPT_US, COMPUTE, c, after=done)
-            t += LD + gap(H - LD)
+            t += ld + gap(H - LD)
             if sync:
                 c = call(r, "cudaMemcpyAsync", t, cpu="aten::_local_scalar_dense", step=i)
                 gpu_op(r, "gpu_memcpy", "Memcpy DtoH (Device -> Pinned)", t, 1.0, COMPUTE, c)
-                t += LD + gap(H - LD)
+                t += ld + gap(H - LD)
                 ret = max(t, ranks[r].stream_end[COMPUTE] + SYNC_LAT)
                 call(r, "cudaStreamSynchronize", t, dur=ret - t, step=i)
                 t = ret

@@ -71,9 +71,11 @@ def insight_names(insight):
     return names, evidence
 
 
-def matches(insight, ops, kernels):
+def matches(insight, ops, kernels, pattern=None):
     names, evidence = insight_names(insight)
     text = " ".join(names) + " " + evidence
+    if pattern and re.search(pattern, text):
+        return True
     if any(re.search(r"(?<![A-Za-z_:])" + re.escape(op) + r"(?![A-Za-z_0-9])", text) for op in ops):
         return True
     for kernel in insight.get("kernel_names", []):
@@ -106,12 +108,19 @@ def score_trace(jarvis, shared, path):
     lines = []
     for finding in spec["findings"]:
         ops, kernels = where_terms(finding["where"])
+        # Optional: a regex over the insight's title and evidence (a cause with
+        # no op or kernel of its own: a DataLoader, a sync), and which figure is
+        # sized: the recoverable time over the trace (default) or the step
+        # saving per step on the un-profiled model (the A/B evals, whose bands
+        # come from re-runs timed without the profiler).
+        pattern = finding.get("match")
+        measure = finding.get("measure", "recoverable_total")
         low, high = finding["recoverable_ms"]
         context = high == 0
-        hit = next((k for k, i in enumerate(insights) if matches(i, ops, kernels)), None)
+        hit = next((k for k, i in enumerate(insights) if matches(i, ops, kernels, pattern)), None)
         if context:
             # Context: passed when no insight claims a saving on those ops.
-            claimed = [i for i in insights if matches(i, ops, kernels) and (i.get("recoverable_us_total") or 0) > 0]
+            claimed = [i for i in insights if matches(i, ops, kernels, pattern) and (i.get("recoverable_us_total") or 0) > 0]
             ok = not claimed
             total += 1
             points += ok
@@ -124,14 +133,18 @@ def score_trace(jarvis, shared, path):
             continue
 
         def judged(k):
-            saved = (insights[k].get("recoverable_us_total") or 0) / 1000.0
+            if measure == "step_saving_per_step":
+                saved = (insights[k].get("step_saving_us_per_step")
+                         or insights[k].get("recoverable_us_per_step") or 0) / 1000.0
+            else:
+                saved = (insights[k].get("recoverable_us_total") or 0) / 1000.0
             rank = k + 1 <= finding["rank_at_most"]
             size = (low - rounding(low) <= saved <= high + rounding(high)
                     and saved <= finding["time_ms"] + rounding(finding["time_ms"]))
             return rank, size, saved
 
         # Of the insights naming these ops, the one the scoring favours most.
-        candidates = [k for k, i in enumerate(insights) if matches(i, ops, kernels)]
+        candidates = [k for k, i in enumerate(insights) if matches(i, ops, kernels, pattern)]
         hit = max(candidates, key=lambda k: (sum(judged(k)[:2]), -k))
         insight = insights[hit]
         rank_ok, size_ok, saved_ms = judged(hit)

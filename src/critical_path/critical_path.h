@@ -188,7 +188,11 @@ std::optional<Repeats> detect_repeats(const Trace& trace, const CallTree& tree);
 // and holding the prefix's first launch (a step begins as the prefix did:
 // embedding, input copies), which tells steps from the layers of one forward
 // pass. nullopt when there are none.
-std::optional<Repeats> detect_trailing_repeats(const Trace& trace, const CallTree& tree);
+// With `window` (trace time [from, to)), only the launches whose call starts
+// inside it: the decode steps of one ProfilerStep of a generate() trace.
+std::optional<Repeats> detect_trailing_repeats(
+    const Trace& trace, const CallTree& tree,
+    const std::optional<std::pair<double, double>>& window = std::nullopt);
 
 // Iteration bounds found without ProfilerStep#N: where each iteration begins
 // (a time on a host thread) and where the last one ends (none: with the trace).

@@ -859,12 +859,15 @@ struct LaunchSequence {
   std::vector<uint32_t> names;
 };
 
-std::optional<LaunchSequence> busiest_launch_sequence(const Trace& trace, const CallTree& tree) {
+std::optional<LaunchSequence> busiest_launch_sequence(
+    const Trace& trace, const CallTree& tree,
+    const std::optional<std::pair<double, double>>& window = std::nullopt) {
   std::map<std::pair<ProcId, ProcId>, std::vector<std::pair<double, Uid>>> threads;
   for (Uid rt : tree.runtime_uids()) {
     const Event& e = trace.events[rt];
     auto gpu = tree.gpu_events(rt);
     if (gpu.empty() || !e.has_ts()) continue;
+    if (window && (e.ts() < window->first || e.ts() >= window->second)) continue;
     threads[{trace.pid(e), trace.tid(e)}].push_back({e.ts(), rt});
   }
   const std::vector<std::pair<double, Uid>>* busiest = nullptr;
@@ -963,8 +966,10 @@ std::optional<Repeats> detect_repeats(const Trace& trace, const CallTree& tree) 
   return repeats_of(*sequence, best.p, best.copies, best.first, best.coverage);
 }
 
-std::optional<Repeats> detect_trailing_repeats(const Trace& trace, const CallTree& tree) {
-  auto sequence = busiest_launch_sequence(trace, tree);
+std::optional<Repeats> detect_trailing_repeats(
+    const Trace& trace, const CallTree& tree,
+    const std::optional<std::pair<double, double>>& window) {
+  auto sequence = busiest_launch_sequence(trace, tree, window);
   if (!sequence) return std::nullopt;
   const std::vector<uint32_t>& seq = sequence->names;
   const size_t n = seq.size();

@@ -45,9 +45,31 @@ void add_step_estimate(const Trace& trace, const CallTree& tree, TraceHealth& h)
     h.profiler_host_us_per_step = unprofiled.profiler_host_us_per_step;
     h.recorded_bound_by = majority_bound(recorded);
     h.unprofiled_bound_by = majority_bound(unprofiled);
+    if (recorded.step_time_us > 1.2 * unprofiled.step_time_us)
+      h.profiler_note = fmt::format(
+          "the profiler slowed the host: the recorded step ({:.2f} ms) is estimated at {:.2f} ms "
+          "without it{}; step times and savings are given for the un-profiled step",
+          recorded.step_time_us / 1e3, unprofiled.step_time_us / 1e3,
+          h.recorded_bound_by != h.unprofiled_bound_by
+              ? fmt::format(", {}-bound where the trace looks {}-bound", h.unprofiled_bound_by,
+                            h.recorded_bound_by)
+              : "");
   } catch (const std::runtime_error&) {
     // No graph (no GPU work, no launches): nothing to estimate.
   }
+}
+
+// The time window of the trace's last ProfilerStep#N (host annotation).
+std::optional<std::pair<double, double>> last_profiler_step(const Trace& trace) {
+  std::optional<std::pair<double, double>> out;
+  for (Uid u = 0; u < trace.events.size(); ++u) {
+    const Event& e = trace.events[u];
+    if (e.cat != Cat::UserAnnotation || !e.has_ts() || !e.has_dur() ||
+        !trace.name(u).starts_with("ProfilerStep#"))
+      continue;
+    if (!out || e.ts() > out->first) out = std::make_pair(e.ts(), e.end());
+  }
+  return out;
 }
 
 bool is_graph_launch(std::string_view name) {
@@ -84,17 +106,7 @@ void add_warnings(TraceHealth& h) {
     strikes += weight;
   };
   if (h.gpu_events == 0) warn("no GPU events: nothing about kernels can be concluded", 2);
-  if (h.recorded_step_us && h.estimated_unprofiled_step_us &&
-      *h.recorded_step_us > 1.2 * *h.estimated_unprofiled_step_us)
-    warn(fmt::format("the profiler slowed the host: the recorded step ({:.2f} ms) is estimated "
-                     "at {:.2f} ms without it{}; step times and savings are given for the "
-                     "un-profiled step",
-                     *h.recorded_step_us / 1e3, *h.estimated_unprofiled_step_us / 1e3,
-                     h.recorded_bound_by != h.unprofiled_bound_by
-                         ? fmt::format(", {}-bound where the trace looks {}-bound",
-                                       h.unprofiled_bound_by, h.recorded_bound_by)
-                         : ""),
-         0);
+
   if (h.gpu_events && h.gpu_events < kFewGpuEvents)
     warn(fmt::format("only {} GPU events: too few to rank kernels or categories (a graph "
                      "capture, or a trace cut before the steady state?)",
@@ -132,6 +144,13 @@ void add_warnings(TraceHealth& h) {
                        h.profiler_steps),
            1);
   }
+  if (h.trailing_in_profiler_step)
+    warn(fmt::format("each ProfilerStep holds a prefill and decode steps: in the last one the "
+                     "launch sequence repeats {} times ({} launches each) after {} other "
+                     "launches (a generate() call per step); per-step figures are per call, "
+                     "the decode steps are its steady state",
+                     h.trailing_iterations, h.trailing_period, h.leading_launches),
+         0);
   if (h.graph_kernel_share >= kHighGraphShare)
     warn(fmt::format("{:.0f}% of GPU time was launched by CUDA/HIP graphs: per-op attribution "
                      "inside graphs is by graph, not by op",
@@ -227,6 +246,14 @@ TraceHealth trace_health(const Trace& trace, const CallTree& tree, const GpuTime
       h.trailing_period = trailing->period;
       h.leading_launches = trailing->first;
     }
+  } else if (auto last = last_profiler_step(trace)) {
+    // A generate() call per ProfilerStep: a prefill, then decode steps.
+    if (auto trailing = critical_path::detect_trailing_repeats(trace, tree, last)) {
+      h.trailing_iterations = trailing->count;
+      h.trailing_period = trailing->period;
+      h.leading_launches = trailing->first;
+      h.trailing_in_profiler_step = true;
+    }
   }
   h.links_without_flows = tree.links_without_flows();
   h.negative_durations = trace.clamped_negative_durations;
@@ -259,6 +286,7 @@ nlohmann::json to_json(const TraceHealth& h) {
           {"profiler_steps", h.profiler_steps},
           {"detected_iterations", h.detected_iterations},
           {"trailing_iterations", h.trailing_iterations},
+          {"trailing_in_profiler_step", h.trailing_in_profiler_step},
           {"trailing_period", h.trailing_period},
           {"leading_launches", h.leading_launches},
           {"graph_launches", h.graph_launches},
@@ -273,7 +301,8 @@ nlohmann::json to_json(const TraceHealth& h) {
                                                : nullptr},
           {"profiler_host_us_per_step", h.profiler_host_us_per_step},
           {"recorded_bound_by", h.recorded_bound_by},
-          {"unprofiled_bound_by", h.unprofiled_bound_by}};
+          {"unprofiled_bound_by", h.unprofiled_bound_by},
+          {"profiler_note", h.profiler_note}};
 }
 
 }  // namespace jarvis::insights

@@ -29,6 +29,9 @@ struct TraceHealth {
   // first part (critical_path::detect_trailing_repeats: decode steps after a
   // prefill), their launches each and the launches before them; 0 when none.
   size_t trailing_iterations = 0;
+  // The repeats were found inside the last ProfilerStep#N (a generate() call
+  // per step: its decode steps), not over the whole trace.
+  bool trailing_in_profiler_step = false;
   size_t trailing_period = 0;
   size_t leading_launches = 0;
   size_t graph_launches = 0;      // cudaGraphLaunch / hipGraphLaunch calls
@@ -45,6 +48,9 @@ struct TraceHealth {
   std::optional<double> recorded_step_us, estimated_unprofiled_step_us;
   double profiler_host_us_per_step = 0;
   std::string recorded_bound_by, unprofiled_bound_by;
+  // What the profiler did to the host, in words ("" when it changed little):
+  // information beside the warnings, not a strike against the trace.
+  std::string profiler_note;
   std::string confidence;  // high / medium / low
   std::vector<std::string> warnings;
 };

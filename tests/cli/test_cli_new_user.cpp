@@ -550,9 +550,11 @@ TEST_SUITE("cli_new_user") {
     CHECK(copied == raw_slices);
     CHECK(jarvis_pid >= 0);
     CHECK(!finding_tracks.empty());
-    // The critical path's slices are `jarvis critical-path`'s segments, in
-    // order, with their times (path_iteration<K>.csv).
-    Output cp = run_in(dir.path, "critical-path " + shell_quote(trace) + " --out cp");
+    // The critical path's slices are `jarvis critical-path --recorded-host`'s
+    // segments (the annotated trace draws the recorded schedule, which lines
+    // up with the trace's events), in order, with their times.
+    Output cp =
+        run_in(dir.path, "critical-path " + shell_quote(trace) + " --recorded-host --out cp");
     REQUIRE_MESSAGE(cp.exit_code == 0, cp.text);
     std::vector<std::pair<double, double>> expected;
     for (int k = 0; fs::exists(dir / "cp" / fmt::format("path_iteration{}.csv", k)); ++k) {

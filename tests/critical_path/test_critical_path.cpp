@@ -139,6 +139,8 @@ cp::WhatIfResult straggler_what_if(const cp::Graph& g, const json& truth, double
   sc.select.category = "gemm";  // names GEMM, case-insensitive
   sc.factor = factor;
   sc.median_rank = median;
+  // The simulator's truth has no profiler: replay its recorded host.
+  sc.recorded_host = true;
   return cp::what_if(g, sc);
 }
 
@@ -366,11 +368,13 @@ TEST_SUITE("critical_path") {
     // Perfect overlap removes the transfer (100 us per iteration) from the path.
     cp::Scenario overlap;
     overlap.overlap_collective = "allreduce";
+    overlap.recorded_host = true;
     CHECK(cp::what_if(loaded.graph, overlap).predicted_step_time_us ==
           doctest::Approx(measured - 100.0).epsilon(1e-12));
     // The GPU-bound job gains only the host gaps still on the path: the 20 us
     // before the first launch and the 15 us tail after the sync.
     cp::Scenario no_gaps;
+    no_gaps.recorded_host = true;
     no_gaps.remove_launch_gaps = true;
     CHECK(cp::what_if(loaded.graph, no_gaps).predicted_step_time_us ==
           doctest::Approx(measured - 35.0).epsilon(1e-12));
@@ -521,8 +525,9 @@ TEST_SUITE("critical_path") {
     jarvis::testing::TempDir out;
     std::string traces;
     for (const auto& p : j.paths()) traces += " '" + p + "'";
-    std::string cmd = std::string(JARVIS_BINARY) + " critical-path" + traces + " --out " +
-                      out.path + "/cp > /dev/null";
+    // The simulator's truth has no profiler: its recorded host is the model.
+    std::string cmd = std::string(JARVIS_BINARY) + " critical-path" + traces +
+                      " --recorded-host --out " + out.path + "/cp > /dev/null";
     REQUIRE(std::system(cmd.c_str()) == 0);
     std::ifstream in(out.path + "/cp/critical_path_summary.json");
     json summary = json::parse(in);
@@ -547,8 +552,8 @@ TEST_SUITE("critical_path") {
     CHECK(total == doctest::Approx(j.truth["step_time_us"].get<double>()).epsilon(1e-9));
 
     cmd = std::string(JARVIS_BINARY) + " what-if" + traces + " --rank 2 --category GEMM --factor " +
-          std::to_string(j.truth["what_if_fastest_other"]["factor"].get<double>()) + " --out " +
-          out.path + "/wi > /dev/null";
+          std::to_string(j.truth["what_if_fastest_other"]["factor"].get<double>()) +
+          " --recorded-host --out " + out.path + "/wi > /dev/null";
     REQUIRE(std::system(cmd.c_str()) == 0);
     std::ifstream wi_in(out.path + "/wi/what_if.json");
     json wi = json::parse(wi_in);
@@ -573,7 +578,10 @@ TEST_SUITE("critical_path") {
     h.initialize();
     json traces = j.paths();
     auto r = h.tool_result(1, "critical_path",
-                           {{"traces", traces}, {"output_dir", root + "/mcp_cp"}, {"top_n", 3}});
+                           {{"traces", traces},
+                            {"output_dir", root + "/mcp_cp"},
+                            {"top_n", 3},
+                            {"recorded_host", true}});
     CHECK(r["step_time_us"].get<double>() ==
           doctest::Approx(j.truth["step_time_us"].get<double>()).epsilon(1e-12));
     CHECK(r["contributors"].size() == 3);
@@ -583,7 +591,8 @@ TEST_SUITE("critical_path") {
                            {{"traces", traces},
                             {"rank", j.truth["straggler"]},
                             {"category", "GEMM"},
-                            {"median_rank", true}});
+                            {"median_rank", true},
+                            {"recorded_host", true}});
     CHECK(w["predicted_step_time_us"].get<double>() ==
           doctest::Approx(j.truth["what_if_median"]["predicted_step_time_us"].get<double>())
               .epsilon(1e-9));
@@ -627,8 +636,11 @@ TEST_SUITE("critical_path") {
     auto loaded = cp::load_graph({dir + "/trace.json.gz"});
     const jarvis::Trace& trace = *loaded.traces[0];
     const jarvis::CallTree& tree = *loaded.trees[0];
-    const double step = cp::analyse(loaded.graph).step_time_us;
+    // Savings are shares of the un-profiled step, the what-if's base.
+    const double step = *cp::analyse_unprofiled(loaded.graph).estimated_unprofiled_step_us;
     CHECK(w["step_time_us"].get<double>() == doctest::Approx(step).epsilon(1e-12));
+    CHECK(w["recorded_step_time_us"].get<double>() ==
+          doctest::Approx(cp::analyse(loaded.graph).step_time_us).epsilon(1e-12));
     size_t checked = 0;
     for (size_t k = 0; k < estimates.size(); ++k) {
       const auto& est = estimates[k];

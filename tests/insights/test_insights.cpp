@@ -168,9 +168,16 @@ TEST_CASE("insights: tiny GEMMs, old-arch kernels and a launch-bound trace (cons
   CHECK(launch[0].evidence["short_kernels"] == 1000);
   CHECK(launch[0].evidence["total_time_us"].get<double>() == Approx(total));
   // The step is host-bound (each launch comes after the kernel before it
-  // ended): the bound is the wait before each launch, (period + 1) - (4 + 3)
-  // us over 999 gaps; the launch's own latency after it stays.
-  CHECK(*launch[0].gain_upper_bound_us == Approx(999 * ((20.0 + 1) - (4 + 3.0))));
+  // ended): the idle the host opened is the wait before each launch,
+  // (period + 1) - (4 + 3) us over 999 gaps (the launch's own latency after
+  // it stays); the bound is that, or less where a CUDA graph of the
+  // un-profiled step saves less (the profiler's cost per op taken out first).
+  const double host_idle = 999 * ((20.0 + 1) - (4 + 3.0));
+  CHECK(launch[0].evidence["host_idle_us"].get<double>() == Approx(host_idle));
+  REQUIRE(launch[0].step_saving_us.has_value());
+  CHECK(*launch[0].gain_upper_bound_us ==
+        Approx(std::min(host_idle, *launch[0].step_saving_us)));
+  CHECK(*launch[0].gain_upper_bound_us > 0.5 * host_idle);
   CHECK(launch[0].severity == "high");
 
   CHECK(of_rule(all, "gemm_unaligned_dims").empty());  // 16 is a multiple of 8
@@ -329,7 +336,7 @@ TEST_CASE("insights: no arch, no GPU events: rules that need them say nothing") 
   auto ctx = in::make_context(t, tree, nullptr);
   CHECK_FALSE(ctx.timeline.has_value());
   CHECK(in::run_insights(ctx).empty());
-  CHECK(in::rule_ids().size() == 22);
+  CHECK(in::rule_ids().size() == 25);
 }
 
 namespace {
@@ -801,13 +808,27 @@ TEST_CASE("launch_bound: a host-bound training step ranks first, sized by the wh
     REQUIRE(context.step != nullptr);
     auto all = in::run_insights(context);
     REQUIRE_FALSE(all.empty());
+    // The verdict is the un-profiled step's (docs/critical-path.md): GPT-2 on
+    // H100 is GPU-bound once the profiler's host cost is taken out (the
+    // recorded host 36.5 ms a step, its GPU busy 24.7 ms), ResNet-50 stays
+    // host-bound. A step GPU-bound without the profiler is never called
+    // host-bound.
+    size_t host_bound = 0;
+    for (const auto& it : context.step->measured.iterations)
+      host_bound += it.bound_by == jarvis::critical_path::kBoundByHost;
+    if (2 * host_bound <= context.step->measured.iterations.size()) {
+      for (const auto& i : all) CHECK_FALSE(i.title.starts_with("Host-bound step"));
+      CHECK(std::string(name) == "gpt2_train");
+      continue;
+    }
     const auto& top = all.front();
     CHECK(top.rule == "launch_bound");
     CHECK(top.title.starts_with("Host-bound step"));
     CHECK(top.recoverable_method.find("what-if") != std::string::npos);
     REQUIRE(top.recoverable_us.has_value());
     CHECK(*top.recoverable_us <= idle * (1 + 1e-6));
-    CHECK(*top.recoverable_us >= 0.5 * idle);
+    // At least a fifth of the recorded idle survives the profiler's removal.
+    CHECK(*top.recoverable_us >= 0.2 * idle);
     CHECK(top.evidence["critical_path"]["host_bound_iterations"].get<size_t>() >= 1);
     CHECK_FALSE(top.evidence["critical_path"]["host_ops_on_path"].empty());
     size_t sized = 0;

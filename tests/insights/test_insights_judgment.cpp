@@ -123,6 +123,13 @@ TEST_CASE("judgment: a host-bound step claims the idle the host opened, once (GP
     CallTree tree(t);
     const auto all = insights_of(t, tree, "H100");
     const auto host = rule_of(all, "launch_bound");
+    // GPT-2 on H100 is GPU-bound without the profiler's host cost (the
+    // recorded host 36.5 ms a step, the GPU busy 24.7 ms): no host-bound
+    // finding there (tests/insights/test_insights.cpp says why).
+    if (std::string(name) == "gpt2_train") {
+      for (const auto& i : host) CHECK_FALSE(i.title.starts_with("Host-bound step"));
+      continue;
+    }
     REQUIRE(host.size() == 1);
     const in::Insight& h = host.front();
     CHECK(h.title.starts_with("Host-bound step"));
@@ -466,10 +473,12 @@ TEST_CASE("judgment: a host-bound JAX step gets XLA's remedies, not PyTorch's (X
   for (const std::string* text :
        {&found[0].action_model, &found[0].action_kernel, &found[0].verify})
     CHECK(text->find("torch") == std::string::npos);
-  Trace gpt2 =
-      jarvis::load_trace(jarvis::golden::shared_dir() + "/hw_pairs/gpt2_train/h100.json.gz");
+  // A PyTorch step host-bound without the profiler too (GPT-2 training on an
+  // H200: 14.8 ms re-run without the profiler, the GPU busy 10.9 ms).
+  Trace gpt2 = jarvis::load_trace(jarvis::golden::shared_dir() +
+                                  "/ab_pairs/s_overhead_gpt2_shapes.json.gz");
   CallTree gpt2_tree(gpt2);
-  const auto pytorch = rule_of(insights_of(gpt2, gpt2_tree, "H100"), "launch_bound");
+  const auto pytorch = rule_of(insights_of(gpt2, gpt2_tree, "H200"), "launch_bound");
   REQUIRE(pytorch.size() == 1);
   CHECK(pytorch[0].action_model.find("torch.cuda.graphs") != std::string::npos);
 }
