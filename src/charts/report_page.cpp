@@ -302,6 +302,16 @@ std::string health_html(const insights::TraceHealth& h) {
       "the call tree knows; {} profiler step(s).</p>\n",
       html_escape(h.confidence), h.gpu_events,
       h.gpu_events ? 100.0 * h.linked_gpu_events / h.gpu_events : 0.0, h.profiler_steps);
+  if (h.recorded_step_us && h.estimated_unprofiled_step_us)
+    out += fmt::format(
+        "<p><b>Step without the profiler: {} (estimated), {}-bound</b>; {} as recorded{} "
+        "(the profiler's own host time per step: ~{}). Step times and savings below are for "
+        "the un-profiled step.</p>\n",
+        ms(*h.estimated_unprofiled_step_us), html_escape(h.unprofiled_bound_by),
+        ms(*h.recorded_step_us),
+        h.recorded_bound_by.empty() ? ""
+                                    : fmt::format(", {}-bound", html_escape(h.recorded_bound_by)),
+        ms(h.profiler_host_us_per_step));
   if (h.warnings.empty()) return out;
   out += "<ul class=\"warnings\">\n";
   for (const std::string& w : h.warnings) out += "<li>" + html_escape(w) + "</li>\n";
@@ -326,18 +336,22 @@ std::string busy_idle_html(const GpuTimeline& tl, const std::vector<insights::In
 }
 
 Table findings_table(const ReportVerdict& v, const GpuTimeline& tl, size_t top) {
-  Table t("findings", {"rank", "severity", "finding", "recoverable (ms)", "share (%)", "rule"});
+  Table t("findings", {"rank", "severity", "finding", "saves per step (ms)", "share (%)", "rule"});
   for (size_t k = 0; k < v.findings.size() && k < top; ++k) {
     const auto& f = v.findings[k];
     auto& row = t.add_row();
     row[0] = Cell(static_cast<int64_t>(k + 1));
     row[1] = Cell(f.severity);
     row[2] = Cell(f.title);
-    if (f.recoverable_us) {
-      row[3] = Cell(*f.recoverable_us / 1e3);
+    // What the fix saves per step (the what-if on the un-profiled step, else
+    // the recoverable time), the value the findings are ranked by.
+    const double steps = static_cast<double>(std::max<size_t>(1, f.steps));
+    if (f.step_saving_us || f.recoverable_us) {
+      const double saving = insights::ranking_saving_us(f);
+      row[3] = Cell(saving / steps / 1e3);
       // Of the GPU time for trace-wide findings, of kernel time for the rest.
       double base = f.scope == "trace" ? tl.total_time : v.total_kernel_time_us;
-      if (base > 0) row[4] = Cell(100 * *f.recoverable_us / base);
+      if (base > 0) row[4] = Cell(100 * saving / base);
     }
     row[5] = Cell(f.rule);
   }
@@ -348,9 +362,9 @@ std::string verdict_html(const ReportVerdict& v, const GpuTimeline& tl, size_t t
   std::string out = health_html(v.health) + busy_idle_html(tl, v.findings);
   if (v.findings.empty()) return out + "<p>No finding: no insight rule fired on this trace.</p>\n";
   out += fmt::format(
-      "<p><b>{} finding(s)</b>, ranked by the time a fix could recover (upper bound, each "
-      "claiming only time no finding above it claims; `jarvis insights` has the evidence and "
-      "the actions):</p>\n",
+      "<p><b>{} finding(s)</b>, ranked by what a fix saves per step without the profiler (the "
+      "critical path's what-if, else the recoverable time; each claiming only time no finding "
+      "above it claims; `jarvis insights` has the evidence and the actions):</p>\n",
       v.findings.size());
   return out + html_table(findings_table(v, tl, top), top);
 }

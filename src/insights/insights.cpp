@@ -45,6 +45,7 @@ constexpr NamedRule kRules[] = {
     {"fp32_gemm_simt", rule_fp32_gemm_simt},
     {"host_sync", rule_host_sync},
     {"dataloader_main_process", rule_dataloader_main_process},
+    {"activation_recompute", rule_activation_recompute},
 };
 
 int64_t int_param(const perf::Params& params, std::string_view name) {
@@ -496,6 +497,8 @@ std::string_view recoverable_method_of(std::string_view rule) {
       {"host_sync", "the what-if without the syncs' waits, on the un-profiled step"},
       {"dataloader_main_process",
        "the what-if without the loader's host time on the main process, on the un-profiled step"},
+      {"activation_recompute",
+       "the recomputed forward ops' kernel time (the what-if without it on the un-profiled step)"},
       {"attention_efficiency",
        "re-timed at the attainable share of the trace's own GEMM rate (0.85 forward, 0.75 "
        "backward)"},

@@ -72,17 +72,22 @@ void rule_kv_cache_cat(const InsightContext& c, std::vector<Insight>& out) {
   int64_t min_len = 0, max_len = 0;
   size_t growing_series = 0;
   std::vector<int64_t> shape;
+  double largest_series = 0;
   for (auto& [key, calls] : series) {
     std::set<int64_t> lengths;
     for (const CatCall& call : calls) lengths.insert(call.cache_len);
     if (calls.size() < kMinCalls || lengths.size() < kMinDistinctLen) continue;
     ++growing_series;
-    if (shape.empty()) {
+    // The title names the series that moves the most bytes (the KV cache's
+    // [B, H, L, D], not an attention mask's [B, L] grown beside it).
+    double series_elems = 0;
+    for (const CatCall& call : calls) series_elems += static_cast<double>(call.cache_len);
+    for (int64_t d : std::get<1>(key)) series_elems *= d > 0 ? static_cast<double>(d) : 1.0;
+    if (series_elems > largest_series) {
+      largest_series = series_elems;
       shape = std::get<1>(key);
-      min_len = *lengths.begin();
-      max_len = *lengths.rbegin();
     }
-    min_len = std::min(min_len, *lengths.begin());
+    min_len = min_len == 0 ? *lengths.begin() : std::min(min_len, *lengths.begin());
     max_len = std::max(max_len, *lengths.rbegin());
     for (const CatCall& call : calls) {
       double us = 0;

@@ -43,6 +43,7 @@ void rule_unfused_gelu(const InsightContext& c, std::vector<Insight>& out);
 void rule_fp32_gemm_simt(const InsightContext& c, std::vector<Insight>& out);
 void rule_host_sync(const InsightContext& c, std::vector<Insight>& out);
 void rule_dataloader_main_process(const InsightContext& c, std::vector<Insight>& out);
+void rule_activation_recompute(const InsightContext& c, std::vector<Insight>& out);
 
 namespace detail {
 

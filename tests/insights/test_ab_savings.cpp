@@ -178,6 +178,48 @@ TEST_CASE("A/B savings: no promise where the re-run shows no gain (s_adam, s_mas
   }
 }
 
+TEST_CASE("A/B savings: checkpointing states its time and memory (s_ckpt B)") {
+  if (!fs::exists(ab_dir() + "/truth.json")) {
+    MESSAGE("skipped: " << ab_dir() << "/truth.json is missing");
+    return;
+  }
+  const json t = truth();
+  const json& e = t["s_ckpt"];
+  // Turning checkpointing off saves B - A per step (the re-runs) and costs
+  // memory; the finding on the B arm sizes the first within 0.5-2x and names
+  // the peak the trace's [memory] events reach.
+  const double measured = e["B_checkpointing"]["step_ms_clean"].get<double>() -
+                          e["A_no_checkpointing"]["step_ms_clean"].get<double>();
+  const Run b = run(e["B_checkpointing"]["trace"].get<std::string>());
+  std::string rule;
+  const double predicted = best_ms(
+      b, [](const Run&, const in::Insight& i) { return rule_is(i, "activation_recompute"); },
+      &rule);
+  REQUIRE(rule == "activation_recompute");
+  CHECK(predicted >= 0.5 * measured);
+  CHECK(predicted <= 2 * measured);
+  int64_t peak = 0;
+  for (jarvis::Uid u = 0; u < b.trace.events.size(); ++u) {
+    if (b.trace.name(u) != "[memory]") continue;
+    const auto* dev = b.trace.arg(u, "Device Type");
+    const auto* total = b.trace.arg(u, "Total Allocated");
+    if (dev && total && dev->kind == jarvis::PyValue::Kind::Int && dev->i > 0 &&
+        total->kind == jarvis::PyValue::Kind::Int)
+      peak = std::max(peak, total->i);
+  }
+  REQUIRE(peak > 0);
+  const auto& f = *std::find_if(b.insights.begin(), b.insights.end(),
+                                [](const in::Insight& i) { return i.rule == "activation_recompute"; });
+  CHECK(f.evidence["peak_allocated_bytes"].get<int64_t>() == peak);
+  CHECK(f.title.find(fmt::format("{:.2f} GB", static_cast<double>(peak) / 1e9)) !=
+        std::string::npos);
+  // The A arm recomputes nothing.
+  const Run a = run(e["A_no_checkpointing"]["trace"].get<std::string>());
+  CHECK(std::none_of(a.insights.begin(), a.insights.end(),
+                     [](const in::Insight& i) { return i.rule == "activation_recompute"; }));
+  MESSAGE("s_ckpt: predicted " << predicted << " ms/step, measured " << measured);
+}
+
 TEST_CASE("A/B savings: no saving exceeds the un-profiled step it stands on") {
   if (!fs::exists(ab_dir() + "/truth.json")) {
     MESSAGE("skipped: " << ab_dir() << "/truth.json is missing");

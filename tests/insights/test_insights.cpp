@@ -336,7 +336,7 @@ TEST_CASE("insights: no arch, no GPU events: rules that need them say nothing") 
   auto ctx = in::make_context(t, tree, nullptr);
   CHECK_FALSE(ctx.timeline.has_value());
   CHECK(in::run_insights(ctx).empty());
-  CHECK(in::rule_ids().size() == 25);
+  CHECK(in::rule_ids().size() == 26);
 }
 
 namespace {

@@ -31,7 +31,7 @@ TEST_CASE("MCP insights: tool, ops_summary, gemm_roofline and analyze_category a
   // Every insight (a default result keeps to 16 KB and may list fewer).
   json all = h.tool_result(2, "insights", {{"trace", "t1"}, {"limit", 1000}});
   REQUIRE(all["insights"].size() > 0);
-  CHECK(all["rules"].size() == 25);
+  CHECK(all["rules"].size() == 26);
   size_t unaligned = 0;
   for (const auto& i : all["insights"]) unaligned += i["rule"] == "gemm_unaligned_dims";
   CHECK(unaligned >= 3);

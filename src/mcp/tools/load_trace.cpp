@@ -105,6 +105,12 @@ ToolResult load_trace_tool(const json& args, ToolContext& ctx) {
       summary["events"]["cpu_op"].get<int64_t>(), health.confidence,
       health.warnings.empty() ? "" : ": ", fmt::format("{}", fmt::join(health.warnings, "; ")),
       collectives_line(summary));
+  if (health.recorded_step_us && health.estimated_unprofiled_step_us)
+    text += fmt::format(
+        "Step: {:.2f} ms recorded, {:.2f} ms estimated without the profiler ({}-bound){}.\n",
+        *health.recorded_step_us / 1e3, *health.estimated_unprofiled_step_us / 1e3,
+        health.unprofiled_bound_by,
+        health.profiler_note.empty() ? "" : "; " + health.profiler_note);
   ToolResult out{summary, text};
   const std::string handle = loaded.entry->handle();
   out.suggest("ops_summary", {{"trace", handle}}, "top ops by GPU kernel time")
