@@ -79,7 +79,9 @@ TEST_CASE("profiler overhead: the un-profiled step of every ab_pairs arm against
   REQUIRE(clean.size() >= 20);  // 16 A/B arms, generate(), 8 overhead traces
   size_t within = 0;
   std::string table;
-  for (const auto& [file, clean_ms] : clean) {
+  for (const auto& entry : clean) {  // no structured binding: doctest's CAPTURE (clang)
+    const std::string& file = entry.first;
+    const double clean_ms = entry.second;
     CAPTURE(file);
     Loaded l = load(file);
     const cp::Analysis recorded = cp::analyse(l.graph);
