@@ -90,12 +90,13 @@ int run_what_if(const WhatIfArgs& a) {
   progress.finish();
   for (const std::string& f : files) fmt::print("{}\n", f);
   for (const std::string& c : result.changes) fmt::print("{}\n", c);
-  fmt::print("step time {}: {:.1f} us, predicted {:.1f} us ({:+.1f}%); as recorded: {:.1f} us, "
-             "predicted {:.1f} us\n",
-             result.model == "unprofiled" ? "without the profiler (estimated)" : "as recorded",
-             result.measured_step_time_us, result.predicted_step_time_us,
-             100 * (result.predicted_step_time_us / result.measured_step_time_us - 1),
-             result.recorded_step_time_us, result.predicted_profiled_step_time_us);
+  fmt::print(
+      "step time {}: {:.1f} us, predicted {:.1f} us ({:+.1f}%); as recorded: {:.1f} us, "
+      "predicted {:.1f} us\n",
+      result.model == "unprofiled" ? "without the profiler (estimated)" : "as recorded",
+      result.measured_step_time_us, result.predicted_step_time_us,
+      100 * (result.predicted_step_time_us / result.measured_step_time_us - 1),
+      result.recorded_step_time_us, result.predicted_profiled_step_time_us);
   fmt::print("{}\n", result.summary);
   print_notes(result.predicted);
   return 0;

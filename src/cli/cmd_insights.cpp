@@ -34,12 +34,13 @@ void print_insight(const engine::Insight& i, const engine::InsightContext& conte
     if (*i.recoverable_us < 0.05)
       fmt::print("    recoverable: nothing left ({}{})\n", i.recoverable_method, shares);
     else
-      fmt::print("    recoverable: {:.1f}-{:.1f} us per step, {:.1f} us over {} step(s) ({:.1f}% of {}; {}{})\n",
-                 i.recoverable_low_us.value_or(0) / steps, *i.recoverable_us / steps,
-                 *i.recoverable_us, i.steps,
-                 base > 0 ? 100 * *i.recoverable_us / base : 0.0,
-                 i.scope == "trace" ? "the trace's GPU time" : "kernel time", i.recoverable_method,
-                 shares);
+      fmt::print(
+          "    recoverable: {:.1f}-{:.1f} us per step, {:.1f} us over {} step(s) ({:.1f}% of {}; "
+          "{}{})\n",
+          i.recoverable_low_us.value_or(0) / steps, *i.recoverable_us / steps, *i.recoverable_us,
+          i.steps, base > 0 ? 100 * *i.recoverable_us / base : 0.0,
+          i.scope == "trace" ? "the trace's GPU time" : "kernel time", i.recoverable_method,
+          shares);
   }
   if (i.step_saving_us)
     fmt::print("    step what-if (without the profiler): {:.1f} us per step{}{}\n",

@@ -9,6 +9,8 @@
 #include <set>
 #include <thread>
 
+#include <unistd.h>
+
 #include <fmt/format.h>
 
 #include "cli/commands.h"
@@ -62,6 +64,16 @@ uint64_t memory_size(const std::string& text) {
   return n * unit;
 }
 
+// Without --max-memory: half of the machine's physical memory (at least
+// 1 GiB), so that a long-running server evicts least recently used traces
+// instead of growing until the kernel kills it.
+uint64_t default_memory_budget() {
+  const long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGESIZE);
+  const uint64_t physical =
+      pages > 0 && page > 0 ? static_cast<uint64_t>(pages) * static_cast<uint64_t>(page) : 0;
+  return std::max<uint64_t>(1ull << 30, physical / 2);
+}
+
 // --http [HOST:]PORT, or --http with --host / --port.
 void parse_http_address(const ServeArgs& a, mcp::HttpOptions& http) {
   const std::string& addr = a.http_address;
@@ -107,7 +119,8 @@ mcp::ServerOptions server_options(const ServeArgs& a) {
   options.conformance_fixtures = a.conformance_fixtures;
   if (!a.max_message_mb.empty())
     options.max_message_bytes = bounded_number("--max-message-mb", a.max_message_mb, 1, 1024) << 20;
-  if (!a.max_memory.empty()) options.max_memory_bytes = memory_size(a.max_memory);
+  options.max_memory_bytes =
+      a.max_memory.empty() ? default_memory_budget() : memory_size(a.max_memory);
   if (!a.session_ttl_min.empty())
     options.session_idle_ttl =
         std::chrono::minutes(bounded_number("--session-ttl-min", a.session_ttl_min, 1, 10080));
@@ -185,7 +198,8 @@ Runner add_serve(CLI::App& app) {
                   "largest JSON-RPC message accepted, decoded (1-1024, default 64)");
   cmd->add_option("--max-memory", a->max_memory,
                   "budget of the parsed-trace cache shared by all sessions, e.g. 4096M or 8G "
-                  "(default: unlimited); least recently used traces are evicted");
+                  "(default: half the physical memory); least recently used traces are "
+                  "evicted, and a call that parses one again says so");
   cmd->add_option("--session-ttl-min", a->session_ttl_min,
                   "forget HTTP sessions and stateless handles idle this long (1-10080, "
                   "default 30)");

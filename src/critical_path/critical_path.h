@@ -104,10 +104,9 @@ struct Edge {
 // the profiler.
 struct ProfilerCost {
   bool record_shapes = false, with_stack = false, profile_memory = false;
-  double op_gap_us = 0;     // median gap between consecutive child ops of a C++ op
+  double op_gap_us = 0;      // median gap between consecutive child ops of a C++ op
   size_t gaps_measured = 0;  // gaps the median stands on (0: the default gap)
-  double per_op_us = 0, per_runtime_call_us = 0, per_python_frame_us = 0,
-         per_memory_event_us = 0;
+  double per_op_us = 0, per_runtime_call_us = 0, per_python_frame_us = 0, per_memory_event_us = 0;
   // Recorded host events (all threads) and their estimated cost, over the trace.
   size_t ops = 0, runtime_calls = 0, python_frames = 0, memory_events = 0;
   double total_us = 0;
@@ -159,7 +158,7 @@ struct Graph {
   std::vector<std::pair<uint32_t, uint32_t>> gpu_spans;
   std::vector<std::string> notes;  // what the trace lacked, what was assumed
   std::string iterations_source = kFromWholeTrace;
-  size_t recorded_waits = 0;  // EventWait edges (recorded cross-stream waits)
+  size_t recorded_waits = 0;                      // EventWait edges (recorded cross-stream waits)
   std::map<int64_t, ProfilerCost> profiler_cost;  // per rank
 };
 
@@ -353,8 +352,8 @@ struct Scenario {
   std::vector<HostSpan> remove_host;
   // Synchronising runtime calls (rank, uid) that no longer wait for the GPU.
   std::vector<std::pair<int64_t, Uid>> remove_syncs;
-  double factor = 1.0;              // duration multiplier of the selected GPU ops
-  bool median_rank = false;         // instead: each selected rank as fast as the median rank
+  double factor = 1.0;       // duration multiplier of the selected GPU ops
+  bool median_rank = false;  // instead: each selected rank as fast as the median rank
   // A CUDA / HIP graph of each iteration's launches: launch calls and the
   // host gaps between them take no time (one graph launch per iteration),
   // kernels keep their durations, streams and syncs, and follow each other

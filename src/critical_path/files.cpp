@@ -127,9 +127,8 @@ nlohmann::json analysis_json(const Analysis& a, size_t top_n) {
           {"model", a.model},
           {"step_time_us", a.step_time_us},
           {"recorded_step_time_us", a.recorded_step_time_us},
-          {"estimated_unprofiled_step_us", a.estimated_unprofiled_step_us
-                                               ? json(*a.estimated_unprofiled_step_us)
-                                               : json()},
+          {"estimated_unprofiled_step_us",
+           a.estimated_unprofiled_step_us ? json(*a.estimated_unprofiled_step_us) : json()},
           {"profiler_host_us_per_step", a.profiler_host_us_per_step},
           {"profiler_cost", costs},
           {"ranks", a.ranks},

@@ -26,6 +26,10 @@ namespace {
 // kernel that starts this close after a collective ended) is taken as the
 // thing waited for: Kineto's host and GPU clocks agree to about a microsecond.
 constexpr double kTolUs = 2.0;
+// A host gap this long in which its own thread's recorded events cost less
+// than this share of it is a wait.
+constexpr double kWaitGapUs = 100.0;
+constexpr double kWaitOwnShare = 0.1;
 
 using StreamKey = std::pair<int64_t, int64_t>;  // device, stream
 
@@ -272,18 +276,16 @@ class RankBuilder {
           (*loader_windows_)[e.thread].push_back(u);
       }
       for (auto& [t, w] : *loader_windows_)
-        std::sort(w.begin(), w.end(), [&](Uid a, Uid c) {
-          return trace_.events[a].ts() < trace_.events[c].ts();
-        });
+        std::sort(w.begin(), w.end(),
+                  [&](Uid a, Uid c) { return trace_.events[a].ts() < trace_.events[c].ts(); });
     }
     auto it = loader_windows_->find(thread);
     if (it == loader_windows_->end() || !(to > from)) return "";
     // The windows starting before `to`, latest first (the loader's windows
     // do not nest: two suffice).
     const auto& w = it->second;
-    auto pos = std::lower_bound(w.begin(), w.end(), to, [&](Uid u, double t) {
-      return trace_.events[u].ts() < t;
-    });
+    auto pos = std::lower_bound(w.begin(), w.end(), to,
+                                [&](Uid u, double t) { return trace_.events[u].ts() < t; });
     for (int n = 0; n < 2 && pos != w.begin(); ++n) {
       const Event& e = trace_.events[*--pos];
       const double inside = std::min(to, e.end()) - std::max(from, e.ts());
@@ -314,7 +316,14 @@ class RankBuilder {
               loader.empty() ? b_.label(rank_, op_of(about), "", "host_gap")
                              : b_.label(rank_, loader, "", "host_input"));
       if (thread) {
-        b_.g.edges.back().profiler_us = host_cost_.between(*thread, from - off_, to - off_);
+        // A gap in which the thread recorded (almost) nothing while others of
+        // its process did was a wait for them (the main thread in loss.backward(),
+        // JAX's transfer thread for the Python thread): it shrinks as much as
+        // their recorded time does.
+        double cost = host_cost_.between(*thread, from - off_, to - off_);
+        if (to - from > kWaitGapUs && cost < kWaitOwnShare * (to - from))
+          cost = std::max(cost, host_cost_.on_other_threads(*thread, from - off_, to - off_));
+        b_.g.edges.back().profiler_us = cost;
         b_.g.edges.back().thread = *thread;
       }
     }

@@ -38,9 +38,13 @@ class HostCostIndex {
   HostCostIndex(const Trace& trace, const ProfilerCost& cost);
   // Cost of the events on `thread` (Event::thread) recorded in [from, to).
   double between(uint32_t thread, double from, double to) const;
+  // The same on the other threads of `thread`'s process (the most of any one
+  // of them): what a thread that recorded nothing was waiting through.
+  double on_other_threads(uint32_t thread, double from, double to) const;
 
  private:
   std::map<uint32_t, std::vector<std::pair<double, double>>> marks_;  // (time, running total)
+  std::map<uint32_t, int64_t> pid_;  // thread -> its process (ProcId value)
 };
 
 }  // namespace jarvis::critical_path::detail

@@ -149,16 +149,15 @@ void remove_host_gaps(const Graph& g, std::vector<double>& dur, std::vector<doub
       dur[n] = 0.0;
       ++calls;
     }
-  out.changes.push_back(
-      fmt::format("CUDA graph of each iteration: {} host gaps and {} runtime calls removed", gaps,
-                  calls));
+  out.changes.push_back(fmt::format(
+      "CUDA graph of each iteration: {} host gaps and {} runtime calls removed", gaps, calls));
 }
 
 // Host work taken out: each host gap of a span's thread loses the part of
 // it inside the span (in proportion when the base already shortened the
 // gap, as the un-profiled model does), and runtime calls inside take no time.
-void remove_host_spans(const Graph& g, const std::vector<HostSpan>& spans,
-                       std::vector<double>& dur, std::vector<double>& lag, WhatIfResult& out) {
+void remove_host_spans(const Graph& g, const std::vector<HostSpan>& spans, std::vector<double>& dur,
+                       std::vector<double>& lag, WhatIfResult& out) {
   double removed = 0;
   size_t calls = 0;
   auto overlap = [&](int64_t rank, uint32_t thread, double from, double to) {
@@ -191,9 +190,10 @@ void remove_host_spans(const Graph& g, const std::vector<HostSpan>& spans,
       ++calls;
     }
   }
-  out.changes.push_back(fmt::format("{} host span(s) removed: {:.1f} us of host gaps and {} runtime "
-                                    "call(s) in them",
-                                    spans.size(), removed, calls));
+  out.changes.push_back(
+      fmt::format("{} host span(s) removed: {:.1f} us of host gaps and {} runtime "
+                  "call(s) in them",
+                  spans.size(), removed, calls));
 }
 
 // Synchronising calls that no longer wait: their return follows their entry.
@@ -212,8 +212,8 @@ void remove_sync_waits(const Graph& g, const std::vector<std::pair<int64_t, Uid>
     lag[k] = kNever;
     ++n;
   }
-  out.changes.push_back(
-      fmt::format("{} synchronising call(s) no longer wait for the GPU ({} waits)", syncs.size(), n));
+  out.changes.push_back(fmt::format(
+      "{} synchronising call(s) no longer wait for the GPU ({} waits)", syncs.size(), n));
 }
 
 // Work the change took out, per iteration: shorter GPU ops and transfers,
@@ -262,9 +262,10 @@ std::string summary_line(const Analysis& measured, const WhatIfResult& r) {
   }
   const std::string model =
       r.model == kModelUnprofiled
-          ? fmt::format(" without the profiler (recorded step {:.1f} us, profiled prediction "
-                        "{:.1f} us)",
-                        r.recorded_step_time_us, r.predicted_profiled_step_time_us)
+          ? fmt::format(
+                " without the profiler (recorded step {:.1f} us, profiled prediction "
+                "{:.1f} us)",
+                r.recorded_step_time_us, r.predicted_profiled_step_time_us)
           : " on the recorded (profiled) host";
   return fmt::format("{}: step {:.1f} -> {:.1f} us{} ({:+.1f}%){}; bound by {} -> {}{}",
                      fmt::join(r.changes, "; "), r.measured_step_time_us, r.predicted_step_time_us,

@@ -163,7 +163,8 @@ std::shared_ptr<const LoadedTrace> TraceStore::get(const std::string& handle) co
         fmt::format("the file behind handle \"{}\" ({}) changed or vanished since load_trace; call "
                     "load_trace again",
                     handle, id.path));
-  return std::make_shared<const LoadedTrace>(handle, cache_.acquire(id, {}, parse_input).entry);
+  TraceCache::Acquired acquired = cache_.acquire(id, {}, parse_input);
+  return std::make_shared<const LoadedTrace>(handle, std::move(acquired.entry), acquired.parsed);
 }
 
 bool TraceStore::unload(const std::string& handle) {

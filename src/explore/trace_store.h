@@ -30,8 +30,8 @@ struct GpuTimeline;
 // One handle's view of a cached trace, held for the duration of a call.
 class LoadedTrace {
  public:
-  LoadedTrace(std::string handle, std::shared_ptr<const TraceEntry> entry)
-      : handle_(std::move(handle)), entry_(std::move(entry)) {}
+  LoadedTrace(std::string handle, std::shared_ptr<const TraceEntry> entry, bool reloaded = false)
+      : handle_(std::move(handle)), entry_(std::move(entry)), reloaded_(reloaded) {}
 
   const std::string& handle() const { return handle_; }
   const std::string& path() const { return entry_->identity().path; }  // canonical path
@@ -40,6 +40,9 @@ class LoadedTrace {
   double load_seconds() const { return entry_->load_seconds(); }
   const Trace& trace() const { return entry_->trace(); }
   const TraceEntry& entry() const { return *entry_; }
+  // This lookup parsed the file again: the cache's memory budget had evicted
+  // the trace since load_trace (the tools say so in their result).
+  bool reloaded() const { return reloaded_; }
 
   // A derived artefact of type T, built once and cached on the shared entry
   // (see TraceEntry::cached).
@@ -51,6 +54,7 @@ class LoadedTrace {
  private:
   std::string handle_;
   std::shared_ptr<const TraceEntry> entry_;
+  bool reloaded_ = false;
 };
 
 class TraceStore {

@@ -68,9 +68,9 @@ struct Insight {
   // The iterations the totals above cover (recoverable_us and step_saving_us
   // are sums over them; the JSON names them *_total and gives *_per_step).
   size_t steps = 1;
-  std::string action_model;      // Path A
-  std::string action_kernel;     // Path B
-  std::string verify;            // how to check it before repeating it
+  std::string action_model;   // Path A
+  std::string action_kernel;  // Path B
+  std::string verify;         // how to check it before repeating it
 };
 
 // What the rules read. Build once per trace (run_insights does).

@@ -23,10 +23,10 @@ namespace {
 // nodes call mm / native_*_backward instead).
 bool is_forward_only(std::string_view n) {
   static const std::set<std::string_view> kOps = {
-      "aten::linear",      "aten::addmm",       "aten::layer_norm",
-      "aten::embedding",   "aten::dropout",     "aten::scaled_dot_product_attention",
-      "aten::gelu",        "aten::conv2d",      "aten::batch_norm",
-      "aten::group_norm",  "aten::rms_norm",    "aten::silu",
+      "aten::linear",     "aten::addmm",    "aten::layer_norm",
+      "aten::embedding",  "aten::dropout",  "aten::scaled_dot_product_attention",
+      "aten::gelu",       "aten::conv2d",   "aten::batch_norm",
+      "aten::group_norm", "aten::rms_norm", "aten::silu",
   };
   return kOps.count(n) > 0;
 }
@@ -57,14 +57,12 @@ void rule_activation_recompute(const InsightContext& c, std::vector<Insight>& ou
     const Event& e = c.trace.events[u];
     if (e.cat != Cat::CpuOp || !backward.count(e.thread)) continue;
     const std::string_view name = c.trace.name(u);
-    if (name.find("Backward") == std::string_view::npos || name.starts_with("autograd::"))
-      continue;
+    if (name.find("Backward") == std::string_view::npos || name.starts_with("autograd::")) continue;
     children.clear();
     for (Uid k : c.tree.children(u))
       if (c.trace.events[k].cat == Cat::CpuOp) children.push_back(k);
-    std::sort(children.begin(), children.end(), [&](Uid a, Uid b) {
-      return c.trace.events[a].ts() < c.trace.events[b].ts();
-    });
+    std::sort(children.begin(), children.end(),
+              [&](Uid a, Uid b) { return c.trace.events[a].ts() < c.trace.events[b].ts(); });
     size_t end = 0;
     for (size_t k = 0; k < children.size(); ++k)
       if (is_forward_only(c.trace.name(children[k]))) end = k + 1;

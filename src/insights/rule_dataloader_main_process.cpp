@@ -62,8 +62,8 @@ void rule_dataloader_main_process(const InsightContext& c, std::vector<Insight>&
   i.time_us = host_us;
   i.share = c.timeline && c.timeline->total_time > 0 ? host_us / c.timeline->total_time : 0;
   i.severity = saving >= 0.05 * c.step->measured.step_time_us * steps ? "high"
-               : saving > 0                                         ? "medium"
-                                                                    : "low";
+               : saving > 0                                           ? "medium"
+                                                                      : "low";
   i.gain_upper_bound_us = saving;
   i.step_saving_us = saving;
   if (saving <= 0)
@@ -71,8 +71,7 @@ void rule_dataloader_main_process(const InsightContext& c, std::vector<Insight>&
   i.title = fmt::format(
       "Input on the training loop's thread: {} takes {:.2f} ms per step (recorded){}; with "
       "the batch ready, the step is {:.2f} ms shorter",
-      name, host_us / steps / 1e3, single_process ? " (num_workers=0)" : "",
-      saving / steps / 1e3);
+      name, host_us / steps / 1e3, single_process ? " (num_workers=0)" : "", saving / steps / 1e3);
   i.detail = single_process
                  ? "The DataLoader has no workers: each batch is loaded, transformed and "
                    "collated on the main process between steps while the GPU waits."

@@ -100,8 +100,7 @@ void rule_fp32_gemm_simt(const InsightContext& c, std::vector<Insight>& out) {
       "torch.backends.cuda.matmul.allow_tf32 = True (or "
       "torch.set_float32_matmul_precision(\"high\")); better, train under "
       "torch.autocast(\"cuda\", dtype=torch.bfloat16).";
-  i.action_kernel =
-      "None needed: cuBLAS picks tensor-core kernels once TF32 or bf16 is allowed.";
+  i.action_kernel = "None needed: cuBLAS picks tensor-core kernels once TF32 or bf16 is allowed.";
   i.verify =
       "Re-profile: the GEMM kernels' names carry tf32 (sm90_xmma_gemm_*tf32*) or bf16 and the "
       "GEMM time drops by about the factor above; check the loss curve matches (TF32 keeps a "

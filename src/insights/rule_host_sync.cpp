@@ -71,9 +71,8 @@ void rule_host_sync(const InsightContext& c, std::vector<Insight>& out) {
     first = std::min(first, it.start);
     last = std::max(last, it.end);
   }
-  const double offset = c.step->graph.clock_offset_us.count(rank)
-                            ? c.step->graph.clock_offset_us.at(rank)
-                            : 0.0;
+  const double offset =
+      c.step->graph.clock_offset_us.count(rank) ? c.step->graph.clock_offset_us.at(rank) : 0.0;
   std::map<std::string, SiteGroup> groups;
   for (Uid u : c.tree.runtime_uids()) {
     const Event& e = c.trace.events[u];
@@ -124,8 +123,8 @@ void rule_host_sync(const InsightContext& c, std::vector<Insight>& out) {
   i.time_us = wait_us;
   i.share = c.timeline && c.timeline->total_time > 0 ? wait_us / c.timeline->total_time : 0;
   i.severity = saving >= 0.05 * c.step->measured.step_time_us * steps ? "high"
-               : saving > 0                                         ? "medium"
-                                                                    : "low";
+               : saving > 0                                           ? "medium"
+                                                                      : "low";
   i.gain_upper_bound_us = saving;
   i.step_saving_us = saving;
   if (saving <= 0)
@@ -134,8 +133,8 @@ void rule_host_sync(const InsightContext& c, std::vector<Insight>& out) {
   i.title = fmt::format(
       "Host syncs in the step: {:.1f} per step at {} ({:.2f} ms per step waiting, recorded); "
       "without them the step is {:.2f} ms shorter",
-      static_cast<double>(count) / steps, by_wait.front().second,
-      wait_us / steps / 1e3, saving / steps / 1e3);
+      static_cast<double>(count) / steps, by_wait.front().second, wait_us / steps / 1e3,
+      saving / steps / 1e3);
   if (groups.size() > 1)
     i.title = fmt::format(
         "Host syncs in the step: {:.1f} per step at {} call sites (top: {}); {:.2f} ms per step "

@@ -277,32 +277,32 @@ TraceHealth trace_health(const Trace& trace, const CallTree& tree, const GpuTime
 }
 
 nlohmann::json to_json(const TraceHealth& h) {
-  return {{"confidence", h.confidence},
-          {"warnings", h.warnings},
-          {"gpu_events", h.gpu_events},
-          {"linked_gpu_events", h.linked_gpu_events},
-          {"gpu_busy_share", h.gpu_busy_share},
-          {"gpu_span_us", h.gpu_span_us},
-          {"profiler_steps", h.profiler_steps},
-          {"detected_iterations", h.detected_iterations},
-          {"trailing_iterations", h.trailing_iterations},
-          {"trailing_in_profiler_step", h.trailing_in_profiler_step},
-          {"trailing_period", h.trailing_period},
-          {"leading_launches", h.leading_launches},
-          {"graph_launches", h.graph_launches},
-          {"graph_kernel_share", h.graph_kernel_share},
-          {"links_without_flows", h.links_without_flows},
-          {"negative_durations", h.negative_durations},
-          {"python_events", h.python_events},
-          {"cpu_ops", h.cpu_ops},
-          {"recorded_step_us", h.recorded_step_us ? nlohmann::json(*h.recorded_step_us) : nullptr},
-          {"estimated_unprofiled_step_us", h.estimated_unprofiled_step_us
-                                               ? nlohmann::json(*h.estimated_unprofiled_step_us)
-                                               : nullptr},
-          {"profiler_host_us_per_step", h.profiler_host_us_per_step},
-          {"recorded_bound_by", h.recorded_bound_by},
-          {"unprofiled_bound_by", h.unprofiled_bound_by},
-          {"profiler_note", h.profiler_note}};
+  return {
+      {"confidence", h.confidence},
+      {"warnings", h.warnings},
+      {"gpu_events", h.gpu_events},
+      {"linked_gpu_events", h.linked_gpu_events},
+      {"gpu_busy_share", h.gpu_busy_share},
+      {"gpu_span_us", h.gpu_span_us},
+      {"profiler_steps", h.profiler_steps},
+      {"detected_iterations", h.detected_iterations},
+      {"trailing_iterations", h.trailing_iterations},
+      {"trailing_in_profiler_step", h.trailing_in_profiler_step},
+      {"trailing_period", h.trailing_period},
+      {"leading_launches", h.leading_launches},
+      {"graph_launches", h.graph_launches},
+      {"graph_kernel_share", h.graph_kernel_share},
+      {"links_without_flows", h.links_without_flows},
+      {"negative_durations", h.negative_durations},
+      {"python_events", h.python_events},
+      {"cpu_ops", h.cpu_ops},
+      {"recorded_step_us", h.recorded_step_us ? nlohmann::json(*h.recorded_step_us) : nullptr},
+      {"estimated_unprofiled_step_us",
+       h.estimated_unprofiled_step_us ? nlohmann::json(*h.estimated_unprofiled_step_us) : nullptr},
+      {"profiler_host_us_per_step", h.profiler_host_us_per_step},
+      {"recorded_bound_by", h.recorded_bound_by},
+      {"unprofiled_bound_by", h.unprofiled_bound_by},
+      {"profiler_note", h.profiler_note}};
 }
 
 }  // namespace jarvis::insights

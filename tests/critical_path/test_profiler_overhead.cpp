@@ -17,6 +17,7 @@
 #include <nlohmann/json.hpp>
 
 #include "critical_path/critical_path.h"
+#include "explore/input_format.h"
 #include "golden.h"
 #include "trace/loader.h"
 #include "tree/call_tree.h"
@@ -101,6 +102,33 @@ TEST_CASE("profiler overhead: the un-profiled step of every ab_pairs arm against
   MESSAGE("un-profiled step vs re-run:\n" << table);
   // At least 80 % of the arms within 20 % of the step timed without the profiler.
   CHECK(static_cast<double>(within) >= 0.8 * static_cast<double>(clean.size()));
+}
+
+TEST_CASE("profiler overhead: JAX arms against their in-process timings (XPlane)") {
+  if (!fs::exists(ab_dir() + "/truth.json")) {
+    MESSAGE("skipped: " << ab_dir() << "/truth.json is missing");
+    return;
+  }
+  std::ifstream in(ab_dir() + "/truth.json");
+  const json truth = json::parse(in);
+  for (const char* arm : {"A_op_by_op", "B_jit"}) {
+    CAPTURE(arm);
+    const json& a = truth["s_jax"][arm];
+    const jarvis::Trace trace =
+        jarvis::load_any_trace(ab_dir() + "/" + a["trace"].get<std::string>());
+    const jarvis::CallTree tree(trace);
+    const cp::Graph g = cp::build_graph({{&trace, &tree, -1}});
+    const cp::Analysis u = cp::analyse_unprofiled(g);
+    const double est_ms = *u.estimated_unprofiled_step_us / 1e3;
+    const double timed_ms = a["step_ms_median"].get<double>();
+    MESSAGE(arm << ": estimated " << est_ms << " ms, timed " << timed_ms << " ms, recorded "
+                << u.recorded_step_time_us / 1e3 << " ms");
+    CHECK(std::abs(est_ms / timed_ms - 1) <= 0.2);
+    // The frames the estimate stands on are XProf's Python tracer's.
+    size_t frames = 0;
+    for (const auto& e : trace.events) frames += e.cat == jarvis::Cat::PythonFunction;
+    CHECK(g.profiler_cost.at(g.ranks.front()).python_frames == frames);
+  }
 }
 
 TEST_CASE("profiler overhead: the settings and counts come from the trace's own events") {

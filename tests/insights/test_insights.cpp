@@ -175,8 +175,7 @@ TEST_CASE("insights: tiny GEMMs, old-arch kernels and a launch-bound trace (cons
   const double host_idle = 999 * ((20.0 + 1) - (4 + 3.0));
   CHECK(launch[0].evidence["host_idle_us"].get<double>() == Approx(host_idle));
   REQUIRE(launch[0].step_saving_us.has_value());
-  CHECK(*launch[0].gain_upper_bound_us ==
-        Approx(std::min(host_idle, *launch[0].step_saving_us)));
+  CHECK(*launch[0].gain_upper_bound_us == Approx(std::min(host_idle, *launch[0].step_saving_us)));
   CHECK(*launch[0].gain_upper_bound_us > 0.5 * host_idle);
   CHECK(launch[0].severity == "high");
 

@@ -475,8 +475,8 @@ TEST_CASE("judgment: a host-bound JAX step gets XLA's remedies, not PyTorch's (X
     CHECK(text->find("torch") == std::string::npos);
   // A PyTorch step host-bound without the profiler too (GPT-2 training on an
   // H200: 14.8 ms re-run without the profiler, the GPU busy 10.9 ms).
-  Trace gpt2 = jarvis::load_trace(jarvis::golden::shared_dir() +
-                                  "/ab_pairs/s_overhead_gpt2_shapes.json.gz");
+  Trace gpt2 =
+      jarvis::load_trace(jarvis::golden::shared_dir() + "/ab_pairs/s_overhead_gpt2_shapes.json.gz");
   CallTree gpt2_tree(gpt2);
   const auto pytorch = rule_of(insights_of(gpt2, gpt2_tree, "H200"), "launch_bound");
   REQUIRE(pytorch.size() == 1);

@@ -272,6 +272,35 @@ TEST_SUITE("mcp_security") {
     CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(10));
   }
 
+  TEST_CASE("issue 62: an evicted trace is parsed again, and the call's result says so") {
+    ScratchDir root;
+    jarvis::testing::copy_example_trace(root / "a.json.gz");
+    jarvis::testing::copy_example_trace(root / "b.json.gz");
+    jarvis::TraceCache probe;
+    const uint64_t one =
+        probe.acquire(jarvis::identify_file((root / "a.json.gz").string())).entry->bytes();
+    mcp::ServerOptions options = root_options(root);
+    options.max_memory_bytes = one + one / 2;  // room for one of the two
+    Harness h(options);
+    h.initialize();
+    const json a = h.tool_result(1, "load_trace", {{"path", "a.json.gz"}});
+    const std::string handle_a = a["handle"].get<std::string>();
+    h.tool_result(2, "load_trace", {{"path", "b.json.gz"}});  // evicts a (least recently used)
+    const json reply = h.call_tool(3, "ops_summary", {{"trace", handle_a}});
+    REQUIRE_FALSE(tool_error(reply));
+    const json& r = reply["result"];
+    REQUIRE(r.contains("structuredContent"));
+    bool said = false;
+    for (const json& c : r["structuredContent"].value("trace_caveats", json::array()))
+      for (const json& w : c["warnings"])
+        said |= w.get<std::string>().find("evicted") != std::string::npos;
+    CHECK(said);
+    CHECK(tool_text(reply).find("parsed again") != std::string::npos);
+    // Used again while resident: no note.
+    const json again = h.call_tool(4, "ops_summary", {{"trace", handle_a}});
+    CHECK(tool_text(again).find("parsed again") == std::string::npos);
+  }
+
   TEST_CASE("issue 18: a trace larger than the budget is refused, the server answers on") {
     ScratchDir root;
     jarvis::testing::copy_example_trace(root / "trace.json.gz");

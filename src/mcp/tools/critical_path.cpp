@@ -15,14 +15,14 @@ ToolResult critical_path_tool(const json& args, ToolContext& ctx) {
   json structured = engine::critical_path_json(analysis, args.at("top_n").get<size_t>());
   structured["files"] =
       write_files(ctx, dir, [&] { return engine::write_critical_path(analysis, dir); });
-  std::string text = fmt::format(
-      "{}\nstep time {:.1f} us {}({} iterations, {} ranks); on the path:\n", analysis.summary,
-      analysis.step_time_us,
-      analysis.estimated_unprofiled_step_us
-          ? fmt::format("without the profiler (estimated; recorded {:.1f} us) ",
-                        analysis.recorded_step_time_us)
-          : std::string("as recorded "),
-      analysis.iterations.size(), analysis.ranks.size());
+  std::string text =
+      fmt::format("{}\nstep time {:.1f} us {}({} iterations, {} ranks); on the path:\n",
+                  analysis.summary, analysis.step_time_us,
+                  analysis.estimated_unprofiled_step_us
+                      ? fmt::format("without the profiler (estimated; recorded {:.1f} us) ",
+                                    analysis.recorded_step_time_us)
+                      : std::string("as recorded "),
+                  analysis.iterations.size(), analysis.ranks.size());
   return {structured, text + top_text(structured)};
 }
 

@@ -2,6 +2,8 @@
 
 #include <string>
 
+#include <fmt/format.h>
+
 #include "engine/engine.h"
 
 namespace jarvis::mcp {
@@ -28,6 +30,15 @@ std::shared_ptr<const LoadedTrace> trace_arg(const json& args, ToolContext& ctx)
         "unknown trace handle \"" + handle + "\"; call load_trace first (or list_traces)",
         ErrorKind::NotFound);
   note_trace_health(*entry, ctx);
+  if (entry->reloaded())
+    ctx.add_trace_caveats(
+        handle + " (memory budget)",
+        {{"confidence", "high"},
+         {"warnings",
+          {fmt::format("{} was evicted from the server's trace cache (least recently used, under "
+                       "its memory budget: jarvis serve --max-memory) and parsed again for this "
+                       "call ({:.2f} s); nothing about the trace changed",
+                       entry->path(), entry->load_seconds())}}});
   return entry;
 }
 
