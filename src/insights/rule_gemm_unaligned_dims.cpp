@@ -104,8 +104,10 @@ std::vector<LeadingDim> leading_dims(const detail::GemmDims& d, bool backward) {
 
 std::vector<LeadingDim> misaligned_of(const std::vector<LeadingDim>& dims, int64_t need) {
   std::vector<LeadingDim> out;
+  // A dimension of 1 is an outer product or a vector (the rotary frequency
+  // table's K = 1): by design, and padding it would multiply the work.
   for (const auto& l : dims)
-    if (l.value % need != 0) out.push_back(l);
+    if (l.value != 1 && l.value % need != 0) out.push_back(l);
   return out;
 }
 

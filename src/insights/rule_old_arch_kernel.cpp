@@ -81,7 +81,10 @@ void rule_old_arch_kernel(const InsightContext& c, std::vector<Insight>& out) {
     for (Uid k : row.kernels) {
       std::string_view name = c.trace.name(k);
       KernelTraits t = parse_kernel_name(name);
-      if (t.sm_arch && *t.sm_arch < *device.sm_arch && c.trace.events[k].has_dur())
+      // An fp32 SIMT GEMM's cause is fp32 without TF32 (fp32_gemm_simt), not
+      // the shapes: cuBLAS has no sm90 SIMT kernel to pick.
+      if (t.sm_arch && *t.sm_arch < *device.sm_arch && c.trace.events[k].has_dur() &&
+          !detail::is_fp32_simt_gemm_kernel(name))
         old_kernel_us[name] += c.trace.events[k].dur();
     }
     auto above = time_above_native(row, native);

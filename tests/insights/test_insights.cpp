@@ -242,6 +242,15 @@ TEST_CASE("insights: unaligned GEMM dims: the token count M is not a leading dim
             .empty());
 }
 
+TEST_CASE("insights: K = 1 (an outer product) is not an unaligned GEMM dimension") {
+  // The rotary frequency table: [S, 1] x [1, D/2]; padding K would multiply
+  // the work by 8. K = 2 beside it is a real misalignment of the same shape.
+  CHECK(unaligned_of({{"[[4096,1],[1,64]]", "[[1,1],[64,1]]", 20.0}}).empty());
+  auto two = unaligned_of({{"[[4096,2],[2,64]]", "[[2,1],[64,1]]", 20.0}});
+  REQUIRE(two.size() == 1);
+  CHECK(two[0].title.find("K=2") != std::string::npos);
+}
+
 TEST_CASE("insights: unaligned GEMM dims: a contiguous K, N or transposed M fires") {
   // K = 1000 is 8 x 125 (aligned for bf16); K = 1002 is not.
   CHECK(unaligned_of({{"[[64,1000],[1000,256]]", "[[1000,1],[1,1000]]", 20.0}}).empty());
