@@ -284,7 +284,7 @@ TEST_SUITE("mcp_security") {
     Harness h(options);
     h.initialize();
     const json a = h.tool_result(1, "load_trace", {{"path", "a.json.gz"}});
-    const std::string handle_a = a["handle"].get<std::string>();
+    const std::string handle_a = a["trace"].get<std::string>();
     h.tool_result(2, "load_trace", {{"path", "b.json.gz"}});  // evicts a (least recently used)
     const json reply = h.call_tool(3, "ops_summary", {{"trace", handle_a}});
     REQUIRE_FALSE(tool_error(reply));
