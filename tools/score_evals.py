@@ -134,8 +134,10 @@ def score_trace(jarvis, shared, path):
 
         def judged(k):
             if measure == "step_saving_per_step":
-                saved = (insights[k].get("step_saving_us_per_step")
-                         or insights[k].get("recoverable_us_per_step") or 0) / 1000.0
+                value = insights[k].get("step_saving_us_per_step")
+                if value is None:  # no what-if: the recoverable time per step
+                    value = insights[k].get("recoverable_us_per_step")
+                saved = (value or 0) / 1000.0
             else:
                 saved = (insights[k].get("recoverable_us_total") or 0) / 1000.0
             rank = k + 1 <= finding["rank_at_most"]

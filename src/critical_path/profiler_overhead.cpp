@@ -22,6 +22,10 @@ namespace {
 // - an op: its enter and exit records (with record_shapes, the inputs' shapes
 //   and dtypes), of which the gap between two back-to-back ops is a part;
 constexpr double kOpCostInGaps = 3.1;
+// With record_shapes the cost follows the inputs recorded: per op 0.21 gaps
+// and per input (an "Input Dims" entry) 0.98 (fitted on s_overhead_gpt2 and
+// a ResNet-50 step, whose ops carry 4.2 inputs where GPT-2's carry 3.2).
+constexpr double kShapesOpCostInGaps = 0.21, kShapesInputCostInGaps = 0.98;
 // - a runtime call: CUPTI's callback around it and its activity record;
 constexpr double kRuntimeCallCostInGaps = 1.0;
 // - a Python frame (with_stack): the tracer's enter and exit; XProf's Python
@@ -39,6 +43,17 @@ constexpr double kDefaultGapShapesUs = 2.2, kDefaultGapPlainUs = 1.2;
 // What the un-profiled host keeps of a recorded gap or call at least: the
 // Python and the dispatcher still run.
 constexpr double kKeptShare = 0.1;
+
+// The inputs an op recorded with record_shapes ("Input Dims" entries).
+size_t inputs_of(const Trace& trace, Uid uid) {
+  const PyValue* dims = trace.arg(uid, "Input Dims");
+  return dims && dims->is_seq() ? dims->size() : 0;
+}
+
+// What each recorded input adds to an op's cost (record_shapes only).
+double per_input_us(const ProfilerCost& cost) {
+  return cost.record_shapes ? kShapesInputCostInGaps * cost.op_gap_us : 0.0;
+}
 
 bool has_input_dims(const Trace& trace, Uid uid) {
   const PyValue* dims = trace.arg(uid, "Input Dims");
@@ -71,12 +86,14 @@ void measure_op_gap(const Trace& trace, const CallTree& tree, ProfilerCost& cost
 
 ProfilerCost measure_profiler_cost(const Trace& trace, const CallTree& tree) {
   ProfilerCost cost;
+  size_t inputs = 0;
   uint32_t memory_name = 0;
   const bool any_memory = trace.strings.find("[memory]", memory_name);
   for (Uid u = 0; u < trace.events.size(); ++u) {
     const Event& e = trace.events[u];
     if (e.cat == Cat::CpuOp) {
       ++cost.ops;
+      inputs += inputs_of(trace, u);
       if (!cost.record_shapes && has_input_dims(trace, u)) cost.record_shapes = true;
     } else if (e.is_runtime()) {
       ++cost.runtime_calls;
@@ -89,13 +106,15 @@ ProfilerCost measure_profiler_cost(const Trace& trace, const CallTree& tree) {
   cost.with_stack = cost.python_frames > 0;
   cost.profile_memory = cost.memory_events > 0;
   measure_op_gap(trace, tree, cost);
-  cost.per_op_us = kOpCostInGaps * cost.op_gap_us;
+  cost.per_op_us = (cost.record_shapes ? kShapesOpCostInGaps : kOpCostInGaps) * cost.op_gap_us;
+
   cost.per_runtime_call_us = kRuntimeCallCostInGaps * cost.op_gap_us;
   cost.per_python_frame_us =
       (xplane::is_xplane_trace(trace) ? kXlaPythonFrameCostInGaps : kPythonFrameCostInGaps) *
       cost.op_gap_us;
   cost.per_memory_event_us = kMemoryEventCostInGaps * cost.op_gap_us;
   cost.total_us = cost.per_op_us * static_cast<double>(cost.ops) +
+                  per_input_us(cost) * static_cast<double>(inputs) +
                   cost.per_runtime_call_us * static_cast<double>(cost.runtime_calls) +
                   cost.per_python_frame_us * static_cast<double>(cost.python_frames) +
                   cost.per_memory_event_us * static_cast<double>(cost.memory_events);
@@ -121,7 +140,7 @@ HostCostIndex::HostCostIndex(const Trace& trace, const ProfilerCost& cost) {
       continue;
     }
     if (e.cat == Cat::CpuOp)
-      each = cost.per_op_us / 2;
+      each = (cost.per_op_us + per_input_us(cost) * static_cast<double>(inputs_of(trace, u))) / 2;
     else if (e.cat == Cat::PythonFunction)
       each = cost.per_python_frame_us / 2;
     else if (any_memory && e.cat == Cat::CpuInstantEvent && e.name == memory_name)
