@@ -126,6 +126,28 @@ double step_saving_total_us(const InsightContext& c, const critical_path::Scenar
   }
 }
 
+StepWindow step_window(const InsightContext& c) {
+  const auto& graph = c.step->graph;
+  StepWindow w;
+  w.rank = graph.ranks.front();
+  const double offset =
+      graph.clock_offset_us.count(w.rank) ? graph.clock_offset_us.at(w.rank) : 0.0;
+  w.from_us = 1e300;
+  w.to_us = -1e300;
+  for (const auto& it : graph.iterations) {
+    w.from_us = std::min(w.from_us, it.start - offset);
+    w.to_us = std::max(w.to_us, it.end - offset);
+  }
+  return w;
+}
+
+std::string severity_by_step_saving(const InsightContext& c, double saving_total_us) {
+  const double steps = static_cast<double>(std::max<size_t>(1, c.step->measured.iterations.size()));
+  return saving_total_us >= 0.05 * c.step->measured.step_time_us * steps ? "high"
+         : saving_total_us > 0                                           ? "medium"
+                                                                         : "low";
+}
+
 double share_of(const InsightContext& c, double time_us) {
   return c.total_kernel_time_us > 0 ? time_us / c.total_kernel_time_us : 0;
 }

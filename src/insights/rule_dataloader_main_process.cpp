@@ -30,14 +30,7 @@ bool is_loader_next(std::string_view name) {
 
 void rule_dataloader_main_process(const InsightContext& c, std::vector<Insight>& out) {
   if (!c.step || c.step->graph.ranks.empty()) return;
-  const auto& graph = c.step->graph;
-  const int64_t rank = graph.ranks.front();
-  const double offset = graph.clock_offset_us.count(rank) ? graph.clock_offset_us.at(rank) : 0.0;
-  double first = 1e300, last = -1e300;
-  for (const auto& it : graph.iterations) {
-    first = std::min(first, it.start);
-    last = std::max(last, it.end);
-  }
+  const detail::StepWindow window = detail::step_window(c);
   critical_path::Scenario change;
   double host_us = 0;
   bool single_process = false;
@@ -46,8 +39,8 @@ void rule_dataloader_main_process(const InsightContext& c, std::vector<Insight>&
     const Event& e = c.trace.events[u];
     if (e.cat != Cat::UserAnnotation || !e.has_ts() || !e.has_dur()) continue;
     if (!is_loader_next(c.trace.name(u))) continue;
-    if (e.ts() + offset < first || e.ts() + offset >= last) continue;
-    change.remove_host.push_back({rank, e.thread, e.ts(), e.end()});
+    if (!window.contains(e.ts())) continue;
+    change.remove_host.push_back({window.rank, e.thread, e.ts(), e.end()});
     host_us += e.dur();
     name = std::string(c.trace.name(u));
     single_process |= name.find("SingleProcess") != std::string::npos;
@@ -61,9 +54,7 @@ void rule_dataloader_main_process(const InsightContext& c, std::vector<Insight>&
   i.category = "cpu_idle";
   i.time_us = host_us;
   i.share = c.timeline && c.timeline->total_time > 0 ? host_us / c.timeline->total_time : 0;
-  i.severity = saving >= 0.05 * c.step->measured.step_time_us * steps ? "high"
-               : saving > 0                                           ? "medium"
-                                                                      : "low";
+  i.severity = detail::severity_by_step_saving(c, saving);
   i.gain_upper_bound_us = saving;
   i.step_saving_us = saving;
   if (saving <= 0)

@@ -64,23 +64,16 @@ struct SiteGroup {
 
 void rule_host_sync(const InsightContext& c, std::vector<Insight>& out) {
   if (!c.step || c.step->graph.ranks.empty()) return;
-  const int64_t rank = c.step->graph.ranks.front();
   // Only syncs inside the iterations: set-up and tear-down are not steps.
-  double first = 1e300, last = -1e300;
-  for (const auto& it : c.step->graph.iterations) {
-    first = std::min(first, it.start);
-    last = std::max(last, it.end);
-  }
-  const double offset =
-      c.step->graph.clock_offset_us.count(rank) ? c.step->graph.clock_offset_us.at(rank) : 0.0;
+  const detail::StepWindow window = detail::step_window(c);
   std::map<std::string, SiteGroup> groups;
   for (Uid u : c.tree.runtime_uids()) {
     const Event& e = c.trace.events[u];
-    if (!e.has_ts() || !e.has_dur() || e.ts() + offset < first || e.ts() + offset >= last) continue;
+    if (!e.has_ts() || !e.has_dur() || !window.contains(e.ts())) continue;
     if (!is_sync_call(c, u)) continue;
     const CallSite site = call_site(c, u);
     SiteGroup& g = groups[site.outer];
-    g.calls.emplace_back(rank, u);
+    g.calls.emplace_back(window.rank, u);
     if (Uid op = c.tree.nearest_cpu_op(u); op != kNoUid) g.ops.push_back(op);
     g.inner = site.inner;
     g.wait_us += e.dur();
@@ -122,9 +115,7 @@ void rule_host_sync(const InsightContext& c, std::vector<Insight>& out) {
   }
   i.time_us = wait_us;
   i.share = c.timeline && c.timeline->total_time > 0 ? wait_us / c.timeline->total_time : 0;
-  i.severity = saving >= 0.05 * c.step->measured.step_time_us * steps ? "high"
-               : saving > 0                                           ? "medium"
-                                                                      : "low";
+  i.severity = detail::severity_by_step_saving(c, saving);
   i.gain_upper_bound_us = saving;
   i.step_saving_us = saving;
   if (saving <= 0)

@@ -55,6 +55,20 @@ bool is_fp32_simt_gemm_kernel(std::string_view name);
 // step model or when the change saves nothing).
 double step_saving_total_us(const InsightContext& c, const critical_path::Scenario& change);
 
+// The span of the step model's iterations in the trace's own time (the
+// graph's clock offset of its one rank taken out), and that rank; events
+// outside it are set-up or tear-down, not steps. Needs c.step.
+struct StepWindow {
+  int64_t rank = -1;
+  double from_us = 0, to_us = 0;
+  bool contains(double trace_ts) const { return trace_ts >= from_us && trace_ts < to_us; }
+};
+StepWindow step_window(const InsightContext& c);
+
+// The severity of a host-side finding by its what-if saving (a total over
+// the iterations): high from 5 % of the step, medium when it saves anything.
+std::string severity_by_step_saving(const InsightContext& c, double saving_total_us);
+
 // GEMM dims of a modelled row (M, N, K, B), when the model has them.
 struct GemmDims {
   int64_t m = 0, n = 0, k = 0, batch = 1;
