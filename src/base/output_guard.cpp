@@ -230,7 +230,25 @@ bool is_trace_file_name(const fs::path& path) {
   std::string name = path.filename().string();
   std::transform(name.begin(), name.end(), name.begin(),
                  [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return ends_with(name, ".json.gz") || ends_with(name, ".trace.json") || ends_with(name, ".gz");
+  // A rocprofv3 `.db` is found by its first bytes (looks_like_trace_content):
+  // the name alone is too common to refuse a user's forced write.
+  for (std::string_view suffix : {".json.gz", ".trace.json", ".gz", ".xplane.pb", ".sqlite",
+                                  ".sqlite3", ".nsys-rep", ".qdrep", ".pftrace",
+                                  ".perfetto-trace"})
+    if (ends_with(name, suffix)) return true;
+  return false;
+}
+
+bool looks_like_trace_content(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return false;
+  std::string head(4096, '\0');
+  in.read(head.data(), static_cast<std::streamsize>(head.size()));
+  head.resize(static_cast<size_t>(in.gcount()));
+  if (head.starts_with(std::string_view("SQLite format 3\0", 16))) return true;
+  return head.find("\"traceEvents\"") != std::string::npos ||
+         head.find("\"rocprofiler-sdk-tool\"") != std::string::npos ||
+         head.find("\"deviceProperties\"") != std::string::npos;
 }
 
 void check_output_target(const fs::path& target, const std::string& flag) {
@@ -239,6 +257,13 @@ void check_output_target(const fs::path& target, const std::string& flag) {
   if (ec || !fs::exists(st)) return;
   if (fs::is_directory(st))
     throw OutputRefused(named(target, flag) + " is a directory; give a file path");
+  // A FIFO, a device or a socket: writing there is never what a report
+  // means, and --force does not change that. (A symlink is replaced, not
+  // written through: the atomic write renames over it.)
+  if (!fs::is_regular_file(st) && !fs::is_symlink(st))
+    throw OutputRefused(named(target, flag) +
+                        " is not a regular file (a FIFO, a device or a socket); jarvis writes "
+                        "only regular files: choose another path");
   if (is_input_file(target))
     throw OutputRefused(named(target, flag) +
                         " is an input of this command (the same file); jarvis never writes over "
@@ -252,6 +277,10 @@ void check_output_target(const fs::path& target, const std::string& flag) {
     throw OutputRefused(named(target, flag) +
                         " is a trace (by its name) that jarvis did not write; jarvis never writes "
                         "over a trace: choose another path");
+  if (fs::is_regular_file(st) && looks_like_trace_content(target))
+    throw OutputRefused(named(target, flag) +
+                        " is a trace or a database (by its first bytes) that jarvis did not "
+                        "write; jarvis never writes over one: choose another path");
   if (overwrite_rule() == OverwriteRule::OnlyOurs)
     throw OutputRefused(named(target, flag) +
                         " already exists and was not written by jarvis; choose another path, or "

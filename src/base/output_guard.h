@@ -7,7 +7,9 @@
 //     link, a path through a symlink) is caught too, and a new file that
 //     reuses a deleted input's inode is not;
 //   * never over a trace: an existing file named like one (.json.gz, .gz,
-//     .trace.json) is refused unless jarvis wrote it;
+//     .trace.json, .xplane.pb, .sqlite, ...) or whose first bytes say it
+//     is one (or an SQLite database) is refused unless jarvis wrote it;
+//   * never anything but a regular file (a FIFO, a device, a socket);
 //   * over any other existing file only when jarvis wrote it and nobody
 //     changed it since (the write ledger below), when it is listed in the
 //     report marker of its directory, or when the caller forces it (the
@@ -61,8 +63,15 @@ bool written_by_jarvis(const std::filesystem::path& path);
 // Adds `path` (as it is now, after the write) to the ledger.
 void record_written(const std::filesystem::path& path);
 
-// A file name profiler traces carry (.json.gz, .gz, .trace.json).
+// A file name profiler traces carry, in any format jarvis reads or a
+// profiler writes (.json.gz, .gz, .trace.json, .xplane.pb, .sqlite,
+// .nsys-rep, .qdrep, .pftrace, ...).
 bool is_trace_file_name(const std::filesystem::path& path);
+// A file whose first 4 KB say it is a trace or a database: an SQLite file
+// (Nsight Systems and rocprofv3 exports), a Kineto trace ("traceEvents",
+// "deviceProperties") or rocprofv3 results ("rocprofiler-sdk-tool"),
+// whatever its name.
+bool looks_like_trace_content(const std::filesystem::path& path);
 
 // Throws OutputRefused when the rule forbids writing `target` (see the top
 // of this file); a missing target is always fine. `flag` names where the

@@ -28,7 +28,7 @@ struct ServeArgs {
   bool http = false;  // --http given (with or without an address)
   std::string http_address;
   std::string host, port, token, max_message_mb, max_memory, session_ttl_min, workers,
-      client_timeout_s;
+      client_timeout_s, isolate_calls;
   std::vector<std::string> roots, allow_origins, arch_dirs, profiles, tools;
 };
 
@@ -156,6 +156,9 @@ int run_serve(const ServeArgs& a) {
     usage_error(e.what());
   }
   std::signal(SIGPIPE, SIG_IGN);
+  // A crash in one analysis must not end the other sessions of an HTTP
+  // server; a stdio server has one client, who may trade that for speed.
+  options.isolate_calls = a.isolate_calls.empty() ? a.http : a.isolate_calls == "on";
   mcp::Server server(options);
   for (const auto& problem : server.registry_problems())
     std::fprintf(stderr, "jarvis serve: warning: %s\n", problem.c_str());
@@ -209,6 +212,11 @@ Runner add_serve(CLI::App& app) {
   cmd->add_option("--arch-dir", a->arch_dirs,
                   "directory of GPU arch .json files readable besides --root (repeatable)")
       ->allow_extra_args(false);
+  cmd->add_option("--isolate-calls", a->isolate_calls,
+                  "run each analysis call in a worker process forked for it, so that a crash "
+                  "ends that call only (default: on for --http, off for --stdio; costs a fork "
+                  "and the call's derived data is not kept: docs/security.md)")
+      ->check(CLI::IsMember({"on", "off"}));
   cmd->add_option("--workers", a->workers,
                   "threads running requests (default: stdio 1 = in order, HTTP 32)");
   std::string profile_help =

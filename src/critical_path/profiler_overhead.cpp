@@ -3,6 +3,9 @@
 // overhead").
 #include <algorithm>
 #include <cmath>
+#include <map>
+#include <optional>
+#include <tuple>
 
 #include <fmt/format.h>
 
@@ -188,7 +191,131 @@ double HostCostIndex::on_other_threads(uint32_t thread, double from, double to) 
 
 }  // namespace detail
 
-void unprofiled_times(const Graph& g, std::vector<double>& dur, std::vector<double>& lag) {
+namespace {
+
+// Interference: a host thread that runs the same calls in every iteration
+// but whose gaps all stretch in some iterations (ab_pairs s_layout_B: the
+// autograd thread's ops took 2x longer in steps 2 and 3 than in step 1, the
+// step timed without the profiler matches step 1) was slowed by something
+// outside the program: another process, the profiler draining its buffers.
+// A slowdown that uniform moves the median gap, which a few waits do not;
+// and it is told from the profiler's own cost, which varies between
+// iterations too, by another thread of the process that ran the same
+// iteration at its usual pace. The un-profiled host is the undisturbed
+// iteration's, so the stretched iterations' gaps and calls on that thread are
+// scaled back to it.
+constexpr double kInterferenceRatio = 1.25;  // median gap over the fastest iteration's
+constexpr double kSteadyRatio = 1.1;         // another thread's, at its usual pace
+constexpr size_t kMinGapsPerIteration = 20;
+constexpr double kSameCalls = 1.02;  // gaps per iteration, most over fewest
+
+struct Interference {
+  int64_t rank = -1;
+  uint32_t thread = UINT32_MAX;
+  size_t iteration = 0;
+  double factor = 1;  // applied to the iteration's host gaps and calls on the thread
+};
+
+// Which iteration a time falls in (a binary search over their starts).
+class IterationIndex {
+ public:
+  explicit IterationIndex(const Graph& g) : g_(g), by_start_(g.iterations.size()) {
+    for (size_t i = 0; i < by_start_.size(); ++i) by_start_[i] = i;
+    std::sort(by_start_.begin(), by_start_.end(), [&](size_t a, size_t b) {
+      return g_.iterations[a].start < g_.iterations[b].start;
+    });
+  }
+  std::optional<size_t> operator()(double t) const {
+    auto after = std::upper_bound(by_start_.begin(), by_start_.end(), t, [&](double x, size_t i) {
+      return x < g_.iterations[i].start;
+    });
+    if (after == by_start_.begin()) return std::nullopt;
+    const size_t i = *std::prev(after);
+    if (t < g_.iterations[i].end) return i;
+    return std::nullopt;
+  }
+
+ private:
+  const Graph& g_;
+  std::vector<size_t> by_start_;
+};
+
+std::vector<Interference> host_interference(const Graph& g, const std::vector<double>& lag) {
+  std::vector<Interference> found;
+  const size_t iterations = g.iterations.size();
+  if (iterations < 2) return found;
+  const IterationIndex iteration_of(g);
+  std::map<std::pair<int64_t, uint32_t>, std::vector<std::vector<double>>> gaps;
+  for (size_t k = 0; k < g.edges.size(); ++k) {
+    const Edge& e = g.edges[k];
+    if (e.kind != EdgeKind::HostSeq || e.thread == UINT32_MAX) continue;
+    const Node& from = g.nodes[e.from];
+    const auto i = iteration_of(from.start);
+    if (!i) continue;
+    auto& per = gaps[{from.rank, e.thread}];
+    per.resize(iterations);
+    per[*i].push_back(lag[k]);
+  }
+  // Per thread with the same calls in every iteration: each iteration's
+  // median gap over the fastest iteration's.
+  std::map<std::pair<int64_t, uint32_t>, std::vector<double>> ratios;
+  for (auto& [key, per] : gaps) {
+    const auto [fewest, most] = std::minmax_element(
+        per.begin(), per.end(), [](const auto& a, const auto& b) { return a.size() < b.size(); });
+    // The same calls in every iteration (a call or two may fall on the other
+    // side of a step boundary); otherwise there is nothing to compare.
+    if (fewest->size() < kMinGapsPerIteration ||
+        static_cast<double>(most->size()) > kSameCalls * static_cast<double>(fewest->size()))
+      continue;
+    std::vector<double> median(iterations);
+    for (size_t i = 0; i < iterations; ++i) {
+      auto& v = per[i];
+      const auto mid = v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2);
+      std::nth_element(v.begin(), mid, v.end());
+      median[i] = *mid;
+    }
+    const double fastest = *std::min_element(median.begin(), median.end());
+    if (!(fastest > 0)) continue;
+    for (double& m : median) m /= fastest;
+    ratios[key] = std::move(median);
+  }
+  // A thread stretched while another thread of its process ran that same
+  // iteration at its usual pace: the program did not change between the
+  // iterations, something slowed that thread. (A whole process slower in one
+  // iteration is not told apart from the profiler's own varying cost.)
+  for (const auto& [key, r] : ratios)
+    for (size_t i = 0; i < iterations; ++i) {
+      if (!(r[i] > kInterferenceRatio)) continue;
+      const bool other_steady = std::any_of(ratios.begin(), ratios.end(), [&](const auto& o) {
+        return o.first.first == key.first && o.first.second != key.second &&
+               o.second[i] <= kSteadyRatio;
+      });
+      if (other_steady) found.push_back({key.first, key.second, i, 1 / r[i]});
+    }
+  return found;
+}
+
+void scale_interfered(const Graph& g, const std::vector<Interference>& found,
+                      std::vector<double>& dur, std::vector<double>& lag) {
+  if (found.empty()) return;
+  std::map<std::tuple<int64_t, uint32_t, size_t>, double> factor;
+  for (const Interference& f : found) factor[{f.rank, f.thread, f.iteration}] = f.factor;
+  const IterationIndex iteration_of(g);
+  auto factor_of = [&](const Node& n, uint32_t thread) {
+    const auto i = iteration_of(n.start);
+    if (!i) return 1.0;
+    auto it = factor.find({n.rank, thread, *i});
+    return it == factor.end() ? 1.0 : it->second;
+  };
+  for (size_t k = 0; k < g.edges.size(); ++k)
+    if (g.edges[k].kind == EdgeKind::HostSeq)
+      lag[k] *= factor_of(g.nodes[g.edges[k].from], g.edges[k].thread);
+  for (size_t n = 0; n < g.nodes.size(); ++n)
+    if (g.nodes[n].kind == NodeKind::HostCall) dur[n] *= factor_of(g.nodes[n], g.nodes[n].thread);
+}
+
+// The recorded times less the profiler's estimated cost.
+void profiler_free_times(const Graph& g, std::vector<double>& dur, std::vector<double>& lag) {
   dur.clear();
   lag.clear();
   for (const Node& n : g.nodes) dur.push_back(std::max(kKeptShare * n.dur, n.dur - n.profiler_us));
@@ -196,6 +323,13 @@ void unprofiled_times(const Graph& g, std::vector<double>& dur, std::vector<doub
     lag.push_back(e.profiler_us > 0 && e.lag > 0
                       ? std::max(kKeptShare * e.lag, e.lag - e.profiler_us)
                       : e.lag);
+}
+
+}  // namespace
+
+void unprofiled_times(const Graph& g, std::vector<double>& dur, std::vector<double>& lag) {
+  profiler_free_times(g, dur, lag);
+  scale_interfered(g, host_interference(g, lag), dur, lag);
 }
 
 Analysis analyse_unprofiled(const Graph& g) {
@@ -212,19 +346,28 @@ Analysis analyse_unprofiled(const Graph& g) {
     first = std::min(first, it.start);
     last = std::max(last, it.end);
   }
+  std::vector<double> plain_dur, plain_lag;  // the profiler's cost alone taken out
+  profiler_free_times(g, plain_dur, plain_lag);
   double removed = 0;
   for (size_t n = 0; n < g.nodes.size(); ++n)
-    if (g.nodes[n].start >= first && g.nodes[n].start < last) removed += g.nodes[n].dur - dur[n];
+    if (g.nodes[n].start >= first && g.nodes[n].start < last)
+      removed += g.nodes[n].dur - plain_dur[n];
   for (size_t k = 0; k < g.edges.size(); ++k)
     if (g.nodes[g.edges[k].from].start >= first && g.nodes[g.edges[k].from].start < last)
-      removed += g.edges[k].lag - lag[k];
+      removed += g.edges[k].lag - plain_lag[k];
   a.profiler_host_us_per_step =
       g.iterations.empty() ? 0.0 : removed / static_cast<double>(g.iterations.size());
   a.profiler_cost = g.profiler_cost;
+  std::string interference;
+  for (const Interference& f : host_interference(g, plain_lag))
+    interference += fmt::format(
+        "{}{} ran the same host calls as the fastest iteration with gaps {:.2f}x as long on one "
+        "thread (interference, not the program: scaled back)",
+        interference.empty() ? "; " : ", ", g.iterations[f.iteration].name, 1 / f.factor);
   a.summary = fmt::format(
       "without the profiler (estimated; the trace records {:.1f} us, of which ~{:.1f} us per "
-      "iteration is the profiler's host time): {}",
-      a.recorded_step_time_us, a.profiler_host_us_per_step, a.summary);
+      "iteration is the profiler's host time{}): {}",
+      a.recorded_step_time_us, a.profiler_host_us_per_step, interference, a.summary);
   return a;
 }
 

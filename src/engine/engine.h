@@ -341,6 +341,8 @@ using sweep::GateResult;
 using sweep::GateSide;
 using sweep::load_baseline;
 using sweep::save_baseline;
+using sweep::load_agent_baseline;
+using sweep::save_agent_baseline;
 
 // ---------------------------------------------------------------------------
 // Insights and trace health

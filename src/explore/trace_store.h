@@ -98,6 +98,9 @@ class TraceStore {
   // Every handle, in load order (none in Capability mode).
   std::vector<HandleInfo> list() const;
   size_t size() const;
+  // Held by the thread that forks a worker (src/mcp/worker_call.h): taken
+  // before the cache's, the order load() takes them in.
+  std::unique_lock<std::mutex> hold_for_fork() const { return std::unique_lock(mutex_); }
   bool lists_handles() const { return mode_ == Handles::Sequential; }
   // Lets get() take a trace path where a handle is expected: `confine`
   // returns the confined path (or throws); the trace is served from the

@@ -30,13 +30,16 @@ bool memory_bound_category(const std::string& cat) {
          cat.starts_with("Normalization");
 }
 
-}  // namespace
-
-void rule_bandwidth_baseline(const InsightContext& c, std::vector<Insight>& out) {
+// Rows by op shape (name, spec, bytes), memory-bound categories only;
+// `skip` (sorted row indices) are left out.
+std::map<std::string, Group> memory_bound_groups(const InsightContext& c,
+                                                 const std::vector<size_t>& skip = {}) {
   std::map<std::string, Group> groups;
-  for (const auto& row : c.rows) {
+  for (size_t r = 0; r < c.rows.size(); ++r) {
+    const auto& row = c.rows[r];
     if (!row.metrics || !row.metrics->bytes || !(row.kernel_time_us > 0)) continue;
     if (!memory_bound_category(row.category)) continue;
+    if (std::binary_search(skip.begin(), skip.end(), r)) continue;
     std::string label = row.name + " " + row.metrics->compute_spec + " " +
                         fmt::format("{:.6g}", *row.metrics->bytes);
     Group& g = groups[label];
@@ -47,13 +50,36 @@ void rule_bandwidth_baseline(const InsightContext& c, std::vector<Insight>& out)
     g.bytes += *row.metrics->bytes;
     ++g.calls;
   }
-  double baseline = 0;
-  std::string baseline_op;
+  return groups;
+}
+
+std::optional<detail::BandwidthBaseline> baseline_of(const std::map<std::string, Group>& groups) {
+  detail::BandwidthBaseline best;
   for (const auto& [label, g] : groups)
     if (g.category == "elementwise" &&
-        g.time_us / static_cast<double>(g.calls) >= kMinBaselineOpUs && g.tbs() > baseline)
-      baseline = g.tbs(), baseline_op = label;
-  if (!(baseline > 0)) return;
+        g.time_us / static_cast<double>(g.calls) >= kMinBaselineOpUs && g.tbs() > best.tbs)
+      best = {g.tbs(), label};
+  if (!(best.tbs > 0)) return std::nullopt;
+  return best;
+}
+
+}  // namespace
+
+namespace detail {
+std::optional<BandwidthBaseline> elementwise_bandwidth_baseline(const InsightContext& c) {
+  return baseline_of(memory_bound_groups(c));
+}
+}  // namespace detail
+
+void rule_bandwidth_baseline(const InsightContext& c, std::vector<Insight>& out) {
+  // NCHW batch norms beside layout conversions are conv_layout_transposes's:
+  // their cause and fix is the model's memory format, not the norm kernels.
+  const auto layout_rows = detail::nchw_batch_norm_rows(c);
+  const auto groups = memory_bound_groups(c, layout_rows);
+  const auto found = baseline_of(groups);
+  if (!found) return;
+  const double baseline = found->tbs;
+  const std::string& baseline_op = found->op;
   std::map<std::string, std::vector<const Group*>> slow_by_category;
   for (const auto& [label, g] : groups)
     if (g.tbs() < kSlowFraction * baseline && detail::share_of(c, g.time_us) >= kMinShare)

@@ -69,6 +69,22 @@ StepWindow step_window(const InsightContext& c);
 // the iterations): high from 5 % of the step, medium when it saves anything.
 std::string severity_by_step_saving(const InsightContext& c, double saving_total_us);
 
+// The rate at which this trace streams memory: the fastest large elementwise
+// op shape's bytes over its kernel time (what the GPU, its clocks and this
+// software stack deliver), in TB/s, and that op's label; nullopt when no
+// elementwise op is long enough to tell (rule_bandwidth_baseline.cpp).
+struct BandwidthBaseline {
+  double tbs = 0;
+  std::string op;
+};
+std::optional<BandwidthBaseline> elementwise_bandwidth_baseline(const InsightContext& c);
+
+// The batch-norm rows (indices into c.rows) that run NCHW kernels in a trace
+// whose convolutions convert NCHW <-> NHWC around them: the model keeps NCHW
+// tensors, and channels_last would give these norms their NHWC kernels too.
+// Empty when the trace has no layout conversions (rule_conv_layout_transposes.cpp).
+std::vector<size_t> nchw_batch_norm_rows(const InsightContext& c);
+
 // GEMM dims of a modelled row (M, N, K, B), when the model has them.
 struct GemmDims {
   int64_t m = 0, n = 0, k = 0, batch = 1;

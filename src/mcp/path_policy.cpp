@@ -286,6 +286,17 @@ void PathPolicy::note_written(const fs::path& path) const {
   written_.insert(path.lexically_normal().string());
 }
 
+PathPolicy::WrittenState PathPolicy::written_state() const {
+  std::lock_guard<std::mutex> lock(written_mutex_);
+  return {written_, claimed_};
+}
+
+void PathPolicy::merge_written_state(const WrittenState& added) const {
+  std::lock_guard<std::mutex> lock(written_mutex_);
+  written_.insert(added.written.begin(), added.written.end());
+  claimed_.insert(added.claimed.begin(), added.claimed.end());
+}
+
 bool PathPolicy::written_by_us(const fs::path& path) const {
   {
     std::lock_guard<std::mutex> lock(written_mutex_);

@@ -10,6 +10,7 @@
 #include "mcp/fixtures.h"
 #include "mcp/json_schema.h"
 #include "mcp/result_shape.h"
+#include "mcp/worker_call.h"
 
 namespace jarvis::mcp {
 
@@ -677,6 +678,18 @@ json Session::client_request(Call& call, const std::string& method, const json& 
   return message.value("result", json::object());
 }
 
+namespace {
+// The tools that change what the session holds (its handles, the sweeps it
+// loaded; compare loads a trace path under a new handle) run in the server;
+// every other call can run in a worker whose changes die with it.
+bool runs_in_worker(std::string_view tool) {
+  static constexpr std::string_view kSessionState[] = {"load_trace", "unload_trace", "list_traces",
+                                                       "load_sweep", "compare"};
+  return std::find(std::begin(kSessionState), std::end(kSessionState), tool) ==
+         std::end(kSessionState);
+}
+}  // namespace
+
 json Session::call_tool(Call& call, const json& params, bool modern) {
   if (!params.contains("name") || !params["name"].is_string())
     throw RpcError{rpc::kInvalidParams, "Invalid params: \"name\" (string) is required"};
@@ -699,7 +712,19 @@ json Session::call_tool(Call& call, const json& params, bool modern) {
 
   bool structured = modern || version_at_least("2025-06-18");
   const json& input_schema = tool->definition["inputSchema"];
+  // detail: "full" means every row: a row limit the caller did not give is
+  // then the schema's maximum, not its default (issue 64 point 1).
+  std::vector<std::string> limits_given;
+  for (const char* key : kLimitNames)
+    if (args.contains(key)) limits_given.emplace_back(key);
   apply_defaults(input_schema, args);
+  if (args.value("detail", std::string()) == "full")
+    for (const char* key : kLimitNames) {
+      const json& prop = input_schema["properties"].value(key, json::object());
+      if (args.contains(key) && prop.contains("maximum") &&
+          std::find(limits_given.begin(), limits_given.end(), key) == limits_given.end())
+        args[key] = prop["maximum"];
+    }
   if (std::string problem = validate_json(input_schema, args); !problem.empty())
     return tool_error_result(
         fmt::format("Invalid arguments for tool {}: {}. Fix the arguments to match "
@@ -746,7 +771,9 @@ json Session::call_tool(Call& call, const json& params, bool modern) {
 
   ToolResult out;
   try {
-    out = tool->handler(args, ctx);
+    out = server_.options().isolate_calls && runs_in_worker(name)
+              ? call_in_worker(tool->handler, args, ctx, name, call.cancelled.get())
+              : tool->handler(args, ctx);
   } catch (const Cancelled&) {
     throw;
   } catch (const std::runtime_error& e) {  // jarvis::Error (ToolError, TraceError, ...)

@@ -147,6 +147,11 @@ struct ServerOptions {
   // --profile / --tools (tool_profiles.h): the built-in tools listed and run;
   // empty = all. A call to another built-in tool is refused, naming the selection.
   std::vector<std::string> tools;
+  // Each analysis call in a worker process forked for it (mcp/worker_call.h),
+  // so that a crash ends that call only. `jarvis serve` turns it on for HTTP
+  // (many sessions share the process); the tools that change a session's
+  // state (load_trace, ...) always run in the server.
+  bool isolate_calls = false;
 };
 
 class Session;

@@ -126,6 +126,16 @@ class PathPolicy {
   // load_trace never reads it.
   void note_written(const std::filesystem::path& path) const;
   bool written_by_us(const std::filesystem::path& path) const;
+  // What the files this server wrote are (written files, claimed output
+  // directories): a forked worker sends its additions back to the server
+  // (src/mcp/worker_call.h), which merges them, so a later call may replace
+  // what the worker wrote.
+  struct WrittenState {
+    std::set<std::string> written, claimed;
+  };
+  WrittenState written_state() const;
+  void merge_written_state(const WrittenState& added) const;
+  std::unique_lock<std::mutex> hold_for_fork() const { return std::unique_lock(written_mutex_); }
 
   // A trace to read: resolved like resolve(must_exist), named .json or
   // .json.gz, and nothing a jarvis tool wrote (a planted findings file or

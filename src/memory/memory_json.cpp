@@ -174,9 +174,16 @@ std::string memory_summary_text(const MemoryAnalysis& analysis, const std::strin
     out += fmt::format("; {} step{}, median growth {} per step", d.steps.size(),
                        d.steps.size() == 1 ? "" : "s", format_bytes(d.growth_per_step));
   out += "\n";
-  for (const MemoryFinding& f : analysis.findings) out += fmt::format("[{}] {}\n", f.rule, f.title);
+  // A few lines whatever the trace holds: the rest is in the structured
+  // result (its findings and devices lists).
+  constexpr size_t kTextLines = 5;
+  size_t findings = 0, others = 0;
+  for (const MemoryFinding& f : analysis.findings)
+    if (findings++ < kTextLines) out += fmt::format("[{}] {}\n", f.rule, f.title);
+  if (findings > kTextLines) out += fmt::format("... and {} more findings\n", findings - kTextLines);
   for (const DeviceMemory& other : analysis.devices)
-    if (&other != &d) out += "also " + peak_line(other) + "\n";
+    if (&other != &d && others++ < kTextLines) out += "also " + peak_line(other) + "\n";
+  if (others > kTextLines) out += fmt::format("... and {} more devices\n", others - kTextLines);
   return out;
 }
 

@@ -3,6 +3,7 @@
 // newer) schema are asked for only when optional; a missing required one is
 // an error naming the table, the column and the export's schema version.
 #include <sqlite3.h>
+#include <stdlib.h>
 
 #include <array>
 #include <cerrno>
@@ -15,6 +16,7 @@
 
 #include <fmt/format.h>
 
+#include "base/utf8.h"
 #include "nsys/export.h"
 
 namespace jarvis::nsys {
@@ -39,6 +41,60 @@ std::string file_uri(const std::string& path) {
   }
   return uri + "?mode=ro";
 }
+
+// Whether the database header says WAL mode (file format versions 2).
+bool wal_mode(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  unsigned char h[20] = {};
+  in.read(reinterpret_cast<char*>(h), sizeof h);
+  return in.gcount() == sizeof h && (h[18] == 2 || h[19] == 2);
+}
+
+// The file SQLite opens for reading an export, with no file written beside
+// the user's. A rollback-journal database is opened read-only as it is (no
+// file is created, a writer's lock is seen). A WAL-mode one would get -shm
+// and -wal files beside it, or an existing -shm rewritten: without a log
+// holding pages it is opened immutable (no lock, no file touched); with one
+// (its writer did not checkpoint) it is copied, log included, into a
+// private directory removed after the read.
+class ReadableCopy {
+ public:
+  explicit ReadableCopy(const std::string& path) {
+    std::error_code ec;
+    if (!wal_mode(path)) {
+      uri_ = file_uri(path);
+      return;
+    }
+    const fs::path wal = path + "-wal";
+    if (!(fs::is_regular_file(wal, ec) && fs::file_size(wal, ec) > 0)) {
+      uri_ = file_uri(path) + "&immutable=1";
+      return;
+    }
+    std::string dir = (fs::temp_directory_path(ec) / "jarvis-nsys-XXXXXX").string();
+    if (!::mkdtemp(dir.data()))
+      throw TraceError(fmt::format("{}: cannot make a private copy of a WAL-mode database: {}",
+                                   path, std::strerror(errno)));
+    dir_ = dir;
+    const fs::path copy = dir_ / "export.sqlite";
+    fs::copy_file(path, copy, ec);
+    if (!ec) fs::copy_file(wal, dir_ / "export.sqlite-wal", ec);
+    if (ec)
+      throw TraceError(fmt::format("{}: cannot make a private copy of a WAL-mode database: {}",
+                                   path, ec.message()));
+    uri_ = file_uri(copy.string());
+  }
+  ReadableCopy(const ReadableCopy&) = delete;
+  ReadableCopy& operator=(const ReadableCopy&) = delete;
+  ~ReadableCopy() {
+    std::error_code ec;
+    if (!dir_.empty()) fs::remove_all(dir_, ec);
+  }
+  const std::string& uri() const { return uri_; }
+
+ private:
+  fs::path dir_;
+  std::string uri_;
+};
 
 uint32_t be32(const unsigned char* p) {
   return (uint32_t{p[0]} << 24) | (uint32_t{p[1]} << 16) | (uint32_t{p[2]} << 8) | p[3];
@@ -104,9 +160,9 @@ using Stmt = std::unique_ptr<sqlite3_stmt, StmtFinalizer>;
 
 class Reader {
  public:
-  explicit Reader(std::string path) : path_(std::move(path)) {
+  explicit Reader(std::string path) : path_(std::move(path)), readable_(path_) {
     sqlite3* raw = nullptr;
-    int rc = sqlite3_open_v2(file_uri(path_).c_str(), &raw,
+    int rc = sqlite3_open_v2(readable_.uri().c_str(), &raw,
                              SQLITE_OPEN_READONLY | SQLITE_OPEN_URI | SQLITE_OPEN_NOMUTEX, nullptr);
     db_.reset(raw);
     if (rc != SQLITE_OK) fail(path_, db_.get(), rc, "opening it read-only");
@@ -168,8 +224,9 @@ class Reader {
 
   static std::string text(Stmt& s, int col) {
     const unsigned char* t = sqlite3_column_text(s.get(), col);
-    return t ? std::string(reinterpret_cast<const char*>(t),
-                           static_cast<size_t>(sqlite3_column_bytes(s.get(), col)))
+    // Names become valid UTF-8 here, once (base/utf8.h).
+    return t ? valid_utf8(std::string_view(reinterpret_cast<const char*>(t),
+                                           static_cast<size_t>(sqlite3_column_bytes(s.get(), col))))
              : std::string();
   }
   static bool null(Stmt& s, int col) { return sqlite3_column_type(s.get(), col) == SQLITE_NULL; }
@@ -180,6 +237,7 @@ class Reader {
 
  private:
   std::string path_;
+  ReadableCopy readable_;  // before db_: closed after it
   Db db_;
   std::set<std::string> tables_;
 };

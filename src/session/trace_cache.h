@@ -21,6 +21,7 @@
 #include <tuple>
 #include <typeindex>
 
+#include "base/forked_worker.h"
 #include "trace/snapshot.h"
 #include "trace/trace.h"
 
@@ -66,7 +67,11 @@ class TraceEntry {
   template <class T>
   std::shared_ptr<const T> cached(const std::string& key, const std::function<T()>& build) const {
     std::shared_ptr<Slot> slot = slot_for(std::type_index(typeid(T)), key);
-    std::lock_guard<std::mutex> lock(slot->mutex);
+    std::unique_lock<std::mutex> lock(slot->mutex, std::defer_lock);
+    // A forked worker never waits on a slot: a lock held at the fork belongs
+    // to a thread the child does not have. It builds its own copy instead.
+    if (in_forked_worker() && !lock.try_lock()) return std::make_shared<const T>(build());
+    if (!lock.owns_lock()) lock.lock();
     if (!slot->value) slot->value = std::make_shared<const T>(build());
     return std::static_pointer_cast<const T>(slot->value);
   }
@@ -153,6 +158,9 @@ class TraceCache {
   uint64_t max_bytes() const { return max_bytes_; }
   // Drops every resident entry no call is using (tests, memory pressure).
   void trim();
+  // Held by the thread that forks a worker (src/mcp/worker_call.h), so the
+  // child's copy of the cache is not in the middle of another thread's change.
+  std::unique_lock<std::mutex> hold_for_fork() const { return std::unique_lock(mutex_); }
 
   // Memory a call will use outside the cache (the rank traces of a
   // multi-rank analysis, parsed per call), counted against the budget while

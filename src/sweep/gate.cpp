@@ -195,6 +195,22 @@ std::string save_baseline(const std::string& name, const GateSide& side, const s
   return file.string();
 }
 
+namespace {
+std::string agent_baseline_dir() { return (baseline_dir("") / "agents").string(); }
+}  // namespace
+
+std::string save_agent_baseline(const std::string& name, const GateSide& side) {
+  return save_baseline(name, side, agent_baseline_dir());
+}
+
+GateSide load_agent_baseline(const std::string& name, std::string* from) {
+  const std::string own = agent_baseline_dir();
+  std::error_code ec;
+  const std::string dir = fs::exists(baseline_file(name, own), ec) ? own : "";
+  if (from) *from = baseline_file(name, dir).string();
+  return load_baseline(name, dir);
+}
+
 GateSide load_baseline(const std::string& name, const std::string& dir) {
   fs::path file = baseline_file(name, dir);
   std::ifstream in(file);

@@ -59,5 +59,11 @@ std::string gate_summary(const GateResult& result, const GateOptions& options);
 // <cache dir>/gate_baselines). A name is letters, digits, '.', '_' and '-'.
 std::string save_baseline(const std::string& name, const GateSide& side, const std::string& dir);
 GateSide load_baseline(const std::string& name, const std::string& dir);
+// The MCP server's agents keep the baselines they save in a directory of
+// their own (<cache dir>/gate_baselines/agents), so an agent's save never
+// replaces one a person saved with the CLI; they read theirs first, then the
+// person's of that name. `from`: the file read.
+std::string save_agent_baseline(const std::string& name, const GateSide& side);
+GateSide load_agent_baseline(const std::string& name, std::string* from = nullptr);
 
 }  // namespace jarvis::sweep

@@ -4,6 +4,7 @@
 // as protobuf skips unknown fields. Every length is checked by wire::Reader;
 // the one input-controlled recursion (tuple shapes inside tuple shapes) is
 // bounded.
+#include "base/utf8.h"
 #include "xplane/hlo.h"
 
 #include <fmt/format.h>
@@ -67,7 +68,7 @@ int64_t as_int64(uint64_t v) {
 
 std::string text_of(const Field& f, const Reader& r, const char* field) {
   expect(f, kLength, r, field);
-  return std::string(f.bytes);
+  return valid_utf8(f.bytes);
 }
 
 int64_t int_of(const Field& f, const Reader& r, const char* field) {

@@ -11,6 +11,7 @@
 
 #include <fmt/format.h>
 
+#include "base/utf8.h"
 #include "xplane/space.h"
 #include "xplane/wire.h"
 
@@ -76,7 +77,7 @@ Stat read_stat(std::string_view bytes, const StatNames& names) {
       case kStatStr:
         expect(f, kLength, r, "str_value");
         s.kind = Stat::Kind::Text;
-        s.text = std::string(f.bytes);
+        s.text = valid_utf8(f.bytes);
         break;
       case kStatBytes:
         expect(f, kLength, r, "bytes_value");
@@ -156,11 +157,11 @@ EventMetadata read_event_metadata(std::string_view bytes, int64_t key, const Sta
         break;  // the map key is what events refer to
       case kEventMetaName:
         expect(f, kLength, r, "name");
-        m.name = std::string(f.bytes);
+        m.name = valid_utf8(f.bytes);
         break;
       case kEventMetaDisplayName:
         expect(f, kLength, r, "display_name");
-        m.display_name = std::string(f.bytes);
+        m.display_name = valid_utf8(f.bytes);
         break;
       case kEventMetaMetadata:
         expect(f, kLength, r, "metadata");
@@ -225,11 +226,11 @@ Line read_line(std::string_view bytes, const StatNames& names) {
         break;
       case kLineName:
         expect(f, kLength, r, "name");
-        l.name = std::string(f.bytes);
+        l.name = valid_utf8(f.bytes);
         break;
       case kLineDisplayName:
         expect(f, kLength, r, "display_name");
-        l.display_name = std::string(f.bytes);
+        l.display_name = valid_utf8(f.bytes);
         break;
       case kLineTimestampNs:
         expect(f, kVarint, r, "timestamp_ns");
@@ -263,7 +264,7 @@ Plane read_plane(std::string_view bytes) {
         break;
       case kPlaneName:
         expect(f, kLength, r, "name");
-        p.name = std::string(f.bytes);
+        p.name = valid_utf8(f.bytes);
         break;
       case kPlaneLines:
         expect(f, kLength, r, "lines");
@@ -314,15 +315,15 @@ void decode_space(std::string_view bytes, Space& space) {
         break;
       case kSpaceErrors:
         expect(f, kLength, r, "errors");
-        space.errors.emplace_back(f.bytes);
+        space.errors.emplace_back(valid_utf8(f.bytes));
         break;
       case kSpaceWarnings:
         expect(f, kLength, r, "warnings");
-        space.warnings.emplace_back(f.bytes);
+        space.warnings.emplace_back(valid_utf8(f.bytes));
         break;
       case kSpaceHostnames:
         expect(f, kLength, r, "hostnames");
-        space.hostnames.emplace_back(f.bytes);
+        space.hostnames.emplace_back(valid_utf8(f.bytes));
         break;
       default:
         r.fail(fmt::format("field {} is not an XSpace field", f.number));

@@ -460,10 +460,35 @@ TEST_CASE("insights: ResNet-50 on H100 (real): NCHW<->NHWC conversions around co
       raw_us += e.dur(), ++raw_n;
   }
   REQUIRE(raw_n > 0);
+  // The NCHW batch norms' kernels: launched from inside a batch-norm op
+  // (forward or backward), none of them a channels_last kernel.
+  std::vector<const jarvis::Event*> norms;
+  bool channels_last = false;
+  for (const auto& e : t.events) {
+    if (e.cat == jarvis::Cat::CpuOp && t.str(e.name).find("batch_norm") != std::string_view::npos)
+      norms.push_back(&e);
+    channels_last = channels_last || (e.cat == jarvis::Cat::Kernel &&
+                                      t.str(e.name).find("channels_last") != std::string_view::npos);
+  }
+  REQUIRE_FALSE(channels_last);
+  const auto norm_kernels = jarvis::testing::launched_inside(t, norms, /*kernels_only=*/true);
+  REQUIRE(norm_kernels.count > 0);
   auto conv = of_rule(run_on(t), "conv_layout_transposes");
   REQUIRE(conv.size() == 1);
   CHECK(conv[0].evidence["conversions"] == raw_n);
-  CHECK(conv[0].time_us == Approx(raw_us));
+  CHECK(conv[0].evidence["conversion_time_us"].get<double>() == Approx(raw_us));
+  CHECK(conv[0].evidence["nchw_batch_norm_time_us"].get<double>() ==
+        Approx(norm_kernels.time_us).epsilon(0.01));
+  CHECK(conv[0].time_us == Approx(raw_us + conv[0].evidence["nchw_batch_norm_time_us"].get<double>()));
+  // What it may save: the conversions, and the norms above this trace's own
+  // streaming rate (never more than their time).
+  const double above = conv[0].evidence["nchw_batch_norm_time_above_baseline_us"].get<double>();
+  CHECK(above > 0);
+  CHECK(above < norm_kernels.time_us);
+  CHECK(conv[0].gain_upper_bound_us == Approx(raw_us + above));
+  // bandwidth_baseline leaves those norms to this finding.
+  for (const auto& i : of_rule(run_on(t), "bandwidth_baseline"))
+    CHECK(i.category.find("NORM") == std::string::npos);
   CHECK(conv[0].action_model.find("channels_last") != std::string::npos);
 }
 

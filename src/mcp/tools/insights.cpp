@@ -30,15 +30,22 @@ ToolResult insights_tool(const json& args, ToolContext& ctx) {
       engine::make_context(entry->trace(), *tree, arch ? &*arch : nullptr, timeline.get());
   auto found = engine::run_insights(context);
   json rows = json::array();
-  std::string text = fmt::format("{} insights on {}{}\n", found.size(), entry->handle(),
-                                 arch ? "" : " (no GPU arch: rules needing peaks skipped)");
+  std::string lines;
   size_t matched = 0;
   for (const auto& i : found) {
     if (!rule.empty() && i.rule != rule) continue;
     if (++matched > top_n) continue;
     rows.push_back(engine::to_json(i));
-    if (matched <= kTextInsights) text += fmt::format("[{}] {}: {}\n", i.severity, i.rule, i.title);
+    if (matched <= kTextInsights) lines += fmt::format("[{}] {}: {}\n", i.severity, i.rule, i.title);
   }
+  // The count is of what the call asked for: one rule's findings when
+  // filtered, with the whole trace's beside it.
+  std::string text =
+      rule.empty() ? fmt::format("{} insights on {}", matched, entry->handle())
+                   : fmt::format("{} {} insight{} on {} (of {} insights)", matched, rule,
+                                 matched == 1 ? "" : "s", entry->handle(), found.size());
+  text += arch ? "\n" : " (no GPU arch: rules needing peaks skipped)\n";
+  text += lines;
   json result = {
       {"trace", entry->handle()},    {"arch", arch ? json(arch->name) : json()},
       {"rules", engine::rule_ids()}, {"total_kernel_time_us", context.total_kernel_time_us},

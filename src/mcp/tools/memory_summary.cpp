@@ -27,7 +27,10 @@ ToolResult memory_summary_tool(const json& args, ToolContext& ctx) {
   }
   result["trace"] = entry->handle();
   ToolResult r{result, text};
+  // Every list is cut by limit / detail: a trace with 50,000 devices has as
+  // many device rows and three findings each (issue 63 point 4).
   r.rows("/steps").rows("/at_peak").rows("/top_allocations").rows("/never_freed");
+  r.rows("/devices").rows("/findings");
   const json& at_peak = result.at("at_peak");
   if (!at_peak.empty() && at_peak.front().at("op_uid").is_number())
     r.suggest("parent_chain", {{"trace", entry->handle()}, {"uid", at_peak.front().at("op_uid")}},

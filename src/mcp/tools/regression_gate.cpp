@@ -38,14 +38,16 @@ ToolResult regression_gate_tool(const json& args, ToolContext& ctx) {
   g.threshold_pct = args.at("threshold_pct").get<double>();
   g.min_share_pct = args.at("min_share_pct").get<double>();
   engine::GateResult res;
-  std::string saved;
+  std::string saved, read_from;
   try {
-    engine::GateSide base = args.contains("base")
-                                ? side_of(args.at("base"), ctx)
-                                : engine::load_baseline(args.at("baseline").get<std::string>(), "");
+    // An agent's baselines live apart from a person's (sweep/gate.h).
+    engine::GateSide base =
+        args.contains("base")
+            ? side_of(args.at("base"), ctx)
+            : engine::load_agent_baseline(args.at("baseline").get<std::string>(), &read_from);
     if (args.contains("save_baseline")) {
       if (!args.contains("base")) throw ToolError("`save_baseline` needs `base` runs");
-      saved = engine::save_baseline(args.at("save_baseline").get<std::string>(), base, "");
+      saved = engine::save_agent_baseline(args.at("save_baseline").get<std::string>(), base);
     }
     res = engine::gate(base, side_of(args.at("candidate"), ctx), g);
   } catch (const engine::SweepError& e) {
@@ -59,6 +61,7 @@ ToolResult regression_gate_tool(const json& args, ToolContext& ctx) {
       {"cand_runs", res.cand_runs},   {"not_judged", res.not_judged},
       {"verdicts", counts},           {"rows", sweep_tools::rows_json(t, t.rows.size())}};
   if (!saved.empty()) result["saved_baseline"] = saved;
+  if (!read_from.empty()) result["baseline_file"] = read_from;
   ToolResult out{result, engine::gate_summary(res, g)};
   out.rows("/rows", t.rows.size());
   return out;

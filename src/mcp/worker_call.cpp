@@ -1,0 +1,224 @@
+#include "mcp/worker_call.h"
+
+#include <cerrno>
+#include <csignal>
+#include <cstring>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <fmt/format.h>
+
+#include "base/forked_worker.h"
+#include "engine/engine.h"
+
+namespace jarvis::mcp {
+namespace {
+
+// Frames on the pipe: one kind byte, an 8-byte length, a CBOR payload.
+// CBOR, not JSON text: names from a trace may be invalid UTF-8, which
+// json::dump refuses and CBOR carries as they are.
+enum Frame : char { kProgress = 'p', kLog = 'l', kWritten = 'w', kResult = 'r', kError = 'e' };
+
+bool write_all(int fd, const void* data, size_t size) {
+  const char* p = static_cast<const char*>(data);
+  while (size > 0) {
+    ssize_t n = ::write(fd, p, size);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    p += n;
+    size -= static_cast<size_t>(n);
+  }
+  return true;
+}
+
+void send(int fd, Frame kind, const json& payload) {
+  const std::vector<uint8_t> body = json::to_cbor(payload);
+  char header[9];
+  header[0] = kind;
+  const uint64_t size = body.size();
+  std::memcpy(header + 1, &size, sizeof size);
+  if (!write_all(fd, header, sizeof header) || !write_all(fd, body.data(), body.size()))
+    ::_exit(3);  // the server is gone: nobody to answer
+}
+
+json result_to_json(const ToolResult& r, const json& caveats) {
+  json rows = json::array();
+  for (const auto& list : r.row_lists)
+    rows.push_back({list.pointer, list.total ? json(*list.total) : json()});
+  return {{"structured", r.structured}, {"text", r.text},         {"content", r.content},
+          {"rows", rows},               {"full_only", r.full_only}, {"next", r.next},
+          {"caveats", caveats}};
+}
+
+ToolResult result_from_json(const json& j, ToolContext& ctx) {
+  ToolResult r;
+  r.structured = j.at("structured");
+  r.text = j.at("text").get<std::string>();
+  r.content = j.at("content");
+  for (const auto& row : j.at("rows"))
+    r.row_lists.push_back(
+        {row.at(0).get<std::string>(),
+         row.at(1).is_null() ? std::nullopt : std::optional<size_t>(row.at(1).get<size_t>())});
+  r.full_only = j.at("full_only").get<std::vector<std::string>>();
+  r.next = j.at("next");
+  for (const auto& c : j.at("caveats"))
+    ctx.add_trace_caveats(c.at("trace").get<std::string>(), c);
+  return r;
+}
+
+json written_added(const PathPolicy::WrittenState& before, const PathPolicy::WrittenState& after) {
+  json written = json::array(), claimed = json::array();
+  for (const auto& p : after.written)
+    if (!before.written.count(p)) written.push_back(p);
+  for (const auto& p : after.claimed)
+    if (!before.claimed.count(p)) claimed.push_back(p);
+  return {{"written", written}, {"claimed", claimed}};
+}
+
+[[noreturn]] void run_worker(int fd, const ToolHandler& handler, const json& args,
+                             ToolContext& ctx, std::string_view tool) {
+  mark_forked_worker();
+  const auto before = ctx.paths().written_state();
+  ctx.on_progress = [fd](double done, double total, const std::string& message) {
+    send(fd, kProgress, {done, total, message});
+  };
+  ctx.on_log = [fd](LogLevel level, const std::string& message) {
+    send(fd, kLog, {static_cast<int>(level), message});
+  };
+  ctx.on_client_request = [](const std::string& method, const json&) -> json {
+    throw ToolError(fmt::format("{}: requests to the client are not sent from a worker", method));
+  };
+  ctx.cancel_flag_ = nullptr;  // the server kills a cancelled worker
+  std::optional<json> result;
+  try {
+    result = result_to_json(handler(args, ctx), ctx.trace_caveats());
+  } catch (const std::runtime_error& e) {
+    send(fd, kError, {e.what(), static_cast<int>(error_kind_of(e))});
+  } catch (const std::exception& e) {
+    send(fd, kError, {fmt::format("{} failed on this input: {}", tool, e.what()),
+                      static_cast<int>(error_kind_of(e))});
+  }
+  send(fd, kWritten, written_added(before, ctx.paths().written_state()));
+  if (result) send(fd, kResult, *result);
+  ::close(fd);
+  ::_exit(0);  // no destructors, no atexit handlers: they belong to the server
+}
+
+std::string signal_text(int sig) {
+  const char* name = sigabbrev_np(sig);
+  return name ? fmt::format("SIG{}", name) : fmt::format("signal {}", sig);
+}
+
+// Reads the worker's frames until its end; progress and log frames go on to
+// the client as they come.
+struct Received {
+  std::optional<json> result, error;
+};
+
+Received receive(int fd, pid_t pid, ToolContext& ctx, const std::atomic<bool>* cancelled) {
+  Received got;
+  std::vector<uint8_t> buffer;
+  bool killed = false;
+  char chunk[1 << 16];
+  for (;;) {
+    if (cancelled && cancelled->load() && !killed) {
+      ::kill(pid, SIGKILL);
+      killed = true;
+    }
+    pollfd p{fd, POLLIN, 0};
+    int ready = ::poll(&p, 1, 100);
+    if (ready < 0 && errno == EINTR) continue;
+    if (ready == 0) continue;
+    ssize_t n = ::read(fd, chunk, sizeof chunk);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    buffer.insert(buffer.end(), chunk, chunk + n);
+    size_t at = 0;
+    while (buffer.size() - at >= 9) {
+      uint64_t size = 0;
+      std::memcpy(&size, buffer.data() + at + 1, sizeof size);
+      if (buffer.size() - at - 9 < size) break;
+      const char kind = static_cast<char>(buffer[at]);
+      json payload = json::from_cbor(buffer.begin() + static_cast<std::ptrdiff_t>(at + 9),
+                                     buffer.begin() + static_cast<std::ptrdiff_t>(at + 9 + size));
+      at += 9 + size;
+      if (kind == kProgress)
+        ctx.report_progress(payload.at(0).get<double>(), payload.at(1).get<double>(),
+                            payload.at(2).get<std::string>());
+      else if (kind == kLog)
+        ctx.log(static_cast<LogLevel>(payload.at(0).get<int>()), payload.at(1).get<std::string>());
+      else if (kind == kWritten)
+        ctx.paths().merge_written_state(
+            {payload.at("written").get<std::set<std::string>>(),
+             payload.at("claimed").get<std::set<std::string>>()});
+      else if (kind == kResult)
+        got.result = std::move(payload);
+      else if (kind == kError)
+        got.error = std::move(payload);
+    }
+    buffer.erase(buffer.begin(), buffer.begin() + static_cast<std::ptrdiff_t>(at));
+  }
+  return got;
+}
+
+}  // namespace
+
+ToolResult call_in_worker(const ToolHandler& handler, const json& args, ToolContext& ctx,
+                          std::string_view tool, const std::atomic<bool>* cancelled) {
+  int fds[2];
+  if (::pipe2(fds, O_CLOEXEC) != 0) return handler(args, ctx);
+  pid_t pid;
+  {
+    // The locks a handler takes first, held across fork(), so the child's
+    // copies are not in the middle of another thread's change; the child
+    // releases its copies on the thread that took them.
+    auto store = ctx.traces().hold_for_fork();
+    auto cache = ctx.traces().cache().hold_for_fork();
+    auto written = ctx.paths().hold_for_fork();
+    pid = ::fork();
+  }
+  if (pid < 0) {
+    ::close(fds[0]);
+    ::close(fds[1]);
+    return handler(args, ctx);  // no worker to be had: the call still runs
+  }
+  if (pid == 0) {
+    ::close(fds[0]);
+    // On a thread of its own: glibc gives a new thread a fresh arena, so
+    // the call's allocations do not walk (and copy, page by page) the
+    // server's free lists, which the child shares copy-on-write.
+    std::thread worker([&] { run_worker(fds[1], handler, args, ctx, tool); });
+    worker.join();
+    ::_exit(4);  // not reached: run_worker exits
+  }
+  ::close(fds[1]);
+  Received got = receive(fds[0], pid, ctx, cancelled);
+  ::close(fds[0]);
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (got.error)
+    throw ToolError(got.error->at(0).get<std::string>(),
+                    static_cast<ErrorKind>(got.error->at(1).get<int>()));
+  if (got.result && WIFEXITED(status) && WEXITSTATUS(status) == 0)
+    return result_from_json(*got.result, ctx);
+  if (cancelled && cancelled->load()) throw ToolError("cancelled", ErrorKind::Cancelled);
+  const std::string how = WIFSIGNALED(status)
+                              ? signal_text(WTERMSIG(status))
+                              : fmt::format("exit status {}", WEXITSTATUS(status));
+  throw ToolError(
+      fmt::format("{} crashed on this input in its worker process ({}): this call failed, the "
+                  "server, its sessions and their loaded traces are unaffected. Please report "
+                  "it with the trace; other tools on the same trace may still work.",
+                  tool, how),
+      ErrorKind::Internal);
+}
+
+}  // namespace jarvis::mcp
