@@ -12,4 +12,13 @@ export ASAN_OPTIONS="detect_leaks=1:abort_on_error=1:strict_string_checks=1:dete
 export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
 export LSAN_OPTIONS="suppressions=$repo/tests/lsan.supp:print_suppressions=0"
 cd "$build"
-./jarvis_tests "$@"
+# Two shards at once: one per core of the CI machine (tests/run_shard.sh).
+log="$(mktemp -d)"
+trap 'rm -rf "$log"' EXIT
+bash "$repo/tests/run_shard.sh" ./jarvis_tests 1 2 "$@" >"$log/1" 2>&1 &
+first=$!
+status=0
+bash "$repo/tests/run_shard.sh" ./jarvis_tests 2 2 "$@" >"$log/2" 2>&1 || status=$?
+wait "$first" || status=$?
+cat "$log/1" "$log/2"
+exit "$status"

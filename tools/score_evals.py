@@ -112,7 +112,8 @@ def score_trace(jarvis, shared, path):
         # no op or kernel of its own: a DataLoader, a sync), and which figure is
         # sized: the recoverable time over the trace (default) or the step
         # saving per step on the un-profiled model (the A/B evals, whose bands
-        # come from re-runs timed without the profiler).
+        # come from re-runs timed without the profiler), or "evidence:KEY", a
+        # per-step figure in us the finding's evidence gives for its change.
         pattern = finding.get("match")
         measure = finding.get("measure", "recoverable_total")
         low, high = finding["recoverable_ms"]
@@ -133,7 +134,11 @@ def score_trace(jarvis, shared, path):
             continue
 
         def judged(k):
-            if measure == "step_saving_per_step":
+            if measure.startswith("evidence:"):
+                # A figure the finding's evidence gives for the whole change it
+                # asks for (conv_layout_transposes: channels_last's what-if).
+                saved = (insights[k].get("evidence", {}).get(measure[len("evidence:"):]) or 0) / 1000.0
+            elif measure == "step_saving_per_step":
                 value = insights[k].get("step_saving_us_per_step")
                 if value is None:  # no what-if: the recoverable time per step
                     value = insights[k].get("recoverable_us_per_step")

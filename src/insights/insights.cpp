@@ -491,9 +491,7 @@ std::string_view recoverable_method_of(std::string_view rule) {
       {"autocast_dtype", "kernel efficiency gap at the kernels' dtype"},
       {"tiny_gemm_batching", "batching model: the calls run as one of mean duration"},
       {"launch_bound", "measured GPU idle time"},
-      {"conv_layout_transposes",
-       "measured layout-conversion kernel time, and the NCHW batch norms' time above this "
-       "trace's elementwise bandwidth baseline"},
+      {"conv_layout_transposes", "measured layout-conversion kernel time"},
       {"unfused_attention", "measured softmax kernel time"},
       {"elementwise_chain", "fused-traffic model"},
       {"bandwidth_baseline", "time above the trace's own bandwidth baseline"},

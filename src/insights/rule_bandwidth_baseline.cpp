@@ -5,6 +5,7 @@
 // poorly shaped, whatever the datasheet peak says.
 #include <algorithm>
 #include <map>
+#include <set>
 
 #include <fmt/format.h>
 
@@ -30,16 +31,12 @@ bool memory_bound_category(const std::string& cat) {
          cat.starts_with("Normalization");
 }
 
-// Rows by op shape (name, spec, bytes), memory-bound categories only;
-// `skip` (sorted row indices) are left out.
-std::map<std::string, Group> memory_bound_groups(const InsightContext& c,
-                                                 const std::vector<size_t>& skip = {}) {
+// Rows by op shape (name, spec, bytes), memory-bound categories only.
+std::map<std::string, Group> memory_bound_groups(const InsightContext& c) {
   std::map<std::string, Group> groups;
-  for (size_t r = 0; r < c.rows.size(); ++r) {
-    const auto& row = c.rows[r];
+  for (const auto& row : c.rows) {
     if (!row.metrics || !row.metrics->bytes || !(row.kernel_time_us > 0)) continue;
     if (!memory_bound_category(row.category)) continue;
-    if (std::binary_search(skip.begin(), skip.end(), r)) continue;
     std::string label = row.name + " " + row.metrics->compute_spec + " " +
                         fmt::format("{:.6g}", *row.metrics->bytes);
     Group& g = groups[label];
@@ -72,10 +69,12 @@ std::optional<BandwidthBaseline> elementwise_bandwidth_baseline(const InsightCon
 }  // namespace detail
 
 void rule_bandwidth_baseline(const InsightContext& c, std::vector<Insight>& out) {
-  // NCHW batch norms beside layout conversions are conv_layout_transposes's:
-  // their cause and fix is the model's memory format, not the norm kernels.
+  // NCHW batch norms beside layout conversions: their cause is the model's
+  // memory format, and their fix channels_last (conv_layout_transposes).
   const auto layout_rows = detail::nchw_batch_norm_rows(c);
-  const auto groups = memory_bound_groups(c, layout_rows);
+  std::set<Uid> layout_uids;
+  for (size_t r : layout_rows) layout_uids.insert(c.rows[r].uid);
+  const auto groups = memory_bound_groups(c);
   const auto found = baseline_of(groups);
   if (!found) return;
   const double baseline = found->tbs;
@@ -117,6 +116,14 @@ void rule_bandwidth_baseline(const InsightContext& c, std::vector<Insight>& out)
     i.action_model =
         "Check shapes and layouts of these ops (non-contiguous inputs, tiny inner "
         "dimensions, broadcasting) and fuse them with neighbours.";
+    const auto nchw = std::count_if(i.uids.begin(), i.uids.end(),
+                                    [&](Uid u) { return layout_uids.count(u) > 0; });
+    if (nchw > 0)
+      i.action_model = fmt::format(
+          "{} of these are batch norms on NCHW tensors beside NCHW<->NHWC conversions: "
+          "channels_last (model and inputs) gives them their NHWC kernels "
+          "(conv_layout_transposes sizes the whole change). Else: {}",
+          nchw, i.action_model);
     i.action_kernel =
         "A vectorised, coalesced kernel for these shapes (norm/reduce kernels with "
         "the right block size for the reduced dimension).";

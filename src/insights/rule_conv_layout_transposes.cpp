@@ -5,8 +5,9 @@
 // NCHW tensors send batch norm to its NCHW kernels, which reduce each
 // channel over strided planes: on an H200 ResNet-50 step those ran at a
 // third of the trace's streaming rate, and channels_last (measured, ab_pairs
-// s_layout) saved more in the norms than in the conversions. Both are the
-// cost of the model's memory format, so one finding holds both.
+// s_layout) saved more in the norms than in the conversions. The finding is
+// the conversions (an expert sizes them apart: ../shared/evals
+// resnet50_train_h100); its evidence sizes the whole change.
 #include <algorithm>
 
 #include <fmt/format.h>
@@ -68,6 +69,7 @@ void rule_conv_layout_transposes(const InsightContext& c, std::vector<Insight>& 
   double conversion_us = 0;
   size_t conversions = 0;
   std::vector<Uid> ops;  // the host ops that launched a conversion
+  std::vector<Uid> changed;  // every GPU op channels_last changes: conversions, NCHW norms
   std::vector<std::string> names;
   for (size_t u = 0; u < c.trace.events.size(); ++u) {
     const Event& e = c.trace.events[u];
@@ -75,6 +77,7 @@ void rule_conv_layout_transposes(const InsightContext& c, std::vector<Insight>& 
       continue;
     conversion_us += e.dur();
     ++conversions;
+    changed.push_back(static_cast<Uid>(u));
     std::string_view name = c.trace.name(static_cast<Uid>(u));
     if (std::find(names.begin(), names.end(), name) == names.end()) names.emplace_back(name);
     Uid op = c.tree.parent(static_cast<Uid>(u));  // the runtime launch, then its op
@@ -82,60 +85,67 @@ void rule_conv_layout_transposes(const InsightContext& c, std::vector<Insight>& 
     if (op != kNoUid && std::find(ops.begin(), ops.end(), op) == ops.end()) ops.push_back(op);
   }
   if (conversions == 0) return;
-  // The NCHW norms: their time above their bytes at this trace's own
-  // streaming rate is what their NHWC kernels can give back (a bound: the
-  // NHWC kernels are not at that rate either; the what-if sizes the step).
+  // The finding is the conversions (their own time is what removing them
+  // gives back). The change it asks for, channels_last, also gives the NCHW
+  // batch norms their NHWC kernels (bandwidth_baseline names those): the
+  // what-if of the whole change sizes both, the norms at their time above
+  // this trace's own streaming rate (ab_pairs s_layout: the norms were most
+  // of what channels_last saved).
   const auto baseline = detail::elementwise_bandwidth_baseline(c);
   double norm_us = 0, norm_gain_us = 0;
   size_t norms = 0;
-  for (size_t r : detail::nchw_batch_norm_rows(c)) {
-    const auto& row = c.rows[r];
-    double excess = row.kernel_time_us;
-    if (baseline && row.metrics && row.metrics->bytes)
-      excess -= *row.metrics->bytes / (baseline->tbs * 1e6);
-    else if (baseline)
-      continue;  // no bytes to put at the rate: not sized, not claimed
-    norm_us += row.kernel_time_us;
-    norm_gain_us += std::max(0.0, excess);
-    ++norms;
-    ops.push_back(row.uid);
-    for (Uid k : row.kernels) {
-      std::string_view name = c.trace.name(k);
-      if (std::find(names.begin(), names.end(), name) == names.end()) names.emplace_back(name);
+  if (baseline)
+    for (size_t r : detail::nchw_batch_norm_rows(c)) {
+      const auto& row = c.rows[r];
+      if (!row.metrics || !row.metrics->bytes) continue;  // no bytes to put at the rate
+      norm_us += row.kernel_time_us;
+      norm_gain_us +=
+          std::max(0.0, row.kernel_time_us - *row.metrics->bytes / (baseline->tbs * 1e6));
+      ++norms;
+      changed.insert(changed.end(), row.kernels.begin(), row.kernels.end());
     }
+  std::sort(changed.begin(), changed.end());
+  changed.erase(std::unique(changed.begin(), changed.end()), changed.end());
+  double change_saving_us = 0;
+  if (c.step) {
+    critical_path::Scenario change;
+    change.select.gpu_uids = changed;
+    change.factor = std::clamp(1.0 - (conversion_us + norm_gain_us) / (conversion_us + norm_us),
+                               1e-6, 1.0);
+    change_saving_us = detail::step_saving_total_us(c, change);
   }
-  if (!baseline) norm_gain_us = 0;  // nothing says how fast their NHWC kernels run
+  const double iterations =
+      c.step ? std::max<double>(1, static_cast<double>(c.step->measured.iterations.size())) : 1;
   Insight i;
   i.rule = "conv_layout_transposes";
   i.scope = "kernel";
   i.category = "CONV";
   i.uids = ops;
   i.kernel_names = names;
-  i.time_us = conversion_us + norm_us;
-  i.share = detail::share_of(c, i.time_us);
-  i.severity = detail::severity_by_share(detail::share_of(c, conversion_us + norm_gain_us));
-  i.gain_upper_bound_us = conversion_us + norm_gain_us;
+  i.time_us = conversion_us;
+  i.share = detail::share_of(c, conversion_us);
+  i.severity = detail::severity_by_share(i.share);
+  i.gain_upper_bound_us = conversion_us;
   i.title = fmt::format(
-      "NCHW memory format: {} NCHW<->NHWC layout conversions around convolutions ({:.1f} us)",
-      conversions, conversion_us);
-  if (norms > 0)
-    i.title += fmt::format(" and {} batch norms on NCHW kernels ({:.1f} us, {:.1f} us above "
-                           "this trace's streaming rate)",
-                           norms, norm_us, norm_gain_us);
-  i.title += fmt::format(": {:.1f}% of kernel time", 100 * i.share);
+      "{} NCHW<->NHWC layout conversions around convolutions: {:.1f} us "
+      "({:.1f}% of kernel time) in {} ops",
+      conversions, conversion_us, 100 * i.share, ops.size());
   i.detail =
       "The convolution kernels run in NHWC while the model's tensors are NCHW, so every "
       "convolution converts its input and output: pure memory traffic.";
   if (norms > 0)
-    i.detail +=
-        " The batch norms on those NCHW tensors run their NCHW kernels, which reduce each "
-        "channel over strided planes; in channels_last they run the NHWC kernels.";
+    i.detail += fmt::format(
+        " The same NCHW tensors send {} batch norms to their NCHW kernels ({:.1f} us, {:.1f} us "
+        "above this trace's streaming rate; bandwidth_baseline names them): channels_last "
+        "changes both, about {:.2f} ms per step by the what-if.",
+        norms, norm_us, norm_gain_us, change_saving_us / iterations / 1e3);
   i.evidence = {{"conversions", conversions},
                 {"conversion_time_us", conversion_us},
+                {"ops", ops.size()},
                 {"nchw_batch_norms", norms},
                 {"nchw_batch_norm_time_us", norm_us},
                 {"nchw_batch_norm_time_above_baseline_us", norm_gain_us},
-                {"ops", ops.size()}};
+                {"channels_last_step_saving_us_per_step", change_saving_us / iterations}};
   if (baseline) {
     i.evidence["baseline_tbs"] = baseline->tbs;
     i.evidence["baseline_op"] = baseline->op;

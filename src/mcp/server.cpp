@@ -680,13 +680,16 @@ json Session::client_request(Call& call, const std::string& method, const json& 
 
 namespace {
 // The tools that change what the session holds (its handles, the sweeps it
-// loaded; compare loads a trace path under a new handle) run in the server;
-// every other call can run in a worker whose changes die with it.
-bool runs_in_worker(std::string_view tool) {
+// loaded; compare loads a trace path under a new handle) run in the server,
+// and so do the conformance fixtures (they ask the client, over the server's
+// channel); every other built-in call can run in a worker whose changes die
+// with it.
+bool runs_in_worker(const std::string& tool) {
   static constexpr std::string_view kSessionState[] = {"load_trace", "unload_trace", "list_traces",
                                                        "load_sweep", "compare"};
-  return std::find(std::begin(kSessionState), std::end(kSessionState), tool) ==
-         std::end(kSessionState);
+  return registered_tool_handlers().count(tool) > 0 &&
+         std::find(std::begin(kSessionState), std::end(kSessionState), tool) ==
+             std::end(kSessionState);
 }
 }  // namespace
 
