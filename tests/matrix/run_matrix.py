@@ -359,7 +359,9 @@ def run_mcp(jarvis, shared, traces, pairs, work, timeout, env, keep, log, tool_f
     results = []
     root = tempfile.mkdtemp(prefix="mcp_", dir=work)
     stderr_path = os.path.join(work, "mcp_server.stderr")
-    argv = [jarvis, "serve", "--stdio", "--root", root, "--root", shared]
+    # Every analysis call in a worker process (as an HTTP server runs them),
+    # so the matrix checks that path on every real trace too.
+    argv = [jarvis, "serve", "--stdio", "--isolate-calls", "on", "--root", root, "--root", shared]
     try:
         client = McpClient(argv, root, env, stderr_path)
     except OSError as e:
