@@ -156,7 +156,10 @@ std::string caveats_text(const json& caveats) {
     std::vector<std::string> warnings;
     for (const json& w : c["warnings"]) warnings.push_back(w.get<std::string>());
     const std::string confidence = c["confidence"].get<std::string>();
-    if (confidence == "high")
+    if (c.value("given_before", false))
+      text += fmt::format("Note — trace {}: its notes were given earlier in this session.\n",
+                          c["trace"].get<std::string>());
+    else if (confidence == "high")
       text += fmt::format("Note — trace {}: {}.\n", c["trace"].get<std::string>(),
                           fmt::join(warnings, "; "));
     else

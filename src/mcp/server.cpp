@@ -792,6 +792,20 @@ json Session::call_tool(Call& call, const json& params, bool modern) {
   }
   if (call.cancelled->load()) throw Cancelled{};
   out.caveats = ctx.trace_caveats();
+  {
+    // A healthy trace's notes are said once a session, then referred to;
+    // a low-confidence trace's cautions travel with every conclusion.
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (json& c : out.caveats) {
+      if (c.value("confidence", std::string()) != "high") continue;
+      const std::string label = c.value("trace", std::string());
+      if (!notes_given_.insert(label).second)
+        c = {{"trace", label},
+             {"confidence", "high"},
+             {"warnings", json::array()},
+             {"given_before", true}};
+    }
+  }
 
   // Limit/detail, truncation notes, next calls, integers, and the text each
   // protocol version gets: src/mcp/result_shape.h.

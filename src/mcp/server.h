@@ -22,6 +22,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -258,6 +259,9 @@ class Session {
   std::string version_;
   json client_capabilities_ = json::object();
   std::optional<LogLevel> log_level_;
+  // Traces whose high-confidence notes this session was given in full: later
+  // replies refer to them in one line (issue 64 point 4).
+  std::set<std::string> notes_given_;
   std::map<std::string, std::shared_ptr<std::atomic<bool>>> in_flight_;  // id key -> cancel flag
   std::map<std::string, std::shared_ptr<PendingClientRequest>> pending_;
   uint64_t next_client_request_ = 1;

@@ -11,7 +11,8 @@ other exit status, a timeout, a silent or anonymous error, or a temp file of an
 interrupted write (`.NAME.tmp.XXXXXX`, `.DIR.tmp.PID`, `.DIR.old.PID`,
 `.DIR.partial-XXXXXX`) left in its output directory.
 
-MCP part: one `jarvis serve --stdio` process (roots: a temp dir for outputs and
+MCP part: one `jarvis serve --stdio --isolate-calls on` process (every analysis
+call in a worker process, as over HTTP; roots: a temp dir for outputs and
 SHARED_DIR), initialized once; for each trace every tool that takes one. Each
 reply must be a JSON-RPC result (isError allowed with a text) or an error other
 than -32603 (internal); a timeout or the death of the server FAILs, naming the

@@ -105,6 +105,20 @@ ToolResult load_trace_tool(const json& args, ToolContext& ctx) {
       summary["events"]["cpu_op"].get<int64_t>(), health.confidence,
       health.warnings.empty() ? "" : ": ", fmt::format("{}", fmt::join(health.warnings, "; ")),
       collectives_line(summary));
+  // The GPU timeline as the structured result has it (TraceLens's split of
+  // the trace's span): what a client showing only the text reads too.
+  const json timeline = summary.value("gpu_timeline", json::object());
+  auto figure = [&](const char* row, const char* field) {
+    const json& r = timeline.value(row, json::object());
+    return r.value(field, 0.0);
+  };
+  if (timeline.contains("total_time"))
+    text += fmt::format(
+        "GPU timeline over {:.2f} ms: computation {:.1f}%, exposed comm {:.1f}%, exposed "
+        "memcpy {:.1f}%, idle {:.1f}% ({:.2f} ms).\n",
+        figure("total_time", "time_ms"), figure("computation_time", "percent"),
+        figure("exposed_comm_time", "percent"), figure("exposed_memcpy_time", "percent"),
+        figure("idle_time", "percent"), figure("idle_time", "time_ms"));
   if (health.recorded_step_us && health.estimated_unprofiled_step_us)
     text += fmt::format(
         "Step: {:.2f} ms recorded, {:.2f} ms estimated without the profiler ({}-bound){}.\n",

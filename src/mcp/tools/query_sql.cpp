@@ -1,6 +1,7 @@
 // query_sql: one read-only SQL statement over a loaded trace (src/sql/sql.h)
 // or a loaded sweep (src/sql/sweep_sql.h), or the catalog with schema=true.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 
@@ -47,6 +48,25 @@ std::shared_ptr<const engine::Sweep> traces_sweep(const json& args, ToolContext&
   } catch (const engine::SweepError& e) {
     throw ToolError(e.what());
   }
+}
+
+// The first rows as text, the same values as the structured rows (long
+// texts shortened): what a client that shows only the text still reads.
+std::string rows_text(const Table& table, const json& rows, size_t limit) {
+  constexpr size_t kCell = 48;
+  const size_t kRows = std::min<size_t>(10, limit);
+  auto shown = [](const json& v) {
+    std::string s = v.is_string() ? v.get<std::string>() : v.dump();
+    return s.size() > kCell ? s.substr(0, kCell - 3) + "..." : s;
+  };
+  std::string text = fmt::format("{}\n", fmt::join(table.columns, " | "));
+  for (size_t k = 0; k < rows.size() && k < kRows; ++k) {
+    std::vector<std::string> cells;
+    for (const json& v : rows[k]) cells.push_back(shown(v));
+    text += fmt::format("{}\n", fmt::join(cells, " | "));
+  }
+  if (rows.size() > kRows) text += fmt::format("... {} more row(s) in rows\n", rows.size() - kRows);
+  return text;
 }
 
 ToolResult query_sql_tool(const json& args, ToolContext& ctx) {
@@ -112,10 +132,11 @@ ToolResult query_sql_tool(const json& args, ToolContext& ctx) {
               {"seconds", r.seconds}};
   if (on_sweep) result["traces_loaded"] = loaded;
   if (r.truncated) result["cut_by"] = r.truncation;
-  std::string text = fmt::format("{} row(s) x {} column(s) in {:.3f} s{}{}", r.table.rows.size(),
+  std::string text = fmt::format("{} row(s) x {} column(s) in {:.3f} s{}{}\n", r.table.rows.size(),
                                  r.table.columns.size(), r.seconds,
                                  on_sweep ? fmt::format(" ({} run trace(s) read)", loaded) : "",
                                  r.truncated ? fmt::format(" (cut at the {})", r.truncation) : "");
+  text += rows_text(r.table, result["rows"], row_limit(args));
   ToolResult out{result, text};
   out.rows("/rows");
   return out;

@@ -1,0 +1,108 @@
+// Issue 64 points 1 and 4: the text of a reply says what its structured
+// result holds (load_trace's idle share, query_sql's rows, insights' count
+// when filtered, detail=full never told to pass detail=full), and a healthy
+// trace's notes are given once a session, then referred to.
+#include <doctest/doctest.h>
+
+#include <string>
+
+#include <fmt/format.h>
+
+#include "mcp_harness.h"
+
+using jarvis::mcp::json;
+using jarvis::mcp::testing::Harness;
+
+namespace {
+
+std::string text_of(const json& reply) {
+  return reply["result"]["content"][0]["text"].get<std::string>();
+}
+
+const std::string kExample = std::string(JARVIS_SOURCE_DIR) + "/examples/example_trace.json.gz";
+
+jarvis::mcp::ServerOptions example_root() {
+  jarvis::mcp::ServerOptions options;
+  options.roots = {std::string(JARVIS_SOURCE_DIR) + "/examples"};
+  return options;
+}
+
+}  // namespace
+
+TEST_CASE("text equals data: load_trace's GPU timeline, query_sql's rows, insights' count") {
+  Harness h(example_root());
+  h.initialize();
+  const json loaded = h.call_tool(1, "load_trace", {{"path", kExample}});
+  const json& t = loaded["result"]["structuredContent"]["gpu_timeline"];
+  const std::string text = text_of(loaded);
+  CHECK(text.find(fmt::format("idle {:.1f}% ({:.2f} ms)", t["idle_time"]["percent"].get<double>(),
+                              t["idle_time"]["time_ms"].get<double>())) != std::string::npos);
+  CHECK(text.find(fmt::format("computation {:.1f}%",
+                              t["computation_time"]["percent"].get<double>())) != std::string::npos);
+  const std::string handle = loaded["result"]["structuredContent"]["trace"];
+
+  const json sql = h.call_tool(
+      2, "query_sql",
+      {{"trace", handle},
+       {"sql", "SELECT name, count(*) AS n FROM kernels GROUP BY name ORDER BY n DESC, name LIMIT 4"}});
+  const json& rows = sql["result"]["structuredContent"]["rows"];
+  REQUIRE(rows.size() == 4);
+  const std::string sql_text = text_of(sql);
+  CHECK(sql_text.find("name | n\n") != std::string::npos);
+  for (const json& row : rows) {
+    std::string name = row[0].get<std::string>();
+    if (name.size() > 48) name = name.substr(0, 45) + "...";
+    CHECK(sql_text.find(fmt::format("{} | {}\n", name, row[1].get<int64_t>())) != std::string::npos);
+  }
+
+  // Filtered to one rule, the count is that rule's, beside the trace's total.
+  const json all = h.call_tool(3, "insights", {{"trace", handle}});
+  const json& found = all["result"]["structuredContent"]["insights"];
+  REQUIRE(found.size() > 0);
+  const std::string rule = found[0]["rule"];
+  size_t of_rule = 0;
+  for (const json& i : found) of_rule += i["rule"] == rule;
+  const json one = h.call_tool(4, "insights", {{"trace", handle}, {"rule", rule}});
+  CHECK(one["result"]["structuredContent"]["insight_count"] == of_rule);
+  CHECK(text_of(one).find(fmt::format("{} {} insight", of_rule, rule)) != std::string::npos);
+}
+
+TEST_CASE("detail=full is every row, and its text never asks for detail=full") {
+  Harness h(example_root());
+  h.initialize();
+  const std::string handle =
+      h.tool_result(1, "load_trace", {{"path", kExample}})["trace"].get<std::string>();
+  const json rows = h.call_tool(2, "ops_summary", {{"trace", handle}});
+  const json full = h.call_tool(3, "ops_summary", {{"trace", handle}, {"detail", "full"}});
+  const json& sc = full["result"]["structuredContent"];
+  CHECK(text_of(full).find("detail=\"full\"") == std::string::npos);
+  CHECK_FALSE(sc.contains("truncated"));
+  CHECK(sc["rows"].size() >= rows["result"]["structuredContent"]["rows"].size());
+}
+
+TEST_CASE("a healthy trace's notes are given once a session, then referred to") {
+  Harness h(example_root());
+  h.initialize();
+  const json loaded = h.tool_result(1, "load_trace", {{"path", kExample}});
+  const json& health = loaded["health"];
+  REQUIRE(health["confidence"] == "high");
+  REQUIRE_FALSE(health["warnings"].empty());  // Python stack tracing on
+  const std::string handle = loaded["trace"];
+  const std::string note = health["warnings"][0].get<std::string>();
+  const json first = h.call_tool(2, "ops_summary", {{"trace", handle}});
+  CHECK(text_of(first).find(note) != std::string::npos);
+  CHECK(first["result"]["structuredContent"]["trace_caveats"][0]["warnings"] == health["warnings"]);
+  for (int id : {3, 4}) {
+    const json again = h.call_tool(id, id == 3 ? "insights" : "ops_summary", {{"trace", handle}});
+    const std::string text = text_of(again);
+    CHECK(text.find(note) == std::string::npos);
+    CHECK(text.find("its notes were given earlier in this session") != std::string::npos);
+    CHECK(again["result"]["structuredContent"]["trace_caveats"][0]["given_before"] == true);
+  }
+  // A new session is told again.
+  Harness other(example_root());
+  other.initialize();
+  const std::string h2 = other.tool_result(1, "load_trace", {{"path", kExample}})["trace"];
+  CHECK(text_of(other.call_tool(2, "ops_summary", {{"trace", h2}})).find(note) !=
+        std::string::npos);
+}
