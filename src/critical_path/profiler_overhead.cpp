@@ -283,7 +283,9 @@ std::vector<Interference> host_interference(const Graph& g, const std::vector<do
   // iteration at its usual pace: the program did not change between the
   // iterations, something slowed that thread. (A whole process slower in one
   // iteration is not told apart from the profiler's own varying cost.)
-  for (const auto& [key, r] : ratios)
+  for (const auto& entry : ratios) {  // no structured binding: clang 14 cannot capture one
+    const auto& key = entry.first;
+    const auto& r = entry.second;
     for (size_t i = 0; i < iterations; ++i) {
       if (!(r[i] > kInterferenceRatio)) continue;
       const bool other_steady = std::any_of(ratios.begin(), ratios.end(), [&](const auto& o) {
@@ -292,6 +294,7 @@ std::vector<Interference> host_interference(const Graph& g, const std::vector<do
       });
       if (other_steady) found.push_back({key.first, key.second, i, 1 / r[i]});
     }
+  }
   return found;
 }
 
