@@ -43,7 +43,12 @@ void print_info(const Trace& trace, InputFormat format) {
   fmt::print("kernels:    {}\n", counts[static_cast<size_t>(Cat::Kernel)]);
   fmt::print("memcpy:     {}\n", counts[static_cast<size_t>(Cat::GpuMemcpy)]);
   fmt::print("memset:     {}\n", counts[static_cast<size_t>(Cat::GpuMemset)]);
-  fmt::print("json bytes: {}\n", trace.json_bytes);
+  // What the byte count measures: the JSON text parsed (decompressed), or
+  // the protobuf / database the other readers decode.
+  const char* bytes_label = format == InputFormat::Xplane       ? "protobuf bytes"
+                            : format == InputFormat::NsysSqlite ? "sqlite bytes"
+                                                                : "json bytes";
+  fmt::print("{}: {}\n", bytes_label, trace.json_bytes);
 }
 
 }  // namespace

@@ -317,8 +317,18 @@ int run_report(ReportArgs& a) {
     usage_error("nothing to write: give --out DIR (or --csv-dir DIR, --xlsx FILE, --html FILE)");
   if (!a.xlsx.empty() && a.no_xlsx)
     usage_error("--xlsx FILE and --no-xlsx contradict each other: give one of them");
-  check_output_parent(a.xlsx, a.mkdirs, "--xlsx");
-  check_output_parent(a.html, a.mkdirs, "--html");
+  // --out DIR is made by the report itself: a page or workbook inside it
+  // needs no --mkdirs (issue 64 point 7).
+  auto inside_out = [&](const std::string& file) {
+    if (a.out.empty() || file.empty()) return false;
+    namespace fs = std::filesystem;
+    const fs::path rel = fs::absolute(fs::path(file).parent_path())
+                             .lexically_normal()
+                             .lexically_relative(fs::absolute(a.out).lexically_normal());
+    return !rel.empty() && *rel.begin() != "..";
+  };
+  check_output_parent(a.xlsx, a.mkdirs || inside_out(a.xlsx), "--xlsx");
+  check_output_parent(a.html, a.mkdirs || inside_out(a.html), "--html");
   Targets t = targets(a);
   check_report_targets(a, t);
   if (!t.xlsx.empty()) engine::load_xlsx_writer();  // a missing module fails before the work

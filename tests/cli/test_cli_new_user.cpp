@@ -117,6 +117,34 @@ TEST_SUITE("cli_new_user") {
     CHECK(checked > 0);
   }
 
+  TEST_CASE("issue 64 point 7: info names what its byte count measures (JSON or protobuf)") {
+    const fs::path xspace = fs::path(JARVIS_SHARED_DIR) / "ab_pairs/s_jax_B_jit.xplane.pb";
+    ScratchDir dir;
+    jarvis::testing::copy_example_trace(dir / "trace.json.gz");
+    Output kineto = run_in(dir.path, "info trace.json.gz");
+    REQUIRE(kineto.exit_code == 0);
+    CHECK(kineto.text.find("json bytes: ") != std::string::npos);
+    if (!fs::exists(xspace)) return;
+    Output xplane = run_in(dir.path, "info " + xspace.string());
+    REQUIRE(xplane.exit_code == 0);
+    CHECK(xplane.text.find("json bytes") == std::string::npos);
+    CHECK(xplane.text.find(fmt::format("protobuf bytes: {}\n", fs::file_size(xspace))) !=
+          std::string::npos);
+  }
+
+  TEST_CASE("issue 64 point 7: --html inside the --out directory the report creates") {
+    ScratchDir dir;
+    jarvis::testing::copy_example_trace(dir / "trace.json.gz");
+    Output out = run_in(dir.path, "report trace.json.gz --out new/out --html new/out/page.html");
+    REQUIRE_MESSAGE(out.exit_code == 0, out.text);
+    CHECK(fs::exists(dir / "new/out/page.html"));
+    CHECK(fs::exists(dir / "new/out/perf_report_csvs"));
+    // Outside --out a missing directory is still an error naming --mkdirs.
+    out = run_in(dir.path, "report trace.json.gz --out o2 --html elsewhere/page.html");
+    CHECK(out.exit_code == 2);
+    CHECK(out.text.find("--mkdirs") != std::string::npos);
+  }
+
   TEST_CASE("issue 50: report counts read right ('1 row', never '1 rows')") {
     ScratchDir dir;
     jarvis::testing::copy_example_trace(dir / "trace.json.gz");
