@@ -122,7 +122,8 @@ QueryResult run_query(const LoadedTrace& entry, const std::string& sql, const Qu
   for (const TableDef* def : builtin_tables()) conn.add_table(*def);
   conn.add_functions();
   for (const EmbeddedView& v : embedded_views()) conn.exec_trusted(v.sql, v.path);
-  conn.lock_down(start + std::chrono::milliseconds(std::max<int64_t>(1, limits.timeout_ms)));
+  conn.lock_down(start + std::chrono::milliseconds(std::max<int64_t>(1, limits.timeout_ms)),
+                 limits.max_bytes);
   QueryResult r;
   // Each round registers the one report sheet SQLite could not find; a
   // statement naming k sheets prepares k + 1 times.

@@ -1066,10 +1066,13 @@ int Connection::authorize(void* self, int action, const char* a, const char* b, 
   }
 }
 
-void Connection::lock_down(std::chrono::steady_clock::time_point deadline) {
+void Connection::lock_down(std::chrono::steady_clock::time_point deadline,
+                           size_t max_value_bytes) {
   deadline_ = deadline;
   sqlite3_limit(db_, SQLITE_LIMIT_ATTACHED, 0);
-  sqlite3_limit(db_, SQLITE_LIMIT_LENGTH, 64 << 20);
+  constexpr size_t kMinValueBytes = 1 << 20, kMaxValueBytes = 64 << 20;
+  sqlite3_limit(db_, SQLITE_LIMIT_LENGTH,
+                static_cast<int>(std::clamp(max_value_bytes, kMinValueBytes, kMaxValueBytes)));
   sqlite3_limit(db_, SQLITE_LIMIT_SQL_LENGTH, 1 << 20);
   sqlite3_set_authorizer(db_, &Connection::authorize, this);
   sqlite3_progress_handler(db_, 1000, &Connection::progress, this);

@@ -58,7 +58,10 @@ class Connection {
   void attach(const std::string& path, const std::string& schema);
   // From here on only reads run: the authorizer is installed and the
   // connection's limits set. The deadline is enforced by a progress handler.
-  void lock_down(std::chrono::steady_clock::time_point deadline);
+  // `max_value_bytes`: the longest text or blob any expression may make (a
+  // value longer than the whole reply may hold is refused as it is made, not
+  // after: zeroblob(60e6), printf('%.*c', 60e6, 'x')).
+  void lock_down(std::chrono::steady_clock::time_point deadline, size_t max_value_bytes);
 
   // Prepares and steps one read-only statement. Throws QueryError (with
   // SQLite's message) or QueryTimeout.

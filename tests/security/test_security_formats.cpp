@@ -9,6 +9,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
+
 #include <fmt/format.h>
 
 #include "mcp_harness.h"
@@ -348,5 +350,47 @@ TEST_SUITE("mcp_security") {
     if (!full["result"].value("isError", false))
       CHECK_MESSAGE(full["result"]["structuredContent"]["devices"].size() == kDevices,
                     full.dump().substr(0, 300) << " ... " << full.dump().size());
+  }
+}
+
+// Issue 63 point 2 (in part): a value longer than the whole reply may hold
+// is refused as SQLite makes it, in well under the query's timeout.
+TEST_SUITE("mcp_security") {
+  TEST_CASE("issue 63 point 2: huge SQL values are refused as they are made") {
+    jarvis::mcp::ServerOptions options;
+    options.roots = {std::string(JARVIS_SOURCE_DIR) + "/examples"};
+    jarvis::mcp::testing::Harness h(options);
+    h.initialize();
+    const std::string handle = h.tool_result(
+        1, "load_trace",
+        {{"path", std::string(JARVIS_SOURCE_DIR) + "/examples/example_trace.json.gz"}})["trace"];
+    int id = 2;
+    for (const char* sql :
+         {"SELECT hex(zeroblob(60000000))", "SELECT length(zeroblob(60000000))",
+          "SELECT length(printf('%.*c', 60000000, 'x'))",
+          "SELECT length(replace(printf('%.*c', 5000000, 'x'), 'x', 'xxxxx'))"}) {
+      CAPTURE(sql);
+      const auto start = std::chrono::steady_clock::now();
+      json reply = h.call_tool(id++, "query_sql", {{"trace", handle}, {"sql", sql}});
+      const double seconds =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      REQUIRE(reply.contains("result"));
+      // Refused ("string or blob too big"), or, for printf, whose formatter
+      // stops at the limit, made as NULL: never the 60 MB value.
+      const json& r = reply["result"];
+      const bool refused =
+          r.value("isError", false) &&
+          r["content"][0]["text"].get<std::string>().find("too big") != std::string::npos;
+      const bool null_value = !r.value("isError", false) &&
+                              r["structuredContent"]["rows"].size() == 1 &&
+                              r["structuredContent"]["rows"][0][0].is_null();
+      CHECK_MESSAGE((refused || null_value), reply.dump().substr(0, 400));
+      CHECK(seconds < 5);  // the default timeout is 10 s; stopped long before it
+    }
+    // A value within the budget is still made.
+    json ok = h.call_tool(id++, "query_sql",
+                          {{"trace", handle}, {"sql", "SELECT length(zeroblob(1000000)) AS n"}});
+    REQUIRE_FALSE(ok["result"].value("isError", false));
+    CHECK(ok["result"]["structuredContent"]["rows"][0][0] == 1000000);
   }
 }
