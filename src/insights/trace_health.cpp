@@ -96,7 +96,8 @@ void count_events(const Trace& trace, const CallTree& tree, TraceHealth& h, doub
   }
 }
 
-void add_warnings(TraceHealth& h) {
+// `jax_profile`: the trace is an XSpace (XProf's switches, not PyTorch's).
+void add_warnings(TraceHealth& h, bool jax_profile) {
   double linked_share =
       h.gpu_events ? static_cast<double>(h.linked_gpu_events) / static_cast<double>(h.gpu_events)
                    : 0;
@@ -166,11 +167,16 @@ void add_warnings(TraceHealth& h) {
                         ? static_cast<double>(h.python_events) / static_cast<double>(h.cpu_ops)
                         : static_cast<double>(h.python_events);
     bool heavy = per_op >= kHeavyPythonPerOp;
+    // The switch to name is the profiler's own: PyTorch's with_stack, or
+    // XProf's Python tracer for a JAX profile (issue 64 point 3).
+    const char* again = jax_profile
+                            ? "; profile again with jax.profiler.ProfileOptions "
+                              "python_tracer_level=0 to size them"
+                            : "; profile again with with_stack=False to size them";
     warn(fmt::format("recorded with Python stack tracing on ({} python_function events, {:.1f} "
                      "per op): the profiler's cost per frame inflates host time, so host-side "
                      "findings (idle, launch-bound, host gaps) are upper bounds{}",
-                     h.python_events, per_op,
-                     heavy ? "; profile again with with_stack=False to size them" : ""),
+                     h.python_events, per_op, heavy ? again : ""),
          heavy ? 1 : 0);
   }
   if (h.negative_durations)
@@ -271,7 +277,7 @@ TraceHealth trace_health(const Trace& trace, const CallTree& tree, const GpuTime
     }
   }
   add_step_estimate(trace, tree, h);
-  add_warnings(h);
+  add_warnings(h, xplane::is_xplane_trace(trace));
   add_xplane_notes(trace, h);
   return h;
 }

@@ -4,6 +4,7 @@
 // trace's notes are given once a session, then referred to.
 #include <doctest/doctest.h>
 
+#include <filesystem>
 #include <string>
 
 #include <fmt/format.h>
@@ -105,4 +106,32 @@ TEST_CASE("a healthy trace's notes are given once a session, then referred to") 
   const std::string h2 = other.tool_result(1, "load_trace", {{"path", kExample}})["trace"];
   CHECK(text_of(other.call_tool(2, "ops_summary", {{"trace", h2}})).find(note) !=
         std::string::npos);
+}
+
+TEST_CASE("a JAX profile is told XProf's switch, a PyTorch trace PyTorch's (issue 64 point 3)") {
+  const std::string shared = std::string(JARVIS_SHARED_DIR) + "/ab_pairs";
+  const std::string jax = shared + "/s_jax_A_op_by_op.xplane.pb";
+  const std::string torch = shared + "/s_overhead_gpt2_shapes_stack.json.gz";
+  if (!std::filesystem::exists(jax) || !std::filesystem::exists(torch)) {
+    MESSAGE("skipped: " << shared << " is missing");
+    return;
+  }
+  jarvis::mcp::ServerOptions options;
+  options.roots = {shared};
+  Harness h(options);
+  h.initialize();
+  auto python_warning = [&](int id, const std::string& path) {
+    const json loaded = h.tool_result(id, "load_trace", {{"path", path}});
+    for (const json& w : loaded["health"]["warnings"])
+      if (w.get<std::string>().find("Python stack tracing") != std::string::npos)
+        return w.get<std::string>();
+    return std::string();
+  };
+  const std::string on_jax = python_warning(1, jax);
+  REQUIRE_FALSE(on_jax.empty());
+  CHECK(on_jax.find("python_tracer_level=0") != std::string::npos);
+  CHECK(on_jax.find("with_stack") == std::string::npos);
+  const std::string on_torch = python_warning(2, torch);
+  REQUIRE_FALSE(on_torch.empty());
+  CHECK(on_torch.find("python_tracer_level") == std::string::npos);
 }
