@@ -337,8 +337,14 @@ void unprofiled_times(const Graph& g, std::vector<double>& dur, std::vector<doub
 
 Analysis analyse_unprofiled(const Graph& g) {
   const Analysis recorded = analyse(g);
-  std::vector<double> dur, lag;
-  unprofiled_times(g, dur, lag);
+  // unprofiled_times, with both of its steps kept: the profiler's cost
+  // alone (what the summary reports as its host time) and the interference
+  // found on those times (named in the summary).
+  std::vector<double> plain_dur, plain_lag;
+  profiler_free_times(g, plain_dur, plain_lag);
+  const std::vector<Interference> found = host_interference(g, plain_lag);
+  std::vector<double> dur = plain_dur, lag = plain_lag;
+  scale_interfered(g, found, dur, lag);
   Analysis a = analyse(g, dur, lag);
   a.model = kModelUnprofiled;
   a.recorded_step_time_us = recorded.step_time_us;
@@ -349,8 +355,6 @@ Analysis analyse_unprofiled(const Graph& g) {
     first = std::min(first, it.start);
     last = std::max(last, it.end);
   }
-  std::vector<double> plain_dur, plain_lag;  // the profiler's cost alone taken out
-  profiler_free_times(g, plain_dur, plain_lag);
   double removed = 0;
   for (size_t n = 0; n < g.nodes.size(); ++n)
     if (g.nodes[n].start >= first && g.nodes[n].start < last)
@@ -362,7 +366,7 @@ Analysis analyse_unprofiled(const Graph& g) {
       g.iterations.empty() ? 0.0 : removed / static_cast<double>(g.iterations.size());
   a.profiler_cost = g.profiler_cost;
   std::string interference;
-  for (const Interference& f : host_interference(g, plain_lag))
+  for (const Interference& f : found)
     interference += fmt::format(
         "{}{} ran the same host calls as the fastest iteration with gaps {:.2f}x as long on one "
         "thread (interference, not the program: scaled back)",

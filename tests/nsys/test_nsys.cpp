@@ -29,9 +29,11 @@
 #include "nsys/export.h"
 #include "report/report.h"
 #include "tree/call_tree.h"
+#include "nsys_tables.h"
 
 using namespace jarvis;
 namespace fs = std::filesystem;
+namespace nsys_tables = jarvis::testing::nsys_tables;
 
 namespace {
 
@@ -307,23 +309,16 @@ TEST_SUITE("nsys") {
     {
       Sql db(path, true);
       db.exec(
-          "CREATE TABLE StringIds (id INTEGER PRIMARY KEY, value TEXT NOT NULL);"
+          nsys_tables::kStringIds +
           "INSERT INTO StringIds VALUES (1, 'cudaLaunchKernel_v7000'), (2, 'void gemm<1>()'), "
-          "(3, 'gemm');"
-          "CREATE TABLE CUPTI_ACTIVITY_KIND_KERNEL (start INTEGER NOT NULL, \"end\" INTEGER NOT "
-          "NULL, deviceId INTEGER NOT NULL, contextId INTEGER NOT NULL, streamId INTEGER NOT "
-          "NULL, correlationId INTEGER, globalPid INTEGER, demangledName INTEGER NOT NULL, "
-          "shortName INTEGER NOT NULL, gridX INTEGER, gridY INTEGER, gridZ INTEGER, blockX "
-          "INTEGER, blockY INTEGER, blockZ INTEGER);"
+          "(3, 'gemm');" +
+          nsys_tables::kKernels +
           // pid 7 in bits 24.., tid 9 in bits 0..23
           "INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL VALUES (2000, 2500, 0, 1, 7, 42, 117440512, 2, "
-          "3, 4, 2, 1, 128, 1, 1);"
-          "CREATE TABLE CUPTI_ACTIVITY_KIND_RUNTIME (start INTEGER NOT NULL, \"end\" INTEGER NOT "
-          "NULL, eventClass INTEGER NOT NULL, globalTid INTEGER, correlationId INTEGER, nameId "
-          "INTEGER NOT NULL, returnValue INTEGER NOT NULL);"
-          "INSERT INTO CUPTI_ACTIVITY_KIND_RUNTIME VALUES (1100, 1200, 0, 117440521, 42, 1, 0);"
-          "CREATE TABLE NVTX_EVENTS (start INTEGER NOT NULL, \"end\" INTEGER, eventType INTEGER "
-          "NOT NULL, text TEXT, globalTid INTEGER, textId INTEGER, domainId INTEGER);"
+          "3, 4, 2, 1, 128, 1, 1);" +
+          nsys_tables::kRuntime +
+          "INSERT INTO CUPTI_ACTIVITY_KIND_RUNTIME VALUES (1100, 1200, 0, 117440521, 42, 1, 0);" +
+          nsys_tables::kNvtx +
           "INSERT INTO NVTX_EVENTS VALUES (1000, 1300, 59, 'aten::mm, seq = 5, op_id = 1, sizes "
           "= [[8, 16], [16, 4]], input_op_ids = []', 117440521, NULL, 0);"
           "INSERT INTO NVTX_EVENTS VALUES (900, NULL, 34, 'a mark', 117440521, NULL, 0);");
@@ -643,19 +638,10 @@ TEST_SUITE("nsys") {
       Sql db(path, true);
       // Two steps on one thread (pid 7, tid 9), each launching two kernels.
       std::string sql =
-          "CREATE TABLE StringIds (id INTEGER PRIMARY KEY, value TEXT NOT NULL);"
+          nsys_tables::kStringIds +
           "INSERT INTO StringIds VALUES (1, 'cudaLaunchKernel_v7000'), (2, 'void a()'), (3, "
-          "'a'), (4, 'void b()'), (5, 'b');"
-          "CREATE TABLE CUPTI_ACTIVITY_KIND_KERNEL (start INTEGER NOT NULL, \"end\" INTEGER NOT "
-          "NULL, deviceId INTEGER NOT NULL, contextId INTEGER NOT NULL, streamId INTEGER NOT "
-          "NULL, correlationId INTEGER, globalPid INTEGER, demangledName INTEGER NOT NULL, "
-          "shortName INTEGER NOT NULL, gridX INTEGER, gridY INTEGER, gridZ INTEGER, blockX "
-          "INTEGER, blockY INTEGER, blockZ INTEGER);"
-          "CREATE TABLE CUPTI_ACTIVITY_KIND_RUNTIME (start INTEGER NOT NULL, \"end\" INTEGER NOT "
-          "NULL, eventClass INTEGER NOT NULL, globalTid INTEGER, correlationId INTEGER, nameId "
-          "INTEGER NOT NULL, returnValue INTEGER NOT NULL);"
-          "CREATE TABLE NVTX_EVENTS (start INTEGER NOT NULL, \"end\" INTEGER, eventType INTEGER "
-          "NOT NULL, text TEXT, globalTid INTEGER, textId INTEGER, domainId INTEGER);";
+          "'a'), (4, 'void b()'), (5, 'b');" +
+          nsys_tables::kKernels + nsys_tables::kRuntime + nsys_tables::kNvtx;
       for (int step = 0; step < 2; ++step) {
         const int64_t base = 100000 + step * 100000;
         sql += fmt::format(

@@ -14,6 +14,7 @@
 #include <fmt/format.h>
 
 #include "mcp_harness.h"
+#include "nsys_tables.h"
 #include "security_support.h"
 #include "test_loader_support.h"
 #include "explore/input_format.h"
@@ -21,29 +22,15 @@
 
 using jarvis::mcp::json;
 namespace fs = std::filesystem;
+using jarvis::testing::CliRun;
+using jarvis::testing::jarvis_cli;
+using jarvis::testing::q;
 using jarvis::testing::read_text;
 using jarvis::testing::ScratchDir;
 using jarvis::testing::write_text;
+namespace nsys_tables = jarvis::testing::nsys_tables;
 
 namespace {
-
-std::string q(const fs::path& p) { return jarvis::loader_test::shell_quote(p); }
-
-struct CliRun {
-  int exit_code = -1;
-  std::string err;
-};
-
-CliRun jarvis_cli(const std::string& args) {
-  ScratchDir tmp;
-  std::string cmd =
-      std::string(JARVIS_BINARY) + " " + args + " >/dev/null 2>" + q(tmp / "err") + " </dev/null";
-  int status = std::system(cmd.c_str());
-  CliRun r;
-  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  r.err = read_text(tmp / "err");
-  return r;
-}
 
 // Runs SQL on a database file (created when missing); keeps the connection
 // open while the object lives.
@@ -65,15 +52,11 @@ struct Db {
 
 // The smallest Nsight Systems export jarvis reads: one kernel per row of
 // `kernels` (start, end in ns).
-const char* kExportSchema =
-    "CREATE TABLE StringIds (id INTEGER PRIMARY KEY, value TEXT NOT NULL);"
+const std::string kExportSchema =
+    nsys_tables::kStringIds +
     "INSERT INTO StringIds VALUES (1, 'cudaLaunchKernel_v7000'), (2, 'void gemm<1>()'), "
-    "(3, 'gemm');"
-    "CREATE TABLE CUPTI_ACTIVITY_KIND_KERNEL (start INTEGER NOT NULL, \"end\" INTEGER NOT "
-    "NULL, deviceId INTEGER NOT NULL, contextId INTEGER NOT NULL, streamId INTEGER NOT "
-    "NULL, correlationId INTEGER, globalPid INTEGER, demangledName INTEGER NOT NULL, "
-    "shortName INTEGER NOT NULL, gridX INTEGER, gridY INTEGER, gridZ INTEGER, blockX "
-    "INTEGER, blockY INTEGER, blockZ INTEGER);";
+    "(3, 'gemm');" +
+    nsys_tables::kKernels;
 
 std::string kernel_row(int k) {
   return fmt::format(
@@ -230,20 +213,11 @@ TEST_SUITE("mcp_security") {
     const fs::path path = dir / "bad_names.sqlite";
     {
       Db db(path);
-      db.exec(
-          "CREATE TABLE StringIds (id INTEGER PRIMARY KEY, value TEXT NOT NULL);"
-          "INSERT INTO StringIds VALUES (1, 'cudaLaunchKernel_v7000'), "
-          "(2, CAST(X'766F69642067656D6DFF3C313E2829' AS TEXT)), (3, CAST(X'67FE6D6D' AS TEXT));"
-          "CREATE TABLE CUPTI_ACTIVITY_KIND_KERNEL (start INTEGER NOT NULL, \"end\" INTEGER NOT "
-          "NULL, deviceId INTEGER NOT NULL, contextId INTEGER NOT NULL, streamId INTEGER NOT "
-          "NULL, correlationId INTEGER, globalPid INTEGER, demangledName INTEGER NOT NULL, "
-          "shortName INTEGER NOT NULL, gridX INTEGER, gridY INTEGER, gridZ INTEGER, blockX "
-          "INTEGER, blockY INTEGER, blockZ INTEGER);"
-          "CREATE TABLE CUPTI_ACTIVITY_KIND_RUNTIME (start INTEGER NOT NULL, \"end\" INTEGER NOT "
-          "NULL, eventClass INTEGER NOT NULL, globalTid INTEGER, correlationId INTEGER, nameId "
-          "INTEGER NOT NULL, returnValue INTEGER NOT NULL);"
-          "CREATE TABLE NVTX_EVENTS (start INTEGER NOT NULL, \"end\" INTEGER, eventType INTEGER "
-          "NOT NULL, text TEXT, globalTid INTEGER, textId INTEGER, domainId INTEGER);");
+      db.exec(nsys_tables::kStringIds +
+              "INSERT INTO StringIds VALUES (1, 'cudaLaunchKernel_v7000'), "
+              "(2, CAST(X'766F69642067656D6DFF3C313E2829' AS TEXT)), (3, CAST(X'67FE6D6D' AS "
+              "TEXT));" +
+              nsys_tables::kKernels + nsys_tables::kRuntime + nsys_tables::kNvtx);
       for (int k = 0; k < 4; ++k) {
         const int64_t t0 = 1000 + 3000 * k;
         db.exec(fmt::format(

@@ -23,6 +23,9 @@
 using jarvis::mcp::json;
 namespace mcp = jarvis::mcp;
 namespace fs = std::filesystem;
+using jarvis::testing::CliRun;
+using jarvis::testing::jarvis_cli;
+using jarvis::testing::q;
 using jarvis::testing::read_text;
 using jarvis::testing::ScratchDir;
 using jarvis::testing::write_text;
@@ -42,26 +45,6 @@ std::string small_sweep_handle(Harness& h, const ScratchDir& root) {
                            {{"path", "sw"}, {"layout", "bs{bs}/*.json.gz"}, {"cache_dir", "none"}});
   REQUIRE(!tool_error(reply));
   return reply["result"]["structuredContent"]["sweep"].get<std::string>();
-}
-
-struct CliRun {
-  int exit_code = -1;
-  std::string err;
-};
-
-CliRun jarvis_cli(const std::string& args) {
-  ScratchDir tmp;
-  std::string cmd = std::string(JARVIS_BINARY) + " " + args + " >/dev/null 2>" +
-                    jarvis::loader_test::shell_quote(tmp / "err");
-  int status = std::system(cmd.c_str());
-  CliRun r;
-  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  r.err = read_text(tmp / "err");
-  return r;
-}
-
-std::string q(const fs::path& p) {
-  return jarvis::loader_test::shell_quote(p);
 }
 
 }  // namespace

@@ -1,12 +1,15 @@
 // Helpers of the security regression tests: scratch roots, resident memory.
 #pragma once
 
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <string>
+
+#include "test_loader_support.h"
 
 namespace jarvis::testing {
 
@@ -51,6 +54,28 @@ inline uint64_t resident_bytes() {
   while (std::getline(in, line))
     if (line.rfind("VmRSS:", 0) == 0) return std::strtoull(line.c_str() + 6, nullptr, 10) * 1024;
   return 0;
+}
+
+// A path quoted for the shell.
+inline std::string q(const std::filesystem::path& p) {
+  return jarvis::loader_test::shell_quote(p);
+}
+
+// `jarvis ARGS` (the binary under test): its exit code and its stderr.
+struct CliRun {
+  int exit_code = -1;
+  std::string err;
+};
+
+inline CliRun jarvis_cli(const std::string& args) {
+  ScratchDir tmp;
+  const std::string cmd =
+      std::string(JARVIS_BINARY) + " " + args + " >/dev/null 2>" + q(tmp / "err") + " </dev/null";
+  const int status = std::system(cmd.c_str());
+  CliRun r;
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  r.err = read_text(tmp / "err");
+  return r;
 }
 
 }  // namespace jarvis::testing
