@@ -233,8 +233,7 @@ bool is_trace_file_name(const fs::path& path) {
   // A rocprofv3 `.db` is found by its first bytes (looks_like_trace_content):
   // the name alone is too common to refuse a user's forced write.
   for (std::string_view suffix : {".json.gz", ".trace.json", ".gz", ".xplane.pb", ".sqlite",
-                                  ".sqlite3", ".nsys-rep", ".qdrep", ".pftrace",
-                                  ".perfetto-trace"})
+                                  ".sqlite3", ".nsys-rep", ".qdrep", ".pftrace", ".perfetto-trace"})
     if (ends_with(name, suffix)) return true;
   return false;
 }

@@ -221,14 +221,12 @@ class IterationIndex {
  public:
   explicit IterationIndex(const Graph& g) : g_(g), by_start_(g.iterations.size()) {
     for (size_t i = 0; i < by_start_.size(); ++i) by_start_[i] = i;
-    std::sort(by_start_.begin(), by_start_.end(), [&](size_t a, size_t b) {
-      return g_.iterations[a].start < g_.iterations[b].start;
-    });
+    std::sort(by_start_.begin(), by_start_.end(),
+              [&](size_t a, size_t b) { return g_.iterations[a].start < g_.iterations[b].start; });
   }
   std::optional<size_t> operator()(double t) const {
-    auto after = std::upper_bound(by_start_.begin(), by_start_.end(), t, [&](double x, size_t i) {
-      return x < g_.iterations[i].start;
-    });
+    auto after = std::upper_bound(by_start_.begin(), by_start_.end(), t,
+                                  [&](double x, size_t i) { return x < g_.iterations[i].start; });
     if (after == by_start_.begin()) return std::nullopt;
     const size_t i = *std::prev(after);
     if (t < g_.iterations[i].end) return i;

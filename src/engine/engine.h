@@ -339,10 +339,10 @@ using sweep::gate_table;
 using sweep::GateOptions;
 using sweep::GateResult;
 using sweep::GateSide;
-using sweep::load_baseline;
-using sweep::save_baseline;
 using sweep::load_agent_baseline;
+using sweep::load_baseline;
 using sweep::save_agent_baseline;
+using sweep::save_baseline;
 
 // ---------------------------------------------------------------------------
 // Insights and trace health

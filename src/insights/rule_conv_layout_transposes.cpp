@@ -110,8 +110,8 @@ void rule_conv_layout_transposes(const InsightContext& c, std::vector<Insight>& 
   if (c.step) {
     critical_path::Scenario change;
     change.select.gpu_uids = changed;
-    change.factor = std::clamp(1.0 - (conversion_us + norm_gain_us) / (conversion_us + norm_us),
-                               1e-6, 1.0);
+    change.factor =
+        std::clamp(1.0 - (conversion_us + norm_gain_us) / (conversion_us + norm_us), 1e-6, 1.0);
     change_saving_us = detail::step_saving_total_us(c, change);
   }
   const double iterations =

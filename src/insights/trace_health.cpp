@@ -169,10 +169,9 @@ void add_warnings(TraceHealth& h, bool jax_profile) {
     bool heavy = per_op >= kHeavyPythonPerOp;
     // The switch to name is the profiler's own: PyTorch's with_stack, or
     // XProf's Python tracer for a JAX profile (issue 64 point 3).
-    const char* again = jax_profile
-                            ? "; profile again with jax.profiler.ProfileOptions "
-                              "python_tracer_level=0 to size them"
-                            : "; profile again with with_stack=False to size them";
+    const char* again = jax_profile ? "; profile again with jax.profiler.ProfileOptions "
+                                      "python_tracer_level=0 to size them"
+                                    : "; profile again with with_stack=False to size them";
     warn(fmt::format("recorded with Python stack tracing on ({} python_function events, {:.1f} "
                      "per op): the profiler's cost per frame inflates host time, so host-side "
                      "findings (idle, launch-bound, host gaps) are upper bounds{}",

@@ -212,8 +212,9 @@ json assemble_tool_result(const std::string& tool, const json& args, ToolResult&
         notes += fmt::format("{} {} left out (detail=summary); pass detail=\"rows\" to see them.\n",
                              total, list_label(cut.pointer));
       else if (detail == Detail::Full)
-        notes += fmt::format("showing {} of {} {} (limit); pass a larger limit (up to {}) for more.\n",
-                             rows.size(), total, list_label(cut.pointer), total);
+        notes +=
+            fmt::format("showing {} of {} {} (limit); pass a larger limit (up to {}) for more.\n",
+                        rows.size(), total, list_label(cut.pointer), total);
       else
         notes +=
             fmt::format("showing {} of {} {}; pass limit (up to {}) or detail=\"full\" for more.\n",

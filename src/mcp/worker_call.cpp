@@ -52,9 +52,8 @@ json result_to_json(const ToolResult& r, const json& caveats) {
   json rows = json::array();
   for (const auto& list : r.row_lists)
     rows.push_back({list.pointer, list.total ? json(*list.total) : json()});
-  return {{"structured", r.structured}, {"text", r.text},         {"content", r.content},
-          {"rows", rows},               {"full_only", r.full_only}, {"next", r.next},
-          {"caveats", caveats}};
+  return {{"structured", r.structured}, {"text", r.text}, {"content", r.content}, {"rows", rows},
+          {"full_only", r.full_only},   {"next", r.next}, {"caveats", caveats}};
 }
 
 ToolResult result_from_json(const json& j, ToolContext& ctx) {
@@ -68,8 +67,7 @@ ToolResult result_from_json(const json& j, ToolContext& ctx) {
          row.at(1).is_null() ? std::nullopt : std::optional<size_t>(row.at(1).get<size_t>())});
   r.full_only = j.at("full_only").get<std::vector<std::string>>();
   r.next = j.at("next");
-  for (const auto& c : j.at("caveats"))
-    ctx.add_trace_caveats(c.at("trace").get<std::string>(), c);
+  for (const auto& c : j.at("caveats")) ctx.add_trace_caveats(c.at("trace").get<std::string>(), c);
   return r;
 }
 
@@ -82,8 +80,8 @@ json written_added(const PathPolicy::WrittenState& before, const PathPolicy::Wri
   return {{"written", written}, {"claimed", claimed}};
 }
 
-[[noreturn]] void run_worker(int fd, const ToolHandler& handler, const json& args,
-                             ToolContext& ctx, std::string_view tool) {
+[[noreturn]] void run_worker(int fd, const ToolHandler& handler, const json& args, ToolContext& ctx,
+                             std::string_view tool) {
   mark_forked_worker();
   const auto before = ctx.paths().written_state();
   ctx.on_progress = [fd](double done, double total, const std::string& message) {
@@ -102,8 +100,9 @@ json written_added(const PathPolicy::WrittenState& before, const PathPolicy::Wri
   } catch (const std::runtime_error& e) {
     send(fd, kError, {e.what(), static_cast<int>(error_kind_of(e))});
   } catch (const std::exception& e) {
-    send(fd, kError, {fmt::format("{} failed on this input: {}", tool, e.what()),
-                      static_cast<int>(error_kind_of(e))});
+    send(fd, kError,
+         {fmt::format("{} failed on this input: {}", tool, e.what()),
+          static_cast<int>(error_kind_of(e))});
   }
   send(fd, kWritten, written_added(before, ctx.paths().written_state()));
   if (result) send(fd, kResult, *result);
@@ -155,9 +154,8 @@ Received receive(int fd, pid_t pid, ToolContext& ctx, const std::atomic<bool>* c
       else if (kind == kLog)
         ctx.log(static_cast<LogLevel>(payload.at(0).get<int>()), payload.at(1).get<std::string>());
       else if (kind == kWritten)
-        ctx.paths().merge_written_state(
-            {payload.at("written").get<std::set<std::string>>(),
-             payload.at("claimed").get<std::set<std::string>>()});
+        ctx.paths().merge_written_state({payload.at("written").get<std::set<std::string>>(),
+                                         payload.at("claimed").get<std::set<std::string>>()});
       else if (kind == kResult)
         got.result = std::move(payload);
       else if (kind == kError)
@@ -210,9 +208,8 @@ ToolResult call_in_worker(const ToolHandler& handler, const json& args, ToolCont
   if (got.result && WIFEXITED(status) && WEXITSTATUS(status) == 0)
     return result_from_json(*got.result, ctx);
   if (cancelled && cancelled->load()) throw ToolError("cancelled", ErrorKind::Cancelled);
-  const std::string how = WIFSIGNALED(status)
-                              ? signal_text(WTERMSIG(status))
-                              : fmt::format("exit status {}", WEXITSTATUS(status));
+  const std::string how = WIFSIGNALED(status) ? signal_text(WTERMSIG(status))
+                                              : fmt::format("exit status {}", WEXITSTATUS(status));
   throw ToolError(
       fmt::format("{} crashed on this input in its worker process ({}): this call failed, the "
                   "server, its sessions and their loaded traces are unaffected. Please report "

@@ -180,7 +180,8 @@ std::string memory_summary_text(const MemoryAnalysis& analysis, const std::strin
   size_t findings = 0, others = 0;
   for (const MemoryFinding& f : analysis.findings)
     if (findings++ < kTextLines) out += fmt::format("[{}] {}\n", f.rule, f.title);
-  if (findings > kTextLines) out += fmt::format("... and {} more findings\n", findings - kTextLines);
+  if (findings > kTextLines)
+    out += fmt::format("... and {} more findings\n", findings - kTextLines);
   for (const DeviceMemory& other : analysis.devices)
     if (&other != &d && others++ < kTextLines) out += "also " + peak_line(other) + "\n";
   if (others > kTextLines) out += fmt::format("... and {} more devices\n", others - kTextLines);

@@ -1066,8 +1066,7 @@ int Connection::authorize(void* self, int action, const char* a, const char* b, 
   }
 }
 
-void Connection::lock_down(std::chrono::steady_clock::time_point deadline,
-                           size_t max_value_bytes) {
+void Connection::lock_down(std::chrono::steady_clock::time_point deadline, size_t max_value_bytes) {
   deadline_ = deadline;
   sqlite3_limit(db_, SQLITE_LIMIT_ATTACHED, 0);
   constexpr size_t kMinValueBytes = 1 << 20, kMaxValueBytes = 64 << 20;

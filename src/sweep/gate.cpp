@@ -196,7 +196,9 @@ std::string save_baseline(const std::string& name, const GateSide& side, const s
 }
 
 namespace {
-std::string agent_baseline_dir() { return (baseline_dir("") / "agents").string(); }
+std::string agent_baseline_dir() {
+  return (baseline_dir("") / "agents").string();
+}
 }  // namespace
 
 std::string save_agent_baseline(const std::string& name, const GateSide& side) {

@@ -4,8 +4,8 @@
 // as protobuf skips unknown fields. Every length is checked by wire::Reader;
 // the one input-controlled recursion (tuple shapes inside tuple shapes) is
 // bounded.
-#include "base/utf8.h"
 #include "xplane/hlo.h"
+#include "base/utf8.h"
 
 #include <fmt/format.h>
 

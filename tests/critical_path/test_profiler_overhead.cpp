@@ -142,7 +142,8 @@ double median_of(std::vector<double> v) {
   return v[v.size() / 2];
 }
 
-TEST_CASE("profiler overhead: a host slowed in some iterations is scaled back to the undisturbed one") {
+TEST_CASE(
+    "profiler overhead: a host slowed in some iterations is scaled back to the undisturbed one") {
   if (!fs::exists(ab_dir() + "/truth.json")) {
     MESSAGE("skipped: " << ab_dir() << "/truth.json is missing");
     return;
@@ -161,7 +162,8 @@ TEST_CASE("profiler overhead: a host slowed in some iterations is scaled back to
       const auto& gaps = thread.second.gaps;
       if (gaps.size() < 2) continue;
       size_t fewest = SIZE_MAX, most = 0;
-      for (const auto& g : gaps) fewest = std::min(fewest, g.size()), most = std::max(most, g.size());
+      for (const auto& g : gaps)
+        fewest = std::min(fewest, g.size()), most = std::max(most, g.size());
       if (fewest < 20 || most > fewest + fewest / 50) continue;  // the same calls, within 2 %
       std::vector<double> medians;
       for (const auto& g : gaps) medians.push_back(median_of(g));

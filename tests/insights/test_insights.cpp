@@ -467,8 +467,9 @@ TEST_CASE("insights: ResNet-50 on H100 (real): NCHW<->NHWC conversions around co
   for (const auto& e : t.events) {
     if (e.cat == jarvis::Cat::CpuOp && t.str(e.name).find("batch_norm") != std::string_view::npos)
       norms.push_back(&e);
-    channels_last = channels_last || (e.cat == jarvis::Cat::Kernel &&
-                                      t.str(e.name).find("channels_last") != std::string_view::npos);
+    channels_last =
+        channels_last || (e.cat == jarvis::Cat::Kernel &&
+                          t.str(e.name).find("channels_last") != std::string_view::npos);
   }
   REQUIRE_FALSE(channels_last);
   const auto norm_kernels = jarvis::testing::launched_inside(t, norms, /*kernels_only=*/true);

@@ -38,14 +38,16 @@ TEST_CASE("text equals data: load_trace's GPU timeline, query_sql's rows, insigh
   const std::string text = text_of(loaded);
   CHECK(text.find(fmt::format("idle {:.1f}% ({:.2f} ms)", t["idle_time"]["percent"].get<double>(),
                               t["idle_time"]["time_ms"].get<double>())) != std::string::npos);
-  CHECK(text.find(fmt::format("computation {:.1f}%",
-                              t["computation_time"]["percent"].get<double>())) != std::string::npos);
+  CHECK(text.find(
+            fmt::format("computation {:.1f}%", t["computation_time"]["percent"].get<double>())) !=
+        std::string::npos);
   const std::string handle = loaded["result"]["structuredContent"]["trace"];
 
   const json sql = h.call_tool(
       2, "query_sql",
       {{"trace", handle},
-       {"sql", "SELECT name, count(*) AS n FROM kernels GROUP BY name ORDER BY n DESC, name LIMIT 4"}});
+       {"sql",
+        "SELECT name, count(*) AS n FROM kernels GROUP BY name ORDER BY n DESC, name LIMIT 4"}});
   const json& rows = sql["result"]["structuredContent"]["rows"];
   REQUIRE(rows.size() == 4);
   const std::string sql_text = text_of(sql);
@@ -53,7 +55,8 @@ TEST_CASE("text equals data: load_trace's GPU timeline, query_sql's rows, insigh
   for (const json& row : rows) {
     std::string name = row[0].get<std::string>();
     if (name.size() > 48) name = name.substr(0, 45) + "...";
-    CHECK(sql_text.find(fmt::format("{} | {}\n", name, row[1].get<int64_t>())) != std::string::npos);
+    CHECK(sql_text.find(fmt::format("{} | {}\n", name, row[1].get<int64_t>())) !=
+          std::string::npos);
   }
 
   // Filtered to one rule, the count is that rule's, beside the trace's total.

@@ -46,7 +46,9 @@ struct CrashingTool {
   ~CrashingTool() { registered_tool_handlers()[name] = original; }
 };
 
-fs::path example_dir() { return fs::path(JARVIS_SOURCE_DIR) / "examples"; }
+fs::path example_dir() {
+  return fs::path(JARVIS_SOURCE_DIR) / "examples";
+}
 
 ServerOptions isolated_options(const fs::path& root) {
   ServerOptions options;
@@ -136,8 +138,8 @@ TEST_CASE("worker isolation: a crash in one session's call is that call's error 
 }
 
 TEST_CASE("worker isolation: results, tool errors and written files come back from the worker") {
-  const fs::path dir = fs::temp_directory_path() / fs::path("jarvis-worker-" +
-                                                            std::to_string(::getpid()));
+  const fs::path dir =
+      fs::temp_directory_path() / fs::path("jarvis-worker-" + std::to_string(::getpid()));
   fs::remove_all(dir);
   fs::create_directories(dir);
   fs::copy_file(example_dir() / "example_trace.json.gz", dir / "example_trace.json.gz");
@@ -155,10 +157,12 @@ TEST_CASE("worker isolation: results, tool errors and written files come back fr
     CAPTURE(tool);
     // critical_path reads trace files (one per rank), not handles.
     const bool files = std::string(tool) == "critical_path";
-    const json here = call(in_server, 2, tool,
-                           files ? json{{"traces", {"example_trace.json.gz"}}} : json{{"trace", h1}});
-    const json there = call(in_worker, 2, tool,
-                            files ? json{{"traces", {"example_trace.json.gz"}}} : json{{"trace", h2}});
+    const json here =
+        call(in_server, 2, tool,
+             files ? json{{"traces", {"example_trace.json.gz"}}} : json{{"trace", h1}});
+    const json there =
+        call(in_worker, 2, tool,
+             files ? json{{"traces", {"example_trace.json.gz"}}} : json{{"trace", h2}});
     REQUIRE_MESSAGE(!there["result"].value("isError", false), there.dump().substr(0, 600));
     CHECK(there["result"]["structuredContent"] == here["result"]["structuredContent"]);
     CHECK(there["result"]["content"] == here["result"]["content"]);

@@ -27,9 +27,9 @@
 #include "memory/memory.h"
 #include "nsys/emit_nvtx.h"
 #include "nsys/export.h"
+#include "nsys_tables.h"
 #include "report/report.h"
 #include "tree/call_tree.h"
-#include "nsys_tables.h"
 
 using namespace jarvis;
 namespace fs = std::filesystem;

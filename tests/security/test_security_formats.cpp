@@ -13,11 +13,11 @@
 
 #include <fmt/format.h>
 
+#include "explore/input_format.h"
 #include "mcp_harness.h"
 #include "nsys_tables.h"
 #include "security_support.h"
 #include "test_loader_support.h"
-#include "explore/input_format.h"
 #include "trace/trace.h"
 
 using jarvis::mcp::json;
@@ -76,7 +76,9 @@ struct FileState {
   fs::file_time_type mtime;
   bool operator==(const FileState&) const = default;
 };
-FileState state_of(const fs::path& p) { return {read_text(p), fs::last_write_time(p)}; }
+FileState state_of(const fs::path& p) {
+  return {read_text(p), fs::last_write_time(p)};
+}
 
 }  // namespace
 
@@ -163,15 +165,15 @@ TEST_SUITE("mcp_security") {
 
   TEST_CASE("issue 63 point 6: an agent's saved baseline never replaces a person's") {
     ScratchDir dir;
-    const std::string saved_env = std::getenv("JARVIS_CACHE_DIR") ? std::getenv("JARVIS_CACHE_DIR")
-                                                                  : "";
+    const std::string saved_env =
+        std::getenv("JARVIS_CACHE_DIR") ? std::getenv("JARVIS_CACHE_DIR") : "";
     ::setenv("JARVIS_CACHE_DIR", (dir / "cache").c_str(), 1);
     for (const char* run : {"a1", "a2", "b1", "b2"})
       jarvis::testing::copy_example_trace(dir / (std::string(run) + ".json.gz"));
     // The person's baseline, saved with the CLI.
     const CliRun cli = jarvis_cli("gate --save-baseline release --base " + q(dir / "a1.json.gz") +
-                                  " " + q(dir / "a2.json.gz") + " --cand " +
-                                  q(dir / "b1.json.gz") + " " + q(dir / "b2.json.gz"));
+                                  " " + q(dir / "a2.json.gz") + " --cand " + q(dir / "b1.json.gz") +
+                                  " " + q(dir / "b2.json.gz"));
     REQUIRE_MESSAGE((cli.exit_code == 0 || cli.exit_code == 3), cli.err);
     const fs::path person = dir / "cache/gate_baselines/release.json";
     REQUIRE(fs::exists(person));
@@ -191,11 +193,13 @@ TEST_SUITE("mcp_security") {
     CHECK(agent_file.find("gate_baselines/agents/release.json") != std::string::npos);
     CHECK(state_of(person) == before);
     // The agent reads its own of that name back; the person's stays theirs.
-    json read = h.call_tool(2, "regression_gate", {{"baseline", "release"}, {"candidate", {"a1.json.gz", "a2.json.gz"}}});
+    json read = h.call_tool(2, "regression_gate",
+                            {{"baseline", "release"}, {"candidate", {"a1.json.gz", "a2.json.gz"}}});
     REQUIRE_FALSE(read["result"].value("isError", false));
     CHECK(read["result"]["structuredContent"]["baseline_file"] == agent_file);
     fs::remove(agent_file);
-    read = h.call_tool(3, "regression_gate", {{"baseline", "release"}, {"candidate", {"a1.json.gz", "a2.json.gz"}}});
+    read = h.call_tool(3, "regression_gate",
+                       {{"baseline", "release"}, {"candidate", {"a1.json.gz", "a2.json.gz"}}});
     REQUIRE_FALSE(read["result"].value("isError", false));
     CHECK(read["result"]["structuredContent"]["baseline_file"] == person.string());
     if (saved_env.empty())
@@ -240,8 +244,8 @@ TEST_SUITE("mcp_security") {
     json ops = h.tool_result(2, "ops_summary", {{"trace", handle}});
     REQUIRE(ops["rows"].size() > 0);
     CHECK(ops["rows"][0]["name"].get<std::string>() == "aten::mm" + fffd);
-    json sql = h.tool_result(3, "query_sql", {{"trace", handle},
-                                               {"sql", "SELECT name FROM kernels LIMIT 1"}});
+    json sql = h.tool_result(3, "query_sql",
+                             {{"trace", handle}, {"sql", "SELECT name FROM kernels LIMIT 1"}});
     CHECK(sql.dump().find("void gemm" + fffd + "<1>()") != std::string::npos);
 
     // Every tool that takes a trace handle, with what else it requires.
@@ -339,10 +343,9 @@ TEST_SUITE("mcp_security") {
         1, "load_trace",
         {{"path", std::string(JARVIS_SOURCE_DIR) + "/examples/example_trace.json.gz"}})["trace"];
     int id = 2;
-    for (const char* sql :
-         {"SELECT hex(zeroblob(60000000))", "SELECT length(zeroblob(60000000))",
-          "SELECT length(printf('%.*c', 60000000, 'x'))",
-          "SELECT length(replace(printf('%.*c', 5000000, 'x'), 'x', 'xxxxx'))"}) {
+    for (const char* sql : {"SELECT hex(zeroblob(60000000))", "SELECT length(zeroblob(60000000))",
+                            "SELECT length(printf('%.*c', 60000000, 'x'))",
+                            "SELECT length(replace(printf('%.*c', 5000000, 'x'), 'x', 'xxxxx'))"}) {
       CAPTURE(sql);
       const auto start = std::chrono::steady_clock::now();
       json reply = h.call_tool(id++, "query_sql", {{"trace", handle}, {"sql", sql}});

@@ -36,14 +36,15 @@ ToolResult insights_tool(const json& args, ToolContext& ctx) {
     if (!rule.empty() && i.rule != rule) continue;
     if (++matched > top_n) continue;
     rows.push_back(engine::to_json(i));
-    if (matched <= kTextInsights) lines += fmt::format("[{}] {}: {}\n", i.severity, i.rule, i.title);
+    if (matched <= kTextInsights)
+      lines += fmt::format("[{}] {}: {}\n", i.severity, i.rule, i.title);
   }
   // The count is of what the call asked for: one rule's findings when
   // filtered, with the whole trace's beside it.
-  std::string text =
-      rule.empty() ? fmt::format("{} insights on {}", matched, entry->handle())
-                   : fmt::format("{} {} insight{} on {} (of {} insights)", matched, rule,
-                                 matched == 1 ? "" : "s", entry->handle(), found.size());
+  std::string text = rule.empty()
+                         ? fmt::format("{} insights on {}", matched, entry->handle())
+                         : fmt::format("{} {} insight{} on {} (of {} insights)", matched, rule,
+                                       matched == 1 ? "" : "s", entry->handle(), found.size());
   text += arch ? "\n" : " (no GPU arch: rules needing peaks skipped)\n";
   text += lines;
   json result = {
