@@ -12,13 +12,21 @@ export ASAN_OPTIONS="detect_leaks=1:abort_on_error=1:strict_string_checks=1:dete
 export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
 export LSAN_OPTIONS="suppressions=$repo/tests/lsan.supp:print_suppressions=0"
 cd "$build"
+# Left to the unsanitized ctest run: six tests that repeat code paths the rest
+# of the suite covers over every real trace of ../shared (5 of the suite's 29
+# CPU minutes under ASan + UBSan; the inflate modes are fuzzed by fuzz_gzip).
+# Set JARVIS_SAN_ALL=1 to run them too.
+skip=()
+if [ -z "${JARVIS_SAN_ALL:-}" ]; then
+  skip=(-tce="every single-trace tool's default result*,loader: every gzip inflate mode*,A/B savings: no saving exceeds*,memory: shared traces against their raw*,critical path async: invariants on every trace*,profiler overhead: the un-profiled step of every ab_pairs arm*")
+fi
 # Two shards at once: one per core of the CI machine (tests/run_shard.sh).
 log="$(mktemp -d)"
 trap 'rm -rf "$log"' EXIT
-bash "$repo/tests/run_shard.sh" ./jarvis_tests 1 2 "$@" >"$log/1" 2>&1 &
+bash "$repo/tests/run_shard.sh" ./jarvis_tests 1 2 "${skip[@]}" "$@" >"$log/1" 2>&1 &
 first=$!
 status=0
-bash "$repo/tests/run_shard.sh" ./jarvis_tests 2 2 "$@" >"$log/2" 2>&1 || status=$?
+bash "$repo/tests/run_shard.sh" ./jarvis_tests 2 2 "${skip[@]}" "$@" >"$log/2" 2>&1 || status=$?
 wait "$first" || status=$?
 cat "$log/1" "$log/2"
 exit "$status"

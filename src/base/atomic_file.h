@@ -24,7 +24,8 @@ namespace jarvis {
 void write_file_atomic(const std::string& path, std::string_view data);
 
 // The same for jarvis's caches (snapshots, per-run sweep results): files no
-// user owns, neither checked nor recorded.
+// user owns, neither checked nor recorded, and not fsynced (their readers
+// validate them and rebuild a torn one; atomic_file.cpp says why).
 void write_cache_file_atomic(const std::string& path, std::string_view data);
 
 // Writes each (path, data) as write_file_atomic does (temp, fsync, rename),
@@ -49,7 +50,7 @@ class AtomicFile {
   AtomicFile& operator=(const AtomicFile&) = delete;
 
   const std::string& temp_path() const { return temp_; }
-  void commit();  // fsync, rename over the target, fsync the directory
+  void commit();  // fsync, rename over the target, fsync the directory (a cache: rename only)
 
  private:
   std::filesystem::path target_;
