@@ -393,6 +393,13 @@ int main(int argc, char** argv) {
   auto out_dir = std::filesystem::temp_directory_path() / fmt::format("jarvis_bench.{}", getpid());
   auto cache_dir =
       std::filesystem::temp_directory_path() / fmt::format("jarvis_bench_cache.{}", getpid());
+  // One cache directory for every child from the start: it also holds the
+  // record of the files jarvis wrote, so a run under another one would see
+  // the previous run's report as a stranger's file and refuse it. A directory
+  // left by an earlier bench of the same pid goes first.
+  std::filesystem::remove_all(out_dir);
+  std::filesystem::remove_all(cache_dir);
+  ::setenv("JARVIS_CACHE_DIR", cache_dir.c_str(), 1);
   fmt::print("jarvis_bench, `jarvis {}`, best of {}: {}\n\n", opt.cmd, opt.repeat, machine_line());
   fmt::print(
       "| trace | events | JSON MB | floor wall s (gunzip + parse) | floor CPU s | "
@@ -430,7 +437,6 @@ int main(int argc, char** argv) {
     ::setenv("JARVIS_NO_SNAPSHOT", "1", 1);
     Sample j = best_of(opt.repeat, [&] { return exec_child(cmd); });
     ::setenv("JARVIS_NO_SNAPSHOT", "0", 1);
-    ::setenv("JARVIS_CACHE_DIR", cache_dir.c_str(), 1);
     Sample primed = measure([&] { return exec_child(cmd); });
     Sample snap = best_of(opt.repeat, [&] { return exec_child(cmd); });
     std::filesystem::remove_all(out_dir);

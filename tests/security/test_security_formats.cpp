@@ -370,4 +370,48 @@ TEST_SUITE("mcp_security") {
     REQUIRE_FALSE(ok["result"].value("isError", false));
     CHECK(ok["result"]["structuredContent"]["rows"][0][0] == 1000000);
   }
+
+  TEST_CASE("issue 63 point 1: an Nsight export whose tables are views is refused before a row") {
+    // A recursive view stands for the kernel table (its rows never end: the
+    // attacker's 1.9 MB file took 3.6 GB), and a StringIds view would make
+    // each name as long as it likes. Neither is read: jarvis names the view.
+    ScratchDir dir;
+    const fs::path endless = dir / "endless_kernels.sqlite";
+    {
+      Db db(endless);
+      db.exec(nsys_tables::kStringIds +
+              "INSERT INTO StringIds VALUES (1, 'cudaLaunchKernel_v7000'), (2, 'k'), (3, 'k');"
+              "CREATE VIEW CUPTI_ACTIVITY_KIND_KERNEL AS WITH RECURSIVE n(i) AS (SELECT 1 UNION "
+              "ALL SELECT i + 1 FROM n) SELECT i AS start, i + 1 AS \"end\", 0 AS deviceId, 1 AS "
+              "contextId, 7 AS streamId, i AS correlationId, 117440512 AS globalPid, 2 AS "
+              "demangledName, 3 AS shortName, 1 AS gridX, 1 AS gridY, 1 AS gridZ, 1 AS blockX, "
+              "1 AS blockY, 1 AS blockZ FROM n;");
+    }
+    const fs::path long_names = dir / "view_names.sqlite";
+    {
+      Db db(long_names);
+      db.exec("CREATE VIEW StringIds AS SELECT 2 AS id, printf('%.*c', 900000000, 'x') AS value;" +
+              nsys_tables::kKernels + kernel_row(0));
+    }
+    for (const fs::path& p : {endless, long_names}) {
+      CAPTURE(p);
+      try {
+        (void)jarvis::load_any_trace(p.string());
+        FAIL("a view was read");
+      } catch (const jarvis::TraceError& e) {
+        const std::string what = e.what();
+        CHECK(what.find("is a view, not a table") != std::string::npos);
+        CHECK(what.find(p.filename().string()) != std::string::npos);
+      }
+    }
+    // Over MCP the same is the load's tool error, and the server answers on.
+    jarvis::mcp::ServerOptions options;
+    options.roots = {dir.path.string()};
+    jarvis::mcp::testing::Harness h(options);
+    h.initialize();
+    json r = h.call_tool(2, "load_trace", {{"path", endless.string()}});
+    CHECK(r["result"].value("isError", false));
+    CHECK(r.dump().find("is a view, not a table") != std::string::npos);
+    CHECK_NOTHROW(h.tool_result(3, "list_traces", json::object()));
+  }
 }
