@@ -2,13 +2,16 @@
 
 #include <cerrno>
 #include <csignal>
+#include <cstdlib>
 #include <cstring>
 #include <optional>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include <dirent.h>
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <poll.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -78,6 +81,27 @@ json written_added(const PathPolicy::WrittenState& before, const PathPolicy::Wri
   for (const auto& p : after.claimed)
     if (!before.claimed.count(p)) claimed.push_back(p);
   return {{"written", written}, {"claimed", claimed}};
+}
+
+// The server's sockets (its listener, every client's connection) are not a
+// worker's: a copy held open in the child keeps a departed client's
+// connection alive, so the server's writes to it do not fail and the
+// disconnect that should cancel the call goes unseen until the worker ends.
+// The standard streams stay (stderr carries its diagnostics).
+void close_inherited_sockets() {
+  DIR* dir = ::opendir("/proc/self/fd");
+  if (!dir) return;
+  std::vector<int> sockets;
+  while (dirent* entry = ::readdir(dir)) {
+    char* end = nullptr;
+    long fd = std::strtol(entry->d_name, &end, 10);
+    struct stat st;
+    if (end != entry->d_name && *end == '\0' && fd > 2 && fd != ::dirfd(dir) &&
+        ::fstat(static_cast<int>(fd), &st) == 0 && S_ISSOCK(st.st_mode))
+      sockets.push_back(static_cast<int>(fd));
+  }
+  ::closedir(dir);
+  for (int fd : sockets) ::close(fd);
 }
 
 [[noreturn]] void run_worker(int fd, const ToolHandler& handler, const json& args, ToolContext& ctx,
@@ -189,6 +213,7 @@ ToolResult call_in_worker(const ToolHandler& handler, const json& args, ToolCont
   }
   if (pid == 0) {
     ::close(fds[0]);
+    close_inherited_sockets();
     // On a thread of its own: glibc gives a new thread a fresh arena, so
     // the call's allocations do not walk (and copy, page by page) the
     // server's free lists, which the child shares copy-on-write.

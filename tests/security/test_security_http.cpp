@@ -7,7 +7,11 @@
 #include <fmt/format.h>
 
 #include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <string>
 #include <thread>
+#include <vector>
 
 #include "http_live.h"
 #include "security_support.h"
@@ -32,6 +36,18 @@ std::string gzip(const std::string& data) {
   out.resize(z.total_out);
   deflateEnd(&z);
   return out;
+}
+
+// Processes this one has started and not yet reaped (every thread's).
+size_t child_processes() {
+  size_t n = 0;
+  std::error_code ec;
+  for (const auto& task : std::filesystem::directory_iterator("/proc/self/task", ec)) {
+    std::ifstream in(task.path() / "children");
+    std::string pid;
+    while (in >> pid) ++n;
+  }
+  return n;
 }
 
 }  // namespace
@@ -225,5 +241,77 @@ TEST_SUITE("mcp_security") {
     CHECK(c.Post("/mcp", evil, init_body(), "application/json")->status == 403);
     CHECK(c.Post("/mcp", lower, init_body(), "text/plain; x=application/json")->status == 415);
     CHECK(c.Post("/mcp", lower, init_body(), "application/json")->status == 200);
+  }
+
+  TEST_CASE("issue 63 point 3: a call whose client left is cancelled and frees its worker") {
+    // Three clients start an endless query (up to its 60 s limit) over SSE
+    // and leave: they fill the per-address cap of a 4-thread server. The
+    // stream's keep-alive comment fails once the socket is gone, the call is
+    // cancelled (its worker process killed), and a new client is answered
+    // within seconds instead of after the queries' minute.
+    mcp::HttpOptions options;
+    options.threads = 4;  // three connections per address
+    options.keepalive_ms = 200;
+    mcp::ServerOptions server_options;
+    server_options.roots = {std::string(JARVIS_SOURCE_DIR) + "/examples"};
+    server_options.isolate_calls = true;  // `jarvis serve --http`'s default
+    Live live(options, server_options);
+    auto c = live.client();
+    const std::string session = open_session(c);
+    auto loaded = c.Post(
+        "/mcp", headers(session),
+        json{{"jsonrpc", "2.0"},
+             {"id", 2},
+             {"method", "tools/call"},
+             {"params",
+              {{"name", "load_trace"},
+               {"arguments",
+                {{"path", std::string(JARVIS_SOURCE_DIR) + "/examples/example_trace.json.gz"}}}}}}
+            .dump(),
+        "application/json");
+    REQUIRE(loaded);
+    const std::string body = loaded->body;
+    const size_t at = body.find("\"trace\":\"");
+    REQUIRE(at != std::string::npos);
+    const std::string handle = body.substr(at + 9, body.find('"', at + 9) - at - 9);
+
+    std::vector<int> left;
+    for (int k = 0; k < 3; ++k) {
+      const std::string call =
+          json{{"jsonrpc", "2.0"},
+               {"id", 10 + k},
+               {"method", "tools/call"},
+               {"params",
+                {{"name", "query_sql"},
+                 {"arguments",
+                  {{"trace", handle},
+                   {"sql",
+                    "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n) SELECT "
+                    "count(*) FROM n"},
+                   {"timeout_ms", 60000}}}}}}
+              .dump();
+      int fd = connect_raw(live.http.port());
+      send_all(fd, fmt::format("POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: "
+                               "application/json\r\nAccept: application/json, "
+                               "text/event-stream\r\nMcp-Session-Id: {}\r\nContent-Length: "
+                               "{}\r\n\r\n{}",
+                               session, call.size(), call));
+      left.push_back(fd);
+    }
+    // Each call runs in a worker process of its own: three while they run.
+    auto running = Clock::now();
+    while (child_processes() < 3 && Clock::now() - running < std::chrono::seconds(10))
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    REQUIRE(child_processes() >= 3);
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    CHECK(child_processes() >= 3);  // still running: the queries have a minute
+    for (int fd : left) ::close(fd);  // their clients leave
+
+    const auto start = Clock::now();
+    while (child_processes() > 0 && Clock::now() - start < std::chrono::seconds(20))
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    CHECK(child_processes() == 0);
+    CHECK(Clock::now() - start < std::chrono::seconds(5));
+    answers_next_request(live);
   }
 }

@@ -646,27 +646,53 @@ struct HttpServer::Impl {
   }
 
   // Answers a request as an SSE stream: its notifications and requests to
-  // the client first, then the response, then the stream ends.
+  // the client first, then the response, then the stream ends. While the
+  // call runs, a comment line goes out every keepalive_ms; when one cannot
+  // be written the client has left, and its call is cancelled (a worker
+  // process is killed) instead of holding a worker thread for a reader that
+  // is gone (issue 63 point 3: abandoned queries locked a client out).
   void stream_reply(httplib::Response& res, std::shared_ptr<Session> session, json message) {
     res.status = 200;
     res.set_header("Cache-Control", "no-cache");
     res.set_header("X-Accel-Buffering", "no");
-    res.set_chunked_content_provider("text/event-stream", [session, message = std::move(message)](
+    auto interval = std::chrono::milliseconds(std::max(options.keepalive_ms, 10));
+    res.set_chunked_content_provider("text/event-stream", [session, interval,
+                                                           message = std::move(message)](
                                                               size_t, httplib::DataSink& sink) {
       std::mutex write_mutex;
       bool open = true;
-      auto write = [&](const json& m) {
+      auto write_text = [&](const std::string& text) {  // false once the client is gone
         std::lock_guard<std::mutex> lock(write_mutex);
-        if (!open) return;
-        std::string event = sse_event(m);
-        open = sink.write(event.data(), event.size());
+        if (open) open = sink.write(text.data(), text.size());
+        return open;
       };
+      auto write = [&](const json& m) { write_text(sse_event(m)); };
       json id = message.is_object() && message.contains("id") ? message["id"] : json();
+      std::mutex done_mutex;
+      std::condition_variable done_changed;
+      bool done = false;
+      std::thread heartbeat([&] {
+        std::unique_lock<std::mutex> lock(done_mutex);
+        while (!done_changed.wait_for(lock, interval, [&] { return done; })) {
+          if (write_text(": call running\n\n")) continue;
+          json cancel = {{"jsonrpc", "2.0"},
+                         {"method", "notifications/cancelled"},
+                         {"params", {{"requestId", id}, {"reason", "the client disconnected"}}}};
+          if (!id.is_null()) session->handle(cancel, [](const json&) {});
+          return;
+        }
+      });
       try {
         if (auto reply = session->handle(message, write)) write(*reply);
       } catch (const std::exception& e) {  // never let a worker die with the stream
         write(make_error(id, rpc::kInternalError, fmt::format("Internal error: {}", e.what())));
       }
+      {
+        std::lock_guard<std::mutex> lock(done_mutex);
+        done = true;
+      }
+      done_changed.notify_all();
+      heartbeat.join();
       sink.done();
       return true;
     });
