@@ -1,5 +1,7 @@
 #include "sql/sqlite_binding.h"
 
+#include <atomic>
+
 #include <fmt/format.h>
 #include <sqlite3.h>
 
@@ -908,6 +910,16 @@ bool equals_nocase(const char* a, const char* b) {
 
 }  // namespace
 
+namespace {
+std::atomic<int64_t> g_heap_limit_bytes{kDefaultHeapLimitBytes};
+}  // namespace
+
+void set_heap_limit_bytes(int64_t bytes) {
+  g_heap_limit_bytes.store(std::max<int64_t>(bytes, 1 << 20));
+}
+
+int64_t heap_limit_bytes() { return g_heap_limit_bytes.load(); }
+
 Connection::Connection(const QueryContext& ctx, bool attachable) : Connection(attachable) {
   ctx_ = &ctx;
 }
@@ -926,6 +938,10 @@ Connection::Connection(bool attachable) {
   sqlite3_db_config(db_, SQLITE_DBCONFIG_ENABLE_LOAD_EXTENSION, 0, nullptr);
   sqlite3_db_config(db_, SQLITE_DBCONFIG_DEFENSIVE, 1, nullptr);
   sqlite3_extended_result_codes(db_, 1);
+  // Sorts and temp tables in memory, under the heap limit, not in unbounded
+  // temp files (set before the authorizer, which refuses PRAGMA writes).
+  sqlite3_hard_heap_limit64(heap_limit_bytes());
+  sqlite3_exec(db_, "PRAGMA temp_store = MEMORY", nullptr, nullptr, nullptr);
 }
 
 Connection::~Connection() {
@@ -1132,6 +1148,11 @@ QueryResult Connection::run(const std::string& sql, const QueryLimits& limits) {
             "query stopped at the time limit ({} ms); narrow it (WHERE on ts / uid, LIMIT) or "
             "raise the limit",
             limits.timeout_ms));
+      if ((rc & 0xff) == SQLITE_NOMEM)
+        throw QueryError(fmt::format(
+            "the query needs more memory than SQLite may use here ({} MiB: its sorts, groups and "
+            "values together); narrow it (WHERE, LIMIT, fewer or shorter columns)",
+            heap_limit_bytes() >> 20));
       throw QueryError(sqlite3_errmsg(db_));
     }
     if (r.table.rows.size() >= limits.max_rows) {

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <chrono>
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <string>
@@ -27,6 +28,16 @@ struct TreeRuns {
   // cannot be loaded (the message names it).
   std::function<std::shared_ptr<const QueryContext>(int64_t run, std::vector<Cell>* cells)> open;
 };
+
+// SQLite's heap in this process (every connection: queries and the Nsight
+// reader alike): an allocation past it fails with SQLITE_NOMEM, so a query's
+// sorts, temp b-trees and values (the temp store is memory, never files)
+// cannot grow past it (issue 63 point 2: 80 x printf('%.*c', 60e6) took
+// 5.2 GB; ORDER BY random() over generated rows held 2.8 GB of temp files).
+inline constexpr int64_t kDefaultHeapLimitBytes = int64_t{1} << 30;
+// Sets the limit for connections made from now on (tests lower it).
+void set_heap_limit_bytes(int64_t bytes);
+int64_t heap_limit_bytes();
 
 class Connection {
  public:

@@ -16,6 +16,7 @@
 #include "explore/input_format.h"
 #include "mcp_harness.h"
 #include "nsys_tables.h"
+#include "sql/sqlite_binding.h"
 #include "security_support.h"
 #include "test_loader_support.h"
 #include "trace/trace.h"
@@ -413,5 +414,49 @@ TEST_SUITE("mcp_security") {
     CHECK(r["result"].value("isError", false));
     CHECK(r.dump().find("is a view, not a table") != std::string::npos);
     CHECK_NOTHROW(h.tool_result(3, "list_traces", json::object()));
+  }
+
+  TEST_CASE("issue 63 point 2: SQLite's heap is bounded, and sorts never spill to temp files") {
+    // Lowered for the test (1 GiB by default): many values of one row held
+    // at once, and an ORDER BY random() over generated rows, each needs more.
+    // With temp files the sort would spill to disk and go on; in memory under
+    // the hard heap limit it stops with a named error.
+    struct Restore {
+      int64_t was = jarvis::sql::heap_limit_bytes();
+      ~Restore() { jarvis::sql::set_heap_limit_bytes(was); }
+    } restore;
+    jarvis::sql::set_heap_limit_bytes(int64_t{48} << 20);
+    jarvis::mcp::ServerOptions options;
+    options.roots = {std::string(JARVIS_SOURCE_DIR) + "/examples"};
+    jarvis::mcp::testing::Harness h(options);
+    h.initialize();
+    const std::string handle = h.tool_result(
+        1, "load_trace",
+        {{"path", std::string(JARVIS_SOURCE_DIR) + "/examples/example_trace.json.gz"}})["trace"];
+    std::string wide = "SELECT ";
+    // 64 distinct values (SQLite computes one constant expression once), each
+    // under the 1 MiB a value may have in an MCP reply, 57 MB in all.
+    for (int k = 0; k < 64; ++k)
+      wide += fmt::format("{}printf('%.*c', {}, 'x')", k ? ", " : "", 900000 + k);
+    const std::string sort =
+        "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n LIMIT 1000000) SELECT i, "
+        "printf('%.200c', 'x') AS pad FROM n ORDER BY random()";
+    int id = 2;
+    for (const std::string& sql : {wide, sort}) {
+      CAPTURE(sql);
+      json reply = h.call_tool(id++, "query_sql",
+                               {{"trace", handle}, {"sql", sql}, {"limit", 3}, {"timeout_ms", 60000}});
+      REQUIRE(reply.contains("result"));
+      CHECK(reply["result"].value("isError", false));
+      CHECK(reply.dump().find("more memory than SQLite may use here (48 MiB") != std::string::npos);
+    }
+    // Within the limit the same kind of query answers.
+    json ok = h.call_tool(id++, "query_sql",
+                          {{"trace", handle},
+                           {"sql",
+                            "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n LIMIT "
+                            "10000) SELECT i FROM n ORDER BY random()"},
+                           {"limit", 3}});
+    CHECK_FALSE(ok["result"].value("isError", false));
   }
 }
