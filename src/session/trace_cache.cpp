@@ -22,6 +22,8 @@ namespace fs = std::filesystem;
 namespace {
 
 constexpr auto kPoll = std::chrono::milliseconds(50);
+// A file this small parses in well under a second (a few MB of JSON).
+constexpr uint64_t kSmallLoadBytes = uint64_t{4} << 20;
 
 double mib(uint64_t bytes) {
   return static_cast<double>(bytes) / (1024.0 * 1024.0);
@@ -205,9 +207,15 @@ TraceCache::Acquired TraceCache::parse(std::unique_lock<std::mutex>& lock,
     changed_.notify_all();
   };
   try {
-    while (parsing_ >= parallel_loads_) {
+    // One slot beyond parallel_loads_ is kept for small files: a 70 KB trace
+    // is never queued behind large or slow parses that hold every other slot
+    // (issue 63 point 3). Large files take only the regular slots, so at most
+    // parallel_loads_ of them parse at once, and all parses together at most
+    // parallel_loads_ + 1.
+    const size_t slots = parallel_loads_ + (id.size <= kSmallLoadBytes ? 1 : 0);
+    while (parsing_ >= slots) {
       changed_.wait_for(lock, kPoll);
-      if (parsing_ >= parallel_loads_ && caller_cancelled(options))
+      if (parsing_ >= slots && caller_cancelled(options))
         throw TraceError(id.path + ": load cancelled");
     }
     ++parsing_;
