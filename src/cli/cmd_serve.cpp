@@ -159,6 +159,10 @@ int run_serve(const ServeArgs& a) {
   // A crash in one analysis must not end the other sessions of an HTTP
   // server; a stdio server has one client, who may trade that for speed.
   options.isolate_calls = a.isolate_calls.empty() ? a.http : a.isolate_calls == "on";
+  // One HTTP client may have a quarter of the workers' calls running at once.
+  if (a.http)
+    options.max_calls_per_session =
+        std::max<size_t>(1, (worker_count ? worker_count : mcp::HttpOptions{}.threads) / 4);
   mcp::Server server(options);
   for (const auto& problem : server.registry_problems())
     std::fprintf(stderr, "jarvis serve: warning: %s\n", problem.c_str());

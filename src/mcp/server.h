@@ -153,6 +153,11 @@ struct ServerOptions {
   // (many sessions share the process); the tools that change a session's
   // state (load_trace, ...) always run in the server.
   bool isolate_calls = false;
+  // Tool calls one session may have running at once; 0 = no limit. A call
+  // past it is answered at once with a tool error (the session waits for, or
+  // cancels, one of its own), so one client cannot occupy every worker
+  // (issue 63 point 3). `jarvis serve --http` sets a quarter of --workers.
+  size_t max_calls_per_session = 0;
 };
 
 class Session;
@@ -263,6 +268,7 @@ class Session {
   // replies refer to them in one line (issue 64 point 4).
   std::set<std::string> notes_given_;
   std::map<std::string, std::shared_ptr<std::atomic<bool>>> in_flight_;  // id key -> cancel flag
+  size_t tool_calls_ = 0;  // tools/call requests among in_flight_
   std::map<std::string, std::shared_ptr<PendingClientRequest>> pending_;
   uint64_t next_client_request_ = 1;
 };

@@ -50,6 +50,63 @@ size_t child_processes() {
   return n;
 }
 
+// POSTs a JSON-RPC request in `session` and returns its reply (the data of
+// the SSE event, or the JSON body).
+json post_call(httplib::Client& c, const std::string& session, const json& request) {
+  auto res = c.Post("/mcp", headers(session), request.dump(), "application/json");
+  REQUIRE(res);
+  std::string body = res->body;
+  const size_t data = body.find("data: ");
+  if (data != std::string::npos) body = body.substr(data + 6, body.find('\n', data) - data - 6);
+  return json::parse(body);
+}
+
+json tool_call(int id, const std::string& name, const json& args) {
+  return {{"jsonrpc", "2.0"},
+          {"id", id},
+          {"method", "tools/call"},
+          {"params", {{"name", name}, {"arguments", args}}}};
+}
+
+// The example trace loaded in `session`; its handle.
+std::string load_example(httplib::Client& c, const std::string& session) {
+  json r = post_call(
+      c, session,
+      tool_call(2, "load_trace",
+                {{"path", std::string(JARVIS_SOURCE_DIR) + "/examples/example_trace.json.gz"}}));
+  return r["result"]["structuredContent"]["trace"].get<std::string>();
+}
+
+// A raw connection whose request is a query that runs until its 60 s limit,
+// answered as an SSE stream; the caller closes it to leave.
+int start_endless_query(int port, const std::string& session, const std::string& trace, int id) {
+  const std::string call =
+      tool_call(id, "query_sql",
+                {{"trace", trace},
+                 {"sql",
+                  "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n) SELECT "
+                  "count(*) FROM n"},
+                 {"timeout_ms", 60000}})
+          .dump();
+  int fd = connect_raw(port);
+  send_all(fd, fmt::format("POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: "
+                           "application/json\r\nAccept: application/json, "
+                           "text/event-stream\r\nMcp-Session-Id: {}\r\nContent-Length: "
+                           "{}\r\n\r\n{}",
+                           session, call.size(), call));
+  return fd;
+}
+
+bool wait_for_children(size_t at_least, bool fewer, std::chrono::seconds limit) {
+  const auto start = Clock::now();
+  while (Clock::now() - start < limit) {
+    const size_t n = child_processes();
+    if (fewer ? n == 0 : n >= at_least) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return false;
+}
+
 }  // namespace
 
 TEST_SUITE("mcp_security") {
@@ -277,19 +334,19 @@ TEST_SUITE("mcp_security") {
 
     std::vector<int> left;
     for (int k = 0; k < 3; ++k) {
-      const std::string call =
-          json{{"jsonrpc", "2.0"},
-               {"id", 10 + k},
-               {"method", "tools/call"},
-               {"params",
-                {{"name", "query_sql"},
-                 {"arguments",
-                  {{"trace", handle},
-                   {"sql",
-                    "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n) SELECT "
-                    "count(*) FROM n"},
-                   {"timeout_ms", 60000}}}}}}
-              .dump();
+      const std::string call = json{
+          {"jsonrpc", "2.0"},
+          {"id", 10 + k},
+          {"method", "tools/call"},
+          {"params",
+           {{"name", "query_sql"},
+            {"arguments",
+             {{"trace", handle},
+              {"sql",
+               "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n) SELECT "
+               "count(*) FROM n"},
+              {"timeout_ms",
+               60000}}}}}}.dump();
       int fd = connect_raw(live.http.port());
       send_all(fd, fmt::format("POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: "
                                "application/json\r\nAccept: application/json, "
@@ -304,7 +361,7 @@ TEST_SUITE("mcp_security") {
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
     REQUIRE(child_processes() >= 3);
     std::this_thread::sleep_for(std::chrono::milliseconds(300));
-    CHECK(child_processes() >= 3);  // still running: the queries have a minute
+    CHECK(child_processes() >= 3);    // still running: the queries have a minute
     for (int fd : left) ::close(fd);  // their clients leave
 
     const auto start = Clock::now();
@@ -313,5 +370,43 @@ TEST_SUITE("mcp_security") {
     CHECK(child_processes() == 0);
     CHECK(Clock::now() - start < std::chrono::seconds(5));
     answers_next_request(live);
+  }
+
+  TEST_CASE("issue 63 point 3: one session's calls beyond its share are refused at once") {
+    mcp::HttpOptions options;
+    options.threads = 8;
+    options.keepalive_ms = 200;
+    mcp::ServerOptions server_options;
+    server_options.roots = {std::string(JARVIS_SOURCE_DIR) + "/examples"};
+    server_options.isolate_calls = true;
+    server_options.max_calls_per_session = 2;  // `jarvis serve --http --workers 8`'s share
+    Live live(options, server_options);
+    auto c = live.client();
+    const std::string greedy = open_session(c);
+    const std::string trace = load_example(c, greedy);
+    std::vector<int> held = {start_endless_query(live.http.port(), greedy, trace, 10),
+                             start_endless_query(live.http.port(), greedy, trace, 11)};
+    REQUIRE(wait_for_children(2, false, std::chrono::seconds(10)));
+    // Its third call is answered at once with a tool error naming the limit.
+    const auto start = Clock::now();
+    json third =
+        post_call(c, greedy, tool_call(12, "query_sql", {{"trace", trace}, {"sql", "SELECT 1"}}));
+    CHECK(Clock::now() - start < std::chrono::seconds(5));
+    CHECK(third["result"].value("isError", false));
+    CHECK(third.dump().find("already has 2 tool calls running") != std::string::npos);
+    // Another client's calls run meanwhile.
+    auto other_client = live.client();
+    const std::string other = open_session(other_client);
+    const std::string other_trace = load_example(other_client, other);
+    json answered =
+        post_call(other_client, other,
+                  tool_call(3, "query_sql", {{"trace", other_trace}, {"sql", "SELECT 1 AS one"}}));
+    CHECK_FALSE(answered["result"].value("isError", false));
+    // Once its calls end (its clients left: cancelled), the session calls again.
+    for (int fd : held) ::close(fd);
+    CHECK(wait_for_children(0, true, std::chrono::seconds(10)));
+    json again =
+        post_call(c, greedy, tool_call(13, "query_sql", {{"trace", trace}, {"sql", "SELECT 1"}}));
+    CHECK_FALSE(again["result"].value("isError", false));
   }
 }
