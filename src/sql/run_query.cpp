@@ -123,7 +123,7 @@ QueryResult run_query(const LoadedTrace& entry, const std::string& sql, const Qu
   conn.add_functions();
   for (const EmbeddedView& v : embedded_views()) conn.exec_trusted(v.sql, v.path);
   conn.lock_down(start + std::chrono::milliseconds(std::max<int64_t>(1, limits.timeout_ms)),
-                 limits.max_bytes);
+                 limits.max_bytes, limits.cancelled);
   QueryResult r;
   // Each round registers the one report sheet SQLite could not find; a
   // statement naming k sheets prepares k + 1 times.

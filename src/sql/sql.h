@@ -11,6 +11,8 @@
 // table, the nearest known name.
 #pragma once
 
+#include <atomic>
+
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -29,6 +31,9 @@ struct QueryLimits {
   size_t max_rows = 10000;      // rows returned; the rest is cut
   size_t max_bytes = 8u << 20;  // text + numbers returned (8 bytes a number)
   int64_t timeout_ms = 10000;   // wall time of preparing and stepping
+  // The caller's cancellation (an MCP client's notifications/cancelled),
+  // checked with the deadline: a cancelled query stops within ~1000 steps.
+  const std::atomic<bool>* cancelled = nullptr;
 };
 
 struct QueryResult {

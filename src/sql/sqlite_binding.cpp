@@ -1042,6 +1042,10 @@ void exec_on_file(const std::string& path, const std::string& sql, const std::st
 
 int Connection::progress(void* self) {
   auto* c = static_cast<Connection*>(self);
+  if (c->cancel_ && c->cancel_->load()) {
+    c->cancelled_ = true;
+    return 1;
+  }
   if (std::chrono::steady_clock::now() < c->deadline_) return 0;
   c->timed_out_ = true;
   return 1;
@@ -1082,8 +1086,10 @@ int Connection::authorize(void* self, int action, const char* a, const char* b, 
   }
 }
 
-void Connection::lock_down(std::chrono::steady_clock::time_point deadline, size_t max_value_bytes) {
+void Connection::lock_down(std::chrono::steady_clock::time_point deadline, size_t max_value_bytes,
+                           const std::atomic<bool>* cancelled) {
   deadline_ = deadline;
+  cancel_ = cancelled;
   sqlite3_limit(db_, SQLITE_LIMIT_ATTACHED, 0);
   constexpr size_t kMinValueBytes = 1 << 20, kMaxValueBytes = 64 << 20;
   sqlite3_limit(db_, SQLITE_LIMIT_LENGTH,
@@ -1112,10 +1118,12 @@ QueryResult Connection::run(const std::string& sql, const QueryLimits& limits) {
   last_error_.clear();
   denied_.clear();
   timed_out_ = false;
+  cancelled_ = false;
   Stmt st;
   const char* tail = nullptr;
   int rc = sqlite3_prepare_v3(db_, sql.c_str(), static_cast<int>(sql.size()), 0, &st.s, &tail);
   if (rc != SQLITE_OK) {
+    if (cancelled_) throw QueryTimeout("query cancelled by the client");
     if (timed_out_)
       throw QueryTimeout(fmt::format("query stopped at the time limit ({} ms) while preparing",
                                      limits.timeout_ms));
@@ -1143,6 +1151,7 @@ QueryResult Connection::run(const std::string& sql, const QueryLimits& limits) {
     rc = sqlite3_step(st.s);
     if (rc == SQLITE_DONE) break;
     if (rc != SQLITE_ROW) {
+      if (cancelled_) throw QueryTimeout("query cancelled by the client");
       if (timed_out_ || (rc & 0xff) == SQLITE_INTERRUPT)
         throw QueryTimeout(fmt::format(
             "query stopped at the time limit ({} ms); narrow it (WHERE on ts / uid, LIMIT) or "

@@ -72,7 +72,9 @@ class Connection {
   // `max_value_bytes`: the longest text or blob any expression may make (a
   // value longer than the whole reply may hold is refused as it is made, not
   // after: zeroblob(60e6), printf('%.*c', 60e6, 'x')).
-  void lock_down(std::chrono::steady_clock::time_point deadline, size_t max_value_bytes);
+  // `cancelled`: stops the query as the deadline does, once it reads true.
+  void lock_down(std::chrono::steady_clock::time_point deadline, size_t max_value_bytes,
+                 const std::atomic<bool>* cancelled = nullptr);
 
   // Prepares and steps one read-only statement. Throws QueryError (with
   // SQLite's message) or QueryTimeout.
@@ -89,6 +91,8 @@ class Connection {
   std::vector<std::unique_ptr<Module>> modules_;
   std::chrono::steady_clock::time_point deadline_{std::chrono::steady_clock::time_point::max()};
   bool timed_out_ = false;
+  const std::atomic<bool>* cancel_ = nullptr;
+  bool cancelled_ = false;  // the progress handler stopped it for cancel_
   std::string last_error_;
   std::string denied_;
   bool declaring_ = false;  // inside a virtual table's declaration  // what the authorizer refused

@@ -434,7 +434,7 @@ QueryResult run_sweep_query(const sweep::Sweep& sweep, const std::string& sql,
     conn.add_partitioned(trace_table_over_runs(sweep, *def, *traces));
   for (const auto& [name, view] : sweep_views(sweep)) conn.exec_trusted(view, name);
   conn.lock_down(start + std::chrono::milliseconds(std::max<int64_t>(1, limits.timeout_ms)),
-                 limits.max_bytes);
+                 limits.max_bytes, limits.cancelled);
   QueryResult r;
   // Each round registers the one report sheet SQLite could not find (as
   // run_query does over a trace).

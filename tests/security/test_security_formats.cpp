@@ -8,6 +8,8 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <optional>
+#include <thread>
 
 #include <chrono>
 
@@ -16,8 +18,8 @@
 #include "explore/input_format.h"
 #include "mcp_harness.h"
 #include "nsys_tables.h"
-#include "sql/sqlite_binding.h"
 #include "security_support.h"
+#include "sql/sqlite_binding.h"
 #include "test_loader_support.h"
 #include "trace/trace.h"
 
@@ -444,8 +446,9 @@ TEST_SUITE("mcp_security") {
     int id = 2;
     for (const std::string& sql : {wide, sort}) {
       CAPTURE(sql);
-      json reply = h.call_tool(id++, "query_sql",
-                               {{"trace", handle}, {"sql", sql}, {"limit", 3}, {"timeout_ms", 60000}});
+      json reply =
+          h.call_tool(id++, "query_sql",
+                      {{"trace", handle}, {"sql", sql}, {"limit", 3}, {"timeout_ms", 60000}});
       REQUIRE(reply.contains("result"));
       CHECK(reply["result"].value("isError", false));
       CHECK(reply.dump().find("more memory than SQLite may use here (48 MiB") != std::string::npos);
@@ -458,5 +461,42 @@ TEST_SUITE("mcp_security") {
                             "10000) SELECT i FROM n ORDER BY random()"},
                            {"limit", 3}});
     CHECK_FALSE(ok["result"].value("isError", false));
+  }
+
+  TEST_CASE("issue 63 point 2: a cancelled query stops at once, also in the server's process") {
+    // Without worker processes (stdio's default) nothing is killed: the
+    // query's progress handler reads the call's cancel flag.
+    jarvis::mcp::ServerOptions options;
+    options.roots = {std::string(JARVIS_SOURCE_DIR) + "/examples"};
+    jarvis::mcp::testing::Harness h(options);
+    h.initialize();
+    const std::string handle = h.tool_result(
+        1, "load_trace",
+        {{"path", std::string(JARVIS_SOURCE_DIR) + "/examples/example_trace.json.gz"}})["trace"];
+    const json call = {
+        {"jsonrpc", "2.0"},
+        {"id", 7},
+        {"method", "tools/call"},
+        {"params",
+         {{"name", "query_sql"},
+          {"arguments",
+           {{"trace", handle},
+            {"sql",
+             "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n) SELECT count(*) "
+             "FROM n"},
+            {"timeout_ms", 60000}}}}}};
+    const auto start = std::chrono::steady_clock::now();
+    std::optional<json> reply = json();
+    std::thread running([&] { reply = h.session->handle(call, [](const json&) {}); });
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    h.session->handle({{"jsonrpc", "2.0"},
+                       {"method", "notifications/cancelled"},
+                       {"params", {{"requestId", 7}, {"reason", "test"}}}},
+                      [](const json&) {});
+    running.join();
+    CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(5));
+    CHECK_FALSE(reply.has_value());  // a cancelled request is not answered
+    // The session answers on.
+    CHECK_NOTHROW(h.tool_result(8, "query_sql", {{"trace", handle}, {"sql", "SELECT 1"}}));
   }
 }

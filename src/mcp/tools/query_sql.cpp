@@ -103,6 +103,7 @@ ToolResult query_sql_tool(const json& args, ToolContext& ctx) {
   limits.max_rows = std::min<size_t>(row_limit(args), 10000);
   limits.max_bytes = 1u << 20;
   limits.timeout_ms = args.at("timeout_ms").get<int64_t>();
+  limits.cancelled = ctx.cancel_flag_;  // a cancelled call stops its query (in the server)
   const std::string& sql = args.at("sql").get_ref<const std::string&>();
   engine::SqlQueryResult r;
   size_t loaded = 0;
