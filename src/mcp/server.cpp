@@ -456,16 +456,16 @@ std::optional<json> Session::handle_request(const json& id, const std::string& m
     if (in_flight_.count(key))
       return make_error(id, rpc::kInvalidRequest, "Invalid Request: this id is already in use");
     if (tool_call && max_calls > 0 && tool_calls_ >= max_calls)
-      return json{{"jsonrpc", "2.0"},
-                  {"id", id},
-                  {"result",
-                   tool_error_result(
-                       fmt::format("this session already has {} tool calls running, the most "
-                                   "one session may (the server's other clients share its "
-                                   "workers); wait for one to finish or cancel one, then call "
-                                   "again",
-                                   tool_calls_),
-                       ErrorKind::Unsupported)}};
+      return json{
+          {"jsonrpc", "2.0"},
+          {"id", id},
+          {"result", tool_error_result(
+                         fmt::format("this session already has {} tool calls running, the most "
+                                     "one session may (the server's other clients share its "
+                                     "workers); wait for one to finish or cancel one, then call "
+                                     "again",
+                                     tool_calls_),
+                         ErrorKind::Unsupported)}};
     if (method != "initialize") in_flight_[key] = call.cancelled;
     if (tool_call) ++tool_calls_;
   }

@@ -918,7 +918,9 @@ void set_heap_limit_bytes(int64_t bytes) {
   g_heap_limit_bytes.store(std::max<int64_t>(bytes, 1 << 20));
 }
 
-int64_t heap_limit_bytes() { return g_heap_limit_bytes.load(); }
+int64_t heap_limit_bytes() {
+  return g_heap_limit_bytes.load();
+}
 
 Connection::Connection(const QueryContext& ctx, bool attachable) : Connection(attachable) {
   ctx_ = &ctx;

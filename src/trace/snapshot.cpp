@@ -621,7 +621,9 @@ uint64_t snapshot_cache_budget() {
   return mib << 20;
 }
 
-static bool is_snapshot_file(const fs::path& p) { return p.extension() == ".jsnap"; }
+static bool is_snapshot_file(const fs::path& p) {
+  return p.extension() == ".jsnap";
+}
 
 std::vector<std::string> prune_snapshot_cache(const std::string& cache_dir, uint64_t budget_bytes,
                                               const std::string& keep) {
@@ -819,9 +821,9 @@ void write_and_prune(const SnapshotPlan& plan, const Trace& trace) noexcept {
       write_snapshot(plan.file, *plan.key, plan.mac_key, trace);
       std::error_code ec;
       uint64_t written = fs::file_size(plan.file, ec);
-      prune_cache_dir_after_write(
-          fs::path(plan.dir) / "snapshots", plan.budget, ec ? 0 : written, is_snapshot_file,
-          [&plan](const fs::path& p) { return p == fs::path(plan.file); });
+      prune_cache_dir_after_write(fs::path(plan.dir) / "snapshots", plan.budget, ec ? 0 : written,
+                                  is_snapshot_file,
+                                  [&plan](const fs::path& p) { return p == fs::path(plan.file); });
     } catch (const std::exception& e) {
       plan.log(fmt::format("not written: {}", e.what()));
     }

@@ -28,8 +28,12 @@ size_t dir_bytes(const fs::path& dir) {
   return total;
 }
 
-bool any(const fs::path&) { return true; }
-bool none(const fs::path&) { return false; }
+bool any(const fs::path&) {
+  return true;
+}
+bool none(const fs::path&) {
+  return false;
+}
 
 }  // namespace
 
@@ -72,8 +76,8 @@ TEST_CASE("cache prune after a write: the file just written is kept even over th
   fs::create_directories(dir);
   write_bytes(dir / "old", 3000, 2);
   write_bytes(dir / "new", 3000, 0);
-  auto removed = prune_cache_dir_after_write(
-      dir, 1000, 3000, any, [&](const fs::path& p) { return p == dir / "new"; });
+  auto removed = prune_cache_dir_after_write(dir, 1000, 3000, any,
+                                             [&](const fs::path& p) { return p == dir / "new"; });
   CHECK(removed == std::vector<std::string>{(dir / "old").string()});
   CHECK(fs::exists(dir / "new"));
 }
