@@ -111,7 +111,7 @@ TEST_SUITE("mcp_security") {
     StdioServer stdio("2025-03-26");
     auto start = Clock::now();
     json over_stdio = stdio.ask(batch.dump());
-    CHECK(Clock::now() - start < std::chrono::seconds(5));
+    CHECK(Clock::now() - start < std::chrono::seconds(5 * kSanitizerSlowdown));
     CHECK(is_null_id_error(over_stdio, mcp::rpc::kInvalidRequest));
     CHECK(over_stdio["error"]["message"].get<std::string>().find(expected) != std::string::npos);
     CHECK(stdio.peak_rss() < 128 * kMiB);
@@ -186,7 +186,7 @@ TEST_SUITE("mcp_security") {
     uint64_t idle_peak = stdio.peak_rss();
     auto start = Clock::now();
     json refused = stdio.ask(attack);
-    CHECK(Clock::now() - start < std::chrono::seconds(5));
+    CHECK(Clock::now() - start < std::chrono::seconds(5 * kSanitizerSlowdown));
     CHECK(is_null_id_error(refused, mcp::rpc::kInvalidRequest));
     CHECK(refused["error"]["message"].get<std::string>().find(
               fmt::format("more than the limit of {}", limit)) != std::string::npos);

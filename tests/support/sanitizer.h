@@ -13,3 +13,8 @@
 #ifndef JARVIS_ASAN
 #define JARVIS_ASAN 0
 #endif
+
+// How much longer a wall-clock bound may take under ASan + UBSan: the
+// instrumented build runs ~3x slower, and CI runs it in two shards on two
+// cores beside each other.
+constexpr int kSanitizerSlowdown = JARVIS_ASAN ? 4 : 1;
