@@ -7,16 +7,29 @@
 // exception, crash or sanitizer report is a finding.
 // Seeds: tests/malformed/xplane/*.pb and fuzz/corpus_xplane (small real
 // XSpaces cut to a GPU plane, one with the HLO proto of its program, see
-// make_corpus_xplane.py).
+// make_corpus_xplane.py). A quarter of the mutations amplify instead
+// (protobuf_amplify.h): a field repeated thousands of times, a count set
+// to 2^20 or more, a string grown by repetition, the shapes of issue 63's
+// kilobyte-to-gigabyte inputs, which the ExpansionBudget must stop.
 #include <cstddef>
 #include <cstdint>
 #include <string_view>
 
 #include "collectives/collectives.h"
+#include "protobuf_amplify.h"
 #include "tree/call_tree.h"
 #include "xplane/perf_sheets.h"
 #include "xplane/report.h"
 #include "xplane/space.h"
+
+extern "C" size_t LLVMFuzzerMutate(uint8_t* data, size_t size, size_t max_size);
+
+extern "C" size_t LLVMFuzzerCustomMutator(uint8_t* data, size_t size, size_t max_size,
+                                          unsigned int seed) {
+  if (seed % 4 == 0)
+    if (size_t grown = jarvis::fuzz::amplify(data, size, max_size, seed); grown > 0) return grown;
+  return LLVMFuzzerMutate(data, size, max_size);
+}
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string_view input(reinterpret_cast<const char*>(data), size);

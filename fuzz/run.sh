@@ -12,7 +12,7 @@ jobs="${2:-1}"
 build="${JARVIS_SAN_BUILD:-$repo/build-san}"
 cmake -S "$repo" -B "$build" -DJARVIS_FUZZ=ON -DJARVIS_SANITIZE=ON -DCMAKE_CXX_COMPILER=clang++ \
   -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -gline-tables-only -DNDEBUG" >/dev/null
-cmake --build "$build" -j"$(nproc)" --target fuzz_jsonrpc fuzz_trace fuzz_gzip fuzz_snapshot fuzz_xlsx fuzz_xplane
+cmake --build "$build" -j"$(nproc)" --target fuzz_jsonrpc fuzz_trace fuzz_gzip fuzz_snapshot fuzz_xlsx fuzz_xplane fuzz_nsys
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 run() {  # target corpus... ; the first corpus directory receives new inputs
@@ -40,7 +40,7 @@ launch() {  # like run, in the background; its output and status land in $work
   ( set +e; run "$@" >"$work/$target.out" 2>&1; echo $? >"$work/$target.rc" ) &
   launched+=("$target")
 }
-mkdir -p "$work/jsonrpc" "$work/trace" "$work/gzip" "$work/snapshot" "$work/xlsx" "$work/xplane"
+mkdir -p "$work/jsonrpc" "$work/trace" "$work/gzip" "$work/snapshot" "$work/xlsx" "$work/xplane" "$work/nsys"
 cp "$here"/corpus_jsonrpc/* "$work/jsonrpc/"
 cp "$here"/corpus_trace/* "$repo"/tests/malformed/*.json "$work/trace/"
 cp "$here"/corpus_gzip/* "$work/gzip/"
@@ -53,6 +53,7 @@ launch fuzz_gzip 65536 "$work/gzip"
 launch fuzz_snapshot 262144 "$work/snapshot"
 launch fuzz_xlsx 65536 "$work/xlsx"
 launch fuzz_xplane 65536 "$work/xplane"
+launch fuzz_nsys 4096 "$work/nsys"
 wait
 status=0
 for target in "${launched[@]}"; do

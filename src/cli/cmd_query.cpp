@@ -254,9 +254,10 @@ Runner add_sql(CLI::App& app) {
                   "then one SELECT statement (none: an interactive shell on a terminal, else "
                   "read from stdin)")
       ->required();
-  cmd->add_option("--format", a->format, "table, csv or json")
-      ->check(CLI::IsMember({"table", "csv", "json"}))
-      ->default_str("table");
+  CLI::Option* format = cmd->add_option("--format", a->format,
+                                        "table, csv or json (default: table; with --out, "
+                                        "from FILE's extension: .csv, .json, else table)")
+                            ->check(CLI::IsMember({"table", "csv", "json"}));
   cmd->add_option("-o,--out", a->out, "write the result to FILE instead of stdout");
   cmd->add_option("--export", a->export_path,
                   "write every table, report sheet and view into the SQLite database FILE "
@@ -280,7 +281,16 @@ Runner add_sql(CLI::App& app) {
       "2 DESC LIMIT 5\"\n"
       "Export: jarvis sql trace.json.gz --export trace.sqlite; then sqlite3 trace.sqlite\n"
       "docs/sql.md documents every table and column.");
-  return [a] { return run_sql(*a); };
+  return [a, format] {
+    // `--out x.csv` means CSV, as the name says, unless --format says otherwise.
+    if (format->count() == 0 && !a->out.empty()) {
+      std::string ext = std::filesystem::path(a->out).extension().string();
+      std::transform(ext.begin(), ext.end(), ext.begin(),
+                     [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+      if (ext == ".csv" || ext == ".json") a->format = ext.substr(1);
+    }
+    return run_sql(*a);
+  };
 }
 
 }  // namespace jarvis::cli

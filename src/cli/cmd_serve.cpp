@@ -24,7 +24,7 @@ namespace jarvis::cli {
 namespace {
 
 struct ServeArgs {
-  bool stdio = false, conformance_fixtures = false;
+  bool stdio = false, conformance_fixtures = false, output_schemas = false;
   bool http = false;  // --http given (with or without an address)
   std::string http_address;
   std::string host, port, token, max_message_mb, max_memory, session_ttl_min, workers,
@@ -117,10 +117,13 @@ mcp::ServerOptions server_options(const ServeArgs& a) {
   mcp::ServerOptions options;
   options.roots = a.roots;
   options.conformance_fixtures = a.conformance_fixtures;
+  options.list_output_schemas = a.output_schemas;
   if (!a.max_message_mb.empty())
     options.max_message_bytes = bounded_number("--max-message-mb", a.max_message_mb, 1, 1024) << 20;
   options.max_memory_bytes =
       a.max_memory.empty() ? default_memory_budget() : memory_size(a.max_memory);
+  // Charged as inputs expand and as queries allocate, not only once parsed.
+  set_process_memory_budget(options.max_memory_bytes);
   if (!a.session_ttl_min.empty())
     options.session_idle_ttl =
         std::chrono::minutes(bounded_number("--session-ttl-min", a.session_ttl_min, 1, 10080));
@@ -237,6 +240,9 @@ Runner add_serve(CLI::App& app) {
                   "serve only these tools, comma-separated (with --profile: added to it)")
       ->delimiter(',')
       ->allow_extra_args(false);
+  cmd->add_flag("--output-schemas", a->output_schemas,
+                "list every tool's outputSchema in tools/list (default: left out, one "
+                "tool_schema call away; they double the listing)");
   cmd->add_flag("--conformance-fixtures", a->conformance_fixtures,
                 "add the MCP conformance suite's test fixtures (tests only)");
   return [a, http] {

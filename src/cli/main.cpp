@@ -114,7 +114,8 @@ void add_force_flag(CLI::App& command) {
 bool is_output_file_flag(const CLI::Option& option, std::string_view command) {
   for (const char* flag : {"--xlsx", "--html", "--json", "--export"})
     if (option.check_lname(flag + 2)) return true;
-  return option.check_lname("out") && (command == "render-findings" || command == "rocprof-config");
+  return option.check_lname("out") &&
+         (command == "render-findings" || command == "rocprof-config" || command == "sql");
 }
 
 // Before the command runs: every file named on its command line that exists

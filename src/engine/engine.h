@@ -29,6 +29,7 @@
 #include <nlohmann/json.hpp>
 
 // Core value types and loaders.
+#include "engine/process_budget.h"
 #include "explore/trace_store.h"
 #include "perf/categories.h"
 #include "perf/gpu_arch.h"

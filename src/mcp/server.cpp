@@ -626,10 +626,8 @@ json Session::list_tools(const json& params, bool modern) const {
   json list = json::array();
   for (size_t k = start; k < tools.size() && k < start + page; ++k) {
     json tool = tools[k].definition;
-    if (!rich) {
-      tool.erase("title");
-      tool.erase("outputSchema");
-    }
+    if (!rich) tool.erase("title");
+    if (!rich || !server_.options().list_output_schemas) tool.erase("outputSchema");
     if (!annotated) tool.erase("annotations");
     list.push_back(std::move(tool));
   }

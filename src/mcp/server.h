@@ -139,6 +139,10 @@ struct ServerOptions {
   size_t max_batch_messages = 64;
   size_t max_batch_reply_bytes = 16u << 20;
   size_t tools_page_size = 100;  // tools/list page size
+  // tools/list carries each tool's outputSchema too (--output-schemas). Off:
+  // they were half of the listing's 95 KB, which every client pays in every
+  // conversation; the tool_schema tool gives any one of them.
+  bool list_output_schemas = false;
   std::chrono::milliseconds client_request_timeout{60000};
   std::string instructions;       // initialize.instructions ("" = default text)
   uint64_t max_memory_bytes = 0;  // --max-memory: budget of the parsed-trace cache (0 = none)

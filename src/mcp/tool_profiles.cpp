@@ -19,23 +19,25 @@ std::vector<std::string> builtin_tool_names() {
 
 const std::vector<ToolProfile>& tool_profiles() {
   // Each profile keeps the trace handles (load / list / unload) so its
-  // tools can be called on their own.
+  // tools can be called on their own, and tool_schema, which brings back
+  // the output schemas tools/list leaves out.
   static const std::vector<ToolProfile> profiles = {
       {"single-trace",
        "one trace: ops, insights, rooflines, SQL, memory, the category workflow, reports, replay",
        {"load_trace",       "list_traces",    "unload_trace", "ops_summary",     "insights",
         "parent_chain",     "gemm_roofline",  "query_sql",    "memory_summary",  "category_filter",
         "analyze_category", "write_findings", "final_report", "render_report",   "render_findings",
-        "critical_path",    "what_if",        "make_replay",  "kernel_counters", "memory_diff"}},
+        "critical_path",    "what_if",        "make_replay",  "kernel_counters", "memory_diff",
+        "tool_schema"}},
       {"multi-rank",
        "one trace per rank: collectives, stragglers, the cross-rank critical path and what-if",
        {"load_trace", "list_traces", "unload_trace", "collective_report", "critical_path",
-        "what_if", "ops_summary", "insights", "parent_chain", "query_sql"}},
+        "what_if", "ops_summary", "insights", "parent_chain", "query_sql", "tool_schema"}},
       {"sweep",
        "a sweep of runs: variance, timelines, NCCL per configuration, comparisons, the gate",
        {"load_sweep", "sweep_gemm_variance", "sweep_gpu_timeline", "sweep_nccl", "sweep_plots",
         "compare_sweeps", "regression_gate", "rocprof_config", "load_trace", "list_traces",
-        "unload_trace", "compare"}},
+        "unload_trace", "compare", "tool_schema"}},
   };
   return profiles;
 }

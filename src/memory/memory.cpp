@@ -11,6 +11,8 @@
 
 #include "memory/memory_internal.h"
 #include "nsys/export.h"
+#include "trace/expansion_budget.h"
+#include "trace/module_path.h"
 #include "xplane/space.h"
 
 namespace jarvis::memory {
@@ -47,10 +49,13 @@ std::string module_class(std::string_view instance) {
 
 // Fills op / module / frame of `a` from the spans open at its time, innermost
 // last on `open`.
-void attribute(const Trace& trace, const std::vector<Span>& open, int64_t t, Allocation& a) {
+// `modules` is scratch space (instance names, innermost first). What each
+// allocation copies is charged to `budget`.
+void attribute(const Trace& trace, const std::vector<Span>& open, int64_t t, Allocation& a,
+               std::vector<std::string_view>& modules, ExpansionBudget& budget) {
   a.op = "(no op)";
   bool have_frame = false;
-  std::string path;
+  modules.clear();
   for (auto it = open.rbegin(); it != open.rend(); ++it) {
     if (it->end < t) continue;  // an ended span under a longer one (imperfect nesting)
     const Event& e = trace.events[it->uid];
@@ -62,13 +67,18 @@ void attribute(const Trace& trace, const std::vector<Span>& open, int64_t t, All
       }
     } else if (name.starts_with(kModulePrefix)) {
       if (a.module.empty()) a.module = module_class(module_instance(name));
-      path = std::string(module_instance(name)) + (path.empty() ? "" : "/") + path;
+      modules.push_back(module_instance(name));
     } else if (!have_frame) {
       a.python_frame = std::string(name);
       have_frame = true;
     }
   }
-  a.module_path = std::move(path);
+  a.module_path = join_module_path(modules.size(), [&](size_t k) {
+    return modules[modules.size() - 1 - k];  // outermost first
+  });
+  budget.charge(sizeof(Allocation) + a.op.size() + a.module.size() + a.python_frame.size() +
+                    a.module_path.size(),
+                "the allocations' op, module and frame names");
 }
 
 // Attributes every allocation sample (index into `samples`) by a sweep over
@@ -85,6 +95,8 @@ std::unordered_map<Uid, Allocation> attribute_allocations(
       spans[e.thread].push_back({u, e.ts_ns, e.ts_ns + e.dur_ns});
   }
   std::unordered_map<Uid, Allocation> out;
+  ExpansionBudget budget(trace.path, std::max(trace.json_bytes, trace.file_bytes));
+  std::vector<std::string_view> modules;
   for (auto& [thread, allocs] : by_thread) {
     std::vector<Span>& list = spans[thread];
     // Outer spans first where two start together, so the stack nests.
@@ -104,7 +116,7 @@ std::unordered_map<Uid, Allocation> attribute_allocations(
       a.ts_ns = s->ts_ns;
       a.addr = s->addr;
       a.bytes = s->bytes;
-      attribute(trace, open, s->ts_ns, a);
+      attribute(trace, open, s->ts_ns, a, modules, budget);
       out.emplace(s->uid, std::move(a));
     }
   }

@@ -1,4 +1,5 @@
 #include "sql/sqlite_binding.h"
+#include "sql/text_functions.h"
 
 #include <atomic>
 
@@ -944,6 +945,9 @@ Connection::Connection(bool attachable) {
   // temp files (set before the authorizer, which refuses PRAGMA writes).
   sqlite3_hard_heap_limit64(heap_limit_bytes());
   sqlite3_exec(db_, "PRAGMA temp_store = MEMORY", nullptr, nullptr, nullptr);
+  // LIKE, GLOB and instr() linear in their text: SQLite's own can spend
+  // minutes inside one call, where no progress handler reaches them.
+  register_linear_text_functions(db_);
 }
 
 Connection::~Connection() {

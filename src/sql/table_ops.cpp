@@ -17,6 +17,7 @@
 #include "perf/gpu_arch.h"
 #include "report/perf_tables.h"
 #include "sql/table_source.h"
+#include "trace/module_path.h"
 #include "tree/call_tree.h"
 
 namespace jarvis::sql {
@@ -141,11 +142,9 @@ OpsContext build_context(const Trace& trace, const std::vector<Uid>& ops) {
       }
       if (!frames.empty()) c.python_frame[it.row] = frames.back()->uid;
       if (modules.empty()) continue;
-      path.clear();
-      for (const Item* m : modules) {
-        if (!path.empty()) path += '/';
-        path += trace.name(m->uid).substr(kModulePrefix.size());
-      }
+      path = join_module_path(modules.size(), [&](size_t k) {
+        return trace.name(modules[k]->uid).substr(kModulePrefix.size());
+      });
       auto [pos, added] = path_ids.try_emplace(path, static_cast<int32_t>(c.paths.size()));
       if (added) c.paths.push_back(path);
       c.module_path[it.row] = pos->second;

@@ -5,10 +5,12 @@
 // the one input-controlled recursion (tuple shapes inside tuple shapes) is
 // bounded.
 #include "xplane/hlo.h"
-#include "base/utf8.h"
+
+#include <algorithm>
 
 #include <fmt/format.h>
 
+#include "base/utf8.h"
 #include "trace/trace.h"
 #include "xplane/wire.h"
 
@@ -263,8 +265,11 @@ std::vector<int64_t> read_group(std::string_view bytes) {
 
 // IotaReplicaGroupListProto: the groups are iota(prod(reshape)) reshaped,
 // transposed by perm, then read row-major in num_groups rows of
-// per_group ids. Bounded: a list larger than 2^20 ids is left out.
-std::vector<std::vector<int64_t>> read_iota_groups(std::string_view bytes) {
+// per_group ids. Bounded: a list larger than 2^20 ids is left out, and the
+// ids (a few bytes of file for up to 2^20 of them) are charged to `budget`
+// before they are made.
+std::vector<std::vector<int64_t>> read_iota_groups(std::string_view bytes,
+                                                   ExpansionBudget& budget) {
   Reader r(bytes, "IotaReplicaGroupListProto");
   int64_t groups = 0, per_group = 0;
   std::vector<int64_t> reshape, perm;
@@ -314,6 +319,12 @@ std::vector<std::vector<int64_t>> read_iota_groups(std::string_view bytes) {
     tdims[k] = reshape[static_cast<size_t>(perm[k])];
     tstride[k] = stride[static_cast<size_t>(perm[k])];
   }
+  // The flat ids, then each group a vector of its own (a heap block of at
+  // least 32 bytes besides the vector: 2^20 groups of one take 64 MiB).
+  const uint64_t group_heap = std::max<uint64_t>(32, 16 + static_cast<uint64_t>(per_group) * 8);
+  budget.charge(static_cast<uint64_t>(total) * sizeof(int64_t) +
+                    static_cast<uint64_t>(groups) * (sizeof(std::vector<int64_t>) + group_heap),
+                "iota replica group lists");
   std::vector<int64_t> idx(rank, 0), flat;
   flat.reserve(static_cast<size_t>(total));
   for (int64_t n = 0; n < total; ++n) {
@@ -332,23 +343,31 @@ std::vector<std::vector<int64_t>> read_iota_groups(std::string_view bytes) {
   return out;
 }
 
-std::vector<std::vector<int64_t>> read_device_list(std::string_view bytes) {
+// The explicit groups, or the iota list when there is one. A singular
+// message field given several times is the last one (protobuf merges them;
+// XLA writes one), so only that one is expanded, once.
+std::vector<std::vector<int64_t>> read_device_list(std::string_view bytes,
+                                                   ExpansionBudget& budget) {
   Reader r(bytes, "CollectiveDeviceListProto");
   std::vector<std::vector<int64_t>> groups;
+  std::optional<std::string_view> iota;
   while (!r.done()) {
     Field f = r.next();
     if (f.number == kDeviceListGroups) {
       expect(f, kLength, r, "replica_groups");
       groups.push_back(read_group(f.bytes));
+      budget.charge(sizeof(groups.back()) + groups.back().size() * sizeof(int64_t),
+                    "replica group lists");
     } else if (f.number == kDeviceListIota) {
       expect(f, kLength, r, "iota_replica_group_list");
-      groups = read_iota_groups(f.bytes);
+      iota = f.bytes;
     }
   }
+  if (iota) return read_iota_groups(*iota, budget);
   return groups;
 }
 
-HloInstruction read_instruction(std::string_view bytes) {
+HloInstruction read_instruction(std::string_view bytes, ExpansionBudget& budget) {
   Reader r(bytes, "HloInstructionProto");
   HloInstruction in;
   std::vector<std::vector<int64_t>> legacy_groups;
@@ -405,6 +424,8 @@ HloInstruction read_instruction(std::string_view bytes) {
       case kInstReplicaGroups:
         expect(f, kLength, r, "replica_groups");
         legacy_groups.push_back(read_group(f.bytes));
+        budget.charge(sizeof(legacy_groups.back()) + legacy_groups.back().size() * sizeof(int64_t),
+                      "replica group lists");
         break;
       case kInstFeatureGroupCount:
         in.feature_group_count = int_of(f, r, "feature_group_count");
@@ -414,7 +435,7 @@ HloInstruction read_instruction(std::string_view bytes) {
         break;
       case kInstCollectiveDeviceList:
         expect(f, kLength, r, "collective_device_list");
-        in.replica_groups = read_device_list(f.bytes);
+        in.replica_groups = read_device_list(f.bytes, budget);
         break;
       default:
         break;
@@ -424,7 +445,7 @@ HloInstruction read_instruction(std::string_view bytes) {
   return in;
 }
 
-HloComputation read_computation(std::string_view bytes) {
+HloComputation read_computation(std::string_view bytes, ExpansionBudget& budget) {
   Reader r(bytes, "HloComputationProto");
   HloComputation c;
   while (!r.done()) {
@@ -435,7 +456,8 @@ HloComputation read_computation(std::string_view bytes) {
         break;
       case kCompInstructions:
         expect(f, kLength, r, "instructions");
-        c.instructions.push_back(read_instruction(f.bytes));
+        budget.charge(sizeof(HloInstruction), "HLO instructions");
+        c.instructions.push_back(read_instruction(f.bytes, budget));
         break;
       case kCompId:
         c.id = int_of(f, r, "id");
@@ -459,7 +481,7 @@ void read_device_assignment(std::string_view bytes, HloModule& m) {
   }
 }
 
-void read_module(std::string_view bytes, HloModule& m) {
+void read_module(std::string_view bytes, HloModule& m, ExpansionBudget& budget) {
   Reader r(bytes, "HloModuleProto");
   while (!r.done()) {
     Field f = r.next();
@@ -472,7 +494,7 @@ void read_module(std::string_view bytes, HloModule& m) {
         break;
       case kModuleComputations:
         expect(f, kLength, r, "computations");
-        m.computations.push_back(read_computation(f.bytes));
+        m.computations.push_back(read_computation(f.bytes, budget));
         break;
       case kModuleId:
         m.id = int_of(f, r, "id");
@@ -894,7 +916,8 @@ std::optional<HloCollective> hlo_collective(const HloModule& module, const HloIn
   return c;
 }
 
-HloModule decode_hlo_module(std::string_view bytes, const std::string& label) {
+HloModule decode_hlo_module(std::string_view bytes, const std::string& label,
+                            ExpansionBudget& budget) {
   HloModule m;
   m.label = label;
   try {
@@ -904,7 +927,7 @@ HloModule decode_hlo_module(std::string_view bytes, const std::string& label) {
       Field f = r.next();
       if (f.number != kProtoModule) continue;
       expect(f, kLength, r, "hlo_module");
-      read_module(f.bytes, m);
+      read_module(f.bytes, m, budget);
       found = true;
     }
     if (!found) r.fail("no hlo_module");

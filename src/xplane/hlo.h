@@ -20,6 +20,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include "trace/expansion_budget.h"
+
 namespace jarvis::xplane {
 
 // xla.PrimitiveType as HLO text spells it ("bf16", "f32", "pred", "s32",
@@ -177,7 +179,9 @@ std::optional<HloCollective> hlo_collective(const HloModule& module, const HloIn
 
 // Decodes a serialized xla.HloProto (its hlo_module). Throws TraceError naming `label` and the
 // message and problem: "jit_f(15): a damaged HloProto (HloInstructionProto:
-// a length past the end of the data)".
-HloModule decode_hlo_module(std::string_view bytes, const std::string& label);
+// a length past the end of the data)", or past `budget` (instructions and the
+// replica groups iota lists expand to are charged to it).
+HloModule decode_hlo_module(std::string_view bytes, const std::string& label,
+                            ExpansionBudget& budget);
 
 }  // namespace jarvis::xplane

@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "trace/expansion_budget.h"
 #include "xplane/wire.h"
 
 namespace jarvis::xplane {
@@ -54,7 +55,7 @@ std::string_view module_name_of(std::string_view label) {
 
 // The HLO protos of /host:metadata: one event metadata per program, its
 // bytes stat ("Hlo Proto") the serialized xla.HloProto.
-void decode_hlo_modules(Space& space) {
+void decode_hlo_modules(Space& space, ExpansionBudget& budget) {
   for (Plane& plane : space.planes) {
     if (plane.name != "/host:metadata") continue;
     for (EventMetadata& meta : plane.event_metadata) {
@@ -63,11 +64,13 @@ void decode_hlo_modules(Space& space) {
           continue;
         std::string label = meta.name.empty() ? fmt::format("program {}", meta.id) : meta.name;
         try {
-          HloModule m = decode_hlo_module(stat.bytes, label);
+          HloModule m = decode_hlo_module(stat.bytes, label, budget);
           m.program_id = program_id_of(label);
           if (m.program_id < 0) m.program_id = meta.id;
           if (m.name.empty()) m.name = std::string(module_name_of(label));
           space.hlo_modules.push_back(std::move(m));
+        } catch (const ExpansionRefused&) {
+          throw;  // names the file and what expanded already
         } catch (const TraceError& e) {
           throw TraceError(fmt::format("{}: /host:metadata holds {}; the file is damaged",
                                        space.path, e.what()));
@@ -155,15 +158,17 @@ Space load_space_bytes(std::string_view bytes, const std::string& label) {
         "{}: not an XSpace protobuf (.xplane.pb): it does not start with an XPlane message; "
         "give the file jax.profiler / XProf wrote under plugins/profile/<run>/",
         label));
+  ExpansionBudget budget(label, bytes.size());
   try {
-    wire::decode_space(bytes, space);
+    wire::decode_space(bytes, space, budget);
   } catch (const wire::DecodeError& e) {
     throw TraceError(
         fmt::format("{}: a damaged XSpace protobuf ({}); the file may be truncated — "
                     "copy it again from the profile directory",
                     label, e.what()));
   }
-  decode_hlo_modules(space);
+  decode_hlo_modules(space, budget);
+  space.expanded_bytes = budget.used();
   return space;
 }
 

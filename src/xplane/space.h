@@ -78,6 +78,9 @@ struct Space {
   std::vector<Plane> planes;
   std::vector<std::string> errors, warnings, hostnames;
   uint64_t file_bytes = 0;
+  // What decoding it took, as charged to its ExpansionBudget
+  // (trace/expansion_budget.h); to_trace charges on from there.
+  uint64_t expanded_bytes = 0;
   // The XLA programs of the /host:metadata plane (hlo.h), in plane order.
   std::vector<HloModule> hlo_modules;
 
@@ -94,7 +97,9 @@ bool is_xplane_input(const std::string& path);
 bool is_xplane_bytes(std::string_view bytes);
 
 // Throws TraceError naming the file: unreadable, truncated, not an XSpace,
-// or an HLO proto of /host:metadata damaged (hlo.h decodes them here).
+// an HLO proto of /host:metadata damaged (hlo.h decodes them here), or a
+// file that expands past its ExpansionBudget (strings referenced far more
+// often than stored, iota device lists, repeated operands).
 Space load_space(const std::string& path);
 Space load_space_bytes(std::string_view bytes, const std::string& label);
 
@@ -141,6 +146,9 @@ struct BridgeCounts {
 // Platform from the device_vendor stat (AMD: ROCm, NVIDIA: CUDA); the GPU
 // name (deviceProperties) from gpu_device_name ("NVIDIA H200") when the
 // plane has it, else vendor and compute capability.
+// The args it copies onto events (stats, HLO operand shapes) are charged to
+// the space's ExpansionBudget (what decoding took, then these): TraceError
+// past it.
 Trace to_trace(const Space& space, BridgeCounts* counts = nullptr);
 
 // True for a Trace made by to_trace; counts_of reads back the bridge counts.

@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "trace/expansion_budget.h"
 #include "xplane/space.h"
 
 namespace jarvis::xplane {
@@ -120,6 +121,17 @@ std::string groups_text(const std::vector<std::vector<int64_t>>& groups) {
 // metadata (JAX op path, source line).
 using ExtraArgs = std::vector<std::pair<std::string_view, PyValue>>;
 
+// The heap a value holds (its text, its items), for the ExpansionBudget.
+uint64_t heap_bytes(const PyValue& v) {
+  uint64_t bytes = ExpansionBudget::string_bytes(v.s.size()) + v.list.size() * sizeof(PyValue);
+  for (const PyValue& item : v.list) bytes += heap_bytes(item);
+  return bytes;
+}
+
+uint64_t heap_bytes(const Stat& s) {
+  return s.kind == Stat::Kind::Text ? ExpansionBudget::string_bytes(s.text.size()) : 0;
+}
+
 // PyTorch's dtype name of an XLA element type, as record_param_comms
 // writes it (report/coll_analysis.h dtype_bytes reads it); "" for a type
 // PyTorch has no name for here.
@@ -173,13 +185,19 @@ void collective_args(const HloCollective& c, ExtraArgs& out) {
   out.emplace_back("Process Group Name", PyValue::string(groups_text(c.replica_groups)));
 }
 
-ExtraArgs hlo_args(const HloModule& module, const HloInstruction& inst) {
+// The operand shapes are rendered per operand: an instruction may list one
+// large operand a million times, so each is charged to `budget` as it is made.
+ExtraArgs hlo_args(const HloModule& module, const HloInstruction& inst, ExpansionBudget& budget) {
   ExtraArgs out;
   out.emplace_back("hlo_opcode", PyValue::string(inst.opcode));
   out.emplace_back("hlo_shape", PyValue::string(inst.shape.text()));
   std::vector<PyValue> operands, names;
   for (const HloInstruction* op : module.operands(inst)) {
-    operands.push_back(PyValue::string(op ? op->shape.text() : std::string("?")));
+    std::string shape = op ? op->shape.text() : std::string("?");
+    budget.charge(2 * sizeof(PyValue) + ExpansionBudget::string_bytes(shape.size()) +
+                      ExpansionBudget::string_bytes(op ? op->name.size() : 1),
+                  "the HLO operand shapes of a kernel");
+    operands.push_back(PyValue::string(std::move(shape)));
     names.push_back(PyValue::string(op ? op->name : std::string("?")));
   }
   out.emplace_back("hlo_operands", PyValue::make_list(std::move(operands)));
@@ -200,6 +218,10 @@ ExtraArgs hlo_args(const HloModule& module, const HloInstruction& inst) {
   if (!inst.metadata.empty())
     out.emplace_back("hlo_metadata", PyValue::string(inst.metadata.text()));
   if (auto c = hlo_collective(module, inst)) collective_args(*c, out);
+  uint64_t texts = 0;  // the replica groups as text, the metadata, ...
+  for (const auto& [key, value] : out)
+    if (!value.is_list()) texts += heap_bytes(value);
+  budget.charge(texts, "the HLO args of a kernel");
   return out;
 }
 
@@ -269,9 +291,11 @@ std::string_view text_stat(const std::vector<Stat>& stats, std::string_view name
 
 class Bridge {
  public:
-  Bridge(const Space& space, BridgeCounts& counts) : space_(space), counts_(counts) {}
+  Bridge(const Space& space, BridgeCounts& counts)
+      : space_(space), counts_(counts), budget_(space.path, space.file_bytes) {}
 
   Trace run() {
+    budget_.charge(space_.expanded_bytes, "the decoded XSpace");
     collect_gpu_correlations();
     counts_.hlo_modules = space_.hlo_modules.size();
     trace_.path = space_.path;
@@ -308,14 +332,15 @@ class Bridge {
   }
 
   // The HLO instruction a GPU kernel names (hlo_module, program_id, hlo_op).
-  ExtraArgs kernel_hlo_args(const Event& ev, const EventMetadata* meta) {
+  // Kernels of one instruction share the args rendered once (nullptr: none).
+  const ExtraArgs* kernel_hlo_args(const Event& ev, const EventMetadata* meta) {
     std::string_view op = text_stat(ev.stats, "hlo_op");
     std::string_view module = text_stat(ev.stats, "hlo_module");
     if (meta) {
       if (op.empty()) op = text_stat(meta->stats, "hlo_op");
       if (module.empty()) module = text_stat(meta->stats, "hlo_module");
     }
-    if (op.empty() || module.empty()) return {};
+    if (op.empty() || module.empty()) return nullptr;
     int64_t program = -1;
     if (const Stat* s = find_stat(ev.stats, "program_id"); s) s->as_int(program);
     // Every step launches the same instructions: look each up and render it once.
@@ -325,19 +350,22 @@ class Bridge {
       const HloModule* m = space_.find_hlo_module(module, program);
       const HloInstruction* inst = m ? m->find(op) : nullptr;
       std::optional<ExtraArgs> args;
-      if (inst) args = hlo_args(*m, *inst);
+      budget_.charge(ExpansionBudget::string_bytes(key.size()) + 64, "the HLO lookups of kernels");
+      if (inst) args = hlo_args(*m, *inst, budget_);
       cached = hlo_cache_.emplace(std::move(key), std::move(args)).first;
     }
     if (!cached->second) {
       ++counts_.kernels_hlo_unresolved;
-      return {};
+      return nullptr;
     }
     ++counts_.kernels_with_hlo;
-    return *cached->second;
+    return &*cached->second;
   }
 
+  // Each event gets its own copy of the stats it keeps (a crafted file can
+  // point 200,000 events at one 2 MiB tf_op name): charged before copying.
   int32_t args_of(const std::vector<Stat>& event_stats, const EventMetadata* meta,
-                  const ExtraArgs& extra = {}) {
+                  const ExtraArgs* extra) {
     ArgList args;
     auto add = [&](const std::vector<Stat>& stats) {
       for (const Stat& s : stats) {
@@ -345,19 +373,25 @@ class Bridge {
         uint32_t key = trace_.strings.intern(s.name);
         bool seen = false;
         for (const auto& [k, _] : args) seen = seen || k == key;
-        if (!seen) args.emplace_back(key, value_of(s));
+        if (seen) continue;
+        budget_.charge(sizeof(args[0]) + heap_bytes(s), "the XPlane stats copied onto events");
+        args.emplace_back(key, value_of(s));
       }
     };
     add(event_stats);
     if (meta) add(meta->stats);
-    for (const auto& [key, value] : extra) args.emplace_back(trace_.strings.intern(key), value);
+    if (extra)
+      for (const auto& [key, value] : *extra) {
+        budget_.charge(sizeof(args[0]) + heap_bytes(value), "the HLO args copied onto kernels");
+        args.emplace_back(trace_.strings.intern(key), value);
+      }
     if (args.empty()) return -1;
     trace_.arg_lists.push_back(std::move(args));
     return static_cast<int32_t>(trace_.arg_lists.size() - 1);
   }
 
   EventFields base(const Line& line, const Event& ev, const EventMetadata* meta,
-                   const ExtraArgs& extra = {}) {
+                   const ExtraArgs* extra = nullptr) {
     EventFields f;
     f.ts_ns = line.timestamp_ns + ps_to_ns(ev.offset_ps);
     f.dur_ns = ps_to_ns(ev.duration_ps);
@@ -394,7 +428,7 @@ class Bridge {
         const EventMetadata* meta = plane.metadata(ev.metadata_id);
         const Cat cat = gpu_event_cat(line_kind, ev, meta);
         const bool kernel = cat == Cat::Kernel;
-        EventFields f = base(line, ev, meta, kernel ? kernel_hlo_args(ev, meta) : ExtraArgs{});
+        EventFields f = base(line, ev, meta, kernel ? kernel_hlo_args(ev, meta) : nullptr);
         // Kineto links a launch and its GPU work by correlation and External
         // id alike; XPlane has the one id, so both carry it (the call tree
         // links by External id when no runtime event is named "...launch...",
@@ -497,6 +531,7 @@ class Bridge {
 
   const Space& space_;
   BridgeCounts& counts_;
+  ExpansionBudget budget_;
   Trace trace_;
   Platform platform_ = Platform::Unknown;
   nlohmann::json gpu_props_;

@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 
 #include "base/utf8.h"
+#include "trace/expansion_budget.h"
 #include "xplane/space.h"
 #include "xplane/wire.h"
 
@@ -47,7 +48,10 @@ int64_t as_int64(uint64_t v) {
 
 using StatNames = std::unordered_map<int64_t, std::string>;
 
-Stat read_stat(std::string_view bytes, const StatNames& names) {
+// Every decoded object is charged to `budget` before it is built: a stat copies
+// its metadata's name (and a ref_value the referenced name), which a crafted
+// file may reference far more often than it stores it.
+Stat read_stat(std::string_view bytes, const StatNames& names, ExpansionBudget& budget) {
   Reader r(bytes, "XStat");
   Stat s;
   int64_t id = 0;
@@ -77,19 +81,24 @@ Stat read_stat(std::string_view bytes, const StatNames& names) {
       case kStatStr:
         expect(f, kLength, r, "str_value");
         s.kind = Stat::Kind::Text;
+        budget.charge(ExpansionBudget::string_bytes(f.bytes.size()), "XPlane stat values");
         s.text = valid_utf8(f.bytes);
         break;
       case kStatBytes:
         expect(f, kLength, r, "bytes_value");
         s.kind = Stat::Kind::Bytes;
         s.bytes_len = f.bytes.size();
+        budget.charge(f.bytes.size(), "XPlane stat values");
         s.bytes = std::string(f.bytes);
         break;
       case kStatRef: {
         expect(f, kVarint, r, "ref_value");
         s.kind = Stat::Kind::Text;
         auto it = names.find(as_int64(f.varint));
-        s.text = it == names.end() ? std::string() : it->second;
+        if (it == names.end()) break;
+        budget.charge(ExpansionBudget::string_bytes(it->second.size()),
+                      "the stat metadata names XPlane stats reference (ref_value)");
+        s.text = it->second;
         break;
       }
       default:
@@ -97,7 +106,14 @@ Stat read_stat(std::string_view bytes, const StatNames& names) {
     }
   }
   auto it = names.find(id);
-  s.name = it == names.end() ? fmt::format("stat#{}", id) : it->second;
+  if (it == names.end()) {
+    s.name = fmt::format("stat#{}", id);
+  } else {
+    budget.charge(ExpansionBudget::string_bytes(it->second.size()),
+                  "the stat metadata names XPlane stats reference");
+    s.name = it->second;
+  }
+  budget.charge(sizeof(Stat), "XPlane stats");
   return s;
 }
 
@@ -145,7 +161,8 @@ StatNames read_stat_names(std::string_view plane) {
   return names;
 }
 
-EventMetadata read_event_metadata(std::string_view bytes, int64_t key, const StatNames& names) {
+EventMetadata read_event_metadata(std::string_view bytes, int64_t key, const StatNames& names,
+                                  ExpansionBudget& budget) {
   Reader r(bytes, "XEventMetadata");
   EventMetadata m;
   m.id = key;
@@ -168,7 +185,7 @@ EventMetadata read_event_metadata(std::string_view bytes, int64_t key, const Sta
         break;  // serialized side data, not read
       case kEventMetaStats:
         expect(f, kLength, r, "stats");
-        m.stats.push_back(read_stat(f.bytes, names));
+        m.stats.push_back(read_stat(f.bytes, names, budget));
         break;
       default:
         break;
@@ -177,7 +194,8 @@ EventMetadata read_event_metadata(std::string_view bytes, int64_t key, const Sta
   return m;
 }
 
-Event read_event(std::string_view bytes, const StatNames& names) {
+Event read_event(std::string_view bytes, const StatNames& names, ExpansionBudget& budget) {
+  budget.charge(sizeof(Event), "XPlane events");
   Reader r(bytes, "XEvent");
   Event e;
   while (!r.done()) {
@@ -201,7 +219,7 @@ Event read_event(std::string_view bytes, const StatNames& names) {
         break;
       case kEventStats:
         expect(f, kLength, r, "stats");
-        e.stats.push_back(read_stat(f.bytes, names));
+        e.stats.push_back(read_stat(f.bytes, names, budget));
         break;
       default:
         break;
@@ -210,7 +228,7 @@ Event read_event(std::string_view bytes, const StatNames& names) {
   return e;
 }
 
-Line read_line(std::string_view bytes, const StatNames& names) {
+Line read_line(std::string_view bytes, const StatNames& names, ExpansionBudget& budget) {
   Reader r(bytes, "XLine");
   Line l;
   while (!r.done()) {
@@ -242,7 +260,7 @@ Line read_line(std::string_view bytes, const StatNames& names) {
         break;
       case kLineEvents:
         expect(f, kLength, r, "events");
-        l.events.push_back(read_event(f.bytes, names));
+        l.events.push_back(read_event(f.bytes, names, budget));
         break;
       default:
         break;
@@ -251,7 +269,7 @@ Line read_line(std::string_view bytes, const StatNames& names) {
   return l;
 }
 
-Plane read_plane(std::string_view bytes) {
+Plane read_plane(std::string_view bytes, ExpansionBudget& budget) {
   StatNames names = read_stat_names(bytes);
   Reader r(bytes, "XPlane");
   Plane p;
@@ -268,12 +286,13 @@ Plane read_plane(std::string_view bytes) {
         break;
       case kPlaneLines:
         expect(f, kLength, r, "lines");
-        p.lines.push_back(read_line(f.bytes, names));
+        p.lines.push_back(read_line(f.bytes, names, budget));
         break;
       case kPlaneEventMetadata: {
         expect(f, kLength, r, "event_metadata");
         auto [key, value] = read_entry(f.bytes, "XPlane.event_metadata entry");
-        p.event_metadata.push_back(read_event_metadata(value, key, names));
+        budget.charge(sizeof(EventMetadata), "XPlane event metadata");
+        p.event_metadata.push_back(read_event_metadata(value, key, names, budget));
         break;
       }
       case kPlaneStatMetadata:
@@ -281,7 +300,7 @@ Plane read_plane(std::string_view bytes) {
         break;  // read first, by read_stat_names
       case kPlaneStats:
         expect(f, kLength, r, "stats");
-        p.stats.push_back(read_stat(f.bytes, names));
+        p.stats.push_back(read_stat(f.bytes, names, budget));
         break;
       default:
         break;
@@ -304,14 +323,14 @@ void append_int64s(const Field& f, const Reader& r, const char* field, std::vect
   while (!packed.done()) out.push_back(as_int64(packed.read_varint()));
 }
 
-void decode_space(std::string_view bytes, Space& space) {
+void decode_space(std::string_view bytes, Space& space, ExpansionBudget& budget) {
   Reader r(bytes, "XSpace");
   while (!r.done()) {
     Field f = r.next();
     switch (f.number) {
       case kSpacePlanes:
         expect(f, kLength, r, "planes");
-        space.planes.push_back(read_plane(f.bytes));
+        space.planes.push_back(read_plane(f.bytes, budget));
         break;
       case kSpaceErrors:
         expect(f, kLength, r, "errors");

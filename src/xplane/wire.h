@@ -13,6 +13,9 @@
 
 #include <fmt/format.h>
 
+namespace jarvis {
+class ExpansionBudget;
+}
 namespace jarvis::xplane {
 struct Space;
 }
@@ -109,8 +112,9 @@ inline void expect(const Field& f, uint32_t type, const Reader& r, const char* f
 // proto3 writers emit) or not (one varint per field): appends to `out`.
 void append_int64s(const Field& f, const Reader& r, const char* field, std::vector<int64_t>& out);
 
-// Appends the planes and strings of `bytes` to `space`. Throws DecodeError.
-void decode_space(std::string_view bytes, Space& space);
+// Appends the planes and strings of `bytes` to `space`, charging what it
+// builds to `budget`. Throws DecodeError (TraceError past the budget).
+void decode_space(std::string_view bytes, Space& space, ExpansionBudget& budget);
 
 // Whether `prefix` (the first bytes of a file of `total_size` bytes) starts
 // like an XSpace: a plane field whose length fits and whose first fields

@@ -145,6 +145,38 @@ TEST_SUITE("cli_new_user") {
     CHECK(out.text.find("--mkdirs") != std::string::npos);
   }
 
+  TEST_CASE("issue 64 point 7: sql --out FILE writes what its name says, and --force replaces") {
+    ScratchDir dir;
+    jarvis::testing::copy_example_trace(dir / "trace.json.gz");
+    const std::string query = "\"SELECT name, dur FROM kernels ORDER BY dur DESC LIMIT 3\"";
+    // .csv: CSV (a header, then comma-separated rows), not the text table.
+    Output out = run_in(dir.path, "sql trace.json.gz " + query + " --out x.csv");
+    REQUIRE_MESSAGE(out.exit_code == 0, out.text);
+    const std::string csv = read_text(dir / "x.csv");
+    CHECK(csv.rfind("name,dur\n", 0) == 0);
+    CHECK(std::count(csv.begin(), csv.end(), '\n') == 4);
+    CHECK(csv.find("-----") == std::string::npos);
+    // .json: a JSON document; --format wins over the name.
+    REQUIRE(run_in(dir.path, "sql trace.json.gz " + query + " --out x.json").exit_code == 0);
+    const auto doc = nlohmann::json::parse(read_text(dir / "x.json"), nullptr, false);
+    CHECK_FALSE(doc.is_discarded());
+    REQUIRE(
+        run_in(dir.path, "sql trace.json.gz " + query + " --out t.csv --format table").exit_code ==
+        0);
+    CHECK(read_text(dir / "t.csv").find("-----") != std::string::npos);
+    // A file of the user's: refused without --force (never "an input of this
+    // command"), replaced with it.
+    jarvis::testing::write_text(dir / "mine.csv", "keep me\n");
+    out = run_in(dir.path, "sql trace.json.gz " + query + " --out mine.csv");
+    CHECK(out.exit_code == 2);
+    CHECK(out.text.find("an input of this command") == std::string::npos);
+    CHECK(out.text.find("--force") != std::string::npos);
+    CHECK(read_text(dir / "mine.csv") == "keep me\n");
+    out = run_in(dir.path, "sql trace.json.gz " + query + " --out mine.csv --force");
+    REQUIRE_MESSAGE(out.exit_code == 0, out.text);
+    CHECK(read_text(dir / "mine.csv") == csv);
+  }
+
   TEST_CASE("issue 50: report counts read right ('1 row', never '1 rows')") {
     ScratchDir dir;
     jarvis::testing::copy_example_trace(dir / "trace.json.gz");

@@ -260,6 +260,7 @@ TEST_SUITE("mcp_protocol") {
   TEST_CASE("tools/list pagination and version gating") {
     jarvis::mcp::ServerOptions options = jarvis::mcp::testing::shared_root_options();
     options.tools_page_size = 2;
+    options.list_output_schemas = true;  // serve --output-schemas
     Harness h(options);
     h.initialize();
     std::vector<std::string> names;

@@ -29,12 +29,20 @@ size_t listed_bytes(const std::vector<json>& tools) {
   return json(tools).dump().size();
 }
 
-// tools/list of a server serving one profile.
-std::vector<json> profile_tools(const std::string& profile) {
+// tools/list of a server serving one profile (output schemas listed or not).
+std::vector<json> profile_tools(const std::string& profile, bool output_schemas = false) {
   auto options = jarvis::mcp::testing::shared_root_options();
   options.tools = jarvis::mcp::select_tools({profile}, {}, jarvis::mcp::builtin_tool_names());
+  options.list_output_schemas = output_schemas;
   Harness h(options);
   return listed_tools(h);
+}
+
+// A server listing every tool with its output schema (serve --output-schemas).
+jarvis::mcp::ServerOptions with_output_schemas() {
+  auto options = jarvis::mcp::testing::shared_root_options();
+  options.list_output_schemas = true;
+  return options;
 }
 
 // The tool names of tools_schema/, read from the source tree.
@@ -105,32 +113,77 @@ TEST_SUITE("mcp_tool_profiles") {
     CHECK(reply["error"]["message"].get<std::string>().find("Unknown tool: no_such_tool") == 0);
   }
 
-  TEST_CASE("tools/list stays within 3.5 KB per listed tool, for every profile and in full") {
-    // A regression guard on what every client puts in its model's context,
-    // measured on the real response at the protocol that carries output
-    // schemas. At 3.5 KB (about 900 tokens) per tool on average, the 30 tools
-    // may take 105 KB; on 2026-11-27 they took 92.0 KB (2.8-3.2 KB per tool in
-    // each profile, compare the largest at 8.6 KB), down from 124.2 KB before
-    // the descriptions were cut (docs/mcp.md#tool-profiles). A new tool of
-    // average size fits; descriptions growing back by a third do not.
-    constexpr size_t kBytesPerTool = 3500;
+  TEST_CASE("tools/list is at most 48 KB by default, 3.5 KB a tool with output schemas") {
+    // What every client puts in its model's context before it has done
+    // anything (issue 64 point 4: 93 KB). By default the listing leaves the
+    // output schemas out (tool_schema gives any one of them): at most 48 KB
+    // for all tools and for every profile. With --output-schemas, 3.5 KB
+    // (about 900 tokens) a tool on average: on 2026-11-27 all of them took
+    // 92.0 KB, down from 124.2 KB before the descriptions were cut.
+    constexpr size_t kDefaultListingBytes = 48 * 1024, kBytesPerTool = 3500;
     Harness all;
     const auto every = listed_tools(all);
     const size_t all_bytes = listed_bytes(every);
-    MESSAGE("all: " << every.size() << " tools, " << all_bytes << " bytes");
-    CHECK(all_bytes <= every.size() * kBytesPerTool);
+    MESSAGE("default listing: " << every.size() << " tools, " << all_bytes << " bytes");
+    CHECK(all_bytes <= kDefaultListingBytes);
+    for (const json& tool : every) CHECK_FALSE(tool.contains("outputSchema"));
+    Harness full(with_output_schemas());
+    const auto every_full = listed_tools(full);
+    const size_t full_bytes = listed_bytes(every_full);
+    MESSAGE("--output-schemas: " << full_bytes << " bytes");
+    CHECK(full_bytes <= every_full.size() * kBytesPerTool);
+    CHECK(full_bytes > all_bytes);
     for (const auto& profile : jarvis::mcp::tool_profiles()) {
       CAPTURE(profile.name);
       const auto tools = profile_tools(profile.name);
-      const size_t bytes = listed_bytes(tools);
-      CHECK(bytes <= tools.size() * kBytesPerTool);
+      MESSAGE(profile.name << ": " << listed_bytes(tools) << " bytes, with output schemas "
+                           << listed_bytes(profile_tools(profile.name, true)));
+      CHECK(listed_bytes(tools) <= kDefaultListingBytes);
+      CHECK(listed_bytes(profile_tools(profile.name, true)) <= tools.size() * kBytesPerTool);
+      // tool_schema, which brings the rest back, is in every profile.
+      CHECK(std::any_of(tools.begin(), tools.end(),
+                        [](const json& t) { return t["name"] == "tool_schema"; }));
     }
+  }
+
+  TEST_CASE("tool_schema gives a tool's output schema and lists its fields") {
+    Harness h(with_output_schemas());
+    const auto listed = listed_tools(h);
+    for (const json& tool : listed) {
+      const std::string name = tool["name"].get<std::string>();
+      CAPTURE(name);
+      json reply = h.call_tool(7, "tool_schema", {{"tool", name}});
+      REQUIRE_FALSE(reply["result"].value("isError", false));
+      const json& got = reply["result"]["structuredContent"];
+      // The schema --output-schemas lists, and one text line per property.
+      CHECK(got["outputSchema"] == tool.value("outputSchema", json::object()));
+      CHECK(got["inputSchema"] == tool["inputSchema"]);
+      size_t properties = 0;
+      std::vector<const json*> todo{&got["outputSchema"]};
+      while (!todo.empty()) {
+        const json* node = todo.back();
+        todo.pop_back();
+        if (!node->is_object()) continue;
+        if (node->contains("items")) todo.push_back(&(*node)["items"]);
+        if (node->contains("properties"))
+          for (auto it = (*node)["properties"].begin(); it != (*node)["properties"].end(); ++it) {
+            ++properties;
+            todo.push_back(&it.value());
+          }
+      }
+      CHECK(got["fields"] == properties);
+      const std::string text = reply["result"]["content"][0]["text"].get<std::string>();
+      CHECK(static_cast<size_t>(std::count(text.begin(), text.end(), '\n')) == properties + 2);
+    }
+    json unknown = h.call_tool(8, "tool_schema", {{"tool", "no_such_tool"}});
+    CHECK(unknown["result"].value("isError", false));
+    CHECK(unknown.dump().find("tools/list") != std::string::npos);
   }
 
   TEST_CASE("every description is short: a tool's at most 400 characters, a property's 160") {
     // The long prose lives in docs/mcp-tools.md; tools/list keeps what an agent
     // needs to pick the tool and fill its arguments (issue 50).
-    Harness h;
+    Harness h(with_output_schemas());
     size_t properties = 0;
     for (const json& tool : listed_tools(h)) {
       const std::string name = tool["name"].get<std::string>();

@@ -79,7 +79,8 @@ std::string load_example(httplib::Client& c, const std::string& session) {
 
 // A raw connection whose request is a query that runs until its 60 s limit,
 // answered as an SSE stream; the caller closes it to leave.
-int start_endless_query(int port, const std::string& session, const std::string& trace, int id) {
+int start_endless_query(int port, const std::string& session, const std::string& trace, int id,
+                        const std::string& accept = "application/json, text/event-stream") {
   const std::string call =
       tool_call(id, "query_sql",
                 {{"trace", trace},
@@ -90,10 +91,9 @@ int start_endless_query(int port, const std::string& session, const std::string&
           .dump();
   int fd = connect_raw(port);
   send_all(fd, fmt::format("POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: "
-                           "application/json\r\nAccept: application/json, "
-                           "text/event-stream\r\nMcp-Session-Id: {}\r\nContent-Length: "
-                           "{}\r\n\r\n{}",
-                           session, call.size(), call));
+                           "application/json\r\nAccept: {}\r\nMcp-Session-Id: {}\r\n"
+                           "Content-Length: {}\r\n\r\n{}",
+                           accept, session, call.size(), call));
   return fd;
 }
 
@@ -369,6 +369,51 @@ TEST_SUITE("mcp_security") {
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
     CHECK(child_processes() == 0);
     CHECK(Clock::now() - start < std::chrono::seconds(5));
+    answers_next_request(live);
+  }
+
+  TEST_CASE("issue 63 point 3: a JSON-only client that left is cancelled too") {
+    // Without SSE the reply is one JSON document, sent chunked: a space goes
+    // out every keepalive_ms while the call runs (whitespace JSON allows
+    // before the value), and the first that cannot be written cancels it.
+    mcp::HttpOptions options;
+    options.threads = 4;
+    options.keepalive_ms = 200;
+    mcp::ServerOptions server_options;
+    server_options.roots = {std::string(JARVIS_SOURCE_DIR) + "/examples"};
+    server_options.isolate_calls = true;
+    Live live(options, server_options);
+    auto c = live.client();
+    const std::string session = open_session(c);
+    const std::string trace = load_example(c, session);
+    std::vector<int> left;
+    for (int k = 0; k < 3; ++k)
+      left.push_back(
+          start_endless_query(live.http.port(), session, trace, 20 + k, "application/json"));
+    REQUIRE(wait_for_children(3, false, std::chrono::seconds(10)));
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    CHECK(child_processes() >= 3);  // still running: the queries have a minute
+    for (int fd : left) ::close(fd);
+    const auto start = Clock::now();
+    CHECK(wait_for_children(0, true, std::chrono::seconds(20)));
+    CHECK(Clock::now() - start < std::chrono::seconds(5));
+    // A JSON-only client that stays reads one JSON document, the spaces
+    // before it included, as any JSON parser does.
+    httplib::Headers json_only = {{"Mcp-Session-Id", session}, {"Accept", "application/json"}};
+    auto slow = c.Post("/mcp", json_only,
+                       tool_call(31, "query_sql",
+                                 {{"trace", trace},
+                                  {"sql",
+                                   "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n "
+                                   "WHERE i < 2000000) SELECT count(*) AS n FROM n"}})
+                           .dump(),
+                       "application/json");
+    REQUIRE(slow);
+    CHECK(slow->status == 200);
+    CHECK(slow->get_header_value("Content-Type").find("application/json") == 0);
+    const json reply = json::parse(slow->body);
+    CHECK(reply["id"] == 31);
+    CHECK(reply["result"]["structuredContent"]["rows"][0][0] == 2000000);
     answers_next_request(live);
   }
 

@@ -615,8 +615,9 @@ struct HttpServer::Impl {
       return;
     }
     res.set_header("Mcp-Session-Id", req.get_header_value("Mcp-Session-Id"));
-    bool stream = accepts_sse && message.is_object() && message["method"] == "tools/call";
-    if (stream) return stream_reply(res, slot->session, message);
+    const bool tool_call = message.is_object() && message["method"] == "tools/call";
+    if (tool_call && accepts_sse) return stream_reply(res, slot->session, message);
+    if (tool_call) return watched_json_reply(res, slot, message);
     auto reply = slot->session->handle(message, [](const json&) {});
     slot->last_used = now_ns();
     if (!reply) {
@@ -693,6 +694,60 @@ struct HttpServer::Impl {
       }
       done_changed.notify_all();
       heartbeat.join();
+      sink.done();
+      return true;
+    });
+  }
+
+  // A tools/call answered as plain JSON: the body is sent chunked, and while
+  // the call runs a space goes out every keepalive_ms (JSON allows
+  // whitespace before a value, so the client reads the same document). A
+  // space that cannot be written means the client has left: its call is
+  // cancelled, as on an SSE stream (issue 63 point 3: cpp-httplib gives no
+  // other way to see a peer leave).
+  void watched_json_reply(httplib::Response& res, const std::shared_ptr<SessionSlot>& slot,
+                          json message) {
+    res.status = 200;
+    auto interval = std::chrono::milliseconds(std::max(options.keepalive_ms, 10));
+    res.set_chunked_content_provider("application/json", [slot, interval,
+                                                          message = std::move(message)](
+                                                             size_t, httplib::DataSink& sink) {
+      std::mutex write_mutex;
+      bool open = true;
+      auto write_text = [&](const std::string& text) {
+        std::lock_guard<std::mutex> lock(write_mutex);
+        if (open) open = sink.write(text.data(), text.size());
+        return open;
+      };
+      json id = message.contains("id") ? message["id"] : json();
+      std::mutex done_mutex;
+      std::condition_variable done_changed;
+      bool done = false;
+      std::thread heartbeat([&] {
+        std::unique_lock<std::mutex> lock(done_mutex);
+        while (!done_changed.wait_for(lock, interval, [&] { return done; })) {
+          if (write_text(" ")) continue;
+          json cancel = {{"jsonrpc", "2.0"},
+                         {"method", "notifications/cancelled"},
+                         {"params", {{"requestId", id}, {"reason", "the client disconnected"}}}};
+          if (!id.is_null()) slot->session->handle(cancel, [](const json&) {});
+          return;
+        }
+      });
+      std::optional<json> reply;
+      try {
+        reply = slot->session->handle(message, [](const json&) {});
+      } catch (const std::exception& e) {  // never let a worker die with the response
+        reply = make_error(id, rpc::kInternalError, fmt::format("Internal error: {}", e.what()));
+      }
+      {
+        std::lock_guard<std::mutex> lock(done_mutex);
+        done = true;
+      }
+      done_changed.notify_all();
+      heartbeat.join();
+      slot->last_used = now_ns();
+      if (reply) write_text(reply->dump(-1, ' ', false, json::error_handler_t::replace));
       sink.done();
       return true;
     });
