@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer targets (clang, ASan + UBSan, one instrumented build
 # shared with the sanitizer test suite in build-san/) and runs each for a time.
-#   fuzz/run.sh [SECONDS] [JOBS]   (default 60 s per target, 1 job; CI: 30 s)
+#   fuzz/run.sh [SECONDS] [JOBS]   (default 60 s per target, 1 job; CI: 20 s)
 #   env: FUZZ_PARALLEL=N targets at once (default: the number of cores)
 # Prints the executions each target reached (the "stat::number_of_executed_units").
 set -euo pipefail

@@ -335,25 +335,40 @@ std::string busy_idle_html(const GpuTimeline& tl, const std::vector<insights::In
   return out;
 }
 
+// The first sentence of a finding's action: the fix with its value ("N=32001
+// looks like a vocabulary: pad it to 32064 and mask the extra logits."),
+// cut at 240 characters.
+std::string fix_text(const std::string& action) {
+  constexpr size_t kMax = 240;
+  size_t end = action.find(". ");
+  end = end == std::string::npos ? action.size() : end + 1;
+  if (end <= kMax) return action.substr(0, end);
+  size_t cut = kMax;
+  while (cut > 0 && (static_cast<unsigned char>(action[cut]) & 0xC0) == 0x80) --cut;
+  return action.substr(0, cut) + "...";
+}
+
 Table findings_table(const ReportVerdict& v, const GpuTimeline& tl, size_t top) {
-  Table t("findings", {"rank", "severity", "finding", "saves per step (ms)", "share (%)", "rule"});
+  Table t("findings",
+          {"rank", "severity", "finding", "fix", "saves per step (ms)", "share (%)", "rule"});
   for (size_t k = 0; k < v.findings.size() && k < top; ++k) {
     const auto& f = v.findings[k];
     auto& row = t.add_row();
     row[0] = Cell(static_cast<int64_t>(k + 1));
     row[1] = Cell(f.severity);
     row[2] = Cell(f.title);
+    row[3] = Cell(fix_text(f.action_model.empty() ? f.action_kernel : f.action_model));
     // What the fix saves per step (the what-if on the un-profiled step, else
     // the recoverable time), the value the findings are ranked by.
     const double steps = static_cast<double>(std::max<size_t>(1, f.steps));
     if (f.step_saving_us || f.recoverable_us) {
       const double saving = insights::ranking_saving_us(f);
-      row[3] = Cell(saving / steps / 1e3);
+      row[4] = Cell(saving / steps / 1e3);
       // Of the GPU time for trace-wide findings, of kernel time for the rest.
       double base = f.scope == "trace" ? tl.total_time : v.total_kernel_time_us;
-      if (base > 0) row[4] = Cell(100 * saving / base);
+      if (base > 0) row[5] = Cell(100 * saving / base);
     }
-    row[5] = Cell(f.rule);
+    row[6] = Cell(f.rule);
   }
   return t;
 }

@@ -8,6 +8,10 @@
 #include <string>
 #include <vector>
 
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
 #include <fmt/format.h>
 
 #include "cli/commands.h"
@@ -37,6 +41,28 @@ void print_timeline(const nlohmann::json& summary) {
     fmt::print("  {:<22} {:>12.4f} {:>12.4f} {:>9.2f}\n", row["type"].get<std::string>(),
                num(row["reference_ms"]), num(row["target_ms"]), num(row["diff_pct"]));
   }
+}
+
+// The ops whose kernel time changed most (ops_summary's rows, by the size of
+// the change): what the comparison is about, next to the timeline split.
+void print_op_changes(const nlohmann::json& summary, size_t top) {
+  const auto& ops = summary["ops_summary"];
+  if (!ops.is_array() || ops.empty()) return;
+  std::vector<const nlohmann::json*> rows;
+  for (const auto& row : ops)
+    if (row["diff_ms"].is_number()) rows.push_back(&row);
+  std::stable_sort(rows.begin(), rows.end(), [](const nlohmann::json* a, const nlohmann::json* b) {
+    return std::fabs((*a)["diff_ms"].get<double>()) > std::fabs((*b)["diff_ms"].get<double>());
+  });
+  if (rows.size() > top) rows.resize(top);
+  auto num = [](const nlohmann::json& j) { return j.is_number() ? j.get<double>() : NAN; };
+  fmt::print("\nlargest op changes (kernel ms)  {:>12} {:>12} {:>10} {:>9}\n",
+             summary["reference"]["tag"].get<std::string>(),
+             summary["target"]["tag"].get<std::string>(), "diff", "diff %");
+  for (const auto* row : rows)
+    fmt::print("  {:<30} {:>12.3f} {:>12.3f} {:>+10.3f} {:>+9.1f}\n",
+               (*row)["name"].get<std::string>().substr(0, 30), num((*row)["reference_ms"]),
+               num((*row)["target_ms"]), num((*row)["diff_ms"]), num((*row)["diff_pct"]));
 }
 
 void print_gaps(const nlohmann::json& summary) {
@@ -76,6 +102,7 @@ int run_compare(CompareArgs& a) {
   if (summary["step_views"].is_object())
     fmt::print("{}\n", summary["step_views"]["verdict"]["text"].get<std::string>());
   print_timeline(summary);
+  print_op_changes(summary, a.top);
   print_gaps(summary);
   return 0;
 }

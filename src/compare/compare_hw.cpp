@@ -80,18 +80,49 @@ std::string regime_of(const HardwareGapRow& r, double floor_ref, double floor_tg
 }
 
 // Fills the model columns (bounds, ridges, regime, expected ratio) of one op.
+// The spec a side's op really ran at: an fp32 GEMM with TF32 off runs on the
+// SIMT cores, so one measured below the vector_fp32 peak is rated against it
+// rather than against matrix_fp32 (TF32's tensor-core peak), as an fp32 run
+// against a bf16 one needs (GPT-2's LM head: 53 TFLOPS of 67 in fp32, 0.064x
+// the time in bf16, as 67 against 989 TFLOPS expects).
+std::string effective_spec(const std::string& spec, double gflops, double mean_us,
+                           const GpuArch& arch) {
+  if (spec != "matrix_fp32" || !(mean_us > 0)) return spec;
+  const auto vector_peak = arch.peak_tflops("vector_fp32");
+  const double achieved_tflops = gflops / mean_us * 1e-3;
+  return vector_peak && achieved_tflops <= *vector_peak ? "vector_fp32" : spec;
+}
+
 void rate_against_hardware(HardwareGapRow& r, const GpuArch& ref_arch, const GpuArch& tgt_arch,
                            double floor_ref, double floor_tgt) {
   if (r.compute_spec.empty() || !r.gflops || !(*r.gflops > 0) || !r.data_moved_mb) {
     r.status = kGapNoModel;
     return;
   }
-  r.ridge_reference = ref_arch.ridge_point(r.compute_spec);
-  r.ridge_target = tgt_arch.ridge_point(r.compute_spec);
-  double bytes = *r.data_moved_mb * kBytesPerMiB;
-  auto ref =
-      perf::compute_roofline(ref_arch, r.compute_spec, *r.gflops, bytes, r.mean_us_reference);
-  auto tgt = perf::compute_roofline(tgt_arch, r.compute_spec, *r.gflops, bytes, r.mean_us_target);
+  // A dtype change: the target's roofline from its own spec and bytes.
+  const bool changed = r.dtype_changed();
+  if (changed && (r.compute_spec_target.empty() || !r.gflops_target || !r.data_moved_mb_target)) {
+    r.status = kGapNoModel;
+    return;
+  }
+  const double tgt_gflops = changed ? *r.gflops_target : *r.gflops;
+  const double tgt_mb = changed ? *r.data_moved_mb_target : *r.data_moved_mb;
+  const std::string ref_spec =
+      changed ? effective_spec(r.compute_spec, *r.gflops, r.mean_us_reference, ref_arch)
+              : r.compute_spec;
+  const std::string tgt_spec =
+      changed ? effective_spec(r.compute_spec_target, tgt_gflops, r.mean_us_target, tgt_arch)
+              : r.compute_spec;
+  if (changed) {
+    r.compute_spec = ref_spec;
+    r.compute_spec_target = tgt_spec;
+  }
+  r.ridge_reference = ref_arch.ridge_point(ref_spec);
+  r.ridge_target = tgt_arch.ridge_point(tgt_spec);
+  auto ref = perf::compute_roofline(ref_arch, ref_spec, *r.gflops, *r.data_moved_mb * kBytesPerMiB,
+                                    r.mean_us_reference);
+  auto tgt = perf::compute_roofline(tgt_arch, tgt_spec, tgt_gflops, tgt_mb * kBytesPerMiB,
+                                    r.mean_us_target);
   if (!ref || !tgt || !(ref->time_us > 0)) {
     r.status = kGapNoArchEntry;
     return;
@@ -106,6 +137,12 @@ void rate_against_hardware(HardwareGapRow& r, const GpuArch& ref_arch, const Gpu
   if (!(r.mean_us_reference > 0)) return;  // judged as "no kernel time" below
   double explained = std::min(ref->time_us, r.mean_us_reference);
   r.roofline_share_reference = explained / r.mean_us_reference;
+  if (changed && r.regime != "latency-bound") {
+    // Another dtype is another kernel: its time beyond the roofline does not
+    // carry over. Each side at the same share of its own roofline.
+    r.expected_ratio = *r.roofline_ratio;
+    return;
+  }
   double rest_scale = r.regime == "latency-bound" ? floor_tgt / floor_ref : 1.0;
   double expected_us = tgt->time_us + (r.mean_us_reference - explained) * rest_scale;
   r.expected_ratio = expected_us / r.mean_us_reference;
@@ -113,7 +150,12 @@ void rate_against_hardware(HardwareGapRow& r, const GpuArch& ref_arch, const Gpu
 
 std::string why_of(const HardwareGapRow& r) {
   std::string model =
-      r.regime == "latency-bound"
+      r.dtype_changed() && r.regime != "latency-bound"
+          ? fmt::format(
+                "{} ({}): each side at the same share of its own roofline: expected "
+                "{:.2f}x",
+                r.regime, r.expected_basis, *r.expected_ratio)
+      : r.regime == "latency-bound"
           ? fmt::format(
                 "latency-bound (roofline {:.2f} us per call, below both platforms' kernel "
                 "latency floor): expected {:.2f}x",
@@ -123,7 +165,11 @@ std::string why_of(const HardwareGapRow& r) {
                 "{:.2f}x, the rest stays: expected {:.2f}x",
                 r.regime, r.expected_basis, 100.0 * *r.roofline_share_reference, *r.roofline_ratio,
                 *r.expected_ratio);
-  return fmt::format("{}; measured {:.2f}x, gap {:.2f}", model, r.measured_ratio, *r.gap);
+  std::string dtype;
+  if (r.dtype_changed())
+    dtype = fmt::format("dtype {} -> {} ({} -> {}): ", r.input_type, r.input_type_target,
+                        r.compute_spec, r.compute_spec_target);
+  return fmt::format("{}{}; measured {:.2f}x, gap {:.2f}", dtype, model, r.measured_ratio, *r.gap);
 }
 
 void judge(HardwareGapRow& r, const HardwareGapOptions& options) {
@@ -144,7 +190,9 @@ void judge(HardwareGapRow& r, const HardwareGapOptions& options) {
   r.why = why_of(r);
 }
 
-HardwareGapRow make_row(const RowView& v, double target_total) {
+// A row from the merged table: the reference's columns from `v`, the
+// target's from `t` (the same row, or for a dtype change the target's own).
+HardwareGapRow make_row(const RowView& v, const RowView& t, double target_total) {
   HardwareGapRow r;
   r.name = v.text("name");
   r.input_type = v.text("Input type");
@@ -153,16 +201,17 @@ HardwareGapRow make_row(const RowView& v, double target_total) {
   r.concrete_inputs = v.text("Concrete Inputs");
   r.category = v.text("ref::op category");
   r.compute_spec = v.text("ref::Compute Spec");
-  if (r.compute_spec.empty()) r.compute_spec = v.text("tgt::Compute Spec");
+  if (r.compute_spec.empty() && &v.table == &t.table && v.row == t.row)
+    r.compute_spec = t.text("tgt::Compute Spec");
   r.gflops = v.number("ref::GFLOPS");
   r.data_moved_mb = v.number("ref::Data Moved (MB)");
   r.flops_per_byte = v.number("ref::FLOPS/Byte");
   r.count_reference = static_cast<int64_t>(v.number("ref::operation_count").value_or(0));
-  r.count_target = static_cast<int64_t>(v.number("tgt::operation_count").value_or(0));
+  r.count_target = static_cast<int64_t>(t.number("tgt::operation_count").value_or(0));
   r.mean_us_reference = v.number("ref::Kernel Time (µs)_mean").value_or(0);
-  r.mean_us_target = v.number("tgt::Kernel Time (µs)_mean").value_or(0);
+  r.mean_us_target = t.number("tgt::Kernel Time (µs)_mean").value_or(0);
   r.sum_us_reference = v.number("ref::Kernel Time (µs)_sum").value_or(0);
-  r.sum_us_target = v.number("tgt::Kernel Time (µs)_sum").value_or(0);
+  r.sum_us_target = t.number("tgt::Kernel Time (µs)_sum").value_or(0);
   r.target_share = target_total > 0 ? r.sum_us_target / target_total : 0;
   r.measured_ratio = r.mean_us_reference > 0 ? r.mean_us_target / r.mean_us_reference : NAN;
   return r;
@@ -198,30 +247,35 @@ nlohmann::json arch_json(const GpuArch& arch) {
 }
 
 nlohmann::json row_json(const HardwareGapRow& r) {
-  return {{"name", r.name},
-          {"input_dims", r.input_dims},
-          {"input_type", r.input_type},
-          {"category", r.category},
-          {"compute_spec", r.compute_spec},
-          {"flops_per_byte", opt_json(r.flops_per_byte)},
-          {"bound_reference", r.bound_reference},
-          {"bound_target", r.bound_target},
-          {"expected_basis", r.expected_basis},
-          {"regime", r.regime},
-          {"roofline_share_reference", opt_json(r.roofline_share_reference)},
-          {"roofline_ratio", opt_json(r.roofline_ratio)},
-          {"count_reference", r.count_reference},
-          {"count_target", r.count_target},
-          {"mean_us_reference", r.mean_us_reference},
-          {"mean_us_target", r.mean_us_target},
-          {"sum_us_target", r.sum_us_target},
-          {"target_share_pct", 100.0 * r.target_share},
-          {"measured_ratio", finite_json(r.measured_ratio)},
-          {"expected_ratio", opt_json(r.expected_ratio)},
-          {"gap", opt_json(r.gap)},
-          {"excess_us_target", opt_json(r.excess_us_target)},
-          {"status", r.status},
-          {"why", r.why}};
+  nlohmann::json j = {{"name", r.name},
+                      {"input_dims", r.input_dims},
+                      {"input_type", r.input_type},
+                      {"category", r.category},
+                      {"compute_spec", r.compute_spec},
+                      {"flops_per_byte", opt_json(r.flops_per_byte)},
+                      {"bound_reference", r.bound_reference},
+                      {"bound_target", r.bound_target},
+                      {"expected_basis", r.expected_basis},
+                      {"regime", r.regime},
+                      {"roofline_share_reference", opt_json(r.roofline_share_reference)},
+                      {"roofline_ratio", opt_json(r.roofline_ratio)},
+                      {"count_reference", r.count_reference},
+                      {"count_target", r.count_target},
+                      {"mean_us_reference", r.mean_us_reference},
+                      {"mean_us_target", r.mean_us_target},
+                      {"sum_us_target", r.sum_us_target},
+                      {"target_share_pct", 100.0 * r.target_share},
+                      {"measured_ratio", finite_json(r.measured_ratio)},
+                      {"expected_ratio", opt_json(r.expected_ratio)},
+                      {"gap", opt_json(r.gap)},
+                      {"excess_us_target", opt_json(r.excess_us_target)},
+                      {"status", r.status},
+                      {"why", r.why}};
+  if (r.dtype_changed()) {
+    j["input_type_target"] = r.input_type_target;
+    j["compute_spec_target"] = r.compute_spec_target;
+  }
+  return j;
 }
 
 }  // namespace
@@ -269,11 +323,34 @@ HardwareGapAnalysis analyze_hardware_gaps(const NamedReport& reference, const Na
 
   Table merged = frame::outer_merge(prefixed(*ref, "ref::"), prefixed(*tgt, "tgt::"), kOpKeys,
                                     frame::MergeOrder::FirstAppearance);
+  // Rows on one side only, by their four keys other than the input type.
+  std::map<std::string, std::vector<size_t>> only_reference, only_target;
   for (size_t r = 0; r < merged.rows.size(); ++r) {
     RowView v{merged, r};
-    if (!v.number("ref::Kernel Time (µs)_sum") || !v.number("tgt::Kernel Time (µs)_sum"))
-      continue;  // not in both reports
-    HardwareGapRow row = make_row(v, a.target_kernel_time_us);
+    const bool in_reference = v.number("ref::Kernel Time (µs)_sum").has_value();
+    const bool in_target = v.number("tgt::Kernel Time (µs)_sum").has_value();
+    if (in_reference != in_target) {
+      const std::string key = v.text("name") + '\x1f' + v.text("Input Dims") + '\x1f' +
+                              v.text("Input Strides") + '\x1f' + v.text("Concrete Inputs");
+      (in_reference ? only_reference : only_target)[key].push_back(r);
+    }
+    if (!in_reference || !in_target) continue;  // not in both reports
+    HardwareGapRow row = make_row(v, v, a.target_kernel_time_us);
+    rate_against_hardware(row, arch_reference, arch_target, a.latency_floor_us_reference,
+                          a.latency_floor_us_target);
+    judge(row, options);
+    a.rows.push_back(std::move(row));
+  }
+  // The same op with another dtype on each side: one row each, paired.
+  for (const auto& [key, refs] : only_reference) {
+    auto it = only_target.find(key);
+    if (refs.size() != 1 || it == only_target.end() || it->second.size() != 1) continue;
+    RowView v{merged, refs.front()}, t{merged, it->second.front()};
+    HardwareGapRow row = make_row(v, t, a.target_kernel_time_us);
+    row.input_type_target = t.text("Input type");
+    row.compute_spec_target = t.text("tgt::Compute Spec");
+    row.gflops_target = t.number("tgt::GFLOPS");
+    row.data_moved_mb_target = t.number("tgt::Data Moved (MB)");
     rate_against_hardware(row, arch_reference, arch_target, a.latency_floor_us_reference,
                           a.latency_floor_us_target);
     judge(row, options);
@@ -281,6 +358,13 @@ HardwareGapAnalysis analyze_hardware_gaps(const NamedReport& reference, const Na
   }
   sort_rows(a.rows);
   return a;
+}
+
+std::vector<const HardwareGapRow*> HardwareGapAnalysis::dtype_changes() const {
+  std::vector<const HardwareGapRow*> out;
+  for (const auto& r : rows)
+    if (r.dtype_changed()) out.push_back(&r);
+  return out;
 }
 
 std::vector<const HardwareGapRow*> HardwareGapAnalysis::flagged() const {
@@ -295,11 +379,13 @@ Table HardwareGapAnalysis::table() const {
   const std::string& tt = target_tag;
   Table t("hardware_gap_analysis", {"name",
                                     "Input type",
+                                    tt + "::Input type (dtype changed)",
                                     "Input Dims",
                                     "Input Strides",
                                     "Concrete Inputs",
                                     "op category",
                                     "Compute Spec",
+                                    tt + "::Compute Spec (dtype changed)",
                                     "GFLOPS",
                                     "Data Moved (MB)",
                                     "FLOPS/Byte",
@@ -329,11 +415,13 @@ Table HardwareGapAnalysis::table() const {
     auto& row = t.add_row();
     row = {text_cell(r.name),
            text_cell(r.input_type),
+           text_cell(r.input_type_target),
            text_cell(r.input_dims),
            text_cell(r.input_strides),
            text_cell(r.concrete_inputs),
            text_cell(r.category),
            text_cell(r.compute_spec),
+           text_cell(r.compute_spec_target),
            opt_cell(r.gflops),
            opt_cell(r.data_moved_mb),
            opt_cell(r.flops_per_byte),
@@ -362,6 +450,44 @@ Table HardwareGapAnalysis::table() const {
   }
   return t;
 }
+
+namespace {
+
+// What the dtype changes amount to: the ops, their time on each side, the
+// type pairs; null when the runs share every dtype.
+nlohmann::json dtype_changes_json(const HardwareGapAnalysis& a) {
+  const auto changes = a.dtype_changes();
+  if (changes.empty()) return nullptr;
+  double reference_us = 0, target_us = 0;
+  std::map<std::string, int> pairs;
+  nlohmann::json ops = nlohmann::json::array();
+  for (const HardwareGapRow* r : changes) {
+    reference_us += r->sum_us_reference;
+    target_us += r->sum_us_target;
+    pairs[r->input_type + " -> " + r->input_type_target]++;
+  }
+  std::vector<const HardwareGapRow*> largest = changes;
+  std::stable_sort(largest.begin(), largest.end(), [](const auto* x, const auto* y) {
+    return x->sum_us_reference > y->sum_us_reference;
+  });
+  for (size_t k = 0; k < largest.size() && k < 5; ++k)
+    ops.push_back({{"name", largest[k]->name},
+                   {"input_dims", largest[k]->input_dims},
+                   {"input_type_reference", largest[k]->input_type},
+                   {"input_type_target", largest[k]->input_type_target},
+                   {"sum_us_reference", largest[k]->sum_us_reference},
+                   {"sum_us_target", largest[k]->sum_us_target},
+                   {"measured_ratio", finite_json(largest[k]->measured_ratio)},
+                   {"expected_ratio", opt_json(largest[k]->expected_ratio)},
+                   {"status", largest[k]->status}});
+  return {{"ops", changes.size()},
+          {"sum_us_reference", reference_us},
+          {"sum_us_target", target_us},
+          {"type_pairs", pairs},
+          {"largest", ops}};
+}
+
+}  // namespace
 
 nlohmann::json HardwareGapAnalysis::to_json(size_t top_n, bool all_rows) const {
   nlohmann::json compute_ratios = nlohmann::json::object();
@@ -393,6 +519,7 @@ nlohmann::json HardwareGapAnalysis::to_json(size_t top_n, bool all_rows) const {
        "expected = roofline_target + (measured_reference - roofline_reference) * k; k = 1, "
        "or the ratio of latency floors for a latency-bound op"},
       {"matched_ops", rows.size()},
+      {"dtype_changes", dtype_changes_json(*this)},
       {"status_counts", counts},
       {"flagged_count", flagged().size()},
       {"flagged", flagged_ops}};

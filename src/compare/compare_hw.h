@@ -68,6 +68,12 @@ struct HardwareGapRow {
   std::string category;
   std::string compute_spec;
   std::optional<double> gflops, data_moved_mb, flops_per_byte;
+  // An op whose dtype differs between the runs (an fp32 run against a bf16
+  // one): the target's input types, compute spec and bytes, which its
+  // roofline uses; empty / unset when the op matched on all five keys.
+  std::string input_type_target, compute_spec_target;
+  std::optional<double> gflops_target, data_moved_mb_target;
+  bool dtype_changed() const { return !input_type_target.empty(); }
   std::optional<double> ridge_reference, ridge_target;  // FLOPs/byte where compute = memory time
   std::string bound_reference, bound_target;            // COMPUTE_BOUND / MEMORY_BOUND
   // "launch latency", "HBM bandwidth", "peak compute (matrix_bf16)", "roofline mix"
@@ -100,6 +106,8 @@ struct HardwareGapAnalysis {
   // first), then the others by target time.
   std::vector<HardwareGapRow> rows;
 
+  // The rows paired across a dtype change (HardwareGapRow::dtype_changed).
+  std::vector<const HardwareGapRow*> dtype_changes() const;
   // Rows flagged kGapInvestigate, in row order.
   std::vector<const HardwareGapRow*> flagged() const;
   // hardware_gap_analysis sheet (one row per matched op).
@@ -122,8 +130,12 @@ std::optional<double> expected_time_ratio(const GpuArch& reference, const GpuArc
                                           double data_moved_mb);
 
 // Matches the unified_perf_summary ops of the two reports (same five keys as
-// the TraceLens comparison) and rates each. Throws std::runtime_error when a
-// report lacks unified_perf_summary.
+// the TraceLens comparison) and rates each. An op left on one side only whose
+// name, dims, strides and concrete inputs match exactly one op of the other
+// side is paired with it as a dtype change (its roofline on each side from
+// that side's compute spec and bytes: fp32 against bf16 expects the ratio of
+// the two peaks). Throws std::runtime_error when a report lacks
+// unified_perf_summary.
 HardwareGapAnalysis analyze_hardware_gaps(const NamedReport& reference, const NamedReport& target,
                                           const GpuArch& arch_reference, const GpuArch& arch_target,
                                           const HardwareGapOptions& options = {});

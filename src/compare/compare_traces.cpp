@@ -266,6 +266,41 @@ PreparedReport prepare_report_input(const CompareInput& input, const std::string
   return side;
 }
 
+namespace {
+
+// The headline when the runs differ in dtype (an fp32 run against a bf16
+// one): kernel gaps of 8-10x are then the dtype's, not the platform's.
+std::string dtype_change_note(const HardwareGapAnalysis& gaps) {
+  const auto changes = gaps.dtype_changes();
+  if (changes.empty()) return "";
+  std::map<std::string, int> pairs;
+  double reference_us = 0, target_us = 0;
+  const HardwareGapRow* largest = changes.front();
+  for (const HardwareGapRow* r : changes) {
+    pairs[r->input_type + " -> " + r->input_type_target]++;
+    reference_us += r->sum_us_reference;
+    target_us += r->sum_us_target;
+    if (r->sum_us_reference > largest->sum_us_reference) largest = r;
+  }
+  std::string kinds;
+  for (const auto& [pair, n] : pairs)
+    kinds += fmt::format("{}{} ({} ops)", kinds.empty() ? "" : "; ", pair, n);
+  std::string expected =
+      largest->expected_ratio
+          ? fmt::format(", the two dtypes' rooflines expect {:.2f}x", *largest->expected_ratio)
+          : "";
+  return fmt::format(
+      "the runs differ in dtype: {} ops changed input types ({}), {:.2f} ms of reference kernel "
+      "time -> {:.2f} ms on the target; the largest, {} {}, {:.2f} -> {:.2f} ms (measured "
+      "{:.2f}x{}). Their rows in hardware_gap_analysis pair the two dtypes; compare runs of "
+      "one dtype to judge the platform",
+      changes.size(), kinds, reference_us / 1e3, target_us / 1e3, largest->name,
+      largest->input_dims, largest->sum_us_reference / 1e3, largest->sum_us_target / 1e3,
+      largest->measured_ratio, expected);
+}
+
+}  // namespace
+
 TraceComparison compare_prepared_reports(NamedReport reference, NamedReport target,
                                          std::optional<GpuArch> arch_reference,
                                          std::optional<GpuArch> arch_target,
@@ -287,6 +322,8 @@ TraceComparison compare_prepared_reports(NamedReport reference, NamedReport targ
   } else {
     c.hardware_gaps = analyze_hardware_gaps(c.reference, c.target, *c.arch_reference,
                                             *c.arch_target, options.gaps);
+    if (std::string dtype = dtype_change_note(*c.hardware_gaps); !dtype.empty())
+      c.notes.insert(c.notes.begin(), std::move(dtype));
   }
   if (!options.output_dir.empty()) write_outputs(c, options.output_dir);
   return c;

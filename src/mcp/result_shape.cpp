@@ -110,8 +110,20 @@ void fit_default_budget(json& structured, const std::vector<ListCut>& cuts) {
       if (bytes > largest_bytes) largest = &rows, largest_bytes = bytes;
     }
     if (largest == nullptr) return;
-    largest->erase(largest->begin() + static_cast<std::ptrdiff_t>(largest->size() / 2),
-                   largest->end());
+    // Keep the longest prefix that fits beside everything else (at least one
+    // row, at most half when it is the list alone that is too long: the next
+    // pass then looks at the others again).
+    const size_t total = structured.dump().size();
+    const size_t others = total - largest_bytes;
+    size_t keep = 0, bytes = 2;  // "[]"
+    for (const json& row : *largest) {
+      const size_t row_bytes = row.dump().size() + (keep ? 1 : 0);
+      if (others + bytes + row_bytes > kDefaultStructuredBytes) break;
+      bytes += row_bytes;
+      ++keep;
+    }
+    keep = std::clamp<size_t>(keep, 1, largest->size() - 1);
+    largest->erase(largest->begin() + static_cast<std::ptrdiff_t>(keep), largest->end());
   }
 }
 

@@ -726,4 +726,64 @@ TEST_SUITE("cli_new_user") {
     CHECK(html.find("<td class=\"n\"") != std::string::npos);
     MESSAGE(cells << " small numbers with four or more decimals");
   }
+
+  TEST_CASE("issue 64 point 7: compare prints the largest op changes beside the timeline") {
+    // fp32 (TF32 off) against TF32 GPT-2 training (../shared/ab_pairs): the
+    // printed changes lead with the op whose kernel time changed most among
+    // the heaviest ten, as compare's own ops_summary.csv has it.
+    const std::string ab = jarvis::golden::shared_dir() + "/ab_pairs/";
+    ScratchDir dir;
+    Output out = run_in(dir.path, "compare " + shell_quote(ab + "s_tf32_A_fp32.json.gz") + " " +
+                                      shell_quote(ab + "s_tf32_B_tf32.json.gz") + " --out cmp");
+    REQUIRE_MESSAGE(out.exit_code == 0, out.text);
+    const jarvis::Table ops = jarvis::read_csv_file((dir / "cmp/ops_summary.csv").string());
+    const int ref = ops.col("reference::total_direct_kernel_time_ms");
+    const int tgt = ops.col("target::total_direct_kernel_time_ms");
+    const int diff = ops.col("total_direct_kernel_time_ms__target_diff");
+    REQUIRE((ref >= 0 && tgt >= 0 && diff >= 0));
+    auto num = [&](size_t r, int c) {
+      const std::string& t = ops.rows[r][static_cast<size_t>(c)].text();
+      return t.empty() ? 0.0 : std::stod(t);
+    };
+    std::vector<size_t> order(ops.rows.size());
+    for (size_t r = 0; r < order.size(); ++r) order[r] = r;
+    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+      return std::max(num(a, ref), num(a, tgt)) > std::max(num(b, ref), num(b, tgt));
+    });
+    order.resize(std::min<size_t>(order.size(), 10));
+    size_t largest = order.front();
+    for (size_t r : order)
+      if (std::fabs(num(r, diff)) > std::fabs(num(largest, diff))) largest = r;
+    const std::string name = ops.rows[largest][0].text();
+    const size_t header = out.text.find("largest op changes (kernel ms)");
+    REQUIRE(header != std::string::npos);
+    const size_t line = out.text.find('\n', header) + 1;
+    CHECK_MESSAGE(
+        out.text.substr(line, out.text.find('\n', line) - line).find(name.substr(0, 30)) !=
+            std::string::npos,
+        name);
+    CHECK(out.text.find(fmt::format("{:+.3f}", num(largest, diff)), line) != std::string::npos);
+  }
+
+  TEST_CASE("issue 64 point 6: the report page names each finding's fix with its value") {
+    // Llama with a vocabulary of 32001 (../shared/ab_pairs s_vocab_A): the
+    // page's findings table says what to pad it to, the next multiple of 64
+    // computed here from the vocabulary the trace's GEMMs carry.
+    const std::string trace =
+        jarvis::golden::shared_dir() + "/ab_pairs/s_vocab_A_vocab32001.json.gz";
+    ScratchDir dir;
+    Output out = run_in(dir.path, "report " + shell_quote(trace) + " --html page.html --arch H200");
+    REQUIRE_MESSAGE(out.exit_code == 0, out.text);
+    const std::string html = read_text(dir / "page.html");
+    const size_t verdict = html.find("<section id=\"verdict\">");
+    REQUIRE(verdict != std::string::npos);
+    const std::string text = html.substr(verdict, html.find("</section>", verdict) - verdict);
+    CHECK(text.find("<th>fix</th>") != std::string::npos);
+    const int64_t vocabulary = 32001, padded = (vocabulary + 63) / 64 * 64;
+    CHECK(padded == 32064);
+    CHECK_MESSAGE(text.find(fmt::format("pad it to {}", padded)) != std::string::npos,
+                  text.substr(0, 3000));
+    // It opens with the step without the profiler and what bounds it.
+    CHECK(text.find("Step without the profiler: ") != std::string::npos);
+  }
 }

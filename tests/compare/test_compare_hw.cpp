@@ -389,3 +389,70 @@ TEST_CASE("compare: two traces with memory samples carry the memory diff") {
                                   jarvis::CompareTracesOptions{});
   CHECK(g.summary()["memory"].is_null());
 }
+
+TEST_CASE("issue 64 point 3: an fp32 run against a bf16 run pairs its ops across the dtype") {
+  // GPT-2 (4 layers) training on one H200, fp32 (TF32 off) and bf16
+  // (../shared/ab_pairs): the five-key match leaves every GEMM on one side
+  // only. Paired across the dtype, the largest reference op is a GEMM whose
+  // roofline on the bf16 side expects it many times faster, and the notes
+  // lead with the dtype change.
+  const std::string ab = jarvis::golden::shared_dir() + "/ab_pairs/";
+  auto c = jarvis::compare_traces(ab + "s_tf32_A_fp32.json.gz", ab + "s_adam_A_foreach.json.gz",
+                                  jarvis::CompareTracesOptions{});
+  REQUIRE(c.hardware_gaps.has_value());
+  const auto changes = c.hardware_gaps->dtype_changes();
+  REQUIRE_FALSE(changes.empty());
+  // Each pair is the reference's row and the target's row of the same op:
+  // their kernel time sums are the two unified_perf_summary rows'.
+  auto summary_sum = [](const jarvis::NamedReport& report, const jarvis::HardwareGapRow& r,
+                        const std::string& type) {
+    const jarvis::Table* t = report.sheet("unified_perf_summary");
+    REQUIRE(t != nullptr);
+    double sum = -1;
+    for (const auto& row : t->rows) {
+      auto text = [&](const char* col) {
+        const jarvis::Cell& cell = row[static_cast<size_t>(t->col(col))];
+        return cell.missing() ? std::string() : cell.to_csv_text(cell.is_double());
+      };
+      if (text("name") == r.name && text("Input Dims") == r.input_dims &&
+          text("Input type") == type && text("Input Strides") == r.input_strides &&
+          text("Concrete Inputs") == r.concrete_inputs) {
+        CHECK(sum < 0);  // one row
+        sum = row[static_cast<size_t>(t->col("Kernel Time (µs)_sum"))].number();
+      }
+    }
+    return sum;
+  };
+  const jarvis::HardwareGapRow* largest = changes.front();
+  for (const jarvis::HardwareGapRow* r : changes) {
+    CAPTURE(r->name);
+    CAPTURE(r->input_dims);
+    CHECK(r->input_type != r->input_type_target);
+    CHECK(r->sum_us_reference == Approx(summary_sum(c.reference, *r, r->input_type)));
+    CHECK(r->sum_us_target == Approx(summary_sum(c.target, *r, r->input_type_target)));
+    if (r->sum_us_reference > largest->sum_us_reference) largest = r;
+  }
+  CAPTURE(largest->name);
+  CHECK(largest->input_type.find("float") != std::string::npos);
+  CHECK(largest->input_type_target.find("BFloat16") != std::string::npos);
+  // A GEMM: fp32 against bf16 matrix peaks, so the bf16 side is expected
+  // several times faster, and is measured so.
+  CHECK(largest->compute_spec != largest->compute_spec_target);
+  REQUIRE(largest->expected_ratio.has_value());
+  CHECK(*largest->expected_ratio < 0.5);
+  CHECK(largest->measured_ratio < 0.5);
+  CHECK(largest->why.find("dtype") == 0);
+  // The notes lead with it, naming the op.
+  REQUIRE_FALSE(c.notes.empty());
+  CHECK(c.notes.front().find("the runs differ in dtype") == 0);
+  CHECK(c.notes.front().find(largest->name) != std::string::npos);
+  const auto json = c.hardware_gaps->to_json();
+  CHECK(json["dtype_changes"]["ops"] == changes.size());
+  // Runs of one dtype pair nothing.
+  const std::string hw = jarvis::golden::shared_dir() + "/hw_pairs/gpt2_train";
+  auto same = jarvis::compare_traces(hw + "/h100.json.gz", hw + "/h200.json.gz",
+                                     jarvis::CompareTracesOptions{});
+  REQUIRE(same.hardware_gaps.has_value());
+  CHECK(same.hardware_gaps->dtype_changes().empty());
+  CHECK(same.hardware_gaps->to_json()["dtype_changes"].is_null());
+}

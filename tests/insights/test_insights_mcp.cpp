@@ -101,3 +101,39 @@ TEST_CASE("MCP insights: the schema's rule filter lists every rule the engine ru
   std::sort(rules.begin(), rules.end());
   CHECK(listed == rules);
 }
+
+TEST_CASE("issue 64 point 4: insights list uids and kernel names at detail=full, count them else") {
+  jarvis::mcp::ServerOptions options;
+  options.roots = {jarvis::golden::shared_dir()};
+  Harness h(options);
+  h.initialize();
+  h.tool_result(1, "load_trace",
+                {{"path", jarvis::golden::shared_dir() + "/hw_pairs/gpt2_train/h100.json.gz"}});
+  json full = h.tool_result(2, "insights", {{"trace", "t1"}, {"detail", "full"}});
+  json brief = h.tool_result(3, "insights", {{"trace", "t1"}});
+  REQUIRE_FALSE(full["insights"].empty());
+  // The default reply keeps to its 16 KB of structured data; without the
+  // lists more insights fit there than the full rows would let in.
+  size_t fit_with_lists = 0, bytes = 0;
+  for (const json& row : full["insights"]) {
+    bytes += row.dump().size() + 1;
+    if (bytes > 16 * 1024) break;
+    ++fit_with_lists;
+  }
+  MESSAGE(brief["insights"].size(), " of ", full["insights"].size(),
+          " insights in the default reply; ", fit_with_lists, " would fit with their lists");
+  CHECK(brief["insights"].size() > fit_with_lists);
+  CHECK(brief.dump().size() <= 16 * 1024);
+  CHECK(brief["insight_count"] == full["insight_count"]);
+  for (size_t k = 0; k < brief["insights"].size(); ++k) {
+    const json& b = brief["insights"][k];
+    const json& f = full["insights"][k];
+    CAPTURE(f["rule"]);
+    CHECK(b["title"] == f["title"]);
+    CHECK_FALSE(b.contains("uids"));
+    CHECK_FALSE(b.contains("kernel_names"));
+    CHECK(b["uid_count"] == f["uids"].size());
+    CHECK(b["kernel_count"] == f["kernel_names"].size());
+  }
+  CHECK(brief.dump().size() < full.dump().size());
+}

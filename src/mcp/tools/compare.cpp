@@ -6,6 +6,10 @@
 #include <cmath>
 #include <filesystem>
 
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
 #include <fmt/format.h>
 
 #include "engine/engine.h"
@@ -75,6 +79,21 @@ std::string summary_text(const json& r) {
       text += fmt::format("  {:<20} {} -> {} ({}%)\n", row["type"].get<std::string>(),
                           num(row["reference_ms"]), num(row["target_ms"]),
                           num(row["diff_pct"], "{:+.1f}"));
+  }
+  if (r["ops_summary"].is_array() && !r["ops_summary"].empty()) {
+    // The largest changes first: what the comparison is about.
+    std::vector<const json*> rows;
+    for (const auto& row : r["ops_summary"])
+      if (row["diff_ms"].is_number()) rows.push_back(&row);
+    std::stable_sort(rows.begin(), rows.end(), [](const json* a, const json* b) {
+      return std::fabs((*a)["diff_ms"].get<double>()) > std::fabs((*b)["diff_ms"].get<double>());
+    });
+    text += "largest op changes (kernel ms, reference -> target, diff):\n";
+    for (size_t k = 0; k < rows.size() && k < 5; ++k)
+      text += fmt::format("  {:<28} {} -> {} ({} ms, {}%)\n", (*rows[k])["name"].get<std::string>(),
+                          num((*rows[k])["reference_ms"]), num((*rows[k])["target_ms"]),
+                          num((*rows[k])["diff_ms"], "{:+.3f}"),
+                          num((*rows[k])["diff_pct"], "{:+.1f}"));
   }
   if (r["hardware_gaps"].is_object()) {
     const auto& g = r["hardware_gaps"];

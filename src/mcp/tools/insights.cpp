@@ -35,7 +35,10 @@ ToolResult insights_tool(const json& args, ToolContext& ctx) {
   for (const auto& i : found) {
     if (!rule.empty() && i.rule != rule) continue;
     if (++matched > top_n) continue;
-    rows.push_back(engine::to_json(i));
+    json row = engine::to_json(i);
+    row["uid_count"] = i.uids.size();
+    row["kernel_count"] = i.kernel_names.size();
+    rows.push_back(std::move(row));
     if (matched <= kTextInsights)
       lines += fmt::format("[{}] {}: {}\n", i.severity, i.rule, i.title);
   }
@@ -51,8 +54,15 @@ ToolResult insights_tool(const json& args, ToolContext& ctx) {
       {"trace", entry->handle()},    {"arch", arch ? json(arch->name) : json()},
       {"rules", engine::rule_ids()}, {"total_kernel_time_us", context.total_kernel_time_us},
       {"insight_count", matched},    {"insights", rows}};
+  if (!rows.empty() && args.value("detail", std::string("rows")) != "full")
+    text +=
+        "(each insight's uids and kernel names: detail=full; counts in uid_count, "
+        "kernel_count)\n";
   ToolResult out{result, text};
   out.rows("/insights", matched);
+  // The op and kernel lists were most of a reply (12 insights, 38.7 KB):
+  // counted by default, listed with detail=full (issue 64 point 4).
+  out.full_only = {"/insights/*/uids", "/insights/*/kernel_names"};
   if (!rows.empty() && !rows[0]["uids"].empty())
     out.suggest("parent_chain", {{"trace", entry->handle()}, {"uid", rows[0]["uids"][0]}},
                 "the call stack behind the top insight");
