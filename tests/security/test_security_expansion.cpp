@@ -21,6 +21,7 @@
 
 #include <fmt/format.h>
 
+#include "../../fuzz/protobuf_amplify.h"
 #include "child_process.h"
 #include "engine/engine.h"
 #include "explore/input_format.h"
@@ -379,7 +380,8 @@ TEST_SUITE("mcp_security") {
     ScratchDir dir;
     const uint64_t slack = JARVIS_ASAN ? 512 * kMiB : 128 * kMiB;
     for (const Attack& attack : attacks) {
-      CAPTURE(attack.name);
+      const std::string name = attack.name;
+      CAPTURE(name);
       write_text(dir / attack.name, attack.bytes);
       Server server(dir.str(), "512M");
       const uint64_t before = server.now();
@@ -390,11 +392,44 @@ TEST_SUITE("mcp_security") {
       if (attack.refused)
         CHECK(r.dump().find("half of the server's --max-memory") != std::string::npos);
       const uint64_t grew = server.peak() - before;
-      MESSAGE(std::string(attack.name), " (", attack.bytes.size() / 1024, " KiB): peak grew by ",
-              grew / kMiB, " MiB");
+      MESSAGE(name, " (", attack.bytes.size() / 1024, " KiB): peak grew by ", grew / kMiB, " MiB");
       CHECK(grew < 256 * kMiB + slack);
       json again = server.call(3, "list_traces", json::object());
       CHECK(again.contains("result"));
     }
+  }
+}
+
+TEST_SUITE("fuzz_support") {
+  TEST_CASE("fuzz_xplane's amplifying mutation keeps the wire format and grows the input") {
+    // The mutation the XPlane fuzzer applies to a quarter of its inputs
+    // (fuzz/protobuf_amplify.h): every result must still parse as protobuf
+    // fields (lengths re-encoded all the way up) unless cut at max_size, and
+    // repeats, large varints and grown payloads must all occur.
+    Pb plane;
+    plane.v(1, 1).s(2, "/host:CPU").m(5, stat_metadata(1, "hlo_op"));
+    plane.m(4, event_metadata(1, "op", {str_stat(1, "fusion.1")}));
+    plane.m(3, line_of(1, "python3", 3, Pb().m(4, Pb().v(1, 1).v(4, 7)).bytes));
+    const std::string seed = xspace({plane});
+    constexpr size_t kMax = 1 << 20;
+    REQUIRE(seed.size() < kMax);
+    size_t grown = 0, parsed = 0, tried = 0;
+    for (unsigned s = 0; s < 400; ++s) {
+      std::vector<uint8_t> buf(kMax);
+      std::copy(seed.begin(), seed.end(), buf.begin());
+      const size_t n = jarvis::fuzz::amplify(buf.data(), seed.size(), kMax, s);
+      if (n == 0) continue;  // the picked field could not take that mutation
+      ++tried;
+      grown += n > seed.size();
+      std::string_view out(reinterpret_cast<const char*>(buf.data()), n);
+      std::vector<jarvis::fuzz::WireField> fields;
+      if (n < kMax) {
+        CHECK(jarvis::fuzz::parse_fields(out, 0, n, 0, fields));
+        ++parsed;
+      }
+    }
+    MESSAGE(tried, " mutations, ", grown, " grew the input, ", parsed, " parsed back");
+    CHECK(tried > 100);
+    CHECK(grown > tried / 4);
   }
 }
