@@ -384,6 +384,23 @@ std::string verdict_html(const ReportVerdict& v, const GpuTimeline& tl, size_t t
   return out + html_table(findings_table(v, tl, top), top);
 }
 
+// The memory findings of a trace recorded with profile_memory=True (a leak
+// across steps, activations holding the peak, a reserved gap), so that the
+// page a person opens first names what `jarvis memory` finds.
+std::string memory_verdict_html(const Trace& trace) {
+  auto analysis = memory::analyse_memory_if_recorded(trace);
+  if (!analysis || analysis->findings.empty()) return "";
+  std::string out = fmt::format(
+      "<p><b>Memory: {} finding(s)</b> from the trace's [memory] events (the memory section "
+      "below has the peaks; <code>jarvis memory TRACE --html FILE</code> the whole page):</p>\n"
+      "<ul class=\"memory-findings\">\n",
+      analysis->findings.size());
+  for (const memory::MemoryFinding& f : analysis->findings)
+    out += fmt::format("<li><b>{}</b> ({}): {} <i>Fix:</i> {}</li>\n", html_escape(f.title),
+                       html_escape(f.device), html_escape(f.evidence), html_escape(f.action));
+  return out + "</ul>\n";
+}
+
 // The link to the annotated trace beside the page.
 std::string annotated_trace_html(const std::string& file) {
   if (file.empty()) return "";
@@ -430,6 +447,7 @@ std::string report_html(const Trace& trace, const Report& report,
   if (options.verdict)
     sections.push_back({"verdict", "Verdict",
                         verdict_html(*options.verdict, report.timeline, options.verdict_findings) +
+                            memory_verdict_html(trace) +
                             annotated_trace_html(options.annotated_trace)});
   sections.push_back({"summary", "Summary",
                       html_table(summary_table(trace, report, options), 100) +

@@ -88,7 +88,8 @@ Runner add_replay(CLI::App& app) {
   selection->require_option(1);
   cmd->add_option("--dims", a->dims,
                   "with --op: only Input Dims DIMS, e.g. \"[[8944, 1024], "
-                  "[1024, 2816]]\"")
+                  "[1024, 2816]]\" or, as insights print a GEMM, \"(8944, 1024) x (1024, "
+                  "2816)\"")
       ->needs(op);
   cmd->add_option("--top", a->top, "with --category: how many op signatures")
       ->needs(category)

@@ -98,10 +98,29 @@ json py_to_json(const PyValue& v) {
 PyValue parse_dims(const std::string& text) {
   // JSON lists and Python tuples are both Python literals: "((16,), ())".
   auto lit = pycompat::try_parse_py_literal(text);
+  // The form jarvis prints a GEMM's operands in (insights, gemm_roofline):
+  // "(4096, 768) x (768, 50257)", one shape per argument.
+  if ((!lit || !lit->is_seq()) && text.find(") x (") != std::string::npos) {
+    std::vector<PyValue> shapes;
+    size_t start = 0;
+    while (start <= text.size()) {
+      size_t end = text.find(" x ", start);
+      auto shape = pycompat::try_parse_py_literal(
+          text.substr(start, end == std::string::npos ? std::string::npos : end - start));
+      if (!shape || !shape->is_seq()) {
+        shapes.clear();
+        break;
+      }
+      shapes.push_back(*shape);
+      if (end == std::string::npos) break;
+      start = end + 3;
+    }
+    if (!shapes.empty()) lit = PyValue::make_list(std::move(shapes));
+  }
   if (!lit || !lit->is_seq())
     throw ReplayError("cannot parse Input Dims filter '" + text +
                       "': write it like [[8944, 1024], [1024, 2816]] (one list per argument, "
-                      "[] for scalars)");
+                      "[] for scalars) or (8944, 1024) x (1024, 2816)");
   return dims_value(*lit);
 }
 

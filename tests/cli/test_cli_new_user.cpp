@@ -765,6 +765,49 @@ TEST_SUITE("cli_new_user") {
     CHECK(out.text.find(fmt::format("{:+.3f}", num(largest, diff)), line) != std::string::npos);
   }
 
+  TEST_CASE("issue 64 point 7: the report page's verdict names what jarvis memory finds") {
+    // GPT-2 training recorded with profile_memory=True (../shared/ab_pairs
+    // s_ckpt_A): every finding of `jarvis memory` is in the verdict section.
+    const std::string trace =
+        jarvis::golden::shared_dir() + "/ab_pairs/s_ckpt_A_no_checkpointing.json.gz";
+    ScratchDir dir;
+    Output mem = run_in(dir.path, "memory " + shell_quote(trace) + " --out m");
+    REQUIRE_MESSAGE(mem.exit_code == 0, mem.text);
+    const auto summary = nlohmann::json::parse(read_text(dir / "m/memory_summary.json"));
+    REQUIRE(summary.is_array());
+    REQUIRE_FALSE(summary[0]["findings"].empty());
+    Output out = run_in(dir.path, "report " + shell_quote(trace) + " --html page.html --arch H200");
+    REQUIRE_MESSAGE(out.exit_code == 0, out.text);
+    const std::string html = read_text(dir / "page.html");
+    const size_t verdict = html.find("<section id=\"verdict\">");
+    REQUIRE(verdict != std::string::npos);
+    const std::string text = html.substr(verdict, html.find("</section>", verdict) - verdict);
+    auto escaped = [](const std::string& s) {
+      std::string out;
+      for (char c : s) {
+        if (c == '&')
+          out += "&amp;";
+        else if (c == '<')
+          out += "&lt;";
+        else if (c == '>')
+          out += "&gt;";
+        else if (c == '"')
+          out += "&quot;";
+        else if (c == '\'')
+          out += "&#39;";
+        else
+          out += c;
+      }
+      return out;
+    };
+    CHECK(text.find(fmt::format("Memory: {} finding(s)", summary[0]["findings"].size())) !=
+          std::string::npos);
+    for (const auto& f : summary[0]["findings"]) {
+      const std::string title = f["title"].get<std::string>();
+      CHECK_MESSAGE(text.find(escaped(title)) != std::string::npos, title);
+    }
+  }
+
   TEST_CASE("issue 64 point 6: the report page names each finding's fix with its value") {
     // Llama with a vocabulary of 32001 (../shared/ab_pairs s_vocab_A): the
     // page's findings table says what to pad it to, the next multiple of 64

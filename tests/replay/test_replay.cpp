@@ -169,6 +169,12 @@ TEST_SUITE("replay") {
     CHECK(replay::parse_dims("((16,), ())").repr_tuple() == "((16,), ())");
     CHECK_THROWS_AS(replay::parse_dims("[[1, 2]"), replay::ReplayError);
     CHECK_THROWS_AS(replay::parse_dims("[[1.5]]"), replay::ReplayError);
+    // Issue 64 point 7: the form jarvis prints a GEMM's operands in
+    // (insights' titles, gemm_roofline), pasted as it is.
+    CHECK(replay::parse_dims("(8944, 1024) x (1024, 2816)") == a);
+    CHECK(replay::parse_dims("(4, 8944, 1024) x (4, 1024, 2816) x ()").repr_tuple() ==
+          "((4, 8944, 1024), (4, 1024, 2816), ())");
+    CHECK_THROWS_AS(replay::parse_dims("(8944, 1024) x (1024, oops)"), replay::ReplayError);
   }
 
   TEST_CASE("UID selection: counts and GPU times equal TraceLens ops_unique_args") {

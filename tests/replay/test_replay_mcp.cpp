@@ -75,6 +75,15 @@ TEST_SUITE("replay") {
          {"op", "aten::addmm"},
          {"input_dims", json::parse("[[2048], [141, 512], [512, 2048], [], []]")}});
     CHECK(dims["op_count"] == 1);
+    // The same, as jarvis prints operand shapes (issue 64 point 7).
+    json printed =
+        r.h->tool_result(6, "make_replay",
+                         {{"trace", "t1"},
+                          {"output_dir", (r.scratch / "printed").string()},
+                          {"op", "aten::addmm"},
+                          {"input_dims", "(2048,) x (141, 512) x (512, 2048) x () x ()"}});
+    CHECK(printed["op_count"] == 1);
+    CHECK(printed["ops"][0]["input_dims"] == dims["ops"][0]["input_dims"]);
 
     json cat = r.h->tool_result(
         4, "make_replay",

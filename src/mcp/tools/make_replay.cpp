@@ -22,7 +22,10 @@ engine::ReplaySelection selection_from(const json& args) {
   }
   if (args.contains("op")) {
     std::optional<PyValue> dims;
-    if (args.contains("input_dims")) dims = engine::parse_dims(args.at("input_dims").dump());
+    if (args.contains("input_dims"))
+      dims = engine::parse_dims(args.at("input_dims").is_string()
+                                    ? args.at("input_dims").get<std::string>()
+                                    : args.at("input_dims").dump());
     return engine::ReplaySelection::by_op(args.at("op").get<std::string>(), dims);
   }
   return engine::ReplaySelection::by_category(args.at("category").get<std::string>(),
