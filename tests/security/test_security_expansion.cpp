@@ -400,6 +400,41 @@ TEST_SUITE("mcp_security") {
   }
 }
 
+TEST_SUITE("mcp_security") {
+  TEST_CASE("issue 63 point 2: over MCP under --max-memory 512M SQL stays within its heap") {
+    // The attacker's queries, each in a server of its own: 80 values of
+    // printf('%.*c', 60e6) (5.2 GB before) and ORDER BY random() over a
+    // million generated rows (2.8 GB of temp files before). SQLite's heap
+    // is a quarter of --max-memory here (128 MiB): each query answers or
+    // stops with the heap's error, and the server's peak stays within it.
+    const std::string example = std::string(JARVIS_SOURCE_DIR) + "/examples/example_trace.json.gz";
+    const std::vector<std::string> queries = {
+        "SELECT length(printf('%.*c', 60000000, 'x')) FROM (WITH RECURSIVE n(i) AS (SELECT 1 "
+        "UNION ALL SELECT i + 1 FROM n WHERE i < 80) SELECT i FROM n)",
+        "SELECT i FROM (WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < "
+        "1000000) SELECT i, printf('%.*c', 100, 'y') AS pad FROM n) ORDER BY random()"};
+    const uint64_t slack = JARVIS_ASAN ? 512 * kMiB : 96 * kMiB;
+    for (const std::string& sql : queries) {
+      CAPTURE(sql);
+      Server server(std::string(JARVIS_SOURCE_DIR) + "/examples", "512M");
+      json loaded = server.call(2, "load_trace", {{"path", example}});
+      REQUIRE_FALSE(loaded["result"].value("isError", false));
+      const std::string handle = loaded["result"]["structuredContent"]["trace"];
+      const uint64_t before = server.now();
+      json r =
+          server.call(3, "query_sql", {{"trace", handle}, {"sql", sql}, {"timeout_ms", 30000}});
+      INFO(r.dump().substr(0, 400));
+      REQUIRE(r.contains("result"));
+      if (r["result"].value("isError", false))
+        CHECK(r.dump().find("more memory than SQLite may use here") != std::string::npos);
+      const uint64_t grew = server.peak() - before;
+      MESSAGE(sql.substr(0, 40), "...: peak grew by ", grew / kMiB, " MiB");
+      CHECK(grew < 128 * kMiB + slack);
+      CHECK(server.call(4, "list_traces", json::object()).contains("result"));
+    }
+  }
+}
+
 TEST_SUITE("fuzz_support") {
   TEST_CASE("fuzz_xplane's amplifying mutation keeps the wire format and grows the input") {
     // The mutation the XPlane fuzzer applies to a quarter of its inputs
