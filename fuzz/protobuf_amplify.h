@@ -91,6 +91,14 @@ inline bool parse_fields(std::string_view s, size_t begin, size_t end, int depth
   return true;
 }
 
+// The field's key (number and wire type) as `s` encodes it.
+inline std::string_view key_bytes(std::string_view s, const WireField& f) {
+  size_t k = f.begin;
+  uint64_t key = 0;
+  read_varint(s, k, key);
+  return s.substr(f.begin, k - f.begin);
+}
+
 // `s` with the field at `path` (indices into children) replaced by
 // `replacement` (whole fields), every enclosing length re-encoded.
 inline std::string splice(std::string_view s, const std::vector<WireField>& level,
@@ -103,10 +111,7 @@ inline std::string splice(std::string_view s, const std::vector<WireField>& leve
   } else {
     std::string inner = splice(s, f.children, path, depth + 1, replacement);
     // inner is the payload rewritten: rebuild key + length + payload.
-    size_t k = f.begin;
-    uint64_t key = 0;
-    read_varint(s, k, key);
-    write_varint(middle, key);
+    middle += key_bytes(s, f);
     write_varint(middle, inner.size());
     middle += inner;
   }
@@ -143,10 +148,7 @@ inline size_t amplify(uint8_t* data, size_t size, size_t max_size, unsigned seed
       if (f.type != 0) return 0;
       static constexpr uint64_t kLarge[] = {
           1u << 16, 1u << 20, 1u << 24, 1u << 31, (uint64_t{1} << 40), ~uint64_t{0} >> 1};
-      size_t k = f.begin;
-      uint64_t key = 0;
-      read_varint(s, k, key);
-      write_varint(replacement, key);
+      replacement += key_bytes(s, f);
       write_varint(replacement, kLarge[rng() % 6]);
       break;
     }
@@ -156,10 +158,7 @@ inline size_t amplify(uint8_t* data, size_t size, size_t max_size, unsigned seed
       std::string grown;
       const size_t target = std::min<size_t>(max_size / 2, payload.size() << (1 + rng() % 10));
       while (grown.size() < target) grown += payload;
-      size_t k = f.begin;
-      uint64_t key = 0;
-      read_varint(s, k, key);
-      write_varint(replacement, key);
+      replacement += key_bytes(s, f);
       write_varint(replacement, grown.size());
       replacement += grown;
       break;

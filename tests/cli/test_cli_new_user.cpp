@@ -87,6 +87,18 @@ std::string bash_completes(const fs::path& dir, const std::string& words) {
   return text;
 }
 
+// The verdict section of the page `jarvis report TRACE --html page.html
+// --arch ARCH` writes in `dir`.
+std::string report_verdict_section(const fs::path& dir, const std::string& trace,
+                                   const std::string& arch) {
+  Output out = run_in(dir, "report " + shell_quote(trace) + " --html page.html --arch " + arch);
+  REQUIRE_MESSAGE(out.exit_code == 0, out.text);
+  const std::string html = read_text(dir / "page.html");
+  const size_t verdict = html.find("<section id=\"verdict\">");
+  REQUIRE(verdict != std::string::npos);
+  return html.substr(verdict, html.find("</section>", verdict) - verdict);
+}
+
 }  // namespace
 
 TEST_SUITE("cli_new_user") {
@@ -776,12 +788,7 @@ TEST_SUITE("cli_new_user") {
     const auto summary = nlohmann::json::parse(read_text(dir / "m/memory_summary.json"));
     REQUIRE(summary.is_array());
     REQUIRE_FALSE(summary[0]["findings"].empty());
-    Output out = run_in(dir.path, "report " + shell_quote(trace) + " --html page.html --arch H200");
-    REQUIRE_MESSAGE(out.exit_code == 0, out.text);
-    const std::string html = read_text(dir / "page.html");
-    const size_t verdict = html.find("<section id=\"verdict\">");
-    REQUIRE(verdict != std::string::npos);
-    const std::string text = html.substr(verdict, html.find("</section>", verdict) - verdict);
+    const std::string text = report_verdict_section(dir.path, trace, "H200");
     auto escaped = [](const std::string& s) {
       std::string out;
       for (char c : s) {
@@ -815,12 +822,7 @@ TEST_SUITE("cli_new_user") {
     const std::string trace =
         jarvis::golden::shared_dir() + "/ab_pairs/s_vocab_A_vocab32001.json.gz";
     ScratchDir dir;
-    Output out = run_in(dir.path, "report " + shell_quote(trace) + " --html page.html --arch H200");
-    REQUIRE_MESSAGE(out.exit_code == 0, out.text);
-    const std::string html = read_text(dir / "page.html");
-    const size_t verdict = html.find("<section id=\"verdict\">");
-    REQUIRE(verdict != std::string::npos);
-    const std::string text = html.substr(verdict, html.find("</section>", verdict) - verdict);
+    const std::string text = report_verdict_section(dir.path, trace, "H200");
     CHECK(text.find("<th>fix</th>") != std::string::npos);
     const int64_t vocabulary = 32001, padded = (vocabulary + 63) / 64 * 64;
     CHECK(padded == 32064);

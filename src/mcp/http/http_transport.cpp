@@ -87,6 +87,11 @@ void send_error(httplib::Response& res, int status, int code, const std::string&
   send_json(res, status, make_error(id, code, message, data));
 }
 
+// A message as one JSON document (a plain-JSON reply's body).
+std::string json_text(const json& message) {
+  return message.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
 std::string sse_event(const json& message) {
   return "event: message\ndata: " + message.dump(-1, ' ', false, json::error_handler_t::replace) +
          "\n\n";
@@ -648,109 +653,81 @@ struct HttpServer::Impl {
 
   // Answers a request as an SSE stream: its notifications and requests to
   // the client first, then the response, then the stream ends. While the
-  // call runs, a comment line goes out every keepalive_ms; when one cannot
-  // be written the client has left, and its call is cancelled (a worker
-  // process is killed) instead of holding a worker thread for a reader that
-  // is gone (issue 63 point 3: abandoned queries locked a client out).
+  // call runs, a comment line goes out every keepalive_ms (watched_reply).
   void stream_reply(httplib::Response& res, std::shared_ptr<Session> session, json message) {
-    res.status = 200;
     res.set_header("Cache-Control", "no-cache");
     res.set_header("X-Accel-Buffering", "no");
-    auto interval = std::chrono::milliseconds(std::max(options.keepalive_ms, 10));
-    res.set_chunked_content_provider("text/event-stream", [session, interval,
-                                                           message = std::move(message)](
-                                                              size_t, httplib::DataSink& sink) {
-      std::mutex write_mutex;
-      bool open = true;
-      auto write_text = [&](const std::string& text) {  // false once the client is gone
-        std::lock_guard<std::mutex> lock(write_mutex);
-        if (open) open = sink.write(text.data(), text.size());
-        return open;
-      };
-      auto write = [&](const json& m) { write_text(sse_event(m)); };
-      json id = message.is_object() && message.contains("id") ? message["id"] : json();
-      std::mutex done_mutex;
-      std::condition_variable done_changed;
-      bool done = false;
-      std::thread heartbeat([&] {
-        std::unique_lock<std::mutex> lock(done_mutex);
-        while (!done_changed.wait_for(lock, interval, [&] { return done; })) {
-          if (write_text(": call running\n\n")) continue;
-          json cancel = {{"jsonrpc", "2.0"},
-                         {"method", "notifications/cancelled"},
-                         {"params", {{"requestId", id}, {"reason", "the client disconnected"}}}};
-          if (!id.is_null()) session->handle(cancel, [](const json&) {});
-          return;
-        }
-      });
-      try {
-        if (auto reply = session->handle(message, write)) write(*reply);
-      } catch (const std::exception& e) {  // never let a worker die with the stream
-        write(make_error(id, rpc::kInternalError, fmt::format("Internal error: {}", e.what())));
-      }
-      {
-        std::lock_guard<std::mutex> lock(done_mutex);
-        done = true;
-      }
-      done_changed.notify_all();
-      heartbeat.join();
-      sink.done();
-      return true;
-    });
+    watched_reply(res, std::move(session), std::move(message), "text/event-stream",
+                  ": call running\n\n", sse_event, true);
   }
 
   // A tools/call answered as plain JSON: the body is sent chunked, and while
   // the call runs a space goes out every keepalive_ms (JSON allows
-  // whitespace before a value, so the client reads the same document). A
-  // space that cannot be written means the client has left: its call is
-  // cancelled, as on an SSE stream (issue 63 point 3: cpp-httplib gives no
-  // other way to see a peer leave).
+  // whitespace before a value, so the client reads the same document).
   void watched_json_reply(httplib::Response& res, const std::shared_ptr<SessionSlot>& slot,
                           json message) {
+    watched_reply(res, slot->session, std::move(message), "application/json", " ", json_text,
+                  false, [slot] { slot->last_used = now_ns(); });
+  }
+
+  // The reply of a call sent chunked as `content_type`: `keepalive` goes out
+  // every keepalive_ms while the call runs; when it cannot be written the
+  // client has left, and its call is cancelled (a worker process is killed)
+  // instead of holding a worker thread for a reader that is gone (issue 63
+  // point 3: abandoned queries locked a client out; cpp-httplib gives no
+  // other way to see a peer leave). `frame` renders each message (the
+  // call's notifications too when `notifications`), the response last.
+  void watched_reply(httplib::Response& res, std::shared_ptr<Session> session, json message,
+                     const char* content_type, std::string keepalive,
+                     std::string (*frame)(const json&), bool notifications,
+                     std::function<void()> finished = {}) {
     res.status = 200;
     auto interval = std::chrono::milliseconds(std::max(options.keepalive_ms, 10));
-    res.set_chunked_content_provider("application/json", [slot, interval,
-                                                          message = std::move(message)](
-                                                             size_t, httplib::DataSink& sink) {
-      std::mutex write_mutex;
-      bool open = true;
-      auto write_text = [&](const std::string& text) {
-        std::lock_guard<std::mutex> lock(write_mutex);
-        if (open) open = sink.write(text.data(), text.size());
-        return open;
-      };
-      json id = message.contains("id") ? message["id"] : json();
-      std::mutex done_mutex;
-      std::condition_variable done_changed;
-      bool done = false;
-      std::thread heartbeat([&] {
-        std::unique_lock<std::mutex> lock(done_mutex);
-        while (!done_changed.wait_for(lock, interval, [&] { return done; })) {
-          if (write_text(" ")) continue;
-          json cancel = {{"jsonrpc", "2.0"},
-                         {"method", "notifications/cancelled"},
-                         {"params", {{"requestId", id}, {"reason", "the client disconnected"}}}};
-          if (!id.is_null()) slot->session->handle(cancel, [](const json&) {});
-          return;
-        }
-      });
-      std::optional<json> reply;
-      try {
-        reply = slot->session->handle(message, [](const json&) {});
-      } catch (const std::exception& e) {  // never let a worker die with the response
-        reply = make_error(id, rpc::kInternalError, fmt::format("Internal error: {}", e.what()));
-      }
-      {
-        std::lock_guard<std::mutex> lock(done_mutex);
-        done = true;
-      }
-      done_changed.notify_all();
-      heartbeat.join();
-      slot->last_used = now_ns();
-      if (reply) write_text(reply->dump(-1, ' ', false, json::error_handler_t::replace));
-      sink.done();
-      return true;
-    });
+    res.set_chunked_content_provider(
+        content_type, [session = std::move(session), interval, message = std::move(message),
+                       keepalive = std::move(keepalive), frame, notifications,
+                       finished = std::move(finished)](size_t, httplib::DataSink& sink) {
+          std::mutex write_mutex;
+          bool open = true;
+          auto write_text = [&](const std::string& text) {  // false once the client is gone
+            std::lock_guard<std::mutex> lock(write_mutex);
+            if (open) open = sink.write(text.data(), text.size());
+            return open;
+          };
+          auto write = [&](const json& m) { write_text(frame(m)); };
+          json id = message.is_object() && message.contains("id") ? message["id"] : json();
+          std::mutex done_mutex;
+          std::condition_variable done_changed;
+          bool done = false;
+          std::thread heartbeat([&] {
+            std::unique_lock<std::mutex> lock(done_mutex);
+            while (!done_changed.wait_for(lock, interval, [&] { return done; })) {
+              if (write_text(keepalive)) continue;
+              json cancel = {
+                  {"jsonrpc", "2.0"},
+                  {"method", "notifications/cancelled"},
+                  {"params", {{"requestId", id}, {"reason", "the client disconnected"}}}};
+              if (!id.is_null()) session->handle(cancel, [](const json&) {});
+              return;
+            }
+          });
+          std::optional<json> reply;
+          try {
+            reply = session->handle(message, notifications ? Emit(write) : Emit([](const json&) {}));
+          } catch (const std::exception& e) {  // never let a worker die with the reply
+            reply = make_error(id, rpc::kInternalError, fmt::format("Internal error: {}", e.what()));
+          }
+          {
+            std::lock_guard<std::mutex> lock(done_mutex);
+            done = true;
+          }
+          done_changed.notify_all();
+          heartbeat.join();
+          if (finished) finished();
+          if (reply) write(*reply);
+          sink.done();
+          return true;
+        });
   }
 
   void get(const httplib::Request& req, httplib::Response& res) {
