@@ -233,8 +233,10 @@ std::string system_markdown(const std::string& category, const ojson& m, const o
   if (category == "cpu_idle") {
     const ojson& u = m["gpu_utilization"];
     out += "- Total time: " + num_text(u["total_time_ms"], 3) + " ms\n";
-    out += "- Idle: " + num_text(u["idle_time_ms"], 3) + " ms (" +
-           num_text(u["idle_time_percent"], 2) + " %)" +
+    // TraceLens's gpu_timeline counts the GPU events linked to a launch; the
+    // idle analysis below counts every GPU event: each line says which.
+    out += "- Idle (TraceLens's gpu_timeline, GPU events linked to a launch): " +
+           num_text(u["idle_time_ms"], 3) + " ms (" + num_text(u["idle_time_percent"], 2) + " %)" +
            (m["idle_flagged"].get<bool>() ? " \xE2\x80\x94 FLAGGED (> 15 %)" : "") + "\n";
     out += "- Computation: " + num_text(u["computation_percent"], 2) +
            " %, exposed "

@@ -145,8 +145,15 @@ std::string idle_markdown(const ojson& idle) {
                     " (short < 10 us: " + idle["short_kernels"].dump() + ", " +
                     fixed(num(idle, "short_kernel_time_us") / 1000, 3) +
                     " ms), from the trace's kernel events\n";
-  out += "- Idle: " + fixed(idle_us / 1000, 3) + " ms in " + idle["gaps"].dump() + " gaps; " +
-         idle["long_gaps"].dump() + " gaps over 100 us hold " +
+  // Over every GPU event: kernels whose launch the trace did not record (before
+  // its window, or unlinked) widen the span TraceLens's timeline measures.
+  const std::string events = idle.contains("gpu_events")
+                                 ? " over all " + idle["gpu_events"].dump() + " GPU events (" +
+                                       idle["unlinked_gpu_events"].dump() +
+                                       " not linked to a launch)"
+                                 : "";
+  out += "- Idle" + events + ": " + fixed(idle_us / 1000, 3) + " ms in " + idle["gaps"].dump() +
+         " gaps; " + idle["long_gaps"].dump() + " gaps over 100 us hold " +
          fixed(num(idle, "long_gaps_us") / 1000, 3) + " ms\n";
   out += "\n## Where the GPU idled\n\nBy cause:\n";
   for (const auto& [cause, v] : idle["by_cause"].items()) {

@@ -270,6 +270,20 @@ std::string regime_line(const ojson& regimes, const std::vector<const ojson*>& m
   return line + marker + "\n";
 }
 
+// A system category's draft: the analysis digest as the overview (with the
+// idle analysis where prepare left one: the digest the analysis itself shows,
+// so the draft's figures are the analysis's); the P-items (system tier,
+// impact not quantifiable from trace data) are the agent's to write.
+std::string system_draft(const std::string& out, const std::string& cat, const ojson& m,
+                         const ojson& idle) {
+  std::string digest = detail::system_markdown(cat, m, idle);
+  if (digest.starts_with("# ")) digest.erase(0, digest.find('\n') + 1);
+  return out + "## Overview\n" + digest +
+         "\n## Recommendations\n\nNo P-item drafted: system recommendations are written "
+         "from the data above (tier=system, impact low=null mid=null high=null).\n\n"
+         "## Detailed Analysis\n\n";
+}
+
 }  // namespace
 
 std::string draft_findings(const std::string& cat, const ojson& m, const std::string& display,
@@ -277,16 +291,7 @@ std::string draft_findings(const std::string& cat, const ojson& m, const std::st
   std::string name = display.empty() ? cat : display;
   std::string out = "# " + name + " Analysis Summary\n\n";
   std::string status = m.value("status", std::string());
-  if (is_system(cat) && status != "ERROR") {
-    // The system analysis digest as the overview; the P-items (system tier,
-    // impact not quantifiable from trace data) are the agent's to write.
-    std::string digest = detail::system_markdown(cat, m);
-    if (digest.starts_with("# ")) digest.erase(0, digest.find('\n') + 1);
-    return out + "## Overview\n" + digest +
-           "\n## Recommendations\n\nNo P-item drafted: system recommendations are written "
-           "from the data above (tier=system, impact low=null mid=null high=null).\n\n"
-           "## Detailed Analysis\n\n";
-  }
+  if (is_system(cat) && status != "ERROR") return system_draft(out, cat, m, ojson());
   if (status != "OK") {
     // A failed analysis is recorded as such (TraceLens counts the file as
     // failed); missing data keeps both sections, empty.
@@ -429,6 +434,11 @@ std::string draft_findings(const std::string& cat, const ojson& m, const std::st
 }
 
 std::string draft_findings(const AnalyzeResult& result) {
+  const std::string& cat = result.category;
+  if (is_system(cat) && result.metrics.value("status", std::string()) != "ERROR" &&
+      result.idle.is_object())
+    return system_draft("# " + cat + " Analysis Summary\n\n", cat, result.metrics, result.idle) +
+           insights_markdown(result.insights);
   return draft_findings(result.category, result.metrics, "", result.impact_what_if,
                         result.regimes) +
          insights_markdown(result.insights);

@@ -241,6 +241,15 @@ std::optional<NamedChart> timeline_chart(const Trace& trace, size_t max_kernels)
       c};
 }
 
+// What the timeline's event count counts: every GPU event, or (when the
+// trace holds GPU events no launch links) the linked ones, of how many.
+std::string timeline_events_label(const Trace& trace, const GpuTimeline& tl) {
+  size_t all = 0;
+  for (const Event& e : trace.events) all += e.is_gpu() ? 1 : 0;
+  if (all <= tl.event_count) return "GPU events";
+  return fmt::format("GPU events linked to a launch (of {} in the trace)", all);
+}
+
 Table summary_table(const Trace& trace, const Report& report, const ReportPageOptions& options) {
   Table t("summary", {"item", "value"});
   auto add = [&](std::string item, Cell value) {
@@ -253,7 +262,9 @@ Table summary_table(const Trace& trace, const Report& report, const ReportPageOp
   add("GPU", trace.gpu_name());
   add("arch for rooflines", options.arch_name.empty() ? "none" : options.arch_name);
   const GpuTimeline& tl = report.timeline;
-  add("GPU events", tl.event_count);
+  // The timeline counts the GPU events linked to a launch, as TraceLens's
+  // gpu_timeline does; the trace's own count sits beside it when it differs.
+  add(timeline_events_label(trace, tl), tl.event_count);
   add("total time", format_value(tl.total_time, Unit::Microseconds));
   add("busy time", format_value(tl.busy_time, Unit::Microseconds));
   add("idle time", format_value(tl.idle_time, Unit::Microseconds));
@@ -486,9 +497,10 @@ std::string report_html(const Trace& trace, const Report& report,
       options.title.empty()
           ? "jarvis report: " + std::filesystem::path(options.trace_path).filename().string()
           : options.title;
-  std::string subtitle = fmt::format(
-      "{} GPU events, {} total; tables sort on a click on their header.",
-      report.timeline.event_count, format_value(report.timeline.total_time, Unit::Microseconds));
+  std::string subtitle =
+      fmt::format("{} {}, {} total; tables sort on a click on their header.",
+                  report.timeline.event_count, timeline_events_label(trace, report.timeline),
+                  format_value(report.timeline.total_time, Unit::Microseconds));
   return html_page(title, subtitle, sections);
 }
 

@@ -28,6 +28,10 @@ struct WhatIfArgs : CriticalPathArgs {
   std::string category, op, kernel, overlap;
   double factor = 1.0;
   bool median = false, remove_gaps = false;
+  std::vector<std::string> remove_ops;
+  std::vector<uint32_t> remove_uids;
+  std::string remove_python_frame;
+  bool remove_waits_only = false;
 };
 
 engine::RankGraph load(const CriticalPathArgs& a, Progress& progress) {
@@ -82,9 +86,18 @@ int run_what_if(const WhatIfArgs& a) {
   sc.remove_launch_gaps = a.remove_gaps;
   sc.overlap_collective = a.overlap;
   sc.recorded_host = a.recorded_host;
+  engine::HostRemoval rm;
+  if (a.rank >= 0) rm.rank = a.rank;
+  rm.ops = a.remove_ops;
+  rm.uids = a.remove_uids;
+  rm.python_frame = a.remove_python_frame;
+  rm.waits_only = a.remove_waits_only;
+  if (rm.waits_only && rm.empty())
+    usage_error("--remove-waits-only needs --remove-op, --remove-uid or --remove-python-frame");
   Progress progress(a.progress.resolve(), "what-if");
   auto loaded = load(a, progress);
   progress.phase("replay");
+  engine::add_host_removal(loaded, rm, sc);
   engine::WhatIfResult result = engine::what_if(loaded.graph, sc);
   auto files = engine::write_what_if(result, sc, a.out);
   progress.finish();
@@ -150,6 +163,16 @@ Runner add_what_if(CLI::App& app) {
                 "take no time; kernels, streams and syncs stay");
   cmd->add_option("--overlap-collective", a->overlap,
                   "collective (name substring, or 'all') fully overlapped: no transfer time");
+  cmd->add_option("--remove-op", a->remove_ops,
+                  "host events with this exact name (aten::item, an annotation) taken out "
+                  "whole: their host time, the syncs and the GPU work inside (repeatable)");
+  cmd->add_option("--remove-uid", a->remove_uids,
+                  "the same for a host event by uid (of --rank's trace when several; "
+                  "repeatable)");
+  cmd->add_option("--remove-python-frame", a->remove_python_frame,
+                  "the same for python frames whose name contains this (with_stack traces)");
+  cmd->add_flag("--remove-waits-only", a->remove_waits_only,
+                "the removed events keep their time: only the syncs inside stop waiting");
   cmd->footer(
       "Writes DIR/what_if.json (measured_step_time_us, predicted_step_time_us, the new\n"
       "critical path) and DIR/predicted_path_iteration<K>.csv.");

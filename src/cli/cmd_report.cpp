@@ -264,6 +264,12 @@ int run_rocprof(const ReportArgs& a, const Targets& t, Progress& progress) {
 int run_xplane(const ReportArgs& a, const Targets& t, Progress& progress) {
   if (!a.html.empty()) usage_error("--html is not supported for XPlane input");
   if (a.python_frames) usage_error("--include-python-frames does not apply to XPlane input");
+  // TraceLens's JAX sheets carry no rooflines: say so rather than ignore it.
+  if (!a.arch.empty())
+    fmt::print(stderr,
+               "note: --arch {} is not used for XPlane input (TraceLens's JAX sheets have no "
+               "rooflines); `jarvis insights --arch` uses it\n",
+               a.arch);
   progress.phase("load");
   Trace trace = engine::load_non_kineto_input(a.trace, InputFormat::Xplane).trace;
   progress.phase("report");

@@ -160,6 +160,7 @@ struct Graph {
   std::string iterations_source = kFromWholeTrace;
   size_t recorded_waits = 0;                      // EventWait edges (recorded cross-stream waits)
   std::map<int64_t, ProfilerCost> profiler_cost;  // per rank
+  std::vector<int64_t> input_ranks;               // per RankInput, in order: its rank
 };
 
 // Iterations found as repeats of the launch sequence of one host thread: the
@@ -352,6 +353,10 @@ struct Scenario {
   std::vector<HostSpan> remove_host;
   // Synchronising runtime calls (rank, uid) that no longer wait for the GPU.
   std::vector<std::pair<int64_t, Uid>> remove_syncs;
+  // GPU events (rank, uid) that no longer run (take no time on their stream).
+  std::vector<std::pair<int64_t, Uid>> remove_gpu;
+  // What add_host_removal matched, in words (the first line of the changes).
+  std::string host_removal;
   double factor = 1.0;       // duration multiplier of the selected GPU ops
   bool median_rank = false;  // instead: each selected rank as fast as the median rank
   // A CUDA / HIP graph of each iteration's launches: launch calls and the
@@ -387,6 +392,37 @@ struct WhatIfResult {
 
 WhatIfResult what_if(const Graph& graph, const Scenario& scenario);
 
+// Host work an agent proposes to take out ("drop these .item() calls", "no
+// tokenizer in the loop"): host events named exactly (cpu_op, user
+// annotation, python frame, runtime call), given by uid, or python frames
+// whose name contains a text. They go whole: their host time, the waits of
+// the synchronising calls inside them and the GPU work those calls launched.
+struct HostRemoval {
+  std::vector<std::string> ops;  // exact event names, as ops_summary prints them
+  std::vector<Uid> uids;         // host events of `rank`'s trace (or of the only trace)
+  std::string python_frame;      // python_function names containing this (case-insensitive)
+  std::optional<int64_t> rank;   // only this rank
+  // Keep the events' host time and GPU work: only the synchronising calls
+  // inside them stop waiting (the value stays on the GPU: no .item()).
+  bool waits_only = false;
+  bool empty() const { return ops.empty() && uids.empty() && python_frame.empty(); }
+};
+
+struct HostRemovalMatch {
+  size_t events = 0;   // host events matched (nested ones each)
+  double host_us = 0;  // their time, nested spans once
+  size_t syncs = 0;    // synchronising calls inside that no longer wait
+  size_t gpu_ops = 0;  // GPU ops those calls launched, removed
+  double gpu_us = 0;
+};
+
+// Adds the removal to the scenario (remove_host spans merged per thread,
+// remove_syncs, remove_gpu, host_removal). Throws CriticalPathError when no
+// event matches, a uid is not a host event, or uids come without a rank on a
+// multi-rank graph.
+HostRemovalMatch add_host_removal(const std::vector<RankInput>& inputs, const Graph& graph,
+                                  const HostRemoval& removal, Scenario& scenario);
+
 // ---- files ----------------------------------------------------------------------
 
 struct Loaded {
@@ -394,6 +430,9 @@ struct Loaded {
   std::vector<std::unique_ptr<CallTree>> trees;
   Graph graph;
 };
+
+HostRemovalMatch add_host_removal(const Loaded& loaded, const HostRemoval& removal,
+                                  Scenario& scenario);
 
 // Loads the traces (rank from distributedInfo, else the order given) and
 // builds the graph. progress(done, total) after each load; false cancels.

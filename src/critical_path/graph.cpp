@@ -1112,6 +1112,7 @@ Graph build_graph(const std::vector<RankInput>& in) {
   if (in.empty()) throw CriticalPathError("no traces given");
   Builder b;
   auto ranks = rank_traces(in, b.g.clock_offset_us);
+  for (const auto& r : ranks) b.g.input_ranks.push_back(r.rank);
   std::vector<std::unique_ptr<RankBuilder>> builders;
   std::vector<std::vector<collectives::CollectiveInstance>> colls;
   std::vector<std::vector<Step>> steps;

@@ -216,6 +216,26 @@ void remove_sync_waits(const Graph& g, const std::vector<std::pair<int64_t, Uid>
       "{} synchronising call(s) no longer wait for the GPU ({} waits)", syncs.size(), n));
 }
 
+// GPU work that no longer runs: the ops keep their place on their stream
+// and take no time.
+void remove_gpu_work(const Graph& g, const std::vector<std::pair<int64_t, Uid>>& gpu,
+                     std::vector<double>& dur, WhatIfResult& out) {
+  std::vector<std::pair<int64_t, Uid>> sorted = gpu;
+  std::sort(sorted.begin(), sorted.end());
+  size_t n = 0;
+  double us = 0;
+  for (size_t k = 0; k < g.nodes.size(); ++k) {
+    const Node& node = g.nodes[k];
+    if (node.kind != NodeKind::Gpu ||
+        !std::binary_search(sorted.begin(), sorted.end(), std::make_pair(node.rank, node.uid)))
+      continue;
+    us += dur[k];
+    dur[k] = 0;
+    ++n;
+  }
+  out.changes.push_back(fmt::format("{} GPU op(s) they launched removed ({:.1f} us)", n, us));
+}
+
 // Work the change took out, per iteration: shorter GPU ops and transfers,
 // smaller lags.
 double removed_per_iteration(const Graph& g, const std::vector<double>& base_dur,
@@ -223,7 +243,9 @@ double removed_per_iteration(const Graph& g, const std::vector<double>& base_dur
                              const std::vector<double>& lag) {
   double removed = 0;
   for (size_t n = 0; n < g.nodes.size(); ++n) removed += base_dur[n] - dur[n];
-  for (size_t k = 0; k < g.edges.size(); ++k) removed += std::max(0.0, base_lag[k] - lag[k]);
+  // A wait removed (lag kNever) took out its positive lag, no more.
+  for (size_t k = 0; k < g.edges.size(); ++k)
+    removed += std::max(0.0, base_lag[k] - std::max(lag[k], std::min(base_lag[k], 0.0)));
   return g.iterations.empty() ? 0.0 : removed / static_cast<double>(g.iterations.size());
 }
 
@@ -233,6 +255,27 @@ double removed_per_iteration(const Graph& g, const std::vector<double>& dur,
   for (const Node& n : g.nodes) base_dur.push_back(n.dur);
   for (const Edge& e : g.edges) base_lag.push_back(e.lag);
   return removed_per_iteration(g, base_dur, base_lag, dur, lag);
+}
+
+// The recorded waits of the synchronising calls that no longer wait, per
+// iteration: each call's return less its entry (the wait is not an edge lag:
+// the GPU op the return waited for set it).
+double sync_waits_per_iteration(const Graph& g, const std::vector<std::pair<int64_t, Uid>>& syncs) {
+  if (syncs.empty() || g.iterations.empty()) return 0;
+  std::vector<std::pair<int64_t, Uid>> sorted = syncs;
+  std::sort(sorted.begin(), sorted.end());
+  std::map<std::pair<int64_t, Uid>, double> entry;
+  for (const Node& n : g.nodes)
+    if (n.kind == NodeKind::HostCall &&
+        std::binary_search(sorted.begin(), sorted.end(), std::make_pair(n.rank, n.uid)))
+      entry.emplace(std::make_pair(n.rank, n.uid), n.start);
+  double waits = 0;
+  for (const Node& n : g.nodes) {
+    if (n.kind != NodeKind::SyncReturn) continue;
+    auto it = entry.find({n.rank, n.uid});
+    if (it != entry.end()) waits += std::max(0.0, n.start - it->second);
+  }
+  return waits / static_cast<double>(g.iterations.size());
 }
 
 std::string bounds_of(const Analysis& a) {
@@ -281,7 +324,9 @@ namespace {
 // The scenario's changes applied to one base schedule.
 void apply(const Graph& g, const Scenario& sc, bool scales, std::vector<double>& dur,
            std::vector<double>& lag, WhatIfResult& out) {
+  if (!sc.host_removal.empty()) out.changes.push_back(sc.host_removal);
   if (scales) scale_selection(g, sc, dur, out);
+  if (!sc.remove_gpu.empty()) remove_gpu_work(g, sc.remove_gpu, dur, out);
   if (!sc.remove_host.empty()) remove_host_spans(g, sc.remove_host, dur, lag, out);
   if (!sc.remove_syncs.empty()) remove_sync_waits(g, sc.remove_syncs, lag, out);
   if (sc.remove_launch_gaps) remove_host_gaps(g, dur, lag, out);
@@ -291,12 +336,16 @@ void apply(const Graph& g, const Scenario& sc, bool scales, std::vector<double>&
 }  // namespace
 
 WhatIfResult what_if(const Graph& g, const Scenario& sc) {
-  const bool scales = !sc.select.empty() || sc.median_rank || sc.factor != 1.0;
+  // A rank alone scopes a host removal; with nothing else it changes nothing.
+  const Selector& sel = sc.select;
+  const bool selects = !sel.category.empty() || !sel.op.empty() || !sel.kernel.empty() ||
+                       !sel.gpu_uids.empty() || (sel.rank && sc.host_removal.empty());
+  const bool scales = selects || sc.median_rank || sc.factor != 1.0;
   if (!scales && !sc.remove_launch_gaps && sc.overlap_collective.empty() &&
-      sc.remove_host.empty() && sc.remove_syncs.empty())
+      sc.remove_host.empty() && sc.remove_syncs.empty() && sc.remove_gpu.empty())
     throw CriticalPathError(
         "the what-if changes nothing: give a selector (rank, category, op, kernel) with a factor "
-        "or median_rank, remove_launch_gaps, or overlap_collective");
+        "or median_rank, host ops to remove, remove_launch_gaps, or overlap_collective");
   if (!(sc.factor > 0) || !std::isfinite(sc.factor))
     throw CriticalPathError(fmt::format("factor must be a positive number, got {}", sc.factor));
   WhatIfResult out;
@@ -314,7 +363,8 @@ WhatIfResult what_if(const Graph& g, const Scenario& sc) {
     out.recorded_step_time_us = recorded.step_time_us;
     out.predicted_profiled_step_time_us = analyse(g, rec_dur, rec_lag).step_time_us;
     out.model = kModelRecorded;
-    out.removed_us = removed_per_iteration(g, rec_dur, rec_lag);
+    out.removed_us =
+        removed_per_iteration(g, rec_dur, rec_lag) + sync_waits_per_iteration(g, sc.remove_syncs);
     out.measured_step_time_us = recorded.step_time_us;
     out.predicted = analyse(g, rec_dur, rec_lag);
     out.predicted_step_time_us = out.predicted.step_time_us;
@@ -327,7 +377,8 @@ WhatIfResult what_if(const Graph& g, const Scenario& sc) {
   std::vector<double> dur = base_dur, lag = base_lag;
   apply(g, sc, scales, dur, lag, out);
   out.model = kModelUnprofiled;
-  out.removed_us = removed_per_iteration(g, base_dur, base_lag, dur, lag);
+  out.removed_us = removed_per_iteration(g, base_dur, base_lag, dur, lag) +
+                   sync_waits_per_iteration(g, sc.remove_syncs);
   const Analysis base = analyse(g, base_dur, base_lag);
   out.measured_step_time_us = base.step_time_us;
   out.predicted = analyse(g, dur, lag);

@@ -270,6 +270,8 @@ using RankGraph = critical_path::Loaded;  // the ranks' dependency graph, loaded
 using WhatIfResult = critical_path::WhatIfResult;
 using WhatIfScenario = critical_path::Scenario;
 using WhatIfSelector = critical_path::Selector;
+using HostRemoval = critical_path::HostRemoval;
+using critical_path::add_host_removal;
 using critical_path::load_graph;
 // Without the profiler's estimated host cost (the default), or as recorded.
 inline CriticalPathAnalysis critical_path_analysis(const critical_path::Graph& graph,

@@ -185,7 +185,10 @@ IdleGaps idle_gaps(const Trace& trace, const CallTree& tree, double latency_thre
   std::map<int64_t, std::vector<Uid>> by_device;
   for (Uid u : tree.gpu_event_uids()) {
     const Event& e = trace.events[u];
-    if (e.has_ts() && e.has_dur() && !std::isnan(e.ts())) by_device[trace.device(e)].push_back(u);
+    if (!e.has_ts() || !e.has_dur() || std::isnan(e.ts())) continue;
+    by_device[trace.device(e)].push_back(u);
+    ++out.gpu_events;
+    if (!tree.in_tree(u)) ++out.unlinked_gpu_events;
   }
   for (auto& [device, ops] : by_device) device_gaps(trace, std::move(ops), device, out);
   std::vector<Uid> annotations;
@@ -245,6 +248,8 @@ nlohmann::json idle_gaps_json(const Trace& trace, const IdleGaps& idle, size_t m
           {"span_us", idle.span_us},
           {"busy_us", idle.busy_us},
           {"idle_us", idle.idle_us()},
+          {"gpu_events", idle.gpu_events},
+          {"unlinked_gpu_events", idle.unlinked_gpu_events},
           {"gaps", idle.gaps.size()},
           {"latency_threshold_us", idle.latency_threshold_us},
           {"long_gap_threshold_us", idle.long_gap_us},

@@ -65,6 +65,9 @@ struct IdleGaps {
   size_t kernels = 0, short_kernels = 0;
   double short_kernel_time_us = 0;
   double span_us = 0, busy_us = 0;  // summed over devices
+  // The GPU events the idle is measured over (all of them) and those the
+  // trace does not link to a launch, which TraceLens's gpu_timeline leaves out.
+  size_t gpu_events = 0, unlinked_gpu_events = 0;
   size_t long_gaps = 0;
   double long_gaps_us = 0;
   std::vector<IdleGap> gaps;                               // by size, largest first

@@ -681,6 +681,7 @@ nlohmann::json to_json(const Insight& i) {
            i.step_saving_us ? nlohmann::json(*i.step_saving_us) : nlohmann::json()},
           {"step_saving_us_per_step", per_step(i.step_saving_us)},
           {"step_saving_note", i.step_saving_note},
+          {"what_if", i.what_if},
           {"shares_time_with", i.shares_time_with},
           {"action_model", i.action_model},
           {"action_kernel", i.action_kernel},

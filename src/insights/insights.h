@@ -65,6 +65,10 @@ struct Insight {
   // is fixed. Absent when no dependency graph could be built.
   std::optional<double> step_saving_us;
   std::string step_saving_note;  // why the step saving differs, in words
+  // The what_if tool's arguments (beyond `traces`) that stand for this
+  // finding's fix, when a what-if of the dependency graph sizes it: an agent
+  // replays them, or a subset (some of the ops, a factor), without SQL.
+  nlohmann::json what_if = nullptr;
   // The iterations the totals above cover (recoverable_us and step_saving_us
   // are sums over them; the JSON names them *_total and gives *_per_step).
   size_t steps = 1;

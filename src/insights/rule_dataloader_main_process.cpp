@@ -8,6 +8,7 @@
 // without the loader's time on the main thread.
 #include <algorithm>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -35,6 +36,7 @@ void rule_dataloader_main_process(const InsightContext& c, std::vector<Insight>&
   double host_us = 0;
   bool single_process = false;
   std::string name;
+  std::set<std::string> names;  // the what_if tool's remove_ops
   for (Uid u = 0; u < c.trace.events.size(); ++u) {
     const Event& e = c.trace.events[u];
     if (e.cat != Cat::UserAnnotation || !e.has_ts() || !e.has_dur()) continue;
@@ -43,6 +45,7 @@ void rule_dataloader_main_process(const InsightContext& c, std::vector<Insight>&
     change.remove_host.push_back({window.rank, e.thread, e.ts(), e.end()});
     host_us += e.dur();
     name = std::string(c.trace.name(u));
+    names.insert(name);
     single_process |= name.find("SingleProcess") != std::string::npos;
   }
   const double steps = static_cast<double>(std::max<size_t>(1, c.step->measured.iterations.size()));
@@ -57,6 +60,7 @@ void rule_dataloader_main_process(const InsightContext& c, std::vector<Insight>&
   i.severity = detail::severity_by_step_saving(c, saving);
   i.gain_upper_bound_us = saving;
   i.step_saving_us = saving;
+  i.what_if = {{"remove_ops", names}};
   if (saving <= 0)
     i.step_saving_note = "the GPU is the bottleneck: the loader's time is hidden behind it";
   i.title = fmt::format(

@@ -83,8 +83,13 @@ void rule_elementwise_chain(const InsightContext& c, std::vector<Insight>& out) 
   for (auto& [key, p] : patterns) {
     Insight i = detail::op_insight(c, "elementwise_chain", "elementwise", p.ops, p.time_us);
     i.gain_upper_bound_us = p.gain_us;
-    i.title = fmt::format("Unfused elementwise chain x{}: {} ({:.1f} us, {:.1f}% of kernel time)",
-                          p.count, key, p.time_us, 100 * i.share);
+    // The time is the chain's, all its ops together: say so, or it reads as
+    // the first op's (which ops_summary gives on its own row).
+    const size_t links = static_cast<size_t>(std::count(key.begin(), key.end(), '>')) + 1;
+    i.title = fmt::format(
+        "Unfused elementwise chain x{}: {} ({:.1f} us of kernels, the {} ops of the {} chains "
+        "together; {:.1f}% of kernel time)",
+        p.count, key, p.time_us, links, p.count, 100 * i.share);
     i.detail =
         "Consecutive elementwise kernels each read and write the full tensor; a fused "
         "kernel does one pass.";

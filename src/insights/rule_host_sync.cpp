@@ -60,6 +60,23 @@ struct SiteGroup {
   size_t count = 0;
 };
 
+// The what_if tool's arguments for these syncs: their call sites by name,
+// the calls outside any op by uid; the ops keep their host time.
+nlohmann::json what_if_args(const std::map<std::string, SiteGroup>& groups) {
+  nlohmann::json ops = nlohmann::json::array(), uids = nlohmann::json::array();
+  for (const auto& [site, g] : groups) {
+    if (!g.ops.empty()) {
+      ops.push_back(site);
+      continue;
+    }
+    for (const auto& [rank, call] : g.calls) uids.push_back(call);
+  }
+  nlohmann::json args = {{"remove_waits_only", true}};
+  if (!ops.empty()) args["remove_ops"] = ops;
+  if (!uids.empty()) args["remove_uids"] = uids;
+  return args;
+}
+
 }  // namespace
 
 void rule_host_sync(const InsightContext& c, std::vector<Insight>& out) {
@@ -118,6 +135,7 @@ void rule_host_sync(const InsightContext& c, std::vector<Insight>& out) {
   i.severity = detail::severity_by_step_saving(c, saving);
   i.gain_upper_bound_us = saving;
   i.step_saving_us = saving;
+  i.what_if = what_if_args(groups);
   if (saving <= 0)
     i.step_saving_note =
         "the GPU is the bottleneck when these syncs run: the host waits, but the step does not";

@@ -126,6 +126,7 @@ void rule_launch_bound(const InsightContext& c, std::vector<Insight>& out) {
         "the what-if of a CUDA graph of the step on the un-profiled step (launch calls and host "
         "gaps removed), capped at the measured GPU idle";
     i.step_saving_us = saving;
+    i.what_if = {{"remove_launch_gaps", true}};
     if (saving < 0.05 * c.timeline->idle_time) {
       i.severity = "low";
       i.step_saving_note =

@@ -12,6 +12,9 @@
 #include <regex>
 #include <set>
 
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
 #include "charts/charts.h"
 #include "charts/findings_page.h"
 #include "charts/html.h"
@@ -308,6 +311,35 @@ TEST_SUITE("charts") {
     CHECK(html.find("<table class=\"sortable\">") != std::string::npos);
     CHECK(html.find("<section id=\"memory\">") != std::string::npos);
     CHECK(html.size() < 1'000'000);
+  }
+
+  TEST_CASE("report page: one GPU event count per meaning (H100 Qwen: unlinked kernels)") {
+    // The timeline counts the GPU events linked to a launch (TraceLens's
+    // gpu_timeline); trace health counts them all. The raw JSON gives both.
+    const std::string path =
+        jarvis::golden::shared_dir() + "/conformance/h100_qwen1.5-0.5b/trace.json.gz";
+    const auto raw = nlohmann::json::parse(jarvis::loader_test::gunzip_file(path));
+    size_t all = 0;
+    for (const auto& e : raw["traceEvents"]) {
+      const std::string cat = e.value("cat", "");
+      all += (cat == "kernel" || cat == "gpu_memcpy" || cat == "gpu_memset") ? 1 : 0;
+    }
+    Trace trace = load_trace(path);
+    CallTree tree(trace, TreeOptions{});
+    GpuArch arch = perf::load_gpu_arch("H100");
+    ReportOptions options;
+    options.arch = &arch;
+    Report report = build_report(trace, tree, options);
+    REQUIRE(report.timeline.event_count < all);
+    ReportPageOptions page;
+    page.trace_path = path;
+    page.arch_name = "H100";
+    const std::string html = report_html(trace, report, report_charts(trace, report, page), page);
+    const std::string linked = fmt::format("{} GPU events linked to a launch (of {} in the trace)",
+                                           report.timeline.event_count, all);
+    CHECK(html.find(linked) != std::string::npos);
+    CHECK(html.find(fmt::format("{} GPU events, ", report.timeline.event_count)) ==
+          std::string::npos);
   }
 
   TEST_CASE("jarvis report --html and --svg-dir from the command line") {

@@ -144,6 +144,26 @@ TEST_SUITE("cli_new_user") {
           std::string::npos);
   }
 
+  TEST_CASE("issue 64 point 7: JAX input says what report does not do for it, steps kept apart") {
+    const fs::path xspace = fs::path(JARVIS_SHARED_DIR) / "ab_pairs/s_jax_B_jit.xplane.pb";
+    if (!fs::exists(xspace)) return;
+    ScratchDir dir;
+    // --arch: a note that the JAX sheets have no rooflines, the sheets written.
+    Output arch = run_in(dir.path, "report " + xspace.string() + " --out r --arch H200");
+    REQUIRE(arch.exit_code == 0);
+    CHECK(arch.text.find("--arch H200 is not used for XPlane input") != std::string::npos);
+    CHECK(fs::exists(dir / "r/perf_report_csvs/df_xla_perf.csv"));
+    // --html: refused with the reason, before any work.
+    Output html = run_in(dir.path, "report " + xspace.string() + " --out h --html h/page.html");
+    CHECK(html.exit_code != 0);
+    CHECK(html.text.find("--html is not supported for XPlane input") != std::string::npos);
+    // The step markers of a jitted loop give one iteration each (record_ab.py
+    // profiles three StepTraceAnnotation("train") steps).
+    Output cp = run_in(dir.path, "critical-path " + xspace.string() + " -o cp");
+    REQUIRE(cp.exit_code == 0);
+    CHECK(cp.text.find("over 3 iteration(s)") != std::string::npos);
+  }
+
   TEST_CASE("issue 64 point 7: --html inside the --out directory the report creates") {
     ScratchDir dir;
     jarvis::testing::copy_example_trace(dir / "trace.json.gz");

@@ -7,10 +7,12 @@
 #include <string>
 
 #include "categories/category_analysis.h"
+#include "categories/findings.h"
 #include "categories/prepare_trace.h"
 #include "golden.h"
 #include "insights/idle_gaps.h"
 #include "raw_timeline.h"
+#include "report/gpu_timeline.h"
 #include "test_analysis_support.h"
 #include "trace/loader.h"
 #include "tree/call_tree.h"
@@ -124,4 +126,38 @@ TEST_CASE("idle gaps: analyze_category(cpu_idle) explains the idle time of a pre
   CHECK(res.metrics["kernel_analysis"]["total_kernel_count"] == 0);
   CHECK(res.markdown.find("- Kernels: 1230 (short < 10 us: 381") != std::string::npos);
   CHECK(res.markdown.find("## Where the GPU idled") != std::string::npos);
+  // One number per question (issue 64 point 2): the draft an agent edits
+  // gives the digest's kernel count, not TraceLens's 0; the two idle lines
+  // say which GPU events each counts (here every one is linked: equal).
+  const std::string draft = analysis::draft_findings(res);
+  CHECK(draft.find("- Kernels: 1230 (short < 10 us: 381") != std::string::npos);
+  CHECK(draft.find("Kernels (TraceLens's ops_summary count)") == std::string::npos);
+  CHECK(res.markdown.find("- Idle (TraceLens's gpu_timeline, GPU events linked to a launch): "
+                          "23.2") != std::string::npos);
+  CHECK(res.markdown.find(fmt::format("- Idle over all {} GPU events (0 not linked to a launch): "
+                                      "23.2",
+                                      res.idle["gpu_events"].get<size_t>())) != std::string::npos);
+}
+
+TEST_CASE("idle gaps: TraceLens's idle and the gap analysis's, each over its events (Qwen)") {
+  // The H100 Qwen trace holds kernels no launch links (launched before the
+  // profiler's window): TraceLens's timeline leaves them out, the gap
+  // analysis counts them; each figure says so, and with the linked events
+  // alone the two are one number.
+  Trace trace = load_trace(golden::shared_dir() + "/conformance/h100_qwen1.5-0.5b/trace.json.gz");
+  CallTree tree(trace);
+  const auto idle = insights::idle_gaps(trace, tree);
+  size_t unlinked = 0, all = 0;
+  for (Uid u : tree.gpu_event_uids()) {
+    if (!trace.events[u].has_dur()) continue;
+    ++all;
+    unlinked += tree.in_tree(u) ? 0 : 1;
+  }
+  CHECK(idle.gpu_events == all);
+  CHECK(idle.unlinked_gpu_events == unlinked);
+  CHECK(unlinked > 0);
+  const auto timeline = compute_gpu_timeline(trace, tree);
+  CHECK(timeline.event_count == all - unlinked);
+  const auto with_unlinked = compute_gpu_timeline(trace, tree, true);
+  CHECK(with_unlinked.idle_time == doctest::Approx(idle.idle_us()).epsilon(1e-9));
 }

@@ -482,3 +482,47 @@ TEST_CASE("judgment: a host-bound JAX step gets XLA's remedies, not PyTorch's (X
   REQUIRE(pytorch.size() == 1);
   CHECK(pytorch[0].action_model.find("torch.cuda.graphs") != std::string::npos);
 }
+
+TEST_CASE("judgment: two rules on one vocabulary GEMM claim its kernel time once (s_vocab A)") {
+  // old_arch_kernel (a pre-Hopper CUTLASS kernel) and gemm_unaligned_dims
+  // (N / K / M = 32001) are about the same nine aten::mm calls: together they
+  // recover at most those calls' GPU time, read from the raw launches.
+  Trace t =
+      jarvis::load_trace(jarvis::golden::shared_dir() + "/ab_pairs/s_vocab_A_vocab32001.json.gz");
+  CallTree tree(t);
+  std::set<Uid> vocab_ops;
+  std::vector<const Event*> frames;
+  for (Uid u = 0; u < t.events.size(); ++u) {
+    if (t.events[u].cat != jarvis::Cat::CpuOp || t.name(u) != "aten::mm") continue;
+    bool vocab = false;
+    for (size_t k = 0; k < 2; ++k)
+      for (int64_t d : dims_of(t, u, k)) vocab |= d == 32001;
+    if (!vocab) continue;
+    vocab_ops.insert(u);
+    frames.push_back(&t.events[u]);
+  }
+  REQUIRE(vocab_ops.size() == 9);
+  std::set<Uid> vocab_kernels;
+  for (Uid op : vocab_ops)
+    for (Uid k : tree.gpu_events(op)) vocab_kernels.insert(k);
+  // Every GPU op they launch (a GEMM's kernels and its memsets).
+  const double kernel_us = launched_inside(t, frames, false).time_us;
+  REQUIRE(kernel_us > 0);
+  double claimed = 0;
+  std::set<std::string> rules;
+  for (const auto& i : insights_of(t, tree, "H200")) {
+    if (i.uids.empty() || !i.recoverable_us) continue;
+    const bool on_vocab = std::all_of(i.uids.begin(), i.uids.end(), [&](Uid u) {
+      return vocab_ops.count(u) || vocab_kernels.count(u);
+    });
+    if (!on_vocab) continue;
+    CAPTURE(i.rule);
+    claimed += *i.recoverable_us;
+    rules.insert(i.rule);
+    // Each finding's what-if saving stands on its own recoverable time.
+    if (i.step_saving_us) CHECK(*i.step_saving_us <= *i.recoverable_us + 1.0);
+  }
+  CHECK(rules.count("old_arch_kernel") == 1);
+  CHECK(rules.count("gemm_unaligned_dims") == 1);
+  CHECK(claimed <= kernel_us + 1.0);
+}

@@ -46,10 +46,16 @@ int run(const std::string& cmd) {
 }
 
 // `jarvis ARGS` under mpirun with `np` ranks (root allowed, more ranks than
-// cores allowed: CI machines are small), stderr to `err`.
+// cores allowed: CI machines are small), stderr to `err`. Each job gets its own
+// TMPDIR (`err` + ".mpi"): Open MPI 4 creates its session directory
+// /tmp/ompi.HOST.UID with a check-then-mkdir, so two jobs started at the same
+// moment can both see it missing and one fails with "File exists" (CI saw it in
+// the two-jobs test). docs/scale-out.md tells users the same.
 std::string mpirun(int np, const std::string& args, const std::string& err,
                    const std::string& env = "") {
-  return "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 "
+  const std::string session = err + ".mpi";
+  return "mkdir -p '" + session + "' && TMPDIR='" + session +
+         "' OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 "
          "OMPI_MCA_rmaps_base_oversubscribe=1 " +
          env + " '" + JARVIS_MPIEXEC + "' -np " + std::to_string(np) + " '" + JARVIS_BINARY + "' " +
          args + " > /dev/null 2> '" + err + "'";

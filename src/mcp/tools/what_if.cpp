@@ -23,12 +23,32 @@ engine::WhatIfScenario scenario(const json& args) {
   return sc;
 }
 
+// Host events an agent takes out: by name, uid or python frame.
+engine::HostRemoval removal(const json& args) {
+  engine::HostRemoval rm;
+  if (args.contains("rank")) rm.rank = args.at("rank").get<int64_t>();
+  if (args.contains("remove_ops")) rm.ops = args.at("remove_ops").get<std::vector<std::string>>();
+  if (args.contains("remove_uids"))
+    for (const auto& u : args.at("remove_uids")) {
+      const uint64_t uid = u.get<uint64_t>();
+      if (uid >= kNoUid) throw ToolError(fmt::format("uid {} is not an event of the trace", uid));
+      rm.uids.push_back(static_cast<Uid>(uid));
+    }
+  rm.python_frame = args.value("remove_python_frame", "");
+  rm.waits_only = args.value("remove_waits_only", false);
+  if (rm.waits_only && rm.empty())
+    throw ToolError("remove_waits_only needs remove_ops, remove_uids or remove_python_frame");
+  return rm;
+}
+
 ToolResult what_if_tool(const json& args, ToolContext& ctx) {
-  const engine::WhatIfScenario sc = scenario(args);
+  engine::WhatIfScenario sc = scenario(args);
+  const engine::HostRemoval rm = removal(args);
   const std::string dir = out_dir(args, ctx);
   auto loaded = load_ranks(args, ctx);
   engine::WhatIfResult result;
   try {
+    engine::add_host_removal(loaded, rm, sc);
     result = engine::what_if(loaded.graph, sc);
   } catch (const engine::CriticalPathError& e) {
     throw ToolError(e.what());

@@ -1,0 +1,236 @@
+// What-if of the host fixes an agent proposes (issue 64 point 5): host ops
+// taken out by name, uid or python frame, or only their syncs' waits; each
+// host finding names the what_if arguments that size it. Expectations come
+// from the raw events of ../shared/ab_pairs traces, read here with
+// nlohmann::json, never from the engine's own tables.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "critical_path/critical_path.h"
+#include "golden.h"
+#include "insights/insights.h"
+#include "mcp_harness.h"
+#include "perf/gpu_arch.h"
+#include "raw_timeline.h"
+#include "test_loader_support.h"
+#include "trace/loader.h"
+#include "tree/call_tree.h"
+
+namespace cp = jarvis::critical_path;
+using nlohmann::json;
+
+namespace {
+
+std::string ab(const std::string& file) {
+  return jarvis::golden::shared_dir() + "/ab_pairs/" + file;
+}
+
+struct Loaded1 {
+  jarvis::Trace trace;
+  std::unique_ptr<jarvis::CallTree> tree;
+  cp::Graph graph;
+  std::vector<cp::RankInput> inputs() const { return {{&trace, tree.get(), -1}}; }
+};
+
+std::unique_ptr<Loaded1> load(const std::string& file) {
+  auto l = std::make_unique<Loaded1>();
+  l->trace = jarvis::load_trace(ab(file));
+  l->tree = std::make_unique<jarvis::CallTree>(l->trace);
+  l->graph = cp::build_graph(l->inputs());
+  return l;
+}
+
+// The raw trace's complete host events named `name`: their count and the
+// union of their spans per (pid, tid).
+struct RawMatch {
+  size_t events = 0;
+  double union_us = 0;
+};
+
+RawMatch raw_named(const std::string& file, const std::string& name) {
+  const json raw = json::parse(jarvis::loader_test::gunzip_file(ab(file)));
+  std::map<std::string, jarvis::testing::Intervals> by_thread;
+  RawMatch m;
+  for (const auto& e : raw["traceEvents"]) {
+    if (e.value("ph", "") != "X" || e.value("name", "") != name || !e.contains("dur")) continue;
+    const std::string cat = e.value("cat", "");
+    if (cat != "cpu_op" && cat != "user_annotation" && cat != "python_function" &&
+        cat != "cuda_runtime" && cat != "cuda_driver")
+      continue;
+    ++m.events;
+    const double ts = e["ts"].get<double>(), dur = e["dur"].get<double>();
+    by_thread[e["pid"].dump() + "/" + e["tid"].dump()].emplace_back(ts, ts + dur);
+  }
+  for (const auto& [thread, spans] : by_thread) m.union_us += jarvis::testing::union_length(spans);
+  return m;
+}
+
+cp::HostRemoval removal_of(const json& args) {
+  cp::HostRemoval rm;
+  if (args.contains("remove_ops")) rm.ops = args["remove_ops"].get<std::vector<std::string>>();
+  if (args.contains("remove_uids")) rm.uids = args["remove_uids"].get<std::vector<jarvis::Uid>>();
+  rm.python_frame = args.value("remove_python_frame", "");
+  rm.waits_only = args.value("remove_waits_only", false);
+  return rm;
+}
+
+double saving_per_step(const cp::WhatIfResult& r) {
+  return r.measured_step_time_us - r.predicted_step_time_us;
+}
+
+}  // namespace
+
+TEST_SUITE("critical_path") {
+  TEST_CASE("what-if host removal: the matched events and their time are the raw trace's") {
+    auto l = load("s_mask_sync_A_boolean_index.json.gz");
+    for (const std::string name : {"aten::nonzero", "aten::index", "cudaStreamSynchronize"}) {
+      CAPTURE(name);
+      const RawMatch raw = raw_named("s_mask_sync_A_boolean_index.json.gz", name);
+      if (raw.events == 0) continue;
+      cp::Scenario sc;
+      cp::HostRemoval rm;
+      rm.ops = {name};
+      const cp::HostRemovalMatch m = cp::add_host_removal(l->inputs(), l->graph, rm, sc);
+      CHECK(m.events == raw.events);
+      CHECK(m.host_us == doctest::Approx(raw.union_us).epsilon(1e-6));
+      const cp::WhatIfResult r = cp::what_if(l->graph, sc);
+      // Removing host work never lengthens the step. It may save more than
+      // it removes: without a sync the host runs ahead, and its later work
+      // overlaps the GPU's. removed_us (host gaps, calls and GPU work taken
+      // out, the syncs' recorded waits) stays within the step.
+      CHECK(r.predicted_step_time_us <= r.measured_step_time_us + 1e-6);
+      CHECK(r.removed_us > 0);
+      CHECK(r.removed_us <= r.measured_step_time_us);
+      CHECK(r.changes.front().find("host event(s) matching") != std::string::npos);
+    }
+    // The boolean index's nonzero syncs: keeping the ops but not their
+    // waits saves time on this step, and less than removing the ops whole.
+    cp::Scenario waits, whole;
+    cp::HostRemoval rm;
+    rm.ops = {"aten::nonzero"};
+    const auto mw = [&] {
+      cp::HostRemoval w = rm;
+      w.waits_only = true;
+      return cp::add_host_removal(l->inputs(), l->graph, w, waits);
+    }();
+    CHECK(mw.syncs > 0);
+    CHECK(waits.remove_host.empty());
+    CHECK(waits.remove_gpu.empty());
+    cp::add_host_removal(l->inputs(), l->graph, rm, whole);
+    const cp::WhatIfResult rw = cp::what_if(l->graph, waits);
+    const double w = saving_per_step(rw);
+    // A wait taken out removes its own lag, never more than the step holds.
+    CHECK(rw.removed_us > 0);
+    CHECK(rw.removed_us <= rw.measured_step_time_us);
+    const double o = saving_per_step(cp::what_if(l->graph, whole));
+    CHECK(w > 0);
+    CHECK(o >= w - 1.0);
+  }
+
+  TEST_CASE("what-if host removal: each host finding's what_if arguments give its saving") {
+    static const auto arch = jarvis::perf::load_gpu_arch("H200");
+    size_t checked = 0;
+    for (const std::string file :
+         {"s_mask_sync_A_boolean_index.json.gz", "s_loader_A_workers0.json.gz",
+          "s_overhead_gpt2_shapes.json.gz"}) {
+      CAPTURE(file);
+      auto l = load(file);
+      const auto found =
+          jarvis::insights::run_insights(jarvis::insights::make_context(l->trace, *l->tree, &arch));
+      for (const auto& i : found) {
+        if (i.what_if.is_null()) continue;
+        CAPTURE(i.rule);
+        CAPTURE(i.what_if.dump());
+        REQUIRE(i.step_saving_us);
+        cp::Scenario sc;
+        sc.remove_launch_gaps = i.what_if.value("remove_launch_gaps", false);
+        cp::add_host_removal(l->inputs(), l->graph, removal_of(i.what_if), sc);
+        const cp::WhatIfResult r = cp::what_if(l->graph, sc);
+        const double per_step =
+            *i.step_saving_us / static_cast<double>(std::max<size_t>(1, i.steps));
+        // The finding's own scenario counts the syncs / loader calls inside
+        // the steps; the tool's arguments name them over the whole trace.
+        CHECK(std::max(0.0, saving_per_step(r)) ==
+              doctest::Approx(per_step).epsilon(0.05).scale(r.measured_step_time_us * 0.01));
+        ++checked;
+      }
+    }
+    CHECK(checked >= 3);  // host_sync, dataloader_main_process, launch_bound
+  }
+
+  TEST_CASE("what-if host removal: python frames of a with_stack trace; refusals say why") {
+    auto l = load("s_overhead_gpt2_shapes_stack.json.gz");
+    cp::Scenario sc;
+    cp::HostRemoval rm;
+    rm.python_frame = "forward";
+    const auto m = cp::add_host_removal(l->inputs(), l->graph, rm, sc);
+    CHECK(m.events > 0);
+    CHECK(m.gpu_ops > 0);  // the forward pass launches kernels
+    const auto r = cp::what_if(l->graph, sc);
+    CHECK(r.predicted_step_time_us < r.measured_step_time_us);
+
+    auto plain = load("s_mask_sync_A_boolean_index.json.gz");
+    auto refusal = [&](const cp::HostRemoval& bad) {
+      cp::Scenario s;
+      try {
+        cp::add_host_removal(plain->inputs(), plain->graph, bad, s);
+      } catch (const cp::CriticalPathError& e) {
+        return std::string(e.what());
+      }
+      return std::string("(accepted)");
+    };
+    cp::HostRemoval frame;
+    frame.python_frame = "forward";
+    CHECK(refusal(frame).find("no python frames (profile with with_stack=True)") !=
+          std::string::npos);
+    cp::HostRemoval unknown;
+    unknown.ops = {"aten::no_such_op"};
+    CHECK(refusal(unknown).find("no host event matches 'aten::no_such_op'") != std::string::npos);
+    // A kernel is not a host event.
+    cp::HostRemoval kernel;
+    for (jarvis::Uid u = 0; u < plain->trace.events.size(); ++u)
+      if (plain->trace.events[u].cat == jarvis::Cat::Kernel) {
+        kernel.uids = {u};
+        break;
+      }
+    REQUIRE(!kernel.uids.empty());
+    CHECK(refusal(kernel).find("is not a host event") != std::string::npos);
+  }
+
+  TEST_CASE("what-if host removal over MCP: remove_ops, remove_waits_only, refusals") {
+    jarvis::mcp::testing::Harness h;
+    h.initialize();
+    const std::string trace = ab("s_mask_sync_A_boolean_index.json.gz");
+    json r = h.tool_result(1, "what_if",
+                           {{"traces", json::array({trace})},
+                            {"remove_ops", json::array({"aten::nonzero"})},
+                            {"remove_waits_only", true},
+                            {"detail", "summary"}});
+    auto l = load("s_mask_sync_A_boolean_index.json.gz");
+    cp::Scenario sc;
+    cp::HostRemoval rm;
+    rm.ops = {"aten::nonzero"};
+    rm.waits_only = true;
+    cp::add_host_removal(l->inputs(), l->graph, rm, sc);
+    const auto expected = cp::what_if(l->graph, sc);
+    CHECK(r["predicted_step_time_us"].get<double>() ==
+          doctest::Approx(expected.predicted_step_time_us));
+    json bad =
+        h.call_tool(2, "what_if", {{"traces", json::array({trace})}, {"remove_waits_only", true}});
+    CHECK(bad["result"]["isError"] == true);
+    CHECK(bad["result"]["content"][0]["text"].get<std::string>().find("remove_waits_only needs") !=
+          std::string::npos);
+    json none = h.call_tool(
+        3, "what_if", {{"traces", json::array({trace})}, {"remove_ops", json::array({"x::y"})}});
+    CHECK(none["result"]["isError"] == true);
+    CHECK(none["result"]["content"][0]["text"].get<std::string>().find("no host event matches") !=
+          std::string::npos);
+  }
+}
