@@ -384,8 +384,10 @@ struct WhatIfResult {
   std::map<int64_t, double> factor_by_rank;  // the factors applied
   Analysis predicted;                        // the new critical path
   std::vector<std::string> changes;          // what the scenario changed, in words
-  // Time the change took out per iteration (scaled GPU ops, removed host
-  // gaps, overlapped transfers) and how much of it reached the step time.
+  // Time the change took out per iteration (scaled or removed GPU ops,
+  // removed host gaps and calls, overlapped transfers, the recorded waits of
+  // the syncs that no longer wait). A removed sync can save more than this:
+  // the host then runs ahead and its later work overlaps the GPU's.
   double removed_us = 0;
   std::string summary;  // one line: the change, the step before / after, what bounds it
 };
