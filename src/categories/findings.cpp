@@ -284,14 +284,14 @@ std::string system_draft(const std::string& out, const std::string& cat, const o
          "## Detailed Analysis\n\n";
 }
 
-}  // namespace
-
-std::string draft_findings(const std::string& cat, const ojson& m, const std::string& display,
-                           const ojson& what_if, const ojson& regimes) {
+// The draft of a category's metrics; `idle` (cpu_idle's prepared idle
+// analysis, or null) goes into a system category's digest.
+std::string draft(const std::string& cat, const ojson& m, const std::string& display,
+                  const ojson& what_if, const ojson& regimes, const ojson& idle) {
   std::string name = display.empty() ? cat : display;
   std::string out = "# " + name + " Analysis Summary\n\n";
   std::string status = m.value("status", std::string());
-  if (is_system(cat) && status != "ERROR") return system_draft(out, cat, m, ojson());
+  if (is_system(cat) && status != "ERROR") return system_draft(out, cat, m, idle);
   if (status != "OK") {
     // A failed analysis is recorded as such (TraceLens counts the file as
     // failed); missing data keeps both sections, empty.
@@ -433,14 +433,16 @@ std::string draft_findings(const std::string& cat, const ojson& m, const std::st
   return out;
 }
 
+}  // namespace
+
+std::string draft_findings(const std::string& cat, const ojson& m, const std::string& display,
+                           const ojson& what_if, const ojson& regimes) {
+  return draft(cat, m, display, what_if, regimes, ojson());
+}
+
 std::string draft_findings(const AnalyzeResult& result) {
-  const std::string& cat = result.category;
-  if (is_system(cat) && result.metrics.value("status", std::string()) != "ERROR" &&
-      result.idle.is_object())
-    return system_draft("# " + cat + " Analysis Summary\n\n", cat, result.metrics, result.idle) +
-           insights_markdown(result.insights);
-  return draft_findings(result.category, result.metrics, "", result.impact_what_if,
-                        result.regimes) +
+  return draft(result.category, result.metrics, "", result.impact_what_if, result.regimes,
+               result.idle) +
          insights_markdown(result.insights);
 }
 

@@ -10,6 +10,7 @@
 
 #include "critical_path/critical_path.h"
 #include "pycompat/text.h"
+#include "report/gpu_timeline.h"
 
 namespace jarvis::critical_path {
 namespace {
@@ -48,26 +49,21 @@ std::vector<Uid> matched_events(const Trace& t, const HostRemoval& rm, bool uids
 }
 
 // Per host thread, the union of the events' spans: nested matches count once.
-std::map<uint32_t, std::vector<std::pair<double, double>>> merged_spans(
-    const Trace& t, const std::vector<Uid>& events) {
-  std::map<uint32_t, std::vector<std::pair<double, double>>> by_thread;
+std::map<uint32_t, std::vector<Interval>> merged_spans(const Trace& t,
+                                                       const std::vector<Uid>& events) {
+  std::map<uint32_t, std::vector<Interval>> by_thread;
   for (Uid u : events)
     by_thread[t.events[u].thread].emplace_back(t.events[u].ts(), t.events[u].end());
-  for (auto& [thread, spans] : by_thread) {
-    std::sort(spans.begin(), spans.end());
-    std::vector<std::pair<double, double>> merged;
-    for (const auto& s : spans) {
-      if (!merged.empty() && s.first <= merged.back().second)
-        merged.back().second = std::max(merged.back().second, s.second);
-      else
-        merged.push_back(s);
-    }
-    spans = std::move(merged);
-  }
+  for (auto& [thread, spans] : by_thread) spans = merge_intervals(std::move(spans));
   return by_thread;
 }
 
-bool inside(const std::vector<std::pair<double, double>>& spans, double from, double to) {
+bool has_python_frames(const Trace& t) {
+  return std::any_of(t.events.begin(), t.events.end(),
+                     [](const Event& e) { return e.cat == Cat::PythonFunction; });
+}
+
+bool inside(const std::vector<Interval>& spans, double from, double to) {
   auto it = std::upper_bound(spans.begin(), spans.end(), std::make_pair(from, 1e300));
   if (it == spans.begin()) return false;
   --it;
@@ -101,15 +97,14 @@ HostRemovalMatch add_host_removal(const std::vector<RankInput>& inputs, const Gr
   for (const Node& n : graph.nodes)
     if (n.kind == NodeKind::SyncReturn) sync_calls.emplace(n.rank, n.uid);
   HostRemovalMatch match;
-  bool python_frames = false;
+  bool python_frames = false;  // in the traces searched (said when nothing matched)
   for (size_t k = 0; k < inputs.size(); ++k) {
     const int64_t rank = graph.input_ranks[k];
     if (rm.rank && *rm.rank != rank) continue;
     const Trace& t = *inputs[k].trace;
     const CallTree& tree = *inputs[k].tree;
     const std::vector<Uid> events = matched_events(t, rm, !rm.uids.empty());
-    for (Uid u = 0; u < t.events.size() && !python_frames; ++u)
-      python_frames = t.events[u].cat == Cat::PythonFunction;
+    if (events.empty() && !rm.python_frame.empty()) python_frames |= has_python_frames(t);
     match.events += events.size();
     const auto spans = merged_spans(t, events);
     for (const auto& [thread, list] : spans)
