@@ -666,8 +666,8 @@ struct HttpServer::Impl {
   // whitespace before a value, so the client reads the same document).
   void watched_json_reply(httplib::Response& res, const std::shared_ptr<SessionSlot>& slot,
                           json message) {
-    watched_reply(res, slot->session, std::move(message), "application/json", " ", json_text,
-                  false, [slot] { slot->last_used = now_ns(); });
+    watched_reply(res, slot->session, std::move(message), "application/json", " ", json_text, false,
+                  [slot] { slot->last_used = now_ns(); });
   }
 
   // The reply of a call sent chunked as `content_type`: `keepalive` goes out
@@ -683,51 +683,51 @@ struct HttpServer::Impl {
                      std::function<void()> finished = {}) {
     res.status = 200;
     auto interval = std::chrono::milliseconds(std::max(options.keepalive_ms, 10));
-    res.set_chunked_content_provider(
-        content_type, [session = std::move(session), interval, message = std::move(message),
-                       keepalive = std::move(keepalive), frame, notifications,
-                       finished = std::move(finished)](size_t, httplib::DataSink& sink) {
-          std::mutex write_mutex;
-          bool open = true;
-          auto write_text = [&](const std::string& text) {  // false once the client is gone
-            std::lock_guard<std::mutex> lock(write_mutex);
-            if (open) open = sink.write(text.data(), text.size());
-            return open;
-          };
-          auto write = [&](const json& m) { write_text(frame(m)); };
-          json id = message.is_object() && message.contains("id") ? message["id"] : json();
-          std::mutex done_mutex;
-          std::condition_variable done_changed;
-          bool done = false;
-          std::thread heartbeat([&] {
-            std::unique_lock<std::mutex> lock(done_mutex);
-            while (!done_changed.wait_for(lock, interval, [&] { return done; })) {
-              if (write_text(keepalive)) continue;
-              json cancel = {
-                  {"jsonrpc", "2.0"},
-                  {"method", "notifications/cancelled"},
-                  {"params", {{"requestId", id}, {"reason", "the client disconnected"}}}};
-              if (!id.is_null()) session->handle(cancel, [](const json&) {});
-              return;
-            }
-          });
-          std::optional<json> reply;
-          try {
-            reply = session->handle(message, notifications ? Emit(write) : Emit([](const json&) {}));
-          } catch (const std::exception& e) {  // never let a worker die with the reply
-            reply = make_error(id, rpc::kInternalError, fmt::format("Internal error: {}", e.what()));
-          }
-          {
-            std::lock_guard<std::mutex> lock(done_mutex);
-            done = true;
-          }
-          done_changed.notify_all();
-          heartbeat.join();
-          if (finished) finished();
-          if (reply) write(*reply);
-          sink.done();
-          return true;
-        });
+    res.set_chunked_content_provider(content_type, [session = std::move(session), interval,
+                                                    message = std::move(message),
+                                                    keepalive = std::move(keepalive), frame,
+                                                    notifications, finished = std::move(finished)](
+                                                       size_t, httplib::DataSink& sink) {
+      std::mutex write_mutex;
+      bool open = true;
+      auto write_text = [&](const std::string& text) {  // false once the client is gone
+        std::lock_guard<std::mutex> lock(write_mutex);
+        if (open) open = sink.write(text.data(), text.size());
+        return open;
+      };
+      auto write = [&](const json& m) { write_text(frame(m)); };
+      json id = message.is_object() && message.contains("id") ? message["id"] : json();
+      std::mutex done_mutex;
+      std::condition_variable done_changed;
+      bool done = false;
+      std::thread heartbeat([&] {
+        std::unique_lock<std::mutex> lock(done_mutex);
+        while (!done_changed.wait_for(lock, interval, [&] { return done; })) {
+          if (write_text(keepalive)) continue;
+          json cancel = {{"jsonrpc", "2.0"},
+                         {"method", "notifications/cancelled"},
+                         {"params", {{"requestId", id}, {"reason", "the client disconnected"}}}};
+          if (!id.is_null()) session->handle(cancel, [](const json&) {});
+          return;
+        }
+      });
+      std::optional<json> reply;
+      try {
+        reply = session->handle(message, notifications ? Emit(write) : Emit([](const json&) {}));
+      } catch (const std::exception& e) {  // never let a worker die with the reply
+        reply = make_error(id, rpc::kInternalError, fmt::format("Internal error: {}", e.what()));
+      }
+      {
+        std::lock_guard<std::mutex> lock(done_mutex);
+        done = true;
+      }
+      done_changed.notify_all();
+      heartbeat.join();
+      if (finished) finished();
+      if (reply) write(*reply);
+      sink.done();
+      return true;
+    });
   }
 
   void get(const httplib::Request& req, httplib::Response& res) {
