@@ -19,8 +19,23 @@ constexpr std::string_view kSourceKey = "xplane";
 constexpr int64_t kHostPidBase = 1000;  // above TraceLens's GPU-stream pid bound (100)
 
 // Picoseconds to nanoseconds, half away from zero (offsets are >= 0 in practice).
+// Written on the quotient and remainder so that no value overflows.
 int64_t ps_to_ns(int64_t ps) {
-  return ps >= 0 ? (ps + 500) / 1000 : -((-ps + 500) / 1000);
+  const int64_t q = ps / 1000, r = ps % 1000;
+  return q + (r >= 500 ? 1 : 0) - (r <= -500 ? 1 : 0);
+}
+
+// A line's start plus an event's offset and its end: a damaged or hostile file
+// can put them past 2^63 ns, which no later sum may meet.
+int64_t event_start_ns(int64_t line_ns, int64_t offset_ps, int64_t dur_ns) {
+  int64_t start = 0, end = 0;
+  if (__builtin_add_overflow(line_ns, ps_to_ns(offset_ps), &start) ||
+      __builtin_add_overflow(start, dur_ns, &end))
+    throw TraceError(
+        fmt::format("an XPlane event's time is out of range (line timestamp {} ns + offset {} ps + "
+                    "duration {} ns passes 2^63 ns); the file is damaged",
+                    line_ns, offset_ps, dur_ns));
+  return start;
 }
 
 bool starts_with(std::string_view s, std::string_view p) {
@@ -393,8 +408,8 @@ class Bridge {
   EventFields base(const Line& line, const Event& ev, const EventMetadata* meta,
                    const ExtraArgs* extra = nullptr) {
     EventFields f;
-    f.ts_ns = line.timestamp_ns + ps_to_ns(ev.offset_ps);
     f.dur_ns = ps_to_ns(ev.duration_ps);
+    f.ts_ns = event_start_ns(line.timestamp_ns, ev.offset_ps, f.dur_ns);
     std::string_view name = meta ? (meta->name.empty() ? std::string_view(meta->display_name)
                                                        : std::string_view(meta->name))
                                  : std::string_view();

@@ -332,6 +332,37 @@ TEST_SUITE("mcp_security") {
     }
   }
 
+  TEST_CASE("XPlane event times past 2^63 ns are a TraceError, not an overflow") {
+    // fuzz_xplane's find: a line timestamp of INT64_MAX plus a 500 ps offset
+    // overflowed while rounding picoseconds (UBSan). The start, and the end a
+    // later sum computes, must both fit.
+    ScratchDir dir;
+    constexpr uint64_t kMax = static_cast<uint64_t>(INT64_MAX);
+    struct Case {
+      uint64_t line_ns, offset_ps, duration_ps;
+    };
+    for (const Case c :
+         {Case{kMax, 500, 0}, Case{kMax - 10, 0, 11'000}, Case{kMax - 1'000'000, kMax, 0},
+          Case{kMax - 5, 999'999'999'999'999'999, 0}}) {
+      CAPTURE(c.line_ns);
+      CAPTURE(c.offset_ps);
+      Pb plane;
+      plane.v(1, 1).s(2, "/host:CPU").m(4, event_metadata(1, "op"));
+      Pb event;
+      event.v(1, 1).v(2, c.offset_ps).v(3, c.duration_ps);
+      plane.m(3, Pb().v(1, 1).s(2, "python").v(3, c.line_ns).m(4, event));
+      const std::string error = load_error(dir, "late.xplane.pb", xspace({plane}));
+      CHECK(error.find("time is out of range") != std::string::npos);
+    }
+    // The largest time that fits still loads, rounded half up from ps.
+    Pb plane;
+    plane.v(1, 1).s(2, "/host:CPU").m(4, event_metadata(1, "op"));
+    Pb event;
+    event.v(1, 1).v(2, 1'499).v(3, 500);
+    plane.m(3, Pb().v(1, 1).s(2, "python").v(3, kMax - 2).m(4, event));
+    CHECK(load_error(dir, "edge.xplane.pb", xspace({plane})).empty());
+  }
+
   TEST_CASE("issue 63 point 1: 3,000 nested modules over 3,000 allocations") {
     // Each allocation's module path named every enclosing module (60 KB
     // each, built by prepending: quadratic). Now the middle is elided.
