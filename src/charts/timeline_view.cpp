@@ -67,6 +67,48 @@ int64_t ns_key(double us) {
   return static_cast<int64_t>(std::llround(us * 1e3));
 }
 
+bool is_step(const Trace& trace, Uid u) {
+  return trace.events[u].cat == Cat::UserAnnotation && trace.name(u).starts_with("ProfilerStep#");
+}
+
+struct SliceWindow {
+  size_t first = 0, count = 0;
+  std::string label;  // what the window is, for the caption
+};
+
+// The slices a long trace shows (`picked` sorted by start). With
+// ProfilerStep#N steps: whole steps, the longest run that fits ending with the
+// last step (the steady state a person reads first; a step's slices run from
+// its start to the next step's, so its GPU tail comes with it); when even the
+// last step has more, that step's first slices. Without steps: the middle.
+SliceWindow window_of(const Trace& trace, const std::vector<Uid>& picked, size_t max_slices) {
+  std::vector<size_t> starts;  // index in `picked` of each step's first slice
+  for (size_t i = 0; i < picked.size(); ++i)
+    if (is_step(trace, picked[i]) && (starts.empty() || trace.events[picked[starts.back()]].ts_ns !=
+                                                            trace.events[picked[i]].ts_ns))
+      starts.push_back(i);
+  if (starts.empty()) {
+    const size_t first = (picked.size() - max_slices) / 2;
+    return {first, max_slices,
+            fmt::format("{} consecutive slices of {} from the middle of the trace (it has no "
+                        "ProfilerStep#N steps to choose whole ones)",
+                        max_slices, picked.size())};
+  }
+  const size_t end = picked.size();
+  size_t k = starts.size() - 1;  // first step of the window
+  if (end - starts[k] > max_slices)
+    return {starts[k], max_slices,
+            fmt::format("the first {} slices of {} ({} slices; {} in the trace)", max_slices,
+                        trace.name(picked[starts[k]]), end - starts[k], picked.size())};
+  while (k > 0 && end - starts[k - 1] <= max_slices) --k;
+  const std::string first_name(trace.name(picked[starts[k]]));
+  const std::string last_name(trace.name(picked[starts.back()]));
+  return {starts[k], end - starts[k],
+          fmt::format("{} slices of {}: {} (whole steps, to the trace's end)", end - starts[k],
+                      picked.size(),
+                      k + 1 == starts.size() ? first_name : first_name + " to " + last_name)};
+}
+
 }  // namespace
 
 TimelineViewData timeline_view_data(const Trace& trace, const critical_path::Analysis* path,
@@ -85,9 +127,10 @@ TimelineViewData timeline_view_data(const Trace& trace, const critical_path::Ana
     return x.ts_ns != y.ts_ns ? x.ts_ns < y.ts_ns : x.dur_ns > y.dur_ns;  // parents first
   });
   if (picked.size() > max_slices) {
-    size_t first = (picked.size() - max_slices) / 2;
-    picked = std::vector<Uid>(picked.begin() + static_cast<std::ptrdiff_t>(first),
-                              picked.begin() + static_cast<std::ptrdiff_t>(first + max_slices));
+    const SliceWindow w = window_of(trace, picked, max_slices);
+    out.window_label = w.label;
+    picked = std::vector<Uid>(picked.begin() + static_cast<std::ptrdiff_t>(w.first),
+                              picked.begin() + static_cast<std::ptrdiff_t>(w.first + w.count));
   }
   out.slices = picked.size();
   out.window_start_us = trace.events[picked.front()].ts();
@@ -163,9 +206,8 @@ TimelineViewData timeline_view_data(const Trace& trace, const critical_path::Ana
     // [lane, start, dur, name, depth, kind, on critical path]
     slices.push_back({lane, to_ns_precision(e.ts() - t0), e.dur(), nit->second, depth,
                       kind_of(trace, picked[i]), flags});
-    std::string_view n = trace.name(picked[i]);
-    if (e.cat == Cat::UserAnnotation && n.starts_with("ProfilerStep#"))
-      steps.push_back({to_ns_precision(e.ts() - t0), e.dur(), std::string(n)});
+    if (is_step(trace, picked[i]))
+      steps.push_back({to_ns_precision(e.ts() - t0), e.dur(), std::string(trace.name(picked[i]))});
   }
   for (size_t l = 0; l < lanes.size(); ++l) lanes[l]["depth"] = max_depth[l] + 1;
   json data = {{"t0_us", t0},      {"end_us", to_ns_precision(out.window_end_us - t0)},
@@ -292,10 +334,8 @@ constexpr const char* kTimelineScript = R"JS(
 
 std::string timeline_view_html(const TimelineViewData& data) {
   if (data.json.empty()) return "";
-  std::string scope = data.slices == data.total
-                          ? fmt::format("all {} slices", data.total)
-                          : fmt::format("{} consecutive slices of {} from the middle of the trace",
-                                        data.slices, data.total);
+  std::string scope =
+      data.slices == data.total ? fmt::format("all {} slices", data.total) : data.window_label;
   // "</" cannot end the script early: JSON may escape the slash.
   std::string payload;
   payload.reserve(data.json.size());

@@ -15,15 +15,16 @@
 
 namespace jarvis::charts {
 
-// Slices drawn at most; a longer trace shows the window of that many slices
-// around its middle (the caption says which).
+// Slices drawn at most; a longer trace shows whole ProfilerStep#N steps,
+// the last ones that fit, or without steps the middle (the caption says which).
 inline constexpr size_t kTimelineMaxSlices = 40000;
 
 struct TimelineViewData {
-  std::string json;        // the data the script draws (lanes, slices, steps, path)
-  size_t slices = 0;       // drawn
-  size_t total = 0;        // candidates in the whole trace
-  size_t path_marked = 0;  // slices outlined as on the critical path
+  std::string json;          // the data the script draws (lanes, slices, steps, path)
+  size_t slices = 0;         // drawn
+  size_t total = 0;          // candidates in the whole trace
+  size_t path_marked = 0;    // slices outlined as on the critical path
+  std::string window_label;  // which slices, when not all (the caption's words)
   double window_start_us = 0, window_end_us = 0;
 };
 

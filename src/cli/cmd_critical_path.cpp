@@ -30,6 +30,7 @@ struct WhatIfArgs : CriticalPathArgs {
   bool median = false, remove_gaps = false;
   std::vector<std::string> remove_ops;
   std::vector<uint32_t> remove_uids;
+  std::vector<uint32_t> kernel_uids;
   std::string remove_python_frame;
   bool remove_waits_only = false;
 };
@@ -81,6 +82,7 @@ int run_what_if(const WhatIfArgs& a) {
   sc.select.category = a.category;
   sc.select.op = a.op;
   sc.select.kernel = a.kernel;
+  sc.select.gpu_uids = a.kernel_uids;
   sc.factor = a.factor;
   sc.median_rank = a.median;
   sc.remove_launch_gaps = a.remove_gaps;
@@ -96,6 +98,8 @@ int run_what_if(const WhatIfArgs& a) {
     usage_error("--remove-waits-only needs --remove-op, --remove-uid or --remove-python-frame");
   Progress progress(a.progress.resolve(), "what-if");
   auto loaded = load(a, progress);
+  if (!sc.select.gpu_uids.empty() && !sc.select.rank && loaded.graph.ranks.size() > 1)
+    usage_error("--kernel-uid names events of one trace: give its --rank");
   progress.phase("replay");
   engine::add_host_removal(loaded, rm, sc);
   engine::WhatIfResult result = engine::what_if(loaded.graph, sc);
@@ -166,6 +170,9 @@ Runner add_what_if(CLI::App& app) {
   cmd->add_option("--remove-op", a->remove_ops,
                   "host events with this exact name (aten::item, an annotation) taken out "
                   "whole: their host time, the syncs and the GPU work inside (repeatable)");
+  cmd->add_option("--kernel-uid", a->kernel_uids,
+                  "only these GPU events (uids; of --rank's trace when several), scaled by "
+                  "--factor (repeatable)");
   cmd->add_option("--remove-uid", a->remove_uids,
                   "the same for a host event by uid (of --rank's trace when several; "
                   "repeatable)");

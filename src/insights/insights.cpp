@@ -464,6 +464,10 @@ void size_step_savings(const InsightContext& context, std::vector<Insight>& insi
     const auto r = critical_path::what_if(model.graph, change);
     i.step_saving_us =
         std::max(0.0, r.measured_step_time_us - r.predicted_step_time_us) * iterations;
+    // The what_if tool's arguments that replay this sizing (its saved_us is
+    // per step): the finding's GPU events at the factor its recoverable time
+    // leaves them.
+    if (i.what_if.is_null()) i.what_if = {{"kernel_uids", gpu}, {"factor", change.factor}};
     if (*i.step_saving_us >= 0.5 * *i.recoverable_us) continue;
     const auto& after = r.predicted.iterations;
     const auto host_after = std::count_if(after.begin(), after.end(), [](const auto& it) {

@@ -8,15 +8,17 @@
 #include <cstring>
 
 #include "base/malloc_policy.h"
+#include "sanitizer.h"
 
-// Sanitizers bring their own malloc, which mallopt does not steer.
+// Sanitizers bring their own malloc, which mallopt does not steer (the
+// sanitized build compiles the tests uninstrumented: JARVIS_ASAN says so).
+#if JARVIS_ASAN
+#define JARVIS_OWN_MALLOC 1
+#endif
 #if defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(memory_sanitizer)
+#if __has_feature(memory_sanitizer)
 #define JARVIS_OWN_MALLOC 1
 #endif
-#endif
-#if defined(__SANITIZE_ADDRESS__)
-#define JARVIS_OWN_MALLOC 1
 #endif
 
 #if defined(__GLIBC__) && !defined(JARVIS_OWN_MALLOC)

@@ -19,6 +19,7 @@
 #include "charts/findings_page.h"
 #include "charts/html.h"
 #include "charts/report_page.h"
+#include "charts/timeline_view.h"
 #include "charts/variance_charts.h"
 #include "critical_path/critical_path.h"
 #include "golden.h"
@@ -453,5 +454,60 @@ TEST_SUITE("charts") {
     TempDir empty;
     json none = h.call_tool(6, "render_findings", {{"output_dir", empty.path}});
     CHECK(none["result"]["isError"] == true);
+  }
+
+  TEST_CASE("timeline of a long trace: whole steps, the last ones, counted from the raw JSON") {
+    // The page draws at most N slices. It used to show the middle N and cut
+    // the last step; now whole ProfilerStep#N steps ending with the last (a
+    // step's slices run from its start to the next step's start).
+    const std::string path = jarvis::golden::shared_dir() + "/ab_pairs/s_tf32_A_fp32.json.gz";
+    const auto raw = nlohmann::json::parse(jarvis::loader_test::gunzip_file(path));
+    const std::set<std::string> cats = {"kernel",          "gpu_memcpy",   "gpu_memset", "cpu_op",
+                                        "user_annotation", "cuda_runtime", "cuda_driver"};
+    std::vector<double> starts;           // every candidate slice's start (us)
+    std::map<double, std::string> steps;  // step start -> name
+    for (const auto& e : raw["traceEvents"]) {
+      if (e.value("ph", "") != "X" || !e.contains("dur") || !cats.count(e.value("cat", "")))
+        continue;
+      starts.push_back(e["ts"].get<double>());
+      const std::string name = e.value("name", "");
+      if (e["cat"] == "user_annotation" && name.rfind("ProfilerStep#", 0) == 0)
+        steps[e["ts"].get<double>()] = name;
+    }
+    REQUIRE(steps.size() >= 3);
+    auto from = [&](double t) {
+      return static_cast<size_t>(
+          std::count_if(starts.begin(), starts.end(), [&](double s) { return s >= t; }));
+    };
+    const auto last = std::prev(steps.end()), second = std::prev(last);
+    const size_t last_one = from(last->first), last_two = from(second->first);
+    REQUIRE(last_two < starts.size());
+    Trace trace = load_trace(path);
+    {
+      const auto all = charts::timeline_view_data(trace, nullptr, starts.size());
+      CHECK(all.slices == starts.size());
+      CHECK(all.total == starts.size());
+    }
+    for (size_t max : {last_two, last_two + 1}) {
+      const auto v = charts::timeline_view_data(trace, nullptr, max);
+      CHECK(v.total == starts.size());
+      CHECK(v.slices == last_two);
+      CHECK(v.window_start_us == doctest::Approx(second->first));
+      CHECK(v.window_label.find(second->second + " to " + last->second) != std::string::npos);
+      CHECK(charts::timeline_view_html(v).find(html_escape(v.window_label)) != std::string::npos);
+    }
+    {
+      const auto v = charts::timeline_view_data(trace, nullptr, last_two - 1);
+      CHECK(v.slices == last_one);
+      CHECK(v.window_start_us == doctest::Approx(last->first));
+      CHECK(v.window_label.find(last->second + " (whole steps") != std::string::npos);
+    }
+    {
+      const auto v = charts::timeline_view_data(trace, nullptr, last_one - 1);
+      CHECK(v.slices == last_one - 1);
+      CHECK(v.window_start_us == doctest::Approx(last->first));
+      CHECK(v.window_label.find(fmt::format("the first {} slices of {}", last_one - 1,
+                                            last->second)) != std::string::npos);
+    }
   }
 }

@@ -150,8 +150,13 @@ TEST_SUITE("critical_path") {
         CAPTURE(i.what_if.dump());
         REQUIRE(i.step_saving_us);
         cp::Scenario sc;
-        sc.remove_launch_gaps = i.what_if.value("remove_launch_gaps", false);
-        cp::add_host_removal(l->inputs(), l->graph, removal_of(i.what_if), sc);
+        if (i.what_if.contains("kernel_uids")) {  // a GPU finding: its kernels scaled
+          sc.select.gpu_uids = i.what_if["kernel_uids"].get<std::vector<jarvis::Uid>>();
+          sc.factor = i.what_if["factor"].get<double>();
+        } else {
+          sc.remove_launch_gaps = i.what_if.value("remove_launch_gaps", false);
+          cp::add_host_removal(l->inputs(), l->graph, removal_of(i.what_if), sc);
+        }
         const cp::WhatIfResult r = cp::what_if(l->graph, sc);
         const double per_step =
             *i.step_saving_us / static_cast<double>(std::max<size_t>(1, i.steps));
@@ -163,6 +168,60 @@ TEST_SUITE("critical_path") {
       }
     }
     CHECK(checked >= 3);  // host_sync, dataloader_main_process, launch_bound
+  }
+
+  TEST_CASE("GPU findings name their what_if too: kernel_uids and factor, over MCP (s_tf32 A)") {
+    // fp32_gemm_simt on the fp32 run: its what_if arguments are the GPU work
+    // of its GEMM ops (every SIMT kernel the finding names, counted here from
+    // the raw trace, among them) at the factor its recoverable time leaves
+    // them; the what_if tool called with them saves per step what the
+    // finding says it saves.
+    jarvis::mcp::testing::Harness h;
+    h.initialize();
+    const std::string path = ab("s_tf32_A_fp32.json.gz");
+    json loaded = h.tool_result(1, "load_trace", {{"path", path}});
+    json full =
+        h.tool_result(2, "insights",
+                      {{"trace", loaded["trace"]}, {"rule", "fp32_gemm_simt"}, {"detail", "full"}});
+    REQUIRE(full["insights"].size() == 1);
+    const json& finding = full["insights"][0];
+    const json& args = finding["what_if"];
+    REQUIRE(args.is_object());
+    const auto uids = args["kernel_uids"].get<std::vector<jarvis::Uid>>();
+    const double factor = args["factor"].get<double>();
+    CHECK(factor > 0);
+    CHECK(factor < 1);
+    const std::set<std::string> names = finding["kernel_names"].get<std::set<std::string>>();
+    const auto raw = json::parse(jarvis::loader_test::gunzip_file(path));
+    size_t raw_kernels = 0;
+    for (const auto& e : raw["traceEvents"])
+      if (e.value("cat", "") == "kernel" && names.count(e.value("name", ""))) ++raw_kernels;
+    REQUIRE(raw_kernels > 0);
+    auto l = load("s_tf32_A_fp32.json.gz");
+    // The finding's kernels inside the profiled steps: at most the raw ones
+    // (warm-up launches sit outside), their time the finding's time.
+    size_t named = 0;
+    double named_us = 0;
+    for (jarvis::Uid u : uids) {
+      REQUIRE(u < l->trace.events.size());
+      CHECK(l->trace.events[u].is_gpu());
+      if (names.count(std::string(l->trace.name(u)))) ++named, named_us += l->trace.events[u].dur();
+    }
+    CHECK(named > 0);
+    CHECK(named <= raw_kernels);
+    CHECK(named_us == doctest::Approx(finding["time_us"].get<double>()).epsilon(0.001));
+    json call = args;
+    call["traces"] = json::array({path});
+    call["detail"] = "summary";
+    json r = h.tool_result(3, "what_if", call);
+    CHECK(r["saved_us"].get<double>() ==
+          doctest::Approx(finding["step_saving_us_per_step"].get<double>()).epsilon(0.01));
+    CHECK(r["saved_us"].get<double>() > 1000);  // the 10 ms a TF32 re-run saves, in part
+    // The default reply counts the kernels and leaves the list to detail=full.
+    json rows =
+        h.tool_result(4, "insights", {{"trace", loaded["trace"]}, {"rule", "fp32_gemm_simt"}});
+    CHECK(rows["insights"][0]["what_if"].contains("factor"));
+    CHECK(!rows["insights"][0]["what_if"].contains("kernel_uids"));
   }
 
   TEST_CASE("what-if host removal: python frames of a with_stack trace; refusals say why") {

@@ -1,9 +1,11 @@
 // JARVIS_ASAN is 1 in AddressSanitizer builds (GCC or clang), else 0: tests
 // with time or memory bounds widen them there (ASan runs ~3x slower and keeps
-// freed memory in its quarantine).
+// freed memory in its quarantine). The sanitized build compiles the tests
+// themselves uninstrumented and defines it on the command line (CMakeLists.txt).
 #pragma once
 
-#if defined(__SANITIZE_ADDRESS__)
+#if defined(JARVIS_ASAN)
+#elif defined(__SANITIZE_ADDRESS__)
 #define JARVIS_ASAN 1
 #elif defined(__has_feature)
 #if __has_feature(address_sanitizer)

@@ -56,13 +56,14 @@ ToolResult insights_tool(const json& args, ToolContext& ctx) {
       {"insight_count", matched},    {"insights", rows}};
   if (!rows.empty() && args.value("detail", std::string("rows")) != "full")
     text +=
-        "(each insight's uids and kernel names: detail=full; counts in uid_count, "
-        "kernel_count)\n";
+        "(each insight's uids, kernel names and a GPU finding's what_if kernel_uids: "
+        "detail=full; counts in uid_count, kernel_count)\n";
   ToolResult out{result, text};
   out.rows("/insights", matched);
   // The op and kernel lists were most of a reply (12 insights, 38.7 KB):
   // counted by default, listed with detail=full (issue 64 point 4).
-  out.full_only = {"/insights/*/uids", "/insights/*/kernel_names"};
+  out.full_only = {"/insights/*/uids", "/insights/*/kernel_names",
+                   "/insights/*/what_if/kernel_uids"};
   if (!rows.empty() && !rows[0]["uids"].empty())
     out.suggest("parent_chain", {{"trace", entry->handle()}, {"uid", rows[0]["uids"][0]}},
                 "the call stack behind the top insight");

@@ -13,6 +13,12 @@ engine::WhatIfScenario scenario(const json& args) {
   sc.select.category = args.value("category", "");
   sc.select.op = args.value("op", "");
   sc.select.kernel = args.value("kernel", "");
+  if (args.contains("kernel_uids"))
+    for (const auto& u : args.at("kernel_uids")) {
+      const uint64_t uid = u.get<uint64_t>();
+      if (uid >= kNoUid) throw ToolError(fmt::format("uid {} is not an event of the trace", uid));
+      sc.select.gpu_uids.push_back(static_cast<Uid>(uid));
+    }
   sc.factor = args.value("factor", 1.0);
   sc.median_rank = args.at("median_rank").get<bool>();
   sc.remove_launch_gaps = args.at("remove_launch_gaps").get<bool>();
@@ -46,6 +52,8 @@ ToolResult what_if_tool(const json& args, ToolContext& ctx) {
   const engine::HostRemoval rm = removal(args);
   const std::string dir = out_dir(args, ctx);
   auto loaded = load_ranks(args, ctx);
+  if (!sc.select.gpu_uids.empty() && !sc.select.rank && loaded.graph.ranks.size() > 1)
+    throw ToolError("kernel_uids name events of one trace: give its rank");
   engine::WhatIfResult result;
   try {
     engine::add_host_removal(loaded, rm, sc);
