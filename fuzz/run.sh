@@ -12,7 +12,7 @@ jobs="${2:-1}"
 build="${JARVIS_SAN_BUILD:-$repo/build-san}"
 cmake -S "$repo" -B "$build" -DJARVIS_FUZZ=ON -DJARVIS_SANITIZE=ON -DCMAKE_CXX_COMPILER=clang++ \
   -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -gline-tables-only -DNDEBUG" >/dev/null
-cmake --build "$build" -j"$(nproc)" --target fuzz_jsonrpc fuzz_trace fuzz_gzip fuzz_snapshot fuzz_xlsx fuzz_xplane fuzz_nsys
+cmake --build "$build" -j"$(( $(nproc) + 1 ))" --target fuzz_jsonrpc fuzz_trace fuzz_gzip fuzz_snapshot fuzz_xlsx fuzz_xplane fuzz_nsys
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 run() {  # target corpus... ; the first corpus directory receives new inputs

@@ -7,7 +7,7 @@ repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 build="${JARVIS_SAN_BUILD:-$repo/build-san}"
 cmake -S "$repo" -B "$build" -DJARVIS_FUZZ=ON -DJARVIS_SANITIZE=ON -DCMAKE_CXX_COMPILER=clang++ \
   -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -gline-tables-only -DNDEBUG" -DJARVIS_WERROR=ON -DBUILD_TESTING=ON >/dev/null
-cmake --build "$build" -j"$(nproc)" --target jarvis jarvis_tests
+cmake --build "$build" -j"$(( $(nproc) + 1 ))" --target jarvis jarvis_tests
 export ASAN_OPTIONS="detect_leaks=1:abort_on_error=1:strict_string_checks=1:detect_stack_use_after_return=1"
 export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
 export LSAN_OPTIONS="suppressions=$repo/tests/lsan.supp:print_suppressions=0"
