@@ -136,9 +136,14 @@ void rule_host_sync(const InsightContext& c, std::vector<Insight>& out) {
   i.gain_upper_bound_us = saving;
   i.step_saving_us = saving;
   i.what_if = what_if_args(groups);
+  // Nothing to save: the host ran ahead and the syncs wait for the work it
+  // had queued (a blocking wait that holds a step's end is this backlog).
   if (saving <= 0)
-    i.step_saving_note =
-        "the GPU is the bottleneck when these syncs run: the host waits, but the step does not";
+    i.step_saving_note = fmt::format(
+        "the host ran ahead of the GPU: these syncs wait {:.2f} ms per step for work already "
+        "queued (the GPU's backlog); the GPU sets the step, so the host waits but the step does "
+        "not",
+        wait_us / steps / 1e3);
   i.title = fmt::format(
       "Host syncs in the step: {:.1f} per step at {} ({:.2f} ms per step waiting, recorded); "
       "without them the step is {:.2f} ms shorter",

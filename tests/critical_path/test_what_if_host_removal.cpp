@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "critical_path/critical_path.h"
@@ -222,6 +223,42 @@ TEST_SUITE("critical_path") {
         h.tool_result(4, "insights", {{"trace", loaded["trace"]}, {"rule", "fp32_gemm_simt"}});
     CHECK(rows["insights"][0]["what_if"].contains("factor"));
     CHECK(!rows["insights"][0]["what_if"].contains("kernel_uids"));
+  }
+
+  TEST_CASE("a blocking wait at a step's end is named as the GPU's backlog (s_tf32 A)") {
+    // The fp32 run's host queues its three steps ahead of the GPU; one
+    // cudaDeviceSynchronize after the last host step waits for the backlog.
+    // host_sync names that wait (from the raw events) and saves nothing.
+    const std::string file = "s_tf32_A_fp32.json.gz";
+    const json raw = json::parse(jarvis::loader_test::gunzip_file(ab(file)));
+    double first_step = 1e300, sync_us = 0;
+    for (const auto& e : raw["traceEvents"])
+      if (e.value("cat", "") == "user_annotation" &&
+          e.value("name", "").rfind("ProfilerStep#", 0) == 0)
+        first_step = std::min(first_step, e["ts"].get<double>());
+    size_t steps = 0;
+    for (const auto& e : raw["traceEvents"]) {
+      steps += e.value("cat", "") == "user_annotation" &&
+               e.value("name", "").rfind("ProfilerStep#", 0) == 0;
+      if (e.value("cat", "") == "cuda_runtime" && e.value("name", "") == "cudaDeviceSynchronize" &&
+          e["ts"].get<double>() >= first_step)
+        sync_us += e["dur"].get<double>();
+    }
+    REQUIRE(steps == 3);
+    REQUIRE(sync_us > 10'000);
+    static const auto arch = jarvis::perf::load_gpu_arch("H200");
+    auto l = load(file);
+    const auto found =
+        jarvis::insights::run_insights(jarvis::insights::make_context(l->trace, *l->tree, &arch));
+    const auto it = std::find_if(found.begin(), found.end(),
+                                 [](const auto& i) { return i.rule == "host_sync"; });
+    REQUIRE(it != found.end());
+    CHECK(it->evidence["wait_us_recorded"].get<double>() == doctest::Approx(sync_us));
+    REQUIRE(it->step_saving_us);
+    CHECK(*it->step_saving_us == 0);
+    CHECK(it->step_saving_note.find(
+              fmt::format("the host ran ahead of the GPU: these syncs wait {:.2f} ms per step",
+                          sync_us / static_cast<double>(steps) / 1e3)) != std::string::npos);
   }
 
   TEST_CASE("what-if host removal: python frames of a with_stack trace; refusals say why") {
