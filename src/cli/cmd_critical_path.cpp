@@ -98,8 +98,6 @@ int run_what_if(const WhatIfArgs& a) {
     usage_error("--remove-waits-only needs --remove-op, --remove-uid or --remove-python-frame");
   Progress progress(a.progress.resolve(), "what-if");
   auto loaded = load(a, progress);
-  if (!sc.select.gpu_uids.empty() && !sc.select.rank && loaded.graph.ranks.size() > 1)
-    usage_error("--kernel-uid names events of one trace: give its --rank");
   progress.phase("replay");
   engine::add_host_removal(loaded, rm, sc);
   engine::WhatIfResult result = engine::what_if(loaded.graph, sc);

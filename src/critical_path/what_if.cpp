@@ -71,6 +71,9 @@ void scale_selection(const Graph& g, const Scenario& sc, std::vector<double>& du
   if (sc.select.rank && !std::count(g.ranks.begin(), g.ranks.end(), *sc.select.rank))
     throw CriticalPathError(fmt::format("rank {} is not among the traces' ranks ({})",
                                         *sc.select.rank, fmt::join(g.ranks, ", ")));
+  if (!sc.select.gpu_uids.empty() && !sc.select.rank && g.ranks.size() > 1)
+    throw CriticalPathError(
+        "kernel uids name events of one trace: give the rank they belong to with the uids");
   std::map<int64_t, double> factor;
   if (sc.median_rank) {
     factor = median_factors(g, what, sc.select);

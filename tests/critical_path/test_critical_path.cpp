@@ -605,6 +605,12 @@ TEST_SUITE("critical_path") {
           std::string::npos);
     reply = h.call_tool(4, "what_if", {{"traces", traces}, {"factor", 0.5}, {"median_rank", true}});
     CHECK(reply["result"]["isError"] == true);
+    // Kernel uids are of one rank's trace: on several, the rank is required.
+    reply = h.call_tool(5, "what_if",
+                        {{"traces", traces}, {"kernel_uids", json::array({0})}, {"factor", 0.5}});
+    CHECK(reply["result"]["isError"] == true);
+    CHECK(reply["result"]["content"][0]["text"].get<std::string>().find(
+              "give the rank they belong to") != std::string::npos);
   }
 
   TEST_CASE("critical path: category impact ranges come from the what-if engine") {

@@ -52,8 +52,6 @@ ToolResult what_if_tool(const json& args, ToolContext& ctx) {
   const engine::HostRemoval rm = removal(args);
   const std::string dir = out_dir(args, ctx);
   auto loaded = load_ranks(args, ctx);
-  if (!sc.select.gpu_uids.empty() && !sc.select.rank && loaded.graph.ranks.size() > 1)
-    throw ToolError("kernel_uids name events of one trace: give its rank");
   engine::WhatIfResult result;
   try {
     engine::add_host_removal(loaded, rm, sc);
