@@ -11,7 +11,9 @@
 # objects directly.
 pkg_check_modules(HTTPLIB REQUIRED IMPORTED_TARGET cpp-httplib)
 add_library(jarvis_http_transport OBJECT ${CMAKE_SOURCE_DIR}/src/mcp/http/http_transport.cpp)
-set_target_properties(jarvis_http_transport PROPERTIES POSITION_INDEPENDENT_CODE ON)
+# One source: nothing to batch, and GCC's -Wsubobject-linkage reads a unity
+# unit's included .cpp as a header.
+set_target_properties(jarvis_http_transport PROPERTIES POSITION_INDEPENDENT_CODE ON UNITY_BUILD OFF)
 target_link_libraries(jarvis_http_transport PUBLIC jarvis_engine PkgConfig::HTTPLIB)
 add_library(jarvis_http MODULE $<TARGET_OBJECTS:jarvis_http_transport>)
 target_link_libraries(jarvis_http PRIVATE PkgConfig::HTTPLIB fmt::fmt)

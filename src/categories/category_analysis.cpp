@@ -11,6 +11,8 @@
 
 #include <fmt/format.h>
 
+#include "base/text_match.h"
+#include "categories/category_analysis_common.h"
 #include "categories/category_analysis_internal.h"
 #include "categories/kernel_details_text.h"
 #include "categories/op_regimes.h"
@@ -26,7 +28,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-constexpr const char* kKernelSum = "Kernel Time (\xC2\xB5s)_sum";
 constexpr const char* kKernelMean = "Kernel Time (\xC2\xB5s)_mean";
 constexpr const char* kKernelStd = "Kernel Time (\xC2\xB5s)_std";
 
@@ -41,9 +42,6 @@ constexpr double kMinImpactScore = 0.01;
 constexpr size_t kCallChainMaxOps = 100;
 constexpr size_t kKernelNameTrunc = 75;
 
-bool contains(const std::string& hay, const std::string& needle) {
-  return hay.find(needle) != std::string::npos;
-}
 bool contains_any(const std::string& hay, std::initializer_list<const char*> needles) {
   for (const char* n : needles)
     if (contains(hay, n)) return true;

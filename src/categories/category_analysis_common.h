@@ -28,6 +28,9 @@ namespace jarvis::analysis {
 
 using ojson = nlohmann::ordered_json;
 
+// The ops summary's kernel-time column (TraceLens's name, with the micro sign).
+inline constexpr const char* kKernelSum = "Kernel Time (\xC2\xB5s)_sum";
+
 // ast.literal_eval values of CSV cells (src/pycompat/literal.h).
 using pycompat::parse_py_literal;
 using pycompat::try_parse_py_literal;

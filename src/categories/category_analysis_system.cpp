@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <map>
 
+#include "categories/category_analysis_common.h"
 #include "categories/category_analysis_internal.h"
 #include "categories/kernel_details_text.h"
 #include "categories/prepare.h"
@@ -19,7 +20,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-constexpr const char* kKernelSum = "Kernel Time (\xC2\xB5s)_sum";
 constexpr const char* kKernelMean = "Kernel Time (\xC2\xB5s)_mean";
 constexpr double kTargetHigh = 100.0, kTargetMid = 87.5, kTargetLow = 75.0;
 

@@ -159,7 +159,7 @@ const ojson* member_op(const ojson& ops, const ojson& member) {
   return by_name;
 }
 
-std::string cell_text(const ojson& v) {
+std::string markdown_cell(const ojson& v) {
   if (v.is_null() || (v.is_string() && v.get<std::string>().empty())) return "\u2014";
   std::string s = v.is_string() ? v.get<std::string>() : v.dump();
   std::replace(s.begin(), s.end(), '|', '/');
@@ -180,14 +180,16 @@ std::string data_table_row(const ojson& op) {
   if (eff.is_object() && eff["efficiency_percent"].is_number()) {
     bool memory = bound == "memory";
     const ojson& peak = memory ? eff["resolved_peak_hbm_bw"] : eff["resolved_peak_maf"];
-    efficiency = f2(eff["efficiency_percent"].get<double>()) + "% of " + cell_text(peak) +
+    efficiency = f2(eff["efficiency_percent"].get<double>()) + "% of " + markdown_cell(peak) +
                  (memory ? " TB/s" : " TFLOPS");
   }
-  auto field = [&](const char* key) { return op.contains(key) ? cell_text(op[key]) : "\u2014"; };
+  auto field = [&](const char* key) {
+    return op.contains(key) ? markdown_cell(op[key]) : "\u2014";
+  };
   return "| " + field("name") + " | " + field("args") + " | " + field("launcher_path") + " | " +
          field("kernel_name_trunc") + " | " + field("time_ms") + " | " + field("percent_of_total") +
          " | " + field("count") + " | " +
-         (eff.is_object() && eff.contains("flops_per_byte") ? cell_text(eff["flops_per_byte"])
+         (eff.is_object() && eff.contains("flops_per_byte") ? markdown_cell(eff["flops_per_byte"])
                                                             : "\u2014") +
          " | " + efficiency + " | " + (bound.empty() ? "\u2014" : bound + "-bound") + " |\n";
 }

@@ -404,7 +404,7 @@ using PerfLookup = std::vector<std::pair<std::string, ShapeMap>>;
 
 // Hashable key of parse_first_shape(dims): the first element of a parsed
 // sequence when it is itself a sequence, else "None".
-std::string first_shape_key(const std::optional<PyValue>& parsed) {
+std::string first_shape_key_of(const std::optional<PyValue>& parsed) {
   if (!parsed || !parsed->is_seq() || parsed->list.empty() || !parsed->list[0].is_seq())
     return "None";
   return parsed->list[0].to_ojson().dump();
@@ -450,7 +450,7 @@ PerfLookup build_perf_lookup(const Table& t) {
     auto [din, dout] = split_data_moved(category, params, moved);
     const Cell* dims = cell_at(t, r, "Input Dims");
     std::string shape =
-        dims && !is_na(*dims) ? first_shape_key(try_parse_py_literal(cell_text(dims))) : "None";
+        dims && !is_na(*dims) ? first_shape_key_of(try_parse_py_literal(cell_text(dims))) : "None";
     std::string text = cell_text(kd);
     for (const std::string& kn : kernel_detail_names(text)) {
       auto it = std::find_if(lookup.begin(), lookup.end(), [&](auto& p) { return p.first == kn; });

@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "categories/category_analysis.h"
+#include "categories/category_analysis_common.h"
 #include "categories/category_analysis_internal.h"
 #include "report/op_regime.h"
 
@@ -19,7 +20,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-constexpr const char* kKernelSum = "Kernel Time (µs)_sum";
 constexpr const char* kKernelMean = "Kernel Time (µs)_mean";
 constexpr const char* kRooflineTime = "Roofline Time (µs)_first";
 

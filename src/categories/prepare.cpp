@@ -7,6 +7,7 @@
 #include <stdexcept>
 
 #include "categories/category_analysis.h"
+#include "categories/category_analysis_common.h"
 #include "perf/gpu_arch.h"
 #include "pycompat/json.h"
 #include "pycompat/numeric.h"
@@ -18,7 +19,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-constexpr const char* kKernelSum = "Kernel Time (\xC2\xB5s)_sum";
 constexpr const char* kTimeNote =
     "Use gpu_kernel_time_ms for bottleneck prioritization. cpu_duration_ms includes sync/launch "
     "overhead.";

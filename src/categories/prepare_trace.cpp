@@ -7,6 +7,7 @@
 #include <stdexcept>
 
 #include "base/atomic_file.h"
+#include "categories/category_analysis_common.h"
 #include "categories/fusion_candidates.h"
 #include "collectives/collectives.h"
 #include "explore/parent_chain.h"
@@ -26,8 +27,6 @@
 namespace jarvis::analysis {
 
 namespace {
-
-constexpr const char* kKernelSum = "Kernel Time (\xC2\xB5s)_sum";
 
 bool has(const std::string& s, const char* needle) {
   return s.find(needle) != std::string::npos;

@@ -59,7 +59,7 @@ CollectiveInstance instance_from(const json& a) {
 
 // Cells keep their variant alternative (an int 3 and a double 3.0 render
 // differently): null, or [tag, value] with tag i, d, b or s.
-json cell_json(const Cell& c) {
+json cell_to_wire(const Cell& c) {
   if (c.missing()) return nullptr;
   if (c.is_int()) return {"i", std::get<int64_t>(c.v)};
   if (c.is_double()) return {"d", num(std::get<double>(c.v))};
@@ -67,7 +67,7 @@ json cell_json(const Cell& c) {
   return {"s", c.text()};
 }
 
-Cell cell_from(const json& j) {
+Cell cell_from_wire(const json& j) {
   if (j.is_null()) return {};
   const std::string tag = j.at(0).get<std::string>();
   if (tag == "i") return Cell(j.at(1).get<int64_t>());
@@ -81,7 +81,7 @@ json table_json(const Table& t) {
   json rows = json::array();
   for (const auto& row : t.rows) {
     json r = json::array();
-    for (const Cell& c : row) r.push_back(cell_json(c));
+    for (const Cell& c : row) r.push_back(cell_to_wire(c));
     rows.push_back(std::move(r));
   }
   return {{"name", t.name}, {"columns", t.columns}, {"level2", t.column_level2}, {"rows", rows}};
@@ -92,7 +92,7 @@ Table table_from(const json& j) {
   t.column_level2 = j.at("level2").get<std::vector<std::string>>();
   for (const auto& r : j.at("rows")) {
     auto& row = t.rows.emplace_back();
-    for (const auto& c : r) row.push_back(cell_from(c));
+    for (const auto& c : r) row.push_back(cell_from_wire(c));
   }
   return t;
 }

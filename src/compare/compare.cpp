@@ -8,6 +8,7 @@
 #include <set>
 #include <stdexcept>
 
+#include "compare/compare_frame.h"
 #include "report/xlsx_read.h"
 
 namespace jarvis {
@@ -41,24 +42,22 @@ const SheetConfig kKernelSummaryLegacy{
      "Min Kernel Time (µs)", "Max Kernel Time (µs)", "Category"},
     "Total Kernel Time (ms)"};
 
-const std::vector<std::string> kOpKeys = {"name", "Input type", "Input Dims", "Input Strides",
-                                          "Concrete Inputs"};
 // Per-op sheets split into intersect / only_baseline / only_variant, in
 // processing order ("ops_all" is the legacy name of ops_unique_args).
 const std::vector<std::pair<std::string, SheetConfig>>& main_sheets() {
   static const std::vector<std::pair<std::string, SheetConfig>> sheets = {
       {"ops_all",
-       {kOpKeys,
+       {frame::kOpKeys,
         {"total_direct_kernel_time_sum", "total_direct_kernel_time_mean", "operation_count"},
         {},
         "total_direct_kernel_time_sum"}},
       {"ops_unique_args",
-       {kOpKeys,
+       {frame::kOpKeys,
         {"total_direct_kernel_time_sum", "total_direct_kernel_time_mean", "operation_count"},
         {},
         "total_direct_kernel_time_sum"}},
       {"unified_perf_summary",
-       {kOpKeys,
+       {frame::kOpKeys,
         {"Kernel Time (µs)_sum", "Kernel Time (µs)_mean", "operation_count"},
         {},
         "Kernel Time (µs)_sum"}},

@@ -13,6 +13,10 @@
 
 namespace jarvis::frame {
 
+// The columns TraceLens's report comparison matches op rows on.
+inline const std::vector<std::string> kOpKeys = {"name", "Input type", "Input Dims",
+                                                 "Input Strides", "Concrete Inputs"};
+
 // Gives a table read back from CSV (all text cells) the types pandas
 // read_csv would infer per column: int64, float64, bool, or text. Cells
 // spelled like pandas' default NA markers (empty, "nan", "NaN", "NULL", ...;

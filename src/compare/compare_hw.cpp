@@ -17,13 +17,11 @@ namespace {
 constexpr const char* kNoKernelTime = "no kernel time on reference";
 constexpr double kBytesPerMiB = 1024.0 * 1024.0;  // Data Moved (MB) is MiB
 
-const std::vector<std::string> kOpKeys = {"name", "Input type", "Input Dims", "Input Strides",
-                                          "Concrete Inputs"};
-
 Table prefixed(const Table& table, const std::string& prefix) {
   Table t = table;
   for (auto& c : t.columns)
-    if (std::find(kOpKeys.begin(), kOpKeys.end(), c) == kOpKeys.end()) c = prefix + c;
+    if (std::find(frame::kOpKeys.begin(), frame::kOpKeys.end(), c) == frame::kOpKeys.end())
+      c = prefix + c;
   return t;
 }
 
@@ -321,8 +319,8 @@ HardwareGapAnalysis analyze_hardware_gaps(const NamedReport& reference, const Na
   a.latency_floor_us_reference = latency_floor_us(*ref);
   a.latency_floor_us_target = latency_floor_us(*tgt);
 
-  Table merged = frame::outer_merge(prefixed(*ref, "ref::"), prefixed(*tgt, "tgt::"), kOpKeys,
-                                    frame::MergeOrder::FirstAppearance);
+  Table merged = frame::outer_merge(prefixed(*ref, "ref::"), prefixed(*tgt, "tgt::"),
+                                    frame::kOpKeys, frame::MergeOrder::FirstAppearance);
   // Rows on one side only, by their four keys other than the input type.
   std::map<std::string, std::vector<size_t>> only_reference, only_target;
   for (size_t r = 0; r < merged.rows.size(); ++r) {

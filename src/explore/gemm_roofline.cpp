@@ -18,8 +18,6 @@ namespace jarvis::analysis {
 
 namespace {
 
-constexpr const char* kKernelSum = "Kernel Time (\xC2\xB5s)_sum";
-
 double num(const Table& t, size_t r, std::string_view col) {
   return cell_number(cell_at(t, r, col));
 }

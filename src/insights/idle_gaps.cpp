@@ -1,4 +1,5 @@
 #include "insights/idle_gaps.h"
+#include "base/text_match.h"
 
 #include <algorithm>
 #include <cmath>
@@ -27,13 +28,9 @@ const char* idle_cause_name(IdleCause cause) {
 
 namespace {
 
-bool has(std::string_view name, std::string_view word) {
-  return name.find(word) != std::string_view::npos;
-}
-
 bool is_compile_event(std::string_view name) {
-  return has(name, "TorchDynamo Cache Lookup") || has(name, "compile_inner") ||
-         has(name, "compile_fx") || has(name, "_inductor") || has(name, "autotune");
+  return contains(name, "TorchDynamo Cache Lookup") || contains(name, "compile_inner") ||
+         contains(name, "compile_fx") || contains(name, "_inductor") || contains(name, "autotune");
 }
 
 // Runtime calls that return only once the GPU (or a stream) has drained:
@@ -41,7 +38,7 @@ bool is_compile_event(std::string_view name) {
 // .item() (a blocking device-to-host copy).
 bool is_sync_event(const Event& e, std::string_view name) {
   if (e.cat == Cat::CpuOp) return name == "aten::_local_scalar_dense";
-  return has(name, "Synchronize") || name == "cudaMemcpy" || name == "hipMemcpy" ||
+  return contains(name, "Synchronize") || name == "cudaMemcpy" || name == "hipMemcpy" ||
          name == "hipMemcpyWithStream" || name == "cudaMemcpy2D" || name == "hipMemcpy2D";
 }
 
@@ -66,7 +63,7 @@ std::vector<Marker> host_markers(const Trace& trace) {
     }
     if (is_compile_event(name))
       cause = IdleCause::Compilation;
-    else if (has(name, "DataLoader"))
+    else if (contains(name, "DataLoader"))
       cause = IdleCause::DataLoading;
     if (cause) out.push_back({e.ts(), e.end(), u, *cause});
   }

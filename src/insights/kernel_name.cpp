@@ -1,4 +1,5 @@
 #include "insights/kernel_name.h"
+#include "base/text_match.h"
 #include "pycompat/text.h"
 
 #include <algorithm>
@@ -14,10 +15,6 @@ constexpr size_t kMaxScan = 4096;
 
 std::string lower_prefix(std::string_view s) {
   return pycompat::ascii_lower(s.substr(0, std::min(s.size(), kMaxScan)));
-}
-
-bool has(std::string_view s, std::string_view needle) {
-  return s.find(needle) != std::string_view::npos;
 }
 
 bool is_digit(char c) {
@@ -43,21 +40,23 @@ std::optional<int> number_after(std::string_view s, std::string_view prefix) {
 }
 
 std::string library_of(std::string_view n) {
-  if (has(n, "nccl")) return "NCCL";
-  if (has(n, "rccl")) return "RCCL";
-  if (n.starts_with("triton_") || has(n, "triton")) return "Triton";
-  if (has(n, "cudnn")) return "cuDNN";  // before flash: cuDNN's SDPA kernels say "flash"
-  if (has(n, "flash") || has(n, "fmha")) return "FlashAttention";
-  if (has(n, "nvjet") || has(n, "cublaslt")) return "cuBLASLt";
-  if (has(n, "cutlass")) return "CUTLASS";
-  if (has(n, "xmma") || has(n, "cublas") || has(n, "sgemm") || has(n, "hgemm") || has(n, "gemv") ||
-      n.starts_with("ampere_") || n.starts_with("turing_") || n.starts_with("volta_") ||
-      n.starts_with("sm80_") || n.starts_with("sm90_"))
+  if (contains(n, "nccl")) return "NCCL";
+  if (contains(n, "rccl")) return "RCCL";
+  if (n.starts_with("triton_") || contains(n, "triton")) return "Triton";
+  if (contains(n, "cudnn")) return "cuDNN";  // before flash: cuDNN's SDPA kernels say "flash"
+  if (contains(n, "flash") || contains(n, "fmha")) return "FlashAttention";
+  if (contains(n, "nvjet") || contains(n, "cublaslt")) return "cuBLASLt";
+  if (contains(n, "cutlass")) return "CUTLASS";
+  if (contains(n, "xmma") || contains(n, "cublas") || contains(n, "sgemm") ||
+      contains(n, "hgemm") || contains(n, "gemv") || n.starts_with("ampere_") ||
+      n.starts_with("turing_") || n.starts_with("volta_") || n.starts_with("sm80_") ||
+      n.starts_with("sm90_"))
     return "cuBLAS";
   if (n.starts_with("cijk_")) return "Tensile (rocBLAS/hipBLASLt)";
-  if (n.starts_with("ck_") || has(n, "ck::") || has(n, "devicegemm")) return "CK";
-  if (n.starts_with("igemm_") || has(n, "miopen") || n.starts_with("naive_conv")) return "MIOpen";
-  if (has(n, "at::native::") || has(n, "at::cuda::")) return "ATen";
+  if (n.starts_with("ck_") || contains(n, "ck::") || contains(n, "devicegemm")) return "CK";
+  if (n.starts_with("igemm_") || contains(n, "miopen") || n.starts_with("naive_conv"))
+    return "MIOpen";
+  if (contains(n, "at::native::") || contains(n, "at::cuda::")) return "ATen";
   return "";
 }
 
@@ -68,7 +67,7 @@ std::optional<int> sm_arch_of(std::string_view n) {
   static constexpr std::array<std::pair<std::string_view, int>, 5> kFamilies = {
       {{"volta_", 70}, {"turing_", 75}, {"ampere_", 80}, {"hopper_", 90}, {"blackwell_", 100}}};
   for (const auto& [family, sm] : kFamilies)
-    if (has(n, family)) return sm;
+    if (contains(n, family)) return sm;
   return std::nullopt;
 }
 
@@ -105,9 +104,9 @@ std::string math_dtype_of(std::string_view n) {
   static constexpr std::array<std::string_view, 6> kTags = {"fp8",  "e4m3", "bf16",
                                                             "tf32", "f16",  "f32"};
   for (std::string_view tag : kTags)
-    if (has(n, tag)) return tag == "e4m3" ? "fp8" : std::string(tag);
-  if (has(n, "_hgemm") || has(n, "hgemm")) return "f16";
-  if (has(n, "sgemm")) return "f32";
+    if (contains(n, tag)) return tag == "e4m3" ? "fp8" : std::string(tag);
+  if (contains(n, "_hgemm") || contains(n, "hgemm")) return "f16";
+  if (contains(n, "sgemm")) return "f32";
   return "";
 }
 
@@ -120,7 +119,7 @@ KernelTraits parse_kernel_name(std::string_view name) {
   t.sm_arch = sm_arch_of(n);
   t.gfx_arch = gfx_of(n);
   t.tile = tile_of(n);
-  t.split_k = has(n, "splitk") || has(n, "split_k");
+  t.split_k = contains(n, "splitk") || contains(n, "split_k");
   t.alignment = number_after(n, "align");
   t.math_dtype = math_dtype_of(n);
   return t;
@@ -150,17 +149,17 @@ DeviceArch device_arch_from_name(std::string_view gpu_name) {
        {"mi100", "gfx908"}}};
   DeviceArch d;
   for (const auto& [tag, sm] : kNvidia)
-    if (has(n, tag)) {
+    if (contains(n, tag)) {
       d.sm_arch = sm;
       return d;
     }
   for (const auto& [tag, gfx] : kAmd)
-    if (has(n, tag)) {
+    if (contains(n, tag)) {
       d.gfx_arch = std::string(gfx);
       return d;
     }
-  if (has(n, "v100")) d.sm_arch = 70;
-  if (has(n, "t4")) d.sm_arch = 75;
+  if (contains(n, "v100")) d.sm_arch = 70;
+  if (contains(n, "t4")) d.sm_arch = 75;
   return d;
 }
 

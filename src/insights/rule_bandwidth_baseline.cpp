@@ -16,7 +16,7 @@ namespace {
 
 constexpr double kMinBaselineOpUs = 10.0;  // ops shorter than this never reach full bandwidth
 constexpr double kSlowFraction = 0.5;
-constexpr double kMinShare = 0.005;
+constexpr double kMinGroupShare = 0.005;
 
 struct Group {
   std::string category, label;
@@ -81,7 +81,7 @@ void rule_bandwidth_baseline(const InsightContext& c, std::vector<Insight>& out)
   const std::string& baseline_op = found->op;
   std::map<std::string, std::vector<const Group*>> slow_by_category;
   for (const auto& [label, g] : groups)
-    if (g.tbs() < kSlowFraction * baseline && detail::share_of(c, g.time_us) >= kMinShare)
+    if (g.tbs() < kSlowFraction * baseline && detail::share_of(c, g.time_us) >= kMinGroupShare)
       slow_by_category[g.category].push_back(&g);
   for (auto& [category, slow] : slow_by_category) {
     std::sort(slow.begin(), slow.end(),

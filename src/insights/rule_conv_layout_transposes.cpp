@@ -68,7 +68,7 @@ std::vector<size_t> nchw_batch_norm_rows(const InsightContext& c) {
 void rule_conv_layout_transposes(const InsightContext& c, std::vector<Insight>& out) {
   double conversion_us = 0;
   size_t conversions = 0;
-  std::vector<Uid> ops;  // the host ops that launched a conversion
+  std::vector<Uid> ops;      // the host ops that launched a conversion
   std::vector<Uid> changed;  // every GPU op channels_last changes: conversions, NCHW norms
   std::vector<std::string> names;
   for (size_t u = 0; u < c.trace.events.size(); ++u) {

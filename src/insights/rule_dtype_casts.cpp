@@ -17,7 +17,7 @@
 namespace jarvis::insights {
 namespace {
 
-constexpr double kMinShare = 0.05;  // of all kernel time
+constexpr double kMinCastShare = 0.05;  // of all kernel time
 constexpr size_t kTopShapes = 5;
 constexpr double kFusedSaving = 0.5;
 
@@ -62,7 +62,7 @@ void rule_dtype_casts(const InsightContext& c, std::vector<Insight>& out) {
     g.time_us += us;
   }
   const double share = time_us / c.total_kernel_time_us;
-  if (share < kMinShare) return;
+  if (share < kMinCastShare) return;
   Insight i = detail::kernels_insight(c, "dtype_casts", "elementwise", kernels, time_us);
   std::vector<std::pair<double, std::pair<std::vector<int64_t>, std::string>>> ranked;
   for (const auto& [key, g] : groups) ranked.push_back({g.time_us, key});

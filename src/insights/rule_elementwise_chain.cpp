@@ -29,7 +29,7 @@ struct Chain {
   double time_us = 0, max_op_us = 0;
 };
 
-struct Pattern {
+struct ChainPattern {
   size_t count = 0;
   std::vector<Uid> ops;
   double time_us = 0, gain_us = 0;
@@ -47,12 +47,12 @@ void rule_elementwise_chain(const InsightContext& c, std::vector<Insight>& out) 
         row.uid < c.trace.events.size())
       elementwise[row.uid] = &row;
   if (elementwise.size() < kMinChain) return;
-  std::map<std::string, Pattern> patterns;  // by the chain's op names
+  std::map<std::string, ChainPattern> patterns;  // by the chain's op names
   auto flush = [&](Chain& ch) {
     if (ch.ops.size() >= kMinChain) {
       std::string key;
       for (Uid u : ch.ops) key += (key.empty() ? "" : " -> ") + std::string(c.trace.name(u));
-      Pattern& p = patterns[key];
+      ChainPattern& p = patterns[key];
       ++p.count;
       p.ops.insert(p.ops.end(), ch.ops.begin(), ch.ops.end());
       p.time_us += ch.time_us;

@@ -48,7 +48,7 @@ bool is_activation(std::string_view name) {
   return false;
 }
 
-struct Pattern {
+struct EpiloguePattern {
   std::string_view kind;
   size_t count = 0;
   std::vector<Uid> uids;
@@ -66,7 +66,7 @@ double kernel_time_us(const InsightContext& c, Uid uid) {
 
 // Pairs among one ordered list of siblings.
 void scan_siblings(const InsightContext& c, const std::vector<Uid>& siblings,
-                   std::map<std::string, Pattern>& patterns) {
+                   std::map<std::string, EpiloguePattern>& patterns) {
   Uid previous = kNoUid;
   for (Uid u : siblings) {
     if (c.trace.events[u].cat != Cat::CpuOp || c.tree.gpu_events(u).empty()) continue;
@@ -74,7 +74,7 @@ void scan_siblings(const InsightContext& c, const std::vector<Uid>& siblings,
       std::string_view kind = producer_kind(c.trace.name(previous));
       if (!kind.empty()) {
         std::string key = fmt::format("{} -> {}", c.trace.name(previous), c.trace.name(u));
-        Pattern& p = patterns[key];
+        EpiloguePattern& p = patterns[key];
         p.kind = kind;
         ++p.count;
         p.uids.push_back(previous);
@@ -112,7 +112,7 @@ std::string action_kernel(std::string_view kind) {
 }  // namespace
 
 void rule_epilogue_fusion(const InsightContext& c, std::vector<Insight>& out) {
-  std::map<std::string, Pattern> patterns;
+  std::map<std::string, EpiloguePattern> patterns;
   detail::for_each_sibling_list(
       c, [&](const std::vector<Uid>& siblings) { scan_siblings(c, siblings, patterns); });
   for (auto& [key, p] : patterns) {

@@ -37,7 +37,7 @@ struct Run {
   std::string spec;
 };
 
-struct Pattern {
+struct SharedInputPattern {
   std::vector<int64_t> input;
   size_t width = 0;  // GEMMs per run
   std::string name, spec;
@@ -47,7 +47,7 @@ struct Pattern {
 // Runs among one ordered list of siblings: consecutive GPU-launching GEMM
 // ops with a perf row and the same first-input shape and spec.
 void scan(const InsightContext& c, const std::map<Uid, const report::PerfOpRow*>& gemm_rows,
-          const std::vector<Uid>& siblings, std::map<std::string, Pattern>& patterns) {
+          const std::vector<Uid>& siblings, std::map<std::string, SharedInputPattern>& patterns) {
   Run run;
   std::vector<int64_t> run_input;
   auto close = [&] {
@@ -55,7 +55,7 @@ void scan(const InsightContext& c, const std::map<Uid, const report::PerfOpRow*>
       std::string name(c.trace.name(run.ops.front()));
       std::string key =
           fmt::format("{}|{}|{}|{}", name, fmt::join(run_input, ","), run.ops.size(), run.spec);
-      Pattern& p = patterns[key];
+      SharedInputPattern& p = patterns[key];
       p.input = run_input;
       p.width = run.ops.size();
       p.name = name;
@@ -93,7 +93,7 @@ void rule_gemm_shared_input(const InsightContext& c, std::vector<Insight>& out) 
     if (row.sheet == "GEMM" && row.metrics && row.metrics->gflops > 0 && row.kernel_time_us > 0)
       gemm_rows[row.uid] = &row;
   if (gemm_rows.size() < 2) return;
-  std::map<std::string, Pattern> patterns;
+  std::map<std::string, SharedInputPattern> patterns;
   detail::for_each_sibling_list(
       c, [&](const std::vector<Uid>& siblings) { scan(c, gemm_rows, siblings, patterns); });
   for (const auto& [key, p] : patterns) {

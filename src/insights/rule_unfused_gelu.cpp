@@ -25,7 +25,7 @@ namespace {
 
 constexpr size_t kMaxPowToTanh = 4;     // pow -> mul -> add -> mul -> tanh
 constexpr size_t kMaxOpsBeforePow = 3;  // 0.5 * x, a cast up
-constexpr size_t kMaxOpsAfter = 4;      // 1 + tanh, the product, a cast down
+constexpr size_t kMaxGeluOpsAfter = 4;  // 1 + tanh, the product, a cast down
 
 bool is_pointwise(std::string_view name) {
   for (std::string_view n :
@@ -70,7 +70,7 @@ std::optional<GeluCall> gelu_call(const InsightContext& c, const detail::Sibling
     if (!is_pointwise(t.name(u)) || !same_shape(t, u, *dims)) break;
     first = *pow - back;
   }
-  for (size_t ahead = 1; ahead <= kMaxOpsAfter && k + ahead < ops.size(); ++ahead) {
+  for (size_t ahead = 1; ahead <= kMaxGeluOpsAfter && k + ahead < ops.size(); ++ahead) {
     const Uid u = ops[k + ahead];
     if (!is_pointwise(t.name(u)) || !same_shape(t, u, *dims)) break;
     last = k + ahead;

@@ -18,8 +18,8 @@
 namespace jarvis::insights {
 namespace {
 
-constexpr size_t kMaxOpsBefore = 8;  // cast, pow, result_type, to, mean, add
-constexpr size_t kMaxOpsAfter = 6;   // mul, to, copy, weight mul
+constexpr size_t kMaxNormOpsBefore = 8;  // cast, pow, result_type, to, mean, add
+constexpr size_t kMaxNormOpsAfter = 6;   // mul, to, copy, weight mul
 
 bool is_cast(std::string_view name) {
   return name == "aten::to" || name == "aten::_to_copy" || name == "aten::copy_" ||
@@ -75,7 +75,7 @@ std::optional<NormCall> norm_call(const InsightContext& c, const detail::Sibling
     frame = enclosing(t, it->second, rsqrt);
   size_t first = k, last = k;
   std::optional<size_t> pow, mean;
-  for (size_t back = 1; back <= kMaxOpsBefore && back <= k; ++back) {
+  for (size_t back = 1; back <= kMaxNormOpsBefore && back <= k; ++back) {
     const std::string_view name = t.name(kids[k - back]);
     if (name == "aten::mean" && !mean) mean = k - back;
     if (name == "aten::pow") {
@@ -94,7 +94,8 @@ std::optional<NormCall> norm_call(const InsightContext& c, const detail::Sibling
     call.input_type = detail::first_input_type(t, kids[first]);
   }
   size_t muls = 0;
-  for (size_t ahead = 1; ahead <= kMaxOpsAfter && k + ahead < kids.size() && muls < 2; ++ahead) {
+  for (size_t ahead = 1; ahead <= kMaxNormOpsAfter && k + ahead < kids.size() && muls < 2;
+       ++ahead) {
     const std::string_view name = t.name(kids[k + ahead]);
     if (name != "aten::mul" && !is_cast(name)) break;
     muls += name == "aten::mul";

@@ -16,8 +16,8 @@
 namespace jarvis::insights {
 namespace {
 
-constexpr size_t kMaxOpsBefore = 6;  // x * cos, then rotate_half's slices
-constexpr size_t kMaxOpsAfter = 4;   // cat, mul, add
+constexpr size_t kMaxRopeOpsBefore = 6;  // x * cos, then rotate_half's slices
+constexpr size_t kMaxRopeOpsAfter = 4;   // cat, mul, add
 
 struct Application {
   std::vector<Uid> ops;
@@ -53,7 +53,7 @@ std::optional<Application> application_at(const InsightContext& c, const detail:
   const auto ops = level.ops;
   const size_t k = *level.at;
   std::optional<size_t> first;  // x * cos: a mul of the full tensor
-  for (size_t back = 1; back <= kMaxOpsBefore && back <= k; ++back)
+  for (size_t back = 1; back <= kMaxRopeOpsBefore && back <= k; ++back)
     if (t.name(ops[k - back]) == "aten::mul" &&
         detail::first_input_dims(t, ops[k - back]) == full) {
       first = k - back;
@@ -62,7 +62,7 @@ std::optional<Application> application_at(const InsightContext& c, const detail:
   if (!first) return std::nullopt;
   bool cat = false, mul = false;
   std::optional<size_t> last;
-  for (size_t ahead = 1; ahead <= kMaxOpsAfter && k + ahead < ops.size(); ++ahead) {
+  for (size_t ahead = 1; ahead <= kMaxRopeOpsAfter && k + ahead < ops.size(); ++ahead) {
     const Uid op = ops[k + ahead];
     const std::string_view name = t.name(op);
     if (name == "aten::cat" && !cat) cat = cat_of_halves(t, op, *half);

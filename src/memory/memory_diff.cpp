@@ -87,10 +87,6 @@ json run_json(const RunPeak& r) {
       {"never_freed_bytes", r.never_freed_bytes}, {"steps", r.steps}};
 }
 
-json text_or_null(const std::string& s) {
-  return s.empty() ? json() : json(s);
-}
-
 }  // namespace
 
 MemoryDiff diff_memory(const MemoryAnalysis& reference, const MemoryAnalysis& target) {

@@ -15,4 +15,9 @@ std::vector<MemoryFinding> memory_findings(const MemoryAnalysis& analysis);
 // "op" or "op in module" for a group.
 std::string group_label(const std::string& op, const std::string& module);
 
+// A text field of the JSON replies: null when empty.
+inline nlohmann::json text_or_null(const std::string& s) {
+  return s.empty() ? nlohmann::json() : nlohmann::json(s);
+}
+
 }  // namespace jarvis::memory

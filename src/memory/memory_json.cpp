@@ -15,10 +15,6 @@ json uid_or_null(Uid uid) {
   return uid == kNoUid ? json() : json(uid);
 }
 
-json text_or_null(const std::string& s) {
-  return s.empty() ? json() : json(s);
-}
-
 json point_json(const TimelinePoint& p) {
   return {{"ts_us", ns_to_us(p.ts_ns)},
           {"allocated_bytes", p.allocated},

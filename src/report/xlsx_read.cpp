@@ -26,7 +26,7 @@ namespace jarvis {
 namespace {
 
 using namespace xlsx_limits;
-using Error = std::runtime_error;
+using XlsxError = std::runtime_error;
 constexpr size_t npos = std::string_view::npos;
 
 // Input text quoted in an error, cut short: a crafted attribute may be MBs.
@@ -52,7 +52,7 @@ class ZipBytes {
   uint32_t u32(size_t at) const { return field(at, 4); }
   std::string_view span(size_t at, size_t n, const char* what) const {
     if (at > data_.size() || n > data_.size() - at)
-      throw Error(std::string("truncated zip: ") + what + " runs past the end of the file");
+      throw XlsxError(std::string("truncated zip: ") + what + " runs past the end of the file");
     return data_.substr(at, n);
   }
 
@@ -92,17 +92,17 @@ class ZipArchive {
   explicit ZipArchive(std::string_view data) : bytes_(data) {
     size_t end_record = find_end_record();
     if (bytes_.u16(end_record + 4) != 0 || bytes_.u16(end_record + 6) != 0)
-      throw Error("multi-disk zip archives are not supported");
+      throw XlsxError("multi-disk zip archives are not supported");
     size_t count = bytes_.u16(end_record + 10);
     size_t dir_size = bytes_.u32(end_record + 12);
     size_t dir_at = bytes_.u32(end_record + 16);
     if (count == 0xFFFF || dir_size == kZip64Marker || dir_at == kZip64Marker)
-      throw Error("zip64 archives are not supported");
+      throw XlsxError("zip64 archives are not supported");
     if (dir_at > end_record || dir_size > end_record - dir_at)
-      throw Error("zip central directory lies outside the file");
+      throw XlsxError("zip central directory lies outside the file");
     if (count > dir_size / kCentralEntryBytes)
-      throw Error("zip central directory claims " + std::to_string(count) + " entries in " +
-                  std::to_string(dir_size) + " bytes");
+      throw XlsxError("zip central directory claims " + std::to_string(count) + " entries in " +
+                      std::to_string(dir_size) + " bytes");
     read_central_directory(dir_at, dir_at + dir_size, count);
   }
 
@@ -113,22 +113,22 @@ class ZipArchive {
   // declared after inflating into a buffer of exactly that size.
   std::string read(const std::string& name) {
     auto it = entries_.find(name);
-    if (it == entries_.end()) throw Error("missing zip entry " + name);
+    if (it == entries_.end()) throw XlsxError("missing zip entry " + name);
     const ZipEntry& e = it->second;
     check_entry(name, e);
     std::string_view stored = stored_bytes(name, e);
     std::string out;
     if (e.method == kMethodStored) {
       if (e.size != e.compressed)
-        throw Error("stored zip entry " + name + " declares " + std::to_string(e.size) +
-                    " bytes but holds " + std::to_string(e.compressed));
+        throw XlsxError("stored zip entry " + name + " declares " + std::to_string(e.size) +
+                        " bytes but holds " + std::to_string(e.compressed));
       out.assign(stored);
     } else {
       out = inflate_exactly(stored, e.size, name);
     }
     if (crc32(0, reinterpret_cast<const Bytef*>(out.data()), static_cast<uInt>(out.size())) !=
         e.crc)
-      throw Error("zip entry " + name + " fails its CRC-32 check");
+      throw XlsxError("zip entry " + name + " fails its CRC-32 check");
     inflated_ += out.size();
     return out;
   }
@@ -138,18 +138,18 @@ class ZipArchive {
   // 64 KiB comment.
   size_t find_end_record() const {
     if (bytes_.size() < kEndOfCentralDirBytes)
-      throw Error("not a zip file (" + std::to_string(bytes_.size()) + " bytes)");
+      throw XlsxError("not a zip file (" + std::to_string(bytes_.size()) + " bytes)");
     size_t last = bytes_.size() - kEndOfCentralDirBytes;
     size_t first = last > kMaxZipComment ? last - kMaxZipComment : 0;
     for (size_t at = last + 1; at-- > first;)
       if (bytes_.u32(at) == kEndOfCentralDirSig) return at;
-    throw Error("not a zip file (no end of central directory)");
+    throw XlsxError("not a zip file (no end of central directory)");
   }
 
   void read_central_directory(size_t at, size_t end, size_t count) {
     for (size_t k = 0; k < count; ++k) {
       if (end - at < kCentralEntryBytes || bytes_.u32(at) != kCentralEntrySig)
-        throw Error("bad zip central directory entry " + std::to_string(k));
+        throw XlsxError("bad zip central directory entry " + std::to_string(k));
       ZipEntry e;
       e.flags = bytes_.u16(at + 8);
       e.method = bytes_.u16(at + 10);
@@ -159,36 +159,36 @@ class ZipArchive {
       size_t name_len = bytes_.u16(at + 28);
       size_t record = kCentralEntryBytes + name_len + bytes_.u16(at + 30) + bytes_.u16(at + 32);
       e.local_header = bytes_.u32(at + 42);
-      if (record > end - at) throw Error("zip central directory entry runs past its end");
+      if (record > end - at) throw XlsxError("zip central directory entry runs past its end");
       std::string name(bytes_.span(at + kCentralEntryBytes, name_len, "an entry name"));
       if (e.compressed == kZip64Marker || e.size == kZip64Marker || e.local_header == kZip64Marker)
-        throw Error("zip64 entry " + name + " is not supported");
-      if (!entries_.emplace(name, e).second) throw Error("duplicate zip entry " + name);
+        throw XlsxError("zip64 entry " + name + " is not supported");
+      if (!entries_.emplace(name, e).second) throw XlsxError("duplicate zip entry " + name);
       at += record;
     }
   }
 
   std::string_view stored_bytes(const std::string& name, const ZipEntry& e) const {
     size_t local = e.local_header;
-    if (bytes_.u32(local) != kLocalHeaderSig) throw Error("bad zip local header for " + name);
+    if (bytes_.u32(local) != kLocalHeaderSig) throw XlsxError("bad zip local header for " + name);
     size_t start = local + kLocalHeaderBytes + bytes_.u16(local + 26) + bytes_.u16(local + 28);
     return bytes_.span(start, e.compressed, "an entry's data");
   }
 
   void check_entry(const std::string& name, const ZipEntry& e) const {
-    if (e.flags & kFlagEncrypted) throw Error("zip entry " + name + " is encrypted");
+    if (e.flags & kFlagEncrypted) throw XlsxError("zip entry " + name + " is encrypted");
     if (e.method != kMethodStored && e.method != kMethodDeflated)
-      throw Error("zip entry " + name + " uses compression method " + std::to_string(e.method) +
-                  " (only stored and deflated are read)");
+      throw XlsxError("zip entry " + name + " uses compression method " + std::to_string(e.method) +
+                      " (only stored and deflated are read)");
     if (e.size > kMaxEntryBytes)
-      throw Error("zip entry " + name + " declares " + std::to_string(e.size) +
-                  " bytes, more than the " + mib(kMaxEntryBytes) + " limit");
+      throw XlsxError("zip entry " + name + " declares " + std::to_string(e.size) +
+                      " bytes, more than the " + mib(kMaxEntryBytes) + " limit");
     if (e.method == kMethodDeflated && e.size > e.compressed * kMaxDeflateRatio + 1024)
-      throw Error("zip entry " + name + " declares " + std::to_string(e.size) + " bytes from " +
-                  std::to_string(e.compressed) + " compressed: more than deflate can produce");
+      throw XlsxError("zip entry " + name + " declares " + std::to_string(e.size) + " bytes from " +
+                      std::to_string(e.compressed) + " compressed: more than deflate can produce");
     if (e.size > kMaxInflatedBytes - inflated_)
-      throw Error("zip entries inflate to more than the " + mib(kMaxInflatedBytes) +
-                  " limit of a workbook");
+      throw XlsxError("zip entries inflate to more than the " + mib(kMaxInflatedBytes) +
+                      " limit of a workbook");
   }
 
   // One spare byte of output room tells a stream longer than declared from
@@ -196,7 +196,7 @@ class ZipArchive {
   static std::string inflate_exactly(std::string_view in, size_t size, const std::string& name) {
     std::string out(size + 1, '\0');
     z_stream z{};
-    if (inflateInit2(&z, -MAX_WBITS) != Z_OK) throw Error("zlib init failed");
+    if (inflateInit2(&z, -MAX_WBITS) != Z_OK) throw XlsxError("zlib init failed");
     z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(in.data()));
     z.avail_in = static_cast<uInt>(in.size());
     z.next_out = reinterpret_cast<Bytef*>(out.data());
@@ -205,13 +205,13 @@ class ZipArchive {
     size_t produced = z.total_out;
     inflateEnd(&z);
     if (produced > size)
-      throw Error("zip entry " + name + " inflates to more than the " + std::to_string(size) +
-                  " bytes it declares");
+      throw XlsxError("zip entry " + name + " inflates to more than the " + std::to_string(size) +
+                      " bytes it declares");
     if (rc != Z_STREAM_END)
-      throw Error("cannot inflate zip entry " + name + ": corrupt or truncated data");
+      throw XlsxError("cannot inflate zip entry " + name + ": corrupt or truncated data");
     if (produced != size)
-      throw Error("zip entry " + name + " inflates to " + std::to_string(produced) +
-                  " bytes, not the " + std::to_string(size) + " it declares");
+      throw XlsxError("zip entry " + name + " inflates to " + std::to_string(produced) +
+                      " bytes, not the " + std::to_string(size) + " it declares");
     out.resize(size);
     return out;
   }
@@ -239,7 +239,7 @@ void append_char_ref(std::string& out, std::string_view ref) {
     cp = cp * (hex ? 16 : 10) + static_cast<uint32_t>(ok ? d : 0);
   }
   if (!ok || cp == 0 || cp > 0x10FFFF)
-    throw Error("bad character reference " + quote_input("&" + std::string(ref) + ";"));
+    throw XlsxError("bad character reference " + quote_input("&" + std::string(ref) + ";"));
   pycompat::append_utf8(out, cp);
 }
 
@@ -317,7 +317,7 @@ Element read_element(std::string_view xml, size_t at, std::string_view open,
                      std::string_view close) {
   auto where = [at] { return " (at byte " + std::to_string(at) + ")"; };
   size_t gt = xml.find('>', at);
-  if (gt == npos) throw Error("unterminated " + std::string(open) + " start tag" + where());
+  if (gt == npos) throw XlsxError("unterminated " + std::string(open) + " start tag" + where());
   Element e;
   if (xml[gt - 1] == '/') {
     e.tag = xml.substr(at + 1, gt - 1 - (at + 1));
@@ -326,7 +326,8 @@ Element read_element(std::string_view xml, size_t at, std::string_view open,
   }
   e.tag = xml.substr(at + 1, gt - (at + 1));
   size_t end_tag = xml.find(close, gt + 1);
-  if (end_tag == npos) throw Error(std::string(open) + "> without " + std::string(close) + where());
+  if (end_tag == npos)
+    throw XlsxError(std::string(open) + "> without " + std::string(close) + where());
   e.body = xml.substr(gt + 1, end_tag - (gt + 1));
   e.end = end_tag + close.size();
   return e;
@@ -360,7 +361,7 @@ class SharedStrings {
     for (size_t at = next_start_tag(v, "<si", 0); at != npos;) {
       Element si = read_element(v, at, "<si", "</si>");
       if (ends_.size() == kMaxSharedStrings)
-        throw Error("more than " + std::to_string(kMaxSharedStrings) + " shared strings");
+        throw XlsxError("more than " + std::to_string(kMaxSharedStrings) + " shared strings");
       append_t_text(si.body, text_);
       ends_.push_back(text_.size());
       at = next_start_tag(v, "<si", si.end);
@@ -379,8 +380,8 @@ class SharedStrings {
       k = k * 10 + static_cast<size_t>(ch - '0');
     }
     if (!ok || k >= ends_.size())
-      throw Error("shared string index " + quote_input(index) + " is not one of the " +
-                  std::to_string(ends_.size()) + " shared strings");
+      throw XlsxError("shared string index " + quote_input(index) + " is not one of the " +
+                      std::to_string(ends_.size()) + " shared strings");
     size_t begin = k == 0 ? 0 : ends_[k - 1];
     return std::string_view(text_).substr(begin, ends_[k] - begin);
   }
@@ -414,7 +415,7 @@ std::vector<std::pair<std::string, std::string>> sheet_files(ZipArchive& zip) {
       // Each sheet is read once: a workbook naming one file many times
       // would multiply the work of reading it.
       if (!files.insert(it->second).second)
-        throw Error("xl/workbook.xml lists " + it->second + " twice");
+        throw XlsxError("xl/workbook.xml lists " + it->second + " twice");
       out.emplace_back(attr(sheet.tag, "name"), it->second);
     }
     at = next_start_tag(w, "<sheet", sheet.end);
@@ -428,10 +429,10 @@ size_t column_of_reference(std::string_view ref) {
   size_t k = 0, col = 0;
   for (; k < ref.size() && ref[k] >= 'A' && ref[k] <= 'Z' && col <= kMaxColumns; ++k)
     col = col * 26 + static_cast<size_t>(ref[k] - 'A' + 1);
-  if (k == 0) throw Error("cell reference " + quote_input(ref) + " has no column letters");
+  if (k == 0) throw XlsxError("cell reference " + quote_input(ref) + " has no column letters");
   if (col > kMaxColumns)
-    throw Error("cell reference " + quote_input(ref) + " is beyond column XFD (" +
-                std::to_string(kMaxColumns) + " columns)");
+    throw XlsxError("cell reference " + quote_input(ref) + " is beyond column XFD (" +
+                    std::to_string(kMaxColumns) + " columns)");
   size_t row = 0, digits = ref.size() - k;
   bool ok = digits >= 1 && digits <= 7;
   for (; ok && k < ref.size(); ++k) {
@@ -439,8 +440,8 @@ size_t column_of_reference(std::string_view ref) {
     row = row * 10 + static_cast<size_t>(ref[k] - '0');
   }
   if (!ok || row == 0 || row > kMaxRows)
-    throw Error("cell reference " + quote_input(ref) + " has no row number from 1 to " +
-                std::to_string(kMaxRows));
+    throw XlsxError("cell reference " + quote_input(ref) + " has no row number from 1 to " +
+                    std::to_string(kMaxRows));
   return col - 1;
 }
 
@@ -453,20 +454,20 @@ class TableBudget {
   void take_cells(size_t n, const std::string& sheet) {
     size_t allowed = std::min(kMaxCells, kCellSlack + kCellsPerXmlByte * xml_bytes_);
     if (n > allowed - cells_)
-      throw Error("sheet " + sheet + " would take the workbook past " + std::to_string(allowed) +
-                  " cells (rows x columns; limit " + std::to_string(kCellSlack) + " + " +
-                  std::to_string(kCellsPerXmlByte) + " per byte of sheet XML, at most " +
-                  std::to_string(kMaxCells) + ")");
+      throw XlsxError("sheet " + sheet + " would take the workbook past " +
+                      std::to_string(allowed) + " cells (rows x columns; limit " +
+                      std::to_string(kCellSlack) + " + " + std::to_string(kCellsPerXmlByte) +
+                      " per byte of sheet XML, at most " + std::to_string(kMaxCells) + ")");
     cells_ += n;
   }
 
   void take_text(size_t n, const std::string& sheet) {
     size_t allowed = std::min(kMaxTextBytes, kTextSlack + kTextPerXmlByte * xml_bytes_);
     if (n > allowed - text_)
-      throw Error("sheet " + sheet + " would take the workbook's cell text past " +
-                  std::to_string(allowed) + " bytes (limit " + mib(kTextSlack) + " + " +
-                  std::to_string(kTextPerXmlByte) + " per byte of sheet XML, at most " +
-                  mib(kMaxTextBytes) + ")");
+      throw XlsxError("sheet " + sheet + " would take the workbook's cell text past " +
+                      std::to_string(allowed) + " bytes (limit " + mib(kTextSlack) + " + " +
+                      std::to_string(kTextPerXmlByte) + " per byte of sheet XML, at most " +
+                      mib(kMaxTextBytes) + ")");
     text_ += n;
   }
 
@@ -495,7 +496,7 @@ void for_each_cell(std::string_view row, OnCell on_cell) {
     std::string ref = attr(cell.tag, "r");
     size_t col = ref.empty() ? next_col : column_of_reference(ref);
     if (col >= kMaxColumns)
-      throw Error("a row has more than " + std::to_string(kMaxColumns) + " cells");
+      throw XlsxError("a row has more than " + std::to_string(kMaxColumns) + " cells");
     on_cell(col, cell);
     next_col = col + 1;
     at = next_start_tag(row, "<c", cell.end);
@@ -510,7 +511,7 @@ Table parse_sheet(std::string_view xml, const SharedStrings& strings, const std:
   for (size_t at = next_start_tag(xml, "<row", 0); at != npos;) {
     Element row = read_element(xml, at, "<row", "</row>");
     if (++rows > kMaxRows)
-      throw Error("sheet " + name + " has more than " + std::to_string(kMaxRows) + " rows");
+      throw XlsxError("sheet " + name + " has more than " + std::to_string(kMaxRows) + " rows");
     if (rows == 1) {  // the header: as wide as its last cell
       for_each_cell(row.body, [&](size_t col, const Element& cell) {
         if (t.columns.size() <= col) t.columns.resize(col + 1);
@@ -557,19 +558,19 @@ std::string read_file_bounded(const std::string& path) {
     expected = std::filesystem::file_size(path, ec);
     if (ec) expected = 0;
     if (expected > kMaxFileBytes)
-      throw Error("file is larger than the " + mib(kMaxFileBytes) + " limit");
+      throw XlsxError("file is larger than the " + mib(kMaxFileBytes) + " limit");
   }
   std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error("cannot open " + path);
+  if (!in) throw XlsxError("cannot open " + path);
   std::string data;
   data.reserve(expected);
   char buf[1 << 16];
   while (in.read(buf, sizeof buf) || in.gcount() > 0) {
     data.append(buf, static_cast<size_t>(in.gcount()));
     if (data.size() > kMaxFileBytes)
-      throw Error("file is larger than the " + mib(kMaxFileBytes) + " limit");
+      throw XlsxError("file is larger than the " + mib(kMaxFileBytes) + " limit");
   }
-  if (in.bad()) throw Error("cannot read " + path);
+  if (in.bad()) throw XlsxError("cannot read " + path);
   return data;
 }
 

@@ -9,6 +9,8 @@
 
 namespace jarvis::sql {
 namespace {
+// Named: a unity build compiles the tables in one unit, each with its own Col.
+namespace annotations_columns {
 
 enum Col { kUid, kName, kCategory, kTs, kDur, kEnd, kPid, kTid, kOnGpu, kStep };
 
@@ -63,6 +65,7 @@ TableSource bind_annotations(const QueryContext& ctx) {
   });
 }
 
+}  // namespace annotations_columns
 }  // namespace
 
 const TableDef& annotations_table() {
@@ -79,7 +82,7 @@ const TableDef& annotations_table() {
        {"tid", ColType::Integer, "thread id (GPU annotations: the stream)"},
        {"on_gpu", ColType::Integer, "1 for gpu_user_annotation"},
        {"step", ColType::Integer, "N of a ProfilerStep#N range, else NULL"}},
-      bind_annotations};
+      annotations_columns::bind_annotations};
   return def;
 }
 

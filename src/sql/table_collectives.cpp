@@ -13,6 +13,8 @@
 
 namespace jarvis::sql {
 namespace {
+// Named: a unity build compiles the tables in one unit, each with its own Col.
+namespace collectives_columns {
 
 enum Col {
   kUid,
@@ -131,6 +133,7 @@ TableSource bind_collectives(const QueryContext& ctx) {
   });
 }
 
+}  // namespace collectives_columns
 }  // namespace
 
 const TableDef& collectives_table() {
@@ -163,7 +166,7 @@ const TableDef& collectives_table() {
        {"algbw_gbps", ColType::Real, "algorithm bandwidth: msg size / dur, GiB/s (TraceLens GB/s)"},
        {"busbw_gbps", ColType::Real,
         "bus bandwidth: algbw x the nccl-tests factor (allreduce 2(n-1)/n, ...), GiB/s"}},
-      bind_collectives};
+      collectives_columns::bind_collectives};
   return def;
 }
 

@@ -4,6 +4,8 @@
 
 namespace jarvis::sql {
 namespace {
+// Named: a unity build compiles the tables in one unit, each with its own Col.
+namespace events_columns {
 
 enum Col {
   kUid,
@@ -41,6 +43,7 @@ TableSource bind_events(const QueryContext& ctx) {
   return s;
 }
 
+}  // namespace events_columns
 }  // namespace
 
 const TableDef& events_table() {
@@ -64,7 +67,7 @@ const TableDef& events_table() {
        {"correlation", ColType::Integer, "args.correlation (links a launch to its GPU work)"},
        {"external_id", ColType::Integer, "args['External id'] (links a cpu_op to its launches)"},
        {"flow_id", ColType::Integer, "top-level id of flow events (ac2g / fwdbwd)"}},
-      bind_events};
+      events_columns::bind_events};
   return def;
 }
 

@@ -8,6 +8,8 @@
 
 namespace jarvis::sql {
 namespace {
+// Named: a unity build compiles the tables in one unit, each with its own Col.
+namespace kernels_columns {
 
 enum Col {
   kUid,
@@ -110,6 +112,7 @@ TableSource bind_kernels(const QueryContext& ctx) {
   });
 }
 
+}  // namespace kernels_columns
 }  // namespace
 
 const TableDef& kernels_table() {
@@ -139,7 +142,7 @@ const TableDef& kernels_table() {
        {"op_name", ColType::Text, "name of the launching op"},
        {"op_category", ColType::Text, "perf-model category of the launching op (GEMM, SDPA, ...)"},
        {"is_communication", ColType::Integer, "1 for NCCL / RCCL kernels"}},
-      bind_kernels};
+      kernels_columns::bind_kernels};
   return def;
 }
 

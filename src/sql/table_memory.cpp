@@ -7,6 +7,8 @@
 
 namespace jarvis::sql {
 namespace {
+// Named: a unity build compiles the tables in one unit, each with its own Col.
+namespace memory_columns {
 
 enum Col { kUid, kTs, kPid, kTid, kDevice, kAddr, kBytes, kTotalAllocated, kTotalReserved };
 
@@ -58,6 +60,7 @@ TableSource bind_memory(const QueryContext& ctx) {
   return s;
 }
 
+}  // namespace memory_columns
 }  // namespace
 
 const TableDef& memory_table() {
@@ -73,7 +76,7 @@ const TableDef& memory_table() {
        {"bytes", ColType::Integer, "bytes allocated (> 0) or freed (< 0)"},
        {"total_allocated", ColType::Integer, "allocator's allocated total after this call, bytes"},
        {"total_reserved", ColType::Integer, "allocator's reserved total after this call, bytes"}},
-      bind_memory};
+      memory_columns::bind_memory};
   return def;
 }
 

@@ -22,6 +22,8 @@
 
 namespace jarvis::sql {
 namespace {
+// Named: a unity build compiles the tables in one unit, each with its own Col.
+namespace ops_columns {
 
 enum Col {
   kUid,
@@ -327,6 +329,7 @@ TableSource bind_ops(const QueryContext& ctx) {
       });
 }
 
+}  // namespace ops_columns
 }  // namespace
 
 const TableDef& ops_table() {
@@ -363,7 +366,7 @@ const TableDef& ops_table() {
        {"tb_per_s", ColType::Real, "achieved TB/s over the op's kernel time"},
        {"roofline_bound", ColType::Text, "COMPUTE_BOUND or MEMORY_BOUND (detected GPU arch only)"},
        {"roofline_pct", ColType::Real, "roofline time / kernel time, %"}},
-      bind_ops};
+      ops_columns::bind_ops};
   return def;
 }
 

@@ -22,6 +22,7 @@
 #include <fmt/format.h>
 
 #include "pycompat/numeric.h"
+#include "sweep/number_cell.h"
 #include "sweep/significance.h"
 #include "sweep/sweep.h"
 
@@ -29,10 +30,6 @@ namespace jarvis::sweep {
 namespace {
 
 constexpr double kAlpha = 0.05;
-
-Cell num(double v) {
-  return std::isnan(v) ? Cell() : Cell(v);
-}
 
 struct Sample {
   double sum = 0;                  // sum of instance times (mean x count per run)
@@ -83,18 +80,18 @@ void add_judgement(double b, double c, const Sample& xb, const Sample& xc, doubl
   Interval within_ci = bootstrap_median_change_pct(xb.within, xc.within);
   bool has_within = !xb.within.empty() && !xc.within.empty();
   double delta = c - b;
-  row.push_back(num(delta));
-  row.push_back(b != 0 ? num(100.0 * delta / b) : Cell());
-  row.push_back(across.verdict == Verdict::CannotTell ? Cell() : num(across.test.p));
-  row.push_back(num(across.ci_pct.lo));
-  row.push_back(num(across.ci_pct.hi));
-  row.push_back(has_within ? num(within.p) : Cell());
+  row.push_back(number_cell(delta));
+  row.push_back(b != 0 ? number_cell(100.0 * delta / b) : Cell());
+  row.push_back(across.verdict == Verdict::CannotTell ? Cell() : number_cell(across.test.p));
+  row.push_back(number_cell(across.ci_pct.lo));
+  row.push_back(number_cell(across.ci_pct.hi));
+  row.push_back(has_within ? number_cell(within.p) : Cell());
   row.push_back(
       has_within ? Cell(fmt::format("{} + {} {}", xb.within.size(), xc.within.size(), within_unit))
                  : Cell());
-  row.push_back(num(within_ci.lo));
-  row.push_back(num(within_ci.hi));
-  row.push_back(num(sweep_spread));
+  row.push_back(number_cell(within_ci.lo));
+  row.push_back(number_cell(within_ci.hi));
+  row.push_back(number_cell(sweep_spread));
   std::string note;
   if (across.verdict == Verdict::CannotTell) {
     note = fmt::format("cannot tell: {} run(s) a side, so the run-to-run noise is unknown",
@@ -161,8 +158,8 @@ Table kernel_changes(const Sweep& base, const Sweep& cand) {
     add_config_fields(base, *xb.first, row);
     double mb = xb.sum / static_cast<double>(xb.n), mc = xc.sum / static_cast<double>(xc.n);
     row.insert(row.end(), {Cell(std::get<1>(key)), Cell(std::get<2>(key)), Cell(std::get<3>(key)),
-                           num(mb), num(mc), Cell(xb.run_values.size()), Cell(xc.run_values.size()),
-                           Cell(xb.n), Cell(xc.n)});
+                           number_cell(mb), number_cell(mc), Cell(xb.run_values.size()),
+                           Cell(xc.run_values.size()), Cell(xb.n), Cell(xc.n)});
     double sp = spread(across_sweep[{std::get<1>(key), std::get<2>(key), std::get<3>(key)}]);
     add_judgement(mb, mc, xb, xc, sp, "instances", "µs", row);
     t.rows.push_back(std::move(row));
@@ -235,8 +232,8 @@ Table timeline_changes(const Sweep& base, const Sweep& cand) {
       std::vector<Cell> row{Cell(label)};
       add_config_fields(base, *b[label].first, row);
       double mb = xb.sum / static_cast<double>(xb.n), mc = xc.sum / static_cast<double>(xc.n);
-      row.insert(row.end(), {Cell(type), num(mb), num(mc), Cell(xb.run_values.size()),
-                             Cell(xc.run_values.size())});
+      row.insert(row.end(), {Cell(type), number_cell(mb), number_cell(mc),
+                             Cell(xb.run_values.size()), Cell(xc.run_values.size())});
       add_judgement(mb, mc, xb, xc, spread(across_sweep[type]), "steps", "ms", row);
       t.rows.push_back(std::move(row));
     }

@@ -9,16 +9,13 @@
 #include "collectives/collectives.h"
 #include "pycompat/numeric.h"
 #include "report/stats.h"
+#include "sweep/number_cell.h"
 #include "sweep/sweep.h"
 
 namespace jarvis::sweep {
 namespace {
 
 namespace co = collectives;
-
-Cell num(double v) {
-  return std::isnan(v) ? Cell() : Cell(v);
-}
 
 // Runs grouped by configuration label, in sweep (sorted field) order.
 std::vector<std::pair<std::string, std::vector<const Run*>>> configs(const Sweep& sweep) {
@@ -79,8 +76,9 @@ Table pivot(const std::vector<std::pair<std::string, TimelineMean>>& means, bool
     std::vector<Cell> row{Cell(type)};
     for (const auto& [label, m] : means) {
       auto it = m.by_type.find(type);
-      row.push_back(it == m.by_type.end() ? Cell()
-                                          : num(percent ? it->second.second : it->second.first));
+      row.push_back(it == m.by_type.end()
+                        ? Cell()
+                        : number_cell(percent ? it->second.second : it->second.first));
     }
     t.rows.push_back(std::move(row));
   }
@@ -210,7 +208,7 @@ std::vector<Table> gpu_timeline_tables(const Sweep& sweep) {
     head.push_back(Cell(runs.size()));
     for (const auto& [type, v] : m.by_type) {
       std::vector<Cell> row = head;
-      row.insert(row.end(), {Cell(type), num(v.first), num(v.second)});
+      row.insert(row.end(), {Cell(type), number_cell(v.first), number_cell(v.second)});
       all.rows.push_back(std::move(row));
     }
     std::vector<Cell> srow = head;
@@ -218,7 +216,7 @@ std::vector<Table> gpu_timeline_tables(const Sweep& sweep) {
       auto it = m.by_type.find(k);
       // TraceLens's kernel-only (rocprof) reports name idle time "idle".
       if (it == m.by_type.end() && std::string(k) == "idle_time") it = m.by_type.find("idle");
-      srow.push_back(it == m.by_type.end() ? Cell() : num(it->second.first));
+      srow.push_back(it == m.by_type.end() ? Cell() : number_cell(it->second.first));
     }
     std::vector<double> gemm;
     for (const Run* r : runs) {
@@ -228,10 +226,10 @@ std::vector<Table> gpu_timeline_tables(const Sweep& sweep) {
         if (!std::isnan(g.sum_us)) sum += g.sum_us;
       gemm.push_back(sum / 1e3);
     }
-    srow.push_back(gemm.empty() ? Cell() : num(pycompat::pandas_groupby_mean(gemm)));
+    srow.push_back(gemm.empty() ? Cell() : number_cell(pycompat::pandas_groupby_mean(gemm)));
     Normalisation n = normalise(sweep, runs);
-    srow.insert(srow.end(),
-                {num(n.steps), num(n.step_ms), num(n.value_ms), Cell(n.unit), Cell(n.how), Cell()});
+    srow.insert(srow.end(), {number_cell(n.steps), number_cell(n.step_ms), number_cell(n.value_ms),
+                             Cell(n.unit), Cell(n.how), Cell()});
     summary.rows.push_back(std::move(srow));
     means.push_back({label, std::move(m)});
   }
@@ -289,25 +287,25 @@ Table nccl_table(const Sweep& sweep) {
                              Cell(std::get<0>(key)),
                              Cell(std::get<1>(key)),
                              Cell(std::get<2>(key)),
-                             num(std::get<3>(key)),
+                             number_cell(std::get<3>(key)),
                              Cell(std::get<4>(key)),
                              Cell(a.count),
-                             num(a.count / nranks),
-                             num(a.dur_sum / a.count),
-                             a.durs.empty() ? Cell() : num(stats::median(a.durs)),
-                             num(a.dur_min),
-                             num(a.dur_max),
-                             num(a.dur_sum / nranks / 1e3),
-                             num(pycompat::pandas_groupby_mean(a.algbw)),
-                             num(min_of(a.algbw)),
-                             num(max_of(a.algbw)),
-                             num(pycompat::pandas_groupby_mean(a.busbw)),
-                             num(min_of(a.busbw)),
-                             num(max_of(a.busbw)),
-                             num(pycompat::pandas_groupby_mean(a.start_skew)),
-                             num(max_of(a.start_skew)),
-                             num(pycompat::pandas_groupby_mean(a.end_skew)),
-                             num(max_of(a.end_skew)),
+                             number_cell(a.count / nranks),
+                             number_cell(a.dur_sum / a.count),
+                             a.durs.empty() ? Cell() : number_cell(stats::median(a.durs)),
+                             number_cell(a.dur_min),
+                             number_cell(a.dur_max),
+                             number_cell(a.dur_sum / nranks / 1e3),
+                             number_cell(pycompat::pandas_groupby_mean(a.algbw)),
+                             number_cell(min_of(a.algbw)),
+                             number_cell(max_of(a.algbw)),
+                             number_cell(pycompat::pandas_groupby_mean(a.busbw)),
+                             number_cell(min_of(a.busbw)),
+                             number_cell(max_of(a.busbw)),
+                             number_cell(pycompat::pandas_groupby_mean(a.start_skew)),
+                             number_cell(max_of(a.start_skew)),
+                             number_cell(pycompat::pandas_groupby_mean(a.end_skew)),
+                             number_cell(max_of(a.end_skew)),
                              Cell(note)});
       t.rows.push_back(std::move(row));
     }

@@ -10,14 +10,11 @@
 #include <fmt/format.h>
 
 #include "pycompat/numeric.h"
+#include "sweep/number_cell.h"
 #include "sweep/sweep.h"
 
 namespace jarvis::sweep {
 namespace {
-
-Cell num(double v) {
-  return std::isnan(v) ? Cell() : Cell(v);
-}
 
 double median(std::vector<double> v) {
   v.erase(std::remove_if(v.begin(), v.end(), [](double x) { return std::isnan(x); }), v.end());
@@ -291,10 +288,12 @@ Table what_changed_table(const Sweep& sweep, const KernelChangeOptions& options)
       if (sweep.layout.fields[f] != "rank") row.push_back(all[f]);
     std::string text;
     for (const auto& w : why) text += (text.empty() ? "" : "; ") + w;
-    row.insert(row.end(), {Cell(r.ranks), num(r.total), num(r.busy), num(r.idle), num(r.comm),
-                           num(r.gemm), num(dt), num(db), num(di), num(r.comm - m_comm),
-                           num(r.gemm - m_gemm), num(r.steps), num(r.step), num(r.step_spread),
-                           Cell(r.colls), Cell(text), Cell(kernel_texts[r.label])});
+    row.insert(row.end(),
+               {Cell(r.ranks), number_cell(r.total), number_cell(r.busy), number_cell(r.idle),
+                number_cell(r.comm), number_cell(r.gemm), number_cell(dt), number_cell(db),
+                number_cell(di), number_cell(r.comm - m_comm), number_cell(r.gemm - m_gemm),
+                number_cell(r.steps), number_cell(r.step), number_cell(r.step_spread),
+                Cell(r.colls), Cell(text), Cell(kernel_texts[r.label])});
     t.rows.push_back(std::move(row));
   }
   return t;

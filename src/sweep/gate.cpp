@@ -15,15 +15,12 @@
 #include "base/atomic_file.h"
 #include "base/output_guard.h"
 #include "pycompat/numeric.h"
+#include "sweep/number_cell.h"
 
 namespace jarvis::sweep {
 namespace {
 
 namespace fs = std::filesystem;
-
-Cell num(double v) {
-  return std::isnan(v) ? Cell() : Cell(v);
-}
 
 int level_order(const std::string& level) {
   if (level == "step") return 0;
@@ -150,8 +147,9 @@ Table gate_table(const GateResult& result) {
   for (const GateRow& r : result.rows) {
     const SampleComparison& c = r.cmp;
     t.rows.push_back({Cell(r.level), Cell(r.name), Cell(r.unit), Cell(c.n_base), Cell(c.n_cand),
-                      num(c.base_median), num(c.cand_median), num(c.change_pct), num(c.ci_pct.lo),
-                      num(c.ci_pct.hi), num(c.test.p), num(c.test.min_p),
+                      number_cell(c.base_median), number_cell(c.cand_median),
+                      number_cell(c.change_pct), number_cell(c.ci_pct.lo), number_cell(c.ci_pct.hi),
+                      number_cell(c.test.p), number_cell(c.test.min_p),
                       Cell(std::string(verdict_name(c.verdict))), Cell(c.reason)});
   }
   return t;

@@ -8,6 +8,7 @@
 
 #include "pycompat/numeric.h"
 #include "report/stats.h"
+#include "sweep/number_cell.h"
 #include "sweep/sweep.h"
 
 namespace jarvis::sweep {
@@ -40,10 +41,6 @@ std::vector<std::string> field_columns(const Sweep& sweep) {
 void add_run_cells(const Sweep& sweep, const Run& run, std::vector<Cell>& row) {
   add_field_cells(sweep, run, row);
   if (!has_rank_field(sweep)) row.push_back(run.data.rank >= 0 ? Cell(run.data.rank) : Cell());
-}
-
-Cell num(double v) {
-  return std::isnan(v) ? Cell() : Cell(v);
 }
 
 // The run's top_k GEMM rows by max - min (stable: sheet order on ties).
@@ -81,9 +78,9 @@ void add_timestamp_cells(const GemmRow& g, double first_gpu_ts, std::vector<Cell
     row.insert(row.end(), 3, Cell());
     return;
   }
-  row.push_back(num((lo->start_us - first_gpu_ts) / 1e3));
-  row.push_back(num((hi->start_us - first_gpu_ts) / 1e3));
-  row.push_back(num(std::fabs(hi->start_us - lo->start_us) / 1e3));
+  row.push_back(number_cell((lo->start_us - first_gpu_ts) / 1e3));
+  row.push_back(number_cell((hi->start_us - first_gpu_ts) / 1e3));
+  row.push_back(number_cell(std::fabs(hi->start_us - lo->start_us) / 1e3));
 }
 
 std::vector<std::string> instance_columns(const Sweep& sweep, bool overlap) {
@@ -127,11 +124,12 @@ Table instances_table(const Sweep& sweep, size_t top_k, bool overlap, std::strin
       const GemmInstance& inst = g.instances[k];
       std::vector<Cell> row;
       add_run_cells(sweep, *top.run, row);
-      row.insert(row.end(), {Cell(inst.kernel_name), Cell(g.op), Cell(g.shape), Cell(k),
-                             Cell(inst.op_uid), num(inst.kernel_time_us), num(inst.start_us),
-                             num(inst.end_us), num((inst.start_us - t0) / 1e3),
-                             num((inst.end_us - t0) / 1e3), Cell(&inst == lo), Cell(&inst == hi),
-                             Cell(sweep.config_label(*top.run)), Cell(top.run->input.relative)});
+      row.insert(row.end(),
+                 {Cell(inst.kernel_name), Cell(g.op), Cell(g.shape), Cell(k), Cell(inst.op_uid),
+                  number_cell(inst.kernel_time_us), number_cell(inst.start_us),
+                  number_cell(inst.end_us), number_cell((inst.start_us - t0) / 1e3),
+                  number_cell((inst.end_us - t0) / 1e3), Cell(&inst == lo), Cell(&inst == hi),
+                  Cell(sweep.config_label(*top.run)), Cell(top.run->input.relative)});
       if (overlap) add_overlap_cells(inst, row);
       t.rows.push_back(std::move(row));
     }
@@ -194,9 +192,9 @@ Table gemm_variance_table(const Sweep& sweep, size_t top_k) {
     const GemmRow& g = *top.gemm;
     std::vector<Cell> row;
     add_run_cells(sweep, *top.run, row);
-    row.insert(row.end(),
-               {Cell(g.kernel_name), num(g.min_us), num(g.max_us), num(top.diff), num(g.mean_us),
-                num(g.std_us), Cell(g.count), Cell(g.op), Cell(g.shape)});
+    row.insert(row.end(), {Cell(g.kernel_name), number_cell(g.min_us), number_cell(g.max_us),
+                           number_cell(top.diff), number_cell(g.mean_us), number_cell(g.std_us),
+                           Cell(g.count), Cell(g.op), Cell(g.shape)});
     add_timestamp_cells(g, top.run->data.first_gpu_ts, row);
     row.push_back(Cell(sweep.config_label(*top.run)));
     row.push_back(Cell(top.run->input.relative));
@@ -224,8 +222,9 @@ Table gemm_kernel_spread_table(const Sweep& sweep) {
     double mean = pycompat::pandas_groupby_mean(s.means);
     double sd = pycompat::pandas_groupby_std(s.means);  // sample std (ddof 1), NaN for one run
     t.rows.push_back({Cell(std::get<0>(key)), Cell(std::get<1>(key)), Cell(std::get<2>(key)),
-                      Cell(s.means.size()), Cell(s.instances), num(mean), num(sd), num(s.means[lo]),
-                      num(s.means[hi]), num(mean > 0 ? sd / mean : NAN),
+                      Cell(s.means.size()), Cell(s.instances), number_cell(mean), number_cell(sd),
+                      number_cell(s.means[lo]), number_cell(s.means[hi]),
+                      number_cell(mean > 0 ? sd / mean : NAN),
                       Cell(sweep.config_label(*s.runs[hi])), Cell(s.runs[hi]->input.relative),
                       Cell(sweep.config_label(*s.runs[lo])), Cell(s.runs[lo]->input.relative)});
   }

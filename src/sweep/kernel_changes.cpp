@@ -17,15 +17,12 @@
 #include <fmt/format.h>
 
 #include "pycompat/numeric.h"
+#include "sweep/number_cell.h"
 #include "sweep/significance.h"
 #include "sweep/sweep.h"
 
 namespace jarvis::sweep {
 namespace {
-
-Cell num(double v) {
-  return std::isnan(v) ? Cell() : Cell(v);
-}
 
 double mean_of(const std::vector<double>& v) {
   return v.empty() ? NAN : pycompat::pandas_groupby_mean(v);
@@ -248,11 +245,12 @@ Table what_changed_kernels_table(const Sweep& sweep, const KernelChangeOptions& 
       add_field_cells(sweep, *cfg.first, all);
       for (size_t f = 0; f < sweep.layout.fields.size(); ++f)
         if (sweep.layout.fields[f] != "rank") row.push_back(all[f]);
-      row.insert(row.end(),
-                 {Cell(ref_label), Cell(++rank), Cell(k.name),
-                  Cell(fmt::format("µs per {}", cfg.norm.unit)), num(k.ref), num(k.cfg),
-                  num(k.delta), k.ref != 0 ? num(100 * k.delta / k.ref) : Cell(), Cell(k.j.noise),
-                  Cell(k.j.n_ref), Cell(k.j.n_cfg), num(k.j.p), Cell(k.j.verdict), Cell(k.j.note)});
+      row.insert(row.end(), {Cell(ref_label), Cell(++rank), Cell(k.name),
+                             Cell(fmt::format("µs per {}", cfg.norm.unit)), number_cell(k.ref),
+                             number_cell(k.cfg), number_cell(k.delta),
+                             k.ref != 0 ? number_cell(100 * k.delta / k.ref) : Cell(),
+                             Cell(k.j.noise), Cell(k.j.n_ref), Cell(k.j.n_cfg), number_cell(k.j.p),
+                             Cell(k.j.verdict), Cell(k.j.note)});
       t.rows.push_back(std::move(row));
     }
   }

@@ -1,4 +1,5 @@
 #include "xplane/kernel_summary.h"
+#include "base/text_match.h"
 
 #include <algorithm>
 #include <array>
@@ -36,13 +37,6 @@ std::string_view match(std::string_view text) {
     for (std::string_view k : c.keys)
       if (text.find(k) != std::string_view::npos) return c.category;
   return {};
-}
-
-bool starts_with_ci(std::string_view s, std::string_view p) {
-  if (s.size() < p.size()) return false;
-  for (size_t k = 0; k < p.size(); ++k)
-    if (std::tolower(static_cast<unsigned char>(s[k])) != p[k]) return false;
-  return true;
 }
 
 struct Group {

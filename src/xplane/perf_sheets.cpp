@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "base/text_match.h"
 #include "perf/perf_model.h"
 #include "pycompat/numeric.h"
 #include "pycompat/repr.h"
@@ -171,10 +172,6 @@ PyValue types_tuple(const std::vector<ParsedOperand>& ops, size_t from, size_t t
   for (size_t k = from; k < std::min(to, ops.size()); ++k)
     items.push_back(PyValue::string(ops[k].type));
   return tuple_of(std::move(items));
-}
-
-bool contains(std::string_view text, std::string_view key) {
-  return text.find(key) != std::string_view::npos;
 }
 
 bool icase_equal(std::string_view a, std::string_view b) {

@@ -6,19 +6,13 @@
 
 #include <fmt/format.h>
 
+#include "base/text_match.h"
 #include "xplane/kernel_summary.h"
 #include "xplane/perf_sheets.h"
 
 namespace jarvis::xplane {
 
 namespace {
-
-bool starts_with_ci(std::string_view s, std::string_view p) {
-  if (s.size() < p.size()) return false;
-  for (size_t k = 0; k < p.size(); ++k)
-    if (std::tolower(static_cast<unsigned char>(s[k])) != p[k]) return false;
-  return true;
-}
 
 struct Buckets {
   std::vector<Interval> all, comp, comm, memcpy;

@@ -22,6 +22,10 @@
 #include "trace/loader.h"
 #include "tree/call_tree.h"
 
+namespace {
+// This file's own names (a unity build compiles several test files as one unit).
+namespace JARVIS_TEST_FILE {
+
 using namespace jarvis;
 using namespace jarvis::loader_test;
 using json = nlohmann::json;
@@ -300,3 +304,6 @@ TEST_CASE("atomic writes: 4 HTTP sessions preparing the same category data") {
   CHECK(files > 3);
   CHECK(leftovers(dir.path).empty());
 }
+
+}  // namespace JARVIS_TEST_FILE
+}  // namespace

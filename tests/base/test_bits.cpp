@@ -3,6 +3,10 @@
 
 #include "base/bits.h"
 
+namespace {
+// This file's own names (a unity build compiles several test files as one unit).
+namespace JARVIS_TEST_FILE {
+
 TEST_CASE("bit_count8 counts the set bits of every 8-bit value") {
   for (unsigned v = 0; v < 256; ++v) {
     unsigned expected = 0;
@@ -11,3 +15,6 @@ TEST_CASE("bit_count8 counts the set bits of every 8-bit value") {
   }
   static_assert(jarvis::bit_count8(0xff) == 8);
 }
+
+}  // namespace JARVIS_TEST_FILE
+}  // namespace

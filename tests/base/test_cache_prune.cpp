@@ -12,6 +12,10 @@
 #include "base/cache_prune.h"
 #include "test_loader_support.h"
 
+namespace {
+// This file's own names (a unity build compiles several test files as one unit).
+namespace JARVIS_TEST_FILE {
+
 using namespace jarvis;
 namespace fs = std::filesystem;
 
@@ -81,3 +85,6 @@ TEST_CASE("cache prune after a write: the file just written is kept even over th
   CHECK(removed == std::vector<std::string>{(dir / "old").string()});
   CHECK(fs::exists(dir / "new"));
 }
+
+}  // namespace JARVIS_TEST_FILE
+}  // namespace

@@ -14,6 +14,10 @@
 #include "pycompat/literal.h"
 #include "trace/trace.h"
 
+namespace {
+// This file's own names (a unity build compiles several test files as one unit).
+namespace JARVIS_TEST_FILE {
+
 using namespace jarvis;
 using jarvis::mcp::json;
 
@@ -113,3 +117,6 @@ TEST_SUITE("error_model") {
     CHECK_FALSE(unknown_tool.contains("result"));
   }
 }
+
+}  // namespace JARVIS_TEST_FILE
+}  // namespace

@@ -12,6 +12,10 @@
 #include "base/hash_mix.h"
 #include "trace/trace.h"
 
+namespace {
+// This file's own names (a unity build compiles several test files as one unit).
+namespace JARVIS_TEST_FILE {
+
 using jarvis::hash_finish;
 using jarvis::hash_mix;
 using jarvis::hash_of;
@@ -57,3 +61,6 @@ TEST_CASE("ThreadKeyHash: pid and tid are not interchangeable, nor a string id w
   CHECK(hash(ThreadKey{one, two}) != hash(ThreadKey{one_text, two}));
   CHECK(hash(ThreadKey{one, two}) == hash(ThreadKey{ProcId{1, false}, ProcId{2, false}}));
 }
+
+}  // namespace JARVIS_TEST_FILE
+}  // namespace

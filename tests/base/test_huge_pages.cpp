@@ -9,6 +9,10 @@
 
 #include "base/huge_pages.h"
 
+namespace {
+// This file's own names (a unity build compiles several test files as one unit).
+namespace JARVIS_TEST_FILE {
+
 using jarvis::HugePageAllocator;
 
 namespace {
@@ -55,3 +59,6 @@ TEST_CASE("huge page allocator: growing across the threshold and back keeps the 
   std::vector<uint32_t, HugePageAllocator<uint32_t>> copy = v;
   CHECK(copy == v);
 }
+
+}  // namespace JARVIS_TEST_FILE
+}  // namespace

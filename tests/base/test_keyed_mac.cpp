@@ -12,6 +12,10 @@
 
 #include "base/keyed_mac.h"
 
+namespace {
+// This file's own names (a unity build compiles several test files as one unit).
+namespace JARVIS_TEST_FILE {
+
 using namespace jarvis;
 
 namespace {
@@ -116,3 +120,6 @@ TEST_CASE(
   CHECK(tags_equal(whole, tag_of(key, nonce, data, 300)));
   CHECK_FALSE(tags_equal(whole, tag_of(key, nonce, longer, 0)));
 }
+
+}  // namespace JARVIS_TEST_FILE
+}  // namespace

@@ -6,6 +6,10 @@
 
 #include "base/module_loader.h"
 
+namespace {
+// This file's own names (a unity build compiles several test files as one unit).
+namespace JARVIS_TEST_FILE {
+
 TEST_CASE("module loader: a missing module is an error naming every path tried") {
   try {
     jarvis::load_module_entry("libjarvis_no_such_module.so", "entry");
@@ -19,3 +23,6 @@ TEST_CASE("module loader: a missing module is an error naming every path tried")
     CHECK(what.find("/lib/jarvis/libjarvis_no_such_module.so: no such file") != std::string::npos);
   }
 }
+
+}  // namespace JARVIS_TEST_FILE
+}  // namespace

@@ -10,6 +10,10 @@
 
 #include "base/process_stats.h"
 
+namespace {
+// This file's own names (a unity build compiles several test files as one unit).
+namespace JARVIS_TEST_FILE {
+
 TEST_CASE("process stats: CPU seconds grow by what this thread spends") {
   // This thread's own CPU clock, independent of getrusage, decides how long
   // to spin: 150 ms of CPU however busy the machine is.
@@ -45,3 +49,6 @@ TEST_CASE("process stats: the peak resident set counts pages the process wrote")
   CHECK(after >= 96.0);
   CHECK(after >= before);
 }
+
+}  // namespace JARVIS_TEST_FILE
+}  // namespace

@@ -11,6 +11,10 @@
 #include "base/sort_runs.h"
 
 namespace {
+// This file's own names (a unity build compiles several test files as one unit).
+namespace JARVIS_TEST_FILE {
+
+namespace {
 
 // (key, input position): comparing on the key alone, the positions show
 // whether equal keys kept their order.
@@ -91,3 +95,6 @@ TEST_CASE("stable_sort_runs leaves sorted input untouched and sorts pairs lexico
   jarvis::stable_sort_runs(mixed);
   CHECK(mixed == expected);
 }
+
+}  // namespace JARVIS_TEST_FILE
+}  // namespace

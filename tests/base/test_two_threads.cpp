@@ -11,6 +11,10 @@
 
 #include "base/two_threads.h"
 
+namespace {
+// This file's own names (a unity build compiles several test files as one unit).
+namespace JARVIS_TEST_FILE {
+
 TEST_CASE("run_on_two_threads runs every task once") {
   for (size_t count : {0u, 1u, 2u, 3u, 100u}) {
     std::vector<std::atomic<int>> runs(count);
@@ -64,3 +68,6 @@ TEST_CASE("TaskLatch: a later task sees the awaited task's result, or its error"
                        "awaited failed", std::runtime_error);
   CHECK_FALSE(waiter_ran_on);
 }
+
+}  // namespace JARVIS_TEST_FILE
+}  // namespace

@@ -5,6 +5,10 @@
 
 #include "base/utf8.h"
 
+namespace {
+// This file's own names (a unity build compiles several test files as one unit).
+namespace JARVIS_TEST_FILE {
+
 using jarvis::valid_utf8;
 
 TEST_CASE("valid_utf8 keeps valid text and replaces each invalid byte by U+FFFD") {
@@ -20,3 +24,6 @@ TEST_CASE("valid_utf8 keeps valid text and replaces each invalid byte by U+FFFD"
   CHECK(valid_utf8("\xF4\x90\x80\x80") == fffd + fffd + fffd + fffd);  // past U+10FFFF
   CHECK(valid_utf8("ok\xE2\x82") == "ok" + fffd + fffd);               // cut at the end
 }
+
+}  // namespace JARVIS_TEST_FILE
+}  // namespace

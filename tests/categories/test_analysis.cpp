@@ -8,6 +8,10 @@
 #include "categories/category_analysis.h"
 #include "test_analysis_support.h"
 
+namespace {
+// This file's own names (a unity build compiles several test files as one unit).
+namespace JARVIS_TEST_FILE {
+
 namespace fs = std::filesystem;
 using namespace jarvis;
 using namespace jarvis::testing;
@@ -159,3 +163,6 @@ TEST_CASE("analyze: library classification rules") {
   CHECK(analysis::classify_kernel_library("aten::mm", "void at::native::x") == "PyTorch Native");
   CHECK(analysis::classify_kernel_library("aten::mm", "sm90_xmma_gemm") == "");
 }
+
+}  // namespace JARVIS_TEST_FILE
+}  // namespace

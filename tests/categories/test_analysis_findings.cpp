@@ -13,6 +13,10 @@
 #include "categories/findings_check.h"
 #include "test_analysis_support.h"
 
+namespace {
+// This file's own names (a unity build compiles several test files as one unit).
+namespace JARVIS_TEST_FILE {
+
 namespace fs = std::filesystem;
 using namespace jarvis;
 using namespace jarvis::testing;
@@ -346,3 +350,6 @@ TEST_CASE("digest: near-identical rows (batch / sequence dimensions) collapse wi
   CHECK(md.find("| 3 | aten::_scaled_dot_product_flash_attention | (32,8,101,128) bf16 |") !=
         std::string::npos);
 }
+
+}  // namespace JARVIS_TEST_FILE
+}  // namespace

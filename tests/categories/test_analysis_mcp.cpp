@@ -12,6 +12,10 @@
 #include "test_analysis_support.h"
 #include "test_loader_support.h"
 
+namespace {
+// This file's own names (a unity build compiles several test files as one unit).
+namespace JARVIS_TEST_FILE {
+
 using jarvis::mcp::json;
 using jarvis::mcp::testing::conformance_trace;
 using jarvis::mcp::testing::Harness;
@@ -251,3 +255,6 @@ TEST_CASE("MCP skill workflow on three conformance traces: names, checked findin
     }
   }
 }
+
+}  // namespace JARVIS_TEST_FILE
+}  // namespace

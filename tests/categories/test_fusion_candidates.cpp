@@ -10,6 +10,10 @@
 #include "trace/loader.h"
 #include "tree/call_tree.h"
 
+namespace {
+// This file's own names (a unity build compiles several test files as one unit).
+namespace JARVIS_TEST_FILE {
+
 namespace fs = std::filesystem;
 using namespace jarvis;
 using namespace jarvis::testing;
@@ -68,3 +72,6 @@ TEST_CASE("fusion_candidates: golden from trace.json.gz for every conformance tr
   }
   CHECK(checked >= 7);
 }
+
+}  // namespace JARVIS_TEST_FILE
+}  // namespace

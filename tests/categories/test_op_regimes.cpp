@@ -20,6 +20,10 @@
 #include "test_analysis_support.h"
 #include "trace/loader.h"
 
+namespace {
+// This file's own names (a unity build compiles several test files as one unit).
+namespace JARVIS_TEST_FILE {
+
 using namespace jarvis;
 using namespace jarvis::testing;
 
@@ -241,3 +245,6 @@ TEST_CASE("gemm_roofline: regime per shape against the trace's latency floor") {
     CHECK(s["tuning_headroom_us"].get<double>() >= 0);
   }
 }
+
+}  // namespace JARVIS_TEST_FILE
+}  // namespace

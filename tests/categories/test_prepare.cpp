@@ -8,6 +8,10 @@
 #include "categories/prepare.h"
 #include "test_analysis_support.h"
 
+namespace {
+// This file's own names (a unity build compiles several test files as one unit).
+namespace JARVIS_TEST_FILE {
+
 namespace fs = std::filesystem;
 using namespace jarvis;
 using namespace jarvis::testing;
@@ -149,3 +153,6 @@ TEST_CASE("prepare: existing model_info values win over the defaults") {
   CHECK(info["architecture"] == "Cannot be inferred from trace");
   CHECK(info["extra"] == 1);
 }
+
+}  // namespace JARVIS_TEST_FILE
+}  // namespace

@@ -15,6 +15,10 @@
 #include "test_analysis_support.h"
 #include "trace/loader.h"
 
+namespace {
+// This file's own names (a unity build compiles several test files as one unit).
+namespace JARVIS_TEST_FILE {
+
 namespace fs = std::filesystem;
 using namespace jarvis;
 using namespace jarvis::testing;
@@ -136,3 +140,6 @@ TEST_CASE("analyze: the GEMM digest names TraceLens's subtree total and each ker
   CHECK(res.markdown.find(total + " ") < res.markdown.find(once));
   CHECK(res.metrics["total_time_ms"].get<double>() > direct_us / 1000 * 1.02);
 }
+
+}  // namespace JARVIS_TEST_FILE
+}  // namespace

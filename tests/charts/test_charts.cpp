@@ -31,6 +31,10 @@
 #include "trace/loader.h"
 #include "tree/call_tree.h"
 
+namespace {
+// This file's own names (a unity build compiles several test files as one unit).
+namespace JARVIS_TEST_FILE {
+
 using namespace jarvis;
 using namespace jarvis::charts;
 using jarvis::mcp::json;
@@ -511,3 +515,6 @@ TEST_SUITE("charts") {
     }
   }
 }
+
+}  // namespace JARVIS_TEST_FILE
+}  // namespace

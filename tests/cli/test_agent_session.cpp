@@ -20,6 +20,10 @@
 #include "pycompat/repr.h"
 #include "pycompat/value.h"
 
+namespace {
+// This file's own names (a unity build compiles several test files as one unit).
+namespace JARVIS_TEST_FILE {
+
 namespace fs = std::filesystem;
 using nlohmann::json;
 
@@ -180,3 +184,6 @@ TEST_CASE("agent_session: scripted performance-analysis workflow over MCP stdio"
   const std::string caller = chain.at("parent_chain").at(0).at("name");
   CHECK(findings.find("called from " + caller) != std::string::npos);
 }
+
+}  // namespace JARVIS_TEST_FILE
+}  // namespace

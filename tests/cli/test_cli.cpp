@@ -19,6 +19,10 @@
 #include "test_loader_support.h"
 
 namespace {
+// This file's own names (a unity build compiles several test files as one unit).
+namespace JARVIS_TEST_FILE {
+
+namespace {
 
 namespace fs = std::filesystem;
 using jarvis::loader_test::EnvGuard;
@@ -505,3 +509,6 @@ TEST_SUITE("cli") {
 #endif
   }
 }
+
+}  // namespace JARVIS_TEST_FILE
+}  // namespace

@@ -24,6 +24,10 @@
 #include "security_support.h"
 #include "test_loader_support.h"
 
+namespace {
+// This file's own names (a unity build compiles several test files as one unit).
+namespace JARVIS_TEST_FILE {
+
 namespace fs = std::filesystem;
 using jarvis::loader_test::shell_quote;
 using jarvis::testing::read_text;
@@ -852,3 +856,6 @@ TEST_SUITE("cli_new_user") {
     CHECK(text.find("Step without the profiler: ") != std::string::npos);
   }
 }
+
+}  // namespace JARVIS_TEST_FILE
+}  // namespace

@@ -10,6 +10,10 @@
 #include "report_fixture.h"
 
 namespace {
+// This file's own names (a unity build compiles several test files as one unit).
+namespace JARVIS_TEST_FILE {
+
+namespace {
 
 std::string nccl_dir() {
   return jarvis::golden::shared_dir() + "/nccl/hta_allreduce_2ranks_rank0";
@@ -72,3 +76,6 @@ TEST_CASE("coll_analysis: kernels missing a grouping field are left out") {
     count += std::get<int64_t>(table.at(r, "operation_count").v);
   CHECK(count == 20);
 }
+
+}  // namespace JARVIS_TEST_FILE
+}  // namespace

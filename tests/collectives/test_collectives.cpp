@@ -9,6 +9,10 @@
 #include "report_fixture.h"
 #include "trace/loader.h"
 
+namespace {
+// This file's own names (a unity build compiles several test files as one unit).
+namespace JARVIS_TEST_FILE {
+
 namespace co = jarvis::collectives;
 using jarvis::Uid;
 
@@ -176,3 +180,6 @@ TEST_CASE("collectives: single-trace summary") {
   const auto& plain = jarvis::testing::report_fixture(jarvis::golden::conformance_dirs().front());
   CHECK(co::summarize_trace(plain.trace, plain.tree).count == 0);
 }
+
+}  // namespace JARVIS_TEST_FILE
+}  // namespace

@@ -22,6 +22,10 @@
 #include "test_analysis_support.h"
 #include "trace/loader.h"
 
+namespace {
+// This file's own names (a unity build compiles several test files as one unit).
+namespace JARVIS_TEST_FILE {
+
 namespace co = jarvis::collectives;
 namespace fs = std::filesystem;
 
@@ -315,3 +319,6 @@ TEST_CASE("collectives: load_trace and ops_summary mention collectives when pres
       3, "load_trace", {{"path", jarvis::mcp::testing::conformance_trace("h100_bert-small")}});
   CHECK(!plain.contains("collectives"));
 }
+
+}  // namespace JARVIS_TEST_FILE
+}  // namespace

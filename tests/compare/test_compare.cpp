@@ -11,6 +11,10 @@
 #include "compare/compare_frame.h"
 #include "golden.h"
 
+namespace {
+// This file's own names (a unity build compiles several test files as one unit).
+namespace JARVIS_TEST_FILE {
+
 namespace fs = std::filesystem;
 using jarvis::Cell;
 using jarvis::CompareOptions;
@@ -233,3 +237,6 @@ TEST_CASE("compare frame: descending sort puts missing last and matches NumPy on
   // Small arrays use insertion sort: ties keep their original order.
   CHECK(argsort_descending({5.0, 1.0, 5.0, 5.0}) == std::vector<size_t>{0, 2, 3, 1});
 }
+
+}  // namespace JARVIS_TEST_FILE
+}  // namespace

@@ -15,6 +15,10 @@
 #include "perf/gpu_arch.h"
 #include "trace/loader.h"
 
+namespace {
+// This file's own names (a unity build compiles several test files as one unit).
+namespace JARVIS_TEST_FILE {
+
 using doctest::Approx;
 using jarvis::GpuArch;
 using jarvis::HardwareGapRow;
@@ -456,3 +460,6 @@ TEST_CASE("issue 64 point 3: an fp32 run against a bf16 run pairs its ops across
   CHECK(same.hardware_gaps->dtype_changes().empty());
   CHECK(same.hardware_gaps->to_json()["dtype_changes"].is_null());
 }
+
+}  // namespace JARVIS_TEST_FILE
+}  // namespace

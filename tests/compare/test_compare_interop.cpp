@@ -20,6 +20,10 @@
 #include "report/table.h"
 #include "report/xlsx.h"
 
+namespace {
+// This file's own names (a unity build compiles several test files as one unit).
+namespace JARVIS_TEST_FILE {
+
 namespace fs = std::filesystem;
 using jarvis::CompareInputKind;
 using jarvis::CompareTracesOptions;
@@ -370,3 +374,6 @@ TEST_CASE("compare interop: the CLI and the MCP tool take every input kind") {
   CHECK(text.find("target_trace: ") != std::string::npos);
   CHECK(text.find("a single CSV sheet") != std::string::npos);
 }
+
+}  // namespace JARVIS_TEST_FILE
+}  // namespace

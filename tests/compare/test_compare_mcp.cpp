@@ -9,6 +9,10 @@
 #include "golden.h"
 #include "mcp_harness.h"
 
+namespace {
+// This file's own names (a unity build compiles several test files as one unit).
+namespace JARVIS_TEST_FILE {
+
 using doctest::Approx;
 using jarvis::mcp::json;
 using jarvis::mcp::testing::conformance_trace;
@@ -148,3 +152,6 @@ TEST_CASE("compare tool: errors the agent can act on") {
                                      {"output_dir", "/etc/jarvis_compare"}});
   CHECK_FALSE(write.empty());
 }
+
+}  // namespace JARVIS_TEST_FILE
+}  // namespace

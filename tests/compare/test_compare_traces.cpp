@@ -16,6 +16,10 @@
 #include "golden.h"
 #include "report/table.h"
 
+namespace {
+// This file's own names (a unity build compiles several test files as one unit).
+namespace JARVIS_TEST_FILE {
+
 namespace fs = std::filesystem;
 
 namespace {
@@ -101,3 +105,6 @@ TEST_CASE("jarvis compare: bad invocations fail cleanly") {
             quoted(out.path.string())) == 1);
   CHECK_FALSE(fs::exists(out.path));  // nothing written on failure
 }
+
+}  // namespace JARVIS_TEST_FILE
+}  // namespace

@@ -27,6 +27,10 @@
 #include "trace/loader.h"
 #include "tree/call_tree.h"
 
+namespace {
+// This file's own names (a unity build compiles several test files as one unit).
+namespace JARVIS_TEST_FILE {
+
 namespace cp = jarvis::critical_path;
 using jarvis::loader_test::strip_profiler_steps;
 namespace fs = std::filesystem;
@@ -701,3 +705,6 @@ TEST_SUITE("critical_path") {
     CHECK(draft.find("Impact estimates of the key bottlenecks: what-if") != std::string::npos);
   }
 }
+
+}  // namespace JARVIS_TEST_FILE
+}  // namespace

@@ -29,6 +29,10 @@
 #include "trace/loader.h"
 #include "tree/call_tree.h"
 
+namespace {
+// This file's own names (a unity build compiles several test files as one unit).
+namespace JARVIS_TEST_FILE {
+
 namespace cp = jarvis::critical_path;
 namespace fs = std::filesystem;
 using nlohmann::json;
@@ -689,3 +693,6 @@ TEST_SUITE("critical_path") {
       }
   }
 }
+
+}  // namespace JARVIS_TEST_FILE
+}  // namespace

@@ -22,6 +22,10 @@
 #include "trace/loader.h"
 #include "tree/call_tree.h"
 
+namespace {
+// This file's own names (a unity build compiles several test files as one unit).
+namespace JARVIS_TEST_FILE {
+
 namespace cp = jarvis::critical_path;
 namespace fs = std::filesystem;
 using nlohmann::json;
@@ -312,3 +316,6 @@ TEST_CASE("what-if: the un-profiled prediction with the profiled one beside it")
   CHECK(p.measured_step_time_us == doctest::Approx(r.recorded_step_time_us));
   CHECK(p.predicted_step_time_us == doctest::Approx(r.predicted_profiled_step_time_us));
 }
+
+}  // namespace JARVIS_TEST_FILE
+}  // namespace

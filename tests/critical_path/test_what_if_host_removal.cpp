@@ -24,6 +24,10 @@
 #include "trace/loader.h"
 #include "tree/call_tree.h"
 
+namespace {
+// This file's own names (a unity build compiles several test files as one unit).
+namespace JARVIS_TEST_FILE {
+
 namespace cp = jarvis::critical_path;
 using nlohmann::json;
 
@@ -330,3 +334,6 @@ TEST_SUITE("critical_path") {
           std::string::npos);
   }
 }
+
+}  // namespace JARVIS_TEST_FILE
+}  // namespace

@@ -13,6 +13,10 @@
 #include <re2/re2.h>
 #include <unistd.h>
 
+namespace {
+// This file's own names (a unity build compiles several test files as one unit).
+namespace JARVIS_TEST_FILE {
+
 namespace fs = std::filesystem;
 
 namespace {
@@ -165,3 +169,6 @@ TEST_SUITE("engine_facade") {
     CHECK(bad.empty());
   }
 }
+
+}  // namespace JARVIS_TEST_FILE
+}  // namespace

@@ -12,6 +12,10 @@
 #include "test_analysis_support.h"
 #include "trace/loader.h"
 
+namespace {
+// This file's own names (a unity build compiles several test files as one unit).
+namespace JARVIS_TEST_FILE {
+
 using namespace jarvis;
 using namespace jarvis::testing;
 using analysis::ojson;
@@ -184,3 +188,6 @@ TEST_CASE("gemm_roofline: autocast rows are judged at their kernels' dtype (GPT-
     if (s["precision"] == "bf16") CHECK(s["efficiency_percent_recorded_dtype"].is_null());
   CHECK(rf["gemm_time_us"].get<double>() < rf["gemm_sheet_kernel_time_us"].get<double>());
 }
+
+}  // namespace JARVIS_TEST_FILE
+}  // namespace

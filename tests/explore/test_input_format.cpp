@@ -15,6 +15,10 @@
 #include "test_analysis_support.h"
 #include "trace/loader.h"
 
+namespace {
+// This file's own names (a unity build compiles several test files as one unit).
+namespace JARVIS_TEST_FILE {
+
 using namespace jarvis;
 namespace fs = std::filesystem;
 
@@ -92,3 +96,6 @@ TEST_CASE("input format: every load path gives the format's own events") {
           load_non_kineto_input(kineto, InputFormat::KinetoJson);
         }).find("no reader") != std::string::npos);
 }
+
+}  // namespace JARVIS_TEST_FILE
+}  // namespace

@@ -13,6 +13,10 @@
 #include "test_loader_support.h"
 #include "trace/loader.h"
 
+namespace {
+// This file's own names (a unity build compiles several test files as one unit).
+namespace JARVIS_TEST_FILE {
+
 using namespace jarvis;
 using namespace jarvis::testing;
 using analysis::ojson;
@@ -224,3 +228,6 @@ TEST_CASE("parent_chain: kernel_name matches rank longest first (issue 48)") {
   for (size_t k = 1; k < top.size(); ++k)
     CHECK(top[k - 1]["duration_us"].get<double>() >= top[k]["duration_us"].get<double>());
 }
+
+}  // namespace JARVIS_TEST_FILE
+}  // namespace

@@ -25,6 +25,10 @@
 #include "trace/loader.h"
 #include "tree/call_tree.h"
 
+namespace {
+// This file's own names (a unity build compiles several test files as one unit).
+namespace JARVIS_TEST_FILE {
+
 namespace in = jarvis::insights;
 namespace fs = std::filesystem;
 using nlohmann::json;
@@ -285,3 +289,6 @@ TEST_CASE("A/B savings: no saving exceeds the un-profiled step it stands on") {
     }
   }
 }
+
+}  // namespace JARVIS_TEST_FILE
+}  // namespace

@@ -16,6 +16,10 @@
 #include "trace/loader.h"
 #include "tree/call_tree.h"
 
+namespace {
+// This file's own names (a unity build compiles several test files as one unit).
+namespace JARVIS_TEST_FILE {
+
 namespace in = jarvis::insights;
 namespace fs = std::filesystem;
 
@@ -129,3 +133,6 @@ TEST_CASE("generate(): decode steps inside each ProfilerStep, and the decode rul
   CHECK(launch[0].step_saving_us.value_or(0) / static_cast<double>(launch[0].steps) <=
         context.step->measured.step_time_us);
 }
+
+}  // namespace JARVIS_TEST_FILE
+}  // namespace

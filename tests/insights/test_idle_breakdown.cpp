@@ -16,6 +16,10 @@
 #include "trace/loader.h"
 #include "tree/call_tree.h"
 
+namespace {
+// This file's own names (a unity build compiles several test files as one unit).
+namespace JARVIS_TEST_FILE {
+
 using namespace jarvis;
 
 using jarvis::testing::launched_kernel;
@@ -107,3 +111,6 @@ TEST_CASE("idle breakdown: the launch-bound insight carries it") {
   CHECK(idle["other_us"].get<double>() == doctest::Approx(0));
   CHECK(it->detail.find("94% is the GPU waiting for the host") != std::string::npos);
 }
+
+}  // namespace JARVIS_TEST_FILE
+}  // namespace

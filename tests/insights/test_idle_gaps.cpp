@@ -17,6 +17,10 @@
 #include "trace/loader.h"
 #include "tree/call_tree.h"
 
+namespace {
+// This file's own names (a unity build compiles several test files as one unit).
+namespace JARVIS_TEST_FILE {
+
 using namespace jarvis;
 using insights::IdleCause;
 
@@ -161,3 +165,6 @@ TEST_CASE("idle gaps: TraceLens's idle and the gap analysis's, each over its eve
   const auto with_unlinked = compute_gpu_timeline(trace, tree, true);
   CHECK(with_unlinked.idle_time == doctest::Approx(idle.idle_us()).epsilon(1e-9));
 }
+
+}  // namespace JARVIS_TEST_FILE
+}  // namespace

@@ -26,6 +26,10 @@
 #include "trace/loader.h"
 #include "tree/call_tree.h"
 
+namespace {
+// This file's own names (a unity build compiles several test files as one unit).
+namespace JARVIS_TEST_FILE {
+
 using doctest::Approx;
 using jarvis::CallTree;
 using jarvis::Trace;
@@ -1227,3 +1231,6 @@ TEST_CASE("full_vocab_logits: silent on every real trace in ../shared") {
     CHECK(rule_of(in::run_insights(in::make_context(t, tree, &arch)), "full_vocab_logits").empty());
   }
 }
+
+}  // namespace JARVIS_TEST_FILE
+}  // namespace

@@ -24,6 +24,10 @@
 #include "trace/loader.h"
 #include "tree/call_tree.h"
 
+namespace {
+// This file's own names (a unity build compiles several test files as one unit).
+namespace JARVIS_TEST_FILE {
+
 using doctest::Approx;
 using jarvis::CallTree;
 using jarvis::Event;
@@ -526,3 +530,6 @@ TEST_CASE("judgment: two rules on one vocabulary GEMM claim its kernel time once
   CHECK(rules.count("gemm_unaligned_dims") == 1);
   CHECK(claimed <= kernel_us + 1.0);
 }
+
+}  // namespace JARVIS_TEST_FILE
+}  // namespace

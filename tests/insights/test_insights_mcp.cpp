@@ -16,6 +16,10 @@
 #include "mcp_harness.h"
 #include "test_analysis_support.h"
 
+namespace {
+// This file's own names (a unity build compiles several test files as one unit).
+namespace JARVIS_TEST_FILE {
+
 using jarvis::mcp::json;
 using jarvis::mcp::testing::Harness;
 
@@ -137,3 +141,6 @@ TEST_CASE("issue 64 point 4: insights list uids and kernel names at detail=full,
   }
   CHECK(brief.dump().size() < full.dump().size());
 }
+
+}  // namespace JARVIS_TEST_FILE
+}  // namespace

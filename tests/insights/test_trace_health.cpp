@@ -16,6 +16,10 @@
 #include "tree/call_tree.h"
 
 namespace {
+// This file's own names (a unity build compiles several test files as one unit).
+namespace JARVIS_TEST_FILE {
+
+namespace {
 
 struct Loaded {
   jarvis::Trace trace;
@@ -240,3 +244,6 @@ TEST_CASE("health: no real trace in ../shared is taken for decode steps") {
     CHECK(jarvis::insights::trace_health(l.trace, l.tree).trailing_iterations == 0);
   }
 }
+
+}  // namespace JARVIS_TEST_FILE
+}  // namespace

@@ -8,6 +8,10 @@
 #include "mcp/transport.h"
 #include "mcp_harness.h"
 
+namespace {
+// This file's own names (a unity build compiles several test files as one unit).
+namespace JARVIS_TEST_FILE {
+
 using jarvis::mcp::json;
 namespace mcp = jarvis::mcp;
 
@@ -318,3 +322,6 @@ TEST_SUITE("mcp_http") {
     CHECK(get->status == 405);
   }
 }
+
+}  // namespace JARVIS_TEST_FILE
+}  // namespace

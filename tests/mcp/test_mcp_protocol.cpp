@@ -11,6 +11,10 @@
 #include "categories/prepare.h"
 #include "mcp_harness.h"
 
+namespace {
+// This file's own names (a unity build compiles several test files as one unit).
+namespace JARVIS_TEST_FILE {
+
 using jarvis::mcp::json;
 using jarvis::mcp::testing::conformance_trace;
 using jarvis::mcp::testing::Harness;
@@ -371,3 +375,6 @@ TEST_SUITE("mcp_protocol") {
         CHECK(p["_meta"]["jarvis/tracelens_skill_names"] == json::array({"gemm-analyzer"}));
   }
 }
+
+}  // namespace JARVIS_TEST_FILE
+}  // namespace

@@ -10,6 +10,10 @@
 #include "mcp/json_schema.h"
 #include "mcp/tool.h"
 
+namespace {
+// This file's own names (a unity build compiles several test files as one unit).
+namespace JARVIS_TEST_FILE {
+
 using jarvis::mcp::json;
 namespace fs = std::filesystem;
 
@@ -129,3 +133,6 @@ TEST_SUITE("mcp_registry") {
     CHECK_THROWS(jarvis::mcp::PathPolicy({"/no/such/root/dir"}));
   }
 }
+
+}  // namespace JARVIS_TEST_FILE
+}  // namespace

@@ -15,6 +15,10 @@
 #include "mcp_harness.h"
 #include "test_analysis_support.h"
 
+namespace {
+// This file's own names (a unity build compiles several test files as one unit).
+namespace JARVIS_TEST_FILE {
+
 using jarvis::mcp::json;
 using jarvis::mcp::testing::Harness;
 namespace fs = std::filesystem;
@@ -113,3 +117,6 @@ TEST_CASE("a trace of high confidence gets a note, not a caution (issue 48)") {
   CHECK(text_of("high").find("Caution") == std::string::npos);
   CHECK(text_of("low").starts_with("Caution — trace t1 (confidence low): first; second.\n"));
 }
+
+}  // namespace JARVIS_TEST_FILE
+}  // namespace

@@ -18,6 +18,10 @@
 #include "mcp_harness.h"
 #include "test_analysis_support.h"
 
+namespace {
+// This file's own names (a unity build compiles several test files as one unit).
+namespace JARVIS_TEST_FILE {
+
 using jarvis::mcp::json;
 using jarvis::mcp::testing::conformance_trace;
 using jarvis::mcp::testing::Harness;
@@ -325,3 +329,6 @@ TEST_CASE("every analysis of a weak trace carries its health warnings; a healthy
   CHECK_FALSE(ops["result"]["structuredContent"].contains("trace_caveats"));
   CHECK_FALSE(ops["result"]["content"][0]["text"].get<std::string>().starts_with("Caution"));
 }
+
+}  // namespace JARVIS_TEST_FILE
+}  // namespace

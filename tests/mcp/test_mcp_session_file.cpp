@@ -12,6 +12,10 @@
 #include "mcp/server.h"
 #include "report/table.h"
 
+namespace {
+// This file's own names (a unity build compiles several test files as one unit).
+namespace JARVIS_TEST_FILE {
+
 using jarvis::mcp::json;
 
 using jarvis::testing::Child;
@@ -113,3 +117,6 @@ TEST_SUITE("mcp_stdio") {
     CHECK(child.wait_exit() == 0);
   }
 }
+
+}  // namespace JARVIS_TEST_FILE
+}  // namespace

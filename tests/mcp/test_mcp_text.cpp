@@ -11,6 +11,10 @@
 
 #include "mcp_harness.h"
 
+namespace {
+// This file's own names (a unity build compiles several test files as one unit).
+namespace JARVIS_TEST_FILE {
+
 using jarvis::mcp::json;
 using jarvis::mcp::testing::Harness;
 
@@ -138,3 +142,6 @@ TEST_CASE("a JAX profile is told XProf's switch, a PyTorch trace PyTorch's (issu
   REQUIRE_FALSE(on_torch.empty());
   CHECK(on_torch.find("python_tracer_level") == std::string::npos);
 }
+
+}  // namespace JARVIS_TEST_FILE
+}  // namespace

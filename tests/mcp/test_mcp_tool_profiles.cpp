@@ -12,6 +12,10 @@
 #include "mcp_harness.h"
 #include "security_support.h"
 
+namespace {
+// This file's own names (a unity build compiles several test files as one unit).
+namespace JARVIS_TEST_FILE {
+
 using jarvis::mcp::json;
 using jarvis::mcp::testing::Harness;
 
@@ -235,3 +239,6 @@ TEST_SUITE("mcp_tool_profiles") {
           std::vector<std::string>{"insights", "load_trace"});
   }
 }
+
+}  // namespace JARVIS_TEST_FILE
+}  // namespace

@@ -9,6 +9,10 @@
 #include "mcp_harness.h"
 #include "report/table.h"
 
+namespace {
+// This file's own names (a unity build compiles several test files as one unit).
+namespace JARVIS_TEST_FILE {
+
 using jarvis::mcp::json;
 using jarvis::mcp::testing::conformance_trace;
 using jarvis::mcp::testing::Harness;
@@ -142,3 +146,6 @@ TEST_SUITE("mcp_tools") {
     CHECK(bad_arch["result"]["isError"] == true);
   }
 }
+
+}  // namespace JARVIS_TEST_FILE
+}  // namespace

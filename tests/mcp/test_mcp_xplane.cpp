@@ -14,6 +14,10 @@
 #include "report/table.h"
 #include "test_analysis_support.h"
 
+namespace {
+// This file's own names (a unity build compiles several test files as one unit).
+namespace JARVIS_TEST_FILE {
+
 using jarvis::mcp::json;
 using jarvis::mcp::testing::Harness;
 
@@ -76,3 +80,6 @@ TEST_CASE("category_filter on an .xplane.pb writes the JAX report sheets of `jar
   }
   CHECK(references == 9);
 }
+
+}  // namespace JARVIS_TEST_FILE
+}  // namespace

@@ -14,6 +14,10 @@
 
 #include "mcp_harness.h"
 
+namespace {
+// This file's own names (a unity build compiles several test files as one unit).
+namespace JARVIS_TEST_FILE {
+
 namespace fs = std::filesystem;
 using jarvis::mcp::json;
 using jarvis::mcp::registered_tool_handlers;
@@ -186,3 +190,6 @@ TEST_CASE("worker isolation: results, tool errors and written files come back fr
   CHECK_FALSE(second["result"].value("isError", false));
   fs::remove_all(dir);
 }
+
+}  // namespace JARVIS_TEST_FILE
+}  // namespace

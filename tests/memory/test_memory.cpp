@@ -20,6 +20,10 @@
 #include "trace/loader.h"
 #include "trace/memory_events.h"
 
+namespace {
+// This file's own names (a unity build compiles several test files as one unit).
+namespace JARVIS_TEST_FILE {
+
 using namespace jarvis;
 using namespace jarvis::memory;
 using nlohmann::json;
@@ -381,3 +385,6 @@ TEST_CASE("memory: the CSV and JSON files") {
   Table by_op = read_csv_file(dir.path + "/out/memory_by_op.csv");
   CHECK(by_op.at(3, "never_freed_bytes").text() == std::to_string(200 * kMiB));
 }
+
+}  // namespace JARVIS_TEST_FILE
+}  // namespace

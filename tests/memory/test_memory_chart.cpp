@@ -22,6 +22,10 @@
 #include "trace/memory_events.h"
 #include "tree/call_tree.h"
 
+namespace {
+// This file's own names (a unity build compiles several test files as one unit).
+namespace JARVIS_TEST_FILE {
+
 using namespace jarvis;
 using nlohmann::json;
 
@@ -188,3 +192,6 @@ TEST_CASE("memory chart: the report has a memory section only when the trace has
   CHECK(html2.find("class=\"mark peak\"") != std::string::npos);
   CHECK(html2.find("<td>aten::mm</td>") != std::string::npos);  // the holder of the peak
 }
+
+}  // namespace JARVIS_TEST_FILE
+}  // namespace

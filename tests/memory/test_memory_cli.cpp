@@ -15,6 +15,10 @@
 #include "trace/memory_events.h"
 #include "trace/snapshot.h"
 
+namespace {
+// This file's own names (a unity build compiles several test files as one unit).
+namespace JARVIS_TEST_FILE {
+
 using namespace jarvis;
 
 namespace {
@@ -106,3 +110,6 @@ TEST_CASE("memory: jarvis memory --html writes the page with the peak the text p
   CHECK(missing.exit_code == 2);
   CHECK(missing.out.find("--mkdirs") != std::string::npos);
 }
+
+}  // namespace JARVIS_TEST_FILE
+}  // namespace

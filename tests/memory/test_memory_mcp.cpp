@@ -7,6 +7,10 @@
 #include "memory/memory.h"
 #include "trace/loader.h"
 
+namespace {
+// This file's own names (a unity build compiles several test files as one unit).
+namespace JARVIS_TEST_FILE {
+
 using jarvis::mcp::json;
 using jarvis::mcp::testing::conformance_trace;
 using jarvis::mcp::testing::Harness;
@@ -77,3 +81,6 @@ TEST_CASE("MCP memory_diff: H100 and MI300 runs of one model") {
   CHECK(d["groups"].size() <= 10);
   CHECK(d.dump().size() <= 20 * 1024);
 }
+
+}  // namespace JARVIS_TEST_FILE
+}  // namespace

@@ -24,12 +24,17 @@
 #include "compare/step_views.h"
 #include "critical_path/critical_path.h"
 #include "explore/input_format.h"
+#include "mcp_harness.h"
 #include "memory/memory.h"
 #include "nsys/emit_nvtx.h"
 #include "nsys/export.h"
 #include "nsys_tables.h"
 #include "report/report.h"
 #include "tree/call_tree.h"
+
+namespace {
+// This file's own names (a unity build compiles several test files as one unit).
+namespace JARVIS_TEST_FILE {
 
 using namespace jarvis;
 namespace fs = std::filesystem;
@@ -742,7 +747,6 @@ TEST_SUITE("nsys") {
 
 // MCP end to end: an export loads through load_trace and its handle works
 // with the trace tools; compare takes the pair.
-#include "mcp_harness.h"
 
 TEST_SUITE("nsys") {
   TEST_CASE("nsys: MCP load_trace, ops_summary, insights and compare on exports") {
@@ -783,3 +787,6 @@ TEST_SUITE("nsys") {
     CHECK(cmp["step_views"]["iterations"]["reference"]["source"] == "detected_repeats");
   }
 }
+
+}  // namespace JARVIS_TEST_FILE
+}  // namespace

@@ -14,6 +14,10 @@
 #include "perf/annotations.h"
 #include "trace/loader.h"
 
+namespace {
+// This file's own names (a unity build compiles several test files as one unit).
+namespace JARVIS_TEST_FILE {
+
 using namespace jarvis;
 
 namespace {
@@ -88,3 +92,6 @@ TEST_CASE("annotation index: the SGLang and vLLM conformance traces") {
     CHECK(annotated > 0);
   }
 }
+
+}  // namespace JARVIS_TEST_FILE
+}  // namespace

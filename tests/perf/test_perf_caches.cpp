@@ -23,6 +23,10 @@
 #include "trace/loader.h"
 #include "tree/call_tree.h"
 
+namespace {
+// This file's own names (a unity build compiles several test files as one unit).
+namespace JARVIS_TEST_FILE {
+
 namespace fs = std::filesystem;
 using namespace jarvis;
 
@@ -318,3 +322,6 @@ TEST_CASE("shared perf models: equal attention ops under different annotations k
   REQUIRE(rows[1].metrics);
   CHECK(rows[0].metrics->gflops != rows[1].metrics->gflops);
 }
+
+}  // namespace JARVIS_TEST_FILE
+}  // namespace

@@ -3,6 +3,10 @@
 
 #include "perf/categories.h"
 
+namespace {
+// This file's own names (a unity build compiles several test files as one unit).
+namespace JARVIS_TEST_FILE {
+
 using namespace jarvis::perf;
 
 TEST_CASE("perf categories: registry lookups") {
@@ -56,3 +60,6 @@ TEST_CASE("perf categories: sheet families in TraceLens map order") {
   CHECK_FALSE(is_triton_compiled_name("triton_foo"));
   CHECK(strip_direction_suffix("SDPA_bwd") == "SDPA");
 }
+
+}  // namespace JARVIS_TEST_FILE
+}  // namespace

@@ -13,6 +13,10 @@
 #include "perf/perf_model.h"
 #include "trace/loader.h"
 
+namespace {
+// This file's own names (a unity build compiles several test files as one unit).
+namespace JARVIS_TEST_FILE {
+
 using namespace jarvis;
 using namespace jarvis::perf;
 
@@ -315,3 +319,6 @@ TEST_CASE("gpu arch: roofline bound on constructed cases") {
       R"("Input Dims":[[128,256],[256,512]],"Input type":["c10::Float8_e5m2","c10::Float8_e5m2"],"Input Strides":[[256,1],[512,1]])");
   CHECK_FALSE(compute_perf_metrics(*e5m2.model(), false, 1.0, &mi300).roofline);
 }
+
+}  // namespace JARVIS_TEST_FILE
+}  // namespace

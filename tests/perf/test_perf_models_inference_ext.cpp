@@ -11,6 +11,10 @@
 #include "perf/perf_model.h"
 #include "trace/loader.h"
 
+namespace {
+// This file's own names (a unity build compiles several test files as one unit).
+namespace JARVIS_TEST_FILE {
+
 using namespace jarvis;
 using namespace jarvis::perf;
 
@@ -182,3 +186,6 @@ TEST_CASE("fused MoE: AITER 1-stage with INT4-packed weights, bf16 activations")
   CHECK(*m->bytes() == M * K * 2 + active * N * K * 1 * 2 + active * N * K * 1 + M * K * 2);
   CHECK(m->compute_spec() == "matrix_bf16");
 }
+
+}  // namespace JARVIS_TEST_FILE
+}  // namespace

@@ -16,6 +16,10 @@
 #include "trace/loader.h"
 #include "tree/call_tree.h"
 
+namespace {
+// This file's own names (a unity build compiles several test files as one unit).
+namespace JARVIS_TEST_FILE {
+
 using namespace jarvis;
 using namespace jarvis::perf;
 
@@ -788,3 +792,6 @@ TEST_CASE("perf sheets: Triton unfused MoE rows equal TraceLens's reference cell
     CHECK(param_str(rows[0].metrics->params(), "weight_dtype") == "'FP4'");
   }
 }
+
+}  // namespace JARVIS_TEST_FILE
+}  // namespace

@@ -19,6 +19,10 @@
 #include "report_fixture.h"
 
 namespace {
+// This file's own names (a unity build compiles several test files as one unit).
+namespace JARVIS_TEST_FILE {
+
+namespace {
 
 namespace fs = std::filesystem;
 
@@ -197,3 +201,6 @@ TEST_CASE("unified_perf_summary: the streamed table equals the table over the he
     CHECK(counted == static_cast<int64_t>(rows.size()));
   }
 }
+
+}  // namespace JARVIS_TEST_FILE
+}  // namespace

@@ -17,6 +17,10 @@
 #include "pycompat/repr.h"
 #include "pycompat/text.h"
 
+namespace {
+// This file's own names (a unity build compiles several test files as one unit).
+namespace JARVIS_TEST_FILE {
+
 using namespace jarvis;
 using namespace jarvis::pycompat;
 
@@ -263,3 +267,6 @@ TEST_CASE("pycompat: ASCII case and UTF-8 helpers") {
   append_utf8(utf8, 0x1F600);
   CHECK(utf8 == "A\xC2\xB5\xE2\x82\xAC\xF0\x9F\x98\x80");
 }
+
+}  // namespace JARVIS_TEST_FILE
+}  // namespace

@@ -6,6 +6,10 @@
 #include "pycompat/literal.h"
 #include "pycompat/value.h"
 
+namespace {
+// This file's own names (a unity build compiles several test files as one unit).
+namespace JARVIS_TEST_FILE {
+
 using jarvis::PyValue;
 
 TEST_CASE("python tuple repr of shapes") {
@@ -48,3 +52,6 @@ TEST_CASE("PyValue::to_ojson is the parsed to_json text") {
   CHECK(values.back().to_ojson()[0].is_null());
   CHECK(values[1].to_ojson().begin().key() == "b");
 }
+
+}  // namespace JARVIS_TEST_FILE
+}  // namespace

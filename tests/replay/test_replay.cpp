@@ -22,6 +22,10 @@
 #include "trace/loader.h"
 #include "tree/call_tree.h"
 
+namespace {
+// This file's own names (a unity build compiles several test files as one unit).
+namespace JARVIS_TEST_FILE {
+
 namespace fs = std::filesystem;
 using nlohmann::json;
 using namespace jarvis;
@@ -556,3 +560,6 @@ TEST_SUITE("replay") {
     fs::remove_all(dir);
   }
 }
+
+}  // namespace JARVIS_TEST_FILE
+}  // namespace

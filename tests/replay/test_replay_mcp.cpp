@@ -10,6 +10,10 @@
 #include "golden.h"
 #include "mcp_harness.h"
 
+namespace {
+// This file's own names (a unity build compiles several test files as one unit).
+namespace JARVIS_TEST_FILE {
+
 using jarvis::mcp::json;
 using jarvis::mcp::testing::conformance_trace;
 using jarvis::mcp::testing::Harness;
@@ -118,3 +122,6 @@ TEST_SUITE("replay") {
     CHECK_FALSE(fs::exists(dir));
   }
 }
+
+}  // namespace JARVIS_TEST_FILE
+}  // namespace

@@ -4,6 +4,10 @@
 
 #include "golden.h"
 
+namespace {
+// This file's own names (a unity build compiles several test files as one unit).
+namespace JARVIS_TEST_FILE {
+
 using jarvis::Cell;
 using jarvis::Table;
 using jarvis::golden::cells_equal;
@@ -101,3 +105,6 @@ TEST_CASE("golden harness: conformance dirs are found") {
   CHECK(dirs.size() >= 7);
   for (const auto& d : dirs) CHECK(d.find("compare_") == std::string::npos);
 }
+
+}  // namespace JARVIS_TEST_FILE
+}  // namespace

@@ -14,6 +14,10 @@
 #include "trace/loader.h"
 #include "tree/call_tree.h"
 
+namespace {
+// This file's own names (a unity build compiles several test files as one unit).
+namespace JARVIS_TEST_FILE {
+
 using namespace jarvis;
 using namespace jarvis::report;
 
@@ -64,3 +68,6 @@ TEST_CASE("summarize_kernels equals summarize_kernel_details of the detail lists
   check_same(trace, {});
   check_same(trace, {{}, {}});
 }
+
+}  // namespace JARVIS_TEST_FILE
+}  // namespace

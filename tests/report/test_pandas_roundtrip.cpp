@@ -11,6 +11,10 @@
 #include "report/pandas_roundtrip.h"
 #include "report/table.h"
 
+namespace {
+// This file's own names (a unity build compiles several test files as one unit).
+namespace JARVIS_TEST_FILE {
+
 using namespace jarvis;
 
 namespace {
@@ -97,3 +101,6 @@ TEST_CASE("pandas_roundtrip: same as typing the CSV text, and as read_csv_typed 
   // Typing is idempotent: a round-tripped table round-trips to itself.
   CHECK(pandas_roundtrip(direct).to_csv() == direct.to_csv());
 }
+
+}  // namespace JARVIS_TEST_FILE
+}  // namespace

@@ -12,6 +12,10 @@
 #include "trace/loader.h"
 #include "tree/call_tree.h"
 
+namespace {
+// This file's own names (a unity build compiles several test files as one unit).
+namespace JARVIS_TEST_FILE {
+
 using namespace jarvis;
 
 namespace {
@@ -116,3 +120,6 @@ TEST_CASE("ops_summary: tied totals come out in pandas' (unstable) order") {
     CHECK(ops->at(k, "name").text() == std::string("aten::op_") + expected[k]);
   }
 }
+
+}  // namespace JARVIS_TEST_FILE
+}  // namespace

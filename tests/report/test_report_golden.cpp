@@ -11,6 +11,10 @@
 #include "report_fixture.h"
 
 namespace {
+// This file's own names (a unity build compiles several test files as one unit).
+namespace JARVIS_TEST_FILE {
+
+namespace {
 
 using jarvis::golden::Options;
 
@@ -77,3 +81,6 @@ TEST_CASE("golden report: sheet order follows TraceLens") {
                                            "short_kernel_histogram", "short_kernels_summary"});
   }
 }
+
+}  // namespace JARVIS_TEST_FILE
+}  // namespace

@@ -11,6 +11,10 @@
 #include "report/stats.h"
 
 namespace {
+// This file's own names (a unity build compiles several test files as one unit).
+namespace JARVIS_TEST_FILE {
+
+namespace {
 
 double median_by_sort(std::vector<double> v) {
   std::sort(v.begin(), v.end());
@@ -39,3 +43,6 @@ TEST_CASE("stats::median equals the middle of a sorted copy") {
       CHECK(v == before);  // the input is not reordered
     }
 }
+
+}  // namespace JARVIS_TEST_FILE
+}  // namespace

@@ -8,6 +8,10 @@
 
 #include "report/table.h"
 
+namespace {
+// This file's own names (a unity build compiles several test files as one unit).
+namespace JARVIS_TEST_FILE {
+
 using jarvis::Cell;
 using jarvis::Table;
 
@@ -57,3 +61,6 @@ TEST_CASE("Table::select_columns: the second header row follows; a bad index thr
   CHECK(s.column_level2 == std::vector<std::string>{"mean", "count"});
   CHECK_THROWS_AS(t.select_columns({3}), std::out_of_range);
 }
+
+}  // namespace JARVIS_TEST_FILE
+}  // namespace

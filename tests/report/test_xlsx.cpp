@@ -15,6 +15,10 @@
 #include "golden.h"
 #include "report/xlsx.h"
 
+namespace {
+// This file's own names (a unity build compiles several test files as one unit).
+namespace JARVIS_TEST_FILE {
+
 using namespace jarvis;
 namespace fs = std::filesystem;
 
@@ -161,3 +165,6 @@ TEST_CASE("cli: report --xlsx writes one sheet per CSV sheet") {
   CHECK(std::set<std::string>(names.begin(), names.end()) == csv_sheets);
   CHECK(names.size() == csv_sheets.size());
 }
+
+}  // namespace JARVIS_TEST_FILE
+}  // namespace

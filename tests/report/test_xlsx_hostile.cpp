@@ -20,6 +20,10 @@
 #include "test_loader_support.h"
 #include "tiny_zip.h"
 
+namespace {
+// This file's own names (a unity build compiles several test files as one unit).
+namespace JARVIS_TEST_FILE {
+
 using namespace jarvis;
 using json = nlohmann::json;
 namespace fs = std::filesystem;
@@ -376,3 +380,6 @@ TEST_SUITE("xlsx hostile") {
     CHECK(h.request(2, "tools/list").contains("result"));
   }
 }
+
+}  // namespace JARVIS_TEST_FILE
+}  // namespace

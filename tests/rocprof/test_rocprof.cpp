@@ -10,11 +10,16 @@
 #include <map>
 
 #include "golden.h"
+#include "mcp_harness.h"
 #include "report/table.h"
 #include "rocprof/counters.h"
 #include "rocprof/profile.h"
 #include "rocprof/report.h"
 #include "test_loader_support.h"
+
+namespace {
+// This file's own names (a unity build compiles several test files as one unit).
+namespace JARVIS_TEST_FILE {
 
 using namespace jarvis;
 using namespace jarvis::loader_test;
@@ -471,8 +476,6 @@ TEST_SUITE("rocprof") {
 
 // ---- MCP -------------------------------------------------------------------
 
-#include "mcp_harness.h"
-
 namespace {
 
 using jarvis::mcp::json;
@@ -576,3 +579,6 @@ TEST_SUITE("rocprof") {
               .find("needs rocprofv3 output") != std::string::npos);
   }
 }
+
+}  // namespace JARVIS_TEST_FILE
+}  // namespace

@@ -23,6 +23,10 @@
 #include "sweep/sweep.h"
 #include "test_analysis_support.h"
 
+namespace {
+// This file's own names (a unity build compiles several test files as one unit).
+namespace JARVIS_TEST_FILE {
+
 namespace fs = std::filesystem;
 
 namespace {
@@ -349,5 +353,8 @@ TEST_SUITE("scaleout" * doctest::skip()) {
     check_no_staging(t);
   }
 }
+
+}  // namespace JARVIS_TEST_FILE
+}  // namespace
 
 #endif  // JARVIS_MPIEXEC

@@ -23,6 +23,10 @@
 #include "trace/numeric.h"
 #include "tree/call_tree.h"
 
+namespace {
+// This file's own names (a unity build compiles several test files as one unit).
+namespace JARVIS_TEST_FILE {
+
 using namespace jarvis;
 using namespace jarvis::loader_test;
 using json = nlohmann::json;
@@ -375,3 +379,6 @@ TEST_CASE("crafted: perf-model failures skip the op as TraceLens does and are re
   CHECK(summary["model_failures"][0]["op"] == "aten::mm");
   CHECK(summary["model_failures"][0]["count"] == 1);
 }
+
+}  // namespace JARVIS_TEST_FILE
+}  // namespace

@@ -33,6 +33,10 @@
 #include "trace/module_path.h"
 #include "xplane/space.h"
 
+namespace {
+// This file's own names (a unity build compiles several test files as one unit).
+namespace JARVIS_TEST_FILE {
+
 namespace fs = std::filesystem;
 using jarvis::mcp::json;
 using jarvis::testing::Child;
@@ -499,3 +503,6 @@ TEST_SUITE("fuzz_support") {
     CHECK(grown > tried / 4);
   }
 }
+
+}  // namespace JARVIS_TEST_FILE
+}  // namespace

@@ -23,6 +23,10 @@
 #include "test_loader_support.h"
 #include "trace/trace.h"
 
+namespace {
+// This file's own names (a unity build compiles several test files as one unit).
+namespace JARVIS_TEST_FILE {
+
 using jarvis::mcp::json;
 namespace fs = std::filesystem;
 using jarvis::testing::CliRun;
@@ -500,3 +504,6 @@ TEST_SUITE("mcp_security") {
     CHECK_NOTHROW(h.tool_result(8, "query_sql", {{"trace", handle}, {"sql", "SELECT 1"}}));
   }
 }
+
+}  // namespace JARVIS_TEST_FILE
+}  // namespace

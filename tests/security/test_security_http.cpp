@@ -16,6 +16,10 @@
 #include "http_live.h"
 #include "security_support.h"
 
+namespace {
+// This file's own names (a unity build compiles several test files as one unit).
+namespace JARVIS_TEST_FILE {
+
 using jarvis::mcp::json;
 namespace mcp = jarvis::mcp;
 using Clock = std::chrono::steady_clock;
@@ -455,3 +459,6 @@ TEST_SUITE("mcp_security") {
     CHECK_FALSE(again["result"].value("isError", false));
   }
 }
+
+}  // namespace JARVIS_TEST_FILE
+}  // namespace

@@ -19,6 +19,10 @@
 #include "sanitizer.h"
 #include "security_support.h"
 
+namespace {
+// This file's own names (a unity build compiles several test files as one unit).
+namespace JARVIS_TEST_FILE {
+
 using jarvis::mcp::json;
 namespace mcp = jarvis::mcp;
 using namespace jarvis::mcp::testing;  // Harness, Live, headers, open_session, connect_raw, ...
@@ -401,3 +405,6 @@ TEST_SUITE("mcp_security") {
     answers_next_request(live);
   }
 }
+
+}  // namespace JARVIS_TEST_FILE
+}  // namespace

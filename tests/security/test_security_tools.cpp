@@ -19,6 +19,10 @@
 #include "security_mcp_support.h"
 #include "security_support.h"
 
+namespace {
+// This file's own names (a unity build compiles several test files as one unit).
+namespace JARVIS_TEST_FILE {
+
 using jarvis::mcp::json;
 namespace mcp = jarvis::mcp;
 namespace fs = std::filesystem;
@@ -478,3 +482,6 @@ TEST_SUITE("mcp_security") {
     answers_next_request(h);
   }
 }
+
+}  // namespace JARVIS_TEST_FILE
+}  // namespace

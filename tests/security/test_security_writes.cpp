@@ -20,6 +20,10 @@
 #include "sweep/sweep.h"
 #include "test_loader_support.h"
 
+namespace {
+// This file's own names (a unity build compiles several test files as one unit).
+namespace JARVIS_TEST_FILE {
+
 using jarvis::mcp::json;
 namespace mcp = jarvis::mcp;
 namespace fs = std::filesystem;
@@ -342,3 +346,6 @@ TEST_SUITE("cli_data_safety") {
     CHECK_MESSAGE(out.find("cache hits 2") != std::string::npos, out);
   }
 }
+
+}  // namespace JARVIS_TEST_FILE
+}  // namespace

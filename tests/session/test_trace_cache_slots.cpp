@@ -13,6 +13,10 @@
 
 #include "session/trace_cache.h"
 
+namespace {
+// This file's own names (a unity build compiles several test files as one unit).
+namespace JARVIS_TEST_FILE {
+
 using namespace jarvis;
 using namespace std::chrono_literals;
 
@@ -89,3 +93,6 @@ TEST_CASE("trace cache: a small file parses while large parses hold every regula
   CHECK(big3.get().parsed);
   CHECK(gate.most == 3);  // two large + one small at most
 }
+
+}  // namespace JARVIS_TEST_FILE
+}  // namespace

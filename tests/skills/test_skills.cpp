@@ -15,6 +15,10 @@
 #include <string>
 #include <vector>
 
+namespace {
+// This file's own names (a unity build compiles several test files as one unit).
+namespace JARVIS_TEST_FILE {
+
 namespace fs = std::filesystem;
 
 namespace {
@@ -256,3 +260,6 @@ TEST_SUITE("skills") {
     }
   }
 }
+
+}  // namespace JARVIS_TEST_FILE
+}  // namespace

@@ -18,6 +18,10 @@
 #include "trace/trace.h"
 #include "tree/call_tree.h"
 
+namespace {
+// This file's own names (a unity build compiles several test files as one unit).
+namespace JARVIS_TEST_FILE {
+
 namespace fs = std::filesystem;
 using namespace jarvis;
 
@@ -225,3 +229,6 @@ TEST_SUITE("example_trace") {
     fs::remove(out);
   }
 }
+
+}  // namespace JARVIS_TEST_FILE
+}  // namespace

@@ -10,6 +10,10 @@
 #include "mcp_harness.h"
 #include "test_analysis_support.h"
 
+namespace {
+// This file's own names (a unity build compiles several test files as one unit).
+namespace JARVIS_TEST_FILE {
+
 using namespace jarvis;
 using namespace jarvis::mcp::testing;
 using jarvis::mcp::json;
@@ -150,3 +154,6 @@ TEST_SUITE("sql") {
   }
 
 }  // TEST_SUITE
+
+}  // namespace JARVIS_TEST_FILE
+}  // namespace

@@ -16,6 +16,10 @@
 
 #include <unistd.h>
 
+namespace {
+// This file's own names (a unity build compiles several test files as one unit).
+namespace JARVIS_TEST_FILE {
+
 using namespace jarvis;
 using namespace jarvis::sql;
 
@@ -444,3 +448,6 @@ TEST_SUITE("sql") {
   }
 
 }  // TEST_SUITE
+
+}  // namespace JARVIS_TEST_FILE
+}  // namespace

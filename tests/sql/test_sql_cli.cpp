@@ -16,6 +16,10 @@
 #include "test_loader_support.h"
 
 namespace {
+// This file's own names (a unity build compiles several test files as one unit).
+namespace JARVIS_TEST_FILE {
+
+namespace {
 
 // The shared runner (test_loader_support.h), without the trace cache.
 jarvis::loader_test::CliResult jarvis_cli(const std::string& args) {
@@ -136,3 +140,6 @@ TEST_SUITE("sql") {
   }
 
 }  // TEST_SUITE
+
+}  // namespace JARVIS_TEST_FILE
+}  // namespace

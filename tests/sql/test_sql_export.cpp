@@ -23,6 +23,10 @@
 #include "sql/sql.h"
 #include "test_analysis_support.h"
 
+namespace {
+// This file's own names (a unity build compiles several test files as one unit).
+namespace JARVIS_TEST_FILE {
+
 using namespace jarvis;
 using namespace jarvis::sql;
 
@@ -298,3 +302,6 @@ TEST_SUITE("sql") {
   }
 
 }  // TEST_SUITE
+
+}  // namespace JARVIS_TEST_FILE
+}  // namespace

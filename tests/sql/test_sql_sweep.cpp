@@ -21,6 +21,10 @@
 #include "sweep/sweep.h"
 #include "test_analysis_support.h"
 
+namespace {
+// This file's own names (a unity build compiles several test files as one unit).
+namespace JARVIS_TEST_FILE {
+
 using namespace jarvis;
 
 namespace {
@@ -676,3 +680,6 @@ print(json.dumps(out))
       CHECK(as_int(row[2]) == coll.at(std::to_string(as_int(row[1]))).get<int64_t>());
   }
 }  // TEST_SUITE
+
+}  // namespace JARVIS_TEST_FILE
+}  // namespace

@@ -18,6 +18,10 @@
 #include "sanitizer.h"
 #include "sql/text_functions.h"
 
+namespace {
+// This file's own names (a unity build compiles several test files as one unit).
+namespace JARVIS_TEST_FILE {
+
 using jarvis::mcp::json;
 
 namespace {
@@ -156,3 +160,6 @@ TEST_CASE("issue 63 point 2: LIKE and instr() on long values stop within the tim
     CHECK(seconds < 2.0 * kSanitizerSlowdown);
   }
 }
+
+}  // namespace JARVIS_TEST_FILE
+}  // namespace

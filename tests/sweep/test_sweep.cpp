@@ -25,6 +25,10 @@
 #include "trace/loader.h"
 #include "tree/call_tree.h"
 
+namespace {
+// This file's own names (a unity build compiles several test files as one unit).
+namespace JARVIS_TEST_FILE {
+
 namespace sw = jarvis::sweep;
 namespace fs = std::filesystem;
 using jarvis::Table;
@@ -317,3 +321,6 @@ TEST_SUITE("sweep") {
     CHECK(!s.runs[0].data.kernel_names.empty());
   }
 }
+
+}  // namespace JARVIS_TEST_FILE
+}  // namespace

@@ -21,6 +21,10 @@
 #include "test_analysis_support.h"
 #include "test_sweep_support.h"
 
+namespace {
+// This file's own names (a unity build compiles several test files as one unit).
+namespace JARVIS_TEST_FILE {
+
 namespace sw = jarvis::sweep;
 using jarvis::Table;
 using namespace jarvis::sweep_testing;
@@ -215,3 +219,6 @@ TEST_SUITE("sweep") {
     CHECK(bad["result"]["isError"] == true);
   }
 }
+
+}  // namespace JARVIS_TEST_FILE
+}  // namespace

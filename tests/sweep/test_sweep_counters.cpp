@@ -14,6 +14,10 @@
 #include "sweep/sweep.h"
 #include "test_loader_support.h"
 
+namespace {
+// This file's own names (a unity build compiles several test files as one unit).
+namespace JARVIS_TEST_FILE {
+
 using namespace jarvis;
 using namespace jarvis::loader_test;
 
@@ -103,3 +107,6 @@ TEST_CASE("sweep counters: rocprofv3 counters of the top-variance GEMM kernels p
   for (const Table& out : sweep::sweep_tables(s, 5)) listed = listed || out.name == "gemm_counters";
   CHECK(listed);
 }
+
+}  // namespace JARVIS_TEST_FILE
+}  // namespace

@@ -19,6 +19,10 @@
 #include "sweep/sweep.h"
 #include "test_analysis_support.h"
 
+namespace {
+// This file's own names (a unity build compiles several test files as one unit).
+namespace JARVIS_TEST_FILE {
+
 namespace sw = jarvis::sweep;
 namespace fs = std::filesystem;
 using jarvis::Table;
@@ -335,3 +339,6 @@ TEST_SUITE("sweep") {
     CHECK(sw::gpu_timeline_tables(flat)[3].at(0, "unit").text() == "step");
   }
 }
+
+}  // namespace JARVIS_TEST_FILE
+}  // namespace

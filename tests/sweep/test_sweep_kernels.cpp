@@ -27,6 +27,10 @@
 #include "trace/loader.h"
 #include "tree/call_tree.h"
 
+namespace {
+// This file's own names (a unity build compiles several test files as one unit).
+namespace JARVIS_TEST_FILE {
+
 namespace sw = jarvis::sweep;
 namespace fs = std::filesystem;
 using jarvis::Table;
@@ -466,3 +470,6 @@ TEST_SUITE("sweep") {
       CHECK(one[0].at(r, "across_run_ci_low_percent").missing());
   }
 }
+
+}  // namespace JARVIS_TEST_FILE
+}  // namespace

@@ -24,6 +24,10 @@
 #include "test_sweep_support.h"
 #include "trace/loader.h"
 
+namespace {
+// This file's own names (a unity build compiles several test files as one unit).
+namespace JARVIS_TEST_FILE {
+
 namespace sw = jarvis::sweep;
 namespace fs = std::filesystem;
 using jarvis::Table;
@@ -641,3 +645,6 @@ TEST_SUITE("sweep") {
     CHECK(mcp.session->in_flight() == 0);
   }
 }
+
+}  // namespace JARVIS_TEST_FILE
+}  // namespace

@@ -15,6 +15,10 @@
 #include "sweep/sweep.h"
 #include "test_analysis_support.h"
 
+namespace {
+// This file's own names (a unity build compiles several test files as one unit).
+namespace JARVIS_TEST_FILE {
+
 namespace fs = std::filesystem;
 namespace sw = jarvis::sweep;
 using nlohmann::json;
@@ -70,3 +74,6 @@ TEST_SUITE("sweep") {
                          sw::SweepError);
   }
 }
+
+}  // namespace JARVIS_TEST_FILE
+}  // namespace

@@ -13,6 +13,10 @@
 #include "golden.h"
 #include "sweep/sweep.h"
 
+namespace {
+// This file's own names (a unity build compiles several test files as one unit).
+namespace JARVIS_TEST_FILE {
+
 using namespace jarvis;
 
 namespace {
@@ -171,3 +175,6 @@ TEST_CASE("sweep pages: report sweeps say why no kernel changes are shown") {
   REQUIRE(kernels != std::string::npos);
   CHECK(html.find(charts::html_escape(why), kernels) != std::string::npos);
 }
+
+}  // namespace JARVIS_TEST_FILE
+}  // namespace

@@ -13,6 +13,10 @@
 #include "trace/loader.h"
 #include "trace/trace.h"
 
+namespace {
+// This file's own names (a unity build compiles several test files as one unit).
+namespace JARVIS_TEST_FILE {
+
 using namespace jarvis;
 
 TEST_CASE("event store: an Event is at most 40 bytes") {
@@ -252,3 +256,6 @@ TEST_CASE("event store: a joined part's event may name an arg list the whole alr
   CHECK_THROWS_AS(joiner.append(part_of_one_event(TraceJoiner::joined_arg(7)), {}),
                   std::invalid_argument);
 }
+
+}  // namespace JARVIS_TEST_FILE
+}  // namespace

@@ -14,6 +14,10 @@
 #include "trace/loader.h"
 #include "tree/call_tree.h"
 
+namespace {
+// This file's own names (a unity build compiles several test files as one unit).
+namespace JARVIS_TEST_FILE {
+
 using doctest::Approx;
 using jarvis::Cat;
 using jarvis::kNoInt;
@@ -84,3 +88,6 @@ TEST_CASE("legacy: capitalised categories and async_cpu_to_gpu flows") {
   auto tl = jarvis::compute_gpu_timeline(trace, tree);
   CHECK(tl.busy_time == Approx(6.0));
 }
+
+}  // namespace JARVIS_TEST_FILE
+}  // namespace

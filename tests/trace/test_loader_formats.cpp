@@ -16,6 +16,10 @@
 #include "trace/gzip_inflate.h"
 #include "trace/loader.h"
 
+namespace {
+// This file's own names (a unity build compiles several test files as one unit).
+namespace JARVIS_TEST_FILE {
+
 using namespace jarvis;
 using namespace jarvis::loader_test;
 
@@ -408,3 +412,6 @@ TEST_CASE("loader: ISA-L and zlib read the same gzip headers and refuse the same
   for (const auto& [label, mode] : streaming)
     check_same(reference, load_trace(path.string(), {}, mode));
 }
+
+}  // namespace JARVIS_TEST_FILE
+}  // namespace

@@ -12,6 +12,10 @@
 #include "test_loader_support.h"
 #include "trace/loader.h"
 
+namespace {
+// This file's own names (a unity build compiles several test files as one unit).
+namespace JARVIS_TEST_FILE {
+
 using namespace jarvis;
 using namespace jarvis::loader_test;
 
@@ -326,3 +330,6 @@ TEST_CASE("loader: a dropped number arg is valid exactly when from_chars reads i
     if (!error.empty()) CHECK(error.find("is not a valid number") != std::string::npos);
   }
 }
+
+}  // namespace JARVIS_TEST_FILE
+}  // namespace

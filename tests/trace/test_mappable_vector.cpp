@@ -9,6 +9,10 @@
 
 #include "trace/mappable_vector.h"
 
+namespace {
+// This file's own names (a unity build compiles several test files as one unit).
+namespace JARVIS_TEST_FILE {
+
 using jarvis::MappableVector;
 
 namespace {
@@ -102,3 +106,6 @@ TEST_CASE("MappableVector: a view reads in place, copies and growth are owned") 
   CHECK(view2.empty());
   CHECK(backing_data(owner2)[1] == 2);
 }
+
+}  // namespace JARVIS_TEST_FILE
+}  // namespace

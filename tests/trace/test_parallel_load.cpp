@@ -14,6 +14,10 @@
 #include "trace/loader.h"
 #include "trace/snapshot.h"
 
+namespace {
+// This file's own names (a unity build compiles several test files as one unit).
+namespace JARVIS_TEST_FILE {
+
 using namespace jarvis;
 using namespace jarvis::loader_test;
 
@@ -202,3 +206,6 @@ TEST_CASE("parallel parse: cancelling through the progress callback stops the wo
   }
   CHECK(calls == 2);
 }
+
+}  // namespace JARVIS_TEST_FILE
+}  // namespace

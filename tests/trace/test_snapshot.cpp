@@ -25,6 +25,10 @@
 #include "trace/snapshot.h"
 #include "tree/call_tree.h"
 
+namespace {
+// This file's own names (a unity build compiles several test files as one unit).
+namespace JARVIS_TEST_FILE {
+
 using namespace jarvis;
 using namespace jarvis::loader_test;
 
@@ -445,3 +449,6 @@ TEST_CASE("snapshot: the cache stays within its budget, least recently used firs
   env.set("JARVIS_CACHE_MAX_MB", "lots");
   CHECK(snapshot_cache_budget() == uint64_t{4096} << 20);
 }
+
+}  // namespace JARVIS_TEST_FILE
+}  // namespace

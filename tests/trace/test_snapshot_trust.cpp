@@ -21,6 +21,10 @@
 #include "trace/loader.h"
 #include "trace/snapshot.h"
 
+namespace {
+// This file's own names (a unity build compiles several test files as one unit).
+namespace JARVIS_TEST_FILE {
+
 using namespace jarvis;
 using namespace jarvis::loader_test;
 
@@ -248,3 +252,6 @@ TEST_SUITE("snapshot_trust") {
     CHECK(read_file((cache.dir / "key").string()) == key);
   }
 }
+
+}  // namespace JARVIS_TEST_FILE
+}  // namespace

@@ -11,6 +11,10 @@
 
 #include "trace/trace.h"
 
+namespace {
+// This file's own names (a unity build compiles several test files as one unit).
+namespace JARVIS_TEST_FILE {
+
 using namespace jarvis;
 
 TEST_CASE("StringPool: texts in owned blocks, stable views, dense ids") {
@@ -52,3 +56,6 @@ TEST_CASE("StringPool: name flags computed unless the pool is made without them"
   }
   CHECK((classified.flags(0) & kNameCommunication) != 0);
 }
+
+}  // namespace JARVIS_TEST_FILE
+}  // namespace

@@ -26,6 +26,10 @@
 #include "trace/loader.h"
 #include "trace/snapshot.h"
 
+namespace {
+// This file's own names (a unity build compiles several test files as one unit).
+namespace JARVIS_TEST_FILE {
+
 using namespace jarvis;
 using namespace jarvis::loader_test;
 
@@ -161,3 +165,6 @@ TEST_SUITE("trace_fifo") {
     CHECK_FALSE(next["result"].value("isError", false));
   }
 }
+
+}  // namespace JARVIS_TEST_FILE
+}  // namespace

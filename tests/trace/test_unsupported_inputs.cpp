@@ -7,6 +7,10 @@
 #include "security_support.h"
 #include "trace/loader.h"
 
+namespace {
+// This file's own names (a unity build compiles several test files as one unit).
+namespace JARVIS_TEST_FILE {
+
 namespace fs = std::filesystem;
 using jarvis::testing::ScratchDir;
 using jarvis::testing::write_text;
@@ -73,3 +77,6 @@ TEST_CASE("unsupported inputs: a JAX trace in Chrome trace JSON points to its .x
       R"J({"ph":"X","cat":"cpu_op","pid":7,"tid":7,"ts":1,"dur":2,"name":"aten::add"}]})J";
   CHECK(jarvis::load_trace_from_json(cpu_only, "cpu.json").events.size() >= 1);
 }
+
+}  // namespace JARVIS_TEST_FILE
+}  // namespace

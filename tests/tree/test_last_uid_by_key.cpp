@@ -11,6 +11,10 @@
 
 #include "tree/last_uid_by_key.h"
 
+namespace {
+// This file's own names (a unity build compiles several test files as one unit).
+namespace JARVIS_TEST_FILE {
+
 using namespace jarvis;
 
 namespace {
@@ -88,3 +92,6 @@ TEST_CASE("LastUidByKey: seal_by_bucket gives seal()'s answers on interleaved bu
     check_lookups(plain, expected, queries);
   }
 }
+
+}  // namespace JARVIS_TEST_FILE
+}  // namespace

@@ -17,6 +17,10 @@
 #include "trace/loader.h"
 #include "tree/call_tree.h"
 
+namespace {
+// This file's own names (a unity build compiles several test files as one unit).
+namespace JARVIS_TEST_FILE {
+
 using jarvis::CallTree;
 using jarvis::kNoUid;
 using jarvis::Trace;
@@ -417,3 +421,6 @@ TEST_CASE("tree: gpu_event_uids lists every GPU event once in UID order; cat() i
     CHECK(cat_mismatches == 0);
   }
 }
+
+}  // namespace JARVIS_TEST_FILE
+}  // namespace

@@ -34,6 +34,10 @@
 #include "xplane/report.h"
 #include "xplane/space.h"
 
+namespace {
+// This file's own names (a unity build compiles several test files as one unit).
+namespace JARVIS_TEST_FILE {
+
 using namespace jarvis;
 using namespace jarvis::loader_test;
 
@@ -41,7 +45,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-const std::string kJaxDir = std::string(JARVIS_SHARED_DIR) + "/jax";
+const std::string kJaxDir = golden::shared_dir() + "/jax";
 const std::string kLegacy = kJaxDir + "/jax_conv_minimal_legacy/trace.xplane.pb";
 const std::string kConv08 = kJaxDir + "/jax_conv_minimal_08/tw003.xplane.pb";
 const std::string kTeAttn = kJaxDir + "/te_fused_attn/934987a2fc2f.xplane.pb";
@@ -893,3 +897,6 @@ TEST_SUITE("xplane") {
     }
   }
 }
+
+}  // namespace JARVIS_TEST_FILE
+}  // namespace

@@ -29,6 +29,10 @@
 #include "xplane/kernel_summary.h"
 #include "xplane/report.h"
 
+namespace {
+// This file's own names (a unity build compiles several test files as one unit).
+namespace JARVIS_TEST_FILE {
+
 using namespace jarvis;
 
 namespace {
@@ -323,3 +327,6 @@ TEST_SUITE("xplane") {
     CHECK(coll_sheet);
   }
 }
+
+}  // namespace JARVIS_TEST_FILE
+}  // namespace

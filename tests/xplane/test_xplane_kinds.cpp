@@ -34,6 +34,10 @@
 #include "tree/call_tree.h"
 #include "xplane/space.h"
 
+namespace {
+// This file's own names (a unity build compiles several test files as one unit).
+namespace JARVIS_TEST_FILE {
+
 using namespace jarvis;
 
 namespace {
@@ -482,3 +486,6 @@ TEST_SUITE("xplane") {
     CHECK(detect_arch_name(trace) == "H100");
   }
 }
+
+}  // namespace JARVIS_TEST_FILE
+}  // namespace

@@ -9,7 +9,7 @@
 namespace jarvis::mcp {
 namespace {
 
-std::string summary_text(const json& result) {
+std::string collective_summary_text(const json& result) {
   std::string text = fmt::format("{} ranks, {} matched collective instances.\n",
                                  result["ranks"].size(), result["instance_count"].get<size_t>());
   size_t listed = 0;
@@ -62,7 +62,7 @@ ToolResult collective_report_tool(const json& args, ToolContext& ctx) {
       throw ToolError(fmt::format("cannot write the tables to {}: {}", out_dir, e.what()));
     }
   }
-  return {structured, summary_text(structured)};
+  return {structured, collective_summary_text(structured)};
 }
 
 }  // namespace

@@ -70,7 +70,7 @@ std::string num(const json& j, const char* fmt_spec = "{:.3f}") {
   return j.is_number() ? fmt::format(fmt::runtime(fmt_spec), j.get<double>()) : "-";
 }
 
-std::string summary_text(const json& r) {
+std::string compare_summary_text(const json& r) {
   std::string ref = r["reference"]["tag"], tgt = r["target"]["tag"];
   std::string text = fmt::format("Comparison: reference {} vs target {}.\n", ref, tgt);
   if (r["gpu_timeline"].is_array()) {
@@ -152,7 +152,7 @@ ToolResult compare_tool(const json& args, ToolContext& ctx) {
   json result = c.summary(row_limit(args));
   result["reference"]["handle"] = ref.handle;
   result["target"]["handle"] = tgt.handle;
-  ToolResult out{result, summary_text(result)};
+  ToolResult out{result, compare_summary_text(result)};
   out.rows("/ops_summary");
   if (result["hardware_gaps"].is_object())
     out.rows("/hardware_gaps/flagged", result["hardware_gaps"]["flagged_count"].get<size_t>());

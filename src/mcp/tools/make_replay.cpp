@@ -32,7 +32,7 @@ engine::ReplaySelection selection_from(const json& args) {
                                               args.at("top").get<size_t>());
 }
 
-std::string summary_text(const json& s) {
+std::string replay_summary_text(const json& s) {
   std::string text =
       fmt::format("Replay package for {} ({} op signatures, {} replayable) in {}.\n",
                   s["selection"].get<std::string>(), s["op_count"].get<size_t>(),
@@ -71,7 +71,7 @@ ToolResult make_replay_tool(const json& args, ToolContext& ctx) {
     ctx.paths().mark_output_dir(out);
     json summary = engine::replay_summary_json(result);
     summary["trace"] = entry->handle();
-    ToolResult res{summary, summary_text(summary)};
+    ToolResult res{summary, replay_summary_text(summary)};
     res.rows("/ops");
     return res;
   } catch (const engine::ReplayError& e) {
