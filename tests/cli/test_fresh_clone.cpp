@@ -1,5 +1,6 @@
-// A fresh clone has no ../shared (issue 64 point 7): the unit suite runs what
-// the repository holds and names what it skips (tests/support/main.cpp).
+// A fresh clone has no ../shared (issue 64 point 7): the unit suite runs on
+// what the repository holds, its copy of part of ../shared included
+// (tests/data/shared), and names what it skips (tests/support/main.cpp).
 // This file reads nothing from ../shared, so it runs in a fresh clone too.
 #include <doctest/doctest.h>
 
@@ -8,6 +9,10 @@
 
 #include <cstdio>
 #include <string>
+
+namespace {
+// This file's own names (a unity build compiles several test files as one unit).
+namespace JARVIS_TEST_FILE {
 
 namespace {
 
@@ -35,17 +40,36 @@ Run without_shared(const std::string& args) {
 
 }  // namespace
 
-TEST_CASE("fresh clone: without ../shared the files that read it are skipped, by name") {
-  // A test case of a file that reads ../shared (the real-trace idle gaps):
-  // skipped, with the reason, and the run passes.
-  Run skipped = without_shared("-tc='idle gaps: real traces against*'");
+TEST_CASE(
+    "fresh clone: without ../shared the repository's copy serves, the rest is skipped by name") {
+  // A test case of a file that needs a folder the copy lacks (the A/B
+  // experiments): skipped, with the reason, and the run passes.
+  Run skipped = without_shared("-tc='A/B savings: the finding for each change*'");
   CHECK(skipped.exit_code == 0);
   CHECK(skipped.text.find("/nonexistent/jarvis-shared not found (a fresh clone has no "
                           "../shared)") != std::string::npos);
+  CHECK(skipped.text.find("tests/data/shared: conformance, jax, legacy, nccl") !=
+        std::string::npos);
+  CHECK(skipped.text.find("ab_pairs") != std::string::npos);
   CHECK(skipped.text.find("test cases: 0 | 0 passed | 0 failed") != std::string::npos);
   // One that needs only the repository still runs.
   Run kept = without_shared("-tc='valid_utf8*'");
   CHECK(kept.exit_code == 0);
   CHECK(kept.text.find("test cases: 0 |") == std::string::npos);
   CHECK(kept.text.find("0 failed") != std::string::npos);
+  // Real traces of the copy run too: TraceLens's ops summary of every
+  // conformance trace cell for cell, the legacy (no flow events) and the JAX
+  // traces.
+  for (const char* test :
+       {"golden report: ops_summary", "golden harness: conformance dirs are found*",
+        "legacy: a trace without launch flows*", "the three samples are detected by content*"}) {
+    Run real = without_shared(std::string("-tc='") + test + "'");
+    INFO(test << "\n" << real.text.substr(real.text.size() > 2000 ? real.text.size() - 2000 : 0));
+    CHECK(real.exit_code == 0);
+    CHECK(real.text.find("test cases: 0 |") == std::string::npos);
+    CHECK(real.text.find(" 0 failed") != std::string::npos);
+  }
 }
+
+}  // namespace JARVIS_TEST_FILE
+}  // namespace

@@ -517,13 +517,23 @@ Result compare_csv_files(const std::string& expected_path, const std::string& ac
   return compare_tables(read_csv_file(expected_path), read_csv_file(actual_path), options);
 }
 
-std::string shared_dir() {
+std::string configured_shared_dir() {
   if (const char* env = std::getenv("JARVIS_SHARED_DIR"); env && *env) return env;
 #ifdef JARVIS_SHARED_DIR
   return JARVIS_SHARED_DIR;
 #else
   return "/work/shared";
 #endif
+}
+
+std::string repository_shared_copy() {
+  return std::string(JARVIS_SOURCE_DIR) + "/tests/data/shared";
+}
+
+std::string shared_dir() {
+  std::string configured = configured_shared_dir();
+  std::error_code ec;
+  return std::filesystem::is_directory(configured, ec) ? configured : repository_shared_copy();
 }
 
 std::vector<std::string> conformance_dirs() {

@@ -50,7 +50,14 @@ Result compare_tables(const Table& expected, const Table& actual, const Options&
 Result compare_csv_files(const std::string& expected_path, const std::string& actual_path,
                          const Options& options = {});
 
-// Root of the shared material: $JARVIS_SHARED_DIR if set, else the build-time path.
+// Where the shared material is expected: $JARVIS_SHARED_DIR if set, else the
+// build-time path (../shared beside the repository).
+std::string configured_shared_dir();
+// The repository's copy of part of it (tests/data/shared: the conformance,
+// JAX, NCCL and legacy traces, MIT-licensed), for a fresh clone.
+std::string repository_shared_copy();
+// Root of the shared material: the configured directory, or the repository's
+// copy when that directory does not exist.
 std::string shared_dir();
 // Every <shared>/conformance/*/ holding trace.json.gz, sorted, without trailing slash.
 std::vector<std::string> conformance_dirs();

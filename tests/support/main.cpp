@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 #include <regex>
+#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -40,15 +41,27 @@ const bool kLedgerOwnDir = [] {
   return true;
 }();
 
-// The test files that read ../shared (the real traces and their TraceLens
-// references, which a fresh clone does not have): the ones naming it, its
-// helpers or an MCP harness rooted there. Read from the sources, so a new test
-// file is classified by what it uses.
-std::vector<std::string> files_reading_shared() {
+// The folders of ../shared a test source may name (its layout; the
+// repository holds a copy of some of them, tests/data/shared/README.md).
+const char* const kSharedFolders[] = {
+    "conformance", "ab_pairs",   "hw_pairs",        "sweeps", "rocprof", "nsys",
+    "jax",         "nccl",       "legacy",          "evals",  "spec",    "seeds",
+    "bench",       "mcp-client", "mcp-conformance", "hooks"};
+
+struct SkippedFiles {
+  std::vector<std::string> files;  // tests/<folder>/test_x.cpp
+  std::set<std::string> folders;   // the folders of ../shared they need
+};
+
+// The test files that need folders of ../shared the repository's copy lacks:
+// of the files reading ../shared (naming it, its helpers or an MCP harness
+// rooted there), those that name such a folder. Read from the sources, so a
+// new test file is classified by what it uses.
+SkippedFiles files_needing_missing_shared(const std::string& copy) {
   static const std::regex uses_shared(
       R"(shared_dir\(\)|JARVIS_SHARED_DIR|conformance_trace\(|conformance_dirs\(|)"
       R"(shared_root_options|Harness [a-z_]+(;|\{\}))");
-  std::vector<std::string> files;
+  SkippedFiles out;
   const std::filesystem::path tests = std::filesystem::path(JARVIS_SOURCE_DIR) / "tests";
   std::error_code ec;
   for (auto it = std::filesystem::recursive_directory_iterator(tests, ec);
@@ -60,32 +73,71 @@ std::vector<std::string> files_reading_shared() {
     std::stringstream text;
     text << in.rdbuf();
     const std::string source = text.str();
-    if (std::regex_search(source, uses_shared))
-      files.push_back(
-          std::filesystem::relative(p, std::filesystem::path(JARVIS_SOURCE_DIR)).string());
+    if (!std::regex_search(source, uses_shared)) continue;
+    // The folders it names, its own support headers' included (a helper such
+    // as test_sweep_support.h's h100() names the sweep it reads).
+    std::string named_in = source;
+    static const std::regex support_include(R"re(#include "([a-z_]+\.h)")re");
+    for (auto m = std::sregex_iterator(source.begin(), source.end(), support_include);
+         m != std::sregex_iterator(); ++m) {
+      std::ifstream header(tests / "support" / (*m)[1].str());
+      std::stringstream header_text;
+      header_text << header.rdbuf();
+      named_in += header_text.str();
+    }
+    std::set<std::string> missing;
+    for (const char* folder : kSharedFolders) {
+      const std::string name = folder;
+      bool named = false;
+      for (const char* before : {"\"", "/"})
+        for (const char* after : {"\"", "/"})
+          named = named || named_in.find(before + name + after) != std::string::npos;
+      if (name == "conformance")
+        named = named || named_in.find("conformance_trace(") != std::string::npos ||
+                named_in.find("conformance_dirs(") != std::string::npos;
+      if (named && !std::filesystem::is_directory(std::filesystem::path(copy) / name, ec))
+        missing.insert(name);
+    }
+    if (missing.empty()) continue;
+    out.files.push_back(
+        std::filesystem::relative(p, std::filesystem::path(JARVIS_SOURCE_DIR)).string());
+    out.folders.insert(missing.begin(), missing.end());
   }
-  std::sort(files.begin(), files.end());
-  return files;
+  std::sort(out.files.begin(), out.files.end());
+  return out;
+}
+
+std::string joined(const std::set<std::string>& names) {
+  std::string out;
+  for (const std::string& n : names) out += (out.empty() ? "" : ", ") + n;
+  return out;
 }
 
 }  // namespace
 
-// Without ../shared (a fresh clone) the suite runs the tests that need only
-// the repository (its examples/ and tests/ fixtures) and names what it left out.
+// Without ../shared (a fresh clone) the suite runs on what the repository
+// holds (examples/, the fixtures in tests/ and its copy of part of ../shared)
+// and names what it left out.
 int main(int argc, char** argv) {
   doctest::Context context;
-  const std::string shared = jarvis::golden::shared_dir();
+  const std::string configured = jarvis::golden::configured_shared_dir();
   std::error_code ec;
-  if (!std::filesystem::is_directory(shared, ec)) {
-    const std::vector<std::string> files = files_reading_shared();
+  if (!std::filesystem::is_directory(configured, ec)) {
+    const std::string copy = jarvis::golden::repository_shared_copy();
+    std::set<std::string> held;
+    for (const auto& entry : std::filesystem::directory_iterator(copy, ec))
+      if (entry.is_directory()) held.insert(entry.path().filename().string());
+    const SkippedFiles skipped = files_needing_missing_shared(copy);
     std::string filter;
-    for (const std::string& f : files) filter += (filter.empty() ? "*" : ",*") + f;
+    for (const std::string& f : skipped.files) filter += (filter.empty() ? "*" : ",*") + f;
     if (!filter.empty()) context.addFilter("source-file-exclude", filter.c_str());
     std::fprintf(stderr,
-                 "jarvis_tests: %s not found (a fresh clone has no ../shared): the %zu test "
-                 "files that read its real traces are skipped; place the shared data beside the "
-                 "repository (or set JARVIS_SHARED_DIR) to run them.\n",
-                 shared.c_str(), files.size());
+                 "jarvis_tests: %s not found (a fresh clone has no ../shared): the tests run on "
+                 "the repository's copy of part of it (tests/data/shared: %s); the %zu test "
+                 "files that need its other folders (%s) are skipped; place the shared data "
+                 "beside the repository (or set JARVIS_SHARED_DIR) to run them.\n",
+                 configured.c_str(), joined(held).c_str(), skipped.files.size(),
+                 joined(skipped.folders).c_str());
   }
   context.applyCommandLine(argc, argv);
   return context.run();
