@@ -1,5 +1,5 @@
-# Build time (CI compiles ~390 units twice on 2 cores: a GCC release build and
-# a clang sanitizer build).
+# Build time (CI compiles ~400 sources twice on 2 cores, eight to a unit: a GCC
+# release build and a clang sanitizer build).
 #
 # Precompiled headers for clang builds: parsing the standard library, fmt and
 # nlohmann/json is 1-1.5 s of a unit's 3-15 s there (measured on
