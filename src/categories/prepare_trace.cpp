@@ -7,6 +7,7 @@
 #include <stdexcept>
 
 #include "base/atomic_file.h"
+#include "base/text_match.h"
 #include "categories/category_analysis_common.h"
 #include "categories/fusion_candidates.h"
 #include "collectives/collectives.h"
@@ -28,15 +29,14 @@ namespace jarvis::analysis {
 
 namespace {
 
-bool has(const std::string& s, const char* needle) {
-  return s.find(needle) != std::string::npos;
-}
-
 std::string memcpy_direction(std::string_view name) {
   std::string n = pycompat::ascii_lower(name);
-  if (has(n, "dtoh") || has(n, "device -> host") || has(n, "devicetohost")) return "D2H";
-  if (has(n, "htod") || has(n, "host -> device") || has(n, "hosttodevice")) return "H2D";
-  if (has(n, "dtod") || has(n, "device -> device") || has(n, "devicetodevice")) return "D2D";
+  if (contains(n, "dtoh") || contains(n, "device -> host") || contains(n, "devicetohost"))
+    return "D2H";
+  if (contains(n, "htod") || contains(n, "host -> device") || contains(n, "hosttodevice"))
+    return "H2D";
+  if (contains(n, "dtod") || contains(n, "device -> device") || contains(n, "devicetodevice"))
+    return "D2D";
   return "other";
 }
 
