@@ -19,6 +19,7 @@
 #include <exception>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <system_error>
@@ -402,6 +403,38 @@ class EventParser {
     od::document& doc = doc_result.value_unsafe();
     od::object obj;
     if (auto err = doc.get_object().get(obj)) fail(err, "is not a JSON object");
+    read_event(obj);
+  }
+
+  // Parses `count` events written as one JSON array, events[first_index...],
+  // in one simdjson pass: its stage 1 run per event was a sixth of a parse
+  // worker's time, most of it per-call set-up on a 300-byte object. False,
+  // with some of the events added, on any error: the caller parses them
+  // again one by one (parse()), which raises that event's own error.
+  bool parse_array(const char* text, size_t len, size_t capacity, size_t first_index,
+                   size_t count) {
+    try {
+      text_end_ = text + len;
+      auto doc_result = parser_.iterate(text, len, capacity);
+      if (doc_result.error()) return false;
+      od::array events;
+      if (doc_result.value_unsafe().get_array().get(events)) return false;
+      size_t k = 0;
+      for (auto element : events) {
+        od::object obj;
+        if (element.error() || k == count || element.value_unsafe().get_object().get(obj))
+          return false;
+        index_ = first_index + k++;
+        read_event(obj);
+      }
+      return k == count;
+    } catch (const TraceError&) {
+      return false;
+    }
+  }
+
+ private:
+  void read_event(od::object& obj) {
     EventFields ev;
     bool has_ph = false;
     staged_.clear();
@@ -421,7 +454,6 @@ class EventParser {
     trace_->add_event(ev);
   }
 
- private:
   struct StagedArg {
     std::string_view key;  // unescaped; valid while this event's document lives
     std::string_view raw;  // the value's JSON text
@@ -837,12 +869,13 @@ class ParallelEventParse {
         large_batch_bytes_(std::max(batch_bytes, large_batch_bytes)),
         large_after_(large_after),
         max_in_flight_(2 * size_t{workers} + 2) {
-    // Fewer threads than asked when the system refuses more (none: the
-    // caller parses on its own thread).
+    // Fewer threads than asked when the system refuses more. With none,
+    // each batch is parsed and joined on the reading thread as it fills.
     try {
       for (unsigned k = 0; k < workers; ++k) workers_.emplace_back([this, label] { work(label); });
     } catch (const std::system_error&) {
     }
+    if (workers_.empty()) inline_parser_.emplace(inline_part_, label);
   }
   ~ParallelEventParse() {
     {
@@ -860,8 +893,9 @@ class ParallelEventParse {
   // Queues traceEvents[index], whose text is [text, text + len).
   void add(const char* text, size_t len, size_t index) {
     // A batch's text never regrows: a regrowth copies it into fresh pages.
+    // The batch is one JSON array: '[', the events with commas, ']'.
     if (filling_ &&
-        filling_->text.size() + len + simdjson::SIMDJSON_PADDING > filling_->text.capacity())
+        filling_->text.size() + len + 2 + simdjson::SIMDJSON_PADDING > filling_->text.capacity())
       submit();
     if (!filling_) {
       filling_ = take_spare();
@@ -869,7 +903,11 @@ class ParallelEventParse {
       // The same reservation every time (twice the largest batch, or the
       // one event when larger), so a reused batch never reallocates into
       // fresh pages; capacity never written is never touched.
-      filling_->text.reserve(std::max(2 * large_batch_bytes_, len) + simdjson::SIMDJSON_PADDING);
+      filling_->text.reserve(std::max(2 * large_batch_bytes_, len) + 2 +
+                             simdjson::SIMDJSON_PADDING);
+      filling_->text.push_back('[');
+    } else {
+      filling_->text.push_back(',');
     }
     filling_->spans.push_back({filling_->text.size(), len});
     filling_->text.append(text, len);
@@ -896,7 +934,8 @@ class ParallelEventParse {
     size_t len;
   };
   struct Batch {
-    std::string text;  // the events' texts back to back, then simdjson padding
+    std::string text;      // '[', the events' texts with commas, ']', simdjson padding
+    size_t array_len = 0;  // up to and with the ']'
     std::vector<Span> spans;
     size_t first_index = 0;
     Trace part;
@@ -909,7 +948,13 @@ class ParallelEventParse {
     if (!filling_) return;
     queued_bytes_ += filling_->text.size();
     if (queued_bytes_ >= large_after_) batch_bytes_ = large_batch_bytes_;
+    filling_->text.push_back(']');
+    filling_->array_len = filling_->text.size();
     filling_->text.append(simdjson::SIMDJSON_PADDING, '\0');
+    if (inline_parser_) {
+      parse_and_join_inline();
+      return;
+    }
     {
       std::unique_lock lock(mu_);
       // Bounds memory. A failed batch stops the load here: its error is
@@ -920,6 +965,19 @@ class ParallelEventParse {
       in_flight_.push_back(std::move(filling_));
     }
     work_ready_.notify_one();
+  }
+
+  // No workers: the filled batch is parsed and joined here, in order.
+  void parse_and_join_inline() {
+    std::unique_ptr<Batch> batch = std::move(filling_);
+    parse(*inline_parser_, *batch);
+    if (batch->error) {
+      failed_ = true;
+      std::rethrow_exception(batch->error);
+    }
+    joiner_.append(std::move(batch->part), batch->arg_keys);
+    std::lock_guard lock(mu_);
+    spare_.push_back(std::move(batch));
   }
 
   // With mu_ held, on the reading thread: rethrows a failed batch's error.
@@ -939,25 +997,41 @@ class ParallelEventParse {
       batch = std::move(spare_.back());
       spare_.pop_back();
     }
-    MappableVector<Event> events = std::move(batch->part.events);
-    events.clear();
-    batch->part = Trace();
-    batch->part.events = std::move(events);
+    clear_part(*batch);
     batch->text.clear();
     batch->spans.clear();
-    batch->arg_keys.clear();
     batch->error = nullptr;
     batch->done = false;
     return batch;
   }
 
+  // An empty part, its event store's buffer kept.
+  static void clear_part(Batch& batch) {
+    MappableVector<Event> events = std::move(batch.part.events);
+    events.clear();
+    batch.part = Trace();
+    batch.part.events = std::move(events);
+    batch.arg_keys.clear();
+  }
+
+  void start_part(EventParser& parser, Batch& batch) {
+    // The join interns the part's strings into the whole, which computes
+    // their name flags: the part's pool skips them.
+    batch.part.strings = StringPool(/*name_flags=*/false);
+    batch.part.events.reserve(batch.spans.size());
+    parser.bind(batch.part, &batch.arg_keys, &joiner_);
+  }
+
+  // The whole batch in one pass; on any error the part is parsed again
+  // event by event, so the error is the one a one-thread load raises.
   void parse(EventParser& parser, Batch& batch) {
     try {
-      // The join interns the part's strings into the whole, which computes
-      // their name flags: the part's pool skips them.
-      batch.part.strings = StringPool(/*name_flags=*/false);
-      batch.part.events.reserve(batch.spans.size());
-      parser.bind(batch.part, &batch.arg_keys, &joiner_);
+      start_part(parser, batch);
+      if (parser.parse_array(batch.text.data(), batch.array_len, batch.text.size(),
+                             batch.first_index, batch.spans.size()))
+        return;
+      clear_part(batch);
+      start_part(parser, batch);
       for (size_t k = 0; k < batch.spans.size(); ++k) {
         const Span& span = batch.spans[k];
         parser.parse(batch.text.data() + span.offset, span.len, batch.text.size() - span.offset,
@@ -1017,8 +1091,10 @@ class ParallelEventParse {
     }
   }
 
-  TraceJoiner joiner_;  // used by one worker at a time (joining_)
-  size_t batch_bytes_;  // the reading thread's alone, as the two below
+  Trace inline_part_;                         // bound to inline_parser_ until its first batch
+  std::optional<EventParser> inline_parser_;  // set when there are no workers
+  TraceJoiner joiner_;                        // used by one worker at a time (joining_)
+  size_t batch_bytes_;                        // the reading thread's alone, as the two below
   const size_t large_batch_bytes_;
   const size_t large_after_;
   size_t queued_bytes_ = 0;
@@ -1037,6 +1113,15 @@ class ParallelEventParse {
   std::vector<std::thread> workers_;
 };
 
+// How a load parses its events: `workers` threads, or none; in batches
+// parsed in one pass each (ParallelEventParse, on the reading thread when
+// there are no workers), or one event at a time where it is read (the
+// reference parse, LoadOptions::parse_workers = 0).
+struct ParseMode {
+  unsigned workers = 0;
+  bool batched = false;
+};
+
 // ---------------------------------------------------------------------------
 // Streams the top-level object and feeds each traceEvents element to the
 // EventParser.
@@ -1044,13 +1129,13 @@ class ParallelEventParse {
 class TraceReader {
  public:
   TraceReader(ByteSource& src, Trace& trace, std::string label, const LoadOptions& options,
-              unsigned parse_workers = 0)
+              ParseMode mode = {})
       : win_(src),
         trace_(trace),
         label_(std::move(label)),
         events_(trace, label_),
         options_(options),
-        parse_workers_(parse_workers) {}
+        mode_(mode) {}
 
   void run() {
     skip_ws();
@@ -1249,17 +1334,13 @@ class TraceReader {
       win_.advance(1);
       return;
     }
-    if (parse_workers_ == 0) {
+    if (!mode_.batched) {
       read_event_list(nullptr);
       return;
     }
     size_t batch = options_.parse_batch_bytes ? options_.parse_batch_bytes : kParseBatchBytes;
     size_t large = options_.parse_batch_bytes ? batch : kLargeParseBatchBytes;
-    ParallelEventParse parallel(trace_, label_, parse_workers_, batch, large, kLargeBatchesAfter);
-    if (parallel.workers() == 0) {
-      read_event_list(nullptr);
-      return;
-    }
+    ParallelEventParse parallel(trace_, label_, mode_.workers, batch, large, kLargeBatchesAfter);
     try {
       read_event_list(&parallel);
       parallel.finish();
@@ -1305,7 +1386,7 @@ class TraceReader {
   std::string label_;
   EventParser events_;
   const LoadOptions& options_;
-  unsigned parse_workers_;
+  ParseMode mode_;
 };
 
 Platform detect_platform(const Trace& trace) {
@@ -1353,21 +1434,26 @@ class ParseThreads {
 // none unless two are free) from kParallelParseMinBytes of JSON. The reading
 // thread and the inflate thread run beside them; on 2 cores the OS shares
 // the cores out (bench/RESULTS.md has the measurements).
-constexpr uint64_t kParallelParseMinBytes = uint64_t{16} << 20;
-unsigned parse_workers(const LoadOptions& options, uint64_t json_bytes_estimate) {
-  if (options.parse_workers >= 0) return static_cast<unsigned>(std::min(options.parse_workers, 64));
+// From 4 MiB the two cores pay: 2-core Xeon VM, median of 15 interleaved
+// `jarvis info` runs, one thread against two: 4.0 MB 42.7 / 35.7 ms, 8.6 MB
+// 48.3 / 44.2 ms, 15.9 MB 107.8 / 80.9 ms; at 1-2.6 MB two were 1-1.5 ms slower.
+constexpr uint64_t kParallelParseMinBytes = uint64_t{4} << 20;
+// An explicit count of 0 is the reference parse, one event at a time.
+ParseMode parse_mode(const LoadOptions& options, uint64_t json_bytes_estimate) {
+  auto asked = [](unsigned n) { return ParseMode{std::min(n, 64u), n > 0}; };
+  if (options.parse_workers >= 0) return asked(static_cast<unsigned>(options.parse_workers));
   // For benchmarks: JARVIS_PARSE_WORKERS=N sets the count for every load.
   if (const char* env = std::getenv("JARVIS_PARSE_WORKERS"); env && *env) {
     unsigned n = 0;
     auto [end, ec] = std::from_chars(env, env + std::strlen(env), n);
-    if (ec == std::errc() && *end == '\0') return std::min(n, 64u);
+    if (ec == std::errc() && *end == '\0') return asked(n);
   }
   unsigned cores = std::thread::hardware_concurrency();
-  if (cores < 2 || json_bytes_estimate < kParallelParseMinBytes) return 0;
+  if (cores < 2 || json_bytes_estimate < kParallelParseMinBytes) return {0, true};
   unsigned busy = g_parse_threads_busy.load();
   unsigned free = busy >= cores ? 0 : cores - busy;
   unsigned n = std::min({free, cores, 8u});
-  return n >= 2 ? n : 0;
+  return {n >= 2 ? n : 0, true};
 }
 
 void finish(Trace& trace) {
@@ -1457,8 +1543,9 @@ Trace load_trace(const std::string& path, const LoadOptions& options, GzipInflat
   } else {
     src = plain_file_source(std::move(file), path);
   }
-  ParseThreads workers(parse_workers(options, size_hint));
-  TraceReader reader(*src, trace, path, options, workers.count());
+  ParseMode mode = parse_mode(options, size_hint);
+  ParseThreads workers(mode.workers);
+  TraceReader reader(*src, trace, path, options, mode);
   reader.run();
   finish(trace);
   refuse_xla_chrome_trace(trace, path);

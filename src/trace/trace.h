@@ -416,7 +416,7 @@ struct LoadOptions {
   // return false to cancel the load (TraceError "cancelled" is raised).
   std::function<bool(uint64_t, uint64_t)> progress;
   // Threads that parse the events while the reading thread finds their
-  // extents: -1 picks (from 16 MiB of JSON, one per core that other loads of
+  // extents: -1 picks (from 4 MiB of JSON, one per core that other loads of
   // this process leave free, at most 8, none unless two are free; the
   // environment variable JARVIS_PARSE_WORKERS=N overrides); 0 parses on the
   // reading thread. Every choice gives the identical Trace.

@@ -141,6 +141,9 @@ TEST_CASE("parallel parse: every malformed corpus file gives the sequential pars
     std::string expected = load_error(path, 0, 0);
     CHECK(load_error(path, 2, 1) == expected);
     CHECK(load_error(path, 3, 64) == expected);
+    // The whole array one batch: its one-pass parse fails, the events are
+    // parsed again one by one and the first bad one is reported.
+    CHECK(load_error(path, 2, size_t{1} << 20) == expected);
     ++files;
   }
   CHECK(files >= 20);
@@ -168,7 +171,7 @@ TEST_CASE("parallel parse: the first bad event in array order is the one reporte
     CAPTURE(path);
     std::string expected = load_error(path.string(), 0, 0);
     CHECK(expected.find("traceEvents[7]: field 'ts' must be a number") != std::string::npos);
-    for (size_t batch : {size_t{1}, size_t{100}, size_t{4096}})
+    for (size_t batch : {size_t{1}, size_t{100}, size_t{4096}, size_t{1} << 20})
       CHECK(load_error(path.string(), 2, batch) == expected);
   }
   // Without event 7, event 250 is reported with its index in the whole array.
