@@ -19,7 +19,6 @@
 #include <exception>
 #include <memory>
 #include <mutex>
-#include <optional>
 #include <string>
 #include <string_view>
 #include <system_error>
@@ -407,8 +406,8 @@ class EventParser {
   }
 
   // Parses `count` events written as one JSON array, events[first_index...],
-  // in one simdjson pass: its stage 1 run per event was a sixth of a parse
-  // worker's time, most of it per-call set-up on a 300-byte object. False,
+  // in one simdjson pass rather than one per 300-byte event: 5 % less CPU
+  // and wall on a 2-worker load of gpt2_x32 (21 interleaved runs). False,
   // with some of the events added, on any error: the caller parses them
   // again one by one (parse()), which raises that event's own error.
   bool parse_array(const char* text, size_t len, size_t capacity, size_t first_index,
@@ -869,13 +868,12 @@ class ParallelEventParse {
         large_batch_bytes_(std::max(batch_bytes, large_batch_bytes)),
         large_after_(large_after),
         max_in_flight_(2 * size_t{workers} + 2) {
-    // Fewer threads than asked when the system refuses more. With none,
-    // each batch is parsed and joined on the reading thread as it fills.
+    // Fewer threads than asked when the system refuses more (none: the
+    // caller parses on its own thread).
     try {
       for (unsigned k = 0; k < workers; ++k) workers_.emplace_back([this, label] { work(label); });
     } catch (const std::system_error&) {
     }
-    if (workers_.empty()) inline_parser_.emplace(inline_part_, label);
   }
   ~ParallelEventParse() {
     {
@@ -951,10 +949,6 @@ class ParallelEventParse {
     filling_->text.push_back(']');
     filling_->array_len = filling_->text.size();
     filling_->text.append(simdjson::SIMDJSON_PADDING, '\0');
-    if (inline_parser_) {
-      parse_and_join_inline();
-      return;
-    }
     {
       std::unique_lock lock(mu_);
       // Bounds memory. A failed batch stops the load here: its error is
@@ -965,19 +959,6 @@ class ParallelEventParse {
       in_flight_.push_back(std::move(filling_));
     }
     work_ready_.notify_one();
-  }
-
-  // No workers: the filled batch is parsed and joined here, in order.
-  void parse_and_join_inline() {
-    std::unique_ptr<Batch> batch = std::move(filling_);
-    parse(*inline_parser_, *batch);
-    if (batch->error) {
-      failed_ = true;
-      std::rethrow_exception(batch->error);
-    }
-    joiner_.append(std::move(batch->part), batch->arg_keys);
-    std::lock_guard lock(mu_);
-    spare_.push_back(std::move(batch));
   }
 
   // With mu_ held, on the reading thread: rethrows a failed batch's error.
@@ -1091,10 +1072,8 @@ class ParallelEventParse {
     }
   }
 
-  Trace inline_part_;                         // bound to inline_parser_ until its first batch
-  std::optional<EventParser> inline_parser_;  // set when there are no workers
-  TraceJoiner joiner_;                        // used by one worker at a time (joining_)
-  size_t batch_bytes_;                        // the reading thread's alone, as the two below
+  TraceJoiner joiner_;  // used by one worker at a time (joining_)
+  size_t batch_bytes_;  // the reading thread's alone, as the two below
   const size_t large_batch_bytes_;
   const size_t large_after_;
   size_t queued_bytes_ = 0;
@@ -1113,15 +1092,6 @@ class ParallelEventParse {
   std::vector<std::thread> workers_;
 };
 
-// How a load parses its events: `workers` threads, or none; in batches
-// parsed in one pass each (ParallelEventParse, on the reading thread when
-// there are no workers), or one event at a time where it is read (the
-// reference parse, LoadOptions::parse_workers = 0).
-struct ParseMode {
-  unsigned workers = 0;
-  bool batched = false;
-};
-
 // ---------------------------------------------------------------------------
 // Streams the top-level object and feeds each traceEvents element to the
 // EventParser.
@@ -1129,13 +1099,13 @@ struct ParseMode {
 class TraceReader {
  public:
   TraceReader(ByteSource& src, Trace& trace, std::string label, const LoadOptions& options,
-              ParseMode mode = {})
+              unsigned parse_workers = 0)
       : win_(src),
         trace_(trace),
         label_(std::move(label)),
         events_(trace, label_),
         options_(options),
-        mode_(mode) {}
+        parse_workers_(parse_workers) {}
 
   void run() {
     skip_ws();
@@ -1334,13 +1304,19 @@ class TraceReader {
       win_.advance(1);
       return;
     }
-    if (!mode_.batched) {
+    // One event at a time where it lies in the window: batching them on
+    // this thread (a copy, a join) measured 1-2 ms slower on 4 MB traces.
+    if (parse_workers_ == 0) {
       read_event_list(nullptr);
       return;
     }
     size_t batch = options_.parse_batch_bytes ? options_.parse_batch_bytes : kParseBatchBytes;
     size_t large = options_.parse_batch_bytes ? batch : kLargeParseBatchBytes;
-    ParallelEventParse parallel(trace_, label_, mode_.workers, batch, large, kLargeBatchesAfter);
+    ParallelEventParse parallel(trace_, label_, parse_workers_, batch, large, kLargeBatchesAfter);
+    if (parallel.workers() == 0) {
+      read_event_list(nullptr);
+      return;
+    }
     try {
       read_event_list(&parallel);
       parallel.finish();
@@ -1386,7 +1362,7 @@ class TraceReader {
   std::string label_;
   EventParser events_;
   const LoadOptions& options_;
-  ParseMode mode_;
+  unsigned parse_workers_;
 };
 
 Platform detect_platform(const Trace& trace) {
@@ -1438,22 +1414,20 @@ class ParseThreads {
 // `jarvis info` runs, one thread against two: 4.0 MB 42.7 / 35.7 ms, 8.6 MB
 // 48.3 / 44.2 ms, 15.9 MB 107.8 / 80.9 ms; at 1-2.6 MB two were 1-1.5 ms slower.
 constexpr uint64_t kParallelParseMinBytes = uint64_t{4} << 20;
-// An explicit count of 0 is the reference parse, one event at a time.
-ParseMode parse_mode(const LoadOptions& options, uint64_t json_bytes_estimate) {
-  auto asked = [](unsigned n) { return ParseMode{std::min(n, 64u), n > 0}; };
-  if (options.parse_workers >= 0) return asked(static_cast<unsigned>(options.parse_workers));
+unsigned parse_workers(const LoadOptions& options, uint64_t json_bytes_estimate) {
+  if (options.parse_workers >= 0) return static_cast<unsigned>(std::min(options.parse_workers, 64));
   // For benchmarks: JARVIS_PARSE_WORKERS=N sets the count for every load.
   if (const char* env = std::getenv("JARVIS_PARSE_WORKERS"); env && *env) {
     unsigned n = 0;
     auto [end, ec] = std::from_chars(env, env + std::strlen(env), n);
-    if (ec == std::errc() && *end == '\0') return asked(n);
+    if (ec == std::errc() && *end == '\0') return std::min(n, 64u);
   }
   unsigned cores = std::thread::hardware_concurrency();
-  if (cores < 2 || json_bytes_estimate < kParallelParseMinBytes) return {0, true};
+  if (cores < 2 || json_bytes_estimate < kParallelParseMinBytes) return 0;
   unsigned busy = g_parse_threads_busy.load();
   unsigned free = busy >= cores ? 0 : cores - busy;
   unsigned n = std::min({free, cores, 8u});
-  return {n >= 2 ? n : 0, true};
+  return n >= 2 ? n : 0;
 }
 
 void finish(Trace& trace) {
@@ -1543,9 +1517,8 @@ Trace load_trace(const std::string& path, const LoadOptions& options, GzipInflat
   } else {
     src = plain_file_source(std::move(file), path);
   }
-  ParseMode mode = parse_mode(options, size_hint);
-  ParseThreads workers(mode.workers);
-  TraceReader reader(*src, trace, path, options, mode);
+  ParseThreads workers(parse_workers(options, size_hint));
+  TraceReader reader(*src, trace, path, options, workers.count());
   reader.run();
   finish(trace);
   refuse_xla_chrome_trace(trace, path);
