@@ -39,9 +39,12 @@ class XlsxWorkbook {
 };
 
 // The module's entry point (extern "C", so dlsym finds it by this name): a
-// new workbook writing `temp_path`, whose errors name `final_path`.
-inline constexpr const char* kXlsxModuleEntry = "jarvis_xlsx_workbook";
+// new workbook writing `temp_path`, whose errors name `final_path`. With
+// `cells_in_memory` the cells are kept until close() and each text is stored
+// once (Excel's shared strings); without, each row is streamed out as it is
+// written, in bounded memory. (The name carries the signature's version.)
+inline constexpr const char* kXlsxModuleEntry = "jarvis_xlsx_workbook_v2";
 using XlsxModuleEntry = XlsxWorkbook* (*)(const std::string& temp_path,
-                                          const std::string& final_path);
+                                          const std::string& final_path, bool cells_in_memory);
 
 }  // namespace jarvis

@@ -3,6 +3,8 @@
 #include <doctest/doctest.h>
 #include <unistd.h>
 
+#include <fmt/format.h>
+
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -14,6 +16,7 @@
 
 #include "golden.h"
 #include "report/xlsx.h"
+#include "report/xlsx_read.h"
 
 namespace {
 // This file's own names (a unity build compiles several test files as one unit).
@@ -122,13 +125,55 @@ TEST_CASE("xlsx: workbook is a valid zip with one formatted sheet per table") {
   CHECK(std::regex_search(sheet1, std::regex("<c r=\"D2\" t=\"b\"><v>1</v></c>")));
   CHECK(sheet1.find("r=\"C3\"") == std::string::npos);
   CHECK(sheet1.find("r=\"E2\"") == std::string::npos);
-  // Text cells and the bold header style.
-  CHECK(sheet1.find("aten::mm") != std::string::npos);
+  // Text cells (a workbook this small keeps one copy of each text in
+  // sharedStrings.xml) and the bold header style.
+  std::string shared = x["parts"]["xl/sharedStrings.xml"].get<std::string>();
+  CHECK(shared.find("aten::mm") != std::string::npos);
+  CHECK(std::regex_search(sheet1, std::regex("<c r=\"A2\" t=\"s\"><v>[0-9]+</v></c>")));
   CHECK(std::regex_search(sheet1, std::regex("<c r=\"A1\" s=\"1\" t=\"[a-zA-Z]+\">")));
   std::string styles = x["parts"]["xl/styles.xml"].get<std::string>();
   CHECK(styles.find("<b/>") != std::string::npos);
   // Column widths were set.
   CHECK(std::regex_search(sheet1, std::regex("<col min=\"1\" max=\"1\" width=\"")));
+}
+
+TEST_CASE("xlsx: a large workbook streams its rows, a small one shares its strings; same cells") {
+  // 120 x 1000 = 120,000 cells: over the in-memory bound (100,000); the
+  // same table cut to 50 rows is under it.
+  Table big("big", {});
+  for (int c = 0; c < 1000; ++c) big.columns.push_back(fmt::format("c{}", c));
+  for (int r = 0; r < 119; ++r) {
+    auto& row = big.add_row();
+    for (int c = 0; c < 1000; ++c)
+      row[c] = c % 3 == 0   ? Cell(fmt::format("op{}", (r + c) % 7))
+               : c % 3 == 1 ? Cell(r * 1000.0 + c + 0.25)
+                            : Cell(int64_t{r - c});
+  }
+  Table small = big;
+  small.name = "small";
+  small.rows.resize(50);
+  TempDir tmp;
+  for (const Table& t : {big, small}) {
+    CAPTURE(t.name);
+    fs::path out = tmp.path / (t.name + ".xlsx");
+    write_xlsx({t}, out.string());
+    nlohmann::json x = read_xlsx(out);
+    CHECK(x["bad"].is_null());
+    std::string sheet = x["parts"]["xl/worksheets/sheet1.xml"].get<std::string>();
+    bool streamed = t.name == "big";
+    CHECK((sheet.find("t=\"inlineStr\"") != std::string::npos) == streamed);
+    CHECK(x["parts"].contains("xl/sharedStrings.xml") == !streamed);
+    std::vector<Table> back = read_xlsx_workbook(out.string());
+    REQUIRE(back.size() == 1);
+    CHECK(back[0].columns == t.columns);
+    REQUIRE(back[0].rows.size() == t.rows.size());
+    for (size_t r = 0; r < t.rows.size(); r += 7)
+      for (size_t c = 0; c < t.columns.size(); c += 13) {
+        CAPTURE(r);
+        CAPTURE(c);
+        CHECK(back[0].rows[r][c].text() == t.rows[r][c].to_csv_text(false));
+      }
+  }
 }
 
 TEST_CASE("xlsx: a failed write leaves nothing behind and names the file") {

@@ -16,10 +16,10 @@ namespace {
 
 class LxwWorkbook final : public XlsxWorkbook {
  public:
-  LxwWorkbook(const std::string& tmp_path, const std::string& final_path)
+  LxwWorkbook(const std::string& tmp_path, const std::string& final_path, bool cells_in_memory)
       : final_path_(final_path) {
     lxw_workbook_options options{};
-    options.constant_memory = LXW_TRUE;
+    options.constant_memory = cells_in_memory ? LXW_FALSE : LXW_TRUE;
     wb_ = workbook_new_opt(tmp_path.c_str(), &options);
     if (!wb_) throw std::runtime_error(fmt::format("{}: cannot create workbook", final_path));
     bold_ = workbook_add_format(wb_);
@@ -97,8 +97,9 @@ class LxwWorkbook final : public XlsxWorkbook {
 }  // namespace
 }  // namespace jarvis
 
-extern "C" jarvis::XlsxWorkbook* jarvis_xlsx_workbook(const std::string& temp_path,
-                                                      const std::string& final_path) {
-  return new jarvis::LxwWorkbook(temp_path, final_path);
+extern "C" jarvis::XlsxWorkbook* jarvis_xlsx_workbook_v2(const std::string& temp_path,
+                                                         const std::string& final_path,
+                                                         bool cells_in_memory) {
+  return new jarvis::LxwWorkbook(temp_path, final_path, cells_in_memory);
 }
-static_assert(std::is_same_v<decltype(&jarvis_xlsx_workbook), jarvis::XlsxModuleEntry>);
+static_assert(std::is_same_v<decltype(&jarvis_xlsx_workbook_v2), jarvis::XlsxModuleEntry>);
