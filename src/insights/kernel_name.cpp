@@ -42,8 +42,8 @@ std::optional<int> number_after(std::string_view s, std::string_view prefix) {
 std::string library_of(std::string_view n) {
   if (contains(n, "nccl")) return "NCCL";
   if (contains(n, "rccl")) return "RCCL";
-  if (n.starts_with("triton_") || contains(n, "triton")) return "Triton";
-  if (contains(n, "cudnn")) return "cuDNN";  // before flash: cuDNN's SDPA kernels say "flash"
+  if (contains(n, "triton")) return "Triton";  // Inductor's triton_poi_ / triton_red_ and the rest
+  if (contains(n, "cudnn")) return "cuDNN";    // before flash: cuDNN's SDPA kernels say "flash"
   if (contains(n, "flash") || contains(n, "fmha")) return "FlashAttention";
   if (contains(n, "nvjet") || contains(n, "cublaslt")) return "cuBLASLt";
   if (contains(n, "cutlass")) return "CUTLASS";
