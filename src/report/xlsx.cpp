@@ -96,24 +96,31 @@ XlsxModuleEntry workbook_entry() {
       load_module_entry("libjarvis_xlsx.so", kXlsxModuleEntry));
 }
 
-// Up to this many cells a workbook keeps them in memory until it is closed
-// (libxlsxwriter: ~100 bytes a cell, so at most ~10 MB): each distinct text is
-// written once, as Excel's shared strings, where streamed rows repeat it in
-// every cell. The report of a 16 MB GPT-2 trace (13,000 cells) wrote 711 KB
-// of sheet XML instead of 982 KB, and the workbook took 0.045 s instead of
-// 0.065 s, most of it zlib's deflate. Larger workbooks stream their rows.
+// Up to this many cells, and this much text, a workbook keeps its cells in
+// memory until it is closed (libxlsxwriter: ~100 bytes a cell, each distinct
+// text once, so at most ~18 MB): each distinct text is written once, as
+// Excel's shared strings, where streamed rows repeat it in every cell. The
+// report of a 16 MB GPT-2 trace (13,000 cells) wrote 711 KB of sheet XML
+// instead of 982 KB, and the workbook took 0.045 s instead of 0.065 s, most
+// of it zlib's deflate. Larger workbooks stream their rows.
 constexpr size_t kCellsInMemory = 100'000;
+constexpr size_t kTextBytesInMemory = size_t{8} << 20;
 
-size_t cell_count(const std::vector<Table>& tables) {
+bool cells_fit_in_memory(const std::vector<Table>& tables) {
   size_t cells = 0;
-  for (const Table& t : tables) cells += (t.rows.size() + 2) * t.columns.size();
-  return cells;
+  size_t text_bytes = 0;
+  for (const Table& t : tables) {
+    cells += (t.rows.size() + 2) * t.columns.size();
+    for (const std::vector<Cell>& row : t.rows)
+      for (const Cell& cell : row)
+        if (cell.is_text()) text_bytes += cell.text().size();
+  }
+  return cells <= kCellsInMemory && text_bytes <= kTextBytesInMemory;
 }
 
 std::unique_ptr<XlsxWorkbook> open_workbook(const std::string& tmp_path,
-                                            const std::string& final_path, size_t cells) {
-  return std::unique_ptr<XlsxWorkbook>(
-      workbook_entry()(tmp_path, final_path, cells <= kCellsInMemory));
+                                            const std::string& final_path, bool cells_in_memory) {
+  return std::unique_ptr<XlsxWorkbook>(workbook_entry()(tmp_path, final_path, cells_in_memory));
 }
 
 // One table as a sheet: widths and header rows first, then the rows streamed
@@ -175,7 +182,8 @@ void write_xlsx(const std::vector<Table>& tables, const std::string& path) {
     throw std::runtime_error(fmt::format("{}: cannot create directory: {}", path, ec.message()));
   AtomicFile file(target);  // a temp of this writer's own, removed unless committed
   std::vector<std::string> names = xlsx_sheet_names(tables);
-  std::unique_ptr<XlsxWorkbook> wb = open_workbook(file.temp_path(), path, cell_count(tables));
+  std::unique_ptr<XlsxWorkbook> wb =
+      open_workbook(file.temp_path(), path, cells_fit_in_memory(tables));
   for (size_t k = 0; k < tables.size(); ++k) add_table(*wb, tables[k], names[k], path);
   wb->close();
   file.commit();

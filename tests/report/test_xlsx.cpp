@@ -176,6 +176,23 @@ TEST_CASE("xlsx: a large workbook streams its rows, a small one shares its strin
   }
 }
 
+TEST_CASE("xlsx: few cells with more than 8 MiB of text stream their rows too") {
+  // 300 distinct texts of 30,000 characters: 9 MB in 300 cells.
+  Table t("long_texts", {"text"});
+  for (int r = 0; r < 300; ++r)
+    t.add_row()[0] = Cell(fmt::format("{:05}", r) + std::string(29'995, 'a' + r % 26));
+  TempDir tmp;
+  fs::path out = tmp.path / "long.xlsx";
+  write_xlsx({t}, out.string());
+  nlohmann::json x = read_xlsx(out);
+  CHECK(x["bad"].is_null());
+  CHECK_FALSE(x["parts"].contains("xl/sharedStrings.xml"));
+  std::vector<Table> back = read_xlsx_workbook(out.string());
+  REQUIRE(back.size() == 1);
+  REQUIRE(back[0].rows.size() == 300);
+  CHECK(back[0].rows[299][0].text() == t.rows[299][0].text());
+}
+
 TEST_CASE("xlsx: a failed write leaves nothing behind and names the file") {
   TempDir tmp;
   fs::path blocker = tmp.path / "not_a_dir";
