@@ -138,8 +138,8 @@ TEST_CASE("xlsx: workbook is a valid zip with one formatted sheet per table") {
 }
 
 TEST_CASE("xlsx: a large workbook streams its rows, a small one shares its strings; same cells") {
-  // 120 x 1000 = 120,000 cells: over the in-memory bound (100,000); the
-  // same table cut to 50 rows is under it.
+  // 119 rows and the header (counted as two) x 1000 columns = 121,000 cells:
+  // over the in-memory bound (100,000); the same table cut to 50 rows is under it.
   Table big("big", {});
   for (int c = 0; c < 1000; ++c) big.columns.push_back(fmt::format("c{}", c));
   for (int r = 0; r < 119; ++r) {
