@@ -105,7 +105,7 @@ std::string math_dtype_of(std::string_view n) {
                                                             "tf32", "f16",  "f32"};
   for (std::string_view tag : kTags)
     if (contains(n, tag)) return tag == "e4m3" ? "fp8" : std::string(tag);
-  if (contains(n, "_hgemm") || contains(n, "hgemm")) return "f16";
+  if (contains(n, "hgemm")) return "f16";
   if (contains(n, "sgemm")) return "f32";
   return "";
 }

@@ -1,6 +1,7 @@
 #define DOCTEST_CONFIG_IMPLEMENT
 #include <doctest/doctest.h>
 
+#include <fmt/format.h>
 #include <stdlib.h>
 
 #include <algorithm>
@@ -107,12 +108,6 @@ SkippedFiles files_needing_missing_shared(const std::string& copy) {
   return out;
 }
 
-std::string joined(const std::set<std::string>& names) {
-  std::string out;
-  for (const std::string& n : names) out += (out.empty() ? "" : ", ") + n;
-  return out;
-}
-
 }  // namespace
 
 // Without ../shared (a fresh clone) the suite runs on what the repository
@@ -136,8 +131,8 @@ int main(int argc, char** argv) {
                  "the repository's copy of part of it (tests/data/shared: %s); the %zu test "
                  "files that need its other folders (%s) are skipped; place the shared data "
                  "beside the repository (or set JARVIS_SHARED_DIR) to run them.\n",
-                 configured.c_str(), joined(held).c_str(), skipped.files.size(),
-                 joined(skipped.folders).c_str());
+                 configured.c_str(), fmt::format("{}", fmt::join(held, ", ")).c_str(),
+                 skipped.files.size(), fmt::format("{}", fmt::join(skipped.folders, ", ")).c_str());
   }
   context.applyCommandLine(argc, argv);
   return context.run();
