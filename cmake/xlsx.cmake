@@ -7,5 +7,9 @@
 # from beside itself as well.
 add_library(jarvis_xlsx MODULE ${CMAKE_SOURCE_DIR}/src/report/xlsx/lxw_workbook.cpp)
 target_include_directories(jarvis_xlsx PRIVATE ${CMAKE_SOURCE_DIR}/src)
-target_link_libraries(jarvis_xlsx PRIVATE PkgConfig::XLSXWRITER fmt::fmt)
+# minizip's header only: the module passes libxlsxwriter's zip calls on to the
+# minizip libxlsxwriter links (src/report/xlsx/lxw_workbook.cpp, the deflate level).
+pkg_check_modules(MINIZIP REQUIRED minizip)
+target_include_directories(jarvis_xlsx PRIVATE ${MINIZIP_INCLUDE_DIRS})
+target_link_libraries(jarvis_xlsx PRIVATE PkgConfig::XLSXWRITER fmt::fmt ${CMAKE_DL_LIBS})
 set_target_properties(jarvis_xlsx PROPERTIES LIBRARY_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR})

@@ -40,13 +40,16 @@ struct TempDir {
   }
 };
 
-// Reads the xlsx with python3's zipfile: CRC check, member names and the
-// text of the XML parts the test looks at.
+// Reads the xlsx with python3's zipfile: CRC check, member names, each
+// member's compression method and general-purpose flags, and the text of the
+// XML parts the test looks at.
 nlohmann::json read_xlsx(const fs::path& path) {
   std::string script =
       "import json, sys, zipfile\n"
       "z = zipfile.ZipFile(sys.argv[1])\n"
-      "out = {'bad': z.testzip(), 'names': z.namelist(), 'parts': {}}\n"
+      "out = {'bad': z.testzip(), 'names': z.namelist(), 'parts': {},\n"
+      "       'methods': sorted({i.compress_type for i in z.infolist()}),\n"
+      "       'flags': sorted({i.flag_bits for i in z.infolist()})}\n"
       "for n in z.namelist():\n"
       "    if n.endswith('.xml'): out['parts'][n] = z.read(n).decode('utf-8')\n"
       "print(json.dumps(out))\n";
@@ -108,6 +111,10 @@ TEST_CASE("xlsx: workbook is a valid zip with one formatted sheet per table") {
 
   nlohmann::json x = read_xlsx(out);
   CHECK(x["bad"].is_null());  // every CRC checks out
+  // Every part deflated at zlib's fastest level (lxw_workbook.cpp): minizip
+  // records level 1 as general-purpose flag bits 1 and 2 ("super fast").
+  CHECK(x["methods"] == nlohmann::json::array({8}));
+  CHECK(x["flags"] == nlohmann::json::array({6}));
   auto names = x["names"].get<std::vector<std::string>>();
   CHECK(std::count(names.begin(), names.end(), "xl/workbook.xml") == 1);
   CHECK(std::count(names.begin(), names.end(), "xl/worksheets/sheet4.xml") == 1);
@@ -159,6 +166,7 @@ TEST_CASE("xlsx: a large workbook streams its rows, a small one shares its strin
     write_xlsx({t}, out.string());
     nlohmann::json x = read_xlsx(out);
     CHECK(x["bad"].is_null());
+    CHECK(x["flags"] == nlohmann::json::array({6}));  // level 1 in both modes
     std::string sheet = x["parts"]["xl/worksheets/sheet1.xml"].get<std::string>();
     bool streamed = t.name == "big";
     CHECK((sheet.find("t=\"inlineStr\"") != std::string::npos) == streamed);
