@@ -13,7 +13,8 @@ if(TARGET jarvis_mpi)
 endif()
 install(DIRECTORY ${CMAKE_SOURCE_DIR}/skills/ DESTINATION ${CMAKE_INSTALL_DATADIR}/jarvis/skills)
 install(DIRECTORY ${CMAKE_SOURCE_DIR}/arch/ DESTINATION ${CMAKE_INSTALL_DATADIR}/jarvis/arch)
-install(FILES ${CMAKE_SOURCE_DIR}/README.md DESTINATION ${CMAKE_INSTALL_DOCDIR})
+install(FILES ${CMAKE_SOURCE_DIR}/README.md ${CMAKE_SOURCE_DIR}/CONTRIBUTING.md
+  DESTINATION ${CMAKE_INSTALL_DOCDIR})
 install(DIRECTORY ${CMAKE_SOURCE_DIR}/docs/ DESTINATION ${CMAKE_INSTALL_DOCDIR}/docs)
 # What the README and docs link to, at the same relative paths, so every link
 # in the installed docs resolves and the README's example trace can be run

@@ -453,7 +453,7 @@ TEST_SUITE("cli_new_user") {
     CHECK(empty.text.find("empty: a directory with no trace") != std::string::npos);
   }
 
-  TEST_CASE("issue 50: the README's CLI table is one table and names every command") {
+  TEST_CASE("issue 50: docs/cli.md's CLI table is one table and names every command") {
     ScratchDir dir;
     // The commands `jarvis --help` lists, one per line under "Subcommands:".
     Split help = run_split(dir.path, "--help");
@@ -465,14 +465,14 @@ TEST_SUITE("cli_new_user") {
     for (std::string line; std::getline(lines, line) && line.rfind("  ", 0) == 0;)
       commands.push_back(line.substr(2, line.find(' ', 2) - 2));
     REQUIRE(commands.size() > 15);
-    // The table under "## CLI": its rows up to the first line that is not a row.
-    const std::string readme = read_text(fs::path(JARVIS_SOURCE_DIR) / "README.md");
-    size_t cli = readme.find("\n## CLI\n");
+    // The table under "## Commands": its rows up to the first line that is not a row.
+    const std::string doc = read_text(fs::path(JARVIS_SOURCE_DIR) / "docs" / "cli.md");
+    size_t cli = doc.find("\n## Commands\n");
     REQUIRE(cli != std::string::npos);
-    size_t first = readme.find("\n|", cli);
+    size_t first = doc.find("\n|", cli);
     REQUIRE(first != std::string::npos);
     std::string table;
-    std::istringstream rows(readme.substr(first + 1));
+    std::istringstream rows(doc.substr(first + 1));
     for (std::string line; std::getline(rows, line) && line.rfind("|", 0) == 0;)
       table += line + "\n";
     for (const std::string& cmd : commands) {
