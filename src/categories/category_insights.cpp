@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "base/duration_text.h"
 #include "categories/category_analysis.h"
 #include "pycompat/text.h"
 
@@ -79,8 +80,9 @@ std::string insights_markdown(const ojson& insights) {
         md += "  - Recoverable: nothing left after the findings above claim the same time (" +
               method + ")\n";
       else
-        md += fmt::format("  - Recoverable: {:.1f}-{:.1f} us ({})\n",
-                          i.value("recoverable_low_us_total", 0.0), high, method);
+        md += fmt::format("  - Recoverable: {} ({})\n",
+                          duration_range_text(i.value("recoverable_low_us_total", 0.0), high),
+                          method);
     }
     md += "  - Path A (model): " + i.value("action_model", std::string()) + "\n";
     md += "  - Path B (kernel): " + i.value("action_kernel", std::string()) + "\n";

@@ -7,6 +7,7 @@
 #include <optional>
 
 #include "base/atomic_file.h"
+#include "base/duration_text.h"
 #include "cli/commands.h"
 #include "cli/options.h"
 #include "engine/engine.h"
@@ -35,16 +36,16 @@ void print_insight(const engine::Insight& i, const engine::InsightContext& conte
       fmt::print("    recoverable: nothing left ({}{})\n", i.recoverable_method, shares);
     else
       fmt::print(
-          "    recoverable: {:.1f}-{:.1f} us per step, {:.1f} us over {} step(s) ({:.1f}% of {}; "
-          "{}{})\n",
-          i.recoverable_low_us.value_or(0) / steps, *i.recoverable_us / steps, *i.recoverable_us,
-          i.steps, base > 0 ? 100 * *i.recoverable_us / base : 0.0,
+          "    recoverable: {} per step, {} over {} step(s) ({:.1f}% of {}; {}{})\n",
+          duration_range_text(i.recoverable_low_us.value_or(0) / steps, *i.recoverable_us / steps),
+          duration_text(*i.recoverable_us), i.steps,
+          base > 0 ? 100 * *i.recoverable_us / base : 0.0,
           i.scope == "trace" ? "the trace's GPU time" : "kernel time", i.recoverable_method,
           shares);
   }
   if (i.step_saving_us)
-    fmt::print("    step what-if (without the profiler): {:.1f} us per step{}{}\n",
-               *i.step_saving_us / steps, i.step_saving_note.empty() ? "" : "; ",
+    fmt::print("    step what-if (without the profiler): {} per step{}{}\n",
+               duration_text(*i.step_saving_us / steps), i.step_saving_note.empty() ? "" : "; ",
                i.step_saving_note);
   fmt::print("    model: {}\n    kernel: {}\n", i.action_model, i.action_kernel);
 }
