@@ -16,6 +16,7 @@
 #include <string>
 
 #include "base/atomic_file.h"
+#include "base/forked_call.h"
 #include "cli/commands.h"
 #include "cli/options.h"
 #include "engine/engine.h"
@@ -106,21 +107,38 @@ struct Source {
   std::string name;
 };
 
-void run_one(const Source& src, const SqlArgs& a, const std::string& query) {
+// A query's result as its child process sends it back: the rendered text,
+// the row count and what cut it ("" when complete). CBOR: a trace's names
+// may be invalid UTF-8, which JSON text refuses.
+std::string query_answer(const Source& src, const SqlArgs& a, const std::string& query) {
   engine::SqlQueryLimits limits;
   limits.max_rows = a.max_rows;
   limits.max_bytes = size_t{1} << 30;
   limits.timeout_ms = a.timeout_ms;
   engine::SqlQueryResult r = src.query(query, limits);
-  std::string text = render(r.table, a.format);
+  const nlohmann::json answer = {{"text", render(r.table, a.format)},
+                                 {"rows", r.table.rows.size()},
+                                 {"cut_by", r.truncated ? r.truncation : std::string()}};
+  const std::vector<uint8_t> bytes = nlohmann::json::to_cbor(answer);
+  return std::string(bytes.begin(), bytes.end());
+}
+
+// The query runs in a child process killed just past --timeout-ms: SQLite
+// checks the limit between steps, and one step (trim, replace or LIKE over a
+// long value) ran for minutes past it (issue 74 point 1).
+void run_one(const Source& src, const SqlArgs& a, const std::string& query) {
+  const std::string bytes =
+      call_forked([&] { return query_answer(src, a, query); }, a.timeout_ms, "the query");
+  const nlohmann::json answer = nlohmann::json::from_cbor(bytes);
+  const std::string& text = answer.at("text").get_ref<const std::string&>();
   if (!a.out.empty()) {
     write_file_atomic(a.out, text);
-    fmt::print("{} ({})\n", a.out, count_text(r.table.rows.size(), "row"));
+    fmt::print("{} ({})\n", a.out, count_text(answer.at("rows").get<size_t>(), "row"));
   } else {
     fmt::print("{}", text);
   }
-  if (r.truncated)
-    fmt::print(stderr, "jarvis sql: result cut at the {} (--max-rows)\n", r.truncation);
+  if (const std::string cut_by = answer.at("cut_by"); !cut_by.empty())
+    fmt::print(stderr, "jarvis sql: result cut at the {} (--max-rows)\n", cut_by);
 }
 
 // Statements end with ';'. Errors are printed and the shell goes on.
@@ -207,7 +225,8 @@ int run_sweep_sql(const SqlArgs& a) {
       sweep = engine::load_sweep_files(files, options);
     }
   }
-  // The run traces a query loaded stay for the shell's next query.
+  // The run traces a query loads stay for its later steps (each query runs
+  // in a child process of its own: run_one).
   engine::SqlSweepTraces traces;
   Source src{[&](const std::string& q, const engine::SqlQueryLimits& l) {
                return engine::run_sweep_query(sweep, q, l, &traces);

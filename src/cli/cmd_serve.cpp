@@ -1,6 +1,7 @@
 // `jarvis serve`: the MCP server over stdio or Streamable HTTP.
 #include <algorithm>
 #include <cctype>
+#include <cerrno>
 #include <chrono>
 #include <csignal>
 #include <cstdio>
@@ -18,6 +19,7 @@
 #include "cli/suggest.h"
 #include "mcp/tool_profiles.h"
 #include "mcp/transport.h"
+#include "mcp/worker_call.h"
 
 namespace jarvis::cli {
 
@@ -89,6 +91,29 @@ void parse_http_address(const ServeArgs& a, mcp::HttpOptions& http) {
     http.host = http.host.substr(1, http.host.size() - 2);
 }
 
+// How long a stopping server waits for its calls to return once their
+// workers are killed and their cancel flags set; a call that checks neither
+// (a trace still parsing) does not hold the exit past it.
+constexpr auto kStopGrace = std::chrono::seconds(2);
+
+// On SIGTERM / SIGINT: end every worker process, cancel the calls in
+// flight, stop accepting, and exit when the server's threads have returned,
+// or after kStopGrace (or at a second signal) whatever still runs
+// (issue 74 point 3: a SIGTERM'd server ran on while a 60 s query did).
+[[noreturn]] void stop_promptly(mcp::HttpEndpoint& http, const sigset_t& stop_signals) {
+  const size_t killed = mcp::end_all_workers();
+  if (killed > 0)
+    std::fprintf(stderr, "jarvis serve: stopping; ended %zu call(s) running in workers\n", killed);
+  http.stop();
+  const auto grace_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(kStopGrace).count();
+  const timespec grace{static_cast<time_t>(grace_ns / 1000000000),
+                       static_cast<long>(grace_ns % 1000000000)};
+  while (sigtimedwait(&stop_signals, nullptr, &grace) < 0 && errno == EINTR) {
+  }
+  std::fprintf(stderr, "jarvis serve: calls still running at the stop; exiting without them\n");
+  std::_Exit(0);
+}
+
 int serve_http(mcp::Server& server, mcp::HttpOptions options) {
   // Block the stop signals in every thread; one thread waits for them.
   sigset_t stop_signals;
@@ -106,7 +131,7 @@ int serve_http(mcp::Server& server, mcp::HttpOptions options) {
   std::thread waiter([&] {
     int sig = 0;
     sigwait(&stop_signals, &sig);
-    http.stop();
+    stop_promptly(http, stop_signals);
   });
   waiter.detach();
   http.run();

@@ -704,6 +704,18 @@ bool runs_in_worker(const std::string& tool) {
          std::find(std::begin(kSessionState), std::end(kSessionState), tool) ==
              std::end(kSessionState);
 }
+
+// A tool with a time limit argument (query_sql's timeout_ms) runs in a
+// worker even when calls are not isolated: SQLite checks its limit between
+// steps, and one step (trim or replace over a long value) ran for minutes
+// past it, holding the stdio server's only request thread so that neither a
+// cancellation nor the next request was answered (issue 74 point 2). A
+// worker is killed at its limit (ToolContext::start_time_limit) or at the
+// cancellation, whatever it is doing.
+bool has_time_limit(const ToolSpec& tool) {
+  const json schema = tool.definition.value("inputSchema", json::object());
+  return schema.value("properties", json::object()).contains("timeout_ms");
+}
 }  // namespace
 
 json Session::call_tool(Call& call, const json& params, bool modern) {
@@ -787,9 +799,10 @@ json Session::call_tool(Call& call, const json& params, bool modern) {
 
   ToolResult out;
   try {
-    out = server_.options().isolate_calls && runs_in_worker(name)
-              ? call_in_worker(tool->handler, args, ctx, name, call.cancelled.get())
-              : tool->handler(args, ctx);
+    const bool in_worker =
+        runs_in_worker(name) && (server_.options().isolate_calls || has_time_limit(*tool));
+    out = in_worker ? call_in_worker(tool->handler, args, ctx, name, call.cancelled.get())
+                    : tool->handler(args, ctx);
   } catch (const Cancelled&) {
     throw;
   } catch (const std::runtime_error& e) {  // jarvis::Error (ToolError, TraceError, ...)

@@ -194,6 +194,15 @@ class ToolContext {
   // not declare the capability or answered with an error.
   json ask_client(const std::string& method, const json& params);
 
+  // The call's time-limited part (a query's timeout_ms) starts now and may
+  // run `ms`. In a worker process the server kills the worker
+  // kTimeLimitGrace (base/forked_call.h) past it, so the limit holds even
+  // inside one step the engine's own check cannot interrupt; in the server
+  // it does nothing (the tool's own check is all there is).
+  void start_time_limit(int64_t ms) {
+    if (on_time_limit) on_time_limit(ms);
+  }
+
   // Records the health of a trace this call analysed (insights/trace_health.h
   // to_json: confidence, warnings, ...). When it has warnings, the server adds
   // them to the result (structured `trace_caveats`, the first lines of the
@@ -213,6 +222,7 @@ class ToolContext {
   std::function<void(double, double, const std::string&)> on_progress;
   std::function<void(LogLevel, const std::string&)> on_log;
   std::function<json(const std::string&, const json&)> on_client_request;
+  std::function<void(int64_t ms)> on_time_limit;
   const std::atomic<bool>* cancel_flag_ = nullptr;
 
  private:

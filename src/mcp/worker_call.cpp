@@ -1,10 +1,13 @@
 #include "mcp/worker_call.h"
 
 #include <cerrno>
+#include <chrono>
 #include <csignal>
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -18,6 +21,7 @@
 
 #include <fmt/format.h>
 
+#include "base/forked_call.h"
 #include "base/forked_worker.h"
 #include "engine/engine.h"
 
@@ -27,7 +31,14 @@ namespace {
 // Frames on the pipe: one kind byte, an 8-byte length, a CBOR payload.
 // CBOR, not JSON text: names from a trace may be invalid UTF-8, which
 // json::dump refuses and CBOR carries as they are.
-enum Frame : char { kProgress = 'p', kLog = 'l', kWritten = 'w', kResult = 'r', kError = 'e' };
+enum Frame : char {
+  kProgress = 'p',
+  kLog = 'l',
+  kTimeLimit = 't',  // the handler's time-limited part starts: ToolContext::start_time_limit
+  kWritten = 'w',
+  kResult = 'r',
+  kError = 'e'
+};
 
 bool write_all(int fd, const void* data, size_t size) {
   const char* p = static_cast<const char*>(data);
@@ -117,6 +128,7 @@ void close_inherited_sockets() {
   ctx.on_client_request = [](const std::string& method, const json&) -> json {
     throw ToolError(fmt::format("{}: requests to the client are not sent from a worker", method));
   };
+  ctx.on_time_limit = [fd](int64_t ms) { send(fd, kTimeLimit, ms); };
   ctx.cancel_flag_ = nullptr;  // the server kills a cancelled worker
   std::optional<json> result;
   try {
@@ -134,6 +146,31 @@ void close_inherited_sockets() {
   ::_exit(0);  // no destructors, no atexit handlers: they belong to the server
 }
 
+// The workers running now, so that a stopping server can end them at once
+// instead of waiting for their calls (issue 74 point 3). A pid leaves the
+// set before it is reaped: a reaped pid may be reused by another process.
+struct LiveWorkers {
+  std::mutex mutex;
+  std::set<pid_t> pids;
+  bool stopping = false;
+};
+LiveWorkers& live_workers() {
+  static LiveWorkers* workers = new LiveWorkers;  // never destroyed: used until _exit
+  return *workers;
+}
+
+bool server_stopping() {
+  LiveWorkers& live = live_workers();
+  std::lock_guard<std::mutex> lock(live.mutex);
+  return live.stopping;
+}
+
+void forget_worker(pid_t pid) {
+  LiveWorkers& live = live_workers();
+  std::lock_guard<std::mutex> lock(live.mutex);
+  live.pids.erase(pid);
+}
+
 std::string signal_text(int sig) {
   const char* name = sigabbrev_np(sig);
   return name ? fmt::format("SIG{}", name) : fmt::format("signal {}", sig);
@@ -143,15 +180,21 @@ std::string signal_text(int sig) {
 // the client as they come.
 struct Received {
   std::optional<json> result, error;
+  std::optional<int64_t> time_limit_ms;  // the limit the handler declared (kTimeLimit)
+  bool killed_at_limit = false;          // killed kTimeLimitGrace past that limit
 };
 
 Received receive(int fd, pid_t pid, ToolContext& ctx, const std::atomic<bool>* cancelled) {
+  using Clock = std::chrono::steady_clock;
   Received got;
+  std::optional<Clock::time_point> kill_at;
   std::vector<uint8_t> buffer;
   bool killed = false;
   char chunk[1 << 16];
   for (;;) {
-    if (cancelled && cancelled->load() && !killed) {
+    const bool past_limit = kill_at && Clock::now() >= *kill_at;
+    if (!killed && ((cancelled && cancelled->load()) || past_limit)) {
+      got.killed_at_limit = past_limit;
       ::kill(pid, SIGKILL);
       killed = true;
     }
@@ -172,18 +215,22 @@ Received receive(int fd, pid_t pid, ToolContext& ctx, const std::atomic<bool>* c
       json payload = json::from_cbor(buffer.begin() + static_cast<std::ptrdiff_t>(at + 9),
                                      buffer.begin() + static_cast<std::ptrdiff_t>(at + 9 + size));
       at += 9 + size;
-      if (kind == kProgress)
+      if (kind == kProgress) {
         ctx.report_progress(payload.at(0).get<double>(), payload.at(1).get<double>(),
                             payload.at(2).get<std::string>());
-      else if (kind == kLog)
+      } else if (kind == kTimeLimit) {
+        got.time_limit_ms = payload.get<int64_t>();
+        kill_at = Clock::now() + std::chrono::milliseconds(*got.time_limit_ms) + kTimeLimitGrace;
+      } else if (kind == kLog) {
         ctx.log(static_cast<LogLevel>(payload.at(0).get<int>()), payload.at(1).get<std::string>());
-      else if (kind == kWritten)
+      } else if (kind == kWritten) {
         ctx.paths().merge_written_state({payload.at("written").get<std::set<std::string>>(),
                                          payload.at("claimed").get<std::set<std::string>>()});
-      else if (kind == kResult)
+      } else if (kind == kResult) {
         got.result = std::move(payload);
-      else if (kind == kError)
+      } else if (kind == kError) {
         got.error = std::move(payload);
+      }
     }
     buffer.erase(buffer.begin(), buffer.begin() + static_cast<std::ptrdiff_t>(at));
   }
@@ -192,10 +239,21 @@ Received receive(int fd, pid_t pid, ToolContext& ctx, const std::atomic<bool>* c
 
 }  // namespace
 
+size_t end_all_workers() {
+  LiveWorkers& live = live_workers();
+  std::lock_guard<std::mutex> lock(live.mutex);
+  live.stopping = true;
+  for (pid_t pid : live.pids) ::kill(pid, SIGKILL);
+  return live.pids.size();
+}
+
 ToolResult call_in_worker(const ToolHandler& handler, const json& args, ToolContext& ctx,
                           std::string_view tool, const std::atomic<bool>* cancelled) {
+  if (server_stopping())
+    throw ToolError("the server is stopping: this call was not run", ErrorKind::Cancelled);
   int fds[2];
   if (::pipe2(fds, O_CLOEXEC) != 0) return handler(args, ctx);
+  const pid_t server = ::getpid();
   pid_t pid;
   {
     // The locks a handler takes first, held across fork(), so the child's
@@ -204,7 +262,12 @@ ToolResult call_in_worker(const ToolHandler& handler, const json& args, ToolCont
     auto store = ctx.traces().hold_for_fork();
     auto cache = ctx.traces().cache().hold_for_fork();
     auto written = ctx.paths().hold_for_fork();
+    // Registered under the lock end_all_workers takes, so a stop never
+    // misses a worker forked while it runs.
+    std::lock_guard<std::mutex> registry(live_workers().mutex);
     pid = ::fork();
+    if (pid > 0) live_workers().pids.insert(pid);
+    if (pid > 0 && live_workers().stopping) ::kill(pid, SIGKILL);
   }
   if (pid < 0) {
     ::close(fds[0]);
@@ -212,6 +275,7 @@ ToolResult call_in_worker(const ToolHandler& handler, const json& args, ToolCont
     return handler(args, ctx);  // no worker to be had: the call still runs
   }
   if (pid == 0) {
+    die_with_parent(server);
     ::close(fds[0]);
     close_inherited_sockets();
     // On a thread of its own: glibc gives a new thread a fresh arena, so
@@ -224,6 +288,7 @@ ToolResult call_in_worker(const ToolHandler& handler, const json& args, ToolCont
   ::close(fds[1]);
   Received got = receive(fds[0], pid, ctx, cancelled);
   ::close(fds[0]);
+  forget_worker(pid);
   int status = 0;
   while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
   }
@@ -233,6 +298,16 @@ ToolResult call_in_worker(const ToolHandler& handler, const json& args, ToolCont
   if (got.result && WIFEXITED(status) && WEXITSTATUS(status) == 0)
     return result_from_json(*got.result, ctx);
   if (cancelled && cancelled->load()) throw ToolError("cancelled", ErrorKind::Cancelled);
+  if (got.killed_at_limit)
+    throw ToolError(
+        fmt::format("{} ran past its time limit ({} ms) inside one step that the limit cannot "
+                    "interrupt (a SQL function such as trim, replace or LIKE over a long value); "
+                    "its worker process was stopped {} ms later. Narrow the query or raise "
+                    "timeout_ms.",
+                    tool, *got.time_limit_ms, kTimeLimitGrace.count()),
+        ErrorKind::Cancelled);
+  if (server_stopping())
+    throw ToolError("the server is stopping: this call was ended", ErrorKind::Cancelled);
   const std::string how = WIFSIGNALED(status) ? signal_text(WTERMSIG(status))
                                               : fmt::format("exit status {}", WEXITSTATUS(status));
   throw ToolError(

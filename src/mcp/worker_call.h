@@ -11,6 +11,7 @@
 #pragma once
 
 #include <atomic>
+#include <cstddef>
 #include <string_view>
 
 #include "mcp/tool.h"
@@ -23,5 +24,11 @@ namespace jarvis::mcp {
 // the worker. When fork() fails, the call runs here instead.
 ToolResult call_in_worker(const ToolHandler& handler, const json& args, ToolContext& ctx,
                           std::string_view tool, const std::atomic<bool>* cancelled);
+
+// The server is stopping (SIGTERM): kills every worker running now and makes
+// later calls fail at once, so that the transport's threads return instead
+// of waiting for their calls. Returns how many workers it killed. (A server
+// killed outright takes its workers with it: base/forked_worker.h.)
+size_t end_all_workers();
 
 }  // namespace jarvis::mcp

@@ -795,10 +795,12 @@ struct HttpServer::Impl {
     res.status = 200;
   }
 
-  // Wakes every GET stream so the workers return before the pool joins.
-  void wake_streams() {
+  // Wakes every GET stream and cancels every call in flight, so the workers
+  // return before the pool joins instead of after their calls' time limits.
+  void wake_streams_and_cancel_calls() {
     std::lock_guard<std::mutex> lock(mutex);
     for (auto& [_, slot] : sessions) {
+      slot->session->cancel_all();
       std::lock_guard<std::mutex> wake_lock(slot->wake_mutex);
       slot->wake.notify_all();
     }
@@ -836,7 +838,7 @@ void HttpServer::run() {
 
 void HttpServer::stop() {
   impl_->stop_watchdog();
-  impl_->wake_streams();
+  impl_->wake_streams_and_cancel_calls();
   impl_->http.stop();
 }
 

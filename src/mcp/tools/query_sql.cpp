@@ -107,6 +107,9 @@ ToolResult query_sql_tool(const json& args, ToolContext& ctx) {
   const std::string& sql = args.at("sql").get_ref<const std::string&>();
   engine::SqlQueryResult r;
   size_t loaded = 0;
+  // In a worker, the server kills the query just past its limit, even inside
+  // one SQLite function call the limit's own check cannot reach.
+  ctx.start_time_limit(limits.timeout_ms);
   if (on_sweep) {
     // A run's trace is read only under the roots (a sweep reopened from its
     // manifest names paths the walk never admitted); the call's own cache
