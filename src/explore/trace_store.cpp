@@ -132,7 +132,7 @@ TraceStore::LoadResult TraceStore::load(const std::string& path, const LoadOptio
   by_handle_.emplace(handle, Handle{describe(handle, *got.entry), cache_.reference(id),
                                     std::chrono::steady_clock::now()});
   order_.push_back(handle);
-  return {std::make_shared<const LoadedTrace>(handle, got.entry), !got.parsed};
+  return {std::make_shared<const LoadedTrace>(handle, got.entry), !got.parsed, true};
 }
 
 std::shared_ptr<const LoadedTrace> TraceStore::get(const std::string& handle) const {

@@ -73,6 +73,9 @@ class TraceStore {
   struct LoadResult {
     std::shared_ptr<const LoadedTrace> entry;
     bool reused = false;  // no parse happened (this store or another had it loaded)
+    // This load made the handle (the store had no handle for the file yet):
+    // a caller that fails after load() unloads it, so no failed load stays listed.
+    bool new_handle = false;
   };
 
   // Loads `path` (already confined by the caller) or reuses the cached parse

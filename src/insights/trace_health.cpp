@@ -1,6 +1,8 @@
 #include "insights/trace_health.h"
 
+#include <cmath>
 #include <map>
+#include <optional>
 #include <tuple>
 
 #include <fmt/format.h>
@@ -40,6 +42,11 @@ void add_step_estimate(const Trace& trace, const CallTree& tree, TraceHealth& h)
     const auto graph = critical_path::build_graph({{&trace, &tree, -1}});
     const auto recorded = critical_path::analyse(graph);
     const auto unprofiled = critical_path::analyse_unprofiled(graph);
+    // A degenerate graph (no step of any length) gives no figure rather than
+    // a NaN that a reply would carry as null.
+    if (!std::isfinite(recorded.step_time_us) || !std::isfinite(unprofiled.step_time_us) ||
+        !std::isfinite(unprofiled.profiler_host_us_per_step))
+      return;
     h.recorded_step_us = recorded.step_time_us;
     h.estimated_unprofiled_step_us = unprofiled.step_time_us;
     h.profiler_host_us_per_step = unprofiled.profiler_host_us_per_step;
@@ -96,8 +103,9 @@ void count_events(const Trace& trace, const CallTree& tree, TraceHealth& h, doub
   }
 }
 
-// `jax_profile`: the trace is an XSpace (XProf's switches, not PyTorch's).
-void add_warnings(TraceHealth& h, bool jax_profile) {
+// `jax_profile`: the trace is an XSpace (XProf's switches, not PyTorch's);
+// `zero_span`: its GPU events have a timeline whose span has no length.
+void add_warnings(TraceHealth& h, bool jax_profile, bool zero_span) {
   double linked_share =
       h.gpu_events ? static_cast<double>(h.linked_gpu_events) / static_cast<double>(h.gpu_events)
                    : 0;
@@ -118,7 +126,12 @@ void add_warnings(TraceHealth& h, bool jax_profile) {
                      "miss the rest",
                      100 * linked_share),
          2);
-  if (h.gpu_events && h.gpu_busy_share < kLowBusyShare)
+  if (zero_span)
+    warn(
+        "the GPU events span no time (each lasts 0 us): the GPU timeline has no shares and "
+        "kernel times say nothing",
+        2);
+  else if (h.gpu_events && h.gpu_busy_share < kLowBusyShare)
     warn(fmt::format("the GPU is busy {:.1f}% of its span: the trace is host- or launch-bound, "
                      "or covers mostly idle time",
                      100 * h.gpu_busy_share),
@@ -263,20 +276,21 @@ TraceHealth trace_health(const Trace& trace, const CallTree& tree, const GpuTime
   h.links_without_flows = tree.links_without_flows();
   h.negative_durations = trace.clamped_negative_durations;
   h.graph_kernel_share = gpu_time_us > 0 ? graph_time_us / gpu_time_us : 0;
-  if (timeline) {
-    h.gpu_span_us = timeline->total_time;
-    h.gpu_busy_share = timeline->total_time > 0 ? timeline->busy_time / timeline->total_time : 0;
-  } else {
+  std::optional<GpuTimeline> computed;
+  if (!timeline) {
     try {
-      GpuTimeline t = compute_gpu_timeline(trace, tree);
-      h.gpu_span_us = t.total_time;
-      h.gpu_busy_share = t.total_time > 0 ? t.busy_time / t.total_time : 0;
+      computed = compute_gpu_timeline(trace, tree);
+      timeline = &*computed;
     } catch (const std::runtime_error&) {
       // No linked GPU events: the warnings below say so.
     }
   }
+  if (timeline) {
+    h.gpu_span_us = timeline->total_time;
+    h.gpu_busy_share = timeline->total_time > 0 ? timeline->busy_time / timeline->total_time : 0;
+  }
   add_step_estimate(trace, tree, h);
-  add_warnings(h, xplane::is_xplane_trace(trace));
+  add_warnings(h, xplane::is_xplane_trace(trace), timeline && !(timeline->total_time > 0));
   add_xplane_notes(trace, h);
   return h;
 }

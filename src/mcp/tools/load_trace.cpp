@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <optional>
+#include <string>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -59,24 +61,34 @@ std::string collectives_line(const json& summary) {
   return line + ".\n";
 }
 
-ToolResult load_trace_tool(const json& args, ToolContext& ctx) {
-  std::string given = args.at("path").get<std::string>();
-  auto path = ctx.paths().trace_path(given);
-  // Progress is a fraction of 1: loading takes it to 0.9 (the uncompressed
-  // size is unknown up front, so bytes read are mapped onto a saturating
-  // curve scaled by the file size), the GPU timeline to 1.
-  std::error_code ec;
-  double file_bytes = static_cast<double>(std::filesystem::file_size(path, ec));
-  double expected = std::max(1.0, file_bytes * (path.extension() == ".gz" ? 12.0 : 1.0));
-  ctx.report_progress(0, 1, "loading " + path.filename().string());
-  LoadOptions options;
-  options.progress = [&ctx, expected](uint64_t bytes, uint64_t events) {
-    if (bytes > 0)
-      ctx.report_progress(0.9 * (1 - std::exp(-static_cast<double>(bytes) / expected)), 1,
-                          fmt::format("{} events read", events));
-    return !ctx.cancelled();
+// The GPU timeline as the structured result has it (TraceLens's split of
+// the trace's span): what a client showing only the text reads too. A span
+// of no length (every GPU event lasts 0 us) has no percentages: the
+// structured rows hold null for them, and the line says so.
+std::string timeline_line(const json& timeline) {
+  if (!timeline.contains("total_time")) return "";
+  auto figure = [&](const char* row, const char* field) -> std::optional<double> {
+    const json& v = timeline.value(row, json::object()).value(field, json());
+    if (!v.is_number()) return std::nullopt;
+    return v.get<double>();
   };
-  auto loaded = ctx.traces().load(path.string(), options);
+  const double span_ms = figure("total_time", "time_ms").value_or(0);
+  if (!figure("total_time", "percent"))
+    return fmt::format(
+        "GPU timeline over {:.2f} ms: the GPU events span no time, so it has no shares.\n",
+        span_ms);
+  return fmt::format(
+      "GPU timeline over {:.2f} ms: computation {:.1f}%, exposed comm {:.1f}%, exposed "
+      "memcpy {:.1f}%, idle {:.1f}% ({:.2f} ms).\n",
+      span_ms, figure("computation_time", "percent").value_or(0),
+      figure("exposed_comm_time", "percent").value_or(0),
+      figure("exposed_memcpy_time", "percent").value_or(0),
+      figure("idle_time", "percent").value_or(0), figure("idle_time", "time_ms").value_or(0));
+}
+
+// The result of a trace load_trace registered: the overview, GPU timeline,
+// collectives and health block.
+ToolResult loaded_result(const TraceStore::LoadResult& loaded, ToolContext& ctx) {
   if (auto profile = engine::rocprof_profile(*loaded.entry)) {
     ctx.report_progress(1, 1, "loaded");
     return rocprof_result(*loaded.entry, *profile, loaded.reused);
@@ -105,20 +117,7 @@ ToolResult load_trace_tool(const json& args, ToolContext& ctx) {
       summary["events"]["cpu_op"].get<int64_t>(), health.confidence,
       health.warnings.empty() ? "" : ": ", fmt::format("{}", fmt::join(health.warnings, "; ")),
       collectives_line(summary));
-  // The GPU timeline as the structured result has it (TraceLens's split of
-  // the trace's span): what a client showing only the text reads too.
-  const json timeline = summary.value("gpu_timeline", json::object());
-  auto figure = [&](const char* row, const char* field) {
-    const json& r = timeline.value(row, json::object());
-    return r.value(field, 0.0);
-  };
-  if (timeline.contains("total_time"))
-    text += fmt::format(
-        "GPU timeline over {:.2f} ms: computation {:.1f}%, exposed comm {:.1f}%, exposed "
-        "memcpy {:.1f}%, idle {:.1f}% ({:.2f} ms).\n",
-        figure("total_time", "time_ms"), figure("computation_time", "percent"),
-        figure("exposed_comm_time", "percent"), figure("exposed_memcpy_time", "percent"),
-        figure("idle_time", "percent"), figure("idle_time", "time_ms"));
+  text += timeline_line(summary.value("gpu_timeline", json::object()));
   if (health.recorded_step_us && health.estimated_unprofiled_step_us)
     text += fmt::format(
         "Step: {:.2f} ms recorded, {:.2f} ms estimated without the profiler ({}-bound){}.\n",
@@ -132,6 +131,36 @@ ToolResult load_trace_tool(const json& args, ToolContext& ctx) {
       .suggest("category_filter", {{"trace", handle}, {"output_dir", "<dir>"}},
                "the per-category workflow (analyze_category, write_findings)");
   return out;
+}
+
+ToolResult load_trace_tool(const json& args, ToolContext& ctx) {
+  std::string given = args.at("path").get<std::string>();
+  auto path = ctx.paths().trace_path(given);
+  // Progress is a fraction of 1: loading takes it to 0.9 (the uncompressed
+  // size is unknown up front, so bytes read are mapped onto a saturating
+  // curve scaled by the file size), the GPU timeline to 1.
+  std::error_code ec;
+  double file_bytes = static_cast<double>(std::filesystem::file_size(path, ec));
+  double expected = std::max(1.0, file_bytes * (path.extension() == ".gz" ? 12.0 : 1.0));
+  ctx.report_progress(0, 1, "loading " + path.filename().string());
+  LoadOptions options;
+  options.progress = [&ctx, expected](uint64_t bytes, uint64_t events) {
+    if (bytes > 0)
+      ctx.report_progress(0.9 * (1 - std::exp(-static_cast<double>(bytes) / expected)), 1,
+                          fmt::format("{} events read", events));
+    return !ctx.cancelled();
+  };
+  auto loaded = ctx.traces().load(path.string(), options);
+  // Whatever fails from here on (an analysis, a cancellation), the handle
+  // this call made is given back: a failed load leaves nothing listed.
+  try {
+    ToolResult out = loaded_result(loaded, ctx);
+    ctx.throw_if_cancelled();
+    return out;
+  } catch (...) {
+    if (loaded.new_handle) ctx.traces().unload(loaded.entry->handle());
+    throw;
+  }
 }
 
 }  // namespace
