@@ -161,6 +161,13 @@ struct Graph {
   size_t recorded_waits = 0;                      // EventWait edges (recorded cross-stream waits)
   std::map<int64_t, ProfilerCost> profiler_cost;  // per rank
   std::vector<int64_t> input_ranks;               // per RankInput, in order: its rank
+  // GPU work queued before the first iteration that ran inside it (launched
+  // before it, or before the profiler started): the backlog of the steps
+  // before profiling. The recorded schedule keeps it (the trace's own
+  // times); the un-profiled one, and so every what-if baseline, gives its
+  // nodes no time. backlog_us: its GPU time inside the first iteration, per rank.
+  std::vector<uint32_t> backlog_nodes;
+  std::map<int64_t, double> backlog_us;
 };
 
 // Iterations found as repeats of the launch sequence of one host thread: the
@@ -303,6 +310,10 @@ struct Analysis {
   std::optional<double> estimated_unprofiled_step_us;
   double profiler_host_us_per_step = 0;  // the estimated profiler time removed per iteration
   std::map<int64_t, ProfilerCost> profiler_cost;  // per rank (analyse_unprofiled)
+  // GPU work queued before profiling that ran inside the first iteration
+  // (Graph::backlog_us), summed over ranks: once per trace, not per step. The
+  // un-profiled analysis leaves it out of its steps; the recorded one keeps it.
+  double gpu_backlog_left_out_us = 0;
 };
 
 inline constexpr const char* kModelRecorded = "recorded";

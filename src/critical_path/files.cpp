@@ -131,6 +131,7 @@ nlohmann::json analysis_json(const Analysis& a, size_t top_n) {
            a.estimated_unprofiled_step_us ? json(*a.estimated_unprofiled_step_us) : json()},
           {"profiler_host_us_per_step", a.profiler_host_us_per_step},
           {"profiler_cost", costs},
+          {"gpu_backlog_left_out_us_total", a.gpu_backlog_left_out_us},
           {"ranks", a.ranks},
           {"clock_offset_us", rank_map(a.clock_offset_us)},
           {"iterations_source", a.iterations_source},

@@ -5,6 +5,7 @@
 #include <limits>
 #include <optional>
 #include <queue>
+#include <set>
 #include <tuple>
 #include <unordered_map>
 #include <unordered_set>
@@ -26,6 +27,11 @@ namespace {
 // kernel that starts this close after a collective ended) is taken as the
 // thing waited for: Kineto's host and GPU clocks agree to about a microsecond.
 constexpr double kTolUs = 2.0;
+// The launch latency of a trace whose streams never idle at a launch (a
+// GPU-bound loop: the host queues every kernel behind the last). The medians
+// of the H200 traces of ../shared/ab_pairs whose streams do idle lie at 9-13
+// us from the call's start to the kernel's.
+constexpr double kDefaultLaunchLatencyUs = 10.0;
 // A host gap this long in which its own thread's recorded events cost less
 // than this share of it is a wait.
 constexpr double kWaitGapUs = 100.0;
@@ -107,6 +113,7 @@ class RankBuilder {
     add_thread_handovers();
     add_launch_edges();
     add_step_gpu_ends();
+    find_gpu_backlog();
     add_sync_edges();
     recorded_waits = add_recorded_waits();
     if (recorded_waits == 0) {  // nothing recorded: infer the waits around collectives
@@ -125,6 +132,8 @@ class RankBuilder {
   std::vector<std::pair<double, double>> busy;
   std::vector<uint32_t> tails;  // last node of each host thread and stream
   size_t launch_edges = 0;
+  std::vector<uint32_t> backlog;  // GPU op nodes of the backlog (find_gpu_backlog)
+  double backlog_us = 0;          // their time inside the first iteration
 
  private:
   std::string_view op_of(Uid uid) const {
@@ -427,6 +436,32 @@ class RankBuilder {
     }
   }
 
+  // GPU work queued before the first iteration (launched before it, or with
+  // no launch in the trace: before the profiler started) that still runs
+  // inside it, ahead of the iteration's own work on its stream: the backlog
+  // of the steps before profiling. It is not the step's work: the
+  // un-profiled schedule gives it no time (profiler_free_times). Only ops
+  // before a stream's first op launched in an iteration count: a trace with
+  // no launch links (no flows) has no backlog to tell.
+  void find_gpu_backlog() {
+    if (steps.empty()) return;
+    double first = std::numeric_limits<double>::infinity();
+    for (const Step& s : steps) first = std::min(first, b_.g.nodes[s.start].start);
+    for (const auto& [key, ops] : streams_) {
+      auto own = std::find_if(ops.begin(), ops.end(), [&](Uid op) {
+        auto call = launch_.find(op);
+        return call != launch_.end() && trace_.events[call->second].ts() + off_ >= first;
+      });
+      if (own == ops.end()) continue;
+      for (auto it = ops.begin(); it != own; ++it) {
+        const Node& n = b_.g.nodes[start_.at(*it)];
+        if (coll_.count(*it) || n.end() <= first) continue;
+        backlog.push_back(start_.at(*it));
+        backlog_us += n.end() - std::max(n.start, first);
+      }
+    }
+  }
+
   double launch_ts(Uid gpu) const {
     auto it = launch_.find(gpu);
     return it == launch_.end() ? trace_.events[gpu].ts() : trace_.events[it->second].ts();
@@ -669,30 +704,37 @@ void order_nodes(Graph& g) {
 namespace {
 
 // The launch edges' intrinsic lag per rank: the median time from a launch
-// call's start to its op's start over the ops nothing else held back (the
-// stream was idle and no other stream was waited for).
+// call's start to its op's start over the ops nothing else held back: the
+// stream had finished its previous op before the call returned, and no other
+// stream was waited for. (An op that merely starts a moment after its
+// predecessor ended was queued behind it: in a GPU-bound loop whose host
+// runs ahead, that "latency" is the host's lead, tens of ms.) A trace whose
+// streams never go idle at a launch gives no measurement: the typical
+// latency then (kDefaultLaunchLatencyUs).
 void estimate_launch_latency(Graph& g) {
-  std::map<int64_t, std::vector<double>> free_runs, all;
+  std::map<int64_t, std::vector<double>> free_runs;
+  std::set<int64_t> launching;
   for (uint32_t n = 0; n < g.nodes.size(); ++n) {
     const Edge* launch = nullptr;
+    for (uint32_t k = g.in_off[n]; k < g.in_off[n + 1]; ++k)
+      if (g.edges[g.in_edges[k]].kind == EdgeKind::Launch) launch = &g.edges[g.in_edges[k]];
+    if (!launch) continue;
+    const double call = g.nodes[launch->from].start;
     bool held = false;
     for (uint32_t k = g.in_off[n]; k < g.in_off[n + 1]; ++k) {
       const Edge& e = g.edges[g.in_edges[k]];
-      if (e.kind == EdgeKind::Launch) launch = &e;
       if (e.kind == EdgeKind::CrossStream || e.kind == EdgeKind::EventWait) held = true;
-      if (e.kind == EdgeKind::Stream && g.nodes[e.from].end() + kTolUs >= g.nodes[n].start)
+      if (e.kind == EdgeKind::Stream && g.nodes[e.from].end() > g.nodes[launch->from].end())
         held = true;
     }
-    if (!launch) continue;
-    const double lat = g.nodes[n].start - g.nodes[launch->from].start;
-    all[g.nodes[n].rank].push_back(lat);
-    if (!held) free_runs[g.nodes[n].rank].push_back(lat);
+    launching.insert(g.nodes[n].rank);
+    if (!held) free_runs[g.nodes[n].rank].push_back(g.nodes[n].start - call);
   }
-  for (auto& [rank, v] : all) {
+  for (int64_t rank : launching) {
     auto it = free_runs.find(rank);
-    g.launch_latency_us[rank] = std::max(0.0, it != free_runs.end() && !it->second.empty()
-                                                  ? stats::median(it->second)
-                                                  : *std::min_element(v.begin(), v.end()));
+    g.launch_latency_us[rank] = it != free_runs.end() && !it->second.empty()
+                                    ? std::max(0.0, stats::median(it->second))
+                                    : kDefaultLaunchLatencyUs;
   }
   for (Edge& e : g.edges)
     if (e.kind == EdgeKind::Launch) e.intrinsic = g.launch_latency_us[g.nodes[e.to].rank];
@@ -728,6 +770,16 @@ void calibrate(Graph& g) {
         e.lag = std::min(e.lag, 0.0);
     }
   }
+}
+
+// The backlog is left out of the un-profiled schedule (profiler_free_times);
+// the recorded one keeps the trace's own times.
+void note_backlog(Graph& g) {
+  for (const auto& [rank, us] : g.backlog_us)
+    g.notes.push_back(fmt::format(
+        "rank {}: {:.2f} ms of GPU work queued before profiling (no launch in the trace, or "
+        "launched before the first step) ran inside the first step; the un-profiled step leaves it out",
+        rank, us / 1e3));
 }
 
 // Each instance of a collective joins its ranks: one node from the last
@@ -1144,6 +1196,10 @@ Graph build_graph(const std::vector<RankInput>& in) {
                       "there is no GPU work to put on a path",
                       in[k].trace->path, rank));
     launch_edges += rb->launch_edges;
+    if (!rb->backlog.empty()) {
+      b.g.backlog_nodes.insert(b.g.backlog_nodes.end(), rb->backlog.begin(), rb->backlog.end());
+      b.g.backlog_us[rank] = rb->backlog_us;
+    }
     any_missing_steps |= rb->steps.empty();
     steps.push_back(rb->steps);
     if (rb->steps.empty())
@@ -1187,6 +1243,7 @@ Graph build_graph(const std::vector<RankInput>& in) {
   detail::order_nodes(b.g);
   estimate_launch_latency(b.g);
   calibrate(b.g);
+  note_backlog(b.g);
   std::sort(b.g.ranks.begin(), b.g.ranks.end());
   return std::move(b.g);
 }

@@ -286,6 +286,7 @@ Analysis analyse(const Graph& g, const std::vector<double>& dur, const std::vect
   a.clock_offset_us = g.clock_offset_us;
   a.iterations_source = g.iterations_source;
   a.notes = g.notes;
+  for (const auto& [rank, us] : g.backlog_us) a.gpu_backlog_left_out_us += us;
   std::vector<double> lengths;
   double previous_end = -std::numeric_limits<double>::infinity();
   for (size_t k = 0; k < g.iterations.size(); ++k) {

@@ -320,6 +320,11 @@ void profiler_free_times(const Graph& g, std::vector<double>& dur, std::vector<d
   dur.clear();
   lag.clear();
   for (const Node& n : g.nodes) dur.push_back(std::max(kKeptShare * n.dur, n.dur - n.profiler_us));
+  // GPU work queued before profiling is not the step's: once the lags are
+  // calibrated on the measured trace, the first iteration's own work starts
+  // where its launches (and its stream's other work) let it, as in every
+  // later step.
+  for (uint32_t n : g.backlog_nodes) dur[n] = 0;
   for (const Edge& e : g.edges)
     lag.push_back(e.profiler_us > 0 && e.lag > 0
                       ? std::max(kKeptShare * e.lag, e.lag - e.profiler_us)
@@ -355,8 +360,8 @@ Analysis analyse_unprofiled(const Graph& g) {
   }
   double removed = 0;
   for (size_t n = 0; n < g.nodes.size(); ++n)
-    if (g.nodes[n].start >= first && g.nodes[n].start < last)
-      removed += g.nodes[n].dur - plain_dur[n];
+    if (g.nodes[n].kind != NodeKind::Gpu && g.nodes[n].start >= first && g.nodes[n].start < last)
+      removed += g.nodes[n].dur - plain_dur[n];  // host time (the backlog is GPU time)
   for (size_t k = 0; k < g.edges.size(); ++k)
     if (g.nodes[g.edges[k].from].start >= first && g.nodes[g.edges[k].from].start < last)
       removed += g.edges[k].lag - plain_lag[k];

@@ -50,6 +50,7 @@ void add_step_estimate(const Trace& trace, const CallTree& tree, TraceHealth& h)
     h.recorded_step_us = recorded.step_time_us;
     h.estimated_unprofiled_step_us = unprofiled.step_time_us;
     h.profiler_host_us_per_step = unprofiled.profiler_host_us_per_step;
+    h.gpu_backlog_left_out_us = unprofiled.gpu_backlog_left_out_us;
     h.recorded_bound_by = majority_bound(recorded);
     h.unprofiled_bound_by = majority_bound(unprofiled);
     if (recorded.step_time_us > 1.2 * unprofiled.step_time_us)
@@ -61,6 +62,11 @@ void add_step_estimate(const Trace& trace, const CallTree& tree, TraceHealth& h)
               ? fmt::format(", {}-bound where the trace looks {}-bound", h.unprofiled_bound_by,
                             h.recorded_bound_by)
               : "");
+    if (h.gpu_backlog_left_out_us > 0)
+      h.profiler_note += fmt::format(
+          "{}{:.2f} ms of GPU work queued before profiling ran in the first step: the "
+          "un-profiled step leaves it out (the recorded one keeps it)",
+          h.profiler_note.empty() ? "" : "; ", h.gpu_backlog_left_out_us / 1e3);
   } catch (const std::runtime_error&) {
     // No graph (no GPU work, no launches): nothing to estimate.
   }
@@ -319,6 +325,7 @@ nlohmann::json to_json(const TraceHealth& h) {
       {"estimated_unprofiled_step_us",
        h.estimated_unprofiled_step_us ? nlohmann::json(*h.estimated_unprofiled_step_us) : nullptr},
       {"profiler_host_us_per_step", h.profiler_host_us_per_step},
+      {"gpu_backlog_left_out_us_total", h.gpu_backlog_left_out_us},
       {"recorded_bound_by", h.recorded_bound_by},
       {"unprofiled_bound_by", h.unprofiled_bound_by},
       {"profiler_note", h.profiler_note}};

@@ -47,6 +47,11 @@ struct TraceHealth {
   // when no dependency graph can be built.
   std::optional<double> recorded_step_us, estimated_unprofiled_step_us;
   double profiler_host_us_per_step = 0;
+  // GPU work queued before profiling (launched before the first step, or
+  // with no launch in the trace) that ran inside the first step: left out of
+  // the un-profiled step, kept in the recorded one (critical_path::Graph::
+  // backlog_us). Once per trace, not per step.
+  double gpu_backlog_left_out_us = 0;
   std::string recorded_bound_by, unprofiled_bound_by;
   // What the profiler did to the host, in words ("" when it changed little):
   // information beside the warnings, not a strike against the trace.

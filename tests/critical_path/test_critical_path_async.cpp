@@ -236,16 +236,26 @@ void check_invariants(const cp::Graph& g, const std::vector<const jarvis::Trace*
   const size_t n = measured.iterations.size();
   // Per stream, busy time of the ops inside the measured iterations: a
   // replay cannot run one stream's work in less (averaged over iterations,
-  // as windows may shift between iterations).
+  // as windows may shift between iterations). Only ops launched inside the
+  // iterations: work queued before them (the GPU's backlog from before
+  // profiling) is not the steps' own, and the un-profiled replay leaves it out.
   auto busiest = [&](double factor, bool gemm_only) {
     double best = 0;
     for (size_t r = 0; r < traces.size(); ++r) {
       const jarvis::Trace& t = *traces[r];
+      const double off = g.clock_offset_us.at(g.ranks[r]);
+      double first = 1e300;
+      for (const auto& it : measured.iterations) first = std::min(first, it.start_us - off);
+      std::map<int64_t, double> launched_at;  // correlation -> runtime call start
+      for (const auto& e : t.events)
+        if (e.is_runtime() && t.correlation(e) != jarvis::kNoInt)
+          launched_at.emplace(t.correlation(e), e.ts());
       std::map<std::pair<int64_t, int64_t>, double> busy;
       for (jarvis::Uid u = 0; u < t.events.size(); ++u) {
         const auto& e = t.events[u];
         if (!e.is_gpu() || !e.has_ts() || !e.has_dur()) continue;
-        const double off = g.clock_offset_us.at(g.ranks[r]);
+        const auto launch = launched_at.find(t.correlation(e));
+        if (launch == launched_at.end() || launch->second < first) continue;
         double inside = 0;
         for (const auto& it : measured.iterations)
           inside += overlap(e.ts() + off, e.end() + off, it.start_us, it.end_us);
