@@ -8,10 +8,11 @@ the wheel holds
   share/man/man1/jarvis.1, share/bash-completion/completions/jarvis
 
 Nothing is downloaded: setuptools, wheel, CMake, the compiler, pybind11 and
-the libraries come from Debian (README.md, "Install"). The build runs in
-setuptools' build_temp; JARVIS_CMAKE_BUILD_DIR=DIR reuses a configured CMake
-build directory instead (CI: the one its tests ran from), which is brought up
-to date and installed from, so pip compiles nothing twice.
+the libraries come from Debian (README.md, "Install"). setuptools works in
+build-pip/ (git-ignored, apart from the CMake tree the README builds in build/)
+and CMake builds in build-pip/temp.*/cmake; JARVIS_CMAKE_BUILD_DIR=DIR reuses a
+configured CMake build directory instead (CI: the one its tests ran from),
+which is brought up to date and installed from, so pip compiles nothing twice.
 """
 
 import os
@@ -86,5 +87,7 @@ setup(
     package_dir={"": "python"},
     ext_modules=[Extension("jarvis._jarvis", sources=[])],
     cmdclass={"build_ext": CMakeBuild},
+    # Not setuptools' default build/: that is the README's CMake build tree.
+    options={"build": {"build_base": "build-pip"}},
     zip_safe=False,
 )
