@@ -67,7 +67,9 @@ class CMakeBuild(build_ext):
         if module is None:
             sys.exit(f"no jarvis/_jarvis{suffix} in the CMake install ({[str(f) for f in found]}): "
                      "the Python API needs pybind11-dev and python3-dev, and a build for "
-                     f"{sys.executable} (-DPython3_EXECUTABLE)")
+                     f"{sys.executable}: configure it with -DJARVIS_PYTHON=ON "
+                     f"-DPython3_EXECUTABLE={sys.executable} (a tree configured before "
+                     "pybind11-dev was installed keeps JARVIS_PYTHON=OFF)")
         target = Path(self.get_ext_fullpath("jarvis._jarvis"))
         target.parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(module, target)
