@@ -34,8 +34,12 @@ size_t sequence_length(std::string_view s, size_t i) {
 
 }  // namespace
 
+bool is_valid_utf8(std::string_view s) {
+  return simdjson::validate_utf8(s.data(), s.size());
+}
+
 std::string valid_utf8(std::string_view s) {
-  if (simdjson::validate_utf8(s.data(), s.size())) return std::string(s);
+  if (is_valid_utf8(s)) return std::string(s);
   std::string out;
   out.reserve(s.size() + 8);
   for (size_t i = 0; i < s.size();) {

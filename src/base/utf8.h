@@ -16,4 +16,7 @@ namespace jarvis {
 // invalid, as in RFC 3629.
 std::string valid_utf8(std::string_view s);
 
+// Whether `s` is valid UTF-8 (the same rule, one vectorised check, no copy).
+bool is_valid_utf8(std::string_view s);
+
 }  // namespace jarvis

@@ -8,6 +8,8 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "base/utf8.h"
+
 namespace jarvis::mcp {
 
 namespace {
@@ -157,6 +159,25 @@ void integers_as_integers(json& value) {
   }
 }
 
+void valid_utf8_strings(json& value) {
+  if (value.is_string()) {
+    std::string& text = value.get_ref<std::string&>();
+    if (!is_valid_utf8(text)) text = valid_utf8(text);
+  } else if (value.is_array()) {
+    for (json& child : value) valid_utf8_strings(child);
+  } else if (value.is_object()) {
+    bool bad_key = false;
+    for (auto& [key, child] : value.items()) {
+      valid_utf8_strings(child);
+      bad_key = bad_key || !is_valid_utf8(key);
+    }
+    if (!bad_key) return;
+    json rebuilt = json::object();
+    for (auto& [key, child] : value.items()) rebuilt[valid_utf8(key)] = std::move(child);
+    value = std::move(rebuilt);
+  }
+}
+
 namespace {
 
 // "Caution — trace X (confidence low): w1; w2" lines, first in the text. A
@@ -185,6 +206,9 @@ std::string caveats_text(const json& caveats) {
 
 json assemble_tool_result(const std::string& tool, const json& args, ToolResult& out,
                           bool structured_client) {
+  for (json* part : {&out.structured, &out.content, &out.next, &out.caveats})
+    valid_utf8_strings(*part);
+  if (!is_valid_utf8(out.text)) out.text = valid_utf8(out.text);
   Detail detail = detail_of(args);
   // `limit` caps every list, and so does max_rows (the sweep tools' "rows per
   // table"); top_n and max_operations only the list they always meant, the

@@ -20,6 +20,7 @@
 //    the text is the summary only. Older clients: the summary followed by the
 //    structured data serialized as JSON, their only copy of the data.
 //  - Integral floating-point numbers (4096.0) are written as integers.
+//  - Text that is not valid UTF-8 gets U+FFFD for each bad byte.
 #pragma once
 
 #include <cstddef>
@@ -51,6 +52,13 @@ size_t row_limit(const json& args);
 
 // Rewrites integral doubles (|x| < 2^53) as integers, recursively.
 void integers_as_integers(json& value);
+
+// Rewrites every string and object key that is not valid UTF-8 with U+FFFD
+// for each bad byte (base/utf8.h), recursively: JSON text must be UTF-8, and
+// nlohmann's dump throws on anything else. The readers make their text valid
+// at ingest; this is the last guard, so that no tool's result can end in a
+// -32603 (issue 74 point 5).
+void valid_utf8_strings(json& value);
 
 // The tools/call result of a successful handler run: applies limit/detail to
 // the declared row lists, drops full-only fields below detail=full, adds

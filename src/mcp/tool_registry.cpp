@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "base/utf8.h"
 #include "mcp/embedded.h"
 #include "mcp/tool.h"
 
@@ -33,7 +34,8 @@ bool parse_log_level(std::string_view name, LogLevel& level) {
 json tool_error_result(const std::string& message, ErrorKind kind) {
   // json::array: a one-element braced list is an array for GCC but a copy
   // of the element for clang.
-  return json{{"content", json::array({json{{"type", "text"}, {"text", message}}})},
+  // valid_utf8: an error may quote the input (a query's text, a name).
+  return json{{"content", json::array({json{{"type", "text"}, {"text", valid_utf8(message)}}})},
               {"isError", true},
               {"_meta", {{kMetaErrorKind, error_kind_name(kind)}}}};
 }

@@ -10,6 +10,7 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "base/utf8.h"
 #include "pycompat/repr.h"
 #include "pycompat/value.h"
 
@@ -129,6 +130,11 @@ std::string Table::to_csv() const {
 }
 
 Table parse_csv(std::string_view text, std::string name) {
+  // A CSV file given to jarvis (rocprofv3 output, a report to compare, a
+  // kernel list) is not promised to be UTF-8; every output is (JSON, XML,
+  // CSV): each bad byte becomes U+FFFD here, once, at ingest.
+  std::string repaired;
+  if (!is_valid_utf8(text)) text = repaired = valid_utf8(text);
   Table table;
   table.name = std::move(name);
   std::vector<std::string> record;

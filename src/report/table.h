@@ -77,7 +77,8 @@ class Table {
 };
 
 // Parses CSV text (RFC 4180 quoting, as pandas writes it) into a table of
-// text cells; empty fields become missing cells.
+// text cells; empty fields become missing cells. Text that is not valid
+// UTF-8 gets U+FFFD for each bad byte.
 Table parse_csv(std::string_view text, std::string name = "");
 Table read_csv_file(const std::string& path);
 

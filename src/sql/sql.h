@@ -41,6 +41,9 @@ struct QueryResult {
   bool truncated = false;  // rows or bytes hit their limit
   std::string truncation;  // why ("row limit 100", "byte limit 8388608"), "" when whole
   double seconds = 0;      // preparing, binding the tables used and stepping
+  // Columns holding a BLOB in some row kept: each such value is its SQL hex
+  // literal, x'ff00' (two lowercase hex digits a byte), as text.
+  std::vector<std::string> blob_columns;
 };
 
 // A query SQLite refused or that failed: the message names the problem.

@@ -13,6 +13,7 @@
 #include <stdexcept>
 #include <string_view>
 
+#include "base/utf8.h"
 #include "tree/call_tree.h"
 
 namespace jarvis::sql {
@@ -1118,6 +1119,42 @@ bool only_space_or_semicolons(const char* p) {
   return true;
 }
 
+// Column i of the current row as a cell, its size added to `bytes`.
+// SQLite keeps whatever bytes a TEXT holds (CAST(x'ff00fe' AS TEXT)), while
+// every surface writes JSON, CSV or XML, which need UTF-8: each bad byte
+// becomes U+FFFD. A BLOB becomes its SQL hex literal x'ff00' (`blob` set), a
+// text every surface can carry and a reader can tell by its column.
+Cell column_cell(sqlite3_stmt* st, int i, size_t& bytes, bool& blob) {
+  switch (sqlite3_column_type(st, i)) {
+    case SQLITE_INTEGER:
+      bytes += 8;
+      return Cell(static_cast<int64_t>(sqlite3_column_int64(st, i)));
+    case SQLITE_FLOAT:
+      bytes += 8;
+      return Cell(sqlite3_column_double(st, i));
+    case SQLITE_TEXT: {
+      const auto* t = reinterpret_cast<const char*>(sqlite3_column_text(st, i));
+      const auto n = static_cast<size_t>(sqlite3_column_bytes(st, i));
+      bytes += n;
+      return Cell(valid_utf8(std::string_view(t ? t : "", t ? n : 0)));
+    }
+    case SQLITE_BLOB: {
+      const auto* p = static_cast<const unsigned char*>(sqlite3_column_blob(st, i));
+      const int n = sqlite3_column_bytes(st, i);
+      std::string hex = "x'";
+      hex.reserve(static_cast<size_t>(n) * 2 + 3);
+      for (int k = 0; k < n; ++k) hex += fmt::format("{:02x}", p[k]);
+      hex += "'";
+      bytes += hex.size();
+      blob = true;
+      return Cell(std::move(hex));
+    }
+    default:
+      bytes += 1;
+      return Cell();
+  }
+}
+
 }  // namespace
 
 QueryResult Connection::run(const std::string& sql, const QueryLimits& limits) {
@@ -1153,6 +1190,7 @@ QueryResult Connection::run(const std::string& sql, const QueryLimits& limits) {
     r.table.columns.push_back(n ? n : "");
   }
   size_t bytes = 0;
+  std::vector<bool> blob_column(static_cast<size_t>(ncol), false);
   while (true) {
     rc = sqlite3_step(st.s);
     if (rc == SQLITE_DONE) break;
@@ -1178,37 +1216,11 @@ QueryResult Connection::run(const std::string& sql, const QueryLimits& limits) {
     std::vector<Cell> row;
     row.reserve(ncol);
     size_t row_bytes = 0;
+    std::vector<size_t> blobs;
     for (int i = 0; i < ncol; ++i) {
-      switch (sqlite3_column_type(st.s, i)) {
-        case SQLITE_INTEGER:
-          row.emplace_back(static_cast<int64_t>(sqlite3_column_int64(st.s, i)));
-          row_bytes += 8;
-          break;
-        case SQLITE_FLOAT:
-          row.emplace_back(sqlite3_column_double(st.s, i));
-          row_bytes += 8;
-          break;
-        case SQLITE_TEXT: {
-          const auto* t = reinterpret_cast<const char*>(sqlite3_column_text(st.s, i));
-          int n = sqlite3_column_bytes(st.s, i);
-          row.emplace_back(std::string(t ? t : "", static_cast<size_t>(n)));
-          row_bytes += static_cast<size_t>(n);
-          break;
-        }
-        case SQLITE_BLOB: {
-          const auto* p = static_cast<const unsigned char*>(sqlite3_column_blob(st.s, i));
-          int n = sqlite3_column_bytes(st.s, i);
-          std::string hex = "x'";
-          for (int k = 0; k < n; ++k) hex += fmt::format("{:02x}", p[k]);
-          hex += "'";
-          row_bytes += hex.size();
-          row.emplace_back(std::move(hex));
-          break;
-        }
-        default:
-          row.emplace_back();
-          row_bytes += 1;
-      }
+      bool blob = false;
+      row.push_back(column_cell(st.s, i, row_bytes, blob));
+      if (blob) blobs.push_back(static_cast<size_t>(i));
     }
     if (bytes + row_bytes > limits.max_bytes) {
       r.truncated = true;
@@ -1217,7 +1229,10 @@ QueryResult Connection::run(const std::string& sql, const QueryLimits& limits) {
     }
     bytes += row_bytes;
     r.table.rows.push_back(std::move(row));
+    for (size_t i : blobs) blob_column[i] = true;
   }
+  for (size_t i = 0; i < blob_column.size(); ++i)
+    if (blob_column[i]) r.blob_columns.push_back(r.table.columns[i]);
   return r;
 }
 

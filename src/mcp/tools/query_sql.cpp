@@ -14,6 +14,9 @@
 namespace jarvis::mcp {
 namespace {
 
+// How a BLOB value reads in the rows (sql::QueryResult::blob_columns).
+constexpr const char* kBlobEncoding = "sql_hex_literal";
+
 json cell_json(const Cell& c) {
   if (c.is_int()) return std::get<int64_t>(c.v);
   if (c.is_double()) return std::get<double>(c.v);
@@ -136,10 +139,17 @@ ToolResult query_sql_tool(const json& args, ToolContext& ctx) {
               {"seconds", r.seconds}};
   if (on_sweep) result["traces_loaded"] = loaded;
   if (r.truncated) result["cut_by"] = r.truncation;
+  if (!r.blob_columns.empty()) {
+    result["blob_columns"] = r.blob_columns;
+    result["blob_encoding"] = kBlobEncoding;
+  }
   std::string text = fmt::format("{} row(s) x {} column(s) in {:.3f} s{}{}\n", r.table.rows.size(),
                                  r.table.columns.size(), r.seconds,
                                  on_sweep ? fmt::format(" ({} run trace(s) read)", loaded) : "",
                                  r.truncated ? fmt::format(" (cut at the {})", r.truncation) : "");
+  if (!r.blob_columns.empty())
+    text += fmt::format("BLOB values of {} are SQL hex literals (x'ff00', blob_encoding).\n",
+                        fmt::join(r.blob_columns, ", "));
   text += rows_text(r.table, result["rows"], row_limit(args));
   ToolResult out{result, text};
   out.rows("/rows");
