@@ -50,6 +50,15 @@ size_t serialized_size(const json& reply) {
   return reply.dump(-1, ' ', false, json::error_handler_t::replace).size();
 }
 
+// Tools that answer from what the session holds, at once: they never wait
+// on a worker or a parse, so they take no long-call slot (issue 74 point 4).
+bool is_quick_tool(const json& params) {
+  static constexpr std::string_view kQuick[] = {"list_traces", "unload_trace", "tool_schema"};
+  const json name = params.value("name", json());
+  return name.is_string() && std::find(std::begin(kQuick), std::end(kQuick),
+                                        name.get_ref<const std::string&>()) != std::end(kQuick);
+}
+
 const char* kDefaultInstructions =
     "jarvis analyses PyTorch profiler (Kineto) traces and reproduces AMD TraceLens's numbers. "
     "Start with load_trace (a path inside the allowed roots) to get a handle, then call the "
@@ -229,6 +238,27 @@ Server::~Server() {
   stateless_traces_.reset();
 }
 
+void Server::set_long_call_limit(size_t limit) {
+  long_call_limit_.store(limit);
+}
+
+size_t Server::long_call_limit() const {
+  return long_call_limit_.load();
+}
+
+bool Server::try_begin_long_call() {
+  size_t running = long_calls_.load();
+  do {
+    const size_t limit = long_call_limit_.load();
+    if (limit > 0 && running >= limit) return false;
+  } while (!long_calls_.compare_exchange_weak(running, running + 1));
+  return true;
+}
+
+void Server::end_long_call() {
+  long_calls_.fetch_sub(1);
+}
+
 const ToolSpec* Server::find_tool(std::string_view name) const {
   for (const auto& tool : tools_)
     if (tool.name == name) return &tool;
@@ -344,12 +374,13 @@ std::optional<json> Session::handle_text(std::string_view text, const Emit& emit
   return handle(parsed.message, emit);
 }
 
-std::optional<json> Session::handle(const json& message, const Emit& emit) {
-  if (message.is_array()) return handle_batch(message, emit);
+std::optional<json> Session::handle(const json& message, const Emit& emit,
+                                    const std::atomic<bool>* abandoned) {
+  if (message.is_array()) return handle_batch(message, emit, abandoned);
   return handle_one(message, emit);
 }
 
-std::optional<json> Session::handle_batch(const json& batch, const Emit& emit) {
+std::optional<json> Session::batch_refusal(const json& batch) const {
   // JSON-RPC batches exist only in 2025-03-26; elsewhere one -32600.
   if (protocol_version() != "2025-03-26")
     return make_error(
@@ -365,9 +396,18 @@ std::optional<json> Session::handle_batch(const json& batch, const Emit& emit) {
     return make_error(nullptr, rpc::kInvalidRequest,
                       fmt::format("Invalid Request: batch too large: {} messages, at most {}",
                                   batch.size(), options.max_batch_messages));
+  return std::nullopt;
+}
+
+std::optional<json> Session::handle_batch(const json& batch, const Emit& emit,
+                                          const std::atomic<bool>* abandoned) {
+  if (auto refused = batch_refusal(batch)) return refused;
+  const ServerOptions& options = server_.options();
   json replies = json::array();
   size_t reply_bytes = 0;
   for (const auto& message : batch) {
+    // The client left: the rest of its batch is not run (issue 74 point 4).
+    if (abandoned && abandoned->load()) break;
     // Past the reply budget, requests are not run: their replies could only
     // grow the batch's. Notifications and responses add no reply.
     if (reply_bytes >= options.max_batch_reply_bytes && is_request(message)) {
@@ -451,6 +491,10 @@ std::optional<json> Session::handle_request(const json& id, const std::string& m
   std::string key = id_key(id);
   const bool tool_call = method == "tools/call";
   const size_t max_calls = server_.options().max_calls_per_session;
+  // A tool call holds a transport thread for its whole run; the cheap ones
+  // (listing, unloading, a schema) do not count against the server's cap.
+  const bool long_call = tool_call && !is_quick_tool(params);
+  bool holds_slot = false;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     if (in_flight_.count(key))
@@ -466,9 +510,29 @@ std::optional<json> Session::handle_request(const json& id, const std::string& m
                                      "again",
                                      tool_calls_),
                          ErrorKind::Unsupported)}};
+    if (long_call && !server_.try_begin_long_call())
+      return json{
+          {"jsonrpc", "2.0"},
+          {"id", id},
+          {"result",
+           tool_error_result(
+               fmt::format("the server is running {} long calls, the most it runs at once (its "
+                           "other threads stay free for initialize, ping, tools/list, "
+                           "list_traces, unload_trace and tool_schema); this call was not run: "
+                           "retry in a moment",
+                           server_.long_call_limit()),
+               ErrorKind::Unsupported)}};
+    holds_slot = long_call;
     if (method != "initialize") in_flight_[key] = call.cancelled;
     if (tool_call) ++tool_calls_;
   }
+  struct EndLongCall {
+    Server& server;
+    bool held;
+    ~EndLongCall() {
+      if (held) server.end_long_call();
+    }
+  } end_long_call{server_, holds_slot};
   std::optional<json> reply;
   try {
     json result =
@@ -801,7 +865,8 @@ json Session::call_tool(Call& call, const json& params, bool modern) {
   try {
     const bool in_worker =
         runs_in_worker(name) && (server_.options().isolate_calls || has_time_limit(*tool));
-    out = in_worker ? call_in_worker(tool->handler, args, ctx, name, call.cancelled.get())
+    out = in_worker ? call_in_worker(tool->handler, args, ctx, name, call.cancelled.get(),
+                                     server_.options().max_memory_bytes)
                     : tool->handler(args, ctx);
   } catch (const Cancelled&) {
     throw;

@@ -195,6 +195,17 @@ class Server {
   // outlives its request but only its holder can use or unload it.
   std::shared_ptr<Session> new_stateless_session();
   TraceCache& trace_cache() { return *cache_; }
+  // Long calls: requests that hold a transport thread for as long as they
+  // run (a tool call other than list_traces, unload_trace and tool_schema;
+  // an HTTP GET stream). At most `limit` run at once over all sessions and
+  // clients (0 = no limit): the HTTP transport keeps some of its threads out
+  // of their reach, so initialize, ping, tools/list and the quick tools are
+  // answered whoever holds the rest (issue 74 point 4).
+  void set_long_call_limit(size_t limit);
+  size_t long_call_limit() const;
+  // False at the limit; else the caller holds a slot until end_long_call().
+  bool try_begin_long_call();
+  void end_long_call();
   // Confines a trace path named where a handle is expected (TraceStore::set_path_loader).
   std::function<std::string(const std::string&)> trace_path_loader() const;
 
@@ -213,6 +224,7 @@ class Server {
   std::string instructions_;
   std::unique_ptr<TraceCache> cache_;  // before the stores that reference it
   std::shared_ptr<TraceStore> stateless_traces_;
+  std::atomic<size_t> long_calls_{0}, long_call_limit_{0};
 };
 
 // Delivers a message related to the request being handled (progress, log,
@@ -228,8 +240,13 @@ class Session {
   // negotiated version. Returns the reply (an object, an array for a batch,
   // or nothing for notifications, responses and cancelled requests).
   std::optional<json> handle_text(std::string_view text, const Emit& emit);
-  // Handles one parsed message (object or array).
-  std::optional<json> handle(const json& message, const Emit& emit);
+  // Handles one parsed message (object or array). Once `abandoned` turns
+  // true (the client left), a batch runs none of its remaining messages.
+  std::optional<json> handle(const json& message, const Emit& emit,
+                             const std::atomic<bool>* abandoned = nullptr);
+  // The error a batch is refused with as a whole (wrong protocol version,
+  // empty, too many messages), or nothing when it would be run.
+  std::optional<json> batch_refusal(const json& batch) const;
 
   bool initialized() const;
   std::string protocol_version() const;  // "" before initialize
@@ -245,7 +262,8 @@ class Session {
   struct PendingClientRequest;
 
   std::optional<json> handle_one(const json& message, const Emit& emit);
-  std::optional<json> handle_batch(const json& batch, const Emit& emit);
+  std::optional<json> handle_batch(const json& batch, const Emit& emit,
+                                   const std::atomic<bool>* abandoned);
   void handle_notification(const std::string& method, const json& params);
   void handle_client_response(const json& message);
   std::optional<json> handle_request(const json& id, const std::string& method, const json& params,

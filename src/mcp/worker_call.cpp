@@ -5,7 +5,9 @@
 #include <csignal>
 #include <cstdlib>
 #include <cstring>
+#include <map>
 #include <mutex>
+#include <new>
 #include <optional>
 #include <set>
 #include <string>
@@ -15,6 +17,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -116,7 +119,7 @@ void close_inherited_sockets() {
 }
 
 [[noreturn]] void run_worker(int fd, const ToolHandler& handler, const json& args, ToolContext& ctx,
-                             std::string_view tool) {
+                             std::string_view tool, uint64_t headroom) {
   mark_forked_worker();
   const auto before = ctx.paths().written_state();
   ctx.on_progress = [fd](double done, double total, const std::string& message) {
@@ -135,6 +138,16 @@ void close_inherited_sockets() {
     result = result_to_json(handler(args, ctx), ctx.trace_caveats());
   } catch (const std::runtime_error& e) {
     send(fd, kError, {e.what(), static_cast<int>(error_kind_of(e))});
+  } catch (const std::bad_alloc&) {
+    send(fd, kError,
+         {headroom > 0
+              ? fmt::format("{} needed more memory than its worker process may take: {} MiB, "
+                            "what the server's --max-memory budget had left when the call "
+                            "started (the server and its other workers hold the rest); narrow "
+                            "the call, retry when other calls end, or raise --max-memory",
+                            tool, headroom >> 20)
+              : fmt::format("{} ran out of memory in its worker process", tool),
+          static_cast<int>(ErrorKind::Unsupported)});
   } catch (const std::exception& e) {
     send(fd, kError,
          {fmt::format("{} failed on this input: {}", tool, e.what()),
@@ -149,10 +162,17 @@ void close_inherited_sockets() {
 // The workers running now, so that a stopping server can end them at once
 // instead of waiting for their calls (issue 74 point 3). A pid leaves the
 // set before it is reaped: a reaped pid may be reused by another process.
+struct MemoryKill {
+  uint64_t total = 0, own = 0, budget = 0;  // bytes when it was killed
+};
 struct LiveWorkers {
   std::mutex mutex;
   std::set<pid_t> pids;
   bool stopping = false;
+  // Workers killed because the tree was past its budget (check_tree_memory).
+  std::map<pid_t, MemoryKill> memory_killed;
+  std::mutex sampling;  // one receive loop reads the tree at a time
+  std::chrono::steady_clock::time_point last_check{};
 };
 LiveWorkers& live_workers() {
   static LiveWorkers* workers = new LiveWorkers;  // never destroyed: used until _exit
@@ -165,10 +185,88 @@ bool server_stopping() {
   return live.stopping;
 }
 
-void forget_worker(pid_t pid) {
+// Forgets a worker that ended; returns why it was killed when the memory
+// check killed it.
+std::optional<MemoryKill> forget_worker(pid_t pid) {
   LiveWorkers& live = live_workers();
   std::lock_guard<std::mutex> lock(live.mutex);
   live.pids.erase(pid);
+  auto it = live.memory_killed.find(pid);
+  if (it == live.memory_killed.end()) return std::nullopt;
+  MemoryKill kill = it->second;
+  live.memory_killed.erase(it);
+  return kill;
+}
+
+// A number of kB after `key` in a /proc file's text ("Private_Dirty:  12 kB").
+uint64_t proc_kb(const std::string& text, std::string_view key) {
+  size_t at = text.find(key);
+  if (at == std::string::npos) return 0;
+  return std::strtoull(text.c_str() + at + key.size(), nullptr, 10);
+}
+
+// A small /proc file read whole ("" when it cannot be read: a process gone).
+std::string read_proc(const std::string& path) {
+  std::string text;
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return text;
+  char chunk[4096];
+  for (ssize_t n; (n = ::read(fd, chunk, sizeof chunk)) != 0;) {
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) break;
+    text.append(chunk, static_cast<size_t>(n));
+  }
+  ::close(fd);
+  return text;
+}
+
+uint64_t page_bytes() {
+  static const uint64_t bytes = static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
+  return bytes;
+}
+
+// Field `index` of /proc/self/statm, in bytes (0: the address space, 1: resident).
+uint64_t own_statm_bytes(int index) {
+  const std::string statm = read_proc("/proc/self/statm");
+  const char* p = statm.c_str();
+  char* end = nullptr;
+  uint64_t pages = 0;
+  for (int k = 0; k <= index; ++k, p = end) pages = std::strtoull(p, &end, 10);
+  return pages * page_bytes();
+}
+
+// A worker's pages of its own: those it allocated, or copied on writing to
+// a page it shared with the server (smaps_rollup's Private_*).
+uint64_t private_bytes(pid_t pid) {
+  const std::string rollup = read_proc(fmt::format("/proc/{}/smaps_rollup", pid));
+  return (proc_kb(rollup, "Private_Clean:") + proc_kb(rollup, "Private_Dirty:")) << 10;
+}
+
+// Called from every worker's receive loop while a budget applies: at most
+// every kMemoryCheckEveryMs, one of them reads the tree; past the budget it
+// kills the worker holding the most memory of its own (issue 74 point 8).
+void check_tree_memory(uint64_t budget) {
+  if (budget == 0) return;
+  LiveWorkers& live = live_workers();
+  std::unique_lock<std::mutex> sampling(live.sampling, std::try_to_lock);
+  if (!sampling.owns_lock()) return;
+  const auto now = std::chrono::steady_clock::now();
+  if (now - live.last_check < std::chrono::milliseconds(kMemoryCheckEveryMs)) return;
+  live.last_check = now;
+  const TreeMemory tree = tree_memory();
+  if (tree.total() <= budget || tree.largest == 0) return;
+  std::lock_guard<std::mutex> lock(live.mutex);
+  if (!live.pids.count(tree.largest)) return;  // ended meanwhile (not yet reaped: pid still its)
+  ::kill(tree.largest, SIGKILL);
+  live.memory_killed[tree.largest] = {tree.total(), tree.largest_bytes, budget};
+}
+
+// In a worker: new mappings may take at most `headroom` bytes past what the
+// process maps now (its copy of the server's address space).
+void limit_address_space(uint64_t headroom) {
+  const uint64_t mapped = own_statm_bytes(0);
+  const rlimit limit{mapped + headroom, mapped + headroom};
+  ::setrlimit(RLIMIT_AS, &limit);
 }
 
 std::string signal_text(int sig) {
@@ -184,7 +282,8 @@ struct Received {
   bool killed_at_limit = false;          // killed kTimeLimitGrace past that limit
 };
 
-Received receive(int fd, pid_t pid, ToolContext& ctx, const std::atomic<bool>* cancelled) {
+Received receive(int fd, pid_t pid, ToolContext& ctx, const std::atomic<bool>* cancelled,
+                 uint64_t memory_budget) {
   using Clock = std::chrono::steady_clock;
   Received got;
   std::optional<Clock::time_point> kill_at;
@@ -198,8 +297,9 @@ Received receive(int fd, pid_t pid, ToolContext& ctx, const std::atomic<bool>* c
       ::kill(pid, SIGKILL);
       killed = true;
     }
+    check_tree_memory(memory_budget);
     pollfd p{fd, POLLIN, 0};
-    int ready = ::poll(&p, 1, 100);
+    int ready = ::poll(&p, 1, memory_budget ? kMemoryCheckEveryMs : 100);
     if (ready < 0 && errno == EINTR) continue;
     if (ready == 0) continue;
     ssize_t n = ::read(fd, chunk, sizeof chunk);
@@ -239,6 +339,27 @@ Received receive(int fd, pid_t pid, ToolContext& ctx, const std::atomic<bool>* c
 
 }  // namespace
 
+TreeMemory tree_memory() {
+  std::vector<pid_t> pids;
+  {
+    LiveWorkers& live = live_workers();
+    std::lock_guard<std::mutex> lock(live.mutex);
+    pids.assign(live.pids.begin(), live.pids.end());
+  }
+  TreeMemory tree;
+  tree.server = own_statm_bytes(1);
+  for (pid_t pid : pids) {
+    const uint64_t own = private_bytes(pid);
+    tree.workers += own;
+    ++tree.count;
+    if (own >= tree.largest_bytes) {
+      tree.largest = pid;
+      tree.largest_bytes = own;
+    }
+  }
+  return tree;
+}
+
 size_t end_all_workers() {
   LiveWorkers& live = live_workers();
   std::lock_guard<std::mutex> lock(live.mutex);
@@ -248,9 +369,25 @@ size_t end_all_workers() {
 }
 
 ToolResult call_in_worker(const ToolHandler& handler, const json& args, ToolContext& ctx,
-                          std::string_view tool, const std::atomic<bool>* cancelled) {
+                          std::string_view tool, const std::atomic<bool>* cancelled,
+                          uint64_t memory_budget) {
   if (server_stopping())
     throw ToolError("the server is stopping: this call was not run", ErrorKind::Cancelled);
+  // The budget covers the server and its workers together (issue 74 point 8).
+  uint64_t headroom = 0;
+  if (memory_budget > 0) {
+    const TreeMemory tree = tree_memory();
+    if (tree.total() + kWorkerMemoryFloor > memory_budget)
+      throw ToolError(
+          fmt::format("{} was not started: the server ({} MiB) and its {} running worker "
+                      "process(es) ({} MiB of their own) hold {} MiB of the --max-memory budget "
+                      "of {} MiB, leaving less than the {} MiB a worker needs; retry when other "
+                      "calls end, or start the server with a larger --max-memory",
+                      tool, tree.server >> 20, tree.count, tree.workers >> 20,
+                      tree.total() >> 20, memory_budget >> 20, kWorkerMemoryFloor >> 20),
+          ErrorKind::Unsupported);
+    headroom = memory_budget - tree.total();
+  }
   int fds[2];
   if (::pipe2(fds, O_CLOEXEC) != 0) return handler(args, ctx);
   const pid_t server = ::getpid();
@@ -276,19 +413,20 @@ ToolResult call_in_worker(const ToolHandler& handler, const json& args, ToolCont
   }
   if (pid == 0) {
     die_with_parent(server);
+    if (headroom > 0) limit_address_space(headroom);
     ::close(fds[0]);
     close_inherited_sockets();
     // On a thread of its own: glibc gives a new thread a fresh arena, so
     // the call's allocations do not walk (and copy, page by page) the
     // server's free lists, which the child shares copy-on-write.
-    std::thread worker([&] { run_worker(fds[1], handler, args, ctx, tool); });
+    std::thread worker([&] { run_worker(fds[1], handler, args, ctx, tool, headroom); });
     worker.join();
     ::_exit(4);  // not reached: run_worker exits
   }
   ::close(fds[1]);
-  Received got = receive(fds[0], pid, ctx, cancelled);
+  Received got = receive(fds[0], pid, ctx, cancelled, memory_budget);
   ::close(fds[0]);
-  forget_worker(pid);
+  const std::optional<MemoryKill> memory_kill = forget_worker(pid);
   int status = 0;
   while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
   }
@@ -308,6 +446,15 @@ ToolResult call_in_worker(const ToolHandler& handler, const json& args, ToolCont
         ErrorKind::Cancelled);
   if (server_stopping())
     throw ToolError("the server is stopping: this call was ended", ErrorKind::Cancelled);
+  if (memory_kill)
+    throw ToolError(
+        fmt::format("{} was stopped: the server and its worker processes held {} MiB, past the "
+                    "--max-memory budget of {} MiB, and this call's worker held the most of its "
+                    "own ({} MiB); retry when other calls end, narrow the call, or raise "
+                    "--max-memory",
+                    tool, memory_kill->total >> 20, memory_kill->budget >> 20,
+                    memory_kill->own >> 20),
+        ErrorKind::Unsupported);
   const std::string how = WIFSIGNALED(status) ? signal_text(WTERMSIG(status))
                                               : fmt::format("exit status {}", WEXITSTATUS(status));
   throw ToolError(

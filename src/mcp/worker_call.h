@@ -12,7 +12,10 @@
 
 #include <atomic>
 #include <cstddef>
+#include <cstdint>
 #include <string_view>
+
+#include <sys/types.h>
 
 #include "mcp/tool.h"
 
@@ -22,8 +25,35 @@ namespace jarvis::mcp {
 // throws ToolError: the handler's own error (message and kind kept), or the
 // worker's end by a signal. `cancelled` (the client's cancellation) kills
 // the worker. When fork() fails, the call runs here instead.
+//
+// `memory_budget` (--max-memory; 0 = none) covers this process and all its
+// workers together (issue 74 point 8): a worker is not started when the
+// server's resident memory plus what the live workers hold of their own
+// leaves less than kWorkerMemoryFloor of it; a worker may map at most what
+// was left when it started (RLIMIT_AS); and while workers run, the sum is
+// read every kMemoryCheckEvery: past the budget the largest worker is
+// killed and its call fails naming the figures.
 ToolResult call_in_worker(const ToolHandler& handler, const json& args, ToolContext& ctx,
-                          std::string_view tool, const std::atomic<bool>* cancelled);
+                          std::string_view tool, const std::atomic<bool>* cancelled,
+                          uint64_t memory_budget = 0);
+
+// The least of the budget a worker is started with.
+inline constexpr uint64_t kWorkerMemoryFloor = uint64_t{32} << 20;
+// How often the memory of the process tree is read while workers run.
+inline constexpr int kMemoryCheckEveryMs = 50;
+
+// The memory of this process and its live workers, as the budget counts it:
+// this process's resident set plus each worker's private pages (those it
+// wrote or allocated since the fork: the pages it still shares with this
+// process are counted once, here).
+struct TreeMemory {
+  uint64_t server = 0, workers = 0;
+  size_t count = 0;            // live workers
+  pid_t largest = 0;           // the worker holding the most of its own
+  uint64_t largest_bytes = 0;  // and how much
+  uint64_t total() const { return server + workers; }
+};
+TreeMemory tree_memory();
 
 // The server is stopping (SIGTERM): kills every worker running now and makes
 // later calls fail at once, so that the transport's threads return instead

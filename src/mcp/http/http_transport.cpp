@@ -7,6 +7,7 @@
 #include <sys/socket.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <filesystem>
@@ -16,6 +17,7 @@
 #include <set>
 #include <thread>
 #include <type_traits>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -331,6 +333,15 @@ struct HttpServer::Impl {
     per_ip_cap = options.max_connections_per_ip > 0
                      ? std::min(options.max_connections_per_ip, threads - 1)
                      : std::max<size_t>(1, threads * 3 / 4);
+    // Long calls (tool calls, GET streams) may hold all but an eighth of the
+    // threads (at least one), and fewer than one address's connection cap:
+    // every local process is one address, and its connections past the cap
+    // are shut down when idle (a new client's, waiting for a thread, among
+    // them). The rest stay free for initialize, ping, tools/list and the
+    // quick tools, however many sessions one client opens (issue 74 point 4:
+    // 4 sessions x 2 queries took all 8 threads).
+    server.set_long_call_limit(std::max<size_t>(
+        1, std::min(threads - std::max<size_t>(1, threads / 8), per_ip_cap - 1)));
     size_t pool = threads;
     http.new_task_queue = [pool] { return new httplib::ThreadPool(pool); };
     // The raw body cap; the decoded body is capped while it is read (post()).
@@ -622,7 +633,14 @@ struct HttpServer::Impl {
     res.set_header("Mcp-Session-Id", req.get_header_value("Mcp-Session-Id"));
     const bool tool_call = message.is_object() && message["method"] == "tools/call";
     if (tool_call && accepts_sse) return stream_reply(res, slot->session, message);
-    if (tool_call) return watched_json_reply(res, slot, message);
+    // A batch the session runs is watched like a call: when its client
+    // leaves, its running call is cancelled and the rest are not started.
+    const bool batch_of_calls =
+        message.is_array() && std::any_of(message.begin(), message.end(), [](const json& m) {
+          return m.is_object() && m.contains("id") && m.value("method", json()) == "tools/call";
+        });
+    if (tool_call || (batch_of_calls && !slot->session->batch_refusal(message)))
+      return watched_json_reply(res, slot, message);
     auto reply = slot->session->handle(message, [](const json&) {});
     slot->last_used = now_ns();
     if (!reply) {
@@ -697,23 +715,35 @@ struct HttpServer::Impl {
       };
       auto write = [&](const json& m) { write_text(frame(m)); };
       json id = message.is_object() && message.contains("id") ? message["id"] : json();
+      // The requests to cancel when the client leaves: the call, or each of a batch's.
+      std::vector<json> ids;
+      if (!id.is_null()) ids.push_back(id);
+      if (message.is_array())
+        for (const auto& m : message)
+          if (m.is_object() && m.contains("id") && m.contains("method")) ids.push_back(m["id"]);
+      std::atomic<bool> abandoned{false};
       std::mutex done_mutex;
       std::condition_variable done_changed;
       bool done = false;
       std::thread heartbeat([&] {
         std::unique_lock<std::mutex> lock(done_mutex);
         while (!done_changed.wait_for(lock, interval, [&] { return done; })) {
-          if (write_text(keepalive)) continue;
-          json cancel = {{"jsonrpc", "2.0"},
-                         {"method", "notifications/cancelled"},
-                         {"params", {{"requestId", id}, {"reason", "the client disconnected"}}}};
-          if (!id.is_null()) session->handle(cancel, [](const json&) {});
-          return;
+          if (!abandoned && write_text(keepalive)) continue;
+          // Gone: no later message of a batch starts, and the running one is
+          // cancelled (again each tick, for one that started meanwhile).
+          abandoned = true;
+          for (const json& request : ids)
+            session->handle({{"jsonrpc", "2.0"},
+                             {"method", "notifications/cancelled"},
+                             {"params",
+                              {{"requestId", request}, {"reason", "the client disconnected"}}}},
+                            [](const json&) {});
         }
       });
       std::optional<json> reply;
       try {
-        reply = session->handle(message, notifications ? Emit(write) : Emit([](const json&) {}));
+        reply = session->handle(message, notifications ? Emit(write) : Emit([](const json&) {}),
+                                &abandoned);
       } catch (const std::exception& e) {  // never let a worker die with the reply
         reply = make_error(id, rpc::kInternalError, fmt::format("Internal error: {}", e.what()));
       }
@@ -748,6 +778,13 @@ struct HttpServer::Impl {
       slot->get_open = false;
       return send_error(res, 503, rpc::kInternalError, "Too many open GET streams");
     }
+    // A stream holds its thread as a long call does, under the same cap.
+    if (!server.try_begin_long_call()) {
+      get_streams.fetch_sub(1);
+      slot->get_open = false;
+      return send_error(res, 503, rpc::kInternalError,
+                        "Too many long calls and GET streams running; retry later");
+    }
     res.status = 200;
     res.set_header("Cache-Control", "no-cache");
     res.set_header("X-Accel-Buffering", "no");
@@ -777,6 +814,7 @@ struct HttpServer::Impl {
         [this, slot](bool) {
           slot->get_open = false;
           get_streams.fetch_sub(1);
+          server.end_long_call();
         });
   }
 
