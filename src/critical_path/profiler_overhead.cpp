@@ -163,7 +163,20 @@ HostCostIndex::HostCostIndex(const Trace& trace, const ProfilerCost& cost) {
     std::sort(marks.begin(), marks.end());
     double sum = 0;
     for (auto& m : marks) m.second = sum += m.second;  // running total at each mark
+    ProcessMarks& p = processes_[pid_.at(thread)];
+    for (const auto& m : marks) p.by_time.emplace_back(m.first, thread);
+    p.by_cost.push_back(thread);
   }
+  for (auto& [pid, p] : processes_) {
+    std::sort(p.by_time.begin(), p.by_time.end());
+    std::stable_sort(p.by_cost.begin(), p.by_cost.end(),
+                     [&](uint32_t a, uint32_t b) { return total(a) > total(b); });
+  }
+}
+
+double HostCostIndex::total(uint32_t thread) const {
+  auto it = marks_.find(thread);
+  return it == marks_.end() || it->second.empty() ? 0.0 : it->second.back().second;
 }
 
 double HostCostIndex::between(uint32_t thread, double from, double to) const {
@@ -178,14 +191,41 @@ double HostCostIndex::between(uint32_t thread, double from, double to) const {
 }
 
 double HostCostIndex::on_other_threads(uint32_t thread, double from, double to) const {
+  if (!(to > from)) return 0;
   auto own = pid_.find(thread);
   double most = 0;
-  for (const auto& [other, marks] : marks_) {
-    if (other == thread) continue;
-    auto p = pid_.find(other);
-    if (own != pid_.end() && p != pid_.end() && p->second != own->second) continue;
-    most = std::max(most, between(other, from, to));
+  for (const auto& [pid, p] : processes_)  // a thread that recorded nothing: every process
+    if (own == pid_.end() || own->second == pid)
+      most = std::max(most, most_in(p, thread, from, to));
+  return most;
+}
+
+// Only the threads with a record in [from, to) can have cost there: those
+// are found among the interval's records when it holds few, else among the
+// costliest threads, stopping at the first whose whole cost cannot win.
+double HostCostIndex::most_in(const ProcessMarks& p, uint32_t thread, double from,
+                              double to) const {
+  const auto lo = std::lower_bound(p.by_time.begin(), p.by_time.end(), std::make_pair(from, 0u));
+  const auto hi = std::lower_bound(lo, p.by_time.end(), std::make_pair(to, 0u));
+  double most = 0;
+  if (static_cast<size_t>(hi - lo) <= kMaxScannedMarks) {
+    std::vector<uint32_t> present;
+    for (auto it = lo; it != hi; ++it)
+      if (it->second != thread) present.push_back(it->second);
+    std::sort(present.begin(), present.end());
+    present.erase(std::unique(present.begin(), present.end()), present.end());
+    for (uint32_t other : present) most = std::max(most, between(other, from, to));
+    threads_evaluated_ += present.size();
+    return most;
   }
+  size_t evaluated = 0;
+  for (uint32_t other : p.by_cost) {
+    if (total(other) <= most || evaluated == kMaxCostliestThreads) break;
+    if (other == thread) continue;
+    most = std::max(most, between(other, from, to));
+    ++evaluated;
+  }
+  threads_evaluated_ += evaluated;
   return most;
 }
 
