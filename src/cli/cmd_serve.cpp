@@ -232,9 +232,10 @@ Runner add_serve(CLI::App& app) {
   cmd->add_option("--max-message-mb", a->max_message_mb,
                   "largest JSON-RPC message accepted, decoded (1-1024, default 64)");
   cmd->add_option("--max-memory", a->max_memory,
-                  "budget of the parsed-trace cache shared by all sessions, e.g. 4096M or 8G "
-                  "(default: half the physical memory); least recently used traces are "
-                  "evicted, and a call that parses one again says so");
+                  "budget of the parsed-trace cache shared by all sessions, and of the "
+                  "server with its worker processes together, e.g. 4096M or 8G (default: half "
+                  "the physical memory); least recently used traces are evicted, and a call "
+                  "that parses one again says so");
   cmd->add_option("--session-ttl-min", a->session_ttl_min,
                   "forget HTTP sessions and stateless handles idle this long (1-10080, "
                   "default 30)");

@@ -415,6 +415,7 @@ std::vector<Insight> run_insights(const InsightContext& context) {
   for (const auto& rule : kRules) rule.fn(context, out);
   for (Insight& i : out) add_where(context, i);
   out = claim_recoverable_time(context, std::move(out));
+  fold_one_change(context, out);
   size_step_savings(context, out);
   const size_t steps =
       context.step ? std::max<size_t>(1, context.step->measured.iterations.size()) : 1;
@@ -687,6 +688,7 @@ nlohmann::json to_json(const Insight& i) {
           {"step_saving_note", i.step_saving_note},
           {"what_if", i.what_if},
           {"shares_time_with", i.shares_time_with},
+          {"change", i.change},
           {"action_model", i.action_model},
           {"action_kernel", i.action_kernel},
           {"verify", i.verify}};

@@ -72,6 +72,13 @@ struct Insight {
   // The iterations the totals above cover (recoverable_us and step_saving_us
   // are sums over them; the JSON names them *_total and gives *_per_step).
   size_t steps = 1;
+  // The change that fixes it, where the rule can name it ("pad 32001 to
+  // 32064", "channels_last"): findings of one change are reported as one
+  // (fold_one_change), the others listed as its symptoms.
+  std::string change;
+  // Ops the change alters beyond the finding's own (channels_last: the NCHW
+  // batch norms); findings about them fold into this one.
+  std::vector<Uid> change_also;
   std::string action_model;   // Path A
   std::string action_kernel;  // Path B
   std::string verify;         // how to check it before repeating it
@@ -121,6 +128,15 @@ void size_step_savings(const InsightContext& context, std::vector<Insight>& insi
 // shares_time_with; returns them ranked by recoverable time.
 std::vector<Insight> claim_recoverable_time(const InsightContext& context,
                                             std::vector<Insight> insights);
+
+// One change, one finding: findings of the same change (Insight::change),
+// and findings that are a symptom of a named change (an old-arch fallback
+// kernel of the unaligned GEMMs that padding changes; the NCHW batch norms
+// that channels_last changes), fold into the change's finding. Its
+// recoverable time is the sum of their (already de-duplicated) claims, its
+// uids the union, evidence.symptoms lists what was folded; step savings are
+// sized after this, once, for the whole change. Part of run_insights.
+void fold_one_change(const InsightContext& context, std::vector<Insight>& insights);
 
 // What each rule's bound stands on, for `recoverable_method`.
 std::string_view recoverable_method_of(std::string_view rule);

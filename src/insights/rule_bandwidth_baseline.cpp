@@ -18,7 +18,7 @@ constexpr double kMinBaselineOpUs = 10.0;  // ops shorter than this never reach 
 constexpr double kSlowFraction = 0.5;
 constexpr double kMinGroupShare = 0.005;
 
-struct Group {
+struct BandwidthGroup {
   std::string category, label;
   std::vector<Uid> uids;
   double time_us = 0, bytes = 0;
@@ -32,14 +32,14 @@ bool memory_bound_category(const std::string& cat) {
 }
 
 // Rows by op shape (name, spec, bytes), memory-bound categories only.
-std::map<std::string, Group> memory_bound_groups(const InsightContext& c) {
-  std::map<std::string, Group> groups;
+std::map<std::string, BandwidthGroup> memory_bound_groups(const InsightContext& c) {
+  std::map<std::string, BandwidthGroup> groups;
   for (const auto& row : c.rows) {
     if (!row.metrics || !row.metrics->bytes || !(row.kernel_time_us > 0)) continue;
     if (!memory_bound_category(row.category)) continue;
     std::string label = row.name + " " + row.metrics->compute_spec + " " +
                         fmt::format("{:.6g}", *row.metrics->bytes);
-    Group& g = groups[label];
+    BandwidthGroup& g = groups[label];
     g.category = row.category;
     g.label = row.name;
     g.uids.push_back(row.uid);
@@ -50,7 +50,7 @@ std::map<std::string, Group> memory_bound_groups(const InsightContext& c) {
   return groups;
 }
 
-std::optional<detail::BandwidthBaseline> baseline_of(const std::map<std::string, Group>& groups) {
+std::optional<detail::BandwidthBaseline> baseline_of(const std::map<std::string, BandwidthGroup>& groups) {
   detail::BandwidthBaseline best;
   for (const auto& [label, g] : groups)
     if (g.category == "elementwise" &&
@@ -79,20 +79,20 @@ void rule_bandwidth_baseline(const InsightContext& c, std::vector<Insight>& out)
   if (!found) return;
   const double baseline = found->tbs;
   const std::string& baseline_op = found->op;
-  std::map<std::string, std::vector<const Group*>> slow_by_category;
+  std::map<std::string, std::vector<const BandwidthGroup*>> slow_by_category;
   for (const auto& [label, g] : groups)
     if (g.tbs() < kSlowFraction * baseline && detail::share_of(c, g.time_us) >= kMinGroupShare)
       slow_by_category[g.category].push_back(&g);
   for (auto& [category, slow] : slow_by_category) {
     std::sort(slow.begin(), slow.end(),
-              [](const Group* a, const Group* b) { return a->time_us > b->time_us; });
+              [](const BandwidthGroup* a, const BandwidthGroup* b) { return a->time_us > b->time_us; });
     Insight i;
     i.rule = "bandwidth_baseline";
     i.scope = "op";
     i.category = category;
     double gain = 0;
     nlohmann::json ops = nlohmann::json::array();
-    for (const Group* g : slow) {
+    for (const BandwidthGroup* g : slow) {
       i.time_us += g->time_us;
       gain += g->time_us - g->bytes / (baseline * 1e6);
       i.uids.insert(i.uids.end(), g->uids.begin(), g->uids.end());

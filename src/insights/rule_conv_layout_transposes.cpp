@@ -94,6 +94,7 @@ void rule_conv_layout_transposes(const InsightContext& c, std::vector<Insight>& 
   const auto baseline = detail::elementwise_bandwidth_baseline(c);
   double norm_us = 0, norm_gain_us = 0;
   size_t norms = 0;
+  std::vector<Uid> norm_ops;  // the NCHW batch norms' op rows
   if (baseline)
     for (size_t r : detail::nchw_batch_norm_rows(c)) {
       const auto& row = c.rows[r];
@@ -103,6 +104,7 @@ void rule_conv_layout_transposes(const InsightContext& c, std::vector<Insight>& 
           std::max(0.0, row.kernel_time_us - *row.metrics->bytes / (baseline->tbs * 1e6));
       ++norms;
       changed.insert(changed.end(), row.kernels.begin(), row.kernels.end());
+      norm_ops.push_back(row.uid);
     }
   std::sort(changed.begin(), changed.end());
   changed.erase(std::unique(changed.begin(), changed.end()), changed.end());
@@ -150,6 +152,8 @@ void rule_conv_layout_transposes(const InsightContext& c, std::vector<Insight>& 
     i.evidence["baseline_tbs"] = baseline->tbs;
     i.evidence["baseline_op"] = baseline->op;
   }
+  i.change = "channels_last";
+  i.change_also = norm_ops;
   i.action_model =
       "Use channels_last: model.to(memory_format=torch.channels_last) and the same "
       "for the inputs (autocast keeps the format).";

@@ -19,6 +19,7 @@
 #include <set>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "insights/rules_internal.h"
 
@@ -179,6 +180,21 @@ std::string advice_for(const LeadingDim& l, int64_t need) {
   return fmt::format("Pad {} from {} to {}.", l.name, l.value, padded);
 }
 
+// The change padding asks for, named by the values it pads ("pad 32001 to
+// 32064"): the LM head's forward and backward GEMMs carry the vocabulary as
+// N, K and M, one change. A sliced view's stride is its own change.
+std::string padding_change(const std::vector<LeadingDim>& misaligned, int64_t need) {
+  std::vector<std::string> parts;
+  for (const auto& l : misaligned)
+    parts.push_back(l.name.starts_with("ld")
+                        ? fmt::format("contiguous {}={}", l.name, l.value)
+                        : fmt::format("pad {} to {}", l.value,
+                                      round_up(l.value, l.value >= kVocabularyLike ? 64 : need)));
+  std::sort(parts.begin(), parts.end());
+  parts.erase(std::unique(parts.begin(), parts.end()), parts.end());
+  return fmt::format("{}", fmt::join(parts, ", "));
+}
+
 nlohmann::json misaligned_json(const std::vector<LeadingDim>& misaligned, int64_t need) {
   nlohmann::json out = nlohmann::json::object();
   for (const auto& l : misaligned)
@@ -252,6 +268,7 @@ Insight group_insight(const InsightContext& c, const std::string& label, const G
                 {"gain_model", model},
                 {"calls", g.uids.size()}};
   i.action_model = advice;
+  i.change = padding_change(g.misaligned, need);
   i.action_kernel =
       "Ask for an alignment-tolerant tensor-core kernel (cuBLASLt / hipBLASLt heuristics "
       "with the padded leading dimension), or pad inside the op.";

@@ -97,12 +97,18 @@ bool has_limit(const json& args) {
 }
 
 // Keeps a default result (no limit given, detail=rows) within
+// Room kept per list for its `truncated` entry ({"list":..., "shown":..,
+// "total":..}), and once for `next`.
+constexpr size_t kAfterCutBytes = 96;
+
 // kDefaultStructuredBytes: halves the declared list holding the most bytes
 // (keeping at least one row) until the result fits. Rows hold long kernel
 // names and evidence, so 20 rows of some traces exceed the budget that 20
 // rows of others leave room for.
 void fit_default_budget(json& structured, const std::vector<ListCut>& cuts) {
-  while (structured.dump().size() > kDefaultStructuredBytes) {
+  // What is added after the cut: a `truncated` entry per list and `next`.
+  const size_t budget = kDefaultStructuredBytes - kAfterCutBytes * (cuts.size() + 1);
+  while (structured.dump().size() > budget) {
     json* largest = nullptr;
     size_t largest_bytes = 0;
     for (const ListCut& cut : cuts) {
@@ -120,7 +126,7 @@ void fit_default_budget(json& structured, const std::vector<ListCut>& cuts) {
     size_t keep = 0, bytes = 2;  // "[]"
     for (const json& row : *largest) {
       const size_t row_bytes = row.dump().size() + (keep ? 1 : 0);
-      if (others + bytes + row_bytes > kDefaultStructuredBytes) break;
+      if (others + bytes + row_bytes > budget) break;
       bytes += row_bytes;
       ++keep;
     }

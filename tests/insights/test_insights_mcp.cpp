@@ -36,9 +36,17 @@ TEST_CASE("MCP insights: tool, ops_summary, gemm_roofline and analyze_category a
   json all = h.tool_result(2, "insights", {{"trace", "t1"}, {"limit", 1000}});
   REQUIRE(all["insights"].size() > 0);
   CHECK(all["rules"].size() == 26);
-  size_t unaligned = 0;
-  for (const auto& i : all["insights"]) unaligned += i["rule"] == "gemm_unaligned_dims";
-  CHECK(unaligned >= 3);
+  // The LM head's three unaligned GEMMs and their sm75 kernels: one change,
+  // one finding, the others its symptoms.
+  size_t unaligned = 0, symptoms = 0;
+  for (const auto& i : all["insights"])
+    if (i["rule"] == "gemm_unaligned_dims") {
+      ++unaligned;
+      CHECK(i["change"] == "pad 50257 to 50304");
+      symptoms += i["evidence"]["symptoms"].size();
+    }
+  CHECK(unaligned == 1);
+  CHECK(symptoms >= 3);
   json one_rule = h.tool_result(3, "insights", {{"trace", "t1"}, {"rule", "old_arch_kernel"}});
   for (const auto& i : one_rule["insights"]) CHECK(i["rule"] == "old_arch_kernel");
 

@@ -1,0 +1,201 @@
+// One change, one finding (fold_one_change in insights.h): an agent reading
+// the ranking meets each change once, sized once, with its symptoms beside it.
+#include <algorithm>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "insights/rules_internal.h"
+
+namespace jarvis::insights {
+namespace {
+
+// A finding of `symptom` about the ops a finding of `cause` changes is that
+// change's symptom, not a change of its own.
+struct SymptomOf {
+  const char* cause;
+  const char* symptom;
+  const char* why;
+};
+
+constexpr SymptomOf kSymptoms[] = {
+    {"gemm_unaligned_dims", "old_arch_kernel",
+     "the unaligned dimension sends these GEMMs to an older architecture's fallback kernels: "
+     "padding it gives them native ones"},
+    {"conv_layout_transposes", "bandwidth_baseline",
+     "channels_last also gives these NCHW batch norms their NHWC kernels"},
+};
+
+const SymptomOf* symptom_of(const Insight& lead, const Insight& other) {
+  for (const auto& s : kSymptoms)
+    if (lead.rule == s.cause && other.rule == s.symptom) return &s;
+  return nullptr;
+}
+
+// The share of `uids` found in `in` (sorted), by count.
+double share_inside(const std::vector<Uid>& uids, const std::vector<Uid>& in) {
+  if (uids.empty()) return 0;
+  const auto n = std::count_if(uids.begin(), uids.end(), [&](Uid u) {
+    return std::binary_search(in.begin(), in.end(), u);
+  });
+  return static_cast<double>(n) / static_cast<double>(uids.size());
+}
+
+// The low end of a recoverable range (claim_recoverable_time's 75 %).
+constexpr double kLowShare = 0.75;
+
+int severity_rank(const std::string& s) {
+  return s == "high" ? 2 : s == "medium" ? 1 : 0;
+}
+
+class Fold {
+ public:
+  Fold(const InsightContext& c, Insight& lead) : c_(c), lead_(lead) {
+    reach_ = lead.uids;
+    reach_.insert(reach_.end(), lead.change_also.begin(), lead.change_also.end());
+    sort_unique(reach_);
+    own_ = lead.uids;
+    sort_unique(own_);
+    lead_.evidence["symptoms"] = nlohmann::json::array();
+    claims_ = lead.recoverable_us.value_or(0);
+    own_model_ = bound_of(lead);
+  }
+
+  // `other` joins the lead when it is the same change or one of its
+  // symptoms about (mostly) the ops the change alters.
+  bool try_add(Insight& other, bool same_change_only) {
+    const SymptomOf* symptom = nullptr;
+    if (other.change.empty() || other.change != lead_.change) {
+      if (same_change_only) return false;
+      symptom = symptom_of(lead_, other);
+      if (!symptom || share_inside(other.uids, reach_) < 0.5) return false;
+    }
+    add(other, symptom ? symptom->why : "the same change", symptom == nullptr);
+    return true;
+  }
+
+  void finish() {
+    if (folded_.empty()) {
+      lead_.evidence.erase("symptoms");
+      return;
+    }
+    std::set<std::string> shares(lead_.shares_time_with.begin(), lead_.shares_time_with.end());
+    for (const auto& r : folded_rules_) shares.erase(r);
+    shares.erase(lead_.rule);
+    lead_.shares_time_with.assign(shares.begin(), shares.end());
+    lead_.share = detail::share_of(c_, lead_.time_us);
+    // Two models of one gap (the padding model and the native-arch rate, on
+    // the same GEMMs) are two estimates of it, not two gaps: the larger
+    // stands. Symptoms on ops the change's own findings do not cover add
+    // theirs. Never more than the members claimed between them (what the
+    // findings ranked above left).
+    const double joint = std::max(own_model_, alt_model_) + fresh_claims_;
+    lead_.gain_upper_bound_us = joint;
+    lead_.recoverable_us = std::min(claims_, joint);
+    lead_.recoverable_low_us = kLowShare * *lead_.recoverable_us;
+    lead_.recoverable_method += fmt::format(
+        "; one change with {}: the larger model where they cover the same ops, plus their "
+        "claims on the others",
+        fmt::join(folded_rules_, ", "));
+    // The folded findings by rule; their titles are in evidence.symptoms.
+    std::vector<std::string> also;
+    for (const auto& [rule, n] : folded_count_)
+      also.push_back(rule == lead_.rule ? fmt::format("{} more {}", n, rule)
+                     : n > 1            ? fmt::format("{} {}", n, rule)
+                                        : rule);
+    lead_.title = fmt::format("{} [one change: {}; with {} (evidence.symptoms)]", lead_.title,
+                              lead_.change, fmt::join(also, ", "));
+    // Sized once, for the whole change, by size_step_savings.
+    lead_.step_saving_us.reset();
+    lead_.step_saving_note.clear();
+    lead_.what_if = nullptr;
+  }
+
+ private:
+  static void sort_unique(std::vector<Uid>& v) {
+    std::sort(v.begin(), v.end());
+    v.erase(std::unique(v.begin(), v.end()), v.end());
+  }
+
+  // A finding's own model of its gap, at most its time.
+  static double bound_of(const Insight& i) {
+    const double bound = i.gain_upper_bound_us.value_or(i.recoverable_us.value_or(0));
+    return i.time_us > 0 ? std::min(bound, i.time_us) : bound;
+  }
+
+  void add(Insight& other, const char* why, bool same_change) {
+    // The share of its ops the lead does not cover yet.
+    const double fresh = 1.0 - share_inside(other.uids, own_);
+    claims_ += other.recoverable_us.value_or(0);
+    if (same_change) {
+      own_model_ += bound_of(other);
+    } else {
+      alt_model_ += (1 - fresh) * bound_of(other);
+      fresh_claims_ += fresh * other.recoverable_us.value_or(0);
+    }
+    lead_.evidence["symptoms"].push_back(
+        {{"rule", other.rule},
+         {"title", other.title},
+         {"why", why},
+         {"time_us", other.time_us},
+         {"recoverable_us_total",
+          other.recoverable_us ? nlohmann::json(*other.recoverable_us) : nlohmann::json()}});
+    lead_.time_us += fresh * other.time_us;
+    for (Uid u : other.uids)
+      if (!std::binary_search(own_.begin(), own_.end(), u)) lead_.uids.push_back(u);
+    own_.insert(own_.end(), other.uids.begin(), other.uids.end());
+    sort_unique(own_);
+    reach_.insert(reach_.end(), other.uids.begin(), other.uids.end());
+    sort_unique(reach_);
+    for (const auto& k : other.kernel_names)
+      if (std::find(lead_.kernel_names.begin(), lead_.kernel_names.end(), k) ==
+          lead_.kernel_names.end())
+        lead_.kernel_names.push_back(k);
+    for (const auto& r : other.shares_time_with) lead_.shares_time_with.push_back(r);
+    if (severity_rank(other.severity) > severity_rank(lead_.severity))
+      lead_.severity = other.severity;
+    ++folded_count_[other.rule];
+    folded_.push_back(other.rule);
+    folded_rules_.insert(other.rule);
+  }
+
+  const InsightContext& c_;
+  Insight& lead_;
+  std::vector<Uid> reach_, own_;  // sorted
+  // What the members claimed (de-duplicated against the findings ranked
+  // above), the change's own model of its gap, the symptoms' model of the
+  // same ops, and the symptoms' claims on ops the change's findings lack.
+  double claims_ = 0, own_model_ = 0, alt_model_ = 0, fresh_claims_ = 0;
+  std::vector<std::string> folded_;
+  std::set<std::string> folded_rules_;
+  std::map<std::string, size_t> folded_count_;
+};
+
+}  // namespace
+
+void fold_one_change(const InsightContext& context, std::vector<Insight>& insights) {
+  std::vector<char> gone(insights.size(), 0);
+  for (size_t k = 0; k < insights.size(); ++k) {
+    if (gone[k] || insights[k].change.empty()) continue;
+    Fold fold(context, insights[k]);
+    // The same change first, so that a symptom's overlap is judged against
+    // every op the change alters.
+    for (bool same_change_only : {true, false})
+      for (size_t j = 0; j < insights.size(); ++j)
+        if (j != k && !gone[j] && fold.try_add(insights[j], same_change_only)) gone[j] = 1;
+    fold.finish();
+  }
+  size_t kept = 0;
+  for (size_t k = 0; k < insights.size(); ++k)
+    if (!gone[k]) {
+      if (kept != k) insights[kept] = std::move(insights[k]);
+      ++kept;
+    }
+  insights.resize(kept);
+}
+
+}  // namespace jarvis::insights
