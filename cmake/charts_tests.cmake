@@ -5,7 +5,9 @@
 find_program(JARVIS_CHROMIUM NAMES chromium chromium-browser google-chrome)
 find_package(Python3 COMPONENTS Interpreter)
 add_test(NAME charts_browser
-  COMMAND bash ${CMAKE_SOURCE_DIR}/tests/support/needs_shared.sh ${CMAKE_SOURCE_DIR}/../shared ${CMAKE_SOURCE_DIR}/tests/browser/run_browser_test.sh $<TARGET_FILE:jarvis>
+  COMMAND bash ${CMAKE_SOURCE_DIR}/tests/support/needs_shared.sh ${CMAKE_SOURCE_DIR}/../shared
+          --needs "the sweeps of sweeps/ and the traces of conformance/"
+          ${CMAKE_SOURCE_DIR}/tests/browser/run_browser_test.sh $<TARGET_FILE:jarvis>
           ${CMAKE_SOURCE_DIR}/../shared ${CMAKE_BINARY_DIR}/charts_browser
           "${JARVIS_CHROMIUM}" "${Python3_EXECUTABLE}")
 set_tests_properties(charts_browser PROPERTIES TIMEOUT 300 SKIP_RETURN_CODE 77)

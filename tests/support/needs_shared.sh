@@ -1,14 +1,38 @@
 #!/usr/bin/env bash
 # Runs a ctest entry that reads ../shared (real traces, TraceLens references,
-# the MCP client packages), or skips it (exit 77, ctest's SKIP_RETURN_CODE)
-# with the reason when the directory is missing: a fresh clone has no
-# ../shared, and its test run stays green on what the repository holds.
-#   needs_shared.sh SHARED_DIR COMMAND [ARGS...]
+# the MCP client packages). A fresh clone has no ../shared, and its test run
+# stays green on what the repository holds:
+#   needs_shared.sh SHARED_DIR [--else DIR] [--needs TEXT] COMMAND [ARGS...]
+# --else DIR: without SHARED_DIR the entry runs on DIR instead (the
+#   repository's copy of part of ../shared, tests/data/shared): every argument
+#   equal to SHARED_DIR becomes DIR and JARVIS_SHARED_DIR is set to DIR; what
+#   that leaves out is printed.
+# --needs TEXT: what the entry reads from ../shared, printed when it is skipped
+#   (exit 77, ctest's SKIP_RETURN_CODE) for want of it.
 set -euo pipefail
 shared="$1"
 shift
-if [ ! -d "$shared" ]; then
-  echo "skipped: $shared not found (a fresh clone has no ../shared); place the shared data beside the repository to run this test" >&2
-  exit 77
+fallback="" needs=""
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --else) fallback="$2"; shift 2 ;;
+    --needs) needs="$2"; shift 2 ;;
+    *) break ;;
+  esac
+done
+[ -d "$shared" ] && exec "$@"
+if [ -n "$fallback" ] && [ -d "$fallback" ]; then
+  held="$(cd "$fallback" && ls -d -- */ 2>/dev/null | tr -d / | tr '\n' ' ')"
+  echo "note: $shared not found (a fresh clone has no ../shared): running on the repository's" \
+       "copy of part of it, $fallback (${held% }); the traces of ../shared's other folders are" \
+       "not tested here" >&2
+  args=()
+  for a in "$@"; do
+    if [ "$a" = "$shared" ]; then args+=("$fallback"); else args+=("$a"); fi
+  done
+  export JARVIS_SHARED_DIR="$fallback"
+  exec "${args[@]}"
 fi
-exec "$@"
+echo "skipped: $shared not found (a fresh clone has no ../shared)${needs:+; this test needs $needs}," \
+     "which the repository does not hold; place the shared data beside the repository to run it" >&2
+exit 77
