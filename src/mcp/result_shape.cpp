@@ -105,9 +105,12 @@ constexpr size_t kAfterCutBytes = 96;
 // (keeping at least one row) until the result fits. Rows hold long kernel
 // names and evidence, so 20 rows of some traces exceed the budget that 20
 // rows of others leave room for.
-void fit_default_budget(json& structured, const std::vector<ListCut>& cuts) {
-  // What is added after the cut: a `truncated` entry per list and `next`.
-  const size_t budget = kDefaultStructuredBytes - kAfterCutBytes * (cuts.size() + 1);
+void fit_default_budget(json& structured, const std::vector<ListCut>& cuts, size_t added_after) {
+  // What is added after the cut: a `truncated` entry per list, `next` and
+  // `trace_caveats` (added_after: their bytes).
+  const size_t reserved = kAfterCutBytes * (cuts.size() + 1) + added_after;
+  const size_t budget = reserved < kDefaultStructuredBytes / 2 ? kDefaultStructuredBytes - reserved
+                                                               : kDefaultStructuredBytes / 2;
   while (structured.dump().size() > budget) {
     json* largest = nullptr;
     size_t largest_bytes = 0;
@@ -244,7 +247,10 @@ json assemble_tool_result(const std::string& tool, const json& args, ToolResult&
     if (detail != Detail::Full)
       for (const std::string& pointer : out.full_only)
         erase_path(out.structured, split_pointer(pointer), 0);
-    if (detail == Detail::Rows && !has_limit(args)) fit_default_budget(out.structured, cuts);
+    if (detail == Detail::Rows && !has_limit(args))
+      fit_default_budget(out.structured, cuts,
+                         (out.next.empty() ? 0 : out.next.dump().size() + 8) +
+                             (out.caveats.empty() ? 0 : out.caveats.dump().size() + 17));
     for (const ListCut& cut : cuts) {
       const json& rows = out.structured[json::json_pointer(cut.pointer)];
       size_t total = cut.total;
