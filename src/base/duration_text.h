@@ -16,11 +16,13 @@ struct DurationUnit {
   const char* name;
 };
 
-// The unit for a value (or a range, by its larger end) in microseconds.
+// The unit for a value (or a range, by its larger end) in microseconds,
+// chosen after rounding at the smaller unit's one decimal: 999.96 us prints
+// as "1.00 ms", never "1000.0 us".
 inline DurationUnit duration_unit(double us) {
   double a = std::fabs(us);
-  if (a >= 1e6) return {1e6, "s"};
-  if (a >= 1e3) return {1e3, "ms"};
+  if (std::round(a / 1e2) / 10 >= 1e3) return {1e6, "s"};
+  if (std::round(a * 10) / 10 >= 1e3) return {1e3, "ms"};
   return {1.0, "us"};
 }
 

@@ -61,6 +61,8 @@ class Fold {
     own_ = lead.uids;
     sort_unique(own_);
     lead_.evidence["symptoms"] = nlohmann::json::array();
+    // The lead's own part, as each symptom's: sized apart before the fold.
+    own_part_ = part_of(lead, "the change's own finding");
     claims_ = lead.recoverable_us.value_or(0);
     own_model_ = bound_of(lead);
   }
@@ -83,6 +85,7 @@ class Fold {
       lead_.evidence.erase("symptoms");
       return;
     }
+    lead_.evidence["own_part"] = own_part_;
     std::set<std::string> shares(lead_.shares_time_with.begin(), lead_.shares_time_with.end());
     for (const auto& r : folded_rules_) shares.erase(r);
     shares.erase(lead_.rule);
@@ -121,6 +124,19 @@ class Fold {
     v.erase(std::unique(v.begin(), v.end()), v.end());
   }
 
+  // A folded finding as evidence: what it said, where, and its own claim.
+  static nlohmann::json part_of(const Insight& i, const char* why) {
+    nlohmann::json part = {
+        {"rule", i.rule},
+        {"title", i.title},
+        {"why", why},
+        {"time_us", i.time_us},
+        {"recoverable_us_total",
+         i.recoverable_us ? nlohmann::json(*i.recoverable_us) : nlohmann::json()}};
+    if (i.evidence.contains("where")) part["where"] = i.evidence["where"];
+    return part;
+  }
+
   // A finding's own model of its gap, at most its time.
   static double bound_of(const Insight& i) {
     const double bound = i.gain_upper_bound_us.value_or(i.recoverable_us.value_or(0));
@@ -137,13 +153,7 @@ class Fold {
       alt_model_ += (1 - fresh) * bound_of(other);
       fresh_claims_ += fresh * other.recoverable_us.value_or(0);
     }
-    lead_.evidence["symptoms"].push_back(
-        {{"rule", other.rule},
-         {"title", other.title},
-         {"why", why},
-         {"time_us", other.time_us},
-         {"recoverable_us_total",
-          other.recoverable_us ? nlohmann::json(*other.recoverable_us) : nlohmann::json()}});
+    lead_.evidence["symptoms"].push_back(part_of(other, why));
     lead_.time_us += fresh * other.time_us;
     for (Uid u : other.uids)
       if (!std::binary_search(own_.begin(), own_.end(), u)) lead_.uids.push_back(u);
@@ -170,6 +180,7 @@ class Fold {
   // above), the change's own model of its gap, the symptoms' model of the
   // same ops, and the symptoms' claims on ops the change's findings lack.
   double claims_ = 0, own_model_ = 0, alt_model_ = 0, fresh_claims_ = 0;
+  nlohmann::json own_part_;
   std::vector<std::string> folded_;
   std::set<std::string> folded_rules_;
   std::map<std::string, size_t> folded_count_;

@@ -16,6 +16,10 @@ TEST_SUITE("duration_text") {
     CHECK(duration_text(1020.4) == "1.02 ms");
     CHECK(duration_text(67776.0) == "67.8 ms");
     CHECK(duration_text(2.5e6) == "2.50 s");
+    // The unit follows the rounded value: no "1000.0 us" or "1000.0 ms".
+    CHECK(duration_text(999.96) == "1.00 ms");
+    CHECK(duration_text(999'999.9) == "1.00 s");
+    CHECK(duration_text(999'940.0) == "999.9 ms");
   }
 
   TEST_CASE("a range takes the unit and precision of its larger end") {

@@ -175,21 +175,8 @@ TEST_CASE("issue 74 point 7: removing one op on each of many threads removes eac
                     [&](const std::string& c) { return c.find(expected) != std::string::npos; }));
 }
 
-TEST_CASE("issue 74 point 7: twice the threads take about twice the time, not four times") {
-  // Quadratic work took 3.4 s for 5,000 threads and 11.5 s for 10,000 on
-  // the CLI; the best of three runs keeps a loaded machine's noise out.
-  const double small = build_seconds(4000, 3);
-  const double large = build_seconds(8000, 3);
-  MESSAGE("build_graph: 4000 threads " << small << " s, 8000 threads " << large << " s");
-  CHECK(large < 3 * small + 0.05);
-  // A what-if removing every worker's op: one pass over every removed span
-  // per gap and call took 6.8 s on 40,000 threads.
-  const double small_removal = removal_seconds(4000, 3);
-  const double large_removal = removal_seconds(8000, 3);
-  MESSAGE("what_if: 4000 threads " << small_removal << " s, 8000 threads " << large_removal
-                                   << " s");
-  CHECK(large_removal < 3 * small_removal + 0.05);
-}
+// The scaling itself (twice the threads, about twice the time) is a
+// benchmark, not a timed unit test: bench/many_threads.py prints it.
 
 }  // namespace JARVIS_TEST_FILE
 }  // namespace

@@ -526,7 +526,9 @@ TEST_CASE("judgment: two rules on one vocabulary GEMM claim its kernel time once
     // Each finding's what-if saving stands on its own recoverable time.
     if (i.step_saving_us) CHECK(*i.step_saving_us <= *i.recoverable_us + 1.0);
   }
-  CHECK(rules.count("old_arch_kernel") == 1);
+  // One change (pad 32001 to 32064): the old-arch kernels are its symptom,
+  // folded in, so the vocabulary GEMMs are claimed by one finding.
+  CHECK(rules.count("old_arch_kernel") == 0);
   CHECK(rules.count("gemm_unaligned_dims") == 1);
   CHECK(claimed <= kernel_us + 1.0);
 }
