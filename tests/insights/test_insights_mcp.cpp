@@ -137,6 +137,18 @@ TEST_CASE("issue 64 point 4: insights list uids and kernel names at detail=full,
   CHECK(brief["insights"].size() > fit_with_lists);
   CHECK(brief.dump().size() <= 16 * 1024);
   CHECK(brief["insight_count"] == full["insight_count"]);
+  // The text lists what the default reply carries, one line each (issue 73
+  // point 8): no row the text names is missing, none it omits is shown.
+  {
+    const json reply = h.call_tool(30, "insights", {{"trace", "t1"}});
+    const std::string text = reply["result"]["content"][0]["text"].get<std::string>();
+    size_t listed = 0;
+    for (size_t at = text.find("\n["); at != std::string::npos; at = text.find("\n[", at + 1))
+      ++listed;
+    CHECK(listed == brief["insights"].size());
+    for (const json& row : brief["insights"])
+      CHECK(text.find(row["title"].get<std::string>()) != std::string::npos);
+  }
   for (size_t k = 0; k < brief["insights"].size(); ++k) {
     const json& b = brief["insights"][k];
     const json& f = full["insights"][k];

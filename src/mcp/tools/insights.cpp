@@ -9,8 +9,30 @@
 namespace jarvis::mcp {
 namespace {
 
-// Insights the text summary lists; structuredContent has up to `limit`.
+// Insights the text lists when a limit or detail=full asks for more rows
+// than a summary reads well with; a default reply's text lists every row it
+// carries (issue 73 point 8).
 constexpr size_t kTextInsights = 10;
+// A default reply's rows (without their uid and kernel lists) keep to this
+// many bytes, so that the 16 KB structured budget (result_shape.h) keeps
+// every row and the text lists the same ones; the rest is the envelope (the
+// rule list, health caveats, next calls, truncation notes).
+constexpr size_t kDefaultRowBytes = kDefaultStructuredBytes - 4 * 1024;
+
+bool default_reply(const json& args) {
+  if (detail_of(args) != Detail::Rows) return false;
+  for (const char* key : kLimitNames)
+    if (args.contains(key)) return false;
+  return true;
+}
+
+// A row as a default reply carries it (its lists only counted).
+size_t brief_row_bytes(json row) {
+  row.erase("uids");
+  row.erase("kernel_names");
+  if (row.contains("what_if") && row["what_if"].is_object()) row["what_if"].erase("kernel_uids");
+  return row.dump().size() + 1;
+}
 
 ToolResult insights_tool(const json& args, ToolContext& ctx) {
   auto entry = trace_arg(args, ctx);
@@ -31,15 +53,24 @@ ToolResult insights_tool(const json& args, ToolContext& ctx) {
   auto found = engine::run_insights(context);
   json rows = json::array();
   std::string lines;
-  size_t matched = 0;
+  size_t matched = 0, row_bytes = 0;
+  const bool brief = default_reply(args);
+  bool full_rows = false;  // a default reply reached its bytes: later rows are left out
   for (const auto& i : found) {
     if (!rule.empty() && i.rule != rule) continue;
-    if (++matched > top_n) continue;
+    if (++matched > top_n || full_rows) continue;
     json row = engine::to_json(i);
     row["uid_count"] = i.uids.size();
     row["kernel_count"] = i.kernel_names.size();
+    if (brief) {
+      row_bytes += brief_row_bytes(row);
+      if (!rows.empty() && row_bytes > kDefaultRowBytes) {
+        full_rows = true;
+        continue;
+      }
+    }
     rows.push_back(std::move(row));
-    if (matched <= kTextInsights)
+    if (brief || rows.size() <= kTextInsights)
       lines += fmt::format("[{}] {}: {}\n", i.severity, i.rule, i.title);
   }
   // The count is of what the call asked for: one rule's findings when
@@ -50,6 +81,9 @@ ToolResult insights_tool(const json& args, ToolContext& ctx) {
                                        matched == 1 ? "" : "s", entry->handle(), found.size());
   text += arch ? "\n" : " (no GPU arch: rules needing peaks skipped)\n";
   text += lines;
+  if (!brief && rows.size() > kTextInsights)
+    text += fmt::format("(the first {} listed here; all {} in the structured result)\n",
+                        kTextInsights, rows.size());
   json result = {
       {"trace", entry->handle()},    {"arch", arch ? json(arch->name) : json()},
       {"rules", engine::rule_ids()}, {"total_kernel_time_us", context.total_kernel_time_us},
@@ -59,7 +93,7 @@ ToolResult insights_tool(const json& args, ToolContext& ctx) {
         "(each insight's uids, kernel names and a GPU finding's what_if kernel_uids: "
         "detail=full; counts in uid_count, kernel_count)\n";
   ToolResult out{result, text};
-  out.rows("/insights", matched);
+  out.rows("/insights", matched);  // a cut by bytes or limit is reported as `truncated`
   // The op and kernel lists were most of a reply (12 insights, 38.7 KB):
   // counted by default, listed with detail=full (issue 64 point 4).
   out.full_only = {"/insights/*/uids", "/insights/*/kernel_names",
