@@ -778,7 +778,8 @@ void note_backlog(Graph& g) {
   for (const auto& [rank, us] : g.backlog_us)
     g.notes.push_back(fmt::format(
         "rank {}: {:.2f} ms of GPU work queued before profiling (no launch in the trace, or "
-        "launched before the first step) ran inside the first step; the un-profiled step leaves it out",
+        "launched before the first step) ran inside the first step; the un-profiled step leaves it "
+        "out",
         rank, us / 1e3));
 }
 

@@ -39,9 +39,8 @@ const SymptomOf* symptom_of(const Insight& lead, const Insight& other) {
 // The share of `uids` found in `in` (sorted), by count.
 double share_inside(const std::vector<Uid>& uids, const std::vector<Uid>& in) {
   if (uids.empty()) return 0;
-  const auto n = std::count_if(uids.begin(), uids.end(), [&](Uid u) {
-    return std::binary_search(in.begin(), in.end(), u);
-  });
+  const auto n = std::count_if(uids.begin(), uids.end(),
+                               [&](Uid u) { return std::binary_search(in.begin(), in.end(), u); });
   return static_cast<double>(n) / static_cast<double>(uids.size());
 }
 

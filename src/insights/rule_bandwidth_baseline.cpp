@@ -50,7 +50,8 @@ std::map<std::string, BandwidthGroup> memory_bound_groups(const InsightContext& 
   return groups;
 }
 
-std::optional<detail::BandwidthBaseline> baseline_of(const std::map<std::string, BandwidthGroup>& groups) {
+std::optional<detail::BandwidthBaseline> baseline_of(
+    const std::map<std::string, BandwidthGroup>& groups) {
   detail::BandwidthBaseline best;
   for (const auto& [label, g] : groups)
     if (g.category == "elementwise" &&
@@ -84,8 +85,9 @@ void rule_bandwidth_baseline(const InsightContext& c, std::vector<Insight>& out)
     if (g.tbs() < kSlowFraction * baseline && detail::share_of(c, g.time_us) >= kMinGroupShare)
       slow_by_category[g.category].push_back(&g);
   for (auto& [category, slow] : slow_by_category) {
-    std::sort(slow.begin(), slow.end(),
-              [](const BandwidthGroup* a, const BandwidthGroup* b) { return a->time_us > b->time_us; });
+    std::sort(slow.begin(), slow.end(), [](const BandwidthGroup* a, const BandwidthGroup* b) {
+      return a->time_us > b->time_us;
+    });
     Insight i;
     i.rule = "bandwidth_baseline";
     i.scope = "op";

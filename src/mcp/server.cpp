@@ -56,7 +56,7 @@ bool is_quick_tool(const json& params) {
   static constexpr std::string_view kQuick[] = {"list_traces", "unload_trace", "tool_schema"};
   const json name = params.value("name", json());
   return name.is_string() && std::find(std::begin(kQuick), std::end(kQuick),
-                                        name.get_ref<const std::string&>()) != std::end(kQuick);
+                                       name.get_ref<const std::string&>()) != std::end(kQuick);
 }
 
 const char* kDefaultInstructions =

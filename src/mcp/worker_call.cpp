@@ -383,8 +383,8 @@ ToolResult call_in_worker(const ToolHandler& handler, const json& args, ToolCont
                       "process(es) ({} MiB of their own) hold {} MiB of the --max-memory budget "
                       "of {} MiB, leaving less than the {} MiB a worker needs; retry when other "
                       "calls end, or start the server with a larger --max-memory",
-                      tool, tree.server >> 20, tree.count, tree.workers >> 20,
-                      tree.total() >> 20, memory_budget >> 20, kWorkerMemoryFloor >> 20),
+                      tool, tree.server >> 20, tree.count, tree.workers >> 20, tree.total() >> 20,
+                      memory_budget >> 20, kWorkerMemoryFloor >> 20),
           ErrorKind::Unsupported);
     headroom = memory_budget - tree.total();
   }

@@ -466,7 +466,8 @@ TEST_SUITE("critical_path") {
       CHECK(std::abs(it.path_length_us - (hi - lo)) <= 0.01 * (hi - lo));
       // Nothing assumed; the only note says how much GPU work queued before
       // profiling ran in the step (test_gpu_backlog.cpp checks its size).
-      for (const auto& note : a.notes) CHECK(note.find("queued before profiling") != std::string::npos);
+      for (const auto& note : a.notes)
+        CHECK(note.find("queued before profiling") != std::string::npos);
       const double idle = raw_gpu_idle(trace, lo, hi);
       CHECK(it.gpu_idle_us.at(0) == doctest::Approx(idle).epsilon(1e-9));
       // Idle time with the path on the host: all of it when the host issued

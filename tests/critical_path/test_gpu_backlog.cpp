@@ -174,8 +174,8 @@ TEST_CASE("GPU backlog: s_tf32 A's first step starts behind 20 ms of pre-profili
 TEST_CASE("GPU backlog: every ab_pairs, hw_pairs and legacy trace, from the raw events") {
   std::vector<std::string> paths;
   for (const std::string& dir : {ab_dir(), jarvis::golden::shared_dir() + "/hw_pairs/gpt2_train",
-                                jarvis::golden::shared_dir() + "/hw_pairs/resnet50_train",
-                                jarvis::golden::shared_dir() + "/legacy/hta_noflow_rank1"})
+                                 jarvis::golden::shared_dir() + "/hw_pairs/resnet50_train",
+                                 jarvis::golden::shared_dir() + "/legacy/hta_noflow_rank1"})
     if (fs::exists(dir))
       for (const auto& f : fs::directory_iterator(dir))
         if (f.path().string().ends_with(".json.gz")) paths.push_back(f.path().string());
@@ -208,20 +208,47 @@ TEST_CASE("GPU backlog: every ab_pairs, hw_pairs and legacy trace, from the raw 
 TEST_CASE("GPU backlog: a trace without launch links has none to tell") {
   // Two steps, a kernel in each, no runtime call: nothing ties a kernel to a
   // step, so no kernel is taken for the backlog of earlier steps.
-  const json trace = {
-      {"traceEvents",
-       {{{"ph", "X"}, {"cat", "user_annotation"}, {"name", "ProfilerStep#1"}, {"pid", 1},
-         {"tid", 1}, {"ts", 100.0}, {"dur", 100.0}},
-        {{"ph", "X"}, {"cat", "user_annotation"}, {"name", "ProfilerStep#2"}, {"pid", 1},
-         {"tid", 1}, {"ts", 200.0}, {"dur", 100.0}},
-        {{"ph", "X"}, {"cat", "kernel"}, {"name", "k0"}, {"pid", 0}, {"tid", 7}, {"ts", 90.0},
-         {"dur", 50.0}, {"args", {{"stream", 7}, {"device", 0}, {"correlation", 1}}}},
-        {{"ph", "X"}, {"cat", "kernel"}, {"name", "k1"}, {"pid", 0}, {"tid", 7}, {"ts", 150.0},
-         {"dur", 40.0}, {"args", {{"stream", 7}, {"device", 0}, {"correlation", 2}}}},
-        {{"ph", "X"}, {"cat", "kernel"}, {"name", "k2"}, {"pid", 0}, {"tid", 7}, {"ts", 250.0},
-         {"dur", 40.0}, {"args", {{"stream", 7}, {"device", 0}, {"correlation", 3}}}}}}};
-  const fs::path file = fs::temp_directory_path() /
-                        ("jarvis_backlog_" + std::to_string(::getpid()) + ".json");
+  const json trace = {{"traceEvents",
+                       {{{"ph", "X"},
+                         {"cat", "user_annotation"},
+                         {"name", "ProfilerStep#1"},
+                         {"pid", 1},
+                         {"tid", 1},
+                         {"ts", 100.0},
+                         {"dur", 100.0}},
+                        {{"ph", "X"},
+                         {"cat", "user_annotation"},
+                         {"name", "ProfilerStep#2"},
+                         {"pid", 1},
+                         {"tid", 1},
+                         {"ts", 200.0},
+                         {"dur", 100.0}},
+                        {{"ph", "X"},
+                         {"cat", "kernel"},
+                         {"name", "k0"},
+                         {"pid", 0},
+                         {"tid", 7},
+                         {"ts", 90.0},
+                         {"dur", 50.0},
+                         {"args", {{"stream", 7}, {"device", 0}, {"correlation", 1}}}},
+                        {{"ph", "X"},
+                         {"cat", "kernel"},
+                         {"name", "k1"},
+                         {"pid", 0},
+                         {"tid", 7},
+                         {"ts", 150.0},
+                         {"dur", 40.0},
+                         {"args", {{"stream", 7}, {"device", 0}, {"correlation", 2}}}},
+                        {{"ph", "X"},
+                         {"cat", "kernel"},
+                         {"name", "k2"},
+                         {"pid", 0},
+                         {"tid", 7},
+                         {"ts", 250.0},
+                         {"dur", 40.0},
+                         {"args", {{"stream", 7}, {"device", 0}, {"correlation", 3}}}}}}};
+  const fs::path file =
+      fs::temp_directory_path() / ("jarvis_backlog_" + std::to_string(::getpid()) + ".json");
   {
     std::ofstream out(file);
     out << trace.dump();

@@ -808,7 +808,8 @@ TEST_CASE("recoverable time: GPT-2's LM head is claimed once, not by two rules i
   size_t old_arch_symptoms = 0;
   for (const auto& i : all)
     if (i.rule == "gemm_unaligned_dims" && i.evidence.contains("symptoms"))
-      for (const auto& s : i.evidence["symptoms"]) old_arch_symptoms += s["rule"] == "old_arch_kernel";
+      for (const auto& s : i.evidence["symptoms"])
+        old_arch_symptoms += s["rule"] == "old_arch_kernel";
   CHECK(old_arch_symptoms == 1);
   CHECK(claims <= lm_time * (1 + 1e-6));
   // Before the model, the two rules' bounds on these ops added up past it.

@@ -96,9 +96,9 @@ TEST_CASE("one change, one finding: every Kineto trace of ../shared") {
     std::vector<size_t> op_findings;
     for (size_t k = 0; k < all.size(); ++k)
       if (all[k].recoverable_us && all[k].idle_claim_us.empty() && all[k].scope != "trace" &&
-          !all[k].uids.empty() &&
-          std::all_of(all[k].uids.begin(), all[k].uids.end(),
-                      [&](Uid u) { return u < t.events.size(); }))
+          !all[k].uids.empty() && std::all_of(all[k].uids.begin(), all[k].uids.end(), [&](Uid u) {
+            return u < t.events.size();
+          }))
         op_findings.push_back(k);
     std::vector<size_t> component(all.size());
     for (size_t k = 0; k < all.size(); ++k) component[k] = k;

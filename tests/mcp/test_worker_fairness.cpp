@@ -99,13 +99,15 @@ struct HttpServerProcess {
   Child process;
   explicit HttpServerProcess(const std::vector<std::string>& extra)
       : process([&] {
-          std::vector<std::string> argv = {JARVIS_BINARY, "serve", "--http",
-                                           fmt::format("127.0.0.1:{}", port), "--root", kExamples};
+          std::vector<std::string> argv = {JARVIS_BINARY, "serve",
+                                           "--http",      fmt::format("127.0.0.1:{}", port),
+                                           "--root",      kExamples};
           argv.insert(argv.end(), extra.begin(), extra.end());
           return argv;
         }()) {
     httplib::Client c("127.0.0.1", port);
-    for (const auto start = Clock::now();; std::this_thread::sleep_for(std::chrono::milliseconds(50))) {
+    for (const auto start = Clock::now();;
+         std::this_thread::sleep_for(std::chrono::milliseconds(50))) {
       if (auto res = c.Post("/mcp", headers(), ping_body(1), "application/json")) break;
       REQUIRE(Clock::now() - start < std::chrono::seconds(20));
     }
@@ -120,8 +122,9 @@ struct HttpServerProcess {
   std::pair<std::string, std::string> session_with_trace() {
     auto c = client();
     const std::string session = open_session(c);
-    auto loaded = c.Post("/mcp", headers(session),
-                         tool_request(2, "load_trace", {{"path", kTrace}}).dump(), "application/json");
+    auto loaded =
+        c.Post("/mcp", headers(session), tool_request(2, "load_trace", {{"path", kTrace}}).dump(),
+               "application/json");
     REQUIRE(loaded);
     return {session, reply_of(loaded->body)["result"]["structuredContent"]["trace"]};
   }
@@ -236,7 +239,8 @@ TEST_SUITE("mcp_security") {
     // The long calls' clients leave: their workers end, nothing hangs.
     for (int fd : calls) ::close(fd);
     const auto leave = Clock::now();
-    while (!children_of(server.process.pid()).empty() && Clock::now() - leave < std::chrono::seconds(8))
+    while (!children_of(server.process.pid()).empty() &&
+           Clock::now() - leave < std::chrono::seconds(8))
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
     CHECK(children_of(server.process.pid()).empty());
   }
@@ -254,7 +258,8 @@ TEST_SUITE("mcp_security") {
     ::close(fd);  // the client leaves with its first call running
     // Its worker ends, and no later call of the batch starts one (each would run 8 s).
     const auto left = Clock::now();
-    while (!children_of(server.process.pid()).empty() && Clock::now() - left < std::chrono::seconds(5))
+    while (!children_of(server.process.pid()).empty() &&
+           Clock::now() - left < std::chrono::seconds(5))
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
     CHECK(children_of(server.process.pid()).empty());
     bool started = false;
@@ -279,8 +284,9 @@ TEST_SUITE("mcp_security") {
     Live live({}, options);
     auto c = live.client();
     const std::string session = open_session(c);
-    auto loaded = c.Post("/mcp", headers(session),
-                         tool_request(2, "load_trace", {{"path", kTrace}}).dump(), "application/json");
+    auto loaded =
+        c.Post("/mcp", headers(session), tool_request(2, "load_trace", {{"path", kTrace}}).dump(),
+               "application/json");
     REQUIRE(loaded);
     const std::string handle = reply_of(loaded->body)["result"]["structuredContent"]["trace"];
 
@@ -334,9 +340,10 @@ TEST_SUITE("mcp_security") {
     CHECK(over_budget >= 1);
     CHECK(answered + over_budget == 6);
     // Once the calls end, the next one runs.
-    auto again = c.Post("/mcp", headers(session),
-                        tool_request(30, "query_sql", {{"trace", handle}, {"sql", "SELECT 2"}}).dump(),
-                        "application/json");
+    auto again =
+        c.Post("/mcp", headers(session),
+               tool_request(30, "query_sql", {{"trace", handle}, {"sql", "SELECT 2"}}).dump(),
+               "application/json");
     REQUIRE(again);
     CHECK(reply_of(again->body)["result"]["structuredContent"]["rows"][0][0] == 2);
   }

@@ -340,8 +340,8 @@ struct HttpServer::Impl {
     // them). The rest stay free for initialize, ping, tools/list and the
     // quick tools, however many sessions one client opens (issue 74 point 4:
     // 4 sessions x 2 queries took all 8 threads).
-    server.set_long_call_limit(std::max<size_t>(
-        1, std::min(threads - std::max<size_t>(1, threads / 8), per_ip_cap - 1)));
+    server.set_long_call_limit(
+        std::max<size_t>(1, std::min(threads - std::max<size_t>(1, threads / 8), per_ip_cap - 1)));
     size_t pool = threads;
     http.new_task_queue = [pool] { return new httplib::ThreadPool(pool); };
     // The raw body cap; the decoded body is capped while it is read (post()).
@@ -701,63 +701,63 @@ struct HttpServer::Impl {
                      std::function<void()> finished = {}) {
     res.status = 200;
     auto interval = std::chrono::milliseconds(std::max(options.keepalive_ms, 10));
-    res.set_chunked_content_provider(content_type, [session = std::move(session), interval,
-                                                    message = std::move(message),
-                                                    keepalive = std::move(keepalive), frame,
-                                                    notifications, finished = std::move(finished)](
-                                                       size_t, httplib::DataSink& sink) {
-      std::mutex write_mutex;
-      bool open = true;
-      auto write_text = [&](const std::string& text) {  // false once the client is gone
-        std::lock_guard<std::mutex> lock(write_mutex);
-        if (open) open = sink.write(text.data(), text.size());
-        return open;
-      };
-      auto write = [&](const json& m) { write_text(frame(m)); };
-      json id = message.is_object() && message.contains("id") ? message["id"] : json();
-      // The requests to cancel when the client leaves: the call, or each of a batch's.
-      std::vector<json> ids;
-      if (!id.is_null()) ids.push_back(id);
-      if (message.is_array())
-        for (const auto& m : message)
-          if (m.is_object() && m.contains("id") && m.contains("method")) ids.push_back(m["id"]);
-      std::atomic<bool> abandoned{false};
-      std::mutex done_mutex;
-      std::condition_variable done_changed;
-      bool done = false;
-      std::thread heartbeat([&] {
-        std::unique_lock<std::mutex> lock(done_mutex);
-        while (!done_changed.wait_for(lock, interval, [&] { return done; })) {
-          if (!abandoned && write_text(keepalive)) continue;
-          // Gone: no later message of a batch starts, and the running one is
-          // cancelled (again each tick, for one that started meanwhile).
-          abandoned = true;
-          for (const json& request : ids)
-            session->handle({{"jsonrpc", "2.0"},
-                             {"method", "notifications/cancelled"},
-                             {"params",
-                              {{"requestId", request}, {"reason", "the client disconnected"}}}},
-                            [](const json&) {});
-        }
-      });
-      std::optional<json> reply;
-      try {
-        reply = session->handle(message, notifications ? Emit(write) : Emit([](const json&) {}),
-                                &abandoned);
-      } catch (const std::exception& e) {  // never let a worker die with the reply
-        reply = make_error(id, rpc::kInternalError, fmt::format("Internal error: {}", e.what()));
-      }
-      {
-        std::lock_guard<std::mutex> lock(done_mutex);
-        done = true;
-      }
-      done_changed.notify_all();
-      heartbeat.join();
-      if (finished) finished();
-      if (reply) write(*reply);
-      sink.done();
-      return true;
-    });
+    res.set_chunked_content_provider(
+        content_type, [session = std::move(session), interval, message = std::move(message),
+                       keepalive = std::move(keepalive), frame, notifications,
+                       finished = std::move(finished)](size_t, httplib::DataSink& sink) {
+          std::mutex write_mutex;
+          bool open = true;
+          auto write_text = [&](const std::string& text) {  // false once the client is gone
+            std::lock_guard<std::mutex> lock(write_mutex);
+            if (open) open = sink.write(text.data(), text.size());
+            return open;
+          };
+          auto write = [&](const json& m) { write_text(frame(m)); };
+          json id = message.is_object() && message.contains("id") ? message["id"] : json();
+          // The requests to cancel when the client leaves: the call, or each of a batch's.
+          std::vector<json> ids;
+          if (!id.is_null()) ids.push_back(id);
+          if (message.is_array())
+            for (const auto& m : message)
+              if (m.is_object() && m.contains("id") && m.contains("method")) ids.push_back(m["id"]);
+          std::atomic<bool> abandoned{false};
+          std::mutex done_mutex;
+          std::condition_variable done_changed;
+          bool done = false;
+          std::thread heartbeat([&] {
+            std::unique_lock<std::mutex> lock(done_mutex);
+            while (!done_changed.wait_for(lock, interval, [&] { return done; })) {
+              if (!abandoned && write_text(keepalive)) continue;
+              // Gone: no later message of a batch starts, and the running one is
+              // cancelled (again each tick, for one that started meanwhile).
+              abandoned = true;
+              for (const json& request : ids)
+                session->handle(
+                    {{"jsonrpc", "2.0"},
+                     {"method", "notifications/cancelled"},
+                     {"params", {{"requestId", request}, {"reason", "the client disconnected"}}}},
+                    [](const json&) {});
+            }
+          });
+          std::optional<json> reply;
+          try {
+            reply = session->handle(message, notifications ? Emit(write) : Emit([](const json&) {}),
+                                    &abandoned);
+          } catch (const std::exception& e) {  // never let a worker die with the reply
+            reply =
+                make_error(id, rpc::kInternalError, fmt::format("Internal error: {}", e.what()));
+          }
+          {
+            std::lock_guard<std::mutex> lock(done_mutex);
+            done = true;
+          }
+          done_changed.notify_all();
+          heartbeat.join();
+          if (finished) finished();
+          if (reply) write(*reply);
+          sink.done();
+          return true;
+        });
   }
 
   void get(const httplib::Request& req, httplib::Response& res) {
