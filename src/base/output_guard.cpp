@@ -19,6 +19,8 @@
 
 #include <fmt/format.h>
 
+#include "base/text_hash.h"
+
 namespace jarvis {
 
 namespace fs = std::filesystem;
@@ -185,14 +187,13 @@ bool ends_with(const std::string& s, std::string_view suffix) {
          s.compare(s.size() - suffix.size(), suffix.size(), suffix.data(), suffix.size()) == 0;
 }
 
-// The names a `.jarvis-report` marker of the file's directory lists (CSV
-// directories written before the ledger existed).
-bool listed_in_report_marker(const fs::path& target) {
-  std::ifstream marker(target.parent_path() / ".jarvis-report");
-  std::string name = target.filename().string();
-  for (std::string line; std::getline(marker, line);)
-    if (line == name) return true;
-  return false;
+std::string hash_text(const fs::path& file, bool& ok) {
+  std::ifstream in(file, std::ios::binary);
+  ok = static_cast<bool>(in);
+  if (!ok) return "";
+  std::stringstream content;
+  content << in.rdbuf();
+  return fmt::format("{:016x}", text_hash(content.str()));
 }
 
 std::string named(const fs::path& target, const std::string& flag) {
@@ -250,6 +251,26 @@ bool looks_like_trace_content(const fs::path& path) {
          head.find("\"deviceProperties\"") != std::string::npos;
 }
 
+std::string report_marker_line(const fs::path& file) {
+  bool ok = false;
+  std::string hash = hash_text(file, ok);
+  return ok ? file.filename().string() + "\t" + hash : "";
+}
+
+std::string_view report_marker_name(std::string_view line) {
+  return line.substr(0, line.find('\t'));
+}
+
+bool listed_unchanged_in_marker(const fs::path& file) {
+  std::ifstream marker(file.parent_path() / ".jarvis-report");
+  if (!marker) return false;
+  const std::string name = file.filename().string();
+  for (std::string line; std::getline(marker, line);)
+    if (report_marker_name(line) == name && line.size() > name.size())
+      return line == report_marker_line(file);
+  return false;
+}
+
 void check_output_target(const fs::path& target, const std::string& flag) {
   std::error_code ec;
   fs::file_status st = fs::symlink_status(target, ec);
@@ -270,7 +291,7 @@ void check_output_target(const fs::path& target, const std::string& flag) {
   std::string name = target.filename().string();
   for (std::string_view marker : kOwnMarkers)
     if (name == marker) return;
-  bool ours = written_by_jarvis(target) || listed_in_report_marker(target);
+  bool ours = written_by_jarvis(target) || listed_unchanged_in_marker(target);
   if (ours) return;
   if (is_trace_file_name(target))
     throw OutputRefused(named(target, flag) +
@@ -282,7 +303,8 @@ void check_output_target(const fs::path& target, const std::string& flag) {
                         "write; jarvis never writes over one: choose another path");
   if (overwrite_rule() == OverwriteRule::OnlyOurs)
     throw OutputRefused(named(target, flag) +
-                        " already exists and was not written by jarvis; choose another path, or "
+                        " already exists and is not as jarvis wrote it (another program's file, or "
+                        "changed since); choose another path, or "
                         "pass --force to replace it");
 }
 

@@ -11,8 +11,9 @@
 //     is one (or an SQLite database) is refused unless jarvis wrote it;
 //   * never anything but a regular file (a FIFO, a device, a socket);
 //   * over any other existing file only when jarvis wrote it and nobody
-//     changed it since (the write ledger below), when it is listed in the
-//     report marker of its directory, or when the caller forces it (the
+//     changed it since (the write ledger below, or the report marker of its
+//     directory listing it with a hash of its current content), or when the
+//     caller forces it (the
 //     CLI's --force; the MCP server decides per call in its PathPolicy and
 //     runs with the rule `Any` here).
 //
@@ -32,6 +33,7 @@
 
 #include <filesystem>
 #include <string>
+#include <string_view>
 
 #include "base/error.h"
 
@@ -72,6 +74,18 @@ bool is_trace_file_name(const std::filesystem::path& path);
 // "deviceProperties") or rocprofv3 results ("rocprofiler-sdk-tool"),
 // whatever its name.
 bool looks_like_trace_content(const std::filesystem::path& path);
+
+// A report directory's marker (`.jarvis-report`, report/report.h) lists
+// the files jarvis wrote there, one a line: the name, a tab and the XXH3 of
+// the content written ("GEMM.csv\t0123456789abcdef"), so a directory moved,
+// copied or written with another cache still says which files are jarvis's
+// as written. A line of the file as it is now ("" when it cannot be read):
+std::string report_marker_line(const std::filesystem::path& file);
+// The name a marker line lists.
+std::string_view report_marker_name(std::string_view line);
+// Whether the marker of the file's directory lists it with the hash of its
+// current content (an edited file, or a line without a hash, does not count).
+bool listed_unchanged_in_marker(const std::filesystem::path& file);
 
 // Throws OutputRefused when the rule forbids writing `target` (see the top
 // of this file); a missing target is always fine. `flag` names where the

@@ -6,8 +6,8 @@
 // Every sheet is computed before anything is written; the sheets go to a
 // temporary directory that replaces the CSV directory only once complete, so
 // a failure never leaves a partial report behind. A CSV directory holding
-// files jarvis did not write is refused unless --force: replacing it would
-// delete them.
+// files jarvis did not write, or wrote and someone edited since, is refused
+// unless --force: replacing it would delete them.
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
@@ -69,7 +69,8 @@ void refuse_foreign(const fs::path& target, bool force) {
   for (size_t k = 0; k < foreign.size() && k < 5; ++k) shown += (k ? ", " : "") + foreign[k];
   if (foreign.size() > 5) shown += fmt::format(" and {} more", foreign.size() - 5);
   usage_error(fmt::format(
-      "{} holds files jarvis did not write ({}); the report replaces the whole directory: "
+      "{} holds files jarvis did not write or that were changed since it wrote them ({}); the "
+      "report replaces the whole directory: "
       "choose another --out, or pass --force to replace it",
       target.string(), shown));
 }

@@ -266,6 +266,32 @@ static std::string inputs_not_named(const CLI::App& command, std::string_view me
   return out + ")";
 }
 
+// The cache directory (trace snapshots, the write ledger, sweep results)
+// goes to ~/.cache/jarvis unless JARVIS_CACHE_DIR names one: the run that
+// creates the default one says so, once, on stderr (docs/cli.md).
+class CacheDirNotice {
+ public:
+  CacheDirNotice() {
+    if (const char* named = std::getenv("JARVIS_CACHE_DIR"); named && *named) return;
+    std::string dir = jarvis::jarvis_cache_dir();
+    std::error_code ec;
+    if (!dir.empty() && !std::filesystem::exists(dir, ec) && !ec) dir_ = dir;
+  }
+  ~CacheDirNotice() {
+    std::error_code ec;
+    if (!dir_.empty() && std::filesystem::is_directory(dir_, ec))
+      std::fprintf(stderr,
+                   "jarvis: created %s for its cache (trace snapshots, the list of files it "
+                   "wrote); set JARVIS_CACHE_DIR to move it, delete it at any time\n",
+                   dir_.c_str());
+  }
+  CacheDirNotice(const CacheDirNotice&) = delete;
+  CacheDirNotice& operator=(const CacheDirNotice&) = delete;
+
+ private:
+  std::string dir_;
+};
+
 int main(int argc, char** argv) {
   CLI::App app{"jarvis: GPU performance analysis of PyTorch profiler traces and sweeps"};
   app.name("jarvis");
@@ -297,6 +323,7 @@ int main(int argc, char** argv) {
     // Every command but the server does one task and exits.
     if (chosen != "serve") jarvis::keep_freed_memory_for_reuse();
     set_overwrite_rule_for(*c.command);
+    CacheDirNotice notice;  // after the command's own output, error included
     try {
       if (writes_files(chosen)) check_command_line_files(*c.command);
       return c.run();

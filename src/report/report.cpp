@@ -4,8 +4,10 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <map>
 #include <set>
 
+#include "base/output_guard.h"
 #include "base/two_threads.h"
 #include "report/coll_analysis.h"
 #include "report/core_tables.h"
@@ -115,31 +117,36 @@ void write_report_csvs(const Report& report, const std::string& dir) {
 
 namespace {
 
-std::set<std::string> recorded_files(const std::filesystem::path& dir) {
-  std::set<std::string> names;
+// The marker's lines by the name each lists.
+std::map<std::string, std::string> recorded_files(const std::filesystem::path& dir) {
+  std::map<std::string, std::string> lines;
   std::ifstream marker(dir / kReportMarker);
   for (std::string line; std::getline(marker, line);)
-    if (!line.empty()) names.insert(line);
-  return names;
+    if (!line.empty()) lines[std::string(report_marker_name(line))] = line;
+  return lines;
 }
 
 }  // namespace
 
 void record_report_files(const std::string& dir, const std::vector<std::string>& names) {
-  std::set<std::string> all = recorded_files(dir);
-  all.insert(names.begin(), names.end());
+  std::map<std::string, std::string> all = recorded_files(dir);
+  for (const auto& name : names)
+    if (std::string line = report_marker_line(std::filesystem::path(dir) / name); !line.empty())
+      all[name] = std::move(line);
   std::string listing;
-  for (const auto& name : all) listing += name + "\n";
+  for (const auto& entry : all) listing += entry.second + "\n";
   write_file_atomic((std::filesystem::path(dir) / kReportMarker).string(), listing);
 }
 
 std::vector<std::string> foreign_report_files(const std::string& dir) {
-  std::set<std::string> ours = recorded_files(dir);
   std::vector<std::string> foreign;
   std::error_code ec;
   for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
     std::string name = entry.path().filename().string();
-    if (name != kReportMarker && !ours.count(name)) foreign.push_back(name);
+    if (name == kReportMarker) continue;
+    // jarvis's only as it wrote it: an edited file is the user's again.
+    if (!written_by_jarvis(entry.path()) && !listed_unchanged_in_marker(entry.path()))
+      foreign.push_back(name);
   }
   std::sort(foreign.begin(), foreign.end());
   return foreign;

@@ -61,13 +61,16 @@ Report build_report(const Trace& trace, const CallTree& tree, const ReportOption
 void write_report_csvs(const Report& report, const std::string& dir);
 
 // DIR/.jarvis-report lists the files jarvis wrote into a report directory,
-// so that a later run knows which files it may replace and which belong to
-// someone else (docs/cli.md, "Outputs never surprise").
+// each with the hash of what it wrote (base/output_guard.h), so that a later
+// run knows which files it may replace and which belong to someone else,
+// edited ones included (docs/cli.md, "Outputs never surprise").
 inline constexpr const char* kReportMarker = ".jarvis-report";
 // Adds names (file names inside dir) to dir's marker, keeping earlier ones.
 void record_report_files(const std::string& dir, const std::vector<std::string>& names);
-// Files in dir that no jarvis run recorded in its marker (all of them when
-// there is no marker), sorted; empty when dir does not exist.
+// Files in dir that are not jarvis's as it wrote them (neither in the write
+// ledger with their current identity nor in the marker with the hash of
+// their current content: a file someone else put there or edited), sorted;
+// empty when dir does not exist.
 std::vector<std::string> foreign_report_files(const std::string& dir);
 
 }  // namespace jarvis

@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <filesystem>
+#include <fstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -13,6 +14,7 @@
 #include <httplib.h>
 
 #include "base/atomic_file.h"
+#include "base/output_guard.h"
 #include "golden.h"
 #include "mcp/transport.h"
 #include "mcp_harness.h"
@@ -61,6 +63,39 @@ std::vector<std::string> leftovers(const fs::path& dir) {
 }
 
 }  // namespace
+
+TEST_CASE("the write ledger is bounded: the oldest entries are dropped") {
+  TempDir dir;
+  EnvGuard env;
+  env.set("JARVIS_CACHE_DIR", (dir.path / "cache").string().c_str());
+  const fs::path first = dir.path / "first.txt", later = dir.path / "later.txt";
+  write_file_atomic(first.string(), "a");
+  write_file_atomic(later.string(), "b");
+  auto lines = [&] {
+    std::ifstream in(dir.path / "cache" / "written-files");
+    std::vector<std::string> out;
+    for (std::string line; std::getline(in, line);) out.push_back(line);
+    return out;
+  };
+  REQUIRE(lines().size() == 2);
+  // Past 2.5 MiB (20,000 x 2 x 64 bytes) it is rewritten with its newest
+  // 20,000 lines: its size drops.
+  const fs::path ledger = dir.path / "cache" / "written-files";
+  size_t appended = 2;
+  bool compacted = false;
+  for (uintmax_t size = fs::file_size(ledger); !compacted && appended < 200000; ++appended) {
+    record_written(later);
+    uintmax_t now = fs::file_size(ledger);
+    compacted = now < size;
+    size = now;
+  }
+  REQUIRE(compacted);
+  std::vector<std::string> kept = lines();
+  CHECK(kept.size() == 20000);
+  CHECK(appended > 20000);
+  CHECK(kept.back().ends_with(later.string()));
+  for (const auto& line : kept) CHECK_FALSE(line.ends_with(first.string()));
+}
 
 TEST_CASE("atomic writes: 8 threads writing one file, 100 rounds, no failure, no torn file") {
   TempDir dir;

@@ -394,6 +394,106 @@ TEST_SUITE("cli") {
     CHECK(tree_of(out) == first);
   }
 
+  TEST_CASE("an edited output is refused, naming it and --force; an unedited one is replaced") {
+    // Issue 76 point 5: every file jarvis writes follows one rule, CSV sheets
+    // included: replaced only when jarvis wrote it and nobody changed it since.
+    TempDir tmp;
+    const std::string edit = "my own numbers\n";
+    // Runs `args` once (unedited: replaced fine), edits `file`, runs again:
+    // refused (exit 2) naming it and --force, the edit kept; then --force
+    // replaces it.
+    auto check_kind = [&](const std::string& args, const fs::path& file) {
+      CAPTURE(file);
+      Run first = jarvis_cli(args);
+      REQUIRE_MESSAGE(first.exit_code == 0, first.err);
+      const std::string written = read(file);
+      REQUIRE_FALSE(written.empty());
+      Run again = jarvis_cli(args);
+      REQUIRE_MESSAGE(again.exit_code == 0, again.err);
+      const std::string replaced = read(file);
+      { std::ofstream(file, std::ios::app) << edit; }
+      Run refused = jarvis_cli(args);
+      CHECK(refused.exit_code == 2);
+      CHECK_MESSAGE(refused.err.find(file.filename().string()) != std::string::npos, refused.err);
+      CHECK_MESSAGE(refused.err.find("--force") != std::string::npos, refused.err);
+      CHECK(read(file) == replaced + edit);
+      Run forced = jarvis_cli(args + " --force");
+      REQUIRE_MESSAGE(forced.exit_code == 0, forced.err);
+      CHECK(read(file).find(edit) == std::string::npos);
+      // The forced file is jarvis's again: the next run replaces it.
+      CHECK(jarvis_cli(args).exit_code == 0);
+    };
+    const std::string trace = shell_quote(bert_trace());
+    SUBCASE("report --out: a CSV sheet") {
+      fs::path out = tmp.path / "csv";
+      check_kind("report " + trace + " --no-xlsx --arch H100 --out " + shell_quote(out.string()),
+                 out / "perf_report_csvs" / "GEMM.csv");
+    }
+    SUBCASE("report --out: the workbook") {
+      fs::path out = tmp.path / "xlsx";
+      check_kind("report " + trace + " --arch H100 --out " + shell_quote(out.string()),
+                 out / "perf_report.xlsx");
+    }
+    SUBCASE("report --html: the page") {
+      fs::path out = tmp.path / "html";
+      fs::create_directories(out);
+      check_kind(
+          "report " + trace + " --arch H100 --html " + shell_quote((out / "r.html").string()),
+          out / "r.html");
+    }
+    SUBCASE("prepare: perf_report_csvs, category_data and metadata") {
+      fs::path out = tmp.path / "prep";
+      std::string args = "prepare " + trace + " --out " + shell_quote(out.string());
+      check_kind(args, out / "perf_report_csvs" / "GEMM.csv");
+      check_kind(args, out / "category_data" / "gemm_ops.csv");
+      check_kind(args, out / "metadata" / "gemm_metadata.json");
+    }
+    SUBCASE("the marker vouches only for content as written (another cache, no ledger)") {
+      fs::path out = tmp.path / "moved";
+      std::string args =
+          "report " + trace + " --no-xlsx --arch H100 --out " + shell_quote(out.string());
+      REQUIRE(jarvis_cli(args).exit_code == 0);
+      // A fresh cache: the ledger knows none of the files; the marker's
+      // hashes say they are as jarvis wrote them.
+      std::string other = "JARVIS_CACHE_DIR=" + shell_quote((tmp.path / "cache2").string()) + " ";
+      Run replaced = jarvis_cli_at(other + shell_quote(JARVIS_BINARY), args);
+      CHECK_MESSAGE(replaced.exit_code == 0, replaced.err);
+      { std::ofstream(out / "perf_report_csvs" / "GEMM.csv", std::ios::app) << edit; }
+      std::string third = "JARVIS_CACHE_DIR=" + shell_quote((tmp.path / "cache3").string()) + " ";
+      Run refused = jarvis_cli_at(third + shell_quote(JARVIS_BINARY), args);
+      CHECK(refused.exit_code == 2);
+      CHECK(refused.err.find("GEMM.csv") != std::string::npos);
+    }
+  }
+
+  TEST_CASE("the default cache directory is announced once, by the run that creates it") {
+    TempDir tmp;
+    // No JARVIS_CACHE_DIR: the default place under XDG_CACHE_HOME.
+    std::string env =
+        "env -u JARVIS_CACHE_DIR XDG_CACHE_HOME=" + shell_quote((tmp.path / "xdg").string()) + " " +
+        shell_quote(JARVIS_BINARY);
+    std::string args = "report " + shell_quote(bert_trace()) + " --no-xlsx --out " +
+                       shell_quote((tmp.path / "o").string());
+    Run first = jarvis_cli_at(env, args);
+    REQUIRE_MESSAGE(first.exit_code == 0, first.err);
+    fs::path dir = tmp.path / "xdg" / "jarvis";
+    CHECK(fs::is_directory(dir));
+    CHECK_MESSAGE(first.err == "jarvis: created " + dir.string() +
+                                   " for its cache (trace snapshots, the list of files it "
+                                   "wrote); set JARVIS_CACHE_DIR to move it, delete it at any "
+                                   "time\n",
+                  first.err);
+    Run second = jarvis_cli_at(env, args);
+    REQUIRE(second.exit_code == 0);
+    CHECK(second.err.empty());
+    // A directory the user named is not announced.
+    std::string named = "JARVIS_CACHE_DIR=" + shell_quote((tmp.path / "named").string()) + " " +
+                        shell_quote(JARVIS_BINARY);
+    Run third = jarvis_cli_at(named, args + " --force");
+    REQUIRE(third.exit_code == 0);
+    CHECK(third.err.empty());
+  }
+
   TEST_CASE("output files need an existing directory unless --mkdirs") {
     TempDir tmp;
     fs::path xlsx = tmp.path / "no" / "such" / "dir" / "r.xlsx";
