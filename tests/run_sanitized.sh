@@ -15,14 +15,14 @@ cd "$build"
 # Left to the unsanitized ctest run: six tests that repeat code paths the rest
 # of the suite covers over every real trace of ../shared (5 of the suite's 29
 # CPU minutes under ASan + UBSan; the inflate modes are fuzzed by fuzz_gzip),
-# and four that measure a server process's peak memory or drive it through a
+# and five that measure a server process's (or its workers') peak memory or drive it through a
 # long scripted session (ASan's quarantine and shadow memory make the peaks
 # meaningless; 2.5 CPU minutes): their code paths run sanitized in the
 # in-process tests of the same issues.
 # Set JARVIS_SAN_ALL=1 to run them too.
 skip=()
 if [ -z "${JARVIS_SAN_ALL:-}" ]; then
-  skip=(-tce="every single-trace tool's default result*,loader: every gzip inflate mode*,A/B savings: no saving exceeds*,memory: shared traces against their raw*,critical path async: invariants on every trace*,profiler overhead: the un-profiled step of every ab_pairs arm*,issue 49 point 3: large messages queued behind*,agent_session: scripted performance-analysis workflow*,issue 63 point 1: over MCP under --max-memory*,issue 63 point 2: over MCP under --max-memory*")
+  skip=(-tce="every single-trace tool's default result*,loader: every gzip inflate mode*,A/B savings: no saving exceeds*,memory: shared traces against their raw*,critical path async: invariants on every trace*,profiler overhead: the un-profiled step of every ab_pairs arm*,issue 49 point 3: large messages queued behind*,agent_session: scripted performance-analysis workflow*,issue 63 point 1: over MCP under --max-memory*,issue 63 point 2: over MCP under --max-memory*,issue 74 point 8: --max-memory covers the server and its workers*")
 fi
 # Two shards at once: one per core of the CI machine (tests/run_shard.sh).
 log="$(mktemp -d)"

@@ -114,7 +114,8 @@ TEST_CASE("one change, one finding: every Kineto trace of ../shared") {
       }
     std::map<size_t, std::vector<size_t>> groups;
     for (size_t k : op_findings) groups[find(k)].push_back(k);
-    for (const auto& [root, members] : groups) {
+    for (const auto& group : groups) {  // no structured binding: clang 14's CAPTURE
+      const std::vector<size_t>& members = group.second;
       if (members.size() < 2) continue;
       double claimed = 0;
       std::set<Uid> ops, seen;

@@ -318,11 +318,13 @@ TEST_SUITE("mcp_security") {
     sampler.join();
     CHECK(Clock::now() - start < std::chrono::seconds(30));
 
-    // The tree stayed within the budget, give or take what one worker
-    // allocates between two reads of the tree (50 ms: 20 MiB here; slack 48 MiB).
+    // The tree stayed within the budget, give or take what workers started
+    // together allocate between two reads of the tree: about one worker's
+    // 120 MiB on a loaded host (107 MiB measured); without the budget the six
+    // reach 720 MiB past the start (docs/security.md states the limit).
     CAPTURE(budget >> 20);
     CAPTURE(peak.load() >> 20);
-    CHECK(peak.load() <= budget + (uint64_t{48} << 20));
+    CHECK(peak.load() <= budget + (uint64_t{160} << 20));
     int answered = 0, over_budget = 0;
     for (const json& r : replies) {
       REQUIRE(r.contains("result"));
