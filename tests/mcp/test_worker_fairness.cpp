@@ -28,6 +28,7 @@
 #include "child_process.h"
 #include "http_live.h"
 #include "mcp/transport.h"
+#include "worker_process.h"
 
 namespace {
 // This file's own names (a unity build compiles several test files as one unit).
@@ -43,29 +44,6 @@ using namespace jarvis::mcp::testing;
 
 const std::string kExamples = std::string(JARVIS_SOURCE_DIR) + "/examples";
 const std::string kTrace = kExamples + "/example_trace.json.gz";
-// Runs until the query's time limit (the progress handler ends it there).
-const char* kEndlessSql =
-    "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n) SELECT count(*) FROM n";
-
-json request(int id, const std::string& method, const json& params) {
-  return {{"jsonrpc", "2.0"}, {"id", id}, {"method", method}, {"params", params}};
-}
-
-json tool_request(int id, const std::string& tool, const json& args) {
-  return request(id, "tools/call", {{"name", tool}, {"arguments", args}});
-}
-
-std::vector<pid_t> children_of(pid_t pid) {
-  std::vector<pid_t> out;
-  std::error_code ec;
-  const auto tasks = std::filesystem::path("/proc") / std::to_string(pid) / "task";
-  for (const auto& task : std::filesystem::directory_iterator(tasks, ec)) {
-    std::ifstream in(task.path() / "children");
-    pid_t child = 0;
-    while (in >> child) out.push_back(child);
-  }
-  return out;
-}
 
 // Waits until `pid` has `count` children (or `limit` passes); returns how many it had.
 size_t wait_for_children(pid_t pid, size_t count, std::chrono::milliseconds limit) {
@@ -73,24 +51,6 @@ size_t wait_for_children(pid_t pid, size_t count, std::chrono::milliseconds limi
   while (children_of(pid).size() < count && Clock::now() - start < limit)
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   return children_of(pid).size();
-}
-
-int free_port() {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  REQUIRE(::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
-  socklen_t size = sizeof addr;
-  REQUIRE(::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &size) == 0);
-  ::close(fd);
-  return ntohs(addr.sin_port);
-}
-
-// The JSON-RPC reply of a POST answered as JSON or as one SSE event.
-json reply_of(const std::string& body) {
-  const size_t data = body.find("data: ");
-  return json::parse(data == std::string::npos ? body : body.substr(data + 6));
 }
 
 // `jarvis serve --http` on a free port, killed (its workers with it) at the end.
@@ -223,8 +183,8 @@ TEST_SUITE("mcp_security") {
     auto c = server.client();
     c.set_read_timeout(10);
     const std::string session = open_session(c);
-    auto tools = c.Post("/mcp", headers(session), request(2, "tools/list", json::object()).dump(),
-                        "application/json");
+    auto tools = c.Post("/mcp", headers(session),
+                        rpc_request(2, "tools/list", json::object()).dump(), "application/json");
     REQUIRE(tools);
     CHECK(reply_of(tools->body)["result"]["tools"].size() > 10);
     auto listed = c.Post("/mcp", headers(session),

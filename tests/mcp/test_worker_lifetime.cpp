@@ -27,6 +27,7 @@
 #include "child_process.h"
 #include "http_live.h"
 #include "mcp/transport.h"
+#include "worker_process.h"
 
 namespace {
 // This file's own names (a unity build compiles several test files as one unit).
@@ -42,35 +43,12 @@ using namespace jarvis::mcp::testing;
 
 const std::string kExamples = std::string(JARVIS_SOURCE_DIR) + "/examples";
 const std::string kTrace = kExamples + "/example_trace.json.gz";
-// Runs until the query's time limit (the progress handler ends it there).
-const char* kEndlessSql =
-    "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n) SELECT count(*) FROM n";
-
-json request(int id, const std::string& method, const json& params) {
-  return {{"jsonrpc", "2.0"}, {"id", id}, {"method", method}, {"params", params}};
-}
 
 json initialize_request() {
-  return request(1, "initialize",
-                 {{"protocolVersion", "2025-11-25"},
-                  {"capabilities", json::object()},
-                  {"clientInfo", {{"name", "t"}, {"version", "0"}}}});
-}
-
-json tool_request(int id, const std::string& tool, const json& args) {
-  return request(id, "tools/call", {{"name", tool}, {"arguments", args}});
-}
-
-std::vector<pid_t> children_of(pid_t pid) {
-  std::vector<pid_t> out;
-  std::error_code ec;
-  const auto tasks = std::filesystem::path("/proc") / std::to_string(pid) / "task";
-  for (const auto& task : std::filesystem::directory_iterator(tasks, ec)) {
-    std::ifstream in(task.path() / "children");
-    pid_t child = 0;
-    while (in >> child) out.push_back(child);
-  }
-  return out;
+  return rpc_request(1, "initialize",
+                     {{"protocolVersion", "2025-11-25"},
+                      {"capabilities", json::object()},
+                      {"clientInfo", {{"name", "t"}, {"version", "0"}}}});
 }
 
 // The first child process of `pid` to appear within `limit`, or 0.
@@ -124,24 +102,6 @@ struct StdioServerWithQuery {
     REQUIRE(worker > 0);
   }
 };
-
-int free_port() {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  REQUIRE(::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
-  socklen_t size = sizeof addr;
-  REQUIRE(::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &size) == 0);
-  ::close(fd);
-  return ntohs(addr.sin_port);
-}
-
-// The JSON-RPC reply of a POST answered as JSON or as one SSE event.
-json reply_of(const std::string& body) {
-  const size_t data = body.find("data: ");
-  return json::parse(data == std::string::npos ? body : body.substr(data + 6));
-}
 
 // While alive, query_sql with the SQL "stuck" declares its time limit and
 // then sleeps 20 s where no check of the limit or of a cancel reaches it, as
