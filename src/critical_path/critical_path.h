@@ -107,13 +107,22 @@ struct ProfilerCost {
   double op_gap_us = 0;      // median gap between consecutive child ops of a C++ op
   size_t gaps_measured = 0;  // gaps the median stands on (0: the default gap)
   double per_op_us = 0, per_runtime_call_us = 0, per_python_frame_us = 0, per_memory_event_us = 0;
+  double per_input_us = 0;  // per recorded input ("Input Dims" entry), record_shapes only
+  size_t inputs = 0;        // recorded inputs over the trace
+  // The cost model used: "built-in" or a host's calibration
+  // (critical_path/calibration.h, `jarvis calibrate`).
+  std::string calibration = "built-in";
   // Recorded host events (all threads) and their estimated cost, over the trace.
   size_t ops = 0, runtime_calls = 0, python_frames = 0, memory_events = 0;
   double total_us = 0;
 };
 
-// Profiler cost of one trace (a rank), from its own events.
+// Profiler cost of one trace (a rank), from its own events, with the cost
+// model of its host (profiler_cost_model_for) or the one given.
 ProfilerCost measure_profiler_cost(const Trace& trace, const CallTree& tree);
+struct ProfilerCostModel;
+ProfilerCost measure_profiler_cost(const Trace& trace, const CallTree& tree,
+                                   const ProfilerCostModel& model);
 
 // How the iterations were found: ProfilerStep#N annotations, the optimizer's
 // `Optimizer.step#` annotations or a repeating launch sequence (when no rank

@@ -122,7 +122,8 @@ nlohmann::json analysis_json(const Analysis& a, size_t top_n) {
                                    {"runtime_calls", c.runtime_calls},
                                    {"python_frames", c.python_frames},
                                    {"memory_events", c.memory_events},
-                                   {"trace_total_us", c.total_us}};
+                                   {"trace_total_us", c.total_us},
+                                   {"calibration", c.calibration}};
   return {{"summary", a.summary},
           {"model", a.model},
           {"step_time_us", a.step_time_us},

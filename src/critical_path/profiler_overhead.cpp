@@ -9,6 +9,7 @@
 
 #include <fmt/format.h>
 
+#include "critical_path/calibration.h"
 #include "critical_path/critical_path.h"
 #include "critical_path/internal.h"
 #include "report/stats.h"
@@ -18,28 +19,29 @@
 namespace jarvis::critical_path {
 namespace {
 
-// Each event's cost in units of the trace's own op gap (ProfilerCost), fitted
+// Each event's cost in units of the trace's own op gap (ProfilerCost): the
+// built-in ProfilerCostModel (critical_path/calibration.h; `jarvis calibrate`
+// fits them to a host), fitted
 // on ../shared/ab_pairs/s_overhead_{gpt2,decode}_{plain,shapes,shapes_stack,
 // shapes_memory} against the same step timed without the profiler (the
 // derivation and the fit's residuals are in docs/critical-path.md):
 // - an op: its enter and exit records (with record_shapes, the inputs' shapes
 //   and dtypes), of which the gap between two back-to-back ops is a part;
-constexpr double kOpCostInGaps = 3.1;
+//   ProfilerCostModel::op_gaps = 3.1;
 // With record_shapes the cost follows the inputs recorded: per op 0.21 gaps
 // and per input (an "Input Dims" entry) 0.98 (fitted on s_overhead_gpt2 and
 // a ResNet-50 step, whose ops carry 4.2 inputs where GPT-2's carry 3.2).
-constexpr double kShapesOpCostInGaps = 0.21, kShapesInputCostInGaps = 0.98;
+//   shapes_op_gaps = 0.21, shapes_input_gaps = 0.98;
 // - a runtime call: CUPTI's callback around it and its activity record;
-constexpr double kRuntimeCallCostInGaps = 1.0;
+//   runtime_call_gaps = 1.0;
 // - a Python frame (with_stack): the tracer's enter and exit; XProf's Python
 //   tracer (JAX's python_tracer_level) costs half as much per frame
 //   (../shared/ab_pairs/s_jax_A_op_by_op: 62.7k frames a step, 117.6 ms
 //   recorded against 50.6 ms timed in the recording process after it, which
 //   is 1.07 us a frame at an op gap of 2.1 us);
-constexpr double kPythonFrameCostInGaps = 1.0;
-constexpr double kXlaPythonFrameCostInGaps = 0.5;
+//   python_frame_gaps = 1.0, xla_python_frame_gaps = 0.5;
 // - a [memory] event (profile_memory): the allocator callback's record.
-constexpr double kMemoryEventCostInGaps = 1.4;
+//   memory_event_gaps = 1.4.
 // Fewer measured gaps than this: the gap of the calibration traces instead.
 constexpr size_t kMinGaps = 20;
 constexpr double kDefaultGapShapesUs = 2.2, kDefaultGapPlainUs = 1.2;
@@ -55,7 +57,7 @@ size_t inputs_of(const Trace& trace, Uid uid) {
 
 // What each recorded input adds to an op's cost (record_shapes only).
 double per_input_us(const ProfilerCost& cost) {
-  return cost.record_shapes ? kShapesInputCostInGaps * cost.op_gap_us : 0.0;
+  return cost.per_input_us;
 }
 
 bool has_input_dims(const Trace& trace, Uid uid) {
@@ -88,7 +90,13 @@ void measure_op_gap(const Trace& trace, const CallTree& tree, ProfilerCost& cost
 }  // namespace
 
 ProfilerCost measure_profiler_cost(const Trace& trace, const CallTree& tree) {
+  return measure_profiler_cost(trace, tree, profiler_cost_model_for(trace));
+}
+
+ProfilerCost measure_profiler_cost(const Trace& trace, const CallTree& tree,
+                                   const ProfilerCostModel& model) {
   ProfilerCost cost;
+  cost.calibration = model.source;
   size_t inputs = 0;
   uint32_t memory_name = 0;
   const bool any_memory = trace.strings.find("[memory]", memory_name);
@@ -109,13 +117,14 @@ ProfilerCost measure_profiler_cost(const Trace& trace, const CallTree& tree) {
   cost.with_stack = cost.python_frames > 0;
   cost.profile_memory = cost.memory_events > 0;
   measure_op_gap(trace, tree, cost);
-  cost.per_op_us = (cost.record_shapes ? kShapesOpCostInGaps : kOpCostInGaps) * cost.op_gap_us;
-
-  cost.per_runtime_call_us = kRuntimeCallCostInGaps * cost.op_gap_us;
+  cost.per_op_us = (cost.record_shapes ? model.shapes_op_gaps : model.op_gaps) * cost.op_gap_us;
+  cost.per_input_us = cost.record_shapes ? model.shapes_input_gaps * cost.op_gap_us : 0.0;
+  cost.inputs = inputs;
+  cost.per_runtime_call_us = model.runtime_call_gaps * cost.op_gap_us;
   cost.per_python_frame_us =
-      (xplane::is_xplane_trace(trace) ? kXlaPythonFrameCostInGaps : kPythonFrameCostInGaps) *
+      (xplane::is_xplane_trace(trace) ? model.xla_python_frame_gaps : model.python_frame_gaps) *
       cost.op_gap_us;
-  cost.per_memory_event_us = kMemoryEventCostInGaps * cost.op_gap_us;
+  cost.per_memory_event_us = model.memory_event_gaps * cost.op_gap_us;
   cost.total_us = cost.per_op_us * static_cast<double>(cost.ops) +
                   per_input_us(cost) * static_cast<double>(inputs) +
                   cost.per_runtime_call_us * static_cast<double>(cost.runtime_calls) +

@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "critical_path/calibration.h"
 #include "critical_path/critical_path.h"
 #include "report/gpu_timeline.h"
 #include "xplane/space.h"
@@ -38,6 +39,7 @@ std::string majority_bound(const critical_path::Analysis& a) {
 // The recorded step beside the un-profiled estimate, with a warning when the
 // profiler changes what bounds it.
 void add_step_estimate(const Trace& trace, const CallTree& tree, TraceHealth& h) {
+  h.profiler_calibration = critical_path::profiler_cost_model_for(trace).source;
   try {
     const auto graph = critical_path::build_graph({{&trace, &tree, -1}});
     const auto recorded = critical_path::analyse(graph);
@@ -328,7 +330,8 @@ nlohmann::json to_json(const TraceHealth& h) {
       {"gpu_backlog_left_out_us_total", h.gpu_backlog_left_out_us},
       {"recorded_bound_by", h.recorded_bound_by},
       {"unprofiled_bound_by", h.unprofiled_bound_by},
-      {"profiler_note", h.profiler_note}};
+      {"profiler_note", h.profiler_note},
+      {"profiler_calibration", h.profiler_calibration}};
 }
 
 }  // namespace jarvis::insights

@@ -56,6 +56,9 @@ struct TraceHealth {
   // What the profiler did to the host, in words ("" when it changed little):
   // information beside the warnings, not a strike against the trace.
   std::string profiler_note;
+  // The profiler-cost model of the un-profiled estimate: "built-in" or this
+  // host's calibration (`jarvis calibrate`; critical_path/calibration.h).
+  std::string profiler_calibration = "built-in";
   std::string confidence;  // high / medium / low
   std::vector<std::string> warnings;
 };
