@@ -12,7 +12,8 @@ jobs="${2:-1}"
 build="${JARVIS_SAN_BUILD:-$repo/build-san}"
 cmake -S "$repo" -B "$build" -DJARVIS_FUZZ=ON -DJARVIS_SANITIZE=ON -DCMAKE_CXX_COMPILER=clang++ \
   -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -gline-tables-only -DNDEBUG" >/dev/null
-cmake --build "$build" -j"$(( $(nproc) + 1 ))" --target fuzz_jsonrpc fuzz_trace fuzz_gzip fuzz_snapshot fuzz_xlsx fuzz_xplane fuzz_nsys
+cmake --build "$build" -j"$(( $(nproc) + 1 ))" --target fuzz_jsonrpc fuzz_trace fuzz_gzip fuzz_snapshot fuzz_xlsx fuzz_xplane fuzz_nsys \
+  fuzz_critical_path fuzz_utf8 fuzz_worker_frames fuzz_sql_text
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 run() {  # target corpus... ; the first corpus directory receives new inputs
@@ -31,7 +32,7 @@ run() {  # target corpus... ; the first corpus directory receives new inputs
   grep -E "stat::number_of_executed_units|cov:|Done [0-9]+ runs" "$work/$target.log" | tail -3
 }
 # The targets run side by side, as many at once as there are cores (each is
-# one process): CI's 2 cores fuzz the six targets in half the wall time.
+# one process): CI's 2 cores fuzz the eleven targets in half the wall time.
 parallel="${FUZZ_PARALLEL:-$(nproc)}"
 launched=()
 launch() {  # like run, in the background; its output and status land in $work
@@ -40,12 +41,15 @@ launch() {  # like run, in the background; its output and status land in $work
   ( set +e; run "$@" >"$work/$target.out" 2>&1; echo $? >"$work/$target.rc" ) &
   launched+=("$target")
 }
-mkdir -p "$work/jsonrpc" "$work/trace" "$work/gzip" "$work/snapshot" "$work/xlsx" "$work/xplane" "$work/nsys"
+mkdir -p "$work/jsonrpc" "$work/trace" "$work/gzip" "$work/snapshot" "$work/xlsx" "$work/xplane" "$work/nsys" \
+  "$work/critical_path" "$work/utf8" "$work/worker_frames" "$work/sql_text"
 cp "$here"/corpus_jsonrpc/* "$work/jsonrpc/"
 cp "$here"/corpus_trace/* "$repo"/tests/malformed/*.json "$work/trace/"
 cp "$here"/corpus_gzip/* "$work/gzip/"
 cp "$here"/corpus_xlsx/* "$work/xlsx/"
 cp "$here"/corpus_xplane/* "$repo"/tests/malformed/xplane/*.pb "$work/xplane/"
+cp "$here"/corpus_critical_path/* "$here"/corpus_trace/* "$work/critical_path/"
+cp "$here"/corpus_worker_frames/* "$work/worker_frames/"
 launch fuzz_jsonrpc 4096 "$work/jsonrpc" "$here/corpus_jsonrpc"
 launch fuzz_trace 65536 "$work/trace"
 launch fuzz_gzip 65536 "$work/gzip"
@@ -54,6 +58,11 @@ launch fuzz_snapshot 262144 "$work/snapshot"
 launch fuzz_xlsx 65536 "$work/xlsx"
 launch fuzz_xplane 65536 "$work/xplane"
 launch fuzz_nsys 4096 "$work/nsys"
+launch fuzz_critical_path 65536 "$work/critical_path"
+launch fuzz_utf8 4096 "$work/utf8"
+launch fuzz_worker_frames 4096 "$work/worker_frames"
+# SQLite's own LIKE (the reference) backtracks: its arguments stay short.
+launch fuzz_sql_text 256 "$work/sql_text"
 wait
 status=0
 for target in "${launched[@]}"; do

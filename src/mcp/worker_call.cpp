@@ -27,21 +27,12 @@
 #include "base/forked_call.h"
 #include "base/forked_worker.h"
 #include "engine/engine.h"
+#include "mcp/worker_frames.h"
 
 namespace jarvis::mcp {
 namespace {
 
-// Frames on the pipe: one kind byte, an 8-byte length, a CBOR payload.
-// CBOR, not JSON text: names from a trace may be invalid UTF-8, which
-// json::dump refuses and CBOR carries as they are.
-enum Frame : char {
-  kProgress = 'p',
-  kLog = 'l',
-  kTimeLimit = 't',  // the handler's time-limited part starts: ToolContext::start_time_limit
-  kWritten = 'w',
-  kResult = 'r',
-  kError = 'e'
-};
+using Frame = WorkerFrameKind;
 
 bool write_all(int fd, const void* data, size_t size) {
   const char* p = static_cast<const char*>(data);
@@ -56,12 +47,8 @@ bool write_all(int fd, const void* data, size_t size) {
 }
 
 void send(int fd, Frame kind, const json& payload) {
-  const std::vector<uint8_t> body = json::to_cbor(payload);
-  char header[9];
-  header[0] = kind;
-  const uint64_t size = body.size();
-  std::memcpy(header + 1, &size, sizeof size);
-  if (!write_all(fd, header, sizeof header) || !write_all(fd, body.data(), body.size()))
+  const std::vector<uint8_t> frame = encode_worker_frame(kind, payload);
+  if (!write_all(fd, frame.data(), frame.size()))
     ::_exit(3);  // the server is gone: nobody to answer
 }
 
@@ -123,23 +110,23 @@ void close_inherited_sockets() {
   mark_forked_worker();
   const auto before = ctx.paths().written_state();
   ctx.on_progress = [fd](double done, double total, const std::string& message) {
-    send(fd, kProgress, {done, total, message});
+    send(fd, Frame::kProgress, {done, total, message});
   };
   ctx.on_log = [fd](LogLevel level, const std::string& message) {
-    send(fd, kLog, {static_cast<int>(level), message});
+    send(fd, Frame::kLog, {static_cast<int>(level), message});
   };
   ctx.on_client_request = [](const std::string& method, const json&) -> json {
     throw ToolError(fmt::format("{}: requests to the client are not sent from a worker", method));
   };
-  ctx.on_time_limit = [fd](int64_t ms) { send(fd, kTimeLimit, ms); };
+  ctx.on_time_limit = [fd](int64_t ms) { send(fd, Frame::kTimeLimit, ms); };
   ctx.cancel_flag_ = nullptr;  // the server kills a cancelled worker
   std::optional<json> result;
   try {
     result = result_to_json(handler(args, ctx), ctx.trace_caveats());
   } catch (const std::runtime_error& e) {
-    send(fd, kError, {e.what(), static_cast<int>(error_kind_of(e))});
+    send(fd, Frame::kError, {e.what(), static_cast<int>(error_kind_of(e))});
   } catch (const std::bad_alloc&) {
-    send(fd, kError,
+    send(fd, Frame::kError,
          {headroom > 0
               ? fmt::format("{} needed more memory than its worker process may take: {} MiB, "
                             "what the server's --max-memory budget had left when the call "
@@ -149,12 +136,12 @@ void close_inherited_sockets() {
               : fmt::format("{} ran out of memory in its worker process", tool),
           static_cast<int>(ErrorKind::Unsupported)});
   } catch (const std::exception& e) {
-    send(fd, kError,
+    send(fd, Frame::kError,
          {fmt::format("{} failed on this input: {}", tool, e.what()),
           static_cast<int>(error_kind_of(e))});
   }
-  send(fd, kWritten, written_added(before, ctx.paths().written_state()));
-  if (result) send(fd, kResult, *result);
+  send(fd, Frame::kWritten, written_added(before, ctx.paths().written_state()));
+  if (result) send(fd, Frame::kResult, *result);
   ::close(fd);
   ::_exit(0);  // no destructors, no atexit handlers: they belong to the server
 }
@@ -280,6 +267,7 @@ struct Received {
   std::optional<json> result, error;
   std::optional<int64_t> time_limit_ms;  // the limit the handler declared (kTimeLimit)
   bool killed_at_limit = false;          // killed kTimeLimitGrace past that limit
+  std::optional<std::string> malformed;  // it sent a frame that does not decode (then killed)
 };
 
 Received receive(int fd, pid_t pid, ToolContext& ctx, const std::atomic<bool>* cancelled,
@@ -287,7 +275,7 @@ Received receive(int fd, pid_t pid, ToolContext& ctx, const std::atomic<bool>* c
   using Clock = std::chrono::steady_clock;
   Received got;
   std::optional<Clock::time_point> kill_at;
-  std::vector<uint8_t> buffer;
+  WorkerFrameReader reader;
   bool killed = false;
   char chunk[1 << 16];
   for (;;) {
@@ -305,34 +293,31 @@ Received receive(int fd, pid_t pid, ToolContext& ctx, const std::atomic<bool>* c
     ssize_t n = ::read(fd, chunk, sizeof chunk);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) break;
-    buffer.insert(buffer.end(), chunk, chunk + n);
-    size_t at = 0;
-    while (buffer.size() - at >= 9) {
-      uint64_t size = 0;
-      std::memcpy(&size, buffer.data() + at + 1, sizeof size);
-      if (buffer.size() - at - 9 < size) break;
-      const char kind = static_cast<char>(buffer[at]);
-      json payload = json::from_cbor(buffer.begin() + static_cast<std::ptrdiff_t>(at + 9),
-                                     buffer.begin() + static_cast<std::ptrdiff_t>(at + 9 + size));
-      at += 9 + size;
-      if (kind == kProgress) {
+    for (WorkerFrame& frame : reader.feed(chunk, static_cast<size_t>(n))) {
+      json& payload = frame.payload;
+      if (frame.kind == Frame::kProgress) {
         ctx.report_progress(payload.at(0).get<double>(), payload.at(1).get<double>(),
                             payload.at(2).get<std::string>());
-      } else if (kind == kTimeLimit) {
+      } else if (frame.kind == Frame::kTimeLimit) {
         got.time_limit_ms = payload.get<int64_t>();
         kill_at = Clock::now() + std::chrono::milliseconds(*got.time_limit_ms) + kTimeLimitGrace;
-      } else if (kind == kLog) {
+      } else if (frame.kind == Frame::kLog) {
         ctx.log(static_cast<LogLevel>(payload.at(0).get<int>()), payload.at(1).get<std::string>());
-      } else if (kind == kWritten) {
+      } else if (frame.kind == Frame::kWritten) {
         ctx.paths().merge_written_state({payload.at("written").get<std::set<std::string>>(),
                                          payload.at("claimed").get<std::set<std::string>>()});
-      } else if (kind == kResult) {
+      } else if (frame.kind == Frame::kResult) {
         got.result = std::move(payload);
-      } else if (kind == kError) {
+      } else if (frame.kind == Frame::kError) {
         got.error = std::move(payload);
       }
     }
-    buffer.erase(buffer.begin(), buffer.begin() + static_cast<std::ptrdiff_t>(at));
+    if (reader.failed()) {
+      // Its memory is not what the server forked: nothing more it sends counts.
+      got.malformed = *reader.failed();
+      ::kill(pid, SIGKILL);
+      break;
+    }
   }
   return got;
 }
@@ -430,6 +415,11 @@ ToolResult call_in_worker(const ToolHandler& handler, const json& args, ToolCont
   int status = 0;
   while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
   }
+  if (got.malformed)
+    throw ToolError(fmt::format("{} failed in its worker process, which was stopped: {}; the "
+                                "server, its sessions and their loaded traces are unaffected",
+                                tool, *got.malformed),
+                    ErrorKind::Internal);
   if (got.error)
     throw ToolError(got.error->at(0).get<std::string>(),
                     static_cast<ErrorKind>(got.error->at(1).get<int>()));

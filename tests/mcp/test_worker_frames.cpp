@@ -1,0 +1,112 @@
+// The frames a forked worker sends its server (mcp/worker_frames.h): read in
+// pieces as a pipe hands them over, each payload checked for its kind's shape,
+// and a malformed frame ending the stream with the frames before it kept
+// (fuzz/fuzz_worker_frames.cpp checks the same properties on fuzzed bytes).
+#include <doctest/doctest.h>
+
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "mcp/worker_frames.h"
+
+namespace {
+// This file's own names (a unity build compiles several test files as one unit).
+namespace JARVIS_TEST_FILE {
+
+using jarvis::mcp::encode_worker_frame;
+using jarvis::mcp::WorkerFrame;
+using jarvis::mcp::WorkerFrameKind;
+using jarvis::mcp::WorkerFrameReader;
+using json = nlohmann::json;
+
+std::vector<uint8_t> operator+(std::vector<uint8_t> a, const std::vector<uint8_t>& b) {
+  a.insert(a.end(), b.begin(), b.end());
+  return a;
+}
+
+// A frame written by hand: kind byte, little-endian length, body.
+std::vector<uint8_t> raw_frame(char kind, const std::vector<uint8_t>& body) {
+  std::vector<uint8_t> out{static_cast<uint8_t>(kind)};
+  for (int k = 0; k < 8; ++k) out.push_back(static_cast<uint8_t>((body.size() >> (8 * k)) & 0xff));
+  return out + body;
+}
+
+TEST_CASE("worker frames: read whole or a byte at a time, invalid UTF-8 carried as it is") {
+  const json result = {{"structured", {{"name", "k\xff"}}},
+                       {"text", "one row"},
+                       {"content", nullptr},
+                       {"rows", json::array({{"/rows", 1}})},
+                       {"full_only", json::array()},
+                       {"next", nullptr},
+                       {"caveats", json::array({{{"trace", "t1"}}})}};
+  const auto stream = encode_worker_frame(WorkerFrameKind::kProgress, {1, 4, "loading"}) +
+                      encode_worker_frame(WorkerFrameKind::kTimeLimit, 2000) +
+                      encode_worker_frame(WorkerFrameKind::kResult, result);
+  // The header is the kind and the body's length; the body is CBOR.
+  CHECK(stream[0] == 'p');
+  uint64_t length = 0;
+  std::memcpy(&length, stream.data() + 1, 8);
+  CHECK(length == json::to_cbor(json{1, 4, "loading"}).size());
+  for (size_t piece : {stream.size(), size_t{1}, size_t{5}}) {
+    CAPTURE(piece);
+    WorkerFrameReader reader;
+    std::vector<WorkerFrame> frames;
+    for (size_t at = 0; at < stream.size(); at += piece)
+      for (auto& f : reader.feed(stream.data() + at, std::min(piece, stream.size() - at)))
+        frames.push_back(std::move(f));
+    REQUIRE(frames.size() == 3);
+    CHECK(frames[0].kind == WorkerFrameKind::kProgress);
+    CHECK(frames[0].payload == json{1, 4, "loading"});
+    CHECK(frames[1].payload == 2000);
+    CHECK(frames[2].payload["structured"]["name"].get<std::string>() == "k\xff");
+    CHECK_FALSE(reader.failed());
+    CHECK(reader.pending() == 0);
+  }
+}
+
+TEST_CASE("worker frames: a malformed frame ends the stream, the frames before it are kept") {
+  const auto good = encode_worker_frame(WorkerFrameKind::kLog, {2, "note"});
+  struct Bad {
+    const char* what;
+    std::vector<uint8_t> frame;
+    const char* reason;
+  };
+  const std::vector<Bad> cases = {
+      {"unknown kind", raw_frame('z', {0xf6}), "unknown kind 122"},
+      {"not CBOR", raw_frame('l', {0xff, 0x00}), "not CBOR"},
+      {"CBOR with bytes after it", raw_frame('t', {0x01, 0x02}), "not CBOR"},
+      {"a progress frame without its message",
+       encode_worker_frame(WorkerFrameKind::kProgress, {1, 2}), "progress frame"},
+      {"an error kind past ErrorKind", encode_worker_frame(WorkerFrameKind::kError, {"x", 9}),
+       "error frame"},
+      {"a log level past Emergency", encode_worker_frame(WorkerFrameKind::kLog, {8, "x"}),
+       "log frame"},
+      {"a result without caveats", encode_worker_frame(WorkerFrameKind::kResult, {{"text", "t"}}),
+       "without"},
+      {"a written list of numbers",
+       encode_worker_frame(WorkerFrameKind::kWritten,
+                           {{"written", {1}}, {"claimed", json::array()}}),
+       "written-files"},
+      {"a map declaring 2^63 entries (nlohmann throws whatever allow_exceptions says)",
+       raw_frame('r', {0xbb, 0x80, 0, 0, 0, 0, 0, 0, 0}), "not CBOR"},
+      {"a length past 4 GiB", raw_frame('r', {}) /* length patched below */, "payload of"},
+  };
+  for (Bad c : cases) {
+    CAPTURE(c.what);
+    if (std::string(c.reason) == "payload of") c.frame[1] = c.frame[5] = 1;  // 2^32 + 1 bytes
+    const auto stream = good + c.frame + good;
+    WorkerFrameReader reader;
+    const std::vector<WorkerFrame> frames = reader.feed(stream.data(), stream.size());
+    REQUIRE(frames.size() == 1);
+    CHECK(frames[0].payload == json{2, "note"});
+    REQUIRE(reader.failed());
+    CHECK(reader.failed()->find(c.reason) != std::string::npos);
+    CHECK(reader.failed()->find("at byte " + std::to_string(good.size())) != std::string::npos);
+    // Nothing more is read from a failed stream.
+    CHECK(reader.feed(good.data(), good.size()).empty());
+  }
+}
+
+}  // namespace JARVIS_TEST_FILE
+}  // namespace
