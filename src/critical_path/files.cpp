@@ -7,6 +7,7 @@
 #include "base/atomic_file.h"
 #include "critical_path/critical_path.h"
 #include "explore/input_format.h"
+#include "explore/trace_store.h"
 #include "report/table.h"
 #include "trace/loader.h"
 
@@ -85,6 +86,13 @@ Loaded load_graph(const std::vector<std::string>& paths,
   return out;
 }
 
+std::shared_ptr<const Graph> trace_graph(const LoadedTrace& entry) {
+  return entry.cached<Graph>("critical_path:graph", [&entry] {
+    const auto tree = trace_call_tree(entry);
+    return build_graph({{&entry.trace(), tree.get(), -1}});
+  });
+}
+
 nlohmann::json analysis_json(const Analysis& a, size_t top_n) {
   json iterations = json::array(), differing = json::array();
   for (const IterationResult& it : a.iterations) {
@@ -155,7 +163,15 @@ nlohmann::json what_if_json(const WhatIfResult& r, const Scenario& sc, size_t to
                    {"recorded_host", sc.recorded_host}};
   scenario["rank"] = sc.select.rank ? json(*sc.select.rank) : json();
   const double saved = r.measured_step_time_us - r.predicted_step_time_us;
+  constexpr size_t kMatchedShown = 20;
+  json matched = json::array();
+  for (size_t k = 0; k < r.matched_kernels.size() && k < kMatchedShown; ++k)
+    matched.push_back({{"name", r.matched_kernels[k].name},
+                       {"launches", r.matched_kernels[k].launches},
+                       {"time_us", r.matched_kernels[k].time_us}});
   return {{"summary", r.summary},
+          {"matched_kernels", matched},
+          {"matched_kernel_count", r.matched_kernels.size()},
           {"model", r.model},
           {"measured_step_time_us", r.measured_step_time_us},
           {"predicted_step_time_us", r.predicted_step_time_us},

@@ -273,6 +273,9 @@ using WhatIfSelector = critical_path::Selector;
 using HostRemoval = critical_path::HostRemoval;
 using critical_path::add_host_removal;
 using critical_path::load_graph;
+using CriticalPathGraph = critical_path::Graph;
+using HostRemovalMatch = critical_path::HostRemovalMatch;
+using critical_path::trace_graph;
 // Without the profiler's estimated host cost (the default), or as recorded.
 inline CriticalPathAnalysis critical_path_analysis(const critical_path::Graph& graph,
                                                    bool recorded_host = false) {

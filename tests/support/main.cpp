@@ -108,6 +108,54 @@ SkippedFiles files_needing_missing_shared(const std::string& copy) {
   return out;
 }
 
+// doctest's console reporter, except that a shard of the suite
+// (tests/run_shard.sh: --first/--last) prints its own counts. doctest 2.4
+// counts every test case that passes the filters as run and passed, and
+// those outside the shard's range as skipped, so each shard printed the whole
+// suite's totals. Here the test cases line counts those this run started;
+// the test cases the filters leave out are the suite's, counted by the first
+// shard only, so that the shards' lines add up to the suite's.
+struct ShardConsoleReporter : doctest::ConsoleReporter {
+  unsigned started = 0;
+  using doctest::ConsoleReporter::ConsoleReporter;
+  void test_case_start(const doctest::TestCaseData& in) override {
+    ++started;
+    doctest::ConsoleReporter::test_case_start(in);
+  }
+  void test_run_end(const doctest::TestRunStats& p) override {
+    if (started >= p.numTestCasesPassingFilters || opt.count || opt.list_test_cases) {
+      doctest::ConsoleReporter::test_run_end(p);
+      return;
+    }
+    doctest::TestRunStats own = p;
+    const unsigned filtered_out = p.numTestCases - p.numTestCasesPassingFilters;
+    own.numTestCasesPassingFilters = started;
+    own.numTestCases = started + (opt.first <= 1 ? filtered_out : 0);
+    doctest::ConsoleReporter::test_run_end(own);
+    std::fprintf(stdout,
+                 "[doctest] this shard: test cases %u-%u of the %u that pass the filters%s\n",
+                 std::max(opt.first, 1u), std::min(opt.last, p.numTestCasesPassingFilters),
+                 p.numTestCasesPassingFilters,
+                 filtered_out == 0 ? ""
+                 : opt.first <= 1  ? "; the skipped are those the filters leave out of the suite"
+                                  : "; those the filters leave out are counted by the first shard");
+    std::fflush(stdout);
+  }
+};
+DOCTEST_REGISTER_REPORTER("shard-console", 0, ShardConsoleReporter);
+
+// Whether the command line names its reporters (-r=, --reporters=, and
+// doctest's -dt- prefixed forms).
+bool names_reporters(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    if (arg.rfind("--", 0) == 0) arg = arg.substr(1);
+    if (arg.rfind("-dt-", 0) == 0) arg = "-" + arg.substr(4);
+    if (arg.rfind("-r=", 0) == 0 || arg.rfind("-reporters=", 0) == 0) return true;
+  }
+  return false;
+}
+
 }  // namespace
 
 // Without ../shared (a fresh clone) the suite runs on what the repository
@@ -134,6 +182,7 @@ int main(int argc, char** argv) {
                  configured.c_str(), fmt::format("{}", fmt::join(held, ", ")).c_str(),
                  skipped.files.size(), fmt::format("{}", fmt::join(skipped.folders, ", ")).c_str());
   }
+  if (!names_reporters(argc, argv)) context.setOption("reporters", "shard-console");
   context.applyCommandLine(argc, argv);
   return context.run();
 }

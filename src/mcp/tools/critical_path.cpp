@@ -9,9 +9,9 @@ using namespace cp_tools;
 
 ToolResult critical_path_tool(const json& args, ToolContext& ctx) {
   const std::string dir = out_dir(args, ctx);
-  auto loaded = load_ranks(args, ctx);
+  const JobGraph job = load_job(args, ctx);
   engine::CriticalPathAnalysis analysis =
-      engine::critical_path_analysis(loaded.graph, args.value("recorded_host", false));
+      engine::critical_path_analysis(job.graph(), args.value("recorded_host", false));
   json structured = engine::critical_path_json(analysis, args.at("top_n").get<size_t>());
   structured["files"] =
       write_files(ctx, dir, [&] { return engine::write_critical_path(analysis, dir); });

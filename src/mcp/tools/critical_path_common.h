@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <functional>
+#include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -11,6 +13,7 @@
 
 #include "engine/engine.h"
 #include "mcp/tool.h"
+#include "mcp/tools/trace_arg.h"
 
 namespace jarvis::mcp::cp_tools {
 
@@ -41,6 +44,23 @@ inline TraceCache::Reservation reserve_ranks(ToolContext& ctx,
   }
 }
 
+// The job a call is about: the ranks' traces parsed for it ("traces"), or a
+// loaded trace ("trace": its handle, a one-trace job; its parse and call
+// tree are the handle's, shared with the other tools).
+struct JobGraph {
+  std::optional<ReservedRanks> ranks;
+  std::shared_ptr<const LoadedTrace> entry;
+  std::shared_ptr<const CallTree> tree;
+  std::shared_ptr<const engine::CriticalPathGraph> entry_graph;
+
+  const engine::CriticalPathGraph& graph() const { return ranks ? ranks->graph : *entry_graph; }
+  engine::HostRemovalMatch add_host_removal(const engine::HostRemoval& rm,
+                                            engine::WhatIfScenario& sc) const {
+    if (ranks) return engine::add_host_removal(*ranks, rm, sc);
+    return engine::add_host_removal({{&entry->trace(), tree.get(), -1}}, *entry_graph, rm, sc);
+  }
+};
+
 inline ReservedRanks load_ranks(const json& args, ToolContext& ctx) {
   std::vector<std::string> paths;
   for (const auto& p : args.at("traces"))
@@ -66,6 +86,29 @@ inline ReservedRanks load_ranks(const json& args, ToolContext& ctx) {
   } catch (const TraceError& e) {
     throw ToolError(e.what());
   }
+}
+
+// "trace" or "traces", exactly one of them.
+inline JobGraph load_job(const json& args, ToolContext& ctx) {
+  const bool one = args.contains("trace"), several = args.contains("traces");
+  if (one == several)
+    throw ToolError(
+        "give either trace (a load_trace handle) or traces (the paths of one job's ranks)");
+  JobGraph job;
+  if (several) {
+    job.ranks.emplace(load_ranks(args, ctx));
+    return job;
+  }
+  job.entry = trace_arg(args, ctx);
+  job.tree = engine::trace_call_tree(*job.entry);
+  try {
+    job.entry_graph = engine::trace_graph(*job.entry);
+  } catch (const engine::CriticalPathError& e) {
+    throw ToolError(e.what());
+  } catch (const engine::CollectiveError& e) {
+    throw ToolError(fmt::format("the trace's collectives cannot be matched: {}", e.what()));
+  }
+  return job;
 }
 
 inline std::string out_dir(const json& args, ToolContext& ctx) {

@@ -30,7 +30,10 @@ bool default_reply(const json& args) {
 size_t brief_row_bytes(json row) {
   row.erase("uids");
   row.erase("kernel_names");
-  if (row.contains("what_if") && row["what_if"].is_object()) row["what_if"].erase("kernel_uids");
+  if (row.contains("what_if") && row["what_if"].is_object()) {
+    row["what_if"].erase("kernel_uids");
+    row["what_if"].erase("remove_uids");
+  }
   return row.dump().size() + 1;
 }
 
@@ -60,6 +63,9 @@ ToolResult insights_tool(const json& args, ToolContext& ctx) {
     if (!rule.empty() && i.rule != rule) continue;
     if (++matched > top_n || full_rows) continue;
     json row = engine::to_json(i);
+    // Ready to pass to what_if as it stands: the trace is this handle.
+    if (row.contains("what_if") && row["what_if"].is_object())
+      row["what_if"]["trace"] = entry->handle();
     row["uid_count"] = i.uids.size();
     row["kernel_count"] = i.kernel_names.size();
     if (brief) {
@@ -90,14 +96,14 @@ ToolResult insights_tool(const json& args, ToolContext& ctx) {
       {"insight_count", matched},    {"insights", rows}};
   if (!rows.empty() && args.value("detail", std::string("rows")) != "full")
     text +=
-        "(each insight's uids, kernel names and a GPU finding's what_if kernel_uids: "
+        "(each insight's uids, kernel names and its what_if's kernel_uids / remove_uids: "
         "detail=full; counts in uid_count, kernel_count)\n";
   ToolResult out{result, text};
   out.rows("/insights", matched);  // a cut by bytes or limit is reported as `truncated`
   // The op and kernel lists were most of a reply (12 insights, 38.7 KB):
   // counted by default, listed with detail=full (issue 64 point 4).
   out.full_only = {"/insights/*/uids", "/insights/*/kernel_names",
-                   "/insights/*/what_if/kernel_uids"};
+                   "/insights/*/what_if/kernel_uids", "/insights/*/what_if/remove_uids"};
   if (!rows.empty() && !rows[0]["uids"].empty())
     out.suggest("parent_chain", {{"trace", entry->handle()}, {"uid", rows[0]["uids"][0]}},
                 "the call stack behind the top insight");

@@ -51,11 +51,11 @@ ToolResult what_if_tool(const json& args, ToolContext& ctx) {
   engine::WhatIfScenario sc = scenario(args);
   const engine::HostRemoval rm = removal(args);
   const std::string dir = out_dir(args, ctx);
-  auto loaded = load_ranks(args, ctx);
+  const JobGraph job = load_job(args, ctx);
   engine::WhatIfResult result;
   try {
-    engine::add_host_removal(loaded, rm, sc);
-    result = engine::what_if(loaded.graph, sc);
+    if (!rm.empty()) job.add_host_removal(rm, sc);
+    result = engine::what_if(job.graph(), sc);
   } catch (const engine::CriticalPathError& e) {
     throw ToolError(e.what());
   }
