@@ -353,8 +353,10 @@ Analysis analyse_unprofiled(const Graph& graph);
 struct Selector {
   std::optional<int64_t> rank;
   std::string category;  // perf category ("gemm" names GEMM), or communication / host
-  std::string op;        // substring of the launching op, case-insensitive
-  std::string kernel;    // substring of the kernel name, case-insensitive
+  // The launching op's and the kernel's name, case-insensitive: a whole name
+  // of the graph selects that name only, any other text is a substring.
+  std::string op;
+  std::string kernel;
   // These GPU events only (their UIDs in the rank's trace), when not empty.
   std::vector<Uid> gpu_uids;
   bool empty() const {
