@@ -27,10 +27,6 @@
 #include "trace/trace.h"
 #include "tree/call_tree.h"
 
-namespace jarvis {
-class LoadedTrace;
-}
-
 namespace jarvis::critical_path {
 
 // The input cannot give a graph (no GPU work, ranks that cannot be joined,
@@ -353,10 +349,8 @@ Analysis analyse_unprofiled(const Graph& graph);
 struct Selector {
   std::optional<int64_t> rank;
   std::string category;  // perf category ("gemm" names GEMM), or communication / host
-  // The launching op's and the kernel's name, case-insensitive: a whole name
-  // of the graph selects that name only, any other text is a substring.
-  std::string op;
-  std::string kernel;
+  std::string op;        // substring of the launching op, case-insensitive
+  std::string kernel;    // substring of the kernel name, case-insensitive
   // These GPU events only (their UIDs in the rank's trace), when not empty.
   std::vector<Uid> gpu_uids;
   bool empty() const {
@@ -396,14 +390,6 @@ struct Scenario {
   bool recorded_host = false;
 };
 
-// A kernel name a selection took: its launches and their time (all
-// iterations, before the change).
-struct MatchedKernel {
-  std::string name;
-  size_t launches = 0;
-  double time_us = 0;
-};
-
 struct WhatIfResult {
   // The step the change starts from: the un-profiled estimate by default
   // (the recorded step with Scenario::recorded_host), and after the change.
@@ -415,10 +401,6 @@ struct WhatIfResult {
   double predicted_profiled_step_time_us = 0;
   std::string model = "unprofiled";
   size_t selected_nodes = 0;
-  // The distinct kernel names the selected GPU ops run, most time first: a
-  // name text that is not a whole name is a substring and may take more
-  // kernels than meant.
-  std::vector<MatchedKernel> matched_kernels;
   std::map<int64_t, double> factor_by_rank;  // the factors applied
   Analysis predicted;                        // the new critical path
   std::vector<std::string> changes;          // what the scenario changed, in words
@@ -431,6 +413,26 @@ struct WhatIfResult {
 };
 
 WhatIfResult what_if(const Graph& graph, const Scenario& scenario);
+
+// What every what-if on one graph starts from, computed once (what_if_base)
+// and reused by each scenario on it: the un-profiled schedule
+// (unprofiled_times) with its step and its bounds, and the recorded step.
+// A what-if on a base gives what what_if(graph, scenario) gives; insights
+// sizes each of its findings on the one base of its step model.
+struct WhatIfBase {
+  std::vector<double> dur, lag;  // unprofiled_times (empty: a recorded-host base)
+  double step_time_us = 0;       // analyse(graph, dur, lag)
+  std::string bounds;            // what bounds its iterations ("gpu", "host x3/gpu")
+  double recorded_step_time_us = 0;
+  std::string recorded_bounds;
+};
+// `unprofiled` false: the recorded step alone (enough for Scenario::recorded_host).
+WhatIfBase what_if_base(const Graph& graph, bool unprofiled = true);
+// `profiled_prediction` false: the prediction on the recorded host is not
+// replayed (recorded_step_time_us and predicted_profiled_step_time_us stay
+// 0 and the summary omits them): one replay of the graph per scenario.
+WhatIfResult what_if(const Graph& graph, const Scenario& scenario, const WhatIfBase& base,
+                     bool profiled_prediction = true);
 
 // Host work an agent proposes to take out ("drop these .item() calls", "no
 // tokenizer in the loop"): host events named exactly (cpu_op, user
@@ -478,11 +480,6 @@ HostRemovalMatch add_host_removal(const Loaded& loaded, const HostRemoval& remov
 // builds the graph. progress(done, total) after each load; false cancels.
 Loaded load_graph(const std::vector<std::string>& paths,
                   const std::function<bool(size_t, size_t)>& progress = {});
-
-// The graph of a loaded trace (a one-trace job), built on first use from its
-// cached call tree and cached on the entry for the calls after it. Throws as
-// build_graph.
-std::shared_ptr<const Graph> trace_graph(const LoadedTrace& entry);
 
 nlohmann::json analysis_json(const Analysis& analysis, size_t top_n);
 nlohmann::json what_if_json(const WhatIfResult& result, const Scenario& scenario, size_t top_n);

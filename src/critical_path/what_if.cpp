@@ -19,33 +19,8 @@ namespace {
 
 using pycompat::ascii_icontains;
 
-bool what_if_same_name(std::string_view a, std::string_view b) {
-  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
-           return std::tolower(static_cast<unsigned char>(x)) ==
-                  std::tolower(static_cast<unsigned char>(y));
-         });
-}
-
-// How the op and kernel texts of a selector match: a text that is the whole
-// name of some GPU op of the graph selects that name only ("Nhwc..." given
-// in full does not also take the convolutions whose names contain it);
-// otherwise it is a substring.
-struct NameMatch {
-  bool op_whole = false, kernel_whole = false;
-};
-
-NameMatch name_match(const Graph& g, const Selector& sel) {
-  NameMatch m;
-  if (sel.op.empty() && sel.kernel.empty()) return m;
-  for (const Label& l : g.labels) {
-    if (!sel.op.empty() && what_if_same_name(l.op, sel.op)) m.op_whole = true;
-    if (!sel.kernel.empty() && what_if_same_name(l.kernel, sel.kernel)) m.kernel_whole = true;
-  }
-  return m;
-}
-
 // The selector without its rank: GPU ops and collective instances.
-bool matches_what(const Graph& g, uint32_t n, const Selector& sel, const NameMatch& how) {
+bool matches_what(const Graph& g, uint32_t n, const Selector& sel) {
   const Node& node = g.nodes[n];
   if (node.kind != NodeKind::Gpu && node.kind != NodeKind::CollJoin) return false;
   if (!sel.gpu_uids.empty() &&
@@ -54,30 +29,8 @@ bool matches_what(const Graph& g, uint32_t n, const Selector& sel, const NameMat
     return false;
   const Label& l = g.labels[node.label];
   if (!sel.category.empty() && !perf::category_named_by(l.category, sel.category)) return false;
-  if (!sel.op.empty() &&
-      !(how.op_whole ? what_if_same_name(l.op, sel.op) : ascii_icontains(l.op, sel.op)))
-    return false;
-  return sel.kernel.empty() || (how.kernel_whole ? what_if_same_name(l.kernel, sel.kernel)
-                                                 : ascii_icontains(l.kernel, sel.kernel));
-}
-
-// The distinct kernel names a selection took, most time first.
-std::vector<MatchedKernel> matched_kernels(const Graph& g, const std::vector<uint32_t>& nodes) {
-  std::map<std::string, MatchedKernel> by_name;
-  for (uint32_t n : nodes) {
-    const Node& node = g.nodes[n];
-    const Label& l = g.labels[node.label];
-    MatchedKernel& m = by_name[l.kernel];
-    m.name = l.kernel;
-    ++m.launches;
-    m.time_us += node.dur;
-  }
-  std::vector<MatchedKernel> out;
-  for (auto& [name, m] : by_name) out.push_back(std::move(m));
-  std::stable_sort(out.begin(), out.end(), [](const MatchedKernel& a, const MatchedKernel& b) {
-    return a.time_us > b.time_us;
-  });
-  return out;
+  if (!sel.op.empty() && !ascii_icontains(l.op, sel.op)) return false;
+  return sel.kernel.empty() || ascii_icontains(l.kernel, sel.kernel);
 }
 
 std::string describe(const Selector& sel) {
@@ -112,10 +65,9 @@ void scale_selection(const Graph& g, const Scenario& sc, std::vector<double>& du
                      WhatIfResult& out) {
   Selector sel = sc.select;
   std::sort(sel.gpu_uids.begin(), sel.gpu_uids.end());
-  const NameMatch how = name_match(g, sel);
   std::vector<uint32_t> what;
   for (uint32_t n = 0; n < g.nodes.size(); ++n)
-    if (matches_what(g, n, sel, how)) what.push_back(n);
+    if (matches_what(g, n, sel)) what.push_back(n);
   if (sc.select.rank && !std::count(g.ranks.begin(), g.ranks.end(), *sc.select.rank))
     throw CriticalPathError(fmt::format("rank {} is not among the traces' ranks ({})",
                                         *sc.select.rank, fmt::join(g.ranks, ", ")));
@@ -123,7 +75,6 @@ void scale_selection(const Graph& g, const Scenario& sc, std::vector<double>& du
     throw CriticalPathError(
         "kernel uids name events of one trace: give the rank they belong to with the uids");
   std::map<int64_t, double> factor;
-  std::vector<uint32_t> changed;
   if (sc.median_rank) {
     factor = median_factors(g, what, sc.select);
   } else {
@@ -144,7 +95,6 @@ void scale_selection(const Graph& g, const Scenario& sc, std::vector<double>& du
     if (it == factor.end()) continue;
     dur[n] *= it->second;
     ++out.selected_nodes;
-    changed.push_back(n);
   }
   if (out.selected_nodes == 0)
     throw CriticalPathError(
@@ -155,25 +105,6 @@ void scale_selection(const Graph& g, const Scenario& sc, std::vector<double>& du
   for (const auto& [r, f] : factor)
     out.changes.push_back(
         fmt::format("{} on rank {}: durations x {:.4g}", describe(sc.select), r, f));
-  // A name text is a substring unless it is a whole name: say what it took
-  // (issue 73 point 7: "Nhwc" also took the convolutions).
-  out.matched_kernels = matched_kernels(g, changed);
-  const bool by_text =
-      (!sel.kernel.empty() && !how.kernel_whole) || (!sel.op.empty() && !how.op_whole);
-  if (by_text) {
-    std::vector<std::string> names;
-    for (size_t k = 0; k < out.matched_kernels.size() && k < 5; ++k)
-      names.push_back(fmt::format("{} ({} launches, {:.1f} us)",
-                                  out.matched_kernels[k].name.substr(0, 100),
-                                  out.matched_kernels[k].launches, out.matched_kernels[k].time_us));
-    const size_t more = out.matched_kernels.size() - names.size();
-    out.changes.push_back(fmt::format(
-        "{} matched {} different kernel{} ({} launches; a whole name selects that kernel only): "
-        "{}{}",
-        describe(sc.select), out.matched_kernels.size(), out.matched_kernels.size() == 1 ? "" : "s",
-        out.selected_nodes, fmt::join(names, "; "),
-        more ? fmt::format("; and {} more", more) : std::string()));
-  }
 }
 
 void overlap_collectives(const Graph& g, const std::string& which, std::vector<double>& dur,
@@ -402,7 +333,8 @@ std::string bounds_of(const Analysis& a) {
 
 // One line: the change, the step before and after, how much of the removed
 // time reached the step, and what bounds the step before and after.
-std::string summary_line(const Analysis& measured, const WhatIfResult& r) {
+std::string summary_line(const std::string& measured_bounds, const WhatIfResult& r,
+                         bool profiled_prediction) {
   const double saved = r.measured_step_time_us - r.predicted_step_time_us;
   std::string reached =
       r.removed_us > 0
@@ -416,7 +348,8 @@ std::string summary_line(const Analysis& measured, const WhatIfResult& r) {
                       c.op.empty() ? c.kernel : c.op, 100 * c.share);
   }
   const std::string model =
-      r.model == kModelUnprofiled
+      r.model == kModelUnprofiled && !profiled_prediction ? " without the profiler"
+      : r.model == kModelUnprofiled
           ? fmt::format(
                 " without the profiler (recorded step {:.1f} us, profiled prediction "
                 "{:.1f} us)",
@@ -426,7 +359,7 @@ std::string summary_line(const Analysis& measured, const WhatIfResult& r) {
                      fmt::join(r.changes, "; "), r.measured_step_time_us, r.predicted_step_time_us,
                      model,
                      r.measured_step_time_us > 0 ? -100 * saved / r.measured_step_time_us : 0.0,
-                     reached, bounds_of(measured), bounds_of(r.predicted), top);
+                     reached, measured_bounds, bounds_of(r.predicted), top);
 }
 
 }  // namespace
@@ -448,6 +381,24 @@ void apply(const Graph& g, const Scenario& sc, bool scales, std::vector<double>&
 }  // namespace
 
 WhatIfResult what_if(const Graph& g, const Scenario& sc) {
+  return what_if(g, sc, what_if_base(g, !sc.recorded_host));
+}
+
+WhatIfBase what_if_base(const Graph& g, bool unprofiled) {
+  WhatIfBase base;
+  const Analysis recorded = analyse(g);
+  base.recorded_step_time_us = recorded.step_time_us;
+  base.recorded_bounds = bounds_of(recorded);
+  if (!unprofiled) return base;
+  unprofiled_times(g, base.dur, base.lag);
+  const Analysis measured = analyse(g, base.dur, base.lag);
+  base.step_time_us = measured.step_time_us;
+  base.bounds = bounds_of(measured);
+  return base;
+}
+
+WhatIfResult what_if(const Graph& g, const Scenario& sc, const WhatIfBase& base,
+                     bool profiled_prediction) {
   // A rank alone scopes a host removal; with nothing else it changes nothing.
   const Selector& sel = sc.select;
   const bool selects = !sel.category.empty() || !sel.op.empty() || !sel.kernel.empty() ||
@@ -461,41 +412,45 @@ WhatIfResult what_if(const Graph& g, const Scenario& sc) {
   if (!(sc.factor > 0) || !std::isfinite(sc.factor))
     throw CriticalPathError(fmt::format("factor must be a positive number, got {}", sc.factor));
   WhatIfResult out;
-  // The recorded host, changed.
-  std::vector<double> rec_dur, rec_lag;
-  for (const Node& n : g.nodes) rec_dur.push_back(n.dur);
-  for (const Edge& e : g.edges) rec_lag.push_back(e.lag);
-  WhatIfResult recorded_changes;
-  apply(g, sc, scales, rec_dur, rec_lag, recorded_changes);
-  const Analysis recorded = analyse(g);
-  out.recorded_step_time_us = recorded.step_time_us;
-  out.predicted_profiled_step_time_us = analyse(g, rec_dur, rec_lag).step_time_us;
   if (sc.recorded_host) {
-    out = recorded_changes;
-    out.recorded_step_time_us = recorded.step_time_us;
-    out.predicted_profiled_step_time_us = analyse(g, rec_dur, rec_lag).step_time_us;
+    std::vector<double> rec_dur, rec_lag;
+    for (const Node& n : g.nodes) rec_dur.push_back(n.dur);
+    for (const Edge& e : g.edges) rec_lag.push_back(e.lag);
+    apply(g, sc, scales, rec_dur, rec_lag, out);
     out.model = kModelRecorded;
     out.removed_us =
         removed_per_iteration(g, rec_dur, rec_lag) + sync_waits_per_iteration(g, sc.remove_syncs);
-    out.measured_step_time_us = recorded.step_time_us;
+    out.recorded_step_time_us = base.recorded_step_time_us;
+    out.measured_step_time_us = base.recorded_step_time_us;
     out.predicted = analyse(g, rec_dur, rec_lag);
     out.predicted_step_time_us = out.predicted.step_time_us;
-    out.summary = summary_line(recorded, out);
+    out.predicted_profiled_step_time_us = out.predicted_step_time_us;
+    out.summary = summary_line(base.recorded_bounds, out, true);
     return out;
   }
+  if (base.dur.size() != g.nodes.size() || base.lag.size() != g.edges.size())
+    throw CriticalPathError("the what-if's base is not of this graph (what_if_base)");
+  // The recorded host, changed: the prediction on the profiled host beside
+  // the un-profiled one.
+  if (profiled_prediction) {
+    std::vector<double> rec_dur, rec_lag;
+    for (const Node& n : g.nodes) rec_dur.push_back(n.dur);
+    for (const Edge& e : g.edges) rec_lag.push_back(e.lag);
+    WhatIfResult recorded_changes;
+    apply(g, sc, scales, rec_dur, rec_lag, recorded_changes);
+    out.recorded_step_time_us = base.recorded_step_time_us;
+    out.predicted_profiled_step_time_us = analyse(g, rec_dur, rec_lag).step_time_us;
+  }
   // The un-profiled host (the default), changed.
-  std::vector<double> base_dur, base_lag;
-  unprofiled_times(g, base_dur, base_lag);
-  std::vector<double> dur = base_dur, lag = base_lag;
+  std::vector<double> dur = base.dur, lag = base.lag;
   apply(g, sc, scales, dur, lag, out);
   out.model = kModelUnprofiled;
-  out.removed_us = removed_per_iteration(g, base_dur, base_lag, dur, lag) +
+  out.removed_us = removed_per_iteration(g, base.dur, base.lag, dur, lag) +
                    sync_waits_per_iteration(g, sc.remove_syncs);
-  const Analysis base = analyse(g, base_dur, base_lag);
   out.measured_step_time_us = base.step_time_us;
   out.predicted = analyse(g, dur, lag);
   out.predicted_step_time_us = out.predicted.step_time_us;
-  out.summary = summary_line(base, out);
+  out.summary = summary_line(base.bounds, out, profiled_prediction);
   return out;
 }
 

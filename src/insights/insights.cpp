@@ -2,10 +2,12 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <set>
 
 #include <fmt/format.h>
 
+#include "base/phase_timer.h"
 #include "insights/idle_gaps.h"
 #include "insights/rules_internal.h"
 #include "perf/perf_model.h"
@@ -115,10 +117,16 @@ std::string gemm_label(const report::PerfOpRow& row, const GemmDims& d) {
   return fmt::format("{} {}({}, {}) x ({}, {})", row.name, batch, d.m, d.k, d.k, d.n);
 }
 
+critical_path::WhatIfResult step_what_if(const InsightContext& c,
+                                         const critical_path::Scenario& change) {
+  return critical_path::what_if(c.step->graph, change, c.step->what_if_base,
+                                /*profiled_prediction=*/false);
+}
+
 double step_saving_total_us(const InsightContext& c, const critical_path::Scenario& change) {
   if (!c.step) return 0;
   try {
-    const auto r = critical_path::what_if(c.step->graph, change);
+    const auto r = step_what_if(c, change);
     return std::max(0.0, r.measured_step_time_us - r.predicted_step_time_us) *
            static_cast<double>(c.step->measured.iterations.size());
   } catch (const std::runtime_error&) {  // nothing the change selects
@@ -341,10 +349,21 @@ std::shared_ptr<const InsightContext::StepModel> build_step_model(const Trace& t
                                                                   const CallTree& tree) {
   try {
     auto model = std::make_shared<InsightContext::StepModel>();
-    model->graph = critical_path::build_graph({{&trace, &tree, -1}});
+    {
+      PhaseTimer t("insights/step_model/build_graph");
+      model->graph = critical_path::build_graph({{&trace, &tree, -1}});
+    }
     if (model->graph.iterations.empty()) return nullptr;
-    model->recorded = critical_path::analyse(model->graph);
-    model->measured = critical_path::analyse_unprofiled(model->graph);
+    {
+      PhaseTimer t("insights/step_model/recorded");
+      model->recorded = critical_path::analyse(model->graph);
+    }
+    {
+      PhaseTimer t("insights/step_model/unprofiled");
+      model->measured = critical_path::analyse_unprofiled(model->graph);
+    }
+    PhaseTimer t("insights/step_model/what_if_base");
+    model->what_if_base = critical_path::what_if_base(model->graph);
     return model;
   } catch (const std::runtime_error&) {  // CriticalPathError, CollectiveError
     return nullptr;                      // the rules fall back to the trace's own times
@@ -355,8 +374,14 @@ std::shared_ptr<const InsightContext::StepModel> build_step_model(const Trace& t
 
 InsightContext make_context(const Trace& trace, const CallTree& tree, const GpuArch* arch,
                             const GpuTimeline* timeline) {
-  InsightContext c{trace, tree, arch, report::unified_perf_rows(trace, tree, arch), 0, {}, {}, {}};
+  std::vector<report::PerfOpRow> rows;
+  {
+    PhaseTimer t("insights/context/perf_rows");
+    rows = report::unified_perf_rows(trace, tree, arch);
+  }
+  InsightContext c{trace, tree, arch, std::move(rows), 0, {}, {}, {}};
   for (const auto& r : c.rows) c.total_kernel_time_us += r.kernel_time_us;
+  std::optional<PhaseTimer> timeline_timer(std::in_place, "insights/context/timeline");
   if (timeline) {
     c.timeline = *timeline;
   } else {
@@ -366,6 +391,7 @@ InsightContext make_context(const Trace& trace, const CallTree& tree, const GpuA
       // No GPU events: the trace-level rules have nothing to say.
     }
   }
+  timeline_timer.reset();
   c.gpu_name = trace.gpu_name();
   c.step = build_step_model(trace, tree);
   return c;
@@ -412,11 +438,20 @@ void add_where(const InsightContext& c, Insight& i) {
 
 std::vector<Insight> run_insights(const InsightContext& context) {
   std::vector<Insight> out;
-  for (const auto& rule : kRules) rule.fn(context, out);
-  for (Insight& i : out) add_where(context, i);
-  out = claim_recoverable_time(context, std::move(out));
-  fold_one_change(context, out);
-  size_step_savings(context, out);
+  for (const auto& rule : kRules) {
+    PhaseTimer t(profile_phases_enabled() ? std::string("insights/rule/") + rule.id : "");
+    rule.fn(context, out);
+  }
+  {
+    PhaseTimer t("insights/where+claim+fold");
+    for (Insight& i : out) add_where(context, i);
+    out = claim_recoverable_time(context, std::move(out));
+    fold_one_change(context, out);
+  }
+  {
+    PhaseTimer t("insights/step_savings");
+    size_step_savings(context, out);
+  }
   const size_t steps =
       context.step ? std::max<size_t>(1, context.step->measured.iterations.size()) : 1;
   for (Insight& i : out) i.steps = steps;
@@ -462,7 +497,7 @@ void size_step_savings(const InsightContext& context, std::vector<Insight>& insi
     // nanosecond left.
     constexpr double kSmallestFactor = 1e-6;
     change.factor = std::clamp(1.0 - *i.recoverable_us / gpu_time, kSmallestFactor, 1.0);
-    const auto r = critical_path::what_if(model.graph, change);
+    const auto r = detail::step_what_if(context, change);
     i.step_saving_us =
         std::max(0.0, r.measured_step_time_us - r.predicted_step_time_us) * iterations;
     // The what_if tool's arguments that replay this sizing (its saved_us is

@@ -51,6 +51,12 @@ namespace detail {
 // not TF32 or a lower precision on tensor cores.
 bool is_fp32_simt_gemm_kernel(std::string_view name);
 
+// A what-if on the step model's graph from its one base (c.step->what_if_base):
+// the un-profiled prediction alone, one replay (no prediction on the
+// profiled host). Needs c.step.
+critical_path::WhatIfResult step_what_if(const InsightContext& c,
+                                         const critical_path::Scenario& change);
+
 // The step model's what-if saving, summed over the iterations (0 without a
 // step model or when the change saves nothing).
 double step_saving_total_us(const InsightContext& c, const critical_path::Scenario& change);

@@ -1,0 +1,235 @@
+#!/usr/bin/env python3
+"""The agent's first answer against the report on the same trace (issue 75).
+
+Tiles the GPT-2 trace of ../shared/hw_pairs (x4 and x32; x256, 1.3 GB of JSON,
+with --big) into a temporary directory, measures the single-threaded floor
+(gunzip + a simdjson pass, from jarvis_bench in the same run), then the wall
+time and peak RSS of `jarvis report`, `jarvis insights`, `jarvis
+critical-path` and the MCP first answer: `load_trace` (its health block with
+the un-profiled estimate) and `insights` over HTTP on a server with workers
+(--isolate-calls on, the HTTP default), then `insights` again in the same
+session (what a second call pays). Each cell is the best of --repeat runs, in
+a fresh process each (the server: a fresh server each); its ratio to the
+report is beside it.
+
+  cold: no snapshot (JARVIS_NO_SNAPSHOT=1): every run parses the JSON.
+  warm: the trace's snapshot exists (a primed JARVIS_CACHE_DIR in the temp dir).
+
+Peak RSS: the child's ru_maxrss from wait4 for the CLI; for the server, the
+largest sum of the RSS of the server and its worker processes sampled every
+10 ms from /proc (a worker's pages shared with the server counted twice: an
+upper bound), and the server's own VmHWM.
+
+    bench/first_answer.py [--build /work/build] [--repeat 3] [--big] [--tmp DIR]
+                          [--modes cold,warm]
+"""
+from __future__ import annotations
+
+import argparse
+import http.client
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+
+
+def run_measured(cmd: list[str], env: dict) -> tuple[float, float]:
+    """Wall seconds and peak RSS (MB) of one run of `cmd`."""
+    start = time.perf_counter()
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
+    _, status, usage = os.wait4(proc.pid, 0)
+    wall = time.perf_counter() - start
+    err = proc.stderr.read().decode(errors="replace")
+    proc.stderr.close()
+    if os.waitstatus_to_exitcode(status) != 0:
+        sys.exit(f"{' '.join(cmd)} failed: {err[-2000:]}")
+    return wall, usage.ru_maxrss / 1024.0
+
+
+def tree_rss_mb(pid: int) -> float:
+    """RSS of `pid` and its children (one level: the server's workers), MB."""
+    total = 0
+    pids = [pid]
+    try:
+        for task in os.listdir(f"/proc/{pid}/task"):
+            with open(f"/proc/{pid}/task/{task}/children") as f:
+                pids += [int(c) for c in f.read().split()]
+    except OSError:
+        pass
+    for p in pids:
+        try:
+            with open(f"/proc/{p}/statm") as f:
+                total += int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+        except OSError:
+            pass
+    return total / 2**20
+
+
+def vm_hwm_mb(pid: int) -> float:
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmHWM"):
+                return int(line.split()[1]) / 1024.0
+    return 0.0
+
+
+class HttpServer:
+    """`jarvis serve --http` with workers (--isolate-calls on)."""
+
+    def __init__(self, jarvis: str, root: str, env: dict):
+        self.proc = subprocess.Popen(
+            [jarvis, "serve", "--http", "127.0.0.1:0", "--root", root, "--isolate-calls", "on"],
+            stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True, env=env)
+        line = self.proc.stderr.readline()
+        self.port = int(line.rsplit(":", 1)[1].split("/")[0])
+        threading.Thread(target=self.proc.stderr.read, daemon=True).start()  # drain
+        self.peak = 0.0
+        self.stop = False
+        self.sampler = threading.Thread(target=self.sample, daemon=True)
+        self.sampler.start()
+        self.sid = None
+        self.next_id = 0
+        self.sid, _ = self.post("initialize", {"protocolVersion": "2025-11-25", "capabilities": {},
+                                               "clientInfo": {"name": "bench", "version": "0"}})
+
+    def sample(self):
+        while not self.stop:
+            self.peak = max(self.peak, tree_rss_mb(self.proc.pid))
+            time.sleep(0.01)
+
+    def post(self, method: str, params: dict):
+        self.next_id += 1
+        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=600)
+        headers = {"Content-Type": "application/json", "Accept": "application/json"}
+        if self.sid:
+            headers["Mcp-Session-Id"] = self.sid
+        body = {"jsonrpc": "2.0", "id": self.next_id, "method": method, "params": params}
+        conn.request("POST", "/mcp", body=json.dumps(body), headers=headers)
+        reply = conn.getresponse()
+        data = json.loads(reply.read() or b"null")
+        return reply.getheader("Mcp-Session-Id"), data
+
+    def call(self, tool: str, args: dict) -> tuple[float, dict]:
+        start = time.perf_counter()
+        _, reply = self.post("tools/call", {"name": tool, "arguments": args})
+        seconds = time.perf_counter() - start
+        result = reply.get("result", {})
+        if "error" in reply or result.get("isError"):
+            sys.exit(f"{tool} failed: {json.dumps(reply)[:2000]}")
+        return seconds, result
+
+    def close(self) -> tuple[float, float]:
+        """(peak RSS of server + workers, the server's own VmHWM), MB."""
+        hwm = vm_hwm_mb(self.proc.pid)
+        self.stop = True
+        self.sampler.join()
+        self.proc.terminate()
+        self.proc.wait(timeout=60)
+        return self.peak, hwm
+
+
+def mcp_first_answer(jarvis: str, trace: str, env: dict) -> dict:
+    server = HttpServer(jarvis, os.path.dirname(trace), env)
+    load_s, loaded = server.call("load_trace", {"path": os.path.basename(trace)})
+    handle = loaded["structuredContent"]["trace"]
+    insights_s, _ = server.call("insights", {"trace": handle})
+    again_s, _ = server.call("insights", {"trace": handle})
+    peak, hwm = server.close()
+    return {"load": load_s, "insights": insights_s, "again": again_s, "peak": peak, "hwm": hwm}
+
+
+def floor_of(bench: str, jarvis: str, trace: str, repeat: int) -> tuple[float, float]:
+    """The floor (gunzip + parse, one thread) wall s, and the JSON's MB, from jarvis_bench."""
+    out = subprocess.run([bench, "--jarvis", jarvis, "--cmd", "info", "--repeat", str(repeat),
+                          trace], check=True, capture_output=True, text=True).stdout
+    for line in out.splitlines():
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        if len(cells) > 4 and cells[0].endswith(os.path.basename(trace)):
+            return float(cells[3].split()[0]), float(cells[2])
+    sys.exit(f"no floor for {trace} in jarvis_bench's output:\n{out}")
+
+
+def best(runs: list[tuple[float, float]]) -> tuple[float, float]:
+    return min(r[0] for r in runs), min(r[1] for r in runs)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--build", default=os.environ.get("JARVIS_BUILD", os.path.join(ROOT, "build")))
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--big", action="store_true", help="also x256 (1.3 GB of JSON, 83 MB gzip)")
+    ap.add_argument("--tmp", default=None, help="where the tiled traces go (default: $TMPDIR)")
+    ap.add_argument("--modes", default="cold,warm")
+    ap.add_argument("--copies", default=None, help="comma-separated tilings (default 4,32[,256])")
+    args = ap.parse_args()
+    shared = os.environ.get("JARVIS_SHARED_DIR", os.path.join(ROOT, "..", "shared"))
+    jarvis = os.path.join(args.build, "jarvis")
+    bench = os.path.join(args.build, "jarvis_bench")
+    copies = [int(c) for c in args.copies.split(",")] if args.copies else (
+        [4, 32, 256] if args.big else [4, 32])
+    modes = args.modes.split(",")
+    with tempfile.TemporaryDirectory(prefix="jarvis_first_answer.", dir=args.tmp) as tmp:
+        rows = []
+        for n in copies:
+            trace = os.path.join(tmp, f"gpt2_x{n}.json.gz")
+            subprocess.run([sys.executable, os.path.join(shared, "bench", "tile_trace.py"),
+                            os.path.join(shared, "hw_pairs", "gpt2_train", "h100.json.gz"), trace,
+                            "--copies", str(n)], check=True, capture_output=True)
+            floor_s, json_mb = floor_of(bench, jarvis, trace, args.repeat)
+            for mode in modes:
+                env = dict(os.environ, JARVIS_CACHE_DIR=os.path.join(tmp, "cache"))
+                env.pop("JARVIS_PROFILE_PHASES", None)
+                if mode == "cold":
+                    env["JARVIS_NO_SNAPSHOT"] = "1"
+                else:
+                    env.pop("JARVIS_NO_SNAPSHOT", None)
+                    run_measured([jarvis, "info", trace], env)  # writes the snapshot
+                out = os.path.join(tmp, "out")
+                cmds = {
+                    "report": [jarvis, "report", trace, "--out", out + "_report", "--force"],
+                    "insights": [jarvis, "insights", trace, "--json", out + "_insights.json"],
+                    "critical-path": [jarvis, "critical-path", trace, "--out", out + "_cp"],
+                }
+                cells = {name: best([run_measured(cmd, env) for _ in range(args.repeat)])
+                         for name, cmd in cmds.items()}
+                mcp = [mcp_first_answer(jarvis, trace, env) for _ in range(args.repeat)]
+                cells["mcp"] = (min(m["load"] + m["insights"] for m in mcp),
+                                min(m["peak"] for m in mcp))
+                rows.append((n, json_mb, floor_s, mode, cells, {
+                    "load": min(m["load"] for m in mcp),
+                    "insights": min(m["insights"] for m in mcp),
+                    "again": min(m["again"] for m in mcp),
+                    "hwm": min(m["hwm"] for m in mcp)}))
+                print(f"x{n} {mode} done", file=sys.stderr)
+    host = subprocess.run(["sh", "-c", "grep -m1 'model name' /proc/cpuinfo | cut -d: -f2"],
+                          capture_output=True, text=True).stdout.strip()
+    print(f"bench/first_answer.py, best of {args.repeat}: "
+          f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, {os.cpu_count()} x {host}, "
+          f"load average {' '.join(f'{v:.2f}' for v in os.getloadavg())}\n")
+    print("| trace (JSON MB) | mode | floor s | `report` | `insights` (CLI) | `critical-path` | "
+          "MCP `load_trace` + `insights` (HTTP, workers) | MCP split: load + insights, "
+          "insights again; server VmHWM |")
+    print("|---|---|---:|---|---|---|---|---|")
+    for n, json_mb, floor_s, mode, cells, mcp in rows:
+        rep_s, rep_mb = cells["report"]
+
+        def cell(name: str) -> str:
+            s, mb = cells[name]
+            return f"{s:.2f} s ({s / rep_s:.1f}x), {mb:.0f} MB ({mb / rep_mb:.1f}x)"
+
+        print(f"| x{n} ({json_mb:.0f}) | {mode} | {floor_s:.2f} | {rep_s:.2f} s "
+              f"({rep_s / floor_s:.2f}x floor), {rep_mb:.0f} MB | {cell('insights')} | "
+              f"{cell('critical-path')} | {cell('mcp')} | {mcp['load']:.2f} + "
+              f"{mcp['insights']:.2f} s, {mcp['again']:.2f} s; {mcp['hwm']:.0f} MB |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

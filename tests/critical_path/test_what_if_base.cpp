@@ -1,0 +1,128 @@
+// A what-if on a precomputed base (critical_path::what_if_base, issue 75
+// point 1): insights sizes every finding on one base of its step model, so a
+// scenario on the base must give exactly what the what-if alone gives, and
+// the lighter form (no prediction on the profiled host) the same un-profiled
+// prediction. Each scenario runs both ways on real ../shared/ab_pairs traces.
+#include <doctest/doctest.h>
+
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "critical_path/critical_path.h"
+#include "golden.h"
+#include "trace/loader.h"
+#include "tree/call_tree.h"
+
+namespace {
+// This file's own names (a unity build compiles several test files as one unit).
+namespace JARVIS_TEST_FILE {
+
+namespace cp = jarvis::critical_path;
+
+struct BaseLoaded {
+  jarvis::Trace trace;
+  std::unique_ptr<jarvis::CallTree> tree;
+  cp::Graph graph;
+};
+
+std::unique_ptr<BaseLoaded> load_ab(const std::string& file) {
+  const std::string path = jarvis::golden::shared_dir() + "/ab_pairs/" + file;
+  if (!std::filesystem::exists(path)) return nullptr;
+  auto l = std::make_unique<BaseLoaded>();
+  l->trace = jarvis::load_trace(path);
+  l->tree = std::make_unique<jarvis::CallTree>(l->trace);
+  l->graph = cp::build_graph({{&l->trace, l->tree.get(), -1}});
+  return l;
+}
+
+std::vector<std::string> bounds(const cp::Analysis& a) {
+  std::vector<std::string> out;
+  for (const auto& it : a.iterations)
+    out.push_back(it.bound_by + ":" + std::to_string(it.length_us));
+  return out;
+}
+
+// The scenario alone, on the base, and on the base without the profiled
+// prediction: the same step before and after, the same changes.
+void check_same(const cp::Graph& g, const cp::WhatIfBase& base, const cp::Scenario& sc) {
+  const cp::WhatIfResult alone = cp::what_if(g, sc);
+  const cp::WhatIfResult on_base = cp::what_if(g, sc, base);
+  CHECK(on_base.measured_step_time_us == alone.measured_step_time_us);
+  CHECK(on_base.predicted_step_time_us == alone.predicted_step_time_us);
+  CHECK(on_base.recorded_step_time_us == alone.recorded_step_time_us);
+  CHECK(on_base.predicted_profiled_step_time_us == alone.predicted_profiled_step_time_us);
+  CHECK(on_base.removed_us == alone.removed_us);
+  CHECK(on_base.selected_nodes == alone.selected_nodes);
+  CHECK(on_base.changes == alone.changes);
+  CHECK(on_base.summary == alone.summary);
+  CHECK(on_base.model == alone.model);
+  CHECK(bounds(on_base.predicted) == bounds(alone.predicted));
+  if (sc.recorded_host) return;
+  const cp::WhatIfResult lite = cp::what_if(g, sc, base, /*profiled_prediction=*/false);
+  CHECK(lite.measured_step_time_us == alone.measured_step_time_us);
+  CHECK(lite.predicted_step_time_us == alone.predicted_step_time_us);
+  CHECK(lite.removed_us == alone.removed_us);
+  CHECK(lite.changes == alone.changes);
+  CHECK(bounds(lite.predicted) == bounds(alone.predicted));
+  CHECK(lite.predicted_profiled_step_time_us == 0);
+}
+
+TEST_CASE("what-if on a base: the same result as the what-if alone (ab_pairs traces)") {
+  size_t checked = 0;
+  for (const char* file : {"s_tf32_A_fp32.json.gz", "s_mask_sync_A_boolean_index.json.gz"}) {
+    CAPTURE(file);
+    auto l = load_ab(file);
+    if (!l) continue;
+    ++checked;
+    const cp::Graph& g = l->graph;
+    const cp::WhatIfBase base = cp::what_if_base(g);
+    REQUIRE(base.dur.size() == g.nodes.size());
+    REQUIRE(base.lag.size() == g.edges.size());
+    // The base's step is the un-profiled analysis's, its recorded step the recorded one's.
+    CHECK(base.step_time_us == cp::analyse_unprofiled(g).step_time_us);
+    CHECK(base.recorded_step_time_us == cp::analyse(g).step_time_us);
+
+    cp::Scenario gemm;  // every GEMM twice as fast
+    gemm.select.category = "gemm";
+    gemm.factor = 0.5;
+    check_same(g, base, gemm);
+
+    cp::Scenario some;  // a few kernels by uid, nearly gone
+    for (const cp::Node& n : g.nodes)
+      if (n.kind == cp::NodeKind::Gpu && n.uid != jarvis::kNoUid &&
+          some.select.gpu_uids.size() < 40)
+        some.select.gpu_uids.push_back(n.uid);
+    some.factor = 1e-6;
+    check_same(g, base, some);
+
+    cp::Scenario graphs;  // a CUDA graph of each iteration's launches
+    graphs.remove_launch_gaps = true;
+    check_same(g, base, graphs);
+
+    cp::Scenario syncs;  // no synchronising call waits
+    for (const cp::Node& n : g.nodes)
+      if (n.kind == cp::NodeKind::SyncReturn) syncs.remove_syncs.emplace_back(n.rank, n.uid);
+    if (!syncs.remove_syncs.empty()) check_same(g, base, syncs);
+
+    cp::Scenario recorded = gemm;  // the trace's own host
+    recorded.recorded_host = true;
+    check_same(g, cp::what_if_base(g, /*unprofiled=*/false), recorded);
+  }
+  if (checked == 0) MESSAGE("skipped: ../shared/ab_pairs is missing");
+}
+
+TEST_CASE("what-if on a base: a base of another graph is refused") {
+  auto a = load_ab("s_tf32_A_fp32.json.gz");
+  auto b = load_ab("s_mask_sync_A_boolean_index.json.gz");
+  if (!a || !b) return;
+  REQUIRE(a->graph.nodes.size() != b->graph.nodes.size());
+  cp::Scenario gemm;
+  gemm.select.category = "gemm";
+  gemm.factor = 0.5;
+  CHECK_THROWS_AS(cp::what_if(a->graph, gemm, cp::what_if_base(b->graph)), cp::CriticalPathError);
+}
+
+}  // namespace JARVIS_TEST_FILE
+}  // namespace
