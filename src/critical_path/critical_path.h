@@ -27,6 +27,10 @@
 #include "trace/trace.h"
 #include "tree/call_tree.h"
 
+namespace jarvis {
+class LoadedTrace;
+}
+
 namespace jarvis::critical_path {
 
 // The input cannot give a graph (no GPU work, ranks that cannot be joined,
@@ -349,8 +353,10 @@ Analysis analyse_unprofiled(const Graph& graph);
 struct Selector {
   std::optional<int64_t> rank;
   std::string category;  // perf category ("gemm" names GEMM), or communication / host
-  std::string op;        // substring of the launching op, case-insensitive
-  std::string kernel;    // substring of the kernel name, case-insensitive
+  // The launching op's and the kernel's name, case-insensitive: a whole name
+  // of the graph selects that name only, any other text is a substring.
+  std::string op;
+  std::string kernel;
   // These GPU events only (their UIDs in the rank's trace), when not empty.
   std::vector<Uid> gpu_uids;
   bool empty() const {
@@ -390,6 +396,14 @@ struct Scenario {
   bool recorded_host = false;
 };
 
+// A kernel name a selection took: its launches and their time (all
+// iterations, before the change).
+struct MatchedKernel {
+  std::string name;
+  size_t launches = 0;
+  double time_us = 0;
+};
+
 struct WhatIfResult {
   // The step the change starts from: the un-profiled estimate by default
   // (the recorded step with Scenario::recorded_host), and after the change.
@@ -401,6 +415,10 @@ struct WhatIfResult {
   double predicted_profiled_step_time_us = 0;
   std::string model = "unprofiled";
   size_t selected_nodes = 0;
+  // The distinct kernel names the selected GPU ops run, most time first: a
+  // name text that is not a whole name is a substring and may take more
+  // kernels than meant.
+  std::vector<MatchedKernel> matched_kernels;
   std::map<int64_t, double> factor_by_rank;  // the factors applied
   Analysis predicted;                        // the new critical path
   std::vector<std::string> changes;          // what the scenario changed, in words
@@ -480,6 +498,11 @@ HostRemovalMatch add_host_removal(const Loaded& loaded, const HostRemoval& remov
 // builds the graph. progress(done, total) after each load; false cancels.
 Loaded load_graph(const std::vector<std::string>& paths,
                   const std::function<bool(size_t, size_t)>& progress = {});
+
+// The graph of a loaded trace (a one-trace job), built on first use from its
+// cached call tree and cached on the entry for the calls after it. Throws as
+// build_graph.
+std::shared_ptr<const Graph> trace_graph(const LoadedTrace& entry);
 
 nlohmann::json analysis_json(const Analysis& analysis, size_t top_n);
 nlohmann::json what_if_json(const WhatIfResult& result, const Scenario& scenario, size_t top_n);

@@ -19,8 +19,33 @@ namespace {
 
 using pycompat::ascii_icontains;
 
+bool what_if_same_name(std::string_view a, std::string_view b) {
+  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
+           return std::tolower(static_cast<unsigned char>(x)) ==
+                  std::tolower(static_cast<unsigned char>(y));
+         });
+}
+
+// How the op and kernel texts of a selector match: a text that is the whole
+// name of some GPU op of the graph selects that name only ("Nhwc..." given
+// in full does not also take the convolutions whose names contain it);
+// otherwise it is a substring.
+struct NameMatch {
+  bool op_whole = false, kernel_whole = false;
+};
+
+NameMatch name_match(const Graph& g, const Selector& sel) {
+  NameMatch m;
+  if (sel.op.empty() && sel.kernel.empty()) return m;
+  for (const Label& l : g.labels) {
+    if (!sel.op.empty() && what_if_same_name(l.op, sel.op)) m.op_whole = true;
+    if (!sel.kernel.empty() && what_if_same_name(l.kernel, sel.kernel)) m.kernel_whole = true;
+  }
+  return m;
+}
+
 // The selector without its rank: GPU ops and collective instances.
-bool matches_what(const Graph& g, uint32_t n, const Selector& sel) {
+bool matches_what(const Graph& g, uint32_t n, const Selector& sel, const NameMatch& how) {
   const Node& node = g.nodes[n];
   if (node.kind != NodeKind::Gpu && node.kind != NodeKind::CollJoin) return false;
   if (!sel.gpu_uids.empty() &&
@@ -29,8 +54,30 @@ bool matches_what(const Graph& g, uint32_t n, const Selector& sel) {
     return false;
   const Label& l = g.labels[node.label];
   if (!sel.category.empty() && !perf::category_named_by(l.category, sel.category)) return false;
-  if (!sel.op.empty() && !ascii_icontains(l.op, sel.op)) return false;
-  return sel.kernel.empty() || ascii_icontains(l.kernel, sel.kernel);
+  if (!sel.op.empty() &&
+      !(how.op_whole ? what_if_same_name(l.op, sel.op) : ascii_icontains(l.op, sel.op)))
+    return false;
+  return sel.kernel.empty() || (how.kernel_whole ? what_if_same_name(l.kernel, sel.kernel)
+                                                 : ascii_icontains(l.kernel, sel.kernel));
+}
+
+// The distinct kernel names a selection took, most time first.
+std::vector<MatchedKernel> matched_kernels(const Graph& g, const std::vector<uint32_t>& nodes) {
+  std::map<std::string, MatchedKernel> by_name;
+  for (uint32_t n : nodes) {
+    const Node& node = g.nodes[n];
+    const Label& l = g.labels[node.label];
+    MatchedKernel& m = by_name[l.kernel];
+    m.name = l.kernel;
+    ++m.launches;
+    m.time_us += node.dur;
+  }
+  std::vector<MatchedKernel> out;
+  for (auto& [name, m] : by_name) out.push_back(std::move(m));
+  std::stable_sort(out.begin(), out.end(), [](const MatchedKernel& a, const MatchedKernel& b) {
+    return a.time_us > b.time_us;
+  });
+  return out;
 }
 
 std::string describe(const Selector& sel) {
@@ -65,9 +112,10 @@ void scale_selection(const Graph& g, const Scenario& sc, std::vector<double>& du
                      WhatIfResult& out) {
   Selector sel = sc.select;
   std::sort(sel.gpu_uids.begin(), sel.gpu_uids.end());
+  const NameMatch how = name_match(g, sel);
   std::vector<uint32_t> what;
   for (uint32_t n = 0; n < g.nodes.size(); ++n)
-    if (matches_what(g, n, sel)) what.push_back(n);
+    if (matches_what(g, n, sel, how)) what.push_back(n);
   if (sc.select.rank && !std::count(g.ranks.begin(), g.ranks.end(), *sc.select.rank))
     throw CriticalPathError(fmt::format("rank {} is not among the traces' ranks ({})",
                                         *sc.select.rank, fmt::join(g.ranks, ", ")));
@@ -75,6 +123,7 @@ void scale_selection(const Graph& g, const Scenario& sc, std::vector<double>& du
     throw CriticalPathError(
         "kernel uids name events of one trace: give the rank they belong to with the uids");
   std::map<int64_t, double> factor;
+  std::vector<uint32_t> changed;
   if (sc.median_rank) {
     factor = median_factors(g, what, sc.select);
   } else {
@@ -95,6 +144,7 @@ void scale_selection(const Graph& g, const Scenario& sc, std::vector<double>& du
     if (it == factor.end()) continue;
     dur[n] *= it->second;
     ++out.selected_nodes;
+    changed.push_back(n);
   }
   if (out.selected_nodes == 0)
     throw CriticalPathError(
@@ -105,6 +155,25 @@ void scale_selection(const Graph& g, const Scenario& sc, std::vector<double>& du
   for (const auto& [r, f] : factor)
     out.changes.push_back(
         fmt::format("{} on rank {}: durations x {:.4g}", describe(sc.select), r, f));
+  // A name text is a substring unless it is a whole name: say what it took
+  // (issue 73 point 7: "Nhwc" also took the convolutions).
+  out.matched_kernels = matched_kernels(g, changed);
+  const bool by_text =
+      (!sel.kernel.empty() && !how.kernel_whole) || (!sel.op.empty() && !how.op_whole);
+  if (by_text) {
+    std::vector<std::string> names;
+    for (size_t k = 0; k < out.matched_kernels.size() && k < 5; ++k)
+      names.push_back(fmt::format("{} ({} launches, {:.1f} us)",
+                                  out.matched_kernels[k].name.substr(0, 100),
+                                  out.matched_kernels[k].launches, out.matched_kernels[k].time_us));
+    const size_t more = out.matched_kernels.size() - names.size();
+    out.changes.push_back(fmt::format(
+        "{} matched {} different kernel{} ({} launches; a whole name selects that kernel only): "
+        "{}{}",
+        describe(sc.select), out.matched_kernels.size(), out.matched_kernels.size() == 1 ? "" : "s",
+        out.selected_nodes, fmt::join(names, "; "),
+        more ? fmt::format("; and {} more", more) : std::string()));
+  }
 }
 
 void overlap_collectives(const Graph& g, const std::string& which, std::vector<double>& dur,
