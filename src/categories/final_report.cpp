@@ -148,7 +148,7 @@ std::string render_markdown(const FinalReport& r) {
         "kernel tuning cannot take below the latency floor.\n\n";
     md +=
         "| Rank | Category | Recommendation | Impact % E2E (low–high) | Recoverable % E2E | "
-        "Recoverable (ms) | Evidence |\n|---|---|---|---|---|---|---|\n";
+        "Recoverable (ms, whole trace) | Evidence |\n|---|---|---|---|---|---|---|\n";
     for (size_t k = 0; k < r.ranked.size(); ++k) {
       const FinalReportItem& i = r.ranked[k];
       md += fmt::format("| {} | {} | P{}: {} | {} ({}–{}) | {}{} | {} | {} |\n", k + 1, i.category,

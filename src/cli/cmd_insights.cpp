@@ -34,14 +34,24 @@ void print_insight(const engine::Insight& i, const engine::InsightContext& conte
                                            fmt::join(i.shares_time_with, ", "));
     if (*i.recoverable_us < 0.05)
       fmt::print("    recoverable: nothing left ({}{})\n", i.recoverable_method, shares);
-    else
+    else {
+      // A trace-scope finding recovers idle time: its share is of the GPU
+      // timeline's span (busy and idle), which the text names with the busy
+      // share beside it, never as "GPU time" (issue 73 point 9).
+      const bool span = i.scope == "trace" && context.timeline;
+      const std::string of =
+          span ? fmt::format("the trace's {} GPU span, busy {:.0f}% of it",
+                             duration_text(context.timeline->total_time),
+                             context.timeline->total_time > 0
+                                 ? 100 * context.timeline->busy_time / context.timeline->total_time
+                                 : 0.0)
+               : std::string("all kernel time");
       fmt::print(
           "    recoverable: {} per step, {} over {} step(s) ({:.1f}% of {}; {}{})\n",
           duration_range_text(i.recoverable_low_us.value_or(0) / steps, *i.recoverable_us / steps),
           duration_text(*i.recoverable_us), i.steps,
-          base > 0 ? 100 * *i.recoverable_us / base : 0.0,
-          i.scope == "trace" ? "the trace's GPU time" : "kernel time", i.recoverable_method,
-          shares);
+          base > 0 ? 100 * *i.recoverable_us / base : 0.0, of, i.recoverable_method, shares);
+    }
   }
   if (i.step_saving_us)
     fmt::print("    step what-if (without the profiler): {} per step{}{}\n",

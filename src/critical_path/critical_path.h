@@ -331,6 +331,10 @@ struct Analysis {
 
 inline constexpr const char* kModelRecorded = "recorded";
 inline constexpr const char* kModelUnprofiled = "unprofiled";
+// How a note of analyse_unprofiled about host interference begins (an
+// iteration whose host gaps ran longer than the fastest one's for the same
+// calls): the health block lists these notes among its warnings.
+inline constexpr const char* kInterferenceNote = "host interference:";
 
 // The critical path of each iteration under a schedule (the measured one when
 // dur/lag are the graph's own).

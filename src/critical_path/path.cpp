@@ -235,13 +235,17 @@ std::string percent(double part, double whole) {
   return fmt::format("{:.0f}%", whole > 0 ? 100 * part / whole : 0.0);
 }
 
+// The side holding most of a path's time.
+const char* bound_of_sides(const Sides& sides) {
+  if (sides.communication > sides.gpu && sides.communication >= sides.host)
+    return kBoundByCommunication;
+  return sides.host > sides.gpu ? kBoundByHost : kBoundByGpu;
+}
+
 void explain_bound(IterationResult& it) {
   const Sides sides = sides_of(it.path);
   const double len = it.length_us;
-  if (sides.communication > sides.gpu && sides.communication >= sides.host)
-    it.bound_by = kBoundByCommunication;
-  else
-    it.bound_by = sides.host > sides.gpu ? kBoundByHost : kBoundByGpu;
+  it.bound_by = bound_of_sides(sides);
   double idle = 0;  // the idlest rank's GPU
   for (const auto& [rank, t] : it.gpu_idle_us) idle = std::max(idle, t);
   std::string ends;
@@ -255,6 +259,41 @@ void explain_bound(IterationResult& it) {
       fmt::format("path: {} GPU ops, {} host, {} communication; GPU idle {} of the iteration{}",
                   percent(sides.gpu, len), percent(sides.host, len),
                   percent(sides.communication, len), percent(idle, len), ends);
+}
+
+// Iterations of about the same length (within kLikeShare of the median) run
+// the same work: one verdict for all of them, from their paths together. A
+// step whose host and GPU both come close to its length has two nearly
+// critical chains, and which of them one iteration's walk follows is noise
+// (s_overhead_gpt2_plain: near-identical steps walked 97 % GPU, then 95 %
+// host); the paths of all of them weigh both chains (issue 73 point 6).
+// Each iteration whose own path leans the other way says so in its reason.
+void agree_like_iterations(Analysis& a, double median) {
+  constexpr double kLikeShare = 0.10;
+  std::vector<IterationResult*> like;
+  for (IterationResult& it : a.iterations)
+    if (std::abs(it.length_us - median) <= kLikeShare * median) like.push_back(&it);
+  if (like.size() < 2) return;
+  Sides together;
+  double length = 0;
+  for (const IterationResult* it : like) {
+    const Sides s = sides_of(it->path);
+    together.gpu += s.gpu;
+    together.host += s.host;
+    together.communication += s.communication;
+    length += it->length_us;
+  }
+  const std::string verdict = bound_of_sides(together);
+  for (IterationResult* it : like) {
+    if (it->bound_by == verdict) continue;
+    it->bound_reason += fmt::format(
+        "; {}-bound as the {} iterations of this length together (their paths: {} GPU ops, {} "
+        "host, {} communication): this iteration's own path leans {}, the two sides being close "
+        "in a step like it",
+        verdict, like.size(), percent(together.gpu, length), percent(together.host, length),
+        percent(together.communication, length), it->bound_by);
+    it->bound_by = verdict;
+  }
 }
 
 std::string summary_line(const Analysis& a) {
@@ -319,6 +358,7 @@ Analysis analyse(const Graph& g, const std::vector<double>& dur, const std::vect
   const double median = stats::median(lengths);
   for (IterationResult& it : a.iterations)
     it.differs = std::abs(it.length_us - median) > 0.05 * median;
+  agree_like_iterations(a, median);
   summarise(g, s, a);
   a.summary = summary_line(a);
   return a;

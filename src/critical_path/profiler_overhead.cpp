@@ -423,6 +423,12 @@ Analysis analyse_unprofiled(const Graph& g) {
         "{}{} ran the same host calls as the fastest iteration with gaps {:.2f}x as long on one "
         "thread (interference, not the program: scaled back)",
         interference.empty() ? "; " : ", ", g.iterations[f.iteration].name, 1 / f.factor);
+  for (const Interference& f : found)
+    a.notes.push_back(fmt::format(
+        "{} {} ran the same host calls as the fastest iteration with gaps {:.2f}x as long on "
+        "one thread: something else ran on the host (interference, not the program); the "
+        "un-profiled estimate scales its gaps back",
+        kInterferenceNote, g.iterations[f.iteration].name, 1 / f.factor));
   a.summary = fmt::format(
       "without the profiler (estimated; the trace records {:.1f} us, of which ~{:.1f} us per "
       "iteration is the profiler's host time{}): {}",

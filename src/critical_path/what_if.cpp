@@ -400,16 +400,27 @@ std::string bounds_of(const Analysis& a) {
   return out;
 }
 
+// A saving this far past the removed time (us per step) is more than it
+// removes, not rounding.
+constexpr double kReachedSlackUs = 0.05;
+
 // One line: the change, the step before and after, how much of the removed
 // time reached the step, and what bounds the step before and after.
 std::string summary_line(const std::string& measured_bounds, const WhatIfResult& r,
                          bool profiled_prediction) {
   const double saved = r.measured_step_time_us - r.predicted_step_time_us;
-  std::string reached =
-      r.removed_us > 0
-          ? fmt::format("; {:.0f}% of the {:.1f} us per step it removes reaches the step time",
-                        100 * std::max(0.0, saved) / r.removed_us, r.removed_us)
-          : "";
+  // A share of what was removed never exceeds 100 %: a change that saves
+  // more than it removes (a removed sync lets the host run ahead) says so.
+  // (Past rounding: a change that saves all it removes reads 100 %.)
+  std::string reached;
+  if (r.removed_us > 0 && saved > r.removed_us + kReachedSlackUs)
+    reached = fmt::format(
+        "; it saves more per step than the {:.1f} us it removes (the work after it no longer "
+        "waits)",
+        r.removed_us);
+  else if (r.removed_us > 0)
+    reached = fmt::format("; {:.0f}% of the {:.1f} us per step it removes reaches the step time",
+                          100 * std::clamp(saved, 0.0, r.removed_us) / r.removed_us, r.removed_us);
   std::string top;
   if (!r.predicted.contributors.empty()) {
     const Contributor& c = r.predicted.contributors.front();

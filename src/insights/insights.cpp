@@ -434,6 +434,39 @@ void add_where(const InsightContext& c, Insight& i) {
   if (!names.empty()) i.evidence["where"] = names;
 }
 
+// Severity follows the ranking (issue 73 point 9): a finding is rated no
+// higher than one ranked above it that saves more per step; the rule's own
+// rating is kept in evidence.rule_severity with the reason in
+// evidence.severity_note. Findings tied on their saving keep their own.
+void severity_follows_ranking(std::vector<Insight>& ranked) {
+  const auto level = [](const std::string& s) { return s == "high" ? 2 : s == "medium" ? 1 : 0; };
+  int cap = 2;  // the lowest rating of the findings saving more
+  const Insight* capper = nullptr;
+  size_t k = 0;
+  while (k < ranked.size()) {
+    const double saving = ranking_saving_us(ranked[k]);
+    size_t tie_end = k;
+    while (tie_end < ranked.size() && ranking_saving_us(ranked[tie_end]) == saving) ++tie_end;
+    int lowest = cap;
+    const Insight* lowest_by = capper;
+    for (size_t n = k; n < tie_end; ++n) {
+      Insight& i = ranked[n];
+      if (capper && level(i.severity) > cap) {
+        i.evidence["rule_severity"] = i.severity;
+        i.severity = cap == 1 ? "medium" : "low";
+        i.evidence["severity_note"] = fmt::format(
+            "rated {} by its rule; {} here: ranked below {} [{}], which saves more per step",
+            i.evidence["rule_severity"].get<std::string>(), i.severity, capper->rule,
+            capper->severity);
+      }
+      if (level(i.severity) < lowest) lowest = level(i.severity), lowest_by = &i;
+    }
+    cap = lowest;
+    capper = lowest_by;
+    k = tie_end;
+  }
+}
+
 }  // namespace
 
 std::vector<Insight> run_insights(const InsightContext& context) {
@@ -460,6 +493,7 @@ std::vector<Insight> run_insights(const InsightContext& context) {
   std::stable_sort(out.begin(), out.end(), [](const Insight& a, const Insight& b) {
     return ranking_saving_us(a) > ranking_saving_us(b);
   });
+  severity_follows_ranking(out);
   return out;
 }
 

@@ -11,6 +11,7 @@
 // the autograd nodes whose `Sequence number` is one of the forward ops'
 // (how autograd records which forward op a node differentiates).
 #include <algorithm>
+#include <map>
 #include <set>
 #include <string_view>
 #include <vector>
@@ -19,6 +20,7 @@
 #include <fmt/ranges.h>
 
 #include "insights/rules_internal.h"
+#include "insights/shape_split.h"
 
 namespace jarvis::insights {
 namespace {
@@ -115,14 +117,22 @@ void rule_unfused_gelu(const InsightContext& c, std::vector<Insight>& out) {
   }
   if (calls.empty()) return;
   std::set<int64_t> forward_seqs;
+  std::map<int64_t, size_t> call_of_seq;  // the call a backward node differentiates
+  std::vector<double> call_us(calls.size(), 0.0);
   std::vector<Uid> kernels;
   size_t forward_kernels = 0, backward_kernels = 0;
   double time_us = 0;
-  for (const GeluCall& call : calls)
-    for (Uid op : call.ops) {
-      add_sequence_numbers(c, op, forward_seqs);
+  for (size_t n = 0; n < calls.size(); ++n)
+    for (Uid op : calls[n].ops) {
+      std::set<int64_t> seqs;
+      add_sequence_numbers(c, op, seqs);
+      for (int64_t seq : seqs) call_of_seq.emplace(seq, n);
+      forward_seqs.insert(seqs.begin(), seqs.end());
       for (Uid k : c.tree.gpu_events(op))
-        if (t.events[k].has_dur()) kernels.push_back(k), ++forward_kernels;
+        if (t.events[k].has_dur()) {
+          kernels.push_back(k), ++forward_kernels;
+          call_us[n] += t.events[k].dur();
+        }
     }
   // The autograd nodes of those ops: their kernels are the GELU's backward.
   size_t backward_nodes = 0;
@@ -132,8 +142,17 @@ void rule_unfused_gelu(const InsightContext& c, std::vector<Insight>& out) {
     if (!seq || !forward_seqs.count(*seq)) continue;
     ++backward_nodes;
     for (Uid k : c.tree.gpu_events(u))
-      if (t.events[k].has_dur()) kernels.push_back(k), ++backward_kernels;
+      if (t.events[k].has_dur()) {
+        kernels.push_back(k), ++backward_kernels;
+        call_us[call_of_seq.at(*seq)] += t.events[k].dur();
+      }
   }
+  // The shape named holds most of the time (forward and backward kernels of
+  // its calls), the split by shape beside it.
+  detail::ShapeSplit shapes;
+  for (size_t n = 0; n < calls.size(); ++n)
+    shapes.add(calls[n].dims, calls[n].input_type, call_us[n]);
+  const detail::ShapeSplit::Shape main = shapes.dominant();
   std::sort(kernels.begin(), kernels.end());
   kernels.erase(std::unique(kernels.begin(), kernels.end()), kernels.end());
   for (Uid k : kernels) time_us += t.events[k].dur();
@@ -153,10 +172,10 @@ void rule_unfused_gelu(const InsightContext& c, std::vector<Insight>& out) {
   if (sized) i.gain_upper_bound_us = std::max(0.0, time_us - fused_us);
   const GeluCall& first = calls.front();
   i.title = fmt::format(
-      "Unfused tanh-GELU: {} calls of {} pointwise ops on [{}] ({}) run as {} kernels forward "
+      "Unfused tanh-GELU: {} calls of {} pointwise ops on {} run as {} kernels forward "
       "and {} backward, {:.2f} ms of kernel time{}",
-      calls.size(), first.ops.size(), fmt::join(first.dims, ", "), first.input_type,
-      forward_kernels, backward_kernels, time_us / 1e3,
+      calls.size(), first.ops.size(), shapes.text(), forward_kernels, backward_kernels,
+      time_us / 1e3,
       sized ? fmt::format("; F.gelu(approximate='tanh') needs about {:.2f} ms", fused_us / 1e3)
             : "");
   i.detail =
@@ -167,8 +186,9 @@ void rule_unfused_gelu(const InsightContext& c, std::vector<Insight>& out) {
   for (Uid op : first.ops) names.emplace_back(t.name(op));
   i.evidence = {{"calls", calls.size()},
                 {"forward_ops", names},
-                {"dims", first.dims},
-                {"input_type", first.input_type},
+                {"dims", main.dims},
+                {"input_type", main.type},
+                {"by_shape", shapes.json()},
                 {"forward_kernels", forward_kernels},
                 {"backward_nodes", backward_nodes},
                 {"backward_kernels", backward_kernels},

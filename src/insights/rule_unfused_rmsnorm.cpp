@@ -14,6 +14,7 @@
 #include <fmt/format.h>
 
 #include "insights/rules_internal.h"
+#include "insights/shape_split.h"
 
 namespace jarvis::insights {
 namespace {
@@ -138,14 +139,18 @@ void rule_unfused_rmsnorm(const InsightContext& c, std::vector<Insight>& out) {
   size_t kernel_count = 0;
   double time_us = 0, fused_bytes = 0;
   std::map<std::string, size_t> where;
+  detail::ShapeSplit shapes;
   for (const NormCall& call : calls) {
+    double call_us = 0;
     for (Uid op : call.ops)
       for (Uid k : c.tree.gpu_events(op)) {
         if (!t.events[k].has_dur()) continue;
         kernels.push_back(k);
-        time_us += t.events[k].dur();
+        call_us += t.events[k].dur();
         ++kernel_count;
       }
+    time_us += call_us;
+    shapes.add(call.dims, call.input_type, call_us);
     // A fused norm reads its input and writes its output once, in the
     // input's own precision.
     const double bytes_per_element = detail::is_half_type(call.input_type) ? 2.0 : 4.0;
@@ -159,11 +164,13 @@ void rule_unfused_rmsnorm(const InsightContext& c, std::vector<Insight>& out) {
   const bool sized = c.arch && c.arch->mem_bw_gbps > 0;
   const double fused_us = sized ? fused_bytes / (c.arch->mem_bw_gbps * 1e3) : 0.0;
   if (sized) i.gain_upper_bound_us = std::max(0.0, time_us - fused_us);
-  const NormCall& first = calls.front();
+  // The shape named is the one holding most of the time (decode calls
+  // outnumber a prefill's), the split by shape beside it.
+  const detail::ShapeSplit::Shape main = shapes.dominant();
   i.title = fmt::format(
-      "Unfused RMSNorm: {} calls of aten::pow -> aten::mean -> aten::rsqrt -> aten::mul on [{}] "
-      "({}) run as {} kernels, {:.2f} ms of kernel time{}",
-      calls.size(), fmt::join(first.dims, ", "), first.input_type, kernel_count, time_us / 1e3,
+      "Unfused RMSNorm: {} calls of aten::pow -> aten::mean -> aten::rsqrt -> aten::mul on {} "
+      "run as {} kernels, {:.2f} ms of kernel time{}",
+      calls.size(), shapes.text(), kernel_count, time_us / 1e3,
       sized ? fmt::format("; a fused norm needs about {:.2f} ms", fused_us / 1e3) : "");
   i.detail =
       "Each step of the norm is its own kernel and a pass over the hidden states, in fp32 when "
@@ -171,9 +178,9 @@ void rule_unfused_rmsnorm(const InsightContext& c, std::vector<Insight>& out) {
       "once.";
   nlohmann::json modules = nlohmann::json::object();
   for (const auto& [name, n] : where) modules[name] = n;
-  i.evidence = {{"calls", calls.size()}, {"kernels", kernel_count},
-                {"dims", first.dims},    {"input_type", first.input_type},
-                {"where", modules},      {"fused_bytes", fused_bytes}};
+  i.evidence = {{"calls", calls.size()},     {"kernels", kernel_count},   {"dims", main.dims},
+                {"input_type", main.type},   {"by_shape", shapes.json()}, {"where", modules},
+                {"fused_bytes", fused_bytes}};
   if (sized) i.evidence["fused_time_us"] = fused_us;
   i.action_model =
       "Use a fused RMSNorm (torch.nn.functional.rms_norm / torch.nn.RMSNorm on PyTorch >= 2.4 "

@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 
 #include "insights/rules_internal.h"
+#include "insights/shape_split.h"
 
 namespace jarvis::insights {
 namespace {
@@ -93,13 +94,17 @@ void rule_unfused_rope(const InsightContext& c, std::vector<Insight>& out) {
   if (apps.empty()) return;
   std::vector<Uid> kernels;
   double time_us = 0, fused_bytes = 0;
+  detail::ShapeSplit shapes;
   for (const Application& a : apps) {
+    double app_us = 0;
     for (Uid op : a.ops)
       for (Uid k : c.tree.gpu_events(op))
         if (t.events[k].has_dur()) {
           kernels.push_back(k);
-          time_us += t.events[k].dur();
+          app_us += t.events[k].dur();
         }
+    time_us += app_us;
+    shapes.add(a.dims, a.type, app_us);
     // A fused rotary kernel reads the tensor and writes it once (the cos
     // and sin tables are a head's width per position: left out).
     const double bytes_per_element = detail::is_half_type(a.type) ? 2.0 : 4.0;
@@ -111,21 +116,20 @@ void rule_unfused_rope(const InsightContext& c, std::vector<Insight>& out) {
   const bool sized = c.arch && c.arch->mem_bw_gbps > 0;
   const double fused_us = sized ? fused_bytes / (c.arch->mem_bw_gbps * 1e3) : 0.0;
   if (sized) i.gain_upper_bound_us = std::max(0.0, time_us - fused_us);
-  const Application& first = apps.front();
+  // The shape named holds most of the time, the split by shape beside it.
+  const detail::ShapeSplit::Shape main = shapes.dominant();
   i.title = fmt::format(
       "Unfused RoPE (rotate_half): {} applications of aten::mul, aten::neg, aten::cat, aten::mul, "
-      "aten::add on [{}] ({}) run as {} kernels, {:.2f} ms of kernel time{}",
-      apps.size(), fmt::join(first.dims, ", "), first.type, kernels.size(), time_us / 1e3,
+      "aten::add on {} run as {} kernels, {:.2f} ms of kernel time{}",
+      apps.size(), shapes.text(), kernels.size(), time_us / 1e3,
       sized ? fmt::format("; a fused rotary kernel needs about {:.2f} ms", fused_us / 1e3) : "");
   i.detail =
       "rotate_half builds the rotated copy with a neg and a cat, and the rotation then takes two "
       "multiplies and an add: five passes over q (and five over k) per layer where a fused "
       "rotary kernel makes one.";
-  i.evidence = {{"applications", apps.size()},
-                {"kernels", kernels.size()},
-                {"dims", first.dims},
-                {"input_type", first.type},
-                {"fused_bytes", fused_bytes}};
+  i.evidence = {{"applications", apps.size()}, {"kernels", kernels.size()},
+                {"dims", main.dims},           {"input_type", main.type},
+                {"by_shape", shapes.json()},   {"fused_bytes", fused_bytes}};
   if (sized) i.evidence["fused_time_us"] = fused_us;
   i.action_model =
       "Apply rotary embeddings with a fused kernel (flash-attn's / Liger's / vLLM's rotary "

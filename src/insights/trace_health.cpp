@@ -9,6 +9,7 @@
 
 #include "critical_path/calibration.h"
 #include "critical_path/critical_path.h"
+#include "critical_path/internal.h"
 #include "report/gpu_timeline.h"
 #include "xplane/space.h"
 
@@ -55,6 +56,26 @@ void add_step_estimate(const Trace& trace, const CallTree& tree, TraceHealth& h)
     h.gpu_backlog_left_out_us = unprofiled.gpu_backlog_left_out_us;
     h.recorded_bound_by = majority_bound(recorded);
     h.unprofiled_bound_by = majority_bound(unprofiled);
+    double length = 0, gpu = 0, host = 0, communication = 0;
+    for (const auto& it : unprofiled.iterations) {
+      length += it.length_us;
+      for (const auto& seg : it.path) {
+        if (critical_path::detail::is_host_category(seg.category))
+          host += seg.dur_us;
+        else if (seg.category == "communication")
+          communication += seg.dur_us;
+        else if (seg.category != "gpu_idle" && seg.category != "untraced" &&
+                 seg.category != "step_end")
+          gpu += seg.dur_us;
+      }
+    }
+    if (length > 0) {
+      h.unprofiled_path_gpu_share = gpu / length;
+      h.unprofiled_path_host_share = host / length;
+      h.unprofiled_path_communication_share = communication / length;
+    }
+    for (const std::string& note : unprofiled.notes)
+      if (note.starts_with(critical_path::kInterferenceNote)) h.interference.push_back(note);
     if (recorded.step_time_us > 1.2 * unprofiled.step_time_us)
       h.profiler_note = fmt::format(
           "the profiler slowed the host: the recorded step ({:.2f} ms) is estimated at {:.2f} ms "
@@ -204,6 +225,7 @@ void add_warnings(TraceHealth& h, bool jax_profile, bool zero_span) {
                      "the loader set them to 0",
                      h.negative_durations),
          1);
+  for (const std::string& note : h.interference) warn(note, 0);  // information, no strike
   h.confidence = strikes == 0 ? "high" : strikes == 1 ? "medium" : "low";
 }
 
@@ -330,6 +352,10 @@ nlohmann::json to_json(const TraceHealth& h) {
       {"gpu_backlog_left_out_us_total", h.gpu_backlog_left_out_us},
       {"recorded_bound_by", h.recorded_bound_by},
       {"unprofiled_bound_by", h.unprofiled_bound_by},
+      {"unprofiled_path_gpu_share", h.unprofiled_path_gpu_share},
+      {"unprofiled_path_host_share", h.unprofiled_path_host_share},
+      {"unprofiled_path_communication_share", h.unprofiled_path_communication_share},
+      {"interference", h.interference},
       {"profiler_note", h.profiler_note},
       {"profiler_calibration", h.profiler_calibration}};
 }

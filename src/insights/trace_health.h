@@ -53,6 +53,16 @@ struct TraceHealth {
   // backlog_us). Once per trace, not per step.
   double gpu_backlog_left_out_us = 0;
   std::string recorded_bound_by, unprofiled_bound_by;
+  // The un-profiled critical path's time over every iteration on each side,
+  // as shares of the iterations' length (GPU ops; host calls, gaps, launch
+  // latency, syncs; collectives): what unprofiled_bound_by stands on. Shares
+  // of the whole traced loop, the same per step when the steps are alike.
+  double unprofiled_path_gpu_share = 0, unprofiled_path_host_share = 0,
+         unprofiled_path_communication_share = 0;
+  // Iterations whose host ran the same calls with longer gaps than the
+  // fastest one (something else on the host), from analyse_unprofiled's
+  // notes; also listed among the warnings (no strike).
+  std::vector<std::string> interference;
   // What the profiler did to the host, in words ("" when it changed little):
   // information beside the warnings, not a strike against the trace.
   std::string profiler_note;

@@ -7,6 +7,7 @@
 
 #include "mcp/result_shape.h"
 #include "mcp/tool.h"
+#include "mcp/tools/trace_arg.h"
 
 namespace jarvis::mcp {
 namespace {
@@ -69,7 +70,8 @@ ToolResult analyze_category_tool(const json& args, ToolContext& ctx) {
   } catch (const std::invalid_argument& e) {
     throw ToolError(e.what());
   }
-  ctx.add_trace_caveats(dir.string(), json(engine::prepared_trace_health(dir.string())));
+  const json health(engine::prepared_trace_health(dir.string()));
+  ctx.add_trace_caveats(dir.string(), health);
   if (args.at("what_if").get<bool>() && r.status == "OK" && !is_system(r.kind))
     r.impact_what_if = what_if_of(r, dir.string(), ctx);
   json result = {{"category", category},
@@ -83,6 +85,23 @@ ToolResult analyze_category_tool(const json& args, ToolContext& ctx) {
                  {"regimes", json(r.regimes)},
                  {"idle", json(r.idle)},
                  {"draft_findings_path", nullptr}};
+  // The metrics' times, the tuning headroom and the impact estimates are
+  // totals over the whole trace, as profiled (issue 73 point 6): the scope
+  // says so, with the headroom per step where the steps are known.
+  const double headroom_ms = r.regimes.is_object() && r.regimes.contains("tuning_headroom_ms") &&
+                                     r.regimes["tuning_headroom_ms"].is_number()
+                                 ? r.regimes["tuning_headroom_ms"].get<double>()
+                                 : 0.0;
+  result["scope"] = step_scope_json(health, headroom_ms, "tuning_headroom_ms");
+  std::string scope_line;
+  if (result["scope"]["steps"].is_number())
+    scope_line = fmt::format(
+        "Times below are totals over the whole trace ({} steps), as profiled; the tuning "
+        "headroom is {:.3f} ms per step.\n",
+        result["scope"]["steps"].get<size_t>(),
+        result["scope"]["tuning_headroom_ms_per_step"].get<double>());
+  else
+    scope_line = "Times below are totals over the whole trace, as profiled.\n";
   if (args.at("write_draft").get<bool>() && r.status != "ERROR") {
     std::string path = engine::findings_path(dir.string(), category);
     if (!std::filesystem::exists(path)) {
@@ -92,8 +111,8 @@ ToolResult analyze_category_tool(const json& args, ToolContext& ctx) {
       ctx.paths().note_written(target);
     }
   }
-  ToolResult out{result,
-                 engine::regimes_summary(r.regimes) + digest_head(r.markdown, kTextDigestBytes)};
+  ToolResult out{result, engine::regimes_summary(r.regimes) + scope_line +
+                             digest_head(r.markdown, kTextDigestBytes)};
   out.rows("/metrics/operations", result["metrics"].contains("operations")
                                       ? result["metrics"]["operations"].size() +
                                             result["metrics"].value("operations_omitted", size_t{0})

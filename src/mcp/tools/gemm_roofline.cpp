@@ -45,11 +45,19 @@ std::string shapes_text(const json& r) {
         n("percent_of_compute"), n("flops_per_byte"), n("ridge_point"),
         s["bound"].is_string() ? s["bound"].get<std::string>() : "?", n("achieved_tflops"),
         n("achieved_tbs"), n("efficiency_percent"), autocast_note(s));
+    if (s.value("efficiency_above_roof_reason", json()).is_string())
+      t += "      eff " + s["efficiency_above_roof_reason"].get<std::string>() + "\n";
   }
+  // Kernel times and headroom are totals over the whole trace, as profiled;
+  // rates and efficiencies are per call (issue 73 point 6).
   t += fmt::format(
-      "GEMM kernel time {:.3f} ms, each kernel counted once (a shape's own time is its subtree's, "
-      "TraceLens's GEMM sheet: {:.3f} ms in all)\n",
-      r["gemm_time_us"].get<double>() / 1000, r["gemm_sheet_kernel_time_us"].get<double>() / 1000);
+      "GEMM kernel time {:.3f} ms {}, each kernel counted once (a shape's own time is its "
+      "subtree's, TraceLens's GEMM sheet: {:.3f} ms in all); shapes' kernel and headroom times are "
+      "totals over the trace, TFLOPS/s, TB/s and eff per call\n",
+      r["gemm_time_us"].get<double>() / 1000,
+      r.contains("scope") ? step_scope_text(r["scope"], "gemm_time_ms", "ms")
+                          : std::string("over the whole trace, profiled"),
+      r["gemm_sheet_kernel_time_us"].get<double>() / 1000);
   return t;
 }
 
@@ -89,6 +97,8 @@ ToolResult gemm_roofline_tool(const json& args, ToolContext& ctx) {
   }
   json result(r);
   result["trace"] = entry->handle();
+  result["scope"] =
+      step_scope_json(*entry, result["gemm_time_us"].get<double>() / 1000, "gemm_time_ms");
   result["insights"] = gemm_insights(*entry, arch);
   result["svg_path"] = nullptr;
   if (args.contains("svg_path")) {

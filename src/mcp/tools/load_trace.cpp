@@ -118,12 +118,18 @@ ToolResult loaded_result(const TraceStore::LoadResult& loaded, ToolContext& ctx)
       health.warnings.empty() ? "" : ": ", fmt::format("{}", fmt::join(health.warnings, "; ")),
       collectives_line(summary));
   text += timeline_line(summary.value("gpu_timeline", json::object()));
-  if (health.recorded_step_us && health.estimated_unprofiled_step_us)
+  if (health.recorded_step_us && health.estimated_unprofiled_step_us) {
+    // The verdict with the path it stands on, so a step called gpu-bound
+    // whose path is half host reads as close (issue 73 point 6).
+    const double gpu = health.unprofiled_path_gpu_share, host = health.unprofiled_path_host_share;
     text += fmt::format(
-        "Step: {:.2f} ms recorded, {:.2f} ms estimated without the profiler ({}-bound){}.\n",
+        "Step (mean per step): {:.2f} ms recorded (profiled), {:.2f} ms estimated without the "
+        "profiler ({}-bound: its critical path {:.0f}% GPU ops, {:.0f}% host{}){}.\n",
         *health.recorded_step_us / 1e3, *health.estimated_unprofiled_step_us / 1e3,
-        health.unprofiled_bound_by,
+        health.unprofiled_bound_by, 100 * gpu, 100 * host,
+        std::abs(gpu - host) < 0.2 ? ", host and GPU close" : "",
         health.profiler_note.empty() ? "" : "; " + health.profiler_note);
+  }
   ToolResult out{summary, text};
   const std::string handle = loaded.entry->handle();
   out.suggest("ops_summary", {{"trace", handle}}, "top ops by GPU kernel time")

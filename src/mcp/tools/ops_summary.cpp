@@ -13,10 +13,16 @@ namespace {
 constexpr size_t kTextRows = 10;
 
 std::string rows_text(const json& result) {
+  // Every figure of the rows is a total over the whole trace, as profiled:
+  // the header says so, with the steps' mean beside it (issue 73 point 6).
   std::string text = fmt::format(
-      "ops_summary of {} ({} of {} ops shown, total direct kernel time {:.4f} ms):\n",
+      "ops_summary of {} ({} of {} ops shown, total direct kernel time {:.4f} ms {}; the rows' "
+      "times are totals too):\n",
       result["trace"].get<std::string>(), result["rows"].size(),
-      result["matched_rows"].get<int64_t>(), result["total_direct_kernel_time_ms"].get<double>());
+      result["matched_rows"].get<int64_t>(), result["total_direct_kernel_time_ms"].get<double>(),
+      result.contains("scope")
+          ? step_scope_text(result["scope"], "total_direct_kernel_time_ms", "ms")
+          : std::string("over the whole trace, profiled"));
   size_t listed = 0;
   for (const auto& row : result["rows"]) {
     if (++listed > kTextRows) break;
@@ -123,6 +129,8 @@ ToolResult ops_summary_tool(const json& args, ToolContext& ctx) {
   }
   result["trace"] = handle;
   result["source"] = "ops_summary";
+  result["scope"] = step_scope_json(*entry, result["total_direct_kernel_time_ms"].get<double>(),
+                                    "total_direct_kernel_time_ms");
   result["arch"] = used_arch.empty() || used_arch == "none" ? json() : json(used_arch);
   if (json coll = engine::loaded_trace_collectives_json(*entry); !coll.is_null())
     result["collectives"] = coll;

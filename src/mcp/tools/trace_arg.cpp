@@ -8,10 +8,6 @@
 
 namespace jarvis::mcp {
 
-namespace {
-
-// The health block of a loaded Kineto trace, computed once per entry (the
-// call tree and timeline are the entry's cached ones).
 json loaded_trace_health(const LoadedTrace& entry) {
   if (engine::is_rocprof_trace(entry.trace())) return nullptr;  // its own health (load_trace)
   return *entry.cached<json>("trace_health", [&entry] {
@@ -20,7 +16,37 @@ json loaded_trace_health(const LoadedTrace& entry) {
   });
 }
 
-}  // namespace
+json step_scope_json(const LoadedTrace& entry, double total, const std::string& field) {
+  return step_scope_json(loaded_trace_health(entry), total, field);
+}
+
+json step_scope_json(const json& health, double total, const std::string& field) {
+  size_t steps = 0;
+  std::string source;
+  if (health.is_object()) {
+    steps = health.value("profiler_steps", size_t{0});
+    source = "ProfilerStep#N annotations";
+    if (steps < 2 && health.value("detected_iterations", size_t{0}) >= 2) {
+      steps = health.value("detected_iterations", size_t{0});
+      source = "repeats of the launch sequence";
+    }
+  }
+  json scope = {
+      {"figures",
+       "totals over the whole trace (every kernel it recorded, inside the steps or not), as the "
+       "profiled run recorded them (the profiler adds host time, not kernel time)"},
+      {"steps", steps > 0 ? json(steps) : json()},
+      {"steps_source", steps > 0 ? json(source) : json()}};
+  scope[field + "_per_step"] = steps > 0 ? json(total / static_cast<double>(steps)) : json();
+  return scope;
+}
+
+std::string step_scope_text(const json& scope, const std::string& field, const char* unit) {
+  if (!scope.is_object() || !scope["steps"].is_number())
+    return "over the whole trace (no steps found), profiled";
+  return fmt::format("over the whole trace's {} steps ({:.3f} {} per step), profiled",
+                     scope["steps"].get<size_t>(), scope[field + "_per_step"].get<double>(), unit);
+}
 
 std::shared_ptr<const LoadedTrace> trace_arg(const json& args, ToolContext& ctx) {
   std::string handle = args.at("trace").get<std::string>();

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <memory>
+#include <string>
 
 #include "engine/engine.h"
 #include "mcp/tool.h"
@@ -18,5 +19,21 @@ std::shared_ptr<const LoadedTrace> trace_arg(const json& args, ToolContext& ctx)
 // call's result (ToolContext::add_trace_caveats), for tools that reach a
 // trace by another way than trace_arg.
 void note_trace_health(const LoadedTrace& entry, ToolContext& ctx);
+
+// The health block of a loaded Kineto trace (insights/trace_health.h's JSON),
+// computed once per entry; null for a rocprofv3 trace.
+json loaded_trace_health(const LoadedTrace& entry);
+
+// What a tool's totals cover (issue 73 point 6): `figures` says they are
+// over the whole trace and as profiled, `steps` the trace's steps
+// (ProfilerStep#N, else launch-sequence repeats; null when none) with
+// `steps_source`, and `<field>_per_step` the total `total` over them (null
+// without steps): the work outside the steps is in the total, so per step is
+// the whole trace's mean. step_scope_text says the same in words:
+// "over the whole trace's 3 steps (4.123 ms per step), profiled".
+json step_scope_json(const LoadedTrace& entry, double total, const std::string& field);
+// The same from a health block (a prepared directory's, category_insights).
+json step_scope_json(const json& health, double total, const std::string& field);
+std::string step_scope_text(const json& scope, const std::string& field, const char* unit);
 
 }  // namespace jarvis::mcp
