@@ -156,6 +156,8 @@ struct Join {
   std::vector<uint32_t> arrivals;
 };
 
+struct WhatIfBase;
+
 struct Graph {
   std::vector<Node> nodes;
   std::vector<Edge> edges;
@@ -181,6 +183,12 @@ struct Graph {
   // nodes no time. backlog_us: its GPU time inside the first iteration, per rank.
   std::vector<uint32_t> backlog_nodes;
   std::map<int64_t, double> backlog_us;
+  // The what-if base of this graph (what_if_base), attached by its owner
+  // once the graph is final (insights' step model, a loaded trace's cached
+  // graph): every un-profiled what_if on the graph starts from it instead of
+  // recomputing it. Null: each what_if computes its own. Whoever changes a
+  // graph's nodes or edges after attaching one resets it.
+  std::shared_ptr<const WhatIfBase> attached_base;
 };
 
 // Iterations found as repeats of the launch sequence of one host thread: the
@@ -351,6 +359,9 @@ void unprofiled_times(const Graph& graph, std::vector<double>& dur, std::vector<
 // with the recorded step beside it: what bounds the step once the profiler
 // is gone. The default analysis of every tool.
 Analysis analyse_unprofiled(const Graph& graph);
+// The same, also filling `base` with the graph's what-if base (what_if_base
+// gives the same) from the schedule and the analyses it computes anyway.
+Analysis analyse_unprofiled(const Graph& graph, WhatIfBase& base);
 
 // ---- what-if --------------------------------------------------------------------
 
@@ -450,6 +461,8 @@ struct WhatIfBase {
 };
 // `unprofiled` false: the recorded step alone (enough for Scenario::recorded_host).
 WhatIfBase what_if_base(const Graph& graph, bool unprofiled = true);
+// What bounds an analysis's iterations, as WhatIfBase::bounds says it.
+std::string iteration_bounds(const Analysis& analysis);
 // `profiled_prediction` false: the prediction on the recorded host is not
 // replayed (recorded_step_time_us and predicted_profiled_step_time_us stay
 // 0 and the summary omits them): one replay of the graph per scenario.

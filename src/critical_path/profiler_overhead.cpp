@@ -388,6 +388,11 @@ void unprofiled_times(const Graph& g, std::vector<double>& dur, std::vector<doub
 }
 
 Analysis analyse_unprofiled(const Graph& g) {
+  WhatIfBase base;
+  return analyse_unprofiled(g, base);
+}
+
+Analysis analyse_unprofiled(const Graph& g, WhatIfBase& base) {
   const Analysis recorded = analyse(g);
   // unprofiled_times, with both of its steps kept: the profiler's cost
   // alone (what the summary reports as its host time) and the interference
@@ -398,6 +403,12 @@ Analysis analyse_unprofiled(const Graph& g) {
   std::vector<double> dur = plain_dur, lag = plain_lag;
   scale_interfered(g, found, dur, lag);
   Analysis a = analyse(g, dur, lag);
+  base.step_time_us = a.step_time_us;
+  base.bounds = iteration_bounds(a);
+  base.recorded_step_time_us = recorded.step_time_us;
+  base.recorded_bounds = iteration_bounds(recorded);
+  base.dur = dur;
+  base.lag = lag;
   a.model = kModelUnprofiled;
   a.recorded_step_time_us = recorded.step_time_us;
   a.estimated_unprofiled_step_us = a.step_time_us;

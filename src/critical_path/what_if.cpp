@@ -460,7 +460,12 @@ void apply(const Graph& g, const Scenario& sc, bool scales, std::vector<double>&
 
 }  // namespace
 
+std::string iteration_bounds(const Analysis& a) {
+  return bounds_of(a);
+}
+
 WhatIfResult what_if(const Graph& g, const Scenario& sc) {
+  if (!sc.recorded_host && g.attached_base) return what_if(g, sc, *g.attached_base);
   return what_if(g, sc, what_if_base(g, !sc.recorded_host));
 }
 

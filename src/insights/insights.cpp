@@ -119,7 +119,7 @@ std::string gemm_label(const report::PerfOpRow& row, const GemmDims& d) {
 
 critical_path::WhatIfResult step_what_if(const InsightContext& c,
                                          const critical_path::Scenario& change) {
-  return critical_path::what_if(c.step->graph, change, c.step->what_if_base,
+  return critical_path::what_if(c.step->graph, change, *c.step->graph.attached_base,
                                 /*profiled_prediction=*/false);
 }
 
@@ -358,12 +358,10 @@ std::shared_ptr<const InsightContext::StepModel> build_step_model(const Trace& t
       PhaseTimer t("insights/step_model/recorded");
       model->recorded = critical_path::analyse(model->graph);
     }
-    {
-      PhaseTimer t("insights/step_model/unprofiled");
-      model->measured = critical_path::analyse_unprofiled(model->graph);
-    }
-    PhaseTimer t("insights/step_model/what_if_base");
-    model->what_if_base = critical_path::what_if_base(model->graph);
+    PhaseTimer t("insights/step_model/unprofiled");
+    auto base = std::make_shared<critical_path::WhatIfBase>();
+    model->measured = critical_path::analyse_unprofiled(model->graph, *base);
+    model->graph.attached_base = std::move(base);
     return model;
   } catch (const std::runtime_error&) {  // CriticalPathError, CollectiveError
     return nullptr;                      // the rules fall back to the trace's own times

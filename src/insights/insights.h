@@ -103,10 +103,9 @@ struct InsightContext {
     critical_path::Analysis measured;
     // The trace's own schedule: what the pages draw over its events.
     critical_path::Analysis recorded;
-    // What every what-if of the rules starts from (the un-profiled schedule
-    // and its step), computed once per trace: a rule's what-if replays the
-    // graph once (detail::step_what_if).
-    critical_path::WhatIfBase what_if_base;
+    // graph.attached_base is set: what every what-if of the rules starts
+    // from (the un-profiled schedule and its step), computed once per trace
+    // with `measured`, so that a rule's what-if replays the graph once.
     size_t host_bound_iterations() const;
   };
   std::shared_ptr<const StepModel> step;

@@ -51,7 +51,7 @@ namespace detail {
 // not TF32 or a lower precision on tensor cores.
 bool is_fp32_simt_gemm_kernel(std::string_view name);
 
-// A what-if on the step model's graph from its one base (c.step->what_if_base):
+// A what-if on the step model's graph from its one base (graph.attached_base):
 // the un-profiled prediction alone, one replay (no prediction on the
 // profiled host). Needs c.step.
 critical_path::WhatIfResult step_what_if(const InsightContext& c,

@@ -113,6 +113,33 @@ TEST_CASE("what-if on a base: the same result as the what-if alone (ab_pairs tra
   if (checked == 0) MESSAGE("skipped: ../shared/ab_pairs is missing");
 }
 
+TEST_CASE("what-if on a base: analyse_unprofiled fills it; a graph carries it (s_tf32 A)") {
+  auto l = load_ab("s_tf32_A_fp32.json.gz");
+  if (!l) return;
+  const cp::WhatIfBase alone = cp::what_if_base(l->graph);
+  cp::WhatIfBase filled;
+  const cp::Analysis unprofiled = cp::analyse_unprofiled(l->graph, filled);
+  CHECK(filled.dur == alone.dur);
+  CHECK(filled.lag == alone.lag);
+  CHECK(filled.step_time_us == alone.step_time_us);
+  CHECK(filled.bounds == alone.bounds);
+  CHECK(filled.recorded_step_time_us == alone.recorded_step_time_us);
+  CHECK(filled.recorded_bounds == alone.recorded_bounds);
+  CHECK(unprofiled.step_time_us == cp::analyse_unprofiled(l->graph).step_time_us);
+  // A graph carrying its base gives every what-if what the graph alone gives.
+  cp::Scenario gemm;
+  gemm.select.category = "gemm";
+  gemm.factor = 0.5;
+  const cp::WhatIfResult before = cp::what_if(l->graph, gemm);
+  l->graph.attached_base = std::make_shared<const cp::WhatIfBase>(std::move(filled));
+  const cp::WhatIfResult carried = cp::what_if(l->graph, gemm);
+  CHECK(carried.measured_step_time_us == before.measured_step_time_us);
+  CHECK(carried.predicted_step_time_us == before.predicted_step_time_us);
+  CHECK(carried.predicted_profiled_step_time_us == before.predicted_profiled_step_time_us);
+  CHECK(carried.summary == before.summary);
+  check_same(l->graph, alone, gemm);
+}
+
 TEST_CASE("what-if on a base: a base of another graph is refused") {
   auto a = load_ab("s_tf32_A_fp32.json.gz");
   auto b = load_ab("s_mask_sync_A_boolean_index.json.gz");
