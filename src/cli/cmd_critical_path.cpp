@@ -1,7 +1,8 @@
 // jarvis critical-path TRACE... --out DIR
 // jarvis what-if TRACE... --out DIR [--rank R] [--category C] [--op O] [--kernel K]
 //                         [--factor F | --median-rank] [--remove-launch-gaps]
-//                         [--overlap-collective NAME]
+//                         [--overlap-collective NAME] [--remove-host-gaps
+//                         [--host-gap-after OP] [--host-gap-before OP] [--host-gap-min-us US]]
 //
 // The cross-rank critical path per iteration and what a change would buy
 // (docs/critical-path.md).
@@ -33,6 +34,8 @@ struct WhatIfArgs : CriticalPathArgs {
   std::vector<uint32_t> kernel_uids;
   std::string remove_python_frame;
   bool remove_waits_only = false;
+  bool remove_host_gaps = false;
+  engine::HostGapSelector host_gaps;
 };
 
 engine::RankGraph load(const CriticalPathArgs& a, Progress& progress) {
@@ -75,7 +78,7 @@ int run_critical_path(const CriticalPathArgs& a) {
   return 0;
 }
 
-int run_what_if(const WhatIfArgs& a) {
+int run_what_if(WhatIfArgs a) {
   if (a.median && a.factor != 1.0) usage_error("--factor and --median-rank exclude each other");
   engine::WhatIfScenario sc;
   if (a.rank >= 0) sc.select.rank = a.rank;
@@ -96,10 +99,16 @@ int run_what_if(const WhatIfArgs& a) {
   rm.waits_only = a.remove_waits_only;
   if (rm.waits_only && rm.empty())
     usage_error("--remove-waits-only needs --remove-op, --remove-uid or --remove-python-frame");
+  if (!a.remove_host_gaps && (!a.host_gaps.after.empty() || !a.host_gaps.before.empty()))
+    usage_error("--host-gap-after and --host-gap-before need --remove-host-gaps");
   Progress progress(a.progress.resolve(), "what-if");
   auto loaded = load(a, progress);
   progress.phase("replay");
   engine::add_host_removal(loaded, rm, sc);
+  if (a.remove_host_gaps) {
+    if (a.rank >= 0) a.host_gaps.rank = a.rank;
+    engine::add_host_gap_removal(loaded, a.host_gaps, sc);
+  }
   engine::WhatIfResult result = engine::what_if(loaded.graph, sc);
   auto files = engine::write_what_if(result, sc, a.out);
   progress.finish();
@@ -178,6 +187,16 @@ Runner add_what_if(CLI::App& app) {
                   "the same for python frames whose name contains this (with_stack traces)");
   cmd->add_flag("--remove-waits-only", a->remove_waits_only,
                 "the removed events keep their time: only the syncs inside stop waiting");
+  cmd->add_flag("--remove-host-gaps", a->remove_host_gaps,
+                "take out host time no event records (Python between ops: batch preparation, "
+                "logging) inside the steps, between two recorded events");
+  cmd->add_option("--host-gap-after", a->host_gaps.after,
+                  "only the stretches after the op (its outermost op) or call of this exact name");
+  cmd->add_option("--host-gap-before", a->host_gaps.before,
+                  "only the stretches before the op or call of this exact name");
+  cmd->add_option("--host-gap-min-us", a->host_gaps.min_us,
+                  "only stretches at least this long (default 100 us)")
+      ->check(CLI::PositiveNumber);
   cmd->footer(
       "Writes DIR/what_if.json (measured_step_time_us, predicted_step_time_us, the new\n"
       "critical path) and DIR/predicted_path_iteration<K>.csv.");

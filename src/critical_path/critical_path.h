@@ -392,6 +392,10 @@ struct Scenario {
   Selector select;
   // Host work removed: the gaps and calls inside these spans take no time.
   std::vector<HostSpan> remove_host;
+  // Host time no event records, taken out whole (add_host_gap_removal,
+  // critical_path/host_gaps.h): each host gap or hand-over into a span's
+  // thread loses the span's time inside it, never more than its lag.
+  std::vector<HostSpan> remove_unrecorded;
   // Synchronising runtime calls (rank, uid) that no longer wait for the GPU.
   std::vector<std::pair<int64_t, Uid>> remove_syncs;
   // GPU events (rank, uid) that no longer run (take no time on their stream).

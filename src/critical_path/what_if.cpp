@@ -308,6 +308,35 @@ void remove_host_spans(const Graph& g, const std::vector<HostSpan>& spans, std::
                   spans.size(), removed, calls));
 }
 
+// Host time no event records taken out (add_host_gap_removal): the host gaps
+// of a span's thread, and the hand-overs into it (the main thread resuming
+// after autograd's), lose the span's time inside them whole, never more than
+// their lag. Nothing was recorded there, so the un-profiled model took none of
+// it out: unlike remove_host_spans, no share of the cut is the profiler's.
+void remove_unrecorded_spans(const Graph& g, const std::vector<HostSpan>& spans,
+                             std::vector<double>& lag, WhatIfResult& out) {
+  const SpanIndex index(g, spans);
+  double removed = 0;
+  size_t edges = 0;
+  for (size_t k = 0; k < g.edges.size(); ++k) {
+    const Edge& e = g.edges[k];
+    if ((e.kind != EdgeKind::HostSeq && e.kind != EdgeKind::HostHandover) || !(lag[k] > 0))
+      continue;
+    const Node& from = g.nodes[e.from];
+    const Node& to = g.nodes[e.to];
+    if (to.thread == UINT32_MAX || !(to.start > from.end())) continue;
+    const double inside = index.overlap(to.rank, to.thread, from.end(), to.start);
+    if (!(inside > 0)) continue;
+    const double cut = std::min(lag[k], inside);
+    lag[k] -= cut;
+    removed += cut;
+    ++edges;
+  }
+  out.changes.push_back(fmt::format(
+      "{} stretch(es) of host time no event records removed: {:.1f} us from {} host gap(s)",
+      spans.size(), removed, edges));
+}
+
 // Synchronising calls that no longer wait: their return follows their entry.
 void remove_sync_waits(const Graph& g, const std::vector<std::pair<int64_t, Uid>>& syncs,
                        std::vector<double>& lag, WhatIfResult& out) {
@@ -453,6 +482,7 @@ void apply(const Graph& g, const Scenario& sc, bool scales, std::vector<double>&
   if (scales) scale_selection(g, sc, dur, out);
   if (!sc.remove_gpu.empty()) remove_gpu_work(g, sc.remove_gpu, dur, out);
   if (!sc.remove_host.empty()) remove_host_spans(g, sc.remove_host, dur, lag, out);
+  if (!sc.remove_unrecorded.empty()) remove_unrecorded_spans(g, sc.remove_unrecorded, lag, out);
   if (!sc.remove_syncs.empty()) remove_sync_waits(g, sc.remove_syncs, lag, out);
   if (sc.remove_launch_gaps) remove_host_gaps(g, dur, lag, out);
   if (!sc.overlap_collective.empty()) overlap_collectives(g, sc.overlap_collective, dur, lag, out);
@@ -490,7 +520,8 @@ WhatIfResult what_if(const Graph& g, const Scenario& sc, const WhatIfBase& base,
                        !sel.gpu_uids.empty() || (sel.rank && sc.host_removal.empty());
   const bool scales = selects || sc.median_rank || sc.factor != 1.0;
   if (!scales && !sc.remove_launch_gaps && sc.overlap_collective.empty() &&
-      sc.remove_host.empty() && sc.remove_syncs.empty() && sc.remove_gpu.empty())
+      sc.remove_host.empty() && sc.remove_unrecorded.empty() && sc.remove_syncs.empty() &&
+      sc.remove_gpu.empty())
     throw CriticalPathError(
         "the what-if changes nothing: give a selector (rank, category, op, kernel) with a factor "
         "or median_rank, host ops to remove, remove_launch_gaps, or overlap_collective");

@@ -61,6 +61,7 @@
 #include "compare/compare_inputs.h"
 #include "compare/compare_traces.h"
 #include "critical_path/critical_path.h"
+#include "critical_path/host_gaps.h"
 #include "explore/gemm_roofline.h"
 #include "explore/input_format.h"
 #include "explore/parent_chain.h"
@@ -291,6 +292,9 @@ inline std::vector<std::string> write_critical_path(const CriticalPathAnalysis& 
 using critical_path::what_if;
 using critical_path::what_if_json;
 using critical_path::write_what_if;
+// Host time no event records, taken out of the steps (remove_host_gaps).
+using HostGapSelector = critical_path::HostGapSelector;
+using critical_path::add_host_gap_removal;
 
 // ---------------------------------------------------------------------------
 // Sweeps: loaded sweeps and their tables, pages and outputs

@@ -48,6 +48,7 @@ constexpr NamedRule kRules[] = {
     {"host_sync", rule_host_sync},
     {"dataloader_main_process", rule_dataloader_main_process},
     {"activation_recompute", rule_activation_recompute},
+    {"unrecorded_host_time", rule_unrecorded_host_time},
 };
 
 int64_t int_param(const perf::Params& params, std::string_view name) {
@@ -507,7 +508,13 @@ void size_step_savings(const InsightContext& context, std::vector<Insight>& insi
     if (i.step_saving_us || !i.recoverable_us || i.scope == "trace") continue;
     std::vector<Uid> gpu;
     double gpu_time = 0;
-    for (Uid u : i.uids) {
+    // The GPU work the fix changes, where the rule names it (what_if's
+    // kernel_uids: the kernels between an attention block's matmuls, the
+    // recomputed forward ops), else every kernel of the finding's ops; with
+    // the rule's factor (a removal) or the one its recoverable time leaves.
+    const bool named = i.what_if.is_object() && i.what_if.contains("kernel_uids");
+    if (named) gpu = i.what_if["kernel_uids"].get<std::vector<Uid>>();
+    for (Uid u : named ? std::vector<Uid>{} : i.uids) {
       if (u >= context.trace.events.size()) {
         // A synthetic perf row (a backward-only unified row) has a UID past
         // the trace's events: its kernels are the row's own.
@@ -528,14 +535,16 @@ void size_step_savings(const InsightContext& context, std::vector<Insight>& insi
     // The what-if takes positive factors: all of the time recovered is a
     // nanosecond left.
     constexpr double kSmallestFactor = 1e-6;
-    change.factor = std::clamp(1.0 - *i.recoverable_us / gpu_time, kSmallestFactor, 1.0);
+    change.factor = named && i.what_if.contains("factor")
+                        ? i.what_if["factor"].get<double>()
+                        : std::clamp(1.0 - *i.recoverable_us / gpu_time, kSmallestFactor, 1.0);
     const auto r = detail::step_what_if(context, change);
     i.step_saving_us =
         std::max(0.0, r.measured_step_time_us - r.predicted_step_time_us) * iterations;
     // The what_if tool's arguments that replay this sizing (its saved_us is
     // per step): the finding's GPU events at the factor its recoverable time
     // leaves them.
-    if (i.what_if.is_null()) i.what_if = {{"kernel_uids", gpu}, {"factor", change.factor}};
+    if (i.what_if.is_null() || named) i.what_if = {{"kernel_uids", gpu}, {"factor", change.factor}};
     if (*i.step_saving_us >= 0.5 * *i.recoverable_us) continue;
     const auto& after = r.predicted.iterations;
     const auto host_after = std::count_if(after.begin(), after.end(), [](const auto& it) {
@@ -552,6 +561,7 @@ void size_step_savings(const InsightContext& context, std::vector<Insight>& insi
     else
       i.step_saving_note = "largely off the critical path (overlapped by other work)";
   }
+  detail::replay_what_ifs(context, insights);
 }
 
 std::string_view recoverable_method_of(std::string_view rule) {
@@ -592,6 +602,9 @@ std::string_view recoverable_method_of(std::string_view rule) {
        "the what-if without the loader's host time on the main process, on the un-profiled step"},
       {"activation_recompute",
        "the recomputed forward ops' kernel time (the what-if without it on the un-profiled step)"},
+      {"unrecorded_host_time",
+       "the what-if without this host time no op records (remove_host_gaps), on the un-profiled "
+       "step"},
       {"attention_efficiency",
        "re-timed at the attainable share of the trace's own GEMM rate (0.85 forward, 0.75 "
        "backward)"},
@@ -622,7 +635,10 @@ std::vector<IdleClaim> claim_idle_places(const std::vector<Insight>& insights) {
   for (bool trace_wide : {false, true})
     for (size_t k = 0; k < insights.size(); ++k) {
       const Insight& i = insights[k];
-      if (i.idle_claim_us.empty() || (i.scope == "trace") != trace_wide) continue;
+      // Host time no op records is about its own places, as a finding about
+      // one place is: the host-bound step's finding gets what they leave.
+      const bool wide = i.scope == "trace" && i.rule != "unrecorded_host_time";
+      if (i.idle_claim_us.empty() || wide != trace_wide) continue;
       for (const auto& [place, us] : i.idle_claim_us) {
         double take = std::clamp(us, 0.0, left[place]);
         left[place] -= take;

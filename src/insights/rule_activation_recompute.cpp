@@ -92,6 +92,8 @@ void rule_activation_recompute(const InsightContext& c, std::vector<Insight>& ou
     off.select.gpu_uids = kernels;
     off.factor = 1e-6;  // no recompute
     i.step_saving_us = detail::step_saving_total_us(c, off);
+    // The what_if tool's arguments that replay it: no recompute kernels.
+    i.what_if = {{"kernel_uids", kernels}, {"factor", off.factor}};
   }
   const double saving = i.step_saving_us.value_or(recompute_us);
   i.severity = "low";  // a trade the user chose: context more than a fix

@@ -60,21 +60,36 @@ struct SiteGroup {
   size_t count = 0;
 };
 
+// A sync that copies data the host needs (a blocking .to() / copy_): its fix
+// keeps the copy (pinned memory, non_blocking, read after an event) and
+// drops only the wait.
+bool is_copy_site(const SiteGroup& g) {
+  return g.inner == "aten::to" || g.inner == "aten::_to_copy" || g.inner == "aten::copy_";
+}
+
 // The what_if tool's arguments for these syncs: exactly the finding's ops
 // (the op around each sync of the steps, the call itself outside any op)
-// by uid, which keep their host time. A name would take every op of that
-// name in the trace (706 aten::to in a generate() trace, 17 of them
-// syncing; issue 73 point 7); the call sites by name are in the evidence.
+// by uid. A name would take every op of that name in the trace (706
+// aten::to in a generate() trace, 17 of them syncing; issue 73 point 7);
+// the call sites by name are in the evidence. The fix removes a sync's op
+// whole (issue 73 point 4: no .item(), a mask instead of nonzero): its host
+// time, its wait, the GPU work it launched, and so the GPU idle behind it
+// while the host launched the next work. Blocking copies keep their time
+// and work and stop waiting (remove_waits_only); when every site is one.
 nlohmann::json what_if_args(const std::map<std::string, SiteGroup>& groups) {
+  bool copies_only = true;
+  for (const auto& [site, g] : groups) copies_only &= is_copy_site(g);
   std::vector<Uid> uids;
   for (const auto& [site, g] : groups) {
+    if (!copies_only && is_copy_site(g)) continue;
     uids.insert(uids.end(), g.ops.begin(), g.ops.end());
     if (g.ops.empty())
       for (const auto& [rank, call] : g.calls) uids.push_back(call);
   }
   std::sort(uids.begin(), uids.end());
   uids.erase(std::unique(uids.begin(), uids.end()), uids.end());
-  return {{"remove_waits_only", true}, {"remove_uids", uids}};
+  if (copies_only) return {{"remove_waits_only", true}, {"remove_uids", uids}};
+  return {{"remove_uids", uids}};
 }
 
 }  // namespace
@@ -100,7 +115,11 @@ void rule_host_sync(const InsightContext& c, std::vector<Insight>& out) {
   critical_path::Scenario all;
   for (const auto& [site, g] : groups)
     all.remove_syncs.insert(all.remove_syncs.end(), g.calls.begin(), g.calls.end());
-  const double saving = detail::step_saving_total_us(c, all);
+  // The saving is what the finding's what_if replays (one figure); the
+  // waits alone where it matches nothing.
+  const nlohmann::json args = what_if_args(groups);
+  const double saving =
+      detail::what_if_replay_total_us(c, args).value_or(detail::step_saving_total_us(c, all));
   const double steps = static_cast<double>(std::max<size_t>(1, c.step->measured.iterations.size()));
   Insight i;
   i.rule = "host_sync";
@@ -135,7 +154,7 @@ void rule_host_sync(const InsightContext& c, std::vector<Insight>& out) {
   i.severity = detail::severity_by_step_saving(c, saving);
   i.gain_upper_bound_us = saving;
   i.step_saving_us = saving;
-  i.what_if = what_if_args(groups);
+  i.what_if = args;
   // Nothing to save: the host ran ahead and the syncs wait for the work it
   // had queued (a blocking wait that holds a step's end is this backlog).
   if (saving <= 0)

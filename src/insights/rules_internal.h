@@ -44,6 +44,7 @@ void rule_fp32_gemm_simt(const InsightContext& c, std::vector<Insight>& out);
 void rule_host_sync(const InsightContext& c, std::vector<Insight>& out);
 void rule_dataloader_main_process(const InsightContext& c, std::vector<Insight>& out);
 void rule_activation_recompute(const InsightContext& c, std::vector<Insight>& out);
+void rule_unrecorded_host_time(const InsightContext& c, std::vector<Insight>& out);
 
 namespace detail {
 
@@ -60,6 +61,15 @@ critical_path::WhatIfResult step_what_if(const InsightContext& c,
 // The step model's what-if saving, summed over the iterations (0 without a
 // step model or when the change saves nothing).
 double step_saving_total_us(const InsightContext& c, const critical_path::Scenario& change);
+
+// The step saving (a total over the iterations) the what-if named by a
+// finding's what_if arguments (the what_if tool's, beside `traces`) replays
+// on the un-profiled step; nullopt without a step model or when the
+// arguments match nothing (what_if_replay.cpp).
+std::optional<double> what_if_replay_total_us(const InsightContext& c, const nlohmann::json& args);
+// Each host finding's step saving made the figure its what_if arguments
+// replay: the finding and the what-if an agent runs say one number.
+void replay_what_ifs(const InsightContext& c, std::vector<Insight>& insights);
 
 // The span of the step model's iterations in the trace's own time (the
 // graph's clock offset of its one rank taken out), and that rank; events

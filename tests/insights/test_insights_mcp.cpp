@@ -35,7 +35,7 @@ TEST_CASE("MCP insights: tool, ops_summary, gemm_roofline and analyze_category a
   // Every insight (a default result keeps to 16 KB and may list fewer).
   json all = h.tool_result(2, "insights", {{"trace", "t1"}, {"limit", 1000}});
   REQUIRE(all["insights"].size() > 0);
-  CHECK(all["rules"].size() == 26);
+  CHECK(all["rules"].size() == 27);
   // The LM head's three unaligned GEMMs and their sm75 kernels: one change,
   // one finding, the others its symptoms.
   size_t unaligned = 0, symptoms = 0;

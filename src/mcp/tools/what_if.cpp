@@ -47,14 +47,32 @@ engine::HostRemoval removal(const json& args) {
   return rm;
 }
 
+// Host time no event records taken out: the stretches remove_host_gaps
+// selects (docs/critical-path.md, "Host time no op records").
+std::optional<engine::HostGapSelector> host_gaps(const json& args) {
+  if (!args.contains("remove_host_gaps")) return std::nullopt;
+  const json& g = args.at("remove_host_gaps");
+  engine::HostGapSelector sel;
+  if (args.contains("rank")) sel.rank = args.at("rank").get<int64_t>();
+  sel.after = g.value("after", "");
+  sel.before = g.value("before", "");
+  sel.min_us = g.value("min_us", sel.min_us);
+  return sel;
+}
+
 ToolResult what_if_tool(const json& args, ToolContext& ctx) {
   engine::WhatIfScenario sc = scenario(args);
+  const std::optional<engine::HostGapSelector> gaps = host_gaps(args);
   const engine::HostRemoval rm = removal(args);
   const std::string dir = out_dir(args, ctx);
   const JobGraph job = load_job(args, ctx);
   engine::WhatIfResult result;
   try {
     if (!rm.empty()) job.add_host_removal(rm, sc);
+    if (gaps && job.ranks) engine::add_host_gap_removal(*job.ranks, *gaps, sc);
+    if (gaps && !job.ranks)
+      engine::add_host_gap_removal({{&job.entry->trace(), job.tree.get(), -1}}, job.graph(), *gaps,
+                                   sc);
     result = engine::what_if(job.graph(), sc);
   } catch (const engine::CriticalPathError& e) {
     throw ToolError(e.what());

@@ -1,0 +1,189 @@
+// Host time no event records: the stretches of a step where no host thread
+// records anything, and the what-if that takes them out (host_gaps.h).
+#include "critical_path/host_gaps.h"
+
+#include <algorithm>
+#include <map>
+#include <tuple>
+
+#include <fmt/format.h>
+
+namespace jarvis::critical_path {
+namespace {
+
+// Events that record host work: cpu ops, runtime calls, and a DataLoader's
+// __next__ (the loader's time, sized by its own finding).
+bool host_gap_covers(const Trace& t, Uid u) {
+  const Event& e = t.events[u];
+  if (!e.has_ts() || !e.has_dur()) return false;
+  if (e.cat == Cat::CpuOp || is_runtime_cat(e.cat)) return true;
+  if (e.cat != Cat::UserAnnotation) return false;
+  const std::string_view name = t.name(u);
+  return name.find("DataLoader") != std::string_view::npos &&
+         name.find("__next__") != std::string_view::npos;
+}
+
+// The outermost cpu_op above `u` (u itself when none).
+Uid host_gap_outermost_op(const Trace& t, const CallTree& tree, Uid u) {
+  Uid top = u;
+  for (Uid p = tree.parent(u); p != kNoUid; p = tree.parent(p))
+    if (t.events[p].cat == Cat::CpuOp) top = p;
+  return top;
+}
+
+// The innermost user annotation above `u` that began by `by` and is not a
+// step's own marker.
+std::string host_gap_annotation(const Trace& t, const CallTree& tree, Uid u, double by) {
+  for (Uid p = tree.parent(u); p != kNoUid; p = tree.parent(p)) {
+    const Event& e = t.events[p];
+    if (e.cat != Cat::UserAnnotation || !e.has_ts() || e.ts() > by) continue;
+    const std::string_view name = t.name(p);
+    if (name.starts_with("ProfilerStep#")) continue;
+    return std::string(name);
+  }
+  return "";
+}
+
+// The rank's host part of an iteration in trace time: its step start to its
+// step end (the StepStart / StepEnd nodes of that rank).
+std::optional<std::pair<double, double>> host_gap_window(const Graph& g, const Iteration& it,
+                                                         int64_t rank) {
+  const double off = g.clock_offset_us.count(rank) ? g.clock_offset_us.at(rank) : 0.0;
+  std::optional<double> from, to;
+  for (uint32_t n : it.start_nodes)
+    if (g.nodes[n].rank == rank) from = g.nodes[n].start - off;
+  for (uint32_t n : it.host_ends)
+    if (g.nodes[n].rank == rank) to = std::max(to.value_or(-1e300), g.nodes[n].start - off);
+  if (!from || !to || !(*to > *from)) return std::nullopt;
+  return std::make_pair(*from, *to);
+}
+
+size_t host_gap_count_in(const std::vector<double>& sorted, double from, double to) {
+  return static_cast<size_t>(std::lower_bound(sorted.begin(), sorted.end(), to) -
+                             std::lower_bound(sorted.begin(), sorted.end(), from));
+}
+
+void host_gaps_of_rank(const Trace& t, const CallTree& tree, const Graph& g, int64_t rank,
+                       const HostGapSelector& sel, std::vector<HostGap>& out) {
+  std::vector<std::tuple<double, double, Uid>> events;  // (ts, end, uid), by start
+  std::vector<double> frame_marks, memory;              // python frame starts and ends; [memory]
+  for (Uid u = 0; u < t.events.size(); ++u) {
+    const Event& e = t.events[u];
+    if (host_gap_covers(t, u)) {
+      events.emplace_back(e.ts(), e.end(), u);
+    } else if (e.cat == Cat::PythonFunction && e.has_ts() && e.has_dur()) {
+      frame_marks.push_back(e.ts());
+      frame_marks.push_back(e.end());
+    } else if (e.cat == Cat::CpuInstantEvent && e.has_ts() && t.name(u) == "[memory]") {
+      memory.push_back(e.ts());
+    }
+  }
+  std::sort(events.begin(), events.end());
+  std::sort(frame_marks.begin(), frame_marks.end());
+  std::sort(memory.begin(), memory.end());
+  const ProfilerCost cost = g.profiler_cost.count(rank) ? g.profiler_cost.at(rank) : ProfilerCost{};
+  for (size_t k = 0; k < g.iterations.size(); ++k) {
+    const auto window = host_gap_window(g, g.iterations[k], rank);
+    if (!window) continue;
+    const auto [from, to] = *window;
+    // Events that began before the window and reach into it count too.
+    double cur_end = -1e300;
+    Uid cur = kNoUid;
+    auto first =
+        std::lower_bound(events.begin(), events.end(), std::make_tuple(from, -1e300, Uid{0}));
+    for (auto it = events.begin(); it != first; ++it)
+      if (std::get<1>(*it) > from && std::get<1>(*it) > cur_end) {
+        cur_end = std::get<1>(*it);
+        cur = std::get<2>(*it);
+      }
+    for (auto it = first; it != events.end() && std::get<0>(*it) < to; ++it) {
+      const auto [ts, end, uid] = *it;
+      if (cur != kNoUid && ts - cur_end >= sel.min_us && cur_end >= from) {
+        HostGap gap;
+        gap.rank = rank;
+        gap.thread = t.events[uid].thread;
+        gap.from_us = cur_end;
+        gap.to_us = ts;
+        gap.iteration = k;
+        gap.offset_us = cur_end - from;
+        gap.after = cur;
+        gap.before = uid;
+        gap.after_name = std::string(t.name(host_gap_outermost_op(t, tree, cur)));
+        gap.before_name = std::string(t.name(host_gap_outermost_op(t, tree, uid)));
+        gap.annotation = host_gap_annotation(t, tree, uid, cur_end);
+        gap.profiler_us =
+            0.5 * static_cast<double>(host_gap_count_in(frame_marks, cur_end, ts)) *
+                cost.per_python_frame_us +
+            static_cast<double>(host_gap_count_in(memory, cur_end, ts)) * cost.per_memory_event_us;
+        gap.profiler_us = std::min(gap.profiler_us, gap.dur());
+        const auto named = [&](const std::string& want, const std::string& outer, Uid event) {
+          return want.empty() || want == outer || want == t.name(event);
+        };
+        if (named(sel.after, gap.after_name, cur) && named(sel.before, gap.before_name, uid))
+          out.push_back(std::move(gap));
+      }
+      if (end > cur_end) {
+        cur_end = end;
+        cur = uid;
+      }
+    }
+  }
+}
+
+}  // namespace
+
+std::vector<HostGap> unrecorded_host_gaps(const std::vector<RankInput>& inputs, const Graph& graph,
+                                          const HostGapSelector& sel) {
+  if (inputs.size() != graph.input_ranks.size())
+    throw CriticalPathError("the graph was not built from these traces");
+  if (sel.rank && !std::count(graph.input_ranks.begin(), graph.input_ranks.end(), *sel.rank))
+    throw CriticalPathError(fmt::format("rank {} is not among the traces' ranks ({})", *sel.rank,
+                                        fmt::join(graph.input_ranks, ", ")));
+  std::vector<HostGap> out;
+  for (size_t k = 0; k < inputs.size(); ++k) {
+    const int64_t rank = graph.input_ranks[k];
+    if (sel.rank && *sel.rank != rank) continue;
+    host_gaps_of_rank(*inputs[k].trace, *inputs[k].tree, graph, rank, sel, out);
+  }
+  return out;
+}
+
+std::vector<HostGap> add_host_gap_removal(const std::vector<RankInput>& inputs, const Graph& graph,
+                                          const HostGapSelector& sel, Scenario& scenario) {
+  std::vector<HostGap> gaps = unrecorded_host_gaps(inputs, graph, sel);
+  if (gaps.empty()) {
+    // Say what the trace has: the longest stretches of any name.
+    HostGapSelector any = sel;
+    any.after.clear();
+    any.before.clear();
+    std::vector<HostGap> all = unrecorded_host_gaps(inputs, graph, any);
+    std::sort(all.begin(), all.end(),
+              [](const HostGap& a, const HostGap& b) { return a.dur() > b.dur(); });
+    std::vector<std::string> names;
+    for (size_t k = 0; k < all.size() && k < 3; ++k)
+      names.push_back(fmt::format("after '{}' before '{}' ({:.0f} us)", all[k].after_name,
+                                  all[k].before_name, all[k].dur()));
+    throw CriticalPathError(fmt::format(
+        "no host time of at least {:.0f} us without a recorded event{}{} inside the iterations{}",
+        sel.min_us, sel.after.empty() ? "" : fmt::format(" after '{}'", sel.after),
+        sel.before.empty() ? "" : fmt::format(" before '{}'", sel.before),
+        names.empty() ? std::string(" (the trace has none)")
+                      : fmt::format("; the longest: {}", fmt::join(names, "; "))));
+  }
+  for (const HostGap& gap : gaps) {
+    const double keep = gap.profiler_us;  // the profiler's, not the program's
+    if (gap.dur() - keep > 0)
+      scenario.remove_unrecorded.push_back({gap.rank, gap.thread, gap.from_us, gap.to_us - keep});
+  }
+  return gaps;
+}
+
+std::vector<HostGap> add_host_gap_removal(const Loaded& loaded, const HostGapSelector& sel,
+                                          Scenario& scenario) {
+  std::vector<RankInput> inputs;
+  for (size_t k = 0; k < loaded.traces.size(); ++k)
+    inputs.push_back({loaded.traces[k].get(), loaded.trees[k].get(), -1});
+  return add_host_gap_removal(inputs, loaded.graph, sel, scenario);
+}
+
+}  // namespace jarvis::critical_path

@@ -1,0 +1,67 @@
+// Host time no event records (docs/critical-path.md, "Host time no op
+// records"): Python work inside a step with no op in it (a batch built in
+// numpy, logging, a metric computed on the host, an optimizer's bookkeeping)
+// shows in a trace only as a stretch of the loop's thread where no host
+// thread of the process records anything. The un-profiled job still pays it,
+// and when the GPU has nothing queued it idles for it.
+//
+// A stretch counts when it lies inside an iteration's host part, between two
+// recorded events (a cpu_op or a runtime call, on any thread; a DataLoader's
+// `__next__` annotation counts as recorded: its time is the loader's), and
+// lasts at least `min_us`. The stretches at a step's two ends are left out:
+// that is where the loop calls `prof.step()`, the profiler's own work. Python
+// frames (with_stack) and `[memory]` events inside a stretch are the
+// profiler's cost, not the program's: each stretch says that cost, and the
+// what-if leaves it in.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "critical_path/critical_path.h"
+
+namespace jarvis::critical_path {
+
+struct HostGap {
+  int64_t rank = -1;
+  uint32_t thread = 0;            // Event::thread of the event after it (the thread that resumes)
+  double from_us = 0, to_us = 0;  // trace time
+  size_t iteration = 0;           // index into Graph::iterations
+  double offset_us = 0;           // from the iteration's start
+  // The last event recorded before it and the first after (cpu_op or runtime
+  // call), and how they are named: the outermost cpu_op above each, else the
+  // event itself.
+  Uid after = kNoUid, before = kNoUid;
+  std::string after_name, before_name;
+  // The innermost user annotation around it that is not a step's own
+  // (Optimizer.step#AdamW.step), "" when none.
+  std::string annotation;
+  // The profiler's estimated cost recorded inside it (python frames, memory
+  // events), at the rank's measured per-event costs.
+  double profiler_us = 0;
+  double dur() const { return to_us - from_us; }
+};
+
+// Which stretches: at least `min_us` long, after / before the events named
+// exactly (their outermost op's name or their own; "" any), on `rank`.
+struct HostGapSelector {
+  std::optional<int64_t> rank;
+  double min_us = 100;
+  std::string after, before;
+};
+
+// The stretches of every rank's trace, in time order.
+std::vector<HostGap> unrecorded_host_gaps(const std::vector<RankInput>& inputs, const Graph& graph,
+                                          const HostGapSelector& sel);
+
+// Adds the selected stretches, less their profiler cost, to
+// scenario.remove_unrecorded; returns them. Throws CriticalPathError when
+// none matches (saying which stretches the trace has).
+std::vector<HostGap> add_host_gap_removal(const std::vector<RankInput>& inputs, const Graph& graph,
+                                          const HostGapSelector& sel, Scenario& scenario);
+std::vector<HostGap> add_host_gap_removal(const Loaded& loaded, const HostGapSelector& sel,
+                                          Scenario& scenario);
+
+}  // namespace jarvis::critical_path

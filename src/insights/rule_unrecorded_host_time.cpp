@@ -1,0 +1,186 @@
+// Host time no op records (issue 73 point 3): Python work inside the step
+// with no op in it (a batch built in numpy, logging, a metric computed on the
+// host, an optimizer's bookkeeping) shows only as a stretch of the loop where
+// no host thread records an event (critical_path/host_gaps.h). The
+// un-profiled job still pays it; when the GPU has nothing queued it idles for
+// it. One finding per place in the step (the events before and after the
+// stretch), sized by the what-if that takes those stretches out
+// (`remove_host_gaps` with the same place), on the un-profiled step.
+#include <algorithm>
+#include <map>
+#include <numeric>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "critical_path/host_gaps.h"
+#include "insights/idle_gaps.h"
+#include "insights/rules_internal.h"
+#include "report/stats.h"
+
+namespace jarvis::insights {
+namespace {
+
+// A stretch shorter than this is the dispatcher's and the profiler's own
+// time between two ops (a few us each), not Python work.
+constexpr double kUnrecordedMinGapUs = 100;
+// A place reported saves at least this much of each step, and 1 % of it.
+constexpr double kUnrecordedMinSavingUs = 100;
+constexpr size_t kUnrecordedMaxFindings = 3;
+
+// The GPU idle inside [from, to) (trace time), from idle_gaps' gaps, and the
+// host-opened part of it by idle place (what launch_bound claims).
+struct UnrecordedIdle {
+  double idle_us = 0;
+  std::map<std::string, double> host_work_by_place;
+};
+
+void add_unrecorded_idle(const InsightContext& c, const IdleGaps& idle, double from, double to,
+                         UnrecordedIdle& out) {
+  for (const IdleGap& g : idle.gaps) {
+    const double overlap = std::min(to, g.start_us + g.dur_us) - std::max(from, g.start_us);
+    if (!(overlap > 0)) continue;
+    out.idle_us += overlap;
+    if (g.cause == IdleCause::HostWork)
+      out.host_work_by_place[g.place == kNoUid ? std::string("(no launching op)")
+                                               : std::string(c.trace.name(g.place))] += overlap;
+  }
+}
+
+}  // namespace
+
+void rule_unrecorded_host_time(const InsightContext& c, std::vector<Insight>& out) {
+  if (!c.step || c.step->graph.ranks.empty()) return;
+  const auto& graph = c.step->graph;
+  const std::vector<critical_path::RankInput> inputs{{&c.trace, &c.tree, -1}};
+  critical_path::HostGapSelector any;
+  any.min_us = kUnrecordedMinGapUs;
+  std::vector<critical_path::HostGap> gaps;
+  try {
+    gaps = critical_path::unrecorded_host_gaps(inputs, graph, any);
+  } catch (const std::runtime_error&) {  // a graph of other traces
+    return;
+  }
+  if (gaps.empty()) return;
+  std::map<std::pair<std::string, std::string>, std::vector<const critical_path::HostGap*>> places;
+  std::set<std::pair<std::string, std::string>> handovers;
+  for (const auto& g : gaps) {
+    places[{g.after_name, g.before_name}].push_back(&g);
+    // A stretch from one thread's last event to another's first is a
+    // hand-over (autograd's engine starting the backward pass, the main
+    // thread resuming after it): the framework's time, as launch overhead
+    // is, not Python of the step's own. The what-if option takes it too.
+    if (c.trace.events[g.after].thread != c.trace.events[g.before].thread)
+      handovers.insert({g.after_name, g.before_name});
+  }
+  for (const auto& place : handovers) places.erase(place);
+  const size_t iterations = std::max<size_t>(1, graph.iterations.size());
+  const double steps = static_cast<double>(iterations);
+  const double step_us = c.step->measured.step_time_us;
+  const IdleGaps idle = idle_gaps(c.trace, c.tree);
+  std::vector<Insight> found;
+  for (const auto& [place, list] : places) {
+    const auto& [after, before] = place;
+    critical_path::HostGapSelector sel = any;
+    sel.after = after;
+    sel.before = before;
+    critical_path::Scenario change;
+    critical_path::WhatIfResult r;
+    try {
+      critical_path::add_host_gap_removal(inputs, graph, sel, change);
+      r = critical_path::what_if(graph, change);
+    } catch (const std::runtime_error&) {  // nothing left once the profiler's cost is out
+      continue;
+    }
+    const double saving_per_step =
+        std::max(0.0, r.measured_step_time_us - r.predicted_step_time_us);
+    if (saving_per_step < std::max(kUnrecordedMinSavingUs, 0.01 * step_us)) continue;
+    // Per step: the recorded stretches and the same less the profiler's
+    // cost recorded inside them (the un-profiled host's).
+    std::vector<double> recorded(iterations, 0.0), unprofiled(iterations, 0.0);
+    UnrecordedIdle gpu;
+    double offset = 0;
+    std::string annotation;
+    for (const auto* g : list) {
+      recorded[std::min(g->iteration, iterations - 1)] += g->dur();
+      unprofiled[std::min(g->iteration, iterations - 1)] += g->dur() - g->profiler_us;
+      add_unrecorded_idle(c, idle, g->from_us, g->to_us, gpu);
+      offset += g->offset_us;
+      if (annotation.empty()) annotation = g->annotation;
+    }
+    offset /= static_cast<double>(list.size());
+    const double mean_unprofiled =
+        std::accumulate(unprofiled.begin(), unprofiled.end(), 0.0) / steps;
+    const double median_unprofiled = stats::median(unprofiled);
+    const double saving_total = saving_per_step * steps;
+    const bool optimizer = annotation.starts_with("Optimizer.");
+    Insight i;
+    i.rule = "unrecorded_host_time";
+    i.scope = "trace";
+    i.category = "cpu_idle";
+    i.time_us = std::accumulate(recorded.begin(), recorded.end(), 0.0);
+    i.share = c.timeline && c.timeline->total_time > 0 ? i.time_us / c.timeline->total_time : 0;
+    i.severity = detail::severity_by_step_saving(c, saving_total);
+    i.gain_upper_bound_us = saving_total;
+    i.step_saving_us = saving_total;
+    i.gain_method =
+        "the what-if without this host time (remove_host_gaps at this place), on the un-profiled "
+        "step";
+    // The GPU idle these stretches opened, by place: claimed before the
+    // host-bound step's finding claims what is left of those places.
+    i.idle_claim_us = gpu.host_work_by_place;
+    i.what_if = {
+        {"remove_host_gaps", {{"after", after}, {"before", before}, {"min_us", any.min_us}}}};
+    const std::string where =
+        fmt::format("after {}, before {}{}", after, before,
+                    annotation.empty() ? "" : fmt::format(" (inside {})", annotation));
+    i.title = fmt::format(
+        "Host time no op records: {:.2f} ms per step {} ({:.1f} ms into the step, {:.1f} per "
+        "step), the GPU idle {:.2f} ms per step of it; without it the step is {:.2f} ms shorter",
+        mean_unprofiled / 1e3, where, offset / 1e3, static_cast<double>(list.size()) / steps,
+        gpu.idle_us / steps / 1e3, saving_per_step / 1e3);
+    i.detail =
+        "Between these two recorded events the host runs code that calls no op and launches "
+        "nothing (Python: batch preparation, logging, a metric on the host, bookkeeping), and the "
+        "GPU, with nothing queued, waits. The time is the program's, not the profiler's: no "
+        "event is recorded in it, so the un-profiled step pays it too.";
+    i.evidence = {{"after", after},
+                  {"before", before},
+                  {"annotation", annotation},
+                  {"stretches", list.size()},
+                  {"stretches_per_step", static_cast<double>(list.size()) / steps},
+                  {"offset_in_step_us_mean", offset},
+                  {"host_us_per_step_recorded_mean", i.time_us / steps},
+                  {"host_us_per_step_unprofiled_mean", mean_unprofiled},
+                  {"host_us_per_step_unprofiled_median", median_unprofiled},
+                  {"profiler_us_inside_total", i.time_us - mean_unprofiled * steps},
+                  {"gpu_idle_us_per_step_recorded", gpu.idle_us / steps},
+                  {"min_stretch_us", any.min_us},
+                  {"what_if_removed_us_per_step", r.removed_us}};
+    i.action_model =
+        optimizer
+            ? "The optimizer's Python bookkeeping between its kernels: fused=True (one kernel "
+              "per step), capturable=True with the step in a CUDA graph, or torch.compile of "
+              "the optimizer step."
+            : "Take the Python work off the step's path: build batches in DataLoader workers "
+              "(num_workers >= 4, prefetch_factor 2-4, persistent_workers=True), pin_memory=True "
+              "with .to(device, non_blocking=True), or build the batch on the GPU; log and "
+              "compute host metrics every N steps or on another thread.";
+    i.action_kernel = "None: the kernels are not the cause.";
+    i.verify = fmt::format(
+        "Re-profile with with_stack=True: the Python frames between {} and {} name the code; "
+        "after the fix the stretch is gone and the GPU has no gap there.",
+        after, before);
+    found.push_back(std::move(i));
+  }
+  std::stable_sort(found.begin(), found.end(), [](const Insight& a, const Insight& b) {
+    return *a.step_saving_us > *b.step_saving_us;
+  });
+  if (found.size() > kUnrecordedMaxFindings) found.resize(kUnrecordedMaxFindings);
+  for (Insight& i : found) out.push_back(std::move(i));
+}
+
+}  // namespace jarvis::insights
