@@ -1,7 +1,9 @@
 #include "base/atomic_file.h"
+#include "base/output_confinement.h"
 #include "base/output_guard.h"
 
 #include <fcntl.h>
+#include <limits.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -15,6 +17,8 @@
 #include <system_error>
 #include <thread>
 #include <vector>
+
+#include <fmt/format.h>
 
 namespace jarvis {
 
@@ -45,12 +49,80 @@ void fsync_parent(const fs::path& target) {
   fsync_path(parent_of(target), O_RDONLY | O_DIRECTORY);
 }
 
-// mkstemp in the target's directory; returns the open descriptor.
-int make_temp(const fs::path& target, std::string& temp) {
-  fs::path dir = parent_of(target);
+std::mutex& output_roots_mutex() {
+  static std::mutex mutex;
+  return mutex;
+}
+std::vector<fs::path>& output_roots_store() {
+  static std::vector<fs::path> roots;
+  return roots;
+}
+
+std::function<void(const fs::path&)>& output_write_hook() {
+  static std::function<void(const fs::path&)> hook;
+  return hook;
+}
+
+void make_parent_dirs(const fs::path& target) {
   std::error_code ec;
-  fs::create_directories(dir, ec);
+  fs::create_directories(parent_of(target), ec);
   if (ec) throw std::runtime_error(target.string() + ": cannot create directory: " + ec.message());
+}
+
+// The target's directory held open for a write under output roots
+// (base/output_confinement.h): the temp file is created and renamed through
+// `via` (/proc/self/fd/N), the directory whose place was checked.
+struct HeldDir {
+  int fd = -1;
+  std::string via;
+  HeldDir() = default;
+  HeldDir(const HeldDir&) = delete;
+  HeldDir& operator=(const HeldDir&) = delete;
+  ~HeldDir() {
+    if (fd >= 0) ::close(fd);
+  }
+};
+
+bool inside_output_root(const fs::path& dir, const std::vector<fs::path>& roots) {
+  for (const fs::path& root : roots) {
+    const fs::path rel = dir.lexically_relative(root);
+    if (!rel.empty() && *rel.begin() != "..") return true;
+  }
+  return false;
+}
+
+// Opens the target's directory and checks where the directory it holds is;
+// nullptr when no output roots are set.
+std::unique_ptr<HeldDir> hold_target_dir(const fs::path& target,
+                                         const std::vector<fs::path>& roots) {
+  if (output_write_hook()) output_write_hook()(target);
+  if (roots.empty()) return nullptr;
+  auto held = std::make_unique<HeldDir>();
+  held->fd = ::open(parent_of(target).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (held->fd < 0) fail(target, "cannot open its directory", errno);
+  held->via = "/proc/self/fd/" + std::to_string(held->fd);
+  char real[PATH_MAX];
+  const ssize_t n = ::readlink(held->via.c_str(), real, sizeof real - 1);
+  if (n <= 0) fail(target, "cannot tell where its directory is", errno);
+  const fs::path dir(std::string(real, static_cast<size_t>(n)));
+  if (!inside_output_root(dir, roots))
+    throw OutputRefused(fmt::format(
+        "{}: its directory is {}, outside the directories this server may write (a directory "
+        "of the path was replaced by a symlink after the path was checked?); nothing was "
+        "written",
+        target.string(), dir.string()));
+  return held;
+}
+
+// The target's name through its held directory, or the target.
+std::string held_name(const fs::path& target, const HeldDir* held) {
+  return held ? held->via + "/" + target.filename().string() : target.string();
+}
+
+// mkstemp in the target's directory (through `held` when given); returns the
+// open descriptor. The directory exists (make_parent_dirs).
+int make_temp(const fs::path& target, std::string& temp, const HeldDir* held = nullptr) {
+  const fs::path dir = held ? fs::path(held->via) : parent_of(target);
   // Built with append: GCC 12 warns falsely (-Wrestrict) on "." + name + ...
   std::string name(".");
   name.append(target.filename().string()).append(".tmp.XXXXXX");
@@ -144,12 +216,24 @@ void write_set(const std::vector<FileData>& files, bool guarded) {
   // one leaves the whole set unwritten.
   if (guarded)
     for (const auto& file : files) check_output_target(file.target);
+  // Under output roots, each directory is held open from before its first
+  // temp to after its fsync (declared before `pending`: it outlives the temps).
+  const std::vector<fs::path> roots = guarded ? output_roots() : std::vector<fs::path>{};
+  std::map<fs::path, std::unique_ptr<HeldDir>> held;
+  std::vector<const HeldDir*> held_of(files.size(), nullptr);
   PendingTemps pending;
   auto& temps = pending.temps();
   temps.reserve(files.size());
-  for (const auto& [target, data] : files) {
+  for (size_t k = 0; k < files.size(); ++k) {
+    const auto& [target, data] = files[k];
+    make_parent_dirs(target);
+    if (guarded) {
+      auto& slot = held[parent_of(target)];
+      if (!slot) slot = hold_target_dir(target, roots);
+      held_of[k] = slot.get();
+    }
     PendingTemps::Temp temp;
-    temp.fd = make_temp(target, temp.path);
+    temp.fd = make_temp(target, temp.path, held_of[k]);
     temps.push_back(std::move(temp));  // capacity reserved: cannot throw
     write_all(temps.back().fd, data, target);
     if (::fchmod(temps.back().fd, 0644) != 0) fail(target, "chmod failed", errno);
@@ -163,12 +247,17 @@ void write_set(const std::vector<FileData>& files, bool guarded) {
   }
   std::set<fs::path> dirs;
   for (size_t k = 0; k < temps.size(); ++k) {
-    rename_over(temps[k].path, files[k].target);
+    if (::rename(temps[k].path.c_str(), held_name(files[k].target, held_of[k]).c_str()) != 0)
+      fail(files[k].target, "cannot rename into place", errno);
     temps[k].placed = true;
     dirs.insert(parent_of(files[k].target));
   }
   if (durable)
-    for (const fs::path& dir : dirs) fsync_path(dir, O_RDONLY | O_DIRECTORY);
+    for (const fs::path& dir : dirs) {
+      auto it = held.find(dir);
+      fsync_path(it != held.end() && it->second ? fs::path(it->second->via) : dir,
+                 O_RDONLY | O_DIRECTORY);
+    }
   if (guarded)
     for (const auto& file : files) record_written(file.target);
 }
@@ -192,13 +281,22 @@ void write_files_atomic(const std::vector<std::pair<std::string, std::string>>& 
 
 AtomicFile::AtomicFile(const fs::path& target, Kind kind) : target_(target), kind_(kind) {
   if (kind_ == Kind::Output) check_output_target(target_);
-  int fd = make_temp(target_, temp_);
+  make_parent_dirs(target_);
+  std::unique_ptr<HeldDir> held;
+  if (kind_ == Kind::Output) held = hold_target_dir(target_, output_roots());
+  int fd = make_temp(target_, temp_, held.get());
   ::fchmod(fd, 0644);
   ::close(fd);
+  if (held) {
+    held_target_ = held_name(target_, held.get());
+    dir_fd_ = held->fd;
+    held->fd = -1;  // kept open by this AtomicFile until it is destroyed
+  }
 }
 
 AtomicFile::~AtomicFile() {
   if (!committed_) ::unlink(temp_.c_str());
+  if (dir_fd_ >= 0) ::close(dir_fd_);
 }
 
 void AtomicFile::commit() {
@@ -206,12 +304,36 @@ void AtomicFile::commit() {
   if (kind_ == Kind::Output) fsync_path(temp_, O_RDONLY);
   // The target may have appeared while the temp was written.
   if (kind_ == Kind::Output) check_output_target(target_);
-  if (kind_ == Kind::Output)
+  if (dir_fd_ >= 0) {
+    if (::rename(temp_.c_str(), held_target_.c_str()) != 0)
+      fail(target_, "cannot rename into place", errno);
+    if (::fsync(dir_fd_) != 0 && errno != EINVAL) fail(target_, "fsync failed", errno);
+  } else if (kind_ == Kind::Output) {
     rename_into_place(temp_, target_);
-  else
+  } else {
     rename_over(temp_, target_);
+  }
   committed_ = true;
   if (kind_ == Kind::Output) record_written(target_);
+}
+
+void set_output_roots(std::vector<fs::path> roots) {
+  for (fs::path& root : roots) {
+    std::error_code ec;
+    fs::path canonical = fs::weakly_canonical(fs::absolute(root), ec);
+    root = ec ? fs::absolute(root).lexically_normal() : canonical;
+  }
+  std::lock_guard<std::mutex> lock(output_roots_mutex());
+  output_roots_store() = std::move(roots);
+}
+
+void set_output_write_hook(std::function<void(const fs::path&)> hook) {
+  output_write_hook() = std::move(hook);
+}
+
+std::vector<fs::path> output_roots() {
+  std::lock_guard<std::mutex> lock(output_roots_mutex());
+  return output_roots_store();
 }
 
 std::unique_lock<std::recursive_mutex> lock_output_dir(const fs::path& dir) {

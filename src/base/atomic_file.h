@@ -57,6 +57,10 @@ class AtomicFile {
   std::string temp_;
   Kind kind_;
   bool committed_ = false;
+  // Under output roots (base/output_confinement.h): the target's directory,
+  // held open, and the target's name through it ("/proc/self/fd/N/name").
+  int dir_fd_ = -1;
+  std::string held_target_;
 };
 
 // The process-wide lock of one output directory (by its absolute, normalised

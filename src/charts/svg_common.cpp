@@ -6,6 +6,8 @@
 
 #include <fmt/format.h>
 
+#include "base/utf8.h"
+
 namespace jarvis::charts {
 
 DisplayUnit display_unit(Unit unit, double max_abs_value) {
@@ -50,7 +52,11 @@ const std::string& palette_colour(size_t index) {
 
 namespace detail {
 
-std::string xml_escape(std::string_view text) {
+std::string xml_escape(std::string_view raw) {
+  // XML and HTML are UTF-8 here: a byte that starts no valid sequence (a
+  // trace file named with one, issue 74 point 9) becomes U+FFFD.
+  const std::string repaired = valid_utf8(raw);
+  const std::string_view text = repaired;
   std::string out;
   out.reserve(text.size());
   for (char c : text) {

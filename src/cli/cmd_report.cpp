@@ -329,7 +329,11 @@ int run_report(ReportArgs& a) {
   auto inside_out = [&](const std::string& file) {
     if (a.out.empty() || file.empty()) return false;
     namespace fs = std::filesystem;
-    const fs::path rel = fs::absolute(fs::path(file).parent_path())
+    // The file's own absolute path first: a bare name's parent is "", which
+    // fs::absolute refuses ("cannot make absolute path": `report T --out DIR
+    // --xlsx t.xlsx` failed with it).
+    const fs::path rel = fs::absolute(fs::path(file))
+                             .parent_path()
                              .lexically_normal()
                              .lexically_relative(fs::absolute(a.out).lexically_normal());
     return !rel.empty() && *rel.begin() != "..";

@@ -6,6 +6,7 @@
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <memory>
 #include <set>
 #include <thread>
@@ -14,6 +15,8 @@
 
 #include <fmt/format.h>
 
+#include "base/output_confinement.h"
+#include "base/output_guard.h"
 #include "cli/commands.h"
 #include "cli/options.h"
 #include "cli/suggest.h"
@@ -182,6 +185,13 @@ int run_serve(const ServeArgs& a) {
     if (!a.workers.empty()) worker_count = bounded_number("--workers", a.workers, 1, 1024);
   } catch (const std::runtime_error& e) {
     usage_error(e.what());
+  }
+  // Outputs only inside the roots (and the cache directory: the agents' gate
+  // baselines), checked on the directory each write holds (issue 74 point 9).
+  {
+    std::vector<std::filesystem::path> writable(options.roots.begin(), options.roots.end());
+    if (const std::string cache = jarvis_cache_dir(); !cache.empty()) writable.emplace_back(cache);
+    set_output_roots(writable);
   }
   std::signal(SIGPIPE, SIG_IGN);
   // A crash in one analysis must not end the other sessions of an HTTP

@@ -50,15 +50,6 @@ size_t serialized_size(const json& reply) {
   return reply.dump(-1, ' ', false, json::error_handler_t::replace).size();
 }
 
-// Tools that answer from what the session holds, at once: they never wait
-// on a worker or a parse, so they take no long-call slot (issue 74 point 4).
-bool is_quick_tool(const json& params) {
-  static constexpr std::string_view kQuick[] = {"list_traces", "unload_trace", "tool_schema"};
-  const json name = params.value("name", json());
-  return name.is_string() && std::find(std::begin(kQuick), std::end(kQuick),
-                                       name.get_ref<const std::string&>()) != std::end(kQuick);
-}
-
 const char* kDefaultInstructions =
     "jarvis analyses PyTorch profiler (Kineto) traces and reproduces AMD TraceLens's numbers. "
     "Start with load_trace (a path inside the allowed roots) to get a handle, then call the "
@@ -166,6 +157,15 @@ json scanned_request_id(const JsonTextScan& scan) {
   if (!scan.id_text || scan.id_text->empty() || scan.id_text->size() > kLongestId) return json();
   json id = json::parse(*scan.id_text, nullptr, /*allow_exceptions=*/false);
   return id.is_discarded() || id.is_structured() ? json() : id;
+}
+
+// Tools that answer from what the session holds, at once: they never wait
+// on a worker or a parse, so they take no long-call slot (issue 74 point 4).
+bool is_quick_tool(const json& params) {
+  static constexpr std::string_view kQuick[] = {"list_traces", "unload_trace", "tool_schema"};
+  const json name = params.value("name", json());
+  return name.is_string() && std::find(std::begin(kQuick), std::end(kQuick),
+                                       name.get_ref<const std::string&>()) != std::end(kQuick);
 }
 
 bool scanned_runs_on_pool(const JsonTextScan& scan) {

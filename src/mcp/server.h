@@ -92,6 +92,10 @@ json scanned_request_id(const JsonTextScan& scan);
 // True when the scanned message would be a request run on the worker pool:
 // a batch, or an object with "id" and a "method" other than initialize/ping.
 bool scanned_runs_on_pool(const JsonTextScan& scan);
+// A tools/call's params naming a tool that answers from what the session
+// holds, at once (list_traces, unload_trace, tool_schema): it takes no
+// long-call slot, and over stdio it runs on the quick lane.
+bool is_quick_tool(const json& params);
 
 // A parsed value costs far more than its text: nlohmann::json, measured
 // (peak RSS), takes 27-43 bytes per value of `[[],..]`, `[{},..]` or `[1,..]`

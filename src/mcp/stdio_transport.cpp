@@ -185,6 +185,21 @@ bool runs_on_pool(const json& message) {
          message["method"] != "initialize" && message["method"] != "ping";
 }
 
+// Requests that never hold a thread for long: every method but tools/call,
+// and the quick tools (list_traces, unload_trace, tool_schema). They run on
+// a lane of their own, so tools/list, prompts/* and list_traces are
+// answered while every pool thread runs a long call (issue 74: the HTTP
+// server keeps threads out of the long calls' reach; over stdio the long
+// calls queue for the pool and these pass them).
+bool quick_request(const json& message) {
+  if (!message.is_object()) return false;
+  const json method = message.value("method", json());
+  if (!method.is_string()) return false;
+  if (method != "tools/call") return true;
+  const json params = message.value("params", json());
+  return params.is_object() && is_quick_tool(params);
+}
+
 // Session::handle answers every failure of a request itself; this guard is
 // for what escapes anyway (bad_alloc while building a reply, a bug), so one
 // message can never take the whole server down.
@@ -209,6 +224,8 @@ int serve_stdio(Server& server, int in_fd, int out_fd, size_t workers) {
   // beside the one the reader has in hand.
   const size_t max_held_bytes = 2 * server.options().max_message_bytes;
   WorkQueue pool(std::max<size_t>(1, workers), max_held_bytes);
+  // The quick lane: one thread, at most one message cap held.
+  WorkQueue quick(1, server.options().max_message_bytes);
   LineReader reader(in_fd, server.options().max_message_bytes);
   std::string line;
   bool oversized = false;
@@ -232,8 +249,14 @@ int serve_stdio(Server& server, int in_fd, int out_fd, size_t workers) {
     // the line buffer, not a parse each.
     if (line.size() <= server.options().max_message_bytes) {
       JsonTextScan scan = scan_json_text(line, kMaxJsonDepth);
+      // A request for another method than tools/call is checked against
+      // the quick lane, where it will run (a quick tool's name is not known
+      // before the parse: its tools/call is checked against the pool).
+      const bool quick_method =
+          !scan.root_is_array && scan.method_text && *scan.method_text != "\"tools/call\"";
+      WorkQueue& lane = quick_method ? quick : pool;
       if (!scan.too_deep && scanned_runs_on_pool(scan) &&
-          !pool.has_room(parsed_memory_bound(line.size(), scan))) {
+          !lane.has_room(parsed_memory_bound(line.size(), scan))) {
         refuse_busy(scanned_request_id(scan));
         if (line.size() >= kLargeMessageBytes) {
           line = std::string();
@@ -252,7 +275,8 @@ int serve_stdio(Server& server, int in_fd, int out_fd, size_t workers) {
     }
     if (runs_on_pool(parsed.message)) {
       json id = parsed.message.is_object() ? parsed.message.value("id", json()) : json();
-      bool queued = pool.try_push([session, message = std::move(parsed.message), &emit,
+      WorkQueue& lane = quick_request(parsed.message) ? quick : pool;
+      bool queued = lane.try_push([session, message = std::move(parsed.message), &emit,
                                    &writer] { guarded_handle(*session, message, emit, writer); },
                                   parsed.memory_bound);
       if (!queued) refuse_busy(id);
@@ -261,6 +285,7 @@ int serve_stdio(Server& server, int in_fd, int out_fd, size_t workers) {
     }
   }
   // EOF: let the calls in flight finish (their replies still go out), then exit.
+  quick.finish();
   pool.finish();
   return 0;
 }

@@ -179,6 +179,13 @@ TEST_SUITE("cli_new_user") {
     out = run_in(dir.path, "report trace.json.gz --out o2 --html elsewhere/page.html");
     CHECK(out.exit_code == 2);
     CHECK(out.text.find("--mkdirs") != std::string::npos);
+    // A bare file name beside --out (its parent path is empty: fs::absolute("")
+    // threw "cannot make absolute path", exit 1, issue 74 point 9's attacks).
+    out = run_in(dir.path, "report trace.json.gz --out o3 --xlsx book.xlsx --html page.html");
+    REQUIRE_MESSAGE(out.exit_code == 0, out.text);
+    CHECK(fs::exists(dir / "book.xlsx"));
+    CHECK(fs::exists(dir / "page.html"));
+    CHECK(fs::exists(dir / "o3/perf_report_csvs"));
   }
 
   TEST_CASE("issue 64 point 7: sql --out FILE writes what its name says, and --force replaces") {

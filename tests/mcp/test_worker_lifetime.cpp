@@ -240,6 +240,54 @@ TEST_SUITE("mcp_security") {
     CHECK(next["result"]["structuredContent"].dump().find(handle) != std::string::npos);
   }
 
+  TEST_CASE("issue 74 over stdio: timeout_ms holds, and quick requests pass a long call") {
+    // The long-call cap of the HTTP server keeps threads free for initialize,
+    // ping, tools/list, prompts/* and the quick tools; over stdio (one
+    // request thread by default) they run on a lane of their own instead of
+    // queueing behind the call.
+    StuckQuery stuck;
+    InProcessStdio s(example_options(false));  // `jarvis serve --stdio`'s defaults
+    s.send(initialize_request());
+    REQUIRE(!s.next(std::chrono::seconds(10)).is_null());
+    s.send(tool_request(2, "load_trace", {{"path", kTrace}}));
+    const json loaded = s.next(std::chrono::seconds(20));
+    const std::string handle = loaded["result"]["structuredContent"]["trace"];
+    // A call stuck in one step ends at its timeout_ms, as over HTTP.
+    auto start = Clock::now();
+    s.send(
+        tool_request(3, "query_sql", {{"trace", handle}, {"sql", "stuck"}, {"timeout_ms", 300}}));
+    const json timed_out = s.next(std::chrono::seconds(5));
+    REQUIRE_FALSE(timed_out.is_null());
+    CHECK(timed_out["id"] == 3);
+    CHECK(timed_out["result"]["_meta"]["jarvis/errorKind"] == "cancelled");
+    CHECK(Clock::now() - start < std::chrono::seconds(3));
+    // While a long call holds the only request thread (20 s), the quick
+    // requests are answered at once, in the order they were sent.
+    s.send(
+        tool_request(4, "query_sql", {{"trace", handle}, {"sql", "stuck"}, {"timeout_ms", 60000}}));
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    start = Clock::now();
+    s.send(rpc_request(5, "tools/list", json::object()));
+    s.send(tool_request(6, "list_traces", json::object()));
+    s.send(rpc_request(7, "prompts/list", json::object()));
+    s.send(tool_request(8, "tool_schema", {{"tool", "query_sql"}}));
+    for (int id : {5, 6, 7, 8}) {
+      const json reply = s.next(std::chrono::seconds(3));
+      CAPTURE(id);
+      REQUIRE_FALSE(reply.is_null());
+      CHECK(reply["id"] == id);
+      CHECK(reply.contains("result"));
+    }
+    CHECK(Clock::now() - start < std::chrono::seconds(3));
+    s.send({{"jsonrpc", "2.0"},
+            {"method", "notifications/cancelled"},
+            {"params", {{"requestId", 4}, {"reason", "test"}}}});
+    s.send(tool_request(9, "list_traces", json::object()));
+    const json after = s.next(std::chrono::seconds(3));  // the cancelled call gets no reply
+    REQUIRE_FALSE(after.is_null());
+    CHECK(after["id"] == 9);
+  }
+
   TEST_CASE("issue 74 point 3: a worker dies within seconds of its server's SIGKILL") {
     StdioServerWithQuery s;
     KillAtEnd cleanup{s.worker};

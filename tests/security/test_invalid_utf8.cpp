@@ -323,5 +323,48 @@ TEST_CASE("issue 74 point 9: a rocprofv3 CSV whose kernel name is not UTF-8 (rep
   CHECK(summary.dump().find("bad_" + kReplacement) != std::string::npos);
 }
 
+TEST_CASE("issue 74 point 9: a trace file name and findings that are not UTF-8 (every writer)") {
+  // A file name is bytes: the HTML report's title carried "ex\xff\xfe" as it
+  // was, and render-findings passed a findings file's bytes through cmark.
+  TempDir dir;
+  const fs::path trace = dir.path / "ex\xff\xfe.json.gz";
+  fs::copy_file(fs::path(JARVIS_SOURCE_DIR) / "examples/example_trace.json.gz", trace);
+  const std::string t = shell_quote(trace.string());
+  const fs::path out = dir.path / "out";
+  const auto o = [&](const std::string& name) { return shell_quote((out / name).string()); };
+  fs::create_directories(out);
+  for (const std::string& args :
+       {fmt::format("report {} --out {} --html {} --xlsx {}", t, o("rep"), o("rep.html"),
+                    o("rep.xlsx")),
+        fmt::format("prepare {} --out {}", t, o("prep")), fmt::format("analyze {}", o("prep")),
+        fmt::format("insights {} --json {}", t, o("insights.json")),
+        fmt::format("critical-path {} --out {}", t, o("cp")),
+        fmt::format("what-if {} --category gemm --factor 0.5 --out {}", t, o("wi")),
+        fmt::format("memory {} --progress none", t),
+        fmt::format("sql {} --export {}", t, o("export.sqlite"))}) {
+    CAPTURE(args);
+    auto run = run_jarvis("--no-cache " + args);
+    INFO(run.output);
+    // memory refuses the example trace (no [memory] events), naming it.
+    CHECK(run.exit_code == (args.rfind("memory", 0) == 0 ? 1 : 0));
+  }
+  write_file(out / "prep/category_findings/gemm_findings.md",
+             "# GEMM findings \xff\xfe\n\n## Overview\nslow \xc3( kernel \xed\xa0\x80 here\n\n"
+             "| a | b |\n|---|---|\n| \xff | 1 |\n");
+  auto rendered = run_jarvis(
+      fmt::format("--no-cache render-findings {} --out {}", o("prep"), o("findings.html")));
+  INFO(rendered.output);
+  REQUIRE(rendered.exit_code == 0);
+  fs::remove(out / "prep/category_findings/gemm_findings.md");  // the input, not an output
+  // The report page names the trace; the findings page holds the findings.
+  CHECK(check_outputs(out) >= 2);
+  CHECK(read_bytes(out / "rep.html").find("ex" + kReplacement + kReplacement + ".json.gz") !=
+        std::string::npos);
+  CHECK(read_bytes(out / "findings.html").find("GEMM findings " + kReplacement + kReplacement) !=
+        std::string::npos);
+  size_t exported_names = 0;
+  check_sqlite_text(out / "export.sqlite", exported_names);
+}
+
 }  // namespace JARVIS_TEST_FILE
 }  // namespace

@@ -30,8 +30,11 @@ class CmarkRenderer final : public MarkdownRenderer {
     cmark_gfm_core_extensions_ensure_registered();
     // The parser owns the extension list the renderer needs: it lives until
     // the end of this function.
+    // VALIDATE_UTF8: a byte of the findings that starts no valid UTF-8
+    // sequence becomes U+FFFD; the page is UTF-8 (issue 74 point 9: a
+    // findings file with 0xff reached the page as it was).
     std::unique_ptr<cmark_parser, decltype(&cmark_parser_free)> parser(
-        cmark_parser_new(CMARK_OPT_DEFAULT), cmark_parser_free);
+        cmark_parser_new(CMARK_OPT_DEFAULT | CMARK_OPT_VALIDATE_UTF8), cmark_parser_free);
     for (const char* name : {"table", "strikethrough", "autolink", "tagfilter"})
       if (cmark_syntax_extension* ext = cmark_find_syntax_extension(name))
         cmark_parser_attach_syntax_extension(parser.get(), ext);
