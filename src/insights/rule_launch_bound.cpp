@@ -15,6 +15,7 @@
 
 #include "insights/idle_breakdown.h"
 #include "insights/rules_internal.h"
+#include "xplane/executions.h"
 #include "xplane/space.h"
 
 namespace jarvis::insights {
@@ -53,6 +54,68 @@ std::optional<HostBound> host_bound_step(const InsightContext& c) {
     if (h.host_ops.size() == kTopOps) break;
   }
   return h;
+}
+
+// A JAX step run op by op (jax.disable_jit, eager primitives, or a Python
+// loop of small jitted calls): many small XLA executions a step, each
+// dispatched from Python, so per-op dispatch bounds the step. jax.jit of the
+// whole step runs one executable: what is left is the GPU work the step
+// keeps and that one executable's dispatch. A CUDA graph of the same
+// launches keeps every dispatch before them (issue 73 point 5).
+constexpr double kOpByOpMinExecutionsPerStep = 10;
+
+struct JaxOpByOp {
+  size_t executions = 0;  // inside the steps
+  double executions_per_step = 0;
+  std::vector<std::pair<size_t, std::string>> modules;  // (executions, module), most first
+  double gpu_us_per_step = 0;                           // GPU busy inside the steps, per step
+  double dispatch_us = 0;                               // one execution's host time (median)
+  double jit_step_us = 0;                               // gpu_us_per_step + dispatch_us
+  double saving_us = 0;                                 // over all iterations
+};
+
+std::optional<JaxOpByOp> jax_op_by_op(const InsightContext& c, const HostBound& host) {
+  if (!xplane::is_xplane_trace(c.trace) || !c.step || host.iterations == 0) return std::nullopt;
+  const detail::StepWindow window = detail::step_window(c);
+  JaxOpByOp j;
+  std::map<std::string, size_t> by_module;
+  std::vector<double> durations;
+  for (const xplane::XlaExecution& x : xplane::xla_executions(c.trace)) {
+    if (!window.contains(x.ts)) continue;
+    ++j.executions;
+    ++by_module[std::string(x.module)];
+    durations.push_back(x.dur);
+  }
+  const double steps = static_cast<double>(host.iterations);
+  j.executions_per_step = static_cast<double>(j.executions) / steps;
+  if (j.executions_per_step < kOpByOpMinExecutionsPerStep) return std::nullopt;
+  for (const auto& [module, n] : by_module) j.modules.emplace_back(n, module);
+  std::sort(j.modules.begin(), j.modules.end(),
+            [](const auto& a, const auto& b) { return a.first > b.first; });
+  std::sort(durations.begin(), durations.end());
+  j.dispatch_us = durations[durations.size() / 2];
+  // The GPU work the jitted step keeps: the busy time (union) of the GPU
+  // events that start inside the steps, cut at the last step's end.
+  std::vector<std::pair<double, double>> spans;
+  for (const Event& e : c.trace.events)
+    if (e.is_gpu() && e.has_ts() && e.has_dur() && window.contains(e.ts()))
+      spans.emplace_back(e.ts(), std::min(e.end(), window.to_us));
+  std::sort(spans.begin(), spans.end());
+  double busy = 0, from = 0, to = -1e300;
+  for (const auto& [a, b] : spans) {
+    if (a > to) {
+      if (to > from) busy += to - from;
+      from = a;
+      to = b;
+    } else {
+      to = std::max(to, b);
+    }
+  }
+  if (to > from) busy += to - from;
+  j.gpu_us_per_step = busy / steps;
+  j.jit_step_us = j.gpu_us_per_step + j.dispatch_us;
+  j.saving_us = std::max(0.0, host.step_us - j.jit_step_us) * steps;
+  return j;
 }
 
 }  // namespace
@@ -204,15 +267,70 @@ void rule_launch_bound(const InsightContext& c, std::vector<Insight>& out) {
         " The critical path runs through the host: GPU speed-ups are absorbed until "
         "the host issues work faster.";
   }
+  const std::optional<JaxOpByOp> op_by_op = host ? jax_op_by_op(c, *host) : std::nullopt;
+  if (op_by_op) {
+    // Sized as the jit re-run is: the step minus the GPU work it keeps and
+    // one executable's dispatch, not as a CUDA graph of the same launches.
+    const double steps = static_cast<double>(host->iterations);
+    std::vector<std::string> top;
+    for (size_t k = 0; k < op_by_op->modules.size() && k < 5; ++k)
+      top.push_back(fmt::format("{} x{:.0f}", op_by_op->modules[k].second,
+                                static_cast<double>(op_by_op->modules[k].first) / steps));
+    i.title = fmt::format(
+        "Host-bound step run op by op: {:.0f} XLA executions per step ({} programs: {}); jax.jit "
+        "of the whole step cuts it from {:.2f} to {:.2f} ms (without the profiler: the {:.2f} ms "
+        "of GPU work it keeps and one dispatch of {:.3f} ms)",
+        op_by_op->executions_per_step, op_by_op->modules.size(), fmt::join(top, ", "),
+        host->step_us / 1e3, op_by_op->jit_step_us / 1e3, op_by_op->gpu_us_per_step / 1e3,
+        op_by_op->dispatch_us / 1e3);
+    i.severity = "high";
+    i.gain_upper_bound_us = op_by_op->saving_us;
+    i.step_saving_us = op_by_op->saving_us;
+    i.gain_method =
+        "jax.jit of the whole step: the un-profiled step minus the GPU work inside the steps "
+        "(busy time of their kernels, copies and memsets) and one jitted executable's dispatch "
+        "(the median host time of the trace's XLA executions)";
+    i.step_saving_note = fmt::format(
+        "no what-if replays a jit; a CUDA graph of the same launches (what_if "
+        "remove_launch_gaps) gives {:.2f} ms per step and keeps each op's dispatch",
+        host->saving_us / steps / 1e3);
+    // The idle claims follow the size (the host's gaps are the dispatch).
+    double claimed = 0;
+    for (const auto& entry : i.idle_claim_us) claimed += entry.second;
+    if (claimed > op_by_op->saving_us && claimed > 0)
+      for (auto& entry : i.idle_claim_us) entry.second *= op_by_op->saving_us / claimed;
+    nlohmann::json modules = nlohmann::json::array();
+    for (size_t k = 0; k < op_by_op->modules.size() && k < 12; ++k)
+      modules.push_back(
+          {{"module", op_by_op->modules[k].second},
+           {"executions_per_step", static_cast<double>(op_by_op->modules[k].first) / steps}});
+    i.evidence["op_by_op"] = {{"executions", op_by_op->executions},
+                              {"executions_per_step", op_by_op->executions_per_step},
+                              {"programs", op_by_op->modules.size()},
+                              {"modules", modules},
+                              {"gpu_us_per_step", op_by_op->gpu_us_per_step},
+                              {"dispatch_us", op_by_op->dispatch_us},
+                              {"jit_step_us", op_by_op->jit_step_us},
+                              {"step_us", host->step_us},
+                              {"cuda_graph_step_saving_us_per_step", host->saving_us / steps}};
+    i.detail +=
+        " The step runs op by op: each primitive is its own XLA executable, dispatched from "
+        "Python one after the other, so the dispatch, not the GPU, sets the step.";
+  }
   if (xplane::is_xplane_trace(c.trace)) {
     // XLA already compiles and fuses: what is left is dispatch between
     // executables and Python work between steps.
     i.action_model =
-        "jit the whole step (one executable instead of several dispatches), move Python "
-        "loops over layers or micro-batches into lax.scan / fori_loop, keep host work "
-        "(logging, .item()/device_get, data preparation) off the step and let dispatch run "
-        "ahead (no block_until_ready inside the loop); on GPU, XLA's command buffers "
-        "(--xla_gpu_enable_command_buffer) replay a step's kernels as CUDA graphs.";
+        op_by_op
+            ? "jit the whole step (jax.jit of the training step, no jax.disable_jit): one "
+              "executable instead of one per op; move Python loops over layers or "
+              "micro-batches into lax.scan / fori_loop, keep host work (logging, "
+              ".item()/device_get) off the step and let dispatch run ahead."
+            : "jit the whole step (one executable instead of several dispatches), move Python "
+              "loops over layers or micro-batches into lax.scan / fori_loop, keep host work "
+              "(logging, .item()/device_get, data preparation) off the step and let dispatch run "
+              "ahead (no block_until_ready inside the loop); on GPU, XLA's command buffers "
+              "(--xla_gpu_enable_command_buffer) replay a step's kernels as CUDA graphs.";
     i.action_kernel =
         "Fewer, larger fusions (XLA fusion flags) so fewer launches remain; kernel speed-ups "
         "of short kernels do not help here.";
