@@ -42,6 +42,9 @@ std::optional<double> number_attr(const std::string& text) {
 
 constexpr const char* kHeadroomMarker = "<!-- tuning-headroom pct=";
 constexpr const char* kWhatIfMarker = "<!-- what-if-saving pct=";
+// A system P-item's step saving (findings.cpp's system draft): microseconds
+// over the trace's steps, the what-if insights ranks by.
+constexpr const char* kStepSavingMarker = "<!-- step-saving us_total=";
 
 // The number after `marker` on `line`, if the marker is there.
 std::optional<double> marker_value(const std::string& line, std::string_view marker) {
@@ -76,6 +79,8 @@ std::vector<FinalReportItem> p_items_of(const std::string& markdown) {
       items.back().tuning_headroom_pct = headroom;
     } else if (auto saving = marker_value(line, kWhatIfMarker); !items.empty() && saving) {
       items.back().what_if_saving_pct = saving;
+    } else if (auto step = marker_value(line, kStepSavingMarker); !items.empty() && step) {
+      items.back().step_saving_ms = *step / 1e3;
     } else if (!items.empty() && std::regex_search(line, m, impact_re)) {
       items.back().impact_low = number_attr(m[1].str());
       items.back().impact_mid = number_attr(m[2].str());
@@ -116,6 +121,7 @@ nlohmann::json item_json(const FinalReportItem& i, size_t rank) {
                       {"recoverable_pct", opt(i.recoverable_pct)},
                       {"recoverable_basis", i.recoverable_basis},
                       {"recoverable_ms", opt(i.recoverable_ms)},
+                      {"step_saving_ms", opt(i.step_saving_ms)},
                       {"findings_path", i.findings_path},
                       {"evidence", i.evidence}};
   if (rank > 0) j["rank"] = rank;
@@ -145,7 +151,9 @@ std::string render_markdown(const FinalReport& r) {
     md +=
         "Ranked by recoverable time: impact mid (% of end-to-end time, as in each category's "
         "category_findings), capped where the draft's Regime line shows latency-bound ops that "
-        "kernel tuning cannot take below the latency floor.\n\n";
+        "kernel tuning cannot take below the latency floor; system findings with a step saving "
+        "(a host-bound step, host syncs: the what-if on the un-profiled step, as insights ranks "
+        "them) by that saving as a share of the trace's time.\n\n";
     md +=
         "| Rank | Category | Recommendation | Impact % E2E (low–high) | Recoverable % E2E | "
         "Recoverable (ms, whole trace) | Evidence |\n|---|---|---|---|---|---|---|\n";
@@ -156,6 +164,7 @@ std::string render_markdown(const FinalReport& r) {
                         pct(i.impact_high), pct(i.recoverable_pct),
                         i.recoverable_basis == "latency floor cap" ? " (floor cap)"
                         : i.recoverable_basis == "what-if cap"     ? " (what-if cap)"
+                        : i.recoverable_basis == "step saving"     ? " (step saving)"
                                                                    : "",
                         i.recoverable_ms ? fmt::format("{:.3f}", *i.recoverable_ms) : "—",
                         links(i.evidence));
@@ -265,6 +274,16 @@ FinalReport build_final_report(const std::string& output_dir) {
           item.recoverable_basis = "what-if cap";
         }
         if (r.total_time_ms) item.recoverable_ms = *item.recoverable_pct / 100.0 * *r.total_time_ms;
+      } else if (item.step_saving_ms) {
+        // A system finding with the step saving insights ranks by (a
+        // host-bound step, host syncs): ranked with the kernel findings by
+        // that saving, as a share of the trace's time (issue 73 point 10).
+        item.recoverable_ms = item.step_saving_ms;
+        item.recoverable_basis = "step saving";
+        if (r.total_time_ms && *r.total_time_ms > 0)
+          item.recoverable_pct = std::min(100.0, *item.step_saving_ms / *r.total_time_ms * 100.0);
+        r.ranked.push_back(std::move(item));
+        continue;
       }
       (!item.impact_mid ? r.system : r.ranked).push_back(std::move(item));
     }

@@ -8,8 +8,10 @@
 // from category_findings) capped by the tuning headroom the draft's Regime
 // line records (`<!-- tuning-headroom pct=X -->`), turned into milliseconds
 // with the trace's total time when cpu_idle_metrics.json has it, and capped by the what-if
-// saving the draft records (`<!-- what-if-saving pct=X -->`); system P-items (impact not
-// quantifiable from trace data) follow, in category order.
+// saving the draft records (`<!-- what-if-saving pct=X -->`); system P-items with a step
+// saving (`<!-- step-saving us_total=X -->`, drafted from the trace-level insights) rank
+// with them by that saving; other system P-items (impact not quantifiable from trace
+// data) follow, in category order.
 #pragma once
 
 #include <optional>
@@ -36,7 +38,12 @@ struct FinalReportItem {
   // latency-bound op cannot be tuned below the floor, whatever TraceLens's
   // roofline-based impact says).
   std::optional<double> recoverable_pct;
-  std::string recoverable_basis;         // "impact mid" | "latency floor cap" | "what-if cap"
+  // A system P-item's `<!-- step-saving us_total=X -->` (its insight's
+  // what-if on the un-profiled step, over the trace's steps), in ms: its
+  // ranking value (recoverable_ms; recoverable_pct of the trace's time).
+  std::optional<double> step_saving_ms;
+  std::string
+      recoverable_basis;  // "impact mid" | "latency floor cap" | "what-if cap" | "step saving"
   std::optional<double> recoverable_ms;  // recoverable_pct x total time
   std::string findings_path;             // relative to output_dir
   std::vector<std::string> evidence;     // relative paths that exist
@@ -51,8 +58,9 @@ struct FinalReportSkipped {
 struct FinalReport {
   std::string output_dir;
   std::optional<double> total_time_ms;
-  std::vector<FinalReportItem> ranked;  // compute items, largest recoverable time first
-  std::vector<FinalReportItem> system;  // system items, not quantifiable
+  std::vector<FinalReportItem>
+      ranked;  // compute items and system items with a step saving, largest recoverable time first
+  std::vector<FinalReportItem> system;  // system items without a step saving, not quantifiable
   std::vector<FinalReportSkipped> skipped;
   size_t findings_files = 0;
   // The prepared trace's health (category_insights.h prepared_trace_health),

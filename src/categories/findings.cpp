@@ -272,28 +272,89 @@ std::string regime_line(const ojson& regimes, const std::vector<const ojson*>& m
   return line + marker + "\n";
 }
 
+// The trace-level insights a system draft turns into P-items: those with a
+// step saving (the what-if on the un-profiled step insights ranks by), most
+// first (issue 73 point 10: a host-bound step is a recommendation of the
+// final report, ranked with the kernel ones).
+std::vector<const ojson*> step_saving_insights(const ojson& insights) {
+  std::vector<const ojson*> out;
+  if (!insights.is_array()) return out;
+  for (const auto& i : insights)
+    if (i.is_object() && i.value("scope", std::string()) == "trace" &&
+        i.contains("step_saving_us_total") && i["step_saving_us_total"].is_number() &&
+        i["step_saving_us_total"].get<double>() > 0)
+      out.push_back(&i);
+  std::stable_sort(out.begin(), out.end(), [](const ojson* a, const ojson* b) {
+    return (*a)["step_saving_us_total"].get<double>() > (*b)["step_saving_us_total"].get<double>();
+  });
+  return out;
+}
+
 // A system category's draft: the analysis digest as the overview (with the
 // idle analysis where prepare left one: the digest the analysis itself shows,
-// so the draft's figures are the analysis's); the P-items (system tier,
-// impact not quantifiable from trace data) are the agent's to write.
+// so the draft's figures are the analysis's); one P-item per trace-level
+// insight with a step saving (system tier: impact null; the saving in a
+// `<!-- step-saving us_total=X -->` marker final_report ranks by); other
+// P-items are the agent's to write.
 std::string system_draft(const std::string& out, const std::string& cat, const ojson& m,
-                         const ojson& idle) {
+                         const ojson& idle, const ojson& insights) {
   std::string digest = detail::system_markdown(cat, m, idle);
   if (digest.starts_with("# ")) digest.erase(0, digest.find('\n') + 1);
-  return out + "## Overview\n" + digest +
-         "\n## Recommendations\n\nNo P-item drafted: system recommendations are written "
-         "from the data above (tier=system, impact low=null mid=null high=null).\n\n"
-         "## Detailed Analysis\n\n";
+  const std::vector<const ojson*> items = step_saving_insights(insights);
+  if (items.empty())
+    return out + "## Overview\n" + digest +
+           "\n## Recommendations\n\nNo P-item drafted: system recommendations are written "
+           "from the data above (tier=system, impact low=null mid=null high=null).\n\n"
+           "## Detailed Analysis\n\n";
+  std::string recs, details;
+  size_t number = 0;
+  for (const ojson* i : items) {
+    ++number;
+    const std::string rule = i->value("rule", std::string());
+    std::string title = i->value("title", std::string());
+    std::replace(title.begin(), title.end(), '\n', ' ');
+    const double total_us = (*i)["step_saving_us_total"].get<double>();
+    const double per_step_us = i->value("step_saving_us_per_step", total_us);
+    const int64_t steps = i->value("steps", static_cast<int64_t>(1));
+    const std::string saving = fmt::format(
+        "{} ms per step, {} ms over {} step(s) (the what-if on the un-profiled step, as insights "
+        "ranks it; {})",
+        f2(per_step_us / 1e3), f2(total_us / 1e3), steps, i->value("recoverable_method", ""));
+    const std::string path_a = i->value("action_model", std::string());
+    const std::string path_b = i->value("action_kernel", std::string());
+    recs += fmt::format("### P{}: {}: {}\n", number, rule, title);
+    recs += "- **Step saving:** " + saving + "\n";
+    recs += "- **Path A:** " + path_a + "\n- **Path B:** " + path_b + "\n";
+    recs += fmt::format("<!-- step-saving us_total={:.4f} -->\n\n", total_us);
+    recs += "**Insight**: " + title + ".\n";
+    recs += "**Action**: Path A: " + path_a + " Path B: " + path_b + "\n";
+    recs += "<!-- impact-begin kind=p_item low=null mid=null high=null -->\n";
+    recs += "**Impact**: a system finding (no share of kernel time): its step saving, " +
+            f2(total_us / 1e3) + " ms over the trace, ranks it in the final report\n";
+    recs += "<!-- impact-end -->\n\n";
+    details += fmt::format("<!-- reasoning-candidate tier=system rank={} -->\n", number);
+    details += "#### " + title + "\n";
+    details += fmt::format(
+        "**Identification:** insights rule {} (category_data/insights.json), severity {}.\n", rule,
+        i->value("severity", std::string()));
+    details += "**Data:** " + i->value("detail", std::string()) + "\n";
+    details += "**Reasoning for Slowdown:** " + i->value("detail", std::string()) + "\n";
+    details += "**Resolution:** Path A: " + path_a + " Path B: " + path_b + "\n";
+    details += "**Impact estimate:** " + saving + "\n\n";
+  }
+  return out + "## Overview\n" + digest + "\n## Recommendations\n\n" + recs +
+         "## Detailed Analysis\n\n" + details;
 }
 
 // The draft of a category's metrics; `idle` (cpu_idle's prepared idle
 // analysis, or null) goes into a system category's digest.
 std::string draft(const std::string& cat, const ojson& m, const std::string& display,
-                  const ojson& what_if, const ojson& regimes, const ojson& idle) {
+                  const ojson& what_if, const ojson& regimes, const ojson& idle,
+                  const ojson& insights) {
   std::string name = display.empty() ? cat : display;
   std::string out = "# " + name + " Analysis Summary\n\n";
   std::string status = m.value("status", std::string());
-  if (is_system(cat) && status != "ERROR") return system_draft(out, cat, m, idle);
+  if (is_system(cat) && status != "ERROR") return system_draft(out, cat, m, idle, insights);
   if (status != "OK") {
     // A failed analysis is recorded as such (TraceLens counts the file as
     // failed); missing data keeps both sections, empty.
@@ -439,12 +500,12 @@ std::string draft(const std::string& cat, const ojson& m, const std::string& dis
 
 std::string draft_findings(const std::string& cat, const ojson& m, const std::string& display,
                            const ojson& what_if, const ojson& regimes) {
-  return draft(cat, m, display, what_if, regimes, ojson());
+  return draft(cat, m, display, what_if, regimes, ojson(), ojson());
 }
 
 std::string draft_findings(const AnalyzeResult& result) {
   return draft(result.category, result.metrics, "", result.impact_what_if, result.regimes,
-               result.idle) +
+               result.idle, result.category == "cpu_idle" ? result.insights : ojson()) +
          insights_markdown(result.insights);
 }
 

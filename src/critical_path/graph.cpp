@@ -1129,7 +1129,9 @@ bool same_count(const std::vector<std::optional<StepBounds>>& bounds) {
 
 // Iteration bounds of ranks without ProfilerStep#N: the optimizer's steps
 // when every rank has as many, else launch-sequence repeats when every rank
-// has as many, else none (the whole trace).
+// has as many, else the repeats that end the sequence after a prefix (decode
+// steps after a prefill) when every rank has as many, else none (the whole
+// trace).
 void detect_step_bounds(const std::vector<RankInput>& in,
                         std::vector<std::optional<StepBounds>>& bounds, Graph& g) {
   for (size_t k = 0; k < in.size(); ++k) bounds[k] = optimizer_step_bounds(*in[k].trace);
@@ -1154,8 +1156,31 @@ void detect_step_bounds(const std::vector<RankInput>& in,
         in.size() > 1 ? " on the first rank" : ""));
     return;
   }
-  if (std::any_of(repeats.begin(), repeats.end(), [](const auto& r) { return r.has_value(); }))
+  if (std::any_of(repeats.begin(), repeats.end(), [](const auto& r) { return r.has_value(); })) {
     g.notes.push_back("repeats of the launch sequence differ across ranks: not used as iterations");
+    for (auto& r : bounds) r.reset();
+    return;
+  }
+  // No step repeats the whole sequence: the steps after a prefix that
+  // differs from them (an inference trace's decode steps after its prefill,
+  // steps after a warm-up) are the iterations; the prefix stays outside.
+  std::vector<std::optional<Repeats>> trailing(in.size());
+  for (size_t k = 0; k < in.size(); ++k) {
+    trailing[k] = detect_trailing_repeats(*in[k].trace, *in[k].tree);
+    bounds[k] =
+        trailing[k] ? std::optional(repeat_bounds(*in[k].trace, *trailing[k])) : std::nullopt;
+  }
+  if (same_count(bounds)) {
+    g.iterations_source = kFromDetectedRepeats;
+    g.notes.push_back(fmt::format(
+        "no ProfilerStep#N annotations: {} iterations detected as the repeats of the launch "
+        "sequence that end it ({} launches each) after {} other launches (decode steps after a "
+        "prefill, or steps after a warm-up){}; the launches before them are outside the "
+        "iterations",
+        trailing.front()->count, trailing.front()->period, trailing.front()->first,
+        in.size() > 1 ? " on the first rank" : ""));
+    return;
+  }
   for (auto& r : bounds) r.reset();
 }
 
