@@ -95,10 +95,13 @@ void rule_unfused_attention(const InsightContext& c, std::vector<Insight>& out) 
   std::vector<Uid> all_kernels = matmul_kernels;
   all_kernels.insert(all_kernels.end(), others.begin(), others.end());
   std::sort(all_kernels.begin(), all_kernels.end());
-  std::vector<Uid> pools = detail::rows_holding(c, all_kernels);
-  pools.insert(pools.end(), chain_ops.begin(), chain_ops.end());
-  std::sort(pools.begin(), pools.end());
-  pools.erase(std::unique(pools.begin(), pools.end()), pools.end());
+  // The blocks' own ops first (evidence.where names them: aten::softmax,
+  // aten::matmul), then the other rows holding their kernels (backward).
+  std::vector<Uid> pools = chain_ops;
+  std::vector<Uid> sorted_ops = chain_ops;
+  std::sort(sorted_ops.begin(), sorted_ops.end());
+  for (Uid row : detail::rows_holding(c, all_kernels))
+    if (!std::binary_search(sorted_ops.begin(), sorted_ops.end(), row)) pools.push_back(row);
   Insight i = detail::op_insight(c, "unfused_attention", "SDPA", pools, chain_us);
   i.gain_upper_bound_us = other_us;
   i.what_if = {{"kernel_uids", others}};

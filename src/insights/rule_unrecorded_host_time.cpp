@@ -27,8 +27,9 @@ namespace {
 // A stretch shorter than this is the dispatcher's and the profiler's own
 // time between two ops (a few us each), not Python work.
 constexpr double kUnrecordedMinGapUs = 100;
-// A place reported saves at least this much of each step, and 1 % of it.
-constexpr double kUnrecordedMinSavingUs = 100;
+// A place reported saves at least this much of each step, and 1 % of it
+// (a stretch or two of Python between syncs in a benchmark loop does not).
+constexpr double kUnrecordedMinSavingUs = 200;
 constexpr size_t kUnrecordedMaxFindings = 3;
 
 // The GPU idle inside [from, to) (trace time), from idle_gaps' gaps, and the
@@ -54,6 +55,8 @@ void add_unrecorded_idle(const InsightContext& c, const IdleGaps& idle, double f
 
 void rule_unrecorded_host_time(const InsightContext& c, std::vector<Insight>& out) {
   if (!c.step || c.step->graph.ranks.empty()) return;
+  // A graph capture is not a step: its host time is the capture's, once.
+  if (detail::graph_capture_calls(c.trace) > 0) return;
   const auto& graph = c.step->graph;
   const std::vector<critical_path::RankInput> inputs{{&c.trace, &c.tree, -1}};
   critical_path::HostGapSelector any;
