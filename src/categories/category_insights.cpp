@@ -80,7 +80,7 @@ std::string insights_markdown(const ojson& insights) {
         md += "  - Recoverable: nothing left after the findings above claim the same time (" +
               method + ")\n";
       else
-        md += fmt::format("  - Recoverable: {} ({})\n",
+        md += fmt::format("  - Recoverable: {} over the whole trace ({})\n",
                           duration_range_text(i.value("recoverable_low_us_total", 0.0), high),
                           method);
     }

@@ -248,7 +248,7 @@ std::string regime_line(const ojson& regimes, const std::vector<const ojson*>& m
   if (known == 0) return "";
   double floor_us = regimes["latency_floor_us"].get<double>();
   double e2e_ms = regimes["e2e_ms"].get<double>();
-  std::string headroom = f2(headroom_ms) + " ms";
+  std::string headroom = f2(headroom_ms) + " ms over the whole trace";
   std::string marker;
   if (e2e_ms > 0) {
     double pct = headroom_ms / e2e_ms * 100;

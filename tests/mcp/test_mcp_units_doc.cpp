@@ -139,5 +139,33 @@ TEST_CASE("docs/mcp-tools.md names every numeric field of the sizing tools, per 
             doctest::Approx(item["recoverable_ms"].get<double>() / 3));
 }
 
+TEST_CASE("ops_summary: a roofline share above 100 % comes with its reason (ResNet-50 H100)") {
+  const std::string trace = jarvis::golden::shared_dir() + "/hw_pairs/resnet50_train/h100.json.gz";
+  if (!fs::exists(trace)) {
+    MESSAGE("skipped: " << trace << " is missing");
+    return;
+  }
+  Harness h;
+  h.initialize();
+  const json loaded = h.tool_result(1, "load_trace", {{"path", trace}});
+  const json reply = h.call_tool(2, "ops_summary",
+                                 {{"trace", loaded["trace"]}, {"limit", 500}, {"detail", "full"}});
+  REQUIRE_FALSE(reply["result"].value("isError", false));
+  const json& rows = reply["result"]["structuredContent"]["rows"];
+  const std::string text = reply["result"]["content"][0]["text"].get<std::string>();
+  size_t above = 0;
+  for (const auto& row : rows) {
+    if (!row["perf"].is_object() || !row["perf"]["pct_roofline"].is_number()) continue;
+    CAPTURE(row["name"].get<std::string>());
+    const bool over = row["perf"]["pct_roofline"].get<double>() > 100;
+    CHECK(row["perf"]["pct_roofline_above_roof_reason"].is_string() == over);
+    above += over;
+  }
+  // aten::clamp_min_ (in place: the model counts a read and a write of its
+  // input, the kernel moves less) reads above the bandwidth roof here.
+  CHECK(above >= 1);
+  CHECK(text.find("of the roofline, above 100 %") != std::string::npos);
+}
+
 }  // namespace JARVIS_TEST_FILE
 }  // namespace

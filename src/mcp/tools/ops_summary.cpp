@@ -39,6 +39,10 @@ std::string rows_text(const json& result) {
           row["perf"]["roofline_bound"].is_string()
               ? row["perf"]["roofline_bound"].get<std::string>()
               : "?");
+    if (row["perf"].is_object() &&
+        row["perf"].value("pct_roofline_above_roof_reason", json()).is_string())
+      text += fmt::format(" {:.1f}% of the roofline, {}", row["perf"]["pct_roofline"].get<double>(),
+                          row["perf"]["pct_roofline_above_roof_reason"].get<std::string>());
     text += "\n";
   }
   if (result.contains("collectives")) {
