@@ -133,8 +133,12 @@ void rule_unrecorded_host_time(const InsightContext& c, std::vector<Insight>& ou
         "the what-if without this host time (remove_host_gaps at this place), on the un-profiled "
         "step";
     // The GPU idle these stretches opened, by place: claimed before the
-    // host-bound step's finding claims what is left of those places.
-    i.idle_claim_us = gpu.host_work_by_place;
+    // host-bound step's finding claims what is left of those places, and
+    // never past what the what-if saves (a claim is at most the bound).
+    double idle_total = 0;
+    for (const auto& entry : gpu.host_work_by_place) idle_total += entry.second;
+    const double idle_scale = idle_total > saving_total ? saving_total / idle_total : 1.0;
+    for (const auto& [place, us] : gpu.host_work_by_place) i.idle_claim_us[place] = us * idle_scale;
     i.what_if = {
         {"remove_host_gaps", {{"after", after}, {"before", before}, {"min_us", any.min_us}}}};
     const std::string where =
