@@ -357,13 +357,16 @@ using sweep::save_baseline;
 // ---------------------------------------------------------------------------
 // Insights and trace health
 // ---------------------------------------------------------------------------
+using insights::build_step_model;
 using insights::Insight;
 using insights::InsightContext;
 using insights::make_context;
 using insights::rule_ids;
 using insights::run_insights;
+using insights::StepModelRef;
 using insights::to_json;
 using insights::trace_health;
+using insights::TraceHealth;
 
 // ---------------------------------------------------------------------------
 // Memory: allocator timeline, holders at the peak, leaks, two-run diffs

@@ -342,8 +342,6 @@ Insight op_insight(const InsightContext& c, std::string_view rule, std::string c
 
 }  // namespace detail
 
-namespace {
-
 // The dependency graph of a one-trace job; none when the trace cannot give
 // one (no GPU work, no launches, a rank set that does not match).
 std::shared_ptr<const InsightContext::StepModel> build_step_model(const Trace& trace,
@@ -369,10 +367,8 @@ std::shared_ptr<const InsightContext::StepModel> build_step_model(const Trace& t
   }
 }
 
-}  // namespace
-
 InsightContext make_context(const Trace& trace, const CallTree& tree, const GpuArch* arch,
-                            const GpuTimeline* timeline) {
+                            const GpuTimeline* timeline, const StepModelRef* step) {
   std::vector<report::PerfOpRow> rows;
   {
     PhaseTimer t("insights/context/perf_rows");
@@ -392,7 +388,7 @@ InsightContext make_context(const Trace& trace, const CallTree& tree, const GpuA
   }
   timeline_timer.reset();
   c.gpu_name = trace.gpu_name();
-  c.step = build_step_model(trace, tree);
+  c.step = step ? step->model : build_step_model(trace, tree);
   return c;
 }
 

@@ -111,10 +111,26 @@ struct InsightContext {
   std::shared_ptr<const StepModel> step;
 };
 
+// The trace's step model (null when no dependency graph can be built: no
+// GPU work, no launches): the graph with its what-if base, the recorded and
+// the un-profiled analyses. make_context builds one unless given one;
+// trace_health reads the same, so a loaded trace keeps one for both
+// (engine::loaded_step_model in the MCP server: built once in the server
+// before any worker is forked, which inherits it).
+std::shared_ptr<const InsightContext::StepModel> build_step_model(const Trace& trace,
+                                                                  const CallTree& tree);
+// A step model given to make_context / trace_health (`model` null: the trace
+// has none, nothing is built).
+struct StepModelRef {
+  std::shared_ptr<const InsightContext::StepModel> model;
+};
+
 // `timeline`: compute_gpu_timeline(trace, tree) when the caller has it already
 // (null: computed here; a trace without GPU events has none either way).
+// `step`: build_step_model(trace, tree) when the caller has it (null: built here).
 InsightContext make_context(const Trace& trace, const CallTree& tree, const GpuArch* arch,
-                            const GpuTimeline* timeline = nullptr);
+                            const GpuTimeline* timeline = nullptr,
+                            const StepModelRef* step = nullptr);
 
 // Every rule over the context, its claims de-duplicated
 // (claim_recoverable_time); sorted by recoverable time (then time), largest first.

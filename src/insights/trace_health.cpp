@@ -10,6 +10,7 @@
 #include "critical_path/calibration.h"
 #include "critical_path/critical_path.h"
 #include "critical_path/internal.h"
+#include "insights/insights.h"
 #include "report/gpu_timeline.h"
 #include "xplane/space.h"
 
@@ -39,12 +40,16 @@ std::string majority_bound(const critical_path::Analysis& a) {
 
 // The recorded step beside the un-profiled estimate, with a warning when the
 // profiler changes what bounds it.
-void add_step_estimate(const Trace& trace, const CallTree& tree, TraceHealth& h) {
+void add_step_estimate(const Trace& trace, const CallTree& tree, TraceHealth& h,
+                       const StepModelRef* step) {
   h.profiler_calibration = critical_path::profiler_cost_model_for(trace).source;
   try {
-    const auto graph = critical_path::build_graph({{&trace, &tree, -1}});
-    const auto recorded = critical_path::analyse(graph);
-    const auto unprofiled = critical_path::analyse_unprofiled(graph);
+    // The step model is these analyses of this graph (none: the graph could
+    // not be built or has no iteration, where no figure is given either).
+    const auto model = step ? step->model : build_step_model(trace, tree);
+    if (!model) return;
+    const auto& recorded = model->recorded;
+    const auto& unprofiled = model->measured;
     // A degenerate graph (no step of any length) gives no figure rather than
     // a NaN that a reply would carry as null.
     if (!std::isfinite(recorded.step_time_us) || !std::isfinite(unprofiled.step_time_us) ||
@@ -282,7 +287,8 @@ void add_xplane_notes(const Trace& trace, TraceHealth& h) {
 
 }  // namespace
 
-TraceHealth trace_health(const Trace& trace, const CallTree& tree, const GpuTimeline* timeline) {
+TraceHealth trace_health(const Trace& trace, const CallTree& tree, const GpuTimeline* timeline,
+                         const StepModelRef* step) {
   TraceHealth h;
   double graph_time_us = 0, gpu_time_us = 0;
   count_events(trace, tree, h, graph_time_us, gpu_time_us);
@@ -319,7 +325,7 @@ TraceHealth trace_health(const Trace& trace, const CallTree& tree, const GpuTime
     h.gpu_span_us = timeline->total_time;
     h.gpu_busy_share = timeline->total_time > 0 ? timeline->busy_time / timeline->total_time : 0;
   }
-  add_step_estimate(trace, tree, h);
+  add_step_estimate(trace, tree, h, step);
   add_warnings(h, xplane::is_xplane_trace(trace), timeline && !(timeline->total_time > 0));
   add_xplane_notes(trace, h);
   return h;

@@ -16,6 +16,8 @@
 
 namespace jarvis::insights {
 
+struct StepModelRef;  // insights.h
+
 struct TraceHealth {
   size_t gpu_events = 0;
   size_t linked_gpu_events = 0;  // launched by a host op the tree knows
@@ -75,8 +77,10 @@ struct TraceHealth {
 
 // `timeline`: compute_gpu_timeline(trace, tree) when the caller has it (null:
 // computed here, or absent for a trace without linked GPU events).
+// `step`: the trace's step model (build_step_model) when the caller keeps one
+// (null: the graph and its analyses are built here).
 TraceHealth trace_health(const Trace& trace, const CallTree& tree,
-                         const GpuTimeline* timeline = nullptr);
+                         const GpuTimeline* timeline = nullptr, const StepModelRef* step = nullptr);
 nlohmann::json to_json(const TraceHealth& health);
 
 }  // namespace jarvis::insights

@@ -51,8 +51,8 @@ ToolResult insights_tool(const json& args, ToolContext& ctx) {
   size_t top_n = row_limit(args);
   auto tree = engine::trace_call_tree(*entry);
   auto timeline = engine::trace_timeline(*entry);
-  auto context =
-      engine::make_context(entry->trace(), *tree, arch ? &*arch : nullptr, timeline.get());
+  auto context = engine::make_context(entry->trace(), *tree, arch ? &*arch : nullptr,
+                                      timeline.get(), loaded_step_model(*entry).get());
   auto found = engine::run_insights(context);
   json rows = json::array();
   std::string lines;

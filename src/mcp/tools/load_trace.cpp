@@ -11,6 +11,7 @@
 
 #include "engine/engine.h"
 #include "mcp/tool.h"
+#include "mcp/tools/trace_arg.h"
 
 namespace jarvis::mcp {
 namespace {
@@ -102,9 +103,10 @@ ToolResult loaded_result(const TraceStore::LoadResult& loaded, ToolContext& ctx)
     summary["gpu_timeline"] = timeline;
   if (json coll = engine::loaded_trace_collectives_json(*loaded.entry); !coll.is_null())
     summary["collectives"] = coll;
-  auto health = engine::trace_health(loaded.entry->trace(), *engine::trace_call_tree(*loaded.entry),
-                                     engine::trace_timeline(*loaded.entry).get());
-  summary["health"] = engine::to_json(health);
+  // Kept on the entry with the step model it reads: the insights and
+  // what-ifs of later calls (and their workers) start from them.
+  const engine::TraceHealth& health = *loaded_trace_health_block(*loaded.entry);
+  summary["health"] = loaded_trace_health(*loaded.entry);
   ctx.report_progress(1, 1, "loaded");
   std::string text = fmt::format(
       "Loaded {} as handle \"{}\"{}: platform {}, GPU {}, {} events ({} kernels, {} cpu_ops).\n"

@@ -70,7 +70,8 @@ json top_insights(const LoadedTrace& entry, const std::string& arch_name,
   auto tree = engine::trace_call_tree(entry);
   json out = json::array();
   for (const auto& i : engine::run_insights(engine::make_context(
-           entry.trace(), *tree, arch ? &*arch : nullptr, engine::trace_timeline(entry).get()))) {
+           entry.trace(), *tree, arch ? &*arch : nullptr, engine::trace_timeline(entry).get(),
+           loaded_step_model(entry).get()))) {
     if (!category.empty() && !engine::category_named_by(i.category, category)) continue;
     if (out.size() == 5) break;
     const json full = engine::to_json(i);

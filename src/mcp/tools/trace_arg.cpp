@@ -8,11 +8,25 @@
 
 namespace jarvis::mcp {
 
+std::shared_ptr<const engine::StepModelRef> loaded_step_model(const LoadedTrace& entry) {
+  return entry.cached<engine::StepModelRef>("insights:step_model", [&entry] {
+    return engine::StepModelRef{
+        engine::build_step_model(entry.trace(), *engine::trace_call_tree(entry))};
+  });
+}
+
+std::shared_ptr<const engine::TraceHealth> loaded_trace_health_block(const LoadedTrace& entry) {
+  return entry.cached<engine::TraceHealth>("trace_health:block", [&entry] {
+    return engine::trace_health(entry.trace(), *engine::trace_call_tree(entry),
+                                engine::trace_timeline(entry).get(),
+                                loaded_step_model(entry).get());
+  });
+}
+
 json loaded_trace_health(const LoadedTrace& entry) {
   if (engine::is_rocprof_trace(entry.trace())) return nullptr;  // its own health (load_trace)
   return *entry.cached<json>("trace_health", [&entry] {
-    return json(engine::to_json(engine::trace_health(entry.trace(), *engine::trace_call_tree(entry),
-                                                     engine::trace_timeline(entry).get())));
+    return json(engine::to_json(*loaded_trace_health_block(entry)));
   });
 }
 

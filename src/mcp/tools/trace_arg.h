@@ -23,6 +23,15 @@ void note_trace_health(const LoadedTrace& entry, ToolContext& ctx);
 // The health block of a loaded Kineto trace (insights/trace_health.h's JSON),
 // computed once per entry; null for a rocprofv3 trace.
 json loaded_trace_health(const LoadedTrace& entry);
+// The health of a loaded Kineto trace, computed once per entry (load_trace
+// computes it in the server, so a worker forked later inherits it).
+std::shared_ptr<const engine::TraceHealth> loaded_trace_health_block(const LoadedTrace& entry);
+
+// The step model of a loaded trace (its dependency graph with the what-if
+// base, the recorded and the un-profiled analyses), built once per entry and
+// shared by its health, insights and what-ifs: load_trace builds it in the
+// server, so the workers of later calls inherit it instead of rebuilding it.
+std::shared_ptr<const engine::StepModelRef> loaded_step_model(const LoadedTrace& entry);
 
 // What a tool's totals cover (issue 73 point 6): `figures` says they are
 // over the whole trace and as profiled, `steps` the trace's steps
