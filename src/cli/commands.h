@@ -42,6 +42,8 @@ Runner add_sweep(CLI::App& app);
 Runner add_sweep_compare(CLI::App& app);
 Runner add_rocprof_config(CLI::App& app);
 Runner add_gate(CLI::App& app);
+Runner add_ab(CLI::App& app);
+Runner add_calibrate(CLI::App& app);
 
 // The jarvis version ("0.9.0"), from the CMake project version.
 const char* version();

@@ -72,6 +72,8 @@ constexpr CommandEntry kCommands[] = {
     {"sweep-compare", jarvis::cli::add_sweep_compare},
     {"rocprof-config", jarvis::cli::add_rocprof_config},
     {"gate", jarvis::cli::add_gate},
+    {"ab", jarvis::cli::add_ab},
+    {"calibrate", jarvis::cli::add_calibrate},
     {"replay", jarvis::cli::add_replay},
     {"render-findings", jarvis::cli::add_render_findings},
     {"final-report", jarvis::cli::add_final_report},

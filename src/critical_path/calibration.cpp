@@ -106,6 +106,8 @@ StoredCalibration read_calibration(const std::string& path) {
   c.model.xla_python_frame_gaps =
       calibration_number(m, "xla_python_frame_gaps", d.xla_python_frame_gaps, path);
   c.model.memory_event_gaps = calibration_number(m, "memory_event_gaps", d.memory_event_gaps, path);
+  c.model.fallback_op_gap_us =
+      calibration_number(m, "fallback_op_gap_us", d.fallback_op_gap_us, path);
   if (auto h = j.find("host"); h != j.end() && h->is_object()) {
     c.host.hostname = h->value("hostname", "");
     c.host.cpu_model = h->value("cpu_model", "");
@@ -129,6 +131,17 @@ void force_calibration(const std::string& path) {
 ProfilerCostModel profiler_cost_model_for(const Trace& trace) {
   std::lock_guard lock(calibration_mutex());
   if (forced_model()) return *forced_model();
+  // JARVIS_CALIBRATION=FILE forces one for every command and the server; a
+  // file that cannot be read is an error of each estimate, not a silent
+  // fallback to the built-in model.
+  if (const char* file = std::getenv("JARVIS_CALIBRATION"); file && *file) {
+    auto& cached = models_by_host()[std::string("\n") + file];
+    if (cached.source == "built-in") {
+      cached = read_calibration(file).model;
+      cached.source = fmt::format("forced ({}, JARVIS_CALIBRATION)", file);
+    }
+    return cached;
+  }
   const auto host = trace_host(trace);
   if (!host) return {};
   const std::string key = host_cache_key(*host);

@@ -35,6 +35,10 @@ struct ProfilerCostModel {
   double python_frame_gaps = 1.0;      // a Python frame (with_stack)
   double xla_python_frame_gaps = 0.5;  // a Python frame of XProf's tracer
   double memory_event_gaps = 1.4;      // a [memory] event (profile_memory)
+  // The op gap of a trace whose own cannot be measured (a profiler without
+  // Kineto records whole microseconds, so back-to-back ops show no gap): 0
+  // keeps the built-in defaults (2.2 us with record_shapes, else 1.2 us).
+  double fallback_op_gap_us = 0;
   // Which calibration this is, in words: "built-in", or "this host's
   // (<file>, <date>)", or "forced (<file>)".
   std::string source = "built-in";
@@ -66,8 +70,10 @@ StoredCalibration read_calibration(const std::string& path);
 // Throws as read_calibration.
 void force_calibration(const std::string& path);
 
-// The model for a trace: the forced one, else the newest calibration stored
-// for the host the trace names, else the built-in one.
+// The model for a trace: the forced one (force_calibration, else the file
+// named by $JARVIS_CALIBRATION; throws CalibrationError when that file is not
+// a calibration), else the newest calibration stored for the host the trace
+// names, else the built-in one.
 ProfilerCostModel profiler_cost_model_for(const Trace& trace);
 
 }  // namespace jarvis::critical_path

@@ -117,6 +117,11 @@ ProfilerCost measure_profiler_cost(const Trace& trace, const CallTree& tree,
   cost.with_stack = cost.python_frames > 0;
   cost.profile_memory = cost.memory_events > 0;
   measure_op_gap(trace, tree, cost);
+  // A profiler that records whole microseconds (PyTorch without Kineto)
+  // shows no gap: a calibration of the host gives one (its costs are then in
+  // microseconds).
+  if (model.fallback_op_gap_us > 0 && (cost.gaps_measured < kMinGaps || !(cost.op_gap_us > 0)))
+    cost.op_gap_us = model.fallback_op_gap_us;
   cost.per_op_us = (cost.record_shapes ? model.shapes_op_gaps : model.op_gaps) * cost.op_gap_us;
   cost.per_input_us = cost.record_shapes ? model.shapes_input_gaps * cost.op_gap_us : 0.0;
   cost.inputs = inputs;

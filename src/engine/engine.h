@@ -42,6 +42,9 @@
 #include "tree/call_tree.h"
 // Capabilities (one public header each, a few with a second one for their
 // JSON / file forms).
+#include "ab/ab.h"
+#include "ab/calibrate.h"
+#include "ab/host_step.h"
 #include "categories/category_analysis.h"
 #include "categories/category_insights.h"
 #include "categories/final_report.h"
@@ -60,6 +63,7 @@
 #include "compare/compare.h"
 #include "compare/compare_inputs.h"
 #include "compare/compare_traces.h"
+#include "critical_path/calibration.h"
 #include "critical_path/critical_path.h"
 #include "critical_path/host_gaps.h"
 #include "explore/gemm_roofline.h"
@@ -437,5 +441,27 @@ using RocprofAgent = rocprof::Agent;
 using rocprof::kCuUtilization;
 using rocprof::kMfmaShare;
 using rocprof::kWavesPerCu;
+
+// ---------------------------------------------------------------------------
+// A/B runs and profiler calibration on the user's machine (docs/ab.md). The
+// CLI only: they run user commands, no MCP tool reaches them.
+// ---------------------------------------------------------------------------
+using ab::AbError;
+using ab::AbOptions;
+using AbPair = ab::Pair;
+using ab::CalibrateOptions;
+using ab::Calibration;
+using ab::calibration_json;
+using ab::default_calibration_path;
+using ab::load_truth;
+using ab::parse_env_assignment;
+using ab::predict;
+using ab::run_ab;
+using ab::run_calibration;
+using ab::table_json;
+using ab::table_markdown;
+using ab::truth_json;
+using critical_path::calibration_dir;
+using critical_path::force_calibration;
 
 }  // namespace jarvis::engine

@@ -38,9 +38,10 @@ const std::set<std::string> kCliOnlyHeaders = {"scaleout/scaleout.h", "scaleout/
 // Engine namespaces whose members cli/ and mcp/ reach through jarvis::engine
 // only (pycompat:: is named for the ASCII helpers of pycompat/text.h).
 const char* const kInternalNamespaces[] = {
-    "analysis", "categories", "charts", "collectives", "compare", "critical_path", "explore",
-    "frame",    "insights",   "perf",   "replay",      "report",  "rocprof",       "session",
-    "sweep",    "numpy",      "stats",  "memory",      "nsys",    "xplane",        "sql"};
+    "analysis", "categories", "charts",   "collectives", "compare", "critical_path",
+    "explore",  "frame",      "insights", "perf",        "replay",  "report",
+    "rocprof",  "session",    "sweep",    "numpy",       "stats",   "memory",
+    "nsys",     "xplane",     "sql",      "ab"};
 
 std::vector<fs::path> caller_files() {
   std::vector<fs::path> files;

@@ -1,0 +1,9 @@
+# jarvis calibrate + jarvis ab on CPU PyTorch (tests/ab/test_ab_cpu.py, ~30-60 s
+# on 2 cores: 12 Python processes that import torch). Label "torch": it needs
+# an interpreter that imports torch (Debian's python3-torch); without one it
+# is reported skipped (exit 77) with the reason.
+add_test(NAME ab_cpu
+  COMMAND bash -c "for py in python3 /usr/bin/python3; do if \"$py\" -c 'import torch' 2>/dev/null; then exec \"$py\" \"$0\"; fi; done; echo 'skipped: no python3 that imports torch (apt-get install python3-torch)'; exit 77"
+          ${CMAKE_SOURCE_DIR}/tests/ab/test_ab_cpu.py)
+set_tests_properties(ab_cpu PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300 LABELS "torch"
+  ENVIRONMENT "JARVIS_BINARY=$<TARGET_FILE:jarvis>")
