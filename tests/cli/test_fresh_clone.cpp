@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <regex>
 #include <string>
 
 namespace {
@@ -69,6 +70,33 @@ TEST_CASE(
     CHECK(real.text.find("test cases: 0 |") == std::string::npos);
     CHECK(real.text.find(" 0 failed") != std::string::npos);
   }
+}
+
+TEST_CASE("fresh clone: each shard of the unit suite prints its own counts (issue 76 point 3)") {
+  // Three quick cases in two shards the way tests/run_shard.sh cuts them
+  // (--first/--last): doctest 2.4 printed the filter's 3 as each shard's
+  // "passed", and the other shard's cases as skipped.
+  const std::string filter = "-tc='worker frames*,valid_utf8*' ";
+  Run all = without_shared(filter + "--count");
+  const size_t at = all.text.find("passing the current filters: ");
+  REQUIRE(at != std::string::npos);
+  const int total = std::stoi(all.text.substr(at + 29));
+  REQUIRE(total >= 3);
+  Run first = without_shared(filter + "--first=1 --last=1");
+  CHECK(first.exit_code == 0);
+  // doctest pads the counts to the width of the largest figure of the summary.
+  CHECK(
+      std::regex_search(first.text, std::regex("test cases: +1 \\| +1 passed \\| +0 failed \\|")));
+  CHECK(first.text.find("this shard: test cases 1-1 of the " + std::to_string(total)) !=
+        std::string::npos);
+  Run rest = without_shared(filter + "--first=2 --last=" + std::to_string(total));
+  CHECK(rest.exit_code == 0);
+  const std::string n = std::to_string(total - 1);
+  CHECK(std::regex_search(rest.text, std::regex("test cases: +" + n + " \\| +" + n +
+                                                " passed \\| +0 failed \\| +0 skipped")));
+  // Without a range the console's own line is printed, unchanged.
+  Run whole = without_shared(filter);
+  CHECK(whole.text.find("this shard") == std::string::npos);
 }
 
 }  // namespace JARVIS_TEST_FILE
