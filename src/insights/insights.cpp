@@ -582,7 +582,9 @@ std::string_view recoverable_method_of(std::string_view rule) {
       {"dtype_casts", "half the cast kernels' time (fused into their neighbours)"},
       {"fp32_cross_entropy",
        "fused-loss traffic model: the casts' time and half the softmax passes'"},
-      {"full_vocab_logits", "the head GEMM's time but the last position's share (1 - 1/S)"},
+      {"full_vocab_logits",
+       "the head GEMM's and its output's readers' kernel time but the last position's share (1 - "
+       "1/S)"},
       {"epilogue_fusion", "measured activation kernel time"},
       {"unfused_gelu",
        "fused-GELU model: the kernels' time above one read and one write per direction at the HBM "

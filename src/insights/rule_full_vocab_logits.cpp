@@ -77,6 +77,48 @@ bool last_position_taken(const Trace& t, int64_t batch, int64_t sequence, int64_
   return false;
 }
 
+// The ops that read the logits (issue 73 point 4: a change that removes a
+// tensor removes its consumers): the cpu ops after the head whose first
+// input is the [B, S, V] or [B*S, V] logits (the cast to float, a softmax
+// over them), outermost only; their kernels shrink with the head.
+struct LogitsConsumers {
+  std::vector<Uid> ops, kernels;
+  std::map<std::string, size_t> names;
+  double time_us = 0;
+};
+
+LogitsConsumers logits_consumers(const InsightContext& c, const Prompt& p, int64_t vocab,
+                                 const std::vector<Uid>& head_rows) {
+  const std::vector<int64_t> full = {p.batch, p.sequence, vocab};
+  const std::vector<int64_t> flat = {p.batch * p.sequence, vocab};
+  std::vector<Uid> heads = head_rows;
+  std::sort(heads.begin(), heads.end());
+  LogitsConsumers out;
+  for (Uid u = 0; u < c.trace.events.size(); ++u) {
+    if (c.trace.events[u].cat != Cat::CpuOp || std::binary_search(heads.begin(), heads.end(), u))
+      continue;
+    const auto dims = detail::first_input_dims(c.trace, u);
+    if (!dims || (*dims != full && *dims != flat)) continue;
+    bool outer = true;  // no reader of the logits above it
+    for (Uid a = c.tree.parent(u); a != kNoUid && outer; a = c.tree.parent(a))
+      if (c.trace.events[a].cat == Cat::CpuOp)
+        if (const auto up = detail::first_input_dims(c.trace, a);
+            up && (*up == full || *up == flat))
+          outer = false;
+    if (!outer) continue;
+    const auto kernels = c.tree.gpu_events(u);
+    if (kernels.empty()) continue;  // a view: select / slice / reshape
+    out.ops.push_back(u);
+    ++out.names[std::string(c.trace.name(u))];
+    out.kernels.insert(out.kernels.end(), kernels.begin(), kernels.end());
+  }
+  std::sort(out.kernels.begin(), out.kernels.end());
+  out.kernels.erase(std::unique(out.kernels.begin(), out.kernels.end()), out.kernels.end());
+  for (Uid k : out.kernels)
+    if (c.trace.events[k].has_dur()) out.time_us += c.trace.events[k].dur();
+  return out;
+}
+
 }  // namespace
 
 void rule_full_vocab_logits(const InsightContext& c, std::vector<Insight>& out) {
@@ -115,8 +157,23 @@ void rule_full_vocab_logits(const InsightContext& c, std::vector<Insight>& out) 
   for (const auto& [label, g] : groups) {
     if (!(g.time_us > 0)) continue;
     const double kept = 1.0 / static_cast<double>(g.prompt.sequence);
-    Insight i = detail::op_insight(c, "full_vocab_logits", "GEMM", g.uids, g.time_us);
-    i.gain_upper_bound_us = g.time_us * (1.0 - kept);
+    // The head's kernels and the kernels of the ops that read its output.
+    const LogitsConsumers readers = logits_consumers(c, g.prompt, vocab.size, g.uids);
+    std::vector<Uid> kernels = readers.kernels;
+    for (const auto& row : c.rows)
+      if (std::find(g.uids.begin(), g.uids.end(), row.uid) != g.uids.end())
+        kernels.insert(kernels.end(), row.kernels.begin(), row.kernels.end());
+    std::sort(kernels.begin(), kernels.end());
+    kernels.erase(std::unique(kernels.begin(), kernels.end()), kernels.end());
+    std::vector<Uid> pools = g.uids;
+    for (Uid row : detail::rows_holding(c, readers.kernels))
+      if (std::find(pools.begin(), pools.end(), row) == pools.end()) pools.push_back(row);
+    Insight i =
+        detail::op_insight(c, "full_vocab_logits", "GEMM", pools, g.time_us + readers.time_us);
+    i.gain_upper_bound_us = (g.time_us + readers.time_us) * (1.0 - kept);
+    // The what-if of the change: the head and its readers at what the
+    // claim leaves them (size_step_savings).
+    i.what_if = {{"kernel_uids", kernels}};
     i.title = fmt::format(
         "Logits for every position of a {} x {} prompt: the LM head {} ({} classes) takes "
         "{:.2f} ms, the next token needs the last position's only",
@@ -132,6 +189,9 @@ void rule_full_vocab_logits(const InsightContext& c, std::vector<Insight>& out) 
                   {"logits_rows", g.prompt.batch * g.prompt.sequence},
                   {"rows_needed", g.prompt.batch},
                   {"calls", g.uids.size()},
+                  {"head_kernel_time_us", g.time_us},
+                  {"logits_readers", readers.names},
+                  {"logits_readers_kernel_time_us", readers.time_us},
                   {"one_position_used", head_rows.count(g.prompt.batch)
                                             ? "the same head runs on B rows (the decode steps)"
                                             : "a select / slice of the [B, S, V] logits"}};

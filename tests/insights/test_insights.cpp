@@ -1189,7 +1189,7 @@ TEST_CASE("full_vocab_logits: a prefill's LM head over every position, not decod
   // positions, then what shows one position per sequence is used: a decode
   // step's head on 16 rows, or a select of the [16, 559, V] logits. The
   // expectation from the numbers written here: (S - 1) / S of the head's time.
-  enum class Then { nothing, decode_step, select_last, backward };
+  enum class Then { nothing, decode_step, select_last, backward, cast_then_select };
   auto build = [](const char* indices, const char* head_dims, Then then) {
     TraceBuilder b;
     b.leaf("aten::embedding", 0, "indexSelectLargeIndex", 20,
@@ -1210,6 +1210,15 @@ TEST_CASE("full_vocab_logits: a prefill's LM head over every position, not decod
            R"(["c10::BFloat16","Scalar","Scalar"])", "[[84936224,151936,1],[],[]]",
            R"(["","1","-1"])");
     if (then == Then::backward) b.op("MmBackward0", 1000, 5);
+    if (then == Then::cast_then_select) {
+      // The logits cast up to float (a reader of the whole tensor), then the
+      // last position taken.
+      b.leaf("aten::to", 900, "elementwise_kernel_cast", 300, "[[16,559,151936],[],[],[],[]]",
+             R"(["c10::BFloat16","Scalar","Scalar","Scalar","Scalar"])",
+             "[[84936224,151936,1],[],[],[],[]]", R"(["","","","",""])");
+      b.op("aten::select", 1300, 2, "[[16,559,151936],[],[]]", R"(["float","Scalar","Scalar"])",
+           "[[84936224,151936,1],[],[]]", R"(["","1","-1"])");
+    }
     return b.build();
   };
   const char* prompt = "[16,559]";
@@ -1222,6 +1231,20 @@ TEST_CASE("full_vocab_logits: a prefill's LM head over every position, not decod
     CHECK(found[0].evidence["sequence"] == 559);
     CHECK(found[0].time_us == doctest::Approx(700));
     CHECK(found[0].gain_upper_bound_us.value() == doctest::Approx(700.0 * 558 / 559));
+    CHECK(found[0].recoverable_us.value() <= found[0].time_us);
+  }
+  // A change that removes a tensor removes its readers (issue 73 point 4):
+  // the cast of the [16, 559, V] logits shrinks with the head, and the
+  // finding's what_if takes both kernels (700 us head, 300 us cast).
+  {
+    auto found =
+        rule_of(run_on(build(prompt, prefill_head, Then::cast_then_select)), "full_vocab_logits");
+    REQUIRE(found.size() == 1);
+    CHECK(found[0].time_us == doctest::Approx(1000));
+    CHECK(found[0].gain_upper_bound_us.value() == doctest::Approx(1000.0 * 558 / 559));
+    CHECK(found[0].evidence["logits_readers"] == nlohmann::json({{"aten::to", 1}}));
+    CHECK(found[0].evidence["logits_readers_kernel_time_us"].get<double>() == doctest::Approx(300));
+    CHECK(found[0].what_if["kernel_uids"].size() == 2);
     CHECK(found[0].recoverable_us.value() <= found[0].time_us);
   }
   // Nothing shows one position is used (a masked LM needs them all).
