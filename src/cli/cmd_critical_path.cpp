@@ -163,8 +163,12 @@ Runner add_what_if(CLI::App& app) {
   cmd->add_option("--rank", a->rank, "only this rank's ops");
   cmd->add_option("--category", a->category,
                   "ops of this perf category (GEMM, elementwise, SDPA_fwd, communication, ...)");
-  cmd->add_option("--op", a->op, "ops whose name contains this (case-insensitive)");
-  cmd->add_option("--kernel", a->kernel, "kernels whose name contains this (case-insensitive)");
+  cmd->add_option("--op", a->op,
+                  "ops launched by an op of this name, else whose op name contains it "
+                  "(case-insensitive)");
+  cmd->add_option("--kernel", a->kernel,
+                  "kernels of this name, else whose name contains it (case-insensitive; the "
+                  "kernels it took are listed)");
   cmd->add_option("--factor", a->factor, "multiply the selected ops' durations by this")
       ->check(CLI::PositiveNumber);
   cmd->add_flag("--median-rank", a->median,
