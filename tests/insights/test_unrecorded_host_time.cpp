@@ -19,6 +19,7 @@
 #include "critical_path/host_gaps.h"
 #include "golden.h"
 #include "insights/insights.h"
+#include "mcp_harness.h"
 #include "perf/gpu_arch.h"
 #include "raw_timeline.h"
 #include "test_loader_support.h"
@@ -208,6 +209,39 @@ TEST_SUITE("insights") {
     // it out saves about its length, never more than it.
     CHECK(saving <= place_us / steps + 1.0);
     CHECK(saving >= 0.5 * place_idle / steps);
+  }
+
+  TEST_CASE("host time no op records over MCP: the finding's what_if replays its saving") {
+    // The what_if tool takes the finding's arguments as they are (the trace
+    // is the handle): its saving per step is the finding's.
+    const std::string file = "s_generate_A_gpt2.json.gz";
+    if (!std::filesystem::exists(ab(file))) {
+      MESSAGE("skipped: ../shared/ab_pairs is missing");
+      return;
+    }
+    jarvis::mcp::testing::Harness h;
+    h.initialize();
+    json loaded = h.tool_result(1, "load_trace", {{"path", ab(file)}});
+    json found = h.tool_result(
+        2, "insights",
+        {{"trace", loaded["trace"]}, {"rule", "unrecorded_host_time"}, {"detail", "full"}});
+    REQUIRE(found["insights"].size() >= 1);
+    for (const json& finding : found["insights"]) {
+      CAPTURE(finding["title"].get<std::string>());
+      json call = finding["what_if"];
+      REQUIRE(call.contains("remove_host_gaps"));
+      call["trace"] = loaded["trace"];
+      call["detail"] = "summary";
+      json r = h.tool_result(3, "what_if", call);
+      CHECK(r["saved_us"].get<double>() ==
+            doctest::Approx(finding["step_saving_us_per_step"].get<double>()).epsilon(1e-3));
+    }
+    // A selection that matches nothing is refused with what the trace has.
+    json none = h.call_tool(
+        4, "what_if", {{"trace", loaded["trace"]}, {"remove_host_gaps", {{"after", "x::y"}}}});
+    CHECK(none["result"]["isError"] == true);
+    CHECK(none["result"]["content"][0]["text"].get<std::string>().find("the longest") !=
+          std::string::npos);
   }
 
   TEST_CASE("host time no op records: none where the raw events have no stretch") {
