@@ -2,6 +2,7 @@
 #include "ab/host_step.h"
 
 #include <algorithm>
+#include <vector>
 
 namespace jarvis::ab {
 namespace {
@@ -23,6 +24,13 @@ double host_event_cost_us(const Trace& trace, Uid u, const critical_path::Profil
 }
 
 constexpr double kHostKeptShare = 0.1;  // as the critical path's un-profiled host
+
+double host_step_median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
 
 }  // namespace
 
@@ -52,7 +60,9 @@ std::optional<HostStep> host_only_step(const Trace& trace, const CallTree& tree,
       by_time.push_back(u);
   std::sort(by_time.begin(), by_time.end(),
             [&](Uid a, Uid b) { return trace.events[a].ts_ns < trace.events[b].ts_ns; });
-  double recorded = 0, profiler = 0, untraced = 0;
+  // Per step; the medians are kept (one step disturbed by another process
+  // moves a mean of three to five steps by half its excess).
+  std::vector<double> recorded, profiler, untraced, estimated;
   for (Uid s : steps) {
     const Event& step = trace.events[s];
     const double from = step.ts(), to = step.end();
@@ -85,16 +95,16 @@ std::optional<HostStep> host_only_step(const Trace& trace, const CallTree& tree,
       top_cost += host_event_cost_us(trace, c, out.cost, memory_name, any_memory);
     }
     const double gaps = std::max(0.0, step.dur() - covered);
-    untraced += std::max(kHostKeptShare * gaps, gaps - top_cost);
-    recorded += step.dur();
-    profiler += std::min(in_step, (1 - kHostKeptShare) * step.dur());
+    untraced.push_back(std::max(kHostKeptShare * gaps, gaps - top_cost));
+    recorded.push_back(step.dur());
+    profiler.push_back(std::min(in_step, (1 - kHostKeptShare) * step.dur()));
+    estimated.push_back(step.dur() - profiler.back());
   }
-  const double n = static_cast<double>(steps.size());
   out.steps = steps.size();
-  out.recorded_step_us = recorded / n;
-  out.profiler_us_per_step = profiler / n;
-  out.estimated_unprofiled_step_us = out.recorded_step_us - out.profiler_us_per_step;
-  out.untraced_us_per_step = untraced / n;
+  out.recorded_step_us = host_step_median(recorded);
+  out.profiler_us_per_step = host_step_median(profiler);
+  out.estimated_unprofiled_step_us = host_step_median(estimated);
+  out.untraced_us_per_step = host_step_median(untraced);
   return out;
 }
 

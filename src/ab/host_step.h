@@ -18,12 +18,13 @@ namespace jarvis::ab {
 
 struct HostStep {
   size_t steps = 0;                 // ProfilerStep#N annotations
-  double recorded_step_us = 0;      // their mean length
-  double profiler_us_per_step = 0;  // estimated profiler cost inside one, mean
+  double recorded_step_us = 0;      // their median length
+  double profiler_us_per_step = 0;  // estimated profiler cost inside one
   double estimated_unprofiled_step_us = 0;
   // Host time of a step outside its top-level recorded ops (Python between
   // the ops: batch preparation, the loop, the optimizer's Python), less the
-  // profiler's records that fall there; mean per step.
+  // profiler's records that fall there. Each figure is the median over the
+  // steps (one step disturbed by another process moves a mean of a few).
   double untraced_us_per_step = 0;
   critical_path::ProfilerCost cost;
 };
