@@ -233,6 +233,8 @@ void rule_launch_bound(const InsightContext& c, std::vector<Insight>& out) {
         "measured GPU idle the host opened (gaps before late launches), capped by the what-if "
         "of a CUDA graph of the step on the un-profiled dependency graph";
     i.step_saving_us = host->saving_us;
+    // The what_if tool's arguments that replay it (issue 73 point 4).
+    i.what_if = {{"remove_launch_gaps", true}};
     if (host->saving_us > bound + 1e-6)
       i.step_saving_note =
           "a CUDA graph also removes launch latency and the host's lead before the first "
@@ -286,6 +288,8 @@ void rule_launch_bound(const InsightContext& c, std::vector<Insight>& out) {
     i.severity = "high";
     i.gain_upper_bound_us = op_by_op->saving_us;
     i.step_saving_us = op_by_op->saving_us;
+    // No what-if replays a jit: the CUDA graph's figure is in the note.
+    i.what_if = nullptr;
     i.gain_method =
         "jax.jit of the whole step: the un-profiled step minus the GPU work inside the steps "
         "(busy time of their kernels, copies and memsets) and one jitted executable's dispatch "
