@@ -756,6 +756,22 @@ json Session::client_request(Call& call, const std::string& method, const json& 
 }
 
 namespace {
+// The key a worker's result of this call is kept under (Session::kept_results_),
+// or "" when it is not kept: only the pure analyses of one loaded trace named by
+// a handle this store lists now (a path may name a file that changes), and no
+// call that writes files.
+std::string kept_result_key(const std::string& tool, const json& args, const TraceStore& traces) {
+  static constexpr std::string_view kPure[] = {"insights", "ops_summary", "critical_path"};
+  if (std::find(std::begin(kPure), std::end(kPure), tool) == std::end(kPure)) return "";
+  if (!args.contains("trace") || !args["trace"].is_string() || args.contains("output_dir") ||
+      args.contains("traces"))
+    return "";
+  const std::string handle = args["trace"].get<std::string>();
+  bool listed = false;
+  for (const auto& h : traces.list()) listed = listed || h.handle == handle;
+  return listed ? tool + "\n" + args.dump() : "";
+}
+
 // The tools that change what the session holds (its handles, the sweeps it
 // loaded; compare loads a trace path under a new handle) run in the server,
 // and so do the conformance fixtures (they ask the client, over the server's
@@ -862,12 +878,21 @@ json Session::call_tool(Call& call, const json& params, bool modern) {
   };
 
   ToolResult out;
+  const bool in_worker =
+      runs_in_worker(name) && (server_.options().isolate_calls || has_time_limit(*tool));
+  const std::string kept_key = in_worker ? kept_result_key(name, args, *traces_) : std::string();
+  std::optional<ToolResult> kept;
+  if (!kept_key.empty()) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (auto it = kept_results_.find(kept_key); it != kept_results_.end()) kept = it->second;
+  }
   try {
-    const bool in_worker =
-        runs_in_worker(name) && (server_.options().isolate_calls || has_time_limit(*tool));
-    out = in_worker ? call_in_worker(tool->handler, args, ctx, name, call.cancelled.get(),
-                                     server_.options().max_memory_bytes)
-                    : tool->handler(args, ctx);
+    if (kept)
+      out = *kept;
+    else
+      out = in_worker ? call_in_worker(tool->handler, args, ctx, name, call.cancelled.get(),
+                                       server_.options().max_memory_bytes)
+                      : tool->handler(args, ctx);
   } catch (const Cancelled&) {
     throw;
   } catch (const std::runtime_error& e) {  // jarvis::Error (ToolError, TraceError, ...)
@@ -882,7 +907,12 @@ json Session::call_tool(Call& call, const json& params, bool modern) {
                              error_kind_of(e));
   }
   if (call.cancelled->load()) throw Cancelled{};
-  out.caveats = ctx.trace_caveats();
+  if (!kept) out.caveats = ctx.trace_caveats();
+  if (!kept_key.empty() && !kept) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (kept_results_.size() >= kKeptResults) kept_results_.clear();
+    kept_results_.emplace(kept_key, out);
+  }
   {
     // A healthy trace's notes are said once a session, then referred to;
     // a low-confidence trace's cautions travel with every conclusion.

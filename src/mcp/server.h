@@ -297,6 +297,14 @@ class Session {
   size_t tool_calls_ = 0;  // tools/call requests among in_flight_
   std::map<std::string, std::shared_ptr<PendingClientRequest>> pending_;
   uint64_t next_client_request_ = 1;
+  // What a worker returned for a pure analysis of a loaded trace (insights,
+  // ops_summary, critical_path on a handle), by tool and arguments: the
+  // session's next identical call is answered from it instead of forking a
+  // worker that derives it all again (issue 75 point 2). A handle names one
+  // unchanged file for as long as it is loaded, and a result is used only
+  // while its handle is; at most kKeptResults are kept.
+  std::map<std::string, ToolResult> kept_results_;
+  static constexpr size_t kKeptResults = 32;
 };
 
 }  // namespace jarvis::mcp
