@@ -38,7 +38,7 @@ fixed = torch.randn(32, 64)
 for step in range(100000):  # the shim ends the run once it has measured
     if prep:  # the batch built in Python, element by element
         rows = [[((i * 64 + j + step) % 97) / 97.0 for j in range(64)] for i in range(32)]
-        for _ in range(30):
+        for _ in range(80):
             rows = [[v * 0.5 + 0.25 for v in row] for row in rows]
         x = torch.tensor(rows)
     else:
