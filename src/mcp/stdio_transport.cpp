@@ -4,9 +4,11 @@
 #include <malloc.h>
 #endif
 
+#include <algorithm>
 #include <condition_variable>
 #include <deque>
 #include <mutex>
+#include <string_view>
 #include <thread>
 
 #include <fmt/format.h>
@@ -185,19 +187,30 @@ bool runs_on_pool(const json& message) {
          message["method"] != "initialize" && message["method"] != "ping";
 }
 
-// Requests that never hold a thread for long: every method but tools/call,
-// and the quick tools (list_traces, unload_trace, tool_schema). They run on
-// a lane of their own, so tools/list, prompts/* and list_traces are
-// answered while every pool thread runs a long call (issue 74: the HTTP
-// server keeps threads out of the long calls' reach; over stdio the long
-// calls queue for the pool and these pass them).
+// Requests that read no session state and never hold a thread for long:
+// tools/list, prompts/*, resources/list, resources/templates/list and the
+// tool_schema tool. They run on a lane of their own, so they are answered
+// while every pool thread runs a long call (issue 74: the HTTP server keeps
+// threads out of the long calls' reach; over stdio the long calls queue for
+// the pool and these pass them). Everything else keeps arrival order on the
+// pool (list_traces and unload_trace see the load_trace sent before them).
+constexpr std::string_view kQuickLaneMethods[] = {"tools/list", "prompts/list", "prompts/get",
+                                                  "resources/list", "resources/templates/list"};
+
+bool quick_lane_method(std::string_view method) {
+  return std::find(std::begin(kQuickLaneMethods), std::end(kQuickLaneMethods), method) !=
+         std::end(kQuickLaneMethods);
+}
+
 bool quick_request(const json& message) {
   if (!message.is_object()) return false;
   const json method = message.value("method", json());
   if (!method.is_string()) return false;
-  if (method != "tools/call") return true;
+  const std::string& name = method.get_ref<const std::string&>();
+  if (quick_lane_method(name)) return true;
+  if (name != "tools/call") return false;
   const json params = message.value("params", json());
-  return params.is_object() && is_quick_tool(params);
+  return params.is_object() && params.value("name", json()) == "tool_schema";
 }
 
 // Session::handle answers every failure of a request itself; this guard is
@@ -249,11 +262,12 @@ int serve_stdio(Server& server, int in_fd, int out_fd, size_t workers) {
     // the line buffer, not a parse each.
     if (line.size() <= server.options().max_message_bytes) {
       JsonTextScan scan = scan_json_text(line, kMaxJsonDepth);
-      // A request for another method than tools/call is checked against
-      // the quick lane, where it will run (a quick tool's name is not known
-      // before the parse: its tools/call is checked against the pool).
+      // A request for a quick lane method is checked against that lane,
+      // where it will run (tool_schema's name is not known before the
+      // parse: its tools/call is checked against the pool).
       const bool quick_method =
-          !scan.root_is_array && scan.method_text && *scan.method_text != "\"tools/call\"";
+          !scan.root_is_array && scan.method_text && scan.method_text->size() >= 2 &&
+          quick_lane_method(scan.method_text->substr(1, scan.method_text->size() - 2));
       WorkQueue& lane = quick_method ? quick : pool;
       if (!scan.too_deep && scanned_runs_on_pool(scan) &&
           !lane.has_room(parsed_memory_bound(line.size(), scan))) {

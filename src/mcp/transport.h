@@ -15,7 +15,9 @@ namespace jarvis::mcp {
 // Serves one session on the given descriptors until EOF on `in_fd`.
 // Requests run on `workers` threads (1 = in arrival order, so a piped script
 // may use a handle right after the load_trace that creates it); ping,
-// cancellation and responses are handled by the reader meanwhile. At EOF the
+// cancellation and responses are handled by the reader meanwhile, and
+// tools/list, prompts/*, resources/list and tool_schema, which read no
+// session state, on a lane of their own (answered during a long call). At EOF the
 // calls in flight finish, then it returns 0.
 int serve_stdio(Server& server, int in_fd = 0, int out_fd = 1, size_t workers = 1);
 
