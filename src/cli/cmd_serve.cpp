@@ -257,8 +257,8 @@ Runner add_serve(CLI::App& app) {
       ->allow_extra_args(false);
   cmd->add_option("--isolate-calls", a->isolate_calls,
                   "run each analysis call in a worker process forked for it, so that a crash "
-                  "ends that call only (default: on for --http, off for --stdio; costs a fork "
-                  "and the call's derived data is not kept: docs/security.md)")
+                  "ends that call only (default: on for --http, off for --stdio; costs a fork; "
+                  "a pure analysis's result is kept: docs/security.md)")
       ->check(CLI::IsMember({"on", "off"}));
   cmd->add_option("--workers", a->workers,
                   "threads running requests (default: stdio 1 = in order, HTTP 32)");
