@@ -314,7 +314,10 @@ class RankBuilder {
     for (size_t k = 1; k < items.size(); ++k) {
       const Node& prev = b_.g.nodes[items[k - 1].last];
       const Node& next = b_.g.nodes[items[k].first];
-      const double from = prev.end(), to = next.start;
+      // Host items of one thread that overlap without nesting (a crafted or
+      // clock-skewed trace) get no negative gap: a path segment is never
+      // shorter than zero (found by fuzz_critical_path).
+      const double from = prev.end(), to = std::max(next.start, from);
       // The op the host was busy in: the one around the next call (a step
       // end has none, so the previous call's).
       Uid about = items[k].uid != kNoUid ? items[k].uid : items[k - 1].uid;
@@ -764,7 +767,11 @@ void calibrate(Graph& g) {
     const bool handed_over = g.edges[best].kind == EdgeKind::HostHandover;
     for (uint32_t k = g.in_off[n]; k < g.in_off[n + 1]; ++k) {
       Edge& e = g.edges[g.in_edges[k]];
-      const double slack = g.nodes[n].start - anchor(e);
+      // A thread's calls that overlap without nesting (clock skew, a crafted
+      // trace) give no negative host gap: the next call waits for the one
+      // before it (found by fuzz_critical_path).
+      const double measured = g.nodes[n].start - anchor(e);
+      const double slack = e.kind == EdgeKind::HostSeq ? std::max(0.0, measured) : measured;
       e.lag = g.in_edges[k] == best ? slack : std::min(e.intrinsic, slack);
       if (handed_over && e.kind == EdgeKind::HostSeq && g.in_edges[k] != best)
         e.lag = std::min(e.lag, 0.0);

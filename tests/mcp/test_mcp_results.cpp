@@ -257,26 +257,39 @@ TEST_CASE(
   std::sort(impacts.rbegin(), impacts.rend());
   json report = r.h->tool_result(id++, "final_report", {{"output_dir", out}});
   CHECK(report["skipped"].empty());
-  REQUIRE(report["ranked"].size() == impacts.size());
   const double total_ms = report["total_time_ms"].get<double>();
-  // Every draft's P-item is there; each ranks by its impact mid capped by
-  // the draft's tuning headroom and what-if saving, largest first.
+  // Every draft's P-item is there; a compute item ranks by its impact mid
+  // capped by the draft's tuning headroom and what-if saving, a system item
+  // (a trace-level insight, issue 73 point 10) by its step saving's share of
+  // the trace time; largest first, one order for both.
   std::vector<double> got;
+  size_t system_items = 0;
   double previous = 1e300;
   for (size_t k = 0; k < report["ranked"].size(); ++k) {
     CAPTURE(k);
     const json& item = report["ranked"][k];
     CHECK(item["rank"] == k + 1);
-    got.push_back(item["impact_mid"].get<double>());
-    double expected = item["impact_mid"].get<double>();
-    for (const char* cap : {"tuning_headroom_pct", "what_if_saving_pct"})
-      if (item.contains(cap) && item[cap].is_number())
-        expected = std::min(expected, item[cap].get<double>());
+    double expected = 0;
+    if (item["tier"] == "system") {
+      ++system_items;
+      CHECK(item["impact_mid"].is_null());
+      CHECK(item["recoverable_basis"] == "step saving");
+      const double step_ms = item["step_saving_ms"].get<double>();
+      expected = std::min(100.0, step_ms / total_ms * 100.0);
+      CHECK(item["recoverable_ms"].get<double>() == doctest::Approx(step_ms));
+    } else {
+      got.push_back(item["impact_mid"].get<double>());
+      expected = item["impact_mid"].get<double>();
+      for (const char* cap : {"tuning_headroom_pct", "what_if_saving_pct"})
+        if (item.contains(cap) && item[cap].is_number())
+          expected = std::min(expected, item[cap].get<double>());
+      CHECK(item["recoverable_ms"].get<double>() == doctest::Approx(expected / 100.0 * total_ms));
+    }
     CHECK(item["recoverable_pct"].get<double>() == doctest::Approx(expected));
-    CHECK(item["recoverable_ms"].get<double>() == doctest::Approx(expected / 100.0 * total_ms));
     CHECK(expected <= previous + 1e-9);
     previous = expected;
   }
+  REQUIRE(report["ranked"].size() == impacts.size() + system_items);
   std::sort(got.rbegin(), got.rend());
   for (size_t k = 0; k < got.size(); ++k) CHECK(got[k] == doctest::Approx(impacts[k]));
   CHECK(std::filesystem::exists(out + "/final_report.md"));
