@@ -92,7 +92,10 @@ std::vector<Pair> load_truth(const std::string& path, std::vector<std::string>* 
                     path));
   const fs::path folder = fs::path(path).parent_path();
   std::vector<Pair> pairs;
-  for (const auto& [name, exp] : j.items()) {
+  for (const auto& entry : j.items()) {
+    // Named, not a structured binding: the lambda below captures it (clang 14).
+    const std::string name = entry.key();
+    const nlohmann::json& exp = entry.value();
     if (name.starts_with("_") || !exp.is_object()) continue;
     std::optional<std::string> a_key, b_key;
     for (const auto& [key, arm] : exp.items()) {

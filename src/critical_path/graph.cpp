@@ -767,11 +767,15 @@ void calibrate(Graph& g) {
     const bool handed_over = g.edges[best].kind == EdgeKind::HostHandover;
     for (uint32_t k = g.in_off[n]; k < g.in_off[n + 1]; ++k) {
       Edge& e = g.edges[g.in_edges[k]];
-      // A thread's calls that overlap without nesting (clock skew, a crafted
-      // trace) give no negative host gap: the next call waits for the one
-      // before it (found by fuzz_critical_path).
+      // A thread's calls or a stream's ops that overlap (clock skew, a
+      // duplicated event, a crafted trace) give no negative gap: on one
+      // thread or one stream the next waits for the one before it
+      // (fuzz_critical_path). A launch edge keeps its measured slack: a GPU op
+      // that starts before its launch call is the host-device clock offset of
+      // a multi-rank trace, which the waits between ranks are measured with.
       const double measured = g.nodes[n].start - anchor(e);
-      const double slack = e.kind == EdgeKind::HostSeq ? std::max(0.0, measured) : measured;
+      const bool one_resource = e.kind == EdgeKind::HostSeq || e.kind == EdgeKind::Stream;
+      const double slack = one_resource ? std::max(0.0, measured) : measured;
       e.lag = g.in_edges[k] == best ? slack : std::min(e.intrinsic, slack);
       if (handed_over && e.kind == EdgeKind::HostSeq && g.in_edges[k] != best)
         e.lag = std::min(e.lag, 0.0);

@@ -70,7 +70,10 @@ TEST_CASE("ab: the recorded H200 truth.json loads as pairs measured from its cle
   const auto pairs = ab::load_truth(kTruth, &skipped);
   const auto raw = read_json(kTruth);
   size_t expected = 0;
-  for (const auto& [name, exp] : raw.items()) {
+  for (const auto& entry : raw.items()) {
+    // Named, not a structured binding: lambdas and CAPTURE use it (clang 14).
+    const std::string name = entry.key();
+    const auto& exp = entry.value();
     if (name.starts_with("_")) continue;
     std::string a, b;
     for (const auto& [key, arm] : exp.items()) {

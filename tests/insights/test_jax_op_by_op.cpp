@@ -82,10 +82,11 @@ TEST_CASE("JAX op by op: disable_jit's step is found and sized as jax.jit of the
   // Every execution of the profile is one primitive's program: jit_<op>.
   const auto executions = runtime_executions(a.trace);
   size_t total = 0;
-  for (const auto& [module, n] : executions) {
+  for (const auto& execution : executions) {
+    const auto& module = execution.first;  // no structured binding in CAPTURE (clang 14)
     CAPTURE(module);
     CHECK(module.starts_with("jit_"));
-    total += n;
+    total += execution.second;
   }
   const double steps = static_cast<double>(f->steps);
   REQUIRE(steps >= 1);
