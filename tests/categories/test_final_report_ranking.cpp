@@ -18,6 +18,7 @@
 
 #include "critical_path/critical_path.h"
 #include "golden.h"
+#include "raw_timeline.h"
 #include "test_analysis_support.h"
 #include "test_loader_support.h"
 #include "trace/loader.h"
@@ -74,18 +75,7 @@ TEST_CASE(
     first = std::min(first, ts);
     last = std::max(last, end);
   }
-  std::sort(spans.begin(), spans.end());
-  double busy = 0, from = 0, to = -1e300;
-  for (const auto& [s, e] : spans) {
-    if (s > to) {
-      if (to > from) busy += to - from;
-      from = s;
-      to = e;
-    } else {
-      to = std::max(to, e);
-    }
-  }
-  if (to > from) busy += to - from;
+  const double busy = jarvis::testing::union_length(spans);
   REQUIRE(last > first);
   CHECK(busy / (last - first) < 0.2);  // the GPU idles most of the step: launch-bound
   jarvis::testing::TempDir tmp;

@@ -22,6 +22,7 @@
 #include "golden.h"
 #include "insights/insights.h"
 #include "perf/gpu_arch.h"
+#include "raw_timeline.h"
 #include "tree/call_tree.h"
 
 namespace {
@@ -105,18 +106,7 @@ TEST_CASE("JAX op by op: disable_jit's step is found and sized as jax.jit of the
   std::vector<std::pair<double, double>> spans;
   for (const auto& e : a.trace.events)
     if (e.is_gpu() && e.has_ts() && e.has_dur()) spans.emplace_back(e.ts(), e.end());
-  std::sort(spans.begin(), spans.end());
-  double busy = 0, from = 0, to = -1e300;
-  for (const auto& [s, e] : spans) {
-    if (s > to) {
-      if (to > from) busy += to - from;
-      from = s;
-      to = e;
-    } else {
-      to = std::max(to, e);
-    }
-  }
-  if (to > from) busy += to - from;
+  const double busy = jarvis::testing::union_length(spans);
   CHECK(ev["gpu_us_per_step"].get<double>() > 0);
   CHECK(ev["gpu_us_per_step"].get<double>() <= busy / steps + 1e-6);
   CHECK(ev["jit_step_us"].get<double>() ==
