@@ -26,20 +26,6 @@ namespace in = jarvis::insights;
 namespace fs = std::filesystem;
 using jarvis::Uid;
 
-std::vector<std::string> shared_kineto_traces() {
-  std::vector<std::string> out;
-  const std::string root = jarvis::golden::shared_dir();
-  for (const std::string sub : {"ab_pairs", "hw_pairs", "conformance", "legacy"}) {
-    if (!fs::exists(root + "/" + sub)) continue;
-    for (const auto& f : fs::recursive_directory_iterator(root + "/" + sub)) {
-      const std::string p = f.path().string();
-      if (p.ends_with(".json.gz") && p.find("/tracelens") == std::string::npos) out.push_back(p);
-    }
-  }
-  std::sort(out.begin(), out.end());
-  return out;
-}
-
 // Kernel time under an op: its own GPU events and its descendants', from the
 // call tree's links (a synthetic row UID past the events has none here).
 double kernel_time_under(const jarvis::Trace& t, const jarvis::CallTree& tree, Uid op,
@@ -59,7 +45,7 @@ double kernel_time_under(const jarvis::Trace& t, const jarvis::CallTree& tree, U
 }
 
 TEST_CASE("one change, one finding: every Kineto trace of ../shared") {
-  const auto traces = shared_kineto_traces();
+  const auto traces = jarvis::golden::shared_kineto_traces();
   if (traces.empty()) {
     MESSAGE("skipped: ../shared is missing");
     return;

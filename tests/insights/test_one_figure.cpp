@@ -34,20 +34,6 @@ namespace in = jarvis::insights;
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-std::vector<std::string> kineto_traces() {
-  std::vector<std::string> out;
-  const std::string root = jarvis::golden::shared_dir();
-  for (const std::string sub : {"ab_pairs", "hw_pairs", "conformance", "legacy"}) {
-    if (!fs::exists(root + "/" + sub)) continue;
-    for (const auto& f : fs::recursive_directory_iterator(root + "/" + sub)) {
-      const std::string p = f.path().string();
-      if (p.ends_with(".json.gz") && p.find("/tracelens") == std::string::npos) out.push_back(p);
-    }
-  }
-  std::sort(out.begin(), out.end());
-  return out;
-}
-
 // The what_if tool's arguments as its MCP adapter reads them.
 cp::Scenario scenario_of(const json& args, const std::vector<cp::RankInput>& inputs,
                          const cp::Graph& graph) {
@@ -123,7 +109,7 @@ double unprofiled_waits(const cp::Graph& g, std::vector<std::pair<int64_t, jarvi
 }
 
 TEST_CASE("one figure per change: each finding's what_if replays its step saving") {
-  const auto traces = kineto_traces();
+  const auto traces = jarvis::golden::shared_kineto_traces();
   if (traces.empty()) {
     MESSAGE("skipped: ../shared is missing");
     return;

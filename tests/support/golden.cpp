@@ -536,6 +536,21 @@ std::string shared_dir() {
   return std::filesystem::is_directory(configured, ec) ? configured : repository_shared_copy();
 }
 
+std::vector<std::string> shared_kineto_traces() {
+  namespace fs = std::filesystem;
+  std::vector<std::string> out;
+  const std::string root = shared_dir();
+  for (const std::string sub : {"ab_pairs", "hw_pairs", "conformance", "legacy"}) {
+    if (!fs::exists(root + "/" + sub)) continue;
+    for (const auto& f : fs::recursive_directory_iterator(root + "/" + sub)) {
+      const std::string p = f.path().string();
+      if (p.ends_with(".json.gz") && p.find("/tracelens") == std::string::npos) out.push_back(p);
+    }
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
 std::vector<std::string> conformance_dirs() {
   namespace fs = std::filesystem;
   std::vector<std::string> out;

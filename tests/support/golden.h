@@ -61,5 +61,8 @@ std::string repository_shared_copy();
 std::string shared_dir();
 // Every <shared>/conformance/*/ holding trace.json.gz, sorted, without trailing slash.
 std::vector<std::string> conformance_dirs();
+// Every Kineto trace (*.json.gz, TraceLens outputs left out) under <shared>'s
+// ab_pairs, hw_pairs, conformance and legacy, sorted.
+std::vector<std::string> shared_kineto_traces();
 
 }  // namespace jarvis::golden
