@@ -164,8 +164,10 @@ ojson what_if_impacts(const ojson& metrics, const std::string& trace_path) {
   const Trace& trace = *loaded->traces.front();
   const CallTree& tree = *loaded->trees.front();
   const cp::Graph& graph = loaded->graph;
-  // The un-profiled step (the what-if's base): savings are shares of it.
-  const cp::Analysis measured = cp::analyse_unprofiled(graph);
+  // The un-profiled step (the what-if's base, computed once for every
+  // estimate's two replays): savings are shares of it.
+  cp::WhatIfBase base;
+  const cp::Analysis measured = cp::analyse_unprofiled(graph, base);
   ojson out = {{"method", "what_if"},
                {"trace", trace_path},
                {"step_time_us", measured.step_time_us},
@@ -215,10 +217,10 @@ ojson what_if_impacts(const ojson& metrics, const std::string& trace_path) {
       sc.select = sel;
       sc.factor = low;
       const double saved_low =
-          measured.step_time_us - cp::what_if(graph, sc).predicted_step_time_us;
+          measured.step_time_us - cp::what_if_step(graph, sc, base).predicted_step_time_us;
       sc.factor = high;
       const double saved_high =
-          measured.step_time_us - cp::what_if(graph, sc).predicted_step_time_us;
+          measured.step_time_us - cp::what_if_step(graph, sc, base).predicted_step_time_us;
       const double step = measured.step_time_us;
       e["method"] = "what_if";
       const double ideal_high =

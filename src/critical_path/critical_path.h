@@ -349,6 +349,13 @@ inline constexpr const char* kInterferenceNote = "host interference:";
 Analysis analyse(const Graph& graph, const std::vector<double>& dur,
                  const std::vector<double>& lag);
 Analysis analyse(const Graph& graph);
+// The same iterations' times and mean step alone: what analyse gives as
+// step_time_us and each iteration's name, start, end, length, host and GPU
+// ends and `differs`, without the path walk (no path, idle times, bound_by,
+// contributors, waits or summary). One replay: what a what-if sized by its
+// step time needs (what_if_step).
+Analysis analyse_steps(const Graph& graph, const std::vector<double>& dur,
+                       const std::vector<double>& lag);
 
 // Node durations and edge lags without the profiler's estimated host cost:
 // each host gap less the cost of the events recorded inside it, each
@@ -362,6 +369,9 @@ Analysis analyse_unprofiled(const Graph& graph);
 // The same, also filling `base` with the graph's what-if base (what_if_base
 // gives the same) from the schedule and the analyses it computes anyway.
 Analysis analyse_unprofiled(const Graph& graph, WhatIfBase& base);
+// The same from the graph's recorded analysis (analyse(graph)) when the
+// caller has it already.
+Analysis analyse_unprofiled(const Graph& graph, WhatIfBase& base, const Analysis& recorded);
 
 // ---- what-if --------------------------------------------------------------------
 
@@ -441,10 +451,12 @@ struct WhatIfResult {
   std::map<int64_t, double> factor_by_rank;  // the factors applied
   Analysis predicted;                        // the new critical path
   std::vector<std::string> changes;          // what the scenario changed, in words
-  // Time the change took out per iteration (scaled or removed GPU ops,
-  // removed host gaps and calls, overlapped transfers, the recorded waits of
-  // the syncs that no longer wait). A removed sync can save more than this:
-  // the host then runs ahead and its later work overlaps the GPU's.
+  // Time the change took out per iteration, on the schedule it starts from,
+  // inside the iterations: scaled or removed GPU ops, overlapped transfers,
+  // removed runtime calls, the host gaps it shortened (removed spans,
+  // unrecorded stretches, launch gaps) and the waits of the syncs that no
+  // longer wait (their waits on that schedule). A removed sync can save more
+  // than this: the host then runs ahead and its later work overlaps the GPU's.
   double removed_us = 0;
   std::string summary;  // one line: the change, the step before / after, what bounds it
 };
@@ -472,6 +484,14 @@ std::string iteration_bounds(const Analysis& analysis);
 // 0 and the summary omits them): one replay of the graph per scenario.
 WhatIfResult what_if(const Graph& graph, const Scenario& scenario, const WhatIfBase& base,
                      bool profiled_prediction = true);
+// The step alone: what what_if(graph, scenario, base, false) gives as the
+// step before and after, removed_us, selected_nodes, matched_kernels,
+// factor_by_rank, changes and model, with `predicted` from analyse_steps (the
+// iterations' times, no path, bounds or contributors) and no summary: one
+// replay without the path walk, for a caller that reads the step time only
+// (insights sizes its findings so). Scenario::recorded_host replays the
+// recorded host from the base's recorded step.
+WhatIfResult what_if_step(const Graph& graph, const Scenario& scenario, const WhatIfBase& base);
 
 // Host work an agent proposes to take out ("drop these .item() calls", "no
 // tokenizer in the loop"): host events named exactly (cpu_op, user

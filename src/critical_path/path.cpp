@@ -315,21 +315,20 @@ std::string summary_line(const Analysis& a) {
                      a.iterations.size(), bound, path);
 }
 
-}  // namespace
-
-Analysis analyse(const Graph& g, const std::vector<double>& dur, const std::vector<double>& lag) {
-  const Schedule s = propagate(g, dur, lag);
-  const auto busy = busy_by_rank(g, dur, s);
-  Analysis a;
+// The analysis's iterations with their times alone (no path) under the
+// schedule, and the mean step; returns the median iteration length.
+double iteration_times(const Graph& g, const std::vector<double>& dur, const Schedule& s,
+                       Analysis& a) {
   a.ranks = g.ranks;
   a.clock_offset_us = g.clock_offset_us;
   a.iterations_source = g.iterations_source;
   a.notes = g.notes;
   for (const auto& [rank, us] : g.backlog_us) a.gpu_backlog_left_out_us += us;
   std::vector<double> lengths;
+  lengths.reserve(g.iterations.size());
+  a.iterations.reserve(g.iterations.size());
   double previous_end = -std::numeric_limits<double>::infinity();
-  for (size_t k = 0; k < g.iterations.size(); ++k) {
-    const Iteration& iter = g.iterations[k];
+  for (const Iteration& iter : g.iterations) {
     IterationResult it;
     it.name = iter.name;
     it.start_us = std::numeric_limits<double>::infinity();
@@ -344,13 +343,6 @@ Analysis analyse(const Graph& g, const std::vector<double>& dur, const std::vect
     it.host_end_us = it.gpu_end_us = -std::numeric_limits<double>::infinity();
     for (uint32_t n : iter.host_ends) it.host_end_us = std::max(it.host_end_us, s.start[n]);
     for (uint32_t n : iter.gpu_ends) it.gpu_end_us = std::max(it.gpu_end_us, s.start[n] + dur[n]);
-    Walk walk{g, dur, s, it.start_us, k, {}};
-    walk.run(iter.sink);
-    std::reverse(walk.out.begin(), walk.out.end());
-    it.path = std::move(walk.out);
-    for (const Segment& seg : it.path) it.path_length_us += seg.dur_us;
-    idle_accounting(g, busy, it);
-    explain_bound(it);
     lengths.push_back(it.length_us);
     a.iterations.push_back(std::move(it));
   }
@@ -358,9 +350,36 @@ Analysis analyse(const Graph& g, const std::vector<double>& dur, const std::vect
   const double median = stats::median(lengths);
   for (IterationResult& it : a.iterations)
     it.differs = std::abs(it.length_us - median) > 0.05 * median;
+  return median;
+}
+
+}  // namespace
+
+Analysis analyse(const Graph& g, const std::vector<double>& dur, const std::vector<double>& lag) {
+  const Schedule s = propagate(g, dur, lag);
+  const auto busy = busy_by_rank(g, dur, s);
+  Analysis a;
+  const double median = iteration_times(g, dur, s, a);
+  for (size_t k = 0; k < a.iterations.size(); ++k) {
+    IterationResult& it = a.iterations[k];
+    Walk walk{g, dur, s, it.start_us, k, {}};
+    walk.run(g.iterations[k].sink);
+    std::reverse(walk.out.begin(), walk.out.end());
+    it.path = std::move(walk.out);
+    for (const Segment& seg : it.path) it.path_length_us += seg.dur_us;
+    idle_accounting(g, busy, it);
+    explain_bound(it);
+  }
   agree_like_iterations(a, median);
   summarise(g, s, a);
   a.summary = summary_line(a);
+  return a;
+}
+
+Analysis analyse_steps(const Graph& g, const std::vector<double>& dur,
+                       const std::vector<double>& lag) {
+  Analysis a;
+  iteration_times(g, dur, propagate(g, dur, lag), a);
   return a;
 }
 

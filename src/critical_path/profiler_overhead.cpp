@@ -398,7 +398,10 @@ Analysis analyse_unprofiled(const Graph& g) {
 }
 
 Analysis analyse_unprofiled(const Graph& g, WhatIfBase& base) {
-  const Analysis recorded = analyse(g);
+  return analyse_unprofiled(g, base, analyse(g));
+}
+
+Analysis analyse_unprofiled(const Graph& g, WhatIfBase& base, const Analysis& recorded) {
   // unprofiled_times, with both of its steps kept: the profiler's cost
   // alone (what the summary reports as its host time) and the interference
   // found on those times (named in the summary).

@@ -377,46 +377,71 @@ void remove_gpu_work(const Graph& g, const std::vector<std::pair<int64_t, Uid>>&
   out.changes.push_back(fmt::format("{} GPU op(s) they launched removed ({:.1f} us)", n, us));
 }
 
-// Work the change took out, per iteration: shorter GPU ops and transfers,
-// smaller lags.
+// Work the change took out, per iteration, on the schedule it starts from
+// (un-profiled, or recorded with recorded_host), where it begins inside an
+// iteration (recorded times): the GPU ops' and transfers' lost time (scaled,
+// removed), the runtime calls' (removed spans, a CUDA graph), the edges' lost
+// lag (host gaps of removed spans, unrecorded stretches, launch gaps; a lag
+// begins where its predecessor ends, or starts for a launch) and, for each
+// synchronising call that no longer waits, its wait on that schedule (return
+// less entry, from the entry; the sync edges into it are that wait, not
+// counted again). Work outside the iterations cannot shorten a step and is
+// not counted.
 double removed_per_iteration(const Graph& g, const std::vector<double>& base_dur,
                              const std::vector<double>& base_lag, const std::vector<double>& dur,
-                             const std::vector<double>& lag) {
+                             const std::vector<double>& lag,
+                             const std::vector<std::pair<int64_t, Uid>>& syncs) {
+  if (g.iterations.empty()) return 0.0;
+  std::vector<std::pair<double, double>> windows;
+  for (const Iteration& it : g.iterations) windows.emplace_back(it.start, it.end);
+  std::sort(windows.begin(), windows.end());
+  std::vector<double> reach;  // the latest end of windows[0..k]
+  for (const auto& w : windows)
+    reach.push_back(std::max(reach.empty() ? w.second : reach.back(), w.second));
+  auto inside = [&](double t) {
+    // The windows starting at or before t, latest first, while one before
+    // them still reaches past t (windows of ranks may overlap).
+    size_t k = static_cast<size_t>(
+        std::upper_bound(windows.begin(), windows.end(),
+                         std::make_pair(t, std::numeric_limits<double>::infinity())) -
+        windows.begin());
+    for (; k > 0 && reach[k - 1] > t; --k)
+      if (t < windows[k - 1].second) return true;
+    return false;
+  };
   double removed = 0;
-  for (size_t n = 0; n < g.nodes.size(); ++n) removed += base_dur[n] - dur[n];
-  // A wait removed (lag kNever) took out its positive lag, no more.
-  for (size_t k = 0; k < g.edges.size(); ++k)
-    removed += std::max(0.0, base_lag[k] - std::max(lag[k], std::min(base_lag[k], 0.0)));
-  return g.iterations.empty() ? 0.0 : removed / static_cast<double>(g.iterations.size());
-}
-
-double removed_per_iteration(const Graph& g, const std::vector<double>& dur,
-                             const std::vector<double>& lag) {
-  std::vector<double> base_dur, base_lag;
-  for (const Node& n : g.nodes) base_dur.push_back(n.dur);
-  for (const Edge& e : g.edges) base_lag.push_back(e.lag);
-  return removed_per_iteration(g, base_dur, base_lag, dur, lag);
-}
-
-// The recorded waits of the synchronising calls that no longer wait, per
-// iteration: each call's return less its entry (the wait is not an edge lag:
-// the GPU op the return waited for set it).
-double sync_waits_per_iteration(const Graph& g, const std::vector<std::pair<int64_t, Uid>>& syncs) {
-  if (syncs.empty() || g.iterations.empty()) return 0;
+  for (size_t n = 0; n < g.nodes.size(); ++n)
+    if (base_dur[n] != dur[n] && inside(g.nodes[n].start)) removed += base_dur[n] - dur[n];
   std::vector<std::pair<int64_t, Uid>> sorted = syncs;
   std::sort(sorted.begin(), sorted.end());
-  std::map<std::pair<int64_t, Uid>, double> entry;
-  for (const Node& n : g.nodes)
-    if (n.kind == NodeKind::HostCall &&
-        std::binary_search(sorted.begin(), sorted.end(), std::make_pair(n.rank, n.uid)))
-      entry.emplace(std::make_pair(n.rank, n.uid), n.start);
-  double waits = 0;
-  for (const Node& n : g.nodes) {
-    if (n.kind != NodeKind::SyncReturn) continue;
-    auto it = entry.find({n.rank, n.uid});
-    if (it != entry.end()) waits += std::max(0.0, n.start - it->second);
+  auto removed_sync = [&](uint32_t n) {
+    const Node& node = g.nodes[n];
+    return node.kind == NodeKind::SyncReturn &&
+           std::binary_search(sorted.begin(), sorted.end(), std::make_pair(node.rank, node.uid));
+  };
+  for (size_t k = 0; k < g.edges.size(); ++k) {
+    const Edge& e = g.edges[k];
+    if (base_lag[k] == lag[k] || (e.kind == EdgeKind::Sync && removed_sync(e.to))) continue;
+    const Node& from = g.nodes[e.from];
+    if (!inside(e.from_start ? from.start : from.end())) continue;
+    removed += std::max(0.0, base_lag[k] - std::max(lag[k], std::min(base_lag[k], 0.0)));
   }
-  return waits / static_cast<double>(g.iterations.size());
+  if (!sorted.empty()) {
+    const Schedule s = propagate(g, base_dur, base_lag);
+    std::map<std::pair<int64_t, Uid>, double> entry;
+    for (size_t n = 0; n < g.nodes.size(); ++n) {
+      const Node& node = g.nodes[n];
+      if (node.kind == NodeKind::HostCall && inside(node.start) &&
+          std::binary_search(sorted.begin(), sorted.end(), std::make_pair(node.rank, node.uid)))
+        entry.emplace(std::make_pair(node.rank, node.uid), s.start[n]);
+    }
+    for (size_t n = 0; n < g.nodes.size(); ++n) {
+      if (!removed_sync(static_cast<uint32_t>(n))) continue;
+      auto it = entry.find({g.nodes[n].rank, g.nodes[n].uid});
+      if (it != entry.end()) removed += std::max(0.0, s.start[n] - it->second);
+    }
+  }
+  return removed / static_cast<double>(g.iterations.size());
 }
 
 std::string bounds_of(const Analysis& a) {
@@ -512,8 +537,11 @@ WhatIfBase what_if_base(const Graph& g, bool unprofiled) {
   return base;
 }
 
-WhatIfResult what_if(const Graph& g, const Scenario& sc, const WhatIfBase& base,
-                     bool profiled_prediction) {
+namespace {
+
+// what_if on a base; `path` false: the steps alone (what_if_step).
+WhatIfResult what_if_on_base(const Graph& g, const Scenario& sc, const WhatIfBase& base,
+                             bool profiled_prediction, bool path) {
   // A rank alone scopes a host removal; with nothing else it changes nothing.
   const Selector& sel = sc.select;
   const bool selects = !sel.category.empty() || !sel.op.empty() || !sel.kernel.empty() ||
@@ -527,21 +555,31 @@ WhatIfResult what_if(const Graph& g, const Scenario& sc, const WhatIfBase& base,
         "or median_rank, host ops to remove, remove_launch_gaps, or overlap_collective");
   if (!(sc.factor > 0) || !std::isfinite(sc.factor))
     throw CriticalPathError(fmt::format("factor must be a positive number, got {}", sc.factor));
+  const auto replay = [&](const std::vector<double>& dur, const std::vector<double>& lag) {
+    return path ? analyse(g, dur, lag) : analyse_steps(g, dur, lag);
+  };
+  const auto recorded_times = [&](std::vector<double>& dur, std::vector<double>& lag) {
+    dur.reserve(g.nodes.size());
+    lag.reserve(g.edges.size());
+    for (const Node& n : g.nodes) dur.push_back(n.dur);
+    for (const Edge& e : g.edges) lag.push_back(e.lag);
+  };
   WhatIfResult out;
   if (sc.recorded_host) {
     std::vector<double> rec_dur, rec_lag;
-    for (const Node& n : g.nodes) rec_dur.push_back(n.dur);
-    for (const Edge& e : g.edges) rec_lag.push_back(e.lag);
+    recorded_times(rec_dur, rec_lag);
     apply(g, sc, scales, rec_dur, rec_lag, out);
     out.model = kModelRecorded;
+    std::vector<double> base_dur, base_lag;
+    recorded_times(base_dur, base_lag);
     out.removed_us =
-        removed_per_iteration(g, rec_dur, rec_lag) + sync_waits_per_iteration(g, sc.remove_syncs);
+        removed_per_iteration(g, base_dur, base_lag, rec_dur, rec_lag, sc.remove_syncs);
     out.recorded_step_time_us = base.recorded_step_time_us;
     out.measured_step_time_us = base.recorded_step_time_us;
-    out.predicted = analyse(g, rec_dur, rec_lag);
+    out.predicted = replay(rec_dur, rec_lag);
     out.predicted_step_time_us = out.predicted.step_time_us;
     out.predicted_profiled_step_time_us = out.predicted_step_time_us;
-    out.summary = summary_line(base.recorded_bounds, out, true);
+    if (path) out.summary = summary_line(base.recorded_bounds, out, true);
     return out;
   }
   if (base.dur.size() != g.nodes.size() || base.lag.size() != g.edges.size())
@@ -550,24 +588,33 @@ WhatIfResult what_if(const Graph& g, const Scenario& sc, const WhatIfBase& base,
   // the un-profiled one.
   if (profiled_prediction) {
     std::vector<double> rec_dur, rec_lag;
-    for (const Node& n : g.nodes) rec_dur.push_back(n.dur);
-    for (const Edge& e : g.edges) rec_lag.push_back(e.lag);
+    recorded_times(rec_dur, rec_lag);
     WhatIfResult recorded_changes;
     apply(g, sc, scales, rec_dur, rec_lag, recorded_changes);
     out.recorded_step_time_us = base.recorded_step_time_us;
-    out.predicted_profiled_step_time_us = analyse(g, rec_dur, rec_lag).step_time_us;
+    out.predicted_profiled_step_time_us = analyse_steps(g, rec_dur, rec_lag).step_time_us;
   }
   // The un-profiled host (the default), changed.
   std::vector<double> dur = base.dur, lag = base.lag;
   apply(g, sc, scales, dur, lag, out);
   out.model = kModelUnprofiled;
-  out.removed_us = removed_per_iteration(g, base.dur, base.lag, dur, lag) +
-                   sync_waits_per_iteration(g, sc.remove_syncs);
+  out.removed_us = removed_per_iteration(g, base.dur, base.lag, dur, lag, sc.remove_syncs);
   out.measured_step_time_us = base.step_time_us;
-  out.predicted = analyse(g, dur, lag);
+  out.predicted = replay(dur, lag);
   out.predicted_step_time_us = out.predicted.step_time_us;
-  out.summary = summary_line(base.bounds, out, profiled_prediction);
+  if (path) out.summary = summary_line(base.bounds, out, profiled_prediction);
   return out;
+}
+
+}  // namespace
+
+WhatIfResult what_if(const Graph& g, const Scenario& sc, const WhatIfBase& base,
+                     bool profiled_prediction) {
+  return what_if_on_base(g, sc, base, profiled_prediction, /*path=*/true);
+}
+
+WhatIfResult what_if_step(const Graph& g, const Scenario& sc, const WhatIfBase& base) {
+  return what_if_on_base(g, sc, base, /*profiled_prediction=*/false, /*path=*/false);
 }
 
 }  // namespace jarvis::critical_path

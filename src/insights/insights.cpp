@@ -124,10 +124,15 @@ critical_path::WhatIfResult step_what_if(const InsightContext& c,
                                 /*profiled_prediction=*/false);
 }
 
+critical_path::WhatIfResult step_time_what_if(const InsightContext& c,
+                                              const critical_path::Scenario& change) {
+  return critical_path::what_if_step(c.step->graph, change, *c.step->graph.attached_base);
+}
+
 double step_saving_total_us(const InsightContext& c, const critical_path::Scenario& change) {
   if (!c.step) return 0;
   try {
-    const auto r = step_what_if(c, change);
+    const auto r = step_time_what_if(c, change);
     return std::max(0.0, r.measured_step_time_us - r.predicted_step_time_us) *
            static_cast<double>(c.step->measured.iterations.size());
   } catch (const std::runtime_error&) {  // nothing the change selects
@@ -359,7 +364,7 @@ std::shared_ptr<const InsightContext::StepModel> build_step_model(const Trace& t
     }
     PhaseTimer t("insights/step_model/unprofiled");
     auto base = std::make_shared<critical_path::WhatIfBase>();
-    model->measured = critical_path::analyse_unprofiled(model->graph, *base);
+    model->measured = critical_path::analyse_unprofiled(model->graph, *base, model->recorded);
     model->graph.attached_base = std::move(base);
     return model;
   } catch (const std::runtime_error&) {  // CriticalPathError, CollectiveError
@@ -534,7 +539,7 @@ void size_step_savings(const InsightContext& context, std::vector<Insight>& insi
     change.factor = named && i.what_if.contains("factor")
                         ? i.what_if["factor"].get<double>()
                         : std::clamp(1.0 - *i.recoverable_us / gpu_time, kSmallestFactor, 1.0);
-    const auto r = detail::step_what_if(context, change);
+    const auto r = detail::step_time_what_if(context, change);
     i.step_saving_us =
         std::max(0.0, r.measured_step_time_us - r.predicted_step_time_us) * iterations;
     // The what_if tool's arguments that replay this sizing (its saved_us is
@@ -542,16 +547,20 @@ void size_step_savings(const InsightContext& context, std::vector<Insight>& insi
     // leaves them.
     if (i.what_if.is_null() || named) i.what_if = {{"kernel_uids", gpu}, {"factor", change.factor}};
     if (*i.step_saving_us >= 0.5 * *i.recoverable_us) continue;
-    const auto& after = r.predicted.iterations;
-    const auto host_after = std::count_if(after.begin(), after.end(), [](const auto& it) {
-      return it.bound_by == critical_path::kBoundByHost;
-    });
-    if (host_bound)
+    if (host_bound) {
       i.step_saving_note = fmt::format(
           "host-bound step ({} of {} iterations): reaches the step once the host-bound finding "
           "is fixed",
           model.host_bound_iterations(), model.measured.iterations.size());
-    else if (2 * static_cast<size_t>(host_after) > after.size())
+      continue;
+    }
+    // What bounds the step after the change: the predicted path, walked only
+    // for a finding whose saving falls short.
+    const auto after = detail::step_what_if(context, change).predicted.iterations;
+    const auto host_after = std::count_if(after.begin(), after.end(), [](const auto& it) {
+      return it.bound_by == critical_path::kBoundByHost;
+    });
+    if (2 * static_cast<size_t>(host_after) > after.size())
       i.step_saving_note =
           "the step turns host-bound: once the GPU catches up, the host's launches set it";
     else

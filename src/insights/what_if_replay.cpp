@@ -37,7 +37,7 @@ std::optional<double> what_if_replay_total_us(const InsightContext& c, const nlo
       sel.min_us = g.value("min_us", sel.min_us);
       critical_path::add_host_gap_removal(inputs, graph, sel, sc);
     }
-    const auto r = critical_path::what_if(graph, sc);
+    const auto r = step_time_what_if(c, sc);
     return std::max(0.0, r.measured_step_time_us - r.predicted_step_time_us) *
            static_cast<double>(c.step->measured.iterations.size());
   } catch (const std::runtime_error&) {  // nothing matched: the rule's own figure stands

@@ -2,7 +2,9 @@
 // point 1): insights sizes every finding on one base of its step model, so a
 // scenario on the base must give exactly what the what-if alone gives, and
 // the lighter form (no prediction on the profiled host) the same un-profiled
-// prediction. Each scenario runs both ways on real ../shared/ab_pairs traces.
+// prediction, and the step-only form (what_if_step, analyse_steps: no path
+// walked) the same steps. Each scenario runs every way on real
+// ../shared/ab_pairs traces.
 #include <doctest/doctest.h>
 
 #include <filesystem>
@@ -67,6 +69,32 @@ void check_same(const cp::Graph& g, const cp::WhatIfBase& base, const cp::Scenar
   CHECK(lite.changes == alone.changes);
   CHECK(bounds(lite.predicted) == bounds(alone.predicted));
   CHECK(lite.predicted_profiled_step_time_us == 0);
+  // The steps alone (what_if_step): the same figures, no path walked.
+  const cp::WhatIfResult step = cp::what_if_step(g, sc, base);
+  CHECK(step.measured_step_time_us == alone.measured_step_time_us);
+  CHECK(step.predicted_step_time_us == alone.predicted_step_time_us);
+  CHECK(step.removed_us == alone.removed_us);
+  CHECK(step.selected_nodes == alone.selected_nodes);
+  CHECK(step.changes == alone.changes);
+  CHECK(step.model == alone.model);
+  CHECK(step.factor_by_rank == alone.factor_by_rank);
+  CHECK(step.matched_kernels.size() == alone.matched_kernels.size());
+  CHECK(step.summary.empty());
+  CHECK(step.predicted.contributors.empty());
+  REQUIRE(step.predicted.iterations.size() == alone.predicted.iterations.size());
+  for (size_t k = 0; k < step.predicted.iterations.size(); ++k) {
+    const cp::IterationResult& a = step.predicted.iterations[k];
+    const cp::IterationResult& b = alone.predicted.iterations[k];
+    CHECK(a.name == b.name);
+    CHECK(a.start_us == b.start_us);
+    CHECK(a.end_us == b.end_us);
+    CHECK(a.length_us == b.length_us);
+    CHECK(a.host_end_us == b.host_end_us);
+    CHECK(a.gpu_end_us == b.gpu_end_us);
+    CHECK(a.differs == b.differs);
+    CHECK(a.path.empty());
+    CHECK(a.bound_by.empty());
+  }
 }
 
 TEST_CASE("what-if on a base: the same result as the what-if alone (ab_pairs traces)") {
@@ -108,7 +136,32 @@ TEST_CASE("what-if on a base: the same result as the what-if alone (ab_pairs tra
 
     cp::Scenario recorded = gemm;  // the trace's own host
     recorded.recorded_host = true;
-    check_same(g, cp::what_if_base(g, /*unprofiled=*/false), recorded);
+    const cp::WhatIfBase recorded_base = cp::what_if_base(g, /*unprofiled=*/false);
+    check_same(g, recorded_base, recorded);
+    const cp::WhatIfResult recorded_step = cp::what_if_step(g, recorded, recorded_base);
+    const cp::WhatIfResult recorded_full = cp::what_if(g, recorded);
+    CHECK(recorded_step.measured_step_time_us == recorded_full.measured_step_time_us);
+    CHECK(recorded_step.predicted_step_time_us == recorded_full.predicted_step_time_us);
+    CHECK(recorded_step.removed_us == recorded_full.removed_us);
+    CHECK(recorded_step.model == cp::kModelRecorded);
+
+    // analyse_steps: analyse's iterations and step, on the recorded and
+    // un-profiled times.
+    std::vector<double> dur, lag;
+    for (const cp::Node& n : g.nodes) dur.push_back(n.dur);
+    for (const cp::Edge& e : g.edges) lag.push_back(e.lag);
+    const auto same_steps = [&g](const std::vector<double>& d, const std::vector<double>& lg) {
+      const cp::Analysis full = cp::analyse(g, d, lg);
+      const cp::Analysis steps = cp::analyse_steps(g, d, lg);
+      CHECK(steps.step_time_us == full.step_time_us);
+      REQUIRE(steps.iterations.size() == full.iterations.size());
+      for (size_t k = 0; k < steps.iterations.size(); ++k)
+        CHECK(steps.iterations[k].length_us == full.iterations[k].length_us);
+      CHECK(steps.iterations_source == full.iterations_source);
+      CHECK(steps.gpu_backlog_left_out_us == full.gpu_backlog_left_out_us);
+    };
+    same_steps(dur, lag);
+    same_steps(base.dur, base.lag);
   }
   if (checked == 0) MESSAGE("skipped: ../shared/ab_pairs is missing");
 }
