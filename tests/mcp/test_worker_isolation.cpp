@@ -20,11 +20,9 @@ namespace JARVIS_TEST_FILE {
 
 namespace fs = std::filesystem;
 using jarvis::mcp::json;
-using jarvis::mcp::registered_tool_handlers;
 using jarvis::mcp::ServerOptions;
 using jarvis::mcp::ToolContext;
 using jarvis::mcp::ToolHandler;
-using jarvis::mcp::ToolResult;
 
 namespace {
 
@@ -34,20 +32,17 @@ std::atomic<bool> crash_next_call{false};
 // crash_next_call is set, the handler dies of SIGSEGV (raised, so the
 // sanitizer build sees the same signal as the release build).
 struct CrashingTool {
-  std::string name;
-  ToolHandler original;
-  explicit CrashingTool(std::string tool) : name(std::move(tool)) {
-    original = registered_tool_handlers().at(name);
-    registered_tool_handlers()[name] = [this](const json& args, ToolContext& ctx) {
-      if (crash_next_call.load()) {
-        // The fault as a release build meets it: no test framework's handler.
-        ::signal(SIGSEGV, SIG_DFL);
-        ::raise(SIGSEGV);
-      }
-      return original(args, ctx);
-    };
-  }
-  ~CrashingTool() { registered_tool_handlers()[name] = original; }
+  jarvis::mcp::testing::WrappedToolHandler wrapped;
+  explicit CrashingTool(std::string tool)
+      : wrapped(std::move(tool),
+                [](const json& args, ToolContext& ctx, const ToolHandler& original) {
+                  if (crash_next_call.load()) {
+                    // The fault as a release build meets it: no test framework's handler.
+                    ::signal(SIGSEGV, SIG_DFL);
+                    ::raise(SIGSEGV);
+                  }
+                  return original(args, ctx);
+                }) {}
 };
 
 fs::path example_dir() {
@@ -63,14 +58,9 @@ ServerOptions isolated_options(const fs::path& root) {
 
 json call(const std::shared_ptr<jarvis::mcp::Session>& session, int id, const std::string& tool,
           json args) {
-  jarvis::mcp::Emit ignore = [](const json&) {};
-  auto reply = session->handle({{"jsonrpc", "2.0"},
-                                {"id", id},
-                                {"method", "tools/call"},
-                                {"params", {{"name", tool}, {"arguments", std::move(args)}}}},
-                               ignore);
-  REQUIRE(reply);
-  return *reply;
+  json reply = jarvis::mcp::testing::session_tool_call(session, id, tool, std::move(args));
+  REQUIRE_FALSE(reply.is_null());
+  return reply;
 }
 
 // The analysis a reply carries, without the session's caveat bookkeeping
@@ -81,19 +71,8 @@ json analysis_of(const json& reply) {
   return sc;
 }
 
-json initialized(jarvis::mcp::Server& server, std::shared_ptr<jarvis::mcp::Session>& session) {
-  session = server.new_session();
-  jarvis::mcp::Emit ignore = [](const json&) {};
-  auto reply = session->handle({{"jsonrpc", "2.0"},
-                                {"id", 0},
-                                {"method", "initialize"},
-                                {"params",
-                                 {{"protocolVersion", "2025-11-25"},
-                                  {"capabilities", json::object()},
-                                  {"clientInfo", {{"name", "test"}, {"version", "0"}}}}}},
-                               ignore);
-  session->handle({{"jsonrpc", "2.0"}, {"method", "notifications/initialized"}}, ignore);
-  return reply ? *reply : json();
+void initialized(jarvis::mcp::Server& server, std::shared_ptr<jarvis::mcp::Session>& session) {
+  session = jarvis::mcp::testing::initialized_session(server);
 }
 
 std::string loaded_handle(const std::shared_ptr<jarvis::mcp::Session>& session, int id) {

@@ -19,22 +19,23 @@ namespace JARVIS_TEST_FILE {
 
 namespace fs = std::filesystem;
 using jarvis::mcp::json;
-using jarvis::mcp::registered_tool_handlers;
 using jarvis::mcp::ToolContext;
 using jarvis::mcp::ToolHandler;
+using jarvis::mcp::testing::initialized_session;
+using jarvis::mcp::testing::WrappedToolHandler;
 
+// Counts a tool's runs by the lines they append to a file (a worker's
+// counter would die with it).
 struct CountedTool {
-  std::string name;
   fs::path runs;
-  ToolHandler original;
-  CountedTool(std::string tool, fs::path file) : name(std::move(tool)), runs(std::move(file)) {
-    original = registered_tool_handlers().at(name);
-    registered_tool_handlers()[name] = [this](const json& args, ToolContext& ctx) {
-      std::ofstream(runs, std::ios::app) << ::getpid() << "\n";
-      return original(args, ctx);
-    };
-  }
-  ~CountedTool() { registered_tool_handlers()[name] = original; }
+  WrappedToolHandler wrapped;
+  CountedTool(std::string tool, fs::path file)
+      : runs(std::move(file)),
+        wrapped(std::move(tool),
+                [this](const json& args, ToolContext& ctx, const ToolHandler& original) {
+                  std::ofstream(runs, std::ios::app) << ::getpid() << "\n";
+                  return original(args, ctx);
+                }) {}
   size_t count() const {
     std::ifstream in(runs);
     size_t n = 0;
@@ -45,29 +46,9 @@ struct CountedTool {
 
 json kept_call(const std::shared_ptr<jarvis::mcp::Session>& session, int id,
                const std::string& tool, json args) {
-  jarvis::mcp::Emit ignore = [](const json&) {};
-  auto reply = session->handle({{"jsonrpc", "2.0"},
-                                {"id", id},
-                                {"method", "tools/call"},
-                                {"params", {{"name", tool}, {"arguments", std::move(args)}}}},
-                               ignore);
-  REQUIRE(reply);
-  return *reply;
-}
-
-std::shared_ptr<jarvis::mcp::Session> kept_session(jarvis::mcp::Server& server) {
-  auto session = server.new_session();
-  jarvis::mcp::Emit ignore = [](const json&) {};
-  session->handle({{"jsonrpc", "2.0"},
-                   {"id", 0},
-                   {"method", "initialize"},
-                   {"params",
-                    {{"protocolVersion", "2025-11-25"},
-                     {"capabilities", json::object()},
-                     {"clientInfo", {{"name", "test"}, {"version", "0"}}}}}},
-                  ignore);
-  session->handle({{"jsonrpc", "2.0"}, {"method", "notifications/initialized"}}, ignore);
-  return session;
+  json reply = jarvis::mcp::testing::session_tool_call(session, id, tool, std::move(args));
+  REQUIRE_FALSE(reply.is_null());
+  return reply;
 }
 
 TEST_CASE("kept results: a worker's insights answer the session's next identical call") {
@@ -79,7 +60,7 @@ TEST_CASE("kept results: a worker's insights answer the session's next identical
   options.roots = {(fs::path(JARVIS_SOURCE_DIR) / "examples").string()};
   options.isolate_calls = true;
   jarvis::mcp::Server server(options);
-  auto a = kept_session(server), b = kept_session(server);
+  auto a = initialized_session(server), b = initialized_session(server);
   json loaded = kept_call(a, 1, "load_trace", {{"path", "example_trace.json.gz"}});
   REQUIRE_FALSE(loaded["result"].value("isError", false));
   const std::string handle = loaded["result"]["structuredContent"]["trace"].get<std::string>();

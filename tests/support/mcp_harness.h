@@ -2,6 +2,8 @@
 // replies and notifications out.
 #pragma once
 
+#include <functional>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -10,6 +12,7 @@
 
 #include "golden.h"
 #include "mcp/server.h"
+#include "mcp/tool.h"
 
 namespace jarvis::mcp::testing {
 
@@ -22,6 +25,54 @@ inline ServerOptions shared_root_options() {
   options.roots = {golden::shared_dir()};
   return options;
 }
+
+// A session of `server` past initialize, for tests that drive several
+// sessions of one server (the Harness holds one).
+inline std::shared_ptr<Session> initialized_session(Server& server) {
+  auto session = server.new_session();
+  Emit ignore = [](const json&) {};
+  session->handle({{"jsonrpc", "2.0"},
+                   {"id", 0},
+                   {"method", "initialize"},
+                   {"params",
+                    {{"protocolVersion", "2025-11-25"},
+                     {"capabilities", json::object()},
+                     {"clientInfo", {{"name", "test"}, {"version", "0"}}}}}},
+                  ignore);
+  session->handle({{"jsonrpc", "2.0"}, {"method", "notifications/initialized"}}, ignore);
+  return session;
+}
+
+// The reply of a tools/call on `session` (a null json when none came).
+inline json session_tool_call(const std::shared_ptr<Session>& session, int id,
+                              const std::string& tool, json args) {
+  Emit ignore = [](const json&) {};
+  auto reply = session->handle({{"jsonrpc", "2.0"},
+                                {"id", id},
+                                {"method", "tools/call"},
+                                {"params", {{"name", tool}, {"arguments", std::move(args)}}}},
+                               ignore);
+  return reply ? *reply : json();
+}
+
+// Puts `wrapper` in front of a registered tool's handler for the life of the
+// object (construct it before the Server, which joins handlers and schemas);
+// the wrapper gets the original handler to call.
+struct WrappedToolHandler {
+  using Wrapper = std::function<ToolResult(const json&, ToolContext&, const ToolHandler&)>;
+  std::string name;
+  ToolHandler original;
+  WrappedToolHandler(std::string tool, Wrapper wrapper) : name(std::move(tool)) {
+    original = registered_tool_handlers().at(name);
+    registered_tool_handlers()[name] = [this, wrapper = std::move(wrapper)](const json& args,
+                                                                            ToolContext& ctx) {
+      return wrapper(args, ctx, original);
+    };
+  }
+  WrappedToolHandler(const WrappedToolHandler&) = delete;
+  WrappedToolHandler& operator=(const WrappedToolHandler&) = delete;
+  ~WrappedToolHandler() { registered_tool_handlers()[name] = original; }
+};
 
 struct Harness {
   Server server;
