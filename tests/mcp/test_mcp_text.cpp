@@ -1,7 +1,9 @@
 // Issue 64 points 1 and 4: the text of a reply says what its structured
 // result holds (load_trace's idle share, query_sql's rows, insights' count
 // when filtered, detail=full never told to pass detail=full), and a healthy
-// trace's notes are given once a session, then referred to.
+// trace's notes are given once a session, then referred to. The blind run
+// (../shared/evals/blind-run): each insight's line leads with its saving per
+// step, says when it is not additive, and a line says what the figures are.
 #include <doctest/doctest.h>
 
 #include <filesystem>
@@ -9,6 +11,7 @@
 
 #include <fmt/format.h>
 
+#include "golden.h"
 #include "mcp_harness.h"
 
 namespace {
@@ -141,6 +144,43 @@ TEST_CASE("a JAX profile is told XProf's switch, a PyTorch trace PyTorch's (issu
   const std::string on_torch = python_warning(2, torch);
   REQUIRE_FALSE(on_torch.empty());
   CHECK(on_torch.find("python_tracer_level") == std::string::npos);
+}
+
+TEST_CASE("insights' lines lead with the saving per step their row carries") {
+  const std::string dir = jarvis::golden::shared_dir() + "/ab_pairs";
+  if (!std::filesystem::exists(dir + "/s_loader_A_workers0.json.gz")) return;  // fresh clone
+  jarvis::mcp::ServerOptions options;
+  options.roots = {dir};
+  Harness h(options);
+  h.initialize();
+  const json loaded = h.tool_result(1, "load_trace", {{"path", "s_loader_A_workers0.json.gz"}});
+  const std::string handle = loaded["trace"];
+  const double unprofiled_us = loaded["health"]["estimated_unprofiled_step_us"].get<double>();
+  const json reply = h.call_tool(2, "insights", {{"trace", handle}, {"limit", 8}});
+  const std::string text = text_of(reply);
+  const json& rows = reply["result"]["structuredContent"]["insights"];
+  REQUIRE(rows.size() == 8);
+  // What the figures are: the un-profiled step load_trace estimated, the
+  // steps the totals cover.
+  CHECK(text.find(fmt::format("Un-profiled step {:.2f} ms", unprofiled_us / 1e3)) !=
+        std::string::npos);
+  CHECK(text.find(fmt::format("{} step(s)", rows[0]["steps"].get<size_t>())) != std::string::npos);
+  size_t not_additive = 0;
+  for (const json& row : rows) {
+    const std::string head = fmt::format(
+        "[{}] {} saves {:.2f} ms/step", row["severity"].get<std::string>(),
+        row["rule"].get<std::string>(), row["step_saving_us_per_step"].get<double>() / 1e3);
+    const size_t at = text.find(head);
+    CHECK_MESSAGE(at != std::string::npos, head);
+    if (at == std::string::npos) continue;
+    const std::string line = text.substr(at, text.find('\n', at) - at);
+    CHECK(line.ends_with(row["title"].get<std::string>()));
+    const bool shares = !row["shares_time_with"].empty();
+    CHECK((line.find("not additive") != std::string::npos) == shares);
+    not_additive += shares;
+  }
+  // The host-bound loader step: the CUDA graph and the loader share its idle.
+  CHECK(not_additive > 0);
 }
 
 }  // namespace JARVIS_TEST_FILE

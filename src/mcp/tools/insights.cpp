@@ -1,5 +1,8 @@
 // insights: the rule engine's judgments on a loaded trace (src/insights).
+#include <algorithm>
+
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "engine/engine.h"
 #include "mcp/result_shape.h"
@@ -37,6 +40,34 @@ size_t brief_row_bytes(json row) {
   return row.dump().size() + 1;
 }
 
+// A finding's line: its saving per step first (what the blind run read the
+// title's whole-trace totals as), then whether it adds to the ones above.
+std::string text_line(const engine::Insight& i) {
+  std::string saving;
+  if (i.step_saving_us) {
+    const double per_step_ms =
+        *i.step_saving_us / static_cast<double>(std::max<size_t>(1, i.steps)) / 1e3;
+    saving = fmt::format(" saves {:.2f} ms/step", per_step_ms);
+    if (!i.shares_time_with.empty())
+      saving +=
+          fmt::format(" (shares time with {}: not additive)", fmt::join(i.shares_time_with, ", "));
+    if (!i.step_saving_note.empty()) saving += fmt::format(" [{}]", i.step_saving_note);
+  }
+  return fmt::format("[{}] {}{}: {}\n", i.severity, i.rule, saving, i.title);
+}
+
+// What the figures of the lines are: the savings per step of the
+// un-profiled step, the titles' times and counts over every step.
+std::string units_line(const engine::StepModelRef* step, size_t steps) {
+  if (!step || !step->model) return {};
+  return fmt::format(
+      "Un-profiled step {:.2f} ms (recorded {:.2f} ms), {} step(s). 'saves' = the finding's "
+      "what-if, per step of the un-profiled step, each change alone; titles' times and counts "
+      "are over all {} steps.\n",
+      step->model->measured.step_time_us / 1e3, step->model->recorded.step_time_us / 1e3, steps,
+      steps);
+}
+
 ToolResult insights_tool(const json& args, ToolContext& ctx) {
   auto entry = trace_arg(args, ctx);
   std::string arch_name = ctx.arch(args.value("arch", std::string()));
@@ -51,8 +82,9 @@ ToolResult insights_tool(const json& args, ToolContext& ctx) {
   size_t top_n = row_limit(args);
   auto tree = engine::trace_call_tree(*entry);
   auto timeline = engine::trace_timeline(*entry);
+  const auto step_model = loaded_step_model(*entry);
   auto context = engine::make_context(entry->trace(), *tree, arch ? &*arch : nullptr,
-                                      timeline.get(), loaded_step_model(*entry).get());
+                                      timeline.get(), step_model.get());
   auto found = engine::run_insights(context);
   json rows = json::array();
   std::string lines;
@@ -76,8 +108,7 @@ ToolResult insights_tool(const json& args, ToolContext& ctx) {
       }
     }
     rows.push_back(std::move(row));
-    if (brief || rows.size() <= kTextInsights)
-      lines += fmt::format("[{}] {}: {}\n", i.severity, i.rule, i.title);
+    if (brief || rows.size() <= kTextInsights) lines += text_line(i);
   }
   // The count is of what the call asked for: one rule's findings when
   // filtered, with the whole trace's beside it.
@@ -86,6 +117,8 @@ ToolResult insights_tool(const json& args, ToolContext& ctx) {
                          : fmt::format("{} {} insight{} on {} (of {} insights)", matched, rule,
                                        matched == 1 ? "" : "s", entry->handle(), found.size());
   text += arch ? "\n" : " (no GPU arch: rules needing peaks skipped)\n";
+  if (!lines.empty() && context.step)
+    text += units_line(step_model.get(), context.step->measured.iterations.size());
   text += lines;
   if (!brief && rows.size() > kTextInsights)
     text += fmt::format("(the first {} listed here; all {} in the structured result)\n",
