@@ -116,11 +116,7 @@ void host_gaps_of_rank(const Trace& t, const CallTree& tree, const Graph& g, int
                 cost.per_python_frame_us +
             static_cast<double>(host_gap_count_in(memory, cur_end, ts)) * cost.per_memory_event_us;
         gap.profiler_us = std::min(gap.profiler_us, gap.dur());
-        const auto named = [&](const std::string& want, const std::string& outer, Uid event) {
-          return want.empty() || want == outer || want == t.name(event);
-        };
-        if (named(sel.after, gap.after_name, cur) && named(sel.before, gap.before_name, uid))
-          out.push_back(std::move(gap));
+        if (host_gap_selected(t, sel, gap)) out.push_back(std::move(gap));
       }
       if (end > cur_end) {
         cur_end = end;
@@ -131,6 +127,23 @@ void host_gaps_of_rank(const Trace& t, const CallTree& tree, const Graph& g, int
 }
 
 }  // namespace
+
+bool host_gap_selected(const Trace& trace, const HostGapSelector& sel, const HostGap& gap) {
+  const auto named = [&](const std::string& want, const std::string& outer, Uid event) {
+    return want.empty() || want == outer || want == trace.name(event);
+  };
+  return (!sel.rank || *sel.rank == gap.rank) && gap.dur() >= sel.min_us &&
+         named(sel.after, gap.after_name, gap.after) &&
+         named(sel.before, gap.before_name, gap.before);
+}
+
+void add_host_gaps(const std::vector<HostGap>& gaps, Scenario& scenario) {
+  for (const HostGap& gap : gaps) {
+    const double keep = gap.profiler_us;  // the profiler's, not the program's
+    if (gap.dur() - keep > 0)
+      scenario.remove_unrecorded.push_back({gap.rank, gap.thread, gap.from_us, gap.to_us - keep});
+  }
+}
 
 std::vector<HostGap> unrecorded_host_gaps(const std::vector<RankInput>& inputs, const Graph& graph,
                                           const HostGapSelector& sel) {
@@ -170,11 +183,7 @@ std::vector<HostGap> add_host_gap_removal(const std::vector<RankInput>& inputs, 
         names.empty() ? std::string(" (the trace has none)")
                       : fmt::format("; the longest: {}", fmt::join(names, "; "))));
   }
-  for (const HostGap& gap : gaps) {
-    const double keep = gap.profiler_us;  // the profiler's, not the program's
-    if (gap.dur() - keep > 0)
-      scenario.remove_unrecorded.push_back({gap.rank, gap.thread, gap.from_us, gap.to_us - keep});
-  }
+  add_host_gaps(gaps, scenario);
   return gaps;
 }
 

@@ -56,6 +56,14 @@ struct HostGapSelector {
 std::vector<HostGap> unrecorded_host_gaps(const std::vector<RankInput>& inputs, const Graph& graph,
                                           const HostGapSelector& sel);
 
+// Whether `sel` selects `gap`, a stretch unrecorded_host_gaps found with a
+// selector of the same rank (or none) and a min_us no larger than sel's: the
+// same test that search makes, so that a caller holding the stretches of any
+// place (insights: once per trace) picks each place's without a rescan.
+bool host_gap_selected(const Trace& trace, const HostGapSelector& sel, const HostGap& gap);
+// Adds these stretches, less their profiler cost, to scenario.remove_unrecorded.
+void add_host_gaps(const std::vector<HostGap>& gaps, Scenario& scenario);
+
 // Adds the selected stretches, less their profiler cost, to
 // scenario.remove_unrecorded; returns them. Throws CriticalPathError when
 // none matches (saying which stretches the trace has).

@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <queue>
+#include <set>
 #include <string_view>
 
 namespace jarvis::insights {
@@ -70,28 +72,121 @@ std::vector<Marker> host_markers(const Trace& trace) {
   return out;
 }
 
-// The innermost user annotation on `u`'s thread enclosing its start (the call
-// tree does not always hang runtime calls under annotations), else kNoUid.
-Uid enclosing_annotation(const Trace& trace, const std::vector<Uid>& annotations, Uid u) {
-  const Event& e = trace.events[u];
-  Uid best = kNoUid;
+// The innermost user annotation on each query event's thread enclosing its
+// start (the call tree does not always hang runtime calls under
+// annotations), else kNoUid: of the annotations x on that thread with
+// !(x.ts() > ts) and !(x.end() < ts), the shortest, the first in uid order
+// among equal ones. One sweep per thread over the annotations and the
+// queries by time (O((A + Q) log A), not A per query: a tiled trace has
+// thousands of each); an annotation or a query without a timestamp compares
+// false both ways, so it is tested against every one of its thread.
+std::vector<Uid> enclosing_annotations(const Trace& trace, const std::vector<Uid>& annotations,
+                                       const std::vector<Uid>& queries) {
+  std::vector<Uid> out(queries.size(), kNoUid);
+  if (annotations.empty() || queries.empty()) return out;
+  const auto shorter = [&](Uid a, Uid best) {
+    return best == kNoUid || trace.events[a].dur() < trace.events[best].dur();
+  };
+  struct PerThread {
+    std::vector<Uid> timed;    // by start, then uid
+    std::vector<Uid> untimed;  // no timestamp: a candidate for every query
+    std::vector<size_t> queries;
+  };
+  std::map<uint32_t, PerThread> threads;
   for (Uid a : annotations) {
-    const Event& x = trace.events[a];
-    if (x.thread != e.thread || x.ts() > e.ts() || x.end() < e.ts()) continue;
-    if (best == kNoUid || x.dur() < trace.events[best].dur()) best = a;
+    auto& th = threads[trace.events[a].thread];
+    (trace.events[a].has_ts() ? th.timed : th.untimed).push_back(a);
   }
-  return best;
+  for (size_t q = 0; q < queries.size(); ++q) {
+    auto it = threads.find(trace.events[queries[q]].thread);
+    if (it != threads.end()) it->second.queries.push_back(q);
+  }
+  for (auto& [thread, th] : threads) {
+    if (th.queries.empty()) continue;
+    const auto ts_of = [&](Uid u) { return trace.events[u].ts(); };
+    std::stable_sort(th.timed.begin(), th.timed.end(),
+                     [&](Uid a, Uid b) { return ts_of(a) < ts_of(b); });
+    std::vector<size_t> timed_queries;
+    for (size_t q : th.queries) {
+      if (trace.events[queries[q]].has_ts()) {
+        timed_queries.push_back(q);
+        continue;
+      }
+      // No start to compare: every annotation of the thread encloses it.
+      Uid best = kNoUid;
+      for (Uid a : annotations)
+        if (trace.events[a].thread == thread && shorter(a, best)) best = a;
+      out[q] = best;
+    }
+    std::stable_sort(timed_queries.begin(), timed_queries.end(),
+                     [&](size_t a, size_t b) { return ts_of(queries[a]) < ts_of(queries[b]); });
+    // Open annotations by (dur, uid): the first is the shortest, the first
+    // in uid order among equal ones; closed ones leave by their end.
+    std::set<std::pair<double, Uid>> open;
+    std::priority_queue<std::pair<double, Uid>, std::vector<std::pair<double, Uid>>, std::greater<>>
+        ends;
+    size_t next = 0;
+    for (size_t q : timed_queries) {
+      const double ts = ts_of(queries[q]);
+      for (; next < th.timed.size() && !(ts_of(th.timed[next]) > ts); ++next) {
+        const Event& x = trace.events[th.timed[next]];
+        open.emplace(x.dur(), th.timed[next]);
+        ends.emplace(x.end(), th.timed[next]);
+      }
+      while (!ends.empty() && ends.top().first < ts) {
+        open.erase({trace.events[ends.top().second].dur(), ends.top().second});
+        ends.pop();
+      }
+      Uid best = open.empty() ? kNoUid : open.begin()->second;
+      for (Uid a : th.untimed)
+        if (best == kNoUid || trace.events[a].dur() < trace.events[best].dur() ||
+            (trace.events[a].dur() == trace.events[best].dur() && a < best))
+          best = a;
+      out[q] = best;
+    }
+  }
+  return out;
 }
 
-// The innermost user annotation above `u`, else its outermost cpu_op.
-Uid place_of(const Trace& trace, const CallTree& tree, const std::vector<Uid>& annotations, Uid u) {
-  Uid outer_op = kNoUid;
-  for (Uid a : tree.parent_chain(u)) {
-    if (trace.events[a].cat == Cat::UserAnnotation) return a;
-    if (trace.events[a].cat == Cat::CpuOp) outer_op = a;
+// The innermost user annotation above `u` (`found`), else its outermost
+// cpu_op (`outer_op`), from the call tree alone.
+struct TreePlace {
+  Uid annotation = kNoUid, outer_op = kNoUid;
+};
+
+TreePlace tree_place(const Trace& trace, const CallTree& tree, Uid u) {
+  TreePlace p;
+  for (Uid a = tree.parent(u); a != kNoUid; a = tree.parent(a)) {
+    if (trace.events[a].cat == Cat::UserAnnotation) {
+      p.annotation = a;
+      return p;
+    }
+    if (trace.events[a].cat == Cat::CpuOp) p.outer_op = a;
   }
-  Uid annotation = enclosing_annotation(trace, annotations, u);
-  return annotation != kNoUid ? annotation : outer_op;
+  return p;
+}
+
+// Each event's place: the innermost user annotation above it, else the one
+// on its thread enclosing its start, else its outermost cpu_op.
+std::vector<Uid> places_of(const Trace& trace, const CallTree& tree,
+                           const std::vector<Uid>& annotations, const std::vector<Uid>& events) {
+  std::vector<Uid> out(events.size(), kNoUid);
+  std::vector<TreePlace> in_tree(events.size());
+  std::vector<Uid> queries;
+  std::vector<size_t> queried;
+  for (size_t k = 0; k < events.size(); ++k) {
+    in_tree[k] = tree_place(trace, tree, events[k]);
+    if (in_tree[k].annotation != kNoUid) {
+      out[k] = in_tree[k].annotation;
+    } else {
+      queries.push_back(events[k]);
+      queried.push_back(k);
+    }
+  }
+  const std::vector<Uid> enclosing = enclosing_annotations(trace, annotations, queries);
+  for (size_t q = 0; q < queried.size(); ++q)
+    out[queried[q]] = enclosing[q] != kNoUid ? enclosing[q] : in_tree[queried[q]].outer_op;
+  return out;
 }
 
 // The cause a gap has without a host marker: from its length and from when
@@ -192,15 +287,23 @@ IdleGaps idle_gaps(const Trace& trace, const CallTree& tree, double latency_thre
   for (Uid u = 0; u < trace.events.size(); ++u)
     if (trace.events[u].cat == Cat::UserAnnotation && trace.events[u].has_dur())
       annotations.push_back(u);
+  std::vector<IdleGap*> placed;
+  std::vector<Uid> from;
   for (auto& g : out.gaps) {
     g.cause = launch_cause(trace, tree, g, latency_threshold_us);
     Uid launch = tree.parent(g.after);
-    if (launch != kNoUid) g.place = place_of(trace, tree, annotations, launch);
+    if (launch != kNoUid) placed.push_back(&g), from.push_back(launch);
   }
+  std::vector<Uid> places = places_of(trace, tree, annotations, from);
+  for (size_t k = 0; k < placed.size(); ++k) placed[k]->place = places[k];
   apply_markers(out.gaps, host_markers(trace));
+  placed.clear();
+  from.clear();
   for (auto& g : out.gaps)
     if (g.place == kNoUid && g.host_event != kNoUid)
-      g.place = place_of(trace, tree, annotations, g.host_event);
+      placed.push_back(&g), from.push_back(g.host_event);
+  places = places_of(trace, tree, annotations, from);
+  for (size_t k = 0; k < placed.size(); ++k) placed[k]->place = places[k];
   tally(trace, out);
   return out;
 }

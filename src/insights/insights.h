@@ -84,6 +84,10 @@ struct Insight {
   std::string verify;         // how to check it before repeating it
 };
 
+namespace detail {
+struct TraceFacts;  // trace_facts.h
+}
+
 // What the rules read. Build once per trace (run_insights does).
 struct InsightContext {
   const Trace& trace;
@@ -109,6 +113,9 @@ struct InsightContext {
     size_t host_bound_iterations() const;
   };
   std::shared_ptr<const StepModel> step;
+  // What several rules read, computed on first use and kept here
+  // (trace_facts.h); null until then.
+  mutable std::shared_ptr<detail::TraceFacts> facts;
 };
 
 // The trace's step model (null when no dependency graph can be built: no

@@ -13,6 +13,7 @@
 #include <fmt/ranges.h>
 
 #include "insights/rules_internal.h"
+#include "insights/trace_facts.h"
 
 namespace jarvis::insights {
 namespace {
@@ -65,7 +66,7 @@ double median_per_call_us(const std::vector<HostOp>& ops) {
 }  // namespace
 
 void rule_capture_host_cost(const InsightContext& c, std::vector<Insight>& out) {
-  const size_t capture_calls = detail::graph_capture_calls(c.trace);
+  const size_t capture_calls = detail::graph_capture_calls(c);
   if (capture_calls == 0) return;
   const std::vector<HostOp> ops = top_level_ops(c);
   if (ops.empty()) return;

@@ -13,6 +13,7 @@
 #include <fmt/format.h>
 
 #include "insights/rules_internal.h"
+#include "insights/trace_facts.h"
 
 namespace jarvis::insights {
 namespace {
@@ -35,16 +36,10 @@ bool runs_channels_last_kernels(const InsightContext& c, const report::PerfOpRow
   return false;
 }
 
-bool is_layout_conversion(std::string_view name) {
-  for (std::string_view marker : {"nchwToNhwc", "nhwcToNchw", "nchw2nhwc", "nhwc2nchw",
-                                  "batched_transpose", "NCHWToNHWC", "NHWCToNCHW"})
-    if (name.substr(0, 512).find(marker) != std::string_view::npos) return true;
-  return false;
-}
-
 bool has_layout_conversions(const InsightContext& c) {
   for (size_t u = 0; u < c.trace.events.size(); ++u)
-    if (c.trace.events[u].is_gpu() && is_layout_conversion(c.trace.name(static_cast<Uid>(u))))
+    if (c.trace.events[u].is_gpu() &&
+        detail::kernel_name_facts(c, static_cast<Uid>(u)).layout_conversion)
       return true;
   return false;
 }
@@ -52,6 +47,13 @@ bool has_layout_conversions(const InsightContext& c) {
 }  // namespace
 
 namespace detail {
+bool is_layout_conversion_kernel(std::string_view name) {
+  for (std::string_view marker : {"nchwToNhwc", "nhwcToNchw", "nchw2nhwc", "nhwc2nchw",
+                                  "batched_transpose", "NCHWToNHWC", "NHWCToNCHW"})
+    if (name.substr(0, 512).find(marker) != std::string_view::npos) return true;
+  return false;
+}
+
 std::vector<size_t> nchw_batch_norm_rows(const InsightContext& c) {
   std::vector<size_t> rows;
   for (size_t r = 0; r < c.rows.size(); ++r) {
@@ -73,7 +75,8 @@ void rule_conv_layout_transposes(const InsightContext& c, std::vector<Insight>& 
   std::vector<std::string> names;
   for (size_t u = 0; u < c.trace.events.size(); ++u) {
     const Event& e = c.trace.events[u];
-    if (!e.is_gpu() || !e.has_dur() || !is_layout_conversion(c.trace.name(static_cast<Uid>(u))))
+    if (!e.is_gpu() || !e.has_dur() ||
+        !detail::kernel_name_facts(c, static_cast<Uid>(u)).layout_conversion)
       continue;
     conversion_us += e.dur();
     ++conversions;

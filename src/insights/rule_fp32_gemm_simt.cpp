@@ -15,6 +15,7 @@
 #include <fmt/format.h>
 
 #include "insights/rules_internal.h"
+#include "insights/trace_facts.h"
 
 namespace jarvis::insights {
 namespace {
@@ -61,7 +62,7 @@ void rule_fp32_gemm_simt(const InsightContext& c, std::vector<Insight>& out) {
     double row_us = 0;
     for (Uid k : row.kernels) {
       const Event& e = c.trace.events[k];
-      if (!e.has_dur() || !detail::is_fp32_simt_gemm_kernel(c.trace.name(k))) continue;
+      if (!e.has_dur() || !detail::kernel_name_facts(c, k).fp32_simt_gemm) continue;
       if (!counted.insert(k).second) continue;
       row_us += e.dur();
       kernel_us[std::string(c.trace.name(k))] += e.dur();

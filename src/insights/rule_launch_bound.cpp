@@ -15,6 +15,7 @@
 
 #include "insights/idle_breakdown.h"
 #include "insights/rules_internal.h"
+#include "insights/trace_facts.h"
 #include "xplane/executions.h"
 #include "xplane/space.h"
 
@@ -136,7 +137,7 @@ void rule_launch_bound(const InsightContext& c, std::vector<Insight>& out) {
   // A step the host bounds is launch-bound whatever its kernels' sizes
   // (GPT-2 training: long backward GEMMs, a forward pass that waits for
   // launches). Graph captures are judged below, before the path is asked.
-  const bool capture = detail::graph_capture_calls(c.trace) > 0;
+  const bool capture = detail::graph_capture_calls(c) > 0;
   const std::optional<HostBound> host = capture ? std::nullopt : host_bound_step(c);
   if (!short_and_idle && !(host && host->saving_us > 0)) return;
   Insight i;
@@ -150,7 +151,7 @@ void rule_launch_bound(const InsightContext& c, std::vector<Insight>& out) {
       "Launch-bound: GPU idle {:.1f}% of {:.2f} ms; {} of {} kernels ({:.0f}%) run under {} us",
       100 * idle_share, c.timeline->total_time / 1e3, short_kernels, kernels, 100 * short_share,
       kShortKernelUs);
-  if (size_t capture_calls = detail::graph_capture_calls(c.trace); capture_calls > 0) {
+  if (size_t capture_calls = detail::graph_capture_calls(c); capture_calls > 0) {
     // Context, not a saving: the same numbers, said for what they are.
     i.severity = "low";
     i.gain_upper_bound_us = 0.0;

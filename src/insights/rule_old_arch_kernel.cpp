@@ -13,6 +13,7 @@
 #include <fmt/format.h>
 
 #include "insights/rules_internal.h"
+#include "insights/trace_facts.h"
 
 namespace jarvis::insights {
 namespace {
@@ -33,7 +34,7 @@ struct KernelGroup {
 
 bool has_old_arch_kernel(const InsightContext& c, const report::PerfOpRow& row, int device_sm) {
   for (Uid k : row.kernels) {
-    KernelTraits t = parse_kernel_name(c.trace.name(k));
+    const KernelTraits& t = detail::kernel_name_facts(c, k).traits;
     if (t.sm_arch && *t.sm_arch < device_sm) return true;
   }
   return false;
@@ -44,12 +45,17 @@ bool has_old_arch_kernel(const InsightContext& c, const report::PerfOpRow& row, 
 // call, so launch-bound shapes do not drag it down). 0 when there is none.
 std::map<std::string, double> native_gemm_rates(const InsightContext& c, int device_sm) {
   std::map<std::string, double> out;  // spec -> TFLOP/s (0: no native GEMM of the spec)
+  // Each row's kernels read once, not once per spec.
+  std::vector<char> old_arch(c.rows.size(), -1);
+  const auto native = [&](const report::PerfOpRow& r) {
+    char& old = old_arch[static_cast<size_t>(&r - c.rows.data())];
+    if (old < 0) old = has_old_arch_kernel(c, r, device_sm) ? 1 : 0;
+    return r.metrics->gflops >= 10.0 && !old;
+  };
   for (const auto& row : c.rows) {
     if (row.sheet != "GEMM" || !row.metrics || out.count(row.metrics->compute_spec)) continue;
     out[row.metrics->compute_spec] =
-        detail::gemm_rate(c, row.metrics->compute_spec, [&](const report::PerfOpRow& r) {
-          return r.metrics->gflops >= 10.0 && !has_old_arch_kernel(c, r, device_sm);
-        }).tflops_per_s();
+        detail::gemm_rate(c, row.metrics->compute_spec, native).tflops_per_s();
   }
   return out;
 }
@@ -76,20 +82,25 @@ void rule_old_arch_kernel(const InsightContext& c, std::vector<Insight>& out) {
   std::map<std::string, KernelGroup> groups;  // by library and arch tag
   const auto native = native_gemm_rates(c, *device.sm_arch);
   for (const auto& row : c.rows) {
-    // The time of each old-arch kernel of the op (the op may launch others).
-    std::map<std::string_view, double> old_kernel_us;
+    // The time of each old-arch kernel of the op (the op may launch others),
+    // and one kernel of that name (its traits).
+    std::map<std::string_view, std::pair<double, Uid>> old_kernel_us;
     for (Uid k : row.kernels) {
-      std::string_view name = c.trace.name(k);
-      KernelTraits t = parse_kernel_name(name);
+      const detail::KernelNameFacts& f = detail::kernel_name_facts(c, k);
+      const KernelTraits& t = f.traits;
       // An fp32 SIMT GEMM's cause is fp32 without TF32 (fp32_gemm_simt), not
       // the shapes: cuBLAS has no sm90 SIMT kernel to pick.
       if (t.sm_arch && *t.sm_arch < *device.sm_arch && c.trace.events[k].has_dur() &&
-          !detail::is_fp32_simt_gemm_kernel(name))
-        old_kernel_us[name] += c.trace.events[k].dur();
+          !f.fp32_simt_gemm) {
+        auto& entry = old_kernel_us.try_emplace(c.trace.name(k), 0.0, k).first->second;
+        entry.first += c.trace.events[k].dur();
+      }
     }
+    if (old_kernel_us.empty()) continue;
     auto above = time_above_native(row, native);
-    for (const auto& [name, us] : old_kernel_us) {
-      const KernelTraits traits = parse_kernel_name(name);
+    for (const auto& [name, entry] : old_kernel_us) {
+      const auto& [us, kernel] = entry;
+      const KernelTraits& traits = detail::kernel_name_facts(c, kernel).traits;
       KernelGroup& g = groups[fmt::format("{}|{}", traits.library, *traits.sm_arch)];
       g.sm = *traits.sm_arch;
       g.library = traits.library;

@@ -19,14 +19,15 @@
 #include "critical_path/host_gaps.h"
 #include "insights/idle_gaps.h"
 #include "insights/rules_internal.h"
+#include "insights/trace_facts.h"
 #include "report/stats.h"
 
 namespace jarvis::insights {
 namespace {
 
-// A stretch shorter than this is the dispatcher's and the profiler's own
-// time between two ops (a few us each), not Python work.
-constexpr double kUnrecordedMinGapUs = 100;
+// A stretch shorter than detail::kUnrecordedMinGapUs is the dispatcher's and
+// the profiler's own time between two ops (a few us each), not Python work.
+using detail::kUnrecordedMinGapUs;
 // A place reported saves at least this much of each step, and 1 % of it
 // (a stretch or two of Python between syncs in a benchmark loop does not).
 constexpr double kUnrecordedMinSavingUs = 200;
@@ -39,9 +40,36 @@ struct UnrecordedIdle {
   std::map<std::string, double> host_work_by_place;
 };
 
-void add_unrecorded_idle(const InsightContext& c, const IdleGaps& idle, double from, double to,
-                         UnrecordedIdle& out) {
-  for (const IdleGap& g : idle.gaps) {
+// idle_gaps' gaps by start, to find those a stretch overlaps without
+// reading them all for each stretch (a tiled trace has 100,000s).
+struct IdleByStart {
+  std::vector<size_t> order;  // indices into IdleGaps::gaps, by start
+  double longest = 0;
+};
+
+IdleByStart idle_by_start(const IdleGaps& idle) {
+  IdleByStart out;
+  out.order.resize(idle.gaps.size());
+  std::iota(out.order.begin(), out.order.end(), size_t{0});
+  std::stable_sort(out.order.begin(), out.order.end(), [&](size_t a, size_t b) {
+    return idle.gaps[a].start_us < idle.gaps[b].start_us;
+  });
+  for (const IdleGap& g : idle.gaps) out.longest = std::max(out.longest, g.dur_us);
+  return out;
+}
+
+void add_unrecorded_idle(const InsightContext& c, const IdleGaps& idle, const IdleByStart& index,
+                         double from, double to, UnrecordedIdle& out) {
+  // The gaps that can overlap [from, to) (a gap starts at most `longest`
+  // before it ends; a microsecond more for rounding), summed in idle.gaps'
+  // own order so the sums are those of a pass over every gap.
+  std::vector<size_t> near;
+  auto it = std::lower_bound(index.order.begin(), index.order.end(), from - index.longest - 1.0,
+                             [&](size_t k, double t) { return idle.gaps[k].start_us < t; });
+  for (; it != index.order.end() && idle.gaps[*it].start_us < to; ++it) near.push_back(*it);
+  std::sort(near.begin(), near.end());
+  for (size_t k : near) {
+    const IdleGap& g = idle.gaps[k];
     const double overlap = std::min(to, g.start_us + g.dur_us) - std::max(from, g.start_us);
     if (!(overlap > 0)) continue;
     out.idle_us += overlap;
@@ -56,17 +84,17 @@ void add_unrecorded_idle(const InsightContext& c, const IdleGaps& idle, double f
 void rule_unrecorded_host_time(const InsightContext& c, std::vector<Insight>& out) {
   if (!c.step || c.step->graph.ranks.empty()) return;
   // A graph capture is not a step: its host time is the capture's, once.
-  if (detail::graph_capture_calls(c.trace) > 0) return;
+  if (detail::graph_capture_calls(c) > 0) return;
   const auto& graph = c.step->graph;
-  const std::vector<critical_path::RankInput> inputs{{&c.trace, &c.tree, -1}};
   critical_path::HostGapSelector any;
   any.min_us = kUnrecordedMinGapUs;
-  std::vector<critical_path::HostGap> gaps;
+  const std::vector<critical_path::HostGap>* found_gaps = nullptr;
   try {
-    gaps = critical_path::unrecorded_host_gaps(inputs, graph, any);
+    found_gaps = &detail::unrecorded_host_gaps(c);
   } catch (const std::runtime_error&) {  // a graph of other traces
     return;
   }
+  const std::vector<critical_path::HostGap>& gaps = *found_gaps;
   if (gaps.empty()) return;
   std::map<std::pair<std::string, std::string>, std::vector<const critical_path::HostGap*>> places;
   std::set<std::pair<std::string, std::string>> handovers;
@@ -83,7 +111,8 @@ void rule_unrecorded_host_time(const InsightContext& c, std::vector<Insight>& ou
   const size_t iterations = std::max<size_t>(1, graph.iterations.size());
   const double steps = static_cast<double>(iterations);
   const double step_us = c.step->measured.step_time_us;
-  const IdleGaps idle = idle_gaps(c.trace, c.tree);
+  const IdleGaps& idle = detail::trace_idle_gaps(c);
+  const IdleByStart idle_index = idle_by_start(idle);
   std::vector<Insight> found;
   for (const auto& [place, list] : places) {
     const auto& [after, before] = place;
@@ -93,7 +122,7 @@ void rule_unrecorded_host_time(const InsightContext& c, std::vector<Insight>& ou
     critical_path::Scenario change;
     critical_path::WhatIfResult r;
     try {
-      critical_path::add_host_gap_removal(inputs, graph, sel, change);
+      detail::add_host_gap_removal(c, sel, change);
       r = critical_path::what_if(graph, change);
     } catch (const std::runtime_error&) {  // nothing left once the profiler's cost is out
       continue;
@@ -110,7 +139,7 @@ void rule_unrecorded_host_time(const InsightContext& c, std::vector<Insight>& ou
     for (const auto* g : list) {
       recorded[std::min(g->iteration, iterations - 1)] += g->dur();
       unprofiled[std::min(g->iteration, iterations - 1)] += g->dur() - g->profiler_us;
-      add_unrecorded_idle(c, idle, g->from_us, g->to_us, gpu);
+      add_unrecorded_idle(c, idle, idle_index, g->from_us, g->to_us, gpu);
       offset += g->offset_us;
       if (annotation.empty()) annotation = g->annotation;
     }

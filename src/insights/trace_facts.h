@@ -1,0 +1,61 @@
+// Facts about one trace that several rules read (issue 75): computed once
+// per InsightContext, on the first rule that asks, and kept in the context
+// (InsightContext::facts), instead of each rule scanning the events again.
+// What a kernel's name says is read once per distinct name (a tiled trace
+// launches the same few hundred kernels a million times); the GPU's idle
+// gaps, the graph-capture calls and the unrecorded host stretches once per
+// trace. A context is read by one thread at a time (run_insights runs the
+// rules in turn).
+#pragma once
+
+#include <cstddef>
+#include <string_view>
+#include <vector>
+
+#include "critical_path/host_gaps.h"
+#include "insights/insights.h"
+#include "insights/kernel_name.h"
+
+namespace jarvis::insights {
+struct IdleGaps;  // idle_gaps.h
+}  // namespace jarvis::insights
+
+namespace jarvis::insights::detail {
+
+// What a GPU kernel's name says.
+struct KernelNameFacts {
+  KernelTraits traits;             // parse_kernel_name
+  bool fp32_simt_gemm = false;     // is_fp32_simt_gemm_kernel (rule_fp32_gemm_simt.cpp)
+  bool layout_conversion = false;  // is_layout_conversion_kernel (rule_conv_layout_transposes.cpp)
+};
+
+// cuDNN's nchwToNhwc / nhwcToNchw kernels, MIOpen's batched_transpose.
+bool is_layout_conversion_kernel(std::string_view name);
+
+// The facts of the event's name (any event; the rules ask about kernels).
+const KernelNameFacts& kernel_name_facts(const InsightContext& c, Uid event);
+
+// idle_gaps(c.trace, c.tree) at its default latency threshold.
+const IdleGaps& trace_idle_gaps(const InsightContext& c);
+
+// graph_capture_calls(c.trace).
+size_t graph_capture_calls(const InsightContext& c);
+
+// The shortest unrecorded host stretch the rules read (rule_unrecorded_host_time).
+inline constexpr double kUnrecordedMinGapUs = 100;
+
+// critical_path::unrecorded_host_gaps of the step model's graph over this
+// trace, of any place, at least kUnrecordedMinGapUs long. Needs c.step;
+// throws what that throws (a graph of other traces).
+const std::vector<critical_path::HostGap>& unrecorded_host_gaps(const InsightContext& c);
+
+// critical_path::add_host_gap_removal on this trace and the step model's
+// graph, the same stretches and the same scenario, picked from
+// unrecorded_host_gaps(c) when `sel` reads no shorter stretch and names no
+// rank (else, and when it selects nothing, to throw the same error, through
+// the scan itself).
+std::vector<critical_path::HostGap> add_host_gap_removal(const InsightContext& c,
+                                                         const critical_path::HostGapSelector& sel,
+                                                         critical_path::Scenario& scenario);
+
+}  // namespace jarvis::insights::detail
