@@ -250,27 +250,6 @@ size_t graph_capture_calls(const Trace& trace) {
   return captured ? calls : 0;
 }
 
-std::map<std::string, double> host_work_idle_by_place(const InsightContext& c) {
-  std::map<std::string, double> out;
-  for (const IdleGap& g : idle_gaps(c.trace, c.tree).gaps) {
-    double us = 0;
-    if (g.cause == IdleCause::HostWork) {
-      us = g.dur_us;
-    } else if (g.cause == IdleCause::LaunchLatency && g.after != kNoUid) {
-      // A short gap the host opened (a decode step's tiny kernels, each
-      // launched after the one before ended): the wait before the launch
-      // call; the launch's own latency after it stays.
-      const Uid launch = c.tree.parent(g.after);
-      if (launch != kNoUid && c.trace.events[launch].is_runtime())
-        us = std::clamp(c.trace.events[launch].ts() - g.start_us, 0.0, g.dur_us);
-    }
-    if (us > 0)
-      out[g.place == kNoUid ? std::string("(no launching op)")
-                            : std::string(c.trace.name(g.place))] += us;
-  }
-  return out;
-}
-
 std::vector<Uid> rows_holding(const InsightContext& c, const std::vector<Uid>& sorted_kernels) {
   std::vector<Uid> rows;
   for (const auto& row : c.rows)
@@ -379,7 +358,7 @@ InsightContext make_context(const Trace& trace, const CallTree& tree, const GpuA
     PhaseTimer t("insights/context/perf_rows");
     rows = report::unified_perf_rows(trace, tree, arch);
   }
-  InsightContext c{trace, tree, arch, std::move(rows), 0, {}, {}, {}};
+  InsightContext c{trace, tree, arch, std::move(rows), 0, {}, {}, {}, {}};
   for (const auto& r : c.rows) c.total_kernel_time_us += r.kernel_time_us;
   std::optional<PhaseTimer> timeline_timer(std::in_place, "insights/context/timeline");
   if (timeline) {
