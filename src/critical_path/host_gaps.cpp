@@ -82,20 +82,29 @@ void host_gaps_of_rank(const Trace& t, const CallTree& tree, const Graph& g, int
   std::sort(frame_marks.begin(), frame_marks.end());
   std::sort(memory.begin(), memory.end());
   const ProfilerCost cost = g.profiler_cost.count(rank) ? g.profiler_cost.at(rank) : ProfilerCost{};
+  // The latest end among the events before each position, and the first
+  // event that reaches it: what an iteration's window starts from, without
+  // a pass over every earlier event per iteration.
+  std::vector<std::pair<double, Uid>> latest_before(events.size() + 1, {-1e300, kNoUid});
+  for (size_t k = 0; k < events.size(); ++k)
+    latest_before[k + 1] = std::get<1>(events[k]) > latest_before[k].first
+                               ? std::make_pair(std::get<1>(events[k]), std::get<2>(events[k]))
+                               : latest_before[k];
   for (size_t k = 0; k < g.iterations.size(); ++k) {
     const auto window = host_gap_window(g, g.iterations[k], rank);
     if (!window) continue;
     const auto [from, to] = *window;
-    // Events that began before the window and reach into it count too.
+    // Events that began before the window and reach into it count too: the
+    // one that reaches latest (the first of those that reach as far).
     double cur_end = -1e300;
     Uid cur = kNoUid;
     auto first =
         std::lower_bound(events.begin(), events.end(), std::make_tuple(from, -1e300, Uid{0}));
-    for (auto it = events.begin(); it != first; ++it)
-      if (std::get<1>(*it) > from && std::get<1>(*it) > cur_end) {
-        cur_end = std::get<1>(*it);
-        cur = std::get<2>(*it);
-      }
+    if (const auto& latest = latest_before[static_cast<size_t>(first - events.begin())];
+        latest.first > from) {
+      cur_end = latest.first;
+      cur = latest.second;
+    }
     for (auto it = first; it != events.end() && std::get<0>(*it) < to; ++it) {
       const auto [ts, end, uid] = *it;
       if (cur != kNoUid && ts - cur_end >= sel.min_us && cur_end >= from) {

@@ -1,9 +1,11 @@
 #include "insights/trace_facts.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 
 #include "insights/idle_gaps.h"
@@ -53,27 +55,56 @@ size_t graph_capture_calls(const InsightContext& c) {
   return *f.capture_calls;
 }
 
+namespace {
+
+// The GPU idle the host opened in gap `g` (host_work_idle_by_place).
+double host_opened_idle_us(const InsightContext& c, const IdleGap& g) {
+  if (g.cause == IdleCause::HostWork) return g.dur_us;
+  if (g.cause == IdleCause::LaunchLatency && g.after != kNoUid) {
+    // A short gap the host opened (a decode step's tiny kernels, each
+    // launched after the one before ended): the wait before the launch
+    // call; the launch's own latency after it stays.
+    const Uid launch = c.tree.parent(g.after);
+    if (launch != kNoUid && c.trace.events[launch].is_runtime())
+      return std::clamp(c.trace.events[launch].ts() - g.start_us, 0.0, g.dur_us);
+  }
+  return 0;
+}
+
+constexpr std::string_view kNoPlaceName = "(no launching op)";
+
+// Summed by place name, each name's gaps in idle_gaps' order. By interned
+// name (one id per distinct name), named once per place at the end; by
+// name string when a place is named like kNoPlaceName (it shares that sum).
+std::map<std::string, double> sum_host_opened_idle(const InsightContext& c) {
+  constexpr uint32_t kNoPlace = UINT32_MAX;
+  std::unordered_map<uint32_t, size_t> slot_of;
+  std::vector<std::pair<uint32_t, double>> sums;
+  for (const IdleGap& g : trace_idle_gaps(c).gaps) {
+    const double us = host_opened_idle_us(c, g);
+    if (!(us > 0)) continue;
+    const uint32_t name = g.place == kNoUid ? kNoPlace : c.trace.events[g.place].name;
+    auto [it, added] = slot_of.try_emplace(name, sums.size());
+    if (added) sums.emplace_back(name, 0.0);
+    sums[it->second].second += us;
+  }
+  std::map<std::string, double> out;
+  bool clash = false;
+  for (const auto& [name, us] : sums)
+    clash |= !out.emplace(name == kNoPlace ? kNoPlaceName : c.trace.str(name), us).second;
+  if (!clash) return out;
+  out.clear();
+  for (const IdleGap& g : trace_idle_gaps(c).gaps)
+    if (const double us = host_opened_idle_us(c, g); us > 0)
+      out[std::string(g.place == kNoUid ? kNoPlaceName : c.trace.name(g.place))] += us;
+  return out;
+}
+
+}  // namespace
+
 std::map<std::string, double> host_work_idle_by_place(const InsightContext& c) {
   auto& f = facts_of(c);
-  if (f.host_work_idle) return *f.host_work_idle;
-  std::map<std::string, double> out;
-  for (const IdleGap& g : trace_idle_gaps(c).gaps) {
-    double us = 0;
-    if (g.cause == IdleCause::HostWork) {
-      us = g.dur_us;
-    } else if (g.cause == IdleCause::LaunchLatency && g.after != kNoUid) {
-      // A short gap the host opened (a decode step's tiny kernels, each
-      // launched after the one before ended): the wait before the launch
-      // call; the launch's own latency after it stays.
-      const Uid launch = c.tree.parent(g.after);
-      if (launch != kNoUid && c.trace.events[launch].is_runtime())
-        us = std::clamp(c.trace.events[launch].ts() - g.start_us, 0.0, g.dur_us);
-    }
-    if (us > 0)
-      out[g.place == kNoUid ? std::string("(no launching op)")
-                            : std::string(c.trace.name(g.place))] += us;
-  }
-  f.host_work_idle = std::move(out);
+  if (!f.host_work_idle) f.host_work_idle = sum_host_opened_idle(c);
   return *f.host_work_idle;
 }
 
