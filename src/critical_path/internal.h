@@ -62,8 +62,14 @@ class HostCostIndex {
   double most_in(const ProcessMarks& p, uint32_t thread, double from, double to) const;
   double total(uint32_t thread) const;
 
-  std::map<uint32_t, std::vector<std::pair<double, double>>> marks_;  // (time, running total)
-  std::map<uint32_t, int64_t> pid_;  // thread -> its process (ProcId value)
+  // Per thread (Event::thread, an index into Trace::threads): its marks as
+  // (time, running total), in time order; a thread without marks recorded
+  // nothing the profiler pays for.
+  std::vector<std::vector<std::pair<double, double>>> marks_;
+  std::vector<int64_t> pid_;  // per thread: its process (ProcId value)
+  const std::vector<std::pair<double, double>>* marks_of(uint32_t thread) const {
+    return thread < marks_.size() && !marks_[thread].empty() ? &marks_[thread] : nullptr;
+  }
   std::map<int64_t, ProcessMarks> processes_;
   mutable size_t threads_evaluated_ = 0;
 };

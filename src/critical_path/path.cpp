@@ -143,22 +143,46 @@ struct Walk {
 
 using Busy = std::vector<Interval>;
 
-std::map<int64_t, Busy> busy_by_rank(const Graph& g, const std::vector<double>& dur,
-                                     const Schedule& s) {
-  std::map<int64_t, Busy> busy;
+// A rank's GPU busy time, merged; `ends_in_order` when the merged intervals'
+// ends rise with their starts (always, unless an op ends before it starts).
+struct RankBusy {
+  Busy merged;
+  bool ends_in_order = true;
+};
+
+std::map<int64_t, RankBusy> busy_by_rank(const Graph& g, const std::vector<double>& dur,
+                                         const Schedule& s) {
+  std::map<int64_t, RankBusy> busy;
   for (auto [a, b] : g.gpu_spans)
-    busy[g.nodes[a].rank].emplace_back(s.start[a], s.start[b] + dur[b]);
-  for (auto& [rank, v] : busy) v = merge_intervals(std::move(v));
+    busy[g.nodes[a].rank].merged.emplace_back(s.start[a], s.start[b] + dur[b]);
+  for (auto& [rank, v] : busy) {
+    v.merged = merge_intervals(std::move(v.merged));
+    v.ends_in_order =
+        std::is_sorted(v.merged.begin(), v.merged.end(),
+                       [](const Interval& x, const Interval& y) { return x.second < y.second; });
+  }
   return busy;
 }
 
 // GPU idle time of each rank in the window, and the part of it during which
 // the path is on that rank's host.
-void idle_accounting(const Graph& g, const std::map<int64_t, Busy>& busy, IterationResult& it) {
+void idle_accounting(const Graph& g, const std::map<int64_t, RankBusy>& busy, IterationResult& it) {
   for (int64_t rank : g.ranks) {
     auto found = busy.find(rank);
     const Busy window{{it.start_us, it.end_us}};
-    Busy idle = found == busy.end() ? window : subtract_intervals(found->second, window);
+    Busy idle = window;
+    if (found != busy.end() && found->second.ends_in_order) {
+      // The busy intervals that reach into the window, not the whole
+      // trace's for each iteration (what subtract_intervals would skip).
+      const Busy& all = found->second.merged;
+      const auto from = std::partition_point(
+          all.begin(), all.end(), [&](const Interval& b) { return b.second <= it.start_us; });
+      const auto to = std::partition_point(from, all.end(),
+                                           [&](const Interval& b) { return b.first < it.end_us; });
+      idle = subtract_intervals(Busy(from, to), window);
+    } else if (found != busy.end()) {
+      idle = subtract_intervals(found->second.merged, window);
+    }
     it.gpu_idle_us[rank] = intervals_length(idle);
     Busy host;
     for (const Segment& seg : it.path)

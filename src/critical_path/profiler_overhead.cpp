@@ -5,6 +5,7 @@
 #include <cmath>
 #include <map>
 #include <optional>
+#include <queue>
 #include <tuple>
 
 #include <fmt/format.h>
@@ -143,6 +144,11 @@ namespace detail {
 HostCostIndex::HostCostIndex(const Trace& trace, const ProfilerCost& cost) {
   uint32_t memory_name = 0;
   const bool any_memory = trace.strings.find("[memory]", memory_name);
+  marks_.resize(trace.threads.size());
+  pid_.resize(trace.threads.size());
+  for (size_t t = 0; t < trace.threads.size(); ++t) pid_[t] = trace.threads[t].pid.value;
+  // Without record_shapes an op's inputs cost nothing: their count is not read.
+  const bool inputs_cost = per_input_us(cost) != 0;
   // An op's or frame's cost falls half where it enters, half where it
   // exits; a memory event's where it is.
   for (Uid u = 0; u < trace.events.size(); ++u) {
@@ -153,11 +159,12 @@ HostCostIndex::HostCostIndex(const Trace& trace, const ProfilerCost& cost) {
       // Half of a runtime call's cost falls inside the call (its node's
       // profiler_us), half in the host gap before it.
       marks_[e.thread].emplace_back(std::nextafter(e.ts(), -1e300), cost.per_runtime_call_us / 2);
-      pid_[e.thread] = trace.pid(e).value;
       continue;
     }
     if (e.cat == Cat::CpuOp)
-      each = (cost.per_op_us + per_input_us(cost) * static_cast<double>(inputs_of(trace, u))) / 2;
+      each = (cost.per_op_us +
+              (inputs_cost ? per_input_us(cost) * static_cast<double>(inputs_of(trace, u)) : 0.0)) /
+             2;
     else if (e.cat == Cat::PythonFunction)
       each = cost.per_python_frame_us / 2;
     else if (any_memory && e.cat == Cat::CpuInstantEvent && e.name == memory_name)
@@ -165,7 +172,6 @@ HostCostIndex::HostCostIndex(const Trace& trace, const ProfilerCost& cost) {
     else
       continue;
     auto& marks = marks_[e.thread];
-    pid_[e.thread] = trace.pid(e).value;
     if (e.cat == Cat::CpuInstantEvent || !e.has_dur()) {
       marks.emplace_back(e.ts(), each);
     } else {
@@ -173,30 +179,48 @@ HostCostIndex::HostCostIndex(const Trace& trace, const ProfilerCost& cost) {
       marks.emplace_back(e.end(), each);
     }
   }
-  for (auto& [thread, marks] : marks_) {
+  // Each process's threads with marks, in thread order.
+  std::map<int64_t, std::vector<uint32_t>> threads_of;
+  for (uint32_t thread = 0; thread < marks_.size(); ++thread) {
+    auto& marks = marks_[thread];
+    if (marks.empty()) continue;
     std::sort(marks.begin(), marks.end());
     double sum = 0;
     for (auto& m : marks) m.second = sum += m.second;  // running total at each mark
-    ProcessMarks& p = processes_[pid_.at(thread)];
-    for (const auto& m : marks) p.by_time.emplace_back(m.first, thread);
-    p.by_cost.push_back(thread);
+    threads_of[pid_[thread]].push_back(thread);
   }
-  for (auto& [pid, p] : processes_) {
-    std::sort(p.by_time.begin(), p.by_time.end());
+  for (auto& [pid, threads] : threads_of) {
+    ProcessMarks& p = processes_[pid];
+    p.by_cost = threads;
+    // Every mark of the process by (time, thread): the threads' marks are in
+    // time order already, so they merge (a heap of the threads' next marks).
+    size_t total_marks = 0;
+    for (uint32_t thread : threads) total_marks += marks_[thread].size();
+    p.by_time.reserve(total_marks);
+    using Next = std::pair<std::pair<double, uint32_t>, size_t>;  // ((time, thread), position)
+    std::priority_queue<Next, std::vector<Next>, std::greater<>> heads;
+    for (uint32_t thread : threads) heads.push({{marks_[thread].front().first, thread}, 0});
+    while (!heads.empty()) {
+      const auto [mark, pos] = heads.top();
+      heads.pop();
+      p.by_time.push_back(mark);
+      const auto& marks = marks_[mark.second];
+      if (pos + 1 < marks.size()) heads.push({{marks[pos + 1].first, mark.second}, pos + 1});
+    }
     std::stable_sort(p.by_cost.begin(), p.by_cost.end(),
                      [&](uint32_t a, uint32_t b) { return total(a) > total(b); });
   }
 }
 
 double HostCostIndex::total(uint32_t thread) const {
-  auto it = marks_.find(thread);
-  return it == marks_.end() || it->second.empty() ? 0.0 : it->second.back().second;
+  const auto* marks = marks_of(thread);
+  return marks ? marks->back().second : 0.0;
 }
 
 double HostCostIndex::between(uint32_t thread, double from, double to) const {
-  auto it = marks_.find(thread);
-  if (it == marks_.end() || !(to > from)) return 0;
-  const auto& marks = it->second;
+  const auto* found = marks_of(thread);
+  if (!found || !(to > from)) return 0;
+  const auto& marks = *found;
   auto total_before = [&](double t) {  // cost of the marks at times < t
     auto pos = std::lower_bound(marks.begin(), marks.end(), std::make_pair(t, -1e300));
     return pos == marks.begin() ? 0.0 : std::prev(pos)->second;
@@ -206,11 +230,10 @@ double HostCostIndex::between(uint32_t thread, double from, double to) const {
 
 double HostCostIndex::on_other_threads(uint32_t thread, double from, double to) const {
   if (!(to > from)) return 0;
-  auto own = pid_.find(thread);
+  const bool own = marks_of(thread) != nullptr;
   double most = 0;
   for (const auto& [pid, p] : processes_)  // a thread that recorded nothing: every process
-    if (own == pid_.end() || own->second == pid)
-      most = std::max(most, most_in(p, thread, from, to));
+    if (!own || pid_[thread] == pid) most = std::max(most, most_in(p, thread, from, to));
   return most;
 }
 
