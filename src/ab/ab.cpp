@@ -11,6 +11,7 @@
 
 #include <fmt/format.h>
 
+#include "ab/change_match.h"
 #include "ab/host_step.h"
 #include "ab/shim.h"
 #include "explore/input_format.h"
@@ -77,6 +78,18 @@ double Pair::band_high_ms() const {
   const auto& ar = a.clean_runs_ms.empty() ? std::vector<double>{a.step_ms_clean} : a.clean_runs_ms;
   const auto& br = b.clean_runs_ms.empty() ? std::vector<double>{b.step_ms_clean} : b.clean_runs_ms;
   return *std::max_element(ar.begin(), ar.end()) - *std::min_element(br.begin(), br.end());
+}
+
+std::string Pair::verdict() const {
+  if (!above_noise()) return "noise";
+  return measured_saving_ms() < 0 ? "B slower" : "B faster";
+}
+
+std::optional<double> Pair::ratio() const {
+  if (!prediction.available || std::abs(prediction.saving_ms_per_step) <= 1e-9 ||
+      measured_saving_ms() <= 0)
+    return std::nullopt;
+  return measured_saving_ms() / prediction.saving_ms_per_step;
 }
 
 std::vector<Pair> load_truth(const std::string& path, std::vector<std::string>* skipped) {
@@ -182,6 +195,59 @@ Pair run_ab(const AbOptions& o, const std::function<void(const std::string&)>& p
   return p;
 }
 
+namespace {
+
+// The floor under which a finding's gone work is a rounding of the step: 1 %
+// of arm A's clean step (else its recorded one), at least 5 us.
+double change_floor_ms(const Pair& pair, std::optional<double> recorded_ms) {
+  const double step = pair.a.step_ms_clean > 0 ? pair.a.step_ms_clean : recorded_ms.value_or(0);
+  return std::max(0.005, 0.01 * step);
+}
+
+// The CPU arm: the host-only model's Python time outside the recorded ops.
+void predict_host_only(Pair& pair, const Trace& trace, const CallTree& tree,
+                       const critical_path::ProfilerCostModel& model) {
+  Prediction& pr = pair.prediction;
+  const auto host = host_only_step(trace, tree, model);
+  if (!host) {
+    pr.note = "a CPU trace without ProfilerStep#N: no step to size";
+    return;
+  }
+  pr.available = true;
+  pr.finding = "host_untraced_python";
+  pr.title =
+      fmt::format("{:.3f} ms per step of host time outside the recorded ops (Python between them)",
+                  host->untraced_us_per_step / 1e3);
+  pr.saving_ms_per_step = host->untraced_us_per_step / 1e3;
+  pr.method =
+      "host-only model (CPU trace): the step's Python time between its ops, "
+      "without the profiler's records; an upper bound for a change that removes "
+      "part of it";
+  pr.estimated_unprofiled_step_ms = host->estimated_unprofiled_step_us / 1e3;
+  pr.recorded_step_ms = host->recorded_step_us / 1e3;
+  pr.chosen_by = "host-only";
+  pr.chosen_why = "a CPU trace: no GPU finding, the host-only model";
+  if (pair.b.trace_path.empty()) return;
+  try {
+    Trace b = load_any_trace(pair.b.trace_path);
+    CallTree b_tree(b);
+    if (const auto bh = host_only_step(b, b_tree, critical_path::profiler_cost_model_for(b))) {
+      const double a_ms = host->untraced_us_per_step / 1e3, b_ms = bh->untraced_us_per_step / 1e3;
+      pr.chosen_why += fmt::format(
+          "; its Python time outside recorded ops: {:.3f} ms a step in A, {:.3f} in B", a_ms, b_ms);
+      if (a_ms > 0 && (a_ms - b_ms) / a_ms >= kGoneShare)
+        pr.gone_in_b.push_back({{"rule", pr.finding},
+                                {"a_ms_per_step", a_ms},
+                                {"b_ms_per_step", b_ms},
+                                {"gone_share", (a_ms - b_ms) / a_ms}});
+    }
+  } catch (const std::exception& e) {
+    pr.chosen_why += fmt::format("; arm B's trace not read ({})", e.what());
+  }
+}
+
+}  // namespace
+
 void predict(Pair& pair, const std::string& rule) {
   Prediction& pr = pair.prediction;
   pr = Prediction{};
@@ -198,23 +264,7 @@ void predict(Pair& pair, const std::string& rule) {
       // A CPU trace: no dependency graph, no GPU finding. The host-only model
       // sizes the Python time between the step's recorded ops (what a batch
       // prepared in Python, a per-step .item() loop or the loop itself costs).
-      const auto host = host_only_step(trace, tree, model);
-      if (!host) {
-        pr.note = "a CPU trace without ProfilerStep#N: no step to size";
-        return;
-      }
-      pr.available = true;
-      pr.finding = "host_untraced_python";
-      pr.title = fmt::format(
-          "{:.3f} ms per step of host time outside the recorded ops (Python between them)",
-          host->untraced_us_per_step / 1e3);
-      pr.saving_ms_per_step = host->untraced_us_per_step / 1e3;
-      pr.method =
-          "host-only model (CPU trace): the step's Python time between its ops, "
-          "without the profiler's records; an upper bound for a change that removes "
-          "part of it";
-      pr.estimated_unprofiled_step_ms = host->estimated_unprofiled_step_us / 1e3;
-      pr.recorded_step_ms = host->recorded_step_us / 1e3;
+      predict_host_only(pair, trace, tree, model);
       return;
     }
     const std::string arch_name = detect_arch_name(trace);
@@ -229,16 +279,68 @@ void predict(Pair& pair, const std::string& rule) {
     std::stable_sort(found.begin(), found.end(), [](const auto& x, const auto& y) {
       return insights::ranking_saving_us(x) > insights::ranking_saving_us(y);
     });
-    const insights::Insight* chosen = nullptr;
-    for (const auto& i : found)
-      if (rule.empty() || i.rule == rule) {
-        chosen = &i;
-        break;
-      }
-    if (!chosen) {
-      pr.note = rule.empty() ? "no finding in arm A's trace"
-                             : fmt::format("no {} finding in arm A's trace", rule);
+    if (found.empty()) {
+      pr.note = "no finding in arm A's trace";
       return;
+    }
+    const insights::Insight* chosen = nullptr;
+    // Arm B's trace against every finding: what B no longer runs.
+    std::optional<FootprintChange> match;
+    std::string b_unread;
+    if (!pair.b.trace_path.empty()) {
+      try {
+        Trace b = load_any_trace(pair.b.trace_path);
+        CallTree b_tree(b);
+        const auto changes = footprint_changes(trace, tree, found, b, b_tree);
+        for (const auto& c : changes)
+          if (c.gone_share() >= kGoneShare)
+            pr.gone_in_b.push_back({{"rule", c.rule},
+                                    {"work", c.kernels ? "kernels" : "host ops"},
+                                    {"a_ms_per_step", c.a_ms_per_step},
+                                    {"b_ms_per_step", c.b_ms_per_step},
+                                    {"a_events_per_step", c.a_events_per_step},
+                                    {"b_events_per_step", c.b_events_per_step},
+                                    {"gone_share", c.gone_share()}});
+        match = change_finding(changes, change_floor_ms(pair, pr.recorded_step_ms));
+      } catch (const std::exception& e) {
+        b_unread = e.what();
+      }
+    }
+    if (!rule.empty() && rule != "top") {
+      for (const auto& i : found)
+        if (i.rule == rule) {
+          chosen = &i;
+          break;
+        }
+      if (!chosen) {
+        pr.note = fmt::format("no {} finding in arm A's trace", rule);
+        return;
+      }
+      pr.chosen_by = "--finding";
+      pr.chosen_why = fmt::format("named with --finding {}", rule);
+    } else if (rule.empty() && match) {
+      chosen = &found[match->index];
+      pr.chosen_by = "arm B";
+      pr.chosen_why =
+          match->kernels
+              ? fmt::format(
+                    "its kernels' time is {:.0f} % gone in arm B ({:.3f} ms a step in A, {:.3f} "
+                    "in B)",
+                    100 * match->gone_share(), match->a_ms_per_step, match->b_ms_per_step)
+              : fmt::format(
+                    "{:.0f} % of its ops are gone in arm B ({:.1f} a step in A, {:.1f} in B; "
+                    "{:.3f} ms a step in A, {:.3f} in B)",
+                    100 * match->gone_share(), match->a_events_per_step, match->b_events_per_step,
+                    match->a_ms_per_step, match->b_ms_per_step);
+    } else {
+      chosen = &found.front();
+      pr.chosen_by = "top";
+      pr.chosen_why = rule == "top"               ? "the top finding (--finding top)"
+                      : pair.b.trace_path.empty() ? "the top finding (arm B has no trace to match)"
+                      : !b_unread.empty()
+                          ? fmt::format("the top finding (arm B's trace: {})", b_unread)
+                          : "the top finding: no finding's ops or kernels are gone "
+                            "in arm B, so none stands for the change";
     }
     const double steps = static_cast<double>(std::max<size_t>(1, chosen->steps));
     pr.available = true;
@@ -303,18 +405,20 @@ nlohmann::json table_json(const std::vector<Pair>& pairs) {
                         {"measured_saving_ms", p.measured_saving_ms()},
                         {"noise_band_ms", {p.band_low_ms(), p.band_high_ms()}},
                         {"above_noise", p.above_noise()},
+                        {"verdict", p.verdict()},
                         {"prediction_available", pr.available},
                         {"finding", pr.finding},
                         {"finding_title", pr.title},
+                        {"finding_chosen_by", pr.chosen_by},
+                        {"finding_chosen_why", pr.chosen_why},
+                        {"gone_in_b", pr.gone_in_b},
                         {"method", pr.method},
                         {"what_if", pr.what_if},
                         {"calibration", pr.calibration},
                         {"note", pr.note}};
     r["predicted_saving_ms"] = pr.available ? nlohmann::json(pr.saving_ms_per_step) : nullptr;
-    r["ratio_measured_to_predicted"] =
-        pr.available && std::abs(pr.saving_ms_per_step) > 1e-9
-            ? nlohmann::json(p.measured_saving_ms() / pr.saving_ms_per_step)
-            : nullptr;
+    const auto ratio = p.ratio();
+    r["ratio_measured_to_predicted"] = ratio ? nlohmann::json(*ratio) : nullptr;
     r["a_estimated_unprofiled_step_ms"] = pr.estimated_unprofiled_step_ms
                                               ? nlohmann::json(*pr.estimated_unprofiled_step_ms)
                                               : nullptr;
@@ -327,19 +431,24 @@ nlohmann::json table_json(const std::vector<Pair>& pairs) {
 
 std::string table_markdown(const std::vector<Pair>& pairs) {
   std::string md =
-      "| experiment | A clean ms | B clean ms | measured A-B ms (band) | predicted ms | finding | "
-      "measured/predicted | A un-profiled est. ms |\n"
+      "| experiment | A clean ms | B clean ms | measured A-B ms (band) | predicted ms | finding "
+      "(chosen by) | measured/predicted | A un-profiled est. ms |\n"
       "|---|---:|---:|---:|---:|---|---:|---:|\n";
   for (const Pair& p : pairs) {
     const Prediction& pr = p.prediction;
-    const bool ratio = pr.available && std::abs(pr.saving_ms_per_step) > 1e-9;
+    const std::string verdict = p.verdict();
+    const auto ratio = p.ratio();
+    std::string ratio_text = "-";
+    if (verdict == "B slower")
+      ratio_text = "none: B slower";
+    else if (ratio)
+      ratio_text = fmt::format("{:.2f}{}", *ratio, verdict == "noise" ? " (noise)" : "");
     md += fmt::format(
         "| {} | {:.3f} | {:.3f} | {:.3f} ({:.3f} .. {:.3f}){} | {} | {} | {} | {} |\n", p.name,
         p.a.step_ms_clean, p.b.step_ms_clean, p.measured_saving_ms(), p.band_low_ms(),
-        p.band_high_ms(), p.above_noise() ? "" : " noise",
+        p.band_high_ms(), verdict == "B faster" ? "" : " " + verdict,
         pr.available ? fmt::format("{:.3f}", pr.saving_ms_per_step) : "-",
-        pr.available ? pr.finding : "none",
-        ratio ? fmt::format("{:.2f}", p.measured_saving_ms() / pr.saving_ms_per_step) : "-",
+        pr.available ? fmt::format("{} ({})", pr.finding, pr.chosen_by) : "none", ratio_text,
         pr.estimated_unprofiled_step_ms ? fmt::format("{:.3f}", *pr.estimated_unprofiled_step_ms)
                                         : "-");
   }

@@ -6,8 +6,8 @@
 // session). The result is written as a truth.json in the format of
 // ../shared/ab_pairs/truth.json, which also loads back as a result
 // (load_truth), and as a table: the measured saving per step with its noise
-// band, the saving jarvis predicts from arm A's trace (its top finding and
-// the what-if that stands for it) and their ratio.
+// band, the saving jarvis predicts from arm A's trace (the finding that
+// stands for the change, change_match.h, and its what-if) and their ratio.
 #pragma once
 
 #include <functional>
@@ -50,6 +50,14 @@ struct Prediction {
   std::optional<double> estimated_unprofiled_step_ms, recorded_step_ms;
   std::string calibration;  // the profiler-cost model used
   std::string note;         // why there is none, or what to read into it
+  // Why this finding: "--finding" (named by the user), "arm B" (its work is
+  // gone from arm B's trace, change_match.h), "top" (no finding's work is
+  // gone in B, or B has no trace: the top finding), "host-only" (a CPU
+  // trace); chosen_why says it with the figures.
+  std::string chosen_by, chosen_why;
+  // Every finding whose work is gone in arm B (share >= kGoneShare): rule,
+  // a_ms_per_step, b_ms_per_step, gone_share.
+  nlohmann::json gone_in_b = nlohmann::json::array();
 };
 
 struct Pair {
@@ -64,6 +72,13 @@ struct Pair {
   double band_high_ms() const;
   // The saving lies outside the noise: the band does not hold 0.
   bool above_noise() const { return band_low_ms() > 0 || band_high_ms() < 0; }
+  // "B faster", "B slower" (the measured saving negative, above the noise),
+  // or "noise" (the band holds 0).
+  std::string verdict() const;
+  // The ratio measured / predicted where it means something: a prediction
+  // other than 0 and arm B not slower (a negative saving over a positive
+  // prediction is no ratio: B slower is said instead).
+  std::optional<double> ratio() const;
 };
 
 // Loads a truth.json: every experiment with an A_ and a B_ arm that have
@@ -85,9 +100,10 @@ struct AbOptions {
 // each) and returns the pair; `progress` hears each process's start.
 Pair run_ab(const AbOptions& options, const std::function<void(const std::string&)>& progress);
 
-// Fills pair.prediction from arm A's trace (rule: that finding, else the
-// top one by ranking_saving_us). Never throws for a trace it cannot use: the
-// prediction says why in its note.
+// Fills pair.prediction from arm A's trace. The finding: `rule` when given
+// ("top": the top one by ranking_saving_us); else the one whose work is gone
+// from arm B's trace (change_match.h); else the top one. Never throws for a
+// trace it cannot use: the prediction says why in its note.
 void predict(Pair& pair, const std::string& rule = "");
 
 // truth.json of one or more pairs (the format of ../shared/ab_pairs).

@@ -54,8 +54,16 @@ void write_table(const std::vector<engine::AbPair>& pairs, const std::string& di
   std::fputs(md.c_str(), stdout);
   for (const auto& p : pairs) {
     const auto& pr = p.prediction;
+    if (p.verdict() == "B slower")
+      fmt::print(
+          "{}: B slower: A {:.3f} ms, B {:.3f} ms a step without the profiler (B {:.3f} ms slower; "
+          "every pair of clean processes {:.3f} to {:.3f} ms slower): no saving to compare, no "
+          "ratio\n",
+          p.name, p.a.step_ms_clean, p.b.step_ms_clean, -p.measured_saving_ms(), -p.band_high_ms(),
+          -p.band_low_ms());
     if (pr.available)
-      fmt::print("{}: predicted from {} ({}){}{}\n", p.name, pr.finding, pr.method,
+      fmt::print("{}: predicted from {}, chosen by {}: {} ({}){}{}\n", p.name, pr.finding,
+                 pr.chosen_by, pr.chosen_why, pr.method,
                  pr.calibration.empty() ? "" : "; profiler costs: " + pr.calibration,
                  pr.note.empty() ? "" : "; " + pr.note);
     else
@@ -163,8 +171,10 @@ Runner add_ab(CLI::App& app) {
   cmd->add_option("--label-b", o.label_b, "arm B's label (truth.json key B_<label>)")
       ->default_str("changed");
   cmd->add_option("--changed", o.changed, "what arm B changes, in words (truth.json)");
-  cmd->add_option("--finding", o.finding,
-                  "predict with this rule's finding (e.g. host_sync) instead of the top one");
+  cmd->add_option(
+      "--finding", o.finding,
+      "predict with this rule's finding (e.g. host_sync; `top`: the top one) instead of "
+      "the one whose ops and kernels are gone in arm B's trace");
   cmd->add_option("--truth", a->truth,
                   "load recorded pairs (a truth.json, e.g. ../shared/ab_pairs/truth.json) "
                   "instead of running: the same table, from their clean timings and arm A traces");

@@ -11,12 +11,16 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <nlohmann/json.hpp>
+#include <regex>
 
 #include "ab/ab.h"
 #include "ab/calibrate.h"
+#include "ab/change_match.h"
 #include "ab/host_step.h"
 #include "critical_path/calibration.h"
+#include "test_loader_support.h"
 #include "trace/loader.h"
 #include "tree/call_tree.h"
 
@@ -164,6 +168,160 @@ TEST_CASE("ab: the prediction from s_tf32's arm A trace against its H200 re-run"
   CHECK(rows[0]["ratio_measured_to_predicted"].get<double>() ==
         doctest::Approx(measured / pr.saving_ms_per_step));
   CHECK(ab::table_markdown({*it}).find("| s_tf32 |") != std::string::npos);
+}
+
+// Events of a raw trace file (gzipped Kineto JSON) that `match` selects.
+size_t raw_count(const std::string& path, const std::function<bool(const nlohmann::json&)>& match) {
+  const auto doc = nlohmann::json::parse(jarvis::loader_test::gunzip_file(path));
+  size_t n = 0;
+  for (const auto& e : doc["traceEvents"])
+    if (e.is_object() && e.contains("name") && match(e)) ++n;
+  return n;
+}
+
+bool raw_is(const nlohmann::json& e, const char* cat) {
+  return e.value("cat", "") == cat;
+}
+
+TEST_CASE(
+    "ab: the finding that stands for each recorded change is the one whose work is gone "
+    "in arm B") {
+  if (!fs::exists(kTruth)) {
+    MESSAGE("skipped: needs ../shared/ab_pairs/truth.json");
+    return;
+  }
+  const auto raw = read_json(kTruth);
+  auto pairs = ab::load_truth(kTruth, nullptr);
+  auto pair_named = [&](const std::string& name) -> ab::Pair& {
+    auto it =
+        std::find_if(pairs.begin(), pairs.end(), [&](const ab::Pair& p) { return p.name == name; });
+    REQUIRE(it != pairs.end());
+    return *it;
+  };
+  // What each change removes, read from the raw events of both arms: the
+  // rule whose work that is.
+  const std::regex transposes("nchwToNhwc|nhwcToNchw"), simt("simt|ffma");
+  struct Expected {
+    const char* experiment;
+    const char* rule;
+    std::function<bool(const nlohmann::json&)> removed;
+  };
+  const std::vector<Expected> expected = {
+      {"s_adam", "foreach_optimizer",
+       [](const nlohmann::json& e) {
+         return raw_is(e, "cpu_op") && e["name"].get<std::string>().starts_with("aten::_foreach_");
+       }},
+      {"s_mask_sync", "host_sync",
+       [](const nlohmann::json& e) { return raw_is(e, "cpu_op") && e["name"] == "aten::nonzero"; }},
+      {"s_loader", "dataloader_main_process",
+       [](const nlohmann::json& e) {
+         return e["name"].get<std::string>().find("_SingleProcessDataLoaderIter.__next__") !=
+                std::string::npos;
+       }},
+      {"s_layout", "conv_layout_transposes",
+       [&](const nlohmann::json& e) {
+         return raw_is(e, "kernel") && std::regex_search(e["name"].get<std::string>(), transposes);
+       }},
+      {"s_vocab", "gemm_unaligned_dims",
+       [](const nlohmann::json& e) {
+         return raw_is(e, "cpu_op") && e["name"] == "aten::mm" && e.contains("args") &&
+                e["args"].contains("Input Dims") &&
+                e["args"]["Input Dims"].dump().find("32001") != std::string::npos;
+       }},
+      {"s_tf32", "fp32_gemm_simt",
+       [&](const nlohmann::json& e) {
+         return raw_is(e, "kernel") && std::regex_search(e["name"].get<std::string>(), simt);
+       }},
+      {"s_attn", "unfused_attention",
+       [](const nlohmann::json& e) { return raw_is(e, "cpu_op") && e["name"] == "aten::softmax"; }},
+  };
+  for (const auto& x : expected) {
+    CAPTURE(x.experiment);
+    ab::Pair& p = pair_named(x.experiment);
+    const size_t in_a = raw_count(p.a.trace_path, x.removed);
+    const size_t in_b = raw_count(p.b.trace_path, x.removed);
+    CHECK(in_a > 0);
+    CHECK(in_b * 2 < in_a);  // the change removed (most of) it
+    ab::predict(p);
+    const auto& pr = p.prediction;
+    REQUIRE(pr.available);
+    CHECK(pr.finding == x.rule);
+    CHECK(pr.chosen_by == "arm B");
+    CHECK(pr.chosen_why.find("gone in arm B") != std::string::npos);
+    // Its entry among the findings gone in B: at least half gone.
+    bool listed = false;
+    for (const auto& g : pr.gone_in_b)
+      if (g["rule"] == x.rule) {
+        listed = true;
+        CHECK(g["gone_share"].get<double>() >= ab::kGoneShare);
+        CHECK(g["a_ms_per_step"].get<double>() > g["b_ms_per_step"].get<double>());
+      }
+    CHECK(listed);
+  }
+  // s_ckpt's checkpointing removes no work (it recomputes): the top finding,
+  // said to be so.
+  ab::Pair& ckpt = pair_named("s_ckpt");
+  ab::predict(ckpt);
+  CHECK(ckpt.prediction.chosen_by == "top");
+  CHECK(ckpt.prediction.chosen_why.find("none stands for the change") != std::string::npos);
+  // --finding names it; "top" the top one.
+  ab::Pair& mask = pair_named("s_mask_sync");
+  ab::Pair named = mask;
+  ab::predict(named, "launch_bound");
+  CHECK(named.prediction.finding == "launch_bound");
+  CHECK(named.prediction.chosen_by == "--finding");
+  ab::Pair top = mask;
+  ab::predict(top, "top");
+  CHECK(top.prediction.chosen_by == "top");
+
+  // The verdict and the ratio from truth.json's clean runs: B slower (every
+  // pair of processes) says so and gives no ratio; noise (the band holds 0)
+  // marks the ratio; else the ratio is measured / predicted.
+  const auto rows = ab::table_json(pairs);
+  for (const auto& p : pairs) {
+    CAPTURE(p.name);
+    const auto& exp = raw[p.name];
+    double a_clean = 0, b_clean = 0, low = 1e300, high = -1e300;
+    for (const auto& [key, arm] : exp.items()) {
+      if (key.starts_with("A_")) a_clean = arm["step_ms_clean"].get<double>();
+      if (key.starts_with("B_")) b_clean = arm["step_ms_clean"].get<double>();
+    }
+    std::vector<double> ar, br;
+    for (const auto& [key, arm] : exp.items()) {
+      if (key.starts_with("A_")) ar = arm["step_ms_clean_runs"].get<std::vector<double>>();
+      if (key.starts_with("B_")) br = arm["step_ms_clean_runs"].get<std::vector<double>>();
+    }
+    for (double x : ar)
+      for (double y : br) {
+        low = std::min(low, x - y);
+        high = std::max(high, x - y);
+      }
+    const double measured = a_clean - b_clean;
+    const auto row = std::find_if(rows.begin(), rows.end(), [&](const nlohmann::json& r) {
+      return r["experiment"] == p.name;
+    });
+    REQUIRE(row != rows.end());
+    const std::string md = ab::table_markdown({p});
+    if (high < 0) {
+      CHECK((*row)["verdict"] == "B slower");
+      CHECK((*row)["ratio_measured_to_predicted"].is_null());
+      CHECK(md.find("none: B slower") != std::string::npos);
+    } else if (low <= 0) {
+      CHECK((*row)["verdict"] == "noise");
+      if (p.prediction.available)
+        CHECK(md.find(fmt::format("{:.2f} (noise)", measured / p.prediction.saving_ms_per_step)) !=
+              std::string::npos);
+    } else {
+      CHECK((*row)["verdict"] == "B faster");
+      if (p.prediction.available)
+        CHECK((*row)["ratio_measured_to_predicted"].get<double>() ==
+              doctest::Approx(measured / p.prediction.saving_ms_per_step));
+    }
+  }
+  // s_adam and s_ckpt are slower in B; s_mask_sync's band holds 0.
+  CHECK(pair_named("s_adam").verdict() == "B slower");
+  CHECK(pair_named("s_ckpt").verdict() == "B slower");
+  CHECK(pair_named("s_mask_sync").verdict() == "noise");
 }
 
 ab::SettingFit setting(const char* name, double ops, double inputs, double frames, double memory,
