@@ -76,6 +76,7 @@ int run_insights(const InsightsArgs& a) {
   progress.finish();
   fmt::print("{} insights ({}; {})\n", found.size(), trace.gpu_name(),
              arch ? arch->name : std::string("no arch: rules needing peaks skipped"));
+  fmt::print("{}", engine::plan_text(engine::plan_changes(context, found), found));
   for (size_t k = 0; k < found.size() && k < a.top; ++k) print_insight(found[k], context);
   if (!a.json.empty()) {
     nlohmann::json all = nlohmann::json::array();

@@ -412,7 +412,12 @@ struct Scenario {
   std::vector<std::pair<int64_t, Uid>> remove_gpu;
   // What add_host_removal matched, in words (the first line of the changes).
   std::string host_removal;
-  double factor = 1.0;       // duration multiplier of the selected GPU ops
+  double factor = 1.0;  // duration multiplier of the selected GPU ops
+  // Further selections, each at its own factor, applied after `select`: the
+  // changes of several findings in one replay (their joint saving). Each
+  // scales the durations as they were before any selection; a GPU op that
+  // two of them (or `select` and one) take keeps the shorter result.
+  std::vector<std::pair<Selector, double>> also_scale;
   bool median_rank = false;  // instead: each selected rank as fast as the median rank
   // A CUDA / HIP graph of each iteration's launches: launch calls and the
   // host gaps between them take no time (one graph launch per iteration),

@@ -504,7 +504,21 @@ namespace {
 void apply(const Graph& g, const Scenario& sc, bool scales, std::vector<double>& dur,
            std::vector<double>& lag, WhatIfResult& out) {
   if (!sc.host_removal.empty()) out.changes.push_back(sc.host_removal);
+  const std::vector<double> unscaled = sc.also_scale.empty() ? std::vector<double>{} : dur;
   if (scales) scale_selection(g, sc, dur, out);
+  // Each further selection scales the durations before any selection; an op
+  // two of them select keeps the shorter result (the stronger of two fixes
+  // of one kernel, not both one after the other).
+  for (const auto& [selector, factor] : sc.also_scale) {
+    Scenario one;
+    one.select = selector;
+    one.factor = factor;
+    std::vector<double> scaled = unscaled;
+    scale_selection(g, one, scaled, out);
+    for (size_t n = 0; n < dur.size(); ++n)
+      if (scaled[n] != unscaled[n])
+        dur[n] = dur[n] != unscaled[n] ? std::min(dur[n], scaled[n]) : scaled[n];
+  }
   if (!sc.remove_gpu.empty()) remove_gpu_work(g, sc.remove_gpu, dur, out);
   if (!sc.remove_host.empty()) remove_host_spans(g, sc.remove_host, dur, lag, out);
   if (!sc.remove_unrecorded.empty()) remove_unrecorded_spans(g, sc.remove_unrecorded, lag, out);
@@ -549,12 +563,15 @@ WhatIfResult what_if_on_base(const Graph& g, const Scenario& sc, const WhatIfBas
   const bool scales = selects || sc.median_rank || sc.factor != 1.0;
   if (!scales && !sc.remove_launch_gaps && sc.overlap_collective.empty() &&
       sc.remove_host.empty() && sc.remove_unrecorded.empty() && sc.remove_syncs.empty() &&
-      sc.remove_gpu.empty())
+      sc.remove_gpu.empty() && sc.also_scale.empty())
     throw CriticalPathError(
         "the what-if changes nothing: give a selector (rank, category, op, kernel) with a factor "
         "or median_rank, host ops to remove, remove_launch_gaps, or overlap_collective");
   if (!(sc.factor > 0) || !std::isfinite(sc.factor))
     throw CriticalPathError(fmt::format("factor must be a positive number, got {}", sc.factor));
+  for (const auto& also : sc.also_scale)
+    if (!(also.second > 0) || !std::isfinite(also.second))
+      throw CriticalPathError(fmt::format("factor must be a positive number, got {}", also.second));
   const auto replay = [&](const std::vector<double>& dur, const std::vector<double>& lag) {
     return path ? analyse(g, dur, lag) : analyse_steps(g, dur, lag);
   };

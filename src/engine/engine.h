@@ -362,9 +362,12 @@ using sweep::save_baseline;
 // Insights and trace health
 // ---------------------------------------------------------------------------
 using insights::build_step_model;
+using insights::ChangePlan;
 using insights::Insight;
 using insights::InsightContext;
 using insights::make_context;
+using insights::plan_changes;
+using insights::plan_text;
 using insights::rule_ids;
 using insights::run_insights;
 using insights::StepModelRef;

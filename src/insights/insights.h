@@ -176,4 +176,28 @@ double ranking_saving_us(const Insight& insight);
 
 nlohmann::json to_json(const Insight& insight);
 
+// The top findings' changes made one after the other, in their ranking's
+// order: change k's step is the what-if of changes 1..k together, so its
+// saving is what it adds once those above it are made (a GPU fix on a step
+// the first change turns host-bound adds little) and the savings add up to
+// the joint one. A finding whose what-if arguments match nothing is left out.
+struct PlanStep {
+  size_t finding = 0;          // index into the insights given
+  double step_after_us = 0;    // the un-profiled step with changes 1..k made
+  double saving_us = 0;        // per step: the step before change k less step_after_us
+  double alone_saving_us = 0;  // per step: the finding's own what-if (its step_saving_us)
+};
+struct ChangePlan {
+  double step_before_us = 0;  // the un-profiled step, before any change
+  std::vector<PlanStep> steps;
+};
+// Empty without a step model; at most max_changes findings with a what-if
+// and a step saving, in the order given.
+ChangePlan plan_changes(const InsightContext& context, const std::vector<Insight>& insights,
+                        size_t max_changes = 5);
+nlohmann::json to_json(const ChangePlan& plan, const std::vector<Insight>& insights);
+// The plan in lines ("" when it is empty): the step before, each change with
+// what it adds and the step after it, the step after them all.
+std::string plan_text(const ChangePlan& plan, const std::vector<Insight>& insights);
+
 }  // namespace jarvis::insights

@@ -4,39 +4,60 @@
 // host fixes by their own scenario (the syncs or loader calls inside the
 // steps); replaying the arguments an agent is given makes the two one number.
 #include <algorithm>
+#include <cmath>
 #include <string>
 #include <vector>
+
+#include <fmt/format.h>
 
 #include "critical_path/host_gaps.h"
 #include "insights/rules_internal.h"
 
 namespace jarvis::insights::detail {
 
-std::optional<double> what_if_replay_total_us(const InsightContext& c, const nlohmann::json& args) {
-  if (!c.step || !args.is_object()) return std::nullopt;
+namespace {
+
+// Adds the changes a finding's what_if arguments name (the what_if tool's,
+// beside `traces`) to `sc`: its GPU events at their factor as one more
+// selection, its host removals, host gaps and CUDA graph. Throws as the
+// what-if does when they match nothing.
+void add_what_if_args(const InsightContext& c, const nlohmann::json& args,
+                      critical_path::Scenario& sc) {
   const auto& graph = c.step->graph;
   const std::vector<critical_path::RankInput> inputs{{&c.trace, &c.tree, -1}};
+  if (args.contains("kernel_uids")) {
+    critical_path::Selector gpu;
+    gpu.gpu_uids = args["kernel_uids"].get<std::vector<Uid>>();
+    sc.also_scale.emplace_back(std::move(gpu), args.value("factor", 1.0));
+  }
+  sc.remove_launch_gaps = sc.remove_launch_gaps || args.value("remove_launch_gaps", false);
+  critical_path::HostRemoval rm;
+  if (args.contains("remove_ops")) rm.ops = args["remove_ops"].get<std::vector<std::string>>();
+  if (args.contains("remove_uids")) rm.uids = args["remove_uids"].get<std::vector<Uid>>();
+  rm.python_frame = args.value("remove_python_frame", "");
+  rm.waits_only = args.value("remove_waits_only", false);
+  if (!rm.empty()) {
+    std::string before = sc.host_removal;
+    critical_path::add_host_removal(inputs, graph, rm, sc);
+    if (!before.empty()) sc.host_removal = before + "; " + sc.host_removal;
+  }
+  if (args.contains("remove_host_gaps")) {
+    const nlohmann::json& g = args["remove_host_gaps"];
+    critical_path::HostGapSelector sel;
+    sel.after = g.value("after", "");
+    sel.before = g.value("before", "");
+    sel.min_us = g.value("min_us", sel.min_us);
+    critical_path::add_host_gap_removal(inputs, graph, sel, sc);
+  }
+}
+
+}  // namespace
+
+std::optional<double> what_if_replay_total_us(const InsightContext& c, const nlohmann::json& args) {
+  if (!c.step || !args.is_object()) return std::nullopt;
   try {
     critical_path::Scenario sc;
-    if (args.contains("kernel_uids")) {
-      sc.select.gpu_uids = args["kernel_uids"].get<std::vector<Uid>>();
-      sc.factor = args.value("factor", 1.0);
-    }
-    sc.remove_launch_gaps = args.value("remove_launch_gaps", false);
-    critical_path::HostRemoval rm;
-    if (args.contains("remove_ops")) rm.ops = args["remove_ops"].get<std::vector<std::string>>();
-    if (args.contains("remove_uids")) rm.uids = args["remove_uids"].get<std::vector<Uid>>();
-    rm.python_frame = args.value("remove_python_frame", "");
-    rm.waits_only = args.value("remove_waits_only", false);
-    if (!rm.empty()) critical_path::add_host_removal(inputs, graph, rm, sc);
-    if (args.contains("remove_host_gaps")) {
-      const nlohmann::json& g = args["remove_host_gaps"];
-      critical_path::HostGapSelector sel;
-      sel.after = g.value("after", "");
-      sel.before = g.value("before", "");
-      sel.min_us = g.value("min_us", sel.min_us);
-      critical_path::add_host_gap_removal(inputs, graph, sel, sc);
-    }
+    add_what_if_args(c, args, sc);
     const auto r = step_time_what_if(c, sc);
     return std::max(0.0, r.measured_step_time_us - r.predicted_step_time_us) *
            static_cast<double>(c.step->measured.iterations.size());
@@ -56,3 +77,84 @@ void replay_what_ifs(const InsightContext& c, std::vector<Insight>& insights) {
 }
 
 }  // namespace jarvis::insights::detail
+
+namespace jarvis::insights {
+
+ChangePlan plan_changes(const InsightContext& c, const std::vector<Insight>& insights,
+                        size_t max_changes) {
+  ChangePlan plan;
+  if (!c.step) return plan;
+  const double steps = static_cast<double>(std::max<size_t>(1, c.step->measured.iterations.size()));
+  critical_path::Scenario joint;
+  double before = -1;
+  for (size_t k = 0; k < insights.size() && plan.steps.size() < max_changes; ++k) {
+    const Insight& i = insights[k];
+    if (!i.what_if.is_object() || !i.step_saving_us || !(*i.step_saving_us > 0)) continue;
+    critical_path::Scenario with = joint;
+    try {
+      detail::add_what_if_args(c, i.what_if, with);
+      const auto r = detail::step_time_what_if(c, with);
+      if (before < 0) before = plan.step_before_us = r.measured_step_time_us;
+      PlanStep step;
+      step.finding = k;
+      step.step_after_us = std::min(before, r.predicted_step_time_us);
+      step.saving_us = before - step.step_after_us;
+      step.alone_saving_us = *i.step_saving_us / steps;
+      plan.steps.push_back(step);
+      before = step.step_after_us;
+      joint = std::move(with);
+    } catch (const std::runtime_error&) {  // its arguments match nothing: left out
+    } catch (const nlohmann::json::exception&) {
+    }
+  }
+  return plan;
+}
+
+nlohmann::json to_json(const ChangePlan& plan, const std::vector<Insight>& insights) {
+  nlohmann::json steps = nlohmann::json::array();
+  for (const PlanStep& s : plan.steps)
+    steps.push_back({{"rule", insights[s.finding].rule},
+                     {"change", insights[s.finding].change},
+                     {"title", insights[s.finding].title},
+                     {"step_after_us", s.step_after_us},
+                     {"saving_us_per_step", s.saving_us},
+                     {"alone_saving_us_per_step", s.alone_saving_us}});
+  return {
+      {"step_before_us", plan.step_before_us},
+      {"step_after_us", plan.steps.empty() ? plan.step_before_us : plan.steps.back().step_after_us},
+      {"changes", steps}};
+}
+
+std::string plan_text(const ChangePlan& plan, const std::vector<Insight>& insights) {
+  if (plan.steps.empty()) return {};
+  std::string out =
+      fmt::format("The changes in order, each after those above (un-profiled step {:.2f} ms):\n",
+                  plan.step_before_us / 1e3);
+  for (size_t k = 0; k < plan.steps.size(); ++k) {
+    const PlanStep& s = plan.steps[k];
+    const Insight& i = insights[s.finding];
+    const bool differs = std::abs(s.saving_us - s.alone_saving_us) > 0.05 * s.alone_saving_us &&
+                         std::abs(s.saving_us - s.alone_saving_us) >= 10;
+    const std::string name =
+        fmt::format("{}{}", i.rule, i.change.empty() ? "" : fmt::format(" ({})", i.change));
+    // Less than 10 us a step: nothing once the changes above are made (the
+    // step is bound elsewhere then).
+    if (s.saving_us < 10)
+      out += fmt::format("  {}. {}: adds nothing once those above are made (alone: -{:.2f} ms)\n",
+                         k + 1, name, s.alone_saving_us / 1e3);
+    else
+      out += fmt::format(
+          "  {}. {}: -{:.2f} ms -> {:.2f} ms/step{}\n", k + 1, name, s.saving_us / 1e3,
+          s.step_after_us / 1e3,
+          differs ? fmt::format(" (alone: -{:.2f} ms)", s.alone_saving_us / 1e3) : std::string());
+  }
+  out += fmt::format(
+      "  together: {:.2f} -> {:.2f} ms/step (-{:.1f}%)\n", plan.step_before_us / 1e3,
+      plan.steps.back().step_after_us / 1e3,
+      plan.step_before_us > 0
+          ? 100 * (plan.step_before_us - plan.steps.back().step_after_us) / plan.step_before_us
+          : 0.0);
+  return out;
+}
+
+}  // namespace jarvis::insights

@@ -117,8 +117,11 @@ ToolResult insights_tool(const json& args, ToolContext& ctx) {
                          : fmt::format("{} {} insight{} on {} (of {} insights)", matched, rule,
                                        matched == 1 ? "" : "s", entry->handle(), found.size());
   text += arch ? "\n" : " (no GPU arch: rules needing peaks skipped)\n";
+  // The first answer: the top changes one after the other, each sized once.
+  const auto plan = rule.empty() ? engine::plan_changes(context, found) : engine::ChangePlan{};
   if (!lines.empty() && context.step)
     text += units_line(step_model.get(), context.step->measured.iterations.size());
+  text += engine::plan_text(plan, found);
   text += lines;
   if (!brief && rows.size() > kTextInsights)
     text += fmt::format("(the first {} listed here; all {} in the structured result)\n",
@@ -127,6 +130,7 @@ ToolResult insights_tool(const json& args, ToolContext& ctx) {
       {"trace", entry->handle()},    {"arch", arch ? json(arch->name) : json()},
       {"rules", engine::rule_ids()}, {"total_kernel_time_us", context.total_kernel_time_us},
       {"insight_count", matched},    {"insights", rows}};
+  if (!plan.steps.empty()) result["plan"] = engine::to_json(plan, found);
   if (!rows.empty() && args.value("detail", std::string("rows")) != "full")
     text +=
         "(each insight's uids, kernel names and its what_if's kernel_uids / remove_uids: "

@@ -1,0 +1,161 @@
+// The first answer's plan (the blind run of ../shared/evals/blind-run: an
+// agent added up findings that share time, and a GPU fix sized on a step the
+// top change turns host-bound): the top changes made one after the other,
+// each sized once. On the arms of ../shared/ab_pairs: the plan's steps never
+// grow, its first change saves what that finding's own what-if saves, and
+// where the re-run made the plan's first change, the step after it is within
+// 20 % of arm B's step timed without the profiler (truth.json). And the
+// joint what-if it stands on (Scenario::also_scale): a selection scales the
+// durations as before any other, an op two selections take keeps the
+// shorter result.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "critical_path/critical_path.h"
+#include "golden.h"
+#include "insights/insights.h"
+#include "perf/gpu_arch.h"
+#include "trace/loader.h"
+#include "tree/call_tree.h"
+
+namespace {
+// This file's own names (a unity build compiles several test files as one unit).
+namespace JARVIS_TEST_FILE {
+
+namespace cp = jarvis::critical_path;
+namespace in = jarvis::insights;
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+std::string ab_dir() {
+  return jarvis::golden::shared_dir() + "/ab_pairs";
+}
+
+// The finding the change of arm B stands for (read from truth.json's
+// `changed` by a person, not by the tool).
+const std::map<std::string, std::string>& cause_of_pair() {
+  static const std::map<std::string, std::string> causes = {{"s_loader", "dataloader_main_process"},
+                                                            {"s_attn", "unfused_attention"},
+                                                            {"s_layout", "conv_layout_transposes"},
+                                                            {"s_tf32", "fp32_gemm_simt"},
+                                                            {"s_vocab", "gemm_unaligned_dims"}};
+  return causes;
+}
+
+TEST_CASE("change plan: each change once, its steps never grow, the re-run's step after it") {
+  const fs::path truth_path = fs::path(ab_dir()) / "truth.json";
+  if (!fs::exists(truth_path)) {
+    MESSAGE("skipped: ../shared/ab_pairs is missing");
+    return;
+  }
+  const json truth = json::parse(std::ifstream(truth_path));
+  static const auto arch = jarvis::perf::load_gpu_arch("H200");
+  size_t checked_against_rerun = 0;
+  for (const auto& [pair, arms] : truth.items()) {
+    if (!arms.is_object()) continue;
+    for (const auto& [arm, rec] : arms.items()) {
+      if (!rec.is_object() || !rec.contains("trace") || arm.rfind("A_", 0) != 0) continue;
+      const std::string path = ab_dir() + "/" + rec["trace"].get<std::string>();
+      if (!path.ends_with(".json.gz") || !fs::exists(path)) continue;
+      CAPTURE(path);
+      const jarvis::Trace t = jarvis::load_trace(path);
+      const jarvis::CallTree tree(t);
+      const auto context = in::make_context(t, tree, &arch);
+      REQUIRE(context.step);
+      const auto found = in::run_insights(context);
+      const in::ChangePlan plan = in::plan_changes(context, found);
+      REQUIRE_FALSE(plan.steps.empty());
+      CHECK(plan.step_before_us == doctest::Approx(context.step->measured.step_time_us));
+      double before = plan.step_before_us, saved = 0;
+      for (const in::PlanStep& s : plan.steps) {
+        CHECK(s.step_after_us <= before);
+        CHECK(s.saving_us == doctest::Approx(before - s.step_after_us));
+        saved += s.saving_us;
+        before = s.step_after_us;
+      }
+      CHECK(saved == doctest::Approx(plan.step_before_us - plan.steps.back().step_after_us));
+      // The first change alone is the finding's own what-if.
+      const in::PlanStep& first = plan.steps.front();
+      CHECK(first.saving_us == doctest::Approx(first.alone_saving_us).epsilon(1e-3));
+      // Against the re-run: the step once the change B made is made.
+      const auto cause = cause_of_pair().find(pair);
+      if (cause == cause_of_pair().end()) continue;
+      REQUIRE(found[first.finding].rule == cause->second);
+      double b_clean = 0;
+      for (const auto& [other, orec] : arms.items())
+        if (other.rfind("B_", 0) == 0) b_clean = orec["step_ms_clean"].get<double>() * 1e3;
+      REQUIRE(b_clean > 0);
+      CAPTURE(b_clean);
+      CHECK(first.step_after_us == doctest::Approx(b_clean).epsilon(0.20));
+      ++checked_against_rerun;
+    }
+  }
+  CHECK(checked_against_rerun == cause_of_pair().size());
+}
+
+TEST_CASE("joint what-if: each selection scales the durations before any, the stronger one wins") {
+  const std::string path = ab_dir() + "/s_tf32_A_fp32.json.gz";
+  if (!fs::exists(path)) {
+    MESSAGE("skipped: ../shared/ab_pairs is missing");
+    return;
+  }
+  const jarvis::Trace t = jarvis::load_trace(path);
+  const jarvis::CallTree tree(t);
+  const cp::Graph g = cp::build_graph({{&t, &tree, -1}});
+  const cp::WhatIfBase base = cp::what_if_base(g);
+  // Two disjoint sets of GPU events from the trace: the kernels of the first
+  // and of the second half, by start.
+  std::vector<std::pair<double, jarvis::Uid>> kernels;
+  for (jarvis::Uid u = 0; u < t.events.size(); ++u)
+    if (t.events[u].is_gpu() && t.events[u].has_dur() && t.events[u].dur() > 0)
+      kernels.emplace_back(t.events[u].ts(), u);
+  std::sort(kernels.begin(), kernels.end());
+  REQUIRE(kernels.size() > 10);
+  std::vector<jarvis::Uid> first, second, all;
+  for (size_t k = 0; k < kernels.size(); ++k)
+    (k < kernels.size() / 2 ? first : second).push_back(kernels[k].second);
+  for (const auto& k : kernels) all.push_back(k.second);
+  std::sort(first.begin(), first.end());
+  std::sort(second.begin(), second.end());
+  std::sort(all.begin(), all.end());
+  auto selecting = [](const std::vector<jarvis::Uid>& uids) {
+    cp::Selector s;
+    s.gpu_uids = uids;
+    return s;
+  };
+  auto predicted = [&](const cp::Scenario& sc) {
+    return cp::what_if_step(g, sc, base).predicted_step_time_us;
+  };
+  cp::Scenario alone;
+  alone.select = selecting(first);
+  alone.factor = 0.2;
+  cp::Scenario as_also;
+  as_also.also_scale = {{selecting(first), 0.2}};
+  CHECK(predicted(as_also) == doctest::Approx(predicted(alone)));
+  // The same events at 0.5 and 0.2: the shorter, not both (0.1).
+  cp::Scenario twice;
+  twice.also_scale = {{selecting(first), 0.5}, {selecting(first), 0.2}};
+  CHECK(predicted(twice) == doctest::Approx(predicted(alone)));
+  cp::Scenario with_select = alone;
+  with_select.also_scale = {{selecting(first), 0.5}};
+  CHECK(predicted(with_select) == doctest::Approx(predicted(alone)));
+  // Disjoint events at one factor: one selection of both.
+  cp::Scenario both;
+  both.select = selecting(all);
+  both.factor = 0.5;
+  cp::Scenario halves;
+  halves.also_scale = {{selecting(first), 0.5}, {selecting(second), 0.5}};
+  CHECK(predicted(halves) == doctest::Approx(predicted(both)));
+  CHECK(predicted(halves) < base.step_time_us);
+}
+
+}  // namespace JARVIS_TEST_FILE
+}  // namespace
