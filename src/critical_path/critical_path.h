@@ -349,13 +349,19 @@ inline constexpr const char* kInterferenceNote = "host interference:";
 Analysis analyse(const Graph& graph, const std::vector<double>& dur,
                  const std::vector<double>& lag);
 Analysis analyse(const Graph& graph);
+// How much of an analysis analyse_steps gives.
+enum class StepDetail : uint8_t {
+  Times,   // the iterations' times and the mean step: no path walked
+  Bounds,  // also each iteration's bound_by (its path walked, no segments kept)
+};
 // The same iterations' times and mean step alone: what analyse gives as
 // step_time_us and each iteration's name, start, end, length, host and GPU
-// ends and `differs`, without the path walk (no path, idle times, bound_by,
-// contributors, waits or summary). One replay: what a what-if sized by its
-// step time needs (what_if_step).
+// ends and `differs` (with StepDetail::Bounds also its bound_by), without the
+// path's segments (no path, idle times, bound_reason, contributors, waits or
+// summary). One replay: what a what-if sized by its step time needs
+// (what_if_step).
 Analysis analyse_steps(const Graph& graph, const std::vector<double>& dur,
-                       const std::vector<double>& lag);
+                       const std::vector<double>& lag, StepDetail detail = StepDetail::Times);
 
 // Node durations and edge lags without the profiler's estimated host cost:
 // each host gap less the cost of the events recorded inside it, each
@@ -495,8 +501,10 @@ WhatIfResult what_if(const Graph& graph, const Scenario& scenario, const WhatIfB
 // iterations' times, no path, bounds or contributors) and no summary: one
 // replay without the path walk, for a caller that reads the step time only
 // (insights sizes its findings so). Scenario::recorded_host replays the
-// recorded host from the base's recorded step.
-WhatIfResult what_if_step(const Graph& graph, const Scenario& scenario, const WhatIfBase& base);
+// recorded host from the base's recorded step. StepDetail::Bounds: each
+// predicted iteration's bound_by too.
+WhatIfResult what_if_step(const Graph& graph, const Scenario& scenario, const WhatIfBase& base,
+                          StepDetail detail = StepDetail::Times);
 
 // Host work an agent proposes to take out ("drop these .item() calls", "no
 // tokenizer in the loop"): host events named exactly (cpu_op, user

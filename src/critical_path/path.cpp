@@ -102,44 +102,53 @@ Schedule propagate(const Graph& g, const std::vector<double>& dur, const std::ve
 
 namespace {
 
-struct Walk {
-  const Graph& g;
-  const std::vector<double>& dur;
-  const Schedule& s;
-  double window_start;
-  size_t iteration;
-  std::vector<Segment> out;
-
-  void add(uint32_t label, const char* kind, double from, double to) {
+// Back from `node` along binding edges until the window start is passed:
+// each piece of the path, latest first, as emit(label, kind, from, to) (a
+// node's time or an edge's lag, clipped to the window) and, where no edge
+// explains a start, untraced(rank, from, to).
+template <class Emit, class Untraced>
+void walk_back(const Graph& g, const std::vector<double>& dur, const Schedule& s,
+               double window_start, uint32_t node, Emit&& emit, Untraced&& untraced) {
+  const auto add = [&](uint32_t label, const char* kind, double from, double to) {
     if (to <= window_start || to == from) return;
-    from = std::max(from, window_start);
-    const Label& l = g.labels[label];
-    out.push_back({iteration, l.rank, kind, l.op, l.kernel, l.category, from, to - from});
-  }
-
-  // Back from `node` along binding edges until the window start is passed.
-  void run(uint32_t node) {
-    bool at_start = false;  // entered through a launch edge: its duration is not on the path
-    for (size_t guard = 0; guard <= g.nodes.size(); ++guard) {
-      const double start = s.start[node];
-      if (!at_start)
-        add(g.nodes[node].label, detail::node_kind_name(g.nodes[node].kind), start,
-            start + dur[node]);
-      if (start <= window_start) return;
-      const uint32_t idx = s.binding[node];
-      if (idx == Schedule::kNone) {
-        out.push_back({iteration, g.nodes[node].rank, "untraced", "", "", "untraced", window_start,
-                       start - window_start});
-        return;
-      }
-      const Edge& e = g.edges[idx];
-      const double anchor = e.from_start ? s.start[e.from] : s.start[e.from] + dur[e.from];
-      add(e.label, detail::edge_kind_name(e.kind), anchor, start);
-      node = e.from;
-      at_start = e.from_start;
+    emit(label, kind, std::max(from, window_start), to);
+  };
+  bool at_start = false;  // entered through a launch edge: its duration is not on the path
+  for (size_t guard = 0; guard <= g.nodes.size(); ++guard) {
+    const double start = s.start[node];
+    if (!at_start)
+      add(g.nodes[node].label, detail::node_kind_name(g.nodes[node].kind), start,
+          start + dur[node]);
+    if (start <= window_start) return;
+    const uint32_t idx = s.binding[node];
+    if (idx == Schedule::kNone) {
+      untraced(g.nodes[node].rank, window_start, start);
+      return;
     }
+    const Edge& e = g.edges[idx];
+    const double anchor = e.from_start ? s.start[e.from] : s.start[e.from] + dur[e.from];
+    add(e.label, detail::edge_kind_name(e.kind), anchor, start);
+    node = e.from;
+    at_start = e.from_start;
   }
-};
+}
+
+// An iteration's path as segments, in time order.
+std::vector<Segment> walk_path(const Graph& g, const std::vector<double>& dur, const Schedule& s,
+                               double window_start, size_t iteration, uint32_t sink) {
+  std::vector<Segment> out;
+  walk_back(
+      g, dur, s, window_start, sink,
+      [&](uint32_t label, const char* kind, double from, double to) {
+        const Label& l = g.labels[label];
+        out.push_back({iteration, l.rank, kind, l.op, l.kernel, l.category, from, to - from});
+      },
+      [&](int64_t rank, double from, double to) {
+        out.push_back({iteration, rank, "untraced", "", "", "untraced", from, to - from});
+      });
+  std::reverse(out.begin(), out.end());
+  return out;
+}
 
 using Busy = std::vector<Interval>;
 
@@ -242,16 +251,44 @@ struct Sides {
   double gpu = 0, host = 0, communication = 0;
 };
 
+enum class Side : uint8_t { None, Gpu, Host, Communication };
+
+Side side_of(std::string_view category) {
+  if (detail::is_host_category(category)) return Side::Host;
+  if (category == "communication") return Side::Communication;
+  if (category != "gpu_idle" && category != "untraced" && category != "step_end") return Side::Gpu;
+  return Side::None;
+}
+
+void add_to(Sides& sides, Side side, double us) {
+  if (side == Side::Host)
+    sides.host += us;
+  else if (side == Side::Communication)
+    sides.communication += us;
+  else if (side == Side::Gpu)
+    sides.gpu += us;
+}
+
 Sides sides_of(const std::vector<Segment>& path) {
   Sides out;
-  for (const Segment& seg : path) {
-    if (detail::is_host_category(seg.category))
-      out.host += seg.dur_us;
-    else if (seg.category == "communication")
-      out.communication += seg.dur_us;
-    else if (seg.category != "gpu_idle" && seg.category != "untraced" && seg.category != "step_end")
-      out.gpu += seg.dur_us;
-  }
+  for (const Segment& seg : path) add_to(out, side_of(seg.category), seg.dur_us);
+  return out;
+}
+
+// The same sides of an iteration's path without its segments: each piece's
+// side from its label's category (`label_sides`, per label of the graph),
+// summed in time order as sides_of sums the segments.
+Sides walk_sides(const Graph& g, const std::vector<double>& dur, const Schedule& s,
+                 double window_start, uint32_t sink, const std::vector<Side>& label_sides) {
+  std::vector<std::pair<Side, double>> pieces;  // latest first
+  walk_back(
+      g, dur, s, window_start, sink,
+      [&](uint32_t label, const char*, double from, double to) {
+        pieces.emplace_back(label_sides[label], to - from);
+      },
+      [&](int64_t, double from, double to) { pieces.emplace_back(Side::None, to - from); });
+  Sides out;
+  for (auto it = pieces.rbegin(); it != pieces.rend(); ++it) add_to(out, it->first, it->second);
   return out;
 }
 
@@ -266,8 +303,7 @@ const char* bound_of_sides(const Sides& sides) {
   return sides.host > sides.gpu ? kBoundByHost : kBoundByGpu;
 }
 
-void explain_bound(IterationResult& it) {
-  const Sides sides = sides_of(it.path);
+void explain_bound(IterationResult& it, const Sides& sides) {
   const double len = it.length_us;
   it.bound_by = bound_of_sides(sides);
   double idle = 0;  // the idlest rank's GPU
@@ -292,30 +328,37 @@ void explain_bound(IterationResult& it) {
 // (s_overhead_gpt2_plain: near-identical steps walked 97 % GPU, then 95 %
 // host); the paths of all of them weigh both chains (issue 73 point 6).
 // Each iteration whose own path leans the other way says so in its reason.
-void agree_like_iterations(Analysis& a, double median) {
+// `sides`: each iteration's path's. `reasons` false: the verdicts alone.
+void agree_like_iterations(Analysis& a, double median, const std::vector<Sides>& sides,
+                           bool reasons = true) {
   constexpr double kLikeShare = 0.10;
   std::vector<IterationResult*> like;
-  for (IterationResult& it : a.iterations)
-    if (std::abs(it.length_us - median) <= kLikeShare * median) like.push_back(&it);
+  std::vector<const Sides*> like_sides;
+  for (size_t k = 0; k < a.iterations.size(); ++k)
+    if (std::abs(a.iterations[k].length_us - median) <= kLikeShare * median) {
+      like.push_back(&a.iterations[k]);
+      like_sides.push_back(&sides[k]);
+    }
   if (like.size() < 2) return;
   Sides together;
   double length = 0;
-  for (const IterationResult* it : like) {
-    const Sides s = sides_of(it->path);
+  for (size_t k = 0; k < like.size(); ++k) {
+    const Sides& s = *like_sides[k];
     together.gpu += s.gpu;
     together.host += s.host;
     together.communication += s.communication;
-    length += it->length_us;
+    length += like[k]->length_us;
   }
   const std::string verdict = bound_of_sides(together);
   for (IterationResult* it : like) {
     if (it->bound_by == verdict) continue;
-    it->bound_reason += fmt::format(
-        "; {}-bound as the {} iterations of this length together (their paths: {} GPU ops, {} "
-        "host, {} communication): this iteration's own path leans {}, the two sides being close "
-        "in a step like it",
-        verdict, like.size(), percent(together.gpu, length), percent(together.host, length),
-        percent(together.communication, length), it->bound_by);
+    if (reasons)
+      it->bound_reason += fmt::format(
+          "; {}-bound as the {} iterations of this length together (their paths: {} GPU ops, {} "
+          "host, {} communication): this iteration's own path leans {}, the two sides being close "
+          "in a step like it",
+          verdict, like.size(), percent(together.gpu, length), percent(together.host, length),
+          percent(together.communication, length), it->bound_by);
     it->bound_by = verdict;
   }
 }
@@ -384,26 +427,39 @@ Analysis analyse(const Graph& g, const std::vector<double>& dur, const std::vect
   const auto busy = busy_by_rank(g, dur, s);
   Analysis a;
   const double median = iteration_times(g, dur, s, a);
+  std::vector<Sides> sides;
+  sides.reserve(a.iterations.size());
   for (size_t k = 0; k < a.iterations.size(); ++k) {
     IterationResult& it = a.iterations[k];
-    Walk walk{g, dur, s, it.start_us, k, {}};
-    walk.run(g.iterations[k].sink);
-    std::reverse(walk.out.begin(), walk.out.end());
-    it.path = std::move(walk.out);
+    it.path = walk_path(g, dur, s, it.start_us, k, g.iterations[k].sink);
     for (const Segment& seg : it.path) it.path_length_us += seg.dur_us;
     idle_accounting(g, busy, it);
-    explain_bound(it);
+    sides.push_back(sides_of(it.path));
+    explain_bound(it, sides.back());
   }
-  agree_like_iterations(a, median);
+  agree_like_iterations(a, median, sides);
   summarise(g, s, a);
   a.summary = summary_line(a);
   return a;
 }
 
 Analysis analyse_steps(const Graph& g, const std::vector<double>& dur,
-                       const std::vector<double>& lag) {
+                       const std::vector<double>& lag, StepDetail detail) {
   Analysis a;
-  iteration_times(g, dur, propagate(g, dur, lag), a);
+  const Schedule s = propagate(g, dur, lag);
+  const double median = iteration_times(g, dur, s, a);
+  if (detail == StepDetail::Times) return a;
+  std::vector<Side> label_sides;
+  label_sides.reserve(g.labels.size());
+  for (const Label& l : g.labels) label_sides.push_back(side_of(l.category));
+  std::vector<Sides> sides;
+  sides.reserve(a.iterations.size());
+  for (size_t k = 0; k < a.iterations.size(); ++k) {
+    IterationResult& it = a.iterations[k];
+    sides.push_back(walk_sides(g, dur, s, it.start_us, g.iterations[k].sink, label_sides));
+    it.bound_by = bound_of_sides(sides.back());
+  }
+  agree_like_iterations(a, median, sides, /*reasons=*/false);
   return a;
 }
 

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <limits>
 #include <map>
+#include <optional>
 
 #include <fmt/format.h>
 
@@ -553,9 +554,10 @@ WhatIfBase what_if_base(const Graph& g, bool unprofiled) {
 
 namespace {
 
-// what_if on a base; `path` false: the steps alone (what_if_step).
+// what_if on a base; `steps` set: the steps alone, in that detail (what_if_step).
 WhatIfResult what_if_on_base(const Graph& g, const Scenario& sc, const WhatIfBase& base,
-                             bool profiled_prediction, bool path) {
+                             bool profiled_prediction, std::optional<StepDetail> steps) {
+  const bool path = !steps;
   // A rank alone scopes a host removal; with nothing else it changes nothing.
   const Selector& sel = sc.select;
   const bool selects = !sel.category.empty() || !sel.op.empty() || !sel.kernel.empty() ||
@@ -573,7 +575,7 @@ WhatIfResult what_if_on_base(const Graph& g, const Scenario& sc, const WhatIfBas
     if (!(also.second > 0) || !std::isfinite(also.second))
       throw CriticalPathError(fmt::format("factor must be a positive number, got {}", also.second));
   const auto replay = [&](const std::vector<double>& dur, const std::vector<double>& lag) {
-    return path ? analyse(g, dur, lag) : analyse_steps(g, dur, lag);
+    return path ? analyse(g, dur, lag) : analyse_steps(g, dur, lag, *steps);
   };
   const auto recorded_times = [&](std::vector<double>& dur, std::vector<double>& lag) {
     dur.reserve(g.nodes.size());
@@ -627,11 +629,12 @@ WhatIfResult what_if_on_base(const Graph& g, const Scenario& sc, const WhatIfBas
 
 WhatIfResult what_if(const Graph& g, const Scenario& sc, const WhatIfBase& base,
                      bool profiled_prediction) {
-  return what_if_on_base(g, sc, base, profiled_prediction, /*path=*/true);
+  return what_if_on_base(g, sc, base, profiled_prediction, std::nullopt);
 }
 
-WhatIfResult what_if_step(const Graph& g, const Scenario& sc, const WhatIfBase& base) {
-  return what_if_on_base(g, sc, base, /*profiled_prediction=*/false, /*path=*/false);
+WhatIfResult what_if_step(const Graph& g, const Scenario& sc, const WhatIfBase& base,
+                          StepDetail detail) {
+  return what_if_on_base(g, sc, base, /*profiled_prediction=*/false, detail);
 }
 
 }  // namespace jarvis::critical_path

@@ -125,8 +125,9 @@ critical_path::WhatIfResult step_what_if(const InsightContext& c,
 }
 
 critical_path::WhatIfResult step_time_what_if(const InsightContext& c,
-                                              const critical_path::Scenario& change) {
-  return critical_path::what_if_step(c.step->graph, change, *c.step->graph.attached_base);
+                                              const critical_path::Scenario& change,
+                                              critical_path::StepDetail detail) {
+  return critical_path::what_if_step(c.step->graph, change, *c.step->graph.attached_base, detail);
 }
 
 double step_saving_total_us(const InsightContext& c, const critical_path::Scenario& change) {
@@ -533,9 +534,10 @@ void size_step_savings(const InsightContext& context, std::vector<Insight>& insi
           model.host_bound_iterations(), model.measured.iterations.size());
       continue;
     }
-    // What bounds the step after the change: the predicted path, walked only
-    // for a finding whose saving falls short.
-    const auto after = detail::step_what_if(context, change).predicted.iterations;
+    // What bounds the step after the change: the predicted paths' sides,
+    // walked only for a finding whose saving falls short.
+    const auto bounds = critical_path::StepDetail::Bounds;
+    const auto after = detail::step_time_what_if(context, change, bounds).predicted.iterations;
     const auto host_after = std::count_if(after.begin(), after.end(), [](const auto& it) {
       return it.bound_by == critical_path::kBoundByHost;
     });

@@ -60,9 +60,11 @@ critical_path::WhatIfResult step_what_if(const InsightContext& c,
 // The same step before and after, removed_us and changes, without the path
 // (critical_path::what_if_step: its `predicted` has the iterations' times,
 // no bound_by, contributors or summary): for a caller that reads the step
-// time only. Needs c.step.
-critical_path::WhatIfResult step_time_what_if(const InsightContext& c,
-                                              const critical_path::Scenario& change);
+// time only; StepDetail::Bounds: each predicted iteration's bound_by too.
+// Needs c.step.
+critical_path::WhatIfResult step_time_what_if(
+    const InsightContext& c, const critical_path::Scenario& change,
+    critical_path::StepDetail detail = critical_path::StepDetail::Times);
 
 // The step model's what-if saving, summed over the iterations (0 without a
 // step model or when the change saves nothing).

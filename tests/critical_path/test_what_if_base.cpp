@@ -95,6 +95,11 @@ void check_same(const cp::Graph& g, const cp::WhatIfBase& base, const cp::Scenar
     CHECK(a.path.empty());
     CHECK(a.bound_by.empty());
   }
+  // With the bounds: each iteration's bound_by as the full prediction says it.
+  const cp::WhatIfResult bounded = cp::what_if_step(g, sc, base, cp::StepDetail::Bounds);
+  CHECK(bounded.predicted_step_time_us == alone.predicted_step_time_us);
+  CHECK(bounds(bounded.predicted) == bounds(alone.predicted));
+  for (const auto& it : bounded.predicted.iterations) CHECK(it.path.empty());
 }
 
 TEST_CASE("what-if on a base: the same result as the what-if alone (ab_pairs traces)") {
@@ -159,6 +164,7 @@ TEST_CASE("what-if on a base: the same result as the what-if alone (ab_pairs tra
         CHECK(steps.iterations[k].length_us == full.iterations[k].length_us);
       CHECK(steps.iterations_source == full.iterations_source);
       CHECK(steps.gpu_backlog_left_out_us == full.gpu_backlog_left_out_us);
+      CHECK(bounds(cp::analyse_steps(g, d, lg, cp::StepDetail::Bounds)) == bounds(full));
     };
     same_steps(dur, lag);
     same_steps(base.dur, base.lag);
