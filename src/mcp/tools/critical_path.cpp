@@ -10,8 +10,13 @@ using namespace cp_tools;
 ToolResult critical_path_tool(const json& args, ToolContext& ctx) {
   const std::string dir = out_dir(args, ctx);
   const JobGraph job = load_job(args, ctx);
-  engine::CriticalPathAnalysis analysis =
-      engine::critical_path_analysis(job.graph(), args.value("recorded_host", false));
+  const bool recorded_host = args.value("recorded_host", false);
+  // A loaded trace's step model holds both analyses of its graph already.
+  std::optional<engine::CriticalPathAnalysis> computed;
+  if (!job.step) computed = engine::critical_path_analysis(job.graph(), recorded_host);
+  const engine::CriticalPathAnalysis& analysis = computed        ? *computed
+                                                 : recorded_host ? job.step->model->recorded
+                                                                 : job.step->model->measured;
   json structured = engine::critical_path_json(analysis, args.at("top_n").get<size_t>());
   structured["files"] =
       write_files(ctx, dir, [&] { return engine::write_critical_path(analysis, dir); });

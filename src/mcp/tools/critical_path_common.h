@@ -52,6 +52,12 @@ struct JobGraph {
   std::shared_ptr<const LoadedTrace> entry;
   std::shared_ptr<const CallTree> tree;
   std::shared_ptr<const engine::CriticalPathGraph> entry_graph;
+  // A loaded trace's step model (load_trace builds it for the health block,
+  // before any worker is forked): its graph is entry_graph, with the what-if
+  // base attached, and its analyses are the critical_path tool's. Null for
+  // ranks, or when the trace gives no step model (entry_graph is then built
+  // alone, and says why it cannot be).
+  std::shared_ptr<const engine::StepModelRef> step;
 
   const engine::CriticalPathGraph& graph() const { return ranks ? ranks->graph : *entry_graph; }
   engine::HostRemovalMatch add_host_removal(const engine::HostRemoval& rm,
@@ -102,6 +108,15 @@ inline JobGraph load_job(const json& args, ToolContext& ctx) {
   job.entry = trace_arg(args, ctx);
   job.tree = engine::trace_call_tree(*job.entry);
   try {
+    // The step model's graph (the same build_graph of the trace) and its
+    // base, not a second graph of the trace.
+    job.step = loaded_step_model(*job.entry);
+    if (job.step->model) {
+      job.entry_graph =
+          std::shared_ptr<const engine::CriticalPathGraph>(job.step, &job.step->model->graph);
+      return job;
+    }
+    job.step = nullptr;
     job.entry_graph = engine::trace_graph(*job.entry);
   } catch (const engine::CriticalPathError& e) {
     throw ToolError(e.what());
