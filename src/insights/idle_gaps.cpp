@@ -51,21 +51,45 @@ struct Marker {
   IdleCause cause = IdleCause::Other;
 };
 
+// What a host event's name makes it, read once per distinct name (a
+// tiled trace repeats a few thousand names over a million host events).
+enum NameMark : uint8_t {
+  kMarkRead = 1,          // the name was read
+  kMarkSyncOp = 2,        // a sync as a cpu_op (is_sync_event)
+  kMarkSyncRuntime = 4,   // a sync as a runtime call
+  kMarkCompilation = 8,   // is_compile_event
+  kMarkDataLoading = 16,  // "DataLoader"
+};
+
+uint8_t name_marks(std::string_view name) {
+  uint8_t m = kMarkRead;
+  if (name == "aten::_local_scalar_dense") m |= kMarkSyncOp;
+  Event runtime;
+  runtime.cat = Cat::CudaRuntime;
+  if (is_sync_event(runtime, name)) m |= kMarkSyncRuntime;
+  if (is_compile_event(name))
+    m |= kMarkCompilation;
+  else if (contains(name, "DataLoader"))
+    m |= kMarkDataLoading;
+  return m;
+}
+
 std::vector<Marker> host_markers(const Trace& trace) {
   std::vector<Marker> out;
+  std::vector<uint8_t> marks(trace.strings.size(), 0);  // by interned name
   for (Uid u = 0; u < trace.events.size(); ++u) {
     const Event& e = trace.events[u];
     bool host = e.cat == Cat::CpuOp || e.cat == Cat::PythonFunction ||
                 e.cat == Cat::UserAnnotation || e.is_runtime();
     if (!host || !e.has_ts() || !e.has_dur()) continue;
-    std::string_view name = trace.name(u);
+    uint8_t& m = marks[e.name];
+    if (!m) m = name_marks(trace.str(e.name));
     std::optional<IdleCause> cause;
-    if (e.is_runtime() || e.cat == Cat::CpuOp) {
-      if (is_sync_event(e, name)) cause = IdleCause::Sync;
-    }
-    if (is_compile_event(name))
+    if (e.is_runtime() && (m & kMarkSyncRuntime)) cause = IdleCause::Sync;
+    if (e.cat == Cat::CpuOp && (m & kMarkSyncOp)) cause = IdleCause::Sync;
+    if (m & kMarkCompilation)
       cause = IdleCause::Compilation;
-    else if (contains(name, "DataLoader"))
+    else if (m & kMarkDataLoading)
       cause = IdleCause::DataLoading;
     if (cause) out.push_back({e.ts(), e.end(), u, *cause});
   }

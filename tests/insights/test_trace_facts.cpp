@@ -1,0 +1,252 @@
+// What several insight rules read, computed once per trace (issue 75 point 1,
+// insights/trace_facts.h), and the scans made linear for it: the innermost
+// annotation enclosing a launch (idle_gaps' places, one sweep per thread),
+// the unrecorded host stretches picked per place from one scan, the GPU idle
+// the host opened summed by place, what a kernel name says read once per
+// name. A timeline worked by hand, and real traces of ../shared/ab_pairs
+// against the plain definitions recomputed here (a pass over every
+// annotation per gap, a scan of all events per place, a sum by name string).
+#include <doctest/doctest.h>
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cctype>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "critical_path/host_gaps.h"
+#include "golden.h"
+#include "insights/idle_gaps.h"
+#include "insights/insights.h"
+#include "insights/kernel_name.h"
+#include "insights/rules_internal.h"
+#include "insights/trace_facts.h"
+#include "raw_timeline.h"
+#include "trace/loader.h"
+#include "tree/call_tree.h"
+
+namespace {
+// This file's own names (a unity build compiles several test files as one unit).
+namespace JARVIS_TEST_FILE {
+
+using namespace jarvis;
+namespace in = jarvis::insights;
+namespace cp = jarvis::critical_path;
+using jarvis::testing::launched_kernel;
+
+std::string annotation(const char* name, double ts, double dur, int tid = 1) {
+  return fmt::format(
+      R"({{"ph":"X","cat":"user_annotation","name":"{}","pid":1,"tid":{},"ts":{},"dur":{}}})", name,
+      tid, ts, dur);
+}
+
+std::string place_name(const Trace& t, Uid place) {
+  return place == kNoUid ? "-" : std::string(t.name(place));
+}
+
+// The place idle_gaps gives a gap's launch, by its definition: the innermost
+// user annotation above it in the call tree, else of the annotations on its
+// thread whose span holds its start the shortest (the first in uid order of
+// equal ones), else its outermost cpu_op. A pass over every annotation.
+Uid expected_place(const Trace& t, const CallTree& tree, Uid u) {
+  Uid outer_op = kNoUid;
+  for (Uid p = tree.parent(u); p != kNoUid; p = tree.parent(p)) {
+    if (t.events[p].cat == Cat::UserAnnotation) return p;
+    if (t.events[p].cat == Cat::CpuOp) outer_op = p;
+  }
+  const Event& e = t.events[u];
+  Uid best = kNoUid;
+  for (Uid a = 0; a < t.events.size(); ++a) {
+    const Event& x = t.events[a];
+    if (x.cat != Cat::UserAnnotation || !x.has_dur() || x.thread != e.thread) continue;
+    if (x.ts() > e.ts() || x.end() < e.ts()) continue;
+    if (best == kNoUid || x.dur() < t.events[best].dur()) best = a;
+  }
+  return best != kNoUid ? best : outer_op;
+}
+
+std::string ab(const std::string& file) {
+  return golden::shared_dir() + "/ab_pairs/" + file;
+}
+
+struct Loaded {
+  Trace trace;
+  std::unique_ptr<CallTree> tree;
+};
+
+std::unique_ptr<Loaded> load(const std::string& file) {
+  auto l = std::make_unique<Loaded>();
+  l->trace = load_trace(ab(file));
+  l->tree = std::make_unique<CallTree>(l->trace);
+  return l;
+}
+
+TEST_CASE("trace facts: the annotation enclosing a launch, worked by hand") {
+  // Thread 1's annotations (none holds a launch in the call tree, which
+  // hangs runtime calls under cpu_ops): outer [0, 3000), inner [1000, 1500),
+  // late [1400, 2400) (overlapping inner without nesting), twin1 and twin2
+  // both [2500, 2700); thread 2's `other` [1000, 1200). Launches on thread 1
+  // at 10, 1100, 1450, 1500, 1600, 2600 and 3500, each kernel 10 us later
+  // and 5 us long, so each kernel after the first closes a gap whose place
+  // is its launch's:
+  //   1100: inner (500 us) inside outer; `other` is another thread's.
+  //   1450: inner (500) before late (1000).
+  //   1500: inner still (its end is not before the launch).
+  //   1600: late (inner has ended).
+  //   2600: twin1 (as short as twin2, first in uid order).
+  //   3500: none (no annotation, no cpu_op).
+  const std::string ev =
+      annotation("outer", 0, 3000) + "," + annotation("inner", 1000, 500) + "," +
+      annotation("late", 1400, 1000) + "," + annotation("twin1", 2500, 200) + "," +
+      annotation("twin2", 2500, 200) + "," + annotation("other", 1000, 200, 2) + "," +
+      launched_kernel(1, 10, 20, 5) + "," + launched_kernel(2, 1100, 1110, 5) + "," +
+      launched_kernel(3, 1450, 1460, 5) + "," + launched_kernel(4, 1500, 1510, 5) + "," +
+      launched_kernel(5, 1600, 1610, 5) + "," + launched_kernel(6, 2600, 2610, 5) + "," +
+      launched_kernel(7, 3500, 3510, 5);
+  const Trace trace = load_trace_from_json(R"({"traceEvents":[)" + ev + "]}");
+  const CallTree tree(trace);
+  const auto idle = in::idle_gaps(trace, tree, 20.0);
+  std::map<std::string, std::string> place_by_kernel;
+  for (const auto& g : idle.gaps)
+    place_by_kernel[std::string(trace.name(g.after))] = place_name(trace, g.place);
+  const std::map<std::string, std::string> expected = {{"k2", "inner"}, {"k3", "inner"},
+                                                       {"k4", "inner"}, {"k5", "late"},
+                                                       {"k6", "twin1"}, {"k7", "-"}};
+  CHECK(place_by_kernel == expected);
+  // The same by the definition, a pass over every annotation per gap.
+  for (const auto& g : idle.gaps)
+    CHECK(g.place == expected_place(trace, tree, tree.parent(g.after)));
+}
+
+TEST_CASE("trace facts: idle places and host-opened idle on real traces, as defined") {
+  for (const char* file :
+       {"s_adam_A_foreach.json.gz", "s_loader_A_workers0.json.gz", "s_generate_A_gpt2.json.gz"}) {
+    CAPTURE(file);
+    auto l = load(file);
+    const auto context = in::make_context(l->trace, *l->tree, nullptr);
+    const in::IdleGaps& idle = in::detail::trace_idle_gaps(context);
+    REQUIRE(!idle.gaps.empty());
+    // Computed once: the same object for every rule that asks.
+    CHECK(&idle == &in::detail::trace_idle_gaps(context));
+    size_t placed = 0;
+    for (const auto& g : idle.gaps) {
+      const Uid launch = l->tree->parent(g.after);
+      if (launch == kNoUid) continue;  // placed by its host event, if any
+      CHECK(g.place == expected_place(l->trace, *l->tree, launch));
+      placed += g.place != kNoUid;
+    }
+    CHECK(placed > 0);
+    // The GPU idle the host opened, by place name: host_work gaps whole, of
+    // the short launch_latency gaps the part before their launch call.
+    std::map<std::string, double> expected;
+    for (const auto& g : idle.gaps) {
+      double us = 0;
+      if (g.cause == in::IdleCause::HostWork) us = g.dur_us;
+      if (g.cause == in::IdleCause::LaunchLatency && g.after != kNoUid) {
+        const Uid launch = l->tree->parent(g.after);
+        if (launch != kNoUid && l->trace.events[launch].is_runtime())
+          us = std::clamp(l->trace.events[launch].ts() - g.start_us, 0.0, g.dur_us);
+      }
+      if (us > 0)
+        expected[g.place == kNoUid ? "(no launching op)" : place_name(l->trace, g.place)] += us;
+    }
+    CHECK(in::detail::host_work_idle_by_place(context) == expected);
+  }
+}
+
+TEST_CASE("trace facts: each place's host stretches from one scan, as a scan per place") {
+  for (const char* file : {"s_loader_A_workers0.json.gz", "s_generate_A_gpt2.json.gz"}) {
+    CAPTURE(file);
+    auto l = load(file);
+    const auto context = in::make_context(l->trace, *l->tree, nullptr);
+    REQUIRE(context.step);
+    const std::vector<cp::RankInput> inputs{{&l->trace, l->tree.get(), -1}};
+    const auto& all = in::detail::unrecorded_host_gaps(context);
+    REQUIRE(!all.empty());
+    std::map<std::pair<std::string, std::string>, size_t> places;
+    for (const auto& g : all) ++places[{g.after_name, g.before_name}];
+    for (double min_us : {in::detail::kUnrecordedMinGapUs, 300.0, 50.0}) {
+      for (const auto& [place, count] : places) {
+        cp::HostGapSelector sel;
+        sel.min_us = min_us;
+        sel.after = place.first;
+        sel.before = place.second;
+        cp::Scenario picked, scanned;
+        std::vector<cp::HostGap> from_facts, from_scan;
+        std::string facts_error, scan_error;
+        try {
+          from_facts = in::detail::add_host_gap_removal(context, sel, picked);
+        } catch (const std::runtime_error& e) {
+          facts_error = e.what();
+        }
+        try {
+          from_scan = cp::add_host_gap_removal(inputs, context.step->graph, sel, scanned);
+        } catch (const std::runtime_error& e) {
+          scan_error = e.what();
+        }
+        CHECK(facts_error == scan_error);
+        REQUIRE(from_facts.size() == from_scan.size());
+        for (size_t k = 0; k < from_scan.size(); ++k) {
+          CHECK(from_facts[k].after == from_scan[k].after);
+          CHECK(from_facts[k].before == from_scan[k].before);
+          CHECK(from_facts[k].from_us == from_scan[k].from_us);
+          CHECK(from_facts[k].to_us == from_scan[k].to_us);
+          CHECK(from_facts[k].profiler_us == from_scan[k].profiler_us);
+        }
+        REQUIRE(picked.remove_unrecorded.size() == scanned.remove_unrecorded.size());
+        for (size_t k = 0; k < scanned.remove_unrecorded.size(); ++k) {
+          CHECK(picked.remove_unrecorded[k].thread == scanned.remove_unrecorded[k].thread);
+          CHECK(picked.remove_unrecorded[k].from_us == scanned.remove_unrecorded[k].from_us);
+          CHECK(picked.remove_unrecorded[k].to_us == scanned.remove_unrecorded[k].to_us);
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("trace facts: a kernel name read once says what the parser says") {
+  // The fp32 arm runs SIMT GEMMs; the NCHW arm converts layouts around its
+  // convolutions.
+  for (const char* file : {"s_tf32_A_fp32.json.gz", "s_layout_A_nchw.json.gz"}) {
+    CAPTURE(file);
+    auto l = load(file);
+    const auto context = in::make_context(l->trace, *l->tree, nullptr);
+    size_t kernels = 0, simt = 0, conversions = 0;
+    for (Uid u : l->tree->gpu_event_uids()) {
+      const auto& f = in::detail::kernel_name_facts(context, u);
+      const std::string_view name = l->trace.name(u);
+      const in::KernelTraits t = in::parse_kernel_name(name);
+      CHECK(f.traits.library == t.library);
+      CHECK(f.traits.sm_arch == t.sm_arch);
+      CHECK(f.traits.tile == t.tile);
+      CHECK(f.traits.alignment == t.alignment);
+      CHECK(f.traits.math_dtype == t.math_dtype);
+      // An fp32 SIMT GEMM: sgemm / ffma in the name, no tf32.
+      std::string lower(name.substr(0, 256));
+      std::transform(lower.begin(), lower.end(), lower.begin(),
+                     [](unsigned char ch) { return static_cast<char>(std::tolower(ch)); });
+      const bool is_simt =
+          lower.find("gemm") != std::string::npos && lower.find("tf32") == std::string::npos &&
+          (lower.find("sgemm") != std::string::npos || lower.find("ffma") != std::string::npos);
+      CHECK(f.fp32_simt_gemm == is_simt);
+      // A layout conversion: cuDNN's and MIOpen's kernel names.
+      bool conversion = false;
+      for (std::string_view marker : {"nchwToNhwc", "nhwcToNchw", "nchw2nhwc", "nhwc2nchw",
+                                      "batched_transpose", "NCHWToNHWC", "NHWCToNCHW"})
+        conversion |= name.substr(0, 512).find(marker) != std::string_view::npos;
+      CHECK(f.layout_conversion == conversion);
+      // One entry per distinct name.
+      CHECK(&f == &in::detail::kernel_name_facts(context, u));
+      ++kernels;
+      simt += is_simt;
+      conversions += conversion;
+    }
+    CHECK(kernels > 0);
+    CHECK((std::string(file).find("tf32") != std::string::npos ? simt : conversions) > 0);
+  }
+}
+
+}  // namespace JARVIS_TEST_FILE
+}  // namespace
