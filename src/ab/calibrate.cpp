@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <ctime>
 #include <filesystem>
+#include <future>
 #include <numeric>
 
 #include <fmt/format.h>
@@ -19,8 +20,18 @@ namespace jarvis::ab {
 namespace fs = std::filesystem;
 namespace {
 
+double calibrate_median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
 constexpr double kMaxCostInGaps = 100;   // a fit past this is not a per-event cost
 constexpr size_t kMinMeasuredGaps = 20;  // as the critical path's measure_op_gap
+// Paired: the profiled process records as many steps as the clean one times,
+// up to this many (a step of the built-in workload is ~500 events).
+constexpr int kPairedSteps = 60;
 
 double fitted_gaps(double excess_us, double gap_us, double events, double fallback,
                    const std::string& what, std::vector<std::string>& notes) {
@@ -150,12 +161,39 @@ Calibration run_calibration(const CalibrateOptions& o,
                     static_cast<double>(c.clean_runs_us.size());
   c.settings = calibration_settings();
   for (SettingFit& s : c.settings) {
-    if (progress) progress(fmt::format("profiled run: {}", s.name));
+    if (progress)
+      progress(fmt::format("profiled run: {}{}", s.name, o.paired ? ", beside a clean one" : ""));
     ShimSettings shim = o.shim;
     shim.profiler = s.profiler;
+    EnvList env;
+    std::future<ShimResult> beside;
+    if (o.paired) {
+      // A clean process started with the profiled one, both waiting for the
+      // other after the warm-up (the shim's barrier): their steps run over
+      // the same seconds, so the machine's load falls on both, and the
+      // profiled process records as many steps as the clean one times.
+      const fs::path barrier = dir / (s.name + ".barrier");
+      fs::remove_all(barrier);
+      env = {{"JARVIS_AB_BARRIER", barrier.string()}, {"JARVIS_AB_BARRIER_N", "2"}};
+      shim.profile_steps =
+          std::max(shim.profile_steps, std::min(o.shim.window * o.shim.windows, kPairedSteps));
+      beside = std::async(std::launch::async, [&, env] {
+        return run_under_shim(command, env, shim_dir, kModeClean, o.shim,
+                              (dir / (s.name + ".clean.json")).string(), "",
+                              (dir / (s.name + ".clean.log")).string());
+      });
+    }
     const ShimResult res = run_under_shim(
-        command, {}, shim_dir, kModeProfile, shim, (dir / (s.name + ".json")).string(),
+        command, env, shim_dir, kModeProfile, shim, (dir / (s.name + ".json")).string(),
         (dir / (s.name + ".trace.json.gz")).string(), (dir / (s.name + ".log")).string());
+    if (o.paired) {
+      // The median step, as the profiled trace's (step_events): a step that
+      // another process's time slice fell into moves a window's mean, not
+      // the median.
+      const ShimResult clean = beside.get();
+      s.clean_beside_us =
+          (clean.host_step_ms.empty() ? clean.step_ms : calibrate_median(clean.host_step_ms)) * 1e3;
+    }
     s.trace = res.trace;
     Trace trace = load_any_trace(s.trace);
     CallTree tree(trace);
@@ -163,7 +201,7 @@ Calibration run_calibration(const CalibrateOptions& o,
     if (!events)
       throw AbError(fmt::format("{}: the {} trace has no ProfilerStep#N", s.trace, s.name));
     s.events = *events;
-    s.excess_us = s.events.recorded_step_us - c.clean_step_us;
+    s.excess_us = s.events.recorded_step_us - (o.paired ? s.clean_beside_us : c.clean_step_us);
   }
   fit_model(c);
   // Each trace estimated again, with the fit and with the built-in model.
@@ -186,6 +224,7 @@ nlohmann::json calibration_json(const Calibration& c) {
                         {"trace", s.trace},
                         {"recorded_step_us", s.events.recorded_step_us},
                         {"excess_us", s.excess_us},
+                        {"clean_beside_us", s.clean_beside_us},
                         {"op_gap_us", s.events.op_gap_us},
                         {"ops_per_step", s.events.ops},
                         {"inputs_per_step", s.events.inputs},

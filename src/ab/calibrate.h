@@ -27,7 +27,10 @@ struct SettingFit {
   std::vector<std::string> profiler;  // the torch.profiler flags
   std::string trace;
   StepEvents events;
-  double excess_us = 0;  // recorded step - clean step
+  // recorded step - clean step: the clean process run beside this one when
+  // paired (clean_beside_us), else the clean runs' step.
+  double excess_us = 0;
+  double clean_beside_us = 0;  // paired: the clean process run beside it
   // The un-profiled estimate of this trace with the fitted and the
   // built-in model (host_only_step), for the report.
   double estimated_fitted_us = 0, estimated_builtin_us = 0;
@@ -59,6 +62,12 @@ struct CalibrateOptions {
   std::string work_dir;  // where runs, logs and traces go
   int runs = 2;          // clean processes
   ShimSettings shim;
+  // Each profiled process runs beside a clean one, started together (the
+  // shim's barrier), and its excess is over that one: on a loaded host the
+  // speed moves by 2x between processes run at different times, which no
+  // per-event cost can be fitted through. Off for a command that needs a
+  // device to itself (--cmd on a GPU): set by the CLI.
+  bool paired = true;
 };
 
 // Runs the workload and fits; the traces stay in work_dir.

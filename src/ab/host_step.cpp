@@ -129,9 +129,10 @@ std::optional<StepEvents> step_events(const Trace& trace, const CallTree& tree) 
   out.record_shapes = cost.record_shapes;
   uint32_t memory_name = 0;
   const bool any_memory = trace.strings.find("[memory]", memory_name);
+  std::vector<double> recorded;
   for (Uid s : steps) {
     const Event& step = trace.events[s];
-    out.recorded_step_us += step.dur();
+    recorded.push_back(step.dur());
     for (Uid u = 0; u < trace.events.size(); ++u) {
       const Event& e = trace.events[u];
       if (u == s || e.thread != step.thread || !e.has_ts() || e.ts() < step.ts() ||
@@ -152,7 +153,7 @@ std::optional<StepEvents> step_events(const Trace& trace, const CallTree& tree) 
   }
   const double n = static_cast<double>(steps.size());
   out.steps = steps.size();
-  out.recorded_step_us /= n;
+  out.recorded_step_us = host_step_median(recorded);
   out.ops /= n;
   out.inputs /= n;
   out.python_frames /= n;

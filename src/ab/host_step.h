@@ -41,8 +41,9 @@ std::optional<HostStep> host_only_step(const Trace& trace, const CallTree& tree,
 namespace jarvis::ab {
 
 // The recorded host events of a trace's steps, per step (mean over its
-// ProfilerStep#N, on each step's thread): what calibrate fits the per-event
-// costs on. nullopt without a ProfilerStep#N.
+// ProfilerStep#N, on each step's thread; the step's length is their median,
+// as host_only_step's): what calibrate fits the per-event costs on. nullopt
+// without a ProfilerStep#N.
 struct StepEvents {
   size_t steps = 0;
   double recorded_step_us = 0;

@@ -80,6 +80,7 @@ ShimResult run_under_shim(const std::string& command, const EnvList& env,
   r.step_source = j.value("step_source", "");
   r.window_step_ms = number_list(j, "window_step_ms");
   r.profiled_step_ms = number_list(j, "profiled_step_ms");
+  r.host_step_ms = number_list(j, "host_step_ms");
   if (j.contains("step_ms_median") && j["step_ms_median"].is_number())
     r.step_ms = j["step_ms_median"].get<double>();
   r.shim_us_per_step = j.value("shim_us_per_step", 0.0);

@@ -35,8 +35,11 @@ inline constexpr const char* kModeClean = "clean";
 inline constexpr const char* kModeProfile = "profile";
 
 struct ShimResult {
-  std::string step_source;               // optimizer / profiler / function
-  std::vector<double> window_step_ms;    // clean: each window's mean step
+  std::string step_source;             // optimizer / profiler / function
+  std::vector<double> window_step_ms;  // clean: each window's mean step
+  // clean: each timed step's host wall time (no device sync: on a GPU, the
+  // host's view only; on a CPU, the step)
+  std::vector<double> host_step_ms;
   double step_ms = 0;                    // clean: the median window
   std::vector<double> profiled_step_ms;  // profile: host wall time of each profiled step
   double shim_us_per_step = 0;           // the hook's own measured cost

@@ -21,7 +21,7 @@ namespace {
 struct CalibrateArgs {
   engine::CalibrateOptions options;
   std::string out;
-  bool quiet = false;
+  bool quiet = false, paired = false, sequential = false;
 };
 
 // The first interpreter that imports torch.
@@ -44,6 +44,10 @@ std::string python_with_torch(const std::string& chosen) {
 int run_calibrate(CalibrateArgs& a) {
   auto& o = a.options;
   if (o.command.empty()) o.python = python_with_torch(o.python);
+  // Paired by default for the built-in CPU workload; --cmd (maybe a GPU job,
+  // which a second process would share the device with) runs alone unless
+  // --paired.
+  o.paired = a.sequential ? false : (a.paired || o.command.empty());
   if (o.work_dir.empty())
     o.work_dir = (std::filesystem::temp_directory_path() /
                   fmt::format("jarvis-calibrate-{}", static_cast<long>(::getpid())))
@@ -61,13 +65,16 @@ int run_calibrate(CalibrateArgs& a) {
   fmt::print("clean step: {:.3f} ms ({} processes)\n", c.clean_step_us / 1e3,
              c.clean_runs_us.size());
   fmt::print(
-      "| setting | recorded ms | ops/step | inputs/step | frames/step | memory/step | op gap us | "
-      "est. ms (fitted) | est. ms (built-in) |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+      "| setting | recorded ms | clean beside ms | ops/step | inputs/step | frames/step | "
+      "memory/step | op gap us | est. ms (fitted) | est. ms (built-in) |\n"
+      "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
   for (const auto& s : c.settings)
-    fmt::print("| {} | {:.3f} | {:.0f} | {:.0f} | {:.0f} | {:.0f} | {:.2f} | {:.3f} | {:.3f} |\n",
-               s.name, s.events.recorded_step_us / 1e3, s.events.ops, s.events.inputs,
-               s.events.python_frames, s.events.memory_events, s.events.op_gap_us,
-               s.estimated_fitted_us / 1e3, s.estimated_builtin_us / 1e3);
+    fmt::print(
+        "| {} | {:.3f} | {} | {:.0f} | {:.0f} | {:.0f} | {:.0f} | {:.2f} | {:.3f} | {:.3f} |\n",
+        s.name, s.events.recorded_step_us / 1e3,
+        o.paired ? fmt::format("{:.3f}", s.clean_beside_us / 1e3) : "-", s.events.ops,
+        s.events.inputs, s.events.python_frames, s.events.memory_events, s.events.op_gap_us,
+        s.estimated_fitted_us / 1e3, s.estimated_builtin_us / 1e3);
   const auto& m = c.model;
   fmt::print(
       "costs in op gaps: op {:.2f}, with shapes {:.2f} + {:.2f} per input, runtime call {:.2f}, "
@@ -108,6 +115,12 @@ Runner add_calibrate(CLI::App& app) {
   cmd->add_option("--step-fn", o.shim.step_fn, "module:function that is one step (with --cmd)");
   cmd->add_option("--timeout", o.shim.timeout_s, "seconds one process may run")
       ->default_str("1800");
+  cmd->add_flag("--paired", a->paired,
+                "with --cmd: run each profiled process beside a clean one (the built-in "
+                "workload always does)");
+  cmd->add_flag("--sequential", a->sequential,
+                "run each profiled process alone, its excess over the clean runs (default for "
+                "--cmd)");
   cmd->add_flag("-q,--quiet", a->quiet, "no progress on stderr");
   cmd->footer(
       "Runs the workload clean, then under plain / record_shapes / +with_stack / +profile_memory,\n"

@@ -7,10 +7,11 @@
    prepared tensor. Checked from the files it wrote: truth.json in the
    format of ../shared/ab_pairs/truth.json; the measured saving (A - B, from
    the clean runs) above the noise (every pair of processes agrees on its
-   sign); the table's ratio of it to jarvis's prediction. The un-profiled
-   estimate of arm A's trace against arm A's clean timing (the issue's 20 %)
-   is printed, not asserted: on a shared host the load moves between the
-   processes by more than that (docs/ab.md says what was measured).
+   sign); the table's ratio of it to jarvis's prediction.
+3. The un-profiled estimate of arm A's trace within 20 % of arm A's clean
+   step, the two recorded side by side (a clean and a profiled process
+   started together: on a shared host the speed moves by 2x between
+   processes run seconds apart, docs/ab.md); the median of three pairs.
 Exits 77 (skipped) without torch. Needs JARVIS_BINARY."""
 import gzip
 import json
@@ -62,6 +63,44 @@ def run(cmd, env):
     return done.stdout
 
 
+def paired_estimate(env, ab_out, script, folder):
+    """One clean and one profiled process of arm A, started together; the
+    ratio of jarvis's un-profiled estimate of the trace to the clean step."""
+    os.makedirs(folder)
+    shim = os.path.join(ab_out, ".shim")  # the shim jarvis ab wrote
+    common = dict(env, PYTHONPATH=shim + os.pathsep + env.get("PYTHONPATH", ""),
+                  JARVIS_AB_BARRIER=os.path.join(folder, "barrier"), JARVIS_AB_BARRIER_N="2",
+                  JARVIS_AB_WARMUP="3", JARVIS_AB_WINDOW="10", JARVIS_AB_WINDOWS="3",
+                  JARVIS_AB_PROFILE_STEPS="30", JARVIS_AB_PROFILER="record_shapes")
+    clean_out, profiled_out = os.path.join(folder, "clean.json"), os.path.join(folder, "profiled.json")
+    trace = os.path.join(folder, "trace.json.gz")
+    procs = [subprocess.Popen([sys.executable, script, "--prep"], stdout=subprocess.DEVNULL,
+                              env=dict(common, JARVIS_AB_MODE="clean", JARVIS_AB_OUT=clean_out)),
+             subprocess.Popen([sys.executable, script, "--prep"], stdout=subprocess.DEVNULL,
+                              env=dict(common, JARVIS_AB_MODE="profile", JARVIS_AB_OUT=profiled_out,
+                                       JARVIS_AB_TRACE=trace))]
+    for p in procs:
+        p.wait(timeout=240)
+    clean = json.load(open(clean_out))
+    windows = sorted(clean["window_step_ms"])
+    clean_ms = windows[len(windows) // 2]
+    arm = {"trace": "trace.json.gz", "step_ms_clean": clean_ms, "step_ms_clean_runs": [clean_ms]}
+    truth = os.path.join(folder, "truth.json")
+    with open(truth, "w") as f:
+        json.dump({"paired": {"A_profiled": arm, "B_same": arm}}, f)
+    table = os.path.join(folder, "table.json")
+    run([JARVIS, "ab", "--truth", truth, "--json", table, "-q"], env)
+    row = json.load(open(table))[0]
+    estimate = row["a_estimated_unprofiled_step_ms"]
+    with gzip.open(trace, "rt") as f:
+        steps = sorted(e["dur"] / 1e3 for e in json.load(f)["traceEvents"]
+                       if e.get("name", "").startswith("ProfilerStep#"))
+    print(f"  pair: clean {clean_ms:.3f} ms (windows {[round(w, 3) for w in windows]}), profiled "
+          f"steps median {steps[len(steps) // 2]:.3f} ms, un-profiled estimate {estimate:.3f} ms "
+          f"({row.get('calibration')})")
+    return estimate / clean_ms
+
+
 def main():
     failures = []
 
@@ -76,9 +115,12 @@ def main():
         env.pop("JARVIS_CALIBRATION", None)
 
         # 1. calibrate
-        run([JARVIS, "calibrate", "--python", sys.executable, "--work-dir",
-             os.path.join(tmp, "calibrate"), "--window", "30", "--windows", "3",
-             "--profile-steps", "3", "-q"], env)
+        def calibrate(work):
+            run([JARVIS, "calibrate", "--python", sys.executable, "--work-dir",
+                 os.path.join(tmp, work), "--runs", "1", "--window", "15", "--windows", "2",
+                 "--profile-steps", "3", "-q"], env)
+
+        calibrate("calibrate")
         folder = os.path.join(tmp, "config", "calibration")
         files = [f for f in os.listdir(folder) if f.endswith(".json")] if os.path.isdir(folder) else []
         check(len(files) == 1, f"one calibration stored under JARVIS_CONFIG_DIR ({files})")
@@ -88,14 +130,17 @@ def main():
         settings = {s["setting"]: s for s in calibration.get("settings", [])}
         check(set(settings) == {"plain", "shapes", "shapes_stack", "shapes_memory"},
               "four profiler settings measured")
-        # The plain setting's op cost from its own figures: (recorded - clean)
+        # The plain setting's op cost from its own figures: (recorded - clean beside it)
         # over the ops per step and the gap the fit used.
         plain = settings.get("plain", {})
         model = calibration.get("model", {})
         gap = plain.get("op_gap_us") or model.get("fallback_op_gap_us") or 1.0
         if model.get("fallback_op_gap_us"):
             gap = model["fallback_op_gap_us"]
-        expected = (plain.get("recorded_step_us", 0) - calibration.get("clean_step_us", 0)) / (
+        # Paired: each setting's excess is over the clean process run beside it.
+        check(all(s.get("clean_beside_us", 0) > 0 for s in settings.values()),
+              "each profiled setting ran beside a clean process")
+        expected = (plain.get("recorded_step_us", 0) - plain.get("clean_beside_us", 0)) / (
             gap * max(plain.get("ops_per_step", 1), 1))
         check(abs(model.get("op_gaps", -1) - max(0.0, min(expected, 100.0))) < 1e-6 * max(1, expected),
               f"op cost = (recorded - clean) / (gap x ops) = {expected:.3f} gaps")
@@ -146,38 +191,35 @@ def main():
             check(abs(row.get("ratio_measured_to_predicted", 0) - saving / predicted) < 1e-9,
                   f"ratio measured / predicted = {saving / predicted:.2f}")
         check("this host's" in row.get("calibration", ""), "the prediction used this host's calibration")
-        # The un-profiled estimate is judged on a run quiet enough to judge
-        # it: the profiled steps within 25 % of each other and the clean
-        # processes within 20 % (a shared 2-core machine compiling beside
-        # the test moves single steps by 2x); up to two runs.
+        check(row.get("verdict") == "B faster", f"the table's verdict ({row.get('verdict')})")
+        check(row.get("finding_chosen_by") == "host-only", "a CPU trace: the host-only model")
+
+        # 3. The un-profiled estimate of arm A's trace against arm A's clean
+        # step, each recorded beside the other: a clean and a profiled
+        # process of arm A started together, both waiting for the other
+        # after the warm-up (the shim's barrier), so their steps run over the
+        # same seconds. On the shared 2-core host the speed moves by 2x
+        # between processes run seconds apart (docs/ab.md, "The un-profiled
+        # estimate of a CPU step"); side by side, two clean processes agree
+        # within ~12 %. jarvis estimates the profiled trace (this host's
+        # calibration, named by the trace) through `jarvis ab --truth`.
+        # The legacy profiler's per-event cost on this VM moves with the
+        # host's load by up to 10x within minutes (docs/ab.md): a
+        # calibration fitted under another load is stale, so a miss is
+        # judged once more after calibrating again.
         for attempt in range(2):
             if attempt:
-                out = os.path.join(tmp, f"ab_again{attempt}")
-                ab_run(out)
-                a = json.load(open(os.path.join(out, "truth.json")))["cpu_prep"]["A_python_batch"]
-                row = json.load(open(os.path.join(out, "ab_table.json")))[0]
-            runs = a.get("step_ms_clean_runs", [1])
-            # ... and the profiled process not faster than the clean ones (its
-            # steps carry the profiler's cost: faster means the machine's load
-            # changed between the processes).
-            quiet = (a.get("step_ms_min", 0) >= 0.75 * a.get("step_ms_max", 1)
-                     and min(runs) >= 0.8 * max(runs)
-                     and a.get("step_ms_median", 0) >= 0.8 * a.get("step_ms_clean", 0))
-            estimate = row.get("a_estimated_unprofiled_step_ms")
-            clean = a.get("step_ms_clean", 0)
-            print(f"arm A: clean {clean:.3f} ms (runs {runs}), profiled steps "
-                  f"{a.get('step_ms_min'):.3f}..{a.get('step_ms_max'):.3f} ms, "
-                  f"un-profiled estimate {estimate} ms{'' if quiet else ': too noisy to judge'}")
-            if quiet:
-                # Reported, not asserted: on this session's shared host the judged
-                # runs missed 20 % both ways (docs/ab.md, "Worked CPU example").
-                within = estimate is not None and abs(estimate - clean) <= 0.2 * clean
-                print(("met  " if within else "NOT MET (docs/ab.md) ") +
-                      f"the un-profiled estimate of arm A within 20 % of its clean timing "
-                      f"({estimate} against {clean:.3f} ms)")
+                print("recalibrating: the calibration may be stale (docs/ab.md)")
+                calibrate("calibrate_again")
+            ratios = sorted(paired_estimate(env, out, script,
+                                            os.path.join(tmp, f"paired_{attempt}_{k}"))
+                            for k in range(3))
+            print(f"paired estimate / clean: {[round(r, 3) for r in ratios]}")
+            if abs(ratios[1] - 1) <= 0.2:
                 break
-        else:
-            print("NOT JUDGED: the un-profiled estimate (two runs too noisy on this machine)")
+        check(abs(ratios[1] - 1) <= 0.2,
+              f"the un-profiled estimate of arm A within 20 % of its clean step recorded beside "
+              f"it (median of three pairs: {ratios[1]:.3f})")
         check("| cpu_prep |" in printed, "the table printed")
     if failures:
         sys.exit(f"{len(failures)} check(s) failed")

@@ -11,9 +11,12 @@ Nothing in the user's script changes:
   the first of these that fires counts the steps, the others are ignored
   (a named function is the only one counted);
 * clean mode (JARVIS_AB_MODE=clean): after JARVIS_AB_WARMUP steps, windows of
-  JARVIS_AB_WINDOW steps are timed with the wall clock; the device is
-  synchronised only at window boundaries (torch.cuda.synchronize when CUDA or
-  ROCm is in use), so the steps inside a window run as they would unobserved;
+  JARVIS_AB_WINDOW steps are timed with the wall clock (and the process's CPU
+  time); the device is synchronised only at window boundaries
+  (torch.cuda.synchronize when CUDA or ROCm is in use), so the steps inside a
+  window run as they would unobserved; each step's host time is kept too;
+* JARVIS_AB_BARRIER / JARVIS_AB_BARRIER_N: after the warm-up, wait for that
+  many processes (a clean and a profiled one run side by side);
 * profile mode (JARVIS_AB_MODE=profile): after the warm-up, torch.profiler
   records 1 warm-up step and JARVIS_AB_PROFILE_STEPS steps with the settings
   of JARVIS_AB_PROFILER (record_shapes, with_stack, profile_memory) and
@@ -88,6 +91,28 @@ def _sync():
         if torch.cuda.is_available() and torch.cuda.is_initialized():
             torch.cuda.synchronize()
     except Exception:
+        pass
+
+
+def _barrier():
+    """JARVIS_AB_BARRIER (a folder) and JARVIS_AB_BARRIER_N: wait until that
+    many processes have arrived, so a paired clean and profiled process
+    (`jarvis calibrate`) time their steps over the same seconds and the
+    machine's load falls on both. Gives up after 120 s (a partner that
+    failed) and times anyway."""
+    folder = os.environ.get("JARVIS_AB_BARRIER", "")
+    if not folder:
+        return
+    want = _env_int("JARVIS_AB_BARRIER_N", 2, 1)
+    try:
+        os.makedirs(folder, exist_ok=True)
+        open(os.path.join(folder, f"{os.getpid()}.arrived"), "w").close()
+        deadline = time.perf_counter() + 120
+        while time.perf_counter() < deadline:
+            if sum(1 for f in os.listdir(folder) if f.endswith(".arrived")) >= want:
+                return
+            time.sleep(0.001)
+    except OSError:
         pass
 
 
@@ -198,9 +223,14 @@ class _Timer:
         self.source = "function" if self.step_fn else None
         self.steps = 0
         self.window_start = 0.0
+        self.window_cpu_start = 0.0
         self.window_step_ms = []
+        self.window_cpu_step_ms = []
+        self.host_step_ms = []
         self.profiled_step_ms = []
+        self.profiled_cpu_step_ms = []
         self.last_step = 0.0
+        self.last_cpu = 0.0
         self.done = False
         self.finished = False
         self.user_profiler = False
@@ -223,27 +253,36 @@ class _Timer:
         if self.mode == "profile":
             self._profile_step(n)
             return
+        now = time.perf_counter()
+        if n > self.warmup:  # each step's host time (no device sync: the host's view)
+            self.host_step_ms.append((now - self.last_step) * 1e3)
+        self.last_step = now
         if n == self.warmup:
             _sync()
+            _barrier()
             self.window_start = time.perf_counter()
+            self.window_cpu_start = time.process_time()
         elif n > self.warmup and (n - self.warmup) % self.window == 0:
             _sync()
-            now = time.perf_counter()
+            now, cpu = time.perf_counter(), time.process_time()
             self.window_step_ms.append((now - self.window_start) * 1e3 / self.window)
-            self.window_start = now
+            self.window_cpu_step_ms.append((cpu - self.window_cpu_start) * 1e3 / self.window)
+            self.window_start, self.window_cpu_start = now, cpu
             if len(self.window_step_ms) == self.windows:
                 self.finish()
 
     def _profile_step(self, n):
-        now = time.perf_counter()
+        now, cpu = time.perf_counter(), time.process_time()
         if n > self.warmup + 1 and (self.profiler is not None or self.user_profiler):
             self.profiled_step_ms.append((now - self.last_step) * 1e3)
-        self.last_step = now
+            self.profiled_cpu_step_ms.append((cpu - self.last_cpu) * 1e3)
+        self.last_step, self.last_cpu = now, cpu
         if self.user_profiler:
             if self.trace_written and n >= self.warmup + self.profile_steps:
                 self.finish()
             return
         if n == self.warmup:
+            _barrier()
             self._start_profiler()
         elif self.profiler is not None:
             self.internal = True
@@ -327,8 +366,11 @@ class _Timer:
             "warmup_steps": self.warmup,
             "window_steps": self.window,
             "window_step_ms": self.window_step_ms,
+            "window_cpu_step_ms": self.window_cpu_step_ms,
+            "host_step_ms": self.host_step_ms,
             "step_ms_median": ordered[len(ordered) // 2] if ordered else None,
             "profiled_step_ms": self.profiled_step_ms,
+            "profiled_cpu_step_ms": self.profiled_cpu_step_ms,
             "profiler_settings": self.settings,
             "user_profiler": self.user_profiler,
             "trace": self.trace_written,
