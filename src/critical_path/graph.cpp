@@ -12,6 +12,7 @@
 
 #include <fmt/format.h>
 
+#include "base/phase_timer.h"
 #include "collectives/collectives.h"
 #include "critical_path/critical_path.h"
 #include "critical_path/internal.h"
@@ -108,13 +109,18 @@ class RankBuilder {
   }
 
   void build() {
+    std::optional<PhaseTimer> t(std::in_place, "critical_path/build_graph/gpu_ops");
     add_gpu_ops();
+    t.emplace("critical_path/build_graph/host_threads");
     add_host_threads();
+    t.emplace("critical_path/build_graph/handovers+launches");
     add_thread_handovers();
     add_launch_edges();
+    t.emplace("critical_path/build_graph/step_ends+backlog+syncs");
     add_step_gpu_ends();
     find_gpu_backlog();
     add_sync_edges();
+    t.emplace("critical_path/build_graph/waits");
     recorded_waits = add_recorded_waits();
     if (recorded_waits == 0) {  // nothing recorded: infer the waits around collectives
       add_collective_waits();
@@ -1200,7 +1206,9 @@ void detect_step_bounds(const std::vector<RankInput>& in,
 Graph build_graph(const std::vector<RankInput>& in) {
   if (in.empty()) throw CriticalPathError("no traces given");
   Builder b;
+  std::optional<PhaseTimer> ranks_timer(std::in_place, "critical_path/build_graph/ranks");
   auto ranks = rank_traces(in, b.g.clock_offset_us);
+  ranks_timer.reset();
   for (const auto& r : ranks) b.g.input_ranks.push_back(r.rank);
   std::vector<std::unique_ptr<RankBuilder>> builders;
   std::vector<std::vector<collectives::CollectiveInstance>> colls;
@@ -1222,8 +1230,10 @@ Graph build_graph(const std::vector<RankInput>& in) {
     const int64_t rank = ranks[k].rank;
     b.g.ranks.push_back(rank);
     const auto first = static_cast<uint32_t>(b.g.nodes.size());
+    std::optional<PhaseTimer> t(std::in_place, "critical_path/build_graph/profiler_cost");
     auto rb = std::make_unique<RankBuilder>(b, in[k], rank, b.g.clock_offset_us.at(rank),
                                             ranks[k].instances, bounds[k] ? &*bounds[k] : nullptr);
+    t.reset();
     rb->build();
     recorded += rb->recorded_waits;
     unresolved += rb->unresolved_waits;
@@ -1277,9 +1287,12 @@ Graph build_graph(const std::vector<RankInput>& in) {
   add_joins(b, raw, colls);
   add_iterations(b, steps);
   if (b.g.iterations.empty()) throw CriticalPathError("no iteration is recorded on every rank");
+  std::optional<PhaseTimer> t(std::in_place, "critical_path/build_graph/order");
   detail::order_nodes(b.g);
+  t.emplace("critical_path/build_graph/calibrate");
   estimate_launch_latency(b.g);
   calibrate(b.g);
+  t.reset();
   note_backlog(b.g);
   std::sort(b.g.ranks.begin(), b.g.ranks.end());
   return std::move(b.g);

@@ -10,6 +10,7 @@
 
 #include <fmt/format.h>
 
+#include "base/phase_timer.h"
 #include "critical_path/calibration.h"
 #include "critical_path/critical_path.h"
 #include "critical_path/internal.h"
@@ -425,6 +426,7 @@ Analysis analyse_unprofiled(const Graph& g, WhatIfBase& base) {
 }
 
 Analysis analyse_unprofiled(const Graph& g, WhatIfBase& base, const Analysis& recorded) {
+  std::optional<PhaseTimer> t(std::in_place, "critical_path/unprofiled/times");
   // unprofiled_times, with both of its steps kept: the profiler's cost
   // alone (what the summary reports as its host time) and the interference
   // found on those times (named in the summary).
@@ -433,7 +435,9 @@ Analysis analyse_unprofiled(const Graph& g, WhatIfBase& base, const Analysis& re
   const std::vector<Interference> found = host_interference(g, plain_lag);
   std::vector<double> dur = plain_dur, lag = plain_lag;
   scale_interfered(g, found, dur, lag);
+  t.emplace("critical_path/unprofiled/analyse");
   Analysis a = analyse(g, dur, lag);
+  t.emplace("critical_path/unprofiled/rest");
   base.step_time_us = a.step_time_us;
   base.bounds = iteration_bounds(a);
   base.recorded_step_time_us = recorded.step_time_us;

@@ -12,6 +12,7 @@
 
 #include "critical_path/host_gaps.h"
 #include "insights/rules_internal.h"
+#include "insights/trace_facts.h"
 
 namespace jarvis::insights::detail {
 
@@ -47,7 +48,7 @@ void add_what_if_args(const InsightContext& c, const nlohmann::json& args,
     sel.after = g.value("after", "");
     sel.before = g.value("before", "");
     sel.min_us = g.value("min_us", sel.min_us);
-    critical_path::add_host_gap_removal(inputs, graph, sel, sc);
+    detail::add_host_gap_removal(c, sel, sc);  // picked from the trace's one scan (trace_facts.h)
   }
 }
 
