@@ -1,5 +1,7 @@
-# jarvis calibrate + jarvis ab on CPU PyTorch (tests/ab/test_ab_cpu.py, ~30-60 s
-# on 2 cores: 12 Python processes that import torch). Label "torch": it needs
+# jarvis calibrate + jarvis ab on CPU PyTorch (tests/ab/test_ab_cpu.py, 65-95 s
+# on the shared 2 cores: 21 Python processes that import torch, eight of them in
+# pairs; up to ~150 s when the un-profiled estimate's check recalibrates once,
+# docs/ab.md). Label "torch": it needs
 # an interpreter that imports torch (Debian's python3-torch); without one it
 # is reported skipped (exit 77) with the reason.
 add_test(NAME ab_cpu
