@@ -44,7 +44,7 @@ std::optional<HostBound> host_bound_step(const InsightContext& c) {
   if (h.iterations == 0 || 2 * h.host_iterations <= h.iterations) return std::nullopt;
   critical_path::Scenario ideal;
   ideal.remove_launch_gaps = true;
-  const auto r = critical_path::what_if(m.graph, ideal);
+  const auto r = detail::step_time_what_if(c, ideal);
   h.step_us = r.measured_step_time_us;
   h.ideal_host_step_us = r.predicted_step_time_us;
   h.saving_us = std::max(0.0, h.step_us - h.ideal_host_step_us) * static_cast<double>(h.iterations);
