@@ -109,9 +109,18 @@ namespace {
 template <class Emit, class Untraced>
 void walk_back(const Graph& g, const std::vector<double>& dur, const Schedule& s,
                double window_start, uint32_t node, Emit&& emit, Untraced&& untraced) {
+  // Walking back, each piece ends where the one after it starts: a binding
+  // edge of negative lag (a GPU op that starts before its launch call, the
+  // clock offset of a multi-rank trace) would give a piece of negative time
+  // and count the time before it twice; cut there, the pieces tile the
+  // iteration and none is negative.
+  double cap = std::numeric_limits<double>::infinity();
   const auto add = [&](uint32_t label, const char* kind, double from, double to) {
-    if (to <= window_start || to == from) return;
-    emit(label, kind, std::max(from, window_start), to);
+    to = std::min(to, cap);
+    from = std::max(from, window_start);
+    if (to <= from) return;
+    emit(label, kind, from, to);
+    cap = from;
   };
   bool at_start = false;  // entered through a launch edge: its duration is not on the path
   for (size_t guard = 0; guard <= g.nodes.size(); ++guard) {
@@ -122,7 +131,8 @@ void walk_back(const Graph& g, const std::vector<double>& dur, const Schedule& s
     if (start <= window_start) return;
     const uint32_t idx = s.binding[node];
     if (idx == Schedule::kNone) {
-      untraced(g.nodes[node].rank, window_start, start);
+      if (std::min(start, cap) > window_start)
+        untraced(g.nodes[node].rank, window_start, std::min(start, cap));
       return;
     }
     const Edge& e = g.edges[idx];

@@ -221,8 +221,17 @@ cp::Scenario no_host_gaps() {
 // The invariants every replay must keep (issue 47), on one graph.
 void check_invariants(const cp::Graph& g, const std::vector<const jarvis::Trace*>& traces) {
   const cp::Analysis measured = cp::analyse(g);
+  const cp::Analysis unprofiled_analysis = cp::analyse_unprofiled(g);
   REQUIRE(!measured.iterations.empty());
-  // The path's time adds up to each iteration's length, the contributors to the step.
+  // The path's time adds up to each iteration's length, the contributors to
+  // the step, and no piece of it is negative (a GPU op that starts before its
+  // launch call, in a real trace, gave a sync a negative share), recorded or
+  // without the profiler.
+  for (const cp::Analysis* a : {&measured, &unprofiled_analysis}) {
+    for (const auto& it : a->iterations)
+      for (const auto& seg : it.path) CHECK(seg.dur_us >= 0);
+    for (const auto& c : a->contributors) CHECK(c.time_us >= 0);
+  }
   for (const auto& it : measured.iterations) {
     CAPTURE(it.name);
     CHECK(it.path_length_us == doctest::Approx(it.length_us).epsilon(1e-9));
