@@ -116,7 +116,7 @@ nlohmann::json to_json(const ChangePlan& plan, const std::vector<Insight>& insig
   for (const PlanStep& s : plan.steps)
     steps.push_back({{"rule", insights[s.finding].rule},
                      {"change", insights[s.finding].change},
-                     {"title", insights[s.finding].title},
+                     {"rank", s.finding + 1},
                      {"step_after_us", s.step_after_us},
                      {"saving_us_per_step", s.saving_us},
                      {"alone_saving_us_per_step", s.alone_saving_us}});

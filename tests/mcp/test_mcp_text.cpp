@@ -181,6 +181,23 @@ TEST_CASE("insights' lines lead with the saving per step their row carries") {
   }
   // The host-bound loader step: the CUDA graph and the loader share its idle.
   CHECK(not_additive > 0);
+  // The plan: its changes name rows of the ranking, add up, and the text
+  // lists each with the step after it.
+  const json& plan = reply["result"]["structuredContent"]["plan"];
+  REQUIRE(plan["changes"].size() >= 2);
+  CHECK(plan["step_before_us"].get<double>() == doctest::Approx(unprofiled_us));
+  CHECK(text.find("The changes in order") != std::string::npos);
+  double saved = 0;
+  for (const json& change : plan["changes"]) {
+    const size_t rank = change["rank"].get<size_t>();
+    REQUIRE(rank >= 1);
+    if (rank <= rows.size()) CHECK(rows[rank - 1]["rule"] == change["rule"]);
+    saved += change["saving_us_per_step"].get<double>();
+  }
+  CHECK(saved == doctest::Approx(plan["step_before_us"].get<double>() -
+                                 plan["step_after_us"].get<double>()));
+  const json& first = plan["changes"][0];
+  CHECK(text.find(fmt::format("1. {}", first["rule"].get<std::string>())) != std::string::npos);
 }
 
 }  // namespace JARVIS_TEST_FILE
