@@ -177,7 +177,8 @@ double ranking_saving_us(const Insight& insight);
 nlohmann::json to_json(const Insight& insight);
 
 // The top findings' changes made one after the other, in their ranking's
-// order: change k's step is the what-if of changes 1..k together, so its
+// order (but a sync's removal before a CUDA graph of the step, which cannot
+// capture a step that syncs): change k's step is the what-if of changes 1..k together, so its
 // saving is what it adds once those above it are made (a GPU fix on a step
 // the first change turns host-bound adds little) and the savings add up to
 // the joint one. A finding whose what-if arguments match nothing is left out.
@@ -186,6 +187,7 @@ struct PlanStep {
   double step_after_us = 0;    // the un-profiled step with changes 1..k made
   double saving_us = 0;        // per step: the step before change k less step_after_us
   double alone_saving_us = 0;  // per step: the finding's own what-if (its step_saving_us)
+  std::string note;            // why it stands before a change ranked above it
 };
 struct ChangePlan {
   double step_before_us = 0;  // the un-profiled step, before any change

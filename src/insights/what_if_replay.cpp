@@ -81,16 +81,47 @@ void replay_what_ifs(const InsightContext& c, std::vector<Insight>& insights) {
 
 namespace jarvis::insights {
 
+namespace {
+
+bool is_graph_capture(const Insight& i) {
+  return i.what_if.value("remove_launch_gaps", false);
+}
+bool removes_syncs(const Insight& i) {
+  return i.rule == "host_sync" || i.what_if.value("remove_waits_only", false);
+}
+
+}  // namespace
+
 ChangePlan plan_changes(const InsightContext& c, const std::vector<Insight>& insights,
                         size_t max_changes) {
   ChangePlan plan;
   if (!c.step) return plan;
   const double steps = static_cast<double>(std::max<size_t>(1, c.step->measured.iterations.size()));
+  std::vector<size_t> order;
+  for (size_t k = 0; k < insights.size() && order.size() < max_changes; ++k) {
+    const Insight& i = insights[k];
+    if (i.what_if.is_object() && i.step_saving_us && *i.step_saving_us > 0) order.push_back(k);
+  }
+  // A CUDA graph captures a step only once nothing in it waits for the GPU:
+  // the syncs' removal goes before the graph that needs it, whatever their
+  // ranking (s_mask_sync A: the mask's nonzero, then the graph).
+  std::vector<std::string> notes(insights.size());
+  for (size_t g = 0; g < order.size(); ++g) {
+    if (!is_graph_capture(insights[order[g]])) continue;
+    for (size_t s = g + 1; s < order.size(); ++s)
+      if (removes_syncs(insights[order[s]])) {
+        notes[order[s]] = fmt::format("before {}: a CUDA graph cannot capture a step that syncs",
+                                      insights[order[g]].rule);
+        std::rotate(order.begin() + static_cast<std::ptrdiff_t>(g),
+                    order.begin() + static_cast<std::ptrdiff_t>(s),
+                    order.begin() + static_cast<std::ptrdiff_t>(s) + 1);
+        ++g;
+      }
+  }
   critical_path::Scenario joint;
   double before = -1;
-  for (size_t k = 0; k < insights.size() && plan.steps.size() < max_changes; ++k) {
+  for (size_t k : order) {
     const Insight& i = insights[k];
-    if (!i.what_if.is_object() || !i.step_saving_us || !(*i.step_saving_us > 0)) continue;
     critical_path::Scenario with = joint;
     try {
       detail::add_what_if_args(c, i.what_if, with);
@@ -101,6 +132,7 @@ ChangePlan plan_changes(const InsightContext& c, const std::vector<Insight>& ins
       step.step_after_us = std::min(before, r.predicted_step_time_us);
       step.saving_us = before - step.step_after_us;
       step.alone_saving_us = *i.step_saving_us / steps;
+      step.note = notes[k];
       plan.steps.push_back(step);
       before = step.step_after_us;
       joint = std::move(with);
@@ -113,13 +145,15 @@ ChangePlan plan_changes(const InsightContext& c, const std::vector<Insight>& ins
 
 nlohmann::json to_json(const ChangePlan& plan, const std::vector<Insight>& insights) {
   nlohmann::json steps = nlohmann::json::array();
-  for (const PlanStep& s : plan.steps)
+  for (const PlanStep& s : plan.steps) {
     steps.push_back({{"rule", insights[s.finding].rule},
                      {"change", insights[s.finding].change},
                      {"rank", s.finding + 1},
                      {"step_after_us", s.step_after_us},
                      {"saving_us_per_step", s.saving_us},
                      {"alone_saving_us_per_step", s.alone_saving_us}});
+    if (!s.note.empty()) steps.back()["note"] = s.note;
+  }
   return {
       {"step_before_us", plan.step_before_us},
       {"step_after_us", plan.steps.empty() ? plan.step_before_us : plan.steps.back().step_after_us},
@@ -137,7 +171,8 @@ std::string plan_text(const ChangePlan& plan, const std::vector<Insight>& insigh
     const bool differs = std::abs(s.saving_us - s.alone_saving_us) > 0.05 * s.alone_saving_us &&
                          std::abs(s.saving_us - s.alone_saving_us) >= 10;
     const std::string name =
-        fmt::format("{}{}", i.rule, i.change.empty() ? "" : fmt::format(" ({})", i.change));
+        fmt::format("{}{}{}", i.rule, i.change.empty() ? "" : fmt::format(" ({})", i.change),
+                    s.note.empty() ? "" : fmt::format(" [{}]", s.note));
     // Less than 10 us a step: nothing once the changes above are made (the
     // step is bound elsewhere then).
     if (s.saving_us < 10)

@@ -4,7 +4,8 @@
 // each sized once. On the arms of ../shared/ab_pairs: the plan's steps never
 // grow, its first change saves what that finding's own what-if saves, and
 // where the re-run made the plan's first change, the step after it is within
-// 20 % of arm B's step timed without the profiler (truth.json). And the
+// 20 % of arm B's step timed without the profiler (truth.json); a sync's
+// removal comes before a CUDA graph of the step, which cannot capture it. And the
 // joint what-if it stands on (Scenario::also_scale): a selection scales the
 // durations as before any other, an op two selections take keeps the
 // shorter result.
@@ -42,11 +43,10 @@ std::string ab_dir() {
 // The finding the change of arm B stands for (read from truth.json's
 // `changed` by a person, not by the tool).
 const std::map<std::string, std::string>& cause_of_pair() {
-  static const std::map<std::string, std::string> causes = {{"s_loader", "dataloader_main_process"},
-                                                            {"s_attn", "unfused_attention"},
-                                                            {"s_layout", "conv_layout_transposes"},
-                                                            {"s_tf32", "fp32_gemm_simt"},
-                                                            {"s_vocab", "gemm_unaligned_dims"}};
+  static const std::map<std::string, std::string> causes = {
+      {"s_loader", "dataloader_main_process"}, {"s_attn", "unfused_attention"},
+      {"s_layout", "conv_layout_transposes"},  {"s_tf32", "fp32_gemm_simt"},
+      {"s_vocab", "gemm_unaligned_dims"},      {"s_mask_sync", "host_sync"}};
   return causes;
 }
 
@@ -82,6 +82,15 @@ TEST_CASE("change plan: each change once, its steps never grow, the re-run's ste
         before = s.step_after_us;
       }
       CHECK(saved == doctest::Approx(plan.step_before_us - plan.steps.back().step_after_us));
+      // A CUDA graph cannot capture a step that syncs: a sync finding in the
+      // plan comes before the graph's.
+      size_t graph_at = plan.steps.size(), syncs_at = plan.steps.size();
+      for (size_t k = 0; k < plan.steps.size(); ++k) {
+        const auto& i = found[plan.steps[k].finding];
+        if (i.what_if.value("remove_launch_gaps", false)) graph_at = std::min(graph_at, k);
+        if (i.rule == "host_sync") syncs_at = std::min(syncs_at, k);
+      }
+      if (graph_at < plan.steps.size() && syncs_at < plan.steps.size()) CHECK(syncs_at < graph_at);
       // The first change alone is the finding's own what-if.
       const in::PlanStep& first = plan.steps.front();
       CHECK(first.saving_us == doctest::Approx(first.alone_saving_us).epsilon(1e-3));
