@@ -433,17 +433,17 @@ Analysis analyse_unprofiled(const Graph& g, WhatIfBase& base, const Analysis& re
   std::vector<double> plain_dur, plain_lag;
   profiler_free_times(g, plain_dur, plain_lag);
   const std::vector<Interference> found = host_interference(g, plain_lag);
-  std::vector<double> dur = plain_dur, lag = plain_lag;
-  scale_interfered(g, found, dur, lag);
+  // The base's times are the schedule's (filled in place: no copy of them).
+  base.dur = plain_dur;
+  base.lag = plain_lag;
+  scale_interfered(g, found, base.dur, base.lag);
   t.emplace("critical_path/unprofiled/analyse");
-  Analysis a = analyse(g, dur, lag);
+  Analysis a = analyse(g, base.dur, base.lag);
   t.emplace("critical_path/unprofiled/rest");
   base.step_time_us = a.step_time_us;
   base.bounds = iteration_bounds(a);
   base.recorded_step_time_us = recorded.step_time_us;
   base.recorded_bounds = iteration_bounds(recorded);
-  base.dur = dur;
-  base.lag = lag;
   a.model = kModelUnprofiled;
   a.recorded_step_time_us = recorded.step_time_us;
   a.estimated_unprofiled_step_us = a.step_time_us;
