@@ -44,6 +44,11 @@ std::string library_of(std::string_view n) {
   if (contains(n, "rccl")) return "RCCL";
   if (contains(n, "triton")) return "Triton";  // Inductor's triton_poi_ / triton_red_ and the rest
   if (contains(n, "cudnn")) return "cuDNN";    // before flash: cuDNN's SDPA kernels say "flash"
+  // PyTorch's memory-efficient SDPA kernels (xFormers' CUTLASS fmha:
+  // fmha_cutlassF_f32_aligned_..._sm80(PyTorchMemEffAttention::...)) are not
+  // FlashAttention: they take fp32, and PyTorch builds them up to sm80.
+  if (contains(n, "memeffattention") || contains(n, "fmha_cutlass"))
+    return std::string(kMemEffAttentionLibrary);
   if (contains(n, "flash") || contains(n, "fmha")) return "FlashAttention";
   if (contains(n, "nvjet") || contains(n, "cublaslt")) return "cuBLASLt";
   if (contains(n, "cutlass")) return "CUTLASS";

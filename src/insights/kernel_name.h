@@ -12,9 +12,15 @@
 
 namespace jarvis::insights {
 
+// The library name of PyTorch's memory-efficient attention kernels (SDPA's
+// EFFICIENT_ATTENTION backend, xFormers' CUTLASS fmha).
+inline constexpr std::string_view kMemEffAttentionLibrary =
+    "PyTorch memory-efficient attention (CUTLASS fmha)";
+
 struct KernelTraits {
-  // cuBLAS, cuBLASLt, CUTLASS, cuDNN, FlashAttention, rocBLAS/hipBLASLt
-  // (Tensile), CK, MIOpen, Triton, NCCL, RCCL, ATen, or "" when unknown.
+  // cuBLAS, cuBLASLt, CUTLASS, cuDNN, FlashAttention, kMemEffAttentionLibrary,
+  // rocBLAS/hipBLASLt (Tensile), CK, MIOpen, Triton, NCCL, RCCL, ATen, or ""
+  // when unknown.
   std::string library;
   // NVIDIA SM version the kernel was built for (75 for sm75 / cutlass_75 /
   // turing_), when the name says so.

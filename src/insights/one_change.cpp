@@ -109,8 +109,21 @@ class Fold {
       also.push_back(rule == lead_.rule ? fmt::format("{} more {}", n, rule)
                      : n > 1            ? fmt::format("{} {}", n, rule)
                                         : rule);
-    lead_.title = fmt::format("{} [one change: {}; with {} (evidence.symptoms)]", lead_.title,
-                              lead_.change, fmt::join(also, ", "));
+    // The title leads with the change and what its figures (time_us,
+    // share, recoverable time, step saving) cover: the lead's own part and
+    // the folded findings' time on other ops, over every step; the lead's
+    // own title, with its own figures, follows.
+    const double own_us = own_part_.value("time_us", 0.0);
+    const size_t steps =
+        c_.step ? std::max<size_t>(1, c_.step->measured.iterations.size()) : size_t{1};
+    lead_.title = fmt::format(
+        "One change, {}: {:.2f} ms of kernel time over the trace's {} step{} ({:.1f}% of kernel "
+        "time), of which this finding's {:.2f} ms and {:.2f} ms on the ops of the folded "
+        "findings ({}; evidence.symptoms); the recoverable time and step saving are the whole "
+        "change's. {}",
+        lead_.change, lead_.time_us / 1e3, steps, steps == 1 ? "" : "s", 100 * lead_.share,
+        own_us / 1e3, std::max(0.0, lead_.time_us - own_us) / 1e3, fmt::join(also, ", "),
+        lead_.title);
     // Sized once, for the whole change, by size_step_savings.
     lead_.step_saving_us.reset();
     lead_.step_saving_note.clear();

@@ -249,8 +249,12 @@ Insight group_insight(const InsightContext& c, const std::string& label, const G
                                     d.precision)}};
   }
   i.severity = detail::severity_by_share(detail::share_of(c, i.gain_upper_bound_us.value_or(0)));
-  i.title = fmt::format("{}: {} not a multiple of {} for {} ({:.1f}% of kernel time, x{})", label,
-                        dims_text, need, d.precision, 100 * i.share, g.uids.size());
+  // The time and the count are the trace's (over all its steps), and say so.
+  i.title = fmt::format(
+      "{}: {} not a multiple of {} for {} ({:.2f} ms, {:.1f}% of kernel time; {} call{} in the "
+      "trace)",
+      label, dims_text, need, d.precision, i.time_us / 1e3, 100 * i.share, g.uids.size(),
+      g.uids.size() == 1 ? "" : "s");
   i.detail = fmt::format(
       "Tensor-core GEMM kernels load the contiguous dimension of each operand in vectors of {} "
       "{} elements; a leading dimension that is not a multiple makes the library fall back to "

@@ -94,6 +94,60 @@ nlohmann::json what_if_args(const std::map<std::string, SiteGroup>& groups) {
 
 }  // namespace
 
+namespace detail {
+
+std::vector<HostSyncSite> step_host_sync_sites(const InsightContext& c) {
+  std::vector<HostSyncSite> sites;
+  if (!c.step || c.step->graph.ranks.empty()) return sites;
+  const StepWindow window = step_window(c);
+  // The iterations in trace time, and every call that launched GPU work.
+  const auto& graph = c.step->graph;
+  const double offset =
+      graph.clock_offset_us.count(window.rank) ? graph.clock_offset_us.at(window.rank) : 0.0;
+  std::vector<double> launches;
+  for (Uid u : c.tree.runtime_uids())
+    if (c.trace.events[u].has_ts() && !c.tree.gpu_events(u).empty())
+      launches.push_back(c.trace.events[u].ts());
+  std::sort(launches.begin(), launches.end());
+  const auto launched_in = [&](double from, double to) {  // a launch in [from, to)
+    auto it = std::lower_bound(launches.begin(), launches.end(), from);
+    return it != launches.end() && *it < to;
+  };
+  std::map<std::string, size_t> at;  // outer op -> index in sites
+  for (Uid u : c.tree.runtime_uids()) {
+    const Event& e = c.trace.events[u];
+    if (!e.has_ts() || !e.has_dur() || !window.contains(e.ts()) || !is_sync_call(c, u)) continue;
+    const CallSite site = call_site(c, u);
+    auto [it, added] = at.try_emplace(site.outer, sites.size());
+    if (added) sites.push_back({site.outer, site.inner, 0, 0});
+    HostSyncSite& s = sites[it->second];
+    ++s.calls;
+    // A synchronise or a copy to the host (a copy to or within the device
+    // is capturable) ...
+    bool blocks = c.trace.name(u).find("Synchronize") != std::string_view::npos;
+    for (Uid g : c.tree.gpu_events(u)) {
+      const std::string_view name = c.trace.name(g);
+      blocks = blocks || name.find("DtoH") != std::string_view::npos ||
+               name.find("DeviceToHost") != std::string_view::npos;
+    }
+    // ... between GPU work its step launched before it and after it.
+    bool mid_step = false;
+    for (const auto& iteration : graph.iterations) {
+      const double from = iteration.start - offset, to = iteration.end - offset;
+      if (e.ts() < from || e.ts() >= to) continue;
+      mid_step = launched_in(from, e.ts()) && launched_in(e.end(), to);
+      break;
+    }
+    if (blocks && mid_step) ++s.capture_blocking;
+  }
+  std::sort(sites.begin(), sites.end(), [](const HostSyncSite& a, const HostSyncSite& b) {
+    return a.calls != b.calls ? a.calls > b.calls : a.op < b.op;
+  });
+  return sites;
+}
+
+}  // namespace detail
+
 void rule_host_sync(const InsightContext& c, std::vector<Insight>& out) {
   if (!c.step || c.step->graph.ranks.empty()) return;
   // Only syncs inside the iterations: set-up and tear-down are not steps.

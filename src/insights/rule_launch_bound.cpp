@@ -198,6 +198,37 @@ void rule_launch_bound(const InsightContext& c, std::vector<Insight>& out) {
           "own host cost";
     }
   }
+  // A CUDA graph cannot capture a step that syncs with the host (.item(),
+  // nonzero / boolean indexing, a blocking copy): the capture fails at the
+  // sync. The graph's figure is then reachable only once those syncs are
+  // gone (host_sync), or in part by graphs of the stretches between them.
+  // A sync outside any op (the script's own torch.cuda.synchronize()) sits
+  // outside what a graph of the model's step captures, and so do a sync at
+  // the step's end and a blocking copy to the device (a graph's replay starts
+  // from inputs copied into its static buffers): only the mid-step syncs of
+  // an op count (HostSyncSite::capture_blocking).
+  std::vector<detail::HostSyncSite> syncs;
+  if (c.step && !xplane::is_xplane_trace(c.trace))
+    for (auto& s : detail::step_host_sync_sites(c))
+      if (!s.inner_op.empty() && s.capture_blocking > 0) syncs.push_back(std::move(s));
+  const double sync_steps =
+      c.step ? static_cast<double>(std::max<size_t>(1, c.step->measured.iterations.size())) : 1.0;
+  std::string syncs_text;
+  std::vector<std::string> named;  // the sync sites, most calls first (three at most)
+  if (!syncs.empty()) {
+    size_t calls = 0;
+    for (const auto& s : syncs) {
+      calls += s.capture_blocking;
+      if (named.size() < 3)
+        named.push_back(s.inner_op.empty() || s.inner_op == s.op
+                            ? s.op
+                            : fmt::format("{} ({})", s.op, s.inner_op));
+    }
+    syncs_text = fmt::format(
+        "a graph cannot capture a step that syncs with the host: {:.1f} syncs per step at {}; "
+        "host_sync",
+        static_cast<double>(calls) / sync_steps, fmt::join(named, ", "));
+  }
   IdleBreakdown idle = idle_breakdown(c.trace, c.tree);
   double gap_us = idle.total.total_us();
   double host_share = gap_us > 0 ? idle.total.host_wait_us / gap_us : 0;
@@ -257,10 +288,12 @@ void rule_launch_bound(const InsightContext& c, std::vector<Insight>& out) {
         ops.push_back(o["op"].get<std::string>());
     i.title = fmt::format(
         "Host-bound step: {} of {} iterations wait for the host's launches (GPU idle {:.1f}%); "
-        "a CUDA graph of the step cuts it from {:.2f} to {:.2f} ms (without the profiler). Host "
-        "time on the path: {}",
+        "a CUDA graph of the step cuts it from {:.2f} to {:.2f} ms (without the profiler){}. "
+        "Host time on the path: {}",
         host->host_iterations, host->iterations, 100 * idle_share, host->step_us / 1e3,
-        host->ideal_host_step_us / 1e3, fmt::join(ops, ", "));
+        host->ideal_host_step_us / 1e3,
+        syncs.empty() ? "" : fmt::format(", once its host syncs are gone ({})", syncs_text),
+        fmt::join(ops, ", "));
     i.evidence["critical_path"] = {{"host_bound_iterations", host->host_iterations},
                                    {"iterations", host->iterations},
                                    {"step_time_us", host->step_us},
@@ -346,6 +379,30 @@ void rule_launch_bound(const InsightContext& c, std::vector<Insight>& out) {
     i.action_model =
         "Capture the step in a CUDA/HIP graph (torch.cuda.graphs, torch.compile "
         "mode=\"reduce-overhead\") and fuse chains of small ops.";
+    if (!syncs.empty() && !i.what_if.is_null()) {
+      // The graph's saving stands on the syncs' removal: said where the
+      // figure is, in the evidence and in the action.
+      nlohmann::json sites = nlohmann::json::array();
+      for (const auto& s : syncs)
+        sites.push_back({{"op", s.op},
+                         {"inner_op", s.inner_op},
+                         {"syncs_per_step", static_cast<double>(s.capture_blocking) / sync_steps}});
+      i.evidence["graph_capturable"] = false;
+      i.evidence["host_syncs"] = std::move(sites);
+      const std::string needs = fmt::format(
+          "needs the host syncs removed first ({}): the what-if replays the graph with the "
+          "syncs still waiting, so the figure is reachable only after them, or in part by graphs "
+          "of the stretches between them",
+          syncs_text);
+      i.step_saving_note =
+          i.step_saving_note.empty() ? needs : fmt::format("{}; {}", needs, i.step_saving_note);
+      i.action_model = fmt::format(
+          "First take the host syncs out of the step ({}): a CUDA graph cannot capture a step "
+          "that waits for the host. Then capture the step in a CUDA/HIP graph "
+          "(torch.cuda.graphs, torch.compile mode=\"reduce-overhead\") and fuse chains of "
+          "small ops.",
+          fmt::join(named, ", "));
+    }
     i.action_kernel =
         "Fuse consecutive short kernels (e.g. norm + activation + residual) so fewer "
         "launches remain; kernel speed-ups of short kernels do not help here.";

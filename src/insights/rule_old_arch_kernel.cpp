@@ -141,10 +141,17 @@ void rule_old_arch_kernel(const InsightContext& c, std::vector<Insight>& out) {
     i.share = detail::share_of(c, g.time_us);
     i.severity = generations >= 2 && i.share >= 0.01 ? "high" : generations >= 2 ? "medium" : "low";
     if (g.has_roofline) i.gain_upper_bound_us = g.above_roofline_us;
+    // Attention kernels (the family read from the names) are chosen by the
+    // SDPA backend and the dtype, not by a GEMM library's heuristics: an
+    // fp32 attention can only run PyTorch's memory-efficient kernels, built
+    // up to sm80, so padding a shape changes nothing there.
+    const bool attention = g.library == kMemEffAttentionLibrary || g.library == "FlashAttention";
+    const bool fp32_attention = attention && t.math_dtype == "f32";
     i.title = fmt::format(
-        "{} kernels (sm{}) on an sm{} device: {} kernel{}, {:.1f}% of kernel time, {} op calls",
-        g.library.empty() ? "GPU" : g.library, g.sm, *device.sm_arch, by_time.size(),
-        by_time.size() == 1 ? "" : "s", 100 * i.share, g.op_uids.size());
+        "{} kernels (sm{}{}) on an sm{} device: {} kernel{}, {:.1f}% of kernel time, {} op calls",
+        g.library.empty() ? "GPU" : g.library, g.sm, fp32_attention ? ", fp32" : "",
+        *device.sm_arch, by_time.size(), by_time.size() == 1 ? "" : "s", 100 * i.share,
+        g.op_uids.size());
     i.detail = fmt::format(
         "The kernels target sm{}, {} generation(s) older than the device, so they cannot use the "
         "device's newer tensor-core instructions.{}",
@@ -172,6 +179,38 @@ void rule_old_arch_kernel(const InsightContext& c, std::vector<Insight>& out) {
     i.verify =
         "The arch tag is in the kernel name (cutlass_75_*, sm80_*, turing_*); confirm with "
         "the replay of the op on the same GPU, which shows the kernel name it launches.";
+    if (attention) {
+      i.evidence["kernel_family"] = g.library;
+      i.evidence["math_dtype"] = t.math_dtype;
+      i.detail = fmt::format(
+          "The attention runs {}'s kernels built for sm{}, {} generation(s) older than the "
+          "device. {}",
+          g.library, g.sm, generations,
+          fp32_attention
+              ? "They compute in fp32: of SDPA's backends only the memory-efficient one takes "
+                "fp32, and PyTorch builds its kernels up to sm80, so no shape or padding gives "
+                "a native kernel here; bf16/fp16 inputs let SDPA pick FlashAttention or cuDNN "
+                "attention."
+              : "The SDPA backend decides the kernel: a backend with native kernels for this "
+                "device (cuDNN attention, FlashAttention 3 on Hopper) replaces them.");
+      i.action_model =
+          fp32_attention
+              ? "Run the attention in bf16 (torch.autocast(\"cuda\", dtype=torch.bfloat16) "
+                "around the forward, or the model in bf16): SDPA then picks FlashAttention or "
+                "cuDNN attention; TF32 (torch.backends.cuda.matmul.allow_tf32) speeds the fp32 "
+                "GEMMs around it but not this kernel. Padding the shapes does not change it."
+              : "Pick an SDPA backend with native kernels for this device "
+                "(torch.nn.attention.sdpa_kernel(SDPBackend.CUDNN_ATTENTION) or "
+                "FLASH_ATTENTION), with a head dim the backend supports.";
+      i.action_kernel = fmt::format(
+          "A native sm{} attention kernel (FlashAttention 3, cuDNN fused attention); the "
+          "library ships none of this family for sm{}.",
+          *device.sm_arch, *device.sm_arch);
+      i.verify =
+          "The kernel names give the family (fmha_cutlassF/B_* with PyTorchMemEffAttention: the "
+          "memory-efficient backend; flash_fwd/bwd: FlashAttention; cudnn: cuDNN) and the dtype "
+          "(f32 / bf16); re-profile after the change: the names change.";
+    }
     out.push_back(std::move(i));
   }
 }

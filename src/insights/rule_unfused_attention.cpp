@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <iterator>
 #include <optional>
+#include <set>
+#include <string>
 #include <vector>
 
 #include <fmt/format.h>
@@ -103,6 +105,11 @@ void rule_unfused_attention(const InsightContext& c, std::vector<Insight>& out) 
   for (Uid row : detail::rows_holding(c, all_kernels))
     if (!std::binary_search(sorted_ops.begin(), sorted_ops.end(), row)) pools.push_back(row);
   Insight i = detail::op_insight(c, "unfused_attention", "SDPA", pools, chain_us);
+  // The kernels it is about, by name (the matmuls' and those between them,
+  // forward and backward): what kernel_count counts.
+  std::set<std::string> kernel_names;
+  for (Uid k : all_kernels) kernel_names.emplace(c.trace.name(k));
+  i.kernel_names.assign(kernel_names.begin(), kernel_names.end());
   i.gain_upper_bound_us = other_us;
   i.what_if = {{"kernel_uids", others}};
   i.title = fmt::format(

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <map>
 #include <numeric>
+#include <optional>
 #include <set>
 #include <string>
 #include <utility>
@@ -79,6 +80,86 @@ void add_unrecorded_idle(const InsightContext& c, const IdleGaps& idle, const Id
   }
 }
 
+// Where in the step a place's stretches fall, which decides the advice:
+// inside the optimizer's step (its Python between its kernels), at the step's
+// start before the input's host-to-device copy (the data pipeline), or
+// elsewhere (the code there, found by its Python frames).
+enum class UnrecordedWhere { OptimizerStep, BeforeInputCopy, Elsewhere };
+
+const char* unrecorded_where_name(UnrecordedWhere w) {
+  return w == UnrecordedWhere::OptimizerStep     ? "optimizer_step"
+         : w == UnrecordedWhere::BeforeInputCopy ? "step_start_before_input_copy"
+                                                 : "elsewhere";
+}
+
+// The host's user annotations (ProfilerStep#N left out) and the launch calls
+// of GPU work, by start: what the stretches' places are read against. Built
+// once per trace, and only when a place is reported.
+struct UnrecordedPlaceIndex {
+  struct Span {
+    double ts = 0, end = 0;
+    uint32_t thread = 0;
+    Uid uid = kNoUid;
+  };
+  std::vector<Span> annotations;
+  std::vector<std::pair<double, bool>> launches;  // (ts, launched a host-to-device copy)
+};
+
+bool unrecorded_is_h2d_copy(std::string_view name) {
+  return name.find("HtoD") != std::string_view::npos ||
+         name.find("HostToDevice") != std::string_view::npos;
+}
+
+UnrecordedPlaceIndex unrecorded_place_index(const InsightContext& c) {
+  UnrecordedPlaceIndex x;
+  for (Uid u = 0; u < c.trace.events.size(); ++u) {
+    const Event& e = c.trace.events[u];
+    if (e.cat != Cat::UserAnnotation || !e.has_ts() || !e.has_dur() ||
+        c.trace.name(u).starts_with("ProfilerStep#"))
+      continue;
+    x.annotations.push_back({e.ts(), e.end(), e.thread, u});
+  }
+  std::sort(x.annotations.begin(), x.annotations.end(),
+            [](const auto& a, const auto& b) { return a.ts < b.ts; });
+  for (Uid u : c.tree.runtime_uids()) {
+    const auto gpu = c.tree.gpu_events(u);
+    if (gpu.empty() || !c.trace.events[u].has_ts()) continue;
+    bool h2d = false;
+    for (Uid g : gpu) h2d = h2d || unrecorded_is_h2d_copy(c.trace.name(g));
+    x.launches.emplace_back(c.trace.events[u].ts(), h2d);
+  }
+  std::sort(x.launches.begin(), x.launches.end());
+  return x;
+}
+
+// The innermost user annotation of the stretch's thread around it: the
+// stretch's own (critical_path's, from the call tree) else read here, since
+// a trace's call tree need not nest ops under annotations.
+std::string unrecorded_annotation(const InsightContext& c, const UnrecordedPlaceIndex& x,
+                                  const critical_path::HostGap& g) {
+  if (!g.annotation.empty()) return g.annotation;
+  auto it = std::upper_bound(x.annotations.begin(), x.annotations.end(), g.from_us,
+                             [](double t, const auto& a) { return t < a.ts; });
+  while (it != x.annotations.begin()) {
+    --it;
+    if (it->thread == g.thread && it->end >= g.to_us) return std::string(c.trace.name(it->uid));
+  }
+  return "";
+}
+
+// At the step's start before its input copy: no GPU work launched in the
+// iteration before the stretch, and the first launch after it copies from
+// the host to the device.
+bool unrecorded_before_input_copy(const UnrecordedPlaceIndex& x, const critical_path::HostGap& g) {
+  const double step_start = g.from_us - g.offset_us;
+  auto first =
+      std::lower_bound(x.launches.begin(), x.launches.end(), std::make_pair(step_start, false));
+  if (first != x.launches.end() && first->first < g.from_us) return false;
+  auto next =
+      std::lower_bound(x.launches.begin(), x.launches.end(), std::make_pair(g.to_us, false));
+  return next != x.launches.end() && next->second;
+}
+
 }  // namespace
 
 void rule_unrecorded_host_time(const InsightContext& c, std::vector<Insight>& out) {
@@ -114,6 +195,7 @@ void rule_unrecorded_host_time(const InsightContext& c, std::vector<Insight>& ou
   const IdleGaps& idle = detail::trace_idle_gaps(c);
   const IdleByStart idle_index = idle_by_start(idle);
   std::vector<Insight> found;
+  std::optional<UnrecordedPlaceIndex> place_index;  // built for the first place reported
   for (const auto& [place, list] : places) {
     const auto& [after, before] = place;
     critical_path::HostGapSelector sel = any;
@@ -136,19 +218,25 @@ void rule_unrecorded_host_time(const InsightContext& c, std::vector<Insight>& ou
     UnrecordedIdle gpu;
     double offset = 0;
     std::string annotation;
+    if (!place_index) place_index = unrecorded_place_index(c);
+    size_t before_input = 0;
     for (const auto* g : list) {
       recorded[std::min(g->iteration, iterations - 1)] += g->dur();
       unprofiled[std::min(g->iteration, iterations - 1)] += g->dur() - g->profiler_us;
       add_unrecorded_idle(c, idle, idle_index, g->from_us, g->to_us, gpu);
       offset += g->offset_us;
-      if (annotation.empty()) annotation = g->annotation;
+      if (annotation.empty()) annotation = unrecorded_annotation(c, *place_index, *g);
+      if (unrecorded_before_input_copy(*place_index, *g)) ++before_input;
     }
+    const UnrecordedWhere where_in_step =
+        annotation.starts_with("Optimizer.step") ? UnrecordedWhere::OptimizerStep
+        : 2 * before_input > list.size()         ? UnrecordedWhere::BeforeInputCopy
+                                                 : UnrecordedWhere::Elsewhere;
     offset /= static_cast<double>(list.size());
     const double mean_unprofiled =
         std::accumulate(unprofiled.begin(), unprofiled.end(), 0.0) / steps;
     const double median_unprofiled = stats::median(unprofiled);
     const double saving_total = saving_per_step * steps;
-    const bool optimizer = annotation.starts_with("Optimizer.");
     Insight i;
     i.rule = "unrecorded_host_time";
     i.scope = "trace";
@@ -195,16 +283,36 @@ void rule_unrecorded_host_time(const InsightContext& c, std::vector<Insight>& ou
                   {"profiler_us_inside_total", i.time_us - mean_unprofiled * steps},
                   {"gpu_idle_us_per_step_recorded", gpu.idle_us / steps},
                   {"min_stretch_us", any.min_us},
-                  {"what_if_removed_us_per_step", r.removed_us}};
-    i.action_model =
-        optimizer
-            ? "The optimizer's Python bookkeeping between its kernels: fused=True (one kernel "
-              "per step), capturable=True with the step in a CUDA graph, or torch.compile of "
-              "the optimizer step."
-            : "Take the Python work off the step's path: build batches in DataLoader workers "
-              "(num_workers >= 4, prefetch_factor 2-4, persistent_workers=True), pin_memory=True "
-              "with .to(device, non_blocking=True), or build the batch on the GPU; log and "
-              "compute host metrics every N steps or on another thread.";
+                  {"what_if_removed_us_per_step", r.removed_us},
+                  {"where_in_step", unrecorded_where_name(where_in_step)},
+                  {"stretches_before_input_copy", before_input}};
+    // The advice follows where the stretch is (issue 73's blind run: an
+    // optimizer's stretch was sent to the DataLoader).
+    switch (where_in_step) {
+      case UnrecordedWhere::OptimizerStep:
+        i.action_model = fmt::format(
+            "Inside the optimizer step ({}): the optimizer's Python between its kernels "
+            "(per-parameter state set-up and loops). fused=True (one kernel per parameter "
+            "group; foreach=True where no fused kernel exists), capturable=True with the step "
+            "in a CUDA graph, or torch.compile of the optimizer step.",
+            annotation);
+        break;
+      case UnrecordedWhere::BeforeInputCopy:
+        i.action_model =
+            "At the step's start, before the input is copied to the GPU: the data pipeline. "
+            "Build batches in DataLoader workers (num_workers >= 4, prefetch_factor 2-4, "
+            "persistent_workers=True), pin_memory=True with .to(device, non_blocking=True), or "
+            "build the batch on the GPU.";
+        break;
+      case UnrecordedWhere::Elsewhere:
+        i.action_model = fmt::format(
+            "Find the Python between {} and {} (re-profile with with_stack=True, or py-spy) and "
+            "take it off the step's path: log and compute host metrics every N steps or on "
+            "another thread, keep tensors on the GPU instead of numpy / .tolist() round trips, "
+            "and move Python loops over layers or parameters into fused or compiled code.",
+            after, before);
+        break;
+    }
     i.action_kernel = "None: the kernels are not the cause.";
     i.verify = fmt::format(
         "Re-profile with with_stack=True: the Python frames between {} and {} name the code; "

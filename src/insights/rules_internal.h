@@ -89,6 +89,22 @@ struct StepWindow {
 };
 StepWindow step_window(const InsightContext& c);
 
+// The host syncs inside the step model's iterations (rule_host_sync.cpp's
+// calls: a runtime synchronise, or a copy whose GPU side the call waited
+// for), by the op a user wrote that made them (the outermost cpu_op above the
+// call: aten::index above aten::nonzero) and the innermost (inner_op ""
+// for a call outside any op: the script's own synchronize); most calls first.
+// capture_blocking counts the calls a CUDA graph of the step cannot hold: a
+// synchronise or a copy to the host, with GPU work launched in its step both
+// before and after it (a sync at a step's end, or a copy to or within the
+// device, leaves the launches around it capturable). Needs c.step.
+struct HostSyncSite {
+  std::string op, inner_op;
+  size_t calls = 0;             // over all iterations
+  size_t capture_blocking = 0;  // of them, mid-step syncs a graph capture cannot hold
+};
+std::vector<HostSyncSite> step_host_sync_sites(const InsightContext& c);
+
 // The severity of a host-side finding by its what-if saving (a total over
 // the iterations): high from 5 % of the step, medium when it saves anything.
 std::string severity_by_step_saving(const InsightContext& c, double saving_total_us);

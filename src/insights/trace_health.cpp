@@ -1,9 +1,12 @@
 #include "insights/trace_health.h"
 
+#include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <map>
 #include <optional>
 #include <tuple>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -36,6 +39,55 @@ std::string majority_bound(const critical_path::Analysis& a) {
   for (const auto& [side, count] : n)
     if (count > most) std::tie(best, most) = std::tie(side, count);
   return best;
+}
+
+// The GPU work the iterations launched (launch call inside them on the
+// graph's first rank), busy time as the union over streams, over the
+// iterations: GPU work queued before the first step (the backlog) is left out.
+std::optional<double> health_gpu_busy_per_step(const Trace& trace, const CallTree& tree,
+                                               const critical_path::Graph& g) {
+  if (g.iterations.empty() || g.ranks.empty()) return std::nullopt;
+  const int64_t rank = g.ranks.front();
+  const double offset = g.clock_offset_us.count(rank) ? g.clock_offset_us.at(rank) : 0.0;
+  double from = 1e300, to = -1e300;
+  for (const auto& it : g.iterations) {
+    from = std::min(from, it.start - offset);
+    to = std::max(to, it.end - offset);
+  }
+  std::vector<std::pair<double, double>> spans;
+  for (Uid u : tree.runtime_uids()) {
+    const Event& call = trace.events[u];
+    if (!call.has_ts() || call.ts() < from || call.ts() >= to) continue;
+    for (Uid k : tree.gpu_events(u)) {
+      const Event& e = trace.events[k];
+      if (e.has_ts() && e.has_dur() && e.dur() > 0) spans.emplace_back(e.ts(), e.end());
+    }
+  }
+  std::sort(spans.begin(), spans.end());
+  double busy = 0, open = 0, close = -1e300;
+  for (const auto& [a, b] : spans) {
+    if (a > close) {
+      if (close > open) busy += close - open;
+      open = a;
+      close = b;
+    } else {
+      close = std::max(close, b);
+    }
+  }
+  if (close > open) busy += close - open;
+  return busy / static_cast<double>(g.iterations.size());
+}
+
+// The ratio in an interference note ("... with gaps 1.77x as long ..."), 0
+// when the note has none.
+double health_interference_ratio(const std::string& note) {
+  constexpr std::string_view kAt = "with gaps ";
+  const size_t at = note.find(kAt);
+  if (at == std::string::npos) return 0;
+  const char* begin = note.c_str() + at + kAt.size();
+  char* end = nullptr;
+  const double ratio = std::strtod(begin, &end);
+  return end != begin && std::isfinite(ratio) ? ratio : 0;
 }
 
 // The recorded step beside the un-profiled estimate, with a warning when the
@@ -79,8 +131,17 @@ void add_step_estimate(const Trace& trace, const CallTree& tree, TraceHealth& h,
       h.unprofiled_path_host_share = host / length;
       h.unprofiled_path_communication_share = communication / length;
     }
+    if (const auto busy = health_gpu_busy_per_step(trace, tree, model->graph)) {
+      h.gpu_busy_us_per_step = *busy;
+      h.unprofiled_step_gpu_busy_share =
+          unprofiled.step_time_us > 0 ? std::min(1.0, *busy / unprofiled.step_time_us) : 0;
+    }
     for (const std::string& note : unprofiled.notes)
-      if (note.starts_with(critical_path::kInterferenceNote)) h.interference.push_back(note);
+      if (note.starts_with(critical_path::kInterferenceNote)) {
+        h.interference.push_back(note);
+        h.interference_max_ratio =
+            std::max(h.interference_max_ratio, health_interference_ratio(note));
+      }
     if (recorded.step_time_us > 1.2 * unprofiled.step_time_us)
       h.profiler_note = fmt::format(
           "the profiler slowed the host: the recorded step ({:.2f} ms) is estimated at {:.2f} ms "
@@ -230,7 +291,15 @@ void add_warnings(TraceHealth& h, bool jax_profile, bool zero_span) {
                      "the loader set them to 0",
                      h.negative_durations),
          1);
-  for (const std::string& note : h.interference) warn(note, 0);  // information, no strike
+  // Each note is information; gaps scaled back from kInterferenceStrikeRatio
+  // times the fastest iteration's are one strike in all.
+  for (const std::string& note : h.interference) warn(note, 0);
+  if (h.interference_max_ratio >= kInterferenceStrikeRatio)
+    warn(fmt::format("the un-profiled step scales back host gaps up to {:.2f}x the fastest "
+                     "iteration's (interference at or above {:.1f}x lowers confidence): profile "
+                     "again on a quiet host to measure it",
+                     h.interference_max_ratio, kInterferenceStrikeRatio),
+         1);
   h.confidence = strikes == 0 ? "high" : strikes == 1 ? "medium" : "low";
 }
 
@@ -362,6 +431,10 @@ nlohmann::json to_json(const TraceHealth& h) {
       {"unprofiled_path_host_share", h.unprofiled_path_host_share},
       {"unprofiled_path_communication_share", h.unprofiled_path_communication_share},
       {"interference", h.interference},
+      {"interference_max_ratio", h.interference_max_ratio},
+      {"gpu_busy_us_per_step",
+       h.gpu_busy_us_per_step ? nlohmann::json(*h.gpu_busy_us_per_step) : nullptr},
+      {"unprofiled_step_gpu_busy_share", h.unprofiled_step_gpu_busy_share},
       {"profiler_note", h.profiler_note},
       {"profiler_calibration", h.profiler_calibration}};
 }

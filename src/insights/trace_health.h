@@ -18,6 +18,11 @@ namespace jarvis::insights {
 
 struct StepModelRef;  // insights.h
 
+// Host interference whose gaps are this many times the fastest iteration's
+// (or more) lowers confidence by one step: the un-profiled estimate then
+// rests on scaling a large part of a step back, not on the trace as recorded.
+inline constexpr double kInterferenceStrikeRatio = 1.5;
+
 struct TraceHealth {
   size_t gpu_events = 0;
   size_t linked_gpu_events = 0;  // launched by a host op the tree knows
@@ -61,10 +66,21 @@ struct TraceHealth {
   // of the whole traced loop, the same per step when the steps are alike.
   double unprofiled_path_gpu_share = 0, unprofiled_path_host_share = 0,
          unprofiled_path_communication_share = 0;
+  // The GPU's busy time per step: the union over streams of the GPU work
+  // launched inside the iterations (the backlog queued before them left
+  // out), over the iterations; and its share of the un-profiled step (at
+  // most 1). It stands beside the path shares, which count only the GPU time
+  // the step waits for: a host-bound step's GPU can be busy most of it.
+  std::optional<double> gpu_busy_us_per_step;
+  double unprofiled_step_gpu_busy_share = 0;
   // Iterations whose host ran the same calls with longer gaps than the
   // fastest one (something else on the host), from analyse_unprofiled's
-  // notes; also listed among the warnings (no strike).
+  // notes; also listed among the warnings. The longest ratio of their gaps
+  // to the fastest iteration's: from kInterferenceStrikeRatio the
+  // un-profiled estimate leans on scaling those gaps back, a strike against
+  // confidence (high -> medium).
   std::vector<std::string> interference;
+  double interference_max_ratio = 0;
   // What the profiler did to the host, in words ("" when it changed little):
   // information beside the warnings, not a strike against the trace.
   std::string profiler_note;

@@ -123,13 +123,25 @@ ToolResult loaded_result(const TraceStore::LoadResult& loaded, ToolContext& ctx)
   if (health.recorded_step_us && health.estimated_unprofiled_step_us) {
     // The verdict with the path it stands on, so a step called gpu-bound
     // whose path is half host reads as close (issue 73 point 6).
+    // The path's shares say what the step waits for; the GPU's busy share
+    // says how much of the step the GPU works, waited for or not (a
+    // host-bound step whose path is 7 % GPU ops can keep the GPU busy 80 %
+    // of it): both, each named for what it is.
     const double gpu = health.unprofiled_path_gpu_share, host = health.unprofiled_path_host_share;
     text += fmt::format(
         "Step (mean per step): {:.2f} ms recorded (profiled), {:.2f} ms estimated without the "
-        "profiler ({}-bound: its critical path {:.0f}% GPU ops, {:.0f}% host{}){}.\n",
+        "profiler ({}-bound: of its critical path, the chain of work the step waits for, {:.0f}% "
+        "is GPU ops and {:.0f}% host{}{}){}.\n",
         *health.recorded_step_us / 1e3, *health.estimated_unprofiled_step_us / 1e3,
         health.unprofiled_bound_by, 100 * gpu, 100 * host,
         std::abs(gpu - host) < 0.2 ? ", host and GPU close" : "",
+        health.gpu_busy_us_per_step
+            ? fmt::format("; the GPU is busy {:.2f} ms per step, {:.0f}% of the un-profiled "
+                          "step{}",
+                          *health.gpu_busy_us_per_step / 1e3,
+                          100 * health.unprofiled_step_gpu_busy_share,
+                          host > gpu ? ", mostly while the path runs on the host" : "")
+            : "",
         health.profiler_note.empty() ? "" : "; " + health.profiler_note);
   }
   ToolResult out{summary, text};
