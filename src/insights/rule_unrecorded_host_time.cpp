@@ -205,7 +205,7 @@ void rule_unrecorded_host_time(const InsightContext& c, std::vector<Insight>& ou
     critical_path::WhatIfResult r;
     try {
       detail::add_host_gap_removal(c, sel, change);
-      r = critical_path::what_if(graph, change);
+      r = detail::step_time_what_if(c, change);
     } catch (const std::runtime_error&) {  // nothing left once the profiler's cost is out
       continue;
     }
