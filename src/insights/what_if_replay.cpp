@@ -83,6 +83,9 @@ namespace jarvis::insights {
 
 namespace {
 
+// A change that takes less than this off a step adds nothing (us).
+constexpr double kAddsNothingUs = 10;
+
 bool is_graph_capture(const Insight& i) {
   return i.what_if.value("remove_launch_gaps", false);
 }
@@ -97,11 +100,20 @@ ChangePlan plan_changes(const InsightContext& c, const std::vector<Insight>& ins
   ChangePlan plan;
   if (!c.step) return plan;
   const double steps = static_cast<double>(std::max<size_t>(1, c.step->measured.iterations.size()));
+  // The candidates, in the ranking's order: findings whose change saves
+  // something alone, then (a kernel fix on a host-bound step saves nothing
+  // alone, and may once a change above removes the host's bound) those with
+  // recoverable time; a few more than max_changes, as some add nothing.
   std::vector<size_t> order;
-  for (size_t k = 0; k < insights.size() && order.size() < max_changes; ++k) {
-    const Insight& i = insights[k];
-    if (i.what_if.is_object() && i.step_saving_us && *i.step_saving_us > 0) order.push_back(k);
-  }
+  const size_t candidates = max_changes + 3;
+  for (bool alone : {true, false})
+    for (size_t k = 0; k < insights.size() && order.size() < candidates; ++k) {
+      const Insight& i = insights[k];
+      if (!i.what_if.is_object() || !i.step_saving_us) continue;
+      const bool saves_alone = *i.step_saving_us > 0;
+      if (alone ? saves_alone : !saves_alone && i.recoverable_us.value_or(0) > 0)
+        order.push_back(k);
+    }
   // A CUDA graph captures a step only once nothing in it waits for the GPU:
   // the syncs' removal goes before the graph that needs it, whatever their
   // ranking (s_mask_sync A: the mask's nonzero, then the graph).
@@ -120,7 +132,9 @@ ChangePlan plan_changes(const InsightContext& c, const std::vector<Insight>& ins
   }
   critical_path::Scenario joint;
   double before = -1;
+  size_t adding = 0;  // changes that add something once those above are made
   for (size_t k : order) {
+    if (adding == max_changes) break;
     const Insight& i = insights[k];
     critical_path::Scenario with = joint;
     try {
@@ -133,6 +147,11 @@ ChangePlan plan_changes(const InsightContext& c, const std::vector<Insight>& ins
       step.saving_us = before - step.step_after_us;
       step.alone_saving_us = *i.step_saving_us / steps;
       step.note = notes[k];
+      // Less than 10 us a step adds nothing: listed for a change that saves
+      // something alone (it does not pay after those above), else left out.
+      const bool adds = step.saving_us >= kAddsNothingUs;
+      if (!adds && !(step.alone_saving_us > 0)) continue;
+      adding += adds;
       plan.steps.push_back(step);
       before = step.step_after_us;
       joint = std::move(with);
@@ -175,14 +194,16 @@ std::string plan_text(const ChangePlan& plan, const std::vector<Insight>& insigh
                     s.note.empty() ? "" : fmt::format(" [{}]", s.note));
     // Less than 10 us a step: nothing once the changes above are made (the
     // step is bound elsewhere then).
-    if (s.saving_us < 10)
+    if (s.saving_us < kAddsNothingUs)
       out += fmt::format("  {}. {}: adds nothing once those above are made (alone: -{:.2f} ms)\n",
                          k + 1, name, s.alone_saving_us / 1e3);
     else
-      out += fmt::format(
-          "  {}. {}: -{:.2f} ms -> {:.2f} ms/step{}\n", k + 1, name, s.saving_us / 1e3,
-          s.step_after_us / 1e3,
-          differs ? fmt::format(" (alone: -{:.2f} ms)", s.alone_saving_us / 1e3) : std::string());
+      out += fmt::format("  {}. {}: -{:.2f} ms -> {:.2f} ms/step{}\n", k + 1, name,
+                         s.saving_us / 1e3, s.step_after_us / 1e3,
+                         !differs ? std::string()
+                         : s.alone_saving_us < kAddsNothingUs
+                             ? std::string(" (nothing alone: the step was bound elsewhere)")
+                             : fmt::format(" (alone: -{:.2f} ms)", s.alone_saving_us / 1e3));
   }
   out += fmt::format(
       "  together: {:.2f} -> {:.2f} ms/step (-{:.1f}%)\n", plan.step_before_us / 1e3,

@@ -166,5 +166,48 @@ TEST_CASE("joint what-if: each selection scales the durations before any, the st
   CHECK(predicted(halves) < base.step_time_us);
 }
 
+TEST_CASE(
+    "change plan: a fused optimizer saves its kernels' traffic, not the idle it also closes") {
+  // s_adam A: the foreach AdamW's kernels (multi_tensor_apply) and the GPU
+  // idle its launches open. Its what-if scales the kernels only; the idle was
+  // once folded into their factor, which took them to 1e-6 of their time.
+  const std::string path = ab_dir() + "/s_adam_A_foreach.json.gz";
+  if (!fs::exists(path)) {
+    MESSAGE("skipped: ../shared/ab_pairs is missing");
+    return;
+  }
+  const jarvis::Trace t = jarvis::load_trace(path);
+  size_t steps = 0;
+  double kernels_us = 0;
+  for (jarvis::Uid u = 0; u < t.events.size(); ++u) {
+    const auto& e = t.events[u];
+    if (e.cat == jarvis::Cat::UserAnnotation && t.name(u).starts_with("ProfilerStep#")) ++steps;
+    if (e.is_gpu() && e.has_dur() && t.name(u).find("multi_tensor_apply") != std::string::npos)
+      kernels_us += e.dur();
+  }
+  REQUIRE(steps == 3);
+  REQUIRE(kernels_us > 0);
+  const jarvis::CallTree tree(t);
+  static const auto arch = jarvis::perf::load_gpu_arch("H200");
+  const auto context = in::make_context(t, tree, &arch);
+  const auto found = in::run_insights(context);
+  const auto plan = in::plan_changes(context, found);
+  bool planned = false;
+  for (const auto& i : found) {
+    if (i.rule != "foreach_optimizer") continue;
+    REQUIRE(i.what_if.is_object());
+    const double ratio = i.evidence["fused_traffic_ratio"].get<double>();
+    CHECK(i.what_if["factor"].get<double>() >= ratio - 1e-9);
+  }
+  for (const auto& s : plan.steps)
+    if (found[s.finding].rule == "foreach_optimizer") {
+      planned = true;
+      // At most the traffic a fused step saves of the kernels, per step.
+      const double ratio = found[s.finding].evidence["fused_traffic_ratio"].get<double>();
+      CHECK(s.saving_us <= (1 - ratio) * kernels_us / static_cast<double>(steps) + 1.0);
+    }
+  CHECK(planned);
+}
+
 }  // namespace JARVIS_TEST_FILE
 }  // namespace
