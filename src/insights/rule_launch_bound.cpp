@@ -287,7 +287,9 @@ void rule_launch_bound(const InsightContext& c, std::vector<Insight>& out) {
       if (std::find(ops.begin(), ops.end(), o["op"].get<std::string>()) == ops.end())
         ops.push_back(o["op"].get<std::string>());
     i.title = fmt::format(
-        "Host-bound step: {} of {} iterations wait for the host's launches (GPU idle {:.1f}%); "
+        "Host-bound step: {} of {} iterations wait for the host's launches (GPU idle {:.1f}% of "
+        "the "
+        "recorded span); "
         "a CUDA graph of the step cuts it from {:.2f} to {:.2f} ms (without the profiler){}. "
         "Host time on the path: {}",
         host->host_iterations, host->iterations, 100 * idle_share, host->step_us / 1e3,

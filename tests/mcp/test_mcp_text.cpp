@@ -168,7 +168,7 @@ TEST_CASE("insights' lines lead with the saving per step their row carries") {
   size_t not_additive = 0;
   for (const json& row : rows) {
     const std::string head = fmt::format(
-        "[{}] {} saves {:.2f} ms/step", row["severity"].get<std::string>(),
+        "[{}] {} saves {:.2f} ms/step alone", row["severity"].get<std::string>(),
         row["rule"].get<std::string>(), row["step_saving_us_per_step"].get<double>() / 1e3);
     const size_t at = text.find(head);
     CHECK_MESSAGE(at != std::string::npos, head);
@@ -198,6 +198,13 @@ TEST_CASE("insights' lines lead with the saving per step their row carries") {
                                  plan["step_after_us"].get<double>()));
   const json& first = plan["changes"][0];
   CHECK(text.find(fmt::format("1. {}", first["rule"].get<std::string>())) != std::string::npos);
+  // detail=summary: no rows, and its text lists none (the plan is the summary).
+  const json summary = h.call_tool(3, "insights", {{"trace", handle}, {"detail", "summary"}});
+  const std::string summary_text = text_of(summary);
+  CHECK(summary["result"]["structuredContent"]["insights"].empty());
+  CHECK(summary_text.find("The changes in order") != std::string::npos);
+  CHECK(summary_text.find("saves ") == std::string::npos);
+  CHECK(summary_text.find("in the structured result") == std::string::npos);
 }
 
 }  // namespace JARVIS_TEST_FILE

@@ -47,7 +47,7 @@ std::string text_line(const engine::Insight& i) {
   if (i.step_saving_us) {
     const double per_step_ms =
         *i.step_saving_us / static_cast<double>(std::max<size_t>(1, i.steps)) / 1e3;
-    saving = fmt::format(" saves {:.2f} ms/step", per_step_ms);
+    saving = fmt::format(" saves {:.2f} ms/step alone", per_step_ms);
     if (!i.shares_time_with.empty())
       saving +=
           fmt::format(" (shares time with {}: not additive)", fmt::join(i.shares_time_with, ", "));
@@ -61,8 +61,9 @@ std::string text_line(const engine::Insight& i) {
 std::string units_line(const engine::StepModelRef* step, size_t steps) {
   if (!step || !step->model) return {};
   return fmt::format(
-      "Un-profiled step {:.2f} ms (recorded {:.2f} ms), {} step(s). 'saves' = the finding's "
-      "what-if, per step of the un-profiled step, each change alone; titles' times and counts "
+      "Un-profiled step {:.2f} ms (recorded {:.2f} ms), {} step(s). 'saves ... alone' = "
+      "the finding's what-if, per step of the un-profiled step, its change alone; titles' times "
+      "and counts "
       "are over all {} steps.\n",
       step->model->measured.step_time_us / 1e3, step->model->recorded.step_time_us / 1e3, steps,
       steps);
@@ -90,6 +91,7 @@ ToolResult insights_tool(const json& args, ToolContext& ctx) {
   std::string lines;
   size_t matched = 0, row_bytes = 0;
   const bool brief = default_reply(args);
+  const bool summary = detail_of(args) == Detail::Summary;
   bool full_rows = false;  // a default reply reached its bytes: later rows are left out
   for (const auto& i : found) {
     if (!rule.empty() && i.rule != rule) continue;
@@ -108,7 +110,9 @@ ToolResult insights_tool(const json& args, ToolContext& ctx) {
       }
     }
     rows.push_back(std::move(row));
-    if (brief || rows.size() <= kTextInsights) lines += text_line(i);
+    // detail=summary carries no rows: its text lists none either (the plan
+    // above them is the summary).
+    if (!summary && (brief || rows.size() <= kTextInsights)) lines += text_line(i);
   }
   // The count is of what the call asked for: one rule's findings when
   // filtered, with the whole trace's beside it.
@@ -123,7 +127,7 @@ ToolResult insights_tool(const json& args, ToolContext& ctx) {
     text += units_line(step_model.get(), context.step->measured.iterations.size());
   text += engine::plan_text(plan, found);
   text += lines;
-  if (!brief && rows.size() > kTextInsights)
+  if (!brief && !summary && rows.size() > kTextInsights)
     text += fmt::format("(the first {} listed here; all {} in the structured result)\n",
                         kTextInsights, rows.size());
   json result = {
