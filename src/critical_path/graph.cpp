@@ -390,15 +390,22 @@ class RankBuilder {
   // cudaStreamIsCapturing) after the first thread's last launch.
   void handover(const std::vector<HostItem>& from, double from_launch_end,
                 const std::vector<HostItem>& to, double to_launch_start) {
+    // A thread's items are in start order (chain): binary searches, not a
+    // pass over the thread per hand-over (quadratic in a trace's steps).
     auto start_of = [&](const HostItem& it) { return b_.g.nodes[it.first].start; };
-    auto target = std::find_if(to.begin(), to.end(), [&](const HostItem& it) {
-      return start_of(it) >= from_launch_end && start_of(it) <= to_launch_start;
-    });
-    if (target == to.end()) return;
+    auto target = std::partition_point(
+        to.begin(), to.end(), [&](const HostItem& it) { return start_of(it) < from_launch_end; });
+    if (target == to.end() || start_of(*target) > to_launch_start) return;
     const double at = start_of(*target);
+    // The last item that ended by `at`: none after the first that starts past it.
+    auto past = std::partition_point(from.begin(), from.end(),
+                                     [&](const HostItem& it) { return start_of(it) <= at; });
     const HostItem* source = nullptr;
-    for (const HostItem& it : from)
-      if (b_.g.nodes[it.last].end() <= at) source = &it;
+    for (auto it = past; it != from.begin();)
+      if (b_.g.nodes[(--it)->last].end() <= at) {
+        source = &*it;
+        break;
+      }
     if (!source) return;
     const Uid about = target->uid != kNoUid ? target->uid : source->uid;
     b_.edge(source->last, target->first, EdgeKind::HostHandover, false,
@@ -496,7 +503,12 @@ class RankBuilder {
   // ended before the call returned, and was launched before the call (an op
   // without a recorded launch counts when it started before the return).
   Uid waited_op(const std::vector<Uid>& ops, const Event& c) const {
-    for (auto it = ops.rbegin(); it != ops.rend(); ++it) {
+    // Ops are in start order: those starting at or after the return are
+    // skipped by a binary search (a pass from the stream's end per sync was
+    // quadratic in a trace's steps).
+    const auto returned = std::partition_point(
+        ops.begin(), ops.end(), [&](Uid op) { return trace_.events[op].ts() < c.end(); });
+    for (auto it = std::make_reverse_iterator(returned); it != ops.rend(); ++it) {
       const Event& e = trace_.events[*it];
       if (e.ts() >= c.end() || e.end() > c.end() + kTolUs) continue;
       if (launch_.count(*it) && launch_ts(*it) >= c.ts()) continue;
