@@ -199,7 +199,10 @@ TEST_SUITE("insights") {
         per_step[s["op"].get<std::string>()] = s["syncs_per_step"].get<double>();
       CHECK(per_step.size() == syncs.size());
       size_t calls = 0;
-      for (const auto& [op, n] : syncs) {
+      for (const auto& entry : syncs) {
+        // Named copies: clang 14 cannot capture a structured binding (CAPTURE).
+        const std::string op = entry.first;
+        const auto n = entry.second;
         CAPTURE(op);
         REQUIRE(per_step.count(op));
         CHECK(per_step[op] == doctest::Approx(static_cast<double>(n) / steps));
