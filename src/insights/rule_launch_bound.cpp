@@ -16,6 +16,7 @@
 #include "insights/idle_breakdown.h"
 #include "insights/rules_internal.h"
 #include "insights/trace_facts.h"
+#include "report/gpu_timeline.h"
 #include "xplane/executions.h"
 #include "xplane/space.h"
 
@@ -101,18 +102,7 @@ std::optional<JaxOpByOp> jax_op_by_op(const InsightContext& c, const HostBound& 
   for (const Event& e : c.trace.events)
     if (e.is_gpu() && e.has_ts() && e.has_dur() && window.contains(e.ts()))
       spans.emplace_back(e.ts(), std::min(e.end(), window.to_us));
-  std::sort(spans.begin(), spans.end());
-  double busy = 0, from = 0, to = -1e300;
-  for (const auto& [a, b] : spans) {
-    if (a > to) {
-      if (to > from) busy += to - from;
-      from = a;
-      to = b;
-    } else {
-      to = std::max(to, b);
-    }
-  }
-  if (to > from) busy += to - from;
+  const double busy = intervals_length(merge_intervals(std::move(spans)));
   j.gpu_us_per_step = busy / steps;
   j.jit_step_us = j.gpu_us_per_step + j.dispatch_us;
   j.saving_us = std::max(0.0, host.step_us - j.jit_step_us) * steps;

@@ -6,6 +6,7 @@
 #include <map>
 #include <optional>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include <fmt/format.h>
@@ -63,18 +64,7 @@ std::optional<double> health_gpu_busy_per_step(const Trace& trace, const CallTre
       if (e.has_ts() && e.has_dur() && e.dur() > 0) spans.emplace_back(e.ts(), e.end());
     }
   }
-  std::sort(spans.begin(), spans.end());
-  double busy = 0, open = 0, close = -1e300;
-  for (const auto& [a, b] : spans) {
-    if (a > close) {
-      if (close > open) busy += close - open;
-      open = a;
-      close = b;
-    } else {
-      close = std::max(close, b);
-    }
-  }
-  if (close > open) busy += close - open;
+  const double busy = intervals_length(merge_intervals(std::move(spans)));
   return busy / static_cast<double>(g.iterations.size());
 }
 
