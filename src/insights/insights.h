@@ -192,6 +192,10 @@ struct PlanStep {
 struct ChangePlan {
   double step_before_us = 0;  // the un-profiled step, before any change
   std::vector<PlanStep> steps;
+  // Findings among the top ones that save something alone but carry no
+  // what-if to join the others with (a JAX step run op by op, sized as a
+  // jit): named beside the plan, not left out of the answer.
+  std::vector<PlanStep> not_replayed;  // finding and alone_saving_us only
 };
 // Empty without a step model; at most max_changes findings with a what-if
 // and a step saving, in the order given.

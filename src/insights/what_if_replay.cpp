@@ -99,6 +99,7 @@ ChangePlan plan_changes(const InsightContext& c, const std::vector<Insight>& ins
                         size_t max_changes) {
   ChangePlan plan;
   if (!c.step) return plan;
+  plan.step_before_us = c.step->measured.step_time_us;
   const double steps = static_cast<double>(std::max<size_t>(1, c.step->measured.iterations.size()));
   // The candidates, in the ranking's order: findings whose change saves
   // something alone, then (a kernel fix on a host-bound step saves nothing
@@ -106,6 +107,15 @@ ChangePlan plan_changes(const InsightContext& c, const std::vector<Insight>& ins
   // recoverable time; a few more than max_changes, as some add nothing.
   std::vector<size_t> order;
   const size_t candidates = max_changes + 3;
+  for (size_t k = 0; k < insights.size() && k < max_changes; ++k) {
+    const Insight& i = insights[k];
+    if (!i.what_if.is_object() && i.step_saving_us && *i.step_saving_us / steps >= kAddsNothingUs) {
+      PlanStep alone;
+      alone.finding = k;
+      alone.alone_saving_us = *i.step_saving_us / steps;
+      plan.not_replayed.push_back(alone);
+    }
+  }
   for (bool alone : {true, false})
     for (size_t k = 0; k < insights.size() && order.size() < candidates; ++k) {
       const Insight& i = insights[k];
@@ -148,9 +158,10 @@ ChangePlan plan_changes(const InsightContext& c, const std::vector<Insight>& ins
       step.alone_saving_us = *i.step_saving_us / steps;
       step.note = notes[k];
       // Less than 10 us a step adds nothing: listed for a change that saves
-      // something alone (it does not pay after those above), else left out.
+      // something alone (10 us or more: it does not pay after those above),
+      // else left out.
       const bool adds = step.saving_us >= kAddsNothingUs;
-      if (!adds && !(step.alone_saving_us > 0)) continue;
+      if (!adds && step.alone_saving_us < kAddsNothingUs) continue;
       adding += adds;
       plan.steps.push_back(step);
       before = step.step_after_us;
@@ -173,14 +184,19 @@ nlohmann::json to_json(const ChangePlan& plan, const std::vector<Insight>& insig
                      {"alone_saving_us_per_step", s.alone_saving_us}});
     if (!s.note.empty()) steps.back()["note"] = s.note;
   }
-  return {
+  nlohmann::json out = {
       {"step_before_us", plan.step_before_us},
       {"step_after_us", plan.steps.empty() ? plan.step_before_us : plan.steps.back().step_after_us},
       {"changes", steps}};
+  for (const PlanStep& s : plan.not_replayed)
+    out["not_replayed"].push_back({{"rule", insights[s.finding].rule},
+                                   {"rank", s.finding + 1},
+                                   {"alone_saving_us_per_step", s.alone_saving_us}});
+  return out;
 }
 
 std::string plan_text(const ChangePlan& plan, const std::vector<Insight>& insights) {
-  if (plan.steps.empty()) return {};
+  if (plan.steps.empty() && plan.not_replayed.empty()) return {};
   std::string out =
       fmt::format("The changes in order, each after those above (un-profiled step {:.2f} ms):\n",
                   plan.step_before_us / 1e3);
@@ -205,12 +221,16 @@ std::string plan_text(const ChangePlan& plan, const std::vector<Insight>& insigh
                              ? std::string(" (nothing alone: the step was bound elsewhere)")
                              : fmt::format(" (alone: -{:.2f} ms)", s.alone_saving_us / 1e3));
   }
-  out += fmt::format(
-      "  together: {:.2f} -> {:.2f} ms/step (-{:.1f}%)\n", plan.step_before_us / 1e3,
-      plan.steps.back().step_after_us / 1e3,
-      plan.step_before_us > 0
-          ? 100 * (plan.step_before_us - plan.steps.back().step_after_us) / plan.step_before_us
-          : 0.0);
+  if (!plan.steps.empty())
+    out += fmt::format(
+        "  together: {:.2f} -> {:.2f} ms/step (-{:.1f}%)\n", plan.step_before_us / 1e3,
+        plan.steps.back().step_after_us / 1e3,
+        plan.step_before_us > 0
+            ? 100 * (plan.step_before_us - plan.steps.back().step_after_us) / plan.step_before_us
+            : 0.0);
+  for (const PlanStep& s : plan.not_replayed)
+    out += fmt::format("  beside them, not joined (no what-if replays it): {} -{:.2f} ms alone\n",
+                       insights[s.finding].rule, s.alone_saving_us / 1e3);
   return out;
 }
 

@@ -21,6 +21,7 @@
 #include <nlohmann/json.hpp>
 
 #include "critical_path/critical_path.h"
+#include "explore/input_format.h"
 #include "golden.h"
 #include "insights/insights.h"
 #include "perf/gpu_arch.h"
@@ -91,6 +92,10 @@ TEST_CASE("change plan: each change once, its steps never grow, the re-run's ste
         if (i.rule == "host_sync") syncs_at = std::min(syncs_at, k);
       }
       if (graph_at < plan.steps.size() && syncs_at < plan.steps.size()) CHECK(syncs_at < graph_at);
+      // A change that adds nothing is listed only when it saved 10 us or more
+      // a step alone (it does not pay after those above).
+      for (const in::PlanStep& s : plan.steps)
+        if (s.saving_us < 10) CHECK(s.alone_saving_us >= 10);
       // The first change alone is the finding's own what-if.
       const in::PlanStep& first = plan.steps.front();
       CHECK(first.saving_us == doctest::Approx(first.alone_saving_us).epsilon(1e-3));
@@ -207,6 +212,34 @@ TEST_CASE(
       CHECK(s.saving_us <= (1 - ratio) * kernels_us / static_cast<double>(steps) + 1.0);
     }
   CHECK(planned);
+}
+
+TEST_CASE("change plan: a top finding no what-if replays is named beside the plan (s_jax A)") {
+  // The JAX step run op by op is sized as a jit of the whole step, which no
+  // what-if replays: the plan cannot join it, and must not leave the
+  // largest saving of the trace out of the answer.
+  const std::string path = ab_dir() + "/s_jax_A_op_by_op.xplane.pb";
+  if (!fs::exists(path)) {
+    MESSAGE("skipped: ../shared/ab_pairs is missing");
+    return;
+  }
+  const jarvis::Trace t = jarvis::load_any_trace(path);
+  const jarvis::CallTree tree(t);
+  static const auto arch = jarvis::perf::load_gpu_arch("H200");
+  const auto context = in::make_context(t, tree, &arch);
+  REQUIRE(context.step);
+  const auto found = in::run_insights(context);
+  const auto plan = in::plan_changes(context, found);
+  REQUIRE(plan.not_replayed.size() == 1);
+  const auto& op_by_op = found[plan.not_replayed[0].finding];
+  CHECK(op_by_op.what_if.is_null());
+  REQUIRE(op_by_op.step_saving_us);
+  const double steps = static_cast<double>(context.step->measured.iterations.size());
+  CHECK(plan.not_replayed[0].alone_saving_us == doctest::Approx(*op_by_op.step_saving_us / steps));
+  for (const auto& s : plan.steps) CHECK(s.finding != plan.not_replayed[0].finding);
+  const std::string text = in::plan_text(plan, found);
+  CHECK(text.find("not joined") != std::string::npos);
+  CHECK(text.find(op_by_op.rule) != std::string::npos);
 }
 
 }  // namespace JARVIS_TEST_FILE
