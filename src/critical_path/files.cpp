@@ -6,6 +6,7 @@
 
 #include "base/atomic_file.h"
 #include "critical_path/critical_path.h"
+#include "critical_path/what_if_request.h"
 #include "explore/input_format.h"
 #include "explore/trace_store.h"
 #include "report/table.h"
@@ -150,6 +151,73 @@ nlohmann::json analysis_json(const Analysis& a, size_t top_n) {
           {"contributor_count", a.contributors.size()},
           {"waits", waits},
           {"notes", a.notes}};
+}
+
+namespace {
+
+std::vector<Uid> request_uids(const json& list) {
+  std::vector<Uid> uids;
+  for (const json& u : list) {
+    const auto uid = u.get<uint64_t>();
+    if (uid >= kNoUid)
+      throw CriticalPathError(fmt::format("uid {} is not an event of the trace", uid));
+    uids.push_back(static_cast<Uid>(uid));
+  }
+  return uids;
+}
+
+}  // namespace
+
+WhatIfRequest parse_what_if_request(const json& args) {
+  WhatIfRequest req;
+  Scenario& sc = req.scenario;
+  std::optional<int64_t> rank;
+  if (args.contains("rank") && !args.at("rank").is_null()) rank = args.at("rank").get<int64_t>();
+  sc.select.rank = rank;
+  sc.select.category = args.value("category", "");
+  sc.select.op = args.value("op", "");
+  sc.select.kernel = args.value("kernel", "");
+  if (args.contains("kernel_uids")) sc.select.gpu_uids = request_uids(args.at("kernel_uids"));
+  sc.factor = args.value("factor", 1.0);
+  sc.median_rank = args.value("median_rank", false);
+  if (sc.median_rank && args.contains("factor"))
+    throw CriticalPathError("give either factor or median_rank, not both");
+  sc.remove_launch_gaps = args.value("remove_launch_gaps", false);
+  sc.overlap_collective = args.value("overlap_collective", "");
+  sc.recorded_host = args.value("recorded_host", false);
+
+  HostRemoval& rm = req.removal;
+  rm.rank = rank;
+  if (args.contains("remove_ops")) rm.ops = args.at("remove_ops").get<std::vector<std::string>>();
+  if (args.contains("remove_uids")) rm.uids = request_uids(args.at("remove_uids"));
+  rm.python_frame = args.value("remove_python_frame", "");
+  rm.waits_only = args.value("remove_waits_only", false);
+  if (rm.waits_only && rm.empty())
+    throw CriticalPathError(
+        "remove_waits_only needs remove_ops, remove_uids or remove_python_frame");
+
+  if (args.contains("remove_host_gaps")) {
+    const json& g = args.at("remove_host_gaps");
+    HostGapSelector sel;
+    sel.rank = rank;
+    sel.after = g.value("after", "");
+    sel.before = g.value("before", "");
+    sel.min_us = g.value("min_us", sel.min_us);
+    req.host_gaps = sel;
+  }
+  return req;
+}
+
+void join_gpu_change(const WhatIfRequest& req, Scenario& joint) {
+  const Scenario& sc = req.scenario;
+  if (sc.median_rank || !sc.overlap_collective.empty())
+    throw CriticalPathError(
+        "median_rank and overlap_collective change the whole step: they cannot join another "
+        "change's replay");
+  const Selector& s = sc.select;
+  if (!s.category.empty() || !s.op.empty() || !s.kernel.empty() || !s.gpu_uids.empty())
+    joint.also_scale.emplace_back(s, sc.factor);
+  joint.remove_launch_gaps = joint.remove_launch_gaps || sc.remove_launch_gaps;
 }
 
 nlohmann::json what_if_json(const WhatIfResult& r, const Scenario& sc, size_t top_n) {

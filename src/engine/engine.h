@@ -66,6 +66,7 @@
 #include "critical_path/calibration.h"
 #include "critical_path/critical_path.h"
 #include "critical_path/host_gaps.h"
+#include "critical_path/what_if_request.h"
 #include "explore/gemm_roofline.h"
 #include "explore/input_format.h"
 #include "explore/parent_chain.h"
@@ -299,6 +300,9 @@ using critical_path::write_what_if;
 // Host time no event records, taken out of the steps (remove_host_gaps).
 using HostGapSelector = critical_path::HostGapSelector;
 using critical_path::add_host_gap_removal;
+// The what_if tool's arguments, read once (also insights' replays).
+using WhatIfRequest = critical_path::WhatIfRequest;
+using critical_path::parse_what_if_request;
 
 // ---------------------------------------------------------------------------
 // Sweeps: loaded sweeps and their tables, pages and outputs

@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 
 #include "critical_path/host_gaps.h"
+#include "critical_path/what_if_request.h"
 #include "insights/rules_internal.h"
 #include "insights/trace_facts.h"
 
@@ -24,32 +25,16 @@ namespace {
 // what-if does when they match nothing.
 void add_what_if_args(const InsightContext& c, const nlohmann::json& args,
                       critical_path::Scenario& sc) {
-  const auto& graph = c.step->graph;
-  const std::vector<critical_path::RankInput> inputs{{&c.trace, &c.tree, -1}};
-  if (args.contains("kernel_uids")) {
-    critical_path::Selector gpu;
-    gpu.gpu_uids = args["kernel_uids"].get<std::vector<Uid>>();
-    sc.also_scale.emplace_back(std::move(gpu), args.value("factor", 1.0));
-  }
-  sc.remove_launch_gaps = sc.remove_launch_gaps || args.value("remove_launch_gaps", false);
-  critical_path::HostRemoval rm;
-  if (args.contains("remove_ops")) rm.ops = args["remove_ops"].get<std::vector<std::string>>();
-  if (args.contains("remove_uids")) rm.uids = args["remove_uids"].get<std::vector<Uid>>();
-  rm.python_frame = args.value("remove_python_frame", "");
-  rm.waits_only = args.value("remove_waits_only", false);
-  if (!rm.empty()) {
+  const critical_path::WhatIfRequest request = critical_path::parse_what_if_request(args);
+  critical_path::join_gpu_change(request, sc);
+  if (!request.removal.empty()) {
+    const std::vector<critical_path::RankInput> inputs{{&c.trace, &c.tree, -1}};
     std::string before = sc.host_removal;
-    critical_path::add_host_removal(inputs, graph, rm, sc);
+    critical_path::add_host_removal(inputs, c.step->graph, request.removal, sc);
     if (!before.empty()) sc.host_removal = before + "; " + sc.host_removal;
   }
-  if (args.contains("remove_host_gaps")) {
-    const nlohmann::json& g = args["remove_host_gaps"];
-    critical_path::HostGapSelector sel;
-    sel.after = g.value("after", "");
-    sel.before = g.value("before", "");
-    sel.min_us = g.value("min_us", sel.min_us);
-    detail::add_host_gap_removal(c, sel, sc);  // picked from the trace's one scan (trace_facts.h)
-  }
+  // picked from the trace's one scan of its stretches (trace_facts.h)
+  if (request.host_gaps) detail::add_host_gap_removal(c, *request.host_gaps, sc);
 }
 
 }  // namespace
