@@ -123,7 +123,13 @@ std::string why_no_saving(const cp::Analysis& a, const cp::Graph& graph,
     for (const auto& seg : it.path)
       for (const auto& [lo, hi] : spans) {
         const double t = std::min(hi, seg.start_us + seg.dur_us) - std::max(lo, seg.start_us);
-        if (t > 0) over[seg.category + (seg.op.empty() ? "" : " " + seg.op)] += t;
+        if (t > 0) {
+          // Appended, not `" " + std::string(op)`: GCC 12's -Wrestrict false
+          // positive on that operator+ once inlined (GCC bug 105651).
+          std::string key(seg.category);
+          if (!seg.op.empty()) key.append(" ").append(seg.op);
+          over[key] += t;
+        }
       }
   auto top = std::max_element(over.begin(), over.end(),
                               [](const auto& x, const auto& y) { return x.second < y.second; });

@@ -129,10 +129,10 @@ int64_t free_pid(const Trace& trace) {
 }
 
 std::string segment_name(const critical_path::Segment& s) {
-  if (!s.kernel.empty()) return s.kernel;
-  if (!s.op.empty()) return s.op;
-  if (!s.category.empty()) return s.category;  // "host_gap", "launch", ...
-  return s.kind;
+  if (!s.kernel.empty()) return std::string(s.kernel);
+  if (!s.op.empty()) return std::string(s.op);
+  if (!s.category.empty()) return std::string(s.category);  // "host_gap", "launch", ...
+  return std::string(s.kind);
 }
 
 }  // namespace

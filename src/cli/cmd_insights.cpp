@@ -8,6 +8,7 @@
 
 #include "base/atomic_file.h"
 #include "base/duration_text.h"
+#include "base/phase_timer.h"
 #include "cli/commands.h"
 #include "cli/options.h"
 #include "engine/engine.h"
@@ -64,9 +65,12 @@ int run_insights(const InsightsArgs& a) {
   check_output_parent(a.json, a.mkdirs, "--json");
   Progress progress(a.progress.resolve(), "insights");
   progress.phase("load");
+  std::optional<PhaseTimer> timer(std::in_place, "insights/load");
   Trace trace = engine::load_any_trace(a.trace);
   progress.phase("call tree");
+  timer.emplace("insights/call_tree");
   CallTree tree(trace);
+  timer.reset();
   std::string arch_name = a.arch.empty() ? engine::detect_arch_name(trace) : a.arch;
   std::optional<GpuArch> arch;
   if (!arch_name.empty() && arch_name != "none") arch = engine::load_gpu_arch(arch_name);
@@ -74,6 +78,7 @@ int run_insights(const InsightsArgs& a) {
   auto context = engine::make_context(trace, tree, arch ? &*arch : nullptr);
   auto found = engine::run_insights(context);
   progress.finish();
+  timer.emplace("insights/print");
   fmt::print("{} insights ({}; {})\n", found.size(), trace.gpu_name(),
              arch ? arch->name : std::string("no arch: rules needing peaks skipped"));
   fmt::print("{}", engine::plan_text(engine::plan_changes(context, found), found));

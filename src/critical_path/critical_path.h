@@ -18,6 +18,7 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -266,12 +267,18 @@ struct Schedule {
 Schedule propagate(const Graph& graph, const std::vector<double>& dur,
                    const std::vector<double>& lag);
 
+// A piece of an iteration's path. Its names are views: `kind` of a static
+// name, op / kernel / category of the graph's label (Graph::labels), so an
+// analysis is read while the graph it was computed on lives (a path holds
+// 10,000s of segments a step: copies of the names doubled insights' memory).
 struct Segment {
+  static constexpr uint32_t kNoLabel = UINT32_MAX;
   size_t iteration = 0;
   int64_t rank = -1;
-  std::string kind;  // node / edge kind name ("gpu", "host_call", "launch", ...)
-  std::string op, kernel, category;
+  std::string_view kind;  // node / edge kind name ("gpu", "host_call", "launch", ...)
+  std::string_view op, kernel, category;
   double start_us = 0, dur_us = 0;
+  uint32_t label = kNoLabel;  // index into Graph::labels; kNoLabel for untraced time
 };
 
 struct Contributor {

@@ -52,7 +52,14 @@ Table path_table(const IterationResult& it) {
           {"iteration", "start_us", "dur_us", "rank", "kind", "category", "op", "kernel"});
   for (const Segment& seg : it.path) {
     auto& row = t.add_row();
-    row = {it.name, seg.start_us, seg.dur_us, seg.rank, seg.kind, seg.category, seg.op, seg.kernel};
+    row = {it.name,
+           seg.start_us,
+           seg.dur_us,
+           seg.rank,
+           std::string(seg.kind),
+           std::string(seg.category),
+           std::string(seg.op),
+           std::string(seg.kernel)};
   }
   return t;
 }

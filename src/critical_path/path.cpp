@@ -3,10 +3,12 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <optional>
 #include <tuple>
 
 #include <fmt/format.h>
 
+#include "base/phase_timer.h"
 #include "critical_path/critical_path.h"
 #include "critical_path/internal.h"
 #include "pycompat/numeric.h"
@@ -143,21 +145,25 @@ void walk_back(const Graph& g, const std::vector<double>& dur, const Schedule& s
   }
 }
 
-// An iteration's path as segments, in time order.
+// An iteration's path as segments, in time order: views of the graph's
+// labels, collected latest first in `scratch` and kept in a vector of their
+// exact size (a path holds 10,000s of them).
 std::vector<Segment> walk_path(const Graph& g, const std::vector<double>& dur, const Schedule& s,
-                               double window_start, size_t iteration, uint32_t sink) {
-  std::vector<Segment> out;
+                               double window_start, size_t iteration, uint32_t sink,
+                               std::vector<Segment>& scratch) {
+  scratch.clear();
   walk_back(
       g, dur, s, window_start, sink,
       [&](uint32_t label, const char* kind, double from, double to) {
         const Label& l = g.labels[label];
-        out.push_back({iteration, l.rank, kind, l.op, l.kernel, l.category, from, to - from});
+        scratch.push_back(
+            {iteration, l.rank, kind, l.op, l.kernel, l.category, from, to - from, label});
       },
       [&](int64_t rank, double from, double to) {
-        out.push_back({iteration, rank, "untraced", "", "", "untraced", from, to - from});
+        scratch.push_back(
+            {iteration, rank, "untraced", "", "", "untraced", from, to - from, Segment::kNoLabel});
       });
-  std::reverse(out.begin(), out.end());
-  return out;
+  return std::vector<Segment>(scratch.rbegin(), scratch.rend());
 }
 
 using Busy = std::vector<Interval>;
@@ -184,8 +190,10 @@ std::map<int64_t, RankBusy> busy_by_rank(const Graph& g, const std::vector<doubl
 }
 
 // GPU idle time of each rank in the window, and the part of it during which
-// the path is on that rank's host.
-void idle_accounting(const Graph& g, const std::map<int64_t, RankBusy>& busy, IterationResult& it) {
+// the path is on that rank's host (`host_label`: per label of the graph,
+// whether its category is the host's, detail::is_host_category).
+void idle_accounting(const Graph& g, const std::map<int64_t, RankBusy>& busy,
+                     const std::vector<char>& host_label, IterationResult& it) {
   for (int64_t rank : g.ranks) {
     auto found = busy.find(rank);
     const Busy window{{it.start_us, it.end_us}};
@@ -205,7 +213,8 @@ void idle_accounting(const Graph& g, const std::map<int64_t, RankBusy>& busy, It
     it.gpu_idle_us[rank] = intervals_length(idle);
     Busy host;
     for (const Segment& seg : it.path)
-      if (seg.rank == rank && seg.dur_us > 0 && detail::is_host_category(seg.category))
+      if (seg.rank == rank && seg.dur_us > 0 && seg.label != Segment::kNoLabel &&
+          host_label[seg.label])
         host.emplace_back(seg.start_us, seg.start_us + seg.dur_us);
     host = merge_intervals(std::move(host));
     // idle minus (idle minus host) = idle intersected with host.
@@ -214,16 +223,35 @@ void idle_accounting(const Graph& g, const std::map<int64_t, RankBusy>& busy, It
 }
 
 void summarise(const Graph& g, const Schedule& s, Analysis& a) {
-  using Key = std::tuple<int64_t, std::string, std::string, std::string>;
-  std::map<Key, double> time;
+  // The path's time by (rank, op, kernel, category): by label (the graph
+  // has one per such key) and by rank for untraced time, each summed in
+  // path order as one map entry per key would be, then keyed by name.
+  std::vector<double> by_label(g.labels.size(), 0.0);
+  std::vector<char> on_path(g.labels.size(), 0);
+  std::map<int64_t, double> untraced;
   for (const IterationResult& it : a.iterations)
-    for (const Segment& seg : it.path)
-      time[{seg.rank, seg.op, seg.kernel, seg.category}] += seg.dur_us;
+    for (const Segment& seg : it.path) {
+      if (seg.label == Segment::kNoLabel) {
+        untraced[seg.rank] += seg.dur_us;
+        continue;
+      }
+      by_label[seg.label] += seg.dur_us;
+      on_path[seg.label] = 1;
+    }
+  using Key = std::tuple<int64_t, std::string_view, std::string_view, std::string_view>;
+  std::map<Key, double> time;
+  for (size_t l = 0; l < g.labels.size(); ++l)
+    if (on_path[l]) {
+      const Label& label = g.labels[l];
+      time.emplace(Key{label.rank, label.op, label.kernel, label.category}, by_label[l]);
+    }
+  for (const auto& [rank, t] : untraced)
+    time.emplace(Key{rank, std::string_view(), std::string_view(), "untraced"}, t);
   const double n = static_cast<double>(a.iterations.size());
   for (const auto& [key, t] : time) {
     const auto& [rank, op, kernel, category] = key;
-    a.contributors.push_back(
-        {rank, op, kernel, category, t / n, a.step_time_us > 0 ? t / n / a.step_time_us : 0.0});
+    a.contributors.push_back({rank, std::string(op), std::string(kernel), std::string(category),
+                              t / n, a.step_time_us > 0 ? t / n / a.step_time_us : 0.0});
   }
   std::stable_sort(
       a.contributors.begin(), a.contributors.end(),
@@ -279,9 +307,18 @@ void add_to(Sides& sides, Side side, double us) {
     sides.gpu += us;
 }
 
-Sides sides_of(const std::vector<Segment>& path) {
+// `label_sides`: side_of each label's category, per label of the graph.
+Sides sides_of(const std::vector<Segment>& path, const std::vector<Side>& label_sides) {
   Sides out;
-  for (const Segment& seg : path) add_to(out, side_of(seg.category), seg.dur_us);
+  for (const Segment& seg : path)
+    add_to(out, seg.label == Segment::kNoLabel ? Side::None : label_sides[seg.label], seg.dur_us);
+  return out;
+}
+
+std::vector<Side> sides_of_labels(const Graph& g) {
+  std::vector<Side> out;
+  out.reserve(g.labels.size());
+  for (const Label& l : g.labels) out.push_back(side_of(l.category));
   return out;
 }
 
@@ -433,21 +470,29 @@ double iteration_times(const Graph& g, const std::vector<double>& dur, const Sch
 }  // namespace
 
 Analysis analyse(const Graph& g, const std::vector<double>& dur, const std::vector<double>& lag) {
+  std::optional<PhaseTimer> t(std::in_place, "critical_path/analyse/propagate");
   const Schedule s = propagate(g, dur, lag);
+  t.emplace("critical_path/analyse/busy");
   const auto busy = busy_by_rank(g, dur, s);
   Analysis a;
   const double median = iteration_times(g, dur, s, a);
+  t.emplace("critical_path/analyse/paths");
+  const std::vector<Side> label_sides = sides_of_labels(g);
+  std::vector<char> host_label(label_sides.size());
+  for (size_t l = 0; l < label_sides.size(); ++l) host_label[l] = label_sides[l] == Side::Host;
   std::vector<Sides> sides;
   sides.reserve(a.iterations.size());
+  std::vector<Segment> scratch;
   for (size_t k = 0; k < a.iterations.size(); ++k) {
     IterationResult& it = a.iterations[k];
-    it.path = walk_path(g, dur, s, it.start_us, k, g.iterations[k].sink);
+    it.path = walk_path(g, dur, s, it.start_us, k, g.iterations[k].sink, scratch);
     for (const Segment& seg : it.path) it.path_length_us += seg.dur_us;
-    idle_accounting(g, busy, it);
-    sides.push_back(sides_of(it.path));
+    idle_accounting(g, busy, host_label, it);
+    sides.push_back(sides_of(it.path, label_sides));
     explain_bound(it, sides.back());
   }
   agree_like_iterations(a, median, sides);
+  t.emplace("critical_path/analyse/summarise");
   summarise(g, s, a);
   a.summary = summary_line(a);
   return a;
@@ -459,9 +504,7 @@ Analysis analyse_steps(const Graph& g, const std::vector<double>& dur,
   const Schedule s = propagate(g, dur, lag);
   const double median = iteration_times(g, dur, s, a);
   if (detail == StepDetail::Times) return a;
-  std::vector<Side> label_sides;
-  label_sides.reserve(g.labels.size());
-  for (const Label& l : g.labels) label_sides.push_back(side_of(l.category));
+  const std::vector<Side> label_sides = sides_of_labels(g);
   std::vector<Sides> sides;
   sides.reserve(a.iterations.size());
   for (size_t k = 0; k < a.iterations.size(); ++k) {

@@ -17,6 +17,7 @@
 
 #include <fmt/format.h>
 
+#include "base/phase_timer.h"
 #include "critical_path/host_gaps.h"
 #include "insights/idle_gaps.h"
 #include "insights/rules_internal.h"
@@ -170,11 +171,13 @@ void rule_unrecorded_host_time(const InsightContext& c, std::vector<Insight>& ou
   critical_path::HostGapSelector any;
   any.min_us = kUnrecordedMinGapUs;
   const std::vector<critical_path::HostGap>* found_gaps = nullptr;
+  std::optional<PhaseTimer> timer(std::in_place, "insights/unrecorded_host_time/gaps");
   try {
     found_gaps = &detail::unrecorded_host_gaps(c);
   } catch (const std::runtime_error&) {  // a graph of other traces
     return;
   }
+  timer.emplace("insights/unrecorded_host_time/places");
   const std::vector<critical_path::HostGap>& gaps = *found_gaps;
   if (gaps.empty()) return;
   std::map<std::pair<std::string, std::string>, std::vector<const critical_path::HostGap*>> places;

@@ -10,6 +10,7 @@
 
 #include <fmt/format.h>
 
+#include "base/phase_timer.h"
 #include "critical_path/host_gaps.h"
 #include "critical_path/what_if_request.h"
 #include "insights/rules_internal.h"
@@ -84,6 +85,7 @@ ChangePlan plan_changes(const InsightContext& c, const std::vector<Insight>& ins
                         size_t max_changes) {
   ChangePlan plan;
   if (!c.step) return plan;
+  PhaseTimer timer("insights/plan");
   plan.step_before_us = c.step->measured.step_time_us;
   const double steps = static_cast<double>(std::max<size_t>(1, c.step->measured.iterations.size()));
   // The candidates, in the ranking's order: findings whose change saves

@@ -30,7 +30,7 @@ namespace fs = std::filesystem;
 
 // The segment categories of the path's host side (docs/critical-path.md:
 // runtime calls, host gaps, launch latency, syncs, host input waits).
-bool host_segment(const std::string& category) {
+bool host_segment(std::string_view category) {
   return category == "host_runtime" || category == "host_gap" || category == "launch_latency" ||
          category == "sync" || category == "host_input";
 }
