@@ -187,26 +187,31 @@ std::string plan_text(const ChangePlan& plan, const std::vector<Insight>& insigh
   std::string out =
       fmt::format("The changes in order, each after those above (un-profiled step {:.2f} ms):\n",
                   plan.step_before_us / 1e3);
-  for (size_t k = 0; k < plan.steps.size(); ++k) {
-    const PlanStep& s = plan.steps[k];
+  // Changes that add nothing once those above are made (under 10 us a step:
+  // the step is bound elsewhere then) share one line, by rule, after the
+  // numbered ones: the plan reads as the changes that pay.
+  std::vector<std::pair<std::string, std::vector<double>>> add_nothing;
+  size_t number = 0;
+  for (const PlanStep& s : plan.steps) {
     const Insight& i = insights[s.finding];
-    const bool differs = std::abs(s.saving_us - s.alone_saving_us) > 0.05 * s.alone_saving_us &&
-                         std::abs(s.saving_us - s.alone_saving_us) >= 10;
     const std::string name =
         fmt::format("{}{}{}", i.rule, i.change.empty() ? "" : fmt::format(" ({})", i.change),
                     s.note.empty() ? "" : fmt::format(" [{}]", s.note));
-    // Less than 10 us a step: nothing once the changes above are made (the
-    // step is bound elsewhere then).
-    if (s.saving_us < kAddsNothingUs)
-      out += fmt::format("  {}. {}: adds nothing once those above are made (alone: -{:.2f} ms)\n",
-                         k + 1, name, s.alone_saving_us / 1e3);
-    else
-      out += fmt::format("  {}. {}: -{:.2f} ms -> {:.2f} ms/step{}\n", k + 1, name,
-                         s.saving_us / 1e3, s.step_after_us / 1e3,
-                         !differs ? std::string()
-                         : s.alone_saving_us < kAddsNothingUs
-                             ? std::string(" (nothing alone: the step was bound elsewhere)")
-                             : fmt::format(" (alone: -{:.2f} ms)", s.alone_saving_us / 1e3));
+    if (s.saving_us < kAddsNothingUs) {
+      auto same = std::find_if(add_nothing.begin(), add_nothing.end(),
+                               [&](const auto& entry) { return entry.first == name; });
+      if (same == add_nothing.end()) same = add_nothing.insert(add_nothing.end(), {name, {}});
+      same->second.push_back(s.alone_saving_us);
+      continue;
+    }
+    const bool differs = std::abs(s.saving_us - s.alone_saving_us) > 0.05 * s.alone_saving_us &&
+                         std::abs(s.saving_us - s.alone_saving_us) >= 10;
+    out += fmt::format("  {}. {}: -{:.2f} ms -> {:.2f} ms/step{}\n", ++number, name,
+                       s.saving_us / 1e3, s.step_after_us / 1e3,
+                       !differs ? std::string()
+                       : s.alone_saving_us < kAddsNothingUs
+                           ? std::string(" (nothing alone: the step was bound elsewhere)")
+                           : fmt::format(" (alone: -{:.2f} ms)", s.alone_saving_us / 1e3));
   }
   if (!plan.steps.empty())
     out += fmt::format(
@@ -215,6 +220,16 @@ std::string plan_text(const ChangePlan& plan, const std::vector<Insight>& insigh
         plan.step_before_us > 0
             ? 100 * (plan.step_before_us - plan.steps.back().step_after_us) / plan.step_before_us
             : 0.0);
+  if (!add_nothing.empty()) {
+    std::string names;
+    for (const auto& [name, alone] : add_nothing) {
+      std::string figures;
+      for (const double us : alone)
+        figures += fmt::format("{}-{:.2f}", figures.empty() ? "" : ", ", us / 1e3);
+      names += fmt::format("{}{} (alone: {} ms)", names.empty() ? "" : "; ", name, figures);
+    }
+    out += fmt::format("  adds nothing once those above are made: {}\n", names);
+  }
   for (const PlanStep& s : plan.not_replayed)
     out += fmt::format("  beside them, not joined (no what-if replays it): {} -{:.2f} ms alone\n",
                        insights[s.finding].rule, s.alone_saving_us / 1e3);

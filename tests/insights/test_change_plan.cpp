@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "critical_path/critical_path.h"
@@ -94,8 +95,20 @@ TEST_CASE("change plan: each change once, its steps never grow, the re-run's ste
       if (graph_at < plan.steps.size() && syncs_at < plan.steps.size()) CHECK(syncs_at < graph_at);
       // A change that adds nothing is listed only when it saved 10 us or more
       // a step alone (it does not pay after those above).
-      for (const in::PlanStep& s : plan.steps)
+      size_t pays = 0, adds_nothing = 0;
+      for (const in::PlanStep& s : plan.steps) {
         if (s.saving_us < 10) CHECK(s.alone_saving_us >= 10);
+        (s.saving_us < 10 ? adds_nothing : pays) += 1;
+      }
+      // The text numbers the changes that pay; those that add nothing share
+      // one line after them.
+      const std::string text = in::plan_text(plan, found);
+      if (pays > 0) CHECK(text.find(fmt::format("  {}. ", pays)) != std::string::npos);
+      CHECK(text.find(fmt::format("  {}. ", pays + 1)) == std::string::npos);
+      const size_t nothing_line = text.find("adds nothing once those above are made: ");
+      CHECK((nothing_line != std::string::npos) == (adds_nothing > 0));
+      if (nothing_line != std::string::npos)
+        CHECK(text.find("adds nothing", nothing_line + 1) == std::string::npos);
       // The first change alone is the finding's own what-if.
       const in::PlanStep& first = plan.steps.front();
       CHECK(first.saving_us == doctest::Approx(first.alone_saving_us).epsilon(1e-3));
