@@ -512,6 +512,19 @@ void size_step_savings(const InsightContext& context, std::vector<Insight>& insi
     for (Uid g : gpu) gpu_time += std::max(0.0, context.trace.events[g].dur());
     if (gpu.empty() || !(gpu_time > 0)) continue;
     critical_path::Scenario change;
+    // A change that also takes work out whole (its what_if's remove_uids:
+    // channels_last's layout conversions, each with its launch call) removes
+    // it as the what_if tool does with the same arguments.
+    if (named && i.what_if.contains("remove_uids")) {
+      critical_path::HostRemoval removal;
+      removal.uids = i.what_if["remove_uids"].get<std::vector<Uid>>();
+      const std::vector<critical_path::RankInput> inputs{{&context.trace, &context.tree, -1}};
+      try {
+        critical_path::add_host_removal(inputs, model.graph, removal, change);
+      } catch (const std::runtime_error&) {
+        continue;  // they match nothing in the graph: no figure
+      }
+    }
     change.select.gpu_uids = gpu;
     // The what-if takes positive factors: all of the time recovered is a
     // nanosecond left.
@@ -535,7 +548,12 @@ void size_step_savings(const InsightContext& context, std::vector<Insight>& insi
     // The what_if tool's arguments that replay this sizing (its saved_us is
     // per step): the finding's GPU events at the factor its recoverable time
     // leaves them.
-    if (i.what_if.is_null() || named) i.what_if = {{"kernel_uids", gpu}, {"factor", change.factor}};
+    if (named) {
+      i.what_if["kernel_uids"] = gpu;  // its other arguments (remove_uids) stay
+      i.what_if["factor"] = change.factor;
+    } else if (i.what_if.is_null()) {
+      i.what_if = {{"kernel_uids", gpu}, {"factor", change.factor}};
+    }
     if (*i.step_saving_us >= 0.5 * *i.recoverable_us) continue;
     if (host_bound) {
       i.step_saving_note = fmt::format(

@@ -124,10 +124,14 @@ class Fold {
         lead_.change, lead_.time_us / 1e3, steps, steps == 1 ? "" : "s", 100 * lead_.share,
         own_us / 1e3, std::max(0.0, lead_.time_us - own_us) / 1e3, fmt::join(also, ", "),
         lead_.title);
-    // Sized once, for the whole change, by size_step_savings.
+    // Sized once, for the whole change, by size_step_savings: with the
+    // lead's what-if where its rule sized the whole change already (it names
+    // the ops the change alters beyond its own, change_also: channels_last's
+    // conversions removed with their launches and the NCHW norms at the
+    // streaming rate), else from the members' kernels.
     lead_.step_saving_us.reset();
     lead_.step_saving_note.clear();
-    lead_.what_if = nullptr;
+    if (lead_.change_also.empty()) lead_.what_if = nullptr;
   }
 
  private:

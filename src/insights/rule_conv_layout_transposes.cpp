@@ -70,8 +70,10 @@ std::vector<size_t> nchw_batch_norm_rows(const InsightContext& c) {
 void rule_conv_layout_transposes(const InsightContext& c, std::vector<Insight>& out) {
   double conversion_us = 0;
   size_t conversions = 0;
-  std::vector<Uid> ops;      // the host ops that launched a conversion
-  std::vector<Uid> changed;  // every GPU op channels_last changes: conversions, NCHW norms
+  std::vector<Uid> ops;         // the host ops that launched a conversion
+  std::vector<Uid> changed;     // every GPU op channels_last changes: conversions, NCHW norms
+  std::vector<Uid> launches;    // the conversions' launch calls (runtime events)
+  std::vector<Uid> unlaunched;  // conversions whose launch is not in the trace
   std::vector<std::string> names;
   for (size_t u = 0; u < c.trace.events.size(); ++u) {
     const Event& e = c.trace.events[u];
@@ -84,6 +86,10 @@ void rule_conv_layout_transposes(const InsightContext& c, std::vector<Insight>& 
     std::string_view name = c.trace.name(static_cast<Uid>(u));
     if (std::find(names.begin(), names.end(), name) == names.end()) names.emplace_back(name);
     Uid op = c.tree.parent(static_cast<Uid>(u));  // the runtime launch, then its op
+    if (op != kNoUid && c.trace.events[op].is_runtime())
+      launches.push_back(op);
+    else
+      unlaunched.push_back(static_cast<Uid>(u));
     while (op != kNoUid && c.trace.events[op].cat != Cat::CpuOp) op = c.tree.parent(op);
     if (op != kNoUid && std::find(ops.begin(), ops.end(), op) == ops.end()) ops.push_back(op);
   }
@@ -97,7 +103,8 @@ void rule_conv_layout_transposes(const InsightContext& c, std::vector<Insight>& 
   const auto baseline = detail::elementwise_bandwidth_baseline(c);
   double norm_us = 0, norm_gain_us = 0;
   size_t norms = 0;
-  std::vector<Uid> norm_ops;  // the NCHW batch norms' op rows
+  std::vector<Uid> norm_ops;      // the NCHW batch norms' op rows
+  std::vector<Uid> norm_kernels;  // their kernels
   if (baseline)
     for (size_t r : detail::nchw_batch_norm_rows(c)) {
       const auto& row = c.rows[r];
@@ -107,18 +114,40 @@ void rule_conv_layout_transposes(const InsightContext& c, std::vector<Insight>& 
           std::max(0.0, row.kernel_time_us - *row.metrics->bytes / (baseline->tbs * 1e6));
       ++norms;
       changed.insert(changed.end(), row.kernels.begin(), row.kernels.end());
+      norm_kernels.insert(norm_kernels.end(), row.kernels.begin(), row.kernels.end());
       norm_ops.push_back(row.uid);
     }
   std::sort(changed.begin(), changed.end());
   changed.erase(std::unique(changed.begin(), changed.end()), changed.end());
-  double change_saving_us = 0;
-  if (c.step) {
-    critical_path::Scenario change;
-    change.select.gpu_uids = changed;
-    change.factor =
+  std::sort(norm_kernels.begin(), norm_kernels.end());
+  norm_kernels.erase(std::unique(norm_kernels.begin(), norm_kernels.end()), norm_kernels.end());
+  std::sort(launches.begin(), launches.end());
+  launches.erase(std::unique(launches.begin(), launches.end()), launches.end());
+  // The whole change as the what_if tool's arguments. A conversion channels_last
+  // removes goes whole, its launch call with it: cuDNN launches each one from
+  // the host (cudaLaunchKernel inside the convolution op), and once the step
+  // turns host-bound those launches are step time (s_layout A: 226 a step).
+  // The NCHW norms run at this trace's streaming rate. A conversion with no
+  // launch in the trace (queued before profiling: the un-profiled step gives
+  // that backlog no time) is scaled with the norms. A trace without launch
+  // links sizes both by one factor on their GPU time.
+  nlohmann::json what_if = nlohmann::json::object();
+  if (!launches.empty()) {
+    std::vector<Uid> scaled = norm_kernels;
+    scaled.insert(scaled.end(), unlaunched.begin(), unlaunched.end());
+    std::sort(scaled.begin(), scaled.end());
+    if (!scaled.empty()) {
+      what_if["kernel_uids"] = scaled;
+      what_if["factor"] = norm_us > 0 ? std::clamp(1.0 - norm_gain_us / norm_us, 1e-6, 1.0) : 1e-6;
+    }
+    what_if["remove_uids"] = launches;
+  } else {
+    what_if["kernel_uids"] = changed;
+    what_if["factor"] =
         std::clamp(1.0 - (conversion_us + norm_gain_us) / (conversion_us + norm_us), 1e-6, 1.0);
-    change_saving_us = detail::step_saving_total_us(c, change);
   }
+  double change_saving_us = 0;
+  if (c.step) change_saving_us = detail::what_if_replay_total_us(c, what_if).value_or(0.0);
   const double iterations =
       c.step ? std::max<double>(1, static_cast<double>(c.step->measured.iterations.size())) : 1;
   Insight i;
@@ -150,6 +179,7 @@ void rule_conv_layout_transposes(const InsightContext& c, std::vector<Insight>& 
                 {"nchw_batch_norms", norms},
                 {"nchw_batch_norm_time_us", norm_us},
                 {"nchw_batch_norm_time_above_baseline_us", norm_gain_us},
+                {"conversion_launches", launches.size()},
                 {"channels_last_step_saving_us_per_step", change_saving_us / iterations}};
   if (baseline) {
     i.evidence["baseline_tbs"] = baseline->tbs;
@@ -157,6 +187,7 @@ void rule_conv_layout_transposes(const InsightContext& c, std::vector<Insight>& 
   }
   i.change = "channels_last";
   i.change_also = norm_ops;
+  i.what_if = std::move(what_if);
   i.action_model =
       "Use channels_last: model.to(memory_format=torch.channels_last) and the same "
       "for the inputs (autocast keeps the format).";
