@@ -887,8 +887,14 @@ json Session::call_tool(Call& call, const json& params, bool modern) {
     if (auto it = kept_results_.find(kept_key); it != kept_results_.end()) kept = it->second;
   }
   try {
+    // An analysis an earlier call kept on the trace (ToolContext::keep) is
+    // formatted here, without a worker: forking one costs more than that.
+    std::optional<ToolResult> from_kept;
+    if (!kept && in_worker && tool->kept) from_kept = tool->kept(args, ctx);
     if (kept)
       out = *kept;
+    else if (from_kept)
+      out = std::move(*from_kept);
     else
       out = in_worker ? call_in_worker(tool->handler, args, ctx, name, call.cancelled.get(),
                                        server_.options().max_memory_bytes)

@@ -18,6 +18,7 @@
 #include <filesystem>
 #include <functional>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <set>
@@ -32,7 +33,9 @@
 
 namespace jarvis {
 class TraceStore;
-}
+class LoadedTrace;
+struct FileIdentity;
+}  // namespace jarvis
 
 namespace jarvis::mcp {
 
@@ -218,11 +221,25 @@ class ToolContext {
   }
   const json& trace_caveats() const { return trace_caveats_; }
 
+  // What a call derived from a loaded trace and keeps for later calls
+  // (issue 75 point 2): an analysis whose result does not depend on the
+  // call's other arguments (insights' findings and plan for one arch), kept
+  // on the trace's shared cache entry under `key`, so that the next call
+  // (of this session or another on the same file, with any arguments, in a
+  // worker or in the server) formats it instead of deriving it again. In a
+  // forked worker, keep() also sends the value to the server (on_keep), which
+  // puts it on its entry: the worker's own copy dies with it. Evicted with
+  // the trace. kept() is null until a call kept the key.
+  std::shared_ptr<const json> kept(const LoadedTrace& trace, const std::string& key) const;
+  void keep(const LoadedTrace& trace, const std::string& key, json value);
+
   // Wiring, set by the session that runs the call (tests may set these too).
   std::function<void(double, double, const std::string&)> on_progress;
   std::function<void(LogLevel, const std::string&)> on_log;
   std::function<json(const std::string&, const json&)> on_client_request;
   std::function<void(int64_t ms)> on_time_limit;
+  // Set in a worker: sends a kept value (keep()) to the server.
+  std::function<void(const FileIdentity&, const std::string&, const json&)> on_keep;
   const std::atomic<bool>* cancel_flag_ = nullptr;
 
  private:
@@ -233,12 +250,19 @@ class ToolContext {
 };
 
 using ToolHandler = std::function<ToolResult(const json& args, ToolContext& ctx)>;
+// A tool's answer from what earlier calls kept (ToolContext::kept), or
+// nullopt when it must run: the server calls it before forking a worker for
+// the call, and answers from it without one. It runs in the server, so it
+// only reads kept values and formats them: no analysis, nothing that may
+// crash on a trace's contents (registered by JARVIS_MCP_TOOL_KEPT).
+using KeptHandler = std::function<std::optional<ToolResult>(const json& args, ToolContext& ctx)>;
 
 // A tool as the server serves it: its schema file joined with its handler.
 struct ToolSpec {
   std::string name;
   json definition;  // the schema file: name, title, description, inputSchema, outputSchema, ...
   ToolHandler handler;
+  KeptHandler kept = {};  // empty: every call runs `handler`
 };
 
 // _meta key of an isError tool result naming the error's kind.
@@ -260,6 +284,14 @@ std::map<std::string, ToolHandler>& registered_tool_handlers();
 struct ToolRegistrar {
   ToolRegistrar(const char* name, ToolHandler handler);
 };
+// The server's side of a worker's ToolContext::keep (mcp/worker_call.cpp).
+void keep_from_worker(TraceStore& traces, const FileIdentity& id, const std::string& key,
+                      json value);
+// Handlers registered by JARVIS_MCP_TOOL_KEPT, by name.
+std::map<std::string, KeptHandler>& registered_kept_handlers();
+struct KeptRegistrar {
+  KeptRegistrar(const char* name, KeptHandler handler);
+};
 
 // The built-in tools, sorted by name: every embedded schema joined with its
 // handler. Mismatches (a schema without handler or the reverse, a schema whose
@@ -277,3 +309,8 @@ std::string check_tool_definition(const json& definition);
 // Use once at namespace scope in src/mcp/tools/<name>.cpp.
 #define JARVIS_MCP_TOOL(name, handler) \
   static const ::jarvis::mcp::ToolRegistrar jarvis_mcp_tool_registrar_##name(#name, handler)
+
+// Registers `handler` as the answer of tool `name` from kept analyses
+// (KeptHandler), beside its JARVIS_MCP_TOOL.
+#define JARVIS_MCP_TOOL_KEPT(name, handler) \
+  static const ::jarvis::mcp::KeptRegistrar jarvis_mcp_kept_registrar_##name(#name, handler)

@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "base/utf8.h"
+#include "explore/trace_store.h"
 #include "mcp/embedded.h"
 #include "mcp/tool.h"
 
@@ -65,6 +66,34 @@ json ToolContext::ask_client(const std::string& method, const json& params) {
   return on_client_request(method, params);
 }
 
+namespace {
+// The type a kept value is cached under on a trace's entry (TraceEntry::find).
+struct KeptToolValue {
+  json value;
+};
+}  // namespace
+
+std::shared_ptr<const json> ToolContext::kept(const LoadedTrace& trace,
+                                              const std::string& key) const {
+  auto found = trace.entry().find<KeptToolValue>(key);
+  return found ? std::shared_ptr<const json>(found, &found->value) : nullptr;
+}
+
+void ToolContext::keep(const LoadedTrace& trace, const std::string& key, json value) {
+  if (on_keep) on_keep(trace.entry().identity(), key, value);
+  trace.entry().put<KeptToolValue>(
+      key, std::make_shared<const KeptToolValue>(KeptToolValue{std::move(value)}));
+}
+
+// The server's side of a worker's keep(): the value goes on the entry of the
+// same file when it is still resident (an evicted trace's analyses go with it).
+void keep_from_worker(TraceStore& traces, const FileIdentity& id, const std::string& key,
+                      json value) {
+  if (auto entry = traces.cache().find_resident(id))
+    entry->put<KeptToolValue>(
+        key, std::make_shared<const KeptToolValue>(KeptToolValue{std::move(value)}));
+}
+
 // ---------------------------------------------------------------- registry
 
 std::map<std::string, ToolHandler>& registered_tool_handlers() {
@@ -74,6 +103,15 @@ std::map<std::string, ToolHandler>& registered_tool_handlers() {
 
 ToolRegistrar::ToolRegistrar(const char* name, ToolHandler handler) {
   registered_tool_handlers()[name] = std::move(handler);
+}
+
+std::map<std::string, KeptHandler>& registered_kept_handlers() {
+  static std::map<std::string, KeptHandler> handlers;
+  return handlers;
+}
+
+KeptRegistrar::KeptRegistrar(const char* name, KeptHandler handler) {
+  registered_kept_handlers()[name] = std::move(handler);
 }
 
 std::string check_tool_definition(const json& d) {
@@ -134,7 +172,10 @@ std::vector<ToolSpec> builtin_tools(std::vector<std::string>& problems) {
                       name, path, name));
       continue;
     }
-    tools.push_back({name, std::move(definition), handler->second});
+    const auto& kept = registered_kept_handlers();
+    const auto kept_handler = kept.find(name);
+    tools.push_back({name, std::move(definition), handler->second,
+                     kept_handler == kept.end() ? KeptHandler() : kept_handler->second});
   }
   for (const auto& [name, _] : handlers)
     if (!has_schema.count(name))

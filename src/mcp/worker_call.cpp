@@ -119,6 +119,10 @@ void close_inherited_sockets() {
     throw ToolError(fmt::format("{}: requests to the client are not sent from a worker", method));
   };
   ctx.on_time_limit = [fd](int64_t ms) { send(fd, Frame::kTimeLimit, ms); };
+  ctx.on_keep = [fd](const FileIdentity& id, const std::string& key, const json& value) {
+    send(fd, Frame::kKept,
+         {{"id", {id.device, id.inode, id.size, id.mtime_ns}}, {"key", key}, {"value", value}});
+  };
   ctx.cancel_flag_ = nullptr;  // the server kills a cancelled worker
   std::optional<json> result;
   try {
@@ -306,6 +310,15 @@ Received receive(int fd, pid_t pid, ToolContext& ctx, const std::atomic<bool>* c
       } else if (frame.kind == Frame::kWritten) {
         ctx.paths().merge_written_state({payload.at("written").get<std::set<std::string>>(),
                                          payload.at("claimed").get<std::set<std::string>>()});
+      } else if (frame.kind == Frame::kKept) {
+        const json& id = payload.at("id");
+        FileIdentity identity;
+        identity.device = id.at(0).get<uint64_t>();
+        identity.inode = id.at(1).get<uint64_t>();
+        identity.size = id.at(2).get<uint64_t>();
+        identity.mtime_ns = id.at(3).get<int64_t>();
+        keep_from_worker(ctx.traces(), identity, payload.at("key").get<std::string>(),
+                         std::move(payload.at("value")));
       } else if (frame.kind == Frame::kResult) {
         got.result = std::move(payload);
       } else if (frame.kind == Frame::kError) {

@@ -1,5 +1,6 @@
 #include "mcp/worker_frames.h"
 
+#include <cstdint>
 #include <cstring>
 #include <utility>
 
@@ -18,6 +19,7 @@ bool known_worker_frame_kind(char kind) {
     case WorkerFrameKind::kLog:
     case WorkerFrameKind::kTimeLimit:
     case WorkerFrameKind::kWritten:
+    case WorkerFrameKind::kKept:
     case WorkerFrameKind::kResult:
     case WorkerFrameKind::kError:
       return true;
@@ -89,6 +91,16 @@ std::string worker_frame_shape_error(WorkerFrameKind kind, const json& p) {
                      is_string_array(p.at("written")) && is_string_array(p.at("claimed"))
                  ? ""
                  : "a written-files frame that is not {written, claimed}";
+    case WorkerFrameKind::kKept: {
+      const bool id_ok = p.is_object() && p.contains("id") && p.at("id").is_array() &&
+                         p.at("id").size() == 4 && is_integer_in(p.at("id")[0], 0, INT64_MAX) &&
+                         is_integer_in(p.at("id")[1], 0, INT64_MAX) &&
+                         is_integer_in(p.at("id")[2], 0, INT64_MAX) &&
+                         is_integer_in(p.at("id")[3], INT64_MIN, INT64_MAX);
+      return id_ok && p.contains("key") && p.at("key").is_string() && p.contains("value")
+                 ? ""
+                 : "a kept-value frame that is not {id, key, value}";
+    }
     case WorkerFrameKind::kResult:
       return result_shape_error(p);
     case WorkerFrameKind::kError:

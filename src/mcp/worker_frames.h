@@ -26,6 +26,7 @@ enum class WorkerFrameKind : char {
   kLog = 'l',        // [level (integer 0..7), message (string)]
   kTimeLimit = 't',  // milliseconds (an integer within +-2^40): ToolContext::start_time_limit
   kWritten = 'w',    // {"written": [string...], "claimed": [string...]}
+  kKept = 'k',       // {"id": [device, inode, size, mtime_ns], "key": string, "value": any}
   kResult = 'r',     // a ToolResult (worker_call.cpp's result_to_json)
   kError = 'e'       // [message (string), ErrorKind (integer)]
 };

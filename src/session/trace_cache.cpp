@@ -136,6 +136,12 @@ void TraceCache::trim() {
   }
 }
 
+std::shared_ptr<const TraceEntry> TraceCache::find_resident(const FileIdentity& id) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto it = resident_.find(id);
+  return it == resident_.end() ? nullptr : it->second.entry;
+}
+
 std::shared_ptr<const TraceEntry> TraceCache::lookup_locked(const FileIdentity& id) {
   auto it = resident_.find(id);
   if (it == resident_.end()) return nullptr;

@@ -76,6 +76,27 @@ class TraceEntry {
     return std::static_pointer_cast<const T>(slot->value);
   }
 
+  // The artefact cached under (T, key), or null when none was built yet (or
+  // one is being built now: find never waits).
+  template <class T>
+  std::shared_ptr<const T> find(const std::string& key) const {
+    std::shared_ptr<Slot> slot = slot_for(std::type_index(typeid(T)), key);
+    std::unique_lock<std::mutex> lock(slot->mutex, std::try_to_lock);
+    if (!lock.owns_lock()) return nullptr;
+    return std::static_pointer_cast<const T>(slot->value);
+  }
+  // Caches `value` under (T, key) unless something is cached there already:
+  // what another process derived (a forked worker's analysis, sent back to
+  // the server: mcp/tool.h ToolContext::keep).
+  template <class T>
+  void put(const std::string& key, std::shared_ptr<const T> value) const {
+    std::shared_ptr<Slot> slot = slot_for(std::type_index(typeid(T)), key);
+    std::unique_lock<std::mutex> lock(slot->mutex, std::defer_lock);
+    if (in_forked_worker() && !lock.try_lock()) return;
+    if (!lock.owns_lock()) lock.lock();
+    if (!slot->value) slot->value = std::move(value);
+  }
+
  private:
   struct Slot {
     std::mutex mutex;
@@ -147,6 +168,8 @@ class TraceCache {
   Acquired acquire(const FileIdentity& id, const LoadOptions& options = {},
                    const Parser& parser = {});
   Ref reference(const FileIdentity& id) { return Ref(this, id); }
+  // The entry of `id` when it is resident now (never parses), else null.
+  std::shared_ptr<const TraceEntry> find_resident(const FileIdentity& id) const;
 
   struct Stats {
     uint64_t resident_bytes = 0;

@@ -40,8 +40,10 @@ TEST_CASE("worker frames: read whole or a byte at a time, invalid UTF-8 carried 
                        {"full_only", json::array()},
                        {"next", nullptr},
                        {"caveats", json::array({{{"trace", "t1"}}})}};
+  const json kept = {{"id", {2049, 77, 4096, -5}}, {"key", "insights:H100"}, {"value", {1, "k"}}};
   const auto stream = encode_worker_frame(WorkerFrameKind::kProgress, {1, 4, "loading"}) +
                       encode_worker_frame(WorkerFrameKind::kTimeLimit, 2000) +
+                      encode_worker_frame(WorkerFrameKind::kKept, kept) +
                       encode_worker_frame(WorkerFrameKind::kResult, result);
   // The header is the kind and the body's length; the body is CBOR.
   CHECK(stream[0] == 'p');
@@ -55,11 +57,13 @@ TEST_CASE("worker frames: read whole or a byte at a time, invalid UTF-8 carried 
     for (size_t at = 0; at < stream.size(); at += piece)
       for (auto& f : reader.feed(stream.data() + at, std::min(piece, stream.size() - at)))
         frames.push_back(std::move(f));
-    REQUIRE(frames.size() == 3);
+    REQUIRE(frames.size() == 4);
     CHECK(frames[0].kind == WorkerFrameKind::kProgress);
     CHECK(frames[0].payload == json{1, 4, "loading"});
     CHECK(frames[1].payload == 2000);
-    CHECK(frames[2].payload["structured"]["name"].get<std::string>() == "k\xff");
+    CHECK(frames[2].kind == WorkerFrameKind::kKept);
+    CHECK(frames[2].payload == kept);
+    CHECK(frames[3].payload["structured"]["name"].get<std::string>() == "k\xff");
     CHECK_FALSE(reader.failed());
     CHECK(reader.pending() == 0);
   }
@@ -88,6 +92,12 @@ TEST_CASE("worker frames: a malformed frame ends the stream, the frames before i
        encode_worker_frame(WorkerFrameKind::kWritten,
                            {{"written", {1}}, {"claimed", json::array()}}),
        "written-files"},
+      {"a kept value without its key",
+       encode_worker_frame(WorkerFrameKind::kKept, {{"id", {1, 2, 3, 4}}, {"value", 1}}),
+       "kept-value frame"},
+      {"a kept value whose file identity is a string",
+       encode_worker_frame(WorkerFrameKind::kKept, {{"id", "t1"}, {"key", "k"}, {"value", 1}}),
+       "kept-value frame"},
       {"a map declaring 2^63 entries (nlohmann throws whatever allow_exceptions says)",
        raw_frame('r', {0xbb, 0x80, 0, 0, 0, 0, 0, 0, 0}), "not CBOR"},
       {"a length past 4 GiB", raw_frame('r', {}) /* length patched below */, "payload of"},

@@ -1,9 +1,13 @@
 // A session pays each analysis once (issue 75 point 2): with isolate_calls,
 // what a worker returned for a pure analysis of a loaded trace (insights,
 // ops_summary, critical_path on a handle) answers the session's next
-// identical call without another worker; other arguments, another session
-// or an unloaded handle run the tool again. The tool is counted by the lines
-// its runs append to a file (a worker's counter would die with it).
+// identical call without another worker; an unloaded handle does not. The
+// analysis itself (insights' findings and plan for an arch) is kept on the
+// trace by the worker that derived it, so calls with other arguments, and
+// other sessions on the same file, are formatted from it in the server,
+// equal to what the tool answers when it derives them. The tool is counted
+// by the lines its runs append to a file (a worker's counter would die with
+// it).
 #include <doctest/doctest.h>
 
 #include <filesystem>
@@ -80,18 +84,110 @@ TEST_CASE("kept results: a worker's insights answer the session's next identical
   };
   CHECK(after_notes(again) == after_notes(first));
 
-  // Other arguments run the tool; so does another session.
-  kept_call(a, 4, "insights", {{"trace", handle}, {"detail", "full"}});
-  CHECK(counted.count() == 2);
+  // Another session on the same file is answered from the analysis kept on it.
   json loaded_b = kept_call(b, 1, "load_trace", {{"path", "example_trace.json.gz"}});
-  kept_call(b, 2, "insights", {{"trace", loaded_b["result"]["structuredContent"]["trace"]}});
-  CHECK(counted.count() == 3);
+  const json from_b =
+      kept_call(b, 2, "insights", {{"trace", loaded_b["result"]["structuredContent"]["trace"]}});
+  CHECK(counted.count() == 1);
+  CHECK(from_b["result"]["structuredContent"]["insights"] ==
+        first["result"]["structuredContent"]["insights"]);
 
   // An unloaded handle is not answered from what it gave.
   kept_call(a, 5, "unload_trace", {{"trace", handle}});
   const json gone = kept_call(a, 6, "insights", {{"trace", handle}});
   CHECK(gone["result"].value("isError", false));
   fs::remove(runs);
+}
+
+// The text from its count line on (the trace's notes before it are said in
+// full once a session).
+std::string text_from_count(const json& reply) {
+  const std::string text = reply["result"]["content"][0]["text"].get<std::string>();
+  const size_t at = text.find(" insight");
+  REQUIRE(at != std::string::npos);
+  return text.substr(text.rfind('\n', at) == std::string::npos ? 0 : text.rfind('\n', at) + 1);
+}
+
+// `text` (a reply or its JSON) with the reference's handle t1 named `handle`.
+std::string with_handle(std::string text, const std::string& handle) {
+  const std::pair<std::string, std::string> swaps[] = {
+      {"\"trace\":\"t1\"", "\"trace\":\"" + handle + "\""}, {" on t1", " on " + handle}};
+  for (const auto& swap : swaps)
+    for (size_t at = 0; (at = text.find(swap.first, at)) != std::string::npos;
+         at += swap.second.size())
+      text.replace(at, swap.first.size(), swap.second);
+  return text;
+}
+
+TEST_CASE("kept analysis: insights derived once in a worker answer other arguments") {
+  const fs::path dir =
+      fs::temp_directory_path() / ("jarvis-kept-analysis-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const fs::path example = fs::path(JARVIS_SOURCE_DIR) / "examples" / "example_trace.json.gz";
+  fs::copy_file(example, dir / "trace.json.gz");
+  fs::copy_file(example, dir / "other.json.gz");  // another file: its own analysis
+  const fs::path runs = dir / "runs";
+  CountedTool counted("insights", runs);
+  jarvis::mcp::ServerOptions options;
+  options.roots = {dir.string()};
+  // The reference: a new server without workers for each call derives the
+  // findings in it (a server keeps what its calls derived too).
+  const jarvis::mcp::ServerOptions reference_options = options;
+  const auto reference_call = [&](json args) {
+    jarvis::mcp::Server reference(reference_options);
+    auto r = initialized_session(reference);
+    const json loaded = kept_call(r, 1, "load_trace", {{"path", "trace.json.gz"}});
+    REQUIRE_FALSE(loaded["result"].value("isError", false));
+    args["trace"] = loaded["result"]["structuredContent"]["trace"];
+    return kept_call(r, 2, "insights", args);
+  };
+  options.isolate_calls = true;
+  jarvis::mcp::Server server(options);
+  auto a = initialized_session(server), b = initialized_session(server);
+  // b names the same file by another handle: t2.
+  kept_call(b, 1, "load_trace", {{"path", "other.json.gz"}});
+  const json loaded_a = kept_call(a, 1, "load_trace", {{"path", "trace.json.gz"}});
+  const json loaded_b = kept_call(b, 2, "load_trace", {{"path", "trace.json.gz"}});
+  const std::string ha = loaded_a["result"]["structuredContent"]["trace"].get<std::string>();
+  const std::string hb = loaded_b["result"]["structuredContent"]["trace"].get<std::string>();
+  REQUIRE(ha != hb);
+
+  // The first call derives the analysis in its worker.
+  const json first = kept_call(a, 2, "insights", {{"trace", ha}, {"detail", "summary"}});
+  REQUIRE_FALSE(first["result"].value("isError", false));
+  CHECK(counted.count() == 1);
+  const json all = reference_call({{"detail", "full"}});
+  REQUIRE(all["result"]["structuredContent"]["insights"].size() >= 2);
+  const std::string rule =
+      all["result"]["structuredContent"]["insights"][1]["rule"].get<std::string>();
+
+  int id = 10;
+  for (json args : {json{{"detail", "full"}}, json{{"rule", rule}}, json{{"limit", 2}},
+                    json{{"detail", "summary"}}, json::object()}) {
+    CAPTURE(args.dump());
+    json asked = args;
+    asked["trace"] = hb;
+    const size_t before = counted.count();
+    const json kept = kept_call(b, ++id, "insights", asked);
+    const json expected = reference_call(args);
+    // Only the reference derived it: session b's call was formatted in the server.
+    CHECK(counted.count() == before + 1);
+    REQUIRE_FALSE(kept["result"].value("isError", false));
+    // The reference's handle is t1, b's t2: in the rows' what_if, the next
+    // calls and the text. The trace's notes are said in full once a session.
+    json got = kept["result"]["structuredContent"];
+    json want = json::parse(with_handle(expected["result"]["structuredContent"].dump(), hb));
+    CHECK(got["trace"] == hb);
+    got.erase("trace_caveats");
+    want.erase("trace_caveats");
+    CHECK(got == want);
+    CHECK(text_from_count(kept) == with_handle(text_from_count(expected), hb));
+    if (args.contains("rule"))
+      for (const json& row : got["insights"]) CHECK(row["rule"] == rule);
+  }
+  CHECK(counted.count() == 1 + 1 + 5 * 1);
+  fs::remove_all(dir);
 }
 
 }  // namespace JARVIS_TEST_FILE

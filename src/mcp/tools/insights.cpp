@@ -1,5 +1,8 @@
 // insights: the rule engine's judgments on a loaded trace (src/insights).
 #include <algorithm>
+#include <memory>
+#include <optional>
+#include <string>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -69,39 +72,69 @@ std::string units_line(const engine::StepModelRef* step, size_t steps) {
       steps);
 }
 
-ToolResult insights_tool(const json& args, ToolContext& ctx) {
-  auto entry = trace_arg(args, ctx);
-  std::string arch_name = ctx.arch(args.value("arch", std::string()));
-  if (arch_name.empty()) arch_name = engine::detect_arch_name(entry->trace());
-  std::optional<GpuArch> arch;
-  try {
-    if (!arch_name.empty() && arch_name != "none") arch = engine::load_gpu_arch(arch_name);
-  } catch (const engine::GpuArchError& e) {
-    throw ToolError(e.what());
+// What insights derives of one trace for one arch, whatever the call's
+// other arguments (a rule, a limit, a detail): every finding (its full row,
+// its text line), the plan and the lines around them. Kept on the trace
+// (ToolContext::keep) under kept_key, so the next insights call, of any
+// arguments, formats it instead of running the rules again (issue 75 point
+// 2); the handle is put in by the call that formats it.
+json derive_analysis(const LoadedTrace& entry, const std::optional<GpuArch>& arch) {
+  auto tree = engine::trace_call_tree(entry);
+  auto timeline = engine::trace_timeline(entry);
+  const auto step_model = loaded_step_model(entry);
+  auto context = engine::make_context(entry.trace(), *tree, arch ? &*arch : nullptr, timeline.get(),
+                                      step_model.get());
+  const auto found = engine::run_insights(context);
+  json findings = json::array();
+  for (const auto& i : found) {
+    json row = engine::to_json(i);
+    row["uid_count"] = i.uids.size();
+    row["kernel_count"] = i.kernel_names.size();
+    findings.push_back({{"row", std::move(row)}, {"line", text_line(i)}});
   }
-  std::string rule = args.value("rule", std::string());
-  size_t top_n = row_limit(args);
-  auto tree = engine::trace_call_tree(*entry);
-  auto timeline = engine::trace_timeline(*entry);
-  const auto step_model = loaded_step_model(*entry);
-  auto context = engine::make_context(entry->trace(), *tree, arch ? &*arch : nullptr,
-                                      timeline.get(), step_model.get());
-  auto found = engine::run_insights(context);
+  const auto plan = engine::plan_changes(context, found);
+  return {{"arch", arch ? json(arch->name) : json()},
+          {"rules", engine::rule_ids()},
+          {"total_kernel_time_us", context.total_kernel_time_us},
+          {"findings", std::move(findings)},
+          {"units", context.step
+                        ? units_line(step_model.get(), context.step->measured.iterations.size())
+                        : std::string()},
+          {"plan", plan.steps.empty() ? json() : engine::to_json(plan, found)},
+          {"plan_text", engine::plan_text(plan, found)}};
+}
+
+// The key of a trace's analysis for an arch ("" or "none": none).
+std::string kept_key(const std::string& arch_name) {
+  return "insights:" + (arch_name.empty() ? std::string("none") : arch_name);
+}
+
+// The arch the call names (resolved), else the trace's.
+std::string arch_of_call(const json& args, ToolContext& ctx, const LoadedTrace& entry) {
+  std::string arch_name = ctx.arch(args.value("arch", std::string()));
+  if (arch_name.empty()) arch_name = engine::detect_arch_name(entry.trace());
+  return arch_name;
+}
+
+// The reply to `args` from an analysis (derive_analysis): what the tool
+// answered when it derived the findings in the same call.
+ToolResult format_analysis(const json& args, const json& analysis, const std::string& handle) {
+  const std::string rule = args.value("rule", std::string());
+  const size_t top_n = row_limit(args);
+  const json& findings = analysis.at("findings");
   json rows = json::array();
   std::string lines;
   size_t matched = 0, row_bytes = 0;
   const bool brief = default_reply(args);
   const bool summary = detail_of(args) == Detail::Summary;
   bool full_rows = false;  // a default reply reached its bytes: later rows are left out
-  for (const auto& i : found) {
-    if (!rule.empty() && i.rule != rule) continue;
+  for (const auto& finding : findings) {
+    const json& kept_row = finding.at("row");
+    if (!rule.empty() && kept_row.at("rule").get<std::string>() != rule) continue;
     if (++matched > top_n || full_rows) continue;
-    json row = engine::to_json(i);
+    json row = kept_row;
     // Ready to pass to what_if as it stands: the trace is this handle.
-    if (row.contains("what_if") && row["what_if"].is_object())
-      row["what_if"]["trace"] = entry->handle();
-    row["uid_count"] = i.uids.size();
-    row["kernel_count"] = i.kernel_names.size();
+    if (row.contains("what_if") && row["what_if"].is_object()) row["what_if"]["trace"] = handle;
     if (brief) {
       row_bytes += brief_row_bytes(row);
       if (!rows.empty() && row_bytes > kDefaultRowBytes) {
@@ -112,29 +145,32 @@ ToolResult insights_tool(const json& args, ToolContext& ctx) {
     rows.push_back(std::move(row));
     // detail=summary carries no rows: its text lists none either (the plan
     // above them is the summary).
-    if (!summary && (brief || rows.size() <= kTextInsights)) lines += text_line(i);
+    if (!summary && (brief || rows.size() <= kTextInsights))
+      lines += finding.at("line").get<std::string>();
   }
   // The count is of what the call asked for: one rule's findings when
   // filtered, with the whole trace's beside it.
   std::string text = rule.empty()
-                         ? fmt::format("{} insights on {}", matched, entry->handle())
+                         ? fmt::format("{} insights on {}", matched, handle)
                          : fmt::format("{} {} insight{} on {} (of {} insights)", matched, rule,
-                                       matched == 1 ? "" : "s", entry->handle(), found.size());
-  text += arch ? "\n" : " (no GPU arch: rules needing peaks skipped)\n";
-  // The first answer: the top changes one after the other, each sized once.
-  const auto plan = rule.empty() ? engine::plan_changes(context, found) : engine::ChangePlan{};
-  if (!lines.empty() && context.step)
-    text += units_line(step_model.get(), context.step->measured.iterations.size());
-  text += engine::plan_text(plan, found);
+                                       matched == 1 ? "" : "s", handle, findings.size());
+  const bool has_arch = !analysis.at("arch").is_null();
+  text += has_arch ? "\n" : " (no GPU arch: rules needing peaks skipped)\n";
+  // The first answer: the top changes one after the other, each sized once
+  // (no plan for one rule's findings).
+  if (!lines.empty()) text += analysis.at("units").get<std::string>();
+  if (rule.empty()) text += analysis.at("plan_text").get<std::string>();
   text += lines;
   if (!brief && !summary && rows.size() > kTextInsights)
     text += fmt::format("(the first {} listed here; all {} in the structured result)\n",
                         kTextInsights, rows.size());
-  json result = {
-      {"trace", entry->handle()},    {"arch", arch ? json(arch->name) : json()},
-      {"rules", engine::rule_ids()}, {"total_kernel_time_us", context.total_kernel_time_us},
-      {"insight_count", matched},    {"insights", rows}};
-  if (!plan.steps.empty()) result["plan"] = engine::to_json(plan, found);
+  json result = {{"trace", handle},
+                 {"arch", analysis.at("arch")},
+                 {"rules", analysis.at("rules")},
+                 {"total_kernel_time_us", analysis.at("total_kernel_time_us")},
+                 {"insight_count", matched},
+                 {"insights", rows}};
+  if (rule.empty() && !analysis.at("plan").is_null()) result["plan"] = analysis.at("plan");
   if (!rows.empty() && args.value("detail", std::string("rows")) != "full")
     text +=
         "(each insight's uids, kernel names and its what_if's kernel_uids / remove_uids: "
@@ -146,14 +182,48 @@ ToolResult insights_tool(const json& args, ToolContext& ctx) {
   out.full_only = {"/insights/*/uids", "/insights/*/kernel_names",
                    "/insights/*/what_if/kernel_uids", "/insights/*/what_if/remove_uids"};
   if (!rows.empty() && !rows[0]["uids"].empty())
-    out.suggest("parent_chain", {{"trace", entry->handle()}, {"uid", rows[0]["uids"][0]}},
+    out.suggest("parent_chain", {{"trace", handle}, {"uid", rows[0]["uids"][0]}},
                 "the call stack behind the top insight");
   out.suggest("make_replay",
-              {{"trace", entry->handle()}, {"output_dir", "<dir>"}, {"op", "<op of an insight>"}},
+              {{"trace", handle}, {"output_dir", "<dir>"}, {"op", "<op of an insight>"}},
               "a standalone reproducer to verify a fix before applying it");
   return out;
 }
 
+ToolResult insights_tool(const json& args, ToolContext& ctx) {
+  auto entry = trace_arg(args, ctx);
+  const std::string arch_name = arch_of_call(args, ctx, *entry);
+  const std::string key = kept_key(arch_name == "none" ? "" : arch_name);
+  std::shared_ptr<const json> analysis = ctx.kept(*entry, key);
+  if (!analysis) {
+    std::optional<GpuArch> arch;
+    try {
+      if (!arch_name.empty() && arch_name != "none") arch = engine::load_gpu_arch(arch_name);
+    } catch (const engine::GpuArchError& e) {
+      throw ToolError(e.what());
+    }
+    auto derived = std::make_shared<const json>(derive_analysis(*entry, arch));
+    ctx.keep(*entry, key, *derived);
+    analysis = std::move(derived);
+  }
+  return format_analysis(args, *analysis, entry->handle());
+}
+
+// The server's answer from an analysis a call kept on this trace, without a
+// worker; nullopt when none was kept for the call's arch.
+std::optional<ToolResult> insights_from_kept(const json& args, ToolContext& ctx) {
+  auto entry = ctx.traces().get(args.at("trace").get<std::string>());
+  // Its health block first: trace_arg notes it, and in the server it must
+  // not be computed here (a trace parsed again after an eviction).
+  if (!entry || !loaded_trace_health_ready(*entry)) return std::nullopt;
+  const std::string arch_name = arch_of_call(args, ctx, *entry);
+  auto analysis = ctx.kept(*entry, kept_key(arch_name == "none" ? "" : arch_name));
+  if (!analysis) return std::nullopt;
+  trace_arg(args, ctx);  // the trace's caveats, as the worker notes them
+  return format_analysis(args, *analysis, entry->handle());
+}
+
 }  // namespace
 JARVIS_MCP_TOOL(insights, insights_tool);
+JARVIS_MCP_TOOL_KEPT(insights, insights_from_kept);
 }  // namespace jarvis::mcp

@@ -30,6 +30,11 @@ json loaded_trace_health(const LoadedTrace& entry) {
   });
 }
 
+bool loaded_trace_health_ready(const LoadedTrace& entry) {
+  return engine::is_rocprof_trace(entry.trace()) ||
+         entry.entry().find<json>("trace_health") != nullptr;
+}
+
 json step_scope_json(const LoadedTrace& entry, double total, const std::string& field) {
   return step_scope_json(loaded_trace_health(entry), total, field);
 }

@@ -26,6 +26,9 @@ json loaded_trace_health(const LoadedTrace& entry);
 // The health of a loaded Kineto trace, computed once per entry (load_trace
 // computes it in the server, so a worker forked later inherits it).
 std::shared_ptr<const engine::TraceHealth> loaded_trace_health_block(const LoadedTrace& entry);
+// Whether loaded_trace_health(entry) is computed already (a rocprofv3
+// trace's is its own: true), so a call may note it without computing it.
+bool loaded_trace_health_ready(const LoadedTrace& entry);
 
 // The step model of a loaded trace (its dependency graph with the what-if
 // base, the recorded and the un-profiled analyses), built once per entry and
