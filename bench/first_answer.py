@@ -8,17 +8,28 @@ time and peak RSS of `jarvis report`, `jarvis insights`, `jarvis
 critical-path` and the MCP first answer: `load_trace` (its health block with
 the un-profiled estimate) and `insights` over HTTP on a server with workers
 (--isolate-calls on, the HTTP default), then `insights` again in the same
-session (what a second call pays). Each cell is the best of --repeat runs, in
+session with other arguments (what a second call pays). Each cell is the best of --repeat runs, in
 a fresh process each (the server: a fresh server each); its ratio to the
 report is beside it.
 
   cold: no snapshot (JARVIS_NO_SNAPSHOT=1): every run parses the JSON.
   warm: the trace's snapshot exists (a primed JARVIS_CACHE_DIR in the temp dir).
 
-Peak RSS: the child's ru_maxrss from wait4 for the CLI; for the server, the
-largest sum of the RSS of the server and its worker processes sampled every
-10 ms from /proc (a worker's pages shared with the server counted twice: an
-upper bound), and the server's own VmHWM.
+Peak RSS: the child's ru_maxrss from wait4 for the CLI. For the server, the
+memory the machine gives the server and its workers together, sampled every
+10 ms from /proc: the server's RSS plus each worker's pages of its own
+(smaps_rollup Private_Clean + Private_Dirty: what it allocated or copied on
+writing); a worker's pages still shared with the server (the parsed trace,
+the step model, read copy-on-write) are counted once, in the server's RSS.
+This is the sum the server's --max-memory budget counts (mcp/worker_call.h
+tree_memory). Summing the processes' RSS instead counts the shared pages
+twice (x32: 305 MB for 172 MB); that sum is printed too (rss sum), with the
+server's own VmHWM.
+
+After the first answer the same session calls `insights` again with other
+arguments (detail=full: every row with its uid lists; a fresh worker before
+the analysis was kept on the trace) and `query_sql` "SELECT 1", the fixed
+cost of a call in a worker (fork, frames, exit).
 
     bench/first_answer.py [--build /work/build] [--repeat 3] [--big] [--tmp DIR]
                           [--modes cold,warm]
@@ -72,6 +83,42 @@ def tree_rss_mb(pid: int) -> float:
     return total / 2**20
 
 
+def children_of(pid: int) -> list[int]:
+    kids = []
+    try:
+        for task in os.listdir(f"/proc/{pid}/task"):
+            with open(f"/proc/{pid}/task/{task}/children") as f:
+                kids += [int(c) for c in f.read().split()]
+    except OSError:
+        pass
+    return kids
+
+
+def own_rss_mb(pid: int) -> float:
+    """A worker's pages of its own (smaps_rollup Private_*), MB; 0 when gone."""
+    total = 0
+    try:
+        with open(f"/proc/{pid}/smaps_rollup") as f:
+            for line in f:
+                if line.startswith(("Private_Clean:", "Private_Dirty:")):
+                    total += int(line.split()[1])
+    except OSError:
+        pass
+    return total / 1024.0
+
+
+def server_memory_mb(pid: int) -> tuple[float, float]:
+    """(server RSS + its workers' own pages, server RSS + its workers' RSS), MB."""
+    try:
+        with open(f"/proc/{pid}/statm") as f:
+            server = int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
+    except OSError:
+        return 0.0, 0.0
+    kids = children_of(pid)
+    return (server + sum(own_rss_mb(k) for k in kids),
+            server + sum(tree_rss_mb(k) for k in kids))
+
+
 def vm_hwm_mb(pid: int) -> float:
     with open(f"/proc/{pid}/status") as f:
         for line in f:
@@ -91,6 +138,7 @@ class HttpServer:
         self.port = int(line.rsplit(":", 1)[1].split("/")[0])
         threading.Thread(target=self.proc.stderr.read, daemon=True).start()  # drain
         self.peak = 0.0
+        self.peak_rss_sum = 0.0
         self.stop = False
         self.sampler = threading.Thread(target=self.sample, daemon=True)
         self.sampler.start()
@@ -101,7 +149,9 @@ class HttpServer:
 
     def sample(self):
         while not self.stop:
-            self.peak = max(self.peak, tree_rss_mb(self.proc.pid))
+            own, rss_sum = server_memory_mb(self.proc.pid)
+            self.peak = max(self.peak, own)
+            self.peak_rss_sum = max(self.peak_rss_sum, rss_sum)
             time.sleep(0.01)
 
     def post(self, method: str, params: dict):
@@ -126,7 +176,7 @@ class HttpServer:
         return seconds, result
 
     def close(self) -> tuple[float, float]:
-        """(peak RSS of server + workers, the server's own VmHWM), MB."""
+        """(peak of the server's RSS + its workers' own pages, the server's VmHWM), MB."""
         hwm = vm_hwm_mb(self.proc.pid)
         self.stop = True
         self.sampler.join()
@@ -140,9 +190,12 @@ def mcp_first_answer(jarvis: str, trace: str, env: dict) -> dict:
     load_s, loaded = server.call("load_trace", {"path": os.path.basename(trace)})
     handle = loaded["structuredContent"]["trace"]
     insights_s, _ = server.call("insights", {"trace": handle})
-    again_s, _ = server.call("insights", {"trace": handle})
+    again_s, _ = server.call("insights", {"trace": handle, "detail": "full"})
+    fixed_s, _ = server.call("query_sql", {"trace": handle, "sql": "SELECT 1"})
+    rss_sum = server.peak_rss_sum
     peak, hwm = server.close()
-    return {"load": load_s, "insights": insights_s, "again": again_s, "peak": peak, "hwm": hwm}
+    return {"load": load_s, "insights": insights_s, "again": again_s, "fixed": fixed_s,
+            "peak": peak, "hwm": hwm, "rss_sum": rss_sum}
 
 
 def floor_of(bench: str, jarvis: str, trace: str, repeat: int) -> tuple[float, float]:
@@ -206,6 +259,8 @@ def main() -> int:
                     "load": min(m["load"] for m in mcp),
                     "insights": min(m["insights"] for m in mcp),
                     "again": min(m["again"] for m in mcp),
+                    "fixed": min(m["fixed"] for m in mcp),
+                    "rss_sum": min(m["rss_sum"] for m in mcp),
                     "hwm": min(m["hwm"] for m in mcp)}))
                 print(f"x{n} {mode} done", file=sys.stderr)
     host = subprocess.run(["sh", "-c", "grep -m1 'model name' /proc/cpuinfo | cut -d: -f2"],
@@ -214,8 +269,9 @@ def main() -> int:
           f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, {os.cpu_count()} x {host}, "
           f"load average {' '.join(f'{v:.2f}' for v in os.getloadavg())}\n")
     print("| trace (JSON MB) | mode | floor s | `report` | `insights` (CLI) | `critical-path` | "
-          "MCP `load_trace` + `insights` (HTTP, workers) | MCP split: load + insights, "
-          "insights again; server VmHWM |")
+          "MCP `load_trace` + `insights` (HTTP, workers; server + workers' own pages) | "
+          "MCP split: load + insights, insights detail=full after, a worker call's fixed cost; "
+          "server VmHWM, rss sum |")
     print("|---|---|---:|---|---|---|---|---|")
     for n, json_mb, floor_s, mode, cells, mcp in rows:
         rep_s, rep_mb = cells["report"]
@@ -227,7 +283,8 @@ def main() -> int:
         print(f"| x{n} ({json_mb:.0f}) | {mode} | {floor_s:.2f} | {rep_s:.2f} s "
               f"({rep_s / floor_s:.2f}x floor), {rep_mb:.0f} MB | {cell('insights')} | "
               f"{cell('critical-path')} | {cell('mcp')} | {mcp['load']:.2f} + "
-              f"{mcp['insights']:.2f} s, {mcp['again']:.2f} s; {mcp['hwm']:.0f} MB |")
+              f"{mcp['insights']:.2f} s, {mcp['again']:.2f} s, {mcp['fixed']:.3f} s; "
+              f"{mcp['hwm']:.0f} MB, {mcp['rss_sum']:.0f} MB |")
     return 0
 
 
