@@ -10,6 +10,7 @@
 // it).
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -187,6 +188,52 @@ TEST_CASE("kept analysis: insights derived once in a worker answer other argumen
       for (const json& row : got["insights"]) CHECK(row["rule"] == rule);
   }
   CHECK(counted.count() == 1 + 1 + 5 * 1);
+  fs::remove_all(dir);
+}
+
+TEST_CASE("kept analysis: ops_summary derives it once for insights, and the reverse") {
+  const fs::path dir =
+      fs::temp_directory_path() / ("jarvis-kept-shared-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  fs::copy_file(fs::path(JARVIS_SOURCE_DIR) / "examples" / "example_trace.json.gz",
+                dir / "trace.json.gz");
+  CountedTool counted("insights", dir / "runs");
+  jarvis::mcp::ServerOptions options;
+  options.roots = {dir.string()};
+  // The reference: a server without workers, insights first.
+  jarvis::mcp::Server reference(options);
+  auto r = initialized_session(reference);
+  kept_call(r, 1, "load_trace", {{"path", "trace.json.gz"}});
+  const json all = kept_call(r, 2, "insights", {{"trace", "t1"}, {"detail", "full"}});
+  const json reference_ops = kept_call(r, 3, "ops_summary", {{"trace", "t1"}});
+  const size_t by_reference = counted.count();
+  CHECK(by_reference == 1);
+
+  options.isolate_calls = true;
+  jarvis::mcp::Server server(options);
+  auto a = initialized_session(server);
+  kept_call(a, 1, "load_trace", {{"path", "trace.json.gz"}});
+  // ops_summary first: its worker derives the analysis and keeps it.
+  const json ops = kept_call(a, 2, "ops_summary", {{"trace", "t1"}});
+  REQUIRE_FALSE(ops["result"].value("isError", false));
+  const json& top = ops["result"]["structuredContent"]["insights"];
+  CHECK(top == reference_ops["result"]["structuredContent"]["insights"]);
+  // Its top insights are the first five findings of insights, in short form.
+  const json& rows = all["result"]["structuredContent"]["insights"];
+  REQUIRE(top.size() == std::min<size_t>(5, rows.size()));
+  for (size_t k = 0; k < top.size(); ++k) {
+    CHECK(top[k]["rule"] == rows[k]["rule"]);
+    CHECK(top[k]["title"] == rows[k]["title"]);
+    CHECK(top[k]["step_saving_us_per_step"] == rows[k]["step_saving_us_per_step"]);
+  }
+  // insights is then answered from it: its handler runs in no worker.
+  const json insights = kept_call(a, 3, "insights", {{"trace", "t1"}, {"detail", "full"}});
+  CHECK(counted.count() == by_reference);
+  json got = insights["result"]["structuredContent"], want = all["result"]["structuredContent"];
+  got.erase("trace_caveats");
+  want.erase("trace_caveats");
+  CHECK(got == want);
   fs::remove_all(dir);
 }
 

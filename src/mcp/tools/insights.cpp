@@ -10,6 +10,7 @@
 #include "engine/engine.h"
 #include "mcp/result_shape.h"
 #include "mcp/tool.h"
+#include "mcp/tools/insights_analysis.h"
 #include "mcp/tools/trace_arg.h"
 
 namespace jarvis::mcp {
@@ -192,20 +193,7 @@ ToolResult format_analysis(const json& args, const json& analysis, const std::st
 
 ToolResult insights_tool(const json& args, ToolContext& ctx) {
   auto entry = trace_arg(args, ctx);
-  const std::string arch_name = arch_of_call(args, ctx, *entry);
-  const std::string key = kept_key(arch_name == "none" ? "" : arch_name);
-  std::shared_ptr<const json> analysis = ctx.kept(*entry, key);
-  if (!analysis) {
-    std::optional<GpuArch> arch;
-    try {
-      if (!arch_name.empty() && arch_name != "none") arch = engine::load_gpu_arch(arch_name);
-    } catch (const engine::GpuArchError& e) {
-      throw ToolError(e.what());
-    }
-    auto derived = std::make_shared<const json>(derive_analysis(*entry, arch));
-    ctx.keep(*entry, key, *derived);
-    analysis = std::move(derived);
-  }
+  const auto analysis = insights_analysis(*entry, arch_of_call(args, ctx, *entry), ctx);
   return format_analysis(args, *analysis, entry->handle());
 }
 
@@ -216,14 +204,34 @@ std::optional<ToolResult> insights_from_kept(const json& args, ToolContext& ctx)
   // Its health block first: trace_arg notes it, and in the server it must
   // not be computed here (a trace parsed again after an eviction).
   if (!entry || !loaded_trace_health_ready(*entry)) return std::nullopt;
-  const std::string arch_name = arch_of_call(args, ctx, *entry);
-  auto analysis = ctx.kept(*entry, kept_key(arch_name == "none" ? "" : arch_name));
+  auto analysis = kept_insights_analysis(*entry, arch_of_call(args, ctx, *entry), ctx);
   if (!analysis) return std::nullopt;
   trace_arg(args, ctx);  // the trace's caveats, as the worker notes them
   return format_analysis(args, *analysis, entry->handle());
 }
 
 }  // namespace
+
+std::shared_ptr<const json> kept_insights_analysis(const LoadedTrace& entry,
+                                                   const std::string& arch_name,
+                                                   const ToolContext& ctx) {
+  return ctx.kept(entry, kept_key(arch_name == "none" ? "" : arch_name));
+}
+
+std::shared_ptr<const json> insights_analysis(const LoadedTrace& entry,
+                                              const std::string& arch_name, ToolContext& ctx) {
+  if (auto kept = kept_insights_analysis(entry, arch_name, ctx)) return kept;
+  std::optional<GpuArch> arch;
+  try {
+    if (!arch_name.empty() && arch_name != "none") arch = engine::load_gpu_arch(arch_name);
+  } catch (const engine::GpuArchError& e) {
+    throw ToolError(e.what());
+  }
+  auto derived = std::make_shared<const json>(derive_analysis(entry, arch));
+  ctx.keep(entry, kept_key(arch_name == "none" ? "" : arch_name), *derived);
+  return derived;
+}
+
 JARVIS_MCP_TOOL(insights, insights_tool);
 JARVIS_MCP_TOOL_KEPT(insights, insights_from_kept);
 }  // namespace jarvis::mcp

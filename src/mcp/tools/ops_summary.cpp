@@ -4,6 +4,7 @@
 #include "engine/engine.h"
 #include "mcp/result_shape.h"
 #include "mcp/tool.h"
+#include "mcp/tools/insights_analysis.h"
 #include "mcp/tools/trace_arg.h"
 
 namespace jarvis::mcp {
@@ -63,25 +64,25 @@ std::string rows_text(const json& result) {
 
 // The five insights with the largest recoverable time (of the category when
 // one is asked for), in short form; the insights tool has the full objects.
+// Read from the insights analysis of the trace (insights_analysis.h): kept by
+// an earlier insights or ops_summary call, or derived here and kept for them.
 json top_insights(const LoadedTrace& entry, const std::string& arch_name,
-                  const std::string& category) {
-  std::optional<GpuArch> arch;
-  if (!arch_name.empty() && arch_name != "none") arch = engine::load_gpu_arch(arch_name);
-  auto tree = engine::trace_call_tree(entry);
+                  const std::string& category, ToolContext& ctx) {
+  const auto analysis = insights_analysis(entry, arch_name, ctx);
   json out = json::array();
-  for (const auto& i : engine::run_insights(engine::make_context(
-           entry.trace(), *tree, arch ? &*arch : nullptr, engine::trace_timeline(entry).get(),
-           loaded_step_model(entry).get()))) {
-    if (!category.empty() && !engine::category_named_by(i.category, category)) continue;
+  for (const json& finding : analysis->at("findings")) {
+    const json& full = finding.at("row");
+    if (!category.empty() &&
+        !engine::category_named_by(full.at("category").get<std::string>(), category))
+      continue;
     if (out.size() == 5) break;
-    const json full = engine::to_json(i);
-    out.push_back({{"rule", i.rule},
-                   {"severity", i.severity},
-                   {"title", i.title},
+    out.push_back({{"rule", full["rule"]},
+                   {"severity", full["severity"]},
+                   {"title", full["title"]},
                    {"recoverable_us_total", full["recoverable_us_total"]},
                    {"recoverable_us_per_step", full["recoverable_us_per_step"]},
                    {"step_saving_us_per_step", full["step_saving_us_per_step"]},
-                   {"recoverable_method", i.recoverable_method}});
+                   {"recoverable_method", full["recoverable_method"]}});
   }
   return out;
 }
@@ -139,7 +140,7 @@ ToolResult ops_summary_tool(const json& args, ToolContext& ctx) {
   result["arch"] = used_arch.empty() || used_arch == "none" ? json() : json(used_arch);
   if (json coll = engine::loaded_trace_collectives_json(*entry); !coll.is_null())
     result["collectives"] = coll;
-  result["insights"] = top_insights(*entry, used_arch, query.category);
+  result["insights"] = top_insights(*entry, used_arch, query.category, ctx);
   if (!report->model_failures.empty()) {
     json failures = json::array();
     for (const ModelFailure& f : report->model_failures)
