@@ -139,6 +139,12 @@ void rule_conv_layout_transposes(const InsightContext& c, std::vector<Insight>& 
     if (!scaled.empty()) {
       what_if["kernel_uids"] = scaled;
       what_if["factor"] = norm_us > 0 ? std::clamp(1.0 - norm_gain_us / norm_us, 1e-6, 1.0) : 1e-6;
+    } else {
+      // Conversions only: their kernels are the GPU work the change removes
+      // (their launches take them out; the list names them for a comparison
+      // with the changed run, src/ab/change_match.h).
+      what_if["kernel_uids"] = changed;
+      what_if["factor"] = 1e-6;
     }
     what_if["remove_uids"] = launches;
   } else {
