@@ -680,8 +680,11 @@ std::vector<Insight> claim_recoverable_time(const InsightContext& context,
   std::map<Uid, double> left;
   for (const auto& row : context.rows) left[row.uid] += row.kernel_time_us;
   double idle_left = context.timeline ? context.timeline->idle_time : 0;
-  std::map<Uid, std::vector<std::string>> claimed_by;
-  std::vector<std::string> idle_claimed_by;
+  // Who claimed what (findings by index): sharing is told both ways, to the
+  // finding that claimed first and to those that came after it.
+  std::map<Uid, std::vector<size_t>> claimed_by;
+  std::vector<size_t> idle_claimed_by;
+  std::vector<std::set<size_t>> shared_with(insights.size());
   const std::vector<IdleClaim> place_idle = claim_idle_places(insights);
   constexpr double kLowShare = 0.75;  // the fix closes 75 % of the gap (category impact model)
   for (size_t k = 0; k < insights.size(); ++k) {
@@ -701,7 +704,7 @@ std::vector<Insight> claim_recoverable_time(const InsightContext& context,
     std::vector<Uid> pooled;
     for (Uid u : i.uids)
       if (left.count(u)) pooled.push_back(u);
-    std::set<std::string> shares;
+    std::set<size_t>& shares = shared_with[k];
     double claim = 0;
     if (!pooled.empty()) {
       double available = 0;
@@ -711,7 +714,7 @@ std::vector<Insight> claim_recoverable_time(const InsightContext& context,
         if (left[u] > 0) {
           for (const auto& r : claimed_by[u]) shares.insert(r);
           left[u] -= available > 0 ? claim * left[u] / available : 0;
-          claimed_by[u].push_back(i.rule);
+          claimed_by[u].push_back(k);
         } else {
           for (const auto& r : claimed_by[u]) shares.insert(r);
         }
@@ -720,21 +723,27 @@ std::vector<Insight> claim_recoverable_time(const InsightContext& context,
       claim = std::min(bound, idle_left);
       idle_left -= claim;
       shares.insert(idle_claimed_by.begin(), idle_claimed_by.end());
-      idle_claimed_by.push_back(i.rule);
+      idle_claimed_by.push_back(k);
     } else if (i.idle_claim_us.empty()) {
       claim = bound;  // time outside the op rows and the idle time: the rule's own
     }
     if (!i.idle_claim_us.empty()) {
       claim += std::min(place_idle[k].us, std::max(0.0, idle_left));
       idle_left -= place_idle[k].us;
-      shares.insert(place_idle[k].shares.begin(), place_idle[k].shares.end());
       shares.insert(idle_claimed_by.begin(), idle_claimed_by.end());
-      idle_claimed_by.push_back(i.rule);
+      idle_claimed_by.push_back(k);
     }
-    shares.erase(i.rule);
-    i.shares_time_with.assign(shares.begin(), shares.end());
     i.recoverable_us = claim;
     i.recoverable_low_us = kLowShare * claim;
+  }
+  for (size_t k = 0; k < insights.size(); ++k)
+    for (const size_t j : shared_with[k]) shared_with[j].insert(k);
+  for (size_t k = 0; k < insights.size(); ++k) {
+    // the places' idle is shared among all who claim a place, both ways
+    std::set<std::string> rules(place_idle[k].shares.begin(), place_idle[k].shares.end());
+    for (const size_t j : shared_with[k]) rules.insert(insights[j].rule);
+    rules.erase(insights[k].rule);
+    insights[k].shares_time_with.assign(rules.begin(), rules.end());
   }
   std::stable_sort(insights.begin(), insights.end(), [](const Insight& a, const Insight& b) {
     double ga = a.recoverable_us.value_or(0), gb = b.recoverable_us.value_or(0);

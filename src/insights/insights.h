@@ -47,7 +47,7 @@ struct Insight {
   // estimates assume; `method` says what the bound stands on.
   std::optional<double> recoverable_low_us, recoverable_us;
   std::string recoverable_method;
-  std::vector<std::string> shares_time_with;  // rules ranked above that claim the same time
+  std::vector<std::string> shares_time_with;  // other findings' rules claiming the same time
   // GPU idle time the fix closes, by place (IdleGap::place's name: the
   // annotation or top-level op whose launch ended a host-opened gap), part
   // of gain_upper_bound_us. Each place's idle is one pool: a finding about

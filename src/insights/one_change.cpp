@@ -206,6 +206,7 @@ class Fold {
 
 void fold_one_change(const InsightContext& context, std::vector<Insight>& insights) {
   std::vector<char> gone(insights.size(), 0);
+  std::vector<std::string> lead_rule(insights.size());
   for (size_t k = 0; k < insights.size(); ++k) {
     if (gone[k] || insights[k].change.empty()) continue;
     Fold fold(context, insights[k]);
@@ -213,9 +214,21 @@ void fold_one_change(const InsightContext& context, std::vector<Insight>& insigh
     // every op the change alters.
     for (bool same_change_only : {true, false})
       for (size_t j = 0; j < insights.size(); ++j)
-        if (j != k && !gone[j] && fold.try_add(insights[j], same_change_only)) gone[j] = 1;
+        if (j != k && !gone[j] && fold.try_add(insights[j], same_change_only)) {
+          gone[j] = 1;
+          lead_rule[j] = insights[k].rule;
+        }
     fold.finish();
   }
+  // A finding that shared time with a folded one shares it with the change
+  // that holds it now (sharing is told both ways, claim_recoverable_time).
+  struct Folded {
+    std::string rule, into;
+    std::vector<std::string> shares;
+  };
+  std::vector<Folded> folded;
+  for (size_t j = 0; j < insights.size(); ++j)
+    if (gone[j] == 1) folded.push_back({insights[j].rule, "", insights[j].shares_time_with});
   size_t kept = 0;
   for (size_t k = 0; k < insights.size(); ++k)
     if (!gone[k]) {
@@ -223,6 +236,24 @@ void fold_one_change(const InsightContext& context, std::vector<Insight>& insigh
       ++kept;
     }
   insights.resize(kept);
+  for (size_t j = 0, f = 0; j < gone.size(); ++j)
+    if (gone[j] == 1) folded[f++].into = lead_rule[j];
+  for (Insight& i : insights) {
+    std::set<std::string> shares(i.shares_time_with.begin(), i.shares_time_with.end());
+    for (const Folded& f : folded) {
+      const bool mutual = shares.count(f.rule) &&
+                          std::find(f.shares.begin(), f.shares.end(), i.rule) != f.shares.end();
+      if (!mutual) continue;
+      const bool still = std::any_of(insights.begin(), insights.end(), [&](const Insight& o) {
+        return o.rule == f.rule && std::find(o.shares_time_with.begin(), o.shares_time_with.end(),
+                                             i.rule) != o.shares_time_with.end();
+      });
+      if (!still) shares.erase(f.rule);
+      shares.insert(f.into);
+    }
+    shares.erase(i.rule);
+    i.shares_time_with.assign(shares.begin(), shares.end());
+  }
 }
 
 }  // namespace jarvis::insights

@@ -64,6 +64,18 @@ TEST_CASE("one change, one finding: every Kineto trace of ../shared") {
       if (i.evidence.contains("symptoms")) folded += i.evidence["symptoms"].size();
       if (i.recoverable_us && i.time_us > 0) CHECK(*i.recoverable_us <= i.time_us * (1 + 1e-9));
     }
+    // Sharing is told both ways: a finding that names a rule it shares time
+    // with is named back by a finding of that rule.
+    for (const auto& i : all)
+      for (const std::string& rule : i.shares_time_with) {
+        CAPTURE(i.title);
+        CAPTURE(rule);
+        CHECK(std::any_of(all.begin(), all.end(), [&](const auto& other) {
+          return other.rule == rule &&
+                 std::find(other.shares_time_with.begin(), other.shares_time_with.end(), i.rule) !=
+                     other.shares_time_with.end();
+        }));
+      }
     // A symptom left beside its change: an old-arch finding over the GEMMs
     // that a padding finding covers.
     for (const auto& pad : all) {
