@@ -6,12 +6,14 @@
 #include <optional>
 #include <queue>
 #include <set>
+#include <stdexcept>
 #include <tuple>
 #include <unordered_map>
 #include <unordered_set>
 
 #include <fmt/format.h>
 
+#include "base/huge_pages.h"
 #include "base/phase_timer.h"
 #include "collectives/collectives.h"
 #include "critical_path/critical_path.h"
@@ -70,13 +72,28 @@ class Builder {
  public:
   Graph g;
 
+  // One label per distinct (rank, op, kernel, category), numbered in the
+  // order first asked for. An open-addressing table of label indices hashed
+  // on the texts: a lookup builds no string (the passes ask once per node
+  // and edge; a map keyed on copied strings was a tenth of build_graph).
   uint32_t label(int64_t rank, std::string_view op, std::string_view kernel,
                  std::string_view category) {
-    auto key = std::make_tuple(rank, std::string(op), std::string(kernel), std::string(category));
-    auto [it, fresh] = index_.emplace(key, static_cast<uint32_t>(g.labels.size()));
-    if (fresh)
-      g.labels.push_back({rank, std::string(op), std::string(kernel), std::string(category)});
-    return it->second;
+    if (2 * (g.labels.size() + 1) > slots_.size()) grow_label_slots();
+    const size_t hash = label_hash(rank, op, kernel, category);
+    const size_t mask = slots_.size() - 1;
+    for (size_t i = hash & mask;; i = (i + 1) & mask) {
+      const uint32_t s = slots_[i];
+      if (s == kNoSlot) {
+        slots_[i] = static_cast<uint32_t>(g.labels.size());
+        hashes_.push_back(hash);
+        g.labels.push_back({rank, std::string(op), std::string(kernel), std::string(category)});
+        return slots_[i];
+      }
+      const Label& l = g.labels[s];
+      if (hashes_[s] == hash && l.rank == rank && l.op == op && l.kernel == kernel &&
+          l.category == category)
+        return s;
+    }
   }
   uint32_t node(NodeKind kind, int64_t rank, double start, double dur, Uid uid, uint32_t lbl) {
     g.nodes.push_back({kind, rank, start, dur, uid, lbl});
@@ -88,7 +105,99 @@ class Builder {
   }
 
  private:
-  std::map<std::tuple<int64_t, std::string, std::string, std::string>, uint32_t> index_;
+  static constexpr uint32_t kNoSlot = UINT32_MAX;
+  static size_t label_hash(int64_t rank, std::string_view op, std::string_view kernel,
+                           std::string_view category) {
+    size_t h = std::hash<int64_t>{}(rank);
+    for (std::string_view s : {op, kernel, category})
+      h ^= std::hash<std::string_view>{}(s) + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
+    return h;
+  }
+  void grow_label_slots() {
+    slots_.assign(std::max<size_t>(64, 2 * slots_.size()), kNoSlot);
+    const size_t mask = slots_.size() - 1;
+    for (uint32_t k = 0; k < hashes_.size(); ++k) {
+      size_t i = hashes_[k] & mask;
+      while (slots_[i] != kNoSlot) i = (i + 1) & mask;
+      slots_[i] = k;
+    }
+  }
+  std::vector<uint32_t> slots_;  // label index or kNoSlot; a power of two, at most half full
+  std::vector<size_t> hashes_;   // per label
+};
+
+// A label by the interned names it is made of (Event::name ids, kNoName for
+// none): each pass asks its label once per distinct pair of names instead of
+// hashing the texts per node and edge. Per rank (a label names its rank).
+constexpr uint32_t kNoName = UINT32_MAX;
+class LabelMemo {
+ public:
+  template <class Make>
+  uint32_t get(uint32_t a, uint32_t b, Make&& make) {
+    auto [it, fresh] = memo_.try_emplace((uint64_t{a} << 32) | b, 0);
+    if (fresh) it->second = make();
+    return it->second;
+  }
+
+ private:
+  std::unordered_map<uint64_t, uint32_t> memo_;
+};
+
+// Where a rank's GPU ops and runtime calls are in the graph, by Uid: one flat
+// vector over the trace's events (4 bytes an event) in place of a hash map
+// per kind (a heap node per op). A collective's end node is the one after its
+// arrival (add_gpu_ops); each GPU node's launch call is kept beside.
+struct UidNodes {
+  static constexpr uint32_t kNone = UINT32_MAX;
+  const CallTree* tree = nullptr;
+  const std::vector<Node>* nodes = nullptr;
+  std::vector<uint32_t> first;  // by Uid: a GPU op's start node, a runtime call's entry node
+  uint32_t gpu_begin = 0;       // the rank's GPU nodes are [gpu_begin, gpu_begin + launch.size())
+  std::vector<Uid> launch;      // by GPU node - gpu_begin: the runtime call that launched it
+
+  uint32_t gpu_start(Uid u) const {
+    return u < first.size() && is_gpu_cat(tree->cat(u)) ? first[u] : kNone;
+  }
+  uint32_t gpu_end(Uid u) const { return end_of(gpu_start(u)); }
+  uint32_t end_of(uint32_t start) const {
+    return start != kNone && (*nodes)[start].kind == NodeKind::CollArrive ? start + 1 : start;
+  }
+  uint32_t call_entry(Uid u) const {
+    return u < first.size() && is_runtime_cat(tree->cat(u)) ? first[u] : kNone;
+  }
+  uint32_t launch_call(Uid u) const {
+    const uint32_t n = gpu_start(u);
+    return n == kNone || n - gpu_begin >= launch.size() ? kNone : launch[n - gpu_begin];
+  }
+};
+
+// A lookup of UidNodes shaped like the hash map it replaced (`find(u) !=
+// end()`, `->second`, `at`, `count`).
+struct UidHit {
+  bool found = false;
+  Uid first = kNoUid;
+  uint32_t second = 0;
+  const UidHit* operator->() const { return this; }
+  bool operator==(const UidHit& o) const { return found == o.found; }
+};
+template <uint32_t (UidNodes::*Get)(Uid) const>
+class UidMap {
+ public:
+  explicit UidMap(const UidNodes& nodes) : nodes_(nodes) {}
+  UidHit find(Uid u) const {
+    const uint32_t v = (nodes_.*Get)(u);
+    return v == UidNodes::kNone ? UidHit{} : UidHit{true, u, v};
+  }
+  UidHit end() const { return {}; }
+  size_t count(Uid u) const { return (nodes_.*Get)(u) != UidNodes::kNone; }
+  uint32_t at(Uid u) const {
+    const uint32_t v = (nodes_.*Get)(u);
+    if (v == UidNodes::kNone) throw std::out_of_range("critical_path: an event without a node");
+    return v;
+  }
+
+ private:
+  const UidNodes& nodes_;
 };
 
 // One rank's share of the graph while it is built.
@@ -104,6 +213,8 @@ class RankBuilder {
         bounds_(bounds),
         cost_(measure_profiler_cost(trace_, tree_)),
         host_cost_(trace_, cost_) {
+    by_uid_.tree = &tree_;
+    by_uid_.nodes = &b_.g.nodes;
     for (const auto& c : colls) coll_[c.kernel.uid] = &c;
     b_.g.profiler_cost[rank_] = cost_;
   }
@@ -147,7 +258,22 @@ class RankBuilder {
     return op == kNoUid ? std::string_view{} : trace_.name(op);
   }
 
+  // op_of's name id, kNoName for none.
+  uint32_t op_name_of(Uid uid) const {
+    Uid op = uid == kNoUid ? kNoUid : tree_.nearest_cpu_op(uid);
+    return op == kNoUid ? kNoName : trace_.events[op].name;
+  }
+
   uint32_t gpu_label(Uid uid) {
+    if (coll_.count(uid)) return make_gpu_label(uid);  // named after its collective
+    const Event& e = trace_.events[uid];
+    const Uid launcher = tree_.launcher(uid);
+    LabelMemo& memo = gpu_labels_[e.cat == Cat::GpuMemcpy ? 1 : e.cat == Cat::GpuMemset ? 2 : 0];
+    return memo.get(launcher == kNoUid ? kNoName : trace_.events[launcher].name, e.name,
+                    [&] { return make_gpu_label(uid); });
+  }
+
+  uint32_t make_gpu_label(Uid uid) {
     const Event& e = trace_.events[uid];
     Uid launcher = tree_.launcher(uid);
     std::string_view op = launcher == kNoUid ? std::string_view{} : trace_.name(launcher);
@@ -164,40 +290,58 @@ class RankBuilder {
   }
 
   void add_gpu_ops() {
-    for (Uid uid = 0; uid < trace_.events.size(); ++uid) {
+    by_uid_.first.assign(trace_.events.size(), UidNodes::kNone);
+    by_uid_.gpu_begin = static_cast<uint32_t>(b_.g.nodes.size());
+    const std::vector<Uid>& gpu_ops = tree_.gpu_event_uids();  // every GPU event, UID order
+    busy.reserve(gpu_ops.size());
+    b_.g.gpu_spans.reserve(b_.g.gpu_spans.size() + gpu_ops.size());
+    for (Uid uid : gpu_ops) {
       const Event& e = trace_.events[uid];
-      if (!e.is_gpu() || !e.has_ts() || !e.has_dur()) continue;
+      if (!e.has_ts() || !e.has_dur()) continue;
       const double ts = e.ts() + off_;
       uint32_t lbl = gpu_label(uid);
+      uint32_t start = 0, end = 0;
       if (coll_.count(uid)) {
-        arrive[uid] = b_.node(NodeKind::CollArrive, rank_, ts, 0, uid, lbl);
-        done[uid] = b_.node(NodeKind::CollDone, rank_, ts + e.dur(), 0, uid, lbl);
-        start_[uid] = arrive[uid];
-        end_[uid] = done[uid];
+        start = arrive[uid] = b_.node(NodeKind::CollArrive, rank_, ts, 0, uid, lbl);
+        end = done[uid] = b_.node(NodeKind::CollDone, rank_, ts + e.dur(), 0, uid, lbl);
       } else {
-        start_[uid] = end_[uid] = b_.node(NodeKind::Gpu, rank_, ts, e.dur(), uid, lbl);
+        start = end = b_.node(NodeKind::Gpu, rank_, ts, e.dur(), uid, lbl);
       }
+      by_uid_.first[uid] = start;
       streams_[{trace_.device(e), trace_.stream(e)}].push_back(uid);
-      b_.g.gpu_spans.emplace_back(start_[uid], end_[uid]);
+      b_.g.gpu_spans.emplace_back(start, end);
       busy.emplace_back(ts, ts + e.dur());
     }
+    by_uid_.launch.assign(b_.g.nodes.size() - by_uid_.gpu_begin, kNoUid);
     for (auto& [key, ops] : streams_) {
       std::stable_sort(ops.begin(), ops.end(),
                        [&](Uid a, Uid c) { return trace_.events[a].ts() < trace_.events[c].ts(); });
-      for (size_t k = 1; k < ops.size(); ++k)
-        b_.edge(end_[ops[k - 1]], start_[ops[k]], EdgeKind::Stream, false, 0.0,
-                b_.label(rank_, "", trace_.name(ops[k]), "gpu_idle"));
-      if (!ops.empty()) tails.push_back(end_[ops.back()]);
+      for (size_t k = 1; k < ops.size(); ++k) {
+        const Uid next = ops[k];  // a named copy: clang 14 cannot capture a structured binding
+        b_.edge(by_uid_.gpu_end(ops[k - 1]), by_uid_.gpu_start(next), EdgeKind::Stream, false, 0.0,
+                stream_labels_.get(trace_.events[next].name, 0, [&] {
+                  return b_.label(rank_, "", trace_.name(next), "gpu_idle");
+                }));
+      }
+      if (!ops.empty()) tails.push_back(by_uid_.gpu_end(ops.back()));
     }
     busy = merge_intervals(std::move(busy));
   }
 
   // The return of a call waits for GPU work: synchronize calls, and copies
   // whose GPU side finished while the call ran (pageable copies block).
-  bool is_blocking(Uid uid) const {
-    std::string_view name = trace_.name(uid);
-    if (name.find("Synchronize") != std::string_view::npos) return true;
-    if (name.find("Memcpy") == std::string_view::npos) return false;
+  bool is_blocking(Uid uid) {
+    // What the call's name says, once per name: 1 a sync, 2 a copy, 3 neither.
+    const uint32_t name_id = trace_.events[uid].name;
+    if (name_id >= call_kind_.size()) call_kind_.resize(name_id + 1, 0);
+    if (call_kind_[name_id] == 0) {
+      std::string_view name = trace_.name(uid);
+      call_kind_[name_id] = name.find("Synchronize") != std::string_view::npos ? 1
+                            : name.find("Memcpy") != std::string_view::npos    ? 2
+                                                                               : 3;
+    }
+    if (call_kind_[name_id] == 1) return true;
+    if (call_kind_[name_id] == 3) return false;
     const Event& c = trace_.events[uid];
     for (Uid gpu : tree_.gpu_events(uid)) {
       const Event& e = trace_.events[gpu];
@@ -210,27 +354,47 @@ class RankBuilder {
     const Event& e = trace_.events[uid];
     std::string_view name = trace_.name(uid);
     HostItem item{e.ts() + off_, 2, 0, 0, uid};
-    uint32_t lbl = b_.label(rank_, op_of(uid), name, "host_runtime");
+    uint32_t lbl = call_labels_.get(
+        op_name_of(uid), e.name, [&] { return b_.label(rank_, op_of(uid), name, "host_runtime"); });
     if (!is_blocking(uid)) {
       item.first = item.last = b_.node(NodeKind::HostCall, rank_, e.ts() + off_, e.dur(), uid, lbl);
       b_.g.nodes[item.first].profiler_us = cost_.per_runtime_call_us / 2;
       b_.g.nodes[item.first].thread = e.thread;
-      entry_[uid] = item.first;
+      by_uid_.first[uid] = item.first;
       return item;
     }
     item.first = b_.node(NodeKind::HostCall, rank_, e.ts() + off_, 0, uid, lbl);
     item.last = b_.node(NodeKind::SyncReturn, rank_, e.end() + off_, 0, uid, lbl);
     b_.g.nodes[item.first].thread = b_.g.nodes[item.last].thread = e.thread;
-    b_.edge(item.first, item.last, EdgeKind::HostSeq, false, 0.0,
-            b_.label(rank_, name, "", "sync"));
-    entry_[uid] = item.first;
+    b_.edge(item.first, item.last, EdgeKind::HostSeq, false, 0.0, sync_label(uid));
+    by_uid_.first[uid] = item.first;
     returns_.emplace_back(uid, item.last);
     return item;
+  }
+
+  uint32_t sync_label(Uid call) {
+    return sync_labels_.get(trace_.events[call].name, 0,
+                            [&] { return b_.label(rank_, trace_.name(call), "", "sync"); });
+  }
+
+  // The label of a host gap charged to the op around the call of `about`
+  // (none for a step marker): the op its call's own label names (the op was
+  // looked up once, for the call).
+  uint32_t gap_label(const HostItem& about) {
+    if (about.uid == kNoUid)
+      return gap_labels_.get(kNoName, 0, [&] { return b_.label(rank_, "", "", "host_gap"); });
+    const uint32_t call = b_.g.nodes[about.first].label;
+    return gap_labels_.get(call, 0, [&] {
+      const std::string op = b_.g.labels[call].op;  // a copy: label() may grow the labels
+      return b_.label(rank_, op, "", "host_gap");
+    });
   }
 
   void add_host_threads() {
     std::map<std::pair<ProcId, ProcId>, std::vector<HostItem>>& threads = threads_;
     for (Uid uid = 0; uid < trace_.events.size(); ++uid) {
+      // The tree's one byte per event first: most events are neither.
+      if (!is_runtime_cat(tree_.cat(uid)) && tree_.cat(uid) != Cat::UserAnnotation) continue;
       const Event& e = trace_.events[uid];
       if (!e.has_ts() || !e.has_dur()) continue;
       if (e.is_runtime()) {
@@ -283,6 +447,7 @@ class RankBuilder {
     if (!loader_windows_) {
       loader_windows_.emplace();
       for (Uid u = 0; u < trace_.events.size(); ++u) {
+        if (tree_.cat(u) != Cat::UserAnnotation) continue;
         const Event& e = trace_.events[u];
         if (e.cat != Cat::UserAnnotation || !e.has_ts() || !e.has_dur()) continue;
         std::string_view name = trace_.name(u);
@@ -326,13 +491,12 @@ class RankBuilder {
       const double from = prev.end(), to = std::max(next.start, from);
       // The op the host was busy in: the one around the next call (a step
       // end has none, so the previous call's).
-      Uid about = items[k].uid != kNoUid ? items[k].uid : items[k - 1].uid;
+      const HostItem& about = items[k].uid != kNoUid ? items[k] : items[k - 1];
       // A gap spent mostly inside a DataLoader's __next__ is input work
       // (host_input): a CUDA graph does not remove it.
       const std::string_view loader = thread ? loader_window(*thread, from - off_, to - off_) : "";
       b_.edge(items[k - 1].last, items[k].first, EdgeKind::HostSeq, false, to - from,
-              loader.empty() ? b_.label(rank_, op_of(about), "", "host_gap")
-                             : b_.label(rank_, loader, "", "host_input"));
+              loader.empty() ? gap_label(about) : b_.label(rank_, loader, "", "host_input"));
       if (thread) {
         // A gap in which the thread recorded (almost) nothing while others of
         // its process did was a wait for them (the main thread in loss.backward(),
@@ -407,23 +571,27 @@ class RankBuilder {
         break;
       }
     if (!source) return;
-    const Uid about = target->uid != kNoUid ? target->uid : source->uid;
+    const HostItem& about = target->uid != kNoUid ? *target : *source;
     b_.edge(source->last, target->first, EdgeKind::HostHandover, false,
-            at - b_.g.nodes[source->last].end(), b_.label(rank_, op_of(about), "", "host_gap"));
+            at - b_.g.nodes[source->last].end(), gap_label(about));
   }
 
   void add_launch_edges() {
     for (Uid rt : tree_.runtime_uids()) {
-      auto host = entry_.find(rt);
-      if (host == entry_.end()) continue;
+      const uint32_t host = by_uid_.call_entry(rt);
+      if (host == UidNodes::kNone) continue;
       for (Uid gpu : tree_.gpu_events(rt)) {
-        auto it = start_.find(gpu);
-        if (it == start_.end()) continue;
-        launch_[gpu] = rt;
-        Uid launcher = tree_.launcher(gpu);
-        b_.edge(host->second, it->second, EdgeKind::Launch, true, 0.0,
-                b_.label(rank_, launcher == kNoUid ? "" : trace_.name(launcher), trace_.name(gpu),
-                         "launch_latency"));
+        const uint32_t start = by_uid_.gpu_start(gpu);
+        if (start == UidNodes::kNone) continue;
+        by_uid_.launch[start - by_uid_.gpu_begin] = rt;
+        const Uid launcher = tree_.launcher(gpu);
+        const uint32_t lbl = launch_labels_.get(
+            launcher == kNoUid ? kNoName : trace_.events[launcher].name, trace_.events[gpu].name,
+            [&] {
+              return b_.label(rank_, launcher == kNoUid ? "" : trace_.name(launcher),
+                              trace_.name(gpu), "launch_latency");
+            });
+        b_.edge(host, start, EdgeKind::Launch, true, 0.0, lbl);
         ++launch_edges;
       }
     }
@@ -525,7 +693,7 @@ class RankBuilder {
       const auto ret = entry.second;
       const Event& c = trace_.events[call];
       std::string_view name = trace_.name(call);
-      uint32_t lbl = b_.label(rank_, name, "", "sync");
+      uint32_t lbl = sync_label(call);
       auto waited = [&](Uid gpu, bool must_overlap) {
         const Event& e = trace_.events[gpu];
         if (e.end() > c.end() + kTolUs || (must_overlap && e.end() < c.ts())) return;
@@ -553,13 +721,14 @@ class RankBuilder {
     std::unordered_map<int64_t, Uid> calls;         // correlation -> runtime call
     std::unordered_map<int64_t, int64_t> recorded;  // record correlation -> stream (cuda_event)
     std::vector<Uid> waits;
+    // The records first (the tree's one byte per event picks them out); the
+    // runtime calls by correlation only when there is a wait to match.
     for (Uid uid = 0; uid < trace_.events.size(); ++uid) {
+      if (tree_.cat(uid) != Cat::Other) continue;
       const Event& e = trace_.events[uid];
       const int64_t correlation = trace_.correlation(e);
       if (correlation == kNoInt) continue;
-      if (e.is_runtime()) {
-        calls.emplace(correlation, uid);
-      } else if (e.cat == Cat::Other && trace_.cat_name(uid) == "cuda_event") {
+      if (trace_.cat_name(uid) == "cuda_event") {
         if (trace_.stream(e) != kNoInt) recorded[correlation] = trace_.stream(e);
       } else if (e.cat == Cat::Other && trace_.cat_name(uid) == "cuda_sync") {
         const PyValue* kind = trace_.arg(uid, "cuda_sync_kind");
@@ -568,6 +737,11 @@ class RankBuilder {
         if (what == "Stream Wait Event") waits.push_back(uid);
       }
     }
+    if (!waits.empty())
+      for (Uid uid : tree_.runtime_uids())  // UID order: the first call of a correlation
+        if (const int64_t correlation = trace_.correlation(trace_.events[uid]);
+            correlation != kNoInt)
+          calls.emplace(correlation, uid);
     size_t added = 0;
     for (Uid w : waits) {
       const Event& e = trace_.events[w];
@@ -667,8 +841,13 @@ class RankBuilder {
   uint32_t open_end_ = kNone;
   std::map<std::pair<ProcId, ProcId>, std::vector<HostItem>> threads_;
   std::unordered_map<Uid, const collectives::CollectiveInstance*> coll_;
-  std::unordered_map<Uid, uint32_t> start_, end_, entry_;
-  std::unordered_map<Uid, Uid> launch_;  // GPU op -> runtime call
+  UidNodes by_uid_;
+  UidMap<&UidNodes::gpu_start> start_{by_uid_};
+  UidMap<&UidNodes::gpu_end> end_{by_uid_};
+  UidMap<&UidNodes::launch_call> launch_{by_uid_};  // GPU op -> runtime call
+  LabelMemo gpu_labels_[3];  // kernels, memcpys, memsets: by (launcher's name, name)
+  LabelMemo stream_labels_, call_labels_, sync_labels_, gap_labels_, launch_labels_;
+  std::vector<uint8_t> call_kind_;  // by name id (is_blocking)
   std::map<StreamKey, std::vector<Uid>> streams_;
   std::vector<std::pair<Uid, uint32_t>> returns_;
 };
@@ -685,22 +864,45 @@ void order_nodes(Graph& g) {
   for (const Edge& e : g.edges) ++g.in_off[e.to + 1];
   for (size_t k = 0; k < n; ++k) g.in_off[k + 1] += g.in_off[k];
   g.in_edges.assign(g.edges.size(), 0);
-  std::vector<uint32_t> fill(g.in_off.begin(), g.in_off.end() - 1);
-  std::vector<std::vector<uint32_t>> out(n);
-  for (uint32_t k = 0; k < g.edges.size(); ++k) {
-    g.in_edges[fill[g.edges[k].to]++] = k;
-    out[g.edges[k].from].push_back(g.edges[k].to);
+  // The successors of each node, in edge order: a CSR like the in-edges (one
+  // vector per node was a heap allocation each).
+  std::vector<uint32_t> out_off(n + 1, 0), out(g.edges.size());
+  for (const Edge& e : g.edges) ++out_off[e.from + 1];
+  for (size_t k = 0; k < n; ++k) out_off[k + 1] += out_off[k];
+  {
+    std::vector<uint32_t> fill(g.in_off.begin(), g.in_off.end() - 1);
+    std::vector<uint32_t> out_fill(out_off.begin(), out_off.end() - 1);
+    for (uint32_t k = 0; k < g.edges.size(); ++k) {
+      g.in_edges[fill[g.edges[k].to]++] = k;
+      out[out_fill[g.edges[k].from]++] = g.edges[k].to;
+    }
   }
   std::vector<uint32_t> pending(n);
   for (size_t k = 0; k < n; ++k) pending[k] = g.in_off[k + 1] - g.in_off[k];
   using Item = std::pair<double, uint32_t>;
-  std::priority_queue<Item, std::vector<Item>, std::greater<>> ready, waiting;
-  for (uint32_t k = 0; k < n; ++k) (pending[k] == 0 ? ready : waiting).push({g.nodes[k].start, k});
+  std::vector<Item> initial;
+  for (uint32_t k = 0; k < n; ++k)
+    if (pending[k] == 0) initial.push_back({g.nodes[k].start, k});
+  std::priority_queue<Item, std::vector<Item>, std::greater<>> ready(std::greater<>{},
+                                                                     std::move(initial));
+  // The nodes still waiting, earliest first, to break a cycle: made at the
+  // first cycle (a consistent trace has none), from every node not done then
+  // (each node that was ready at the start is done by then).
+  std::priority_queue<Item, std::vector<Item>, std::greater<>> waiting;
+  bool waiting_made = false;
   std::vector<char> done(n, 0);
   size_t broken = 0;
   g.order.clear();
+  g.order.reserve(n);
   while (g.order.size() < n) {
     if (ready.empty()) {  // a cycle: release the earliest waiting node
+      if (!waiting_made) {
+        std::vector<Item> left;
+        for (uint32_t k = 0; k < n; ++k)
+          if (!done[k]) left.push_back({g.nodes[k].start, k});
+        waiting = decltype(waiting)(std::greater<>{}, std::move(left));
+        waiting_made = true;
+      }
       while (done[waiting.top().second]) waiting.pop();
       ready.push(waiting.top());
       waiting.pop();
@@ -711,8 +913,9 @@ void order_nodes(Graph& g) {
     if (done[k]) continue;
     done[k] = 1;
     g.order.push_back(k);
-    for (uint32_t to : out[k])
-      if (--pending[to] == 0 && !done[to]) ready.push({g.nodes[to].start, to});
+    for (uint32_t j = out_off[k]; j < out_off[k + 1]; ++j)
+      if (const uint32_t to = out[j]; --pending[to] == 0 && !done[to])
+        ready.push({g.nodes[to].start, to});
   }
   if (broken)
     g.notes.push_back(fmt::format(
@@ -1218,6 +1421,17 @@ void detect_step_bounds(const std::vector<RankInput>& in,
 Graph build_graph(const std::vector<RankInput>& in) {
   if (in.empty()) throw CriticalPathError("no traces given");
   Builder b;
+  // Room for the nodes and edges of every rank at once (each GPU op and
+  // runtime call gives one or two of each), on huge pages: grown by doubling,
+  // they were copied and faulted in at up to twice their size, a fault per 4
+  // KiB. Room left unused is never touched.
+  size_t gpu_and_calls = 0;
+  for (const RankInput& r : in)
+    gpu_and_calls += r.tree->gpu_event_uids().size() + r.tree->runtime_uids().size();
+  b.g.nodes.reserve(2 * gpu_and_calls + 1024);
+  b.g.edges.reserve(2 * gpu_and_calls + 1024);
+  advise_huge_pages(b.g.nodes.data(), b.g.nodes.capacity() * sizeof(Node));
+  advise_huge_pages(b.g.edges.data(), b.g.edges.capacity() * sizeof(Edge));
   std::optional<PhaseTimer> ranks_timer(std::in_place, "critical_path/build_graph/ranks");
   auto ranks = rank_traces(in, b.g.clock_offset_us);
   ranks_timer.reset();

@@ -33,6 +33,8 @@ inline bool binds_instead(const Edge& e, double here, const Edge& current, doubl
 
 // The profiler's estimated cost of the events recorded on each host thread,
 // summed over a time interval (ProfilerCost gives each event's cost).
+// host_cost.cpp; built once per rank by build_graph, in a few passes over the
+// events and a sort of each thread's exit marks.
 class HostCostIndex {
  public:
   HostCostIndex(const Trace& trace, const ProfilerCost& cost);
@@ -51,10 +53,14 @@ class HostCostIndex {
 
   static constexpr size_t kMaxScannedMarks = 1024;
   static constexpr size_t kMaxCostliestThreads = 64;
+  // A process with at most this many recording threads counts an interval's
+  // records thread by thread (binary searches); one with more keeps all its
+  // records in one list by time (by_time: 16 bytes a record more).
+  static constexpr size_t kMaxCountedThreads = 64;
 
  private:
-  // One process's records: every mark in time order, and its threads by the
-  // cost they recorded, most first.
+  // One process's records: its threads by the cost they recorded, most
+  // first, and, past kMaxCountedThreads threads, every mark in time order.
   struct ProcessMarks {
     std::vector<std::pair<double, uint32_t>> by_time;  // (time, thread)
     std::vector<uint32_t> by_cost;
