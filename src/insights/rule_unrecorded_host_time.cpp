@@ -7,6 +7,7 @@
 // stretch), sized by the what-if that takes those stretches out
 // (`remove_host_gaps` with the same place), on the un-profiled step.
 #include <algorithm>
+#include <functional>
 #include <map>
 #include <numeric>
 #include <optional>
@@ -18,6 +19,7 @@
 #include <fmt/format.h>
 
 #include "base/phase_timer.h"
+#include "base/two_threads.h"
 #include "critical_path/host_gaps.h"
 #include "insights/idle_gaps.h"
 #include "insights/rules_internal.h"
@@ -199,19 +201,44 @@ void rule_unrecorded_host_time(const InsightContext& c, std::vector<Insight>& ou
   const IdleByStart idle_index = idle_by_start(idle);
   std::vector<Insight> found;
   std::optional<UnrecordedPlaceIndex> place_index;  // built for the first place reported
-  for (const auto& [place, list] : places) {
-    const auto& [after, before] = place;
-    critical_path::HostGapSelector sel = any;
-    sel.after = after;
-    sel.before = before;
+  // Each place's what-if: the scenarios in turn (picked from the trace's
+  // memoised stretches), then their replays two at a time (each a what-if on
+  // the step model's one graph and base, which they only read).
+  struct PlaceReplay {
+    const std::pair<std::string, std::string>* place = nullptr;
+    const std::vector<const critical_path::HostGap*>* list = nullptr;
     critical_path::Scenario change;
-    critical_path::WhatIfResult r;
+    std::optional<critical_path::WhatIfResult> result;
+  };
+  std::vector<PlaceReplay> replays;
+  for (const auto& entry : places) {
+    PlaceReplay p;
+    p.place = &entry.first;
+    p.list = &entry.second;
+    critical_path::HostGapSelector sel = any;
+    sel.after = entry.first.first;
+    sel.before = entry.first.second;
     try {
-      detail::add_host_gap_removal(c, sel, change);
-      r = detail::step_time_what_if(c, change);
+      detail::add_host_gap_removal(c, sel, p.change);
     } catch (const std::runtime_error&) {  // nothing left once the profiler's cost is out
       continue;
     }
+    replays.push_back(std::move(p));
+  }
+  std::vector<std::function<void()>> tasks;
+  for (PlaceReplay& p : replays)
+    tasks.emplace_back([&c, &p] {
+      try {
+        p.result = detail::step_time_what_if(c, p.change);
+      } catch (const std::runtime_error&) {  // nothing left once the profiler's cost is out
+      }
+    });
+  run_on_two_threads(tasks);
+  for (const PlaceReplay& replay : replays) {
+    if (!replay.result) continue;
+    const auto& [after, before] = *replay.place;
+    const auto& list = *replay.list;
+    const critical_path::WhatIfResult& r = *replay.result;
     const double saving_per_step =
         std::max(0.0, r.measured_step_time_us - r.predicted_step_time_us);
     if (saving_per_step < std::max(kUnrecordedMinSavingUs, 0.01 * step_us)) continue;
