@@ -135,6 +135,10 @@ ProfilerCost measure_profiler_cost(const Trace& trace, const CallTree& tree,
 inline constexpr const char* kFromProfilerStep = "profiler_step";
 inline constexpr const char* kFromOptimizerStep = "optimizer_step";
 inline constexpr const char* kFromDetectedRepeats = "detected_repeats";
+// Each ProfilerStep#N holds one generate() call (a prefill, then decode steps
+// that repeat one launch sequence): the decode steps are the iterations, the
+// ProfilerSteps are kept beside them (Graph::profiler_steps).
+inline constexpr const char* kFromDecodeStepsInProfilerStep = "decode_steps_in_profiler_step";
 inline constexpr const char* kFromWholeTrace = "whole_trace";
 
 struct Iteration {
@@ -174,6 +178,11 @@ struct Graph {
   std::vector<std::pair<uint32_t, uint32_t>> gpu_spans;
   std::vector<std::string> notes;  // what the trace lacked, what was assumed
   std::string iterations_source = kFromWholeTrace;
+  // kFromDecodeStepsInProfilerStep: the ProfilerStep#N that hold the
+  // iterations (one generate() call each: its set-up and prefill, its decode
+  // steps, its tail), with their own sinks; times only, no path of their
+  // own. Empty otherwise.
+  std::vector<Iteration> profiler_steps;
   size_t recorded_waits = 0;                      // EventWait edges (recorded cross-stream waits)
   std::map<int64_t, ProfilerCost> profiler_cost;  // per rank
   std::vector<int64_t> input_ranks;               // per RankInput, in order: its rank
@@ -232,7 +241,13 @@ struct StepMark {
 struct StepBounds {
   std::vector<StepMark> starts;
   std::optional<StepMark> end;
-  std::string source;  // kFromOptimizerStep or kFromDetectedRepeats
+  // Where each iteration ends, when not where the next begins (decode steps
+  // of separate ProfilerSteps: a prefill lies between them); empty: the next
+  // start, the last one at `end`. Names: "iteration#k" when empty.
+  std::vector<StepMark> ends;
+  std::vector<std::string> names;
+  // kFromOptimizerStep, kFromDetectedRepeats or kFromDecodeStepsInProfilerStep
+  std::string source;
 };
 
 // A training loop's steps from torch.optim's `Optimizer.step#<Class>.step`
@@ -318,12 +333,33 @@ inline constexpr const char* kBoundByGpu = "gpu";
 inline constexpr const char* kBoundByHost = "host";
 inline constexpr const char* kBoundByCommunication = "communication";
 
+// A ProfilerStep#N that holds several iterations (Graph::profiler_steps:
+// one generate() call), under the analysis's schedule.
+struct ProfilerStepResult {
+  std::string name;
+  double start_us = 0, end_us = 0, length_us = 0;
+  size_t iterations = 0;  // the iterations (decode steps) inside it
+  // Before its first iteration (the call's set-up and prefill) and after its
+  // last one (the tail: a partial decode step, the call's return); outside
+  // every iteration.
+  double before_us = 0, after_us = 0;
+};
+
 struct Analysis {
   std::vector<int64_t> ranks;
   std::map<int64_t, double> clock_offset_us;
   std::string iterations_source = kFromWholeTrace;
   double step_time_us = 0;  // mean iteration length
   std::vector<IterationResult> iterations;
+  // kFromDecodeStepsInProfilerStep: the ProfilerSteps holding the iterations
+  // (one generate() call each), their mean length, and the means of their
+  // parts outside the iterations (set-up + prefill before, tail after).
+  // profiler_step_us is 0 when there are none.
+  std::vector<ProfilerStepResult> profiler_steps;
+  double profiler_step_us = 0, profiler_step_before_us = 0, profiler_step_after_us = 0;
+  // The same mean as recorded (the un-profiled analysis sets it; the
+  // recorded one sets it to its own).
+  double recorded_profiler_step_us = 0;
   std::vector<Contributor> contributors;  // by share, largest first
   std::vector<Wait> waits;                // by time, largest first
   std::vector<std::string> notes;

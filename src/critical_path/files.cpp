@@ -140,24 +140,43 @@ nlohmann::json analysis_json(const Analysis& a, size_t top_n) {
                                    {"memory_events", c.memory_events},
                                    {"trace_total_us", c.total_us},
                                    {"calibration", c.calibration}};
-  return {{"summary", a.summary},
-          {"model", a.model},
-          {"step_time_us", a.step_time_us},
-          {"recorded_step_time_us", a.recorded_step_time_us},
-          {"estimated_unprofiled_step_us",
-           a.estimated_unprofiled_step_us ? json(*a.estimated_unprofiled_step_us) : json()},
-          {"profiler_host_us_per_step", a.profiler_host_us_per_step},
-          {"profiler_cost", costs},
-          {"gpu_backlog_left_out_us_total", a.gpu_backlog_left_out_us},
-          {"ranks", a.ranks},
-          {"clock_offset_us", rank_map(a.clock_offset_us)},
-          {"iterations_source", a.iterations_source},
-          {"iterations", iterations},
-          {"differing_iterations", differing},
-          {"contributors", contributors},
-          {"contributor_count", a.contributors.size()},
-          {"waits", waits},
-          {"notes", a.notes}};
+  json out = {{"summary", a.summary},
+              {"model", a.model},
+              {"step_time_us", a.step_time_us},
+              {"recorded_step_time_us", a.recorded_step_time_us},
+              {"estimated_unprofiled_step_us",
+               a.estimated_unprofiled_step_us ? json(*a.estimated_unprofiled_step_us) : json()},
+              {"profiler_host_us_per_step", a.profiler_host_us_per_step},
+              {"profiler_cost", costs},
+              {"gpu_backlog_left_out_us_total", a.gpu_backlog_left_out_us},
+              {"ranks", a.ranks},
+              {"clock_offset_us", rank_map(a.clock_offset_us)},
+              {"iterations_source", a.iterations_source},
+              {"iterations", iterations},
+              {"differing_iterations", differing},
+              {"contributors", contributors},
+              {"contributor_count", a.contributors.size()},
+              {"waits", waits},
+              {"notes", a.notes}};
+  if (!a.profiler_steps.empty()) {  // decode steps inside generate() calls
+    json steps = json::array();
+    for (const ProfilerStepResult& s : a.profiler_steps)
+      steps.push_back({{"name", s.name},
+                       {"length_us", s.length_us},
+                       {"iterations", s.iterations},
+                       {"before_iterations_us", s.before_us},
+                       {"after_iterations_us", s.after_us}});
+    out["per_profiler_step"] = {
+        {"what",
+         "per ProfilerStep#N (one generate() call each: set-up and prefill, then the decode "
+         "steps that are the iterations, then a tail), mean over the steps, under this model"},
+        {"step_us", a.profiler_step_us},
+        {"recorded_step_us", a.recorded_profiler_step_us},
+        {"before_iterations_us", a.profiler_step_before_us},
+        {"after_iterations_us", a.profiler_step_after_us},
+        {"steps", steps}};
+  }
+  return out;
 }
 
 namespace {

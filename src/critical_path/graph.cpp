@@ -244,6 +244,8 @@ class RankBuilder {
   }
 
   std::vector<Step> steps;
+  // kFromDecodeStepsInProfilerStep: the ProfilerSteps that hold the steps.
+  std::vector<Step> profiler_steps;
   size_t recorded_waits = 0, unresolved_waits = 0;
   std::unordered_map<Uid, uint32_t> arrive, done;  // collective kernel -> nodes
   std::vector<std::pair<double, double>> busy;
@@ -253,6 +255,10 @@ class RankBuilder {
   double backlog_us = 0;          // their time inside the first iteration
 
  private:
+  bool holds_iterations() const {
+    return bounds_ && bounds_->source == kFromDecodeStepsInProfilerStep;
+  }
+
   std::string_view op_of(Uid uid) const {
     Uid op = uid == kNoUid ? kNoUid : tree_.nearest_cpu_op(uid);
     return op == kNoUid ? std::string_view{} : trace_.name(op);
@@ -409,7 +415,9 @@ class RankBuilder {
             {e.ts() + off_, 1, s.start, s.start, kNoUid});
         threads[{trace_.pid(e), trace_.tid(e)}].push_back(
             {e.end() + off_, 0, s.end, s.end, kNoUid});
-        steps.push_back(std::move(s));
+        // Decode steps inside each ProfilerStep are the iterations: the
+        // ProfilerStep (a generate() call) is kept beside them.
+        (holds_iterations() ? profiler_steps : steps).push_back(std::move(s));
       }
     }
     if (bounds_) add_detected_steps();
@@ -422,13 +430,15 @@ class RankBuilder {
   void add_detected_steps() {
     const StepBounds& r = *bounds_;
     for (size_t k = 0; k < r.starts.size(); ++k) {
-      const std::string name = fmt::format("iteration#{}", k);
+      const std::string name = k < r.names.size() ? r.names[k] : fmt::format("iteration#{}", k);
       uint32_t lbl = b_.label(rank_, name, "", "host_gap");
       const StepMark& begin = r.starts[k];
       Step s{name, b_.node(NodeKind::StepStart, rank_, begin.ts + off_, 0, kNoUid, lbl), 0, {}};
       threads_[{begin.pid, begin.tid}].push_back({begin.ts + off_, 1, s.start, s.start, kNoUid});
-      if (k + 1 < r.starts.size() || r.end) {
-        const StepMark& next = k + 1 < r.starts.size() ? r.starts[k + 1] : *r.end;
+      if (k < r.ends.size() || k + 1 < r.starts.size() || r.end) {
+        const StepMark& next = k < r.ends.size()         ? r.ends[k]
+                               : k + 1 < r.starts.size() ? r.starts[k + 1]
+                                                         : *r.end;
         s.end = b_.node(NodeKind::StepEnd, rank_, next.ts + off_, 0, kNoUid, lbl);
         threads_[{next.pid, next.tid}].push_back({next.ts + off_, 0, s.end, s.end, kNoUid});
       } else {
@@ -600,9 +610,13 @@ class RankBuilder {
   // A host that runs ahead leaves GPU work running after its step ended: the
   // last op of each stream launched inside a step belongs to that step.
   void add_step_gpu_ends() {
+    add_gpu_ends(steps);
+    add_gpu_ends(profiler_steps);
+  }
+
+  void add_gpu_ends(std::vector<Step>& of) {
     std::vector<std::pair<double, size_t>> starts;  // step start, index
-    for (size_t k = 0; k < steps.size(); ++k)
-      starts.emplace_back(b_.g.nodes[steps[k].start].start, k);
+    for (size_t k = 0; k < of.size(); ++k) starts.emplace_back(b_.g.nodes[of[k].start].start, k);
     std::sort(starts.begin(), starts.end());
     for (const auto& [key, ops] : streams_) {
       std::map<size_t, Uid> last;  // step -> last op launched inside it
@@ -614,9 +628,9 @@ class RankBuilder {
                                    std::make_pair(t, std::numeric_limits<size_t>::max()));
         if (it == starts.begin()) continue;
         const size_t k = std::prev(it)->second;
-        if (t < b_.g.nodes[steps[k].end].start) last[k] = op;
+        if (t < b_.g.nodes[of[k].end].start) last[k] = op;
       }
-      for (const auto& [k, op] : last) steps[k].gpu_ends.push_back(end_.at(op));
+      for (const auto& [k, op] : last) of[k].gpu_ends.push_back(end_.at(op));
     }
   }
 
@@ -630,7 +644,9 @@ class RankBuilder {
   void find_gpu_backlog() {
     if (steps.empty()) return;
     double first = std::numeric_limits<double>::infinity();
-    for (const Step& s : steps) first = std::min(first, b_.g.nodes[s.start].start);
+    // Decode steps: the first ProfilerStep begins before them (its prefill).
+    for (const auto* list : {&steps, &profiler_steps})
+      for (const Step& s : *list) first = std::min(first, b_.g.nodes[s.start].start);
     for (const auto& [key, ops] : streams_) {
       auto own = std::find_if(ops.begin(), ops.end(), [&](Uid op) {
         auto call = launch_.find(op);
@@ -1071,7 +1087,10 @@ Step whole_trace_step(Builder& b, RankBuilder& rb, int64_t rank, uint32_t first,
   return s;
 }
 
-void add_iterations(Builder& b, std::vector<std::vector<Step>>& steps) {
+// The iterations of `steps` (one list per rank), into `into` (the graph's
+// iterations, or its ProfilerSteps that hold them).
+void add_iterations(Builder& b, std::vector<std::vector<Step>>& steps,
+                    std::vector<Iteration>& into) {
   // Steps every rank recorded, in the first rank's order.
   std::vector<std::string> names;
   for (const Step& s : steps.front()) {
@@ -1107,9 +1126,9 @@ void add_iterations(Builder& b, std::vector<std::vector<Step>>& steps) {
     for (uint32_t e : it.gpu_ends)
       b.edge(e, it.sink, EdgeKind::IterEnd, false, 0.0,
              b.label(b.g.nodes[e].rank, "", "", "step_end"));
-    b.g.iterations.push_back(std::move(it));
+    into.push_back(std::move(it));
   }
-  std::sort(b.g.iterations.begin(), b.g.iterations.end(),
+  std::sort(into.begin(), into.end(),
             [](const Iteration& x, const Iteration& y) { return x.start < y.start; });
 }
 
@@ -1416,6 +1435,78 @@ void detect_step_bounds(const std::vector<RankInput>& in,
   for (auto& r : bounds) r.reset();
 }
 
+// Ranks with ProfilerStep#N where each step holds one generate() call (HF
+// generate(), a serving loop profiled per request): a prefill, then decode
+// steps that repeat one launch sequence to the step's end. When every
+// ProfilerStep of every rank holds such repeats (detect_trailing_repeats in
+// its window), and every rank as many, the decode steps are the iterations:
+// each copy begins at its first launch call and ends where the next begins,
+// the step's last one where the launches after it begin (a partial copy: the
+// last token) or with the step. Else the bounds stay empty (the ProfilerSteps
+// are the iterations).
+void decode_step_bounds(const std::vector<RankInput>& in,
+                        std::vector<std::optional<StepBounds>>& bounds, Graph& g) {
+  size_t steps = 0, copies_min = SIZE_MAX, copies_max = 0, period = 0;
+  for (size_t k = 0; k < in.size(); ++k) {
+    const Trace& trace = *in[k].trace;
+    std::vector<Uid> marks;
+    for (Uid u = 0; u < trace.events.size(); ++u) {
+      const Event& e = trace.events[u];
+      if (e.cat == Cat::UserAnnotation && e.has_ts() && e.has_dur() &&
+          trace.name(u).starts_with("ProfilerStep#"))
+        marks.push_back(u);
+    }
+    std::sort(marks.begin(), marks.end(),
+              [&](Uid a, Uid c) { return trace.events[a].ts() < trace.events[c].ts(); });
+    StepBounds out;
+    out.source = kFromDecodeStepsInProfilerStep;
+    for (Uid m : marks) {
+      const Event& step = trace.events[m];
+      const auto repeats = detect_trailing_repeats(trace, *in[k].tree, {{step.ts(), step.end()}});
+      if (!repeats) {  // a step without decode steps: the ProfilerSteps stay
+        for (auto& r : bounds) r.reset();
+        return;
+      }
+      const StepBounds copies = repeat_bounds(trace, *repeats);
+      for (size_t j = 0; j < copies.starts.size(); ++j) {
+        out.starts.push_back(copies.starts[j]);
+        out.names.push_back(fmt::format("{}/decode#{}", trace.name(m), j));
+        if (j + 1 < copies.starts.size())
+          out.ends.push_back(copies.starts[j + 1]);
+        else if (copies.end)
+          out.ends.push_back(*copies.end);
+        else  // the last copy runs to the step's end, on its own thread
+          out.ends.push_back({step.end(), copies.starts[j].pid, copies.starts[j].tid});
+      }
+      if (k == 0) {
+        ++steps;
+        copies_min = std::min(copies_min, repeats->count);
+        copies_max = std::max(copies_max, repeats->count);
+        period = repeats->period;
+      }
+    }
+    if (out.starts.empty()) {
+      for (auto& r : bounds) r.reset();
+      return;
+    }
+    bounds[k] = std::move(out);
+  }
+  if (!same_count(bounds)) {
+    for (auto& r : bounds) r.reset();
+    return;
+  }
+  g.iterations_source = kFromDecodeStepsInProfilerStep;
+  g.notes.push_back(fmt::format(
+      "{} ProfilerStep#N each hold a prefill and {} decode steps (repeats of {} launches{}): the "
+      "decode steps are the iterations (a token each); each step's set-up and prefill before "
+      "them and its tail after them (a partial decode step, the call's return) lie outside the "
+      "iterations, and the per-ProfilerStep figures (one generate() call) stand beside them",
+      steps,
+      copies_min == copies_max ? fmt::format("{}", copies_min)
+                               : fmt::format("{}-{}", copies_min, copies_max),
+      period, in.size() > 1 ? ", on the first rank" : ""));
+}
+
 }  // namespace
 
 Graph build_graph(const std::vector<RankInput>& in) {
@@ -1451,7 +1542,12 @@ Graph build_graph(const std::vector<RankInput>& in) {
         return true;
     return false;
   });
-  if (no_steps) detect_step_bounds(in, bounds, b.g);
+  if (no_steps)
+    detect_step_bounds(in, bounds, b.g);
+  else
+    decode_step_bounds(in, bounds, b.g);
+  const bool decode_steps = b.g.iterations_source == kFromDecodeStepsInProfilerStep;
+  std::vector<std::vector<Step>> profiler_steps;  // decode_steps: the ProfilerSteps, per rank
   for (size_t k = 0; k < in.size(); ++k) {
     const int64_t rank = ranks[k].rank;
     b.g.ranks.push_back(rank);
@@ -1475,13 +1571,14 @@ Graph build_graph(const std::vector<RankInput>& in) {
     }
     any_missing_steps |= rb->steps.empty();
     steps.push_back(rb->steps);
+    if (decode_steps) profiler_steps.push_back(rb->profiler_steps);
     if (rb->steps.empty())
       steps.back() = {
           whole_trace_step(b, *rb, rank, first, static_cast<uint32_t>(b.g.nodes.size()))};
     colls.push_back(std::move(ranks[k].instances));
     builders.push_back(std::move(rb));
   }
-  if (!any_missing_steps && !no_steps) b.g.iterations_source = kFromProfilerStep;
+  if (!any_missing_steps && !no_steps && !decode_steps) b.g.iterations_source = kFromProfilerStep;
   b.g.recorded_waits = recorded;
   if (recorded > 0)
     b.g.notes.push_back(fmt::format(
@@ -1511,7 +1608,8 @@ Graph build_graph(const std::vector<RankInput>& in) {
   std::vector<RankBuilder*> raw;
   for (auto& rb : builders) raw.push_back(rb.get());
   add_joins(b, raw, colls);
-  add_iterations(b, steps);
+  add_iterations(b, steps, b.g.iterations);
+  if (decode_steps) add_iterations(b, profiler_steps, b.g.profiler_steps);
   if (b.g.iterations.empty()) throw CriticalPathError("no iteration is recorded on every rank");
   std::optional<PhaseTimer> t(std::in_place, "critical_path/build_graph/order");
   detail::order_nodes(b.g);

@@ -425,8 +425,55 @@ std::string summary_line(const Analysis& a) {
   std::string path;
   for (size_t k = 0; k < top.size() && k < 3; ++k)
     path += fmt::format("{}{} {:.0f}%", k ? ", " : "", top[k].second, 100 * top[k].first);
-  return fmt::format("step {:.1f} us over {} iteration(s): {}; on the path: {}", a.step_time_us,
-                     a.iterations.size(), bound, path);
+  std::string line = fmt::format("step {:.1f} us over {} iteration(s): {}; on the path: {}",
+                                 a.step_time_us, a.iterations.size(), bound, path);
+  if (!a.profiler_steps.empty())  // decode steps inside generate() calls: the call beside them
+    line += fmt::format(
+        "; per ProfilerStep (one generate() call, {} of them): {:.1f} us, of which {:.1f} us "
+        "before its decode steps (set-up and prefill) and {:.1f} us after them, outside the "
+        "iterations",
+        a.profiler_steps.size(), a.profiler_step_us, a.profiler_step_before_us,
+        a.profiler_step_after_us);
+  return line;
+}
+
+// The ProfilerSteps that hold the iterations (decode steps of one
+// generate() call each) under the schedule, after the iterations' times: the
+// same rule (a step starts where the one before it ended), and their parts
+// before the first iteration inside them and after the last.
+void profiler_step_times(const Graph& g, const Schedule& s, Analysis& a) {
+  if (g.profiler_steps.empty()) return;
+  double previous_end = -std::numeric_limits<double>::infinity();
+  double length = 0, before = 0, after = 0;
+  for (const Iteration& step : g.profiler_steps) {
+    ProfilerStepResult r;
+    r.name = step.name;
+    r.start_us = std::numeric_limits<double>::infinity();
+    for (uint32_t n : step.start_nodes) r.start_us = std::min(r.start_us, s.start[n]);
+    r.end_us = s.start[step.sink];
+    r.start_us = std::min(std::max(r.start_us, previous_end), r.end_us);
+    previous_end = r.end_us;
+    r.length_us = r.end_us - r.start_us;
+    double first = r.end_us, last = r.start_us;
+    for (const IterationResult& it : a.iterations)
+      if (it.start_us >= r.start_us && it.start_us < r.end_us) {
+        ++r.iterations;
+        first = std::min(first, it.start_us);
+        last = std::max(last, it.end_us);
+      }
+    if (r.iterations > 0) {
+      r.before_us = first - r.start_us;
+      r.after_us = std::max(0.0, r.end_us - last);
+    }
+    length += r.length_us;
+    before += r.before_us;
+    after += r.after_us;
+    a.profiler_steps.push_back(std::move(r));
+  }
+  const auto n = static_cast<double>(a.profiler_steps.size());
+  a.profiler_step_us = length / n;
+  a.profiler_step_before_us = before / n;
+  a.profiler_step_after_us = after / n;
 }
 
 // The analysis's iterations with their times alone (no path) under the
@@ -461,6 +508,7 @@ double iteration_times(const Graph& g, const std::vector<double>& dur, const Sch
     a.iterations.push_back(std::move(it));
   }
   a.step_time_us = pycompat::numpy_mean(lengths);
+  profiler_step_times(g, s, a);
   const double median = stats::median(lengths);
   for (IterationResult& it : a.iterations)
     it.differs = std::abs(it.length_us - median) > 0.05 * median;
@@ -522,6 +570,7 @@ Analysis analyse(const Graph& g) {
   for (const Edge& e : g.edges) lag.push_back(e.lag);
   Analysis a = analyse(g, dur, lag);
   a.recorded_step_time_us = a.step_time_us;
+  a.recorded_profiler_step_us = a.profiler_step_us;
   return a;
 }
 

@@ -3,6 +3,7 @@
 // overhead").
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <map>
 #include <optional>
 #include <queue>
@@ -317,6 +318,7 @@ Analysis analyse_unprofiled(const Graph& g, WhatIfBase& base, const Analysis& re
   base.recorded_bounds = iteration_bounds(recorded);
   a.model = kModelUnprofiled;
   a.recorded_step_time_us = recorded.step_time_us;
+  a.recorded_profiler_step_us = recorded.profiler_step_us;
   a.estimated_unprofiled_step_us = a.step_time_us;
   // The host time taken out inside the iterations, per iteration.
   double first = 1e300, last = -1e300;
@@ -324,13 +326,32 @@ Analysis analyse_unprofiled(const Graph& g, WhatIfBase& base, const Analysis& re
     first = std::min(first, it.start);
     last = std::max(last, it.end);
   }
+  // Decode steps inside ProfilerSteps (Graph::profiler_steps): the prefills
+  // between them are no iteration's, so only the iterations' own windows.
+  std::vector<std::pair<double, double>> windows;
+  if (!g.profiler_steps.empty())
+    for (const Iteration& it : g.iterations) windows.emplace_back(it.start, it.end);
+  std::sort(windows.begin(), windows.end());
+  std::vector<std::pair<double, double>> merged;  // overlapping windows joined
+  for (const auto& w : windows)
+    if (!merged.empty() && w.first <= merged.back().second)
+      merged.back().second = std::max(merged.back().second, w.second);
+    else
+      merged.push_back(w);
+  windows = std::move(merged);
+  auto inside = [&](double t) {
+    if (!(t >= first && t < last)) return false;
+    if (windows.empty()) return true;
+    auto w = std::upper_bound(windows.begin(), windows.end(),
+                              std::make_pair(t, std::numeric_limits<double>::infinity()));
+    return w != windows.begin() && t < std::prev(w)->second;
+  };
   double removed = 0;
   for (size_t n = 0; n < g.nodes.size(); ++n)
-    if (g.nodes[n].kind != NodeKind::Gpu && g.nodes[n].start >= first && g.nodes[n].start < last)
+    if (g.nodes[n].kind != NodeKind::Gpu && inside(g.nodes[n].start))
       removed += g.nodes[n].dur - plain_dur[n];  // host time (the backlog is GPU time)
   for (size_t k = 0; k < g.edges.size(); ++k)
-    if (g.nodes[g.edges[k].from].start >= first && g.nodes[g.edges[k].from].start < last)
-      removed += g.edges[k].lag - plain_lag[k];
+    if (inside(g.nodes[g.edges[k].from].start)) removed += g.edges[k].lag - plain_lag[k];
   a.profiler_host_us_per_step =
       g.iterations.empty() ? 0.0 : removed / static_cast<double>(g.iterations.size());
   a.profiler_cost = g.profiler_cost;

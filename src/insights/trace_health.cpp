@@ -103,6 +103,15 @@ void add_step_estimate(const Trace& trace, const CallTree& tree, TraceHealth& h,
     h.gpu_backlog_left_out_us = unprofiled.gpu_backlog_left_out_us;
     h.recorded_bound_by = majority_bound(recorded);
     h.unprofiled_bound_by = majority_bound(unprofiled);
+    h.iterations_source = unprofiled.iterations_source;
+    if (!unprofiled.profiler_steps.empty()) {  // decode steps inside generate() calls
+      h.recorded_per_profiler_step_us = unprofiled.recorded_profiler_step_us;
+      h.estimated_unprofiled_per_profiler_step_us = unprofiled.profiler_step_us;
+      h.unprofiled_before_decode_us_per_profiler_step = unprofiled.profiler_step_before_us;
+      h.unprofiled_after_decode_us_per_profiler_step = unprofiled.profiler_step_after_us;
+      h.decode_steps_per_profiler_step = static_cast<double>(unprofiled.iterations.size()) /
+                                         static_cast<double>(unprofiled.profiler_steps.size());
+    }
     double length = 0, gpu = 0, host = 0, communication = 0;
     for (const auto& it : unprofiled.iterations) {
       length += it.length_us;
@@ -243,7 +252,21 @@ void add_warnings(TraceHealth& h, bool jax_profile, bool zero_span) {
                        h.profiler_steps),
            1);
   }
-  if (h.trailing_in_profiler_step)
+  if (h.trailing_in_profiler_step && h.estimated_unprofiled_per_profiler_step_us)
+    warn(fmt::format(
+             "each ProfilerStep holds one generate() call: a prefill, then decode steps that "
+             "repeat one launch sequence ({} launches each, {:.1f} a call); the decode steps are "
+             "the iterations, so per-step figures are per decode step (a token); per "
+             "ProfilerStep (per generate() call) {:.2f} ms recorded, {:.2f} ms estimated without "
+             "the profiler, of which {:.2f} ms before the decode steps (set-up and prefill) and "
+             "{:.2f} ms after them lie outside the iterations",
+             h.trailing_period, h.decode_steps_per_profiler_step,
+             h.recorded_per_profiler_step_us.value_or(0) / 1e3,
+             *h.estimated_unprofiled_per_profiler_step_us / 1e3,
+             h.unprofiled_before_decode_us_per_profiler_step / 1e3,
+             h.unprofiled_after_decode_us_per_profiler_step / 1e3),
+         0);
+  else if (h.trailing_in_profiler_step)
     warn(fmt::format("each ProfilerStep holds a prefill and decode steps: in the last one the "
                      "launch sequence repeats {} times ({} launches each) after {} other "
                      "launches (a generate() call per step); per-step figures are per call, "
@@ -391,7 +414,7 @@ TraceHealth trace_health(const Trace& trace, const CallTree& tree, const GpuTime
 }
 
 nlohmann::json to_json(const TraceHealth& h) {
-  return {
+  nlohmann::json out = {
       {"confidence", h.confidence},
       {"warnings", h.warnings},
       {"gpu_events", h.gpu_events},
@@ -427,6 +450,20 @@ nlohmann::json to_json(const TraceHealth& h) {
       {"unprofiled_step_gpu_busy_share", h.unprofiled_step_gpu_busy_share},
       {"profiler_note", h.profiler_note},
       {"profiler_calibration", h.profiler_calibration}};
+  if (h.estimated_unprofiled_per_profiler_step_us) {  // decode steps inside generate() calls
+    out["iterations_source"] = h.iterations_source;
+    out["per_profiler_step"] = {
+        {"what",
+         "per ProfilerStep#N, one generate() call each (the step figures above are per decode "
+         "step): set-up and prefill before the decode steps and the tail after them lie outside "
+         "the iterations"},
+        {"recorded_us", h.recorded_per_profiler_step_us.value_or(0)},
+        {"estimated_unprofiled_us", *h.estimated_unprofiled_per_profiler_step_us},
+        {"unprofiled_before_decode_steps_us", h.unprofiled_before_decode_us_per_profiler_step},
+        {"unprofiled_after_decode_steps_us", h.unprofiled_after_decode_us_per_profiler_step},
+        {"decode_steps", h.decode_steps_per_profiler_step}};
+  }
+  return out;
 }
 
 }  // namespace jarvis::insights

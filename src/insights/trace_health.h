@@ -60,6 +60,17 @@ struct TraceHealth {
   // backlog_us). Once per trace, not per step.
   double gpu_backlog_left_out_us = 0;
   std::string recorded_bound_by, unprofiled_bound_by;
+  // How the step model found its iterations (critical_path::kFrom*; "" when
+  // no graph). kFromDecodeStepsInProfilerStep: each ProfilerStep#N holds one
+  // generate() call and its decode steps are the iterations, so the step
+  // figures above are per decode step (a token); per ProfilerStep (per call)
+  // beside them: recorded and un-profiled, the un-profiled parts before the
+  // decode steps (set-up and prefill) and after them (the tail), which lie
+  // outside every iteration, and the decode steps per call.
+  std::string iterations_source;
+  std::optional<double> recorded_per_profiler_step_us, estimated_unprofiled_per_profiler_step_us;
+  double unprofiled_before_decode_us_per_profiler_step = 0,
+         unprofiled_after_decode_us_per_profiler_step = 0, decode_steps_per_profiler_step = 0;
   // The un-profiled critical path's time over every iteration on each side,
   // as shares of the iterations' length (GPU ops; host calls, gaps, launch
   // latency, syncs; collectives): what unprofiled_bound_by stands on. Shares

@@ -13,6 +13,7 @@
 #include "insights/insights.h"
 #include "insights/trace_health.h"
 #include "perf/gpu_arch.h"
+#include "raw_decode_steps.h"
 #include "trace/loader.h"
 #include "tree/call_tree.h"
 
@@ -83,6 +84,37 @@ TEST_CASE("generate(): decode steps inside each ProfilerStep, and the decode rul
   CHECK(health.trailing_iterations <= decodes);
   CHECK(std::any_of(health.warnings.begin(), health.warnings.end(), [](const std::string& w) {
     return w.find("decode steps") != std::string::npos;
+  }));
+  // The decode steps are the step model's iterations (issue 73 point 10):
+  // per step figures are per decode step, and the health block gives the
+  // generate() call (ProfilerStep) beside them, recorded as the raw windows
+  // give it (each step's host window, or the GPU work launched in it).
+  namespace rd = jarvis::testing::raw_decode;
+  const rd::RawTrace raw = rd::read_raw(path);
+  const auto decode_windows = rd::decode_windows(raw);
+  REQUIRE(!decode_windows.empty());
+  std::vector<std::pair<double, double>> step_windows;
+  for (const auto& s : raw.steps) step_windows.emplace_back(s.ts, s.end);
+  double raw_call = 0;
+  for (double l : rd::window_lengths(raw, step_windows))
+    raw_call += l / static_cast<double>(step_windows.size());
+  CHECK(health.iterations_source == "decode_steps_in_profiler_step");
+  CHECK(health.decode_steps_per_profiler_step ==
+        doctest::Approx(static_cast<double>(decode_windows.size()) /
+                        static_cast<double>(raw.steps.size())));
+  REQUIRE(health.recorded_per_profiler_step_us);
+  CHECK(*health.recorded_per_profiler_step_us == doctest::Approx(raw_call).epsilon(1e-9));
+  REQUIRE(health.estimated_unprofiled_per_profiler_step_us);
+  REQUIRE(health.estimated_unprofiled_step_us);
+  // A call holds its decode steps and its prefill: longer than them together.
+  CHECK(*health.estimated_unprofiled_per_profiler_step_us >
+        health.decode_steps_per_profiler_step * *health.estimated_unprofiled_step_us);
+  CHECK(health.unprofiled_before_decode_us_per_profiler_step > 0);
+  const auto health_json = in::to_json(health);
+  CHECK(health_json["per_profiler_step"]["estimated_unprofiled_us"].get<double>() ==
+        doctest::Approx(*health.estimated_unprofiled_per_profiler_step_us));
+  CHECK(std::any_of(health.warnings.begin(), health.warnings.end(), [](const std::string& w) {
+    return w.find("per ProfilerStep (per generate() call)") != std::string::npos;
   }));
 
   static const auto arch = jarvis::perf::load_gpu_arch("H200");

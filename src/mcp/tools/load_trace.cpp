@@ -143,6 +143,17 @@ ToolResult loaded_result(const TraceStore::LoadResult& loaded, ToolContext& ctx)
                           host > gpu ? ", mostly while the path runs on the host" : "")
             : "",
         health.profiler_note.empty() ? "" : "; " + health.profiler_note);
+    if (health.estimated_unprofiled_per_profiler_step_us)  // decode steps of generate() calls
+      text += fmt::format(
+          "The steps above are decode steps (a token each, {:.1f} per ProfilerStep); per "
+          "generate() call (ProfilerStep): {:.2f} ms recorded, {:.2f} ms estimated without the "
+          "profiler, of which {:.2f} ms before the decode steps (set-up and prefill) and {:.2f} "
+          "ms after them, outside the iterations.\n",
+          health.decode_steps_per_profiler_step,
+          health.recorded_per_profiler_step_us.value_or(0) / 1e3,
+          *health.estimated_unprofiled_per_profiler_step_us / 1e3,
+          health.unprofiled_before_decode_us_per_profiler_step / 1e3,
+          health.unprofiled_after_decode_us_per_profiler_step / 1e3);
   }
   ToolResult out{summary, text};
   const std::string handle = loaded.entry->handle();
