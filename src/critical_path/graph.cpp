@@ -1054,7 +1054,9 @@ void add_joins(Builder& b, const std::vector<RankBuilder*>& ranks,
       join.ranks.push_back(a.rank);
       join.arrivals.push_back(ranks[r]->arrive.at(uid));
     }
-    const Label& any = b.g.labels[b.g.nodes[join.arrivals.front()].label];
+    // A copy: each b.label below may grow the labels, which a reference into
+    // them would not survive.
+    const Label any = b.g.labels[b.g.nodes[join.arrivals.front()].label];
     join.collective = names.at(key);
     join.node = b.node(NodeKind::CollJoin, last_rank, last, std::max(0.0, first_end - last), kNoUid,
                        b.label(last_rank, any.op, any.kernel, "communication"));
@@ -1542,10 +1544,12 @@ Graph build_graph(const std::vector<RankInput>& in) {
         return true;
     return false;
   });
-  if (no_steps)
+  if (no_steps) {
     detect_step_bounds(in, bounds, b.g);
-  else
+  } else {
+    PhaseTimer decode_timer("critical_path/build_graph/decode_steps");
     decode_step_bounds(in, bounds, b.g);
+  }
   const bool decode_steps = b.g.iterations_source == kFromDecodeStepsInProfilerStep;
   std::vector<std::vector<Step>> profiler_steps;  // decode_steps: the ProfilerSteps, per rank
   for (size_t k = 0; k < in.size(); ++k) {
