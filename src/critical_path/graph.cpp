@@ -1544,10 +1544,12 @@ Graph build_graph(const std::vector<RankInput>& in) {
         return true;
     return false;
   });
-  if (no_steps)
+  if (no_steps) {
     detect_step_bounds(in, bounds, b.g);
-  else
+  } else {
+    PhaseTimer decode_timer("critical_path/build_graph/decode_steps");
     decode_step_bounds(in, bounds, b.g);
+  }
   const bool decode_steps = b.g.iterations_source == kFromDecodeStepsInProfilerStep;
   std::vector<std::vector<Step>> profiler_steps;  // decode_steps: the ProfilerSteps, per rank
   for (size_t k = 0; k < in.size(); ++k) {
