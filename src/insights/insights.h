@@ -191,6 +191,10 @@ struct PlanStep {
 };
 struct ChangePlan {
   double step_before_us = 0;  // the un-profiled step, before any change
+  // What a step is when it is not the ProfilerStep (decode steps inside one
+  // generate() call each): said in the text's first line, with the call.
+  std::string step_unit;  // "" or e.g. "decode step"
+  std::string step_context;
   std::vector<PlanStep> steps;
   // Findings among the top ones that save something alone but carry no
   // what-if to join the others with (a JAX step run op by op, sized as a

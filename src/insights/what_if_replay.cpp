@@ -119,6 +119,16 @@ ChangePlan plan_changes(const InsightContext& c, const std::vector<Insight>& ins
   if (!c.step) return plan;
   PhaseTimer timer("insights/plan");
   plan.step_before_us = c.step->measured.step_time_us;
+  const critical_path::Analysis& measured = c.step->measured;
+  if (measured.iterations_source == critical_path::kFromDecodeStepsInProfilerStep &&
+      !measured.profiler_steps.empty()) {
+    plan.step_unit = "decode step";
+    plan.step_context = fmt::format(
+        "each ProfilerStep (one generate() call) holds {} of them; the call's {:.2f} ms "
+        "un-profiled include {:.2f} ms of set-up and prefill before them",
+        measured.iterations.size() / measured.profiler_steps.size(),
+        measured.profiler_step_us / 1e3, measured.profiler_step_before_us / 1e3);
+  }
   const double steps = static_cast<double>(std::max<size_t>(1, c.step->measured.iterations.size()));
   // The candidates, in the ranking's order: findings whose change saves
   // something alone, then (a kernel fix on a host-bound step saves nothing
@@ -217,8 +227,9 @@ nlohmann::json to_json(const ChangePlan& plan, const std::vector<Insight>& insig
 std::string plan_text(const ChangePlan& plan, const std::vector<Insight>& insights) {
   if (plan.steps.empty() && plan.not_replayed.empty()) return {};
   std::string out =
-      fmt::format("The changes in order, each after those above (un-profiled step {:.2f} ms):\n",
-                  plan.step_before_us / 1e3);
+      fmt::format("The changes in order, each after those above (un-profiled {} {:.2f} ms{}):\n",
+                  plan.step_unit.empty() ? "step" : plan.step_unit, plan.step_before_us / 1e3,
+                  plan.step_context.empty() ? "" : "; " + plan.step_context);
   // Changes that add nothing once those above are made (under 10 us a step:
   // the step is bound elsewhere then) share one line, by rule, after the
   // numbered ones: the plan reads as the changes that pay.

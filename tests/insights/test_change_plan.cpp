@@ -255,5 +255,34 @@ TEST_CASE("change plan: a top finding no what-if replays is named beside the pla
   CHECK(text.find(op_by_op.rule) != std::string::npos);
 }
 
+TEST_CASE("changes in order: decode steps say so, with the generate() call that holds them") {
+  const std::string path = ab_dir() + "/s_generate_A_gpt2.json.gz";
+  if (!fs::exists(path)) {
+    MESSAGE("skipped: ../shared/ab_pairs is missing");
+    return;
+  }
+  const jarvis::Trace t = jarvis::load_trace(path);
+  const jarvis::CallTree tree(t);
+  static const auto arch = jarvis::perf::load_gpu_arch("H200");
+  const auto context = in::make_context(t, tree, &arch);
+  REQUIRE(context.step);
+  const auto& measured = context.step->measured;
+  REQUIRE(measured.iterations_source == jarvis::critical_path::kFromDecodeStepsInProfilerStep);
+  REQUIRE_FALSE(measured.profiler_steps.empty());
+  // Each ProfilerStep's decode steps, counted from the analysis's own lists.
+  size_t inside = 0;
+  for (const auto& call : measured.profiler_steps) inside += call.iterations;
+  CHECK(inside == measured.iterations.size());
+  const auto found = in::run_insights(context);
+  const std::string text = in::plan_text(in::plan_changes(context, found), found);
+  const std::string first = text.substr(0, text.find('\n'));
+  CHECK(first.find(fmt::format("un-profiled decode step {:.2f} ms", measured.step_time_us / 1e3)) !=
+        std::string::npos);
+  CHECK(first.find(fmt::format("holds {} of them", inside / measured.profiler_steps.size())) !=
+        std::string::npos);
+  CHECK(first.find(fmt::format("{:.2f} ms un-profiled", measured.profiler_step_us / 1e3)) !=
+        std::string::npos);
+}
+
 }  // namespace JARVIS_TEST_FILE
 }  // namespace
