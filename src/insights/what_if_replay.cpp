@@ -249,8 +249,9 @@ std::string plan_text(const ChangePlan& plan, const std::vector<Insight>& insigh
     }
     const bool differs = std::abs(s.saving_us - s.alone_saving_us) > 0.05 * s.alone_saving_us &&
                          std::abs(s.saving_us - s.alone_saving_us) >= 10;
-    out += fmt::format("  {}. {}: -{:.2f} ms -> {:.2f} ms/step{}\n", ++number, name,
-                       s.saving_us / 1e3, s.step_after_us / 1e3,
+    // "finding N": its rank in the list below (the structured plan's rank).
+    out += fmt::format("  {}. {} (finding {}): -{:.2f} ms -> {:.2f} ms/step{}\n", ++number, name,
+                       s.finding + 1, s.saving_us / 1e3, s.step_after_us / 1e3,
                        !differs ? std::string()
                        : s.alone_saving_us < kAddsNothingUs
                            ? std::string(" (nothing alone: the step was bound elsewhere)")

@@ -197,7 +197,9 @@ TEST_CASE("insights' lines lead with the saving per step their row carries") {
   CHECK(saved == doctest::Approx(plan["step_before_us"].get<double>() -
                                  plan["step_after_us"].get<double>()));
   const json& first = plan["changes"][0];
-  CHECK(text.find(fmt::format("1. {}", first["rule"].get<std::string>())) != std::string::npos);
+  // The text's lines name the finding each change is (its rank in the rows).
+  CHECK(text.find(fmt::format("1. {} (finding {})", first["rule"].get<std::string>(),
+                              first["rank"].get<size_t>())) != std::string::npos);
   // detail=summary: no rows, and its text lists none (the plan is the summary).
   const json summary = h.call_tool(3, "insights", {{"trace", handle}, {"detail", "summary"}});
   const std::string summary_text = text_of(summary);
