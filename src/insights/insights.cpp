@@ -554,7 +554,10 @@ void size_step_savings(const InsightContext& context, std::vector<Insight>& insi
     } else if (i.what_if.is_null()) {
       i.what_if = {{"kernel_uids", gpu}, {"factor", change.factor}};
     }
-    if (*i.step_saving_us >= 0.5 * *i.recoverable_us) continue;
+    // A step saving well short of the recoverable time is explained (the
+    // blind run met channels_last's 8.7 of 16.2 ms a step with no word why).
+    constexpr double kExplainBelowShare = 0.75;
+    if (*i.step_saving_us >= kExplainBelowShare * *i.recoverable_us) continue;
     if (host_bound) {
       i.step_saving_note = fmt::format(
           "host-bound step ({} of {} iterations): reaches the step once the host-bound finding "
@@ -573,7 +576,9 @@ void size_step_savings(const InsightContext& context, std::vector<Insight>& insi
       i.step_saving_note =
           "the step turns host-bound: once the GPU catches up, the host's launches set it";
     else
-      i.step_saving_note = "largely off the critical path (overlapped by other work)";
+      i.step_saving_note = *i.step_saving_us < 0.5 * *i.recoverable_us
+                               ? "largely off the critical path (overlapped by other work)"
+                               : "partly off the critical path (overlapped by other work)";
   }
   detail::replay_what_ifs(context, insights);
 }

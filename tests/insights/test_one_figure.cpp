@@ -109,6 +109,11 @@ TEST_CASE("one figure per change: each finding's what_if replays its step saving
       CAPTURE(i.title);
       const double steps = static_cast<double>(std::max<size_t>(1, i.steps));
       const double saving = *i.step_saving_us / steps;
+      // A GPU change whose step saving falls well short of its recoverable
+      // time says why (host-bound, turns host-bound, off the path).
+      if (i.scope != "trace" && i.recoverable_us && i.what_if.is_object() &&
+          i.what_if.contains("kernel_uids") && *i.step_saving_us < 0.75 * *i.recoverable_us - 1.0)
+        CHECK_FALSE(i.step_saving_note.empty());
       if (i.rule.find("attention") != std::string::npos && i.recoverable_us)
         CHECK(*i.step_saving_us / steps <= *i.recoverable_us / steps * (1 + 1e-3) + 0.5);
       if (i.what_if.is_null()) {
