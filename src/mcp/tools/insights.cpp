@@ -200,7 +200,20 @@ ToolResult insights_tool(const json& args, ToolContext& ctx) {
 // The server's answer from an analysis a call kept on this trace, without a
 // worker; nullopt when none was kept for the call's arch.
 std::optional<ToolResult> insights_from_kept(const json& args, ToolContext& ctx) {
-  auto entry = ctx.traces().get(args.at("trace").get<std::string>());
+  // Only a handle this session lists, whose trace is resident: a trace path
+  // (stateless clients) or an evicted trace would be parsed here, in the
+  // server, where the worker parses it otherwise.
+  const std::string handle = args.at("trace").get<std::string>();
+  const auto listed = ctx.traces().list();
+  const auto it = std::find_if(listed.begin(), listed.end(),
+                               [&](const TraceStore::HandleInfo& h) { return h.handle == handle; });
+  if (it == listed.end()) return std::nullopt;
+  try {
+    if (!ctx.traces().cache().find_resident(identify_file(it->path))) return std::nullopt;
+  } catch (const TraceError&) {
+    return std::nullopt;
+  }
+  auto entry = ctx.traces().get(handle);
   // Its health block first: trace_arg notes it, and in the server it must
   // not be computed here (a trace parsed again after an eviction).
   if (!entry || !loaded_trace_health_ready(*entry)) return std::nullopt;
