@@ -8,7 +8,7 @@
 #include <fmt/format.h>
 
 #include "base/utf8.h"
-#include "explore/trace_store.h"
+#include "engine/engine.h"
 #include "mcp/embedded.h"
 #include "mcp/tool.h"
 
