@@ -1325,21 +1325,32 @@ StepBounds repeat_bounds(const Trace& trace, const Repeats& repeats) {
   return out;
 }
 
-std::optional<StepBounds> optimizer_step_bounds(const Trace& trace) {
-  std::vector<Uid> steps;
+namespace {
+
+// The trace's user annotations with a time and a duration whose name starts
+// with `prefix` (ProfilerStep#, Optimizer.step#), in time order.
+std::vector<Uid> timed_annotations(const Trace& trace, std::string_view prefix) {
+  std::vector<Uid> found;
   for (Uid u = 0; u < trace.events.size(); ++u) {
     const Event& e = trace.events[u];
     if (e.cat == Cat::UserAnnotation && e.has_ts() && e.has_dur() &&
-        trace.name(u).starts_with("Optimizer.step#"))
-      steps.push_back(u);
+        trace.name(u).starts_with(prefix))
+      found.push_back(u);
   }
+  std::sort(found.begin(), found.end(),
+            [&](Uid a, Uid c) { return trace.events[a].ts() < trace.events[c].ts(); });
+  return found;
+}
+
+}  // namespace
+
+std::optional<StepBounds> optimizer_step_bounds(const Trace& trace) {
+  const std::vector<Uid> steps = timed_annotations(trace, "Optimizer.step#");
   if (steps.empty()) return std::nullopt;
   const Event& first_step = trace.events[steps.front()];
   const ProcId pid = trace.pid(first_step), tid = trace.tid(first_step);
   for (Uid u : steps)  // one loop: every step on one thread, none inside another
     if (trace.pid(trace.events[u]) != pid || trace.tid(trace.events[u]) != tid) return std::nullopt;
-  std::sort(steps.begin(), steps.end(),
-            [&](Uid a, Uid c) { return trace.events[a].ts() < trace.events[c].ts(); });
   for (size_t k = 1; k < steps.size(); ++k)
     if (trace.events[steps[k]].ts() < trace.events[steps[k - 1]].end()) return std::nullopt;
   // The first iteration begins with the thread's first op (a stray runtime
@@ -1451,15 +1462,7 @@ void decode_step_bounds(const std::vector<RankInput>& in,
   size_t steps = 0, copies_min = SIZE_MAX, copies_max = 0, period = 0;
   for (size_t k = 0; k < in.size(); ++k) {
     const Trace& trace = *in[k].trace;
-    std::vector<Uid> marks;
-    for (Uid u = 0; u < trace.events.size(); ++u) {
-      const Event& e = trace.events[u];
-      if (e.cat == Cat::UserAnnotation && e.has_ts() && e.has_dur() &&
-          trace.name(u).starts_with("ProfilerStep#"))
-        marks.push_back(u);
-    }
-    std::sort(marks.begin(), marks.end(),
-              [&](Uid a, Uid c) { return trace.events[a].ts() < trace.events[c].ts(); });
+    const std::vector<Uid> marks = timed_annotations(trace, "ProfilerStep#");
     StepBounds out;
     out.source = kFromDecodeStepsInProfilerStep;
     for (Uid m : marks) {

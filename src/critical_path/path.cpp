@@ -437,6 +437,21 @@ std::string summary_line(const Analysis& a) {
   return line;
 }
 
+// An iteration's (or a ProfilerStep's) start and end under the schedule: its
+// first start node to its sink. The host may start a step while the GPU still
+// runs the last one: it starts where the previous one ended (previous_end,
+// updated), so that the steps tile the loop and a GPU-bound step is its GPU
+// period.
+std::pair<double, double> tiled_window(const Iteration& iter, const Schedule& s,
+                                       double& previous_end) {
+  double start = std::numeric_limits<double>::infinity();
+  for (uint32_t n : iter.start_nodes) start = std::min(start, s.start[n]);
+  const double end = s.start[iter.sink];
+  start = std::min(std::max(start, previous_end), end);
+  previous_end = end;
+  return {start, end};
+}
+
 // The ProfilerSteps that hold the iterations (decode steps of one
 // generate() call each) under the schedule, after the iterations' times: the
 // same rule (a step starts where the one before it ended), and their parts
@@ -448,11 +463,7 @@ void profiler_step_times(const Graph& g, const Schedule& s, Analysis& a) {
   for (const Iteration& step : g.profiler_steps) {
     ProfilerStepResult r;
     r.name = step.name;
-    r.start_us = std::numeric_limits<double>::infinity();
-    for (uint32_t n : step.start_nodes) r.start_us = std::min(r.start_us, s.start[n]);
-    r.end_us = s.start[step.sink];
-    r.start_us = std::min(std::max(r.start_us, previous_end), r.end_us);
-    previous_end = r.end_us;
+    std::tie(r.start_us, r.end_us) = tiled_window(step, s, previous_end);
     r.length_us = r.end_us - r.start_us;
     double first = r.end_us, last = r.start_us;
     for (const IterationResult& it : a.iterations)
@@ -492,14 +503,7 @@ double iteration_times(const Graph& g, const std::vector<double>& dur, const Sch
   for (const Iteration& iter : g.iterations) {
     IterationResult it;
     it.name = iter.name;
-    it.start_us = std::numeric_limits<double>::infinity();
-    for (uint32_t n : iter.start_nodes) it.start_us = std::min(it.start_us, s.start[n]);
-    it.end_us = s.start[iter.sink];
-    // The host may start this step while the GPU still runs the last one:
-    // the iteration starts where the previous one ended, so that the
-    // iterations tile the loop and a GPU-bound step is its GPU period.
-    it.start_us = std::min(std::max(it.start_us, previous_end), it.end_us);
-    previous_end = it.end_us;
+    std::tie(it.start_us, it.end_us) = tiled_window(iter, s, previous_end);
     it.length_us = it.end_us - it.start_us;
     it.host_end_us = it.gpu_end_us = -std::numeric_limits<double>::infinity();
     for (uint32_t n : iter.host_ends) it.host_end_us = std::max(it.host_end_us, s.start[n]);

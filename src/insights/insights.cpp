@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "base/phase_timer.h"
+#include "critical_path/what_if_request.h"
 #include "insights/idle_gaps.h"
 #include "insights/rules_internal.h"
 #include "perf/perf_model.h"
@@ -517,11 +518,10 @@ void size_step_savings(const InsightContext& context, std::vector<Insight>& insi
     // channels_last's layout conversions, each with its launch call) removes
     // it as the what_if tool does with the same arguments.
     if (named && i.what_if.contains("remove_uids")) {
-      critical_path::HostRemoval removal;
-      removal.uids = i.what_if["remove_uids"].get<std::vector<Uid>>();
       const std::vector<critical_path::RankInput> inputs{{&context.trace, &context.tree, -1}};
       try {
-        critical_path::add_host_removal(inputs, model.graph, removal, change);
+        critical_path::add_host_removal(
+            inputs, model.graph, critical_path::parse_what_if_request(i.what_if).removal, change);
       } catch (const std::runtime_error&) {
         continue;  // they match nothing in the graph: no figure
       }
