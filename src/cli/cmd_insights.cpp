@@ -75,8 +75,7 @@ int run_insights(const InsightsArgs& a) {
   std::optional<GpuArch> arch;
   if (!arch_name.empty() && arch_name != "none") arch = engine::load_gpu_arch(arch_name);
   progress.phase("rules");
-  auto context = engine::make_context(trace, tree, arch ? &*arch : nullptr);
-  auto found = engine::run_insights(context);
+  auto [context, found] = engine::analyse_trace(trace, tree, arch ? &*arch : nullptr);
   progress.finish();
   timer.emplace("insights/print");
   fmt::print("{} insights ({}; {})\n", found.size(), trace.gpu_name(),

@@ -365,6 +365,7 @@ using sweep::save_baseline;
 // ---------------------------------------------------------------------------
 // Insights and trace health
 // ---------------------------------------------------------------------------
+using insights::analyse_trace;
 using insights::build_step_model;
 using insights::ChangePlan;
 using insights::Insight;

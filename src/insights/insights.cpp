@@ -9,9 +9,11 @@
 #include <fmt/format.h>
 
 #include "base/phase_timer.h"
+#include "base/two_threads.h"
 #include "critical_path/what_if_request.h"
 #include "insights/idle_gaps.h"
 #include "insights/rules_internal.h"
+#include "insights/trace_facts.h"
 #include "perf/perf_model.h"
 
 namespace jarvis::insights {
@@ -20,7 +22,12 @@ namespace {
 struct NamedRule {
   const char* id;
   RuleFn fn;
+  // The rule reads the step model (c.step, directly or through a helper that
+  // needs it). analyse_trace runs the others while the model is built; a
+  // test holds each of them to the same findings without the model.
+  bool reads_step = false;
 };
+constexpr bool kReadsStep = true;
 
 // Run order. One line per rule.
 constexpr NamedRule kRules[] = {
@@ -28,12 +35,12 @@ constexpr NamedRule kRules[] = {
     {"old_arch_kernel", rule_old_arch_kernel},
     {"autocast_dtype", rule_autocast_dtype},
     {"tiny_gemm_batching", rule_tiny_gemm_batching},
-    {"launch_bound", rule_launch_bound},
-    {"conv_layout_transposes", rule_conv_layout_transposes},
+    {"launch_bound", rule_launch_bound, kReadsStep},
+    {"conv_layout_transposes", rule_conv_layout_transposes, kReadsStep},
     {"unfused_attention", rule_unfused_attention},
     {"elementwise_chain", rule_elementwise_chain},
     {"bandwidth_baseline", rule_bandwidth_baseline},
-    {"foreach_optimizer", rule_foreach_optimizer},
+    {"foreach_optimizer", rule_foreach_optimizer, kReadsStep},
     {"fp32_cross_entropy", rule_fp32_cross_entropy},
     {"full_vocab_logits", rule_full_vocab_logits},
     {"unfused_rmsnorm", rule_unfused_rmsnorm},
@@ -47,10 +54,10 @@ constexpr NamedRule kRules[] = {
     {"compiled_kernel_headroom", rule_compiled_kernel_headroom},
     {"unfused_gelu", rule_unfused_gelu},
     {"fp32_gemm_simt", rule_fp32_gemm_simt},
-    {"host_sync", rule_host_sync},
-    {"dataloader_main_process", rule_dataloader_main_process},
-    {"activation_recompute", rule_activation_recompute},
-    {"unrecorded_host_time", rule_unrecorded_host_time},
+    {"host_sync", rule_host_sync, kReadsStep},
+    {"dataloader_main_process", rule_dataloader_main_process, kReadsStep},
+    {"activation_recompute", rule_activation_recompute, kReadsStep},
+    {"unrecorded_host_time", rule_unrecorded_host_time, kReadsStep},
 };
 
 int64_t int_param(const perf::Params& params, std::string_view name) {
@@ -356,26 +363,37 @@ std::shared_ptr<const InsightContext::StepModel> build_step_model(const Trace& t
 
 InsightContext make_context(const Trace& trace, const CallTree& tree, const GpuArch* arch,
                             const GpuTimeline* timeline, const StepModelRef* step) {
+  // The step model (the dependency graph and its two schedules) and the perf
+  // rows with the GPU timeline read the trace and the tree and nothing of
+  // each other: with a second core, side by side (the model first, it costs
+  // most).
+  std::shared_ptr<const InsightContext::StepModel> model;
   std::vector<report::PerfOpRow> rows;
-  {
-    PhaseTimer t("insights/context/perf_rows");
-    rows = report::unified_perf_rows(trace, tree, arch);
-  }
-  InsightContext c{trace, tree, arch, std::move(rows), 0, {}, {}, {}, {}};
-  for (const auto& r : c.rows) c.total_kernel_time_us += r.kernel_time_us;
-  std::optional<PhaseTimer> timeline_timer(std::in_place, "insights/context/timeline");
-  if (timeline) {
-    c.timeline = *timeline;
-  } else {
+  std::optional<GpuTimeline> own_timeline;
+  std::vector<std::function<void()>> parts;
+  if (!step) parts.push_back([&] { model = build_step_model(trace, tree); });
+  parts.push_back([&] {
+    {
+      PhaseTimer t("insights/context/perf_rows");
+      rows = report::unified_perf_rows(trace, tree, arch);
+    }
+    if (timeline) return;
+    PhaseTimer t("insights/context/timeline");
     try {
-      c.timeline = compute_gpu_timeline(trace, tree);
+      own_timeline = compute_gpu_timeline(trace, tree);
     } catch (const std::runtime_error&) {
       // No GPU events: the trace-level rules have nothing to say.
     }
-  }
-  timeline_timer.reset();
+  });
+  run_on_two_threads(parts);
+  InsightContext c{trace, tree, arch, std::move(rows), 0, {}, {}, {}, {}};
+  for (const auto& r : c.rows) c.total_kernel_time_us += r.kernel_time_us;
+  if (timeline)
+    c.timeline = *timeline;
+  else
+    c.timeline = std::move(own_timeline);
   c.gpu_name = trace.gpu_name();
-  c.step = step ? step->model : build_step_model(trace, tree);
+  c.step = step ? step->model : std::move(model);
   return c;
 }
 
@@ -451,12 +469,87 @@ void severity_follows_ranking(std::vector<Insight>& ranked) {
 
 }  // namespace
 
+namespace {
+
+using FindingsByRule = std::vector<std::vector<Insight>>;  // indexed like kRules
+
+void run_rule(const InsightContext& context, size_t k, FindingsByRule& found) {
+  const NamedRule& rule = kRules[k];
+  PhaseTimer t(profile_phases_enabled() ? std::string("insights/rule/") + rule.id : "");
+  rule.fn(context, found[k]);
+}
+
+// The rules read the context and write their own findings: with a second
+// core two threads take them in turn (in run order); the findings keep the
+// rules' order whichever thread ran them.
+std::function<void()> rule_task(const InsightContext& context, size_t k, FindingsByRule& found) {
+  return [&context, k, &found] { run_rule(context, k, found); };
+}
+
+std::vector<Insight> ranked_insights(const InsightContext& context, FindingsByRule by_rule);
+
+}  // namespace
+
 std::vector<Insight> run_insights(const InsightContext& context) {
-  std::vector<Insight> out;
-  for (const auto& rule : kRules) {
-    PhaseTimer t(profile_phases_enabled() ? std::string("insights/rule/") + rule.id : "");
-    rule.fn(context, out);
+  detail::prepare_trace_facts(context);
+  FindingsByRule by_rule(std::size(kRules));
+  std::vector<std::function<void()>> rules;
+  for (size_t k = 0; k < std::size(kRules); ++k) rules.push_back(rule_task(context, k, by_rule));
+  run_on_two_threads(rules);
+  return ranked_insights(context, std::move(by_rule));
+}
+
+TraceInsights analyse_trace(const Trace& trace, const CallTree& tree, const GpuArch* arch) {
+  // The step model costs about what the perf rows and the rules that do not
+  // read it cost together: one thread builds it while the other builds the
+  // context without it and runs those rules (either takes what is left);
+  // then the rules that read it, on both.
+  std::shared_ptr<const InsightContext::StepModel> model;
+  std::optional<InsightContext> context;
+  FindingsByRule by_rule(std::size(kRules));
+  TaskLatch context_ready;
+  std::vector<std::function<void()>> before_model{
+      [&] { model = build_step_model(trace, tree); }, [&] {
+        context_ready.run([&] {
+          const StepModelRef none;
+          context.emplace(make_context(trace, tree, arch, nullptr, &none));
+          detail::prepare_trace_facts(*context);
+        });
+      }};
+  std::vector<std::function<void()>> with_model;
+  for (size_t k = 0; k < std::size(kRules); ++k) {
+    if (kRules[k].reads_step) continue;
+    before_model.push_back([&, k] {
+      context_ready.wait();
+      run_rule(*context, k, by_rule);
+    });
   }
+  run_on_two_threads(before_model);
+  context->step = std::move(model);
+  for (size_t k = 0; k < std::size(kRules); ++k)
+    if (kRules[k].reads_step) with_model.push_back(rule_task(*context, k, by_rule));
+  run_on_two_threads(with_model);
+  std::vector<Insight> found = ranked_insights(*context, std::move(by_rule));
+  return {std::move(*context), std::move(found)};
+}
+
+std::vector<Insight> run_rules_for_test(const InsightContext& context, bool without_step_only) {
+  detail::prepare_trace_facts(context);
+  std::vector<Insight> out;
+  for (size_t k = 0; k < std::size(kRules); ++k) {
+    if (without_step_only && kRules[k].reads_step) continue;
+    FindingsByRule one(std::size(kRules));
+    run_rule(context, k, one);
+    std::move(one[k].begin(), one[k].end(), std::back_inserter(out));
+  }
+  return out;
+}
+
+namespace {
+
+std::vector<Insight> ranked_insights(const InsightContext& context, FindingsByRule by_rule) {
+  std::vector<Insight> out;
+  for (auto& found : by_rule) std::move(found.begin(), found.end(), std::back_inserter(out));
   {
     PhaseTimer t("insights/where+claim+fold");
     for (Insight& i : out) add_where(context, i);
@@ -478,6 +571,8 @@ std::vector<Insight> run_insights(const InsightContext& context) {
   severity_follows_ranking(out);
   return out;
 }
+
+}  // namespace
 
 void size_step_savings(const InsightContext& context, std::vector<Insight>& insights) {
   if (!context.step) return;

@@ -143,6 +143,21 @@ InsightContext make_context(const Trace& trace, const CallTree& tree, const GpuA
 // (claim_recoverable_time); sorted by recoverable time (then time), largest first.
 std::vector<Insight> run_insights(const InsightContext& context);
 
+// make_context (building the step model) and run_insights in one, the same
+// context and findings, sooner: the rules that do not read the step model
+// run while it is built.
+struct TraceInsights {
+  InsightContext context;
+  std::vector<Insight> found;
+};
+TraceInsights analyse_trace(const Trace& trace, const CallTree& tree, const GpuArch* arch);
+
+// The rules' findings as they report them (before claims, folding and
+// ranking), in run order, one thread; `without_step_only`: only the rules
+// analyse_trace runs before the step model exists. For the test that holds
+// those rules to the same findings with and without it.
+std::vector<Insight> run_rules_for_test(const InsightContext& context, bool without_step_only);
+
 // Each finding's step-time saving from the what-if (Insight::step_saving_us);
 // nothing when the context has no step model. Part of run_insights.
 void size_step_savings(const InsightContext& context, std::vector<Insight>& insights);

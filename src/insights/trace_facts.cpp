@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <map>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -13,8 +14,15 @@
 
 namespace jarvis::insights::detail {
 
+// The rules run on two threads (run_insights): the names of the GPU events
+// are read before they start and then only looked up; every other fact is
+// computed by the first rule that asks, under its own lock (one fact reads
+// another: host_work_idle reads idle), so a second rule waits for it.
 struct TraceFacts {
-  std::unordered_map<uint32_t, KernelNameFacts> names;  // by interned name
+  std::unordered_map<uint32_t, KernelNameFacts> gpu_names;  // by interned name
+  std::mutex other_names_mu;
+  std::map<uint32_t, KernelNameFacts> other_names;  // any other event a rule asks about
+  std::mutex idle_mu, host_work_idle_mu, capture_calls_mu, host_gaps_mu;
   std::optional<IdleGaps> idle;
   std::optional<std::map<std::string, double>> host_work_idle;
   std::optional<size_t> capture_calls;
@@ -24,35 +32,59 @@ struct TraceFacts {
 namespace {
 
 TraceFacts& facts_of(const InsightContext& c) {
-  if (!c.facts) c.facts = std::make_shared<TraceFacts>();
+  prepare_trace_facts(c);
   return *c.facts;
 }
 
-}  // namespace
-
-const KernelNameFacts& kernel_name_facts(const InsightContext& c, Uid event) {
-  const uint32_t id = c.trace.events[event].name;
-  auto& names = facts_of(c).names;
-  auto it = names.find(id);
-  if (it != names.end()) return it->second;
-  const std::string_view name = c.trace.str(id);
+KernelNameFacts read_kernel_name(std::string_view name) {
   KernelNameFacts f;
   f.traits = parse_kernel_name(name);
   f.fp32_simt_gemm = is_fp32_simt_gemm_kernel(name);
   f.layout_conversion = is_layout_conversion_kernel(name);
-  return names.emplace(id, std::move(f)).first->second;
+  return f;
+}
+
+// The fact in `slot`, made by `make` on the first call (a failure leaves it
+// unset: the next call tries again and throws the same).
+template <class T, class Make>
+const T& computed_once(std::mutex& mu, std::optional<T>& slot, Make&& make) {
+  std::lock_guard lock(mu);
+  if (!slot) slot = make();
+  return *slot;
+}
+
+}  // namespace
+
+void prepare_trace_facts(const InsightContext& c) {
+  if (c.facts) return;
+  auto facts = std::make_shared<TraceFacts>();
+  for (const Event& e : c.trace.events) {
+    if (!e.is_gpu()) continue;
+    auto [it, added] = facts->gpu_names.try_emplace(e.name);
+    if (added) it->second = read_kernel_name(c.trace.str(e.name));
+  }
+  c.facts = std::move(facts);
+}
+
+const KernelNameFacts& kernel_name_facts(const InsightContext& c, Uid event) {
+  const uint32_t id = c.trace.events[event].name;
+  TraceFacts& f = facts_of(c);
+  if (auto it = f.gpu_names.find(id); it != f.gpu_names.end()) return it->second;
+  std::lock_guard lock(f.other_names_mu);  // a std::map's elements stay where they are
+  auto it = f.other_names.find(id);
+  if (it == f.other_names.end()) it = f.other_names.emplace(id, read_kernel_name(c.trace.str(id))).first;
+  return it->second;
 }
 
 const IdleGaps& trace_idle_gaps(const InsightContext& c) {
   auto& f = facts_of(c);
-  if (!f.idle) f.idle = idle_gaps(c.trace, c.tree);
-  return *f.idle;
+  return computed_once(f.idle_mu, f.idle, [&] { return idle_gaps(c.trace, c.tree); });
 }
 
 size_t graph_capture_calls(const InsightContext& c) {
   auto& f = facts_of(c);
-  if (!f.capture_calls) f.capture_calls = graph_capture_calls(c.trace);
-  return *f.capture_calls;
+  return computed_once(f.capture_calls_mu, f.capture_calls,
+                       [&] { return graph_capture_calls(c.trace); });
 }
 
 namespace {
@@ -104,19 +136,17 @@ std::map<std::string, double> sum_host_opened_idle(const InsightContext& c) {
 
 std::map<std::string, double> host_work_idle_by_place(const InsightContext& c) {
   auto& f = facts_of(c);
-  if (!f.host_work_idle) f.host_work_idle = sum_host_opened_idle(c);
-  return *f.host_work_idle;
+  return computed_once(f.host_work_idle_mu, f.host_work_idle,
+                       [&] { return sum_host_opened_idle(c); });
 }
 
 const std::vector<critical_path::HostGap>& unrecorded_host_gaps(const InsightContext& c) {
   auto& f = facts_of(c);
-  if (!f.host_gaps) {
+  return computed_once(f.host_gaps_mu, f.host_gaps, [&] {
     critical_path::HostGapSelector any;
     any.min_us = kUnrecordedMinGapUs;
-    f.host_gaps =
-        critical_path::unrecorded_host_gaps({{&c.trace, &c.tree, -1}}, c.step->graph, any);
-  }
-  return *f.host_gaps;
+    return critical_path::unrecorded_host_gaps({{&c.trace, &c.tree, -1}}, c.step->graph, any);
+  });
 }
 
 std::vector<critical_path::HostGap> add_host_gap_removal(const InsightContext& c,

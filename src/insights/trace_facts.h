@@ -4,8 +4,8 @@
 // What a kernel's name says is read once per distinct name (a tiled trace
 // launches the same few hundred kernels a million times); the GPU's idle
 // gaps, the graph-capture calls and the unrecorded host stretches once per
-// trace. A context is read by one thread at a time (run_insights runs the
-// rules in turn).
+// trace. The rules run on two threads (run_insights): what they read here is
+// safe to read from both once prepare_trace_facts has run.
 #pragma once
 
 #include <cstddef>
@@ -21,6 +21,11 @@ struct IdleGaps;  // idle_gaps.h
 }  // namespace jarvis::insights
 
 namespace jarvis::insights::detail {
+
+// Makes c.facts (once; run_insights calls it before the rules start): reads
+// the names of the trace's GPU events, which the rules then look up from two
+// threads without a lock.
+void prepare_trace_facts(const InsightContext& c);
 
 // What a GPU kernel's name says.
 struct KernelNameFacts {
