@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "base/atomic_file.h"
+#include "base/two_threads.h"
 #include "critical_path/critical_path.h"
 #include "critical_path/what_if_request.h"
 #include "explore/input_format.h"
@@ -64,27 +65,34 @@ Table path_table(const IterationResult& it) {
   return t;
 }
 
-// One CSV per iteration, written in batches (write_files_atomic: their
-// fsyncs at once; one after another, a 64-iteration trace spent more time
-// waiting for the disk than analysing, issue 75) of at most kBatchBytes, so
-// that a trace of many iterations holds one batch of text, not all of it.
-std::vector<std::string> write_paths(const Analysis& a, const std::string& dir,
-                                     const std::string& prefix) {
-  constexpr size_t kBatchBytes = size_t{16} << 20;
+// One CSV per iteration, after the files in `first` (the summary), written
+// in batches (write_files_atomic: their fsyncs at once; one after another, a
+// 64-iteration trace waited longer for the disk than it took to analyse,
+// issue 75) of at most kBatchSegments rows, so that a trace of many
+// iterations holds one batch of text, not all of it; a batch's tables are
+// made on two threads.
+std::vector<std::string> write_with_paths(std::vector<std::pair<std::string, std::string>> first,
+                                          const Analysis& a, const std::string& dir,
+                                          const std::string& prefix) {
+  constexpr size_t kBatchSegments = size_t{1} << 15;
   std::vector<std::string> files;
-  std::vector<std::pair<std::string, std::string>> batch;
-  size_t batch_bytes = 0;
-  for (size_t k = 0; k < a.iterations.size(); ++k) {
-    std::string path = fmt::format("{}/{}path_iteration{}.csv", dir, prefix, k);
-    files.push_back(path);
-    batch.emplace_back(std::move(path), path_table(a.iterations[k]).to_csv());
-    batch_bytes += batch.back().second.size();
-    if (batch_bytes >= kBatchBytes || k + 1 == a.iterations.size()) {
-      write_files_atomic(batch);
-      batch.clear();
-      batch_bytes = 0;
+  for (const auto& f : first) files.push_back(f.first);
+  std::vector<std::pair<std::string, std::string>> batch = std::move(first);
+  size_t k = 0;
+  do {
+    std::vector<std::function<void()>> tables;
+    for (size_t segments = 0; k < a.iterations.size() && segments < kBatchSegments; ++k) {
+      segments += a.iterations[k].path.size();
+      files.push_back(fmt::format("{}/{}path_iteration{}.csv", dir, prefix, k));
+      batch.emplace_back(files.back(), std::string());
+      tables.push_back([&a, &batch, k, slot = batch.size() - 1] {
+        batch[slot].second = path_table(a.iterations[k]).to_csv();
+      });
     }
-  }
+    run_on_two_threads(tables);
+    write_files_atomic(batch);
+    batch.clear();
+  } while (k < a.iterations.size());
   return files;
 }
 
@@ -296,21 +304,17 @@ nlohmann::json what_if_json(const WhatIfResult& r, const Scenario& sc, size_t to
 
 std::vector<std::string> write_analysis(const Analysis& a, const std::string& dir) {
   std::filesystem::create_directories(dir);
-  std::string summary = dir + "/critical_path_summary.json";
-  write_file_atomic(summary, analysis_json(a, a.contributors.size()).dump(1) + "\n");
-  std::vector<std::string> files{summary};
-  for (std::string& f : write_paths(a, dir, "")) files.push_back(std::move(f));
-  return files;
+  return write_with_paths({{dir + "/critical_path_summary.json",
+                            analysis_json(a, a.contributors.size()).dump(1) + "\n"}},
+                          a, dir, "");
 }
 
 std::vector<std::string> write_what_if(const WhatIfResult& r, const Scenario& sc,
                                        const std::string& dir) {
   std::filesystem::create_directories(dir);
-  std::string file = dir + "/what_if.json";
-  write_file_atomic(file, what_if_json(r, sc, r.predicted.contributors.size()).dump(1) + "\n");
-  std::vector<std::string> files{file};
-  for (std::string& f : write_paths(r.predicted, dir, "predicted_")) files.push_back(std::move(f));
-  return files;
+  return write_with_paths({{dir + "/what_if.json",
+                            what_if_json(r, sc, r.predicted.contributors.size()).dump(1) + "\n"}},
+                          r.predicted, dir, "predicted_");
 }
 
 }  // namespace jarvis::critical_path

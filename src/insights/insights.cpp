@@ -582,8 +582,10 @@ void size_step_savings(const InsightContext& context, std::vector<Insight>& insi
   std::map<Uid, const std::vector<Uid>*> row_kernels;
   for (const auto& row : context.rows)
     if (row.uid >= context.trace.events.size()) row_kernels[row.uid] = &row.kernels;
-  for (Insight& i : insights) {
-    if (i.step_saving_us || !i.recoverable_us || i.scope == "trace") continue;
+  // Each finding's what-if replays the step model on its own and writes that
+  // finding only: with a second core, two threads take them in turn.
+  auto size_one = [&](Insight& i) {
+    if (i.step_saving_us || !i.recoverable_us || i.scope == "trace") return;
     std::vector<Uid> gpu;
     double gpu_time = 0;
     // The GPU work the fix changes, where the rule names it (what_if's
@@ -607,7 +609,7 @@ void size_step_savings(const InsightContext& context, std::vector<Insight>& insi
     std::sort(gpu.begin(), gpu.end());
     gpu.erase(std::unique(gpu.begin(), gpu.end()), gpu.end());
     for (Uid g : gpu) gpu_time += std::max(0.0, context.trace.events[g].dur());
-    if (gpu.empty() || !(gpu_time > 0)) continue;
+    if (gpu.empty() || !(gpu_time > 0)) return;
     critical_path::Scenario change;
     // A change that also takes work out whole (its what_if's remove_uids:
     // channels_last's layout conversions, each with its launch call) removes
@@ -618,7 +620,7 @@ void size_step_savings(const InsightContext& context, std::vector<Insight>& insi
         critical_path::add_host_removal(
             inputs, model.graph, critical_path::parse_what_if_request(i.what_if).removal, change);
       } catch (const std::runtime_error&) {
-        continue;  // they match nothing in the graph: no figure
+        return;  // they match nothing in the graph: no figure
       }
     }
     change.select.gpu_uids = gpu;
@@ -653,13 +655,13 @@ void size_step_savings(const InsightContext& context, std::vector<Insight>& insi
     // A step saving well short of the recoverable time is explained (the
     // blind run met channels_last's 8.7 of 16.2 ms a step with no word why).
     constexpr double kExplainBelowShare = 0.75;
-    if (*i.step_saving_us >= kExplainBelowShare * *i.recoverable_us) continue;
+    if (*i.step_saving_us >= kExplainBelowShare * *i.recoverable_us) return;
     if (host_bound) {
       i.step_saving_note = fmt::format(
           "host-bound step ({} of {} iterations): reaches the step once the host-bound finding "
           "is fixed",
           model.host_bound_iterations(), model.measured.iterations.size());
-      continue;
+      return;
     }
     // What bounds the step after the change: the predicted paths' sides,
     // walked only for a finding whose saving falls short.
@@ -675,7 +677,10 @@ void size_step_savings(const InsightContext& context, std::vector<Insight>& insi
       i.step_saving_note = *i.step_saving_us < 0.5 * *i.recoverable_us
                                ? "largely off the critical path (overlapped by other work)"
                                : "partly off the critical path (overlapped by other work)";
-  }
+  };
+  std::vector<std::function<void()>> sizings;
+  for (Insight& i : insights) sizings.push_back([&size_one, &i] { size_one(i); });
+  run_on_two_threads(sizings);
   detail::replay_what_ifs(context, insights);
 }
 
