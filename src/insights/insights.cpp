@@ -516,6 +516,13 @@ TraceInsights analyse_trace(const Trace& trace, const CallTree& tree, const GpuA
           detail::prepare_trace_facts(*context);
         });
       }};
+  // What the rules that read the model also read of the trace alone (the
+  // GPU's idle gaps, the idle the host opened by place): made before the
+  // model is done, by whichever thread is free.
+  before_model.push_back([&] {
+    context_ready.wait();
+    detail::host_work_idle_by_place(*context);
+  });
   std::vector<std::function<void()>> with_model;
   for (size_t k = 0; k < std::size(kRules); ++k) {
     if (kRules[k].reads_step) continue;

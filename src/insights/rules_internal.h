@@ -75,6 +75,12 @@ double step_saving_total_us(const InsightContext& c, const critical_path::Scenar
 // on the un-profiled step; nullopt without a step model or when the
 // arguments match nothing (what_if_replay.cpp).
 std::optional<double> what_if_replay_total_us(const InsightContext& c, const nlohmann::json& args);
+// Adds the changes a finding's what_if arguments name (the what_if tool's,
+// beside `traces`) to `sc`: its GPU events at their factor as one more
+// selection, its host removals, host gaps and CUDA graph. Throws as the
+// what-if does when they match nothing. Needs c.step.
+void add_what_if_args(const InsightContext& c, const nlohmann::json& args,
+                      critical_path::Scenario& sc);
 // Each host finding's step saving made the figure its what_if arguments
 // replay: the finding and the what-if an agent runs say one number.
 void replay_what_ifs(const InsightContext& c, std::vector<Insight>& insights);

@@ -21,12 +21,6 @@
 
 namespace jarvis::insights::detail {
 
-namespace {
-
-// Adds the changes a finding's what_if arguments name (the what_if tool's,
-// beside `traces`) to `sc`: its GPU events at their factor as one more
-// selection, its host removals, host gaps and CUDA graph. Throws as the
-// what-if does when they match nothing.
 void add_what_if_args(const InsightContext& c, const nlohmann::json& args,
                       critical_path::Scenario& sc) {
   const critical_path::WhatIfRequest request = critical_path::parse_what_if_request(args);
@@ -40,8 +34,6 @@ void add_what_if_args(const InsightContext& c, const nlohmann::json& args,
   // picked from the trace's one scan of its stretches (trace_facts.h)
   if (request.host_gaps) detail::add_host_gap_removal(c, *request.host_gaps, sc);
 }
-
-}  // namespace
 
 std::optional<double> what_if_replay_total_us(const InsightContext& c, const nlohmann::json& args) {
   if (!c.step || !args.is_object()) return std::nullopt;
@@ -169,34 +161,63 @@ ChangePlan plan_changes(const InsightContext& c, const std::vector<Insight>& ins
         ++g;
       }
   }
+  // Each change is replayed on top of the ones listed above it (joint).
+  // Whether a change is listed is known only after its replay, so the
+  // replays go two at a time: the next change alone on the joint, and the
+  // one after it on the joint with the next (what it replays when the next
+  // is listed, the usual case; else it is replayed again, alone, in the
+  // next round). The same scenarios in the same order as one at a time.
   critical_path::Scenario joint;
   double before = -1;
   size_t adding = 0;  // changes that add something once those above are made
-  for (size_t k : order) {
-    if (adding == max_changes) break;
-    const Insight& i = insights[k];
-    critical_path::Scenario with = joint;
+  struct Replay {
+    std::optional<critical_path::Scenario> with;  // unset: its arguments match nothing
+    critical_path::WhatIfResult result;
+  };
+  auto replay = [&c, &insights](const critical_path::Scenario& base,
+                                std::initializer_list<size_t> changes, Replay& out) {
     try {
-      detail::add_what_if_args(c, i.what_if, with);
-      const auto r = detail::step_time_what_if(c, with);
-      if (before < 0) before = plan.step_before_us = r.measured_step_time_us;
-      PlanStep step;
-      step.finding = k;
-      step.step_after_us = std::min(before, r.predicted_step_time_us);
-      step.saving_us = before - step.step_after_us;
-      step.alone_saving_us = *i.step_saving_us / steps;
-      step.note = notes[k];
-      // Less than 10 us a step adds nothing: listed for a change that saves
-      // something alone (10 us or more: it does not pay after those above),
-      // else left out.
-      const bool adds = step.saving_us >= kAddsNothingUs;
-      if (!adds && step.alone_saving_us < kAddsNothingUs) continue;
-      adding += adds;
-      plan.steps.push_back(step);
-      before = step.step_after_us;
-      joint = std::move(with);
+      critical_path::Scenario with = base;
+      for (size_t k : changes) detail::add_what_if_args(c, insights[k].what_if, with);
+      out.result = detail::step_time_what_if(c, with);
+      out.with = std::move(with);
     } catch (const std::runtime_error&) {  // its arguments match nothing: left out
     } catch (const nlohmann::json::exception&) {
+    }
+  };
+  // Lists change k after its replay (true), or leaves it out.
+  auto list = [&](size_t k, Replay& rep) {
+    if (!rep.with) return false;
+    const auto& r = rep.result;
+    if (before < 0) before = plan.step_before_us = r.measured_step_time_us;
+    PlanStep step;
+    step.finding = k;
+    step.step_after_us = std::min(before, r.predicted_step_time_us);
+    step.saving_us = before - step.step_after_us;
+    step.alone_saving_us = *insights[k].step_saving_us / steps;
+    step.note = notes[k];
+    // Less than 10 us a step adds nothing: listed for a change that saves
+    // something alone (10 us or more: it does not pay after those above),
+    // else left out.
+    const bool adds = step.saving_us >= kAddsNothingUs;
+    if (!adds && step.alone_saving_us < kAddsNothingUs) return false;
+    adding += adds;
+    plan.steps.push_back(step);
+    before = step.step_after_us;
+    joint = std::move(*rep.with);
+    return true;
+  };
+  for (size_t n = 0; n < order.size() && adding < max_changes;) {
+    const size_t next = order[n];
+    const bool pair = n + 1 < order.size();
+    Replay alone, after;
+    run_on_two_threads({[&] { replay(joint, {next}, alone); }, [&] {
+                          if (pair) replay(joint, {next, order[n + 1]}, after);
+                        }});
+    ++n;
+    if (list(next, alone) && pair && adding < max_changes) {
+      list(order[n], after);
+      ++n;
     }
   }
   return plan;

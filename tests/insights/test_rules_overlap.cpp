@@ -5,9 +5,13 @@
 // exists reports, one thread, the same findings in a context without the
 // model as in one with it (the rule table's reads_step flags are right);
 // (2) analyse_trace's context and findings equal make_context +
-// run_insights' (the same step, the same findings, byte for byte as JSON).
+// run_insights' (the same step, the same findings, byte for byte as JSON);
+// (3) the plan, whose replays go two at a time, lists each change at the
+// step the what-if of it on the changes listed above it gives, replayed
+// here one at a time.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -15,6 +19,7 @@
 
 #include "golden.h"
 #include "insights/insights.h"
+#include "insights/rules_internal.h"
 #include "perf/gpu_arch.h"
 #include "trace/loader.h"
 #include "tree/call_tree.h"
@@ -87,6 +92,39 @@ TEST_CASE("analyse_trace gives make_context + run_insights' context and findings
     ++compared;
   }
   CHECK(compared == traces.size());
+}
+
+TEST_CASE("the plan's changes, each replayed on the ones listed above it") {
+  const auto traces = jarvis::golden::shared_kineto_traces();
+  if (traces.empty()) {
+    MESSAGE("skipped: ../shared is missing");
+    return;
+  }
+  static const auto arch = jarvis::perf::load_gpu_arch("H200");
+  size_t listed = 0, plans = 0;
+  for (const std::string& path : traces) {
+    CAPTURE(path);
+    const jarvis::Trace t = jarvis::load_trace(path);
+    const jarvis::CallTree tree(t);
+    const in::TraceInsights got = in::analyse_trace(t, tree, &arch);
+    const in::ChangePlan plan = in::plan_changes(got.context, got.found);
+    if (plan.steps.empty()) continue;
+    ++plans;
+    jarvis::critical_path::Scenario joint;
+    double before = plan.step_before_us;
+    for (const in::PlanStep& step : plan.steps) {
+      CAPTURE(got.found[step.finding].rule);
+      in::detail::add_what_if_args(got.context, got.found[step.finding].what_if, joint);
+      const auto r = in::detail::step_time_what_if(got.context, joint);
+      CHECK(r.measured_step_time_us == plan.step_before_us);
+      CHECK(step.step_after_us == std::min(before, r.predicted_step_time_us));
+      CHECK(step.saving_us == before - step.step_after_us);
+      before = step.step_after_us;
+      ++listed;
+    }
+  }
+  CHECK(plans >= 10);
+  CHECK(listed > plans);  // some plans list more than one change
 }
 
 }  // namespace JARVIS_TEST_FILE
