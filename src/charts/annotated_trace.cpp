@@ -42,14 +42,61 @@ std::string us_text(double us) {
   return us_text(static_cast<int64_t>(std::llround(us * 1e3)));
 }
 
+// gzip (RFC 1952) made piece by piece: the text given to add() is
+// compressed as it comes, finish() returns the whole member.
+class GzipStream {
+ public:
+  GzipStream() {
+    if (deflateInit2(&z_, 6, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK)
+      throw std::runtime_error("gzip: deflateInit2 failed");
+  }
+  ~GzipStream() { deflateEnd(&z_); }
+  GzipStream(const GzipStream&) = delete;
+  GzipStream& operator=(const GzipStream&) = delete;
+
+  void add(std::string_view text) {
+    const int rc = run(text, Z_NO_FLUSH);
+    if (rc != Z_OK && rc != Z_BUF_ERROR) throw std::runtime_error("gzip: deflate failed");
+  }
+  std::string finish() {
+    if (run({}, Z_FINISH) != Z_STREAM_END) throw std::runtime_error("gzip: deflate did not finish");
+    return std::move(out_);
+  }
+
+ private:
+  // zlib's loop: deflate into a fresh piece of output until a call leaves
+  // room in it (all of `in` taken; with Z_FINISH, the stream ended).
+  int run(std::string_view in, int flush) {
+    constexpr size_t kPiece = size_t{1} << 20;
+    z_.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(in.data()));
+    z_.avail_in = static_cast<uInt>(in.size());
+    int rc = Z_OK;
+    do {
+      const size_t at = out_.size();
+      out_.resize(at + kPiece);
+      z_.next_out = reinterpret_cast<Bytef*>(out_.data() + at);
+      z_.avail_out = static_cast<uInt>(kPiece);
+      rc = deflate(&z_, flush);
+      out_.resize(at + kPiece - z_.avail_out);
+    } while (rc != Z_STREAM_ERROR && z_.avail_out == 0);
+    return rc;
+  }
+
+  z_stream z_{};
+  std::string out_;
+};
+
 class Writer {
  public:
-  // The document's head goes first and the events after it, into one string
-  // reserved for about what a trace's events take (256 bytes each, x32: 236; pages
-  // reserved but not written take no memory), so it is neither copied as it
-  // grows nor once more to join head and events at the end.
-  Writer(const Trace& trace, const std::string& source) : trace_(trace) {
-    out_.reserve(trace.events.size() * 256 + 4096);
+  // The document's head goes first and the events after it. Into one string
+  // reserved for about what a trace's events take (256 bytes each, x32: 236;
+  // pages reserved but not written take no memory), so it is neither copied
+  // as it grows nor once more to join head and events at the end; or, given
+  // a gzip stream, into a buffer compressed each time it holds kPieceBytes
+  // (x256: 1.3 GB of JSON held whole before the compressed 100 MB, issue 75).
+  Writer(const Trace& trace, const std::string& source, GzipStream* gzip = nullptr)
+      : trace_(trace), gzip_(gzip) {
+    out_.reserve(gzip ? kPieceBytes + 64 * 1024 : trace.events.size() * 256 + 4096);
     out_ += "{\"displayTimeUnit\":\"ms\",\"otherData\":{\"jarvis\":" +
             json_string("annotated trace of " + source +
                         ": the trace's events plus the critical path and the findings in the "
@@ -61,6 +108,10 @@ class Writer {
     out_ += first_ ? "\n" : ",\n";
     first_ = false;
     out_ += "{" + body + "}";
+    if (gzip_ && out_.size() >= kPieceBytes) {
+      gzip_->add(out_);
+      out_.clear();
+    }
   }
 
   // The trace's own events: slices, instants and the launch flows.
@@ -108,12 +159,16 @@ class Writer {
     return n;
   }
 
+  // The document (the compressed member with a gzip stream).
   std::string finish() {
     out_ += "\n]}\n";
-    return std::move(out_);
+    if (!gzip_) return std::move(out_);
+    gzip_->add(out_);
+    return gzip_->finish();
   }
 
  private:
+  static constexpr size_t kPieceBytes = size_t{1} << 20;
   const std::string& name(uint32_t id) {
     auto it = names_.find(id);
     if (it == names_.end()) it = names_.emplace(id, json_string(trace_.strings.view(id))).first;
@@ -121,6 +176,7 @@ class Writer {
   }
 
   const Trace& trace_;
+  GzipStream* gzip_;
   std::string out_;
   bool first_ = true;
   std::unordered_map<uint32_t, std::string> names_;
@@ -145,10 +201,13 @@ std::string segment_name(const critical_path::Segment& s) {
 
 }  // namespace
 
-std::string annotated_trace_json(const Trace& trace, const ReportVerdict& verdict,
-                                 const std::string& source, AnnotatedTraceCounts* counts) {
+namespace {
+
+std::string write_annotated_trace(const Trace& trace, const ReportVerdict& verdict,
+                                  const std::string& source, AnnotatedTraceCounts* counts,
+                                  GzipStream* gzip) {
   AnnotatedTraceCounts c;
-  Writer w(trace, source);
+  Writer w(trace, source, gzip);
   c.trace_events = w.copy_trace();
   const int64_t pid = free_pid(trace);
   auto track = [&](int tid, const std::string& label) {
@@ -219,6 +278,19 @@ std::string annotated_trace_json(const Trace& trace, const ReportVerdict& verdic
   }
   if (counts) *counts = c;
   return w.finish();
+}
+
+}  // namespace
+
+std::string annotated_trace_json(const Trace& trace, const ReportVerdict& verdict,
+                                 const std::string& source, AnnotatedTraceCounts* counts) {
+  return write_annotated_trace(trace, verdict, source, counts, nullptr);
+}
+
+std::string annotated_trace_gzip(const Trace& trace, const ReportVerdict& verdict,
+                                 const std::string& source, AnnotatedTraceCounts* counts) {
+  GzipStream gzip;
+  return write_annotated_trace(trace, verdict, source, counts, &gzip);
 }
 
 std::string gzip_compress(std::string_view data) {

@@ -36,6 +36,12 @@ struct AnnotatedTraceCounts {
 std::string annotated_trace_json(const Trace& trace, const ReportVerdict& verdict,
                                  const std::string& source, AnnotatedTraceCounts* counts = nullptr);
 
+// gzip_compress(annotated_trace_json(...)) made as the text comes: the
+// compressed document and a buffer of text held, not the whole text (what
+// `report --html` and render_report write).
+std::string annotated_trace_gzip(const Trace& trace, const ReportVerdict& verdict,
+                                 const std::string& source, AnnotatedTraceCounts* counts = nullptr);
+
 // gzip (RFC 1952) of `data`, as Perfetto UI and chrome://tracing read it.
 std::string gzip_compress(std::string_view data);
 

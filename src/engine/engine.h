@@ -421,6 +421,7 @@ inline std::vector<SqlTableInfo> sql_catalog(const LoadedTrace& trace) {
 // ---------------------------------------------------------------------------
 // Charts and HTML pages
 // ---------------------------------------------------------------------------
+using charts::annotated_trace_gzip;
 using charts::annotated_trace_json;
 using charts::annotated_trace_name;
 using charts::AnnotatedTraceCounts;

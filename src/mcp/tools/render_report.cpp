@@ -54,8 +54,8 @@ ToolResult render_report_tool(const json& args, ToolContext& ctx) {
   std::string html = engine::report_html(entry->trace(), *report, charts, page);
   write_file_atomic(
       annotated_path.string(),
-      engine::gzip_compress(engine::annotated_trace_json(
-          entry->trace(), verdict, std::filesystem::path(entry->path()).filename().string())));
+      engine::annotated_trace_gzip(entry->trace(), verdict,
+                                   std::filesystem::path(entry->path()).filename().string()));
   ctx.paths().note_written(annotated_path);
   write_file_atomic(out.string(), html);
   ctx.paths().note_written(out);
