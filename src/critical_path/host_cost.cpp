@@ -3,11 +3,13 @@
 // path's graph take their profiler share from it (build_graph).
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <map>
 #include <optional>
 #include <queue>
 
 #include "base/huge_pages.h"
+#include "base/two_threads.h"
 #include "base/sort_runs.h"
 #include "critical_path/critical_path.h"
 #include "critical_path/internal.h"
@@ -57,63 +59,89 @@ HostCostIndex::HostCostIndex(const Trace& trace, const ProfilerCost& cost) {
     enters[e.thread] += n > 0;
     exits[e.thread] += n > 1;
   }
-  std::vector<std::vector<std::pair<double, double>>> exit_marks(threads);
-  for (size_t t = 0; t < threads; ++t) {
-    marks_[t].reserve(enters[t] + exits[t]);
-    exit_marks[t].reserve(exits[t]);
-    advise_huge_pages(marks_[t].data(), marks_[t].capacity() * sizeof(marks_[t][0]));
-    advise_huge_pages(exit_marks[t].data(), exit_marks[t].capacity() * sizeof(exit_marks[t][0]));
-  }
-  // An op's or frame's cost falls half where it enters, half where it
-  // exits; a memory event's where it is.
-  for (Uid u = 0; u < trace.events.size(); ++u) {
-    const Event& e = trace.events[u];
-    const int n = marks_left(e);
-    if (n == 0) continue;
-    auto& marks = marks_[e.thread];
-    if (e.is_runtime()) {
-      // Half of a runtime call's cost falls inside the call (its node's
-      // profiler_us), half in the host gap before it.
-      marks.emplace_back(std::nextafter(e.ts(), -1e300), cost.per_runtime_call_us / 2);
-      continue;
+  // The threads' marks are independent: two groups of threads, of about as
+  // many marks each, are filled, sorted and summed on two threads (a
+  // training step records its forward ops on the main thread and its
+  // backward ops on autograd's).
+  std::vector<uint8_t> group(threads, 0);
+  {
+    std::vector<uint32_t> by_marks;
+    for (uint32_t t = 0; t < threads; ++t)
+      if (enters[t] > 0) by_marks.push_back(t);
+    std::sort(by_marks.begin(), by_marks.end(), [&](uint32_t a, uint32_t b) {
+      return enters[a] + exits[a] != enters[b] + exits[b] ? enters[a] + exits[a] > enters[b] + exits[b]
+                                                          : a < b;
+    });
+    size_t in_group[2] = {0, 0};
+    for (uint32_t t : by_marks) {
+      const uint8_t g = in_group[1] < in_group[0] ? 1 : 0;
+      group[t] = g;
+      in_group[g] += enters[t] + exits[t];
     }
-    double each = 0;
-    if (e.cat == Cat::CpuOp)
-      each = (cost.per_op_us +
-              (inputs_cost ? cost.per_input_us *
-                                 static_cast<double>(host_cost_inputs_of(trace, e, dims_key))
-                           : 0.0)) /
-             2;
-    else if (e.cat == Cat::PythonFunction)
-      each = cost.per_python_frame_us / 2;
-    else
-      each = cost.per_memory_event_us;
-    marks.emplace_back(e.ts(), each);
-    if (n == 2 && e.cat != Cat::CpuInstantEvent) exit_marks[e.thread].emplace_back(e.end(), each);
   }
-  // Each thread's marks in (time, cost) order, then their running totals:
-  // the same sequence as one sort of all of them (equal marks are alike).
-  std::map<int64_t, std::vector<uint32_t>> threads_of;  // each process's threads with marks
-  for (uint32_t thread = 0; thread < threads; ++thread) {
-    auto& marks = marks_[thread];
-    auto& out = exit_marks[thread];
-    if (marks.empty()) continue;
-    stable_sort_runs(marks.begin(), marks.end());
-    std::sort(out.begin(), out.end());
-    // Merged from the back into the room reserved after the enter marks.
-    size_t i = marks.size(), j = out.size();
-    marks.resize(i + j);
-    for (size_t w = marks.size(); j > 0;) {
-      if (i > 0 && out[j - 1] < marks[i - 1])
-        marks[--w] = marks[--i];
+  auto fill_group = [&](uint8_t g) {
+    std::vector<std::vector<std::pair<double, double>>> exit_marks(threads);
+    for (size_t t = 0; t < threads; ++t) {
+      if (group[t] != g || enters[t] == 0) continue;
+      marks_[t].reserve(enters[t] + exits[t]);
+      exit_marks[t].reserve(exits[t]);
+      advise_huge_pages(marks_[t].data(), marks_[t].capacity() * sizeof(marks_[t][0]));
+      advise_huge_pages(exit_marks[t].data(), exit_marks[t].capacity() * sizeof(exit_marks[t][0]));
+    }
+    // An op's or frame's cost falls half where it enters, half where it
+    // exits; a memory event's where it is.
+    for (Uid u = 0; u < trace.events.size(); ++u) {
+      const Event& e = trace.events[u];
+      if (group[e.thread] != g) continue;
+      const int n = marks_left(e);
+      if (n == 0) continue;
+      auto& marks = marks_[e.thread];
+      if (e.is_runtime()) {
+        // Half of a runtime call's cost falls inside the call (its node's
+        // profiler_us), half in the host gap before it.
+        marks.emplace_back(std::nextafter(e.ts(), -1e300), cost.per_runtime_call_us / 2);
+        continue;
+      }
+      double each = 0;
+      if (e.cat == Cat::CpuOp)
+        each = (cost.per_op_us +
+                (inputs_cost ? cost.per_input_us *
+                                   static_cast<double>(host_cost_inputs_of(trace, e, dims_key))
+                             : 0.0)) /
+               2;
+      else if (e.cat == Cat::PythonFunction)
+        each = cost.per_python_frame_us / 2;
       else
-        marks[--w] = out[--j];
+        each = cost.per_memory_event_us;
+      marks.emplace_back(e.ts(), each);
+      if (n == 2 && e.cat != Cat::CpuInstantEvent) exit_marks[e.thread].emplace_back(e.end(), each);
     }
-    std::vector<std::pair<double, double>>().swap(out);
-    double sum = 0;
-    for (auto& m : marks) m.second = sum += m.second;  // running total at each mark
-    threads_of[pid_[thread]].push_back(thread);
-  }
+    // Each thread's marks in (time, cost) order, then their running totals:
+    // the same sequence as one sort of all of them (equal marks are alike).
+    for (uint32_t thread = 0; thread < threads; ++thread) {
+      auto& marks = marks_[thread];
+      auto& out = exit_marks[thread];
+      if (group[thread] != g || marks.empty()) continue;
+      stable_sort_runs(marks.begin(), marks.end());
+      std::sort(out.begin(), out.end());
+      // Merged from the back into the room reserved after the enter marks.
+      size_t i = marks.size(), j = out.size();
+      marks.resize(i + j);
+      for (size_t w = marks.size(); j > 0;) {
+        if (i > 0 && out[j - 1] < marks[i - 1])
+          marks[--w] = marks[--i];
+        else
+          marks[--w] = out[--j];
+      }
+      std::vector<std::pair<double, double>>().swap(out);
+      double sum = 0;
+      for (auto& m : marks) m.second = sum += m.second;  // running total at each mark
+    }
+  };
+  run_on_two_threads({[&] { fill_group(0); }, [&] { fill_group(1); }});
+  std::map<int64_t, std::vector<uint32_t>> threads_of;  // each process's threads with marks
+  for (uint32_t thread = 0; thread < threads; ++thread)
+    if (!marks_[thread].empty()) threads_of[pid_[thread]].push_back(thread);
   for (auto& [pid, process_threads] : threads_of) {
     ProcessMarks& p = processes_[pid];
     p.by_cost = process_threads;

@@ -2,6 +2,7 @@
 // end, and charging the path's time to ranks, ops, kernels and categories.
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <limits>
 #include <optional>
 #include <tuple>
@@ -9,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "base/phase_timer.h"
+#include "base/two_threads.h"
 #include "critical_path/critical_path.h"
 #include "critical_path/internal.h"
 #include "pycompat/numeric.h"
@@ -532,17 +534,21 @@ Analysis analyse(const Graph& g, const std::vector<double>& dur, const std::vect
   const std::vector<Side> label_sides = sides_of_labels(g);
   std::vector<char> host_label(label_sides.size());
   for (size_t l = 0; l < label_sides.size(); ++l) host_label[l] = label_sides[l] == Side::Host;
-  std::vector<Sides> sides;
-  sides.reserve(a.iterations.size());
-  std::vector<Segment> scratch;
-  for (size_t k = 0; k < a.iterations.size(); ++k) {
-    IterationResult& it = a.iterations[k];
-    it.path = walk_path(g, dur, s, it.start_us, k, g.iterations[k].sink, scratch);
-    for (const Segment& seg : it.path) it.path_length_us += seg.dur_us;
-    idle_accounting(g, busy, host_label, it);
-    sides.push_back(sides_of(it.path, label_sides));
-    explain_bound(it, sides.back());
-  }
+  // Each iteration's path, idle and bound read the graph and the schedule
+  // and write that iteration only: two threads take them in turn.
+  std::vector<Sides> sides(a.iterations.size());
+  std::vector<std::function<void()>> walks;
+  for (size_t k = 0; k < a.iterations.size(); ++k)
+    walks.push_back([&, k] {
+      std::vector<Segment> scratch;
+      IterationResult& it = a.iterations[k];
+      it.path = walk_path(g, dur, s, it.start_us, k, g.iterations[k].sink, scratch);
+      for (const Segment& seg : it.path) it.path_length_us += seg.dur_us;
+      idle_accounting(g, busy, host_label, it);
+      sides[k] = sides_of(it.path, label_sides);
+      explain_bound(it, sides[k]);
+    });
+  run_on_two_threads(walks);
   agree_like_iterations(a, median, sides);
   t.emplace("critical_path/analyse/summarise");
   summarise(g, s, a);
