@@ -123,8 +123,8 @@ void write_html_report(const Trace& trace, const Report& report, const ReportArg
   std::string html = engine::report_html(trace, report, charts, page);
   // The annotated trace first: the page links it.
   engine::AnnotatedTraceCounts counts;
-  std::string annotated = engine::annotated_trace_gzip(
-      trace, verdict, fs::path(a.trace).filename().string(), &counts);
+  std::string annotated =
+      engine::annotated_trace_gzip(trace, verdict, fs::path(a.trace).filename().string(), &counts);
   const std::string annotated_path = annotated_trace_path(a.html);
   write_file_atomic(annotated_path, annotated);
   write_file_atomic(a.html, html);

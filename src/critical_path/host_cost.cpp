@@ -9,8 +9,8 @@
 #include <queue>
 
 #include "base/huge_pages.h"
-#include "base/two_threads.h"
 #include "base/sort_runs.h"
+#include "base/two_threads.h"
 #include "critical_path/critical_path.h"
 #include "critical_path/internal.h"
 
@@ -68,8 +68,9 @@ HostCostIndex::HostCostIndex(const Trace& trace, const ProfilerCost& cost) {
     for (uint32_t t = 0; t < threads; ++t)
       if (enters[t] > 0) by_marks.push_back(t);
     std::sort(by_marks.begin(), by_marks.end(), [&](uint32_t a, uint32_t b) {
-      return enters[a] + exits[a] != enters[b] + exits[b] ? enters[a] + exits[a] > enters[b] + exits[b]
-                                                          : a < b;
+      return enters[a] + exits[a] != enters[b] + exits[b]
+                 ? enters[a] + exits[a] > enters[b] + exits[b]
+                 : a < b;
     });
     size_t in_group[2] = {0, 0};
     for (uint32_t t : by_marks) {

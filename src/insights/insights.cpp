@@ -509,7 +509,8 @@ TraceInsights analyse_trace(const Trace& trace, const CallTree& tree, const GpuA
   FindingsByRule by_rule(std::size(kRules));
   TaskLatch context_ready;
   std::vector<std::function<void()>> before_model{
-      [&] { model = build_step_model(trace, tree); }, [&] {
+      [&] { model = build_step_model(trace, tree); },
+      [&] {
         context_ready.run([&] {
           const StepModelRef none;
           context.emplace(make_context(trace, tree, arch, nullptr, &none));

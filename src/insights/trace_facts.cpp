@@ -72,7 +72,8 @@ const KernelNameFacts& kernel_name_facts(const InsightContext& c, Uid event) {
   if (auto it = f.gpu_names.find(id); it != f.gpu_names.end()) return it->second;
   std::lock_guard lock(f.other_names_mu);  // a std::map's elements stay where they are
   auto it = f.other_names.find(id);
-  if (it == f.other_names.end()) it = f.other_names.emplace(id, read_kernel_name(c.trace.str(id))).first;
+  if (it == f.other_names.end())
+    it = f.other_names.emplace(id, read_kernel_name(c.trace.str(id))).first;
   return it->second;
 }
 

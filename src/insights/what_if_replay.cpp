@@ -211,7 +211,8 @@ ChangePlan plan_changes(const InsightContext& c, const std::vector<Insight>& ins
     const size_t next = order[n];
     const bool pair = n + 1 < order.size();
     Replay alone, after;
-    run_on_two_threads({[&] { replay(joint, {next}, alone); }, [&] {
+    run_on_two_threads({[&] { replay(joint, {next}, alone); },
+                        [&] {
                           if (pair) replay(joint, {next, order[n + 1]}, after);
                         }});
     ++n;
