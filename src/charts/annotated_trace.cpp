@@ -55,6 +55,8 @@ class GzipStream {
   GzipStream& operator=(const GzipStream&) = delete;
 
   void add(std::string_view text) {
+    if (text.size() > std::numeric_limits<uInt>::max())
+      throw std::runtime_error("gzip: input over 4 GiB");
     const int rc = run(text, Z_NO_FLUSH);
     if (rc != Z_OK && rc != Z_BUF_ERROR) throw std::runtime_error("gzip: deflate failed");
   }
@@ -65,7 +67,9 @@ class GzipStream {
 
  private:
   // zlib's loop: deflate into a fresh piece of output until a call leaves
-  // room in it (all of `in` taken; with Z_FINISH, the stream ended).
+  // room in it (all of `in` taken; with Z_FINISH, the stream ended). Output
+  // in pieces as it comes: a buffer of deflateBound, zero-filled, took as
+  // much memory again as the annotated trace it compresses 10-15x.
   int run(std::string_view in, int flush) {
     constexpr size_t kPiece = size_t{1} << 20;
     z_.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(in.data()));
@@ -294,30 +298,9 @@ std::string annotated_trace_gzip(const Trace& trace, const ReportVerdict& verdic
 }
 
 std::string gzip_compress(std::string_view data) {
-  if (data.size() > std::numeric_limits<uInt>::max())
-    throw std::runtime_error("gzip: input over 4 GiB");
-  z_stream z{};
-  if (deflateInit2(&z, 6, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK)
-    throw std::runtime_error("gzip: deflateInit2 failed");
-  // Output in pieces as it comes (the same bytes as one call into a buffer of
-  // deflateBound): a buffer of the input's size, zero-filled, took as much
-  // memory again as the annotated trace it compresses 10-15x.
-  constexpr size_t kPiece = size_t{1} << 20;
-  std::string out;
-  z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(data.data()));
-  z.avail_in = static_cast<uInt>(data.size());
-  int rc = Z_OK;
-  while (rc == Z_OK) {
-    const size_t at = out.size();
-    out.resize(at + kPiece);
-    z.next_out = reinterpret_cast<Bytef*>(out.data() + at);
-    z.avail_out = static_cast<uInt>(kPiece);
-    rc = deflate(&z, Z_FINISH);
-    out.resize(at + kPiece - z.avail_out);
-  }
-  deflateEnd(&z);
-  if (rc != Z_STREAM_END) throw std::runtime_error("gzip: deflate did not finish");
-  return out;
+  GzipStream gzip;
+  gzip.add(data);
+  return gzip.finish();
 }
 
 std::string annotated_trace_name(const std::string& html_path) {

@@ -473,17 +473,17 @@ namespace {
 
 using FindingsByRule = std::vector<std::vector<Insight>>;  // indexed like kRules
 
-void run_rule(const InsightContext& context, size_t k, FindingsByRule& found) {
+void run_rule(const InsightContext& context, size_t k, std::vector<Insight>& out) {
   const NamedRule& rule = kRules[k];
   PhaseTimer t(profile_phases_enabled() ? std::string("insights/rule/") + rule.id : "");
-  rule.fn(context, found[k]);
+  rule.fn(context, out);
 }
 
 // The rules read the context and write their own findings: with a second
 // core two threads take them in turn (in run order); the findings keep the
 // rules' order whichever thread ran them.
 std::function<void()> rule_task(const InsightContext& context, size_t k, FindingsByRule& found) {
-  return [&context, k, &found] { run_rule(context, k, found); };
+  return [&context, k, &found] { run_rule(context, k, found[k]); };
 }
 
 std::vector<Insight> ranked_insights(const InsightContext& context, FindingsByRule by_rule);
@@ -524,16 +524,16 @@ TraceInsights analyse_trace(const Trace& trace, const CallTree& tree, const GpuA
     context_ready.wait();
     detail::host_work_idle_by_place(*context);
   });
-  std::vector<std::function<void()>> with_model;
   for (size_t k = 0; k < std::size(kRules); ++k) {
     if (kRules[k].reads_step) continue;
     before_model.push_back([&, k] {
       context_ready.wait();
-      run_rule(*context, k, by_rule);
+      run_rule(*context, k, by_rule[k]);
     });
   }
   run_on_two_threads(before_model);
   context->step = std::move(model);
+  std::vector<std::function<void()>> with_model;
   for (size_t k = 0; k < std::size(kRules); ++k)
     if (kRules[k].reads_step) with_model.push_back(rule_task(*context, k, by_rule));
   run_on_two_threads(with_model);
@@ -544,12 +544,8 @@ TraceInsights analyse_trace(const Trace& trace, const CallTree& tree, const GpuA
 std::vector<Insight> run_rules_for_test(const InsightContext& context, bool without_step_only) {
   detail::prepare_trace_facts(context);
   std::vector<Insight> out;
-  for (size_t k = 0; k < std::size(kRules); ++k) {
-    if (without_step_only && kRules[k].reads_step) continue;
-    FindingsByRule one(std::size(kRules));
-    run_rule(context, k, one);
-    std::move(one[k].begin(), one[k].end(), std::back_inserter(out));
-  }
+  for (size_t k = 0; k < std::size(kRules); ++k)
+    if (!without_step_only || !kRules[k].reads_step) run_rule(context, k, out);
   return out;
 }
 

@@ -18,6 +18,7 @@
 #include <nlohmann/json.hpp>
 
 #include "golden.h"
+#include "insight_rules.h"
 #include "insights/insights.h"
 #include "insights/rules_internal.h"
 #include "perf/gpu_arch.h"
@@ -29,12 +30,7 @@ namespace {
 namespace JARVIS_TEST_FILE {
 
 namespace in = jarvis::insights;
-
-std::string dump_all(const std::vector<in::Insight>& found) {
-  nlohmann::json all = nlohmann::json::array();
-  for (const auto& i : found) all.push_back(in::to_json(i));
-  return all.dump(1);
-}
+using jarvis::testing::insights_json;
 
 TEST_CASE("rules run before the step model exists find the same without it") {
   const auto traces = jarvis::golden::shared_kineto_traces();
@@ -56,7 +52,7 @@ TEST_CASE("rules run before the step model exists find the same without it") {
     ++with_model;
     const auto with = in::run_rules_for_test(full, /*without_step_only=*/true);
     const auto without = in::run_rules_for_test(bare, /*without_step_only=*/true);
-    CHECK(dump_all(with) == dump_all(without));
+    CHECK(insights_json(with).dump(1) == insights_json(without).dump(1));
     findings += with.size();
   }
   CHECK(with_model >= 20);
@@ -78,7 +74,7 @@ TEST_CASE("analyse_trace gives make_context + run_insights' context and findings
     const in::InsightContext context = in::make_context(t, tree, &arch);
     const std::vector<in::Insight> expected = in::run_insights(context);
     const in::TraceInsights got = in::analyse_trace(t, tree, &arch);
-    CHECK(dump_all(got.found) == dump_all(expected));
+    CHECK(insights_json(got.found).dump(1) == insights_json(expected).dump(1));
     CHECK(got.context.rows.size() == context.rows.size());
     CHECK(got.context.total_kernel_time_us == context.total_kernel_time_us);
     REQUIRE(bool(got.context.step) == bool(context.step));

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "golden.h"
+#include "insight_rules.h"
 #include "insights/insights.h"
 #include "insights/trace_health.h"
 #include "perf/gpu_arch.h"
@@ -20,12 +21,7 @@ namespace {
 namespace JARVIS_TEST_FILE {
 
 namespace ins = jarvis::insights;
-
-nlohmann::json all_json(const std::vector<ins::Insight>& found) {
-  nlohmann::json out = nlohmann::json::array();
-  for (const auto& i : found) out.push_back(ins::to_json(i));
-  return out;
-}
+using jarvis::testing::insights_json;
 
 TEST_CASE("a kept step model gives the same health and insights as a fresh one") {
   size_t checked = 0;
@@ -51,13 +47,13 @@ TEST_CASE("a kept step model gives the same health and insights as a fresh one")
     CHECK(kept_health.dump() == fresh_health.dump());
     CHECK(kept_health["estimated_unprofiled_step_us"] == kept.model->measured.step_time_us);
 
-    const auto fresh = all_json(ins::run_insights(ins::make_context(trace, tree, &arch)));
+    const auto fresh = insights_json(ins::run_insights(ins::make_context(trace, tree, &arch)));
     const auto reused =
-        all_json(ins::run_insights(ins::make_context(trace, tree, &arch, nullptr, &kept)));
+        insights_json(ins::run_insights(ins::make_context(trace, tree, &arch, nullptr, &kept)));
     CHECK(reused.dump() == fresh.dump());
     // And again from the same model: what-ifs never change the model they start from.
     const auto again =
-        all_json(ins::run_insights(ins::make_context(trace, tree, &arch, nullptr, &kept)));
+        insights_json(ins::run_insights(ins::make_context(trace, tree, &arch, nullptr, &kept)));
     CHECK(again.dump() == fresh.dump());
   }
   if (checked == 0) MESSAGE("skipped: ../shared/ab_pairs is missing");
