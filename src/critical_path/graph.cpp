@@ -1559,6 +1559,12 @@ Graph build_graph(const std::vector<RankInput>& in) {
     const int64_t rank = ranks[k].rank;
     b.g.ranks.push_back(rank);
     const auto first = static_cast<uint32_t>(b.g.nodes.size());
+    // A collective kernel without a time has no node (add_gpu_ops skips it):
+    // it cannot wait, be waited for or join its ranks.
+    std::erase_if(ranks[k].instances, [&](const collectives::CollectiveInstance& c) {
+      const Event& e = in[k].trace->events[c.kernel.uid];
+      return !e.has_ts() || !e.has_dur();
+    });
     std::optional<PhaseTimer> t(std::in_place, "critical_path/build_graph/profiler_cost");
     auto rb = std::make_unique<RankBuilder>(b, in[k], rank, b.g.clock_offset_us.at(rank),
                                             ranks[k].instances, bounds[k] ? &*bounds[k] : nullptr);
