@@ -73,31 +73,35 @@ struct Label {
 };
 
 struct Node {
-  NodeKind kind = NodeKind::HostCall;
+  // Members widest first: a graph holds two nodes per GPU op and runtime
+  // call (48 bytes each, not 56 in declaration order by meaning).
   int64_t rank = -1;
   double start = 0;  // measured, aligned time base (us)
   double dur = 0;
-  Uid uid = kNoUid;  // source event, kNoUid for synthetic nodes
-  uint32_t label = 0;
   // The profiler's estimated share of `dur` (a runtime call's CUPTI
   // callbacks); 0 elsewhere. See ProfilerCost.
   double profiler_us = 0;
+  Uid uid = kNoUid;  // source event, kNoUid for synthetic nodes
+  uint32_t label = 0;
   uint32_t thread = UINT32_MAX;  // host nodes: the rank's Event::thread
+  NodeKind kind = NodeKind::HostCall;
   double end() const { return start + dur; }
 };
 
 struct Edge {
+  // Widest first, as Node (48 bytes, not 56).
   uint32_t from = 0, to = 0;
-  EdgeKind kind = EdgeKind::HostSeq;
-  bool from_start = false;  // anchored at the predecessor's start, not its end
-  double intrinsic = 0;     // the lag the edge has when it does not bind
-  double lag = 0;           // calibrated on the measured times
-  uint32_t label = 0;       // what the lag is charged to when on the path
+  double intrinsic = 0;  // the lag the edge has when it does not bind
+  double lag = 0;        // calibrated on the measured times
   // The profiler's estimated share of a host gap (the recorded ops, Python
   // frames and memory events inside it); 0 on other edges. See ProfilerCost.
   double profiler_us = 0;
+  uint32_t label = 0;            // what the lag is charged to when on the path
   uint32_t thread = UINT32_MAX;  // HostSeq: the host thread (the rank's Event::thread)
+  EdgeKind kind = EdgeKind::HostSeq;
+  bool from_start = false;  // anchored at the predecessor's start, not its end
 };
+static_assert(sizeof(Node) <= 48 && sizeof(Edge) <= 48, "a graph's two largest arrays");
 
 // What the profiler adds to the host, per recorded event, for one trace
 // (docs/critical-path.md, "Profiler overhead"). The trace measures its own

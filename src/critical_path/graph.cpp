@@ -96,12 +96,18 @@ class Builder {
     }
   }
   uint32_t node(NodeKind kind, int64_t rank, double start, double dur, Uid uid, uint32_t lbl) {
-    g.nodes.push_back({kind, rank, start, dur, uid, lbl});
+    g.nodes.push_back(
+        {.rank = rank, .start = start, .dur = dur, .uid = uid, .label = lbl, .kind = kind});
     return static_cast<uint32_t>(g.nodes.size() - 1);
   }
   void edge(uint32_t from, uint32_t to, EdgeKind kind, bool from_start, double intrinsic,
             uint32_t lbl) {
-    g.edges.push_back({from, to, kind, from_start, intrinsic, 0.0, lbl});
+    g.edges.push_back({.from = from,
+                       .to = to,
+                       .intrinsic = intrinsic,
+                       .label = lbl,
+                       .kind = kind,
+                       .from_start = from_start});
   }
 
  private:

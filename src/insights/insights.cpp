@@ -363,10 +363,13 @@ std::shared_ptr<const InsightContext::StepModel> build_step_model(const Trace& t
 
 InsightContext make_context(const Trace& trace, const CallTree& tree, const GpuArch* arch,
                             const GpuTimeline* timeline, const StepModelRef* step) {
+  InsightContext c{trace, tree, arch, {}, 0, {}, trace.gpu_name(), {}, {}};
   // The step model (the dependency graph and its two schedules) and the perf
   // rows with the GPU timeline read the trace and the tree and nothing of
   // each other: with a second core, side by side (the model first, it costs
-  // most).
+  // most). Given the model (an MCP worker: load_trace built it), the second
+  // core makes the facts the rules read that do not read the rows (the GPU's
+  // idle gaps, the host stretches), which the rules would otherwise make.
   std::shared_ptr<const InsightContext::StepModel> model;
   std::vector<report::PerfOpRow> rows;
   std::optional<GpuTimeline> own_timeline;
@@ -385,15 +388,22 @@ InsightContext make_context(const Trace& trace, const CallTree& tree, const GpuA
       // No GPU events: the trace-level rules have nothing to say.
     }
   });
+  if (step && step->model) {
+    // Reads c's trace, tree and step, which the other part leaves alone.
+    c.step = step->model;
+    parts.push_back([&] {
+      PhaseTimer t("insights/context/facts");
+      detail::make_facts_before_rows(c);
+    });
+  }
   run_on_two_threads(parts);
-  InsightContext c{trace, tree, arch, std::move(rows), 0, {}, {}, {}, {}};
+  c.rows = std::move(rows);
   for (const auto& r : c.rows) c.total_kernel_time_us += r.kernel_time_us;
   if (timeline)
     c.timeline = *timeline;
   else
     c.timeline = std::move(own_timeline);
-  c.gpu_name = trace.gpu_name();
-  c.step = step ? step->model : std::move(model);
+  if (!step) c.step = std::move(model);
   return c;
 }
 

@@ -5,6 +5,7 @@
 #include <map>
 #include <mutex>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -163,6 +164,19 @@ std::vector<critical_path::HostGap> add_host_gap_removal(const InsightContext& c
     return critical_path::add_host_gap_removal(inputs, c.step->graph, sel, scenario);
   critical_path::add_host_gaps(picked, scenario);
   return picked;
+}
+
+void make_facts_before_rows(const InsightContext& c) {
+  prepare_trace_facts(c);
+  (void)host_work_idle_by_place(c);  // reads trace_idle_gaps
+  // rule_unrecorded_host_time reads the stretches of a trace with no graph
+  // capture only.
+  if (graph_capture_calls(c) > 0 || !c.step || c.step->graph.ranks.empty()) return;
+  try {
+    (void)unrecorded_host_gaps(c);
+  } catch (const std::runtime_error&) {
+    // A graph of other traces: the rule meets the same error and says nothing.
+  }
 }
 
 }  // namespace jarvis::insights::detail

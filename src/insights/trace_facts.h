@@ -27,6 +27,12 @@ namespace jarvis::insights::detail {
 // threads without a lock.
 void prepare_trace_facts(const InsightContext& c);
 
+// Makes now the facts that read no perf row and no timeline (the GPU's idle
+// gaps and the host's share of them by place, the graph-capture calls, the
+// unrecorded host stretches when c.step is set) so that make_context can
+// make them beside the rows. The rules read the same facts either way.
+void make_facts_before_rows(const InsightContext& c);
+
 // What a GPU kernel's name says.
 struct KernelNameFacts {
   KernelTraits traits;             // parse_kernel_name

@@ -5,7 +5,9 @@
 // exists reports, one thread, the same findings in a context without the
 // model as in one with it (the rule table's reads_step flags are right);
 // (2) analyse_trace's context and findings equal make_context +
-// run_insights' (the same step, the same findings, byte for byte as JSON);
+// run_insights' (the same step, the same findings, byte for byte as JSON),
+// and so does make_context given the step model (an MCP worker's call: the
+// facts the rules read made beside the perf rows);
 // (3) the plan, whose replays go two at a time, lists each change at the
 // step the what-if of it on the changes listed above it gives, replayed
 // here one at a time.
@@ -59,7 +61,9 @@ TEST_CASE("rules run before the step model exists find the same without it") {
   CHECK(findings > 50);
 }
 
-TEST_CASE("analyse_trace gives make_context + run_insights' context and findings") {
+TEST_CASE(
+    "analyse_trace, and make_context given the step model, give make_context + run_insights' "
+    "context and findings") {
   const auto traces = jarvis::golden::shared_kineto_traces();
   if (traces.empty()) {
     MESSAGE("skipped: ../shared is missing");
@@ -85,6 +89,15 @@ TEST_CASE("analyse_trace gives make_context + run_insights' context and findings
     // The plan reads the context as well: the same text from either.
     CHECK(in::plan_text(in::plan_changes(got.context, got.found), got.found) ==
           in::plan_text(in::plan_changes(context, expected), expected));
+    if (context.step) {
+      const in::StepModelRef given{context.step};
+      const in::InsightContext from_model = in::make_context(t, tree, &arch, nullptr, &given);
+      CHECK(from_model.facts);  // made beside the rows, before any rule asked
+      const std::vector<in::Insight> found = in::run_insights(from_model);
+      CHECK(insights_json(found).dump(1) == insights_json(expected).dump(1));
+      CHECK(in::plan_text(in::plan_changes(from_model, found), found) ==
+            in::plan_text(in::plan_changes(context, expected), expected));
+    }
     ++compared;
   }
   CHECK(compared == traces.size());
