@@ -425,14 +425,26 @@ std::string annotated_trace_html(const std::string& file) {
 
 }  // namespace
 
-ReportVerdict report_verdict(const Trace& trace, const GpuArch* arch) {
-  CallTree tree(trace);
-  GpuTimeline timeline = compute_gpu_timeline(trace, tree);
+ReportVerdict report_verdict(const Trace& trace, const CallTree& tree, const GpuArch* arch,
+                             const insights::StepModelRef* step) {
+  // The findings first (their context holds the step model and the GPU
+  // timeline), then the health block from the same model and timeline: one
+  // step model per page (the health built a second one of its own before).
+  std::optional<insights::TraceInsights> analysed;
+  if (step) {
+    insights::InsightContext context = insights::make_context(trace, tree, arch, nullptr, step);
+    std::vector<insights::Insight> found = insights::run_insights(context);
+    analysed.emplace(insights::TraceInsights{std::move(context), std::move(found)});
+  } else {
+    analysed.emplace(insights::analyse_trace(trace, tree, arch));
+  }
+  const insights::InsightContext& context = analysed->context;
   ReportVerdict v;
-  v.health = insights::trace_health(trace, tree, &timeline);
-  auto context = insights::make_context(trace, tree, arch, &timeline);
+  const insights::StepModelRef model{context.step};
+  v.health =
+      insights::trace_health(trace, tree, context.timeline ? &*context.timeline : nullptr, &model);
   v.total_kernel_time_us = context.total_kernel_time_us;
-  v.findings = insights::run_insights(context);
+  v.findings = std::move(analysed->found);
   v.step = context.step;
   return v;
 }

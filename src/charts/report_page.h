@@ -19,6 +19,7 @@
 #include "perf/gpu_arch.h"
 #include "report/report.h"
 #include "trace/trace.h"
+#include "tree/call_tree.h"
 
 namespace jarvis::charts {
 
@@ -34,9 +35,12 @@ struct ReportVerdict {
   std::shared_ptr<const insights::InsightContext::StepModel> step;
 };
 
-// Builds the call tree and runs every insight rule; `arch` null: the rules
-// that need peaks skip.
-ReportVerdict report_verdict(const Trace& trace, const GpuArch* arch);
+// Runs every insight rule on the trace and its call tree (a tree without
+// Python frames, as the insights read); `arch` null: the rules that need
+// peaks skip. `step`: the trace's step model when the caller keeps one (an
+// MCP session's trace), else built here.
+ReportVerdict report_verdict(const Trace& trace, const CallTree& tree, const GpuArch* arch,
+                             const insights::StepModelRef* step = nullptr);
 
 struct ReportPageOptions {
   std::string title;                       // page title (default: trace file name)

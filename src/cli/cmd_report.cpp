@@ -104,8 +104,8 @@ std::string annotated_trace_path(const std::string& html) {
   return (fs::path(html).parent_path() / engine::annotated_trace_name(html)).string();
 }
 
-void write_html_report(const Trace& trace, const Report& report, const ReportArgs& a,
-                       const std::string& arch_name) {
+void write_html_report(const Trace& trace, const CallTree& report_tree, const Report& report,
+                       const ReportArgs& a, const std::string& arch_name) {
   engine::ReportPageOptions page;
   page.trace_path = a.trace;
   if (!arch_name.empty()) {
@@ -116,7 +116,12 @@ void write_html_report(const Trace& trace, const Report& report, const ReportArg
   }
   std::optional<GpuArch> gpu;
   if (!arch_name.empty() && arch_name != "none") gpu = engine::load_gpu_arch(arch_name);
-  const engine::ReportVerdict verdict = engine::report_verdict(trace, gpu ? &*gpu : nullptr);
+  // The insights read a tree without Python frames: the report's, unless it
+  // holds them (--include-python-frames).
+  std::optional<CallTree> own_tree;
+  if (a.python_frames) own_tree.emplace(trace);
+  const engine::ReportVerdict verdict =
+      engine::report_verdict(trace, own_tree ? *own_tree : report_tree, gpu ? &*gpu : nullptr);
   page.verdict = &verdict;
   page.annotated_trace = engine::annotated_trace_name(a.html);
   auto charts = engine::report_charts(trace, report, page);
@@ -392,7 +397,7 @@ int run_report(ReportArgs& a) {
   fmt::print("arch: {}\n", arch ? arch->name + (a.arch.empty() ? " (detected from the trace)" : "")
                                 : std::string("none (no roofline columns)"));
   print_lines(lines);
-  if (!a.html.empty()) write_html_report(trace, report, a, arch_name);
+  if (!a.html.empty()) write_html_report(trace, tree, report, a, arch_name);
   return 0;
 }
 

@@ -19,6 +19,7 @@
 #include "perf/gpu_arch.h"
 #include "test_loader_support.h"
 #include "trace/loader.h"
+#include "tree/call_tree.h"
 
 namespace {
 // This file's own names (a unity build compiles several test files as one unit).
@@ -62,7 +63,8 @@ TEST_CASE("annotated trace: the streamed gzip holds the document written whole")
   for (const std::string& path : traces) {
     CAPTURE(path);
     const jarvis::Trace t = jarvis::load_trace(path);
-    const auto verdict = jarvis::charts::report_verdict(t, &arch);
+    const jarvis::CallTree tree(t);
+    const auto verdict = jarvis::charts::report_verdict(t, tree, &arch);
     jarvis::charts::AnnotatedTraceCounts whole_counts, streamed_counts;
     const std::string whole = jarvis::charts::annotated_trace_json(t, verdict, "x", &whole_counts);
     const std::string streamed =

@@ -45,8 +45,10 @@ ToolResult render_report_tool(const json& args, ToolContext& ctx) {
   }
   std::optional<GpuArch> gpu;
   if (!arch.empty() && arch != "none") gpu = engine::load_gpu_arch(arch);
+  // The session's tree and step model (load_trace built them).
   const engine::ReportVerdict verdict =
-      engine::report_verdict(entry->trace(), gpu ? &*gpu : nullptr);
+      engine::report_verdict(entry->trace(), *engine::trace_call_tree(*entry),
+                             gpu ? &*gpu : nullptr, loaded_step_model(*entry).get());
   page.verdict = &verdict;
   page.annotated_trace = annotated_name;
   ctx.report_progress(1, 2, "report built; drawing charts");
