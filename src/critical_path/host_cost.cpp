@@ -9,6 +9,7 @@
 #include <queue>
 
 #include "base/huge_pages.h"
+#include "base/phase_timer.h"
 #include "base/sort_runs.h"
 #include "base/two_threads.h"
 #include "critical_path/critical_path.h"
@@ -117,7 +118,9 @@ HostCostIndex::HostCostIndex(const Trace& trace, const ProfilerCost& cost) {
       if (n == 2 && e.cat != Cat::CpuInstantEvent) exit_marks[e.thread].emplace_back(e.end(), each);
     }
   };
+  std::optional<PhaseTimer> timer(std::in_place, "critical_path/host_cost/fill");
   run_on_two_threads({[&] { fill_group(0); }, [&] { fill_group(1); }});
+  timer.emplace("critical_path/host_cost/sort");
   // Each thread's marks in (time, cost) order, then their running totals:
   // the same sequence as one sort of all of them (equal marks are alike).
   // One thread at a time: two sorts' buffers at once raised the peak by
@@ -141,6 +144,7 @@ HostCostIndex::HostCostIndex(const Trace& trace, const ProfilerCost& cost) {
     double sum = 0;
     for (auto& m : marks) m.second = sum += m.second;  // running total at each mark
   }
+  timer.emplace("critical_path/host_cost/processes");
   std::map<int64_t, std::vector<uint32_t>> threads_of;  // each process's threads with marks
   for (uint32_t thread = 0; thread < threads; ++thread)
     if (!marks_[thread].empty()) threads_of[pid_[thread]].push_back(thread);

@@ -52,20 +52,9 @@ constexpr double kDefaultGapShapesUs = 2.2, kDefaultGapPlainUs = 1.2;
 // Python and the dispatcher still run.
 constexpr double kKeptShare = 0.1;
 
-// The inputs an op recorded with record_shapes ("Input Dims" entries).
-size_t inputs_of(const Trace& trace, Uid uid) {
-  const PyValue* dims = trace.arg(uid, "Input Dims");
-  return dims && dims->is_seq() ? dims->size() : 0;
-}
-
 // What each recorded input adds to an op's cost (record_shapes only).
 double per_input_us(const ProfilerCost& cost) {
   return cost.per_input_us;
-}
-
-bool has_input_dims(const Trace& trace, Uid uid) {
-  const PyValue* dims = trace.arg(uid, "Input Dims");
-  return dims != nullptr;
 }
 
 // Median gap between consecutive cpu_op children of a cpu_op.
@@ -103,12 +92,25 @@ ProfilerCost measure_profiler_cost(const Trace& trace, const CallTree& tree,
   size_t inputs = 0;
   uint32_t memory_name = 0;
   const bool any_memory = trace.strings.find("[memory]", memory_name);
+  // The key's string id looked up once, not per op (Trace::arg looks it up
+  // on each call: 2 M ops at x256).
+  uint32_t dims_key = 0;
+  const bool any_dims = trace.strings.find("Input Dims", dims_key);
+  auto input_dims = [&](const Event& e) -> const PyValue* {
+    if (!any_dims || e.args < 0) return nullptr;
+    for (const auto& [k, v] : trace.arg_lists[static_cast<size_t>(e.args)])
+      if (k == dims_key) return &v;
+    return nullptr;
+  };
   for (Uid u = 0; u < trace.events.size(); ++u) {
     const Event& e = trace.events[u];
     if (e.cat == Cat::CpuOp) {
       ++cost.ops;
-      inputs += inputs_of(trace, u);
-      if (!cost.record_shapes && has_input_dims(trace, u)) cost.record_shapes = true;
+      // The inputs an op recorded with record_shapes ("Input Dims" entries).
+      if (const PyValue* dims = input_dims(e)) {
+        cost.record_shapes = true;
+        inputs += dims->is_seq() ? dims->size() : 0;
+      }
     } else if (e.is_runtime()) {
       ++cost.runtime_calls;
     } else if (e.cat == Cat::PythonFunction) {
