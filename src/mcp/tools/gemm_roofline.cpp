@@ -68,8 +68,10 @@ json gemm_insights(const LoadedTrace& entry, const std::string& arch_name) {
   auto tree = engine::trace_call_tree(entry);
   json out = json::array();
   auto timeline = engine::trace_timeline(entry);
-  for (const auto& i :
-       engine::run_insights(engine::make_context(entry.trace(), *tree, &arch, timeline.get())))
+  // The session's step model (load_trace built it), not a second one.
+  const auto step_model = loaded_step_model(entry);
+  for (const auto& i : engine::run_insights(
+           engine::make_context(entry.trace(), *tree, &arch, timeline.get(), step_model.get())))
     if (i.category == "GEMM") out.push_back(engine::to_json(i));
   return out;
 }
