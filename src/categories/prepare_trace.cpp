@@ -278,9 +278,13 @@ namespace {
 // category_data/insights.json: the rule engine's insights (beyond
 // TraceLens), read by analyze_category for its category and the drafts.
 std::string insights_json(const Trace& trace, const CallTree& tree, const std::string& platform,
-                          const GpuTimeline* timeline) {
+                          const GpuTimeline* timeline, const insights::StepModelRef* step) {
   GpuArch arch = perf::load_gpu_arch(platform);
-  auto found = insights::run_insights(insights::make_context(trace, tree, &arch, timeline));
+  const insights::InsightContext context =
+      insights::make_context(trace, tree, &arch, timeline, step);
+  auto found = insights::run_insights(context);
+  // The health reads the findings' step model (it built a second one before).
+  const insights::StepModelRef model{context.step};
   nlohmann::json all = nlohmann::json::array();
   for (const auto& i : found) all.push_back(insights::to_json(i));
   // The trace's health travels with the prepared directory, so analyses that
@@ -289,7 +293,7 @@ std::string insights_json(const Trace& trace, const CallTree& tree, const std::s
   nlohmann::json doc = {
       {"rules", insights::rule_ids()},
       {"insights", all},
-      {"trace_health", insights::to_json(insights::trace_health(trace, tree, timeline))},
+      {"trace_health", insights::to_json(insights::trace_health(trace, tree, timeline, &model))},
       // Where and why the GPU idled, for the cpu_idle analysis.
       {"idle", insights::idle_gaps_json(trace, insights::idle_gaps(trace, tree))}};
   return doc.dump(2) + "\n";
@@ -310,7 +314,8 @@ TableRefs table_refs(const std::vector<Table>& tables) {
 
 PreparedTraceData prepared_trace_data(const Trace& trace, const CallTree& tree,
                                       const CallTree* python_frames_tree, const TableRefs& tables,
-                                      const TracePrepareOptions& o, const GpuTimeline* timeline) {
+                                      const TracePrepareOptions& o, const GpuTimeline* timeline,
+                                      const insights::StepModelRef* step) {
   PreparedTraceData d;
   d.multi_kernel_data = multi_kernel_data_with(trace, tree, timeline);
   auto unified = tables.find("unified_perf_summary");
@@ -320,7 +325,7 @@ PreparedTraceData prepared_trace_data(const Trace& trace, const CallTree& tree,
   d.fusion_candidates = python_frames_tree
                             ? fusion_candidates(trace, *python_frames_tree, unified_table)
                             : fusion_candidates(trace, unified_table);
-  d.insights_json = insights_json(trace, tree, o.platform, timeline);
+  d.insights_json = insights_json(trace, tree, o.platform, timeline, step);
   return d;
 }
 
@@ -391,7 +396,7 @@ PrepareResult prepare_from_loaded_trace(const LoadedTrace& entry, const TracePre
       return CallTree(entry.trace(), TreeOptions{.include_python_frames = true});
     });
     return prepared_trace_data(entry.trace(), *tree, python_tree.get(), tables, o,
-                               &report->timeline);
+                               &report->timeline, trace_step_model(entry).get());
   });
   return prepare_with_data(entry.trace(), tables, *data, o);
 }

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "categories/prepare.h"
+#include "insights/insights.h"
 #include "report/report.h"
 #include "report/table.h"
 #include "trace/trace.h"
@@ -72,11 +73,13 @@ struct PreparedTraceData {
 
 // `python_frames_tree`: CallTree(trace, {.include_python_frames = true}) when
 // the caller has it (null: built here). `timeline`: the report's GPU timeline
-// (null: computed where needed).
+// (null: computed where needed). `step`: the trace's step model when the
+// caller keeps one (a loaded trace's; null: built here, once).
 PreparedTraceData prepared_trace_data(const Trace& trace, const CallTree& tree,
                                       const CallTree* python_frames_tree, const TableRefs& tables,
                                       const TracePrepareOptions& options,
-                                      const GpuTimeline* timeline = nullptr);
+                                      const GpuTimeline* timeline = nullptr,
+                                      const insights::StepModelRef* step = nullptr);
 
 // Writes the preparation from tables and data already computed.
 PrepareResult prepare_with_data(const Trace& trace, const TableRefs& tables,

@@ -130,6 +130,7 @@ using jarvis::load_trace_write_behind;
 using jarvis::SnapshotWriteBehind;
 using jarvis::trace_call_tree;
 using jarvis::trace_report;
+using jarvis::trace_step_model;
 using jarvis::trace_timeline;
 // rocprofv3 outputs (JSON results or a CSV set) read as a Profile, and as a
 // Trace of the same events for the tools that work on traces.

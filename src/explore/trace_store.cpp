@@ -15,6 +15,7 @@
 #include "base/random_id.h"
 #include "explore/input_format.h"
 #include "explore/rocprof_trace.h"
+#include "insights/insights.h"
 #include "perf/gpu_arch.h"
 #include "report/gpu_timeline.h"
 #include "report/report.h"
@@ -194,6 +195,13 @@ std::shared_ptr<const CallTree> trace_call_tree(const LoadedTrace& entry) {
   if (rocprof::is_rocprof_trace(entry.trace()))
     throw TraceError(analysis::rocprof_no_tree_message(entry), ErrorKind::Unsupported);
   return entry.cached<CallTree>("tree", [&] { return CallTree(entry.trace()); });
+}
+
+std::shared_ptr<const insights::StepModelRef> trace_step_model(const LoadedTrace& entry) {
+  return entry.cached<insights::StepModelRef>("insights:step_model", [&entry] {
+    return insights::StepModelRef{
+        insights::build_step_model(entry.trace(), *trace_call_tree(entry))};
+  });
 }
 
 std::shared_ptr<const GpuTimeline> trace_timeline(const LoadedTrace& entry) {

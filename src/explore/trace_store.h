@@ -21,6 +21,10 @@
 #include "session/trace_cache.h"
 #include "trace/trace.h"
 
+namespace jarvis::insights {
+struct StepModelRef;  // insights/insights.h
+}  // namespace jarvis::insights
+
 namespace jarvis {
 
 class CallTree;
@@ -141,6 +145,13 @@ std::shared_ptr<const CallTree> trace_call_tree(const LoadedTrace& entry);
 // shared by the report, the health block, the insights and gpu_timeline;
 // null when the trace has no linked GPU event.
 std::shared_ptr<const GpuTimeline> trace_timeline(const LoadedTrace& entry);
+
+// The trace's step model (insights::build_step_model over trace_call_tree:
+// the dependency graph, its recorded and un-profiled analyses, the what-if
+// base), built once per loaded trace (MCP load_trace builds it for the
+// health block) and read by every later analysis of it; its `model` is
+// null when the trace gives no graph.
+std::shared_ptr<const insights::StepModelRef> trace_step_model(const LoadedTrace& entry);
 
 // The bundled GPU arch matching the trace's GPU name ("H100", "MI300X", ...),
 // or "" when none matches.

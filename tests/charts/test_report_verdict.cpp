@@ -4,11 +4,13 @@
 // 1.01 GB, 2.3x the report's; 0.84 GB now). Given a step model (an MCP
 // session's trace, render_report), it builds none. On the Kineto traces of
 // ../shared, the verdict equals what trace_health and make_context +
-// run_insights give on their own, built apart in the test.
+// run_insights give on their own, built apart in the test. `prepare`'s
+// insights.json (findings and health) likewise, given the model or not.
 #include <doctest/doctest.h>
 
 #include <string>
 
+#include "categories/prepare_trace.h"
 #include "charts/report_page.h"
 #include "golden.h"
 #include "insight_rules.h"
@@ -58,6 +60,35 @@ TEST_CASE("report_verdict: the findings and the health from one step model") {
   }
   CHECK(compared * 3 >= traces.size());
   CHECK(with_model >= 5);
+}
+
+TEST_CASE("prepare's insights.json: one step model, the same document given the session's") {
+  const auto traces = jarvis::golden::shared_kineto_traces();
+  if (traces.empty()) {
+    MESSAGE("skipped: ../shared is missing");
+    return;
+  }
+  jarvis::analysis::TracePrepareOptions o;
+  o.platform = "H100";
+  o.tree_data = false;
+  size_t with_model = 0;
+  for (size_t k = 1; k < traces.size() && with_model < 3; k += 4) {
+    const std::string& path = traces[k];
+    CAPTURE(path);
+    const jarvis::Trace t = jarvis::load_trace(path);
+    const jarvis::CallTree tree(t);
+    const auto model = in::build_step_model(t, tree);
+    if (!model) continue;
+    ++with_model;
+    const in::StepModelRef given{model};
+    const auto built = jarvis::analysis::prepared_trace_data(t, tree, nullptr, {}, o);
+    const auto from_given =
+        jarvis::analysis::prepared_trace_data(t, tree, nullptr, {}, o, nullptr, &given);
+    CHECK(built.insights_json == from_given.insights_json);
+    const auto doc = nlohmann::json::parse(built.insights_json);
+    CHECK(doc["trace_health"].dump() == in::to_json(in::trace_health(t, tree)).dump());
+  }
+  CHECK(with_model == 3);
 }
 
 }  // namespace JARVIS_TEST_FILE

@@ -9,10 +9,7 @@
 namespace jarvis::mcp {
 
 std::shared_ptr<const engine::StepModelRef> loaded_step_model(const LoadedTrace& entry) {
-  return entry.cached<engine::StepModelRef>("insights:step_model", [&entry] {
-    return engine::StepModelRef{
-        engine::build_step_model(entry.trace(), *engine::trace_call_tree(entry))};
-  });
+  return engine::trace_step_model(entry);
 }
 
 std::shared_ptr<const engine::TraceHealth> loaded_trace_health_block(const LoadedTrace& entry) {
