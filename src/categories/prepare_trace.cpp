@@ -283,8 +283,6 @@ std::string insights_json(const Trace& trace, const CallTree& tree, const std::s
   const insights::InsightContext context =
       insights::make_context(trace, tree, &arch, timeline, step);
   auto found = insights::run_insights(context);
-  // The health reads the findings' step model (it built a second one before).
-  const insights::StepModelRef model{context.step};
   nlohmann::json all = nlohmann::json::array();
   for (const auto& i : found) all.push_back(insights::to_json(i));
   // The trace's health travels with the prepared directory, so analyses that
@@ -293,7 +291,8 @@ std::string insights_json(const Trace& trace, const CallTree& tree, const std::s
   nlohmann::json doc = {
       {"rules", insights::rule_ids()},
       {"insights", all},
-      {"trace_health", insights::to_json(insights::trace_health(trace, tree, timeline, &model))},
+      // The findings' step model and timeline: one model for both.
+      {"trace_health", insights::to_json(insights::trace_health(context))},
       // Where and why the GPU idled, for the cpu_idle analysis.
       {"idle", insights::idle_gaps_json(trace, insights::idle_gaps(trace, tree))}};
   return doc.dump(2) + "\n";

@@ -440,9 +440,7 @@ ReportVerdict report_verdict(const Trace& trace, const CallTree& tree, const Gpu
   }
   const insights::InsightContext& context = analysed->context;
   ReportVerdict v;
-  const insights::StepModelRef model{context.step};
-  v.health =
-      insights::trace_health(trace, tree, context.timeline ? &*context.timeline : nullptr, &model);
+  v.health = insights::trace_health(context);
   v.total_kernel_time_us = context.total_kernel_time_us;
   v.findings = std::move(analysed->found);
   v.step = context.step;

@@ -206,13 +206,6 @@ class UidMap {
   const UidNodes& nodes_;
 };
 
-// make() under a phase timer named `what` (JARVIS_PROFILE_PHASES).
-template <class Make>
-auto timed(const char* what, Make&& make) {
-  PhaseTimer t(what);
-  return make();
-}
-
 // One rank's share of the graph while it is built.
 class RankBuilder {
  public:
@@ -224,10 +217,8 @@ class RankBuilder {
         rank_(rank),
         off_(offset),
         bounds_(bounds),
-        cost_(timed("critical_path/build_graph/profiler_cost/measure",
-                    [&] { return measure_profiler_cost(trace_, tree_); })),
-        host_cost_(timed("critical_path/build_graph/profiler_cost/index",
-                         [&] { return detail::HostCostIndex(trace_, cost_); })) {
+        cost_(measure_profiler_cost(trace_, tree_)),
+        host_cost_(trace_, cost_) {
     by_uid_.tree = &tree_;
     by_uid_.nodes = &b_.g.nodes;
     for (const auto& c : colls) coll_[c.kernel.uid] = &c;

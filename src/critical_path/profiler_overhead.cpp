@@ -87,6 +87,7 @@ ProfilerCost measure_profiler_cost(const Trace& trace, const CallTree& tree) {
 
 ProfilerCost measure_profiler_cost(const Trace& trace, const CallTree& tree,
                                    const ProfilerCostModel& model) {
+  PhaseTimer timer("critical_path/profiler_cost/measure");
   ProfilerCost cost;
   cost.calibration = model.source;
   size_t inputs = 0;

@@ -413,6 +413,12 @@ TraceHealth trace_health(const Trace& trace, const CallTree& tree, const GpuTime
   return h;
 }
 
+TraceHealth trace_health(const InsightContext& context) {
+  const StepModelRef model{context.step};
+  return trace_health(context.trace, context.tree, context.timeline ? &*context.timeline : nullptr,
+                      &model);
+}
+
 nlohmann::json to_json(const TraceHealth& h) {
   nlohmann::json out = {
       {"confidence", h.confidence},

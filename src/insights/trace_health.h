@@ -16,7 +16,8 @@
 
 namespace jarvis::insights {
 
-struct StepModelRef;  // insights.h
+struct StepModelRef;    // insights.h
+struct InsightContext;  // insights.h
 
 // Host interference whose gaps are this many times the fastest iteration's
 // (or more) lowers confidence by one step: the un-profiled estimate then
@@ -108,6 +109,10 @@ struct TraceHealth {
 // (null: the graph and its analyses are built here).
 TraceHealth trace_health(const Trace& trace, const CallTree& tree,
                          const GpuTimeline* timeline = nullptr, const StepModelRef* step = nullptr);
+// The health of the trace `context` was made for, from its step model and
+// GPU timeline (neither built again): the findings and the health of one
+// page or prepared directory read one model.
+TraceHealth trace_health(const InsightContext& context);
 nlohmann::json to_json(const TraceHealth& health);
 
 }  // namespace jarvis::insights
