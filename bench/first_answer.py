@@ -3,7 +3,8 @@
 
 Tiles the GPT-2 trace of ../shared/hw_pairs (x4 and x32; x256, 1.3 GB of JSON,
 with --big) into a temporary directory, measures the single-threaded floor
-(gunzip + a simdjson pass, from jarvis_bench in the same run), then the wall
+(gunzip + a simdjson pass, from jarvis_bench in the same run, malloc on 2 MiB
+pages as jarvis's is), then the wall
 time and peak RSS of `jarvis report`, `jarvis insights`, `jarvis
 critical-path` and the MCP first answer: `load_trace` (its health block with
 the un-profiled estimate) and `insights` over HTTP on a server with workers
@@ -209,9 +210,14 @@ def mcp_first_answer(jarvis: str, trace: str, env: dict) -> dict:
 
 
 def floor_of(bench: str, jarvis: str, trace: str, repeat: int) -> tuple[float, float]:
-    """The floor (gunzip + parse, one thread) wall s, and the JSON's MB, from jarvis_bench."""
+    """The floor (gunzip + parse, one thread) wall s, and the JSON's MB, from jarvis_bench.
+
+    With malloc on 2 MiB pages, as jarvis runs (it asks glibc for them at start:
+    src/base/malloc_policy.h): on the VMs measured, 4 KiB pages make the floor's
+    fresh buffers most of its time (x32: 1.0 s instead of 0.22 s)."""
+    env = dict(os.environ, GLIBC_TUNABLES="glibc.malloc.hugetlb=1")
     out = subprocess.run([bench, "--jarvis", jarvis, "--cmd", "info", "--repeat", str(repeat),
-                          trace], check=True, capture_output=True, text=True).stdout
+                          trace], check=True, capture_output=True, text=True, env=env).stdout
     for line in out.splitlines():
         cells = [c.strip() for c in line.strip("|").split("|")]
         if len(cells) > 4 and cells[0].endswith(os.path.basename(trace)):
@@ -278,7 +284,7 @@ def main() -> int:
     print(f"bench/first_answer.py, best of {args.repeat}: "
           f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, {os.cpu_count()} x {host}, "
           f"load average {' '.join(f'{v:.2f}' for v in os.getloadavg())}\n")
-    print("| trace (JSON MB) | mode | floor s | `report` | `insights` (CLI) | `critical-path` | "
+    print("| trace (JSON MB) | mode | floor s (2 MiB pages) | `report` | `insights` (CLI) | `critical-path` | "
           "MCP `load_trace` + `insights` (HTTP, workers; server + workers' own pages) | "
           "MCP split: load + insights, insights detail=full after, a worker call's fixed cost; "
           "server VmHWM, rss sum |")

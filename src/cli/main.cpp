@@ -295,6 +295,7 @@ class CacheDirNotice {
 };
 
 int main(int argc, char** argv) {
+  jarvis::tune_malloc_at_start(argv);
   CLI::App app{"jarvis: GPU performance analysis of PyTorch profiler traces and sweeps"};
   app.name("jarvis");
   // The build options say what this binary can do (MPI scale-out, Python API).

@@ -40,3 +40,80 @@ TEST_CASE("malloc policy: blocks up to 32 MiB come from the arena and stay after
   CHECK(mallinfo2().fordblks >= kBlock);
 }
 #endif
+
+// tune_malloc_at_start: the GLIBC_TUNABLES the program is run again with,
+// and the user's own restored from the marker it carries.
+TEST_CASE("malloc tuning: the run again adds glibc.malloc.hugetlb=1 to the user's tunables") {
+  namespace mt = jarvis::malloc_tuning;
+  CHECK(mt::tunables_with_huge_pages(nullptr) == "glibc.malloc.hugetlb=1");
+  CHECK(mt::tunables_with_huge_pages("") == "glibc.malloc.hugetlb=1");
+  CHECK(mt::tunables_with_huge_pages("glibc.malloc.arena_max=2") ==
+        "glibc.malloc.arena_max=2:glibc.malloc.hugetlb=1");
+  // The user's own setting of the tunable stands: no run again.
+  CHECK_FALSE(mt::tunables_with_huge_pages("glibc.malloc.hugetlb=0"));
+  CHECK_FALSE(mt::tunables_with_huge_pages("glibc.malloc.tcache_count=0:glibc.malloc.hugetlb=2"));
+  // Unset, empty and set each come back as they were.
+  CHECK_FALSE(mt::user_tunables_of(mt::marker_of(nullptr)));
+  CHECK(mt::user_tunables_of(mt::marker_of("")) == "");
+  CHECK(mt::user_tunables_of(mt::marker_of("glibc.malloc.arena_max=2")) ==
+        "glibc.malloc.arena_max=2");
+}
+
+#if defined(__linux__) && !JARVIS_ASAN
+#include <chrono>
+#include <fstream>
+#include <iterator>
+#include <string>
+#include <thread>
+
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+namespace {
+namespace JARVIS_TEST_FILE {
+// The environment `jarvis serve --stdio` runs under once started, as the
+// kernel holds it for the process (/proc/PID/environ: what its last exec
+// was given), with `tuning` as JARVIS_MALLOC_TUNING ("" = unset).
+std::string served_environment(const char* tuning) {
+  int in[2];
+  REQUIRE(::pipe(in) == 0);
+  const pid_t pid = ::fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    ::dup2(in[0], 0);
+    ::close(in[1]);
+    if (*tuning) ::setenv("JARVIS_MALLOC_TUNING", tuning, 1);
+    ::unsetenv("GLIBC_TUNABLES");
+    ::execl(JARVIS_BINARY, JARVIS_BINARY, "serve", "--stdio", static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  ::close(in[0]);
+  std::string environ;
+  const std::string path = "/proc/" + std::to_string(pid) + "/environ";
+  // Until the server has read its first line (it waits on stdin then).
+  for (int tries = 0; tries < 100; ++tries) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    std::ifstream f(path);
+    environ.assign(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
+    if (tries >= 10 || environ.find("JARVIS_MALLOC_TUNED") != std::string::npos) break;
+  }
+  ::close(in[1]);  // end of input: the server exits
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  return environ;
+}
+}  // namespace JARVIS_TEST_FILE
+}  // namespace
+
+TEST_CASE("malloc tuning: jarvis runs again with huge pages for malloc, unless told not to") {
+  using JARVIS_TEST_FILE::served_environment;
+  const std::string tuned = served_environment("");
+  CHECK(tuned.find(std::string("GLIBC_TUNABLES=glibc.malloc.hugetlb=1") + '\0') !=
+        std::string::npos);
+  CHECK(tuned.find(std::string("JARVIS_MALLOC_TUNED=-") + '\0') != std::string::npos);
+  const std::string untuned = served_environment("0");
+  CHECK(untuned.find("GLIBC_TUNABLES") == std::string::npos);
+  CHECK(untuned.find("JARVIS_MALLOC_TUNED") == std::string::npos);
+}
+#endif

@@ -360,7 +360,7 @@ TEST_CASE("insights: no arch, no GPU events: rules that need them say nothing") 
       R"({"traceEvents":[{"ph":"X","cat":"cpu_op","name":"aten::add","pid":1,"tid":1,"ts":0,"dur":1}]})");
   CallTree tree(t);
   auto ctx = in::make_context(t, tree, nullptr);
-  CHECK_FALSE(ctx.timeline.has_value());
+  CHECK_FALSE(ctx.timeline);
   CHECK(in::run_insights(ctx).empty());
   CHECK(in::rule_ids().size() == 27);
 }
