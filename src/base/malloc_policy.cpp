@@ -64,6 +64,8 @@ std::optional<std::string> user_tunables_of(const std::string& marker) {
 void tune_malloc_at_start(char** argv) {
 #if defined(__GLIBC__)
   if (sanitized_build()) return;
+  if (const char* off = std::getenv("JARVIS_MALLOC_TUNING"); off && std::strcmp(off, "0") == 0)
+    return;
   // One arena: the analyses' threads allocate from the heap that huge pages
   // back, not from per-thread heaps of their own (set whether or not the
   // exec below happens; before any thread exists).
@@ -73,8 +75,6 @@ void tune_malloc_at_start(char** argv) {
     ::unsetenv(kTunedMarker);
     return;
   }
-  if (const char* off = std::getenv("JARVIS_MALLOC_TUNING"); off && std::strcmp(off, "0") == 0)
-    return;
   const char* given = std::getenv("GLIBC_TUNABLES");
   const std::optional<std::string> user = given ? std::optional<std::string>(given) : std::nullopt;
   const auto tunables = malloc_tuning::tunables_with_huge_pages(given);

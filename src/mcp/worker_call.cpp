@@ -421,9 +421,12 @@ ToolResult call_in_worker(const ToolHandler& handler, const json& args, ToolCont
     // thread also flushes the TLB of every core it ran on: 10-15 % of an x32
     // insights call).
     ::malloc_trim(0);
-    // On a thread of its own: glibc gives a new thread a fresh arena, so
-    // the call's allocations do not walk (and copy, page by page) the
-    // server's free lists, which the child shares copy-on-write.
+    // On a thread of its own: where malloc keeps an arena per thread
+    // (JARVIS_MALLOC_TUNING=0, base/malloc_policy.h), glibc gives a new
+    // thread a fresh arena, so the call's allocations do not walk (and copy,
+    // page by page) the server's free lists, which the child shares
+    // copy-on-write. With the one arena jarvis asks for, the trim above is
+    // what spares those copies.
     std::thread worker([&] { run_worker(fds[1], handler, args, ctx, tool, headroom); });
     worker.join();
     ::_exit(4);  // not reached: run_worker exits
