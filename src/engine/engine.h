@@ -126,10 +126,7 @@ using jarvis::load_any_trace;
 using jarvis::load_non_kineto_input;
 using jarvis::LoadedInput;
 // The same, the snapshot of a first load written beside the caller's work.
-using jarvis::canonical_arch_id;
-using jarvis::kept_insight_inputs;
 using jarvis::load_trace_write_behind;
-using jarvis::prepare_insight_inputs;
 using jarvis::SnapshotWriteBehind;
 using jarvis::trace_call_tree;
 using jarvis::trace_report;
@@ -372,7 +369,6 @@ using sweep::save_baseline;
 using insights::analyse_trace;
 using insights::build_step_model;
 using insights::ChangePlan;
-using insights::ContextInputs;
 using insights::Insight;
 using insights::InsightContext;
 using insights::make_context;

@@ -8,14 +8,11 @@
 #include <cstring>
 #include <filesystem>
 #include <optional>
-#include <stdexcept>
 #include <system_error>
 
 #include <fmt/format.h>
 
-#include "base/phase_timer.h"
 #include "base/random_id.h"
-#include "base/two_threads.h"
 #include "explore/input_format.h"
 #include "explore/rocprof_trace.h"
 #include "insights/insights.h"
@@ -205,58 +202,6 @@ std::shared_ptr<const insights::StepModelRef> trace_step_model(const LoadedTrace
     return insights::StepModelRef{
         insights::build_step_model(entry.trace(), *trace_call_tree(entry))};
   });
-}
-
-namespace {
-
-// The trace facts as kept on an entry (their type is the insights' own).
-struct KeptTraceFacts {
-  std::shared_ptr<insights::detail::TraceFacts> facts;
-};
-
-std::string perf_rows_key(const std::string& arch_id) {
-  return "insights:perf_rows:" + arch_id;
-}
-constexpr const char* kTraceFactsKey = "insights:trace_facts";
-
-}  // namespace
-
-void prepare_insight_inputs(const LoadedTrace& entry, const GpuArch* arch,
-                            const std::string& arch_id) {
-  const auto tree = trace_call_tree(entry);
-  std::shared_ptr<const insights::StepModelRef> step;
-  std::shared_ptr<insights::detail::TraceFacts> facts;
-  const bool facts_kept = entry.entry().find<KeptTraceFacts>(kTraceFactsKey) != nullptr;
-  // What fails here is left to the insights call that would read it (it
-  // makes the same and reports the error); the step model is the caller's.
-  const auto rows_and_facts = [&] {
-    try {
-      (void)entry.cached<std::vector<report::PerfOpRow>>(perf_rows_key(arch_id), [&] {
-        PhaseTimer t("load_trace/perf_rows");
-        return report::unified_perf_rows(entry.trace(), *tree, arch);
-      });
-      if (facts_kept) return;
-      PhaseTimer t("load_trace/trace_facts");
-      facts = insights::make_trace_facts(entry.trace(), *tree);
-    } catch (const std::runtime_error&) {
-      facts = nullptr;
-    }
-  };
-  run_on_two_threads({[&] { step = trace_step_model(entry); }, rows_and_facts});
-  if (!facts) return;
-  // The facts that read the model, before they are kept: shared, they are
-  // read from several threads (and forked workers) at once.
-  PhaseTimer t("load_trace/step_facts");
-  insights::add_step_facts(facts, entry.trace(), *tree, *step);
-  entry.entry().put<KeptTraceFacts>(kTraceFactsKey,
-                                    std::make_shared<const KeptTraceFacts>(KeptTraceFacts{facts}));
-}
-
-insights::ContextInputs kept_insight_inputs(const LoadedTrace& entry, const std::string& arch_id) {
-  insights::ContextInputs inputs;
-  inputs.rows = entry.entry().find<std::vector<report::PerfOpRow>>(perf_rows_key(arch_id));
-  if (auto kept = entry.entry().find<KeptTraceFacts>(kTraceFactsKey)) inputs.facts = kept->facts;
-  return inputs;
 }
 
 std::shared_ptr<const GpuTimeline> trace_timeline(const LoadedTrace& entry) {

@@ -22,8 +22,7 @@
 #include "trace/trace.h"
 
 namespace jarvis::insights {
-struct StepModelRef;   // insights/insights.h
-struct ContextInputs;  // insights/insights.h
+struct StepModelRef;  // insights/insights.h
 }  // namespace jarvis::insights
 
 namespace jarvis {
@@ -31,7 +30,6 @@ namespace jarvis {
 class CallTree;
 struct Report;
 struct GpuTimeline;
-struct GpuArch;
 
 // One handle's view of a cached trace, held for the duration of a call.
 class LoadedTrace {
@@ -154,19 +152,6 @@ std::shared_ptr<const GpuTimeline> trace_timeline(const LoadedTrace& entry);
 // health block) and read by every later analysis of it; its `model` is
 // null when the trace gives no graph.
 std::shared_ptr<const insights::StepModelRef> trace_step_model(const LoadedTrace& entry);
-
-// What an insights context reads beside the step model (insights::
-// ContextInputs: the perf rows of one arch, the trace facts of the trace's
-// step model), made on the core the step model leaves idle and kept on the
-// entry (MCP load_trace, for the arch an insights call would use), so the
-// insights call's worker starts from them. `arch` (null: none) is the arch
-// whose canonical id (canonical_arch_id) is `arch_id`. Builds the step model
-// (trace_step_model) too; parts made already are not made again.
-void prepare_insight_inputs(const LoadedTrace& entry, const GpuArch* arch,
-                            const std::string& arch_id);
-// What prepare_insight_inputs kept for `arch_id`: null parts where it made
-// none (this never builds and never waits for a build).
-insights::ContextInputs kept_insight_inputs(const LoadedTrace& entry, const std::string& arch_id);
 
 // The bundled GPU arch matching the trace's GPU name ("H100", "MI300X", ...),
 // or "" when none matches.

@@ -362,51 +362,42 @@ std::shared_ptr<const InsightContext::StepModel> build_step_model(const Trace& t
 }
 
 InsightContext make_context(const Trace& trace, const CallTree& tree, const GpuArch* arch,
-                            const GpuTimeline* timeline, const StepModelRef* step,
-                            const ContextInputs* given) {
-  InsightContext c{trace, tree, arch, {}, {}, 0, {}, trace.gpu_name(), {}, {}};
+                            const GpuTimeline* timeline, const StepModelRef* step) {
+  InsightContext c{trace, tree, arch, {}, 0, {}, trace.gpu_name(), {}, {}};
   // The step model (the dependency graph and its two schedules) and the perf
   // rows with the GPU timeline read the trace and the tree and nothing of
   // each other: with a second core, side by side (the model first, it costs
   // most). Given the model (an MCP worker: load_trace built it), the second
   // core makes the facts the rules read that do not read the rows (the GPU's
   // idle gaps, the host stretches), which the rules would otherwise make.
-  // What the caller gives (rows, facts: a loaded trace keeps them) is not
-  // made again.
   std::shared_ptr<const InsightContext::StepModel> model;
-  std::shared_ptr<const std::vector<report::PerfOpRow>> rows = given ? given->rows : nullptr;
+  std::vector<report::PerfOpRow> rows;
   std::optional<GpuTimeline> own_timeline;
   std::vector<std::function<void()>> parts;
   if (!step) parts.push_back([&] { model = build_step_model(trace, tree); });
-  if (!rows)
-    parts.push_back([&] {
+  parts.push_back([&] {
+    {
       PhaseTimer t("insights/context/perf_rows");
-      rows = std::make_shared<const std::vector<report::PerfOpRow>>(
-          report::unified_perf_rows(trace, tree, arch));
-    });
-  if (!timeline)
-    parts.push_back([&] {
-      PhaseTimer t("insights/context/timeline");
-      try {
-        own_timeline = compute_gpu_timeline(trace, tree);
-      } catch (const std::runtime_error&) {
-        // No GPU events: the trace-level rules have nothing to say.
-      }
-    });
+      rows = report::unified_perf_rows(trace, tree, arch);
+    }
+    if (timeline) return;
+    PhaseTimer t("insights/context/timeline");
+    try {
+      own_timeline = compute_gpu_timeline(trace, tree);
+    } catch (const std::runtime_error&) {
+      // No GPU events: the trace-level rules have nothing to say.
+    }
+  });
   if (step && step->model) {
-    // Reads c's trace, tree and step, which the other parts leave alone.
+    // Reads c's trace, tree and step, which the other part leaves alone.
     c.step = step->model;
-    if (given && given->facts && detail::facts_fit(*given->facts, c))
-      c.facts = given->facts;
-    else
-      parts.push_back([&] {
-        PhaseTimer t("insights/context/facts");
-        detail::make_facts_before_rows(c);
-      });
+    parts.push_back([&] {
+      PhaseTimer t("insights/context/facts");
+      detail::make_facts_before_rows(c);
+    });
   }
   run_on_two_threads(parts);
-  c.rows_owner = std::move(rows);
-  c.rows = *c.rows_owner;
+  c.rows = std::move(rows);
   for (const auto& r : c.rows) c.total_kernel_time_us += r.kernel_time_us;
   if (timeline)  // not copied: a tiled trace's timeline is megabytes
     c.timeline = std::shared_ptr<const GpuTimeline>(std::shared_ptr<const void>(), timeline);

@@ -8,7 +8,6 @@
 #include <map>
 #include <memory>
 #include <optional>
-#include <span>
 #include <string>
 #include <vector>
 
@@ -93,16 +92,13 @@ struct TraceFacts;  // trace_facts.h
 struct InsightContext {
   const Trace& trace;
   const CallTree& tree;
-  const GpuArch* arch = nullptr;  // null: rules needing peaks skip
-  // The unified perf rows of `arch`, in rows_owner (a loaded trace keeps
-  // them for the next context: ContextInputs).
-  std::span<const report::PerfOpRow> rows;
-  std::shared_ptr<const std::vector<report::PerfOpRow>> rows_owner;
-  double total_kernel_time_us = 0;  // sum over rows
+  const GpuArch* arch = nullptr;        // null: rules needing peaks skip
+  std::vector<report::PerfOpRow> rows;  // unified perf rows
+  double total_kernel_time_us = 0;      // sum over rows
   // Null when the trace has no GPU events; the caller's when it gave one
   // (held like `trace` and `tree`: it outlives the context), else its own.
   std::shared_ptr<const GpuTimeline> timeline;
-  std::string gpu_name;  // from the trace
+  std::string gpu_name;                 // from the trace
   // The trace's dependency graph and its measured critical path (what
   // bounds each iteration); null when no graph can be built (no launches,
   // no GPU work).
@@ -138,36 +134,12 @@ struct StepModelRef {
   std::shared_ptr<const InsightContext::StepModel> model;
 };
 
-// What make_context otherwise builds that a caller may keep per loaded trace
-// (MCP load_trace makes them beside the step model, on the core it leaves
-// idle, so that the insights call's worker starts from them); either may be
-// null (made by make_context then).
-struct ContextInputs {
-  // unified_perf_rows(trace, tree, arch) for the context's arch.
-  std::shared_ptr<const std::vector<report::PerfOpRow>> rows;
-  // make_trace_facts(trace, tree) with add_step_facts of the context's step
-  // model (facts made for another model are not used).
-  std::shared_ptr<detail::TraceFacts> facts;
-};
-
 // `timeline`: compute_gpu_timeline(trace, tree) when the caller has it already
 // (null: computed here; a trace without GPU events has none either way).
 // `step`: build_step_model(trace, tree) when the caller has it (null: built here).
 InsightContext make_context(const Trace& trace, const CallTree& tree, const GpuArch* arch,
                             const GpuTimeline* timeline = nullptr,
-                            const StepModelRef* step = nullptr,
-                            const ContextInputs* given = nullptr);
-
-// The facts the rules read of a trace whatever the arch (the kernel names'
-// traits, the GPU's idle gaps and the host's share of them by place, the
-// graph-capture calls): the same for every context of the trace, so a
-// loaded trace makes them once.
-std::shared_ptr<detail::TraceFacts> make_trace_facts(const Trace& trace, const CallTree& tree);
-// Adds the facts that read the step model (the unrecorded host stretches)
-// and ties `facts` to it: a context of another model makes its own. Call
-// before the facts are shared (they are read from several threads then).
-void add_step_facts(const std::shared_ptr<detail::TraceFacts>& facts, const Trace& trace,
-                    const CallTree& tree, const StepModelRef& step);
+                            const StepModelRef* step = nullptr);
 
 // Every rule over the context, its claims de-duplicated
 // (claim_recoverable_time); sorted by recoverable time (then time), largest first.

@@ -28,10 +28,6 @@ struct TraceFacts {
   std::optional<std::map<std::string, double>> host_work_idle;
   std::optional<size_t> capture_calls;
   std::optional<std::vector<critical_path::HostGap>> host_gaps;
-  // The step model host_gaps read, when the facts were made for a model
-  // beforehand (add_step_facts): a context of another model does not use them.
-  const void* step_model = nullptr;
-  bool made_for_contexts = false;  // make_trace_facts made them
 };
 
 namespace {
@@ -170,10 +166,6 @@ std::vector<critical_path::HostGap> add_host_gap_removal(const InsightContext& c
   return picked;
 }
 
-bool facts_fit(const TraceFacts& facts, const InsightContext& c) {
-  return facts.made_for_contexts && facts.step_model == static_cast<const void*>(c.step.get());
-}
-
 void make_facts_before_rows(const InsightContext& c) {
   prepare_trace_facts(c);
   (void)host_work_idle_by_place(c);  // reads trace_idle_gaps
@@ -188,22 +180,3 @@ void make_facts_before_rows(const InsightContext& c) {
 }
 
 }  // namespace jarvis::insights::detail
-
-namespace jarvis::insights {
-
-std::shared_ptr<detail::TraceFacts> make_trace_facts(const Trace& trace, const CallTree& tree) {
-  const InsightContext c{trace, tree, nullptr, {}, {}, 0, {}, {}, {}, {}};
-  detail::make_facts_before_rows(c);  // without a step model: no host stretches
-  c.facts->made_for_contexts = true;
-  return c.facts;
-}
-
-void add_step_facts(const std::shared_ptr<detail::TraceFacts>& facts, const Trace& trace,
-                    const CallTree& tree, const StepModelRef& step) {
-  facts->step_model = step.model.get();
-  if (!step.model) return;
-  const InsightContext c{trace, tree, nullptr, {}, {}, 0, {}, {}, step.model, facts};
-  detail::make_facts_before_rows(c);
-}
-
-}  // namespace jarvis::insights

@@ -27,10 +27,6 @@ namespace jarvis::insights::detail {
 // threads without a lock.
 void prepare_trace_facts(const InsightContext& c);
 
-// True when `facts` were made for contexts like `c` (make_trace_facts, with
-// add_step_facts of c's step model).
-bool facts_fit(const TraceFacts& facts, const InsightContext& c);
-
 // Makes now the facts that read no perf row and no timeline (the GPU's idle
 // gaps and the host's share of them by place, the graph-capture calls, the
 // unrecorded host stretches when c.step is set) so that make_context can

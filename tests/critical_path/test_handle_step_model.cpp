@@ -19,10 +19,7 @@
 #include "golden.h"
 #include "insights/insights.h"
 #include "mcp_harness.h"
-#include "perf/gpu_arch.h"
-#include "report/perf_tables.h"
 #include "test_loader_support.h"
-#include "tree/call_tree.h"
 
 namespace {
 // This file's own names (a unity build compiles several test files as one unit).
@@ -101,57 +98,6 @@ TEST_SUITE("critical_path") {
       return jarvis::critical_path::Graph{};
     });
     CHECK(graph_built);
-  }
-
-  TEST_CASE("load_trace keeps the perf rows and trace facts its insights call reads (s_tf32 A)") {
-    const std::string path = jarvis::golden::shared_dir() + "/ab_pairs/s_tf32_A_fp32.json.gz";
-    if (!std::filesystem::exists(path)) return;
-    jarvis::mcp::testing::Harness h;
-    h.initialize();
-    const std::string handle =
-        h.tool_result(1, "load_trace", {{"path", path}})["trace"].get<std::string>();
-
-    jarvis::TraceStore store{h.server.trace_cache()};
-    const auto entry = store.load(path).entry;
-    const jarvis::Trace& trace = entry->trace();
-    const std::string arch_name = jarvis::detect_arch_name(trace);
-    REQUIRE(arch_name == "H200");  // the arch an insights call without one uses
-    const auto arch = jarvis::perf::load_gpu_arch(arch_name);
-    const jarvis::insights::ContextInputs kept =
-        jarvis::kept_insight_inputs(*entry, jarvis::canonical_arch_id(arch_name));
-    REQUIRE(kept.rows);
-    REQUIRE(kept.facts);
-    CHECK_FALSE(jarvis::kept_insight_inputs(*entry, "MI300X").rows);  // none of another arch
-
-    // The kept rows are the arch's, as built here from the trace.
-    const jarvis::CallTree tree(trace);
-    const auto rows = jarvis::report::unified_perf_rows(trace, tree, &arch);
-    REQUIRE(kept.rows->size() == rows.size());
-    double kept_us = 0, built_us = 0;
-    for (size_t r = 0; r < rows.size(); ++r) {
-      CHECK((*kept.rows)[r].name == rows[r].name);
-      kept_us += (*kept.rows)[r].kernel_time_us;
-      built_us += rows[r].kernel_time_us;
-    }
-    CHECK(kept_us == built_us);
-
-    // The facts are tied to the trace's step model: a context of it reads
-    // them; the insights call answers what a context built from nothing kept
-    // gives (its findings' rules and step savings, in rank order).
-    const auto model = jarvis::trace_step_model(*entry);
-    const jarvis::insights::InsightContext from_kept = jarvis::insights::make_context(
-        trace, *jarvis::trace_call_tree(*entry), &arch, nullptr, model.get(), &kept);
-    CHECK(from_kept.facts == kept.facts);
-    const auto fresh =
-        jarvis::insights::run_insights(jarvis::insights::make_context(trace, tree, &arch));
-    const json reply =
-        h.tool_result(2, "insights", {{"trace", handle}, {"top_n", 1000}, {"detail", "full"}});
-    REQUIRE(reply["insights"].size() == fresh.size());
-    for (size_t k = 0; k < fresh.size(); ++k) {
-      CAPTURE(k);
-      CHECK(reply["insights"][k]["rule"] == fresh[k].rule);
-      CHECK(reply["insights"][k]["uids"].size() == fresh[k].uids.size());
-    }
   }
 }
 

@@ -22,6 +22,7 @@
 #include "perf/gpu_arch.h"
 #include "raw_launches.h"
 #include "raw_timeline.h"
+#include "report/gpu_timeline.h"
 #include "test_loader_support.h"
 #include "trace/loader.h"
 #include "tree/call_tree.h"
@@ -363,6 +364,20 @@ TEST_CASE("insights: no arch, no GPU events: rules that need them say nothing") 
   CHECK_FALSE(ctx.timeline);
   CHECK(in::run_insights(ctx).empty());
   CHECK(in::rule_ids().size() == 27);
+}
+
+TEST_CASE("insights: a GPU timeline given to make_context is read where it is, not copied") {
+  const Trace t = jarvis::load_trace(std::string(JARVIS_SOURCE_DIR) +
+                                     "/examples/example_trace.json.gz");
+  const CallTree tree(t);
+  const jarvis::GpuTimeline given = jarvis::compute_gpu_timeline(t, tree);
+  const auto with = in::make_context(t, tree, nullptr, &given);
+  CHECK(with.timeline.get() == &given);
+  const auto own = in::make_context(t, tree, nullptr);  // computed for the context
+  REQUIRE(own.timeline);
+  CHECK(own.timeline.get() != &given);
+  CHECK(own.timeline->total_time == given.total_time);
+  CHECK(own.timeline->idle_time == given.idle_time);
 }
 
 namespace {

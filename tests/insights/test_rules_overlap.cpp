@@ -7,15 +7,13 @@
 // (2) analyse_trace's context and findings equal make_context +
 // run_insights' (the same step, the same findings, byte for byte as JSON),
 // and so does make_context given the step model (an MCP worker's call: the
-// facts the rules read made beside the perf rows), and given the perf rows
-// and trace facts a loaded trace keeps (facts of another model unread);
+// facts the rules read made beside the perf rows);
 // (3) the plan, whose replays go two at a time, lists each change at the
 // step the what-if of it on the changes listed above it gives, replayed
 // here one at a time.
 #include <doctest/doctest.h>
 
 #include <algorithm>
-#include <memory>
 #include <string>
 #include <vector>
 
@@ -26,7 +24,6 @@
 #include "insights/insights.h"
 #include "insights/rules_internal.h"
 #include "perf/gpu_arch.h"
-#include "report/perf_tables.h"
 #include "trace/loader.h"
 #include "tree/call_tree.h"
 
@@ -74,7 +71,6 @@ TEST_CASE(
   }
   static const auto arch = jarvis::perf::load_gpu_arch("H200");
   size_t compared = 0;
-  bool other_model_checked = false;
   for (const std::string& path : traces) {
     CAPTURE(path);
     const jarvis::Trace t = jarvis::load_trace(path);
@@ -101,37 +97,6 @@ TEST_CASE(
       CHECK(insights_json(found).dump(1) == insights_json(expected).dump(1));
       CHECK(in::plan_text(in::plan_changes(from_model, found), found) ==
             in::plan_text(in::plan_changes(context, expected), expected));
-
-      // Given what a loaded trace keeps beside the model (MCP load_trace):
-      // the arch's perf rows and the trace facts of the same model, read
-      // as they are (not copied, not made again), the same findings.
-      in::ContextInputs inputs;
-      inputs.rows = std::make_shared<const std::vector<jarvis::report::PerfOpRow>>(
-          jarvis::report::unified_perf_rows(t, tree, &arch));
-      inputs.facts = in::make_trace_facts(t, tree);
-      in::add_step_facts(inputs.facts, t, tree, given);
-      const in::InsightContext from_inputs =
-          in::make_context(t, tree, &arch, nullptr, &given, &inputs);
-      CHECK(from_inputs.rows.data() == inputs.rows->data());
-      CHECK(from_inputs.facts == inputs.facts);
-      CHECK(from_inputs.total_kernel_time_us == context.total_kernel_time_us);
-      const std::vector<in::Insight> from_kept = in::run_insights(from_inputs);
-      CHECK(insights_json(from_kept).dump(1) == insights_json(expected).dump(1));
-      CHECK(in::plan_text(in::plan_changes(from_inputs, from_kept), from_kept) ==
-            in::plan_text(in::plan_changes(context, expected), expected));
-      // Facts tied to one step model are not read by a context of another
-      // (their host stretches come from its graph): it makes its own.
-      if (!other_model_checked) {
-        other_model_checked = true;
-        const in::StepModelRef other{in::build_step_model(t, tree)};
-        REQUIRE(other.model);
-        REQUIRE(other.model != given.model);
-        const in::InsightContext of_other =
-            in::make_context(t, tree, &arch, nullptr, &other, &inputs);
-        CHECK(of_other.facts);
-        CHECK(of_other.facts != inputs.facts);
-        CHECK(of_other.rows.data() == inputs.rows->data());  // the rows are the arch's
-      }
     }
     ++compared;
   }

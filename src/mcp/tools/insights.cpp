@@ -79,16 +79,12 @@ std::string units_line(const engine::StepModelRef* step, size_t steps) {
 // (ToolContext::keep) under kept_key, so the next insights call, of any
 // arguments, formats it instead of running the rules again (issue 75 point
 // 2); the handle is put in by the call that formats it.
-json derive_analysis(const LoadedTrace& entry, const std::optional<GpuArch>& arch,
-                     const std::string& arch_name) {
+json derive_analysis(const LoadedTrace& entry, const std::optional<GpuArch>& arch) {
   auto tree = engine::trace_call_tree(entry);
   auto timeline = engine::trace_timeline(entry);
   const auto step_model = loaded_step_model(entry);
-  // The perf rows and trace facts load_trace made beside the step model.
-  const engine::ContextInputs kept =
-      engine::kept_insight_inputs(entry, engine::canonical_arch_id(arch_name));
   auto context = engine::make_context(entry.trace(), *tree, arch ? &*arch : nullptr, timeline.get(),
-                                      step_model.get(), &kept);
+                                      step_model.get());
   const auto found = engine::run_insights(context);
   json findings = json::array();
   for (const auto& i : found) {
@@ -244,7 +240,7 @@ std::shared_ptr<const json> insights_analysis(const LoadedTrace& entry,
   } catch (const engine::GpuArchError& e) {
     throw ToolError(e.what());
   }
-  auto derived = std::make_shared<const json>(derive_analysis(entry, arch, arch_name));
+  auto derived = std::make_shared<const json>(derive_analysis(entry, arch));
   ctx.keep(entry, kept_key(arch_name == "none" ? "" : arch_name), *derived);
   return derived;
 }

@@ -91,25 +91,6 @@ std::string timeline_line(const json& timeline) {
       figure("idle_time", "percent").value_or(0), figure("idle_time", "time_ms").value_or(0));
 }
 
-// The step model (for the health block) and, beside it on the core it
-// leaves idle, what an insights call of the arch it would use reads beside
-// the model (its perf rows, the trace facts): kept on the trace, so the
-// first insights call's worker starts from them (issue 75). An arch that
-// does not load is the insights call's error to report: nothing is made
-// for it here.
-void prepare_insights(const LoadedTrace& entry, ToolContext& ctx) {
-  std::string arch_name = ctx.arch("");
-  if (arch_name.empty()) arch_name = engine::detect_arch_name(entry.trace());
-  std::optional<GpuArch> arch;
-  try {
-    if (!arch_name.empty() && arch_name != "none") arch = engine::load_gpu_arch(arch_name);
-  } catch (const engine::GpuArchError&) {
-    return;
-  }
-  engine::prepare_insight_inputs(entry, arch ? &*arch : nullptr,
-                                 engine::canonical_arch_id(arch_name));
-}
-
 // The result of a trace load_trace registered: the overview, GPU timeline,
 // collectives and health block.
 ToolResult loaded_result(const TraceStore::LoadResult& loaded, ToolContext& ctx) {
@@ -133,9 +114,7 @@ ToolResult loaded_result(const TraceStore::LoadResult& loaded, ToolContext& ctx)
   // what-ifs of later calls (and their workers) start from them.
   // (After the timeline, not beside it: side by side they saved 30-50 ms of
   // 0.3 s at x32 and raised the server's peak by 8 MB, 12 % of the report's.)
-  timer.emplace("load_trace/step_model+insight_inputs");
-  prepare_insights(*loaded.entry, ctx);
-  timer.emplace("load_trace/health");
+  timer.emplace("load_trace/step_model+health");
   const engine::TraceHealth& health = *loaded_trace_health_block(*loaded.entry);
   summary["health"] = loaded_trace_health(*loaded.entry);
   timer.reset();
