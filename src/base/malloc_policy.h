@@ -15,7 +15,7 @@ namespace jarvis {
 // default). Fresh memory costs a page fault per 4 KiB page on first touch,
 // and on the virtual machines measured a fault costs 2-16 us: an x32
 // trace's analyses spent a quarter to a third of their time in faults
-// (bench/RESULTS.md, docs/performance.md "Page faults"). The variable is
+// (bench/RESULTS.md; docs/performance.md, "Malloc on huge pages"). The variable is
 // restored before the program runs, so processes it starts do not inherit
 // it. Nothing is done where the user's GLIBC_TUNABLES names the tunable
 // already, where JARVIS_MALLOC_TUNING=0, or where malloc is not glibc's

@@ -98,7 +98,7 @@ struct InsightContext {
   // Null when the trace has no GPU events; the caller's when it gave one
   // (held like `trace` and `tree`: it outlives the context), else its own.
   std::shared_ptr<const GpuTimeline> timeline;
-  std::string gpu_name;                 // from the trace
+  std::string gpu_name;  // from the trace
   // The trace's dependency graph and its measured critical path (what
   // bounds each iteration); null when no graph can be built (no launches,
   // no GPU work).

@@ -367,8 +367,8 @@ TEST_CASE("insights: no arch, no GPU events: rules that need them say nothing") 
 }
 
 TEST_CASE("insights: a GPU timeline given to make_context is read where it is, not copied") {
-  const Trace t = jarvis::load_trace(std::string(JARVIS_SOURCE_DIR) +
-                                     "/examples/example_trace.json.gz");
+  const Trace t =
+      jarvis::load_trace(std::string(JARVIS_SOURCE_DIR) + "/examples/example_trace.json.gz");
   const CallTree tree(t);
   const jarvis::GpuTimeline given = jarvis::compute_gpu_timeline(t, tree);
   const auto with = in::make_context(t, tree, nullptr, &given);
