@@ -177,6 +177,22 @@ struct UidNodes {
   }
 };
 
+// An event the builder gave no node where a later pass expects one: the
+// trace broke an assumption of the builder (a fuzzed collective without a
+// time did, 2026-11-29). An error of the input (CriticalPathError: the
+// insights fall back to the trace's own times), never std::out_of_range.
+CriticalPathError missing_node(Uid u) {
+  return CriticalPathError(fmt::format(
+      "critical_path: event {} has no node in the dependency graph (an inconsistent trace)", u));
+}
+
+// The node of collective kernel `u` in a rank's arrive / done map.
+uint32_t collective_node(const std::unordered_map<Uid, uint32_t>& nodes, Uid u) {
+  const auto it = nodes.find(u);
+  if (it == nodes.end()) throw missing_node(u);
+  return it->second;
+}
+
 // A lookup of UidNodes shaped like the hash map it replaced (`find(u) !=
 // end()`, `->second`, `at`, `count`).
 struct UidHit {
@@ -198,7 +214,7 @@ class UidMap {
   size_t count(Uid u) const { return (nodes_.*Get)(u) != UidNodes::kNone; }
   uint32_t at(Uid u) const {
     const uint32_t v = (nodes_.*Get)(u);
-    if (v == UidNodes::kNone) throw std::out_of_range("critical_path: an event without a node");
+    if (v == UidNodes::kNone) throw missing_node(u);
     return v;
   }
 
@@ -818,7 +834,7 @@ class RankBuilder {
         Uid last = last_launched_before(ops, launch_ts(uid));
         if (last == kNoUid || coll_.count(last)) continue;
         if (trace_.events[last].end() > k.ts() + kTolUs) continue;  // ran alongside: no wait
-        b_.edge(end_.at(last), arrive.at(uid), EdgeKind::CrossStream, false, 0.0,
+        b_.edge(end_.at(last), collective_node(arrive, uid), EdgeKind::CrossStream, false, 0.0,
                 b_.label(rank_, inst->collective, trace_.name(uid), "stream_wait"));
       }
     }
@@ -843,7 +859,7 @@ class RankBuilder {
             continue;
           if (launch_ts(it->second) >= launch_ts(op)) continue;
           b_.edge(
-              done.at(it->second), start_.at(op), EdgeKind::CrossStream, false, 0.0,
+              collective_node(done, it->second), start_.at(op), EdgeKind::CrossStream, false, 0.0,
               b_.label(rank_, coll_.at(it->second)->collective, trace_.name(op), "stream_wait"));
         }
       }
@@ -1053,12 +1069,12 @@ void add_joins(Builder& b, const std::vector<RankBuilder*>& ranks,
     double last = -1e300, first_end = 1e300;
     int64_t last_rank = -1;
     for (auto [r, uid] : members) {
-      const Node& a = b.g.nodes[ranks[r]->arrive.at(uid)];
-      const Node& d = b.g.nodes[ranks[r]->done.at(uid)];
+      const Node& a = b.g.nodes[collective_node(ranks[r]->arrive, uid)];
+      const Node& d = b.g.nodes[collective_node(ranks[r]->done, uid)];
       if (a.start > last) std::tie(last, last_rank) = std::make_pair(a.start, a.rank);
       first_end = std::min(first_end, d.start);
       join.ranks.push_back(a.rank);
-      join.arrivals.push_back(ranks[r]->arrive.at(uid));
+      join.arrivals.push_back(collective_node(ranks[r]->arrive, uid));
     }
     // A copy: each b.label below may grow the labels, which a reference into
     // them would not survive.
@@ -1071,7 +1087,7 @@ void add_joins(Builder& b, const std::vector<RankBuilder*>& ranks,
       const int64_t rank = join.ranks[m];
       b.edge(join.arrivals[m], join.node, EdgeKind::CollArrive, false, 0.0,
              b.label(rank, any.op, any.kernel, "communication"));
-      b.edge(join.node, ranks[r]->done.at(uid), EdgeKind::CollDone, false, 0.0,
+      b.edge(join.node, collective_node(ranks[r]->done, uid), EdgeKind::CollDone, false, 0.0,
              b.label(rank, any.op, any.kernel, "communication"));
     }
     b.g.joins.push_back(std::move(join));
