@@ -65,6 +65,7 @@ TEST_CASE("malloc tuning: the run again adds glibc.malloc.hugetlb=1 to the user'
 #include <iterator>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include <signal.h>
 #include <sys/wait.h>
@@ -76,6 +77,20 @@ namespace JARVIS_TEST_FILE {
 // kernel holds it for the process (/proc/PID/environ: what its last exec
 // was given), with `tuning` as JARVIS_MALLOC_TUNING ("" = unset).
 std::string served_environment(const char* tuning) {
+  // The child's environment, made before the fork (a forked child of a
+  // process with threads calls nothing that may take a lock): this one's
+  // without GLIBC_TUNABLES, with JARVIS_MALLOC_TUNING when given.
+  std::vector<std::string> env;
+  for (char** e = environ; *e; ++e)
+    if (std::strncmp(*e, "GLIBC_TUNABLES=", 15) != 0 &&
+        std::strncmp(*e, "JARVIS_MALLOC_TUNING=", 21) != 0)
+      env.emplace_back(*e);
+  if (*tuning) env.push_back(std::string("JARVIS_MALLOC_TUNING=") + tuning);
+  std::vector<char*> envp;
+  for (std::string& e : env) envp.push_back(e.data());
+  envp.push_back(nullptr);
+  char* argv[] = {const_cast<char*>(JARVIS_BINARY), const_cast<char*>("serve"),
+                  const_cast<char*>("--stdio"), nullptr};
   int in[2];
   REQUIRE(::pipe(in) == 0);
   const pid_t pid = ::fork();
@@ -83,25 +98,23 @@ std::string served_environment(const char* tuning) {
   if (pid == 0) {
     ::dup2(in[0], 0);
     ::close(in[1]);
-    if (*tuning) ::setenv("JARVIS_MALLOC_TUNING", tuning, 1);
-    ::unsetenv("GLIBC_TUNABLES");
-    ::execl(JARVIS_BINARY, JARVIS_BINARY, "serve", "--stdio", static_cast<char*>(nullptr));
+    ::execve(JARVIS_BINARY, argv, envp.data());
     ::_exit(127);
   }
   ::close(in[0]);
-  std::string environ;
+  std::string seen;
   const std::string path = "/proc/" + std::to_string(pid) + "/environ";
   // Until the server has read its first line (it waits on stdin then).
   for (int tries = 0; tries < 100; ++tries) {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
     std::ifstream f(path);
-    environ.assign(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
-    if (tries >= 10 || environ.find("JARVIS_MALLOC_TUNED") != std::string::npos) break;
+    seen.assign(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
+    if (tries >= 10 || seen.find("JARVIS_MALLOC_TUNED") != std::string::npos) break;
   }
   ::close(in[1]);  // end of input: the server exits
   int status = 0;
   ::waitpid(pid, &status, 0);
-  return environ;
+  return seen;
 }
 }  // namespace JARVIS_TEST_FILE
 }  // namespace
