@@ -288,13 +288,13 @@ std::string insights_json(const Trace& trace, const CallTree& tree, const std::s
   // The trace's health travels with the prepared directory, so analyses that
   // read only the directory (analyze_category, final_report) can say when the
   // trace cannot support their conclusions.
-  nlohmann::json doc = {
-      {"rules", insights::rule_ids()},
-      {"insights", all},
-      // The findings' step model and timeline: one model for both.
-      {"trace_health", insights::to_json(insights::trace_health(context))},
-      // Where and why the GPU idled, for the cpu_idle analysis.
-      {"idle", insights::idle_gaps_json(trace, insights::idle_gaps(trace, tree))}};
+  nlohmann::json doc = {{"rules", insights::rule_ids()},
+                        {"insights", all},
+                        // The findings' step model and timeline: one model for both.
+                        {"trace_health", insights::to_json(insights::trace_health(context))},
+                        // Where and why the GPU idled, for the cpu_idle analysis
+                        // (the gaps the findings read, not a second scan).
+                        {"idle", insights::idle_gaps_json(trace, insights::idle_gaps(context))}};
   return doc.dump(2) + "\n";
 }
 

@@ -82,6 +82,11 @@ inline constexpr double kLongGapUs = 100.0;
 
 IdleGaps idle_gaps(const Trace& trace, const CallTree& tree, double latency_threshold_us = 20.0);
 
+struct InsightContext;  // insights.h
+// idle_gaps(context.trace, context.tree), made once per context and kept in
+// it: the gaps the rules read, without a second scan of the trace.
+const IdleGaps& idle_gaps(const InsightContext& context);
+
 // {kernels, short_kernels, ..., by_cause: {cause: {gaps, idle_us}},
 //  by_place: [...max_rows], largest_gaps: [...max_rows]}
 nlohmann::json idle_gaps_json(const Trace& trace, const IdleGaps& idle, size_t max_rows = 8);

@@ -197,7 +197,7 @@ void rule_unrecorded_host_time(const InsightContext& c, std::vector<Insight>& ou
   const size_t iterations = std::max<size_t>(1, graph.iterations.size());
   const double steps = static_cast<double>(iterations);
   const double step_us = c.step->measured.step_time_us;
-  const IdleGaps& idle = detail::trace_idle_gaps(c);
+  const IdleGaps& idle = idle_gaps(c);
   const IdleByStart idle_index = idle_by_start(idle);
   std::vector<Insight> found;
   std::optional<UnrecordedPlaceIndex> place_index;  // built for the first place reported

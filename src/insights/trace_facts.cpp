@@ -78,11 +78,6 @@ const KernelNameFacts& kernel_name_facts(const InsightContext& c, Uid event) {
   return it->second;
 }
 
-const IdleGaps& trace_idle_gaps(const InsightContext& c) {
-  auto& f = facts_of(c);
-  return computed_once(f.idle_mu, f.idle, [&] { return idle_gaps(c.trace, c.tree); });
-}
-
 size_t graph_capture_calls(const InsightContext& c) {
   auto& f = facts_of(c);
   return computed_once(f.capture_calls_mu, f.capture_calls,
@@ -114,7 +109,7 @@ std::map<std::string, double> sum_host_opened_idle(const InsightContext& c) {
   constexpr uint32_t kNoPlace = UINT32_MAX;
   std::unordered_map<uint32_t, size_t> slot_of;
   std::vector<std::pair<uint32_t, double>> sums;
-  for (const IdleGap& g : trace_idle_gaps(c).gaps) {
+  for (const IdleGap& g : idle_gaps(c).gaps) {
     const double us = host_opened_idle_us(c, g);
     if (!(us > 0)) continue;
     const uint32_t name = g.place == kNoUid ? kNoPlace : c.trace.events[g.place].name;
@@ -128,7 +123,7 @@ std::map<std::string, double> sum_host_opened_idle(const InsightContext& c) {
     clash |= !out.emplace(name == kNoPlace ? kNoPlaceName : c.trace.str(name), us).second;
   if (!clash) return out;
   out.clear();
-  for (const IdleGap& g : trace_idle_gaps(c).gaps)
+  for (const IdleGap& g : idle_gaps(c).gaps)
     if (const double us = host_opened_idle_us(c, g); us > 0)
       out[std::string(g.place == kNoUid ? kNoPlaceName : c.trace.name(g.place))] += us;
   return out;
@@ -168,7 +163,7 @@ std::vector<critical_path::HostGap> add_host_gap_removal(const InsightContext& c
 
 void make_facts_before_rows(const InsightContext& c) {
   prepare_trace_facts(c);
-  (void)host_work_idle_by_place(c);  // reads trace_idle_gaps
+  (void)host_work_idle_by_place(c);  // reads idle_gaps(c)
   // rule_unrecorded_host_time reads the stretches of a trace with no graph
   // capture only.
   if (graph_capture_calls(c) > 0 || !c.step || c.step->graph.ranks.empty()) return;
@@ -180,3 +175,12 @@ void make_facts_before_rows(const InsightContext& c) {
 }
 
 }  // namespace jarvis::insights::detail
+
+namespace jarvis::insights {
+
+const IdleGaps& idle_gaps(const InsightContext& c) {
+  auto& f = detail::facts_of(c);
+  return detail::computed_once(f.idle_mu, f.idle, [&] { return idle_gaps(c.trace, c.tree); });
+}
+
+}  // namespace jarvis::insights

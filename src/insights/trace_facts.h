@@ -16,10 +16,6 @@
 #include "insights/insights.h"
 #include "insights/kernel_name.h"
 
-namespace jarvis::insights {
-struct IdleGaps;  // idle_gaps.h
-}  // namespace jarvis::insights
-
 namespace jarvis::insights::detail {
 
 // Makes c.facts (once; run_insights calls it before the rules start): reads
@@ -45,9 +41,6 @@ bool is_layout_conversion_kernel(std::string_view name);
 
 // The facts of the event's name (any event; the rules ask about kernels).
 const KernelNameFacts& kernel_name_facts(const InsightContext& c, Uid event);
-
-// idle_gaps(c.trace, c.tree) at its default latency threshold.
-const IdleGaps& trace_idle_gaps(const InsightContext& c);
 
 // graph_capture_calls(c.trace).
 size_t graph_capture_calls(const InsightContext& c);

@@ -415,8 +415,7 @@ TraceHealth trace_health(const Trace& trace, const CallTree& tree, const GpuTime
 
 TraceHealth trace_health(const InsightContext& context) {
   const StepModelRef model{context.step};
-  return trace_health(context.trace, context.tree, context.timeline ? &*context.timeline : nullptr,
-                      &model);
+  return trace_health(context.trace, context.tree, context.timeline.get(), &model);
 }
 
 nlohmann::json to_json(const TraceHealth& h) {

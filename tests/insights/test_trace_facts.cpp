@@ -126,10 +126,10 @@ TEST_CASE("trace facts: idle places and host-opened idle on real traces, as defi
     CAPTURE(file);
     auto l = load(file);
     const auto context = in::make_context(l->trace, *l->tree, nullptr);
-    const in::IdleGaps& idle = in::detail::trace_idle_gaps(context);
+    const in::IdleGaps& idle = in::idle_gaps(context);
     REQUIRE(!idle.gaps.empty());
     // Computed once: the same object for every rule that asks.
-    CHECK(&idle == &in::detail::trace_idle_gaps(context));
+    CHECK(&idle == &in::idle_gaps(context));
     size_t placed = 0;
     for (const auto& g : idle.gaps) {
       const Uid launch = l->tree->parent(g.after);
