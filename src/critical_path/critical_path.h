@@ -532,9 +532,15 @@ struct WhatIfBase {
   std::string bounds;            // what bounds its iterations ("gpu", "host x3/gpu")
   double recorded_step_time_us = 0;
   std::string recorded_bounds;
+  // (UID, node) of every GPU node, sorted: a selector of GPU events by UID
+  // looks up their nodes instead of scanning the graph. Empty: not indexed
+  // (index_gpu_nodes; a base that serves many what-ifs, attached_base, is).
+  std::vector<std::pair<Uid, uint32_t>> gpu_nodes_by_uid;
 };
 // `unprofiled` false: the recorded step alone (enough for Scenario::recorded_host).
 WhatIfBase what_if_base(const Graph& graph, bool unprofiled = true);
+// Fills base.gpu_nodes_by_uid from the graph's nodes.
+void index_gpu_nodes(const Graph& graph, WhatIfBase& base);
 // What bounds an analysis's iterations, as WhatIfBase::bounds says it.
 std::string iteration_bounds(const Analysis& analysis);
 // `profiled_prediction` false: the prediction on the recorded host is not

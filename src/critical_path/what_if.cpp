@@ -11,6 +11,7 @@
 
 #include <fmt/format.h>
 
+#include "base/sort_runs.h"
 #include "critical_path/critical_path.h"
 #include "critical_path/internal.h"
 #include "perf/categories.h"
@@ -64,6 +65,17 @@ std::vector<char> gpu_uid_set(const Graph& g, const Selector& sel) {
   return set;
 }
 
+// The selector's category, op and kernel texts against a node's label.
+bool matches_label(const Graph& g, const Node& node, const Selector& sel, const NameMatch& how) {
+  const Label& l = g.labels[node.label];
+  if (!sel.category.empty() && !perf::category_named_by(l.category, sel.category)) return false;
+  if (!sel.op.empty() &&
+      !(how.op_whole ? what_if_same_name(l.op, sel.op) : ascii_icontains(l.op, sel.op)))
+    return false;
+  return sel.kernel.empty() || (how.kernel_whole ? what_if_same_name(l.kernel, sel.kernel)
+                                                 : ascii_icontains(l.kernel, sel.kernel));
+}
+
 // The selector without its rank: GPU ops and collective instances.
 // `uid_set`: gpu_uid_set(sel).
 bool matches_what(const Graph& g, uint32_t n, const Selector& sel, const NameMatch& how,
@@ -73,13 +85,7 @@ bool matches_what(const Graph& g, uint32_t n, const Selector& sel, const NameMat
   if (!sel.gpu_uids.empty() &&
       (node.kind != NodeKind::Gpu || node.uid >= uid_set.size() || !uid_set[node.uid]))
     return false;
-  const Label& l = g.labels[node.label];
-  if (!sel.category.empty() && !perf::category_named_by(l.category, sel.category)) return false;
-  if (!sel.op.empty() &&
-      !(how.op_whole ? what_if_same_name(l.op, sel.op) : ascii_icontains(l.op, sel.op)))
-    return false;
-  return sel.kernel.empty() || (how.kernel_whole ? what_if_same_name(l.kernel, sel.kernel)
-                                                 : ascii_icontains(l.kernel, sel.kernel));
+  return matches_label(g, node, sel, how);
 }
 
 // The distinct kernel names a selection took, most time first (of equal
@@ -141,14 +147,42 @@ std::map<int64_t, double> median_factors(const Graph& g, const std::vector<uint3
   return factor;
 }
 
-void scale_selection(const Graph& g, const Scenario& sc, std::vector<double>& dur,
-                     WhatIfResult& out) {
-  const Selector& sel = sc.select;
-  const NameMatch how = name_match(g, sel);
-  const std::vector<char> uid_set = gpu_uid_set(g, sel);
+// The GPU ops and collective instances a selector takes (before its rank's
+// factor), in node order. A selector of GPU events by UID looks up only
+// their nodes where the base indexes them (gpu_nodes_by_uid): a change plan
+// replays several findings' selections at once, and one scan of every node
+// per selection was most of such a replay (issue 75).
+std::vector<uint32_t> selected_nodes(const Graph& g, const Selector& sel, const NameMatch& how,
+                                     const WhatIfBase* base) {
   std::vector<uint32_t> what;
+  if (!sel.gpu_uids.empty() && base && !base->gpu_nodes_by_uid.empty()) {
+    const auto& index = base->gpu_nodes_by_uid;
+    for (Uid u : sel.gpu_uids)
+      for (auto it = std::lower_bound(index.begin(), index.end(), std::make_pair(u, uint32_t{0}));
+           it != index.end() && it->first == u; ++it)
+        what.push_back(it->second);
+    std::sort(what.begin(), what.end());
+    what.erase(std::unique(what.begin(), what.end()), what.end());
+    // Every candidate is a GPU node of a given UID: the names decide.
+    std::erase_if(what, [&](uint32_t n) { return !matches_label(g, g.nodes[n], sel, how); });
+    return what;
+  }
+  const std::vector<char> uid_set = gpu_uid_set(g, sel);
   for (uint32_t n = 0; n < g.nodes.size(); ++n)
     if (matches_what(g, n, sel, how, uid_set)) what.push_back(n);
+  return what;
+}
+
+// The selection's new durations, (node, duration) in node order, scaled
+// from `dur` (not written: apply merges several selections made from the same
+// durations); its words and counts go to `out`.
+std::vector<std::pair<uint32_t, double>> scaled_selection(const Graph& g, const Scenario& sc,
+                                                          const std::vector<double>& dur,
+                                                          const WhatIfBase* base,
+                                                          WhatIfResult& out) {
+  const Selector& sel = sc.select;
+  const NameMatch how = name_match(g, sel);
+  const std::vector<uint32_t> what = selected_nodes(g, sel, how, base);
   if (sc.select.rank && !std::count(g.ranks.begin(), g.ranks.end(), *sc.select.rank))
     throw CriticalPathError(fmt::format("rank {} is not among the traces' ranks ({})",
                                         *sc.select.rank, fmt::join(g.ranks, ", ")));
@@ -157,6 +191,7 @@ void scale_selection(const Graph& g, const Scenario& sc, std::vector<double>& du
         "kernel uids name events of one trace: give the rank they belong to with the uids");
   std::map<int64_t, double> factor;
   std::vector<uint32_t> changed;
+  std::vector<std::pair<uint32_t, double>> scaled;
   if (sc.median_rank) {
     factor = median_factors(g, what, sc.select);
   } else {
@@ -175,7 +210,7 @@ void scale_selection(const Graph& g, const Scenario& sc, std::vector<double>& du
       if (!j || !std::count(j->ranks.begin(), j->ranks.end(), *sc.select.rank)) continue;
     }
     if (it == factor.end()) continue;
-    dur[n] *= it->second;
+    scaled.emplace_back(n, dur[n] * it->second);
     ++out.selected_nodes;
     changed.push_back(n);
   }
@@ -207,6 +242,7 @@ void scale_selection(const Graph& g, const Scenario& sc, std::vector<double>& du
         out.selected_nodes, fmt::join(names, "; "),
         more ? fmt::format("; and {} more", more) : std::string()));
   }
+  return scaled;
 }
 
 void overlap_collectives(const Graph& g, const std::string& which, std::vector<double>& dur,
@@ -534,24 +570,33 @@ std::string summary_line(const std::string& measured_bounds, const WhatIfResult&
 namespace {
 
 // The scenario's changes applied to one base schedule.
-void apply(const Graph& g, const Scenario& sc, bool scales, std::vector<double>& dur,
-           std::vector<double>& lag, WhatIfResult& out) {
+void apply(const Graph& g, const Scenario& sc, bool scales, const WhatIfBase* base,
+           std::vector<double>& dur, std::vector<double>& lag, WhatIfResult& out) {
   if (!sc.host_removal.empty()) out.changes.push_back(sc.host_removal);
-  const std::vector<double> unscaled = sc.also_scale.empty() ? std::vector<double>{} : dur;
-  if (scales) scale_selection(g, sc, dur, out);
-  // Each further selection scales the durations before any selection; an op
-  // two of them select keeps the shorter result (the stronger of two fixes
-  // of one kernel, not both one after the other).
+  // Every selection scales the durations before any selection: all are
+  // made before the first is written.
+  std::vector<std::pair<uint32_t, double>> scaled;
+  if (scales) scaled = scaled_selection(g, sc, dur, base, out);
+  struct Rescaled {
+    uint32_t node;
+    double unscaled, scaled;
+  };
+  std::vector<std::vector<Rescaled>> also;
   for (const auto& [selector, factor] : sc.also_scale) {
     Scenario one;
     one.select = selector;
     one.factor = factor;
-    std::vector<double> scaled = unscaled;
-    scale_selection(g, one, scaled, out);
-    for (size_t n = 0; n < dur.size(); ++n)
-      if (scaled[n] != unscaled[n])
-        dur[n] = dur[n] != unscaled[n] ? std::min(dur[n], scaled[n]) : scaled[n];
+    auto& list = also.emplace_back();
+    for (const auto& [n, d] : scaled_selection(g, one, dur, base, out))
+      if (d != dur[n]) list.push_back({n, dur[n], d});
   }
+  for (const auto& [n, d] : scaled) dur[n] = d;
+  // An op two selections take (or `select` and one) keeps the shorter
+  // result: the stronger of two fixes of one kernel, not both one after the
+  // other.
+  for (const auto& list : also)
+    for (const Rescaled& r : list)
+      dur[r.node] = dur[r.node] != r.unscaled ? std::min(dur[r.node], r.scaled) : r.scaled;
   if (!sc.remove_gpu.empty()) remove_gpu_work(g, sc.remove_gpu, dur, out);
   if (!sc.remove_host.empty()) remove_host_spans(g, sc.remove_host, dur, lag, out);
   if (!sc.remove_unrecorded.empty()) remove_unrecorded_spans(g, sc.remove_unrecorded, lag, out);
@@ -569,6 +614,15 @@ std::string iteration_bounds(const Analysis& a) {
 WhatIfResult what_if(const Graph& g, const Scenario& sc) {
   if (!sc.recorded_host && g.attached_base) return what_if(g, sc, *g.attached_base);
   return what_if(g, sc, what_if_base(g, !sc.recorded_host));
+}
+
+void index_gpu_nodes(const Graph& g, WhatIfBase& base) {
+  base.gpu_nodes_by_uid.clear();
+  for (uint32_t n = 0; n < g.nodes.size(); ++n)
+    if (g.nodes[n].kind == NodeKind::Gpu && g.nodes[n].uid != kNoUid)
+      base.gpu_nodes_by_uid.emplace_back(g.nodes[n].uid, n);
+  // Made in UID order but for a few streams' interleaving: one pass.
+  stable_sort_runs(base.gpu_nodes_by_uid.begin(), base.gpu_nodes_by_uid.end());
 }
 
 WhatIfBase what_if_base(const Graph& g, bool unprofiled) {
@@ -619,7 +673,7 @@ WhatIfResult what_if_on_base(const Graph& g, const Scenario& sc, const WhatIfBas
   if (sc.recorded_host) {
     std::vector<double> rec_dur, rec_lag;
     recorded_times(rec_dur, rec_lag);
-    apply(g, sc, scales, rec_dur, rec_lag, out);
+    apply(g, sc, scales, &base, rec_dur, rec_lag, out);
     out.model = kModelRecorded;
     std::vector<double> base_dur, base_lag;
     recorded_times(base_dur, base_lag);
@@ -641,13 +695,13 @@ WhatIfResult what_if_on_base(const Graph& g, const Scenario& sc, const WhatIfBas
     std::vector<double> rec_dur, rec_lag;
     recorded_times(rec_dur, rec_lag);
     WhatIfResult recorded_changes;
-    apply(g, sc, scales, rec_dur, rec_lag, recorded_changes);
+    apply(g, sc, scales, &base, rec_dur, rec_lag, recorded_changes);
     out.recorded_step_time_us = base.recorded_step_time_us;
     out.predicted_profiled_step_time_us = analyse_steps(g, rec_dur, rec_lag).step_time_us;
   }
   // The un-profiled host (the default), changed.
   std::vector<double> dur = base.dur, lag = base.lag;
-  apply(g, sc, scales, dur, lag, out);
+  apply(g, sc, scales, &base, dur, lag, out);
   out.model = kModelUnprofiled;
   out.removed_us = removed_per_iteration(g, base.dur, base.lag, dur, lag, sc.remove_syncs);
   out.measured_step_time_us = base.step_time_us;

@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "base/phase_timer.h"
+#include "base/sort_runs.h"
 #include "base/two_threads.h"
 #include "critical_path/what_if_request.h"
 #include "insights/idle_gaps.h"
@@ -240,7 +241,8 @@ void for_each_sibling_list(const InsightContext& c,
       roots[c.trace.events[u].thread].push_back(uid);
   }
   for (auto& [thread, list] : roots) {
-    std::stable_sort(list.begin(), list.end(),
+    // Nearly always in time order already: one pass, no buffer (sort_runs.h).
+    stable_sort_runs(list.begin(), list.end(),
                      [&](Uid a, Uid b) { return c.trace.events[a].ts() < c.trace.events[b].ts(); });
     visit(list);
   }
@@ -317,7 +319,10 @@ std::pair<ProcId, ProcId> Siblings::thread_of(Uid u) const {
 }
 
 void Siblings::sort_by_ts(std::vector<Uid>& v) const {
-  std::stable_sort(v.begin(), v.end(),
+  // A parent's children and a thread's roots come in time order but for a
+  // few: stable_sort_runs gives std::stable_sort's order in one pass and
+  // without its buffer (four rules ask for every level, issue 75).
+  stable_sort_runs(v.begin(), v.end(),
                    [&](Uid a, Uid b) { return c_.trace.events[a].ts() < c_.trace.events[b].ts(); });
 }
 
@@ -354,6 +359,7 @@ std::shared_ptr<const InsightContext::StepModel> build_step_model(const Trace& t
     PhaseTimer t("insights/step_model/unprofiled");
     auto base = std::make_shared<critical_path::WhatIfBase>();
     model->measured = critical_path::analyse_unprofiled(model->graph, *base, model->recorded);
+    critical_path::index_gpu_nodes(model->graph, *base);  // the findings' what-ifs select by UID
     model->graph.attached_base = std::move(base);
     return model;
   } catch (const std::runtime_error&) {  // CriticalPathError, CollectiveError

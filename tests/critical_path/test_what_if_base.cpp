@@ -7,6 +7,7 @@
 // ../shared/ab_pairs traces.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <memory>
 #include <string>
@@ -168,6 +169,99 @@ TEST_CASE("what-if on a base: the same result as the what-if alone (ab_pairs tra
     };
     same_steps(dur, lag);
     same_steps(base.dur, base.lag);
+  }
+  if (checked == 0) MESSAGE("skipped: ../shared/ab_pairs is missing");
+}
+
+// The same figures, changes and matched kernels from two bases of one graph.
+void check_same_on(const cp::Graph& g, const cp::WhatIfBase& a, const cp::WhatIfBase& b,
+                   const cp::Scenario& sc) {
+  const cp::WhatIfResult x = cp::what_if_step(g, sc, a), y = cp::what_if_step(g, sc, b);
+  CHECK(x.predicted_step_time_us == y.predicted_step_time_us);
+  CHECK(x.removed_us == y.removed_us);
+  CHECK(x.selected_nodes == y.selected_nodes);
+  CHECK(x.changes == y.changes);
+  REQUIRE(x.matched_kernels.size() == y.matched_kernels.size());
+  for (size_t k = 0; k < x.matched_kernels.size(); ++k) {
+    CHECK(x.matched_kernels[k].name == y.matched_kernels[k].name);
+    CHECK(x.matched_kernels[k].launches == y.matched_kernels[k].launches);
+    CHECK(x.matched_kernels[k].time_us == y.matched_kernels[k].time_us);
+  }
+}
+
+TEST_CASE("what-if on an indexed base: GPU events found by UID as the scan finds them") {
+  size_t checked = 0;
+  for (const char* file : {"s_tf32_A_fp32.json.gz", "s_mask_sync_A_boolean_index.json.gz"}) {
+    CAPTURE(file);
+    auto l = load_ab(file);
+    if (!l) continue;
+    ++checked;
+    const cp::Graph& g = l->graph;
+    const cp::WhatIfBase scanned = cp::what_if_base(g);
+    REQUIRE(scanned.gpu_nodes_by_uid.empty());  // made only when asked for
+    cp::WhatIfBase indexed = scanned;
+    cp::index_gpu_nodes(g, indexed);
+    // The index: every GPU node that has a UID, once, by UID.
+    std::vector<std::pair<jarvis::Uid, uint32_t>> expected;
+    for (uint32_t n = 0; n < g.nodes.size(); ++n)
+      if (g.nodes[n].kind == cp::NodeKind::Gpu && g.nodes[n].uid != jarvis::kNoUid)
+        expected.emplace_back(g.nodes[n].uid, n);
+    std::sort(expected.begin(), expected.end());
+    REQUIRE(!expected.empty());
+    CHECK(indexed.gpu_nodes_by_uid == expected);
+
+    // Kernels by UID (one given twice), a host event's UID and one past the
+    // trace, which select nothing.
+    std::vector<jarvis::Uid> uids;
+    for (size_t k = 0; k < expected.size() && uids.size() < 60; k += 3)
+      uids.push_back(expected[k].first);
+    uids.push_back(uids.front());
+    for (const cp::Node& n : g.nodes)
+      if (n.kind == cp::NodeKind::HostCall && n.uid != jarvis::kNoUid) {
+        uids.push_back(n.uid);
+        break;
+      }
+    uids.push_back(static_cast<jarvis::Uid>(l->trace.events.size() + 5));
+    cp::Scenario some;
+    some.select.gpu_uids = uids;
+    some.factor = 0.3;
+    check_same_on(g, scanned, indexed, some);
+    check_same(g, indexed, some);
+    // By UID and by name at once: the names still decide among the UIDs.
+    cp::Scenario named = some;
+    named.select.category = "gemm";
+    bool any_gemm = true;
+    try {
+      (void)cp::what_if_step(g, named, scanned);
+    } catch (const cp::CriticalPathError&) {
+      any_gemm = false;  // none of those kernels is a GEMM: both bases refuse
+      CHECK_THROWS_AS(cp::what_if_step(g, named, indexed), cp::CriticalPathError);
+    }
+    if (any_gemm) check_same_on(g, scanned, indexed, named);
+
+    // Several findings' changes in one replay (a change plan's joint): each
+    // selection scales the durations before any; a kernel two of them take
+    // keeps the shorter result.
+    cp::Scenario joint = some;
+    joint.also_scale.push_back({some.select, 0.1});
+    cp::Selector gemm;
+    gemm.category = "gemm";
+    joint.also_scale.push_back({gemm, 0.5});
+    check_same_on(g, scanned, indexed, joint);
+    cp::Scenario strongest = some;  // the same kernels at the stronger factor alone
+    strongest.factor = 0.1;
+    cp::Scenario strongest_joint = strongest;
+    strongest_joint.also_scale.push_back({gemm, 0.5});
+    CHECK(cp::what_if_step(g, joint, indexed).predicted_step_time_us ==
+          cp::what_if_step(g, strongest_joint, indexed).predicted_step_time_us);
+    cp::Scenario twice = some;  // 0.3, then the same kernels at 0.1: as 0.1 alone
+    twice.also_scale.push_back({some.select, 0.1});
+    CHECK(cp::what_if_step(g, twice, indexed).predicted_step_time_us ==
+          cp::what_if_step(g, strongest, indexed).predicted_step_time_us);
+    cp::Scenario weaker = strongest;  // 0.1, then the same at 0.3: still 0.1
+    weaker.also_scale.push_back({some.select, 0.3});
+    CHECK(cp::what_if_step(g, weaker, indexed).predicted_step_time_us ==
+          cp::what_if_step(g, strongest, indexed).predicted_step_time_us);
   }
   if (checked == 0) MESSAGE("skipped: ../shared/ab_pairs is missing");
 }
