@@ -532,15 +532,29 @@ struct WhatIfBase {
   std::string bounds;            // what bounds its iterations ("gpu", "host x3/gpu")
   double recorded_step_time_us = 0;
   std::string recorded_bounds;
+  // What a base that serves many what-ifs (attached_base: the insights step
+  // model's) keeps for their replays (index_for_replays); empty otherwise.
   // (UID, node) of every GPU node, sorted: a selector of GPU events by UID
-  // looks up their nodes instead of scanning the graph. Empty: not indexed
-  // (index_gpu_nodes; a base that serves many what-ifs, attached_base, is).
+  // looks up their nodes instead of scanning the graph.
   std::vector<std::pair<Uid, uint32_t>> gpu_nodes_by_uid;
+  // Each synchronising call's wait on this base's schedule (its return's
+  // start less the start of its call, a call inside an iteration), in node
+  // order: what removing the sync takes off (WhatIfResult::removed_us),
+  // without a replay of the base for every scenario that removes syncs.
+  struct SyncWait {
+    int64_t rank = 0;
+    Uid uid = kNoUid;
+    double wait_us = 0;
+  };
+  std::vector<SyncWait> sync_waits;
+  bool indexed_for_replays = false;
 };
 // `unprofiled` false: the recorded step alone (enough for Scenario::recorded_host).
 WhatIfBase what_if_base(const Graph& graph, bool unprofiled = true);
-// Fills base.gpu_nodes_by_uid from the graph's nodes.
-void index_gpu_nodes(const Graph& graph, WhatIfBase& base);
+// Fills the base's gpu_nodes_by_uid and sync_waits from the graph and the
+// base's un-profiled times (base.dur, base.lag; a recorded-host base is left
+// as it is).
+void index_for_replays(const Graph& graph, WhatIfBase& base);
 // What bounds an analysis's iterations, as WhatIfBase::bounds says it.
 std::string iteration_bounds(const Analysis& analysis);
 // `profiled_prediction` false: the prediction on the recorded host is not

@@ -6,6 +6,7 @@
 #include <limits>
 #include <map>
 #include <optional>
+#include <set>
 #include <string_view>
 #include <unordered_map>
 
@@ -456,28 +457,70 @@ void remove_gpu_work(const Graph& g, const std::vector<std::pair<int64_t, Uid>>&
 // less entry, from the entry; the sync edges into it are that wait, not
 // counted again). Work outside the iterations cannot shorten a step and is
 // not counted.
+// Whether a time falls inside one of the graph's iterations (the windows of
+// ranks may overlap).
+class IterationWindows {
+ public:
+  explicit IterationWindows(const Graph& g) {
+    for (const Iteration& it : g.iterations) windows_.emplace_back(it.start, it.end);
+    std::sort(windows_.begin(), windows_.end());
+    for (const auto& w : windows_)
+      reach_.push_back(std::max(reach_.empty() ? w.second : reach_.back(), w.second));
+  }
+  bool inside(double t) const {
+    // The windows starting at or before t, latest first, while one before
+    // them still reaches past t.
+    size_t k = static_cast<size_t>(
+        std::upper_bound(windows_.begin(), windows_.end(),
+                         std::make_pair(t, std::numeric_limits<double>::infinity())) -
+        windows_.begin());
+    for (; k > 0 && reach_[k - 1] > t; --k)
+      if (t < windows_[k - 1].second) return true;
+    return false;
+  }
+
+ private:
+  std::vector<std::pair<double, double>> windows_;
+  std::vector<double> reach_;  // the latest end of windows_[0..k]
+};
+
+// Each synchronising call's wait on the schedule of (dur, lag): the start
+// of its return node less the start of its call (the first call node of its
+// (rank, uid), one inside an iteration), in node order of the returns.
+std::vector<WhatIfBase::SyncWait> sync_waits_on(const Graph& g, const std::vector<double>& dur,
+                                                const std::vector<double>& lag) {
+  std::vector<WhatIfBase::SyncWait> out;
+  if (g.iterations.empty()) return out;
+  const IterationWindows windows(g);
+  std::set<std::pair<int64_t, Uid>> returns;
+  for (const Node& node : g.nodes)
+    if (node.kind == NodeKind::SyncReturn) returns.emplace(node.rank, node.uid);
+  if (returns.empty()) return out;
+  const Schedule s = propagate(g, dur, lag);
+  std::map<std::pair<int64_t, Uid>, double> entry;
+  for (size_t n = 0; n < g.nodes.size(); ++n) {
+    const Node& node = g.nodes[n];
+    if (node.kind == NodeKind::HostCall && windows.inside(node.start) &&
+        returns.count(std::make_pair(node.rank, node.uid)))
+      entry.emplace(std::make_pair(node.rank, node.uid), s.start[n]);
+  }
+  for (size_t n = 0; n < g.nodes.size(); ++n) {
+    const Node& node = g.nodes[n];
+    if (node.kind != NodeKind::SyncReturn) continue;
+    auto it = entry.find({node.rank, node.uid});
+    if (it != entry.end()) out.push_back({node.rank, node.uid, s.start[n] - it->second});
+  }
+  return out;
+}
+
 double removed_per_iteration(const Graph& g, const std::vector<double>& base_dur,
                              const std::vector<double>& base_lag, const std::vector<double>& dur,
                              const std::vector<double>& lag,
-                             const std::vector<std::pair<int64_t, Uid>>& syncs) {
+                             const std::vector<std::pair<int64_t, Uid>>& syncs,
+                             const std::vector<WhatIfBase::SyncWait>* base_waits) {
   if (g.iterations.empty()) return 0.0;
-  std::vector<std::pair<double, double>> windows;
-  for (const Iteration& it : g.iterations) windows.emplace_back(it.start, it.end);
-  std::sort(windows.begin(), windows.end());
-  std::vector<double> reach;  // the latest end of windows[0..k]
-  for (const auto& w : windows)
-    reach.push_back(std::max(reach.empty() ? w.second : reach.back(), w.second));
-  auto inside = [&](double t) {
-    // The windows starting at or before t, latest first, while one before
-    // them still reaches past t (windows of ranks may overlap).
-    size_t k = static_cast<size_t>(
-        std::upper_bound(windows.begin(), windows.end(),
-                         std::make_pair(t, std::numeric_limits<double>::infinity())) -
-        windows.begin());
-    for (; k > 0 && reach[k - 1] > t; --k)
-      if (t < windows[k - 1].second) return true;
-    return false;
-  };
+  const IterationWindows windows(g);
+  auto inside = [&](double t) { return windows.inside(t); };
   double removed = 0;
   for (size_t n = 0; n < g.nodes.size(); ++n)
     if (base_dur[n] != dur[n] && inside(g.nodes[n].start)) removed += base_dur[n] - dur[n];
@@ -496,19 +539,11 @@ double removed_per_iteration(const Graph& g, const std::vector<double>& base_dur
     removed += std::max(0.0, base_lag[k] - std::max(lag[k], std::min(base_lag[k], 0.0)));
   }
   if (!sorted.empty()) {
-    const Schedule s = propagate(g, base_dur, base_lag);
-    std::map<std::pair<int64_t, Uid>, double> entry;
-    for (size_t n = 0; n < g.nodes.size(); ++n) {
-      const Node& node = g.nodes[n];
-      if (node.kind == NodeKind::HostCall && inside(node.start) &&
-          std::binary_search(sorted.begin(), sorted.end(), std::make_pair(node.rank, node.uid)))
-        entry.emplace(std::make_pair(node.rank, node.uid), s.start[n]);
-    }
-    for (size_t n = 0; n < g.nodes.size(); ++n) {
-      if (!removed_sync(static_cast<uint32_t>(n))) continue;
-      auto it = entry.find({g.nodes[n].rank, g.nodes[n].uid});
-      if (it != entry.end()) removed += std::max(0.0, s.start[n] - it->second);
-    }
+    const std::vector<WhatIfBase::SyncWait> computed =
+        base_waits ? std::vector<WhatIfBase::SyncWait>{} : sync_waits_on(g, base_dur, base_lag);
+    for (const WhatIfBase::SyncWait& w : base_waits ? *base_waits : computed)
+      if (std::binary_search(sorted.begin(), sorted.end(), std::make_pair(w.rank, w.uid)))
+        removed += std::max(0.0, w.wait_us);
   }
   return removed / static_cast<double>(g.iterations.size());
 }
@@ -616,13 +651,16 @@ WhatIfResult what_if(const Graph& g, const Scenario& sc) {
   return what_if(g, sc, what_if_base(g, !sc.recorded_host));
 }
 
-void index_gpu_nodes(const Graph& g, WhatIfBase& base) {
+void index_for_replays(const Graph& g, WhatIfBase& base) {
+  if (base.dur.size() != g.nodes.size() || base.lag.size() != g.edges.size()) return;
   base.gpu_nodes_by_uid.clear();
   for (uint32_t n = 0; n < g.nodes.size(); ++n)
     if (g.nodes[n].kind == NodeKind::Gpu && g.nodes[n].uid != kNoUid)
       base.gpu_nodes_by_uid.emplace_back(g.nodes[n].uid, n);
   // Made in UID order but for a few streams' interleaving: one pass.
   stable_sort_runs(base.gpu_nodes_by_uid.begin(), base.gpu_nodes_by_uid.end());
+  base.sync_waits = sync_waits_on(g, base.dur, base.lag);
+  base.indexed_for_replays = true;
 }
 
 WhatIfBase what_if_base(const Graph& g, bool unprofiled) {
@@ -678,7 +716,7 @@ WhatIfResult what_if_on_base(const Graph& g, const Scenario& sc, const WhatIfBas
     std::vector<double> base_dur, base_lag;
     recorded_times(base_dur, base_lag);
     out.removed_us =
-        removed_per_iteration(g, base_dur, base_lag, rec_dur, rec_lag, sc.remove_syncs);
+        removed_per_iteration(g, base_dur, base_lag, rec_dur, rec_lag, sc.remove_syncs, nullptr);
     out.recorded_step_time_us = base.recorded_step_time_us;
     out.measured_step_time_us = base.recorded_step_time_us;
     out.predicted = replay(rec_dur, rec_lag);
@@ -703,7 +741,8 @@ WhatIfResult what_if_on_base(const Graph& g, const Scenario& sc, const WhatIfBas
   std::vector<double> dur = base.dur, lag = base.lag;
   apply(g, sc, scales, &base, dur, lag, out);
   out.model = kModelUnprofiled;
-  out.removed_us = removed_per_iteration(g, base.dur, base.lag, dur, lag, sc.remove_syncs);
+  out.removed_us = removed_per_iteration(g, base.dur, base.lag, dur, lag, sc.remove_syncs,
+                                         base.indexed_for_replays ? &base.sync_waits : nullptr);
   out.measured_step_time_us = base.step_time_us;
   out.predicted = replay(dur, lag);
   out.predicted_step_time_us = out.predicted.step_time_us;

@@ -359,7 +359,7 @@ std::shared_ptr<const InsightContext::StepModel> build_step_model(const Trace& t
     PhaseTimer t("insights/step_model/unprofiled");
     auto base = std::make_shared<critical_path::WhatIfBase>();
     model->measured = critical_path::analyse_unprofiled(model->graph, *base, model->recorded);
-    critical_path::index_gpu_nodes(model->graph, *base);  // the findings' what-ifs select by UID
+    critical_path::index_for_replays(model->graph, *base);  // the findings' what-ifs select by UID
     model->graph.attached_base = std::move(base);
     return model;
   } catch (const std::runtime_error&) {  // CriticalPathError, CollectiveError

@@ -198,9 +198,10 @@ TEST_CASE("what-if on an indexed base: GPU events found by UID as the scan finds
     ++checked;
     const cp::Graph& g = l->graph;
     const cp::WhatIfBase scanned = cp::what_if_base(g);
-    REQUIRE(scanned.gpu_nodes_by_uid.empty());  // made only when asked for
+    REQUIRE(!scanned.indexed_for_replays);  // made only when asked for
+    REQUIRE(scanned.gpu_nodes_by_uid.empty());
     cp::WhatIfBase indexed = scanned;
-    cp::index_gpu_nodes(g, indexed);
+    cp::index_for_replays(g, indexed);
     // The index: every GPU node that has a UID, once, by UID.
     std::vector<std::pair<jarvis::Uid, uint32_t>> expected;
     for (uint32_t n = 0; n < g.nodes.size(); ++n)
@@ -258,6 +259,19 @@ TEST_CASE("what-if on an indexed base: GPU events found by UID as the scan finds
     twice.also_scale.push_back({some.select, 0.1});
     CHECK(cp::what_if_step(g, twice, indexed).predicted_step_time_us ==
           cp::what_if_step(g, strongest, indexed).predicted_step_time_us);
+    // Syncs removed: their waits read from the base's (sync_waits), as the
+    // replay of the base computes them; with a kernel change beside them.
+    cp::Scenario syncs;
+    for (const cp::Node& n : g.nodes)
+      if (n.kind == cp::NodeKind::SyncReturn) syncs.remove_syncs.emplace_back(n.rank, n.uid);
+    if (!syncs.remove_syncs.empty()) {
+      CHECK(!indexed.sync_waits.empty());
+      check_same_on(g, scanned, indexed, syncs);
+      syncs.remove_syncs.resize(syncs.remove_syncs.size() / 2);
+      syncs.select = some.select;
+      syncs.factor = 0.5;
+      check_same_on(g, scanned, indexed, syncs);
+    }
     cp::Scenario weaker = strongest;  // 0.1, then the same at 0.3: still 0.1
     weaker.also_scale.push_back({some.select, 0.3});
     CHECK(cp::what_if_step(g, weaker, indexed).predicted_step_time_us ==
