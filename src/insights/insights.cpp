@@ -226,17 +226,12 @@ FlopRate gemm_rate(const InsightContext& c, const std::string& spec,
 }
 
 void for_each_sibling_list(const InsightContext& c,
-                           const std::function<void(const std::vector<Uid>&)>& visit) {
+                           const std::function<void(std::span<const Uid>)>& visit) {
   std::map<uint32_t, std::vector<Uid>> roots;  // top-level cpu_ops by thread
-  std::vector<Uid> children;
   for (size_t u = 0; u < c.trace.events.size(); ++u) {
     const Uid uid = static_cast<Uid>(u);
     if (!c.tree.in_tree(uid)) continue;
-    auto kids = c.tree.children(uid);
-    if (kids.size() >= 2) {
-      children.assign(kids.begin(), kids.end());
-      visit(children);
-    }
+    if (auto kids = c.tree.children(uid); kids.size() >= 2) visit(kids);
     if (c.tree.parent(uid) == kNoUid && c.trace.events[u].cat == Cat::CpuOp)
       roots[c.trace.events[u].thread].push_back(uid);
   }
@@ -287,35 +282,35 @@ Insight kernels_insight(const InsightContext& c, std::string_view rule, std::str
   return i;
 }
 
-Siblings::Siblings(const InsightContext& c) : c_(c) {
-  for (Uid r : c.tree.cpu_root_nodes()) roots_[thread_of(r)].push_back(r);
+Siblings::Siblings(const InsightContext& c) : trace_(c.trace), tree_(c.tree) {
+  for (Uid r : tree_.cpu_root_nodes()) roots_[thread_of(r)].push_back(r);
   for (auto& [key, v] : roots_) sort_by_ts(v);
 }
 
 Siblings::Level Siblings::of(Uid op, std::vector<Uid>& scratch) const {
-  const Uid parent = c_.tree.parent(op);
+  const Uid parent = tree_.parent(op);
   std::span<const Uid> ops;
   if (parent == kNoUid) {
     auto it = roots_.find(thread_of(op));
     if (it != roots_.end()) ops = it->second;
   } else {
     scratch.clear();
-    for (Uid k : c_.tree.children(parent))
-      if (c_.tree.cat(k) == Cat::CpuOp) scratch.push_back(k);
+    for (Uid k : tree_.children(parent))
+      if (tree_.cat(k) == Cat::CpuOp) scratch.push_back(k);
     sort_by_ts(scratch);
     ops = scratch;
   }
-  const double ts = c_.trace.events[op].ts();
+  const double ts = trace_.events[op].ts();
   auto first = std::lower_bound(ops.begin(), ops.end(), ts,
-                                [&](Uid u, double t) { return c_.trace.events[u].ts() < t; });
-  for (auto it = first; it != ops.end() && c_.trace.events[*it].ts() == ts; ++it)
+                                [&](Uid u, double t) { return trace_.events[u].ts() < t; });
+  for (auto it = first; it != ops.end() && trace_.events[*it].ts() == ts; ++it)
     if (*it == op) return {ops, static_cast<size_t>(it - ops.begin())};
   return {ops, std::nullopt};
 }
 
 std::pair<ProcId, ProcId> Siblings::thread_of(Uid u) const {
-  const Event& e = c_.trace.events[u];
-  return {c_.trace.pid(e), c_.trace.tid(e)};
+  const Event& e = trace_.events[u];
+  return {trace_.pid(e), trace_.tid(e)};
 }
 
 void Siblings::sort_by_ts(std::vector<Uid>& v) const {
@@ -323,7 +318,7 @@ void Siblings::sort_by_ts(std::vector<Uid>& v) const {
   // few: stable_sort_runs gives std::stable_sort's order in one pass and
   // without its buffer (four rules ask for every level, issue 75).
   stable_sort_runs(v.begin(), v.end(),
-                   [&](Uid a, Uid b) { return c_.trace.events[a].ts() < c_.trace.events[b].ts(); });
+                   [&](Uid a, Uid b) { return trace_.events[a].ts() < trace_.events[b].ts(); });
 }
 
 Insight op_insight(const InsightContext& c, std::string_view rule, std::string category,

@@ -12,6 +12,7 @@
 // kernel time: what disappears when it runs in the producer's epilogue.
 #include <algorithm>
 #include <map>
+#include <span>
 #include <string_view>
 
 #include <fmt/format.h>
@@ -21,32 +22,32 @@
 namespace jarvis::insights {
 namespace {
 
-// The producer's kind ("norm", "GEMM", "CONV"), or "" when `name` is none.
-std::string_view producer_kind(std::string_view name) {
-  for (std::string_view n :
-       {"aten::batch_norm", "aten::layer_norm", "aten::group_norm", "aten::instance_norm",
-        "aten::rms_norm", "aten::native_layer_norm", "aten::native_batch_norm",
-        "aten::cudnn_batch_norm", "aten::miopen_batch_norm"})
-    if (name == n) return "norm";
-  for (std::string_view n : {"aten::linear", "aten::addmm", "aten::baddbmm"})
-    if (name == n) return "GEMM";
-  for (std::string_view n : {"aten::conv1d", "aten::conv2d", "aten::conv3d", "aten::convolution",
-                             "aten::cudnn_convolution", "aten::miopen_convolution"})
-    if (name == n) return "CONV";
-  return "";
-}
-
-bool is_activation(std::string_view name) {
-  for (std::string_view n :
-       {"aten::relu",       "aten::relu_",       "aten::gelu",      "aten::gelu_",
-        "aten::silu",       "aten::silu_",       "aten::sigmoid",   "aten::sigmoid_",
-        "aten::tanh",       "aten::tanh_",       "aten::hardswish", "aten::hardswish_",
-        "aten::leaky_relu", "aten::leaky_relu_", "aten::mish",      "aten::mish_",
-        "aten::elu",        "aten::elu_",        "aten::hardtanh",  "aten::hardtanh_",
-        "aten::relu6"})
-    if (name == n) return true;
-  return false;
-}
+// The producers ("norm", "GEMM", "CONV") and activations this trace names,
+// by interned id.
+struct EpilogueNames {
+  explicit EpilogueNames(const Trace& t)
+      : norm(t, {"aten::batch_norm", "aten::layer_norm", "aten::group_norm", "aten::instance_norm",
+                 "aten::rms_norm", "aten::native_layer_norm", "aten::native_batch_norm",
+                 "aten::cudnn_batch_norm", "aten::miopen_batch_norm"}),
+        gemm(t, {"aten::linear", "aten::addmm", "aten::baddbmm"}),
+        conv(t, {"aten::conv1d", "aten::conv2d", "aten::conv3d", "aten::convolution",
+                 "aten::cudnn_convolution", "aten::miopen_convolution"}),
+        activation(t,
+                   {"aten::relu",       "aten::relu_",       "aten::gelu",      "aten::gelu_",
+                    "aten::silu",       "aten::silu_",       "aten::sigmoid",   "aten::sigmoid_",
+                    "aten::tanh",       "aten::tanh_",       "aten::hardswish", "aten::hardswish_",
+                    "aten::leaky_relu", "aten::leaky_relu_", "aten::mish",      "aten::mish_",
+                    "aten::elu",        "aten::elu_",        "aten::hardtanh",  "aten::hardtanh_",
+                    "aten::relu6"}) {}
+  // The producer's kind, or "" when the name is none.
+  std::string_view producer_kind(uint32_t name) const {
+    if (norm.contains(name)) return "norm";
+    if (gemm.contains(name)) return "GEMM";
+    if (conv.contains(name)) return "CONV";
+    return "";
+  }
+  detail::NameIds norm, gemm, conv, activation;
+};
 
 struct EpiloguePattern {
   std::string_view kind;
@@ -65,13 +66,14 @@ double kernel_time_us(const InsightContext& c, Uid uid) {
 }
 
 // Pairs among one ordered list of siblings.
-void scan_siblings(const InsightContext& c, const std::vector<Uid>& siblings,
+void scan_siblings(const InsightContext& c, const EpilogueNames& names,
+                   std::span<const Uid> siblings,
                    std::map<std::string, EpiloguePattern>& patterns) {
   Uid previous = kNoUid;
   for (Uid u : siblings) {
     if (c.trace.events[u].cat != Cat::CpuOp || c.tree.gpu_events(u).empty()) continue;
-    if (previous != kNoUid && is_activation(c.trace.name(u))) {
-      std::string_view kind = producer_kind(c.trace.name(previous));
+    if (previous != kNoUid && names.activation.contains(c.trace.events[u].name)) {
+      std::string_view kind = names.producer_kind(c.trace.events[previous].name);
       if (!kind.empty()) {
         std::string key = fmt::format("{} -> {}", c.trace.name(previous), c.trace.name(u));
         EpiloguePattern& p = patterns[key];
@@ -113,8 +115,9 @@ std::string action_kernel(std::string_view kind) {
 
 void rule_epilogue_fusion(const InsightContext& c, std::vector<Insight>& out) {
   std::map<std::string, EpiloguePattern> patterns;
+  const EpilogueNames names(c.trace);
   detail::for_each_sibling_list(
-      c, [&](const std::vector<Uid>& siblings) { scan_siblings(c, siblings, patterns); });
+      c, [&](std::span<const Uid> siblings) { scan_siblings(c, names, siblings, patterns); });
   for (auto& [key, p] : patterns) {
     Insight i = detail::op_insight(c, "epilogue_fusion", std::string(p.kind), p.uids, p.time_us);
     // Ranked by what the fix saves, not by the time the pair covers.

@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <map>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -27,9 +28,9 @@ namespace {
 
 constexpr double kMinGainShare = 0.05;  // below 5 % of the run's time: noise
 
-bool is_gemm_op(std::string_view name) {
-  return name == "aten::mm" || name == "aten::addmm" || name == "aten::linear" ||
-         name == "aten::matmul";
+// The GEMM ops whose runs are read, by interned id.
+detail::NameIds gemm_op_names(const Trace& trace) {
+  return detail::NameIds(trace, {"aten::mm", "aten::addmm", "aten::linear", "aten::matmul"});
 }
 
 struct Run {
@@ -48,7 +49,8 @@ struct SharedInputPattern {
 // Runs among one ordered list of siblings: consecutive GPU-launching GEMM
 // ops with a perf row and the same first-input shape and spec.
 void scan(const InsightContext& c, const std::map<Uid, const report::PerfOpRow*>& gemm_rows,
-          const std::vector<Uid>& siblings, std::map<std::string, SharedInputPattern>& patterns) {
+          const detail::NameIds& gemm_ops, std::span<const Uid> siblings,
+          std::map<std::string, SharedInputPattern>& patterns) {
   Run run;
   std::vector<int64_t> run_input;
   auto close = [&] {
@@ -68,19 +70,19 @@ void scan(const InsightContext& c, const std::map<Uid, const report::PerfOpRow*>
   };
   for (Uid u : siblings) {
     if (c.trace.events[u].cat != Cat::CpuOp || c.tree.gpu_events(u).empty()) continue;
-    auto row = gemm_rows.find(u);
     // The recorded shape of GEMM rows only: reading every op's args was most
-    // of this rule's time.
+    // of this rule's time (the name first: a row lookup per op was next).
+    const bool gemm_op = gemm_ops.contains(c.trace.events[u].name);
+    auto row = gemm_op ? gemm_rows.find(u) : gemm_rows.end();
     std::optional<std::vector<int64_t>> dims;
-    if (row != gemm_rows.end() && is_gemm_op(c.trace.name(u)))
-      dims = detail::first_input_dims(c.trace, u);
+    if (row != gemm_rows.end()) dims = detail::first_input_dims(c.trace, u);
     if (!dims || dims->size() < 2) {
       close();
       continue;
     }
     const auto& m = *row->second->metrics;
     if (!run.ops.empty() && (*dims != run_input || m.compute_spec != run.spec ||
-                             c.trace.name(u) != c.trace.name(run.ops.front())))
+                             c.trace.events[u].name != c.trace.events[run.ops.front()].name))
       close();
     if (run.ops.empty()) run_input = *dims, run.spec = m.compute_spec;
     run.ops.push_back(u);
@@ -99,8 +101,9 @@ void rule_gemm_shared_input(const InsightContext& c, std::vector<Insight>& out) 
       gemm_rows[row.uid] = &row;
   if (gemm_rows.size() < 2) return;
   std::map<std::string, SharedInputPattern> patterns;
+  const detail::NameIds gemm_ops = gemm_op_names(c.trace);
   detail::for_each_sibling_list(
-      c, [&](const std::vector<Uid>& siblings) { scan(c, gemm_rows, siblings, patterns); });
+      c, [&](std::span<const Uid> siblings) { scan(c, gemm_rows, gemm_ops, siblings, patterns); });
   for (const auto& [key, p] : patterns) {
     double gflops = 0, time_us = 0;
     std::vector<Uid> uids;

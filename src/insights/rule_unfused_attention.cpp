@@ -52,7 +52,7 @@ void rule_unfused_attention(const InsightContext& c, std::vector<Insight>& out) 
   // mask, dropout and casts between the two matmuls and their backward
   // kernels disappear; the matmuls' FLOPs remain (the fused kernel does them
   // at about the rate the GEMMs run here).
-  const detail::Siblings siblings(c);
+  const detail::Siblings& siblings = detail::siblings(c);
   std::vector<Uid> scratch, chains, chain_ops, matmul_kernels, other_kernels;
   for (size_t u = 0; u < c.trace.events.size(); ++u) {
     Uid uid = static_cast<Uid>(u);

@@ -106,7 +106,7 @@ bool is_backward_node(std::string_view name) {
 
 void rule_unfused_gelu(const InsightContext& c, std::vector<Insight>& out) {
   const Trace& t = c.trace;
-  const detail::Siblings siblings(c);
+  const detail::Siblings& siblings = detail::siblings(c);
   std::vector<GeluCall> calls;
   std::set<Uid> seen;
   for (Uid u = 0; u < t.events.size(); ++u) {

@@ -123,7 +123,7 @@ void rule_unfused_rmsnorm(const InsightContext& c, std::vector<Insight>& out) {
   const Trace& t = c.trace;
   std::vector<NormCall> calls;
   std::set<Uid> seen;  // an op belongs to one call
-  const detail::Siblings siblings(c);
+  const detail::Siblings& siblings = detail::siblings(c);
   const ModuleFrames frames = norm_modules(c, siblings);
   for (Uid u = 0; u < t.events.size(); ++u) {
     if (t.events[u].cat != Cat::CpuOp || t.name(u) != "aten::rsqrt") continue;

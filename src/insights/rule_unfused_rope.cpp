@@ -85,7 +85,7 @@ std::optional<Application> application_at(const InsightContext& c, const detail:
 
 void rule_unfused_rope(const InsightContext& c, std::vector<Insight>& out) {
   const Trace& t = c.trace;
-  const detail::Siblings siblings(c);
+  const detail::Siblings& siblings = detail::siblings(c);
   std::vector<Application> apps;
   for (Uid u = 0; u < t.events.size(); ++u) {
     if (t.events[u].cat != Cat::CpuOp || t.name(u) != "aten::neg") continue;

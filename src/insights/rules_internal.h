@@ -2,6 +2,7 @@
 // defining a function of this signature, and one line in insights.cpp.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -204,9 +205,16 @@ class Siblings {
 
  private:
   void sort_by_ts(std::vector<Uid>& v) const;
-  const InsightContext& c_;
+  // The context's trace and tree, not the context: the siblings are kept
+  // among its facts (siblings(c)), which move with it.
+  const Trace& trace_;
+  const CallTree& tree_;
   std::map<std::pair<ProcId, ProcId>, std::vector<Uid>> roots_;
 };
+
+// The context's Siblings, made once (trace_facts.cpp) for the rules that
+// read formulas op by op (four of them each sorted every thread's roots).
+const Siblings& siblings(const InsightContext& c);
 
 // Work and kernel time summed over rows: a FLOP-weighted rate.
 struct FlopRate {
@@ -225,8 +233,27 @@ FlopRate gemm_rate(const InsightContext& c, const std::string& spec,
 // more), then each thread's top-level cpu_ops. Rules that read consecutive
 // GPU-launching siblings (epilogue fusion, projections on one input) walk
 // these.
+// The lists are the call tree's own (no copy per event).
 void for_each_sibling_list(const InsightContext& c,
-                           const std::function<void(const std::vector<Uid>&)>& visit);
+                           const std::function<void(std::span<const Uid>)>& visit);
+
+// Those of `names` the trace interned, by id: a rule that asks of every op
+// whether its name is one of a list compares ids, not texts (the epilogue
+// rule's 30 names per sibling were a fifth of its time on a tiled trace).
+class NameIds {
+ public:
+  NameIds(const Trace& trace, std::initializer_list<std::string_view> names) {
+    for (std::string_view name : names)
+      if (uint32_t id = 0; trace.strings.find(name, id)) ids_.push_back(id);
+    std::sort(ids_.begin(), ids_.end());
+  }
+  bool contains(uint32_t name_id) const {
+    return std::binary_search(ids_.begin(), ids_.end(), name_id);
+  }
+
+ private:
+  std::vector<uint32_t> ids_;
+};
 
 // Calls a CUDA/HIP graph capture makes (*BeginCapture, *GetCaptureInfo,
 // *GraphInstantiate*), 0 unless a capture begins or a graph is instantiated

@@ -23,11 +23,12 @@ struct TraceFacts {
   std::unordered_map<uint32_t, KernelNameFacts> gpu_names;  // by interned name
   std::mutex other_names_mu;
   std::map<uint32_t, KernelNameFacts> other_names;  // any other event a rule asks about
-  std::mutex idle_mu, host_work_idle_mu, capture_calls_mu, host_gaps_mu;
+  std::mutex idle_mu, host_work_idle_mu, capture_calls_mu, host_gaps_mu, siblings_mu;
   std::optional<IdleGaps> idle;
   std::optional<std::map<std::string, double>> host_work_idle;
   std::optional<size_t> capture_calls;
   std::optional<std::vector<critical_path::HostGap>> host_gaps;
+  std::optional<Siblings> siblings;
 };
 
 namespace {
@@ -135,6 +136,13 @@ std::map<std::string, double> host_work_idle_by_place(const InsightContext& c) {
   auto& f = facts_of(c);
   return computed_once(f.host_work_idle_mu, f.host_work_idle,
                        [&] { return sum_host_opened_idle(c); });
+}
+
+const Siblings& siblings(const InsightContext& c) {
+  auto& f = facts_of(c);
+  std::lock_guard lock(f.siblings_mu);
+  if (!f.siblings) f.siblings.emplace(c);
+  return *f.siblings;
 }
 
 const std::vector<critical_path::HostGap>& unrecorded_host_gaps(const InsightContext& c) {
