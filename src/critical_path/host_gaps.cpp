@@ -66,37 +66,13 @@ size_t host_gap_count_in(const std::vector<double>& sorted, double from, double 
 }
 
 void host_gaps_of_rank(const Trace& t, const CallTree& tree, const Graph& g, int64_t rank,
-                       const HostGapSelector& sel, std::vector<HostGap>& out) {
-  // The events that record host work, by (ts, end, uid): their UIDs alone
-  // (a trace's host events are nearly in time order already, which
-  // stable_sort_runs merges in a pass or two), not a copy of their times
-  // (the copies and a prefix array beside them were 11 MB of fresh pages on
-  // a 300k-event trace, most of the scan's time).
-  std::vector<Uid> events;
-  std::vector<double> frame_marks, memory;  // python frame starts and ends; [memory]
-  events.reserve(t.events.size());
-  for (Uid u = 0; u < t.events.size(); ++u) {
-    const Event& e = t.events[u];
-    if (host_gap_covers(t, u)) {
-      events.push_back(u);
-    } else if (e.cat == Cat::PythonFunction && e.has_ts() && e.has_dur()) {
-      frame_marks.push_back(e.ts());
-      frame_marks.push_back(e.end());
-    } else if (e.cat == Cat::CpuInstantEvent && e.has_ts() && t.name(u) == "[memory]") {
-      memory.push_back(e.ts());
-    }
-  }
+                       const HostGapEvents& recorded, const HostGapSelector& sel,
+                       std::vector<HostGap>& out) {
+  const std::vector<Uid>& events = recorded.events;
+  const std::vector<double>& frame_marks = recorded.frame_marks;
+  const std::vector<double>& memory = recorded.memory;
   const auto ts_of = [&](Uid u) { return t.events[u].ts(); };
   const auto end_of = [&](Uid u) { return t.events[u].end(); };
-  stable_sort_runs(events, [&](Uid a, Uid b) {
-    const double ta = ts_of(a), tb = ts_of(b);
-    if (ta != tb) return ta < tb;
-    const double ea = end_of(a), eb = end_of(b);
-    if (ea != eb) return ea < eb;
-    return a < b;
-  });
-  std::sort(frame_marks.begin(), frame_marks.end());
-  std::sort(memory.begin(), memory.end());
   const ProfilerCost cost = g.profiler_cost.count(rank) ? g.profiler_cost.at(rank) : ProfilerCost{};
   // Each iteration's window and the first event at or after its start.
   struct Window {
@@ -185,6 +161,41 @@ void host_gaps_of_rank(const Trace& t, const CallTree& tree, const Graph& g, int
 
 }  // namespace
 
+HostGapEvents host_gap_events(const Trace& t) {
+  // The events that record host work, by (ts, end, uid): their UIDs alone
+  // (a trace's host events are nearly in time order already, which
+  // stable_sort_runs merges in a pass or two), not a copy of their times
+  // (the copies and a prefix array beside them were 11 MB of fresh pages on
+  // a 300k-event trace, most of the scan's time).
+  HostGapEvents out;
+  std::vector<Uid>& events = out.events;
+  events.reserve(t.events.size());
+  for (Uid u = 0; u < t.events.size(); ++u) {
+    const Event& e = t.events[u];
+    if (host_gap_covers(t, u)) {
+      events.push_back(u);
+    } else if (e.cat == Cat::PythonFunction && e.has_ts() && e.has_dur()) {
+      out.frame_marks.push_back(e.ts());
+      out.frame_marks.push_back(e.end());
+    } else if (e.cat == Cat::CpuInstantEvent && e.has_ts() && t.name(u) == "[memory]") {
+      out.memory.push_back(e.ts());
+    }
+  }
+  const auto ts_of = [&](Uid u) { return t.events[u].ts(); };
+  const auto end_of = [&](Uid u) { return t.events[u].end(); };
+  stable_sort_runs(events, [&](Uid a, Uid b) {
+    const double ta = ts_of(a), tb = ts_of(b);
+    if (ta != tb) return ta < tb;
+    const double ea = end_of(a), eb = end_of(b);
+    if (ea != eb) return ea < eb;
+    return a < b;
+  });
+  events.shrink_to_fit();
+  std::sort(out.frame_marks.begin(), out.frame_marks.end());
+  std::sort(out.memory.begin(), out.memory.end());
+  return out;
+}
+
 bool host_gap_selected(const Trace& trace, const HostGapSelector& sel, const HostGap& gap) {
   const auto named = [&](const std::string& want, const std::string& outer, Uid event) {
     return want.empty() || want == outer || want == trace.name(event);
@@ -204,6 +215,14 @@ void add_host_gaps(const std::vector<HostGap>& gaps, Scenario& scenario) {
 
 std::vector<HostGap> unrecorded_host_gaps(const std::vector<RankInput>& inputs, const Graph& graph,
                                           const HostGapSelector& sel) {
+  return unrecorded_host_gaps(inputs, graph, sel, {});
+}
+
+std::vector<HostGap> unrecorded_host_gaps(const std::vector<RankInput>& inputs, const Graph& graph,
+                                          const HostGapSelector& sel,
+                                          const std::vector<const HostGapEvents*>& recorded) {
+  if (!recorded.empty() && recorded.size() != inputs.size())
+    throw CriticalPathError("the recorded host events are not of these traces");
   if (inputs.size() != graph.input_ranks.size())
     throw CriticalPathError("the graph was not built from these traces");
   if (sel.rank && !std::count(graph.input_ranks.begin(), graph.input_ranks.end(), *sel.rank))
@@ -213,7 +232,12 @@ std::vector<HostGap> unrecorded_host_gaps(const std::vector<RankInput>& inputs, 
   for (size_t k = 0; k < inputs.size(); ++k) {
     const int64_t rank = graph.input_ranks[k];
     if (sel.rank && *sel.rank != rank) continue;
-    host_gaps_of_rank(*inputs[k].trace, *inputs[k].tree, graph, rank, sel, out);
+    if (!recorded.empty()) {
+      host_gaps_of_rank(*inputs[k].trace, *inputs[k].tree, graph, rank, *recorded[k], sel, out);
+      continue;
+    }
+    const HostGapEvents own = host_gap_events(*inputs[k].trace);
+    host_gaps_of_rank(*inputs[k].trace, *inputs[k].tree, graph, rank, own, sel, out);
   }
   return out;
 }

@@ -56,6 +56,22 @@ struct HostGapSelector {
 std::vector<HostGap> unrecorded_host_gaps(const std::vector<RankInput>& inputs, const Graph& graph,
                                           const HostGapSelector& sel);
 
+// What a trace records of its host that the stretches lie between, read
+// from the trace alone (no graph): the events that record host work in
+// (ts, end, uid) order, and the python frames' starts and ends and the
+// [memory] events' times (the profiler's cost inside a stretch), sorted. A
+// caller that has the trace before its graph (insights) makes them then.
+struct HostGapEvents {
+  std::vector<Uid> events;
+  std::vector<double> frame_marks, memory;
+};
+HostGapEvents host_gap_events(const Trace& trace);
+// The same stretches from each input's host_gap_events (one per input, in
+// order; empty: made here).
+std::vector<HostGap> unrecorded_host_gaps(const std::vector<RankInput>& inputs, const Graph& graph,
+                                          const HostGapSelector& sel,
+                                          const std::vector<const HostGapEvents*>& recorded);
+
 // Whether `sel` selects `gap`, a stretch unrecorded_host_gaps found with a
 // selector of the same rank (or none) and a min_us no larger than sel's: the
 // same test that search makes, so that a caller holding the stretches of any

@@ -9,6 +9,7 @@
 #include <queue>
 #include <set>
 #include <string_view>
+#include <unordered_map>
 
 namespace jarvis::insights {
 
@@ -274,15 +275,20 @@ void apply_markers(std::vector<IdleGap>& gaps, const std::vector<Marker>& marker
 }
 
 void tally(const Trace& trace, IdleGaps& out) {
-  std::map<std::string_view, size_t> place_index;
+  // Places by interned name (one text per id): a tiled trace's half a
+  // million gaps compared texts in a map.
+  constexpr uint32_t kNoPlace = UINT32_MAX;
+  std::unordered_map<uint32_t, size_t> place_index;
   for (const auto& g : out.gaps) {
     auto c = static_cast<size_t>(g.cause);
     out.idle_us_by_cause[c] += g.dur_us;
     ++out.gaps_by_cause[c];
     if (g.dur_us > out.long_gap_us) ++out.long_gaps, out.long_gaps_us += g.dur_us;
-    std::string_view name = g.place == kNoUid ? "(no launching op)" : trace.name(g.place);
-    auto [it, added] = place_index.emplace(name, out.places.size());
-    if (added) out.places.push_back({g.place, std::string(name)});
+    const uint32_t name_id = g.place == kNoUid ? kNoPlace : trace.events[g.place].name;
+    auto [it, added] = place_index.emplace(name_id, out.places.size());
+    if (added)
+      out.places.push_back({g.place, name_id == kNoPlace ? std::string("(no launching op)")
+                                                         : std::string(trace.str(name_id))});
     out.places[it->second].gaps++;
     out.places[it->second].idle_us += g.dur_us;
   }

@@ -535,6 +535,12 @@ TraceInsights analyse_trace(const Trace& trace, const CallTree& tree, const GpuA
     context_ready.wait();
     detail::host_work_idle_by_place(*context);
   });
+  // And what the unrecorded host stretches read of the trace (its host
+  // events in time order): the stretches themselves need the model.
+  before_model.push_back([&] {
+    context_ready.wait();
+    detail::make_host_gap_events(*context);
+  });
   for (size_t k = 0; k < std::size(kRules); ++k) {
     if (kRules[k].reads_step) continue;
     before_model.push_back([&, k] {

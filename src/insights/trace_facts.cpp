@@ -29,6 +29,11 @@ struct TraceFacts {
   std::optional<size_t> capture_calls;
   std::optional<std::vector<critical_path::HostGap>> host_gaps;
   std::optional<Siblings> siblings;
+  // What unrecorded_host_gaps reads of the trace alone, made ahead of the
+  // graph (make_host_gap_events) and handed over to it (then released).
+  std::mutex host_gap_events_mu;
+  std::optional<critical_path::HostGapEvents> host_gap_events;
+  bool host_gap_events_taken = false;
 };
 
 namespace {
@@ -145,12 +150,28 @@ const Siblings& siblings(const InsightContext& c) {
   return *f.siblings;
 }
 
+void make_host_gap_events(const InsightContext& c) {
+  auto& f = facts_of(c);
+  if (graph_capture_calls(c) > 0) return;  // rule_unrecorded_host_time reads none
+  std::lock_guard lock(f.host_gap_events_mu);
+  if (!f.host_gap_events && !f.host_gap_events_taken)
+    f.host_gap_events = critical_path::host_gap_events(c.trace);
+}
+
 const std::vector<critical_path::HostGap>& unrecorded_host_gaps(const InsightContext& c) {
   auto& f = facts_of(c);
   return computed_once(f.host_gaps_mu, f.host_gaps, [&] {
+    std::optional<critical_path::HostGapEvents> recorded;
+    {
+      std::lock_guard lock(f.host_gap_events_mu);
+      recorded.swap(f.host_gap_events);
+      f.host_gap_events_taken = true;
+    }
+    if (!recorded) recorded = critical_path::host_gap_events(c.trace);
     critical_path::HostGapSelector any;
     any.min_us = kUnrecordedMinGapUs;
-    return critical_path::unrecorded_host_gaps({{&c.trace, &c.tree, -1}}, c.step->graph, any);
+    return critical_path::unrecorded_host_gaps({{&c.trace, &c.tree, -1}}, c.step->graph, any,
+                                               {&*recorded});
   });
 }
 

@@ -48,6 +48,12 @@ size_t graph_capture_calls(const InsightContext& c);
 // The shortest unrecorded host stretch the rules read (rule_unrecorded_host_time).
 inline constexpr double kUnrecordedMinGapUs = 100;
 
+// What unrecorded_host_gaps reads of the trace alone (critical_path::
+// host_gap_events), made now, before the step model exists (analyse_trace,
+// while the model is built); unrecorded_host_gaps takes it over. Nothing
+// for a trace that records a graph capture (the rule reads none).
+void make_host_gap_events(const InsightContext& c);
+
 // critical_path::unrecorded_host_gaps of the step model's graph over this
 // trace, of any place, at least kUnrecordedMinGapUs long. Needs c.step;
 // throws what that throws (a graph of other traces).

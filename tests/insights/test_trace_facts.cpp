@@ -206,6 +206,66 @@ TEST_CASE("trace facts: each place's host stretches from one scan, as a scan per
   }
 }
 
+TEST_CASE("trace facts: the host events read before the graph give the same stretches") {
+  for (const char* file : {"s_loader_A_workers0.json.gz", "s_generate_A_gpt2.json.gz"}) {
+    CAPTURE(file);
+    auto l = load(file);
+    const Trace& t = l->trace;
+    // What records host work, by definition: cpu ops, runtime calls and a
+    // DataLoader's __next__ annotation, with a time and a duration; in
+    // (ts, end, uid) order.
+    std::vector<Uid> expected;
+    size_t frames = 0;
+    for (Uid u = 0; u < t.events.size(); ++u) {
+      const Event& e = t.events[u];
+      if (!e.has_ts() || !e.has_dur()) continue;
+      const std::string name(t.name(u));
+      if (e.cat == Cat::CpuOp || is_runtime_cat(e.cat) ||
+          (e.cat == Cat::UserAnnotation && name.find("DataLoader") != std::string::npos &&
+           name.find("__next__") != std::string::npos))
+        expected.push_back(u);
+      else if (e.cat == Cat::PythonFunction)
+        ++frames;
+    }
+    std::sort(expected.begin(), expected.end(), [&](Uid a, Uid b) {
+      const Event &x = t.events[a], &y = t.events[b];
+      if (x.ts() != y.ts()) return x.ts() < y.ts();
+      if (x.end() != y.end()) return x.end() < y.end();
+      return a < b;
+    });
+    const cp::HostGapEvents recorded = cp::host_gap_events(t);
+    CHECK(recorded.events == expected);
+    CHECK(recorded.frame_marks.size() == 2 * frames);
+    CHECK(std::is_sorted(recorded.frame_marks.begin(), recorded.frame_marks.end()));
+    // The stretches from them, and from a scan of its own, and the context's
+    // (made ahead of the model, then taken over).
+    const auto context = in::make_context(t, *l->tree, nullptr);
+    REQUIRE(context.step);
+    in::detail::make_host_gap_events(context);
+    const std::vector<cp::RankInput> inputs{{&t, l->tree.get(), -1}};
+    cp::HostGapSelector any;
+    any.min_us = in::detail::kUnrecordedMinGapUs;
+    const auto own = cp::unrecorded_host_gaps(inputs, context.step->graph, any);
+    const auto given = cp::unrecorded_host_gaps(inputs, context.step->graph, any, {&recorded});
+    const auto& kept = in::detail::unrecorded_host_gaps(context);
+    REQUIRE(!own.empty());
+    for (const auto* other : {&given, &kept}) {
+      REQUIRE(other->size() == own.size());
+      for (size_t k = 0; k < own.size(); ++k) {
+        CHECK((*other)[k].after == own[k].after);
+        CHECK((*other)[k].before == own[k].before);
+        CHECK((*other)[k].from_us == own[k].from_us);
+        CHECK((*other)[k].to_us == own[k].to_us);
+        CHECK((*other)[k].profiler_us == own[k].profiler_us);
+        CHECK((*other)[k].annotation == own[k].annotation);
+      }
+    }
+    CHECK_THROWS_AS(
+        cp::unrecorded_host_gaps(inputs, context.step->graph, any, {&recorded, &recorded}),
+        cp::CriticalPathError);
+  }
+}
+
 TEST_CASE("trace facts: a kernel name read once says what the parser says") {
   // The fp32 arm runs SIMT GEMMs; the NCHW arm converts layouts around its
   // convolutions.
