@@ -23,14 +23,19 @@ bool is_host_event_cat(Cat c) {
 // The events of one trace the removal names (not yet merged: a named op may
 // sit inside another named one).
 std::vector<Uid> matched_events(const Trace& t, const HostRemoval& rm, bool uids_apply) {
-  std::set<std::string_view> names(rm.ops.begin(), rm.ops.end());
+  // The names by interned id (one id per text): a what-if replayed for
+  // every change of a plan matched every host event's name as text.
+  std::vector<uint32_t> names;
+  for (const std::string& op : rm.ops)
+    if (uint32_t id = 0; t.strings.find(op, id)) names.push_back(id);
+  std::sort(names.begin(), names.end());
   std::vector<Uid> out;
   for (Uid u = 0; u < t.events.size(); ++u) {
     const Event& e = t.events[u];
     if (!is_host_event_cat(e.cat) || !e.has_ts() || !e.has_dur()) continue;
-    const std::string_view name = t.name(u);
-    if (names.count(name) || (!rm.python_frame.empty() && e.cat == Cat::PythonFunction &&
-                              pycompat::ascii_icontains(name, rm.python_frame)))
+    if (std::binary_search(names.begin(), names.end(), e.name) ||
+        (!rm.python_frame.empty() && e.cat == Cat::PythonFunction &&
+         pycompat::ascii_icontains(t.name(u), rm.python_frame)))
       out.push_back(u);
   }
   if (uids_apply)
