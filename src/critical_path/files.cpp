@@ -70,14 +70,15 @@ Table path_table(const IterationResult& it) {
 // in batches (write_files_atomic: their fsyncs at once; one after another, a
 // 64-iteration trace waited longer for the disk than it took to analyse,
 // issue 75) of at most kBatchSegments rows, so that a trace of many
-// iterations holds two batches of text, not all of it; a batch's tables are
+// iterations holds two batches of text (half as long as when one was held:
+// the same memory), not all of it; a batch's tables are
 // made on two threads while the batch before is written and synced (a
 // 256-iteration trace's 220 MB of paths waited 0.2-0.6 s for the disk after
 // its tables were made). A batch is written only after those before it were.
 std::vector<std::string> write_with_paths(std::vector<std::pair<std::string, std::string>> first,
                                           const Analysis& a, const std::string& dir,
                                           const std::string& prefix) {
-  constexpr size_t kBatchSegments = size_t{1} << 15;
+  constexpr size_t kBatchSegments = size_t{1} << 14;
   std::vector<std::string> files;
   for (const auto& f : first) files.push_back(f.first);
   std::vector<std::pair<std::string, std::string>> batch = std::move(first);
