@@ -438,6 +438,7 @@ void add_where(const InsightContext& c, Insight& i) {
     if (std::find(names.begin(), names.end(), name) == names.end()) names.push_back(name);
   };
   for (Uid u : i.uids) {
+    if (names.size() == kMaxNames) break;  // the rest adds nothing (a tiled trace's 100k uids)
     if (u >= c.trace.events.size() || c.trace.events[u].cat != Cat::CpuOp) continue;
     add(u);
     add(outermost_op(c, u));
@@ -804,11 +805,30 @@ std::vector<Insight> claim_recoverable_time(const InsightContext& context,
     return a.time_us > b.time_us;
   });
   // What is left to claim: each op row's kernel time, and the idle time.
-  // (hashed: a tiled trace has a million rows, and a finding looks each of its
-  // ops up; the sums keep each finding's op order)
-  std::unordered_map<Uid, double> left;
+  // (one sorted array by uid, the rows of one op summed in their order: a
+  // tiled trace has a million rows, and a finding looks each of its ops up;
+  // the sums keep each finding's op order)
+  std::vector<std::pair<Uid, double>> left;
   left.reserve(context.rows.size());
-  for (const auto& row : context.rows) left[row.uid] += row.kernel_time_us;
+  for (const auto& row : context.rows) left.emplace_back(row.uid, row.kernel_time_us);
+  stable_sort_runs(left.begin(), left.end(),
+                   [](const auto& a, const auto& b) { return a.first < b.first; });
+  {
+    size_t kept = 0;
+    for (size_t r = 0; r < left.size();) {
+      double sum = 0;
+      const Uid uid = left[r].first;
+      for (; r < left.size() && left[r].first == uid; ++r) sum += left[r].second;
+      left[kept++] = {uid, sum};
+    }
+    left.resize(kept);
+  }
+  const auto slot_of = [&left](Uid u) -> std::optional<size_t> {
+    auto it = std::lower_bound(left.begin(), left.end(), u,
+                               [](const auto& entry, Uid v) { return entry.first < v; });
+    if (it == left.end() || it->first != u) return std::nullopt;
+    return static_cast<size_t>(it - left.begin());
+  };
   double idle_left = context.timeline ? context.timeline->idle_time : 0;
   // Who claimed what (findings by index): sharing is told both ways, to the
   // finding that claimed first and to those that came after it.
@@ -831,19 +851,21 @@ std::vector<Insight> claim_recoverable_time(const InsightContext& context,
       for (const auto& entry : i.idle_claim_us) own_idle += entry.second;
       bound = std::max(0.0, bound - own_idle);
     }
-    std::vector<Uid> pooled;
+    std::vector<size_t> pooled;  // slots in `left`
     for (Uid u : i.uids)
-      if (left.count(u)) pooled.push_back(u);
+      if (auto slot = slot_of(u)) pooled.push_back(*slot);
     std::set<size_t>& shares = shared_with[k];
     double claim = 0;
     if (!pooled.empty()) {
       double available = 0;
-      for (Uid u : pooled) available += left[u];
+      for (size_t p : pooled) available += left[p].second;
       claim = std::min(bound, available);
-      for (Uid u : pooled) {
-        if (left[u] > 0) {
+      for (size_t p : pooled) {
+        const Uid u = left[p].first;
+        double& rest = left[p].second;
+        if (rest > 0) {
           for (const auto& r : claimed_by[u]) shares.insert(r);
-          left[u] -= available > 0 ? claim * left[u] / available : 0;
+          rest -= available > 0 ? claim * rest / available : 0;
           claimed_by[u].push_back(k);
         } else {
           for (const auto& r : claimed_by[u]) shares.insert(r);
