@@ -228,6 +228,15 @@ TEST_CASE("what-if on an indexed base: GPU events found by UID as the scan finds
     some.factor = 0.3;
     check_same_on(g, scanned, indexed, some);
     check_same(g, indexed, some);
+    // The same UIDs in order (a finding's are sorted: the index is walked, not
+    // searched per UID), and every GPU node's UID in order.
+    cp::Scenario in_order = some;
+    std::sort(in_order.select.gpu_uids.begin(), in_order.select.gpu_uids.end());
+    check_same_on(g, scanned, indexed, in_order);
+    cp::Scenario every = some;
+    every.select.gpu_uids.clear();
+    for (const auto& [uid, node] : expected) every.select.gpu_uids.push_back(uid);
+    check_same_on(g, scanned, indexed, every);
     // By UID and by name at once: the names still decide among the UIDs.
     cp::Scenario named = some;
     named.select.category = "gemm";
