@@ -171,7 +171,14 @@ struct Graph {
   std::vector<Node> nodes;
   std::vector<Edge> edges;
   std::vector<uint32_t> in_off, in_edges;  // CSR of incoming edges per node
-  std::vector<uint32_t> order;             // topological order
+  // Per entry of in_edges: the edge's source node and its kind (EdgeKind,
+  // kInFromStart set when from_start): what propagate reads of an edge, 5
+  // bytes where the Edge is 48 (a replay reads every edge: the whole Edge
+  // was most of its memory traffic). Made by order_nodes with in_edges.
+  std::vector<uint32_t> in_from;
+  std::vector<uint8_t> in_kind;
+  static constexpr uint8_t kInFromStart = 0x80;
+  std::vector<uint32_t> order;  // topological order
   std::vector<Label> labels;
   std::vector<Iteration> iterations;
   std::vector<Join> joins;

@@ -25,10 +25,13 @@ bool is_host_category(std::string_view category);
 // `current` reaching it at `there`: the later one binds; a hand-over explains
 // a thread's call as well as the thread's own previous call with the
 // measured gap does, and then the other thread's work it waited for binds.
-inline bool binds_instead(const Edge& e, double here, const Edge& current, double there) {
+inline bool binds_instead(EdgeKind e, double here, EdgeKind current, double there) {
   constexpr double kTieUs = 1e-6;
-  return here > there || (e.kind == EdgeKind::HostHandover && current.kind == EdgeKind::HostSeq &&
-                          here >= there - kTieUs);
+  return here > there ||
+         (e == EdgeKind::HostHandover && current == EdgeKind::HostSeq && here >= there - kTieUs);
+}
+inline bool binds_instead(const Edge& e, double here, const Edge& current, double there) {
+  return binds_instead(e.kind, here, current.kind, there);
 }
 
 // The profiler's estimated cost of the events recorded on each host thread,

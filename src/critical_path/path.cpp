@@ -78,7 +78,12 @@ bool is_host_category(std::string_view category) {
 
 }  // namespace detail
 
-Schedule propagate(const Graph& g, const std::vector<double>& dur, const std::vector<double>& lag) {
+namespace {
+
+// propagate through the whole edges (a graph whose in_from / in_kind were
+// not made: one put together by hand).
+Schedule propagate_by_edges(const Graph& g, const std::vector<double>& dur,
+                            const std::vector<double>& lag) {
   Schedule s;
   const size_t n = g.nodes.size();
   s.start.assign(n, 0.0);
@@ -99,6 +104,47 @@ Schedule propagate(const Graph& g, const std::vector<double>& dur, const std::ve
       }
     }
     s.start[node] = s.binding[node] == Schedule::kNone ? g.nodes[node].start : best;
+    known[node] = 1;
+  }
+  return s;
+}
+
+}  // namespace
+
+Schedule propagate(const Graph& g, const std::vector<double>& dur, const std::vector<double>& lag) {
+  if (g.in_from.size() != g.in_edges.size() || g.in_kind.size() != g.in_edges.size())
+    return propagate_by_edges(g, dur, lag);
+  // The same relaxation as propagate_by_edges, reading each in-edge's source
+  // and kind from the graph's compact arrays, and the binding edge's kind
+  // kept as it is chosen.
+  Schedule s;
+  const size_t n = g.nodes.size();
+  s.start.assign(n, 0.0);
+  s.binding.assign(n, Schedule::kNone);
+  std::vector<char> known(n, 0);
+  constexpr uint8_t kKindBits = static_cast<uint8_t>(~Graph::kInFromStart);
+  for (uint32_t node : g.order) {
+    double best = -std::numeric_limits<double>::infinity();
+    uint32_t binding = Schedule::kNone;
+    EdgeKind binding_kind = EdgeKind::HostSeq;
+    for (uint32_t k = g.in_off[node]; k < g.in_off[node + 1]; ++k) {
+      const uint32_t from = g.in_from[k];
+      if (!known[from]) continue;  // an edge of a broken cycle
+      const uint8_t bits = g.in_kind[k];
+      const EdgeKind kind = static_cast<EdgeKind>(bits & kKindBits);
+      const double anchor =
+          (bits & Graph::kInFromStart) ? s.start[from] : s.start[from] + dur[from];
+      const uint32_t idx = g.in_edges[k];
+      const double at = anchor + lag[idx];
+      if (binding == Schedule::kNone ? at > best
+                                     : detail::binds_instead(kind, at, binding_kind, best)) {
+        best = at;
+        binding = idx;
+        binding_kind = kind;
+      }
+    }
+    s.binding[node] = binding;
+    s.start[node] = binding == Schedule::kNone ? g.nodes[node].start : best;
     known[node] = 1;
   }
   return s;
