@@ -11,6 +11,7 @@
 #include "critical_path/critical_path.h"
 #include "pycompat/text.h"
 #include "report/gpu_timeline.h"
+#include "trace/name_ids.h"
 
 namespace jarvis::critical_path {
 namespace {
@@ -25,17 +26,13 @@ bool is_host_event_cat(Cat c) {
 std::vector<Uid> matched_events(const Trace& t, const HostRemoval& rm, bool uids_apply) {
   // The names by interned id (one id per text): a what-if replayed for
   // every change of a plan matched every host event's name as text.
-  std::vector<uint32_t> names;
-  for (const std::string& op : rm.ops)
-    if (uint32_t id = 0; t.strings.find(op, id)) names.push_back(id);
-  std::sort(names.begin(), names.end());
+  const NameIds names(t, rm.ops);
   std::vector<Uid> out;
   for (Uid u = 0; u < t.events.size(); ++u) {
     const Event& e = t.events[u];
     if (!is_host_event_cat(e.cat) || !e.has_ts() || !e.has_dur()) continue;
-    if (std::binary_search(names.begin(), names.end(), e.name) ||
-        (!rm.python_frame.empty() && e.cat == Cat::PythonFunction &&
-         pycompat::ascii_icontains(t.name(u), rm.python_frame)))
+    if (names.contains(e.name) || (!rm.python_frame.empty() && e.cat == Cat::PythonFunction &&
+                                   pycompat::ascii_icontains(t.name(u), rm.python_frame)))
       out.push_back(u);
   }
   if (uids_apply)

@@ -46,7 +46,7 @@ struct EpilogueNames {
     if (conv.contains(name)) return "CONV";
     return "";
   }
-  detail::NameIds norm, gemm, conv, activation;
+  NameIds norm, gemm, conv, activation;
 };
 
 struct EpiloguePattern {

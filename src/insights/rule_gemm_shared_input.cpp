@@ -29,8 +29,8 @@ namespace {
 constexpr double kMinGainShare = 0.05;  // below 5 % of the run's time: noise
 
 // The GEMM ops whose runs are read, by interned id.
-detail::NameIds gemm_op_names(const Trace& trace) {
-  return detail::NameIds(trace, {"aten::mm", "aten::addmm", "aten::linear", "aten::matmul"});
+NameIds gemm_op_names(const Trace& trace) {
+  return NameIds(trace, {"aten::mm", "aten::addmm", "aten::linear", "aten::matmul"});
 }
 
 struct Run {
@@ -49,7 +49,7 @@ struct SharedInputPattern {
 // Runs among one ordered list of siblings: consecutive GPU-launching GEMM
 // ops with a perf row and the same first-input shape and spec.
 void scan(const InsightContext& c, const std::map<Uid, const report::PerfOpRow*>& gemm_rows,
-          const detail::NameIds& gemm_ops, std::span<const Uid> siblings,
+          const NameIds& gemm_ops, std::span<const Uid> siblings,
           std::map<std::string, SharedInputPattern>& patterns) {
   Run run;
   std::vector<int64_t> run_input;
@@ -101,7 +101,7 @@ void rule_gemm_shared_input(const InsightContext& c, std::vector<Insight>& out) 
       gemm_rows[row.uid] = &row;
   if (gemm_rows.size() < 2) return;
   std::map<std::string, SharedInputPattern> patterns;
-  const detail::NameIds gemm_ops = gemm_op_names(c.trace);
+  const NameIds gemm_ops = gemm_op_names(c.trace);
   detail::for_each_sibling_list(
       c, [&](std::span<const Uid> siblings) { scan(c, gemm_rows, gemm_ops, siblings, patterns); });
   for (const auto& [key, p] : patterns) {

@@ -14,6 +14,7 @@
 
 #include "insights/insights.h"
 #include "insights/kernel_name.h"
+#include "trace/name_ids.h"
 
 namespace jarvis::insights {
 
@@ -236,24 +237,6 @@ FlopRate gemm_rate(const InsightContext& c, const std::string& spec,
 // The lists are the call tree's own (no copy per event).
 void for_each_sibling_list(const InsightContext& c,
                            const std::function<void(std::span<const Uid>)>& visit);
-
-// Those of `names` the trace interned, by id: a rule that asks of every op
-// whether its name is one of a list compares ids, not texts (the epilogue
-// rule's 30 names per sibling were a fifth of its time on a tiled trace).
-class NameIds {
- public:
-  NameIds(const Trace& trace, std::initializer_list<std::string_view> names) {
-    for (std::string_view name : names)
-      if (uint32_t id = 0; trace.strings.find(name, id)) ids_.push_back(id);
-    std::sort(ids_.begin(), ids_.end());
-  }
-  bool contains(uint32_t name_id) const {
-    return std::binary_search(ids_.begin(), ids_.end(), name_id);
-  }
-
- private:
-  std::vector<uint32_t> ids_;
-};
 
 // Calls a CUDA/HIP graph capture makes (*BeginCapture, *GetCaptureInfo,
 // *GraphInstantiate*), 0 unless a capture begins or a graph is instantiated
