@@ -894,6 +894,17 @@ class RankBuilder {
 
 namespace detail {
 
+void compact_in_edges(const Graph& g, std::vector<uint32_t>& from, std::vector<uint8_t>& kind) {
+  from.resize(g.in_edges.size());
+  kind.resize(g.in_edges.size());
+  for (size_t k = 0; k < g.in_edges.size(); ++k) {
+    const Edge& e = g.edges[g.in_edges[k]];
+    from[k] = e.from;
+    kind[k] = static_cast<uint8_t>(static_cast<uint8_t>(e.kind) |
+                                   (e.from_start ? Graph::kInFromStart : 0));
+  }
+}
+
 // Kahn's order, earliest measured start first; a cycle (clock faults) is
 // broken by dropping the in-edges of its earliest node.
 void order_nodes(Graph& g) {
@@ -915,14 +926,7 @@ void order_nodes(Graph& g) {
       out[out_fill[g.edges[k].from]++] = g.edges[k].to;
     }
   }
-  g.in_from.resize(g.in_edges.size());
-  g.in_kind.resize(g.in_edges.size());
-  for (size_t k = 0; k < g.in_edges.size(); ++k) {
-    const Edge& e = g.edges[g.in_edges[k]];
-    g.in_from[k] = e.from;
-    g.in_kind[k] = static_cast<uint8_t>(static_cast<uint8_t>(e.kind) |
-                                        (e.from_start ? Graph::kInFromStart : 0));
-  }
+  compact_in_edges(g, g.in_from, g.in_kind);
   std::vector<uint32_t> pending(n);
   for (size_t k = 0; k < n; ++k) pending[k] = g.in_off[k + 1] - g.in_off[k];
   using Item = std::pair<double, uint32_t>;

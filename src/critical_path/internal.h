@@ -11,8 +11,11 @@
 
 namespace jarvis::critical_path::detail {
 
-// Topological order of the nodes (Graph::order, in_off, in_edges).
+// Topological order of the nodes (Graph::order, in_off, in_edges, in_from,
+// in_kind).
 void order_nodes(Graph& g);
+// Graph::in_from and in_kind of the graph's in_edges, into `from` and `kind`.
+void compact_in_edges(const Graph& g, std::vector<uint32_t>& from, std::vector<uint8_t>& kind);
 
 const char* node_kind_name(NodeKind kind);
 const char* edge_kind_name(EdgeKind kind);

@@ -78,45 +78,17 @@ bool is_host_category(std::string_view category) {
 
 }  // namespace detail
 
-namespace {
-
-// propagate through the whole edges (a graph whose in_from / in_kind were
-// not made: one put together by hand).
-Schedule propagate_by_edges(const Graph& g, const std::vector<double>& dur,
-                            const std::vector<double>& lag) {
-  Schedule s;
-  const size_t n = g.nodes.size();
-  s.start.assign(n, 0.0);
-  s.binding.assign(n, Schedule::kNone);
-  std::vector<char> known(n, 0);
-  for (uint32_t node : g.order) {
-    double best = -std::numeric_limits<double>::infinity();
-    for (uint32_t k = g.in_off[node]; k < g.in_off[node + 1]; ++k) {
-      const uint32_t idx = g.in_edges[k];
-      const Edge& e = g.edges[idx];
-      if (!known[e.from]) continue;  // an edge of a broken cycle
-      const double anchor = e.from_start ? s.start[e.from] : s.start[e.from] + dur[e.from];
-      if (s.binding[node] == Schedule::kNone
-              ? anchor + lag[idx] > best
-              : detail::binds_instead(e, anchor + lag[idx], g.edges[s.binding[node]], best)) {
-        best = anchor + lag[idx];
-        s.binding[node] = idx;
-      }
-    }
-    s.start[node] = s.binding[node] == Schedule::kNone ? g.nodes[node].start : best;
-    known[node] = 1;
-  }
-  return s;
-}
-
-}  // namespace
-
 Schedule propagate(const Graph& g, const std::vector<double>& dur, const std::vector<double>& lag) {
-  if (g.in_from.size() != g.in_edges.size() || g.in_kind.size() != g.in_edges.size())
-    return propagate_by_edges(g, dur, lag);
-  // The same relaxation as propagate_by_edges, reading each in-edge's source
-  // and kind from the graph's compact arrays, and the binding edge's kind
-  // kept as it is chosen.
+  // Each in-edge's source and kind from the graph's compact arrays (made by
+  // order_nodes; here for a graph put together without it), and the binding
+  // edge's kind kept as it is chosen: no Edge is read.
+  std::vector<uint32_t> own_from;
+  std::vector<uint8_t> own_kind;
+  const bool compact =
+      g.in_from.size() == g.in_edges.size() && g.in_kind.size() == g.in_edges.size();
+  if (!compact) detail::compact_in_edges(g, own_from, own_kind);
+  const std::vector<uint32_t>& in_from = compact ? g.in_from : own_from;
+  const std::vector<uint8_t>& in_kind = compact ? g.in_kind : own_kind;
   Schedule s;
   const size_t n = g.nodes.size();
   s.start.assign(n, 0.0);
@@ -128,9 +100,9 @@ Schedule propagate(const Graph& g, const std::vector<double>& dur, const std::ve
     uint32_t binding = Schedule::kNone;
     EdgeKind binding_kind = EdgeKind::HostSeq;
     for (uint32_t k = g.in_off[node]; k < g.in_off[node + 1]; ++k) {
-      const uint32_t from = g.in_from[k];
+      const uint32_t from = in_from[k];
       if (!known[from]) continue;  // an edge of a broken cycle
-      const uint8_t bits = g.in_kind[k];
+      const uint8_t bits = in_kind[k];
       const EdgeKind kind = static_cast<EdgeKind>(bits & kKindBits);
       const double anchor =
           (bits & Graph::kInFromStart) ? s.start[from] : s.start[from] + dur[from];
