@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -38,6 +39,21 @@ std::unique_ptr<BaseLoaded> load_ab(const std::string& file) {
   l->tree = std::make_unique<jarvis::CallTree>(l->trace);
   l->graph = cp::build_graph({{&l->trace, l->tree.get(), -1}});
   return l;
+}
+
+// Runs `check` on the graph of each of two ab_pairs A arms (fp32 GEMMs; a
+// boolean mask's sync), the file captured; says so once when
+// ../shared/ab_pairs is missing.
+void for_each_ab_graph(const std::function<void(const std::unique_ptr<BaseLoaded>&)>& check) {
+  size_t checked = 0;
+  for (const char* file : {"s_tf32_A_fp32.json.gz", "s_mask_sync_A_boolean_index.json.gz"}) {
+    CAPTURE(file);
+    auto l = load_ab(file);
+    if (!l) continue;
+    ++checked;
+    check(l);
+  }
+  if (checked == 0) MESSAGE("skipped: ../shared/ab_pairs is missing");
 }
 
 std::vector<std::string> bounds(const cp::Analysis& a) {
@@ -104,12 +120,7 @@ void check_same(const cp::Graph& g, const cp::WhatIfBase& base, const cp::Scenar
 }
 
 TEST_CASE("what-if on a base: the same result as the what-if alone (ab_pairs traces)") {
-  size_t checked = 0;
-  for (const char* file : {"s_tf32_A_fp32.json.gz", "s_mask_sync_A_boolean_index.json.gz"}) {
-    CAPTURE(file);
-    auto l = load_ab(file);
-    if (!l) continue;
-    ++checked;
+  for_each_ab_graph([](const std::unique_ptr<BaseLoaded>& l) {
     const cp::Graph& g = l->graph;
     const cp::WhatIfBase base = cp::what_if_base(g);
     REQUIRE(base.dur.size() == g.nodes.size());
@@ -169,8 +180,7 @@ TEST_CASE("what-if on a base: the same result as the what-if alone (ab_pairs tra
     };
     same_steps(dur, lag);
     same_steps(base.dur, base.lag);
-  }
-  if (checked == 0) MESSAGE("skipped: ../shared/ab_pairs is missing");
+  });
 }
 
 // The same figures, changes and matched kernels from two bases of one graph.
@@ -190,12 +200,7 @@ void check_same_on(const cp::Graph& g, const cp::WhatIfBase& a, const cp::WhatIf
 }
 
 TEST_CASE("what-if on an indexed base: GPU events found by UID as the scan finds them") {
-  size_t checked = 0;
-  for (const char* file : {"s_tf32_A_fp32.json.gz", "s_mask_sync_A_boolean_index.json.gz"}) {
-    CAPTURE(file);
-    auto l = load_ab(file);
-    if (!l) continue;
-    ++checked;
+  for_each_ab_graph([](const std::unique_ptr<BaseLoaded>& l) {
     const cp::Graph& g = l->graph;
     const cp::WhatIfBase scanned = cp::what_if_base(g);
     REQUIRE(!scanned.indexed_for_replays);  // made only when asked for
@@ -285,17 +290,11 @@ TEST_CASE("what-if on an indexed base: GPU events found by UID as the scan finds
     weaker.also_scale.push_back({some.select, 0.3});
     CHECK(cp::what_if_step(g, weaker, indexed).predicted_step_time_us ==
           cp::what_if_step(g, strongest, indexed).predicted_step_time_us);
-  }
-  if (checked == 0) MESSAGE("skipped: ../shared/ab_pairs is missing");
+  });
 }
 
 TEST_CASE("propagate: the compact in-edge arrays give the schedule the edges give") {
-  size_t checked = 0;
-  for (const char* file : {"s_tf32_A_fp32.json.gz", "s_mask_sync_A_boolean_index.json.gz"}) {
-    CAPTURE(file);
-    auto l = load_ab(file);
-    if (!l) continue;
-    ++checked;
+  for_each_ab_graph([](const std::unique_ptr<BaseLoaded>& l) {
     const cp::Graph& g = l->graph;
     REQUIRE(g.in_from.size() == g.in_edges.size());
     REQUIRE(g.in_kind.size() == g.in_edges.size());
@@ -306,7 +305,7 @@ TEST_CASE("propagate: the compact in-edge arrays give the schedule the edges giv
             (e.from_start ? cp::Graph::kInFromStart : 0));
       CHECK(static_cast<cp::EdgeKind>(g.in_kind[k] & ~cp::Graph::kInFromStart) == e.kind);
     }
-    cp::Graph by_edges = g;  // without the arrays: the relaxation over the whole edges
+    cp::Graph by_edges = g;  // without the arrays (a graph put together by hand): made by propagate
     by_edges.in_from.clear();
     by_edges.in_kind.clear();
     const cp::WhatIfBase base = cp::what_if_base(g);
@@ -322,8 +321,7 @@ TEST_CASE("propagate: the compact in-edge arrays give the schedule the edges giv
       CHECK(a.binding == b.binding);
     }
     CHECK(cp::analyse(by_edges).step_time_us == cp::analyse(g).step_time_us);
-  }
-  if (checked == 0) MESSAGE("skipped: ../shared/ab_pairs is missing");
+  });
 }
 
 TEST_CASE("what-if on a base: analyse_unprofiled fills it; a graph carries it (s_tf32 A)") {
