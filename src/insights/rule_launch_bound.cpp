@@ -272,20 +272,24 @@ void rule_launch_bound(const InsightContext& c, std::vector<Insight>& out) {
     i.severity = host->saving_us >= 0.2 * host->step_us * static_cast<double>(host->iterations)
                      ? "high"
                      : "medium";
-    std::vector<std::string> ops;  // by path time; host gap and runtime of one op once
+    // By path time; host gap and runtime of one op once; host time under no
+    // op (an XPlane's dispatch) has no name to list, and a path of only that
+    // lists none (it read "Host time on the path: " with nothing after).
+    std::vector<std::string> ops;
     for (const auto& o : host->host_ops)
-      if (std::find(ops.begin(), ops.end(), o["op"].get<std::string>()) == ops.end())
-        ops.push_back(o["op"].get<std::string>());
+      if (const std::string op = o["op"].get<std::string>();
+          !op.empty() && std::find(ops.begin(), ops.end(), op) == ops.end())
+        ops.push_back(op);
     i.title = fmt::format(
         "Host-bound step: {} of {} iterations wait for the host's launches (GPU idle {:.1f}% of "
         "the "
         "recorded span); "
-        "a CUDA graph of the step cuts it from {:.2f} to {:.2f} ms (without the profiler){}. "
-        "Host time on the path: {}",
+        "a CUDA graph of the step cuts it from {:.2f} to {:.2f} ms (without the profiler){}.{}",
         host->host_iterations, host->iterations, 100 * idle_share, host->step_us / 1e3,
         host->ideal_host_step_us / 1e3,
         syncs.empty() ? "" : fmt::format(", once its host syncs are gone ({})", syncs_text),
-        fmt::join(ops, ", "));
+        ops.empty() ? std::string()
+                    : fmt::format(" Host time on the path: {}", fmt::join(ops, ", ")));
     i.evidence["critical_path"] = {{"host_bound_iterations", host->host_iterations},
                                    {"iterations", host->iterations},
                                    {"step_time_us", host->step_us},

@@ -151,5 +151,40 @@ TEST_CASE("JAX op by op: the shared jitted samples are not op by op") {
   }
 }
 
+TEST_CASE("JAX host-bound titles name the ops on the path, and none when no op records it") {
+  size_t checked = 0;
+  for (const std::string rel :
+       {"jax/jax_conv_minimal_legacy/trace.xplane.pb", "jax/jax_conv_minimal_08/tw003.xplane.pb",
+        "jax/te_fused_attn/934987a2fc2f.xplane.pb"}) {
+    CAPTURE(rel);
+    if (!fs::exists(shared(rel))) continue;
+    const JaxRun r = run_on(shared(rel));
+    for (const auto& i : r.insights) {
+      if (i.rule != "launch_bound" || !i.evidence.contains("critical_path")) continue;
+      ++checked;
+      // The distinct named ops of the evidence, in its order (XLA dispatch
+      // outside any op has an empty name).
+      std::vector<std::string> named;
+      for (const json& o : i.evidence["critical_path"]["host_ops_on_path"]) {
+        const std::string op = o["op"].get<std::string>();
+        if (!op.empty() && std::find(named.begin(), named.end(), op) == named.end())
+          named.push_back(op);
+      }
+      const std::string marker = " Host time on the path: ";
+      const size_t at = i.title.find(marker);
+      if (named.empty()) {
+        CHECK(at == std::string::npos);
+        CHECK(i.title.ends_with(")."));
+      } else {
+        REQUIRE(at != std::string::npos);
+        std::string expected;
+        for (const auto& op : named) expected += (expected.empty() ? "" : ", ") + op;
+        CHECK(i.title.substr(at + marker.size()) == expected);
+      }
+    }
+  }
+  if (checked == 0) MESSAGE("skipped: no host-bound JAX sample in ../shared/jax");
+}
+
 }  // namespace JARVIS_TEST_FILE
 }  // namespace
