@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <map>
 #include <queue>
 #include <set>
@@ -262,9 +263,20 @@ void apply_markers(std::vector<IdleGap>& gaps, const std::vector<Marker>& marker
             [](const IdleGap& a, const IdleGap& b) { return a.start_us < b.start_us; });
   double longest = 0;
   for (const auto& g : gaps) longest = std::max(longest, g.dur_us);
+  // The latest end of gaps[0..k]: a gap that ends before both of a marker's
+  // times explains nothing of it, so its scan starts at the first gap whose
+  // reach gets there too (one long gap early in the trace widened every
+  // marker's scan by its length: a tiled trace's markers each went over
+  // thousands of gaps).
+  std::vector<double> reach(gaps.size());
+  double latest = -std::numeric_limits<double>::infinity();
+  for (size_t k = 0; k < gaps.size(); ++k)
+    reach[k] = latest = std::max(latest, gaps[k].start_us + gaps[k].dur_us);
   for (const Marker& m : markers) {
     auto it = std::lower_bound(gaps.begin(), gaps.end(), m.start - longest,
                                [](const IdleGap& g, double t) { return g.start_us < t; });
+    const auto reached = std::lower_bound(reach.begin(), reach.end(), std::min(m.start, m.end));
+    it = std::max(it, gaps.begin() + (reached - reach.begin()));
     for (; it != gaps.end() && it->start_us < m.end; ++it) {
       double gap_end = it->start_us + it->dur_us;
       bool explains = m.cause == IdleCause::Sync ? m.end > it->start_us && m.end <= gap_end

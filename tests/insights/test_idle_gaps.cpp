@@ -4,7 +4,9 @@
 #include <doctest/doctest.h>
 #include <fmt/format.h>
 
+#include <optional>
 #include <string>
+#include <string_view>
 
 #include "categories/category_analysis.h"
 #include "categories/findings.h"
@@ -105,6 +107,92 @@ TEST_CASE("idle gaps: real traces against the expert counts from raw events") {
     for (double us : idle.idle_us_by_cause) by_causes += us;
     CHECK(by_causes == doctest::Approx(idle.idle_us()).epsilon(1e-9));
     MESSAGE(insights::idle_gaps_json(trace, idle, 5).dump(1));
+  }
+}
+
+namespace {
+
+// A gap's cause and host event by definition: its cause from its length
+// and its launch, then every host event that explains it (a compile or data
+// event overlapping it, a sync call ending inside it), in uid order, taking
+// the gap when its cause ranks before the gap's so far. Over every pair of
+// gap and event: no index, no sort.
+struct Explained {
+  IdleCause cause;
+  Uid host_event;
+};
+
+std::optional<IdleCause> marker_cause(const Trace& t, Uid u) {
+  const Event& e = t.events[u];
+  const bool host = e.cat == Cat::CpuOp || e.cat == Cat::PythonFunction ||
+                    e.cat == Cat::UserAnnotation || e.is_runtime();
+  if (!host || !e.has_ts() || !e.has_dur()) return std::nullopt;
+  const std::string_view name = t.name(u);
+  const auto has = [&](std::string_view part) { return name.find(part) != name.npos; };
+  if (has("TorchDynamo Cache Lookup") || has("compile_inner") || has("compile_fx") ||
+      has("_inductor") || has("autotune"))
+    return IdleCause::Compilation;
+  if (has("DataLoader")) return IdleCause::DataLoading;
+  if (e.cat == Cat::CpuOp && name == "aten::_local_scalar_dense") return IdleCause::Sync;
+  if (e.is_runtime() &&
+      (has("Synchronize") || name == "cudaMemcpy" || name == "hipMemcpy" ||
+       name == "hipMemcpyWithStream" || name == "cudaMemcpy2D" || name == "hipMemcpy2D"))
+    return IdleCause::Sync;
+  return std::nullopt;
+}
+
+Explained explained_by_definition(const Trace& t, const CallTree& tree, const insights::IdleGap& g,
+                                  double threshold) {
+  Explained out{IdleCause::Other, kNoUid};
+  const Uid launch = tree.parent(g.after);
+  if (g.dur_us <= threshold)
+    out.cause = IdleCause::LaunchLatency;
+  else if (launch != kNoUid && t.events[launch].is_runtime() && t.events[launch].ts() > g.start_us)
+    out.cause = IdleCause::HostWork;
+  const double gap_end = g.start_us + g.dur_us;
+  for (Uid u = 0; u < t.events.size(); ++u) {
+    const auto cause = marker_cause(t, u);
+    if (!cause) continue;
+    const double from = t.events[u].ts(), to = t.events[u].end();
+    const bool explains = *cause == IdleCause::Sync ? to > g.start_us && to <= gap_end
+                                                    : to > g.start_us && from < gap_end;
+    if (explains && *cause < out.cause) out = {*cause, u};
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("idle gaps: each gap's cause and host event as defined, over every host event") {
+  // The gaps' causes are found through an index of the gaps by time; here
+  // each is recomputed over every (gap, event) pair. The hand-made timeline
+  // opens with one long gap (which once widened every later event's search
+  // by its length) and has syncs and data events far after it.
+  std::string ev = launched_kernel(1, -5, 0, 10) + "," + launched_kernel(2, 12, 5000, 10);
+  double ts = 5020;
+  for (int k = 3; k < 40; ++k, ts += 100) {
+    ev += "," + launched_kernel(k, ts - 10, ts, 20);
+    if (k % 3 == 0) ev += "," + host_event("cuda_runtime", "cudaStreamSynchronize", ts + 10, 50);
+    if (k % 5 == 0) ev += "," + host_event("user_annotation", "DataLoader next", ts + 30, 40);
+  }
+  Trace made = load_trace_from_json(R"({"traceEvents":[)" + ev + "]}");
+  Trace gpt2 = load_trace(golden::shared_dir() + "/hw_pairs/gpt2_train/h100.json.gz");
+  Trace loader = load_trace(golden::shared_dir() + "/ab_pairs/s_loader_A_workers0.json.gz");
+  Trace mask = load_trace(golden::shared_dir() + "/ab_pairs/s_mask_sync_A_boolean_index.json.gz");
+  for (const Trace* t : {&made, &gpt2, &loader, &mask}) {
+    CallTree tree(*t);
+    const double threshold = 20.0;
+    const auto idle = insights::idle_gaps(*t, tree, threshold);
+    REQUIRE_FALSE(idle.gaps.empty());
+    size_t by_event = 0;
+    for (const auto& g : idle.gaps) {
+      const Explained want = explained_by_definition(*t, tree, g, threshold);
+      CAPTURE(g.start_us);
+      CHECK(g.cause == want.cause);
+      CHECK(g.host_event == want.host_event);
+      by_event += want.host_event != kNoUid;
+    }
+    CHECK(by_event > 0);  // the events explain some gaps on every trace here
   }
 }
 
