@@ -413,9 +413,13 @@ enum class StepDetail : uint8_t {
 // ends and `differs` (with StepDetail::Bounds also its bound_by), without the
 // path's segments (no path, idle times, bound_reason, contributors, waits or
 // summary). One replay: what a what-if sized by its step time needs
-// (what_if_step).
+// (what_if_step). `bounds_when`, with StepDetail::Times: the bounds too where
+// it says so of the times (a caller that asks what bounds the step only when
+// the step time falls short: one replay, not a second one for the bounds).
+using BoundsWhen = std::function<bool(const Analysis& times)>;
 Analysis analyse_steps(const Graph& graph, const std::vector<double>& dur,
-                       const std::vector<double>& lag, StepDetail detail = StepDetail::Times);
+                       const std::vector<double>& lag, StepDetail detail = StepDetail::Times,
+                       const BoundsWhen& bounds_when = {});
 
 // Node durations and edge lags without the profiler's estimated host cost:
 // each host gap less the cost of the events recorded inside it, each
@@ -578,7 +582,8 @@ WhatIfResult what_if(const Graph& graph, const Scenario& scenario, const WhatIfB
 // recorded host from the base's recorded step. StepDetail::Bounds: each
 // predicted iteration's bound_by too.
 WhatIfResult what_if_step(const Graph& graph, const Scenario& scenario, const WhatIfBase& base,
-                          StepDetail detail = StepDetail::Times);
+                          StepDetail detail = StepDetail::Times,
+                          const BoundsWhen& bounds_when = {});
 
 // Host work an agent proposes to take out ("drop these .item() calls", "no
 // tokenizer in the loop"): host events named exactly (cpu_op, user

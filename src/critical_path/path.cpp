@@ -575,11 +575,12 @@ Analysis analyse(const Graph& g, const std::vector<double>& dur, const std::vect
 }
 
 Analysis analyse_steps(const Graph& g, const std::vector<double>& dur,
-                       const std::vector<double>& lag, StepDetail detail) {
+                       const std::vector<double>& lag, StepDetail detail,
+                       const BoundsWhen& bounds_when) {
   Analysis a;
   const Schedule s = propagate(g, dur, lag);
   const double median = iteration_times(g, dur, s, a);
-  if (detail == StepDetail::Times) return a;
+  if (detail == StepDetail::Times && !(bounds_when && bounds_when(a))) return a;
   const std::vector<Side> label_sides = sides_of_labels(g);
   std::vector<Sides> sides;
   sides.reserve(a.iterations.size());

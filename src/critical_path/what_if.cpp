@@ -697,7 +697,8 @@ namespace {
 
 // what_if on a base; `steps` set: the steps alone, in that detail (what_if_step).
 WhatIfResult what_if_on_base(const Graph& g, const Scenario& sc, const WhatIfBase& base,
-                             bool profiled_prediction, std::optional<StepDetail> steps) {
+                             bool profiled_prediction, std::optional<StepDetail> steps,
+                             const BoundsWhen& bounds_when = {}) {
   const bool path = !steps;
   // A rank alone scopes a host removal; with nothing else it changes nothing.
   const Selector& sel = sc.select;
@@ -716,7 +717,7 @@ WhatIfResult what_if_on_base(const Graph& g, const Scenario& sc, const WhatIfBas
     if (!(also.second > 0) || !std::isfinite(also.second))
       throw CriticalPathError(fmt::format("factor must be a positive number, got {}", also.second));
   const auto replay = [&](const std::vector<double>& dur, const std::vector<double>& lag) {
-    return path ? analyse(g, dur, lag) : analyse_steps(g, dur, lag, *steps);
+    return path ? analyse(g, dur, lag) : analyse_steps(g, dur, lag, *steps, bounds_when);
   };
   const auto recorded_times = [&](std::vector<double>& dur, std::vector<double>& lag) {
     dur.reserve(g.nodes.size());
@@ -775,8 +776,8 @@ WhatIfResult what_if(const Graph& g, const Scenario& sc, const WhatIfBase& base,
 }
 
 WhatIfResult what_if_step(const Graph& g, const Scenario& sc, const WhatIfBase& base,
-                          StepDetail detail) {
-  return what_if_on_base(g, sc, base, /*profiled_prediction=*/false, detail);
+                          StepDetail detail, const BoundsWhen& bounds_when) {
+  return what_if_on_base(g, sc, base, /*profiled_prediction=*/false, detail, bounds_when);
 }
 
 }  // namespace jarvis::critical_path

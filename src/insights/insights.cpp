@@ -136,8 +136,10 @@ critical_path::WhatIfResult step_what_if(const InsightContext& c,
 
 critical_path::WhatIfResult step_time_what_if(const InsightContext& c,
                                               const critical_path::Scenario& change,
-                                              critical_path::StepDetail detail) {
-  return critical_path::what_if_step(c.step->graph, change, *c.step->graph.attached_base, detail);
+                                              critical_path::StepDetail detail,
+                                              const critical_path::BoundsWhen& bounds_when) {
+  return critical_path::what_if_step(c.step->graph, change, *c.step->graph.attached_base, detail,
+                                     bounds_when);
 }
 
 double step_saving_total_us(const InsightContext& c, const critical_path::Scenario& change) {
@@ -508,6 +510,7 @@ std::vector<Insight> run_insights(const InsightContext& context) {
   std::vector<std::function<void()>> rules;
   for (size_t k = 0; k < std::size(kRules); ++k) rules.push_back(rule_task(context, k, by_rule));
   run_on_two_threads(rules);
+  detail::release_rule_scratch(context);
   return ranked_insights(context, std::move(by_rule));
 }
 
@@ -550,6 +553,7 @@ TraceInsights analyse_trace(const Trace& trace, const CallTree& tree, const GpuA
     });
   }
   run_on_two_threads(before_model);
+  detail::release_rule_scratch(*context);
   context->step = std::move(model);
   std::vector<std::function<void()>> with_model;
   for (size_t k = 0; k < std::size(kRules); ++k)
@@ -662,9 +666,22 @@ void size_step_savings(const InsightContext& context, std::vector<Insight>& insi
     change.factor = named && i.what_if.contains("factor")
                         ? i.what_if["factor"].get<double>()
                         : std::clamp(1.0 - kernel_recoverable_us / gpu_time, kSmallestFactor, 1.0);
-    const auto r = detail::step_time_what_if(context, change);
-    i.step_saving_us =
-        std::max(0.0, r.measured_step_time_us - r.predicted_step_time_us) * iterations;
+    // A step saving well short of the recoverable time is explained (the
+    // blind run met channels_last's 8.7 of 16.2 ms a step with no word why):
+    // on a step the GPU bounds, by what bounds it after the change, the
+    // predicted paths' sides, walked in the same replay only where it falls
+    // short.
+    constexpr double kExplainBelowShare = 0.75;
+    const double measured_step_us = model.graph.attached_base->step_time_us;
+    const auto saving_of = [&](double predicted_step_us) {
+      return std::max(0.0, measured_step_us - predicted_step_us) * iterations;
+    };
+    const auto falls_short = [&](const critical_path::Analysis& times) {
+      return !host_bound && saving_of(times.step_time_us) < kExplainBelowShare * *i.recoverable_us;
+    };
+    const auto r =
+        detail::step_time_what_if(context, change, critical_path::StepDetail::Times, falls_short);
+    i.step_saving_us = saving_of(r.predicted_step_time_us);
     // The what_if tool's arguments that replay this sizing (its saved_us is
     // per step): the finding's GPU events at the factor its recoverable time
     // leaves them.
@@ -674,9 +691,6 @@ void size_step_savings(const InsightContext& context, std::vector<Insight>& insi
     } else if (i.what_if.is_null()) {
       i.what_if = {{"kernel_uids", gpu}, {"factor", change.factor}};
     }
-    // A step saving well short of the recoverable time is explained (the
-    // blind run met channels_last's 8.7 of 16.2 ms a step with no word why).
-    constexpr double kExplainBelowShare = 0.75;
     if (*i.step_saving_us >= kExplainBelowShare * *i.recoverable_us) return;
     if (host_bound) {
       i.step_saving_note = fmt::format(
@@ -685,10 +699,7 @@ void size_step_savings(const InsightContext& context, std::vector<Insight>& insi
           model.host_bound_iterations(), model.measured.iterations.size());
       return;
     }
-    // What bounds the step after the change: the predicted paths' sides,
-    // walked only for a finding whose saving falls short.
-    const auto bounds = critical_path::StepDetail::Bounds;
-    const auto after = detail::step_time_what_if(context, change, bounds).predicted.iterations;
+    const auto& after = r.predicted.iterations;  // their bounds walked (falls_short)
     const auto host_after = std::count_if(after.begin(), after.end(), [](const auto& it) {
       return it.bound_by == critical_path::kBoundByHost;
     });

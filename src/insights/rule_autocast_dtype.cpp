@@ -26,7 +26,7 @@ void rule_autocast_dtype(const InsightContext& c, std::vector<Insight>& out) {
   if (!c.arch) return;
   std::map<std::string, Group> groups;
   for (const auto& row : c.rows) {
-    auto d = detail::gemm_dims(row);
+    auto d = detail::gemm_dims(c, row);
     if (!d || d->precision != "fp32" || !row.metrics->roofline) continue;
     const std::string kernel_dtype =
         gemm_compute_precision(c.trace, c.tree, row.event_uid != kNoUid ? row.event_uid : row.uid);

@@ -13,6 +13,7 @@
 #include <fmt/format.h>
 
 #include "insights/rules_internal.h"
+#include "trace/name_ids.h"
 
 namespace jarvis::insights {
 namespace {
@@ -21,9 +22,7 @@ constexpr double kMinCastShare = 0.05;  // of all kernel time
 constexpr size_t kTopShapes = 5;
 constexpr double kFusedSaving = 0.5;
 
-bool is_cast_op(std::string_view name) {
-  return name == "aten::to" || name == "aten::_to_copy";
-}
+constexpr std::string_view kCastOps[] = {"aten::to", "aten::_to_copy"};
 
 struct ShapeGroup {
   size_t calls = 0;
@@ -34,19 +33,20 @@ struct ShapeGroup {
 
 void rule_dtype_casts(const InsightContext& c, std::vector<Insight>& out) {
   const Trace& t = c.trace;
-  bool half_gemms = false;
-  for (const auto& row : c.rows)
-    if (auto d = detail::gemm_dims(row); d && (d->precision == "bf16" || d->precision == "fp16"))
-      half_gemms = true;
+  const bool half_gemms = std::any_of(c.rows.begin(), c.rows.end(), [&](const auto& row) {
+    const detail::GemmDims* d = detail::gemm_dims(c, row);
+    return d && (d->precision == "bf16" || d->precision == "fp16");
+  });
   if (!half_gemms || !(c.total_kernel_time_us > 0)) return;
   std::vector<Uid> kernels;
   double time_us = 0;
   size_t calls = 0;
   std::map<std::pair<std::vector<int64_t>, std::string>, ShapeGroup> groups;
+  const NameIds cast_ops(t, kCastOps);  // compared as interned ids: a million events
   for (Uid u = 0; u < t.events.size(); ++u) {
-    if (t.events[u].cat != Cat::CpuOp || !is_cast_op(t.name(u))) continue;
+    if (t.events[u].cat != Cat::CpuOp || !cast_ops.contains(t.events[u].name)) continue;
     const Uid parent = c.tree.parent(u);
-    if (parent != kNoUid && is_cast_op(t.name(parent))) continue;  // outermost only
+    if (parent != kNoUid && cast_ops.contains(t.events[parent].name)) continue;  // outermost only
     double us = 0;
     for (Uid k : c.tree.gpu_events(u))
       if (t.events[k].cat == Cat::Kernel && t.events[k].has_dur()) {  // copies across devices

@@ -29,7 +29,7 @@ constexpr double kSoftmaxTrafficSaved = 0.5;
 // half-precision model) is on, so fp32 logits are a choice, not the model.
 std::string half_gemm_precision(const InsightContext& c) {
   for (const auto& row : c.rows)
-    if (auto d = detail::gemm_dims(row); d && (d->precision == "bf16" || d->precision == "fp16"))
+    if (auto d = detail::gemm_dims(c, row); d && (d->precision == "bf16" || d->precision == "fp16"))
       return d->precision;
   return "";
 }

@@ -133,7 +133,7 @@ void rule_full_vocab_logits(const InsightContext& c, std::vector<Insight>& out) 
   std::map<std::string, Group> groups;
   std::set<int64_t> head_rows;  // M of every GEMM onto the vocabulary
   for (const auto& row : c.rows) {
-    auto d = detail::gemm_dims(row);
+    auto d = detail::gemm_dims(c, row);
     if (!d || d->n != vocab.size) continue;
     const int64_t tokens = d->m * d->batch;
     head_rows.insert(tokens);

@@ -207,7 +207,7 @@ nlohmann::json misaligned_json(const std::vector<LeadingDim>& misaligned, int64_
 std::vector<GemmSample> gemm_samples(const InsightContext& c) {
   std::vector<GemmSample> out;
   for (const auto& row : c.rows) {
-    auto d = detail::gemm_dims(row);
+    auto d = detail::gemm_dims(c, row);
     int64_t need = d ? required_multiple(d->precision) : 0;
     if (need == 0) continue;
     bool aligned = misaligned_of(leading_dims(*d, row.backward), need).empty();
@@ -288,7 +288,7 @@ Insight group_insight(const InsightContext& c, const std::string& label, const G
 void rule_gemm_unaligned_dims(const InsightContext& c, std::vector<Insight>& out) {
   std::map<std::string, Group> groups;  // by label: one insight per shape
   for (const auto& row : c.rows) {
-    auto d = detail::gemm_dims(row);
+    auto d = detail::gemm_dims(c, row);
     int64_t need = d ? required_multiple(d->precision) : 0;
     if (need == 0) continue;
     auto misaligned = misaligned_of(leading_dims(*d, row.backward), need);

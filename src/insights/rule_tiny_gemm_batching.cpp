@@ -29,7 +29,7 @@ bool is_tiny(const detail::GemmDims& d) {
 void rule_tiny_gemm_batching(const InsightContext& c, std::vector<Insight>& out) {
   std::map<std::string, Group> groups;
   for (const auto& row : c.rows) {
-    auto d = detail::gemm_dims(row);
+    auto d = detail::gemm_dims(c, row);
     if (!d || !is_tiny(*d)) continue;
     Group& g = groups[detail::gemm_label(row, *d)];
     if (!g.first) g.first = &row, g.dims = *d;

@@ -66,7 +66,8 @@ critical_path::WhatIfResult step_what_if(const InsightContext& c,
 // Needs c.step.
 critical_path::WhatIfResult step_time_what_if(
     const InsightContext& c, const critical_path::Scenario& change,
-    critical_path::StepDetail detail = critical_path::StepDetail::Times);
+    critical_path::StepDetail detail = critical_path::StepDetail::Times,
+    const critical_path::BoundsWhen& bounds_when = {});
 
 // The step model's what-if saving, summed over the iterations (0 without a
 // step model or when the change saves nothing).
@@ -144,6 +145,10 @@ struct GemmDims {
   std::vector<int64_t> stride_a, stride_b;
 };
 std::optional<GemmDims> gemm_dims(const report::PerfOpRow& row);
+// The same for a row of c.rows, read once per trace (seven rules ask for
+// every row's; each read looks params up by name and copies the strides):
+// null when the row has none.
+const GemmDims* gemm_dims(const InsightContext& c, const report::PerfOpRow& row);
 
 // Kernel time above the roofline of a row (its recoverable time if it ran
 // at the roof), or nullopt without a roofline.

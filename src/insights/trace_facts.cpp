@@ -29,6 +29,15 @@ struct TraceFacts {
   std::optional<size_t> capture_calls;
   std::optional<std::vector<critical_path::HostGap>> host_gaps;
   std::optional<Siblings> siblings;
+  // GEMM dims of c.rows (gemm_dims(c, row)): the slot of each row's in
+  // `dims`, kNoDims where it has none.
+  struct RowGemmDims {
+    static constexpr uint32_t kNoDims = UINT32_MAX;
+    std::vector<uint32_t> slot;
+    std::vector<GemmDims> dims;
+  };
+  std::mutex gemm_dims_mu;
+  std::optional<RowGemmDims> gemm_dims;
   // What unrecorded_host_gaps reads of the trace alone, made ahead of the
   // graph (make_host_gap_events) and handed over to it (then released).
   std::mutex host_gap_events_mu;
@@ -82,6 +91,32 @@ const KernelNameFacts& kernel_name_facts(const InsightContext& c, Uid event) {
   if (it == f.other_names.end())
     it = f.other_names.emplace(id, read_kernel_name(c.trace.str(id))).first;
   return it->second;
+}
+
+const GemmDims* gemm_dims(const InsightContext& c, const report::PerfOpRow& row) {
+  const auto* first = c.rows.data();
+  if (&row < first || &row >= first + c.rows.size()) {
+    throw std::logic_error("gemm_dims(c, row): the row is not one of the context's");
+  }
+  auto& f = facts_of(c);
+  const auto& memo = computed_once(f.gemm_dims_mu, f.gemm_dims, [&] {
+    TraceFacts::RowGemmDims m;
+    m.slot.assign(c.rows.size(), TraceFacts::RowGemmDims::kNoDims);
+    for (size_t r = 0; r < c.rows.size(); ++r)
+      if (auto d = gemm_dims(c.rows[r])) {
+        m.slot[r] = static_cast<uint32_t>(m.dims.size());
+        m.dims.push_back(std::move(*d));
+      }
+    return m;
+  });
+  const uint32_t slot = memo.slot[static_cast<size_t>(&row - first)];
+  return slot == TraceFacts::RowGemmDims::kNoDims ? nullptr : &memo.dims[slot];
+}
+
+void release_rule_scratch(const InsightContext& c) {
+  if (!c.facts) return;
+  std::lock_guard lock(c.facts->gemm_dims_mu);
+  c.facts->gemm_dims.reset();
 }
 
 size_t graph_capture_calls(const InsightContext& c) {

@@ -45,6 +45,11 @@ const KernelNameFacts& kernel_name_facts(const InsightContext& c, Uid event);
 // graph_capture_calls(c.trace).
 size_t graph_capture_calls(const InsightContext& c);
 
+// Drops what only the rules that do not read the step model share (the GEMM
+// dims of the rows, gemm_dims(c, row): 8 MB on a 1 GB trace) once they ran:
+// the replays after them set the peak. A later call makes it again.
+void release_rule_scratch(const InsightContext& c);
+
 // The shortest unrecorded host stretch the rules read (rule_unrecorded_host_time).
 inline constexpr double kUnrecordedMinGapUs = 100;
 

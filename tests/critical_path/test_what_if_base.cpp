@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -117,6 +118,23 @@ void check_same(const cp::Graph& g, const cp::WhatIfBase& base, const cp::Scenar
   CHECK(bounded.predicted_step_time_us == alone.predicted_step_time_us);
   CHECK(bounds(bounded.predicted) == bounds(alone.predicted));
   for (const auto& it : bounded.predicted.iterations) CHECK(it.path.empty());
+  // Bounds when the times ask for them (bounds_when): asked, as with
+  // StepDetail::Bounds, the times it was given the step-only ones; not
+  // asked, the step-only result.
+  std::optional<double> seen_step_us;
+  const cp::WhatIfResult asked =
+      cp::what_if_step(g, sc, base, cp::StepDetail::Times, [&](const cp::Analysis& times) {
+        seen_step_us = times.step_time_us;
+        return true;
+      });
+  REQUIRE(seen_step_us.has_value());
+  CHECK(*seen_step_us == step.predicted_step_time_us);
+  CHECK(asked.predicted_step_time_us == alone.predicted_step_time_us);
+  CHECK(bounds(asked.predicted) == bounds(bounded.predicted));
+  const cp::WhatIfResult not_asked = cp::what_if_step(g, sc, base, cp::StepDetail::Times,
+                                                      [](const cp::Analysis&) { return false; });
+  CHECK(not_asked.predicted_step_time_us == step.predicted_step_time_us);
+  CHECK(bounds(not_asked.predicted) == bounds(step.predicted));
 }
 
 TEST_CASE("what-if on a base: the same result as the what-if alone (ab_pairs traces)") {

@@ -13,6 +13,7 @@
 #include <cctype>
 #include <map>
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -305,6 +306,42 @@ TEST_CASE("trace facts: a kernel name read once says what the parser says") {
     }
     CHECK(kernels > 0);
     CHECK((std::string(file).find("tf32") != std::string::npos ? simt : conversions) > 0);
+  }
+}
+
+TEST_CASE("trace facts: a row's GEMM dims read once are the row's own") {
+  // Seven rules read every row's GEMM dims: read once per trace, each row's
+  // are what gemm_dims(row) reads of it; dropped (release_rule_scratch) and
+  // asked again, the same; a row not of the context's is refused.
+  for (const char* file : {"s_tf32_A_fp32.json.gz", "s_vocab_A_vocab32001.json.gz"}) {
+    CAPTURE(file);
+    auto l = load(file);
+    const auto context = in::make_context(l->trace, *l->tree, nullptr);
+    size_t gemms = 0;
+    const auto same = [&](const in::detail::GemmDims* memo, const report::PerfOpRow& row) {
+      const auto own = in::detail::gemm_dims(row);
+      REQUIRE((memo != nullptr) == own.has_value());
+      if (!own) return;
+      CHECK(memo->m == own->m);
+      CHECK(memo->n == own->n);
+      CHECK(memo->k == own->k);
+      CHECK(memo->batch == own->batch);
+      CHECK(memo->precision == own->precision);
+      CHECK(memo->stride_a == own->stride_a);
+      CHECK(memo->stride_b == own->stride_b);
+      CHECK(row.sheet == "GEMM");
+      ++gemms;
+    };
+    for (const auto& row : context.rows) {
+      const in::detail::GemmDims* memo = in::detail::gemm_dims(context, row);
+      same(memo, row);
+      CHECK(memo == in::detail::gemm_dims(context, row));  // one copy per row
+    }
+    CHECK(gemms > 0);
+    in::detail::release_rule_scratch(context);
+    for (const auto& row : context.rows) same(in::detail::gemm_dims(context, row), row);
+    const report::PerfOpRow stranger = context.rows.front();
+    CHECK_THROWS_AS(in::detail::gemm_dims(context, stranger), std::logic_error);
   }
 }
 
