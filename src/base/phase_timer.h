@@ -1,9 +1,9 @@
 // JARVIS_PROFILE_PHASES=1: each timed scope prints its wall time to stderr
 // ("phase insights/rule/launch_bound 12.345 ms rss 98 MB hwm 103 MB cpu 11.9
-// ms faults 210": the process's resident and peak resident memory at the
+// ms faults 210 from 812.0 ms": the process's resident and peak resident memory at the
 // scope's end, the calling thread's CPU time and minor page faults within
 // the scope: a forked worker writing pages it shares with the server pays a
-// fault and a copy for each), a
+// fault and a copy for each; when the scope began after the first timer), a
 // diagnostic of where an analysis spends its time and memory where perf is
 // unavailable. Off (the default), a
 // timer costs one branch on a cached flag.
@@ -35,20 +35,28 @@ class PhaseTimer {
     if (!profile_phases_enabled()) return;
     what_ = std::move(what);
     start_ = std::chrono::steady_clock::now();
+    (void)first_start();
     thread_start_ = thread_usage();
   }
   ~PhaseTimer() {
     if (what_.empty()) return;
     const std::chrono::duration<double, std::milli> ms = std::chrono::steady_clock::now() - start_;
     const ThreadUsage used = thread_usage();
-    std::fprintf(stderr, "phase %s %.3f ms%s cpu %.1f ms faults %ld\n", what_.c_str(), ms.count(),
-                 resident_memory_note().c_str(), used.cpu_ms - thread_start_.cpu_ms,
-                 used.minor_faults - thread_start_.minor_faults);
+    const std::chrono::duration<double, std::milli> since = start_ - first_start();
+    std::fprintf(stderr, "phase %s %.3f ms%s cpu %.1f ms faults %ld from %.1f ms\n", what_.c_str(),
+                 ms.count(), resident_memory_note().c_str(), used.cpu_ms - thread_start_.cpu_ms,
+                 used.minor_faults - thread_start_.minor_faults, since.count());
   }
   PhaseTimer(const PhaseTimer&) = delete;
   PhaseTimer& operator=(const PhaseTimer&) = delete;
 
  private:
+  // When the process's first timer started: each line says when its scope
+  // began after it ("from N ms"), so that scopes on two threads line up.
+  static std::chrono::steady_clock::time_point first_start() {
+    static const auto first = std::chrono::steady_clock::now();
+    return first;
+  }
   struct ThreadUsage {
     double cpu_ms = 0;
     long minor_faults = 0;

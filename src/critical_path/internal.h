@@ -46,6 +46,14 @@ class HostCostIndex {
   HostCostIndex(const Trace& trace, const ProfilerCost& cost);
   // Cost of the events on `thread` (Event::thread) recorded in [from, to).
   double between(uint32_t thread, double from, double to) const;
+  // Where the last between() on one thread found its ends: a caller asking
+  // for one thread's intervals in time order (a host thread's gaps) finds
+  // each next to the one before, not by a search of all the thread's marks.
+  struct Cursor {
+    size_t from = 0, to = 0;
+  };
+  // between(), searched from `near` (one cursor per thread); the same figure.
+  double between(uint32_t thread, double from, double to, Cursor& near) const;
   // The same on the other threads of `thread`'s process (the most of any one
   // of them): what a thread that recorded nothing was waiting through.
   // Exact when the interval holds at most kMaxScannedMarks records of its

@@ -90,6 +90,20 @@ void check_trace(const Trace& trace, size_t stride) {
     const uint32_t thread = entry.first;
     std::vector<double>& starts = entry.second;
     std::sort(starts.begin(), starts.end());
+    // Searched from where the last window of the thread was found (a cursor,
+    // as build_graph walks a thread's gaps): the same figure as the search
+    // of all the thread's marks, windows in time order or backwards, or
+    // spanning several gaps.
+    cp::detail::HostCostIndex::Cursor forward, backward, wide;
+    for (size_t k = 1; k < starts.size(); ++k) {
+      const double from = starts[k - 1], to = starts[k];
+      CHECK(index.between(thread, from, to, forward) == index.between(thread, from, to));
+      const double back_from = starts[starts.size() - 1 - k], back_to = starts[starts.size() - k];
+      CHECK(index.between(thread, back_from, back_to, backward) ==
+            index.between(thread, back_from, back_to));
+      const double far = starts[std::min(starts.size() - 1, 3 * k)];
+      CHECK(index.between(thread, from, far, wide) == index.between(thread, from, far));
+    }
     for (size_t k = 1; k < starts.size(); k += stride) {
       const double from = starts[k - 1], to = starts[k];
       const double own = sum_in(records.at(thread), from, to);
