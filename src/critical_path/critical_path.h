@@ -558,11 +558,18 @@ struct WhatIfBase {
     double wait_us = 0;
   };
   std::vector<SyncWait> sync_waits;
+  // The graph's Sync edges (a call's return waiting for the GPU), in edge
+  // order: a scenario that removes syncs looks at these, not every edge.
+  std::vector<uint32_t> sync_edges;
+  // The host's edges (HostSeq, HostHandover) and runtime-call nodes
+  // (HostCall), in order: what a scenario that takes host time out reads.
+  std::vector<uint32_t> host_edges, host_calls;
   bool indexed_for_replays = false;
 };
 // `unprofiled` false: the recorded step alone (enough for Scenario::recorded_host).
 WhatIfBase what_if_base(const Graph& graph, bool unprofiled = true);
-// Fills the base's gpu_nodes_by_uid and sync_waits from the graph and the
+// Fills the base's gpu_nodes_by_uid, sync_waits, sync_edges, host_edges and
+// host_calls from the graph and the
 // base's un-profiled times (base.dur, base.lag; a recorded-host base is left
 // as it is).
 void index_for_replays(const Graph& graph, WhatIfBase& base);

@@ -289,25 +289,57 @@ void overlap_collectives(const Graph& g, const std::string& which, std::vector<d
 // before the first iteration's start stay: removing them would only move
 // that start earlier.
 
-void remove_host_gaps(const Graph& g, std::vector<double>& dur, std::vector<double>& lag,
-                      WhatIfResult& out) {
+// Whether `base` holds the replay index (index_for_replays) of this graph:
+// its lists are read only then (a base of another graph is refused by the
+// what-if, past the recorded-host path).
+bool indexes(const WhatIfBase* base, const Graph& g) {
+  return base && base->indexed_for_replays && base->dur.size() == g.nodes.size() &&
+         base->lag.size() == g.edges.size();
+}
+
+// f(k) for each host edge (HostSeq, HostHandover) in order: from an indexed
+// base's list, else found among all edges (a Sync, launch or GPU edge is
+// most of a graph's, and each was read whole to be passed over).
+template <class F>
+void for_each_host_edge(const Graph& g, const WhatIfBase* base, F&& f) {
+  if (indexes(base, g)) {
+    for (uint32_t k : base->host_edges) f(k);
+    return;
+  }
+  for (size_t k = 0; k < g.edges.size(); ++k)
+    if (g.edges[k].kind == EdgeKind::HostSeq || g.edges[k].kind == EdgeKind::HostHandover) f(k);
+}
+
+// f(n) for each runtime-call node (HostCall) in order, as for_each_host_edge.
+template <class F>
+void for_each_host_call(const Graph& g, const WhatIfBase* base, F&& f) {
+  if (indexes(base, g)) {
+    for (uint32_t n : base->host_calls) f(n);
+    return;
+  }
+  for (size_t n = 0; n < g.nodes.size(); ++n)
+    if (g.nodes[n].kind == NodeKind::HostCall) f(n);
+}
+
+void remove_host_gaps(const Graph& g, const WhatIfBase* base, std::vector<double>& dur,
+                      std::vector<double>& lag, WhatIfResult& out) {
   double first = std::numeric_limits<double>::infinity();
   for (const Iteration& it : g.iterations) first = std::min(first, it.start);
   size_t gaps = 0, calls = 0;
-  for (size_t k = 0; k < g.edges.size(); ++k) {
+  for_each_host_edge(g, base, [&](size_t k) {
     const Edge& e = g.edges[k];
-    if (g.nodes[e.from].start < first) continue;
-    if ((e.kind == EdgeKind::HostSeq || e.kind == EdgeKind::HostHandover) &&
-        g.labels[e.label].category == "host_gap" && lag[k] > 0) {
+    if (g.nodes[e.from].start < first) return;
+    if (g.labels[e.label].category == "host_gap" && lag[k] > 0) {
       lag[k] = 0.0;
       ++gaps;
     }
-  }
-  for (size_t n = 0; n < g.nodes.size(); ++n)
-    if (g.nodes[n].kind == NodeKind::HostCall && g.nodes[n].start >= first && dur[n] > 0) {
+  });
+  for_each_host_call(g, base, [&](size_t n) {
+    if (g.nodes[n].start >= first && dur[n] > 0) {
       dur[n] = 0.0;
       ++calls;
     }
+  });
   out.changes.push_back(fmt::format(
       "CUDA graph of each iteration: {} host gaps and {} runtime calls removed", gaps, calls));
 }
@@ -359,36 +391,36 @@ class SpanIndex {
   std::map<std::pair<int64_t, uint32_t>, Thread> by_thread_;
 };
 
-void remove_host_spans(const Graph& g, const std::vector<HostSpan>& spans, std::vector<double>& dur,
-                       std::vector<double>& lag, WhatIfResult& out) {
+void remove_host_spans(const Graph& g, const WhatIfBase* base, const std::vector<HostSpan>& spans,
+                       std::vector<double>& dur, std::vector<double>& lag, WhatIfResult& out) {
   double removed = 0;
   size_t calls = 0;
   const SpanIndex index(g, spans);
   auto overlap = [&](int64_t rank, uint32_t thread, double from, double to) {
     return index.overlap(rank, thread, from, to);
   };
-  for (size_t k = 0; k < g.edges.size(); ++k) {
+  for_each_host_edge(g, base, [&](size_t k) {
     const Edge& e = g.edges[k];
-    if (e.kind != EdgeKind::HostSeq || e.thread == UINT32_MAX || !(lag[k] > 0)) continue;
+    if (e.kind != EdgeKind::HostSeq || e.thread == UINT32_MAX || !(lag[k] > 0)) return;
     const Node& from = g.nodes[e.from];
     const Node& to = g.nodes[e.to];
     const double gap = to.start - from.end();
-    if (!(gap > 0)) continue;
+    if (!(gap > 0)) return;
     const double inside = overlap(from.rank, e.thread, from.end(), to.start);
-    if (inside <= 0) continue;
+    if (inside <= 0) return;
     const double cut = lag[k] * std::min(1.0, inside / gap);
     lag[k] -= cut;
     removed += cut;
-  }
-  for (size_t n = 0; n < g.nodes.size(); ++n) {
+  });
+  for_each_host_call(g, base, [&](size_t n) {
     const Node& node = g.nodes[n];
-    if (node.kind != NodeKind::HostCall || node.thread == UINT32_MAX || !(dur[n] > 0)) continue;
+    if (node.thread == UINT32_MAX || !(dur[n] > 0)) return;
     if (overlap(node.rank, node.thread, node.start, node.end()) >= 0.5 * node.dur) {
       removed += dur[n];
       dur[n] = 0;
       ++calls;
     }
-  }
+  });
   out.changes.push_back(
       fmt::format("{} host span(s) removed: {:.1f} us of host gaps and {} runtime "
                   "call(s) in them",
@@ -400,46 +432,53 @@ void remove_host_spans(const Graph& g, const std::vector<HostSpan>& spans, std::
 // after autograd's), lose the span's time inside them whole, never more than
 // their lag. Nothing was recorded there, so the un-profiled model took none of
 // it out: unlike remove_host_spans, no share of the cut is the profiler's.
-void remove_unrecorded_spans(const Graph& g, const std::vector<HostSpan>& spans,
-                             std::vector<double>& lag, WhatIfResult& out) {
+void remove_unrecorded_spans(const Graph& g, const WhatIfBase* base,
+                             const std::vector<HostSpan>& spans, std::vector<double>& lag,
+                             WhatIfResult& out) {
   const SpanIndex index(g, spans);
   double removed = 0;
   size_t edges = 0;
-  for (size_t k = 0; k < g.edges.size(); ++k) {
+  for_each_host_edge(g, base, [&](size_t k) {
+    if (!(lag[k] > 0)) return;
     const Edge& e = g.edges[k];
-    if ((e.kind != EdgeKind::HostSeq && e.kind != EdgeKind::HostHandover) || !(lag[k] > 0))
-      continue;
     const Node& from = g.nodes[e.from];
     const Node& to = g.nodes[e.to];
-    if (to.thread == UINT32_MAX || !(to.start > from.end())) continue;
+    if (to.thread == UINT32_MAX || !(to.start > from.end())) return;
     const double inside = index.overlap(to.rank, to.thread, from.end(), to.start);
-    if (!(inside > 0)) continue;
+    if (!(inside > 0)) return;
     const double cut = std::min(lag[k], inside);
     lag[k] -= cut;
     removed += cut;
     ++edges;
-  }
+  });
   out.changes.push_back(fmt::format(
       "{} stretch(es) of host time no event records removed: {:.1f} us from {} host gap(s)",
       spans.size(), removed, edges));
 }
 
 // Synchronising calls that no longer wait: their return follows their entry.
+// `sync_edges`: the graph's Sync edges in order (an indexed base's), else
+// found among all edges.
 void remove_sync_waits(const Graph& g, const std::vector<std::pair<int64_t, Uid>>& syncs,
-                       std::vector<double>& lag, WhatIfResult& out) {
+                       const std::vector<uint32_t>* sync_edges, std::vector<double>& lag,
+                       WhatIfResult& out) {
   std::vector<std::pair<int64_t, Uid>> sorted = syncs;
   std::sort(sorted.begin(), sorted.end());
   constexpr double kNever = -1e15;  // an edge that can no longer set the start
   size_t n = 0;
-  for (size_t k = 0; k < g.edges.size(); ++k) {
+  const auto remove = [&](size_t k) {
     const Edge& e = g.edges[k];
-    if (e.kind != EdgeKind::Sync) continue;
+    if (e.kind != EdgeKind::Sync) return;
     const Node& ret = g.nodes[e.to];
     if (!std::binary_search(sorted.begin(), sorted.end(), std::make_pair(ret.rank, ret.uid)))
-      continue;
+      return;
     lag[k] = kNever;
     ++n;
-  }
+  };
+  if (sync_edges)
+    for (uint32_t k : *sync_edges) remove(k);
+  else
+    for (size_t k = 0; k < g.edges.size(); ++k) remove(k);
   out.changes.push_back(fmt::format(
       "{} synchronising call(s) no longer wait for the GPU ({} waits)", syncs.size(), n));
 }
@@ -530,6 +569,25 @@ std::vector<WhatIfBase::SyncWait> sync_waits_on(const Graph& g, const std::vecto
   return out;
 }
 
+// f(i) for each i where before[i] != after[i] (a NaN included), in order:
+// blocks of eight compared without a branch first, as a replay changes few
+// of a graph's durations and lags.
+template <class F>
+void for_each_changed(const std::vector<double>& before, const std::vector<double>& after, F&& f) {
+  const size_t n = std::min(before.size(), after.size());
+  constexpr size_t kBlock = 8;
+  size_t i = 0;
+  for (; i + kBlock <= n; i += kBlock) {
+    bool any = false;
+    for (size_t j = 0; j < kBlock; ++j) any |= before[i + j] != after[i + j];
+    if (!any) continue;
+    for (size_t j = i; j < i + kBlock; ++j)
+      if (before[j] != after[j]) f(j);
+  }
+  for (; i < n; ++i)
+    if (before[i] != after[i]) f(i);
+}
+
 double removed_per_iteration(const Graph& g, const std::vector<double>& base_dur,
                              const std::vector<double>& base_lag, const std::vector<double>& dur,
                              const std::vector<double>& lag,
@@ -539,8 +597,9 @@ double removed_per_iteration(const Graph& g, const std::vector<double>& base_dur
   const IterationWindows windows(g);
   auto inside = [&](double t) { return windows.inside(t); };
   double removed = 0;
-  for (size_t n = 0; n < g.nodes.size(); ++n)
-    if (base_dur[n] != dur[n] && inside(g.nodes[n].start)) removed += base_dur[n] - dur[n];
+  for_each_changed(base_dur, dur, [&](size_t n) {
+    if (inside(g.nodes[n].start)) removed += base_dur[n] - dur[n];
+  });
   std::vector<std::pair<int64_t, Uid>> sorted = syncs;
   std::sort(sorted.begin(), sorted.end());
   auto removed_sync = [&](uint32_t n) {
@@ -548,13 +607,13 @@ double removed_per_iteration(const Graph& g, const std::vector<double>& base_dur
     return node.kind == NodeKind::SyncReturn &&
            std::binary_search(sorted.begin(), sorted.end(), std::make_pair(node.rank, node.uid));
   };
-  for (size_t k = 0; k < g.edges.size(); ++k) {
+  for_each_changed(base_lag, lag, [&](size_t k) {
     const Edge& e = g.edges[k];
-    if (base_lag[k] == lag[k] || (e.kind == EdgeKind::Sync && removed_sync(e.to))) continue;
+    if (e.kind == EdgeKind::Sync && removed_sync(e.to)) return;
     const Node& from = g.nodes[e.from];
-    if (!inside(e.from_start ? from.start : from.end())) continue;
+    if (!inside(e.from_start ? from.start : from.end())) return;
     removed += std::max(0.0, base_lag[k] - std::max(lag[k], std::min(base_lag[k], 0.0)));
-  }
+  });
   if (!sorted.empty()) {
     const std::vector<WhatIfBase::SyncWait> computed =
         base_waits ? std::vector<WhatIfBase::SyncWait>{} : sync_waits_on(g, base_dur, base_lag);
@@ -650,10 +709,12 @@ void apply(const Graph& g, const Scenario& sc, bool scales, const WhatIfBase* ba
     for (const Rescaled& r : list)
       dur[r.node] = dur[r.node] != r.unscaled ? std::min(dur[r.node], r.scaled) : r.scaled;
   if (!sc.remove_gpu.empty()) remove_gpu_work(g, sc.remove_gpu, dur, out);
-  if (!sc.remove_host.empty()) remove_host_spans(g, sc.remove_host, dur, lag, out);
-  if (!sc.remove_unrecorded.empty()) remove_unrecorded_spans(g, sc.remove_unrecorded, lag, out);
-  if (!sc.remove_syncs.empty()) remove_sync_waits(g, sc.remove_syncs, lag, out);
-  if (sc.remove_launch_gaps) remove_host_gaps(g, dur, lag, out);
+  if (!sc.remove_host.empty()) remove_host_spans(g, base, sc.remove_host, dur, lag, out);
+  if (!sc.remove_unrecorded.empty())
+    remove_unrecorded_spans(g, base, sc.remove_unrecorded, lag, out);
+  if (!sc.remove_syncs.empty())
+    remove_sync_waits(g, sc.remove_syncs, indexes(base, g) ? &base->sync_edges : nullptr, lag, out);
+  if (sc.remove_launch_gaps) remove_host_gaps(g, base, dur, lag, out);
   if (!sc.overlap_collective.empty()) overlap_collectives(g, sc.overlap_collective, dur, lag, out);
 }
 
@@ -677,6 +738,16 @@ void index_for_replays(const Graph& g, WhatIfBase& base) {
   // Made in UID order but for a few streams' interleaving: one pass.
   stable_sort_runs(base.gpu_nodes_by_uid.begin(), base.gpu_nodes_by_uid.end());
   base.sync_waits = sync_waits_on(g, base.dur, base.lag);
+  base.sync_edges.clear();
+  base.host_edges.clear();
+  for (uint32_t k = 0; k < g.edges.size(); ++k) {
+    const EdgeKind kind = g.edges[k].kind;
+    if (kind == EdgeKind::Sync) base.sync_edges.push_back(k);
+    if (kind == EdgeKind::HostSeq || kind == EdgeKind::HostHandover) base.host_edges.push_back(k);
+  }
+  base.host_calls.clear();
+  for (uint32_t n = 0; n < g.nodes.size(); ++n)
+    if (g.nodes[n].kind == NodeKind::HostCall) base.host_calls.push_back(n);
   base.indexed_for_replays = true;
 }
 

@@ -233,6 +233,43 @@ TEST_CASE("what-if on an indexed base: GPU events found by UID as the scan finds
     std::sort(expected.begin(), expected.end());
     REQUIRE(!expected.empty());
     CHECK(indexed.gpu_nodes_by_uid == expected);
+    // And every Sync edge, in edge order.
+    std::vector<uint32_t> sync_edges;
+    for (uint32_t k = 0; k < g.edges.size(); ++k)
+      if (g.edges[k].kind == cp::EdgeKind::Sync) sync_edges.push_back(k);
+    CHECK(indexed.sync_edges == sync_edges);
+    // And the host's edges and runtime calls, in order.
+    std::vector<uint32_t> host_edges, host_calls;
+    for (uint32_t k = 0; k < g.edges.size(); ++k)
+      if (g.edges[k].kind == cp::EdgeKind::HostSeq || g.edges[k].kind == cp::EdgeKind::HostHandover)
+        host_edges.push_back(k);
+    for (uint32_t n = 0; n < g.nodes.size(); ++n)
+      if (g.nodes[n].kind == cp::NodeKind::HostCall) host_calls.push_back(n);
+    REQUIRE(!host_edges.empty());
+    CHECK(indexed.host_edges == host_edges);
+    CHECK(indexed.host_calls == host_calls);
+    // Host time taken out (spans around every fifth runtime call, as
+    // removed host work and as unrecorded time) and a CUDA graph's launch
+    // gaps: the indexed base's lists find what the scan of every edge finds.
+    cp::Scenario host, unrecorded, graph;
+    const double offset =
+        g.clock_offset_us.count(g.ranks.front()) ? g.clock_offset_us.at(g.ranks.front()) : 0.0;
+    for (size_t k = 0; k < host_calls.size(); k += 5) {
+      const cp::Node& n = g.nodes[host_calls[k]];
+      if (n.thread == UINT32_MAX) continue;
+      const cp::HostSpan span{n.rank, n.thread, n.start - offset - 20, n.end() - offset + 20};
+      host.remove_host.push_back(span);
+      unrecorded.remove_unrecorded.push_back(span);
+    }
+    REQUIRE(!host.remove_host.empty());
+    graph.remove_launch_gaps = true;
+    for (const cp::Scenario* sc : {&host, &unrecorded, &graph}) {
+      check_same_on(g, scanned, indexed, *sc);
+      CHECK(cp::what_if_step(g, *sc, indexed).removed_us ==
+            cp::what_if_step(g, *sc, scanned).removed_us);
+    }
+    CHECK(cp::what_if_step(g, host, indexed).removed_us > 0);  // the spans take something out
+    CHECK(cp::what_if_step(g, graph, indexed).removed_us > 0);
 
     // Kernels by UID (one given twice), a host event's UID and one past the
     // trace, which select nothing.
