@@ -161,6 +161,61 @@ void host_gaps_of_rank(const Trace& t, const CallTree& tree, const Graph& g, int
 
 }  // namespace
 
+namespace {
+
+// `events` in `before`'s order (a total order: the UID breaks ties), sorted
+// per thread, then the threads' sequences merged: a trace lists each
+// thread's events in time order, in a run per thread (a tiled trace: per
+// thread and copy), so a thread's sequence is sorted or nearly, and the
+// merge compares each event with the other threads' next ones only (one
+// sort of the whole list merged 769 runs of a 1 GB trace in ten passes,
+// reading two events per comparison).
+template <class Before>
+void sort_by_thread_then_merge(const Trace& t, std::vector<Uid>& events, const Before& before) {
+  std::vector<uint32_t> threads;  // the threads with events, in order of their first
+  std::vector<size_t> count(t.threads.size() + 1, 0);
+  const auto thread_of = [&](Uid u) {
+    return std::min<size_t>(t.events[u].thread, t.threads.size());  // past the table: one more
+  };
+  for (Uid u : events)
+    if (count[thread_of(u)]++ == 0) threads.push_back(static_cast<uint32_t>(thread_of(u)));
+  if (threads.size() <= 1) {
+    stable_sort_runs(events, before);
+    return;
+  }
+  // Each thread's events, in list order, in one array (by thread).
+  std::vector<size_t> from(count.size() + 1, 0);
+  for (size_t k = 0; k < count.size(); ++k) from[k + 1] = from[k] + count[k];
+  std::vector<Uid> grouped(events.size());
+  {
+    std::vector<size_t> at(from.begin(), from.end() - 1);
+    for (Uid u : events) grouped[at[thread_of(u)]++] = u;
+  }
+  for (uint32_t th : threads)
+    stable_sort_runs(grouped.begin() + static_cast<std::ptrdiff_t>(from[th]),
+                     grouped.begin() + static_cast<std::ptrdiff_t>(from[th + 1]), before);
+  // The threads' heads in a heap, the earliest on top.
+  std::vector<size_t> head(count.size(), 0);
+  for (uint32_t th : threads) head[th] = from[th];
+  const auto later = [&](uint32_t a, uint32_t b) {
+    return before(grouped[head[b]], grouped[head[a]]);
+  };
+  std::vector<uint32_t> heap(threads);
+  std::make_heap(heap.begin(), heap.end(), later);
+  size_t w = 0;
+  while (!heap.empty()) {
+    std::pop_heap(heap.begin(), heap.end(), later);
+    const uint32_t th = heap.back();
+    events[w++] = grouped[head[th]++];
+    if (head[th] == from[th + 1])
+      heap.pop_back();
+    else
+      std::push_heap(heap.begin(), heap.end(), later);
+  }
+}
+
+}  // namespace
+
 HostGapEvents host_gap_events(const Trace& t) {
   // The events that record host work, by (ts, end, uid): their UIDs alone
   // (a trace's host events are nearly in time order already, which
@@ -183,13 +238,14 @@ HostGapEvents host_gap_events(const Trace& t) {
   }
   const auto ts_of = [&](Uid u) { return t.events[u].ts(); };
   const auto end_of = [&](Uid u) { return t.events[u].end(); };
-  stable_sort_runs(events, [&](Uid a, Uid b) {
+  const auto before = [&](Uid a, Uid b) {
     const double ta = ts_of(a), tb = ts_of(b);
     if (ta != tb) return ta < tb;
     const double ea = end_of(a), eb = end_of(b);
     if (ea != eb) return ea < eb;
     return a < b;
-  });
+  };
+  sort_by_thread_then_merge(t, events, before);
   events.shrink_to_fit();
   std::sort(out.frame_marks.begin(), out.frame_marks.end());
   std::sort(out.memory.begin(), out.memory.end());

@@ -267,6 +267,42 @@ TEST_CASE("trace facts: the host events read before the graph give the same stre
   }
 }
 
+TEST_CASE("trace facts: host events in (ts, end, uid) order from threads listed in runs") {
+  // Three threads, each listed in blocks (a tiled trace's copies), a block
+  // out of time order, ops that start together (end, then uid decide), a
+  // thread seen once, and a ten-thread variant: the order is the one sort of
+  // the whole list by (ts, end, uid) gives.
+  for (int threads : {3, 10}) {
+    CAPTURE(threads);
+    std::string ev;
+    uint64_t seed = 7;
+    const auto next = [&] { return seed = seed * 6364136223846793005ull + 1442695040888963407ull; };
+    for (int block = 0; block < 12; ++block)
+      for (int tid = 1; tid <= threads; ++tid) {
+        const double base = (block == 5 ? 3 : block) * 1000.0 + tid;
+        for (int k = 0; k < 6; ++k) {
+          const double ts = base + 10 * k + (next() >> 62);  // ties across threads
+          ev += fmt::format(
+              R"({}{{"ph":"X","cat":"cpu_op","name":"op{}","pid":1,"tid":{},"ts":{},"dur":{}}})",
+              ev.empty() ? "" : ",", k, tid, ts, 1 + (next() >> 61));
+        }
+      }
+    ev +=
+        R"(,{"ph":"X","cat":"cuda_runtime","name":"cudaLaunchKernel","pid":1,"tid":99,"ts":500,"dur":2})";
+    const Trace t = load_trace_from_json(R"({"traceEvents":[)" + ev + "]}");
+    std::vector<Uid> expected;
+    for (Uid u = 0; u < t.events.size(); ++u)
+      if (t.events[u].has_ts() && t.events[u].has_dur()) expected.push_back(u);
+    std::sort(expected.begin(), expected.end(), [&](Uid a, Uid b) {
+      const Event &x = t.events[a], &y = t.events[b];
+      if (x.ts() != y.ts()) return x.ts() < y.ts();
+      if (x.end() != y.end()) return x.end() < y.end();
+      return a < b;
+    });
+    CHECK(cp::host_gap_events(t).events == expected);
+  }
+}
+
 TEST_CASE("trace facts: a kernel name read once says what the parser says") {
   // The fp32 arm runs SIMT GEMMs; the NCHW arm converts layouts around its
   // convolutions.
