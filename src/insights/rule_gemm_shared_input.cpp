@@ -16,6 +16,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <unordered_set>
 #include <vector>
 
 #include <fmt/format.h>
@@ -122,10 +123,14 @@ void rule_gemm_shared_input(const InsightContext& c, std::vector<Insight>& out) 
     if (gain_us < kMinGainShare * time_us) continue;
     Insight i = detail::op_insight(c, "gemm_shared_input", "GEMM", uids, time_us);
     i.gain_upper_bound_us = gain_us;
+    // The runs' kernel names, first seen first (a name's interned id stands
+    // for its text: a tiled trace's runs hold 50k ops, each row's names were
+    // copied and looked for in the list).
+    std::unordered_set<uint32_t> named;
     for (Uid u : uids)
-      for (auto& name : detail::kernel_names(c.trace, *gemm_rows.at(u)))
-        if (std::find(i.kernel_names.begin(), i.kernel_names.end(), name) == i.kernel_names.end())
-          i.kernel_names.push_back(std::move(name));
+      for (Uid k : gemm_rows.at(u)->kernels)
+        if (named.insert(c.trace.events[k].name).second)
+          i.kernel_names.emplace_back(c.trace.name(k));
     const double achieved = gflops / time_us * 1e3;
     i.title = fmt::format(
         "{} x {} on inputs of the same shape ({}) issued back to back, x{}: {:.2f} ms at {:.0f} "

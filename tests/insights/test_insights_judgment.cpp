@@ -253,6 +253,25 @@ TEST_CASE("judgment: Q/K/V projections as three GEMMs on one input (MI300X compi
   CHECK(found[0].evidence["gemms_per_run"] == 3);
   CHECK(found[0].evidence["input_dims"] == nlohmann::json(mms[0].a));
   CHECK(found[0].recoverable_us.value() == Approx(expected).epsilon(1e-6));
+  // Its kernel names: those of the kernels the runs' GEMMs launched (by the
+  // raw correlation ids), each once.
+  std::map<int64_t, const Event*> launch_of;
+  for (const auto& e : t.events)
+    if (e.is_runtime()) launch_of[t.correlation(e)] = &e;
+  std::set<std::string> launched;
+  for (Uid k = 0; k < t.events.size(); ++k) {
+    const Event& e = t.events[k];
+    auto it = e.cat == jarvis::Cat::Kernel ? launch_of.find(t.correlation(e)) : launch_of.end();
+    if (it == launch_of.end()) continue;
+    for (Uid op : found[0].uids)
+      if (it->second->thread == t.events[op].thread && it->second->ts() >= t.events[op].ts() &&
+          it->second->ts() < t.events[op].end())
+        launched.insert(std::string(t.name(k)));
+  }
+  const auto& names = found[0].kernel_names;
+  REQUIRE_FALSE(names.empty());
+  CHECK(std::set<std::string>(names.begin(), names.end()) == launched);
+  CHECK(std::set<std::string>(names.begin(), names.end()).size() == names.size());
 }
 
 TEST_CASE("judgment: compiled Triton kernels' headroom against TraceLens's triton sheet") {
