@@ -16,45 +16,52 @@ namespace jarvis::analysis {
 
 nlohmann::json trace_overview(const LoadedTrace& entry) {
   const Trace& trace = entry.trace();
-  std::map<std::string, int64_t> counts = {{"cpu_op", 0},          {"python_function", 0},
-                                           {"user_annotation", 0}, {"gpu_user_annotation", 0},
-                                           {"cuda_runtime", 0},    {"cuda_driver", 0},
-                                           {"kernel", 0},          {"gpu_memcpy", 0},
-                                           {"gpu_memset", 0},      {"other", 0}};
-  for (const Event& e : trace.events) {
-    switch (e.cat) {
+  // Counted by category in an array, named once at the end (a map lookup by
+  // name per event was 60 ms of load_trace on a 3.7M-event trace).
+  enum Bucket : size_t {
+    kCpuOp,
+    kPythonFunction,
+    kUserAnnotation,
+    kGpuUserAnnotation,
+    kCudaRuntime,
+    kCudaDriver,
+    kKernel,
+    kGpuMemcpy,
+    kGpuMemset,
+    kOther,
+    kBuckets
+  };
+  constexpr const char* kBucketNames[kBuckets] = {
+      "cpu_op",      "python_function", "user_annotation", "gpu_user_annotation", "cuda_runtime",
+      "cuda_driver", "kernel",          "gpu_memcpy",      "gpu_memset",          "other"};
+  const auto bucket_of = [](Cat cat) {
+    switch (cat) {
       case Cat::CpuOp:
-        counts["cpu_op"]++;
-        break;
+        return kCpuOp;
       case Cat::PythonFunction:
-        counts["python_function"]++;
-        break;
+        return kPythonFunction;
       case Cat::UserAnnotation:
-        counts["user_annotation"]++;
-        break;
+        return kUserAnnotation;
       case Cat::GpuUserAnnotation:
-        counts["gpu_user_annotation"]++;
-        break;
+        return kGpuUserAnnotation;
       case Cat::CudaRuntime:
-        counts["cuda_runtime"]++;
-        break;
+        return kCudaRuntime;
       case Cat::CudaDriver:
-        counts["cuda_driver"]++;
-        break;
+        return kCudaDriver;
       case Cat::Kernel:
-        counts["kernel"]++;
-        break;
+        return kKernel;
       case Cat::GpuMemcpy:
-        counts["gpu_memcpy"]++;
-        break;
+        return kGpuMemcpy;
       case Cat::GpuMemset:
-        counts["gpu_memset"]++;
-        break;
+        return kGpuMemset;
       default:
-        counts["other"]++;
-        break;
+        return kOther;
     }
-  }
+  };
+  int64_t by_bucket[kBuckets] = {};
+  for (const Event& e : trace.events) ++by_bucket[bucket_of(e.cat)];
+  std::map<std::string, int64_t> counts;
+  for (size_t b = 0; b < kBuckets; ++b) counts[kBucketNames[b]] = by_bucket[b];
   nlohmann::json events(counts);
   events["total"] = static_cast<int64_t>(trace.events.size());
   return {{"trace", entry.handle()},

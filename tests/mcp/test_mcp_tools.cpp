@@ -4,10 +4,13 @@
 
 #include <cmath>
 #include <filesystem>
+#include <map>
+#include <string>
 
 #include "golden.h"
 #include "mcp_harness.h"
 #include "report/table.h"
+#include "trace/loader.h"
 
 namespace {
 // This file's own names (a unity build compiles several test files as one unit).
@@ -36,6 +39,24 @@ TEST_SUITE("mcp_tools") {
     CHECK(first["platform"] == "CUDA");
     CHECK(first["gpu_name"].get<std::string>().find("H100") != std::string::npos);
     CHECK(first["events"]["kernel"].get<int>() > 0);
+    // The events by category: the trace's own "cat" texts counted here.
+    {
+      const jarvis::Trace raw = jarvis::load_trace(conformance_trace("h100_bert-small"));
+      std::map<std::string, int64_t> by_cat;
+      for (const char* cat : {"cpu_op", "python_function", "user_annotation", "gpu_user_annotation",
+                              "cuda_runtime", "cuda_driver", "kernel", "gpu_memcpy", "gpu_memset",
+                              "other"})
+        by_cat[cat] = 0;
+      for (jarvis::Uid u = 0; u < raw.events.size(); ++u) {
+        const std::string cat(raw.cat_name(u));
+        ++by_cat[by_cat.count(cat) && cat != "other" ? cat : "other"];
+      }
+      for (const auto& [cat, n] : by_cat) {
+        CAPTURE(cat);
+        CHECK(first["events"][cat].get<int64_t>() == n);
+      }
+      CHECK(first["events"]["total"].get<int64_t>() == static_cast<int64_t>(raw.events.size()));
+    }
     // GPU timeline equals TraceLens's gpu_timeline.csv.
     auto reference =
         jarvis::read_csv_file(jarvis::golden::shared_dir() +
