@@ -10,6 +10,7 @@
 
 #include "base/huge_pages.h"
 #include "base/phase_timer.h"
+#include "base/search_near.h"
 #include "base/sort_runs.h"
 #include "base/two_threads.h"
 #include "critical_path/critical_path.h"
@@ -177,47 +178,27 @@ double HostCostIndex::total(uint32_t thread) const {
   return marks ? marks->back().second : 0.0;
 }
 
-namespace {
-
-using Mark = std::pair<double, double>;
-
-// std::lower_bound's position of `key` in `marks`, searched from `hint`:
-// back by a binary search when the key lies before it, else forward by
-// doubling steps, then a binary search of the last step.
-size_t lower_bound_near(const std::vector<Mark>& marks, const Mark& key, size_t hint) {
-  const size_t n = marks.size();
-  hint = std::min(hint, n);
-  if (hint > 0 && !(marks[hint - 1] < key))
-    return static_cast<size_t>(std::lower_bound(marks.begin(), marks.begin() + hint, key) -
-                               marks.begin());
-  size_t lo = hint, step = 1;  // every mark before lo is < key
-  while (lo + step <= n && marks[lo + step - 1] < key) lo += step, step *= 2;
-  const size_t hi = std::min(n, lo + step - 1);
-  return static_cast<size_t>(std::lower_bound(marks.begin() + lo, marks.begin() + hi, key) -
-                             marks.begin());
-}
-
-}  // namespace
-
 double HostCostIndex::between(uint32_t thread, double from, double to, Cursor& near) const {
   const auto* found = marks_of(thread);
   if (!found || !(to > from)) return 0;
   const auto& marks = *found;
-  near.from = lower_bound_near(marks, {from, -1e300}, near.from);
-  near.to = lower_bound_near(marks, {to, -1e300}, std::max(near.to, near.from));
+  // The position of the first mark at `t` or later, searched from `hint`.
+  const auto position = [&](double t, size_t hint) {
+    const auto at = marks.begin() + static_cast<std::ptrdiff_t>(std::min(hint, marks.size()));
+    return static_cast<size_t>(
+        lower_bound_near(marks.begin(), marks.end(), at, std::make_pair(t, -1e300)) -
+        marks.begin());
+  };
+  near.from = position(from, near.from);
+  near.to = position(to, std::max(near.to, near.from));
+  // the cost of the marks before each: the running total of the one before it
   const auto total_before = [&](size_t pos) { return pos == 0 ? 0.0 : marks[pos - 1].second; };
   return total_before(near.to) - total_before(near.from);
 }
 
 double HostCostIndex::between(uint32_t thread, double from, double to) const {
-  const auto* found = marks_of(thread);
-  if (!found || !(to > from)) return 0;
-  const auto& marks = *found;
-  auto total_before = [&](double t) {  // cost of the marks at times < t
-    auto pos = std::lower_bound(marks.begin(), marks.end(), std::make_pair(t, -1e300));
-    return pos == marks.begin() ? 0.0 : std::prev(pos)->second;
-  };
-  return total_before(to) - total_before(from);
+  Cursor anywhere{SIZE_MAX, SIZE_MAX};  // from the end: a binary search of all the marks
+  return between(thread, from, to, anywhere);
 }
 
 double HostCostIndex::on_other_threads(uint32_t thread, double from, double to) const {

@@ -12,6 +12,7 @@
 
 #include <fmt/format.h>
 
+#include "base/search_near.h"
 #include "base/sort_runs.h"
 #include "critical_path/critical_path.h"
 #include "critical_path/internal.h"
@@ -158,26 +159,12 @@ std::vector<uint32_t> selected_nodes(const Graph& g, const Selector& sel, const 
   std::vector<uint32_t> what;
   if (!sel.gpu_uids.empty() && base && !base->gpu_nodes_by_uid.empty()) {
     const auto& index = base->gpu_nodes_by_uid;
-    // UIDs in order (a finding's, sorted) are searched for from where the
-    // last one was found, in steps that double (a 100k-kernel selection is
-    // one walk of the index, not 100k searches of all of it); others each by
-    // a search of the whole index.
-    const bool in_order = std::is_sorted(sel.gpu_uids.begin(), sel.gpu_uids.end());
-    size_t from = 0;
+    // Each UID searched for from where the last one was found (a finding's
+    // are sorted: a 100k-kernel selection is one walk of the index).
+    auto at = index.begin();
     for (Uid u : sel.gpu_uids) {
-      size_t lo = in_order ? from : 0, hi = index.size();
-      if (in_order) {  // every entry before lo is below u; index[hi - 1] is not, or hi is the end
-        size_t step = 1;
-        for (; lo + step < index.size() && index[lo + step].first < u; step *= 2) lo += step;
-        hi = std::min(index.size(), lo + step + 1);
-      }
-      size_t at =
-          static_cast<size_t>(std::lower_bound(index.begin() + static_cast<std::ptrdiff_t>(lo),
-                                               index.begin() + static_cast<std::ptrdiff_t>(hi),
-                                               std::make_pair(u, uint32_t{0})) -
-                              index.begin());
-      for (; at < index.size() && index[at].first == u; ++at) what.push_back(index[at].second);
-      from = at;
+      at = lower_bound_near(index.begin(), index.end(), at, std::make_pair(u, uint32_t{0}));
+      for (; at != index.end() && at->first == u; ++at) what.push_back(at->second);
     }
     std::sort(what.begin(), what.end());
     what.erase(std::unique(what.begin(), what.end()), what.end());
