@@ -284,28 +284,37 @@ bool indexes(const WhatIfBase* base, const Graph& g) {
          base->lag.size() == g.edges.size();
 }
 
-// f(k) for each host edge (HostSeq, HostHandover) in order: from an indexed
-// base's list, else found among all edges (a Sync, launch or GPU edge is
-// most of a graph's, and each was read whole to be passed over).
-template <class F>
-void for_each_host_edge(const Graph& g, const WhatIfBase* base, F&& f) {
-  if (indexes(base, g)) {
-    for (uint32_t k : base->host_edges) f(k);
+// f(i) for each i < count that `is` takes, in order: from the list of them an
+// indexed base keeps (`listed`, null when the base has none for this graph),
+// else by the test of every i (a Sync, launch or GPU edge is most of a
+// graph's, and each was read whole to be passed over).
+template <class Is, class F>
+void for_each_listed(const std::vector<uint32_t>* listed, size_t count, Is&& is, F&& f) {
+  if (listed) {
+    for (uint32_t i : *listed) f(i);
     return;
   }
-  for (size_t k = 0; k < g.edges.size(); ++k)
-    if (g.edges[k].kind == EdgeKind::HostSeq || g.edges[k].kind == EdgeKind::HostHandover) f(k);
+  for (size_t i = 0; i < count; ++i)
+    if (is(i)) f(i);
 }
 
-// f(n) for each runtime-call node (HostCall) in order, as for_each_host_edge.
+// f(k) for each host edge (HostSeq, HostHandover) in order.
+template <class F>
+void for_each_host_edge(const Graph& g, const WhatIfBase* base, F&& f) {
+  for_each_listed(
+      indexes(base, g) ? &base->host_edges : nullptr, g.edges.size(),
+      [&](size_t k) {
+        return g.edges[k].kind == EdgeKind::HostSeq || g.edges[k].kind == EdgeKind::HostHandover;
+      },
+      f);
+}
+
+// f(n) for each runtime-call node (HostCall) in order.
 template <class F>
 void for_each_host_call(const Graph& g, const WhatIfBase* base, F&& f) {
-  if (indexes(base, g)) {
-    for (uint32_t n : base->host_calls) f(n);
-    return;
-  }
-  for (size_t n = 0; n < g.nodes.size(); ++n)
-    if (g.nodes[n].kind == NodeKind::HostCall) f(n);
+  for_each_listed(
+      indexes(base, g) ? &base->host_calls : nullptr, g.nodes.size(),
+      [&](size_t n) { return g.nodes[n].kind == NodeKind::HostCall; }, f);
 }
 
 void remove_host_gaps(const Graph& g, const WhatIfBase* base, std::vector<double>& dur,
@@ -444,28 +453,23 @@ void remove_unrecorded_spans(const Graph& g, const WhatIfBase* base,
 }
 
 // Synchronising calls that no longer wait: their return follows their entry.
-// `sync_edges`: the graph's Sync edges in order (an indexed base's), else
-// found among all edges.
-void remove_sync_waits(const Graph& g, const std::vector<std::pair<int64_t, Uid>>& syncs,
-                       const std::vector<uint32_t>* sync_edges, std::vector<double>& lag,
+void remove_sync_waits(const Graph& g, const WhatIfBase* base,
+                       const std::vector<std::pair<int64_t, Uid>>& syncs, std::vector<double>& lag,
                        WhatIfResult& out) {
   std::vector<std::pair<int64_t, Uid>> sorted = syncs;
   std::sort(sorted.begin(), sorted.end());
   constexpr double kNever = -1e15;  // an edge that can no longer set the start
   size_t n = 0;
-  const auto remove = [&](size_t k) {
-    const Edge& e = g.edges[k];
-    if (e.kind != EdgeKind::Sync) return;
-    const Node& ret = g.nodes[e.to];
-    if (!std::binary_search(sorted.begin(), sorted.end(), std::make_pair(ret.rank, ret.uid)))
-      return;
-    lag[k] = kNever;
-    ++n;
-  };
-  if (sync_edges)
-    for (uint32_t k : *sync_edges) remove(k);
-  else
-    for (size_t k = 0; k < g.edges.size(); ++k) remove(k);
+  for_each_listed(
+      indexes(base, g) ? &base->sync_edges : nullptr, g.edges.size(),
+      [&](size_t k) { return g.edges[k].kind == EdgeKind::Sync; },
+      [&](size_t k) {
+        const Node& ret = g.nodes[g.edges[k].to];
+        if (!std::binary_search(sorted.begin(), sorted.end(), std::make_pair(ret.rank, ret.uid)))
+          return;
+        lag[k] = kNever;
+        ++n;
+      });
   out.changes.push_back(fmt::format(
       "{} synchronising call(s) no longer wait for the GPU ({} waits)", syncs.size(), n));
 }
@@ -699,8 +703,7 @@ void apply(const Graph& g, const Scenario& sc, bool scales, const WhatIfBase* ba
   if (!sc.remove_host.empty()) remove_host_spans(g, base, sc.remove_host, dur, lag, out);
   if (!sc.remove_unrecorded.empty())
     remove_unrecorded_spans(g, base, sc.remove_unrecorded, lag, out);
-  if (!sc.remove_syncs.empty())
-    remove_sync_waits(g, sc.remove_syncs, indexes(base, g) ? &base->sync_edges : nullptr, lag, out);
+  if (!sc.remove_syncs.empty()) remove_sync_waits(g, base, sc.remove_syncs, lag, out);
   if (sc.remove_launch_gaps) remove_host_gaps(g, base, dur, lag, out);
   if (!sc.overlap_collective.empty()) overlap_collectives(g, sc.overlap_collective, dur, lag, out);
 }
