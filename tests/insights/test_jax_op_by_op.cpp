@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -140,25 +141,24 @@ TEST_CASE("JAX op by op: disable_jit's step is found and sized as jax.jit of the
   CHECK(op_by_op_finding(b) == nullptr);
 }
 
-TEST_CASE("JAX op by op: the shared jitted samples are not op by op") {
+// Runs `check` on each of the jitted JAX samples of ../shared that is there,
+// the file captured.
+void for_each_shared_jax_sample(const std::function<void(const JaxRun&)>& check) {
   for (const std::string rel :
        {"jax/jax_conv_minimal_legacy/trace.xplane.pb", "jax/jax_conv_minimal_08/tw003.xplane.pb",
         "jax/te_fused_attn/934987a2fc2f.xplane.pb"}) {
     CAPTURE(rel);
-    if (!fs::exists(shared(rel))) continue;
-    const JaxRun r = run_on(shared(rel));
-    CHECK(op_by_op_finding(r) == nullptr);
+    if (fs::exists(shared(rel))) check(run_on(shared(rel)));
   }
+}
+
+TEST_CASE("JAX op by op: the shared jitted samples are not op by op") {
+  for_each_shared_jax_sample([](const JaxRun& r) { CHECK(op_by_op_finding(r) == nullptr); });
 }
 
 TEST_CASE("JAX host-bound titles name the ops on the path, and none when no op records it") {
   size_t checked = 0;
-  for (const std::string rel :
-       {"jax/jax_conv_minimal_legacy/trace.xplane.pb", "jax/jax_conv_minimal_08/tw003.xplane.pb",
-        "jax/te_fused_attn/934987a2fc2f.xplane.pb"}) {
-    CAPTURE(rel);
-    if (!fs::exists(shared(rel))) continue;
-    const JaxRun r = run_on(shared(rel));
+  for_each_shared_jax_sample([&checked](const JaxRun& r) {
     for (const auto& i : r.insights) {
       if (i.rule != "launch_bound" || !i.evidence.contains("critical_path")) continue;
       ++checked;
@@ -182,7 +182,7 @@ TEST_CASE("JAX host-bound titles name the ops on the path, and none when no op r
         CHECK(i.title.substr(at + marker.size()) == expected);
       }
     }
-  }
+  });
   if (checked == 0) MESSAGE("skipped: no host-bound JAX sample in ../shared/jax");
 }
 
