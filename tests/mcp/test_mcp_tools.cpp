@@ -51,9 +51,9 @@ TEST_SUITE("mcp_tools") {
         const std::string cat(raw.cat_name(u));
         ++by_cat[by_cat.count(cat) && cat != "other" ? cat : "other"];
       }
-      for (const auto& [cat, n] : by_cat) {
-        CAPTURE(cat);
-        CHECK(first["events"][cat].get<int64_t>() == n);
+      for (const auto& entry : by_cat) {
+        CAPTURE(entry.first);
+        CHECK(first["events"][entry.first].get<int64_t>() == entry.second);
       }
       CHECK(first["events"]["total"].get<int64_t>() == static_cast<int64_t>(raw.events.size()));
     }
