@@ -20,7 +20,9 @@ Peak RSS: the child's ru_maxrss from wait4 for the CLI. For the server, the
 memory the machine gives the server and its workers together, sampled every
 10 ms from /proc: the server's RSS plus each worker's pages of its own
 (smaps_rollup Private_Clean + Private_Dirty: what it allocated or copied on
-writing; read every 50 ms); a worker's pages still shared with the server (the parsed trace,
+writing; read exactly when its RSS grew 16 MB or every 0.5 s, in between the
+last exact figure plus its RSS growth: server_memory_mb says why); a worker's
+pages still shared with the server (the parsed trace,
 the step model, read copy-on-write) are counted once, in the server's RSS.
 This is the sum the server's --max-memory budget counts (mcp/worker_call.h
 tree_memory). Summing the processes' RSS instead counts the shared pages
@@ -65,25 +67,6 @@ def run_measured(cmd: list[str], env: dict) -> tuple[float, float]:
     return wall, usage.ru_maxrss / 1024.0
 
 
-def tree_rss_mb(pid: int) -> float:
-    """RSS of `pid` and its children (one level: the server's workers), MB."""
-    total = 0
-    pids = [pid]
-    try:
-        for task in os.listdir(f"/proc/{pid}/task"):
-            with open(f"/proc/{pid}/task/{task}/children") as f:
-                pids += [int(c) for c in f.read().split()]
-    except OSError:
-        pass
-    for p in pids:
-        try:
-            with open(f"/proc/{p}/statm") as f:
-                total += int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
-        except OSError:
-            pass
-    return total / 2**20
-
-
 def children_of(pid: int) -> list[int]:
     kids = []
     try:
@@ -108,24 +91,46 @@ def own_rss_mb(pid: int) -> float:
     return total / 1024.0
 
 
-def server_memory_mb(pid: int, own_of: dict, tick: int) -> tuple[float, float]:
+def resident_mb(pid: int) -> float:
+    """RSS of `pid` (statm, a counter: no page-table walk), MB; 0 when gone."""
+    try:
+        with open(f"/proc/{pid}/statm") as f:
+            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
+    except OSError:
+        return 0.0
+
+
+# A worker's own pages are read exactly (smaps_rollup) when its resident set
+# has grown this much since the last exact read, or this long after it.
+EXACT_AFTER_GROWTH_MB = 16.0
+EXACT_EVERY_S = 0.5
+
+
+def server_memory_mb(pid: int, own_of: dict) -> tuple[float, float]:
     """(server RSS + its workers' own pages, server RSS + its workers' RSS), MB.
 
     A worker's own pages come from smaps_rollup, which walks its page tables
-    (a few ms for a worker of a 700 MB server, holding its mmap lock): read
-    every 5th sample only (own_of keeps the last figure of each worker), so
-    the sampler does not slow the worker it measures on a 2-core host."""
-    try:
-        with open(f"/proc/{pid}/statm") as f:
-            server = int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
-    except OSError:
+    (10 ms for an x256 insights worker, holding its mmap lock): read at a
+    fixed rate it took a fifth of a core from the 2-core host and slowed the
+    worker it measured (x256 insights 1.00 -> 1.17 s). Between exact reads a
+    worker's own pages are the last exact figure plus what its resident set
+    grew since (a page it allocates is its own; a page it copies on writing
+    replaces a shared one in its resident set and waits for the next exact
+    read, at most EXACT_EVERY_S later); own_of keeps, per worker, (exact own
+    MB, RSS then, when)."""
+    server = resident_mb(pid)
+    if server == 0.0:
         return 0.0, 0.0
-    kids = children_of(pid)
-    for k in kids:
-        if k not in own_of or tick % 5 == 0:
-            own_of[k] = own_rss_mb(k)
-    return (server + sum(own_of.get(k, 0.0) for k in kids),
-            server + sum(tree_rss_mb(k) for k in kids))
+    own_total = rss_total = 0.0
+    now = time.perf_counter()
+    for k in children_of(pid):
+        rss = resident_mb(k)
+        rss_total += rss
+        last = own_of.get(k)
+        if last is None or rss - last[1] >= EXACT_AFTER_GROWTH_MB or now - last[2] >= EXACT_EVERY_S:
+            last = own_of[k] = (own_rss_mb(k), rss, now)
+        own_total += last[0] + max(0.0, rss - last[1])
+    return server + own_total, server + rss_total
 
 
 def vm_hwm_mb(pid: int) -> float:
@@ -157,10 +162,9 @@ class HttpServer:
                                                "clientInfo": {"name": "bench", "version": "0"}})
 
     def sample(self):
-        own_of, tick = {}, 0
+        own_of = {}
         while not self.stop:
-            tick += 1
-            own, rss_sum = server_memory_mb(self.proc.pid, own_of, tick)
+            own, rss_sum = server_memory_mb(self.proc.pid, own_of)
             self.peak = max(self.peak, own)
             self.peak_rss_sum = max(self.peak_rss_sum, rss_sum)
             time.sleep(0.01)

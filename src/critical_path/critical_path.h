@@ -587,10 +587,13 @@ WhatIfResult what_if(const Graph& graph, const Scenario& scenario, const WhatIfB
 // replay without the path walk, for a caller that reads the step time only
 // (insights sizes its findings so). Scenario::recorded_host replays the
 // recorded host from the base's recorded step. StepDetail::Bounds: each
-// predicted iteration's bound_by too.
+// predicted iteration's bound_by too. RemovedUs::Skip: removed_us is left NaN
+// (its sum reads every duration and lag of the graph twice, a sixth of a
+// replay's time, for the callers that read the step time alone).
+enum class RemovedUs : uint8_t { Sum, Skip };
 WhatIfResult what_if_step(const Graph& graph, const Scenario& scenario, const WhatIfBase& base,
-                          StepDetail detail = StepDetail::Times,
-                          const BoundsWhen& bounds_when = {});
+                          StepDetail detail = StepDetail::Times, const BoundsWhen& bounds_when = {},
+                          RemovedUs removed = RemovedUs::Sum);
 
 // Host work an agent proposes to take out ("drop these .item() calls", "no
 // tokenizer in the loop"): host events named exactly (cpu_op, user

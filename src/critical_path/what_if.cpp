@@ -759,7 +759,8 @@ namespace {
 // what_if on a base; `steps` set: the steps alone, in that detail (what_if_step).
 WhatIfResult what_if_on_base(const Graph& g, const Scenario& sc, const WhatIfBase& base,
                              bool profiled_prediction, std::optional<StepDetail> steps,
-                             const BoundsWhen& bounds_when = {}) {
+                             const BoundsWhen& bounds_when = {},
+                             RemovedUs removed = RemovedUs::Sum) {
   const bool path = !steps;
   // A rank alone scopes a host removal; with nothing else it changes nothing.
   const Selector& sel = sc.select;
@@ -792,10 +793,13 @@ WhatIfResult what_if_on_base(const Graph& g, const Scenario& sc, const WhatIfBas
     recorded_times(rec_dur, rec_lag);
     apply(g, sc, scales, &base, rec_dur, rec_lag, out);
     out.model = kModelRecorded;
-    std::vector<double> base_dur, base_lag;
-    recorded_times(base_dur, base_lag);
-    out.removed_us =
-        removed_per_iteration(g, base_dur, base_lag, rec_dur, rec_lag, sc.remove_syncs, nullptr);
+    out.removed_us = std::numeric_limits<double>::quiet_NaN();
+    if (removed == RemovedUs::Sum) {
+      std::vector<double> base_dur, base_lag;
+      recorded_times(base_dur, base_lag);
+      out.removed_us =
+          removed_per_iteration(g, base_dur, base_lag, rec_dur, rec_lag, sc.remove_syncs, nullptr);
+    }
     out.recorded_step_time_us = base.recorded_step_time_us;
     out.measured_step_time_us = base.recorded_step_time_us;
     out.predicted = replay(rec_dur, rec_lag);
@@ -820,8 +824,11 @@ WhatIfResult what_if_on_base(const Graph& g, const Scenario& sc, const WhatIfBas
   std::vector<double> dur = base.dur, lag = base.lag;
   apply(g, sc, scales, &base, dur, lag, out);
   out.model = kModelUnprofiled;
-  out.removed_us = removed_per_iteration(g, base.dur, base.lag, dur, lag, sc.remove_syncs,
-                                         base.indexed_for_replays ? &base.sync_waits : nullptr);
+  out.removed_us =
+      removed == RemovedUs::Skip
+          ? std::numeric_limits<double>::quiet_NaN()
+          : removed_per_iteration(g, base.dur, base.lag, dur, lag, sc.remove_syncs,
+                                  base.indexed_for_replays ? &base.sync_waits : nullptr);
   out.measured_step_time_us = base.step_time_us;
   out.predicted = replay(dur, lag);
   out.predicted_step_time_us = out.predicted.step_time_us;
@@ -837,8 +844,8 @@ WhatIfResult what_if(const Graph& g, const Scenario& sc, const WhatIfBase& base,
 }
 
 WhatIfResult what_if_step(const Graph& g, const Scenario& sc, const WhatIfBase& base,
-                          StepDetail detail, const BoundsWhen& bounds_when) {
-  return what_if_on_base(g, sc, base, /*profiled_prediction=*/false, detail, bounds_when);
+                          StepDetail detail, const BoundsWhen& bounds_when, RemovedUs removed) {
+  return what_if_on_base(g, sc, base, /*profiled_prediction=*/false, detail, bounds_when, removed);
 }
 
 }  // namespace jarvis::critical_path

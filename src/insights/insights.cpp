@@ -137,9 +137,10 @@ critical_path::WhatIfResult step_what_if(const InsightContext& c,
 critical_path::WhatIfResult step_time_what_if(const InsightContext& c,
                                               const critical_path::Scenario& change,
                                               critical_path::StepDetail detail,
-                                              const critical_path::BoundsWhen& bounds_when) {
+                                              const critical_path::BoundsWhen& bounds_when,
+                                              critical_path::RemovedUs removed) {
   return critical_path::what_if_step(c.step->graph, change, *c.step->graph.attached_base, detail,
-                                     bounds_when);
+                                     bounds_when, removed);
 }
 
 double step_saving_total_us(const InsightContext& c, const critical_path::Scenario& change) {

@@ -229,7 +229,8 @@ void rule_unrecorded_host_time(const InsightContext& c, std::vector<Insight>& ou
   for (PlaceReplay& p : replays)
     tasks.emplace_back([&c, &p] {
       try {
-        p.result = detail::step_time_what_if(c, p.change);
+        p.result = detail::step_time_what_if(c, p.change, critical_path::StepDetail::Times, {},
+                                             critical_path::RemovedUs::Sum);  // evidence
       } catch (const std::runtime_error&) {  // nothing left once the profiler's cost is out
       }
     });

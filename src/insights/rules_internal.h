@@ -64,10 +64,12 @@ critical_path::WhatIfResult step_what_if(const InsightContext& c,
 // no bound_by, contributors or summary): for a caller that reads the step
 // time only; StepDetail::Bounds: each predicted iteration's bound_by too.
 // Needs c.step.
+// removed_us is summed only when asked (RemovedUs::Sum; else NaN).
 critical_path::WhatIfResult step_time_what_if(
     const InsightContext& c, const critical_path::Scenario& change,
     critical_path::StepDetail detail = critical_path::StepDetail::Times,
-    const critical_path::BoundsWhen& bounds_when = {});
+    const critical_path::BoundsWhen& bounds_when = {},
+    critical_path::RemovedUs removed = critical_path::RemovedUs::Skip);
 
 // The step model's what-if saving, summed over the iterations (0 without a
 // step model or when the change saves nothing).

@@ -27,6 +27,7 @@
 
 #include "base/forked_call.h"
 #include "base/forked_worker.h"
+#include "base/phase_timer.h"
 #include "engine/engine.h"
 #include "mcp/worker_frames.h"
 
@@ -121,13 +122,17 @@ void close_inherited_sockets() {
   };
   ctx.on_time_limit = [fd](int64_t ms) { send(fd, Frame::kTimeLimit, ms); };
   ctx.on_keep = [fd](const FileIdentity& id, const std::string& key, const json& value) {
+    PhaseTimer t("worker/send_kept");
     send(fd, Frame::kKept,
          {{"id", {id.device, id.inode, id.size, id.mtime_ns}}, {"key", key}, {"value", value}});
   };
   ctx.cancel_flag_ = nullptr;  // the server kills a cancelled worker
   std::optional<json> result;
   try {
-    result = result_to_json(handler(args, ctx), ctx.trace_caveats());
+    std::optional<PhaseTimer> t(std::in_place, "worker/handler");
+    ToolResult handled = handler(args, ctx);
+    t.emplace("worker/result_to_json");
+    result = result_to_json(handled, ctx.trace_caveats());
   } catch (const std::runtime_error& e) {
     send(fd, Frame::kError, {e.what(), static_cast<int>(error_kind_of(e))});
   } catch (const std::bad_alloc&) {
@@ -146,7 +151,10 @@ void close_inherited_sockets() {
           static_cast<int>(error_kind_of(e))});
   }
   send(fd, Frame::kWritten, written_added(before, ctx.paths().written_state()));
-  if (result) send(fd, Frame::kResult, *result);
+  if (result) {
+    PhaseTimer t("worker/send_result");
+    send(fd, Frame::kResult, *result);
+  }
   ::close(fd);
   ::_exit(0);  // no destructors, no atexit handlers: they belong to the server
 }
@@ -234,9 +242,37 @@ uint64_t private_bytes(pid_t pid) {
   return (proc_kb(rollup, "Private_Clean:") + proc_kb(rollup, "Private_Dirty:")) << 10;
 }
 
+// A process's resident bytes (/proc/PID/statm; 0 when it is gone).
+uint64_t resident_bytes(pid_t pid) {
+  const std::string statm = read_proc(fmt::format("/proc/{}/statm", pid));
+  const char* p = statm.c_str();
+  char* end = nullptr;
+  (void)std::strtoull(p, &end, 10);  // the address space
+  return std::strtoull(end, nullptr, 10) * page_bytes();
+}
+
+// At least tree_memory().total(), cheaply: each worker's resident set holds
+// its private pages (smaps_rollup's Private_* are resident pages), and
+// statm is a counter read where smaps_rollup walks every page table of the
+// process (10 ms for an x256 insights worker, its mmap lock held: every 50
+// ms, a fifth of a core and the worker's own mappings waiting).
+uint64_t tree_memory_bound() {
+  std::vector<pid_t> pids;
+  {
+    LiveWorkers& live = live_workers();
+    std::lock_guard<std::mutex> lock(live.mutex);
+    pids.assign(live.pids.begin(), live.pids.end());
+  }
+  uint64_t bound = own_statm_bytes(1);
+  for (pid_t pid : pids) bound += resident_bytes(pid);
+  return bound;
+}
+
 // Called from every worker's receive loop while a budget applies: at most
 // every kMemoryCheckEveryMs, one of them reads the tree; past the budget it
 // kills the worker holding the most memory of its own (issue 74 point 8).
+// The tree's private pages are counted only when its resident sets together
+// pass the budget.
 void check_tree_memory(uint64_t budget) {
   if (budget == 0) return;
   LiveWorkers& live = live_workers();
@@ -245,6 +281,7 @@ void check_tree_memory(uint64_t budget) {
   const auto now = std::chrono::steady_clock::now();
   if (now - live.last_check < std::chrono::milliseconds(kMemoryCheckEveryMs)) return;
   live.last_check = now;
+  if (tree_memory_bound() <= budget) return;
   const TreeMemory tree = tree_memory();
   if (tree.total() <= budget || tree.largest == 0) return;
   std::lock_guard<std::mutex> lock(live.mutex);
@@ -318,6 +355,7 @@ Received receive(int fd, pid_t pid, ToolContext& ctx, const std::atomic<bool>* c
         identity.inode = id.at(1).get<uint64_t>();
         identity.size = id.at(2).get<uint64_t>();
         identity.mtime_ns = id.at(3).get<int64_t>();
+        PhaseTimer t("server/keep_from_worker");
         keep_from_worker(ctx.traces(), identity, payload.at("key").get<std::string>(),
                          std::move(payload.at("value")));
       } else if (frame.kind == Frame::kResult) {
@@ -401,6 +439,7 @@ ToolResult call_in_worker(const ToolHandler& handler, const json& args, ToolCont
     // Registered under the lock end_all_workers takes, so a stop never
     // misses a worker forked while it runs.
     std::lock_guard<std::mutex> registry(live_workers().mutex);
+    PhaseTimer t("server/fork");
     pid = ::fork();
     if (pid > 0) live_workers().pids.insert(pid);
     if (pid > 0 && live_workers().stopping) ::kill(pid, SIGKILL);
@@ -420,7 +459,10 @@ ToolResult call_in_worker(const ToolHandler& handler, const json& args, ToolCont
     // page instead of copying the server's (a copy in a process with a second
     // thread also flushes the TLB of every core it ran on: 10-15 % of an x32
     // insights call).
-    ::malloc_trim(0);
+    {
+      PhaseTimer t("worker/malloc_trim");
+      ::malloc_trim(0);
+    }
     // On a thread of its own: where malloc keeps an arena per thread
     // (JARVIS_MALLOC_TUNING=0, base/malloc_policy.h), glibc gives a new
     // thread a fresh arena, so the call's allocations do not walk (and copy,
@@ -432,12 +474,15 @@ ToolResult call_in_worker(const ToolHandler& handler, const json& args, ToolCont
     ::_exit(4);  // not reached: run_worker exits
   }
   ::close(fds[1]);
+  std::optional<PhaseTimer> waited(std::in_place, "server/receive");
   Received got = receive(fds[0], pid, ctx, cancelled, memory_budget);
+  waited.emplace("server/reap");
   ::close(fds[0]);
   const std::optional<MemoryKill> memory_kill = forget_worker(pid);
   int status = 0;
   while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
   }
+  waited.reset();
   if (got.malformed)
     throw ToolError(fmt::format("{} failed in its worker process, which was stopped: {}; the "
                                 "server, its sessions and their loaded traces are unaffected",
@@ -446,8 +491,10 @@ ToolResult call_in_worker(const ToolHandler& handler, const json& args, ToolCont
   if (got.error)
     throw ToolError(got.error->at(0).get<std::string>(),
                     static_cast<ErrorKind>(got.error->at(1).get<int>()));
-  if (got.result && WIFEXITED(status) && WEXITSTATUS(status) == 0)
+  if (got.result && WIFEXITED(status) && WEXITSTATUS(status) == 0) {
+    PhaseTimer t("server/result_from_json");
     return result_from_json(*got.result, ctx);
+  }
   if (cancelled && cancelled->load()) throw ToolError("cancelled", ErrorKind::Cancelled);
   if (got.killed_at_limit)
     throw ToolError(

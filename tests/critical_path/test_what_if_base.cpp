@@ -8,6 +8,7 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <functional>
 #include <memory>
@@ -135,6 +136,14 @@ void check_same(const cp::Graph& g, const cp::WhatIfBase& base, const cp::Scenar
                                                       [](const cp::Analysis&) { return false; });
   CHECK(not_asked.predicted_step_time_us == step.predicted_step_time_us);
   CHECK(bounds(not_asked.predicted) == bounds(step.predicted));
+  // removed_us not summed (RemovedUs::Skip): NaN, everything else the same.
+  const cp::WhatIfResult unsummed =
+      cp::what_if_step(g, sc, base, cp::StepDetail::Times, {}, cp::RemovedUs::Skip);
+  CHECK(std::isnan(unsummed.removed_us));
+  CHECK(unsummed.measured_step_time_us == step.measured_step_time_us);
+  CHECK(unsummed.predicted_step_time_us == step.predicted_step_time_us);
+  CHECK(unsummed.changes == step.changes);
+  CHECK(unsummed.selected_nodes == step.selected_nodes);
 }
 
 TEST_CASE("what-if on a base: the same result as the what-if alone (ab_pairs traces)") {

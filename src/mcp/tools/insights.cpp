@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "base/phase_timer.h"
 #include "engine/engine.h"
 #include "mcp/result_shape.h"
 #include "mcp/tool.h"
@@ -194,6 +195,7 @@ ToolResult format_analysis(const json& args, const json& analysis, const std::st
 ToolResult insights_tool(const json& args, ToolContext& ctx) {
   auto entry = trace_arg(args, ctx);
   const auto analysis = insights_analysis(*entry, arch_of_call(args, ctx, *entry), ctx);
+  PhaseTimer t("insights/format_analysis");
   return format_analysis(args, *analysis, entry->handle());
 }
 
@@ -240,7 +242,9 @@ std::shared_ptr<const json> insights_analysis(const LoadedTrace& entry,
   } catch (const engine::GpuArchError& e) {
     throw ToolError(e.what());
   }
+  std::optional<PhaseTimer> t(std::in_place, "insights/derive_analysis");
   auto derived = std::make_shared<const json>(derive_analysis(entry, arch));
+  t.emplace("insights/keep");
   ctx.keep(entry, kept_key(arch_name == "none" ? "" : arch_name), *derived);
   return derived;
 }
