@@ -347,6 +347,11 @@ void remove_host_gaps(const Graph& g, const WhatIfBase* base, std::vector<double
 // an interval: only the spans that reach into it are looked at (one pass over
 // every span per gap and call took 6.8 s for 40,000 spans; issue 74 point 7).
 class SpanIndex {
+  struct Thread {
+    std::vector<std::pair<double, double>> spans;  // (from, to), by start
+    std::vector<double> reach;                     // the latest end of spans[0..k]
+  };
+
  public:
   SpanIndex(const Graph& g, const std::vector<HostSpan>& spans) {
     for (const HostSpan& s : spans) {
@@ -360,17 +365,33 @@ class SpanIndex {
     }
   }
 
+  // Where the last overlap() looked: the host's edges and calls come thread
+  // by thread in time order, so the next one's thread is found without a
+  // map lookup and its spans searched from the last position
+  // (lower_bound_near: the same position from anywhere).
+  struct Cursor {
+    std::optional<std::pair<int64_t, uint32_t>> key;
+    const Thread* thread = nullptr;  // by_thread_'s entry for key, or none
+    size_t at = 0;
+  };
+
   // The time the spans of (rank, thread) cover inside [from, to), a span
   // counted as often as it is listed.
-  double overlap(int64_t rank, uint32_t thread, double from, double to) const {
-    auto it = by_thread_.find({rank, thread});
-    if (it == by_thread_.end()) return 0;
-    const Thread& t = it->second;
+  double overlap(int64_t rank, uint32_t thread, double from, double to, Cursor& near) const {
+    if (near.key != std::make_pair(rank, thread)) {
+      auto it = by_thread_.find({rank, thread});
+      near = {std::make_pair(rank, thread), it == by_thread_.end() ? nullptr : &it->second, 0};
+    }
+    if (!near.thread) return 0;
+    const Thread& t = *near.thread;
     // Spans starting before `to`, latest first, while any before them still
     // reaches past `from`.
-    size_t k = static_cast<size_t>(
-        std::lower_bound(t.spans.begin(), t.spans.end(), std::make_pair(to, -1e300)) -
-        t.spans.begin());
+    near.at =
+        static_cast<size_t>(lower_bound_near(t.spans.begin(), t.spans.end(),
+                                             t.spans.begin() + static_cast<std::ptrdiff_t>(near.at),
+                                             std::make_pair(to, -1e300)) -
+                            t.spans.begin());
+    size_t k = near.at;
     double sum = 0;
     while (k > 0 && t.reach[k - 1] > from) {
       --k;
@@ -380,10 +401,6 @@ class SpanIndex {
   }
 
  private:
-  struct Thread {
-    std::vector<std::pair<double, double>> spans;  // (from, to), by start
-    std::vector<double> reach;                     // the latest end of spans[0..k]
-  };
   std::map<std::pair<int64_t, uint32_t>, Thread> by_thread_;
 };
 
@@ -392,8 +409,9 @@ void remove_host_spans(const Graph& g, const WhatIfBase* base, const std::vector
   double removed = 0;
   size_t calls = 0;
   const SpanIndex index(g, spans);
+  SpanIndex::Cursor near;
   auto overlap = [&](int64_t rank, uint32_t thread, double from, double to) {
-    return index.overlap(rank, thread, from, to);
+    return index.overlap(rank, thread, from, to, near);
   };
   for_each_host_edge(g, base, [&](size_t k) {
     const Edge& e = g.edges[k];
@@ -432,6 +450,7 @@ void remove_unrecorded_spans(const Graph& g, const WhatIfBase* base,
                              const std::vector<HostSpan>& spans, std::vector<double>& lag,
                              WhatIfResult& out) {
   const SpanIndex index(g, spans);
+  SpanIndex::Cursor near;
   double removed = 0;
   size_t edges = 0;
   for_each_host_edge(g, base, [&](size_t k) {
@@ -440,7 +459,7 @@ void remove_unrecorded_spans(const Graph& g, const WhatIfBase* base,
     const Node& from = g.nodes[e.from];
     const Node& to = g.nodes[e.to];
     if (to.thread == UINT32_MAX || !(to.start > from.end())) return;
-    const double inside = index.overlap(to.rank, to.thread, from.end(), to.start);
+    const double inside = index.overlap(to.rank, to.thread, from.end(), to.start, near);
     if (!(inside > 0)) return;
     const double cut = std::min(lag[k], inside);
     lag[k] -= cut;

@@ -1,5 +1,6 @@
 #include "insights/idle_gaps.h"
 
+#include "base/search_near.h"
 #include "base/sort_runs.h"
 #include "base/text_match.h"
 
@@ -272,11 +273,15 @@ void apply_markers(std::vector<IdleGap>& gaps, const std::vector<Marker>& marker
   double latest = -std::numeric_limits<double>::infinity();
   for (size_t k = 0; k < gaps.size(); ++k)
     reach[k] = latest = std::max(latest, gaps[k].start_us + gaps[k].dur_us);
+  // The markers come in event order, nearly in time order: each search
+  // starts where the last one ended (lower_bound_near: the same positions).
+  auto by_start = gaps.begin();
+  auto reached = reach.begin();
   for (const Marker& m : markers) {
-    auto it = std::lower_bound(gaps.begin(), gaps.end(), m.start - longest,
-                               [](const IdleGap& g, double t) { return g.start_us < t; });
-    const auto reached = std::lower_bound(reach.begin(), reach.end(), std::min(m.start, m.end));
-    it = std::max(it, gaps.begin() + (reached - reach.begin()));
+    by_start = lower_bound_near(gaps.begin(), gaps.end(), by_start, m.start - longest,
+                                [](const IdleGap& g, double t) { return g.start_us < t; });
+    reached = lower_bound_near(reach.begin(), reach.end(), reached, std::min(m.start, m.end));
+    auto it = std::max(by_start, gaps.begin() + (reached - reach.begin()));
     for (; it != gaps.end() && it->start_us < m.end; ++it) {
       double gap_end = it->start_us + it->dur_us;
       bool explains = m.cause == IdleCause::Sync ? m.end > it->start_us && m.end <= gap_end
