@@ -365,6 +365,32 @@ std::shared_ptr<const InsightContext::StepModel> build_step_model(const Trace& t
   }
 }
 
+namespace {
+
+// The context's perf rows and their kernel time, and its GPU timeline: the
+// caller's (not copied: a tiled trace's timeline is megabytes), else its own.
+// Reads the trace and the tree and writes these fields alone: the facts that
+// read no row are made beside it (make_idle_facts, make_unrecorded_facts).
+void add_rows_and_timeline(InsightContext& c, const GpuTimeline* timeline) {
+  {
+    PhaseTimer t("insights/context/perf_rows");
+    c.rows = report::unified_perf_rows(c.trace, c.tree, c.arch);
+  }
+  for (const auto& r : c.rows) c.total_kernel_time_us += r.kernel_time_us;
+  if (timeline) {
+    c.timeline = std::shared_ptr<const GpuTimeline>(std::shared_ptr<const void>(), timeline);
+    return;
+  }
+  PhaseTimer t("insights/context/timeline");
+  try {
+    c.timeline = std::make_shared<const GpuTimeline>(compute_gpu_timeline(c.trace, c.tree));
+  } catch (const std::runtime_error&) {
+    // No GPU events: the trace-level rules have nothing to say.
+  }
+}
+
+}  // namespace
+
 InsightContext make_context(const Trace& trace, const CallTree& tree, const GpuArch* arch,
                             const GpuTimeline* timeline, const StepModelRef* step) {
   InsightContext c{trace, tree, arch, {}, 0, {}, trace.gpu_name(), {}, {}};
@@ -375,23 +401,9 @@ InsightContext make_context(const Trace& trace, const CallTree& tree, const GpuA
   // core makes the facts the rules read that do not read the rows (the GPU's
   // idle gaps, the host stretches), which the rules would otherwise make.
   std::shared_ptr<const InsightContext::StepModel> model;
-  std::vector<report::PerfOpRow> rows;
-  std::optional<GpuTimeline> own_timeline;
   std::vector<std::function<void()>> parts;
   if (!step) parts.push_back([&] { model = build_step_model(trace, tree); });
-  parts.push_back([&] {
-    {
-      PhaseTimer t("insights/context/perf_rows");
-      rows = report::unified_perf_rows(trace, tree, arch);
-    }
-    if (timeline) return;
-    PhaseTimer t("insights/context/timeline");
-    try {
-      own_timeline = compute_gpu_timeline(trace, tree);
-    } catch (const std::runtime_error&) {
-      // No GPU events: the trace-level rules have nothing to say.
-    }
-  });
+  parts.push_back([&] { add_rows_and_timeline(c, timeline); });
   if (step && step->model) {
     // Reads c's trace, tree and step, which the other part leaves alone.
     c.step = step->model;
@@ -401,12 +413,6 @@ InsightContext make_context(const Trace& trace, const CallTree& tree, const GpuA
     });
   }
   run_on_two_threads(parts);
-  c.rows = std::move(rows);
-  for (const auto& r : c.rows) c.total_kernel_time_us += r.kernel_time_us;
-  if (timeline)  // not copied: a tiled trace's timeline is megabytes
-    c.timeline = std::shared_ptr<const GpuTimeline>(std::shared_ptr<const void>(), timeline);
-  else if (own_timeline)
-    c.timeline = std::make_shared<const GpuTimeline>(std::move(*own_timeline));
   if (!step) c.step = std::move(model);
   return c;
 }
@@ -562,6 +568,37 @@ TraceInsights analyse_trace(const Trace& trace, const CallTree& tree, const GpuA
   run_on_two_threads(with_model);
   std::vector<Insight> found = ranked_insights(*context, std::move(by_rule));
   return {std::move(*context), std::move(found)};
+}
+
+TraceInsights analyse_trace(const Trace& trace, const CallTree& tree, const GpuArch* arch,
+                            const GpuTimeline* timeline, const StepModelRef& step) {
+  if (!step.model) {
+    InsightContext context = make_context(trace, tree, arch, timeline, &step);
+    std::vector<Insight> found = run_insights(context);
+    return {std::move(context), std::move(found)};
+  }
+  // The model given (an MCP worker: load_trace built it): the rows on one
+  // thread, on the other the facts that read no row (the GPU's idle gaps,
+  // the unrecorded host stretches), then the rules on both from the moment
+  // the rows are there. A rule that reads a fact still being made waits for
+  // it (computed_once); the others run beside it (make_context then
+  // run_insights left a core idle while the longer of the two parts ended).
+  InsightContext context{trace, tree, arch, {}, 0, {}, trace.gpu_name(), step.model, {}};
+  detail::prepare_trace_facts(context);
+  FindingsByRule by_rule(std::size(kRules));
+  TaskLatch rows_ready;
+  std::vector<std::function<void()>> tasks{
+      [&] { rows_ready.run([&] { add_rows_and_timeline(context, timeline); }); },
+      [&] { detail::make_idle_facts(context); }, [&] { detail::make_unrecorded_facts(context); }};
+  for (size_t k = 0; k < std::size(kRules); ++k)
+    tasks.push_back([&, k] {
+      rows_ready.wait();
+      run_rule(context, k, by_rule[k]);
+    });
+  run_on_two_threads(tasks);
+  detail::release_rule_scratch(context);
+  std::vector<Insight> found = ranked_insights(context, std::move(by_rule));
+  return {std::move(context), std::move(found)};
 }
 
 std::vector<Insight> run_rules_for_test(const InsightContext& context, bool without_step_only) {

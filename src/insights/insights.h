@@ -153,6 +153,12 @@ struct TraceInsights {
   std::vector<Insight> found;
 };
 TraceInsights analyse_trace(const Trace& trace, const CallTree& tree, const GpuArch* arch);
+// The same (make_context then run_insights: the same context and findings)
+// given the caller's timeline (null: computed) and step model (`model`
+// null: the trace has none), sooner: the rules start once the perf rows are
+// made, beside the facts that read no row.
+TraceInsights analyse_trace(const Trace& trace, const CallTree& tree, const GpuArch* arch,
+                            const GpuTimeline* timeline, const StepModelRef& step);
 
 // The rules' findings as they report them (before claims, folding and
 // ranking), in run order, one thread; `without_step_only`: only the rules

@@ -227,7 +227,15 @@ std::vector<critical_path::HostGap> add_host_gap_removal(const InsightContext& c
 
 void make_facts_before_rows(const InsightContext& c) {
   prepare_trace_facts(c);
+  make_idle_facts(c);
+  make_unrecorded_facts(c);
+}
+
+void make_idle_facts(const InsightContext& c) {
   (void)host_work_idle_by_place(c);  // reads idle_gaps(c)
+}
+
+void make_unrecorded_facts(const InsightContext& c) {
   // rule_unrecorded_host_time reads the stretches of a trace with no graph
   // capture only.
   if (graph_capture_calls(c) > 0 || !c.step || c.step->graph.ranks.empty()) return;

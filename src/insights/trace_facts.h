@@ -28,6 +28,11 @@ void prepare_trace_facts(const InsightContext& c);
 // unrecorded host stretches when c.step is set) so that make_context can
 // make them beside the rows. The rules read the same facts either way.
 void make_facts_before_rows(const InsightContext& c);
+// Its two independent parts, for two threads (after prepare_trace_facts):
+// the GPU's idle gaps and the host's share of them by place; the graph-capture
+// calls and the unrecorded host stretches (when c.step is set).
+void make_idle_facts(const InsightContext& c);
+void make_unrecorded_facts(const InsightContext& c);
 
 // What a GPU kernel's name says.
 struct KernelNameFacts {

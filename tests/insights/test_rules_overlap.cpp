@@ -6,8 +6,9 @@
 // model as in one with it (the rule table's reads_step flags are right);
 // (2) analyse_trace's context and findings equal make_context +
 // run_insights' (the same step, the same findings, byte for byte as JSON),
-// and so does make_context given the step model (an MCP worker's call: the
-// facts the rules read made beside the perf rows);
+// and so do make_context given the step model (the facts the rules read
+// made beside the perf rows) and analyse_trace given it (an MCP worker's
+// call: the rules start once the rows are made, beside those facts);
 // (3) the plan, whose replays go two at a time, lists each change at the
 // step the what-if of it on the changes listed above it gives, replayed
 // here one at a time.
@@ -97,7 +98,24 @@ TEST_CASE(
       CHECK(insights_json(found).dump(1) == insights_json(expected).dump(1));
       CHECK(in::plan_text(in::plan_changes(from_model, found), found) ==
             in::plan_text(in::plan_changes(context, expected), expected));
+      // analyse_trace given the model (the MCP worker's call: the rules
+      // start once the rows are made, beside the facts): the same again.
+      const in::TraceInsights given_model = in::analyse_trace(t, tree, &arch, nullptr, given);
+      CHECK(given_model.context.step == context.step);
+      CHECK(given_model.context.rows.size() == context.rows.size());
+      CHECK(given_model.context.total_kernel_time_us == context.total_kernel_time_us);
+      CHECK(bool(given_model.context.timeline) == bool(context.timeline));
+      CHECK(insights_json(given_model.found).dump(1) == insights_json(expected).dump(1));
+      CHECK(in::plan_text(in::plan_changes(given_model.context, given_model.found),
+                          given_model.found) ==
+            in::plan_text(in::plan_changes(context, expected), expected));
     }
+    // Without a model to give (`model` null): make_context + run_insights.
+    const in::StepModelRef none;
+    const in::TraceInsights no_model = in::analyse_trace(t, tree, &arch, nullptr, none);
+    CHECK_FALSE(no_model.context.step);
+    const in::InsightContext bare = in::make_context(t, tree, &arch, nullptr, &none);
+    CHECK(insights_json(no_model.found).dump(1) == insights_json(in::run_insights(bare)).dump(1));
     ++compared;
   }
   CHECK(compared == traces.size());

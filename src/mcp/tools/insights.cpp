@@ -84,9 +84,8 @@ json derive_analysis(const LoadedTrace& entry, const std::optional<GpuArch>& arc
   auto tree = engine::trace_call_tree(entry);
   auto timeline = engine::trace_timeline(entry);
   const auto step_model = loaded_step_model(entry);
-  auto context = engine::make_context(entry.trace(), *tree, arch ? &*arch : nullptr, timeline.get(),
-                                      step_model.get());
-  const auto found = engine::run_insights(context);
+  auto [context, found] = engine::analyse_trace(entry.trace(), *tree, arch ? &*arch : nullptr,
+                                                timeline.get(), *step_model);
   json findings = json::array();
   for (const auto& i : found) {
     json row = engine::to_json(i);
