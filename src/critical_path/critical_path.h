@@ -564,12 +564,15 @@ struct WhatIfBase {
   // The host's edges (HostSeq, HostHandover) and runtime-call nodes
   // (HostCall), in order: what a scenario that takes host time out reads.
   std::vector<uint32_t> host_edges, host_calls;
+  // (rank, UID) of every synchronising call the graph split (a SyncReturn
+  // node), sorted, once: what add_host_removal looks a call up in.
+  std::vector<std::pair<int64_t, Uid>> sync_returns;
   bool indexed_for_replays = false;
 };
 // `unprofiled` false: the recorded step alone (enough for Scenario::recorded_host).
 WhatIfBase what_if_base(const Graph& graph, bool unprofiled = true);
-// Fills the base's gpu_nodes_by_uid, sync_waits, sync_edges, host_edges and
-// host_calls from the graph and the
+// Fills the base's gpu_nodes_by_uid, sync_waits, sync_edges, host_edges,
+// host_calls and sync_returns from the graph and the
 // base's un-profiled times (base.dur, base.lag; a recorded-host base is left
 // as it is).
 void index_for_replays(const Graph& graph, WhatIfBase& base);

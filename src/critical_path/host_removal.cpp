@@ -3,7 +3,6 @@
 // time, the syncs they make, the GPU work they launch).
 #include <algorithm>
 #include <map>
-#include <set>
 #include <utility>
 
 #include <fmt/format.h>
@@ -28,7 +27,9 @@ std::vector<Uid> matched_events(const Trace& t, const HostRemoval& rm, bool uids
   // every change of a plan matched every host event's name as text.
   const NameIds names(t, rm.ops);
   std::vector<Uid> out;
-  for (Uid u = 0; u < t.events.size(); ++u) {
+  // Events given by UID alone (a finding's what_if) need no scan by name.
+  const bool by_name = !rm.ops.empty() || !rm.python_frame.empty();
+  for (Uid u = 0; by_name && u < t.events.size(); ++u) {
     const Event& e = t.events[u];
     if (!is_host_event_cat(e.cat) || !e.has_ts() || !e.has_dur()) continue;
     if (names.contains(e.name) || (!rm.python_frame.empty() && e.cat == Cat::PythonFunction &&
@@ -94,10 +95,21 @@ HostRemovalMatch add_host_removal(const std::vector<RankInput>& inputs, const Gr
   if (rm.rank && !std::count(graph.input_ranks.begin(), graph.input_ranks.end(), *rm.rank))
     throw CriticalPathError(fmt::format("rank {} is not among the traces' ranks ({})", *rm.rank,
                                         fmt::join(graph.input_ranks, ", ")));
-  // The synchronising calls the graph split (their return waits for the GPU).
-  std::set<std::pair<int64_t, Uid>> sync_calls;
-  for (const Node& n : graph.nodes)
-    if (n.kind == NodeKind::SyncReturn) sync_calls.emplace(n.rank, n.uid);
+  // The synchronising calls the graph split (their return waits for the
+  // GPU): the attached base's sorted list when it has one (a plan's replays
+  // each add their changes' removals), else read off the graph's nodes.
+  std::vector<std::pair<int64_t, Uid>> own_sync_calls;
+  const WhatIfBase* base = graph.attached_base.get();
+  const bool listed = base && base->indexed_for_replays;
+  if (!listed) {
+    for (const Node& n : graph.nodes)
+      if (n.kind == NodeKind::SyncReturn) own_sync_calls.emplace_back(n.rank, n.uid);
+    std::sort(own_sync_calls.begin(), own_sync_calls.end());
+  }
+  const auto& sync_calls = listed ? base->sync_returns : own_sync_calls;
+  const auto is_sync_call = [&](int64_t rank, Uid call) {
+    return std::binary_search(sync_calls.begin(), sync_calls.end(), std::make_pair(rank, call));
+  };
   HostRemovalMatch match;
   bool python_frames = false;  // in the traces searched (said when nothing matched)
   for (size_t k = 0; k < inputs.size(); ++k) {
@@ -120,7 +132,7 @@ HostRemovalMatch add_host_removal(const std::vector<RankInput>& inputs, const Gr
       auto it = spans.find(e.thread);
       if (it == spans.end() || !e.has_ts() || !e.has_dur() || !inside(it->second, e.ts(), e.end()))
         continue;
-      if (sync_calls.count({rank, call})) {
+      if (is_sync_call(rank, call)) {
         scenario.remove_syncs.emplace_back(rank, call);
         ++match.syncs;
       }

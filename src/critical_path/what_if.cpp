@@ -755,8 +755,15 @@ void index_for_replays(const Graph& g, WhatIfBase& base) {
     if (kind == EdgeKind::HostSeq || kind == EdgeKind::HostHandover) base.host_edges.push_back(k);
   }
   base.host_calls.clear();
-  for (uint32_t n = 0; n < g.nodes.size(); ++n)
+  base.sync_returns.clear();
+  for (uint32_t n = 0; n < g.nodes.size(); ++n) {
     if (g.nodes[n].kind == NodeKind::HostCall) base.host_calls.push_back(n);
+    if (g.nodes[n].kind == NodeKind::SyncReturn)
+      base.sync_returns.emplace_back(g.nodes[n].rank, g.nodes[n].uid);
+  }
+  std::sort(base.sync_returns.begin(), base.sync_returns.end());
+  base.sync_returns.erase(std::unique(base.sync_returns.begin(), base.sync_returns.end()),
+                          base.sync_returns.end());
   base.indexed_for_replays = true;
 }
 

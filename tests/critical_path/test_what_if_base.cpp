@@ -426,5 +426,68 @@ TEST_CASE("what-if on a base: a base of another graph is refused") {
   CHECK_THROWS_AS(cp::what_if(a->graph, gemm, cp::what_if_base(b->graph)), cp::CriticalPathError);
 }
 
+TEST_CASE("host removal: the indexed base's sync calls, and events given by UID, as the scans") {
+  size_t loaded = 0, with_syncs = 0;
+  for_each_ab_graph([&](const std::unique_ptr<BaseLoaded>& l) {
+    ++loaded;
+    cp::Graph& g = l->graph;
+    REQUIRE(!g.attached_base);
+    // The synchronising calls the graph split, from its nodes.
+    std::vector<std::pair<int64_t, jarvis::Uid>> syncs;
+    std::vector<std::string> ops;  // the cpu_ops holding them, by name
+    for (const cp::Node& n : g.nodes) {
+      if (n.kind != cp::NodeKind::SyncReturn) continue;
+      syncs.emplace_back(n.rank, n.uid);
+      const jarvis::Uid op = l->tree->parent(n.uid);
+      if (op != jarvis::kNoUid && l->trace.events[op].cat == jarvis::Cat::CpuOp &&
+          std::find(ops.begin(), ops.end(), l->trace.name(op)) == ops.end())
+        ops.emplace_back(l->trace.name(op));
+    }
+    std::sort(syncs.begin(), syncs.end());
+    syncs.erase(std::unique(syncs.begin(), syncs.end()), syncs.end());
+    auto base = std::make_shared<cp::WhatIfBase>(cp::what_if_base(g));
+    cp::index_for_replays(g, *base);
+    CHECK(base->sync_returns == syncs);
+    if (ops.empty()) return;
+    ++with_syncs;
+    // Those ops by name, and the same events by UID (every host event of
+    // those names, as the name scan matches them).
+    cp::HostRemoval by_name, by_uid;
+    by_name.ops = ops;
+    for (jarvis::Uid u = 0; u < l->trace.events.size(); ++u) {
+      const jarvis::Event& e = l->trace.events[u];
+      if (e.cat == jarvis::Cat::CpuOp && e.has_ts() && e.has_dur() &&
+          std::find(ops.begin(), ops.end(), l->trace.name(u)) != ops.end())
+        by_uid.uids.push_back(u);
+    }
+    const std::vector<cp::RankInput> inputs{{&l->trace, l->tree.get(), -1}};
+    const auto same = [](const cp::Scenario& a, const cp::Scenario& b) {
+      CHECK(a.remove_syncs == b.remove_syncs);
+      REQUIRE(a.remove_host.size() == b.remove_host.size());
+      for (size_t k = 0; k < a.remove_host.size(); ++k) {
+        CHECK(a.remove_host[k].thread == b.remove_host[k].thread);
+        CHECK(a.remove_host[k].from_us == b.remove_host[k].from_us);
+        CHECK(a.remove_host[k].to_us == b.remove_host[k].to_us);
+      }
+      CHECK(a.remove_gpu == b.remove_gpu);
+    };
+    cp::Scenario scanned_names, scanned_uids, listed_names, listed_uids;
+    const auto matched = cp::add_host_removal(inputs, g, by_name, scanned_names);
+    (void)cp::add_host_removal(inputs, g, by_uid, scanned_uids);
+    g.attached_base = base;  // the sync calls looked up in its list
+    (void)cp::add_host_removal(inputs, g, by_name, listed_names);
+    (void)cp::add_host_removal(inputs, g, by_uid, listed_uids);
+    g.attached_base.reset();
+    CHECK(matched.syncs > 0);
+    CHECK(matched.events == by_uid.uids.size());
+    same(scanned_names, scanned_uids);
+    same(scanned_names, listed_names);
+    same(scanned_names, listed_uids);
+    CHECK(listed_names.host_removal == scanned_names.host_removal);
+    CHECK(listed_uids.host_removal == scanned_uids.host_removal);
+  });
+  if (loaded > 0) CHECK(with_syncs > 0);  // s_mask_sync A's nonzero syncs
+}
+
 }  // namespace JARVIS_TEST_FILE
 }  // namespace
