@@ -439,7 +439,6 @@ ToolResult call_in_worker(const ToolHandler& handler, const json& args, ToolCont
     // Registered under the lock end_all_workers takes, so a stop never
     // misses a worker forked while it runs.
     std::lock_guard<std::mutex> registry(live_workers().mutex);
-    PhaseTimer t("server/fork");
     pid = ::fork();
     if (pid > 0) live_workers().pids.insert(pid);
     if (pid > 0 && live_workers().stopping) ::kill(pid, SIGKILL);
