@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "critical_path/critical_path.h"
+#include "critical_path/internal.h"
 #include "pycompat/text.h"
 #include "report/gpu_timeline.h"
 #include "trace/name_ids.h"
@@ -98,14 +99,10 @@ HostRemovalMatch add_host_removal(const std::vector<RankInput>& inputs, const Gr
   // The synchronising calls the graph split (their return waits for the
   // GPU): the attached base's sorted list when it has one (a plan's replays
   // each add their changes' removals), else read off the graph's nodes.
-  std::vector<std::pair<int64_t, Uid>> own_sync_calls;
   const WhatIfBase* base = graph.attached_base.get();
-  const bool listed = base && base->indexed_for_replays;
-  if (!listed) {
-    for (const Node& n : graph.nodes)
-      if (n.kind == NodeKind::SyncReturn) own_sync_calls.emplace_back(n.rank, n.uid);
-    std::sort(own_sync_calls.begin(), own_sync_calls.end());
-  }
+  const bool listed = detail::indexes(base, graph);
+  const std::vector<std::pair<int64_t, Uid>> own_sync_calls =
+      listed ? std::vector<std::pair<int64_t, Uid>>{} : detail::sync_returns_of(graph);
   const auto& sync_calls = listed ? base->sync_returns : own_sync_calls;
   const auto is_sync_call = [&](int64_t rank, Uid call) {
     return std::binary_search(sync_calls.begin(), sync_calls.end(), std::make_pair(rank, call));

@@ -17,6 +17,14 @@ void order_nodes(Graph& g);
 // Graph::in_from and in_kind of the graph's in_edges, into `from` and `kind`.
 void compact_in_edges(const Graph& g, std::vector<uint32_t>& from, std::vector<uint8_t>& kind);
 
+// Whether `base` holds the replay index (index_for_replays) of this graph:
+// its lists are read only then (a base of another graph is refused by the
+// what-if, past the recorded-host path).
+bool indexes(const WhatIfBase* base, const Graph& g);
+// (rank, UID) of every synchronising call the graph split (a SyncReturn
+// node), sorted, each once: WhatIfBase::sync_returns.
+std::vector<std::pair<int64_t, Uid>> sync_returns_of(const Graph& g);
+
 const char* node_kind_name(NodeKind kind);
 const char* edge_kind_name(EdgeKind kind);
 

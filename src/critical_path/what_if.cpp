@@ -276,14 +276,6 @@ void overlap_collectives(const Graph& g, const std::string& which, std::vector<d
 // before the first iteration's start stay: removing them would only move
 // that start earlier.
 
-// Whether `base` holds the replay index (index_for_replays) of this graph:
-// its lists are read only then (a base of another graph is refused by the
-// what-if, past the recorded-host path).
-bool indexes(const WhatIfBase* base, const Graph& g) {
-  return base && base->indexed_for_replays && base->dur.size() == g.nodes.size() &&
-         base->lag.size() == g.edges.size();
-}
-
 // f(i) for each i < count that `is` takes, in order: from the list of them an
 // indexed base keeps (`listed`, null when the base has none for this graph),
 // else by the test of every i (a Sync, launch or GPU edge is most of a
@@ -302,7 +294,7 @@ void for_each_listed(const std::vector<uint32_t>* listed, size_t count, Is&& is,
 template <class F>
 void for_each_host_edge(const Graph& g, const WhatIfBase* base, F&& f) {
   for_each_listed(
-      indexes(base, g) ? &base->host_edges : nullptr, g.edges.size(),
+      detail::indexes(base, g) ? &base->host_edges : nullptr, g.edges.size(),
       [&](size_t k) {
         return g.edges[k].kind == EdgeKind::HostSeq || g.edges[k].kind == EdgeKind::HostHandover;
       },
@@ -313,7 +305,7 @@ void for_each_host_edge(const Graph& g, const WhatIfBase* base, F&& f) {
 template <class F>
 void for_each_host_call(const Graph& g, const WhatIfBase* base, F&& f) {
   for_each_listed(
-      indexes(base, g) ? &base->host_calls : nullptr, g.nodes.size(),
+      detail::indexes(base, g) ? &base->host_calls : nullptr, g.nodes.size(),
       [&](size_t n) { return g.nodes[n].kind == NodeKind::HostCall; }, f);
 }
 
@@ -480,7 +472,7 @@ void remove_sync_waits(const Graph& g, const WhatIfBase* base,
   constexpr double kNever = -1e15;  // an edge that can no longer set the start
   size_t n = 0;
   for_each_listed(
-      indexes(base, g) ? &base->sync_edges : nullptr, g.edges.size(),
+      detail::indexes(base, g) ? &base->sync_edges : nullptr, g.edges.size(),
       [&](size_t k) { return g.edges[k].kind == EdgeKind::Sync; },
       [&](size_t k) {
         const Node& ret = g.nodes[g.edges[k].to];
@@ -755,17 +747,29 @@ void index_for_replays(const Graph& g, WhatIfBase& base) {
     if (kind == EdgeKind::HostSeq || kind == EdgeKind::HostHandover) base.host_edges.push_back(k);
   }
   base.host_calls.clear();
-  base.sync_returns.clear();
-  for (uint32_t n = 0; n < g.nodes.size(); ++n) {
+  for (uint32_t n = 0; n < g.nodes.size(); ++n)
     if (g.nodes[n].kind == NodeKind::HostCall) base.host_calls.push_back(n);
-    if (g.nodes[n].kind == NodeKind::SyncReturn)
-      base.sync_returns.emplace_back(g.nodes[n].rank, g.nodes[n].uid);
-  }
-  std::sort(base.sync_returns.begin(), base.sync_returns.end());
-  base.sync_returns.erase(std::unique(base.sync_returns.begin(), base.sync_returns.end()),
-                          base.sync_returns.end());
+  base.sync_returns = detail::sync_returns_of(g);
   base.indexed_for_replays = true;
 }
+
+namespace detail {
+
+bool indexes(const WhatIfBase* base, const Graph& g) {
+  return base && base->indexed_for_replays && base->dur.size() == g.nodes.size() &&
+         base->lag.size() == g.edges.size();
+}
+
+std::vector<std::pair<int64_t, Uid>> sync_returns_of(const Graph& g) {
+  std::vector<std::pair<int64_t, Uid>> out;
+  for (const Node& n : g.nodes)
+    if (n.kind == NodeKind::SyncReturn) out.emplace_back(n.rank, n.uid);
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
+}  // namespace detail
 
 WhatIfBase what_if_base(const Graph& g, bool unprofiled) {
   WhatIfBase base;
