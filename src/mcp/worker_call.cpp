@@ -225,14 +225,19 @@ uint64_t page_bytes() {
   return bytes;
 }
 
-// Field `index` of /proc/self/statm, in bytes (0: the address space, 1: resident).
-uint64_t own_statm_bytes(int index) {
-  const std::string statm = read_proc("/proc/self/statm");
+// Field `index` of a process's statm, in bytes (0: the address space, 1:
+// resident; 0 when the process is gone).
+uint64_t statm_bytes(const std::string& statm_path, int index) {
+  const std::string statm = read_proc(statm_path);
   const char* p = statm.c_str();
   char* end = nullptr;
   uint64_t pages = 0;
   for (int k = 0; k <= index; ++k, p = end) pages = std::strtoull(p, &end, 10);
   return pages * page_bytes();
+}
+
+uint64_t own_statm_bytes(int index) {
+  return statm_bytes("/proc/self/statm", index);
 }
 
 // A worker's pages of its own: those it allocated, or copied on writing to
@@ -242,13 +247,9 @@ uint64_t private_bytes(pid_t pid) {
   return (proc_kb(rollup, "Private_Clean:") + proc_kb(rollup, "Private_Dirty:")) << 10;
 }
 
-// A process's resident bytes (/proc/PID/statm; 0 when it is gone).
+// A process's resident bytes (0 when it is gone).
 uint64_t resident_bytes(pid_t pid) {
-  const std::string statm = read_proc(fmt::format("/proc/{}/statm", pid));
-  const char* p = statm.c_str();
-  char* end = nullptr;
-  (void)std::strtoull(p, &end, 10);  // the address space
-  return std::strtoull(end, nullptr, 10) * page_bytes();
+  return statm_bytes(fmt::format("/proc/{}/statm", pid), 1);
 }
 
 // At least tree_memory().total(), cheaply: each worker's resident set holds
