@@ -138,8 +138,16 @@ critical_path::WhatIfResult step_time_what_if(const InsightContext& c,
                                               critical_path::StepDetail detail,
                                               const critical_path::BoundsWhen& bounds_when,
                                               critical_path::RemovedUs removed) {
-  return critical_path::what_if_step(c.step->graph, change, *c.step->graph.attached_base, detail,
-                                     bounds_when, removed);
+  const auto replay = [&] {
+    return critical_path::what_if_step(c.step->graph, change, *c.step->graph.attached_base, detail,
+                                       bounds_when, removed);
+  };
+  // A host change (no GPU events named) is often replayed twice: by its rule
+  // and again from its what_if arguments (replay_what_ifs), the same
+  // scenario. The replay is a function of the scenario: the first result
+  // serves the second.
+  if (bounds_when || !change.select.gpu_uids.empty() || !change.also_scale.empty()) return replay();
+  return detail::replayed_once(c, detail::scenario_key(change, detail, removed), replay);
 }
 
 double step_saving_total_us(const InsightContext& c, const critical_path::Scenario& change) {

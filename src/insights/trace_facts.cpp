@@ -8,6 +8,7 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <unordered_map>
 
 #include "insights/idle_gaps.h"
@@ -43,6 +44,9 @@ struct TraceFacts {
   std::mutex host_gap_events_mu;
   std::optional<critical_path::HostGapEvents> host_gap_events;
   bool host_gap_events_taken = false;
+  // The host what-ifs replayed so far, by scenario_key.
+  std::mutex replays_mu;
+  std::map<std::string, critical_path::WhatIfResult> replays;
 };
 
 namespace {
@@ -223,6 +227,85 @@ std::vector<critical_path::HostGap> add_host_gap_removal(const InsightContext& c
     return critical_path::add_host_gap_removal(inputs, c.step->graph, sel, scenario);
   critical_path::add_host_gaps(picked, scenario);
   return picked;
+}
+
+namespace {
+
+template <class T>
+void append_bytes(std::string& key, const T& value) {
+  static_assert(std::is_trivially_copyable_v<T>);
+  key.append(reinterpret_cast<const char*>(&value), sizeof value);
+}
+void append_text(std::string& key, const std::string& text) {
+  append_bytes(key, text.size());
+  key += text;
+}
+void append_spans(std::string& key, const std::vector<critical_path::HostSpan>& spans) {
+  append_bytes(key, spans.size());
+  for (const auto& s : spans) {
+    append_bytes(key, s.rank);
+    append_bytes(key, s.thread);
+    append_bytes(key, s.from_us);
+    append_bytes(key, s.to_us);
+  }
+}
+void append_events(std::string& key, const std::vector<std::pair<int64_t, Uid>>& events) {
+  append_bytes(key, events.size());
+  for (const auto& [rank, uid] : events) {
+    append_bytes(key, rank);
+    append_bytes(key, uid);
+  }
+}
+
+void append_selector(std::string& key, const critical_path::Selector& sel) {
+  append_bytes(key, sel.rank.has_value());
+  append_bytes(key, sel.rank.value_or(0));
+  append_text(key, sel.category);
+  append_text(key, sel.op);
+  append_text(key, sel.kernel);
+  append_bytes(key, sel.gpu_uids.size());
+  for (Uid u : sel.gpu_uids) append_bytes(key, u);
+}
+
+}  // namespace
+
+std::string scenario_key(const critical_path::Scenario& change, critical_path::StepDetail detail,
+                         critical_path::RemovedUs removed) {
+  // Doubles by their bytes: a key equal only where every value is.
+  std::string key;
+  append_selector(key, change.select);
+  append_spans(key, change.remove_host);
+  append_spans(key, change.remove_unrecorded);
+  append_events(key, change.remove_syncs);
+  append_events(key, change.remove_gpu);
+  append_text(key, change.host_removal);
+  append_bytes(key, change.factor);
+  append_bytes(key, change.also_scale.size());
+  for (const auto& [also, factor] : change.also_scale) {
+    append_selector(key, also);
+    append_bytes(key, factor);
+  }
+  append_bytes(key, change.median_rank);
+  append_bytes(key, change.remove_launch_gaps);
+  append_text(key, change.overlap_collective);
+  append_bytes(key, change.recorded_host);
+  append_bytes(key, detail);
+  append_bytes(key, removed);
+  return key;
+}
+
+critical_path::WhatIfResult replayed_once(
+    const InsightContext& c, const std::string& key,
+    const std::function<critical_path::WhatIfResult()>& replay) {
+  TraceFacts& f = facts_of(c);
+  {
+    std::lock_guard lock(f.replays_mu);
+    if (auto it = f.replays.find(key); it != f.replays.end()) return it->second;
+  }
+  critical_path::WhatIfResult result = replay();  // a throw keeps nothing
+  std::lock_guard lock(f.replays_mu);
+  f.replays.emplace(key, result);
+  return result;
 }
 
 void make_facts_before_rows(const InsightContext& c) {

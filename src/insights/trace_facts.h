@@ -9,6 +9,8 @@
 #pragma once
 
 #include <cstddef>
+#include <functional>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -54,6 +56,17 @@ size_t graph_capture_calls(const InsightContext& c);
 // dims of the rows, gemm_dims(c, row): 8 MB on a 1 GB trace) once they ran:
 // the replays after them set the peak. A later call makes it again.
 void release_rule_scratch(const InsightContext& c);
+
+// Every field of a what-if scenario with no GPU events named (and the detail
+// and removed-time asked), byte for byte: equal keys, equal replays.
+std::string scenario_key(const critical_path::Scenario& change, critical_path::StepDetail detail,
+                         critical_path::RemovedUs removed);
+// replay()'s result, made once per key and trace (the rules and the findings'
+// replays ask from two threads; a key asked by both at once may be replayed
+// twice, to the same result).
+critical_path::WhatIfResult replayed_once(
+    const InsightContext& c, const std::string& key,
+    const std::function<critical_path::WhatIfResult()>& replay);
 
 // The shortest unrecorded host stretch the rules read (rule_unrecorded_host_time).
 inline constexpr double kUnrecordedMinGapUs = 100;

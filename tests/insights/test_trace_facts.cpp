@@ -267,6 +267,71 @@ TEST_CASE("trace facts: the host events read before the graph give the same stre
   }
 }
 
+TEST_CASE("trace facts: a host what-if replayed once per scenario, as replayed anew") {
+  auto l = load("s_mask_sync_A_boolean_index.json.gz");
+  const Trace& t = l->trace;
+  const auto context = in::make_context(t, *l->tree, nullptr);
+  REQUIRE(context.step);
+  const auto& graph = context.step->graph;
+  const auto& base = *graph.attached_base;
+  // Two host changes: the unrecorded stretches taken out, and the same
+  // with one stretch less (a different scenario: a different key).
+  cp::Scenario all;
+  const auto gaps = in::detail::unrecorded_host_gaps(context);
+  REQUIRE(gaps.size() >= 2);
+  cp::add_host_gaps(gaps, all);
+  cp::Scenario fewer = all;
+  fewer.remove_unrecorded.pop_back();
+  const auto key = [](const cp::Scenario& sc, cp::RemovedUs removed = cp::RemovedUs::Skip) {
+    return in::detail::scenario_key(sc, cp::StepDetail::Times, removed);
+  };
+  CHECK(key(all) == key(cp::Scenario(all)));
+  CHECK(key(all) != key(fewer));
+  CHECK(key(all) != key(all, cp::RemovedUs::Sum));
+  CHECK(in::detail::scenario_key(all, cp::StepDetail::Bounds, cp::RemovedUs::Skip) != key(all));
+  cp::Scenario scaled = all;
+  scaled.factor = 0.5;
+  CHECK(key(scaled) != key(all));
+  cp::Scenario synced = all;
+  synced.remove_syncs.push_back({0, 1});
+  CHECK(key(synced) != key(all));
+  // The memo: a key replayed once, each later ask served its result.
+  size_t replays = 0;
+  const auto replay = [&](const cp::Scenario& sc) {
+    return [&replays, &graph, &base, &sc] {
+      ++replays;
+      return cp::what_if_step(graph, sc, base);
+    };
+  };
+  const auto first = in::detail::replayed_once(context, key(all), replay(all));
+  const auto again = in::detail::replayed_once(context, key(all), replay(all));
+  CHECK(replays == 1);
+  const auto other = in::detail::replayed_once(context, key(fewer), replay(fewer));
+  CHECK(replays == 2);
+  // Served results equal fresh replays of the same scenarios.
+  const auto fresh = cp::what_if_step(graph, all, base);
+  CHECK(first.predicted_step_time_us == fresh.predicted_step_time_us);
+  CHECK(again.predicted_step_time_us == fresh.predicted_step_time_us);
+  CHECK(again.measured_step_time_us == fresh.measured_step_time_us);
+  CHECK(again.changes == fresh.changes);
+  CHECK(other.predicted_step_time_us ==
+        cp::what_if_step(graph, fewer, base).predicted_step_time_us);
+  CHECK(fresh.predicted_step_time_us < fresh.measured_step_time_us);  // the stretches cost time
+  // step_time_what_if asks the memo for host changes: the same figures.
+  const auto via_rules = in::detail::step_time_what_if(context, all);
+  CHECK(via_rules.predicted_step_time_us == fresh.predicted_step_time_us);
+  // A replay that throws keeps nothing: the next ask replays again.
+  CHECK_THROWS(in::detail::replayed_once(context, "throws", [&]() -> cp::WhatIfResult {
+    ++replays;
+    throw std::runtime_error("no such change");
+  }));
+  CHECK_THROWS(in::detail::replayed_once(context, "throws", [&]() -> cp::WhatIfResult {
+    ++replays;
+    throw std::runtime_error("no such change");
+  }));
+  CHECK(replays == 4);
+}
+
 TEST_CASE("trace facts: host events in (ts, end, uid) order from threads listed in runs") {
   // Three threads, each listed in blocks (a tiled trace's copies), a block
   // out of time order, ops that start together (end, then uid decide), a
