@@ -11,7 +11,9 @@ the un-profiled estimate) and `insights` over HTTP on a server with workers
 (--isolate-calls on, the HTTP default), then `insights` again in the same
 session with other arguments (what a second call pays). Each cell is the best of --repeat runs, in
 a fresh process each (the server: a fresh server each); its ratio to the
-report is beside it.
+report is beside it. The runs go round by round (report, insights,
+critical-path, MCP, then again), so that a slow spell of the machine reaches
+every cell alike.
 
   cold: no snapshot (JARVIS_NO_SNAPSHOT=1): every run parses the JSON.
   warm: the trace's snapshot exists (a primed JARVIS_CACHE_DIR in the temp dir).
@@ -270,9 +272,16 @@ def main() -> int:
                     "insights": [jarvis, "insights", trace, "--json", out + "_insights.json"],
                     "critical-path": [jarvis, "critical-path", trace, "--out", out + "_cp"],
                 }
-                cells = {name: best([run_measured(cmd, env) for _ in range(args.repeat)])
-                         for name, cmd in cmds.items()}
-                mcp = [mcp_first_answer(jarvis, trace, env) for _ in range(args.repeat)]
+                # Round by round, one run of each: a virtual machine's slow
+                # spells (whole runs at half speed, minutes long) then reach
+                # every cell alike instead of the ones measured during them.
+                runs: dict[str, list[tuple[float, float]]] = {name: [] for name in cmds}
+                mcp = []
+                for _ in range(args.repeat):
+                    for name, cmd in cmds.items():
+                        runs[name].append(run_measured(cmd, env))
+                    mcp.append(mcp_first_answer(jarvis, trace, env))
+                cells = {name: best(r) for name, r in runs.items()}
                 cells["mcp"] = (min(m["load"] + m["insights"] for m in mcp),
                                 min(m["peak"] for m in mcp))
                 rows.append((n, json_mb, floor_s, mode, cells, {
