@@ -57,8 +57,9 @@ size_t graph_capture_calls(const InsightContext& c);
 // the replays after them set the peak. A later call makes it again.
 void release_rule_scratch(const InsightContext& c);
 
-// Every field of a what-if scenario with no GPU events named (and the detail
-// and removed-time asked), byte for byte: equal keys, equal replays.
+// Every field of a what-if scenario (and the detail and removed time asked),
+// byte for byte: equal keys, equal replays. step_time_what_if keys the host
+// changes (no GPU events named: short keys) by it.
 std::string scenario_key(const critical_path::Scenario& change, critical_path::StepDetail detail,
                          critical_path::RemovedUs removed);
 // replay()'s result, made once per key and trace (the rules and the findings'
