@@ -1280,8 +1280,9 @@ class UnifiedCollector {
         }
       } catch (const perf::PerfNotImplemented&) {
         return false;  // TraceLens drops the row
-      } catch (const std::exception& e) {
-        r.error = e.what();
+      } catch (const std::exception&) {
+        // A failing model: the row without metrics, its kernels' busy time
+        // (perf_model_sheets counts the failures by op and reason).
       }
     }
     std::span<const Uid> kernels = kernels_of(op);

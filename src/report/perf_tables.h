@@ -56,7 +56,6 @@ struct PerfOpRow {
   bool backward = false;  // metrics are the backward pass of the op
   bool has_perf_model = false;
   std::optional<perf::PerfMetrics> metrics;  // absent: no model, or the model failed
-  std::string error;                         // model failure message, "" when none
   double kernel_time_us = 0;                 // busy time of the op's kernels
   double duration_us = 0;                    // the op's own CPU duration
   std::vector<Uid> kernels;  // GPU events attributed to the op (sorted by ts for metric rows)
