@@ -26,7 +26,7 @@ struct BandwidthGroup {
   double tbs() const { return time_us > 0 ? bytes / time_us / 1e6 : 0; }  // TB/s
 };
 
-bool memory_bound_category(const std::string& cat) {
+bool memory_bound_category(std::string_view cat) {
   return cat == "elementwise" || cat == "reduce" || cat.starts_with("NORM") ||
          cat.starts_with("Normalization");
 }
@@ -40,7 +40,7 @@ std::map<std::string, BandwidthGroup> memory_bound_groups(const InsightContext& 
     std::string label = row.name + " " + row.metrics->compute_spec + " " +
                         fmt::format("{:.6g}", *row.metrics->bytes);
     BandwidthGroup& g = groups[label];
-    g.category = row.category;
+    g.category = std::string(row.category);
     g.label = row.name;
     g.uids.push_back(row.uid);
     g.time_us += row.kernel_time_us;

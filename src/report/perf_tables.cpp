@@ -493,6 +493,13 @@ FamilyIndex events_by_family(const Trace& trace) {
 
 namespace {
 
+// The registry's own view of a sheet family's name (a row keeps the view).
+std::string_view registry_family(std::string_view family) {
+  for (std::string_view f : perf::sheet_families())
+    if (f == family) return f;
+  throw std::logic_error("not a sheet family of the perf registry: " + std::string(family));
+}
+
 std::vector<PerfOpRow> sheet_rows_for(const Trace& trace, const CallTree& tree,
                                       const std::vector<Uid>& events, std::string_view family,
                                       bool backward, const GpuArch* arch,
@@ -526,8 +533,8 @@ std::vector<PerfOpRow> sheet_rows_for(const Trace& trace, const CallTree& tree,
     PerfOpRow r;
     r.uid = r.event_uid = u;
     r.name = std::string(trace.name(u));
-    r.category = std::string(categories.registered(u));
-    r.sheet = std::string(family);
+    r.category = categories.registered(u);
+    r.sheet = registry_family(family);
     r.backward = backward;
     r.has_perf_model = true;
     r.kernel_time_us = c->metrics.kernel_time_us;
@@ -670,7 +677,7 @@ std::string unified_key_text(const Trace& trace, const PerfOpRow& r, size_t k) {
     case 0:
       return r.name;
     case 1:
-      return r.category;
+      return std::string(r.category);
     case 2:
       return trace.process_name(trace.pid(e));
     case 3:
@@ -737,10 +744,10 @@ class UnifiedKeyIds {
     return id;
   }
   // A trace has a handful of categories: a scan beats hashing the text.
-  uint32_t category_id(const std::string& category) {
+  uint32_t category_id(std::string_view category) {
     for (const auto& [text, id] : categories_)
       if (text == category) return id;
-    categories_.emplace_back(category, intern(category));
+    categories_.emplace_back(category, intern(std::string(category)));
     return categories_.back().second;
   }
 
@@ -1231,14 +1238,13 @@ class UnifiedCollector {
     return tree_.gpu_events(op.uid);
   }
 
-  std::string category_of(const OpRef& op) const {
-    if (!is_synthetic(op)) return std::string(op_categories_.of(op.uid));
+  std::string_view category_of(const OpRef& op) const {
+    if (!is_synthetic(op)) return op_categories_.of(op.uid);
     // A synthetic row is a copy of its parent: the parent's stored kernel
     // details (its direct kernels by ts) drive the kernel-name fallback.
     auto direct = tree_.direct_kernels(op.base);
     std::vector<Uid> sorted = sorted_by_ts(trace_, {direct.begin(), direct.end()});
-    return std::string(
-        perf::op_category(op.name, sorted.empty() ? std::string_view{} : trace_.name(sorted[0])));
+    return perf::op_category(op.name, sorted.empty() ? std::string_view{} : trace_.name(sorted[0]));
   }
 
   // Fills `r` with the row of `op` (its kernel list is kernels_of(op), left
@@ -1263,7 +1269,7 @@ class UnifiedCollector {
       // sole_bwd computed these metrics (the forward op's backward).
       r.backward = true;
       r.kernel_time_us = linked->computed.metrics.kernel_time_us;
-      if (const perf::ModelEntry* e = model_entry(linked->fwd)) r.sheet = std::string(e->sheet);
+      if (const perf::ModelEntry* e = model_entry(linked->fwd)) r.sheet = e->sheet;
       r.metrics = linked->computed.metrics;
       return true;
     }
@@ -1274,7 +1280,7 @@ class UnifiedCollector {
           r.kernel_time_us = c->metrics.kernel_time_us;
           if (const perf::ModelEntry* e =
                   is_synthetic(op) ? perf::find_model_entry(op.name) : model_entry(op.base))
-            r.sheet = std::string(e->sheet);
+            r.sheet = e->sheet;
           r.metrics = std::move(c->metrics);
           return true;
         }
