@@ -500,6 +500,8 @@ std::string_view registry_family(std::string_view family) {
   throw std::logic_error("not a sheet family of the perf registry: " + std::string(family));
 }
 
+// `family`: the perf registry's view of the name (registry_family), which
+// each row keeps.
 std::vector<PerfOpRow> sheet_rows_for(const Trace& trace, const CallTree& tree,
                                       const std::vector<Uid>& events, std::string_view family,
                                       bool backward, const GpuArch* arch,
@@ -534,7 +536,7 @@ std::vector<PerfOpRow> sheet_rows_for(const Trace& trace, const CallTree& tree,
     r.uid = r.event_uid = u;
     r.name = std::string(trace.name(u));
     r.category = categories.registered(u);
-    r.sheet = registry_family(family);
+    r.sheet = family;
     r.backward = backward;
     r.has_perf_model = true;
     r.kernel_time_us = c->metrics.kernel_time_us;
@@ -552,7 +554,10 @@ std::vector<PerfOpRow> sheet_rows(const Trace& trace, const CallTree& tree,
                                   ModelCache& models) {
   auto it = by_family.find(family);
   if (it == by_family.end()) return {};
-  return sheet_rows_for(trace, tree, it->second, family, backward, arch, failures, models);
+  // The rows keep a view of the family's name: the registry's own, looked up
+  // once per family.
+  return sheet_rows_for(trace, tree, it->second, registry_family(family), backward, arch, failures,
+                        models);
 }
 
 }  // namespace
