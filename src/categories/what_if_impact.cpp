@@ -126,8 +126,8 @@ std::string why_no_saving(const cp::Analysis& a, const cp::Graph& graph,
         if (t > 0) {
           // Appended, not `" " + std::string(op)`: GCC 12's -Wrestrict false
           // positive on that operator+ once inlined (GCC bug 105651).
-          std::string key(seg.category);
-          if (!seg.op.empty()) key.append(" ").append(seg.op);
+          std::string key(seg.category());
+          if (!seg.op().empty()) key.append(" ").append(seg.op());
           over[key] += t;
         }
       }

@@ -197,10 +197,10 @@ int64_t free_pid(const Trace& trace) {
 }
 
 std::string segment_name(const critical_path::Segment& s) {
-  if (!s.kernel.empty()) return std::string(s.kernel);
-  if (!s.op.empty()) return std::string(s.op);
-  if (!s.category.empty()) return std::string(s.category);  // "host_gap", "launch", ...
-  return std::string(s.kind);
+  if (!s.kernel().empty()) return std::string(s.kernel());
+  if (!s.op().empty()) return std::string(s.op());
+  if (!s.category().empty()) return std::string(s.category());  // "host_gap", "launch", ...
+  return std::string(s.kind());
 }
 
 }  // namespace
@@ -241,8 +241,8 @@ std::string write_annotated_trace(const Trace& trace, const ReportVerdict& verdi
         w.event(fmt::format(
             R"("ph":"X","name":{},"cat":"jarvis.critical_path","pid":{},"tid":2,"ts":{},"dur":{},"args":{{"iteration":{},"rank":{},"kind":{},"category":{},"op":{},"kernel":{},"start_us":{},"dur_us":{}}})",
             json_string(segment_name(s)), pid, us_text(s.start_us), us_text(s.dur_us),
-            json_string(it.name), s.rank, json_string(s.kind), json_string(s.category),
-            json_string(s.op), json_string(s.kernel), s.start_us, s.dur_us));
+            json_string(it.name), s.rank, json_string(s.kind()), json_string(s.category()),
+            json_string(s.op()), json_string(s.kernel()), s.start_us, s.dur_us));
         ++c.path_slices;
       }
     }

@@ -170,14 +170,14 @@ TimelineViewData timeline_view_data(const Trace& trace, const critical_path::Ana
     for (const auto& it : path->iterations)
       for (const auto& s : it.path) {
         if (s.start_us + s.dur_us < t0 || s.start_us > out.window_end_us) continue;
-        const std::string label(!s.kernel.empty()     ? s.kernel
-                                : !s.op.empty()       ? s.op
-                                : !s.category.empty() ? s.category
-                                                      : s.kind);
-        path_json.push_back(
-            {to_ns_precision(s.start_us - t0), to_ns_precision(s.dur_us), label, s.kind, it.name});
-        if (s.kind == "gpu") on_path[ns_key(s.start_us)] |= 1;
-        if (s.kind == "host_call") on_path[ns_key(s.start_us)] |= 2;
+        const std::string label(!s.kernel().empty()     ? s.kernel()
+                                : !s.op().empty()       ? s.op()
+                                : !s.category().empty() ? s.category()
+                                                        : s.kind());
+        path_json.push_back({to_ns_precision(s.start_us - t0), to_ns_precision(s.dur_us), label,
+                             s.kind(), it.name});
+        if (s.kind() == "gpu") on_path[ns_key(s.start_us)] |= 1;
+        if (s.kind() == "host_call") on_path[ns_key(s.start_us)] |= 2;
       }
 
   // Slices with their nesting depth per lane (a stack of open ends).

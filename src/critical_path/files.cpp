@@ -58,10 +58,10 @@ Table path_table(const IterationResult& it) {
            seg.start_us,
            seg.dur_us,
            seg.rank,
-           std::string(seg.kind),
-           std::string(seg.category),
-           std::string(seg.op),
-           std::string(seg.kernel)};
+           std::string(seg.kind()),
+           std::string(seg.category()),
+           std::string(seg.op()),
+           std::string(seg.kernel())};
   }
   return t;
 }

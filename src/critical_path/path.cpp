@@ -177,11 +177,11 @@ std::vector<Segment> walk_path(const Graph& g, const std::vector<double>& dur, c
       [&](uint32_t label, const char* kind, double from, double to) {
         const Label& l = g.labels[label];
         scratch.push_back(
-            {iteration, l.rank, kind, l.op, l.kernel, l.category, from, to - from, label});
+            {&l, kind, from, to - from, l.rank, static_cast<uint32_t>(iteration), label});
       },
       [&](int64_t rank, double from, double to) {
-        scratch.push_back(
-            {iteration, rank, "untraced", "", "", "untraced", from, to - from, Segment::kNoLabel});
+        scratch.push_back({nullptr, "untraced", from, to - from, rank,
+                           static_cast<uint32_t>(iteration), Segment::kNoLabel});
       });
   return std::vector<Segment>(scratch.rbegin(), scratch.rend());
 }

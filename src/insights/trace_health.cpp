@@ -116,12 +116,12 @@ void add_step_estimate(const Trace& trace, const CallTree& tree, TraceHealth& h,
     for (const auto& it : unprofiled.iterations) {
       length += it.length_us;
       for (const auto& seg : it.path) {
-        if (critical_path::detail::is_host_category(seg.category))
+        const std::string_view category = seg.category();
+        if (critical_path::detail::is_host_category(category))
           host += seg.dur_us;
-        else if (seg.category == "communication")
+        else if (category == "communication")
           communication += seg.dur_us;
-        else if (seg.category != "gpu_idle" && seg.category != "untraced" &&
-                 seg.category != "step_end")
+        else if (category != "gpu_idle" && category != "untraced" && category != "step_end")
           gpu += seg.dur_us;
       }
     }

@@ -205,11 +205,11 @@ TEST_SUITE("critical_path") {
       CAPTURE(it.name);
       size_t gemms = 0;
       for (size_t k = 0; k < it.path.size(); ++k)
-        if (it.path[k].rank == straggler && it.path[k].category == "GEMM") {
+        if (it.path[k].rank == straggler && it.path[k].category() == "GEMM") {
           ++gemms;
           if (gemms == 6) {
             REQUIRE(k + 1 < it.path.size());
-            CHECK(it.path[k + 1].category == "communication");
+            CHECK(it.path[k + 1].category() == "communication");
             CHECK(it.path[k].start_us + it.path[k].dur_us ==
                   doctest::Approx(it.path[k + 1].start_us).epsilon(1e-12));
           }

@@ -505,8 +505,8 @@ TEST_SUITE("critical_path") {
     bool handed_over = false;
     for (const auto& it : a.iterations)
       for (const auto& seg : it.path) {
-        handed_over |= seg.kind == "host_handover";
-        if (seg.category != "host_gap") continue;
+        handed_over |= seg.kind() == "host_handover";
+        if (seg.category() != "host_gap") continue;
         const auto lo = std::upper_bound(launches.begin(), launches.end(), seg.start_us);
         const auto hi =
             std::lower_bound(launches.begin(), launches.end(), seg.start_us + seg.dur_us);

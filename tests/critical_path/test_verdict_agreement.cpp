@@ -39,11 +39,12 @@ struct PathSides {
   double gpu = 0, host = 0, communication = 0;
   void add(const cp::IterationResult& it) {
     for (const cp::Segment& s : it.path) {
-      if (host_segment(s.category))
+      if (host_segment(s.category()))
         host += s.dur_us;
-      else if (s.category == "communication")
+      else if (s.category() == "communication")
         communication += s.dur_us;
-      else if (s.category != "gpu_idle" && s.category != "untraced" && s.category != "step_end")
+      else if (s.category() != "gpu_idle" && s.category() != "untraced" &&
+               s.category() != "step_end")
         gpu += s.dur_us;
     }
   }
