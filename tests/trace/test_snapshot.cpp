@@ -17,6 +17,10 @@
 #include <utility>
 #include <vector>
 
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include "golden.h"
 #include "report/report.h"
 #include "session/trace_cache.h"
@@ -207,6 +211,51 @@ TEST_CASE(
   CHECK(moved.events[0].ts_ns == ts0 + 12345);
   check_same_store(first, loads.load(trace.string()));
 }
+
+#if defined(__linux__)
+// A byte of each page (not checked by a sanitizer: its shadow reads would
+// fault pages of their own).
+__attribute__((no_sanitize_address)) unsigned sum_pages(const volatile unsigned char* bytes,
+                                                        size_t size, size_t page) {
+  unsigned sum = 0;
+  for (size_t at = 0; at < size; at += page) sum += bytes[at];
+  return sum;
+}
+
+TEST_CASE("snapshot: a forked process reads the mapped events without mapping them again") {
+  // An MCP worker is a fork of the server: Linux copies the page table
+  // entries of a mapping into the child only when the mapping holds pages of
+  // its own, else the child faults each page of the file in again (16 pages
+  // a fault). Counted in the child over every page of the event array.
+  TempDir tmp;
+  fs::path trace = tmp.path / "trace.json.gz";
+  fs::copy_file(conformance_trace("h100_qwen1.5-0.5b"), trace);
+  Loads loads{tmp.path / "cache", {}};
+  (void)loads.load(trace.string());
+  Trace mapped = loads.load(trace.string());
+  REQUIRE(mapped.events.is_view());
+  const auto* bytes = reinterpret_cast<const volatile unsigned char*>(mapped.events.data());
+  const size_t size = mapped.events.size() * sizeof(Event);
+  const size_t page = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
+  const size_t pages = size / page;
+  REQUIRE(pages >= 128);                              // a refault of each 16 pages would show
+  const unsigned sum = sum_pages(bytes, size, page);  // resident in this process
+  const pid_t child = ::fork();
+  REQUIRE(child >= 0);
+  if (child == 0) {
+    rusage before{}, after{};
+    ::getrusage(RUSAGE_SELF, &before);
+    const unsigned child_sum = sum_pages(bytes, size, page);
+    ::getrusage(RUSAGE_SELF, &after);
+    const long faults = after.ru_minflt - before.ru_minflt;
+    ::_exit(child_sum == sum && faults <= 4 ? 0 : 1);
+  }
+  int status = 0;
+  REQUIRE(::waitpid(child, &status, 0) == child);
+  CHECK(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 0);
+}
+#endif
 
 TEST_CASE("snapshot: a write-behind load gives the plain load's store and snapshot file") {
   TempDir tmp;
