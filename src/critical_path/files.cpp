@@ -2,19 +2,88 @@
 #include <cmath>
 #include <filesystem>
 #include <future>
+#include <initializer_list>
+#include <string>
+#include <string_view>
+#include <unordered_map>
 
 #include <fmt/format.h>
 
 #include "base/atomic_file.h"
 #include "base/two_threads.h"
 #include "critical_path/critical_path.h"
+#include "critical_path/internal.h"
 #include "critical_path/what_if_request.h"
 #include "explore/input_format.h"
 #include "explore/trace_store.h"
+#include "pycompat/repr.h"
 #include "report/table.h"
 #include "trace/loader.h"
 
 namespace jarvis::critical_path {
+
+namespace detail {
+
+Table path_table(const IterationResult& it) {
+  Table t("path_iteration",
+          {"iteration", "start_us", "dur_us", "rank", "kind", "category", "op", "kernel"});
+  for (const Segment& seg : it.path) {
+    auto& row = t.add_row();
+    row = {it.name,
+           seg.start_us,
+           seg.dur_us,
+           seg.rank,
+           std::string(seg.kind()),
+           std::string(seg.category()),
+           std::string(seg.op()),
+           std::string(seg.kernel())};
+  }
+  return t;
+}
+
+std::string path_csv(const IterationResult& it) {
+  // A segment's label (its category, op and kernel) is one of a few
+  // thousand: each label's fields are quoted once, not per segment.
+  std::unordered_map<const Label*, std::string> label_fields;
+  std::unordered_map<const char*, std::string> kind_fields;
+  const auto quoted = [](std::initializer_list<std::string_view> fields) {
+    std::string out;
+    for (std::string_view f : fields) {
+      out += ',';
+      append_csv_field(out, f);
+    }
+    return out;
+  };
+  const auto time_field = [](std::string& out, double us) {
+    if (!std::isnan(us)) out += pycompat::py_float_repr(us);
+  };
+  std::string name;
+  append_csv_field(name, it.name);
+  std::string out = "iteration,start_us,dur_us,rank,kind,category,op,kernel\n";
+  out.reserve(out.size() + it.path.size() * 160);
+  for (const Segment& seg : it.path) {
+    auto kind = kind_fields.find(seg.kind_name);
+    if (kind == kind_fields.end())
+      kind = kind_fields.emplace(seg.kind_name, quoted({seg.kind()})).first;
+    auto label = label_fields.find(seg.of);
+    if (label == label_fields.end())
+      label = label_fields.emplace(seg.of, quoted({seg.category(), seg.op(), seg.kernel()})).first;
+    out += name;
+    out += ',';
+    time_field(out, seg.start_us);
+    out += ',';
+    time_field(out, seg.dur_us);
+    out += ',';
+    out += std::to_string(seg.rank);
+    out += kind->second;
+    out += label->second;
+    out += '\n';
+  }
+  return out;
+}
+
+}  // namespace detail
+
 namespace {
 
 using nlohmann::json;
@@ -49,23 +118,6 @@ json iteration_json(const IterationResult& it) {
           {"idle_host_share", shares}};
 }
 
-Table path_table(const IterationResult& it) {
-  Table t("path_iteration",
-          {"iteration", "start_us", "dur_us", "rank", "kind", "category", "op", "kernel"});
-  for (const Segment& seg : it.path) {
-    auto& row = t.add_row();
-    row = {it.name,
-           seg.start_us,
-           seg.dur_us,
-           seg.rank,
-           std::string(seg.kind()),
-           std::string(seg.category()),
-           std::string(seg.op()),
-           std::string(seg.kernel())};
-  }
-  return t;
-}
-
 // One CSV per iteration, after the files in `first` (the summary), written
 // in batches (write_files_atomic: their fsyncs at once; one after another, a
 // 64-iteration trace waited longer for the disk than it took to analyse,
@@ -91,7 +143,7 @@ std::vector<std::string> write_with_paths(std::vector<std::pair<std::string, std
       files.push_back(fmt::format("{}/{}path_iteration{}.csv", dir, prefix, k));
       batch.emplace_back(files.back(), std::string());
       tables.push_back([&a, &batch, k, slot = batch.size() - 1] {
-        batch[slot].second = path_table(a.iterations[k]).to_csv();
+        batch[slot].second = detail::path_csv(a.iterations[k]);
       });
     }
     run_on_two_threads(tables);

@@ -85,10 +85,8 @@ bool Table::column_is_float(size_t c) const {
   return has_int && has_missing;
 }
 
-namespace {
-
-void append_field(std::string& out, const std::string& field) {
-  bool quote = field.find_first_of(",\"\r\n") != std::string::npos;
+void append_csv_field(std::string& out, std::string_view field) {
+  bool quote = field.find_first_of(",\"\r\n") != std::string_view::npos;
   if (!quote) {
     out += field;
     return;
@@ -101,19 +99,17 @@ void append_field(std::string& out, const std::string& field) {
   out += '"';
 }
 
-}  // namespace
-
 std::string Table::to_csv() const {
   std::string out;
   for (size_t c = 0; c < columns.size(); ++c) {
     if (c) out += ',';
-    append_field(out, columns[c]);
+    append_csv_field(out, columns[c]);
   }
   out += '\n';
   if (!column_level2.empty()) {
     for (size_t c = 0; c < column_level2.size(); ++c) {
       if (c) out += ',';
-      append_field(out, column_level2[c]);
+      append_csv_field(out, column_level2[c]);
     }
     out += '\n';
   }
@@ -122,7 +118,7 @@ std::string Table::to_csv() const {
   for (const auto& row : rows) {
     for (size_t c = 0; c < columns.size(); ++c) {
       if (c) out += ',';
-      append_field(out, row[c].to_csv_text(as_float[c]));
+      append_csv_field(out, row[c].to_csv_text(as_float[c]));
     }
     out += '\n';
   }

@@ -76,6 +76,10 @@ class Table {
   std::string to_csv() const;
 };
 
+// Appends one CSV field as Table::to_csv writes it: quoted (quotes doubled)
+// when it holds a comma, a quote or a line break, else as it is.
+void append_csv_field(std::string& out, std::string_view field);
+
 // Parses CSV text (RFC 4180 quoting, as pandas writes it) into a table of
 // text cells; empty fields become missing cells. Text that is not valid
 // UTF-8 gets U+FFFD for each bad byte.
