@@ -41,19 +41,24 @@ Table path_table(const IterationResult& it) {
   return t;
 }
 
-std::string path_csv(const IterationResult& it) {
-  // A segment's label (its category, op and kernel) is one of a few
-  // thousand: each label's fields are quoted once, not per segment.
-  std::unordered_map<const Label*, std::string> label_fields;
-  std::unordered_map<const char*, std::string> kind_fields;
-  const auto quoted = [](std::initializer_list<std::string_view> fields) {
-    std::string out;
-    for (std::string_view f : fields) {
-      out += ',';
-      append_csv_field(out, f);
+void PathCsvFields::add(const IterationResult& it) {
+  for (const Segment& seg : it.path) {
+    if (!kinds.count(seg.kind_name)) {
+      std::string& text = kinds[seg.kind_name];
+      text += ',';
+      append_csv_field(text, seg.kind());
     }
-    return out;
-  };
+    if (!labels.count(seg.of)) {
+      std::string& text = labels[seg.of];
+      for (std::string_view f : {seg.category(), seg.op(), seg.kernel()}) {
+        text += ',';
+        append_csv_field(text, f);
+      }
+    }
+  }
+}
+
+std::string path_csv(const IterationResult& it, const PathCsvFields& fields) {
   const auto time_field = [](std::string& out, double us) {
     if (!std::isnan(us)) out += pycompat::py_float_repr(us);
   };
@@ -62,12 +67,6 @@ std::string path_csv(const IterationResult& it) {
   std::string out = "iteration,start_us,dur_us,rank,kind,category,op,kernel\n";
   out.reserve(out.size() + it.path.size() * 160);
   for (const Segment& seg : it.path) {
-    auto kind = kind_fields.find(seg.kind_name);
-    if (kind == kind_fields.end())
-      kind = kind_fields.emplace(seg.kind_name, quoted({seg.kind()})).first;
-    auto label = label_fields.find(seg.of);
-    if (label == label_fields.end())
-      label = label_fields.emplace(seg.of, quoted({seg.category(), seg.op(), seg.kernel()})).first;
     out += name;
     out += ',';
     time_field(out, seg.start_us);
@@ -75,11 +74,17 @@ std::string path_csv(const IterationResult& it) {
     time_field(out, seg.dur_us);
     out += ',';
     out += std::to_string(seg.rank);
-    out += kind->second;
-    out += label->second;
+    out += fields.kinds.at(seg.kind_name);
+    out += fields.labels.at(seg.of);
     out += '\n';
   }
   return out;
+}
+
+std::string path_csv(const IterationResult& it) {
+  PathCsvFields fields;
+  fields.add(it);
+  return path_csv(it, fields);
 }
 
 }  // namespace detail
@@ -134,6 +139,8 @@ std::vector<std::string> write_with_paths(std::vector<std::pair<std::string, std
   std::vector<std::string> files;
   for (const auto& f : first) files.push_back(f.first);
   std::vector<std::pair<std::string, std::string>> batch = std::move(first);
+  detail::PathCsvFields fields;  // each label's text, for every iteration's file
+  for (const IterationResult& it : a.iterations) fields.add(it);
   std::future<void> writing;  // the batch before
   size_t k = 0;
   do {
@@ -142,8 +149,8 @@ std::vector<std::string> write_with_paths(std::vector<std::pair<std::string, std
       segments += a.iterations[k].path.size();
       files.push_back(fmt::format("{}/{}path_iteration{}.csv", dir, prefix, k));
       batch.emplace_back(files.back(), std::string());
-      tables.push_back([&a, &batch, k, slot = batch.size() - 1] {
-        batch[slot].second = detail::path_csv(a.iterations[k]);
+      tables.push_back([&a, &batch, &fields, k, slot = batch.size() - 1] {
+        batch[slot].second = detail::path_csv(a.iterations[k], fields);
       });
     }
     run_on_two_threads(tables);

@@ -4,6 +4,7 @@
 #include <map>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -107,6 +108,17 @@ class HostCostIndex {
 // path_csv writes it directly, the text path_table(it).to_csv() gives (the
 // table, a Cell per field, cost four times as much on a 222 MB x256 tile).
 Table path_table(const IterationResult& it);
+// The CSV text of the segments' kinds and labels (",kind" and
+// ",category,op,kernel", quoted as the table quotes them), made once for
+// all the iterations written: a label is one of a few thousand, met in
+// every iteration.
+struct PathCsvFields {
+  std::unordered_map<const char*, std::string> kinds;
+  std::unordered_map<const Label*, std::string> labels;
+  void add(const IterationResult& it);
+};
+std::string path_csv(const IterationResult& it,
+                     const PathCsvFields& fields);  // fields.add(it) done
 std::string path_csv(const IterationResult& it);
 
 }  // namespace jarvis::critical_path::detail
