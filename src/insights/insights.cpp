@@ -559,6 +559,11 @@ TraceInsights analyse_trace(const Trace& trace, const CallTree& tree, const GpuA
     context_ready.wait();
     detail::make_host_gap_events(*context);
   });
+  // And the launching siblings two of the rules below read.
+  before_model.push_back([&] {
+    context_ready.wait();
+    detail::make_launching_siblings(*context);
+  });
   for (size_t k = 0; k < std::size(kRules); ++k) {
     if (kRules[k].reads_step) continue;
     before_model.push_back([&, k] {
@@ -596,7 +601,8 @@ TraceInsights analyse_trace(const Trace& trace, const CallTree& tree, const GpuA
   TaskLatch rows_ready;
   std::vector<std::function<void()>> tasks{
       [&] { rows_ready.run([&] { add_rows_and_timeline(context, timeline); }); },
-      [&] { detail::make_idle_facts(context); }, [&] { detail::make_unrecorded_facts(context); }};
+      [&] { detail::make_idle_facts(context); }, [&] { detail::make_unrecorded_facts(context); },
+      [&] { detail::make_launching_siblings(context); }};
   for (size_t k = 0; k < std::size(kRules); ++k)
     tasks.push_back([&, k] {
       rows_ready.wait();

@@ -65,15 +65,16 @@ double kernel_time_us(const InsightContext& c, Uid uid) {
   return t;
 }
 
-// Pairs among one ordered list of siblings.
+// Pairs among one ordered list of GPU-launching siblings.
 void scan_siblings(const InsightContext& c, const EpilogueNames& names,
-                   std::span<const Uid> siblings,
+                   std::span<const Uid> siblings, std::span<const uint32_t> sibling_names,
                    std::map<std::string, EpiloguePattern>& patterns) {
   Uid previous = kNoUid;
-  for (Uid u : siblings) {
-    if (c.trace.events[u].cat != Cat::CpuOp || c.tree.gpu_events(u).empty()) continue;
-    if (previous != kNoUid && names.activation.contains(c.trace.events[u].name)) {
-      std::string_view kind = names.producer_kind(c.trace.events[previous].name);
+  uint32_t previous_name = 0;
+  for (size_t k = 0; k < siblings.size(); ++k) {
+    const Uid u = siblings[k];
+    if (previous != kNoUid && names.activation.contains(sibling_names[k])) {
+      std::string_view kind = names.producer_kind(previous_name);
       if (!kind.empty()) {
         std::string key = fmt::format("{} -> {}", c.trace.name(previous), c.trace.name(u));
         EpiloguePattern& p = patterns[key];
@@ -87,6 +88,7 @@ void scan_siblings(const InsightContext& c, const EpilogueNames& names,
       }
     }
     previous = u;
+    previous_name = sibling_names[k];
   }
 }
 
@@ -116,8 +118,10 @@ std::string action_kernel(std::string_view kind) {
 void rule_epilogue_fusion(const InsightContext& c, std::vector<Insight>& out) {
   std::map<std::string, EpiloguePattern> patterns;
   const EpilogueNames names(c.trace);
-  detail::for_each_sibling_list(
-      c, [&](std::span<const Uid> siblings) { scan_siblings(c, names, siblings, patterns); });
+  detail::for_each_launching_sibling_list(
+      c, [&](std::span<const Uid> siblings, std::span<const uint32_t> sibling_names) {
+        scan_siblings(c, names, siblings, sibling_names, patterns);
+      });
   for (auto& [key, p] : patterns) {
     Insight i = detail::op_insight(c, "epilogue_fusion", std::string(p.kind), p.uids, p.time_us);
     // Ranked by what the fix saves, not by the time the pair covers.

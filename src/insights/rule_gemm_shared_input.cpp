@@ -47,10 +47,11 @@ struct SharedInputPattern {
   std::vector<Run> runs;
 };
 
-// Runs among one ordered list of siblings: consecutive GPU-launching GEMM
+// Runs among one ordered list of GPU-launching siblings: consecutive GEMM
 // ops with a perf row and the same first-input shape and spec.
 void scan(const InsightContext& c, const std::map<Uid, const report::PerfOpRow*>& gemm_rows,
           const NameIds& gemm_ops, std::span<const Uid> siblings,
+          std::span<const uint32_t> sibling_names,
           std::map<std::string, SharedInputPattern>& patterns) {
   Run run;
   std::vector<int64_t> run_input;
@@ -69,11 +70,12 @@ void scan(const InsightContext& c, const std::map<Uid, const report::PerfOpRow*>
     run = Run{};
     run_input.clear();
   };
-  for (Uid u : siblings) {
-    if (c.trace.events[u].cat != Cat::CpuOp || c.tree.gpu_events(u).empty()) continue;
+  uint32_t run_name = 0;  // the name of the run's first op
+  for (size_t k = 0; k < siblings.size(); ++k) {
+    const Uid u = siblings[k];
     // The recorded shape of GEMM rows only: reading every op's args was most
     // of this rule's time (the name first: a row lookup per op was next).
-    const bool gemm_op = gemm_ops.contains(c.trace.events[u].name);
+    const bool gemm_op = gemm_ops.contains(sibling_names[k]);
     auto row = gemm_op ? gemm_rows.find(u) : gemm_rows.end();
     std::optional<std::vector<int64_t>> dims;
     if (row != gemm_rows.end()) dims = detail::first_input_dims(c.trace, u);
@@ -82,10 +84,10 @@ void scan(const InsightContext& c, const std::map<Uid, const report::PerfOpRow*>
       continue;
     }
     const auto& m = *row->second->metrics;
-    if (!run.ops.empty() && (*dims != run_input || m.compute_spec != run.spec ||
-                             c.trace.events[u].name != c.trace.events[run.ops.front()].name))
+    if (!run.ops.empty() &&
+        (*dims != run_input || m.compute_spec != run.spec || sibling_names[k] != run_name))
       close();
-    if (run.ops.empty()) run_input = *dims, run.spec = m.compute_spec;
+    if (run.ops.empty()) run_input = *dims, run.spec = m.compute_spec, run_name = sibling_names[k];
     run.ops.push_back(u);
     run.gflops += m.gflops;
     run.time_us += row->second->kernel_time_us;
@@ -103,8 +105,10 @@ void rule_gemm_shared_input(const InsightContext& c, std::vector<Insight>& out) 
   if (gemm_rows.size() < 2) return;
   std::map<std::string, SharedInputPattern> patterns;
   const NameIds gemm_ops = gemm_op_names(c.trace);
-  detail::for_each_sibling_list(
-      c, [&](std::span<const Uid> siblings) { scan(c, gemm_rows, gemm_ops, siblings, patterns); });
+  detail::for_each_launching_sibling_list(
+      c, [&](std::span<const Uid> siblings, std::span<const uint32_t> sibling_names) {
+        scan(c, gemm_rows, gemm_ops, siblings, sibling_names, patterns);
+      });
   for (const auto& [key, p] : patterns) {
     double gflops = 0, time_us = 0;
     std::vector<Uid> uids;

@@ -11,6 +11,7 @@
 #include <type_traits>
 #include <unordered_map>
 
+#include "base/phase_timer.h"
 #include "insights/idle_gaps.h"
 #include "insights/rules_internal.h"
 
@@ -30,6 +31,15 @@ struct TraceFacts {
   std::optional<size_t> capture_calls;
   std::optional<std::vector<critical_path::HostGap>> host_gaps;
   std::optional<Siblings> siblings;
+  // for_each_launching_sibling_list's lists: list k is
+  // launching_uids[launching_from[k], launching_from[k + 1]).
+  struct LaunchingSiblings {
+    std::vector<Uid> uids;
+    std::vector<uint32_t> names;  // of uids, one for one
+    std::vector<size_t> from{0};
+  };
+  std::mutex launching_mu;
+  std::optional<LaunchingSiblings> launching;
   // GEMM dims of c.rows (gemm_dims(c, row)): the slot of each row's in
   // `dims`, kNoDims where it has none.
   struct RowGemmDims {
@@ -180,6 +190,51 @@ std::map<std::string, double> host_work_idle_by_place(const InsightContext& c) {
   auto& f = facts_of(c);
   return computed_once(f.host_work_idle_mu, f.host_work_idle,
                        [&] { return sum_host_opened_idle(c); });
+}
+
+namespace {
+
+const TraceFacts::LaunchingSiblings& launching_siblings(const InsightContext& c) {
+  auto& f = facts_of(c);
+  return computed_once(f.launching_mu, f.launching, [&] {
+    TraceFacts::LaunchingSiblings out;
+    for_each_sibling_list(c, [&](std::span<const Uid> siblings) {
+      const size_t from = out.uids.size();
+      for (Uid u : siblings)
+        if (const Event& e = c.trace.events[u];
+            e.cat == Cat::CpuOp && !c.tree.gpu_events(u).empty()) {
+          out.uids.push_back(u);
+          out.names.push_back(e.name);
+        }
+      if (out.uids.size() - from < 2) {
+        out.uids.resize(from);
+        out.names.resize(from);
+      } else {
+        out.from.push_back(out.uids.size());
+      }
+    });
+    out.uids.shrink_to_fit();
+    out.names.shrink_to_fit();
+    return out;
+  });
+}
+
+}  // namespace
+
+void make_launching_siblings(const InsightContext& c) {
+  PhaseTimer t("insights/facts/launching_siblings");
+  (void)launching_siblings(c);
+}
+
+void for_each_launching_sibling_list(
+    const InsightContext& c,
+    const std::function<void(std::span<const Uid> uids, std::span<const uint32_t> names)>& visit) {
+  const TraceFacts::LaunchingSiblings& lists = launching_siblings(c);
+  for (size_t k = 0; k + 1 < lists.from.size(); ++k) {
+    const size_t from = lists.from[k], n = lists.from[k + 1] - from;
+    visit(std::span<const Uid>(lists.uids).subspan(from, n),
+          std::span<const uint32_t>(lists.names).subspan(from, n));
+  }
 }
 
 const Siblings& siblings(const InsightContext& c) {

@@ -36,6 +36,10 @@ void make_facts_before_rows(const InsightContext& c);
 void make_idle_facts(const InsightContext& c);
 void make_unrecorded_facts(const InsightContext& c);
 
+// Makes now the lists for_each_launching_sibling_list visits (rules_internal.h),
+// so that neither rule that reads them waits for the other to make them.
+void make_launching_siblings(const InsightContext& c);
+
 // What a GPU kernel's name says.
 struct KernelNameFacts {
   KernelTraits traits;             // parse_kernel_name

@@ -13,6 +13,7 @@
 #include <cctype>
 #include <map>
 #include <memory>
+#include <span>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -443,6 +444,38 @@ TEST_CASE("trace facts: a row's GEMM dims read once are the row's own") {
     for (const auto& row : context.rows) same(in::detail::gemm_dims(context, row), row);
     const report::PerfOpRow stranger = context.rows.front();
     CHECK_THROWS_AS(in::detail::gemm_dims(context, stranger), std::logic_error);
+  }
+}
+
+TEST_CASE("trace facts: the launching sibling lists are the sibling lists cut to launching ops") {
+  // Epilogue fusion and projections on one input read consecutive GPU-launching
+  // cpu_ops among siblings: the lists made once per trace are every sibling
+  // list, in the same order, cut to those ops (with their names), the lists
+  // of two or more of them; asked twice, the same.
+  for (const char* file : {"s_attn_A_eager_attention.json.gz", "s_tf32_A_fp32.json.gz"}) {
+    CAPTURE(file);
+    auto l = load(file);
+    const auto context = in::make_context(l->trace, *l->tree, nullptr);
+    std::vector<std::vector<Uid>> expected;
+    in::detail::for_each_sibling_list(context, [&](std::span<const Uid> siblings) {
+      std::vector<Uid> cut;
+      for (Uid u : siblings)
+        if (l->trace.events[u].cat == Cat::CpuOp && !l->tree->gpu_events(u).empty())
+          cut.push_back(u);
+      if (cut.size() >= 2) expected.push_back(cut);
+    });
+    for (int pass = 0; pass < 2; ++pass) {
+      std::vector<std::vector<Uid>> got;
+      in::detail::for_each_launching_sibling_list(
+          context, [&](std::span<const Uid> uids, std::span<const uint32_t> names) {
+            REQUIRE(names.size() == uids.size());
+            for (size_t k = 0; k < uids.size(); ++k)
+              CHECK(names[k] == l->trace.events[uids[k]].name);
+            got.emplace_back(uids.begin(), uids.end());
+          });
+      CHECK(got == expected);
+    }
+    CHECK(expected.size() > 10);
   }
 }
 
