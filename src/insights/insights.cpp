@@ -559,10 +559,15 @@ TraceInsights analyse_trace(const Trace& trace, const CallTree& tree, const GpuA
     context_ready.wait();
     detail::make_host_gap_events(*context);
   });
-  // And the launching siblings two of the rules below read.
+  // And the launching siblings two of the rules below read, and the events
+  // by name a dozen read.
   before_model.push_back([&] {
     context_ready.wait();
     detail::make_launching_siblings(*context);
+  });
+  before_model.push_back([&] {
+    context_ready.wait();
+    detail::make_events_by_name(*context);
   });
   for (size_t k = 0; k < std::size(kRules); ++k) {
     if (kRules[k].reads_step) continue;
@@ -602,7 +607,8 @@ TraceInsights analyse_trace(const Trace& trace, const CallTree& tree, const GpuA
   std::vector<std::function<void()>> tasks{
       [&] { rows_ready.run([&] { add_rows_and_timeline(context, timeline); }); },
       [&] { detail::make_idle_facts(context); }, [&] { detail::make_unrecorded_facts(context); },
-      [&] { detail::make_launching_siblings(context); }};
+      [&] { detail::make_launching_siblings(context); },
+      [&] { detail::make_events_by_name(context); }};
   for (size_t k = 0; k < std::size(kRules); ++k)
     tasks.push_back([&, k] {
       rows_ready.wait();

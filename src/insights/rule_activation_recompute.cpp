@@ -32,19 +32,19 @@ bool is_forward_only(std::string_view n) {
 }
 
 // Threads on which autograd's engine runs backward nodes.
-std::set<uint32_t> backward_threads(const Trace& t) {
+std::set<uint32_t> backward_threads(const InsightContext& c) {
   std::set<uint32_t> out;
-  for (Uid u = 0; u < t.events.size(); ++u)
-    if (t.events[u].cat == Cat::CpuOp &&
-        t.name(u).starts_with("autograd::engine::evaluate_function"))
-      out.insert(t.events[u].thread);
+  for (Uid u : detail::events_named(c, [](std::string_view name) {
+         return name.starts_with("autograd::engine::evaluate_function");
+       }))
+    if (c.trace.events[u].cat == Cat::CpuOp) out.insert(c.trace.events[u].thread);
   return out;
 }
 
 }  // namespace
 
 void rule_activation_recompute(const InsightContext& c, std::vector<Insight>& out) {
-  const std::set<uint32_t> backward = backward_threads(c.trace);
+  const std::set<uint32_t> backward = backward_threads(c);
   if (backward.empty()) return;
   // Recomputation runs inside the first backward node that needs a
   // checkpointed tensor (NativeDropoutBackward0 under non-reentrant
@@ -53,11 +53,12 @@ void rule_activation_recompute(const InsightContext& c, std::vector<Insight>& ou
   // forward-only op among them.
   std::vector<Uid> ops, kernels, children;
   std::map<std::string, size_t> by_name;
-  for (Uid u = 0; u < c.trace.events.size(); ++u) {
+  const auto backward_op = [](std::string_view name) {
+    return name.find("Backward") != std::string_view::npos && !name.starts_with("autograd::");
+  };
+  for (Uid u : detail::events_named(c, backward_op)) {
     const Event& e = c.trace.events[u];
     if (e.cat != Cat::CpuOp || !backward.count(e.thread)) continue;
-    const std::string_view name = c.trace.name(u);
-    if (name.find("Backward") == std::string_view::npos || name.starts_with("autograd::")) continue;
     children.clear();
     for (Uid k : c.tree.children(u))
       if (c.trace.events[k].cat == Cat::CpuOp) children.push_back(k);

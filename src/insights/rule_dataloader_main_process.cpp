@@ -37,10 +37,9 @@ void rule_dataloader_main_process(const InsightContext& c, std::vector<Insight>&
   bool single_process = false;
   std::string name;
   std::set<std::string> names;  // the what_if tool's remove_ops
-  for (Uid u = 0; u < c.trace.events.size(); ++u) {
+  for (Uid u : detail::events_named(c, is_loader_next)) {
     const Event& e = c.trace.events[u];
     if (e.cat != Cat::UserAnnotation || !e.has_ts() || !e.has_dur()) continue;
-    if (!is_loader_next(c.trace.name(u))) continue;
     if (!window.contains(e.ts())) continue;
     change.remove_host.push_back({window.rank, e.thread, e.ts(), e.end()});
     host_us += e.dur();

@@ -43,8 +43,8 @@ void rule_dtype_casts(const InsightContext& c, std::vector<Insight>& out) {
   size_t calls = 0;
   std::map<std::pair<std::vector<int64_t>, std::string>, ShapeGroup> groups;
   const NameIds cast_ops(t, kCastOps);  // compared as interned ids: a million events
-  for (Uid u = 0; u < t.events.size(); ++u) {
-    if (t.events[u].cat != Cat::CpuOp || !cast_ops.contains(t.events[u].name)) continue;
+  for (Uid u : detail::events_named(c, kCastOps)) {
+    if (t.events[u].cat != Cat::CpuOp) continue;
     const Uid parent = c.tree.parent(u);
     if (parent != kNoUid && cast_ops.contains(t.events[parent].name)) continue;  // outermost only
     double us = 0;

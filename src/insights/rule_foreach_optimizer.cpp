@@ -36,7 +36,9 @@ void rule_foreach_optimizer(const InsightContext& c, std::vector<Insight>& out) 
   std::vector<Uid> uids;
   std::set<std::string> kernels;
   size_t kernel_count = 0;
-  for (Uid u = 0; u < t.events.size(); ++u) {
+  for (Uid u : detail::events_named(c, [](std::string_view name) {
+         return is_fused_optimizer(name) || name.starts_with("aten::_foreach_");
+       })) {
     const Event& e = t.events[u];
     if (e.cat != Cat::CpuOp) continue;
     std::string_view name = t.name(u);
@@ -59,8 +61,9 @@ void rule_foreach_optimizer(const InsightContext& c, std::vector<Insight>& out) 
   for (const auto& entry : time_by_op) time_us += entry.second;
   // The optimizer's name, when a record_function annotation gives it.
   std::string optimizer = "Adam/AdamW";
-  for (Uid u = 0; u < t.events.size(); ++u)
-    if (t.events[u].cat == Cat::UserAnnotation && t.name(u).starts_with("Optimizer.step#")) {
+  for (Uid u : detail::events_named(
+           c, [](std::string_view name) { return name.starts_with("Optimizer.step#"); }))
+    if (t.events[u].cat == Cat::UserAnnotation) {
       std::string_view n = t.name(u).substr(15);
       optimizer = std::string(n.substr(0, n.find('.')));
       break;

@@ -56,11 +56,9 @@ void rule_fp32_cross_entropy(const InsightContext& c, std::vector<Insight>& out)
   // The fp32 log_softmax of vocabulary-sized logits, outermost call only.
   std::map<int64_t, std::vector<int64_t>> logits;  // element count -> dims
   Pass forward, backward, casts;
-  for (Uid u = 0; u < t.events.size(); ++u) {
+  for (Uid u : detail::events_named(c, {"aten::log_softmax", "aten::_log_softmax"})) {
     const Event& e = t.events[u];
     if (e.cat != Cat::CpuOp) continue;
-    const std::string_view name = t.name(u);
-    if (name != "aten::log_softmax" && name != "aten::_log_softmax") continue;
     const Uid parent = c.tree.parent(u);
     if (parent != kNoUid && t.name(parent).find("log_softmax") != std::string_view::npos) continue;
     auto dims = detail::first_input_dims(t, u);
@@ -71,7 +69,7 @@ void rule_fp32_cross_entropy(const InsightContext& c, std::vector<Insight>& out)
     add_subtree(c, u, forward);
   }
   if (logits.empty() || forward.us <= 0) return;
-  for (Uid u = 0; u < t.events.size(); ++u) {
+  for (Uid u : detail::events_named(c, {"LogSoftmaxBackward0", "aten::to", "aten::_to_copy"})) {
     const Event& e = t.events[u];
     if (e.cat != Cat::CpuOp) continue;
     const std::string_view name = t.name(u);

@@ -28,13 +28,12 @@ struct Prompt {
   int64_t batch = 0, sequence = 0;
 };
 
-bool has_backward(const Trace& t) {
-  for (Uid u = 0; u < t.events.size(); ++u) {
-    if (t.events[u].cat != Cat::CpuOp) continue;
-    const std::string_view name = t.name(u);
-    if (name.starts_with("autograd::engine::evaluate_function") || name.ends_with("Backward0"))
-      return true;
-  }
+bool has_backward(const InsightContext& c) {
+  for (Uid u : detail::events_named(c, [](std::string_view name) {
+         return name.starts_with("autograd::engine::evaluate_function") ||
+                name.ends_with("Backward0");
+       }))
+    if (c.trace.events[u].cat == Cat::CpuOp) return true;
   return false;
 }
 
@@ -47,10 +46,11 @@ struct Vocabulary {
   std::set<std::pair<int64_t, int64_t>> prompts;
 };
 
-Vocabulary token_vocabulary(const Trace& t) {
+Vocabulary token_vocabulary(const InsightContext& c) {
+  const Trace& t = c.trace;
   Vocabulary out;
-  for (Uid u = 0; u < t.events.size(); ++u) {
-    if (t.events[u].cat != Cat::CpuOp || t.name(u) != "aten::embedding") continue;
+  for (Uid u : detail::events_named(c, {"aten::embedding"})) {
+    if (t.events[u].cat != Cat::CpuOp) continue;
     const pycompat::PyValue* dims = t.arg(u, "Input Dims");
     if (!dims || dims->list.size() < 2 || dims->list[0].list.size() != 2) continue;
     const auto& indices = dims->list[1].list;
@@ -66,12 +66,11 @@ Vocabulary token_vocabulary(const Trace& t) {
 
 // The trace uses one position per sequence of [B, S, V] logits: an
 // aten::select / aten::slice of them (HF's logits[:, -1, :]).
-bool last_position_taken(const Trace& t, int64_t batch, int64_t sequence, int64_t vocab) {
+bool last_position_taken(const InsightContext& c, int64_t batch, int64_t sequence, int64_t vocab) {
+  const Trace& t = c.trace;
   const std::vector<int64_t> logits = {batch, sequence, vocab};
-  for (Uid u = 0; u < t.events.size(); ++u) {
+  for (Uid u : detail::events_named(c, {"aten::select", "aten::slice"})) {
     if (t.events[u].cat != Cat::CpuOp) continue;
-    const std::string_view name = t.name(u);
-    if (name != "aten::select" && name != "aten::slice") continue;
     if (auto dims = detail::first_input_dims(t, u); dims && *dims == logits) return true;
   }
   return false;
@@ -122,8 +121,8 @@ LogitsConsumers logits_consumers(const InsightContext& c, const Prompt& p, int64
 }  // namespace
 
 void rule_full_vocab_logits(const InsightContext& c, std::vector<Insight>& out) {
-  const Vocabulary vocab = token_vocabulary(c.trace);
-  if (vocab.prompts.empty() || has_backward(c.trace)) return;
+  const Vocabulary vocab = token_vocabulary(c);
+  if (vocab.prompts.empty() || has_backward(c)) return;
   struct Group {
     std::vector<Uid> uids;
     double time_us = 0;
@@ -151,7 +150,7 @@ void rule_full_vocab_logits(const InsightContext& c, std::vector<Insight>& out) 
   for (auto it = groups.begin(); it != groups.end();) {
     const Prompt& p = it->second.prompt;
     const bool one_position =
-        head_rows.count(p.batch) || last_position_taken(c.trace, p.batch, p.sequence, vocab.size);
+        head_rows.count(p.batch) || last_position_taken(c, p.batch, p.sequence, vocab.size);
     it = one_position ? std::next(it) : groups.erase(it);
   }
   for (const auto& [label, g] : groups) {

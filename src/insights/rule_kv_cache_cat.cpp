@@ -52,8 +52,8 @@ void rule_kv_cache_cat(const InsightContext& c, std::vector<Insight>& out) {
   // length along it, and the dtype.
   using Key = std::tuple<size_t, std::vector<int64_t>, int64_t, std::string>;
   std::map<Key, std::vector<CatCall>> series;
-  for (Uid u = 0; u < t.events.size(); ++u) {
-    if (t.events[u].cat != Cat::CpuOp || t.name(u) != "aten::cat") continue;
+  for (Uid u : detail::events_named(c, {"aten::cat"})) {
+    if (t.events[u].cat != Cat::CpuOp) continue;
     auto shapes = two_inputs(t, u);
     if (!shapes) continue;
     const auto& [cache, fresh] = *shapes;

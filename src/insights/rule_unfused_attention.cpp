@@ -54,9 +54,8 @@ void rule_unfused_attention(const InsightContext& c, std::vector<Insight>& out) 
   // at about the rate the GEMMs run here).
   const detail::Siblings& siblings = detail::siblings(c);
   std::vector<Uid> scratch, chains, chain_ops, matmul_kernels, other_kernels;
-  for (size_t u = 0; u < c.trace.events.size(); ++u) {
-    Uid uid = static_cast<Uid>(u);
-    if (c.trace.events[u].cat != Cat::CpuOp || !is_softmax(c.trace.name(uid))) continue;
+  for (const Uid uid : detail::events_named(c, is_softmax)) {
+    if (c.trace.events[uid].cat != Cat::CpuOp) continue;
     const auto level = siblings.of(uid, scratch);
     if (!level.at) continue;
     const size_t at = *level.at;

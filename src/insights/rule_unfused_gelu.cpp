@@ -109,8 +109,8 @@ void rule_unfused_gelu(const InsightContext& c, std::vector<Insight>& out) {
   const detail::Siblings& siblings = detail::siblings(c);
   std::vector<GeluCall> calls;
   std::set<Uid> seen;
-  for (Uid u = 0; u < t.events.size(); ++u) {
-    if (t.events[u].cat != Cat::CpuOp || t.name(u) != "aten::tanh") continue;
+  for (Uid u : detail::events_named(c, {"aten::tanh"})) {
+    if (t.events[u].cat != Cat::CpuOp) continue;
     auto call = gelu_call(c, siblings, u);
     if (!call || !seen.insert(call->ops.front()).second) continue;
     calls.push_back(std::move(*call));
@@ -136,8 +136,9 @@ void rule_unfused_gelu(const InsightContext& c, std::vector<Insight>& out) {
     }
   // The autograd nodes of those ops: their kernels are the GELU's backward.
   size_t backward_nodes = 0;
-  for (Uid u = 0; u < t.events.size() && !forward_seqs.empty(); ++u) {
-    if (t.events[u].cat != Cat::CpuOp || !is_backward_node(t.name(u))) continue;
+  for (Uid u :
+       forward_seqs.empty() ? std::vector<Uid>() : detail::events_named(c, is_backward_node)) {
+    if (t.events[u].cat != Cat::CpuOp) continue;
     auto seq = sequence_number(t, u);
     if (!seq || !forward_seqs.count(*seq)) continue;
     ++backward_nodes;

@@ -42,13 +42,13 @@ using ModuleFrames = std::map<std::pair<ProcId, ProcId>, std::vector<Uid>>;
 ModuleFrames norm_modules(const InsightContext& c, const detail::Siblings& s) {
   ModuleFrames out;
   const Trace& t = c.trace;
-  for (Uid u = 0; u < t.events.size(); ++u) {
+  const auto norm_module = [](std::string_view name) {
+    return name.starts_with("nn.Module: ") && (name.find("RMSNorm") != std::string_view::npos ||
+                                               name.find("RmsNorm") != std::string_view::npos);
+  };
+  for (Uid u : detail::events_named(c, norm_module)) {
     const Event& e = t.events[u];
-    if (e.cat != Cat::PythonFunction || !e.has_dur()) continue;
-    const std::string_view name = t.name(u);
-    if (name.starts_with("nn.Module: ") && (name.find("RMSNorm") != std::string_view::npos ||
-                                            name.find("RmsNorm") != std::string_view::npos))
-      out[s.thread_of(u)].push_back(u);
+    if (e.cat == Cat::PythonFunction && e.has_dur()) out[s.thread_of(u)].push_back(u);
   }
   return out;
 }
@@ -125,8 +125,8 @@ void rule_unfused_rmsnorm(const InsightContext& c, std::vector<Insight>& out) {
   std::set<Uid> seen;  // an op belongs to one call
   const detail::Siblings& siblings = detail::siblings(c);
   const ModuleFrames frames = norm_modules(c, siblings);
-  for (Uid u = 0; u < t.events.size(); ++u) {
-    if (t.events[u].cat != Cat::CpuOp || t.name(u) != "aten::rsqrt") continue;
+  for (Uid u : detail::events_named(c, {"aten::rsqrt"})) {
+    if (t.events[u].cat != Cat::CpuOp) continue;
     auto dims = detail::first_input_dims(t, u);
     if (!dims || dims->size() < 2 || dims->back() != 1) continue;
     auto call = norm_call(c, siblings, frames, u);

@@ -87,8 +87,8 @@ void rule_unfused_rope(const InsightContext& c, std::vector<Insight>& out) {
   const Trace& t = c.trace;
   const detail::Siblings& siblings = detail::siblings(c);
   std::vector<Application> apps;
-  for (Uid u = 0; u < t.events.size(); ++u) {
-    if (t.events[u].cat != Cat::CpuOp || t.name(u) != "aten::neg") continue;
+  for (Uid u : detail::events_named(c, {"aten::neg"})) {
+    if (t.events[u].cat != Cat::CpuOp) continue;
     if (auto a = application_at(c, siblings, u)) apps.push_back(std::move(*a));
   }
   if (apps.empty()) return;

@@ -40,6 +40,14 @@ struct TraceFacts {
   };
   std::mutex launching_mu;
   std::optional<LaunchingSiblings> launching;
+  // The events by name (events_named): the events of name id n are
+  // uids[from[n], from[n + 1]), in UID order.
+  struct EventsByName {
+    std::vector<size_t> from;
+    std::vector<Uid> uids;
+  };
+  std::mutex events_by_name_mu;
+  std::optional<EventsByName> events_by_name;
   // GEMM dims of c.rows (gemm_dims(c, row)): the slot of each row's in
   // `dims`, kNoDims where it has none.
   struct RowGemmDims {
@@ -220,6 +228,62 @@ const TraceFacts::LaunchingSiblings& launching_siblings(const InsightContext& c)
 }
 
 }  // namespace
+
+namespace {
+
+const TraceFacts::EventsByName& events_by_name(const InsightContext& c) {
+  auto& f = facts_of(c);
+  return computed_once(f.events_by_name_mu, f.events_by_name, [&] {
+    // A counting sort by name id: two passes over the events' names, each
+    // name's events in UID order.
+    TraceFacts::EventsByName out;
+    const size_t names = c.trace.strings.size();
+    out.from.assign(names + 1, 0);
+    for (const Event& e : c.trace.events) ++out.from[e.name + 1];
+    for (size_t n = 0; n < names; ++n) out.from[n + 1] += out.from[n];
+    out.uids.resize(c.trace.events.size());
+    std::vector<size_t> at(out.from.begin(), out.from.end() - 1);
+    for (Uid u = 0; u < c.trace.events.size(); ++u) out.uids[at[c.trace.events[u].name]++] = u;
+    return out;
+  });
+}
+
+// The events of the name ids given, in UID order.
+std::vector<Uid> events_of_names(const TraceFacts::EventsByName& index,
+                                 const std::vector<uint32_t>& ids) {
+  std::vector<Uid> out;
+  for (uint32_t id : ids)
+    out.insert(out.end(), index.uids.begin() + static_cast<std::ptrdiff_t>(index.from[id]),
+               index.uids.begin() + static_cast<std::ptrdiff_t>(index.from[id + 1]));
+  if (ids.size() > 1) std::sort(out.begin(), out.end());
+  return out;
+}
+
+}  // namespace
+
+void make_events_by_name(const InsightContext& c) {
+  PhaseTimer t("insights/facts/events_by_name");
+  (void)events_by_name(c);
+}
+
+std::vector<Uid> events_named(const InsightContext& c,
+                              const std::function<bool(std::string_view)>& keep) {
+  const TraceFacts::EventsByName& index = events_by_name(c);
+  std::vector<uint32_t> ids;
+  for (uint32_t id = 0; id + 1 < index.from.size(); ++id)
+    if (index.from[id + 1] > index.from[id] && keep(c.trace.str(id))) ids.push_back(id);
+  return events_of_names(index, ids);
+}
+
+std::vector<Uid> events_named(const InsightContext& c, std::span<const std::string_view> names) {
+  const TraceFacts::EventsByName& index = events_by_name(c);
+  std::vector<uint32_t> ids;
+  for (std::string_view name : names)
+    if (uint32_t id = 0;
+        c.trace.strings.find(name, id) && std::find(ids.begin(), ids.end(), id) == ids.end())
+      ids.push_back(id);
+  return events_of_names(index, ids);
+}
 
 void make_launching_siblings(const InsightContext& c) {
   PhaseTimer t("insights/facts/launching_siblings");

@@ -36,6 +36,10 @@ void make_facts_before_rows(const InsightContext& c);
 void make_idle_facts(const InsightContext& c);
 void make_unrecorded_facts(const InsightContext& c);
 
+// Makes now the index of the events by name events_named reads
+// (rules_internal.h), beside the rows, so that no rule waits for it.
+void make_events_by_name(const InsightContext& c);
+
 // Makes now the lists for_each_launching_sibling_list visits (rules_internal.h),
 // so that neither rule that reads them waits for the other to make them.
 void make_launching_siblings(const InsightContext& c);

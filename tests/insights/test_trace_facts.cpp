@@ -11,11 +11,13 @@
 
 #include <algorithm>
 #include <cctype>
+#include <functional>
 #include <map>
 #include <memory>
 #include <span>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "critical_path/host_gaps.h"
@@ -476,6 +478,42 @@ TEST_CASE("trace facts: the launching sibling lists are the sibling lists cut to
       CHECK(got == expected);
     }
     CHECK(expected.size() > 10);
+  }
+}
+
+TEST_CASE("trace facts: the events of a name from the index are a scan's, in UID order") {
+  // A dozen rules read the events of a few names: from the index of the
+  // events by name, the same events as a scan of all of them filtered by
+  // name, in the same order, whether the names are given or chosen by a test.
+  for (const char* file : {"s_attn_A_eager_attention.json.gz", "s_adam_A_foreach.json.gz"}) {
+    CAPTURE(file);
+    auto l = load(file);
+    const auto context = in::make_context(l->trace, *l->tree, nullptr);
+    const Trace& t = l->trace;
+    const auto scan = [&](const std::function<bool(std::string_view)>& keep) {
+      std::vector<Uid> out;
+      for (Uid u = 0; u < t.events.size(); ++u)
+        if (keep(t.name(u))) out.push_back(u);
+      return out;
+    };
+    const auto foreach_or_fused = [](std::string_view n) {
+      return n.starts_with("aten::_foreach_") || n.starts_with("aten::_fused_adam");
+    };
+    const auto backward = [](std::string_view n) { return n.ends_with("Backward0"); };
+    for (const auto& keep : std::vector<std::function<bool(std::string_view)>>{
+             foreach_or_fused, backward, [](std::string_view) { return true; }}) {
+      const std::vector<Uid> expected = scan(keep);
+      CHECK(in::detail::events_named(context, keep) == expected);
+    }
+    CHECK(scan(backward).size() > 10);
+    const std::vector<Uid> casts =
+        in::detail::events_named(context, {"aten::to", "aten::_to_copy"});
+    CHECK(casts ==
+          scan([](std::string_view n) { return n == "aten::to" || n == "aten::_to_copy"; }));
+    CHECK(!casts.empty());
+    CHECK(in::detail::events_named(context, {"aten::to", "no such op", "aten::to"}) ==
+          scan([](std::string_view n) { return n == "aten::to"; }));
+    CHECK(in::detail::events_named(context, {"no such op"}).empty());
   }
 }
 
