@@ -24,23 +24,6 @@ namespace jarvis::critical_path {
 
 namespace detail {
 
-Table path_table(const IterationResult& it) {
-  Table t("path_iteration",
-          {"iteration", "start_us", "dur_us", "rank", "kind", "category", "op", "kernel"});
-  for (const Segment& seg : it.path) {
-    auto& row = t.add_row();
-    row = {it.name,
-           seg.start_us,
-           seg.dur_us,
-           seg.rank,
-           std::string(seg.kind()),
-           std::string(seg.category()),
-           std::string(seg.op()),
-           std::string(seg.kernel())};
-  }
-  return t;
-}
-
 void PathCsvFields::add(const IterationResult& it) {
   for (const Segment& seg : it.path) {
     if (!kinds.count(seg.kind_name)) {

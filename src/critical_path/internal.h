@@ -9,7 +9,6 @@
 #include <vector>
 
 #include "critical_path/critical_path.h"
-#include "report/table.h"
 
 namespace jarvis::critical_path::detail {
 
@@ -104,10 +103,9 @@ class HostCostIndex {
   mutable size_t threads_evaluated_ = 0;
 };
 
-// An iteration's path as the CSV critical-path writes (path_iterationN.csv):
-// path_csv writes it directly, the text path_table(it).to_csv() gives (the
-// table, a Cell per field, cost four times as much on a 222 MB x256 tile).
-Table path_table(const IterationResult& it);
+// An iteration's path as the CSV critical-path writes (path_iterationN.csv),
+// written directly: the text a Table of the same rows gives (to_csv), which
+// with a Cell per field cost four times as much on a 222 MB x256 tile.
 // The CSV text of the segments' kinds and labels (",kind" and
 // ",category,op,kernel", quoted as the table quotes them), made once for
 // all the iterations written: a label is one of a few thousand, met in
