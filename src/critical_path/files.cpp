@@ -26,18 +26,15 @@ namespace detail {
 
 void PathCsvFields::add(const IterationResult& it) {
   for (const Segment& seg : it.path) {
-    if (!kinds.count(seg.kind_name)) {
-      std::string& text = kinds[seg.kind_name];
-      text += ',';
-      append_csv_field(text, seg.kind());
+    if (auto [kind, added] = kinds.try_emplace(seg.kind_name); added) {
+      kind->second += ',';
+      append_csv_field(kind->second, seg.kind());
     }
-    if (!labels.count(seg.of)) {
-      std::string& text = labels[seg.of];
+    if (auto [label, added] = labels.try_emplace(seg.of); added)
       for (std::string_view f : {seg.category(), seg.op(), seg.kernel()}) {
-        text += ',';
-        append_csv_field(text, f);
+        label->second += ',';
+        append_csv_field(label->second, f);
       }
-    }
   }
 }
 

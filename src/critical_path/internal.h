@@ -103,9 +103,6 @@ class HostCostIndex {
   mutable size_t threads_evaluated_ = 0;
 };
 
-// An iteration's path as the CSV critical-path writes (path_iterationN.csv),
-// written directly: the text a Table of the same rows gives (to_csv), which
-// with a Cell per field cost four times as much on a 222 MB x256 tile.
 // The CSV text of the segments' kinds and labels (",kind" and
 // ",category,op,kernel", quoted as the table quotes them), made once for
 // all the iterations written: a label is one of a few thousand, met in
@@ -115,8 +112,11 @@ struct PathCsvFields {
   std::unordered_map<const Label*, std::string> labels;
   void add(const IterationResult& it);
 };
-std::string path_csv(const IterationResult& it,
-                     const PathCsvFields& fields);  // fields.add(it) done
+// An iteration's path as the CSV critical-path writes (path_iterationN.csv),
+// written directly: the text a Table of the same rows gives (to_csv), which
+// with a Cell per field cost four times as much on a 222 MB x256 tile.
+// `fields` holds the iteration's (fields.add(it) done).
+std::string path_csv(const IterationResult& it, const PathCsvFields& fields);
 std::string path_csv(const IterationResult& it);
 
 }  // namespace jarvis::critical_path::detail

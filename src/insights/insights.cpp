@@ -546,29 +546,18 @@ TraceInsights analyse_trace(const Trace& trace, const CallTree& tree, const GpuA
           detail::prepare_trace_facts(*context);
         });
       }};
-  // What the rules that read the model also read of the trace alone (the
-  // GPU's idle gaps, the idle the host opened by place): made before the
-  // model is done, by whichever thread is free.
-  before_model.push_back([&] {
-    context_ready.wait();
-    detail::host_work_idle_by_place(*context);
-  });
-  // And what the unrecorded host stretches read of the trace (its host
-  // events in time order): the stretches themselves need the model.
-  before_model.push_back([&] {
-    context_ready.wait();
-    detail::make_host_gap_events(*context);
-  });
-  // And the launching siblings two of the rules below read, and the events
-  // by name a dozen read.
-  before_model.push_back([&] {
-    context_ready.wait();
-    detail::make_launching_siblings(*context);
-  });
-  before_model.push_back([&] {
-    context_ready.wait();
-    detail::make_events_by_name(*context);
-  });
+  // The facts the rules read of the trace alone, made before the model is
+  // done by whichever thread is free: the GPU's idle gaps and the idle the
+  // host opened by place; the host events in time order the unrecorded
+  // stretches start from (the stretches themselves need the model); the
+  // launching siblings two rules read; the events by name a dozen read.
+  for (void (*make)(const InsightContext&) :
+       {detail::make_idle_facts, detail::make_host_gap_events, detail::make_launching_siblings,
+        detail::make_events_by_name})
+    before_model.push_back([&, make] {
+      context_ready.wait();
+      make(*context);
+    });
   for (size_t k = 0; k < std::size(kRules); ++k) {
     if (kRules[k].reads_step) continue;
     before_model.push_back([&, k] {

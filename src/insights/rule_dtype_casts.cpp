@@ -42,7 +42,7 @@ void rule_dtype_casts(const InsightContext& c, std::vector<Insight>& out) {
   double time_us = 0;
   size_t calls = 0;
   std::map<std::pair<std::vector<int64_t>, std::string>, ShapeGroup> groups;
-  const NameIds cast_ops(t, kCastOps);  // compared as interned ids: a million events
+  const NameIds cast_ops(t, kCastOps);  // a cast's parent, compared as an interned id
   for (Uid u : detail::events_named(c, kCastOps)) {
     if (t.events[u].cat != Cat::CpuOp) continue;
     const Uid parent = c.tree.parent(u);

@@ -42,8 +42,7 @@ void rule_foreach_optimizer(const InsightContext& c, std::vector<Insight>& out) 
     const Event& e = t.events[u];
     if (e.cat != Cat::CpuOp) continue;
     std::string_view name = t.name(u);
-    if (is_fused_optimizer(name)) return;  // already fused
-    if (!name.starts_with("aten::_foreach_")) continue;
+    if (is_fused_optimizer(name)) return;  // already fused; else an aten::_foreach_ op
     double us = 0;
     for (Uid k : c.tree.direct_kernels(u)) {
       if (!t.events[k].has_dur()) continue;

@@ -77,9 +77,9 @@ void rule_fp32_cross_entropy(const InsightContext& c, std::vector<Insight>& out)
       add_subtree(c, u, backward);
       continue;
     }
-    // Casts of a tensor of the logits' size between half precision and
-    // fp32 (up in the forward pass, down in the backward), outermost only.
-    if (name != "aten::to" && name != "aten::_to_copy") continue;
+    // Casts (the other names asked) of a tensor of the logits' size between
+    // half precision and fp32 (up in the forward pass, down in the
+    // backward), outermost only.
     const Uid parent = c.tree.parent(u);
     if (parent != kNoUid && (t.name(parent) == "aten::to" || t.name(parent) == "aten::_to_copy"))
       continue;

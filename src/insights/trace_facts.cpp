@@ -31,8 +31,8 @@ struct TraceFacts {
   std::optional<size_t> capture_calls;
   std::optional<std::vector<critical_path::HostGap>> host_gaps;
   std::optional<Siblings> siblings;
-  // for_each_launching_sibling_list's lists: list k is
-  // launching_uids[launching_from[k], launching_from[k + 1]).
+  // for_each_launching_sibling_list's lists: list k is uids[from[k],
+  // from[k + 1]), names beside them.
   struct LaunchingSiblings {
     std::vector<Uid> uids;
     std::vector<uint32_t> names;  // of uids, one for one
@@ -226,10 +226,6 @@ const TraceFacts::LaunchingSiblings& launching_siblings(const InsightContext& c)
     return out;
   });
 }
-
-}  // namespace
-
-namespace {
 
 const TraceFacts::EventsByName& events_by_name(const InsightContext& c) {
   auto& f = facts_of(c);

@@ -260,15 +260,20 @@ uint64_t resident_bytes(pid_t pid) {
 // statm is a counter read where smaps_rollup walks every page table of the
 // process (10 ms for an x256 insights worker, its mmap lock held: every 50
 // ms, a fifth of a core and the worker's own mappings waiting).
-uint64_t tree_memory_bound() {
+// The live workers (read under the registry's lock), those the memory check
+// killed left out when `without_killed`.
+std::vector<pid_t> live_worker_pids(bool without_killed = false) {
+  LiveWorkers& live = live_workers();
+  std::lock_guard<std::mutex> lock(live.mutex);
   std::vector<pid_t> pids;
-  {
-    LiveWorkers& live = live_workers();
-    std::lock_guard<std::mutex> lock(live.mutex);
-    pids.assign(live.pids.begin(), live.pids.end());
-  }
+  for (pid_t pid : live.pids)
+    if (!without_killed || !live.memory_killed.count(pid)) pids.push_back(pid);
+  return pids;
+}
+
+uint64_t tree_memory_bound() {
   uint64_t bound = own_statm_bytes(1);
-  for (pid_t pid : pids) bound += resident_bytes(pid);
+  for (pid_t pid : live_worker_pids()) bound += resident_bytes(pid);
   return bound;
 }
 
@@ -290,15 +295,9 @@ void check_tree_memory(uint64_t budget) {
   if (now - live.last_check < std::chrono::milliseconds(kMemoryCheckEveryMs)) return;
   live.last_check = now;
   if (tree_memory_bound() <= budget) return;
-  std::vector<pid_t> pids;
-  {
-    std::lock_guard<std::mutex> lock(live.mutex);
-    for (pid_t pid : live.pids)
-      if (!live.memory_killed.count(pid)) pids.push_back(pid);
-  }
   uint64_t total = own_statm_bytes(1);
   std::vector<std::pair<uint64_t, pid_t>> own;  // (bytes of its own, worker), largest first
-  for (pid_t pid : pids) {
+  for (pid_t pid : live_worker_pids(/*without_killed=*/true)) {
     own.emplace_back(private_bytes(pid), pid);
     total += own.back().first;
   }
@@ -401,15 +400,9 @@ Received receive(int fd, pid_t pid, ToolContext& ctx, const std::atomic<bool>* c
 }  // namespace
 
 TreeMemory tree_memory() {
-  std::vector<pid_t> pids;
-  {
-    LiveWorkers& live = live_workers();
-    std::lock_guard<std::mutex> lock(live.mutex);
-    pids.assign(live.pids.begin(), live.pids.end());
-  }
   TreeMemory tree;
   tree.server = own_statm_bytes(1);
-  for (pid_t pid : pids) {
+  for (pid_t pid : live_worker_pids()) {
     const uint64_t own = private_bytes(pid);
     tree.workers += own;
     ++tree.count;
