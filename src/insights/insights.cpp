@@ -1,9 +1,12 @@
 #include "insights/insights.h"
 
 #include <algorithm>
+#include <atomic>
 #include <map>
 #include <optional>
 #include <set>
+#include <stdexcept>
+#include <string_view>
 
 #include <fmt/format.h>
 
@@ -374,16 +377,20 @@ std::shared_ptr<const InsightContext::StepModel> build_step_model(const Trace& t
 
 namespace {
 
-// The context's perf rows and their kernel time, and its GPU timeline: the
-// caller's (not copied: a tiled trace's timeline is megabytes), else its own.
-// Reads the trace and the tree and writes these fields alone: the facts that
-// read no row are made beside it (make_idle_facts, make_unrecorded_facts).
-void add_rows_and_timeline(InsightContext& c, const GpuTimeline* timeline) {
+// The context's perf rows and their kernel time. Reads the trace and the
+// tree and writes these fields alone: the facts that read no row are made
+// beside it (make_idle_facts, make_unrecorded_facts).
+void add_rows(InsightContext& c) {
   {
     PhaseTimer t("insights/context/perf_rows");
     c.rows = report::unified_perf_rows(c.trace, c.tree, c.arch);
   }
   for (const auto& r : c.rows) c.total_kernel_time_us += r.kernel_time_us;
+}
+
+// The context's GPU timeline: the caller's (not copied: a tiled trace's
+// timeline is megabytes), else its own.
+void add_timeline(InsightContext& c, const GpuTimeline* timeline) {
   if (timeline) {
     c.timeline = std::shared_ptr<const GpuTimeline>(std::shared_ptr<const void>(), timeline);
     return;
@@ -394,6 +401,17 @@ void add_rows_and_timeline(InsightContext& c, const GpuTimeline* timeline) {
   } catch (const std::runtime_error&) {
     // No GPU events: the trace-level rules have nothing to say.
   }
+}
+
+void add_rows_and_timeline(InsightContext& c, const GpuTimeline* timeline) {
+  add_rows(c);
+  add_timeline(c, timeline);
+}
+
+size_t rule_index(std::string_view id) {
+  for (size_t k = 0; k < std::size(kRules); ++k)
+    if (id == kRules[k].id) return k;
+  throw std::logic_error(fmt::format("no rule {}", id));
 }
 
 }  // namespace
@@ -537,8 +555,13 @@ TraceInsights analyse_trace(const Trace& trace, const CallTree& tree, const GpuA
   std::optional<InsightContext> context;
   FindingsByRule by_rule(std::size(kRules));
   TaskLatch context_ready;
+  std::atomic<bool> model_built{false};
+  std::vector<char> ran(std::size(kRules), 0);  // each written by the one task of its rule
   std::vector<std::function<void()>> before_model{
-      [&] { model = build_step_model(trace, tree); },
+      [&] {
+        model = build_step_model(trace, tree);
+        model_built = true;
+      },
       [&] {
         context_ready.run([&] {
           const StepModelRef none;
@@ -558,23 +581,36 @@ TraceInsights analyse_trace(const Trace& trace, const CallTree& tree, const GpuA
       context_ready.wait();
       make(*context);
     });
+  // A rule that does not read the model runs here while the model is being
+  // built; once it is, the rules left run after it, beside those that read
+  // it (they find the same with the model as without: test_rules_overlap),
+  // so that no thread waits here for the other's last rule.
   for (size_t k = 0; k < std::size(kRules); ++k) {
     if (kRules[k].reads_step) continue;
     before_model.push_back([&, k] {
       context_ready.wait();
+      if (model_built) return;
       run_rule(*context, k, by_rule[k]);
+      ran[k] = 1;
     });
   }
   run_on_two_threads(before_model);
-  detail::release_rule_scratch(*context);
   context->step = std::move(model);
-  // The unrecorded host stretches first, on one thread while the other
-  // starts the rules: the rule that reads them runs last and made them
-  // there, alone at the end (27 ms at x256).
-  std::vector<std::function<void()>> with_model{[&] { detail::make_unrecorded_facts(*context); }};
+  // The unrecorded host stretches and the rule that replays them (the
+  // longest that reads the model, 70 ms at x256) first, on one thread, the
+  // other rules beside them.
+  const size_t unrecorded = rule_index("unrecorded_host_time");
+  std::vector<std::function<void()>> with_model{[&] {
+    detail::make_unrecorded_facts(*context);
+    run_rule(*context, unrecorded, by_rule[unrecorded]);
+  }};
   for (size_t k = 0; k < std::size(kRules); ++k)
-    if (kRules[k].reads_step) with_model.push_back(rule_task(*context, k, by_rule));
+    if (kRules[k].reads_step && k != unrecorded)
+      with_model.push_back(rule_task(*context, k, by_rule));
+  for (size_t k = 0; k < std::size(kRules); ++k)
+    if (!kRules[k].reads_step && !ran[k]) with_model.push_back(rule_task(*context, k, by_rule));
   run_on_two_threads(with_model);
+  detail::release_rule_scratch(*context);
   std::vector<Insight> found = ranked_insights(*context, std::move(by_rule));
   return {std::move(*context), std::move(found)};
 }
@@ -596,16 +632,32 @@ TraceInsights analyse_trace(const Trace& trace, const CallTree& tree, const GpuA
   detail::prepare_trace_facts(context);
   FindingsByRule by_rule(std::size(kRules));
   TaskLatch rows_ready;
+  // The unrecorded host stretches and the rule that replays them read no
+  // row, only the timeline's total: one task, on the thread free of the
+  // rows, not the last rule alone at the end (x256: 100 ms).
+  const size_t unrecorded = rule_index("unrecorded_host_time");
+  if (timeline) add_timeline(context, timeline);
   std::vector<std::function<void()>> tasks{
-      [&] { rows_ready.run([&] { add_rows_and_timeline(context, timeline); }); },
-      [&] { detail::make_idle_facts(context); }, [&] { detail::make_unrecorded_facts(context); },
+      [&] {
+        rows_ready.run([&] {
+          add_rows(context);
+          if (!timeline) add_timeline(context, nullptr);
+        });
+      },
+      [&] { detail::make_idle_facts(context); },
+      [&] {
+        detail::make_unrecorded_facts(context);
+        if (!timeline) rows_ready.wait();  // the rule reads the timeline the rows' task makes
+        run_rule(context, unrecorded, by_rule[unrecorded]);
+      },
       [&] { detail::make_launching_siblings(context); },
       [&] { detail::make_events_by_name(context); }};
   for (size_t k = 0; k < std::size(kRules); ++k)
-    tasks.push_back([&, k] {
-      rows_ready.wait();
-      run_rule(context, k, by_rule[k]);
-    });
+    if (k != unrecorded)
+      tasks.push_back([&, k] {
+        rows_ready.wait();
+        run_rule(context, k, by_rule[k]);
+      });
   run_on_two_threads(tasks);
   detail::release_rule_scratch(context);
   std::vector<Insight> found = ranked_insights(context, std::move(by_rule));
