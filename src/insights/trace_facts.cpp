@@ -9,8 +9,8 @@
 #include <string>
 #include <string_view>
 #include <type_traits>
-#include <vector>
 #include <unordered_map>
+#include <vector>
 
 #include "base/phase_timer.h"
 #include "insights/idle_gaps.h"
