@@ -46,10 +46,15 @@ inline bool binds_instead(const Edge& e, double here, const Edge& current, doubl
   return binds_instead(e.kind, here, current.kind, there);
 }
 
+// A thread's exit marks (time, cost), listed in their ops' enter order, put
+// in ascending order: std::sort's result (equal marks are alike) in one pass
+// where the ops nest (host_cost.cpp).
+void order_exit_marks(std::vector<std::pair<double, double>>& exits);
+
 // The profiler's estimated cost of the events recorded on each host thread,
 // summed over a time interval (ProfilerCost gives each event's cost).
 // host_cost.cpp; built once per rank by build_graph, in a few passes over the
-// events and a sort of each thread's exit marks.
+// events and an ordering of each thread's exit marks.
 class HostCostIndex {
  public:
   HostCostIndex(const Trace& trace, const ProfilerCost& cost);

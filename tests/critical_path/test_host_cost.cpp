@@ -12,7 +12,9 @@
 #include <algorithm>
 #include <filesystem>
 #include <map>
+#include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "critical_path/critical_path.h"
@@ -131,6 +133,42 @@ void check_trace(const Trace& trace, size_t stride) {
   }
   CHECK(windows > 20);
   CHECK(nonzero > 0);
+}
+
+// Ops in enter order as a random forest (each op inside the one before it,
+// or after it and some of its parents), with some ops that overlap without
+// nesting and ties of time and cost: the exit marks, listed in enter order,
+// come out as std::sort orders them.
+TEST_CASE("order_exit_marks: a thread's exits in (time, cost) order, nested or not") {
+  std::mt19937 rng(75);
+  size_t nested_runs = 0;
+  for (int round = 0; round < 200; ++round) {
+    const bool only_nesting = round % 2 == 0;
+    std::vector<std::pair<double, double>> exits;
+    std::vector<double> open_ends;  // the ends of the ops the next one may sit inside
+    double now = 0;
+    const size_t ops = 1 + rng() % 400;
+    for (size_t k = 0; k < ops; ++k) {
+      // Close some of the open ops before this one enters.
+      while (!open_ends.empty() && rng() % 3 == 0) {
+        now = open_ends.back();
+        open_ends.pop_back();
+      }
+      const double limit = open_ends.empty() ? now + 1000 : open_ends.back();
+      now = std::min(now + static_cast<double>(rng() % 3), limit);  // ties of enter times too
+      double end = now + static_cast<double>(rng() % (static_cast<unsigned>(limit - now) + 1));
+      if (!only_nesting && rng() % 10 == 0) end = limit + static_cast<double>(rng() % 50);
+      const double cost = static_cast<double>(rng() % 4) * 0.25;  // ties of cost
+      exits.emplace_back(end, cost);
+      if (end <= limit) open_ends.push_back(end);
+    }
+    std::vector<std::pair<double, double>> expected = exits;
+    std::sort(expected.begin(), expected.end());
+    cp::detail::order_exit_marks(exits);
+    CHECK(exits == expected);
+    nested_runs += only_nesting;
+  }
+  CHECK(nested_runs == 100);
 }
 
 TEST_CASE("HostCostIndex: a window's cost per thread is the sum of its records there") {
