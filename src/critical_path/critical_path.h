@@ -446,12 +446,6 @@ Analysis analyse_unprofiled(const Graph& graph, WhatIfBase& base);
 // The same from the graph's recorded analysis (analyse(graph)) when the
 // caller has it already.
 Analysis analyse_unprofiled(const Graph& graph, WhatIfBase& base, const Analysis& recorded);
-// Both analyses of the graph, made side by side: analyse(graph) and
-// analyse_unprofiled(graph, base, that analysis).
-struct RecordedAndUnprofiled {
-  Analysis recorded, unprofiled;
-};
-RecordedAndUnprofiled analyse_recorded_and_unprofiled(const Graph& graph, WhatIfBase& base);
 
 // ---- what-if --------------------------------------------------------------------
 

@@ -8,13 +8,10 @@
 #include <optional>
 #include <queue>
 #include <tuple>
-#include <utility>
-#include <vector>
 
 #include <fmt/format.h>
 
 #include "base/phase_timer.h"
-#include "base/two_threads.h"
 #include "critical_path/calibration.h"
 #include "critical_path/critical_path.h"
 #include "critical_path/internal.h"
@@ -300,45 +297,23 @@ Analysis analyse_unprofiled(const Graph& g) {
 }
 
 Analysis analyse_unprofiled(const Graph& g, WhatIfBase& base) {
-  return analyse_recorded_and_unprofiled(g, base).unprofiled;
+  return analyse_unprofiled(g, base, analyse(g));
 }
 
-namespace {
-
-// The un-profiled schedule's times and its analysis: what reads the graph
-// alone (the recorded analysis is read after, by finish_unprofiled).
-struct UnprofiledSchedule {
-  std::vector<double> plain_dur, plain_lag;  // the profiler's cost alone taken out
-  std::vector<Interference> found;           // the interference found on those times
-  Analysis analysis;
-};
-
-UnprofiledSchedule unprofiled_schedule(const Graph& g, WhatIfBase& base) {
+Analysis analyse_unprofiled(const Graph& g, WhatIfBase& base, const Analysis& recorded) {
   std::optional<PhaseTimer> t(std::in_place, "critical_path/unprofiled/times");
   // unprofiled_times, with both of its steps kept: the profiler's cost
   // alone (what the summary reports as its host time) and the interference
   // found on those times (named in the summary).
-  UnprofiledSchedule u;
-  profiler_free_times(g, u.plain_dur, u.plain_lag);
-  u.found = host_interference(g, u.plain_lag);
+  std::vector<double> plain_dur, plain_lag;
+  profiler_free_times(g, plain_dur, plain_lag);
+  const std::vector<Interference> found = host_interference(g, plain_lag);
   // The base's times are the schedule's (filled in place: no copy of them).
-  base.dur = u.plain_dur;
-  base.lag = u.plain_lag;
-  scale_interfered(g, u.found, base.dur, base.lag);
+  base.dur = plain_dur;
+  base.lag = plain_lag;
+  scale_interfered(g, found, base.dur, base.lag);
   t.emplace("critical_path/unprofiled/analyse");
-  u.analysis = analyse(g, base.dur, base.lag);
-  return u;
-}
-
-// The un-profiled analysis finished from the recorded one: the summary,
-// the profiler's host time per step, the interference notes.
-Analysis finish_unprofiled(const Graph& g, WhatIfBase& base, const Analysis& recorded,
-                           UnprofiledSchedule u) {
-  std::optional<PhaseTimer> t;
-  const std::vector<double>& plain_dur = u.plain_dur;
-  const std::vector<double>& plain_lag = u.plain_lag;
-  const std::vector<Interference>& found = u.found;
-  Analysis a = std::move(u.analysis);
+  Analysis a = analyse(g, base.dur, base.lag);
   t.emplace("critical_path/unprofiled/rest");
   base.step_time_us = a.step_time_us;
   base.bounds = iteration_bounds(a);
@@ -400,23 +375,6 @@ Analysis finish_unprofiled(const Graph& g, WhatIfBase& base, const Analysis& rec
       "iteration is the profiler's host time{}): {}",
       a.recorded_step_time_us, a.profiler_host_us_per_step, interference, a.summary);
   return a;
-}
-
-}  // namespace
-
-Analysis analyse_unprofiled(const Graph& g, WhatIfBase& base, const Analysis& recorded) {
-  return finish_unprofiled(g, base, recorded, unprofiled_schedule(g, base));
-}
-
-RecordedAndUnprofiled analyse_recorded_and_unprofiled(const Graph& g, WhatIfBase& base) {
-  // The recorded analysis and the un-profiled schedule read the graph and
-  // nothing of each other: side by side (x256: 27 and 36 ms).
-  RecordedAndUnprofiled out;
-  std::optional<UnprofiledSchedule> schedule;
-  run_on_two_threads({[&] { out.recorded = analyse(g); },
-                      [&] { schedule.emplace(unprofiled_schedule(g, base)); }});
-  out.unprofiled = finish_unprofiled(g, base, out.recorded, std::move(*schedule));
-  return out;
 }
 
 }  // namespace jarvis::critical_path

@@ -360,12 +360,13 @@ std::shared_ptr<const InsightContext::StepModel> build_step_model(const Trace& t
       model->graph = critical_path::build_graph({{&trace, &tree, -1}});
     }
     if (model->graph.iterations.empty()) return nullptr;
-    std::optional<PhaseTimer> t(std::in_place, "insights/step_model/recorded+unprofiled");
+    {
+      PhaseTimer t("insights/step_model/recorded");
+      model->recorded = critical_path::analyse(model->graph);
+    }
+    PhaseTimer t("insights/step_model/unprofiled");
     auto base = std::make_shared<critical_path::WhatIfBase>();
-    auto both = critical_path::analyse_recorded_and_unprofiled(model->graph, *base);
-    model->recorded = std::move(both.recorded);
-    model->measured = std::move(both.unprofiled);
-    t.emplace("insights/step_model/index");
+    model->measured = critical_path::analyse_unprofiled(model->graph, *base, model->recorded);
     critical_path::index_for_replays(model->graph, *base);  // the findings' what-ifs select by UID
     model->graph.attached_base = std::move(base);
     return model;
