@@ -15,6 +15,7 @@
 
 #include "base/huge_pages.h"
 #include "base/phase_timer.h"
+#include "base/sort_runs.h"
 #include "base/two_threads.h"
 #include "collectives/collectives.h"
 #include "critical_path/critical_path.h"
@@ -345,7 +346,9 @@ class RankBuilder {
     }
     by_uid_.launch.assign(b_.g.nodes.size() - by_uid_.gpu_begin, kNoUid);
     for (auto& [key, ops] : streams_) {
-      std::stable_sort(ops.begin(), ops.end(),
+      // In UID order, which is nearly time order (a run per recorded
+      // chunk): stable_sort_runs merges the runs, std::stable_sort's order.
+      stable_sort_runs(ops.begin(), ops.end(),
                        [&](Uid a, Uid c) { return trace_.events[a].ts() < trace_.events[c].ts(); });
       for (size_t k = 1; k < ops.size(); ++k) {
         const Uid next = ops[k];  // a named copy: clang 14 cannot capture a structured binding
@@ -510,7 +513,7 @@ class RankBuilder {
   }
 
   void chain(std::vector<HostItem>& items) {
-    std::stable_sort(items.begin(), items.end(), [](const HostItem& a, const HostItem& c) {
+    stable_sort_runs(items.begin(), items.end(), [](const HostItem& a, const HostItem& c) {
       return std::tie(a.time, a.order) < std::tie(c.time, c.order);
     });
     // The thread's index, for the profiler's cost of what it recorded.
@@ -570,7 +573,7 @@ class RankBuilder {
               {b_.g.nodes[it.first].start, b_.g.nodes[it.last].end(), items_of.size()});
       items_of.push_back(&items);
     }
-    std::stable_sort(launches.begin(), launches.end(),
+    stable_sort_runs(launches.begin(), launches.end(),
                      [](const Launch& a, const Launch& c) { return a.start < c.start; });
     constexpr size_t kMinRun = 2;
     size_t run_start = 0;
@@ -1229,7 +1232,7 @@ std::optional<LaunchSequence> busiest_launch_sequence(
   if (!busiest) return std::nullopt;
   LaunchSequence out;
   out.calls = *busiest;
-  std::stable_sort(out.calls.begin(), out.calls.end());
+  stable_sort_runs(out.calls.begin(), out.calls.end());
   out.names.resize(out.calls.size());
   for (size_t k = 0; k < out.calls.size(); ++k)
     out.names[k] = trace.events[tree.gpu_events(out.calls[k].second).front()].name;
