@@ -5,6 +5,8 @@
 #include <cmath>
 #include <limits>
 #include <map>
+#include <memory>
+#include <mutex>
 #include <optional>
 #include <set>
 #include <string_view>
@@ -392,9 +394,170 @@ class SpanIndex {
     return sum;
   }
 
+  // f(key, spans) for each (rank, thread) with spans, the spans by start.
+  template <class F>
+  void for_each_thread(F&& f) const {
+    for (const auto& [key, t] : by_thread_) f(key, t.spans);
+  }
+
  private:
   std::map<std::pair<int64_t, uint32_t>, Thread> by_thread_;
 };
+
+}  // namespace
+
+// Items of a list (host edges, host calls: positions in WhatIfBase's
+// host_edges or host_calls) that a span on their (rank, thread) can take
+// time from, by the interval [from, to) it takes it from: per thread, the
+// positions in runs in which both ends never decrease (a thread's gaps and
+// calls come in time order; the hand-overs into a thread make a run of
+// their own), so a span's items are a binary search and a walk away.
+// `always`: the items a scenario changes whatever its spans (a call that
+// lasted no time) or whose times are not ordered (NaN): looked at by every
+// one, as the pass over the whole list did.
+struct HostRunIndex {
+  struct Run {
+    uint32_t begin = 0, end = 0;  // into positions
+  };
+  std::map<std::pair<int64_t, uint32_t>, std::vector<Run>> runs;
+  std::vector<uint32_t> positions;
+  std::vector<uint32_t> always;
+  bool usable = false;  // runs few enough to search (else the whole list)
+};
+
+struct WhatIfBase::HostRuns {
+  std::once_flag made;
+  HostRunIndex unrecorded_edges, host_gap_edges, calls;
+};
+
+namespace {
+
+// An item's part in a HostRunIndex: none (no span changes it), always, or
+// its (rank, thread) and interval.
+struct HostRunItem {
+  enum class Kind : uint8_t { None, Always, Span } kind = Kind::None;
+  std::pair<int64_t, uint32_t> key{};
+  double from = 0, to = 0;
+};
+
+// The runs of items 0..count-1 (`item(position)`).
+template <class Item>
+HostRunIndex make_host_runs(size_t count, Item&& item) {
+  HostRunIndex index;
+  std::map<std::pair<int64_t, uint32_t>, std::vector<uint32_t>> by_key;
+  for (uint32_t p = 0; p < count; ++p) {
+    const HostRunItem it = item(p);
+    if (it.kind == HostRunItem::Kind::Always) index.always.push_back(p);
+    if (it.kind == HostRunItem::Kind::Span) by_key[it.key].push_back(p);
+  }
+  size_t runs = 0;
+  for (auto& [key, list] : by_key) {
+    auto& key_runs = index.runs[key];
+    double last_from = -std::numeric_limits<double>::infinity(), last_to = last_from;
+    for (uint32_t p : list) {
+      const HostRunItem it = item(p);
+      const auto at = static_cast<uint32_t>(index.positions.size());
+      if (key_runs.empty() || it.from < last_from || it.to < last_to) key_runs.push_back({at, at});
+      index.positions.push_back(p);
+      key_runs.back().end = at + 1;
+      last_from = it.from;
+      last_to = it.to;
+    }
+    runs += key_runs.size();
+  }
+  // Past this, a scenario's binary searches would cost what its pass did.
+  constexpr size_t kItemsPerRun = 16;
+  index.usable = runs * kItemsPerRun <= index.positions.size() + kItemsPerRun;
+  return index;
+}
+
+// The positions a span of `spans` can take time from (a positive overlap of
+// the span and the item's interval), with the index's `always`, in list
+// order: what the pass over the whole list changes, and a few it leaves
+// alone. `item(position)` as the index was made with.
+template <class Item>
+std::vector<uint32_t> reached_by_spans(const HostRunIndex& index, const SpanIndex& spans,
+                                       Item&& item) {
+  std::vector<uint32_t> out = index.always;
+  spans.for_each_thread([&](const std::pair<int64_t, uint32_t>& key,
+                            const std::vector<std::pair<double, double>>& list) {
+    const auto found = index.runs.find(key);
+    if (found == index.runs.end()) return;
+    for (const HostRunIndex::Run& run : found->second) {
+      const auto begin = index.positions.begin() + run.begin;
+      const auto end = index.positions.begin() + run.end;
+      for (const auto& [from, to] : list) {
+        if (!(to > from)) continue;  // covers nothing
+        // The first item that ends after the span starts, then each that
+        // starts before it ends.
+        auto q = std::partition_point(begin, end, [&](uint32_t p) { return item(p).to <= from; });
+        for (; q != end && item(*q).from < to; ++q) out.push_back(*q);
+      }
+    }
+  });
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
+// A host edge as remove_unrecorded_spans reads it: the gap before the
+// thread's next item, on that item's thread (a hand-over's too).
+HostRunItem unrecorded_edge_item(const Graph& g, uint32_t k) {
+  const Edge& e = g.edges[k];
+  const Node& from = g.nodes[e.from];
+  const Node& to = g.nodes[e.to];
+  if (to.thread == UINT32_MAX || !(to.start > from.end())) return {};
+  return {HostRunItem::Kind::Span, {to.rank, to.thread}, from.end(), to.start};
+}
+
+// A host edge as remove_host_spans reads it: a gap between two items of
+// one thread.
+HostRunItem host_gap_edge_item(const Graph& g, uint32_t k) {
+  const Edge& e = g.edges[k];
+  if (e.kind != EdgeKind::HostSeq || e.thread == UINT32_MAX) return {};
+  const Node& from = g.nodes[e.from];
+  const Node& to = g.nodes[e.to];
+  if (!(to.start - from.end() > 0)) return {};
+  return {HostRunItem::Kind::Span, {from.rank, e.thread}, from.end(), to.start};
+}
+
+// A runtime call as remove_host_spans reads it: taken out when spans cover
+// half of it, so one that lasted no time (or has no time) by any scenario.
+HostRunItem call_item(const Graph& g, uint32_t n) {
+  const Node& node = g.nodes[n];
+  if (node.thread == UINT32_MAX) return {};
+  if (!(node.dur > 0) || !(node.end() >= node.start)) return {HostRunItem::Kind::Always};
+  return {HostRunItem::Kind::Span, {node.rank, node.thread}, node.start, node.end()};
+}
+
+// The base's host runs, made by the first caller; none for a base not
+// indexed for replays (each scenario passes over the whole list then).
+const WhatIfBase::HostRuns* host_runs_of(const Graph& g, const WhatIfBase* base) {
+  if (!detail::indexes(base, g) || !base->host_runs) return nullptr;
+  WhatIfBase::HostRuns& runs = *base->host_runs;
+  std::call_once(runs.made, [&] {
+    runs.unrecorded_edges = make_host_runs(base->host_edges.size(), [&](uint32_t p) {
+      return unrecorded_edge_item(g, base->host_edges[p]);
+    });
+    runs.host_gap_edges = make_host_runs(base->host_edges.size(), [&](uint32_t p) {
+      return host_gap_edge_item(g, base->host_edges[p]);
+    });
+    runs.calls = make_host_runs(base->host_calls.size(),
+                                [&](uint32_t p) { return call_item(g, base->host_calls[p]); });
+  });
+  return &runs;
+}
+
+// f(k) for each host edge a span of `spans` can take time from, in order
+// (`item`: how the caller reads an edge), else for every host edge.
+template <class Item, class F>
+void for_each_reached_edge(const Graph& g, const WhatIfBase* base, const HostRunIndex* index,
+                           const SpanIndex& spans, Item&& item, F&& f) {
+  if (!index || !index->usable) return for_each_host_edge(g, base, f);
+  for (uint32_t p :
+       reached_by_spans(*index, spans, [&](uint32_t q) { return item(g, base->host_edges[q]); }))
+    f(base->host_edges[p]);
+}
 
 void remove_host_spans(const Graph& g, const WhatIfBase* base, const std::vector<HostSpan>& spans,
                        std::vector<double>& dur, std::vector<double>& lag, WhatIfResult& out) {
@@ -405,20 +568,22 @@ void remove_host_spans(const Graph& g, const WhatIfBase* base, const std::vector
   auto overlap = [&](int64_t rank, uint32_t thread, double from, double to) {
     return index.overlap(rank, thread, from, to, near);
   };
-  for_each_host_edge(g, base, [&](size_t k) {
-    const Edge& e = g.edges[k];
-    if (e.kind != EdgeKind::HostSeq || e.thread == UINT32_MAX || !(lag[k] > 0)) return;
-    const Node& from = g.nodes[e.from];
-    const Node& to = g.nodes[e.to];
-    const double gap = to.start - from.end();
-    if (!(gap > 0)) return;
-    const double inside = overlap(from.rank, e.thread, from.end(), to.start);
-    if (inside <= 0) return;
-    const double cut = lag[k] * std::min(1.0, inside / gap);
-    lag[k] -= cut;
-    removed += cut;
-  });
-  for_each_host_call(g, base, [&](size_t n) {
+  const WhatIfBase::HostRuns* runs = host_runs_of(g, base);
+  for_each_reached_edge(
+      g, base, runs ? &runs->host_gap_edges : nullptr, index, host_gap_edge_item, [&](size_t k) {
+        const Edge& e = g.edges[k];
+        if (e.kind != EdgeKind::HostSeq || e.thread == UINT32_MAX || !(lag[k] > 0)) return;
+        const Node& from = g.nodes[e.from];
+        const Node& to = g.nodes[e.to];
+        const double gap = to.start - from.end();
+        if (!(gap > 0)) return;
+        const double inside = overlap(from.rank, e.thread, from.end(), to.start);
+        if (inside <= 0) return;
+        const double cut = lag[k] * std::min(1.0, inside / gap);
+        lag[k] -= cut;
+        removed += cut;
+      });
+  const auto take_call = [&](size_t n) {
     const Node& node = g.nodes[n];
     if (node.thread == UINT32_MAX || !(dur[n] > 0)) return;
     if (overlap(node.rank, node.thread, node.start, node.end()) >= 0.5 * node.dur) {
@@ -426,7 +591,14 @@ void remove_host_spans(const Graph& g, const WhatIfBase* base, const std::vector
       dur[n] = 0;
       ++calls;
     }
-  });
+  };
+  if (runs && runs->calls.usable) {
+    for (uint32_t p : reached_by_spans(
+             runs->calls, index, [&](uint32_t q) { return call_item(g, base->host_calls[q]); }))
+      take_call(base->host_calls[p]);
+  } else {
+    for_each_host_call(g, base, take_call);
+  }
   out.changes.push_back(
       fmt::format("{} host span(s) removed: {:.1f} us of host gaps and {} runtime "
                   "call(s) in them",
@@ -445,19 +617,22 @@ void remove_unrecorded_spans(const Graph& g, const WhatIfBase* base,
   SpanIndex::Cursor near;
   double removed = 0;
   size_t edges = 0;
-  for_each_host_edge(g, base, [&](size_t k) {
-    if (!(lag[k] > 0)) return;
-    const Edge& e = g.edges[k];
-    const Node& from = g.nodes[e.from];
-    const Node& to = g.nodes[e.to];
-    if (to.thread == UINT32_MAX || !(to.start > from.end())) return;
-    const double inside = index.overlap(to.rank, to.thread, from.end(), to.start, near);
-    if (!(inside > 0)) return;
-    const double cut = std::min(lag[k], inside);
-    lag[k] -= cut;
-    removed += cut;
-    ++edges;
-  });
+  const WhatIfBase::HostRuns* runs = host_runs_of(g, base);
+  for_each_reached_edge(g, base, runs ? &runs->unrecorded_edges : nullptr, index,
+                        unrecorded_edge_item, [&](size_t k) {
+                          if (!(lag[k] > 0)) return;
+                          const Edge& e = g.edges[k];
+                          const Node& from = g.nodes[e.from];
+                          const Node& to = g.nodes[e.to];
+                          if (to.thread == UINT32_MAX || !(to.start > from.end())) return;
+                          const double inside =
+                              index.overlap(to.rank, to.thread, from.end(), to.start, near);
+                          if (!(inside > 0)) return;
+                          const double cut = std::min(lag[k], inside);
+                          lag[k] -= cut;
+                          removed += cut;
+                          ++edges;
+                        });
   out.changes.push_back(fmt::format(
       "{} stretch(es) of host time no event records removed: {:.1f} us from {} host gap(s)",
       spans.size(), removed, edges));
@@ -750,6 +925,7 @@ void index_for_replays(const Graph& g, WhatIfBase& base) {
   for (uint32_t n = 0; n < g.nodes.size(); ++n)
     if (g.nodes[n].kind == NodeKind::HostCall) base.host_calls.push_back(n);
   base.sync_returns = detail::sync_returns_of(g);
+  base.host_runs = std::make_shared<WhatIfBase::HostRuns>();  // made by the first span removal
   base.indexed_for_replays = true;
 }
 

@@ -271,6 +271,22 @@ TEST_CASE("what-if on an indexed base: GPU events found by UID as the scan finds
       unrecorded.remove_unrecorded.push_back(span);
     }
     REQUIRE(!host.remove_host.empty());
+    // The indexed base finds what a span reaches through its runs of each
+    // thread's gaps and calls (WhatIfBase::host_runs): a span over a whole
+    // iteration (many of them), one that covers nothing (its end before
+    // its start) and one on a thread with no host items find the same too.
+    const cp::Node& some_call = g.nodes[host_calls.front()];
+    const cp::Iteration& first = g.iterations.front();
+    for (const cp::HostSpan& span :
+         {cp::HostSpan{some_call.rank, some_call.thread, first.start - offset, first.end - offset},
+          cp::HostSpan{some_call.rank, some_call.thread, first.end - offset, first.start - offset},
+          cp::HostSpan{some_call.rank, 123456789u, first.start - offset, first.end - offset}}) {
+      cp::Scenario wide_host, wide_unrecorded;
+      wide_host.remove_host = {span};
+      wide_unrecorded.remove_unrecorded = {span};
+      check_same_on(g, scanned, indexed, wide_host);
+      check_same_on(g, scanned, indexed, wide_unrecorded);
+    }
     graph.remove_launch_gaps = true;
     for (const cp::Scenario* sc : {&host, &unrecorded, &graph}) {
       check_same_on(g, scanned, indexed, *sc);
