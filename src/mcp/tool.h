@@ -231,7 +231,7 @@ class ToolContext {
   // puts it on its entry: the worker's own copy dies with it. Evicted with
   // the trace. kept() is null until a call kept the key.
   std::shared_ptr<const json> kept(const LoadedTrace& trace, const std::string& key) const;
-  void keep(const LoadedTrace& trace, const std::string& key, json value);
+  void keep(const LoadedTrace& trace, const std::string& key, std::shared_ptr<const json> value);
 
   // Wiring, set by the session that runs the call (tests may set these too).
   std::function<void(double, double, const std::string&)> on_progress;

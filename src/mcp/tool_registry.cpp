@@ -68,19 +68,22 @@ json ToolContext::ask_client(const std::string& method, const json& params) {
 
 namespace {
 // The type a kept value is cached under on a trace's entry (TraceEntry::find).
+// The value is shared with the call that derived it (no copy of a large
+// analysis).
 struct KeptToolValue {
-  json value;
+  std::shared_ptr<const json> value;
 };
 }  // namespace
 
 std::shared_ptr<const json> ToolContext::kept(const LoadedTrace& trace,
                                               const std::string& key) const {
   auto found = trace.entry().find<KeptToolValue>(key);
-  return found ? std::shared_ptr<const json>(found, &found->value) : nullptr;
+  return found ? found->value : nullptr;
 }
 
-void ToolContext::keep(const LoadedTrace& trace, const std::string& key, json value) {
-  if (on_keep) on_keep(trace.entry().identity(), key, value);
+void ToolContext::keep(const LoadedTrace& trace, const std::string& key,
+                       std::shared_ptr<const json> value) {
+  if (on_keep) on_keep(trace.entry().identity(), key, *value);
   trace.entry().put<KeptToolValue>(
       key, std::make_shared<const KeptToolValue>(KeptToolValue{std::move(value)}));
 }
@@ -90,8 +93,8 @@ void ToolContext::keep(const LoadedTrace& trace, const std::string& key, json va
 void keep_from_worker(TraceStore& traces, const FileIdentity& id, const std::string& key,
                       json value) {
   if (auto entry = traces.cache().find_resident(id))
-    entry->put<KeptToolValue>(
-        key, std::make_shared<const KeptToolValue>(KeptToolValue{std::move(value)}));
+    entry->put<KeptToolValue>(key, std::make_shared<const KeptToolValue>(KeptToolValue{
+                                       std::make_shared<const json>(std::move(value))}));
 }
 
 // ---------------------------------------------------------------- registry

@@ -126,8 +126,9 @@ void close_inherited_sockets() {
   ctx.on_time_limit = [fd](int64_t ms) { send(fd, Frame::kTimeLimit, ms); };
   ctx.on_keep = [fd](const FileIdentity& id, const std::string& key, const json& value) {
     PhaseTimer t("worker/send_kept");
-    send(fd, Frame::kKept,
-         {{"id", {id.device, id.inode, id.size, id.mtime_ns}}, {"key", key}, {"value", value}});
+    const std::vector<uint8_t> frame =
+        encode_kept_frame({id.device, id.inode, id.size, id.mtime_ns}, key, value);
+    if (!write_all(fd, frame.data(), frame.size())) ::_exit(3);  // the server is gone
   };
   ctx.cancel_flag_ = nullptr;  // the server kills a cancelled worker
   std::optional<json> result;

@@ -71,6 +71,25 @@ std::vector<uint8_t> encode_worker_frame(WorkerFrameKind kind, const json& paylo
   return frame;
 }
 
+std::vector<uint8_t> encode_kept_frame(const json& id, const std::string& key, const json& value) {
+  // The header's room, then the body: a CBOR map is its header and its
+  // entries one after the other, by key in the order json's object keeps
+  // them ("id" < "key" < "value"). to_cbor appends to a vector.
+  constexpr uint8_t kMapOfThree = 0xa3;
+  std::vector<uint8_t> frame(kWorkerFrameHeader, 0);
+  frame.push_back(kMapOfThree);
+  json::to_cbor(json("id"), frame);
+  json::to_cbor(id, frame);
+  json::to_cbor(json("key"), frame);
+  json::to_cbor(json(key), frame);
+  json::to_cbor(json("value"), frame);
+  json::to_cbor(value, frame);
+  frame[0] = static_cast<uint8_t>(WorkerFrameKind::kKept);
+  const uint64_t size = frame.size() - kWorkerFrameHeader;
+  std::memcpy(frame.data() + 1, &size, sizeof size);
+  return frame;
+}
+
 std::string worker_frame_shape_error(WorkerFrameKind kind, const json& p) {
   switch (kind) {
     case WorkerFrameKind::kProgress:

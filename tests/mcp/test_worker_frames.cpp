@@ -41,6 +41,14 @@ TEST_CASE("worker frames: read whole or a byte at a time, invalid UTF-8 carried 
                        {"next", nullptr},
                        {"caveats", json::array({{{"trace", "t1"}}})}};
   const json kept = {{"id", {2049, 77, 4096, -5}}, {"key", "insights:H100"}, {"value", {1, "k"}}};
+  // The kept frame made without copying its value: the same bytes.
+  CHECK(jarvis::mcp::encode_kept_frame(kept["id"], "insights:H100", kept["value"]) ==
+        encode_worker_frame(WorkerFrameKind::kKept, kept));
+  const json analysis = {{"findings", {{{"row", {{"uids", {1, 2, 3}}}}, {"line", "x\n"}}}},
+                         {"plan", nullptr}};
+  CHECK(jarvis::mcp::encode_kept_frame(kept["id"], "k", analysis) ==
+        encode_worker_frame(WorkerFrameKind::kKept,
+                            {{"id", kept["id"]}, {"key", "k"}, {"value", analysis}}));
   const auto stream = encode_worker_frame(WorkerFrameKind::kProgress, {1, 4, "loading"}) +
                       encode_worker_frame(WorkerFrameKind::kTimeLimit, 2000) +
                       encode_worker_frame(WorkerFrameKind::kKept, kept) +

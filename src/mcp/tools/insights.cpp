@@ -244,7 +244,7 @@ std::shared_ptr<const json> insights_analysis(const LoadedTrace& entry,
   std::optional<PhaseTimer> t(std::in_place, "insights/derive_analysis");
   auto derived = std::make_shared<const json>(derive_analysis(entry, arch));
   t.emplace("insights/keep");
-  ctx.keep(entry, kept_key(arch_name == "none" ? "" : arch_name), *derived);
+  ctx.keep(entry, kept_key(arch_name == "none" ? "" : arch_name), derived);
   return derived;
 }
 
