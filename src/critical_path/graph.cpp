@@ -228,14 +228,15 @@ class UidMap {
 class RankBuilder {
  public:
   RankBuilder(Builder& b, const RankInput& in, int64_t rank, double offset,
-              const std::vector<collectives::CollectiveInstance>& colls, const StepBounds* bounds)
+              const std::vector<collectives::CollectiveInstance>& colls, const StepBounds* bounds,
+              const ProfilerCost& cost)
       : b_(b),
         trace_(*in.trace),
         tree_(*in.tree),
         rank_(rank),
         off_(offset),
         bounds_(bounds),
-        cost_(measure_profiler_cost(trace_, tree_)) {
+        cost_(cost) {
     by_uid_.tree = &tree_;
     by_uid_.nodes = &b_.g.nodes;
     for (const auto& c : colls) coll_[c.kernel.uid] = &c;
@@ -1569,31 +1570,46 @@ Graph build_graph(const std::vector<RankInput>& in) {
   b.g.edges.reserve(2 * gpu_and_calls + 1024);
   advise_huge_pages(b.g.nodes.data(), b.g.nodes.capacity() * sizeof(Node));
   advise_huge_pages(b.g.edges.data(), b.g.edges.capacity() * sizeof(Edge));
-  std::optional<PhaseTimer> ranks_timer(std::in_place, "critical_path/build_graph/ranks");
-  auto ranks = rank_traces(in, b.g.clock_offset_us);
-  ranks_timer.reset();
+  std::vector<collectives::RankTrace> ranks;
+  // Without ProfilerStep#N on any rank: the optimizer's steps, else repeats of
+  // the launch sequence, used when every rank shows the same number of them.
+  std::vector<std::optional<StepBounds>> bounds(in.size());
+  bool no_steps = false;
+  const auto pair_ranks_and_bound_steps = [&] {
+    {
+      PhaseTimer t("critical_path/build_graph/ranks");
+      ranks = rank_traces(in, b.g.clock_offset_us);
+    }
+    no_steps = std::none_of(in.begin(), in.end(), [](const RankInput& r) {
+      for (Uid u = 0; u < r.trace->events.size(); ++u)
+        if (r.trace->events[u].cat == Cat::UserAnnotation &&
+            r.trace->name(u).starts_with("ProfilerStep#"))
+          return true;
+      return false;
+    });
+    if (no_steps) {
+      detect_step_bounds(in, bounds, b.g);
+    } else {
+      PhaseTimer decode_timer("critical_path/build_graph/decode_steps");
+      decode_step_bounds(in, bounds, b.g);
+    }
+  };
+  // Each rank's profiler cost reads its trace and tree alone: measured
+  // beside the ranks' pairing and their steps, which do not read it (x256:
+  // 33 ms, at the start of the graph's one-thread path).
+  std::vector<ProfilerCost> costs(in.size());
+  run_on_two_threads({[&] {
+                        PhaseTimer t("critical_path/build_graph/profiler_cost");
+                        for (size_t k = 0; k < in.size(); ++k)
+                          costs[k] = measure_profiler_cost(*in[k].trace, *in[k].tree);
+                      },
+                      pair_ranks_and_bound_steps});
   for (const auto& r : ranks) b.g.input_ranks.push_back(r.rank);
   std::vector<std::unique_ptr<RankBuilder>> builders;
   std::vector<std::vector<collectives::CollectiveInstance>> colls;
   std::vector<std::vector<Step>> steps;
   bool any_missing_steps = false;
   size_t launch_edges = 0, recorded = 0, unresolved = 0;
-  // Without ProfilerStep#N on any rank: the optimizer's steps, else repeats of
-  // the launch sequence, used when every rank shows the same number of them.
-  std::vector<std::optional<StepBounds>> bounds(in.size());
-  const bool no_steps = std::none_of(in.begin(), in.end(), [](const RankInput& r) {
-    for (Uid u = 0; u < r.trace->events.size(); ++u)
-      if (r.trace->events[u].cat == Cat::UserAnnotation &&
-          r.trace->name(u).starts_with("ProfilerStep#"))
-        return true;
-    return false;
-  });
-  if (no_steps) {
-    detect_step_bounds(in, bounds, b.g);
-  } else {
-    PhaseTimer decode_timer("critical_path/build_graph/decode_steps");
-    decode_step_bounds(in, bounds, b.g);
-  }
   const bool decode_steps = b.g.iterations_source == kFromDecodeStepsInProfilerStep;
   std::vector<std::vector<Step>> profiler_steps;  // decode_steps: the ProfilerSteps, per rank
   for (size_t k = 0; k < in.size(); ++k) {
@@ -1606,10 +1622,9 @@ Graph build_graph(const std::vector<RankInput>& in) {
       const Event& e = in[k].trace->events[c.kernel.uid];
       return !e.has_ts() || !e.has_dur();
     });
-    std::optional<PhaseTimer> t(std::in_place, "critical_path/build_graph/profiler_cost");
     auto rb = std::make_unique<RankBuilder>(b, in[k], rank, b.g.clock_offset_us.at(rank),
-                                            ranks[k].instances, bounds[k] ? &*bounds[k] : nullptr);
-    t.reset();
+                                            ranks[k].instances, bounds[k] ? &*bounds[k] : nullptr,
+                                            costs[k]);
     rb->build();
     recorded += rb->recorded_waits;
     unresolved += rb->unresolved_waits;
