@@ -486,7 +486,9 @@ std::vector<uint32_t> reached_by_spans(const HostRunIndex& index, const SpanInde
     for (const HostRunIndex::Run& run : found->second) {
       const auto begin = index.positions.begin() + run.begin;
       const auto end = index.positions.begin() + run.end;
-      for (const auto& [from, to] : list) {
+      for (const auto& span : list) {
+        // Named copies: clang 14 cannot capture a structured binding.
+        const double from = span.first, to = span.second;
         if (!(to > from)) continue;  // covers nothing
         // The first item that ends after the span starts, then each that
         // starts before it ends.
