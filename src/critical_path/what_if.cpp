@@ -444,21 +444,24 @@ struct HostRunItem {
 template <class Item>
 HostRunIndex make_host_runs(size_t count, Item&& item) {
   HostRunIndex index;
-  std::map<std::pair<int64_t, uint32_t>, std::vector<uint32_t>> by_key;
+  struct Placed {
+    uint32_t position;
+    double from, to;
+  };
+  std::map<std::pair<int64_t, uint32_t>, std::vector<Placed>> by_key;
   for (uint32_t p = 0; p < count; ++p) {
     const HostRunItem it = item(p);
     if (it.kind == HostRunItem::Kind::Always) index.always.push_back(p);
-    if (it.kind == HostRunItem::Kind::Span) by_key[it.key].push_back(p);
+    if (it.kind == HostRunItem::Kind::Span) by_key[it.key].push_back({p, it.from, it.to});
   }
   size_t runs = 0;
   for (auto& [key, list] : by_key) {
     auto& key_runs = index.runs[key];
     double last_from = -std::numeric_limits<double>::infinity(), last_to = last_from;
-    for (uint32_t p : list) {
-      const HostRunItem it = item(p);
+    for (const Placed& it : list) {
       const auto at = static_cast<uint32_t>(index.positions.size());
       if (key_runs.empty() || it.from < last_from || it.to < last_to) key_runs.push_back({at, at});
-      index.positions.push_back(p);
+      index.positions.push_back(it.position);
       key_runs.back().end = at + 1;
       last_from = it.from;
       last_to = it.to;
@@ -550,15 +553,15 @@ const WhatIfBase::HostRuns* host_runs_of(const Graph& g, const WhatIfBase* base)
   return &runs;
 }
 
-// f(k) for each host edge a span of `spans` can take time from, in order
-// (`item`: how the caller reads an edge), else for every host edge.
-template <class Item, class F>
-void for_each_reached_edge(const Graph& g, const WhatIfBase* base, const HostRunIndex* index,
-                           const SpanIndex& spans, Item&& item, F&& f) {
-  if (!index || !index->usable) return for_each_host_edge(g, base, f);
-  for (uint32_t p :
-       reached_by_spans(*index, spans, [&](uint32_t q) { return item(g, base->host_edges[q]); }))
-    f(base->host_edges[p]);
+// f(id) for each id of `ids` (the base's host edges or calls, in order) a
+// span of `spans` can take time from, through `index` (made with
+// `item(g, id)`); without a usable index, every(f) visits them all.
+template <class Item, class Every, class F>
+void for_each_reached(const Graph& g, const HostRunIndex* index, const std::vector<uint32_t>* ids,
+                      const SpanIndex& spans, Item&& item, Every&& every, F&& f) {
+  if (!index || !index->usable) return every(f);
+  for (uint32_t p : reached_by_spans(*index, spans, [&](uint32_t q) { return item(g, (*ids)[q]); }))
+    f((*ids)[p]);
 }
 
 void remove_host_spans(const Graph& g, const WhatIfBase* base, const std::vector<HostSpan>& spans,
@@ -570,21 +573,18 @@ void remove_host_spans(const Graph& g, const WhatIfBase* base, const std::vector
   auto overlap = [&](int64_t rank, uint32_t thread, double from, double to) {
     return index.overlap(rank, thread, from, to, near);
   };
-  const WhatIfBase::HostRuns* runs = host_runs_of(g, base);
-  for_each_reached_edge(
-      g, base, runs ? &runs->host_gap_edges : nullptr, index, host_gap_edge_item, [&](size_t k) {
-        const Edge& e = g.edges[k];
-        if (e.kind != EdgeKind::HostSeq || e.thread == UINT32_MAX || !(lag[k] > 0)) return;
-        const Node& from = g.nodes[e.from];
-        const Node& to = g.nodes[e.to];
-        const double gap = to.start - from.end();
-        if (!(gap > 0)) return;
-        const double inside = overlap(from.rank, e.thread, from.end(), to.start);
-        if (inside <= 0) return;
-        const double cut = lag[k] * std::min(1.0, inside / gap);
-        lag[k] -= cut;
-        removed += cut;
-      });
+  // A host gap loses the part of it the spans cover, in proportion; read as
+  // the index of the base's host runs reads it (host_gap_edge_item).
+  const auto cut_gap = [&](size_t k) {
+    if (!(lag[k] > 0)) return;
+    const HostRunItem gap = host_gap_edge_item(g, static_cast<uint32_t>(k));
+    if (gap.kind != HostRunItem::Kind::Span) return;
+    const double inside = overlap(gap.key.first, gap.key.second, gap.from, gap.to);
+    if (inside <= 0) return;
+    const double cut = lag[k] * std::min(1.0, inside / (gap.to - gap.from));
+    lag[k] -= cut;
+    removed += cut;
+  };
   const auto take_call = [&](size_t n) {
     const Node& node = g.nodes[n];
     if (node.thread == UINT32_MAX || !(dur[n] > 0)) return;
@@ -594,13 +594,13 @@ void remove_host_spans(const Graph& g, const WhatIfBase* base, const std::vector
       ++calls;
     }
   };
-  if (runs && runs->calls.usable) {
-    for (uint32_t p : reached_by_spans(
-             runs->calls, index, [&](uint32_t q) { return call_item(g, base->host_calls[q]); }))
-      take_call(base->host_calls[p]);
-  } else {
-    for_each_host_call(g, base, take_call);
-  }
+  const WhatIfBase::HostRuns* runs = host_runs_of(g, base);
+  for_each_reached(
+      g, runs ? &runs->host_gap_edges : nullptr, runs ? &base->host_edges : nullptr, index,
+      host_gap_edge_item, [&](const auto& f) { for_each_host_edge(g, base, f); }, cut_gap);
+  for_each_reached(
+      g, runs ? &runs->calls : nullptr, runs ? &base->host_calls : nullptr, index, call_item,
+      [&](const auto& f) { for_each_host_call(g, base, f); }, take_call);
   out.changes.push_back(
       fmt::format("{} host span(s) removed: {:.1f} us of host gaps and {} runtime "
                   "call(s) in them",
@@ -619,22 +619,24 @@ void remove_unrecorded_spans(const Graph& g, const WhatIfBase* base,
   SpanIndex::Cursor near;
   double removed = 0;
   size_t edges = 0;
+  // A gap into the thread's next item (a hand-over's too) loses what the
+  // spans cover of it, read as the base's host runs read it
+  // (unrecorded_edge_item).
+  const auto cut_gap = [&](size_t k) {
+    if (!(lag[k] > 0)) return;
+    const HostRunItem gap = unrecorded_edge_item(g, static_cast<uint32_t>(k));
+    if (gap.kind != HostRunItem::Kind::Span) return;
+    const double inside = index.overlap(gap.key.first, gap.key.second, gap.from, gap.to, near);
+    if (!(inside > 0)) return;
+    const double cut = std::min(lag[k], inside);
+    lag[k] -= cut;
+    removed += cut;
+    ++edges;
+  };
   const WhatIfBase::HostRuns* runs = host_runs_of(g, base);
-  for_each_reached_edge(g, base, runs ? &runs->unrecorded_edges : nullptr, index,
-                        unrecorded_edge_item, [&](size_t k) {
-                          if (!(lag[k] > 0)) return;
-                          const Edge& e = g.edges[k];
-                          const Node& from = g.nodes[e.from];
-                          const Node& to = g.nodes[e.to];
-                          if (to.thread == UINT32_MAX || !(to.start > from.end())) return;
-                          const double inside =
-                              index.overlap(to.rank, to.thread, from.end(), to.start, near);
-                          if (!(inside > 0)) return;
-                          const double cut = std::min(lag[k], inside);
-                          lag[k] -= cut;
-                          removed += cut;
-                          ++edges;
-                        });
+  for_each_reached(
+      g, runs ? &runs->unrecorded_edges : nullptr, runs ? &base->host_edges : nullptr, index,
+      unrecorded_edge_item, [&](const auto& f) { for_each_host_edge(g, base, f); }, cut_gap);
   out.changes.push_back(fmt::format(
       "{} stretch(es) of host time no event records removed: {:.1f} us from {} host gap(s)",
       spans.size(), removed, edges));

@@ -102,10 +102,10 @@ void prepare_trace_facts(const InsightContext& c) {
   // each over every event was 20 ms at x256, before any rule could start).
   std::vector<char> seen(c.trace.strings.size(), 0);
   for (Uid u : c.tree.gpu_event_uids()) {
-    const uint32_t id = c.trace.events[u].name;
-    if (id < seen.size() && seen[id]) continue;
-    if (id < seen.size()) seen[id] = 1;
-    facts->gpu_names.try_emplace(id, read_kernel_name(c.trace.str(id)));
+    const uint32_t id = c.trace.events[u].name;  // an interned string's id
+    if (seen[id]) continue;
+    seen[id] = 1;
+    facts->gpu_names.emplace(id, read_kernel_name(c.trace.str(id)));
   }
   c.facts = std::move(facts);
 }
