@@ -22,6 +22,24 @@ namespace jarvis {
 
 namespace detail {
 
+// std::merge of the runs [lo, mid) and [mid, hi) of `in` into the same
+// positions of `out`, comparing only where they overlap: the left run's
+// elements not after the right run's first, and the right run's not before
+// the left run's last, are moved as they are (found by binary search). Runs
+// that overlap little (a trace tiled from copies: each copy's runtime calls
+// after its ops, one run a copy) then cost a move, not a comparison per
+// element per pass. The same order as std::merge: of equal elements, the
+// left run's first.
+template <class In, class Out, class Offset, class Compare>
+void merge_overlap(In in, Out out, Offset lo, Offset mid, Offset hi, Compare& comp) {
+  const In left_cut = std::upper_bound(in + lo, in + mid, *(in + mid), comp);
+  const In right_cut = std::lower_bound(in + mid, in + hi, *(in + mid - 1), comp);
+  Out to = std::move(in + lo, left_cut, out + lo);
+  to = std::merge(std::make_move_iterator(left_cut), std::make_move_iterator(in + mid),
+                  std::make_move_iterator(in + mid), std::make_move_iterator(right_cut), to, comp);
+  std::move(right_cut, in + hi, to);
+}
+
 // One merge pass: runs [bounds[k], bounds[k + 1]) of `in` merged pairwise
 // into the same positions of `out` (a last odd run moved as it is); bounds
 // then holds the merged runs' boundaries.
@@ -33,10 +51,7 @@ void merge_run_pairs(In in, Out out, std::vector<Offset>& bounds, Compare& comp)
     const Offset lo = bounds[r], mid = bounds[r + 1];
     bounds[kept++] = lo;
     if (r + 1 < runs) {
-      const Offset hi = bounds[r + 2];
-      std::merge(std::make_move_iterator(in + lo), std::make_move_iterator(in + mid),
-                 std::make_move_iterator(in + mid), std::make_move_iterator(in + hi), out + lo,
-                 comp);
+      merge_overlap(in, out, lo, mid, bounds[r + 2], comp);
     } else {
       std::move(in + lo, in + mid, out + lo);
     }
