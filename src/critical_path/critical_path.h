@@ -583,6 +583,11 @@ struct WhatIfBase {
   // passing over all of them (x256: 400,000 edges, 2.5-4.3 ms a replay).
   struct HostRuns;
   std::shared_ptr<HostRuns> host_runs;  // set by index_for_replays
+  // Copies of dur and lag that replays write their scenario into and put
+  // back after (what_if.cpp): a replay neither copies the base's 15 MB (x256)
+  // nor compares every value to find what its scenario changed.
+  struct ReplayScratch;
+  std::shared_ptr<ReplayScratch> replay_scratch;  // set by index_for_replays
   bool indexed_for_replays = false;
 };
 // `unprofiled` false: the recorded step alone (enough for Scenario::recorded_host).

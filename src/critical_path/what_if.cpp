@@ -1,6 +1,7 @@
 // What-if: change node durations or edge lags of the calibrated graph and
 // replay it (docs/critical-path.md says what this can and cannot predict).
 #include <algorithm>
+#include <bit>
 #include <cctype>
 #include <cmath>
 #include <limits>
@@ -23,8 +24,91 @@
 #include "report/stats.h"
 
 namespace jarvis::critical_path {
+namespace detail {
+
+// A replay's durations and lags: a copy of its base's that the scenario
+// writes through set_dur / set_lag, each index written marked in a bitmap.
+// What the scenario changed is then read, in index order, from the marks
+// (removed_per_iteration), and the copy is put back to the base's values by
+// them for the next replay: at x256 a replay copied 15 MB and compared 30 MB
+// to find its few changes, beside a 4.5 ms propagation.
+class ReplayTimes {
+ public:
+  // The base's values, nothing marked. `reused`: the copy will serve many
+  // replays (put back after each), so whether its marks find every change
+  // is worth a pass: a NaN differs from itself, and a comparison of every
+  // value visits it, written or not.
+  void assign(std::vector<double> dur, std::vector<double> lag, bool reused) {
+    dur_ = std::move(dur);
+    lag_ = std::move(lag);
+    dur_written_.assign((dur_.size() + 63) / 64, 0);
+    lag_written_.assign((lag_.size() + 63) / 64, 0);
+    const auto any_nan = [](const std::vector<double>& v) {
+      return std::any_of(v.begin(), v.end(), [](double x) { return std::isnan(x); });
+    };
+    marks_find_changes_ = reused && !any_nan(dur_) && !any_nan(lag_);
+  }
+  // Whether the marks find every value that differs from the base's (else
+  // compare them all).
+  bool marks_find_changes() const { return marks_find_changes_; }
+  const std::vector<double>& dur() const { return dur_; }
+  const std::vector<double>& lag() const { return lag_; }
+  void set_dur(size_t n, double value) {
+    dur_written_[n >> 6] |= uint64_t{1} << (n & 63);
+    dur_[n] = value;
+  }
+  void set_lag(size_t k, double value) {
+    lag_written_[k >> 6] |= uint64_t{1} << (k & 63);
+    lag_[k] = value;
+  }
+  // f(n) for each duration written that differs from base[n], in order.
+  template <class F>
+  void for_each_changed_dur(const std::vector<double>& base, F&& f) const {
+    for_each_marked(dur_written_, [&](size_t n) {
+      if (base[n] != dur_[n]) f(n);
+    });
+  }
+  template <class F>
+  void for_each_changed_lag(const std::vector<double>& base, F&& f) const {
+    for_each_marked(lag_written_, [&](size_t k) {
+      if (base[k] != lag_[k]) f(k);
+    });
+  }
+  // Back to the base's values (those of assign), nothing marked.
+  void restore(const std::vector<double>& base_dur, const std::vector<double>& base_lag) {
+    restore_marked(dur_written_, base_dur, dur_);
+    restore_marked(lag_written_, base_lag, lag_);
+  }
+
+ private:
+  template <class F>
+  static void for_each_marked(const std::vector<uint64_t>& marks, F&& f) {
+    for (size_t w = 0; w < marks.size(); ++w)
+      for (uint64_t bits = marks[w]; bits; bits &= bits - 1)
+        f(w * 64 + static_cast<size_t>(std::countr_zero(bits)));
+  }
+  static void restore_marked(std::vector<uint64_t>& marks, const std::vector<double>& base,
+                             std::vector<double>& values) {
+    for_each_marked(marks, [&](size_t i) { values[i] = base[i]; });
+    std::fill(marks.begin(), marks.end(), 0);
+  }
+  std::vector<double> dur_, lag_;
+  std::vector<uint64_t> dur_written_, lag_written_;
+  bool marks_find_changes_ = false;
+};
+
+}  // namespace detail
+
+// The replays' copies of an indexed base's times (index_for_replays): one per
+// replay running at once, kept for the next.
+struct WhatIfBase::ReplayScratch {
+  std::mutex mu;
+  std::vector<std::unique_ptr<detail::ReplayTimes>> free;
+};
+
 namespace {
 
+using detail::ReplayTimes;
 using pycompat::ascii_icontains;
 
 bool what_if_same_name(std::string_view a, std::string_view b) {
@@ -252,14 +336,14 @@ std::vector<std::pair<uint32_t, double>> scaled_selection(const Graph& g, const 
   return scaled;
 }
 
-void overlap_collectives(const Graph& g, const std::string& which, std::vector<double>& dur,
-                         std::vector<double>& lag, WhatIfResult& out) {
+void overlap_collectives(const Graph& g, const std::string& which, ReplayTimes& times,
+                         WhatIfResult& out) {
   size_t n = 0;
   for (const Join& j : g.joins) {
     if (which != "all" && !ascii_icontains(j.collective, which)) continue;
-    dur[j.node] = 0.0;
+    times.set_dur(j.node, 0.0);
     for (size_t k = 0; k < g.edges.size(); ++k)
-      if (g.edges[k].from == j.node) lag[k] = std::min(lag[k], 0.0);
+      if (g.edges[k].from == j.node) times.set_lag(k, std::min(times.lag()[k], 0.0));
     ++n;
   }
   if (n == 0) throw CriticalPathError(fmt::format("no collective instance matches '{}'", which));
@@ -311,22 +395,22 @@ void for_each_host_call(const Graph& g, const WhatIfBase* base, F&& f) {
       [&](size_t n) { return g.nodes[n].kind == NodeKind::HostCall; }, f);
 }
 
-void remove_host_gaps(const Graph& g, const WhatIfBase* base, std::vector<double>& dur,
-                      std::vector<double>& lag, WhatIfResult& out) {
+void remove_host_gaps(const Graph& g, const WhatIfBase* base, ReplayTimes& times,
+                      WhatIfResult& out) {
   double first = std::numeric_limits<double>::infinity();
   for (const Iteration& it : g.iterations) first = std::min(first, it.start);
   size_t gaps = 0, calls = 0;
   for_each_host_edge(g, base, [&](size_t k) {
     const Edge& e = g.edges[k];
     if (g.nodes[e.from].start < first) return;
-    if (g.labels[e.label].category == "host_gap" && lag[k] > 0) {
-      lag[k] = 0.0;
+    if (g.labels[e.label].category == "host_gap" && times.lag()[k] > 0) {
+      times.set_lag(k, 0.0);
       ++gaps;
     }
   });
   for_each_host_call(g, base, [&](size_t n) {
-    if (g.nodes[n].start >= first && dur[n] > 0) {
-      dur[n] = 0.0;
+    if (g.nodes[n].start >= first && times.dur()[n] > 0) {
+      times.set_dur(n, 0.0);
       ++calls;
     }
   });
@@ -565,7 +649,9 @@ void for_each_reached(const Graph& g, const HostRunIndex* index, const std::vect
 }
 
 void remove_host_spans(const Graph& g, const WhatIfBase* base, const std::vector<HostSpan>& spans,
-                       std::vector<double>& dur, std::vector<double>& lag, WhatIfResult& out) {
+                       ReplayTimes& times, WhatIfResult& out) {
+  const std::vector<double>& dur = times.dur();
+  const std::vector<double>& lag = times.lag();
   double removed = 0;
   size_t calls = 0;
   const SpanIndex index(g, spans);
@@ -582,7 +668,7 @@ void remove_host_spans(const Graph& g, const WhatIfBase* base, const std::vector
     const double inside = overlap(gap.key.first, gap.key.second, gap.from, gap.to);
     if (inside <= 0) return;
     const double cut = lag[k] * std::min(1.0, inside / (gap.to - gap.from));
-    lag[k] -= cut;
+    times.set_lag(k, lag[k] - cut);
     removed += cut;
   };
   const auto take_call = [&](size_t n) {
@@ -590,7 +676,7 @@ void remove_host_spans(const Graph& g, const WhatIfBase* base, const std::vector
     if (node.thread == UINT32_MAX || !(dur[n] > 0)) return;
     if (overlap(node.rank, node.thread, node.start, node.end()) >= 0.5 * node.dur) {
       removed += dur[n];
-      dur[n] = 0;
+      times.set_dur(n, 0);
       ++calls;
     }
   };
@@ -613,8 +699,9 @@ void remove_host_spans(const Graph& g, const WhatIfBase* base, const std::vector
 // their lag. Nothing was recorded there, so the un-profiled model took none of
 // it out: unlike remove_host_spans, no share of the cut is the profiler's.
 void remove_unrecorded_spans(const Graph& g, const WhatIfBase* base,
-                             const std::vector<HostSpan>& spans, std::vector<double>& lag,
+                             const std::vector<HostSpan>& spans, ReplayTimes& times,
                              WhatIfResult& out) {
+  const std::vector<double>& lag = times.lag();
   const SpanIndex index(g, spans);
   SpanIndex::Cursor near;
   double removed = 0;
@@ -629,7 +716,7 @@ void remove_unrecorded_spans(const Graph& g, const WhatIfBase* base,
     const double inside = index.overlap(gap.key.first, gap.key.second, gap.from, gap.to, near);
     if (!(inside > 0)) return;
     const double cut = std::min(lag[k], inside);
-    lag[k] -= cut;
+    times.set_lag(k, lag[k] - cut);
     removed += cut;
     ++edges;
   };
@@ -644,7 +731,7 @@ void remove_unrecorded_spans(const Graph& g, const WhatIfBase* base,
 
 // Synchronising calls that no longer wait: their return follows their entry.
 void remove_sync_waits(const Graph& g, const WhatIfBase* base,
-                       const std::vector<std::pair<int64_t, Uid>>& syncs, std::vector<double>& lag,
+                       const std::vector<std::pair<int64_t, Uid>>& syncs, ReplayTimes& times,
                        WhatIfResult& out) {
   std::vector<std::pair<int64_t, Uid>> sorted = syncs;
   std::sort(sorted.begin(), sorted.end());
@@ -657,7 +744,7 @@ void remove_sync_waits(const Graph& g, const WhatIfBase* base,
         const Node& ret = g.nodes[g.edges[k].to];
         if (!std::binary_search(sorted.begin(), sorted.end(), std::make_pair(ret.rank, ret.uid)))
           return;
-        lag[k] = kNever;
+        times.set_lag(k, kNever);
         ++n;
       });
   out.changes.push_back(fmt::format(
@@ -667,7 +754,7 @@ void remove_sync_waits(const Graph& g, const WhatIfBase* base,
 // GPU work that no longer runs: the ops keep their place on their stream
 // and take no time.
 void remove_gpu_work(const Graph& g, const std::vector<std::pair<int64_t, Uid>>& gpu,
-                     std::vector<double>& dur, WhatIfResult& out) {
+                     ReplayTimes& times, WhatIfResult& out) {
   std::vector<std::pair<int64_t, Uid>> sorted = gpu;
   std::sort(sorted.begin(), sorted.end());
   size_t n = 0;
@@ -677,8 +764,8 @@ void remove_gpu_work(const Graph& g, const std::vector<std::pair<int64_t, Uid>>&
     if (node.kind != NodeKind::Gpu ||
         !std::binary_search(sorted.begin(), sorted.end(), std::make_pair(node.rank, node.uid)))
       continue;
-    us += dur[k];
-    dur[k] = 0;
+    us += times.dur()[k];
+    times.set_dur(k, 0);
     ++n;
   }
   out.changes.push_back(fmt::format("{} GPU op(s) they launched removed ({:.1f} us)", n, us));
@@ -769,16 +856,32 @@ void for_each_changed(const std::vector<double>& before, const std::vector<doubl
     if (before[i] != after[i]) f(i);
 }
 
+// `times`: the base's values as `times` was assigned them, changed by the
+// scenario; its changes read from its marks where they find them all.
 double removed_per_iteration(const Graph& g, const std::vector<double>& base_dur,
-                             const std::vector<double>& base_lag, const std::vector<double>& dur,
-                             const std::vector<double>& lag,
+                             const std::vector<double>& base_lag, const ReplayTimes& times,
                              const std::vector<std::pair<int64_t, Uid>>& syncs,
                              const std::vector<WhatIfBase::SyncWait>* base_waits) {
   if (g.iterations.empty()) return 0.0;
+  const std::vector<double>& dur = times.dur();
+  const std::vector<double>& lag = times.lag();
+  const bool by_marks = times.marks_find_changes();
+  const auto changed_dur = [&](auto&& f) {
+    if (by_marks)
+      times.for_each_changed_dur(base_dur, f);
+    else
+      for_each_changed(base_dur, dur, f);
+  };
+  const auto changed_lag = [&](auto&& f) {
+    if (by_marks)
+      times.for_each_changed_lag(base_lag, f);
+    else
+      for_each_changed(base_lag, lag, f);
+  };
   const IterationWindows windows(g);
   auto inside = [&](double t) { return windows.inside(t); };
   double removed = 0;
-  for_each_changed(base_dur, dur, [&](size_t n) {
+  changed_dur([&](size_t n) {
     if (inside(g.nodes[n].start)) removed += base_dur[n] - dur[n];
   });
   std::vector<std::pair<int64_t, Uid>> sorted = syncs;
@@ -788,7 +891,7 @@ double removed_per_iteration(const Graph& g, const std::vector<double>& base_dur
     return node.kind == NodeKind::SyncReturn &&
            std::binary_search(sorted.begin(), sorted.end(), std::make_pair(node.rank, node.uid));
   };
-  for_each_changed(base_lag, lag, [&](size_t k) {
+  changed_lag([&](size_t k) {
     const Edge& e = g.edges[k];
     if (e.kind == EdgeKind::Sync && removed_sync(e.to)) return;
     const Node& from = g.nodes[e.from];
@@ -863,7 +966,8 @@ namespace {
 
 // The scenario's changes applied to one base schedule.
 void apply(const Graph& g, const Scenario& sc, bool scales, const WhatIfBase* base,
-           std::vector<double>& dur, std::vector<double>& lag, WhatIfResult& out) {
+           ReplayTimes& times, WhatIfResult& out) {
+  const std::vector<double>& dur = times.dur();
   if (!sc.host_removal.empty()) out.changes.push_back(sc.host_removal);
   // Every selection scales the durations before any selection: all are
   // made before the first is written.
@@ -882,20 +986,20 @@ void apply(const Graph& g, const Scenario& sc, bool scales, const WhatIfBase* ba
     for (const auto& [n, d] : scaled_selection(g, one, dur, base, out))
       if (d != dur[n]) list.push_back({n, dur[n], d});
   }
-  for (const auto& [n, d] : scaled) dur[n] = d;
+  for (const auto& [n, d] : scaled) times.set_dur(n, d);
   // An op two selections take (or `select` and one) keeps the shorter
   // result: the stronger of two fixes of one kernel, not both one after the
   // other.
   for (const auto& list : also)
     for (const Rescaled& r : list)
-      dur[r.node] = dur[r.node] != r.unscaled ? std::min(dur[r.node], r.scaled) : r.scaled;
-  if (!sc.remove_gpu.empty()) remove_gpu_work(g, sc.remove_gpu, dur, out);
-  if (!sc.remove_host.empty()) remove_host_spans(g, base, sc.remove_host, dur, lag, out);
+      times.set_dur(r.node, dur[r.node] != r.unscaled ? std::min(dur[r.node], r.scaled) : r.scaled);
+  if (!sc.remove_gpu.empty()) remove_gpu_work(g, sc.remove_gpu, times, out);
+  if (!sc.remove_host.empty()) remove_host_spans(g, base, sc.remove_host, times, out);
   if (!sc.remove_unrecorded.empty())
-    remove_unrecorded_spans(g, base, sc.remove_unrecorded, lag, out);
-  if (!sc.remove_syncs.empty()) remove_sync_waits(g, base, sc.remove_syncs, lag, out);
-  if (sc.remove_launch_gaps) remove_host_gaps(g, base, dur, lag, out);
-  if (!sc.overlap_collective.empty()) overlap_collectives(g, sc.overlap_collective, dur, lag, out);
+    remove_unrecorded_spans(g, base, sc.remove_unrecorded, times, out);
+  if (!sc.remove_syncs.empty()) remove_sync_waits(g, base, sc.remove_syncs, times, out);
+  if (sc.remove_launch_gaps) remove_host_gaps(g, base, times, out);
+  if (!sc.overlap_collective.empty()) overlap_collectives(g, sc.overlap_collective, times, out);
 }
 
 }  // namespace
@@ -930,6 +1034,7 @@ void index_for_replays(const Graph& g, WhatIfBase& base) {
     if (g.nodes[n].kind == NodeKind::HostCall) base.host_calls.push_back(n);
   base.sync_returns = detail::sync_returns_of(g);
   base.host_runs = std::make_shared<WhatIfBase::HostRuns>();  // made by the first span removal
+  base.replay_scratch = std::make_shared<WhatIfBase::ReplayScratch>();  // filled by the replays
   base.indexed_for_replays = true;
 }
 
@@ -966,6 +1071,42 @@ WhatIfBase what_if_base(const Graph& g, bool unprofiled) {
 
 namespace {
 
+// The times a replay on `base` writes its scenario into: one of the copies an
+// indexed base keeps (put back to the base's values and kept for the next
+// replay when the lease ends, a throw included), else a copy of its own.
+class ReplayLease {
+ public:
+  explicit ReplayLease(const WhatIfBase& base) : base_(base), kept_(base.replay_scratch.get()) {
+    if (kept_) {
+      std::lock_guard lock(kept_->mu);
+      if (!kept_->free.empty()) {
+        times_ = std::move(kept_->free.back());
+        kept_->free.pop_back();
+      }
+    }
+    if (!times_) {
+      times_ = std::make_unique<ReplayTimes>();
+      times_->assign(base.dur, base.lag, /*reused=*/kept_ != nullptr);
+    }
+  }
+  ReplayLease(const ReplayLease&) = delete;
+  ReplayLease& operator=(const ReplayLease&) = delete;
+  ~ReplayLease() {
+    if (!kept_) return;
+    times_->restore(base_.dur, base_.lag);
+    std::lock_guard lock(kept_->mu);
+    // As many as replay at once (two threads): a third is dropped.
+    if (kept_->free.size() < kKept) kept_->free.push_back(std::move(times_));
+  }
+  ReplayTimes& times() { return *times_; }
+
+ private:
+  static constexpr size_t kKept = 2;
+  const WhatIfBase& base_;
+  WhatIfBase::ReplayScratch* kept_;
+  std::unique_ptr<ReplayTimes> times_;
+};
+
 // what_if on a base; `steps` set: the steps alone, in that detail (what_if_step).
 WhatIfResult what_if_on_base(const Graph& g, const Scenario& sc, const WhatIfBase& base,
                              bool profiled_prediction, std::optional<StepDetail> steps,
@@ -1001,18 +1142,16 @@ WhatIfResult what_if_on_base(const Graph& g, const Scenario& sc, const WhatIfBas
   if (sc.recorded_host) {
     std::vector<double> rec_dur, rec_lag;
     recorded_times(rec_dur, rec_lag);
-    apply(g, sc, scales, &base, rec_dur, rec_lag, out);
+    ReplayTimes rec;
+    rec.assign(rec_dur, rec_lag, /*reused=*/false);
+    apply(g, sc, scales, &base, rec, out);
     out.model = kModelRecorded;
     out.removed_us = std::numeric_limits<double>::quiet_NaN();
-    if (removed == RemovedUs::Sum) {
-      std::vector<double> base_dur, base_lag;
-      recorded_times(base_dur, base_lag);
-      out.removed_us =
-          removed_per_iteration(g, base_dur, base_lag, rec_dur, rec_lag, sc.remove_syncs, nullptr);
-    }
+    if (removed == RemovedUs::Sum)
+      out.removed_us = removed_per_iteration(g, rec_dur, rec_lag, rec, sc.remove_syncs, nullptr);
     out.recorded_step_time_us = base.recorded_step_time_us;
     out.measured_step_time_us = base.recorded_step_time_us;
-    out.predicted = replay(rec_dur, rec_lag);
+    out.predicted = replay(rec.dur(), rec.lag());
     out.predicted_step_time_us = out.predicted.step_time_us;
     out.predicted_profiled_step_time_us = out.predicted_step_time_us;
     if (path) out.summary = summary_line(base.recorded_bounds, out, true);
@@ -1025,22 +1164,25 @@ WhatIfResult what_if_on_base(const Graph& g, const Scenario& sc, const WhatIfBas
   if (profiled_prediction) {
     std::vector<double> rec_dur, rec_lag;
     recorded_times(rec_dur, rec_lag);
+    ReplayTimes rec;
+    rec.assign(std::move(rec_dur), std::move(rec_lag), /*reused=*/false);
     WhatIfResult recorded_changes;
-    apply(g, sc, scales, &base, rec_dur, rec_lag, recorded_changes);
+    apply(g, sc, scales, &base, rec, recorded_changes);
     out.recorded_step_time_us = base.recorded_step_time_us;
-    out.predicted_profiled_step_time_us = analyse_steps(g, rec_dur, rec_lag).step_time_us;
+    out.predicted_profiled_step_time_us = analyse_steps(g, rec.dur(), rec.lag()).step_time_us;
   }
   // The un-profiled host (the default), changed.
-  std::vector<double> dur = base.dur, lag = base.lag;
-  apply(g, sc, scales, &base, dur, lag, out);
+  ReplayLease lease(base);
+  ReplayTimes& times = lease.times();
+  apply(g, sc, scales, &base, times, out);
   out.model = kModelUnprofiled;
   out.removed_us =
       removed == RemovedUs::Skip
           ? std::numeric_limits<double>::quiet_NaN()
-          : removed_per_iteration(g, base.dur, base.lag, dur, lag, sc.remove_syncs,
+          : removed_per_iteration(g, base.dur, base.lag, times, sc.remove_syncs,
                                   base.indexed_for_replays ? &base.sync_waits : nullptr);
   out.measured_step_time_us = base.step_time_us;
-  out.predicted = replay(dur, lag);
+  out.predicted = replay(times.dur(), times.lag());
   out.predicted_step_time_us = out.predicted.step_time_us;
   if (path) out.summary = summary_line(base.bounds, out, profiled_prediction);
   return out;

@@ -14,6 +14,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "critical_path/critical_path.h"
@@ -370,6 +371,83 @@ TEST_CASE("what-if on an indexed base: GPU events found by UID as the scan finds
     weaker.also_scale.push_back({some.select, 0.3});
     CHECK(cp::what_if_step(g, weaker, indexed).predicted_step_time_us ==
           cp::what_if_step(g, strongest, indexed).predicted_step_time_us);
+  });
+}
+
+TEST_CASE("what-if on an indexed base: the kept copies of its times are put back after a replay") {
+  // An indexed base's replays write their scenario into copies of its
+  // times that it keeps (WhatIfBase::replay_scratch), put back by the
+  // indices written, and read what changed from those marks. Replays in
+  // turn, a refused one among them, and two threads at once give what a
+  // base without kept copies (a fresh copy each, every value compared) gives.
+  for_each_ab_graph([](const std::unique_ptr<BaseLoaded>& l) {
+    const cp::Graph& g = l->graph;
+    const cp::WhatIfBase scanned = cp::what_if_base(g);
+    REQUIRE(!scanned.replay_scratch);
+    cp::WhatIfBase indexed = scanned;
+    cp::index_for_replays(g, indexed);
+    REQUIRE(indexed.replay_scratch);
+    std::vector<jarvis::Uid> kernels;
+    std::vector<uint32_t> calls;
+    for (uint32_t n = 0; n < g.nodes.size(); ++n) {
+      if (g.nodes[n].kind == cp::NodeKind::Gpu && g.nodes[n].uid != jarvis::kNoUid && n % 4 == 0)
+        kernels.push_back(g.nodes[n].uid);
+      if (g.nodes[n].kind == cp::NodeKind::HostCall && g.nodes[n].thread != UINT32_MAX)
+        calls.push_back(n);
+    }
+    REQUIRE(!kernels.empty());
+    REQUIRE(!calls.empty());
+    std::sort(kernels.begin(), kernels.end());
+    kernels.erase(std::unique(kernels.begin(), kernels.end()), kernels.end());
+    const double offset =
+        g.clock_offset_us.count(g.ranks.front()) ? g.clock_offset_us.at(g.ranks.front()) : 0.0;
+    std::vector<cp::Scenario> scenarios(4);
+    scenarios[0].select.gpu_uids = kernels;
+    scenarios[0].factor = 0.4;
+    for (size_t k = 0; k < calls.size(); k += 3) {
+      const cp::Node& n = g.nodes[calls[k]];
+      scenarios[1].remove_host.push_back(
+          {n.rank, n.thread, n.start - offset - 5, n.end() - offset});
+      scenarios[2].remove_unrecorded.push_back(
+          {n.rank, n.thread, n.start - offset - 30, n.start - offset});
+    }
+    scenarios[3] = scenarios[0];
+    scenarios[3].remove_launch_gaps = true;
+    scenarios[3].also_scale.push_back({scenarios[0].select, 0.2});
+    cp::Scenario refused;  // selects nothing: refused after its copy was taken
+    refused.select.gpu_uids = {static_cast<jarvis::Uid>(l->trace.events.size() + 7)};
+    std::vector<cp::WhatIfResult> expected;
+    for (const cp::Scenario& sc : scenarios) expected.push_back(cp::what_if_step(g, sc, scanned));
+    const auto same = [&](const cp::WhatIfResult& got, size_t k) {
+      CAPTURE(k);
+      CHECK(got.predicted_step_time_us == expected[k].predicted_step_time_us);
+      CHECK(got.removed_us == expected[k].removed_us);
+      CHECK(got.changes == expected[k].changes);
+    };
+    CHECK(expected[0].removed_us > 0);
+    CHECK(expected[1].removed_us > 0);
+    for (int round = 0; round < 2; ++round)
+      for (size_t k = 0; k < scenarios.size(); ++k) {
+        same(cp::what_if_step(g, scenarios[k], indexed), k);
+        CHECK_THROWS_AS(cp::what_if_step(g, refused, indexed), cp::CriticalPathError);
+      }
+    // Two at once (insights replays two findings at a time), then in turn.
+    std::vector<std::optional<cp::WhatIfResult>> got(2 * scenarios.size());
+    {
+      std::vector<std::thread> threads;
+      for (size_t t = 0; t < 2; ++t)
+        threads.emplace_back([&, t] {
+          for (size_t k = 0; k < scenarios.size(); ++k)
+            got[t * scenarios.size() + k] = cp::what_if_step(g, scenarios[k], indexed);
+        });
+      for (auto& t : threads) t.join();
+    }
+    for (size_t k = 0; k < got.size(); ++k) {
+      REQUIRE(got[k]);
+      same(*got[k], k % scenarios.size());
+    }
+    for (size_t k = 0; k < scenarios.size(); ++k)
+      same(cp::what_if_step(g, scenarios[k], indexed), k);
   });
 }
 
