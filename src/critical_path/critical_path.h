@@ -446,6 +446,14 @@ Analysis analyse_unprofiled(const Graph& graph, WhatIfBase& base);
 // The same from the graph's recorded analysis (analyse(graph)) when the
 // caller has it already.
 Analysis analyse_unprofiled(const Graph& graph, WhatIfBase& base, const Analysis& recorded);
+// What a step model is made of: the recorded analysis (analyse), the
+// un-profiled one with `base` filled (analyse_unprofiled) and the base
+// indexed for replays (index_for_replays), the parts that do not read each
+// other side by side; each the same as made alone.
+struct BothAnalyses {
+  Analysis recorded, unprofiled;
+};
+BothAnalyses analyse_and_index(const Graph& graph, WhatIfBase& base);
 
 // ---- what-if --------------------------------------------------------------------
 

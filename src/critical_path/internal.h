@@ -22,6 +22,12 @@ void compact_in_edges(const Graph& g, std::vector<uint32_t>& from, std::vector<u
 // its lists are read only then (a base of another graph is refused by the
 // what-if, past the recorded-host path).
 bool indexes(const WhatIfBase* base, const Graph& g);
+// index_for_replays in its two parts: the lists of the graph's nodes and
+// edges (reads the graph alone), then the syncs' waits on the base's times
+// (base.dur and base.lag, which must be the graph's), which marks the base
+// indexed. analyse_and_index runs each beside an analysis.
+void index_graph_for_replays(const Graph& g, WhatIfBase& base);
+void index_times_for_replays(const Graph& g, WhatIfBase& base);
 // (rank, UID) of every synchronising call the graph split (a SyncReturn
 // node), sorted, each once: WhatIfBase::sync_returns.
 std::vector<std::pair<int64_t, Uid>> sync_returns_of(const Graph& g);

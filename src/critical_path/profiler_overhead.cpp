@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 
 #include "base/phase_timer.h"
+#include "base/two_threads.h"
 #include "critical_path/calibration.h"
 #include "critical_path/critical_path.h"
 #include "critical_path/internal.h"
@@ -300,20 +301,70 @@ Analysis analyse_unprofiled(const Graph& g, WhatIfBase& base) {
   return analyse_unprofiled(g, base, analyse(g));
 }
 
-Analysis analyse_unprofiled(const Graph& g, WhatIfBase& base, const Analysis& recorded) {
-  std::optional<PhaseTimer> t(std::in_place, "critical_path/unprofiled/times");
-  // unprofiled_times, with both of its steps kept: the profiler's cost
-  // alone (what the summary reports as its host time) and the interference
-  // found on those times (named in the summary).
+namespace {
+
+// unprofiled_times, with both of its steps kept: the profiler's cost alone
+// (what the summary reports as its host time) and the interference found on
+// those times (named in the summary). The base's times are the schedule's.
+struct UnprofiledTimes {
   std::vector<double> plain_dur, plain_lag;
-  profiler_free_times(g, plain_dur, plain_lag);
-  const std::vector<Interference> found = host_interference(g, plain_lag);
-  // The base's times are the schedule's (filled in place: no copy of them).
-  base.dur = plain_dur;
-  base.lag = plain_lag;
-  scale_interfered(g, found, base.dur, base.lag);
-  t.emplace("critical_path/unprofiled/analyse");
+  std::vector<Interference> found;
+};
+
+UnprofiledTimes unprofiled_times_into(const Graph& g, WhatIfBase& base) {
+  PhaseTimer t("critical_path/unprofiled/times");
+  UnprofiledTimes out;
+  profiler_free_times(g, out.plain_dur, out.plain_lag);
+  out.found = host_interference(g, out.plain_lag);
+  base.dur = out.plain_dur;
+  base.lag = out.plain_lag;
+  scale_interfered(g, out.found, base.dur, base.lag);
+  return out;
+}
+
+Analysis unprofiled_analysis(const Graph& g, WhatIfBase& base, const Analysis& recorded,
+                             const UnprofiledTimes& times, Analysis a);
+
+}  // namespace
+
+Analysis analyse_unprofiled(const Graph& g, WhatIfBase& base, const Analysis& recorded) {
+  const UnprofiledTimes times = unprofiled_times_into(g, base);
+  std::optional<PhaseTimer> t(std::in_place, "critical_path/unprofiled/analyse");
   Analysis a = analyse(g, base.dur, base.lag);
+  t.reset();
+  return unprofiled_analysis(g, base, recorded, times, std::move(a));
+}
+
+BothAnalyses analyse_and_index(const Graph& g, WhatIfBase& base) {
+  // The recorded analysis reads the graph alone; the un-profiled times and
+  // the replay index's lists of the graph's edges and nodes too: side by
+  // side. Then the un-profiled analysis beside the syncs' waits on its
+  // times, which both only read. Each writes its own fields of `base`.
+  BothAnalyses out;
+  UnprofiledTimes times;
+  run_on_two_threads({[&] { out.recorded = analyse(g); },
+                      [&] {
+                        times = unprofiled_times_into(g, base);
+                        detail::index_graph_for_replays(g, base);
+                      }});
+  Analysis a;
+  run_on_two_threads({[&] {
+                        PhaseTimer t("critical_path/unprofiled/analyse");
+                        a = analyse(g, base.dur, base.lag);
+                      },
+                      [&] { detail::index_times_for_replays(g, base); }});
+  out.unprofiled = unprofiled_analysis(g, base, out.recorded, times, std::move(a));
+  return out;
+}
+
+namespace {
+
+Analysis unprofiled_analysis(const Graph& g, WhatIfBase& base, const Analysis& recorded,
+                             const UnprofiledTimes& times, Analysis a) {
+  std::optional<PhaseTimer> t;
+  const std::vector<double>& plain_dur = times.plain_dur;
+  const std::vector<double>& plain_lag = times.plain_lag;
+  const std::vector<Interference>& found = times.found;
   t.emplace("critical_path/unprofiled/rest");
   base.step_time_us = a.step_time_us;
   base.bounds = iteration_bounds(a);
@@ -376,5 +427,7 @@ Analysis analyse_unprofiled(const Graph& g, WhatIfBase& base, const Analysis& re
       a.recorded_step_time_us, a.profiler_host_us_per_step, interference, a.summary);
   return a;
 }
+
+}  // namespace
 
 }  // namespace jarvis::critical_path

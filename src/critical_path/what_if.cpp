@@ -1015,13 +1015,19 @@ WhatIfResult what_if(const Graph& g, const Scenario& sc) {
 
 void index_for_replays(const Graph& g, WhatIfBase& base) {
   if (base.dur.size() != g.nodes.size() || base.lag.size() != g.edges.size()) return;
+  detail::index_graph_for_replays(g, base);
+  detail::index_times_for_replays(g, base);
+}
+
+namespace detail {
+
+void index_graph_for_replays(const Graph& g, WhatIfBase& base) {
   base.gpu_nodes_by_uid.clear();
   for (uint32_t n = 0; n < g.nodes.size(); ++n)
     if (g.nodes[n].kind == NodeKind::Gpu && g.nodes[n].uid != kNoUid)
       base.gpu_nodes_by_uid.emplace_back(g.nodes[n].uid, n);
   // Made in UID order but for a few streams' interleaving: one pass.
   stable_sort_runs(base.gpu_nodes_by_uid.begin(), base.gpu_nodes_by_uid.end());
-  base.sync_waits = sync_waits_on(g, base.dur, base.lag);
   base.sync_edges.clear();
   base.host_edges.clear();
   for (uint32_t k = 0; k < g.edges.size(); ++k) {
@@ -1035,10 +1041,12 @@ void index_for_replays(const Graph& g, WhatIfBase& base) {
   base.sync_returns = detail::sync_returns_of(g);
   base.host_runs = std::make_shared<WhatIfBase::HostRuns>();  // made by the first span removal
   base.replay_scratch = std::make_shared<WhatIfBase::ReplayScratch>();  // filled by the replays
-  base.indexed_for_replays = true;
 }
 
-namespace detail {
+void index_times_for_replays(const Graph& g, WhatIfBase& base) {
+  base.sync_waits = sync_waits_on(g, base.dur, base.lag);
+  base.indexed_for_replays = true;
+}
 
 bool indexes(const WhatIfBase* base, const Graph& g) {
   return base && base->indexed_for_replays && base->dur.size() == g.nodes.size() &&

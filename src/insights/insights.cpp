@@ -360,14 +360,12 @@ std::shared_ptr<const InsightContext::StepModel> build_step_model(const Trace& t
       model->graph = critical_path::build_graph({{&trace, &tree, -1}});
     }
     if (model->graph.iterations.empty()) return nullptr;
-    {
-      PhaseTimer t("insights/step_model/recorded");
-      model->recorded = critical_path::analyse(model->graph);
-    }
-    PhaseTimer t("insights/step_model/unprofiled");
+    PhaseTimer t("insights/step_model/analyses");
+    // The base is indexed for replays: the findings' what-ifs select by UID.
     auto base = std::make_shared<critical_path::WhatIfBase>();
-    model->measured = critical_path::analyse_unprofiled(model->graph, *base, model->recorded);
-    critical_path::index_for_replays(model->graph, *base);  // the findings' what-ifs select by UID
+    critical_path::BothAnalyses both = critical_path::analyse_and_index(model->graph, *base);
+    model->recorded = std::move(both.recorded);
+    model->measured = std::move(both.unprofiled);
     model->graph.attached_base = std::move(base);
     return model;
   } catch (const std::runtime_error&) {  // CriticalPathError, CollectiveError

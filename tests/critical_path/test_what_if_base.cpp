@@ -509,6 +509,58 @@ TEST_CASE("what-if on a base: analyse_unprofiled fills it; a graph carries it (s
   check_same(l->graph, alone, gemm);
 }
 
+TEST_CASE("analyse_and_index: both analyses and the indexed base, each as made alone") {
+  // A step model's analyses and base made side by side (the recorded
+  // analysis beside the un-profiled times and the index's lists; the
+  // un-profiled analysis beside the syncs' waits) are those made one after
+  // the other.
+  for_each_ab_graph([](const std::unique_ptr<BaseLoaded>& l) {
+    const cp::Graph& g = l->graph;
+    cp::WhatIfBase alone;
+    const cp::Analysis recorded = cp::analyse(g);
+    const cp::Analysis unprofiled = cp::analyse_unprofiled(g, alone, recorded);
+    cp::index_for_replays(g, alone);
+    cp::WhatIfBase side;
+    const cp::BothAnalyses both = cp::analyse_and_index(g, side);
+    for (const auto& [x, y] :
+         {std::pair{&both.recorded, &recorded}, {&both.unprofiled, &unprofiled}}) {
+      CHECK(x->step_time_us == y->step_time_us);
+      CHECK(x->summary == y->summary);
+      CHECK(x->notes == y->notes);
+      CHECK(x->profiler_host_us_per_step == y->profiler_host_us_per_step);
+      CHECK(bounds(*x) == bounds(*y));
+      REQUIRE(x->iterations.size() == y->iterations.size());
+      for (size_t k = 0; k < x->iterations.size(); ++k)
+        CHECK(x->iterations[k].path.size() == y->iterations[k].path.size());
+    }
+    CHECK(both.unprofiled.model == cp::kModelUnprofiled);
+    CHECK(side.dur == alone.dur);
+    CHECK(side.lag == alone.lag);
+    CHECK(side.step_time_us == alone.step_time_us);
+    CHECK(side.bounds == alone.bounds);
+    CHECK(side.recorded_step_time_us == alone.recorded_step_time_us);
+    CHECK(side.recorded_bounds == alone.recorded_bounds);
+    CHECK(side.gpu_nodes_by_uid == alone.gpu_nodes_by_uid);
+    REQUIRE(side.sync_waits.size() == alone.sync_waits.size());
+    for (size_t k = 0; k < side.sync_waits.size(); ++k) {
+      CHECK(side.sync_waits[k].rank == alone.sync_waits[k].rank);
+      CHECK(side.sync_waits[k].uid == alone.sync_waits[k].uid);
+      CHECK(side.sync_waits[k].wait_us == alone.sync_waits[k].wait_us);
+    }
+    CHECK(side.sync_edges == alone.sync_edges);
+    CHECK(side.host_edges == alone.host_edges);
+    CHECK(side.host_calls == alone.host_calls);
+    CHECK(side.sync_returns == alone.sync_returns);
+    CHECK(side.indexed_for_replays);
+    CHECK(side.host_runs);
+    CHECK(side.replay_scratch);
+    cp::Scenario gemm;
+    gemm.select.category = "gemm";
+    gemm.factor = 0.5;
+    check_same_on(g, alone, side, gemm);
+  });
+}
+
 TEST_CASE("what-if on a base: a base of another graph is refused") {
   auto a = load_ab("s_tf32_A_fp32.json.gz");
   auto b = load_ab("s_mask_sync_A_boolean_index.json.gz");
