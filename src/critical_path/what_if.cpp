@@ -26,6 +26,25 @@
 namespace jarvis::critical_path {
 namespace detail {
 
+// f(i) for each i where before[i] != after[i] (a NaN included), in order:
+// blocks of eight compared without a branch first, as a replay changes few
+// of a graph's durations and lags.
+template <class F>
+void for_each_changed(const std::vector<double>& before, const std::vector<double>& after, F&& f) {
+  const size_t n = std::min(before.size(), after.size());
+  constexpr size_t kBlock = 8;
+  size_t i = 0;
+  for (; i + kBlock <= n; i += kBlock) {
+    bool any = false;
+    for (size_t j = 0; j < kBlock; ++j) any |= before[i + j] != after[i + j];
+    if (!any) continue;
+    for (size_t j = i; j < i + kBlock; ++j)
+      if (before[j] != after[j]) f(j);
+  }
+  for (; i < n; ++i)
+    if (before[i] != after[i]) f(i);
+}
+
 // A replay's durations and lags: a copy of its base's that the scenario
 // writes through set_dur / set_lag, each index written marked in a bitmap.
 // What the scenario changed is then read, in index order, from the marks
@@ -48,9 +67,6 @@ class ReplayTimes {
     };
     marks_find_changes_ = reused && !any_nan(dur_) && !any_nan(lag_);
   }
-  // Whether the marks find every value that differs from the base's (else
-  // compare them all).
-  bool marks_find_changes() const { return marks_find_changes_; }
   const std::vector<double>& dur() const { return dur_; }
   const std::vector<double>& lag() const { return lag_; }
   void set_dur(size_t n, double value) {
@@ -61,18 +77,16 @@ class ReplayTimes {
     lag_written_[k >> 6] |= uint64_t{1} << (k & 63);
     lag_[k] = value;
   }
-  // f(n) for each duration written that differs from base[n], in order.
+  // f(n) for each duration that differs from base[n] (the values assigned),
+  // in order: from the marks where they find every change, else by
+  // comparing every value (for_each_changed).
   template <class F>
   void for_each_changed_dur(const std::vector<double>& base, F&& f) const {
-    for_each_marked(dur_written_, [&](size_t n) {
-      if (base[n] != dur_[n]) f(n);
-    });
+    changed_in(dur_written_, base, dur_, f);
   }
   template <class F>
   void for_each_changed_lag(const std::vector<double>& base, F&& f) const {
-    for_each_marked(lag_written_, [&](size_t k) {
-      if (base[k] != lag_[k]) f(k);
-    });
+    changed_in(lag_written_, base, lag_, f);
   }
   // Back to the base's values (those of assign), nothing marked.
   void restore(const std::vector<double>& base_dur, const std::vector<double>& base_lag) {
@@ -86,6 +100,14 @@ class ReplayTimes {
     for (size_t w = 0; w < marks.size(); ++w)
       for (uint64_t bits = marks[w]; bits; bits &= bits - 1)
         f(w * 64 + static_cast<size_t>(std::countr_zero(bits)));
+  }
+  template <class F>
+  void changed_in(const std::vector<uint64_t>& marks, const std::vector<double>& base,
+                  const std::vector<double>& values, F&& f) const {
+    if (!marks_find_changes_) return for_each_changed(base, values, f);
+    for_each_marked(marks, [&](size_t i) {
+      if (base[i] != values[i]) f(i);
+    });
   }
   static void restore_marked(std::vector<uint64_t>& marks, const std::vector<double>& base,
                              std::vector<double>& values) {
@@ -837,25 +859,6 @@ std::vector<WhatIfBase::SyncWait> sync_waits_on(const Graph& g, const std::vecto
   return out;
 }
 
-// f(i) for each i where before[i] != after[i] (a NaN included), in order:
-// blocks of eight compared without a branch first, as a replay changes few
-// of a graph's durations and lags.
-template <class F>
-void for_each_changed(const std::vector<double>& before, const std::vector<double>& after, F&& f) {
-  const size_t n = std::min(before.size(), after.size());
-  constexpr size_t kBlock = 8;
-  size_t i = 0;
-  for (; i + kBlock <= n; i += kBlock) {
-    bool any = false;
-    for (size_t j = 0; j < kBlock; ++j) any |= before[i + j] != after[i + j];
-    if (!any) continue;
-    for (size_t j = i; j < i + kBlock; ++j)
-      if (before[j] != after[j]) f(j);
-  }
-  for (; i < n; ++i)
-    if (before[i] != after[i]) f(i);
-}
-
 // `times`: the base's values as `times` was assigned them, changed by the
 // scenario; its changes read from its marks where they find them all.
 double removed_per_iteration(const Graph& g, const std::vector<double>& base_dur,
@@ -865,23 +868,10 @@ double removed_per_iteration(const Graph& g, const std::vector<double>& base_dur
   if (g.iterations.empty()) return 0.0;
   const std::vector<double>& dur = times.dur();
   const std::vector<double>& lag = times.lag();
-  const bool by_marks = times.marks_find_changes();
-  const auto changed_dur = [&](auto&& f) {
-    if (by_marks)
-      times.for_each_changed_dur(base_dur, f);
-    else
-      for_each_changed(base_dur, dur, f);
-  };
-  const auto changed_lag = [&](auto&& f) {
-    if (by_marks)
-      times.for_each_changed_lag(base_lag, f);
-    else
-      for_each_changed(base_lag, lag, f);
-  };
   const IterationWindows windows(g);
   auto inside = [&](double t) { return windows.inside(t); };
   double removed = 0;
-  changed_dur([&](size_t n) {
+  times.for_each_changed_dur(base_dur, [&](size_t n) {
     if (inside(g.nodes[n].start)) removed += base_dur[n] - dur[n];
   });
   std::vector<std::pair<int64_t, Uid>> sorted = syncs;
@@ -891,7 +881,7 @@ double removed_per_iteration(const Graph& g, const std::vector<double>& base_dur
     return node.kind == NodeKind::SyncReturn &&
            std::binary_search(sorted.begin(), sorted.end(), std::make_pair(node.rank, node.uid));
   };
-  changed_lag([&](size_t k) {
+  times.for_each_changed_lag(base_lag, [&](size_t k) {
     const Edge& e = g.edges[k];
     if (e.kind == EdgeKind::Sync && removed_sync(e.to)) return;
     const Node& from = g.nodes[e.from];

@@ -61,20 +61,27 @@ std::string result_shape_error(const json& r) {
 
 }  // namespace
 
-std::vector<uint8_t> encode_worker_frame(WorkerFrameKind kind, const json& payload) {
-  const std::vector<uint8_t> body = json::to_cbor(payload);
-  std::vector<uint8_t> frame(kWorkerFrameHeader + body.size());
+namespace {
+
+// A frame's header on `frame`, whose body follows the header's room.
+std::vector<uint8_t> with_header(WorkerFrameKind kind, std::vector<uint8_t> frame) {
   frame[0] = static_cast<uint8_t>(kind);
-  const uint64_t size = body.size();
+  const uint64_t size = frame.size() - kWorkerFrameHeader;
   std::memcpy(frame.data() + 1, &size, sizeof size);
-  std::memcpy(frame.data() + kWorkerFrameHeader, body.data(), body.size());
   return frame;
 }
 
+}  // namespace
+
+std::vector<uint8_t> encode_worker_frame(WorkerFrameKind kind, const json& payload) {
+  std::vector<uint8_t> frame(kWorkerFrameHeader, 0);
+  json::to_cbor(payload, frame);  // appends the body after the header's room
+  return with_header(kind, std::move(frame));
+}
+
 std::vector<uint8_t> encode_kept_frame(const json& id, const std::string& key, const json& value) {
-  // The header's room, then the body: a CBOR map is its header and its
-  // entries one after the other, by key in the order json's object keeps
-  // them ("id" < "key" < "value"). to_cbor appends to a vector.
+  // A CBOR map is its header and its entries one after the other, by key in
+  // the order json's object keeps them ("id" < "key" < "value").
   constexpr uint8_t kMapOfThree = 0xa3;
   std::vector<uint8_t> frame(kWorkerFrameHeader, 0);
   frame.push_back(kMapOfThree);
@@ -84,10 +91,7 @@ std::vector<uint8_t> encode_kept_frame(const json& id, const std::string& key, c
   json::to_cbor(json(key), frame);
   json::to_cbor(json("value"), frame);
   json::to_cbor(value, frame);
-  frame[0] = static_cast<uint8_t>(WorkerFrameKind::kKept);
-  const uint64_t size = frame.size() - kWorkerFrameHeader;
-  std::memcpy(frame.data() + 1, &size, sizeof size);
-  return frame;
+  return with_header(WorkerFrameKind::kKept, std::move(frame));
 }
 
 std::string worker_frame_shape_error(WorkerFrameKind kind, const json& p) {
