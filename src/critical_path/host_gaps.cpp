@@ -194,6 +194,19 @@ void sort_by_thread_then_merge(const Trace& t, std::vector<Uid>& events, const B
   for (uint32_t th : threads)
     stable_sort_runs(grouped.begin() + static_cast<std::ptrdiff_t>(from[th]),
                      grouped.begin() + static_cast<std::ptrdiff_t>(from[th + 1]), before);
+  if (threads.size() == 2) {
+    // Two threads (a training step's main and autograd threads): one
+    // comparison per event, where the heap below takes two or three. The
+    // order is a total one (UIDs break ties): the same sequence.
+    const auto run = [&](uint32_t th) {
+      return std::pair(grouped.begin() + static_cast<std::ptrdiff_t>(from[th]),
+                       grouped.begin() + static_cast<std::ptrdiff_t>(from[th + 1]));
+    };
+    const auto [a_first, a_last] = run(threads[0]);
+    const auto [b_first, b_last] = run(threads[1]);
+    std::merge(a_first, a_last, b_first, b_last, events.begin(), before);
+    return;
+  }
   // The threads' heads in a heap, the earliest on top.
   std::vector<size_t> head(count.size(), 0);
   for (uint32_t th : threads) head[th] = from[th];

@@ -260,8 +260,15 @@ void count_kernels(const Trace& trace, const CallTree& tree, IdleGaps& out) {
 // data events overlapping it, sync calls ending inside it).
 void apply_markers(std::vector<IdleGap>& gaps, const std::vector<Marker>& markers) {
   if (gaps.empty()) return;
-  std::sort(gaps.begin(), gaps.end(),
-            [](const IdleGap& a, const IdleGap& b) { return a.start_us < b.start_us; });
+  // One device's gaps come in strictly increasing starts, which std::sort
+  // leaves as they are (it can reorder only equal starts): sorted only when
+  // they are not.
+  const auto strictly_later = [](const IdleGap& a, const IdleGap& b) {
+    return !(a.start_us < b.start_us);
+  };
+  if (std::adjacent_find(gaps.begin(), gaps.end(), strictly_later) != gaps.end())
+    std::sort(gaps.begin(), gaps.end(),
+              [](const IdleGap& a, const IdleGap& b) { return a.start_us < b.start_us; });
   double longest = 0;
   for (const auto& g : gaps) longest = std::max(longest, g.dur_us);
   // The latest end of gaps[0..k]: a gap that ends before both of a marker's

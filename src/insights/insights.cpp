@@ -272,9 +272,14 @@ size_t graph_capture_calls(const Trace& trace) {
 
 std::vector<Uid> rows_holding(const InsightContext& c, const std::vector<Uid>& sorted_kernels) {
   std::vector<Uid> rows;
+  if (sorted_kernels.empty()) return rows;
+  // The kernels marked by UID: a row's kernels are looked up in O(1), not
+  // searched for (every row's kernels, for each rule that asks).
+  std::vector<bool> wanted(static_cast<size_t>(sorted_kernels.back()) + 1, false);
+  for (Uid k : sorted_kernels) wanted[k] = true;
   for (const auto& row : c.rows)
     for (Uid k : row.kernels)
-      if (std::binary_search(sorted_kernels.begin(), sorted_kernels.end(), k)) {
+      if (k < wanted.size() && wanted[k]) {
         rows.push_back(row.uid);
         break;
       }

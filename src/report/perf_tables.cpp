@@ -990,15 +990,16 @@ class UnifiedCollector {
     if (c < 0) {
       // Decided once per name (the registry hashes the text), except for
       // Triton-compiled names, whose model depends on the event.
-      auto [it, fresh] = name_has_model_.try_emplace(trace_.events[u].name, kNameNoModel);
-      if (fresh) {
+      if (name_has_model_.empty()) name_has_model_.assign(trace_.strings.size(), kNameUnknown);
+      NameModel& known = name_has_model_[trace_.events[u].name];
+      if (known == kNameUnknown) {
         std::string_view name = trace_.name(u);
-        it->second = perf::is_triton_compiled_name(name) ? kNameAsksEvent
-                     : perf::has_registered_model(name)  ? kNameHasModel
-                                                         : kNameNoModel;
+        known = perf::is_triton_compiled_name(name) ? kNameAsksEvent
+                : perf::has_registered_model(name)  ? kNameHasModel
+                                                    : kNameNoModel;
       }
-      c = it->second == kNameAsksEvent ? (has_model(u, trace_.name(u)) ? 1 : 0)
-                                       : (it->second == kNameHasModel ? 1 : 0);
+      c = known == kNameAsksEvent ? (has_model(u, trace_.name(u)) ? 1 : 0)
+                                  : (known == kNameHasModel ? 1 : 0);
     }
     return c == 1;
   }
@@ -1318,8 +1319,8 @@ class UnifiedCollector {
   };
   std::unordered_map<Uid, SoleBwd> sole_fwd_;  // by the backward op's UID
   mutable std::vector<int8_t> model_cache_;
-  enum NameModel : uint8_t { kNameNoModel, kNameHasModel, kNameAsksEvent };
-  mutable std::unordered_map<uint32_t, NameModel> name_has_model_;  // by interned name
+  enum NameModel : uint8_t { kNameUnknown, kNameNoModel, kNameHasModel, kNameAsksEvent };
+  mutable std::vector<NameModel> name_has_model_;  // by interned name (sized on first use)
   mutable std::vector<int8_t> desc_cache_;
   mutable std::unordered_map<uint32_t, const perf::ModelEntry*> entry_by_name_;
   mutable OpCategories op_categories_;

@@ -32,10 +32,6 @@ constexpr const char* kCounters = "counter_collection.csv";
 constexpr const char* kKernelStats = "kernel_stats.csv";
 constexpr const char* kMemoryCopy = "memory_copy_trace.csv";
 
-bool ends_with(std::string_view s, std::string_view suffix) {
-  return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
-}
-
 // The files of one process's CSV set.
 struct CsvSet {
   fs::path dir;
@@ -54,7 +50,7 @@ std::vector<std::string> prefixes_in(const fs::path& dir) {
   for (const auto& entry : fs::directory_iterator(dir, ec)) {
     std::string name = entry.path().filename().string();
     for (const char* suffix : {kKernelTrace, kCounters})
-      if (ends_with(name, suffix)) {
+      if (name.ends_with(suffix)) {
         std::string prefix = name.substr(0, name.size() - std::string_view(suffix).size());
         if (std::find(out.begin(), out.end(), prefix) == out.end()) out.push_back(prefix);
       }
@@ -78,7 +74,7 @@ CsvSet resolve_set(const std::string& path) {
   }
   std::string name = p.filename().string();
   for (const char* suffix : {kKernelTrace, kAgentInfo, kCounters, kKernelStats, kMemoryCopy})
-    if (ends_with(name, suffix))
+    if (name.ends_with(suffix))
       return {p.parent_path(), name.substr(0, name.size() - std::string_view(suffix).size())};
   throw TraceError(path + ": not a rocprofv3 CSV file (expected *_kernel_trace.csv, ...)");
 }
@@ -284,7 +280,7 @@ std::vector<std::string> find_outputs(const std::string& dir) {
   std::error_code ec;
   for (const auto& entry : fs::directory_iterator(dir, ec)) {
     std::string name = entry.path().filename().string();
-    if (ends_with(name, "_results.json") || ends_with(name, "_results.json.gz"))
+    if (name.ends_with("_results.json") || name.ends_with("_results.json.gz"))
       out.push_back(entry.path().string());
   }
   for (const auto& prefix : prefixes_in(dir)) {

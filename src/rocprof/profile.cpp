@@ -16,14 +16,10 @@ namespace fs = std::filesystem;
 
 constexpr std::string_view kToolKey = "rocprofiler-sdk-tool";
 
-bool ends_with(std::string_view s, std::string_view suffix) {
-  return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
-}
-
 bool is_csv_set_file(std::string_view name) {
   for (std::string_view suffix : {"kernel_trace.csv", "agent_info.csv", "counter_collection.csv",
                                   "kernel_stats.csv", "memory_copy_trace.csv"})
-    if (ends_with(name, suffix)) return true;
+    if (name.ends_with(suffix)) return true;
   return false;
 }
 
@@ -31,8 +27,7 @@ bool dir_has_csv_set(const fs::path& dir) {
   std::error_code ec;
   for (const auto& entry : fs::directory_iterator(dir, ec)) {
     std::string name = entry.path().filename().string();
-    if (ends_with(name, "kernel_trace.csv") || ends_with(name, "counter_collection.csv"))
-      return true;
+    if (name.ends_with("kernel_trace.csv") || name.ends_with("counter_collection.csv")) return true;
   }
   return false;
 }
@@ -68,21 +63,21 @@ InputKind detect_input(const std::string& path) {
   fs::path p(path);
   if (fs::is_directory(p, ec)) return dir_has_csv_set(p) ? InputKind::CsvSet : InputKind::Other;
   std::string name = p.filename().string();
-  if (ends_with(name, ".pftrace"))
+  if (name.ends_with(".pftrace"))
     throw TraceError(path +
                      ": rocprofv3 Perfetto output (.pftrace) is not supported; rerun rocprofv3 "
                      "with --output-format json (or csv) and pass the *_results.json or the CSV "
                      "directory");
-  if (ends_with(name, ".csv")) return is_csv_set_file(name) ? InputKind::CsvSet : InputKind::Other;
+  if (name.ends_with(".csv")) return is_csv_set_file(name) ? InputKind::CsvSet : InputKind::Other;
   return starts_with_tool_key(io::peek_text(path, 4096)) ? InputKind::Json : InputKind::Other;
 }
 
 Profile load_profile(const std::string& path) {
   std::error_code ec;
   fs::path p(path);
-  if (fs::is_directory(p, ec) || ends_with(p.filename().string(), ".csv"))
+  if (fs::is_directory(p, ec) || p.filename().string().ends_with(".csv"))
     return load_profile_csv(path);
-  if (ends_with(p.filename().string(), ".pftrace")) detect_input(path);  // throws the message
+  if (p.filename().string().ends_with(".pftrace")) detect_input(path);  // throws the message
   return load_profile_json(path);
 }
 
