@@ -47,10 +47,6 @@ void rule_elementwise_chain(const InsightContext& c, std::vector<Insight>& out) 
         row.uid < c.trace.events.size())
       elementwise[row.uid] = &row;
   if (elementwise.size() < kMinChain) return;
-  // The same rows by UID in a flat index for the children's lookups (the
-  // map's order is the order the parents are visited in).
-  std::vector<const report::PerfOpRow*> row_of(c.trace.events.size(), nullptr);
-  for (const auto& [uid, row] : elementwise) row_of[uid] = row;
   std::map<std::string, ChainPattern> patterns;  // by the chain's op names
   auto flush = [&](Chain& ch) {
     if (ch.ops.size() >= kMinChain) {
@@ -71,16 +67,16 @@ void rule_elementwise_chain(const InsightContext& c, std::vector<Insight>& out) 
     seen_parent[parent] = true;
     Chain ch;
     for (Uid child : c.tree.children(parent)) {
-      const report::PerfOpRow* row = child < row_of.size() ? row_of[child] : nullptr;
-      if (!row) {
+      auto it = elementwise.find(child);
+      if (it == elementwise.end()) {
         // Host-only ops (views, reshapes) launch nothing and do not break a chain.
         if (c.trace.events[child].cat == Cat::CpuOp && c.tree.gpu_events(child).empty()) continue;
         flush(ch);
         continue;
       }
       ch.ops.push_back(child);
-      ch.time_us += row->kernel_time_us;
-      ch.max_op_us = std::max(ch.max_op_us, row->kernel_time_us);
+      ch.time_us += it->second->kernel_time_us;
+      ch.max_op_us = std::max(ch.max_op_us, it->second->kernel_time_us);
     }
     flush(ch);
   }
