@@ -103,15 +103,4 @@ void keep_freed_memory_for_reuse() {
 #endif
 }
 
-void arenas_of_their_own_for_new_threads() {
-#if defined(__GLIBC__)
-  if (sanitized_build()) return;
-  // The worker's own thread and the helpers of its two-thread parts (a
-  // helper that ends gives its arena to the next one): four is room for
-  // them, and the main arena stays the server's.
-  constexpr int kArenas = 4;
-  mallopt(M_ARENA_MAX, kArenas);
-#endif
-}
-
 }  // namespace jarvis

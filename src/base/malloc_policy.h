@@ -44,13 +44,4 @@ std::optional<std::string> user_tunables_of(const std::string& marker);
 // dropped. No effect where malloc is not glibc's.
 void keep_freed_memory_for_reuse();
 
-// For a forked worker (src/mcp/worker_call.cpp), before it starts a thread:
-// the threads it starts from now on take arenas of their own, fresh
-// mappings, instead of the one arena tune_malloc_at_start asks for, which
-// the worker shares copy-on-write with the server (its chunk headers and
-// free lists lie in the server's pages: each allocation or free that writes
-// one copies a page, and two threads at it took x256's insights call 0.1 s
-// longer, most of it system time). No effect where malloc is not glibc's.
-void arenas_of_their_own_for_new_threads();
-
 }  // namespace jarvis

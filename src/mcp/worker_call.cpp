@@ -30,7 +30,6 @@
 
 #include "base/forked_call.h"
 #include "base/forked_worker.h"
-#include "base/malloc_policy.h"
 #include "base/phase_timer.h"
 #include "engine/engine.h"
 #include "mcp/worker_frames.h"
@@ -481,12 +480,12 @@ ToolResult call_in_worker(const ToolHandler& handler, const json& args, ToolCont
       PhaseTimer t("worker/malloc_trim");
       ::malloc_trim(0);
     }
-    // On a thread of its own, which takes a fresh arena (as do the helper
-    // threads it starts), so the call's allocations do not walk (and copy,
-    // page by page) the server's free lists and chunk headers, which the
-    // child shares copy-on-write; the trim above spares the copies of what
-    // the main thread still allocates there.
-    arenas_of_their_own_for_new_threads();
+    // On a thread of its own: where malloc keeps an arena per thread
+    // (JARVIS_MALLOC_TUNING=0, base/malloc_policy.h), glibc gives a new
+    // thread a fresh arena, so the call's allocations do not walk (and copy,
+    // page by page) the server's free lists, which the child shares
+    // copy-on-write. With the one arena jarvis asks for, the trim above is
+    // what spares those copies.
     std::thread worker([&] { run_worker(fds[1], handler, args, ctx, tool, headroom); });
     worker.join();
     ::_exit(4);  // not reached: run_worker exits
