@@ -275,7 +275,9 @@ std::vector<Uid> rows_holding(const InsightContext& c, const std::vector<Uid>& s
   if (sorted_kernels.empty()) return rows;
   // The kernels marked by UID: a row's kernels are looked up in O(1), not
   // searched for (every row's kernels, for each rule that asks).
-  std::vector<bool> wanted(static_cast<size_t>(sorted_kernels.back()) + 1, false);
+  // (Sized by the largest, not the last: a caller's list out of order stays in bounds.)
+  const Uid largest = *std::max_element(sorted_kernels.begin(), sorted_kernels.end());
+  std::vector<bool> wanted(static_cast<size_t>(largest) + 1, false);
   for (Uid k : sorted_kernels) wanted[k] = true;
   for (const auto& row : c.rows)
     for (Uid k : row.kernels)
