@@ -62,6 +62,23 @@ void merge_run_pairs(In in, Out out, std::vector<Offset>& bounds, Compare& comp)
 
 }  // namespace detail
 
+// The sorted runs [bounds[k], bounds[k + 1]) of `first` (bounds from 0 to the
+// length) merged into one, pairwise, pass after pass, between `first` and
+// `other` (as long): true when the merged sequence ends in `other`. Stable:
+// std::merge's order, of equal elements the earlier run's first.
+template <class It, class OtherIt, class Offset, class Compare>
+bool merge_sorted_runs(It first, OtherIt other, std::vector<Offset> bounds, Compare comp) {
+  bool in_other = false;  // where the current runs are
+  while (bounds.size() > 2) {
+    if (in_other)
+      detail::merge_run_pairs(other, first, bounds, comp);
+    else
+      detail::merge_run_pairs(first, other, bounds, comp);
+    in_other = !in_other;
+  }
+  return in_other;
+}
+
 template <class RandomIt, class Compare = std::less<>>
 void stable_sort_runs(RandomIt first, RandomIt last, Compare comp = {}) {
   RandomIt unsorted = std::is_sorted_until(first, last, comp);
@@ -89,15 +106,8 @@ void stable_sort_runs(RandomIt first, RandomIt last, Compare comp = {}) {
   // std::stable_sort leaves them.
   using Value = typename std::iterator_traits<RandomIt>::value_type;
   auto buffer = std::make_unique_for_overwrite<Value[]>(static_cast<size_t>(n));
-  bool in_buffer = false;  // where the current runs are
-  while (bounds.size() > 2) {
-    if (in_buffer)
-      detail::merge_run_pairs(buffer.get(), first, bounds, comp);
-    else
-      detail::merge_run_pairs(first, buffer.get(), bounds, comp);
-    in_buffer = !in_buffer;
-  }
-  if (in_buffer) std::move(buffer.get(), buffer.get() + n, first);
+  if (merge_sorted_runs(first, buffer.get(), std::move(bounds), comp))
+    std::move(buffer.get(), buffer.get() + n, first);
 }
 
 template <class Container, class Compare = std::less<>>

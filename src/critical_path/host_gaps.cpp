@@ -164,67 +164,40 @@ void host_gaps_of_rank(const Trace& t, const CallTree& tree, const Graph& g, int
 namespace {
 
 // `events` in `before`'s order (a total order: the UID breaks ties), sorted
-// per thread, then the threads' sequences merged: a trace lists each
-// thread's events in time order, in a run per thread (a tiled trace: per
-// thread and copy), so a thread's sequence is sorted or nearly, and the
-// merge compares each event with the other threads' next ones only (one
-// sort of the whole list merged 769 runs of a 1 GB trace in ten passes,
-// reading two events per comparison).
+// per thread, then the threads' sequences merged pairwise (merge_sorted_runs,
+// comparing only where two overlap): a trace lists each thread's events in
+// time order, in a run per thread (a tiled trace: per thread and copy), so a
+// thread's sequence is sorted or nearly (one sort of the whole list merged
+// 769 runs of a 1 GB trace in ten passes, reading two events per comparison).
 template <class Before>
 void sort_by_thread_then_merge(const Trace& t, std::vector<Uid>& events, const Before& before) {
-  std::vector<uint32_t> threads;  // the threads with events, in order of their first
   std::vector<size_t> count(t.threads.size() + 1, 0);
   const auto thread_of = [&](Uid u) {
     return std::min<size_t>(t.events[u].thread, t.threads.size());  // past the table: one more
   };
-  for (Uid u : events)
-    if (count[thread_of(u)]++ == 0) threads.push_back(static_cast<uint32_t>(thread_of(u)));
-  if (threads.size() <= 1) {
-    stable_sort_runs(events, before);
-    return;
-  }
+  for (Uid u : events) ++count[thread_of(u)];
   // Each thread's events, in list order, in one array (by thread).
   std::vector<size_t> from(count.size() + 1, 0);
   for (size_t k = 0; k < count.size(); ++k) from[k + 1] = from[k] + count[k];
+  std::vector<size_t> bounds;  // of the threads with events: one sorted run each
+  for (size_t k = 0; k < count.size(); ++k)
+    if (count[k] > 0) bounds.push_back(from[k]);
+  if (bounds.size() <= 1) {
+    stable_sort_runs(events, before);
+    return;
+  }
+  bounds.push_back(events.size());
   std::vector<Uid> grouped(events.size());
   {
     std::vector<size_t> at(from.begin(), from.end() - 1);
     for (Uid u : events) grouped[at[thread_of(u)]++] = u;
   }
-  for (uint32_t th : threads)
-    stable_sort_runs(grouped.begin() + static_cast<std::ptrdiff_t>(from[th]),
-                     grouped.begin() + static_cast<std::ptrdiff_t>(from[th + 1]), before);
-  if (threads.size() == 2) {
-    // Two threads (a training step's main and autograd threads): one
-    // comparison per event, where the heap below takes two or three. The
-    // order is a total one (UIDs break ties): the same sequence.
-    const auto run = [&](uint32_t th) {
-      return std::pair(grouped.begin() + static_cast<std::ptrdiff_t>(from[th]),
-                       grouped.begin() + static_cast<std::ptrdiff_t>(from[th + 1]));
-    };
-    const auto [a_first, a_last] = run(threads[0]);
-    const auto [b_first, b_last] = run(threads[1]);
-    std::merge(a_first, a_last, b_first, b_last, events.begin(), before);
-    return;
-  }
-  // The threads' heads in a heap, the earliest on top.
-  std::vector<size_t> head(count.size(), 0);
-  for (uint32_t th : threads) head[th] = from[th];
-  const auto later = [&](uint32_t a, uint32_t b) {
-    return before(grouped[head[b]], grouped[head[a]]);
-  };
-  std::vector<uint32_t> heap(threads);
-  std::make_heap(heap.begin(), heap.end(), later);
-  size_t w = 0;
-  while (!heap.empty()) {
-    std::pop_heap(heap.begin(), heap.end(), later);
-    const uint32_t th = heap.back();
-    events[w++] = grouped[head[th]++];
-    if (head[th] == from[th + 1])
-      heap.pop_back();
-    else
-      std::push_heap(heap.begin(), heap.end(), later);
-  }
+  for (size_t r = 0; r + 1 < bounds.size(); ++r)
+    stable_sort_runs(grouped.begin() + static_cast<std::ptrdiff_t>(bounds[r]),
+                     grouped.begin() + static_cast<std::ptrdiff_t>(bounds[r + 1]), before);
+  // The merged sequence ends in `events` or in `grouped`, taken then.
+  if (!merge_sorted_runs(grouped.begin(), events.begin(), std::move(bounds), before))
+    events.swap(grouped);
 }
 
 }  // namespace

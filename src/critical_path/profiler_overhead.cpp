@@ -361,11 +361,10 @@ namespace {
 
 Analysis unprofiled_analysis(const Graph& g, WhatIfBase& base, const Analysis& recorded,
                              const UnprofiledTimes& times, Analysis a) {
-  std::optional<PhaseTimer> t;
+  PhaseTimer t("critical_path/unprofiled/rest");
   const std::vector<double>& plain_dur = times.plain_dur;
   const std::vector<double>& plain_lag = times.plain_lag;
   const std::vector<Interference>& found = times.found;
-  t.emplace("critical_path/unprofiled/rest");
   base.step_time_us = a.step_time_us;
   base.bounds = iteration_bounds(a);
   base.recorded_step_time_us = recorded.step_time_us;
