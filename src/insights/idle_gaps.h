@@ -49,6 +49,9 @@ struct IdleGap {
   Uid after = kNoUid;       // the GPU op that closed it
   Uid place = kNoUid;       // annotation or top-level op of after's launch
   Uid host_event = kNoUid;  // the compile / data / sync event behind the cause
+  // Its place among the gaps in start order (IdleGaps::by_start), in what
+  // was the struct's padding.
+  uint32_t start_rank = 0;
 };
 
 struct IdlePlace {
@@ -70,7 +73,10 @@ struct IdleGaps {
   size_t gpu_events = 0, unlinked_gpu_events = 0;
   size_t long_gaps = 0;
   double long_gaps_us = 0;
-  std::vector<IdleGap> gaps;                               // by size, largest first
+  std::vector<IdleGap> gaps;  // by size, largest first
+  // Indices into gaps in start order (equal starts in no set order): the
+  // gaps near a time are found by a search of these.
+  std::vector<uint32_t> by_start;
   std::array<double, kIdleCauseCount> idle_us_by_cause{};  // indexed by IdleCause
   std::array<size_t, kIdleCauseCount> gaps_by_cause{};     // indexed by IdleCause
   std::vector<IdlePlace> places;                           // by idle time, largest first

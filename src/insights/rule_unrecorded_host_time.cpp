@@ -44,20 +44,16 @@ struct UnrecordedIdle {
   std::map<std::string, double> host_work_by_place;
 };
 
-// idle_gaps' gaps by start, to find those a stretch overlaps without
-// reading them all for each stretch (a tiled trace has 100,000s).
+// idle_gaps' gaps by start (IdleGaps::by_start), to find those a stretch
+// overlaps without reading them all for each stretch (a tiled trace has
+// 100,000s), and the longest gap.
 struct IdleByStart {
-  std::vector<size_t> order;  // indices into IdleGaps::gaps, by start
+  const std::vector<uint32_t>& order;
   double longest = 0;
 };
 
 IdleByStart idle_by_start(const IdleGaps& idle) {
-  IdleByStart out;
-  out.order.resize(idle.gaps.size());
-  std::iota(out.order.begin(), out.order.end(), size_t{0});
-  std::stable_sort(out.order.begin(), out.order.end(), [&](size_t a, size_t b) {
-    return idle.gaps[a].start_us < idle.gaps[b].start_us;
-  });
+  IdleByStart out{idle.by_start};
   for (const IdleGap& g : idle.gaps) out.longest = std::max(out.longest, g.dur_us);
   return out;
 }
@@ -69,7 +65,7 @@ void add_unrecorded_idle(const InsightContext& c, const IdleGaps& idle, const Id
   // own order so the sums are those of a pass over every gap.
   std::vector<size_t> near;
   auto it = std::lower_bound(index.order.begin(), index.order.end(), from - index.longest - 1.0,
-                             [&](size_t k, double t) { return idle.gaps[k].start_us < t; });
+                             [&](uint32_t k, double t) { return idle.gaps[k].start_us < t; });
   for (; it != index.order.end() && idle.gaps[*it].start_us < to; ++it) near.push_back(*it);
   std::sort(near.begin(), near.end());
   for (size_t k : near) {

@@ -4,9 +4,12 @@
 #include <doctest/doctest.h>
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "categories/category_analysis.h"
 #include "categories/findings.h"
@@ -106,6 +109,23 @@ TEST_CASE("idle gaps: real traces against the expert counts from raw events") {
     double by_causes = 0;
     for (double us : idle.idle_us_by_cause) by_causes += us;
     CHECK(by_causes == doctest::Approx(idle.idle_us()).epsilon(1e-9));
+    // The gaps largest first, equal ones in start order (a stable sort by
+    // size of the gaps in start order), and by_start every gap once, in start
+    // order.
+    REQUIRE(idle.gaps.size() > 100);
+    for (size_t k = 1; k < idle.gaps.size(); ++k) {
+      const auto &a = idle.gaps[k - 1], &b = idle.gaps[k];
+      CHECK((a.dur_us > b.dur_us || (a.dur_us == b.dur_us && a.start_us <= b.start_us)));
+    }
+    REQUIRE(idle.by_start.size() == idle.gaps.size());
+    std::vector<uint32_t> seen(idle.gaps.size(), 0);
+    for (size_t k = 0; k < idle.by_start.size(); ++k) {
+      REQUIRE(idle.by_start[k] < idle.gaps.size());
+      ++seen[idle.by_start[k]];
+      if (k > 0)
+        CHECK(idle.gaps[idle.by_start[k - 1]].start_us <= idle.gaps[idle.by_start[k]].start_us);
+    }
+    CHECK(std::count(seen.begin(), seen.end(), 1u) == static_cast<long>(seen.size()));
     MESSAGE(insights::idle_gaps_json(trace, idle, 5).dump(1));
   }
 }
