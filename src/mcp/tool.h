@@ -238,8 +238,9 @@ class ToolContext {
   std::function<void(LogLevel, const std::string&)> on_log;
   std::function<json(const std::string&, const json&)> on_client_request;
   std::function<void(int64_t ms)> on_time_limit;
-  // Set in a worker: sends a kept value (keep()) to the server.
-  std::function<void(const FileIdentity&, const std::string&, const json&)> on_keep;
+  // Set in a worker: sends a kept value (keep()) to the server (after the
+  // call's result: worker_call.cpp).
+  std::function<void(const FileIdentity&, const std::string&, std::shared_ptr<const json>)> on_keep;
   const std::atomic<bool>* cancel_flag_ = nullptr;
 
  private:
@@ -285,8 +286,10 @@ struct ToolRegistrar {
   ToolRegistrar(const char* name, ToolHandler handler);
 };
 // The server's side of a worker's ToolContext::keep (mcp/worker_call.cpp).
+// `value_cbor`: the value's CBOR, as a kKept frame carries it (decoded when a
+// call first reads the value).
 void keep_from_worker(TraceStore& traces, const FileIdentity& id, const std::string& key,
-                      json value);
+                      std::vector<uint8_t> value_cbor);
 // Handlers registered by JARVIS_MCP_TOOL_KEPT, by name.
 std::map<std::string, KeptHandler>& registered_kept_handlers();
 struct KeptRegistrar {

@@ -2,6 +2,7 @@
 // files compiled in from tools_schema/. Also the ToolContext helpers (PathPolicy:
 // path_policy.cpp).
 #include <algorithm>
+#include <mutex>
 #include <regex>
 #include <system_error>
 
@@ -11,6 +12,7 @@
 #include "engine/engine.h"
 #include "mcp/embedded.h"
 #include "mcp/tool.h"
+#include "mcp/worker_frames.h"
 
 namespace jarvis::mcp {
 
@@ -67,34 +69,51 @@ json ToolContext::ask_client(const std::string& method, const json& params) {
 }
 
 namespace {
-// The type a kept value is cached under on a trace's entry (TraceEntry::find).
-// The value is shared with the call that derived it (no copy of a large
-// analysis).
-struct KeptToolValue {
-  std::shared_ptr<const json> value;
+// The type a kept value is cached under on a trace's entry (TraceEntry::find):
+// the value a call of this process derived, shared with it (no copy of a
+// large analysis), or a worker's, as the CBOR it sent, decoded by the first
+// call that reads it (the worker's call is answered before that).
+class KeptToolValue {
+ public:
+  explicit KeptToolValue(std::shared_ptr<const json> value) : value_(std::move(value)) {}
+  explicit KeptToolValue(std::vector<uint8_t> cbor) : cbor_(std::move(cbor)) {}
+  // Null when a worker's bytes do not decode: then nothing is kept.
+  std::shared_ptr<const json> value() const {
+    if (value_) return value_;
+    std::call_once(decoded_, [this] {
+      if (auto value = decode_kept_value(cbor_))
+        from_cbor_ = std::make_shared<const json>(std::move(*value));
+      cbor_ = {};
+    });
+    return from_cbor_;
+  }
+
+ private:
+  std::shared_ptr<const json> value_;
+  mutable std::vector<uint8_t> cbor_;
+  mutable std::once_flag decoded_;
+  mutable std::shared_ptr<const json> from_cbor_;
 };
 }  // namespace
 
 std::shared_ptr<const json> ToolContext::kept(const LoadedTrace& trace,
                                               const std::string& key) const {
   auto found = trace.entry().find<KeptToolValue>(key);
-  return found ? found->value : nullptr;
+  return found ? found->value() : nullptr;
 }
 
 void ToolContext::keep(const LoadedTrace& trace, const std::string& key,
                        std::shared_ptr<const json> value) {
-  if (on_keep) on_keep(trace.entry().identity(), key, *value);
-  trace.entry().put<KeptToolValue>(
-      key, std::make_shared<const KeptToolValue>(KeptToolValue{std::move(value)}));
+  if (on_keep) on_keep(trace.entry().identity(), key, value);
+  trace.entry().put<KeptToolValue>(key, std::make_shared<const KeptToolValue>(std::move(value)));
 }
 
 // The server's side of a worker's keep(): the value goes on the entry of the
 // same file when it is still resident (an evicted trace's analyses go with it).
 void keep_from_worker(TraceStore& traces, const FileIdentity& id, const std::string& key,
-                      json value) {
+                      std::vector<uint8_t> value_cbor) {
   if (auto entry = traces.cache().find_resident(id))
-    entry->put<KeptToolValue>(key, std::make_shared<const KeptToolValue>(KeptToolValue{
-                                       std::make_shared<const json>(std::move(value))}));
+    entry->put<KeptToolValue>(key, std::make_shared<const KeptToolValue>(std::move(value_cbor)));
 }
 
 // ---------------------------------------------------------------- registry

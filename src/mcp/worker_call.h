@@ -5,9 +5,10 @@
 //
 // The worker is forked from the server for the call, so it sees the parsed
 // traces copy-on-write: nothing is reloaded or copied. It runs the handler,
-// sends its progress and log notifications, the files it wrote and its
-// result back over a pipe, and exits. What it derives from a trace (perf
-// rows, the step model) dies with it: the next call derives it again.
+// sends its progress and log notifications, the files it wrote, its result
+// and then what it keeps for later calls (ToolContext::keep) back over a
+// pipe, and exits; the server answers once the pipe closes and reaps the
+// worker beside that. Whatever else it derives from a trace dies with it.
 #pragma once
 
 #include <atomic>

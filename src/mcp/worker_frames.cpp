@@ -81,17 +81,45 @@ std::vector<uint8_t> encode_worker_frame(WorkerFrameKind kind, const json& paylo
 
 std::vector<uint8_t> encode_kept_frame(const json& id, const std::string& key, const json& value) {
   // A CBOR map is its header and its entries one after the other, by key in
-  // the order json's object keeps them ("id" < "key" < "value").
+  // the order json's object keeps them ("id" < "key" < "value"); the value
+  // a byte string (major type 2) of its own CBOR, as json::binary encodes.
   constexpr uint8_t kMapOfThree = 0xa3;
+  const std::vector<uint8_t> value_cbor = json::to_cbor(value);
   std::vector<uint8_t> frame(kWorkerFrameHeader, 0);
+  frame.reserve(kWorkerFrameHeader + 64 + key.size() + value_cbor.size());
   frame.push_back(kMapOfThree);
   json::to_cbor(json("id"), frame);
   json::to_cbor(id, frame);
   json::to_cbor(json("key"), frame);
   json::to_cbor(json(key), frame);
   json::to_cbor(json("value"), frame);
-  json::to_cbor(value, frame);
+  const uint64_t n = value_cbor.size();
+  const auto big_endian = [&](uint8_t head, int bytes) {
+    frame.push_back(head);
+    for (int k = bytes - 1; k >= 0; --k) frame.push_back(static_cast<uint8_t>(n >> (8 * k)));
+  };
+  if (n <= 0x17)
+    frame.push_back(static_cast<uint8_t>(0x40 + n));
+  else if (n <= 0xff)
+    big_endian(0x58, 1);
+  else if (n <= 0xffff)
+    big_endian(0x59, 2);
+  else if (n <= 0xffffffff)
+    big_endian(0x5a, 4);
+  else
+    big_endian(0x5b, 8);
+  frame.insert(frame.end(), value_cbor.begin(), value_cbor.end());
   return with_header(WorkerFrameKind::kKept, std::move(frame));
+}
+
+std::optional<json> decode_kept_value(const std::vector<uint8_t>& cbor) {
+  try {
+    json value = json::from_cbor(cbor, /*strict=*/true, /*allow_exceptions=*/false);
+    if (value.is_discarded()) return std::nullopt;
+    return value;
+  } catch (const json::exception&) {  // thrown whatever allow_exceptions says (see feed)
+    return std::nullopt;
+  }
 }
 
 std::string worker_frame_shape_error(WorkerFrameKind kind, const json& p) {
@@ -120,9 +148,10 @@ std::string worker_frame_shape_error(WorkerFrameKind kind, const json& p) {
                          is_integer_in(p.at("id")[1], 0, INT64_MAX) &&
                          is_integer_in(p.at("id")[2], 0, INT64_MAX) &&
                          is_integer_in(p.at("id")[3], INT64_MIN, INT64_MAX);
-      return id_ok && p.contains("key") && p.at("key").is_string() && p.contains("value")
+      return id_ok && p.contains("key") && p.at("key").is_string() && p.contains("value") &&
+                     p.at("value").is_binary()
                  ? ""
-                 : "a kept-value frame that is not {id, key, value}";
+                 : "a kept-value frame that is not {id, key, value (bytes)}";
     }
     case WorkerFrameKind::kResult:
       return result_shape_error(p);

@@ -26,9 +26,12 @@ enum class WorkerFrameKind : char {
   kLog = 'l',        // [level (integer 0..7), message (string)]
   kTimeLimit = 't',  // milliseconds (an integer within +-2^40): ToolContext::start_time_limit
   kWritten = 'w',    // {"written": [string...], "claimed": [string...]}
-  kKept = 'k',       // {"id": [device, inode, size, mtime_ns], "key": string, "value": any}
-  kResult = 'r',     // a ToolResult (worker_call.cpp's result_to_json)
-  kError = 'e'       // [message (string), ErrorKind (integer)]
+  // {"id": [device, inode, size, mtime_ns], "key": string, "value": binary}: the
+  // value's own CBOR as a byte string, which the server keeps as it came and
+  // decodes when a call first reads it (decode_kept_value)
+  kKept = 'k',
+  kResult = 'r',  // a ToolResult (worker_call.cpp's result_to_json)
+  kError = 'e'    // [message (string), ErrorKind (integer)]
 };
 
 struct WorkerFrame {
@@ -38,11 +41,16 @@ struct WorkerFrame {
 
 // A frame on the wire: header and CBOR body.
 std::vector<uint8_t> encode_worker_frame(WorkerFrameKind kind, const nlohmann::json& payload);
-// The kKept frame of {"id": id, "key": key, "value": value}, the bytes
-// encode_worker_frame gives, without a copy of the value into that object
-// (an x256 trace's insights analysis is 6 MB of JSON).
+// The kKept frame of {"id": id, "key": key, "value": binary(CBOR of value)},
+// the bytes encode_worker_frame gives, without a copy of the value into that
+// object (an x256 trace's insights analysis is 6 MB of JSON). The server
+// reads the frame without building the value's tree (a copy of its bytes):
+// the call that sent it is answered without waiting for that decoding.
 std::vector<uint8_t> encode_kept_frame(const nlohmann::json& id, const std::string& key,
                                        const nlohmann::json& value);
+// A kept value's CBOR as a kKept frame carries it, decoded; nullopt when it
+// does not decode (the value is then not kept: the next call derives it).
+std::optional<nlohmann::json> decode_kept_value(const std::vector<uint8_t>& cbor);
 
 // Whether `payload` has the shape a frame of `kind` carries ("" when it
 // does, else what is wrong).

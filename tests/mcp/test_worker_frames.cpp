@@ -40,15 +40,28 @@ TEST_CASE("worker frames: read whole or a byte at a time, invalid UTF-8 carried 
                        {"full_only", json::array()},
                        {"next", nullptr},
                        {"caveats", json::array({{{"trace", "t1"}}})}};
-  const json kept = {{"id", {2049, 77, 4096, -5}}, {"key", "insights:H100"}, {"value", {1, "k"}}};
-  // The kept frame made without copying its value: the same bytes.
-  CHECK(jarvis::mcp::encode_kept_frame(kept["id"], "insights:H100", kept["value"]) ==
+  // A kept value travels as its own CBOR in a byte string (decoded where a
+  // call reads it): the frame made without copying the value into the
+  // object is the object's frame, and its bytes decode to the value.
+  const json kept_value = {1, "k"};
+  const json kept = {{"id", {2049, 77, 4096, -5}},
+                     {"key", "insights:H100"},
+                     {"value", json::binary(json::to_cbor(kept_value))}};
+  CHECK(jarvis::mcp::encode_kept_frame(kept["id"], "insights:H100", kept_value) ==
         encode_worker_frame(WorkerFrameKind::kKept, kept));
   const json analysis = {{"findings", {{{"row", {{"uids", {1, 2, 3}}}}, {"line", "x\n"}}}},
                          {"plan", nullptr}};
-  CHECK(jarvis::mcp::encode_kept_frame(kept["id"], "k", analysis) ==
-        encode_worker_frame(WorkerFrameKind::kKept,
-                            {{"id", kept["id"]}, {"key", "k"}, {"value", analysis}}));
+  CHECK(jarvis::mcp::decode_kept_value(json::to_cbor(analysis)) == analysis);
+  CHECK_FALSE(jarvis::mcp::decode_kept_value({0xff, 0x00}).has_value());
+  // Byte strings of every length class CBOR has (1-byte to 4-byte lengths).
+  for (size_t size : {size_t{3}, size_t{100}, size_t{1000}, size_t{70000}}) {
+    CAPTURE(size);
+    const json big = std::string(size, 'x');
+    const json as_object = {
+        {"id", kept["id"]}, {"key", "k"}, {"value", json::binary(json::to_cbor(big))}};
+    CHECK(jarvis::mcp::encode_kept_frame(kept["id"], "k", big) ==
+          encode_worker_frame(WorkerFrameKind::kKept, as_object));
+  }
   const auto stream = encode_worker_frame(WorkerFrameKind::kProgress, {1, 4, "loading"}) +
                       encode_worker_frame(WorkerFrameKind::kTimeLimit, 2000) +
                       encode_worker_frame(WorkerFrameKind::kKept, kept) +
@@ -104,7 +117,12 @@ TEST_CASE("worker frames: a malformed frame ends the stream, the frames before i
        encode_worker_frame(WorkerFrameKind::kKept, {{"id", {1, 2, 3, 4}}, {"value", 1}}),
        "kept-value frame"},
       {"a kept value whose file identity is a string",
-       encode_worker_frame(WorkerFrameKind::kKept, {{"id", "t1"}, {"key", "k"}, {"value", 1}}),
+       encode_worker_frame(WorkerFrameKind::kKept,
+                           {{"id", "t1"}, {"key", "k"}, {"value", json::binary({0xf6})}}),
+       "kept-value frame"},
+      {"a kept value that is not its CBOR in bytes",
+       encode_worker_frame(WorkerFrameKind::kKept,
+                           {{"id", {1, 2, 3, 4}}, {"key", "k"}, {"value", 1}}),
        "kept-value frame"},
       {"a map declaring 2^63 entries (nlohmann throws whatever allow_exceptions says)",
        raw_frame('r', {0xbb, 0x80, 0, 0, 0, 0, 0, 0, 0}), "not CBOR"},
