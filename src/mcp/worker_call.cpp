@@ -126,8 +126,8 @@ void close_inherited_sockets() {
   };
   ctx.on_time_limit = [fd](int64_t ms) { send(fd, Frame::kTimeLimit, ms); };
   // What the call keeps for the session's later calls goes after its result:
-  // the server has the answer before it reads the kept value (6 MB of an
-  // x256 trace's insights), which the answer does not wait for.
+  // the server reads the result first, and keeps the value's bytes without
+  // decoding them (6 MB for an x256 trace's insights).
   struct Kept {
     FileIdentity id;
     std::string key;
