@@ -18,6 +18,11 @@ every cell alike.
   cold: no snapshot (JARVIS_NO_SNAPSHOT=1): every run parses the JSON.
   warm: the trace's snapshot exists (a primed JARVIS_CACHE_DIR in the temp dir).
 
+The header gives the machine's cost of fresh memory (fresh_memory_rates): on
+a virtual machine whose host takes freed pages back, a page's first touch is
+10-25x slower two seconds after it was freed than at once, and a cell that
+meets such pages reads that much slower (docs/performance.md, "Session 42").
+
 Peak RSS: the child's ru_maxrss from wait4 for the CLI. For the server, the
 memory the machine gives the server and its workers together, sampled every
 10 ms from /proc: the server's RSS plus each worker's pages of its own
@@ -44,6 +49,7 @@ from __future__ import annotations
 import argparse
 import http.client
 import json
+import mmap
 import os
 import re
 import subprocess
@@ -231,6 +237,41 @@ def floor_of(bench: str, jarvis: str, trace: str, repeat: int) -> tuple[float, f
     sys.exit(f"no floor for {trace} in jarvis_bench's output:\n{out}")
 
 
+def first_touch_s(mb: int) -> float:
+    """Seconds to write one byte into each 4 KiB page of `mb` MB of fresh
+    anonymous memory on 2 MiB pages (as jarvis's allocations are): the page
+    faults and the zeroing, with the time of the same writes again (the
+    loop's own cost) taken off."""
+    n = mb << 20
+    m = mmap.mmap(-1, n, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
+    if hasattr(mmap, "MADV_HUGEPAGE"):
+        m.madvise(mmap.MADV_HUGEPAGE)
+    ones = b"\x01" * (n // 4096)
+    start = time.perf_counter()
+    m[::4096] = ones
+    first = time.perf_counter() - start
+    start = time.perf_counter()
+    m[::4096] = ones
+    again = time.perf_counter() - start
+    m.close()
+    return max(1e-6, first - again)
+
+
+def fresh_memory_rates(mb: int = 256, idle_s: float = 3.0) -> tuple[float, float]:
+    """GB/s of fresh memory's first touch (see first_touch_s): taken again at
+    once after it was freed, and after `idle_s` of idle. A virtual machine
+    whose balloon reports free pages to its host (Linux's free page
+    reporting, 2 s after they are freed) gets them back from the host on
+    their next first touch, an order of magnitude slower: the rate after idle
+    is what every fresh page of a run costs when the machine sat idle before
+    it (an agent's next call, seconds after the last)."""
+    first_touch_s(mb)  # pages freed just now, for the measurement at once
+    at_once = mb / 1024 / first_touch_s(mb)
+    time.sleep(idle_s)
+    after_idle = mb / 1024 / first_touch_s(mb)
+    return at_once, after_idle
+
+
 def best(runs: list[tuple[float, float]]) -> tuple[float, float]:
     return min(r[0] for r in runs), min(r[1] for r in runs)
 
@@ -294,9 +335,11 @@ def main() -> int:
                 print(f"x{n} {mode} done", file=sys.stderr)
     host = subprocess.run(["sh", "-c", "grep -m1 'model name' /proc/cpuinfo | cut -d: -f2"],
                           capture_output=True, text=True).stdout.strip()
+    at_once, after_idle = fresh_memory_rates()
     print(f"bench/first_answer.py, best of {args.repeat}: "
           f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, {os.cpu_count()} x {host}, "
-          f"load average {' '.join(f'{v:.2f}' for v in os.getloadavg())}\n")
+          f"load average {' '.join(f'{v:.2f}' for v in os.getloadavg())}; fresh memory's first "
+          f"touch {at_once:.1f} GB/s reused at once, {after_idle:.1f} GB/s after 3 s idle\n")
     print("| trace (JSON MB) | mode | floor s (2 MiB pages) | `report` | `insights` (CLI) | `critical-path` | "
           "MCP `load_trace` + `insights` (HTTP, workers; server + workers' own pages) | "
           "MCP split: load + insights, insights detail=full after, a worker call's fixed cost; "

@@ -10,6 +10,7 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <climits>
 #include <filesystem>
 #include <map>
 #include <random>
@@ -186,6 +187,43 @@ TEST_CASE("HostCostIndex: a window's cost per thread is the sum of its records t
     return;
   }
   check_trace(jarvis::load_trace(gpt2), 5);
+}
+
+// A trace listed in copies, as bench/tile_trace.py makes them (each copy's
+// events after the last's, later in time): a thread's ops, and its runtime
+// calls, then come in one time-ordered run per copy, interleaved with each
+// other's runs. The index merges the kinds of marks apart; its windows hold
+// the definition's figures all the same.
+TEST_CASE("HostCostIndex: a trace listed in copies, each thread's marks in runs per copy") {
+  Trace tiled = jarvis::load_trace(jarvis::golden::shared_dir() +
+                                   "/conformance/h100_bert-small/trace.json.gz");
+  int64_t first = INT64_MAX, last = INT64_MIN;
+  for (const Event& e : tiled.events)
+    if (e.has_ts()) {
+      first = std::min(first, e.ts_ns);
+      last = std::max(last, e.ts_ns + (e.has_dur() ? e.dur_ns : 0));
+    }
+  const size_t one_copy = tiled.events.size();
+  const int64_t shift = last - first + 1'000'000;  // a millisecond after the copy before
+  tiled.events.reserve(3 * one_copy);
+  for (int64_t copy = 1; copy < 3; ++copy)
+    for (size_t k = 0; k < one_copy; ++k) {
+      Event e = tiled.events[k];
+      if (e.has_ts()) e.ts_ns += copy * shift;
+      tiled.events.push_back(e);
+    }
+  // Out of time order as listed: on some thread, an op or runtime call
+  // listed after one that starts later.
+  size_t listed_early = 0;
+  std::map<uint32_t, double> latest;  // thread -> the latest start listed so far
+  for (const Event& e : tiled.events) {
+    if (!e.has_ts() || !(e.is_runtime() || e.cat == Cat::CpuOp)) continue;
+    auto [it, added] = latest.emplace(e.thread, e.ts());
+    if (!added && e.ts() < it->second) ++listed_early;
+    it->second = std::max(it->second, e.ts());
+  }
+  CHECK(listed_early > 0);
+  check_trace(tiled, 3);
 }
 
 }  // namespace JARVIS_TEST_FILE
