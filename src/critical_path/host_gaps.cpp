@@ -164,22 +164,27 @@ void host_gaps_of_rank(const Trace& t, const CallTree& tree, const Graph& g, int
 namespace {
 
 // `events` in `before`'s order (a total order: the UID breaks ties), sorted
-// per thread, then the threads' sequences merged pairwise (merge_sorted_runs,
-// comparing only where two overlap): a trace lists each thread's events in
-// time order, in a run per thread (a tiled trace: per thread and copy), so a
-// thread's sequence is sorted or nearly (one sort of the whole list merged
-// 769 runs of a 1 GB trace in ten passes, reading two events per comparison).
+// per thread and kind (runtime calls, the rest), then those sequences merged
+// pairwise (merge_sorted_runs, comparing only where two overlap): a trace
+// lists each thread's ops in time order and its runtime calls in time order,
+// each in a run of its own (a tiled trace: per thread, kind and copy, the
+// copies one after the other in time), so each sequence is sorted or nearly
+// (one sort of the whole list merged 769 runs of a 1 GB trace in ten passes,
+// reading two events per comparison; per thread alone, a thread's ops and
+// calls still made 2 x 257 runs, nine passes).
 template <class Before>
 void sort_by_thread_then_merge(const Trace& t, std::vector<Uid>& events, const Before& before) {
-  std::vector<size_t> count(t.threads.size() + 1, 0);
-  const auto thread_of = [&](Uid u) {
-    return std::min<size_t>(t.events[u].thread, t.threads.size());  // past the table: one more
+  std::vector<size_t> count(2 * (t.threads.size() + 1), 0);
+  const auto group_of = [&](Uid u) {
+    const Event& e = t.events[u];
+    // Two groups a thread, its runtime calls in the second; past the table: one more thread.
+    return 2 * std::min<size_t>(e.thread, t.threads.size()) + (e.is_runtime() ? 1 : 0);
   };
-  for (Uid u : events) ++count[thread_of(u)];
-  // Each thread's events, in list order, in one array (by thread).
+  for (Uid u : events) ++count[group_of(u)];
+  // Each group's events, in list order, in one array (by group).
   std::vector<size_t> from(count.size() + 1, 0);
   for (size_t k = 0; k < count.size(); ++k) from[k + 1] = from[k] + count[k];
-  std::vector<size_t> bounds;  // of the threads with events: one sorted run each
+  std::vector<size_t> bounds;  // of the groups with events: one sorted run each
   for (size_t k = 0; k < count.size(); ++k)
     if (count[k] > 0) bounds.push_back(from[k]);
   if (bounds.size() <= 1) {
@@ -190,7 +195,7 @@ void sort_by_thread_then_merge(const Trace& t, std::vector<Uid>& events, const B
   std::vector<Uid> grouped(events.size());
   {
     std::vector<size_t> at(from.begin(), from.end() - 1);
-    for (Uid u : events) grouped[at[thread_of(u)]++] = u;
+    for (Uid u : events) grouped[at[group_of(u)]++] = u;
   }
   for (size_t r = 0; r + 1 < bounds.size(); ++r)
     stable_sort_runs(grouped.begin() + static_cast<std::ptrdiff_t>(bounds[r]),

@@ -336,10 +336,11 @@ TEST_CASE("trace facts: a host what-if replayed once per scenario, as replayed a
 }
 
 TEST_CASE("trace facts: host events in (ts, end, uid) order from threads listed in runs") {
-  // Three threads, each listed in blocks (a tiled trace's copies), a block
-  // out of time order, ops that start together (end, then uid decide), a
-  // thread seen once, and a ten-thread variant: the order is the one sort of
-  // the whole list by (ts, end, uid) gives.
+  // Three threads, each listed in blocks (a tiled trace's copies: its ops,
+  // then its runtime calls), a block out of time order, ops that start
+  // together (end, then uid decide), a thread seen once, and a ten-thread
+  // variant: the order is the one sort of the whole list by (ts, end, uid)
+  // gives.
   for (int threads : {3, 10}) {
     CAPTURE(threads);
     std::string ev;
@@ -354,6 +355,12 @@ TEST_CASE("trace facts: host events in (ts, end, uid) order from threads listed 
               R"({}{{"ph":"X","cat":"cpu_op","name":"op{}","pid":1,"tid":{},"ts":{},"dur":{}}})",
               ev.empty() ? "" : ",", k, tid, ts, 1 + (next() >> 61));
         }
+        // The block's runtime calls, listed after its ops as Kineto lists
+        // them, their times among the ops' (some tied with one).
+        for (int k = 0; k < 4; ++k)
+          ev += fmt::format(
+              R"(,{{"ph":"X","cat":"cuda_runtime","name":"cudaLaunchKernel","pid":1,"tid":{},"ts":{},"dur":{}}})",
+              tid, base + 10 * k + 5 * (next() >> 63), 1 + (next() >> 62));
       }
     ev +=
         R"(,{"ph":"X","cat":"cuda_runtime","name":"cudaLaunchKernel","pid":1,"tid":99,"ts":500,"dur":2})";
