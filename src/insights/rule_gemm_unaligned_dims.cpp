@@ -45,12 +45,33 @@ int64_t round_up(int64_t x, int64_t m) {
   return (x + m - 1) / m * m;
 }
 
-// One extent or stride a tensor-core kernel loads along.
+// One extent or stride a tensor-core kernel loads along. Its reason is
+// put in words only for the dimensions a finding reports (why_text): every
+// GEMM row's dimensions are read, a few are reported.
 struct LeadingDim {
-  std::string name;  // "M", "N", "K", "lda", "ldb"
+  std::string_view name;  // "M", "N", "K", "lda", "ldb"
   int64_t value = 0;
-  std::string why;
+  enum class Why { Contiguous, ViewStride, Backward, RowMajorA, RowMajorC } why = Why::RowMajorC;
+  const char* op = "";      // the operand (Contiguous, ViewStride)
+  bool transposed = false;  // the operand is stored transposed (Contiguous)
 };
+
+std::string why_text(const LeadingDim& l) {
+  switch (l.why) {
+    case LeadingDim::Why::Contiguous:
+      return fmt::format("{} is contiguous in {}{}", l.name, l.op,
+                         l.transposed ? " (stored transposed)" : "");
+    case LeadingDim::Why::ViewStride:
+      return fmt::format("{}'s leading-dimension stride (a view)", l.op);
+    case LeadingDim::Why::Backward:
+      return "a leading dimension of one of the backward GEMMs";
+    case LeadingDim::Why::RowMajorA:
+      return "contiguous in row-major A (and in B^T of nn.Linear weights)";
+    case LeadingDim::Why::RowMajorC:
+      return "contiguous in the row-major output C";
+  }
+  return "";
+}
 
 // Which of an operand's two dimensions is contiguous, from its strides.
 enum class Contiguous { Rows, Cols };
@@ -63,7 +84,7 @@ Contiguous contiguous_of(const std::vector<int64_t>& strides) {
 void add_dim(std::vector<LeadingDim>& out, LeadingDim d) {
   for (const auto& o : out)
     if (o.name == d.name) return;
-  out.push_back(std::move(d));
+  out.push_back(d);
 }
 
 // The contiguous dimension of operand `op` (rows x cols, each a name and an
@@ -75,12 +96,10 @@ void operand_dims(std::vector<LeadingDim>& out, const char* op, const char* ld,
   bool transposed = contiguous_of(strides) == Contiguous::Rows;
   auto [dim, extent] = transposed ? rows : cols;
   int64_t other_extent = transposed ? cols.second : rows.second;
-  add_dim(out, {dim, extent,
-                fmt::format("{} is contiguous in {}{}", dim, op,
-                            transposed ? " (stored transposed)" : "")});
+  add_dim(out, {dim, extent, LeadingDim::Why::Contiguous, op, transposed});
   int64_t stride = transposed ? strides[1] : strides[0];
   if (other_extent > 1 && stride != extent && strides[0] != strides[1])
-    add_dim(out, {ld, stride, fmt::format("{}'s leading-dimension stride (a view)", op)});
+    add_dim(out, {ld, stride, LeadingDim::Why::ViewStride, op, false});
 }
 
 // The dimensions whose alignment decides the kernel, for one GEMM row.
@@ -90,16 +109,16 @@ std::vector<LeadingDim> leading_dims(const detail::GemmDims& d, bool backward) {
     // The gradient GEMMs contract over M, N and K in turn: each is some
     // operand's leading dimension.
     for (auto [name, v] : {std::pair{"M", d.m}, {"N", d.n}, {"K", d.k}})
-      out.push_back({name, v, "a leading dimension of one of the backward GEMMs"});
+      out.push_back({name, v, LeadingDim::Why::Backward});
     return out;
   }
   if (d.stride_a.size() == 2 && d.stride_b.size() == 2) {
     operand_dims(out, "A", "lda", d.stride_a, {"M", d.m}, {"K", d.k});
     operand_dims(out, "B", "ldb", d.stride_b, {"K", d.k}, {"N", d.n});
   } else {
-    add_dim(out, {"K", d.k, "contiguous in row-major A (and in B^T of nn.Linear weights)"});
+    add_dim(out, {"K", d.k, LeadingDim::Why::RowMajorA});
   }
-  add_dim(out, {"N", d.n, "contiguous in the row-major output C"});
+  add_dim(out, {"N", d.n, LeadingDim::Why::RowMajorC});
   return out;
 }
 
@@ -198,21 +217,10 @@ std::string padding_change(const std::vector<LeadingDim>& misaligned, int64_t ne
 nlohmann::json misaligned_json(const std::vector<LeadingDim>& misaligned, int64_t need) {
   nlohmann::json out = nlohmann::json::object();
   for (const auto& l : misaligned)
-    out[l.name] = {{"value", l.value},
-                   {"pad_to", round_up(l.value, l.value >= kVocabularyLike ? 64 : need)},
-                   {"why", l.why}};
-  return out;
-}
-
-std::vector<GemmSample> gemm_samples(const InsightContext& c) {
-  std::vector<GemmSample> out;
-  for (const auto& row : c.rows) {
-    auto d = detail::gemm_dims(c, row);
-    int64_t need = d ? required_multiple(d->precision) : 0;
-    if (need == 0) continue;
-    bool aligned = misaligned_of(leading_dims(*d, row.backward), need).empty();
-    out.push_back({d->precision, row.metrics->gflops, row.kernel_time_us, aligned});
-  }
+    out[std::string(l.name)] = {
+        {"value", l.value},
+        {"pad_to", round_up(l.value, l.value >= kVocabularyLike ? 64 : need)},
+        {"why", why_text(l)}};
   return out;
 }
 
@@ -287,11 +295,16 @@ Insight group_insight(const InsightContext& c, const std::string& label, const G
 
 void rule_gemm_unaligned_dims(const InsightContext& c, std::vector<Insight>& out) {
   std::map<std::string, Group> groups;  // by label: one insight per shape
+  // Every modelled GEMM row, aligned or not: the aligned ones' rate is the
+  // gain model's reference (made in the same pass: a row's dimensions are
+  // read once).
+  std::vector<GemmSample> samples;
   for (const auto& row : c.rows) {
     auto d = detail::gemm_dims(c, row);
     int64_t need = d ? required_multiple(d->precision) : 0;
     if (need == 0) continue;
     auto misaligned = misaligned_of(leading_dims(*d, row.backward), need);
+    samples.push_back({d->precision, row.metrics->gflops, row.kernel_time_us, misaligned.empty()});
     if (misaligned.empty()) continue;
     Group& g = groups[detail::gemm_label(row, *d)];
     if (!g.first) g.first = &row, g.dims = *d, g.misaligned = misaligned;
@@ -304,7 +317,6 @@ void rule_gemm_unaligned_dims(const InsightContext& c, std::vector<Insight>& out
     g.above_roofline_us += above.value_or(0);
   }
   if (groups.empty()) return;
-  auto samples = gemm_samples(c);
   for (const auto& [label, g] : groups) out.push_back(group_insight(c, label, g, samples));
 }
 

@@ -264,6 +264,7 @@ TEST_CASE("insights: unaligned GEMM dims: a contiguous K, N or transposed M fire
   CHECK(k[0].evidence["misaligned"].size() == 1);
   CHECK(k[0].evidence["misaligned"]["K"]["value"] == 1002);
   CHECK(k[0].evidence["misaligned"]["K"]["pad_to"] == 1008);
+  CHECK(k[0].evidence["misaligned"]["K"]["why"] == "K is contiguous in A");
   CHECK(k[0].evidence["layout"] == "from Input Strides");
   CHECK(k[0].title.find("K=1002") != std::string::npos);
   CHECK(k[0].title.find("M=") == std::string::npos);
@@ -272,6 +273,7 @@ TEST_CASE("insights: unaligned GEMM dims: a contiguous K, N or transposed M fire
   auto m = unaligned_of({{"[[666,1024],[1024,1024]]", "[[1,666],[1024,1]]", 20.0}});
   REQUIRE(m.size() == 1);
   CHECK(m[0].evidence["misaligned"]["M"]["value"] == 666);
+  CHECK(m[0].evidence["misaligned"]["M"]["why"] == "M is contiguous in A (stored transposed)");
   CHECK(m[0].action_model.find("row-major") != std::string::npos);
 
   // A sliced view: the leading-dimension stride of A (1030) is misaligned
@@ -279,6 +281,7 @@ TEST_CASE("insights: unaligned GEMM dims: a contiguous K, N or transposed M fire
   auto ld = unaligned_of({{"[[64,1024],[1024,256]]", "[[1030,1],[256,1]]", 20.0}});
   REQUIRE(ld.size() == 1);
   CHECK(ld[0].evidence["misaligned"]["lda"]["value"] == 1030);
+  CHECK(ld[0].evidence["misaligned"]["lda"]["why"] == "A's leading-dimension stride (a view)");
 }
 
 TEST_CASE("insights: unaligned GEMM dims: gain from aligned GEMMs of the trace, not the op time") {
