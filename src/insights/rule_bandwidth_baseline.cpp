@@ -4,6 +4,7 @@
 // and elementwise ops at less than half of it are poorly implemented or
 // poorly shaped, whatever the datasheet peak says.
 #include <algorithm>
+#include <iterator>
 #include <map>
 #include <set>
 
@@ -34,14 +35,20 @@ bool memory_bound_category(std::string_view cat) {
 // Rows by op shape (name, spec, bytes), memory-bound categories only.
 std::map<std::string, BandwidthGroup> memory_bound_groups(const InsightContext& c) {
   std::map<std::string, BandwidthGroup> groups;
+  std::string label;  // one buffer for every row's label, not three strings a row
   for (const auto& row : c.rows) {
     if (!row.metrics || !row.metrics->bytes || !(row.kernel_time_us > 0)) continue;
     if (!memory_bound_category(row.category)) continue;
-    std::string label = row.name + " " + row.metrics->compute_spec + " " +
-                        fmt::format("{:.6g}", *row.metrics->bytes);
-    BandwidthGroup& g = groups[label];
-    g.category = std::string(row.category);
-    g.label = row.name;
+    label.clear();
+    label.append(row.name).append(" ").append(row.metrics->compute_spec).append(" ");
+    fmt::format_to(std::back_inserter(label), "{:.6g}", *row.metrics->bytes);
+    auto it = groups.find(label);
+    if (it == groups.end()) it = groups.emplace(label, BandwidthGroup{}).first;
+    BandwidthGroup& g = it->second;
+    // The last row's category (a sole-backward row has its own) and name,
+    // copied only when they differ.
+    if (g.category != row.category) g.category = std::string(row.category);
+    if (g.label != row.name) g.label = row.name;
     g.uids.push_back(row.uid);
     g.time_us += row.kernel_time_us;
     g.bytes += *row.metrics->bytes;
