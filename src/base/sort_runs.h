@@ -79,6 +79,21 @@ bool merge_sorted_runs(It first, OtherIt other, std::vector<Offset> bounds, Comp
   return in_other;
 }
 
+// `more` (sorted) merged into `into` (sorted), from the back into room
+// `into` grows by (no buffer: space it reserved is used in place). Stable:
+// of equal elements, `into`'s first.
+template <class T, class Compare = std::less<>>
+void merge_into_back(std::vector<T>& into, const std::vector<T>& more, Compare comp = {}) {
+  size_t i = into.size(), j = more.size();
+  into.resize(i + j);
+  for (size_t w = into.size(); j > 0;) {
+    if (i > 0 && comp(more[j - 1], into[i - 1]))
+      into[--w] = into[--i];
+    else
+      into[--w] = more[--j];
+  }
+}
+
 template <class RandomIt, class Compare = std::less<>>
 void stable_sort_runs(RandomIt first, RandomIt last, Compare comp = {}) {
   RandomIt unsorted = std::is_sorted_until(first, last, comp);

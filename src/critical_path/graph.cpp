@@ -85,14 +85,7 @@ void order_host_items(std::vector<HostItem>& items) {
   items.resize(calls);
   stable_sort_runs(items.begin(), items.end(), before);
   stable_sort_runs(markers.begin(), markers.end(), before);
-  size_t i = calls, j = markers.size();
-  items.resize(calls + j);
-  for (size_t w = items.size(); j > 0;) {
-    if (i > 0 && before(markers[j - 1], items[i - 1]))
-      items[--w] = items[--i];
-    else
-      items[--w] = markers[--j];
-  }
+  merge_into_back(items, markers, before);
 }
 
 struct Step {

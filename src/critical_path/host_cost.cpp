@@ -58,26 +58,6 @@ void order_exit_marks(std::vector<std::pair<double, double>>& exits) {
   stable_sort_runs(exits.begin(), exits.end());
 }
 
-namespace {
-
-// `more` (sorted) merged into `marks` (sorted), from the back into the room
-// reserved after marks' own, then freed: the sorted sequence of both (equal
-// marks are alike), with no buffer.
-void merge_into_back(std::vector<std::pair<double, double>>& marks,
-                     std::vector<std::pair<double, double>>& more) {
-  size_t i = marks.size(), j = more.size();
-  marks.resize(i + j);
-  for (size_t w = marks.size(); j > 0;) {
-    if (i > 0 && more[j - 1] < marks[i - 1])
-      marks[--w] = marks[--i];
-    else
-      marks[--w] = more[--j];
-  }
-  std::vector<std::pair<double, double>>().swap(more);
-}
-
-}  // namespace
-
 HostCostIndex::HostCostIndex(const Trace& trace, const ProfilerCost& cost) {
   uint32_t memory_name = 0;
   const bool any_memory = trace.strings.find("[memory]", memory_name);
@@ -188,9 +168,12 @@ HostCostIndex::HostCostIndex(const Trace& trace, const ProfilerCost& cost) {
     if (marks.empty() && runtime_marks[thread].empty()) continue;
     stable_sort_runs(marks.begin(), marks.end());
     stable_sort_runs(runtime_marks[thread].begin(), runtime_marks[thread].end());
+    // Each merged into the room reserved after the enter marks, then freed.
     merge_into_back(marks, runtime_marks[thread]);
+    std::vector<std::pair<double, double>>().swap(runtime_marks[thread]);
     order_exit_marks(exit_marks[thread]);
     merge_into_back(marks, exit_marks[thread]);
+    std::vector<std::pair<double, double>>().swap(exit_marks[thread]);
     double sum = 0;
     for (auto& m : marks) m.second = sum += m.second;  // running total at each mark
   }

@@ -173,7 +173,7 @@ namespace {
 // reading two events per comparison; per thread alone, a thread's ops and
 // calls still made 2 x 257 runs, nine passes).
 template <class Before>
-void sort_by_thread_then_merge(const Trace& t, std::vector<Uid>& events, const Before& before) {
+void sort_by_group_then_merge(const Trace& t, std::vector<Uid>& events, const Before& before) {
   std::vector<size_t> count(2 * (t.threads.size() + 1), 0);
   const auto group_of = [&](Uid u) {
     const Event& e = t.events[u];
@@ -236,7 +236,7 @@ HostGapEvents host_gap_events(const Trace& t) {
     if (ea != eb) return ea < eb;
     return a < b;
   };
-  sort_by_thread_then_merge(t, events, before);
+  sort_by_group_then_merge(t, events, before);
   events.shrink_to_fit();
   std::sort(out.frame_marks.begin(), out.frame_marks.end());
   std::sort(out.memory.begin(), out.memory.end());

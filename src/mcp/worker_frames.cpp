@@ -80,35 +80,15 @@ std::vector<uint8_t> encode_worker_frame(WorkerFrameKind kind, const json& paylo
 }
 
 std::vector<uint8_t> encode_kept_frame(const json& id, const std::string& key, const json& value) {
-  // A CBOR map is its header and its entries one after the other, by key in
-  // the order json's object keeps them ("id" < "key" < "value"); the value
-  // a byte string (major type 2) of its own CBOR, as json::binary encodes.
-  constexpr uint8_t kMapOfThree = 0xa3;
-  const std::vector<uint8_t> value_cbor = json::to_cbor(value);
+  // The value goes as a byte string of its own CBOR (json::binary), moved
+  // into the payload, not copied; the frame's room is reserved at once.
+  json payload = json::object();
+  payload["id"] = id;
+  payload["key"] = key;
+  payload["value"] = json::binary(json::to_cbor(value));
   std::vector<uint8_t> frame(kWorkerFrameHeader, 0);
-  frame.reserve(kWorkerFrameHeader + 64 + key.size() + value_cbor.size());
-  frame.push_back(kMapOfThree);
-  json::to_cbor(json("id"), frame);
-  json::to_cbor(id, frame);
-  json::to_cbor(json("key"), frame);
-  json::to_cbor(json(key), frame);
-  json::to_cbor(json("value"), frame);
-  const uint64_t n = value_cbor.size();
-  const auto big_endian = [&](uint8_t head, int bytes) {
-    frame.push_back(head);
-    for (int k = bytes - 1; k >= 0; --k) frame.push_back(static_cast<uint8_t>(n >> (8 * k)));
-  };
-  if (n <= 0x17)
-    frame.push_back(static_cast<uint8_t>(0x40 + n));
-  else if (n <= 0xff)
-    big_endian(0x58, 1);
-  else if (n <= 0xffff)
-    big_endian(0x59, 2);
-  else if (n <= 0xffffffff)
-    big_endian(0x5a, 4);
-  else
-    big_endian(0x5b, 8);
-  frame.insert(frame.end(), value_cbor.begin(), value_cbor.end());
+  frame.reserve(kWorkerFrameHeader + 64 + key.size() + payload["value"].get_binary().size());
+  json::to_cbor(payload, frame);  // appends the body after the header's room
   return with_header(WorkerFrameKind::kKept, std::move(frame));
 }
 

@@ -4,6 +4,7 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <iterator>
 #include <random>
 #include <utility>
 #include <vector>
@@ -127,6 +128,25 @@ TEST_CASE("stable_sort_runs leaves sorted input untouched and sorts pairs lexico
   std::sort(expected.begin(), expected.end());
   jarvis::stable_sort_runs(mixed);
   CHECK(mixed == expected);
+}
+
+TEST_CASE("merge_into_back gives std::merge's sequence, the first vector's equal elements first") {
+  std::mt19937 rng(42);
+  for (int round = 0; round < 200; ++round) {
+    // (key, origin): few keys, so ties across the two vectors are common.
+    std::vector<std::pair<int, int>> into, more;
+    for (size_t k = rng() % 50; k > 0; --k) into.emplace_back(static_cast<int>(rng() % 8), 0);
+    for (size_t k = rng() % 50; k > 0; --k) more.emplace_back(static_cast<int>(rng() % 8), 1);
+    const auto by_key = [](const auto& a, const auto& b) { return a.first < b.first; };
+    std::stable_sort(into.begin(), into.end(), by_key);
+    std::stable_sort(more.begin(), more.end(), by_key);
+    std::vector<std::pair<int, int>> expected;
+    std::merge(into.begin(), into.end(), more.begin(), more.end(), std::back_inserter(expected),
+               by_key);
+    into.reserve(into.size() + more.size());
+    jarvis::merge_into_back(into, more, by_key);
+    CHECK(into == expected);
+  }
 }
 
 }  // namespace JARVIS_TEST_FILE
