@@ -998,7 +998,10 @@ std::vector<Insight> claim_recoverable_time(const InsightContext& context,
         double& rest = left[p].second;
         add_claimers(p, shares);
         if (rest > 0) {
-          rest -= available > 0 ? claim * rest / available : 0;
+          // A claim of all that is left leaves exactly 0, never an ulp
+          // either side of it: s_attn_A's autocast_dtype read -1.4e-14 us
+          // after dtype_casts claimed its rows whole.
+          rest = claim >= available ? 0.0 : std::max(0.0, rest - claim * rest / available);
           claims.push_back({k, last_claim[p]});
           last_claim[p] = static_cast<uint32_t>(claims.size() - 1);
         }

@@ -79,6 +79,15 @@ TEST_CASE(
     const jarvis::CallTree tree(t);
     const in::InsightContext context = in::make_context(t, tree, &arch);
     const std::vector<in::Insight> expected = in::run_insights(context);
+    for (const in::Insight& i : expected) {
+      // What is left of a row after the claims is never below 0, nor is a
+      // claim (s_attn_A's autocast_dtype once read -1.4e-14 us).
+      CAPTURE(i.rule);
+      if (i.recoverable_us) CHECK(*i.recoverable_us >= 0);
+      // and a finding left nothing recovers 0, not float residue
+      if (i.recoverable_us && *i.recoverable_us > 0) CHECK(*i.recoverable_us > 1e-9);
+      if (i.recoverable_low_us) CHECK(*i.recoverable_low_us >= 0);
+    }
     const in::TraceInsights got = in::analyse_trace(t, tree, &arch);
     CHECK(insights_json(got.found).dump(1) == insights_json(expected).dump(1));
     CHECK(got.context.rows.size() == context.rows.size());
