@@ -126,11 +126,9 @@ using jarvis::load_any_trace;
 using jarvis::load_non_kineto_input;
 using jarvis::LoadedInput;
 // The same, the snapshot of a first load written beside the caller's work.
-using jarvis::find_trace_perf_rows;
 using jarvis::load_trace_write_behind;
 using jarvis::SnapshotWriteBehind;
 using jarvis::trace_call_tree;
-using jarvis::trace_perf_rows;
 using jarvis::trace_report;
 using jarvis::trace_step_model;
 using jarvis::trace_timeline;

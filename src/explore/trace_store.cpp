@@ -18,7 +18,6 @@
 #include "insights/insights.h"
 #include "perf/gpu_arch.h"
 #include "report/gpu_timeline.h"
-#include "report/perf_tables.h"
 #include "report/report.h"
 #include "rocprof/profile.h"
 #include "trace/loader.h"
@@ -203,25 +202,6 @@ std::shared_ptr<const insights::StepModelRef> trace_step_model(const LoadedTrace
     return insights::StepModelRef{
         insights::build_step_model(entry.trace(), *trace_call_tree(entry))};
   });
-}
-
-namespace {
-std::string perf_rows_key(const std::string& arch_id) {
-  return "perf_rows:" + arch_id;
-}
-}  // namespace
-
-std::shared_ptr<const std::vector<report::PerfOpRow>> trace_perf_rows(const LoadedTrace& entry,
-                                                                      const std::string& arch_id,
-                                                                      const GpuArch* arch) {
-  return entry.cached<std::vector<report::PerfOpRow>>(perf_rows_key(arch_id), [&] {
-    return report::unified_perf_rows(entry.trace(), *trace_call_tree(entry), arch);
-  });
-}
-
-std::shared_ptr<const std::vector<report::PerfOpRow>> find_trace_perf_rows(
-    const LoadedTrace& entry, const std::string& arch_id) {
-  return entry.entry().find<std::vector<report::PerfOpRow>>(perf_rows_key(arch_id));
 }
 
 std::shared_ptr<const GpuTimeline> trace_timeline(const LoadedTrace& entry) {

@@ -27,10 +27,6 @@ struct StepModelRef;  // insights/insights.h
 
 namespace jarvis {
 
-namespace report {
-struct PerfOpRow;  // report/perf_tables.h
-}  // namespace report
-struct GpuArch;  // perf/gpu_arch.h
 class CallTree;
 struct Report;
 struct GpuTimeline;
@@ -156,17 +152,6 @@ std::shared_ptr<const GpuTimeline> trace_timeline(const LoadedTrace& entry);
 // health block) and read by every later analysis of it; its `model` is
 // null when the trace gives no graph.
 std::shared_ptr<const insights::StepModelRef> trace_step_model(const LoadedTrace& entry);
-
-// report::unified_perf_rows over trace_call_tree for one arch (`arch_id`
-// names it: canonical_arch_id, "" for none), built once per loaded trace:
-// MCP load_trace makes them beside the step model, so that the insights of
-// every later call (and its forked worker) start from them.
-std::shared_ptr<const std::vector<report::PerfOpRow>> trace_perf_rows(const LoadedTrace& entry,
-                                                                      const std::string& arch_id,
-                                                                      const GpuArch* arch);
-// The same when made already, else null (never builds).
-std::shared_ptr<const std::vector<report::PerfOpRow>> find_trace_perf_rows(
-    const LoadedTrace& entry, const std::string& arch_id);
 
 // The bundled GPU arch matching the trace's GPU name ("H100", "MI300X", ...),
 // or "" when none matches.

@@ -385,13 +385,11 @@ namespace {
 // The context's perf rows and their kernel time. Reads the trace and the
 // tree and writes these fields alone: the facts that read no row are made
 // beside it (make_idle_facts, make_unrecorded_facts).
-void add_rows(InsightContext& c, std::shared_ptr<const PerfRows> given = nullptr) {
-  if (!given) {
+void add_rows(InsightContext& c) {
+  {
     PhaseTimer t("insights/context/perf_rows");
-    given = std::make_shared<const PerfRows>(report::unified_perf_rows(c.trace, c.tree, c.arch));
+    c.rows = report::unified_perf_rows(c.trace, c.tree, c.arch);
   }
-  c.rows_owner = std::move(given);
-  c.rows = *c.rows_owner;
   for (const auto& r : c.rows) c.total_kernel_time_us += r.kernel_time_us;
 }
 
@@ -425,7 +423,7 @@ size_t rule_index(std::string_view id) {
 
 InsightContext make_context(const Trace& trace, const CallTree& tree, const GpuArch* arch,
                             const GpuTimeline* timeline, const StepModelRef* step) {
-  InsightContext c{trace, tree, arch, {}, {}, 0, {}, trace.gpu_name(), {}, {}};
+  InsightContext c{trace, tree, arch, {}, 0, {}, trace.gpu_name(), {}, {}};
   // The step model (the dependency graph and its two schedules) and the perf
   // rows with the GPU timeline read the trace and the tree and nothing of
   // each other: with a second core, side by side (the model first, it costs
@@ -623,21 +621,19 @@ TraceInsights analyse_trace(const Trace& trace, const CallTree& tree, const GpuA
 }
 
 TraceInsights analyse_trace(const Trace& trace, const CallTree& tree, const GpuArch* arch,
-                            const GpuTimeline* timeline, const StepModelRef& step,
-                            std::shared_ptr<const PerfRows> rows) {
+                            const GpuTimeline* timeline, const StepModelRef& step) {
   if (!step.model) {
     InsightContext context = make_context(trace, tree, arch, timeline, &step);
     std::vector<Insight> found = run_insights(context);
     return {std::move(context), std::move(found)};
   }
   // The model given (an MCP worker: load_trace built it): the rows on one
-  // thread (unless given: load_trace made them beside the model), on the
-  // other the facts that read no row (the GPU's idle gaps, the unrecorded
-  // host stretches), then the rules on both from the moment the rows are
-  // there. A rule that reads a fact still being made waits for
+  // thread, on the other the facts that read no row (the GPU's idle gaps,
+  // the unrecorded host stretches), then the rules on both from the moment
+  // the rows are there. A rule that reads a fact still being made waits for
   // it (computed_once); the others run beside it (make_context then
   // run_insights left a core idle while the longer of the two parts ended).
-  InsightContext context{trace, tree, arch, {}, {}, 0, {}, trace.gpu_name(), step.model, {}};
+  InsightContext context{trace, tree, arch, {}, 0, {}, trace.gpu_name(), step.model, {}};
   detail::prepare_trace_facts(context);
   FindingsByRule by_rule(std::size(kRules));
   TaskLatch rows_ready;
@@ -649,7 +645,7 @@ TraceInsights analyse_trace(const Trace& trace, const CallTree& tree, const GpuA
   std::vector<std::function<void()>> tasks{
       [&] {
         rows_ready.run([&] {
-          add_rows(context, rows);
+          add_rows(context);
           if (!timeline) add_timeline(context, nullptr);
         });
       },

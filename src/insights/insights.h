@@ -8,7 +8,6 @@
 #include <map>
 #include <memory>
 #include <optional>
-#include <span>
 #include <string>
 #include <vector>
 
@@ -93,13 +92,9 @@ struct TraceFacts;  // trace_facts.h
 struct InsightContext {
   const Trace& trace;
   const CallTree& tree;
-  const GpuArch* arch = nullptr;  // null: rules needing peaks skip
-  // The unified perf rows (report::unified_perf_rows), held by rows_owner:
-  // the context's own, or a loaded trace's kept by its caller (an MCP
-  // load_trace made them beside the step model; its workers inherit them).
-  std::span<const report::PerfOpRow> rows;
-  std::shared_ptr<const std::vector<report::PerfOpRow>> rows_owner;
-  double total_kernel_time_us = 0;  // sum over rows
+  const GpuArch* arch = nullptr;        // null: rules needing peaks skip
+  std::vector<report::PerfOpRow> rows;  // unified perf rows
+  double total_kernel_time_us = 0;      // sum over rows
   // Null when the trace has no GPU events; the caller's when it gave one
   // (held like `trace` and `tree`: it outlives the context), else its own.
   std::shared_ptr<const GpuTimeline> timeline;
@@ -162,12 +157,8 @@ TraceInsights analyse_trace(const Trace& trace, const CallTree& tree, const GpuA
 // given the caller's timeline (null: computed) and step model (`model`
 // null: the trace has none), sooner: the rules start once the perf rows are
 // made, beside the facts that read no row.
-// `rows`: report::unified_perf_rows(trace, tree, arch) when the caller has
-// them (null: made here, beside the facts).
-using PerfRows = std::vector<report::PerfOpRow>;
 TraceInsights analyse_trace(const Trace& trace, const CallTree& tree, const GpuArch* arch,
-                            const GpuTimeline* timeline, const StepModelRef& step,
-                            std::shared_ptr<const PerfRows> rows = nullptr);
+                            const GpuTimeline* timeline, const StepModelRef& step);
 
 // The rules' findings as they report them (before claims, folding and
 // ranking), in run order, one thread; `without_step_only`: only the rules

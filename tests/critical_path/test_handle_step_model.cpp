@@ -19,8 +19,6 @@
 #include "golden.h"
 #include "insights/insights.h"
 #include "mcp_harness.h"
-#include "perf/gpu_arch.h"
-#include "report/perf_tables.h"
 #include "test_loader_support.h"
 
 namespace {
@@ -100,23 +98,6 @@ TEST_SUITE("critical_path") {
       return jarvis::critical_path::Graph{};
     });
     CHECK(graph_built);
-
-    // The perf rows of the trace's own arch, made by load_trace beside the
-    // step model for the insights of later calls: the rows of the report's
-    // perf model over the same tree.
-    const std::string arch_name = jarvis::detect_arch_name(entry->trace());
-    REQUIRE_FALSE(arch_name.empty());
-    const auto rows = jarvis::find_trace_perf_rows(*entry, arch_name);
-    REQUIRE(rows);
-    const auto arch = jarvis::perf::load_gpu_arch(arch_name);
-    const auto expected =
-        jarvis::report::unified_perf_rows(entry->trace(), *jarvis::trace_call_tree(*entry), &arch);
-    REQUIRE(rows->size() == expected.size());
-    for (size_t k = 0; k < expected.size(); ++k) {
-      CHECK((*rows)[k].uid == expected[k].uid);
-      CHECK((*rows)[k].kernel_time_us == expected[k].kernel_time_us);
-    }
-    CHECK_FALSE(jarvis::find_trace_perf_rows(*entry, "MI300X"));  // no other arch's
   }
 }
 

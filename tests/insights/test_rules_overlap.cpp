@@ -15,7 +15,6 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
-#include <memory>
 #include <string>
 #include <vector>
 
@@ -119,18 +118,6 @@ TEST_CASE(
       CHECK(in::plan_text(in::plan_changes(given_model.context, given_model.found),
                           given_model.found) ==
             in::plan_text(in::plan_changes(context, expected), expected));
-      // Given the perf rows too (an MCP worker after load_trace made them):
-      // the rules read the caller's rows, not a copy, and find the same.
-      const auto rows =
-          std::make_shared<const in::PerfRows>(jarvis::report::unified_perf_rows(t, tree, &arch));
-      const in::TraceInsights given_rows = in::analyse_trace(t, tree, &arch, nullptr, given, rows);
-      CHECK(given_rows.context.rows.data() == rows->data());
-      CHECK(given_rows.context.rows.size() == context.rows.size());
-      CHECK(given_rows.context.total_kernel_time_us == context.total_kernel_time_us);
-      CHECK(insights_json(given_rows.found).dump(1) == insights_json(expected).dump(1));
-      CHECK(
-          in::plan_text(in::plan_changes(given_rows.context, given_rows.found), given_rows.found) ==
-          in::plan_text(in::plan_changes(context, expected), expected));
     }
     // Without a model to give (`model` null): make_context + run_insights.
     const in::StepModelRef none;

@@ -74,28 +74,18 @@ std::string units_line(const engine::StepModelRef* step, size_t steps) {
       steps);
 }
 
-// The key of a trace's perf rows for an arch (trace_perf_rows): "" and
-// "none" both mean no arch.
-std::string perf_rows_key(const std::string& arch_name) {
-  return arch_name.empty() || arch_name == "none" ? std::string() : arch_name;
-}
-
 // What insights derives of one trace for one arch, whatever the call's
 // other arguments (a rule, a limit, a detail): every finding (its full row,
 // its text line), the plan and the lines around them. Kept on the trace
 // (ToolContext::keep) under kept_key, so the next insights call, of any
 // arguments, formats it instead of running the rules again (issue 75 point
 // 2); the handle is put in by the call that formats it.
-json derive_analysis(const LoadedTrace& entry, const std::string& arch_name,
-                     const std::optional<GpuArch>& arch) {
+json derive_analysis(const LoadedTrace& entry, const std::optional<GpuArch>& arch) {
   auto tree = engine::trace_call_tree(entry);
   auto timeline = engine::trace_timeline(entry);
   const auto step_model = loaded_step_model(entry);
-  // The perf rows load_trace made (null when it did not: another arch, a
-  // trace parsed again after an eviction; made here then).
-  auto [context, found] = engine::analyse_trace(
-      entry.trace(), *tree, arch ? &*arch : nullptr, timeline.get(), *step_model,
-      engine::find_trace_perf_rows(entry, perf_rows_key(arch_name)));
+  auto [context, found] = engine::analyse_trace(entry.trace(), *tree, arch ? &*arch : nullptr,
+                                                timeline.get(), *step_model);
   json findings = json::array();
   for (const auto& i : found) {
     json row = engine::to_json(i);
@@ -252,22 +242,10 @@ std::shared_ptr<const json> insights_analysis(const LoadedTrace& entry,
     throw ToolError(e.what());
   }
   std::optional<PhaseTimer> t(std::in_place, "insights/derive_analysis");
-  auto derived = std::make_shared<const json>(derive_analysis(entry, arch_name, arch));
+  auto derived = std::make_shared<const json>(derive_analysis(entry, arch));
   t.emplace("insights/keep");
   ctx.keep(entry, kept_key(arch_name == "none" ? "" : arch_name), derived);
   return derived;
-}
-
-void make_insights_rows(const LoadedTrace& entry, ToolContext& ctx) {
-  const std::string arch_name = arch_of_call(json::object(), ctx, entry);
-  std::optional<GpuArch> arch;
-  try {
-    if (!arch_name.empty()) arch = engine::load_gpu_arch(arch_name);
-    engine::trace_perf_rows(entry, perf_rows_key(arch_name), arch ? &*arch : nullptr);
-  } catch (const std::runtime_error&) {
-    // An arch that does not load, a trace the perf model cannot read (no
-    // call tree): the insights call meets it and says so.
-  }
 }
 
 JARVIS_MCP_TOOL(insights, insights_tool);

@@ -26,11 +26,4 @@ std::shared_ptr<const json> kept_insights_analysis(const LoadedTrace& entry,
                                                    const std::string& arch_name,
                                                    const ToolContext& ctx);
 
-// The perf rows the insights of `entry` read for the arch a call naming
-// none gets, made now and kept on the trace (engine::trace_perf_rows):
-// load_trace makes them beside the step model, on the core that would idle,
-// so the insights call's worker inherits them. Makes nothing for an arch
-// that does not load (the insights call reports it).
-void make_insights_rows(const LoadedTrace& entry, ToolContext& ctx);
-
 }  // namespace jarvis::mcp

@@ -13,10 +13,8 @@
 #include <fmt/ranges.h>
 
 #include "base/phase_timer.h"
-#include "base/two_threads.h"
 #include "engine/engine.h"
 #include "mcp/tool.h"
-#include "mcp/tools/insights_analysis.h"
 #include "mcp/tools/trace_arg.h"
 
 namespace jarvis::mcp {
@@ -116,14 +114,8 @@ ToolResult loaded_result(const TraceStore::LoadResult& loaded, ToolContext& ctx)
   // what-ifs of later calls (and their workers) start from them.
   // (After the timeline, not beside it: side by side they saved 30-50 ms of
   // 0.3 s at x32 and raised the server's peak by 8 MB, 12 % of the report's.)
-  // The perf rows the insights read, beside it: the step model keeps one
-  // core (the graph is one thread's work) and the rows are the longest part
-  // of an insights call's worker, which inherits them (x256: 0.4-0.7 s).
   timer.emplace("load_trace/step_model+health");
-  std::shared_ptr<const engine::TraceHealth> health_block;
-  run_on_two_threads({[&] { health_block = loaded_trace_health_block(*loaded.entry); },
-                      [&] { make_insights_rows(*loaded.entry, ctx); }});
-  const engine::TraceHealth& health = *health_block;
+  const engine::TraceHealth& health = *loaded_trace_health_block(*loaded.entry);
   summary["health"] = loaded_trace_health(*loaded.entry);
   timer.reset();
   ctx.report_progress(1, 1, "loaded");
