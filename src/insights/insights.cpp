@@ -679,6 +679,61 @@ std::vector<Insight> run_rules_for_test(const InsightContext& context, bool with
 
 namespace {
 
+// The kernels a finding's what-if shortens (what_if.kernel_uids at a factor
+// below 1), sorted and unique as size_step_savings leaves them; empty when
+// its what-if changes no kernel.
+std::vector<Uid> what_if_kernels(const Insight& i) {
+  if (!i.what_if.is_object() || !i.what_if.contains("kernel_uids")) return {};
+  if (!(i.what_if.value("factor", 1.0) < 1.0)) return {};
+  auto uids = i.what_if.at("kernel_uids").get<std::vector<Uid>>();
+  std::sort(uids.begin(), uids.end());
+  uids.erase(std::unique(uids.begin(), uids.end()), uids.end());
+  return uids;
+}
+
+bool sorted_lists_meet(const std::vector<Uid>& a, const std::vector<Uid>& b) {
+  if (a.empty() || b.empty() || a.back() < b.front() || b.back() < a.front()) return false;
+  const auto& small = a.size() <= b.size() ? a : b;
+  const auto& large = a.size() <= b.size() ? b : a;
+  auto from = large.begin();
+  for (Uid u : small) {
+    from = std::lower_bound(from, large.end(), u);
+    if (from == large.end()) return false;
+    if (*from == u) return true;
+  }
+  return false;
+}
+
+// Two findings whose what-ifs shorten the same kernels share that time as
+// two claims on one op do: their step savings do not add, so each names the
+// other's rule in shares_time_with (claim_recoverable_time pools the ops'
+// time, which misses a kernel two rules reach through different ops:
+// epilogue_fusion's activation kernels that are dtype_casts' casts).
+void share_what_if_kernels(std::vector<Insight>& insights) {
+  // Read from the JSON only for the pairs not named already (x256: 35
+  // findings, most pairs named by their claims).
+  std::vector<std::optional<std::vector<Uid>>> read(insights.size());
+  auto kernels = [&](size_t k) -> const std::vector<Uid>& {
+    if (!read[k]) read[k] = what_if_kernels(insights[k]);
+    return *read[k];
+  };
+  auto names = [](const Insight& i, const std::string& rule) {
+    return std::find(i.shares_time_with.begin(), i.shares_time_with.end(), rule) !=
+           i.shares_time_with.end();
+  };
+  for (size_t a = 0; a < insights.size(); ++a)
+    for (size_t b = a + 1; b < insights.size(); ++b) {
+      Insight &x = insights[a], &y = insights[b];
+      if (x.rule == y.rule || (names(x, y.rule) && names(y, x.rule))) continue;
+      if (!sorted_lists_meet(kernels(a), kernels(b))) continue;
+      for (auto [to, rule] : {std::pair{&x, &y.rule}, std::pair{&y, &x.rule}})
+        if (!names(*to, *rule)) {
+          to->shares_time_with.push_back(*rule);
+          std::sort(to->shares_time_with.begin(), to->shares_time_with.end());
+        }
+    }
+}
+
 std::vector<Insight> ranked_insights(const InsightContext& context, FindingsByRule by_rule) {
   std::vector<Insight> out;
   for (auto& found : by_rule) std::move(found.begin(), found.end(), std::back_inserter(out));
@@ -691,6 +746,10 @@ std::vector<Insight> ranked_insights(const InsightContext& context, FindingsByRu
   {
     PhaseTimer t("insights/step_savings");
     size_step_savings(context, out);
+  }
+  {
+    PhaseTimer t("insights/share_what_if_kernels");
+    share_what_if_kernels(out);
   }
   const size_t steps =
       context.step ? std::max<size_t>(1, context.step->measured.iterations.size()) : 1;

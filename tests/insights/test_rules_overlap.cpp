@@ -15,6 +15,7 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -87,6 +88,28 @@ TEST_CASE(
       if (i.recoverable_us && *i.recoverable_us > 0) CHECK(*i.recoverable_us > 1e-9);
       if (i.recoverable_low_us) CHECK(*i.recoverable_low_us >= 0);
     }
+    // Two findings whose what-ifs shorten a kernel in common (kernel_uids at
+    // a factor below 1) name each other's rules: their savings do not add.
+    const auto shortened = [](const in::Insight& i) {
+      std::set<jarvis::Uid> out;
+      if (i.what_if.is_object() && i.what_if.contains("kernel_uids") &&
+          i.what_if.value("factor", 1.0) < 1.0)
+        for (const auto& u : i.what_if["kernel_uids"]) out.insert(u.get<jarvis::Uid>());
+      return out;
+    };
+    std::vector<std::set<jarvis::Uid>> kernels;
+    for (const in::Insight& i : expected) kernels.push_back(shortened(i));
+    for (size_t a = 0; a < expected.size(); ++a)
+      for (size_t b = 0; b < expected.size(); ++b) {
+        if (expected[a].rule == expected[b].rule) continue;
+        const auto &ka = kernels[a], &kb = kernels[b];
+        const bool meet = std::any_of(ka.begin(), ka.end(), [&](auto u) { return kb.count(u); });
+        if (!meet) continue;
+        CAPTURE(expected[a].rule);
+        CAPTURE(expected[b].rule);
+        const auto& named = expected[a].shares_time_with;
+        CHECK(std::find(named.begin(), named.end(), expected[b].rule) != named.end());
+      }
     const in::TraceInsights got = in::analyse_trace(t, tree, &arch);
     CHECK(insights_json(got.found).dump(1) == insights_json(expected).dump(1));
     CHECK(got.context.rows.size() == context.rows.size());
