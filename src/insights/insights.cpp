@@ -680,8 +680,10 @@ std::vector<Insight> run_rules_for_test(const InsightContext& context, bool with
 namespace {
 
 // The kernels a finding's what-if shortens (what_if.kernel_uids at a factor
-// below 1), sorted and unique as size_step_savings leaves them; empty when
-// its what-if changes no kernel.
+// below 1), sorted and unique; empty when its what-if changes no kernel.
+// Read from the arguments the finding reports, so that what it declares is
+// what a reader replays; sorted here, as a rule that sizes its own what-if
+// (activation_recompute) lists them in its own order.
 std::vector<Uid> what_if_kernels(const Insight& i) {
   if (!i.what_if.is_object() || !i.what_if.contains("kernel_uids")) return {};
   if (!(i.what_if.value("factor", 1.0) < 1.0)) return {};
