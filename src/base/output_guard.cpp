@@ -7,10 +7,12 @@
 
 #include <algorithm>
 #include <atomic>
+#include <charconv>
 #include <cstdint>
 #include <cstdlib>
 #include <deque>
 #include <fstream>
+#include <iterator>
 #include <mutex>
 #include <set>
 #include <sstream>
@@ -81,9 +83,9 @@ InputFiles& inputs() {
   return files;
 }
 
-// The ledger file, read when its size changed since the last read (another
-// process appended), appended line by line under an exclusive lock and
-// rewritten with the newest entries once it holds twice the bound.
+// The ledger file, read when it changed since this process last knew it
+// (another process appended), appended line by line under an exclusive lock
+// and rewritten with the newest entries once it holds twice the bound.
 class Ledger {
  public:
   bool has(const fs::path& path) {
@@ -115,18 +117,40 @@ class Ledger {
     return s.str();
   }
 
+  // A line's identity (its four numbers, each followed by a space); false
+  // for a line that does not start with them.
+  static bool parse_line(std::string_view line, Identity& id) {
+    const char* at = line.data();
+    const char* end = line.data() + line.size();
+    auto field = [&](auto& value) {
+      auto [next, ec] = std::from_chars(at, end, value);
+      if (ec != std::errc() || next == end || *next != ' ') return false;
+      at = next + 1;
+      return true;
+    };
+    return field(id.dev) && field(id.ino) && field(id.size) && field(id.mtime_ns);
+  }
+
   void refresh() {
     fs::path f = file();
     std::error_code ec;
     uintmax_t size = f.empty() ? 0 : fs::file_size(f, ec);
-    if (ec || size == read_size_) return;
+    if (ec) size = 0;  // no ledger (yet): nothing in it
+    if (f == read_file_ && size == read_size_) return;
     known_.clear();
-    std::ifstream in(f);
-    Identity id;
-    std::string rest;
-    while (in >> id.dev >> id.ino >> id.size >> id.mtime_ns && std::getline(in, rest))
-      known_.insert(id);
-    read_size_ = size;
+    read_file_ = f;
+    read_size_ = 0;
+    if (size == 0) return;
+    std::ifstream in(f, std::ios::binary);
+    const std::string text{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+    // Whole lines only: one being appended now is read with the rest of it
+    // once the file's size has changed again.
+    size_t done = 0;
+    for (size_t eol; (eol = text.find('\n', done)) != std::string::npos; done = eol + 1) {
+      Identity id;
+      if (parse_line(std::string_view(text).substr(done, eol - done), id)) known_.insert(id);
+    }
+    read_size_ = done;
   }
 
   void append(const Identity& id, const std::string& path) {
@@ -138,12 +162,25 @@ class Ledger {
     int fd = ::open(f.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0600);
     if (fd < 0) return;  // no writable cache: files written now count as the user's later
     if (::flock(fd, LOCK_EX) == 0) {
+      struct stat st;
+      // Whether this process knows every line so far (none appended by
+      // another since it read them): then it knows the file with its own
+      // line too, without reading it again. (Each file checked read the whole
+      // ledger again after the last one written: critical-path at x256, its
+      // 513 files written over its own, read a 24,000-line ledger 513 times,
+      // 1.83 -> 1.26 s.)
+      const bool up_to_date = ::fstat(fd, &st) == 0 && f == read_file_ &&
+                              static_cast<uintmax_t>(st.st_size) == read_size_;
       std::string line = line_of(id, path);
       ssize_t n = ::write(fd, line.data(), line.size());
-      (void)n;
-      struct stat st;
-      if (::fstat(fd, &st) == 0 && static_cast<size_t>(st.st_size) > kLedgerEntries * 2 * 64)
+      if (up_to_date && n == static_cast<ssize_t>(line.size())) {
+        known_.insert(id);
+        read_size_ += line.size();
+      }
+      if (::fstat(fd, &st) == 0 && static_cast<size_t>(st.st_size) > kLedgerEntries * 2 * 64) {
         compact(f);
+        read_file_.clear();  // rewritten: read again when next asked
+      }
       ::flock(fd, LOCK_UN);
     }
     ::close(fd);
@@ -173,8 +210,9 @@ class Ledger {
 
   std::mutex mutex_;
   std::set<Identity> own_;    // written by this process
-  std::set<Identity> known_;  // read from the ledger file
-  uintmax_t read_size_ = static_cast<uintmax_t>(-1);
+  std::set<Identity> known_;  // read from the ledger file (and this process's lines after)
+  fs::path read_file_;        // the ledger known_ holds, and the bytes of it known
+  uintmax_t read_size_ = 0;
 };
 
 Ledger& ledger() {

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include <httplib.h>
+#include <sys/stat.h>
 
 #include "base/atomic_file.h"
 #include "base/output_guard.h"
@@ -95,6 +96,51 @@ TEST_CASE("the write ledger is bounded: the oldest entries are dropped") {
   CHECK(appended > 20000);
   CHECK(kept.back().ends_with(later.string()));
   for (const auto& line : kept) CHECK_FALSE(line.ends_with(first.string()));
+}
+
+// The ledger line another process would append for `file` (its identity as
+// output_guard takes it: device, inode, size, mtime in ns).
+void append_as_another_process(const fs::path& ledger, const fs::path& file) {
+  struct stat st;
+  REQUIRE(::stat(file.c_str(), &st) == 0);
+  std::ofstream out(ledger, std::ios::app);
+  out << st.st_dev << ' ' << st.st_ino << ' ' << st.st_size << ' '
+      << static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec << ' '
+      << file.string() << '\n';
+}
+
+// A process keeps what it read of the ledger and its own lines after them,
+// and reads the file again only when another process appended: whichever
+// came first, this process's line or the other's, the other's file is known.
+TEST_CASE("the write ledger: another process's lines are seen beside this one's own") {
+  TempDir dir;
+  EnvGuard env;
+  env.set("JARVIS_CACHE_DIR", (dir.path / "cache").string().c_str());
+  const fs::path ledger = dir.path / "cache" / "written-files";
+  auto made = [&](const char* name) {
+    const fs::path p = dir.path / name;
+    std::ofstream(p) << name;
+    return p;
+  };
+  const fs::path mine = dir.path / "mine.txt", user = made("user.txt");
+  write_file_atomic(mine.string(), "a");
+  CHECK(written_by_jarvis(mine));
+  CHECK_FALSE(written_by_jarvis(user));  // the ledger read: this process's line
+  // Another process's line, then this one's: the other's is known.
+  const fs::path theirs = made("theirs.txt"), mine2 = made("mine2.txt");
+  append_as_another_process(ledger, theirs);
+  record_written(mine2);
+  CHECK(written_by_jarvis(theirs));
+  CHECK(written_by_jarvis(mine2));
+  // This process's line, then another's: the other's is known too.
+  const fs::path mine3 = made("mine3.txt"), theirs2 = made("theirs2.txt");
+  record_written(mine3);
+  append_as_another_process(ledger, theirs2);
+  CHECK(written_by_jarvis(theirs2));
+  CHECK_FALSE(written_by_jarvis(user));
+  // A file changed since its line was written is not the one recorded.
+  std::ofstream(theirs, std::ios::app) << " changed";
+  CHECK_FALSE(written_by_jarvis(theirs));
 }
 
 TEST_CASE("atomic writes: 8 threads writing one file, 100 rounds, no failure, no torn file") {
