@@ -278,13 +278,16 @@ TEST_SUITE("mcp_security") {
     sampler.join();
     CHECK(Clock::now() - start < std::chrono::seconds(30));
 
-    // The tree stayed within the budget, give or take what workers started
-    // together allocate between two reads of the tree: about one worker's
-    // 120 MiB on a loaded host (107 MiB measured); without the budget the six
-    // reach 720 MiB past the start (docs/security.md states the limit).
+    // The tree stayed within the budget, give or take what workers allocate
+    // between two of the server's checks (every 50 ms), and each may take what
+    // the tree left when it started, so two started together may each take
+    // it: about one worker's 120 MiB on a loaded host (107 MiB measured; 174
+    // MiB once, a sanitizer build running beside the suite), at most two;
+    // without the budget the six reach 720 MiB past the start, 464 MiB over
+    // it (docs/security.md states the limit).
     CAPTURE(budget >> 20);
     CAPTURE(peak.load() >> 20);
-    CHECK(peak.load() <= budget + (uint64_t{160} << 20));
+    CHECK(peak.load() <= budget + (uint64_t{240} << 20));
     int answered = 0, over_budget = 0;
     for (const json& r : replies) {
       REQUIRE(r.contains("result"));
