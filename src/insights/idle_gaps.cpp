@@ -306,11 +306,18 @@ void tally(const Trace& trace, IdleGaps& out) {
   std::unordered_map<uint32_t, size_t> place_index;
   uint32_t last_name = kNoPlace;
   size_t last_place = 0;
+  Uid last_uid = kNoUid;  // the last gap's place event: its name is known (no event read)
   for (const auto& g : out.gaps) {
     auto c = static_cast<size_t>(g.cause);
     out.idle_us_by_cause[c] += g.dur_us;
     ++out.gaps_by_cause[c];
     if (g.dur_us > out.long_gap_us) ++out.long_gaps, out.long_gaps_us += g.dur_us;
+    if (g.place == last_uid && !out.places.empty()) {
+      out.places[last_place].gaps++;
+      out.places[last_place].idle_us += g.dur_us;
+      continue;
+    }
+    last_uid = g.place;
     const uint32_t name_id = g.place == kNoUid ? kNoPlace : trace.events[g.place].name;
     if (name_id != last_name || out.places.empty()) {
       auto [it, added] = place_index.emplace(name_id, out.places.size());

@@ -484,6 +484,58 @@ TEST_CASE("insights: an elementwise chain and a slow op against the trace's own 
   CHECK(*slow[0].gain_upper_bound_us == Approx(150.0 - 15.0));
 }
 
+TEST_CASE("insights: elementwise chains grouped by their ops' names, broken by launching ops") {
+  TraceBuilder b;
+  const char* big = "[[4096,4096],[4096,4096]]";
+  const char* one = "[[4096,4096]]";
+  // Two modules with one chain each (a view between, which launches nothing,
+  // does not break it); a third where a matmul breaks mul -> add (two ops: no
+  // chain) from exp -> mul -> add.
+  for (double at : {0.0, 100.0}) {
+    b.op("GELU", at, 60);
+    b.leaf("aten::mul", at + 10, "mul_kernel", 30.0, big, kBf16x2);
+    b.op("aten::view", at + 15, 1);
+    b.leaf("aten::add", at + 20, "add_kernel", 30.0, big, kBf16x2, kStrides2, kNoConcrete2);
+    b.leaf("aten::tanh", at + 30, "tanh_kernel", 20.0, one, kBf16x1);
+  }
+  b.op("Other", 300, 80);
+  b.leaf("aten::mul", 310, "mul_kernel", 30.0, big, kBf16x2);
+  b.leaf("aten::add", 320, "add_kernel", 30.0, big, kBf16x2, kStrides2, kNoConcrete2);
+  b.leaf("aten::mm", 330, "gemm_kernel", 10.0);
+  b.leaf("aten::exp", 340, "exp_kernel", 20.0, one, kBf16x1);
+  b.leaf("aten::mul", 350, "mul_kernel", 30.0, big, kBf16x2);
+  b.leaf("aten::add", 360, "add_kernel", 30.0, big, kBf16x2, kStrides2, kNoConcrete2);
+  const Trace t = b.build();
+  // Independently: the cpu ops of each chain, by name and start.
+  const auto ops_between = [&](double from, double to) {
+    std::set<jarvis::Uid> out;
+    for (jarvis::Uid u = 0; u < t.events.size(); ++u) {
+      const auto& e = t.events[u];
+      const std::string_view n = t.name(u);
+      if (e.cat == jarvis::Cat::CpuOp && e.ts() >= from && e.ts() < to &&
+          (n == "aten::mul" || n == "aten::add" || n == "aten::tanh" || n == "aten::exp"))
+        out.insert(u);
+    }
+    return out;
+  };
+  auto chains = of_rule(run_on(t), "elementwise_chain");
+  REQUIRE(chains.size() == 2);
+  std::map<std::string, const in::Insight*> by_chain;
+  for (const auto& i : chains) by_chain[i.evidence["chain"].get<std::string>()] = &i;
+  const in::Insight* gelu = by_chain.at("aten::mul -> aten::add -> aten::tanh");
+  CHECK(gelu->evidence["occurrences"] == 2);
+  std::set<jarvis::Uid> both = ops_between(0, 200);
+  CHECK(both.size() == 6);
+  CHECK(std::set<jarvis::Uid>(gelu->uids.begin(), gelu->uids.end()) == both);
+  CHECK(gelu->uids.size() == 6);
+  CHECK(gelu->time_us == Approx(2 * 80.0));
+  CHECK(*gelu->gain_upper_bound_us == Approx(2 * (80.0 - 30.0)));
+  const in::Insight* exp = by_chain.at("aten::exp -> aten::mul -> aten::add");
+  CHECK(exp->evidence["occurrences"] == 1);
+  CHECK(std::set<jarvis::Uid>(exp->uids.begin(), exp->uids.end()) == ops_between(335, 400));
+  CHECK(exp->time_us == Approx(80.0));
+}
+
 TEST_CASE("insights: ResNet-50 on H100 (real): NCHW<->NHWC conversions around convolutions") {
   Trace t =
       jarvis::load_trace(jarvis::golden::shared_dir() + "/hw_pairs/resnet50_train/h100.json.gz");

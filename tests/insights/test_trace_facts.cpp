@@ -378,6 +378,40 @@ TEST_CASE("trace facts: host events in (ts, end, uid) order from threads listed 
   }
 }
 
+TEST_CASE("trace facts: host events in (ts, end, uid) order on clocks past 2^52 ns") {
+  // Starts compared as integers where their microseconds cannot collapse
+  // (within 2^52 ns), as doubles beyond: near 8.9e15 ns two starts 1 ns apart
+  // are one double (its spacing there is 2 ns), and the order falls to the
+  // ends, then the UIDs, as one sort by (ts(), end(), uid) gives.
+  for (const int64_t base_us : {int64_t{4'400'000'000'000}, int64_t{8'900'000'000'000}}) {
+    CAPTURE(base_us);
+    std::string ev;
+    uint64_t seed = 11;
+    const auto next = [&] { return seed = seed * 6364136223846793005ull + 1442695040888963407ull; };
+    for (int k = 0; k < 400; ++k)
+      ev += fmt::format(
+          // The text exact to the nanosecond (a double sum would round it).
+          R"({}{{"ph":"X","cat":"{}","name":"op","pid":1,"tid":{},"ts":{}.{:03d},"dur":0.{:03d}}})",
+          ev.empty() ? "" : ",", k % 3 ? "cpu_op" : "cuda_runtime", 1 + k % 2, base_us,
+          next() >> 58, 1 + (next() >> 60));
+    const Trace t = load_trace_from_json(R"({"traceEvents":[)" + ev + "]}");
+    size_t collapsed = 0;  // starts that differ in ns and not in us
+    for (Uid a = 0; a < t.events.size(); ++a)
+      for (Uid b = 0; b < a; ++b)
+        collapsed += t.events[a].ts_ns != t.events[b].ts_ns && t.events[a].ts() == t.events[b].ts();
+    CHECK((collapsed > 0) == (base_us > int64_t{8'000'000'000'000}));
+    std::vector<Uid> expected;
+    for (Uid u = 0; u < t.events.size(); ++u) expected.push_back(u);
+    std::sort(expected.begin(), expected.end(), [&](Uid a, Uid b) {
+      const Event &x = t.events[a], &y = t.events[b];
+      if (x.ts() != y.ts()) return x.ts() < y.ts();
+      if (x.end() != y.end()) return x.end() < y.end();
+      return a < b;
+    });
+    CHECK(cp::host_gap_events(t).events == expected);
+  }
+}
+
 TEST_CASE("trace facts: a kernel name read once says what the parser says") {
   // The fp32 arm runs SIMT GEMMs; the NCHW arm converts layouts around its
   // convolutions.
