@@ -276,8 +276,10 @@ std::vector<uint32_t> selected_nodes(const Graph& g, const Selector& sel, const 
     }
     std::sort(what.begin(), what.end());
     what.erase(std::unique(what.begin(), what.end()), what.end());
-    // Every candidate is a GPU node of a given UID: the names decide.
-    std::erase_if(what, [&](uint32_t n) { return !matches_label(g, g.nodes[n], sel, how); });
+    // Every candidate is a GPU node of a given UID: the names decide (a
+    // selector of UIDs alone takes them all, without reading their labels).
+    if (!sel.category.empty() || !sel.op.empty() || !sel.kernel.empty())
+      std::erase_if(what, [&](uint32_t n) { return !matches_label(g, g.nodes[n], sel, how); });
     return what;
   }
   const std::vector<char> uid_set = gpu_uid_set(g, sel);
@@ -311,9 +313,19 @@ std::vector<std::pair<uint32_t, double>> scaled_selection(const Graph& g, const 
     for (int64_t r : g.ranks)
       if (!sc.select.rank || *sc.select.rank == r) factor[r] = sc.factor;
   }
+  // The factor of the last node's rank, found again only when the rank
+  // changes (a selection is in node order, a rank's nodes together).
+  int64_t last_rank = 0;
+  auto last_factor = factor.end();
+  bool looked_up = false;
   for (uint32_t n : what) {
     const Node& node = g.nodes[n];
-    auto it = factor.find(node.rank);
+    if (!looked_up || node.rank != last_rank) {
+      last_factor = factor.find(node.rank);
+      last_rank = node.rank;
+      looked_up = true;
+    }
+    auto it = last_factor;
     if (node.kind == NodeKind::CollJoin && sc.select.rank) {
       // An instance belongs to every rank of its group.
       it = factor.find(*sc.select.rank);

@@ -808,10 +808,9 @@ void size_step_savings(const InsightContext& context, std::vector<Insight>& insi
     // channels_last's layout conversions, each with its launch call) removes
     // it as the what_if tool does with the same arguments.
     if (named && i.what_if.contains("remove_uids")) {
-      const std::vector<critical_path::RankInput> inputs{{&context.trace, &context.tree, -1}};
       try {
-        critical_path::add_host_removal(
-            inputs, model.graph, critical_path::parse_what_if_request(i.what_if).removal, change);
+        detail::add_host_removal(context, critical_path::parse_what_if_request(i.what_if).removal,
+                                 change);
       } catch (const std::runtime_error&) {
         return;  // they match nothing in the graph: no figure
       }

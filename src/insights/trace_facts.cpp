@@ -67,6 +67,10 @@ struct TraceFacts {
   // The host what-ifs replayed so far, by scenario_key.
   std::mutex replays_mu;
   std::map<std::string, critical_path::WhatIfResult> replays;
+  // What critical_path::add_host_removal adds to a scenario, by removal_key
+  // (a plan re-adds each listed change's removal in every later round).
+  std::mutex removals_mu;
+  std::map<std::string, critical_path::Scenario> removals;
 };
 
 namespace {
@@ -391,7 +395,46 @@ void append_selector(std::string& key, const critical_path::Selector& sel) {
   for (Uid u : sel.gpu_uids) append_bytes(key, u);
 }
 
+std::string removal_key(const critical_path::HostRemoval& rm) {
+  std::string key;
+  append_bytes(key, rm.ops.size());
+  for (const std::string& op : rm.ops) append_text(key, op);
+  append_bytes(key, rm.uids.size());
+  for (Uid u : rm.uids) append_bytes(key, u);
+  append_text(key, rm.python_frame);
+  append_bytes(key, rm.rank.has_value());
+  append_bytes(key, rm.rank.value_or(0));
+  append_bytes(key, rm.waits_only);
+  return key;
+}
+
 }  // namespace
+
+void add_host_removal(const InsightContext& c, const critical_path::HostRemoval& removal,
+                      critical_path::Scenario& scenario) {
+  TraceFacts& f = facts_of(c);
+  const std::string key = removal_key(removal);
+  critical_path::Scenario added;
+  bool known = false;
+  {
+    std::lock_guard lock(f.removals_mu);
+    if (auto it = f.removals.find(key); it != f.removals.end()) added = it->second, known = true;
+  }
+  if (!known) {
+    // Made on an empty scenario: all add_host_removal writes (a throw keeps nothing).
+    const std::vector<critical_path::RankInput> inputs{{&c.trace, &c.tree, -1}};
+    critical_path::add_host_removal(inputs, c.step->graph, removal, added);
+    std::lock_guard lock(f.removals_mu);
+    f.removals.emplace(key, added);
+  }
+  const auto append = [](auto& to, const auto& from) {
+    to.insert(to.end(), from.begin(), from.end());
+  };
+  append(scenario.remove_host, added.remove_host);
+  append(scenario.remove_syncs, added.remove_syncs);
+  append(scenario.remove_gpu, added.remove_gpu);
+  scenario.host_removal = added.host_removal;
+}
 
 std::string scenario_key(const critical_path::Scenario& change, critical_path::StepDetail detail,
                          critical_path::RemovedUs removed) {

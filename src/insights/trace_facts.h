@@ -100,4 +100,11 @@ std::vector<critical_path::HostGap> add_host_gap_removal(const InsightContext& c
                                                          const critical_path::HostGapSelector& sel,
                                                          critical_path::Scenario& scenario);
 
+// critical_path::add_host_removal on this trace and the step model's graph:
+// the same scenario (its remove_host, remove_syncs and remove_gpu extended,
+// its host_removal set), what a removal adds made once per removal (each
+// scan reads every host event and runtime call).
+void add_host_removal(const InsightContext& c, const critical_path::HostRemoval& removal,
+                      critical_path::Scenario& scenario);
+
 }  // namespace jarvis::insights::detail

@@ -26,9 +26,8 @@ void add_what_if_args(const InsightContext& c, const nlohmann::json& args,
   const critical_path::WhatIfRequest request = critical_path::parse_what_if_request(args);
   critical_path::join_gpu_change(request, sc);
   if (!request.removal.empty()) {
-    const std::vector<critical_path::RankInput> inputs{{&c.trace, &c.tree, -1}};
     std::string before = sc.host_removal;
-    critical_path::add_host_removal(inputs, c.step->graph, request.removal, sc);
+    detail::add_host_removal(c, request.removal, sc);  // made once per removal (trace_facts.h)
     if (!before.empty()) sc.host_removal = before + "; " + sc.host_removal;
   }
   // picked from the trace's one scan of its stretches (trace_facts.h)

@@ -270,6 +270,53 @@ TEST_CASE("trace facts: the host events read before the graph give the same stre
   }
 }
 
+TEST_CASE("trace facts: a host removal made once adds what the scan adds, each time") {
+  auto l = load("s_mask_sync_A_boolean_index.json.gz");
+  const Trace& t = l->trace;
+  const auto context = in::make_context(t, *l->tree, nullptr);
+  REQUIRE(context.step);
+  const std::vector<cp::RankInput> inputs{{&t, l->tree.get(), -1}};
+  cp::HostRemoval by_name;
+  by_name.ops = {"aten::nonzero"};
+  cp::HostRemoval waits = by_name;
+  waits.waits_only = true;
+  cp::HostRemoval by_uid;
+  for (Uid u = 0; u < t.events.size() && by_uid.uids.size() < 3; ++u)
+    if (t.events[u].cat == Cat::CpuOp && t.name(u) == "aten::nonzero") by_uid.uids.push_back(u);
+  REQUIRE(by_uid.uids.size() == 3);
+  // A scenario holding a removal already: the new one is added after it.
+  cp::Scenario start;
+  cp::HostRemoval first;
+  for (Uid u = 0; u < t.events.size() && first.uids.empty(); ++u)
+    if (t.events[u].cat == Cat::CpuOp && t.events[u].has_dur() && t.name(u) != "aten::nonzero")
+      first.uids.push_back(u);
+  REQUIRE_NOTHROW(cp::add_host_removal(inputs, context.step->graph, first, start));
+  for (const cp::HostRemoval* rm : {&by_name, &waits, &by_uid, &by_name}) {
+    cp::Scenario scanned = start, made = start;
+    cp::add_host_removal(inputs, context.step->graph, *rm, scanned);
+    in::detail::add_host_removal(context, *rm, made);  // the last one: the kept one
+    REQUIRE(!scanned.remove_syncs.empty());
+    CHECK(made.remove_host.size() == scanned.remove_host.size());
+    for (size_t k = 0; k < std::min(made.remove_host.size(), scanned.remove_host.size()); ++k) {
+      CHECK(made.remove_host[k].thread == scanned.remove_host[k].thread);
+      CHECK(made.remove_host[k].from_us == scanned.remove_host[k].from_us);
+      CHECK(made.remove_host[k].to_us == scanned.remove_host[k].to_us);
+    }
+    CHECK(made.remove_syncs == scanned.remove_syncs);
+    CHECK(made.remove_gpu == scanned.remove_gpu);
+    CHECK(made.host_removal == scanned.host_removal);
+    CHECK(in::detail::scenario_key(made, cp::StepDetail::Times, cp::RemovedUs::Skip) ==
+          in::detail::scenario_key(scanned, cp::StepDetail::Times, cp::RemovedUs::Skip));
+  }
+  // Nothing matched: the scan's error, each time (nothing kept).
+  cp::HostRemoval none;
+  none.ops = {"aten::no_such_op"};
+  for (int k = 0; k < 2; ++k) {
+    cp::Scenario sc;
+    CHECK_THROWS_AS(in::detail::add_host_removal(context, none, sc), cp::CriticalPathError);
+  }
+}
+
 TEST_CASE("trace facts: a host what-if replayed once per scenario, as replayed anew") {
   auto l = load("s_mask_sync_A_boolean_index.json.gz");
   const Trace& t = l->trace;
