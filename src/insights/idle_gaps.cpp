@@ -79,11 +79,20 @@ uint8_t name_marks(std::string_view name) {
   return m;
 }
 
-std::vector<Marker> host_markers(const Trace& trace) {
-  std::vector<Marker> out;
+// What idle_gaps reads of the host events, in one pass over the events (a
+// tiled trace's 3.7 M events are 150 MB): the user annotations with a
+// duration (the places) and the markers, each in UID order.
+struct HostEvents {
+  std::vector<Uid> annotations;
+  std::vector<Marker> markers;
+};
+
+HostEvents host_events(const Trace& trace) {
+  HostEvents out;
   std::vector<uint8_t> marks(trace.strings.size(), 0);  // by interned name
   for (Uid u = 0; u < trace.events.size(); ++u) {
     const Event& e = trace.events[u];
+    if (e.cat == Cat::UserAnnotation && e.has_dur()) out.annotations.push_back(u);
     bool host = e.cat == Cat::CpuOp || e.cat == Cat::PythonFunction ||
                 e.cat == Cat::UserAnnotation || e.is_runtime();
     if (!host || !e.has_ts() || !e.has_dur()) continue;
@@ -96,7 +105,7 @@ std::vector<Marker> host_markers(const Trace& trace) {
       cause = IdleCause::Compilation;
     else if (m & kMarkDataLoading)
       cause = IdleCause::DataLoading;
-    if (cause) out.push_back({e.ts(), e.end(), u, *cause});
+    if (cause) out.markers.push_back({e.ts(), e.end(), u, *cause});
   }
   return out;
 }
@@ -387,10 +396,8 @@ IdleGaps idle_gaps(const Trace& trace, const CallTree& tree, double latency_thre
     if (!tree.in_tree(u)) ++out.unlinked_gpu_events;
   }
   for (auto& [device, ops] : by_device) device_gaps(trace, std::move(ops), device, out);
-  std::vector<Uid> annotations;
-  for (Uid u = 0; u < trace.events.size(); ++u)
-    if (trace.events[u].cat == Cat::UserAnnotation && trace.events[u].has_dur())
-      annotations.push_back(u);
+  const HostEvents host = host_events(trace);
+  const std::vector<Uid>& annotations = host.annotations;
   std::vector<IdleGap*> placed;
   std::vector<Uid> from;
   for (auto& g : out.gaps) {
@@ -400,7 +407,7 @@ IdleGaps idle_gaps(const Trace& trace, const CallTree& tree, double latency_thre
   }
   std::vector<Uid> places = places_of(trace, tree, annotations, from);
   for (size_t k = 0; k < placed.size(); ++k) placed[k]->place = places[k];
-  apply_markers(out.gaps, host_markers(trace));
+  apply_markers(out.gaps, host.markers);
   placed.clear();
   from.clear();
   for (auto& g : out.gaps)
