@@ -91,15 +91,30 @@ void tune_malloc_at_start(char** argv) {
 #endif
 }
 
+namespace {
+
+// 32 MiB is the largest threshold glibc accepts (DEFAULT_MMAP_THRESHOLD_MAX
+// on 64-bit); larger blocks (a big trace's event array) keep their own
+// mapping, where huge pages are asked for (base/huge_pages.h). Setting it
+// also turns off glibc's moving of the threshold.
+constexpr int kMmapThreshold = 32 << 20;
+
+}  // namespace
+
 void keep_freed_memory_for_reuse() {
 #if defined(__GLIBC__)
-  // 32 MiB is the largest threshold glibc accepts (DEFAULT_MMAP_THRESHOLD_MAX
-  // on 64-bit); larger blocks (a big trace's event array) keep their own
-  // mapping, where huge pages are asked for (base/huge_pages.h).
-  constexpr int kMmapThreshold = 32 << 20;
   mallopt(M_MMAP_THRESHOLD, kMmapThreshold);
   // Free memory at the top of an arena is kept, up to any size.
   mallopt(M_TRIM_THRESHOLD, -1);
+#endif
+}
+
+void reuse_freed_memory_in_a_server() {
+#if defined(__GLIBC__)
+  mallopt(M_MMAP_THRESHOLD, kMmapThreshold);
+  // Twice the threshold: where glibc's own moving would end up, so that a
+  // freed block of the largest size from the arena is kept at its top.
+  mallopt(M_TRIM_THRESHOLD, 2 * kMmapThreshold);
 #endif
 }
 

@@ -324,7 +324,10 @@ int main(int argc, char** argv) {
     if (!c.command->parsed()) continue;
     chosen = c.command->get_name();
     // Every command but the server does one task and exits.
-    if (chosen != "serve") jarvis::keep_freed_memory_for_reuse();
+    if (chosen != "serve")
+      jarvis::keep_freed_memory_for_reuse();
+    else
+      jarvis::reuse_freed_memory_in_a_server();
     set_overwrite_rule_for(*c.command);
     CacheDirNotice notice;  // after the command's own output, error included
     try {

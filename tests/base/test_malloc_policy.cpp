@@ -23,6 +23,8 @@
 
 #if defined(__GLIBC__) && !defined(JARVIS_OWN_MALLOC)
 #include <malloc.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 TEST_CASE("malloc policy: blocks up to 32 MiB come from the arena and stay after a free") {
   jarvis::keep_freed_memory_for_reuse();
@@ -38,6 +40,70 @@ TEST_CASE("malloc policy: blocks up to 32 MiB come from the arena and stay after
   // The freed block stays in the arena (no trim) for the next allocations.
   CHECK(mallinfo2().arena == arena_with_block);
   CHECK(mallinfo2().fordblks >= kBlock);
+}
+
+// The server's policy, in a child (mallopt's settings are the whole
+// process's, and the suite's other tests run in this one). glibc's default
+// is put back first, fixed at 128 KiB, whatever the suite set before.
+namespace {
+enum ServerPolicyFault {
+  kMappedOnItsOwn = 1,   // a 24 MiB block did not come from the arena
+  kNotKept = 2,          // the block, freed at the arena's top, went back to the system
+  kAllKept = 4,          // 72 MiB freed at the top was kept whole (over the 64 MiB bound)
+  kDefaultNotMapped = 8  // the default did not map the block on its own: the test proves nothing
+};
+
+int server_policy_faults() {
+  constexpr size_t kBlock = size_t{24} << 20;
+  // A block from memory the arena does not hold yet: free chunks of its size
+  // left by the suite (in the arena's bins, which malloc reads before it
+  // asks the system) are taken first and kept, and the child's exit frees
+  // them.
+  auto fresh_block = [] {
+    for (int tries = 0; tries < 64; ++tries) {
+      const size_t free_before = mallinfo2().fordblks;
+      void* block = std::malloc(kBlock);
+      if (!block) return block;
+      std::memset(block, 1, kBlock);
+      if (free_before < mallinfo2().fordblks + kBlock) return block;  // not from free memory
+    }
+    return static_cast<void*>(nullptr);
+  };
+  int faults = 0;
+  mallopt(M_MMAP_THRESHOLD, 128 << 10);
+  mallopt(M_TRIM_THRESHOLD, 128 << 10);
+  ::malloc_trim(0);
+  size_t mapped = mallinfo2().hblkhd;
+  void* probe = fresh_block();
+  if (!probe || mallinfo2().hblkhd == mapped) faults |= kDefaultNotMapped;
+  std::free(probe);
+  jarvis::reuse_freed_memory_in_a_server();
+  mapped = mallinfo2().hblkhd;
+  void* one = fresh_block();
+  if (!one || mallinfo2().hblkhd != mapped) faults |= kMappedOnItsOwn;
+  std::free(one);
+  if (mallinfo2().keepcost < kBlock) faults |= kNotKept;
+  // Three at once, freed last first: each joins the free top.
+  void* blocks[3] = {fresh_block(), fresh_block(), fresh_block()};
+  for (int i = 2; i >= 0; --i) std::free(blocks[i]);
+  if (mallinfo2().keepcost >= 3 * kBlock) faults |= kAllKept;
+  return faults;
+}
+}  // namespace
+
+TEST_CASE("malloc policy: a server takes blocks up to 32 MiB from the arena, keeps 64 MiB free") {
+  const pid_t pid = ::fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) ::_exit(server_policy_faults());
+  int status = 0;
+  REQUIRE(::waitpid(pid, &status, 0) == pid);
+  REQUIRE(WIFEXITED(status));
+  const int faults = WEXITSTATUS(status);
+  INFO("faults (ServerPolicyFault bits): " << faults);
+  CHECK((faults & kDefaultNotMapped) == 0);
+  CHECK((faults & kMappedOnItsOwn) == 0);
+  CHECK((faults & kNotKept) == 0);
+  CHECK((faults & kAllKept) == 0);
 }
 #endif
 
