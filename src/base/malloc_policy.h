@@ -46,12 +46,13 @@ void keep_freed_memory_for_reuse();
 // For the server, which lives on between calls: blocks up to 32 MiB come
 // from the arena, as for a CLI command, and up to 64 MiB of free memory at
 // the arena's top is kept for the next allocations; more goes back to the
-// system (load_trace and a dropped trace also trim explicitly). glibc's
-// default starts each block over 128 KiB on a mapping of its own and raises
-// that threshold only as such blocks are freed, so a server's first
+// system (load_trace and an evicted trace also trim explicitly). glibc's
+// default reaches these values once a 32 MiB block of a mapping of its own
+// has been freed: it starts each block over 128 KiB on a mapping of its own and raises that
+// threshold only as such blocks are freed, so a fresh server's first
 // load_trace mapped, faulted in and unmapped most of its buffers (an unmap
 // in a process with threads also flushes the TLB of every core it ran on):
-// x256 `load_trace` 0.72-0.94 s with the default, 0.58 s with this
+// x256 `load_trace` 0.72-0.94 s with the default, 0.58-0.80 s with this
 // (bench/RESULTS.md, forty-sixth session). Its workers inherit it. No
 // effect where malloc is not glibc's.
 void reuse_freed_memory_in_a_server();
