@@ -48,13 +48,13 @@ void keep_freed_memory_for_reuse();
 // the arena's top is kept for the next allocations; more goes back to the
 // system (load_trace and an evicted trace also trim explicitly). glibc's
 // default reaches these values once a 32 MiB block of a mapping of its own
-// has been freed: it starts each block over 128 KiB on a mapping of its own and raises that
-// threshold only as such blocks are freed, so a fresh server's first
-// load_trace mapped, faulted in and unmapped most of its buffers (an unmap
-// in a process with threads also flushes the TLB of every core it ran on):
-// x256 `load_trace` 0.72-0.94 s with the default, 0.58-0.80 s with this
-// (bench/RESULTS.md, forty-sixth session). Its workers inherit it. No
-// effect where malloc is not glibc's.
+// has been freed: it starts each block over 128 KiB on a mapping of its own
+// and raises that threshold only as such blocks are freed, so a fresh
+// server's first load_trace mapped, faulted in and unmapped most of its
+// buffers (an unmap in a process with threads also flushes the TLB of every
+// core it ran on): x256 `load_trace` 0.72-0.94 s with the default, 0.58-0.80
+// s with this (bench/RESULTS.md, forty-sixth session). Its workers inherit
+// it. No effect where malloc is not glibc's.
 void reuse_freed_memory_in_a_server();
 
 }  // namespace jarvis
