@@ -8,6 +8,7 @@
 
 #include <fcntl.h>
 #include <poll.h>
+#include <pthread.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -16,10 +17,69 @@
 
 #include "base/forked_call.h"
 
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define JARVIS_ADDRESS_SANITIZER 1
+#endif
+#endif
+#if defined(__SANITIZE_ADDRESS__)
+#define JARVIS_ADDRESS_SANITIZER 1
+#endif
+
+#if JARVIS_ADDRESS_SANITIZER
+// The runtime's own lock functions (compiler-rt: lsan_common.h,
+// sanitizer_stackdepot.h), linked statically into every ASan program; weak,
+// so that a runtime without them leaves the handlers out.
+namespace __lsan {
+void LockAllocator() __attribute__((weak));
+void UnlockAllocator() __attribute__((weak));
+void LockThreadRegistry() __attribute__((weak));
+void UnlockThreadRegistry() __attribute__((weak));
+}  // namespace __lsan
+namespace __sanitizer {
+void StackDepotLockAll() __attribute__((weak));
+void StackDepotUnlockAll() __attribute__((weak));
+}  // namespace __sanitizer
+#endif
+
 namespace jarvis {
 namespace {
 std::atomic<bool> forked_worker{false};
+
+#if JARVIS_ADDRESS_SANITIZER
+void lock_sanitizer_for_fork() {
+  __lsan::LockThreadRegistry();
+  __lsan::LockAllocator();
+  __sanitizer::StackDepotLockAll();
+}
+void unlock_sanitizer_after_fork() {
+  __sanitizer::StackDepotUnlockAll();
+  __lsan::UnlockAllocator();
+  __lsan::UnlockThreadRegistry();
+}
+#endif
+
+bool register_sanitizer_fork_handlers() {
+#if JARVIS_ADDRESS_SANITIZER
+  if (!__lsan::LockAllocator || !__lsan::UnlockAllocator || !__lsan::LockThreadRegistry ||
+      !__lsan::UnlockThreadRegistry || !__sanitizer::StackDepotLockAll ||
+      !__sanitizer::StackDepotUnlockAll)
+    return false;
+  // Registered before main: glibc runs the prepare handlers last registered
+  // first, so these run last, right before the fork, after any library's
+  // own (which may allocate).
+  return ::pthread_atfork(lock_sanitizer_for_fork, unlock_sanitizer_after_fork,
+                          unlock_sanitizer_after_fork) == 0;
+#else
+  return false;
+#endif
+}
+const bool kSanitizerForkHandlers = register_sanitizer_fork_handlers();
 }  // namespace
+
+bool sanitizer_locks_held_across_fork() {
+  return kSanitizerForkHandlers;
+}
 
 bool in_forked_worker() {
   return forked_worker.load(std::memory_order_relaxed);

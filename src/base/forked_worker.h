@@ -12,4 +12,14 @@ bool in_forked_worker();
 // Called once in the child, right after fork().
 void mark_forked_worker();
 
+// Under AddressSanitizer, makes a fork() from a process with threads safe
+// for the child's allocations: the sanitizer's allocator, thread registry
+// and stack depot are locked around every fork (pthread_atfork), as LLVM's
+// runtime does itself from LLVM 18 (llvm-project PR 75290). Debian 12's
+// clang 14 does not: a child forked while another thread held one of those
+// locks waited on it forever at its first allocation of that size. Does
+// nothing in other builds (glibc's malloc is fork-safe on its own).
+// Registered at start-up; returns whether the handlers are in place.
+bool sanitizer_locks_held_across_fork();
+
 }  // namespace jarvis

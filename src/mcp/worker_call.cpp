@@ -370,6 +370,80 @@ struct Received {
   std::optional<int64_t> time_limit_ms;  // the limit the handler declared (kTimeLimit)
   bool killed_at_limit = false;          // killed kTimeLimitGrace past that limit
   std::optional<std::string> malformed;  // it sent a frame that does not decode (then killed)
+  bool stuck = false;  // no CPU time, no frame and every thread asleep for worker_stuck_after()
+};
+
+std::atomic<int64_t> stuck_after_ms{30'000};
+
+// Whether a worker is making progress, read from /proc once a second: the
+// CPU time of all its threads, and whether any thread is anything but asleep
+// (running, in a disk wait, stopped by a debugger or a signal). A worker
+// that has used no CPU for worker_stuck_after() with every thread asleep
+// waits on something that never comes: a lock another thread of the server
+// held at the fork (the child has no such thread to release it), which a
+// worker's computation, all CPU and no waiting, never does otherwise.
+class ProgressWatch {
+ public:
+  using Clock = std::chrono::steady_clock;
+  explicit ProgressWatch(pid_t pid) : pid_(pid), last_progress_(Clock::now()) {}
+
+  void saw_progress() { last_progress_ = Clock::now(); }
+
+  bool stuck() {
+    const Clock::time_point now = Clock::now();
+    if (now < next_sample_) return false;
+    next_sample_ = now + std::chrono::seconds(1);
+    const std::optional<uint64_t> ticks = cpu_ticks();
+    if (!ticks || *ticks != last_ticks_ || any_thread_awake()) {
+      if (ticks) last_ticks_ = *ticks;
+      last_progress_ = now;
+      return false;
+    }
+    return now - last_progress_ >= std::chrono::milliseconds(stuck_after_ms.load());
+  }
+
+ private:
+  // utime + stime of the whole process (fields 14 and 15 of its stat, after
+  // the command name, which may hold spaces and parentheses).
+  std::optional<uint64_t> cpu_ticks() const {
+    const std::string stat = read_proc(fmt::format("/proc/{}/stat", pid_));
+    const size_t name_end = stat.rfind(')');
+    if (name_end == std::string::npos) return std::nullopt;
+    const char* p = stat.c_str() + name_end + 1;
+    char* end = nullptr;
+    uint64_t fields[13] = {};  // fields 3..15; field 3 (the state) is a letter: skipped
+    for (int k = 0; k < 13; ++k) {
+      while (*p == ' ') ++p;
+      if (k == 0) {
+        ++p;
+        continue;
+      }
+      fields[k] = std::strtoull(p, &end, 10);
+      if (end == p) return std::nullopt;
+      p = end;
+    }
+    return fields[11] + fields[12];
+  }
+
+  bool any_thread_awake() const {
+    DIR* dir = ::opendir(fmt::format("/proc/{}/task", pid_).c_str());
+    if (!dir) return true;  // gone or unreadable: not judged stuck
+    bool awake = false;
+    while (dirent* entry = ::readdir(dir)) {
+      if (entry->d_name[0] == '.') continue;
+      const std::string stat = read_proc(fmt::format("/proc/{}/task/{}/stat", pid_, entry->d_name));
+      const size_t name_end = stat.rfind(')');
+      if (name_end == std::string::npos || name_end + 2 >= stat.size()) continue;
+      if (stat[name_end + 2] != 'S') awake = true;
+    }
+    ::closedir(dir);
+    return awake;
+  }
+
+  pid_t pid_;
+  Clock::time_point last_progress_;
+  Clock::time_point next_sample_{};
+  uint64_t last_ticks_ = ~uint64_t{0};
 };
 
 Received receive(int fd, pid_t pid, ToolContext& ctx, const std::atomic<bool>* cancelled,
@@ -378,12 +452,18 @@ Received receive(int fd, pid_t pid, ToolContext& ctx, const std::atomic<bool>* c
   Received got;
   std::optional<Clock::time_point> kill_at;
   WorkerFrameReader reader;
+  ProgressWatch watch(pid);
   bool killed = false;
   char chunk[1 << 16];
   for (;;) {
     const bool past_limit = kill_at && Clock::now() >= *kill_at;
     if (!killed && ((cancelled && cancelled->load()) || past_limit)) {
       got.killed_at_limit = past_limit;
+      ::kill(pid, SIGKILL);
+      killed = true;
+    }
+    if (!killed && watch.stuck()) {
+      got.stuck = true;
       ::kill(pid, SIGKILL);
       killed = true;
     }
@@ -424,6 +504,10 @@ Received receive(int fd, pid_t pid, ToolContext& ctx, const std::atomic<bool>* c
         got.error = std::move(payload);
       }
     }
+    // Frames count as progress, and so does the time this loop spent on
+    // them (a client slow to take a notification holds it in
+    // report_progress while the worker waits to write the next).
+    watch.saw_progress();
     if (reader.failed()) {
       // Its memory is not what the server forked: nothing more it sends counts.
       got.malformed = *reader.failed();
@@ -459,6 +543,17 @@ size_t end_all_workers() {
   return live.pids.size();
 }
 
+namespace {
+std::optional<ToolResult> call_in_new_worker(const ToolHandler& handler, const json& args,
+                                             ToolContext& ctx, std::string_view tool,
+                                             const std::atomic<bool>* cancelled,
+                                             uint64_t memory_budget, uint64_t headroom);
+}  // namespace
+
+void set_worker_stuck_after(std::chrono::milliseconds after) {
+  stuck_after_ms.store(after.count());
+}
+
 ToolResult call_in_worker(const ToolHandler& handler, const json& args, ToolContext& ctx,
                           std::string_view tool, const std::atomic<bool>* cancelled,
                           uint64_t memory_budget) {
@@ -479,6 +574,36 @@ ToolResult call_in_worker(const ToolHandler& handler, const json& args, ToolCont
           ErrorKind::Unsupported);
     headroom = memory_budget - tree.total();
   }
+  // A stuck worker (ProgressWatch) is killed and the call run once more in a
+  // new one: the lock it waited on was held at its fork only, by a thread
+  // that has since let it go.
+  constexpr int kAttempts = 2;
+  for (int attempt = 1;; ++attempt) {
+    std::optional<ToolResult> result =
+        call_in_new_worker(handler, args, ctx, tool, cancelled, memory_budget, headroom);
+    if (result) return std::move(*result);
+    const std::string stuck = fmt::format(
+        "{}'s worker process made no progress for {} s (no CPU time, every thread "
+        "waiting: a lock held at its fork, never released in the child) and was "
+        "stopped",
+        tool, stuck_after_ms.load() / 1000.0);
+    if (attempt == kAttempts)
+      throw ToolError(fmt::format("{}, in a second worker too; the server, its sessions and "
+                                  "their loaded traces are unaffected. Please report it.",
+                                  stuck),
+                      ErrorKind::Internal);
+    ctx.log(LogLevel::Warning, stuck + "; the call runs again in a new worker");
+  }
+}
+
+namespace {
+
+// One attempt of call_in_worker: its result, or nothing when the worker was
+// stuck (then killed).
+std::optional<ToolResult> call_in_new_worker(const ToolHandler& handler, const json& args,
+                                             ToolContext& ctx, std::string_view tool,
+                                             const std::atomic<bool>* cancelled,
+                                             uint64_t memory_budget, uint64_t headroom) {
   int fds[2];
   if (::pipe2(fds, O_CLOEXEC) != 0) return handler(args, ctx);
   const pid_t server = ::getpid();
@@ -543,6 +668,7 @@ ToolResult call_in_worker(const ToolHandler& handler, const json& args, ToolCont
     while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
     }
   waited.reset();
+  if (got.stuck) return std::nullopt;
   if (got.malformed)
     throw ToolError(fmt::format("{} failed in its worker process, which was stopped: {}; the "
                                 "server, its sessions and their loaded traces are unaffected",
@@ -584,5 +710,7 @@ ToolResult call_in_worker(const ToolHandler& handler, const json& args, ToolCont
                   tool, how),
       ErrorKind::Internal);
 }
+
+}  // namespace
 
 }  // namespace jarvis::mcp

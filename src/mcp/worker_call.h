@@ -12,6 +12,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <string_view>
@@ -38,6 +39,11 @@ ToolResult call_in_worker(const ToolHandler& handler, const json& args, ToolCont
                           std::string_view tool, const std::atomic<bool>* cancelled,
                           uint64_t memory_budget = 0);
 
+// A worker that uses no CPU time for this long (30 s unless set), sends
+// nothing and has every thread asleep is stuck (a lock another thread of
+// the server held at the fork): it is killed and the call runs once more in
+// a new worker; stuck twice, the call fails with a tool error.
+void set_worker_stuck_after(std::chrono::milliseconds after);
 // The least of the budget a worker is started with.
 inline constexpr uint64_t kWorkerMemoryFloor = uint64_t{32} << 20;
 // How often the memory of the process tree is read while workers run.
