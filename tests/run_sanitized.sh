@@ -54,14 +54,31 @@ first=$!
 status=0
 shard 2 || status=$?
 wait "$first" || status=$?
-# The slowest cases first, then each shard's summary (the whole log when a
+# --duration makes doctest head every case's time with the case's name (a
+# block of four lines per case): a failed shard's log is cut down to the
+# blocks that tell of a failure, a crash or a sanitizer's report, and the
+# lines outside any block (CI keeps only the tail of what a run prints; stop
+# 95's failure was lost behind 400 such headers).
+failures_of() {  # LOG
+  awk '
+    function flush() { if (block != "" && keep) printf "%s", block; block = ""; keep = 0 }
+    /^[0-9.]+ s: / { next }
+    /^====================+$/ { flush(); block = $0 "\n"; inblock = 1; next }
+    /^\[doctest\]/ { flush(); inblock = 0; print; next }
+    inblock { block = block $0 "\n"
+              if ($0 ~ /ERROR|FATAL|CRASHED|runtime error|Sanitizer|SUMMARY|did not end/) keep = 1
+              next }
+    { print }
+    END { flush() }' "$1"
+}
+# The slowest cases first, then each shard's summary (the failures when a
 # shard failed).
 for k in 1 2; do
   if grep -q "^\[doctest\] Status: SUCCESS" "$log/$k"; then
     grep -E "^[0-9.]+ s: " "$log/$k" | sort -rn | head -5 | sed "s/^/shard $k, slowest: /"
     grep "^\[doctest\]" "$log/$k"
   else
-    grep -v -E "^[0-9.]+ s: " "$log/$k"
+    failures_of "$log/$k"
   fi
 done
 echo "run_sanitized.sh: the suite took $SECONDS s"
