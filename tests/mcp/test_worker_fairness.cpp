@@ -237,9 +237,7 @@ TEST_SUITE("mcp_security") {
   TEST_CASE("issue 74 point 8: --max-memory covers the server and its workers together") {
     MemoryHog hog;  // before the server joins handlers and schemas
     const uint64_t budget = tree_bytes_now() + (uint64_t{256} << 20);
-    jarvis::mcp::ServerOptions options;
-    options.roots = {kExamples};
-    options.isolate_calls = true;
+    jarvis::mcp::ServerOptions options = jarvis::mcp::testing::isolated_options(kExamples);
     options.max_memory_bytes = budget;
     Live live({}, options);
     auto c = live.client();

@@ -23,6 +23,8 @@ using jarvis::mcp::json;
 using jarvis::mcp::ServerOptions;
 using jarvis::mcp::ToolContext;
 using jarvis::mcp::ToolHandler;
+using jarvis::mcp::testing::analysis_of;
+using jarvis::mcp::testing::isolated_options;
 
 namespace {
 
@@ -49,26 +51,12 @@ fs::path example_dir() {
   return fs::path(JARVIS_SOURCE_DIR) / "examples";
 }
 
-ServerOptions isolated_options(const fs::path& root) {
-  ServerOptions options;
-  options.roots = {root.string()};
-  options.isolate_calls = true;
-  return options;
-}
 
 json call(const std::shared_ptr<jarvis::mcp::Session>& session, int id, const std::string& tool,
           json args) {
   json reply = jarvis::mcp::testing::session_tool_call(session, id, tool, std::move(args));
   REQUIRE_FALSE(reply.is_null());
   return reply;
-}
-
-// The analysis a reply carries, without the session's caveat bookkeeping
-// (a trace's notes are given in full once a session, then referred to).
-json analysis_of(const json& reply) {
-  json sc = reply["result"]["structuredContent"];
-  sc.erase("trace_caveats");
-  return sc;
 }
 
 void initialized(jarvis::mcp::Server& server, std::shared_ptr<jarvis::mcp::Session>& session) {
@@ -85,7 +73,7 @@ std::string loaded_handle(const std::shared_ptr<jarvis::mcp::Session>& session, 
 
 TEST_CASE("worker isolation: a crash in one session's call is that call's error only") {
   CrashingTool crashing("ops_summary");  // before the server joins handlers and schemas
-  jarvis::mcp::Server server(isolated_options(example_dir()));
+  jarvis::mcp::Server server(isolated_options(example_dir().string()));
   std::shared_ptr<jarvis::mcp::Session> a, b;
   initialized(server, a);
   initialized(server, b);
@@ -127,9 +115,9 @@ TEST_CASE("worker isolation: results, tool errors and written files come back fr
   fs::create_directories(dir);
   fs::copy_file(example_dir() / "example_trace.json.gz", dir / "example_trace.json.gz");
 
-  ServerOptions plain = isolated_options(dir);
+  ServerOptions plain = isolated_options(dir.string());
   plain.isolate_calls = false;
-  jarvis::mcp::Server reference(plain), isolated(isolated_options(dir));
+  jarvis::mcp::Server reference(plain), isolated(isolated_options(dir.string()));
   std::shared_ptr<jarvis::mcp::Session> in_server, in_worker;  // go before their servers
   initialized(reference, in_server);
   initialized(isolated, in_worker);

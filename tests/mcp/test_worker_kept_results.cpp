@@ -61,10 +61,8 @@ TEST_CASE("kept results: a worker's insights answer the session's next identical
       fs::temp_directory_path() / ("jarvis-kept-results-" + std::to_string(::getpid()));
   fs::remove(runs);
   CountedTool counted("insights", runs);  // before the server joins handlers and schemas
-  jarvis::mcp::ServerOptions options;
-  options.roots = {(fs::path(JARVIS_SOURCE_DIR) / "examples").string()};
-  options.isolate_calls = true;
-  jarvis::mcp::Server server(options);
+  jarvis::mcp::Server server(
+      jarvis::mcp::testing::isolated_options((fs::path(JARVIS_SOURCE_DIR) / "examples").string()));
   auto a = initialized_session(server), b = initialized_session(server);
   json loaded = kept_call(a, 1, "load_trace", {{"path", "example_trace.json.gz"}});
   REQUIRE_FALSE(loaded["result"].value("isError", false));

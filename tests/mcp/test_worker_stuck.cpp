@@ -23,9 +23,10 @@ namespace JARVIS_TEST_FILE {
 
 namespace fs = std::filesystem;
 using jarvis::mcp::json;
-using jarvis::mcp::ServerOptions;
 using jarvis::mcp::ToolContext;
 using jarvis::mcp::ToolHandler;
+using jarvis::mcp::testing::analysis_of;
+using jarvis::mcp::testing::isolated_options;
 using namespace std::chrono_literals;
 
 enum class Mode { Normal, StuckOnce, StuckAlways, BusyLong };
@@ -82,14 +83,6 @@ json roofline(jarvis::mcp::testing::Harness& h, int id, const std::string& handl
   return h.call_tool(id, "gemm_roofline", {{"trace", handle}});
 }
 
-// The analysis a reply carries, without the session's caveat bookkeeping
-// (a trace's notes are given in full once a session, then referred to).
-json analysis_of(const json& reply) {
-  json sc = reply["result"]["structuredContent"];
-  sc.erase("trace_caveats");
-  return sc;
-}
-
 bool logged(jarvis::mcp::testing::Harness& h, const std::string& text) {
   std::lock_guard<std::mutex> lock(h.mutex);
   for (const json& note : h.notes)
@@ -99,18 +92,12 @@ bool logged(jarvis::mcp::testing::Harness& h, const std::string& text) {
   return false;
 }
 
-ServerOptions isolated(const fs::path& root) {
-  ServerOptions options;
-  options.roots = {root.string()};
-  options.isolate_calls = true;
-  return options;
-}
 
 TEST_CASE("worker stuck: killed after its quiet time and run again; twice stuck is an error") {
   StallingTool stalling;  // before the server joins its handlers
   StuckAfter after(1000ms);
   const fs::path examples = fs::path(JARVIS_SOURCE_DIR) / "examples";
-  jarvis::mcp::testing::Harness h(isolated(examples));
+  jarvis::mcp::testing::Harness h(isolated_options(examples.string()));
   h.initialize();
   h.request(90, "logging/setLevel", {{"level", "warning"}});  // the retry's warning comes
   json loaded = h.call_tool(1, "load_trace", {{"path", "example_trace.json.gz"}});

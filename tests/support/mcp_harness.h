@@ -26,6 +26,24 @@ inline ServerOptions shared_root_options() {
   return options;
 }
 
+// A server confined to `root` whose tool calls run in forked workers (what
+// `serve --http` does by default).
+inline ServerOptions isolated_options(const std::string& root) {
+  ServerOptions options;
+  options.roots = {root};
+  options.isolate_calls = true;
+  return options;
+}
+
+// The analysis a reply carries, without the session's caveat bookkeeping
+// (a trace's notes are given in full once a session, then referred to), so
+// that two calls' answers compare equal.
+inline nlohmann::json analysis_of(const nlohmann::json& reply) {
+  nlohmann::json sc = reply["result"]["structuredContent"];
+  sc.erase("trace_caveats");
+  return sc;
+}
+
 // A session of `server` past initialize, for tests that drive several
 // sessions of one server (the Harness holds one).
 inline std::shared_ptr<Session> initialized_session(Server& server) {
