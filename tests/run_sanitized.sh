@@ -66,7 +66,7 @@ failures_of() {  # LOG
     /^====================+$/ { flush(); block = $0 "\n"; inblock = 1; next }
     /^\[doctest\]/ { flush(); inblock = 0; print; next }
     inblock { block = block $0 "\n"
-              if ($0 ~ /ERROR|FATAL|CRASHED|runtime error|Sanitizer|SUMMARY|did not end/) keep = 1
+              if ($0 !~ /^TEST (CASE|SUITE):/ && $0 ~ /ERROR|FATAL|CRASHED|runtime error|Sanitizer|SUMMARY|did not end/) keep = 1
               next }
     { print }
     END { flush() }' "$1"
