@@ -21,7 +21,6 @@
 #include <atomic>
 #include <chrono>
 #include <csignal>
-#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <string>
@@ -33,6 +32,7 @@
 
 #include "base/forked_worker.h"
 #include "sanitizer.h"
+#include "test_loader_support.h"
 
 namespace {
 namespace JARVIS_TEST_FILE {
@@ -72,19 +72,12 @@ bool ran_without_quarantine() {
   const char* options = std::getenv("ASAN_OPTIONS");
   const std::string own = options ? options : "";
   if (own.find("quarantine_size_mb=0") != std::string::npos) return false;
-  const std::string command = "ASAN_OPTIONS='" + own + (own.empty() ? "" : ":") +
-                              "quarantine_size_mb=0' /proc/" + std::to_string(::getpid()) +
-                              "/exe -tc='fork with threads: every child*' 2>&1";
-  std::string text;
-  FILE* p = ::popen(command.c_str(), "r");
-  REQUIRE(p);
-  char buf[4096];
-  for (size_t n; (n = std::fread(buf, 1, sizeof buf, p)) > 0;) text.append(buf, n);
-  const int status = ::pclose(p);
-  INFO(text);
-  CHECK(WIFEXITED(status));
-  CHECK(WEXITSTATUS(status) == 0);
-  CHECK(text.find("1 passed") != std::string::npos);
+  const jarvis::loader_test::CliResult run = jarvis::loader_test::run_shell(
+      "ASAN_OPTIONS='" + own + (own.empty() ? "" : ":") + "quarantine_size_mb=0' /proc/" +
+      std::to_string(::getpid()) + "/exe -tc='fork with threads: every child*'");
+  INFO(run.output);
+  CHECK(run.exit_code == 0);
+  CHECK(run.output.find("1 passed") != std::string::npos);
   return true;
 #else
   return false;

@@ -51,7 +51,6 @@ fs::path example_dir() {
   return fs::path(JARVIS_SOURCE_DIR) / "examples";
 }
 
-
 json call(const std::shared_ptr<jarvis::mcp::Session>& session, int id, const std::string& tool,
           json args) {
   json reply = jarvis::mcp::testing::session_tool_call(session, id, tool, std::move(args));

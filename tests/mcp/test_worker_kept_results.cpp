@@ -26,6 +26,7 @@ namespace fs = std::filesystem;
 using jarvis::mcp::json;
 using jarvis::mcp::ToolContext;
 using jarvis::mcp::ToolHandler;
+using jarvis::mcp::testing::analysis_of;
 using jarvis::mcp::testing::initialized_session;
 using jarvis::mcp::testing::WrappedToolHandler;
 
@@ -175,10 +176,9 @@ TEST_CASE("kept analysis: insights derived once in a worker answer other argumen
     REQUIRE_FALSE(kept["result"].value("isError", false));
     // The reference's handle is t1, b's t2: in the rows' what_if, the next
     // calls and the text. The trace's notes are said in full once a session.
-    json got = kept["result"]["structuredContent"];
+    const json got = analysis_of(kept);
     json want = json::parse(with_handle(expected["result"]["structuredContent"].dump(), hb));
     CHECK(got["trace"] == hb);
-    got.erase("trace_caveats");
     want.erase("trace_caveats");
     CHECK(got == want);
     CHECK(text_from_count(kept) == with_handle(text_from_count(expected), hb));
@@ -228,10 +228,7 @@ TEST_CASE("kept analysis: ops_summary derives it once for insights, and the reve
   // insights is then answered from it: its handler runs in no worker.
   const json insights = kept_call(a, 3, "insights", {{"trace", "t1"}, {"detail", "full"}});
   CHECK(counted.count() == by_reference);
-  json got = insights["result"]["structuredContent"], want = all["result"]["structuredContent"];
-  got.erase("trace_caveats");
-  want.erase("trace_caveats");
-  CHECK(got == want);
+  CHECK(analysis_of(insights) == analysis_of(all));
   fs::remove_all(dir);
 }
 

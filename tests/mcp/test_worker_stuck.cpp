@@ -92,7 +92,6 @@ bool logged(jarvis::mcp::testing::Harness& h, const std::string& text) {
   return false;
 }
 
-
 TEST_CASE("worker stuck: killed after its quiet time and run again; twice stuck is an error") {
   StallingTool stalling;  // before the server joins its handlers
   StuckAfter after(1000ms);

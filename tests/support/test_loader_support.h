@@ -104,11 +104,11 @@ struct CliResult {
   std::string output;  // stdout and stderr together
 };
 
-// Runs the built jarvis binary with args (already shell-quoted where needed).
-inline CliResult run_jarvis(const std::string& args) {
-  std::string cmd = std::string(JARVIS_BINARY) + " " + args + " 2>&1";
+// Runs a shell command line, its stdout and stderr read together (exit code
+// -1 when no shell could be started).
+inline CliResult run_shell(const std::string& command) {
   CliResult r;
-  FILE* p = popen(cmd.c_str(), "r");
+  FILE* p = popen((command + " 2>&1").c_str(), "r");
   if (!p) return r;
   char buf[4096];
   size_t n;
@@ -116,6 +116,11 @@ inline CliResult run_jarvis(const std::string& args) {
   int status = pclose(p);
   r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
   return r;
+}
+
+// Runs the built jarvis binary with args (already shell-quoted where needed).
+inline CliResult run_jarvis(const std::string& args) {
+  return run_shell(std::string(JARVIS_BINARY) + " " + args);
 }
 
 inline std::string shell_quote(const std::string& s) {
