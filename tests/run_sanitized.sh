@@ -75,7 +75,9 @@ failures_of() {  # LOG
 # shard failed).
 for k in 1 2; do
   if grep -q "^\[doctest\] Status: SUCCESS" "$log/$k"; then
-    grep -E "^[0-9.]+ s: " "$log/$k" | sort -rn | head -5 | sed "s/^/shard $k, slowest: /"
+    # sed reads to the end (head would exit after five lines, and sort, cut
+    # off, would end the script with SIGPIPE under pipefail: exit 141).
+    grep -E "^[0-9.]+ s: " "$log/$k" | sort -rn | sed -n "1,5s/^/shard $k, slowest: /p"
     grep "^\[doctest\]" "$log/$k"
   else
     failures_of "$log/$k"
