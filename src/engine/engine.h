@@ -129,6 +129,7 @@ using jarvis::LoadedInput;
 using jarvis::load_trace_write_behind;
 using jarvis::SnapshotWriteBehind;
 using jarvis::trace_call_tree;
+using jarvis::trace_perf_rows;
 using jarvis::trace_report;
 using jarvis::trace_step_model;
 using jarvis::trace_timeline;
@@ -372,13 +373,16 @@ using insights::ChangePlan;
 using insights::Insight;
 using insights::InsightContext;
 using insights::make_context;
+using insights::make_shared_trace_facts;
 using insights::plan_changes;
 using insights::plan_text;
 using insights::rule_ids;
 using insights::run_insights;
+using insights::SharedTraceFacts;
 using insights::StepModelRef;
 using insights::to_json;
 using insights::trace_health;
+using insights::TraceHeadStart;
 using insights::TraceHealth;
 
 // ---------------------------------------------------------------------------

@@ -259,6 +259,17 @@ std::string canonical_arch_id(const std::string& arch) {
   return path.string();
 }
 
+std::shared_ptr<const std::vector<report::PerfOpRow>> trace_perf_rows(const LoadedTrace& entry,
+                                                                      const std::string& arch) {
+  std::string name = canonical_arch_id(arch.empty() ? detect_arch_name(entry.trace()) : arch);
+  return entry.cached<std::vector<report::PerfOpRow>>("perf_rows:" + name, [&] {
+    std::optional<GpuArch> gpu_arch;
+    if (!name.empty()) gpu_arch = perf::load_gpu_arch(name);
+    return report::unified_perf_rows(entry.trace(), *trace_call_tree(entry),
+                                     gpu_arch ? &*gpu_arch : nullptr);
+  });
+}
+
 std::shared_ptr<const Report> trace_report(const LoadedTrace& entry, const std::string& arch) {
   std::string name = canonical_arch_id(arch.empty() ? detect_arch_name(entry.trace()) : arch);
   return entry.cached<Report>("report:" + name, [&] {

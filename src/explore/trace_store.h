@@ -24,6 +24,9 @@
 namespace jarvis::insights {
 struct StepModelRef;  // insights/insights.h
 }  // namespace jarvis::insights
+namespace jarvis::report {
+struct PerfOpRow;  // report/perf_tables.h
+}  // namespace jarvis::report
 
 namespace jarvis {
 
@@ -152,6 +155,15 @@ std::shared_ptr<const GpuTimeline> trace_timeline(const LoadedTrace& entry);
 // health block) and read by every later analysis of it; its `model` is
 // null when the trace gives no graph.
 std::shared_ptr<const insights::StepModelRef> trace_step_model(const LoadedTrace& entry);
+
+// The unified perf rows of a loaded trace (report::unified_perf_rows: every
+// op's row with its metrics and kernels) for `arch` as trace_report reads
+// it ("" = detect_arch_name, "none" = no arch), built once per entry and
+// canonical arch: MCP load_trace builds the detected arch's beside the step
+// model, so the insights of a later call (its worker inherits them) and its
+// other readers start from them. Throws perf::GpuArchError.
+std::shared_ptr<const std::vector<report::PerfOpRow>> trace_perf_rows(const LoadedTrace& entry,
+                                                                      const std::string& arch = "");
 
 // The bundled GPU arch matching the trace's GPU name ("H100", "MI300X", ...),
 // or "" when none matches.

@@ -257,15 +257,30 @@ void for_each_sibling_list(const InsightContext& c,
 }
 
 size_t graph_capture_calls(const Trace& trace) {
+  // Each interned name read once (a tiled trace's million runtime calls
+  // have a few dozen names): 0 unread, 1 neither, 2 a capture call that
+  // begins one, 3 GetCaptureInfo.
+  constexpr uint8_t kUnread = 0, kNeither = 1, kBegins = 2, kAsks = 3;
+  std::vector<uint8_t> kind_of(trace.strings.size(), kUnread);
+  auto kind = [&](uint32_t id) {
+    uint8_t& k = kind_of[id];
+    if (k == kUnread) {
+      std::string_view name = trace.str(id);
+      k = name.find("BeginCapture") != std::string_view::npos ||
+                  name.find("GraphInstantiate") != std::string_view::npos
+              ? kBegins
+          : name.find("GetCaptureInfo") != std::string_view::npos ? kAsks
+                                                                  : kNeither;
+    }
+    return k;
+  };
   size_t calls = 0;
   bool captured = false;  // GetCaptureInfo alone is no capture: PyTorch asks it routinely
   for (const Event& e : trace.events) {
     if (e.cat != Cat::CudaRuntime && e.cat != Cat::CudaDriver) continue;
-    std::string_view name = trace.str(e.name);
-    const bool begins = name.find("BeginCapture") != std::string_view::npos ||
-                        name.find("GraphInstantiate") != std::string_view::npos;
-    captured = captured || begins;
-    if (begins || name.find("GetCaptureInfo") != std::string_view::npos) ++calls;
+    const uint8_t k = e.name < kind_of.size() ? kind(e.name) : kNeither;
+    captured = captured || k == kBegins;
+    if (k == kBegins || k == kAsks) ++calls;
   }
   return captured ? calls : 0;
 }
@@ -385,10 +400,14 @@ namespace {
 // The context's perf rows and their kernel time. Reads the trace and the
 // tree and writes these fields alone: the facts that read no row are made
 // beside it (make_idle_facts, make_unrecorded_facts).
-void add_rows(InsightContext& c) {
-  {
+// `given`: the rows of a loaded trace for the same arch (null: built here).
+void add_rows(InsightContext& c, std::shared_ptr<const ContextRows::Rows> given) {
+  if (given) {
+    c.rows = ContextRows(std::move(given));
+  } else {
     PhaseTimer t("insights/context/perf_rows");
-    c.rows = report::unified_perf_rows(c.trace, c.tree, c.arch);
+    c.rows = ContextRows(std::make_shared<const ContextRows::Rows>(
+        report::unified_perf_rows(c.trace, c.tree, c.arch)));
   }
   for (const auto& r : c.rows) c.total_kernel_time_us += r.kernel_time_us;
 }
@@ -408,8 +427,9 @@ void add_timeline(InsightContext& c, const GpuTimeline* timeline) {
   }
 }
 
-void add_rows_and_timeline(InsightContext& c, const GpuTimeline* timeline) {
-  add_rows(c);
+void add_rows_and_timeline(InsightContext& c, const GpuTimeline* timeline,
+                           std::shared_ptr<const ContextRows::Rows> rows) {
+  add_rows(c, std::move(rows));
   add_timeline(c, timeline);
 }
 
@@ -422,7 +442,8 @@ size_t rule_index(std::string_view id) {
 }  // namespace
 
 InsightContext make_context(const Trace& trace, const CallTree& tree, const GpuArch* arch,
-                            const GpuTimeline* timeline, const StepModelRef* step) {
+                            const GpuTimeline* timeline, const StepModelRef* step,
+                            std::shared_ptr<const ContextRows::Rows> rows) {
   InsightContext c{trace, tree, arch, {}, 0, {}, trace.gpu_name(), {}, {}};
   // The step model (the dependency graph and its two schedules) and the perf
   // rows with the GPU timeline read the trace and the tree and nothing of
@@ -433,7 +454,7 @@ InsightContext make_context(const Trace& trace, const CallTree& tree, const GpuA
   std::shared_ptr<const InsightContext::StepModel> model;
   std::vector<std::function<void()>> parts;
   if (!step) parts.push_back([&] { model = build_step_model(trace, tree); });
-  parts.push_back([&] { add_rows_and_timeline(c, timeline); });
+  parts.push_back([&] { add_rows_and_timeline(c, timeline, std::move(rows)); });
   if (step && step->model) {
     // Reads c's trace, tree and step, which the other part leaves alone.
     c.step = step->model;
@@ -445,6 +466,10 @@ InsightContext make_context(const Trace& trace, const CallTree& tree, const GpuA
   run_on_two_threads(parts);
   if (!step) c.step = std::move(model);
   return c;
+}
+
+SharedTraceFacts make_shared_trace_facts(const Trace& trace, const CallTree& tree) {
+  return {detail::make_shared_trace_facts(trace, tree)};
 }
 
 size_t InsightContext::StepModel::host_bound_iterations() const {
@@ -621,20 +646,23 @@ TraceInsights analyse_trace(const Trace& trace, const CallTree& tree, const GpuA
 }
 
 TraceInsights analyse_trace(const Trace& trace, const CallTree& tree, const GpuArch* arch,
-                            const GpuTimeline* timeline, const StepModelRef& step) {
+                            const GpuTimeline* timeline, const StepModelRef& step,
+                            const TraceHeadStart& made) {
   if (!step.model) {
-    InsightContext context = make_context(trace, tree, arch, timeline, &step);
+    InsightContext context = make_context(trace, tree, arch, timeline, &step, made.rows);
+    detail::prepare_trace_facts(context, made.facts.facts);
     std::vector<Insight> found = run_insights(context);
     return {std::move(context), std::move(found)};
   }
   // The model given (an MCP worker: load_trace built it): the rows on one
-  // thread, on the other the facts that read no row (the GPU's idle gaps,
+  // thread (none to build when given: load_trace built them beside the
+  // model), on the other the facts that read no row (the GPU's idle gaps,
   // the unrecorded host stretches), then the rules on both from the moment
   // the rows are there. A rule that reads a fact still being made waits for
   // it (computed_once); the others run beside it (make_context then
   // run_insights left a core idle while the longer of the two parts ended).
   InsightContext context{trace, tree, arch, {}, 0, {}, trace.gpu_name(), step.model, {}};
-  detail::prepare_trace_facts(context);
+  detail::prepare_trace_facts(context, made.facts.facts);
   FindingsByRule by_rule(std::size(kRules));
   TaskLatch rows_ready;
   // The unrecorded host stretches and the rule that replays them read no
@@ -645,7 +673,7 @@ TraceInsights analyse_trace(const Trace& trace, const CallTree& tree, const GpuA
   std::vector<std::function<void()>> tasks{
       [&] {
         rows_ready.run([&] {
-          add_rows(context);
+          add_rows(context, made.rows);
           if (!timeline) add_timeline(context, nullptr);
         });
       },

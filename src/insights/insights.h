@@ -88,13 +88,42 @@ namespace detail {
 struct TraceFacts;  // trace_facts.h
 }
 
+// The unified perf rows a context reads, held by pointer rather than copied:
+// an MCP session's loaded trace keeps one set (engine::trace_perf_rows,
+// 234k rows at x256) that every worker forked later reads in place. Reads
+// as a const vector.
+class ContextRows {
+ public:
+  using Rows = std::vector<report::PerfOpRow>;
+  ContextRows() = default;
+  explicit ContextRows(std::shared_ptr<const Rows> rows) : rows_(std::move(rows)) {}
+  const Rows& all() const { return rows_ ? *rows_ : no_rows(); }
+  operator const Rows&() const { return all(); }  // NOLINT: reads as the vector it holds
+  Rows::const_iterator begin() const { return all().begin(); }
+  Rows::const_iterator end() const { return all().end(); }
+  size_t size() const { return all().size(); }
+  bool empty() const { return all().empty(); }
+  const report::PerfOpRow* data() const { return all().data(); }
+  const report::PerfOpRow& operator[](size_t k) const { return all()[k]; }
+  const report::PerfOpRow& front() const { return all().front(); }
+  const report::PerfOpRow& back() const { return all().back(); }
+  const std::shared_ptr<const Rows>& shared() const { return rows_; }
+
+ private:
+  static const Rows& no_rows() {
+    static const Rows none;
+    return none;
+  }
+  std::shared_ptr<const Rows> rows_;
+};
+
 // What the rules read. Build once per trace (run_insights does).
 struct InsightContext {
   const Trace& trace;
   const CallTree& tree;
-  const GpuArch* arch = nullptr;        // null: rules needing peaks skip
-  std::vector<report::PerfOpRow> rows;  // unified perf rows
-  double total_kernel_time_us = 0;      // sum over rows
+  const GpuArch* arch = nullptr;    // null: rules needing peaks skip
+  ContextRows rows;                 // unified perf rows
+  double total_kernel_time_us = 0;  // sum over rows
   // Null when the trace has no GPU events; the caller's when it gave one
   // (held like `trace` and `tree`: it outlives the context), else its own.
   std::shared_ptr<const GpuTimeline> timeline;
@@ -134,12 +163,34 @@ struct StepModelRef {
   std::shared_ptr<const InsightContext::StepModel> model;
 };
 
+// The facts of a trace that read only its events and call tree (the GPU's
+// idle gaps and the host's share of them by place, the kernel names', the
+// launching siblings, the events by name: trace_facts.h), made once for a
+// loaded trace and read, unchanged, by each later analysis of it.
+struct SharedTraceFacts {
+  std::shared_ptr<const detail::TraceFacts> facts;
+};
+SharedTraceFacts make_shared_trace_facts(const Trace& trace, const CallTree& tree);
+
+// What a loaded trace keeps for the later analyses of it beside its step
+// model (MCP load_trace makes them on the core the model leaves free, and
+// the worker of a later call inherits them): the perf rows for the call's
+// arch (report::unified_perf_rows) and the facts of the trace alone, over
+// the same trace and call tree. Null members are made by the analysis.
+struct TraceHeadStart {
+  std::shared_ptr<const ContextRows::Rows> rows;
+  SharedTraceFacts facts;
+};
+
 // `timeline`: compute_gpu_timeline(trace, tree) when the caller has it already
 // (null: computed here; a trace without GPU events has none either way).
 // `step`: build_step_model(trace, tree) when the caller has it (null: built here).
+// `rows`: report::unified_perf_rows(trace, tree, arch) when the caller has
+// them (a loaded trace's, engine::trace_perf_rows; null: built here).
 InsightContext make_context(const Trace& trace, const CallTree& tree, const GpuArch* arch,
                             const GpuTimeline* timeline = nullptr,
-                            const StepModelRef* step = nullptr);
+                            const StepModelRef* step = nullptr,
+                            std::shared_ptr<const ContextRows::Rows> rows = nullptr);
 
 // Every rule over the context, its claims de-duplicated
 // (claim_recoverable_time); sorted by recoverable time (then time), largest first.
@@ -156,9 +207,12 @@ TraceInsights analyse_trace(const Trace& trace, const CallTree& tree, const GpuA
 // The same (make_context then run_insights: the same context and findings)
 // given the caller's timeline (null: computed) and step model (`model`
 // null: the trace has none), sooner: the rules start once the perf rows are
-// made, beside the facts that read no row.
+// made, beside the facts that read no row; and what else the caller made
+// of the trace (`made`: its perf rows for `arch`, its facts; null members
+// are made here).
 TraceInsights analyse_trace(const Trace& trace, const CallTree& tree, const GpuArch* arch,
-                            const GpuTimeline* timeline, const StepModelRef& step);
+                            const GpuTimeline* timeline, const StepModelRef& step,
+                            const TraceHeadStart& made = {});
 
 // The rules' findings as they report them (before claims, folding and
 // ranking), in run order, one thread; `without_step_only`: only the rules

@@ -24,6 +24,9 @@ namespace jarvis::insights::detail {
 // computed by the first rule that asks, under its own lock (one fact reads
 // another: host_work_idle reads idle), so a second rule waits for it.
 struct TraceFacts {
+  // A loaded trace's facts of the trace alone, made before this context
+  // (make_shared_trace_facts): what it holds is read from it, not made again.
+  std::shared_ptr<const TraceFacts> base;
   std::unordered_map<uint32_t, KernelNameFacts> gpu_names;  // by interned name
   std::mutex other_names_mu;
   std::map<uint32_t, KernelNameFacts> other_names;  // any other event a rule asks about
@@ -97,11 +100,27 @@ const T& computed_once(std::mutex& mu, std::optional<T>& slot, Make&& make) {
   return *slot;
 }
 
+// The fact in `slot` of the loaded trace's facts (TraceFacts::base) where
+// they hold it, else computed_once in this context's.
+template <class T, class Make>
+const T& shared_or_once(TraceFacts& f, std::mutex TraceFacts::*mu,
+                        std::optional<T> TraceFacts::*slot, Make&& make) {
+  if (f.base && (*f.base).*slot) return *((*f.base).*slot);
+  return computed_once(f.*mu, f.*slot, std::forward<Make>(make));
+}
+
 }  // namespace
 
-void prepare_trace_facts(const InsightContext& c) {
+void prepare_trace_facts(const InsightContext& c, std::shared_ptr<const TraceFacts> base) {
   if (c.facts) return;
   auto facts = std::make_shared<TraceFacts>();
+  if (base) {
+    // The kernel names were read for the loaded trace: a few hundred entries.
+    facts->gpu_names = base->gpu_names;
+    facts->base = std::move(base);
+    c.facts = std::move(facts);
+    return;
+  }
   // Each GPU event's name read once: a byte per name id marks those seen (a
   // tiled trace's million kernels have a few hundred names; a hash lookup
   // each over every event was 20 ms at x256, before any rule could start).
@@ -154,8 +173,8 @@ void release_rule_scratch(const InsightContext& c) {
 
 size_t graph_capture_calls(const InsightContext& c) {
   auto& f = facts_of(c);
-  return computed_once(f.capture_calls_mu, f.capture_calls,
-                       [&] { return graph_capture_calls(c.trace); });
+  return shared_or_once(f, &TraceFacts::capture_calls_mu, &TraceFacts::capture_calls,
+                        [&] { return graph_capture_calls(c.trace); });
 }
 
 namespace {
@@ -217,15 +236,15 @@ std::map<std::string, double> sum_host_opened_idle(const InsightContext& c) {
 
 std::map<std::string, double> host_work_idle_by_place(const InsightContext& c) {
   auto& f = facts_of(c);
-  return computed_once(f.host_work_idle_mu, f.host_work_idle,
-                       [&] { return sum_host_opened_idle(c); });
+  return shared_or_once(f, &TraceFacts::host_work_idle_mu, &TraceFacts::host_work_idle,
+                        [&] { return sum_host_opened_idle(c); });
 }
 
 namespace {
 
 const TraceFacts::LaunchingSiblings& launching_siblings(const InsightContext& c) {
   auto& f = facts_of(c);
-  return computed_once(f.launching_mu, f.launching, [&] {
+  return shared_or_once(f, &TraceFacts::launching_mu, &TraceFacts::launching, [&] {
     TraceFacts::LaunchingSiblings out;
     for_each_sibling_list(c, [&](std::span<const Uid> siblings) {
       const size_t from = out.uids.size();
@@ -250,7 +269,7 @@ const TraceFacts::LaunchingSiblings& launching_siblings(const InsightContext& c)
 
 const TraceFacts::EventsByName& events_by_name(const InsightContext& c) {
   auto& f = facts_of(c);
-  return computed_once(f.events_by_name_mu, f.events_by_name, [&] {
+  return shared_or_once(f, &TraceFacts::events_by_name_mu, &TraceFacts::events_by_name, [&] {
     // A counting sort by name id: two passes over the events' names, each
     // name's events in UID order.
     TraceFacts::EventsByName out;
@@ -322,6 +341,7 @@ void for_each_launching_sibling_list(
 
 const Siblings& siblings(const InsightContext& c) {
   auto& f = facts_of(c);
+  if (f.base && f.base->siblings) return *f.base->siblings;
   std::lock_guard lock(f.siblings_mu);
   if (!f.siblings) f.siblings.emplace(c);
   return *f.siblings;
@@ -329,7 +349,8 @@ const Siblings& siblings(const InsightContext& c) {
 
 void make_host_gap_events(const InsightContext& c) {
   auto& f = facts_of(c);
-  if (graph_capture_calls(c) > 0) return;  // rule_unrecorded_host_time reads none
+  if (graph_capture_calls(c) > 0) return;         // rule_unrecorded_host_time reads none
+  if (f.base && f.base->host_gap_events) return;  // read from there (unrecorded_host_gaps)
   std::lock_guard lock(f.host_gap_events_mu);
   if (!f.host_gap_events && !f.host_gap_events_taken)
     f.host_gap_events = critical_path::host_gap_events(c.trace);
@@ -338,6 +359,11 @@ void make_host_gap_events(const InsightContext& c) {
 const std::vector<critical_path::HostGap>& unrecorded_host_gaps(const InsightContext& c) {
   auto& f = facts_of(c);
   return computed_once(f.host_gaps_mu, f.host_gaps, [&] {
+    critical_path::HostGapSelector any;
+    any.min_us = kUnrecordedMinGapUs;
+    if (f.base && f.base->host_gap_events)  // the loaded trace's, read in place
+      return critical_path::unrecorded_host_gaps({{&c.trace, &c.tree, -1}}, c.step->graph, any,
+                                                 {&*f.base->host_gap_events});
     std::optional<critical_path::HostGapEvents> recorded;
     {
       std::lock_guard lock(f.host_gap_events_mu);
@@ -345,8 +371,6 @@ const std::vector<critical_path::HostGap>& unrecorded_host_gaps(const InsightCon
       f.host_gap_events_taken = true;
     }
     if (!recorded) recorded = critical_path::host_gap_events(c.trace);
-    critical_path::HostGapSelector any;
-    any.min_us = kUnrecordedMinGapUs;
     return critical_path::unrecorded_host_gaps({{&c.trace, &c.tree, -1}}, c.step->graph, any,
                                                {&*recorded});
   });
@@ -491,6 +515,20 @@ void make_facts_before_rows(const InsightContext& c) {
   make_unrecorded_facts(c);
 }
 
+std::shared_ptr<const TraceFacts> make_shared_trace_facts(const Trace& trace,
+                                                          const CallTree& tree) {
+  PhaseTimer t("insights/facts/shared");
+  InsightContext c{trace, tree, nullptr, {}, 0, {}, trace.gpu_name(), nullptr, {}};
+  prepare_trace_facts(c);
+  (void)graph_capture_calls(c);
+  make_idle_facts(c);
+  make_launching_siblings(c);
+  make_events_by_name(c);
+  (void)siblings(c);
+  make_host_gap_events(c);  // kept: a context reading them leaves them in place
+  return c.facts;
+}
+
 void make_idle_facts(const InsightContext& c) {
   PhaseTimer t("insights/facts/idle");
   (void)host_work_idle_by_place(c);  // reads idle_gaps(c)
@@ -514,7 +552,8 @@ namespace jarvis::insights {
 
 const IdleGaps& idle_gaps(const InsightContext& c) {
   auto& f = detail::facts_of(c);
-  return detail::computed_once(f.idle_mu, f.idle, [&] { return idle_gaps(c.trace, c.tree); });
+  return detail::shared_or_once(f, &detail::TraceFacts::idle_mu, &detail::TraceFacts::idle,
+                                [&] { return idle_gaps(c.trace, c.tree); });
 }
 
 }  // namespace jarvis::insights

@@ -10,6 +10,7 @@
 
 #include <cstddef>
 #include <functional>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -23,7 +24,18 @@ namespace jarvis::insights::detail {
 // Makes c.facts (once; run_insights calls it before the rules start): reads
 // the names of the trace's GPU events, which the rules then look up from two
 // threads without a lock.
-void prepare_trace_facts(const InsightContext& c);
+// `base`: the loaded trace's facts of the trace alone
+// (make_shared_trace_facts over the same trace and call tree), read where
+// they hold a fact instead of making it again (null: every fact made here).
+void prepare_trace_facts(const InsightContext& c, std::shared_ptr<const TraceFacts> base = nullptr);
+
+// The facts that read the trace and its call tree alone, made now: the
+// kernel names', the graph-capture calls, the GPU's idle gaps and the host's
+// share of them by place, the launching siblings, the events by name, the
+// op levels and what the unrecorded host stretches are read from. A loaded trace keeps them (MCP
+// load_trace makes them on the core its step model leaves free) for the contexts of its later
+// analyses, which read them unchanged (prepare_trace_facts' `base`).
+std::shared_ptr<const TraceFacts> make_shared_trace_facts(const Trace& trace, const CallTree& tree);
 
 // Makes now the facts that read no perf row and no timeline (the GPU's idle
 // gaps and the host's share of them by place, the graph-capture calls, the

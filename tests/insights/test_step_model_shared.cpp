@@ -6,6 +6,7 @@
 #include <doctest/doctest.h>
 
 #include <filesystem>
+#include <memory>
 #include <string>
 
 #include "golden.h"
@@ -13,6 +14,7 @@
 #include "insights/insights.h"
 #include "insights/trace_health.h"
 #include "perf/gpu_arch.h"
+#include "report/perf_tables.h"
 #include "trace/loader.h"
 #include "tree/call_tree.h"
 
@@ -55,6 +57,44 @@ TEST_CASE("a kept step model gives the same health and insights as a fresh one")
     const auto again =
         insights_json(ins::run_insights(ins::make_context(trace, tree, &arch, nullptr, &kept)));
     CHECK(again.dump() == fresh.dump());
+  }
+  if (checked == 0) MESSAGE("skipped: ../shared/ab_pairs is missing");
+}
+
+TEST_CASE("a loaded trace's head start (perf rows, facts of the trace) gives the same insights") {
+  // What MCP load_trace keeps beside the step model for the session's later
+  // insights (issue 75): the perf rows of the trace's arch and the facts of
+  // the trace alone. The analysis reads them in place (the very rows, not a
+  // copy) and finds what the CLI's analysis finds building its own, and
+  // reading them leaves them as they were: a second analysis from them
+  // finds the same again.
+  size_t checked = 0;
+  for (const char* file :
+       {"ab_pairs/s_mask_sync_A_boolean_index.json.gz", "ab_pairs/s_loader_A_workers0.json.gz",
+        "ab_pairs/s_tf32_B_tf32.json.gz"}) {
+    CAPTURE(file);
+    const std::string path = jarvis::golden::shared_dir() + "/" + file;
+    if (!std::filesystem::exists(path)) continue;
+    ++checked;
+    const jarvis::Trace trace = jarvis::load_trace(path);
+    const jarvis::CallTree tree(trace);
+    const jarvis::GpuArch arch = jarvis::perf::load_gpu_arch("H200");
+    const auto fresh = insights_json(ins::analyse_trace(trace, tree, &arch).found);
+
+    const ins::StepModelRef kept{ins::build_step_model(trace, tree)};
+    const ins::TraceHeadStart made{std::make_shared<const ins::ContextRows::Rows>(
+                                       jarvis::report::unified_perf_rows(trace, tree, &arch)),
+                                   ins::make_shared_trace_facts(trace, tree)};
+    REQUIRE(made.facts.facts);
+    auto first = ins::analyse_trace(trace, tree, &arch, nullptr, kept, made);
+    CHECK(first.context.rows.shared() == made.rows);
+    CHECK(insights_json(first.found).dump() == fresh.dump());
+    auto second = ins::analyse_trace(trace, tree, &arch, nullptr, kept, made);
+    CHECK(insights_json(second.found).dump() == fresh.dump());
+    // The same through make_context and run_insights with the rows given.
+    const auto through_context = insights_json(
+        ins::run_insights(ins::make_context(trace, tree, &arch, nullptr, &kept, made.rows)));
+    CHECK(through_context.dump() == fresh.dump());
   }
   if (checked == 0) MESSAGE("skipped: ../shared/ab_pairs is missing");
 }

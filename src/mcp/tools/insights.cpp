@@ -80,12 +80,18 @@ std::string units_line(const engine::StepModelRef* step, size_t steps) {
 // (ToolContext::keep) under kept_key, so the next insights call, of any
 // arguments, formats it instead of running the rules again (issue 75 point
 // 2); the handle is put in by the call that formats it.
-json derive_analysis(const LoadedTrace& entry, const std::optional<GpuArch>& arch) {
+json derive_analysis(const LoadedTrace& entry, const std::optional<GpuArch>& arch,
+                     const std::string& arch_name) {
   auto tree = engine::trace_call_tree(entry);
   auto timeline = engine::trace_timeline(entry);
   const auto step_model = loaded_step_model(entry);
+  // The perf rows for this arch (load_trace's when it is the trace's own)
+  // and the facts of the trace alone: made in the server beside the step
+  // model, else here.
+  const engine::TraceHeadStart made{engine::trace_perf_rows(entry, arch ? arch_name : "none"),
+                                    *loaded_trace_facts(entry)};
   auto [context, found] = engine::analyse_trace(entry.trace(), *tree, arch ? &*arch : nullptr,
-                                                timeline.get(), *step_model);
+                                                timeline.get(), *step_model, made);
   json findings = json::array();
   for (const auto& i : found) {
     json row = engine::to_json(i);
@@ -242,7 +248,7 @@ std::shared_ptr<const json> insights_analysis(const LoadedTrace& entry,
     throw ToolError(e.what());
   }
   std::optional<PhaseTimer> t(std::in_place, "insights/derive_analysis");
-  auto derived = std::make_shared<const json>(derive_analysis(entry, arch));
+  auto derived = std::make_shared<const json>(derive_analysis(entry, arch, arch_name));
   t.emplace("insights/keep");
   ctx.keep(entry, kept_key(arch_name == "none" ? "" : arch_name), derived);
   return derived;

@@ -12,6 +12,12 @@ std::shared_ptr<const engine::StepModelRef> loaded_step_model(const LoadedTrace&
   return engine::trace_step_model(entry);
 }
 
+std::shared_ptr<const engine::SharedTraceFacts> loaded_trace_facts(const LoadedTrace& entry) {
+  return entry.cached<engine::SharedTraceFacts>("insights:trace_facts", [&entry] {
+    return engine::make_shared_trace_facts(entry.trace(), *engine::trace_call_tree(entry));
+  });
+}
+
 std::shared_ptr<const engine::TraceHealth> loaded_trace_health_block(const LoadedTrace& entry) {
   return entry.cached<engine::TraceHealth>("trace_health:block", [&entry] {
     return engine::trace_health(entry.trace(), *engine::trace_call_tree(entry),

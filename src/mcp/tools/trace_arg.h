@@ -36,6 +36,12 @@ bool loaded_trace_health_ready(const LoadedTrace& entry);
 // server, so the workers of later calls inherit it instead of rebuilding it.
 std::shared_ptr<const engine::StepModelRef> loaded_step_model(const LoadedTrace& entry);
 
+// The facts of a loaded trace's events and call tree the insights rules read
+// (engine::make_shared_trace_facts), made once per entry: load_trace makes
+// them in the server beside the step model, so the workers of later calls
+// inherit them.
+std::shared_ptr<const engine::SharedTraceFacts> loaded_trace_facts(const LoadedTrace& entry);
+
 // What a tool's totals cover (issue 73 point 6): `figures` says they are
 // over the whole trace and as profiled, `steps` the trace's steps
 // (ProfilerStep#N, else launch-sequence repeats; null when none) with
