@@ -88,8 +88,12 @@ json derive_analysis(const LoadedTrace& entry, const std::optional<GpuArch>& arc
   // The perf rows for this arch (load_trace's when it is the trace's own)
   // and the facts of the trace alone: made in the server beside the step
   // model, else here.
-  const engine::TraceHeadStart made{engine::trace_perf_rows(entry, arch ? arch_name : "none"),
-                                    *loaded_trace_facts(entry)};
+  engine::TraceHeadStart made{engine::trace_perf_rows(entry, arch ? arch_name : "none"), {}};
+  try {
+    made.facts = *loaded_trace_facts(entry);
+  } catch (const std::runtime_error&) {
+    // None kept: the analysis makes its facts and meets the error as it would have.
+  }
   auto [context, found] = engine::analyse_trace(entry.trace(), *tree, arch ? &*arch : nullptr,
                                                 timeline.get(), *step_model, made);
   json findings = json::array();

@@ -98,6 +98,10 @@ std::string timeline_line(const json& timeline) {
 // whose rows or facts cannot be made keeps none, and the call that needs
 // them meets the error itself.
 void keep_insights_head_start(const LoadedTrace& entry) {
+  // A trace of a few thousand events: the worker makes them in a millisecond
+  // or two, and the server need not hold them for the session.
+  constexpr size_t kHeadStartMinEvents = 5000;
+  if (entry.trace().events.size() < kHeadStartMinEvents) return;
   PhaseTimer t("load_trace/perf_rows+facts");
   try {
     (void)engine::trace_perf_rows(entry);
