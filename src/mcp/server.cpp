@@ -1,6 +1,7 @@
 #include "mcp/server.h"
 
 #include <algorithm>
+#include <chrono>
 #include <filesystem>
 #include <future>
 
@@ -29,6 +30,11 @@ struct RpcError {
 
 // The request was cancelled by the client: no reply.
 struct Cancelled {};
+
+// How long a call waits for the kept values of answered workers still
+// arriving: a 6 MB analysis takes 40-70 ms; the bound holds for a worker
+// that stalls after its answer (it is ended once it makes no progress).
+constexpr std::chrono::milliseconds kKeptValuesWait{10'000};
 
 std::string id_key(const json& id) {
   return id.dump();
@@ -234,8 +240,10 @@ Server::Server(ServerOptions options) : options_(std::move(options)) {
 }
 
 Server::~Server() {
-  // The stores hold references into the cache: release them first.
+  // The stores hold references into the cache: release them first, and the
+  // threads still reading workers' kept values into it end first.
   stateless_traces_.reset();
+  abandon_kept_values(*cache_);
 }
 
 void Server::set_long_call_limit(size_t limit) {
@@ -890,6 +898,11 @@ json Session::call_tool(Call& call, const json& params, bool modern) {
     // An analysis an earlier call kept on the trace (ToolContext::keep) is
     // formatted here, without a worker: forking one costs more than that.
     std::optional<ToolResult> from_kept;
+    // What the workers of calls answered already keep is still arriving
+    // (call_in_worker's answer_at_result): in place before it is looked
+    // for, or before a worker forks without it (40-70 ms for an x256
+    // insights analysis; past the bound, the call derives what it needs).
+    if (!kept && in_worker) wait_for_kept_values(ctx.traces().cache(), kKeptValuesWait);
     if (!kept && in_worker && tool->kept) from_kept = tool->kept(args, ctx);
     if (kept)
       out = *kept;
@@ -897,7 +910,8 @@ json Session::call_tool(Call& call, const json& params, bool modern) {
       out = std::move(*from_kept);
     else
       out = in_worker ? call_in_worker(tool->handler, args, ctx, name, call.cancelled.get(),
-                                       server_.options().max_memory_bytes)
+                                       server_.options().max_memory_bytes,
+                                       /*answer_at_result=*/true)
                       : tool->handler(args, ctx);
   } catch (const Cancelled&) {
     throw;

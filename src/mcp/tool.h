@@ -32,6 +32,7 @@
 #include "base/error.h"
 
 namespace jarvis {
+class TraceCache;
 class TraceStore;
 class LoadedTrace;
 struct FileIdentity;
@@ -288,7 +289,9 @@ struct ToolRegistrar {
 // The server's side of a worker's ToolContext::keep (mcp/worker_call.cpp).
 // `value_cbor`: the value's CBOR, as a kKept frame carries it (decoded when a
 // call first reads the value).
-void keep_from_worker(TraceStore& traces, const FileIdentity& id, const std::string& key,
+// Put on the entry of `cache` (the server's, which every session's store
+// shares) when the trace is still resident there.
+void keep_from_worker(TraceCache& cache, const FileIdentity& id, const std::string& key,
                       std::vector<uint8_t> value_cbor);
 // Handlers registered by JARVIS_MCP_TOOL_KEPT, by name.
 std::map<std::string, KeptHandler>& registered_kept_handlers();

@@ -110,9 +110,9 @@ void ToolContext::keep(const LoadedTrace& trace, const std::string& key,
 
 // The server's side of a worker's keep(): the value goes on the entry of the
 // same file when it is still resident (an evicted trace's analyses go with it).
-void keep_from_worker(TraceStore& traces, const FileIdentity& id, const std::string& key,
+void keep_from_worker(TraceCache& cache, const FileIdentity& id, const std::string& key,
                       std::vector<uint8_t> value_cbor) {
-  if (auto entry = traces.cache().find_resident(id))
+  if (auto entry = cache.find_resident(id))
     entry->put<KeptToolValue>(key, std::make_shared<const KeptToolValue>(std::move(value_cbor)));
 }
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <condition_variable>
 #include <csignal>
 #include <cstdlib>
 #include <cstring>
@@ -371,6 +372,9 @@ struct Received {
   bool killed_at_limit = false;          // killed kTimeLimitGrace past that limit
   std::optional<std::string> malformed;  // it sent a frame that does not decode (then killed)
   bool stuck = false;  // no CPU time, no frame and every thread asleep for worker_stuck_after()
+  // Returned at the result (answer_at_result) with the stream still open:
+  // the reader, holding any bytes past the frames read.
+  std::optional<WorkerFrameReader> open;
 };
 
 std::atomic<int64_t> stuck_after_ms{30'000};
@@ -446,8 +450,23 @@ class ProgressWatch {
   uint64_t last_ticks_ = ~uint64_t{0};
 };
 
+// A kKept frame's value put on its trace's entry.
+void keep_frame(TraceCache& cache, json& payload) {
+  const json& id = payload.at("id");
+  FileIdentity identity;
+  identity.device = id.at(0).get<uint64_t>();
+  identity.inode = id.at(1).get<uint64_t>();
+  identity.size = id.at(2).get<uint64_t>();
+  identity.mtime_ns = id.at(3).get<int64_t>();
+  PhaseTimer t("server/keep_from_worker");
+  keep_from_worker(cache, identity, payload.at("key").get<std::string>(),
+                   std::move(payload.at("value").get_ref<json::binary_t&>()));
+}
+
+// `at_result`: returns once the result has come (the frames that came with
+// it read), with the stream left open (Received::open).
 Received receive(int fd, pid_t pid, ToolContext& ctx, const std::atomic<bool>* cancelled,
-                 uint64_t memory_budget) {
+                 uint64_t memory_budget, bool at_result) {
   using Clock = std::chrono::steady_clock;
   Received got;
   std::optional<Clock::time_point> kill_at;
@@ -489,15 +508,7 @@ Received receive(int fd, pid_t pid, ToolContext& ctx, const std::atomic<bool>* c
         ctx.paths().merge_written_state({payload.at("written").get<std::set<std::string>>(),
                                          payload.at("claimed").get<std::set<std::string>>()});
       } else if (frame.kind == Frame::kKept) {
-        const json& id = payload.at("id");
-        FileIdentity identity;
-        identity.device = id.at(0).get<uint64_t>();
-        identity.inode = id.at(1).get<uint64_t>();
-        identity.size = id.at(2).get<uint64_t>();
-        identity.mtime_ns = id.at(3).get<int64_t>();
-        PhaseTimer t("server/keep_from_worker");
-        keep_from_worker(ctx.traces(), identity, payload.at("key").get<std::string>(),
-                         std::move(payload.at("value").get_ref<json::binary_t&>()));
+        keep_frame(ctx.traces().cache(), payload);
       } else if (frame.kind == Frame::kResult) {
         got.result = std::move(payload);
       } else if (frame.kind == Frame::kError) {
@@ -514,8 +525,88 @@ Received receive(int fd, pid_t pid, ToolContext& ctx, const std::atomic<bool>* c
       ::kill(pid, SIGKILL);
       break;
     }
+    if (at_result && got.result && !got.error && !killed) {
+      got.open = std::move(reader);
+      break;
+    }
   }
   return got;
+}
+
+// The kept values still being read from workers whose calls were answered,
+// per cache, with those workers (abandon_kept_values ends them).
+struct PendingKeeps {
+  std::mutex mutex;
+  std::condition_variable done;
+  std::map<const TraceCache*, std::set<pid_t>> workers;
+};
+PendingKeeps& pending_keeps() {
+  static PendingKeeps* pending = new PendingKeeps;  // never destroyed: used until _exit
+  return *pending;
+}
+
+// Reads the rest of an answered worker's stream (its kept values, each put
+// on its entry of `cache` as it comes), then reaps it. A worker that stops
+// making progress (ProgressWatch) or sends a malformed frame is killed: what
+// it kept is lost, and the call that needs it derives it again.
+void read_kept_values(int fd, pid_t pid, WorkerFrameReader reader, TraceCache& cache,
+                      uint64_t memory_budget) {
+  ProgressWatch watch(pid);
+  bool killed = false;
+  char chunk[1 << 16];
+  for (;;) {
+    if (!killed && watch.stuck()) {
+      ::kill(pid, SIGKILL);
+      killed = true;
+    }
+    check_tree_memory(memory_budget);
+    pollfd p{fd, POLLIN, 0};
+    int ready = ::poll(&p, 1, memory_budget ? kMemoryCheckEveryMs : 100);
+    if (ready < 0 && errno == EINTR) continue;
+    if (ready == 0) continue;
+    ssize_t n = ::read(fd, chunk, sizeof chunk);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    for (WorkerFrame& frame : reader.feed(chunk, static_cast<size_t>(n)))
+      if (frame.kind == Frame::kKept && !killed) keep_frame(cache, frame.payload);
+    watch.saw_progress();
+    if (reader.failed()) {
+      ::kill(pid, SIGKILL);
+      break;
+    }
+  }
+  ::close(fd);
+  (void)forget_worker(pid);
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  PendingKeeps& pending = pending_keeps();
+  std::lock_guard<std::mutex> lock(pending.mutex);
+  auto it = pending.workers.find(&cache);
+  if (it != pending.workers.end()) {
+    it->second.erase(pid);
+    if (it->second.empty()) pending.workers.erase(it);
+  }
+  pending.done.notify_all();
+}
+
+// Hands an answered worker's stream to a thread of its own
+// (read_kept_values); where no thread can be had, reads it here.
+void read_kept_values_later(int fd, pid_t pid, WorkerFrameReader reader, TraceCache& cache,
+                            uint64_t memory_budget) {
+  {
+    PendingKeeps& pending = pending_keeps();
+    std::lock_guard<std::mutex> lock(pending.mutex);
+    pending.workers[&cache].insert(pid);
+  }
+  auto shared = std::make_shared<WorkerFrameReader>(std::move(reader));
+  try {
+    std::thread([fd, pid, shared, &cache, memory_budget] {
+      read_kept_values(fd, pid, std::move(*shared), cache, memory_budget);
+    }).detach();
+  } catch (const std::system_error&) {
+    read_kept_values(fd, pid, std::move(*shared), cache, memory_budget);
+  }
 }
 
 }  // namespace
@@ -547,16 +638,31 @@ namespace {
 std::optional<ToolResult> call_in_new_worker(const ToolHandler& handler, const json& args,
                                              ToolContext& ctx, std::string_view tool,
                                              const std::atomic<bool>* cancelled,
-                                             uint64_t memory_budget, uint64_t headroom);
+                                             uint64_t memory_budget, uint64_t headroom,
+                                             bool answer_at_result);
 }  // namespace
 
 void set_worker_stuck_after(std::chrono::milliseconds after) {
   stuck_after_ms.store(after.count());
 }
 
+bool wait_for_kept_values(const TraceCache& cache, std::chrono::milliseconds at_most) {
+  PendingKeeps& pending = pending_keeps();
+  std::unique_lock<std::mutex> lock(pending.mutex);
+  return pending.done.wait_for(lock, at_most, [&] { return !pending.workers.count(&cache); });
+}
+
+void abandon_kept_values(const TraceCache& cache) {
+  PendingKeeps& pending = pending_keeps();
+  std::unique_lock<std::mutex> lock(pending.mutex);
+  if (auto it = pending.workers.find(&cache); it != pending.workers.end())
+    for (pid_t pid : it->second) ::kill(pid, SIGKILL);  // not reaped before it leaves the set
+  pending.done.wait(lock, [&] { return !pending.workers.count(&cache); });
+}
+
 ToolResult call_in_worker(const ToolHandler& handler, const json& args, ToolContext& ctx,
                           std::string_view tool, const std::atomic<bool>* cancelled,
-                          uint64_t memory_budget) {
+                          uint64_t memory_budget, bool answer_at_result) {
   if (server_stopping())
     throw ToolError("the server is stopping: this call was not run", ErrorKind::Cancelled);
   // The budget covers the server and its workers together (issue 74 point 8).
@@ -579,8 +685,8 @@ ToolResult call_in_worker(const ToolHandler& handler, const json& args, ToolCont
   // that has since let it go.
   constexpr int kAttempts = 2;
   for (int attempt = 1;; ++attempt) {
-    std::optional<ToolResult> result =
-        call_in_new_worker(handler, args, ctx, tool, cancelled, memory_budget, headroom);
+    std::optional<ToolResult> result = call_in_new_worker(
+        handler, args, ctx, tool, cancelled, memory_budget, headroom, answer_at_result);
     if (result) return std::move(*result);
     const std::string stuck = fmt::format(
         "{}'s worker process made no progress for {} s (no CPU time, every thread "
@@ -603,7 +709,8 @@ namespace {
 std::optional<ToolResult> call_in_new_worker(const ToolHandler& handler, const json& args,
                                              ToolContext& ctx, std::string_view tool,
                                              const std::atomic<bool>* cancelled,
-                                             uint64_t memory_budget, uint64_t headroom) {
+                                             uint64_t memory_budget, uint64_t headroom,
+                                             bool answer_at_result) {
   int fds[2];
   if (::pipe2(fds, O_CLOEXEC) != 0) return handler(args, ctx);
   const pid_t server = ::getpid();
@@ -653,7 +760,14 @@ std::optional<ToolResult> call_in_new_worker(const ToolHandler& handler, const j
   }
   ::close(fds[1]);
   std::optional<PhaseTimer> waited(std::in_place, "server/receive");
-  Received got = receive(fds[0], pid, ctx, cancelled, memory_budget);
+  Received got = receive(fds[0], pid, ctx, cancelled, memory_budget, answer_at_result);
+  if (got.open) {
+    // Answered: the rest of its stream (what it keeps) is read beside the answer.
+    read_kept_values_later(fds[0], pid, std::move(*got.open), ctx.traces().cache(), memory_budget);
+    waited.reset();
+    PhaseTimer t("server/result_from_json");
+    return result_from_json(*got.result, ctx);
+  }
   waited.emplace("server/reap");
   ::close(fds[0]);
   const std::optional<MemoryKill> memory_kill = forget_worker(pid);

@@ -7,8 +7,9 @@
 // traces copy-on-write: nothing is reloaded or copied. It runs the handler,
 // sends its progress and log notifications, the files it wrote, its result
 // and then what it keeps for later calls (ToolContext::keep) back over a
-// pipe, and exits; the server answers once the pipe closes and reaps the
-// worker beside that. Whatever else it derives from a trace dies with it.
+// pipe, and exits; the server answers once the pipe closes (the server's
+// own calls: once the result has come) and reaps the worker beside that.
+// Whatever else it derives from a trace dies with it.
 #pragma once
 
 #include <atomic>
@@ -20,6 +21,10 @@
 #include <sys/types.h>
 
 #include "mcp/tool.h"
+
+namespace jarvis {
+class TraceCache;
+}
 
 namespace jarvis::mcp {
 
@@ -35,9 +40,27 @@ namespace jarvis::mcp {
 // was left when it started (RLIMIT_AS); and while workers run, the sum is
 // read every kMemoryCheckEvery: past the budget the largest worker is
 // killed and its call fails naming the figures.
+//
+// `answer_at_result`: the call returns once the worker's result has come,
+// and what the worker keeps for later calls (ToolContext::keep, sent after
+// its result: an x256 insights analysis is 6 MB of CBOR, 40-70 ms to encode
+// and send) is read on a thread of its own, which puts it on the trace's
+// entry of ctx.traces().cache() and reaps the worker. A later call that may
+// read a kept value waits for it first (wait_for_kept_values). Only for a
+// caller whose cache outlives that thread: the server, whose destructor
+// calls abandon_kept_values.
 ToolResult call_in_worker(const ToolHandler& handler, const json& args, ToolContext& ctx,
                           std::string_view tool, const std::atomic<bool>* cancelled,
-                          uint64_t memory_budget = 0);
+                          uint64_t memory_budget = 0, bool answer_at_result = false);
+
+// Waits until the kept values that workers of calls answered already are
+// still sending for `cache` are in place (at most `at_most`: past it the
+// caller goes on without them and derives what it needs). Returns whether
+// none is left pending.
+bool wait_for_kept_values(const TraceCache& cache, std::chrono::milliseconds at_most);
+// Ends the workers still sending kept values for `cache` and waits for the
+// threads that read them: called before the cache is destroyed.
+void abandon_kept_values(const TraceCache& cache);
 
 // A worker that uses no CPU time for this long (30 s unless set), sends
 // nothing and has every thread asleep is stuck (a lock another thread of

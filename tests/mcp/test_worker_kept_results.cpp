@@ -11,12 +11,17 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <csignal>
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <vector>
 
 #include <unistd.h>
 
+#include "mcp/worker_call.h"
 #include "mcp_harness.h"
 
 namespace {
@@ -230,6 +235,97 @@ TEST_CASE("kept analysis: ops_summary derives it once for insights, and the reve
   CHECK(counted.count() == by_reference);
   CHECK(analysis_of(insights) == analysis_of(all));
   fs::remove_all(dir);
+}
+
+// query_sql's handler, with a large value kept on the trace by the first
+// call (sent by its worker after its answer) and looked for by the next: each
+// run appends "<its pid> <the kept value's size, or none>" to a file.
+struct KeepingTool {
+  static constexpr size_t kBytes = size_t{32} << 20;
+  static constexpr const char* kKey = "test:kept_after_answer";
+  fs::path runs;
+  WrappedToolHandler wrapped;
+  explicit KeepingTool(fs::path file)
+      : runs(std::move(file)),
+        wrapped(
+            "query_sql", [this](const json& args, ToolContext& ctx, const ToolHandler& original) {
+              auto trace = ctx.traces().get(args.at("trace").get<std::string>());
+              if (!trace) return original(args, ctx);  // its own error
+              const auto found = ctx.kept(*trace, kKey);
+              std::ofstream(runs, std::ios::app)
+                  << ::getpid() << " "
+                  << (found ? std::to_string(found->get_ref<const std::string&>().size()) : "none")
+                  << "\n";
+              if (!found)
+                ctx.keep(*trace, kKey, std::make_shared<const json>(std::string(kBytes, 'k')));
+              return original(args, ctx);
+            }) {}
+  std::vector<std::pair<long, std::string>> lines() const {
+    std::vector<std::pair<long, std::string>> out;
+    std::ifstream in(runs);
+    long pid = 0;
+    for (std::string kept; in >> pid >> kept;) out.emplace_back(pid, kept);
+    return out;
+  }
+};
+
+TEST_CASE(
+    "kept values: a call is answered before its worker's kept value has come, and the next "
+    "call waits for it") {
+  const fs::path runs =
+      fs::temp_directory_path() / ("jarvis-kept-after-" + std::to_string(::getpid()));
+  // The worker encodes and sends 32 MB after its answer: at the answer the
+  // value is still on its way (else the call waited for it). Three tries,
+  // each with a new server, so that one long pause of this thread (a loaded
+  // machine) cannot fail the test; a call that waits fails all three.
+  bool pending_at_answer = false;
+  for (int attempt = 0; attempt < 3 && !pending_at_answer; ++attempt) {
+    fs::remove(runs);
+    KeepingTool keeping(runs);
+    jarvis::mcp::Server server(jarvis::mcp::testing::isolated_options(
+        (fs::path(JARVIS_SOURCE_DIR) / "examples").string()));
+    auto a = initialized_session(server);
+    kept_call(a, 1, "load_trace", {{"path", "example_trace.json.gz"}});
+    const json first = kept_call(a, 2, "query_sql", {{"trace", "t1"}, {"sql", "SELECT 1 AS x"}});
+    pending_at_answer =
+        !jarvis::mcp::wait_for_kept_values(server.trace_cache(), std::chrono::milliseconds(0));
+    CHECK_FALSE(first["result"].value("isError", false));
+    CHECK(first["result"]["structuredContent"]["rows"] == json::array({json::array({1})}));
+    // The next call's worker forks once the value is in place, and reads it.
+    const json second = kept_call(a, 3, "query_sql", {{"trace", "t1"}, {"sql", "SELECT 2 AS x"}});
+    CHECK_FALSE(second["result"].value("isError", false));
+    const auto lines = keeping.lines();
+    REQUIRE(lines.size() == 2);
+    CHECK(lines[0].second == "none");
+    CHECK(lines[1].second == std::to_string(KeepingTool::kBytes));
+    CHECK(lines[0].first != lines[1].first);  // two workers
+    CHECK(jarvis::mcp::wait_for_kept_values(server.trace_cache(), std::chrono::seconds(10)));
+  }
+  CHECK(pending_at_answer);
+  fs::remove(runs);
+}
+
+TEST_CASE("kept values: a server ended while a worker still sends one ends that worker first") {
+  const fs::path runs =
+      fs::temp_directory_path() / ("jarvis-kept-abandoned-" + std::to_string(::getpid()));
+  fs::remove(runs);
+  KeepingTool keeping(runs);
+  {
+    jarvis::mcp::Server server(jarvis::mcp::testing::isolated_options(
+        (fs::path(JARVIS_SOURCE_DIR) / "examples").string()));
+    auto a = initialized_session(server);
+    kept_call(a, 1, "load_trace", {{"path", "example_trace.json.gz"}});
+    const json first = kept_call(a, 2, "query_sql", {{"trace", "t1"}, {"sql", "SELECT 1 AS x"}});
+    CHECK_FALSE(first["result"].value("isError", false));
+    a.reset();
+  }  // the server and its cache end here, the reader of the kept value before them
+  const auto lines = keeping.lines();
+  REQUIRE(lines.size() == 1);
+  // The worker has been reaped: its pid names no process of ours.
+  errno = 0;
+  CHECK(::kill(static_cast<pid_t>(lines[0].first), 0) == -1);
+  CHECK(errno == ESRCH);
+  fs::remove(runs);
 }
 
 }  // namespace JARVIS_TEST_FILE
