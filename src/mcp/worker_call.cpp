@@ -538,6 +538,10 @@ Received receive(int fd, pid_t pid, ToolContext& ctx, const std::atomic<bool>* c
 struct PendingKeeps {
   std::mutex mutex;
   std::condition_variable done;
+  std::map<const TraceCache*, size_t> readers;  // threads still reading, per cache
+  // Their workers not yet reaped: a pid leaves before it is reaped (a
+  // reaped pid may be another process's), so abandon_kept_values kills only
+  // workers of its own.
   std::map<const TraceCache*, std::set<pid_t>> workers;
 };
 PendingKeeps& pending_keeps() {
@@ -577,16 +581,18 @@ void read_kept_values(int fd, pid_t pid, WorkerFrameReader reader, TraceCache& c
   }
   ::close(fd);
   (void)forget_worker(pid);
+  PendingKeeps& pending = pending_keeps();
+  {
+    std::lock_guard<std::mutex> lock(pending.mutex);
+    auto it = pending.workers.find(&cache);
+    if (it != pending.workers.end() && it->second.erase(pid) && it->second.empty())
+      pending.workers.erase(it);
+  }
   int status = 0;
   while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
   }
-  PendingKeeps& pending = pending_keeps();
   std::lock_guard<std::mutex> lock(pending.mutex);
-  auto it = pending.workers.find(&cache);
-  if (it != pending.workers.end()) {
-    it->second.erase(pid);
-    if (it->second.empty()) pending.workers.erase(it);
-  }
+  if (--pending.readers[&cache] == 0) pending.readers.erase(&cache);
   pending.done.notify_all();
 }
 
@@ -598,6 +604,7 @@ void read_kept_values_later(int fd, pid_t pid, WorkerFrameReader reader, TraceCa
     PendingKeeps& pending = pending_keeps();
     std::lock_guard<std::mutex> lock(pending.mutex);
     pending.workers[&cache].insert(pid);
+    ++pending.readers[&cache];
   }
   auto shared = std::make_shared<WorkerFrameReader>(std::move(reader));
   try {
@@ -649,15 +656,15 @@ void set_worker_stuck_after(std::chrono::milliseconds after) {
 bool wait_for_kept_values(const TraceCache& cache, std::chrono::milliseconds at_most) {
   PendingKeeps& pending = pending_keeps();
   std::unique_lock<std::mutex> lock(pending.mutex);
-  return pending.done.wait_for(lock, at_most, [&] { return !pending.workers.count(&cache); });
+  return pending.done.wait_for(lock, at_most, [&] { return !pending.readers.count(&cache); });
 }
 
 void abandon_kept_values(const TraceCache& cache) {
   PendingKeeps& pending = pending_keeps();
   std::unique_lock<std::mutex> lock(pending.mutex);
   if (auto it = pending.workers.find(&cache); it != pending.workers.end())
-    for (pid_t pid : it->second) ::kill(pid, SIGKILL);  // not reaped before it leaves the set
-  pending.done.wait(lock, [&] { return !pending.workers.count(&cache); });
+    for (pid_t pid : it->second) ::kill(pid, SIGKILL);
+  pending.done.wait(lock, [&] { return !pending.readers.count(&cache); });
 }
 
 ToolResult call_in_worker(const ToolHandler& handler, const json& args, ToolContext& ctx,

@@ -43,9 +43,9 @@ TEST_SUITE("mcp_tools") {
     {
       const jarvis::Trace raw = jarvis::load_trace(conformance_trace("h100_bert-small"));
       std::map<std::string, int64_t> by_cat;
-      for (const char* cat : {"cpu_op", "python_function", "user_annotation", "gpu_user_annotation",
-                              "cuda_runtime", "cuda_driver", "kernel", "gpu_memcpy", "gpu_memset",
-                              "other"})
+      for (const char* cat :
+           {"cpu_op", "python_function", "user_annotation", "gpu_user_annotation", "cuda_runtime",
+            "cuda_driver", "kernel", "gpu_memcpy", "gpu_memset", "other"})
         by_cat[cat] = 0;
       for (jarvis::Uid u = 0; u < raw.events.size(); ++u) {
         const std::string cat(raw.cat_name(u));

@@ -46,23 +46,24 @@ fs::path marker;  // StuckOnce: the first worker leaves it, the next one sees it
 struct StallingTool {
   jarvis::mcp::testing::WrappedToolHandler wrapped;
   StallingTool()
-      : wrapped("gemm_roofline", [](const json& args, ToolContext& ctx, const ToolHandler& original) {
-          if (jarvis::in_forked_worker()) {
-            const Mode m = mode.load();
-            if (m == Mode::StuckAlways) wait_forever();
-            if (m == Mode::StuckOnce && !fs::exists(marker)) {
-              std::ofstream(marker) << "first worker";
-              wait_forever();
-            }
-            if (m == Mode::BusyLong) {
-              // All CPU, no frame: 2.5 stuck_after periods.
-              const auto until = std::chrono::steady_clock::now() + 2500ms;
-              volatile uint64_t spin = 0;
-              while (std::chrono::steady_clock::now() < until) spin = spin + 1;
-            }
-          }
-          return original(args, ctx);
-        }) {}
+      : wrapped("gemm_roofline",
+                [](const json& args, ToolContext& ctx, const ToolHandler& original) {
+                  if (jarvis::in_forked_worker()) {
+                    const Mode m = mode.load();
+                    if (m == Mode::StuckAlways) wait_forever();
+                    if (m == Mode::StuckOnce && !fs::exists(marker)) {
+                      std::ofstream(marker) << "first worker";
+                      wait_forever();
+                    }
+                    if (m == Mode::BusyLong) {
+                      // All CPU, no frame: 2.5 stuck_after periods.
+                      const auto until = std::chrono::steady_clock::now() + 2500ms;
+                      volatile uint64_t spin = 0;
+                      while (std::chrono::steady_clock::now() < until) spin = spin + 1;
+                    }
+                  }
+                  return original(args, ctx);
+                }) {}
 };
 
 struct StuckAfter {
@@ -125,7 +126,8 @@ TEST_CASE("worker stuck: killed after its quiet time and run again; twice stuck 
     REQUIRE(reply.contains("result"));  // a tool error, not a protocol fault
     CHECK(reply["result"].value("isError", false));
     const std::string text = reply["result"]["content"][0]["text"].get<std::string>();
-    CHECK(text.find("gemm_roofline's worker process made no progress for 1 s") != std::string::npos);
+    CHECK(text.find("gemm_roofline's worker process made no progress for 1 s") !=
+          std::string::npos);
     CHECK(text.find("in a second worker too") != std::string::npos);
     CHECK(reply["result"]["_meta"]["jarvis/errorKind"] == "internal");
   }
