@@ -450,6 +450,19 @@ class ProgressWatch {
   uint64_t last_ticks_ = ~uint64_t{0};
 };
 
+// One wait on a worker's pipe, the tree's memory checked first (the caller
+// checks its worker between waits): the bytes read into `chunk`, 0 at the
+// stream's end (or a failed read), -1 when nothing came in the wait.
+ssize_t read_worker_pipe(int fd, char* chunk, size_t size, uint64_t memory_budget) {
+  check_tree_memory(memory_budget);
+  pollfd p{fd, POLLIN, 0};
+  const int ready = ::poll(&p, 1, memory_budget ? kMemoryCheckEveryMs : 100);
+  if (ready == 0 || (ready < 0 && errno == EINTR)) return -1;
+  const ssize_t n = ::read(fd, chunk, size);
+  if (n < 0 && errno == EINTR) return -1;
+  return n < 0 ? 0 : n;
+}
+
 // A kKept frame's value put on its trace's entry.
 void keep_frame(TraceCache& cache, json& payload) {
   const json& id = payload.at("id");
@@ -486,14 +499,9 @@ Received receive(int fd, pid_t pid, ToolContext& ctx, const std::atomic<bool>* c
       ::kill(pid, SIGKILL);
       killed = true;
     }
-    check_tree_memory(memory_budget);
-    pollfd p{fd, POLLIN, 0};
-    int ready = ::poll(&p, 1, memory_budget ? kMemoryCheckEveryMs : 100);
-    if (ready < 0 && errno == EINTR) continue;
-    if (ready == 0) continue;
-    ssize_t n = ::read(fd, chunk, sizeof chunk);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
+    const ssize_t n = read_worker_pipe(fd, chunk, sizeof chunk, memory_budget);
+    if (n < 0) continue;
+    if (n == 0) break;
     for (WorkerFrame& frame : reader.feed(chunk, static_cast<size_t>(n))) {
       json& payload = frame.payload;
       if (frame.kind == Frame::kProgress) {
@@ -563,14 +571,9 @@ void read_kept_values(int fd, pid_t pid, WorkerFrameReader reader, TraceCache& c
       ::kill(pid, SIGKILL);
       killed = true;
     }
-    check_tree_memory(memory_budget);
-    pollfd p{fd, POLLIN, 0};
-    int ready = ::poll(&p, 1, memory_budget ? kMemoryCheckEveryMs : 100);
-    if (ready < 0 && errno == EINTR) continue;
-    if (ready == 0) continue;
-    ssize_t n = ::read(fd, chunk, sizeof chunk);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
+    const ssize_t n = read_worker_pipe(fd, chunk, sizeof chunk, memory_budget);
+    if (n < 0) continue;
+    if (n == 0) break;
     for (WorkerFrame& frame : reader.feed(chunk, static_cast<size_t>(n)))
       if (frame.kind == Frame::kKept && !killed) keep_frame(cache, frame.payload);
     watch.saw_progress();

@@ -22,10 +22,6 @@
 
 #include "mcp/tool.h"
 
-namespace jarvis {
-class TraceCache;
-}
-
 namespace jarvis::mcp {
 
 // Runs handler(args, ctx) in a forked worker and returns its result, or

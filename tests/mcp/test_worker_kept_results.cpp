@@ -269,6 +269,19 @@ struct KeepingTool {
   }
 };
 
+// A server on examples/ with the example trace loaded and query_sql called
+// once (its worker sends KeepingTool's value after its answer).
+struct AnsweredOnce {
+  jarvis::mcp::Server server{
+      jarvis::mcp::testing::isolated_options((fs::path(JARVIS_SOURCE_DIR) / "examples").string())};
+  std::shared_ptr<jarvis::mcp::Session> session = initialized_session(server);
+  json first;
+  AnsweredOnce() {
+    kept_call(session, 1, "load_trace", {{"path", "example_trace.json.gz"}});
+    first = kept_call(session, 2, "query_sql", {{"trace", "t1"}, {"sql", "SELECT 1 AS x"}});
+  }
+};
+
 TEST_CASE(
     "kept values: a call is answered before its worker's kept value has come, and the next "
     "call waits for it") {
@@ -282,24 +295,23 @@ TEST_CASE(
   for (int attempt = 0; attempt < 3 && !pending_at_answer; ++attempt) {
     fs::remove(runs);
     KeepingTool keeping(runs);
-    jarvis::mcp::Server server(jarvis::mcp::testing::isolated_options(
-        (fs::path(JARVIS_SOURCE_DIR) / "examples").string()));
-    auto a = initialized_session(server);
-    kept_call(a, 1, "load_trace", {{"path", "example_trace.json.gz"}});
-    const json first = kept_call(a, 2, "query_sql", {{"trace", "t1"}, {"sql", "SELECT 1 AS x"}});
-    pending_at_answer =
-        !jarvis::mcp::wait_for_kept_values(server.trace_cache(), std::chrono::milliseconds(0));
+    AnsweredOnce answered;
+    pending_at_answer = !jarvis::mcp::wait_for_kept_values(answered.server.trace_cache(),
+                                                           std::chrono::milliseconds(0));
+    const json& first = answered.first;
     CHECK_FALSE(first["result"].value("isError", false));
     CHECK(first["result"]["structuredContent"]["rows"] == json::array({json::array({1})}));
     // The next call's worker forks once the value is in place, and reads it.
-    const json second = kept_call(a, 3, "query_sql", {{"trace", "t1"}, {"sql", "SELECT 2 AS x"}});
+    const json second =
+        kept_call(answered.session, 3, "query_sql", {{"trace", "t1"}, {"sql", "SELECT 2 AS x"}});
     CHECK_FALSE(second["result"].value("isError", false));
     const auto lines = keeping.lines();
     REQUIRE(lines.size() == 2);
     CHECK(lines[0].second == "none");
     CHECK(lines[1].second == std::to_string(KeepingTool::kBytes));
     CHECK(lines[0].first != lines[1].first);  // two workers
-    CHECK(jarvis::mcp::wait_for_kept_values(server.trace_cache(), std::chrono::seconds(10)));
+    CHECK(
+        jarvis::mcp::wait_for_kept_values(answered.server.trace_cache(), std::chrono::seconds(10)));
   }
   CHECK(pending_at_answer);
   fs::remove(runs);
@@ -311,13 +323,9 @@ TEST_CASE("kept values: a server ended while a worker still sends one ends that 
   fs::remove(runs);
   KeepingTool keeping(runs);
   {
-    jarvis::mcp::Server server(jarvis::mcp::testing::isolated_options(
-        (fs::path(JARVIS_SOURCE_DIR) / "examples").string()));
-    auto a = initialized_session(server);
-    kept_call(a, 1, "load_trace", {{"path", "example_trace.json.gz"}});
-    const json first = kept_call(a, 2, "query_sql", {{"trace", "t1"}, {"sql", "SELECT 1 AS x"}});
-    CHECK_FALSE(first["result"].value("isError", false));
-    a.reset();
+    AnsweredOnce answered;
+    CHECK_FALSE(answered.first["result"].value("isError", false));
+    answered.session.reset();
   }  // the server and its cache end here, the reader of the kept value before them
   const auto lines = keeping.lines();
   REQUIRE(lines.size() == 1);
