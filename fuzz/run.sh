@@ -12,7 +12,7 @@ jobs="${2:-1}"
 build="${JARVIS_SAN_BUILD:-$repo/build-san}"
 cmake -S "$repo" -B "$build" -DJARVIS_FUZZ=ON -DJARVIS_SANITIZE=ON -DCMAKE_CXX_COMPILER=clang++ \
   -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -gline-tables-only -DNDEBUG" >/dev/null
-cmake --build "$build" -j"$(( $(nproc) + 1 ))" --target fuzz_jsonrpc fuzz_trace fuzz_gzip fuzz_snapshot fuzz_xlsx fuzz_xplane fuzz_nsys \
+cmake --build "$build" -j"$(( $(nproc) + 1 ))" --target fuzz_jsonrpc fuzz_trace fuzz_gzip fuzz_snapshot fuzz_graph_file fuzz_xlsx fuzz_xplane fuzz_nsys \
   fuzz_critical_path fuzz_utf8 fuzz_worker_frames fuzz_sql_text
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
@@ -32,7 +32,7 @@ run() {  # target corpus... ; the first corpus directory receives new inputs
   grep -E "stat::number_of_executed_units|cov:|Done [0-9]+ runs" "$work/$target.log" | tail -3
 }
 # The targets run side by side, as many at once as there are cores (each is
-# one process): CI's 2 cores fuzz the eleven targets in half the wall time.
+# one process): CI's 2 cores fuzz the twelve targets in half the wall time.
 parallel="${FUZZ_PARALLEL:-$(nproc)}"
 launched=()
 launch() {  # like run, in the background; its output and status land in $work
@@ -41,7 +41,7 @@ launch() {  # like run, in the background; its output and status land in $work
   ( set +e; run "$@" >"$work/$target.out" 2>&1; echo $? >"$work/$target.rc" ) &
   launched+=("$target")
 }
-mkdir -p "$work/jsonrpc" "$work/trace" "$work/gzip" "$work/snapshot" "$work/xlsx" "$work/xplane" "$work/nsys" \
+mkdir -p "$work/jsonrpc" "$work/trace" "$work/gzip" "$work/snapshot" "$work/graph_file" "$work/xlsx" "$work/xplane" "$work/nsys" \
   "$work/critical_path" "$work/utf8" "$work/worker_frames" "$work/sql_text"
 cp "$here"/corpus_jsonrpc/* "$work/jsonrpc/"
 cp "$here"/corpus_trace/* "$repo"/tests/malformed/*.json "$work/trace/"
@@ -55,6 +55,8 @@ launch fuzz_trace 65536 "$work/trace"
 launch fuzz_gzip 65536 "$work/gzip"
 # The snapshot target writes its seed (a real payload) into its corpus itself.
 launch fuzz_snapshot 262144 "$work/snapshot"
+# So does the graph file's (the step model's graph of a real trace).
+launch fuzz_graph_file 262144 "$work/graph_file"
 launch fuzz_xlsx 65536 "$work/xlsx"
 launch fuzz_xplane 65536 "$work/xplane"
 launch fuzz_nsys 4096 "$work/nsys"

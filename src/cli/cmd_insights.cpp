@@ -66,7 +66,12 @@ int run_insights(const InsightsArgs& a) {
   Progress progress(a.progress.resolve(), "insights");
   progress.phase("load");
   std::optional<PhaseTimer> timer(std::in_place, "insights/load");
+  // The step model's graph file of this state of the trace, when it is one
+  // before and after the load (the file did not change in between).
+  const auto graph_file_before = engine::graph_file_of_path(a.trace);
   Trace trace = engine::load_any_trace(a.trace);
+  const auto graph_file = engine::graph_file_of_path(a.trace);
+  const bool graph_file_usable = engine::same_trace_state(graph_file_before, graph_file);
   progress.phase("call tree");
   timer.emplace("insights/call_tree");
   CallTree tree(trace);
@@ -75,7 +80,8 @@ int run_insights(const InsightsArgs& a) {
   std::optional<GpuArch> arch;
   if (!arch_name.empty() && arch_name != "none") arch = engine::load_gpu_arch(arch_name);
   progress.phase("rules");
-  auto [context, found] = engine::analyse_trace(trace, tree, arch ? &*arch : nullptr);
+  auto [context, found] = engine::analyse_trace(trace, tree, arch ? &*arch : nullptr,
+                                                graph_file_usable ? &*graph_file : nullptr);
   progress.finish();
   timer.emplace("insights/print");
   fmt::print("{} insights ({}; {})\n", found.size(), trace.gpu_name(),

@@ -25,6 +25,7 @@
 
 #include "base/error.h"
 #include "report/table.h"
+#include "trace/mappable_vector.h"
 #include "trace/trace.h"
 #include "tree/call_tree.h"
 
@@ -168,17 +169,20 @@ struct Join {
 struct WhatIfBase;
 
 struct Graph {
-  std::vector<Node> nodes;
-  std::vector<Edge> edges;
-  std::vector<uint32_t> in_off, in_edges;  // CSR of incoming edges per node
+  // The large arrays are MappableVectors: owned while build_graph fills
+  // them, views of the mapped file when the graph was read from its cache
+  // file (graph_file.h: used in place, no fresh pages).
+  MappableVector<Node> nodes;
+  MappableVector<Edge> edges;
+  MappableVector<uint32_t> in_off, in_edges;  // CSR of incoming edges per node
   // Per entry of in_edges: the edge's source node and its kind (EdgeKind,
   // kInFromStart set when from_start): what propagate reads of an edge, 5
   // bytes where the Edge is 48 (a replay reads every edge: the whole Edge
   // was most of its memory traffic). Made by order_nodes with in_edges.
-  std::vector<uint32_t> in_from;
-  std::vector<uint8_t> in_kind;
+  MappableVector<uint32_t> in_from;
+  MappableVector<uint8_t> in_kind;
   static constexpr uint8_t kInFromStart = 0x80;
-  std::vector<uint32_t> order;  // topological order
+  MappableVector<uint32_t> order;  // topological order
   std::vector<Label> labels;
   std::vector<Iteration> iterations;
   std::vector<Join> joins;

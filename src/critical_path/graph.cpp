@@ -184,7 +184,7 @@ class LabelMemo {
 struct UidNodes {
   static constexpr uint32_t kNone = UINT32_MAX;
   const CallTree* tree = nullptr;
-  const std::vector<Node>* nodes = nullptr;
+  const MappableVector<Node>* nodes = nullptr;
   std::vector<uint32_t> first;  // by Uid: a GPU op's start node, a runtime call's entry node
   uint32_t gpu_begin = 0;       // the rank's GPU nodes are [gpu_begin, gpu_begin + launch.size())
   std::vector<Uid> launch;      // by GPU node - gpu_begin: the runtime call that launched it
@@ -925,17 +925,6 @@ class RankBuilder {
 }  // namespace
 
 namespace detail {
-
-void compact_in_edges(const Graph& g, std::vector<uint32_t>& from, std::vector<uint8_t>& kind) {
-  from.resize(g.in_edges.size());
-  kind.resize(g.in_edges.size());
-  for (size_t k = 0; k < g.in_edges.size(); ++k) {
-    const Edge& e = g.edges[g.in_edges[k]];
-    from[k] = e.from;
-    kind[k] = static_cast<uint8_t>(static_cast<uint8_t>(e.kind) |
-                                   (e.from_start ? Graph::kInFromStart : 0));
-  }
-}
 
 // Kahn's order, earliest measured start first; a cycle (clock faults) is
 // broken by dropping the in-edges of its earliest node.

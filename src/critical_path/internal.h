@@ -16,7 +16,18 @@ namespace jarvis::critical_path::detail {
 // in_kind).
 void order_nodes(Graph& g);
 // Graph::in_from and in_kind of the graph's in_edges, into `from` and `kind`.
-void compact_in_edges(const Graph& g, std::vector<uint32_t>& from, std::vector<uint8_t>& kind);
+// (std::vector or MappableVector: the graph's own, or a propagation's.)
+template <class From, class Kind>
+void compact_in_edges(const Graph& g, From& from, Kind& kind) {
+  from.resize(g.in_edges.size());
+  kind.resize(g.in_edges.size());
+  for (size_t k = 0; k < g.in_edges.size(); ++k) {
+    const Edge& e = g.edges[g.in_edges[k]];
+    from[k] = e.from;
+    kind[k] = static_cast<uint8_t>(static_cast<uint8_t>(e.kind) |
+                                   (e.from_start ? Graph::kInFromStart : 0));
+  }
+}
 
 // Whether `base` holds the replay index (index_for_replays) of this graph:
 // its lists are read only then (a base of another graph is refused by the

@@ -87,8 +87,8 @@ Schedule propagate(const Graph& g, const std::vector<double>& dur, const std::ve
   const bool compact =
       g.in_from.size() == g.in_edges.size() && g.in_kind.size() == g.in_edges.size();
   if (!compact) detail::compact_in_edges(g, own_from, own_kind);
-  const std::vector<uint32_t>& in_from = compact ? g.in_from : own_from;
-  const std::vector<uint8_t>& in_kind = compact ? g.in_kind : own_kind;
+  const uint32_t* in_from = compact ? g.in_from.data() : own_from.data();
+  const uint8_t* in_kind = compact ? g.in_kind.data() : own_kind.data();
   Schedule s;
   const size_t n = g.nodes.size();
   s.start.assign(n, 0.0);

@@ -13,6 +13,7 @@
 #include <fmt/format.h>
 
 #include "base/random_id.h"
+#include "critical_path/graph_file.h"
 #include "explore/input_format.h"
 #include "explore/rocprof_trace.h"
 #include "insights/insights.h"
@@ -20,6 +21,7 @@
 #include "report/gpu_timeline.h"
 #include "report/report.h"
 #include "rocprof/profile.h"
+#include "trace/cache_file.h"
 #include "trace/loader.h"
 #include "tree/call_tree.h"
 
@@ -197,10 +199,43 @@ std::shared_ptr<const CallTree> trace_call_tree(const LoadedTrace& entry) {
   return entry.cached<CallTree>("tree", [&] { return CallTree(entry.trace()); });
 }
 
+namespace {
+
+// The graph cache file of a Kineto trace loaded from its file (its snapshot's
+// neighbour), when the file is still the one the trace was read from; none
+// for other inputs or when the cache is off.
+std::optional<CacheFilePlan> graph_file_of(const LoadedTrace& entry) {
+  if (entry.path().empty()) return std::nullopt;
+  std::optional<CacheFilePlan> plan = graph_file_of_path(entry.path());
+  if (!plan || plan->key.device != entry.entry().identity().device ||
+      plan->key.inode != entry.entry().identity().inode ||
+      plan->key.size != entry.entry().identity().size ||
+      plan->key.mtime_ns != entry.entry().identity().mtime_ns)
+    return std::nullopt;
+  return plan;
+}
+
+}  // namespace
+
+std::optional<CacheFilePlan> graph_file_of_path(const std::string& path) {
+  if (detect_input_format(path) != InputFormat::KinetoJson) return std::nullopt;
+  return plan_cache_file(path, critical_path::kGraphFileExtension);
+}
+
+bool same_trace_state(const std::optional<CacheFilePlan>& before,
+                      const std::optional<CacheFilePlan>& after) {
+  return before && after && before->file == after->file && before->key == after->key;
+}
+
 std::shared_ptr<const insights::StepModelRef> trace_step_model(const LoadedTrace& entry) {
   return entry.cached<insights::StepModelRef>("insights:step_model", [&entry] {
-    return insights::StepModelRef{
-        insights::build_step_model(entry.trace(), *trace_call_tree(entry))};
+    const std::optional<CacheFilePlan> graph_file = graph_file_of(entry);
+    // A graph built here is written to its file behind the session's calls.
+    const insights::GraphFileWriteLater write_later = [&entry](std::function<void()> task) {
+      entry.entry().run_behind(std::move(task));
+    };
+    return insights::StepModelRef{insights::build_step_model(
+        entry.trace(), *trace_call_tree(entry), graph_file ? &*graph_file : nullptr, write_later)};
   });
 }
 

@@ -15,10 +15,12 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "session/trace_cache.h"
+#include "trace/cache_file.h"
 #include "trace/trace.h"
 
 namespace jarvis::insights {
@@ -155,6 +157,15 @@ std::shared_ptr<const GpuTimeline> trace_timeline(const LoadedTrace& entry);
 // health block) and read by every later analysis of it; its `model` is
 // null when the trace gives no graph.
 std::shared_ptr<const insights::StepModelRef> trace_step_model(const LoadedTrace& entry);
+
+// The step model's graph cache file (critical_path/graph_file.h) of the
+// Kineto trace file at `path`, for a caller that loads the trace itself (the
+// CLI): call it before and after the load and use the file only when both
+// plans name the same state of the file (same_trace_state). Nullopt for
+// other inputs or when the cache is off.
+std::optional<CacheFilePlan> graph_file_of_path(const std::string& path);
+bool same_trace_state(const std::optional<CacheFilePlan>& before,
+                      const std::optional<CacheFilePlan>& after);
 
 // The unified perf rows of a loaded trace (report::unified_perf_rows: every
 // op's row with its metrics and kernels) for `arch` as trace_report reads

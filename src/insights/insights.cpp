@@ -13,6 +13,7 @@
 #include "base/phase_timer.h"
 #include "base/sort_runs.h"
 #include "base/two_threads.h"
+#include "critical_path/graph_file.h"
 #include "critical_path/what_if_request.h"
 #include "insights/idle_gaps.h"
 #include "insights/rules_internal.h"
@@ -373,13 +374,26 @@ Insight op_insight(const InsightContext& c, std::string_view rule, std::string c
 
 // The dependency graph of a one-trace job; none when the trace cannot give
 // one (no GPU work, no launches, a rank set that does not match).
-std::shared_ptr<const InsightContext::StepModel> build_step_model(const Trace& trace,
-                                                                  const CallTree& tree) {
+std::shared_ptr<const InsightContext::StepModel> build_step_model(
+    const Trace& trace, const CallTree& tree, const CacheFilePlan* graph_file,
+    const GraphFileWriteLater& write_later) {
   try {
     auto model = std::make_shared<InsightContext::StepModel>();
-    {
-      PhaseTimer t("insights/step_model/build_graph");
-      model->graph = critical_path::build_graph({{&trace, &tree, -1}});
+    if (std::optional<critical_path::Graph> kept =
+            graph_file ? critical_path::read_graph_file(*graph_file, trace) : std::nullopt) {
+      model->graph = std::move(*kept);
+    } else {
+      {
+        PhaseTimer t("insights/step_model/build_graph");
+        model->graph = critical_path::build_graph({{&trace, &tree, -1}});
+      }
+      if (graph_file && write_later) {
+        write_later([plan = *graph_file, &trace, model] {
+          critical_path::write_graph_file(plan, trace, model->graph);
+        });
+      } else if (graph_file) {
+        critical_path::write_graph_file(*graph_file, trace, model->graph);
+      }
     }
     if (model->graph.iterations.empty()) return nullptr;
     PhaseTimer t("insights/step_model/analyses");
@@ -470,6 +484,11 @@ InsightContext make_context(const Trace& trace, const CallTree& tree, const GpuA
 
 SharedTraceFacts make_shared_trace_facts(const Trace& trace, const CallTree& tree) {
   return {detail::make_shared_trace_facts(trace, tree)};
+}
+
+SharedTraceFactsInParts shared_trace_facts_in_parts(const Trace& trace, const CallTree& tree) {
+  detail::TraceFactsInParts made = detail::shared_trace_facts_in_parts(trace, tree);
+  return {{std::move(made.facts)}, std::move(made.parts)};
 }
 
 size_t InsightContext::StepModel::host_bound_iterations() const {
@@ -576,7 +595,8 @@ std::vector<Insight> run_insights(const InsightContext& context) {
   return ranked_insights(context, std::move(by_rule));
 }
 
-TraceInsights analyse_trace(const Trace& trace, const CallTree& tree, const GpuArch* arch) {
+TraceInsights analyse_trace(const Trace& trace, const CallTree& tree, const GpuArch* arch,
+                            const CacheFilePlan* graph_file) {
   // The step model costs about what the perf rows and the rules that do not
   // read it cost together: one thread builds it while the other builds the
   // context without it and runs those rules (either takes what is left);
@@ -589,7 +609,7 @@ TraceInsights analyse_trace(const Trace& trace, const CallTree& tree, const GpuA
   std::vector<char> ran(std::size(kRules), 0);  // each written by the one task of its rule
   std::vector<std::function<void()>> before_model{
       [&] {
-        model = build_step_model(trace, tree);
+        model = build_step_model(trace, tree, graph_file);
         model_built = true;
       },
       [&] {

@@ -5,6 +5,7 @@
 // the workflow (Path A: change the model; Path B: tune the kernel).
 #pragma once
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -19,6 +20,10 @@
 #include "report/perf_tables.h"
 #include "trace/trace.h"
 #include "tree/call_tree.h"
+
+namespace jarvis {
+struct CacheFilePlan;  // trace/cache_file.h
+}
 
 namespace jarvis::insights {
 
@@ -155,8 +160,14 @@ struct InsightContext {
 // trace_health reads the same, so a loaded trace keeps one for both
 // (engine::loaded_step_model in the MCP server: built once in the server
 // before any worker is forked, which inherits it).
-std::shared_ptr<const InsightContext::StepModel> build_step_model(const Trace& trace,
-                                                                  const CallTree& tree);
+// `graph_file`: the trace's graph cache file (critical_path/graph_file.h):
+// the graph is read from it when it matches, else built and written to it,
+// here, or by the task given to `write_later` when one is given (the task
+// holds the model; the caller keeps the trace alive until it has run).
+using GraphFileWriteLater = std::function<void(std::function<void()> task)>;
+std::shared_ptr<const InsightContext::StepModel> build_step_model(
+    const Trace& trace, const CallTree& tree, const CacheFilePlan* graph_file = nullptr,
+    const GraphFileWriteLater& write_later = {});
 // A step model given to make_context / trace_health (`model` null: the trace
 // has none, nothing is built).
 struct StepModelRef {
@@ -171,6 +182,14 @@ struct SharedTraceFacts {
   std::shared_ptr<const detail::TraceFacts> facts;
 };
 SharedTraceFacts make_shared_trace_facts(const Trace& trace, const CallTree& tree);
+// The same in parts to run in any order, on any thread, at once: `facts`
+// holds them all once every part has run (MCP load_trace runs them on
+// whichever core is free of its step model and perf rows).
+struct SharedTraceFactsInParts {
+  SharedTraceFacts facts;
+  std::vector<std::function<void()>> parts;
+};
+SharedTraceFactsInParts shared_trace_facts_in_parts(const Trace& trace, const CallTree& tree);
 
 // What a loaded trace keeps for the later analyses of it beside its step
 // model (MCP load_trace makes them on the core the model leaves free, and
@@ -203,7 +222,10 @@ struct TraceInsights {
   InsightContext context;
   std::vector<Insight> found;
 };
-TraceInsights analyse_trace(const Trace& trace, const CallTree& tree, const GpuArch* arch);
+// `graph_file`: the trace's graph cache file, as for build_step_model (the
+// CLI passes the file of the trace it loaded; null: none).
+TraceInsights analyse_trace(const Trace& trace, const CallTree& tree, const GpuArch* arch,
+                            const CacheFilePlan* graph_file = nullptr);
 // The same (make_context then run_insights: the same context and findings)
 // given the caller's timeline (null: computed) and step model (`model`
 // null: the trace has none), sooner: the rules start once the perf rows are

@@ -36,6 +36,14 @@ void prepare_trace_facts(const InsightContext& c, std::shared_ptr<const TraceFac
 // load_trace makes them on the core its step model leaves free) for the contexts of its later
 // analyses, which read them unchanged (prepare_trace_facts' `base`).
 std::shared_ptr<const TraceFacts> make_shared_trace_facts(const Trace& trace, const CallTree& tree);
+// The same facts in parts that run in any order, on any thread, at once
+// (each fact is made under its own lock): `facts` holds them all once every
+// part has run. The parts keep the trace and the tree referenced.
+struct TraceFactsInParts {
+  std::shared_ptr<const TraceFacts> facts;
+  std::vector<std::function<void()>> parts;
+};
+TraceFactsInParts shared_trace_facts_in_parts(const Trace& trace, const CallTree& tree);
 
 // Makes now the facts that read no perf row and no timeline (the GPU's idle
 // gaps and the host's share of them by place, the graph-capture calls, the

@@ -1,7 +1,9 @@
 #include "session/trace_cache.h"
 
 #include <malloc.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -51,6 +53,36 @@ FileIdentity identify_file(const std::string& path) {
   id.mtime_ns = static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
   id.path = canonical.string();
   return id;
+}
+
+TraceEntry::~TraceEntry() {
+  if (in_forked_worker()) {
+    // The threads are the server's, absent from this copy of it: neither
+    // joined nor destroyed here (a joinable std::thread's destructor ends
+    // the process). The worker exits after its call.
+    if (!behind_.empty()) (void)new std::vector<std::thread>(std::move(behind_));
+    return;
+  }
+  for (std::thread& t : behind_)
+    if (t.joinable()) t.join();
+}
+
+void TraceEntry::run_behind(std::function<void()> task) const {
+  if (in_forked_worker()) {
+    task();
+    return;
+  }
+  std::lock_guard<std::mutex> lock(behind_mutex_);
+  behind_.emplace_back([task = std::move(task)] {
+    // This thread's own nice value (Linux: per thread); failing to lower it
+    // only leaves the write at the session's priority.
+    (void)::setpriority(PRIO_PROCESS, static_cast<id_t>(::gettid()), 10);
+    try {
+      task();
+    } catch (...) {
+      // A cache file not written (out of memory): the next load builds it again.
+    }
+  });
 }
 
 std::shared_ptr<TraceEntry::Slot> TraceEntry::slot_for(std::type_index type,

@@ -18,8 +18,10 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <tuple>
 #include <typeindex>
+#include <vector>
 
 #include "base/forked_worker.h"
 #include "trace/snapshot.h"
@@ -55,6 +57,16 @@ class TraceEntry {
         load_seconds_(load_seconds),
         bytes_(bytes),
         snapshot_writer_(std::move(snapshot_writer)) {}
+  TraceEntry(const TraceEntry&) = delete;
+  TraceEntry& operator=(const TraceEntry&) = delete;
+  // Joins the tasks run_behind started (the trace is still alive then).
+  ~TraceEntry();
+
+  // Runs `task`, a write of something derived from the trace to a cache
+  // file, on a thread of its own at a low priority (nice 10), so that the
+  // session's next calls go first; joined when the entry goes. In a forked
+  // worker, which exits after its call, it runs here instead.
+  void run_behind(std::function<void()> task) const;
 
   const FileIdentity& identity() const { return id_; }
   const Trace& trace() const { return *trace_; }
@@ -111,6 +123,8 @@ class TraceEntry {
   mutable std::mutex slots_mutex_;
   mutable std::map<std::pair<std::type_index, std::string>, std::shared_ptr<Slot>> slots_;
   std::unique_ptr<SnapshotWriteBehind> snapshot_writer_;
+  mutable std::mutex behind_mutex_;
+  mutable std::vector<std::thread> behind_;
 };
 
 // Rough resident size of a parsed trace plus room for its derived data.

@@ -65,6 +65,8 @@ class MappableVector {
   T* end() { return data_ + size_; }
   const T* begin() const { return data_; }
   const T* end() const { return data_ + size_; }
+  T& front() { return data_[0]; }
+  const T& front() const { return data_[0]; }
   T& back() { return data_[size_ - 1]; }
   const T& back() const { return data_[size_ - 1]; }
 
@@ -81,6 +83,11 @@ class MappableVector {
   void resize(size_t n) {
     own();
     owned_.resize(n);
+    sync();
+  }
+  void assign(size_t n, const T& value) {
+    own();
+    owned_.assign(n, value);
     sync();
   }
   void append(const T* first, const T* last) {

@@ -1,6 +1,7 @@
 #include "trace/snapshot.h"
 #include "base/cache_prune.h"
 #include "base/output_guard.h"
+#include "trace/cache_file.h"
 
 #include <fcntl.h>
 #include <isa-l/crc.h>
@@ -621,8 +622,10 @@ uint64_t snapshot_cache_budget() {
   return mib << 20;
 }
 
+// Snapshots and the files derived from their traces (trace/cache_file.h):
+// one bound for them all.
 static bool is_snapshot_file(const fs::path& p) {
-  return p.extension() == ".jsnap";
+  return p.extension() == ".jsnap" || p.extension() == ".jgraph";
 }
 
 std::vector<std::string> prune_snapshot_cache(const std::string& cache_dir, uint64_t budget_bytes,
@@ -890,6 +893,160 @@ std::shared_ptr<const Trace> load_trace_write_behind(const std::string& path,
   SnapshotOptions snapshot;
   snapshot.enabled = snapshots_enabled();
   return load_trace_write_behind(path, LoadOptions{}, snapshot, writer);
+}
+
+// ---------------------------------------------------------------- cache files
+
+namespace {
+
+class CacheWriterOf final : public CacheFileWriter {
+ public:
+  explicit CacheWriterOf(Writer& w) : w_(w) {}
+  void raw(const void* p, size_t n) override { w_.raw(p, n); }
+  void align(size_t alignment) override { w_.align(alignment); }
+
+ private:
+  Writer& w_;
+};
+
+class CacheReaderOf final : public CacheFileReader {
+ public:
+  CacheReaderOf(Reader& r, std::shared_ptr<void> mapping) : r_(r), mapping_(std::move(mapping)) {}
+  const char* take(uint64_t n) override { return r_.take(n); }
+  void align(size_t alignment) override { r_.align(alignment); }
+  uint64_t left() const override { return r_.left(); }
+  std::shared_ptr<void> mapping() const override { return mapping_; }
+
+ private:
+  Reader& r_;
+  std::shared_ptr<void> mapping_;
+};
+
+}  // namespace
+
+void CacheFileReader::refuse(std::string why) {
+  throw Unusable{std::move(why)};
+}
+
+std::optional<CacheFilePlan> plan_cache_file(const std::string& trace_path,
+                                             std::string_view extension,
+                                             const SnapshotOptions& options) {
+  if (!snapshots_enabled()) return std::nullopt;
+  SnapshotPlan snapshot = plan_snapshot(trace_path, options);
+  if (!snapshot.key) return std::nullopt;
+  CacheFilePlan plan;
+  plan.dir = snapshot.dir;
+  plan.file = fs::path(snapshot.file).replace_extension(extension).string();
+  plan.key = *snapshot.key;
+  plan.mac_key = snapshot.mac_key;
+  plan.budget = snapshot.budget;
+  plan.log = snapshot.log;
+  return plan;
+}
+
+void write_cache_file(const CacheFilePlan& plan, const CacheFileKind& kind,
+                      const std::function<void(CacheFileWriter&)>& write) noexcept {
+  try {
+    try {
+      fs::create_directories(fs::path(plan.file).parent_path());
+      AtomicFile out(plan.file, AtomicFile::Kind::Cache);
+      FilePtr f(std::fopen(out.temp_path().c_str(), "wb"));
+      if (!f)
+        throw std::runtime_error(fmt::format("{}: {}", out.temp_path(), std::strerror(errno)));
+      if (::fchmod(::fileno(f.get()), 0600) != 0)
+        throw std::runtime_error(fmt::format("{}: {}", out.temp_path(), std::strerror(errno)));
+      std::setvbuf(f.get(), nullptr, _IOFBF, 1 << 20);
+      Header h{};
+      std::memcpy(h.magic, kind.magic, sizeof h.magic);
+      h.version = kind.version;
+      h.event_size = kind.item_size;
+      fill_random(h.mac_nonce);
+      PayloadMac mac(plan.mac_key, h.mac_nonce);
+      auto put_header = [&] {
+        if (std::fwrite(&h, sizeof h, 1, f.get()) != 1)
+          throw std::runtime_error(fmt::format("{}: {}", out.temp_path(), std::strerror(errno)));
+      };
+      put_header();
+      Writer w(f.get(), mac);
+      CacheWriterOf writer(w);
+      write(writer);
+      h.payload_bytes = w.bytes();
+      h.payload_crc = w.crc();
+      mac.update(&h, kHeaderMacCovers);
+      h.mac = mac.finish();
+      if (std::fseek(f.get(), 0, SEEK_SET) != 0)
+        throw std::runtime_error(fmt::format("{}: {}", out.temp_path(), std::strerror(errno)));
+      put_header();
+      if (std::fclose(f.release()) != 0)
+        throw std::runtime_error(fmt::format("{}: {}", out.temp_path(), std::strerror(errno)));
+      out.commit();
+      std::error_code ec;
+      const uint64_t written = fs::file_size(plan.file, ec);
+      prune_cache_dir_after_write(fs::path(plan.dir) / "snapshots", plan.budget, ec ? 0 : written,
+                                  is_snapshot_file,
+                                  [&plan](const fs::path& p) { return p == fs::path(plan.file); });
+    } catch (const std::exception& e) {
+      plan.log(fmt::format("{}: not written: {}", plan.file, e.what()));
+    }
+  } catch (...) {
+    // The log itself failed (out of memory): the file is only a cache.
+  }
+}
+
+bool read_cache_file(const CacheFilePlan& plan, const CacheFileKind& kind,
+                     const std::function<void(CacheFileReader&)>& read) {
+  const std::string& file = plan.file;
+  int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+  if (fd < 0) {
+    if (errno != ENOENT) plan.log(fmt::format("{}: not read: {}", file, std::strerror(errno)));
+    return false;
+  }
+  struct FdCloser {
+    int fd;
+    ~FdCloser() { ::close(fd); }
+  } closer{fd};
+  try {
+    struct stat st {};
+    if (::fstat(fd, &st) != 0) throw Unusable{std::strerror(errno)};
+    if (std::string why = untrusted_file_reason(st); !why.empty())
+      throw Unusable{"not trusted: " + why};
+    auto size = static_cast<uint64_t>(st.st_size);
+    Header h{};
+    if (size < sizeof h || ::pread(fd, &h, sizeof h, 0) != static_cast<ssize_t>(sizeof h))
+      throw Unusable{fmt::format("truncated: {} bytes, shorter than the header", size)};
+    if (std::memcmp(h.magic, kind.magic, sizeof h.magic) != 0)
+      throw Unusable{"not a file of this kind"};
+    if (h.version != kind.version)
+      throw Unusable{
+          fmt::format("format version {}, this build reads {}", h.version, kind.version)};
+    if (h.event_size != kind.item_size)
+      throw Unusable{fmt::format("written with another layout ({}, this build {})", h.event_size,
+                                 kind.item_size)};
+    if (size - sizeof h != h.payload_bytes)
+      throw Unusable{fmt::format("truncated: {} payload bytes, the header says {}", size - sizeof h,
+                                 h.payload_bytes)};
+    std::shared_ptr<void> mapping = map_file(fd, size);
+    const char* start = static_cast<const char*>(mapping.get());
+    PayloadMac mac(plan.mac_key, h.mac_nonce);
+    Reader r(start, start + sizeof h, h.payload_bytes, mac);
+    // Checked whole before any of it is read.
+    r.checksum_to_end();
+    if (r.crc() != h.payload_crc) throw Unusable{"corrupt: checksum mismatch"};
+    mac.update(start, kHeaderMacCovers);
+    if (!tags_equal(mac.finish(), h.mac))
+      throw Unusable{
+          "not trusted: its MAC does not match this cache's key (edited, or made by another "
+          "cache)"};
+    CacheReaderOf reader(r, mapping);
+    read(reader);
+    (void)::futimens(fd, nullptr);  // used now: the cache bound removes the least recent first
+    return true;
+  } catch (const Unusable& u) {
+    plan.log(fmt::format("{}: ignored ({})", file, u.reason));
+  } catch (const std::bad_alloc&) {
+    plan.log(fmt::format("{}: ignored (corrupt: an allocation failed)", file));
+  }
+  return false;
 }
 
 }  // namespace jarvis

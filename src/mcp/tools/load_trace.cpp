@@ -1,13 +1,17 @@
 // load_trace: confine the path, load (or reuse) the trace with progress and
 // cancellation, return the engine's overview.
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <filesystem>
+#include <functional>
 #ifdef __GLIBC__
 #include <malloc.h>
 #endif
+#include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -94,20 +98,54 @@ std::string timeline_line(const json& timeline) {
 
 // The perf rows of the trace's own arch and the facts of the trace alone
 // the insights rules read, kept on the entry for the session's later calls
-// (engine::trace_perf_rows, loaded_trace_facts). Only a head start: a trace
-// whose rows or facts cannot be made keeps none, and the call that needs
-// them meets the error itself.
-void keep_insights_head_start(const LoadedTrace& entry) {
+// (engine::trace_perf_rows, loaded_trace_facts): tasks for the two threads
+// beside the step model, the facts in parts so that the core the model
+// leaves free takes what is left of them (a model read from its graph file
+// takes ~0.2 s at x256, the rows and facts ~0.7 s one after the other).
+// Only a head start: a trace whose rows or facts cannot be made keeps none,
+// and the call that needs them meets the error itself.
+struct InsightsHeadStart {
+  std::vector<std::function<void()>> tasks;
+  // Keeps the facts on the entry once every task has run (none failed).
+  std::function<void()> keep;
+};
+
+InsightsHeadStart insights_head_start(const LoadedTrace& entry) {
   // A trace of a few thousand events: the worker makes them in a millisecond
   // or two, and the server need not hold them for the session.
   constexpr size_t kHeadStartMinEvents = 5000;
-  if (entry.trace().events.size() < kHeadStartMinEvents) return;
-  PhaseTimer t("load_trace/perf_rows+facts");
+  InsightsHeadStart head;
+  if (entry.trace().events.size() < kHeadStartMinEvents) return head;
+  head.tasks.push_back([&entry] {
+    PhaseTimer t("load_trace/perf_rows");
+    try {
+      (void)engine::trace_perf_rows(entry);
+    } catch (const std::runtime_error&) {
+    }
+  });
+  if (entry.entry().find<engine::SharedTraceFacts>("insights:trace_facts")) return head;
+  std::shared_ptr<engine::SharedTraceFactsInParts> facts;
   try {
-    (void)engine::trace_perf_rows(entry);
-    (void)loaded_trace_facts(entry);
+    facts = std::make_shared<engine::SharedTraceFactsInParts>(
+        engine::shared_trace_facts_in_parts(entry.trace(), *engine::trace_call_tree(entry)));
   } catch (const std::runtime_error&) {
+    return head;
   }
+  auto failed = std::make_shared<std::atomic<bool>>(false);
+  for (const auto& part : facts->parts)
+    head.tasks.push_back([part, failed] {
+      try {
+        part();
+      } catch (const std::runtime_error&) {
+        *failed = true;
+      }
+    });
+  head.keep = [&entry, facts, failed] {
+    if (*failed) return;
+    (void)entry.cached<engine::SharedTraceFacts>("insights:trace_facts",
+                                                 [&facts] { return facts->facts; });
+  };
+  return head;
 }
 
 // The result of a trace load_trace registered: the overview, GPU timeline,
@@ -140,8 +178,12 @@ ToolResult loaded_result(const TraceStore::LoadResult& loaded, ToolContext& ctx)
   // with the other core idle here (x256: 0.5 s, 234k rows).
   timer.emplace("load_trace/step_model+health+perf_rows");
   std::shared_ptr<const engine::TraceHealth> health_block;
-  run_on_two_threads({[&] { health_block = loaded_trace_health_block(*loaded.entry); },
-                      [&] { keep_insights_head_start(*loaded.entry); }});
+  InsightsHeadStart head = insights_head_start(*loaded.entry);
+  std::vector<std::function<void()>> tasks{
+      [&] { health_block = loaded_trace_health_block(*loaded.entry); }};
+  for (auto& task : head.tasks) tasks.push_back(std::move(task));
+  run_on_two_threads(tasks);
+  if (head.keep) head.keep();
   const engine::TraceHealth& health = *health_block;
   summary["health"] = loaded_trace_health(*loaded.entry);
   timer.reset();
