@@ -597,40 +597,40 @@ std::vector<Insight> run_insights(const InsightContext& context) {
 
 TraceInsights analyse_trace(const Trace& trace, const CallTree& tree, const GpuArch* arch,
                             const CacheFilePlan* graph_file) {
-  // The step model costs about what the perf rows and the rules that do not
-  // read it cost together: one thread builds it while the other builds the
-  // context without it and runs those rules (either takes what is left);
-  // then the rules that read it, on both.
+  // The step model costs about what the perf rows cost (less when its graph
+  // is read from its file): one thread makes the model while the other makes
+  // the rows; the facts the rules read of the trace alone go to whichever is
+  // free first (they read no row); the rules that do not read the model run
+  // once the rows are there, until the model is done; then the rules that
+  // read it, on both.
   std::shared_ptr<const InsightContext::StepModel> model;
-  std::optional<InsightContext> context;
+  InsightContext context{trace, tree, arch, {}, 0, {}, trace.gpu_name(), nullptr, {}};
+  detail::prepare_trace_facts(context);
   FindingsByRule by_rule(std::size(kRules));
-  TaskLatch context_ready;
+  TaskLatch rows_ready;
   std::atomic<bool> model_built{false};
   std::vector<char> ran(std::size(kRules), 0);  // each written by the one task of its rule
-  std::vector<std::function<void()>> before_model{
-      [&] {
-        model = build_step_model(trace, tree, graph_file);
-        model_built = true;
-      },
-      [&] {
-        context_ready.run([&] {
-          const StepModelRef none;
-          context.emplace(make_context(trace, tree, arch, nullptr, &none));
-          detail::prepare_trace_facts(*context);
-        });
-      }};
-  // The facts the rules read of the trace alone, made before the model is
-  // done by whichever thread is free: the GPU's idle gaps and the idle the
-  // host opened by place; the host events in time order the unrecorded
-  // stretches start from (the stretches themselves need the model); the
-  // launching siblings two rules read; the events by name a dozen read.
+  std::vector<std::function<void()>> before_model{[&] {
+                                                    model =
+                                                        build_step_model(trace, tree, graph_file);
+                                                    model_built = true;
+                                                  },
+                                                  [&] {
+                                                    rows_ready.run([&] {
+                                                      add_rows(context, nullptr);
+                                                      add_timeline(context, nullptr);
+                                                    });
+                                                  }};
+  // The facts of the trace alone (computed once each, under their own
+  // locks, as a rule reading one meanwhile would): the GPU's idle gaps and
+  // the idle the host opened by place; the host events in time order the
+  // unrecorded stretches start from (the stretches themselves need the
+  // model); the launching siblings two rules read; the events by name a
+  // dozen read.
   for (void (*make)(const InsightContext&) :
        {detail::make_idle_facts, detail::make_host_gap_events, detail::make_launching_siblings,
         detail::make_events_by_name})
-    before_model.push_back([&, make] {
-      context_ready.wait();
-      make(*context);
-    });
+    before_model.push_back([&, make] { make(context); });
   // A rule that does not read the model runs here while the model is being
   // built; once it is, the rules left run after it, beside those that read
   // it (they find the same with the model as without: test_rules_overlap),
@@ -638,31 +638,31 @@ TraceInsights analyse_trace(const Trace& trace, const CallTree& tree, const GpuA
   for (size_t k = 0; k < std::size(kRules); ++k) {
     if (kRules[k].reads_step) continue;
     before_model.push_back([&, k] {
-      context_ready.wait();
+      rows_ready.wait();
       if (model_built) return;
-      run_rule(*context, k, by_rule[k]);
+      run_rule(context, k, by_rule[k]);
       ran[k] = 1;
     });
   }
   run_on_two_threads(before_model);
-  context->step = std::move(model);
+  context.step = std::move(model);
   // The unrecorded host stretches and the rule that replays them (the
   // longest that reads the model, 70 ms at x256) first, on one thread, the
   // other rules beside them.
   const size_t unrecorded = rule_index("unrecorded_host_time");
   std::vector<std::function<void()>> with_model{[&] {
-    detail::make_unrecorded_facts(*context);
-    run_rule(*context, unrecorded, by_rule[unrecorded]);
+    detail::make_unrecorded_facts(context);
+    run_rule(context, unrecorded, by_rule[unrecorded]);
   }};
   for (size_t k = 0; k < std::size(kRules); ++k)
     if (kRules[k].reads_step && k != unrecorded)
-      with_model.push_back(rule_task(*context, k, by_rule));
+      with_model.push_back(rule_task(context, k, by_rule));
   for (size_t k = 0; k < std::size(kRules); ++k)
-    if (!kRules[k].reads_step && !ran[k]) with_model.push_back(rule_task(*context, k, by_rule));
+    if (!kRules[k].reads_step && !ran[k]) with_model.push_back(rule_task(context, k, by_rule));
   run_on_two_threads(with_model);
-  detail::release_rule_scratch(*context);
-  std::vector<Insight> found = ranked_insights(*context, std::move(by_rule));
-  return {std::move(*context), std::move(found)};
+  detail::release_rule_scratch(context);
+  std::vector<Insight> found = ranked_insights(context, std::move(by_rule));
+  return {std::move(context), std::move(found)};
 }
 
 TraceInsights analyse_trace(const Trace& trace, const CallTree& tree, const GpuArch* arch,
