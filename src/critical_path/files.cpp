@@ -3,6 +3,7 @@
 #include <filesystem>
 #include <future>
 #include <initializer_list>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -12,6 +13,7 @@
 #include "base/atomic_file.h"
 #include "base/two_threads.h"
 #include "critical_path/critical_path.h"
+#include "critical_path/graph_file.h"
 #include "critical_path/internal.h"
 #include "critical_path/what_if_request.h"
 #include "explore/input_format.h"
@@ -149,6 +151,11 @@ Loaded load_graph(const std::vector<std::string>& paths,
                   const std::function<bool(size_t, size_t)>& progress) {
   Loaded out;
   std::vector<RankInput> inputs;
+  // One Kineto trace: the graph the step model keeps beside its snapshot
+  // (graph_file.h: the same build of the same one-rank input), read when the
+  // file was not changed by the time it was loaded, else built and written.
+  const std::optional<CacheFilePlan> graph_file_before =
+      paths.size() == 1 ? graph_file_of_path(paths[0]) : std::nullopt;
   for (size_t k = 0; k < paths.size(); ++k) {
     // A multi-process Nsight Systems capture gives one trace per rank.
     for (Trace& t : load_rank_traces(paths[k])) {
@@ -157,6 +164,18 @@ Loaded load_graph(const std::vector<std::string>& paths,
       inputs.push_back({out.traces.back().get(), out.trees.back().get(), -1});
     }
     if (progress && !progress(k + 1, paths.size())) throw CriticalPathError("cancelled");
+  }
+  if (graph_file_before && out.traces.size() == 1) {
+    const std::optional<CacheFilePlan> graph_file = graph_file_of_path(paths[0]);
+    if (same_trace_state(graph_file_before, graph_file)) {
+      if (std::optional<Graph> kept = read_graph_file(*graph_file, *out.traces[0])) {
+        out.graph = std::move(*kept);
+      } else {
+        out.graph = build_graph(inputs);
+        write_graph_file(*graph_file, *out.traces[0], out.graph);
+      }
+      return out;
+    }
   }
   out.graph = build_graph(inputs);
   return out;

@@ -342,7 +342,8 @@ TEST_CASE("graph file: a loaded trace's step model reads the graph its first loa
   CHECK(first->measured.summary == second->measured.summary);
 }
 
-TEST_CASE("graph file: the CLI's insights write it once, read it after, same findings") {
+TEST_CASE(
+    "graph file: the CLI's insights write it once, insights and critical-path read it after") {
   EnvGuard env;
   env.set("JARVIS_NO_SNAPSHOT", nullptr);
   env.set("JARVIS_CALIBRATION", nullptr);
@@ -371,6 +372,25 @@ TEST_CASE("graph file: the CLI's insights write it once, read it after, same fin
   CHECK(fs::last_write_time(graph_file) > long_ago + std::chrono::hours(47));
   CHECK(first == second);
   CHECK(first.size() > 100);
+
+  // critical-path reads the same file; its summary is the one of a graph
+  // built without the cache.
+  const auto summary = [&](const std::string& name, bool cache) {
+    const fs::path out = dir.path / name;
+    const loader_test::CliResult r = loader_test::run_jarvis(
+        std::string(cache ? "" : "--no-cache ") + "critical-path " +
+        loader_test::shell_quote(path) + " --out " + loader_test::shell_quote(out.string()));
+    INFO(r.output);
+    REQUIRE(r.exit_code == 0);
+    CHECK(r.output.find("ignored") == std::string::npos);
+    return loader_test::read_file((out / "critical_path_summary.json").string());
+  };
+  fs::last_write_time(graph_file, long_ago);
+  const std::string read_back = summary("cp_read", true);
+  CHECK(fs::last_write_time(graph_file) > long_ago + std::chrono::hours(47));
+  const std::string built = summary("cp_built", false);
+  CHECK(read_back == built);
+  CHECK(read_back.find("\"iterations\"") != std::string::npos);
 }
 
 }  // namespace JARVIS_TEST_FILE
