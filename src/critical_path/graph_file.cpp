@@ -1,6 +1,8 @@
 // The step model's graph in its cache file (graph_file.h).
 #include "critical_path/graph_file.h"
 
+#include <dlfcn.h>
+#include <link.h>
 #include <sys/stat.h>
 
 #include <fmt/format.h>
@@ -22,17 +24,32 @@ constexpr CacheFileKind kGraphFile{{'J', 'R', 'V', 'G', 'R', 'A', 'P', 'H'},
                                    1,
                                    static_cast<uint32_t>(sizeof(Node) << 16 | sizeof(Edge))};
 
-// This executable, by its file: any rebuild or reinstall changes one of these.
+// The file holding this code, the jarvis executable or the Python module
+// (_jarvis.so, whose process is python3's): any rebuild or reinstall changes
+// one of these.
 struct ExecutableId {
   uint64_t device = 0, inode = 0, size = 0;
   int64_t mtime_ns = 0;
 };
 
+// The path of the object this function is in: a shared object's own path
+// (its link map's name) when it is one, else the process's executable (the
+// main program's link map has no name).
+std::string code_file() {
+  Dl_info info{};
+  struct link_map* map = nullptr;
+  if (::dladdr1(reinterpret_cast<const void*>(&code_file), &info, reinterpret_cast<void**>(&map),
+                RTLD_DL_LINKMAP) != 0 &&
+      map && map->l_name && map->l_name[0] == '/')
+    return map->l_name;
+  return "/proc/self/exe";
+}
+
 ExecutableId executable_id() {
   static const ExecutableId id = [] {
     ExecutableId e;
     struct stat st {};
-    if (::stat("/proc/self/exe", &st) == 0) {
+    if (::stat(code_file().c_str(), &st) == 0) {
       e.device = st.st_dev;
       e.inode = st.st_ino;
       e.size = static_cast<uint64_t>(st.st_size);

@@ -6,9 +6,10 @@
 //
 // The file records what the graph was built from and is used only when all
 // of it matches the reading process: the trace's snapshot key (the file's
-// path, device, inode, size, mtime and edge checksum), this executable (its
-// device, inode, size and mtime: any rebuild or reinstall of jarvis makes the
-// files of the build before stale), and the profiler-cost model the trace
+// path, device, inode, size, mtime and edge checksum), the file of the code
+// reading it, the jarvis executable or the Python module (its device, inode,
+// size and mtime: any rebuild or reinstall of jarvis makes the files of the
+// build before stale), and the profiler-cost model the trace
 // gets here (critical_path/calibration.h: a new calibration of the host, a
 // forced one). Its indices are checked against the graph and the trace on
 // reading (every node, edge, label and thread index in range, the in-edge
