@@ -1,7 +1,7 @@
 // libFuzzer target for the step model's graph cache file
 // (critical_path/graph_file.h): each input is a file's payload. The harness
 // puts a header with the right length, CRC-32 and MAC under the fixture
-// cache's key in front, so inputs get past the trust checks to the graph's
+// cache's key in front (cache_file_frame.h), so inputs get past the trust checks to the graph's
 // own checks (what it was made from, its layout, every index, the in-edge
 // lists and the topological order). A graph the reader accepts is analysed
 // on the recorded and the un-profiled host, as the step model does: a file
@@ -23,9 +23,7 @@
 #include <string>
 #include <string_view>
 
-#include <isa-l/crc.h>
-
-#include "base/keyed_mac.h"
+#include "cache_file_frame.h"
 #include "critical_path/critical_path.h"
 #include "critical_path/graph_file.h"
 #include "trace/cache_file.h"
@@ -37,15 +35,7 @@ namespace {
 namespace fs = std::filesystem;
 namespace cp = jarvis::critical_path;
 
-// The cache file header's layout (src/trace/snapshot.cpp, as a snapshot's):
-// magic[8], version, item size, payload bytes (offset 16), payload CRC-32
-// (offset 24), reserved, MAC nonce (offset 32), MAC (offset 48, over the
-// payload then bytes 0-47).
-constexpr size_t kHeaderBytes = 64;
-constexpr size_t kPayloadBytesAt = 16;
-constexpr size_t kPayloadCrcAt = 24;
-constexpr size_t kMacNonceAt = 32;
-constexpr size_t kMacAt = 48;
+using jarvis::fuzz::kHeaderBytes;
 
 struct Fixture {
   fs::path dir;
@@ -108,20 +98,7 @@ extern "C" int LLVMFuzzerInitialize(int* argc, char*** argv) {
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const Fixture& f = fixture();
   const std::string payload(reinterpret_cast<const char*>(data), size);
-  std::string file = f.header;
-  const uint64_t payload_bytes = payload.size();
-  const uint32_t crc =
-      crc32_gzip_refl(0, reinterpret_cast<const unsigned char*>(payload.data()), payload.size());
-  std::memcpy(file.data() + kPayloadBytesAt, &payload_bytes, sizeof payload_bytes);
-  std::memcpy(file.data() + kPayloadCrcAt, &crc, sizeof crc);
-  jarvis::MacNonce nonce;
-  std::memcpy(nonce.data(), file.data() + kMacNonceAt, nonce.size());
-  jarvis::PayloadMac mac(f.plan.mac_key, nonce);
-  mac.update(payload.data(), payload.size());
-  mac.update(file.data(), kMacAt);
-  const jarvis::MacTag tag = mac.finish();
-  std::memcpy(file.data() + kMacAt, tag.data(), tag.size());
-  file += payload;
+  const std::string file = jarvis::fuzz::framed(f.header, payload, f.plan.mac_key);
   {
     std::ofstream out(f.plan.file, std::ios::binary | std::ios::trunc);
     out << file;

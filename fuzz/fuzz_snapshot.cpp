@@ -21,9 +21,7 @@
 #include <string>
 #include <string_view>
 
-#include <isa-l/crc.h>
-
-#include "base/keyed_mac.h"
+#include "cache_file_frame.h"
 #include "report/report.h"
 #include "trace/loader.h"
 #include "trace/snapshot.h"
@@ -33,14 +31,8 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// The snapshot header's layout (src/trace/snapshot.cpp): magic[8], version,
-// event size, payload bytes (offset 16), payload CRC-32 (offset 24), reserved,
-// MAC nonce (offset 32), MAC (offset 48, over the payload then bytes 0-47).
-constexpr size_t kHeaderBytes = 64;
-constexpr size_t kPayloadBytesAt = 16;
-constexpr size_t kPayloadCrcAt = 24;
-constexpr size_t kMacNonceAt = 32;
-constexpr size_t kMacAt = 48;
+using jarvis::fuzz::kHeaderBytes;
+using jarvis::fuzz::kPayloadCrcAt;
 
 struct Fixture {
   fs::path dir;
@@ -116,20 +108,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const Fixture& f = fixture();
   std::string payload = f.key_bytes;
   payload.append(reinterpret_cast<const char*>(data), size);
-  std::string file = f.header;
-  uint64_t payload_bytes = payload.size();
-  uint32_t crc =
-      crc32_gzip_refl(0, reinterpret_cast<const unsigned char*>(payload.data()), payload.size());
-  std::memcpy(file.data() + kPayloadBytesAt, &payload_bytes, sizeof payload_bytes);
-  std::memcpy(file.data() + kPayloadCrcAt, &crc, sizeof crc);
-  jarvis::MacNonce nonce;
-  std::memcpy(nonce.data(), file.data() + kMacNonceAt, nonce.size());
-  jarvis::PayloadMac mac(f.mac_key, nonce);
-  mac.update(payload.data(), payload.size());
-  mac.update(file.data(), kMacAt);
-  jarvis::MacTag tag = mac.finish();
-  std::memcpy(file.data() + kMacAt, tag.data(), tag.size());
-  file += payload;
+  std::string file = jarvis::fuzz::framed(f.header, payload, f.mac_key);
+  uint32_t crc = 0;
+  std::memcpy(&crc, file.data() + kPayloadCrcAt, sizeof crc);
   auto read = [&] {
     std::ofstream(f.snapshot, std::ios::binary | std::ios::trunc) << file;
     return jarvis::read_snapshot(f.snapshot, f.key, f.mac_key, f.trace, [](std::string_view) {});

@@ -8,6 +8,7 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <functional>
 
 #include <fmt/format.h>
 
@@ -667,38 +668,104 @@ std::shared_ptr<void> map_file(int fd, uint64_t size) {
   return mapping;
 }
 
+namespace {
+
+// A cache file open for reading (closed with this), fd -1 when there is none.
+struct CacheFd {
+  explicit CacheFd(int f) : fd(f) {}
+  int fd;
+  CacheFd(const CacheFd&) = delete;
+  CacheFd& operator=(const CacheFd&) = delete;
+  ~CacheFd() {
+    if (fd >= 0) ::close(fd);
+  }
+};
+
+// Opens `file` not through a symbolic link, and never waiting on a FIFO put
+// in its place; fd -1 when it is absent or cannot be opened (logged).
+CacheFd open_cache_file(const std::string& file, const SnapshotLog& log) {
+  const int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+  if (fd < 0 && errno != ENOENT) log(fmt::format("{}: not read: {}", file, std::strerror(errno)));
+  return CacheFd{fd};
+}
+
+// The header of the cache file open at `fd` (its size in `size`): the file
+// the user's own, the header whole and of the kind `check_kind` accepts (it
+// throws Unusable), the payload as long as the header says. Throws Unusable.
+Header read_checked_header(int fd, uint64_t& size,
+                           const std::function<void(const Header&)>& check_kind) {
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) throw Unusable{std::strerror(errno)};
+  if (std::string why = untrusted_file_reason(st); !why.empty())
+    throw Unusable{"not trusted: " + why};
+  size = static_cast<uint64_t>(st.st_size);
+  Header h{};
+  if (size < sizeof h || ::pread(fd, &h, sizeof h, 0) != static_cast<ssize_t>(sizeof h))
+    throw Unusable{fmt::format("truncated: {} bytes, shorter than the header", size)};
+  check_kind(h);
+  if (size - sizeof h != h.payload_bytes)
+    throw Unusable{fmt::format("truncated: {} payload bytes, the header says {}", size - sizeof h,
+                               h.payload_bytes)};
+  return h;
+}
+
+// Writes `file` atomically, mode 0600: the header `h` (its magic, version
+// and item size set by the caller), the payload `write` gives, then the
+// header again with the payload's length, CRC-32 and MAC under `mac_key`.
+void write_framed_file(const std::string& file, Header h, const SnapshotMacKey& mac_key,
+                       const std::function<void(Writer&)>& write) {
+  fs::create_directories(fs::path(file).parent_path());
+  AtomicFile out(file, AtomicFile::Kind::Cache);
+  FilePtr f(std::fopen(out.temp_path().c_str(), "wb"));
+  if (!f) throw std::runtime_error(fmt::format("{}: {}", out.temp_path(), std::strerror(errno)));
+  // The user's alone, like the cache directory (AtomicFile makes 0644 files).
+  if (::fchmod(::fileno(f.get()), 0600) != 0)
+    throw std::runtime_error(fmt::format("{}: {}", out.temp_path(), std::strerror(errno)));
+  std::setvbuf(f.get(), nullptr, _IOFBF, 1 << 20);
+  fill_random(h.mac_nonce);
+  PayloadMac mac(mac_key, h.mac_nonce);
+  auto put_header = [&] {
+    if (std::fwrite(&h, sizeof h, 1, f.get()) != 1)
+      throw std::runtime_error(fmt::format("{}: {}", out.temp_path(), std::strerror(errno)));
+  };
+  put_header();
+  Writer w(f.get(), mac);
+  try {
+    write(w);
+  } catch (const std::runtime_error& e) {
+    throw std::runtime_error(fmt::format("{}: {}", out.temp_path(), e.what()));
+  }
+  h.payload_bytes = w.bytes();
+  h.payload_crc = w.crc();
+  mac.update(&h, kHeaderMacCovers);
+  h.mac = mac.finish();
+  if (std::fseek(f.get(), 0, SEEK_SET) != 0)
+    throw std::runtime_error(fmt::format("{}: {}", out.temp_path(), std::strerror(errno)));
+  put_header();
+  if (std::fclose(f.release()) != 0)
+    throw std::runtime_error(fmt::format("{}: {}", out.temp_path(), std::strerror(errno)));
+  out.commit();
+}
+
+}  // namespace
+
 std::optional<Trace> read_snapshot(const std::string& file, const SnapshotKey& key,
                                    const SnapshotMacKey& mac_key, const std::string& display_path,
                                    const SnapshotLog& log) {
-  // Not through a symbolic link, and never waiting on a FIFO put in its place.
-  int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
-  if (fd < 0) {
-    if (errno != ENOENT) log(fmt::format("{}: not read: {}", file, std::strerror(errno)));
-    return std::nullopt;
-  }
-  struct FdCloser {
-    int fd;
-    ~FdCloser() { ::close(fd); }
-  } closer{fd};
+  const CacheFd opened = open_cache_file(file, log);
+  if (opened.fd < 0) return std::nullopt;
+  const int fd = opened.fd;
   try {
-    struct stat st {};
-    if (::fstat(fd, &st) != 0) throw Unusable{std::strerror(errno)};
-    if (std::string why = untrusted_file_reason(st); !why.empty())
-      throw Unusable{"not trusted: " + why};
-    auto size = static_cast<uint64_t>(st.st_size);
-    Header h{};
-    if (size < sizeof h || ::pread(fd, &h, sizeof h, 0) != static_cast<ssize_t>(sizeof h))
-      throw Unusable{fmt::format("truncated: {} bytes, shorter than the header", size)};
-    if (std::memcmp(h.magic, kMagic, sizeof kMagic) != 0) throw Unusable{"not a jarvis snapshot"};
-    if (h.version != kSnapshotVersion)
-      throw Unusable{
-          fmt::format("format version {}, this build reads {}", h.version, kSnapshotVersion)};
-    if (h.event_size != sizeof(Event))
-      throw Unusable{fmt::format("written with {}-byte events, this build has {}", h.event_size,
-                                 sizeof(Event))};
-    if (size - sizeof h != h.payload_bytes)
-      throw Unusable{fmt::format("truncated: {} payload bytes, the header says {}", size - sizeof h,
-                                 h.payload_bytes)};
+    uint64_t size = 0;
+    const Header h = read_checked_header(fd, size, [](const Header& h) {
+      if (std::memcmp(h.magic, kMagic, sizeof kMagic) != 0) throw Unusable{"not a jarvis snapshot"};
+      if (h.version != kSnapshotVersion)
+        throw Unusable{
+            fmt::format("format version {}, this build reads {}", h.version, kSnapshotVersion)};
+      if (h.event_size != sizeof(Event))
+        throw Unusable{fmt::format("written with {}-byte events, this build has {}", h.event_size,
+                                   sizeof(Event))};
+    });
     std::shared_ptr<void> mapping = map_file(fd, size);
     const char* start = static_cast<const char*>(mapping.get());
     const char* payload = start + sizeof h;
@@ -734,41 +801,11 @@ std::optional<Trace> read_snapshot(const std::string& file, const SnapshotKey& k
 
 void write_snapshot(const std::string& file, const SnapshotKey& key, const SnapshotMacKey& mac_key,
                     const Trace& trace) {
-  fs::create_directories(fs::path(file).parent_path());
-  AtomicFile out(file, AtomicFile::Kind::Cache);
-  FilePtr f(std::fopen(out.temp_path().c_str(), "wb"));
-  if (!f) throw std::runtime_error(fmt::format("{}: {}", out.temp_path(), std::strerror(errno)));
-  // The user's alone, like the cache directory (AtomicFile makes 0644 files).
-  if (::fchmod(::fileno(f.get()), 0600) != 0)
-    throw std::runtime_error(fmt::format("{}: {}", out.temp_path(), std::strerror(errno)));
-  std::setvbuf(f.get(), nullptr, _IOFBF, 1 << 20);
   Header h{};
   std::memcpy(h.magic, kMagic, sizeof kMagic);
   h.version = kSnapshotVersion;
   h.event_size = sizeof(Event);
-  fill_random(h.mac_nonce);
-  PayloadMac mac(mac_key, h.mac_nonce);
-  auto put_header = [&] {
-    if (std::fwrite(&h, sizeof h, 1, f.get()) != 1)
-      throw std::runtime_error(fmt::format("{}: {}", out.temp_path(), std::strerror(errno)));
-  };
-  put_header();
-  Writer w(f.get(), mac);
-  try {
-    write_payload(w, key, trace);
-  } catch (const std::runtime_error& e) {
-    throw std::runtime_error(fmt::format("{}: {}", out.temp_path(), e.what()));
-  }
-  h.payload_bytes = w.bytes();
-  h.payload_crc = w.crc();
-  mac.update(&h, kHeaderMacCovers);
-  h.mac = mac.finish();
-  if (std::fseek(f.get(), 0, SEEK_SET) != 0)
-    throw std::runtime_error(fmt::format("{}: {}", out.temp_path(), std::strerror(errno)));
-  put_header();
-  if (std::fclose(f.release()) != 0)
-    throw std::runtime_error(fmt::format("{}: {}", out.temp_path(), std::strerror(errno)));
-  out.commit();
+  write_framed_file(file, h, mac_key, [&](Writer& w) { write_payload(w, key, trace); });
 }
 
 namespace {
@@ -948,38 +985,14 @@ void write_cache_file(const CacheFilePlan& plan, const CacheFileKind& kind,
                       const std::function<void(CacheFileWriter&)>& write) noexcept {
   try {
     try {
-      fs::create_directories(fs::path(plan.file).parent_path());
-      AtomicFile out(plan.file, AtomicFile::Kind::Cache);
-      FilePtr f(std::fopen(out.temp_path().c_str(), "wb"));
-      if (!f)
-        throw std::runtime_error(fmt::format("{}: {}", out.temp_path(), std::strerror(errno)));
-      if (::fchmod(::fileno(f.get()), 0600) != 0)
-        throw std::runtime_error(fmt::format("{}: {}", out.temp_path(), std::strerror(errno)));
-      std::setvbuf(f.get(), nullptr, _IOFBF, 1 << 20);
       Header h{};
       std::memcpy(h.magic, kind.magic, sizeof h.magic);
       h.version = kind.version;
       h.event_size = kind.item_size;
-      fill_random(h.mac_nonce);
-      PayloadMac mac(plan.mac_key, h.mac_nonce);
-      auto put_header = [&] {
-        if (std::fwrite(&h, sizeof h, 1, f.get()) != 1)
-          throw std::runtime_error(fmt::format("{}: {}", out.temp_path(), std::strerror(errno)));
-      };
-      put_header();
-      Writer w(f.get(), mac);
-      CacheWriterOf writer(w);
-      write(writer);
-      h.payload_bytes = w.bytes();
-      h.payload_crc = w.crc();
-      mac.update(&h, kHeaderMacCovers);
-      h.mac = mac.finish();
-      if (std::fseek(f.get(), 0, SEEK_SET) != 0)
-        throw std::runtime_error(fmt::format("{}: {}", out.temp_path(), std::strerror(errno)));
-      put_header();
-      if (std::fclose(f.release()) != 0)
-        throw std::runtime_error(fmt::format("{}: {}", out.temp_path(), std::strerror(errno)));
-      out.commit();
+      write_framed_file(plan.file, h, plan.mac_key, [&](Writer& w) {
+        CacheWriterOf writer(w);
+        write(writer);
+      });
       std::error_code ec;
       const uint64_t written = fs::file_size(plan.file, ec);
       prune_cache_dir_after_write(fs::path(plan.dir) / "snapshots", plan.budget, ec ? 0 : written,
@@ -996,35 +1009,21 @@ void write_cache_file(const CacheFilePlan& plan, const CacheFileKind& kind,
 bool read_cache_file(const CacheFilePlan& plan, const CacheFileKind& kind,
                      const std::function<void(CacheFileReader&)>& read) {
   const std::string& file = plan.file;
-  int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
-  if (fd < 0) {
-    if (errno != ENOENT) plan.log(fmt::format("{}: not read: {}", file, std::strerror(errno)));
-    return false;
-  }
-  struct FdCloser {
-    int fd;
-    ~FdCloser() { ::close(fd); }
-  } closer{fd};
+  const CacheFd opened = open_cache_file(file, plan.log);
+  if (opened.fd < 0) return false;
+  const int fd = opened.fd;
   try {
-    struct stat st {};
-    if (::fstat(fd, &st) != 0) throw Unusable{std::strerror(errno)};
-    if (std::string why = untrusted_file_reason(st); !why.empty())
-      throw Unusable{"not trusted: " + why};
-    auto size = static_cast<uint64_t>(st.st_size);
-    Header h{};
-    if (size < sizeof h || ::pread(fd, &h, sizeof h, 0) != static_cast<ssize_t>(sizeof h))
-      throw Unusable{fmt::format("truncated: {} bytes, shorter than the header", size)};
-    if (std::memcmp(h.magic, kind.magic, sizeof h.magic) != 0)
-      throw Unusable{"not a file of this kind"};
-    if (h.version != kind.version)
-      throw Unusable{
-          fmt::format("format version {}, this build reads {}", h.version, kind.version)};
-    if (h.event_size != kind.item_size)
-      throw Unusable{fmt::format("written with another layout ({}, this build {})", h.event_size,
-                                 kind.item_size)};
-    if (size - sizeof h != h.payload_bytes)
-      throw Unusable{fmt::format("truncated: {} payload bytes, the header says {}", size - sizeof h,
-                                 h.payload_bytes)};
+    uint64_t size = 0;
+    const Header h = read_checked_header(fd, size, [&kind](const Header& h) {
+      if (std::memcmp(h.magic, kind.magic, sizeof h.magic) != 0)
+        throw Unusable{"not a file of this kind"};
+      if (h.version != kind.version)
+        throw Unusable{
+            fmt::format("format version {}, this build reads {}", h.version, kind.version)};
+      if (h.event_size != kind.item_size)
+        throw Unusable{fmt::format("written with another layout ({}, this build {})", h.event_size,
+                                   kind.item_size)};
+    });
     std::shared_ptr<void> mapping = map_file(fd, size);
     const char* start = static_cast<const char*>(mapping.get());
     PayloadMac mac(plan.mac_key, h.mac_nonce);
